@@ -1,0 +1,109 @@
+// Package data defines the in-memory data sets dplr's estimators read: a
+// kind, a dense design matrix (possibly backed by a read-only memory map),
+// responses and, for user-grouped data, the user boundaries.
+package data
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Kind names the shape of a data set.
+type Kind string
+
+// Data kinds.
+const (
+	// Rows is an n×p matrix with one observation per row.
+	Rows Kind = "rows"
+	// Trace is trace-regression data: n samples X_i ∈ ℝ^{d1×d2} stored as
+	// the rows of an n×(d1·d2) matrix (each X_i flattened row-major, as a
+	// C-order n×d1×d2 array is), and n responses y_i.
+	Trace Kind = "trace"
+	// Users is user-grouped regression data: rows of features with a
+	// response, grouped by user so that user u owns rows
+	// UserStart[u] ≤ i < UserStart[u+1].
+	Users Kind = "users"
+)
+
+// Kinds lists every kind, for validation and help texts.
+var Kinds = []Kind{Rows, Trace, Users}
+
+// Dataset is a validated data set. X may be backed by a read-only memory
+// map: estimators must treat it (and Y) as read-only.
+type Dataset struct {
+	Kind      Kind
+	X         *mat.Dense
+	Y         []float64 // Trace, Users: one response per row
+	D1, D2    int       // Trace: the shape of each sample matrix
+	UserStart []int     // Users: len = number of users + 1
+	UserIDs   []int64   // Users: the original id of each user
+	Labels    []int     // optional integer class label per row
+	Hash      string    // content hash identifying the data (hex SHA-256)
+	Name      string    // optional human name
+}
+
+// N returns the number of rows.
+func (d *Dataset) N() int { r, _ := d.X.Dims(); return r }
+
+// P returns the number of columns of X.
+func (d *Dataset) P() int { _, c := d.X.Dims(); return c }
+
+// NumUsers returns the number of users of a Users data set.
+func (d *Dataset) NumUsers() int { return max(len(d.UserStart)-1, 0) }
+
+// Sample returns sample i of a Trace data set as a d1×d2 view (no copy).
+func (d *Dataset) Sample(i int) *mat.Dense {
+	row := d.X.RawRowView(i)
+	return mat.NewDense(d.D1, d.D2, row)
+}
+
+// Validate checks shapes, finiteness and kind-specific structure.
+func (d *Dataset) Validate() error {
+	if d.X == nil || d.X.IsEmpty() {
+		return fmt.Errorf("data set has no rows")
+	}
+	n, p := d.X.Dims()
+	switch d.Kind {
+	case Rows:
+	case Trace:
+		if d.D1 < 1 || d.D2 < 1 || d.D1*d.D2 != p {
+			return fmt.Errorf("trace data: rows of length %d do not hold %d×%d matrices", p, d.D1, d.D2)
+		}
+		if len(d.Y) != n {
+			return fmt.Errorf("trace data: %d samples but %d responses", n, len(d.Y))
+		}
+	case Users:
+		if len(d.Y) != n {
+			return fmt.Errorf("user data: %d rows but %d responses", n, len(d.Y))
+		}
+		if len(d.UserStart) < 2 || d.UserStart[0] != 0 || d.UserStart[len(d.UserStart)-1] != n {
+			return fmt.Errorf("user data: user boundaries do not cover the %d rows", n)
+		}
+		for u := 1; u < len(d.UserStart); u++ {
+			if d.UserStart[u] <= d.UserStart[u-1] {
+				return fmt.Errorf("user data: user %d has no rows", u-1)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown data kind %q", d.Kind)
+	}
+	if d.Labels != nil && len(d.Labels) != n {
+		return fmt.Errorf("%d rows but %d labels", n, len(d.Labels))
+	}
+	raw := d.X.RawMatrix()
+	for i := 0; i < n; i++ {
+		for j, v := range raw.Data[i*raw.Stride : i*raw.Stride+p] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("row %d, column %d: value %v is not finite", i, j, v)
+			}
+		}
+	}
+	for i, v := range d.Y {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("response %d: value %v is not finite", i, v)
+		}
+	}
+	return nil
+}

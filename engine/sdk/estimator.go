@@ -1,0 +1,136 @@
+package sdk
+
+import (
+	"context"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// Info is an estimator's catalogue entry.
+type Info struct {
+	Name        string
+	Version     string
+	Summary     string // one line
+	Description string // paragraphs for `dplr describe`
+	DataKind    data.Kind
+	// Guarantee describes, in words, the kind of guarantee the estimator
+	// gives (e.g. "(ε,δ)-DP w.p. ≥ 1−β over spiked Gaussian data").
+	Guarantee string
+	// Grants lists the budget forms the estimator accepts.
+	Grants     []privacy.GrantKind
+	Params     []ParamSpec
+	References []string
+}
+
+// Estimator is implemented by every dplr estimator.
+type Estimator interface {
+	Info() Info
+	// Fit runs the estimator. It must honour ctx cancellation, declare each
+	// privacy step to run.Acct before drawing that step's noise from
+	// run.Rand, and return an error (never panic) on bad input.
+	Fit(ctx context.Context, run *Run) (*Result, error)
+}
+
+// Run is everything a fit needs.
+type Run struct {
+	Data    *data.Dataset
+	Params  Params
+	Acct    *privacy.Accountant
+	Rand    *privacy.Source
+	Backend backend.Backend
+	// progress receives progress events; nil discards them.
+	progress func(Progress)
+	logf     func(format string, args ...any)
+}
+
+// Progress is one progress event.
+type Progress struct {
+	Stage   string
+	Done    int
+	Total   int
+	Message string
+}
+
+// Progress reports that done of total units of stage are complete.
+func (r *Run) Progress(stage string, done, total int) {
+	if r.progress != nil {
+		r.progress(Progress{Stage: stage, Done: done, Total: total})
+	}
+}
+
+// Logf sends a log line to the host (shown on stderr with -v).
+func (r *Run) Logf(format string, args ...any) {
+	if r.logf != nil {
+		r.logf(format, args...)
+	}
+}
+
+// Release says who may see an output.
+type Release string
+
+// Release classes.
+const (
+	// Public outputs carry the run's guarantee.
+	Public Release = "public"
+	// PerUser outputs are computed for and released only to each user
+	// (e.g. personal heads in federated personalization).
+	PerUser Release = "per-user"
+	// Evaluation outputs are computed from the raw data for evaluation
+	// only; they are NOT private and must not be published.
+	Evaluation Release = "evaluation"
+)
+
+// Matrix is a named matrix output.
+type Matrix struct {
+	Name    string
+	M       *mat.Dense
+	Release Release
+	Doc     string
+}
+
+// Scalar is a named scalar output.
+type Scalar struct {
+	Name    string
+	Value   float64
+	Release Release
+	Doc     string
+}
+
+// Series is a named sequence (a training curve, an energy trace).
+type Series struct {
+	Name    string
+	Values  []float64
+	Release Release
+	Doc     string
+}
+
+// Result is what a fit returns.
+type Result struct {
+	Matrices []Matrix
+	Scalars  []Scalar
+	Series   []Series
+	// Guarantee: the estimator sets Kind, Model, Beta, Assumptions and
+	// Neighbours; the SDK fills ε, δ, ρ from the accountant and Seeded from
+	// the random source.
+	Guarantee privacy.Guarantee
+	Notes     []string
+}
+
+// AddMatrix appends a matrix output.
+func (r *Result) AddMatrix(name string, m *mat.Dense, rel Release, doc string) {
+	r.Matrices = append(r.Matrices, Matrix{Name: name, M: m, Release: rel, Doc: doc})
+}
+
+// AddScalar appends a scalar output.
+func (r *Result) AddScalar(name string, v float64, rel Release, doc string) {
+	r.Scalars = append(r.Scalars, Scalar{Name: name, Value: v, Release: rel, Doc: doc})
+}
+
+// AddSeries appends a series output.
+func (r *Result) AddSeries(name string, v []float64, rel Release, doc string) {
+	r.Series = append(r.Series, Series{Name: name, Values: v, Release: rel, Doc: doc})
+}

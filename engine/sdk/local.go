@@ -1,0 +1,107 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// LocalOptions configures RunLocal.
+type LocalOptions struct {
+	Seed     *uint64 // nil: secure randomness
+	Backend  backend.Backend
+	Progress func(Progress)
+	Logf     func(format string, args ...any)
+}
+
+// RunLocal runs est in this process: it validates the data and the
+// parameters, checks the grant, runs the fit and completes the result's
+// guarantee from the accountant. It is what the plugin server does after
+// receiving a request, and what tests and in-process benchmarks call.
+func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[string]string, grant privacy.Grant, opt LocalOptions) (res *Result, acct *privacy.Accountant, err error) {
+	info := est.Info()
+	if d == nil {
+		return nil, nil, errors.New("no data set")
+	}
+	if d.Kind != info.DataKind {
+		return nil, nil, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, d.Kind)
+	}
+	params, err := ValidateParams(info.Params, raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
+	if err := grant.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if !grantAccepted(info.Grants, grant.Kind) {
+		return nil, nil, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
+	}
+	acct, err = privacy.NewAccountant(grant)
+	if err != nil {
+		return nil, nil, err
+	}
+	var src *privacy.Source
+	if opt.Seed != nil {
+		src = privacy.NewSeededSource(*opt.Seed)
+	} else if src, err = privacy.NewSecureSource(); err != nil {
+		return nil, nil, err
+	}
+	be := opt.Backend
+	if be == nil {
+		be = backend.Default()
+	}
+	run := &Run{Data: d, Params: params, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
+	res, err = safeFit(ctx, est, run)
+	if err != nil {
+		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
+	if res == nil {
+		return nil, acct, fmt.Errorf("estimator %s returned no result", info.Name)
+	}
+	completeGuarantee(res, acct, src)
+	return res, acct, nil
+}
+
+func grantAccepted(kinds []privacy.GrantKind, k privacy.GrantKind) bool {
+	for _, g := range kinds {
+		if g == k {
+			return true
+		}
+	}
+	return false
+}
+
+// safeFit converts a panic inside an estimator into an error, so that no
+// panic crosses the SDK boundary.
+func safeFit(ctx context.Context, est Estimator, run *Run) (res *Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("estimator panicked: %v", p)
+		}
+	}()
+	return est.Fit(ctx, run)
+}
+
+func completeGuarantee(res *Result, acct *privacy.Accountant, src *privacy.Source) {
+	g := &res.Guarantee
+	g.Seeded = src.Seeded()
+	if g.Kind == privacy.None {
+		return
+	}
+	ach := acct.Achieved()
+	g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
+	if g.Kind == "" {
+		switch ach.Composition {
+		case "pure":
+			g.Kind = privacy.Pure
+		case "zcdp":
+			g.Kind = privacy.ZCDP
+		default:
+			g.Kind = privacy.Approx
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package sdk
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ParamType is the type of an estimator parameter.
+type ParamType string
+
+// Parameter types.
+const (
+	Int    ParamType = "int"
+	Float  ParamType = "float"
+	String ParamType = "string"
+	Bool   ParamType = "bool"
+)
+
+// ParamSpec describes one estimator parameter in the catalogue.
+type ParamSpec struct {
+	Name     string
+	Type     ParamType
+	Default  string   // "" with Required = false means "unset"
+	Min, Max *float64 // inclusive numeric range, nil when unbounded
+	Choices  []string // allowed values of a String parameter
+	Required bool
+	Doc      string
+}
+
+// Bound is a helper for ParamSpec.Min and Max.
+func Bound(v float64) *float64 { return &v }
+
+// Params holds validated parameter values.
+type Params struct {
+	specs  map[string]ParamSpec
+	values map[string]string
+}
+
+// ValidateParams checks raw key=value settings against specs, fills
+// defaults and returns the typed parameters. Unknown names, values of the
+// wrong type, out-of-range values and missing required values are errors.
+func ValidateParams(specs []ParamSpec, raw map[string]string) (Params, error) {
+	p := Params{specs: map[string]ParamSpec{}, values: map[string]string{}}
+	for _, s := range specs {
+		p.specs[s.Name] = s
+	}
+	for k := range raw {
+		if _, ok := p.specs[k]; !ok {
+			names := make([]string, 0, len(specs))
+			for _, s := range specs {
+				names = append(names, s.Name)
+			}
+			return Params{}, fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(names, ", "))
+		}
+	}
+	for _, s := range specs {
+		v, ok := raw[s.Name]
+		if !ok {
+			if s.Required {
+				return Params{}, fmt.Errorf("parameter %q is required", s.Name)
+			}
+			v = s.Default
+		}
+		if v == "" {
+			continue
+		}
+		if err := checkValue(s, v); err != nil {
+			return Params{}, err
+		}
+		p.values[s.Name] = v
+	}
+	return p, nil
+}
+
+func checkValue(s ParamSpec, v string) error {
+	var x float64
+	switch s.Type {
+	case Int:
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("parameter %q: %q is not an integer", s.Name, v)
+		}
+		x = float64(i)
+	case Float:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) {
+			return fmt.Errorf("parameter %q: %q is not a number", s.Name, v)
+		}
+		x = f
+	case Bool:
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("parameter %q: %q is not true or false", s.Name, v)
+		}
+		return nil
+	case String:
+		if len(s.Choices) > 0 && !slices.Contains(s.Choices, v) {
+			return fmt.Errorf("parameter %q: %q is not one of %s", s.Name, v, strings.Join(s.Choices, ", "))
+		}
+		return nil
+	default:
+		return fmt.Errorf("parameter %q has unknown type %q", s.Name, s.Type)
+	}
+	if s.Min != nil && x < *s.Min {
+		return fmt.Errorf("parameter %q: %v is below its minimum %v", s.Name, v, *s.Min)
+	}
+	if s.Max != nil && x > *s.Max {
+		return fmt.Errorf("parameter %q: %v is above its maximum %v", s.Name, v, *s.Max)
+	}
+	return nil
+}
+
+// Has reports whether the parameter has a value (set or defaulted).
+func (p Params) Has(name string) bool { _, ok := p.values[name]; return ok }
+
+// Raw returns the validated values as strings.
+func (p Params) Raw() map[string]string {
+	out := make(map[string]string, len(p.values))
+	for k, v := range p.values {
+		out[k] = v
+	}
+	return out
+}
+
+// Int returns an integer parameter (0 when unset).
+func (p Params) Int(name string) int {
+	i, _ := strconv.ParseInt(p.values[name], 10, 64)
+	return int(i)
+}
+
+// Float returns a float parameter (NaN when unset).
+func (p Params) Float(name string) float64 {
+	v, ok := p.values[name]
+	if !ok {
+		return math.NaN()
+	}
+	f, _ := strconv.ParseFloat(v, 64)
+	return f
+}
+
+// String returns a string parameter ("" when unset).
+func (p Params) String(name string) string { return p.values[name] }
+
+// Bool returns a boolean parameter (false when unset).
+func (p Params) Bool(name string) bool { b, _ := strconv.ParseBool(p.values[name]); return b }
