@@ -32,16 +32,16 @@ const PluginName = "estimators"
 // (512 KiB), well under gRPC's default 4 MiB message limit.
 const MaxChunk = 1 << 16
 
-// GRPCPlugin adapts the Estimators gRPC service to go-plugin. Server is set
+// GRPCPlugin adapts the Estimators gRPC service to go-plugin. Impl is set
 // on the plugin side, nil on the host side.
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Server dplrpb.EstimatorsServer
+	Impl dplrpb.EstimatorsServer
 }
 
 // GRPCServer registers the Estimators service (plugin side).
 func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	dplrpb.RegisterEstimatorsServer(s, p.Server)
+	dplrpb.RegisterEstimatorsServer(s, p.Impl)
 	return nil
 }
 
@@ -52,5 +52,5 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 
 // PluginSet returns the go-plugin plugin set for a server (nil on the host).
 func PluginSet(server dplrpb.EstimatorsServer) plugin.PluginSet {
-	return plugin.PluginSet{PluginName: &GRPCPlugin{Server: server}}
+	return plugin.PluginSet{PluginName: &GRPCPlugin{Impl: server}}
 }
