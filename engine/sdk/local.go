@@ -16,6 +16,9 @@ type LocalOptions struct {
 	Backend  backend.Backend
 	Progress func(Progress)
 	Logf     func(format string, args ...any)
+	// OnStep is called after each privacy step is accepted, before its
+	// noise is drawn (the plugin server streams it to the host).
+	OnStep func(privacy.Step)
 }
 
 // RunLocal runs est in this process: it validates the data and the
@@ -26,6 +29,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	info := est.Info()
 	if d == nil {
 		return nil, nil, errors.New("no data set")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
 	}
 	if d.Kind != info.DataKind {
 		return nil, nil, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, d.Kind)
@@ -43,6 +49,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	acct, err = privacy.NewAccountant(grant)
 	if err != nil {
 		return nil, nil, err
+	}
+	if opt.OnStep != nil {
+		acct.OnSpend(opt.OnStep)
 	}
 	var src *privacy.Source
 	if opt.Seed != nil {

@@ -1,14 +1,208 @@
 package sdk
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/transport"
 )
 
-// Serve runs the plugin server for ests and never returns. A plugin
-// binary's main is one line: sdk.Serve(mypkg.Estimators()...).
+// Version is the version of the SDK (and of first-party plugins).
+const Version = "0.1.0"
+
+// Serve runs the plugin server for ests and does not return. A plugin
+// binary's main is one line: sdk.Serve(mypkg.Estimators()...). The plugin
+// name is the executable's name without its "dplr-" prefix.
+//
+// Run directly (not by a dplr host), the binary prints a short notice and
+// exits with status 1.
 func Serve(ests ...Estimator) {
-	// Replaced by the go-plugin gRPC server (in progress).
-	fmt.Fprintln(os.Stderr, "dplr plugin server: not yet wired", len(ests))
-	os.Exit(1)
+	srv, err := NewServer(pluginName(), Version, ests...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dplr plugin:", err)
+		os.Exit(1)
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: transport.Handshake,
+		Plugins:         transport.PluginSet(srv),
+		GRPCServer:      plugin.DefaultGRPCServer,
+		Logger: hclog.New(&hclog.LoggerOptions{
+			Name: "dplr-plugin", Output: os.Stderr, Level: hclog.Warn,
+		}),
+	})
+}
+
+func pluginName() string {
+	n := filepath.Base(os.Args[0])
+	n = strings.TrimSuffix(n, filepath.Ext(n))
+	return strings.TrimPrefix(n, "dplr-")
+}
+
+// Server implements the Estimators gRPC service over a set of estimators.
+// It is exported so that tests and in-process hosts can serve estimators
+// without go-plugin.
+type Server struct {
+	dplrpb.UnimplementedEstimatorsServer
+	name, version string
+	ests          []Estimator
+	byName        map[string]Estimator
+}
+
+// NewServer checks ests (unique names, valid parameter specs) and returns a
+// Server for them.
+func NewServer(name, version string, ests ...Estimator) (*Server, error) {
+	if len(ests) == 0 {
+		return nil, fmt.Errorf("plugin %q serves no estimators", name)
+	}
+	s := &Server{name: name, version: version, ests: ests, byName: map[string]Estimator{}}
+	for _, e := range ests {
+		info := e.Info()
+		if info.Name == "" {
+			return nil, fmt.Errorf("plugin %q: an estimator has no name", name)
+		}
+		if _, dup := s.byName[info.Name]; dup {
+			return nil, fmt.Errorf("plugin %q: estimator %q served twice", name, info.Name)
+		}
+		if _, err := ValidateParams(info.Params, nil); err != nil && !strings.Contains(err.Error(), "is required") {
+			return nil, fmt.Errorf("plugin %q: estimator %q: invalid parameter defaults: %w", name, info.Name, err)
+		}
+		s.byName[info.Name] = e
+	}
+	return s, nil
+}
+
+// Catalogue implements dplrpb.EstimatorsServer.
+func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.CatalogueResponse, error) {
+	be := backend.Default()
+	out := &dplrpb.CatalogueResponse{
+		Plugin: s.name, Version: s.version, Backend: be.Name(), BackendThreads: int32(be.Threads()),
+		ProtocolVersion: transport.ProtocolVersion,
+	}
+	for _, e := range s.ests {
+		out.Estimators = append(out.Estimators, InfoToProto(e.Info()))
+	}
+	return out, nil
+}
+
+// Fit implements dplrpb.EstimatorsServer.
+func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer) error {
+	est, ok := s.byName[req.GetEstimator()]
+	if !ok {
+		return status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
+	}
+	ctx := stream.Context()
+	var mu sync.Mutex // stream.Send is not safe for concurrent use
+	send := func(ev *dplrpb.FitEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return stream.Send(ev)
+	}
+	t0 := time.Now()
+	ds, closer, err := OpenHandle(req.GetData())
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "opening data set: %v", err)
+	}
+	defer closer.Close()
+	loadSec := time.Since(t0).Seconds()
+
+	var lastProgress time.Time
+	opt := LocalOptions{
+		Progress: func(p Progress) {
+			// Throttle: at most ~20 events a second, but always the last one.
+			mu.Lock()
+			now := time.Now()
+			skip := now.Sub(lastProgress) < 50*time.Millisecond && p.Done < p.Total
+			if !skip {
+				lastProgress = now
+			}
+			mu.Unlock()
+			if !skip {
+				_ = send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Progress{Progress: &dplrpb.Progress{
+					Stage: p.Stage, Done: int64(p.Done), Total: int64(p.Total), Message: p.Message}}})
+			}
+		},
+		Logf: func(format string, args ...any) {
+			_ = send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Log{Log: fmt.Sprintf(format, args...)}})
+		},
+		OnStep: func(st privacy.Step) {
+			_ = send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Step{Step: StepToProto(st)}})
+		},
+	}
+	if req.Seed != nil {
+		seed := req.GetSeed()
+		opt.Seed = &seed
+	}
+	t1 := time.Now()
+	res, acct, err := RunLocal(ctx, est, ds, req.GetParams(), GrantFromProto(req.GetGrant()), opt)
+	fitSec := time.Since(t1).Seconds()
+	if err != nil {
+		if ctx.Err() != nil {
+			return status.Errorf(codes.Canceled, "%v", err)
+		}
+		return status.Errorf(codes.FailedPrecondition, "%v", err)
+	}
+	for _, m := range res.Matrices {
+		if err := sendMatrix(send, m); err != nil {
+			return err
+		}
+	}
+	final := &dplrpb.FitResult{
+		Guarantee: GuaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
+		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec,
+	}
+	for _, st := range acct.Steps() {
+		final.Steps = append(final.Steps, StepToProto(st))
+	}
+	for _, sc := range res.Scalars {
+		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: sc.Name, Value: sc.Value, Release: string(sc.Release), Doc: sc.Doc})
+	}
+	for _, se := range res.Series {
+		final.Series = append(final.Series, &dplrpb.Series{Name: se.Name, Values: se.Values, Release: string(se.Release), Doc: se.Doc})
+	}
+	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: final}})
+}
+
+func sendMatrix(send func(*dplrpb.FitEvent) error, m Matrix) error {
+	if m.M == nil || m.M.IsEmpty() {
+		return status.Errorf(codes.Internal, "matrix output %q is empty", m.Name)
+	}
+	r, c := m.M.Dims()
+	flat := make([]float64, 0, min(r*c, transport.MaxChunk))
+	off := 0
+	flush := func() error {
+		if len(flat) == 0 {
+			return nil
+		}
+		err := send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Matrix{Matrix: &dplrpb.MatrixChunk{
+			Name: m.Name, Rows: int64(r), Cols: int64(c), Release: string(m.Release), Doc: m.Doc,
+			Offset: int64(off), Data: flat}}})
+		off += len(flat)
+		flat = flat[:0:0]
+		flat = make([]float64, 0, min(r*c-off, transport.MaxChunk))
+		return err
+	}
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			flat = append(flat, m.M.At(i, j))
+			if len(flat) == transport.MaxChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
 }

@@ -1,0 +1,184 @@
+// Package cli implements the dplr command line: plugin discovery and
+// catalogue, fitting an estimator through its plugin with budget charging,
+// synthetic data generation, the budget ledger and benchmarks. cmd/dplr is
+// a thin main around Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit codes scripts can rely on.
+const (
+	ExitOK        = 0 // success
+	ExitError     = 1 // runtime error not covered below
+	ExitUsage     = 2 // bad command line or parameters (nothing was run, nothing spent)
+	ExitBudget    = 3 // the privacy budget refused the run (nothing spent)
+	ExitPlugin    = 4 // a plugin failed (crash, hang, malformed output)
+	ExitData      = 5 // the data could not be read or failed validation (nothing spent)
+	ExitEstimator = 6 // the estimator rejected the request or failed while running
+)
+
+// exitError carries an exit code with an error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func fail(code int, err error) error { return &exitError{code: code, err: err} }
+
+func usagef(format string, args ...any) error { return fail(ExitUsage, fmt.Errorf(format, args...)) }
+
+// Env is what a command runs with.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Getenv reads the environment (os.Getenv by default).
+	Getenv func(string) string
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"plugins", "list the plugins found and the estimators they serve", cmdPlugins},
+		{"describe", "show an estimator's parameters, guarantee and references", cmdDescribe},
+		{"fit", "run an estimator on a data set under a privacy budget", cmdFit},
+		{"gen", "generate a synthetic data set with ground truth", cmdGen},
+		{"budget", "set, show and audit a data set's total privacy budget", cmdBudget},
+		{"version", "print the version", cmdVersion},
+	}
+}
+
+// Main runs the dplr command line and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	env := &Env{Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 {
+			args = []string{args[1], "-h"}
+		} else {
+			usage(stdout)
+			if len(args) == 0 {
+				return ExitUsage
+			}
+			return ExitOK
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(ctx, env, args[1:])
+			return report(env, err)
+		}
+	}
+	fmt.Fprintf(stderr, "dplr: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return ExitUsage
+}
+
+func report(env *Env, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	code := ExitError
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	fmt.Fprintf(env.Stderr, "dplr: %v\n", err)
+	return code
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `dplr: differentially private low-rank estimation.
+
+Usage: dplr COMMAND [flags] [arguments]
+
+Commands:
+`)
+	cmds := commands()
+	sort.SliceStable(cmds, func(i, j int) bool { return false })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run "dplr COMMAND -h" for a command's flags.
+
+Environment:
+  DPLR_HOME         where the budget ledger, data cache and user plugins live
+                    (default: $XDG_DATA_HOME/dplr or ~/.local/share/dplr)
+  DPLR_PLUGIN_PATH  extra plugin directories (searched first), separated by ':'
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 budget refused, 4 plugin failure,
+5 bad data, 6 estimator error.
+`)
+}
+
+func newFlags(name, synopsis string, env *Env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "Usage: dplr %s %s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fail(ExitUsage, err)
+	}
+	return nil
+}
+
+// Version is the dplr version.
+const Version = "0.1.0"
+
+func cmdVersion(_ context.Context, env *Env, args []string) error {
+	fmt.Fprintf(env.Stdout, "dplr %s (plugin protocol 1)\n", Version)
+	return nil
+}
+
+// multiFlag collects repeated --set key=value flags.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func parseSets(sets []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, usagef("--set %q: want key=value", s)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usagef("--set %s given twice", k)
+		}
+		out[k] = strings.TrimSpace(v)
+	}
+	return out, nil
+}

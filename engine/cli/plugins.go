@@ -1,0 +1,337 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// pluginFlags are the flags every plugin-using command shares.
+type pluginFlags struct {
+	dirs     multiFlag
+	manifest string
+	home     string
+	timeout  time.Duration
+	verbose  bool
+}
+
+func (pf *pluginFlags) register(fs *flag.FlagSet) {
+	fs.Var(&pf.dirs, "plugin-dir", "directory to search for dplr-* plugins first (repeatable)")
+	fs.StringVar(&pf.manifest, "manifest", "", "sha256sum-style manifest pinning plugin binaries; unlisted or altered plugins are refused")
+	fs.StringVar(&pf.home, "home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
+	fs.DurationVar(&pf.timeout, "plugin-timeout", 10*time.Second, "time a plugin may take to start and answer its catalogue")
+	fs.BoolVar(&pf.verbose, "v", false, "show plugins' own log output on stderr")
+}
+
+func (pf *pluginFlags) homeDir(env *Env) string {
+	if pf.home != "" {
+		return pf.home
+	}
+	return resolveHome(env.Getenv)
+}
+
+// registry is the set of plugins started for one command.
+type registry struct {
+	plugins  []*host.Plugin
+	failures []error
+}
+
+func (r *registry) close() {
+	for _, p := range r.plugins {
+		p.Close()
+	}
+}
+
+// find returns the plugin serving estimator (the first in search order).
+func (r *registry) find(estimator string) (*host.Plugin, sdk.Info, bool) {
+	for _, p := range r.plugins {
+		if info, ok := p.Estimator(estimator); ok {
+			return p, info, true
+		}
+	}
+	return nil, sdk.Info{}, false
+}
+
+func (r *registry) estimatorNames() []string {
+	var out []string
+	for _, p := range r.plugins {
+		for _, e := range p.Estimators {
+			out = append(out, e.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// startPlugins discovers and starts every plugin concurrently. Plugins that
+// fail are recorded, never fatal.
+func (pf *pluginFlags) startPlugins(ctx context.Context, env *Env) (*registry, error) {
+	opt := host.Options{StartTimeout: pf.timeout, CallTimeout: pf.timeout}
+	if pf.verbose {
+		opt.Stderr = env.Stderr
+	}
+	if pf.manifest != "" {
+		m, err := host.ReadManifest(pf.manifest)
+		if err != nil {
+			return nil, fail(ExitUsage, err)
+		}
+		opt.Manifest = m
+	}
+	dirs := append(append([]string(nil), pf.dirs...), host.DefaultDirs(pf.homeDir(env))...)
+	paths := host.Discover(dirs)
+	reg := &registry{}
+	plugins := make([]*host.Plugin, len(paths))
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i, path := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			plugins[i], errs[i] = host.Start(ctx, path, opt)
+		}()
+	}
+	wg.Wait()
+	seen := map[string]string{}
+	for i := range paths {
+		if errs[i] != nil {
+			reg.failures = append(reg.failures, errs[i])
+			continue
+		}
+		p := plugins[i]
+		dup := false
+		for _, e := range p.Estimators {
+			if other, ok := seen[e.Name]; ok {
+				reg.failures = append(reg.failures, fmt.Errorf("plugin %s: estimator %q already served by %s; ignoring this plugin", p.Path, e.Name, other))
+				dup = true
+				break
+			}
+		}
+		if dup {
+			p.Close()
+			continue
+		}
+		for _, e := range p.Estimators {
+			seen[e.Name] = p.Path
+		}
+		reg.plugins = append(reg.plugins, p)
+	}
+	if len(paths) == 0 {
+		return reg, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
+	}
+	return reg, nil
+}
+
+func warnFailures(env *Env, reg *registry) {
+	for _, err := range reg.failures {
+		fmt.Fprintf(env.Stderr, "dplr: warning: %v\n", err)
+	}
+}
+
+// pluginJSON is the `dplr plugins --json` schema.
+type pluginJSON struct {
+	Name       string          `json:"name"`
+	Version    string          `json:"version"`
+	Path       string          `json:"path"`
+	Backend    string          `json:"backend"`
+	Threads    int32           `json:"backend_threads"`
+	Estimators []estimatorJSON `json:"estimators"`
+}
+
+type estimatorJSON struct {
+	Name       string      `json:"name"`
+	Version    string      `json:"version"`
+	Summary    string      `json:"summary"`
+	DataKind   string      `json:"data_kind"`
+	Guarantee  string      `json:"guarantee"`
+	Grants     []string    `json:"grants"`
+	Params     []paramJSON `json:"params"`
+	References []string    `json:"references,omitempty"`
+}
+
+type paramJSON struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Default  string   `json:"default,omitempty"`
+	Min      *float64 `json:"min,omitempty"`
+	Max      *float64 `json:"max,omitempty"`
+	Choices  []string `json:"choices,omitempty"`
+	Required bool     `json:"required,omitempty"`
+	Doc      string   `json:"doc"`
+}
+
+func toEstimatorJSON(e sdk.Info) estimatorJSON {
+	out := estimatorJSON{Name: e.Name, Version: e.Version, Summary: e.Summary, DataKind: string(e.DataKind),
+		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}}
+	for _, g := range e.Grants {
+		out.Grants = append(out.Grants, string(g))
+	}
+	for _, p := range e.Params {
+		out.Params = append(out.Params, paramJSON{Name: p.Name, Type: string(p.Type), Default: p.Default,
+			Min: p.Min, Max: p.Max, Choices: p.Choices, Required: p.Required, Doc: p.Doc})
+	}
+	return out
+}
+
+func cmdPlugins(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags("plugins", "[--json]", env)
+	var pf pluginFlags
+	pf.register(fs)
+	asJSON := fs.Bool("json", false, "print the catalogue as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	reg, err := pf.startPlugins(ctx, env)
+	if reg != nil {
+		defer reg.close()
+	}
+	if err != nil {
+		return err
+	}
+	warnFailures(env, reg)
+	if *asJSON {
+		out := []pluginJSON{}
+		for _, p := range reg.plugins {
+			pj := pluginJSON{Name: p.Name(), Version: p.Catalogue.GetVersion(), Path: p.Path, Backend: p.Backend(),
+				Threads: p.Catalogue.GetBackendThreads()}
+			for _, e := range p.Estimators {
+				pj.Estimators = append(pj.Estimators, toEstimatorJSON(e))
+			}
+			out = append(out, pj)
+		}
+		return writeJSON(env.Stdout, out)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	for _, p := range reg.plugins {
+		fmt.Fprintf(tw, "%s %s\t(%s backend, %s)\n", p.Name(), p.Catalogue.GetVersion(), p.Backend(), p.Path)
+		for _, e := range p.Estimators {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.DataKind, e.Summary)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(reg.plugins) == 0 {
+		return fail(ExitPlugin, errors.New("no plugin could be started"))
+	}
+	return nil
+}
+
+func cmdDescribe(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags("describe", "ESTIMATOR [--json]", env)
+	var pf pluginFlags
+	pf.register(fs)
+	asJSON := fs.Bool("json", false, "print as JSON")
+	if err := parse(fs, reorder(args)); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("describe takes one estimator name")
+	}
+	reg, err := pf.startPlugins(ctx, env)
+	if reg != nil {
+		defer reg.close()
+	}
+	if err != nil {
+		return err
+	}
+	p, info, ok := reg.find(fs.Arg(0))
+	if !ok {
+		warnFailures(env, reg)
+		return usagef("no plugin serves estimator %q (known: %s)", fs.Arg(0), strings.Join(reg.estimatorNames(), ", "))
+	}
+	if *asJSON {
+		return writeJSON(env.Stdout, toEstimatorJSON(info))
+	}
+	describe(env.Stdout, p, info)
+	return nil
+}
+
+func describe(w io.Writer, p *host.Plugin, e sdk.Info) {
+	fmt.Fprintf(w, "%s %s — %s\n", e.Name, e.Version, e.Summary)
+	fmt.Fprintf(w, "plugin: %s (%s backend, %s)\n", p.Name(), p.Backend(), p.Path)
+	fmt.Fprintf(w, "data: %s\n", e.DataKind)
+	fmt.Fprintf(w, "guarantee: %s\n", e.Guarantee)
+	grants := make([]string, 0, len(e.Grants))
+	for _, g := range e.Grants {
+		grants = append(grants, string(g))
+	}
+	fmt.Fprintf(w, "budgets accepted: %s\n", strings.Join(grants, ", "))
+	if e.Description != "" {
+		fmt.Fprintf(w, "\n%s\n", e.Description)
+	}
+	fmt.Fprintf(w, "\nParameters (--set name=value):\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range e.Params {
+		rng := ""
+		switch {
+		case len(s.Choices) > 0:
+			rng = "{" + strings.Join(s.Choices, ", ") + "}"
+		case s.Min != nil && s.Max != nil:
+			rng = fmt.Sprintf("[%g, %g]", *s.Min, *s.Max)
+		case s.Min != nil:
+			rng = fmt.Sprintf("≥ %g", *s.Min)
+		case s.Max != nil:
+			rng = fmt.Sprintf("≤ %g", *s.Max)
+		}
+		def := s.Default
+		if s.Required {
+			def = "(required)"
+		} else if def == "" {
+			def = "(unset)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, def, rng, s.Doc)
+	}
+	_ = tw.Flush()
+	if len(e.References) > 0 {
+		fmt.Fprintf(w, "\nReferences:\n")
+		for _, r := range e.References {
+			fmt.Fprintf(w, "  - %s\n", r)
+		}
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// reorder moves positional arguments after the flags so that
+// "dplr fit NAME --epsilon 1" parses like "dplr fit --epsilon 1 NAME".
+func reorder(args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(a) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+// boolFlags are the flags that take no value.
+var boolFlags = map[string]bool{"json": true, "v": true, "quiet": true, "force": true, "h": true, "help": true, "no-ledger": true, "full": true}
+
+func isBoolFlag(a string) bool { return boolFlags[strings.TrimLeft(a, "-")] }

@@ -1,0 +1,123 @@
+package host
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// PluginPrefix is the executable-name prefix of dplr plugins.
+const PluginPrefix = "dplr-"
+
+// DefaultDirs returns the plugin search path, highest precedence first:
+// the directories in $DPLR_PLUGIN_PATH, then bin/plugins beside the host
+// executable, then the user directory <home>/plugins.
+func DefaultDirs(home string) []string {
+	var dirs []string
+	if env := os.Getenv("DPLR_PLUGIN_PATH"); env != "" {
+		for _, d := range filepath.SplitList(env) {
+			if d != "" {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "plugins"))
+	}
+	if home != "" {
+		dirs = append(dirs, filepath.Join(home, "plugins"))
+	}
+	return dirs
+}
+
+// Discover lists plugin executables (files named dplr-* with an execute
+// bit) in dirs. When two directories hold a plugin of the same name, the
+// earlier directory wins. Missing directories are skipped.
+func Discover(dirs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if !strings.HasPrefix(n, PluginPrefix) || seen[n] {
+				continue
+			}
+			p := filepath.Join(d, n)
+			st, err := os.Stat(p)
+			if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+				continue
+			}
+			seen[n] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Manifest pins plugin binaries to SHA-256 checksums. Its file format is
+// the one sha256sum prints: "<hex digest>  <file name>" per line; names
+// are matched on the executable's base name.
+type Manifest map[string][]byte
+
+// ReadManifest parses a checksum manifest.
+func ReadManifest(path string) (Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading plugin manifest: %w", err)
+	}
+	defer f.Close()
+	m := Manifest{}
+	sc := bufio.NewScanner(f)
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		fields := strings.Fields(t)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("plugin manifest %s line %d: want \"<sha256> <name>\"", path, line)
+		}
+		sum, err := hex.DecodeString(fields[0])
+		if err != nil || len(sum) != sha256.Size {
+			return nil, fmt.Errorf("plugin manifest %s line %d: %q is not a SHA-256 digest", path, line, fields[0])
+		}
+		m[filepath.Base(strings.TrimPrefix(fields[1], "*"))] = sum
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading plugin manifest %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// FileSHA256 returns the SHA-256 digest of a file.
+func FileSHA256(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}

@@ -1,0 +1,87 @@
+// Package meanplugin is the smallest complete dplr estimator: the mean of
+// rows clipped to a public ℓ2 norm, released with Gaussian noise. It is the
+// template for third-party plugins (see the README) and is built and run
+// through the host by the tests.
+package meanplugin
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Mean is the clipped-mean estimator.
+type Mean struct{}
+
+// Estimators lists what the example plugin serves.
+func Estimators() []sdk.Estimator { return []sdk.Estimator{Mean{}} }
+
+// Info implements sdk.Estimator.
+func (Mean) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "example-mean",
+		Version: "0.1.0",
+		Summary: "mean of rows clipped to a public norm, Gaussian mechanism (template plugin)",
+		Description: "Each row is scaled down to ℓ2 norm at most `clip`; the mean of the clipped rows then has " +
+			"ℓ2 sensitivity 2·clip/n under replacement of one row, and is released with Gaussian noise " +
+			"calibrated in zCDP from the whole grant. n is treated as public.",
+		DataKind:  data.Rows,
+		Guarantee: "worst-case (ε, δ)-DP / ρ-zCDP, neighbours differ by one replaced row (n public)",
+		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
+		Params: []sdk.ParamSpec{
+			{Name: "clip", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-12), Doc: "public bound on a row's ℓ2 norm; longer rows are scaled down to it"},
+		},
+		References: []string{"Dwork & Roth (2014), The Algorithmic Foundations of Differential Privacy, §3.5"},
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	n, p := run.Data.X.Dims()
+	clip := run.Params.Float("clip")
+	sum := make([]float64, p)
+	row := make([]float64, p)
+	for i := 0; i < n; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			run.Progress("clipped sum", i, n)
+		}
+		copy(row, run.Data.X.RawRowView(i))
+		norm := 0.0
+		for _, v := range row {
+			norm += v * v
+		}
+		scale := 1.0
+		if norm = math.Sqrt(norm); norm > clip {
+			scale = clip / norm
+		}
+		for j, v := range row {
+			sum[j] += scale * v
+		}
+	}
+	run.Progress("clipped sum", n, n)
+	rho, err := run.Acct.TotalRho()
+	if err != nil {
+		return nil, err
+	}
+	sigma, err := run.Acct.SpendGaussianRho("mean", 2*clip/float64(n), p, rho)
+	if err != nil {
+		return nil, fmt.Errorf("declaring the mean's privacy step: %w", err)
+	}
+	for j := range sum {
+		sum[j] /= float64(n)
+	}
+	run.Rand.AddGaussian(sum, sigma)
+	res := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced (n public)"}}
+	res.AddMatrix("mean", mat.NewDense(1, p, sum), sdk.Public, "private mean of the clipped rows (1×p)")
+	res.AddScalar("sigma", sigma, sdk.Public, "standard deviation of the Gaussian noise per coordinate")
+	return res, nil
+}
