@@ -1,0 +1,369 @@
+package dataio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"unsafe"
+)
+
+// nativeLE is true on little-endian machines, where the canonical on-disk
+// byte order equals the in-memory one.
+var nativeLE = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// dtype is an element type of an array file: kind 'f' (IEEE float), 'i'
+// (signed integer), 'u' (unsigned integer) or 'b' (bool), its size in bytes
+// and its byte order.
+type dtype struct {
+	kind byte
+	size int
+	big  bool
+}
+
+func (d dtype) String() string {
+	order := "<"
+	if d.size == 1 {
+		order = "|"
+	} else if d.big {
+		order = ">"
+	}
+	return fmt.Sprintf("%s%c%d", order, d.kind, d.size)
+}
+
+func (d dtype) valid() bool {
+	switch d.kind {
+	case 'f':
+		return d.size == 4 || d.size == 8
+	case 'i', 'u':
+		return d.size == 1 || d.size == 2 || d.size == 4 || d.size == 8
+	case 'b':
+		return d.size == 1
+	}
+	return false
+}
+
+func (d dtype) integer() bool { return d.kind == 'i' || d.kind == 'u' || d.kind == 'b' }
+
+func (d dtype) order() binary.ByteOrder {
+	if d.big {
+		return binary.BigEndian
+	}
+	return binary.LittleEndian
+}
+
+// array is a decoded n-dimensional array: its shape, element type, storage
+// order and raw bytes in the file's byte order.
+type array struct {
+	shape   []int
+	dt      dtype
+	fortran bool
+	raw     []byte
+}
+
+// count returns the number of elements declared by shape, or an error if
+// the product overflows.
+func shapeCount(shape []int, itemsize int) (int64, error) {
+	count := int64(1)
+	for _, s := range shape {
+		if s < 0 {
+			return 0, fmt.Errorf("negative dimension %d in shape %v", s, shape)
+		}
+		if s != 0 && count > math.MaxInt64/int64(s) {
+			return 0, fmt.Errorf("shape %v is too large", shape)
+		}
+		count *= int64(s)
+	}
+	if itemsize > 0 && count > math.MaxInt64/int64(itemsize) {
+		return 0, fmt.Errorf("shape %v is too large", shape)
+	}
+	if count*int64(max(itemsize, 1)) > math.MaxInt {
+		return 0, fmt.Errorf("shape %v is too large for this machine", shape)
+	}
+	return count, nil
+}
+
+// errTruncated reports a payload shorter than its header declares.
+var errTruncated = errors.New("truncated")
+
+// readPayload reads exactly n bytes from r. known is the number of bytes
+// left in the source when it is known (a plain file) and -1 otherwise. The
+// buffer grows with the data actually read, so a header declaring a huge
+// shape over a short stream costs no more memory than the stream holds.
+// After the payload it requires the end of the stream (which also makes a
+// gzip reader verify its checksum).
+func readPayload(r io.Reader, n int64, known int64) ([]byte, error) {
+	if known >= 0 && n > known {
+		return nil, fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, n, known)
+	}
+	var buf []byte
+	if known >= 0 {
+		buf = make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, fmt.Errorf("%w: reading %d data bytes: %v", errTruncated, n, err)
+		}
+	} else {
+		buf = make([]byte, 0, min(n, 1<<20))
+		for int64(len(buf)) < n {
+			if len(buf) == cap(buf) {
+				nb := make([]byte, len(buf), min(n, 2*int64(cap(buf))+1))
+				copy(nb, buf)
+				buf = nb
+			}
+			m, err := r.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+m]
+			if err == io.EOF {
+				if int64(len(buf)) < n {
+					return nil, fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d", errTruncated, n, len(buf))
+				}
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading data after %d of %d bytes: %w", len(buf), n, err)
+			}
+		}
+	}
+	if err := expectEOF(r); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// expectEOF checks that r has nothing left.
+func expectEOF(r io.Reader) error {
+	var b [1]byte
+	for range 1000 {
+		m, err := r.Read(b[:])
+		if m > 0 {
+			return errors.New("unexpected trailing bytes after the declared data")
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading past the data: %w", err)
+		}
+	}
+	return errors.New("reader returns no data and no end of stream")
+}
+
+// fortranMapper holds the Fortran-order strides of a shape.
+type fortranMapper struct {
+	shape   []int
+	fstride []int
+}
+
+func newFortranMapper(shape []int) fortranMapper {
+	fs := make([]int, len(shape))
+	s := 1
+	for i := range shape {
+		fs[i] = s
+		s *= shape[i]
+	}
+	return fortranMapper{shape: shape, fstride: fs}
+}
+
+// forEachC calls f(c, src) for every element, with c its C-order index and
+// src its index in the array's storage.
+func (a *array) forEachC(f func(c, src int)) {
+	count := len(a.raw) / a.dt.size
+	if !a.fortran || len(a.shape) < 2 {
+		for k := 0; k < count; k++ {
+			f(k, k)
+		}
+		return
+	}
+	m := newFortranMapper(a.shape)
+	idx := make([]int, len(a.shape))
+	src := 0
+	for c := 0; c < count; c++ {
+		f(c, src)
+		// Advance the C-order multi-index (last axis fastest).
+		for ax := len(idx) - 1; ax >= 0; ax-- {
+			idx[ax]++
+			src += m.fstride[ax]
+			if idx[ax] < a.shape[ax] {
+				break
+			}
+			src -= m.fstride[ax] * idx[ax]
+			idx[ax] = 0
+		}
+	}
+}
+
+// float64s converts the array to float64 values in C order multiplied by
+// scale, checking that every value is finite. When the array already holds
+// little-endian float64 in C order on a little-endian machine and scale is
+// 1, the raw buffer is reinterpreted without a copy.
+func (a *array) float64s(scale float64) ([]float64, error) {
+	count := len(a.raw) / a.dt.size
+	if count == 0 {
+		return []float64{}, nil
+	}
+	dt := a.dt
+	if dt.kind == 'f' && dt.size == 8 && !dt.big && nativeLE && !a.fortran && uintptr(unsafe.Pointer(&a.raw[0]))%8 == 0 {
+		out := unsafe.Slice((*float64)(unsafe.Pointer(&a.raw[0])), count)
+		if scale != 1 {
+			for i := range out {
+				out[i] *= scale
+			}
+		}
+		if i := firstNonFinite(out); i >= 0 {
+			return nil, a.nonFinite(i, out[i])
+		}
+		return out, nil
+	}
+	out := make([]float64, count)
+	raw := a.raw
+	switch {
+	case dt.kind == 'u' && dt.size == 1 && !a.fortran:
+		// The common image case: a tight loop with a lookup table.
+		var lut [256]float64
+		for i := range lut {
+			lut[i] = float64(i) * scale
+		}
+		for i, b := range raw {
+			out[i] = lut[b]
+		}
+		return out, nil
+	case dt.kind == 'f' && dt.size == 4 && !a.fortran:
+		o := dt.order()
+		for i := range out {
+			out[i] = float64(math.Float32frombits(o.Uint32(raw[4*i:]))) * scale
+		}
+	default:
+		get := a.getter()
+		a.forEachC(func(c, src int) { out[c] = get(src) * scale })
+	}
+	if dt.kind == 'f' || !isFinite(scale) {
+		if i := firstNonFinite(out); i >= 0 {
+			return nil, a.nonFinite(i, out[i])
+		}
+	}
+	return out, nil
+}
+
+// getter returns a function reading element i as float64.
+func (a *array) getter() func(i int) float64 {
+	raw, o := a.raw, a.dt.order()
+	switch a.dt.kind {
+	case 'f':
+		if a.dt.size == 8 {
+			return func(i int) float64 { return math.Float64frombits(o.Uint64(raw[8*i:])) }
+		}
+		return func(i int) float64 { return float64(math.Float32frombits(o.Uint32(raw[4*i:]))) }
+	case 'b', 'u':
+		switch a.dt.size {
+		case 1:
+			return func(i int) float64 { return float64(raw[i]) }
+		case 2:
+			return func(i int) float64 { return float64(o.Uint16(raw[2*i:])) }
+		case 4:
+			return func(i int) float64 { return float64(o.Uint32(raw[4*i:])) }
+		default:
+			return func(i int) float64 { return float64(o.Uint64(raw[8*i:])) }
+		}
+	default:
+		switch a.dt.size {
+		case 1:
+			return func(i int) float64 { return float64(int8(raw[i])) }
+		case 2:
+			return func(i int) float64 { return float64(int16(o.Uint16(raw[2*i:]))) }
+		case 4:
+			return func(i int) float64 { return float64(int32(o.Uint32(raw[4*i:]))) }
+		default:
+			return func(i int) float64 { return float64(int64(o.Uint64(raw[8*i:]))) }
+		}
+	}
+}
+
+// int64s converts the array to int64 values in C order. Integer dtypes
+// convert exactly (uint64 values above MaxInt64 are an error); float dtypes
+// must hold integral values in the int64 range.
+func (a *array) int64s() ([]int64, error) {
+	count := len(a.raw) / a.dt.size
+	out := make([]int64, count)
+	raw, o := a.raw, a.dt.order()
+	var bad error
+	if a.dt.kind == 'f' {
+		get := a.getter()
+		a.forEachC(func(c, src int) {
+			v := get(src)
+			if bad == nil && (v != math.Trunc(v) || math.Abs(v) >= 1<<63) {
+				bad = fmt.Errorf("element %d: value %v is not an integer", c, v)
+			}
+			out[c] = int64(v)
+		})
+		return out, bad
+	}
+	a.forEachC(func(c, src int) {
+		switch {
+		case a.dt.size == 1 && a.dt.kind == 'i':
+			out[c] = int64(int8(raw[src]))
+		case a.dt.size == 1:
+			out[c] = int64(raw[src])
+		case a.dt.size == 2 && a.dt.kind == 'i':
+			out[c] = int64(int16(o.Uint16(raw[2*src:])))
+		case a.dt.size == 2:
+			out[c] = int64(o.Uint16(raw[2*src:]))
+		case a.dt.size == 4 && a.dt.kind == 'i':
+			out[c] = int64(int32(o.Uint32(raw[4*src:])))
+		case a.dt.size == 4:
+			out[c] = int64(o.Uint32(raw[4*src:]))
+		case a.dt.kind == 'i':
+			out[c] = int64(o.Uint64(raw[8*src:]))
+		default:
+			u := o.Uint64(raw[8*src:])
+			if u > math.MaxInt64 && bad == nil {
+				bad = fmt.Errorf("element %d: value %d does not fit in int64", c, u)
+			}
+			out[c] = int64(u)
+		}
+	})
+	return out, bad
+}
+
+// nonFinite describes non-finite element c (C order) by its position.
+func (a *array) nonFinite(c int, v float64) error {
+	if len(a.shape) >= 2 {
+		cols := 1
+		for _, s := range a.shape[1:] {
+			cols *= s
+		}
+		return fmt.Errorf("row %d, column %d: value %v is not finite", c/cols, c%cols, v)
+	}
+	return fmt.Errorf("element %d: value %v is not finite", c, v)
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// firstNonFinite returns the index of the first NaN or ±Inf in x, or -1.
+func firstNonFinite(x []float64) int {
+	for i, v := range x {
+		// v-v is 0 for finite v and NaN for NaN and ±Inf.
+		if v-v != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// matrixShape interprets an array as a matrix: rank 1 is n×1, rank 2 is
+// n×p and higher ranks flatten all trailing axes (n×d1×d2 → n×(d1·d2)).
+func matrixShape(shape []int) (n, p int, err error) {
+	switch len(shape) {
+	case 0:
+		return 0, 0, errors.New("a scalar (rank-0 array) is not a data matrix")
+	case 1:
+		return shape[0], 1, nil
+	}
+	p = 1
+	for _, s := range shape[1:] {
+		p *= s
+	}
+	return shape[0], p, nil
+}

@@ -1,0 +1,153 @@
+package dataio
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Format names a file format.
+type Format string
+
+// Formats. FormatAuto detects the format from magic bytes and the file
+// extension. Gzip compression is always detected from its magic bytes and
+// is orthogonal to the format.
+const (
+	FormatAuto Format = ""
+	FormatCSV  Format = "csv"
+	FormatNPY  Format = "npy"
+	FormatIDX  Format = "idx"
+)
+
+// Formats lists the explicit formats, for help texts.
+var Formats = []Format{FormatCSV, FormatNPY, FormatIDX}
+
+// ParseFormat parses a format name ("" or "auto" mean FormatAuto).
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
+	case "", "auto":
+		return FormatAuto, nil
+	case FormatCSV, FormatNPY, FormatIDX:
+		return f, nil
+	case "tsv", "txt":
+		return FormatCSV, nil
+	}
+	return "", fmt.Errorf("unknown data format %q (want csv, npy, idx or auto)", s)
+}
+
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// formatFromExt guesses a format from a file name (after removing .gz).
+func formatFromExt(path string) Format {
+	base := strings.ToLower(filepath.Base(path))
+	base = strings.TrimSuffix(base, ".gz")
+	switch {
+	case strings.HasSuffix(base, ".npy"):
+		return FormatNPY
+	case strings.HasSuffix(base, ".csv"), strings.HasSuffix(base, ".tsv"), strings.HasSuffix(base, ".txt"):
+		return FormatCSV
+	case strings.HasSuffix(base, ".idx"), strings.Contains(base, "-ubyte"), strings.Contains(base, ".idx1"),
+		strings.Contains(base, ".idx2"), strings.Contains(base, ".idx3"), strings.Contains(base, "idx1-"),
+		strings.Contains(base, "idx3-"):
+		return FormatIDX
+	}
+	return FormatAuto
+}
+
+// formatFromMagic guesses a format from the first bytes of the
+// (decompressed) content.
+func formatFromMagic(head []byte) Format {
+	switch {
+	case bytes.HasPrefix(head, []byte(npyMagic)):
+		return FormatNPY
+	case isIDXMagic(head):
+		return FormatIDX
+	}
+	return FormatAuto
+}
+
+// DetectFormat reports the format of the file at path and whether it is
+// gzip-compressed, from its magic bytes and extension.
+func DetectFormat(path string) (Format, bool, error) {
+	src, err := openSource(path, FormatAuto)
+	if err != nil {
+		return "", false, err
+	}
+	defer src.Close()
+	return src.format, src.gz, nil
+}
+
+// source is an opened data file, decompressed if needed.
+type source struct {
+	r      *bufio.Reader
+	known  int64 // bytes of content left, -1 if unknown (compressed)
+	format Format
+	gz     bool
+	closer []io.Closer
+}
+
+func (s *source) Close() error {
+	var first error
+	for i := len(s.closer) - 1; i >= 0; i-- {
+		if err := s.closer[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// openSource opens path, unwraps gzip and determines the format (override
+// wins unless it is FormatAuto).
+func openSource(path string, override Format) (*source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, errors.New("is a directory")
+	}
+	src := &source{closer: []io.Closer{f}, known: st.Size()}
+	br := bufio.NewReaderSize(f, 1<<16)
+	if head, _ := br.Peek(2); bytes.Equal(head, gzipMagic) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			src.Close()
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		src.closer = append(src.closer, gz)
+		src.gz, src.known = true, -1
+		br = bufio.NewReaderSize(gz, 1<<16)
+	}
+	src.r = br
+	head, _ := br.Peek(8)
+	magic := formatFromMagic(head)
+	ext := formatFromExt(path)
+	switch {
+	case override != FormatAuto:
+		src.format = override
+	case magic != FormatAuto:
+		src.format = magic
+	case ext == FormatNPY || ext == FormatIDX:
+		src.Close()
+		return nil, fmt.Errorf("the name says %s but the content lacks the %s magic bytes (truncated or not that format?)", ext, ext)
+	default:
+		if len(head) > 0 && bytes.IndexByte(head, 0) >= 0 {
+			src.Close()
+			return nil, errors.New("unrecognised binary format (not CSV, .npy or IDX); set the format explicitly")
+		}
+		src.format = FormatCSV
+	}
+	return src, nil
+}

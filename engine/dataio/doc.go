@@ -1,0 +1,56 @@
+// Package dataio reads, validates, hashes, converts and hands over dplr data
+// sets.
+//
+// # Readers
+//
+// Load reads a data set of one of the kinds of package data (rows, trace,
+// users) from CSV, NumPy .npy or IDX (the MNIST container) files, plain or
+// gzip-compressed. The format is detected from the file's magic bytes
+// (gzip 1f 8b, "\x93NUMPY", the IDX 00 00 <type> <rank> prefix) and its
+// extension, and LoadOptions.Format overrides the detection. Every reader
+// checks shapes, dtypes, truncation and finiteness and reports problems as
+// errors naming the file; none of them panics, and a header that declares a
+// huge shape cannot make a reader allocate more memory than the data that
+// is actually present (plus a constant).
+//
+// # Content hash
+//
+// A data set is identified by Hash, the lower-case hex SHA-256 of this
+// canonical byte stream (all integers are unsigned 64-bit little-endian,
+// all reals IEEE-754 float64 little-endian):
+//
+//	"dplr-dataset-v1\n"
+//	kind, as its name ("rows", "trace" or "users"), then "\n"
+//	n, p, d1, d2                       (d1 = d2 = 0 unless kind is trace)
+//	X                                  n·p reals, row-major
+//	flag, then Y if flag = 1           flag = 1 iff Y is present; n reals
+//	u, then UserStart, UserIDs         u = number of users (0 if none);
+//	                                   u+1 and u integers (ids as int64)
+//	flag, then Labels if flag = 1      flag = 1 iff labels are present;
+//	                                   n integers (as int64)
+//
+// The hash depends only on the content, never on the source format or file
+// name: a matrix read from CSV, from a float32 .npy or from IDX hashes the
+// same as long as the float64 values agree bit for bit (so -0 and +0
+// differ). The data set's Name is not hashed. The ledger identifies data
+// sets by this hash; changing the encoding requires a new version prefix.
+//
+// # Data plane
+//
+// A Handle describes a validated, hashed data set as raw little-endian
+// arrays in files (FileRef: path, byte offset, dtype, count). Prepare writes
+// the canonical files of an in-memory data set into cacheDir/<hash>/;
+// PrepareFile does the same for a file on disk, except that a float64,
+// C-order, little-endian .npy row matrix is not copied at all: it is
+// validated and hashed in one streaming pass over a read-only memory map
+// and the handle points at the original file. Open memory-maps X read-only
+// and wraps it in a *mat.Dense without copying, so a plugin on the same
+// machine reads the data in place. Handles are plain JSON-serialisable
+// values meant to cross the plugin boundary.
+//
+// # Writers
+//
+// WriteNPY and friends write float64 C-order and int64 .npy files;
+// WriteJSON writes indented JSON in which NaN and ±Inf, which JSON cannot
+// represent, become strings or null.
+package dataio

@@ -1,0 +1,623 @@
+package dataio
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+)
+
+// HandleVersion is the version of the Handle layout.
+const HandleVersion = 1
+
+// DType names of the raw arrays a FileRef points at.
+const (
+	DTypeFloat64 = "<f8" // little-endian IEEE-754 float64
+	DTypeInt64   = "<i8" // little-endian int64
+)
+
+// FileRef locates one raw little-endian array inside a file.
+type FileRef struct {
+	// Path is the absolute path of the file.
+	Path string `json:"path"`
+	// Offset is the byte offset of the first element.
+	Offset int64 `json:"offset"`
+	// DType is DTypeFloat64 or DTypeInt64.
+	DType string `json:"dtype"`
+	// Count is the number of elements.
+	Count int64 `json:"count"`
+	// Size is the expected size of the whole file in bytes; Open refuses a
+	// file of any other size.
+	Size int64 `json:"size"`
+	// ModTime, if non-zero, is the file's modification time (Unix
+	// nanoseconds) when it was hashed; Open refuses a file modified since.
+	// It is set for source files referenced in place, not for cache files.
+	ModTime int64 `json:"mtime,omitempty"`
+}
+
+// Handle describes a validated, hashed data set stored as raw arrays in
+// files. It is a plain value (JSON-serialisable) that the host hands to a
+// plugin on the same machine; Open turns it back into a data.Dataset
+// without copying X.
+type Handle struct {
+	Version   int       `json:"version"`
+	Kind      data.Kind `json:"kind"`
+	Hash      string    `json:"hash"`
+	Name      string    `json:"name,omitempty"`
+	N         int       `json:"n"`
+	P         int       `json:"p"`
+	D1        int       `json:"d1,omitempty"`
+	D2        int       `json:"d2,omitempty"`
+	X         FileRef   `json:"x"`
+	Y         *FileRef  `json:"y,omitempty"`
+	UserStart *FileRef  `json:"user_start,omitempty"`
+	UserIDs   *FileRef  `json:"user_ids,omitempty"`
+	Labels    *FileRef  `json:"labels,omitempty"`
+}
+
+// Canonical file names inside cacheDir/<hash>/.
+const (
+	fileX         = "x.f8"
+	fileY         = "y.f8"
+	fileUserStart = "user_start.i8"
+	fileUserIDs   = "user_ids.i8"
+	fileLabels    = "labels.i8"
+	fileHandle    = "handle.json"
+)
+
+// chunk is the number of float64 values validated and hashed at a time.
+const chunk = 1 << 16
+
+// Check validates the handle's own consistency (not the files).
+func (h *Handle) Check() error {
+	if h.Version != HandleVersion {
+		return fmt.Errorf("handle version %d, want %d", h.Version, HandleVersion)
+	}
+	if b, err := hex.DecodeString(h.Hash); err != nil || len(b) != 32 {
+		return fmt.Errorf("handle hash %q is not a hex SHA-256", h.Hash)
+	}
+	if h.N < 1 || h.P < 1 {
+		return fmt.Errorf("handle: empty shape %d×%d", h.N, h.P)
+	}
+	if int64(h.N) > math.MaxInt64/int64(h.P) || h.X.Count != int64(h.N)*int64(h.P) {
+		return fmt.Errorf("handle: X has %d values, shape %d×%d", h.X.Count, h.N, h.P)
+	}
+	if h.X.DType != DTypeFloat64 {
+		return fmt.Errorf("handle: X dtype %q, want %q", h.X.DType, DTypeFloat64)
+	}
+	check := func(name string, r *FileRef, dt string, count int64) error {
+		if r == nil {
+			return fmt.Errorf("handle: %s missing", name)
+		}
+		if r.DType != dt {
+			return fmt.Errorf("handle: %s dtype %q, want %q", name, r.DType, dt)
+		}
+		if r.Count != count {
+			return fmt.Errorf("handle: %s has %d values, want %d", name, r.Count, count)
+		}
+		return nil
+	}
+	switch h.Kind {
+	case data.Rows:
+	case data.Trace:
+		if h.D1 < 1 || h.D2 < 1 || h.D1*h.D2 != h.P {
+			return fmt.Errorf("handle: trace rows of %d values do not hold %d×%d matrices", h.P, h.D1, h.D2)
+		}
+	case data.Users:
+		if h.UserStart == nil || h.UserStart.Count < 2 {
+			return errors.New("handle: user boundaries missing")
+		}
+		if err := check("user ids", h.UserIDs, DTypeInt64, h.UserStart.Count-1); err != nil {
+			return err
+		}
+		if err := check("user boundaries", h.UserStart, DTypeInt64, h.UserStart.Count); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("handle: unknown data kind %q", h.Kind)
+	}
+	if h.Kind != data.Rows {
+		if err := check("responses", h.Y, DTypeFloat64, int64(h.N)); err != nil {
+			return err
+		}
+	}
+	if h.Labels != nil {
+		if err := check("labels", h.Labels, DTypeInt64, int64(h.N)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Prepare validates ds, computes its hash and writes its canonical files
+// (raw little-endian arrays and handle.json) into cacheDir/<hash>/. Each
+// file is written to a temporary name and renamed into place, and files
+// already present with the right size are kept, so concurrent or repeated
+// calls are safe and cheap. If ds.Hash is set and the cache already holds
+// that data set, nothing is read or written (the hash is trusted); if it is
+// set but does not match the content, Prepare fails. An empty ds.Hash is
+// filled in.
+func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
+	if ds == nil {
+		return Handle{}, errors.New("prepare: no data set")
+	}
+	if err := checkStructure(ds); err != nil {
+		return Handle{}, fmt.Errorf("prepare: %w", err)
+	}
+	abs, err := filepath.Abs(cacheDir)
+	if err != nil {
+		return Handle{}, fmt.Errorf("prepare: cache directory: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return Handle{}, fmt.Errorf("prepare: %w", err)
+	}
+	if ds.Hash != "" {
+		h := canonicalHandle(ds, filepath.Join(abs, ds.Hash))
+		if present(h) {
+			return h, nil
+		}
+	}
+	n, p := ds.X.Dims()
+	d1, d2 := 0, 0
+	if ds.Kind == data.Trace {
+		d1, d2 = ds.D1, ds.D2
+	}
+	// Write X to a temporary file while validating and hashing it.
+	sh := newStreamHasher(ds.Kind, n, p, d1, d2)
+	tmp, err := os.CreateTemp(abs, ".x-*.f8")
+	if err != nil {
+		return Handle{}, fmt.Errorf("prepare: %w", err)
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName)
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	w := io.MultiWriter(bw, sh.h)
+	raw := ds.X.RawMatrix()
+	for i := 0; i < n; i++ {
+		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
+		if err := checkFinite(row, i*p, p); err != nil {
+			tmp.Close()
+			return Handle{}, fmt.Errorf("prepare: %w", err)
+		}
+		if err := writeF64LE(w, row); err != nil {
+			tmp.Close()
+			return Handle{}, fmt.Errorf("prepare: write %s: %w", tmpName, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		tmp.Close()
+		return Handle{}, fmt.Errorf("prepare: write %s: %w", tmpName, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return Handle{}, fmt.Errorf("prepare: close %s: %w", tmpName, err)
+	}
+	writeHashTail(sh.h, ds)
+	sum := hex.EncodeToString(sh.h.Sum(nil))
+	if ds.Hash != "" && ds.Hash != sum {
+		return Handle{}, fmt.Errorf("prepare: data set hash %s does not match its content (%s)", ds.Hash, sum)
+	}
+	ds.Hash = sum
+	dir := filepath.Join(abs, sum)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Handle{}, fmt.Errorf("prepare: %w", err)
+	}
+	h := canonicalHandle(ds, dir)
+	if !sizeIs(h.X.Path, h.X.Size) {
+		if err := os.Rename(tmpName, h.X.Path); err != nil {
+			return Handle{}, fmt.Errorf("prepare: %w", err)
+		}
+	}
+	if err := writeSmall(ds, h); err != nil {
+		return Handle{}, fmt.Errorf("prepare: %w", err)
+	}
+	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
+		return Handle{}, fmt.Errorf("prepare: %w", err)
+	}
+	return h, nil
+}
+
+// canonicalHandle returns the handle of ds's canonical files in dir.
+func canonicalHandle(ds *data.Dataset, dir string) Handle {
+	n, p := ds.X.Dims()
+	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p}
+	if ds.Kind == data.Trace {
+		h.D1, h.D2 = ds.D1, ds.D2
+	}
+	ref := func(name, dt string, count int) *FileRef {
+		return &FileRef{Path: filepath.Join(dir, name), DType: dt, Count: int64(count), Size: 8 * int64(count)}
+	}
+	h.X = *ref(fileX, DTypeFloat64, n*p)
+	if ds.Y != nil {
+		h.Y = ref(fileY, DTypeFloat64, len(ds.Y))
+	}
+	if ds.NumUsers() > 0 {
+		h.UserStart = ref(fileUserStart, DTypeInt64, len(ds.UserStart))
+		h.UserIDs = ref(fileUserIDs, DTypeInt64, len(ds.UserIDs))
+	}
+	if ds.Labels != nil {
+		h.Labels = ref(fileLabels, DTypeInt64, len(ds.Labels))
+	}
+	return h
+}
+
+// present reports whether every file of a canonical handle exists with the
+// expected size.
+func present(h Handle) bool {
+	for _, r := range h.refs() {
+		if !sizeIs(r.Path, r.Size) {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *Handle) refs() []*FileRef {
+	out := []*FileRef{&h.X}
+	for _, r := range []*FileRef{h.Y, h.UserStart, h.UserIDs, h.Labels} {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func sizeIs(path string, size int64) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Size() == size
+}
+
+// writeSmall writes Y, user arrays and labels of ds where h says, skipping
+// files already present with the right size.
+func writeSmall(ds *data.Dataset, h Handle) error {
+	type item struct {
+		ref   *FileRef
+		write func(io.Writer) error
+	}
+	items := []item{}
+	if h.Y != nil {
+		items = append(items, item{h.Y, func(w io.Writer) error { return writeF64LE(w, ds.Y) }})
+	}
+	if h.UserStart != nil {
+		items = append(items,
+			item{h.UserStart, func(w io.Writer) error { return writeI64LE(w, intsToInt64(ds.UserStart)) }},
+			item{h.UserIDs, func(w io.Writer) error { return writeI64LE(w, ds.UserIDs) }})
+	}
+	if h.Labels != nil {
+		items = append(items, item{h.Labels, func(w io.Writer) error { return writeI64LE(w, intsToInt64(ds.Labels)) }})
+	}
+	for _, it := range items {
+		if sizeIs(it.ref.Path, it.ref.Size) {
+			continue
+		}
+		if err := writeFileAtomic(it.ref.Path, it.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeHandleJSON(path string, h Handle) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(h)
+	})
+}
+
+// ReadHandle reads a handle.json written by Prepare.
+func ReadHandle(path string) (Handle, error) {
+	var h Handle
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := h.Check(); err != nil {
+		return h, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// PrepareFile reads, validates and hashes the data set at path and returns
+// its handle, writing any files it needs into cacheDir/<hash>/.
+//
+// A float64, little-endian, C-order .npy file read as rows data (no Scale,
+// no column options; labels may come from LabelsPath) is not copied: it is
+// memory-mapped, validated and hashed in one streaming pass, and the
+// handle's X refers to the original file at its data offset (with its size
+// and modification time, so that Open detects a changed file). Every other
+// input is loaded into memory and passed to Prepare.
+func PrepareFile(path string, opt LoadOptions, cacheDir string) (Handle, error) {
+	return PrepareFileContext(context.Background(), path, opt, cacheDir)
+}
+
+// PrepareFileContext is PrepareFile honouring ctx during the streaming pass.
+func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cacheDir string) (Handle, error) {
+	if err := opt.check(); err != nil {
+		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	h, ok, err := prepareInPlace(ctx, path, opt, cacheDir)
+	if err != nil {
+		return Handle{}, err
+	}
+	if ok {
+		return h, nil
+	}
+	opt.SkipHash = true
+	ds, err := Load(path, opt)
+	if err != nil {
+		return Handle{}, err
+	}
+	if ds.Name == "" {
+		ds.Name = filepath.Base(path)
+	}
+	return Prepare(ds, cacheDir)
+}
+
+// prepareInPlace handles the zero-copy case; ok is false if path does not
+// qualify.
+func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir string) (Handle, bool, error) {
+	if opt.kind() != data.Rows || opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 ||
+		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
+		return Handle{}, false, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return Handle{}, false, nil
+	}
+	hdr, err := readNPYHeader(bufio.NewReader(io.NewSectionReader(f, 0, st.Size())))
+	if err != nil || hdr.dt != (dtype{kind: 'f', size: 8}) || hdr.fortran || hdr.dataOffset%8 != 0 {
+		return Handle{}, false, nil // not a candidate; Load reports any error
+	}
+	count, err := shapeCount(hdr.shape, 8)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: npy: %w", path, err)
+	}
+	if want := hdr.dataOffset + 8*count; st.Size() != want {
+		return Handle{}, false, fmt.Errorf("prepare %s: npy (%s, shape %v): file has %d bytes, header implies %d", path, hdr.dt, hdr.shape, st.Size(), want)
+	}
+	n, p, err := matrixShape(hdr.shape)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	if n == 0 || p == 0 {
+		return Handle{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
+	}
+	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
+	if ds.Name == "" {
+		ds.Name = filepath.Base(path)
+	}
+	if opt.LabelsPath != "" {
+		ints, err := readIntVector(opt.LabelsPath, "labels", n)
+		if err != nil {
+			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+		}
+		if ds.Labels, err = toLabels(ints); err != nil {
+			return Handle{}, false, fmt.Errorf("prepare %s: labels: %w", path, err)
+		}
+	}
+	m, unmap, err := mapFile(f, st.Size())
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	defer unmap()
+	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[hdr.dataOffset])), count)
+	sh := newStreamHasher(data.Rows, n, p, 0, 0)
+	for off := 0; off < len(x); off += chunk {
+		if off%(chunk*64) == 0 {
+			if err := ctx.Err(); err != nil {
+				return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+			}
+		}
+		part := x[off:min(off+chunk, len(x))]
+		if err := checkFinite(part, off, p); err != nil {
+			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+		}
+		hashF64(sh.h, part)
+	}
+	writeHashTail(sh.h, ds)
+	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	h := Handle{Version: HandleVersion, Kind: data.Rows, Hash: ds.Hash, Name: ds.Name, N: n, P: p,
+		X: FileRef{Path: abs, Offset: hdr.dataOffset, DType: DTypeFloat64, Count: count, Size: st.Size(), ModTime: st.ModTime().UnixNano()}}
+	if ds.Labels != nil {
+		cdir, err := filepath.Abs(cacheDir)
+		if err != nil {
+			return Handle{}, false, fmt.Errorf("prepare %s: cache directory: %w", path, err)
+		}
+		dir := filepath.Join(cdir, ds.Hash)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+		}
+		h.Labels = &FileRef{Path: filepath.Join(dir, fileLabels), DType: DTypeInt64, Count: int64(n), Size: 8 * int64(n)}
+		if err := writeSmall(ds, h); err != nil {
+			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+		}
+	}
+	return h, true, nil
+}
+
+// Open turns a handle into a data set. X is memory-mapped read-only and
+// wrapped in a *mat.Dense without copying (writing to it faults); the small
+// arrays are read into memory. Every file's size (and, where recorded, its
+// modification time) must match the handle. The content is not re-hashed
+// (use Hash for that); it was validated when the handle was prepared. The
+// returned Closer unmaps X: the data set must not be used after Close.
+func Open(h Handle) (*data.Dataset, io.Closer, error) {
+	if err := h.Check(); err != nil {
+		return nil, nil, fmt.Errorf("open data set: %w", err)
+	}
+	ds := &data.Dataset{Kind: h.Kind, Hash: h.Hash, Name: h.Name}
+	if h.Kind == data.Trace {
+		ds.D1, ds.D2 = h.D1, h.D2
+	}
+	var err error
+	if h.Y != nil {
+		if ds.Y, err = readRefF64(h.Y); err != nil {
+			return nil, nil, fmt.Errorf("open data set: responses: %w", err)
+		}
+	}
+	if h.UserStart != nil {
+		us, err := readRefI64(h.UserStart)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open data set: user boundaries: %w", err)
+		}
+		ds.UserStart = make([]int, len(us))
+		for i, v := range us {
+			if v < 0 || v > int64(h.N) {
+				return nil, nil, fmt.Errorf("open data set: user boundary %d out of range", v)
+			}
+			ds.UserStart[i] = int(v)
+		}
+		if ds.UserIDs, err = readRefI64(h.UserIDs); err != nil {
+			return nil, nil, fmt.Errorf("open data set: user ids: %w", err)
+		}
+	}
+	if h.Labels != nil {
+		lb, err := readRefI64(h.Labels)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open data set: labels: %w", err)
+		}
+		if ds.Labels, err = toLabels(lb); err != nil {
+			return nil, nil, fmt.Errorf("open data set: %w", err)
+		}
+	}
+	x, closer, err := mapRef(&h.X)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open data set: X: %w", err)
+	}
+	ds.X = mat.NewDense(h.N, h.P, x)
+	if err := checkStructure(ds); err != nil {
+		closer.Close()
+		return nil, nil, fmt.Errorf("open data set: %w", err)
+	}
+	return ds, closer, nil
+}
+
+// openRef opens a referenced file and checks its size and time.
+func openRef(r *FileRef) (*os.File, int64, error) {
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	need := r.Offset + 8*r.Count
+	switch {
+	case r.Offset < 0 || r.Count < 0 || need < r.Offset:
+		err = fmt.Errorf("%s: bad offset %d or count %d", r.Path, r.Offset, r.Count)
+	case r.Size != 0 && st.Size() != r.Size:
+		err = fmt.Errorf("%s: file has %d bytes, the handle says %d (truncated or replaced)", r.Path, st.Size(), r.Size)
+	case st.Size() < need:
+		err = fmt.Errorf("%s: file has %d bytes, needs %d (truncated)", r.Path, st.Size(), need)
+	case r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime:
+		err = fmt.Errorf("%s: file was modified after it was prepared", r.Path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
+}
+
+// readRef reads the bytes of a referenced array.
+func readRef(r *FileRef) ([]byte, error) {
+	f, _, err := openRef(r)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 8*r.Count)
+	if _, err := f.ReadAt(b, r.Offset); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Path, err)
+	}
+	return b, nil
+}
+
+func readRefF64(r *FileRef) ([]float64, error) {
+	b, err := readRef(r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, r.Count)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return out, nil
+}
+
+func readRefI64(r *FileRef) ([]int64, error) {
+	b, err := readRef(r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, r.Count)
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return out, nil
+}
+
+// unmapper releases a mapping once.
+type unmapper struct {
+	once sync.Once
+	fn   func() error
+	err  error
+}
+
+func (u *unmapper) Close() error {
+	u.once.Do(func() { u.err = u.fn() })
+	return u.err
+}
+
+// mapRef maps a float64 array read-only, falling back to reading it into
+// memory where mapping cannot give an aligned little-endian view.
+func mapRef(r *FileRef) ([]float64, io.Closer, error) {
+	f, size, err := openRef(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close() // the mapping stays valid after the file is closed
+	if !nativeLE || r.Offset%8 != 0 || !mmapSupported {
+		v, err := readRefF64(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, &unmapper{fn: func() error { return nil }}, nil
+	}
+	m, unmap, err := mapFile(f, size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
+	}
+	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[r.Offset])), r.Count)
+	return x, &unmapper{fn: unmap}, nil
+}

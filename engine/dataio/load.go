@@ -1,0 +1,613 @@
+package dataio
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+)
+
+// LoadOptions says how to read a data set.
+type LoadOptions struct {
+	// Kind is the data kind to build; empty means data.Rows.
+	Kind data.Kind
+	// Format overrides format detection for the main file (FormatAuto
+	// detects it). Side files (labels, responses, users) are always
+	// detected.
+	Format Format
+	// Scale multiplies every entry of X (not responses or labels); 0 means
+	// 1. For example 1.0/255 maps 8-bit pixels into [0, 1].
+	Scale float64
+	// D1, D2 give the shape of each trace-regression sample. They are
+	// required for trace data read from CSV or from an n×(d1·d2) array and
+	// must agree with the shape of an n×d1×d2 array.
+	D1, D2 int
+	// Header says whether a CSV file's first record is a header
+	// (HeaderAuto detects it).
+	Header HeaderMode
+	// Delimiter separates CSV fields; 0 means ',' (or '\t' for .tsv).
+	Delimiter rune
+	// UserColumn names the CSV column holding user ids (a header name or a
+	// 0-based index). Default: "user" with a header, column 0 without.
+	// Integer ids are kept; if any id is not an integer, users are numbered
+	// 0, 1, ... in order of first appearance.
+	UserColumn string
+	// ResponseColumn names the CSV column holding the response (trace,
+	// users). Default: "y" with a header that has it, else the last column.
+	ResponseColumn string
+	// LabelColumn optionally names a CSV column of integer class labels
+	// (rows data); it is removed from X and stored in Labels.
+	LabelColumn string
+	// FeatureColumns optionally lists the CSV columns forming X, in order.
+	// Default: every column not used as user id, response or label.
+	FeatureColumns []string
+	// LabelsPath is an optional file (IDX, .npy or one-column CSV) of n
+	// integer class labels.
+	LabelsPath string
+	// ResponsePath is a file (.npy, IDX or one-column CSV) of n responses:
+	// required for trace and users data read from arrays, optional for CSV
+	// (then every column is a feature unless FeatureColumns says otherwise).
+	ResponsePath string
+	// UsersPath is a file of n integer user ids, for users data read from
+	// arrays (X .npy + ResponsePath + UsersPath).
+	UsersPath string
+	// Name is an optional human name stored in the data set.
+	Name string
+	// SkipHash leaves Dataset.Hash empty (Prepare computes it anyway while
+	// writing, so callers that prepare right away can skip one pass).
+	SkipHash bool
+}
+
+func (o LoadOptions) kind() data.Kind {
+	if o.Kind == "" {
+		return data.Rows
+	}
+	return o.Kind
+}
+
+func (o LoadOptions) scale() float64 {
+	if o.Scale == 0 {
+		return 1
+	}
+	return o.Scale
+}
+
+// check validates the options themselves.
+func (o LoadOptions) check() error {
+	switch o.kind() {
+	case data.Rows, data.Trace, data.Users:
+	default:
+		return fmt.Errorf("unknown data kind %q (want rows, trace or users)", o.Kind)
+	}
+	if !isFinite(o.Scale) {
+		return fmt.Errorf("scale %v is not finite", o.Scale)
+	}
+	if o.D1 < 0 || o.D2 < 0 {
+		return fmt.Errorf("negative trace shape %d×%d", o.D1, o.D2)
+	}
+	if _, err := ParseFormat(string(o.Format)); err != nil {
+		return err
+	}
+	switch o.Header {
+	case HeaderAuto, HeaderYes, HeaderNo:
+	default:
+		return fmt.Errorf("unknown header mode %q (want yes, no or empty for auto)", o.Header)
+	}
+	return nil
+}
+
+// Load reads the data set at path as described by opt, validates it
+// (shapes, finiteness, kind structure) and, unless opt.SkipHash, computes
+// its content hash. Errors name the offending file.
+func Load(path string, opt LoadOptions) (*data.Dataset, error) {
+	if err := opt.check(); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	var ds *data.Dataset
+	var err error
+	switch opt.kind() {
+	case data.Rows:
+		ds, err = loadRows(path, opt)
+	case data.Trace:
+		ds, err = loadTrace(path, opt)
+	case data.Users:
+		ds, err = loadUsers(path, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ds.Name = opt.Name
+	if err := checkStructure(ds); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	if !opt.SkipHash {
+		ds.Hash = Hash(ds)
+	}
+	return ds, nil
+}
+
+// loaded is the content of one file: an array or a CSV table.
+type loaded struct {
+	arr *array
+	tbl *table
+}
+
+// readFile reads path in the given format (auto-detected if FormatAuto).
+func readFile(path string, format Format, cfg csvConfig) (loaded, error) {
+	src, err := openSource(path, format)
+	if err != nil {
+		return loaded{}, fmt.Errorf("%s: %w", path, err)
+	}
+	defer src.Close()
+	var l loaded
+	switch src.format {
+	case FormatNPY:
+		l.arr, err = decodeNPY(src.r, src.known)
+	case FormatIDX:
+		l.arr, err = decodeIDX(src.r, src.known)
+	case FormatCSV:
+		if cfg.delim == 0 && formatFromExt(path) == FormatCSV && hasExt(path, ".tsv") {
+			cfg.delim = '\t'
+		}
+		l.tbl, err = readCSV(src.r, cfg)
+	default:
+		err = fmt.Errorf("unknown format %q", src.format)
+	}
+	if err != nil {
+		return loaded{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, nil
+}
+
+func hasExt(path, ext string) bool {
+	n := len(path)
+	if n >= 3 && path[n-3:] == ".gz" {
+		path = path[:n-3]
+	}
+	return len(path) >= len(ext) && path[len(path)-len(ext):] == ext
+}
+
+func (o LoadOptions) csvConfig(textCols func([]string, int) ([]int, error)) csvConfig {
+	return csvConfig{delim: o.Delimiter, header: o.Header, textCols: textCols}
+}
+
+// readMatrix reads an array file as an n×p matrix (see matrixShape),
+// scaled, and returns its original shape.
+func readMatrix(path string, a *array, scale float64) (*mat.Dense, []int, error) {
+	n, p, err := matrixShape(a.shape)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if n == 0 || p == 0 {
+		return nil, nil, fmt.Errorf("%s: empty array of shape %v", path, a.shape)
+	}
+	x, err := a.float64s(scale)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return mat.NewDense(n, p, x), a.shape, nil
+}
+
+// scaleInPlace multiplies x by s and checks finiteness.
+func scaleInPlace(x []float64, s float64) error {
+	if s == 1 {
+		return nil
+	}
+	for i := range x {
+		x[i] *= s
+	}
+	if i := firstNonFinite(x); i >= 0 {
+		return fmt.Errorf("element %d is not finite after scaling by %v", i, s)
+	}
+	return nil
+}
+
+// readVector reads a side file of n values: a rank-1 or n×1 array, or a
+// one-column CSV.
+func readVector(path, what string, n int) ([]float64, *array, error) {
+	l, err := readFile(path, FormatAuto, csvConfig{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if l.tbl != nil {
+		if l.tbl.ncol != 1 {
+			return nil, nil, fmt.Errorf("%s: %s: want one column, found %d", what, path, l.tbl.ncol)
+		}
+		if l.tbl.nrow != n {
+			return nil, nil, fmt.Errorf("%s: %s: %d values for %d rows", what, path, l.tbl.nrow, n)
+		}
+		return l.tbl.vals, nil, nil
+	}
+	a := l.arr
+	if len(a.shape) == 0 || len(a.shape) > 2 || (len(a.shape) == 2 && a.shape[1] != 1) {
+		return nil, nil, fmt.Errorf("%s: %s: want a vector, found shape %v", what, path, a.shape)
+	}
+	if a.shape[0] != n {
+		return nil, nil, fmt.Errorf("%s: %s: %d values for %d rows", what, path, a.shape[0], n)
+	}
+	v, err := a.float64s(1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %s: %w", what, path, err)
+	}
+	return v, a, nil
+}
+
+// readIntVector reads a side file of n integers.
+func readIntVector(path, what string, n int) ([]int64, error) {
+	v, a, err := readVector(path, what, n)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil && a.dt.integer() {
+		out, err := a.int64s()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", what, path, err)
+		}
+		return out, nil
+	}
+	out, err := floatsToInts(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", what, path, err)
+	}
+	return out, nil
+}
+
+func floatsToInts(v []float64) ([]int64, error) {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		if x != math.Trunc(x) || math.Abs(x) >= 1<<53 {
+			return nil, fmt.Errorf("element %d: value %v is not an integer", i, x)
+		}
+		out[i] = int64(x)
+	}
+	return out, nil
+}
+
+func toLabels(v []int64) ([]int, error) {
+	out := make([]int, len(v))
+	for i, x := range v {
+		if int64(int(x)) != x {
+			return nil, fmt.Errorf("label %d: %d does not fit in int", i, x)
+		}
+		out[i] = int(x)
+	}
+	return out, nil
+}
+
+// loadRows reads an n×p row matrix.
+func loadRows(path string, opt LoadOptions) (*data.Dataset, error) {
+	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
+	if err != nil {
+		return nil, err
+	}
+	ds := &data.Dataset{Kind: data.Rows}
+	if l.arr != nil {
+		if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
+			return nil, fmt.Errorf("%s: column options apply to CSV files only", path)
+		}
+		if ds.X, _, err = readMatrix(path, l.arr, opt.scale()); err != nil {
+			return nil, err
+		}
+	} else {
+		t := l.tbl
+		skip := []int{}
+		if opt.LabelColumn != "" {
+			c, err := t.column(opt.LabelColumn)
+			if err != nil {
+				return nil, fmt.Errorf("%s: label column: %w", path, err)
+			}
+			ints, err := floatsToInts(t.col(c))
+			if err != nil {
+				return nil, fmt.Errorf("%s: label column: %w", path, err)
+			}
+			if ds.Labels, err = toLabels(ints); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			skip = append(skip, c)
+		}
+		x, err := t.features(opt.FeatureColumns, skip)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := scaleInPlace(x.RawMatrix().Data, opt.scale()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ds.X = x
+	}
+	if err := loadLabels(ds, opt); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func loadLabels(ds *data.Dataset, opt LoadOptions) error {
+	if opt.LabelsPath == "" {
+		return nil
+	}
+	if ds.Labels != nil {
+		return errors.New("labels given both as a column and as a file")
+	}
+	ints, err := readIntVector(opt.LabelsPath, "labels", ds.N())
+	if err != nil {
+		return err
+	}
+	if ds.Labels, err = toLabels(ints); err != nil {
+		return fmt.Errorf("labels: %s: %w", opt.LabelsPath, err)
+	}
+	return nil
+}
+
+// features builds X from the named columns, or from every column not in
+// skip.
+func (t *table) features(names []string, skip []int) (*mat.Dense, error) {
+	var cols []int
+	if len(names) > 0 {
+		for _, nm := range names {
+			c, err := t.column(nm)
+			if err != nil {
+				return nil, fmt.Errorf("feature column: %w", err)
+			}
+			if slices.Contains(skip, c) {
+				return nil, fmt.Errorf("column %q is both a feature and a user, response or label column", nm)
+			}
+			cols = append(cols, c)
+		}
+	} else {
+		for j := 0; j < t.ncol; j++ {
+			if !slices.Contains(skip, j) {
+				cols = append(cols, j)
+			}
+		}
+	}
+	if _, ok := t.text[-1]; ok {
+		return nil, errors.New("internal: bad text column")
+	}
+	for _, c := range cols {
+		if _, ok := t.text[c]; ok {
+			return nil, fmt.Errorf("column %d holds text, not numbers", c)
+		}
+	}
+	if len(cols) == 0 {
+		return nil, errors.New("no feature columns")
+	}
+	return mat.NewDense(t.nrow, len(cols), t.gather(cols)), nil
+}
+
+// responseColumn picks the response column of a CSV table.
+func responseColumn(t *table, ref string) (int, error) {
+	if ref != "" {
+		return t.column(ref)
+	}
+	if t.header != nil {
+		if c, err := t.column("y"); err == nil {
+			return c, nil
+		}
+	}
+	return t.ncol - 1, nil
+}
+
+// loadTrace reads trace-regression samples.
+func loadTrace(path string, opt LoadOptions) (*data.Dataset, error) {
+	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
+	if err != nil {
+		return nil, err
+	}
+	ds := &data.Dataset{Kind: data.Trace, D1: opt.D1, D2: opt.D2}
+	if l.arr != nil {
+		a := l.arr
+		switch len(a.shape) {
+		case 3:
+			if (opt.D1 != 0 && opt.D1 != a.shape[1]) || (opt.D2 != 0 && opt.D2 != a.shape[2]) {
+				return nil, fmt.Errorf("%s: array of shape %v does not hold %d×%d samples", path, a.shape, opt.D1, opt.D2)
+			}
+			ds.D1, ds.D2 = a.shape[1], a.shape[2]
+		case 2:
+		default:
+			return nil, fmt.Errorf("%s: trace data needs an n×d1×d2 or n×(d1·d2) array, found shape %v", path, a.shape)
+		}
+		if ds.X, _, err = readMatrix(path, a, opt.scale()); err != nil {
+			return nil, err
+		}
+		if opt.ResponsePath == "" {
+			return nil, fmt.Errorf("%s: trace data from an array needs a response file", path)
+		}
+	} else {
+		t := l.tbl
+		var skip []int
+		if opt.ResponsePath == "" {
+			c, err := responseColumn(t, opt.ResponseColumn)
+			if err != nil {
+				return nil, fmt.Errorf("%s: response column: %w", path, err)
+			}
+			ds.Y = t.col(c)
+			skip = append(skip, c)
+		}
+		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	p := ds.P()
+	switch {
+	case ds.D1 == 0 && ds.D2 == 0:
+		return nil, fmt.Errorf("%s: trace data: give d1 and d2 (rows hold %d values)", path, p)
+	case ds.D1 == 0 && p%ds.D2 == 0:
+		ds.D1 = p / ds.D2
+	case ds.D2 == 0 && p%ds.D1 == 0:
+		ds.D2 = p / ds.D1
+	}
+	if ds.D1*ds.D2 != p {
+		return nil, fmt.Errorf("%s: trace data: rows of %d values do not hold %d×%d matrices", path, p, ds.D1, ds.D2)
+	}
+	if opt.ResponsePath != "" {
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N()); err != nil {
+			return nil, err
+		}
+	}
+	if err := loadLabels(ds, opt); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// loadUsers reads user-grouped regression data and groups rows by user.
+func loadUsers(path string, opt LoadOptions) (*data.Dataset, error) {
+	var userCol, respCol int
+	textCols := func(header []string, ncol int) ([]int, error) {
+		ref := opt.UserColumn
+		if ref == "" {
+			ref = "0"
+			if header != nil {
+				ref = "user"
+			}
+		}
+		c, err := resolveColumn(header, ncol, ref)
+		if err != nil {
+			return nil, fmt.Errorf("user column: %w", err)
+		}
+		userCol = c
+		return []int{c}, nil
+	}
+	l, err := readFile(path, opt.Format, opt.csvConfig(textCols))
+	if err != nil {
+		return nil, err
+	}
+	ds := &data.Dataset{Kind: data.Users}
+	var ids []int64
+	if l.arr != nil {
+		if opt.ResponsePath == "" || opt.UsersPath == "" {
+			return nil, fmt.Errorf("%s: user data from an array needs a response file and a user id file", path)
+		}
+		if len(l.arr.shape) != 2 {
+			return nil, fmt.Errorf("%s: user data needs an n×p array, found shape %v", path, l.arr.shape)
+		}
+		if ds.X, _, err = readMatrix(path, l.arr, opt.scale()); err != nil {
+			return nil, err
+		}
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N()); err != nil {
+			return nil, err
+		}
+		if ids, err = readIntVector(opt.UsersPath, "user ids", ds.N()); err != nil {
+			return nil, err
+		}
+	} else {
+		t := l.tbl
+		skip := []int{userCol}
+		if opt.ResponsePath == "" {
+			if respCol, err = responseColumn(t, opt.ResponseColumn); err != nil {
+				return nil, fmt.Errorf("%s: response column: %w", path, err)
+			}
+			if respCol == userCol {
+				return nil, fmt.Errorf("%s: the user column is also the response column", path)
+			}
+			ds.Y = t.col(respCol)
+			skip = append(skip, respCol)
+		}
+		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if opt.ResponsePath != "" {
+			if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N()); err != nil {
+				return nil, err
+			}
+		}
+		ids = parseUserIDs(t.text[userCol])
+	}
+	if err := loadLabels(ds, opt); err != nil {
+		return nil, err
+	}
+	GroupByUser(ds, ids)
+	return ds, nil
+}
+
+// parseUserIDs converts textual user ids: integers are kept; if any id is
+// not an integer, users are numbered by first appearance.
+func parseUserIDs(text []string) []int64 {
+	ids := make([]int64, len(text))
+	for i, s := range text {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			seen := map[string]int64{}
+			for j, s := range text {
+				id, ok := seen[s]
+				if !ok {
+					id = int64(len(seen))
+					seen[s] = id
+				}
+				ids[j] = id
+			}
+			return ids
+		}
+		ids[i] = v
+	}
+	return ids
+}
+
+// GroupByUser reorders the rows of ds (X, Y, Labels) so that each user's
+// rows are contiguous, users in increasing id order and rows within a user
+// in their original order, and fills UserStart and UserIDs. ids holds the
+// user id of each row. ds.X must be writable (not memory-mapped).
+func GroupByUser(ds *data.Dataset, ids []int64) {
+	n := len(ids)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case ids[a] < ids[b]:
+			return -1
+		case ids[a] > ids[b]:
+			return 1
+		}
+		return 0
+	})
+	ds.UserStart = ds.UserStart[:0]
+	ds.UserIDs = ds.UserIDs[:0]
+	for k, i := range order {
+		if k == 0 || ids[i] != ids[order[k-1]] {
+			ds.UserStart = append(ds.UserStart, k)
+			ds.UserIDs = append(ds.UserIDs, ids[i])
+		}
+	}
+	ds.UserStart = append(ds.UserStart, n)
+	sorted := true
+	for k, i := range order {
+		sorted = sorted && k == i
+	}
+	if sorted {
+		return
+	}
+	if ds.X != nil {
+		r, c := ds.X.Dims()
+		nx := mat.NewDense(r, c, nil)
+		for k, i := range order {
+			nx.SetRow(k, ds.X.RawRowView(i))
+		}
+		ds.X = nx
+	}
+	if ds.Y != nil {
+		y := make([]float64, len(ds.Y))
+		for k, i := range order {
+			y[k] = ds.Y[i]
+		}
+		ds.Y = y
+	}
+	if ds.Labels != nil {
+		lb := make([]int, len(ds.Labels))
+		for k, i := range order {
+			lb[k] = ds.Labels[i]
+		}
+		ds.Labels = lb
+	}
+}

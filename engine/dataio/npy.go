@@ -1,0 +1,461 @@
+package dataio
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// npyMagic starts every .npy file.
+const npyMagic = "\x93NUMPY"
+
+// maxNPYHeader bounds the header length we accept (NumPy itself writes a
+// few hundred bytes at most).
+const maxNPYHeader = 1 << 20
+
+// npyHeader is the parsed header of a .npy file.
+type npyHeader struct {
+	major, minor byte
+	dt           dtype
+	fortran      bool
+	shape        []int
+	dataOffset   int64 // bytes from the start of the file to the data
+}
+
+// readNPYHeader parses a .npy header from r.
+func readNPYHeader(r io.Reader) (npyHeader, error) {
+	var h npyHeader
+	var pre [8]byte
+	if _, err := io.ReadFull(r, pre[:]); err != nil {
+		return h, fmt.Errorf("npy: truncated header: %w", err)
+	}
+	if string(pre[:6]) != npyMagic {
+		return h, errors.New("npy: bad magic (not a .npy file)")
+	}
+	h.major, h.minor = pre[6], pre[7]
+	var hlen int64
+	switch h.major {
+	case 1:
+		var b [2]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return h, fmt.Errorf("npy: truncated header length: %w", err)
+		}
+		hlen = int64(binary.LittleEndian.Uint16(b[:]))
+		h.dataOffset = 10 + hlen
+	case 2, 3:
+		var b [4]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return h, fmt.Errorf("npy: truncated header length: %w", err)
+		}
+		hlen = int64(binary.LittleEndian.Uint32(b[:]))
+		h.dataOffset = 12 + hlen
+	default:
+		return h, fmt.Errorf("npy: unsupported format version %d.%d", h.major, h.minor)
+	}
+	if hlen > maxNPYHeader {
+		return h, fmt.Errorf("npy: header length %d is implausibly large", hlen)
+	}
+	text := make([]byte, hlen)
+	if _, err := io.ReadFull(r, text); err != nil {
+		return h, fmt.Errorf("npy: truncated header (%d bytes declared): %w", hlen, err)
+	}
+	if err := h.parseDict(string(text)); err != nil {
+		return h, fmt.Errorf("npy: header %q: %w", strings.TrimSpace(string(text)), err)
+	}
+	return h, nil
+}
+
+// parseDict parses the Python dict literal of a .npy header, e.g.
+// {'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }.
+func (h *npyHeader) parseDict(s string) error {
+	p := &pyParser{s: s}
+	if !p.eat('{') {
+		return errors.New("expected '{'")
+	}
+	seen := map[string]bool{}
+	for {
+		if p.eat('}') {
+			break
+		}
+		key, err := p.str()
+		if err != nil {
+			return fmt.Errorf("dict key: %w", err)
+		}
+		if !p.eat(':') {
+			return fmt.Errorf("expected ':' after %q", key)
+		}
+		switch key {
+		case "descr":
+			d, err := p.str()
+			if err != nil {
+				return fmt.Errorf("descr: %w (structured dtypes are not supported)", err)
+			}
+			if h.dt, err = parseDescr(d); err != nil {
+				return err
+			}
+		case "fortran_order":
+			w := p.word()
+			switch w {
+			case "True":
+				h.fortran = true
+			case "False":
+				h.fortran = false
+			default:
+				return fmt.Errorf("fortran_order: expected True or False, got %q", w)
+			}
+		case "shape":
+			if h.shape, err = p.tuple(); err != nil {
+				return fmt.Errorf("shape: %w", err)
+			}
+		default:
+			return fmt.Errorf("unexpected key %q", key)
+		}
+		seen[key] = true
+		if !p.eat(',') {
+			if !p.eat('}') {
+				return errors.New("expected ',' or '}'")
+			}
+			break
+		}
+	}
+	for _, k := range []string{"descr", "fortran_order", "shape"} {
+		if !seen[k] {
+			return fmt.Errorf("missing key %q", k)
+		}
+	}
+	return nil
+}
+
+// parseDescr parses a NumPy dtype string such as "<f8" or "|u1".
+func parseDescr(d string) (dtype, error) {
+	var dt dtype
+	if len(d) < 3 {
+		return dt, fmt.Errorf("unsupported dtype %q", d)
+	}
+	switch d[0] {
+	case '<':
+	case '>':
+		dt.big = true
+	case '|':
+	case '=':
+		dt.big = !nativeLE
+	default:
+		return dt, fmt.Errorf("unsupported dtype %q (unknown byte order)", d)
+	}
+	dt.kind = d[1]
+	size, err := strconv.Atoi(d[2:])
+	if err != nil {
+		return dt, fmt.Errorf("unsupported dtype %q", d)
+	}
+	dt.size = size
+	if !dt.valid() {
+		return dt, fmt.Errorf("unsupported dtype %q (want float32/64, (u)int8/16/32/64 or bool)", d)
+	}
+	if dt.size == 1 {
+		dt.big = false
+	}
+	return dt, nil
+}
+
+// pyParser is a tiny scanner for the subset of Python literals used by
+// .npy headers.
+type pyParser struct {
+	s string
+	i int
+}
+
+func (p *pyParser) skip() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *pyParser) eat(c byte) bool {
+	p.skip()
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *pyParser) str() (string, error) {
+	p.skip()
+	if p.i >= len(p.s) || (p.s[p.i] != '\'' && p.s[p.i] != '"') {
+		return "", errors.New("expected a quoted string")
+	}
+	q := p.s[p.i]
+	end := strings.IndexByte(p.s[p.i+1:], q)
+	if end < 0 {
+		return "", errors.New("unterminated string")
+	}
+	v := p.s[p.i+1 : p.i+1+end]
+	p.i += end + 2
+	return v, nil
+}
+
+func (p *pyParser) word() string {
+	p.skip()
+	j := p.i
+	for j < len(p.s) && (p.s[j] >= 'a' && p.s[j] <= 'z' || p.s[j] >= 'A' && p.s[j] <= 'Z' || p.s[j] >= '0' && p.s[j] <= '9') {
+		j++
+	}
+	w := p.s[p.i:j]
+	p.i = j
+	return w
+}
+
+func (p *pyParser) tuple() ([]int, error) {
+	if !p.eat('(') {
+		return nil, errors.New("expected '('")
+	}
+	shape := []int{}
+	for {
+		if p.eat(')') {
+			return shape, nil
+		}
+		w := strings.TrimSuffix(p.word(), "L")
+		v, err := strconv.ParseInt(w, 10, 64)
+		if err != nil || v < 0 || v > math.MaxInt32*int64(1<<16) {
+			return nil, fmt.Errorf("bad dimension %q", w)
+		}
+		shape = append(shape, int(v))
+		if len(shape) > 32 {
+			return nil, errors.New("more than 32 dimensions")
+		}
+		if !p.eat(',') {
+			if !p.eat(')') {
+				return nil, errors.New("expected ',' or ')'")
+			}
+			return shape, nil
+		}
+	}
+}
+
+// decodeNPY reads a whole .npy stream. known is the number of bytes left
+// in r if known, -1 otherwise.
+func decodeNPY(r io.Reader, known int64) (*array, error) {
+	h, err := readNPYHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	count, err := shapeCount(h.shape, h.dt.size)
+	if err != nil {
+		return nil, fmt.Errorf("npy: %w", err)
+	}
+	if known >= 0 {
+		known -= h.dataOffset
+	}
+	raw, err := readPayload(r, count*int64(h.dt.size), known)
+	if err != nil {
+		return nil, fmt.Errorf("npy (%s, shape %v): %w", h.dt, h.shape, err)
+	}
+	return &array{shape: h.shape, dt: h.dt, fortran: h.fortran, raw: raw}, nil
+}
+
+// npyHeaderBytes returns a version 1.0 header (or 2.0 if it does not fit)
+// padded so that the data starts at a multiple of 64 bytes.
+func npyHeaderBytes(descr string, shape []int) []byte {
+	var sb strings.Builder
+	sb.WriteString("{'descr': '")
+	sb.WriteString(descr)
+	sb.WriteString("', 'fortran_order': False, 'shape': (")
+	for i, s := range shape {
+		sb.WriteString(strconv.Itoa(s))
+		if i < len(shape)-1 || len(shape) == 1 {
+			sb.WriteString(",")
+		}
+		if i < len(shape)-1 {
+			sb.WriteString(" ")
+		}
+	}
+	sb.WriteString("), }")
+	dict := sb.String()
+	pre := 10
+	major := byte(1)
+	if len(dict)+1+pre > math.MaxUint16 {
+		pre, major = 12, 2
+	}
+	total := pre + len(dict) + 1
+	pad := (64 - total%64) % 64
+	hlen := len(dict) + pad + 1
+	var buf bytes.Buffer
+	buf.WriteString(npyMagic)
+	buf.WriteByte(major)
+	buf.WriteByte(0)
+	if major == 1 {
+		binary.Write(&buf, binary.LittleEndian, uint16(hlen))
+	} else {
+		binary.Write(&buf, binary.LittleEndian, uint32(hlen))
+	}
+	buf.WriteString(dict)
+	buf.WriteString(strings.Repeat(" ", pad))
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// WriteNPYFloat64 writes data as a float64 little-endian C-order .npy
+// array of the given shape. The product of shape must equal len(data).
+func WriteNPYFloat64(w io.Writer, shape []int, data []float64) error {
+	count, err := shapeCount(shape, 8)
+	if err != nil {
+		return fmt.Errorf("write npy: %w", err)
+	}
+	if count != int64(len(data)) {
+		return fmt.Errorf("write npy: shape %v holds %d values, got %d", shape, count, len(data))
+	}
+	if _, err := w.Write(npyHeaderBytes("<f8", shape)); err != nil {
+		return fmt.Errorf("write npy header: %w", err)
+	}
+	if err := writeF64LE(w, data); err != nil {
+		return fmt.Errorf("write npy data: %w", err)
+	}
+	return nil
+}
+
+// WriteNPYInt64 writes v as a one-dimensional int64 little-endian .npy
+// array.
+func WriteNPYInt64(w io.Writer, v []int64) error {
+	if _, err := w.Write(npyHeaderBytes("<i8", []int{len(v)})); err != nil {
+		return fmt.Errorf("write npy header: %w", err)
+	}
+	if err := writeI64LE(w, v); err != nil {
+		return fmt.Errorf("write npy data: %w", err)
+	}
+	return nil
+}
+
+// WriteNPY writes m as a two-dimensional float64 C-order .npy array.
+func WriteNPY(w io.Writer, m mat.Matrix) error {
+	if m == nil {
+		return errors.New("write npy: nil matrix")
+	}
+	r, c := m.Dims()
+	if _, err := w.Write(npyHeaderBytes("<f8", []int{r, c})); err != nil {
+		return fmt.Errorf("write npy header: %w", err)
+	}
+	row := make([]float64, c)
+	if d, ok := m.(mat.RawMatrixer); ok {
+		raw := d.RawMatrix()
+		if raw.Stride == c {
+			if err := writeF64LE(w, raw.Data[:r*c]); err != nil {
+				return fmt.Errorf("write npy data: %w", err)
+			}
+			return nil
+		}
+	}
+	for i := 0; i < r; i++ {
+		for j := range row {
+			row[j] = m.At(i, j)
+		}
+		if err := writeF64LE(w, row); err != nil {
+			return fmt.Errorf("write npy data: %w", err)
+		}
+	}
+	return nil
+}
+
+// SaveNPY writes m as a float64 .npy file at path, atomically (a temporary
+// file in the same directory renamed into place).
+func SaveNPY(path string, m mat.Matrix) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPY(w, m) })
+}
+
+// SaveNPYFloat64 writes data with the given shape as a float64 .npy file at
+// path, atomically.
+func SaveNPYFloat64(path string, shape []int, data []float64) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPYFloat64(w, shape, data) })
+}
+
+// SaveNPYInt64 writes v as an int64 .npy file at path, atomically.
+func SaveNPYInt64(path string, v []int64) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPYInt64(w, v) })
+}
+
+// writeFileAtomic writes a file through a temporary file and a rename.
+func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+	dir, base := splitPath(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = write(bw); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("rename into %s: %w", path, err)
+	}
+	return nil
+}
+
+func splitPath(path string) (dir, base string) {
+	i := strings.LastIndexByte(path, os.PathSeparator)
+	if i < 0 {
+		return ".", path
+	}
+	return path[:i+1], path[i+1:]
+}
+
+// writeF64LE writes v as little-endian float64 bytes.
+func writeF64LE(w io.Writer, v []float64) error {
+	if len(v) == 0 {
+		return nil
+	}
+	if nativeLE {
+		_, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v)))
+		return err
+	}
+	buf := make([]byte, 0, 8*min(len(v), 8192))
+	for len(v) > 0 {
+		k := min(len(v), 8192)
+		buf = buf[:0]
+		for _, x := range v[:k] {
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(x))
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		v = v[k:]
+	}
+	return nil
+}
+
+// writeI64LE writes v as little-endian int64 bytes.
+func writeI64LE(w io.Writer, v []int64) error {
+	buf := make([]byte, 0, 8*min(len(v), 8192))
+	for len(v) > 0 {
+		k := min(len(v), 8192)
+		buf = buf[:0]
+		for _, x := range v[:k] {
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(x))
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		v = v[k:]
+	}
+	return nil
+}
