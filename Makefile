@@ -24,3 +24,46 @@ proto:
 	  --go_out=engine/proto/dplrpb --go_opt=paths=source_relative \
 	  --go-grpc_out=engine/proto/dplrpb --go-grpc_opt=paths=source_relative \
 	  engine/proto/dplr.proto
+
+GOFILES_CHECK = $(shell git ls-files '*.go' | grep -v '\.pb\.go$$')
+HAVE_OPENBLAS := $(shell test -e /usr/include/lapacke.h && (test -e /usr/lib/x86_64-linux-gnu/libopenblas.so || ls /usr/lib/*/libopenblas.so >/dev/null 2>&1) && echo yes)
+
+# build: the host in bin/ and every plugin in bin/plugins (gonum) or
+# bin/plugins-openblas (BACKEND=openblas), so both can sit side by side.
+build:
+	@mkdir -p $(BIN) $(PLUGIN_DIR)
+	$(GO) build -o $(BIN)/dplr ./cmd/dplr
+	$(GO) build $(TAGS) -o $(PLUGIN_DIR)/ ./plugins/pca/cmd/dplr-pca ./plugins/rgrad/cmd/dplr-rgrad ./plugins/fedrep/cmd/dplr-fedrep ./plugins/orbit/cmd/dplr-orbit ./examples/meanplugin/cmd/dplr-example
+
+deps-check:
+	@test "$(HAVE_OPENBLAS)" = yes || { echo "OpenBLAS/LAPACKE missing: apt-get install libopenblas-dev liblapacke-dev"; exit 1; }
+
+vet:
+	@out=$$(gofmt -l $(GOFILES_CHECK)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $(GOFILES_CHECK)
+
+# test: vet, the whole suite on the pure-Go backend, the backend-dependent
+# packages again on OpenBLAS when its libraries are present, and short runs
+# of every fuzz target.
+test: vet
+	$(GO) test -count=1 ./...
+ifeq ($(HAVE_OPENBLAS),yes)
+	$(GO) vet -tags openblas ./backend/...
+	$(GO) test -count=1 -tags openblas ./backend/... ./plugins/...
+else
+	@echo "test: OpenBLAS/LAPACKE not installed; skipping the openblas backend suite"
+endif
+	$(MAKE) fuzz FUZZTIME=5s
+
+FUZZTIME ?= 30s
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./engine/dataio | grep '^Fuzz'); do \
+	  echo "fuzz $$t ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./engine/dataio || exit 1; \
+	done
+
+clean:
+	rm -rf $(BIN)

@@ -7,6 +7,10 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/proto/dplrpb"
@@ -99,14 +103,21 @@ func (p *Plugin) wrap(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("plugin %s: %s: %w", p.Name(), what, ctx.Err())
 	}
+	st, _ := status.FromError(err)
+	switch st.Code() {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.OutOfRange:
+		// The plugin answered: the estimator refused or failed the request.
+		return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, st.Message(), ErrEstimator)
+	}
+	// Transport-level failure: give the process a moment to be reaped so
+	// the message can say it crashed.
+	for i := 0; i < 20 && !p.Exited(); i++ {
+		time.Sleep(25 * time.Millisecond)
+	}
 	if p.Exited() {
-		return fmt.Errorf("plugin %s crashed during %s: %v: %w", p.Name(), what, err, ErrPlugin)
+		return fmt.Errorf("plugin %s crashed during %s: %v: %w", p.Name(), what, st.Message(), ErrPlugin)
 	}
-	msg := err.Error()
-	if i := strings.Index(msg, "desc = "); i >= 0 {
-		msg = msg[i+len("desc = "):]
-	}
-	return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, msg, ErrEstimator)
+	return fmt.Errorf("plugin %s: %s: %v: %w", p.Name(), what, st.Message(), ErrPlugin)
 }
 
 // ErrEstimator is wrapped when the estimator itself reported an error (bad

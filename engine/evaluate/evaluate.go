@@ -1,0 +1,111 @@
+// Package evaluate measures released estimates against the ground truth a
+// synthetic data set was generated from: subspace distances for bases,
+// relative Frobenius errors for matrices. These numbers use the truth and
+// are for evaluation only; they are never part of a private release.
+package evaluate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// SinTheta returns the spectral and Frobenius norms of sin Θ(U, V), the
+// principal angles between the column spaces of U and V (both with
+// orthonormal columns, same number of rows). With k = cols(U) ≤ cols(V):
+// ‖sin Θ‖_F² = k − ‖UᵀV‖_F² and ‖sin Θ‖₂² = 1 − σ_min(UᵀV)².
+func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
+	ur, uc := u.Dims()
+	vr, vc := v.Dims()
+	if ur != vr {
+		return 0, 0, fmt.Errorf("sin-theta: bases with %d and %d rows", ur, vr)
+	}
+	if uc > vc {
+		u, v = v, u
+		uc, vc = vc, uc
+	}
+	var c mat.Dense
+	c.Mul(u.T(), v) // uc×vc
+	var svd mat.SVD
+	if !svd.Factorize(&c, mat.SVDNone) {
+		return 0, 0, fmt.Errorf("sin-theta: SVD failed")
+	}
+	s := svd.Values(nil)
+	fro := float64(uc)
+	for _, x := range s {
+		fro -= x * x
+	}
+	smin := 0.0
+	if len(s) == uc {
+		smin = s[len(s)-1]
+	}
+	return math.Sqrt(math.Max(0, 1-smin*smin)), math.Sqrt(math.Max(0, fro)), nil
+}
+
+// RelFrobenius returns ‖A − B‖_F / ‖B‖_F.
+func RelFrobenius(a, b mat.Matrix) (float64, error) {
+	ar, ac := a.Dims()
+	br, bc := b.Dims()
+	if ar != br || ac != bc {
+		return 0, fmt.Errorf("relative error: %d×%d against %d×%d", ar, ac, br, bc)
+	}
+	var d mat.Dense
+	d.Sub(a, b)
+	nb := mat.Norm(b, 2)
+	if nb == 0 {
+		return mat.Norm(&d, 2), nil
+	}
+	return mat.Norm(&d, 2) / nb, nil
+}
+
+// Metric is one evaluation number.
+type Metric struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Doc   string  `json:"doc"`
+}
+
+// Against compares named outputs with named truth matrices. Conventions:
+// an output and a truth of the same name are compared; names that denote
+// bases ("U", "V", "U_star") get sin-θ distances, other matrices a
+// relative Frobenius error. Truth matrices without an output are skipped.
+func Against(outputs, truth map[string]*mat.Dense) []Metric {
+	names := make([]string, 0, len(truth))
+	for k := range truth {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []Metric
+	for _, k := range names {
+		o, ok := outputs[k]
+		if !ok {
+			continue
+		}
+		t := truth[k]
+		if isBasis(k) {
+			if _, tc := t.Dims(); tc > 0 {
+				s, f, err := SinTheta(o, t)
+				if err == nil {
+					out = append(out,
+						Metric{k + ".sin_theta_spectral", s, "‖sin Θ(" + k + ", truth)‖₂"},
+						Metric{k + ".sin_theta_frobenius", f, "‖sin Θ(" + k + ", truth)‖_F"})
+				}
+			}
+			continue
+		}
+		if e, err := RelFrobenius(o, t); err == nil {
+			out = append(out, Metric{k + ".rel_frobenius", e, "‖" + k + " − truth‖_F / ‖truth‖_F"})
+		}
+	}
+	return out
+}
+
+func isBasis(name string) bool {
+	switch name {
+	case "U", "V", "U_star", "basis":
+		return true
+	}
+	return false
+}
