@@ -1,0 +1,255 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// RunID identifies a run in the ledger. IDs are never reused.
+type RunID int64
+
+// String formats the id.
+func (id RunID) String() string { return fmt.Sprintf("run-%d", int64(id)) }
+
+// State is a run's state in the ledger.
+type State string
+
+// Run states.
+const (
+	// Reserved: charged its full grant, not settled yet, and the process
+	// that reserved it is alive (or on another host, so cannot be checked).
+	Reserved State = "reserved"
+	// Succeeded: released; charged what it achieved.
+	Succeeded State = "succeeded"
+	// Failed: charged its full grant if noise was drawn, refunded otherwise.
+	Failed State = "failed"
+	// Interrupted: never settled and the process that reserved it is gone
+	// (killed, crashed, machine rebooted): stays charged its full grant.
+	Interrupted State = "interrupted"
+)
+
+// ReserveRequest describes a run about to be charged.
+type ReserveRequest struct {
+	Estimator string            // estimator name (required)
+	Plugin    string            // plugin path or name@version, for the record
+	Params    map[string]string // the run's raw parameters, for the record
+	Grant     privacy.Grant     // the budget the run is granted (charged in full until settled)
+	Name      string            // optional data set name, recorded if the data set has none yet
+}
+
+// Outcome is how a reserved run ended, given to Settle.
+type Outcome struct {
+	// Status is Succeeded or Failed.
+	Status State
+	// Steps are the steps the run's accountant accepted (acct.Steps());
+	// for a success they determine the charge. Preferred over Achieved. A
+	// non-nil empty slice means nothing was spent.
+	Steps []privacy.Step
+	// Achieved is the accountant's composed cost (acct.Achieved()), used for
+	// a success when Steps is nil.
+	Achieved *privacy.Achieved
+	// NoiseDrawn says whether a failed run drew any noise: if not, the run is
+	// refunded; if so, it stays charged its full grant. When unsure, say true.
+	NoiseDrawn bool
+	// Error is the failure's message, for the record.
+	Error string
+}
+
+// Run is one run's record, as History returns it.
+type Run struct {
+	ID        RunID             `json:"id"`
+	DataHash  string            `json:"data_hash"`
+	Estimator string            `json:"estimator"`
+	Plugin    string            `json:"plugin,omitempty"`
+	Params    map[string]string `json:"params,omitempty"`
+	Grant     privacy.Grant     `json:"grant"`
+	State     State             `json:"state"`
+	// Charge is what the run counts against the budget (zero if refunded).
+	Charge Charge `json:"charge"`
+	// Basis says where the charge comes from: "grant" (the full grant:
+	// reserved, interrupted, failed after noise), "refund", or the run
+	// accountant's composition ("pure", "zcdp", "basic").
+	Basis      string    `json:"basis"`
+	NoiseDrawn bool      `json:"noise_drawn,omitempty"`
+	Refunded   bool      `json:"refunded,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Note       string    `json:"note,omitempty"`
+	Host       string    `json:"host"`
+	PID        int       `json:"pid"`
+	ReservedAt time.Time `json:"reserved_at"`
+	SettledAt  time.Time `json:"settled_at,omitzero"`
+}
+
+// MarshalJSON writes the grant with lower-case keys.
+func (r Run) MarshalJSON() ([]byte, error) {
+	type plain Run
+	return json.Marshal(struct {
+		plain
+		Grant grantJSON `json:"grant"`
+	}{plain(r), toGrantJSON(r.Grant)})
+}
+
+// RunCounts counts a data set's runs by state.
+type RunCounts struct {
+	Total       int `json:"total"`
+	Reserved    int `json:"reserved"`
+	Interrupted int `json:"interrupted"`
+	Succeeded   int `json:"succeeded"`
+	Failed      int `json:"failed"`
+	Refunded    int `json:"refunded"` // failed before drawing noise (included in Failed)
+}
+
+// Status is a data set's budget position, as Show returns it.
+type Status struct {
+	DataHash    string        `json:"data_hash"`
+	Name        string        `json:"name,omitempty"`
+	HasBudget   bool          `json:"has_budget"`
+	Total       privacy.Grant `json:"total"`
+	BudgetSetAt time.Time     `json:"budget_set_at,omitzero"`
+	// Spent composes every charged run (reserved, interrupted, settled);
+	// with no budget it holds plain sums (Composition "sum").
+	Spent Spent `json:"spent"`
+	// Remaining is the headroom (zero without a budget); see Remaining.
+	Remaining Remaining `json:"remaining"`
+	Runs      RunCounts `json:"runs"`
+
+	sums sums
+}
+
+// MarshalJSON writes the total with lower-case keys, and null without a budget.
+func (s Status) MarshalJSON() ([]byte, error) {
+	type plain Status
+	var total *grantJSON
+	if s.HasBudget {
+		g := toGrantJSON(s.Total)
+		total = &g
+	}
+	return json.Marshal(struct {
+		plain
+		Total *grantJSON `json:"total"`
+	}{plain(s), total})
+}
+
+// Fits reports whether a run granted g would be accepted now: nil if so,
+// else an error wrapping ErrBudgetExceeded, ErrIncompatible or ErrInvalid.
+// It is a preview; Reserve decides atomically.
+func (s Status) Fits(g privacy.Grant) error {
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("grant: %w: %w", ErrInvalid, err)
+	}
+	if !s.HasBudget {
+		return nil
+	}
+	if err := compatible(s.Total, g); err != nil {
+		return err
+	}
+	t := s.sums
+	t.add(GrantCharge(g))
+	_, err := compose(s.Total, t)
+	return err
+}
+
+// String describes the status in words, for the CLI.
+func (s Status) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "data set %s", s.DataHash)
+	if s.Name != "" {
+		fmt.Fprintf(&b, " (%s)", s.Name)
+	}
+	b.WriteString("\n")
+	if !s.HasBudget {
+		b.WriteString("  budget:    no budget set (runs are allowed and recorded)\n")
+		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
+	} else {
+		fmt.Fprintf(&b, "  budget:    %s\n", GrantString(s.Total))
+		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
+		fmt.Fprintf(&b, "  remaining: %s\n", remainingString(s.Total, s.Remaining))
+	}
+	c := s.Runs
+	fmt.Fprintf(&b, "  runs:      %d (%d succeeded, %d failed of which %d refunded, %d reserved, %d interrupted)\n",
+		c.Total, c.Succeeded, c.Failed, c.Refunded, c.Reserved, c.Interrupted)
+	return b.String()
+}
+
+// GrantString describes a grant or budget in words.
+func GrantString(g privacy.Grant) string {
+	switch g.Kind {
+	case privacy.GrantPure:
+		return fmt.Sprintf("pure ε-DP, ε = %.4g", g.Epsilon)
+	case privacy.GrantApprox:
+		return fmt.Sprintf("(ε, δ)-DP, ε = %.4g, δ = %.3g", g.Epsilon, g.Delta)
+	case privacy.GrantZCDP:
+		return fmt.Sprintf("ρ-zCDP, ρ = %.4g", g.Rho)
+	}
+	return fmt.Sprintf("unknown budget kind %q", g.Kind)
+}
+
+func spentString(sp Spent) string {
+	switch sp.Composition {
+	case "none":
+		return "nothing"
+	case "pure":
+		if sp.Delta > 0 {
+			return fmt.Sprintf("ε = %.4g, δ = %.3g (pure runs, basic composition)", sp.Epsilon, sp.Delta)
+		}
+		return fmt.Sprintf("ε = %.4g (basic composition of pure runs)", sp.Epsilon)
+	case "zcdp":
+		if sp.Epsilon > 0 {
+			return fmt.Sprintf("ρ = %.4g, i.e. ε = %.4g at δ = %.3g (zCDP composition)", sp.Rho, sp.Epsilon, sp.Delta)
+		}
+		return fmt.Sprintf("ρ = %.4g (zCDP composition)", sp.Rho)
+	case "basic":
+		return fmt.Sprintf("ε = %.4g, δ = %.3g (basic composition)", sp.Epsilon, sp.Delta)
+	case "zcdp+basic":
+		return fmt.Sprintf("ε = %.4g, δ = %.3g (zCDP composition of runs with ρ = %.4g in total, then basic composition with the rest)", sp.Epsilon, sp.Delta, sp.Rho)
+	case "sum":
+		var parts []string
+		if sp.Epsilon > 0 {
+			parts = append(parts, fmt.Sprintf("Σε = %.4g, Σδ = %.3g", sp.Epsilon, sp.Delta))
+		}
+		if sp.Rho > 0 {
+			parts = append(parts, fmt.Sprintf("Σρ = %.4g", sp.Rho))
+		}
+		if len(parts) == 0 {
+			return "runs of mixed kinds (see history)"
+		}
+		return strings.Join(parts, "; ")
+	}
+	return sp.Composition
+}
+
+func remainingString(total privacy.Grant, r Remaining) string {
+	switch total.Kind {
+	case privacy.GrantPure:
+		return fmt.Sprintf("ε = %.4g", r.Epsilon)
+	case privacy.GrantZCDP:
+		return fmt.Sprintf("ρ = %.4g", r.Rho)
+	}
+	var parts []string
+	if r.Epsilon > 0 {
+		parts = append(parts, fmt.Sprintf("an (ε = %.4g, δ = %.3g) run", r.Epsilon, r.Delta))
+	}
+	if r.Rho > 0 {
+		parts = append(parts, fmt.Sprintf("a ρ = %.4g run", r.Rho))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", or ")
+}
+
+// grantJSON is a grant with lower-case JSON keys.
+type grantJSON struct {
+	Kind    privacy.GrantKind `json:"kind"`
+	Epsilon float64           `json:"epsilon,omitempty"`
+	Delta   float64           `json:"delta,omitempty"`
+	Rho     float64           `json:"rho,omitempty"`
+}
+
+func toGrantJSON(g privacy.Grant) grantJSON {
+	return grantJSON{Kind: g.Kind, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho}
+}
