@@ -1,0 +1,87 @@
+package pca
+
+import (
+	"context"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// NonPrivate is ordinary PCA: the top-r eigenvectors of Σ̂ = XᵀX/n (or of
+// the empirical covariance with center=empirical). It is the reference the
+// private estimators are compared against and carries no guarantee.
+type NonPrivate struct{}
+
+// Info implements sdk.Estimator.
+func (NonPrivate) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "pca-nonprivate",
+		Version: Version,
+		Summary: "non-private PCA (reference output, no privacy)",
+		Description: `Top-r eigenvectors and eigenvalues of Σ̂ = XᵀX/n computed from the raw data
+(center=empirical subtracts the empirical mean first). Nothing is private: every output is
+marked for evaluation only. Use it as the ε = ∞ reference.`,
+		DataKind:  data.Rows,
+		Guarantee: "none (not private)",
+		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure},
+		Params: []sdk.ParamSpec{
+			rankSpec(),
+			{Name: "center", Type: sdk.String, Default: "none", Choices: []string{"none", "empirical"}, Doc: "none: use XᵀX/n; empirical: subtract the empirical mean"},
+			{Name: "clip", Type: sdk.Float, Min: sdk.Bound(0), Doc: "optional row-norm clip (to compare with the clipped private estimators on equal terms)"},
+			sigmaSpec(),
+		},
+		References: []string{"K. Pearson. On lines and planes of closest fit to systems of points in space. 1901."},
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	x, n, p, err := rowsData(run.Data)
+	if err != nil {
+		return nil, err
+	}
+	r := run.Params.Int("rank")
+	if err := checkRank(r, p, false); err != nil {
+		return nil, err
+	}
+	var mu []float64
+	if run.Params.String("center") == "empirical" {
+		mu = make([]float64, p)
+		for i := 0; i < n; i++ {
+			for j, v := range x.RawRowView(i)[:p] {
+				mu[j] += v
+			}
+		}
+		for j := range mu {
+			mu[j] /= float64(n)
+		}
+	}
+	clip := 0.0
+	if run.Params.Has("clip") {
+		clip = run.Params.Float("clip")
+	}
+	sh, _, err := Gram(ctx, run.Backend, x, mu, clip)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkGram(sh, x); err != nil {
+		return nil, err
+	}
+	vals, u, err := topEigen(ctx, run.Backend, sh, r)
+	if err != nil {
+		return nil, err
+	}
+	res := &sdk.Result{Guarantee: privacy.Guarantee{Kind: privacy.None}}
+	res.AddMatrix("U", u, sdk.Evaluation, "top-r eigenvectors of Σ̂ (NOT private)")
+	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Evaluation, "top-r eigenvalues of Σ̂, descending (NOT private)")
+	var tr float64
+	for j := 0; j < p; j++ {
+		tr += sh.At(j, j)
+	}
+	res.AddScalar("trace", tr, sdk.Evaluation, "tr Σ̂ (NOT private)")
+	if run.Params.Bool("output_sigma") {
+		res.AddMatrix("Sigma", symToDense(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
+	}
+	return res, nil
+}
