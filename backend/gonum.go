@@ -1,38 +1,56 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
-// Gonum is the pure-Go implementation built on gonum/mat and gonum/lapack.
+// Gonum is the pure-Go implementation built on gonum's BLAS and LAPACK.
+//
+// Its BLAS calls go through gonum's blas64 package, whose implementation is
+// process-wide: in a binary built with the "openblas" tag they run on
+// OpenBLAS too, while the LAPACK algorithms stay gonum's own.
 type Gonum struct{}
 
 // Name implements Backend.
 func (Gonum) Name() string { return "gonum" }
 
-// Threads implements Backend: gonum's kernels are single-threaded.
+// Threads implements Backend. Gonum's LAPACK is sequential; its large
+// matrix products may use several goroutines.
 func (Gonum) Threads() int { return 1 }
 
-// Gram implements Backend with a BLAS syrk.
+// Gram implements Backend with a BLAS syrk on the operand's own storage
+// (no copy when a is a *mat.Dense, a view of one, or its transpose).
 func (Gonum) Gram(alpha float64, a mat.Matrix) *mat.SymDense {
+	return gram(alpha, a)
+}
+
+func gram(alpha float64, a mat.Matrix) *mat.SymDense {
 	_, c := a.Dims()
 	out := mat.NewSymDense(c, nil)
-	var raw blas64.General
-	if rd, ok := a.(mat.RawMatrixer); ok {
-		raw = rd.RawMatrix()
+	raw, trans := rawOf(a)
+	if trans {
+		// a = rawᵀ, so aᵀa = raw·rawᵀ.
+		blas64.Syrk(blas.NoTrans, alpha, raw, 0, out.RawSymmetric())
 	} else {
-		raw = mat.DenseCopyOf(a).RawMatrix()
+		blas64.Syrk(blas.Trans, alpha, raw, 0, out.RawSymmetric())
 	}
-	blas64.Syrk(blas.Trans, alpha, raw, 0, out.RawSymmetric())
 	return out
 }
 
 // Mul implements Backend.
 func (Gonum) Mul(dst *mat.Dense, a mat.Matrix, transA bool, b mat.Matrix, transB bool) error {
+	return mul(dst, a, transA, b, transB)
+}
+
+func mul(dst *mat.Dense, a mat.Matrix, transA bool, b mat.Matrix, transB bool) (err error) {
+	defer catch("mul", &err)
 	if transA {
 		a = a.T()
 	}
@@ -53,32 +71,45 @@ func (Gonum) Mul(dst *mat.Dense, a mat.Matrix, transA bool, b mat.Matrix, transB
 	return nil
 }
 
-// EigSym implements Backend.
-func (Gonum) EigSym(a mat.Symmetric) ([]float64, *mat.Dense, error) {
-	var es mat.EigenSym
-	if ok := es.Factorize(a, true); !ok {
-		return nil, nil, fmt.Errorf("symmetric eigendecomposition: %w", ErrNotConverged)
+// EigSym implements Backend with LAPACK dsyev (gonum's implicit QL/QR).
+func (Gonum) EigSym(a mat.Symmetric) (vals []float64, vecs *mat.Dense, err error) {
+	defer catch("symmetric eigendecomposition", &err)
+	n := a.SymmetricDim()
+	if n == 0 {
+		return nil, nil, fmt.Errorf("symmetric eigendecomposition of an empty matrix: %w", ErrShape)
 	}
-	vals := es.Values(nil) // ascending
-	var v mat.Dense
-	es.VectorsTo(&v)
-	n := len(vals)
-	outVals := make([]float64, n)
-	out := mat.NewDense(n, n, nil)
-	for j := 0; j < n; j++ {
-		outVals[j] = vals[n-1-j]
-		for i := 0; i < n; i++ {
-			out.Set(i, j, v.At(i, n-1-j))
-		}
+	buf := symFull(a)
+	if !allFinite(buf) {
+		return nil, nil, fmt.Errorf("symmetric eigendecomposition: %w", ErrNonFinite)
 	}
-	return outVals, out, nil
+	s := blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Upper}
+	w := make([]float64, n)
+	work := []float64{0}
+	lapack64.Syev(lapack.EVCompute, s, w, work, -1)
+	work = make([]float64, int(work[0]))
+	if ok := lapack64.Syev(lapack.EVCompute, s, w, work, len(work)); !ok {
+		return nil, nil, fmt.Errorf("symmetric eigendecomposition (%d×%d): %w", n, n, ErrNotConverged)
+	}
+	// dsyev returns ascending order with eigenvectors in the columns of buf.
+	reverse(w)
+	reverseCols(buf, n, n, n)
+	return w, mat.NewDense(n, n, buf), nil
 }
 
-// EigSymTop implements Backend (reference version: full solve, then slice).
+// EigSymTop implements Backend. When k is small against the dimension it
+// uses the block Krylov solver (EigSymTopKrylov with default options) and
+// falls back to the full decomposition if that does not converge, so the
+// answer always meets the default tolerance.
 func (g Gonum) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) {
 	n := a.SymmetricDim()
-	if k < 1 || k > n {
-		return nil, nil, fmt.Errorf("top-%d eigenpairs of a %d×%d matrix: %w", k, n, n, ErrShape)
+	if err := checkTopK("top-k eigenpairs", k, n, n); err != nil {
+		return nil, nil, err
+	}
+	if UseTruncated(n, k) {
+		vals, vecs, _, err := EigSymTopKrylov(g, a, k, TruncOptions{})
+		if err == nil || !errors.Is(err, ErrNotConverged) {
+			return vals, vecs, err
+		}
 	}
 	vals, vecs, err := g.EigSym(a)
 	if err != nil {
@@ -87,54 +118,108 @@ func (g Gonum) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) 
 	return vals[:k], mat.DenseCopyOf(vecs.Slice(0, n, 0, k)), nil
 }
 
-// SVD implements Backend.
-func (Gonum) SVD(a mat.Matrix) (*mat.Dense, []float64, *mat.Dense, error) {
-	var svd mat.SVD
-	if ok := svd.Factorize(a, mat.SVDThin); !ok {
-		return nil, nil, nil, fmt.Errorf("thin SVD: %w", ErrNotConverged)
+// SVD implements Backend with LAPACK dgesvd.
+func (Gonum) SVD(a mat.Matrix) (u *mat.Dense, s []float64, v *mat.Dense, err error) {
+	defer catch("thin SVD", &err)
+	m, n := a.Dims()
+	if m == 0 || n == 0 {
+		return nil, nil, nil, fmt.Errorf("thin SVD of an empty matrix: %w", ErrShape)
 	}
-	var u, v mat.Dense
-	svd.UTo(&u)
-	svd.VTo(&v)
-	return &u, svd.Values(nil), &v, nil
+	r := min(m, n)
+	work := mat.DenseCopyOf(a)
+	raw := work.RawMatrix()
+	if !finiteGeneral(raw) {
+		return nil, nil, nil, fmt.Errorf("thin SVD: %w", ErrNonFinite)
+	}
+	u = mat.NewDense(m, r, nil)
+	vt := mat.NewDense(r, n, nil)
+	s = make([]float64, r)
+	wk := []float64{0}
+	lapack64.Gesvd(lapack.SVDStore, lapack.SVDStore, raw, u.RawMatrix(), vt.RawMatrix(), s, wk, -1)
+	wk = make([]float64, int(wk[0]))
+	if ok := lapack64.Gesvd(lapack.SVDStore, lapack.SVDStore, raw, u.RawMatrix(), vt.RawMatrix(), s, wk, len(wk)); !ok {
+		return nil, nil, nil, fmt.Errorf("thin SVD (%d×%d): %w", m, n, ErrNotConverged)
+	}
+	v = mat.NewDense(n, r, nil)
+	transposeInto(v.RawMatrix().Data, r, vt.RawMatrix().Data, n, r, n)
+	return u, s, v, nil
 }
 
-// SVDTop implements Backend (reference version: thin SVD, then slice).
+// SVDTop implements Backend. When k is small against min(m, n) it uses the
+// block Krylov solver (SVDTopKrylov with default options) and falls back to
+// the thin SVD if that does not converge.
 func (g Gonum) SVDTop(a mat.Matrix, k int) (*mat.Dense, []float64, *mat.Dense, error) {
+	return svdTop(g, a, k)
+}
+
+func svdTop(be Backend, a mat.Matrix, k int) (*mat.Dense, []float64, *mat.Dense, error) {
 	m, n := a.Dims()
-	if k < 1 || k > min(m, n) {
-		return nil, nil, nil, fmt.Errorf("top-%d SVD of a %d×%d matrix: %w", k, m, n, ErrShape)
+	if err := checkTopK("top-k SVD", k, m, n); err != nil {
+		return nil, nil, nil, err
 	}
-	u, s, v, err := g.SVD(a)
+	if UseTruncated(min(m, n), k) {
+		u, s, v, _, err := SVDTopKrylov(be, a, k, TruncOptions{})
+		if err == nil || !errors.Is(err, ErrNotConverged) {
+			return u, s, v, err
+		}
+	}
+	u, s, v, err := be.SVD(a)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return mat.DenseCopyOf(u.Slice(0, m, 0, k)), s[:k], mat.DenseCopyOf(v.Slice(0, n, 0, k)), nil
 }
 
-// QR implements Backend.
-func (Gonum) QR(a mat.Matrix) (*mat.Dense, *mat.Dense, error) {
+// QR implements Backend with LAPACK dgeqrf and dorgqr (thin Q formed
+// directly, never the full m×m factor).
+func (Gonum) QR(a mat.Matrix) (q, r *mat.Dense, err error) {
+	defer catch("thin QR", &err)
 	m, n := a.Dims()
-	if m < n {
-		return nil, nil, fmt.Errorf("thin QR of a %d×%d matrix needs m ≥ n: %w", m, n, ErrShape)
+	if m < n || n == 0 {
+		return nil, nil, fmt.Errorf("thin QR of a %d×%d matrix needs m ≥ n ≥ 1: %w", m, n, ErrShape)
 	}
-	var qr mat.QR
-	qr.Factorize(a)
-	var q, r mat.Dense
-	qr.QTo(&q)
-	qr.RTo(&r)
-	return mat.DenseCopyOf(q.Slice(0, m, 0, n)), mat.DenseCopyOf(r.Slice(0, n, 0, n)), nil
+	q = mat.DenseCopyOf(a)
+	raw := q.RawMatrix()
+	if !finiteGeneral(raw) {
+		return nil, nil, fmt.Errorf("thin QR: %w", ErrNonFinite)
+	}
+	tau := make([]float64, n)
+	w := []float64{0}
+	lapack64.Geqrf(raw, tau, w, -1)
+	lw := int(w[0])
+	lapack64.Orgqr(raw, tau, w, -1)
+	lw = max(lw, int(w[0]), n)
+	work := make([]float64, lw)
+	lapack64.Geqrf(raw, tau, work, lw)
+	r = mat.NewDense(n, n, nil)
+	rd := r.RawMatrix().Data
+	for i := 0; i < n; i++ {
+		copy(rd[i*n+i:i*n+n], raw.Data[i*raw.Stride+i:i*raw.Stride+n])
+	}
+	lapack64.Orgqr(raw, tau, work, lw)
+	return q, r, nil
 }
 
-// SPDSolve implements Backend.
-func (Gonum) SPDSolve(a mat.Symmetric, b mat.Matrix) (*mat.Dense, error) {
-	var ch mat.Cholesky
-	if ok := ch.Factorize(a); !ok {
-		return nil, fmt.Errorf("cholesky: matrix is not positive definite")
+// SPDSolve implements Backend by Cholesky factorisation (dpotrf, dpotrs).
+func (Gonum) SPDSolve(a mat.Symmetric, b mat.Matrix) (x *mat.Dense, err error) {
+	defer catch("SPD solve", &err)
+	n := a.SymmetricDim()
+	br, bc := b.Dims()
+	if br != n || n == 0 {
+		return nil, fmt.Errorf("SPD solve with a %d×%d matrix and a %d×%d right-hand side: %w", n, n, br, bc, ErrShape)
 	}
-	var x mat.Dense
-	if err := ch.SolveTo(&x, b); err != nil {
-		return nil, fmt.Errorf("cholesky solve: %w", err)
+	buf := symFull(a)
+	if !allFinite(buf) {
+		return nil, fmt.Errorf("SPD solve: %w", ErrNonFinite)
 	}
-	return &x, nil
+	t, ok := lapack64.Potrf(blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Upper})
+	if !ok {
+		return nil, fmt.Errorf("SPD solve (%d×%d): %w", n, n, ErrNotPositiveDefinite)
+	}
+	x = mat.DenseCopyOf(b)
+	if !finiteGeneral(x.RawMatrix()) {
+		return nil, fmt.Errorf("SPD solve right-hand side: %w", ErrNonFinite)
+	}
+	lapack64.Potrs(t, x.RawMatrix())
+	return x, nil
 }
