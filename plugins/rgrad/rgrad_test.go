@@ -1,0 +1,497 @@
+package rgrad
+
+import (
+	"context"
+	"math"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func itoa(v int) string { return strconv.Itoa(v) }
+
+// genTrace draws a trace-regression data set (CI size by default: the
+// spec's (20, 15, 2), n = 3000, Σ = diag(2, 1), σ_ξ = 0.5).
+func genTrace(t testing.TB, seed uint64, over map[string]string) *gen.Generated {
+	t.Helper()
+	m, err := gen.Lookup(gen.TraceModelName)
+	require.NoError(t, err)
+	raw := map[string]string{"n": "3000", "d1": "20", "d2": "15", "rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5"}
+	for k, v := range over {
+		raw[k] = v
+	}
+	g, err := gen.Run(m, raw, seed)
+	require.NoError(t, err)
+	return g
+}
+
+func estimatorByName(t testing.TB, name string) sdk.Estimator {
+	t.Helper()
+	for _, e := range Estimators() {
+		if e.Info().Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no estimator %q", name)
+	return nil
+}
+
+// modelParamsFor returns the public parameters of g for the model-calibrated
+// estimators.
+func modelParamsFor(g *gen.Generated, extra map[string]string) map[string]string {
+	p := map[string]string{
+		"rank":     itoa(int(g.Scalars["rank"])),
+		"sigma1":   ftoa(g.Scalars["sigma1"]),
+		"sigmar":   ftoa(g.Scalars["sigmar"]),
+		"sigma_xi": ftoa(g.Scalars["sigma_xi"]),
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+func approx(eps, delta float64) privacy.Grant {
+	return privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
+}
+
+func fitOK(t testing.TB, name string, g *gen.Generated, params map[string]string, grant privacy.Grant, seed uint64) (*sdk.Result, *privacy.Accountant) {
+	t.Helper()
+	res, acct, err := sdk.RunLocal(context.Background(), estimatorByName(t, name), g.Data, params, grant, sdk.LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	return res, acct
+}
+
+func matrix(t testing.TB, res *sdk.Result, name string) *mat.Dense {
+	t.Helper()
+	for _, m := range res.Matrices {
+		if m.Name == name {
+			return m.M
+		}
+	}
+	t.Fatalf("no matrix %q", name)
+	return nil
+}
+
+func scalar(t testing.TB, res *sdk.Result, name string) float64 {
+	t.Helper()
+	for _, s := range res.Scalars {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	t.Fatalf("no scalar %q", name)
+	return 0
+}
+
+func fitErr(t testing.TB, name string, g *gen.Generated, params map[string]string, grant privacy.Grant, seed uint64) float64 {
+	t.Helper()
+	res, _ := fitOK(t, name, g, params, grant, seed)
+	return diff(matrix(t, res, "M"), g.Truth["M"])
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// medianErr is the median error over seeds 1..k (data and noise both vary).
+func medianErr(t testing.TB, name string, k int, over map[string]string, extra map[string]string, grant privacy.Grant) float64 {
+	t.Helper()
+	errs := make([]float64, k)
+	for s := 0; s < k; s++ {
+		g := genTrace(t, uint64(100+s), over)
+		params := map[string]string{"rank": itoa(int(g.Scalars["rank"]))}
+		if name != "rgrad-nonprivate" && name != "rgrad-strict" {
+			params = modelParamsFor(g, nil)
+		}
+		for kk, v := range extra {
+			params[kk] = v
+		}
+		errs[s] = fitErr(t, name, g, params, grant, uint64(7+s))
+	}
+	return median(errs)
+}
+
+// slope is the least-squares slope of log y against log x.
+func slope(x, y []float64) float64 {
+	var mx, my float64
+	for i := range x {
+		mx += math.Log(x[i])
+		my += math.Log(y[i])
+	}
+	mx /= float64(len(x))
+	my /= float64(len(x))
+	var sxy, sxx float64
+	for i := range x {
+		dx := math.Log(x[i]) - mx
+		sxy += dx * (math.Log(y[i]) - my)
+		sxx += dx * dx
+	}
+	return sxy / sxx
+}
+
+var anyGrant = approx(1, 1e-5)
+
+// Spec §6.1 property 10: with ε = ∞ the error is ≈ σ_ξ·sqrt(r(d1+d2)/n).
+func TestNonPrivateRate(t *testing.T) {
+	ns := []float64{1500, 3000, 6000}
+	errs := make([]float64, len(ns))
+	for i, n := range ns {
+		errs[i] = medianErr(t, "rgrad-nonprivate", 5, map[string]string{"n": ftoa(n)}, nil, anyGrant)
+		ratio := errs[i] / (0.5 * math.Sqrt(2*35/n))
+		t.Logf("n=%v error %.4f ratio %.3f", n, errs[i], ratio)
+		assert.InDelta(t, 1.0, ratio, 0.3, "error / σ_ξ sqrt(r(d1+d2)/n) at n=%v", n)
+	}
+	// Spec property 11: slope −0.5 ± 0.1.
+	assert.InDelta(t, -0.5, slope(ns, errs), 0.1)
+}
+
+// Spec §6.1 property 12: noiseless exact recovery at a linear rate.
+func TestNoiselessExactRecovery(t *testing.T) {
+	g := genTrace(t, 5, map[string]string{"n": "1000", "d1": "30", "d2": "20", "sigma_xi": "0"})
+	res, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2", "iterations": "40", "step": "1"}, anyGrant, 1)
+	e := diff(matrix(t, res, "M"), g.Truth["M"])
+	assert.Less(t, e, 1e-4)
+	for _, r := range []string{"fast", "full"} {
+		res2, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2", "iterations": "40", "step": "1", "retraction": r}, anyGrant, 1)
+		assert.InDelta(t, 0, diff(matrix(t, res2, "M"), matrix(t, res, "M")), 1e-8, "retraction %s", r)
+	}
+}
+
+// ε → ∞: the private estimator tends to the non-private one.
+func TestLargeEpsilonMatchesNonPrivate(t *testing.T) {
+	g := genTrace(t, 6, nil)
+	np, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2"}, anyGrant, 1)
+	for _, name := range []string{"rgrad-dp", "rgrad-weak"} {
+		res, _ := fitOK(t, name, g, modelParamsFor(g, nil), approx(1e7, 1e-5), 2)
+		assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-4, name)
+	}
+	res, _ := fitOK(t, "rgrad-strict", g, map[string]string{"rank": "2", "clip_y": "100", "clip": "500"}, approx(1e12, 1e-5), 2)
+	assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-4, "strict with non-binding clips")
+}
+
+// Spec §6.1 property 13: in the privacy-dominated regime the error falls
+// like 1/ε and like 1/n.
+func TestPrivacyDominatedRates(t *testing.T) {
+	np := medianErr(t, "rgrad-nonprivate", 7, nil, map[string]string{"iterations": "5"}, anyGrant)
+	eps := []float64{2, 4, 8}
+	errs := make([]float64, len(eps))
+	priv := make([]float64, len(eps))
+	sqrtRho := make([]float64, len(eps))
+	for i, e := range eps {
+		errs[i] = medianErr(t, "rgrad-dp", 7, nil, map[string]string{"iterations": "5"}, approx(e, 1e-5))
+		priv[i] = math.Sqrt(errs[i]*errs[i] - np*np) // the privacy part (the two are nearly orthogonal)
+		rho, err := privacy.RhoForEpsDelta(e, 1e-5)
+		require.NoError(t, err)
+		sqrtRho[i] = math.Sqrt(rho)
+		t.Logf("ε=%v error %.4f (privacy part %.4f)", e, errs[i], priv[i])
+	}
+	for i := 1; i < len(errs); i++ {
+		// Doubling ε halves the error ±20% (spec property 13).
+		assert.InDelta(t, 0.5, errs[i]/errs[i-1], 0.1, "error ratio from ε=%v to ε=%v", eps[i-1], eps[i])
+	}
+	// Under zCDP accounting the noise scale is 1/sqrt(2ρ(ε, δ)), not 1/ε:
+	// the privacy part of the error is proportional to it.
+	sr := slope(sqrtRho, priv)
+	t.Logf("slope of the privacy part vs sqrt(ρ): %.3f", sr)
+	assert.InDelta(t, -1, sr, 0.2)
+
+	ns := []float64{3000, 6000, 12000}
+	errs = make([]float64, len(ns))
+	for i, n := range ns {
+		errs[i] = medianErr(t, "rgrad-dp", 5, map[string]string{"n": ftoa(n)}, map[string]string{"iterations": "5"}, approx(4, 1e-5))
+		t.Logf("n=%v error %.4f", n, errs[i])
+	}
+	for i := 1; i < len(errs); i++ {
+		assert.Less(t, errs[i], errs[i-1], "monotone in n")
+	}
+	sn := slope(ns, errs)
+	t.Logf("slope vs n %.3f", sn)
+	assert.True(t, sn >= -1.0 && sn <= -0.65, "slope vs n %.3f", sn)
+}
+
+// Spec §6.1 property 14: standard-DP error grows with σr, weak-DP error does
+// not, and weak DP is more accurate.
+func TestSignalStrengthEffect(t *testing.T) {
+	base := map[string]string{"n": "6000"}
+	big := map[string]string{"n": "6000", "sigma1": "8", "sigmar": "4"}
+	grant := approx(8, 1e-5)
+	extra := map[string]string{"iterations": "5", "step": "1"}
+	s1 := medianErr(t, "rgrad-dp", 5, base, extra, grant)
+	s4 := medianErr(t, "rgrad-dp", 5, big, extra, grant)
+	w1 := medianErr(t, "rgrad-weak", 5, base, extra, grant)
+	w4 := medianErr(t, "rgrad-weak", 5, big, extra, grant)
+	t.Logf("standard %.4f → %.4f, weak %.4f → %.4f", s1, s4, w1, w4)
+	assert.Greater(t, s4/s1, 2.0, "standard DP error grows with σr")
+	assert.InDelta(t, 1.0, w4/w1, 0.25, "weak DP error does not depend on σr")
+	assert.Less(t, w1, s1/1.5, "weak DP beats standard DP")
+}
+
+// Spec §6.1 properties 8 and 9: the paper-literal calibration reproduces the
+// closed-form variances and the (ε/3, δ/3)×3 + (ε/T, δ/T)×T split.
+func TestPaperLiteralVariances(t *testing.T) {
+	g := genTrace(t, 8, nil)
+	const eps, delta = 1.0, 1e-5 // per phase; the grant is (2ε, 2δ)
+	T := 4
+	res, acct := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": "paper", "iterations": itoa(T), "step": "0.8"}),
+		approx(2*eps, 2*delta), 3)
+	n, d1, d2, r := 3000.0, 20.0, 15.0, 2.0
+	s1, sr, sx, eta := 2.0, 1.0, 0.5, 0.8
+	a := math.Sqrt(r)*s1 + sx
+	d1s := math.Sqrt(r) * a * math.Log(n) / (n * sr) // Theorem 1, C2 = 1
+	d2s := math.Sqrt(r) * a * math.Log(n) / n
+	dls := eta * (sx + sr) * math.Sqrt(r*(d1+d2)*math.Log(n)) / n
+	want1 := math.Sqrt(18*math.Log(3.75/delta)) * d1s / eps
+	want2 := math.Sqrt(18*math.Log(3.75/delta)) * d2s / eps
+	wantl := math.Sqrt(2*math.Log(1.25*float64(T)/delta)) * dls * float64(T) / eps
+	assert.InEpsilon(t, d1s, scalar(t, res, "sensitivity_subspace"), 1e-12)
+	assert.InEpsilon(t, want1, scalar(t, res, "sigma_subspace"), 1e-12)
+	assert.InEpsilon(t, want2, scalar(t, res, "sigma_core"), 1e-12)
+	assert.InEpsilon(t, wantl, scalar(t, res, "sigma_iter"), 1e-12)
+	steps := acct.Steps()
+	require.Len(t, steps, 3+T)
+	for i, st := range steps {
+		if i < 3 {
+			assert.InEpsilon(t, eps/3, st.Epsilon, 1e-12)
+			assert.InEpsilon(t, delta/3, st.Delta, 1e-12)
+		} else {
+			assert.InEpsilon(t, eps/float64(T), st.Epsilon, 1e-12)
+			assert.InEpsilon(t, delta/float64(T), st.Delta, 1e-12)
+		}
+	}
+	ach := acct.Achieved()
+	assert.LessOrEqual(t, ach.Epsilon, 2*eps*(1+1e-9))
+	assert.Equal(t, privacy.Model, res.Guarantee.Kind)
+
+	// The explicit calibration multiplies Δ⁽¹⁾ by sqrt(d1∨d2) and Δ⁽²⁾ by c2 = 2.
+	res2, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, nil), approx(2*eps, 2*delta), 3)
+	assert.InEpsilon(t, d1s*math.Sqrt(20), scalar(t, res2, "sensitivity_subspace"), 1e-12)
+	assert.InEpsilon(t, 2*d2s, scalar(t, res2, "sensitivity_core"), 1e-12)
+	// and composes in zCDP: noise saved against the basic split.
+	assert.Greater(t, scalar(t, res2, "noise_saved_iter"), 1.5)
+}
+
+// zCDP accounting: the steps spend exactly the grant's ρ with the documented
+// weights.
+func TestZCDPAccounting(t *testing.T) {
+	g := genTrace(t, 9, nil)
+	rho := 0.5
+	res, acct := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"iterations": "4"}), privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho}, 1)
+	steps := acct.Steps()
+	require.Len(t, steps, 7)
+	var total float64
+	for i, st := range steps {
+		total += st.Rho
+		want := rho * 0.5 / 3
+		if i >= 3 {
+			want = rho * 0.5 / 4
+		}
+		assert.InEpsilon(t, want, st.Rho, 1e-12, st.Name)
+		assert.InEpsilon(t, st.Sensitivity/math.Sqrt(2*st.Rho), st.Scale, 1e-12)
+	}
+	assert.InEpsilon(t, rho, total, 1e-12)
+	assert.InEpsilon(t, rho, res.Guarantee.Rho, 1e-12)
+}
+
+// Spec §6.1 properties 6 and 7: orthonormal factors, rank ≤ r, seeded
+// reproducibility.
+func TestOutputsAndDeterminism(t *testing.T) {
+	g := genTrace(t, 10, nil)
+	for _, name := range []string{"rgrad-dp", "rgrad-weak", "rgrad-strict", "rgrad-nonprivate"} {
+		params := modelParamsFor(g, nil)
+		switch name {
+		case "rgrad-strict":
+			params = map[string]string{"rank": "2", "clip_y": "8", "clip": "10"}
+		case "rgrad-nonprivate":
+			params = map[string]string{"rank": "2"}
+		}
+		a, _ := fitOK(t, name, g, params, approx(4, 1e-5), 11)
+		b, _ := fitOK(t, name, g, params, approx(4, 1e-5), 11)
+		c, _ := fitOK(t, name, g, params, approx(4, 1e-5), 12)
+		assert.True(t, mat.Equal(matrix(t, a, "M"), matrix(t, b, "M")), "%s: same seed, same output", name)
+		if name != "rgrad-nonprivate" {
+			assert.False(t, mat.Equal(matrix(t, a, "M"), matrix(t, c, "M")), "%s: different seed, different output", name)
+			assert.True(t, a.Guarantee.Seeded)
+		}
+		assert.Less(t, orthErr(matrix(t, a, "U")), 1e-10, name)
+		assert.Less(t, orthErr(matrix(t, a, "V")), 1e-10, name)
+		assert.LessOrEqual(t, numRank(t, matrix(t, a, "M"), 1e-10), 2, name)
+		assert.LessOrEqual(t, numRank(t, matrix(t, a, "M0"), 1e-10), 2, name)
+	}
+}
+
+// Spec §6.1 property 5: the subspace noise is exactly symmetric with the
+// stated entry variance.
+func TestSymmetricNoiseVariance(t *testing.T) {
+	src := privacy.NewSeededSource(5)
+	const d, sigma = 200, 0.7
+	e := src.SymmetricGaussian(d, sigma)
+	var sum, sq float64
+	k := 0
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			assert.Equal(t, e.At(i, j), e.At(j, i))
+			v := e.At(i, j)
+			sum += v
+			sq += v * v
+			k++
+		}
+	}
+	mean := sum / float64(k)
+	v := sq/float64(k) - mean*mean
+	assert.InEpsilon(t, sigma*sigma, v, 0.05)
+}
+
+// Bad input is refused before any privacy spend.
+func TestBadInputBeforeSpend(t *testing.T) {
+	g := genTrace(t, 12, map[string]string{"n": "500"})
+	for _, tc := range []struct {
+		name   string
+		est    string
+		params map[string]string
+		grant  privacy.Grant
+	}{
+		{"rank too large", "rgrad-dp", modelParamsFor(g, map[string]string{"rank": "16"}), approx(1, 1e-5)},
+		{"sigmar above sigma1", "rgrad-dp", modelParamsFor(g, map[string]string{"sigmar": "3"}), approx(1, 1e-5)},
+		{"zero sigmar", "rgrad-dp", modelParamsFor(g, map[string]string{"sigmar": "0"}), approx(1, 1e-5)},
+		{"weak with zero noise", "rgrad-weak", modelParamsFor(g, map[string]string{"sigma_xi": "0"}), approx(1, 1e-5)},
+		{"paper with zCDP grant", "rgrad-dp", modelParamsFor(g, map[string]string{"calibration": "paper"}), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}},
+		{"paper classical with ε/6 > 1", "rgrad-dp", modelParamsFor(g, map[string]string{"calibration": "paper"}), approx(8, 1e-5)},
+		{"bad design", "rgrad-dp", modelParamsFor(g, map[string]string{"design": "ar1:2"}), approx(1, 1e-5)},
+		{"strict zero clip", "rgrad-strict", map[string]string{"rank": "2", "clip_y": "0", "clip": "1"}, approx(1, 1e-5)},
+		{"init share 1", "rgrad-dp", modelParamsFor(g, map[string]string{"init_share": "1"}), approx(1, 1e-5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := uint64(1)
+			_, acct, err := sdk.RunLocal(context.Background(), estimatorByName(t, tc.est), g.Data, tc.params, tc.grant, sdk.LocalOptions{Seed: &seed})
+			require.Error(t, err)
+			t.Log(err)
+			if acct != nil {
+				assert.Empty(t, acct.Steps(), "no spend before the error")
+			}
+		})
+	}
+	// Non-finite data is refused by validation.
+	bad := genTrace(t, 12, map[string]string{"n": "500"})
+	bad.Data.Y[3] = math.NaN()
+	seed := uint64(1)
+	_, _, err := sdk.RunLocal(context.Background(), estimatorByName(t, "rgrad-dp"), bad.Data, modelParamsFor(bad, nil), approx(1, 1e-5), sdk.LocalOptions{Seed: &seed})
+	assert.Error(t, err)
+}
+
+func TestCancelledContext(t *testing.T) {
+	g := genTrace(t, 13, map[string]string{"n": "500"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	seed := uint64(1)
+	_, _, err := sdk.RunLocal(ctx, estimatorByName(t, "rgrad-nonprivate"), g.Data, map[string]string{"rank": "2"}, anyGrant, sdk.LocalOptions{Seed: &seed})
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// Strict mode: the released gradient step has replace-one sensitivity at most
+// 2ητ/n for any replacement, however extreme, and so does the clipped L̂.
+func TestStrictEmpiricalSensitivity(t *testing.T) {
+	g := genTrace(t, 14, map[string]string{"n": "400"})
+	d := g.Data
+	n, p := d.N(), d.P()
+	pt := randPoint(t, newRng(1), 20, 15, 2)
+	m := pt.Dense().RawMatrix().Data
+	vt := mat.DenseCopyOf(pt.V.T())
+	const tau, eta, cx, cy = 3.0, 0.8, 18.0, 4.0
+	base := newDesignPass(d.X, d.Y, 20, 15)
+	g0 := make([]float64, p)
+	base.clippedGradient(g0, m, pt.U.RawMatrix().Data, vt.RawMatrix().Data, 2, tau)
+	l0 := make([]float64, p)
+	base.clippedMoment(l0, cx, cy)
+	rng := newRng(2)
+	worst, worstL := 0.0, 0.0
+	for trial := 0; trial < 30; trial++ {
+		x := mat.DenseCopyOf(d.X)
+		y := append([]float64(nil), d.Y...)
+		i := rng.IntN(n)
+		scale := math.Pow(10, float64(rng.IntN(6)-1))
+		for j := 0; j < p; j++ {
+			x.Set(i, j, scale*rng.NormFloat64())
+		}
+		y[i] = scale * 50 * rng.NormFloat64()
+		nb := newDesignPass(x, y, 20, 15)
+		g1 := make([]float64, p)
+		nb.clippedGradient(g1, m, pt.U.RawMatrix().Data, vt.RawMatrix().Data, 2, tau)
+		dg := mat.NewDense(20, 15, nil)
+		for j := range g1 {
+			dg.RawMatrix().Data[j] = eta * (g1[j] - g0[j])
+		}
+		worst = math.Max(worst, frob(TangentProject(pt.U, pt.V, dg)))
+		l1 := make([]float64, p)
+		nb.clippedMoment(l1, cx, cy)
+		var s float64
+		for j := range l1 {
+			s += (l1[j] - l0[j]) * (l1[j] - l0[j])
+		}
+		worstL = math.Max(worstL, math.Sqrt(s))
+	}
+	t.Logf("worst gradient change %.4g vs bound %.4g; L̂ change %.4g vs %.4g", worst, 2*eta*tau/float64(n), worstL, 2*cx*cy/float64(n))
+	assert.LessOrEqual(t, worst, 2*eta*tau/float64(n)*(1+1e-12))
+	assert.LessOrEqual(t, worstL, 2*cx*cy/float64(n)*(1+1e-12))
+	assert.Greater(t, worst, 0.5*eta*tau/float64(n), "the bound is nearly attained by extreme replacements")
+}
+
+// Strict mode carries a worst-case guarantee and pays an accuracy price.
+func TestStrictGuaranteeAndAccuracy(t *testing.T) {
+	g := genTrace(t, 15, nil)
+	res, acct := fitOK(t, "rgrad-strict", g, map[string]string{"rank": "2", "clip_y": "8", "clip": "6", "iterations": "5"}, approx(8, 1e-5), 1)
+	assert.Equal(t, privacy.ZCDP, res.Guarantee.Kind)
+	assert.Equal(t, "zcdp", acct.Achieved().Composition)
+	assert.LessOrEqual(t, res.Guarantee.Epsilon, 8*(1+1e-9))
+	e := diff(matrix(t, res, "M"), g.Truth["M"])
+	t.Logf("strict error %.4f (‖M‖_F = %.3f)", e, frob(g.Truth["M"]))
+	assert.Less(t, e, frob(g.Truth["M"]), "better than the zero estimate")
+}
+
+// A correlated design is handled through Λ⁻¹ in the initialisation.
+func TestAR1Design(t *testing.T) {
+	g := genTrace(t, 16, map[string]string{"design_rho": "0.4"})
+	errId := fitErr(t, "rgrad-nonprivate", g, map[string]string{"rank": "2", "iterations": "3"}, anyGrant, 1)
+	res, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2", "design": "ar1:0.4", "iterations": "3"}, anyGrant, 1)
+	m0 := diff(matrix(t, res, "M0"), g.Truth["M"])
+	resI, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2", "iterations": "3"}, anyGrant, 1)
+	m0I := diff(matrix(t, resI, "M0"), g.Truth["M"])
+	t.Logf("init error with Λ⁻¹ %.4f, ignoring Λ %.4f; final (ignoring Λ) %.4f", m0, m0I, errId)
+	assert.Less(t, m0, m0I/2, "the unbiased L̂ needs Λ⁻¹")
+	assert.Less(t, diff(matrix(t, res, "M"), g.Truth["M"]), 0.2)
+	dp, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"design": "ar1:0.4"}), approx(8, 1e-5), 1)
+	assert.Contains(t, dp.Guarantee.String(), "AR(1)")
+}
+
+func TestCatalogue(t *testing.T) {
+	names := map[string]bool{}
+	for _, e := range Estimators() {
+		info := e.Info()
+		assert.False(t, names[info.Name])
+		names[info.Name] = true
+		assert.Equal(t, Version, info.Version)
+		assert.NotEmpty(t, info.Summary)
+		assert.NotEmpty(t, info.Guarantee)
+		assert.NotEmpty(t, info.Grants)
+		for _, p := range info.Params {
+			assert.NotEmpty(t, p.Doc, "%s.%s", info.Name, p.Name)
+			assert.NotEqual(t, "seed", p.Name)
+		}
+	}
+	assert.Len(t, names, 4)
+}
