@@ -1,0 +1,310 @@
+package orbit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/bingham"
+)
+
+// Deflation is the iterative exponential mechanism of Amin et al. (2019):
+// k successive exact rank-1 draws, each in the orthogonal complement of the
+// previous ones, with ε/k each.
+type Deflation struct{}
+
+// Info implements sdk.Estimator.
+func (Deflation) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "orbit-deflation",
+		Version: Version,
+		Summary: "baseline: k successive exact vector-Bingham draws in shrinking complements (Amin et al. 2019), pure ε-DP",
+		Description: "For i = 1..k draws a unit vector u_i orthogonal to u_1..u_{i−1} with density ∝ exp(β_i uᵀAu), β_i = ε/(2k) " +
+			"(uᵀAu has sensitivity 1 under replace-one neighbours when rows have norm ≤ 1), with the exact rejection sampler. " +
+			"Pure ε-DP by sequential composition. The released H = Σ λ_i u_i u_iᵀ uses the public spectrum.",
+		DataKind:   data.Rows,
+		Guarantee:  "pure ε-DP (exact sampler, sequential composition)",
+		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
+		Params:     []sdk.ParamSpec{paramRank, paramSpectrum, paramClip},
+		References: []string{refAmin, refKGM, refMangoubi},
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	p := run.Params
+	k := p.Int("rank")
+	d := run.Data.P()
+	if err := checkRank(k, d); err != nil {
+		return nil, err
+	}
+	lambda, err := parseSpectrum(p.String("spectrum"), k)
+	if err != nil {
+		return nil, err
+	}
+	eps, err := grantEpsilon(run.Acct)
+	if err != nil {
+		return nil, err
+	}
+	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	if err != nil {
+		return nil, err
+	}
+	gamma, _, err := run.Backend.EigSym(a)
+	if err != nil {
+		return nil, fmt.Errorf("eigenvalues of A: %w", err)
+	}
+	u, diag, betas, err := DeflationSample(ctx, run.Acct, run.Rand, a, k, eps, run.Backend)
+	if err != nil {
+		return nil, err
+	}
+	res := &sdk.Result{}
+	addCommonOutputs(res, a, gamma, u, lambda)
+	res.AddScalar("beta", betas, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k)")
+	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): total ACG proposals")
+	res.AddScalar("acceptance_rate", diag.AcceptanceRate, sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): accepted/proposed")
+	res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public", "the target spectrum Λ is public"}}
+	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	return res, nil
+}
+
+// DeflationSample spends eps/k per vector on acct and returns the d×k frame
+// of k successive exact rank-1 exponential-mechanism draws, their summed
+// diagnostics and the per-vector inverse temperature.
+func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, a *mat.SymDense, k int, eps float64, be backend.Backend) (*mat.Dense, bingham.Diagnostics, float64, error) {
+	d := a.SymmetricDim()
+	if err := checkRank(k, d); err != nil {
+		return nil, bingham.Diagnostics{}, 0, err
+	}
+	if be == nil {
+		be = backend.Default()
+	}
+	u := mat.NewDense(d, k, nil)
+	var total bingham.Diagnostics
+	var beta float64
+	for i := 0; i < k; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, total, 0, err
+		}
+		// Orthonormal basis N of the complement of u_1..u_{i−1}: the
+		// eigenvectors of I − U Uᵀ with eigenvalue 1 (public, data-free).
+		proj := mat.NewSymDense(d, nil)
+		for r := 0; r < d; r++ {
+			for c := r; c < d; c++ {
+				v := 0.0
+				if r == c {
+					v = 1
+				}
+				for t := 0; t < i; t++ {
+					v -= u.At(r, t) * u.At(c, t)
+				}
+				proj.SetSym(r, c, v)
+			}
+		}
+		_, vecs, err := be.EigSym(proj)
+		if err != nil {
+			return nil, total, 0, fmt.Errorf("complement basis: %w", err)
+		}
+		m := d - i
+		nb := vecs.Slice(0, d, 0, m)
+		var an mat.Dense
+		if err := be.Mul(&an, a, false, nb, false); err != nil {
+			return nil, total, 0, err
+		}
+		var nan mat.Dense
+		if err := be.Mul(&nan, nb, true, &an, false); err != nil {
+			return nil, total, 0, err
+		}
+		sub := mat.NewSymDense(m, nil)
+		for r := 0; r < m; r++ {
+			for c := r; c < m; c++ {
+				sub.SetSym(r, c, (nan.At(r, c)+nan.At(c, r))/2)
+			}
+		}
+		beta, err = acct.SpendExponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, eps/float64(k))
+		if err != nil {
+			return nil, total, 0, err
+		}
+		s, err := bingham.New(sub, beta, be)
+		if err != nil {
+			return nil, total, 0, err
+		}
+		z, dg, err := s.Sample(ctx, rnd)
+		if err != nil {
+			return nil, total, 0, err
+		}
+		total.Draws += dg.Draws
+		total.Proposals += dg.Proposals
+		total.Dim = d
+		for r := 0; r < d; r++ {
+			var v float64
+			for c := 0; c < m; c++ {
+				v += nb.At(r, c) * z[c]
+			}
+			u.Set(r, i, v)
+		}
+	}
+	if total.Proposals > 0 {
+		total.AcceptanceRate = float64(total.Draws) / float64(total.Proposals)
+	}
+	return u, total, beta, nil
+}
+
+// Gauss is the Gaussian mechanism on A ("Analyze Gauss"): release the top-k
+// eigenvectors of A + E, E symmetric Gaussian.
+type Gauss struct{}
+
+// Gaussian calibrations.
+const (
+	GaussZCDP      = "zcdp"
+	GaussClassical = "classical"
+	GaussAnalytic  = "analytic"
+)
+
+// Info implements sdk.Estimator.
+func (Gauss) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "orbit-gauss",
+		Version: Version,
+		Summary: "baseline: Gaussian mechanism on A (Analyze Gauss), then the best orbit point for the noisy matrix",
+		Description: "Adds a symmetric Gaussian matrix E (entries on and above the diagonal i.i.d. N(0, σ²)) to A = Σ x̃x̃ᵀ/clip²; " +
+			"the upper triangle has ℓ2 sensitivity √2 under replace-one neighbours. Releases the top-k eigenvectors of A + E " +
+			"and the public spectrum, or with spectrum=private the top-k eigenvalues of A + E clamped at 0 (post-processing). " +
+			"σ is set from the zCDP budget (default), or classically (ε ≤ 1 only) or analytically (Balle & Wang 2018) from (ε, δ).",
+		DataKind:  data.Rows,
+		Guarantee: "(ε, δ)-DP or ρ-zCDP (exact)",
+		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
+		Params: []sdk.ParamSpec{paramRank, {Name: "spectrum", Type: sdk.String, Default: "projection",
+			Doc: paramSpectrum.Doc + "; or \"private\": the top-k eigenvalues of A + E clamped at 0"}, paramClip,
+			{Name: "calibration", Type: sdk.String, Default: GaussZCDP, Choices: []string{GaussZCDP, GaussClassical, GaussAnalytic},
+				Doc: "zcdp: σ = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical: σ = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"}},
+		References: []string{refDTTZ, refMangoubi},
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	p := run.Params
+	k := p.Int("rank")
+	d := run.Data.P()
+	if err := checkRank(k, d); err != nil {
+		return nil, err
+	}
+	private := p.String("spectrum") == "private"
+	var lambda []float64
+	if !private {
+		var err error
+		if lambda, err = parseSpectrum(p.String("spectrum"), k); err != nil {
+			return nil, err
+		}
+	}
+	cal := p.String("calibration")
+	g := run.Acct.Grant()
+	if cal != GaussZCDP && g.Kind != privacy.GrantApprox {
+		return nil, fmt.Errorf("calibration %s needs an (ε, δ) grant, got %s", cal, g.Kind)
+	}
+	if cal == GaussClassical && g.Epsilon > 1 {
+		return nil, fmt.Errorf("classical Gaussian calibration holds only for ε ≤ 1, got ε = %v (use calibration=analytic or zcdp)", g.Epsilon)
+	}
+	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	if err != nil {
+		return nil, err
+	}
+	gamma, _, err := run.Backend.EigSym(a)
+	if err != nil {
+		return nil, fmt.Errorf("eigenvalues of A: %w", err)
+	}
+	const name = "A + E (Gaussian mechanism)"
+	dim := d * (d + 1) / 2
+	var sigma float64
+	if cal == GaussZCDP {
+		rho, err := run.Acct.TotalRho()
+		if err != nil {
+			return nil, err
+		}
+		sigma, err = run.Acct.SpendGaussianRho(name, math.Sqrt2, dim, rho)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		sigma, err = run.Acct.SpendGaussianEpsDelta(name, math.Sqrt2, dim, g.Epsilon, g.Delta, cal)
+		if err != nil {
+			return nil, err
+		}
+	}
+	noisy := run.Rand.SymmetricGaussian(d, sigma)
+	noisy.AddSym(noisy, a)
+	vals, vecs, err := run.Backend.EigSymTop(noisy, k)
+	if err != nil {
+		return nil, fmt.Errorf("eigenvectors of A + E: %w", err)
+	}
+	if private {
+		lambda = slices.Clone(vals)
+		for i := range lambda {
+			lambda[i] = math.Max(lambda[i], 0)
+		}
+	}
+	res := &sdk.Result{}
+	addCommonOutputs(res, a, gamma, vecs, lambda)
+	res.AddScalar("sigma", sigma, sdk.Public, "noise standard deviation of each entry of E")
+	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
+	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	return res, nil
+}
+
+// NonPrivate releases the exact top-k eigenvectors of A: the reference.
+type NonPrivate struct{}
+
+// Info implements sdk.Estimator.
+func (NonPrivate) Info() sdk.Info {
+	return sdk.Info{
+		Name:        "orbit-nonprivate",
+		Version:     Version,
+		Summary:     "reference: exact top-k eigenvectors of A (NOT private)",
+		Description: "The orbit optimum: U = top-k eigenvectors of A = Σ x̃x̃ᵀ/clip², with the public spectrum or (spectrum=true) A's own top-k eigenvalues. Not private.",
+		DataKind:    data.Rows,
+		Guarantee:   "none (non-private reference)",
+		Grants:      []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox, privacy.GrantZCDP},
+		Params: []sdk.ParamSpec{paramRank, {Name: "spectrum", Type: sdk.String, Default: "projection",
+			Doc: paramSpectrum.Doc + "; or \"true\": A's own top-k eigenvalues"}, paramClip},
+		References: []string{refMangoubi},
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	p := run.Params
+	k := p.Int("rank")
+	d := run.Data.P()
+	if err := checkRank(k, d); err != nil {
+		return nil, err
+	}
+	a, _, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	if err != nil {
+		return nil, err
+	}
+	gamma, vecs, err := run.Backend.EigSym(a)
+	if err != nil {
+		return nil, fmt.Errorf("eigenvectors of A: %w", err)
+	}
+	var lambda []float64
+	if p.String("spectrum") == "true" {
+		lambda = slices.Clone(gamma[:k])
+		for i := range lambda {
+			lambda[i] = math.Max(lambda[i], 0)
+		}
+	} else if lambda, err = parseSpectrum(p.String("spectrum"), k); err != nil {
+		return nil, err
+	}
+	res := &sdk.Result{}
+	addCommonOutputs(res, a, gamma, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda)
+	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
+	return res, nil
+}

@@ -1,0 +1,10 @@
+// Command dplr-orbit is the dplr plugin serving the orbit estimators
+// (private matrix approximation on orthogonal orbits).
+package main
+
+import (
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/orbit"
+)
+
+func main() { sdk.Serve(orbit.Estimators()...) }

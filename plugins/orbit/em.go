@@ -1,0 +1,321 @@
+package orbit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/bingham"
+)
+
+// Calibrations of the exponential mechanism's inverse temperature β
+// (spec §2.2), for budget ε and score sensitivity λ_1.
+const (
+	// CalibExact is β = ε/(2λ_1): the standard exponential mechanism, ε-DP
+	// with an exact sampler (default).
+	CalibExact = "exact"
+	// CalibPaper is the paper's Algorithm 1, β = ε/(4λ_1), which leaves ε/2
+	// for the error of a certified approximate sampler. With the exact k = 1
+	// sampler the output is in fact ε/2-DP; ε is still charged.
+	CalibPaper = "paper"
+	// CalibAddRemove is β = ε/λ_1, ε-DP for add/remove-one neighbours only
+	// (the score is monotone under adding a user).
+	CalibAddRemove = "add-remove"
+)
+
+// Samplers.
+const (
+	// SamplerAuto uses the exact sampler for k = 1 and Givens–Gibbs for k > 1.
+	SamplerAuto = "auto"
+	// SamplerGibbs forces Givens–Gibbs (also for k = 1).
+	SamplerGibbs = "gibbs"
+)
+
+var paramCalibration = sdk.ParamSpec{Name: "calibration", Type: sdk.String, Default: CalibExact,
+	Choices: []string{CalibExact, CalibPaper, CalibAddRemove},
+	Doc: "inverse temperature β of the exponential mechanism: exact = ε/(2λ_1) (standard EM, replace-one neighbours); " +
+		"paper = ε/(4λ_1) (Algorithm 1 as printed, which reserves half the budget for sampler error); " +
+		"add-remove = ε/λ_1 (valid only for add/remove-one neighbours)"}
+
+var paramSampler = sdk.ParamSpec{Name: "sampler", Type: sdk.String, Default: SamplerAuto,
+	Choices: []string{SamplerAuto, SamplerGibbs},
+	Doc:     "auto: exact rejection sampler for k = 1, Givens–Gibbs for k > 1; gibbs: Givens–Gibbs always (a cross-check)"}
+
+// betaFor returns the inverse temperature for calibration cal.
+func betaFor(cal string, eps, lambda1 float64) (float64, error) {
+	switch cal {
+	case CalibExact, "":
+		return eps / (2 * lambda1), nil
+	case CalibPaper:
+		return eps / (4 * lambda1), nil
+	case CalibAddRemove:
+		return eps / lambda1, nil
+	}
+	return 0, fmt.Errorf("unknown calibration %q", cal)
+}
+
+// spendEM declares the exponential-mechanism step at budget eps.
+func spendEM(acct *privacy.Accountant, name, cal string, eps, lambda1 float64) (float64, error) {
+	beta, err := betaFor(cal, eps, lambda1)
+	if err != nil {
+		return 0, err
+	}
+	if cal == CalibExact || cal == "" {
+		return acct.SpendExponential(name, lambda1, eps)
+	}
+	note := "Algorithm 1 of Mangoubi et al.: β = ε/(4λ_1)"
+	if cal == CalibAddRemove {
+		note = "β = ε/λ_1: ε-DP for add/remove-one neighbours (monotone score)"
+	}
+	err = acct.Spend(privacy.Step{Name: name, Mechanism: privacy.MechExponential, Calibration: "pure",
+		Sensitivity: lambda1, Scale: beta, Epsilon: eps, Rho: eps * eps / 8, Note: note})
+	if err != nil {
+		return 0, err
+	}
+	return beta, nil
+}
+
+// OrbitDraw is one draw of the orbit exponential mechanism.
+type OrbitDraw struct {
+	U      *mat.Dense // d×k
+	Exact  bool       // drawn by the exact k = 1 sampler
+	Sweeps int        // Gibbs sweeps (0 for the exact sampler)
+	Pairs  int        // Gibbs pair updates per sweep
+	Energy []float64  // Gibbs energy trace ⟨A, H_t⟩ (data-dependent)
+	Bacg   bingham.Diagnostics
+}
+
+// SampleOrbit draws U from the density ∝ exp(beta·⟨A, U Λ Uᵀ⟩) on the
+// orbit: exactly (vector Bingham) when k = 1 and sampler is auto, by
+// Givens–Gibbs with the given sweeps otherwise. lambda must be
+// non-increasing and non-negative with lambda[0] > 0.
+func SampleOrbit(ctx context.Context, rnd *privacy.Source, a *mat.SymDense, lambda []float64, beta float64, sampler string, sweeps int, be backend.Backend, progress func(done, total int)) (*OrbitDraw, error) {
+	d := a.SymmetricDim()
+	if be == nil {
+		be = backend.Default()
+	}
+	if len(lambda) == 1 && sampler != SamplerGibbs {
+		s, err := bingham.New(a, beta*lambda[0], be)
+		if err != nil {
+			return nil, err
+		}
+		x, diag, err := s.Sample(ctx, rnd)
+		if err != nil {
+			return nil, err
+		}
+		return &OrbitDraw{U: mat.NewDense(d, 1, x), Exact: true, Bacg: diag}, nil
+	}
+	g, err := GibbsSample(ctx, rnd, a, lambda, beta, GibbsConfig{Sweeps: sweeps, Backend: be, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	return &OrbitDraw{U: g.U, Sweeps: g.Sweeps, Pairs: g.Pairs, Energy: g.Energy}, nil
+}
+
+// addDrawOutputs attaches the sampler's diagnostics and sets the guarantee.
+func addDrawOutputs(res *sdk.Result, dr *OrbitDraw, beta float64) {
+	res.AddScalar("beta", beta, sdk.Public, "inverse temperature of the exponential mechanism (a function of ε and the released/public λ_1)")
+	const ev = "EVALUATION ONLY (depends on the raw data, not private): "
+	if dr.Exact {
+		res.AddScalar("proposals", float64(dr.Bacg.Proposals), sdk.Evaluation, ev+"ACG proposals the exact sampler used")
+		res.AddScalar("acceptance_rate", dr.Bacg.AcceptanceRate, sdk.Evaluation, ev+"accepted/proposed for the exact sampler")
+		return
+	}
+	res.AddScalar("sweeps", float64(dr.Sweeps), sdk.Public, "Givens–Gibbs sweeps (fixed in advance)")
+	res.AddScalar("pairs_per_sweep", float64(dr.Pairs), sdk.Public, "pair updates per sweep = real orbit dimension D")
+	res.AddSeries("energy", dr.Energy, sdk.Evaluation, ev+"⟨A, H_t⟩ after each Gibbs sweep (stationarity diagnostic)")
+}
+
+func setGuarantee(res *sdk.Result, exact bool, cal string, sweeps int) {
+	g := &res.Guarantee
+	g.Neighbours = neighboursReplace
+	if cal == CalibAddRemove {
+		g.Neighbours = "one user's row added or removed (rows clipped to norm ≤ clip)"
+	}
+	g.Assumptions = []string{"clip is public", "the target spectrum Λ is public or released"}
+	if exact {
+		g.Kind = privacy.Pure
+		return
+	}
+	g.Kind = privacy.Nominal
+	g.Assumptions = append(g.Assumptions, fmt.Sprintf("sampler not certified: Givens–Gibbs from a Haar start, %d sweeps; its stationary law is the exponential mechanism, a finite run has no proved ∞-distance or TV bound", sweeps))
+}
+
+// EM is Algorithm 1 of Mangoubi et al.: the orbit exponential mechanism with
+// a public spectrum.
+type EM struct{}
+
+// Info implements sdk.Estimator.
+func (EM) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "orbit-em",
+		Version: Version,
+		Summary: "exponential mechanism on the orbit of a public spectrum: rank-k PCA and orbit approximation (Mangoubi et al. Alg. 1)",
+		Description: "Samples H = UΛUᵀ with density ∝ exp(β⟨A, H⟩) over the real orthogonal orbit of the public spectrum Λ, " +
+			"where A = Σ x̃x̃ᵀ/clip² sums the clipped rows. The score has sensitivity λ_1 under replace-one neighbours " +
+			"(Mangoubi et al. Lemma 6.1), so β = ε/(2λ_1) gives ε-DP with an exact sampler. For k = 1 the draw is exact " +
+			"(angular central Gaussian rejection, Kent et al. 2018): pure ε-DP. For k > 1 a Givens–Gibbs sampler with exact " +
+			"von Mises pair updates runs a fixed number of sweeps: its stationary law is the mechanism, but the finite run is " +
+			"not certified, so the result is labelled nominal ε-DP.",
+		DataKind:   data.Rows,
+		Guarantee:  "pure ε-DP for k = 1 (exact sampler); nominal ε-DP, sampler not certified, for k > 1",
+		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
+		Params:     []sdk.ParamSpec{paramRank, paramSpectrum, paramClip, paramCalibration, paramSampler, paramSweeps},
+		References: []string{refMangoubi, refKGM, refBF, refCSS},
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	p := run.Params
+	k := p.Int("rank")
+	d := run.Data.P()
+	if err := checkRank(k, d); err != nil {
+		return nil, err
+	}
+	lambda, err := parseSpectrum(p.String("spectrum"), k)
+	if err != nil {
+		return nil, err
+	}
+	eps, err := grantEpsilon(run.Acct)
+	if err != nil {
+		return nil, err
+	}
+	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	if err != nil {
+		return nil, err
+	}
+	gamma, _, err := run.Backend.EigSym(a)
+	if err != nil {
+		return nil, fmt.Errorf("eigenvalues of A: %w", err)
+	}
+	cal := p.String("calibration")
+	beta, err := spendEM(run.Acct, "orbit frame (exponential mechanism)", cal, eps, lambda[0])
+	if err != nil {
+		return nil, err
+	}
+	dr, err := SampleOrbit(ctx, run.Rand, a, lambda, beta, p.String("sampler"), p.Int("iterations"), run.Backend,
+		func(done, total int) { run.Progress("gibbs", done, total) })
+	if err != nil {
+		return nil, err
+	}
+	res := &sdk.Result{}
+	addCommonOutputs(res, a, gamma, dr.U, lambda)
+	addDrawOutputs(res, dr, beta)
+	setGuarantee(res, dr.Exact, cal, dr.Sweeps)
+	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	if cal == CalibPaper && dr.Exact {
+		res.Notes = append(res.Notes, "calibration=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
+	}
+	return res, nil
+}
+
+// RankK is Algorithm 2 of Mangoubi et al.: Laplace-noised top-k eigenvalues,
+// then the orbit exponential mechanism with the noisy spectrum.
+type RankK struct{}
+
+// Info implements sdk.Estimator.
+func (RankK) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "orbit-rank-k",
+		Version: Version,
+		Summary: "private rank-k approximation: Laplace top-k eigenvalues, then the orbit exponential mechanism (Mangoubi et al. Alg. 2)",
+		Description: "Half of ε releases the top-k eigenvalues of A = Σ x̃x̃ᵀ/clip² with Laplace noise of scale 4/ε (the eigenvalue " +
+			"vector has ℓ1 sensitivity 2 under replace-one neighbours); they are sorted and clamped at 0. The other half runs " +
+			"the orbit exponential mechanism with that noisy spectrum, whose inverse temperature uses the NOISY λ̃_1 (the paper's " +
+			"printed λ_1 is private; spec erratum). Output H = U diag(λ̃) Uᵀ. Pure ε-DP by basic composition when k = 1; for k > 1 " +
+			"the Givens–Gibbs step makes the guarantee nominal (sampler not certified).",
+		DataKind:   data.Rows,
+		Guarantee:  "pure ε-DP for k = 1; nominal ε-DP (sampler not certified) for k > 1",
+		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
+		Params:     []sdk.ParamSpec{paramRank, paramClip, paramCalibration, paramSampler, paramSweeps},
+		References: []string{refMangoubi, refKGM, refBF},
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	p := run.Params
+	k := p.Int("rank")
+	d := run.Data.P()
+	if err := checkRank(k, d); err != nil {
+		return nil, err
+	}
+	eps, err := grantEpsilon(run.Acct)
+	if err != nil {
+		return nil, err
+	}
+	cal := p.String("calibration")
+	if _, err := betaFor(cal, eps, 1); err != nil {
+		return nil, err
+	}
+	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	if err != nil {
+		return nil, err
+	}
+	gamma, _, err := run.Backend.EigSym(a)
+	if err != nil {
+		return nil, fmt.Errorf("eigenvalues of A: %w", err)
+	}
+	lambda, err := NoisySpectrum(run.Acct, run.Rand, gamma, k, eps/2)
+	if err != nil {
+		return nil, err
+	}
+	res := &sdk.Result{}
+	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	if lambda[0] == 0 {
+		// Nothing left to place: H = 0, released without spending the
+		// second half. U is a data-independent Haar frame.
+		q, err := HaarOrthogonal(run.Rand.Rand(), d, run.Backend)
+		if err != nil {
+			return nil, err
+		}
+		addCommonOutputs(res, a, gamma, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda)
+		res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
+		res.Notes = append(res.Notes, "all noisy eigenvalues clamped to 0: released H = 0 (U is a data-independent random frame)")
+		return res, nil
+	}
+	beta, err := spendEM(run.Acct, "orbit frame (exponential mechanism, noisy λ̃_1)", cal, eps/2, lambda[0])
+	if err != nil {
+		return nil, err
+	}
+	dr, err := SampleOrbit(ctx, run.Rand, a, lambda, beta, p.String("sampler"), p.Int("iterations"), run.Backend,
+		func(done, total int) { run.Progress("gibbs", done, total) })
+	if err != nil {
+		return nil, err
+	}
+	addCommonOutputs(res, a, gamma, dr.U, lambda)
+	addDrawOutputs(res, dr, beta)
+	setGuarantee(res, dr.Exact, cal, dr.Sweeps)
+	var sq float64
+	for i := 0; i < k; i++ {
+		sq += (lambda[i] - gamma[i]) * (lambda[i] - gamma[i])
+	}
+	res.AddScalar("eigenvalue_error_sq", sq, sdk.Evaluation, "EVALUATION ONLY (not private): Σ_i (λ̃_i − γ_i)²")
+	return res, nil
+}
+
+// NoisySpectrum spends eps on the Laplace mechanism for the top-k
+// eigenvalues gamma[:k] (ℓ1 sensitivity 2 under replace-one neighbours,
+// scale 2/eps), then sorts them decreasingly and clamps them at 0.
+func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, eps float64) ([]float64, error) {
+	b, err := acct.SpendLaplace("top-k eigenvalues (Laplace)", 2, k, eps)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(gamma[:k])
+	rnd.AddLaplace(out, b)
+	sort.Sort(sort.Reverse(sort.Float64Slice(out)))
+	for i := range out {
+		out[i] = math.Max(out[i], 0)
+	}
+	return out, nil
+}
