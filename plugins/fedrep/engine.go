@@ -1,0 +1,363 @@
+package fedrep
+
+import (
+	"context"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// lossKind selects the per-sample loss of the FedRep rounds.
+type lossKind int
+
+const (
+	// lossSquared is (y − ⟨x, Uv⟩)², the regression loss of 003 Alg. 1.
+	lossSquared lossKind = iota
+	// lossLogistic is log(1 + exp(−y⟨x, Uv⟩)) for ±1 labels (the smooth
+	// surrogate of §5 of the spec).
+	lossLogistic
+)
+
+// fedrepEngine computes one FedRep round's aggregate Σ_i clip(∇_i, ψ) over
+// all users, in parallel, with per-worker scratch and per-chunk partial sums
+// reduced in a fixed order (bit-reproducible whatever the thread count).
+type fedrepEngine struct {
+	x      []float64 // row-major data, stride d (read only)
+	stride int
+	y      []float64
+	lay    *layout
+	d, k   int
+	psi    float64 // clip ψ; +Inf disables clipping (non-private)
+	loss   lossKind
+	ridge  float64 // logistic local ridge
+	theory bool
+	batch  int
+	perm   []int32 // theory mode: per user, a permutation of its training rows
+	chunks int
+	ws     []*workerScratch
+	part   [][]float64 // chunks × d·k partial sums
+	nclip  []int       // chunks: users whose gradient was clipped
+}
+
+type workerScratch struct {
+	a    []float64 // rows×k: X_B U
+	ry   []float64 // rows: responses of the v-batch
+	gk   []float64 // k×k
+	h    []float64 // k
+	v    []float64 // k
+	w    []float64 // d: U v
+	g    []float64 // d: Σ c_j x_j
+	rows []int32   // the v-batch and gradient-batch row ids
+}
+
+func newFedrepEngine(x *mat.Dense, y []float64, lay *layout, k int, psi float64, loss lossKind) *fedrepEngine {
+	raw := x.RawMatrix()
+	n := lay.n()
+	chunks := min(n, 64)
+	e := &fedrepEngine{x: raw.Data, stride: raw.Stride, y: y, lay: lay, d: raw.Cols, k: k, psi: psi, loss: loss,
+		ridge: 1e-3, chunks: chunks, part: make([][]float64, chunks), nclip: make([]int, chunks)}
+	for c := range e.part {
+		e.part[c] = make([]float64, e.d*k)
+	}
+	rows := max(lay.maxM, 1)
+	for w := 0; w < workers(chunks); w++ {
+		e.ws = append(e.ws, &workerScratch{a: make([]float64, rows*k), ry: make([]float64, rows), gk: make([]float64, k*k),
+			h: make([]float64, k), v: make([]float64, k), w: make([]float64, e.d), g: make([]float64, e.d), rows: make([]int32, 2*rows)})
+	}
+	return e
+}
+
+// row returns row r of X (no copy).
+func (e *fedrepEngine) row(r int32) []float64 {
+	o := int(r) * e.stride
+	return e.x[o : o+e.d]
+}
+
+// localFit sets ws.v to the user's head for U on the rows: the least-squares
+// (or ridge-logistic) solution, with the pseudo-inverse as fallback.
+func (e *fedrepEngine) localFit(ws *workerScratch, u []float64, rows []int32, loss lossKind) {
+	k, d := e.k, e.d
+	b := len(rows)
+	for j, r := range rows {
+		xr := e.row(r)
+		aj := ws.a[j*k : (j+1)*k]
+		for a := range aj {
+			aj[a] = 0
+		}
+		for p := 0; p < d; p++ {
+			xp := xr[p]
+			if xp == 0 {
+				continue
+			}
+			up := u[p*k : (p+1)*k]
+			for a := range aj {
+				aj[a] += xp * up[a]
+			}
+		}
+		ws.ry[j] = e.y[r]
+	}
+	switch loss {
+	case lossSquared:
+		for i := range ws.gk {
+			ws.gk[i] = 0
+		}
+		for a := range ws.h {
+			ws.h[a] = 0
+		}
+		for j := 0; j < b; j++ {
+			aj := ws.a[j*k : (j+1)*k]
+			for a := 0; a < k; a++ {
+				ws.h[a] += aj[a] * ws.ry[j]
+				for c := 0; c <= a; c++ {
+					ws.gk[a*k+c] += aj[a] * aj[c]
+				}
+			}
+		}
+		for a := 0; a < k; a++ {
+			for c := 0; c < a; c++ {
+				ws.gk[c*k+a] = ws.gk[a*k+c]
+			}
+		}
+		if b >= k && solveSmallSPD(ws.gk, ws.h, k) {
+			copy(ws.v, ws.h)
+			return
+		}
+		pinvSolve(ws.a, b, k, ws.ry, ws.v)
+	case lossLogistic:
+		logisticNewton(ws, b, k, e.ridge)
+	}
+}
+
+// logisticNewton minimizes (1/b)Σ log(1+exp(−y_j a_j·v)) + (λ/2)‖v‖² by a
+// fixed number of damped Newton steps from v = 0.
+func logisticNewton(ws *workerScratch, b, k int, lambda float64) {
+	v := ws.v
+	for a := range v {
+		v[a] = 0
+	}
+	if b == 0 {
+		return
+	}
+	for it := 0; it < 12; it++ {
+		for i := range ws.gk {
+			ws.gk[i] = 0
+		}
+		for a := 0; a < k; a++ {
+			ws.h[a] = -lambda * v[a]
+			ws.gk[a*k+a] = lambda
+		}
+		for j := 0; j < b; j++ {
+			aj := ws.a[j*k : (j+1)*k]
+			var z float64
+			for a := 0; a < k; a++ {
+				z += aj[a] * v[a]
+			}
+			yj := ws.ry[j]
+			s := 1 / (1 + math.Exp(yj*z)) // σ(−y z)
+			wt := s * (1 - s) / float64(b)
+			for a := 0; a < k; a++ {
+				ws.h[a] += yj * s * aj[a] / float64(b)
+				for c := 0; c < k; c++ {
+					ws.gk[a*k+c] += wt * aj[a] * aj[c]
+				}
+			}
+		}
+		if !solveSmallSPD(ws.gk, ws.h, k) {
+			break
+		}
+		var step float64
+		for a := 0; a < k; a++ {
+			v[a] += ws.h[a]
+			step = math.Max(step, math.Abs(ws.h[a]))
+		}
+		if step < 1e-10 {
+			break
+		}
+	}
+	if !allFinite(v) {
+		for a := range v {
+			v[a] = 0
+		}
+	}
+}
+
+// userGradient sets ws.g so that ∇_U = ws.g · ws.vᵀ is the user's gradient of
+// the mean loss over gRows at (U, v), after fitting v on vRows.
+func (e *fedrepEngine) userGradient(ws *workerScratch, u []float64, vRows, gRows []int32) {
+	k, d := e.k, e.d
+	e.localFit(ws, u, vRows, e.loss)
+	for p := 0; p < d; p++ {
+		var s float64
+		up := u[p*k : (p+1)*k]
+		for a := 0; a < k; a++ {
+			s += up[a] * ws.v[a]
+		}
+		ws.w[p] = s
+	}
+	for p := range ws.g {
+		ws.g[p] = 0
+	}
+	b := float64(len(gRows))
+	for _, r := range gRows {
+		xr := e.row(r)
+		var pred float64
+		for p := 0; p < d; p++ {
+			pred += xr[p] * ws.w[p]
+		}
+		yr := e.y[r]
+		var c float64
+		switch e.loss {
+		case lossSquared:
+			c = 2 * (pred - yr) / b
+		case lossLogistic:
+			c = -yr / (1 + math.Exp(yr*pred)) / b
+		}
+		if c == 0 {
+			continue
+		}
+		for p := 0; p < d; p++ {
+			ws.g[p] += c * xr[p]
+		}
+	}
+}
+
+// batches returns the v-batch and gradient-batch rows of user i in round t.
+func (e *fedrepEngine) batches(ws *workerScratch, i, t int) (vRows, gRows []int32) {
+	ur := e.lay.users[i]
+	if !e.theory {
+		m0 := ur.t1 - ur.t0
+		for j := 0; j < m0; j++ {
+			ws.rows[j] = int32(ur.t0 + j)
+		}
+		return ws.rows[:m0], ws.rows[:m0]
+	}
+	p := e.perm[ur.t0:ur.t1]
+	b := e.batch
+	return p[2*b*t : 2*b*t+b], p[2*b*t+b : 2*b*t+2*b]
+}
+
+// aggregate returns Σ_i clip(∇_i(U), ψ) (d×k, row-major, a fresh slice) and
+// the number of users whose gradient was clipped. Users whose computation
+// is not finite (adversarial data) contribute zero.
+func (e *fedrepEngine) aggregate(ctx context.Context, u []float64, t int) ([]float64, int, error) {
+	n := e.lay.n()
+	k := e.k
+	err := parallelChunks(ctx, e.chunks, func(w, c int) {
+		ws := e.ws[w]
+		acc := e.part[c]
+		for i := range acc {
+			acc[i] = 0
+		}
+		e.nclip[c] = 0
+		lo, hi := chunkBounds(n, e.chunks, c)
+		for i := lo; i < hi; i++ {
+			vRows, gRows := e.batches(ws, i, t)
+			e.userGradient(ws, u, vRows, gRows)
+			if math.IsInf(e.psi, 1) {
+				for p, gp := range ws.g {
+					for a := 0; a < k; a++ {
+						acc[p*k+a] += gp * ws.v[a]
+					}
+				}
+				continue
+			}
+			ng, nv := norm2(ws.g), norm2(ws.v)
+			if ng == 0 || nv == 0 || math.IsInf(ng, 0) || math.IsNaN(ng) || math.IsInf(nv, 0) || math.IsNaN(nv) {
+				continue
+			}
+			nrm := ng * nv // ‖g vᵀ‖_F
+			scale := math.Min(nrm, e.psi)
+			if nrm > e.psi {
+				e.nclip[c]++
+			}
+			for p, gp := range ws.g {
+				gs := gp / ng * scale
+				for a := 0; a < k; a++ {
+					acc[p*k+a] += gs * (ws.v[a] / nv)
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	sum := make([]float64, e.d*k)
+	clipped := 0
+	for c := 0; c < e.chunks; c++ {
+		for i, v := range e.part[c] {
+			sum[i] += v
+		}
+		clipped += e.nclip[c]
+	}
+	return sum, clipped, nil
+}
+
+// fitHeads fits every user's head on its local half S¹ (its training half
+// when S¹ is empty) for U, and, when the user has hold-out rows, returns
+// the mean over those users of the hold-out loss (squared error, or the
+// 0-1 error for the logistic loss); NaN when no user has hold-out rows.
+// heads may be nil.
+func (e *fedrepEngine) fitHeads(ctx context.Context, u []float64, heads *mat.Dense) (float64, error) {
+	n := e.lay.n()
+	k, d := e.k, e.d
+	lossSum := make([]float64, e.chunks)
+	cnt := make([]int, e.chunks)
+	err := parallelChunks(ctx, e.chunks, func(w, c int) {
+		ws := e.ws[w]
+		lossSum[c], cnt[c] = 0, 0
+		lo, hi := chunkBounds(n, e.chunks, c)
+		for i := lo; i < hi; i++ {
+			ur := e.lay.users[i]
+			s, f := ur.t1, ur.f1
+			if f == s {
+				s = ur.t0
+			}
+			rows := ws.rows[:f-s]
+			for j := range rows {
+				rows[j] = int32(s + j)
+			}
+			e.localFit(ws, u, rows, e.loss)
+			if heads != nil {
+				copy(heads.RawRowView(i), ws.v)
+			}
+			if ur.h1 == ur.f1 {
+				continue
+			}
+			for p := 0; p < d; p++ {
+				var t float64
+				for a := 0; a < k; a++ {
+					t += u[p*k+a] * ws.v[a]
+				}
+				ws.w[p] = t
+			}
+			var l float64
+			for r := ur.f1; r < ur.h1; r++ {
+				xr := e.row(int32(r))
+				var pred float64
+				for p := 0; p < d; p++ {
+					pred += xr[p] * ws.w[p]
+				}
+				if e.loss == lossSquared {
+					l += (pred - e.y[r]) * (pred - e.y[r])
+				} else if pred*e.y[r] <= 0 {
+					l++
+				}
+			}
+			lossSum[c] += l / float64(ur.h1-ur.f1)
+			cnt[c]++
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	var tot float64
+	var m int
+	for c := range lossSum {
+		tot += lossSum[c]
+		m += cnt[c]
+	}
+	if m == 0 {
+		return math.NaN(), nil
+	}
+	return tot / float64(m), nil
+}

@@ -1,0 +1,38 @@
+package fedrep
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+func TestSmoke(t *testing.T) {
+	if os.Getenv("DPLR_SMOKE") == "" {
+		t.Skip()
+	}
+	m, err := gen.Lookup(gen.UsersLowRankName)
+	require.NoError(t, err)
+	g, err := gen.Run(m, map[string]string{"users": "20000", "samples": "10", "dim": "50", "rank": "2", "noise": "0.01"}, 1)
+	require.NoError(t, err)
+	seed := uint64(3)
+	for _, groups := range []string{"disjoint", "all"} {
+		for _, ridge := range []string{"0", "0.01", "1", "100"} {
+			for _, eps := range []float64{1, 8} {
+				res, _, err := sdk.RunLocal(context.Background(), PrivAltMin{}, g.Data, map[string]string{"ridge": ridge, "groups": groups}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: 1e-6}, sdk.LocalOptions{Seed: &seed})
+				require.NoError(t, err)
+				u, v := res.Matrices[0].M, res.Matrices[1].M
+				dist, err := SubspaceDist(u, g.Truth["U"])
+				require.NoError(t, err)
+				mse, err := PopulationMSE(u, v, g.Truth["U"], g.Truth["V"], 0.01)
+				require.NoError(t, err)
+				t.Logf("%s ridge=%s eps=%g dist=%.4f mse=%.4f", groups, ridge, eps, dist, mse)
+			}
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package fedrep
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// userRows is one user's row ranges in the data set: the training half S⁰
+// [t0, t1) used by the private rounds (and the initialization), the local
+// half S¹ [t1, f1) used only for the user's own final head, and an optional
+// evaluation hold-out [f1, h1).
+type userRows struct{ t0, t1, f1, h1 int }
+
+// layout is the per-user split of a Users data set.
+type layout struct {
+	users []userRows
+	d     int
+	maxM0 int // largest training half
+	minM0 int // smallest training half
+	maxM  int // largest user
+}
+
+// splitParams are the parameter specs every estimator of the plugin shares
+// for dividing each user's rows.
+func splitParams() []sdk.ParamSpec {
+	return []sdk.ParamSpec{
+		{Name: "local_fraction", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Max: sdk.Bound(0.9),
+			Doc: "fraction of each user's (non-hold-out) rows kept for the user's own final head v_i (S¹, the last rows); the first rows (S⁰) feed the private training. 0.5 = the paper's halves"},
+		{Name: "holdout", Type: sdk.Float, Default: "0", Min: sdk.Bound(0), Max: sdk.Bound(0.9),
+			Doc: "fraction of each user's rows (the very last ones) held out to evaluate training curves and test MSE; those outputs are computed from raw data (release class evaluation)"},
+		{Name: "output_v", Type: sdk.Bool, Default: "true",
+			Doc: "return the users' heads v_i (n×k) fitted on their local halves S¹; each row is meant only for its user (release class per-user)"},
+	}
+}
+
+// newLayout validates a Users data set and splits every user's rows.
+func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*layout, error) {
+	if ds == nil || ds.Kind != data.Users {
+		return nil, fmt.Errorf("need a users data set")
+	}
+	n := ds.NumUsers()
+	if n < 1 {
+		return nil, fmt.Errorf("data set has no users")
+	}
+	if len(ds.Y) != ds.N() {
+		return nil, fmt.Errorf("%d rows but %d responses", ds.N(), len(ds.Y))
+	}
+	lay := &layout{users: make([]userRows, n), d: ds.P(), minM0: math.MaxInt}
+	for u := 0; u < n; u++ {
+		s, e := ds.UserStart[u], ds.UserStart[u+1]
+		m := e - s
+		h := int(math.Floor(holdout * float64(m)))
+		rest := m - h
+		l := int(math.Floor(localFrac * float64(rest)))
+		m0 := rest - l
+		if m0 < minTrain {
+			return nil, fmt.Errorf("user %d has %d rows: its training half would hold %d rows, fewer than the %d needed", u, m, m0, minTrain)
+		}
+		lay.users[u] = userRows{t0: s, t1: s + m0, f1: s + rest, h1: e}
+		lay.maxM0 = max(lay.maxM0, m0)
+		lay.minM0 = min(lay.minM0, m0)
+		lay.maxM = max(lay.maxM, m)
+	}
+	return lay, nil
+}
+
+// n is the number of users.
+func (l *layout) n() int { return len(l.users) }
