@@ -48,7 +48,7 @@ type csvConfig struct {
 
 func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	return err == nil
+	return err == nil || errors.Is(err, strconv.ErrRange)
 }
 
 // readCSV parses a delimited text file of numbers. Every record must have

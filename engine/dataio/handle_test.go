@@ -1,0 +1,291 @@
+package dataio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+)
+
+// sameData asserts two data sets have the same content.
+func sameData(t *testing.T, want, got *data.Dataset) {
+	t.Helper()
+	assert.Equal(t, want.Kind, got.Kind)
+	assert.Equal(t, want.Hash, got.Hash)
+	assert.True(t, mat.Equal(want.X, got.X))
+	assert.Equal(t, want.Y, got.Y)
+	assert.Equal(t, want.D1, got.D1)
+	assert.Equal(t, want.D2, got.D2)
+	assert.Equal(t, want.UserStart, got.UserStart)
+	assert.Equal(t, want.UserIDs, got.UserIDs)
+	assert.Equal(t, want.Labels, got.Labels)
+	assert.Equal(t, want.Hash, Hash(got), "re-hashing the opened data gives the handle's hash")
+	require.NoError(t, got.Validate())
+}
+
+// TestPrepareOpenKinds round-trips each kind through the cache, including
+// through the handle's JSON form.
+func TestPrepareOpenKinds(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	rows := writeTemp(t, dir, "r.csv", []byte("1,2,3\n4,5,6\n"))
+	rowsLab := writeTemp(t, dir, "l.csv", []byte("3\n1\n"))
+	trace := writeTemp(t, dir, "t.csv", []byte("1,2,3,4,0.5\n5,6,7,8,-1\n"))
+	users := writeTemp(t, dir, "u.csv", []byte("user,a,y\n2,1,0.1\n1,2,0.2\n2,3,0.3\n"))
+	cases := []struct {
+		name string
+		path string
+		opt  LoadOptions
+	}{
+		{"rows", rows, LoadOptions{}},
+		{"rows with labels", rows, LoadOptions{LabelsPath: rowsLab, Name: "r"}},
+		{"trace", trace, LoadOptions{Kind: data.Trace, D1: 2, D2: 2}},
+		{"users", users, LoadOptions{Kind: data.Users}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ds, err := Load(c.path, c.opt)
+			require.NoError(t, err)
+			h, err := Prepare(ds, cache)
+			require.NoError(t, err)
+			assert.Equal(t, ds.Hash, h.Hash)
+			assert.Equal(t, filepath.Join(cache, ds.Hash, fileX), h.X.Path)
+			// Through JSON, as across the plugin boundary.
+			b, err := json.Marshal(h)
+			require.NoError(t, err)
+			var h2 Handle
+			require.NoError(t, json.Unmarshal(b, &h2))
+			got, closer, err := Open(h2)
+			require.NoError(t, err)
+			defer closer.Close()
+			sameData(t, ds, got)
+			assert.Equal(t, c.opt.Name, got.Name)
+			hj, err := ReadHandle(filepath.Join(cache, ds.Hash, fileHandle))
+			require.NoError(t, err)
+			assert.Equal(t, h, hj)
+
+			// PrepareFile of a non-npy input goes through Load+Prepare.
+			hf, err := PrepareFile(c.path, c.opt, cache)
+			require.NoError(t, err)
+			assert.Equal(t, h.Hash, hf.Hash)
+			assert.Equal(t, h.X, hf.X)
+		})
+	}
+}
+
+// TestPrepareSkipsPresent: a second Prepare with a known hash reads and
+// writes nothing (the files keep their modification times), and a wrong
+// hash is refused.
+func TestPrepareSkipsPresent(t *testing.T) {
+	cache := t.TempDir()
+	ds := &data.Dataset{Kind: data.Rows, X: mat.NewDense(2, 2, []float64{1, 2, 3, 4})}
+	h, err := Prepare(ds, cache)
+	require.NoError(t, err)
+	require.NotEmpty(t, ds.Hash, "Prepare fills in the hash")
+	old := time.Unix(1_000_000, 0)
+	require.NoError(t, os.Chtimes(h.X.Path, old, old))
+	h2, err := Prepare(ds, cache)
+	require.NoError(t, err)
+	assert.Equal(t, h, h2)
+	st, err := os.Stat(h.X.Path)
+	require.NoError(t, err)
+	assert.True(t, st.ModTime().Equal(old), "present files are not rewritten")
+
+	other := &data.Dataset{Kind: data.Rows, X: mat.NewDense(2, 2, []float64{1, 2, 3, 5}), Hash: ds.Hash}
+	require.NoError(t, os.Remove(h.X.Path))
+	_, err = Prepare(other, cache)
+	assert.ErrorContains(t, err, "does not match its content")
+
+	// Non-finite values are refused before anything is written.
+	bad := &data.Dataset{Kind: data.Rows, X: mat.NewDense(1, 2, []float64{1, nan})}
+	_, err = Prepare(bad, cache)
+	assert.ErrorContains(t, err, "row 0, column 1: value NaN is not finite")
+	// Structural problems too.
+	_, err = Prepare(&data.Dataset{Kind: data.Trace, X: mat.NewDense(1, 2, nil), D1: 1, D2: 2}, cache)
+	assert.ErrorContains(t, err, "1 samples but 0 responses")
+}
+
+// TestPrepareFileInPlace: a float64 C-order .npy is referenced in place,
+// hashes like the loaded data set, and Open maps it without copying.
+func TestPrepareFileInPlace(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	x := seq(12, 0.5, -1)
+	p := writeTemp(t, dir, "x.npy", npyFile(1, "<f8", false, []int{4, 3}, encode(binary.LittleEndian, x)))
+	lab := writeTemp(t, dir, "lab.npy", npyFile(1, "|u1", false, []int{4}, []byte{1, 0, 1, 2}))
+	for _, opt := range []LoadOptions{{}, {LabelsPath: lab}} {
+		loaded, err := Load(p, opt)
+		require.NoError(t, err)
+		h, err := PrepareFile(p, opt, cache)
+		require.NoError(t, err)
+		assert.Equal(t, loaded.Hash, h.Hash)
+		abs, _ := filepath.Abs(p)
+		assert.Equal(t, abs, h.X.Path, "X is referenced in place")
+		assert.EqualValues(t, 128, h.X.Offset)
+		assert.NotZero(t, h.X.ModTime)
+		ds, closer, err := Open(h)
+		require.NoError(t, err)
+		loaded.Name = ds.Name
+		sameData(t, loaded, ds)
+		assert.Equal(t, "x.npy", ds.Name)
+		require.NoError(t, closer.Close())
+		require.NoError(t, closer.Close(), "Close is idempotent")
+	}
+	// The in-place path validates too.
+	bad := writeTemp(t, dir, "bad.npy", npyFile(1, "<f8", false, []int{2, 2}, encode(binary.LittleEndian, []float64{1, 2, 3, nan})))
+	_, err := PrepareFile(bad, LoadOptions{}, cache)
+	assert.ErrorContains(t, err, "row 1, column 1: value NaN is not finite")
+	assert.ErrorContains(t, err, "bad.npy")
+	short := writeTemp(t, dir, "short.npy", npyFile(1, "<f8", false, []int{2, 2}, encode(binary.LittleEndian, []float64{1, 2, 3})))
+	_, err = PrepareFile(short, LoadOptions{}, cache)
+	assert.ErrorContains(t, err, "header implies")
+	// Scaled input cannot be referenced in place: it is copied.
+	h, err := PrepareFile(p, LoadOptions{Scale: 2}, cache)
+	require.NoError(t, err)
+	assert.Equal(t, fileX, filepath.Base(h.X.Path))
+}
+
+// TestOpenDetectsChanges: truncated, replaced or modified files and
+// inconsistent handles are errors.
+func TestOpenDetectsChanges(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	x := seq(12, 1, 0)
+	p := writeTemp(t, dir, "x.npy", npyFile(1, "<f8", false, []int{4, 3}, encode(binary.LittleEndian, x)))
+	h, err := PrepareFile(p, LoadOptions{}, cache)
+	require.NoError(t, err)
+
+	ds := &data.Dataset{Kind: data.Users, X: mat.NewDense(3, 1, []float64{1, 2, 3}), Y: []float64{1, 2, 3},
+		UserStart: []int{0, 1, 3}, UserIDs: []int64{5, 6}}
+	hu, err := Prepare(ds, cache)
+	require.NoError(t, err)
+
+	mutate := []struct {
+		name string
+		h    func() Handle
+		want string
+	}{
+		{"bad version", func() Handle { c := h; c.Version = 7; return c }, "handle version 7"},
+		{"bad hash", func() Handle { c := h; c.Hash = "xyz"; return c }, "not a hex SHA-256"},
+		{"count mismatch", func() Handle { c := h; c.N = 5; return c }, "X has 12 values, shape 5×3"},
+		{"bad dtype", func() Handle { c := h; c.X.DType = "<f4"; return c }, "dtype"},
+		{"bad size", func() Handle { c := h; c.X.Size++; return c }, "truncated or replaced"},
+		{"moved", func() Handle { c := h; c.X.Path += ".gone"; return c }, "no such file"},
+		{"users without ids", func() Handle { c := hu; c.UserIDs = nil; return c }, "user ids missing"},
+		{"users without y", func() Handle { c := hu; c.Y = nil; return c }, "responses missing"},
+		{"trace shape", func() Handle { c := h; c.Kind = data.Trace; c.D1, c.D2 = 2, 2; return c }, "do not hold 2×2"},
+		{"bad kind", func() Handle { c := h; c.Kind = "x"; return c }, "unknown data kind"},
+	}
+	for _, m := range mutate {
+		t.Run(m.name, func(t *testing.T) {
+			_, _, err := Open(m.h())
+			assert.ErrorContains(t, err, m.want)
+		})
+	}
+
+	// Bad user boundaries on disk.
+	var buf bytes.Buffer
+	require.NoError(t, writeI64LE(&buf, []int64{0, 3, 3}))
+	require.NoError(t, os.WriteFile(hu.UserStart.Path, buf.Bytes(), 0o644))
+	_, _, err = Open(hu)
+	assert.ErrorContains(t, err, "user 1 has no rows")
+
+	// Modified in place (same size): the time check catches it.
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(p, later, later))
+	_, _, err = Open(h)
+	assert.ErrorContains(t, err, "modified after it was prepared")
+	// Truncated.
+	require.NoError(t, os.Truncate(p, 100))
+	_, _, err = Open(h)
+	assert.ErrorContains(t, err, "truncated")
+}
+
+// TestNPYWriters round-trips the writers through the readers.
+func TestNPYWriters(t *testing.T) {
+	dir := t.TempDir()
+	m := mat.NewDense(3, 2, []float64{1, -2, 3.5, 4, 5, 6e-300})
+	p := filepath.Join(dir, "m.npy")
+	require.NoError(t, SaveNPY(p, m))
+	ds, err := Load(p, LoadOptions{})
+	require.NoError(t, err)
+	assert.True(t, mat.Equal(m, ds.X))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, 0, (len(b)-48)%64, "data starts on a 64-byte boundary")
+
+	// A strided view is written row by row.
+	big := mat.NewDense(3, 4, seq(12, 1, 0))
+	view := big.Slice(0, 3, 1, 3)
+	var buf bytes.Buffer
+	require.NoError(t, WriteNPY(&buf, view))
+	a, err := decodeNPY(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	v, err := a.float64s(1)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{1, 2, 5, 6, 9, 10}, v)
+
+	// Rank-3 float64 and int64 vectors.
+	q := filepath.Join(dir, "t.npy")
+	require.NoError(t, SaveNPYFloat64(q, []int{2, 2, 2}, seq(8, 1, 0)))
+	tr, err := Load(q, LoadOptions{Kind: data.Trace, ResponsePath: writeTemp(t, dir, "y.csv", []byte("1\n2\n"))})
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{2, 2}, [2]int{tr.D1, tr.D2})
+	assert.Error(t, SaveNPYFloat64(q, []int{2, 3}, seq(5, 1, 0)))
+
+	ip := filepath.Join(dir, "i.npy")
+	ids := []int64{-1, 1 << 60, 3}
+	require.NoError(t, SaveNPYInt64(ip, ids))
+	f, err := os.Open(ip)
+	require.NoError(t, err)
+	defer f.Close()
+	st, _ := f.Stat()
+	ia, err := decodeNPY(f, st.Size())
+	require.NoError(t, err)
+	got, err := ia.int64s()
+	require.NoError(t, err)
+	assert.Equal(t, ids, got)
+	assert.Equal(t, []int{3}, ia.shape)
+}
+
+// TestOpenIsZeroCopyAndReadOnly: opening a 1.6 MB matrix allocates a few
+// kilobytes, and X is the read-only mapping (a write faults).
+func TestOpenIsZeroCopyAndReadOnly(t *testing.T) {
+	if !mmapSupported {
+		t.Skip("no mmap on this system")
+	}
+	dir := t.TempDir()
+	const n, p = 2000, 100
+	path := filepath.Join(dir, "x.npy")
+	require.NoError(t, SaveNPYFloat64(path, []int{n, p}, seq(n*p, 1e-3, 0)))
+	h, err := PrepareFile(path, LoadOptions{}, filepath.Join(dir, "cache"))
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ds, closer, err := Open(h)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	defer closer.Close()
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "Open must not copy X (%d bytes)", n*p*8)
+	assert.Equal(t, 1e-3*float64(n*p-1), ds.X.At(n-1, p-1))
+
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	faulted := func() (f bool) {
+		defer func() { f = recover() != nil }()
+		ds.X.Set(0, 0, 42)
+		return false
+	}()
+	assert.True(t, faulted, "writing to the mapped X must fault")
+}
