@@ -44,8 +44,6 @@ func usagef(format string, args ...any) error { return fail(ExitUsage, fmt.Error
 // Env is what a command runs with.
 type Env struct {
 	Stdout, Stderr io.Writer
-	// Getenv reads the environment (os.Getenv by default).
-	Getenv func(string) string
 }
 
 type command struct {
@@ -67,7 +65,7 @@ func commands() []command {
 
 // Main runs the dplr command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	env := &Env{Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+	env := &Env{Stdout: stdout, Stderr: stderr}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
 			args = []string{args[1], "-h"}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -38,7 +39,11 @@ func (pf *pluginFlags) homeDir(env *Env) string {
 	if pf.home != "" {
 		return pf.home
 	}
-	return resolveHome(env.Getenv)
+	h, err := ledger.HomeDir()
+	if err != nil {
+		return ".dplr"
+	}
+	return h
 }
 
 // registry is the set of plugins started for one command.

@@ -434,8 +434,10 @@ type FileRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"` // byte offset of the first element
-	Dtype         string                 `protobuf:"bytes,3,opt,name=dtype,proto3" json:"dtype,omitempty"`    // "f8" (float64) or "i8" (int64)
+	Dtype         string                 `protobuf:"bytes,3,opt,name=dtype,proto3" json:"dtype,omitempty"`    // "<f8" (float64) or "<i8" (int64), little-endian
 	Count         int64                  `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`   // number of elements
+	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`     // expected size of the whole file in bytes
+	Mtime         int64                  `protobuf:"varint,6,opt,name=mtime,proto3" json:"mtime,omitempty"`   // if non-zero: modification time (Unix ns) when hashed
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,6 +500,20 @@ func (x *FileRef) GetCount() int64 {
 	return 0
 }
 
+func (x *FileRef) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *FileRef) GetMtime() int64 {
+	if x != nil {
+		return x.Mtime
+	}
+	return 0
+}
+
 // DatasetHandle is a validated data set prepared by the host.
 type DatasetHandle struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -513,6 +529,7 @@ type DatasetHandle struct {
 	UserStart     *FileRef               `protobuf:"bytes,10,opt,name=user_start,json=userStart,proto3" json:"user_start,omitempty"`
 	UserIds       *FileRef               `protobuf:"bytes,11,opt,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
 	Labels        *FileRef               `protobuf:"bytes,12,opt,name=labels,proto3" json:"labels,omitempty"`
+	Version       int32                  `protobuf:"varint,13,opt,name=version,proto3" json:"version,omitempty"` // handle format version
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -629,6 +646,13 @@ func (x *DatasetHandle) GetLabels() *FileRef {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *DatasetHandle) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 type FitRequest struct {
@@ -1504,12 +1528,14 @@ const file_dplr_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12\x10\n" +
-	"\x03rho\x18\x04 \x01(\x01R\x03rho\"a\n" +
+	"\x03rho\x18\x04 \x01(\x01R\x03rho\"\x8b\x01\n" +
 	"\aFileRef\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
 	"\x05dtype\x18\x03 \x01(\tR\x05dtype\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\x03R\x05count\"\xcf\x02\n" +
+	"\x05count\x18\x04 \x01(\x03R\x05count\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
+	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\xe9\x02\n" +
 	"\rDatasetHandle\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x12\n" +
@@ -1524,7 +1550,8 @@ const file_dplr_proto_rawDesc = "" +
 	"user_start\x18\n" +
 	" \x01(\v2\x10.dplr.v1.FileRefR\tuserStart\x12+\n" +
 	"\buser_ids\x18\v \x01(\v2\x10.dplr.v1.FileRefR\auserIds\x12(\n" +
-	"\x06labels\x18\f \x01(\v2\x10.dplr.v1.FileRefR\x06labels\"\x92\x02\n" +
+	"\x06labels\x18\f \x01(\v2\x10.dplr.v1.FileRefR\x06labels\x12\x18\n" +
+	"\aversion\x18\r \x01(\x05R\aversion\"\x92\x02\n" +
 	"\n" +
 	"FitRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x127\n" +

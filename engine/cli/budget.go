@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/ledger"
+)
+
+func cmdBudget(ctx context.Context, env *Env, args []string) error {
+	if len(args) == 0 || (args[0] != "set" && args[0] != "show" && args[0] != "history") {
+		fmt.Fprint(env.Stderr, `Usage:
+  dplr budget set     (--data PATH | --hash HEX) (--epsilon E [--delta D] | --rho R) [--name NAME]
+  dplr budget show    (--data PATH | --hash HEX) [--json]
+  dplr budget history (--data PATH | --hash HEX) [--json]
+
+A data set is identified by the SHA-256 of its content, so the same data
+read from another file or format shares its budget. Once a total is set,
+every dplr fit on that data set reserves its grant inside one database
+transaction before any noise is drawn, and is refused (exit 3, nothing
+spent) if the total would be exceeded. Runs on a data set without a total
+are recorded but not limited.
+`)
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+			return nil
+		}
+		return usagef("budget: unknown subcommand %q", args[0])
+	}
+	sub := args[0]
+	fs := newFlags("budget "+sub, "(--data PATH | --hash HEX) ...", env)
+	var df dataFlags
+	df.register(fs)
+	kind := fs.String("kind", "rows", "data kind for reading --data: rows, trace or users")
+	hash := fs.String("hash", "", "identify the data set by its content hash instead of reading --data")
+	home := fs.String("home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
+	asJSON := fs.Bool("json", false, "print as JSON")
+	var gf grantFlags
+	if sub == "set" {
+		gf.register(fs, "total budget of the data set")
+	}
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	dir := (&pluginFlags{home: *home}).homeDir(env)
+	h := *hash
+	name := df.name
+	if h == "" {
+		if df.path == "" {
+			return usagef("budget %s needs --data PATH or --hash HEX", sub)
+		}
+		loc, err := df.locate(data.Kind(*kind))
+		if err != nil {
+			return err
+		}
+		hd, err := loc.prepare(ctx, dir)
+		if err != nil {
+			return err
+		}
+		h = hd.Hash
+		if name == "" {
+			name = hd.Name
+		}
+	} else if df.path != "" {
+		return usagef("give --data or --hash, not both")
+	}
+	led, err := ledger.Open(ctx, dir)
+	if err != nil {
+		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
+	}
+	defer led.Close()
+	switch sub {
+	case "set":
+		g, err := gf.grant()
+		if err != nil {
+			return err
+		}
+		if err := led.SetBudget(ctx, h, name, g); err != nil {
+			if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
+				return fail(ExitBudget, err)
+			}
+			if errors.Is(err, ledger.ErrInvalid) {
+				return fail(ExitUsage, err)
+			}
+			return err
+		}
+		st, err := led.Show(ctx, h)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return dataio.WriteJSON(env.Stdout, st, dataio.JSONOptions{})
+		}
+		fmt.Fprintln(env.Stdout, st.String())
+	case "show":
+		st, err := led.Show(ctx, h)
+		if err != nil {
+			return fail(ExitUsage, err)
+		}
+		if *asJSON {
+			return dataio.WriteJSON(env.Stdout, st, dataio.JSONOptions{})
+		}
+		fmt.Fprintln(env.Stdout, st.String())
+	case "history":
+		runs, err := led.History(ctx, h)
+		if err != nil {
+			return fail(ExitUsage, err)
+		}
+		if *asJSON {
+			if runs == nil {
+				runs = []ledger.Run{}
+			}
+			return dataio.WriteJSON(env.Stdout, runs, dataio.JSONOptions{})
+		}
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tgrant\tcharged\n")
+		for _, r := range runs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, ledger.GrantString(r.Grant), r.Charge)
+		}
+		return tw.Flush()
+	}
+	return nil
+}

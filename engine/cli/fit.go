@@ -1,0 +1,453 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/ledger"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// FitReport is result.json, and stdout with --json.
+type FitReport struct {
+	Estimator string             `json:"estimator"`
+	Plugin    string             `json:"plugin"`
+	PluginVer string             `json:"plugin_version"`
+	PluginBin string             `json:"plugin_path"`
+	Backend   string             `json:"backend"`
+	Threads   int32              `json:"backend_threads"`
+	Data      DataReport         `json:"data"`
+	Params    map[string]any     `json:"params"`
+	Privacy   PrivacyReport      `json:"privacy"`
+	Outputs   OutputsReport      `json:"outputs"`
+	Metrics   []evaluate.Metric  `json:"metrics"`
+	Timings   map[string]float64 `json:"timings"`
+	Ledger    *LedgerReport      `json:"ledger,omitempty"`
+	Notes     []string           `json:"notes,omitempty"`
+	OutDir    string             `json:"out_dir,omitempty"`
+}
+
+// DataReport describes the data a run used.
+type DataReport struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	Hash string `json:"hash"`
+	Name string `json:"name,omitempty"`
+	N    int    `json:"n"`
+	P    int    `json:"p"`
+	D1   int    `json:"d1,omitempty"`
+	D2   int    `json:"d2,omitempty"`
+}
+
+// PrivacyReport is what a run spent and what it guarantees.
+type PrivacyReport struct {
+	Grant       privacy.Grant  `json:"grant"`
+	Epsilon     float64        `json:"epsilon"`
+	Delta       float64        `json:"delta"`
+	Rho         float64        `json:"rho"`
+	Guarantee   string         `json:"guarantee"`
+	Text        string         `json:"text"`
+	Model       string         `json:"model,omitempty"`
+	Beta        float64        `json:"beta,omitempty"`
+	Assumptions []string       `json:"assumptions"`
+	Neighbours  string         `json:"neighbours,omitempty"`
+	Seeded      bool           `json:"seeded"`
+	Composition string         `json:"composition"`
+	Steps       []privacy.Step `json:"steps"`
+}
+
+// OutputsReport lists a run's outputs.
+type OutputsReport struct {
+	Matrices []MatrixReport `json:"matrices"`
+	Scalars  []ScalarReport `json:"scalars"`
+	Series   []SeriesReport `json:"series,omitempty"`
+}
+
+// MatrixReport is one matrix output; small matrices are inlined.
+type MatrixReport struct {
+	Name    string      `json:"name"`
+	Rows    int         `json:"rows"`
+	Cols    int         `json:"cols"`
+	Release string      `json:"release"`
+	Doc     string      `json:"doc,omitempty"`
+	File    string      `json:"file,omitempty"`
+	Value   [][]float64 `json:"value,omitempty"`
+}
+
+// ScalarReport is one scalar output.
+type ScalarReport struct {
+	Name    string  `json:"name"`
+	Value   float64 `json:"value"`
+	Release string  `json:"release"`
+	Doc     string  `json:"doc,omitempty"`
+}
+
+// SeriesReport is one series output.
+type SeriesReport struct {
+	Name    string    `json:"name"`
+	Values  []float64 `json:"values"`
+	Release string    `json:"release"`
+	Doc     string    `json:"doc,omitempty"`
+}
+
+// LedgerReport is the run's ledger entry and the data set's position.
+type LedgerReport struct {
+	RunID     int64            `json:"run_id"`
+	Path      string           `json:"path"`
+	HasBudget bool             `json:"has_budget"`
+	Spent     ledger.Spent     `json:"spent"`
+	Remaining ledger.Remaining `json:"remaining"`
+}
+
+const inlineLimit = 400 // matrices with at most this many values are inlined in JSON
+
+func cmdFit(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags("fit", "ESTIMATOR --data PATH --epsilon E [--delta D | --rho R] [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
+	var pf pluginFlags
+	pf.register(fs)
+	var df dataFlags
+	df.register(fs)
+	var gf grantFlags
+	gf.register(fs, "privacy budget of this run")
+	var sets multiFlag
+	fs.Var(&sets, "set", "estimator parameter key=value (repeatable; see `dplr describe ESTIMATOR`)")
+	outDir := fs.String("out", "", "directory for result.json and one .npy per matrix (default dplr-out/ESTIMATOR-TIME)")
+	var seed optUint
+	fs.Var(&seed, "seed", "draw noise from this seed: reproducible, and NOT private against anyone who knows it")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object on stdout")
+	quiet := fs.Bool("quiet", false, "no progress display")
+	timeout := fs.Duration("timeout", 0, "give up on the fit after this long (0: no limit)")
+	if err := parse(fs, reorder(args)); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("fit takes one ESTIMATOR (see `dplr plugins`)")
+	}
+	estName := fs.Arg(0)
+	t0 := time.Now()
+	timings := map[string]float64{}
+
+	// 1. Everything that can be checked before touching data or budget.
+	grant, err := gf.grant()
+	if err != nil {
+		return err
+	}
+	raw, err := parseSets(sets)
+	if err != nil {
+		return err
+	}
+	if _, ok := raw["seed"]; ok {
+		return usagef("use --seed N, not --set seed=N")
+	}
+	home := pf.homeDir(env)
+	reg, err := pf.startPlugins(ctx, env)
+	if reg != nil {
+		defer reg.close()
+	}
+	if err != nil {
+		return err
+	}
+	plug, info, ok := reg.find(estName)
+	if !ok {
+		warnFailures(env, reg)
+		return usagef("no plugin serves estimator %q (known: %s)", estName, strings.Join(reg.estimatorNames(), ", "))
+	}
+	if _, err := sdk.ValidateParams(info.Params, raw); err != nil {
+		return fail(ExitUsage, fmt.Errorf("%s: %w (see `dplr describe %s`)", estName, err, estName))
+	}
+	if !slices.Contains(info.Grants, grant.Kind) {
+		return usagef("%s does not accept a %s budget; it accepts: %s", estName, grant.Kind, grantKinds(info.Grants))
+	}
+	timings["plugins_s"] = time.Since(t0).Seconds()
+
+	// 2. Data: located, validated and hashed before any budget is charged.
+	t1 := time.Now()
+	loc, err := df.locate(info.DataKind)
+	if err != nil {
+		return err
+	}
+	handle, err := loc.prepare(ctx, home)
+	if err != nil {
+		return err
+	}
+	timings["prepare_s"] = time.Since(t1).Seconds()
+
+	// 3. Charge before release.
+	led, err := ledger.Open(ctx, home)
+	if err != nil {
+		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
+	}
+	defer led.Close()
+	runID, err := led.Reserve(ctx, handle.Hash, ledger.ReserveRequest{
+		Estimator: estName, Plugin: plug.Path, Params: raw, Grant: grant, Name: handle.Name,
+	})
+	if err != nil {
+		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
+			return fail(ExitBudget, fmt.Errorf("budget refused, nothing was run or spent: %w", err))
+		}
+		return fail(ExitError, fmt.Errorf("reserving budget: %w", err))
+	}
+
+	// 4. Fit through the plugin.
+	req := &dplrpb.FitRequest{Estimator: estName, Params: raw, Grant: sdk.GrantToProto(grant), Data: sdk.HandleToProto(handle)}
+	if seed.set {
+		req.Seed = &seed.v
+		fmt.Fprintf(env.Stderr, "dplr: warning: --seed makes the noise reproducible; the result is NOT private against anyone who knows the seed\n")
+	}
+	fctx := ctx
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	bar := newProgressBar(env.Stderr, *quiet)
+	t2 := time.Now()
+	outcome, fitErr := plug.Fit(fctx, req, func(ev *dplrpb.FitEvent) {
+		switch e := ev.GetEvent().(type) {
+		case *dplrpb.FitEvent_Progress:
+			bar.update(e.Progress.GetStage(), e.Progress.GetDone(), e.Progress.GetTotal(), e.Progress.GetMessage())
+		case *dplrpb.FitEvent_Log:
+			if pf.verbose {
+				bar.logf("%s", e.Log)
+			}
+		}
+	})
+	bar.finish()
+	timings["fit_s"] = time.Since(t2).Seconds()
+
+	// 5. Settle. A failure after any privacy step was announced, or a
+	// plugin that died mid-fit, stays charged; otherwise it is refunded.
+	if fitErr != nil {
+		noise := outcome.NoiseDrawn() || errors.Is(fitErr, host.ErrPlugin) || errors.Is(fitErr, context.DeadlineExceeded) || errors.Is(fitErr, context.Canceled)
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if serr := led.Settle(sctx, runID, ledger.Outcome{Status: ledger.Failed, NoiseDrawn: noise, Error: fitErr.Error()}); serr != nil {
+			fmt.Fprintf(env.Stderr, "dplr: warning: settling the ledger: %v (the run stays charged)\n", serr)
+		}
+		charged := "refunded: no noise was drawn"
+		if noise {
+			charged = "charged its full grant: noise may have been drawn"
+		}
+		code := ExitEstimator
+		if errors.Is(fitErr, host.ErrPlugin) {
+			code = ExitPlugin
+		}
+		return fail(code, fmt.Errorf("%w (ledger %s %s)", fitErr, runID, charged))
+	}
+	if err := led.Settle(ctx, runID, ledger.Outcome{Status: ledger.Succeeded, Steps: outcome.Steps}); err != nil {
+		return fail(ExitError, fmt.Errorf("settling the ledger for %s (the run stays charged; results not released): %w", runID, err))
+	}
+
+	// 6. Report.
+	rep := buildReport(estName, plug, info, handle, raw, grant, outcome, loc)
+	rep.Data.Path = df.path
+	if st, err := led.Show(ctx, handle.Hash); err == nil {
+		rep.Ledger = &LedgerReport{RunID: int64(runID), Path: led.Path(), HasBudget: st.HasBudget, Spent: st.Spent, Remaining: st.Remaining}
+	}
+	dir := *outDir
+	if dir == "" {
+		dir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", estName, time.Now().UTC().Format("20060102-150405.000")))
+	}
+	if err := writeOutputs(dir, rep, outcome); err != nil {
+		return fail(ExitError, err)
+	}
+	rep.Timings = timings
+	rep.Timings["plugin_fit_s"] = outcome.Result.GetFitSeconds()
+	rep.Timings["plugin_load_s"] = outcome.Result.GetLoadSeconds()
+	rep.Timings["total_s"] = time.Since(t0).Seconds()
+	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
+		return fail(ExitError, fmt.Errorf("writing result.json: %w", err))
+	}
+	if *asJSON {
+		return dataio.WriteJSON(env.Stdout, rep, dataio.JSONOptions{})
+	}
+	summarize(env.Stdout, rep)
+	return nil
+}
+
+func grantKinds(ks []privacy.GrantKind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+func buildReport(est string, plug *host.Plugin, info sdk.Info, h dataio.Handle, raw map[string]string, grant privacy.Grant, out *host.FitOutcome, loc *loaded) *FitReport {
+	res := out.Result
+	g := res.GetGuarantee()
+	rep := &FitReport{
+		Estimator: est, Plugin: plug.Name(), PluginVer: plug.Catalogue.GetVersion(), PluginBin: plug.Path,
+		Backend: plug.Backend(), Threads: plug.Catalogue.GetBackendThreads(),
+		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
+		Params: typedParams(info, raw),
+		Privacy: PrivacyReport{Grant: grant, Epsilon: g.GetEpsilon(), Delta: g.GetDelta(), Rho: g.GetRho(),
+			Guarantee: g.GetKind(), Text: g.GetText(), Model: g.GetModel(), Beta: g.GetBeta(),
+			Assumptions: append([]string{}, g.GetAssumptions()...), Neighbours: g.GetNeighbours(), Seeded: g.GetSeeded(),
+			Composition: out.Achieved.Composition, Steps: append([]privacy.Step{}, out.Steps...)},
+		Notes:   res.GetNotes(),
+		Metrics: []evaluate.Metric{},
+	}
+	rep.Outputs.Matrices = []MatrixReport{}
+	rep.Outputs.Scalars = []ScalarReport{}
+	outs := map[string]*mat.Dense{}
+	for _, m := range out.Matrices {
+		mr := MatrixReport{Name: m.Name, Rows: m.Rows, Cols: m.Cols, Release: m.Release, Doc: m.Doc}
+		if m.Rows*m.Cols <= inlineLimit {
+			for i := 0; i < m.Rows; i++ {
+				mr.Value = append(mr.Value, m.Data[i*m.Cols:(i+1)*m.Cols])
+			}
+		}
+		rep.Outputs.Matrices = append(rep.Outputs.Matrices, mr)
+		outs[m.Name] = mat.NewDense(m.Rows, m.Cols, m.Data)
+	}
+	for _, s := range res.GetScalars() {
+		rep.Outputs.Scalars = append(rep.Outputs.Scalars, ScalarReport{Name: s.GetName(), Value: s.GetValue(), Release: s.GetRelease(), Doc: s.GetDoc()})
+	}
+	for _, s := range res.GetSeries() {
+		rep.Outputs.Series = append(rep.Outputs.Series, SeriesReport{Name: s.GetName(), Values: s.GetValues(), Release: s.GetRelease(), Doc: s.GetDoc()})
+	}
+	if loc.truth != nil {
+		rep.Metrics = append(rep.Metrics, evaluate.Against(outs, loc.truth)...)
+	}
+	return rep
+}
+
+func typedParams(info sdk.Info, raw map[string]string) map[string]any {
+	p, err := sdk.ValidateParams(info.Params, raw)
+	out := map[string]any{}
+	if err != nil {
+		return out
+	}
+	for _, s := range info.Params {
+		if !p.Has(s.Name) {
+			continue
+		}
+		switch s.Type {
+		case sdk.Int:
+			out[s.Name] = p.Int(s.Name)
+		case sdk.Float:
+			out[s.Name] = p.Float(s.Name)
+		case sdk.Bool:
+			out[s.Name] = p.Bool(s.Name)
+		default:
+			out[s.Name] = p.String(s.Name)
+		}
+	}
+	return out
+}
+
+func writeOutputs(dir string, rep *FitReport, out *host.FitOutcome) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	rep.OutDir = abs
+	for i, m := range out.Matrices {
+		file := safeName(m.Name) + ".npy"
+		if err := dataio.SaveNPYFloat64(filepath.Join(dir, file), []int{m.Rows, m.Cols}, m.Data); err != nil {
+			return fmt.Errorf("writing %s: %w", file, err)
+		}
+		rep.Outputs.Matrices[i].File = file
+	}
+	return nil
+}
+
+func summarize(w io.Writer, r *FitReport) {
+	fmt.Fprintf(w, "%s on %s (%s, n=%d, p=%d) via plugin %s (%s backend)\n", r.Estimator, r.Data.Path, r.Data.Kind, r.Data.N, r.Data.P, r.Plugin, r.Backend)
+	fmt.Fprintf(w, "guarantee: %s\n", r.Privacy.Text)
+	fmt.Fprintf(w, "spent: %d privacy step(s), composed as %s\n", len(r.Privacy.Steps), r.Privacy.Composition)
+	for _, s := range r.Privacy.Steps {
+		fmt.Fprintf(w, "  - %-28s %-11s Δ=%.4g scale=%.4g", s.Name, s.Mechanism, s.Sensitivity, s.Scale)
+		if s.Epsilon > 0 {
+			fmt.Fprintf(w, " ε=%.4g", s.Epsilon)
+		}
+		if s.Delta > 0 {
+			fmt.Fprintf(w, " δ=%.3g", s.Delta)
+		}
+		if s.Rho > 0 {
+			fmt.Fprintf(w, " ρ=%.4g", s.Rho)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "outputs in %s:\n", r.OutDir)
+	for _, m := range r.Outputs.Matrices {
+		note := ""
+		if m.Release != string(sdk.Public) {
+			note = "  [" + releaseNote(m.Release) + "]"
+		}
+		fmt.Fprintf(w, "  %-12s %d×%d  %s%s\n", m.Name, m.Rows, m.Cols, m.File, note)
+	}
+	for _, s := range r.Outputs.Scalars {
+		note := ""
+		if s.Release != string(sdk.Public) {
+			note = "  [" + releaseNote(s.Release) + "]"
+		}
+		fmt.Fprintf(w, "  %-12s %.6g%s\n", s.Name, s.Value, note)
+	}
+	if len(r.Metrics) > 0 {
+		fmt.Fprintf(w, "evaluation against the generating truth (not private, for evaluation only):\n")
+		for _, m := range r.Metrics {
+			fmt.Fprintf(w, "  %-34s %.4g\n", m.Name, m.Value)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if r.Ledger != nil {
+		if r.Ledger.HasBudget {
+			fmt.Fprintf(w, "ledger: run %d recorded; remaining budget ε=%.4g δ=%.3g ρ=%.4g\n", r.Ledger.RunID, r.Ledger.Remaining.Epsilon, r.Ledger.Remaining.Delta, r.Ledger.Remaining.Rho)
+		} else {
+			fmt.Fprintf(w, "ledger: run %d recorded; no total budget set for this data set (dplr budget set)\n", r.Ledger.RunID)
+		}
+	}
+	fmt.Fprintf(w, "time: %.2fs\n", r.Timings["total_s"])
+}
+
+func releaseNote(rel string) string {
+	switch rel {
+	case string(sdk.Evaluation):
+		return "evaluation only: computed from the raw data, NOT private"
+	case string(sdk.PerUser):
+		return "per-user: release each part only to its user"
+	}
+	return rel
+}
+
+// optUint is an optional unsigned flag.
+type optUint struct {
+	v   uint64
+	set bool
+}
+
+func (o *optUint) String() string {
+	if !o.set {
+		return ""
+	}
+	return fmt.Sprint(o.v)
+}
+
+func (o *optUint) Set(s string) error {
+	if _, err := fmt.Sscan(s, &o.v); err != nil {
+		return fmt.Errorf("%q is not a non-negative integer", s)
+	}
+	o.set = true
+	return nil
+}

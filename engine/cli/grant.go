@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"math"
+
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// grantFlags read a privacy budget: --epsilon and --delta for (ε, δ)-DP,
+// --epsilon alone for pure ε-DP, --rho for ρ-zCDP.
+type grantFlags struct {
+	eps, delta, rho float64
+}
+
+func (g *grantFlags) register(fs *flag.FlagSet, what string) {
+	nan := math.NaN()
+	g.eps, g.delta, g.rho = nan, nan, nan
+	fs.Var(floatVar{&g.eps}, "epsilon", what+": ε (with --delta: (ε, δ)-DP; alone: pure ε-DP)")
+	fs.Var(floatVar{&g.delta}, "delta", what+": δ in (0, 1)")
+	fs.Var(floatVar{&g.rho}, "rho", what+": ρ for a ρ-zCDP budget (instead of --epsilon/--delta)")
+}
+
+func (g *grantFlags) grant() (privacy.Grant, error) {
+	set := func(v float64) bool { return !math.IsNaN(v) }
+	var out privacy.Grant
+	switch {
+	case set(g.rho) && (set(g.eps) || set(g.delta)):
+		return out, usagef("give either --rho or --epsilon [--delta], not both")
+	case set(g.rho):
+		out = privacy.Grant{Kind: privacy.GrantZCDP, Rho: g.rho}
+	case set(g.eps) && set(g.delta):
+		out = privacy.Grant{Kind: privacy.GrantApprox, Epsilon: g.eps, Delta: g.delta}
+	case set(g.eps):
+		out = privacy.Grant{Kind: privacy.GrantPure, Epsilon: g.eps}
+	case set(g.delta):
+		return out, usagef("--delta needs --epsilon")
+	default:
+		return out, usagef("a privacy budget is required: --epsilon E --delta D, --epsilon E (pure), or --rho R")
+	}
+	if err := out.Validate(); err != nil {
+		return out, fail(ExitUsage, err)
+	}
+	return out, nil
+}
+
+// floatVar is a flag.Value for a float that may stay unset (NaN).
+type floatVar struct{ p *float64 }
+
+func (f floatVar) String() string {
+	if f.p == nil || math.IsNaN(*f.p) {
+		return ""
+	}
+	return fmt.Sprint(*f.p)
+}
+
+func (f floatVar) Set(s string) error {
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	*f.p = v
+	return nil
+}
