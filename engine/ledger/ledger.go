@@ -220,7 +220,7 @@ func (l *Ledger) quickCheck(ctx context.Context) error {
 		if err := rows.Scan(&m); err != nil {
 			return l.wrap("integrity check", err)
 		}
-		msgs = append(msgs, m)
+		msgs = append(msgs, strings.Join(strings.Fields(m), " "))
 	}
 	if err := rows.Err(); err != nil {
 		return l.wrap("integrity check", err)
