@@ -274,7 +274,13 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 			if err != nil {
 				return nil, fmt.Errorf("round %d: %w", t+1, err)
 			}
+			if roundHook != nil {
+				roundHook(t, append([]float64(nil), sr...))
+			}
 			run.Rand.AddGaussian(sr, sigma)
+			if roundHook != nil {
+				roundHook(t, append([]float64(nil), sr...))
+			}
 			clipFrac = append(clipFrac, float64(clipped)/float64(n))
 		}
 		step.Scale(-s.eta, step)
@@ -372,3 +378,7 @@ func initialU(ctx context.Context, run *sdk.Run, x *mat.Dense, lay *layout, k in
 	}
 	return vecs, nil
 }
+
+// roundHook, when set (tests only), sees each private round's mean clipped
+// gradient before and after the noise is added.
+var roundHook func(t int, v []float64)

@@ -1,0 +1,70 @@
+package fedrep
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// genUsers draws a users-lowrank data set.
+func genUsers(t testing.TB, n, m, d, k int, noise float64, seed uint64) *gen.Generated {
+	t.Helper()
+	mod, err := gen.Lookup(gen.UsersLowRankName)
+	require.NoError(t, err)
+	g, err := gen.Run(mod, map[string]string{"users": fmt.Sprint(n), "samples": fmt.Sprint(m), "dim": fmt.Sprint(d),
+		"rank": fmt.Sprint(k), "noise": fmt.Sprint(noise)}, seed)
+	require.NoError(t, err)
+	return g
+}
+
+func approx(eps float64) privacy.Grant {
+	return privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: 1e-6}
+}
+
+// fit runs est locally with a fixed seed.
+func fit(t testing.TB, est sdk.Estimator, ds *data.Dataset, raw map[string]string, g privacy.Grant, seed uint64) (*sdk.Result, *privacy.Accountant) {
+	t.Helper()
+	res, acct, err := sdk.RunLocal(context.Background(), est, ds, raw, g, sdk.LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	return res, acct
+}
+
+func matrix(t testing.TB, res *sdk.Result, name string) *sdk.Matrix {
+	t.Helper()
+	for i := range res.Matrices {
+		if res.Matrices[i].Name == name {
+			return &res.Matrices[i]
+		}
+	}
+	t.Fatalf("no matrix %q", name)
+	return nil
+}
+
+func scalar(t testing.TB, res *sdk.Result, name string) float64 {
+	t.Helper()
+	for _, s := range res.Scalars {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	t.Fatalf("no scalar %q", name)
+	return 0
+}
+
+// testRun builds an sdk.Run for internal-function tests.
+func testLayout(t testing.TB, ds *data.Dataset, localFrac float64) *layout {
+	t.Helper()
+	lay, err := newLayout(ds, localFrac, 0, 1)
+	require.NoError(t, err)
+	return lay
+}
+
+var be = backend.Default()
