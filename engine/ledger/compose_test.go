@@ -180,3 +180,43 @@ func TestGrantCharge(t *testing.T) {
 	assert.True(t, Charge{}.IsZero())
 	assert.False(t, math.IsNaN(GrantCharge(pureG(1)).Rho))
 }
+
+func TestStepsCharge(t *testing.T) {
+	gauss := func(rho float64) privacy.Step { return privacy.Step{Name: "g", Mechanism: privacy.MechGaussian, Rho: rho} }
+	classical := func(eps, delta, rho float64) privacy.Step {
+		return privacy.Step{Name: "c", Mechanism: privacy.MechGaussian, Epsilon: eps, Delta: delta, Rho: rho}
+	}
+	rhoCap, err := privacy.RhoForEpsDelta(1, 1e-6)
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		g     privacy.Grant
+		steps []privacy.Step
+		want  Charge
+		basis string
+	}{
+		{"pure steps", pureG(1), []privacy.Step{pureStep(0.25), {Epsilon: 0.25, Rho: 0.25 * 0.25 / 8}},
+			Charge{Epsilon: 0.5, Rho: 0.25*0.25/2 + 0.25*0.25/8}, "pure"},
+		{"zcdp steps", zcdpG(0.1), []privacy.Step{gauss(0.02), gauss(0.03)}, Charge{Rho: 0.05}, "zcdp"},
+		{"no steps", approxG(1, 1e-6), []privacy.Step{}, Charge{}, "none"},
+		{"rho-only steps under (ε, δ)", approxG(1, 1e-6), []privacy.Step{gauss(rhoCap / 2)},
+			Charge{Epsilon: privacy.EpsilonFromRho(rhoCap/2, 1e-6), Delta: 1e-6, Rho: rhoCap / 2}, "zcdp"},
+		{"classical steps: basic is tighter", approxG(1, 1e-6), []privacy.Step{classical(0.1, 1e-7, 0.5)},
+			Charge{Epsilon: 0.1, Delta: 1e-7, Rho: 0.5}, "basic"},
+		// A ρ-only step next to an (ε, δ)-only step composes neither way:
+		// the accountant's basic composition would count the ρ step as free.
+		{"mixed statements", approxG(1, 1e-6), []privacy.Step{gauss(10), {Name: "x", Epsilon: 0.5, Delta: 1e-7}},
+			GrantCharge(approxG(1, 1e-6)), "grant"},
+		{"over the grant", pureG(1), []privacy.Step{pureStep(0.75), pureStep(0.5)}, GrantCharge(pureG(1)), "grant"},
+		{"NaN cost", zcdpG(1), []privacy.Step{gauss(math.NaN())}, GrantCharge(zcdpG(1)), "grant"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, basis, _ := stepsCharge(tc.g, tc.steps)
+			assert.Equal(t, tc.basis, basis)
+			assert.InDelta(t, tc.want.Epsilon, c.Epsilon, 1e-12)
+			assert.InDelta(t, tc.want.Delta, c.Delta, 1e-18)
+			assert.InDelta(t, tc.want.Rho, c.Rho, 1e-12)
+		})
+	}
+}

@@ -501,3 +501,26 @@ func TestCorruptFiles(t *testing.T) {
 		assert.Contains(t, err.Error(), "newer than this dplr supports")
 	})
 }
+
+// A settled run whose ρ statement is loose (classical Gaussian steps) must
+// not push a mixed history over the budget: it is composed with the basic
+// part, next to a ρ-only run.
+func TestSettleKeepsMixedHistoryWithinBudget(t *testing.T) {
+	ctx := context.Background()
+	l := openT(t, t.TempDir())
+	h := hashOf("mixed")
+	require.NoError(t, l.SetBudget(ctx, h, "", approxG(1, 1e-6)))
+	reserve(t, l, h, zcdpG(0.001))
+	id := reserve(t, l, h, approxG(0.2, 1e-7))
+	require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: []privacy.Step{
+		{Name: "c", Mechanism: privacy.MechGaussian, Calibration: "classical", Epsilon: 0.1, Delta: 1e-8, Rho: 0.5},
+	}}))
+	r, err := l.Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, Charge{Epsilon: 0.1, Delta: 1e-8, Rho: 0.5}, r.Charge)
+	st, err := l.Show(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, "zcdp+basic", st.Spent.Composition)
+	assert.InDelta(t, privacy.EpsilonFromRho(0.001, 1e-6-1e-8)+0.1, st.Spent.Epsilon, 1e-12)
+	assert.LessOrEqual(t, st.Spent.Epsilon, 1.0)
+}

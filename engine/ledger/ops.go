@@ -248,35 +248,16 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 	return l.wrap("settle: commit", tx.Commit())
 }
 
-// successCharge is what a successful run granted g is charged: what its
-// accountant achieved (never more than g), with the sum of its steps' ρ
-// where every step has one.
+// successCharge is what a successful run granted g is charged: what it
+// achieved, never more than g. From Steps the ledger composes the run itself
+// (see stepsCharge); from Achieved it takes the accountant's figures.
 func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
+	if out.Steps != nil {
+		return stepsCharge(g, out.Steps)
+	}
+	ach := *out.Achieved
 	full := func(why string) (Charge, string, string) {
 		return GrantCharge(g), "grant", why + "; charged the full grant"
-	}
-	var ach privacy.Achieved
-	stepsRho, rhoKnown := 0.0, false
-	if out.Steps != nil {
-		a, err := privacy.Compose(g, out.Steps)
-		if err != nil {
-			return full(fmt.Sprintf("the reported steps do not compose within the grant (%v)", err))
-		}
-		ach = a
-		rhoKnown = len(out.Steps) > 0
-		for _, s := range out.Steps {
-			r := s.Rho
-			if !(r > 0) && s.Delta == 0 && s.Epsilon > 0 {
-				r = s.Epsilon * s.Epsilon / 2
-			}
-			if !(r > 0) || math.IsInf(r, 0) {
-				rhoKnown = false
-				break
-			}
-			stepsRho += r
-		}
-	} else {
-		ach = *out.Achieved
 	}
 	for _, v := range []float64{ach.Epsilon, ach.Delta, ach.Rho} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
@@ -302,19 +283,16 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 		}
 		c = Charge{Rho: ach.Rho}
 	case privacy.GrantApprox:
+		if ach.Epsilon == 0 && ach.Rho > 0 {
+			return full("an (ε, δ) grant reported no ε")
+		}
 		if !within(ach.Epsilon, g.Epsilon) || !within(ach.Delta, g.Delta) {
 			return full(fmt.Sprintf("reported (ε = %.6g, δ = %.3g) exceeds the grant", ach.Epsilon, ach.Delta))
 		}
 		c = Charge{Epsilon: ach.Epsilon, Delta: ach.Delta, Rho: ach.Rho}
-		if ach.Epsilon == 0 && ach.Rho > 0 {
-			return full("an (ε, δ) grant reported no ε")
-		}
 		if c.Rho == 0 && c.IsPure() {
 			c.Rho = c.Epsilon * c.Epsilon / 2
 		}
-	}
-	if rhoKnown && (c.Rho == 0 || stepsRho < c.Rho) && !c.IsZero() {
-		c.Rho = stepsRho
 	}
 	basis := ach.Composition
 	if basis == "" {
@@ -322,6 +300,94 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 	}
 	if c.IsZero() {
 		return Charge{}, basis, "nothing spent"
+	}
+	return c, basis, ""
+}
+
+// stepsCharge composes a successful run's steps itself rather than trusting
+// a composed figure: the (ε, δ) statement is the basic composition of the
+// steps when every step has an ε (pure steps: δ = 0), or the conversion of
+// their summed ρ at the grant's δ, whichever fits the grant with the smaller
+// ε; the ρ statement is the sum of the steps' ρ (ε²/2 for a pure step
+// without one) when every step has one. A run whose steps do not fit its
+// grant in any of these ways is charged the full grant.
+func stepsCharge(g privacy.Grant, steps []privacy.Step) (Charge, string, string) {
+	full := func(why string) (Charge, string, string) {
+		return GrantCharge(g), "grant", why + "; charged the full grant"
+	}
+	var sumEps, sumDelta, sumRho float64
+	edOK, rhoOK, n := true, true, 0
+	for _, s := range steps {
+		for _, v := range []float64{s.Epsilon, s.Delta, s.Rho} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return full(fmt.Sprintf("step %q reports an invalid cost (ε=%v, δ=%v, ρ=%v)", s.Name, s.Epsilon, s.Delta, s.Rho))
+			}
+		}
+		if s.Epsilon == 0 && s.Delta == 0 && s.Rho == 0 {
+			continue // a step that costs nothing
+		}
+		n++
+		if s.Epsilon > 0 {
+			sumEps += s.Epsilon
+			sumDelta += s.Delta
+		} else {
+			edOK = false
+		}
+		r := s.Rho
+		if r == 0 && s.Delta == 0 && s.Epsilon > 0 {
+			r = s.Epsilon * s.Epsilon / 2 // pure ε-DP is ε²/2-zCDP
+		}
+		if r > 0 {
+			sumRho += r
+		} else {
+			rhoOK = false
+		}
+	}
+	if n == 0 {
+		return Charge{}, "none", "nothing spent"
+	}
+	pure := edOK && sumDelta == 0
+	switch g.Kind {
+	case privacy.GrantPure:
+		if !pure {
+			return full("a pure grant reported non-pure steps")
+		}
+		if !within(sumEps, g.Epsilon) {
+			return full(fmt.Sprintf("the steps' ε = %.6g exceeds the grant", sumEps))
+		}
+		c := Charge{Epsilon: sumEps, Rho: sumEps * sumEps / 2}
+		if rhoOK && sumRho < c.Rho {
+			c.Rho = sumRho
+		}
+		return c, "pure", ""
+	case privacy.GrantZCDP:
+		if !rhoOK {
+			return full("a ρ grant reported steps without a ρ")
+		}
+		if !within(sumRho, g.Rho) {
+			return full(fmt.Sprintf("the steps' ρ = %.6g exceeds the grant", sumRho))
+		}
+		return Charge{Rho: sumRho}, "zcdp", ""
+	}
+	// (ε, δ) grant.
+	var c Charge
+	basis := ""
+	if edOK && within(sumEps, g.Epsilon) && within(sumDelta, g.Delta) {
+		c, basis = Charge{Epsilon: sumEps, Delta: sumDelta}, "basic"
+		if pure {
+			basis = "pure"
+		}
+	}
+	if rhoOK {
+		if e := privacy.EpsilonFromRho(sumRho, g.Delta); within(e, g.Epsilon) && (basis == "" || e < c.Epsilon) {
+			c, basis = Charge{Epsilon: e, Delta: g.Delta}, "zcdp"
+		}
+	}
+	if basis == "" {
+		return full(fmt.Sprintf("the steps (Σε = %.6g, Σδ = %.3g, Σρ = %.6g) do not compose within the grant", sumEps, sumDelta, sumRho))
+	}
+	if rhoOK {
+		c.Rho = sumRho
 	}
 	return c, basis, ""
 }
