@@ -1,0 +1,195 @@
+package orbit
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+func randUnitish(r interface {
+	NormFloat64() float64
+	Float64() float64
+}, d int, unit bool) []float64 {
+	x := make([]float64, d)
+	var s float64
+	for i := range x {
+		x[i] = r.NormFloat64()
+		s += x[i] * x[i]
+	}
+	scale := 1 / math.Sqrt(s)
+	if !unit {
+		scale *= r.Float64()
+	}
+	for i := range x {
+		x[i] *= scale
+	}
+	return x
+}
+
+func TestSensitivityProperties(t *testing.T) {
+	// Spec §6.1 items 3–4: replacing one row moves ⟨A, H⟩ by at most λ_1
+	// for every H on the orbit (λ ≥ 0), and the eigenvalue vector by at
+	// most 2 in ℓ1; with a negative λ the score bound fails.
+	r := privacy.NewSeededSource(81).Rand()
+	be := backend.Gonum{}
+	const d = 6
+	lambda := []float64{3, 2, 0.5}
+	var worstScore, worstEig float64
+	for trial := 0; trial < 200; trial++ {
+		n := 2 + r.IntN(30)
+		rows := make([][]float64, n)
+		for i := range rows {
+			rows[i] = randUnitish(r, d, trial%2 == 0)
+		}
+		build := func() *mat.SymDense {
+			a := mat.NewSymDense(d, nil)
+			for _, x := range rows {
+				a.SymRankOne(a, 1, mat.NewVecDense(d, x))
+			}
+			return a
+		}
+		a := build()
+		rows[r.IntN(n)] = randUnitish(r, d, trial%3 == 0)
+		a2 := build()
+		q, err := HaarOrthogonal(r, d, be)
+		require.NoError(t, err)
+		u := q.Slice(0, d, 0, 3)
+		ds := math.Abs(Score(a, u, lambda) - Score(a2, u, lambda))
+		worstScore = math.Max(worstScore, ds/lambda[0])
+		require.LessOrEqual(t, ds, lambda[0]*(1+1e-12))
+		g1, _, err := be.EigSym(a)
+		require.NoError(t, err)
+		g2, _, err := be.EigSym(a2)
+		require.NoError(t, err)
+		var l1 float64
+		for i := range g1 {
+			l1 += math.Abs(g1[i] - g2[i])
+		}
+		worstEig = math.Max(worstEig, l1)
+		require.LessOrEqual(t, l1, 2*(1+1e-12))
+	}
+	t.Logf("worst score change/λ_1 = %.3f, worst eigenvalue ℓ1 change = %.3f", worstScore, worstEig)
+
+	// A negative target eigenvalue breaks the bound: remove e1 and add e2
+	// with λ = (1, −1) and u = (e1, e2): the score changes by 2 > λ_1.
+	a := mat.NewSymDense(2, []float64{5, 0, 0, 1})
+	a2 := mat.NewSymDense(2, []float64{4, 0, 0, 2})
+	id := mat.NewDense(2, 2, []float64{1, 0, 0, 1})
+	assert.Greater(t, math.Abs(Score(a, id, []float64{1, -1})-Score(a2, id, []float64{1, -1})), 1.0)
+}
+
+func TestGibbsPreservesExactLaw(t *testing.T) {
+	// Spec §6.1 item 9: start from exact k = 1 draws (u_1 exact, completed
+	// by a Haar basis of its complement, which is its exact conditional);
+	// one Gibbs sweep must leave the law of the loss unchanged.
+	ds := genData(t, 300, 8, 2, 91)
+	a := clippedA(t, ds)
+	gamma, _, err := backend.Gonum{}.EigSym(a)
+	require.NoError(t, err)
+	lambda := []float64{1}
+	const n = 400
+	before := make([]float64, n)
+	after := make([]float64, n)
+	src := privacy.NewSeededSource(92)
+	be := backend.Gonum{}
+	for i := 0; i < n; i++ {
+		dr, err := SampleOrbit(context.Background(), src, a, lambda, 0.5, SamplerAuto, 0, be, nil)
+		require.NoError(t, err)
+		before[i] = gamma[0] - Score(a, dr.U, lambda)
+		// Complete u_1 to a rotation: Householder-free route, QR of
+		// [u_1 | Gaussian] then fix the first column's sign.
+		g := mat.NewDense(8, 8, nil)
+		for r := 0; r < 8; r++ {
+			g.Set(r, 0, dr.U.At(r, 0))
+			for c := 1; c < 8; c++ {
+				g.Set(r, c, src.NormFloat64())
+			}
+		}
+		q, rr, err := be.QR(g)
+		require.NoError(t, err)
+		if rr.At(0, 0) < 0 {
+			for r := 0; r < 8; r++ {
+				q.Set(r, 0, -q.At(r, 0))
+			}
+		}
+		res, err := GibbsSample(context.Background(), src, a, lambda, 0.5, GibbsConfig{Sweeps: 1, Init: q})
+		require.NoError(t, err)
+		after[i] = gamma[0] - Score(a, res.U, lambda)
+	}
+	assert.Less(t, ksTwo(before, after)*math.Sqrt(float64(n)/2), 1.949)
+}
+
+func TestEquivariance(t *testing.T) {
+	// Spec §6.1 item 14: the mean of H commutes with A (the target is
+	// invariant under sign flips in A's eigenbasis).
+	ds := genData(t, 500, 6, 2, 101)
+	a := clippedA(t, ds)
+	src := privacy.NewSeededSource(102)
+	lambda := []float64{1, 1}
+	hbar := mat.NewDense(6, 6, nil)
+	const n = 300
+	for i := 0; i < n; i++ {
+		dr, err := SampleOrbit(context.Background(), src, a, lambda, 0.05, SamplerAuto, 30, backend.Gonum{}, nil)
+		require.NoError(t, err)
+		var h mat.Dense
+		h.Mul(dr.U, dr.U.T())
+		hbar.Add(hbar, &h)
+	}
+	hbar.Scale(1.0/n, hbar)
+	var ha, ah, c mat.Dense
+	ha.Mul(hbar, a)
+	ah.Mul(a, hbar)
+	c.Sub(&ha, &ah)
+	rel := mat.Norm(&c, 2) / (mat.Norm(hbar, 2) * mat.Norm(a, 2))
+	assert.Less(t, rel, 0.05)
+	t.Logf("relative commutator %.4f", rel)
+}
+
+func TestBoundsFormulas(t *testing.T) {
+	// Spec §3.1 [M]: d = 20, k = 3, n = 2000, ε = 1, PCA, exact
+	// calibration: τ*(0.05) ≈ 880 by bisection, ≈ 2.5·10³ closed form.
+	tau := TauStar(0.5, 1, 2000, 60, 0, 0.05)
+	assert.InDelta(t, 880, tau, 10)
+	assert.InDelta(t, 2500, TauStarClosed(0.5, 1, 2000, 60, 0, 0.05), 150)
+	assert.Less(t, tau, TauStarClosed(0.5, 1, 2000, 60, 0, 0.05))
+	// Monotone in ε (through β) and in the failure probability.
+	assert.Less(t, TauStar(1, 1, 2000, 60, 0, 0.05), tau)
+	assert.Less(t, TauStar(0.5, 1, 2000, 60, 0, 0.5), tau)
+	// Spec §3.6: deflation prediction 162 at the default cell.
+	assert.InDelta(t, 162, PredictedDeflationLoss(20, 3, 1), 1e-12)
+	assert.Equal(t, 51, OrbitDim([]float64{1, 1, 1}, 20))
+	assert.Equal(t, 51+3, OrbitDim([]float64{3, 2, 1}, 20))
+
+	// Spec §6.1 item 16: LB24(c = 1) ≤ UB23 on the §3.5 example spectra.
+	d, k := 20, 4
+	proj := make([]float64, d)
+	gap := make([]float64, d)
+	for i := 0; i < k; i++ {
+		proj[i] = 500
+		gap[i] = 800 - 150*float64(i)
+	}
+	for _, eps := range []float64{0.25, 1, 4} {
+		for _, g := range [][]float64{proj, gap} {
+			var tr float64
+			for _, v := range g {
+				tr += v
+			}
+			assert.LessOrEqual(t, LB24(g, d, k, eps, 1), UB23(g, k, eps, tr, 0.05))
+		}
+	}
+}
+
+func TestLossQuantileBelowTauStar(t *testing.T) {
+	// Spec §6.1 item 11: the 95 % quantile of L is below τ*(0.05).
+	ds := genData(t, 2000, 20, 3, 111)
+	a := clippedA(t, ds)
+	ls := losses(t, a, []float64{1, 1, 1}, 0.5, SamplerAuto, 100, 100, 112)
+	assert.Less(t, quantile(ls, 0.95), TauStar(0.5, 1, 2000, 60, 0, 0.05))
+}

@@ -1,0 +1,196 @@
+package orbit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// StudyConfig describes a utility-versus-ε study of the PCA task (public
+// projection spectrum) on the orbit-spiked model.
+type StudyConfig struct {
+	D, K, N int
+	Spike   float64
+	Eps     []float64
+	Reps    int     // runs per cell (medians are over these)
+	Sweeps  int     // Givens–Gibbs sweeps
+	Delta   float64 // for the Gaussian mechanism
+	BetaF   float64 // failure probability for the bounds
+	Seed    uint64
+	Backend backend.Backend
+}
+
+// DefaultStudy is the spec's default cell (§6.2): d = 20, k = 3, n = 2000,
+// spike 10, ε ∈ {0.25, 0.5, 1, 2}, 20 runs.
+func DefaultStudy() StudyConfig {
+	return StudyConfig{D: 20, K: 3, N: 2000, Spike: 10, Eps: []float64{0.25, 0.5, 1, 2}, Reps: 20, Sweeps: 100, Delta: 1e-6, BetaF: 0.05, Seed: 1}
+}
+
+// StudyRow is one (ε, mechanism) cell of a study.
+type StudyRow struct {
+	D, K, N   int
+	Eps       float64
+	Mechanism string
+	Guarantee string
+	Median    float64 // median loss OPT − ⟨A, H⟩ over the runs
+	Mean      float64
+	Q90       float64
+	Predicted float64 // high-signal prediction (spec §3.6), NaN if none
+	TauStar   float64 // §3.1 bound at β_f (orbit EM only), NaN otherwise
+	LB        float64 // §3.3 lower bound with c = 1 (order of magnitude)
+	SecPerRun float64 // median wall time per run (data → release)
+	Runs      int
+}
+
+// RunStudy runs the study: the same data set for every cell (drawn from the
+// orbit-spiked model with cfg.Seed), fresh mechanism randomness for each
+// run (seeds derived from cfg.Seed), all through sdk.RunLocal.
+func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
+	m, err := gen.Lookup(gen.OrbitSpikedName)
+	if err != nil {
+		return nil, err
+	}
+	g, err := gen.Run(m, map[string]string{"n": strconv.Itoa(cfg.N), "d": strconv.Itoa(cfg.D), "rank": strconv.Itoa(cfg.K),
+		"spike": strconv.FormatFloat(cfg.Spike, 'g', -1, 64)}, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	be := cfg.Backend
+	if be == nil {
+		be = backend.Default()
+	}
+	a, _, err := rowsMatrix(ctx, g.Data, 1, be)
+	if err != nil {
+		return nil, err
+	}
+	gamma, _, err := be.EigSym(a)
+	if err != nil {
+		return nil, err
+	}
+	trace := float64(cfg.N)
+	lambda := make([]float64, cfg.K)
+	for i := range lambda {
+		lambda[i] = 1
+	}
+	k := strconv.Itoa(cfg.K)
+	sweeps := strconv.Itoa(cfg.Sweeps)
+	var rows []StudyRow
+	for _, eps := range cfg.Eps {
+		type mech struct {
+			name  string
+			est   sdk.Estimator
+			raw   map[string]string
+			grant privacy.Grant
+			pred  float64
+			tau   float64
+		}
+		beta := eps / 2
+		mechs := []mech{
+			{"orbit-em (exact calib.)", EM{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+				PredictedEMLoss(lambda, cfg.D, beta), TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
+			{"orbit-deflation", Deflation{}, map[string]string{"rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+				PredictedDeflationLoss(cfg.D, cfg.K, eps), math.NaN()},
+			{"orbit-gauss (analytic)", Gauss{}, map[string]string{"rank": k, "calibration": GaussAnalytic},
+				privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
+		}
+		if sigma, err := privacy.AnalyticGaussianSigma(math.Sqrt2, eps, cfg.Delta); err == nil {
+			mechs[2].pred = PredictedGaussLoss(lambda, gamma, sigma)
+		}
+		for mi, mc := range mechs {
+			ls := make([]float64, 0, cfg.Reps)
+			ts := make([]float64, 0, cfg.Reps)
+			var guar string
+			for r := 0; r < cfg.Reps; r++ {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				seed := cfg.Seed*1_000_003 + uint64(mi)*10_007 + uint64(r) + uint64(math.Float64bits(eps)%997)*101
+				t0 := time.Now()
+				res, _, err := sdk.RunLocal(ctx, mc.est, g.Data, mc.raw, mc.grant, sdk.LocalOptions{Seed: &seed, Backend: be})
+				if err != nil {
+					return nil, fmt.Errorf("%s at ε = %v: %w", mc.name, eps, err)
+				}
+				ts = append(ts, time.Since(t0).Seconds())
+				for _, s := range res.Scalars {
+					if s.Name == "loss" {
+						ls = append(ls, s.Value)
+					}
+				}
+				guar = string(res.Guarantee.Kind)
+			}
+			rows = append(rows, StudyRow{D: cfg.D, K: cfg.K, N: cfg.N, Eps: eps, Mechanism: mc.name, Guarantee: guar,
+				Median: quantile(ls, 0.5), Mean: mean(ls), Q90: quantile(ls, 0.9), Predicted: mc.pred, TauStar: mc.tau,
+				LB: LB24(lambda, cfg.D, cfg.K, eps, 1), SecPerRun: quantile(ts, 0.5), Runs: len(ls)})
+		}
+	}
+	return rows, nil
+}
+
+// MarshalJSON encodes a row with NaN figures (not applicable) as null.
+func (r StudyRow) MarshalJSON() ([]byte, error) {
+	num := func(v float64) any {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return v
+	}
+	return json.Marshal(map[string]any{
+		"d": r.D, "k": r.K, "n": r.N, "eps": r.Eps, "mechanism": r.Mechanism, "guarantee": r.Guarantee,
+		"median_loss": num(r.Median), "mean_loss": num(r.Mean), "q90_loss": num(r.Q90), "predicted": num(r.Predicted),
+		"tau_star": num(r.TauStar), "lower_bound_c1": num(r.LB), "sec_per_run": num(r.SecPerRun), "runs": r.Runs,
+	})
+}
+
+// WriteStudyMarkdown prints rows as a markdown table.
+func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
+	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | median loss | mean | q90 | predicted (§3.6) | τ*(β_f) (§3.1) | LB (c=1, §3.3) | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
+		return err
+	}
+	f := func(v float64) string {
+		if math.IsNaN(v) {
+			return "–"
+		}
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "| %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.D, r.K, r.N, r.Eps, r.Mechanism, r.Guarantee,
+			f(r.Median), f(r.Mean), f(r.Q90), f(r.Predicted), f(r.TauStar), f(r.LB), f(r.SecPerRun)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mean(x []float64) float64 {
+	var s float64
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// quantile returns the q-quantile (linear interpolation) of x.
+func quantile(x []float64, q float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i >= len(s)-1 {
+		return s[len(s)-1]
+	}
+	fr := pos - float64(i)
+	return s[i]*(1-fr) + s[i+1]*fr
+}
