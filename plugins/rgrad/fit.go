@@ -136,9 +136,8 @@ func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
 		mvec := m.RawMatrix().Data
 		var loss float64
 		if cfg.Mode == Strict {
-			vt := mat.DenseCopyOf(pt.V.T())
 			var nc int
-			loss, nc = dp.clippedGradient(grad, mvec, pt.U.RawMatrix().Data, vt.RawMatrix().Data, r, cfg.Clip)
+			loss, nc = dp.clippedGradient(grad, mvec, mat.DenseCopyOf(pt.U).RawMatrix().Data, mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, r, cfg.Clip)
 			clippedIter = append(clippedIter, float64(nc))
 		} else {
 			loss = dp.gradient(grad, mvec)

@@ -22,7 +22,7 @@ func randn(rng *rand.Rand, r, c int) *mat.Dense {
 	return m
 }
 
-func randPoint(t *testing.T, rng *rand.Rand, d1, d2, r int) Point {
+func randPoint(t testing.TB, rng *rand.Rand, d1, d2, r int) Point {
 	t.Helper()
 	u, s, v, err := backend.Gonum{}.SVDTop(randn(rng, d1, d2), r)
 	require.NoError(t, err)
@@ -217,3 +217,5 @@ func TestAR1DesignInverse(t *testing.T) {
 }
 
 func newRng(s uint64) *rand.Rand { return rand.New(rand.NewPCG(s, 99)) }
+
+func backendFor() backend.Backend { return backend.Gonum{} }

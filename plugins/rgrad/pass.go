@@ -129,8 +129,8 @@ func (dp *designPass) gradient(out, m []float64) float64 {
 // clippedGradient sets out = Σ_i c_i·res_i·x_i / n where res_i = <x_i, m> −
 // y_i and c_i = min(1, τ / ‖res_i·P_T(X_i)‖_F), so that the projected
 // per-sample contributions c_i·res_i·P_T(X_i) have Frobenius norm ≤ τ. u is
-// d1×r, vt is r×d2 (Vᵀ), both row-major. It returns the loss and the number
-// of clipped samples.
+// d1×r and vt is r×d2 (Vᵀ), both row-major. It returns the loss and the
+// number of clipped samples.
 func (dp *designPass) clippedGradient(out, m []float64, u, vt []float64, r int, tau float64) (float64, int) {
 	d1, d2 := dp.d1, dp.d2
 	if len(dp.utx) != dp.workers || len(dp.utx[0]) != r*d2 {
@@ -149,7 +149,8 @@ func (dp *designPass) clippedGradient(out, m []float64, u, vt []float64, r int, 
 			x := dp.row(i)
 			res := floats.Dot(x, m) - dp.y[i]
 			loss += res * res
-			// ‖P_T X‖² = ‖UᵀX‖² + ‖XV‖² − ‖UᵀXV‖².
+			// ‖P_T X‖² = ‖UᵀX‖² + ‖XV‖² − ‖UᵀXV‖², with UᵀX (r×d2) and
+			// XV (d1×r) accumulated in one sweep over the rows of X_i.
 			for j := range utx {
 				utx[j] = 0
 			}

@@ -411,11 +411,10 @@ func TestStrictEmpiricalSensitivity(t *testing.T) {
 	n, p := d.N(), d.P()
 	pt := randPoint(t, newRng(1), 20, 15, 2)
 	m := pt.Dense().RawMatrix().Data
-	vt := mat.DenseCopyOf(pt.V.T())
 	const tau, eta, cx, cy = 3.0, 0.8, 18.0, 4.0
 	base := newDesignPass(d.X, d.Y, 20, 15)
 	g0 := make([]float64, p)
-	base.clippedGradient(g0, m, pt.U.RawMatrix().Data, vt.RawMatrix().Data, 2, tau)
+	base.clippedGradient(g0, m, pt.U.RawMatrix().Data, mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, 2, tau)
 	l0 := make([]float64, p)
 	base.clippedMoment(l0, cx, cy)
 	rng := newRng(2)
@@ -431,7 +430,7 @@ func TestStrictEmpiricalSensitivity(t *testing.T) {
 		y[i] = scale * 50 * rng.NormFloat64()
 		nb := newDesignPass(x, y, 20, 15)
 		g1 := make([]float64, p)
-		nb.clippedGradient(g1, m, pt.U.RawMatrix().Data, vt.RawMatrix().Data, 2, tau)
+		nb.clippedGradient(g1, m, pt.U.RawMatrix().Data, mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, 2, tau)
 		dg := mat.NewDense(20, 15, nil)
 		for j := range g1 {
 			dg.RawMatrix().Data[j] = eta * (g1[j] - g0[j])
@@ -494,4 +493,94 @@ func TestCatalogue(t *testing.T) {
 		}
 	}
 	assert.Len(t, names, 4)
+}
+
+// Spec §6.1 property 17 (a diagnostic, not a privacy proof): the explicit
+// plug-in sensitivities dominate the actual leave-one-out changes when each
+// sample in turn is replaced by a fresh draw from the model.
+func TestPlugInsDominateLeaveOneOut(t *testing.T) {
+	const n, d1, d2, r = 3000, 20, 15, 2
+	g := genTrace(t, 17, nil)
+	fresh := genTrace(t, 18, map[string]string{"n": itoa(n)})
+	// The replacements take fresh designs and rebuild their responses from
+	// g's M (a fresh draw from the same model).
+	m := g.Truth["M"].RawMatrix().Data
+	p := d1 * d2
+	xf := fresh.Data.X.RawMatrix().Data
+	yf := make([]float64, n)
+	rng := newRng(3)
+	for i := range yf {
+		var dot float64
+		for j := 0; j < p; j++ {
+			dot += xf[i*p+j] * m[j]
+		}
+		yf[i] = dot + 0.5*rng.NormFloat64()
+	}
+	sens := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
+		Cl: 1, Cu: 1, C1: 1, C2: 2, C3: 1})
+	dp := newDesignPass(g.Data.X, g.Data.Y, d1, d2)
+	l := make([]float64, p)
+	dp.moment(l)
+	be := backendFor()
+	uh, _, vh, err := be.SVDTop(mat.NewDense(d1, d2, l), r)
+	require.NoError(t, err)
+	var pu, pv mat.Dense
+	pu.Mul(uh, uh.T())
+	pv.Mul(vh, vh.T())
+	// An iterate at distance 0.2 from M, in the tangent space at M.
+	truth := Point{U: g.Truth["U"], S: []float64{2, 1}, V: g.Truth["V"]}
+	pert := TangentProject(truth.U, truth.V, randn(rng, d1, d2))
+	pert.Scale(0.2/frob(pert), pert)
+	ml := truth.Dense()
+	ml.Add(ml, pert)
+	ul, _, vl, err := be.SVDTop(ml, r)
+	require.NoError(t, err)
+	mlv := ml.RawMatrix().Data
+	var max1, max2, maxl float64
+	li := make([]float64, p)
+	for i := 0; i < n; i++ {
+		xi, xn := g.Data.X.RawRowView(i), xf[i*p:(i+1)*p]
+		for j := range li {
+			li[j] = l[j] + (yf[i]*xn[j]-g.Data.Y[i]*xi[j])/float64(n)
+		}
+		u2, _, v2, err := be.SVDTop(mat.NewDense(d1, d2, li), r)
+		require.NoError(t, err)
+		var q mat.Dense
+		q.Mul(u2, u2.T())
+		q.Sub(&q, &pu)
+		var qv mat.Dense
+		qv.Mul(v2, v2.T())
+		qv.Sub(&qv, &pv)
+		max1 = math.Max(max1, math.Max(frob(&q), frob(&qv)))
+		dl := mat.NewDense(d1, d2, nil)
+		for j := range li {
+			dl.RawMatrix().Data[j] = li[j] - l[j]
+		}
+		var c1, c2 mat.Dense
+		c1.Mul(uh.T(), dl)
+		c2.Mul(&c1, vh)
+		max2 = math.Max(max2, frob(&c2))
+		// One gradient step's change: (res_i X_i − res'_i X'_i)/n, projected.
+		var ri, rn float64
+		for j := 0; j < p; j++ {
+			ri += xi[j] * mlv[j]
+			rn += xn[j] * mlv[j]
+		}
+		ri -= g.Data.Y[i]
+		rn -= yf[i]
+		dg := mat.NewDense(d1, d2, nil)
+		for j := 0; j < p; j++ {
+			dg.RawMatrix().Data[j] = (ri*xi[j] - rn*xn[j]) / float64(n)
+		}
+		maxl = math.Max(maxl, frob(TangentProject(ul, vl, dg)))
+	}
+	t.Logf("empirical/plug-in: Δ⁽¹⁾ %.3f, Δ⁽²⁾ %.3f, Δ_l %.3f", max1/sens.Subspace, max2/sens.Core, maxl/sens.Iter)
+	assert.Less(t, max1, sens.Subspace)
+	assert.Less(t, max2, sens.Core)
+	assert.Less(t, maxl, sens.Iter)
+	// The paper-literal Δ⁽¹⁾ (no √(d1∨d2)) under-covers, as the spec found.
+	lit := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
+		Cl: 1, Cu: 1, C1: 1, C2: 1, C3: 1, Paper: true})
+	t.Logf("empirical/paper-literal Δ⁽¹⁾ %.3f", max1/lit.Subspace)
+	assert.Greater(t, max1/lit.Subspace, 1.2)
 }
