@@ -236,3 +236,20 @@ func TestPluginsListingAndHelp(t *testing.T) {
 	assert.True(t, strings.Contains(out.String(), "Exit codes"))
 	assert.Equal(t, ExitUsage, Main([]string{"frobnicate"}, &out, &errb))
 }
+
+func TestNonPrivateEstimatorPolicy(t *testing.T) {
+	home := t.TempDir()
+	data := genSpiked(t)
+	r := dplr(t, home, "fit", "example-mean-nonprivate", "--data", data, "--quiet", "--out", t.TempDir())
+	assert.Equal(t, ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "--non-private")
+	r = dplr(t, home, "fit", "example-mean-nonprivate", "--data", data, "--non-private", "--quiet", "--out", t.TempDir(), "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var rep FitReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.Equal(t, "none", rep.Privacy.Guarantee)
+	assert.Empty(t, history(t, home, data), "a non-private run is not a budget spend")
+	require.Equal(t, ExitOK, dplr(t, home, "budget", "set", "--data", data, "--epsilon", "1", "--delta", "1e-6").code)
+	r = dplr(t, home, "fit", "example-mean-nonprivate", "--data", data, "--non-private", "--quiet", "--out", t.TempDir())
+	assert.Equal(t, ExitBudget, r.code, r.stderr)
+}

@@ -131,6 +131,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the result as one JSON object on stdout")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	timeout := fs.Duration("timeout", 0, "give up on the fit after this long (0: no limit)")
+	nonPrivate := fs.Bool("non-private", false, "allow a non-private reference estimator (its output is NOT private; refused on data sets with a budget)")
 	if err := parse(fs, reorder(args)); err != nil {
 		return err
 	}
@@ -142,10 +143,6 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	timings := map[string]float64{}
 
 	// 1. Everything that can be checked before touching data or budget.
-	grant, err := gf.grant()
-	if err != nil {
-		return err
-	}
 	raw, err := parseSets(sets)
 	if err != nil {
 		return err
@@ -165,6 +162,20 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	if !ok {
 		warnFailures(env, reg)
 		return usagef("no plugin serves estimator %q (known: %s)", estName, strings.Join(reg.estimatorNames(), ", "))
+	}
+	grant, err := gf.grant()
+	if info.NonPrivate {
+		if !*nonPrivate {
+			return usagef("%s is a NON-PRIVATE reference estimator: pass --non-private to run it (its output must not be published)", estName)
+		}
+		if err != nil {
+			// The budget flags are optional here; the plugin is given a
+			// placeholder grant it is forbidden to spend from.
+			grant, err = privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, nil
+		}
+	}
+	if err != nil {
+		return err
 	}
 	if _, err := sdk.ValidateParams(info.Params, raw); err != nil {
 		return fail(ExitUsage, fmt.Errorf("%s: %w (see `dplr describe %s`)", estName, err, estName))
@@ -192,6 +203,9 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
+	if info.NonPrivate {
+		return fitNonPrivate(ctx, env, led, plug, info, handle, raw, grant, loc, df.path, *outDir, *asJSON, *quiet, t0, timings)
+	}
 	runID, err := led.Reserve(ctx, handle.Hash, ledger.ReserveRequest{
 		Estimator: estName, Plugin: plug.Path, Params: raw, Grant: grant, Name: handle.Name,
 	})
@@ -258,9 +272,13 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	if st, err := led.Show(ctx, handle.Hash); err == nil {
 		rep.Ledger = &LedgerReport{RunID: int64(runID), Path: led.Path(), HasBudget: st.HasBudget, Spent: st.Spent, Remaining: st.Remaining}
 	}
-	dir := *outDir
+	return release(env, rep, outcome, *outDir, *asJSON, t0, timings)
+}
+
+// release writes the outputs and result.json and prints the report.
+func release(env *Env, rep *FitReport, outcome *host.FitOutcome, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {
 	if dir == "" {
-		dir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", estName, time.Now().UTC().Format("20060102-150405.000")))
+		dir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", rep.Estimator, time.Now().UTC().Format("20060102-150405.000")))
 	}
 	if err := writeOutputs(dir, rep, outcome); err != nil {
 		return fail(ExitError, err)
@@ -272,11 +290,47 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
 		return fail(ExitError, fmt.Errorf("writing result.json: %w", err))
 	}
-	if *asJSON {
+	if asJSON {
 		return dataio.WriteJSON(env.Stdout, rep, dataio.JSONOptions{})
 	}
 	summarize(env.Stdout, rep)
 	return nil
+}
+
+// fitNonPrivate runs a non-private reference estimator: never on a data
+// set with a budget, never recorded as a private release.
+func fitNonPrivate(ctx context.Context, env *Env, led *ledger.Ledger, plug *host.Plugin, info sdk.Info, h dataio.Handle,
+	raw map[string]string, grant privacy.Grant, loc *loaded, path, outDir string, asJSON, quiet bool, t0 time.Time, timings map[string]float64) error {
+	st, err := led.Show(ctx, h.Hash)
+	if err == nil && st.HasBudget {
+		return fail(ExitBudget, fmt.Errorf("refusing to run the non-private %s on data set %s: its owner set a privacy budget", info.Name, h.Hash[:12]))
+	}
+	fmt.Fprintf(env.Stderr, "dplr: warning: %s is NOT private; its output must not be published\n", info.Name)
+	req := &dplrpb.FitRequest{Estimator: info.Name, Params: raw, Grant: sdk.GrantToProto(grant), Data: sdk.HandleToProto(h)}
+	bar := newProgressBar(env.Stderr, quiet)
+	t2 := time.Now()
+	outcome, err := plug.Fit(ctx, req, func(ev *dplrpb.FitEvent) {
+		if p, ok := ev.GetEvent().(*dplrpb.FitEvent_Progress); ok {
+			bar.update(p.Progress.GetStage(), p.Progress.GetDone(), p.Progress.GetTotal(), p.Progress.GetMessage())
+		}
+	})
+	bar.finish()
+	timings["fit_s"] = time.Since(t2).Seconds()
+	if err != nil {
+		code := ExitEstimator
+		if errors.Is(err, host.ErrPlugin) {
+			code = ExitPlugin
+		}
+		return fail(code, err)
+	}
+	if outcome.Result.GetGuarantee().GetKind() != string(privacy.None) || len(outcome.Steps) > 0 {
+		return fail(ExitPlugin, fmt.Errorf("plugin %s: non-private estimator %s returned a privacy claim", plug.Name(), info.Name))
+	}
+	rep := buildReport(info.Name, plug, info, h, raw, grant, outcome, loc)
+	rep.Data.Path = path
+	rep.Privacy.Grant = privacy.Grant{}
+	rep.Notes = append(rep.Notes, "non-private reference output: not recorded in the budget ledger and NOT private")
+	return release(env, rep, outcome, outDir, asJSON, t0, timings)
 }
 
 func grantKinds(ks []privacy.GrantKind) string {

@@ -337,6 +337,6 @@ func reorder(args []string) []string {
 }
 
 // boolFlags are the flags that take no value.
-var boolFlags = map[string]bool{"json": true, "v": true, "quiet": true, "force": true, "h": true, "help": true, "no-ledger": true, "full": true}
+var boolFlags = map[string]bool{"json": true, "v": true, "quiet": true, "force": true, "h": true, "help": true, "full": true, "non-private": true, "list": true}
 
 func isBoolFlag(a string) bool { return boolFlags[strings.TrimLeft(a, "-")] }

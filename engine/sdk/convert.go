@@ -10,7 +10,7 @@ import (
 func InfoToProto(in Info) *dplrpb.EstimatorInfo {
 	out := &dplrpb.EstimatorInfo{
 		Name: in.Name, Version: in.Version, Summary: in.Summary, Description: in.Description,
-		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References,
+		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References, NonPrivate: in.NonPrivate,
 	}
 	for _, g := range in.Grants {
 		out.Grants = append(out.Grants, string(g))
@@ -29,6 +29,7 @@ func InfoFromProto(in *dplrpb.EstimatorInfo) Info {
 	out := Info{
 		Name: in.GetName(), Version: in.GetVersion(), Summary: in.GetSummary(), Description: in.GetDescription(),
 		DataKind: data.Kind(in.GetDataKind()), Guarantee: in.GetGuarantee(), References: in.GetReferences(),
+		NonPrivate: in.GetNonPrivate(),
 	}
 	for _, g := range in.GetGrants() {
 		out.Grants = append(out.Grants, privacy.GrantKind(g))

@@ -24,6 +24,11 @@ type Info struct {
 	Grants     []privacy.GrantKind
 	Params     []ParamSpec
 	References []string
+	// NonPrivate marks a non-private reference estimator (its result's
+	// guarantee Kind is privacy.None and it declares no privacy step). The
+	// host runs it only when asked explicitly and never on a data set whose
+	// owner set a budget.
+	NonPrivate bool
 }
 
 // Estimator is implemented by every dplr estimator.

@@ -71,6 +71,12 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if res == nil {
 		return nil, acct, fmt.Errorf("estimator %s returned no result", info.Name)
 	}
+	if info.NonPrivate {
+		if n := len(acct.Steps()); n > 0 {
+			return nil, acct, fmt.Errorf("estimator %s is marked non-private but declared %d privacy steps", info.Name, n)
+		}
+		res.Guarantee = privacy.Guarantee{Kind: privacy.None}
+	}
 	completeGuarantee(res, acct, src)
 	return res, acct, nil
 }

@@ -20,7 +20,37 @@ import (
 type Mean struct{}
 
 // Estimators lists what the example plugin serves.
-func Estimators() []sdk.Estimator { return []sdk.Estimator{Mean{}} }
+func Estimators() []sdk.Estimator { return []sdk.Estimator{Mean{}, RawMean{}} }
+
+// RawMean is the non-private reference: the plain mean of the rows. It
+// shows how a plugin marks a reference estimator (Info.NonPrivate).
+type RawMean struct{}
+
+// Info implements sdk.Estimator.
+func (RawMean) Info() sdk.Info {
+	return sdk.Info{
+		Name: "example-mean-nonprivate", Version: "0.1.0",
+		Summary:    "plain mean of the rows (NON-PRIVATE reference)",
+		DataKind:   data.Rows,
+		Guarantee:  "none: non-private reference output",
+		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure},
+		NonPrivate: true,
+	}
+}
+
+// Fit implements sdk.Estimator.
+func (RawMean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	n, p := run.Data.X.Dims()
+	sum := make([]float64, p)
+	for i := 0; i < n; i++ {
+		for j, v := range run.Data.X.RawRowView(i) {
+			sum[j] += v / float64(n)
+		}
+	}
+	res := &sdk.Result{Guarantee: privacy.Guarantee{Kind: privacy.None}}
+	res.AddMatrix("mean", mat.NewDense(1, p, sum), sdk.Public, "mean of the rows (not private)")
+	return res, ctx.Err()
+}
 
 // Info implements sdk.Estimator.
 func (Mean) Info() sdk.Info {

@@ -153,16 +153,19 @@ func (x *CatalogueResponse) GetProtocolVersion() int32 {
 }
 
 type EstimatorInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Summary       string                 `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
-	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	DataKind      string                 `protobuf:"bytes,5,opt,name=data_kind,json=dataKind,proto3" json:"data_kind,omitempty"` // "rows", "trace" or "users"
-	Guarantee     string                 `protobuf:"bytes,6,opt,name=guarantee,proto3" json:"guarantee,omitempty"`               // the kind of guarantee, in words
-	Grants        []string               `protobuf:"bytes,7,rep,name=grants,proto3" json:"grants,omitempty"`                     // accepted budget forms: "pure", "approx", "zcdp"
-	Params        []*ParamSpec           `protobuf:"bytes,8,rep,name=params,proto3" json:"params,omitempty"`
-	References    []string               `protobuf:"bytes,9,rep,name=references,proto3" json:"references,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version     string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Summary     string                 `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	DataKind    string                 `protobuf:"bytes,5,opt,name=data_kind,json=dataKind,proto3" json:"data_kind,omitempty"` // "rows", "trace" or "users"
+	Guarantee   string                 `protobuf:"bytes,6,opt,name=guarantee,proto3" json:"guarantee,omitempty"`               // the kind of guarantee, in words
+	Grants      []string               `protobuf:"bytes,7,rep,name=grants,proto3" json:"grants,omitempty"`                     // accepted budget forms: "pure", "approx", "zcdp"
+	Params      []*ParamSpec           `protobuf:"bytes,8,rep,name=params,proto3" json:"params,omitempty"`
+	References  []string               `protobuf:"bytes,9,rep,name=references,proto3" json:"references,omitempty"`
+	// non_private marks a reference estimator that releases a non-private
+	// result; hosts must not present its output as private.
+	NonPrivate    bool `protobuf:"varint,10,opt,name=non_private,json=nonPrivate,proto3" json:"non_private,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -258,6 +261,13 @@ func (x *EstimatorInfo) GetReferences() []string {
 		return x.References
 	}
 	return nil
+}
+
+func (x *EstimatorInfo) GetNonPrivate() bool {
+	if x != nil {
+		return x.NonPrivate
+	}
+	return false
 }
 
 type ParamSpec struct {
@@ -1500,7 +1510,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\n" +
 	"estimators\x18\x05 \x03(\v2\x16.dplr.v1.EstimatorInfoR\n" +
 	"estimators\x12)\n" +
-	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\x98\x02\n" +
+	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xb9\x02\n" +
 	"\rEstimatorInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -1512,7 +1522,10 @@ const file_dplr_proto_rawDesc = "" +
 	"\x06params\x18\b \x03(\v2\x12.dplr.v1.ParamSpecR\x06params\x12\x1e\n" +
 	"\n" +
 	"references\x18\t \x03(\tR\n" +
-	"references\"\xde\x01\n" +
+	"references\x12\x1f\n" +
+	"\vnon_private\x18\n" +
+	" \x01(\bR\n" +
+	"nonPrivate\"\xde\x01\n" +
 	"\tParamSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12#\n" +
