@@ -41,6 +41,9 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*lay
 	if ds == nil || ds.Kind != data.Users {
 		return nil, fmt.Errorf("need a users data set")
 	}
+	if err := ds.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid data: %w", err)
+	}
 	n := ds.NumUsers()
 	if n < 1 {
 		return nil, fmt.Errorf("data set has no users")
