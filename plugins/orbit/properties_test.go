@@ -2,7 +2,9 @@ package orbit
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -192,4 +194,22 @@ func TestLossQuantileBelowTauStar(t *testing.T) {
 	a := clippedA(t, ds)
 	ls := losses(t, a, []float64{1, 1, 1}, 0.5, SamplerAuto, 100, 100, 112)
 	assert.Less(t, quantile(ls, 0.95), TauStar(0.5, 1, 2000, 60, 0, 0.05))
+}
+
+func TestStudySmoke(t *testing.T) {
+	for _, task := range []string{TaskPCA, TaskRankK} {
+		cfg := StudyConfig{Task: task, D: 6, K: 2, N: 200, Spike: 10, Eps: []float64{0.5, 4}, Reps: 3, Sweeps: 20, Delta: 1e-6, BetaF: 0.05, Seed: 3}
+		rows, err := RunStudy(context.Background(), cfg)
+		require.NoError(t, err)
+		require.Len(t, rows, 6)
+		for _, r := range rows {
+			assert.Equal(t, 3, r.Runs)
+			assert.False(t, math.IsNaN(r.Median), r.Mechanism)
+		}
+		var sb strings.Builder
+		require.NoError(t, WriteStudyMarkdown(&sb, rows))
+		assert.Contains(t, sb.String(), "orbit-")
+		_, err = json.Marshal(rows)
+		require.NoError(t, err)
+	}
 }

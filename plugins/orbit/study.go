@@ -16,9 +16,19 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// StudyConfig describes a utility-versus-ε study of the PCA task (public
-// projection spectrum) on the orbit-spiked model.
+// Study tasks.
+const (
+	// TaskPCA is rank-k PCA: public projection spectrum, metric the loss
+	// OPT − ⟨A, H⟩.
+	TaskPCA = "pca"
+	// TaskRankK is rank-k approximation with a private spectrum, metric
+	// ‖A − H‖_F².
+	TaskRankK = "rank-k"
+)
+
+// StudyConfig describes a utility-versus-ε study on the orbit-spiked model.
 type StudyConfig struct {
+	Task    string // TaskPCA (default) or TaskRankK
 	D, K, N int
 	Spike   float64
 	Eps     []float64
@@ -33,7 +43,7 @@ type StudyConfig struct {
 // DefaultStudy is the spec's default cell (§6.2): d = 20, k = 3, n = 2000,
 // spike 10, ε ∈ {0.25, 0.5, 1, 2}, 20 runs.
 func DefaultStudy() StudyConfig {
-	return StudyConfig{D: 20, K: 3, N: 2000, Spike: 10, Eps: []float64{0.25, 0.5, 1, 2}, Reps: 20, Sweeps: 100, Delta: 1e-6, BetaF: 0.05, Seed: 1}
+	return StudyConfig{Task: TaskPCA, D: 20, K: 3, N: 2000, Spike: 10, Eps: []float64{0.25, 0.5, 1, 2}, Reps: 20, Sweeps: 100, Delta: 1e-6, BetaF: 0.05, Seed: 1}
 }
 
 // StudyRow is one (ε, mechanism) cell of a study.
@@ -42,12 +52,14 @@ type StudyRow struct {
 	Eps       float64
 	Mechanism string
 	Guarantee string
-	Median    float64 // median loss OPT − ⟨A, H⟩ over the runs
+	Metric    string  // "loss" (PCA) or "frobenius_error_sq" (rank-k)
+	Median    float64 // median of the metric over the runs
 	Mean      float64
 	Q90       float64
 	Predicted float64 // high-signal prediction (spec §3.6), NaN if none
-	TauStar   float64 // §3.1 bound at β_f (orbit EM only), NaN otherwise
+	Upper     float64 // τ*(β_f) of §3.1 (PCA, orbit EM) or UB23 of §3.2 (rank-k, Alg. 2); NaN otherwise
 	LB        float64 // §3.3 lower bound with c = 1 (order of magnitude)
+	Reference float64 // PCA: loss of a uniformly random frame, OPT − kΓ/d; rank-k: the optimum Σ_{ℓ>k} γ_ℓ²
 	SecPerRun float64 // median wall time per run (data → release)
 	Runs      int
 }
@@ -95,6 +107,9 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 			tau   float64
 		}
 		beta := eps / 2
+		metric := "loss"
+		ref := Optimum(gamma, lambda) - float64(cfg.K)*trace/float64(cfg.D)
+		lb := LB24(lambda, cfg.D, cfg.K, eps, 1)
 		mechs := []mech{
 			{"orbit-em (exact calib.)", EM{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 				PredictedEMLoss(lambda, cfg.D, beta), TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
@@ -105,6 +120,24 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 		}
 		if sigma, err := privacy.AnalyticGaussianSigma(math.Sqrt2, eps, cfg.Delta); err == nil {
 			mechs[2].pred = PredictedGaussLoss(lambda, gamma, sigma)
+		}
+		if cfg.Task == TaskRankK {
+			metric = "frobenius_error_sq"
+			ref = 0
+			for _, g := range gamma[cfg.K:] {
+				ref += g * g
+			}
+			lb = LB24(gamma, cfg.D, cfg.K, eps, 1)
+			mechs = []mech{
+				{"orbit-rank-k (Alg. 2, exact calib.)", RankK{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+					math.NaN(), UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
+				{"orbit-gauss (analytic, private spectrum)", Gauss{}, map[string]string{"rank": k, "calibration": GaussAnalytic, "spectrum": "private"},
+					privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
+				{"orbit-nonprivate (true spectrum)", NonPrivate{}, map[string]string{"rank": k, "spectrum": "true"},
+					privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}, math.NaN(), math.NaN()},
+			}
+		} else if cfg.Task != TaskPCA && cfg.Task != "" {
+			return nil, fmt.Errorf("unknown study task %q", cfg.Task)
 		}
 		for mi, mc := range mechs {
 			ls := make([]float64, 0, cfg.Reps)
@@ -122,15 +155,15 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 				}
 				ts = append(ts, time.Since(t0).Seconds())
 				for _, s := range res.Scalars {
-					if s.Name == "loss" {
+					if s.Name == metric {
 						ls = append(ls, s.Value)
 					}
 				}
 				guar = string(res.Guarantee.Kind)
 			}
 			rows = append(rows, StudyRow{D: cfg.D, K: cfg.K, N: cfg.N, Eps: eps, Mechanism: mc.name, Guarantee: guar,
-				Median: quantile(ls, 0.5), Mean: mean(ls), Q90: quantile(ls, 0.9), Predicted: mc.pred, TauStar: mc.tau,
-				LB: LB24(lambda, cfg.D, cfg.K, eps, 1), SecPerRun: quantile(ts, 0.5), Runs: len(ls)})
+				Metric: metric, Median: quantile(ls, 0.5), Mean: mean(ls), Q90: quantile(ls, 0.9), Predicted: mc.pred, Upper: mc.tau,
+				LB: lb, Reference: ref, SecPerRun: quantile(ts, 0.5), Runs: len(ls)})
 		}
 	}
 	return rows, nil
@@ -146,14 +179,14 @@ func (r StudyRow) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(map[string]any{
 		"d": r.D, "k": r.K, "n": r.N, "eps": r.Eps, "mechanism": r.Mechanism, "guarantee": r.Guarantee,
-		"median_loss": num(r.Median), "mean_loss": num(r.Mean), "q90_loss": num(r.Q90), "predicted": num(r.Predicted),
-		"tau_star": num(r.TauStar), "lower_bound_c1": num(r.LB), "sec_per_run": num(r.SecPerRun), "runs": r.Runs,
+		"metric": r.Metric, "median": num(r.Median), "mean": num(r.Mean), "q90": num(r.Q90), "predicted": num(r.Predicted),
+		"upper_bound": num(r.Upper), "lower_bound_c1": num(r.LB), "reference": num(r.Reference), "sec_per_run": num(r.SecPerRun), "runs": r.Runs,
 	})
 }
 
 // WriteStudyMarkdown prints rows as a markdown table.
 func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
-	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | median loss | mean | q90 | predicted (§3.6) | τ*(β_f) (§3.1) | LB (c=1, §3.3) | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
+	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | metric | median | mean | q90 | predicted (§3.6) | upper bound (§3.1/§3.2) | LB (c=1, §3.3) | reference | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
 		return err
 	}
 	f := func(v float64) string {
@@ -163,8 +196,8 @@ func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
 		return strconv.FormatFloat(v, 'g', 4, 64)
 	}
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "| %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.D, r.K, r.N, r.Eps, r.Mechanism, r.Guarantee,
-			f(r.Median), f(r.Mean), f(r.Q90), f(r.Predicted), f(r.TauStar), f(r.LB), f(r.SecPerRun)); err != nil {
+		if _, err := fmt.Fprintf(w, "| %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.D, r.K, r.N, r.Eps, r.Mechanism, r.Guarantee,
+			r.Metric, f(r.Median), f(r.Mean), f(r.Q90), f(r.Predicted), f(r.Upper), f(r.LB), f(r.Reference), f(r.SecPerRun)); err != nil {
 			return err
 		}
 	}

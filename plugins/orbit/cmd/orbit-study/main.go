@@ -21,6 +21,7 @@ import (
 func main() {
 	cfg := orbit.DefaultStudy()
 	eps := flag.String("eps", "0.25,0.5,1,2", "comma-separated ε values")
+	flag.StringVar(&cfg.Task, "task", cfg.Task, "pca (public projection spectrum, loss) or rank-k (private spectrum, ‖A−H‖_F²)")
 	flag.IntVar(&cfg.D, "d", cfg.D, "dimension")
 	flag.IntVar(&cfg.K, "k", cfg.K, "rank")
 	flag.IntVar(&cfg.N, "n", cfg.N, "rows")
