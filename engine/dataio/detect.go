@@ -118,12 +118,23 @@ func openSource(path string, override Format) (*source, error) {
 		f.Close()
 		return nil, errors.New("is a directory")
 	}
-	src := &source{closer: []io.Closer{f}, known: st.Size()}
-	br := bufio.NewReaderSize(f, 1<<16)
+	src, err := openReader(f, st.Size(), path, override)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	src.closer = append([]io.Closer{f}, src.closer...)
+	return src, nil
+}
+
+// openReader wraps r (known bytes long, -1 if unknown), unwraps gzip and
+// determines the format from the content and the name.
+func openReader(r io.Reader, known int64, name string, override Format) (*source, error) {
+	src := &source{known: known}
+	br := bufio.NewReaderSize(r, 1<<16)
 	if head, _ := br.Peek(2); bytes.Equal(head, gzipMagic) {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			src.Close()
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		src.closer = append(src.closer, gz)
@@ -133,7 +144,7 @@ func openSource(path string, override Format) (*source, error) {
 	src.r = br
 	head, _ := br.Peek(8)
 	magic := formatFromMagic(head)
-	ext := formatFromExt(path)
+	ext := formatFromExt(name)
 	switch {
 	case override != FormatAuto:
 		src.format = override

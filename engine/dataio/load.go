@@ -144,7 +144,13 @@ func readFile(path string, format Format, cfg csvConfig) (loaded, error) {
 		return loaded{}, fmt.Errorf("%s: %w", path, err)
 	}
 	defer src.Close()
+	return decodeSource(src, path, cfg)
+}
+
+// decodeSource decodes an opened source.
+func decodeSource(src *source, path string, cfg csvConfig) (loaded, error) {
 	var l loaded
+	var err error
 	switch src.format {
 	case FormatNPY:
 		l.arr, err = decodeNPY(src.r, src.known)
