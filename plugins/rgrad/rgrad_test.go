@@ -16,8 +16,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
 func itoa(v int) string { return strconv.Itoa(v) }
 
 // genTrace draws a trace-regression data set (CI size by default: the
