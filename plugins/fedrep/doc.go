@@ -21,5 +21,5 @@ import "github.com/dplr/dplr/engine/sdk"
 
 // Estimators returns every estimator the plugin serves.
 func Estimators() []sdk.Estimator {
-	return []sdk.Estimator{PrivateFedRep{}, NonPrivateFedRep{}, PrivAltMin{}}
+	return []sdk.Estimator{PrivateFedRep{}, NonPrivateFedRep{}, PrivAltMin{}, ClassifyExact{}, Classify{}}
 }

@@ -68,3 +68,7 @@ func testLayout(t testing.TB, ds *data.Dataset, localFrac float64) *layout {
 }
 
 var be = backend.Default()
+
+func runLocal(est sdk.Estimator, g *gen.Generated, seed *uint64) (*sdk.Result, *privacy.Accountant, error) {
+	return sdk.RunLocal(context.Background(), est, g.Data, nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, sdk.LocalOptions{Seed: seed})
+}

@@ -106,7 +106,7 @@ func TestUStatistic(t *testing.T) {
 func TestNonPrivateConvergence(t *testing.T) {
 	for _, tc := range []struct {
 		noise, tol float64
-		T         string
+		T          string
 	}{{0, 1e-6, "50"}, {0.01, 1e-2, "15"}} {
 		g := genUsers(t, 2000, 20, 20, 2, tc.noise, 4)
 		res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": tc.T, "step": "1"}, approx(1), 1)

@@ -1,0 +1,354 @@
+package fedrep
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Names of the classification estimators.
+const (
+	NameClassifyExact = "fedrep-classify-exact"
+	NameClassify      = "fedrep-classify"
+)
+
+// ClassifyExact is Algorithm 3 of Snedeker, Zhou & Bassily (2025) run
+// exactly: a public JL projection to k′ dimensions, then the exponential
+// mechanism over a Frobenius γ-net of the k′×k ball of radius √(2k), scored
+// by the users' best margin loss. The net has (√k/γ)^{k′k} points, so the
+// cost is exponential in k′·k; this implementation is limited to k = 1 and
+// a net of at most max_net points (a toy and a test of the mechanism).
+type ClassifyExact struct{}
+
+// Classify is the practical surrogate of Algorithm 3 (not in the paper,
+// spec §5): the same public JL projection, then Private FedRep with the
+// logistic loss in the projected space, mapped back by Mᵀ.
+type Classify struct{}
+
+func jlParam(def string) sdk.ParamSpec {
+	return sdk.ParamSpec{Name: "kprime", Type: sdk.Int, Default: def, Min: sdk.Bound(0),
+		Doc: "k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"}
+}
+
+// Info implements sdk.Estimator.
+func (ClassifyExact) Info() sdk.Info {
+	ps := []sdk.ParamSpec{
+		jlParam("2"),
+		{Name: "net_step", Type: sdk.Float, Default: "0.25", Min: sdk.Bound(1e-3), Max: sdk.Bound(10), Doc: "γ: the net is a cubic grid whose cells have half-diagonal γ (a Frobenius γ-cover)"},
+		{Name: "margin", Type: sdk.Float, Default: "0.1", Min: sdk.Bound(0), Doc: "ρ: margin of the loss 1[y⟨Mx, Ũv⟩ ≤ ρ] used in the score"},
+		{Name: "head_bound", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-12), Doc: "Γ: bound on the heads |v_i|"},
+		{Name: "max_net", Type: sdk.Int, Default: "200000", Min: sdk.Bound(1), Max: sdk.Bound(1e7), Doc: "refuse nets larger than this (the cost is exponential in k′·k)"},
+	}
+	ps = append(ps, splitParams()...)
+	return sdk.Info{
+		Name: NameClassifyExact, Version: "0.1.0",
+		Summary:  "Private classification with a shared representation, exact Alg. 3 (JL + exponential mechanism over a net): EXPONENTIAL cost, k = 1 and tiny k′ only",
+		DataKind: data.Users,
+		Description: `Algorithm 3 of Snedeker, Zhou & Bassily (2025), run exactly for rank k = 1: project the features
+with a public random ±1/√k′ matrix M, enumerate a γ-net of the k′-dimensional ball of radius √2,
+score every net point Ũ by −(1/n) Σ_i min_{|v| ≤ Γ} (user i's fraction of margin errors
+1[y v⟨Mx, Ũ⟩ ≤ ρ] on its training half), and draw one by the exponential mechanism (Gumbel-max).
+Each user's term lies in [0, 1], so replacing one user moves the score by at most 1/n: pure ε-DP,
+worst case. U = MᵀŨ (d×1, not orthonormal). Each user picks its head sign on its local half.
+The net has about (√k/γ)^{k′k} points: the cost is exponential in k′·k, which is why the paper
+calls the algorithm information-theoretic; use fedrep-classify for real sizes.`,
+		Guarantee:  "pure ε-DP for U, user level, worst case (replace one user's whole data); exponential cost",
+		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox, privacy.GrantZCDP},
+		Params:     ps,
+		References: []string{refFedRep[0], "F. McSherry, K. Talwar. Mechanism Design via Differential Privacy. FOCS 2007."},
+	}
+}
+
+// Info implements sdk.Estimator.
+func (Classify) Info() sdk.Info {
+	base := PrivateFedRep{}.Info()
+	var ps []sdk.ParamSpec
+	for _, p := range base.Params {
+		if p.Name == "calibration" {
+			p.Choices, p.Default = []string{"zcdp"}, "zcdp"
+			p.Doc = "zcdp: exact replace-one zCDP, ρ split init_share / (1 − init_share)"
+		}
+		if p.Name == "clip" {
+			p.Default = "1"
+		}
+		if p.Name == "step" {
+			p.Default = "1"
+		}
+		ps = append(ps, p)
+	}
+	ps = append(ps, jlParam("0"))
+	return sdk.Info{
+		Name: NameClassify, Version: "0.1.0",
+		Summary:  "Private classification with a shared representation: JL projection + Private FedRep on the logistic loss (practical surrogate of Alg. 3)",
+		DataKind: data.Users,
+		Description: `A practical stand-in for Algorithm 3 of Snedeker, Zhou & Bassily (2025), not in the paper (spec §5):
+project the features with a public random ±1/√k′ matrix M (optional), then run Private FedRep with
+the logistic loss log(1 + exp(−y⟨Mx, Ũv⟩)) for ±1 labels (local heads by ridge-regularized Newton
+steps), clipped per-user gradients and Gaussian noise, and release U = MᵀŨ. The privacy argument is
+that of fedrep-private (user-level, worst case, zCDP); the margin-based excess-risk bound of
+Algorithm 3 is NOT claimed for this surrogate.`,
+		Guarantee:  base.Guarantee,
+		Grants:     base.Grants,
+		Params:     ps,
+		References: refFedRep,
+	}
+}
+
+// jlMatrix draws the public k′×d projection with entries ±1/√k′.
+func jlMatrix(src *privacy.Source, kp, d int) *mat.Dense {
+	m := mat.NewDense(kp, d, nil)
+	s := 1 / math.Sqrt(float64(kp))
+	raw := m.RawMatrix().Data
+	var bits uint64
+	for i := range raw {
+		if i%64 == 0 {
+			bits = src.Uint64()
+		}
+		if bits&1 == 1 {
+			raw[i] = s
+		} else {
+			raw[i] = -s
+		}
+		bits >>= 1
+	}
+	return m
+}
+
+// checkLabels requires ±1 responses.
+func checkLabels(y []float64) error {
+	for i, v := range y {
+		if v != 1 && v != -1 {
+			return fmt.Errorf("classification needs labels ±1: response %d is %v", i, v)
+		}
+	}
+	return nil
+}
+
+// Fit implements sdk.Estimator.
+func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	if err := checkLabels(run.Data.Y); err != nil {
+		return nil, err
+	}
+	kp := run.Params.Int("kprime")
+	d := run.Data.P()
+	if kp == 0 || kp >= d {
+		return fitFedRep(ctx, run, true, lossLogistic, run.Data.X, nil)
+	}
+	if k := run.Params.Int("rank"); k > kp {
+		return nil, fmt.Errorf("rank %d exceeds the projected dimension k′ = %d", k, kp)
+	}
+	m := jlMatrix(run.Rand.Split(), kp, d)
+	xp := mat.NewDense(run.Data.N(), kp, nil)
+	if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
+		return nil, fmt.Errorf("projection: %w", err)
+	}
+	res, err := fitFedRep(ctx, run, true, lossLogistic, xp, mat.DenseCopyOf(m.T()))
+	if err != nil {
+		return nil, err
+	}
+	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
+	res.Notes = append(res.Notes, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
+	return res, nil
+}
+
+// netPoints enumerates the cubic grid of step 2γ/√D in R^D (D = k′) whose
+// points lie within radius+γ of the origin: a Frobenius γ-cover of the
+// ball. It refuses to build more than limit points.
+func netPoints(dim int, gamma, radius float64, limit int) ([][]float64, error) {
+	h := 2 * gamma / math.Sqrt(float64(dim))
+	steps := int(math.Floor((radius + gamma) / h))
+	side := 2*steps + 1
+	if math.Pow(float64(side), float64(dim)) > 1e8 {
+		return nil, fmt.Errorf("the γ-net would have about %.3g points (exponential in k′·k): %w", math.Pow(float64(side), float64(dim)), errNetTooLarge)
+	}
+	var out [][]float64
+	idx := make([]int, dim)
+	for i := range idx {
+		idx[i] = -steps
+	}
+	r2 := (radius + gamma) * (radius + gamma)
+	for {
+		p := make([]float64, dim)
+		var s float64
+		for i, v := range idx {
+			p[i] = float64(v) * h
+			s += p[i] * p[i]
+		}
+		if s <= r2 {
+			out = append(out, p)
+			if len(out) > limit {
+				return nil, fmt.Errorf("the γ-net has more than max_net = %d points (its size is exponential in k′·k): %w", limit, errNetTooLarge)
+			}
+		}
+		i := 0
+		for ; i < dim; i++ {
+			idx[i]++
+			if idx[i] <= steps {
+				break
+			}
+			idx[i] = -steps
+		}
+		if i == dim {
+			return out, nil
+		}
+	}
+}
+
+var errNetTooLarge = fmt.Errorf("net too large")
+
+// exactScores returns f(Ũ) = −(1/n) Σ_i min_{|v|≤Γ} L̂_ρ(Ũ, v; S_i⁰) for every
+// net point, for rank 1: with t_j = y_j⟨z_j, Ũ⟩ the best head is v = ±Γ and
+// the user's loss is min(#{t_j ≤ ρ/Γ}, #{t_j ≥ −ρ/Γ}) / m0.
+func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, net [][]float64, margin, bound float64) ([]float64, error) {
+	n := lay.n()
+	thr := margin / bound
+	scores := make([]float64, len(net))
+	chunks := min(len(net), 64)
+	err := parallelChunks(ctx, chunks, func(_, c int) {
+		lo, hi := chunkBounds(len(net), chunks, c)
+		for q := lo; q < hi; q++ {
+			u := net[q]
+			var tot float64
+			for _, ur := range lay.users {
+				var pos, neg int
+				for r := ur.t0; r < ur.t1; r++ {
+					zr := z.RawRowView(r)
+					var s float64
+					for a, v := range u {
+						s += zr[a] * v
+					}
+					t := y[r] * s
+					if t <= thr {
+						pos++
+					}
+					if t >= -thr {
+						neg++
+					}
+				}
+				tot += float64(min(pos, neg)) / float64(ur.t1-ur.t0)
+			}
+			scores[q] = -tot / float64(n)
+		}
+	})
+	return scores, err
+}
+
+// Fit implements sdk.Estimator.
+func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	p := run.Params
+	if err := checkLabels(run.Data.Y); err != nil {
+		return nil, err
+	}
+	d := run.Data.P()
+	kp := p.Int("kprime")
+	if kp == 0 {
+		kp = d
+	}
+	if kp > 4 {
+		return nil, fmt.Errorf("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
+	}
+	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
+	if err != nil {
+		return nil, err
+	}
+	net, err := netPoints(kp, p.Float("net_step"), math.Sqrt2, p.Int("max_net"))
+	if err != nil {
+		return nil, err
+	}
+	var eps float64
+	switch g := run.Acct.Grant(); g.Kind {
+	case privacy.GrantZCDP:
+		eps = math.Sqrt(8 * g.Rho) // the exponential mechanism is ε²/8-zCDP
+	default:
+		eps = g.Epsilon
+	}
+	n := lay.n()
+	m := jlMatrix(run.Rand.Split(), kp, d)
+	if kp == d {
+		m = mat.NewDense(d, d, nil)
+		for i := 0; i < d; i++ {
+			m.Set(i, i, 1)
+		}
+	}
+	z := mat.NewDense(run.Data.N(), kp, nil)
+	if err := run.Backend.Mul(z, run.Data.X, false, m, true); err != nil {
+		return nil, fmt.Errorf("projection: %w", err)
+	}
+	run.Progress("scores", 0, 1)
+	scores, err := exactScores(ctx, z, run.Data.Y, lay, net, p.Float("margin"), p.Float("head_bound"))
+	if err != nil {
+		return nil, err
+	}
+	run.Progress("scores", 1, 1)
+	beta, err := run.Acct.SpendExponential("exponential mechanism over the γ-net", 1/float64(n), eps)
+	if err != nil {
+		return nil, err
+	}
+	best, bestVal := 0, math.Inf(-1)
+	for q, f := range scores {
+		u := run.Rand.Float64()
+		for u == 0 {
+			u = run.Rand.Float64()
+		}
+		g := beta*f - math.Log(-math.Log(u)) // Gumbel-max
+		if g > bestVal {
+			best, bestVal = q, g
+		}
+	}
+	ut := mat.NewDense(kp, 1, append([]float64(nil), net[best]...))
+	u := mat.NewDense(d, 1, nil)
+	u.Mul(m.T(), ut)
+
+	// Heads: each user picks the sign of v = ±Γ with fewer errors on S¹.
+	bound := p.Float("head_bound")
+	heads := mat.NewDense(n, 1, nil)
+	var hold float64
+	var nh int
+	for i, ur := range lay.users {
+		s, f := ur.t1, ur.f1
+		if f == s {
+			s = ur.t0
+		}
+		var errPos int
+		for r := s; r < f; r++ {
+			if run.Data.Y[r]*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+				errPos++
+			}
+		}
+		v := bound
+		if 2*errPos > f-s {
+			v = -bound
+		}
+		heads.Set(i, 0, v)
+		if ur.h1 > ur.f1 {
+			var e int
+			for r := ur.f1; r < ur.h1; r++ {
+				if run.Data.Y[r]*v*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+					e++
+				}
+			}
+			hold += float64(e) / float64(ur.h1-ur.f1)
+			nh++
+		}
+	}
+	res := &sdk.Result{}
+	res.AddMatrix("U", u, sdk.Public, "U = MᵀŨ (d×1), Ũ drawn by the exponential mechanism from the γ-net")
+	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
+	if p.Bool("output_v") {
+		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i = ±Γ chosen on its own local half; meant for user i only")
+	}
+	if nh > 0 {
+		res.AddScalar("holdout_error", hold/float64(nh), sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
+	}
+	res.AddScalar("net_size", float64(len(net)), sdk.Public, "number of candidate Ũ in the γ-net")
+	res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: "one user's whole data replaced (user level, n public)",
+		Assumptions: []string{fmt.Sprintf("number of users n = %d public; score sensitivity 1/n (each user's loss lies in [0, 1])", n)}}
+	res.Notes = append(res.Notes, fmt.Sprintf("exact exponential mechanism over %d net points (cost exponential in k′·k)", len(net)))
+	return res, nil
+}
