@@ -67,3 +67,8 @@ fuzz:
 
 clean:
 	rm -rf $(BIN)
+
+# demo: build, then generate spiked-covariance data and compare the DP PCA
+# estimators with the truth at several ε (offline, about 10 s).
+demo: build
+	$(BIN)/dplr demo --out dplr-out/demo

@@ -262,7 +262,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		}
 		return fail(code, fmt.Errorf("%w (ledger %s %s)", fitErr, runID, charged))
 	}
-	if err := led.Settle(ctx, runID, ledger.Outcome{Status: ledger.Succeeded, Steps: outcome.Steps}); err != nil {
+	if err := led.Settle(ctx, runID, ledger.Outcome{Status: ledger.Succeeded, Steps: append([]privacy.Step{}, outcome.Steps...)}); err != nil {
 		return fail(ExitError, fmt.Errorf("settling the ledger for %s (the run stays charged; results not released): %w", runID, err))
 	}
 
