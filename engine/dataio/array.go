@@ -91,12 +91,15 @@ func shapeCount(shape []int, itemsize int) (int64, error) {
 var errTruncated = errors.New("truncated")
 
 // readPayload reads exactly n bytes from r. known is the number of bytes
-// left in the source when it is known (a plain file) and -1 otherwise. The
-// buffer grows with the data actually read, so a header declaring a huge
-// shape over a short stream costs no more memory than the stream holds.
+// left in the source when it is known (a plain file) and -1 otherwise;
+// bound, if not -1, is an upper bound on the bytes left (e.g. from a gzip
+// file's compressed size). The buffer starts at min(n, bound, 1 MiB if no
+// bound) and grows with the data actually read, so a header declaring a
+// huge shape over a short stream costs no more memory than the stream
+// holds (or can hold).
 // After the payload it requires the end of the stream (which also makes a
 // gzip reader verify its checksum).
-func readPayload(r io.Reader, n int64, known int64) ([]byte, error) {
+func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
 	if known >= 0 && n > known {
 		return nil, fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, n, known)
 	}
@@ -107,7 +110,11 @@ func readPayload(r io.Reader, n int64, known int64) ([]byte, error) {
 			return nil, fmt.Errorf("%w: reading %d data bytes: %v", errTruncated, n, err)
 		}
 	} else {
-		buf = make([]byte, 0, min(n, 1<<20))
+		start := min(n, 1<<20)
+		if bound >= 0 {
+			start = min(n, bound)
+		}
+		buf = make([]byte, 0, start)
 		for int64(len(buf)) < n {
 			if len(buf) == cap(buf) {
 				nb := make([]byte, len(buf), min(n, 2*int64(cap(buf))+1))

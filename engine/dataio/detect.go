@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,11 @@ func ParseFormat(s string) (Format, error) {
 }
 
 var gzipMagic = []byte{0x1f, 0x8b}
+
+// maxDeflateRatio bounds how many bytes one compressed byte can expand to
+// (deflate's limit is about 1032:1), so that a gzip file's size bounds its
+// content's.
+const maxDeflateRatio = 1040
 
 // formatFromExt guesses a format from a file name (after removing .gz).
 func formatFromExt(path string) Format {
@@ -85,8 +91,11 @@ func DetectFormat(path string) (Format, bool, error) {
 
 // source is an opened data file, decompressed if needed.
 type source struct {
-	r      *bufio.Reader
-	known  int64 // bytes of content left, -1 if unknown (compressed)
+	r     *bufio.Reader
+	known int64 // bytes of content left, -1 if unknown (compressed)
+	// bound is an upper bound on the content's length when known is -1
+	// (deflate expands at most maxDeflateRatio-fold), or -1.
+	bound  int64
 	format Format
 	gz     bool
 	closer []io.Closer
@@ -130,7 +139,7 @@ func openSource(path string, override Format) (*source, error) {
 // openReader wraps r (known bytes long, -1 if unknown), unwraps gzip and
 // determines the format from the content and the name.
 func openReader(r io.Reader, known int64, name string, override Format) (*source, error) {
-	src := &source{known: known}
+	src := &source{known: known, bound: -1}
 	br := bufio.NewReaderSize(r, 1<<16)
 	if head, _ := br.Peek(2); bytes.Equal(head, gzipMagic) {
 		gz, err := gzip.NewReader(br)
@@ -139,6 +148,9 @@ func openReader(r io.Reader, known int64, name string, override Format) (*source
 		}
 		src.closer = append(src.closer, gz)
 		src.gz, src.known = true, -1
+		if known >= 0 && known < math.MaxInt64/maxDeflateRatio {
+			src.bound = known * maxDeflateRatio
+		}
 		br = bufio.NewReaderSize(gz, 1<<16)
 	}
 	src.r = br

@@ -10,8 +10,9 @@
 // extension, and LoadOptions.Format overrides the detection. Every reader
 // checks shapes, dtypes, truncation and finiteness and reports problems as
 // errors naming the file; none of them panics, and a header that declares a
-// huge shape cannot make a reader allocate more memory than the data that
-// is actually present (plus a constant).
+// huge shape cannot make a reader allocate more memory than the file can
+// hold: the bytes present in a plain file, or, for a gzip file, the most
+// its compressed size can expand to (deflate's ratio is below 1040:1).
 //
 // # Content hash
 //

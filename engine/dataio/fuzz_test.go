@@ -78,7 +78,7 @@ func FuzzNPY(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, known := range []int64{int64(len(b)), -1} {
-			a, err := decodeNPY(bytes.NewReader(b), known)
+			a, err := decodeNPY(bytes.NewReader(b), known, -1)
 			if err == nil {
 				checkArray(t, a)
 			}
@@ -93,7 +93,7 @@ func FuzzIDX(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, known := range []int64{int64(len(b)), -1} {
-			a, err := decodeIDX(bytes.NewReader(b), known)
+			a, err := decodeIDX(bytes.NewReader(b), known, -1)
 			if err == nil {
 				checkArray(t, a)
 			}

@@ -230,7 +230,7 @@ func TestNPYWriters(t *testing.T) {
 	view := big.Slice(0, 3, 1, 3)
 	var buf bytes.Buffer
 	require.NoError(t, WriteNPY(&buf, view))
-	a, err := decodeNPY(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	a, err := decodeNPY(bytes.NewReader(buf.Bytes()), int64(buf.Len()), -1)
 	require.NoError(t, err)
 	v, err := a.float64s(1)
 	require.NoError(t, err)
@@ -251,7 +251,7 @@ func TestNPYWriters(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	st, _ := f.Stat()
-	ia, err := decodeNPY(f, st.Size())
+	ia, err := decodeNPY(f, st.Size(), -1)
 	require.NoError(t, err)
 	got, err := ia.int64s()
 	require.NoError(t, err)

@@ -39,8 +39,8 @@ func isIDXMagic(b []byte) bool {
 // decodeIDX reads a whole IDX stream (the MNIST container: a 4-byte magic
 // 00 00 <type> <rank>, rank big-endian uint32 dimensions, then the data in
 // C order, big-endian). known is the number of bytes left in r if known,
-// -1 otherwise.
-func decodeIDX(r io.Reader, known int64) (*array, error) {
+// -1 otherwise; bound is an upper bound on them, or -1.
+func decodeIDX(r io.Reader, known, bound int64) (*array, error) {
 	var magic [4]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
 		return nil, fmt.Errorf("idx: truncated magic: %w", err)
@@ -71,7 +71,10 @@ func decodeIDX(r io.Reader, known int64) (*array, error) {
 	if known >= 0 {
 		known -= int64(4 + 4*rank)
 	}
-	raw, err := readPayload(r, count*int64(dt.size), known)
+	if bound >= 0 {
+		bound = max(bound-int64(4+4*rank), 0)
+	}
+	raw, err := readPayload(r, count*int64(dt.size), known, bound)
 	if err != nil {
 		return nil, fmt.Errorf("idx (%s, shape %v): %w", dt, shape, err)
 	}

@@ -153,9 +153,9 @@ func decodeSource(src *source, path string, cfg csvConfig) (loaded, error) {
 	var err error
 	switch src.format {
 	case FormatNPY:
-		l.arr, err = decodeNPY(src.r, src.known)
+		l.arr, err = decodeNPY(src.r, src.known, src.bound)
 	case FormatIDX:
-		l.arr, err = decodeIDX(src.r, src.known)
+		l.arr, err = decodeIDX(src.r, src.known, src.bound)
 	case FormatCSV:
 		if cfg.delim == 0 && formatFromExt(path) == FormatCSV && hasExt(path, ".tsv") {
 			cfg.delim = '\t'

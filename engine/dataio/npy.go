@@ -243,8 +243,8 @@ func (p *pyParser) tuple() ([]int, error) {
 }
 
 // decodeNPY reads a whole .npy stream. known is the number of bytes left
-// in r if known, -1 otherwise.
-func decodeNPY(r io.Reader, known int64) (*array, error) {
+// in r if known, -1 otherwise; bound is an upper bound on them, or -1.
+func decodeNPY(r io.Reader, known, bound int64) (*array, error) {
 	h, err := readNPYHeader(r)
 	if err != nil {
 		return nil, err
@@ -256,7 +256,10 @@ func decodeNPY(r io.Reader, known int64) (*array, error) {
 	if known >= 0 {
 		known -= h.dataOffset
 	}
-	raw, err := readPayload(r, count*int64(h.dt.size), known)
+	if bound >= 0 {
+		bound = max(bound-h.dataOffset, 0)
+	}
+	raw, err := readPayload(r, count*int64(h.dt.size), known, bound)
 	if err != nil {
 		return nil, fmt.Errorf("npy (%s, shape %v): %w", h.dt, h.shape, err)
 	}

@@ -1,0 +1,190 @@
+package dataio
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+const fashionTrain = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+
+func needFashion(b *testing.B) {
+	if _, err := os.Stat(fashionTrain); err != nil {
+		b.Skip("dataset-fashion-mnist not installed")
+	}
+}
+
+// plainFashionLoop is the baseline: the simplest Go code that decompresses
+// the IDX file and converts the pixels to a float64 matrix, with no
+// validation beyond the header.
+func plainFashionLoop(path string) (*mat.Dense, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return nil, err
+	}
+	var hdr [16]byte
+	if _, err := io.ReadFull(zr, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[4:]))
+	p := int(binary.BigEndian.Uint32(hdr[8:])) * int(binary.BigEndian.Uint32(hdr[12:]))
+	pix := make([]byte, n*p)
+	if _, err := io.ReadFull(zr, pix); err != nil {
+		return nil, err
+	}
+	x := make([]float64, n*p)
+	for i, v := range pix {
+		x[i] = float64(v)
+	}
+	return mat.NewDense(n, p, x), nil
+}
+
+// BenchmarkFashionMNIST compares Load on the training images (IDX, gzip)
+// with the plain loop, with and without the content hash.
+func BenchmarkFashionMNIST(b *testing.B) {
+	needFashion(b)
+	b.Run("plain-loop", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := plainFashionLoop(fashionTrain); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Load-nohash", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Load(fashionTrain, LoadOptions{SkipHash: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Load", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Load(fashionTrain, LoadOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+var (
+	bigOnce sync.Once
+	bigPath string
+	bigDir  string
+	bigErr  error
+)
+
+// bigNPY writes a 60000×784 float64 .npy (376 MB) once per test binary,
+// filled with the Fashion-MNIST pixels scaled to [0, 1].
+func bigNPY(b *testing.B) string {
+	needFashion(b)
+	bigOnce.Do(func() {
+		bigDir, bigErr = os.MkdirTemp("", "dataio-bench")
+		if bigErr != nil {
+			return
+		}
+		var ds *mat.Dense
+		if ds, bigErr = plainFashionLoop(fashionTrain); bigErr != nil {
+			return
+		}
+		ds.Scale(1.0/255, ds)
+		bigPath = filepath.Join(bigDir, "fashion.npy")
+		bigErr = SaveNPY(bigPath, ds)
+	})
+	if bigErr != nil {
+		b.Fatal(bigErr)
+	}
+	return bigPath
+}
+
+// sumAll is the estimator's one pass over X.
+func sumAll(x *mat.Dense) float64 {
+	raw := x.RawMatrix()
+	s := 0.0
+	for _, v := range raw.Data {
+		s += v
+	}
+	return s
+}
+
+var sink float64
+
+// BenchmarkNPY60000x784 compares, on a 376 MB float64 .npy: reading it into
+// memory (Load), preparing it in place (PrepareFile: one validating,
+// hashing pass over the mapping), opening the handle (Open: mmap, no copy)
+// followed by one pass, and the whole host+plugin path.
+func BenchmarkNPY60000x784(b *testing.B) {
+	path := bigNPY(b)
+	cache := filepath.Join(bigDir, "cache")
+	b.Run("Load", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ds, err := Load(path, LoadOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink += ds.X.At(0, 0)
+		}
+	})
+	b.Run("PrepareFile", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := PrepareFile(path, LoadOptions{}, cache); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	h, err := PrepareFile(path, LoadOptions{}, cache)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Open+pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ds, c, err := Open(h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink += sumAll(ds.X)
+			c.Close()
+		}
+	})
+	b.Run("PrepareFile+Open+pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			h, err := PrepareFile(path, LoadOptions{}, cache)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ds, c, err := Open(h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink += sumAll(ds.X)
+			c.Close()
+		}
+	})
+}
+
+// TestMain removes the benchmark's large temporary file.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
