@@ -275,6 +275,7 @@ func (NonPrivate) Info() sdk.Info {
 		Params: []sdk.ParamSpec{paramRank, {Name: "spectrum", Type: sdk.String, Default: "projection",
 			Doc: paramSpectrum.Doc + "; or \"true\": A's own top-k eigenvalues"}, paramClip},
 		References: []string{refMangoubi},
+		NonPrivate: true,
 	}
 }
 

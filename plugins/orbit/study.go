@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -77,11 +78,19 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	return RunStudyData(ctx, cfg, g.Data, 1)
+}
+
+// RunStudyData runs the study of cfg (ignoring cfg.D, cfg.N, cfg.Spike) on
+// a given rows data set with the public row-norm bound clip, e.g. a real
+// data set read with engine/dataio.
+func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip float64) ([]StudyRow, error) {
+	cfg.N, cfg.D = ds.X.Dims()
 	be := cfg.Backend
 	if be == nil {
 		be = backend.Default()
 	}
-	a, _, err := rowsMatrix(ctx, g.Data, 1, be)
+	a, _, err := rowsMatrix(ctx, ds, clip, be)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +98,11 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	trace := float64(cfg.N)
+	var trace float64
+	for i := 0; i < cfg.D; i++ {
+		trace += a.At(i, i)
+	}
+	clipS := strconv.FormatFloat(clip, 'g', -1, 64)
 	lambda := make([]float64, cfg.K)
 	for i := range lambda {
 		lambda[i] = 1
@@ -97,6 +110,9 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 	k := strconv.Itoa(cfg.K)
 	sweeps := strconv.Itoa(cfg.Sweeps)
 	var rows []StudyRow
+	if err := checkRank(cfg.K, cfg.D); err != nil {
+		return nil, err
+	}
 	for _, eps := range cfg.Eps {
 		type mech struct {
 			name  string
@@ -149,7 +165,8 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 				}
 				seed := cfg.Seed*1_000_003 + uint64(mi)*10_007 + uint64(r) + uint64(math.Float64bits(eps)%997)*101
 				t0 := time.Now()
-				res, _, err := sdk.RunLocal(ctx, mc.est, g.Data, mc.raw, mc.grant, sdk.LocalOptions{Seed: &seed, Backend: be})
+				mc.raw["clip"] = clipS
+				res, _, err := sdk.RunLocal(ctx, mc.est, ds, mc.raw, mc.grant, sdk.LocalOptions{Seed: &seed, Backend: be})
 				if err != nil {
 					return nil, fmt.Errorf("%s at ε = %v: %w", mc.name, eps, err)
 				}

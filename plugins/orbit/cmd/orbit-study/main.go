@@ -4,6 +4,7 @@
 // and prints a markdown table (or JSON with -json).
 //
 //	go run ./plugins/orbit/cmd/orbit-study -d 20 -k 3 -n 2000 -reps 20
+//	go run ./plugins/orbit/cmd/orbit-study -data /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz -scale 0.00392156862745098 -clip 28 -k 3
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/plugins/orbit"
 )
 
@@ -29,6 +31,9 @@ func main() {
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "runs per cell")
 	flag.IntVar(&cfg.Sweeps, "sweeps", cfg.Sweeps, "Givens–Gibbs sweeps")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for data and mechanisms")
+	dataPath := flag.String("data", "", "optional rows data file read with engine/dataio (e.g. an IDX image file); replaces the synthetic model")
+	scale := flag.Float64("scale", 0, "multiply the data's entries by this (dataio Scale; 0 means 1)")
+	clip := flag.Float64("clip", 1, "public row-norm bound for -data")
 	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
 	flag.Parse()
 	cfg.Eps = nil
@@ -40,7 +45,18 @@ func main() {
 		}
 		cfg.Eps = append(cfg.Eps, v)
 	}
-	rows, err := orbit.RunStudy(context.Background(), cfg)
+	var rows []orbit.StudyRow
+	var err error
+	if *dataPath != "" {
+		ds, lerr := dataio.Load(*dataPath, dataio.LoadOptions{Scale: *scale, SkipHash: true})
+		if lerr != nil {
+			fmt.Fprintln(os.Stderr, "orbit-study:", lerr)
+			os.Exit(1)
+		}
+		rows, err = orbit.RunStudyData(context.Background(), cfg, ds, *clip)
+	} else {
+		rows, err = orbit.RunStudy(context.Background(), cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "orbit-study:", err)
 		os.Exit(1)
