@@ -151,7 +151,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		return usagef("use --seed N, not --set seed=N")
 	}
 	home := pf.homeDir(env)
-	reg, err := pf.startPlugins(ctx, env)
+	reg, err := pf.startFor(ctx, env, estName)
 	if reg != nil {
 		defer reg.close()
 	}
@@ -287,6 +287,8 @@ func release(env *Env, rep *FitReport, outcome *host.FitOutcome, dir string, asJ
 	rep.Timings["plugin_fit_s"] = outcome.Result.GetFitSeconds()
 	rep.Timings["plugin_load_s"] = outcome.Result.GetLoadSeconds()
 	rep.Timings["total_s"] = time.Since(t0).Seconds()
+	rep.Timings["plugin_max_rss_kib"] = float64(outcome.Result.GetMaxRssKb())
+	rep.Timings["host_max_rss_kib"] = float64(sdk.MaxRSSKiB())
 	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
 		return fail(ExitError, fmt.Errorf("writing result.json: %w", err))
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -79,9 +80,8 @@ func (r *registry) estimatorNames() []string {
 	return out
 }
 
-// startPlugins discovers and starts every plugin concurrently. Plugins that
-// fail are recorded, never fatal.
-func (pf *pluginFlags) startPlugins(ctx context.Context, env *Env) (*registry, error) {
+// options returns the host options the flags describe.
+func (pf *pluginFlags) options(env *Env) (host.Options, error) {
 	opt := host.Options{StartTimeout: pf.timeout, CallTimeout: pf.timeout}
 	if pf.verbose {
 		opt.Stderr = env.Stderr
@@ -89,12 +89,33 @@ func (pf *pluginFlags) startPlugins(ctx context.Context, env *Env) (*registry, e
 	if pf.manifest != "" {
 		m, err := host.ReadManifest(pf.manifest)
 		if err != nil {
-			return nil, fail(ExitUsage, err)
+			return opt, fail(ExitUsage, err)
 		}
 		opt.Manifest = m
 	}
+	return opt, nil
+}
+
+func (pf *pluginFlags) discover(env *Env) ([]string, []string) {
 	dirs := append(append([]string(nil), pf.dirs...), host.DefaultDirs(pf.homeDir(env))...)
-	paths := host.Discover(dirs)
+	return host.Discover(dirs), dirs
+}
+
+// startPlugins discovers and starts every plugin concurrently. Plugins that
+// fail are recorded, never fatal.
+func (pf *pluginFlags) startPlugins(ctx context.Context, env *Env) (*registry, error) {
+	opt, err := pf.options(env)
+	if err != nil {
+		return nil, err
+	}
+	paths, dirs := pf.discover(env)
+	if len(paths) == 0 {
+		return &registry{}, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
+	}
+	return startAll(ctx, paths, opt), nil
+}
+
+func startAll(ctx context.Context, paths []string, opt host.Options) *registry {
 	reg := &registry{}
 	plugins := make([]*host.Plugin, len(paths))
 	errs := make([]error, len(paths))
@@ -131,10 +152,36 @@ func (pf *pluginFlags) startPlugins(ctx context.Context, env *Env) (*registry, e
 		}
 		reg.plugins = append(reg.plugins, p)
 	}
-	if len(paths) == 0 {
-		return reg, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
+	return reg
+}
+
+// startFor starts only what is needed to serve estimator: first the plugin
+// whose name is the estimator's prefix before its first '-' (the naming
+// convention of first-party plugins), then, if that one does not serve it,
+// every plugin.
+func (pf *pluginFlags) startFor(ctx context.Context, env *Env, estimator string) (*registry, error) {
+	opt, err := pf.options(env)
+	if err != nil {
+		return nil, err
 	}
-	return reg, nil
+	paths, dirs := pf.discover(env)
+	if len(paths) == 0 {
+		return &registry{}, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
+	}
+	prefix, _, _ := strings.Cut(estimator, "-")
+	for _, path := range paths {
+		if filepath.Base(path) != host.PluginPrefix+prefix {
+			continue
+		}
+		if p, err := host.Start(ctx, path, opt); err == nil {
+			if _, ok := p.Estimator(estimator); ok {
+				return &registry{plugins: []*host.Plugin{p}}, nil
+			}
+			p.Close()
+		}
+		break
+	}
+	return startAll(ctx, paths, opt), nil
 }
 
 func warnFailures(env *Env, reg *registry) {
@@ -243,7 +290,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("describe takes one estimator name")
 	}
-	reg, err := pf.startPlugins(ctx, env)
+	reg, err := pf.startFor(ctx, env, fs.Arg(0))
 	if reg != nil {
 		defer reg.close()
 	}

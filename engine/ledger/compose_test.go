@@ -182,7 +182,9 @@ func TestGrantCharge(t *testing.T) {
 }
 
 func TestStepsCharge(t *testing.T) {
-	gauss := func(rho float64) privacy.Step { return privacy.Step{Name: "g", Mechanism: privacy.MechGaussian, Rho: rho} }
+	gauss := func(rho float64) privacy.Step {
+		return privacy.Step{Name: "g", Mechanism: privacy.MechGaussian, Rho: rho}
+	}
 	classical := func(eps, delta, rho float64) privacy.Step {
 		return privacy.Step{Name: "c", Mechanism: privacy.MechGaussian, Epsilon: eps, Delta: delta, Rho: rho}
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -298,15 +299,19 @@ func TestNoBudgetThenSetBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, st.HasBudget, "a refused SetBudget writes nothing")
 
-	require.NoError(t, l.SetBudget(ctx, h, "renamed-ignored", approxG(1, 1e-6)))
+	require.NoError(t, l.SetBudget(ctx, h, "", approxG(1, 1e-6)))
 	st, err = l.Show(ctx, h)
 	require.NoError(t, err)
 	assert.True(t, st.HasBudget)
-	assert.Equal(t, "mnist", st.Name, "an existing name is kept")
+	assert.Equal(t, "mnist", st.Name, "an empty name keeps the existing one")
 	assert.InDelta(t, 0.25, st.Remaining.Epsilon, 1e-12)
 	assert.InDelta(t, 8e-7, st.Remaining.Delta, 1e-18)
 	require.NoError(t, st.Fits(approxG(0.25, 8e-7)))
 	require.ErrorIs(t, st.Fits(approxG(0.26, 1e-7)), ErrBudgetExceeded)
+	require.NoError(t, l.SetBudget(ctx, h, "fashion-mnist", approxG(1, 1e-6)))
+	st, err = l.Show(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, "fashion-mnist", st.Name, "SetBudget renames")
 	// Lowering the budget below what is spent is refused too.
 	require.ErrorIs(t, l.SetBudget(ctx, h, "", approxG(0.7, 1e-6)), ErrBudgetExceeded)
 }
@@ -523,4 +528,25 @@ func TestSettleKeepsMixedHistoryWithinBudget(t *testing.T) {
 	assert.Equal(t, "zcdp+basic", st.Spent.Composition)
 	assert.InDelta(t, privacy.EpsilonFromRho(0.001, 1e-6-1e-8)+0.1, st.Spent.Epsilon, 1e-12)
 	assert.LessOrEqual(t, st.Spent.Epsilon, 1.0)
+}
+
+func TestOutcomeOf(t *testing.T) {
+	steps := []privacy.Step{pureStep(0.1)}
+	boom := errors.New("boom")
+	tests := []struct {
+		name  string
+		err   error
+		steps []privacy.Step
+		want  Outcome
+	}{
+		{"success", nil, steps, Outcome{Status: Succeeded, Steps: steps}},
+		{"failed after a step", boom, steps, Outcome{Status: Failed, Steps: steps, NoiseDrawn: true, Error: "boom"}},
+		{"failed before any step", boom, []privacy.Step{}, Outcome{Status: Failed, Steps: []privacy.Step{}, Error: "boom"}},
+		{"failed, steps unknown", boom, nil, Outcome{Status: Failed, NoiseDrawn: true, Error: "boom"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, OutcomeOf(tc.err, tc.steps))
+		})
+	}
 }

@@ -50,7 +50,8 @@ func compatible(total, g privacy.Grant) error {
 }
 
 // SetBudget sets (or changes) the total budget of the data set with the
-// given hash, registering the data set (with name, if not empty) if new. It
+// given hash, registering the data set if new; a non-empty name (re)names
+// it. It
 // is refused, with nothing written, if the runs already recorded do not
 // compose within total (ErrBudgetExceeded, ErrIncompatible).
 func (l *Ledger) SetBudget(ctx context.Context, hash, name string, total privacy.Grant) error {
@@ -68,6 +69,11 @@ func (l *Ledger) SetBudget(ctx context.Context, hash, name string, total privacy
 	defer tx.Rollback()
 	if err := ensureDataset(ctx, tx, h, name); err != nil {
 		return l.wrap("set budget", err)
+	}
+	if name = strings.TrimSpace(name); name != "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE datasets SET name = ? WHERE hash = ?`, name, h); err != nil {
+			return l.wrap("set budget", err)
+		}
 	}
 	s, err := chargeSums(ctx, tx, h, 0)
 	if err != nil {

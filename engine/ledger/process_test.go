@@ -53,6 +53,8 @@ func helperMain(mode string) int {
 	defer l.Close()
 	req := ReserveRequest{Estimator: "helper-" + mode, Grant: pureG(eps)}
 	switch mode {
+	case "open":
+		fmt.Println("opened")
 	case "race":
 		// Wait for the parent's start signal so that all children race.
 		fmt.Println("ready")
@@ -134,6 +136,24 @@ func line(t *testing.T, sc *bufio.Scanner) string {
 		t.Fatal("helper exited without output")
 	}
 	return sc.Text()
+}
+
+// Processes opening a new ledger at the same moment create and migrate it
+// exactly once.
+func TestProcessesCreateLedgerOnce(t *testing.T) {
+	dir := t.TempDir()
+	var scs []*bufio.Scanner
+	for i := 0; i < 6; i++ {
+		_, sc := helper(t, "open", dir, hashOf("open"), 1)
+		scs = append(scs, sc)
+	}
+	for _, sc := range scs {
+		require.Equal(t, "opened", line(t, sc))
+	}
+	l := openT(t, dir)
+	var n int
+	require.NoError(t, l.r.QueryRow("SELECT count(*) FROM schema_migrations").Scan(&n))
+	assert.Equal(t, SchemaVersion, n)
 }
 
 // Ten processes race for a budget that affords exactly six of their grants:

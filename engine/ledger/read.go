@@ -50,7 +50,7 @@ func (l *Ledger) Show(ctx context.Context, hash string) (Status, error) {
 		st.Spent = uncomposed(st.sums)
 	}
 
-	rows, err := tx.QueryContext(ctx, `SELECT status, noise_drawn, owner_host, owner_boot, owner_pid, owner_start FROM runs WHERE hash = ?`, h)
+	rows, err := tx.QueryContext(ctx, `SELECT status, noise_drawn, count(*) FROM runs WHERE hash = ? GROUP BY status, noise_drawn`, h)
 	if err != nil {
 		return Status{}, l.wrap("show", err)
 	}
@@ -59,28 +59,46 @@ func (l *Ledger) Show(ctx context.Context, hash string) (Status, error) {
 		var (
 			status string
 			noise  bool
-			o      owner
+			n      int
 		)
-		if err := rows.Scan(&status, &noise, &o.Host, &o.Boot, &o.PID, &o.Start); err != nil {
+		if err := rows.Scan(&status, &noise, &n); err != nil {
 			return Status{}, l.wrap("show", err)
 		}
-		st.Runs.Total++
-		switch l.state(State(status), o) {
+		st.Runs.Total += n
+		switch State(status) {
 		case Reserved:
-			st.Runs.Reserved++
-		case Interrupted:
-			st.Runs.Interrupted++
+			st.Runs.Reserved += n // split into interrupted below
 		case Succeeded:
-			st.Runs.Succeeded++
+			st.Runs.Succeeded += n
 		case Failed:
-			st.Runs.Failed++
+			st.Runs.Failed += n
 			if !noise {
-				st.Runs.Refunded++
+				st.Runs.Refunded += n
 			}
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return Status{}, l.wrap("show", err)
+	}
+	if st.Runs.Reserved > 0 {
+		owners, err := tx.QueryContext(ctx, `SELECT owner_host, owner_boot, owner_pid, owner_start FROM runs WHERE hash = ? AND status = 'reserved'`, h)
+		if err != nil {
+			return Status{}, l.wrap("show", err)
+		}
+		defer owners.Close()
+		for owners.Next() {
+			var o owner
+			if err := owners.Scan(&o.Host, &o.Boot, &o.PID, &o.Start); err != nil {
+				return Status{}, l.wrap("show", err)
+			}
+			if l.state(Reserved, o) == Interrupted {
+				st.Runs.Reserved--
+				st.Runs.Interrupted++
+			}
+		}
+		if err := owners.Err(); err != nil {
+			return Status{}, l.wrap("show", err)
+		}
 	}
 	return st, nil
 }

@@ -65,6 +65,8 @@ CREATE TABLE runs (
 	settled_at     TEXT
 );
 CREATE INDEX runs_by_hash ON runs(hash, id);
+CREATE INDEX runs_charges ON runs(hash, charge_epsilon, charge_delta, charge_rho);
+CREATE INDEX runs_states ON runs(hash, status, noise_drawn);
 `,
 	},
 }

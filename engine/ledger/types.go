@@ -59,6 +59,20 @@ type Outcome struct {
 	Error string
 }
 
+// OutcomeOf is the Outcome of a run that ended with runErr (nil: success)
+// after its accountant accepted steps. Estimators spend before they draw
+// noise, so a failed run whose accountant accepted no step drew none and is
+// refunded. Pass nil steps when they are unknown (say, the plugin process
+// died): a failure is then charged its full grant, and a success is refused
+// by Settle (ErrInvalid) rather than guessed at; pass a non-nil empty slice
+// for a run known to have spent nothing (it failed validation).
+func OutcomeOf(runErr error, steps []privacy.Step) Outcome {
+	if runErr == nil {
+		return Outcome{Status: Succeeded, Steps: steps}
+	}
+	return Outcome{Status: Failed, Steps: steps, NoiseDrawn: steps == nil || len(steps) > 0, Error: runErr.Error()}
+}
+
 // Run is one run's record, as History returns it.
 type Run struct {
 	ID        RunID             `json:"id"`

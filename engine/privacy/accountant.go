@@ -62,20 +62,38 @@ type Step struct {
 	Name        string    // what the step releases, e.g. "eigenvectors"
 	Mechanism   Mechanism // gaussian, laplace, exponential
 	Calibration string    // "zcdp", "classical", "analytic", "pure"
-	Sensitivity float64   // ℓ2 (Gaussian), ℓ1 (Laplace) or utility (exponential) sensitivity
-	Scale       float64   // σ, b, or the exponential mechanism's inverse temperature
-	Epsilon     float64   // (ε, δ) or pure-ε cost, when calibrated that way
+	// Sensitivity is the sensitivity the noise scale is calibrated to: ℓ2
+	// (Gaussian), ℓ1 (Laplace) or utility (exponential). For the Spend
+	// helpers it includes the allowance for rounding to the noise grid.
+	Sensitivity float64
+	Scale       float64 // σ, b, or the exponential mechanism's inverse temperature
+	Epsilon     float64 // (ε, δ) or pure-ε cost, when calibrated that way
 	Delta       float64
 	Rho         float64 // zCDP cost
 	Note        string
+	// QuerySensitivity is the sensitivity the estimator declared, before
+	// the grid allowance (0 when not recorded).
+	QuerySensitivity float64
+	// Dim is the number of noised coordinates (0 when not recorded).
+	Dim int
+	// Grid is the release grid γ the noise is drawn on (0 when none).
+	Grid float64
 }
 
-// Achieved is what the steps spent, composed.
+// Achieved is what the steps spent, composed by the tightest valid
+// accounting that fits the grant.
 type Achieved struct {
-	Epsilon     float64
-	Delta       float64
-	Rho         float64 // 0 when some step has no zCDP cost
-	Composition string  // "pure", "zcdp", "basic"
+	Epsilon float64
+	Delta   float64
+	// Rho is the zCDP total of the steps accounted by zCDP (all of them for
+	// a zCDP grant or the "zcdp" composition, the non-pure ones for
+	// "mixed"); 0 otherwise.
+	Rho float64
+	// Composition names the accounting: "pure" (ε add up), "zcdp" (ρ add
+	// up, converted with the tight CKS bound for an (ε, δ) grant), "mixed"
+	// (pure steps' ε plus the converted ρ of the rest) or "basic" (ε and δ
+	// add up).
+	Composition string
 }
 
 // Accountant checks each declared step against a Grant and records it. It is
@@ -98,11 +116,12 @@ func NewAccountant(g Grant) (*Accountant, error) {
 // Grant returns the grant.
 func (a *Accountant) Grant() Grant { return a.grant }
 
-// OnSpend registers a hook called (synchronously) after each accepted step.
+// OnSpend registers a hook called (synchronously, outside the accountant's
+// lock) after each accepted step.
 func (a *Accountant) OnSpend(f func(Step)) { a.mu.Lock(); a.onSpend = f; a.mu.Unlock() }
 
 // TotalRho is the zCDP budget the grant allows: ρ itself, or the largest ρ
-// whose conversion meets (ε, δ). It errors for a pure grant.
+// whose tight conversion meets (ε, δ). It errors for a pure grant.
 func (a *Accountant) TotalRho() (float64, error) {
 	switch a.grant.Kind {
 	case GrantZCDP:
@@ -113,20 +132,42 @@ func (a *Accountant) TotalRho() (float64, error) {
 	return 0, fmt.Errorf("a pure ε-DP grant has no zCDP budget for Gaussian noise: %w", ErrInvalidBudget)
 }
 
-const slack = 1e-9
+// RemainingRho is TotalRho minus the ρ of the accepted steps (never
+// negative). Steps accepted under another accounting (pure or basic) are
+// counted by their ρ.
+func (a *Accountant) RemainingRho() (float64, error) {
+	total, err := a.TotalRho()
+	if err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.steps {
+		total -= stepRho(s)
+	}
+	return math.Max(total, 0), nil
+}
+
+// slack is the relative tolerance for float rounding at the grant boundary
+// (e.g. ε/3 spent three times). Achieved always reports the exact sums.
+const slack = 1e-12
+
+func within(x, limit float64) bool { return x <= limit*(1+slack) }
 
 // Spend records step if the steps so far plus step compose within the grant,
-// and refuses it (wrapping ErrOverBudget) otherwise. Call it before drawing
-// the step's noise.
+// and refuses it (wrapping ErrOverBudget, or ErrInvalidBudget for a
+// malformed step) otherwise, leaving the accountant unchanged. Call it
+// before drawing the step's noise.
 func (a *Accountant) Spend(step Step) error {
+	if err := checkStep(step); err != nil {
+		return fmt.Errorf("step %q: %w", step.Name, err)
+	}
 	a.mu.Lock()
-	trial := append(append([]Step(nil), a.steps...), step)
-	ach, err := compose(a.grant, trial)
-	if err != nil {
+	trial := append(append(make([]Step, 0, len(a.steps)+1), a.steps...), step)
+	if _, err := compose(a.grant, trial); err != nil {
 		a.mu.Unlock()
 		return fmt.Errorf("step %q: %w", step.Name, err)
 	}
-	_ = ach
 	a.steps = trial
 	hook := a.onSpend
 	a.mu.Unlock()
@@ -152,56 +193,149 @@ func (a *Accountant) Achieved() Achieved {
 }
 
 // Compose returns the composed guarantee of steps under grant, or an error
-// wrapping ErrOverBudget if they do not fit.
-func Compose(g Grant, steps []Step) (Achieved, error) { return compose(g, steps) }
+// wrapping ErrOverBudget if they do not fit (ErrInvalidBudget for a
+// malformed grant or step).
+func Compose(g Grant, steps []Step) (Achieved, error) {
+	if err := g.Validate(); err != nil {
+		return Achieved{}, err
+	}
+	for _, s := range steps {
+		if err := checkStep(s); err != nil {
+			return Achieved{}, fmt.Errorf("step %q: %w", s.Name, err)
+		}
+	}
+	return compose(g, steps)
+}
 
+func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
+
+// checkStep rejects costs that are negative, non-finite or absent.
+func checkStep(s Step) error {
+	if !finiteNonNeg(s.Epsilon) || !finiteNonNeg(s.Rho) || !(s.Delta >= 0 && s.Delta < 1) {
+		return fmt.Errorf("costs ε=%v, δ=%v, ρ=%v must be finite, non-negative, δ < 1: %w", s.Epsilon, s.Delta, s.Rho, ErrInvalidBudget)
+	}
+	if s.Epsilon == 0 && s.Rho == 0 {
+		return fmt.Errorf("declares no privacy cost (neither ε nor ρ): %w", ErrInvalidBudget)
+	}
+	if s.Delta > 0 && s.Epsilon == 0 {
+		return fmt.Errorf("declares δ = %v without ε: %w", s.Delta, ErrInvalidBudget)
+	}
+	return nil
+}
+
+// isPure reports a pure ε-DP step.
+func isPure(s Step) bool { return s.Epsilon > 0 && s.Delta == 0 }
+
+// stepRho is a step's zCDP cost: its declared ρ, or ε²/2 for a pure step
+// that declared none; 0 when it has no zCDP accounting (an (ε, δ) step
+// without ρ).
+func stepRho(s Step) float64 {
+	if s.Rho > 0 {
+		return s.Rho
+	}
+	if isPure(s) {
+		return RhoOfPure(s.Epsilon)
+	}
+	return 0
+}
+
+// compose finds the tightest valid accounting of steps that fits g.
+//
+// Valid accountings: a pure grant admits only pure steps, whose ε add up.
+// A zCDP grant adds the steps' ρ. An (ε, δ) grant may be met by
+//   - "pure": every step pure, ε add up, δ = 0;
+//   - "zcdp": every step's ρ add up (adaptive composition of zCDP, Bun &
+//     Steinke 2016) and the total is converted at the grant's δ with the
+//     tight conversion (Canonne, Kamath & Steinke 2020, Prop. 12);
+//   - "mixed": pure steps contribute their ε and the other steps their ρ.
+//     A pure step has Rényi divergence at most ε at every order and a
+//     ρ-zCDP step at most αρ, so adaptive Rényi composition bounds the
+//     total at order α by E + αρ, and the same CKS conversion gives
+//     ε = E + ε_tight(ρ, δ);
+//   - "basic": every step has an (ε, δ) claim and they add up.
+//
+// Among those that fit, the smallest ε wins (then the smallest δ).
 func compose(g Grant, steps []Step) (Achieved, error) {
-	var sumEps, sumDelta, sumRho float64
-	allPure, allRho := true, true
+	var sumEps, sumDelta, sumRho, pureEps, otherRho float64
+	allPure, allRho, allEps := true, true, true
+	nPure := 0
 	for _, s := range steps {
 		sumEps += s.Epsilon
 		sumDelta += s.Delta
-		if s.Delta > 0 || s.Epsilon == 0 {
-			allPure = false
-		}
-		rho := s.Rho
-		if rho == 0 && s.Delta == 0 && s.Epsilon > 0 {
-			rho = s.Epsilon * s.Epsilon / 2
-		}
-		if rho == 0 {
+		r := stepRho(s)
+		if r == 0 {
 			allRho = false
 		}
-		sumRho += rho
+		sumRho += r
+		if isPure(s) {
+			pureEps += s.Epsilon
+			nPure++
+		} else {
+			allPure = false
+			otherRho += r
+		}
+		if s.Epsilon == 0 {
+			allEps = false
+		}
 	}
 	switch g.Kind {
 	case GrantPure:
-		if !allPure && len(steps) > 0 {
-			return Achieved{}, fmt.Errorf("a pure ε-DP grant admits only pure steps: %w", ErrOverBudget)
+		if !allPure {
+			return Achieved{}, fmt.Errorf("a pure ε-DP grant admits only pure steps (Laplace, exponential); a Gaussian or (ε, δ) step needs an (ε, δ) or zCDP grant: %w", ErrOverBudget)
 		}
-		if sumEps > g.Epsilon*(1+slack) {
+		if !within(sumEps, g.Epsilon) {
 			return Achieved{}, fmt.Errorf("ε spent %.6g > granted %.6g: %w", sumEps, g.Epsilon, ErrOverBudget)
 		}
 		return Achieved{Epsilon: sumEps, Composition: "pure"}, nil
 	case GrantZCDP:
 		if !allRho {
-			return Achieved{}, fmt.Errorf("a zCDP grant needs every step's ρ: %w", ErrOverBudget)
+			return Achieved{}, fmt.Errorf("a zCDP grant needs every step's ρ; an (ε, δ)-only step cannot be accounted: %w", ErrOverBudget)
 		}
-		if sumRho > g.Rho*(1+slack) {
+		if !within(sumRho, g.Rho) {
 			return Achieved{}, fmt.Errorf("ρ spent %.6g > granted %.6g: %w", sumRho, g.Rho, ErrOverBudget)
 		}
 		return Achieved{Rho: sumRho, Composition: "zcdp"}, nil
+	case GrantApprox:
+	default:
+		return Achieved{}, fmt.Errorf("unknown grant kind %q: %w", g.Kind, ErrInvalidBudget)
 	}
-	// Approximate DP: any valid accounting that fits will do.
-	if allPure && len(steps) > 0 && sumEps <= g.Epsilon*(1+slack) {
-		return Achieved{Epsilon: sumEps, Composition: "pure"}, nil
+	if len(steps) == 0 {
+		return Achieved{Composition: "pure"}, nil
+	}
+	var cands []Achieved
+	if allPure {
+		cands = append(cands, Achieved{Epsilon: sumEps, Composition: "pure"})
 	}
 	if allRho {
-		if e := EpsilonFromRho(sumRho, g.Delta); e <= g.Epsilon*(1+slack) {
-			return Achieved{Epsilon: e, Delta: g.Delta, Rho: sumRho, Composition: "zcdp"}, nil
+		cands = append(cands, Achieved{Epsilon: EpsilonFromRho(sumRho, g.Delta), Delta: g.Delta, Rho: sumRho, Composition: "zcdp"})
+		if nPure > 0 && nPure < len(steps) {
+			cands = append(cands, Achieved{Epsilon: pureEps + EpsilonFromRho(otherRho, g.Delta), Delta: g.Delta, Rho: otherRho, Composition: "mixed"})
 		}
 	}
-	if sumEps <= g.Epsilon*(1+slack) && sumDelta <= g.Delta*(1+slack) && (sumEps > 0 || len(steps) == 0) {
-		return Achieved{Epsilon: sumEps, Delta: sumDelta, Composition: "basic"}, nil
+	if allEps {
+		cands = append(cands, Achieved{Epsilon: sumEps, Delta: sumDelta, Composition: "basic"})
 	}
-	return Achieved{}, fmt.Errorf("steps do not compose within (ε=%.6g, δ=%.3g): %w", g.Epsilon, g.Delta, ErrOverBudget)
+	best, found := Achieved{}, false
+	for _, c := range cands {
+		if !within(c.Epsilon, g.Epsilon) || !within(c.Delta, g.Delta) {
+			continue
+		}
+		if !found || c.Epsilon < best.Epsilon || (c.Epsilon == best.Epsilon && c.Delta < best.Delta) {
+			best, found = c, true
+		}
+	}
+	if found {
+		return best, nil
+	}
+	msg := "steps do not compose within the grant"
+	if len(cands) > 0 {
+		lowest := cands[0]
+		for _, c := range cands[1:] {
+			if c.Epsilon < lowest.Epsilon {
+				lowest = c
+			}
+		}
+		msg = fmt.Sprintf("the tightest accounting (%s) needs ε = %.6g, δ = %.3g", lowest.Composition, lowest.Epsilon, lowest.Delta)
+	}
+	return Achieved{}, fmt.Errorf("%s; granted (ε=%.6g, δ=%.3g): %w", msg, g.Epsilon, g.Delta, ErrOverBudget)
 }

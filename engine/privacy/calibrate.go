@@ -13,12 +13,26 @@ var ErrInvalidBudget = errors.New("privacy: invalid privacy parameter")
 // ErrOverBudget is wrapped when a step would exceed the grant.
 var ErrOverBudget = errors.New("privacy: step exceeds the privacy grant")
 
-func checkEpsDelta(eps, delta float64) error {
+func checkEps(eps float64) error {
 	if !(eps > 0) || math.IsInf(eps, 0) {
 		return fmt.Errorf("epsilon = %v must be positive and finite: %w", eps, ErrInvalidBudget)
 	}
+	return nil
+}
+
+func checkEpsDelta(eps, delta float64) error {
+	if err := checkEps(eps); err != nil {
+		return err
+	}
 	if !(delta > 0 && delta < 1) {
 		return fmt.Errorf("delta = %v must lie in (0, 1): %w", delta, ErrInvalidBudget)
+	}
+	return nil
+}
+
+func checkRho(rho float64) error {
+	if !(rho > 0) || math.IsInf(rho, 0) {
+		return fmt.Errorf("rho = %v must be positive and finite: %w", rho, ErrInvalidBudget)
 	}
 	return nil
 }
@@ -52,13 +66,15 @@ func GaussianSigmaForRho(sens, rho float64) (float64, error) {
 	if err := checkSens(sens); err != nil {
 		return 0, err
 	}
-	if !(rho > 0) || math.IsInf(rho, 0) {
-		return 0, fmt.Errorf("rho = %v must be positive and finite: %w", rho, ErrInvalidBudget)
+	if err := checkRho(rho); err != nil {
+		return 0, err
 	}
 	return sens / math.Sqrt(2*rho), nil
 }
 
-// RhoOfGaussian is the zCDP cost ρ = Δ²/(2σ²) of a Gaussian mechanism.
+// RhoOfGaussian is the zCDP cost ρ = Δ²/(2σ²) of a Gaussian mechanism (the
+// same for the discrete Gaussian on a lattice containing the sensitivity
+// vectors; Canonne, Kamath & Steinke 2020).
 func RhoOfGaussian(sens, sigma float64) float64 { return sens * sens / (2 * sigma * sigma) }
 
 // LaplaceScale is the pure ε-DP Laplace calibration b = Δ/ε for ℓ1
@@ -67,33 +83,220 @@ func LaplaceScale(sens, eps float64) (float64, error) {
 	if err := checkSens(sens); err != nil {
 		return 0, err
 	}
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return 0, fmt.Errorf("epsilon = %v must be positive and finite: %w", eps, ErrInvalidBudget)
+	if err := checkEps(eps); err != nil {
+		return 0, err
 	}
 	return sens / eps, nil
 }
 
-// EpsilonFromRho converts ρ-zCDP to (ε, δ)-DP with the simple bound
-// ε = ρ + 2·sqrt(ρ ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3).
-func EpsilonFromRho(rho, delta float64) float64 {
+// RhoOfPure is the zCDP cost ε²/2 of a pure ε-DP mechanism (Bun & Steinke
+// 2016, Prop. 1.4).
+func RhoOfPure(eps float64) float64 { return eps * eps / 2 }
+
+// RhoOfExponential is the zCDP cost ε²/8 of the exponential mechanism with
+// privacy parameter ε, from its bounded-range property (Cesar & Rogers
+// 2021).
+func RhoOfExponential(eps float64) float64 { return eps * eps / 8 }
+
+// ---------------------------------------------------------------------------
+// zCDP ↔ (ε, δ) conversions.
+
+// EpsilonFromRhoSimple converts ρ-zCDP to (ε, δ)-DP with the simple bound
+// ε = ρ + 2·sqrt(ρ ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3). It returns NaN
+// for ρ < 0 or δ ∉ (0, 1].
+func EpsilonFromRhoSimple(rho, delta float64) float64 {
+	if !(rho >= 0) || !(delta > 0 && delta <= 1) {
+		return math.NaN()
+	}
 	return rho + 2*math.Sqrt(rho*math.Log(1/delta))
 }
 
-// RhoForEpsDelta returns the largest ρ whose conversion to (ε, δ)-DP meets
-// the target.
+// EpsilonFromRho converts ρ-zCDP to (ε, δ)-DP with the tight conversion of
+// Canonne, Kamath & Steinke (2020, Prop. 12 and Cor. 13):
+//
+//	ε = inf_{α>1} αρ + (ln(1/δ) − ln α)/(α−1) + ln(1 − 1/α).
+//
+// The minimising α solves ρ(α−1)² + ln α = ln(1/δ), which is found by
+// bisection; any α gives a valid ε, and the result is never above the
+// simple bound. It returns NaN for ρ < 0 or δ ∉ (0, 1], and 0 for ρ = 0.
+func EpsilonFromRho(rho, delta float64) float64 {
+	if !(rho >= 0) || math.IsInf(rho, 0) || !(delta > 0 && delta <= 1) {
+		return math.NaN()
+	}
+	if rho == 0 || delta == 1 {
+		return 0
+	}
+	l := -math.Log(delta)
+	// h(u) = ρu² + ln(1+u) − L is increasing in u = α−1 > 0, negative near
+	// 0 and non-negative at u = sqrt(L/ρ).
+	h := func(u float64) float64 { return rho*u*u + math.Log1p(u) - l }
+	hi := math.Sqrt(l / rho)
+	lo := hi
+	for h(lo) >= 0 && lo > 1e-300 {
+		lo /= 16
+	}
+	u := bisectGeometric(h, lo, hi)
+	e := tightEps(rho, l, u)
+	if s := EpsilonFromRhoSimple(rho, delta); s < e {
+		e = s
+	}
+	return math.Max(e, 0)
+}
+
+// tightEps evaluates the CKS bound at α = 1+u (valid for every u > 0).
+func tightEps(rho, l, u float64) float64 {
+	lp := math.Log1p(u) // ln α
+	return (1+u)*rho + (l-lp)/u + math.Log(u) - lp
+}
+
+// bisectGeometric returns the root of an increasing f on [lo, hi] with
+// f(lo) < 0 ≤ f(hi), bisecting in log scale to 1e-15 relative width; it
+// returns the upper end of the final bracket.
+func bisectGeometric(f func(float64) float64, lo, hi float64) float64 {
+	for i := 0; i < 400 && hi > lo*(1+1e-15); i++ {
+		mid := math.Sqrt(lo * hi)
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if f(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+// DeltaFromRhoSimple is the δ for which ρ-zCDP gives (ε, δ)-DP by the
+// simple bound, exp(−(ε−ρ)²/(4ρ)) for ε ≥ ρ (and 1 otherwise).
+func DeltaFromRhoSimple(rho, eps float64) float64 {
+	if !(rho >= 0) || !(eps >= 0) {
+		return math.NaN()
+	}
+	if rho == 0 {
+		return 0
+	}
+	if eps <= rho {
+		return 1
+	}
+	return math.Exp(-(eps - rho) * (eps - rho) / (4 * rho))
+}
+
+// DeltaFromRho is the smallest δ the tight conversion (Canonne, Kamath &
+// Steinke 2020, Prop. 12) gives for ρ-zCDP at ε:
+//
+//	δ = inf_{α>1} exp((α−1)(αρ−ε)) (1−1/α)^α / (α−1).
+func DeltaFromRho(rho, eps float64) float64 {
+	if !(rho >= 0) || math.IsInf(rho, 0) || !(eps >= 0) || math.IsInf(eps, 0) {
+		return math.NaN()
+	}
+	if rho == 0 {
+		return 0
+	}
+	// log δ(u), α = 1+u; its derivative (2α−1)ρ − ε + ln(1−1/α) increases.
+	logd := func(u float64) float64 {
+		a := 1 + u
+		return u*(a*rho-eps) + a*(math.Log(u)-math.Log1p(u)) - math.Log(u)
+	}
+	g := func(u float64) float64 { return (2*u+1)*rho - eps + math.Log(u) - math.Log1p(u) }
+	hi := 1.0
+	for g(hi) < 0 && hi < 1e300 {
+		hi *= 2
+	}
+	lo := hi
+	for g(lo) >= 0 && lo > 1e-300 {
+		lo /= 16
+	}
+	u := bisectGeometric(g, lo, hi)
+	d := math.Exp(logd(u))
+	if s := DeltaFromRhoSimple(rho, eps); s < d {
+		d = s
+	}
+	return math.Min(d, 1)
+}
+
+// RhoForEpsDelta returns the largest ρ whose tight conversion
+// (EpsilonFromRho) meets the target (ε, δ), found by a bracketed geometric
+// bisection to 1e-14 relative; the returned ρ always satisfies
+// EpsilonFromRho(ρ, δ) ≤ ε.
 func RhoForEpsDelta(eps, delta float64) (float64, error) {
 	if err := checkEpsDelta(eps, delta); err != nil {
 		return 0, err
 	}
-	// Inverse of the simple bound: sqrt(ρ) = sqrt(L+ε) − sqrt(L), L = ln(1/δ).
-	l := math.Log(1 / delta)
-	r := math.Sqrt(l+eps) - math.Sqrt(l)
+	lo, _ := RhoForEpsDeltaSimple(eps, delta)
+	for lo > 0 && EpsilonFromRho(lo, delta) > eps {
+		lo *= 1 - 1e-12 // float rounding in the simple inverse
+	}
+	if !(lo > 0) {
+		return 0, fmt.Errorf("no ρ > 0 meets (ε=%v, δ=%v): %w", eps, delta, ErrInvalidBudget)
+	}
+	hi := lo * 2
+	for EpsilonFromRho(hi, delta) <= eps {
+		lo, hi = hi, hi*2
+		if math.IsInf(hi, 0) {
+			return lo, nil
+		}
+	}
+	for i := 0; i < 200 && hi > lo*(1+1e-14); i++ {
+		mid := math.Sqrt(lo * hi)
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if EpsilonFromRho(mid, delta) <= eps {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// RhoForEpsDeltaSimple inverts the simple bound: the ρ with
+// ρ + 2·sqrt(ρ ln(1/δ)) = ε, i.e. (sqrt(L+ε) − sqrt(L))², L = ln(1/δ).
+func RhoForEpsDeltaSimple(eps, delta float64) (float64, error) {
+	if err := checkEpsDelta(eps, delta); err != nil {
+		return 0, err
+	}
+	l := -math.Log(delta)
+	// sqrt(L+ε) − sqrt(L) = ε/(sqrt(L+ε) + sqrt(L)) avoids cancellation.
+	r := eps / (math.Sqrt(l+eps) + math.Sqrt(l))
 	return r * r, nil
+}
+
+// ---------------------------------------------------------------------------
+// Analytic Gaussian mechanism.
+
+// logNormCDF returns ln Φ(x) accurately for all x.
+func logNormCDF(x float64) float64 {
+	if x > -36 {
+		return math.Log(0.5 * math.Erfc(-x/math.Sqrt2))
+	}
+	// Asymptotic (Mills ratio) series; at x ≤ −36 the truncation error is
+	// below 1e-16 relative.
+	x2 := 1 / (x * x)
+	series := 1 + x2*(-1+x2*(3+x2*(-15+x2*(105+x2*(-945+x2*10395)))))
+	return -0.5*x*x - math.Log(-x) - 0.5*math.Log(2*math.Pi) + math.Log(series)
+}
+
+// AnalyticGaussianDelta is the exact δ at which Gaussian noise N(0, σ²) on a
+// query of ℓ2 sensitivity Δ is (ε, δ)-DP (Balle & Wang 2018, Thm 8):
+// Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), evaluated in log space so that
+// large ε and tiny δ neither overflow nor cancel.
+func AnalyticGaussianDelta(sens, sigma, eps float64) float64 {
+	a, b := sens/(2*sigma), eps*sigma/sens
+	t1 := logNormCDF(a - b)
+	t2 := eps + logNormCDF(-a-b)
+	if t2 >= t1 {
+		return 0
+	}
+	return -math.Exp(t1) * math.Expm1(t2-t1)
 }
 
 // AnalyticGaussianSigma is the analytic Gaussian mechanism calibration of
 // Balle & Wang (2018): the smallest σ for which N(0, σ²) noise on a
-// sensitivity-Δ query is (ε, δ)-DP, valid for every ε > 0.
+// sensitivity-Δ query is (ε, δ)-DP, valid for every ε > 0. δ(σ) decreases
+// in σ; the root is bracketed and bisected in log scale to 1e-15 relative,
+// and the upper end (which satisfies the constraint) is returned.
 func AnalyticGaussianSigma(sens, eps, delta float64) (float64, error) {
 	if err := checkSens(sens); err != nil {
 		return 0, err
@@ -101,23 +304,28 @@ func AnalyticGaussianSigma(sens, eps, delta float64) (float64, error) {
 	if err := checkEpsDelta(eps, delta); err != nil {
 		return 0, err
 	}
-	// δ(σ) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) decreases in σ; bisect.
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-	d := func(s float64) float64 {
-		a, b := sens/(2*s), eps*s/sens
-		return phi(a-b) - math.Exp(eps)*phi(-a-b)
+	// Work at unit sensitivity: δ depends on σ/Δ only.
+	ld := math.Log(delta)
+	f := func(s float64) float64 { // decreasing → negate for bisectGeometric
+		d := AnalyticGaussianDelta(1, s, eps)
+		if d <= 0 {
+			return 1
+		}
+		return ld - math.Log(d)
 	}
-	lo, hi := 1e-12*sens, sens
-	for d(hi) > delta {
+	hi := math.Sqrt(2*math.Log(1.25/delta))/eps + 1
+	for f(hi) < 0 {
 		hi *= 2
-	}
-	for i := 0; i < 200; i++ {
-		mid := 0.5 * (lo + hi)
-		if d(mid) > delta {
-			lo = mid
-		} else {
-			hi = mid
+		if math.IsInf(hi, 0) {
+			return 0, fmt.Errorf("analytic Gaussian calibration did not bracket (ε=%v, δ=%v): %w", eps, delta, ErrInvalidBudget)
 		}
 	}
-	return hi, nil
+	lo := hi
+	for f(lo) >= 0 {
+		lo /= 2
+		if lo < 1e-300 {
+			return 0, fmt.Errorf("analytic Gaussian calibration did not bracket (ε=%v, δ=%v): %w", eps, delta, ErrInvalidBudget)
+		}
+	}
+	return sens * bisectGeometric(f, lo, hi), nil
 }

@@ -2,6 +2,8 @@ package privacy
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -39,31 +41,34 @@ type Guarantee struct {
 	Seeded      bool     // noise came from a user seed: not private against whoever knows it
 }
 
-// String describes the guarantee in words a person can read.
+// String describes the guarantee in words a person can read, e.g.
+// "(ε, δ)-differential privacy with ε = 1, δ = 1e-06; neighbouring data
+// sets differ by one row replaced".
 func (g Guarantee) String() string {
 	var b strings.Builder
 	switch g.Kind {
 	case Pure:
-		fmt.Fprintf(&b, "pure ε-DP with ε = %.4g", g.Epsilon)
+		fmt.Fprintf(&b, "pure ε-differential privacy with ε = %s", num(g.Epsilon))
 	case Approx:
-		fmt.Fprintf(&b, "(ε, δ)-DP with ε = %.4g, δ = %.3g", g.Epsilon, g.Delta)
+		fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
 	case ZCDP:
-		fmt.Fprintf(&b, "ρ-zCDP with ρ = %.4g", g.Rho)
+		fmt.Fprintf(&b, "ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
 		if g.Delta > 0 {
-			fmt.Fprintf(&b, ", hence (ε, δ)-DP with ε = %.4g, δ = %.3g", g.Epsilon, g.Delta)
+			fmt.Fprintf(&b, ", which implies (ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
 		}
 	case Model:
-		fmt.Fprintf(&b, "(ε, δ)-DP with ε = %.4g, δ = %.3g, holding with probability ≥ %.4g over data drawn from the %s model", g.Epsilon, g.Delta, 1-g.Beta, g.Model)
+		fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s, holding with probability at least %s over data drawn from the %s model",
+			num(g.Epsilon), num(g.Delta), num(1-g.Beta), modelName(g.Model))
 	case Nominal:
-		fmt.Fprintf(&b, "nominal ε = %.4g", g.Epsilon)
+		fmt.Fprintf(&b, "nominal ε = %s", num(g.Epsilon))
 		if g.Delta > 0 {
-			fmt.Fprintf(&b, ", δ = %.3g", g.Delta)
+			fmt.Fprintf(&b, ", δ = %s", num(g.Delta))
 		}
-		b.WriteString(" (the sampler is not certified: the guarantee holds only for an exact sampler)")
+		b.WriteString(" (the sampler is not certified: the guarantee would hold only for an exact sampler)")
 	case None:
-		b.WriteString("not private (reference output computed from the raw data)")
+		b.WriteString("not private (a reference output computed from the raw data)")
 	default:
-		fmt.Fprintf(&b, "unknown guarantee %q", g.Kind)
+		fmt.Fprintf(&b, "unknown guarantee %q", string(g.Kind))
 	}
 	if g.Neighbours != "" {
 		fmt.Fprintf(&b, "; neighbouring data sets differ by %s", g.Neighbours)
@@ -75,4 +80,73 @@ func (g Guarantee) String() string {
 		b.WriteString("; noise drawn from a user seed: reproducible, and NOT private against anyone who knows the seed")
 	}
 	return b.String()
+}
+
+func modelName(m string) string {
+	if m == "" {
+		return "stated"
+	}
+	return m
+}
+
+// num formats a privacy parameter compactly: 4 significant digits, no
+// exponent for moderate values.
+func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+// Validate checks that the guarantee's numbers fit its kind.
+func (g Guarantee) Validate() error {
+	bad := func(what string, v float64) error {
+		return fmt.Errorf("%s guarantee: %s = %v: %w", g.Kind, what, v, ErrInvalidBudget)
+	}
+	switch g.Kind {
+	case Pure:
+		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
+			return bad("ε", g.Epsilon)
+		}
+	case Approx, Model, Nominal:
+		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
+			return bad("ε", g.Epsilon)
+		}
+		if !(g.Delta >= 0 && g.Delta < 1) {
+			return bad("δ", g.Delta)
+		}
+		if g.Kind == Model && !(g.Beta >= 0 && g.Beta < 1) {
+			return bad("β", g.Beta)
+		}
+	case ZCDP:
+		if !(g.Rho >= 0) || math.IsInf(g.Rho, 0) {
+			return bad("ρ", g.Rho)
+		}
+	case None:
+	default:
+		return fmt.Errorf("unknown guarantee kind %q: %w", string(g.Kind), ErrInvalidBudget)
+	}
+	return nil
+}
+
+// GuaranteeJSON is a JSON-friendly form of a Guarantee (lower-case keys,
+// empty fields omitted) with its String in Text.
+type GuaranteeJSON struct {
+	Kind        GuaranteeKind `json:"kind"`
+	Epsilon     float64       `json:"epsilon,omitempty"`
+	Delta       float64       `json:"delta,omitempty"`
+	Rho         float64       `json:"rho,omitempty"`
+	Model       string        `json:"model,omitempty"`
+	Beta        float64       `json:"beta,omitempty"`
+	Assumptions []string      `json:"assumptions,omitempty"`
+	Neighbours  string        `json:"neighbours,omitempty"`
+	Seeded      bool          `json:"seeded,omitempty"`
+	Text        string        `json:"text"`
+}
+
+// JSON returns the JSON-friendly form of g.
+func (g Guarantee) JSON() GuaranteeJSON {
+	return GuaranteeJSON{Kind: g.Kind, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model, Beta: g.Beta,
+		Assumptions: append([]string(nil), g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded, Text: g.String()}
+}
+
+// Guarantee converts the JSON form back (Text is ignored).
+func (j GuaranteeJSON) Guarantee() Guarantee {
+	return Guarantee{Kind: j.Kind, Epsilon: j.Epsilon, Delta: j.Delta, Rho: j.Rho, Model: j.Model, Beta: j.Beta,
+		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded}
 }

@@ -2,6 +2,8 @@ package privacy
 
 import (
 	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,12 +16,18 @@ import (
 // user seed it is reproducible, and results produced from it must say they
 // are not private against anyone who knows the seed.
 //
+// Release noise (Gaussian, Laplace and the Add*/matrix helpers) is exact
+// discrete noise on a fine power-of-two grid; see the package documentation
+// for the method and why it resists floating-point attacks.
+//
 // A Source is not safe for concurrent use; use Split to derive independent
 // streams for goroutines.
 type Source struct {
 	rng    *rand.ChaCha8
 	seeded bool
 	seed   uint64
+
+	br bitReader // lazily consumed random bits for the exact samplers
 }
 
 // NewSecureSource returns a Source keyed from crypto/rand.
@@ -32,31 +40,30 @@ func NewSecureSource() (*Source, error) {
 }
 
 // NewSeededSource returns a reproducible Source. Output computed from it is
-// not private against anyone who knows seed.
+// not private against anyone who knows seed. The ChaCha8 key is the SHA-256
+// of a fixed label and the seed, so nearby seeds give unrelated streams.
 func NewSeededSource(seed uint64) *Source {
+	var in [8]byte
+	binary.LittleEndian.PutUint64(in[:], seed)
+	h := sha256.New()
+	h.Write([]byte("dplr/privacy seeded source v1\x00"))
+	h.Write(in[:])
 	var key [32]byte
-	for i := 0; i < 4; i++ {
-		v := seed + uint64(i)*0x9e3779b97f4a7c15
-		for j := 0; j < 8; j++ {
-			key[8*i+j] = byte(v >> (8 * j))
-		}
-	}
+	copy(key[:], h.Sum(nil))
 	return &Source{rng: rand.NewChaCha8(key), seeded: true, seed: seed}
 }
 
 // Seeded reports whether the source was created from a user seed.
 func (s *Source) Seeded() bool { return s.seeded }
 
-// Split derives an independent Source (for a goroutine or a sub-task). A
-// split of a seeded source is seeded (reproducibly); a split of a secure
-// source is keyed from the parent's stream.
+// Split derives an independent Source (for a goroutine or a sub-task). Its
+// key is 256 bits drawn from the parent's stream, so a split of a secure
+// source is secure and a split of a seeded source is reproducible (and
+// marked seeded).
 func (s *Source) Split() *Source {
 	var key [32]byte
 	for i := 0; i < 4; i++ {
-		v := s.rng.Uint64()
-		for j := 0; j < 8; j++ {
-			key[8*i+j] = byte(v >> (8 * j))
-		}
+		binary.LittleEndian.PutUint64(key[8*i:], s.rng.Uint64())
 	}
 	return &Source{rng: rand.NewChaCha8(key), seeded: s.seeded, seed: s.seed}
 }
@@ -68,43 +75,142 @@ func (s *Source) Uint64() uint64 { return s.rng.Uint64() }
 // permutations) that take one. It shares the source's stream.
 func (s *Source) Rand() *rand.Rand { return rand.New(s.rng) }
 
-// Float64 returns a uniform draw in [0, 1).
+// Float64 returns a uniform draw in [0, 1) (53 random bits). It is for
+// non-release uses only.
 func (s *Source) Float64() float64 { return float64(s.rng.Uint64()>>11) / (1 << 53) }
 
 // NormFloat64 returns a standard normal draw for non-release uses (sampler
 // proposals, random test matrices, sketching). Mechanisms that release
-// noised values must use Gaussian instead.
+// noised values must use Gaussian/AddGaussian instead: this is an ordinary
+// floating-point sampler and is open to the attacks the release samplers
+// are built to resist.
 func (s *Source) NormFloat64() float64 { return rand.New(s.rng).NormFloat64() }
 
-// Gaussian returns one draw of N(0, sigma²) for use as privacy noise.
+// GridBits fixes the release grid: noise of scale σ (or b) lives on the grid
+// γ = 2^(⌊log2 σ⌋ − GridBits), so σ/γ ∈ [2^GridBits, 2^(GridBits+1)).
+const GridBits = 40
+
+// Scales accepted by the release samplers. Outside this range the grid
+// would leave the normal floating-point range.
+const (
+	MinNoiseScale = 1e-250
+	MaxNoiseScale = 1e250
+)
+
+// Grid returns the power-of-two grid γ on which release noise of scale
+// scale (σ for Gaussian, b for Laplace) is drawn and onto which noised
+// values are rounded. It returns 0 for a scale outside [MinNoiseScale,
+// MaxNoiseScale] or not finite.
+func Grid(scale float64) float64 {
+	if !validScale(scale) {
+		return 0
+	}
+	_, e := math.Frexp(scale) // scale = f·2^e, f ∈ [0.5, 1)
+	return math.Ldexp(1, e-1-GridBits)
+}
+
+func validScale(scale float64) bool {
+	return scale >= MinNoiseScale && scale <= MaxNoiseScale // false for NaN
+}
+
+// gridUnits returns γ = Grid(scale) and the integer scale ⌈scale/γ⌉ used by
+// the discrete samplers (so the noise actually drawn is never smaller than
+// asked for).
+func gridUnits(scale float64) (gamma float64, units uint64, ok bool) {
+	gamma = Grid(scale)
+	if gamma == 0 {
+		return 0, 0, false
+	}
+	return gamma, uint64(math.Ceil(scale / gamma)), true // exact: γ is a power of two
+}
+
+// snap rounds x to the nearest multiple of γ (a power of two); the result is
+// exact. Values so large that they are already multiples of γ are returned
+// as they are.
+func snap(x, gamma, invGamma float64) float64 {
+	if math.Abs(x) < (1<<52)*gamma {
+		return math.Round(x*invGamma) * gamma
+	}
+	return x
+}
+
+// Gaussian returns one draw of discrete Gaussian noise with scale sigma on
+// the grid Grid(sigma): the value γ·k with k drawn exactly from
+// N_Z(0, (σ/γ)²) (σ/γ rounded up to an integer). Release a noised value
+// through AddGaussian, which also rounds the value to the grid: adding this
+// draw to an arbitrary float yourself gives up the protection. It returns
+// NaN if sigma is outside [MinNoiseScale, MaxNoiseScale].
 func (s *Source) Gaussian(sigma float64) float64 {
-	return sigma * rand.New(s.rng).NormFloat64()
+	gamma, units, ok := gridUnits(sigma)
+	if !ok {
+		return math.NaN()
+	}
+	return float64(s.discreteGaussian(units)) * gamma
 }
 
-// Laplace returns one draw of Laplace(0, b) for use as privacy noise.
+// Laplace returns one draw of discrete Laplace noise with scale b on the
+// grid Grid(b): γ·k with P(k) ∝ exp(−|k|/t), t = ⌈b/γ⌉. The same caveat as
+// for Gaussian applies: release through AddLaplace. It returns NaN if b is
+// outside [MinNoiseScale, MaxNoiseScale].
 func (s *Source) Laplace(b float64) float64 {
-	u := s.Float64() - 0.5
-	if u < 0 {
-		return b * math.Log1p(2*u)
+	gamma, units, ok := gridUnits(b)
+	if !ok {
+		return math.NaN()
 	}
-	return -b * math.Log1p(-2*u)
+	return float64(s.discreteLaplace(units)) * gamma
 }
 
-// AddGaussian adds i.i.d. N(0, sigma²) noise to every element of dst.
+// AddGaussian releases dst with Gaussian noise of scale sigma: each element
+// is rounded to the grid γ = Grid(sigma) and discrete Gaussian noise on the
+// same grid is added (see Gaussian). The rounding moves each coordinate by
+// at most γ/2, which the Spend helpers account for by adding γ·sqrt(dim) to
+// the ℓ2 sensitivity. For an invalid sigma every element is set to NaN, so
+// that nothing un-noised can be released.
 func (s *Source) AddGaussian(dst []float64, sigma float64) {
-	for i := range dst {
-		dst[i] += s.Gaussian(sigma)
+	gamma, units, ok := gridUnits(sigma)
+	if !ok {
+		for i := range dst {
+			dst[i] = math.NaN()
+		}
+		return
+	}
+	inv := 1 / gamma
+	for i, x := range dst {
+		dst[i] = snap(x, gamma, inv) + float64(s.discreteGaussian(units))*gamma
 	}
 }
 
-// AddLaplace adds i.i.d. Laplace(0, b) noise to every element of dst.
+// AddLaplace releases dst with Laplace noise of scale b: elements are
+// rounded to the grid Grid(b) and discrete Laplace noise on that grid is
+// added. Rounding adds at most γ per coordinate to the ℓ1 sensitivity,
+// which SpendLaplace accounts for. For an invalid b every element is set to
+// NaN.
 func (s *Source) AddLaplace(dst []float64, b float64) {
-	for i := range dst {
-		dst[i] += s.Laplace(b)
+	gamma, units, ok := gridUnits(b)
+	if !ok {
+		for i := range dst {
+			dst[i] = math.NaN()
+		}
+		return
+	}
+	inv := 1 / gamma
+	for i, x := range dst {
+		dst[i] = snap(x, gamma, inv) + float64(s.discreteLaplace(units))*gamma
 	}
 }
 
-// GaussianMatrix returns an r×c matrix of i.i.d. N(0, sigma²) noise.
+// CheckScale reports whether scale can be used as a release noise scale.
+func CheckScale(scale float64) error {
+	if !validScale(scale) {
+		return fmt.Errorf("noise scale %v outside [%g, %g]: %w", scale, MinNoiseScale, MaxNoiseScale, ErrInvalidBudget)
+	}
+	return nil
+}
+
+// GaussianMatrix returns an r×c matrix of i.i.d. Gaussian release noise of
+// scale sigma (grid values; see Gaussian). Add it to a matrix with
+// AddGaussian on the matrix's raw data when releasing a noised matrix, so
+// the matrix is rounded to the grid too.
 func (s *Source) GaussianMatrix(r, c int, sigma float64) *mat.Dense {
 	data := make([]float64, r*c)
 	s.AddGaussian(data, sigma)
@@ -112,8 +218,10 @@ func (s *Source) GaussianMatrix(r, c int, sigma float64) *mat.Dense {
 }
 
 // SymmetricGaussian returns an n×n symmetric noise matrix whose entries on
-// and above the diagonal are i.i.d. N(0, sigma²) (the same variance on the
-// diagonal, not GOE scaling) and whose lower triangle mirrors the upper.
+// and above the diagonal are i.i.d. Gaussian release noise of scale sigma
+// (the same variance on the diagonal, not GOE scaling) and whose lower
+// triangle mirrors the upper exactly. Its dim for the Spend helpers is
+// n(n+1)/2.
 func (s *Source) SymmetricGaussian(n int, sigma float64) *mat.SymDense {
 	out := mat.NewSymDense(n, nil)
 	raw := out.RawSymmetric()
@@ -122,4 +230,17 @@ func (s *Source) SymmetricGaussian(n int, sigma float64) *mat.SymDense {
 		s.AddGaussian(row, sigma)
 	}
 	return out
+}
+
+// AddSymmetricGaussian releases the symmetric matrix a in place: its upper
+// triangle (diagonal included) is rounded to the grid and noised with
+// i.i.d. Gaussian release noise of scale sigma; the lower triangle mirrors
+// it. Declare dim = n(n+1)/2 to the accountant.
+func (s *Source) AddSymmetricGaussian(a *mat.SymDense, sigma float64) {
+	n := a.SymmetricDim()
+	raw := a.RawSymmetric()
+	for i := 0; i < n; i++ {
+		row := raw.Data[i*raw.Stride+i : i*raw.Stride+n]
+		s.AddGaussian(row, sigma)
+	}
 }

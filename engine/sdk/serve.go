@@ -161,7 +161,7 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	}
 	final := &dplrpb.FitResult{
 		Guarantee: GuaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
-		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec,
+		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: MaxRSSKiB(),
 	}
 	for _, st := range acct.Steps() {
 		final.Steps = append(final.Steps, StepToProto(st))

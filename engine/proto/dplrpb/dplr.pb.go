@@ -1275,6 +1275,7 @@ type FitResult struct {
 	Notes         []string               `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
 	FitSeconds    float64                `protobuf:"fixed64,7,opt,name=fit_seconds,json=fitSeconds,proto3" json:"fit_seconds,omitempty"`    // wall time inside the plugin
 	LoadSeconds   float64                `protobuf:"fixed64,8,opt,name=load_seconds,json=loadSeconds,proto3" json:"load_seconds,omitempty"` // time to open the data set
+	MaxRssKb      int64                  `protobuf:"varint,9,opt,name=max_rss_kb,json=maxRssKb,proto3" json:"max_rss_kb,omitempty"`         // the plugin process's peak resident set size (KiB), 0 if unknown
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1361,6 +1362,13 @@ func (x *FitResult) GetFitSeconds() float64 {
 func (x *FitResult) GetLoadSeconds() float64 {
 	if x != nil {
 		return x.LoadSeconds
+	}
+	return 0
+}
+
+func (x *FitResult) GetMaxRssKb() int64 {
+	if x != nil {
+		return x.MaxRssKb
 	}
 	return 0
 }
@@ -1622,7 +1630,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\x01R\x06values\x12\x18\n" +
 	"\arelease\x18\x03 \x01(\tR\arelease\x12\x10\n" +
-	"\x03doc\x18\x04 \x01(\tR\x03doc\"\xb2\x02\n" +
+	"\x03doc\x18\x04 \x01(\tR\x03doc\"\xd0\x02\n" +
 	"\tFitResult\x12)\n" +
 	"\ascalars\x18\x01 \x03(\v2\x0f.dplr.v1.ScalarR\ascalars\x12'\n" +
 	"\x06series\x18\x02 \x03(\v2\x0f.dplr.v1.SeriesR\x06series\x120\n" +
@@ -1632,7 +1640,9 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05notes\x18\x06 \x03(\tR\x05notes\x12\x1f\n" +
 	"\vfit_seconds\x18\a \x01(\x01R\n" +
 	"fitSeconds\x12!\n" +
-	"\fload_seconds\x18\b \x01(\x01R\vloadSeconds\"\xdb\x01\n" +
+	"\fload_seconds\x18\b \x01(\x01R\vloadSeconds\x12\x1c\n" +
+	"\n" +
+	"max_rss_kb\x18\t \x01(\x03R\bmaxRssKb\"\xdb\x01\n" +
 	"\bFitEvent\x12/\n" +
 	"\bprogress\x18\x01 \x01(\v2\x11.dplr.v1.ProgressH\x00R\bprogress\x12\x12\n" +
 	"\x03log\x18\x02 \x01(\tH\x00R\x03log\x12#\n" +
