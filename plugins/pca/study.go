@@ -1,0 +1,301 @@
+package pca
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// StudyMethod is one estimator configuration of an accuracy study.
+type StudyMethod struct {
+	// Label names the row in reports.
+	Label string
+	// Est is the estimator.
+	Est sdk.Estimator
+	// Params are its parameters (rank is set by the study).
+	Params map[string]string
+	// Pure selects a pure-ε grant (otherwise (ε, δ)).
+	Pure bool
+}
+
+// StudyRow is the summary of one method at one ε over seeds.
+type StudyRow struct {
+	Method string
+	// Eps is the total ε (math.Inf(1) for the non-private reference).
+	Eps float64
+	// Quantiles (25%, 50%, 75%) of the spectral and Frobenius sin-θ
+	// distances to the truth, of the spectral covariance error (NaN when
+	// not computed) and of the captured-variance ratio (real data).
+	SinSpec, SinFrob, CovErr, Captured [3]float64
+	// Seconds is the median fit time.
+	Seconds float64
+	Runs    int
+}
+
+func quartiles(v []float64) [3]float64 {
+	if len(v) == 0 {
+		return [3]float64{math.NaN(), math.NaN(), math.NaN()}
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	q := func(f float64) float64 {
+		x := f * float64(len(s)-1)
+		i := int(math.Floor(x))
+		if i+1 >= len(s) {
+			return s[len(s)-1]
+		}
+		return s[i] + (x-float64(i))*(s[i+1]-s[i])
+	}
+	return [3]float64{q(0.25), q(0.5), q(0.75)}
+}
+
+// SpikedStudyConfig configures a synthetic study on the spiked model.
+type SpikedStudyConfig struct {
+	N, P    int
+	Lambda  []float64
+	Sigma2  float64
+	Eps     []float64
+	Delta   float64
+	Seeds   int
+	Methods []StudyMethod
+	// Covariance also computes ‖Σ̃ − Σ‖ for methods that return Sigma.
+	Covariance bool
+	Backend    backend.Backend
+}
+
+// DefaultSpikedMethods are the four estimators with the settings of the
+// spec's comparisons: Cai–Xia–Zha (explicit, zCDP), Analyze Gauss with
+// γ² = τ (so clipping is rarely active), Amin et al. with the same γ, and
+// the non-private reference (run once per seed, reported at ε = ∞).
+func DefaultSpikedMethods(m SpikedModel, beta float64) []StudyMethod {
+	gamma := math.Sqrt(RowNormBound(m, beta))
+	lam := fmtFloats(m.LambdaLow)
+	clip := fmt.Sprintf("%.6g", gamma)
+	return []StudyMethod{
+		{Label: "cxz", Est: CXZ{}, Params: map[string]string{"sigma2": fmt.Sprint(m.Sigma2), "lambda": lam, "output_sigma": "true"}},
+		{Label: "cxz-pca-only", Est: CXZ{}, Params: map[string]string{"sigma2": fmt.Sprint(m.Sigma2), "lambda": lam, "pca_only": "true"}},
+		{Label: "analyze-gauss", Est: AnalyzeGauss{}, Params: map[string]string{"clip": clip, "output_sigma": "true"}},
+		{Label: "amin", Est: Amin{}, Params: map[string]string{"clip": clip, "output_sigma": "true"}, Pure: true},
+	}
+}
+
+// SpikedStudy runs every method at every ε on Seeds independent data sets
+// from the spiked model (data seed s, noise seed s) and summarises the
+// errors against the truth; the non-private reference is reported at ε = ∞.
+func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error) {
+	r := len(cfg.Lambda)
+	model, err := gen.Lookup("spiked")
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		m   string
+		eps float64
+	}
+	acc := map[key]*[5][]float64{}
+	var order []key
+	add := func(k key, sp, fr, ce, sec float64) {
+		a, ok := acc[k]
+		if !ok {
+			a = &[5][]float64{}
+			acc[k] = a
+			order = append(order, k)
+		}
+		a[0] = append(a[0], sp)
+		a[1] = append(a[1], fr)
+		if !math.IsNaN(ce) {
+			a[2] = append(a[2], ce)
+		}
+		a[4] = append(a[4], sec)
+	}
+	opts := func(seed uint64) sdk.LocalOptions { return sdk.LocalOptions{Seed: &seed, Backend: cfg.Backend} }
+	for s := 0; s < cfg.Seeds; s++ {
+		g, err := gen.Run(model, map[string]string{
+			"n": fmt.Sprint(cfg.N), "p": fmt.Sprint(cfg.P), "rank": fmt.Sprint(r),
+			"lambda": fmtFloats(cfg.Lambda), "sigma2": fmt.Sprint(cfg.Sigma2),
+		}, uint64(1000+s))
+		if err != nil {
+			return nil, err
+		}
+		truth, sigma := g.Truth["U"], g.Truth["Sigma"]
+		eval := func(res *sdk.Result) (float64, float64, float64, error) {
+			var u *mat.Dense
+			var sg *mat.Dense
+			for _, m := range res.Matrices {
+				switch m.Name {
+				case "U":
+					u = m.M
+				case "Sigma":
+					sg = m.M
+				}
+			}
+			sp, fr, err := SinTheta(truth, u)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			ce := math.NaN()
+			if cfg.Covariance && sg != nil {
+				var d mat.Dense
+				d.Sub(sg, sigma)
+				if ce, err = SpectralNorm(&d); err != nil {
+					return 0, 0, 0, err
+				}
+			}
+			return sp, fr, ce, nil
+		}
+		t0 := time.Now()
+		ref, _, err := sdk.RunLocal(ctx, NonPrivate{}, g.Data, map[string]string{"rank": fmt.Sprint(r), "output_sigma": "true"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, opts(uint64(s)))
+		if err != nil {
+			return nil, err
+		}
+		sp, fr, ce, err := eval(ref)
+		if err != nil {
+			return nil, err
+		}
+		add(key{"nonprivate", math.Inf(1)}, sp, fr, ce, time.Since(t0).Seconds())
+		for _, m := range cfg.Methods {
+			for _, eps := range cfg.Eps {
+				raw := map[string]string{"rank": fmt.Sprint(r)}
+				for k, v := range m.Params {
+					raw[k] = v
+				}
+				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}
+				if m.Pure {
+					grant = privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}
+				}
+				t0 := time.Now()
+				res, _, err := sdk.RunLocal(ctx, m.Est, g.Data, raw, grant, opts(uint64(s)))
+				if err != nil {
+					return nil, fmt.Errorf("%s at ε = %g: %w", m.Label, eps, err)
+				}
+				sp, fr, ce, err := eval(res)
+				if err != nil {
+					return nil, err
+				}
+				add(key{m.Label, eps}, sp, fr, ce, time.Since(t0).Seconds())
+			}
+		}
+	}
+	var rows []StudyRow
+	for _, k := range order {
+		a := acc[k]
+		rows = append(rows, StudyRow{Method: k.m, Eps: k.eps, SinSpec: quartiles(a[0]), SinFrob: quartiles(a[1]),
+			CovErr: quartiles(a[2]), Captured: quartiles(nil), Seconds: quartiles(a[4])[1], Runs: len(a[0])})
+	}
+	return rows, nil
+}
+
+// RealStudyConfig configures a study on a real data set: the
+// captured-variance ratio tr(ŨᵀSŨ)/tr(ÛᵀSÛ) of each private subspace,
+// where S is the (uncentred) second-moment matrix XᵀX/n and Û the
+// non-private top-r subspace.
+type RealStudyConfig struct {
+	Data    *data.Dataset
+	Rank    int
+	Eps     []float64
+	Delta   float64
+	Seeds   int
+	Methods []StudyMethod
+	Backend backend.Backend
+}
+
+// RealStudy runs the methods on a real data set and reports the
+// captured-variance ratio against non-private PCA (evaluation only: the
+// ratio is computed from the raw data).
+func RealStudy(ctx context.Context, cfg RealStudyConfig) ([]StudyRow, error) {
+	be := cfg.Backend
+	if be == nil {
+		be = backend.Default()
+	}
+	s, _, err := Gram(ctx, be, cfg.Data.X, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	seed0 := uint64(0)
+	t0 := time.Now()
+	ref, _, err := sdk.RunLocal(ctx, NonPrivate{}, cfg.Data, map[string]string{"rank": fmt.Sprint(cfg.Rank)}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, sdk.LocalOptions{Seed: &seed0, Backend: be})
+	if err != nil {
+		return nil, err
+	}
+	refSec := time.Since(t0).Seconds()
+	uref := ref.Matrices[0].M
+	best := CapturedVariance(s, uref)
+	rows := []StudyRow{{Method: "nonprivate", Eps: math.Inf(1), Captured: [3]float64{1, 1, 1}, Seconds: refSec, Runs: 1,
+		SinSpec: [3]float64{0, 0, 0}, SinFrob: [3]float64{0, 0, 0}, CovErr: quartiles(nil)}}
+	for _, m := range cfg.Methods {
+		for _, eps := range cfg.Eps {
+			var capt, sps, frs, secs []float64
+			for sd := 0; sd < cfg.Seeds; sd++ {
+				raw := map[string]string{"rank": fmt.Sprint(cfg.Rank)}
+				for k, v := range m.Params {
+					raw[k] = v
+				}
+				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}
+				if m.Pure {
+					grant = privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}
+				}
+				seed := uint64(sd)
+				t0 := time.Now()
+				res, _, err := sdk.RunLocal(ctx, m.Est, cfg.Data, raw, grant, sdk.LocalOptions{Seed: &seed, Backend: be})
+				if err != nil {
+					return nil, fmt.Errorf("%s at ε = %g: %w", m.Label, eps, err)
+				}
+				secs = append(secs, time.Since(t0).Seconds())
+				var u *mat.Dense
+				for _, mm := range res.Matrices {
+					if mm.Name == "U" {
+						u = mm.M
+					}
+				}
+				capt = append(capt, CapturedVariance(s, u)/best)
+				sp, fr, err := SinTheta(uref, u)
+				if err != nil {
+					return nil, err
+				}
+				sps, frs = append(sps, sp), append(frs, fr)
+			}
+			rows = append(rows, StudyRow{Method: m.Label, Eps: eps, Captured: quartiles(capt), SinSpec: quartiles(sps),
+				SinFrob: quartiles(frs), CovErr: quartiles(nil), Seconds: quartiles(secs)[1], Runs: cfg.Seeds})
+		}
+	}
+	return rows, nil
+}
+
+// Markdown renders study rows as a table (median [25%, 75%]).
+func Markdown(rows []StudyRow, captured bool) string {
+	var b strings.Builder
+	f := func(q [3]float64) string {
+		if math.IsNaN(q[1]) {
+			return "–"
+		}
+		return fmt.Sprintf("%.4g [%.3g, %.3g]", q[1], q[0], q[2])
+	}
+	if captured {
+		b.WriteString("| method | ε | captured-variance ratio | sin θ (spectral) vs non-private | median s | runs |\n|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| method | ε | sin θ spectral | sin θ Frobenius | ‖Σ̃−Σ‖ | median s | runs |\n|---|---|---|---|---|---|---|\n")
+	}
+	for _, r := range rows {
+		eps := fmt.Sprintf("%g", r.Eps)
+		if math.IsInf(r.Eps, 1) {
+			eps = "∞"
+		}
+		if captured {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.3g | %d |\n", r.Method, eps, f(r.Captured), f(r.SinSpec), r.Seconds, r.Runs)
+		} else {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.3g | %d |\n", r.Method, eps, f(r.SinSpec), f(r.SinFrob), f(r.CovErr), r.Seconds, r.Runs)
+		}
+	}
+	return b.String()
+}
