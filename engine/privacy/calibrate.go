@@ -118,7 +118,9 @@ func EpsilonFromRhoSimple(rho, delta float64) float64 {
 //
 // The minimising α solves ρ(α−1)² + ln α = ln(1/δ), which is found by
 // bisection; any α gives a valid ε, and the result is never above the
-// simple bound. It returns NaN for ρ < 0 or δ ∉ (0, 1], and 0 for ρ = 0.
+// simple bound. For small ρ and large δ the bound falls below zero, meaning
+// (0, δ)-DP already holds; the result is then 0. It returns NaN for ρ < 0
+// or δ ∉ (0, 1], and 0 for ρ = 0.
 func EpsilonFromRho(rho, delta float64) float64 {
 	if !(rho >= 0) || math.IsInf(rho, 0) || !(delta > 0 && delta <= 1) {
 		return math.NaN()
@@ -146,7 +148,7 @@ func EpsilonFromRho(rho, delta float64) float64 {
 // tightEps evaluates the CKS bound at α = 1+u (valid for every u > 0).
 func tightEps(rho, l, u float64) float64 {
 	lp := math.Log1p(u) // ln α
-	return (1+u)*rho + (l-lp)/u + math.Log(u) - lp
+	return (1+u)*rho + (l-lp)/u - math.Log1p(1/u) // ln(1−1/α) = −ln(1+1/u)
 }
 
 // bisectGeometric returns the root of an increasing f on [lo, hi] with
@@ -196,9 +198,9 @@ func DeltaFromRho(rho, eps float64) float64 {
 	// log δ(u), α = 1+u; its derivative (2α−1)ρ − ε + ln(1−1/α) increases.
 	logd := func(u float64) float64 {
 		a := 1 + u
-		return u*(a*rho-eps) + a*(math.Log(u)-math.Log1p(u)) - math.Log(u)
+		return u*(a*rho-eps) - a*math.Log1p(1/u) - math.Log(u)
 	}
-	g := func(u float64) float64 { return (2*u+1)*rho - eps + math.Log(u) - math.Log1p(u) }
+	g := func(u float64) float64 { return (2*u+1)*rho - eps - math.Log1p(1/u) }
 	hi := 1.0
 	for g(hi) < 0 && hi < 1e300 {
 		hi *= 2
