@@ -3,6 +3,7 @@ package dataio
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -340,8 +341,11 @@ func ReadHandle(path string) (Handle, error) {
 // no column options; labels may come from LabelsPath) is not copied: it is
 // memory-mapped, validated and hashed in one streaming pass, and the
 // handle's X refers to the original file at its data offset (with its size
-// and modification time, so that Open detects a changed file). Every other
-// input is loaded into memory and passed to Prepare.
+// and modification time, so that Open detects a changed file). The handle
+// is recorded under cacheDir/files/, and a later PrepareFile of the same
+// file in the same state (path, size, modification time, device and inode,
+// labels file) reuses it without reading the data again. Every other input
+// is loaded into memory and passed to Prepare.
 func PrepareFile(path string, opt LoadOptions, cacheDir string) (Handle, error) {
 	return PrepareFileContext(context.Background(), path, opt, cacheDir)
 }
@@ -406,6 +410,18 @@ func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir 
 	if n == 0 || p == 0 {
 		return Handle{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
 	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	cdir, err := filepath.Abs(cacheDir)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: cache directory: %w", path, err)
+	}
+	memo := memoPath(cdir, abs, st, opt)
+	if h, ok := reusePrepared(memo, abs, st); ok {
+		return h, true, nil
+	}
 	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
@@ -440,17 +456,9 @@ func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir 
 	}
 	writeHashTail(sh.h, ds)
 	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
 	h := Handle{Version: HandleVersion, Kind: data.Rows, Hash: ds.Hash, Name: ds.Name, N: n, P: p,
 		X: FileRef{Path: abs, Offset: hdr.dataOffset, DType: DTypeFloat64, Count: count, Size: st.Size(), ModTime: st.ModTime().UnixNano()}}
 	if ds.Labels != nil {
-		cdir, err := filepath.Abs(cacheDir)
-		if err != nil {
-			return Handle{}, false, fmt.Errorf("prepare %s: cache directory: %w", path, err)
-		}
 		dir := filepath.Join(cdir, ds.Hash)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
@@ -460,7 +468,43 @@ func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir 
 			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
 		}
 	}
+	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	if err := writeHandleJSON(memo, h); err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
 	return h, true, nil
+}
+
+// memoPath names the record of an in-place preparation of the file at abs
+// in its current state (size, modification time, device and inode) with
+// the given options (including the labels file's state).
+func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
+	key := sha256.New()
+	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileID(st), opt.Name)
+	if opt.LabelsPath != "" {
+		la, _ := filepath.Abs(opt.LabelsPath)
+		fmt.Fprintf(key, "%s", la)
+		if ls, err := os.Stat(opt.LabelsPath); err == nil {
+			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), fileID(ls))
+		}
+	}
+	return filepath.Join(cacheDir, "files", hex.EncodeToString(key.Sum(nil))+".json")
+}
+
+// reusePrepared returns a recorded handle if it still describes the file.
+func reusePrepared(memo, abs string, st os.FileInfo) (Handle, bool) {
+	h, err := ReadHandle(memo)
+	if err != nil || h.X.Path != abs || h.X.Size != st.Size() || h.X.ModTime != st.ModTime().UnixNano() {
+		return Handle{}, false
+	}
+	for _, r := range h.refs()[1:] {
+		if !sizeIs(r.Path, r.Size) {
+			return Handle{}, false
+		}
+	}
+	return h, true
 }
 
 // Open turns a handle into a data set. X is memory-mapped read-only and

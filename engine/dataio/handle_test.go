@@ -142,9 +142,30 @@ func TestPrepareFileInPlace(t *testing.T) {
 		require.NoError(t, closer.Close())
 		require.NoError(t, closer.Close(), "Close is idempotent")
 	}
+	// A second preparation of the unchanged file reuses the record; a
+	// modified file is hashed again.
+	h1, err := PrepareFile(p, LoadOptions{}, cache)
+	require.NoError(t, err)
+	memos, err := filepath.Glob(filepath.Join(cache, "files", "*.json"))
+	require.NoError(t, err)
+	assert.Len(t, memos, 2, "one record per (file state, options)")
+	h2, err := PrepareFile(p, LoadOptions{}, cache)
+	require.NoError(t, err)
+	assert.Equal(t, h1, h2)
+	x[5] = 99
+	require.NoError(t, os.WriteFile(p, npyFile(1, "<f8", false, []int{4, 3}, encode(binary.LittleEndian, x)), 0o644))
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(p, later, later))
+	h3, err := PrepareFile(p, LoadOptions{}, cache)
+	require.NoError(t, err)
+	assert.NotEqual(t, h1.Hash, h3.Hash)
+	re, err := Load(p, LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, re.Hash, h3.Hash)
+
 	// The in-place path validates too.
 	bad := writeTemp(t, dir, "bad.npy", npyFile(1, "<f8", false, []int{2, 2}, encode(binary.LittleEndian, []float64{1, 2, 3, nan})))
-	_, err := PrepareFile(bad, LoadOptions{}, cache)
+	_, err = PrepareFile(bad, LoadOptions{}, cache)
 	assert.ErrorContains(t, err, "row 1, column 1: value NaN is not finite")
 	assert.ErrorContains(t, err, "bad.npy")
 	short := writeTemp(t, dir, "short.npy", npyFile(1, "<f8", false, []int{2, 2}, encode(binary.LittleEndian, []float64{1, 2, 3})))
