@@ -117,7 +117,39 @@ func SampleOrbit(ctx context.Context, rnd *privacy.Source, a *mat.SymDense, lamb
 	if err != nil {
 		return nil, err
 	}
-	return &OrbitDraw{U: g.U, Sweeps: g.Sweeps, Pairs: g.Pairs, Energy: g.Energy}, nil
+	u, err := randomiseBlocks(rnd, g.U, lambda, be)
+	if err != nil {
+		return nil, err
+	}
+	return &OrbitDraw{U: u, Sweeps: g.Sweeps, Pairs: g.Pairs, Energy: g.Energy}, nil
+}
+
+// randomiseBlocks right-multiplies each block of columns of u that share a
+// target eigenvalue by an independent Haar rotation. H = U Λ Uᵀ does not
+// change, and the released frame carries no information beyond H (for the
+// exact target this is already its conditional law; for a finite chain it
+// removes whatever the within-block orientation remembers of the run).
+func randomiseBlocks(rnd *privacy.Source, u *mat.Dense, lambda []float64, be backend.Backend) (*mat.Dense, error) {
+	d, k := u.Dims()
+	out := mat.DenseCopyOf(u)
+	r := rnd.Rand()
+	for start := 0; start < k; {
+		end := start + 1
+		for end < k && lambda[end] == lambda[start] {
+			end++
+		}
+		if m := end - start; m > 1 {
+			q, err := HaarOrthogonal(r, m, be)
+			if err != nil {
+				return nil, err
+			}
+			var blk mat.Dense
+			blk.Mul(u.Slice(0, d, start, end), q)
+			out.Slice(0, d, start, end).(*mat.Dense).Copy(&blk)
+		}
+		start = end
+	}
+	return out, nil
 }
 
 // addDrawOutputs attaches the sampler's diagnostics and sets the guarantee.

@@ -213,3 +213,37 @@ func TestStudySmoke(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+func TestRandomiseBlocksKeepsH(t *testing.T) {
+	src := privacy.NewSeededSource(121)
+	q, err := HaarOrthogonal(src.Rand(), 7, backend.Gonum{})
+	require.NoError(t, err)
+	u := mat.DenseCopyOf(q.Slice(0, 7, 0, 5))
+	lambda := []float64{3, 3, 2, 1, 1}
+	v, err := randomiseBlocks(src, u, lambda, backend.Gonum{})
+	require.NoError(t, err)
+	h := func(x *mat.Dense) *mat.Dense {
+		var out mat.Dense
+		xl := mat.DenseCopyOf(x)
+		for j, l := range lambda {
+			for i := 0; i < 7; i++ {
+				xl.Set(i, j, x.At(i, j)*l)
+			}
+		}
+		out.Mul(xl, x.T())
+		return &out
+	}
+	assert.True(t, mat.EqualApprox(h(u), h(v), 1e-12))
+	assert.False(t, mat.EqualApprox(u, v, 1e-6), "blocks must actually be rotated")
+	var vtv mat.Dense
+	vtv.Mul(v.T(), v)
+	for i := 0; i < 5; i++ {
+		for j := 0; j < 5; j++ {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			assert.InDelta(t, want, vtv.At(i, j), 1e-12)
+		}
+	}
+}
