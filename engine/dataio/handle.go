@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -337,8 +338,9 @@ func ReadHandle(path string) (Handle, error) {
 // PrepareFile reads, validates and hashes the data set at path and returns
 // its handle, writing any files it needs into cacheDir/<hash>/.
 //
-// A float64, little-endian, C-order .npy file read as rows data (no Scale,
-// no column options; labels may come from LabelsPath) is not copied: it is
+// A float64, little-endian, C-order .npy file used as X without scaling
+// (rows; trace with a response file; users with response and user id files
+// whose ids are already in increasing order) is not copied: it is
 // memory-mapped, validated and hashed in one streaming pass, and the
 // handle's X refers to the original file at its data offset (with its size
 // and modification time, so that Open detects a changed file). The handle
@@ -374,10 +376,20 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 }
 
 // prepareInPlace handles the zero-copy case; ok is false if path does not
-// qualify.
+// qualify. Rows, trace (X an n×d1×d2 or n×(d1·d2) array plus a response
+// file) and users (X plus response and user id files whose ids are already
+// grouped in increasing order) qualify when X is a float64, little-endian,
+// C-order .npy file read without scaling.
 func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir string) (Handle, bool, error) {
-	if opt.kind() != data.Rows || opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 ||
+	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 ||
 		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
+		return Handle{}, false, nil
+	}
+	kind := opt.kind()
+	switch {
+	case kind == data.Trace && opt.ResponsePath == "":
+		return Handle{}, false, nil
+	case kind == data.Users && (opt.ResponsePath == "" || opt.UsersPath == ""):
 		return Handle{}, false, nil
 	}
 	f, err := os.Open(path)
@@ -395,6 +407,10 @@ func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir 
 	hdr, err := readNPYHeader(bufio.NewReader(io.NewSectionReader(f, 0, st.Size())))
 	if err != nil || hdr.dt != (dtype{kind: 'f', size: 8}) || hdr.fortran || hdr.dataOffset%8 != 0 {
 		return Handle{}, false, nil // not a candidate; Load reports any error
+	}
+	rank := len(hdr.shape)
+	if (kind == data.Trace && rank != 2 && rank != 3) || (kind == data.Users && rank != 2) {
+		return Handle{}, false, nil
 	}
 	count, err := shapeCount(hdr.shape, 8)
 	if err != nil {
@@ -422,71 +438,118 @@ func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir 
 	if h, ok := reusePrepared(memo, abs, st); ok {
 		return h, true, nil
 	}
-	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
+	ds := &data.Dataset{Kind: kind, Name: opt.Name}
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
+	}
+	fail := func(err error) (Handle, bool, error) {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	switch kind {
+	case data.Trace:
+		ds.D1, ds.D2 = opt.D1, opt.D2
+		if rank == 3 {
+			if (opt.D1 != 0 && opt.D1 != hdr.shape[1]) || (opt.D2 != 0 && opt.D2 != hdr.shape[2]) {
+				return fail(fmt.Errorf("array of shape %v does not hold %d×%d samples", hdr.shape, opt.D1, opt.D2))
+			}
+			ds.D1, ds.D2 = hdr.shape[1], hdr.shape[2]
+		}
+		switch {
+		case ds.D1 == 0 && ds.D2 == 0:
+			return fail(fmt.Errorf("trace data: give d1 and d2 (rows hold %d values)", p))
+		case ds.D1 == 0 && p%ds.D2 == 0:
+			ds.D1 = p / ds.D2
+		case ds.D2 == 0 && p%ds.D1 == 0:
+			ds.D2 = p / ds.D1
+		}
+		if ds.D1*ds.D2 != p {
+			return fail(fmt.Errorf("trace data: rows of %d values do not hold %d×%d matrices", p, ds.D1, ds.D2))
+		}
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n); err != nil {
+			return fail(err)
+		}
+	case data.Users:
+		ids, err := readIntVector(opt.UsersPath, "user ids", n)
+		if err != nil {
+			return fail(err)
+		}
+		if !slices.IsSorted(ids) {
+			return Handle{}, false, nil // rows must be regrouped: copy
+		}
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n); err != nil {
+			return fail(err)
+		}
+		GroupByUser(ds, ids)
 	}
 	if opt.LabelsPath != "" {
 		ints, err := readIntVector(opt.LabelsPath, "labels", n)
 		if err != nil {
-			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+			return fail(err)
 		}
 		if ds.Labels, err = toLabels(ints); err != nil {
-			return Handle{}, false, fmt.Errorf("prepare %s: labels: %w", path, err)
+			return fail(fmt.Errorf("labels: %w", err))
 		}
 	}
 	m, unmap, err := mapFile(f, st.Size())
 	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+		return fail(err)
 	}
 	defer unmap()
 	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[hdr.dataOffset])), count)
-	sh := newStreamHasher(data.Rows, n, p, 0, 0)
+	ds.X = mat.NewDense(n, p, x) // valid until unmap; never written
+	if err := checkStructure(ds); err != nil {
+		return fail(err)
+	}
+	sh := newStreamHasher(kind, n, p, ds.D1, ds.D2)
 	for off := 0; off < len(x); off += chunk {
 		if off%(chunk*64) == 0 {
 			if err := ctx.Err(); err != nil {
-				return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+				return fail(err)
 			}
 		}
 		part := x[off:min(off+chunk, len(x))]
 		if err := checkFinite(part, off, p); err != nil {
-			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+			return fail(err)
 		}
 		hashF64(sh.h, part)
 	}
 	writeHashTail(sh.h, ds)
 	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
-	h := Handle{Version: HandleVersion, Kind: data.Rows, Hash: ds.Hash, Name: ds.Name, N: n, P: p,
-		X: FileRef{Path: abs, Offset: hdr.dataOffset, DType: DTypeFloat64, Count: count, Size: st.Size(), ModTime: st.ModTime().UnixNano()}}
-	if ds.Labels != nil {
-		dir := filepath.Join(cdir, ds.Hash)
+	dir := filepath.Join(cdir, ds.Hash)
+	h := canonicalHandle(ds, dir)
+	h.X = FileRef{Path: abs, Offset: hdr.dataOffset, DType: DTypeFloat64, Count: count, Size: st.Size(), ModTime: st.ModTime().UnixNano()}
+	if len(h.refs()) > 1 {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+			return fail(err)
 		}
-		h.Labels = &FileRef{Path: filepath.Join(dir, fileLabels), DType: DTypeInt64, Count: int64(n), Size: 8 * int64(n)}
 		if err := writeSmall(ds, h); err != nil {
-			return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+			return fail(err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+		return fail(err)
 	}
 	if err := writeHandleJSON(memo, h); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+		return fail(err)
 	}
 	return h, true, nil
 }
 
 // memoPath names the record of an in-place preparation of the file at abs
 // in its current state (size, modification time, device and inode) with
-// the given options (including the labels file's state).
+// the given options (including the state of the side files).
 func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	key := sha256.New()
-	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileID(st), opt.Name)
-	if opt.LabelsPath != "" {
-		la, _ := filepath.Abs(opt.LabelsPath)
-		fmt.Fprintf(key, "%s", la)
-		if ls, err := os.Stat(opt.LabelsPath); err == nil {
+	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00%q\x00%s\x00%d\x00%d\x00", abs, st.Size(), st.ModTime().UnixNano(), fileID(st),
+		opt.Name, opt.kind(), opt.D1, opt.D2)
+	for _, side := range []string{opt.LabelsPath, opt.ResponsePath, opt.UsersPath} {
+		fmt.Fprintf(key, "|")
+		if side == "" {
+			continue
+		}
+		sa, _ := filepath.Abs(side)
+		fmt.Fprintf(key, "%s", sa)
+		if ls, err := os.Stat(side); err == nil {
 			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), fileID(ls))
 		}
 	}

@@ -310,3 +310,51 @@ func TestOpenIsZeroCopyAndReadOnly(t *testing.T) {
 	}()
 	assert.True(t, faulted, "writing to the mapped X must fault")
 }
+
+// TestPrepareFileInPlaceTraceUsers: trace and (already grouped) users data
+// from float64 .npy files are referenced in place too; users data that
+// needs regrouping is copied. Either way the hash equals Load's.
+func TestPrepareFileInPlaceTraceUsers(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	le := binary.LittleEndian
+	x3 := writeTemp(t, dir, "x3.npy", npyFile(1, "<f8", false, []int{3, 2, 2}, encode(le, seq(12, 0.5, 0))))
+	x2 := writeTemp(t, dir, "x2.npy", npyFile(1, "<f8", false, []int{3, 4}, encode(le, seq(12, 0.5, 0))))
+	y := writeTemp(t, dir, "y.npy", npyFile(1, "<f8", false, []int{3}, encode(le, []float64{1, -1, 2})))
+	sorted := writeTemp(t, dir, "us.npy", npyFile(1, "<i8", false, []int{3}, encode(le, []int64{4, 4, 9})))
+	unsorted := writeTemp(t, dir, "uu.npy", npyFile(1, "<i8", false, []int{3}, encode(le, []int64{9, 4, 4})))
+	lab := writeTemp(t, dir, "l.csv", []byte("0\n1\n0\n"))
+	cases := []struct {
+		name    string
+		path    string
+		opt     LoadOptions
+		inPlace bool
+	}{
+		{"trace rank 3", x3, LoadOptions{Kind: data.Trace, ResponsePath: y}, true},
+		{"trace rank 2", x2, LoadOptions{Kind: data.Trace, ResponsePath: y, D1: 2, D2: 2, LabelsPath: lab}, true},
+		{"users grouped", x2, LoadOptions{Kind: data.Users, ResponsePath: y, UsersPath: sorted}, true},
+		{"users regrouped", x2, LoadOptions{Kind: data.Users, ResponsePath: y, UsersPath: unsorted, LabelsPath: lab}, false},
+		{"trace scaled", x3, LoadOptions{Kind: data.Trace, ResponsePath: y, Scale: 3}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := Load(c.path, c.opt)
+			require.NoError(t, err)
+			h, err := PrepareFile(c.path, c.opt, cache)
+			require.NoError(t, err)
+			assert.Equal(t, want.Hash, h.Hash)
+			abs, _ := filepath.Abs(c.path)
+			assert.Equal(t, c.inPlace, h.X.Path == abs)
+			got, closer, err := Open(h)
+			require.NoError(t, err)
+			defer closer.Close()
+			want.Name = got.Name
+			sameData(t, want, got)
+		})
+	}
+	_, err := PrepareFile(x3, LoadOptions{Kind: data.Trace, ResponsePath: y, D1: 3}, cache)
+	assert.ErrorContains(t, err, "does not hold 3×0")
+	short := writeTemp(t, dir, "ys.npy", npyFile(1, "<f8", false, []int{2}, encode(le, []float64{1, 2})))
+	_, err = PrepareFile(x3, LoadOptions{Kind: data.Trace, ResponsePath: short}, cache)
+	assert.ErrorContains(t, err, "2 values for 3 rows")
+}
