@@ -123,8 +123,9 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 		mu = sum
 		for j := range mu {
-			mu[j] = mu[j]/float64(n) + run.Rand.Laplace(b)
+			mu[j] /= float64(n)
 		}
+		run.Rand.AddLaplace(mu, b)
 	}
 	run.Progress("gram", 0, 1)
 	sh, nClip, err := Gram(ctx, run.Backend, x, mu, clip)

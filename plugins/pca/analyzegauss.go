@@ -105,8 +105,7 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	e := run.Rand.SymmetricGaussian(p, sd)
-	sh.AddSym(sh, e)
+	run.Rand.AddSymmetricGaussian(sh, sd) // Σ̂_γ + E, rounded to the noise grid
 	vals, u, err := topEigen(ctx, run.Backend, sh, r)
 	if err != nil {
 		return nil, err

@@ -116,7 +116,7 @@ func TestAnalyzeGauss(t *testing.T) {
 	assert.Equal(t, privacy.ZCDP, res.Guarantee.Kind)
 	assert.InDelta(t, 1, res.Guarantee.Epsilon, 1e-6)
 	require.Len(t, acct.Steps(), 1)
-	assert.InEpsilon(t, AnalyzeGaussSensitivity(clip, 20000), acct.Steps()[0].Sensitivity, 1e-12)
+	assert.InEpsilon(t, AnalyzeGaussSensitivity(clip, 20000), acct.Steps()[0].QuerySensitivity, 1e-12)
 
 	// Empirical sensitivity on neighbouring data sets (random and orthogonal
 	// replacement rows of various norms).
@@ -245,7 +245,7 @@ func TestAmin(t *testing.T) {
 	steps := acct.Steps()
 	require.Len(t, steps, 4)
 	assert.Equal(t, privacy.MechLaplace, steps[0].Mechanism)
-	assert.InEpsilon(t, 2*144.0/20000, steps[0].Sensitivity, 1e-12)
+	assert.InEpsilon(t, 2*144.0/20000, steps[0].QuerySensitivity, 1e-12)
 	for _, s := range steps[1:] {
 		assert.Equal(t, privacy.MechExponential, s.Mechanism)
 		assert.InEpsilon(t, 0.25, s.Epsilon, 1e-12)

@@ -272,8 +272,7 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	k++
-	z := run.Rand.SymmetricGaussian(p, s1)
-	proj.AddSym(proj, z)
+	run.Rand.AddSymmetricGaussian(proj, s1) // P̂ + Z, rounded to the noise grid
 	run.Progress("stage1", 0, 1)
 	_, ut, err := topEigen(ctx, run.Backend, proj, r)
 	if err != nil {
@@ -291,21 +290,21 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		s2, err := bud.spend(run.Acct, k, "eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2)
-		if err != nil {
-			return nil, err
-		}
-		e := run.Rand.SymmetricGaussian(r, s2)
 		lt = mat.NewSymDense(r, nil)
 		for i := 0; i < r; i++ {
 			for j := i; j < r; j++ {
-				v := comp.At(i, j) + e.At(i, j)
+				v := 0.5 * (comp.At(i, j) + comp.At(j, i))
 				if i == j {
 					v -= cfg.model.Sigma2
 				}
 				lt.SetSym(i, j, v)
 			}
 		}
+		s2, err := bud.spend(run.Acct, k, "eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2)
+		if err != nil {
+			return nil, err
+		}
+		run.Rand.AddSymmetricGaussian(lt, s2) // Λ̃ = Ũᵀ(Σ̂−σ²I)Ũ + E
 		res.AddScalar("delta2", d2, sdk.Public, "eigenvalue-stage sensitivity Δ2 (from public parameters)")
 		res.AddScalar("noise_sd_eigen", s2, sdk.Public, "standard deviation of each entry of E")
 		if cfg.guarded {

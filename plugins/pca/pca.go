@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -143,16 +144,26 @@ func rowsData(d *data.Dataset) (*mat.Dense, int, int, error) {
 // gramBlockFloats bounds the scratch space of a blocked Gram (floats).
 const gramBlockFloats = 1 << 20
 
+// gramChunks is the fixed number of row chunks a large Gram is split into
+// when the backend is single-threaded; the chunks run concurrently and are
+// summed in a fixed order, so the result does not depend on GOMAXPROCS.
+const gramChunks = 4
+
+// gramParallelWork is the n·p² above which Gram splits into chunks.
+const gramParallelWork = 5e7
+
 // Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, clip/‖x_i−μ‖)
 // (clip ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
-// clip shrank. When no row is centred or clipped it is a single
-// be.Gram on X itself, without copying X; otherwise rows are processed in
-// blocks of bounded size. x is never written.
+// clip shrank. When no row is centred or clipped the Gram is computed by
+// be.Gram on views of X itself, without copying X; otherwise rows are
+// copied in blocks of bounded size. With a single-threaded backend a large
+// Gram is split into a fixed number of row chunks computed concurrently.
+// x is never written.
 func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, clip float64) (*mat.SymDense, int, error) {
 	n, p := x.Dims()
 	doClip := clip > 0 && !math.IsInf(clip, 1)
-	nClipped := 0
-	if mu == nil && doClip {
+	needCopy := mu != nil
+	if !needCopy && doClip {
 		c2 := clip * clip
 		for i := 0; i < n; i++ {
 			var s float64
@@ -160,22 +171,62 @@ func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c
 				s += v * v
 			}
 			if s > c2 {
-				nClipped++
+				needCopy = true
+				break
 			}
 		}
 	}
-	if mu == nil && nClipped == 0 {
-		return be.Gram(1/float64(n), x), 0, nil
+	chunks := 1
+	if be.Threads() <= 1 && float64(n)*float64(p)*float64(p) >= gramParallelWork && n >= 4*gramChunks {
+		chunks = gramChunks
 	}
-	nClipped = 0
-	bs := max(1, min(n, gramBlockFloats/p))
+	type part struct {
+		g     *mat.SymDense
+		nClip int
+		err   error
+	}
+	parts := make([]part, chunks)
+	var wg sync.WaitGroup
+	for c := 0; c < chunks; c++ {
+		a, b := c*n/chunks, (c+1)*n/chunks
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !needCopy {
+				parts[c].g = be.Gram(1/float64(n), x.Slice(a, b, 0, p))
+				return
+			}
+			parts[c].g, parts[c].nClip, parts[c].err = gramBlocked(ctx, be, x, a, b, n, mu, clip, doClip)
+		}()
+	}
+	wg.Wait()
+	out := parts[0].g
+	nClipped := 0
+	for c, pt := range parts {
+		if pt.err != nil {
+			return nil, 0, pt.err
+		}
+		nClipped += pt.nClip
+		if c > 0 {
+			out.AddSym(out, pt.g)
+		}
+	}
+	return out, nClipped, nil
+}
+
+// gramBlocked returns (1/n)·Σ over rows a ≤ i < b of the centred, clipped
+// outer products, copying rows in bounded blocks.
+func gramBlocked(ctx context.Context, be backend.Backend, x *mat.Dense, a, b, n int, mu []float64, clip float64, doClip bool) (*mat.SymDense, int, error) {
+	_, p := x.Dims()
+	nClipped := 0
+	bs := max(1, min(b-a, gramBlockFloats/p))
 	buf := make([]float64, bs*p)
 	out := mat.NewSymDense(p, nil)
-	for start := 0; start < n; start += bs {
+	for start := a; start < b; start += bs {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, fmt.Errorf("gram: %w", err)
 		}
-		end := min(n, start+bs)
+		end := min(b, start+bs)
 		m := end - start
 		blk := mat.NewDense(m, p, buf[:m*p])
 		for i := 0; i < m; i++ {
@@ -200,8 +251,7 @@ func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c
 				}
 			}
 		}
-		g := be.Gram(1/float64(n), blk)
-		out.AddSym(out, g)
+		out.AddSym(out, be.Gram(1/float64(n), blk))
 	}
 	return out, nClipped, nil
 }
@@ -253,20 +303,6 @@ func (b *budget) spend(acct *privacy.Accountant, k int, name string, sens float6
 	return acct.SpendGaussianEpsDelta(name, sens, dim, s*b.eps, s*b.delta, b.mode)
 }
 
-// sigmaFor returns, without spending, the noise standard deviation step k
-// would get (for reporting and tests).
-func (b *budget) sigmaFor(k int, sens float64) (float64, error) {
-	s := b.shares[k]
-	switch b.mode {
-	case "zcdp":
-		return privacy.GaussianSigmaForRho(sens, s*b.rho)
-	case "classical":
-		return privacy.ClassicalGaussianSigma(sens, s*b.eps, s*b.delta)
-	default:
-		return privacy.AnalyticGaussianSigma(sens, s*b.eps, s*b.delta)
-	}
-}
-
 // privateMeanGaussian spends one Gaussian step on the mean of the rows
 // clipped to norm c (replace-one ℓ2 sensitivity 2c/n) and returns it.
 func privateMeanGaussian(ctx context.Context, run *sdk.Run, b *budget, k int, x *mat.Dense, c float64) ([]float64, error) {
@@ -280,8 +316,9 @@ func privateMeanGaussian(ctx context.Context, run *sdk.Run, b *budget, k int, x 
 		return nil, err
 	}
 	for j := range sum {
-		sum[j] = sum[j]/float64(n) + run.Rand.Gaussian(sd)
+		sum[j] /= float64(n)
 	}
+	run.Rand.AddGaussian(sum, sd)
 	return sum, nil
 }
 
