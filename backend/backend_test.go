@@ -521,3 +521,22 @@ func TestDefault(t *testing.T) {
 	assert.GreaterOrEqual(t, be.Threads(), 1)
 	assert.Equal(t, be.Threads(), SetThreads(be.Threads()))
 }
+
+func TestTopFallsBackToExact(t *testing.T) {
+	// λ3 − λ4 = 1e-9: no method determines the top-3 subspace to 1e-10, so
+	// the Krylov solver must refuse and the backend method must fall back
+	// to the exact solver.
+	rng := newRNG(41)
+	spec := append([]float64{5, 4, 3 + 1e-9, 3}, linspace(1, 0, 296)...)
+	a := symWithSpectrum(rng, spec)
+	for _, be := range backendsUnderTest() {
+		t.Run(be.Name(), func(t *testing.T) {
+			_, _, _, err := EigSymTopKrylov(be, a, 3, TruncOptions{MaxIter: 30})
+			require.ErrorIs(t, err, ErrNotConverged)
+			vals, vecs, err := be.EigSymTop(a, 3)
+			require.NoError(t, err)
+			assert.InDeltaSlice(t, spec[:3], vals, 1e-12)
+			assert.Less(t, eigResidual(a, vals, vecs), 1e-13)
+		})
+	}
+}

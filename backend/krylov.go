@@ -51,7 +51,7 @@ type TruncOptions struct {
 	// Oversample is the number of block columns beyond k (default
 	// max(8, k/2)). Larger blocks need fewer, costlier iterations.
 	Oversample int
-	// MaxBasis caps the Krylov basis before a thick restart (default six
+	// MaxBasis caps the Krylov basis before a thick restart (default ten
 	// blocks, at most the dimension).
 	MaxBasis int
 	// Seed seeds the random start block (0 selects DefaultTruncSeed). The
@@ -90,11 +90,18 @@ func blockSize(k, oversample int) int {
 	return k + oversample
 }
 
-// UseTruncated reports whether the backends' EigSymTop and SVDTop use the
+// UseTruncated reports whether be's EigSymTop and SVDTop use the block
 // Krylov solver for k leading pairs of a problem of dimension n (the smaller
-// dimension for the SVD) rather than a full decomposition.
-func UseTruncated(n, k int) bool {
-	return n >= 128 && 5*blockSize(k, 0) <= n
+// dimension for the SVD) rather than an exact decomposition. The crossover
+// dimensions were measured on the benchmark matrices (bench/results/backend.md):
+// gonum's full solvers are slow enough that Krylov wins from n ≈ 300, the
+// LAPACK ones from n ≈ 800.
+func UseTruncated(be Backend, n, k int) bool {
+	minDim := 300
+	if be.Name() != "gonum" {
+		minDim = 800
+	}
+	return n >= minDim && 5*blockSize(k, 0) <= n
 }
 
 func (o TruncOptions) resolve(n, k int) (TruncOptions, int, error) {
@@ -115,7 +122,7 @@ func (o TruncOptions) resolve(n, k int) (TruncOptions, int, error) {
 	}
 	b := min(blockSize(k, o.Oversample), n)
 	if o.MaxBasis == 0 {
-		o.MaxBasis = 6 * b
+		o.MaxBasis = 10 * b
 	}
 	o.MaxBasis = min(n, max(o.MaxBasis, 2*b, k+1+b))
 	return o, b, nil
@@ -129,7 +136,16 @@ type symOperator struct {
 
 // ritzCheck judges the k+1 leading Ritz values theta (descending) with
 // residual norms res against the solver's tolerance; scale estimates ‖A‖.
-type ritzCheck func(theta, res []float64, scale float64) (bound, gap, resid float64, ok, degenerate bool)
+type ritzCheck func(theta, res []float64, scale float64) verdict
+
+// verdict is a ritzCheck's judgement.
+type verdict struct {
+	bound, gap, resid float64
+	ok, degenerate    bool
+	// stalled: every residual is at roundoff level yet the bound misses the
+	// tolerance (the gap is too small for it); iterating cannot help.
+	stalled bool
+}
 
 // roundoff is the residual level regarded as exact to working precision.
 func roundoff(n int, scale float64) float64 {
@@ -154,32 +170,33 @@ func maxAbs(v []float64) float64 {
 
 // eigCheck is the ritzCheck of the symmetric eigenproblem (Davis–Kahan).
 func eigCheck(k, n int, tol float64) ritzCheck {
-	return func(theta, res []float64, scale float64) (float64, float64, float64, bool, bool) {
+	return func(theta, res []float64, scale float64) verdict {
 		rk := frob(res[:k])
 		gap := math.Inf(1)
 		if len(theta) > k {
 			gap = theta[k-1] - theta[k] - res[k]
 		}
 		if gap > 0 && rk <= tol*gap {
-			return rk / gap, gap, rk, true, false
+			return verdict{bound: rk / gap, gap: gap, resid: rk, ok: true}
 		}
 		floor := roundoff(n, scale)
-		if len(theta) > k && maxAbs(res) <= floor && theta[k-1]-theta[k] <= floor {
-			return math.Inf(1), theta[k-1] - theta[k], rk, true, true
+		atFloor := len(theta) > k && maxAbs(res) <= floor
+		if atFloor && theta[k-1]-theta[k] <= floor {
+			return verdict{bound: math.Inf(1), gap: theta[k-1] - theta[k], resid: rk, ok: true, degenerate: true}
 		}
-		return rk / gap, gap, rk, false, false
+		return verdict{bound: rk / gap, gap: gap, resid: rk, stalled: atFloor}
 	}
 }
 
 // svdCheck is the ritzCheck of the SVD through the eigenproblem of AᵀA
 // (Ritz values θ = s²): Wedin's bound with right residuals res/s.
 func svdCheck(k, n int, tol float64) ritzCheck {
-	return func(theta, res []float64, scale float64) (float64, float64, float64, bool, bool) {
+	return func(theta, res []float64, scale float64) verdict {
 		var rk float64
 		for i := 0; i < k; i++ {
 			s := math.Sqrt(max(theta[i], 0))
 			if s == 0 {
-				return math.Inf(1), 0, math.Inf(1), false, false
+				return verdict{bound: math.Inf(1), resid: math.Inf(1), stalled: maxAbs(res) <= roundoff(n, scale)}
 			}
 			rk += (res[i] / s) * (res[i] / s)
 		}
@@ -190,13 +207,14 @@ func svdCheck(k, n int, tol float64) ritzCheck {
 			gap = sk - math.Sqrt(max(theta[k]+res[k], 0))
 		}
 		if gap > 0 && rk <= tol*gap {
-			return rk / gap, gap, rk, true, false
+			return verdict{bound: rk / gap, gap: gap, resid: rk, ok: true}
 		}
 		floor := roundoff(n, scale)
-		if len(theta) > k && maxAbs(res) <= floor && theta[k-1]-theta[k] <= floor && sk > math.Sqrt(floor) {
-			return math.Inf(1), gap, rk, true, true
+		atFloor := len(theta) > k && maxAbs(res) <= floor
+		if atFloor && theta[k-1]-theta[k] <= floor && sk > math.Sqrt(floor) {
+			return verdict{bound: math.Inf(1), gap: gap, resid: rk, ok: true, degenerate: true}
 		}
-		return rk / gap, gap, rk, false, false
+		return verdict{bound: rk / gap, gap: gap, resid: rk, stalled: atFloor}
 	}
 }
 
@@ -260,16 +278,19 @@ func orthBlock(be Backend, q, x *mat.Dense, rng *rand.Rand) (*mat.Dense, error) 
 			return nil, fmt.Errorf("orthogonalising a Krylov block: %w", err)
 		}
 		bad := false
+		rmin, rmax := math.Inf(1), 0.0
 		for j := 0; j < c; j++ {
-			if math.Abs(r.At(j, j)) <= 1e-10*scale {
+			rjj := math.Abs(r.At(j, j))
+			rmin, rmax = min(rmin, rjj), max(rmax, rjj)
+			if rjj <= 1e-10*scale {
 				bad = true
 				fillRandomCol(p, j, rng)
 			}
 		}
 		if !bad {
-			if q != nil {
-				// Householder QR of an ill-conditioned block can leave
-				// components along q; one more pass removes them.
+			if q != nil && rmax > 1e3*rmin {
+				// P = X·R⁻¹ magnifies X's residual components along q by
+				// up to R's condition number; one more pass removes them.
 				project(q, p)
 				if p, _, err = be.QR(p); err != nil {
 					return nil, fmt.Errorf("orthogonalising a Krylov block: %w", err)
@@ -357,22 +378,26 @@ func blockKrylov(be Backend, op symOperator, k int, o TruncOptions, b int, check
 		ay.Mul(wAll, sm)
 		scale := max(math.Abs(theta[0]), math.Abs(theta[d-1]))
 		res := residualNorms(ay, y, theta[:m])
-		bound, gap, resid, ok, degen := check(theta[:m], res, scale)
-		if ok {
+		v := check(theta[:m], res, scale)
+		if v.ok {
 			// Confirm with a fresh product: the recurrences for A·Q
 			// accumulate rounding over restarts.
 			op.mul(ay, y)
 			res = residualNorms(ay, y, theta[:m])
-			bound, gap, resid, ok, degen = check(theta[:m], res, scale)
+			v = check(theta[:m], res, scale)
 		}
-		info.Basis, info.Residual, info.Gap, info.SubspaceBound, info.Degenerate = d, resid, gap, bound, degen
-		if ok {
+		info.Basis, info.Residual, info.Gap, info.SubspaceBound, info.Degenerate = d, v.resid, v.gap, v.bound, v.degenerate
+		if v.ok {
 			vals := append([]float64(nil), theta[:k]...)
 			return vals, mat.DenseCopyOf(y.Slice(0, n, 0, k)), info, nil
 		}
+		if v.stalled {
+			return nil, nil, info, fmt.Errorf("top-%d Krylov solve: residuals at roundoff but the gap %.3g is too small for tolerance %.3g (bound %.3g): %w",
+				k, v.gap, o.Tol, v.bound, ErrNotConverged)
+		}
 		if info.Iterations >= o.MaxIter || d >= n {
 			return nil, nil, info, fmt.Errorf("top-%d Krylov solve after %d block products: subspace bound %.3g > tolerance %.3g: %w",
-				k, info.Iterations, bound, o.Tol, ErrNotConverged)
+				k, info.Iterations, v.bound, o.Tol, ErrNotConverged)
 		}
 
 		// The next block continues the Krylov sequence from the newest

@@ -1,0 +1,119 @@
+package backend
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// benchSizes are the matrix dimensions of the kernel table.
+var benchSizes = []int{200, 500, 1000, 2000}
+
+// benchTopK is the number of leading pairs in the truncated benchmarks.
+const benchTopK = 10
+
+// benchSpiked is the DP-noised spiked matrix of the truncated benchmarks:
+// ten spikes between 5 and 2 plus a symmetric Gaussian noise matrix whose
+// spectrum is a flat semicircle on [−1, 1] (the noise a Gaussian-mechanism
+// covariance release adds).
+func benchSpiked(n int) *mat.SymDense {
+	return spikedNoisy(newRNG(uint64(n)), n, linspace(5, 2, benchTopK), 1)
+}
+
+// BenchmarkKernels times every kernel of every backend compiled in, at the
+// sizes of benchSizes (n×n operands; Gram of a 2n×n matrix; ten right-hand
+// sides for SPDSolve; top-10 on benchSpiked for EigSymTop and on a
+// low-rank-plus-noise matrix for SVDTop).
+func BenchmarkKernels(b *testing.B) {
+	type inputs struct {
+		sq, tall, rhs, lowRank *mat.Dense
+		sym, spd, spiked       *mat.SymDense
+	}
+	for _, n := range benchSizes {
+		// Inputs are built on first use, so filtered runs stay quick.
+		in := sync.OnceValue(func() inputs {
+			rng := newRNG(uint64(n))
+			var in inputs
+			in.sq = randDense(rng, n, n)
+			in.tall = randDense(rng, 2*n, n)
+			in.sym = randSym(rng, n, 1)
+			in.spd = mat.NewSymDense(n, nil)
+			in.spd.SymOuterK(1, in.tall.T())
+			in.rhs = randDense(rng, n, 10)
+			in.spiked = benchSpiked(n)
+			in.lowRank = withSpectrum(rng, n, n, linspace(5, 2, benchTopK))
+			noise := randDense(rng, n, n)
+			noise.Scale(0.5/float64(n), noise)
+			in.lowRank.Add(in.lowRank, noise)
+			return in
+		})
+		kernels := []struct {
+			name string
+			run  func(Backend) error
+		}{
+			{"Gram", func(be Backend) error { be.Gram(1, in().tall); return nil }},
+			{"Mul", func(be Backend) error { var c mat.Dense; return be.Mul(&c, in().sq, false, in().sq, true) }},
+			{"EigSym", func(be Backend) error { _, _, err := be.EigSym(in().sym); return err }},
+			{"EigSymTop", func(be Backend) error { _, _, err := be.EigSymTop(in().spiked, benchTopK); return err }},
+			{"SVD", func(be Backend) error { _, _, _, err := be.SVD(in().sq); return err }},
+			{"SVDTop", func(be Backend) error { _, _, _, err := be.SVDTop(in().lowRank, benchTopK); return err }},
+			{"QR", func(be Backend) error { _, _, err := be.QR(in().tall); return err }},
+			{"SPDSolve", func(be Backend) error { _, err := be.SPDSolve(in().spd, in().rhs); return err }},
+		}
+		for _, k := range kernels {
+			for _, be := range backendsUnderTest() {
+				b.Run(fmt.Sprintf("%s/%s/n=%d", k.name, be.Name(), n), func(b *testing.B) {
+					in()
+					defer pureBLAS(be)()
+					for b.Loop() {
+						if err := k.run(be); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkTopEig compares, on each backend, the top-10 eigenpairs of the
+// DP-noised spiked matrix by the block Krylov solver against the full
+// solver, and reports the subspace error of the Krylov answer against the
+// full one ("sin-theta").
+func BenchmarkTopEig(b *testing.B) {
+	for _, n := range []int{1000, 2000} {
+		a := benchSpiked(n)
+		for _, be := range backendsUnderTest() {
+			restore := pureBLAS(be)
+			_, full, err := be.EigSym(a)
+			restore()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ref := full.Slice(0, n, 0, benchTopK)
+			b.Run(fmt.Sprintf("%s/krylov/n=%d", be.Name(), n), func(b *testing.B) {
+				defer pureBLAS(be)()
+				var vecs *mat.Dense
+				var info TruncInfo
+				for b.Loop() {
+					var err error
+					if _, vecs, info, err = EigSymTopKrylov(be, a, benchTopK, TruncOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(subspaceDist(ref, vecs), "sin-theta")
+				b.ReportMetric(float64(info.Iterations), "products")
+			})
+			b.Run(fmt.Sprintf("%s/full/n=%d", be.Name(), n), func(b *testing.B) {
+				defer pureBLAS(be)()
+				for b.Loop() {
+					if _, _, err := be.EigSym(a); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
