@@ -147,7 +147,7 @@ func EpsilonFromRho(rho, delta float64) float64 {
 
 // tightEps evaluates the CKS bound at α = 1+u (valid for every u > 0).
 func tightEps(rho, l, u float64) float64 {
-	lp := math.Log1p(u) // ln α
+	lp := math.Log1p(u)                           // ln α
 	return (1+u)*rho + (l-lp)/u - math.Log1p(1/u) // ln(1−1/α) = −ln(1+1/u)
 }
 

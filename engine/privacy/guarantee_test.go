@@ -1,0 +1,57 @@
+package privacy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGuaranteeString(t *testing.T) {
+	cases := []struct {
+		g    Guarantee
+		want []string
+	}{
+		{Guarantee{Kind: Pure, Epsilon: 0.5}, []string{"pure ε-differential privacy with ε = 0.5"}},
+		{Guarantee{Kind: Approx, Epsilon: 1, Delta: 1e-6, Neighbours: "one row replaced"},
+			[]string{"(ε, δ)-differential privacy with ε = 1, δ = 1e-06", "neighbouring data sets differ by one row replaced"}},
+		{Guarantee{Kind: ZCDP, Rho: 0.0244, Epsilon: 1, Delta: 1e-6},
+			[]string{"ρ = 0.0244", "which implies (ε, δ)-differential privacy with ε = 1, δ = 1e-06"}},
+		{Guarantee{Kind: Model, Epsilon: 2, Delta: 1e-5, Model: "spiked Gaussian covariance", Beta: 0.01, Assumptions: []string{"spike ≥ 3", "noise level 1"}},
+			[]string{"probability at least 0.99 over data drawn from the spiked Gaussian covariance model", "assuming spike ≥ 3, noise level 1"}},
+		{Guarantee{Kind: Nominal, Epsilon: 1, Delta: 1e-6}, []string{"nominal ε = 1, δ = 1e-06", "not certified"}},
+		{Guarantee{Kind: None}, []string{"not private"}},
+		{Guarantee{Kind: Approx, Epsilon: 1, Delta: 1e-6, Seeded: true}, []string{"NOT private against anyone who knows the seed"}},
+		{Guarantee{Kind: "odd"}, []string{`unknown guarantee "odd"`}},
+	}
+	for _, c := range cases {
+		s := c.g.String()
+		for _, w := range c.want {
+			assert.Contains(t, s, w)
+		}
+	}
+	assert.NotContains(t, Guarantee{Kind: ZCDP, Rho: 0.1}.String(), "implies")
+}
+
+func TestGuaranteeJSONRoundTrip(t *testing.T) {
+	g := Guarantee{Kind: Model, Epsilon: 2, Delta: 1e-5, Model: "m", Beta: 0.05, Assumptions: []string{"a"}, Neighbours: "one user", Seeded: true}
+	b, err := json.Marshal(g.JSON())
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"kind":"model"`)
+	assert.Contains(t, string(b), `"text":"(ε, δ)-differential privacy`)
+	var j GuaranteeJSON
+	require.NoError(t, json.Unmarshal(b, &j))
+	assert.Equal(t, g, j.Guarantee())
+	b, _ = json.Marshal(Guarantee{Kind: Pure, Epsilon: 1}.JSON())
+	assert.NotContains(t, string(b), "delta")
+}
+
+func TestGuaranteeValidate(t *testing.T) {
+	assert.NoError(t, Guarantee{Kind: Approx, Epsilon: 1, Delta: 1e-6}.Validate())
+	assert.NoError(t, Guarantee{Kind: None}.Validate())
+	assert.ErrorIs(t, Guarantee{Kind: Approx, Epsilon: 1, Delta: 1}.Validate(), ErrInvalidBudget)
+	assert.ErrorIs(t, Guarantee{Kind: Model, Epsilon: 1, Delta: 1e-6, Beta: 1}.Validate(), ErrInvalidBudget)
+	assert.ErrorIs(t, Guarantee{Kind: ZCDP, Rho: -1}.Validate(), ErrInvalidBudget)
+	assert.ErrorIs(t, Guarantee{Kind: "x"}.Validate(), ErrInvalidBudget)
+}

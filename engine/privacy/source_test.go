@@ -1,0 +1,313 @@
+package privacy
+
+import (
+	"math"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// chiSquareP returns the p-value of Pearson's χ² test of observed counts
+// against expected probabilities, merging tail bins until every expected
+// count is at least 5.
+func chiSquareP(t *testing.T, obs []int, prob []float64, n int) float64 {
+	t.Helper()
+	var o, e []float64
+	var co, ce float64
+	for i := range obs {
+		co += float64(obs[i])
+		ce += prob[i] * float64(n)
+		if ce >= 5 {
+			o, e = append(o, co), append(e, ce)
+			co, ce = 0, 0
+		}
+	}
+	if len(e) > 0 {
+		o[len(o)-1] += co
+		e[len(e)-1] += ce
+	}
+	var x2 float64
+	for i := range o {
+		d := o[i] - e[i]
+		x2 += d * d / e[i]
+	}
+	require.Greater(t, len(o), 2)
+	return 1 - distuv.ChiSquared{K: float64(len(o) - 1)}.CDF(x2)
+}
+
+// pmfTable returns P(v) for v in [-span, span] from unnormalised weights.
+func pmfTable(span int, w func(v float64) float64) []float64 {
+	p := make([]float64, 2*span+1)
+	var z float64
+	for i := range p {
+		p[i] = w(float64(i - span))
+		z += p[i]
+	}
+	// Mass outside the table is below 1e-30 for the spans used here.
+	for i := range p {
+		p[i] /= z
+	}
+	return p
+}
+
+// binnedGoF draws n values, bins them by v/width over [-span, span] (in
+// units of width) and returns the χ² p-value.
+func binnedGoF(t *testing.T, n, span int, width int64, draw func() int64, w func(v float64) float64) float64 {
+	t.Helper()
+	pmf := pmfTable(span*int(width), w)
+	nb := 2*span + 1
+	prob := make([]float64, nb)
+	for i, p := range pmf {
+		v := int64(i - span*int(width))
+		prob[floorDiv(v, width)+int64(span)] += p
+	}
+	obs := make([]int, nb)
+	for i := 0; i < n; i++ {
+		v := draw()
+		b := floorDiv(v, width) + int64(span)
+		require.True(t, b >= 0 && b < int64(nb), "draw %d outside ±%d·%d", v, span, width)
+		obs[b]++
+	}
+	return chiSquareP(t, obs, prob, n)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func TestDiscreteGaussianGoodnessOfFit(t *testing.T) {
+	for i, m := range []uint64{1, 2, 3, 10, 57} {
+		src := NewSeededSource(uint64(100 + i))
+		mf := float64(m)
+		width := int64(1 + m/8)
+		span := int(14*m/uint64(width)) + 1
+		p := binnedGoF(t, 60000, span, width, func() int64 { return src.discreteGaussian(m) },
+			func(v float64) float64 { return math.Exp(-v * v / (2 * mf * mf)) })
+		assert.Greater(t, p, 1e-3, "discrete Gaussian m=%d: χ² p = %g", m, p)
+	}
+}
+
+func TestDiscreteLaplaceGoodnessOfFit(t *testing.T) {
+	for i, tt := range []uint64{1, 2, 5, 33} {
+		src := NewSeededSource(uint64(200 + i))
+		tf := float64(tt)
+		width := int64(1 + tt/6)
+		span := int(40*tt/uint64(width)) + 1
+		p := binnedGoF(t, 60000, span, width, func() int64 { return src.discreteLaplace(tt) },
+			func(v float64) float64 { return math.Exp(-math.Abs(v) / tf) })
+		assert.Greater(t, p, 1e-3, "discrete Laplace t=%d: χ² p = %g", tt, p)
+	}
+}
+
+// ksStat returns the Kolmogorov–Smirnov distance between the sample and cdf.
+func ksStat(x []float64, cdf func(float64) float64) float64 {
+	sort.Float64s(x)
+	n := float64(len(x))
+	var d float64
+	for i, v := range x {
+		c := cdf(v)
+		d = math.Max(d, math.Max(c-float64(i)/n, float64(i+1)/n-c))
+	}
+	return d
+}
+
+// At release scales (σ/γ ≥ 2^40) the discrete noise is indistinguishable
+// from its continuous counterpart; KS against N(0, σ²) and Laplace(0, b).
+func TestReleaseNoiseKS(t *testing.T) {
+	const n = 40000
+	crit := 1.95 / math.Sqrt(n) // α = 0.001
+	for i, scale := range []float64{1e-200, 3e-7, 1, 2.5, 1e6, 7e200} {
+		src := NewSeededSource(uint64(300 + i))
+		g := make([]float64, n)
+		l := make([]float64, n)
+		for j := range g {
+			g[j] = src.Gaussian(scale) / scale
+			l[j] = src.Laplace(scale) / scale
+		}
+		dg := ksStat(g, distuv.UnitNormal.CDF)
+		dl := ksStat(l, distuv.Laplace{Mu: 0, Scale: 1}.CDF)
+		assert.Less(t, dg, crit, "Gaussian σ=%g KS=%g", scale, dg)
+		assert.Less(t, dl, crit, "Laplace b=%g KS=%g", scale, dl)
+	}
+}
+
+func TestAddNoiseSnapsToGrid(t *testing.T) {
+	// Mironov-style check: whatever the low bits of the input, every
+	// released value is a multiple of the grid, so the output's support
+	// does not depend on the data.
+	src := NewSeededSource(4)
+	sigma := 0.37
+	gamma := Grid(sigma)
+	require.Equal(t, math.Ldexp(1, -42), gamma)
+	for _, x := range []float64{0, 1, math.Pi, 1 + 0x1p-52, -123.456789, 1e-300} {
+		for k := 0; k < 200; k++ {
+			v := []float64{x}
+			src.AddGaussian(v, sigma)
+			q := v[0] / gamma
+			assert.Equal(t, math.Trunc(q), q, "x=%v released %v off the grid", x, v[0])
+			w := []float64{x}
+			src.AddLaplace(w, sigma)
+			q = w[0] / Grid(sigma)
+			assert.Equal(t, math.Trunc(q), q)
+		}
+	}
+	// Huge values already on a coarser float grid are kept exactly.
+	v := []float64{1e30}
+	src.AddGaussian(v, 1e-3)
+	assert.Equal(t, 1e30, v[0])
+}
+
+func TestInvalidScaleFailsClosed(t *testing.T) {
+	src := NewSeededSource(5)
+	for _, s := range []float64{0, -1, math.NaN(), math.Inf(1), 1e-300, 1e300} {
+		v := []float64{1, 2}
+		src.AddGaussian(v, s)
+		assert.True(t, math.IsNaN(v[0]) && math.IsNaN(v[1]), "σ=%v", s)
+		w := []float64{1}
+		src.AddLaplace(w, s)
+		assert.True(t, math.IsNaN(w[0]))
+		assert.True(t, math.IsNaN(src.Gaussian(s)))
+		assert.True(t, math.IsNaN(src.Laplace(s)))
+		assert.ErrorIs(t, CheckScale(s), ErrInvalidBudget)
+	}
+	assert.NoError(t, CheckScale(1))
+}
+
+func TestSymmetricExactlySymmetric(t *testing.T) {
+	src := NewSeededSource(6)
+	m := src.SymmetricGaussian(37, 2)
+	var sum, sumsq float64
+	for i := 0; i < 37; i++ {
+		for j := 0; j < 37; j++ {
+			require.Equal(t, m.At(i, j), m.At(j, i))
+			if j >= i {
+				sum += m.At(i, j)
+				sumsq += m.At(i, j) * m.At(i, j)
+			}
+		}
+	}
+	n := float64(37 * 38 / 2)
+	assert.InDelta(t, 4, sumsq/n-(sum/n)*(sum/n), 0.8) // variance σ² = 4
+	a := mat.NewSymDense(3, []float64{1, 2, 3, 2, 4, 5, 3, 5, 6})
+	src.AddSymmetricGaussian(a, 0.5)
+	for i := 0; i < 3; i++ {
+		for j := 0; j < 3; j++ {
+			assert.Equal(t, a.At(i, j), a.At(j, i))
+		}
+	}
+	g := src.GaussianMatrix(4, 5, 1)
+	r, c := g.Dims()
+	assert.Equal(t, [2]int{4, 5}, [2]int{r, c})
+}
+
+func TestSeedsReproduceSecureDiffers(t *testing.T) {
+	draw := func(s *Source) []float64 {
+		out := make([]float64, 8)
+		s.AddGaussian(out, 1)
+		out = append(out, s.Laplace(2), float64(s.Uint64()))
+		return out
+	}
+	assert.Equal(t, draw(NewSeededSource(42)), draw(NewSeededSource(42)))
+	assert.NotEqual(t, draw(NewSeededSource(42)), draw(NewSeededSource(43)))
+	a, err := NewSecureSource()
+	require.NoError(t, err)
+	b, err := NewSecureSource()
+	require.NoError(t, err)
+	assert.NotEqual(t, draw(a), draw(b))
+	assert.False(t, a.Seeded())
+	assert.True(t, NewSeededSource(1).Seeded())
+	// Splits: reproducible for seeded parents, distinct from the parent.
+	p1, p2 := NewSeededSource(9), NewSeededSource(9)
+	c1, c2 := p1.Split(), p2.Split()
+	assert.True(t, c1.Seeded())
+	assert.Equal(t, draw(c1), draw(c2))
+	assert.NotEqual(t, draw(c1), draw(p1))
+	assert.False(t, a.Split().Seeded())
+}
+
+// The comparison slow paths (ties on all 64 fast bits) must be exact too:
+// force the tie and check the conditional probability.
+func TestLazyTieSlowPaths(t *testing.T) {
+	const n = 4000
+	const tieBits = uint64(0x9e3779b97f4a7c15)
+	// z < p/q with z's first 64 bits equal to those of p/q: the answer is
+	// z's remaining bits < the fractional remainder rem/q.
+	r := newRatio(1, 3) // 0.0101…, rem/q = 1/3
+	less := 0
+	for i := 0; i < n; i++ {
+		s := NewSeededSource(uint64(1000 + i))
+		s.br = bitReader{b: r.q64, init: true}
+		if s.lessRatio(&r, &lazy{}) {
+			less++
+		}
+	}
+	assert.InDelta(t, 1.0/3, float64(less)/n, 4*math.Sqrt(2.0/9/n))
+
+	// z < y with 64 known equal bits: a fair coin.
+	less = 0
+	for i := 0; i < n; i++ {
+		s := NewSeededSource(uint64(9000 + i))
+		s.br = bitReader{b: tieBits, init: true}
+		y := lazy{b: tieBits, n: 64}
+		var z lazy
+		if s.lessLazy(&y, &z) {
+			less++
+			require.NotNil(t, z.long)
+			// z continues on the slow path; comparing a fresh deviate to it
+			// must still work.
+			var w lazy
+			s.lessLazy(&z, &w)
+		}
+	}
+	assert.InDelta(t, 0.5, float64(less)/n, 4*math.Sqrt(0.25/n))
+}
+
+func TestBernoulliExpRates(t *testing.T) {
+	const n = 200000
+	src := NewSeededSource(77)
+	cases := []struct {
+		name string
+		p    float64
+		f    func() bool
+	}{
+		{"exp(-1/2)", math.Exp(-0.5), src.bernExpHalf},
+		{"exp(-1)", math.Exp(-1), func() bool { return src.bernExpRatio(nil, true) }},
+		{"exp(-2/7)", math.Exp(-2.0 / 7), func() bool { r := newRatio(2, 7); return src.bernExpRatio(&r, false) }},
+		{"karneyB k=1 x=3/5", math.Exp(-0.6 * 2.6 / 4), func() bool {
+			xr, fr := newRatio(3, 5), newRatio(13, 20)
+			return src.karneyB(&xr, &fr)
+		}},
+	}
+	for _, c := range cases {
+		k := 0
+		for i := 0; i < n; i++ {
+			if c.f() {
+				k++
+			}
+		}
+		sd := math.Sqrt(c.p * (1 - c.p) / n)
+		assert.InDelta(t, c.p, float64(k)/n, 4.5*sd, c.name)
+	}
+}
+
+func TestUniformN(t *testing.T) {
+	src := NewSeededSource(8)
+	const m = 7
+	obs := make([]int, m)
+	for i := 0; i < 70000; i++ {
+		obs[src.uniformN(m)]++
+	}
+	prob := make([]float64, m)
+	for i := range prob {
+		prob[i] = 1.0 / m
+	}
+	assert.Greater(t, chiSquareP(t, obs, prob, 70000), 1e-3)
+}
