@@ -93,63 +93,23 @@ func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy
 		if err := ctx.Err(); err != nil {
 			return nil, total, 0, err
 		}
-		// Orthonormal basis N of the complement of u_1..u_{i−1}: the
-		// eigenvectors of I − U Uᵀ with eigenvalue 1 (public, data-free).
-		proj := mat.NewSymDense(d, nil)
-		for r := 0; r < d; r++ {
-			for c := r; c < d; c++ {
-				v := 0.0
-				if r == c {
-					v = 1
-				}
-				for t := 0; t < i; t++ {
-					v -= u.At(r, t) * u.At(c, t)
-				}
-				proj.SetSym(r, c, v)
-			}
-		}
-		_, vecs, err := be.EigSym(proj)
+		// Orthonormal basis N of the complement of u_1..u_{i−1} (public).
+		nb, err := complementBasis(u, columnsBelow(i), be)
 		if err != nil {
-			return nil, total, 0, fmt.Errorf("complement basis: %w", err)
-		}
-		m := d - i
-		nb := vecs.Slice(0, d, 0, m)
-		var an mat.Dense
-		if err := be.Mul(&an, a, false, nb, false); err != nil {
 			return nil, total, 0, err
-		}
-		var nan mat.Dense
-		if err := be.Mul(&nan, nb, true, &an, false); err != nil {
-			return nil, total, 0, err
-		}
-		sub := mat.NewSymDense(m, nil)
-		for r := 0; r < m; r++ {
-			for c := r; c < m; c++ {
-				sub.SetSym(r, c, (nan.At(r, c)+nan.At(c, r))/2)
-			}
 		}
 		beta, err = acct.SpendExponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, eps/float64(k))
 		if err != nil {
 			return nil, total, 0, err
 		}
-		s, err := bingham.New(sub, beta, be)
-		if err != nil {
-			return nil, total, 0, err
-		}
-		z, dg, err := s.Sample(ctx, rnd)
+		x, dg, err := sampleInSubspace(ctx, rnd, a, nb, beta, be)
 		if err != nil {
 			return nil, total, 0, err
 		}
 		total.Draws += dg.Draws
 		total.Proposals += dg.Proposals
 		total.Dim = d
-		for r := 0; r < d; r++ {
-			var v float64
-			for c := 0; c < m; c++ {
-				v += nb.At(r, c) * z[c]
-			}
-			u.Set(r, i, v)
-		}
+		u.SetCol(i, x)
 	}
 	if total.Proposals > 0 {
 		total.AcceptanceRate = float64(total.Draws) / float64(total.Proposals)
@@ -308,4 +268,75 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	addCommonOutputs(res, a, gamma, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda)
 	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 	return res, nil
+}
+
+func columnsBelow(i int) []int {
+	out := make([]int, i)
+	for j := range out {
+		out[j] = j
+	}
+	return out
+}
+
+// complementBasis returns a d×(d−len(cols)) orthonormal basis of the
+// orthogonal complement of the given orthonormal columns of u: the
+// eigenvectors of I − Σ u_c u_cᵀ with eigenvalue 1.
+func complementBasis(u *mat.Dense, cols []int, be backend.Backend) (*mat.Dense, error) {
+	d, _ := u.Dims()
+	proj := mat.NewSymDense(d, nil)
+	for r := 0; r < d; r++ {
+		for c := r; c < d; c++ {
+			v := 0.0
+			if r == c {
+				v = 1
+			}
+			for _, t := range cols {
+				v -= u.At(r, t) * u.At(c, t)
+			}
+			proj.SetSym(r, c, v)
+		}
+	}
+	_, vecs, err := be.EigSym(proj)
+	if err != nil {
+		return nil, fmt.Errorf("complement basis: %w", err)
+	}
+	return mat.DenseCopyOf(vecs.Slice(0, d, 0, d-len(cols))), nil
+}
+
+// sampleInSubspace draws a unit vector x = N z in the span of the
+// orthonormal columns of nb with density ∝ exp(beta·xᵀAx), exactly
+// (vector Bingham with matrix NᵀAN).
+func sampleInSubspace(ctx context.Context, rnd *privacy.Source, a mat.Symmetric, nb *mat.Dense, beta float64, be backend.Backend) ([]float64, bingham.Diagnostics, error) {
+	d, m := nb.Dims()
+	var an mat.Dense
+	if err := be.Mul(&an, a, false, nb, false); err != nil {
+		return nil, bingham.Diagnostics{}, err
+	}
+	var nan mat.Dense
+	if err := be.Mul(&nan, nb, true, &an, false); err != nil {
+		return nil, bingham.Diagnostics{}, err
+	}
+	sub := mat.NewSymDense(m, nil)
+	for r := 0; r < m; r++ {
+		for c := r; c < m; c++ {
+			sub.SetSym(r, c, (nan.At(r, c)+nan.At(c, r))/2)
+		}
+	}
+	s, err := bingham.New(sub, beta, be)
+	if err != nil {
+		return nil, bingham.Diagnostics{}, err
+	}
+	z, dg, err := s.Sample(ctx, rnd)
+	if err != nil {
+		return nil, dg, err
+	}
+	x := make([]float64, d)
+	for r := 0; r < d; r++ {
+		var v float64
+		for c := 0; c < m; c++ {
+			v += nb.At(r, c) * z[c]
+		}
+		x[r] = v
+	}
+	return x, dg, nil
 }
