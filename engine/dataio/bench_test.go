@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -80,6 +82,44 @@ func BenchmarkFashionMNIST(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkFashionMNISTPaired alternates the plain loop and Load within
+// each iteration and reports the median of the per-iteration time ratios
+// (Load/plain), which is steadier than comparing separate runs on a busy
+// machine.
+func BenchmarkFashionMNISTPaired(b *testing.B) {
+	needFashion(b)
+	var nohash, withHash []float64
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := plainFashionLoop(fashionTrain); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := Load(fashionTrain, LoadOptions{SkipHash: true}); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if _, err := Load(fashionTrain, LoadOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		plain := t1.Sub(t0).Seconds()
+		nohash = append(nohash, t2.Sub(t1).Seconds()/plain)
+		withHash = append(withHash, t3.Sub(t2).Seconds()/plain)
+	}
+	b.ReportMetric(median(nohash), "ratio-nohash")
+	b.ReportMetric(median(withHash), "ratio-hash")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
 }
 
 var (

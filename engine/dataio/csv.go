@@ -224,22 +224,6 @@ func resolveColumn(header []string, ncol int, ref string) (int, error) {
 	return 0, fmt.Errorf("no column named %q (columns: %s)", ref, strings.Join(header, ", "))
 }
 
-// columnsExcept returns the matrix formed by every column not in skip, in
-// file order, and the column indices used.
-func (t *table) columnsExcept(skip ...int) ([]float64, []int) {
-	drop := map[int]bool{}
-	for _, s := range skip {
-		drop[s] = true
-	}
-	var keep []int
-	for j := 0; j < t.ncol; j++ {
-		if !drop[j] {
-			keep = append(keep, j)
-		}
-	}
-	return t.gather(keep), keep
-}
-
 // gather returns the nrow×len(cols) row-major matrix of the given columns.
 func (t *table) gather(cols []int) []float64 {
 	if len(cols) == t.ncol {

@@ -370,9 +370,6 @@ func (t *table) features(names []string, skip []int) (*mat.Dense, error) {
 			}
 		}
 	}
-	if _, ok := t.text[-1]; ok {
-		return nil, errors.New("internal: bad text column")
-	}
 	for _, c := range cols {
 		if _, ok := t.text[c]; ok {
 			return nil, fmt.Errorf("column %d holds text, not numbers", c)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -387,8 +388,7 @@ func SaveNPYInt64(path string, v []int64) error {
 
 // writeFileAtomic writes a file through a temporary file and a rename.
 func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	dir, base := splitPath(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
@@ -412,14 +412,6 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("rename into %s: %w", path, err)
 	}
 	return nil
-}
-
-func splitPath(path string) (dir, base string) {
-	i := strings.LastIndexByte(path, os.PathSeparator)
-	if i < 0 {
-		return ".", path
-	}
-	return path[:i+1], path[i+1:]
 }
 
 // writeF64LE writes v as little-endian float64 bytes.

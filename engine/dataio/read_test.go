@@ -409,3 +409,48 @@ func TestMalformed(t *testing.T) {
 		})
 	}
 }
+
+// TestColumnsAndIntegers: feature column selection and integer side files.
+func TestColumnsAndIntegers(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTemp(t, dir, "a.csv", []byte("a,b,c,y\n1,2,3,4\n5,6,7,8\n"))
+	ds, err := Load(p, LoadOptions{FeatureColumns: []string{"c", "0"}})
+	require.NoError(t, err)
+	assert.Equal(t, []float64{3, 1, 7, 5}, ds.X.RawMatrix().Data)
+	tr, err := Load(p, LoadOptions{Kind: data.Trace, FeatureColumns: []string{"a", "b"}, D1: 1, D2: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []float64{4, 8}, tr.Y)
+	_, err = Load(p, LoadOptions{Kind: data.Trace, FeatureColumns: []string{"y"}, D1: 1, D2: 1})
+	assert.ErrorContains(t, err, "both a feature and")
+	_, err = Load(p, LoadOptions{FeatureColumns: []string{"9"}})
+	assert.ErrorContains(t, err, "column index 9 out of range")
+
+	le := binary.LittleEndian
+	x := writeTemp(t, dir, "x.csv", []byte("1\n2\n"))
+	cases := []struct {
+		name    string
+		content []byte
+		want    []int
+		err     string
+	}{
+		{"u8 too big", npyFile(1, "<u8", false, []int{2}, encode(le, []uint64{1, 1 << 63})), nil, "does not fit in int64"},
+		{"float integral", npyFile(1, "<f4", false, []int{2, 1}, encode(le, []float32{3, -2})), []int{3, -2}, ""},
+		{"float fractional", npyFile(1, "<f8", false, []int{2}, encode(le, []float64{3, 0.5})), nil, "not an integer"},
+		{"matrix", npyFile(1, "<i4", false, []int{1, 2}, encode(le, []int32{3, 4})), nil, "want a vector"},
+		{"idx labels", idxFile(0x08, []int{2}, []byte{7, 8}), []int{7, 8}, ""},
+		{"two-column csv", []byte("1,2\n3,4\n"), nil, "want one column"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lp := writeTemp(t, dir, "lab.bin", c.content)
+			ds, err := Load(x, LoadOptions{LabelsPath: lp})
+			if c.err != "" {
+				assert.ErrorContains(t, err, c.err)
+				assert.ErrorContains(t, err, "lab.bin")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, ds.Labels)
+		})
+	}
+}
