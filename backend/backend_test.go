@@ -540,3 +540,35 @@ func TestTopFallsBackToExact(t *testing.T) {
 		})
 	}
 }
+
+func TestSVDTopKrylovOrientations(t *testing.T) {
+	// Wide inputs and transposed views run the Krylov iteration on the
+	// smaller Gram matrix and swap the factors back.
+	rng := newRNG(47)
+	base := withSpectrum(rng, 150, 360, linspace(8, 4, 6))
+	noise := randDense(rng, 150, 360)
+	noise.Scale(0.01, noise)
+	base.Add(base, noise)
+	inputs := map[string]mat.Matrix{
+		"wide":       base,
+		"transposed": mat.DenseCopyOf(base.T()).T(),
+		"tall view":  base.T(),
+	}
+	for _, be := range backendsUnderTest() {
+		for name, a := range inputs {
+			t.Run(be.Name()+"/"+name, func(t *testing.T) {
+				m, n := a.Dims()
+				fu, fs, fv, err := be.SVD(a)
+				require.NoError(t, err)
+				u, s, v, info, err := SVDTopKrylov(be, a, 6, TruncOptions{})
+				require.NoError(t, err)
+				ur, _ := u.Dims()
+				vr, _ := v.Dims()
+				require.Equal(t, [2]int{m, n}, [2]int{ur, vr})
+				assert.InDeltaSlice(t, fs[:6], s, 1e-10*fs[0])
+				assert.LessOrEqual(t, subspaceDist(fv.Slice(0, n, 0, 6), v), info.SubspaceBound*1.01+1e-14)
+				assert.LessOrEqual(t, subspaceDist(fu.Slice(0, m, 0, 6), u), info.SubspaceBound*1.01+1e-14)
+			})
+		}
+	}
+}
