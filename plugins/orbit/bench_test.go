@@ -19,6 +19,8 @@ func BenchmarkFit(b *testing.B) {
 			ds := genData(b, c.n, c.d, c.k, 1)
 			raw := map[string]string{"rank": fmt.Sprint(c.k)}
 			b.ResetTimer()
+			c0 := processCPU()
+			defer func() { b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op") }()
 			for i := 0; i < b.N; i++ {
 				seed := uint64(i)
 				if _, _, err := sdk.RunLocal(context.Background(), EM{}, ds, raw, pure(1), sdk.LocalOptions{Seed: &seed}); err != nil {
@@ -40,12 +42,16 @@ func BenchmarkGibbsSweeps(b *testing.B) {
 			src := privacy.NewSeededSource(3)
 			const sweeps = 100
 			b.ResetTimer()
+			c0 := processCPU()
 			for i := 0; i < b.N; i++ {
 				if _, err := GibbsSample(context.Background(), src, a, lambda, 0.5, GibbsConfig{Sweeps: sweeps, Backend: backend.Default()}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(sweeps*b.N)/b.Elapsed().Seconds(), "sweeps/s")
+			if cpu := processCPU() - c0; cpu > 0 {
+				b.ReportMetric(float64(sweeps*b.N)/cpu, "sweeps/cpu-s")
+			}
 		})
 	}
 }
@@ -59,6 +65,8 @@ func BenchmarkExactRankOne(b *testing.B) {
 			a := clippedA(b, ds)
 			src := privacy.NewSeededSource(5)
 			b.ResetTimer()
+			c0 := processCPU()
+			defer func() { b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op") }()
 			for i := 0; i < b.N; i++ {
 				if _, err := SampleOrbit(context.Background(), src, a, []float64{1}, 0.5, SamplerAuto, 0, backend.Default(), nil); err != nil {
 					b.Fatal(err)
