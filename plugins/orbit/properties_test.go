@@ -275,3 +275,29 @@ func TestGivensGibbsMatchesColumnGibbs(t *testing.T) {
 	t.Logf("mean loss: Givens–Gibbs %.3f, column Gibbs %.3f", mg, mc)
 	assert.Less(t, ksTwo(giv, col)*math.Sqrt(float64(n)/2), 1.949)
 }
+
+func TestGibbsExactAtD2(t *testing.T) {
+	// Spec §6.1 item 5 for Givens–Gibbs: at d = 2 one pair update is an
+	// exact draw, so θ (mod π) of u_1 follows exp(κ cos(2θ − μ)) exactly;
+	// KS against the numerically integrated CDF.
+	a := mat.NewSymDense(2, []float64{3, 1.2, 1.2, 0.5})
+	const beta, n, grid = 0.8, 4000, 4096
+	ld := logDensityD2(a, beta, grid)
+	cdf := make([]float64, grid+1)
+	for i, v := range ld {
+		cdf[i+1] = cdf[i] + math.Exp(v)*math.Pi/grid
+	}
+	F := func(th float64) float64 {
+		x := th / math.Pi * grid
+		i := min(int(x), grid-1)
+		return (cdf[i] + (x-float64(i))*(cdf[i+1]-cdf[i])) / cdf[grid]
+	}
+	src := privacy.NewSeededSource(141)
+	th := make([]float64, n)
+	for i := range th {
+		g, err := GibbsSample(context.Background(), src, a, []float64{1}, beta, GibbsConfig{Sweeps: 1})
+		require.NoError(t, err)
+		th[i] = math.Mod(math.Atan2(g.U.At(1, 0), g.U.At(0, 0))+2*math.Pi, math.Pi)
+	}
+	assert.Less(t, ksOne(th, F), 1.949)
+}
