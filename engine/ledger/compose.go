@@ -116,6 +116,9 @@ func (s *sums) add(c Charge) {
 	if c.IsZero() {
 		return
 	}
+	if !c.HasEpsDelta() {
+		c.Delta = 0 // δ without ε is no statement (as the ledger stores it)
+	}
 	s.N++
 	if !c.HasEpsDelta() {
 		s.NoED++

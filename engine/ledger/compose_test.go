@@ -209,6 +209,8 @@ func TestStepsCharge(t *testing.T) {
 		// the accountant's basic composition would count the ρ step as free.
 		{"mixed statements", approxG(1, 1e-6), []privacy.Step{gauss(10), {Name: "x", Epsilon: 0.5, Delta: 1e-7}},
 			GrantCharge(approxG(1, 1e-6)), "grant"},
+		{"pure and Gaussian steps: mixed", approxG(1, 1e-6), []privacy.Step{pureStep(0.3), gauss(0.005)},
+			Charge{Epsilon: 0.3 + privacy.EpsilonFromRho(0.005, 1e-6), Delta: 1e-6, Rho: 0.045 + 0.005}, "mixed"},
 		{"over the grant", pureG(1), []privacy.Step{pureStep(0.75), pureStep(0.5)}, GrantCharge(pureG(1)), "grant"},
 		{"NaN cost", zcdpG(1), []privacy.Step{gauss(math.NaN())}, GrantCharge(zcdpG(1)), "grant"},
 	}
@@ -219,6 +221,31 @@ func TestStepsCharge(t *testing.T) {
 			assert.InDelta(t, tc.want.Epsilon, c.Epsilon, 1e-12)
 			assert.InDelta(t, tc.want.Delta, c.Delta, 1e-18)
 			assert.InDelta(t, tc.want.Rho, c.Rho, 1e-12)
+		})
+	}
+}
+
+// From a composed Achieved, a ρ is recorded only when it covers the whole
+// run ("zcdp", or pure ε²/2): the accountant's "mixed" ρ covers only the
+// non-pure steps.
+func TestAchievedCharge(t *testing.T) {
+	g := approxG(1, 1e-6)
+	tests := []struct {
+		name string
+		ach  privacy.Achieved
+		want Charge
+	}{
+		{"zcdp", privacy.Achieved{Epsilon: 0.8, Delta: 1e-6, Rho: 0.01, Composition: "zcdp"}, Charge{Epsilon: 0.8, Delta: 1e-6, Rho: 0.01}},
+		{"mixed", privacy.Achieved{Epsilon: 0.8, Delta: 1e-6, Rho: 0.005, Composition: "mixed"}, Charge{Epsilon: 0.8, Delta: 1e-6}},
+		{"basic", privacy.Achieved{Epsilon: 0.5, Delta: 1e-7, Composition: "basic"}, Charge{Epsilon: 0.5, Delta: 1e-7}},
+		{"pure", privacy.Achieved{Epsilon: 0.5, Composition: "pure"}, Charge{Epsilon: 0.5, Rho: 0.125}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ach := tc.ach
+			c, basis, _ := successCharge(g, Outcome{Status: Succeeded, Achieved: &ach})
+			assert.Equal(t, tc.want, c)
+			assert.Equal(t, tc.ach.Composition, basis)
 		})
 	}
 }

@@ -66,8 +66,14 @@
 // the statements of its grant: a pure ε grant gives (ε, 0) and ρ = ε²/2 (Bun
 // & Steinke 2016, Prop. 1.4); an (ε, δ) grant gives (ε, δ) only (the run's
 // accountant may compose its steps by basic composition, which bounds no ρ);
-// a ρ grant gives ρ only. A settled success carries what its accountant
-// achieved, plus the sum of its steps' ρ when every step has one. The
+// a ρ grant gives ρ only. A settled success given its steps is composed by
+// the ledger itself: its (ε, δ) statement is the tightest of basic
+// composition, zCDP composition converted at the grant's δ, and the pure
+// steps' ε plus the converted ρ of the others, that fits the grant; its ρ
+// statement is the sum of the steps' ρ when every step has one (ε²/2 for a
+// pure step). Given only the accountant's composed Achieved, the ledger
+// records its (ε, δ) and, when it covers the whole run, its ρ. A success
+// whose reported cost does not fit its grant is charged the full grant. The
 // budget's form decides how the charges compose ([Compose]):
 //
 //   - pure ε total: every charge must be pure; the ε add (basic composition).
@@ -79,9 +85,10 @@
 //     (ε, δ) statement, or
 //     (B) zCDP composition of a group Z of charges that carry a ρ followed by
 //     basic composition with the rest R: the ρ-group is converted to
-//     (ε_Z, δ − Σ_R δ)-DP with the conversion of [privacy.EpsilonFromRho], and
-//     ε_Z + Σ_R ε ≤ ε. Two groupings are tried: Z = every charge with a ρ,
-//     and Z = only the charges that have no (ε, δ) statement.
+//     (ε_Z, δ − Σ_R δ)-DP with [privacy.EpsilonFromRho] (the tight
+//     conversion of Canonne, Kamath & Steinke 2020), and ε_Z + Σ_R ε ≤ ε.
+//     Two groupings are tried: Z = every charge with a ρ, and Z = only the
+//     charges that have no (ε, δ) statement.
 //     Every step of this is a valid composition theorem, so any option that
 //     fits certifies the whole history; the reported spent amount is the
 //     fitting option with the smallest ε.

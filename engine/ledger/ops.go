@@ -245,6 +245,9 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 			note = strings.TrimSpace(note + " the achieved charge did not fit the budget's composition; charged the full grant")
 		}
 	}
+	if !charge.HasEpsDelta() {
+		charge.Delta = 0 // δ without ε is no statement
+	}
 	_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, charge_epsilon = ?, charge_delta = ?, charge_rho = ?, composition = ?,
 	noise_drawn = ?, error = ?, note = ?, settled_at = ? WHERE id = ? AND status = 'reserved'`,
 		string(out.Status), charge.Epsilon, charge.Delta, charge.Rho, basis, out.NoiseDrawn, out.Error, note, now(), int64(id))
@@ -295,10 +298,15 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 		if !within(ach.Epsilon, g.Epsilon) || !within(ach.Delta, g.Delta) {
 			return full(fmt.Sprintf("reported (ε = %.6g, δ = %.3g) exceeds the grant", ach.Epsilon, ach.Delta))
 		}
-		c = Charge{Epsilon: ach.Epsilon, Delta: ach.Delta, Rho: ach.Rho}
-		if c.Rho == 0 && c.IsPure() {
+		c = Charge{Epsilon: ach.Epsilon, Delta: ach.Delta}
+		switch {
+		case ach.Composition == "zcdp":
+			c.Rho = ach.Rho // the whole run's ρ
+		case c.IsPure():
 			c.Rho = c.Epsilon * c.Epsilon / 2
 		}
+		// Otherwise ("basic", "mixed") Achieved.Rho, if any, covers only
+		// part of the steps: no ρ statement for the run.
 	}
 	basis := ach.Composition
 	if basis == "" {
@@ -311,18 +319,19 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 }
 
 // stepsCharge composes a successful run's steps itself rather than trusting
-// a composed figure: the (ε, δ) statement is the basic composition of the
-// steps when every step has an ε (pure steps: δ = 0), or the conversion of
-// their summed ρ at the grant's δ, whichever fits the grant with the smaller
-// ε; the ρ statement is the sum of the steps' ρ (ε²/2 for a pure step
+// a composed figure: the (ε, δ) statement is, of those that fit the grant,
+// the one with the smallest ε among the basic composition of the steps
+// (when every step has an ε; pure steps have δ = 0), the conversion of
+// their summed ρ at the grant's δ, and the pure steps' ε plus the converted
+// ρ of the others (the accountant's "mixed"); the ρ statement is the sum of the steps' ρ (ε²/2 for a pure step
 // without one) when every step has one. A run whose steps do not fit its
 // grant in any of these ways is charged the full grant.
 func stepsCharge(g privacy.Grant, steps []privacy.Step) (Charge, string, string) {
 	full := func(why string) (Charge, string, string) {
 		return GrantCharge(g), "grant", why + "; charged the full grant"
 	}
-	var sumEps, sumDelta, sumRho float64
-	edOK, rhoOK, n := true, true, 0
+	var sumEps, sumDelta, sumRho, pureEps, otherRho float64
+	edOK, rhoOK, otherRhoOK, n, nPure := true, true, true, 0, 0
 	for _, s := range steps {
 		for _, v := range []float64{s.Epsilon, s.Delta, s.Rho} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
@@ -347,6 +356,14 @@ func stepsCharge(g privacy.Grant, steps []privacy.Step) (Charge, string, string)
 			sumRho += r
 		} else {
 			rhoOK = false
+		}
+		if s.Epsilon > 0 && s.Delta == 0 {
+			pureEps += s.Epsilon
+			nPure++
+		} else if r > 0 {
+			otherRho += r
+		} else {
+			otherRhoOK = false
 		}
 	}
 	if n == 0 {
@@ -384,9 +401,17 @@ func stepsCharge(g privacy.Grant, steps []privacy.Step) (Charge, string, string)
 			basis = "pure"
 		}
 	}
+	// ρ conversions at the grant's δ; a result of 0 ((0, δ)-DP) is not an
+	// (ε, δ) statement the ledger records, so it is skipped.
 	if rhoOK {
-		if e := privacy.EpsilonFromRho(sumRho, g.Delta); within(e, g.Epsilon) && (basis == "" || e < c.Epsilon) {
+		if e := privacy.EpsilonFromRho(sumRho, g.Delta); e > 0 && within(e, g.Epsilon) && (basis == "" || e < c.Epsilon) {
 			c, basis = Charge{Epsilon: e, Delta: g.Delta}, "zcdp"
+		}
+	}
+	// "mixed": the pure steps' ε plus the converted ρ of the others.
+	if otherRhoOK && nPure > 0 && nPure < n {
+		if e := pureEps + privacy.EpsilonFromRho(otherRho, g.Delta); e > 0 && within(e, g.Epsilon) && (basis == "" || e < c.Epsilon) {
+			c, basis = Charge{Epsilon: e, Delta: g.Delta}, "mixed"
 		}
 	}
 	if basis == "" {
