@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"math/bits"
+	"sync"
 )
 
 // Exact samplers for the discrete Gaussian and discrete Laplace on the
@@ -27,31 +28,34 @@ type lazy struct {
 
 // bitReader hands out random bits most-significant first. It holds the n
 // leading bits of the stream at the top of a, followed by the 64 bits of b.
+// The low 64−n bits of a are zero; Go defines shifts by 64 as giving 0, so
+// peek64 needs no branch.
 type bitReader struct {
 	a, b uint64
 	n    uint
-	init bool
+	used uint64 // bits consumed so far
 }
 
-func (s *Source) peek64() uint64 {
-	r := &s.br
-	if !r.init {
-		r.b, r.init = s.rng.Uint64(), true
-	}
-	if r.n == 0 {
-		return r.b
-	}
-	return r.a | r.b>>r.n
-}
+func newBitReader(rng interface{ Uint64() uint64 }) bitReader { return bitReader{b: rng.Uint64()} }
+
+func (s *Source) peek64() uint64 { return s.br.a | s.br.b>>s.br.n }
 
 // consume drops the next d ≤ 64 bits of the stream (after a peek64).
 func (s *Source) consume(d uint) {
 	r := &s.br
+	r.used += uint64(d)
 	if d <= r.n {
 		r.a <<= d
 		r.n -= d
 		return
 	}
+	s.refill(d)
+}
+
+// refill is consume's slow half: it uses up a, d−n bits of b, and draws a
+// new b.
+func (s *Source) refill(d uint) {
+	r := &s.br
 	d -= r.n
 	r.a = r.b << d
 	r.n = 64 - d
@@ -76,11 +80,11 @@ func (s *Source) lessLazy(y *lazy, z *lazy) bool {
 	var pos uint // bits of z known equal to y's leading bits
 	for {
 		if y.n == pos {
-			if y.n+8 > 64 {
+			if y.n+extBits > 64 {
 				return s.lessLazySlow(y, z, pos)
 			}
-			y.b |= s.takeBits(8) << (56 - y.n)
-			y.n += 8
+			y.b |= s.takeBits(extBits) << (64 - extBits - y.n)
+			y.n += extBits
 		}
 		w := s.peek64() // z's bits from position pos on
 		l := y.n - pos
@@ -196,10 +200,46 @@ func (s *Source) lessRatio(x *ratio, keep *lazy) bool {
 	}
 }
 
-// bernExpHalf returns true with probability exp(−1/2), by von Neumann's
-// method: n is the length of the decreasing run z1 > z2 > … that starts
-// below 1/2, and the answer is whether n is even.
+// bernExpHalf returns true with probability exp(−1/2). Its answer is a
+// deterministic function of the random bit stream, so for the 99% of
+// 16-bit prefixes that settle it a table (built by running
+// bernExpHalfSlow on each prefix) gives the answer and the number of bits
+// it reads; other prefixes run bernExpHalfSlow on the same bits.
 func (s *Source) bernExpHalf() bool {
+	e := halfTable[s.peek64()>>48]
+	if e == 0 {
+		return s.bernExpHalfSlow()
+	}
+	s.consume(uint(e & 0x1f))
+	return e&0x80 != 0
+}
+
+// halfTable maps a 16-bit prefix of the bit stream to bernExpHalfSlow's
+// answer (bit 7) and bit count (bits 0–4), or 0 when the prefix does not
+// settle it.
+var halfTable *[1 << 16]uint8
+
+func buildHalfTable() *[1 << 16]uint8 {
+	var t [1 << 16]uint8
+	rng := zeroStream()
+	for p := range t {
+		s := &Source{rng: rng, br: bitReader{b: uint64(p) << 48}}
+		r := s.bernExpHalfSlow()
+		if s.br.used <= 16 {
+			e := uint8(s.br.used)
+			if r {
+				e |= 0x80
+			}
+			t[p] = e
+		}
+	}
+	return &t
+}
+
+// bernExpHalfSlow returns true with probability exp(−1/2), by von
+// Neumann's method: n is the length of the decreasing run z1 > z2 > … that
+// starts below 1/2, and the answer is whether n is even.
+func (s *Source) bernExpHalfSlow() bool {
 	if s.takeBits(1) == 1 { // z1 ≥ 1/2
 		return true
 	}
@@ -228,14 +268,18 @@ func (s *Source) bernExpRatio(x *ratio, one bool) bool {
 	return n%2 == 0
 }
 
-// karneyB returns true with probability exp(−x(2k+x)/(2k+2)) for x given
-// by xr (Karney 2016, algorithm B): a decreasing run below x in which every
-// step must also pass a Bernoulli(f) test, f = (2k+x)/(2k+2) given by fr;
-// the answer is whether the run length is even.
-func (s *Source) karneyB(xr, fr *ratio) bool {
+// karneyB returns true with probability exp(−x(2k+x)/(2k+2)) for x = j/m
+// given by xr (Karney 2016, algorithm B): a decreasing run below x in which
+// every step must also pass a Bernoulli(f) test, f = (2k+x)/(2k+2) given by
+// fr (whose expansion is filled in on first use); the answer is whether the
+// run length is even.
+func (s *Source) karneyB(xr, fr *ratio, k, j, m uint64) bool {
 	var y, z lazy
 	if !s.lessRatio(xr, &y) {
 		return true
+	}
+	if fr.q64 == 0 && fr.rem == 0 {
+		*fr = newRatio(fr.q-2*m+j, fr.q)
 	}
 	if !s.lessRatio(fr, nil) {
 		return true
@@ -284,26 +328,9 @@ const maxUnits = 1 << 42
 // exp(−(km+j)²/(2m²)), the target; every test is exact.
 func (s *Source) discreteGaussian(m uint64) int64 {
 	for {
-		k := uint64(0)
-		for s.bernExpHalf() {
-			k++
-		}
-		if k >= 2 {
-			// k ≥ 2^20 happens with probability below exp(−2^19); such a
-			// k is rejected by step 2 with certainty short of exp(−2^39).
-			if k >= 1<<20 {
-				continue
-			}
-			ok := true
-			for i := uint64(0); i < k*(k-1); i++ {
-				if !s.bernExpHalf() {
-					ok = false
-					break
-				}
-			}
-			if !ok {
-				continue
-			}
+		k, ok := s.gaussianK()
+		if !ok {
+			continue
 		}
 		neg := s.takeBits(1) == 1
 		j := s.uniformN(m)
@@ -311,11 +338,12 @@ func (s *Source) discreteGaussian(m uint64) int64 {
 			continue
 		}
 		xr := newRatio(j, m)
-		den := (2*k + 2) * m // < 2^63 for k < 2^20, m ≤ 2^42
-		fr := newRatio(den-2*m+j, den)
+		// f = (2k+x)/(2k+2) = (2km+j)/((2k+2)m) < 2^63 for k < 2^20,
+		// m ≤ 2^42; its expansion is computed only if a run needs it.
+		fr := ratio{q: (2*k + 2) * m}
 		accept := true
 		for i := uint64(0); i <= k; i++ {
-			if !s.karneyB(&xr, &fr) {
+			if !s.karneyB(&xr, &fr, k, j, m) {
 				accept = false
 				break
 			}
@@ -329,6 +357,103 @@ func (s *Source) discreteGaussian(m uint64) int64 {
 		}
 		return v
 	}
+}
+
+// gaussianK runs steps 1 and 2 of discreteGaussian: k ≥ 0 with
+// P(k) ∝ exp(−k/2), kept with probability exp(−k(k−1)/2). The outcome is
+// a deterministic function of the bit stream; kTable holds it for the 82%
+// of 16-bit prefixes that settle it.
+func (s *Source) gaussianK() (k uint64, ok bool) {
+	e := kTable[s.peek64()>>48]
+	if e&0x8000 != 0 {
+		s.consume(uint(e & 0x1f))
+		return uint64(e>>8) & 0x3f, e&0x4000 == 0
+	}
+	return s.gaussianKSlow()
+}
+
+func (s *Source) gaussianKSlow() (k uint64, ok bool) {
+	if e := gTable[s.peek64()>>48]; e != 0 {
+		s.consume(uint(e & 0x1f))
+		k = uint64(e >> 8)
+	} else {
+		k = s.geometricHalf()
+	}
+	return s.gaussianKAccept(k)
+}
+
+// geometricHalf counts exp(−1/2) successes before the first failure.
+func (s *Source) geometricHalf() (k uint64) {
+	for s.bernExpHalf() {
+		k++
+	}
+	return k
+}
+
+// gaussianKAccept is step 2: keep k with probability exp(−k(k−1)/2).
+func (s *Source) gaussianKAccept(k uint64) (uint64, bool) {
+	if k >= 2 {
+		// k ≥ 2^20 has probability below exp(−2^19), and step 2 would
+		// reject it except with probability exp(−2^39).
+		if k >= 1<<20 {
+			return 0, false
+		}
+		for i := uint64(0); i < k*(k-1); i++ {
+			if !s.bernExpHalf() {
+				return 0, false
+			}
+		}
+	}
+	return k, true
+}
+
+// gTable maps a 16-bit prefix to geometricHalf's k (bits 8–15) and bit
+// count (bits 0–4), or 0 when the prefix does not settle it.
+var gTable *[1 << 16]uint16
+
+func buildGTable() *[1 << 16]uint16 {
+	var t [1 << 16]uint16
+	rng := zeroStream()
+	for p := range t {
+		s := &Source{rng: rng, br: bitReader{b: uint64(p) << 48}}
+		k := s.geometricHalf()
+		if s.br.used <= 16 && k < 256 {
+			t[p] = uint16(k)<<8 | uint16(s.br.used)
+		}
+	}
+	return &t
+}
+
+// buildTables fills the lookup tables, in dependency order (each table is
+// built by running the code paths that only use the tables before it).
+func buildTables() {
+	halfTable = buildHalfTable()
+	gTable = buildGTable()
+	kTable = buildKTable()
+}
+
+var tablesOnce sync.Once
+
+// kTable maps a 16-bit prefix to gaussianKSlow's outcome: bit 15 set when
+// the prefix settles it, bit 14 for a rejection, bits 8–13 k, bits 0–4 the
+// number of bits read.
+var kTable *[1 << 16]uint16
+
+func buildKTable() *[1 << 16]uint16 {
+	var t [1 << 16]uint16
+	rng := zeroStream()
+	for p := range t {
+		s := &Source{rng: rng, br: bitReader{b: uint64(p) << 48}}
+		k, ok := s.gaussianKSlow()
+		if s.br.used <= 16 && k < 64 {
+			e := uint16(0x8000) | uint16(k)<<8 | uint16(s.br.used)
+			if !ok {
+				e |= 0x4000
+			}
+			t[p] = e
+		}
+	}
+	return &t
 }
 
 // discreteLaplace returns an exact draw with P(v) ∝ exp(−|v|/t) for an
@@ -364,3 +489,7 @@ func (s *Source) discreteLaplace(t uint64) int64 {
 		return x
 	}
 }
+
+// extBits is how many bits a lazy deviate grows by when a comparison has
+// used all its known bits.
+const extBits = 1

@@ -36,8 +36,17 @@ func NewSecureSource() (*Source, error) {
 	if _, err := crand.Read(key[:]); err != nil {
 		return nil, fmt.Errorf("privacy: reading OS randomness: %w", err)
 	}
-	return &Source{rng: rand.NewChaCha8(key)}, nil
+	return newSource(rand.NewChaCha8(key), false, 0), nil
 }
+
+func newSource(rng *rand.ChaCha8, seeded bool, seed uint64) *Source {
+	tablesOnce.Do(buildTables)
+	return &Source{rng: rng, seeded: seeded, seed: seed, br: newBitReader(rng)}
+}
+
+// zeroStream is a fixed ChaCha8 stream used only while building lookup
+// tables (whose entries never depend on bits past the prefix).
+func zeroStream() *rand.ChaCha8 { return rand.NewChaCha8([32]byte{}) }
 
 // NewSeededSource returns a reproducible Source. Output computed from it is
 // not private against anyone who knows seed. The ChaCha8 key is the SHA-256
@@ -50,7 +59,7 @@ func NewSeededSource(seed uint64) *Source {
 	h.Write(in[:])
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
-	return &Source{rng: rand.NewChaCha8(key), seeded: true, seed: seed}
+	return newSource(rand.NewChaCha8(key), true, seed)
 }
 
 // Seeded reports whether the source was created from a user seed.
@@ -65,7 +74,7 @@ func (s *Source) Split() *Source {
 	for i := 0; i < 4; i++ {
 		binary.LittleEndian.PutUint64(key[8*i:], s.rng.Uint64())
 	}
-	return &Source{rng: rand.NewChaCha8(key), seeded: s.seeded, seed: s.seed}
+	return newSource(rand.NewChaCha8(key), s.seeded, s.seed)
 }
 
 // Uint64 returns 64 uniformly random bits.

@@ -244,7 +244,7 @@ func TestLazyTieSlowPaths(t *testing.T) {
 	less := 0
 	for i := 0; i < n; i++ {
 		s := NewSeededSource(uint64(1000 + i))
-		s.br = bitReader{b: r.q64, init: true}
+		s.br = bitReader{b: r.q64}
 		if s.lessRatio(&r, &lazy{}) {
 			less++
 		}
@@ -255,7 +255,7 @@ func TestLazyTieSlowPaths(t *testing.T) {
 	less = 0
 	for i := 0; i < n; i++ {
 		s := NewSeededSource(uint64(9000 + i))
-		s.br = bitReader{b: tieBits, init: true}
+		s.br = bitReader{b: tieBits}
 		y := lazy{b: tieBits, n: 64}
 		var z lazy
 		if s.lessLazy(&y, &z) {
@@ -283,7 +283,7 @@ func TestBernoulliExpRates(t *testing.T) {
 		{"exp(-2/7)", math.Exp(-2.0 / 7), func() bool { r := newRatio(2, 7); return src.bernExpRatio(&r, false) }},
 		{"karneyB k=1 x=3/5", math.Exp(-0.6 * 2.6 / 4), func() bool {
 			xr, fr := newRatio(3, 5), newRatio(13, 20)
-			return src.karneyB(&xr, &fr)
+			return src.karneyB(&xr, &fr, 1, 3, 5)
 		}},
 	}
 	for _, c := range cases {
