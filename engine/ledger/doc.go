@@ -48,9 +48,10 @@
 // power) stays "reserved" and keeps its full grant charged: it may have
 // released output. [Ledger.History] and [Ledger.Show] report such a run as
 // [Interrupted] once the process that reserved it is gone (same host: the
-// process id, its start time and the boot id no longer match a live process).
-// A reserved run whose process is alive, or that was reserved on another
-// host, is shown as [Reserved].
+// process id, its start time and the boot id no longer match a live process),
+// and refuses to settle it ([ErrInterrupted]): nobody is left to vouch for
+// what it released. A reserved run whose process is alive, or that was
+// reserved on another host, is shown as [Reserved].
 //
 // A data set with no budget set is not refused: its runs are reserved,
 // settled and recorded the same way, and [Status] says that no budget is set.

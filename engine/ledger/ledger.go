@@ -36,6 +36,9 @@ var (
 	ErrNotFound = errors.New("ledger: not found")
 	// ErrAlreadySettled: Settle was called on a run that is not reserved.
 	ErrAlreadySettled = errors.New("ledger: run already settled")
+	// ErrInterrupted: Settle was called on a run whose reserving process is
+	// gone; it stays charged its full grant.
+	ErrInterrupted = errors.New("ledger: run was interrupted")
 	// ErrCorrupt: the database file is damaged or is not a dplr ledger.
 	ErrCorrupt = errors.New("ledger: database corrupt or not a dplr ledger")
 )

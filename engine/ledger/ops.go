@@ -168,9 +168,10 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 }
 
 // Settle records how a reserved run ended (see Outcome and the package
-// doc). Settling a run that is not reserved gives ErrAlreadySettled, an
-// unknown id ErrNotFound, and a malformed outcome ErrInvalid; none of them
-// changes anything.
+// doc). Settling a run that is not reserved gives ErrAlreadySettled, one
+// whose reserving process is gone ErrInterrupted (nobody can vouch for what
+// it released), an unknown id ErrNotFound, and a malformed outcome
+// ErrInvalid; none of them changes anything.
 func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 	if out.Status != Succeeded && out.Status != Failed {
 		return fmt.Errorf("settle %v: outcome status %q: want %q or %q: %w", id, out.Status, Succeeded, Failed, ErrInvalid)
@@ -186,9 +187,11 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 	var (
 		h, status string
 		g         privacy.Grant
+		o         owner
 	)
-	err = tx.QueryRowContext(ctx, `SELECT hash, status, grant_kind, grant_epsilon, grant_delta, grant_rho FROM runs WHERE id = ?`, int64(id)).
-		Scan(&h, &status, &g.Kind, &g.Epsilon, &g.Delta, &g.Rho)
+	err = tx.QueryRowContext(ctx, `SELECT hash, status, grant_kind, grant_epsilon, grant_delta, grant_rho,
+	owner_host, owner_boot, owner_pid, owner_start FROM runs WHERE id = ?`, int64(id)).
+		Scan(&h, &status, &g.Kind, &g.Epsilon, &g.Delta, &g.Rho, &o.Host, &o.Boot, &o.PID, &o.Start)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("settle %v: %w", id, ErrNotFound)
 	}
@@ -197,6 +200,9 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 	}
 	if State(status) != Reserved {
 		return fmt.Errorf("settle %v: the run is already %s: %w", id, status, ErrAlreadySettled)
+	}
+	if l.state(Reserved, o) == Interrupted {
+		return fmt.Errorf("settle %v: the process that reserved it (pid %d) is gone; the run stays charged its full grant: %w", id, o.PID, ErrInterrupted)
 	}
 
 	var (

@@ -237,6 +237,7 @@ func TestKilledRunStaysChargedAndInterrupted(t *testing.T) {
 	assert.InDelta(t, 0.75, st.Spent.Epsilon, 1e-12)
 	_, err = l2.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: pureG(0.5)})
 	require.ErrorIs(t, err, ErrBudgetExceeded, "an interrupted run is not refunded")
+	require.ErrorIs(t, l2.Settle(ctx, id, Outcome{Status: Failed}), ErrInterrupted, "nor can anyone else refund it")
 	reserve(t, l2, h, pureG(0.25))
 }
 
