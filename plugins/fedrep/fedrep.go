@@ -93,6 +93,7 @@ func (NonPrivateFedRep) Info() sdk.Info {
 		Grants:      []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure},
 		Params:      ps,
 		References:  refFedRep,
+		NonPrivate:  true,
 	}
 }
 
@@ -358,7 +359,7 @@ func initialU(ctx context.Context, run *sdk.Run, x *mat.Dense, lay *layout, k in
 	if mode == "random" {
 		return randomOrthonormal(run, d, k)
 	}
-	z, clipped, err := ustatAggregate(ctx, x, run.Data.Y, lay, psiInit)
+	z, clipped, err := ustatAggregate(ctx, run.Backend, x, run.Data.Y, lay, psiInit)
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}

@@ -22,9 +22,10 @@ func (NonPrivate) Info() sdk.Info {
 		Description: `Top-r eigenvectors and eigenvalues of Σ̂ = XᵀX/n computed from the raw data
 (center=empirical subtracts the empirical mean first). Nothing is private: every output is
 marked for evaluation only. Use it as the ε = ∞ reference.`,
-		DataKind:  data.Rows,
-		Guarantee: "none (not private)",
-		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure},
+		DataKind:   data.Rows,
+		Guarantee:  "none (not private)",
+		NonPrivate: true,
+		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure},
 		Params: []sdk.ParamSpec{
 			rankSpec(),
 			{Name: "center", Type: sdk.String, Default: "none", Choices: []string{"none", "empirical"}, Doc: "none: use XᵀX/n; empirical: subtract the empirical mean"},

@@ -129,6 +129,7 @@ func (e *estimator) Info() sdk.Info {
 		info.Summary = "non-private low-rank trace regression: spectral initialisation + Riemannian gradient descent (reference)"
 		info.Description = "The ε = ∞ reference: the rank-r SVD of L̂ initialises Riemannian gradient descent, without noise. Its outputs are not private."
 		info.Guarantee = "none (non-private reference)"
+		info.NonPrivate = true
 		info.Grants = []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure}
 	}
 	info.Params = params
