@@ -26,8 +26,8 @@
 //	l, err := ledger.Open(ctx, dir)           // dir from ledger.HomeDir() or --home
 //	id, err := l.Reserve(ctx, hash, ledger.ReserveRequest{Estimator: "pca", Grant: grant})
 //	// errors.Is(err, ledger.ErrBudgetExceeded): refuse the run, nothing spent
-//	res, acct, err := ... run the estimator ...
-//	l.Settle(ctx, id, ledger.Outcome{Status: ledger.Succeeded, Steps: acct.Steps()})
+//	res, acct, err := ... run the estimator with grant ...
+//	err = l.Settle(ctx, id, ledger.OutcomeOf(err, acct.Steps()))
 //
 // [Ledger.Reserve] checks, inside one write transaction (BEGIN IMMEDIATE, so
 // concurrent reservations from any number of processes are serialised by
@@ -41,16 +41,16 @@
 //   - failed before any noise was drawn (Outcome.NoiseDrawn false): refunded,
 //     charged nothing, shown as failed;
 //   - failed after noise was drawn: stays charged its full grant, shown as
-//     failed. (The steps an estimator declared are a lower bound on what it
-//     released once it has failed half-way, so the ledger charges the grant.)
+//     failed. (The grant is what the run was allowed to spend; a run that
+//     failed half-way cannot be relied on to have reported every step.)
 //
 // A run that is never settled (the process was killed, the machine lost
 // power) stays "reserved" and keeps its full grant charged: it may have
 // released output. [Ledger.History] and [Ledger.Show] report such a run as
 // [Interrupted] once the process that reserved it is gone (same host: the
 // process id, its start time and the boot id no longer match a live process),
-// and refuses to settle it ([ErrInterrupted]): nobody is left to vouch for
-// what it released. A reserved run whose process is alive, or that was
+// and [Ledger.Settle] refuses it ([ErrInterrupted]): nobody is left to
+// vouch for what it released. A reserved run whose process is alive, or that was
 // reserved on another host, is shown as [Reserved].
 //
 // A data set with no budget set is not refused: its runs are reserved,
