@@ -1,6 +1,118 @@
 // Package privacy is dplr's privacy core: the random source every mechanism
-// draws from, noise samplers, calibration of the Gaussian, Laplace and
-// exponential mechanisms, conversions between zCDP and (ε, δ)-DP, the
-// per-run accountant that estimators spend through, and the Guarantee type a
-// released result carries.
+// draws from, exact release-noise samplers, calibration of the Gaussian,
+// Laplace and exponential mechanisms, conversions between zCDP and (ε, δ)-DP,
+// the per-run accountant that estimators spend through, and the Guarantee
+// type a released result carries.
+//
+// # Randomness
+//
+// A Source is a ChaCha8 stream (math/rand/v2) keyed with 256 bits from
+// crypto/rand. ChaCha8 is the ChaCha stream cipher reduced to 8 rounds, run
+// in counter mode; math/rand/v2 documents its ChaCha8 as a cryptographically
+// strong generator (it is also the generator behind the Go runtime's own
+// randomness), and it periodically replaces its key with words of its own
+// output that it never hands out, so a later memory disclosure does not reveal earlier output
+// (forward secrecy).
+// Predicting its output without the key means breaking ChaCha8, for which
+// no attack better than brute force over the key is known (Aumasson 2019,
+// "Too much crypto", argues 8 rounds keep a wide margin). A user seed
+// replaces the OS key by SHA-256(label ‖ seed): runs become reproducible and
+// every result says it is not private against anyone who knows the seed.
+// Split derives independent streams for goroutines.
+//
+// # Release noise and the floating-point attack
+//
+// Mironov (CCS 2012) showed that textbook Laplace noise computed in floating
+// point (b·ln U added to a double) leaks the noiseless value through the
+// pattern of low-order bits: the set of doubles the sum can take depends on
+// the input, so some outputs are impossible under one neighbour and possible
+// under the other, and the privacy loss is unbounded. The same holds for
+// floating-point Gaussian samplers.
+//
+// dplr follows Canonne, Kamath & Steinke ("The Discrete Gaussian for
+// Differential Privacy", NeurIPS 2020): release noise is integer-valued and
+// drawn exactly, on a grid γ that is a power of two chosen from the noise
+// scale, γ = 2^(⌊log2 σ⌋ − 40), so that σ spans 2^40 to 2^41 grid steps
+// (Grid). AddGaussian(x, σ):
+//
+//  1. rounds every coordinate of x to the nearest multiple of γ (exact in
+//     floating point because γ is a power of two);
+//  2. adds γ·k with k drawn exactly from the discrete Gaussian N_Z(0, s²),
+//     s = ⌈σ/γ⌉ (so the noise is never smaller than asked for);
+//  3. returns the double nearest to the exact sum, which is a fixed function
+//     of the exact lattice point and hence post-processing.
+//
+// The output's support is the grid whatever the input's low bits, which is
+// what defeats the attack. Step 1 moves each coordinate by at most γ/2, so
+// neighbouring inputs differ after rounding by at most Δ + γ·sqrt(dim) in ℓ2
+// (Δ + γ·dim in ℓ1 for Laplace); the Spend helpers take dim for exactly this
+// reason, calibrate σ to the enlarged sensitivity (a fixed point, since γ
+// depends on σ) and record both sensitivities and γ in the Step. At the
+// scales dplr uses the allowance is about 1e-9 of Δ.
+//
+// Privacy of the discrete noise. For integer shifts v the Rényi divergence
+// of order α between N_Z(0, s²)^d and N_Z(v, s²)^d is at most α‖v‖²/(2s²)
+// (CKS 2020; completing the square leaves a shifted theta series, which is
+// largest at integer centres), so a discrete Gaussian step costs exactly the
+// continuous ρ = Δ²/(2σ²) in zCDP. The discrete Laplace with scale t is
+// pure ‖v‖₁/t-DP. For Gaussian steps calibrated directly to (ε, δ)
+// ("classical", "analytic"), whose proofs are for the continuous Gaussian,
+// the lattice changes the privacy curve by a relative amount of order
+// (γ/σ)² ≈ 1e-24 (CKS 2020, §3, where the two curves agree numerically);
+// the Spend helper adds a 1e-9 relative margin to σ, which lowers δ by far
+// more. Such steps also record their exact ρ, so the accountant can (and
+// usually does) account them by zCDP instead.
+//
+// Exact samplers. Every random decision compares random bits with the
+// binary expansion of a rational number, or with the bits of another
+// random deviate, in integer arithmetic; no floating-point value decides
+// acceptance. The discrete Gaussian is Karney's algorithm D ("Sampling
+// exactly from the normal distribution", ACM TOMS 2016) specialised to an
+// integer scale and zero mean: a geometric k with ratio e^(−1/2), kept with
+// probability e^(−k(k−1)/2), a uniform j in [0, s), and a final acceptance
+// e^(−x(2k+x)/2), x = j/s, built from von Neumann's alternating-run
+// Bernoulli(e^(−p)) construction. The discrete Laplace is CKS Algorithm 2
+// with an integer scale. Uniform deviates are generated lazily, bit by bit,
+// so a comparison reads two bits on average. Because each of the first
+// steps is a deterministic function of the random bit stream, 16-bit lookup
+// tables (built at start-up by running the exact code on every prefix)
+// resolve them in one step for most prefixes; other prefixes run the exact
+// code on the same bits. The draws are therefore exact, not approximations;
+// the only events ever cut are probabilities below e^(−500000).
+//
+// Timing: the samplers' running time depends on the random draws but not on
+// the data, so it leaks nothing about the input.
+//
+// Float64 and NormFloat64 are ordinary samplers for non-release uses
+// (proposals, sketches, random test matrices).
+//
+// # Calibration and conversions
+//
+//   - Gaussian, classical: σ = Δ·sqrt(2 ln(1.25/δ))/ε, refused for ε > 1
+//     (Dwork & Roth 2014, Thm A.1).
+//   - Gaussian, analytic: the smallest σ with
+//     Φ(Δ/2σ − εσ/Δ) − e^ε Φ(−Δ/2σ − εσ/Δ) ≤ δ (Balle & Wang, ICML 2018,
+//     Thm 8), evaluated in log space and bisected to 1e-15 relative; valid
+//     for any ε.
+//   - Gaussian, zCDP: σ = Δ/sqrt(2ρ) (Bun & Steinke, TCC 2016).
+//   - Laplace: b = Δ₁/ε, pure ε-DP, ρ = ε²/2.
+//   - Exponential mechanism: β = ε/(2Δu), pure ε-DP, ρ = ε²/8 by its
+//     bounded-range property (Cesar & Rogers, ALT 2021).
+//   - ρ-zCDP → (ε, δ): EpsilonFromRho and DeltaFromRho use the tight bound
+//     of CKS 2020 (Prop. 12, Cor. 13), minimised over the Rényi order α by
+//     bisection on its optimality condition; EpsilonFromRhoSimple and
+//     DeltaFromRhoSimple give the classic ρ + 2·sqrt(ρ ln(1/δ)).
+//   - RhoForEpsDelta, the largest ρ meeting a target (ε, δ) under the tight
+//     bound, by bracketed bisection (10–40% more ρ than the simple inverse
+//     RhoForEpsDeltaSimple at typical (ε, δ), i.e. 5–15% less noise for the
+//     same guarantee).
+//
+// # Accounting
+//
+// An Accountant holds a Grant (pure ε, (ε, δ), or ρ) and the Steps an
+// estimator declares before drawing each step's noise. Spend refuses a step
+// that would exceed the grant, leaving the state unchanged. An (ε, δ) grant
+// is met by the tightest valid accounting among pure composition, zCDP
+// (tight conversion), "mixed" (pure steps' ε plus the converted ρ of the
+// others, by Rényi composition) and basic composition; Achieved says which.
 package privacy
