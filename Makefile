@@ -72,3 +72,20 @@ clean:
 # estimators with the truth at several ε (offline, about 10 s).
 demo: build
 	$(BIN)/dplr demo --out dplr-out/demo
+
+# bench: the quick subset (≤ 5 min) — a smoke test that scenarios run through
+# the host and the report builds; output in bench/quick/ (not committed).
+bench: build
+	$(GO) build -o $(BIN)/bench ./bench/cmd/bench
+	$(BIN)/bench run --quick
+	$(BIN)/bench report --quick --out bench/quick --results bench/quick/RESULTS.md
+
+# bench-full: every scenario (both backends where OpenBLAS is present), then
+# bench/RESULTS.md and bench/plots/. Finished cells are kept and skipped.
+bench-full: build
+	$(GO) build -o $(BIN)/bench ./bench/cmd/bench
+ifeq ($(HAVE_OPENBLAS),yes)
+	$(MAKE) build BACKEND=openblas
+endif
+	$(BIN)/bench run
+	$(BIN)/bench report

@@ -1,0 +1,408 @@
+package suite
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Summary is the spread of one metric in one (variant, x) cell group.
+type Summary struct {
+	Median, Min, Max float64
+	N, Failed        int
+}
+
+func summarize(v []float64) Summary {
+	if len(v) == 0 {
+		return Summary{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return Summary{Median: med, Min: s[0], Max: s[n-1], N: n}
+}
+
+// table is a scenario's aggregated results.
+type table struct {
+	xs       []string
+	variants []string
+	cells    map[string]map[string]Summary // metric → variant|x → summary
+}
+
+func value(r Record, metric string) (float64, bool) {
+	switch metric {
+	case "wall_s":
+		return r.WallS, true
+	case "cpu_s":
+		return r.CPUS, true
+	case "max_rss_mib":
+		return r.MaxRSSKiB / 1024, r.MaxRSSKiB > 0
+	}
+	v, ok := r.Metrics[metric]
+	return v, ok
+}
+
+func aggregate(s *Scenario, recs []Record, metrics []string) *table {
+	t := &table{cells: map[string]map[string]Summary{}}
+	seenX := map[string]bool{}
+	for _, v := range s.Variants {
+		t.variants = append(t.variants, v.Name)
+	}
+	vals := map[string]map[string][]float64{}
+	failed := map[string]int{}
+	// A cell re-run after a failure (or with --force) keeps its last record.
+	last := map[string]int{}
+	for i, r := range recs {
+		last[r.Variant+"|"+r.X+"|"+strconv.Itoa(r.Rep)] = i
+	}
+	for i, r := range recs {
+		if last[r.Variant+"|"+r.X+"|"+strconv.Itoa(r.Rep)] != i {
+			continue
+		}
+		if !seenX[r.X] {
+			seenX[r.X] = true
+			t.xs = append(t.xs, r.X)
+		}
+		key := r.Variant + "|" + r.X
+		if r.Error != "" {
+			failed[key]++
+			continue
+		}
+		for _, m := range metrics {
+			if v, ok := value(r, m); ok && !math.IsNaN(v) {
+				if vals[m] == nil {
+					vals[m] = map[string][]float64{}
+				}
+				vals[m][key] = append(vals[m][key], v)
+			}
+		}
+	}
+	sort.Slice(t.xs, func(i, j int) bool { return num(t.xs[i]) < num(t.xs[j]) })
+	for _, m := range metrics {
+		t.cells[m] = map[string]Summary{}
+		for k, v := range vals[m] {
+			sm := summarize(v)
+			sm.Failed = failed[k]
+			t.cells[m][k] = sm
+		}
+		// A non-private reference does not depend on ε: it runs once per
+		// repetition and is shown at every ε.
+		if s.Sweep == nil {
+			for _, v := range s.Variants {
+				if !v.NonPrivate {
+					continue
+				}
+				for _, x := range t.xs {
+					if sm, ok := t.cells[m][v.Name+"|"+x]; ok {
+						for _, y := range t.xs {
+							t.cells[m][v.Name+"|"+y] = sm
+						}
+						break
+					}
+				}
+			}
+		}
+	}
+	return t
+}
+
+func num(s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
+}
+
+// slope is the least-squares slope of log(median) against log(x).
+func slope(t *table, metric, variant string) (float64, bool) {
+	var lx, ly []float64
+	for _, x := range t.xs {
+		sm, ok := t.cells[metric][variant+"|"+x]
+		if !ok || !(sm.Median > 0) || !(num(x) > 0) {
+			continue
+		}
+		lx = append(lx, math.Log(num(x)))
+		ly = append(ly, math.Log(sm.Median))
+	}
+	if len(lx) < 3 {
+		return 0, false
+	}
+	var mx, my float64
+	for i := range lx {
+		mx += lx[i]
+		my += ly[i]
+	}
+	mx /= float64(len(lx))
+	my /= float64(len(ly))
+	var sxy, sxx float64
+	for i := range lx {
+		sxy += (lx[i] - mx) * (ly[i] - my)
+		sxx += (lx[i] - mx) * (lx[i] - mx)
+	}
+	return sxy / sxx, sxx > 0
+}
+
+// ReportScenario writes the scenario's markdown section (returned) and its
+// plots (PNG and SVG) into plotDir; plotRel is plotDir relative to the
+// markdown file.
+func ReportScenario(s *Scenario, recs []Record, plotDir, plotRel string) (string, error) {
+	metrics := append([]string{s.Report.Metric}, s.Report.Extra...)
+	if s.Report.Metric != "wall_s" {
+		metrics = append(metrics, "wall_s")
+	}
+	metrics = append(metrics, "max_rss_mib")
+	t := aggregate(s, recs, metrics)
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s\n\n", s.Title)
+	if s.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(s.Description))
+	}
+	fmt.Fprintf(&b, "Scenario `%s` (%s), %s; reproduce with `bin/bench run %s` then `bin/bench report`.\n\n", s.Name, s.Kind, dataLine(s), s.file)
+	if len(recs) == 0 {
+		b.WriteString("_No results recorded yet._\n\n")
+		return b.String(), nil
+	}
+	label := s.Report.Label
+	if label == "" {
+		label = s.Report.Metric
+	}
+	writeTable(&b, s, t, s.Report.Metric, label, s.Kind == "timing")
+	for _, m := range s.Report.Extra {
+		writeTable(&b, s, t, m, m, false)
+	}
+	if s.Report.Metric != "wall_s" {
+		writeTable(&b, s, t, "wall_s", "wall time per fit through the host (s)", true)
+	}
+	if s.Kind == "accuracy" {
+		var sl []string
+		for _, v := range t.variants {
+			if k, ok := slope(t, s.Report.Metric, v); ok {
+				sl = append(sl, fmt.Sprintf("%s %.2f", v, k))
+			}
+		}
+		if len(sl) > 0 {
+			fmt.Fprintf(&b, "Log-log slope of the median %s against %s: %s.\n\n", label, s.xName(), strings.Join(sl, "; "))
+		}
+	}
+	if err := os.MkdirAll(plotDir, 0o755); err != nil {
+		return "", err
+	}
+	base := filepath.Join(plotDir, s.Name)
+	if err := drawPlot(s, t, base, label); err != nil {
+		return "", fmt.Errorf("plot %s: %w", s.Name, err)
+	}
+	fmt.Fprintf(&b, "![%s](%s/%s.png) ([SVG](%s/%s.svg))\n\n", s.Title, plotRel, s.Name, plotRel, s.Name)
+	return b.String(), nil
+}
+
+func dataLine(s *Scenario) string {
+	if s.Data.Path != "" {
+		return "data " + s.Data.Path
+	}
+	keys := make([]string, 0, len(s.Data.Params))
+	for k := range s.Data.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var kv []string
+	for _, k := range keys {
+		kv = append(kv, k+"="+s.Data.Params[k])
+	}
+	return fmt.Sprintf("data `dplr gen %s` (%s)", s.Data.Model, strings.Join(kv, ", "))
+}
+
+func writeTable(b *strings.Builder, s *Scenario, t *table, metric, label string, ratios bool) {
+	fmt.Fprintf(b, "%s — median (min–max) over repetitions:\n\n| %s |", label, s.xName())
+	for _, v := range t.variants {
+		fmt.Fprintf(b, " %s |", v)
+	}
+	if ratios && len(t.variants) > 1 {
+		for _, v := range t.variants[1:] {
+			fmt.Fprintf(b, " %s / %s |", v, t.variants[0])
+		}
+	}
+	b.WriteString("\n|---|")
+	n := len(t.variants)
+	if ratios && n > 1 {
+		n += n - 1
+	}
+	b.WriteString(strings.Repeat("---|", n) + "\n")
+	for _, x := range t.xs {
+		fmt.Fprintf(b, "| %s |", x)
+		for _, v := range t.variants {
+			sm, ok := t.cells[metric][v+"|"+x]
+			if !ok {
+				b.WriteString(" — |")
+				continue
+			}
+			fmt.Fprintf(b, " %s (%s–%s)", g4(sm.Median), g4(sm.Min), g4(sm.Max))
+			if sm.Failed > 0 {
+				fmt.Fprintf(b, " [%d failed]", sm.Failed)
+			}
+			b.WriteString(" |")
+		}
+		if ratios && len(t.variants) > 1 {
+			base, ok := t.cells[metric][t.variants[0]+"|"+x]
+			for _, v := range t.variants[1:] {
+				sm, ok2 := t.cells[metric][v+"|"+x]
+				if ok && ok2 && base.Median > 0 {
+					fmt.Fprintf(b, " %.3f |", sm.Median/base.Median)
+				} else {
+					b.WriteString(" — |")
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+func g4(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+func drawPlot(s *Scenario, t *table, base, label string) error {
+	p := plot.New()
+	p.Title.Text = s.Title
+	p.X.Label.Text = s.xName()
+	p.Y.Label.Text = label
+	if s.Report.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if s.Report.LogY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	p.Legend.Top = true
+	positive := func(v float64) bool { return v > 0 || !s.Report.LogY }
+	for i, v := range t.variants {
+		var pts plotter.XYs
+		var errs plotter.YErrors
+		for _, x := range t.xs {
+			sm, ok := t.cells[s.Report.Metric][v+"|"+x]
+			if !ok || !positive(sm.Median) || math.IsNaN(num(x)) {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: num(x), Y: sm.Median})
+			lo, hi := sm.Median-sm.Min, sm.Max-sm.Median
+			if s.Report.LogY && sm.Min <= 0 {
+				lo = 0
+			}
+			errs = append(errs, struct{ Low, High float64 }{lo, hi})
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		c := plotutil.Color(i)
+		line.Color, points.Color = c, c
+		points.Shape = plotutil.Shape(i)
+		p.Add(line, points)
+		if eb, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{pts, errs}); err == nil {
+			eb.Color = c
+			p.Add(eb)
+		}
+		p.Legend.Add(v, line, points)
+	}
+	if th, ok := theories[s.Report.Theory]; ok {
+		if pts := theoryCurve(s, t, th); len(pts) > 0 {
+			l, err := plotter.NewLine(pts)
+			if err == nil {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				l.Color = color.Gray{Y: 90}
+				p.Add(l)
+				p.Legend.Add("theory: "+s.Report.Theory+" (constant fitted)", l)
+			}
+		}
+	}
+	for _, ext := range []string{".png", ".svg"} {
+		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, base+ext); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// theoryCurve evaluates th over the x range with its constant fitted (in
+// log space) to the first variant's medians.
+func theoryCurve(s *Scenario, t *table, th theory) plotter.XYs {
+	params := s.Data.Params
+	eps := 0.0
+	if s.Sweep != nil {
+		eps = s.Sweep.Epsilon
+	}
+	var logc float64
+	n := 0
+	for _, x := range t.xs {
+		sm, ok := t.cells[s.Report.Metric][t.variants[0]+"|"+x]
+		f := th(num(x), s.xName(), params, eps)
+		if ok && sm.Median > 0 && f > 0 {
+			logc += math.Log(sm.Median / f)
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	c := math.Exp(logc / float64(n))
+	var pts plotter.XYs
+	for _, x := range t.xs {
+		if v := c * th(num(x), s.xName(), params, eps); v > 0 {
+			pts = append(pts, plotter.XY{X: num(x), Y: v})
+		}
+	}
+	return pts
+}
+
+// Machine describes the machine and build for the report header.
+func Machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %f kB", &kb)
+		mem = fmt.Sprintf(", %.0f GiB RAM", kb/1024/1024)
+	}
+	commit := "unknown commit"
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("%s, %d CPUs%s, %s, %s/%s, commit %s, report generated %s",
+		cpu, runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, commit, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+}
