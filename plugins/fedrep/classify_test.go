@@ -117,7 +117,11 @@ func TestClassifyUtility(t *testing.T) {
 		res, _ := fit(t, Classify{}, gc.Data, map[string]string{"holdout": "0.25", "kprime": kp, "iterations": "10"}, approx(8), 1)
 		e := scalar(t, res, "holdout_loss")
 		t.Logf("surrogate k′=%s: holdout 0-1 error %.3f", kp, e)
-		assert.Less(t, e, 0.3)
+		if kp == "0" {
+			assert.Less(t, e, 0.1)
+		} else {
+			assert.Less(t, e, 0.45, "a 10-dimensional projection of 20 features loses part of U*")
+		}
 		r, c := matrix(t, res, "U").M.Dims()
 		assert.Equal(t, []int{20, 2}, []int{r, c})
 	}

@@ -44,7 +44,7 @@ func TestUStatistic(t *testing.T) {
 	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start}
 	lay, err := newLayout(ds, 0, 0, 1)
 	require.NoError(t, err)
-	z, _, err := ustatAggregate(context.Background(), x, y, lay, math.Inf(1))
+	z, _, err := ustatAggregate(context.Background(), be, x, y, lay, math.Inf(1))
 	require.NoError(t, err)
 	// Textbook per-user pair sums, their mean and standard errors.
 	mean := make([]float64, d*d)
@@ -333,4 +333,23 @@ func TestCancel(t *testing.T) {
 	seed := uint64(1)
 	_, _, err := sdk.RunLocal(ctx, PrivateFedRep{}, g.Data, nil, approx(1), sdk.LocalOptions{Seed: &seed})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// The blocked backend path of the U-statistic aggregate equals the explicit
+// per-user loop (with and without clipping, few and many rows per user).
+func TestUStatGemmEqualsLoop(t *testing.T) {
+	for _, tc := range []struct{ n, m, d int }{{300, 10, 12}, {40, 60, 8}, {5000, 6, 20}} {
+		g := genUsers(t, tc.n, tc.m, tc.d, 2, 0.1, 3)
+		lay := testLayout(t, g.Data, 0.5)
+		for _, psi := range []float64{math.Inf(1), 0.5} {
+			z1, c1, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, psi)
+			require.NoError(t, err)
+			z2, c2, err := ustatAggregateLoop(context.Background(), g.Data.X, g.Data.Y, lay, psi)
+			require.NoError(t, err)
+			assert.Equal(t, c2, c1)
+			var diff mat.Dense
+			diff.Sub(z1, z2)
+			assert.Less(t, mat.Norm(&diff, 2), 1e-10*mat.Norm(z2, 2), "n=%d m=%d d=%d ψ=%g", tc.n, tc.m, tc.d, psi)
+		}
+	}
 }
