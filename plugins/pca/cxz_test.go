@@ -58,7 +58,7 @@ func TestCXZInfiniteBudget(t *testing.T) {
 	g := spiked(t, 10000, 30, 2, "24,20", "gaussian", 2)
 	ref, _ := fit(t, NonPrivate{}, g, map[string]string{"rank": "2"}, zcdp(1), 1)
 	uhat, lhat := matrix(t, ref, "U"), series(t, ref, "eigenvalues")
-	res, _ := fit(t, CXZ{}, g, unitParams, zcdp(1e24), 3)
+	res, _ := fit(t, CXZ{}, g, unitParams, approx(1e24, 1e-5), 3)
 	sp, fr, err := SinTheta(uhat, matrix(t, res, "U"))
 	require.NoError(t, err)
 	assert.Less(t, sp, 1e-10)
@@ -80,7 +80,7 @@ func TestCXZEigenNoiseLaw(t *testing.T) {
 	var diag, off []float64
 	var sd float64
 	for seed := uint64(0); seed < 300; seed++ {
-		res, _ := fit(t, CXZ{}, g, with(unitParams, "beta", "0.01"), zcdp(2), seed)
+		res, _ := fit(t, CXZ{}, g, with(unitParams, "beta", "0.01"), approx(8, 1e-5), seed)
 		u, lam := matrix(t, res, "U"), matrix(t, res, "Lambda")
 		sd = scalar(t, res, "noise_sd_eigen")
 		var su, c mat.Dense
@@ -107,9 +107,11 @@ func TestCXZEigenNoiseLaw(t *testing.T) {
 		// χ²_N/N has sd √(2/N): allow 4 sd.
 		assert.InDelta(t, 1, ratio, 4*math.Sqrt(2/float64(len(v))), name)
 	}
-	// Calibration: zCDP half of ρ = 2 on stage 2, σ = Δ2/√(2ρ₂).
+	// Calibration: half of the grant's ρ on stage 2, σ = Δ2/√(2ρ/2).
 	m := SpikedModel{N: 2000, P: 12, LambdaLow: []float64{24, 20}, LambdaHigh: []float64{24, 20}, Sigma2: 1}
-	assert.InEpsilon(t, ExplicitDelta2(m, 0.005)/math.Sqrt(2*1), sd, 1e-9)
+	rho, err := privacy.RhoForEpsDelta(8, 1e-5)
+	require.NoError(t, err)
+	assert.InEpsilon(t, ExplicitDelta2(m, 0.005)/math.Sqrt(rho), sd, 1e-9)
 }
 
 // P2/paper: the paper-literal noise scales s = √(8Δ²log(2.5/δ))/ε with the
@@ -425,7 +427,7 @@ func TestCXZBadInput(t *testing.T) {
 		{"lambda-upper", g.Data.X, with(unitParams, "lambda_upper", "10"), approx(1, 1e-5), "below lower bound"},
 		{"center-no-clip", g.Data.X, with(unitParams, "center", "private"), approx(1, 1e-5), "mean_clip"},
 		{"classical-large-eps", g.Data.X, with(unitParams, "gaussian", "classical"), approx(3, 1e-5), "ε ≤ 1"},
-		{"classical-zcdp", g.Data.X, with(unitParams, "gaussian", "classical"), zcdp(1), "(ε, δ) grant"},
+		{"zcdp-grant", g.Data.X, unitParams, zcdp(1), "does not accept"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -471,4 +473,38 @@ func TestCXZDeterminismAndLedger(t *testing.T) {
 	assert.InEpsilon(t, 0.45*rho, steps[2].Rho, 1e-12)
 	assert.True(t, a.Guarantee.Seeded)
 	assert.LessOrEqual(t, a.Guarantee.Epsilon, 1+1e-9)
+}
+
+// P2 (stage 1): the projector noise as released (AddSymmetricGaussian on the
+// p×p projector) is exactly symmetric, with the same variance on and off the
+// diagonal and independent upper-triangle entries (lag-one correlation ≈ 0).
+func TestProjectorNoiseLaw(t *testing.T) {
+	src := privacy.NewSeededSource(9)
+	p, sd := 40, 0.37
+	var diag, off []float64
+	for rep := 0; rep < 20; rep++ {
+		z := mat.NewSymDense(p, nil)
+		src.AddSymmetricGaussian(z, sd)
+		for i := 0; i < p; i++ {
+			for j := 0; j < p; j++ {
+				require.Equal(t, z.At(i, j), z.At(j, i))
+			}
+			diag = append(diag, z.At(i, i))
+			for j := i + 1; j < p; j++ {
+				off = append(off, z.At(i, j))
+			}
+		}
+	}
+	for name, v := range map[string][]float64{"diagonal": diag, "off-diagonal": off} {
+		var ss, lag float64
+		for i, e := range v {
+			ss += e * e
+			if i > 0 {
+				lag += e * v[i-1]
+			}
+		}
+		n := float64(len(v))
+		assert.InDelta(t, 1, ss/n/(sd*sd), 4*math.Sqrt(2/n), name)
+		assert.InDelta(t, 0, lag/ss, 4/math.Sqrt(n), name)
+	}
 }
