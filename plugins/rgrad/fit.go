@@ -69,6 +69,10 @@ func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	run.Logf("rgrad %s: n=%d, d1=%d, d2=%d, r=%d, T=%d, η=%g, %s", cfg.Mode, n, d1, d2, r, cfg.Iterations, cfg.Step, cfg.Design)
+	if cfg.Mode == Standard || cfg.Mode == Weak {
+		run.Logf("rgrad: sensitivities Δ⁽¹⁾=%.4g Δ⁽²⁾=%.4g Δ_l=%.4g (calibration %s)", pl.sens.Subspace, pl.sens.Core, pl.sens.Iter, cfg.Calibration)
+	}
 	// Everything below may spend budget: all validation is done.
 	dp := newDesignPass(d.X, d.Y, d1, d2)
 	p := d1 * d2

@@ -582,3 +582,17 @@ func TestPlugInsDominateLeaveOneOut(t *testing.T) {
 	t.Logf("empirical/paper-literal Δ⁽¹⁾ %.3f", max1/lit.Subspace)
 	assert.Greater(t, max1/lit.Subspace, 1.2)
 }
+
+// Spec §6.1 property 15: under DP fewer iterations help, since every
+// iteration's noise grows with T (like sqrt(T) under zCDP, T under basic
+// composition), while T = 3 already converges without noise.
+func TestFewerIterationsHelpUnderDP(t *testing.T) {
+	grant := approx(8, 1e-5)
+	e3 := medianErr(t, "rgrad-dp", 5, nil, map[string]string{"iterations": "3"}, grant)
+	e10 := medianErr(t, "rgrad-dp", 5, nil, map[string]string{"iterations": "10"}, grant)
+	n3 := medianErr(t, "rgrad-nonprivate", 5, nil, map[string]string{"iterations": "3"}, grant)
+	n10 := medianErr(t, "rgrad-nonprivate", 5, nil, map[string]string{"iterations": "10"}, grant)
+	t.Logf("DP: T=3 %.4f, T=10 %.4f; non-private: T=3 %.4f, T=10 %.4f", e3, e10, n3, n10)
+	assert.Less(t, e3, e10)
+	assert.InDelta(t, 1, n3/n10, 0.05, "T = 3 is converged without noise")
+}
