@@ -88,3 +88,44 @@ func BenchmarkDraw(b *testing.B) {
 		reportCPU(b, c)
 	})
 }
+
+func BenchmarkConversions(b *testing.B) {
+	b.Run("EpsilonFromRho", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			sinkF += EpsilonFromRho(0.025, 1e-6)
+		}
+	})
+	b.Run("DeltaFromRho", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			sinkF += DeltaFromRho(0.025, 1)
+		}
+	})
+	b.Run("RhoForEpsDelta", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			r, _ := RhoForEpsDelta(1, 1e-6)
+			sinkF += r
+		}
+	})
+	b.Run("RhoForEpsDeltaSimple", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			r, _ := RhoForEpsDeltaSimple(1, 1e-6)
+			sinkF += r
+		}
+	})
+	b.Run("AnalyticGaussianSigma", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s, _ := AnalyticGaussianSigma(1, 1, 1e-6)
+			sinkF += s
+		}
+	})
+	b.Run("Spend10Steps", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			a, _ := NewAccountant(Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6})
+			total, _ := a.TotalRho()
+			for j := 0; j < 10; j++ {
+				s, _ := a.SpendGaussianRho("g", 1, 100, total/10)
+				sinkF += s
+			}
+		}
+	})
+}
