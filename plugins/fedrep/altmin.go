@@ -299,7 +299,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 				return nil, err
 			}
 		}
-		a.AddSym(a, run.Rand.SymmetricGaussian(dk, sigA))
+		run.Rand.AddSymmetricGaussian(a, sigA)
 		run.Rand.AddGaussian(b, sigB)
 		rows := 0
 		for _, ui := range group {

@@ -368,8 +368,7 @@ func initialU(ctx context.Context, run *sdk.Run, x *mat.Dense, lay *layout, k in
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
-		noise := run.Rand.SymmetricGaussian(d, sigma)
-		z.AddSym(z, noise)
+		run.Rand.AddSymmetricGaussian(z, sigma)
 		res.AddScalar("sigma_init", sigma, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
 		res.AddScalar("init_clipped_fraction", float64(clipped)/float64(n), sdk.Evaluation, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
 	}
