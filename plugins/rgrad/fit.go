@@ -352,14 +352,14 @@ func privateInit(run *sdk.Run, be backend.Backend, cfg Config, pl plan, lhat *ma
 }
 
 // noisyProjector returns the r leading eigenvectors of uhUhᵀ + E, with E
-// symmetric, its upper triangle i.i.d. N(0, sigma²). sel "abs" ranks
+// symmetric, its upper triangle (diagonal included) i.i.d. Gaussian release
+// noise of scale sigma. sel "abs" ranks
 // eigenvalues by magnitude (the paper's SVD_r), "algebraic" by value.
 func noisyProjector(be backend.Backend, src *privacy.Source, uh *mat.Dense, sigma float64, r int, sel string) (*mat.Dense, error) {
 	d, _ := uh.Dims()
-	e := src.SymmetricGaussian(d, sigma)
 	proj := mat.NewSymDense(d, nil)
 	proj.SymOuterK(1, uh)
-	proj.AddSym(proj, e)
+	src.AddSymmetricGaussian(proj, sigma) // upper triangle i.i.d., mirrored
 	vals, vecs, err := be.EigSym(proj)
 	if err != nil {
 		return nil, fmt.Errorf("noisy projector eigendecomposition: %w", err)

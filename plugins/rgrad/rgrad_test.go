@@ -257,10 +257,15 @@ func TestPaperLiteralVariances(t *testing.T) {
 	want1 := math.Sqrt(18*math.Log(3.75/delta)) * d1s / eps
 	want2 := math.Sqrt(18*math.Log(3.75/delta)) * d2s / eps
 	wantl := math.Sqrt(2*math.Log(1.25*float64(T)/delta)) * dls * float64(T) / eps
+	// The privacy package calibrates on its noise grid with a deliberate
+	// relative margin (≈1e-9 lattice margin, 2^-48 round-up, γ·sqrt(dim) in
+	// the sensitivity); the closed forms are reproduced to that precision.
+	const tol = 1e-8
 	assert.InEpsilon(t, d1s, scalar(t, res, "sensitivity_subspace"), 1e-12)
-	assert.InEpsilon(t, want1, scalar(t, res, "sigma_subspace"), 1e-12)
-	assert.InEpsilon(t, want2, scalar(t, res, "sigma_core"), 1e-12)
-	assert.InEpsilon(t, wantl, scalar(t, res, "sigma_iter"), 1e-12)
+	assert.InEpsilon(t, want1, scalar(t, res, "sigma_subspace"), tol)
+	assert.InEpsilon(t, want2, scalar(t, res, "sigma_core"), tol)
+	assert.InEpsilon(t, wantl, scalar(t, res, "sigma_iter"), tol)
+	assert.GreaterOrEqual(t, scalar(t, res, "sigma_subspace"), want1, "margins only ever add noise")
 	steps := acct.Steps()
 	require.Len(t, steps, 3+T)
 	for i, st := range steps {
@@ -338,7 +343,8 @@ func TestOutputsAndDeterminism(t *testing.T) {
 func TestSymmetricNoiseVariance(t *testing.T) {
 	src := privacy.NewSeededSource(5)
 	const d, sigma = 200, 0.7
-	e := src.SymmetricGaussian(d, sigma)
+	e := mat.NewSymDense(d, nil)
+	src.AddSymmetricGaussian(e, sigma) // as noisyProjector releases ÛÛᵀ + E_U
 	var sum, sq float64
 	k := 0
 	for i := 0; i < d; i++ {
