@@ -10,18 +10,10 @@ import (
 	"github.com/dplr/dplr/backend"
 )
 
-// ustatAggregateLoop is the reference (loop) form of ustatAggregate: it
-// forms every user's d×d matrix explicitly. It returns (1/n) Σ_i clip(Z_i, ψ_init) (upper triangle filled,
-// d×d) over the users' training halves, where
-//
-//	Z_i = (s sᵀ − Σ_j y_j² x_j x_jᵀ) / (m0(m0−1)),  s = Σ_j y_j x_j,
-//
-// is the unbiased U-statistic of w_i* w_i*ᵀ (spec §3; 003 Alg. 2 with the
-// pair count matched to the m0 points actually used). psi = +Inf disables
-// clipping. The per-user matrix is formed as Σ_j ã_j r_jᵀ with r_j = Σ_{l≠j} ã_l
-// on rescaled rows, so that no cancellation or overflow can defeat the clip
-// even on adversarial data. Users with fewer than two training rows
-// contribute zero. It also returns the number of clipped users.
+// ustatAggregateLoop is the reference form of ustatAggregate (same inputs
+// and outputs): it forms the upper triangle of every user's d×d matrix
+// Σ_j ã_j r_jᵀ explicitly with plain loops and takes its Frobenius norm
+// directly. Tests check the blocked backend path against it.
 func ustatAggregateLoop(ctx context.Context, x *mat.Dense, y []float64, lay *layout, psi float64) (*mat.SymDense, int, error) {
 	raw := x.RawMatrix()
 	d := raw.Cols
@@ -116,9 +108,8 @@ func ustatAggregateLoop(ctx context.Context, x *mat.Dense, y []float64, lay *lay
 					}
 				}
 			}
-			// The upper triangle of Σ_j ã_j r_jᵀ is exact; symmetrize the
-			// diagonal-free part through the pairing (p,q)/(q,p): the full
-			// matrix is symmetric in exact arithmetic, so use the upper part.
+			// The matrix is symmetric in exact arithmetic: its norm is that
+			// of the symmetric matrix the upper triangle defines.
 			var diag, off float64
 			for p := 0; p < d; p++ {
 				diag += mm[p*d+p] * mm[p*d+p]
