@@ -34,6 +34,8 @@ func main() {
 	flag.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
 	only := flag.String("only", "", "comma-separated estimator names to run (default: all variants)")
 	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
+	plotPrefix := flag.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
+	plotEps := flag.Float64("plot-eps", 4, "ε of the error-vs-n plot")
 	flag.Parse()
 
 	nList, err := parseInts(*ns)
@@ -61,6 +63,11 @@ func main() {
 	cells, err := rgrad.RunStudy(context.Background(), c, nList, eList, vars, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	if err != nil {
 		fail(err)
+	}
+	if *plotPrefix != "" {
+		if err := writePlots(*plotPrefix, c, cells, nList, eList, nList[len(nList)-1], *plotEps); err != nil {
+			fail(err)
+		}
 	}
 	if *asJSON {
 		type row struct {
