@@ -13,6 +13,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 func randUnitish(r interface {
@@ -300,4 +301,48 @@ func TestGibbsExactAtD2(t *testing.T) {
 		th[i] = math.Mod(math.Atan2(g.U.At(1, 0), g.U.At(0, 0))+2*math.Pi, math.Pi)
 	}
 	assert.Less(t, ksOne(th, F), 1.949)
+}
+
+func TestCalibrationsSetBeta(t *testing.T) {
+	ds := genData(t, 200, 6, 2, 151)
+	cases := []struct {
+		est  sdk.Estimator
+		raw  map[string]string
+		eps  float64
+		want func(res *sdk.Result) float64
+	}{
+		{EM{}, map[string]string{"rank": "2", "spectrum": "4,1"}, 0.8, func(*sdk.Result) float64 { return 0.8 / (2 * 4) }},
+		{EM{}, map[string]string{"rank": "2", "spectrum": "4,1", "calibration": "paper"}, 0.8, func(*sdk.Result) float64 { return 0.8 / (4 * 4) }},
+		{EM{}, map[string]string{"rank": "1", "spectrum": "2", "calibration": "add-remove"}, 0.8, func(*sdk.Result) float64 { return 0.8 / 2 }},
+		// Algorithm 2: the noisy λ̃_1 (released) enters β, with budget ε/2.
+		{RankK{}, map[string]string{"rank": "2"}, 2, func(res *sdk.Result) float64 { return 1 / (2 * matrix(t, res, "Lambda").M.At(0, 0)) }},
+		{RankK{}, map[string]string{"rank": "2", "calibration": "paper"}, 2, func(res *sdk.Result) float64 { return 1 / (4 * matrix(t, res, "Lambda").M.At(0, 0)) }},
+		{Deflation{}, map[string]string{"rank": "2"}, 1, func(*sdk.Result) float64 { return 1.0 / (2 * 2) }},
+	}
+	for i, tc := range cases {
+		res, acct := run(t, tc.est, ds, tc.raw, pure(tc.eps), uint64(i))
+		assert.InDelta(t, tc.want(res), scalar(t, res, "beta"), 1e-12, "%s %v", tc.est.Info().Name, tc.raw)
+		assert.InDelta(t, tc.eps, sumEps(acct), 1e-9)
+	}
+	res, _ := run(t, EM{}, ds, map[string]string{"rank": "1", "calibration": "add-remove"}, pure(1), 1)
+	assert.Contains(t, res.Guarantee.Neighbours, "added or removed")
+}
+
+func TestFullRankAndCancellation(t *testing.T) {
+	ds := genData(t, 200, 5, 2, 161)
+	// k = d with the projection spectrum: H = I whatever U is, loss 0.
+	res, _ := run(t, EM{}, ds, map[string]string{"rank": "5"}, pure(1), 1)
+	assert.InDelta(t, 0, scalar(t, res, "loss"), 1e-9)
+	// Covariance estimation (k = d, private spectrum) runs.
+	res, _ = run(t, RankK{}, ds, map[string]string{"rank": "5"}, pure(1), 1)
+	assert.Equal(t, privacy.Nominal, res.Guarantee.Kind)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a := clippedA(t, ds)
+	_, err := GibbsSample(ctx, privacy.NewSeededSource(1), a, []float64{1, 1}, 1, GibbsConfig{Sweeps: 10})
+	assert.ErrorIs(t, err, context.Canceled)
+	seed := uint64(1)
+	_, _, err = sdk.RunLocal(ctx, EM{}, ds, map[string]string{"rank": "2"}, pure(1), sdk.LocalOptions{Seed: &seed})
+	assert.ErrorIs(t, err, context.Canceled)
 }
