@@ -343,11 +343,15 @@ func ReadHandle(path string) (Handle, error) {
 // whose ids are already in increasing order) is not copied: it is
 // memory-mapped, validated and hashed in one streaming pass, and the
 // handle's X refers to the original file at its data offset (with its size
-// and modification time, so that Open detects a changed file). The handle
-// is recorded under cacheDir/files/, and a later PrepareFile of the same
-// file in the same state (path, size, modification time, device and inode,
-// labels file) reuses it without reading the data again. Every other input
-// is loaded into memory and passed to Prepare.
+// and modification time, so that Open detects a changed file). Every other
+// input is loaded into memory and passed to Prepare.
+//
+// The handle is recorded under cacheDir/files/, keyed by the file's path
+// and state (size, modification time, device and inode), the options and
+// the state of the side files; a later PrepareFile of the same, unchanged
+// input reuses it without reading the data again, as long as the files it
+// references are still there and unchanged in size (and time, for files
+// referenced in place).
 func PrepareFile(path string, opt LoadOptions, cacheDir string) (Handle, error) {
 	return PrepareFileContext(context.Background(), path, opt, cacheDir)
 }
@@ -357,22 +361,48 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 	if err := opt.check(); err != nil {
 		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 	}
-	h, ok, err := prepareInPlace(ctx, path, opt, cacheDir)
+	opt.SkipHash = false
+	st, err := os.Stat(path)
 	if err != nil {
-		return Handle{}, err
+		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
-	if ok {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	cdir, err := filepath.Abs(cacheDir)
+	if err != nil {
+		return Handle{}, fmt.Errorf("prepare %s: cache directory: %w", path, err)
+	}
+	memo := memoPath(cdir, abs, st, opt)
+	if h, ok := reusePrepared(memo); ok {
 		return h, nil
 	}
-	opt.SkipHash = true
-	ds, err := Load(path, opt)
+	h, ok, err := prepareInPlace(ctx, path, abs, opt, cdir)
 	if err != nil {
 		return Handle{}, err
 	}
-	if ds.Name == "" {
-		ds.Name = filepath.Base(path)
+	if !ok {
+		lo := opt
+		lo.SkipHash = true
+		ds, err := Load(path, lo)
+		if err != nil {
+			return Handle{}, err
+		}
+		if ds.Name == "" {
+			ds.Name = filepath.Base(path)
+		}
+		if h, err = Prepare(ds, cdir); err != nil {
+			return Handle{}, err
+		}
 	}
-	return Prepare(ds, cacheDir)
+	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err != nil {
+		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	if err := writeHandleJSON(memo, h); err != nil {
+		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	return h, nil
 }
 
 // prepareInPlace handles the zero-copy case; ok is false if path does not
@@ -380,7 +410,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 // file) and users (X plus response and user id files whose ids are already
 // grouped in increasing order) qualify when X is a float64, little-endian,
 // C-order .npy file read without scaling.
-func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir string) (Handle, bool, error) {
+func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir string) (Handle, bool, error) {
 	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 ||
 		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
 		return Handle{}, false, nil
@@ -425,18 +455,6 @@ func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir 
 	}
 	if n == 0 || p == 0 {
 		return Handle{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	cdir, err := filepath.Abs(cacheDir)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: cache directory: %w", path, err)
-	}
-	memo := memoPath(cdir, abs, st, opt)
-	if h, ok := reusePrepared(memo, abs, st); ok {
-		return h, true, nil
 	}
 	ds := &data.Dataset{Kind: kind, Name: opt.Name}
 	if ds.Name == "" {
@@ -526,22 +544,17 @@ func prepareInPlace(ctx context.Context, path string, opt LoadOptions, cacheDir 
 			return fail(err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err != nil {
-		return fail(err)
-	}
-	if err := writeHandleJSON(memo, h); err != nil {
-		return fail(err)
-	}
 	return h, true, nil
 }
 
-// memoPath names the record of an in-place preparation of the file at abs
-// in its current state (size, modification time, device and inode) with
-// the given options (including the state of the side files).
+// memoPath names the record of a preparation of the file at abs in its
+// current state (size, modification time, device and inode) with the given
+// options (and the current state of the side files they name).
 func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	key := sha256.New()
-	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00%q\x00%s\x00%d\x00%d\x00", abs, st.Size(), st.ModTime().UnixNano(), fileID(st),
-		opt.Name, opt.kind(), opt.D1, opt.D2)
+	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileID(st))
+	optJSON, _ := json.Marshal(opt)
+	key.Write(optJSON)
 	for _, side := range []string{opt.LabelsPath, opt.ResponsePath, opt.UsersPath} {
 		fmt.Fprintf(key, "|")
 		if side == "" {
@@ -556,14 +569,18 @@ func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	return filepath.Join(cacheDir, "files", hex.EncodeToString(key.Sum(nil))+".json")
 }
 
-// reusePrepared returns a recorded handle if it still describes the file.
-func reusePrepared(memo, abs string, st os.FileInfo) (Handle, bool) {
+// reusePrepared returns a recorded handle if every file it references is
+// still there with the recorded size (and modification time, where one
+// was recorded).
+func reusePrepared(memo string) (Handle, bool) {
 	h, err := ReadHandle(memo)
-	if err != nil || h.X.Path != abs || h.X.Size != st.Size() || h.X.ModTime != st.ModTime().UnixNano() {
+	if err != nil {
 		return Handle{}, false
 	}
-	for _, r := range h.refs()[1:] {
-		if !sizeIs(r.Path, r.Size) {
+	for _, r := range h.refs() {
+		st, err := os.Stat(r.Path)
+		if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size ||
+			(r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime) {
 			return Handle{}, false
 		}
 	}
@@ -727,4 +744,29 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 	}
 	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[r.Offset])), r.Count)
 	return x, &unmapper{fn: unmap}, nil
+}
+
+// MarshalHandle encodes a handle as JSON, the form in which it crosses the
+// plugin boundary.
+func MarshalHandle(h Handle) ([]byte, error) {
+	if err := h.Check(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("encode handle: %w", err)
+	}
+	return b, nil
+}
+
+// ParseHandle decodes and checks a handle encoded by MarshalHandle.
+func ParseHandle(b []byte) (Handle, error) {
+	var h Handle
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, fmt.Errorf("decode handle: %w", err)
+	}
+	if err := h.Check(); err != nil {
+		return h, err
+	}
+	return h, nil
 }

@@ -62,10 +62,15 @@ func TestPrepareOpenKinds(t *testing.T) {
 			assert.Equal(t, ds.Hash, h.Hash)
 			assert.Equal(t, filepath.Join(cache, ds.Hash, fileX), h.X.Path)
 			// Through JSON, as across the plugin boundary.
-			b, err := json.Marshal(h)
+			b, err := MarshalHandle(h)
 			require.NoError(t, err)
-			var h2 Handle
-			require.NoError(t, json.Unmarshal(b, &h2))
+			h2, err := ParseHandle(b)
+			require.NoError(t, err)
+			var h3 Handle
+			require.NoError(t, json.Unmarshal(b, &h3))
+			assert.Equal(t, h2, h3)
+			_, err = ParseHandle(b[:len(b)-1])
+			assert.Error(t, err)
 			got, closer, err := Open(h2)
 			require.NoError(t, err)
 			defer closer.Close()
@@ -357,4 +362,39 @@ func TestPrepareFileInPlaceTraceUsers(t *testing.T) {
 	short := writeTemp(t, dir, "ys.npy", npyFile(1, "<f8", false, []int{2}, encode(le, []float64{1, 2})))
 	_, err = PrepareFile(x3, LoadOptions{Kind: data.Trace, ResponsePath: short}, cache)
 	assert.ErrorContains(t, err, "2 values for 3 rows")
+}
+
+// TestPrepareFileReuse: a copied input (gzip IDX) is prepared once; a later
+// PrepareFile of the unchanged file reuses the record, and recomputes when
+// a referenced cache file is gone or the options change.
+func TestPrepareFileReuse(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	p := writeTemp(t, dir, "img-idx3-ubyte.gz", gz(idxFile(0x08, []int{3, 2, 2}, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})))
+	opt := LoadOptions{Scale: 0.5}
+	h, err := PrepareFile(p, opt, cache)
+	require.NoError(t, err)
+	memos, err := filepath.Glob(filepath.Join(cache, "files", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, memos, 1)
+	// Mark the record: a reuse returns the marked handle.
+	marked := h
+	marked.Name = "marker"
+	require.NoError(t, writeHandleJSON(memos[0], marked))
+	again, err := PrepareFile(p, opt, cache)
+	require.NoError(t, err)
+	assert.Equal(t, "marker", again.Name)
+	// Other options: a separate record.
+	other, err := PrepareFile(p, LoadOptions{}, cache)
+	require.NoError(t, err)
+	assert.NotEqual(t, h.Hash, other.Hash)
+	// A missing cache file forces a fresh preparation.
+	require.NoError(t, os.Remove(h.X.Path))
+	fresh, err := PrepareFile(p, opt, cache)
+	require.NoError(t, err)
+	assert.Equal(t, h, fresh)
+	ds, closer, err := Open(fresh)
+	require.NoError(t, err)
+	defer closer.Close()
+	assert.Equal(t, 6.0, ds.X.At(2, 3))
 }

@@ -398,7 +398,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
+	bw := bufio.NewWriterSize(f, 64<<10)
 	if err = write(bw); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
