@@ -112,7 +112,10 @@ func rowsMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.
 		scale := 1 / clip
 		if nrm > clip {
 			scale = 1 / nrm
-			clipped++
+			// Count only real clipping, not rounding of unit rows.
+			if nrm > clip*(1+1e-9) {
+				clipped++
+			}
 		}
 		for j, v := range src {
 			dst[j] = v * scale
