@@ -311,3 +311,35 @@ func TestUniformN(t *testing.T) {
 	}
 	assert.Greater(t, chiSquareP(t, obs, prob, 70000), 1e-3)
 }
+
+// Empirical sensitivity: rounding neighbouring inputs to the grid moves
+// them apart by at most γ·sqrt(dim) in ℓ2 and γ·dim in ℓ1, the allowance
+// the Spend helpers add.
+func TestSnapSensitivityAllowance(t *testing.T) {
+	src := NewSeededSource(12)
+	const dim = 50
+	for _, sigma := range []float64{1e-3, 0.7, 42} {
+		gamma := Grid(sigma)
+		inv := 1 / gamma
+		for trial := 0; trial < 2000; trial++ {
+			x, y := make([]float64, dim), make([]float64, dim)
+			var d2, d1 float64
+			for i := range x {
+				x[i] = src.NormFloat64() * 10
+				// neighbour: a perturbation of a few grid steps
+				y[i] = x[i] + (src.Float64()-0.5)*4*gamma
+				d := y[i] - x[i]
+				d2 += d * d
+				d1 += math.Abs(d)
+			}
+			var r2, r1 float64
+			for i := range x {
+				d := snap(y[i], gamma, inv) - snap(x[i], gamma, inv)
+				r2 += d * d
+				r1 += math.Abs(d)
+			}
+			require.LessOrEqual(t, math.Sqrt(r2), math.Sqrt(d2)+gamma*math.Sqrt(dim)*(1+1e-12))
+			require.LessOrEqual(t, r1, d1+gamma*dim*(1+1e-12))
+		}
+	}
+}
