@@ -90,6 +90,8 @@ func strictParams() []sdk.ParamSpec {
 			Doc: "public bound τ on each per-sample projected gradient ‖(<X_i,M_l>−y_i)·P_T(X_i)‖_F; a good value is about (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2"},
 		{Name: "init_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Max: sdk.Bound(1),
 			Doc: "share of the zCDP budget for the initialisation; the rest is split equally over the T iterations"},
+		{Name: "init_shrink", Type: sdk.Bool, Default: "true",
+			Doc: "soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"},
 	}
 }
 
@@ -176,6 +178,7 @@ func (e *estimator) config(run *sdk.Run) (Config, error) {
 		}
 	case Strict:
 		cfg.ClipY, cfg.Clip, cfg.InitShare = p.Float("clip_y"), p.Float("clip"), p.Float("init_share")
+		cfg.InitShrink = p.Bool("init_shrink")
 		if p.Has("clip_x") {
 			cfg.ClipX = p.Float("clip_x")
 		} else {

@@ -32,6 +32,7 @@ type Config struct {
 
 	// Strict mode.
 	ClipX, ClipY, Clip float64
+	InitShrink         bool // soft-threshold the noisy L̂'s singular values
 }
 
 // plan is the noise of every step, fixed before any privacy spend.
@@ -111,6 +112,16 @@ func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
 		u, s, v, err := be.SVDTop(noisy, r)
 		if err != nil {
 			return nil, fmt.Errorf("private initialisation: %w", err)
+		}
+		if cfg.InitShrink {
+			// Soft-threshold the singular values at the noise's operator-norm
+			// scale σ(√d1 + √d2): post-processing with public σ that keeps a
+			// noise-dominated initialisation from starting far outside the
+			// data's scale.
+			thr := sigma * (math.Sqrt(float64(d1)) + math.Sqrt(float64(d2)))
+			for k := range s {
+				s[k] = math.Max(s[k]-thr, 0)
+			}
 		}
 		pt = Point{U: u, S: s, V: v}
 		res.AddScalar("sigma_init", sigma, sdk.Public, "standard deviation of the Gaussian noise added to the clipped L̂")
