@@ -213,6 +213,12 @@ func TestStudySmoke(t *testing.T) {
 		_, err = json.Marshal(rows)
 		require.NoError(t, err)
 	}
+	mix, err := RunMixingStudy(context.Background(), StudyConfig{D: 6, K: 2, N: 200, Spike: 10, Eps: []float64{1}, Reps: 4, Seed: 3}, []int{1, 5})
+	require.NoError(t, err)
+	require.Len(t, mix, 2)
+	var sb strings.Builder
+	require.NoError(t, WriteMixingMarkdown(&sb, mix))
+	assert.Contains(t, sb.String(), "| 6 | 2 | 1 | 5 |")
 }
 
 func TestRandomiseBlocksKeepsH(t *testing.T) {

@@ -34,6 +34,7 @@ func main() {
 	dataPath := flag.String("data", "", "optional rows data file read with engine/dataio (e.g. an IDX image file); replaces the synthetic model")
 	scale := flag.Float64("scale", 0, "multiply the data's entries by this (dataio Scale; 0 means 1)")
 	clip := flag.Float64("clip", 1, "public row-norm bound for -data")
+	mixing := flag.String("mixing", "", "instead of the ε study, measure the loss after these comma-separated Gibbs sweep counts (e.g. 1,5,10,25,100,400)")
 	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
 	flag.Parse()
 	cfg.Eps = nil
@@ -44,6 +45,27 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.Eps = append(cfg.Eps, v)
+	}
+	if *mixing != "" {
+		var sweeps []int
+		for _, s := range strings.Split(*mixing, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || v < 1 {
+				fmt.Fprintf(os.Stderr, "orbit-study: bad sweep count %q\n", s)
+				os.Exit(2)
+			}
+			sweeps = append(sweeps, v)
+		}
+		rows, err := orbit.RunMixingStudy(context.Background(), cfg, sweeps)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "orbit-study:", err)
+			os.Exit(1)
+		}
+		if err := orbit.WriteMixingMarkdown(os.Stdout, rows); err != nil {
+			fmt.Fprintln(os.Stderr, "orbit-study:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	var rows []orbit.StudyRow
 	var err error
