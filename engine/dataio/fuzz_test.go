@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,6 +33,41 @@ func checkArray(t *testing.T, a *array) {
 	if a.dt.integer() {
 		if iv, err := a.int64s(); err == nil && int64(len(iv)) != count {
 			t.Fatalf("%d ints for shape %v", len(iv), a.shape)
+		}
+	}
+}
+
+// checkStreamed asserts that the streaming decoder agrees with the plain
+// one: both fail, or both succeed with bit-identical values.
+func checkStreamed(t *testing.T, b []byte, header func(io.Reader, int64, int64) (*pending, error)) {
+	p, err := header(bytes.NewReader(b), int64(len(b)), -1)
+	if err != nil || !p.streamable() {
+		return
+	}
+	p.r = bytes.NewReader(b[len(b)-int(p.known):])
+	var chunks int
+	got, serr := p.streamFloat64(0.5, func(c []float64) error { chunks += len(c); return nil })
+	q, err := header(bytes.NewReader(b), int64(len(b)), -1)
+	if err != nil {
+		t.Fatalf("header decodes once but not twice: %v", err)
+	}
+	a, err := q.read()
+	var want []float64
+	if err == nil {
+		want, err = a.float64s(0.5)
+	}
+	if (err == nil) != (serr == nil) {
+		t.Fatalf("plain decoder error %v, streaming decoder error %v", err, serr)
+	}
+	if err != nil {
+		return
+	}
+	if len(got) != len(want) || chunks != len(want) {
+		t.Fatalf("streamed %d values (%d through the sink), plain %d", len(got), chunks, len(want))
+	}
+	for i := range got {
+		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+			t.Fatalf("value %d: streamed %v, plain %v", i, got[i], want[i])
 		}
 	}
 }
@@ -83,6 +119,7 @@ func FuzzNPY(f *testing.F) {
 				checkArray(t, a)
 			}
 		}
+		checkStreamed(t, b, decodeNPYHeader)
 	})
 }
 
@@ -98,6 +135,7 @@ func FuzzIDX(f *testing.F) {
 				checkArray(t, a)
 			}
 		}
+		checkStreamed(t, b, decodeIDXHeader)
 	})
 }
 

@@ -72,7 +72,7 @@ func encode(order binary.ByteOrder, v any) []byte {
 
 func gz(b []byte) []byte {
 	var out bytes.Buffer
-	w := gzip.NewWriter(&out)
+	w, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
 	w.Write(b)
 	w.Close()
 	return out.Bytes()

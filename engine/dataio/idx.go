@@ -41,6 +41,15 @@ func isIDXMagic(b []byte) bool {
 // C order, big-endian). known is the number of bytes left in r if known,
 // -1 otherwise; bound is an upper bound on them, or -1.
 func decodeIDX(r io.Reader, known, bound int64) (*array, error) {
+	p, err := decodeIDXHeader(r, known, bound)
+	if err != nil {
+		return nil, err
+	}
+	return p.read()
+}
+
+// decodeIDXHeader reads an IDX header and returns the pending payload.
+func decodeIDXHeader(r io.Reader, known, bound int64) (*pending, error) {
 	var magic [4]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
 		return nil, fmt.Errorf("idx: truncated magic: %w", err)
@@ -74,9 +83,5 @@ func decodeIDX(r io.Reader, known, bound int64) (*array, error) {
 	if bound >= 0 {
 		bound = max(bound-int64(4+4*rank), 0)
 	}
-	raw, err := readPayload(r, count*int64(dt.size), known, bound)
-	if err != nil {
-		return nil, fmt.Errorf("idx (%s, shape %v): %w", dt, shape, err)
-	}
-	return &array{shape: shape, dt: dt, raw: raw}, nil
+	return &pending{what: "idx", shape: shape, dt: dt, r: r, nbytes: count * int64(dt.size), known: known, bound: bound}, nil
 }

@@ -1,6 +1,7 @@
 package dataio
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -109,10 +110,14 @@ func Load(path string, opt LoadOptions) (*data.Dataset, error) {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	var ds *data.Dataset
+	var sh *streamHasher
 	var err error
 	switch opt.kind() {
 	case data.Rows:
-		ds, err = loadRows(path, opt)
+		ds, sh, err = loadRowsStreamed(path, opt)
+		if err == nil && ds == nil {
+			ds, err = loadRows(path, opt)
+		}
 	case data.Trace:
 		ds, err = loadTrace(path, opt)
 	case data.Users:
@@ -125,10 +130,63 @@ func Load(path string, opt LoadOptions) (*data.Dataset, error) {
 	if err := checkStructure(ds); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	if !opt.SkipHash {
+	switch {
+	case opt.SkipHash:
+	case sh != nil:
+		writeHashTail(sh.h, ds)
+		ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
+	default:
 		ds.Hash = Hash(ds)
 	}
 	return ds, nil
+}
+
+// loadRowsStreamed loads a rows data set from a C-order .npy or IDX file
+// while hashing it: the payload is read (and decompressed) in one goroutine
+// while this one converts and hashes what has arrived. It returns a nil
+// data set when the input does not qualify (then loadRows reads it), and
+// the hasher, which has consumed the canonical header and X.
+func loadRowsStreamed(path string, opt LoadOptions) (*data.Dataset, *streamHasher, error) {
+	if opt.SkipHash || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
+		return nil, nil, nil
+	}
+	src, err := openSource(path, opt.Format)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer src.Close()
+	var p *pending
+	switch src.format {
+	case FormatNPY:
+		p, err = decodeNPYHeader(src.r, src.known, src.bound)
+	case FormatIDX:
+		p, err = decodeIDXHeader(src.r, src.known, src.bound)
+	default:
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !p.streamable() {
+		return nil, nil, nil
+	}
+	n, cols, err := matrixShape(p.shape)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sh := newStreamHasher(data.Rows, n, cols, 0, 0)
+	x, err := p.streamFloat64(opt.scale(), func(chunk []float64) error {
+		hashF64(sh.h, chunk)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	ds := &data.Dataset{Kind: data.Rows, X: mat.NewDense(n, cols, x)}
+	if err := loadLabels(ds, opt); err != nil {
+		return nil, nil, err
+	}
+	return ds, sh, nil
 }
 
 // loaded is the content of one file: an array or a CSV table.

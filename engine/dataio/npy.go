@@ -246,6 +246,15 @@ func (p *pyParser) tuple() ([]int, error) {
 // decodeNPY reads a whole .npy stream. known is the number of bytes left
 // in r if known, -1 otherwise; bound is an upper bound on them, or -1.
 func decodeNPY(r io.Reader, known, bound int64) (*array, error) {
+	p, err := decodeNPYHeader(r, known, bound)
+	if err != nil {
+		return nil, err
+	}
+	return p.read()
+}
+
+// decodeNPYHeader reads a .npy header and returns the pending payload.
+func decodeNPYHeader(r io.Reader, known, bound int64) (*pending, error) {
 	h, err := readNPYHeader(r)
 	if err != nil {
 		return nil, err
@@ -260,11 +269,7 @@ func decodeNPY(r io.Reader, known, bound int64) (*array, error) {
 	if bound >= 0 {
 		bound = max(bound-h.dataOffset, 0)
 	}
-	raw, err := readPayload(r, count*int64(h.dt.size), known, bound)
-	if err != nil {
-		return nil, fmt.Errorf("npy (%s, shape %v): %w", h.dt, h.shape, err)
-	}
-	return &array{shape: h.shape, dt: h.dt, fortran: h.fortran, raw: raw}, nil
+	return &pending{what: "npy", shape: h.shape, dt: h.dt, fortran: h.fortran, r: r, nbytes: count * int64(h.dt.size), known: known, bound: bound}, nil
 }
 
 // npyHeaderBytes returns a version 1.0 header (or 2.0 if it does not fit)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -453,4 +454,53 @@ func TestColumnsAndIntegers(t *testing.T) {
 			assert.Equal(t, c.want, ds.Labels)
 		})
 	}
+}
+
+// TestStreamedLoadMatchesPlain: the pipelined rows reader (several 1 MiB
+// chunks, gzip and plain, u8 and f4 and f8) gives the same values and hash
+// as the plain reader followed by Hash.
+func TestStreamedLoadMatchesPlain(t *testing.T) {
+	dir := t.TempDir()
+	const n, p = 1400, 784 // 1.1 MB of bytes, 4.4 MB of f4
+	pix := make([]byte, n*p)
+	state := uint32(1)
+	for i := range pix {
+		state = state*1664525 + 1013904223
+		pix[i] = byte(state >> 24)
+	}
+	vals := make([]float64, n*p)
+	for i, b := range pix {
+		vals[i] = float64(b)/7 - 3
+	}
+	files := map[string][]byte{
+		"u8.idx.gz": gz(idxFile(0x08, []int{n, 28, 28}, pix)),
+		"u8.idx":    idxFile(0x08, []int{n, 28, 28}, pix),
+		"f4.npy.gz": gz(npyFile(1, "<f4", false, []int{n, p}, encode(binary.LittleEndian, f32s(vals)))),
+		"f8.npy":    npyFile(1, "<f8", false, []int{n, p}, encode(binary.LittleEndian, vals)),
+		"f8be.npy":  npyFile(1, ">f8", false, []int{n, p}, encode(binary.BigEndian, vals)),
+	}
+	for name, content := range files {
+		t.Run(name, func(t *testing.T) {
+			path := writeTemp(t, dir, name, content)
+			for _, scale := range []float64{1, 1.0 / 255} {
+				streamed, err := Load(path, LoadOptions{Scale: scale})
+				require.NoError(t, err)
+				plain, err := Load(path, LoadOptions{Scale: scale, SkipHash: true})
+				require.NoError(t, err)
+				assert.True(t, slices.Equal(plain.X.RawMatrix().Data, streamed.X.RawMatrix().Data))
+				assert.Equal(t, Hash(plain), streamed.Hash)
+			}
+		})
+	}
+	// A NaN in a late chunk is found and named.
+	bad := append([]float64(nil), vals...)
+	bad[n*p-2] = nan
+	path := writeTemp(t, dir, "bad.npy.gz", gz(npyFile(1, "<f8", false, []int{n, p}, encode(binary.LittleEndian, bad))))
+	_, err := Load(path, LoadOptions{})
+	assert.ErrorContains(t, err, "row 1399, column 782: value NaN is not finite")
+	// Truncated inside the stream.
+	trunc := gz(idxFile(0x08, []int{n, 28, 28}, pix[:len(pix)-5]))
+	path = writeTemp(t, dir, "trunc.idx.gz", trunc)
+	_, err = Load(path, LoadOptions{})
+	assert.ErrorContains(t, err, "truncated")
 }
