@@ -13,6 +13,10 @@
 // huge shape cannot make a reader allocate more memory than the file can
 // hold: the bytes present in a plain file, or, for a gzip file, the most
 // its compressed size can expand to (deflate's ratio is below 1040:1).
+// When a row matrix is read from a C-order .npy or IDX file, the payload is
+// read (and decompressed) in its own goroutine while the caller's goroutine
+// converts, checks and hashes what has arrived, so the hash costs little
+// extra wall time on a machine with a spare core.
 //
 // # Content hash
 //
@@ -47,7 +51,14 @@
 // and the handle points at the original file. Open memory-maps X read-only
 // and wraps it in a *mat.Dense without copying, so a plugin on the same
 // machine reads the data in place. Handles are plain JSON-serialisable
-// values meant to cross the plugin boundary.
+// values meant to cross the plugin boundary (MarshalHandle, ParseHandle).
+// PrepareFile records each handle under cacheDir/files/, keyed by the
+// input file's path and state and the load options, so that preparing the
+// same unchanged input again costs a few system calls.
+//
+// Cache layout: cacheDir/<hash>/{x.f8, y.f8, user_start.i8, user_ids.i8,
+// labels.i8, handle.json} (raw little-endian arrays; the optional ones only
+// when present) and cacheDir/files/<key>.json.
 //
 // # Writers
 //
