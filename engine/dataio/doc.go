@@ -46,9 +46,11 @@
 // arrays in files (FileRef: path, byte offset, dtype, count). Prepare writes
 // the canonical files of an in-memory data set into cacheDir/<hash>/;
 // PrepareFile does the same for a file on disk, except that a float64,
-// C-order, little-endian .npy row matrix is not copied at all: it is
-// validated and hashed in one streaming pass over a read-only memory map
-// and the handle points at the original file. Open memory-maps X read-only
+// C-order, little-endian .npy file holding X (of rows data, of trace data
+// with a response file, or of users data whose id file is already in
+// increasing order) is not copied at all: it is validated and hashed in one
+// streaming pass over a read-only memory map and the handle points at the
+// original file. Open memory-maps X read-only
 // and wraps it in a *mat.Dense without copying, so a plugin on the same
 // machine reads the data in place. Handles are plain JSON-serialisable
 // values meant to cross the plugin boundary (MarshalHandle, ParseHandle).
