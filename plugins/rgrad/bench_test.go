@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -80,6 +81,28 @@ func BenchmarkFit(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				seed := uint64(i)
 				if _, _, err := sdk.RunLocal(context.Background(), est, g.Data, params, approx(8, 1e-5), sdk.LocalOptions{Seed: &seed}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, c0)
+		})
+	}
+}
+
+// BenchmarkFitBackends times rgrad-dp at the default configuration on the
+// gonum backend and on backend.Default() side by side (OpenBLAS when built
+// with -tags openblas). The design passes are this package's own code, so
+// only the small factorisations differ.
+func BenchmarkFitBackends(b *testing.B) {
+	g := benchGen(b, 16000, 30, 20)
+	est := estimatorByName(b, "rgrad-dp")
+	params := modelParamsFor(g, nil)
+	for _, be := range []backend.Backend{backend.Gonum{}, backend.Default()} {
+		b.Run(be.Name(), func(b *testing.B) {
+			c0 := cpuSeconds()
+			for i := 0; i < b.N; i++ {
+				seed := uint64(i)
+				if _, _, err := sdk.RunLocal(context.Background(), est, g.Data, params, approx(8, 1e-5), sdk.LocalOptions{Seed: &seed, Backend: be}); err != nil {
 					b.Fatal(err)
 				}
 			}
