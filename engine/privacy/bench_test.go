@@ -77,16 +77,6 @@ func BenchmarkDraw(b *testing.B) {
 		}
 		reportCPU(b, c)
 	})
-	b.Run("bernExpHalf", func(b *testing.B) {
-		src := NewSeededSource(1)
-		c := cpuTime()
-		for i := 0; i < b.N; i++ {
-			if src.bernExpHalf() {
-				sinkF++
-			}
-		}
-		reportCPU(b, c)
-	})
 }
 
 func BenchmarkConversions(b *testing.B) {

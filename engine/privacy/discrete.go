@@ -200,59 +200,6 @@ func (s *Source) lessRatio(x *ratio, keep *lazy) bool {
 	}
 }
 
-// bernExpHalf returns true with probability exp(−1/2). Its answer is a
-// deterministic function of the random bit stream, so for the 99% of
-// 16-bit prefixes that settle it a table (built by running
-// bernExpHalfSlow on each prefix) gives the answer and the number of bits
-// it reads; other prefixes run bernExpHalfSlow on the same bits.
-func (s *Source) bernExpHalf() bool {
-	e := halfTable[s.peek64()>>48]
-	if e == 0 {
-		return s.bernExpHalfSlow()
-	}
-	s.consume(uint(e & 0x1f))
-	return e&0x80 != 0
-}
-
-// halfTable maps a 16-bit prefix of the bit stream to bernExpHalfSlow's
-// answer (bit 7) and bit count (bits 0–4), or 0 when the prefix does not
-// settle it.
-var halfTable *[1 << 16]uint8
-
-func buildHalfTable() *[1 << 16]uint8 {
-	var t [1 << 16]uint8
-	rng := zeroStream()
-	for p := range t {
-		s := &Source{rng: rng, br: bitReader{b: uint64(p) << 48}}
-		r := s.bernExpHalfSlow()
-		if s.br.used <= 16 {
-			e := uint8(s.br.used)
-			if r {
-				e |= 0x80
-			}
-			t[p] = e
-		}
-	}
-	return &t
-}
-
-// bernExpHalfSlow returns true with probability exp(−1/2), by von
-// Neumann's method: n is the length of the decreasing run z1 > z2 > … that
-// starts below 1/2, and the answer is whether n is even.
-func (s *Source) bernExpHalfSlow() bool {
-	if s.takeBits(1) == 1 { // z1 ≥ 1/2
-		return true
-	}
-	y := lazy{n: 1} // z1 = 0.0…
-	var z lazy
-	n := 1
-	for s.lessLazy(&y, &z) {
-		y, z = z, y
-		n++
-	}
-	return n%2 == 0
-}
-
 // bernExpRatio returns true with probability exp(−x) for a rational
 // x ∈ [0, 1) (or x = 1 when one is set), by von Neumann's method.
 func (s *Source) bernExpRatio(x *ratio, one bool) bool {
@@ -316,21 +263,22 @@ const maxUnits = 1 << 42
 // N_Z(0, m²), P(v) ∝ exp(−v²/(2m²)), for an integer 1 ≤ m ≤ 2^42, by
 // Karney's algorithm D (Karney 2016, "Sampling exactly from the normal
 // distribution", ACM TOMS 42(1)) specialised to integer scale and zero
-// mean:
+// mean, with its first two steps (a geometric k kept with probability
+// exp(−k(k−1)/2), which together give P(k) ∝ exp(−k²/2)) replaced by exact
+// inversion for the same distribution of k (sampleK):
 //
-//  1. k ≥ 0 with P(k) ∝ exp(−k/2) (a run of exp(−1/2) coins);
-//  2. keep k with probability exp(−k(k−1)/2), else restart;
-//  3. a sign, and j uniform in [0, m); x = j/m; reject −0;
-//  4. keep with probability exp(−x(2k+x)/2) (algorithm B, k+1 times);
-//  5. return ±(k·m + j).
+//  1. k ≥ 0 with P(k) ∝ exp(−k²/2);
+//  2. a sign, and j uniform in [0, m); x = j/m; reject −0;
+//  3. keep with probability exp(−x(2k+x)/2) (algorithm B, k+1 times);
+//  4. return ±(k·m + j).
 //
 // The product of the step probabilities is ∝ exp(−(k+x)²/2) =
 // exp(−(km+j)²/(2m²)), the target; every test is exact.
 func (s *Source) discreteGaussian(m uint64) int64 {
 	for {
-		k, ok := s.gaussianK()
-		if !ok {
-			continue
+		k := s.sampleK()
+		if k >= 1<<20 {
+			continue // unreachable: P(k ≥ 2^20) < exp(−2^39)
 		}
 		neg := s.takeBits(1) == 1
 		j := s.uniformN(m)
@@ -359,102 +307,10 @@ func (s *Source) discreteGaussian(m uint64) int64 {
 	}
 }
 
-// gaussianK runs steps 1 and 2 of discreteGaussian: k ≥ 0 with
-// P(k) ∝ exp(−k/2), kept with probability exp(−k(k−1)/2). The outcome is
-// a deterministic function of the bit stream; kTable holds it for the 82%
-// of 16-bit prefixes that settle it.
-func (s *Source) gaussianK() (k uint64, ok bool) {
-	e := kTable[s.peek64()>>48]
-	if e&0x8000 != 0 {
-		s.consume(uint(e & 0x1f))
-		return uint64(e>>8) & 0x3f, e&0x4000 == 0
-	}
-	return s.gaussianKSlow()
-}
-
-func (s *Source) gaussianKSlow() (k uint64, ok bool) {
-	if e := gTable[s.peek64()>>48]; e != 0 {
-		s.consume(uint(e & 0x1f))
-		k = uint64(e >> 8)
-	} else {
-		k = s.geometricHalf()
-	}
-	return s.gaussianKAccept(k)
-}
-
-// geometricHalf counts exp(−1/2) successes before the first failure.
-func (s *Source) geometricHalf() (k uint64) {
-	for s.bernExpHalf() {
-		k++
-	}
-	return k
-}
-
-// gaussianKAccept is step 2: keep k with probability exp(−k(k−1)/2).
-func (s *Source) gaussianKAccept(k uint64) (uint64, bool) {
-	if k >= 2 {
-		// k ≥ 2^20 has probability below exp(−2^19), and step 2 would
-		// reject it except with probability exp(−2^39).
-		if k >= 1<<20 {
-			return 0, false
-		}
-		for i := uint64(0); i < k*(k-1); i++ {
-			if !s.bernExpHalf() {
-				return 0, false
-			}
-		}
-	}
-	return k, true
-}
-
-// gTable maps a 16-bit prefix to geometricHalf's k (bits 8–15) and bit
-// count (bits 0–4), or 0 when the prefix does not settle it.
-var gTable *[1 << 16]uint16
-
-func buildGTable() *[1 << 16]uint16 {
-	var t [1 << 16]uint16
-	rng := zeroStream()
-	for p := range t {
-		s := &Source{rng: rng, br: bitReader{b: uint64(p) << 48}}
-		k := s.geometricHalf()
-		if s.br.used <= 16 && k < 256 {
-			t[p] = uint16(k)<<8 | uint16(s.br.used)
-		}
-	}
-	return &t
-}
-
-// buildTables fills the lookup tables, in dependency order (each table is
-// built by running the code paths that only use the tables before it).
-func buildTables() {
-	halfTable = buildHalfTable()
-	gTable = buildGTable()
-	kTable = buildKTable()
-}
+// buildTables fills the lookup tables of the samplers.
+func buildTables() { kThr = buildKThresholds() }
 
 var tablesOnce sync.Once
-
-// kTable maps a 16-bit prefix to gaussianKSlow's outcome: bit 15 set when
-// the prefix settles it, bit 14 for a rejection, bits 8–13 k, bits 0–4 the
-// number of bits read.
-var kTable *[1 << 16]uint16
-
-func buildKTable() *[1 << 16]uint16 {
-	var t [1 << 16]uint16
-	rng := zeroStream()
-	for p := range t {
-		s := &Source{rng: rng, br: bitReader{b: uint64(p) << 48}}
-		k, ok := s.gaussianKSlow()
-		if s.br.used <= 16 && k < 64 {
-			e := uint16(0x8000) | uint16(k)<<8 | uint16(s.br.used)
-			if !ok {
-				e |= 0x4000
-			}
-			t[p] = e
-		}
-	}
-	return &t
-}
 
 // discreteLaplace returns an exact draw with P(v) ∝ exp(−|v|/t) for an
 // integer 1 ≤ t ≤ 2^42 (Canonne, Kamath & Steinke 2020, Algorithm 2, with

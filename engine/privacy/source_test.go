@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"math"
+	"math/big"
 	"sort"
 	"testing"
 
@@ -278,7 +279,6 @@ func TestBernoulliExpRates(t *testing.T) {
 		p    float64
 		f    func() bool
 	}{
-		{"exp(-1/2)", math.Exp(-0.5), src.bernExpHalf},
 		{"exp(-1)", math.Exp(-1), func() bool { return src.bernExpRatio(nil, true) }},
 		{"exp(-2/7)", math.Exp(-2.0 / 7), func() bool { r := newRatio(2, 7); return src.bernExpRatio(&r, false) }},
 		{"karneyB k=1 x=3/5", math.Exp(-0.6 * 2.6 / 4), func() bool {
@@ -342,4 +342,93 @@ func TestSnapSensitivityAllowance(t *testing.T) {
 			require.LessOrEqual(t, r1, d1+gamma*dim*(1+1e-12))
 		}
 	}
+}
+
+func kProb(k int) float64 {
+	var z float64
+	for i := 0; i < 40; i++ {
+		z += math.Exp(-float64(i*i) / 2)
+	}
+	return math.Exp(-float64(k*k)/2) / z
+}
+
+func TestSampleKDistribution(t *testing.T) {
+	src := NewSeededSource(21)
+	const n = 400000
+	obs := make([]int, 8)
+	prob := make([]float64, 8)
+	for k := range prob {
+		prob[k] = kProb(k)
+	}
+	for i := 0; i < n; i++ {
+		k := src.sampleK()
+		if k >= 8 {
+			t.Fatalf("k = %d", k)
+		}
+		obs[k]++
+	}
+	p := chiSquareP(t, obs, prob, n)
+	assert.Greater(t, p, 1e-3, "k counts %v", obs)
+}
+
+func TestKBoundsRigorous(t *testing.T) {
+	NewSeededSource(0) // builds the tables
+	for _, prec := range []uint{64, 192, 1024} {
+		lo, hi := kBounds(6, prec)
+		cum := 0.0
+		for j := 0; j < 6; j++ {
+			cum += kProb(j)
+			l, _ := lo[j].Float64()
+			h, _ := hi[j].Float64()
+			assert.InDelta(t, cum, l, 1e-15)
+			assert.InDelta(t, cum, h, 1e-15)
+			assert.LessOrEqual(t, lo[j].Cmp(hi[j]), 0)
+			w := new(big.Float).Sub(hi[j], lo[j])
+			wf, _ := w.Float64()
+			assert.Less(t, wf, math.Ldexp(1, -int(prec)+12), "interval width at %d bits", prec)
+		}
+	}
+	// Higher precision intervals nest inside lower precision ones.
+	lo1, hi1 := kBounds(3, 128)
+	lo2, hi2 := kBounds(3, 512)
+	for j := 0; j < 3; j++ {
+		assert.LessOrEqual(t, lo1[j].Cmp(lo2[j]), 0)
+		assert.GreaterOrEqual(t, hi1[j].Cmp(hi2[j]), 0)
+	}
+	covered := 0
+	for _, e := range kThr.table {
+		if e != 0 {
+			covered++
+		}
+	}
+	assert.Greater(t, covered, 65500, "16-bit table coverage")
+	assert.GreaterOrEqual(t, kThr.n, 9)
+}
+
+// Force U's 64-bit prefix onto a boundary so that the arbitrary-precision
+// path decides: the conditional probability of k = 0 must be the fraction
+// of the cell [u, u+1)/2^64 below F_1.
+func TestSampleKSlowPath(t *testing.T) {
+	NewSeededSource(0)
+	lo, _ := kBounds(1, 256)
+	f1 := new(big.Float).SetPrec(256).SetMantExp(lo[0], 64) // F_1·2^64
+	fi, _ := f1.Int(nil)
+	u := fi.Uint64() // the cell containing F_1
+	frac := new(big.Float).Sub(f1, new(big.Float).SetInt(fi))
+	want, _ := frac.Float64()
+	require.True(t, u >= kThr.lo64[0] && u < kThr.hi64[0], "the cell must be ambiguous at 64 bits")
+	src := NewSeededSource(22)
+	const n = 3000
+	zero := 0
+	for i := 0; i < n; i++ {
+		k := src.sampleKFrom64(u)
+		require.LessOrEqual(t, k, uint64(1))
+		if k == 0 {
+			zero++
+		}
+	}
+	assert.InDelta(t, want, float64(zero)/n, 4*math.Sqrt(want*(1-want)/n)+1e-9)
+	// Beyond the last 64-bit boundary: k ≥ kThr.n, decided by the slow path.
+	k := src.sampleKFrom64(^uint64(0))
+	assert.GreaterOrEqual(t, k, uint64(kThr.n-1))
 }

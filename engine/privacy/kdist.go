@@ -1,0 +1,202 @@
+package privacy
+
+import (
+	"math/big"
+)
+
+// Exact sampling of the integer part k ≥ 0 of the discrete Gaussian in
+// units of its scale: P(k) = w_k/Z with w_k = e^(−k²/2) and
+// Z = Σ_{i≥0} e^(−i²/2). Algorithm D draws this k by a geometric proposal
+// and a rejection step that wastes a third of the candidates; here k is
+// drawn by inversion instead, k = #{j ≥ 1 : F_j ≤ U} for a uniform U and
+// the boundaries F_j = Σ_{i<j} w_i / Z, which gives exactly the same
+// distribution.
+//
+// The boundaries are irrational, so they are handled with rigorous
+// intervals lo ≤ F_j ≤ hi computed in big.Float with directed rounding, and
+// U is compared lazily:
+//
+//   - a 16-bit table gives k for every 2^-16-wide cell of U that lies
+//     strictly between two boundaries' intervals (all but a handful);
+//   - otherwise 64 bits of U are compared with 64-bit outward-rounded
+//     bounds of the boundaries;
+//   - if U's 64-bit cell still meets a boundary's interval (probability
+//     about 2^-50), more bits of U are drawn and the boundary is recomputed
+//     at doubled precision until the comparison is settled.
+//
+// No floating-point (float64) value takes part in any decision.
+
+// kBounds returns outward-rounded bounds of F_1 … F_n at prec bits.
+func kBounds(n int, prec uint) (lo, hi []*big.Float) {
+	f := func(mode big.RoundingMode) *big.Float { return new(big.Float).SetPrec(prec).SetMode(mode) }
+	down, up := big.ToNegativeInf, big.ToPositiveInf
+
+	// e^(1/2) = Σ (1/2)^m/m!: the partial sum is a lower bound; the tail
+	// after term t_N is at most 2·t_(N+1) (consecutive terms at least halve).
+	eLo, eHi := f(down).SetInt64(1), f(up).SetInt64(1)
+	tLo, tHi := f(down).SetInt64(1), f(up).SetInt64(1)
+	limit := new(big.Float).SetMantExp(big.NewFloat(1), -int(prec)-16)
+	for m := int64(1); ; m++ {
+		tLo.Quo(tLo, f(down).SetInt64(2*m))
+		tHi.Quo(tHi, f(up).SetInt64(2*m))
+		eLo.Add(eLo, tLo)
+		eHi.Add(eHi, tHi)
+		if tHi.Cmp(limit) < 0 {
+			next := f(up).Quo(tHi, f(up).SetInt64(2*(m+1)))
+			eHi.Add(eHi, next.Mul(next, f(up).SetInt64(2)))
+			break
+		}
+	}
+	// q = e^(−1/2) ∈ [1/eHi, 1/eLo].
+	qLo := f(down).Quo(f(down).SetInt64(1), eHi)
+	qHi := f(up).Quo(f(up).SetInt64(1), eLo)
+
+	// w_i = q^(i²), summed until the tail bound 2·q^((M+1)²) is negligible.
+	var wLo, wHi []*big.Float
+	curLo, curHi := f(down).SetInt64(1), f(up).SetInt64(1)
+	for i := 0; ; i++ {
+		if i > 0 { // q^(i²) = q^((i−1)²)·q^(2i−1)
+			for r := 0; r < 2*i-1; r++ {
+				curLo = f(down).Mul(curLo, qLo)
+				curHi = f(up).Mul(curHi, qHi)
+			}
+		}
+		wLo = append(wLo, curLo)
+		wHi = append(wHi, curHi)
+		if i >= n && curHi.Cmp(limit) < 0 {
+			break
+		}
+	}
+	m := len(wLo) - 1
+	// Tail beyond index m: Σ_{i>m} w_i ≤ 2·q^((m+1)²) ≤ 2·w_m·q^(2m+1).
+	tail := f(up).Set(wHi[m])
+	for r := 0; r < 2*m+1; r++ {
+		tail.Mul(tail, qHi)
+	}
+	tail.Mul(tail, f(up).SetInt64(2))
+
+	zLo, zHi := f(down), f(up).Set(tail)
+	for i := 0; i <= m; i++ {
+		zLo.Add(zLo, wLo[i])
+		zHi.Add(zHi, wHi[i])
+	}
+	sLo, sHi := f(down), f(up)
+	for j := 1; j <= n; j++ {
+		sLo.Add(sLo, wLo[j-1])
+		sHi.Add(sHi, wHi[j-1])
+		lo = append(lo, f(down).Quo(sLo, zHi))
+		hi = append(hi, f(up).Quo(sHi, zLo))
+	}
+	return lo, hi
+}
+
+// kBoundaries is the number of boundaries kept at 64 bits; F_12 is within
+// 2^-70 of 1, beyond the resolution of a 64-bit prefix.
+const kBoundaries = 12
+
+// kThresholds holds ⌊F_lo·2^64⌋ and ⌈F_hi·2^64⌉ for F_1 … F_kBoundaries;
+// a boundary whose upper bound does not fit 64 bits has hi64 = 0 and
+// ends the 64-bit scan.
+type kThresholds struct {
+	lo64, hi64 [kBoundaries]uint64
+	n          int // boundaries usable at 64 bits
+	table      [1 << 16]uint8
+}
+
+var kThr *kThresholds
+
+func buildKThresholds() *kThresholds {
+	t := new(kThresholds)
+	lo, hi := kBounds(kBoundaries, 192)
+	two64 := new(big.Float).SetMantExp(big.NewFloat(1), 64)
+	for j := 0; j < kBoundaries; j++ {
+		l := new(big.Float).SetPrec(256).Mul(lo[j], two64)
+		h := new(big.Float).SetPrec(256).Mul(hi[j], two64)
+		li, _ := l.Int(nil) // floor for positive values
+		hiInt, acc := h.Int(nil)
+		if acc == big.Below { // h was not an integer: ceil
+			hiInt.Add(hiInt, big.NewInt(1))
+		}
+		if !li.IsUint64() || !hiInt.IsUint64() {
+			break
+		}
+		t.lo64[j], t.hi64[j] = li.Uint64(), hiInt.Uint64()
+		t.n = j + 1
+	}
+	// Table: cell c = [c·2^48, (c+1)·2^48) of U's 64-bit prefix.
+	for c := 0; c < 1<<16; c++ {
+		start := uint64(c) << 48
+		end := start + 1<<48 // 0 (i.e. 2^64) for the last cell
+		for j := 0; j < t.n; j++ {
+			if end != 0 && end <= t.lo64[j] {
+				t.table[c] = uint8(j + 1) // k = j, stored +1
+				break
+			}
+			if start < t.hi64[j] {
+				break // the cell meets the boundary: unsettled
+			}
+		}
+	}
+	return t
+}
+
+// sampleK draws k with P(k) = e^(−k²/2)/Z exactly.
+func (s *Source) sampleK() uint64 {
+	t := kThr
+	if e := t.table[s.peek64()>>48]; e != 0 {
+		s.consume(16)
+		return uint64(e - 1)
+	}
+	u := s.peek64()
+	s.consume(64)
+	return s.sampleKFrom64(u)
+}
+
+// sampleKFrom64 finishes sampleK given the first 64 bits u of U.
+func (s *Source) sampleKFrom64(u uint64) uint64 {
+	t := kThr
+	for j := 0; j < t.n; j++ {
+		if u < t.lo64[j] { // U < (u+1)/2^64 ≤ F_lo ≤ F_(j+1)
+			return uint64(j)
+		}
+		if u < t.hi64[j] {
+			return s.sampleKSlow(u, j)
+		}
+	}
+	return s.sampleKSlow(u, t.n)
+}
+
+// sampleKSlow settles k = #{j : F_j ≤ U} when U's 64-bit prefix u does not:
+// boundaries before index j0 (0-based) are known to lie at or below U. It
+// extends U 64 bits at a time and recomputes the boundaries at growing
+// precision.
+func (s *Source) sampleKSlow(u uint64, j0 int) uint64 {
+	prefix := new(big.Int).SetUint64(u)
+	nbits := uint(64)
+	for j := j0; ; j++ {
+		for prec := uint(256); ; prec *= 2 {
+			for nbits < prec+64 {
+				prefix.Lsh(prefix, 64)
+				prefix.Or(prefix, new(big.Int).SetUint64(s.rng.Uint64()))
+				nbits += 64
+			}
+			lo, hi := kBounds(j+1, prec)
+			// U ∈ [P/2^n, (P+1)/2^n).
+			pLow := new(big.Float).SetPrec(nbits + 8).SetInt(prefix)
+			pLow.SetMantExp(pLow, -int(nbits))
+			pHigh := new(big.Float).SetPrec(nbits + 8).SetInt(new(big.Int).Add(prefix, big.NewInt(1)))
+			pHigh.SetMantExp(pHigh, -int(nbits))
+			if pHigh.Cmp(lo[j]) <= 0 {
+				return uint64(j) // U < F_(j+1)
+			}
+			if pLow.Cmp(hi[j]) >= 0 {
+				break // U ≥ F_(j+1): next boundary
+			}
+			if prec > 1<<20 {
+				// Reached only if U equals the boundary, an event of
+				// probability zero.
+				return uint64(j)
+			}
+		}
+	}
+}
