@@ -51,8 +51,8 @@ type TruncOptions struct {
 	// Oversample is the number of block columns beyond k (default
 	// max(8, k/2)). Larger blocks need fewer, costlier iterations.
 	Oversample int
-	// MaxBasis caps the Krylov basis before a thick restart (default ten
-	// blocks, at most the dimension).
+	// MaxBasis caps the Krylov basis before a thick restart (default
+	// (n²·block)^⅓/2 columns, within 3 and 10 blocks and at most n).
 	MaxBasis int
 	// Seed seeds the random start block (0 selects DefaultTruncSeed). The
 	// start block is not privacy noise: converged answers do not depend on
@@ -122,7 +122,11 @@ func (o TruncOptions) resolve(n, k int) (TruncOptions, int, error) {
 	}
 	b := min(blockSize(k, o.Oversample), n)
 	if o.MaxBasis == 0 {
-		o.MaxBasis = 10 * b
+		// Each Rayleigh–Ritz step costs O(d³) for a basis of d columns
+		// against O(n²b) for the block product: cap d near the balance
+		// point (n²b)^⅓/2, within three to ten blocks.
+		bal := int(math.Cbrt(float64(n)*float64(n)*float64(b)) / 2)
+		o.MaxBasis = min(max(bal, 3*b), 10*b)
 	}
 	o.MaxBasis = min(n, max(o.MaxBasis, 2*b, k+1+b))
 	return o, b, nil
