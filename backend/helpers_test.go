@@ -170,3 +170,17 @@ func requireDescending(t *testing.T, v []float64) {
 		require.GreaterOrEqual(t, v[i-1], v[i], "values not descending at %d", i)
 	}
 }
+
+func TestTransposeHelpers(t *testing.T) {
+	for _, n := range []int{1, 2, 31, 33, 70} {
+		a := randDense(newRNG(uint64(n)), n, n)
+		want := mat.DenseCopyOf(a.T())
+		data := append([]float64(nil), a.RawMatrix().Data...)
+		transposeSquare(data, n)
+		require.True(t, mat.Equal(want, mat.NewDense(n, n, data)), "n=%d", n)
+		r := randDense(newRNG(uint64(n)), n, n+5)
+		out := make([]float64, n*(n+5))
+		transposeInto(out, n, r.RawMatrix().Data, n+5, n, n+5)
+		require.True(t, mat.Equal(r.T(), mat.NewDense(n+5, n, out)), "n=%d", n)
+	}
+}

@@ -77,11 +77,10 @@ func (OpenBLAS) EigSym(a mat.Symmetric) ([]float64, *mat.Dense, error) {
 	}
 	// buf holds the eigenvectors as columns in column-major order, i.e. as
 	// rows in Go's order; transpose and put them in descending order.
-	out := make([]float64, n*n)
-	transposeInto(out, n, buf, n, n, n)
-	reverseCols(out, n, n, n)
+	transposeSquare(buf, n)
+	reverseCols(buf, n, n, n)
 	reverse(w)
-	return w, mat.NewDense(n, n, out), nil
+	return w, mat.NewDense(n, n, buf), nil
 }
 
 // EigSymTop implements Backend. For k small against the dimension it uses
@@ -160,8 +159,13 @@ func (OpenBLAS) SVD(a mat.Matrix) (*mat.Dense, []float64, *mat.Dense, error) {
 	if info > 0 {
 		return nil, nil, nil, fmt.Errorf("thin SVD (%d×%d): dgesdd info %d: %w", m, n, info, ErrNotConverged)
 	}
-	v := make([]float64, n*r)
-	transposeInto(v, r, uu, n, r, n)
+	v := uu
+	if r == n {
+		transposeSquare(v, n)
+	} else {
+		v = make([]float64, n*r)
+		transposeInto(v, r, uu, n, r, n)
+	}
 	return mat.NewDense(m, r, vt), s, mat.NewDense(n, r, v), nil
 }
 

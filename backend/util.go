@@ -140,6 +140,22 @@ func transposeInto(dst []float64, ds int, src []float64, ss, r, c int) {
 	}
 }
 
+// transposeSquare transposes the n×n row-major matrix in data in place.
+func transposeSquare(data []float64, n int) {
+	const blk = 32
+	for i0 := 0; i0 < n; i0 += blk {
+		i1 := min(i0+blk, n)
+		for j0 := i0; j0 < n; j0 += blk {
+			j1 := min(j0+blk, n)
+			for i := i0; i < i1; i++ {
+				for j := max(j0, i+1); j < j1; j++ {
+					data[i*n+j], data[j*n+i] = data[j*n+i], data[i*n+j]
+				}
+			}
+		}
+	}
+}
+
 func checkTopK(what string, k, m, n int) error {
 	if k < 1 || k > min(m, n) {
 		return fmt.Errorf("%s: k = %d outside [1, %d] for a %d×%d matrix: %w", what, k, min(m, n), m, n, ErrShape)
