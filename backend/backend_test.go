@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -570,5 +572,59 @@ func TestSVDTopKrylovOrientations(t *testing.T) {
 				assert.LessOrEqual(t, subspaceDist(fu.Slice(0, m, 0, 6), u), info.SubspaceBound*1.01+1e-14)
 			})
 		}
+	}
+}
+
+// lowerSym is a symmetric matrix stored in its lower triangle only (the
+// upper one holds garbage), as a RawSymmetricer may be.
+type lowerSym struct{ r blas64.Symmetric }
+
+func (l lowerSym) Dims() (int, int) { return l.r.N, l.r.N }
+func (l lowerSym) At(i, j int) float64 {
+	if i < j {
+		i, j = j, i
+	}
+	return l.r.Data[i*l.r.Stride+j]
+}
+func (l lowerSym) T() mat.Matrix                  { return l }
+func (l lowerSym) SymmetricDim() int              { return l.r.N }
+func (l lowerSym) RawSymmetric() blas64.Symmetric { return l.r }
+
+func TestLowerStoredSymmetric(t *testing.T) {
+	rng := newRNG(53)
+	n := 30
+	ref := mat.NewSymDense(n, nil)
+	ref.SymOuterK(1, randDense(rng, n, 2*n))
+	data := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if j <= i {
+				data[i*n+j] = ref.At(i, j)
+			} else {
+				data[i*n+j] = math.NaN() // never read
+			}
+		}
+	}
+	low := lowerSym{blas64.Symmetric{N: n, Stride: n, Data: data, Uplo: blas.Lower}}
+	rhs := randDense(rng, n, 2)
+	for _, be := range backendsUnderTest() {
+		t.Run(be.Name(), func(t *testing.T) {
+			want, _, err := be.EigSym(ref)
+			require.NoError(t, err)
+			got, vecs, err := be.EigSym(low)
+			require.NoError(t, err)
+			assert.InDeltaSlice(t, want, got, 1e-11*want[0])
+			assert.Less(t, eigResidual(ref, got, vecs), 1e-13)
+			top, _, err := be.EigSymTop(low, 3)
+			require.NoError(t, err)
+			assert.InDeltaSlice(t, want[:3], top, 1e-11*want[0])
+			xw, err := be.SPDSolve(ref, rhs)
+			require.NoError(t, err)
+			xg, err := be.SPDSolve(low, rhs)
+			require.NoError(t, err)
+			assert.True(t, mat.EqualApprox(xw, xg, 1e-10))
+			_, _, _, err = EigSymTopKrylov(be, low, 2, TruncOptions{})
+			require.NoError(t, err)
+		})
 	}
 }

@@ -78,11 +78,11 @@ func (Gonum) EigSym(a mat.Symmetric) (vals []float64, vecs *mat.Dense, err error
 	if n == 0 {
 		return nil, nil, fmt.Errorf("symmetric eigendecomposition of an empty matrix: %w", ErrShape)
 	}
-	buf := symFull(a)
+	buf, uplo := symTriangle(a)
 	if !allFinite(buf) {
 		return nil, nil, fmt.Errorf("symmetric eigendecomposition: %w", ErrNonFinite)
 	}
-	s := blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Upper}
+	s := blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: uplo}
 	w := make([]float64, n)
 	work := []float64{0}
 	lapack64.Syev(lapack.EVCompute, s, w, work, -1)
@@ -208,11 +208,11 @@ func (Gonum) SPDSolve(a mat.Symmetric, b mat.Matrix) (x *mat.Dense, err error) {
 	if br != n || n == 0 {
 		return nil, fmt.Errorf("SPD solve with a %d×%d matrix and a %d×%d right-hand side: %w", n, n, br, bc, ErrShape)
 	}
-	buf := symFull(a)
+	buf, uplo := symTriangle(a)
 	if !allFinite(buf) {
 		return nil, fmt.Errorf("SPD solve: %w", ErrNonFinite)
 	}
-	t, ok := lapack64.Potrf(blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Upper})
+	t, ok := lapack64.Potrf(blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: uplo})
 	if !ok {
 		return nil, fmt.Errorf("SPD solve (%d×%d): %w", n, n, ErrNotPositiveDefinite)
 	}

@@ -22,9 +22,10 @@ func init() { blas64.Use(netlib.Implementation{}) }
 // OpenBLAS (via gonum's netlib binding) and LAPACK through dplr's own cgo
 // bindings to LAPACKE (dsyevd, dsyevr, dgesdd, dgeqrf/dorgqr, dposv).
 //
-// Matrices cross to LAPACK in column-major order: a symmetric row-major
-// matrix is its own column-major image, a general one is its transpose, and
-// each method transposes (at O(size) cost) exactly where it must.
+// Matrices cross to LAPACK in column-major order: the stored triangle of a
+// symmetric row-major matrix is the opposite triangle of its column-major
+// image, a general matrix arrives transposed, and each method transposes
+// (at O(size) cost, in place where the shape allows) exactly where it must.
 type OpenBLAS struct{}
 
 // Name implements Backend.
@@ -63,12 +64,12 @@ func (OpenBLAS) EigSym(a mat.Symmetric) ([]float64, *mat.Dense, error) {
 	if err := checkLapackDim("symmetric eigendecomposition", n*n); err != nil {
 		return nil, nil, err
 	}
-	buf := symFull(a)
+	buf, uplo := symTriangle(a)
 	if !allFinite(buf) {
 		return nil, nil, fmt.Errorf("symmetric eigendecomposition: %w", ErrNonFinite)
 	}
 	w := make([]float64, n)
-	info, err := lapacke.Dsyevd(true, 'U', n, buf, n, w)
+	info, err := lapacke.Dsyevd(true, colMajorUplo(uplo), n, buf, n, w)
 	if err != nil {
 		return nil, nil, fmt.Errorf("symmetric eigendecomposition: %w", err)
 	}
@@ -112,13 +113,13 @@ func (OpenBLAS) EigSymRange(a mat.Symmetric, k int) ([]float64, *mat.Dense, erro
 	if err := checkLapackDim("top-k eigenpairs", n*n); err != nil {
 		return nil, nil, err
 	}
-	buf := symFull(a)
+	buf, uplo := symTriangle(a)
 	if !allFinite(buf) {
 		return nil, nil, fmt.Errorf("top-k eigenpairs: %w", ErrNonFinite)
 	}
 	w := make([]float64, n)
 	z := make([]float64, n*k)
-	got, info, err := lapacke.DsyevrIndex('U', n, buf, n, n-k+1, n, w, z, n)
+	got, info, err := lapacke.DsyevrIndex(colMajorUplo(uplo), n, buf, n, n-k+1, n, w, z, n)
 	if err != nil {
 		return nil, nil, fmt.Errorf("top-%d eigenpairs: %w", k, err)
 	}
@@ -226,7 +227,7 @@ func (OpenBLAS) SPDSolve(a mat.Symmetric, b mat.Matrix) (*mat.Dense, error) {
 	if err := checkLapackDim("SPD solve", n*n, n*nrhs); err != nil {
 		return nil, err
 	}
-	buf := symFull(a)
+	buf, uplo := symTriangle(a)
 	if !allFinite(buf) {
 		return nil, fmt.Errorf("SPD solve: %w", ErrNonFinite)
 	}
@@ -242,7 +243,7 @@ func (OpenBLAS) SPDSolve(a mat.Symmetric, b mat.Matrix) (*mat.Dense, error) {
 	if !allFinite(col) {
 		return nil, fmt.Errorf("SPD solve right-hand side: %w", ErrNonFinite)
 	}
-	info, err := lapacke.Dposv('U', n, nrhs, buf, n, col, n)
+	info, err := lapacke.Dposv(colMajorUplo(uplo), n, nrhs, buf, n, col, n)
 	if err != nil {
 		return nil, fmt.Errorf("SPD solve: %w", err)
 	}

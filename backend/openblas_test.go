@@ -76,7 +76,7 @@ func TestOpenBLASOrientation(t *testing.T) {
 	assert.InDelta(t, 1, math.Abs(topVecs.At(1, 0)), 1e-15)
 	assert.InDelta(t, 1, math.Abs(topVecs.At(2, 1)), 1e-15)
 
-	// A lower-only SymDense view must be read like an upper one.
+	// SPD solve with two right-hand sides.
 	lower := mat.NewDense(3, 3, []float64{
 		4, 0, 0,
 		1, 5, 0,

@@ -52,10 +52,11 @@ func denseOf(a mat.Matrix) *mat.Dense {
 	return mat.DenseCopyOf(a)
 }
 
-// symFull returns the symmetric matrix a expanded into a full n×n
-// row-major buffer (both triangles), so that it can be fed to gemm or to
-// LAPACK with either triangle.
-func symFull(a mat.Symmetric) []float64 {
+// symTriangle copies one triangle of the symmetric matrix a into a fresh
+// n×n row-major buffer (the other triangle left zero) and reports which
+// triangle, in row-major terms, holds the data. Column-major LAPACK sees
+// the opposite triangle.
+func symTriangle(a mat.Symmetric) ([]float64, blas.Uplo) {
 	n := a.SymmetricDim()
 	out := make([]float64, n*n)
 	if rs, ok := a.(mat.RawSymmetricer); ok {
@@ -63,24 +64,52 @@ func symFull(a mat.Symmetric) []float64 {
 		for i := 0; i < n; i++ {
 			row := r.Data[i*r.Stride : i*r.Stride+n]
 			if r.Uplo == blas.Upper {
-				for j := i; j < n; j++ {
-					out[i*n+j] = row[j]
-					out[j*n+i] = row[j]
-				}
+				copy(out[i*n+i:i*n+n], row[i:])
 			} else {
-				for j := 0; j <= i; j++ {
-					out[i*n+j] = row[j]
-					out[j*n+i] = row[j]
-				}
+				copy(out[i*n:i*n+i+1], row[:i+1])
 			}
 		}
-		return out
+		if r.Uplo != blas.Upper {
+			return out, blas.Lower
+		}
+		return out, blas.Upper
 	}
 	for i := 0; i < n; i++ {
 		for j := i; j < n; j++ {
-			v := a.At(i, j)
-			out[i*n+j] = v
-			out[j*n+i] = v
+			out[i*n+j] = a.At(i, j)
+		}
+	}
+	return out, blas.Upper
+}
+
+// colMajorUplo is the LAPACK uplo character of a row-major triangle.
+func colMajorUplo(u blas.Uplo) byte {
+	if u == blas.Upper {
+		return 'L'
+	}
+	return 'U'
+}
+
+// symFull returns the symmetric matrix a expanded into a full n×n
+// row-major buffer (both triangles), ready for gemm.
+func symFull(a mat.Symmetric) []float64 {
+	n := a.SymmetricDim()
+	out, uplo := symTriangle(a)
+	// Mirror the stored triangle in cache-sized blocks.
+	const blk = 32
+	for i0 := 0; i0 < n; i0 += blk {
+		i1 := min(i0+blk, n)
+		for j0 := i0; j0 < n; j0 += blk {
+			j1 := min(j0+blk, n)
+			for i := i0; i < i1; i++ {
+				for j := max(j0, i+1); j < j1; j++ {
+					if uplo == blas.Upper {
+						out[j*n+i] = out[i*n+j]
+					} else {
+						out[i*n+j] = out[j*n+i]
+					}
+				}
+			}
 		}
 	}
 	return out
