@@ -255,10 +255,6 @@ func (s *Source) uniformN(n uint64) uint64 {
 	return hi
 }
 
-// maxUnits bounds the integer scale of the discrete samplers so that all
-// rational arithmetic fits in 63 bits for k < 2^20.
-const maxUnits = 1 << 42
-
 // discreteGaussian returns an exact draw from the discrete Gaussian
 // N_Z(0, m²), P(v) ∝ exp(−v²/(2m²)), for an integer 1 ≤ m ≤ 2^42, by
 // Karney's algorithm D (Karney 2016, "Sampling exactly from the normal

@@ -64,21 +64,27 @@
 // usually does) account them by zCDP instead.
 //
 // Exact samplers. Every random decision compares random bits with the
-// binary expansion of a rational number, or with the bits of another
-// random deviate, in integer arithmetic; no floating-point value decides
-// acceptance. The discrete Gaussian is Karney's algorithm D ("Sampling
-// exactly from the normal distribution", ACM TOMS 2016) specialised to an
-// integer scale and zero mean: a geometric k with ratio e^(−1/2), kept with
-// probability e^(−k(k−1)/2), a uniform j in [0, s), and a final acceptance
+// binary expansion of a rational number, with the bits of another random
+// deviate, or with rigorous outward-rounded bounds of an irrational
+// constant, in integer or big.Float interval arithmetic; no float64 value
+// decides anything. The discrete Gaussian follows Karney's algorithm D
+// ("Sampling exactly from the normal distribution", ACM TOMS 2016),
+// specialised to an integer scale s and zero mean: an integer part k with
+// P(k) ∝ e^(−k²/2), a uniform j in [0, s), and a final acceptance
 // e^(−x(2k+x)/2), x = j/s, built from von Neumann's alternating-run
-// Bernoulli(e^(−p)) construction. The discrete Laplace is CKS Algorithm 2
-// with an integer scale. Uniform deviates are generated lazily, bit by bit,
-// so a comparison reads two bits on average. Because each of the first
-// steps is a deterministic function of the random bit stream, 16-bit lookup
-// tables (built at start-up by running the exact code on every prefix)
-// resolve them in one step for most prefixes; other prefixes run the exact
-// code on the same bits. The draws are therefore exact, not approximations;
-// the only events ever cut are probabilities below e^(−500000).
+// Bernoulli(e^(−p)) construction (Karney's algorithm B). Karney draws k by
+// a geometric proposal with rejection (a third of the candidates lost);
+// dplr draws the same k by inversion: U is compared with the boundaries
+// F_j = Σ_{i<j} e^(−i²/2)/Z, whose outward-rounded bounds are computed once
+// with big.Float (directed rounding, series with explicit remainders). A
+// 16-bit table settles k from U's first 16 bits for all but a few cells,
+// 64-bit thresholds settle nearly all the rest, and in the remaining
+// ~2^-50 of cases more bits of U are drawn and the bounds recomputed at
+// doubled precision until the comparison is decided. This leaves about 1.4
+// candidates per draw. The discrete Laplace is CKS Algorithm 2 with an
+// integer scale. Uniform deviates are generated lazily, bit by bit, so a
+// comparison reads about two bits. The draws are exact, not approximations;
+// the only events ever cut have probability below e^(−500000).
 //
 // Timing: the samplers' running time depends on the random draws but not on
 // the data, so it leaks nothing about the input.
