@@ -497,7 +497,9 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n); err != nil {
 			return fail(err)
 		}
-		GroupByUser(ds, ids)
+		if err := GroupByUser(ds, ids); err != nil {
+			return fail(err)
+		}
 	}
 	if opt.LabelsPath != "" {
 		ints, err := readIntVector(opt.LabelsPath, "labels", n)

@@ -218,6 +218,9 @@ func decodeSource(src *source, path string, cfg csvConfig) (loaded, error) {
 		if cfg.delim == 0 && formatFromExt(path) == FormatCSV && hasExt(path, ".tsv") {
 			cfg.delim = '\t'
 		}
+		if b, _ := src.r.Peek(3); string(b) == "\xef\xbb\xbf" {
+			src.r.Discard(3) // a UTF-8 byte order mark, as spreadsheets write
+		}
 		l.tbl, err = readCSV(src.r, cfg)
 	default:
 		err = fmt.Errorf("unknown format %q", src.format)
@@ -587,7 +590,9 @@ func loadUsers(path string, opt LoadOptions) (*data.Dataset, error) {
 	if err := loadLabels(ds, opt); err != nil {
 		return nil, err
 	}
-	GroupByUser(ds, ids)
+	if err := GroupByUser(ds, ids); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return ds, nil
 }
 
@@ -617,9 +622,20 @@ func parseUserIDs(text []string) []int64 {
 // GroupByUser reorders the rows of ds (X, Y, Labels) so that each user's
 // rows are contiguous, users in increasing id order and rows within a user
 // in their original order, and fills UserStart and UserIDs. ids holds the
-// user id of each row. ds.X must be writable (not memory-mapped).
-func GroupByUser(ds *data.Dataset, ids []int64) {
+// user id of each row. Nothing is written into the old X, Y or Labels: if
+// rows move, reordered copies replace them (so a memory-mapped X is fine).
+// It fails if ids, Y or Labels do not have one entry per row of X.
+func GroupByUser(ds *data.Dataset, ids []int64) error {
 	n := len(ids)
+	if ds.X != nil && !ds.X.IsEmpty() && ds.N() != n {
+		return fmt.Errorf("%d user ids for %d rows", n, ds.N())
+	}
+	if ds.Y != nil && len(ds.Y) != n {
+		return fmt.Errorf("%d user ids for %d responses", n, len(ds.Y))
+	}
+	if ds.Labels != nil && len(ds.Labels) != n {
+		return fmt.Errorf("%d user ids for %d labels", n, len(ds.Labels))
+	}
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -647,7 +663,7 @@ func GroupByUser(ds *data.Dataset, ids []int64) {
 		sorted = sorted && k == i
 	}
 	if sorted {
-		return
+		return nil
 	}
 	if ds.X != nil {
 		r, c := ds.X.Dims()
@@ -671,4 +687,5 @@ func GroupByUser(ds *data.Dataset, ids []int64) {
 		}
 		ds.Labels = lb
 	}
+	return nil
 }

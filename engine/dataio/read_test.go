@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
 )
@@ -185,6 +186,8 @@ func TestCSVHeaderDetection(t *testing.T) {
 		{"spaces and CRLF", " 1 , 2\r\n3,4\r\n", HeaderAuto, 2, 2, 1},
 		{"scientific", "1e-3,2E2\n-3,+4\n", HeaderAuto, 2, 2, 1e-3},
 		{"single column", "x\n5\n6\n7\n", HeaderAuto, 3, 1, 5},
+		{"byte order mark", "\xef\xbb\xbf1,2\n3,4\n", HeaderAuto, 2, 2, 1},
+		{"byte order mark and header", "\xef\xbb\xbfa,b\n3,4\n", HeaderAuto, 1, 2, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -503,4 +506,17 @@ func TestStreamedLoadMatchesPlain(t *testing.T) {
 	path = writeTemp(t, dir, "trunc.idx.gz", trunc)
 	_, err = Load(path, LoadOptions{})
 	assert.ErrorContains(t, err, "truncated")
+}
+
+// TestGroupByUserErrors: mismatched lengths are errors, not panics.
+func TestGroupByUserErrors(t *testing.T) {
+	ds := &data.Dataset{Kind: data.Users, X: mat.NewDense(2, 1, []float64{1, 2}), Y: []float64{1, 2}}
+	assert.ErrorContains(t, GroupByUser(ds, []int64{1}), "1 user ids for 2 rows")
+	ds.Labels = []int{1}
+	assert.ErrorContains(t, GroupByUser(ds, []int64{1, 2}), "2 user ids for 1 labels")
+	ds.Labels = nil
+	require.NoError(t, GroupByUser(ds, []int64{7, 3}))
+	assert.Equal(t, []float64{2, 1}, ds.X.RawMatrix().Data)
+	assert.Equal(t, []int64{3, 7}, ds.UserIDs)
+	assert.Equal(t, []int{0, 1, 2}, ds.UserStart)
 }
