@@ -54,6 +54,7 @@ func BenchmarkRawLAPACKE(b *testing.B) {
 		}
 		for _, c := range cases {
 			b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
+				defer reportCPU(b)()
 				for b.Loop() {
 					if err := c.run(); err != nil {
 						b.Fatal(err)
@@ -70,6 +71,7 @@ func BenchmarkTopEigRange(b *testing.B) {
 	for _, n := range []int{1000, 2000} {
 		a := benchSpiked(n)
 		b.Run(fmt.Sprintf("openblas/dsyevr-range/n=%d", n), func(b *testing.B) {
+			defer reportCPU(b)()
 			for b.Loop() {
 				if _, _, err := (OpenBLAS{}).EigSymRange(a, benchTopK); err != nil {
 					b.Fatal(err)

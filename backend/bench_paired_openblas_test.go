@@ -5,21 +5,11 @@ package backend
 import (
 	"fmt"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dplr/dplr/backend/internal/lapacke"
 )
-
-// cpuTime returns the CPU time (user + system) consumed by this process.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // pairedRun times two implementations of the same job alternately (their
 // order swapped every round, so a load spike on a shared machine hits both)
