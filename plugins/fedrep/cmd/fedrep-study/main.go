@@ -23,6 +23,8 @@ func main() {
 	seeds := flag.Int("seeds", cfg.Seeds, "number of seeds")
 	eps := flag.String("eps", "1,2,4,8", "comma-separated ε values")
 	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
+	plotPath := flag.String("plot", "", "also write a plot of median MSE vs ε to this file (.svg, .png, .pdf)")
+	jsonPath := flag.String("jsonout", "", "also write the cells as JSON to this file")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	fmnist := flag.Bool("fmnist", false, "run the Fashion-MNIST study instead (fedrep.DefaultFMNISTConfig; -seeds, -eps and -users apply)")
 	flag.Parse()
@@ -47,6 +49,22 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fedrep-study:", err)
 		os.Exit(1)
+	}
+	if *plotPath != "" {
+		if err := plotStudy(cells, cfg.Eps, *plotPath); err != nil {
+			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			os.Exit(1)
+		}
+	}
+	if *jsonPath != "" {
+		b, err := json.MarshalIndent(cells, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*jsonPath, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			os.Exit(1)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
