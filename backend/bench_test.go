@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 )
