@@ -51,7 +51,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *plotPath != "" {
-		if err := plotStudy(cells, cfg.Eps, *plotPath); err != nil {
+		if err := plotStudy(cells, cfg, *plotPath); err != nil {
 			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
 			os.Exit(1)
 		}

@@ -14,10 +14,11 @@ import (
 
 // plotStudy writes median population MSE against ε (log scale) for every
 // method; non-private methods are drawn as horizontal lines.
-func plotStudy(cells []fedrep.StudyCell, eps []float64, path string) error {
+func plotStudy(cells []fedrep.StudyCell, cfg fedrep.StudyConfig, path string) error {
+	eps := cfg.Eps
 	p := plot.New()
-	p.Title.Text = "Population MSE vs ε (medians over seeds), n = 20000, d = 50, k = 2"
-	p.X.Label.Text = "ε (δ = 1e-6)"
+	p.Title.Text = fmt.Sprintf("Population MSE vs ε (medians over %d seeds), n = %d, d = %d, k = %d", cfg.Seeds, cfg.Users, cfg.Dim, cfg.Rank)
+	p.X.Label.Text = fmt.Sprintf("ε (δ = %g)", cfg.Delta)
 	p.Y.Label.Text = "population MSE"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{}
