@@ -86,8 +86,9 @@
 // comparison reads about two bits. The draws are exact, not approximations;
 // the only events ever cut have probability below e^(−500000).
 //
-// Timing: the samplers' running time depends on the random draws but not on
-// the data, so it leaks nothing about the input.
+// Timing: the samplers' running time depends on the random draws, not on
+// the data (the only data-dependent branch skips rounding for values
+// already beyond 2^52 grid steps), so it reveals nothing about the input.
 //
 // Float64 and NormFloat64 are ordinary samplers for non-release uses
 // (proposals, sketches, random test matrices).
