@@ -191,6 +191,7 @@ func ReportScenario(s *Scenario, recs []Record, plotDir, plotRel string) (string
 	if s.Report.Metric != "wall_s" {
 		writeTable(&b, s, t, "wall_s", "wall time per fit through the host (s)", true)
 	}
+	writeFormulas(&b, s, t)
 	if s.Kind == "accuracy" {
 		var sl []string
 		for _, v := range t.variants {
@@ -343,6 +344,18 @@ func drawPlot(s *Scenario, t *table, base, label string) error {
 			}
 		}
 	}
+	for i, name := range s.Report.Formulas {
+		if pts := formulaCurve(s, t, formulas[name].f); len(pts) > 0 {
+			l, err := plotter.NewLine(pts)
+			if err == nil {
+				l.Dashes = []vg.Length{vg.Points(1), vg.Points(2 + float64(i))}
+				l.Color = color.Gray{Y: uint8(40 + 40*(i%3))}
+				l.Width = vg.Points(1.5)
+				p.Add(l)
+				p.Legend.Add(formulas[name].label, l)
+			}
+		}
+	}
 	for _, ext := range []string{".png", ".svg"} {
 		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, base+ext); err != nil {
 			return err
@@ -354,11 +367,7 @@ func drawPlot(s *Scenario, t *table, base, label string) error {
 // theoryCurve evaluates th over the x range with its constant fitted (in
 // log space) to the first variant's medians.
 func theoryCurve(s *Scenario, t *table, th theory) plotter.XYs {
-	params := s.Data.Params
-	eps := 0.0
-	if s.Sweep != nil {
-		eps = s.Sweep.Epsilon
-	}
+	params, eps := s.theoryArgs()
 	var logc float64
 	n := 0
 	for _, x := range t.xs {
@@ -380,6 +389,54 @@ func theoryCurve(s *Scenario, t *table, th theory) plotter.XYs {
 		}
 	}
 	return pts
+}
+
+// theoryArgs returns what rate curves are evaluated with: the data
+// parameters plus "delta", and the sweep's ε (0 on an ε axis).
+func (s *Scenario) theoryArgs() (map[string]string, float64) {
+	params := map[string]string{"delta": strconv.FormatFloat(s.Delta, 'g', -1, 64)}
+	for k, v := range s.Data.Params {
+		params[k] = v
+	}
+	eps := 0.0
+	if s.Sweep != nil {
+		eps = s.Sweep.Epsilon
+	}
+	return params, eps
+}
+
+// formulaCurve evaluates a formula curve (own constants, no fit) at the
+// table's x values.
+func formulaCurve(s *Scenario, t *table, f theory) plotter.XYs {
+	params, eps := s.theoryArgs()
+	var pts plotter.XYs
+	for _, x := range t.xs {
+		if v := f(num(x), s.xName(), params, eps); v > 0 && !math.IsNaN(num(x)) {
+			pts = append(pts, plotter.XY{X: num(x), Y: v})
+		}
+	}
+	return pts
+}
+
+// writeFormulas tabulates the scenario's formula curves at each x.
+func writeFormulas(b *strings.Builder, s *Scenario, t *table) {
+	if len(s.Report.Formulas) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Formula curves (own constants, not fitted):\n\n| %s |", s.xName())
+	for _, name := range s.Report.Formulas {
+		fmt.Fprintf(b, " %s |", formulas[name].label)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(s.Report.Formulas)) + "\n")
+	params, eps := s.theoryArgs()
+	for _, x := range t.xs {
+		fmt.Fprintf(b, "| %s |", x)
+		for _, name := range s.Report.Formulas {
+			fmt.Fprintf(b, " %s |", g4(formulas[name].f(num(x), s.xName(), params, eps)))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 // Machine describes the machine and build for the report header.

@@ -177,8 +177,11 @@ func (s *Scenario) runCell(ctx context.Context, opt Options, work string, c Cell
 	t0 := time.Now()
 	err := cmd.Run()
 	rec.WallS = time.Since(t0).Seconds()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && cmd.ProcessState != nil {
-		rec.CPUS = tv(ru.Utime) + tv(ru.Stime)
+	// ProcessState is nil when the host could not be started at all.
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rec.CPUS = tv(ru.Utime) + tv(ru.Stime)
+		}
 	}
 	if err != nil {
 		rec.Error = fmt.Sprintf("%v: %s", err, lastLine(stderr.String()))

@@ -47,8 +47,8 @@ type DataSpec struct {
 	// FixedSeed, when set, uses one data set for every repetition (the
 	// repetitions then vary only the noise); otherwise repetition k draws
 	// its data with seed k.
-	FixedSeed *uint64 `toml:"fixed_seed"`
-	Path      string  `toml:"path"`
+	FixedSeed *uint64  `toml:"fixed_seed"`
+	Path      string   `toml:"path"`
 	Args      []string `toml:"args"` // extra data flags for a file, e.g. ["--scale", "0.00392156862745098"]
 }
 
@@ -81,6 +81,10 @@ type Report struct {
 	Theory string `toml:"theory"`
 	// Extra metrics tabulated beside the main one.
 	Extra []string `toml:"extra"`
+	// Formulas name curves drawn with their own constants, not fitted
+	// (bounds and sharp predictions; see formulas in theory.go), and
+	// tabulated beside the medians.
+	Formulas []string `toml:"formulas"`
 }
 
 // Load reads and validates scenario files.
@@ -185,6 +189,11 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("unknown theory curve %q (known: %s)", s.Report.Theory, strings.Join(theoryNames(), ", "))
 		}
 	}
+	for _, f := range s.Report.Formulas {
+		if _, ok := formulas[f]; !ok {
+			return fmt.Errorf("unknown formula curve %q (known: %s)", f, strings.Join(formulaNames(), ", "))
+		}
+	}
 	if s.TimeoutSeconds == 0 {
 		s.TimeoutSeconds = 600
 	}
@@ -240,4 +249,3 @@ func (s *Scenario) Cells(reps int) []Cell {
 	}
 	return out
 }
-

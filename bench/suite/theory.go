@@ -4,10 +4,12 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // theory is a rate curve up to a constant: f(x) where x is ε or the swept
-// parameter (xName), the other data parameters and ε given.
+// parameter (xName), the other data parameters and ε given. The report
+// adds "delta" (the scenario's δ) to params.
 type theory func(x float64, xName string, params map[string]string, eps float64) float64
 
 func param(p map[string]string, k string, def float64) float64 {
@@ -15,6 +17,38 @@ func param(p map[string]string, k string, def float64) float64 {
 		return v
 	}
 	return def
+}
+
+// minList returns the smallest number of a comma-separated list (e.g. the
+// spiked model's lambda = "24,20"), or def.
+func minList(p map[string]string, k string, def float64) float64 {
+	out := math.Inf(1)
+	for _, f := range strings.Split(p[k], ",") {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil && v < out {
+			out = v
+		}
+	}
+	if math.IsInf(out, 1) {
+		return def
+	}
+	return out
+}
+
+// at returns the value of the data parameter name, taking x when x is
+// that parameter's axis.
+func at(x float64, xName string, p map[string]string, name string, def float64) float64 {
+	if xName == name {
+		return x
+	}
+	return param(p, name, def)
+}
+
+// epsAt returns the ε of a point: x on an ε axis, else the sweep's ε.
+func epsAt(x float64, xName string, eps float64) float64 {
+	if xName == "epsilon" {
+		return x
+	}
+	return eps
 }
 
 // theories are the named rate curves scenarios can draw. Each is the
@@ -37,11 +71,95 @@ var theories = map[string]theory{
 		sx, sr := param(p, "sigma_xi", 0.5), param(p, "sigmar", 1)
 		return sx*math.Sqrt(r*(d1+d2)/n) + (sx+sr)*r*(d1+d2)/(n*e)
 	},
+	// DP PCA in the spiked model (Cai, Xia, Zha, Theorem 1; spec seed001
+	// §4): (σ²/λ + √(σ²/λ))·(√(p/n) + p·√(r + log n)·√log(2.5/δ)/(nε)),
+	// λ the smallest spike, with x = ε, n or p.
+	"pca": pcaRate,
+}
+
+func pcaRate(x float64, xName string, p map[string]string, eps float64) float64 {
+	n, d := at(x, xName, p, "n", 10000), at(x, xName, p, "p", 30)
+	r, s2 := at(x, xName, p, "rank", 2), at(x, xName, p, "sigma2", 1)
+	lam := minList(p, "lambda", 20)
+	if xName == "lambda" {
+		lam = x
+	}
+	e, delta := epsAt(x, xName, eps), param(p, "delta", 1e-6)
+	snr := s2/lam + math.Sqrt(s2/lam)
+	return snr * (math.Sqrt(d/n) + d*math.Sqrt(r+math.Log(n))*math.Sqrt(math.Log(2.5/delta))/(n*e))
+}
+
+// formulas are curves drawn with their own constants (no fit): proven
+// bounds and sharp predictions evaluated by formula, named in a scenario's
+// report.formulas. Each entry documents where it comes from.
+var formulas = map[string]struct {
+	f     theory
+	label string
+}{
+	// Orbit exponential mechanism, rank-k PCA (public projection spectrum,
+	// λ_1 = 1, exact calibration β = ε/2, rows of norm ≤ 1 so Γ = tr A ≤
+	// n): the explicit high-probability upper bound τ*(β_f = 0.05) of spec
+	// seed004 §3.1 — the smallest τ ≥ λ_1 with
+	// exp(−βτ/2 + dk·log(1 + 16λ_1Γ/τ)) ≤ β_f.
+	"orbit-ub": {orbitUB, "upper bound τ*(0.05), seed004 §3.1"},
+	// Orbit EM, strong-signal prediction E[L] ≈ D/(2β) with D = k(d−k)
+	// the orbit dimension (spec seed004 §3.6): k(d−k)/ε.
+	"orbit-em-mean": {func(x float64, xName string, p map[string]string, eps float64) float64 {
+		d, k := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3)
+		return k * (d - k) / epsAt(x, xName, eps)
+	}, "orbit EM prediction k(d−k)/ε, seed004 §3.6"},
+	// Deflation with ε/k per vector (spec seed004 §3.6):
+	// Σ_{i=1..k} (d−i)·k/ε.
+	"orbit-deflation-mean": {func(x float64, xName string, p map[string]string, eps float64) float64 {
+		d, k := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3)
+		s := 0.0
+		for i := 1.0; i <= k; i++ {
+			s += (d - i) * k
+		}
+		return s / epsAt(x, xName, eps)
+	}, "deflation prediction Σ(d−i)k/ε, seed004 §3.6"},
+}
+
+// orbitUB is the τ* of spec seed004 §3.1 (exact calibration, PCA spectrum).
+func orbitUB(x float64, xName string, p map[string]string, eps float64) float64 {
+	d, k, n := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3), at(x, xName, p, "n", 2000)
+	e := epsAt(x, xName, eps)
+	const lam1, betaF = 1.0, 0.05
+	beta, m, gamma := e/(2*lam1), d*k, n
+	logP := func(tau float64) float64 { return -beta*tau/2 + m*math.Log1p(16*lam1*gamma/tau) }
+	lo, hi := lam1, lam1
+	if logP(lo) <= math.Log(betaF) {
+		return lo
+	}
+	for logP(hi) > math.Log(betaF) {
+		hi *= 2
+		if hi > 1e300 {
+			return math.NaN()
+		}
+	}
+	for i := 0; i < 200 && hi-lo > 1e-9*hi; i++ {
+		mid := (lo + hi) / 2
+		if logP(mid) > math.Log(betaF) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 func theoryNames() []string {
 	var out []string
 	for k := range theories {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func formulaNames() []string {
+	var out []string
+	for k := range formulas {
 		out = append(out, k)
 	}
 	sort.Strings(out)
