@@ -56,13 +56,15 @@ func GrantFromProto(g *dplrpb.Grant) privacy.Grant {
 // StepToProto converts a privacy step to its wire form.
 func StepToProto(s privacy.Step) *dplrpb.Step {
 	return &dplrpb.Step{Name: s.Name, Mechanism: string(s.Mechanism), Calibration: s.Calibration,
-		Sensitivity: s.Sensitivity, Scale: s.Scale, Epsilon: s.Epsilon, Delta: s.Delta, Rho: s.Rho, Note: s.Note}
+		Sensitivity: s.Sensitivity, Scale: s.Scale, Epsilon: s.Epsilon, Delta: s.Delta, Rho: s.Rho, Note: s.Note,
+		QuerySensitivity: s.QuerySensitivity, Dim: int64(s.Dim), Grid: s.Grid}
 }
 
 // StepFromProto converts a wire step.
 func StepFromProto(s *dplrpb.Step) privacy.Step {
 	return privacy.Step{Name: s.GetName(), Mechanism: privacy.Mechanism(s.GetMechanism()), Calibration: s.GetCalibration(),
-		Sensitivity: s.GetSensitivity(), Scale: s.GetScale(), Epsilon: s.GetEpsilon(), Delta: s.GetDelta(), Rho: s.GetRho(), Note: s.GetNote()}
+		Sensitivity: s.GetSensitivity(), Scale: s.GetScale(), Epsilon: s.GetEpsilon(), Delta: s.GetDelta(), Rho: s.GetRho(), Note: s.GetNote(),
+		QuerySensitivity: s.GetQuerySensitivity(), Dim: int(s.GetDim()), Grid: s.GetGrid()}
 }
 
 // GuaranteeToProto converts a guarantee to its wire form (with its text).

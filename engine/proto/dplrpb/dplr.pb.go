@@ -744,18 +744,21 @@ func (x *FitRequest) GetSeed() uint64 {
 }
 
 type Step struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Mechanism     string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
-	Calibration   string                 `protobuf:"bytes,3,opt,name=calibration,proto3" json:"calibration,omitempty"`
-	Sensitivity   float64                `protobuf:"fixed64,4,opt,name=sensitivity,proto3" json:"sensitivity,omitempty"`
-	Scale         float64                `protobuf:"fixed64,5,opt,name=scale,proto3" json:"scale,omitempty"`
-	Epsilon       float64                `protobuf:"fixed64,6,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
-	Delta         float64                `protobuf:"fixed64,7,opt,name=delta,proto3" json:"delta,omitempty"`
-	Rho           float64                `protobuf:"fixed64,8,opt,name=rho,proto3" json:"rho,omitempty"`
-	Note          string                 `protobuf:"bytes,9,opt,name=note,proto3" json:"note,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mechanism        string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Calibration      string                 `protobuf:"bytes,3,opt,name=calibration,proto3" json:"calibration,omitempty"`
+	Sensitivity      float64                `protobuf:"fixed64,4,opt,name=sensitivity,proto3" json:"sensitivity,omitempty"`
+	Scale            float64                `protobuf:"fixed64,5,opt,name=scale,proto3" json:"scale,omitempty"`
+	Epsilon          float64                `protobuf:"fixed64,6,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta            float64                `protobuf:"fixed64,7,opt,name=delta,proto3" json:"delta,omitempty"`
+	Rho              float64                `protobuf:"fixed64,8,opt,name=rho,proto3" json:"rho,omitempty"`
+	Note             string                 `protobuf:"bytes,9,opt,name=note,proto3" json:"note,omitempty"`
+	QuerySensitivity float64                `protobuf:"fixed64,10,opt,name=query_sensitivity,json=querySensitivity,proto3" json:"query_sensitivity,omitempty"` // sensitivity before the grid allowance
+	Dim              int64                  `protobuf:"varint,11,opt,name=dim,proto3" json:"dim,omitempty"`                                                    // coordinates released
+	Grid             float64                `protobuf:"fixed64,12,opt,name=grid,proto3" json:"grid,omitempty"`                                                 // the release grid γ (0: none)
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -849,6 +852,27 @@ func (x *Step) GetNote() string {
 		return x.Note
 	}
 	return ""
+}
+
+func (x *Step) GetQuerySensitivity() float64 {
+	if x != nil {
+		return x.QuerySensitivity
+	}
+	return 0
+}
+
+func (x *Step) GetDim() int64 {
+	if x != nil {
+		return x.Dim
+	}
+	return 0
+}
+
+func (x *Step) GetGrid() float64 {
+	if x != nil {
+		return x.Grid
+	}
+	return 0
 }
 
 type Guarantee struct {
@@ -1583,7 +1607,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\a\n" +
-	"\x05_seed\"\xe8\x01\n" +
+	"\x05_seed\"\xbb\x02\n" +
 	"\x04Step\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12 \n" +
@@ -1593,7 +1617,11 @@ const file_dplr_proto_rawDesc = "" +
 	"\aepsilon\x18\x06 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\a \x01(\x01R\x05delta\x12\x10\n" +
 	"\x03rho\x18\b \x01(\x01R\x03rho\x12\x12\n" +
-	"\x04note\x18\t \x01(\tR\x04note\"\xf9\x01\n" +
+	"\x04note\x18\t \x01(\tR\x04note\x12+\n" +
+	"\x11query_sensitivity\x18\n" +
+	" \x01(\x01R\x10querySensitivity\x12\x10\n" +
+	"\x03dim\x18\v \x01(\x03R\x03dim\x12\x12\n" +
+	"\x04grid\x18\f \x01(\x01R\x04grid\"\xf9\x01\n" +
 	"\tGuarantee\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
