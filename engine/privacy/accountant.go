@@ -21,10 +21,10 @@ const (
 
 // Grant is the budget the host gives one estimator run.
 type Grant struct {
-	Kind    GrantKind
-	Epsilon float64
-	Delta   float64
-	Rho     float64
+	Kind    GrantKind `json:"kind"`
+	Epsilon float64   `json:"epsilon,omitempty"`
+	Delta   float64   `json:"delta,omitempty"`
+	Rho     float64   `json:"rho,omitempty"`
 }
 
 // Validate checks the grant's numbers.
@@ -59,25 +59,25 @@ const (
 // Step is one privacy-spending step an estimator declares before it draws
 // noise. Cost fields that do not apply are zero.
 type Step struct {
-	Name        string    // what the step releases, e.g. "eigenvectors"
-	Mechanism   Mechanism // gaussian, laplace, exponential
-	Calibration string    // "zcdp", "classical", "analytic", "pure"
+	Name        string    `json:"name"`        // what the step releases, e.g. "eigenvectors"
+	Mechanism   Mechanism `json:"mechanism"`   // gaussian, laplace, exponential
+	Calibration string    `json:"calibration"` // "zcdp", "classical", "analytic", "pure"
 	// Sensitivity is the sensitivity the noise scale is calibrated to: ℓ2
 	// (Gaussian), ℓ1 (Laplace) or utility (exponential). For the Spend
 	// helpers it includes the allowance for rounding to the noise grid.
-	Sensitivity float64
-	Scale       float64 // σ, b, or the exponential mechanism's inverse temperature
-	Epsilon     float64 // (ε, δ) or pure-ε cost, when calibrated that way
-	Delta       float64
-	Rho         float64 // zCDP cost
-	Note        string
+	Sensitivity float64 `json:"sensitivity"`
+	Scale       float64 `json:"scale"`             // σ, b, or the exponential mechanism's inverse temperature
+	Epsilon     float64 `json:"epsilon,omitempty"` // (ε, δ) or pure-ε cost, when calibrated that way
+	Delta       float64 `json:"delta,omitempty"`
+	Rho         float64 `json:"rho,omitempty"` // zCDP cost
+	Note        string  `json:"note,omitempty"`
 	// QuerySensitivity is the sensitivity the estimator declared, before
 	// the grid allowance (0 when not recorded).
-	QuerySensitivity float64
+	QuerySensitivity float64 `json:"query_sensitivity,omitempty"`
 	// Dim is the number of noised coordinates (0 when not recorded).
-	Dim int
+	Dim int `json:"dim,omitempty"`
 	// Grid is the release grid γ the noise is drawn on (0 when none).
-	Grid float64
+	Grid float64 `json:"grid,omitempty"`
 }
 
 // Achieved is what the steps spent, composed by the tightest valid
