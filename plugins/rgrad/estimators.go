@@ -84,7 +84,7 @@ func modelParams() []sdk.ParamSpec {
 func strictParams() []sdk.ParamSpec {
 	return []sdk.ParamSpec{
 		{Name: "clip_x", Type: sdk.Float, Min: sdk.Bound(0),
-			Doc: "public bound on ‖X_i‖_F for the initialisation (default sqrt(tr Λ) + 3·sqrt(C_u), about the 99.9% quantile under the Gaussian design)"},
+			Doc: "public bound on ‖X_i‖_F for the initialisation (default sqrt(tr Λ) + 3·sqrt(C_u): under the Gaussian design about four standard deviations of ‖X_i‖_F above its typical value, so rarely binding)"},
 		{Name: "clip_y", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public bound on |y_i| for the initialisation"},
 		{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(0),
 			Doc: "public bound τ on each per-sample projected gradient ‖(<X_i,M_l>−y_i)·P_T(X_i)‖_F; a good value is about (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2"},
@@ -122,7 +122,7 @@ func (e *estimator) Info() sdk.Info {
 	case Strict:
 		info.Name = "rgrad-strict"
 		info.Summary = "worst-case DP low-rank trace regression by clipping (no model assumptions)"
-		info.Description = "A rigorous variant not in the paper. The initialisation releases the moment matrix L̂ computed from clipped samples (‖X_i‖_F ≤ clip_x, |y_i| ≤ clip_y) through the Gaussian mechanism and takes its rank-r SVD. Each Riemannian gradient iteration clips the per-sample projected gradient contributions to Frobenius norm ≤ clip, so its replace-one sensitivity is exactly 2·η·clip/n. All steps are composed in zCDP. The price is the bias of clipping and the larger initialisation noise (L̂ is released whole)."
+		info.Description = "A rigorous variant not in the paper. The initialisation releases the moment matrix L̂ computed from clipped samples (‖X_i‖_F ≤ clip_x, |y_i| ≤ clip_y) through the Gaussian mechanism and takes its rank-r SVD, soft-thresholding the singular values at the noise scale (init_shrink). Each Riemannian gradient iteration clips the per-sample projected gradient contributions to Frobenius norm ≤ clip, so its replace-one sensitivity is exactly 2·η·clip/n. All steps are composed in zCDP. The price is the bias of clipping and the larger initialisation noise (L̂ is released whole)."
 		info.Guarantee = "worst-case ρ-zCDP (hence (ε, δ)-DP) against replacing one (X_i, y_i)"
 		info.Grants = []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP}
 		params = append(params, strictParams()...)
