@@ -144,6 +144,7 @@ func BenchmarkPass(b *testing.B) {
 	m := g.Truth["M"].RawMatrix().Data
 	out := make([]float64, 600)
 	b.Run("gradient", func(b *testing.B) {
+		b.ReportAllocs()
 		c0 := cpuSeconds()
 		for i := 0; i < b.N; i++ {
 			dp.gradient(out, m)

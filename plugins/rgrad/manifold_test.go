@@ -3,6 +3,9 @@ package rgrad
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -219,3 +222,41 @@ func TestAR1DesignInverse(t *testing.T) {
 func newRng(s uint64) *rand.Rand { return rand.New(rand.NewPCG(s, 99)) }
 
 func backendFor() backend.Backend { return backend.Gonum{} }
+
+// A dense covariance read from a file acts like the closed-form AR(1) one.
+func TestFileDesign(t *testing.T) {
+	const p, rho = 10, 0.3
+	var sb strings.Builder
+	for i := 0; i < p; i++ {
+		for j := 0; j < p; j++ {
+			if j > 0 {
+				sb.WriteString(" ")
+			}
+			sb.WriteString(ftoa(math.Pow(rho, math.Abs(float64(i-j)))))
+		}
+		sb.WriteString("\n")
+	}
+	path := filepath.Join(t.TempDir(), "lambda.txt")
+	require.NoError(t, os.WriteFile(path, []byte(sb.String()), 0o600))
+	fd, err := ParseDesign("file:"+path, p, backend.Gonum{})
+	require.NoError(t, err)
+	ad, err := ParseDesign("ar1:0.3", p, backend.Gonum{})
+	require.NoError(t, err)
+	// The finite-p spectrum lies inside the AR(1) bounds.
+	assert.GreaterOrEqual(t, fd.Cl, ad.Cl-1e-12)
+	assert.LessOrEqual(t, fd.Cu, ad.Cu+1e-12)
+	x := make([]float64, p)
+	for i := range x {
+		x[i] = float64(i%3) - 1
+	}
+	a, b := append([]float64(nil), x...), append([]float64(nil), x...)
+	require.NoError(t, fd.ApplyInv(a))
+	require.NoError(t, ad.ApplyInv(b))
+	assert.InDeltaSlice(t, b, a, 1e-10)
+	// Wrong size and asymmetry are refused.
+	_, err = ParseDesign("file:"+path, p+1, backend.Gonum{})
+	assert.Error(t, err)
+	require.NoError(t, os.WriteFile(path, []byte("1 0.5\n0.4 1\n"), 0o600))
+	_, err = ParseDesign("file:"+path, 2, backend.Gonum{})
+	assert.Error(t, err)
+}
