@@ -96,6 +96,12 @@ var formulas = map[string]struct {
 	f     theory
 	label string
 }{
+	// DP PCA upper bound of Cai, Xia, Zha (Theorem 1; spec seed001 §4)
+	// with its absolute constant C4 set to 1 and capped at 1 (sin-θ ≤ 1):
+	// spec §6.1 P12 expects measured errors within a small factor of it.
+	"pca-rate": {func(x float64, xName string, p map[string]string, eps float64) float64 {
+		return math.Min(1, pcaRate(x, xName, p, eps))
+	}, "Cai–Xia–Zha Thm 1 rate, C4 = 1 (∧ 1)"},
 	// Orbit exponential mechanism, rank-k PCA (public projection spectrum,
 	// λ_1 = 1, exact calibration β = ε/2, rows of norm ≤ 1 so Γ = tr A ≤
 	// n): the explicit high-probability upper bound τ*(β_f = 0.05) of spec
