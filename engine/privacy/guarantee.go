@@ -58,7 +58,7 @@ func (g Guarantee) String() string {
 		}
 	case Model:
 		fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s, holding with probability at least %s over data drawn from the %s model",
-			num(g.Epsilon), num(g.Delta), num(1-g.Beta), modelName(g.Model))
+			num(g.Epsilon), num(g.Delta), oneMinus(g.Beta), modelName(g.Model))
 	case Nominal:
 		fmt.Fprintf(&b, "nominal ε = %s", num(g.Epsilon))
 		if g.Delta > 0 {
@@ -149,4 +149,13 @@ func (g Guarantee) JSON() GuaranteeJSON {
 func (j GuaranteeJSON) Guarantee() Guarantee {
 	return Guarantee{Kind: j.Kind, Epsilon: j.Epsilon, Delta: j.Delta, Rho: j.Rho, Model: j.Model, Beta: j.Beta,
 		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded}
+}
+
+// oneMinus writes 1 − β so that a tiny β stays visible ("1 − 1.2e-13"
+// rather than a rounded "1").
+func oneMinus(beta float64) string {
+	if beta >= 1e-3 {
+		return num(1 - beta)
+	}
+	return "1 − " + num(beta)
 }

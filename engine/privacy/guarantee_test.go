@@ -20,6 +20,8 @@ func TestGuaranteeString(t *testing.T) {
 			[]string{"ρ = 0.0244", "which implies (ε, δ)-differential privacy with ε = 1, δ = 1e-06"}},
 		{Guarantee{Kind: Model, Epsilon: 2, Delta: 1e-5, Model: "spiked Gaussian covariance", Beta: 0.01, Assumptions: []string{"spike ≥ 3", "noise level 1"}},
 			[]string{"probability at least 0.99 over data drawn from the spiked Gaussian covariance model", "assuming spike ≥ 3, noise level 1"}},
+		{Guarantee{Kind: Model, Epsilon: 1, Delta: 1e-6, Model: "Gaussian design", Beta: 1.2e-13},
+			[]string{"probability at least 1 − 1.2e-13 over data"}},
 		{Guarantee{Kind: Nominal, Epsilon: 1, Delta: 1e-6}, []string{"nominal ε = 1, δ = 1e-06", "not certified"}},
 		{Guarantee{Kind: None}, []string{"not private"}},
 		{Guarantee{Kind: Approx, Epsilon: 1, Delta: 1e-6, Seeded: true}, []string{"NOT private against anyone who knows the seed"}},
