@@ -227,6 +227,16 @@ func TestOpenDetectsChanges(t *testing.T) {
 	_, _, err = Open(hu)
 	assert.ErrorContains(t, err, "user 1 has no rows")
 
+	// Verify re-hashes: an intact data set passes, changed content fails.
+	okds, closer, err := Open(h)
+	require.NoError(t, err)
+	require.NoError(t, Verify(okds))
+	closer.Close()
+	cp := &data.Dataset{Kind: data.Rows, X: mat.NewDense(4, 3, seq(12, 1, 0)), Hash: h.Hash}
+	require.NoError(t, Verify(cp))
+	cp.X.Set(3, 2, 0)
+	assert.ErrorContains(t, Verify(cp), "does not match")
+
 	// Modified in place (same size): the time check catches it.
 	later := time.Now().Add(time.Hour)
 	require.NoError(t, os.Chtimes(p, later, later))
