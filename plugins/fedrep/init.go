@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
@@ -186,11 +187,12 @@ func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []f
 	block := max(2048, lay.maxM0)
 	type scratch struct {
 		p, q, prefix []float64
-		tmp          *mat.Dense
+		tmp, pm, qm  *mat.Dense // pm, qm: reusable views of p and q
 	}
 	ws := make([]scratch, nw)
 	for w := range ws {
-		ws[w] = scratch{p: make([]float64, block*d), q: make([]float64, block*d), prefix: make([]float64, d), tmp: mat.NewDense(d, d, nil)}
+		ws[w] = scratch{p: make([]float64, block*d), q: make([]float64, block*d), prefix: make([]float64, d), tmp: mat.NewDense(d, d, nil),
+			pm: &mat.Dense{}, qm: &mat.Dense{}}
 	}
 	part := make([][]float64, chunks)
 	nclip := make([]int, chunks)
@@ -206,9 +208,9 @@ func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []f
 			if rows == 0 {
 				return
 			}
-			pm := mat.NewDense(rows, d, s.p[:rows*d])
-			qm := mat.NewDense(rows, d, s.q[:rows*d])
-			if err := be.Mul(s.tmp, pm, true, qm, false); err != nil {
+			s.pm.SetRawMatrix(blas64.General{Rows: rows, Cols: d, Stride: d, Data: s.p[:rows*d]})
+			s.qm.SetRawMatrix(blas64.General{Rows: rows, Cols: d, Stride: d, Data: s.q[:rows*d]})
+			if err := be.Mul(s.tmp, s.pm, true, s.qm, false); err != nil {
 				errs[c] = err
 				return
 			}
@@ -299,9 +301,9 @@ func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []f
 				}
 				nrm = math.Sqrt(math.Max(sum, 0) + 4*float64(d+m0*m0+2)*unit*bound*bound)
 			} else {
-				pm := mat.NewDense(m0, d, at)
-				qm := mat.NewDense(m0, d, rt)
-				if err := be.Mul(s.tmp, pm, true, qm, false); err != nil {
+				s.pm.SetRawMatrix(blas64.General{Rows: m0, Cols: d, Stride: d, Data: at})
+				s.qm.SetRawMatrix(blas64.General{Rows: m0, Cols: d, Stride: d, Data: rt})
+				if err := be.Mul(s.tmp, s.pm, true, s.qm, false); err != nil {
 					errs[c] = err
 					return
 				}
