@@ -26,10 +26,13 @@ func main() {
 	plotPath := flag.String("plot", "", "also write a plot of median MSE vs ε to this file (.svg, .png, .pdf)")
 	jsonPath := flag.String("jsonout", "", "also write the cells as JSON to this file")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
-	fmnist := flag.Bool("fmnist", false, "run the Fashion-MNIST study instead (fedrep.DefaultFMNISTConfig; -seeds, -eps and -users apply)")
+	fmnist := flag.Bool("fmnist", false, "run the Fashion-MNIST study instead (fedrep.DefaultFMNISTConfig; -seeds, -eps, -users, -per-user, -proj, -rank apply)")
+	perUser := flag.Int("per-user", 0, "Fashion-MNIST: images per user (0 = default)")
+	proj := flag.Int("proj", 0, "Fashion-MNIST: JL dimension (0 = default)")
+	rank := flag.Int("rank", 0, "Fashion-MNIST: representation rank (0 = default)")
 	flag.Parse()
 	if *fmnist {
-		runFMNIST(*seeds, *eps, *users, *quiet)
+		runFMNIST(*seeds, *eps, *users, *perUser, *proj, *rank, *quiet)
 		return
 	}
 	cfg.Users, cfg.Seeds = *users, *seeds
@@ -99,9 +102,18 @@ func parseEps(s string) []float64 {
 	return out
 }
 
-func runFMNIST(seeds int, eps string, users int, quiet bool) {
+func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool) {
 	cfg := fedrep.DefaultFMNISTConfig()
 	cfg.Seeds, cfg.Eps = seeds, parseEps(eps)
+	if perUser > 0 {
+		cfg.PerUser = perUser
+	}
+	if proj > 0 {
+		cfg.Proj = proj
+	}
+	if rank > 0 {
+		cfg.Rank = rank
+	}
 	if users != fedrep.PaperStudyConfig().Users {
 		cfg.Users = users
 	}
