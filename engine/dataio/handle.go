@@ -526,6 +526,11 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 			if err := ctx.Err(); err != nil {
 				return fail(err)
 			}
+			// Keep the host's footprint small: pages already hashed are
+			// released (they stay cached for the plugin that maps them).
+			if off > 0 {
+				dropPages(m, 0, int(hdr.dataOffset)+8*off)
+			}
 		}
 		part := x[off:min(off+chunk, len(x))]
 		if err := checkFinite(part, off, p); err != nil {
