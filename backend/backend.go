@@ -22,7 +22,7 @@
 // (thick-restarted block Lanczos) iteration on any Backend's kernels, stop on
 // an a posteriori bound of the subspace error (TruncOptions), and report it
 // (TruncInfo). The Backend methods EigSymTop and SVDTop use them when k is
-// small against the dimension (UseTruncated) and otherwise, or when they do
+// small against the dimension (UseTruncatedEig, UseTruncatedSVD) and otherwise, or when they do
 // not converge, an exact solver; so those methods always return the exact
 // answer to DefaultTruncTol.
 //

@@ -111,7 +111,7 @@ func TestSymInputsAreNotModified(t *testing.T) {
 }
 
 func TestEigSymTop(t *testing.T) {
-	// Dimensions on both sides of UseTruncated so both the Krylov path and
+	// Dimensions on both sides of UseTruncatedEig so both the Krylov path and
 	// the exact path run.
 	rng := newRNG(5)
 	type tcase struct {

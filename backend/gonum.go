@@ -105,7 +105,7 @@ func (g Gonum) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) 
 	if err := checkTopK("top-k eigenpairs", k, n, n); err != nil {
 		return nil, nil, err
 	}
-	if UseTruncated(g, n, k) {
+	if UseTruncatedEig(g, n, k) {
 		vals, vecs, _, err := EigSymTopKrylov(g, a, k, TruncOptions{})
 		if err == nil || !errors.Is(err, ErrNotConverged) {
 			return vals, vecs, err
@@ -157,7 +157,7 @@ func svdTop(be Backend, a mat.Matrix, k int) (*mat.Dense, []float64, *mat.Dense,
 	if err := checkTopK("top-k SVD", k, m, n); err != nil {
 		return nil, nil, nil, err
 	}
-	if UseTruncated(be, min(m, n), k) {
+	if UseTruncatedSVD(be, min(m, n), k) {
 		u, s, v, _, err := SVDTopKrylov(be, a, k, TruncOptions{})
 		if err == nil || !errors.Is(err, ErrNotConverged) {
 			return u, s, v, err

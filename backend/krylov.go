@@ -49,10 +49,10 @@ type TruncOptions struct {
 	// DefaultTruncMaxIter).
 	MaxIter int
 	// Oversample is the number of block columns beyond k (default
-	// max(8, k/2)). Larger blocks need fewer, costlier iterations.
+	// max(4, k/2)). Larger blocks need fewer, costlier iterations.
 	Oversample int
-	// MaxBasis caps the Krylov basis before a thick restart (default
-	// (n²·block)^⅓/2 columns, within 3 and 10 blocks and at most n).
+	// MaxBasis caps the Krylov basis before a thick restart (default four
+	// blocks, at most n).
 	MaxBasis int
 	// Seed seeds the random start block (0 selects DefaultTruncSeed). The
 	// start block is not privacy noise: converged answers do not depend on
@@ -85,23 +85,30 @@ type TruncInfo struct {
 // blockSize returns the default block size for k wanted pairs.
 func blockSize(k, oversample int) int {
 	if oversample <= 0 {
-		oversample = max(8, k/2)
+		oversample = max(4, k/2)
 	}
 	return k + oversample
 }
 
-// UseTruncated reports whether be's EigSymTop and SVDTop use the block
-// Krylov solver for k leading pairs of a problem of dimension n (the smaller
-// dimension for the SVD) rather than an exact decomposition. The crossover
-// dimensions were measured on the benchmark matrices (bench/results/backend.md):
-// gonum's full solvers are slow enough that Krylov wins from n ≈ 300, the
-// LAPACK ones from n ≈ 800.
-func UseTruncated(be Backend, n, k int) bool {
+// UseTruncatedEig reports whether be's EigSymTop uses the block Krylov
+// solver for the k leading eigenpairs of an n×n matrix rather than an exact
+// solver. The crossovers were measured on the benchmark matrices
+// (bench/results/backend.md): against gonum's full eigensolver Krylov wins
+// from n ≈ 300; against LAPACK's dsyevr over an index range only from
+// n ≈ 1000.
+func UseTruncatedEig(be Backend, n, k int) bool {
 	minDim := 300
 	if be.Name() != "gonum" {
-		minDim = 800
+		minDim = 1000
 	}
 	return n >= minDim && 5*blockSize(k, 0) <= n
+}
+
+// UseTruncatedSVD reports whether be's SVDTop uses the block Krylov solver
+// for the k leading singular triplets of a matrix whose smaller dimension is
+// n rather than a full thin SVD (which has no partial variant in LAPACK).
+func UseTruncatedSVD(be Backend, n, k int) bool {
+	return n >= 200 && 5*blockSize(k, 0) <= n
 }
 
 func (o TruncOptions) resolve(n, k int) (TruncOptions, int, error) {
@@ -122,11 +129,9 @@ func (o TruncOptions) resolve(n, k int) (TruncOptions, int, error) {
 	}
 	b := min(blockSize(k, o.Oversample), n)
 	if o.MaxBasis == 0 {
-		// Each Rayleigh–Ritz step costs O(d³) for a basis of d columns
-		// against O(n²b) for the block product: cap d near the balance
-		// point (n²b)^⅓/2, within three to ten blocks.
-		bal := int(math.Cbrt(float64(n)*float64(n)*float64(b)) / 2)
-		o.MaxBasis = min(max(bal, 3*b), 10*b)
+		// Measured best on the benchmark matrices: small bases restarted
+		// often beat large ones, whose O(d³) Rayleigh–Ritz steps dominate.
+		o.MaxBasis = 4 * b
 	}
 	o.MaxBasis = min(n, max(o.MaxBasis, 2*b, k+1+b))
 	return o, b, nil

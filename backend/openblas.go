@@ -93,7 +93,7 @@ func (o OpenBLAS) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, erro
 	if err := checkTopK("top-k eigenpairs", k, n, n); err != nil {
 		return nil, nil, err
 	}
-	if UseTruncated(o, n, k) {
+	if UseTruncatedEig(o, n, k) {
 		vals, vecs, _, err := EigSymTopKrylov(o, a, k, TruncOptions{})
 		if err == nil || !errors.Is(err, ErrNotConverged) {
 			return vals, vecs, err
