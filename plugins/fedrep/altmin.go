@@ -241,6 +241,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res := &sdk.Result{}
 	x := run.Data.X
 	eng := newFedrepEngine(x, run.Data.Y, lay, k, math.Inf(1), lossSquared)
+	eng.headAll = p.String("head_data") == "all"
 	run.Progress("init", 0, 1)
 	u, err := initialU(ctx, run, x, lay, k, initMode, initMode == "private", psiInit, rhoInit, res)
 	if err != nil {
@@ -332,7 +333,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	}
 	res.AddMatrix("U", u, sdk.Public, "shared representation U (d×k, orthonormal columns)")
 	if heads != nil {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i, fitted locally on the user's own held-back half S¹ for the released U; meant for user i only")
+		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only")
 	}
 	if holdout {
 		res.AddSeries("holdout_loss", curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")

@@ -312,7 +312,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	var nh int
 	for i, ur := range lay.users {
 		s, f := ur.t1, ur.f1
-		if f == s {
+		if f == s || p.String("head_data") == "all" {
 			s = ur.t0
 		}
 		var errPos int

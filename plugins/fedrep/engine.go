@@ -32,11 +32,13 @@ type fedrepEngine struct {
 	ridge  float64 // logistic local ridge
 	theory bool
 	batch  int
-	perm   []int32 // theory mode: per user, a permutation of its training rows
-	chunks int
-	ws     []*workerScratch
-	part   [][]float64 // chunks × d·k partial sums
-	nclip  []int       // chunks: users whose gradient was clipped
+	// headAll: final heads use S⁰ ∪ S¹ instead of S¹.
+	headAll bool
+	perm    []int32 // theory mode: per user, a permutation of its training rows
+	chunks  int
+	ws      []*workerScratch
+	part    [][]float64 // chunks × d·k partial sums
+	nclip   []int       // chunks: users whose gradient was clipped
 }
 
 type workerScratch struct {
@@ -309,7 +311,7 @@ func (e *fedrepEngine) fitHeads(ctx context.Context, u []float64, heads *mat.Den
 		for i := lo; i < hi; i++ {
 			ur := e.lay.users[i]
 			s, f := ur.t1, ur.f1
-			if f == s {
+			if f == s || e.headAll {
 				s = ur.t0
 			}
 			rows := ws.rows[:f-s]

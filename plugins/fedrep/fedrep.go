@@ -232,6 +232,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 		}
 	}
 	eng := newFedrepEngine(x, run.Data.Y, s.lay, s.k, psi, loss)
+	eng.headAll = p.String("head_data") == "all"
 	if s.theory {
 		eng.theory, eng.batch = true, s.batch
 		eng.perm = theoryPerm(s.lay, run.Rand.Split(), run.Data.N())
@@ -320,7 +321,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 	}
 	res.AddMatrix("U", out, sdk.Public, uDoc)
 	if heads != nil {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i, fitted locally on the user's own held-back half S¹ for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
+		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
 	}
 	lossName := "mean squared error"
 	if loss == lossLogistic {

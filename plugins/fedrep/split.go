@@ -31,6 +31,8 @@ func splitParams() []sdk.ParamSpec {
 			Doc: "fraction of each user's (non-hold-out) rows kept for the user's own final head v_i (S¹, the last rows); the first rows (S⁰) feed the private training. 0.5 = the paper's halves"},
 		{Name: "holdout", Type: sdk.Float, Default: "0", Min: sdk.Bound(0), Max: sdk.Bound(0.9),
 			Doc: "fraction of each user's rows (the very last ones) held out to evaluate training curves and test MSE; those outputs are computed from raw data (release class evaluation)"},
+		{Name: "head_data", Type: sdk.String, Default: "local", Choices: []string{"local", "all"},
+			Doc: "rows each user fits its final head v_i on: local = its held-back half S¹ only (the paper, needed for its analysis); all = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged)"},
 		{Name: "output_v", Type: sdk.Bool, Default: "true",
 			Doc: "return the users' heads v_i (n×k) fitted on their local halves S¹; each row is meant only for its user (release class per-user)"},
 	}

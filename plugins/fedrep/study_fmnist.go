@@ -153,7 +153,12 @@ func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) 
 			if err != nil {
 				return nil, err
 			}
-			add("private shared representation (fedrep-classify)", eps, a)
+			add("private shared representation (fedrep-classify), heads on S¹", eps, a)
+			a, err = run(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, map[string]string{"head_data": "all"})
+			if err != nil {
+				return nil, err
+			}
+			add("private shared representation (fedrep-classify), heads on S⁰ ∪ S¹", eps, a)
 		}
 		a, err := run(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, nil)
 		if err != nil {
