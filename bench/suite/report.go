@@ -231,6 +231,10 @@ func dataLine(s *Scenario) string {
 }
 
 func writeTable(b *strings.Builder, s *Scenario, t *table, metric, label string, ratios bool) {
+	if len(t.xs) == 1 {
+		writeColumn(b, s, t, metric, label, ratios)
+		return
+	}
 	fmt.Fprintf(b, "%s — median (min–max) over repetitions:\n\n| %s |", label, s.xName())
 	for _, v := range t.variants {
 		fmt.Fprintf(b, " %s |", v)
@@ -269,6 +273,48 @@ func writeTable(b *strings.Builder, s *Scenario, t *table, metric, label string,
 				} else {
 					b.WriteString(" — |")
 				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// writeColumn writes a one-x table with a row per variant (a headline
+// table: many variants at one ε or size would not fit side by side).
+func writeColumn(b *strings.Builder, s *Scenario, t *table, metric, label string, ratios bool) {
+	x := t.xs[0]
+	fmt.Fprintf(b, "%s at %s = %s — median (min–max) over repetitions:\n\n| variant | median (min–max) |", label, s.xName(), x)
+	ratios = ratios && len(t.variants) > 1
+	if ratios {
+		fmt.Fprintf(b, " ratio to %s |", t.variants[0])
+	}
+	b.WriteString("\n|---|---|")
+	if ratios {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	base, okBase := t.cells[metric][t.variants[0]+"|"+x]
+	for _, v := range t.variants {
+		sm, ok := t.cells[metric][v+"|"+x]
+		if !ok {
+			fmt.Fprintf(b, "| %s | — |", v)
+			if ratios {
+				b.WriteString(" — |")
+			}
+			b.WriteString("\n")
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s (%s–%s)", v, g4(sm.Median), g4(sm.Min), g4(sm.Max))
+		if sm.Failed > 0 {
+			fmt.Fprintf(b, " [%d failed]", sm.Failed)
+		}
+		b.WriteString(" |")
+		if ratios {
+			if okBase && base.Median > 0 {
+				fmt.Fprintf(b, " %.3f |", sm.Median/base.Median)
+			} else {
+				b.WriteString(" — |")
 			}
 		}
 		b.WriteString("\n")

@@ -164,3 +164,19 @@ func TestOrbitFormulas(t *testing.T) {
 	defl := formulas["orbit-deflation-mean"].f
 	assert.Equal(t, 162.0, defl(1, "epsilon", p, 0), "Σ(d−i)k/ε, spec's prediction 162")
 }
+
+func TestOneXTableHasARowPerVariant(t *testing.T) {
+	body := strings.Replace(strings.Replace(base, `epsilons = [1, 2]`, `epsilons = [1]`, 1), `kind = "accuracy"`, `kind = "timing"`, 1)
+	scs, err := Load(writeScenario(t, body))
+	require.NoError(t, err)
+	s := scs[0]
+	recs := []Record{
+		{Variant: "A", X: "1", Rep: 0, WallS: 2}, {Variant: "ref", X: "1", Rep: 0, WallS: 1},
+		{Variant: "A", X: "1", Rep: 1, WallS: 4}, {Variant: "ref", X: "1", Rep: 1, Error: "boom"},
+	}
+	md, err := ReportScenario(s, recs, t.TempDir(), "plots")
+	require.NoError(t, err)
+	assert.Contains(t, md, "| variant | median (min–max) | ratio to A |")
+	assert.Contains(t, md, "| A | 3 (2–4) | 1.000 |")
+	assert.Contains(t, md, "| ref | 1 (1–1) [1 failed] | 0.333 |")
+}
