@@ -72,8 +72,15 @@ func aggregate(s *Scenario, recs []Record, metrics []string) *table {
 	for i, r := range recs {
 		last[r.Variant+"|"+r.X+"|"+strconv.Itoa(r.Rep)] = i
 	}
+	// Records of variants or x values the scenario no longer declares (it
+	// was edited after they ran) are left out, so stale cells cannot
+	// appear in the report.
+	current := map[string]bool{}
+	for _, c := range s.Cells(1) {
+		current[c.Variant.Name+"|"+c.X] = true
+	}
 	for i, r := range recs {
-		if last[r.Variant+"|"+r.X+"|"+strconv.Itoa(r.Rep)] != i {
+		if last[r.Variant+"|"+r.X+"|"+strconv.Itoa(r.Rep)] != i || !current[r.Variant+"|"+r.X] {
 			continue
 		}
 		if !seenX[r.X] {

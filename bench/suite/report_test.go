@@ -180,3 +180,23 @@ func TestOneXTableHasARowPerVariant(t *testing.T) {
 	assert.Contains(t, md, "| A | 3 (2–4) | 1.000 |")
 	assert.Contains(t, md, "| ref | 1 (1–1) [1 failed] | 0.333 |")
 }
+
+func TestAggregateDropsStaleCells(t *testing.T) {
+	scs, err := Load(writeScenario(t, strings.Replace(base, `metric = "U.sin_theta_spectral"`, `metric = "m"`, 1)))
+	require.NoError(t, err)
+	s := scs[0]
+	m := func(v float64) map[string]float64 { return map[string]float64{"m": v} }
+	recs := []Record{
+		{Variant: "A", X: "1", Metrics: m(1)},
+		{Variant: "A", X: "0.5", Metrics: m(9)},   // ε no longer in the grid
+		{Variant: "gone", X: "1", Metrics: m(9)},  // variant removed
+		{Variant: "ref", X: "0.5", Metrics: m(9)}, // reference recorded under an old first ε
+		{Variant: "ref", X: "1", Metrics: m(0.1)},
+	}
+	tab := aggregate(s, recs, []string{"m"})
+	assert.Equal(t, []string{"1"}, tab.xs)
+	assert.Equal(t, 1.0, tab.cells["m"]["A|1"].Median)
+	assert.Equal(t, 0.1, tab.cells["m"]["ref|1"].Median)
+	_, ok := tab.cells["m"]["gone|1"]
+	assert.False(t, ok)
+}
