@@ -393,7 +393,11 @@ func drawPlot(s *Scenario, t *table, base, label string) error {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 				l.Color = color.Gray{Y: 90}
 				p.Add(l)
-				p.Legend.Add("theory: "+s.Report.Theory+" (constant fitted)", l)
+				fit := " (constant fitted)"
+				if _, ok := rateTerms[s.Report.Theory]; ok {
+					fit = " (a constant per term, fitted)"
+				}
+				p.Legend.Add("theory: "+s.Report.Theory+fit, l)
 			}
 		}
 	}
@@ -421,6 +425,9 @@ func drawPlot(s *Scenario, t *table, base, label string) error {
 // log space) to the first variant's medians.
 func theoryCurve(s *Scenario, t *table, th theory) plotter.XYs {
 	params, eps := s.theoryArgs()
+	if tf, ok := rateTerms[s.Report.Theory]; ok {
+		return termsCurve(s, t, tf)
+	}
 	var logc float64
 	n := 0
 	for _, x := range t.xs {
@@ -438,6 +445,39 @@ func theoryCurve(s *Scenario, t *table, th theory) plotter.XYs {
 	var pts plotter.XYs
 	for _, x := range t.xs {
 		if v := c * th(num(x), s.xName(), params, eps); v > 0 {
+			pts = append(pts, plotter.XY{X: num(x), Y: v})
+		}
+	}
+	return pts
+}
+
+// termsCurve evaluates a rate whose terms get one fitted constant each
+// (fitTerms) against the first variant's medians.
+func termsCurve(s *Scenario, t *table, tf terms) plotter.XYs {
+	params, eps := s.theoryArgs()
+	var f [][]float64
+	var m []float64
+	for _, x := range t.xs {
+		sm, ok := t.cells[s.Report.Metric][t.variants[0]+"|"+x]
+		if ok && sm.Median > 0 && !math.IsNaN(num(x)) {
+			f = append(f, tf(num(x), s.xName(), params, eps))
+			m = append(m, sm.Median)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	c := fitTerms(f, m)
+	if c == nil {
+		return nil
+	}
+	var pts plotter.XYs
+	for _, x := range t.xs {
+		v := 0.0
+		for j, fj := range tf(num(x), s.xName(), params, eps) {
+			v += c[j] * fj
+		}
+		if v > 0 {
 			pts = append(pts, plotter.XY{X: num(x), Y: v})
 		}
 	}

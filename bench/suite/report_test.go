@@ -200,3 +200,47 @@ func TestAggregateDropsStaleCells(t *testing.T) {
 	_, ok := tab.cells["m"]["gone|1"]
 	assert.False(t, ok)
 }
+
+func TestFitTerms(t *testing.T) {
+	eps := []float64{0.5, 1, 2, 4, 8}
+	var f [][]float64
+	var m []float64
+	for _, e := range eps {
+		f = append(f, []float64{1, 1 / e})
+		m = append(m, 0.02+0.3/e)
+	}
+	c := fitTerms(f, m)
+	require.Len(t, c, 2)
+	assert.InDelta(t, 0.02, c[0], 1e-12)
+	assert.InDelta(t, 0.3, c[1], 1e-12)
+
+	// Medians that rise with ε cannot use the 1/ε term with a positive
+	// constant: the fit keeps the constants non-negative.
+	for i, e := range eps {
+		m[i] = 0.1 * e
+	}
+	c = fitTerms(f, m)
+	require.Len(t, c, 2)
+	assert.GreaterOrEqual(t, c[0], 0.0)
+	assert.GreaterOrEqual(t, c[1], 0.0)
+}
+
+func TestTermsCurveFollowsTwoRegimes(t *testing.T) {
+	body := strings.Replace(strings.Replace(base, `epsilons = [1, 2]`, `epsilons = [0.5, 1, 2, 4, 8]`, 1),
+		`metric = "U.sin_theta_spectral"`, "metric = \"m\"\ntheory = \"rgrad\"", 1)
+	scs, err := Load(writeScenario(t, body))
+	require.NoError(t, err)
+	s := scs[0]
+	// Medians with the rgrad shape but other constants per term.
+	var recs []Record
+	for _, e := range s.Epsilons {
+		tr := rgradTerms(e, "epsilon", map[string]string{}, 0)
+		recs = append(recs, Record{Variant: "A", X: g4(e), Metrics: map[string]float64{"m": 0.5*tr[0] + 4*tr[1]}})
+	}
+	tab := aggregate(s, recs, []string{"m"})
+	pts := theoryCurve(s, tab, theories["rgrad"])
+	require.Len(t, pts, len(s.Epsilons))
+	for i, pt := range pts {
+		assert.InDelta(t, tab.cells["m"]["A|"+tab.xs[i]].Median, pt.Y, 1e-9)
+	}
+}
