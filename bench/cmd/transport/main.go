@@ -230,4 +230,3 @@ func numCPU() int {
 	}
 	return bytes.Count(b, []byte("processor\t:"))
 }
-
