@@ -60,6 +60,8 @@ var theories = map[string]theory{
 	"inv-eps": func(x float64, _ string, _ map[string]string, _ float64) float64 { return 1 / x },
 	// 1/n at fixed ε.
 	"inv-n": func(x float64, _ string, _ map[string]string, _ float64) float64 { return 1 / x },
+	// Linear growth in the swept size (cost of a pass over the data).
+	"linear": func(x float64, _ string, _ map[string]string, _ float64) float64 { return x },
 	// Trace regression (Zha): σ_ξ·sqrt(r(d1+d2)/n) + (σ_ξ+σ_r)·r(d1+d2)/(nε),
 	// with x either ε or n.
 	"rgrad": sumOf(rgradTerms),
