@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -96,10 +98,46 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	run.Progress("gram", 1, 1)
+	return analyzeGaussRelease(ctx, run, x, sh, n, r, clip, bud, k, nClip, center, mclip)
+}
+
+// AnalyzeGaussFromCov runs pca-analyze-gauss on a precomputed clipped
+// second-moment matrix Σ̂_γ = Σ x_ix_iᵀ/n of n rows with ‖x_i‖ ≤ clip
+// (run.Data is not read; run.Params must have been validated against
+// AnalyzeGauss{}.Info().Params). The worst-case guarantee holds only if the
+// caller really clipped the rows. center=private is refused.
+func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, sh *mat.SymDense, n int) (*sdk.Result, error) {
+	if sh == nil || n < 1 {
+		return nil, fmt.Errorf("AnalyzeGaussFromCov: need a covariance and n ≥ 1")
+	}
+	ps := run.Params
+	r := ps.Int("rank")
+	if err := checkRank(r, sh.SymmetricDim(), false); err != nil {
+		return nil, err
+	}
+	clip := ps.Float("clip")
+	if err := finitePositive("clip", clip); err != nil {
+		return nil, err
+	}
+	if ps.String("center") == centerPrivate {
+		return nil, fmt.Errorf("center=private needs the data rows")
+	}
+	bud, err := newBudget(run.Acct, ps.String("calibration"), []float64{1})
+	if err != nil {
+		return nil, err
+	}
+	cp := mat.NewSymDense(sh.SymmetricDim(), nil)
+	cp.CopySym(sh)
+	return analyzeGaussRelease(ctx, run, nil, cp, n, r, clip, bud, 0, 0, false, 0)
+}
+
+func analyzeGaussRelease(ctx context.Context, run *sdk.Run, x *mat.Dense, sh *mat.SymDense, n, r int, clip float64, bud *budget, k, nClip int, center bool, mclip float64) (*sdk.Result, error) {
+	ps := run.Params
+	p := sh.SymmetricDim()
 	if err := checkGram(sh, x); err != nil {
 		return nil, err
 	}
-	run.Progress("gram", 1, 1)
 	sens := AnalyzeGaussSensitivity(clip, n)
 	sd, err := bud.spend(run.Acct, k, "second-moment matrix Σ̂ + E", sens, p*(p+1)/2)
 	if err != nil {

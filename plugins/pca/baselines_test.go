@@ -363,3 +363,58 @@ func mustTop(t *testing.T, s *mat.SymDense, r int) *mat.Dense {
 	require.NoError(t, err)
 	return v
 }
+
+// Bartlett-sampled Σ̂ has mean Σ and Var(Σ̂_jj) = 2Σ_jj²/n (Wishart).
+func TestSampleWishartCov(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	u := randomBasis(5, 2, rng)
+	lam := []float64{4, 2}
+	n, reps := 50, 4000
+	sig := lowRank(u, mat.NewDiagDense(2, lam), 1)
+	mean := mat.NewDense(5, 5, nil)
+	var v00 float64
+	for i := 0; i < reps; i++ {
+		s, err := SampleWishartCov(backend.Gonum{}, u, lam, 1, n, rng)
+		require.NoError(t, err)
+		d := symToDense(s)
+		mean.Add(mean, d)
+		e := d.At(0, 0) - sig.At(0, 0)
+		v00 += e * e
+	}
+	mean.Scale(1/float64(reps), mean)
+	for i := 0; i < 5; i++ {
+		for j := 0; j < 5; j++ {
+			sd := math.Sqrt((sig.At(i, i)*sig.At(j, j) + sig.At(i, j)*sig.At(i, j)) / float64(n*reps))
+			assert.InDelta(t, sig.At(i, j), mean.At(i, j), 4*sd, "(%d,%d)", i, j)
+		}
+	}
+	want := 2 * sig.At(0, 0) * sig.At(0, 0) / float64(n)
+	assert.InDelta(t, 1, v00/float64(reps)/want, 0.1)
+}
+
+// The FromCov entry points reproduce the estimators bit for bit when given
+// the same Gram matrix and seed.
+func TestFromCovMatchesFit(t *testing.T) {
+	g := spiked(t, 5000, 20, 2, "24,20", "gaussian", 37)
+	seed := uint64(8)
+	sh, _, err := Gram(context.Background(), backend.Gonum{}, g.Data.X, nil, 0)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		est sdk.Estimator
+		raw map[string]string
+		fit func(context.Context, *sdk.Run, *mat.SymDense, int) (*sdk.Result, error)
+	}{
+		{CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20"}, CXZFromCov},
+		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "1000"}, AnalyzeGaussFromCov},
+	} {
+		want, _, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, approx(1, 1e-5), sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
+		require.NoError(t, err)
+		ps, err := sdk.ValidateParams(tc.est.Info().Params, tc.raw)
+		require.NoError(t, err)
+		acct, err := privacy.NewAccountant(approx(1, 1e-5))
+		require.NoError(t, err)
+		got, err := tc.fit(context.Background(), &sdk.Run{Params: ps, Acct: acct, Rand: privacy.NewSeededSource(seed), Backend: backend.Gonum{}}, sh, 5000)
+		require.NoError(t, err)
+		assert.True(t, mat.Equal(matrix(t, want, "U"), matrix(t, got, "U")))
+	}
+}

@@ -225,9 +225,28 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return fitCXZ(ctx, run, x, nil, n, p)
+}
+
+// CXZFromCov runs pca-cxz on a precomputed second-moment matrix
+// Σ̂ = XᵀX/n of n rows (run.Data is not read; run.Params must have been
+// validated against CXZ{}.Info().Params). It serves studies that sample Σ̂
+// directly (e.g. with SampleWishartCov) at sizes where materialising X is
+// impractical. center=private and guarded need the rows and are refused.
+func CXZFromCov(ctx context.Context, run *sdk.Run, sh *mat.SymDense, n int) (*sdk.Result, error) {
+	if sh == nil || n < 1 {
+		return nil, fmt.Errorf("CXZFromCov: need a covariance and n ≥ 1")
+	}
+	return fitCXZ(ctx, run, nil, sh, n, sh.SymmetricDim())
+}
+
+func fitCXZ(ctx context.Context, run *sdk.Run, x *mat.Dense, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
 	cfg, err := parseCXZ(run, n, p)
 	if err != nil {
 		return nil, err
+	}
+	if x == nil && (cfg.center || cfg.guarded) {
+		return nil, fmt.Errorf("center=private and guarded need the data rows")
 	}
 	r := cfg.model.r()
 	d1, d2, betaEach, err := cfg.sensitivities()
@@ -250,15 +269,16 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 		k++
 	}
-	run.Progress("gram", 0, 1)
-	sh, _, err := Gram(ctx, run.Backend, x, mu, 0)
-	if err != nil {
-		return nil, err
+	if sh == nil {
+		run.Progress("gram", 0, 1)
+		if sh, _, err = Gram(ctx, run.Backend, x, mu, 0); err != nil {
+			return nil, err
+		}
+		run.Progress("gram", 1, 1)
 	}
 	if err := checkGram(sh, x); err != nil {
 		return nil, err
 	}
-	run.Progress("gram", 1, 1)
 	_, uhat, err := topEigen(ctx, run.Backend, sh, r)
 	if err != nil {
 		return nil, err

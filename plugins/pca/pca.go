@@ -116,6 +116,9 @@ func checkGram(g *mat.SymDense, x *mat.Dense) error {
 	for j := 0; j < p; j++ {
 		for k := j; k < p; k++ {
 			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
+				if x == nil {
+					return fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
+				}
 				if err := checkFinite(x); err != nil {
 					return err
 				}
