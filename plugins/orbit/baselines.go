@@ -40,27 +40,11 @@ func (Deflation) Info() sdk.Info {
 // Fit implements sdk.Estimator.
 func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	p := run.Params
-	k := p.Int("rank")
-	d := run.Data.P()
-	if err := checkRank(k, d); err != nil {
-		return nil, err
-	}
-	lambda, err := parseSpectrum(p.String("spectrum"), k)
+	pr, err := setup(ctx, run, true)
 	if err != nil {
 		return nil, err
 	}
-	eps, err := grantEpsilon(run.Acct)
-	if err != nil {
-		return nil, err
-	}
-	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
-	if err != nil {
-		return nil, err
-	}
-	gamma, _, err := run.Backend.EigSym(a)
-	if err != nil {
-		return nil, fmt.Errorf("eigenvalues of A: %w", err)
-	}
+	k, lambda, eps, a, gamma, clipped := pr.k, pr.lambda, pr.eps, pr.a, pr.gamma, pr.clipped
 	u, diag, betas, err := DeflationSample(ctx, run.Acct, run.Rand, a, k, eps, run.Backend)
 	if err != nil {
 		return nil, err

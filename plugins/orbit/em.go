@@ -208,27 +208,11 @@ func (EM) Info() sdk.Info {
 // Fit implements sdk.Estimator.
 func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	p := run.Params
-	k := p.Int("rank")
-	d := run.Data.P()
-	if err := checkRank(k, d); err != nil {
-		return nil, err
-	}
-	lambda, err := parseSpectrum(p.String("spectrum"), k)
+	pr, err := setup(ctx, run, true)
 	if err != nil {
 		return nil, err
 	}
-	eps, err := grantEpsilon(run.Acct)
-	if err != nil {
-		return nil, err
-	}
-	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
-	if err != nil {
-		return nil, err
-	}
-	gamma, _, err := run.Backend.EigSym(a)
-	if err != nil {
-		return nil, fmt.Errorf("eigenvalues of A: %w", err)
-	}
+	lambda, eps, a, gamma, clipped := pr.lambda, pr.eps, pr.a, pr.gamma, pr.clipped
 	cal := p.String("calibration")
 	beta, err := spendEM(run.Acct, "orbit frame (exponential mechanism)", cal, eps, lambda[0])
 	if err != nil {
@@ -276,27 +260,17 @@ func (RankK) Info() sdk.Info {
 // Fit implements sdk.Estimator.
 func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	p := run.Params
-	k := p.Int("rank")
-	d := run.Data.P()
-	if err := checkRank(k, d); err != nil {
-		return nil, err
-	}
-	eps, err := grantEpsilon(run.Acct)
-	if err != nil {
-		return nil, err
-	}
 	cal := p.String("calibration")
-	if _, err := betaFor(cal, eps, 1); err != nil {
+	if eps, err := grantEpsilon(run.Acct); err != nil {
+		return nil, err
+	} else if _, err := betaFor(cal, eps, 1); err != nil {
 		return nil, err
 	}
-	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	pr, err := setup(ctx, run, false)
 	if err != nil {
 		return nil, err
 	}
-	gamma, _, err := run.Backend.EigSym(a)
-	if err != nil {
-		return nil, fmt.Errorf("eigenvalues of A: %w", err)
-	}
+	k, d, eps, a, gamma, clipped := pr.k, pr.d, pr.eps, pr.a, pr.gamma, pr.clipped
 	lambda, err := NoisySpectrum(run.Acct, run.Rand, gamma, k, eps/2)
 	if err != nil {
 		return nil, err

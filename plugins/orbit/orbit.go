@@ -230,3 +230,41 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 	}
 	res.AddScalar("frobenius_error_sq", fa+fl-2*score, sdk.Evaluation, ev+"‖A − H‖_F² = ‖A‖_F² + Σλ² − 2⟨A, H⟩")
 }
+
+// problem is what every orbit estimator computes before its mechanism:
+// the validated rank and target spectrum, the grant's ε, and the clipped
+// second-moment matrix A with its eigenvalues (descending).
+type problem struct {
+	k, d    int
+	lambda  []float64 // the public target spectrum (nil unless asked for)
+	eps     float64
+	a       *mat.SymDense
+	gamma   []float64
+	clipped int // rows shrunk by the clip
+}
+
+// setup validates the shared parameters (before any privacy spend) and
+// builds A; withSpectrum also parses the public spectrum parameter.
+func setup(ctx context.Context, run *sdk.Run, withSpectrum bool) (*problem, error) {
+	p := run.Params
+	pr := &problem{k: p.Int("rank"), d: run.Data.P()}
+	if err := checkRank(pr.k, pr.d); err != nil {
+		return nil, err
+	}
+	var err error
+	if withSpectrum {
+		if pr.lambda, err = parseSpectrum(p.String("spectrum"), pr.k); err != nil {
+			return nil, err
+		}
+	}
+	if pr.eps, err = grantEpsilon(run.Acct); err != nil {
+		return nil, err
+	}
+	if pr.a, pr.clipped, err = rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend); err != nil {
+		return nil, err
+	}
+	if pr.gamma, _, err = run.Backend.EigSym(pr.a); err != nil {
+		return nil, fmt.Errorf("eigenvalues of A: %w", err)
+	}
+	return pr, nil
+}
