@@ -42,7 +42,7 @@ const Version = "0.1.0"
 
 // Estimators returns every estimator the plugin serves.
 func Estimators() []sdk.Estimator {
-	return []sdk.Estimator{CXZ{}, AnalyzeGauss{}, Amin{}, NonPrivate{}}
+	return []sdk.Estimator{evaluated{CXZ{}}, evaluated{AnalyzeGauss{}}, evaluated{Amin{}}, evaluated{NonPrivate{}}}
 }
 
 // Centering choices.

@@ -1,0 +1,54 @@
+package pca
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+func TestCapturedVarianceEvaluation(t *testing.T) {
+	g, err := gen.Run(mustModel(t, "spiked"), map[string]string{"n": "4000", "p": "20"}, 3)
+	require.NoError(t, err)
+	seed := uint64(5)
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	ratio := func(est sdk.Estimator, raw map[string]string, eps float64) float64 {
+		raw["evaluate"] = "true"
+		gr := grant
+		gr.Epsilon = eps
+		res, _, err := sdk.RunLocal(context.Background(), est, g.Data, raw, gr, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		for _, s := range res.Scalars {
+			if s.Name == "captured_variance_ratio" {
+				assert.Equal(t, sdk.Evaluation, s.Release, "computed from raw data: never public")
+				return s.Value
+			}
+		}
+		t.Fatal("no captured_variance_ratio")
+		return 0
+	}
+	ests := map[string]sdk.Estimator{}
+	for _, e := range Estimators() {
+		ests[e.Info().Name] = e
+	}
+	// The non-private subspace captures exactly the best rank-r share.
+	assert.InDelta(t, 1, ratio(ests["pca-nonprivate"], map[string]string{"rank": "2"}, 1), 1e-12)
+	// A private subspace captures at most that, and more as ε grows.
+	lo := ratio(ests["pca-analyze-gauss"], map[string]string{"rank": "2", "clip": "8"}, 0.05)
+	hi := ratio(ests["pca-analyze-gauss"], map[string]string{"rank": "2", "clip": "8"}, 50)
+	assert.LessOrEqual(t, lo, 1+1e-12)
+	assert.LessOrEqual(t, hi, 1+1e-12)
+	assert.Less(t, lo, hi)
+	assert.Greater(t, hi, 0.99)
+}
+
+func mustModel(t *testing.T, name string) gen.Model {
+	m, err := gen.Lookup(name)
+	require.NoError(t, err)
+	return m
+}
