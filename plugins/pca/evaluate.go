@@ -10,7 +10,7 @@ import (
 // paramEvaluate is the opt-in evaluation every PCA estimator offers.
 var paramEvaluate = sdk.ParamSpec{
 	Name: "evaluate", Type: sdk.Bool, Default: "false",
-	Doc: "also report captured_variance_ratio = tr(ŨᵀSŨ)/tr(ÛᵀSÛ), S = XᵀX/n of the raw rows and Û their non-private top-r " +
+	Doc: "also report relative_utility = tr(ŨᵀSŨ)/tr(ÛᵀSÛ), S = XᵀX/n of the raw rows and Û their non-private top-r " +
 		"subspace — EVALUATION ONLY: computed from the raw data, NOT private (costs one more Gram and eigendecomposition)",
 }
 
@@ -53,7 +53,7 @@ func (e evaluated) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	run.Progress("evaluation", 1, 1)
-	res.AddScalar("captured_variance_ratio", CapturedVariance(s, u.M)/CapturedVariance(s, best), sdk.Evaluation,
+	res.AddScalar("relative_utility", CapturedVariance(s, u.M)/CapturedVariance(s, best), sdk.Evaluation,
 		"tr(ŨᵀSŨ)/tr(ÛᵀSÛ) on the raw (uncentred) second moment — EVALUATION ONLY, not private")
 	return res, nil
 }

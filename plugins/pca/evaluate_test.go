@@ -24,7 +24,7 @@ func TestCapturedVarianceEvaluation(t *testing.T) {
 		res, _, err := sdk.RunLocal(context.Background(), est, g.Data, raw, gr, sdk.LocalOptions{Seed: &seed})
 		require.NoError(t, err)
 		for _, s := range res.Scalars {
-			if s.Name == "captured_variance_ratio" {
+			if s.Name == "relative_utility" {
 				assert.Equal(t, sdk.Evaluation, s.Release, "computed from raw data: never public")
 				return s.Value
 			}
