@@ -22,38 +22,96 @@ func WriteResults(path string, scenarios []*Scenario, outDir, areaDir string) er
 	if err != nil {
 		rel = plotDir
 	}
-	if len(scenarios) > 0 {
-		b.WriteString("## Scenarios (through the host and plugins)\n\n")
-		for _, s := range scenarios {
-			recs, err := ReadResults(filepath.Join(outDir, s.Name, "results.jsonl"))
-			if err != nil {
-				return err
-			}
-			sec, err := ReportScenario(s, recs, plotDir, rel)
+	// Scenarios with results: the headline first, then accuracy studies,
+	// then timings; those without results are listed in one line.
+	type withRecs struct {
+		s    *Scenario
+		recs []Record
+	}
+	var headline, accuracy, timing []withRecs
+	var notRun []string
+	for _, s := range scenarios {
+		recs, err := ReadResults(filepath.Join(outDir, s.Name, "results.jsonl"))
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(recs) == 0:
+			notRun = append(notRun, "`"+s.Name+"`")
+		case strings.Contains(s.Name, "headline"):
+			headline = append(headline, withRecs{s, recs})
+		case s.Kind == "accuracy":
+			accuracy = append(accuracy, withRecs{s, recs})
+		default:
+			timing = append(timing, withRecs{s, recs})
+		}
+	}
+	section := func(title string, list []withRecs) error {
+		if len(list) == 0 {
+			return nil
+		}
+		fmt.Fprintf(&b, "## %s\n\n", title)
+		for _, w := range list {
+			sec, err := ReportScenario(w.s, w.recs, plotDir, rel)
 			if err != nil {
 				return err
 			}
 			b.WriteString(sec)
 		}
+		return nil
 	}
 	areas, _ := filepath.Glob(filepath.Join(areaDir, "*.md"))
 	sort.Strings(areas)
-	if len(areas) > 0 {
-		b.WriteString("## Area benchmarks (Go benchmarks and study commands)\n\n")
-		for _, a := range areas {
-			body, err := os.ReadFile(a)
-			if err != nil {
+	// Cross-cutting area figures go to the top, beside the headline.
+	top := map[string]bool{"transport.md": true, "noise.md": true}
+	if err := section("Headline", headline); err != nil {
+		return err
+	}
+	for _, a := range areas {
+		if top[filepath.Base(a)] {
+			if err := includeArea(&b, a); err != nil {
 				return err
 			}
-			fmt.Fprintf(&b, "<!-- from %s -->\n", filepath.Base(a))
-			b.WriteString(demote(string(body)))
-			b.WriteString("\n\n")
+		}
+	}
+	if err := section("Accuracy studies (through the host and plugins)", accuracy); err != nil {
+		return err
+	}
+	if err := section("Timing studies (through the host and plugins)", timing); err != nil {
+		return err
+	}
+	if len(notRun) > 0 {
+		fmt.Fprintf(&b, "Scenarios with no recorded results in this report (run `make bench-full`): %s.\n\n", strings.Join(notRun, ", "))
+	}
+	var rest []string
+	for _, a := range areas {
+		if !top[filepath.Base(a)] {
+			rest = append(rest, a)
+		}
+	}
+	if len(rest) > 0 {
+		b.WriteString("## Area benchmarks (Go benchmarks and study commands)\n\n")
+		for _, a := range rest {
+			if err := includeArea(&b, a); err != nil {
+				return err
+			}
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func includeArea(b *strings.Builder, path string) error {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "<!-- from %s -->\n", filepath.Base(path))
+	b.WriteString(demote(string(body)))
+	b.WriteString("\n\n")
+	return nil
 }
 
 // demote shifts markdown headings down two levels so area files nest under

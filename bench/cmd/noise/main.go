@@ -56,7 +56,7 @@ func main() {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("### Noise per step: zCDP accountant vs the papers' calibration, at the same (ε, δ) = (1, 1e-6)\n\n")
+	b.WriteString("# Noise per step: zCDP accountant vs the papers' calibration, at the same (ε, δ) = (1, 1e-6)\n\n")
 	b.WriteString("Every step's noise scale (σ for Gaussian steps, b for Laplace, the inverse temperature β for the exponential mechanism, where *larger* β means *less* randomisation) ")
 	b.WriteString("under dplr's default — all steps composed in zero-concentrated DP from the grant, converted with the tight Canonne–Kamath–Steinke bound — and under each paper's own calibration. ")
 	b.WriteString("Command: `go run ./bench/cmd/noise` (in-process fits on synthetic data; deterministic).\n\n")

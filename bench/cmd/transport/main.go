@@ -153,7 +153,7 @@ func run(runs int, bin, dataPath, outFile, only string) error {
 	}
 	var report strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&report, "### Transport overhead: plugin vs in-process (%s)\n\n", time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&report, "# Transport overhead: plugin vs in-process (%s)\n\n", time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&report, "Data: %s (float64 .npy, used in place). %d interleaved runs per path, each a fresh process; machine %s, %d CPUs (noisy, shared).\n", filepath.Base(dataPath), runs, host, numCPU())
 	fmt.Fprintf(&report, "Command: `go run ./bench/cmd/transport -runs %d` (after `make build`).\n\n", runs)
 	fmt.Fprintf(&report, "| estimator | in-process wall (median, min–max) | plugin wall (median, min–max) | wall ratio | in-process peak RSS | host + plugin peak RSS | plugin alone | memory ratio |\n|---|---|---|---|---|---|---|---|\n")
