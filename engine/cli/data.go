@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -19,6 +20,7 @@ import (
 type dataFlags struct {
 	path, format, labels, response, users string
 	userCol, responseCol, labelCol, name  string
+	header, delimiter, features           string
 	scale                                 float64
 	d1, d2                                int
 }
@@ -36,6 +38,9 @@ func (df *dataFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&df.responseCol, "response-column", "", "CSV column of responses (default \"y\", else the last)")
 	fs.StringVar(&df.labelCol, "label-column", "", "CSV column of integer labels to keep out of the features")
 	fs.StringVar(&df.name, "name", "", "a human name for the data set (recorded in the ledger)")
+	fs.StringVar(&df.header, "header", "", "CSV: whether the first record is a header: yes, no (default: detected)")
+	fs.StringVar(&df.delimiter, "delimiter", "", "CSV: field separator, one character (default ',' or tab for .tsv)")
+	fs.StringVar(&df.features, "features", "", "CSV: comma-separated feature columns (names or 0-based indexes) forming X, in order")
 }
 
 // loaded is a data set located and described, ready to prepare.
@@ -61,7 +66,17 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	}
 	opt := dataio.LoadOptions{Kind: kind, Format: format, Scale: df.scale, D1: df.d1, D2: df.d2,
 		LabelsPath: df.labels, ResponsePath: df.response, UsersPath: df.users, UserColumn: df.userCol,
-		ResponseColumn: df.responseCol, LabelColumn: df.labelCol, Name: df.name}
+		ResponseColumn: df.responseCol, LabelColumn: df.labelCol, Name: df.name, Header: dataio.HeaderMode(df.header)}
+	if df.delimiter != "" {
+		r := []rune(df.delimiter)
+		if len(r) != 1 {
+			return nil, usagef("--delimiter %q: give one character", df.delimiter)
+		}
+		opt.Delimiter = r[0]
+	}
+	if df.features != "" {
+		opt.FeatureColumns = strings.Split(df.features, ",")
+	}
 	if !st.IsDir() {
 		return &loaded{path: df.path, opt: opt}, nil
 	}
