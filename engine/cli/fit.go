@@ -458,6 +458,22 @@ func summarize(w io.Writer, r *FitReport) {
 		}
 		fmt.Fprintf(w, "  %-12s %.6g%s\n", s.Name, s.Value, note)
 	}
+	for _, se := range r.Outputs.Series {
+		note := ""
+		if se.Release != string(sdk.Public) {
+			note = "  [" + releaseNote(se.Release) + "]"
+		}
+		vals := se.Values
+		more := ""
+		if len(vals) > 6 {
+			vals, more = vals[:6], fmt.Sprintf(" … (%d values, in result.json)", len(se.Values))
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprintf("%.4g", v)
+		}
+		fmt.Fprintf(w, "  %-12s [%s%s]%s\n", se.Name, strings.Join(parts, ", "), more, note)
+	}
 	if len(r.Metrics) > 0 {
 		fmt.Fprintf(w, "evaluation against the generating truth (not private, for evaluation only):\n")
 		for _, m := range r.Metrics {
