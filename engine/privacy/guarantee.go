@@ -57,8 +57,12 @@ func (g Guarantee) String() string {
 			fmt.Fprintf(&b, ", which implies (ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
 		}
 	case Model:
-		fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s, holding with probability at least %s over data drawn from the %s model",
-			num(g.Epsilon), num(g.Delta), oneMinus(g.Beta), modelName(g.Model))
+		if g.Epsilon == 0 && g.Rho > 0 {
+			fmt.Fprintf(&b, "ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
+		} else {
+			fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
+		}
+		fmt.Fprintf(&b, ", holding with probability at least %s over data drawn from the %s model", oneMinus(g.Beta), modelName(g.Model))
 	case Nominal:
 		fmt.Fprintf(&b, "nominal ε = %s", num(g.Epsilon))
 		if g.Delta > 0 {

@@ -22,6 +22,8 @@ func TestGuaranteeString(t *testing.T) {
 			[]string{"probability at least 0.99 over data drawn from the spiked Gaussian covariance model", "assuming spike ≥ 3, noise level 1"}},
 		{Guarantee{Kind: Model, Epsilon: 1, Delta: 1e-6, Model: "Gaussian design", Beta: 1.2e-13},
 			[]string{"probability at least 1 − 1.2e-13 over data"}},
+		{Guarantee{Kind: Model, Rho: 0.02, Model: "spiked Gaussian covariance", Beta: 1e-6},
+			[]string{"ρ-zero-concentrated differential privacy with ρ = 0.02, holding with probability at least 1 − 1e-06"}},
 		{Guarantee{Kind: Nominal, Epsilon: 1, Delta: 1e-6}, []string{"nominal ε = 1, δ = 1e-06", "not certified"}},
 		{Guarantee{Kind: None}, []string{"not private"}},
 		{Guarantee{Kind: Approx, Epsilon: 1, Delta: 1e-6, Seeded: true}, []string{"NOT private against anyone who knows the seed"}},

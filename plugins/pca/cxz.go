@@ -56,7 +56,7 @@ share of stage 1.`,
 		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r, σ², λ public; neighbours replace one row by an independent model draw",
 		// Only (ε, δ) grants: a Model guarantee is stated in (ε, δ) (the
 		// steps are still composed in zCDP inside that grant by default).
-		Grants: []privacy.GrantKind{privacy.GrantApprox},
+		Grants: []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Params: append([]sdk.ParamSpec{
 			rankSpec(),
 			{Name: "sigma2", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public noise variance σ² (an upper bound; it is also subtracted in stage 2)"},
@@ -139,6 +139,9 @@ func parseCXZ(run *sdk.Run, n, p int) (*cxzConfig, error) {
 	c.beta = ps.Float("beta")
 	if !ps.Has("beta") {
 		c.beta = g.Delta
+		if g.Kind != privacy.GrantApprox {
+			c.beta = 1e-6 // a ρ grant has no δ to borrow (see the beta parameter's doc)
+		}
 	}
 	c.safety = 1
 	if c.cal == CalSubGaussian {

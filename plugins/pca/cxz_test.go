@@ -427,7 +427,7 @@ func TestCXZBadInput(t *testing.T) {
 		{"lambda-upper", g.Data.X, with(unitParams, "lambda_upper", "10"), approx(1, 1e-5), "below lower bound"},
 		{"center-no-clip", g.Data.X, with(unitParams, "center", "private"), approx(1, 1e-5), "mean_clip"},
 		{"classical-large-eps", g.Data.X, with(unitParams, "gaussian", "classical"), approx(3, 1e-5), "ε ≤ 1"},
-		{"zcdp-grant", g.Data.X, unitParams, zcdp(1), "does not accept"},
+		{"zcdp-grant-classical", g.Data.X, with(unitParams, "gaussian", "classical"), zcdp(1), "needs an (ε, δ) grant"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -507,4 +507,15 @@ func TestProjectorNoiseLaw(t *testing.T) {
 		assert.InDelta(t, 1, ss/n/(sd*sd), 4*math.Sqrt(2/n), name)
 		assert.InDelta(t, 0, lag/ss, 4/math.Sqrt(n), name)
 	}
+}
+
+// A ρ grant composes both stages in zCDP and the model guarantee states ρ.
+func TestCXZZCDPGrant(t *testing.T) {
+	g := spiked(t, 2000, 30, 2, "24,20", "gaussian", 13)
+	seed := uint64(3)
+	res, acct, err := sdk.RunLocal(context.Background(), CXZ{}, g.Data, unitParams, zcdp(0.05), sdk.LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	assert.InDelta(t, 0.05, acct.Achieved().Rho, 1e-12)
+	assert.Equal(t, privacy.Model, res.Guarantee.Kind)
+	assert.Contains(t, res.Guarantee.String(), "ρ = 0.05, holding with probability at least 1 − 1e-06")
 }
