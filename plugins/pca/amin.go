@@ -65,23 +65,13 @@ is subtracted first.`,
 
 // Fit implements sdk.Estimator.
 func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	x, n, p, err := rowsData(run.Data)
+	in, err := clippedInputs(run)
 	if err != nil {
 		return nil, err
 	}
 	ps := run.Params
-	r := ps.Int("rank")
-	if err := checkRank(r, p, false); err != nil {
-		return nil, err
-	}
-	clip := ps.Float("clip")
-	if err := finitePositive("clip", clip); err != nil {
-		return nil, err
-	}
-	center, mclip, mshare, err := centerParams(ps, clip)
-	if err != nil {
-		return nil, err
-	}
+	x, n, p, r, clip := in.x, in.n, in.p, in.r, in.clip
+	center, mclip, mshare := in.center, in.meanClip, in.meanShare
 	eps := run.Acct.Grant().Epsilon
 	if !(eps > 0) || math.IsInf(eps, 0) {
 		return nil, fmt.Errorf("pca-amin needs a finite ε grant")

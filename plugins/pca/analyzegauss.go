@@ -57,23 +57,13 @@ subtracted first (its own step) and the centred rows are clipped.`,
 
 // Fit implements sdk.Estimator.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	x, n, p, err := rowsData(run.Data)
+	in, err := clippedInputs(run)
 	if err != nil {
 		return nil, err
 	}
 	ps := run.Params
-	r := ps.Int("rank")
-	if err := checkRank(r, p, false); err != nil {
-		return nil, err
-	}
-	clip := ps.Float("clip")
-	if err := finitePositive("clip", clip); err != nil {
-		return nil, err
-	}
-	center, mclip, mshare, err := centerParams(ps, clip)
-	if err != nil {
-		return nil, err
-	}
+	x, n, r, clip := in.x, in.n, in.r, in.clip
+	center, mclip, mshare := in.center, in.meanClip, in.meanShare
 	shares := []float64{1}
 	if center {
 		shares = []float64{mshare, 1 - mshare}

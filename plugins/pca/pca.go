@@ -424,3 +424,34 @@ func fmtFloats(v []float64) string {
 	}
 	return s
 }
+
+// clipped holds the validated inputs of the worst-case (row-clipping)
+// estimators.
+type clipped struct {
+	x                   *mat.Dense
+	n, p, r             int
+	clip                float64
+	center              bool
+	meanClip, meanShare float64
+}
+
+// clippedInputs validates the data, rank, public clip and centring
+// parameters shared by Analyze Gauss and Amin et al., before any spend.
+func clippedInputs(run *sdk.Run) (clipped, error) {
+	var in clipped
+	var err error
+	if in.x, in.n, in.p, err = rowsData(run.Data); err != nil {
+		return in, err
+	}
+	ps := run.Params
+	in.r = ps.Int("rank")
+	if err := checkRank(in.r, in.p, false); err != nil {
+		return in, err
+	}
+	in.clip = ps.Float("clip")
+	if err := finitePositive("clip", in.clip); err != nil {
+		return in, err
+	}
+	in.center, in.meanClip, in.meanShare, err = centerParams(ps, in.clip)
+	return in, err
+}
