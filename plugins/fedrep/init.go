@@ -43,13 +43,7 @@ func ustatAggregateLoop(ctx context.Context, x *mat.Dense, y []float64, lay *lay
 				continue
 			}
 			// Rescale: ã_j = (y_j/cy)(x_j/cx), entries in [−1, 1].
-			var cx, cy float64
-			for r := ur.t0; r < ur.t1; r++ {
-				cy = math.Max(cy, math.Abs(y[r]))
-				for _, v := range raw.Data[r*raw.Stride : r*raw.Stride+d] {
-					cx = math.Max(cx, math.Abs(v))
-				}
-			}
+			cx, cy := userMaxAbs(raw, y, ur.t0, ur.t1, d)
 			if cx == 0 || cy == 0 {
 				continue
 			}
@@ -231,13 +225,7 @@ func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []f
 			if m0 < 2 {
 				continue
 			}
-			var cx, cy float64
-			for r := ur.t0; r < ur.t1; r++ {
-				cy = math.Max(cy, math.Abs(y[r]))
-				for _, v := range raw.Data[r*raw.Stride : r*raw.Stride+d] {
-					cx = math.Max(cx, math.Abs(v))
-				}
-			}
+			cx, cy := userMaxAbs(raw, y, ur.t0, ur.t1, d)
 			if cx == 0 || cy == 0 {
 				continue
 			}
@@ -353,4 +341,17 @@ func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []f
 		}
 	}
 	return out, clipped, nil
+}
+
+// userMaxAbs returns the largest |x| entry and |y| over the rows [t0, t1)
+// of one user (the user's own scale, used to rescale its contribution
+// before clipping).
+func userMaxAbs(raw blas64.General, y []float64, t0, t1, d int) (cx, cy float64) {
+	for r := t0; r < t1; r++ {
+		cy = math.Max(cy, math.Abs(y[r]))
+		for _, v := range raw.Data[r*raw.Stride : r*raw.Stride+d] {
+			cx = math.Max(cx, math.Abs(v))
+		}
+	}
+	return cx, cy
 }
