@@ -253,3 +253,17 @@ func TestNonPrivateEstimatorPolicy(t *testing.T) {
 	r = dplr(t, home, "fit", "example-mean-nonprivate", "--data", data, "--non-private", "--quiet", "--out", t.TempDir())
 	assert.Equal(t, ExitBudget, r.code, r.stderr)
 }
+
+// The host reports its own composition of the announced steps, never the
+// privacy figures a plugin claims.
+func TestHostStatesItsOwnPrivacyFigures(t *testing.T) {
+	home := t.TempDir()
+	data := genSpiked(t)
+	t.Setenv("DPLR_BAD_MODE", "understate")
+	r := dplr(t, home, "fit", "bad-understate", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--quiet", "--json", "--out", t.TempDir())
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var rep FitReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.InDelta(t, 0.01, rep.Privacy.Rho, 1e-12)
+	assert.Contains(t, rep.Privacy.Text, "ρ = 0.01")
+}

@@ -345,7 +345,14 @@ func grantKinds(ks []privacy.GrantKind) string {
 
 func buildReport(est string, plug *host.Plugin, info sdk.Info, h dataio.Handle, raw map[string]string, grant privacy.Grant, out *host.FitOutcome, loc *loaded) *FitReport {
 	res := out.Result
-	g := res.GetGuarantee()
+	// The guarantee's kind, model and assumptions are the estimator's; its
+	// numbers are the host's own composition of the steps the plugin
+	// announced (validated against the grant), never the plugin's word.
+	guar := sdk.GuaranteeFromProto(res.GetGuarantee())
+	if guar.Kind != privacy.None {
+		guar.Epsilon, guar.Delta, guar.Rho = out.Achieved.Epsilon, out.Achieved.Delta, out.Achieved.Rho
+	}
+	g := sdk.GuaranteeToProto(guar)
 	rep := &FitReport{
 		Estimator: est, Plugin: plug.Name(), PluginVer: plug.Catalogue.GetVersion(), PluginBin: plug.Path,
 		Backend: plug.Backend(), Threads: plug.Catalogue.GetBackendThreads(),

@@ -78,6 +78,13 @@ func (s *server) Fit(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) err
 		return nil
 	case "unannounced-step":
 		return st.Send(result(0.01))
+	case "understate":
+		// Spends ρ = 0.01 but claims ρ = 1e-9 in its guarantee.
+		_ = st.Send(step(0.01))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		r := result(0.01)
+		r.GetResult().Guarantee.Rho = 1e-9
+		return st.Send(r)
 	case "estimator-error":
 		return status.Errorf(codes.FailedPrecondition, "rank 99 exceeds the data's 3 columns")
 	}
