@@ -13,8 +13,12 @@ import (
 )
 
 // SinTheta returns the spectral and Frobenius norms of sin Θ(U, V), the
-// principal angles between the column spaces of U and V (both with
-// orthonormal columns, same number of rows). With k = cols(U) ≤ cols(V):
+// principal angles between the column spaces of U and V (same number of
+// rows, full column rank). Inputs need not be orthonormal: each is first
+// replaced by an orthonormal basis of its column span (thin QR), so a
+// non-orthonormal output such as the users' heads of a personalization
+// estimator is compared by its span rather than giving a meaningless
+// number. With k = cols(U) ≤ cols(V) and orthonormal bases:
 // ‖sin Θ‖_F² = k − ‖UᵀV‖_F² and ‖sin Θ‖₂² = 1 − σ_min(UᵀV)².
 func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 	ur, uc := u.Dims()
@@ -22,12 +26,20 @@ func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 	if ur != vr {
 		return 0, 0, fmt.Errorf("sin-theta: bases with %d and %d rows", ur, vr)
 	}
+	qu, err := orthonormalBasis(u)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sin-theta: first argument: %w", err)
+	}
+	qv, err := orthonormalBasis(v)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sin-theta: second argument: %w", err)
+	}
 	if uc > vc {
-		u, v = v, u
-		uc, vc = vc, uc
+		qu, qv = qv, qu
+		uc = vc
 	}
 	var c mat.Dense
-	c.Mul(u.T(), v) // uc×vc
+	c.Mul(qu.T(), qv) // uc×vc
 	var svd mat.SVD
 	if !svd.Factorize(&c, mat.SVDNone) {
 		return 0, 0, fmt.Errorf("sin-theta: SVD failed")
@@ -42,6 +54,32 @@ func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 		smin = s[len(s)-1]
 	}
 	return math.Sqrt(math.Max(0, 1-smin*smin)), math.Sqrt(math.Max(0, fro)), nil
+}
+
+// orthonormalBasis returns an orthonormal basis of a's column span by thin
+// QR, or an error when a has more columns than rows or is numerically
+// rank-deficient (a zero or dependent column has no well-defined span).
+func orthonormalBasis(a mat.Matrix) (*mat.Dense, error) {
+	r, c := a.Dims()
+	if c == 0 || c > r {
+		return nil, fmt.Errorf("a %d×%d matrix has no %d-dimensional column span", r, c, c)
+	}
+	var qr mat.QR
+	qr.Factorize(a)
+	var rr mat.Dense
+	qr.RTo(&rr)
+	maxd := 0.0
+	for i := 0; i < c; i++ {
+		maxd = math.Max(maxd, math.Abs(rr.At(i, i)))
+	}
+	for i := 0; i < c; i++ {
+		if d := math.Abs(rr.At(i, i)); d == 0 || d <= 1e-12*maxd {
+			return nil, fmt.Errorf("a %d×%d matrix is rank-deficient (column %d)", r, c, i)
+		}
+	}
+	var q mat.Dense
+	qr.QTo(&q)
+	return mat.DenseCopyOf(q.Slice(0, r, 0, c)), nil
 }
 
 // RelFrobenius returns ‖A − B‖_F / ‖B‖_F.

@@ -41,3 +41,34 @@ func TestAgainst(t *testing.T) {
 	assert.Equal(t, "U.sin_theta_spectral", got[1].Name)
 	assert.InDelta(t, 0, got[1].Value, 1e-12)
 }
+
+// Non-orthonormal inputs (such as the users' heads of fedrep, n×k with
+// arbitrary scale) are compared by their column spans: the distance must
+// not depend on the scale or mixing of the columns, and must not collapse
+// to 0 for different spans.
+func TestSinThetaNonOrthonormal(t *testing.T) {
+	cases := []struct {
+		name    string
+		u, v    *mat.Dense
+		want    float64
+		wantErr bool
+	}{
+		{"scaled same span", mat.NewDense(3, 2, []float64{5, 0, 0, 7, 0, 0}), mat.NewDense(3, 2, []float64{1, 1, 1, -1, 0, 0}), 0, false},
+		{"large heads, different span", mat.NewDense(3, 1, []float64{30, 0, 0}), mat.NewDense(3, 1, []float64{0, 40, 0}), 1, false},
+		{"45 degrees, unnormalised", mat.NewDense(2, 1, []float64{3, 0}), mat.NewDense(2, 1, []float64{2, 2}), math.Sqrt(0.5), false},
+		{"rank-deficient", mat.NewDense(3, 2, []float64{1, 2, 1, 2, 1, 2}), mat.NewDense(3, 2, []float64{1, 0, 0, 1, 0, 0}), 0, true},
+		{"zero column", mat.NewDense(3, 1, []float64{0, 0, 0}), mat.NewDense(3, 1, []float64{1, 0, 0}), 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, f, err := SinTheta(tc.u, tc.v)
+			if tc.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.InDelta(t, tc.want, s, 1e-7)
+			assert.GreaterOrEqual(t, f, s-1e-12, "‖sin Θ‖_F ≥ ‖sin Θ‖₂")
+		})
+	}
+}
