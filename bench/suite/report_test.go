@@ -244,3 +244,15 @@ func TestTermsCurveFollowsTwoRegimes(t *testing.T) {
 		assert.InDelta(t, tab.cells["m"]["A|"+tab.xs[i]].Median, pt.Y, 1e-9)
 	}
 }
+
+func TestRebaseLinks(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"![t](../plots/transport.png) ([SVG](../plots/transport.svg))", "![t](plots/transport.png) ([SVG](plots/transport.svg))"},
+		{"see [fig](fedrep-paper.png)", "see [fig](results/fedrep-paper.png)"},
+		{"[web](https://example.org/x) [abs](/usr/share/x) [anchor](#top)", "[web](https://example.org/x) [abs](/usr/share/x) [anchor](#top)"},
+		{"no links (here)", "no links (here)"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, rebaseLinks(c.in, "bench/results", "bench"), c.in)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -69,7 +70,7 @@ func WriteResults(path string, scenarios []*Scenario, outDir, areaDir string) er
 	}
 	for _, a := range areas {
 		if top[filepath.Base(a)] {
-			if err := includeArea(&b, a); err != nil {
+			if err := includeArea(&b, a, filepath.Dir(path)); err != nil {
 				return err
 			}
 		}
@@ -92,7 +93,7 @@ func WriteResults(path string, scenarios []*Scenario, outDir, areaDir string) er
 	if len(rest) > 0 {
 		b.WriteString("## Area benchmarks (Go benchmarks and study commands)\n\n")
 		for _, a := range rest {
-			if err := includeArea(&b, a); err != nil {
+			if err := includeArea(&b, a, filepath.Dir(path)); err != nil {
 				return err
 			}
 		}
@@ -103,15 +104,35 @@ func WriteResults(path string, scenarios []*Scenario, outDir, areaDir string) er
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func includeArea(b *strings.Builder, path string) error {
+func includeArea(b *strings.Builder, path, resultsDir string) error {
 	body, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(b, "<!-- from %s -->\n", filepath.Base(path))
-	b.WriteString(demote(string(body)))
+	b.WriteString(rebaseLinks(demote(string(body)), filepath.Dir(path), resultsDir))
 	b.WriteString("\n\n")
 	return nil
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// rebaseLinks rewrites the relative link and image targets of markdown
+// written in dir (an area file) so that they resolve from the directory
+// of the report that includes it. Absolute paths, URLs and anchors are
+// left alone.
+func rebaseLinks(md, dir, to string) string {
+	return mdLink.ReplaceAllStringFunc(md, func(m string) string {
+		target := mdLink.FindStringSubmatch(m)[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "/") || strings.HasPrefix(target, "#") {
+			return m
+		}
+		rel, err := filepath.Rel(to, filepath.Join(dir, target))
+		if err != nil {
+			return m
+		}
+		return "](" + filepath.ToSlash(rel) + ")"
+	})
 }
 
 // demote shifts markdown headings down two levels so area files nest under
