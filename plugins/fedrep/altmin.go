@@ -36,6 +36,8 @@ func (PrivAltMin) Info() sdk.Info {
 		{Name: "init_clip", Type: sdk.Float, Default: "50", Min: sdk.Bound(1e-12), Doc: "ψ_init: Frobenius bound on each user's U-statistic (public)"},
 		{Name: "init_share", Type: sdk.Float, Default: "0.2", Min: sdk.Bound(0.001), Max: sdk.Bound(0.999), Doc: "fraction of ρ spent on the initialization"},
 		{Name: "a_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0.01), Max: sdk.Bound(0.99), Doc: "fraction of the loop's ρ spent on the dk×dk statistic A (the rest goes to b)"},
+		{Name: "calibration", Type: sdk.String, Default: "zcdp", Choices: []string{"zcdp", "paper"},
+			Doc: "zcdp: exact replace-one zCDP, ρ split init_share / (1 − init_share) and a_share between A and b; paper: Jain et al.'s noise multiplier Δ = √(8 ln(1/δ))/ε on both statistics (σ = sensitivity·Δ; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T), their true zCDP cost is what is recorded and the initialization gets the rest of ρ"},
 		{Name: "ridge", Type: sdk.Float, Default: "1", Min: sdk.Bound(0), Doc: "ridge added to the noisy A before the solve, in units of c_W² per row of the group (post-processing). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"},
 	}
 	ps = append(ps, splitParams()...)
@@ -226,16 +228,14 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if initMode != "private" {
 		share = 0
 	}
-	rhoInit := share * rho
-	rhoLoop := (1 - share) * rho
-	rhoA, rhoB := p.Float("a_share")*rhoLoop, (1-p.Float("a_share"))*rhoLoop
-	if !disjoint {
-		rhoA, rhoB = rhoA/float64(T), rhoB/float64(T)
-	}
 	sensA := math.Sqrt2 * float64(portion) * cw * cw
 	sensB := 2 * float64(portion) * cw * cy
 	if math.IsInf(sensA, 0) || math.IsInf(sensB, 0) || sensA == 0 || sensB == 0 {
 		return nil, fmt.Errorf("clip_w = %g, clip_y = %g give a sensitivity that is zero or not finite", cw, cy)
+	}
+	rhoInit, rhoA, rhoB, err := planAltMinBudget(p.String("calibration"), run.Acct.Grant(), rho, share, p.Float("a_share"), T, disjoint, sensA, sensB)
+	if err != nil {
+		return nil, err
 	}
 
 	res := &sdk.Result{}
@@ -348,6 +348,55 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g",
 		rhoInit, rhoA, rhoB, map[bool]string{true: "loop (disjoint groups)", false: "iteration"}[disjoint], sensA, sensB))
 	return res, nil
+}
+
+// planAltMinBudget splits the total zCDP budget rho of a Priv-AltMin run
+// into the initialization's ρ and the ρ of each release of A and of b (per
+// loop with disjoint groups, per iteration otherwise).
+//
+// calibration "zcdp" shares rho as init_share / (1 − init_share) and the
+// loop's part as aShare / (1 − aShare). Calibration "paper" reproduces the
+// accounting of Jain et al. (spec seed002-003 §4.5): both statistics get
+// Gaussian noise σ = sensitivity·Δ with the noise multiplier
+// Δ = √(8 ln(1/δ))/ε, which they show suffices for (ε, δ) when
+// ε ≤ ln(1/δ); with every user in every iteration the T releases compose
+// sequentially, so Δ is multiplied by √T. The cost recorded is the true
+// zCDP cost of that σ (Δ_sens²/(2σ²) per release); the initialization gets
+// whatever remains of rho.
+func planAltMinBudget(calibration string, g privacy.Grant, rho, share, aShare float64, T int, disjoint bool, sensA, sensB float64) (rhoInit, rhoA, rhoB float64, err error) {
+	switch calibration {
+	case "paper":
+		if g.Kind != privacy.GrantApprox {
+			return 0, 0, 0, fmt.Errorf("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
+		}
+		if g.Epsilon > math.Log(1/g.Delta) {
+			return 0, 0, 0, fmt.Errorf("calibration=paper: Jain et al.'s multiplier √(8 ln(1/δ))/ε needs ε ≤ ln(1/δ) = %.4g, got ε = %g: %w", math.Log(1/g.Delta), g.Epsilon, privacy.ErrInvalidBudget)
+		}
+		mult := math.Sqrt(8*math.Log(1/g.Delta)) / g.Epsilon
+		releases := 1.0
+		if !disjoint {
+			mult *= math.Sqrt(float64(T))
+			releases = float64(T)
+		}
+		rhoA = privacy.RhoOfGaussian(sensA, sensA*mult)
+		rhoB = privacy.RhoOfGaussian(sensB, sensB*mult)
+		rest := rho - releases*(rhoA+rhoB)
+		if rest <= 0 {
+			return 0, 0, 0, fmt.Errorf("calibration=paper: the loop costs ρ = %.4g, more than the grant's ρ = %.4g: %w", releases*(rhoA+rhoB), rho, privacy.ErrOverBudget)
+		}
+		if share > 0 {
+			rhoInit = rest * (1 - 1e-9)
+		}
+		return rhoInit, rhoA, rhoB, nil
+	default:
+		rhoInit = share * rho
+		rhoLoop := (1 - share) * rho
+		rhoA, rhoB = aShare*rhoLoop, (1-aShare)*rhoLoop
+		if !disjoint {
+			rhoA, rhoB = rhoA/float64(T), rhoB/float64(T)
+		}
+		return rhoInit, rhoA, rhoB, nil
+	}
 }
 
 // symSolve solves (a + ridge·I) u = b for symmetric a through its

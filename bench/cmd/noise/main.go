@@ -44,8 +44,14 @@ var comparisons = []comparison{
 		map[string]string{"calibration": "paper", "gaussian": "analytic"}, "paper split and literal sensitivities (analytic Gaussian where a step's ε > 1)", false, false},
 	{"fedrep-private", "users-lowrank", map[string]string{"users": "20000"}, map[string]string{"rank": "2"},
 		map[string]string{"calibration": "paper"}, "the paper's σ̂ per round (experiment code), start gets the rest", false, false},
+	{"rgrad-weak", "trace-regression", map[string]string{"n": "16000"}, map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5"},
+		map[string]string{"calibration": "paper", "gaussian": "analytic"}, "paper split and literal sensitivities (analytic Gaussian where a step's ε > 1)", false, false},
+	{"fedrep-privaltmin", "users-lowrank", map[string]string{"users": "20000"}, map[string]string{"rank": "2"},
+		map[string]string{"calibration": "paper"}, "Jain et al.'s multiplier √(8 ln(1/δ))/ε on A and b (disjoint groups), start gets the rest", false, true},
 	{"orbit-em", "orbit-spiked", nil, map[string]string{"rank": "1"},
 		map[string]string{"calibration": "paper"}, "the paper's β = ε/(4λ₁) (exponential mechanism: β is the scale)", true, true},
+	{"orbit-rank-k", "orbit-spiked", nil, map[string]string{"rank": "1"},
+		map[string]string{"calibration": "paper"}, "Laplace spectrum unchanged; the paper's β = ε/(4λ̃₁) for the orbit step", true, true},
 }
 
 func main() {
