@@ -312,6 +312,7 @@ func TestKOneAcceptanceIsReal(t *testing.T) {
 		assert.InDelta(t, 1/scalar(t, res, "proposals"), scalar(t, res, "acceptance_rate"), 1e-12)
 	}
 	assert.Greater(t, proposals/draws, 1.5, "rejections must happen at d = 20 with a strong signal")
+	t.Logf("exact sampler: %.2f proposals per draw over %.0f draws", proposals/draws, draws)
 }
 
 // losses runs the orbit EM nDraw times on A and returns OPT − ⟨A, H⟩.

@@ -54,8 +54,10 @@ The default budget accounting composes the steps in zCDP from the grant; split s
 share of stage 1.`,
 		DataKind:  data.Rows,
 		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r, σ², λ public; neighbours replace one row by an independent model draw",
-		// Only (ε, δ) grants: a Model guarantee is stated in (ε, δ) (the
-		// steps are still composed in zCDP inside that grant by default).
+		// (ε, δ) grants (the steps are composed in zCDP inside the grant by
+		// default) and ρ grants (the model guarantee then states ρ, and β
+		// defaults to 1e-6 since there is no δ to borrow). No pure grant: the
+		// mechanism is Gaussian.
 		Grants: []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Params: append([]sdk.ParamSpec{
 			rankSpec(),
@@ -66,7 +68,7 @@ share of stage 1.`,
 			{Name: "gaussian", Type: sdk.String, Choices: []string{"zcdp", "classical", "analytic"}, Doc: "Gaussian noise calibration: zcdp composes ρ from the grant (default for explicit, subgaussian, davis-kahan); classical is the paper's Lemma 1 with per-step ε ≤ 1 (default for paper, diverging); analytic is Balle–Wang"},
 			{Name: "split", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0.01), Max: sdk.Bound(0.99), Doc: "share of the (non-mean) budget spent on stage 1 (eigenvectors); the paper uses 0.5"},
 			{Name: "pca_only", Type: sdk.Bool, Default: "false", Doc: "run stage 1 only, spending the whole budget on the eigenvectors"},
-			{Name: "beta", Type: sdk.Float, Min: sdk.Bound(1e-300), Max: sdk.Bound(0.5), Doc: "failure probability over the data of the explicit bounds (default: the grant's δ)"},
+			{Name: "beta", Type: sdk.Float, Min: sdk.Bound(1e-300), Max: sdk.Bound(0.5), Doc: "failure probability over the data of the explicit bounds (default: the grant's δ, or 1e-6 under a ρ grant)"},
 			{Name: "safety", Type: sdk.Float, Min: sdk.Bound(1), Doc: "multiplier on the explicit sensitivities (default 1; 1.5 for subgaussian)"},
 			{Name: "c2", Type: sdk.Float, Default: "8.5", Min: sdk.Bound(0), Doc: "constant C2 of the paper's Δ1 (paper, diverging); the paper gives none, 8.5 matches the explicit bound"},
 			{Name: "c3", Type: sdk.Float, Default: "7", Min: sdk.Bound(0), Doc: "constant C3 of the paper's Δ2 (paper, diverging); the paper gives none, 7 matches 2τ/n"},
