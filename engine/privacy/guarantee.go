@@ -55,6 +55,10 @@ func (g Guarantee) String() string {
 		fmt.Fprintf(&b, "ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
 		if g.Delta > 0 {
 			fmt.Fprintf(&b, ", which implies (ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
+		} else if g.Rho > 0 {
+			// A ρ grant names no δ: state the conversion at a reference δ.
+			fmt.Fprintf(&b, ", which implies (ε, δ)-differential privacy for every δ > 0, e.g. ε = %s at δ = %s",
+				num(EpsilonFromRho(g.Rho, exampleDelta)), num(exampleDelta))
 		}
 	case Model:
 		if g.Epsilon == 0 && g.Rho > 0 {
@@ -64,9 +68,13 @@ func (g Guarantee) String() string {
 		}
 		fmt.Fprintf(&b, ", holding with probability at least %s over data drawn from the %s model", oneMinus(g.Beta), modelName(g.Model))
 	case Nominal:
-		fmt.Fprintf(&b, "nominal ε = %s", num(g.Epsilon))
-		if g.Delta > 0 {
-			fmt.Fprintf(&b, ", δ = %s", num(g.Delta))
+		if g.Epsilon == 0 && g.Rho > 0 {
+			fmt.Fprintf(&b, "nominal ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
+		} else {
+			fmt.Fprintf(&b, "nominal ε = %s", num(g.Epsilon))
+			if g.Delta > 0 {
+				fmt.Fprintf(&b, ", δ = %s", num(g.Delta))
+			}
 		}
 		b.WriteString(" (the sampler is not certified: the guarantee would hold only for an exact sampler)")
 	case None:
@@ -85,6 +93,10 @@ func (g Guarantee) String() string {
 	}
 	return b.String()
 }
+
+// exampleDelta is the δ at which String states the (ε, δ) conversion of a
+// ρ-zCDP guarantee that carries no δ of its own (a ρ grant).
+const exampleDelta = 1e-6
 
 func modelName(m string) string {
 	if m == "" {
@@ -110,6 +122,9 @@ func (g Guarantee) Validate() error {
 	case Approx, Model, Nominal:
 		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
 			return bad("ε", g.Epsilon)
+		}
+		if !(g.Rho >= 0) || math.IsInf(g.Rho, 0) {
+			return bad("ρ", g.Rho)
 		}
 		if !(g.Delta >= 0 && g.Delta < 1) {
 			return bad("δ", g.Delta)

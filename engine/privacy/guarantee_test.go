@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,6 +26,12 @@ func TestGuaranteeString(t *testing.T) {
 		{Guarantee{Kind: Model, Rho: 0.02, Model: "spiked Gaussian covariance", Beta: 1e-6},
 			[]string{"ρ-zero-concentrated differential privacy with ρ = 0.02, holding with probability at least 1 − 1e-06"}},
 		{Guarantee{Kind: Nominal, Epsilon: 1, Delta: 1e-6}, []string{"nominal ε = 1, δ = 1e-06", "not certified"}},
+		// A ρ grant carries no δ: the tight conversion is stated at δ = 1e-6
+		// (ε = 2.14193892838547… by mpmath, 60 digits).
+		{Guarantee{Kind: ZCDP, Rho: 0.1},
+			[]string{"ρ = 0.1, which implies (ε, δ)-differential privacy for every δ > 0, e.g. ε = 2.142 at δ = 1e-06"}},
+		// A nominal guarantee under a ρ grant names ρ, not a zero ε.
+		{Guarantee{Kind: Nominal, Rho: 0.05}, []string{"nominal ρ-zero-concentrated differential privacy with ρ = 0.05", "not certified"}},
 		{Guarantee{Kind: None}, []string{"not private"}},
 		{Guarantee{Kind: Approx, Epsilon: 1, Delta: 1e-6, Seeded: true}, []string{"NOT private against anyone who knows the seed"}},
 		{Guarantee{Kind: "odd"}, []string{`unknown guarantee "odd"`}},
@@ -35,7 +42,8 @@ func TestGuaranteeString(t *testing.T) {
 			assert.Contains(t, s, w)
 		}
 	}
-	assert.NotContains(t, Guarantee{Kind: ZCDP, Rho: 0.1}.String(), "implies")
+	assert.NotContains(t, Guarantee{Kind: ZCDP}.String(), "implies", "no conversion of a zero ρ")
+	assert.NotContains(t, Guarantee{Kind: Nominal, Rho: 0.05}.String(), "ε = 0")
 }
 
 func TestGuaranteeJSONRoundTrip(t *testing.T) {
@@ -57,5 +65,10 @@ func TestGuaranteeValidate(t *testing.T) {
 	assert.ErrorIs(t, Guarantee{Kind: Approx, Epsilon: 1, Delta: 1}.Validate(), ErrInvalidBudget)
 	assert.ErrorIs(t, Guarantee{Kind: Model, Epsilon: 1, Delta: 1e-6, Beta: 1}.Validate(), ErrInvalidBudget)
 	assert.ErrorIs(t, Guarantee{Kind: ZCDP, Rho: -1}.Validate(), ErrInvalidBudget)
+	assert.NoError(t, Guarantee{Kind: Nominal, Rho: 0.05}.Validate())
+	for _, k := range []GuaranteeKind{Approx, Model, Nominal} {
+		assert.ErrorIs(t, Guarantee{Kind: k, Epsilon: 1, Delta: 1e-6, Rho: math.NaN()}.Validate(), ErrInvalidBudget, k)
+		assert.ErrorIs(t, Guarantee{Kind: k, Epsilon: 1, Delta: 1e-6, Rho: math.Inf(1)}.Validate(), ErrInvalidBudget, k)
+	}
 	assert.ErrorIs(t, Guarantee{Kind: "x"}.Validate(), ErrInvalidBudget)
 }
