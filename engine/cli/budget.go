@@ -13,7 +13,13 @@ import (
 
 func cmdBudget(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 || (args[0] != "set" && args[0] != "show" && args[0] != "history") {
-		fmt.Fprint(env.Stderr, `Usage:
+		// Asked for help: stdout, exit 0. Otherwise a usage error: stderr, exit 2.
+		helpAsked := len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
+		w := env.Stderr
+		if helpAsked {
+			w = env.Stdout
+		}
+		fmt.Fprint(w, `Usage:
   dplr budget set     (--data PATH | --hash HEX) (--epsilon E [--delta D] | --rho R) [--name NAME]
   dplr budget show    (--data PATH | --hash HEX) [--json]
   dplr budget history (--data PATH | --hash HEX) [--json]
@@ -23,12 +29,21 @@ read from another file or format shares its budget. Once a total is set,
 every dplr fit on that data set reserves its grant inside one database
 transaction before any noise is drawn, and is refused (exit 3, nothing
 spent) if the total would be exceeded. Runs on a data set without a total
-are recorded but not limited.
+are recorded but not limited. --kind (rows, trace, users) says how to read
+--data when it is a file; "dplr budget SUBCOMMAND -h" lists every flag.
+
+Examples:
+  dplr budget set --data data/spiked --epsilon 3 --delta 1e-5
+  dplr budget show --data data/spiked
+  dplr budget history --data data/spiked --json
 `)
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		switch {
+		case helpAsked:
 			return nil
+		case len(args) == 0:
+			return usagef("budget needs a subcommand: set, show or history")
 		}
-		return usagef("budget: unknown subcommand %q", args[0])
+		return usagef("budget: unknown subcommand %q (want set, show or history)", args[0])
 	}
 	sub := args[0]
 	fs := newFlags("budget "+sub, "(--data PATH | --hash HEX) ...", env)

@@ -132,24 +132,60 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 budget refused, 4 plugin failure,
 `)
 }
 
+// commandExamples are the worked examples a command's help ends with,
+// keyed by the flag set's name.
+var commandExamples = map[string]string{
+	"fit": `  dplr gen spiked --out data/spiked --set n=5000 --set p=30
+  dplr fit pca-analyze-gauss --data data/spiked --epsilon 1 --delta 1e-6 --set rank=2 --set clip=12
+  dplr fit example-mean --data rows.csv --rho 0.05 --set clip=3 --out out/mean --json
+
+Estimator parameters (--set) differ by estimator: see "dplr describe ESTIMATOR".
+Exit codes: 0 ok, 1 error, 2 usage, 3 budget refused, 4 plugin failure,
+5 bad data, 6 estimator error (2, 3 and 5 spend nothing).`,
+	"gen": `  dplr gen --list
+  dplr gen spiked --out data/spiked --seed 1 --set n=5000 --set p=30 --set rank=2
+  dplr gen trace-regression --out data/trace --set n=4000 --set d1=20 --set d2=10`,
+	"describe": `  dplr describe pca-cxz
+  dplr describe example-mean --json`,
+	"plugins": `  dplr plugins
+  dplr plugins --json --plugin-dir ./my-plugins`,
+	"demo": `  dplr demo --out /tmp/dplr-demo`,
+}
+
+// newFlags returns the flag set of a command. Help (-h) is printed to
+// stdout; a parse error is reported once, by parse, with a pointer to the
+// help instead of the whole flag list.
 func newFlags(name, synopsis string, env *Env) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: dplr %s %s\n\nFlags:\n", name, synopsis)
+		fmt.Fprintf(env.Stdout, "Usage: dplr %s %s\n\nFlags (write -flag or --flag):\n", name, synopsis)
+		fs.SetOutput(env.Stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		if ex := commandExamples[name]; ex != "" {
+			fmt.Fprintf(env.Stdout, "\nExamples:\n%s\n", ex)
+		}
 	}
 	return fs
 }
 
+// parse parses a command's flags: -h prints the help and returns
+// flag.ErrHelp (exit 0); any other error is a usage error naming the
+// problem and where the help is.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fail(ExitUsage, err)
+	help := fs.Usage
+	fs.Usage = func() {} // flag calls Usage on errors too; print help only when asked
+	err := fs.Parse(args)
+	fs.Usage = help
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		help()
+		return err
 	}
-	return nil
+	return fail(ExitUsage, fmt.Errorf("%w (see \"dplr %s -h\")", err, fs.Name()))
 }
 
 // Version is the dplr version.

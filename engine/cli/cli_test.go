@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,13 @@ func TestBadInputSpendsNothing(t *testing.T) {
 	data := genSpiked(t)
 	nanFile := filepath.Join(t.TempDir(), "nan.csv")
 	require.NoError(t, os.WriteFile(nanFile, []byte("1,2\n3,nan\n"), 0o644))
+	x, err := os.ReadFile(filepath.Join(data, "X.npy"))
+	require.NoError(t, err)
+	truncated := filepath.Join(t.TempDir(), "truncated.npy")
+	require.NoError(t, os.WriteFile(truncated, x[:len(x)/2], 0o644))
+	require.Equal(t, ExitOK, dplr(t, home, "budget", "set", "--data", data, "--epsilon", "5", "--delta", "1e-5").code)
+	before := dplr(t, home, "budget", "show", "--data", data, "--json")
+	require.Equal(t, ExitOK, before.code, before.stderr)
 	cases := []struct {
 		name string
 		args []string
@@ -123,6 +131,13 @@ func TestBadInputSpendsNothing(t *testing.T) {
 		{"pure budget refused", []string{"--data", data, "--epsilon", "1"}, ExitUsage, "does not accept a pure budget"},
 		{"nan data", []string{"--data", nanFile, "--epsilon", "1", "--delta", "1e-6"}, ExitData, "not finite"},
 		{"missing data", []string{"--data", "/nonexistent.npy", "--epsilon", "1", "--delta", "1e-6"}, ExitData, "no such file"},
+		{"epsilon NaN", []string{"--data", data, "--epsilon", "nan", "--delta", "1e-6"}, ExitUsage, `"nan" is not a number`},
+		{"delta NaN", []string{"--data", data, "--epsilon", "1", "--delta", "NaN"}, ExitUsage, `"NaN" is not a number`},
+		{"epsilon trailing text", []string{"--data", data, "--epsilon", "1x", "--delta", "1e-6"}, ExitUsage, `"1x" is not a number`},
+		{"epsilon infinite", []string{"--data", data, "--epsilon", "1e999", "--delta", "1e-6"}, ExitUsage, "epsilon = +Inf must be positive and finite"},
+		{"seed trailing text", []string{"--data", data, "--epsilon", "1", "--delta", "1e-6", "--seed", "12abc"}, ExitUsage, `"12abc" is not an integer`},
+		{"infinite param", []string{"--data", data, "--epsilon", "1", "--delta", "1e-6", "--set", "clip=inf"}, ExitUsage, "not a finite number"},
+		{"truncated npy", []string{"--data", truncated, "--epsilon", "1", "--delta", "1e-6"}, ExitData, "header implies"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +150,8 @@ func TestBadInputSpendsNothing(t *testing.T) {
 	assert.Equal(t, ExitUsage, r.code)
 	assert.Contains(t, r.stderr, "known: ")
 	assert.Empty(t, history(t, home, data), "no run was recorded, nothing was charged")
+	after := dplr(t, home, "budget", "show", "--data", data, "--json")
+	assert.JSONEq(t, before.stdout, after.stdout, "refused runs leave the budget untouched")
 }
 
 func TestBudgetIsEnforcedAcrossRuns(t *testing.T) {
@@ -266,4 +283,135 @@ func TestHostStatesItsOwnPrivacyFigures(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	assert.InDelta(t, 0.01, rep.Privacy.Rho, 1e-12)
 	assert.Contains(t, rep.Privacy.Text, "ρ = 0.01")
+}
+
+// Help is printed to stdout with exit 0 when asked for; a usage error is
+// one line on stderr naming the problem and where the help is, exit 2.
+func TestHelpAndUsageErrors(t *testing.T) {
+	cases := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string
+		stderr     []string
+		notStdout  []string
+		notStderr  []string
+		emptyOther bool // the other stream stays empty
+	}{
+		{name: "help fit", args: []string{"help", "fit"}, code: ExitOK,
+			stdout:    []string{"Usage: dplr fit ESTIMATOR", "-data PATH", "-set key=value", "-epsilon E", "-seed N", "Examples:", "dplr describe ESTIMATOR", "Exit codes"},
+			notStdout: []string{"-data dplr gen", "-set dplr describe"}, emptyOther: true},
+		{name: "fit -h", args: []string{"fit", "-h"}, code: ExitOK, stdout: []string{"Usage: dplr fit", "-out DIR"}, emptyOther: true},
+		{name: "gen --help", args: []string{"gen", "--help"}, code: ExitOK, stdout: []string{"Usage: dplr gen MODEL", "-set key=value", "dplr gen --list"}, emptyOther: true},
+		{name: "describe -h", args: []string{"describe", "-h"}, code: ExitOK, stdout: []string{"Usage: dplr describe ESTIMATOR", "-plugin-dir DIR"}, emptyOther: true},
+		{name: "budget -h", args: []string{"budget", "-h"}, code: ExitOK, stdout: []string{"dplr budget set", "Examples:"}, emptyOther: true},
+		{name: "help budget", args: []string{"help", "budget"}, code: ExitOK, stdout: []string{"dplr budget history"}, emptyOther: true},
+		{name: "budget set -h", args: []string{"budget", "set", "-h"}, code: ExitOK, stdout: []string{"Usage: dplr budget set", "-epsilon E"}, emptyOther: true},
+		{name: "budget without subcommand", args: []string{"budget"}, code: ExitUsage, stderr: []string{"needs a subcommand: set, show or history"}},
+		{name: "budget unknown subcommand", args: []string{"budget", "spend"}, code: ExitUsage, stderr: []string{`unknown subcommand "spend"`}},
+		{name: "bad flag value", args: []string{"fit", "example-mean", "--epsilon", "abc"}, code: ExitUsage,
+			stderr: []string{`invalid value "abc" for flag -epsilon`, `(see "dplr fit -h")`}, notStderr: []string{"Flags", "-d1 int"}, emptyOther: true},
+		{name: "unknown flag", args: []string{"gen", "spiked", "--bogus"}, code: ExitUsage,
+			stderr: []string{"flag provided but not defined: -bogus", `(see "dplr gen -h")`}, notStderr: []string{"Flags"}, emptyOther: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Main(tc.args, &out, &errb)
+			assert.Equal(t, tc.code, code, errb.String())
+			for _, s := range tc.stdout {
+				assert.Contains(t, out.String(), s)
+			}
+			for _, s := range tc.notStdout {
+				assert.NotContains(t, out.String(), s)
+			}
+			for _, s := range tc.stderr {
+				assert.Contains(t, errb.String(), s)
+			}
+			for _, s := range tc.notStderr {
+				assert.NotContains(t, errb.String(), s)
+			}
+			if tc.emptyOther && tc.code == ExitOK {
+				assert.Empty(t, errb.String())
+			}
+			if tc.emptyOther && tc.code != ExitOK {
+				assert.Empty(t, out.String())
+			}
+		})
+	}
+}
+
+func TestBudgetAndSeedFlagValues(t *testing.T) {
+	floats := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"1", 1, true},
+		{" 0.5 ", 0.5, true},
+		{"1e-6", 1e-6, true},
+		{"-1", -1, true}, // refused later, with its name, by Grant.Validate
+		{"1e999", math.Inf(1), true},
+		{"nan", 0, false},
+		{"NaN", 0, false},
+		{"1x", 0, false},
+		{"", 0, false},
+		{"one", 0, false},
+	}
+	for _, tc := range floats {
+		t.Run("float "+tc.in, func(t *testing.T) {
+			v := math.NaN()
+			err := floatVar{&v}.Set(tc.in)
+			if !tc.ok {
+				assert.ErrorContains(t, err, "is not a number")
+				assert.True(t, math.IsNaN(v), "a refused value leaves the flag unset")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, v)
+		})
+	}
+	seeds := []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"42", 42, true},
+		{"18446744073709551615", math.MaxUint64, true},
+		{"18446744073709551616", 0, false},
+		{"-3", 0, false},
+		{"12abc", 0, false},
+		{"1.5", 0, false},
+		{"", 0, false},
+	}
+	for _, tc := range seeds {
+		t.Run("seed "+tc.in, func(t *testing.T) {
+			var o optUint
+			err := o.Set(tc.in)
+			if !tc.ok {
+				assert.ErrorContains(t, err, "is not an integer")
+				assert.False(t, o.set)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, o.set)
+			assert.Equal(t, tc.want, o.v)
+		})
+	}
+}
+
+// A fit still running at --timeout is a hung plugin: exit 4, named, and
+// charged (noise may have been drawn).
+func TestFitTimeoutIsAPluginFailure(t *testing.T) {
+	home := t.TempDir()
+	data := genSpiked(t)
+	t.Setenv("DPLR_BAD_MODE", "hang-fit")
+	r := dplr(t, home, "fit", "bad-hang-fit", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--quiet", "--timeout", "300ms")
+	assert.Equal(t, ExitPlugin, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "did not finish within --timeout 300ms")
+	assert.Contains(t, r.stderr, "charged its full grant")
+	runs := history(t, home, data)
+	require.Len(t, runs, 1)
+	assert.Equal(t, true, runs[0]["noise_drawn"])
 }

@@ -26,12 +26,12 @@ type dataFlags struct {
 }
 
 func (df *dataFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&df.path, "data", "", "data file (CSV, .npy, IDX, gzip or not) or a directory written by `dplr gen`")
+	fs.StringVar(&df.path, "data", "", "`PATH` of a data file (CSV, .npy, IDX, gzip or not) or of a directory written by \"dplr gen\"")
 	fs.StringVar(&df.format, "format", "", "data format: csv, npy or idx (default: detected from extension and magic bytes)")
 	fs.Float64Var(&df.scale, "scale", 0, "multiply every feature by this (e.g. 0.00392156862745098 = 1/255 for 8-bit pixels)")
-	fs.StringVar(&df.labels, "labels", "", "optional file of integer class labels (IDX, .npy or CSV)")
-	fs.StringVar(&df.response, "response", "", "file of responses y for trace/users data read from arrays")
-	fs.StringVar(&df.users, "users", "", "file of integer user ids for users data read from arrays")
+	fs.StringVar(&df.labels, "labels", "", "optional `FILE` of integer class labels (IDX, .npy or CSV)")
+	fs.StringVar(&df.response, "response", "", "`FILE` of responses y for trace/users data read from arrays")
+	fs.StringVar(&df.users, "users", "", "`FILE` of integer user ids for users data read from arrays")
 	fs.IntVar(&df.d1, "d1", 0, "rows of each trace-regression sample matrix (CSV or 2-D input)")
 	fs.IntVar(&df.d2, "d2", 0, "columns of each trace-regression sample matrix")
 	fs.StringVar(&df.userCol, "user-column", "", "CSV column of user ids (name or 0-based index; default \"user\")")

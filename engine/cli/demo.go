@@ -34,7 +34,7 @@ func cmdDemo(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags("demo", "[--out DIR]", env)
 	var pf pluginFlags
 	pf.register(fs)
-	out := fs.String("out", filepath.Join("dplr-out", "demo"), "directory for the demo's data, results and budget ledger")
+	out := fs.String("out", filepath.Join("dplr-out", "demo"), "`DIR` for the demo's data, results and budget ledger")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,7 +117,7 @@ type LedgerReport struct {
 const inlineLimit = 400 // matrices with at most this many values are inlined in JSON
 
 func cmdFit(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags("fit", "ESTIMATOR --data PATH --epsilon E [--delta D | --rho R] [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
+	fs := newFlags("fit", "ESTIMATOR --data PATH [--format F] --epsilon E [--delta D | --rho R] [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
 	var pf pluginFlags
 	pf.register(fs)
 	var df dataFlags
@@ -124,13 +125,13 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	var gf grantFlags
 	gf.register(fs, "privacy budget of this run")
 	var sets multiFlag
-	fs.Var(&sets, "set", "estimator parameter key=value (repeatable; see `dplr describe ESTIMATOR`)")
-	outDir := fs.String("out", "", "directory for result.json and one .npy per matrix (default dplr-out/ESTIMATOR-TIME)")
+	fs.Var(&sets, "set", "estimator parameter `key=value` (repeatable; see \"dplr describe ESTIMATOR\")")
+	outDir := fs.String("out", "", "`DIR` for result.json and one .npy per matrix (default dplr-out/ESTIMATOR-TIME)")
 	var seed optUint
-	fs.Var(&seed, "seed", "draw noise from this seed: reproducible, and NOT private against anyone who knows it")
+	fs.Var(&seed, "seed", "draw noise from seed `N`: reproducible, and NOT private against anyone who knows it")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object on stdout")
 	quiet := fs.Bool("quiet", false, "no progress display")
-	timeout := fs.Duration("timeout", 0, "give up on the fit after this long (0: no limit)")
+	timeout := fs.Duration("timeout", 0, "give up on the fit after this long, treating the plugin as hung (exit 4; the grant stays charged); 0: no limit")
 	nonPrivate := fs.Bool("non-private", false, "allow a non-private reference estimator (its output is NOT private; refused on data sets with a budget)")
 	if err := parse(fs, reorder(args)); err != nil {
 		return err
@@ -259,6 +260,11 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		code := ExitEstimator
 		if errors.Is(fitErr, host.ErrPlugin) {
 			code = ExitPlugin
+		}
+		if *timeout > 0 && errors.Is(fitErr, context.DeadlineExceeded) {
+			// A plugin still running at --timeout is treated as hung.
+			code = ExitPlugin
+			fitErr = fmt.Errorf("the fit did not finish within --timeout %s: %w", *timeout, fitErr)
 		}
 		return fail(code, fmt.Errorf("%w (ledger %s %s)", fitErr, runID, charged))
 	}
@@ -524,9 +530,10 @@ func (o *optUint) String() string {
 }
 
 func (o *optUint) Set(s string) error {
-	if _, err := fmt.Sscan(s, &o.v); err != nil {
-		return fmt.Errorf("%q is not a non-negative integer", s)
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not an integer in [0, 2^64)", s)
 	}
-	o.set = true
+	o.v, o.set = v, true
 	return nil
 }

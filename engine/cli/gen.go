@@ -39,11 +39,11 @@ const ManifestName = "dataset.json"
 
 func cmdGen(_ context.Context, env *Env, args []string) error {
 	fs := newFlags("gen", "MODEL --out DIR [--set key=value ...] [--seed N]", env)
-	out := fs.String("out", "", "output directory (created); holds dataset.json, the data as .npy and truth/*.npy")
-	seed := fs.Uint64("seed", 1, "random seed (generated data is always reproducible)")
+	out := fs.String("out", "", "output `DIR` (created); holds dataset.json, the data as .npy and truth/*.npy")
+	seed := fs.Uint64("seed", 1, "random seed `N` (generated data is always reproducible)")
 	list := fs.Bool("list", false, "list the models and their parameters")
 	var sets multiFlag
-	fs.Var(&sets, "set", "model parameter key=value (repeatable)")
+	fs.Var(&sets, "set", "model parameter `key=value` (repeatable; \"dplr gen --list\" shows each model's)")
 	if err := parse(fs, reorder(args)); err != nil {
 		return err
 	}

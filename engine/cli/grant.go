@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/dplr/dplr/engine/privacy"
 )
@@ -17,9 +20,9 @@ type grantFlags struct {
 func (g *grantFlags) register(fs *flag.FlagSet, what string) {
 	nan := math.NaN()
 	g.eps, g.delta, g.rho = nan, nan, nan
-	fs.Var(floatVar{&g.eps}, "epsilon", what+": ε (with --delta: (ε, δ)-DP; alone: pure ε-DP)")
-	fs.Var(floatVar{&g.delta}, "delta", what+": δ in (0, 1)")
-	fs.Var(floatVar{&g.rho}, "rho", what+": ρ for a ρ-zCDP budget (instead of --epsilon/--delta)")
+	fs.Var(floatVar{&g.eps}, "epsilon", what+": ε = `E` > 0 (with --delta: (ε, δ)-DP; alone: pure ε-DP)")
+	fs.Var(floatVar{&g.delta}, "delta", what+": δ = `D` in (0, 1), with --epsilon")
+	fs.Var(floatVar{&g.rho}, "rho", what+": ρ = `R` > 0 for a ρ-zCDP budget (instead of --epsilon/--delta)")
 }
 
 func (g *grantFlags) grant() (privacy.Grant, error) {
@@ -55,9 +58,12 @@ func (f floatVar) String() string {
 	return fmt.Sprint(*f.p)
 }
 
+// Set parses the whole of s as a number. NaN is refused: it is the
+// "unset" sentinel, and never a meaningful budget. Infinities are left to
+// privacy.Grant.Validate, which names the parameter.
 func (f floatVar) Set(s string) error {
-	var v float64
-	if _, err := fmt.Sscan(s, &v); err != nil {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if (err != nil && !errors.Is(err, strconv.ErrRange)) || math.IsNaN(v) {
 		return fmt.Errorf("%q is not a number", s)
 	}
 	*f.p = v

@@ -29,7 +29,7 @@ type pluginFlags struct {
 }
 
 func (pf *pluginFlags) register(fs *flag.FlagSet) {
-	fs.Var(&pf.dirs, "plugin-dir", "directory to search for dplr-* plugins first (repeatable)")
+	fs.Var(&pf.dirs, "plugin-dir", "`DIR` to search for dplr-* plugins first (repeatable)")
 	fs.StringVar(&pf.manifest, "manifest", "", "sha256sum-style manifest pinning plugin binaries; unlisted or altered plugins are refused")
 	fs.StringVar(&pf.home, "home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
 	fs.DurationVar(&pf.timeout, "plugin-timeout", 10*time.Second, "time a plugin may take to start and answer its catalogue")

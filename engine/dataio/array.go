@@ -107,7 +107,7 @@ func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
 	if known >= 0 {
 		buf = make([]byte, n)
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, fmt.Errorf("%w: reading %d data bytes: %v", errTruncated, n, err)
+			return nil, fmt.Errorf("%w: reading %d data bytes: %w", errTruncated, n, err)
 		}
 	} else {
 		start := min(n, 1<<20)

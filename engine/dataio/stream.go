@@ -73,7 +73,7 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 			n, err := io.ReadFull(p.r, raw[filled:end])
 			filled += n
 			if err != nil {
-				errc <- fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%v)", errTruncated, len(raw), filled, err)
+				errc <- fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%w)", errTruncated, len(raw), filled, err)
 				return
 			}
 			select {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -72,7 +71,7 @@ func (p *Plugin) Fit(ctx context.Context, req *dplrpb.FitRequest, onEvent func(*
 			}
 		case *dplrpb.FitEvent_Matrix:
 			if err := addChunk(byName, &order, e.Matrix); err != nil {
-				return out, fmt.Errorf("plugin %s: malformed matrix output: %v: %w", p.Name(), err, ErrPlugin)
+				return out, fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
 			}
 		case *dplrpb.FitEvent_Result:
 			if out.Result != nil {
@@ -94,14 +93,14 @@ func (p *Plugin) Fit(ctx context.Context, req *dplrpb.FitRequest, onEvent func(*
 		out.Matrices = append(out.Matrices, *m)
 	}
 	if err := validateResult(req, out); err != nil {
-		return out, fmt.Errorf("plugin %s: %v: %w", p.Name(), err, ErrPlugin)
+		return out, fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
 	}
 	return out, nil
 }
 
 func (p *Plugin) wrap(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("plugin %s: %s: %w", p.Name(), what, ctx.Err())
+	if cerr := ctxErr(ctx); cerr != nil {
+		return fmt.Errorf("plugin %s: %s: %w", p.Name(), what, cerr)
 	}
 	st, _ := status.FromError(err)
 	switch st.Code() {
@@ -118,6 +117,21 @@ func (p *Plugin) wrap(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("plugin %s crashed during %s: %v: %w", p.Name(), what, st.Message(), ErrPlugin)
 	}
 	return fmt.Errorf("plugin %s: %s: %v: %w", p.Name(), what, st.Message(), ErrPlugin)
+}
+
+// ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
+// passed even if its timer has not fired yet: gRPC propagates the deadline
+// to the plugin, which may end the stream (RST_STREAM CANCEL) a moment
+// before the host's own timer runs, and that is the host's timeout, not a
+// plugin failure.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // ErrEstimator is wrapped when the estimator itself reported an error (bad
@@ -166,7 +180,7 @@ func validateResult(req *dplrpb.FitRequest, out *FitOutcome) error {
 	}
 	ach, err := privacy.Compose(grant, steps)
 	if err != nil {
-		return fmt.Errorf("privacy steps do not fit the grant: %v", err)
+		return fmt.Errorf("privacy steps do not fit the grant: %w", err)
 	}
 	out.Achieved = ach
 	g := out.Result.GetGuarantee()
@@ -181,5 +195,3 @@ func validateResult(req *dplrpb.FitRequest, out *FitOutcome) error {
 	}
 	return nil
 }
-
-func isRequired(err error) bool { return err != nil && strings.Contains(err.Error(), "is required") }

@@ -85,11 +85,11 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 	}()
 	rpcClient, err := client.Client()
 	if err != nil {
-		return nil, fmt.Errorf("starting plugin %s: %v: %w", path, err, ErrPlugin)
+		return nil, fmt.Errorf("starting plugin %s: %w: %w", path, err, ErrPlugin)
 	}
 	raw, err := rpcClient.Dispense(transport.PluginName)
 	if err != nil {
-		return nil, fmt.Errorf("plugin %s: %v: %w", path, err, ErrPlugin)
+		return nil, fmt.Errorf("plugin %s: %w: %w", path, err, ErrPlugin)
 	}
 	est, ok := raw.(dplrpb.EstimatorsClient)
 	if !ok {
@@ -99,10 +99,10 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 	defer cancel()
 	cat, err := est.Catalogue(cctx, &dplrpb.CatalogueRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("plugin %s: catalogue call: %v: %w", path, err, ErrPlugin)
+		return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, err, ErrPlugin)
 	}
 	if err := checkCatalogue(cat); err != nil {
-		return nil, fmt.Errorf("plugin %s: malformed catalogue: %v: %w", path, err, ErrPlugin)
+		return nil, fmt.Errorf("plugin %s: malformed catalogue: %w: %w", path, err, ErrPlugin)
 	}
 	p = &Plugin{Path: path, Catalogue: cat, client: client, rpc: est}
 	for _, e := range cat.GetEstimators() {
@@ -134,8 +134,8 @@ func checkCatalogue(c *dplrpb.CatalogueResponse) error {
 			return fmt.Errorf("estimator name %q empty or repeated", e.GetName())
 		}
 		seen[e.GetName()] = true
-		if _, err := sdk.ValidateParams(sdk.InfoFromProto(e).Params, nil); err != nil && !isRequired(err) {
-			return fmt.Errorf("estimator %s: %v", e.GetName(), err)
+		if err := sdk.CheckSpecs(sdk.InfoFromProto(e).Params); err != nil {
+			return fmt.Errorf("estimator %s: %w", e.GetName(), err)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -39,9 +40,50 @@ type Params struct {
 	values map[string]string
 }
 
+// MissingParamError is the error ValidateParams returns when a required
+// parameter is not given.
+type MissingParamError struct {
+	Name string // the parameter's name
+}
+
+// Error implements error.
+func (e *MissingParamError) Error() string { return fmt.Sprintf("parameter %q is required", e.Name) }
+
+// CheckSpecs checks a catalogue's parameter specs, as a plugin server does
+// before serving them and a host does on receiving them: every parameter
+// has a non-empty name used once and a known type, Min ≤ Max, and every
+// default passes the parameter's own type, range and choice checks.
+func CheckSpecs(specs []ParamSpec) error {
+	seen := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		if s.Name == "" {
+			return errors.New("a parameter has no name")
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("parameter %q is listed twice", s.Name)
+		}
+		seen[s.Name] = true
+		switch s.Type {
+		case Int, Float, String, Bool:
+		default:
+			return fmt.Errorf("parameter %q has unknown type %q", s.Name, s.Type)
+		}
+		if s.Min != nil && s.Max != nil && !(*s.Min <= *s.Max) {
+			return fmt.Errorf("parameter %q: minimum %v exceeds maximum %v", s.Name, *s.Min, *s.Max)
+		}
+		if s.Default != "" {
+			if err := checkValue(s, s.Default); err != nil {
+				return fmt.Errorf("default: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // ValidateParams checks raw key=value settings against specs, fills
 // defaults and returns the typed parameters. Unknown names, values of the
-// wrong type, out-of-range values and missing required values are errors.
+// wrong type, non-finite or out-of-range numbers and missing required
+// values (a *MissingParamError) are errors.
 func ValidateParams(specs []ParamSpec, raw map[string]string) (Params, error) {
 	p := Params{specs: map[string]ParamSpec{}, values: map[string]string{}}
 	for _, s := range specs {
@@ -60,7 +102,7 @@ func ValidateParams(specs []ParamSpec, raw map[string]string) (Params, error) {
 		v, ok := raw[s.Name]
 		if !ok {
 			if s.Required {
-				return Params{}, fmt.Errorf("parameter %q is required", s.Name)
+				return Params{}, &MissingParamError{Name: s.Name}
 			}
 			v = s.Default
 		}
@@ -88,6 +130,9 @@ func checkValue(s ParamSpec, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(f) {
 			return fmt.Errorf("parameter %q: %q is not a number", s.Name, v)
+		}
+		if math.IsInf(f, 0) {
+			return fmt.Errorf("parameter %q: %q is not a finite number", s.Name, v)
 		}
 		x = f
 	case Bool:

@@ -76,8 +76,8 @@ func NewServer(name, version string, ests ...Estimator) (*Server, error) {
 		if _, dup := s.byName[info.Name]; dup {
 			return nil, fmt.Errorf("plugin %q: estimator %q served twice", name, info.Name)
 		}
-		if _, err := ValidateParams(info.Params, nil); err != nil && !strings.Contains(err.Error(), "is required") {
-			return nil, fmt.Errorf("plugin %q: estimator %q: invalid parameter defaults: %w", name, info.Name, err)
+		if err := CheckSpecs(info.Params); err != nil {
+			return nil, fmt.Errorf("plugin %q: estimator %q: invalid parameter specs: %w", name, info.Name, err)
 		}
 		s.byName[info.Name] = e
 	}

@@ -1,0 +1,96 @@
+package meanplugin
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// rowsOf returns n copies of row as a rows data set.
+func rowsOf(n int, row ...float64) *data.Dataset {
+	x := mat.NewDense(n, len(row), nil)
+	for i := 0; i < n; i++ {
+		x.SetRow(i, row)
+	}
+	return &data.Dataset{Kind: data.Rows, X: x}
+}
+
+// The template estimator run in-process with sdk.RunLocal, as a plugin
+// author's own tests would: the release is within a few noise standard
+// deviations of the clipped mean, and the guarantee is filled in.
+func TestMeanInProcess(t *testing.T) {
+	seed := uint64(11)
+	approx := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	cases := []struct {
+		name  string
+		data  *data.Dataset
+		clip  string
+		grant privacy.Grant
+		want  []float64 // mean of the clipped rows
+	}{
+		{"rows inside the clip", rowsOf(20000, 0.3, -0.4), "1", approx, []float64{0.3, -0.4}},
+		{"rows scaled down to the clip", rowsOf(20000, 3, 4), "1", approx, []float64{0.6, 0.8}},
+		{"zCDP grant", rowsOf(20000, 0.3, -0.4), "2", privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}, []float64{0.3, -0.4}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, acct, err := sdk.RunLocal(context.Background(), Mean{}, tc.data, map[string]string{"clip": tc.clip}, tc.grant, sdk.LocalOptions{Seed: &seed})
+			require.NoError(t, err)
+			require.Len(t, acct.Steps(), 1, "one Gaussian release")
+			require.Len(t, res.Matrices, 1)
+			sigma := res.Scalars[0].Value
+			require.Positive(t, sigma)
+			got := res.Matrices[0].M.RawRowView(0)
+			for j, w := range tc.want {
+				assert.InDelta(t, w, got[j], 6*sigma, "coordinate %d", j)
+			}
+			g := res.Guarantee
+			assert.Equal(t, privacy.ZCDP, g.Kind)
+			assert.True(t, g.Seeded, "a seeded run says so")
+			if tc.grant.Kind == privacy.GrantApprox {
+				assert.LessOrEqual(t, g.Epsilon, 1+1e-9)
+			} else {
+				assert.InDelta(t, 0.5, g.Rho, 1e-12)
+			}
+		})
+	}
+}
+
+func TestRawMeanIsExactAndNotPrivate(t *testing.T) {
+	res, acct, err := sdk.RunLocal(context.Background(), RawMean{}, rowsOf(10, 3, 4), nil,
+		privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, sdk.LocalOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, acct.Steps())
+	assert.Equal(t, privacy.None, res.Guarantee.Kind)
+	got := res.Matrices[0].M.RawRowView(0)
+	assert.InDelta(t, 3, got[0], 1e-12)
+	assert.InDelta(t, 4, got[1], 1e-12)
+}
+
+func TestMeanRefusesBadRequests(t *testing.T) {
+	seed := uint64(1)
+	d := rowsOf(10, 1, 1)
+	cases := []struct {
+		name  string
+		raw   map[string]string
+		grant privacy.Grant
+		want  string
+	}{
+		{"non-positive clip", map[string]string{"clip": "0"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "below its minimum"},
+		{"pure budget", nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, "does not accept a pure budget"},
+		{"unknown parameter", map[string]string{"rank": "2"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, `unknown parameter "rank"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := sdk.RunLocal(context.Background(), Mean{}, d, tc.raw, tc.grant, sdk.LocalOptions{Seed: &seed})
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
