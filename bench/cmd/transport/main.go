@@ -7,7 +7,8 @@
 //
 // With -plot PREFIX it also draws the medians (with min–max bars) of both
 // paths as PREFIX.png and PREFIX.svg, and with -json FILE it writes every
-// run's measurements for other tools.
+// run's measurements for other tools (-from FILE -plot PREFIX redraws the
+// plot from them without measuring).
 //
 //	go run ./bench/cmd/transport -runs 5 -out bench/results/transport.md \
 //	  -plot bench/plots/transport -json bench/results/transport.json
@@ -74,7 +75,15 @@ func main() {
 	only := flag.String("only", "", "run only this estimator")
 	plotPrefix := flag.String("plot", "", "also draw the wall-time and memory medians as PREFIX.png and PREFIX.svg")
 	jsonOut := flag.String("json", "", "also write every run's measurements here (JSON)")
+	from := flag.String("from", "", "measure nothing: redraw -plot from a JSON file written by -json")
 	flag.Parse()
+	if *from != "" {
+		if err := replot(*from, *plotPrefix); err != nil {
+			fmt.Fprintln(os.Stderr, "transport:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*runs, *bin, *dataPath, *out, *only, *plotPrefix, *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "transport:", err)
 		os.Exit(1)
@@ -225,6 +234,22 @@ func run(runs int, bin, dataPath, outFile, only, plotPrefix, jsonOut string) err
 		return os.WriteFile(outFile, []byte(report.String()), 0o644)
 	}
 	return nil
+}
+
+// replot redraws the plot from recorded measurements.
+func replot(from, prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("-from needs -plot PREFIX")
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	var all []measured
+	if err := json.Unmarshal(b, &all); err != nil {
+		return fmt.Errorf("reading %s: %w", from, err)
+	}
+	return drawTransport(all, prefix)
 }
 
 // timeCmd runs cmd, returning its wall time and peak memory. For the

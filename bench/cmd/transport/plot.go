@@ -41,6 +41,7 @@ func drawTransport(all []measured, prefix string) error {
 		p.Y.Min = 0
 		p.Legend.Top = true
 		p.Legend.YOffs = -vg.Points(14) // below the title
+		top := 0.0
 		for path, label := range []string{"in-process (SDK)", "through the host (plugin)"} {
 			pts := make(plotter.XYs, len(all))
 			errs := make(plotter.YErrors, len(all))
@@ -70,7 +71,11 @@ func drawTransport(all []measured, prefix string) error {
 			eb.Color = sc.Color
 			p.Add(sc, eb)
 			p.Legend.Add(label, sc)
+			for i := range pts {
+				top = max(top, pts[i].Y+errs[i].High)
+			}
 		}
+		p.Y.Max = 1.35 * top // head room for the legend above the data
 		p.NominalX(names...)
 		p.X.Min, p.X.Max = -0.6, float64(len(all))-0.4
 		plots[pi] = p
