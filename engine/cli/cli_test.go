@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/privacy"
 )
 
 var (
@@ -184,6 +187,56 @@ func TestBudgetIsEnforcedAcrossRuns(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &st))
 	assert.LessOrEqual(t, st.Spent.Epsilon, 1+1e-9)
 	assert.LessOrEqual(t, st.Spent.Delta, 1e-5*(1+1e-9))
+}
+
+// When an (ε, δ) request is refused but the same guarantee as a ρ-zCDP
+// grant fits, the refusal says which --rho to pass; that run then fits, its
+// guarantee implies the requested (ε, δ), and the budget stays within its
+// total.
+func TestRefusedApproxRunSuggestsRho(t *testing.T) {
+	home := t.TempDir()
+	data := genSpiked(t)
+	r := dplr(t, home, "budget", "set", "--data", data, "--epsilon", "2", "--delta", "1e-5")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	fit := func(budget ...string) run {
+		args := append([]string{"fit", "example-mean", "--data", data, "--quiet", "--json", "--out", t.TempDir()}, budget...)
+		return dplr(t, home, args...)
+	}
+	for i := 0; i < 2; i++ {
+		r = fit("--epsilon", "1", "--delta", "1e-6")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+	}
+	r = fit("--epsilon", "1", "--delta", "1e-6")
+	require.Equal(t, ExitBudget, r.code, r.stderr)
+	m := regexp.MustCompile(`--rho ([0-9.e+-]+)`).FindStringSubmatch(r.stderr)
+	require.Len(t, m, 2, "the refusal names the ρ to ask for: %s", r.stderr)
+	rho, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	eps := privacy.EpsilonFromRho(rho, 1e-6)
+	assert.LessOrEqual(t, eps, 1.0, "the suggested ρ implies the requested (ε, δ)")
+	assert.Greater(t, eps, 0.999, "and is not needlessly smaller")
+
+	r = fit("--rho", m[1])
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	show := dplr(t, home, "budget", "show", "--data", data, "--json")
+	require.Equal(t, ExitOK, show.code, show.stderr)
+	var st struct {
+		Spent struct{ Epsilon, Delta float64 }
+	}
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &st))
+	assert.LessOrEqual(t, st.Spent.Epsilon, 2+1e-9)
+	assert.LessOrEqual(t, st.Spent.Delta, 1e-5*(1+1e-9))
+
+	// No hint once the ρ form would not fit either.
+	for i := 0; i < 20; i++ {
+		if r = fit("--rho", m[1]); r.code != ExitOK {
+			break
+		}
+	}
+	require.Equal(t, ExitBudget, r.code, r.stderr)
+	r = fit("--epsilon", "1", "--delta", "1e-6")
+	require.Equal(t, ExitBudget, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "--rho")
 }
 
 func TestSeededRunsReproduceAndSaySo(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,7 +213,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
-			return fail(ExitBudget, fmt.Errorf("budget refused, nothing was run or spent: %w", err))
+			return fail(ExitBudget, fmt.Errorf("budget refused, nothing was run or spent: %w%s", err, rhoHint(ctx, led, handle.Hash, grant, info.Grants)))
 		}
 		return fail(ExitError, fmt.Errorf("reserving budget: %w", err))
 	}
@@ -279,6 +280,33 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		rep.Ledger = &LedgerReport{RunID: int64(runID), Path: led.Path(), HasBudget: st.HasBudget, Spent: st.Spent, Remaining: st.Remaining}
 	}
 	return release(env, rep, outcome, *outDir, *asJSON, t0, timings)
+}
+
+// rhoHint explains, when an (ε, δ) request is refused but the same
+// guarantee requested as ρ-zCDP would fit, how to ask for it. The ledger
+// can only count an (ε, δ) run by basic composition while it is reserved
+// (its accountant might compose its steps that way, which bounds no ρ),
+// whereas a ρ grant composes with the earlier runs in zCDP; the ρ with the
+// same (ε, δ) under the tight conversion gives the user the guarantee they
+// asked for.
+func rhoHint(ctx context.Context, led *ledger.Ledger, hash string, grant privacy.Grant, accepts []privacy.GrantKind) string {
+	if grant.Kind != privacy.GrantApprox || !slices.Contains(accepts, privacy.GrantZCDP) {
+		return ""
+	}
+	rho, err := privacy.RhoForEpsDelta(grant.Epsilon, grant.Delta)
+	if err != nil {
+		return ""
+	}
+	st, err := led.Show(ctx, hash)
+	if err != nil || !st.HasBudget || st.Remaining.Rho < rho {
+		return ""
+	}
+	// Six significant digits, rounded down so that the printed ρ still
+	// implies the requested (ε, δ).
+	scale := math.Pow(10, 5-math.Floor(math.Log10(rho)))
+	rho = math.Floor(rho*scale) / scale
+	return fmt.Sprintf("\nhint: the same guarantee requested as zCDP fits: --rho %.6g (ρ-zCDP implies (ε = %g, δ = %g)-DP); "+
+		"the ledger counts a reserved (ε, δ) run by basic composition but composes ρ runs in zCDP", rho, grant.Epsilon, grant.Delta)
 }
 
 // release writes the outputs and result.json and prints the report.
