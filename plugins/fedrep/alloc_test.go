@@ -4,22 +4,13 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// heapBytes is the heap allocated by f, in bytes (a single-goroutine
-// measurement: the tests of this package do not run in parallel).
-func heapBytes(f func()) float64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return float64(b.TotalAlloc - a.TotalAlloc)
-}
+	"github.com/dplr/dplr/plugins/internal/alloctest"
+)
 
 // The per-round work over the users allocates nothing per user: the heap
 // allocated by one round's aggregate (private and non-private), by the
@@ -53,7 +44,7 @@ func TestRoundAllocationsIndependentOfUsers(t *testing.T) {
 			{"altmin statistics", func() error { _, _, err := altminStats(ctx, nonp, ur, users, 0.5, 1, 5); return err }},
 		} {
 			require.NoError(t, tc.round()) // warm up
-			b := heapBytes(func() {
+			b := alloctest.HeapBytes(func() {
 				for i := 0; i < reps; i++ {
 					require.NoError(t, tc.round())
 				}

@@ -1,7 +1,6 @@
 package rgrad
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,17 +8,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/plugins/internal/alloctest"
 )
-
-// heapBytes is the heap allocated by f, in bytes (a single-goroutine
-// measurement: the tests of this package do not run in parallel).
-func heapBytes(f func()) float64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return float64(b.TotalAlloc - a.TotalAlloc)
-}
 
 // The passes over the n×(d1·d2) design allocate nothing that grows with n:
 // each call's heap allocation is the same few hundred bytes (goroutine
@@ -46,7 +36,7 @@ func TestPassAllocationsIndependentOfN(t *testing.T) {
 			{"clipped gradient", func() { dp.clippedGradient(out, m, u, vt, r, 2) }},
 		} {
 			tc.pass() // warm up: the strict scratch is allocated once per fit
-			b := heapBytes(func() {
+			b := alloctest.HeapBytes(func() {
 				for i := 0; i < reps; i++ {
 					tc.pass()
 				}
@@ -84,7 +74,7 @@ func TestFitAllocationPerIterationIndependentOfN(t *testing.T) {
 			}
 			grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 4, Delta: 1e-5}
 			run := func(iters int) float64 {
-				return heapBytes(func() {
+				return alloctest.HeapBytes(func() {
 					res, _ := fitOK(t, name, g, params(iters), grant, 1)
 					require.NotNil(t, res)
 				})
