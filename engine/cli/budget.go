@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"text/tabwriter"
 
 	"github.com/dplr/dplr/engine/data"
@@ -49,7 +51,7 @@ Examples:
 	fs := newFlags("budget "+sub, "(--data PATH | --hash HEX) ...", env)
 	var df dataFlags
 	df.register(fs)
-	kind := fs.String("kind", "rows", "data kind for reading --data: rows, trace or users")
+	kind := fs.String("kind", "rows", "data kind for reading a --data file: rows, trace or users (a `dplr gen` directory says its own)")
 	hash := fs.String("hash", "", "identify the data set by its content hash instead of reading --data")
 	home := fs.String("home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
 	asJSON := fs.Bool("json", false, "print as JSON")
@@ -67,7 +69,17 @@ Examples:
 		if df.path == "" {
 			return usagef("budget %s needs --data PATH or --hash HEX", sub)
 		}
-		loc, err := df.locate(data.Kind(*kind))
+		k := data.Kind(*kind)
+		if !flagGiven(fs, "kind") {
+			// A directory written by `dplr gen` says what it holds; read it
+			// as that, so the hash is the one `dplr fit` charges.
+			if st, err := os.Stat(df.path); err == nil && st.IsDir() {
+				if man, err := readManifest(df.path); err == nil {
+					k = man.Kind
+				}
+			}
+		}
+		loc, err := df.locate(k)
 		if err != nil {
 			return err
 		}
@@ -138,4 +150,11 @@ Examples:
 		return tw.Flush()
 	}
 	return nil
+}
+
+// flagGiven reports whether the named flag was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

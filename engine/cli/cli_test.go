@@ -16,8 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 var (
@@ -467,4 +469,81 @@ func TestFitTimeoutIsAPluginFailure(t *testing.T) {
 	runs := history(t, home, data)
 	require.Len(t, runs, 1)
 	assert.Equal(t, true, runs[0]["noise_drawn"])
+}
+
+// A shared rank parameter the data cannot support is refused before any
+// budget is reserved, naming the dimension it exceeds.
+func TestCheckRank(t *testing.T) {
+	spec := []sdk.ParamSpec{{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1)}}
+	cases := []struct {
+		name    string
+		rank    string
+		h       dataio.Handle
+		wantErr string
+	}{
+		{"rows within p", "10", dataio.Handle{Kind: data.Rows, N: 100, P: 10}, ""},
+		{"rows above p", "11", dataio.Handle{Kind: data.Rows, N: 100, P: 10}, "rank = 11 exceeds the data's dimension p = 10"},
+		{"default rank above p", "", dataio.Handle{Kind: data.Rows, N: 100, P: 1}, "rank = 2 exceeds"},
+		{"users above features", "51", dataio.Handle{Kind: data.Users, N: 100, P: 50}, "p = 50"},
+		{"trace within min(d1, d2)", "20", dataio.Handle{Kind: data.Trace, N: 100, P: 600, D1: 30, D2: 20}, ""},
+		{"trace above min(d1, d2)", "21", dataio.Handle{Kind: data.Trace, N: 100, P: 600, D1: 30, D2: 20}, "min(d1, d2) = min(30, 20)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := map[string]string{}
+			if tc.rank != "" {
+				raw["rank"] = tc.rank
+			}
+			p, err := sdk.ValidateParams(spec, raw)
+			require.NoError(t, err)
+			err = checkRank(p, tc.h)
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.wantErr)
+		})
+	}
+	p, err := sdk.ValidateParams([]sdk.ParamSpec{{Name: "clip", Type: sdk.Float, Default: "1"}}, nil)
+	require.NoError(t, err)
+	assert.NoError(t, checkRank(p, dataio.Handle{Kind: data.Rows, P: 1}), "estimators without a rank are not checked")
+}
+
+// `dplr budget` on a directory written by `dplr gen` reads it as the kind
+// it holds (trace, users), so it names the same data set, by the same hash,
+// that `dplr fit` charges.
+func TestBudgetOnGeneratedDirectories(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct{ model, size, kind string }{
+		{"trace-regression", "n=200", "trace"},
+		{"users-lowrank", "users=40", "users"},
+		{"spiked", "n=200", "rows"},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), tc.model)
+			r := dplr(t, "", "gen", tc.model, "--out", dir, "--set", tc.size, "--seed", "3")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			var man struct{ Hash, Kind string }
+			b, err := os.ReadFile(filepath.Join(dir, "dataset.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &man))
+			require.Equal(t, tc.kind, man.Kind)
+
+			r = dplr(t, home, "budget", "set", "--data", dir, "--epsilon", "1", "--delta", "1e-6")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			r = dplr(t, home, "budget", "show", "--data", dir, "--json")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			var st struct {
+				Hash string `json:"data_hash"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+			assert.Equal(t, man.Hash, st.Hash, "the budget names the data set dplr fit charges")
+			if tc.kind != "rows" {
+				r = dplr(t, home, "budget", "show", "--data", dir, "--kind", "rows")
+				assert.Equal(t, ExitData, r.code)
+				assert.Contains(t, r.stderr, "holds "+tc.kind+" data")
+			}
+		})
+	}
 }

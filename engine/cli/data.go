@@ -85,7 +85,7 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 		return nil, fail(ExitData, err)
 	}
 	if man.Kind != kind {
-		return nil, fail(ExitData, fmt.Errorf("data set %s holds %s data (model %s); this estimator takes %s data", df.path, man.Kind, man.Model, kind))
+		return nil, fail(ExitData, fmt.Errorf("data set %s holds %s data (model %s), not the %s data asked for", df.path, man.Kind, man.Model, kind))
 	}
 	in := func(key string) string {
 		if f, ok := man.Files[key]; ok {

@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/host"
@@ -179,7 +180,8 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := sdk.ValidateParams(info.Params, raw); err != nil {
+	params, err := sdk.ValidateParams(info.Params, raw)
+	if err != nil {
 		return fail(ExitUsage, fmt.Errorf("%s: %w (see `dplr describe %s`)", estName, err, estName))
 	}
 	if !slices.Contains(info.Grants, grant.Kind) {
@@ -198,6 +200,9 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	timings["prepare_s"] = time.Since(t1).Seconds()
+	if err := checkRank(params, handle); err != nil {
+		return fail(ExitUsage, fmt.Errorf("%s: %w; nothing was run or spent", estName, err))
+	}
 
 	// 3. Charge before release.
 	led, err := ledger.Open(ctx, home)
@@ -280,6 +285,26 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		rep.Ledger = &LedgerReport{RunID: int64(runID), Path: led.Path(), HasBudget: st.HasBudget, Spent: st.Spent, Remaining: st.Remaining}
 	}
 	return release(env, rep, outcome, *outDir, *asJSON, t0, timings)
+}
+
+// checkRank refuses, before any budget is reserved, a shared `rank`
+// parameter that the data cannot support: a rank-r estimate needs r at most
+// the dimension its basis lives in (p columns of a row matrix, p features of
+// user data, min(d1, d2) for trace regression). Estimators check their own
+// finer conditions; this one is common to all and costs nothing to check.
+func checkRank(params sdk.Params, h dataio.Handle) error {
+	if !params.Has("rank") {
+		return nil
+	}
+	r := params.Int("rank")
+	dim, what := h.P, fmt.Sprintf("the data's dimension p = %d", h.P)
+	if h.Kind == data.Trace {
+		dim, what = min(h.D1, h.D2), fmt.Sprintf("min(d1, d2) = min(%d, %d) of the trace-regression data", h.D1, h.D2)
+	}
+	if dim > 0 && r > dim {
+		return fmt.Errorf("rank = %d exceeds %s", r, what)
+	}
+	return nil
 }
 
 // rhoHint explains, when an (ε, δ) request is refused but the same
