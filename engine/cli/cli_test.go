@@ -547,3 +547,23 @@ func TestBudgetOnGeneratedDirectories(t *testing.T) {
 		})
 	}
 }
+
+// A plugin installed where an earlier directory of the search path already
+// has one of the same name is reported, not silently ignored.
+func TestShadowedPluginIsReported(t *testing.T) {
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "plugins"), 0o755))
+	b, err := os.ReadFile(filepath.Join(plugins(t), "dplr-example"))
+	require.NoError(t, err)
+	hidden := filepath.Join(home, "plugins", "dplr-example")
+	require.NoError(t, os.WriteFile(hidden, b, 0o755))
+	for _, args := range [][]string{{"plugins"}, {"describe", "example-mean"}} {
+		r := dplr(t, home, args...)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		assert.Contains(t, r.stderr, hidden+" is not used", args)
+	}
+	r := dplr(t, home, "plugins", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var cat []map[string]any
+	assert.NoError(t, json.Unmarshal([]byte(r.stdout), &cat), "the note goes to stderr; stdout stays JSON")
+}

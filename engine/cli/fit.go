@@ -166,6 +166,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		warnFailures(env, reg)
 		return usagef("no plugin serves estimator %q (known: %s)", estName, strings.Join(reg.estimatorNames(), ", "))
 	}
+	noteShadowed(env, reg, plug.Path)
 	grant, err := gf.grant()
 	if info.NonPrivate {
 		if !*nonPrivate {

@@ -51,6 +51,7 @@ func (pf *pluginFlags) homeDir(env *Env) string {
 type registry struct {
 	plugins  []*host.Plugin
 	failures []error
+	shadowed []host.Shadowed // executables hidden by one of the same name earlier in the search path
 }
 
 func (r *registry) close() {
@@ -96,9 +97,13 @@ func (pf *pluginFlags) options(env *Env) (host.Options, error) {
 	return opt, nil
 }
 
-func (pf *pluginFlags) discover(env *Env) ([]string, []string) {
+// discover lists the plugin executables of the search path (--plugin-dir
+// first, then host.DefaultDirs), the ones hidden by an earlier plugin of the
+// same name, and the directories searched.
+func (pf *pluginFlags) discover(env *Env) ([]string, []host.Shadowed, []string) {
 	dirs := append(append([]string(nil), pf.dirs...), host.DefaultDirs(pf.homeDir(env))...)
-	return host.Discover(dirs), dirs
+	found, shadowed := host.DiscoverAll(dirs)
+	return found, shadowed, dirs
 }
 
 // startPlugins discovers and starts every plugin concurrently. Plugins that
@@ -108,11 +113,13 @@ func (pf *pluginFlags) startPlugins(ctx context.Context, env *Env) (*registry, e
 	if err != nil {
 		return nil, err
 	}
-	paths, dirs := pf.discover(env)
+	paths, shadowed, dirs := pf.discover(env)
 	if len(paths) == 0 {
 		return &registry{}, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
 	}
-	return startAll(ctx, paths, opt), nil
+	reg := startAll(ctx, paths, opt)
+	reg.shadowed = shadowed
+	return reg, nil
 }
 
 func startAll(ctx context.Context, paths []string, opt host.Options) *registry {
@@ -164,7 +171,7 @@ func (pf *pluginFlags) startFor(ctx context.Context, env *Env, estimator string)
 	if err != nil {
 		return nil, err
 	}
-	paths, dirs := pf.discover(env)
+	paths, shadowed, dirs := pf.discover(env)
 	if len(paths) == 0 {
 		return &registry{}, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
 	}
@@ -175,18 +182,31 @@ func (pf *pluginFlags) startFor(ctx context.Context, env *Env, estimator string)
 		}
 		if p, err := host.Start(ctx, path, opt); err == nil {
 			if _, ok := p.Estimator(estimator); ok {
-				return &registry{plugins: []*host.Plugin{p}}, nil
+				return &registry{plugins: []*host.Plugin{p}, shadowed: shadowed}, nil
 			}
 			p.Close()
 		}
 		break
 	}
-	return startAll(ctx, paths, opt), nil
+	reg := startAll(ctx, paths, opt)
+	reg.shadowed = shadowed
+	return reg, nil
 }
 
 func warnFailures(env *Env, reg *registry) {
 	for _, err := range reg.failures {
 		fmt.Fprintf(env.Stderr, "dplr: warning: %v\n", err)
+	}
+}
+
+// noteShadowed tells the user which installed plugins are never used
+// because a plugin of the same name comes earlier in the search path; with
+// by set, only those hidden by that executable (the one about to be used).
+func noteShadowed(env *Env, reg *registry, by string) {
+	for _, s := range reg.shadowed {
+		if by == "" || s.By == by {
+			fmt.Fprintf(env.Stderr, "dplr: note: %s is not used: %s of the same name comes first in the plugin search path\n", s.Path, s.By)
+		}
 	}
 }
 
@@ -251,6 +271,7 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	warnFailures(env, reg)
+	noteShadowed(env, reg, "")
 	if *asJSON {
 		out := []pluginJSON{}
 		for _, p := range reg.plugins {
@@ -302,6 +323,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 		warnFailures(env, reg)
 		return usagef("no plugin serves estimator %q (known: %s)", fs.Arg(0), strings.Join(reg.estimatorNames(), ", "))
 	}
+	noteShadowed(env, reg, p.Path)
 	if *asJSON {
 		return writeJSON(env.Stdout, toEstimatorJSON(info))
 	}

@@ -41,10 +41,25 @@ func DefaultDirs(home string) []string {
 
 // Discover lists plugin executables (files named dplr-* with an execute
 // bit) in dirs. When two directories hold a plugin of the same name, the
-// earlier directory wins. Missing directories are skipped.
+// earlier directory wins (see DiscoverAll for the ones it hides). Missing
+// directories are skipped.
 func Discover(dirs []string) []string {
-	seen := map[string]bool{}
-	var out []string
+	found, _ := DiscoverAll(dirs)
+	return found
+}
+
+// Shadowed is a plugin executable hidden by one of the same name found
+// earlier in the search path.
+type Shadowed struct {
+	Path string // the hidden executable
+	By   string // the executable used instead
+}
+
+// DiscoverAll is Discover that also reports the executables it skips
+// because an earlier directory holds a plugin of the same name, so that a
+// user who installs a plugin where it is never used can be told why.
+func DiscoverAll(dirs []string) (found []string, shadowed []Shadowed) {
+	seen := map[string]string{}
 	for _, d := range dirs {
 		entries, err := os.ReadDir(d)
 		if err != nil {
@@ -56,7 +71,7 @@ func Discover(dirs []string) []string {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			if !strings.HasPrefix(n, PluginPrefix) || seen[n] {
+			if !strings.HasPrefix(n, PluginPrefix) {
 				continue
 			}
 			p := filepath.Join(d, n)
@@ -64,11 +79,25 @@ func Discover(dirs []string) []string {
 			if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 				continue
 			}
-			seen[n] = true
-			out = append(out, p)
+			if by, ok := seen[n]; ok {
+				if !samePath(by, p) {
+					shadowed = append(shadowed, Shadowed{Path: p, By: by})
+				}
+				continue
+			}
+			seen[n] = p
+			found = append(found, p)
 		}
 	}
-	return out
+	return found, shadowed
+}
+
+// samePath reports whether a and b name the same file (a directory listed
+// twice in the search path is not shadowing itself).
+func samePath(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // Manifest pins plugin binaries to SHA-256 checksums. Its file format is

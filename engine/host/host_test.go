@@ -143,6 +143,10 @@ func TestDiscoverAndManifest(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(other, "dplr-example"), []byte("x"), 0o755))
 	got := Discover([]string{dir, other, filepath.Join(other, "missing")})
 	assert.Equal(t, []string{filepath.Join(dir, "dplr-bad"), filepath.Join(dir, "dplr-example")}, got)
+	found, shadowed := DiscoverAll([]string{dir, other, dir})
+	assert.Equal(t, got, found)
+	assert.Equal(t, []Shadowed{{Path: filepath.Join(other, "dplr-example"), By: filepath.Join(dir, "dplr-example")}}, shadowed,
+		"the hidden plugin is reported once; a directory listed twice hides nothing")
 
 	ex := filepath.Join(dir, "dplr-example")
 	sum, err := FileSHA256(ex)
