@@ -50,7 +50,7 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, u, lambda)
+	addCommonOutputs(res, a, gamma, u, lambda, sdk.Public)
 	res.AddScalar("beta", betas, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): total ACG proposals")
 	res.AddScalar("acceptance_rate", diag.AcceptanceRate, sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): accepted/proposed")
@@ -196,7 +196,7 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, vecs, lambda)
+	addCommonOutputs(res, a, gamma, vecs, lambda, sdk.Public)
 	res.AddScalar("sigma", sigma, sdk.Public, "noise standard deviation of each entry of E")
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
 	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
@@ -249,7 +249,7 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda)
+	addCommonOutputs(res, a, gamma, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
 	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 	return res, nil
 }

@@ -224,7 +224,7 @@ func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, dr.U, lambda)
+	addCommonOutputs(res, a, gamma, dr.U, lambda, sdk.Public)
 	addDrawOutputs(res, dr, beta)
 	setGuarantee(res, dr.Exact, cal, dr.Sweeps)
 	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
@@ -284,7 +284,7 @@ func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		addCommonOutputs(res, a, gamma, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda)
+		addCommonOutputs(res, a, gamma, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda, sdk.Public)
 		res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
 		res.Notes = append(res.Notes, "all noisy eigenvalues clamped to 0: released H = 0 (U is a data-independent random frame)")
 		return res, nil
@@ -298,7 +298,7 @@ func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	addCommonOutputs(res, a, gamma, dr.U, lambda)
+	addCommonOutputs(res, a, gamma, dr.U, lambda, sdk.Public)
 	addDrawOutputs(res, dr, beta)
 	setGuarantee(res, dr.Exact, cal, dr.Sweeps)
 	var sq float64

@@ -134,6 +134,11 @@ func parseSpectrum(s string, k int) ([]float64, error) {
 		return out, nil
 	}
 	parts := strings.Split(s, ",")
+	if len(parts) == 1 && k > 1 {
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+			return nil, fmt.Errorf("spectrum %q: want \"projection\" or %d comma-separated numbers", s, k)
+		}
+	}
 	if len(parts) != k {
 		return nil, fmt.Errorf("spectrum lists %d values but rank is %d", len(parts), k)
 	}
@@ -202,21 +207,29 @@ func Optimum(gamma, lambda []float64) float64 {
 }
 
 // addCommonOutputs releases U and Λ and the evaluation-only utility figures.
-func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.Dense, lambda []float64) {
+// rel labels U and Λ: sdk.Public for the private estimators, sdk.Evaluation
+// for the non-private reference, whose frame is computed from the raw data.
+func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.Dense, lambda []float64, rel sdk.Release) {
 	k := len(lambda)
-	res.AddMatrix("U", u, sdk.Public, "d×k orthonormal frame; H = U diag(Lambda) Uᵀ is the released orbit point")
-	res.AddMatrix("Lambda", mat.NewDense(k, 1, slices.Clone(lambda)), sdk.Public, "released target spectrum λ_1 ≥ … ≥ λ_k ≥ 0 (normalised scale A = Σ x̃x̃ᵀ/clip²)")
+	uDoc := "d×k orthonormal frame; H = U diag(Lambda) Uᵀ is the released orbit point"
+	lDoc := "released target spectrum λ_1 ≥ … ≥ λ_k ≥ 0 (normalised scale A = Σ x̃x̃ᵀ/clip²)"
+	if rel == sdk.Evaluation {
+		const np = "EVALUATION ONLY (computed from the raw data, NOT private): "
+		uDoc, lDoc = np+uDoc, np+"target spectrum λ_1 ≥ … ≥ λ_k ≥ 0 (normalised scale A = Σ x̃x̃ᵀ/clip²)"
+	}
+	res.AddMatrix("U", u, rel, uDoc)
+	res.AddMatrix("Lambda", mat.NewDense(k, 1, slices.Clone(lambda)), rel, lDoc)
 	score := Score(a, u, lambda)
 	opt := Optimum(gamma, lambda)
 	const ev = "EVALUATION ONLY (computed from the raw data, not private): "
 	res.AddScalar("utility", score, sdk.Evaluation, ev+"⟨A, H⟩")
 	res.AddScalar("optimum", opt, sdk.Evaluation, ev+"max over the orbit, Σ λ_i γ_i")
 	res.AddScalar("loss", opt-score, sdk.Evaluation, ev+"OPT − ⟨A, H⟩ ≥ 0")
-	rel := math.NaN()
+	relUtil := math.NaN()
 	if opt > 0 {
-		rel = score / opt
+		relUtil = score / opt
 	}
-	res.AddScalar("relative_utility", rel, sdk.Evaluation, ev+"⟨A, H⟩ / OPT")
+	res.AddScalar("relative_utility", relUtil, sdk.Evaluation, ev+"⟨A, H⟩ / OPT")
 	var fa, fl float64
 	ar := a.RawSymmetric()
 	for i := 0; i < ar.N; i++ {

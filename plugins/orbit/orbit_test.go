@@ -94,7 +94,12 @@ func TestEstimatorsStructureAndGuarantees(t *testing.T) {
 				assert.InDelta(t, tc.grant.Epsilon, res.Guarantee.Epsilon, 1e-9)
 			}
 			u := matrix(t, res, "U")
-			assert.Equal(t, sdk.Public, u.Release)
+			wantRel := sdk.Public
+			if tc.kind == privacy.None {
+				wantRel = sdk.Evaluation // the non-private frame is evaluation-only
+			}
+			assert.Equal(t, wantRel, u.Release)
+			assert.Equal(t, wantRel, matrix(t, res, "Lambda").Release)
 			r, c := u.M.Dims()
 			require.Equal(t, 8, r)
 			require.Equal(t, tc.k, c)

@@ -51,7 +51,7 @@ is subtracted first.`,
 		Grants:    []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Params: append([]sdk.ParamSpec{
 			rankSpec(),
-			{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public row-norm bound γ (rows longer than γ are scaled to γ)"},
+			{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive), Doc: "public row-norm bound γ (rows longer than γ are scaled to γ)"},
 			{Name: "eigenvalue_share", Type: sdk.Float, Min: sdk.Bound(0), Max: sdk.Bound(0.9), Doc: "fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"},
 			sigmaSpec(),
 		}, centerSpec("Laplace")...),
@@ -87,6 +87,10 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		rest -= epsMean
 	}
 	epsVals := valShare * rest
+	if !(epsVals > 0) && ps.Bool("output_sigma") {
+		// Checked before any step is declared, so the refusal costs nothing.
+		return nil, fmt.Errorf("output_sigma needs eigenvalues (eigenvalue_share > 0)")
+	}
 	// The last vector is determined when r = p: no budget for it.
 	nSampled := r
 	if r == p {
@@ -151,8 +155,6 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		if ps.Bool("output_sigma") {
 			res.AddMatrix("Sigma", lowRank(u, mat.NewDiagDense(r, noisyVals), 0), sdk.Public, "Σ_k λ̃_k u_k u_kᵀ (p×p, rank r)")
 		}
-	} else if ps.Bool("output_sigma") {
-		return nil, fmt.Errorf("output_sigma needs eigenvalues (eigenvalue_share > 0)")
 	}
 	res.AddScalar("epsilon_per_vector", epsVec, sdk.Public, "ε spent on each sampled eigenvector")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")

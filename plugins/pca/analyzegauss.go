@@ -45,7 +45,7 @@ subtracted first (its own step) and the centred rows are clipped.`,
 		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Params: append([]sdk.ParamSpec{
 			rankSpec(),
-			{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public row-norm bound γ (rows longer than γ are scaled to γ)"},
+			{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive), Doc: "public row-norm bound γ (rows longer than γ are scaled to γ)"},
 			{Name: "calibration", Type: sdk.String, Default: "zcdp", Choices: []string{"zcdp", "classical", "analytic"}, Doc: "Gaussian calibration: zcdp (composes ρ from the grant), classical (ε ≤ 1 per step), analytic (Balle–Wang)"},
 			sigmaSpec(),
 		}, centerSpec("Gaussian")...),

@@ -61,7 +61,7 @@ share of stage 1.`,
 		Grants: []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Params: append([]sdk.ParamSpec{
 			rankSpec(),
-			{Name: "sigma2", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public noise variance σ² (an upper bound; it is also subtracted in stage 2)"},
+			{Name: "sigma2", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive), Doc: "public noise variance σ² (an upper bound; it is also subtracted in stage 2)"},
 			{Name: "lambda", Type: sdk.String, Required: true, Doc: "public lower bounds for the spike strengths λ_1 ≥ … ≥ λ_r above σ²: one value for all or r comma-separated values"},
 			{Name: "lambda_upper", Type: sdk.String, Doc: "public upper bounds for the spikes (Δ2 and τ); default: lambda"},
 			{Name: "calibration", Type: sdk.String, Default: CalExplicit, Choices: []string{CalExplicit, CalPaper, CalDiverging, CalSubGaussian, CalDavisKahan}, Doc: "sensitivity calibration (see the description)"},
@@ -77,7 +77,7 @@ share of stage 1.`,
 			{Name: "rotate", Type: sdk.Bool, Default: "false", Doc: "post-process: eigendecompose Λ̃ = WDWᵀ and return U = ŨW, Lambda = D"},
 			{Name: "psd", Type: sdk.Bool, Default: "false", Doc: "post-process: clip negative eigenvalues of Λ̃ to 0"},
 			sigmaSpec(),
-		}, centerSpec("Gaussian")...),
+		}, cxzCenterSpec()...),
 		References: []string{
 			"T. T. Cai, D. Xia, M. Zha. Optimal differentially private PCA and estimation for spiked covariance matrices.",
 			"B. Laurent, P. Massart. Adaptive estimation of a quadratic functional by model selection. Ann. Statist. 2000.",
@@ -160,6 +160,16 @@ func parseCXZ(run *sdk.Run, n, p int) (*cxzConfig, error) {
 	}
 	if c.guarded && c.pcaOnly {
 		return nil, fmt.Errorf("guarded applies to stage 2, which pca_only skips")
+	}
+	// output_sigma, rotate and psd post-process Λ̃, which pca_only does not
+	// release: refuse them here, before any step is declared, rather than
+	// silently returning less than was asked for.
+	if c.pcaOnly {
+		for _, name := range []string{"output_sigma", "rotate", "psd"} {
+			if ps.Bool(name) {
+				return nil, fmt.Errorf("%s needs the eigenvalue stage (Λ̃), which pca_only skips", name)
+			}
+		}
 	}
 	c.center, c.meanClip, c.meanShare, err = centerParams(ps, math.NaN())
 	if err != nil {

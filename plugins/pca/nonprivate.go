@@ -29,7 +29,7 @@ marked for evaluation only. Use it as the ε = ∞ reference.`,
 		Params: []sdk.ParamSpec{
 			rankSpec(),
 			{Name: "center", Type: sdk.String, Default: "none", Choices: []string{"none", "empirical"}, Doc: "none: use XᵀX/n; empirical: subtract the empirical mean"},
-			{Name: "clip", Type: sdk.Float, Min: sdk.Bound(0), Doc: "optional row-norm clip (to compare with the clipped private estimators on equal terms)"},
+			{Name: "clip", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "optional row-norm clip (to compare with the clipped private estimators on equal terms)"},
 			sigmaSpec(),
 		},
 		References: []string{"K. Pearson. On lines and planes of closest fit to systems of points in space. 1901."},

@@ -25,6 +25,7 @@ package pca
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -51,6 +52,11 @@ const (
 	centerPrivate = "private"
 )
 
+// minPositive is the catalogue minimum of parameters that must be strictly
+// positive (clips, σ²): the catalogue's ranges are inclusive, so a Min of 0
+// would advertise 0 as valid although the estimators refuse it.
+const minPositive = 1e-300
+
 func rankSpec() sdk.ParamSpec {
 	return sdk.ParamSpec{Name: "rank", Type: sdk.Int, Required: true, Min: sdk.Bound(1),
 		Doc: "number of principal components r"}
@@ -60,11 +66,23 @@ func centerSpec(mech string) []sdk.ParamSpec {
 	return []sdk.ParamSpec{
 		{Name: "center", Type: sdk.String, Default: centerNone, Choices: []string{centerNone, centerPrivate},
 			Doc: "none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (" + mech + " noise, its own declared step)"},
-		{Name: "mean_clip", Type: sdk.Float, Min: sdk.Bound(0),
+		{Name: "mean_clip", Type: sdk.Float, Min: sdk.Bound(minPositive),
 			Doc: "public row-norm bound for the private mean (default: clip)"},
 		{Name: "mean_share", Type: sdk.Float, Default: "0.1", Min: sdk.Bound(0.001), Max: sdk.Bound(0.9),
 			Doc: "fraction of the budget spent on the private mean when center=private"},
 	}
+}
+
+// cxzCenterSpec is centerSpec for pca-cxz, which has no clip parameter:
+// mean_clip has no default there and is required with center=private.
+func cxzCenterSpec() []sdk.ParamSpec {
+	specs := centerSpec("Gaussian")
+	for i := range specs {
+		if specs[i].Name == "mean_clip" {
+			specs[i].Doc = "public row-norm bound for the private mean (required with center=private)"
+		}
+	}
+	return specs
 }
 
 func sigmaSpec() sdk.ParamSpec {
@@ -359,6 +377,8 @@ func centerParams(ps sdk.Params, defaultClip float64) (private bool, clip, share
 	clip = defaultClip
 	if ps.Has("mean_clip") {
 		clip = ps.Float("mean_clip")
+	} else if math.IsNaN(defaultClip) {
+		return false, 0, 0, errors.New("center=private needs mean_clip, a public row-norm bound for the private mean")
 	}
 	if err := finitePositive("mean_clip", clip); err != nil {
 		return false, 0, 0, fmt.Errorf("center=private needs a public row-norm bound: %w", err)

@@ -1,0 +1,52 @@
+package orbit
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// The non-private reference computes U and Λ from the raw data: they must be
+// labelled evaluation-only, never public (they were released as public).
+func TestNonPrivateOutputsAreEvaluationOnly(t *testing.T) {
+	ds := genData(t, 300, 6, 2, 3)
+	for _, spectrum := range []string{"projection", "true"} {
+		res, _ := run(t, NonPrivate{}, ds, map[string]string{"rank": "2", "spectrum": spectrum}, pure(1), 1)
+		for _, m := range res.Matrices {
+			assert.Equal(t, sdk.Evaluation, m.Release, "%s (spectrum=%s)", m.Name, spectrum)
+			assert.Contains(t, m.Doc, "NOT private", m.Name)
+		}
+		for _, s := range res.Scalars {
+			assert.Equal(t, sdk.Evaluation, s.Release, s.Name)
+		}
+	}
+	// The private estimators still release U and Λ as public.
+	res, _ := run(t, Deflation{}, ds, map[string]string{"rank": "2"}, pure(1), 1)
+	assert.Equal(t, sdk.Public, matrix(t, res, "U").Release)
+	assert.Equal(t, sdk.Public, matrix(t, res, "Lambda").Release)
+}
+
+// A keyword spectrum given to an estimator that does not know it names the
+// accepted forms instead of miscounting values, and spends nothing.
+func TestSpectrumKeywordErrorNamesTheForms(t *testing.T) {
+	ds := genData(t, 200, 6, 2, 4)
+	for _, est := range []sdk.Estimator{EM{}, Deflation{}, NonPrivate{}} {
+		// orbit-nonprivate knows only "true", orbit-gauss only "private".
+		_, acct, err := sdk.RunLocal(context.Background(), est, ds, map[string]string{"rank": "3", "spectrum": "private"}, pure(1), sdk.LocalOptions{})
+		require.Error(t, err, est.Info().Name)
+		assert.Contains(t, err.Error(), `want "projection" or 3 comma-separated numbers`, est.Info().Name)
+		if acct != nil {
+			assert.Empty(t, acct.Steps(), est.Info().Name)
+		}
+	}
+	_, err := parseSpectrum("3,2", 3)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "lists 2 values but rank is 3")
+	v, err := parseSpectrum("5", 1)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{5}, v)
+}

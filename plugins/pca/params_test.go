@@ -1,0 +1,120 @@
+package pca
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// pca-amin with eigenvalue_share=0 cannot build Sigma: the refusal must come
+// before any privacy step, so the host refunds the grant (it used to come
+// after the eigenvector draws, and the whole grant stayed charged).
+func TestAminOutputSigmaWithoutEigenvaluesSpendsNothing(t *testing.T) {
+	g := spiked(t, 2000, 10, 2, "24,20", "gaussian", 41)
+	_, acct, err := sdk.RunLocal(context.Background(), Amin{}, g.Data,
+		map[string]string{"rank": "2", "clip": "10", "eigenvalue_share": "0", "output_sigma": "true"}, pure(1), sdk.LocalOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "output_sigma needs eigenvalues")
+	require.NotNil(t, acct)
+	assert.Empty(t, acct.Steps(), "refused before any step was declared")
+
+	// Without output_sigma, eigenvalue_share=0 still runs and releases no eigenvalues.
+	res, acct := fit(t, Amin{}, g, map[string]string{"rank": "2", "clip": "10", "eigenvalue_share": "0"}, pure(1), 1)
+	assert.Len(t, acct.Steps(), 2)
+	for _, s := range res.Series {
+		assert.NotEqual(t, "eigenvalues", s.Name)
+	}
+}
+
+// pca_only releases no Λ̃: asking for outputs built from it is an error
+// before any spend, not a silently smaller result.
+func TestCXZPCAOnlyRefusesStageTwoOutputs(t *testing.T) {
+	g := spiked(t, 2000, 20, 2, "24,20", "gaussian", 42)
+	base := map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "pca_only": "true"}
+	for _, name := range []string{"output_sigma", "rotate", "psd"} {
+		raw := map[string]string{name: "true"}
+		for k, v := range base {
+			raw[k] = v
+		}
+		_, acct, err := sdk.RunLocal(context.Background(), CXZ{}, g.Data, raw, approx(1, 1e-6), sdk.LocalOptions{})
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), name+" needs the eigenvalue stage")
+		require.NotNil(t, acct)
+		assert.Empty(t, acct.Steps(), name)
+	}
+	res, acct := fit(t, CXZ{}, g, base, approx(1, 1e-6), 1)
+	assert.Len(t, acct.Steps(), 1)
+	assert.Len(t, res.Matrices, 1, "pca_only releases U only")
+}
+
+// Parameters the estimators need strictly positive advertise a positive
+// minimum, so 0 is refused by the catalogue check (a usage error, nothing
+// reserved) instead of being listed as valid ("≥ 0") and refused later, or,
+// for pca-nonprivate's clip, silently read as "no clip".
+func TestPositiveParametersHavePositiveMinimum(t *testing.T) {
+	valid := map[string]map[string]string{
+		"pca-cxz":           {"rank": "2", "sigma2": "1", "lambda": "24,20"},
+		"pca-analyze-gauss": {"rank": "2", "clip": "5"},
+		"pca-amin":          {"rank": "2", "clip": "5"},
+		"pca-nonprivate":    {"rank": "2"},
+	}
+	want := map[string][]string{
+		"pca-cxz":           {"sigma2", "mean_clip"},
+		"pca-analyze-gauss": {"clip", "mean_clip"},
+		"pca-amin":          {"clip", "mean_clip"},
+		"pca-nonprivate":    {"clip"},
+	}
+	g := spiked(t, 500, 10, 2, "24,20", "gaussian", 43)
+	for _, est := range Estimators() {
+		info := est.Info()
+		for _, name := range want[info.Name] {
+			var spec *sdk.ParamSpec
+			for i := range info.Params {
+				if info.Params[i].Name == name {
+					spec = &info.Params[i]
+				}
+			}
+			require.NotNil(t, spec, "%s.%s", info.Name, name)
+			require.NotNil(t, spec.Min, "%s.%s", info.Name, name)
+			assert.Greater(t, *spec.Min, 0.0, "%s.%s", info.Name, name)
+			raw := map[string]string{name: "0"}
+			for k, v := range valid[info.Name] {
+				if k != name {
+					raw[k] = v
+				}
+			}
+			_, err := sdk.ValidateParams(info.Params, raw)
+			require.Error(t, err, "%s.%s", info.Name, name)
+			assert.Contains(t, err.Error(), "below its minimum")
+		}
+	}
+	_, _, err := sdk.RunLocal(context.Background(), NonPrivate{}, g.Data, map[string]string{"rank": "2", "clip": "0"}, approx(1, 1e-6), sdk.LocalOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "clip")
+}
+
+// pca-cxz has no clip for mean_clip to default to: center=private without
+// mean_clip names the missing parameter (it used to report "mean_clip = NaN")
+// and spends nothing.
+func TestCXZPrivateCentringNeedsMeanClip(t *testing.T) {
+	g := spiked(t, 2000, 20, 2, "24,20", "gaussian", 44)
+	raw := map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private"}
+	_, acct, err := sdk.RunLocal(context.Background(), CXZ{}, g.Data, raw, approx(1, 1e-6), sdk.LocalOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "center=private needs mean_clip")
+	assert.NotContains(t, err.Error(), "NaN")
+	require.NotNil(t, acct)
+	assert.Empty(t, acct.Steps())
+	for _, s := range (CXZ{}).Info().Params {
+		if s.Name == "mean_clip" {
+			assert.NotContains(t, s.Doc, "default: clip", "pca-cxz has no clip parameter")
+		}
+	}
+	raw["mean_clip"] = "12"
+	_, acct = fit(t, CXZ{}, g, raw, approx(1, 1e-6), 1)
+	assert.Len(t, acct.Steps(), 3, "mean + two stages")
+}
