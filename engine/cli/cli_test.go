@@ -285,6 +285,19 @@ func TestPluginCrashIsReportedAndStaysCharged(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, refunded, "an estimator error before any privacy step is refunded")
+
+	// A request the estimator refuses as such is a usage error, refunded.
+	t.Setenv("DPLR_BAD_MODE", "bad-request")
+	r = dplr(t, home, "fit", "bad-bad-request", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--quiet")
+	assert.Equal(t, ExitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "lambda lists 2 values")
+	assert.Contains(t, r.stderr, "refunded")
+	// A refusal after a privacy step was announced stays charged and is not
+	// reported as a mere usage error.
+	t.Setenv("DPLR_BAD_MODE", "late-refusal")
+	r = dplr(t, home, "fit", "bad-late-refusal", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--quiet")
+	assert.Equal(t, ExitEstimator, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "charged its full grant")
 }
 
 func TestPluginsListingAndHelp(t *testing.T) {

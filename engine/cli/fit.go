@@ -264,9 +264,11 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		if noise {
 			charged = "charged its full grant: noise may have been drawn"
 		}
-		code := ExitEstimator
-		if errors.Is(fitErr, host.ErrPlugin) {
-			code = ExitPlugin
+		code := fitErrorCode(fitErr)
+		if code == ExitUsage && noise {
+			// A refusal after a privacy step breaks the protocol's contract;
+			// the run stays charged and is not a mere usage error.
+			code = ExitEstimator
 		}
 		if *timeout > 0 && errors.Is(fitErr, context.DeadlineExceeded) {
 			// A plugin still running at --timeout is treated as hung.
@@ -379,11 +381,7 @@ func fitNonPrivate(ctx context.Context, env *Env, led *ledger.Ledger, plug *host
 	bar.finish()
 	timings["fit_s"] = time.Since(t2).Seconds()
 	if err != nil {
-		code := ExitEstimator
-		if errors.Is(err, host.ErrPlugin) {
-			code = ExitPlugin
-		}
-		return fail(code, err)
+		return fail(fitErrorCode(err), err)
 	}
 	if outcome.Result.GetGuarantee().GetKind() != string(privacy.None) || len(outcome.Steps) > 0 {
 		return fail(ExitPlugin, fmt.Errorf("plugin %s: non-private estimator %s returned a privacy claim", plug.Name(), info.Name))
@@ -393,6 +391,19 @@ func fitNonPrivate(ctx context.Context, env *Env, led *ledger.Ledger, plug *host
 	rep.Privacy.Grant = privacy.Grant{}
 	rep.Notes = append(rep.Notes, "non-private reference output: not recorded in the budget ledger and NOT private")
 	return release(env, rep, outcome, outDir, asJSON, t0, timings)
+}
+
+// fitErrorCode is the exit code of a failed fit: a plugin failure, a
+// request the estimator refused as such (a usage error), or an estimator
+// error.
+func fitErrorCode(err error) int {
+	switch {
+	case errors.Is(err, host.ErrPlugin):
+		return ExitPlugin
+	case errors.Is(err, host.ErrRequest):
+		return ExitUsage
+	}
+	return ExitEstimator
 }
 
 func grantKinds(ks []privacy.GrantKind) string {

@@ -104,8 +104,11 @@ func (p *Plugin) wrap(ctx context.Context, what string, err error) error {
 	}
 	st, _ := status.FromError(err)
 	switch st.Code() {
-	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.OutOfRange:
-		// The plugin answered: the estimator refused or failed the request.
+	case codes.InvalidArgument:
+		// The estimator refused the request itself (sdk.BadRequest).
+		return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, st.Message(), ErrRequest)
+	case codes.FailedPrecondition, codes.NotFound, codes.OutOfRange:
+		// The plugin answered: the estimator failed the request.
 		return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, st.Message(), ErrEstimator)
 	}
 	// Transport-level failure: give the process a moment to be reaped so
@@ -134,10 +137,15 @@ func ctxErr(ctx context.Context) error {
 	return nil
 }
 
-// ErrEstimator is wrapped when the estimator itself reported an error (bad
-// parameters, data it cannot use, a refused privacy step): the plugin
+// ErrEstimator is wrapped when the estimator itself reported an error (data
+// it cannot use, a refused privacy step, a failed computation): the plugin
 // worked, the request did not.
 var ErrEstimator = errors.New("estimator error")
+
+// ErrRequest is wrapped when the estimator refused the request as such
+// (gRPC InvalidArgument, sdk.BadRequest): parameters that conflict with
+// each other, with the data's shape or with the budget's form.
+var ErrRequest = errors.New("request refused by the estimator")
 
 const maxOutputValues = 1 << 28 // 2 GiB of float64: refuse absurd declared shapes
 

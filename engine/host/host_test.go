@@ -91,6 +91,8 @@ func TestBadPluginsAreReportedNotFatal(t *testing.T) {
 		{"no-result", "without a result", ErrPlugin, true},
 		{"unannounced-step", "announced", ErrPlugin, false},
 		{"estimator-error", "rank 99 exceeds", ErrEstimator, false},
+		{"bad-request", "lambda lists 2 values", ErrRequest, false},
+		{"late-refusal", "changed its mind", ErrRequest, true},
 	}
 	for _, tc := range fitFailures {
 		t.Run("fit/"+tc.mode, func(t *testing.T) {

@@ -34,17 +34,17 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 		return nil, nil, err
 	}
 	if d.Kind != info.DataKind {
-		return nil, nil, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, d.Kind)
+		return nil, nil, BadRequest("estimator %s takes %s data, got %s data", info.Name, info.DataKind, d.Kind)
 	}
 	params, err := ValidateParams(info.Params, raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("estimator %s: %w", info.Name, err)
+		return nil, nil, BadRequest("estimator %s: %w", info.Name, err)
 	}
 	if err := grant.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, BadRequest("%w", err)
 	}
 	if !grantAccepted(info.Grants, grant.Kind) {
-		return nil, nil, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
+		return nil, nil, BadRequest("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
 	}
 	acct, err = privacy.NewAccountant(grant)
 	if err != nil {

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -163,6 +164,8 @@ func TestRunLocal(t *testing.T) {
 				if tc.name == "estimator error is wrapped" {
 					assert.True(t, errors.Is(err, context.Canceled), "the estimator's error stays in the chain")
 				}
+				refusal := map[string]bool{"wrong data kind": true, "grant kind refused": true, "invalid grant": true, "bad parameter": true}
+				assert.Equal(t, refusal[tc.name], IsBadRequest(err), "refusals of the request are marked as such, failures are not")
 				return
 			}
 			require.NoError(t, err)
@@ -173,4 +176,15 @@ func TestRunLocal(t *testing.T) {
 			assert.Equal(t, 1e-6, res.Guarantee.Delta)
 		})
 	}
+}
+
+func TestBadRequest(t *testing.T) {
+	base := errors.New("underlying")
+	err := BadRequest("lambda: %w", base)
+	assert.True(t, IsBadRequest(err))
+	assert.ErrorIs(t, err, base, "BadRequest wraps with %%w")
+	assert.Equal(t, "lambda: underlying", err.Error())
+	assert.True(t, IsBadRequest(fmt.Errorf("context: %w", err)), "still recognised when wrapped")
+	assert.False(t, IsBadRequest(base))
+	assert.False(t, IsBadRequest(nil))
 }

@@ -113,7 +113,7 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	t0 := time.Now()
 	ds, closer, err := OpenHandle(req.GetData())
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "opening data set: %v", err)
+		return status.Errorf(codes.FailedPrecondition, "opening data set: %v", err)
 	}
 	defer closer.Close()
 	loadSec := time.Since(t0).Seconds()
@@ -151,6 +151,9 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	if err != nil {
 		if ctx.Err() != nil {
 			return status.Errorf(codes.Canceled, "%v", err)
+		}
+		if IsBadRequest(err) {
+			return status.Errorf(codes.InvalidArgument, "%v", err)
 		}
 		return status.Errorf(codes.FailedPrecondition, "%v", err)
 	}

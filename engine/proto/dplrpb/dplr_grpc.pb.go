@@ -44,7 +44,11 @@ type EstimatorsClient interface {
 	Catalogue(ctx context.Context, in *CatalogueRequest, opts ...grpc.CallOption) (*CatalogueResponse, error)
 	// Fit runs one estimator. The stream carries progress, every privacy
 	// step as it is spent, the matrix outputs in chunks, and ends with one
-	// FitResult. Errors end the stream with a gRPC status.
+	// FitResult. Errors end the stream with a gRPC status: InvalidArgument
+	// when the estimator refuses the request itself (parameters that conflict
+	// with each other, the data's shape or the budget's form), sent before
+	// any privacy step; FailedPrecondition when it fails while running;
+	// Canceled when the host cancelled the fit.
 	Fit(ctx context.Context, in *FitRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FitEvent], error)
 }
 
@@ -95,7 +99,11 @@ type EstimatorsServer interface {
 	Catalogue(context.Context, *CatalogueRequest) (*CatalogueResponse, error)
 	// Fit runs one estimator. The stream carries progress, every privacy
 	// step as it is spent, the matrix outputs in chunks, and ends with one
-	// FitResult. Errors end the stream with a gRPC status.
+	// FitResult. Errors end the stream with a gRPC status: InvalidArgument
+	// when the estimator refuses the request itself (parameters that conflict
+	// with each other, the data's shape or the budget's form), sent before
+	// any privacy step; FailedPrecondition when it fails while running;
+	// Canceled when the host cancelled the fit.
 	Fit(*FitRequest, grpc.ServerStreamingServer[FitEvent]) error
 	mustEmbedUnimplementedEstimatorsServer()
 }

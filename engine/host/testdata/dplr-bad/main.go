@@ -87,6 +87,13 @@ func (s *server) Fit(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) err
 		return st.Send(r)
 	case "estimator-error":
 		return status.Errorf(codes.FailedPrecondition, "rank 99 exceeds the data's 3 columns")
+	case "bad-request":
+		return status.Errorf(codes.InvalidArgument, "lambda lists 2 values but rank is 3")
+	case "late-refusal":
+		// Refuses the request after announcing a privacy step: a breach of
+		// the protocol's contract the host must still charge for.
+		_ = st.Send(step(0.01))
+		return status.Errorf(codes.InvalidArgument, "changed its mind")
 	}
 	_ = st.Send(step(0.01))
 	_ = st.Send(chunk(1, 2, 0, 1, 2))
