@@ -101,12 +101,25 @@ func TestFitEndToEnd(t *testing.T) {
 	assert.Equal(t, "zcdp", priv["guarantee"])
 	assert.LessOrEqual(t, priv["epsilon"].(float64), 1+1e-9)
 	assert.Equal(t, false, priv["seeded"])
+	led := rep["ledger"].(map[string]any)
+	assert.NotContains(t, led, "remaining", "no budget set: no remaining figures to misread as zero")
+
 	m, err := dataio.Load(filepath.Join(out, "mean.npy"), dataio.LoadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 10, m.P())
 	_, err = os.Stat(filepath.Join(out, "result.json"))
 	require.NoError(t, err)
 	assert.Len(t, history(t, home, data), 1)
+
+	// With a ρ total, the remaining budget is stated in that form: 0.5 less
+	// the first run's ρ (its (1, 1e-6) grant composed in zCDP) and 0.1.
+	r = dplr(t, home, "budget", "set", "--data", data, "--rho", "0.5")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "fit", "example-mean", "--data", data, "--rho", "0.1", "--set", "clip=3", "--out", t.TempDir(), "--json", "--quiet")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	led = rep["ledger"].(map[string]any)
+	assert.Equal(t, "ρ = 0.3756", led["remaining_text"], "the remaining budget in the total's own form")
 }
 
 func TestBadInputSpendsNothing(t *testing.T) {

@@ -109,17 +109,21 @@ type SeriesReport struct {
 
 // LedgerReport is the run's ledger entry and the data set's position.
 type LedgerReport struct {
-	RunID     int64            `json:"run_id"`
-	Path      string           `json:"path"`
-	HasBudget bool             `json:"has_budget"`
-	Spent     ledger.Spent     `json:"spent"`
-	Remaining ledger.Remaining `json:"remaining"`
+	RunID     int64        `json:"run_id"`
+	Path      string       `json:"path"`
+	HasBudget bool         `json:"has_budget"`
+	Spent     ledger.Spent `json:"spent"`
+	// Remaining and RemainingText are present only when the data set has a
+	// total budget; the numbers' meaning depends on the total's form
+	// (ledger.Remaining), the text says it in words.
+	Remaining     *ledger.Remaining `json:"remaining,omitempty"`
+	RemainingText string            `json:"remaining_text,omitempty"`
 }
 
 const inlineLimit = 400 // matrices with at most this many values are inlined in JSON
 
 func cmdFit(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags("fit", "ESTIMATOR --data PATH [--format F] --epsilon E [--delta D | --rho R] [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
+	fs := newFlags("fit", "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
 	var pf pluginFlags
 	pf.register(fs)
 	var df dataFlags
@@ -285,7 +289,10 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	rep := buildReport(estName, plug, info, handle, raw, grant, outcome, loc)
 	rep.Data.Path = df.path
 	if st, err := led.Show(ctx, handle.Hash); err == nil {
-		rep.Ledger = &LedgerReport{RunID: int64(runID), Path: led.Path(), HasBudget: st.HasBudget, Spent: st.Spent, Remaining: st.Remaining}
+		rep.Ledger = &LedgerReport{RunID: int64(runID), Path: led.Path(), HasBudget: st.HasBudget, Spent: st.Spent}
+		if st.HasBudget {
+			rep.Ledger.Remaining, rep.Ledger.RemainingText = &st.Remaining, st.RemainingText()
+		}
 	}
 	return release(env, rep, outcome, *outDir, *asJSON, t0, timings)
 }
@@ -563,7 +570,7 @@ func summarize(w io.Writer, r *FitReport) {
 	}
 	if r.Ledger != nil {
 		if r.Ledger.HasBudget {
-			fmt.Fprintf(w, "ledger: run %d recorded; remaining budget ε=%.4g δ=%.3g ρ=%.4g\n", r.Ledger.RunID, r.Ledger.Remaining.Epsilon, r.Ledger.Remaining.Delta, r.Ledger.Remaining.Rho)
+			fmt.Fprintf(w, "ledger: run %d recorded; remaining: %s\n", r.Ledger.RunID, r.Ledger.RemainingText)
 		} else {
 			fmt.Fprintf(w, "ledger: run %d recorded; no total budget set for this data set (dplr budget set)\n", r.Ledger.RunID)
 		}

@@ -98,11 +98,17 @@ func RelFrobenius(a, b mat.Matrix) (float64, error) {
 	return mat.Norm(&d, 2) / nb, nil
 }
 
+// Release is the release class of every Metric: computed from the truth
+// (and through the estimate, from the data), for evaluation only, never
+// part of a private release. It matches sdk.Evaluation.
+const Release = "evaluation"
+
 // Metric is one evaluation number.
 type Metric struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Doc   string  `json:"doc"`
+	Name    string  `json:"name"`
+	Value   float64 `json:"value"`
+	Doc     string  `json:"doc"`
+	Release string  `json:"release"` // always Release
 }
 
 // Against compares named outputs with named truth matrices. Conventions:
@@ -127,14 +133,14 @@ func Against(outputs, truth map[string]*mat.Dense) []Metric {
 				s, f, err := SinTheta(o, t)
 				if err == nil {
 					out = append(out,
-						Metric{k + ".sin_theta_spectral", s, "‖sin Θ(" + k + ", truth)‖₂"},
-						Metric{k + ".sin_theta_frobenius", f, "‖sin Θ(" + k + ", truth)‖_F"})
+						Metric{k + ".sin_theta_spectral", s, "‖sin Θ(" + k + ", truth)‖₂", Release},
+						Metric{k + ".sin_theta_frobenius", f, "‖sin Θ(" + k + ", truth)‖_F", Release})
 				}
 			}
 			continue
 		}
 		if e, err := RelFrobenius(o, t); err == nil {
-			out = append(out, Metric{k + ".rel_frobenius", e, "‖" + k + " − truth‖_F / ‖truth‖_F"})
+			out = append(out, Metric{k + ".rel_frobenius", e, "‖" + k + " − truth‖_F / ‖truth‖_F", Release})
 		}
 	}
 	return out

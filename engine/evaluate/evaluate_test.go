@@ -40,6 +40,9 @@ func TestAgainst(t *testing.T) {
 	assert.InDelta(t, 0.2, got[0].Value, 1e-12)
 	assert.Equal(t, "U.sin_theta_spectral", got[1].Name)
 	assert.InDelta(t, 0, got[1].Value, 1e-12)
+	for _, m := range got {
+		assert.Equal(t, "evaluation", m.Release, "truth metrics are labelled evaluation-only")
+	}
 }
 
 // Non-orthonormal inputs (such as the users' heads of fedrep, n×k with

@@ -236,6 +236,16 @@ func spentString(sp Spent) string {
 	return sp.Composition
 }
 
+// RemainingText says in words what the budget still affords, in the forms
+// its total allows ("an (ε = 0.5, δ = 5e-06) run, or a ρ = 0.01 run"), or
+// "no budget set".
+func (s Status) RemainingText() string {
+	if !s.HasBudget {
+		return "no budget set"
+	}
+	return remainingString(s.Total, s.Remaining)
+}
+
 func remainingString(total privacy.Grant, r Remaining) string {
 	switch total.Kind {
 	case privacy.GrantPure:
