@@ -152,10 +152,10 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	cal := p.String("calibration")
 	g := run.Acct.Grant()
 	if cal != GaussZCDP && g.Kind != privacy.GrantApprox {
-		return nil, fmt.Errorf("calibration %s needs an (ε, δ) grant, got %s", cal, g.Kind)
+		return nil, sdk.BadRequest("calibration %s needs an (ε, δ) grant, got %s", cal, g.Kind)
 	}
 	if cal == GaussClassical && g.Epsilon > 1 {
-		return nil, fmt.Errorf("classical Gaussian calibration holds only for ε ≤ 1, got ε = %v (use calibration=analytic or zcdp)", g.Epsilon)
+		return nil, sdk.BadRequest("classical Gaussian calibration holds only for ε ≤ 1, got ε = %v (use calibration=analytic or zcdp)", g.Epsilon)
 	}
 	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
 	if err != nil {

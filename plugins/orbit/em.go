@@ -59,7 +59,7 @@ func betaFor(cal string, eps, lambda1 float64) (float64, error) {
 	case CalibAddRemove:
 		return eps / lambda1, nil
 	}
-	return 0, fmt.Errorf("unknown calibration %q", cal)
+	return 0, sdk.BadRequest("unknown calibration %q", cal)
 }
 
 // spendEM declares the exponential-mechanism step at budget eps.

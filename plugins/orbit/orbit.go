@@ -88,7 +88,7 @@ func rowsMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.
 		return nil, 0, fmt.Errorf("data set has no rows")
 	}
 	if !(clip > 0) || math.IsInf(clip, 0) {
-		return nil, 0, fmt.Errorf("clip = %v must be positive and finite", clip)
+		return nil, 0, sdk.BadRequest("clip = %v must be positive and finite", clip)
 	}
 	n, d := ds.X.Dims()
 	xc := mat.NewDense(n, d, nil)
@@ -136,28 +136,28 @@ func parseSpectrum(s string, k int) ([]float64, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) == 1 && k > 1 {
 		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
-			return nil, fmt.Errorf("spectrum %q: want \"projection\" or %d comma-separated numbers", s, k)
+			return nil, sdk.BadRequest("spectrum %q: want \"projection\" or %d comma-separated numbers", s, k)
 		}
 	}
 	if len(parts) != k {
-		return nil, fmt.Errorf("spectrum lists %d values but rank is %d", len(parts), k)
+		return nil, sdk.BadRequest("spectrum lists %d values but rank is %d", len(parts), k)
 	}
 	out := make([]float64, k)
 	for i, p := range parts {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("spectrum value %d (%q) is not a finite number", i+1, p)
+			return nil, sdk.BadRequest("spectrum value %d (%q) is not a finite number", i+1, p)
 		}
 		if v < 0 {
-			return nil, fmt.Errorf("spectrum value %d = %v is negative (the score's sensitivity bound needs λ ≥ 0)", i+1, v)
+			return nil, sdk.BadRequest("spectrum value %d = %v is negative (the score's sensitivity bound needs λ ≥ 0)", i+1, v)
 		}
 		if i > 0 && v > out[i-1] {
-			return nil, fmt.Errorf("spectrum must be non-increasing: value %d = %v exceeds value %d = %v", i+1, v, i, out[i-1])
+			return nil, sdk.BadRequest("spectrum must be non-increasing: value %d = %v exceeds value %d = %v", i+1, v, i, out[i-1])
 		}
 		out[i] = v
 	}
 	if !(out[0] > 0) {
-		return nil, fmt.Errorf("spectrum's largest value must be positive")
+		return nil, sdk.BadRequest("spectrum's largest value must be positive")
 	}
 	return out, nil
 }
@@ -165,7 +165,7 @@ func parseSpectrum(s string, k int) ([]float64, error) {
 // checkRank validates k against d.
 func checkRank(k, d int) error {
 	if k < 1 || k > d {
-		return fmt.Errorf("rank %d must lie in [1, d = %d]", k, d)
+		return sdk.BadRequest("rank %d must lie in [1, d = %d]", k, d)
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func grantEpsilon(acct *privacy.Accountant) (float64, error) {
 	case privacy.GrantPure, privacy.GrantApprox:
 		return g.Epsilon, nil
 	}
-	return 0, fmt.Errorf("this estimator needs a pure or (ε, δ) budget, got %s", g.Kind)
+	return 0, sdk.BadRequest("this estimator needs a pure or (ε, δ) budget, got %s", g.Kind)
 }
 
 // Score returns ⟨A, U diag(λ) Uᵀ⟩ = Σ_i λ_i u_iᵀ A u_i for the d×k frame u.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -49,4 +50,32 @@ func TestSpectrumKeywordErrorNamesTheForms(t *testing.T) {
 	v, err := parseSpectrum("5", 1)
 	require.NoError(t, err)
 	assert.Equal(t, []float64{5}, v)
+}
+
+// Requests the orbit estimators refuse as such are marked sdk.BadRequest
+// (a usage error for the host) and refused before any privacy step.
+func TestRefusedRequestsAreBadRequests(t *testing.T) {
+	ds := genData(t, 200, 6, 2, 5)
+	cases := []struct {
+		name  string
+		est   sdk.Estimator
+		raw   map[string]string
+		grant privacy.Grant
+	}{
+		{"spectrum count", EM{}, map[string]string{"rank": "3", "spectrum": "3,2"}, pure(1)},
+		{"spectrum increasing", EM{}, map[string]string{"rank": "2", "spectrum": "1,2"}, pure(1)},
+		{"spectrum negative", Deflation{}, map[string]string{"rank": "2", "spectrum": "2,-1"}, pure(1)},
+		{"spectrum keyword", EM{}, map[string]string{"rank": "2", "spectrum": "private"}, pure(1)},
+		{"gauss classical above ε = 1", Gauss{}, map[string]string{"rank": "2", "calibration": "classical"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 4, Delta: 1e-6}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, ds, tc.raw, tc.grant, sdk.LocalOptions{})
+			require.Error(t, err)
+			assert.True(t, sdk.IsBadRequest(err), "refusal not marked: %v", err)
+			if acct != nil {
+				assert.Empty(t, acct.Steps())
+			}
+		})
+	}
 }

@@ -74,7 +74,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	center, mclip, mshare := in.center, in.meanClip, in.meanShare
 	eps := run.Acct.Grant().Epsilon
 	if !(eps > 0) || math.IsInf(eps, 0) {
-		return nil, fmt.Errorf("pca-amin needs a finite ε grant")
+		return nil, sdk.BadRequest("pca-amin needs a finite ε grant")
 	}
 	valShare := 1 / float64(r+1)
 	if ps.Has("eigenvalue_share") {
@@ -89,7 +89,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	epsVals := valShare * rest
 	if !(epsVals > 0) && ps.Bool("output_sigma") {
 		// Checked before any step is declared, so the refusal costs nothing.
-		return nil, fmt.Errorf("output_sigma needs eigenvalues (eigenvalue_share > 0)")
+		return nil, sdk.BadRequest("output_sigma needs eigenvalues (eigenvalue_share > 0)")
 	}
 	// The last vector is determined when r = p: no budget for it.
 	nSampled := r

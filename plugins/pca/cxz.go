@@ -118,12 +118,12 @@ func parseCXZ(run *sdk.Run, n, p int) (*cxzConfig, error) {
 	}
 	low, err := gen.ParseSpikes(ps.String("lambda"), r)
 	if err != nil {
-		return nil, fmt.Errorf("parameter lambda: %w", err)
+		return nil, sdk.BadRequest("parameter lambda: %w", err)
 	}
 	high := low
 	if ps.Has("lambda_upper") {
 		if high, err = gen.ParseSpikes(ps.String("lambda_upper"), r); err != nil {
-			return nil, fmt.Errorf("parameter lambda_upper: %w", err)
+			return nil, sdk.BadRequest("parameter lambda_upper: %w", err)
 		}
 	}
 	c.model = SpikedModel{N: n, P: p, LambdaLow: low, LambdaHigh: high, Sigma2: s2}
@@ -153,13 +153,13 @@ func parseCXZ(run *sdk.Run, n, p int) (*cxzConfig, error) {
 		c.safety = ps.Float("safety")
 	}
 	if (c.cal == CalPaper || c.cal == CalDiverging) && (c.c2 <= 0 || c.c3 <= 0) {
-		return nil, fmt.Errorf("calibration %s needs positive constants c2, c3", c.cal)
+		return nil, sdk.BadRequest("calibration %s needs positive constants c2, c3", c.cal)
 	}
 	if c.cal == CalDavisKahan && c.dkc <= 0 {
-		return nil, fmt.Errorf("calibration davis-kahan needs a positive dk_c")
+		return nil, sdk.BadRequest("calibration davis-kahan needs a positive dk_c")
 	}
 	if c.guarded && c.pcaOnly {
-		return nil, fmt.Errorf("guarded applies to stage 2, which pca_only skips")
+		return nil, sdk.BadRequest("guarded applies to stage 2, which pca_only skips")
 	}
 	// output_sigma, rotate and psd post-process Λ̃, which pca_only does not
 	// release: refuse them here, before any step is declared, rather than
@@ -167,7 +167,7 @@ func parseCXZ(run *sdk.Run, n, p int) (*cxzConfig, error) {
 	if c.pcaOnly {
 		for _, name := range []string{"output_sigma", "rotate", "psd"} {
 			if ps.Bool(name) {
-				return nil, fmt.Errorf("%s needs the eigenvalue stage (Λ̃), which pca_only skips", name)
+				return nil, sdk.BadRequest("%s needs the eigenvalue stage (Λ̃), which pca_only skips", name)
 			}
 		}
 	}
@@ -212,7 +212,7 @@ func (c *cxzConfig) sensitivities() (d1, d2, betaEach float64, err error) {
 		d1 *= c.safety
 		d2 = c.safety * ExplicitDelta2(m, betaEach)
 	default:
-		err = fmt.Errorf("unknown calibration %q", c.cal)
+		err = sdk.BadRequest("unknown calibration %q", c.cal)
 	}
 	return d1, d2, betaEach, err
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -117,4 +118,37 @@ func TestCXZPrivateCentringNeedsMeanClip(t *testing.T) {
 	raw["mean_clip"] = "12"
 	_, acct = fit(t, CXZ{}, g, raw, approx(1, 1e-6), 1)
 	assert.Len(t, acct.Steps(), 3, "mean + two stages")
+}
+
+// Requests the estimators refuse as such (conflicting parameters, a rank
+// the data cannot support, a calibration the budget's form does not allow)
+// are marked sdk.BadRequest, so the host reports a usage error, and are
+// refused before any privacy step.
+func TestRefusedRequestsAreBadRequests(t *testing.T) {
+	g := spiked(t, 2000, 10, 2, "24,20", "gaussian", 43)
+	cases := []struct {
+		name  string
+		est   sdk.Estimator
+		raw   map[string]string
+		grant func() privacy.Grant
+	}{
+		{"cxz lambda not a number", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "abc"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"cxz lambda count", CXZ{}, map[string]string{"rank": "3", "sigma2": "1", "lambda": "24,20"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"cxz rank vs 2r < p", CXZ{}, map[string]string{"rank": "5", "sigma2": "1", "lambda": "24"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"cxz unknown calibration constants", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "calibration": "paper", "c2": "0"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"analyze gauss classical under ρ", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "calibration": "classical"}, func() privacy.Grant { return privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1} }},
+		{"analyze gauss classical above ε = 1", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "calibration": "classical"}, func() privacy.Grant { return approx(4, 1e-6) }},
+		{"amin rank above p", Amin{}, map[string]string{"rank": "11", "clip": "10"}, func() privacy.Grant { return pure(1) }},
+		{"cxz private centring without mean_clip", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private"}, func() privacy.Grant { return approx(1, 1e-6) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, tc.grant(), sdk.LocalOptions{})
+			require.Error(t, err)
+			assert.True(t, sdk.IsBadRequest(err), "refusal not marked: %v", err)
+			if acct != nil {
+				assert.Empty(t, acct.Steps(), "refused before any step")
+			}
+		})
+	}
 }

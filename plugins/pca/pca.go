@@ -25,7 +25,6 @@ package pca
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -94,13 +93,13 @@ func sigmaSpec() sdk.ParamSpec {
 // 2r < p when strict).
 func checkRank(r, p int, strict bool) error {
 	if r < 1 {
-		return fmt.Errorf("rank %d must be at least 1", r)
+		return sdk.BadRequest("rank %d must be at least 1", r)
 	}
 	if strict && 2*r >= p {
-		return fmt.Errorf("rank %d too large for dimension %d: the spiked-model analysis needs 2r < p", r, p)
+		return sdk.BadRequest("rank %d too large for dimension %d: the spiked-model analysis needs 2r < p", r, p)
 	}
 	if r > p {
-		return fmt.Errorf("rank %d exceeds the dimension %d", r, p)
+		return sdk.BadRequest("rank %d exceeds the dimension %d", r, p)
 	}
 	return nil
 }
@@ -108,7 +107,7 @@ func checkRank(r, p int, strict bool) error {
 // finitePositive checks a public parameter.
 func finitePositive(name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		return fmt.Errorf("parameter %s = %v must be positive and finite", name, v)
+		return sdk.BadRequest("parameter %s = %v must be positive and finite", name, v)
 	}
 	return nil
 }
@@ -157,7 +156,7 @@ func rowsData(d *data.Dataset) (*mat.Dense, int, int, error) {
 	}
 	n, p := d.X.Dims()
 	if p < 2 {
-		return nil, 0, 0, fmt.Errorf("dimension %d: PCA needs at least 2 columns", p)
+		return nil, 0, 0, sdk.BadRequest("dimension %d: PCA needs at least 2 columns", p)
 	}
 	return d.X, n, p, nil
 }
@@ -299,18 +298,18 @@ func newBudget(acct *privacy.Accountant, mode string, shares []float64) (*budget
 		b.rho = rho
 	case "classical", "analytic":
 		if g.Kind != privacy.GrantApprox {
-			return nil, fmt.Errorf("the %s Gaussian calibration needs an (ε, δ) grant, got a %s grant", mode, g.Kind)
+			return nil, sdk.BadRequest("the %s Gaussian calibration needs an (ε, δ) grant, got a %s grant", mode, g.Kind)
 		}
 		b.eps, b.delta = g.Epsilon, g.Delta
 		if mode == "classical" {
 			for _, s := range shares {
 				if s*b.eps > 1 {
-					return nil, fmt.Errorf("classical Gaussian calibration is proved only for per-step ε ≤ 1, but a step would get ε = %.4g (total ε = %.4g): lower ε or use the analytic calibration", s*b.eps, b.eps)
+					return nil, sdk.BadRequest("classical Gaussian calibration is proved only for per-step ε ≤ 1, but a step would get ε = %.4g (total ε = %.4g): lower ε or use the analytic calibration", s*b.eps, b.eps)
 				}
 			}
 		}
 	default:
-		return nil, fmt.Errorf("unknown Gaussian calibration %q", mode)
+		return nil, sdk.BadRequest("unknown Gaussian calibration %q", mode)
 	}
 	return b, nil
 }
@@ -378,10 +377,10 @@ func centerParams(ps sdk.Params, defaultClip float64) (private bool, clip, share
 	if ps.Has("mean_clip") {
 		clip = ps.Float("mean_clip")
 	} else if math.IsNaN(defaultClip) {
-		return false, 0, 0, errors.New("center=private needs mean_clip, a public row-norm bound for the private mean")
+		return false, 0, 0, sdk.BadRequest("center=private needs mean_clip, a public row-norm bound for the private mean")
 	}
 	if err := finitePositive("mean_clip", clip); err != nil {
-		return false, 0, 0, fmt.Errorf("center=private needs a public row-norm bound: %w", err)
+		return false, 0, 0, sdk.BadRequest("center=private needs a public row-norm bound: %w", err)
 	}
 	return true, clip, ps.Float("mean_share"), nil
 }
