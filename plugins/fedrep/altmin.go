@@ -333,7 +333,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	}
 	res.AddMatrix("U", u, sdk.Public, "shared representation U (d×k, orthonormal columns)")
 	if heads != nil {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only")
+		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
 	}
 	if holdout {
 		res.AddSeries("holdout_loss", curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")
@@ -344,7 +344,13 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
 		Assumptions: []string{fmt.Sprintf("public clips c_W = %g, c_y = %g, at most %d rows per user, ψ_init = %g (worst case)", cw, cy, portion, psiInit),
-			fmt.Sprintf("number of users n = %d public; the group partition is data independent", n)}}
+			fmt.Sprintf("number of users n = %d public", n)}}
+	if disjoint {
+		res.Guarantee.Assumptions[1] += "; the group partition is data independent"
+	}
+	if heads != nil {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
+	}
 	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g",
 		rhoInit, rhoA, rhoB, map[bool]string{true: "loop (disjoint groups)", false: "iteration"}[disjoint], sensA, sensB))
 	return res, nil

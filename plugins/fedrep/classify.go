@@ -341,7 +341,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	res.AddMatrix("U", u, sdk.Public, "U = MᵀŨ (d×1), Ũ drawn by the exponential mechanism from the γ-net")
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
 	if p.Bool("output_v") {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i = ±Γ chosen on its own local half; meant for user i only")
+		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i = ±Γ of the i-th user in increasing user-id order, chosen on its own rows (see head_data); meant for user i only (not covered by the public guarantee, which is about U)")
 	}
 	if nh > 0 {
 		res.AddScalar("holdout_error", hold/float64(nh), sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
@@ -352,6 +352,9 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	// sampler: the guarantee is labelled nominal.
 	res.Guarantee = privacy.Guarantee{Kind: privacy.Nominal, Neighbours: "one user's whole data replaced (user level, n public)",
 		Assumptions: []string{fmt.Sprintf("number of users n = %d public; score sensitivity 1/n (each user's loss lies in [0, 1])", n)}}
+	if p.Bool("output_v") {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
+	}
 	res.Notes = append(res.Notes, fmt.Sprintf("exponential mechanism over all %d net points (cost exponential in k′·k); pure ε-DP for an exact sampler, drawn here by floating-point Gumbel-max, hence the nominal label", len(net)))
 	return res, nil
 }

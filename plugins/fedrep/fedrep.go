@@ -321,7 +321,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 	}
 	res.AddMatrix("U", out, sdk.Public, uDoc)
 	if heads != nil {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is user i's head v_i, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
+		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
 	}
 	lossName := "mean squared error"
 	if loss == lossLogistic {
@@ -340,6 +340,9 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 			Neighbours: "one user's whole data replaced (user level, n public)",
 			Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", psi, psiInit),
 				fmt.Sprintf("number of users n = %d public", n)}}
+		if heads != nil {
+			res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
+		}
 		res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round", bud.rhoInit, bud.rhoRound*float64(s.T), s.T, bud.rhoRound, 2*psi/float64(n)))
 	} else {
 		res.Guarantee = privacy.Guarantee{Kind: privacy.None}

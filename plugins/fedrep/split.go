@@ -34,7 +34,7 @@ func splitParams() []sdk.ParamSpec {
 		{Name: "head_data", Type: sdk.String, Default: "local", Choices: []string{"local", "all"},
 			Doc: "rows each user fits its final head v_i on: local = its held-back half S¹ only (the paper, needed for its analysis); all = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged)"},
 		{Name: "output_v", Type: sdk.Bool, Default: "true",
-			Doc: "return the users' heads v_i (n×k) fitted on their local halves S¹; each row is meant only for its user (release class per-user)"},
+			Doc: "return the users' heads v_i (n×k) fitted on their own rows (see head_data), one row per user in increasing user-id order (non-integer ids: order of first appearance); each row is meant only for its user (release class per-user)"},
 	}
 }
 
@@ -62,7 +62,7 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*lay
 		l := int(math.Floor(localFrac * float64(rest)))
 		m0 := rest - l
 		if m0 < minTrain {
-			return nil, fmt.Errorf("user %d has %d rows: its training half would hold %d rows, fewer than the %d needed", u, m, m0, minTrain)
+			return nil, fmt.Errorf("%s has %d rows: its training half would hold %d rows, fewer than the %d needed", userName(ds, u), m, m0, minTrain)
 		}
 		lay.users[u] = userRows{t0: s, t1: s + m0, f1: s + rest, h1: e}
 		lay.maxM0 = max(lay.maxM0, m0)
@@ -74,3 +74,19 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*lay
 
 // n is the number of users.
 func (l *layout) n() int { return len(l.users) }
+
+// perUserAssumption is the guarantee assumption stating how the per-user
+// heads V are covered: the guarantee is about the public outputs, and row i
+// of V (a function of the private U and user i's own rows only) must go to
+// user i alone, which keeps every other user's row private with respect to
+// user i (the billboard lemma).
+const perUserAssumption = "V is released per user: row i (computed from the private U and user i's own rows only) goes to user i alone; the guarantee covers the public outputs, and by the billboard lemma the rows of all other users stay private with respect to user i"
+
+// userName names user u of ds in messages by its original id when the data
+// set carries one, else by its index.
+func userName(ds *data.Dataset, u int) string {
+	if u < len(ds.UserIDs) {
+		return fmt.Sprintf("user %d", ds.UserIDs[u])
+	}
+	return fmt.Sprintf("user #%d", u)
+}

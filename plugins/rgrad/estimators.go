@@ -49,12 +49,18 @@ func Estimators() []sdk.Estimator {
 
 type estimator struct{ mode Mode }
 
+// minPositive is the catalogue's lower bound of parameters that must be
+// positive (σ1, σr, η, the constants and the clipping bounds), so that a zero
+// is refused by the host's parameter check (exit 2, no ledger entry) rather
+// than by the estimator after the grant is reserved.
+const minPositive = 1e-12
+
 func commonParams() []sdk.ParamSpec {
 	return []sdk.ParamSpec{
 		{Name: "rank", Type: sdk.Int, Required: true, Min: sdk.Bound(1), Doc: "rank r of the estimate (at most min(d1, d2))"},
 		{Name: "iterations", Type: sdk.Int, Default: "0", Min: sdk.Bound(0), Max: sdk.Bound(1000),
 			Doc: "number T of Riemannian gradient iterations; 0 means ceil(ln n). Under DP the per-iteration noise grows with T, so a small T (3–5) is often more accurate"},
-		{Name: "step", Type: sdk.Float, Default: "0.8", Min: sdk.Bound(0), Max: sdk.Bound(1), Doc: "step size η in (0, 1]"},
+		{Name: "step", Type: sdk.Float, Default: "0.8", Min: sdk.Bound(minPositive), Max: sdk.Bound(1), Doc: "step size η in (0, 1]"},
 		{Name: "design", Type: sdk.String, Default: "identity",
 			Doc: "known covariance Λ of vec(X_i): identity, ar1:RHO (Λ_jk = RHO^|j−k| over row-major coordinates) or file:PATH (a p×p SPD matrix as text, p = d1·d2)"},
 		{Name: "retraction", Type: sdk.String, Default: "fast", Choices: []string{"fast", "full"},
@@ -64,17 +70,17 @@ func commonParams() []sdk.ParamSpec {
 
 func modelParams() []sdk.ParamSpec {
 	return []sdk.ParamSpec{
-		{Name: "sigma1", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public value of the largest singular value σ1 of M"},
-		{Name: "sigmar", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public value of the r-th singular value σr of M"},
+		{Name: "sigma1", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive), Doc: "public value of the largest singular value σ1 of M"},
+		{Name: "sigmar", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive), Doc: "public value of the r-th singular value σr of M"},
 		{Name: "sigma_xi", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public value of the response-noise standard deviation σ_ξ"},
 		{Name: "calibration", Type: sdk.String, Default: "explicit", Choices: []string{"explicit", "paper"},
 			Doc: "explicit: corrected plug-in sensitivities, all steps composed in zCDP from the grant; paper: the paper's literal sensitivities and its (ε/2, δ/2)-per-phase basic-composition split (needs an approx grant)"},
 		{Name: "gaussian", Type: sdk.String, Default: "classical", Choices: []string{"classical", "analytic"},
 			Doc: "calibration=paper only: classical Gaussian mechanism (the paper's; refuses per-step ε > 1) or the analytic one (Balle & Wang 2018, not in the paper)"},
-		{Name: "c1", Type: sdk.Float, Min: sdk.Bound(0), Doc: "constant of the subspace sensitivity Δ⁽¹⁾ (default 1)"},
-		{Name: "c2", Type: sdk.Float, Min: sdk.Bound(0), Doc: "constant of the core sensitivity Δ⁽²⁾ (default 2 explicit, 1 paper)"},
-		{Name: "c3", Type: sdk.Float, Min: sdk.Bound(0), Doc: "constant of the iteration sensitivity Δ_l (default 1)"},
-		{Name: "init_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Max: sdk.Bound(1),
+		{Name: "c1", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "constant of the subspace sensitivity Δ⁽¹⁾ (default 1)"},
+		{Name: "c2", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "constant of the core sensitivity Δ⁽²⁾ (default 2 explicit, 1 paper)"},
+		{Name: "c3", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "constant of the iteration sensitivity Δ_l (default 1)"},
+		{Name: "init_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0.001), Max: sdk.Bound(0.999),
 			Doc: "calibration=explicit: share of the zCDP budget for the initialisation (split equally over Ũ, Ṽ, Σ̃); the rest is split equally over the T iterations"},
 		{Name: "eig_select", Type: sdk.String, Default: "abs", Choices: []string{"abs", "algebraic"},
 			Doc: "how the private subspaces pick r eigenvectors of the noisy projector: largest |λ| (the paper's SVD_r) or largest λ"},
@@ -83,12 +89,12 @@ func modelParams() []sdk.ParamSpec {
 
 func strictParams() []sdk.ParamSpec {
 	return []sdk.ParamSpec{
-		{Name: "clip_x", Type: sdk.Float, Min: sdk.Bound(0),
+		{Name: "clip_x", Type: sdk.Float, Min: sdk.Bound(minPositive),
 			Doc: "public bound on ‖X_i‖_F for the initialisation (default sqrt(tr Λ) + 3·sqrt(C_u): under the Gaussian design about four standard deviations of ‖X_i‖_F above its typical value, so rarely binding)"},
-		{Name: "clip_y", Type: sdk.Float, Required: true, Min: sdk.Bound(0), Doc: "public bound on |y_i| for the initialisation"},
-		{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(0),
+		{Name: "clip_y", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive), Doc: "public bound on |y_i| for the initialisation"},
+		{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive),
 			Doc: "public bound τ on each per-sample projected gradient ‖(<X_i,M_l>−y_i)·P_T(X_i)‖_F; a good value is about (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2"},
-		{Name: "init_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Max: sdk.Bound(1),
+		{Name: "init_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0.001), Max: sdk.Bound(0.999),
 			Doc: "share of the zCDP budget for the initialisation; the rest is split equally over the T iterations"},
 		{Name: "init_shrink", Type: sdk.Bool, Default: "true",
 			Doc: "soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"},

@@ -1,0 +1,71 @@
+package rgrad
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Parameters that must be positive are bounded away from zero in the
+// catalogue, so the host refuses a zero at its parameter check (exit 2, no
+// ledger entry) instead of the estimator refusing it after the grant is
+// reserved; init_share is bounded inside (0, 1) for the same reason.
+func TestPositiveParamsBoundedInCatalogue(t *testing.T) {
+	positive := map[string]bool{"sigma1": true, "sigmar": true, "step": true, "c1": true, "c2": true, "c3": true,
+		"clip_x": true, "clip_y": true, "clip": true}
+	for _, e := range Estimators() {
+		info := e.Info()
+		for _, ps := range info.Params {
+			if positive[ps.Name] {
+				require.NotNil(t, ps.Min, "%s %s", info.Name, ps.Name)
+				assert.Greater(t, *ps.Min, 0.0, "%s %s", info.Name, ps.Name)
+			}
+			if ps.Name == "init_share" {
+				assert.Greater(t, *ps.Min, 0.0, info.Name)
+				assert.Less(t, *ps.Max, 1.0, info.Name)
+			}
+			if ps.Name == "sigma_xi" {
+				assert.Equal(t, 0.0, *ps.Min, "sigma_xi = 0 (noiseless responses) stays allowed for rgrad-dp")
+			}
+		}
+	}
+	g := genTrace(t, 31, map[string]string{"n": "300"})
+	seed := uint64(1)
+	for _, tc := range []struct{ est, name, value string }{
+		{"rgrad-dp", "step", "0"}, {"rgrad-dp", "sigma1", "0"}, {"rgrad-dp", "c1", "0"},
+		{"rgrad-dp", "init_share", "0"}, {"rgrad-strict", "clip", "0"}, {"rgrad-strict", "init_share", "1"},
+	} {
+		params := modelParamsFor(g, map[string]string{tc.name: tc.value})
+		if tc.est == "rgrad-strict" {
+			params = map[string]string{"rank": "2", "clip_y": "3", "clip": "1", tc.name: tc.value}
+		}
+		_, acct, err := sdk.RunLocal(context.Background(), estimatorByName(t, tc.est), g.Data, params, approx(1, 1e-5), sdk.LocalOptions{Seed: &seed})
+		require.Error(t, err, "%s %s=%s", tc.est, tc.name, tc.value)
+		assert.Contains(t, err.Error(), tc.name)
+		assert.Regexp(t, "below its minimum|above its maximum", err.Error())
+		if acct != nil {
+			assert.Empty(t, acct.Steps())
+		}
+	}
+}
+
+// The paper calibration's note says that the stated guarantee composes the
+// paper-calibrated releases in zCDP (and so reports an ε below the grant's),
+// not by the basic composition the noise was calibrated for.
+func TestPaperNoteMatchesReportedGuarantee(t *testing.T) {
+	g := genTrace(t, 32, map[string]string{"n": "400"})
+	res, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": "paper", "iterations": "3"}), approx(1, 1e-5), 2)
+	assert.Less(t, res.Guarantee.Epsilon, 1.0)
+	var note string
+	for _, n := range res.Notes {
+		if len(n) > 17 && n[:17] == "calibration=paper" {
+			note = n
+		}
+	}
+	assert.Contains(t, note, "zCDP")
+	assert.NotContains(t, note, "combined by basic composition")
+}
