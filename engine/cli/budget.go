@@ -71,12 +71,10 @@ Examples:
 		}
 		k := data.Kind(*kind)
 		if !flagGiven(fs, "kind") {
-			// A directory written by `dplr gen` says what it holds; read it
-			// as that, so the hash is the one `dplr fit` charges.
-			if st, err := os.Stat(df.path); err == nil && st.IsDir() {
-				if man, err := readManifest(df.path); err == nil {
-					k = man.Kind
-				}
+			var why string
+			k, why = df.inferKind()
+			if why != "" {
+				fmt.Fprintf(env.Stderr, "dplr: reading %s as %s data (%s; --kind rows|trace|users overrides): the budget applies to fits that read it the same way\n", df.path, k, why)
 			}
 		}
 		loc, err := df.locate(k)
@@ -150,6 +148,27 @@ Examples:
 		return tw.Flush()
 	}
 	return nil
+}
+
+// inferKind is the data kind `dplr budget` reads --data as when --kind is
+// not given, so that it hashes the data the way the fits that use it do: a
+// `dplr gen` directory says its own kind; for a file, user ids (--users,
+// --user-column) mean users data, a matrix shape or a response (--d1,
+// --d2, --response) trace data, and anything else rows. why explains an
+// inference from a file's flags ("" for a directory, whose kind is known).
+func (df *dataFlags) inferKind() (k data.Kind, why string) {
+	if st, err := os.Stat(df.path); err == nil && st.IsDir() {
+		if man, err := readManifest(df.path); err == nil {
+			return man.Kind, ""
+		}
+	}
+	switch {
+	case df.users != "" || df.userCol != "":
+		return data.Users, "user ids were given"
+	case df.d1 > 0 || df.d2 > 0 || df.response != "":
+		return data.Trace, "a matrix shape or a response was given"
+	}
+	return data.Rows, "no user ids, matrix shape or response was given"
 }
 
 // flagGiven reports whether the named flag was set on the command line.

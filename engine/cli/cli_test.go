@@ -593,3 +593,40 @@ func TestShadowedPluginIsReported(t *testing.T) {
 	var cat []map[string]any
 	assert.NoError(t, json.Unmarshal([]byte(r.stdout), &cat), "the note goes to stderr; stdout stays JSON")
 }
+
+// `dplr budget` on data files infers the kind from the flags a fit would
+// need (user ids: users; a response or matrix shape: trace), says what it
+// assumed, and so names the data set by the hash the fits charge.
+func TestBudgetInfersKindOfDataFiles(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct{ model, size string }{
+		{"trace-regression", "n=200"},
+		{"users-lowrank", "users=40"},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), tc.model)
+			r := dplr(t, "", "gen", tc.model, "--out", dir, "--set", tc.size, "--seed", "5")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			var man struct {
+				Hash  string
+				Kind  string
+				Files map[string]string
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "dataset.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &man))
+			args := []string{"budget", "show", "--data", filepath.Join(dir, man.Files["x"]), "--response", filepath.Join(dir, man.Files["y"]), "--json"}
+			if u, ok := man.Files["users"]; ok {
+				args = append(args, "--users", filepath.Join(dir, u))
+			}
+			r = dplr(t, home, args...)
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "as "+man.Kind+" data", "the assumed kind is said")
+			var st struct {
+				Hash string `json:"data_hash"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+			assert.Equal(t, man.Hash, st.Hash, "the file names the same data set as its gen directory")
+		})
+	}
+}

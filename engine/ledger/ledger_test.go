@@ -419,6 +419,16 @@ func TestStatusJSON(t *testing.T) {
 	assert.InDelta(t, 1.5, m["remaining"].(map[string]any)["epsilon"], 1e-12)
 	assert.InDelta(t, 0.5, m["spent"].(map[string]any)["epsilon"], 1e-12)
 
+	// Without a budget: no total and no remaining figures.
+	st, err = l.Show(ctx, hashOf("no budget"))
+	require.NoError(t, err)
+	b, err = json.Marshal(st)
+	require.NoError(t, err)
+	m = nil
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Nil(t, m["total"])
+	assert.NotContains(t, m, "remaining")
+
 	runs, err := l.History(ctx, h)
 	require.NoError(t, err)
 	b, err = json.Marshal(runs)

@@ -134,7 +134,8 @@ type Status struct {
 	sums sums
 }
 
-// MarshalJSON writes the total with lower-case keys, and null without a budget.
+// MarshalJSON writes the total with lower-case keys, and null without a
+// budget; without a budget there is no remaining figure to misread as zero.
 func (s Status) MarshalJSON() ([]byte, error) {
 	type plain Status
 	var total *grantJSON
@@ -142,10 +143,15 @@ func (s Status) MarshalJSON() ([]byte, error) {
 		g := toGrantJSON(s.Total)
 		total = &g
 	}
+	var rem *Remaining
+	if s.HasBudget {
+		rem = &s.Remaining
+	}
 	return json.Marshal(struct {
 		plain
-		Total *grantJSON `json:"total"`
-	}{plain(s), total})
+		Total     *grantJSON `json:"total"`
+		Remaining *Remaining `json:"remaining,omitempty"` // absent without a budget
+	}{plain(s), total, rem})
 }
 
 // Fits reports whether a run granted g would be accepted now: nil if so,
