@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/dplr/dplr/engine/data"
@@ -167,6 +168,15 @@ func (df *dataFlags) inferKind() (k data.Kind, why string) {
 		return data.Users, "user ids were given"
 	case df.d1 > 0 || df.d2 > 0 || df.response != "":
 		return data.Trace, "a matrix shape or a response was given"
+	}
+	// A CSV whose header has the default user-id column is read by the
+	// per-user estimators as users data.
+	var delim rune
+	if r := []rune(df.delimiter); len(r) == 1 {
+		delim = r[0]
+	}
+	if rec, err := dataio.CSVFirstRecord(df.path, delim); err == nil && slices.Contains(rec, "user") {
+		return data.Users, "its CSV header has a user column"
 	}
 	return data.Rows, "no user ids, matrix shape or response was given"
 }

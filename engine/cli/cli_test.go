@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -627,6 +628,38 @@ func TestBudgetInfersKindOfDataFiles(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
 			assert.Equal(t, man.Hash, st.Hash, "the file names the same data set as its gen directory")
+
+			if man.Kind != "users" {
+				return
+			}
+			// The same users data as a CSV with a user column and no flags.
+			x, err := dataio.Load(filepath.Join(dir, man.Files["x"]), dataio.LoadOptions{})
+			require.NoError(t, err)
+			y, err := dataio.Load(filepath.Join(dir, man.Files["y"]), dataio.LoadOptions{})
+			require.NoError(t, err)
+			u, err := dataio.Load(filepath.Join(dir, man.Files["users"]), dataio.LoadOptions{})
+			require.NoError(t, err)
+			var csv strings.Builder
+			n, p := x.X.Dims()
+			csv.WriteString("user")
+			for j := 0; j < p; j++ {
+				fmt.Fprintf(&csv, ",x%d", j)
+			}
+			csv.WriteString(",y\n")
+			for i := 0; i < n; i++ {
+				fmt.Fprintf(&csv, "%d", int64(u.X.At(i, 0)))
+				for j := 0; j < p; j++ {
+					csv.WriteString("," + strconv.FormatFloat(x.X.At(i, j), 'g', -1, 64))
+				}
+				csv.WriteString("," + strconv.FormatFloat(y.X.At(i, 0), 'g', -1, 64) + "\n")
+			}
+			path := filepath.Join(t.TempDir(), "users.csv")
+			require.NoError(t, os.WriteFile(path, []byte(csv.String()), 0o644))
+			r = dplr(t, home, "budget", "show", "--data", path, "--json")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "user column")
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+			assert.Equal(t, man.Hash, st.Hash, "a users CSV names the same data set")
 		})
 	}
 }

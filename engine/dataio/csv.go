@@ -253,3 +253,35 @@ func (t *table) col(j int) []float64 {
 	}
 	return out
 }
+
+// CSVFirstRecord returns the fields of the first record of the delimited
+// text file at path (decompressed if gzip), or nil when the file is not
+// CSV. delim 0 means ',' (tab for .tsv). It lets a caller look at a
+// header without loading the file.
+func CSVFirstRecord(path string, delim rune) ([]string, error) {
+	src, err := openSource(path, FormatAuto)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	if src.format != FormatCSV {
+		return nil, nil
+	}
+	cr := csv.NewReader(src.r)
+	cr.Comma = ','
+	if delim != 0 {
+		cr.Comma = delim
+	} else if hasExt(path, ".tsv") {
+		cr.Comma = '\t'
+	}
+	cr.TrimLeadingSpace = true
+	cr.FieldsPerRecord = -1
+	rec, err := cr.Read()
+	if err == io.EOF {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("csv: %w", err)
+	}
+	return rec, nil
+}
