@@ -203,10 +203,10 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	k, T := p.Int("rank"), p.Int("iterations")
 	d := run.Data.P()
 	if k > d {
-		return nil, fmt.Errorf("rank %d exceeds the feature dimension %d", k, d)
+		return nil, sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
 	}
 	if d*k > 4096 {
-		return nil, fmt.Errorf("d·k = %d exceeds 4096: the dk×dk statistics would need %.0f MB and an O((dk)³) solve per iteration (use fedrep-private)", d*k, 8*float64(d*k)*float64(d*k)/1e6)
+		return nil, sdk.BadRequest("d·k = %d exceeds 4096: the dk×dk statistics would need %.0f MB and an O((dk)³) solve per iteration (use fedrep-private)", d*k, 8*float64(d*k)*float64(d*k)/1e6)
 	}
 	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
 	if err != nil {
@@ -215,7 +215,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	n := lay.n()
 	disjoint := p.String("groups") == "disjoint"
 	if disjoint && n < T {
-		return nil, fmt.Errorf("disjoint groups: %d users cannot form %d non-empty groups", n, T)
+		return nil, sdk.BadRequest("disjoint groups: %d users cannot form %d non-empty groups", n, T)
 	}
 	cw, cy, portion := p.Float("clip_w"), p.Float("clip_y"), p.Int("portion")
 	psiInit := p.Float("init_clip")
@@ -231,7 +231,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	sensA := math.Sqrt2 * float64(portion) * cw * cw
 	sensB := 2 * float64(portion) * cw * cy
 	if math.IsInf(sensA, 0) || math.IsInf(sensB, 0) || sensA == 0 || sensB == 0 {
-		return nil, fmt.Errorf("clip_w = %g, clip_y = %g give a sensitivity that is zero or not finite", cw, cy)
+		return nil, sdk.BadRequest("clip_w = %g, clip_y = %g give a sensitivity that is zero or not finite", cw, cy)
 	}
 	rhoInit, rhoA, rhoB, err := planAltMinBudget(p.String("calibration"), run.Acct.Grant(), rho, share, p.Float("a_share"), T, disjoint, sensA, sensB)
 	if err != nil {
@@ -373,10 +373,10 @@ func planAltMinBudget(calibration string, g privacy.Grant, rho, share, aShare fl
 	switch calibration {
 	case "paper":
 		if g.Kind != privacy.GrantApprox {
-			return 0, 0, 0, fmt.Errorf("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
+			return 0, 0, 0, sdk.BadRequest("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
 		}
 		if g.Epsilon > math.Log(1/g.Delta) {
-			return 0, 0, 0, fmt.Errorf("calibration=paper: Jain et al.'s multiplier √(8 ln(1/δ))/ε needs ε ≤ ln(1/δ) = %.4g, got ε = %g: %w", math.Log(1/g.Delta), g.Epsilon, privacy.ErrInvalidBudget)
+			return 0, 0, 0, sdk.BadRequest("calibration=paper: Jain et al.'s multiplier √(8 ln(1/δ))/ε needs ε ≤ ln(1/δ) = %.4g, got ε = %g: %w", math.Log(1/g.Delta), g.Epsilon, privacy.ErrInvalidBudget)
 		}
 		mult := math.Sqrt(8*math.Log(1/g.Delta)) / g.Epsilon
 		releases := 1.0
@@ -388,7 +388,7 @@ func planAltMinBudget(calibration string, g privacy.Grant, rho, share, aShare fl
 		rhoB = privacy.RhoOfGaussian(sensB, sensB*mult)
 		rest := rho - releases*(rhoA+rhoB)
 		if rest <= 0 {
-			return 0, 0, 0, fmt.Errorf("calibration=paper: the loop costs ρ = %.4g, more than the grant's ρ = %.4g: %w", releases*(rhoA+rhoB), rho, privacy.ErrOverBudget)
+			return 0, 0, 0, sdk.BadRequest("calibration=paper: the loop costs ρ = %.4g, more than the grant's ρ = %.4g: %w", releases*(rhoA+rhoB), rho, privacy.ErrOverBudget)
 		}
 		if share > 0 {
 			rhoInit = rest * (1 - 1e-9)

@@ -78,3 +78,32 @@ func TestAltMinPaperNoisierThanZCDP(t *testing.T) {
 	assert.Greater(t, scalar(t, pap, "sigma_A"), scalar(t, def, "sigma_A"))
 	assert.Greater(t, scalar(t, pap, "sigma_b"), scalar(t, def, "sigma_b"))
 }
+
+// Requests the fedrep estimators refuse as such are sdk.BadRequest (usage
+// errors for the host) and are refused before any privacy step.
+func TestRefusedRequestsAreBadRequests(t *testing.T) {
+	g := genUsers(t, 60, 10, 6, 2, 0.01, 4)
+	cases := []struct {
+		name  string
+		est   sdk.Estimator
+		raw   map[string]string
+		grant privacy.Grant
+	}{
+		{"FedRep rank above d", PrivateFedRep{}, map[string]string{"rank": "7"}, approx(1)},
+		{"FedRep theory batch below rank", PrivateFedRep{}, map[string]string{"rank": "2", "mode": "theory", "batch": "1"}, approx(1)},
+		{"FedRep paper calibration under ρ", PrivateFedRep{}, map[string]string{"rank": "2", "calibration": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1}},
+		{"AltMin more groups than users", PrivAltMin{}, map[string]string{"rank": "2", "iterations": "500"}, approx(1)},
+		{"AltMin paper above ln(1/δ)", PrivAltMin{}, map[string]string{"rank": "2", "calibration": "paper"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 20, Delta: 1e-6}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := uint64(1)
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, tc.grant, sdk.LocalOptions{Seed: &seed})
+			require.Error(t, err)
+			assert.True(t, sdk.IsBadRequest(err), "refusal not marked: %v", err)
+			if acct != nil {
+				assert.Empty(t, acct.Steps())
+			}
+		})
+	}
+}

@@ -141,7 +141,7 @@ func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return fitFedRep(ctx, run, true, lossLogistic, run.Data.X, nil)
 	}
 	if k := run.Params.Int("rank"); k > kp {
-		return nil, fmt.Errorf("rank %d exceeds the projected dimension k′ = %d", k, kp)
+		return nil, sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", k, kp)
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	xp := mat.NewDense(run.Data.N(), kp, nil)
@@ -165,7 +165,7 @@ func netPoints(dim int, gamma, radius float64, limit int) ([][]float64, error) {
 	steps := int(math.Floor((radius + gamma) / h))
 	side := 2*steps + 1
 	if math.Pow(float64(side), float64(dim)) > 1e8 {
-		return nil, fmt.Errorf("the γ-net would have about %.3g points (exponential in k′·k): %w", math.Pow(float64(side), float64(dim)), errNetTooLarge)
+		return nil, sdk.BadRequest("the γ-net would have about %.3g points (exponential in k′·k): %w", math.Pow(float64(side), float64(dim)), errNetTooLarge)
 	}
 	var out [][]float64
 	idx := make([]int, dim)
@@ -183,7 +183,7 @@ func netPoints(dim int, gamma, radius float64, limit int) ([][]float64, error) {
 		if s <= r2 {
 			out = append(out, p)
 			if len(out) > limit {
-				return nil, fmt.Errorf("the γ-net has more than max_net = %d points (its size is exponential in k′·k): %w", limit, errNetTooLarge)
+				return nil, sdk.BadRequest("the γ-net has more than max_net = %d points (its size is exponential in k′·k): %w", limit, errNetTooLarge)
 			}
 		}
 		i := 0
@@ -251,7 +251,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 		kp = d
 	}
 	if kp > 4 {
-		return nil, fmt.Errorf("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
+		return nil, sdk.BadRequest("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
 	}
 	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
 	if err != nil {

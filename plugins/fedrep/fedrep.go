@@ -111,7 +111,7 @@ func setupFedRep(run *sdk.Run) (*fedrepSetup, error) {
 	k, T := p.Int("rank"), p.Int("iterations")
 	d := run.Data.P()
 	if k > d {
-		return nil, fmt.Errorf("rank %d exceeds the feature dimension %d", k, d)
+		return nil, sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
 	}
 	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
 	if err != nil {
@@ -124,10 +124,10 @@ func setupFedRep(run *sdk.Run) (*fedrepSetup, error) {
 			b = lay.minM0 / (2 * T)
 		}
 		if b < k {
-			return nil, fmt.Errorf("theory mode: batch %d < rank %d (the local least squares would be singular); the smallest training half has %d rows, theory mode needs 2·batch·iterations ≤ %d with batch ≥ rank (use mode=experiment)", b, k, lay.minM0, lay.minM0)
+			return nil, sdk.BadRequest("theory mode: batch %d < rank %d (the local least squares would be singular); the smallest training half has %d rows, theory mode needs 2·batch·iterations ≤ %d with batch ≥ rank (use mode=experiment)", b, k, lay.minM0, lay.minM0)
 		}
 		if 2*b*T > lay.minM0 {
-			return nil, fmt.Errorf("theory mode: 2·batch·iterations = %d exceeds the smallest training half (%d rows)", 2*b*T, lay.minM0)
+			return nil, sdk.BadRequest("theory mode: 2·batch·iterations = %d exceeds the smallest training half (%d rows)", 2*b*T, lay.minM0)
 		}
 		s.batch = b
 	}
@@ -174,13 +174,13 @@ func planFedRepBudget(run *sdk.Run, n, T int, psi float64, privInit bool) (fedre
 	case "paper":
 		g := run.Acct.Grant()
 		if g.Kind != privacy.GrantApprox {
-			return b, fmt.Errorf("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
+			return b, sdk.BadRequest("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
 		}
 		sigma := psi * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
 		b.rhoRound = privacy.RhoOfGaussian(2*psi/float64(n), sigma)
 		rest := rho - float64(T)*b.rhoRound
 		if rest <= 0 {
-			return b, fmt.Errorf("calibration=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, float64(T)*b.rhoRound, T, rho, privacy.ErrOverBudget)
+			return b, sdk.BadRequest("calibration=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, float64(T)*b.rhoRound, T, rho, privacy.ErrOverBudget)
 		}
 		if privInit {
 			b.rhoInit = rest * (1 - 1e-9)
@@ -216,7 +216,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 	p := run.Params
 	_, d := x.Dims()
 	if s.k > d {
-		return nil, fmt.Errorf("rank %d exceeds the working dimension %d", s.k, d)
+		return nil, sdk.BadRequest("rank %d exceeds the working dimension %d", s.k, d)
 	}
 	n := s.lay.n()
 	psi, psiInit := math.Inf(1), math.Inf(1)

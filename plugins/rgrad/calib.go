@@ -1,10 +1,10 @@
 package rgrad
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 // Mode selects the variant of the estimator.
@@ -116,7 +116,7 @@ func failureProbability(n, d1, d2, r int, cu float64) float64 {
 // number.
 func checkPositive(name string, v float64) error {
 	if !(v > 0) || math.IsInf(v, 0) {
-		return fmt.Errorf("parameter %s = %v must be positive and finite", name, v)
+		return sdk.BadRequest("parameter %s = %v must be positive and finite", name, v)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 // Design is the known covariance Λ of vec(X_i) (the same for every sample),
@@ -43,7 +44,7 @@ func ParseDesign(spec string, p int, be backend.Backend) (Design, error) {
 	case strings.HasPrefix(spec, "ar1:"):
 		rho, err := strconv.ParseFloat(strings.TrimPrefix(spec, "ar1:"), 64)
 		if err != nil || math.IsNaN(rho) || !(math.Abs(rho) < 1) {
-			return Design{}, fmt.Errorf("design %q: the AR(1) correlation must be a number in (−1, 1)", spec)
+			return Design{}, sdk.BadRequest("design %q: the AR(1) correlation must be a number in (−1, 1)", spec)
 		}
 		a := math.Abs(rho)
 		return Design{Kind: "ar1", Rho: rho, Cl: (1 - a) / (1 + a), Cu: (1 + a) / (1 - a)}, nil
@@ -62,7 +63,7 @@ func ParseDesign(spec string, p int, be backend.Backend) (Design, error) {
 		}
 		return Design{Kind: "file", Lambda: lam, Cl: vals[p-1], Cu: vals[0], be: be}, nil
 	}
-	return Design{}, fmt.Errorf("design %q: want identity, ar1:RHO or file:PATH", spec)
+	return Design{}, sdk.BadRequest("design %q: want identity, ar1:RHO or file:PATH", spec)
 }
 
 // String describes the design.

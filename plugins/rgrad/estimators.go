@@ -21,7 +21,6 @@ package rgrad
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/dplr/dplr/backend"
@@ -199,7 +198,7 @@ func (e *estimator) config(run *sdk.Run) (Config, error) {
 		}
 	}
 	if cfg.Rank > min(d.D1, d.D2) {
-		return Config{}, fmt.Errorf("rank %d exceeds min(d1, d2) = %d", cfg.Rank, min(d.D1, d.D2))
+		return Config{}, sdk.BadRequest("rank %d exceeds min(d1, d2) = %d", cfg.Rank, min(d.D1, d.D2))
 	}
 	return cfg, nil
 }

@@ -54,7 +54,7 @@ func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
 		be = backend.Default()
 	}
 	if r < 1 || r > min(d1, d2) {
-		return nil, fmt.Errorf("rank %d must lie in [1, min(d1, d2) = %d]", r, min(d1, d2))
+		return nil, sdk.BadRequest("rank %d must lie in [1, min(d1, d2) = %d]", r, min(d1, d2))
 	}
 	if n < 2 {
 		return nil, fmt.Errorf("need at least 2 samples, got %d", n)
@@ -230,7 +230,7 @@ func makePlan(run *sdk.Run, cfg Config, n, d1, d2 int, res *sdk.Result) (plan, e
 			}
 		}
 		if !(cfg.InitShare > 0 && cfg.InitShare < 1) {
-			return pl, fmt.Errorf("init_share = %v must lie in (0, 1)", cfg.InitShare)
+			return pl, sdk.BadRequest("init_share = %v must lie in (0, 1)", cfg.InitShare)
 		}
 		rho, err := run.Acct.TotalRho()
 		if err != nil {
@@ -252,13 +252,13 @@ func makePlan(run *sdk.Run, cfg Config, n, d1, d2 int, res *sdk.Result) (plan, e
 		}
 	}
 	if cfg.Sigma1 < cfg.SigmaR {
-		return pl, fmt.Errorf("sigma1 = %v must be at least sigmar = %v", cfg.Sigma1, cfg.SigmaR)
+		return pl, sdk.BadRequest("sigma1 = %v must be at least sigmar = %v", cfg.Sigma1, cfg.SigmaR)
 	}
 	if !(cfg.SigmaXi >= 0) || math.IsInf(cfg.SigmaXi, 0) {
-		return pl, fmt.Errorf("sigma_xi = %v must be a non-negative finite number", cfg.SigmaXi)
+		return pl, sdk.BadRequest("sigma_xi = %v must be a non-negative finite number", cfg.SigmaXi)
 	}
 	if cfg.Mode == Weak && cfg.SigmaXi == 0 {
-		return pl, fmt.Errorf("weak DP needs sigma_xi > 0: its sensitivities are proportional to the response noise")
+		return pl, sdk.BadRequest("weak DP needs sigma_xi > 0: its sensitivities are proportional to the response noise")
 	}
 	pl.sens = ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: cfg.Rank, Sigma1: cfg.Sigma1, SigmaR: cfg.SigmaR,
 		SigmaXi: cfg.SigmaXi, Step: cfg.Step, Cl: cfg.Design.Cl, Cu: cfg.Design.Cu, C1: cfg.C1, C2: cfg.C2, C3: cfg.C3,
@@ -268,22 +268,22 @@ func makePlan(run *sdk.Run, cfg Config, n, d1, d2 int, res *sdk.Result) (plan, e
 
 	if cfg.Calibration == "paper" {
 		if g.Kind != privacy.GrantApprox {
-			return pl, fmt.Errorf("calibration=paper splits an (ε, δ) budget by basic composition and needs an approx grant, got %s", g.Kind)
+			return pl, sdk.BadRequest("calibration=paper splits an (ε, δ) budget by basic composition and needs an approx grant, got %s", g.Kind)
 		}
 		// Per phase (ε/2, δ/2); the init splits its phase 3 ways, RGrad T ways.
 		eps, delta := g.Epsilon/2, g.Delta/2
 		pl.epsInit, pl.deltaInit = eps/3, delta/3
 		pl.epsIter, pl.deltaIter = eps/float64(T), delta/float64(T)
 		if cfg.Gaussian == "classical" && pl.epsInit > 1 {
-			return pl, fmt.Errorf("calibration=paper with the classical Gaussian mechanism needs per-step ε ≤ 1, but the initialisation steps get ε/6 = %.4g (grant ε = %v); use gaussian=analytic or a smaller ε", pl.epsInit, g.Epsilon)
+			return pl, sdk.BadRequest("calibration=paper with the classical Gaussian mechanism needs per-step ε ≤ 1, but the initialisation steps get ε/6 = %.4g (grant ε = %v); use gaussian=analytic or a smaller ε", pl.epsInit, g.Epsilon)
 		}
 		if cfg.Gaussian == "classical" && pl.epsIter > 1 {
-			return pl, fmt.Errorf("calibration=paper with the classical Gaussian mechanism needs per-step ε ≤ 1, but each iteration gets ε/(2T) = %.4g; use gaussian=analytic, more iterations or a smaller ε", pl.epsIter)
+			return pl, sdk.BadRequest("calibration=paper with the classical Gaussian mechanism needs per-step ε ≤ 1, but each iteration gets ε/(2T) = %.4g; use gaussian=analytic, more iterations or a smaller ε", pl.epsIter)
 		}
 		return pl, nil
 	}
 	if !(cfg.InitShare > 0 && cfg.InitShare < 1) {
-		return pl, fmt.Errorf("init_share = %v must lie in (0, 1)", cfg.InitShare)
+		return pl, sdk.BadRequest("init_share = %v must lie in (0, 1)", cfg.InitShare)
 	}
 	rho, err := run.Acct.TotalRho()
 	if err != nil {

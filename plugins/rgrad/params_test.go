@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -68,4 +69,35 @@ func TestPaperNoteMatchesReportedGuarantee(t *testing.T) {
 	}
 	assert.Contains(t, note, "zCDP")
 	assert.NotContains(t, note, "combined by basic composition")
+}
+
+// Requests rgrad refuses as such (rank against min(d1, d2), σ1 < σr, weak
+// DP without response noise, a paper calibration the grant cannot carry, an
+// unknown design) are sdk.BadRequest — usage errors for the host — and are
+// refused before any privacy step.
+func TestRefusedRequestsAreBadRequests(t *testing.T) {
+	g := genTrace(t, 33, map[string]string{"n": "300"})
+	seed := uint64(1)
+	cases := []struct {
+		name, est string
+		over      map[string]string
+		grant     privacy.Grant
+	}{
+		{"rank above min(d1, d2)", "rgrad-dp", map[string]string{"rank": "21"}, approx(1, 1e-5)},
+		{"sigma1 below sigmar", "rgrad-dp", map[string]string{"sigma1": "1", "sigmar": "2"}, approx(1, 1e-5)},
+		{"unknown design", "rgrad-dp", map[string]string{"design": "foo"}, approx(1, 1e-5)},
+		{"AR(1) correlation out of range", "rgrad-dp", map[string]string{"design": "ar1:1.5"}, approx(1, 1e-5)},
+		{"paper calibration under ρ", "rgrad-dp", map[string]string{"calibration": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1}},
+		{"weak DP without response noise", "rgrad-weak", map[string]string{"sigma_xi": "0"}, approx(1, 1e-5)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, acct, err := sdk.RunLocal(context.Background(), estimatorByName(t, tc.est), g.Data, modelParamsFor(g, tc.over), tc.grant, sdk.LocalOptions{Seed: &seed})
+			require.Error(t, err)
+			assert.True(t, sdk.IsBadRequest(err), "refusal not marked: %v", err)
+			if acct != nil {
+				assert.Empty(t, acct.Steps())
+			}
+		})
+	}
 }
