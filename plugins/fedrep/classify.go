@@ -76,9 +76,11 @@ func (Classify) Info() sdk.Info {
 		}
 		if p.Name == "clip" {
 			p.Default = "1"
+			p.Doc = "ψ: Frobenius bound on each user's logistic-loss gradient (public; tune on synthetic data, never on the private data)"
 		}
 		if p.Name == "step" {
 			p.Default = "1"
+			p.Doc = "step size η of the U update on the mean logistic loss"
 		}
 		ps = append(ps, p)
 	}
