@@ -346,7 +346,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i = ±Γ of the i-th user in increasing user-id order, chosen on its own rows (see head_data); meant for user i only (not covered by the public guarantee, which is about U)")
 	}
 	if nh > 0 {
-		res.AddScalar("holdout_error", hold/float64(nh), sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
+		res.AddScalar("holdout_loss", hold/float64(nh), sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
 	}
 	res.AddScalar("net_size", float64(len(net)), sdk.Public, "number of candidate Ũ in the γ-net")
 	// The mechanism is pure ε-DP, but the draw is a floating-point Gumbel-max

@@ -110,7 +110,7 @@ func TestClassifyUtility(t *testing.T) {
 	assert.Equal(t, privacy.Nominal, res.Guarantee.Kind)
 	assert.InDelta(t, 5, res.Guarantee.Epsilon, 1e-12)
 	require.Len(t, acct.Steps(), 1)
-	t.Logf("exact: dist %.3f holdout error %.3f", dd, scalar(t, res, "holdout_error"))
+	t.Logf("exact: dist %.3f holdout error %.3f", dd, scalar(t, res, "holdout_loss"))
 
 	gc := genClass(t, 2000, 40, 20, 2, 5)
 	for _, kp := range []string{"0", "10"} {
