@@ -334,6 +334,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res.AddMatrix("U", u, sdk.Public, "shared representation U (d×k, orthonormal columns)")
 	if heads != nil {
 		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
+		addUserIDs(res, run.Data)
 	}
 	if holdout {
 		res.AddSeries("holdout_loss", curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")

@@ -344,6 +344,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
 	if p.Bool("output_v") {
 		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i = ±Γ of the i-th user in increasing user-id order, chosen on its own rows (see head_data); meant for user i only (not covered by the public guarantee, which is about U)")
+		addUserIDs(res, run.Data)
 	}
 	if nh > 0 {
 		res.AddScalar("holdout_loss", hold/float64(nh), sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")

@@ -322,6 +322,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 	res.AddMatrix("U", out, sdk.Public, uDoc)
 	if heads != nil {
 		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
+		addUserIDs(res, run.Data)
 	}
 	lossName := "mean squared error"
 	if loss == lossLogistic {

@@ -75,3 +75,36 @@ func TestLayoutErrorNamesUserID(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "user 41 has 2 rows", "named by its id 41, not its index 0")
 }
+
+// With output_v, every private estimator also returns the id of the user
+// each row of V belongs to, labelled per-user like V.
+func TestHeadsComeWithTheirUserIDs(t *testing.T) {
+	g := genUsers(t, 40, 10, 4, 1, 0.01, 6)
+	ids := make([]int64, g.Data.NumUsers())
+	for i := range ids {
+		ids[i] = int64(1000 + 7*i) // not the row positions
+	}
+	g.Data.UserIDs = ids
+	for _, tc := range []struct {
+		est sdk.Estimator
+		raw map[string]string
+	}{
+		{PrivateFedRep{}, map[string]string{"rank": "1"}},
+		{PrivAltMin{}, map[string]string{"rank": "1", "iterations": "2"}},
+	} {
+		res, _ := fit(t, tc.est, g.Data, tc.raw, approx(1), 1)
+		v, u := matrix(t, res, "V"), matrix(t, res, "V_user_ids")
+		assert.Equal(t, sdk.PerUser, u.Release)
+		rv, _ := v.M.Dims()
+		ru, cu := u.M.Dims()
+		require.Equal(t, rv, ru)
+		require.Equal(t, 1, cu)
+		for i, id := range ids {
+			assert.Equal(t, float64(id), u.M.At(i, 0))
+		}
+	}
+	res, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"rank": "1", "output_v": "false"}, approx(1), 1)
+	for _, m := range res.Matrices {
+		assert.NotEqual(t, "V_user_ids", m.Name, "no ids without heads")
+	}
+}

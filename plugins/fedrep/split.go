@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -89,4 +91,21 @@ func userName(ds *data.Dataset, u int) string {
 		return fmt.Sprintf("user %d", ds.UserIDs[u])
 	}
 	return fmt.Sprintf("user #%d", u)
+}
+
+// addUserIDs releases, beside the per-user heads V, the original id of the
+// user each row of V belongs to (the ids as the data set gave them, in
+// increasing order; users whose CSV ids were not integers are numbered by
+// first appearance), so that the data holder can route row i to its user.
+// Like V it is per-user material, not part of the public release.
+func addUserIDs(res *sdk.Result, ds *data.Dataset) {
+	if len(ds.UserIDs) != ds.NumUsers() || len(ds.UserIDs) == 0 {
+		return
+	}
+	ids := make([]float64, len(ds.UserIDs))
+	for i, id := range ds.UserIDs {
+		ids[i] = float64(id)
+	}
+	res.AddMatrix("V_user_ids", mat.NewDense(len(ids), 1, ids), sdk.PerUser,
+		"row i is the id of the user whose head is row i of V (exact for ids below 2^53); for routing each head to its user, not for publication")
 }
