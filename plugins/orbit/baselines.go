@@ -17,7 +17,8 @@ import (
 
 // Deflation is the iterative exponential mechanism of Amin et al. (2019):
 // k successive exact rank-1 draws, each in the orthogonal complement of the
-// previous ones, with ε/k each.
+// previous ones, with ε/k each (with k = d the last vector is determined
+// by the others and costs nothing).
 type Deflation struct{}
 
 // Info implements sdk.Estimator.
@@ -27,7 +28,8 @@ func (Deflation) Info() sdk.Info {
 		Version: Version,
 		Summary: "baseline: k successive exact vector-Bingham draws in shrinking complements (Amin et al. 2019), pure ε-DP",
 		Description: "For i = 1..k draws a unit vector u_i orthogonal to u_1..u_{i−1} with density ∝ exp(β_i uᵀAu), β_i = ε/(2k) " +
-			"(uᵀAu has sensitivity 1 under replace-one neighbours when rows have norm ≤ 1), with the exact rejection sampler. " +
+			"(uᵀAu has sensitivity 1 under replace-one neighbours when rows have norm ≤ 1), with the exact rejection sampler; " +
+			"when k = d the last vector is the complement of the others, costs nothing, and the d − 1 draws get ε/(2(d−1)). " +
 			"Pure ε-DP by sequential composition. The released H = Σ λ_i u_i u_iᵀ uses the public spectrum.",
 		DataKind:   data.Rows,
 		Guarantee:  "pure ε-DP (exact sampler, sequential composition)",
@@ -51,7 +53,7 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	}
 	res := &sdk.Result{}
 	addCommonOutputs(res, a, gamma, u, lambda, sdk.Public)
-	res.AddScalar("beta", betas, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k)")
+	res.AddScalar("beta", betas, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k) (ε/(2(d−1)) when k = d: the last vector is determined)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): total ACG proposals")
 	res.AddScalar("acceptance_rate", diag.AcceptanceRate, sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): accepted/proposed")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public", "the target spectrum Λ is public"}}
@@ -59,7 +61,8 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	return res, nil
 }
 
-// DeflationSample spends eps/k per vector on acct and returns the d×k frame
+// DeflationSample spends eps/k per vector on acct (eps/(d−1) when k = d, whose
+// last vector is determined by the others) and returns the d×k frame
 // of k successive exact rank-1 exponential-mechanism draws, their summed
 // diagnostics and the per-vector inverse temperature.
 func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, a *mat.SymDense, k int, eps float64, be backend.Backend) (*mat.Dense, bingham.Diagnostics, float64, error) {
@@ -73,6 +76,13 @@ func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy
 	u := mat.NewDense(d, k, nil)
 	var total bingham.Diagnostics
 	var beta float64
+	// With k = d the last vector is the (one-dimensional) complement of the
+	// others: every unit vector in it scores the same, so it is taken as
+	// is and costs nothing, and the budget goes to the d − 1 real draws.
+	sampled := k
+	if k == d {
+		sampled = d - 1
+	}
 	for i := 0; i < k; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, total, 0, err
@@ -82,7 +92,11 @@ func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy
 		if err != nil {
 			return nil, total, 0, err
 		}
-		beta, err = acct.SpendExponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, eps/float64(k))
+		if i >= sampled {
+			u.SetCol(i, mat.Col(nil, 0, nb))
+			continue
+		}
+		beta, err = acct.SpendExponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, eps/float64(sampled))
 		if err != nil {
 			return nil, total, 0, err
 		}

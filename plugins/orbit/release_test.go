@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -78,4 +79,34 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With k = d the deflation's last vector is determined by the others: it
+// spends nothing, the d − 1 real draws share ε, and the frame is still
+// orthonormal.
+func TestDeflationFullRankSpendsOnlyOnRealDraws(t *testing.T) {
+	const d = 4
+	ds := genData(t, 300, d, 2, 7)
+	res, acct := run(t, Deflation{}, ds, map[string]string{"rank": "4", "spectrum": "4,3,2,1"}, pure(1), 1)
+	steps := acct.Steps()
+	require.Len(t, steps, d-1)
+	total := 0.0
+	for _, st := range steps {
+		assert.InDelta(t, 1.0/(d-1), st.Epsilon, 1e-12)
+		total += st.Epsilon
+	}
+	assert.InDelta(t, 1.0, total, 1e-12, "the whole ε goes to the d − 1 draws")
+	u := matrix(t, res, "U").M
+	var utu mat.Dense
+	utu.Mul(u.T(), u)
+	for i := 0; i < d; i++ {
+		for j := 0; j < d; j++ {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			assert.InDelta(t, want, utu.At(i, j), 1e-10)
+		}
+	}
+	assert.InDelta(t, 1.0/(2*(d-1)), scalar(t, res, "beta"), 1e-12)
 }
