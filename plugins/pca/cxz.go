@@ -126,6 +126,13 @@ func parseCXZ(run *sdk.Run, n, p int) (*cxzConfig, error) {
 			return nil, sdk.BadRequest("parameter lambda_upper: %w", err)
 		}
 	}
+	for name, l := range map[string][]float64{"lambda": low, "lambda_upper": high} {
+		for k := 1; k < len(l); k++ {
+			if l[k] > l[k-1] {
+				return nil, sdk.BadRequest("parameter %s: spikes %v must be in descending order (λ_1 ≥ … ≥ λ_r)", name, l)
+			}
+		}
+	}
 	c.model = SpikedModel{N: n, P: p, LambdaLow: low, LambdaHigh: high, Sigma2: s2}
 	if err := c.model.Validate(); err != nil {
 		return nil, err

@@ -133,6 +133,7 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 		grant func() privacy.Grant
 	}{
 		{"cxz lambda not a number", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "abc"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"cxz lambda ascending", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "20,24"}, func() privacy.Grant { return approx(1, 1e-6) }},
 		{"cxz lambda count", CXZ{}, map[string]string{"rank": "3", "sigma2": "1", "lambda": "24,20"}, func() privacy.Grant { return approx(1, 1e-6) }},
 		{"cxz rank vs 2r < p", CXZ{}, map[string]string{"rank": "5", "sigma2": "1", "lambda": "24"}, func() privacy.Grant { return approx(1, 1e-6) }},
 		{"cxz unknown calibration constants", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "calibration": "paper", "c2": "0"}, func() privacy.Grant { return approx(1, 1e-6) }},
