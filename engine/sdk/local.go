@@ -66,6 +66,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if res == nil {
 		return nil, acct, fmt.Errorf("estimator %s returned no result", info.Name)
 	}
+	if err := res.CheckReleases(); err != nil {
+		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
 	if info.NonPrivate {
 		if n := len(acct.Steps()); n > 0 {
 			return nil, acct, fmt.Errorf("estimator %s is marked non-private but declared %d privacy steps", info.Name, n)
