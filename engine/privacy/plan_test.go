@@ -264,3 +264,15 @@ func TestReleaseRefusesMisuse(t *testing.T) {
 	assert.Len(t, a.Steps(), n, "refused declarations record nothing")
 	assert.Empty(t, a.Undrawn())
 }
+
+func TestWithoutRelease(t *testing.T) {
+	a := newAcct(t, zcdpGrant)
+	_, err := a.SpendGaussianRho("legacy", 1, 1, 0.1)
+	require.NoError(t, err)
+	r, err := a.Gaussian("new", 1, 1, Budget{Noise: NoiseZCDP, Rho: 0.1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"legacy"}, a.WithoutRelease())
+	assert.Equal(t, []string{"new"}, a.Undrawn())
+	require.NoError(t, r.Add(NewSeededSource(1), []float64{0}))
+	assert.Empty(t, a.Undrawn())
+}
