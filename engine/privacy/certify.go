@@ -22,9 +22,10 @@ var ErrGuarantee = errors.New("privacy: guarantee does not follow from the compo
 //     guarantee also states (EpsilonFromRho(ρ, δ), δ)-DP (see
 //     Guarantee.Tighter): it never calls an ε pure that holds only with
 //     δ > 0.
-//   - otherwise: ZCDP when the steps were accounted by zCDP (a ρ grant, or
-//     an (ε, δ) grant met by zCDP composition), Approx for "mixed" or
-//     "basic" composition.
+//   - otherwise: the tightest valid accounting (Compose, with the privacy
+//     loss distribution always tried): ZCDP when that is zCDP (a ρ grant),
+//     Approx for "gdp", "pld", "mixed" or "basic" composition, with
+//     Accounting naming it and Mu the GDP parameter of a "gdp" one.
 //
 // A declared Pure guarantee with a non-pure step, a None guarantee with a
 // step, or a private one with no step is an error wrapping ErrGuarantee;
@@ -80,7 +81,11 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 		}
 		return g, nil
 	}
+	if tight, err := composeTight(grant, steps, true); err == nil {
+		ach = tight
+	}
 	g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
+	g.Accounting, g.Mu = ach.Composition, ach.Mu
 	if ach.Composition == "zcdp" {
 		g.Kind = ZCDP
 	} else {
