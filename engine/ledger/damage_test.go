@@ -237,7 +237,7 @@ func TestOlderRecordsEditedAreFoundByFullCheck(t *testing.T) {
 	}
 }
 
-	// The tables an earlier dplr summed charges from are no longer read: a
+// The tables an earlier dplr summed charges from are no longer read: a
 // total raised there changes nothing.
 func TestEarlierTablesAreNotRead(t *testing.T) {
 	ctx := context.Background()
