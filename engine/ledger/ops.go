@@ -418,6 +418,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 	}
 	var id RunID
 	err = l.write(ctx, "reserve", func(t *txn) error {
+		t.lazyMarker = true
 		h, st, err := t.register(ctx, h, req.Name, req.Relation)
 		if err != nil {
 			return err
