@@ -62,7 +62,7 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 	count := int(p.nbytes) / size
 	capacity := count
 	if p.known < 0 {
-		capacity = min(count, streamStep)
+		capacity = min(count, 1<<16)
 	}
 	out := make([]float64, 0, capacity)
 	blocks := make(chan []byte, 4)
