@@ -73,7 +73,7 @@ func (a *Accountant) Gaussian(name string, sens float64, dim int, b Budget) (*Re
 	var st Step
 	var err error
 	switch b.Noise {
-	case NoiseZCDP:
+	case NoiseZCDP, NoiseExact:
 		st, err = gaussianRhoStep(name, sens, dim, b.Rho)
 	case NoiseClassical, NoiseAnalytic:
 		st, err = gaussianEpsDeltaStep(name, sens, dim, b.Epsilon, b.Delta, b.Noise)
@@ -85,6 +85,7 @@ func (a *Accountant) Gaussian(name string, sens float64, dim int, b Budget) (*Re
 	if err != nil {
 		return nil, err
 	}
+	st.Calibration = b.Noise
 	return a.newRelease(st, (*Source).AddGaussian)
 }
 
