@@ -177,8 +177,8 @@ func canonBits(v float64) uint64 {
 // appendInt appends an integer in canonical form: as a float64 when it
 // converts exactly, else tagged.
 func appendInt(b []byte, v int64) []byte {
-	if f := float64(v); math.Abs(f) <= 1<<53 {
-		return binary.LittleEndian.AppendUint64(b, canonBits(f))
+	if v >= -1<<53 && v <= 1<<53 {
+		return binary.LittleEndian.AppendUint64(b, canonBits(float64(v)))
 	}
 	b = binary.LittleEndian.AppendUint64(b, tagBigInt)
 	return binary.LittleEndian.AppendUint64(b, uint64(v))
@@ -426,8 +426,8 @@ func matrixIdentity(x []float64, n, p int, sides ...sideCol) Identity {
 }
 
 // tableIdentity returns the identity of a CSV table: every record (and a
-// numeric first record that a forced header hid), with its numeric fields
-// as numbers and its text fields as text, in file order.
+// numeric first record that a forced header hid), with its fields that
+// read as numbers as numbers and its other fields as text, in file order.
 func tableIdentity(t *table, sides ...sideCol) Identity {
 	b := newIDBuilder(sides...)
 	textCols := make([]int, 0, len(t.text))
@@ -445,8 +445,8 @@ func tableIdentity(t *table, sides ...sideCol) Identity {
 		// The hidden record holds numbers wherever they parse; side files
 		// have no value for it.
 		x, texts = x[:0], texts[:0]
-		for j, f := range t.hidden {
-			if v, ok := parseFinite(f); ok && !isText[j] {
+		for _, f := range t.hidden {
+			if v, ok := parseFinite(f); ok {
 				x = append(x, v)
 			} else {
 				texts = append(texts, textField{col: len(x), s: f})
@@ -459,7 +459,13 @@ func tableIdentity(t *table, sides ...sideCol) Identity {
 		row := t.vals[i*t.ncol : (i+1)*t.ncol]
 		for j, v := range row {
 			if isText[j] {
-				texts = append(texts, textField{col: len(x), s: t.text[j][i]})
+				// A text column's numbers count as numbers, so that
+				// reading the file as another kind keeps its identity.
+				if v, ok := parseFinite(t.text[j][i]); ok {
+					x = append(x, v)
+				} else {
+					texts = append(texts, textField{col: len(x), s: t.text[j][i]})
+				}
 				continue
 			}
 			x = append(x, v)
