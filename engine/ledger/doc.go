@@ -79,7 +79,7 @@
 // not make the ledger safe from a determined person with write access to
 // DPLR_HOME, and nothing in the ledger stops someone who holds the raw data
 // from hashing a modified copy outside dplr. Keep DPLR_HOME writable only
-// by the data owner; plugins are started without DPLR_HOME.
+// by the data owner, and out of reach of the code that reads the data.
 //
 // # Data sets, names, links
 //
@@ -165,18 +165,16 @@
 //
 // The rule is valid for runs chosen adaptively, one after another, with
 // each run's grant (and the decision to run at all) depending on earlier
-// outputs: under a pure or an (ε, δ) total it is basic composition, which
-// holds adaptively (Dwork & Roth 2014, Thm. 3.16); under a ρ total, or for
-// an (ε, δ) total met in zCDP, it is the zCDP sum, which composes
-// adaptively (Bun & Steinke 2016, Lemma 2.3) and converts to (ε, δ) with
-// the tight conversion (Canonne, Kamath & Steinke 2020); the "mixed"
-// accounting adds pure runs' ε to the others' converted ρ by Rényi
-// composition, adaptive as well. Because every prefix of the history fits
-// the total, the filter "admit while the composed cost fits" is valid for a
-// fixed total (the total is set before the runs it bounds; a changed total
-// is recorded with the history it applies to). The accountings do not
-// include fully adaptive privacy filters for (ε, δ) with advanced
-// composition.
+// outputs, as long as the total is fixed in advance. It is then a privacy
+// filter: under a pure or an (ε, δ) total met by basic composition, the
+// sum filter, valid with adaptively chosen parameters (Rogers, Roth, Ullman
+// & Vadhan 2016); under a ρ total, or an (ε, δ) total met in zCDP (or
+// "mixed": pure runs' ε added to the others' ρ through Rényi divergence),
+// the Rényi/zCDP sum filter (Feldman & Zrnic 2021), converted to (ε, δ)
+// with the tight conversion (Canonne, Kamath & Steinke 2020). A total
+// changed later is a new filter for the history it is recorded with: the
+// change is a decision of the data owner, recorded, not something a run
+// can trigger. The accounting has no advanced-composition filter.
 //
 // Consequences of using one composition: under an (ε, δ) total a run with
 // only an (ε, δ) statement cannot join a history holding a run with only a
