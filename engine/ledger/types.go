@@ -210,7 +210,7 @@ func (s Status) String() string {
 		b.WriteString("  budget:    no budget set (runs are allowed and recorded)\n")
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 	} else {
-		fmt.Fprintf(&b, "  budget:    %s, for %s neighbours\n", GrantString(s.Total), s.Relation)
+		fmt.Fprintf(&b, "  budget:    %s (neighbours: %s)\n", GrantString(s.Total), s.Relation)
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 		fmt.Fprintf(&b, "  remaining: %s\n", remainingString(s.Total, s.Remaining))
 	}
