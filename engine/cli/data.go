@@ -130,7 +130,9 @@ func readManifest(dir string) (*DatasetManifest, error) {
 // prepare validates, hashes and (if needed) converts the data set into the
 // cache, returning the handle a plugin opens.
 func (l *loaded) prepare(ctx context.Context, home string) (dataio.Handle, error) {
-	h, err := dataio.PrepareFileContext(ctx, l.path, l.opt, filepath.Join(home, "cache"))
+	h, err := dataio.Interruptible(ctx, func() (dataio.Handle, error) {
+		return dataio.PrepareFileContext(ctx, l.path, l.opt, filepath.Join(home, "cache"))
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return h, ctx.Err()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/proto/dplrpb"
 )
 
 // safety bounds a test step that hangs without the containment under
@@ -327,4 +329,45 @@ func copyFile(t *testing.T, from, to string) {
 	b, err := os.ReadFile(from)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o755))
+}
+
+func TestSandboxConfinesPluginsToTheirData(t *testing.T) {
+	ok, status := SandboxStatus()
+	t.Log(status)
+	if !ok {
+		t.Skip(status)
+	}
+	bin := buildHostile(t)
+	secret := filepath.Join(t.TempDir(), "ledger.db")
+	require.NoError(t, os.WriteFile(secret, []byte("budget"), 0o600))
+	dataFile := filepath.Join(t.TempDir(), "x.f64")
+	require.NoError(t, os.WriteFile(dataFile, make([]byte, 64), 0o600))
+	t.Setenv("DPLR_HOSTILE_MODE", "read")
+	t.Setenv("DPLR_HOSTILE_READ", secret)
+
+	fitLog := func(p *Plugin) string {
+		req := fitReq("hostile-read")
+		req.Data = &dplrpb.DatasetHandle{X: &dplrpb.FileRef{Path: dataFile}}
+		var log string
+		_, _ = p.Fit(context.Background(), req, func(ev *dplrpb.FitEvent) { log += ev.GetLog() })
+		return log
+	}
+
+	p, err := Start(context.Background(), bin, Options{})
+	require.NoError(t, err)
+	defer p.Close()
+	assert.True(t, p.Sandboxed)
+	assert.Equal(t, "denied", versionField(p, "read"), "the catalogue process read a file outside its sandbox")
+	assert.Equal(t, "data=ok;other=denied", fitLog(p), "a fit reads its data set and nothing else")
+	// A second fit runs in a fresh process as well.
+	assert.Equal(t, "data=ok;other=denied", fitLog(p))
+
+	// Without the sandbox the same plugin reads the file: the check above
+	// is the sandbox's doing.
+	q, err := Start(context.Background(), bin, Options{NoSandbox: true})
+	require.NoError(t, err)
+	defer q.Close()
+	assert.False(t, q.Sandboxed)
+	assert.Equal(t, "ok", versionField(q, "read"))
+	assert.Equal(t, "data=ok;other=ok", fitLog(q))
 }
