@@ -303,6 +303,8 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	_, sandbox := host.SandboxStatus()
+	fmt.Fprintf(env.Stdout, "\nsandbox: %s\n", sandbox)
 	if len(reg.plugins) == 0 {
 		return fail(ExitPlugin, errors.New("no plugin could be started"))
 	}
