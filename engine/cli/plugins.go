@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -36,6 +37,22 @@ func (pf *pluginFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&pf.verbose, "v", false, "show plugins' own log output on stderr")
 }
 
+// checkedHome is homeDir, refused (a usage error, nothing run or spent)
+// when it names something other than a directory: a DPLR_HOME that is a
+// file would otherwise fail later, in the data cache or the ledger, with a
+// misleading message.
+func (pf *pluginFlags) checkedHome(env *Env) (string, error) {
+	home := pf.homeDir(env)
+	st, err := os.Stat(home)
+	switch {
+	case err == nil && !st.IsDir():
+		return "", usagef("the dplr home %s (--home or $DPLR_HOME) is not a directory; nothing was run or spent", home)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return "", usagef("the dplr home %s (--home or $DPLR_HOME) cannot be used: %v; nothing was run or spent", home, err)
+	}
+	return home, nil
+}
+
 func (pf *pluginFlags) homeDir(env *Env) string {
 	if pf.home != "" {
 		return pf.home
@@ -60,14 +77,10 @@ func (r *registry) close() {
 	}
 }
 
-// find returns the plugin serving estimator (the first in search order).
-func (r *registry) find(estimator string) (*host.Plugin, sdk.Info, bool) {
-	for _, p := range r.plugins {
-		if info, ok := p.Estimator(estimator); ok {
-			return p, info, true
-		}
-	}
-	return nil, sdk.Info{}, false
+// Find returns the plugin serving estimator (the first in search order);
+// it makes the registry a host.Registry.
+func (r *registry) Find(estimator string) (*host.Plugin, sdk.Info, bool) {
+	return host.Plugins(r.plugins).Find(estimator)
 }
 
 func (r *registry) estimatorNames() []string {
@@ -305,7 +318,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	var pf pluginFlags
 	pf.register(fs)
 	asJSON := fs.Bool("json", false, "print as JSON")
-	if err := parse(fs, reorder(args)); err != nil {
+	if err := parse(fs, reorder(fs, args)); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -318,7 +331,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, info, ok := reg.find(fs.Arg(0))
+	p, info, ok := reg.Find(fs.Arg(0))
 	if !ok {
 		warnFailures(env, reg)
 		return usagef("no plugin serves estimator %q (known: %s)", fs.Arg(0), strings.Join(reg.estimatorNames(), ", "))
@@ -383,18 +396,24 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // reorder moves positional arguments after the flags so that
-// "dplr fit NAME --epsilon 1" parses like "dplr fit --epsilon 1 NAME".
-func reorder(args []string) []string {
+// "dplr fit NAME --epsilon 1" parses like "dplr fit --epsilon 1 NAME". A
+// flag takes the next argument as its value unless fs knows it as a
+// boolean flag (its Value has IsBoolFlag() true, as flag.Bool's do) or it
+// is written -flag=value; -h, -help and flags fs does not know take none
+// (parsing then reports the unknown flag).
+func reorder(fs *flag.FlagSet, args []string) []string {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			pos = append(pos, args[i+1:]...)
+			// Keep the terminator: what follows is positional even if it
+			// starts with '-'.
+			pos = append(append(pos, a), args[i+1:]...)
 			break
 		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
 			flags = append(flags, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(a) {
+			if !strings.Contains(a, "=") && i+1 < len(args) && takesValue(fs, a) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -405,7 +424,15 @@ func reorder(args []string) []string {
 	return append(flags, pos...)
 }
 
-// boolFlags are the flags that take no value.
-var boolFlags = map[string]bool{"json": true, "v": true, "quiet": true, "force": true, "h": true, "help": true, "full": true, "non-private": true, "list": true}
-
-func isBoolFlag(a string) bool { return boolFlags[strings.TrimLeft(a, "-")] }
+// takesValue reports whether the flag argument a (e.g. "--epsilon") names
+// a flag of fs that is not boolean.
+func takesValue(fs *flag.FlagSet, a string) bool {
+	f := fs.Lookup(strings.TrimLeft(a, "-"))
+	if f == nil {
+		return false
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return false
+	}
+	return true
+}
