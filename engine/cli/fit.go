@@ -269,11 +269,11 @@ func runFit(ctx context.Context, env *Env, f *fitFlags, led *ledger.Ledger, reg 
 // reserved.
 func prepareOutDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail(ExitUsage, fmt.Errorf("--out %s cannot be created: %w; nothing was run or spent", dir, err))
+		return fail(ExitUsage, fmt.Errorf("--out %s cannot be created: %w", dir, err))
 	}
 	probe, err := os.CreateTemp(dir, ".dplr-write-check-*")
 	if err != nil {
-		return fail(ExitUsage, fmt.Errorf("--out %s is not writable: %w; nothing was run or spent", dir, err))
+		return fail(ExitUsage, fmt.Errorf("--out %s is not writable: %w", dir, err))
 	}
 	name := probe.Name()
 	cerr := probe.Close()
@@ -281,7 +281,7 @@ func prepareOutDir(dir string) error {
 		cerr = rerr
 	}
 	if cerr != nil {
-		return fail(ExitUsage, fmt.Errorf("--out %s: %w; nothing was run or spent", dir, cerr))
+		return fail(ExitUsage, fmt.Errorf("--out %s: %w", dir, cerr))
 	}
 	return nil
 }
@@ -299,7 +299,7 @@ func fitFailure(ctx context.Context, led *ledger.Ledger, hash string, grant priv
 		return fail(ExitBudget, fmt.Errorf("%w%s", err, rhoHint(ctx, led, hash, grant, info.Grants)))
 	}
 	if errors.Is(err, host.ErrUsage) {
-		return fail(ExitUsage, fmt.Errorf("%s: %w (see `dplr describe %s`)", info.Name, err, info.Name))
+		return fail(ExitUsage, fmt.Errorf("%w (see `dplr describe %s`)", err, info.Name))
 	}
 	return fail(fitErrorCode(err), err)
 }

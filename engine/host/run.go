@@ -104,7 +104,7 @@ var (
 	// ErrUsage: the request was refused before anything was reserved
 	// (unknown estimator, bad parameters, absurd budget, pre-flight
 	// refusal, memory limit).
-	ErrUsage = errors.New("request refused before reserving")
+	ErrUsage = errors.New("nothing was run or spent")
 	// ErrBudget: the ledger refused the run (nothing was spent).
 	ErrBudget = errors.New("budget refused")
 	// ErrLedger: the ledger could not be read or written.
@@ -229,7 +229,7 @@ func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
 		return nil, info, usageErr("%s: %w", req.Estimator, err)
 	}
 	if err := checkRank(params, req.Data); err != nil {
-		return nil, info, usageErr("%s: %w; nothing was run or spent", req.Estimator, err)
+		return nil, info, usageErr("%s: %w", req.Estimator, err)
 	}
 	return plug, info, nil
 }
@@ -254,11 +254,11 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, res *Fi
 		if errors.Is(err, ErrRequest) {
 			err = fmt.Errorf("%w: %w", err, ErrUsage)
 		}
-		return &FitError{Err: fmt.Errorf("pre-flight check, nothing was reserved: %w", err)}
+		return &FitError{Err: err}
 	}
 	res.Check = chk
 	if r.MaxMemory > 0 && chk.Footprint > r.MaxMemory {
-		return usageErr("%s would need about %s of memory, above the limit of %s (raise it with --max-memory); nothing was run or spent",
+		return usageErr("%s would need about %s of memory, above the limit of %s (raise it with --max-memory)",
 			call.Estimator, FormatBytes(chk.Footprint), FormatBytes(r.MaxMemory))
 	}
 	return nil
