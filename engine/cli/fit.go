@@ -490,7 +490,7 @@ func buildReport(res *host.FitResult, h dataio.Handle, raw map[string]string, gr
 		Privacy: PrivacyReport{Grant: grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
 			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,
 			Assumptions: append([]string{}, g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
-			Composition: out.Achieved.Composition, Steps: append([]privacy.Step{}, out.Steps...)},
+			Composition: composition(g, out.Achieved), Steps: append([]privacy.Step{}, out.Steps...)},
 		Notes:   out.Notes,
 		Metrics: []evaluate.Metric{},
 	}
@@ -528,6 +528,14 @@ func buildReport(res *host.FitResult, h dataio.Handle, raw map[string]string, gr
 		}
 	}
 	return rep
+}
+
+// composition names the accounting behind a guarantee's figures.
+func composition(g privacy.Guarantee, ach privacy.Achieved) string {
+	if g.Accounting != "" {
+		return g.Accounting
+	}
+	return ach.Composition
 }
 
 func writeOutputs(dir string, rep *FitReport, out *host.FitOutcome) error {

@@ -73,6 +73,10 @@ type FitOutcome struct {
 	Steps []privacy.Step
 	// Achieved is the host's own composition of Steps under the grant.
 	Achieved privacy.Achieved
+	// Certified is the guarantee the verified steps give under the grant
+	// (privacy.Certify of the plugin's statement): the estimator's kind,
+	// model, assumptions and neighbours with the host's figures.
+	Certified privacy.Guarantee
 	// Plugin-side timings and peak memory.
 	FitSeconds, LoadSeconds float64
 	MaxRSSKiB               int64
@@ -337,7 +341,11 @@ func validateOutcome(c Call, out *FitOutcome) error {
 	if c.Seed != nil && !g.Seeded {
 		return errors.New("a seeded run must say its guarantee does not hold against whoever knows the seed")
 	}
-	out.Steps, out.Achieved = append([]privacy.Step{}, out.Listed...), ach
+	cert, err := privacy.Certify(g, c.Grant, out.Listed)
+	if err != nil {
+		return fmt.Errorf("the guarantee does not follow from the steps: %w", err)
+	}
+	out.Steps, out.Achieved, out.Certified = append([]privacy.Step{}, out.Listed...), ach, cert
 	return nil
 }
 

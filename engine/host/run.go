@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
@@ -170,7 +171,8 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return r.fitNonPrivate(ctx, plug, call, req, res)
 	}
 	id, err := r.Ledger.Reserve(ctx, req.Data.Hash, ledger.ReserveRequest{
-		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name})
+		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
+		Relation: relationOf(req.Data)})
 	if err != nil {
 		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
@@ -185,7 +187,8 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	if err != nil {
 		return nil, r.settleFailure(id, out, err)
 	}
-	if err := r.Ledger.Settle(ctx, id, ledger.Outcome{Status: ledger.Succeeded, Steps: out.Steps}); err != nil {
+	settled := ledger.Outcome{Status: ledger.Succeeded, Steps: out.Steps, Guarantee: out.Guarantee.Kind, Neighbours: out.Guarantee.Neighbours}
+	if err := r.Ledger.Settle(ctx, id, settled); err != nil {
 		return nil, &FitError{Err: fmt.Errorf("settling the ledger (the run stays charged; results not released): %w: %w", err, ErrLedger),
 			RunID: id, Charged: true, Outcome: out}
 	}
@@ -194,6 +197,15 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		res.Status = &st
 	}
 	return res, nil
+}
+
+// relationOf is the neighbour relation a new data set's budget is stated
+// for: one user's data for users data, one row otherwise.
+func relationOf(h dataio.Handle) ledger.Relation {
+	if h.Kind == data.Users {
+		return ledger.ReplaceUser
+	}
+	return ledger.ReplaceRow
 }
 
 // validate checks everything that needs neither the plugin's word nor the
@@ -343,14 +355,9 @@ func (r *Runner) settleFailure(id ledger.RunID, out *FitOutcome, fitErr error) e
 	return &FitError{Err: fitErr, RunID: id, Charged: noise, Outcome: out}
 }
 
-// hostGuarantee is the estimator's guarantee with the host's numbers.
-func hostGuarantee(out *FitOutcome) privacy.Guarantee {
-	g := out.Guarantee
-	if g.Kind != privacy.None {
-		g.Epsilon, g.Delta, g.Rho = out.Achieved.Epsilon, out.Achieved.Delta, out.Achieved.Rho
-	}
-	return g
-}
+// hostGuarantee is the estimator's guarantee with the host's figures:
+// those the verified steps certify under the grant.
+func hostGuarantee(out *FitOutcome) privacy.Guarantee { return out.Certified }
 
 // fitNonPrivate runs a non-private reference estimator: never recorded as
 // a private release, and refused if it claims privacy or spends.

@@ -72,14 +72,15 @@ func StepFromProto(s *dplrpb.Step) privacy.Step {
 // GuaranteeToProto converts a guarantee to its wire form (with its text).
 func GuaranteeToProto(g privacy.Guarantee) *dplrpb.Guarantee {
 	return &dplrpb.Guarantee{Kind: string(g.Kind), Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model,
-		Beta: g.Beta, Assumptions: g.Assumptions, Neighbours: g.Neighbours, Seeded: g.Seeded, Text: g.String()}
+		Beta: g.Beta, Assumptions: g.Assumptions, Neighbours: g.Neighbours, Seeded: g.Seeded, Text: g.String(),
+		Accounting: g.Accounting, Mu: g.Mu}
 }
 
 // GuaranteeFromProto converts a wire guarantee.
 func GuaranteeFromProto(g *dplrpb.Guarantee) privacy.Guarantee {
 	return privacy.Guarantee{Kind: privacy.GuaranteeKind(g.GetKind()), Epsilon: g.GetEpsilon(), Delta: g.GetDelta(),
 		Rho: g.GetRho(), Model: g.GetModel(), Beta: g.GetBeta(), Assumptions: g.GetAssumptions(),
-		Neighbours: g.GetNeighbours(), Seeded: g.GetSeeded()}
+		Neighbours: g.GetNeighbours(), Seeded: g.GetSeeded(), Accounting: g.GetAccounting(), Mu: g.GetMu()}
 }
 
 // HandleToProto converts a prepared data set handle to its wire form.
@@ -128,6 +129,11 @@ func ShapeOf(h dataio.Handle) *dplrpb.Shape {
 		s.Users = h.UserStart.Count - 1
 	}
 	return s
+}
+
+// ShapeFromProto converts a wire shape to the SDK's.
+func ShapeFromProto(s *dplrpb.Shape) sdk.Shape {
+	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers())}
 }
 
 // ScalarsFromProto converts a result's scalar outputs.

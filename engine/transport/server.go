@@ -60,6 +60,7 @@ type Server struct {
 	dplrpb.UnimplementedEstimatorsServer
 	name, version string
 	ests          []sdk.Estimator
+	infos         []sdk.Info // resolved catalogue entries (sdk.InfoOf), in ests order
 	byName        map[string]sdk.Estimator
 }
 
@@ -71,7 +72,10 @@ func NewServer(name, version string, ests ...sdk.Estimator) (*Server, error) {
 	}
 	s := &Server{name: name, version: version, ests: ests, byName: map[string]sdk.Estimator{}}
 	for _, e := range ests {
-		info := e.Info()
+		info, err := sdk.InfoOf(e)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: %w", name, err)
+		}
 		if info.Name == "" {
 			return nil, fmt.Errorf("plugin %q: an estimator has no name", name)
 		}
@@ -82,6 +86,7 @@ func NewServer(name, version string, ests ...sdk.Estimator) (*Server, error) {
 			return nil, fmt.Errorf("plugin %q: estimator %q: invalid parameter specs: %w", name, info.Name, err)
 		}
 		s.byName[info.Name] = e
+		s.infos = append(s.infos, info)
 	}
 	return s, nil
 }
@@ -93,8 +98,8 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 		Plugin: s.name, Version: s.version, Backend: be.Name(), BackendThreads: int32(be.Threads()),
 		ProtocolVersion: ProtocolVersion,
 	}
-	for _, e := range s.ests {
-		out.Estimators = append(out.Estimators, InfoToProto(e.Info()))
+	for _, info := range s.infos {
+		out.Estimators = append(out.Estimators, InfoToProto(wireInfo(info)))
 	}
 	return out, nil
 }
@@ -110,22 +115,28 @@ func (s *Server) Check(_ context.Context, req *dplrpb.CheckRequest) (*dplrpb.Che
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
 	}
-	footprint, err := prepare(est.Info(), req.GetParams(), GrantFromProto(req.GetGrant()), req.GetShape())
+	footprint, err := prepare(est, req.GetParams(), GrantFromProto(req.GetGrant()), ShapeFromProto(req.GetShape()))
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	return &dplrpb.CheckResponse{FootprintBytes: footprint}, nil
 }
 
-// prepare validates a request against an estimator's catalogue entry and
-// the data's public shape, as the SDK does before a fit, and returns the
-// fit's estimated peak memory.
-func prepare(info sdk.Info, raw map[string]string, grant privacy.Grant, shape *dplrpb.Shape) (int64, error) {
-	if k := data.Kind(shape.GetKind()); k != info.DataKind {
-		return 0, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, k)
+// prepare runs the SDK's pre-flight preparation (sdk.Prepare: validate,
+// bind, the options' Check hook, the Footprint estimate) and checks the
+// grant's form, as the SDK does before a fit, returning the fit's estimated
+// peak memory.
+func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shape sdk.Shape) (int64, error) {
+	info, err := sdk.InfoOf(est)
+	if err != nil {
+		return 0, err
 	}
-	if _, err := sdk.ValidateParams(info.Params, raw); err != nil {
-		return 0, fmt.Errorf("estimator %s: %w", info.Name, err)
+	if shape.Kind != info.DataKind {
+		return 0, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
+	}
+	_, footprint, err := sdk.Prepare(info, raw, shape)
+	if err != nil {
+		return 0, err
 	}
 	if err := grant.Validate(); err != nil {
 		return 0, err
@@ -133,7 +144,7 @@ func prepare(info sdk.Info, raw map[string]string, grant privacy.Grant, shape *d
 	if !slices.Contains(info.Grants, grant.Kind) {
 		return 0, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
 	}
-	return 0, nil
+	return footprint, nil
 }
 
 // Fit implements dplrpb.EstimatorsServer.
@@ -191,7 +202,7 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 		if ctx.Err() != nil {
 			return status.Errorf(codes.Canceled, "%v", err)
 		}
-		if sdk.IsBadRequest(err) {
+		if sdk.IsBadRequest(err) || invalidBeforeSpending(err, acct) {
 			return status.Errorf(codes.InvalidArgument, "%v", err)
 		}
 		return status.Errorf(codes.FailedPrecondition, "%v", err)
@@ -215,6 +226,26 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 		final.Series = append(final.Series, &dplrpb.Series{Name: se.Name, Values: se.Values, Release: string(se.Release), Doc: se.Doc})
 	}
 	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: final}})
+}
+
+// invalidBeforeSpending reports a budget no step could be calibrated to
+// (privacy.ErrInvalidBudget: a noise scale outside the representable range,
+// say, from clip = 1e-300) met before any privacy step was accepted: the
+// request as such is unusable, like a BadRequest, and the host reports it
+// as a usage error.
+func invalidBeforeSpending(err error, acct *privacy.Accountant) bool {
+	return errors.Is(err, privacy.ErrInvalidBudget) && (acct == nil || len(acct.Steps()) == 0)
+}
+
+// wireInfo is info as the catalogue sends it: exclusive bounds folded into
+// inclusive ones (ParamSpec.Inclusive), which the wire form carries.
+func wireInfo(info sdk.Info) sdk.Info {
+	info.Options = nil
+	info.Params = append([]sdk.ParamSpec(nil), info.Params...)
+	for i, p := range info.Params {
+		info.Params[i] = p.Inclusive()
+	}
+	return info
 }
 
 func sendMatrix(send func(*dplrpb.FitEvent) error, m sdk.Matrix) error {

@@ -1084,7 +1084,9 @@ type Guarantee struct {
 	Assumptions   []string               `protobuf:"bytes,7,rep,name=assumptions,proto3" json:"assumptions,omitempty"`
 	Neighbours    string                 `protobuf:"bytes,8,opt,name=neighbours,proto3" json:"neighbours,omitempty"`
 	Seeded        bool                   `protobuf:"varint,9,opt,name=seeded,proto3" json:"seeded,omitempty"`
-	Text          string                 `protobuf:"bytes,10,opt,name=text,proto3" json:"text,omitempty"` // the guarantee in words
+	Text          string                 `protobuf:"bytes,10,opt,name=text,proto3" json:"text,omitempty"`             // the guarantee in words
+	Accounting    string                 `protobuf:"bytes,11,opt,name=accounting,proto3" json:"accounting,omitempty"` // the composition behind the figures: "pure", "zcdp", "gdp", "pld", "mixed", "basic"
+	Mu            float64                `protobuf:"fixed64,12,opt,name=mu,proto3" json:"mu,omitempty"`               // the Gaussian-DP parameter when accounting is "gdp"
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1187,6 +1189,20 @@ func (x *Guarantee) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *Guarantee) GetAccounting() string {
+	if x != nil {
+		return x.Accounting
+	}
+	return ""
+}
+
+func (x *Guarantee) GetMu() float64 {
+	if x != nil {
+		return x.Mu
+	}
+	return 0
 }
 
 type Progress struct {
@@ -1836,7 +1852,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x11query_sensitivity\x18\n" +
 	" \x01(\x01R\x10querySensitivity\x12\x10\n" +
 	"\x03dim\x18\v \x01(\x03R\x03dim\x12\x12\n" +
-	"\x04grid\x18\f \x01(\x01R\x04grid\"\xf9\x01\n" +
+	"\x04grid\x18\f \x01(\x01R\x04grid\"\xa9\x02\n" +
 	"\tGuarantee\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
@@ -1850,7 +1866,11 @@ const file_dplr_proto_rawDesc = "" +
 	"neighbours\x12\x16\n" +
 	"\x06seeded\x18\t \x01(\bR\x06seeded\x12\x12\n" +
 	"\x04text\x18\n" +
-	" \x01(\tR\x04text\"d\n" +
+	" \x01(\tR\x04text\x12\x1e\n" +
+	"\n" +
+	"accounting\x18\v \x01(\tR\n" +
+	"accounting\x12\x0e\n" +
+	"\x02mu\x18\f \x01(\x01R\x02mu\"d\n" +
 	"\bProgress\x12\x14\n" +
 	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x12\n" +
 	"\x04done\x18\x02 \x01(\x03R\x04done\x12\x14\n" +
