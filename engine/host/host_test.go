@@ -136,7 +136,7 @@ func TestBadPluginsAreReportedNotFatal(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, out.Matrices, 1)
 		assert.Equal(t, []float64{1, 2}, out.Matrices[0].Data)
-		assert.Equal(t, "gdp", out.Achieved.Composition, "Gaussian steps under an (ε, δ) grant compose exactly as Gaussian DP")
+		assert.Equal(t, "zcdp", out.Achieved.Composition, "the charge keeps the composable zCDP figures")
 		assert.Equal(t, out.Announced, out.Steps, "the verified list is the announced one")
 	})
 }
