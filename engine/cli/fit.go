@@ -191,8 +191,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	}
 	plug, info, ok := reg.Find(f.estimator)
 	if !ok {
-		warnFailures(env, reg)
-		return usagef("no plugin serves estimator %q (known: %s)", f.estimator, strings.Join(reg.estimatorNames(), ", "))
+		return unserved(env, reg, f.estimator)
 	}
 	noteShadowed(env, reg, plug.Path)
 	if grantErr != nil && !info.NonPrivate {

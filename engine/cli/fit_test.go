@@ -225,3 +225,18 @@ func TestByteSize(t *testing.T) {
 		assert.Equal(t, tc.want, int64(b), tc.in)
 	}
 }
+
+// A plugin that fails to start is a plugin failure (exit 4) when it is the
+// one named after the estimator; an estimator nobody serves is a usage
+// error.
+func TestFitPluginThatDoesNotStart(t *testing.T) {
+	data := genSpiked(t)
+	home := t.TempDir()
+	t.Setenv("DPLR_BAD_MODE", "exit-start")
+	r := dplr(t, home, "fit", "bad-anything", "--data", data, "--rho", "0.5", "--quiet")
+	assert.Equal(t, ExitPlugin, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "did not start")
+	r = dplr(t, home, "fit", "nosuch-estimator", "--data", data, "--rho", "0.5", "--quiet")
+	assert.Equal(t, ExitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "no plugin serves")
+}

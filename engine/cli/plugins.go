@@ -68,6 +68,7 @@ func (pf *pluginFlags) homeDir(env *Env) string {
 type registry struct {
 	plugins  []*host.Plugin
 	failures []error
+	failed   map[string]error // plugin path → why it did not start
 	shadowed []host.Shadowed // executables hidden by one of the same name earlier in the search path
 }
 
@@ -149,9 +150,13 @@ func startAll(ctx context.Context, paths []string, opt host.Options) *registry {
 	}
 	wg.Wait()
 	seen := map[string]string{}
-	for i := range paths {
+	for i, path := range paths {
 		if errs[i] != nil {
 			reg.failures = append(reg.failures, errs[i])
+			if reg.failed == nil {
+				reg.failed = map[string]error{}
+			}
+			reg.failed[path] = errs[i]
 			continue
 		}
 		p := plugins[i]
@@ -204,6 +209,21 @@ func (pf *pluginFlags) startFor(ctx context.Context, env *Env, estimator string)
 	reg := startAll(ctx, paths, opt)
 	reg.shadowed = shadowed
 	return reg, nil
+}
+
+// unserved is the error for an estimator no started plugin serves: a
+// plugin failure (exit 4) when the plugin named after the estimator's
+// prefix (the first-party convention) exists but did not start, a usage
+// error naming the known estimators otherwise.
+func unserved(env *Env, reg *registry, estimator string) error {
+	prefix, _, _ := strings.Cut(estimator, "-")
+	for path, err := range reg.failed {
+		if filepath.Base(path) == host.PluginPrefix+prefix {
+			return fail(ExitPlugin, fmt.Errorf("estimator %q: its plugin did not start: %w", estimator, err))
+		}
+	}
+	warnFailures(env, reg)
+	return usagef("no plugin serves estimator %q (known: %s)", estimator, strings.Join(reg.estimatorNames(), ", "))
 }
 
 func warnFailures(env *Env, reg *registry) {
@@ -333,8 +353,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	}
 	p, info, ok := reg.Find(fs.Arg(0))
 	if !ok {
-		warnFailures(env, reg)
-		return usagef("no plugin serves estimator %q (known: %s)", fs.Arg(0), strings.Join(reg.estimatorNames(), ", "))
+		return unserved(env, reg, fs.Arg(0))
 	}
 	noteShadowed(env, reg, p.Path)
 	if *asJSON {
