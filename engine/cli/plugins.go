@@ -69,7 +69,7 @@ type registry struct {
 	plugins  []*host.Plugin
 	failures []error
 	failed   map[string]error // plugin path → why it did not start
-	shadowed []host.Shadowed // executables hidden by one of the same name earlier in the search path
+	shadowed []host.Shadowed  // executables hidden by one of the same name earlier in the search path
 }
 
 func (r *registry) close() {
