@@ -308,8 +308,8 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	if *asJSON {
 		out := []pluginJSON{}
 		for _, p := range reg.plugins {
-			pj := pluginJSON{Name: p.Name(), Version: p.Catalogue.GetVersion(), Path: p.Path, Backend: p.Backend(),
-				Threads: p.Catalogue.GetBackendThreads()}
+			pj := pluginJSON{Name: p.Name(), Version: p.Version(), Path: p.Path, Backend: p.Backend(),
+				Threads: int32(p.Threads())}
 			for _, e := range p.Estimators {
 				pj.Estimators = append(pj.Estimators, toEstimatorJSON(e))
 			}
@@ -319,7 +319,7 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	for _, p := range reg.plugins {
-		fmt.Fprintf(tw, "%s %s\t(%s backend, %s)\n", p.Name(), p.Catalogue.GetVersion(), p.Backend(), p.Path)
+		fmt.Fprintf(tw, "%s %s\t(%s backend, %s)\n", p.Name(), p.Version(), p.Backend(), p.Path)
 		for _, e := range p.Estimators {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.DataKind, e.Summary)
 		}
