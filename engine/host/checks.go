@@ -45,6 +45,30 @@ func SaneGrant(g privacy.Grant) error {
 	return nil
 }
 
+// Sanity bounds on real-valued estimator parameters: a non-zero magnitude
+// outside [MinParamMagnitude, MaxParamMagnitude] (clip = 1e-300, say) leaves
+// no representable noise scale or sensitivity, whatever the estimator, and
+// is refused before reserving even when the estimator's own catalogue sets
+// no bound.
+const (
+	MinParamMagnitude = 1e-100
+	MaxParamMagnitude = 1e100
+)
+
+// saneParams refuses real-valued parameters outside the sanity bounds.
+func saneParams(specs []sdk.ParamSpec, p sdk.Params) error {
+	for _, s := range specs {
+		if s.Type != sdk.Float || !p.Has(s.Name) {
+			continue
+		}
+		v := math.Abs(p.Float(s.Name))
+		if v != 0 && (v < MinParamMagnitude || v > MaxParamMagnitude) {
+			return fmt.Errorf("%s = %g is outside the range dplr computes with (magnitude 0 or in [%g, %g])", s.Name, p.Float(s.Name), MinParamMagnitude, MaxParamMagnitude)
+		}
+	}
+	return nil
+}
+
 func grantAccepted(kinds []privacy.GrantKind, k privacy.GrantKind) bool {
 	return slices.Contains(kinds, k)
 }

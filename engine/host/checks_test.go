@@ -84,3 +84,27 @@ func TestFormatBytes(t *testing.T) {
 	assert.Equal(t, "1.5 KiB", FormatBytes(1536))
 	assert.Equal(t, "1 PiB", FormatBytes(1<<50))
 }
+
+func TestSaneParams(t *testing.T) {
+	specs := []sdk.ParamSpec{{Name: "clip", Type: sdk.Float, Default: "1"}, {Name: "sigma_xi", Type: sdk.Float, Default: "0"}, {Name: "k", Type: sdk.Int, Default: "2"}}
+	cases := []struct {
+		raw  map[string]string
+		want string
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"clip": "1e-99", "sigma_xi": "0"}, ""},
+		{map[string]string{"clip": "-3e50"}, ""},
+		{map[string]string{"clip": "1e-300"}, "clip = 1e-300"},
+		{map[string]string{"sigma_xi": "1e101"}, "sigma_xi = 1e+101"},
+	}
+	for _, tc := range cases {
+		p, err := sdk.ValidateParams(specs, tc.raw)
+		require.NoError(t, err)
+		err = saneParams(specs, p)
+		if tc.want == "" {
+			assert.NoError(t, err, "%v", tc.raw)
+			continue
+		}
+		assert.ErrorContains(t, err, tc.want)
+	}
+}

@@ -240,6 +240,9 @@ func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
 	if err != nil {
 		return nil, info, usageErr("%s: %w", req.Estimator, err)
 	}
+	if err := saneParams(info.Params, params); err != nil {
+		return nil, info, usageErr("%s: %w", req.Estimator, err)
+	}
 	if err := checkRank(params, req.Data); err != nil {
 		return nil, info, usageErr("%s: %w", req.Estimator, err)
 	}
