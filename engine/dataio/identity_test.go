@@ -268,3 +268,13 @@ func TestSourceIdentityKinds(t *testing.T) {
 	assert.NotEqual(t, named.Hash, renamed.Hash, "user names are part of the records")
 	assert.NotEqual(t, rows.Hash, named.Hash)
 }
+
+// TestSketchTinyRows: rows of subnormal magnitudes round like any other
+// row (no infinite reciprocal), so a scaled copy keeps its sketch.
+func TestSketchTinyRows(t *testing.T) {
+	tiny := matrixIdentity([]float64{5e-324, 1e-323, 0}, 1, 3)
+	big := matrixIdentity([]float64{1, 2, 0}, 1, 3)
+	require.NoError(t, tiny.Check())
+	assert.Equal(t, big.Sketch, tiny.Sketch, "the row is (1, 2, 0) up to its scale")
+	assert.NotEqual(t, big.Hash, tiny.Hash)
+}
