@@ -147,13 +147,25 @@ func TestCacheBounded(t *testing.T) {
 		files[i] = writeTemp(t, dir, "d"+string(rune('a'+i))+".csv", csvOf(identityRows(n, p, uint64(10+i)), n, p, "", identityOrder(n)))
 	}
 	opt := LoadOptions{CacheMaxBytes: 20000} // room for two entries
+	// Entries just used are spared: with the grace period, all three stay.
+	graced := filepath.Join(t.TempDir(), "graced")
+	for _, f := range files {
+		_, err := PrepareFile(f, opt, graced)
+		require.NoError(t, err)
+	}
+	entries, err := CacheList(graced)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	old := evictGrace
+	evictGrace = 0
+	t.Cleanup(func() { evictGrace = old })
 	var hs []Handle
 	for _, f := range files {
 		h, err := PrepareFile(f, opt, cache)
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
-	entries, err := CacheList(cache)
+	entries, err = CacheList(cache)
 	require.NoError(t, err)
 	require.Len(t, entries, 2, "the least recently used entry was evicted")
 	assert.Equal(t, hs[1].Hash, entries[0].Hash)

@@ -112,7 +112,8 @@
 // PrepareFile bounds the cache to LoadOptions.CacheMaxBytes (default
 // DefaultCacheMaxBytes, physical memory): it refuses a data set larger
 // than that and evicts the least recently used entries (an entry's
-// directory modification time records its last use) beyond it; CacheList
+// directory modification time records its last use) beyond it, sparing
+// entries used in the last two minutes; CacheList
 // and CacheClear list and empty a cache directory.
 //
 // # Writers
