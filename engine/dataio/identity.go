@@ -145,13 +145,6 @@ type sideCol struct {
 	i []int64
 }
 
-// textCol is a text column of a CSV source (for example user names),
-// hashed at its position among the record's fields.
-type textCol struct {
-	col  int
-	text []string
-}
-
 // idBuilder accumulates a source identity row by row.
 type idBuilder struct {
 	rows  int64
