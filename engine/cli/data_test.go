@@ -88,7 +88,7 @@ func TestDataRefusals(t *testing.T) {
 		want string
 	}{
 		{"headerless users csv", dataFlags{path: digits}, data.Users, ExitData, "needs its user id column named"},
-		{"above the memory limit", dataFlags{path: digits, maxBytes: "16"}, data.Rows, ExitData, "more than 16 bytes in memory"},
+		{"above the memory limit", dataFlags{path: digits, maxBytes: "16"}, data.Rows, ExitData, "more than 16 B in memory"},
 		{"bad size", dataFlags{path: digits, maxBytes: "lots"}, data.Rows, ExitUsage, "--max-data-bytes"},
 	}
 	for _, c := range cases {

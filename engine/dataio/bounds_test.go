@@ -51,9 +51,9 @@ func TestLoadBounded(t *testing.T) {
 		want     string
 		maxAlloc uint64
 	}{
-		{"dev zero as csv", "/dev/zero", LoadOptions{Format: FormatCSV, MaxRecordBytes: 1 << 20}, "longer than 1048576 bytes", 32 << 20},
-		{"long line", longLine, LoadOptions{MaxRecordBytes: 1 << 16}, "longer than 65536 bytes", 8 << 20},
-		{"csv above memory limit", csvRows, LoadOptions{MaxBytes: 64 << 10}, "more than 65536 bytes in memory", 8 << 20},
+		{"dev zero as csv", "/dev/zero", LoadOptions{Format: FormatCSV, MaxRecordBytes: 1 << 20}, "longer than 1.0 MiB", 32 << 20},
+		{"long line", longLine, LoadOptions{MaxRecordBytes: 1 << 16}, "longer than 64.0 KiB", 8 << 20},
+		{"csv above memory limit", csvRows, LoadOptions{MaxBytes: 64 << 10}, "more than 64.0 KiB in memory", 8 << 20},
 		{"idx claim above limit", idxPath, LoadOptions{MaxBytes: 64 << 20}, "above the loading limit of 64.0 MiB", 8 << 20},
 		{"idx claim above limit, users kind", idxPath, LoadOptions{Kind: data.Users, ResponsePath: idxPath, UsersPath: idxPath, MaxBytes: 64 << 20}, "above the loading limit", 8 << 20},
 		{"idx claim beyond the stream", short, LoadOptions{MaxBytes: 64 << 20}, "stream ends after 65536", 8 << 20},
