@@ -38,7 +38,7 @@ func (PrivAltMin) Info() sdk.Info {
 		{Name: "a_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0.01), Max: sdk.Bound(0.99), Doc: "fraction of the loop's ρ spent on the dk×dk statistic A (the rest goes to b)"},
 		{Name: "calibration", Type: sdk.String, Default: "zcdp", Choices: []string{"zcdp", "paper"},
 			Doc: "zcdp: exact replace-one zCDP, ρ split init_share / (1 − init_share) and a_share between A and b; paper: Jain et al.'s noise multiplier Δ = √(8 ln(1/δ))/ε on both statistics (σ = sensitivity·Δ; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T), their true zCDP cost is what is recorded and the initialization gets the rest of ρ"},
-		{Name: "ridge", Type: sdk.Float, Default: "1", Min: sdk.Bound(0), Doc: "ridge added to the noisy A before the solve, in units of c_W² per row of the group (post-processing). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"},
+		{Name: "ridge", Type: sdk.Float, Default: "1", Min: sdk.Bound(0), Doc: "ridge added to the noisy A before the solve, in units of c_W²·portion per user of the group (public quantities only; post-processing). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"},
 	}
 	ps = append(ps, splitParams()...)
 	return sdk.Info{
@@ -208,7 +208,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if d*k > 4096 {
 		return nil, sdk.BadRequest("d·k = %d exceeds 4096: the dk×dk statistics would need %.0f MB and an O((dk)³) solve per iteration (use fedrep-private)", d*k, 8*float64(d*k)*float64(d*k)/1e6)
 	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
+	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"))
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	eng := newFedrepEngine(x, run.Data.Y, lay, k, math.Inf(1), lossSquared)
 	eng.headAll = p.String("head_data") == "all"
 	run.Progress("init", 0, 1)
-	u, err := initialU(ctx, run, x, lay, k, initMode, initMode == "private", psiInit, rhoInit, res)
+	u, err := initialU(ctx, run, x, run.Data.Y, lay, k, initMode, initMode == "private", psiInit, rhoInit, res)
 	if err != nil {
 		return nil, err
 	}
@@ -302,12 +302,10 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 		run.Rand.AddSymmetricGaussian(a, sigA)
 		run.Rand.AddGaussian(b, sigB)
-		rows := 0
-		for _, ui := range group {
-			ur := lay.users[ui]
-			rows += min(portion, ur.t1-ur.t0)
-		}
-		vecU, err := symSolve(run, a, b, ridge*cw*cw*float64(rows))
+		// The ridge is post-processing in public units: the bound on the
+		// rows a user contributes (portion) times the group size, never the
+		// users' actual row counts, which are private (DERIVATIONS.md §5).
+		vecU, err := symSolve(run, a, b, ridge*cw*cw*float64(portion*len(group)))
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", t+1, err)
 		}

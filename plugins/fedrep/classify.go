@@ -57,7 +57,8 @@ score every net point Ũ by −(1/n) Σ_i min_{|v| ≤ Γ} (user i's fraction of
 Each user's term lies in [0, 1], so replacing one user moves the score by at most 1/n: pure ε-DP,
 worst case. U = MᵀŨ (d×1, not orthonormal). Each user picks its head sign on its local half.
 The net has about (√k/γ)^{k′k} points: the cost is exponential in k′·k, which is why the paper
-calls the algorithm information-theoretic; use fedrep-classify for real sizes.`,
+calls the algorithm information-theoretic; use fedrep-classify for real sizes.
+Labels are read as sign(y) (+1 where y > 0, −1 elsewhere), row by row.`,
 		Guarantee:  "pure ε-DP for U (nominal: the exponential mechanism is drawn by floating-point Gumbel-max, not a certified exact sampler), user level, worst case; exponential cost",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox, privacy.GrantZCDP},
 		Params:     ps,
@@ -94,7 +95,8 @@ project the features with a public random ±1/√k′ matrix M (optional), then 
 the logistic loss log(1 + exp(−y⟨Mx, Ũv⟩)) for ±1 labels (local heads by ridge-regularized Newton
 steps), clipped per-user gradients and Gaussian noise, and release U = MᵀŨ. The privacy argument is
 that of fedrep-private (user-level, worst case, zCDP); the margin-based excess-risk bound of
-Algorithm 3 is NOT claimed for this surrogate.`,
+Algorithm 3 is NOT claimed for this surrogate. Labels are read as sign(y) (+1 where y > 0, −1
+elsewhere), row by row.`,
 		Guarantee:  base.Guarantee,
 		Grants:     base.Grants,
 		Params:     ps,
@@ -122,25 +124,36 @@ func jlMatrix(src *privacy.Source, kp, d int) *mat.Dense {
 	return m
 }
 
-// checkLabels requires ±1 responses.
-func checkLabels(y []float64) error {
+// signLabels returns the labels the classifiers use: +1 where y > 0 and −1
+// elsewhere. The rule is applied row by row and never refuses: the responses
+// are private, so a refusal on a label that is not ±1 (or a message naming
+// it) would reveal them (DERIVATIONS.md §1).
+func signLabels(y []float64) []float64 {
+	out := make([]float64, len(y))
 	for i, v := range y {
-		if v != 1 && v != -1 {
-			return fmt.Errorf("classification needs labels ±1: response %d is %v", i, v)
+		out[i] = -1
+		if v > 0 {
+			out[i] = 1
 		}
 	}
-	return nil
+	return out
 }
+
+// labelNote is the note of every classification result.
+const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (applied row by row; data with labels ±1 is unchanged)"
 
 // Fit implements sdk.Estimator.
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	if err := checkLabels(run.Data.Y); err != nil {
-		return nil, err
-	}
+	y := signLabels(run.Data.Y)
 	kp := run.Params.Int("kprime")
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
-		return fitFedRep(ctx, run, true, lossLogistic, run.Data.X, nil)
+		res, err := fitFedRep(ctx, run, true, lossLogistic, run.Data.X, y, nil)
+		if err != nil {
+			return nil, err
+		}
+		res.Notes = append(res.Notes, labelNote)
+		return res, nil
 	}
 	if k := run.Params.Int("rank"); k > kp {
 		return nil, sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", k, kp)
@@ -150,10 +163,11 @@ func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
-	res, err := fitFedRep(ctx, run, true, lossLogistic, xp, mat.DenseCopyOf(m.T()))
+	res, err := fitFedRep(ctx, run, true, lossLogistic, xp, y, mat.DenseCopyOf(m.T()))
 	if err != nil {
 		return nil, err
 	}
+	res.Notes = append(res.Notes, labelNote)
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
 	res.Notes = append(res.Notes, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
 	return res, nil
@@ -218,6 +232,9 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 			u := net[q]
 			var tot float64
 			for _, ur := range lay.users {
+				if ur.t1 == ur.t0 {
+					continue // no training rows: a zero term
+				}
 				var pos, neg int
 				for r := ur.t0; r < ur.t1; r++ {
 					zr := z.RawRowView(r)
@@ -244,9 +261,7 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 // Fit implements sdk.Estimator.
 func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	p := run.Params
-	if err := checkLabels(run.Data.Y); err != nil {
-		return nil, err
-	}
+	y := signLabels(run.Data.Y)
 	d := run.Data.P()
 	kp := p.Int("kprime")
 	if kp == 0 {
@@ -255,7 +270,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	if kp > 4 {
 		return nil, sdk.BadRequest("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
 	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
+	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"))
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +298,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 		return nil, fmt.Errorf("projection: %w", err)
 	}
 	run.Progress("scores", 0, 1)
-	scores, err := exactScores(ctx, z, run.Data.Y, lay, net, p.Float("margin"), p.Float("head_bound"))
+	scores, err := exactScores(ctx, z, y, lay, net, p.Float("margin"), p.Float("head_bound"))
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +334,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 		}
 		var errPos int
 		for r := s; r < f; r++ {
-			if run.Data.Y[r]*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+			if y[r]*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
 				errPos++
 			}
 		}
@@ -331,7 +346,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 		if ur.h1 > ur.f1 {
 			var e int
 			for r := ur.f1; r < ur.h1; r++ {
-				if run.Data.Y[r]*v*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+				if y[r]*v*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
 					e++
 				}
 			}
@@ -358,6 +373,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	if p.Bool("output_v") {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
+	res.Notes = append(res.Notes, labelNote)
 	res.Notes = append(res.Notes, fmt.Sprintf("exponential mechanism over all %d net points (cost exponential in k′·k); pure ε-DP for an exact sampler, drawn here by floating-point Gumbel-max, hence the nominal label", len(net)))
 	return res, nil
 }

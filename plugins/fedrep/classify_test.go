@@ -125,9 +125,14 @@ func TestClassifyUtility(t *testing.T) {
 		r, c := matrix(t, res, "U").M.Dims()
 		assert.Equal(t, []int{20, 2}, []int{r, c})
 	}
-	// Labels must be ±1.
+	// Real-valued responses are read as their sign, never refused (a
+	// refusal would be decided from private data).
 	gr := genUsers(t, 50, 10, 5, 1, 0.1, 1)
 	seed := uint64(1)
-	_, _, err = runLocal(ClassifyExact{}, gr, &seed)
-	assert.ErrorContains(t, err, "labels ±1")
+	raw, _, err := runLocal(ClassifyExact{}, gr, &seed)
+	require.NoError(t, err)
+	assert.Contains(t, raw.Notes, labelNote)
+	same, _, err := runLocal(ClassifyExact{}, &gen.Generated{Data: signed(gr.Data)}, &seed)
+	require.NoError(t, err)
+	assert.True(t, mat.Equal(matrix(t, raw, "U").M, matrix(t, same, "U").M), "sign(y) labels give the same fit")
 }

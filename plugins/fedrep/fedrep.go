@@ -37,8 +37,8 @@ func fedrepCommonParams() []sdk.ParamSpec {
 		{Name: "iterations", Type: sdk.Int, Default: "5", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "number of rounds T"},
 		{Name: "step", Type: sdk.Float, Default: "2.5", Min: sdk.Bound(1e-12), Max: sdk.Bound(1e6), Doc: "step size η of the U update (theory: η ≤ 1/(2σ_max,*²))"},
 		{Name: "mode", Type: sdk.String, Default: "experiment", Choices: []string{"experiment", "theory"},
-			Doc: "experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (as Alg. 1; needs 2·batch·iterations ≤ training rows and batch ≥ rank)"},
-		{Name: "batch", Type: sdk.Int, Default: "0", Min: sdk.Bound(0), Doc: "theory mode batch size b; 0 = ⌊(smallest training half)/(2T)⌋"},
+			Doc: "experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (as Alg. 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (see DERIVATIONS.md §3.3)"},
+		{Name: "batch", Type: sdk.Int, Default: "0", Min: sdk.Bound(0), Doc: "theory mode: the public batch size b (b ≥ rank), required with mode=theory; chosen from what every user is expected to hold (2·b·iterations training rows), never from the data"},
 	}
 }
 
@@ -113,21 +113,20 @@ func setupFedRep(run *sdk.Run) (*fedrepSetup, error) {
 	if k > d {
 		return nil, sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
 	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
+	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"))
 	if err != nil {
 		return nil, err
 	}
 	s := &fedrepSetup{lay: lay, k: k, T: T, eta: p.Float("step"), theory: p.String("mode") == "theory"}
 	if s.theory {
+		// The batch is a public parameter: it is never derived from the
+		// users' row counts, which are private under user-level neighbours.
 		b := p.Int("batch")
 		if b == 0 {
-			b = lay.minM0 / (2 * T)
+			return nil, sdk.BadRequest("mode=theory needs an explicit batch (the public size b of each of the two fresh batches per round, b ≥ rank %d); it is never derived from the data", k)
 		}
 		if b < k {
-			return nil, sdk.BadRequest("theory mode: batch %d < rank %d (the local least squares would be singular); the smallest training half has %d rows, theory mode needs 2·batch·iterations ≤ %d with batch ≥ rank (use mode=experiment)", b, k, lay.minM0, lay.minM0)
-		}
-		if 2*b*T > lay.minM0 {
-			return nil, sdk.BadRequest("theory mode: 2·batch·iterations = %d exceeds the smallest training half (%d rows)", 2*b*T, lay.minM0)
+			return nil, sdk.BadRequest("mode=theory: batch %d < rank %d (the local least squares would be singular)", b, k)
 		}
 		s.batch = b
 	}
@@ -198,17 +197,18 @@ func planFedRepBudget(run *sdk.Run, n, T int, psi float64, privInit bool) (fedre
 
 // Fit implements sdk.Estimator.
 func (PrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	return fitFedRep(ctx, run, true, lossSquared, run.Data.X, nil)
+	return fitFedRep(ctx, run, true, lossSquared, run.Data.X, run.Data.Y, nil)
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	return fitFedRep(ctx, run, false, lossSquared, run.Data.X, nil)
+	return fitFedRep(ctx, run, false, lossSquared, run.Data.X, run.Data.Y, nil)
 }
 
 // fitFedRep runs (Private) FedRep on features x (the data set's X, or a
-// projection of it), with U returned as back·U when back is not nil.
-func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x *mat.Dense, back *mat.Dense) (*sdk.Result, error) {
+// projection of it) and responses y, with U returned as back·U when back
+// is not nil.
+func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x *mat.Dense, y []float64, back *mat.Dense) (*sdk.Result, error) {
 	s, err := setupFedRep(run)
 	if err != nil {
 		return nil, err
@@ -231,7 +231,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 			return nil, err
 		}
 	}
-	eng := newFedrepEngine(x, run.Data.Y, s.lay, s.k, psi, loss)
+	eng := newFedrepEngine(x, y, s.lay, s.k, psi, loss)
 	eng.headAll = p.String("head_data") == "all"
 	if s.theory {
 		eng.theory, eng.batch = true, s.batch
@@ -241,7 +241,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 
 	// Initialization.
 	run.Progress("init", 0, 1)
-	u, err := initialU(ctx, run, x, s.lay, s.k, initMode, private, psiInit, bud.rhoInit, res)
+	u, err := initialU(ctx, run, x, y, s.lay, s.k, initMode, private, psiInit, bud.rhoInit, res)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +257,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 		curve = append(curve, l)
 	}
 	clipFrac := make([]float64, 0, s.T)
+	skipFrac := make([]float64, 0, s.T)
 	var sigma float64
 	step := mat.NewDense(d, s.k, nil)
 	for t := 0; t < s.T; t++ {
@@ -267,6 +268,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 		if err != nil {
 			return nil, err
 		}
+		skipFrac = append(skipFrac, float64(eng.skipped())/float64(n))
 		sr := step.RawMatrix().Data
 		for i, v := range sum {
 			sr[i] = v / float64(n)
@@ -350,7 +352,8 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 		res.Notes = append(res.Notes, "non-private reference: computed from the raw data without clipping or noise")
 	}
 	if s.theory {
-		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round", s.batch))
+		res.AddSeries("skipped_fraction", skipFrac, sdk.Evaluation, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
+		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round; a user without 2·%d·(t+1) training rows sits out round t", s.batch, s.batch))
 	}
 	return res, nil
 }
@@ -358,13 +361,13 @@ func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x
 // initialU returns the starting U: the top-k eigenvectors of the (noisy,
 // when private) mean of clipped U-statistics (003 Alg. 2), or a random
 // orthonormal matrix.
-func initialU(ctx context.Context, run *sdk.Run, x *mat.Dense, lay *layout, k int, mode string, private bool, psiInit, rhoInit float64, res *sdk.Result) (*mat.Dense, error) {
+func initialU(ctx context.Context, run *sdk.Run, x *mat.Dense, y []float64, lay *layout, k int, mode string, private bool, psiInit, rhoInit float64, res *sdk.Result) (*mat.Dense, error) {
 	_, d := x.Dims()
 	n := lay.n()
 	if mode == "random" {
 		return randomOrthonormal(run, d, k)
 	}
-	z, clipped, err := ustatAggregate(ctx, run.Backend, x, run.Data.Y, lay, psiInit)
+	z, clipped, err := ustatAggregate(ctx, run.Backend, x, y, lay, psiInit)
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}

@@ -62,7 +62,7 @@ func scalar(t testing.TB, res *sdk.Result, name string) float64 {
 // testRun builds an sdk.Run for internal-function tests.
 func testLayout(t testing.TB, ds *data.Dataset, localFrac float64) *layout {
 	t.Helper()
-	lay, err := newLayout(ds, localFrac, 0, 1)
+	lay, err := newLayout(ds, localFrac, 0)
 	require.NoError(t, err)
 	return lay
 }

@@ -42,7 +42,7 @@ func TestUStatistic(t *testing.T) {
 		start[u] = u * m0
 	}
 	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start}
-	lay, err := newLayout(ds, 0, 0, 1)
+	lay, err := newLayout(ds, 0, 0)
 	require.NoError(t, err)
 	z, _, err := ustatAggregate(context.Background(), be, x, y, lay, math.Inf(1))
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestNonPrivateConvergence(t *testing.T) {
 	}
 	// Theory mode (fresh batches) converges too.
 	g := genUsers(t, 2000, 200, 20, 2, 0, 4)
-	res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1", "mode": "theory"}, approx(1), 1)
+	res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1", "mode": "theory", "batch": "5"}, approx(1), 1)
 	dd, _ := SubspaceDist(matrix(t, res, "U").M, g.Truth["U"])
 	assert.Less(t, dd, 1e-3)
 }
@@ -281,7 +281,7 @@ func TestInputErrors(t *testing.T) {
 	}{
 		{"rank too large", PrivateFedRep{}, map[string]string{"rank": "6"}, approx(1), "rank 6 exceeds"},
 		{"rank too large altmin", PrivAltMin{}, map[string]string{"rank": "6"}, approx(1), "rank 6 exceeds"},
-		{"theory infeasible", PrivateFedRep{}, map[string]string{"mode": "theory"}, approx(1), "theory mode"},
+		{"theory without a batch", PrivateFedRep{}, map[string]string{"mode": "theory"}, approx(1), "mode=theory needs an explicit batch"},
 		{"bad epsilon", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: -1, Delta: 1e-6}, "epsilon"},
 		{"bad delta", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 2}, "delta"},
 		{"pure grant", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, "does not accept"},

@@ -40,8 +40,11 @@ func splitParams() []sdk.ParamSpec {
 	}
 }
 
-// newLayout validates a Users data set and splits every user's rows.
-func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*layout, error) {
+// newLayout validates a Users data set and splits every user's rows. It
+// never refuses because of a user's row count (private under user-level
+// neighbours): a user whose training half is empty contributes zero to
+// every private statistic.
+func newLayout(ds *data.Dataset, localFrac, holdout float64) (*layout, error) {
 	if ds == nil || ds.Kind != data.Users {
 		return nil, fmt.Errorf("need a users data set")
 	}
@@ -63,9 +66,6 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*lay
 		rest := m - h
 		l := int(math.Floor(localFrac * float64(rest)))
 		m0 := rest - l
-		if m0 < minTrain {
-			return nil, fmt.Errorf("%s has %d rows: its training half would hold %d rows, fewer than the %d needed", userName(ds, u), m, m0, minTrain)
-		}
 		lay.users[u] = userRows{t0: s, t1: s + m0, f1: s + rest, h1: e}
 		lay.maxM0 = max(lay.maxM0, m0)
 		lay.minM0 = min(lay.minM0, m0)
@@ -83,15 +83,6 @@ func (l *layout) n() int { return len(l.users) }
 // user i alone, which keeps every other user's row private with respect to
 // user i (the billboard lemma).
 const perUserAssumption = "V is released per user: row i (computed from the private U and user i's own rows only) goes to user i alone; the guarantee covers the public outputs, and by the billboard lemma the rows of all other users stay private with respect to user i"
-
-// userName names user u of ds in messages by its original id when the data
-// set carries one, else by its index.
-func userName(ds *data.Dataset, u int) string {
-	if u < len(ds.UserIDs) {
-		return fmt.Sprintf("user %d", ds.UserIDs[u])
-	}
-	return fmt.Sprintf("user #%d", u)
-}
 
 // addUserIDs releases, beside the per-user heads V, the original id of the
 // user each row of V belongs to (the ids as the data set gave them, in

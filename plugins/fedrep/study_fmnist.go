@@ -196,11 +196,11 @@ func localBaseline(ctx context.Context, ds *data.Dataset, cfg FMNISTConfig, seed
 	m := jlMatrix(src.Split(), cfg.Proj, ds.P())
 	xp := mat.NewDense(ds.N(), cfg.Proj, nil)
 	xp.Mul(ds.X, m.T())
-	frac, minTrain := 0.5, 1
+	frac := 0.5
 	if all {
-		frac, minTrain = 1, 0
+		frac = 1
 	}
-	lay, err := newLayout(ds, frac, cfg.Holdout, minTrain)
+	lay, err := newLayout(ds, frac, cfg.Holdout)
 	if err != nil {
 		return 0, err
 	}
