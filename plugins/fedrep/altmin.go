@@ -32,7 +32,7 @@ func (PrivAltMin) Info() sdk.Info {
 		{Name: "portion", Type: sdk.Int, Default: "5", Min: sdk.Bound(1), Doc: "at most this many training rows per user enter the U-step statistics (public: the sensitivity scales with it)"},
 		{Name: "groups", Type: sdk.String, Default: "disjoint", Choices: []string{"disjoint", "all"},
 			Doc: "disjoint: T disjoint random groups of about n/T users, one per iteration (Jain et al.; parallel composition, each iteration gets the whole loop budget); all: every user in every iteration (the public experiment code; sequential composition over T)"},
-		{Name: "init", Type: sdk.String, Default: "private", Choices: []string{"private", "random"}, Doc: "private: the same private U-statistic start as fedrep-private (003 Alg. 2); random: data-independent"},
+		{Name: "init", Type: sdk.String, Default: "private", Choices: []string{"private", "random"}, Doc: "private: the same private U-statistic start as fedrep-private (DERIVATIONS.md §2); random: data-independent"},
 		{Name: "init_clip", Type: sdk.Float, Default: "50", Min: sdk.Bound(1e-12), Doc: "ψ_init: Frobenius bound on each user's U-statistic (public)"},
 		{Name: "init_share", Type: sdk.Float, Default: "0.2", Min: sdk.Bound(0.001), Max: sdk.Bound(0.999), Doc: "fraction of ρ spent on the initialization"},
 		{Name: "a_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0.01), Max: sdk.Bound(0.99), Doc: "fraction of the loop's ρ spent on the dk×dk statistic A (the rest goes to b)"},
@@ -46,7 +46,7 @@ func (PrivAltMin) Info() sdk.Info {
 		Summary:  "Priv-AltMin (Jain et al. 2021): private alternating minimization with noised dk×dk least-squares statistics over disjoint user groups",
 		DataKind: data.Users,
 		Description: `Private alternating minimization of Jain et al. (NeurIPS 2021), as reconstructed from the appendix
-(spec seed002-003 §4). Users are split into T disjoint groups, one per iteration. In an iteration
+(DERIVATIONS.md §5). Users are split into T disjoint groups, one per iteration. In an iteration
 each user of the group fits its head v_j by least squares on its training half for the current U;
 the server then releases A = Σ W Wᵀ (dk×dk, W = vec(x v_jᵀ) clipped to ℓ2 norm c_W) and
 b = Σ clip(y, c_y) W with Gaussian noise (symmetric on A), solves A u = b for vec(U) and
@@ -64,295 +64,240 @@ iteration's ρ (parallel composition); the start (shared with fedrep-private) is
 	}
 }
 
-// altminStats accumulates, over the listed users, the U-step statistics
-// A = Σ_j Σ_i W_ij W_ijᵀ (dk×dk, vec row-major: index p·k + a) and
-// b = Σ_j Σ_i clip(y_ij, c_y) W_ij with W_ij = clip₂(vec(x_ij v_jᵀ), c_W),
-// v_j being user j's least-squares head for U on its training half. It uses
-// the Kronecker form A_j = H_j ⊗ v̂_j v̂_jᵀ. At most portion rows per user
-// are used. Users whose head is zero or not finite contribute nothing.
-func altminStats(ctx context.Context, eng *fedrepEngine, u []float64, users []int32, cw, cy float64, portion int) (*mat.SymDense, []float64, error) {
-	d, k := eng.d, eng.k
-	npair := k * (k + 1) / 2
-	chunks := max(1, min(len(users), 32, int(8e6/float64(npair*d*d+1))))
-	nw := workers(chunks)
-	type scratch struct{ h, hb, xh, vh []float64 }
-	ws := make([]scratch, nw)
-	for w := range ws {
-		ws[w] = scratch{h: make([]float64, d*d), hb: make([]float64, d), xh: make([]float64, d), vh: make([]float64, k)}
+// altminOptions are the bound parameters of fedrep-privaltmin.
+type altminOptions struct {
+	Rank, Iterations int
+	ClipW, ClipY     float64 // c_W, c_y
+	Portion          int     // rows per user entering the statistics, at most
+	Disjoint         bool    // groups=disjoint
+	Init             string
+	InitClip         float64
+	InitShare        float64
+	AShare           float64
+	Calibration      string
+	Ridge            float64
+	split            splitOptions
+}
+
+func bindAltMin(p sdk.Params) altminOptions {
+	return altminOptions{Rank: p.Int("rank"), Iterations: p.Int("iterations"), ClipW: p.Float("clip_w"), ClipY: p.Float("clip_y"),
+		Portion: p.Int("portion"), Disjoint: p.String("groups") == "disjoint", Init: p.String("init"), InitClip: p.Float("init_clip"),
+		InitShare: p.Float("init_share"), AShare: p.Float("a_share"), Calibration: p.String("calibration"), Ridge: p.Float("ridge"),
+		split: bindSplit(p)}
+}
+
+// sensitivities returns Δ_A = √2·portion·c_W² and Δ_b = 2·portion·c_W·c_y
+// (DERIVATIONS.md §5.1).
+func (o *altminOptions) sensitivities() (sensA, sensB float64) {
+	return math.Sqrt2 * float64(o.Portion) * o.ClipW * o.ClipW, 2 * float64(o.Portion) * o.ClipW * o.ClipY
+}
+
+// check refuses, from public quantities only, the requests Priv-AltMin
+// cannot run.
+func (o *altminOptions) check(d, n int) error {
+	k := o.Rank
+	if k > d {
+		return sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
 	}
-	partC := make([][]float64, chunks) // npair blocks of d×d (upper triangles)
-	partB := make([][]float64, chunks)
-	err := parallelChunks(ctx, chunks, func(w, c int) {
-		if partC[c] == nil {
-			partC[c], partB[c] = make([]float64, npair*d*d), make([]float64, d*k)
-		}
-		s, accC, accB := ws[w], partC[c], partB[c]
-		fws := eng.ws[w]
-		lo, hi := chunkBounds(len(users), chunks, c)
-		for _, ui := range users[lo:hi] {
-			ur := eng.lay.users[ui]
-			vRows, _ := eng.batches(fws, int(ui), 0)
-			eng.localFit(fws, u, vRows, lossSquared)
-			nv := norm2(fws.v)
-			if nv == 0 || math.IsInf(nv, 0) || math.IsNaN(nv) {
-				continue
-			}
-			for a := range s.vh {
-				s.vh[a] = fws.v[a] / nv
-			}
-			for p := 0; p < d; p++ {
-				row := s.h[p*d+p : p*d+d]
-				for q := range row {
-					row[q] = 0
-				}
-				s.hb[p] = 0
-			}
-			used := min(portion, ur.t1-ur.t0)
-			for r := ur.t0; r < ur.t0+used; r++ {
-				xr := eng.row(int32(r))
-				nx := norm2(xr)
-				if nx == 0 || math.IsInf(nx, 0) {
-					continue
-				}
-				t := math.Min(nx*nv, cw) // ‖W‖ after clipping
-				yt := math.Max(-cy, math.Min(cy, eng.y[r]))
-				for p := range s.xh {
-					s.xh[p] = xr[p] / nx
-				}
-				t2 := t * t
-				for p := 0; p < d; p++ {
-					xp := t2 * s.xh[p]
-					if xp == 0 {
-						continue
-					}
-					row := s.h[p*d+p : p*d+d]
-					xx := s.xh[p:d]
-					for q := range row {
-						row[q] += xp * xx[q]
-					}
-					s.hb[p] += yt * t * s.xh[p]
-				}
-			}
-			pi := 0
-			for a := 0; a < k; a++ {
-				for b := a; b < k; b++ {
-					f := s.vh[a] * s.vh[b]
-					blk := accC[pi*d*d : (pi+1)*d*d]
-					for p := 0; p < d; p++ {
-						row := blk[p*d+p : p*d+d]
-						hr := s.h[p*d+p : p*d+d]
-						for q := range row {
-							row[q] += f * hr[q]
-						}
-					}
-					pi++
-				}
-			}
-			for p := 0; p < d; p++ {
-				for a := 0; a < k; a++ {
-					accB[p*k+a] += s.hb[p] * s.vh[a]
-				}
-			}
-		}
-	})
-	if err != nil {
-		return nil, nil, err
+	if d*k > 4096 {
+		return sdk.BadRequest("d·k = %d exceeds 4096: the dk×dk statistics would need %.0f MB and an O((dk)³) solve per iteration (use fedrep-private)", d*k, 8*float64(d*k)*float64(d*k)/1e6)
 	}
-	dk := d * k
-	cs := make([]float64, npair*d*d)
-	bs := make([]float64, dk)
-	for c := 0; c < chunks; c++ {
-		if partC[c] == nil {
-			continue
-		}
-		for i, v := range partC[c] {
-			cs[i] += v
-		}
-		for i, v := range partB[c] {
-			bs[i] += v
-		}
+	if o.Disjoint && n < o.Iterations {
+		return sdk.BadRequest("disjoint groups: %d users cannot form %d non-empty groups", n, o.Iterations)
 	}
-	pairIdx := func(a, b int) int { // index of (min, max) among a ≤ b pairs
-		if a > b {
-			a, b = b, a
-		}
-		return a*k - a*(a-1)/2 + (b - a)
+	sensA, sensB := o.sensitivities()
+	if math.IsInf(sensA, 0) || math.IsInf(sensB, 0) || sensA == 0 || sensB == 0 {
+		return sdk.BadRequest("clip_w = %g, clip_y = %g give a sensitivity that is zero or not finite", o.ClipW, o.ClipY)
 	}
-	am := mat.NewSymDense(dk, nil)
-	raw := am.RawSymmetric()
-	for p := 0; p < d; p++ {
-		for a := 0; a < k; a++ {
-			i := p*k + a
-			for q := p; q < d; q++ {
-				for b := 0; b < k; b++ {
-					j := q*k + b
-					if j < i {
-						continue
-					}
-					raw.Data[i*raw.Stride+j] = cs[pairIdx(a, b)*d*d+p*d+q]
-				}
-			}
-		}
-	}
-	return am, bs, nil
+	return nil
+}
+
+// altminBudget is the zCDP cost of each release of a Priv-AltMin run.
+type altminBudget struct {
+	rhoInit, rhoA, rhoB float64 // per loop with disjoint groups, per iteration otherwise
 }
 
 // Fit implements sdk.Estimator.
 func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	k, T := p.Int("rank"), p.Int("iterations")
-	d := run.Data.P()
-	if k > d {
-		return nil, sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
+	o := bindAltMin(run.Params)
+	d, n := run.Data.P(), run.Data.NumUsers()
+	if err := o.check(d, n); err != nil {
+		return nil, err
 	}
-	if d*k > 4096 {
-		return nil, sdk.BadRequest("d·k = %d exceeds 4096: the dk×dk statistics would need %.0f MB and an O((dk)³) solve per iteration (use fedrep-private)", d*k, 8*float64(d*k)*float64(d*k)/1e6)
-	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"))
+	lay, err := newLayout(run.Data, o.split.LocalFraction, o.split.Holdout)
 	if err != nil {
 		return nil, err
 	}
-	n := lay.n()
-	disjoint := p.String("groups") == "disjoint"
-	if disjoint && n < T {
-		return nil, sdk.BadRequest("disjoint groups: %d users cannot form %d non-empty groups", n, T)
-	}
-	cw, cy, portion := p.Float("clip_w"), p.Float("clip_y"), p.Int("portion")
-	psiInit := p.Float("init_clip")
 	rho, err := run.Acct.TotalRho()
 	if err != nil {
 		return nil, err
 	}
-	initMode := p.String("init")
-	share := p.Float("init_share")
-	if initMode != "private" {
+	share := o.InitShare
+	if o.Init != "private" {
 		share = 0
 	}
-	sensA := math.Sqrt2 * float64(portion) * cw * cw
-	sensB := 2 * float64(portion) * cw * cy
-	if math.IsInf(sensA, 0) || math.IsInf(sensB, 0) || sensA == 0 || sensB == 0 {
-		return nil, sdk.BadRequest("clip_w = %g, clip_y = %g give a sensitivity that is zero or not finite", cw, cy)
-	}
-	rhoInit, rhoA, rhoB, err := planAltMinBudget(p.String("calibration"), run.Acct.Grant(), rho, share, p.Float("a_share"), T, disjoint, sensA, sensB)
+	sensA, sensB := o.sensitivities()
+	var bud altminBudget
+	bud.rhoInit, bud.rhoA, bud.rhoB, err = planAltMinBudget(o.Calibration, run.Acct.Grant(), rho, share, o.AShare, o.Iterations, o.Disjoint, sensA, sensB)
 	if err != nil {
 		return nil, err
 	}
+	prob := &fedrepProblem{x: run.Data.X, y: run.Data.Y, lay: lay, loss: lossSquared}
+	tr, sig, err := privAltMin(ctx, run, prob, &o, bud)
+	if err != nil {
+		return nil, err
+	}
+	return altminResult(run, prob, &o, bud, tr, sig), nil
+}
 
-	res := &sdk.Result{}
-	x := run.Data.X
-	eng := newFedrepEngine(x, run.Data.Y, lay, k, math.Inf(1), lossSquared)
-	eng.headAll = p.String("head_data") == "all"
+// altminSigmas are the noise scales of the two statistics.
+type altminSigmas struct{ a, b float64 }
+
+// privAltMin is Priv-AltMin (DERIVATIONS.md §5): the private start, then
+// T U-steps, each an exact least squares in vec(U) from the noised
+// statistics A and b of one group of users (a disjoint group per step, or
+// every user), then every user's head on its own rows.
+func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altminOptions, bud altminBudget) (*fedrepTrace, altminSigmas, error) {
+	var sig altminSigmas
+	n, k, T := prob.lay.n(), o.Rank, o.Iterations
+	tr := &fedrepTrace{}
+	fo := &fedrepOptions{Rank: k, Init: o.Init, InitClip: o.InitClip, split: o.split}
+	eng := newFedrepEngine(prob.x, prob.y, prob.lay, k, math.Inf(1), lossSquared)
+	eng.headAll = o.split.HeadAll
 	run.Progress("init", 0, 1)
-	u, err := initialU(ctx, run, x, run.Data.Y, lay, k, initMode, initMode == "private", psiInit, rhoInit, res)
+	u, err := initialU(ctx, run, prob, fo, o.Init == "private", bud.rhoInit, tr)
 	if err != nil {
-		return nil, err
+		return nil, sig, err
 	}
 	run.Progress("init", 1, 1)
+	groups := altminGroups(run, n, T, o.Disjoint)
+	var relA, relB *altminRelease
+	if o.Disjoint {
+		note := fmt.Sprintf("all %d iterations (disjoint user groups: parallel composition)", T)
+		if relA, relB, err = declareAltMin(run, o, bud, note); err != nil {
+			return nil, sig, err
+		}
+	}
+	if err := tr.evaluate(ctx, eng, u, fo); err != nil {
+		return nil, sig, err
+	}
+	for t := 0; t < T; t++ {
+		if err := ctx.Err(); err != nil {
+			return nil, sig, err
+		}
+		if !o.Disjoint {
+			if relA, relB, err = declareAltMin(run, o, bud, fmt.Sprintf("iteration %d", t+1)); err != nil {
+				return nil, sig, err
+			}
+		}
+		if u, err = altminStep(ctx, run, eng, u, groups[t], o, relA, relB); err != nil {
+			return nil, sig, fmt.Errorf("iteration %d: %w", t+1, err)
+		}
+		if err := tr.evaluate(ctx, eng, u, fo); err != nil {
+			return nil, sig, err
+		}
+		run.Progress("iterations", t+1, T)
+	}
+	sig.a, sig.b = relA.sigma, relB.sigma
+	return tr, sig, tr.finish(ctx, run, eng, u, prob, fo)
+}
 
-	// Groups: a data-independent random partition of the users.
+// altminGroups returns the users of each iteration: a data-independent
+// random partition into T groups (DERIVATIONS.md §5.2), or every user T
+// times.
+func altminGroups(run *sdk.Run, n, T int, disjoint bool) [][]int32 {
 	order := make([]int32, n)
 	for i := range order {
 		order[i] = int32(i)
 	}
-	if disjoint {
-		r := run.Rand.Split().Rand()
-		r.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
+	out := make([][]int32, T)
+	if !disjoint {
+		for t := range out {
+			out[t] = order
+		}
+		return out
 	}
-	dk := d * k
-	var sigA, sigB float64
-	if disjoint {
-		note := fmt.Sprintf("all %d iterations (disjoint user groups: parallel composition)", T)
-		if sigA, err = run.Acct.SpendGaussianRho("U-step statistic A = Σ W Wᵀ, "+note, sensA, dk*(dk+1)/2, rhoA); err != nil {
-			return nil, err
-		}
-		if sigB, err = run.Acct.SpendGaussianRho("U-step statistic b = Σ ỹ W, "+note, sensB, dk, rhoB); err != nil {
-			return nil, err
-		}
+	r := run.Rand.Split().Rand()
+	r.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
+	for t := range out {
+		lo, hi := chunkBounds(n, T, t)
+		out[t] = order[lo:hi]
 	}
-	holdout := p.Float("holdout") > 0
-	var curve []float64
-	if holdout {
-		l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
-		if err != nil {
-			return nil, err
-		}
-		curve = append(curve, l)
+	return out
+}
+
+// altminRelease is a declared Gaussian step of Priv-AltMin: its noise
+// scale.
+type altminRelease struct{ sigma float64 }
+
+// declareAltMin declares the two Gaussian steps of one U-step (or of the
+// whole loop with disjoint groups).
+func declareAltMin(run *sdk.Run, o *altminOptions, bud altminBudget, what string) (*altminRelease, *altminRelease, error) {
+	dk := run.Data.P() * o.Rank
+	sensA, sensB := o.sensitivities()
+	sa, err := run.Acct.SpendGaussianRho("U-step statistic A = Σ W Wᵀ, "+what, sensA, dk*(dk+1)/2, bud.rhoA)
+	if err != nil {
+		return nil, nil, err
 	}
-	ridge := p.Float("ridge")
-	for t := 0; t < T; t++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		group := order
-		if disjoint {
-			lo, hi := chunkBounds(n, T, t)
-			group = order[lo:hi]
-		}
-		a, b, err := altminStats(ctx, eng, u.RawMatrix().Data, group, cw, cy, portion)
-		if err != nil {
-			return nil, err
-		}
-		if !disjoint {
-			if sigA, err = run.Acct.SpendGaussianRho(fmt.Sprintf("iteration %d: U-step statistic A = Σ W Wᵀ", t+1), sensA, dk*(dk+1)/2, rhoA); err != nil {
-				return nil, err
-			}
-			if sigB, err = run.Acct.SpendGaussianRho(fmt.Sprintf("iteration %d: U-step statistic b = Σ ỹ W", t+1), sensB, dk, rhoB); err != nil {
-				return nil, err
-			}
-		}
-		run.Rand.AddSymmetricGaussian(a, sigA)
-		run.Rand.AddGaussian(b, sigB)
-		// The ridge is post-processing in public units: the bound on the
-		// rows a user contributes (portion) times the group size, never the
-		// users' actual row counts, which are private (DERIVATIONS.md §5).
-		vecU, err := symSolve(run, a, b, ridge*cw*cw*float64(portion*len(group)))
-		if err != nil {
-			return nil, fmt.Errorf("iteration %d: %w", t+1, err)
-		}
-		if u, err = orthonormalize(run.Backend, mat.NewDense(d, k, vecU)); err != nil {
-			return nil, fmt.Errorf("iteration %d: %w", t+1, err)
-		}
-		if holdout {
-			l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
-			if err != nil {
-				return nil, err
-			}
-			curve = append(curve, l)
-		}
-		run.Progress("iterations", t+1, T)
+	sb, err := run.Acct.SpendGaussianRho("U-step statistic b = Σ ỹ W, "+what, sensB, dk, bud.rhoB)
+	if err != nil {
+		return nil, nil, err
 	}
-	var heads *mat.Dense
-	if p.Bool("output_v") {
-		heads = mat.NewDense(n, k, nil)
-	}
-	final, err := eng.fitHeads(ctx, u.RawMatrix().Data, heads)
+	return &altminRelease{sigma: sa}, &altminRelease{sigma: sb}, nil
+}
+
+// altminStep is one private U-step: the statistics of the group, their
+// noise, the ridge solve in public units (DERIVATIONS.md §5.5) and a QR.
+func altminStep(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, group []int32, o *altminOptions, relA, relB *altminRelease) (*mat.Dense, error) {
+	a, b, err := altminStats(ctx, eng, u.RawMatrix().Data, group, o.ClipW, o.ClipY, o.Portion)
 	if err != nil {
 		return nil, err
 	}
-	res.AddMatrix("U", u, sdk.Public, "shared representation U (d×k, orthonormal columns)")
-	if heads != nil {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
+	run.Rand.AddSymmetricGaussian(a, relA.sigma)
+	run.Rand.AddGaussian(b, relB.sigma)
+	// The ridge is post-processing in public units: the bound on the rows a
+	// user contributes (portion) times the group size, never the users'
+	// actual row counts, which are private.
+	vecU, err := symSolve(run, a, b, o.Ridge*o.ClipW*o.ClipW*float64(o.Portion*len(group)))
+	if err != nil {
+		return nil, err
+	}
+	return orthonormalize(run.Backend, mat.NewDense(eng.d, eng.k, vecU))
+}
+
+// altminResult assembles the outputs, guarantee and notes of a run.
+func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, bud altminBudget, tr *fedrepTrace, sig altminSigmas) *sdk.Result {
+	res := &sdk.Result{}
+	n := prob.lay.n()
+	res.AddMatrix("U", tr.u, sdk.Public, "shared representation U (d×k, orthonormal columns)")
+	if tr.heads != nil {
+		res.AddMatrix("V", tr.heads, sdk.PerUser, headsDoc)
 		addUserIDs(res, run.Data)
 	}
-	if holdout {
-		res.AddSeries("holdout_loss", curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")
-		res.AddScalar("holdout_loss", final, sdk.Evaluation, "final mean squared error on the users' hold-out rows; computed from raw data: NOT private")
+	if o.split.Holdout > 0 {
+		res.AddSeries("holdout_loss", tr.curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")
+		res.AddScalar("holdout_loss", tr.final, sdk.Evaluation, "final mean squared error on the users' hold-out rows; computed from raw data: NOT private")
 	}
-	res.AddScalar("sigma_A", sigA, sdk.Public, "std of the symmetric Gaussian noise on A in each iteration")
-	res.AddScalar("sigma_b", sigB, sdk.Public, "std of the Gaussian noise on b in each iteration")
+	if o.Init == "private" {
+		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
+		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Evaluation, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+	}
+	res.AddScalar("sigma_A", sig.a, sdk.Public, "std of the symmetric Gaussian noise on A in each iteration")
+	res.AddScalar("sigma_b", sig.b, sdk.Public, "std of the Gaussian noise on b in each iteration")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
-		Assumptions: []string{fmt.Sprintf("public clips c_W = %g, c_y = %g, at most %d rows per user, ψ_init = %g (worst case)", cw, cy, portion, psiInit),
+		Assumptions: []string{fmt.Sprintf("public clips c_W = %g, c_y = %g, at most %d rows per user, ψ_init = %g (worst case)", o.ClipW, o.ClipY, o.Portion, o.InitClip),
 			fmt.Sprintf("number of users n = %d public", n)}}
-	if disjoint {
+	if o.Disjoint {
 		res.Guarantee.Assumptions[1] += "; the group partition is data independent"
 	}
-	if heads != nil {
+	if tr.heads != nil {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g",
-		rhoInit, rhoA, rhoB, map[bool]string{true: "loop (disjoint groups)", false: "iteration"}[disjoint], sensA, sensB))
-	return res, nil
+	sensA, sensB := o.sensitivities()
+	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g (DERIVATIONS.md §5.1)",
+		bud.rhoInit, bud.rhoA, bud.rhoB, map[bool]string{true: "loop (disjoint groups)", false: "iteration"}[o.Disjoint], sensA, sensB))
+	return res
 }
 
 // planAltMinBudget splits the total zCDP budget rho of a Priv-AltMin run
@@ -361,7 +306,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 //
 // calibration "zcdp" shares rho as init_share / (1 − init_share) and the
 // loop's part as aShare / (1 − aShare). Calibration "paper" reproduces the
-// accounting of Jain et al. (spec seed002-003 §4.5): both statistics get
+// accounting of Jain et al. (DERIVATIONS.md §5.4): both statistics get
 // Gaussian noise σ = sensitivity·Δ with the noise multiplier
 // Δ = √(8 ln(1/δ))/ε, which they show suffices for (ε, δ) when
 // ε ≤ ln(1/δ); with every user in every iteration the T releases compose

@@ -27,7 +27,7 @@ const (
 type ClassifyExact struct{}
 
 // Classify is the practical surrogate of Algorithm 3 (not in the paper,
-// spec §5): the same public JL projection, then Private FedRep with the
+// DERIVATIONS.md §6): the same public JL projection, then Private FedRep with the
 // logistic loss in the projected space, mapped back by Mᵀ.
 type Classify struct{}
 
@@ -90,7 +90,7 @@ func (Classify) Info() sdk.Info {
 		Name: NameClassify, Version: "0.1.0",
 		Summary:  "Private classification with a shared representation: JL projection + Private FedRep on the logistic loss (practical surrogate of Alg. 3)",
 		DataKind: data.Users,
-		Description: `A practical stand-in for Algorithm 3 of Snedeker, Zhou & Bassily (2025), not in the paper (spec §5):
+		Description: `A practical stand-in for Algorithm 3 of Snedeker, Zhou & Bassily (2025), not in the paper (DERIVATIONS.md §6):
 project the features with a public random ±1/√k′ matrix M (optional), then run Private FedRep with
 the logistic loss log(1 + exp(−y⟨Mx, Ũv⟩)) for ±1 labels (local heads by ridge-regularized Newton
 steps), clipped per-user gradients and Gaussian noise, and release U = MᵀŨ. The privacy argument is
@@ -144,32 +144,32 @@ const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (a
 
 // Fit implements sdk.Estimator.
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	y := signLabels(run.Data.Y)
+	o := bindFedRep(run.Params, true)
 	kp := run.Params.Int("kprime")
+	y := signLabels(run.Data.Y)
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
-		res, err := fitFedRep(ctx, run, true, lossLogistic, run.Data.X, y, nil)
+		res, err := fitFedRep(ctx, run, &o, true, run.Data.X, y, nil, lossLogistic)
 		if err != nil {
 			return nil, err
 		}
 		res.Notes = append(res.Notes, labelNote)
 		return res, nil
 	}
-	if k := run.Params.Int("rank"); k > kp {
-		return nil, sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", k, kp)
+	if o.Rank > kp {
+		return nil, sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", o.Rank, kp)
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	xp := mat.NewDense(run.Data.N(), kp, nil)
 	if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
-	res, err := fitFedRep(ctx, run, true, lossLogistic, xp, y, mat.DenseCopyOf(m.T()))
+	res, err := fitFedRep(ctx, run, &o, true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
 	if err != nil {
 		return nil, err
 	}
-	res.Notes = append(res.Notes, labelNote)
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
-	res.Notes = append(res.Notes, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
+	res.Notes = append(res.Notes, labelNote, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
 	return res, nil
 }
 
@@ -258,34 +258,50 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	return scores, err
 }
 
+// exactOptions are the bound parameters of fedrep-classify-exact.
+type exactOptions struct {
+	KPrime    int
+	NetStep   float64 // γ
+	Margin    float64 // ρ of the margin loss
+	HeadBound float64 // Γ
+	MaxNet    int
+	split     splitOptions
+}
+
+func bindExact(p sdk.Params) exactOptions {
+	return exactOptions{KPrime: p.Int("kprime"), NetStep: p.Float("net_step"), Margin: p.Float("margin"),
+		HeadBound: p.Float("head_bound"), MaxNet: p.Int("max_net"), split: bindSplit(p)}
+}
+
+// exactEpsilon is the ε of the exponential mechanism for the grant: ε for
+// an (ε, δ) or pure grant, √(8ρ) for a zCDP grant (an ε-DP exponential
+// mechanism is ε²/8-zCDP; DERIVATIONS.md §7).
+func exactEpsilon(g privacy.Grant) float64 {
+	if g.Kind == privacy.GrantZCDP {
+		return math.Sqrt(8 * g.Rho)
+	}
+	return g.Epsilon
+}
+
 // Fit implements sdk.Estimator.
 func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	y := signLabels(run.Data.Y)
+	o := bindExact(run.Params)
 	d := run.Data.P()
-	kp := p.Int("kprime")
+	kp := o.KPrime
 	if kp == 0 {
 		kp = d
 	}
 	if kp > 4 {
 		return nil, sdk.BadRequest("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
 	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"))
+	lay, err := newLayout(run.Data, o.split.LocalFraction, o.split.Holdout)
 	if err != nil {
 		return nil, err
 	}
-	net, err := netPoints(kp, p.Float("net_step"), math.Sqrt2, p.Int("max_net"))
+	net, err := netPoints(kp, o.NetStep, math.Sqrt2, o.MaxNet)
 	if err != nil {
 		return nil, err
 	}
-	var eps float64
-	switch g := run.Acct.Grant(); g.Kind {
-	case privacy.GrantZCDP:
-		eps = math.Sqrt(8 * g.Rho) // the exponential mechanism is ε²/8-zCDP
-	default:
-		eps = g.Epsilon
-	}
-	n := lay.n()
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	if kp == d {
 		m = mat.NewDense(d, d, nil)
@@ -293,17 +309,34 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 			m.Set(i, i, 1)
 		}
 	}
+	y := signLabels(run.Data.Y)
+	ut, err := exactNetMechanism(ctx, run, m, y, lay, net, &o, exactEpsilon(run.Acct.Grant()))
+	if err != nil {
+		return nil, err
+	}
+	u := mat.NewDense(d, 1, nil)
+	u.Mul(m.T(), ut)
+	heads, hold := exactHeads(run.Data.X, y, lay, u, &o)
+	return exactResult(run, &o, lay, u, m, heads, hold, len(net)), nil
+}
+
+// exactNetMechanism is the exact γ-net mechanism (DERIVATIONS.md §7):
+// score every net point by the users' best margin loss on the projected
+// training halves (sensitivity 1/n) and draw one by the exponential
+// mechanism (Gumbel-max).
+func exactNetMechanism(ctx context.Context, run *sdk.Run, m *mat.Dense, y []float64, lay *layout, net [][]float64, o *exactOptions, eps float64) (*mat.Dense, error) {
+	kp, _ := m.Dims()
 	z := mat.NewDense(run.Data.N(), kp, nil)
 	if err := run.Backend.Mul(z, run.Data.X, false, m, true); err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
 	run.Progress("scores", 0, 1)
-	scores, err := exactScores(ctx, z, y, lay, net, p.Float("margin"), p.Float("head_bound"))
+	scores, err := exactScores(ctx, z, y, lay, net, o.Margin, o.HeadBound)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("scores", 1, 1)
-	beta, err := run.Acct.SpendExponential("exponential mechanism over the γ-net", 1/float64(n), eps)
+	beta, err := run.Acct.SpendExponential("exponential mechanism over the γ-net", 1/float64(lay.n()), eps)
 	if err != nil {
 		return nil, err
 	}
@@ -318,35 +351,37 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 			best, bestVal = q, g
 		}
 	}
-	ut := mat.NewDense(kp, 1, append([]float64(nil), net[best]...))
-	u := mat.NewDense(d, 1, nil)
-	u.Mul(m.T(), ut)
+	return mat.NewDense(kp, 1, append([]float64(nil), net[best]...)), nil
+}
 
-	// Heads: each user picks the sign of v = ±Γ with fewer errors on S¹.
-	bound := p.Float("head_bound")
-	heads := mat.NewDense(n, 1, nil)
+// exactHeads lets every user pick the sign of its head v = ±Γ with fewer
+// errors on its own rows (S¹, or S⁰ ∪ S¹ with head_data=all) and returns
+// the heads and the mean hold-out 0-1 error (NaN without hold-out rows).
+func exactHeads(x *mat.Dense, y []float64, lay *layout, u *mat.Dense, o *exactOptions) (*mat.Dense, float64) {
+	heads := mat.NewDense(lay.n(), 1, nil)
+	col := u.ColView(0)
 	var hold float64
 	var nh int
 	for i, ur := range lay.users {
 		s, f := ur.t1, ur.f1
-		if f == s || p.String("head_data") == "all" {
+		if f == s || o.split.HeadAll {
 			s = ur.t0
 		}
 		var errPos int
 		for r := s; r < f; r++ {
-			if y[r]*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+			if y[r]*mat.Dot(x.RowView(r), col) <= 0 {
 				errPos++
 			}
 		}
-		v := bound
+		v := o.HeadBound
 		if 2*errPos > f-s {
-			v = -bound
+			v = -o.HeadBound
 		}
 		heads.Set(i, 0, v)
 		if ur.h1 > ur.f1 {
 			var e int
 			for r := ur.f1; r < ur.h1; r++ {
-				if y[r]*v*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+				if y[r]*v*mat.Dot(x.RowView(r), col) <= 0 {
 					e++
 				}
 			}
@@ -354,26 +389,34 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 			nh++
 		}
 	}
+	if nh == 0 {
+		return heads, math.NaN()
+	}
+	return heads, hold / float64(nh)
+}
+
+// exactResult assembles the outputs, guarantee and notes.
+func exactResult(run *sdk.Run, o *exactOptions, lay *layout, u, m, heads *mat.Dense, hold float64, netSize int) *sdk.Result {
 	res := &sdk.Result{}
 	res.AddMatrix("U", u, sdk.Public, "U = MᵀŨ (d×1), Ũ drawn by the exponential mechanism from the γ-net")
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
-	if p.Bool("output_v") {
+	if o.split.OutputV {
 		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i = ±Γ of the i-th user in increasing user-id order, chosen on its own rows (see head_data); meant for user i only (not covered by the public guarantee, which is about U)")
 		addUserIDs(res, run.Data)
 	}
-	if nh > 0 {
-		res.AddScalar("holdout_loss", hold/float64(nh), sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
+	if !math.IsNaN(hold) {
+		res.AddScalar("holdout_loss", hold, sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
 	}
-	res.AddScalar("net_size", float64(len(net)), sdk.Public, "number of candidate Ũ in the γ-net")
+	res.AddScalar("net_size", float64(netSize), sdk.Public, "number of candidate Ũ in the γ-net")
 	// The mechanism is pure ε-DP, but the draw is a floating-point Gumbel-max
 	// (bounded Gumbel tails, rounded probabilities), not a certified exact
 	// sampler: the guarantee is labelled nominal.
 	res.Guarantee = privacy.Guarantee{Kind: privacy.Nominal, Neighbours: "one user's whole data replaced (user level, n public)",
-		Assumptions: []string{fmt.Sprintf("number of users n = %d public; score sensitivity 1/n (each user's loss lies in [0, 1])", n)}}
-	if p.Bool("output_v") {
+		Assumptions: []string{fmt.Sprintf("number of users n = %d public; score sensitivity 1/n (each user's loss lies in [0, 1])", lay.n())}}
+	if o.split.OutputV {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
 	res.Notes = append(res.Notes, labelNote)
-	res.Notes = append(res.Notes, fmt.Sprintf("exponential mechanism over all %d net points (cost exponential in k′·k); pure ε-DP for an exact sampler, drawn here by floating-point Gumbel-max, hence the nominal label", len(net)))
-	return res, nil
+	res.Notes = append(res.Notes, fmt.Sprintf("exponential mechanism over all %d net points (cost exponential in k′·k); pure ε-DP for an exact sampler, drawn here by floating-point Gumbel-max, hence the nominal label (DERIVATIONS.md §7)", netSize))
+	return res
 }

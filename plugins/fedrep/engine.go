@@ -11,10 +11,10 @@ import (
 type lossKind int
 
 const (
-	// lossSquared is (y − ⟨x, Uv⟩)², the regression loss of 003 Alg. 1.
+	// lossSquared is (y − ⟨x, Uv⟩)², the regression loss of Private FedRep.
 	lossSquared lossKind = iota
 	// lossLogistic is log(1 + exp(−y⟨x, Uv⟩)) for ±1 labels (the smooth
-	// surrogate of §5 of the spec).
+	// surrogate of DERIVATIONS.md §6).
 	lossLogistic
 )
 

@@ -97,40 +97,88 @@ func (NonPrivateFedRep) Info() sdk.Info {
 	}
 }
 
-// fedrepSetup is the validated configuration of a FedRep run.
-type fedrepSetup struct {
-	lay    *layout
-	k, T   int
-	eta    float64
-	theory bool
-	batch  int
+// splitOptions are the per-user split and head parameters every estimator
+// of the plugin shares (splitParams).
+type splitOptions struct {
+	LocalFraction float64 // share of the non-hold-out rows kept for the head (S¹)
+	Holdout       float64 // share of the rows held out for evaluation
+	HeadAll       bool    // heads fitted on S⁰ ∪ S¹ instead of S¹
+	OutputV       bool    // return the per-user heads
 }
 
-func setupFedRep(run *sdk.Run) (*fedrepSetup, error) {
-	p := run.Params
-	k, T := p.Int("rank"), p.Int("iterations")
-	d := run.Data.P()
-	if k > d {
-		return nil, sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
+func bindSplit(p sdk.Params) splitOptions {
+	return splitOptions{LocalFraction: p.Float("local_fraction"), Holdout: p.Float("holdout"),
+		HeadAll: p.String("head_data") == "all", OutputV: p.Bool("output_v")}
+}
+
+// fedrepOptions are the bound parameters of fedrep-private,
+// fedrep-nonprivate and fedrep-classify.
+type fedrepOptions struct {
+	Rank, Iterations int
+	Step             float64
+	Theory           bool // mode=theory
+	Batch            int  // theory mode: the public batch size b
+	Init             string
+	// Private estimators only.
+	Clip, InitClip, InitShare float64
+	Calibration               string
+	split                     splitOptions
+}
+
+// bindFedRep reads the validated parameters of a FedRep estimator.
+func bindFedRep(p sdk.Params, private bool) fedrepOptions {
+	o := fedrepOptions{Rank: p.Int("rank"), Iterations: p.Int("iterations"), Step: p.Float("step"),
+		Theory: p.String("mode") == "theory", Batch: p.Int("batch"), Init: p.String("init"), split: bindSplit(p)}
+	o.Clip, o.InitClip = math.Inf(1), math.Inf(1)
+	if private {
+		o.Clip, o.InitClip, o.InitShare, o.Calibration = p.Float("clip"), p.Float("init_clip"), p.Float("init_share"), p.String("calibration")
 	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"))
+	return o
+}
+
+// check refuses, from public quantities only (the rank, the working
+// dimension d and the declared batch), the requests FedRep cannot run.
+func (o *fedrepOptions) check(d int) error {
+	if o.Rank > d {
+		return sdk.BadRequest("rank %d exceeds the working dimension %d", o.Rank, d)
+	}
+	if !o.Theory {
+		return nil
+	}
+	// The batch is a public parameter: it is never derived from the users'
+	// row counts, which are private under user-level neighbours
+	// (DERIVATIONS.md §3.3).
+	if o.Batch == 0 {
+		return sdk.BadRequest("mode=theory needs an explicit batch (the public size b of each of the two fresh batches per round, b ≥ rank %d); it is never derived from the data", o.Rank)
+	}
+	if o.Batch < o.Rank {
+		return sdk.BadRequest("mode=theory: batch %d < rank %d (the local least squares would be singular)", o.Batch, o.Rank)
+	}
+	return nil
+}
+
+// fedrepProblem is what a FedRep fit runs on: the working features (the
+// data set's X or a public projection of it), the responses, the per-user
+// split and, for a projection, the map back to the data's dimension.
+type fedrepProblem struct {
+	x    *mat.Dense
+	y    []float64
+	lay  *layout
+	back *mat.Dense // d×k′ (Mᵀ), nil without projection
+	loss lossKind
+}
+
+// newFedrepProblem splits the users' rows and checks o against the working
+// dimension.
+func newFedrepProblem(run *sdk.Run, o *fedrepOptions, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {
+	if err := o.check(x.RawMatrix().Cols); err != nil {
+		return nil, err
+	}
+	lay, err := newLayout(run.Data, o.split.LocalFraction, o.split.Holdout)
 	if err != nil {
 		return nil, err
 	}
-	s := &fedrepSetup{lay: lay, k: k, T: T, eta: p.Float("step"), theory: p.String("mode") == "theory"}
-	if s.theory {
-		// The batch is a public parameter: it is never derived from the
-		// users' row counts, which are private under user-level neighbours.
-		b := p.Int("batch")
-		if b == 0 {
-			return nil, sdk.BadRequest("mode=theory needs an explicit batch (the public size b of each of the two fresh batches per round, b ≥ rank %d); it is never derived from the data", k)
-		}
-		if b < k {
-			return nil, sdk.BadRequest("mode=theory: batch %d < rank %d (the local least squares would be singular)", b, k)
-		}
-		s.batch = b
-	}
-	return s, nil
+	return &fedrepProblem{x: x, y: y, lay: lay, back: back, loss: loss}, nil
 }
 
 // theoryPerm draws, for every user, a random order of its training rows
@@ -157,232 +205,278 @@ func randomOrthonormal(run *sdk.Run, d, k int) (*mat.Dense, error) {
 	return orthonormalize(run.Backend, g)
 }
 
-// fedrepBudget is the per-step noise of a private run.
+// fedrepBudget is the per-step zCDP cost of a FedRep run (zero for the
+// non-private reference).
 type fedrepBudget struct {
-	rhoInit, rhoRound float64 // per-round ρ
+	rhoInit, rhoRound float64 // ρ of the start, ρ of each round
 }
 
-func planFedRepBudget(run *sdk.Run, n, T int, psi float64, privInit bool) (fedrepBudget, error) {
-	p := run.Params
+// planFedRep splits the grant between the start and the rounds
+// (DERIVATIONS.md §3.4, §4). Every refusal here is decided from public
+// quantities, before any spend.
+func planFedRep(run *sdk.Run, o *fedrepOptions, n int) (fedrepBudget, error) {
+	var b fedrepBudget
 	rho, err := run.Acct.TotalRho()
 	if err != nil {
-		return fedrepBudget{}, err
+		return b, err
 	}
-	var b fedrepBudget
-	switch p.String("calibration") {
-	case "paper":
-		g := run.Acct.Grant()
-		if g.Kind != privacy.GrantApprox {
-			return b, sdk.BadRequest("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
-		}
-		sigma := psi * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
-		b.rhoRound = privacy.RhoOfGaussian(2*psi/float64(n), sigma)
-		rest := rho - float64(T)*b.rhoRound
-		if rest <= 0 {
-			return b, sdk.BadRequest("calibration=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, float64(T)*b.rhoRound, T, rho, privacy.ErrOverBudget)
-		}
-		if privInit {
-			b.rhoInit = rest * (1 - 1e-9)
-		}
-	default:
-		share := p.Float("init_share")
+	privInit := o.Init == "private"
+	T := o.Iterations
+	if o.Calibration != "paper" {
+		share := o.InitShare
 		if !privInit {
 			share = 0
 		}
 		b.rhoInit = share * rho
 		b.rhoRound = (1 - share) * rho / float64(T)
+		return b, nil
+	}
+	g := run.Acct.Grant()
+	if g.Kind != privacy.GrantApprox {
+		return b, sdk.BadRequest("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
+	}
+	sigma := o.Clip * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
+	b.rhoRound = privacy.RhoOfGaussian(2*o.Clip/float64(n), sigma)
+	rest := rho - float64(T)*b.rhoRound
+	if rest <= 0 {
+		return b, sdk.BadRequest("calibration=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, float64(T)*b.rhoRound, T, rho, privacy.ErrOverBudget)
+	}
+	if privInit {
+		b.rhoInit = rest * (1 - 1e-9)
 	}
 	return b, nil
 }
 
 // Fit implements sdk.Estimator.
 func (PrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	return fitFedRep(ctx, run, true, lossSquared, run.Data.X, run.Data.Y, nil)
+	o := bindFedRep(run.Params, true)
+	return fitFedRep(ctx, run, &o, true, run.Data.X, run.Data.Y, nil, lossSquared)
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	return fitFedRep(ctx, run, false, lossSquared, run.Data.X, run.Data.Y, nil)
+	o := bindFedRep(run.Params, false)
+	return fitFedRep(ctx, run, &o, false, run.Data.X, run.Data.Y, nil, lossSquared)
 }
 
-// fitFedRep runs (Private) FedRep on features x (the data set's X, or a
-// projection of it) and responses y, with U returned as back·U when back
-// is not nil.
-func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x *mat.Dense, y []float64, back *mat.Dense) (*sdk.Result, error) {
-	s, err := setupFedRep(run)
+// fitFedRep is bind → plan → algorithm for the FedRep estimators: it runs
+// (Private) FedRep on features x and responses y, with U returned as
+// back·U when back is not nil.
+func fitFedRep(ctx context.Context, run *sdk.Run, o *fedrepOptions, private bool, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*sdk.Result, error) {
+	prob, err := newFedrepProblem(run, o, x, y, back, loss)
 	if err != nil {
 		return nil, err
 	}
-	p := run.Params
-	_, d := x.Dims()
-	if s.k > d {
-		return nil, sdk.BadRequest("rank %d exceeds the working dimension %d", s.k, d)
-	}
-	n := s.lay.n()
-	psi, psiInit := math.Inf(1), math.Inf(1)
-	initMode := p.String("init")
-	if private {
-		psi, psiInit = p.Float("clip"), p.Float("init_clip")
-	}
 	var bud fedrepBudget
 	if private {
-		// All checks happen here, before any spend.
-		if bud, err = planFedRepBudget(run, n, s.T, psi, initMode == "private"); err != nil {
+		if bud, err = planFedRep(run, o, prob.lay.n()); err != nil {
 			return nil, err
 		}
 	}
-	eng := newFedrepEngine(x, y, s.lay, s.k, psi, loss)
-	eng.headAll = p.String("head_data") == "all"
-	if s.theory {
-		eng.theory, eng.batch = true, s.batch
-		eng.perm = theoryPerm(s.lay, run.Rand.Split(), run.Data.N())
+	tr, err := privateFedRep(ctx, run, prob, o, private, bud)
+	if err != nil {
+		return nil, err
 	}
-	res := &sdk.Result{}
+	return tr.result(run, prob, o, private, bud)
+}
 
-	// Initialization.
+// fedrepTrace is what a FedRep run produces: the released U, the per-user
+// heads, and the per-round evaluation series.
+type fedrepTrace struct {
+	u, heads           *mat.Dense
+	curve              []float64 // hold-out loss after the start and each round
+	final              float64   // final hold-out loss
+	clipFrac, skipFrac []float64
+	sigma, sigmaInit   float64
+	initClipFrac       float64
+}
+
+// privateFedRep is Private FedRep (DERIVATIONS.md §3): the start of §2,
+// then T rounds of clipped, noised gradient steps on U with a QR after each,
+// then every user's head on its own rows. With private = false it is the
+// non-private reference (no clipping, no noise).
+func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *fedrepOptions, private bool, bud fedrepBudget) (*fedrepTrace, error) {
+	tr := &fedrepTrace{}
+	eng := newFedrepEngine(prob.x, prob.y, prob.lay, o.Rank, o.Clip, prob.loss)
+	eng.headAll = o.split.HeadAll
+	if o.Theory {
+		eng.theory, eng.batch = true, o.Batch
+		eng.perm = theoryPerm(prob.lay, run.Rand.Split(), run.Data.N())
+	}
 	run.Progress("init", 0, 1)
-	u, err := initialU(ctx, run, x, y, s.lay, s.k, initMode, private, psiInit, bud.rhoInit, res)
+	u, err := initialU(ctx, run, prob, o, private, bud.rhoInit, tr)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("init", 1, 1)
-
-	holdout := p.Float("holdout") > 0
-	var curve []float64
-	if holdout {
-		l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
-		if err != nil {
-			return nil, err
-		}
-		curve = append(curve, l)
+	if err := tr.evaluate(ctx, eng, u, o); err != nil {
+		return nil, err
 	}
-	clipFrac := make([]float64, 0, s.T)
-	skipFrac := make([]float64, 0, s.T)
-	var sigma float64
-	step := mat.NewDense(d, s.k, nil)
-	for t := 0; t < s.T; t++ {
+	for t := 0; t < o.Iterations; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sum, clipped, err := eng.aggregate(ctx, u.RawMatrix().Data, t)
-		if err != nil {
-			return nil, err
-		}
-		skipFrac = append(skipFrac, float64(eng.skipped())/float64(n))
-		sr := step.RawMatrix().Data
-		for i, v := range sum {
-			sr[i] = v / float64(n)
-		}
-		if private {
-			sigma, err = run.Acct.SpendGaussianRho(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*psi/float64(n), d*s.k, bud.rhoRound)
-			if err != nil {
-				return nil, fmt.Errorf("round %d: %w", t+1, err)
-			}
-			if roundHook != nil {
-				roundHook(t, append([]float64(nil), sr...))
-			}
-			run.Rand.AddGaussian(sr, sigma)
-			if roundHook != nil {
-				roundHook(t, append([]float64(nil), sr...))
-			}
-			clipFrac = append(clipFrac, float64(clipped)/float64(n))
-		}
-		step.Scale(-s.eta, step)
-		step.Add(u, step)
-		if u, err = orthonormalize(run.Backend, step); err != nil {
+		if u, err = fedrepRound(ctx, run, eng, u, t, o, private, bud.rhoRound, tr); err != nil {
 			return nil, fmt.Errorf("round %d: %w", t+1, err)
 		}
-		if holdout {
-			l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
-			if err != nil {
-				return nil, err
-			}
-			curve = append(curve, l)
+		if err := tr.evaluate(ctx, eng, u, o); err != nil {
+			return nil, err
 		}
-		run.Progress("rounds", t+1, s.T)
+		run.Progress("rounds", t+1, o.Iterations)
 	}
+	return tr, tr.finish(ctx, run, eng, u, prob, o)
+}
 
-	var heads *mat.Dense
-	if p.Bool("output_v") {
-		heads = mat.NewDense(n, s.k, nil)
-	}
-	final, err := eng.fitHeads(ctx, u.RawMatrix().Data, heads)
+// fedrepRound is one round of the box of DERIVATIONS.md §3: the mean of the
+// users' clipped gradients (sensitivity 2ψ/n, §3.2 there), Gaussian noise when
+// private, a step of size η and a QR.
+func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, t int, o *fedrepOptions, private bool, rhoRound float64, tr *fedrepTrace) (*mat.Dense, error) {
+	n := eng.lay.n()
+	sum, clipped, err := eng.aggregate(ctx, u.RawMatrix().Data, t)
 	if err != nil {
 		return nil, err
 	}
-	out := u
-	if back != nil {
-		out = mat.NewDense(back.RawMatrix().Rows, s.k, nil)
-		if err := run.Backend.Mul(out, back, false, u, false); err != nil {
-			return nil, fmt.Errorf("mapping U back: %w", err)
+	if o.Theory {
+		tr.skipFrac = append(tr.skipFrac, float64(eng.skipped())/float64(n))
+	}
+	for i := range sum {
+		sum[i] /= float64(n)
+	}
+	if private {
+		tr.sigma, err = run.Acct.SpendGaussianRho(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*o.Clip/float64(n), len(sum), rhoRound)
+		if err != nil {
+			return nil, err
+		}
+		if roundHook != nil {
+			roundHook(t, append([]float64(nil), sum...))
+		}
+		run.Rand.AddGaussian(sum, tr.sigma)
+		if roundHook != nil {
+			roundHook(t, append([]float64(nil), sum...))
+		}
+		tr.clipFrac = append(tr.clipFrac, float64(clipped)/float64(n))
+	}
+	step := mat.NewDense(eng.d, eng.k, sum)
+	step.Scale(-o.Step, step)
+	step.Add(u, step)
+	return orthonormalize(run.Backend, step)
+}
+
+// evaluate appends the hold-out loss at U to the curve (with hold-out rows).
+func (tr *fedrepTrace) evaluate(ctx context.Context, eng *fedrepEngine, u *mat.Dense, o *fedrepOptions) error {
+	if o.split.Holdout <= 0 {
+		return nil
+	}
+	l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
+	if err != nil {
+		return err
+	}
+	tr.curve = append(tr.curve, l)
+	return nil
+}
+
+// finish fits every user's final head for U and maps U back through the
+// public projection.
+func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, prob *fedrepProblem, o *fedrepOptions) error {
+	if o.split.OutputV {
+		tr.heads = mat.NewDense(prob.lay.n(), o.Rank, nil)
+	}
+	var err error
+	if tr.final, err = eng.fitHeads(ctx, u.RawMatrix().Data, tr.heads); err != nil {
+		return err
+	}
+	tr.u = u
+	if prob.back != nil {
+		tr.u = mat.NewDense(prob.back.RawMatrix().Rows, o.Rank, nil)
+		if err := run.Backend.Mul(tr.u, prob.back, false, u, false); err != nil {
+			return fmt.Errorf("mapping U back: %w", err)
 		}
 	}
+	return nil
+}
+
+// headsDoc describes the per-user heads of every FedRep-type estimator.
+const headsDoc = "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)"
+
+// result assembles the outputs, the guarantee and the notes of a FedRep run.
+func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, o *fedrepOptions, private bool, bud fedrepBudget) (*sdk.Result, error) {
+	res := &sdk.Result{}
 	uDoc := "shared representation U (d×k, orthonormal columns)"
-	if back != nil {
+	if prob.back != nil {
 		uDoc = "shared representation U = Mᵀ Ũ (d×k) mapped back from the public projection"
 	}
-	res.AddMatrix("U", out, sdk.Public, uDoc)
-	if heads != nil {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
+	res.AddMatrix("U", tr.u, sdk.Public, uDoc)
+	if tr.heads != nil {
+		res.AddMatrix("V", tr.heads, sdk.PerUser, headsDoc)
 		addUserIDs(res, run.Data)
 	}
 	lossName := "mean squared error"
-	if loss == lossLogistic {
+	if prob.loss == lossLogistic {
 		lossName = "0-1 error"
 	}
-	if holdout {
-		res.AddSeries("holdout_loss", curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
-		res.AddScalar("holdout_loss", final, sdk.Evaluation, "final "+lossName+" on the users' hold-out rows; computed from raw data: NOT private")
+	if o.split.Holdout > 0 {
+		res.AddSeries("holdout_loss", tr.curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
+		res.AddScalar("holdout_loss", tr.final, sdk.Evaluation, "final "+lossName+" on the users' hold-out rows; computed from raw data: NOT private")
 	}
 	if private {
-		res.AddScalar("sigma", sigma, sdk.Public, "per-entry std of the Gaussian noise added to the mean clipped gradient in each round")
-		res.AddScalar("rho_init", bud.rhoInit, sdk.Public, "zCDP cost of the initialization")
-		res.AddScalar("rho_rounds", bud.rhoRound*float64(s.T), sdk.Public, "zCDP cost of the T rounds")
-		res.AddSeries("clipped_fraction", clipFrac, sdk.Evaluation, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
-		res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
-			Neighbours: "one user's whole data replaced (user level, n public)",
-			Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", psi, psiInit),
-				fmt.Sprintf("number of users n = %d public", n)}}
-		if heads != nil {
-			res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
-		}
-		res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round", bud.rhoInit, bud.rhoRound*float64(s.T), s.T, bud.rhoRound, 2*psi/float64(n)))
+		tr.addPrivate(res, run, prob, o, bud)
 	} else {
 		res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 		res.Notes = append(res.Notes, "non-private reference: computed from the raw data without clipping or noise")
 	}
-	if s.theory {
-		res.AddSeries("skipped_fraction", skipFrac, sdk.Evaluation, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
-		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round; a user without 2·%d·(t+1) training rows sits out round t", s.batch, s.batch))
+	if o.Theory {
+		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Evaluation, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
+		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round; a user without 2·%d·(t+1) training rows sits out round t (DERIVATIONS.md §3.3)", o.Batch, o.Batch))
 	}
 	return res, nil
 }
 
-// initialU returns the starting U: the top-k eigenvectors of the (noisy,
-// when private) mean of clipped U-statistics (003 Alg. 2), or a random
-// orthonormal matrix.
-func initialU(ctx context.Context, run *sdk.Run, x *mat.Dense, y []float64, lay *layout, k int, mode string, private bool, psiInit, rhoInit float64, res *sdk.Result) (*mat.Dense, error) {
-	_, d := x.Dims()
-	n := lay.n()
-	if mode == "random" {
-		return randomOrthonormal(run, d, k)
+// addPrivate adds the noise scales, the guarantee and the budget note of a
+// private FedRep run.
+func (tr *fedrepTrace) addPrivate(res *sdk.Result, run *sdk.Run, prob *fedrepProblem, o *fedrepOptions, bud fedrepBudget) {
+	n, T := prob.lay.n(), o.Iterations
+	if o.Init == "private" {
+		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
+		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Evaluation, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
 	}
-	z, clipped, err := ustatAggregate(ctx, run.Backend, x, y, lay, psiInit)
+	res.AddScalar("sigma", tr.sigma, sdk.Public, "per-entry std of the Gaussian noise added to the mean clipped gradient in each round")
+	res.AddScalar("rho_init", bud.rhoInit, sdk.Public, "zCDP cost of the initialization")
+	res.AddScalar("rho_rounds", bud.rhoRound*float64(T), sdk.Public, "zCDP cost of the T rounds")
+	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Evaluation, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
+	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
+		Neighbours: "one user's whole data replaced (user level, n public)",
+		Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", o.Clip, o.InitClip),
+			fmt.Sprintf("number of users n = %d public", n)}}
+	if tr.heads != nil {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round (DERIVATIONS.md §3.2)", bud.rhoInit, bud.rhoRound*float64(T), T, bud.rhoRound, 2*o.Clip/float64(n)))
+}
+
+// initialU returns the starting U: the top-k eigenvectors of the (noisy,
+// when private) mean of clipped U-statistics (DERIVATIONS.md §2), or a
+// random orthonormal matrix.
+func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *fedrepOptions, private bool, rhoInit float64, tr *fedrepTrace) (*mat.Dense, error) {
+	_, d := prob.x.Dims()
+	n := prob.lay.n()
+	if o.Init == "random" {
+		return randomOrthonormal(run, d, o.Rank)
+	}
+	z, clipped, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, o.InitClip)
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}
 	if private {
-		sigma, err := run.Acct.SpendGaussianRho("init: mean of clipped U-statistics Z_i (upper triangle)", 2*psiInit/float64(n), d*(d+1)/2, rhoInit)
+		tr.sigmaInit, err = run.Acct.SpendGaussianRho("init: mean of clipped U-statistics Z_i (upper triangle)", 2*o.InitClip/float64(n), d*(d+1)/2, rhoInit)
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
-		run.Rand.AddSymmetricGaussian(z, sigma)
-		res.AddScalar("sigma_init", sigma, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
-		res.AddScalar("init_clipped_fraction", float64(clipped)/float64(n), sdk.Evaluation, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+		run.Rand.AddSymmetricGaussian(z, tr.sigmaInit)
+		tr.initClipFrac = float64(clipped) / float64(n)
 	}
-	_, vecs, err := run.Backend.EigSymTop(z, k)
+	_, vecs, err := run.Backend.EigSymTop(z, o.Rank)
 	if err != nil {
-		return nil, fmt.Errorf("initialization: top-%d eigenvectors: %w", k, err)
+		return nil, fmt.Errorf("initialization: top-%d eigenvectors: %w", o.Rank, err)
 	}
 	return vecs, nil
 }
