@@ -249,6 +249,7 @@ func stepRho(s Step) float64 {
 //
 // Valid accountings: a pure grant admits only pure steps, whose ε add up.
 // A zCDP grant adds the steps' ρ. An (ε, δ) grant may be met by
+//
 //   - "pure": every step pure, ε add up, δ = 0;
 //   - "zcdp": every step's ρ add up (adaptive composition of zCDP, Bun &
 //     Steinke 2016) and the total is converted at the grant's δ with the
@@ -258,8 +259,7 @@ func stepRho(s Step) float64 {
 //     ρ-zCDP step at most αρ, so adaptive Rényi composition bounds the
 //     total at order α by E + αρ, and the same CKS conversion gives
 //     ε = E + ε_tight(ρ, δ);
-//   - "basic": every step has an (ε, δ) claim and they add up.
-//
+//   - "basic": every step has an (ε, δ) claim and they add up;
 //   - "gdp": every step Gaussian with a recorded sensitivity and scale:
 //     μ² = Σ (Δ_i/σ_i)² composes exactly (Gaussian DP; valid under fully
 //     adaptive choices of the μ_i, Smith & Thakurta 2022) and the analytic
