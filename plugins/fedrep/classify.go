@@ -31,21 +31,8 @@ type ClassifyExact struct{}
 // logistic loss in the projected space, mapped back by Mᵀ.
 type Classify struct{}
 
-func jlParam(def string) sdk.ParamSpec {
-	return sdk.ParamSpec{Name: "kprime", Type: sdk.Int, Default: def, Min: sdk.Bound(0),
-		Doc: "k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"}
-}
-
 // Info implements sdk.Estimator.
 func (ClassifyExact) Info() sdk.Info {
-	ps := []sdk.ParamSpec{
-		jlParam("2"),
-		{Name: "net_step", Type: sdk.Float, Default: "0.25", Min: sdk.Bound(1e-3), Max: sdk.Bound(10), Doc: "γ: the net is a cubic grid whose cells have half-diagonal γ (a Frobenius γ-cover)"},
-		{Name: "margin", Type: sdk.Float, Default: "0.1", Min: sdk.Bound(0), Doc: "ρ: margin of the loss 1[y⟨Mx, Ũv⟩ ≤ ρ] used in the score"},
-		{Name: "head_bound", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-12), Doc: "Γ: bound on the heads |v_i|"},
-		{Name: "max_net", Type: sdk.Int, Default: "200000", Min: sdk.Bound(1), Max: sdk.Bound(1e7), Doc: "refuse nets larger than this (the cost is exponential in k′·k)"},
-	}
-	ps = append(ps, splitParams()...)
 	return sdk.Info{
 		Name: NameClassifyExact, Version: "0.1.0",
 		Summary:  "Private classification with a shared representation, exact Alg. 3 (JL + exponential mechanism over a net): EXPONENTIAL cost, k = 1 and tiny k′ only",
@@ -58,10 +45,11 @@ Each user's term lies in [0, 1], so replacing one user moves the score by at mos
 worst case. U = MᵀŨ (d×1, not orthonormal). Each user picks its head sign on its local half.
 The net has about (√k/γ)^{k′k} points: the cost is exponential in k′·k, which is why the paper
 calls the algorithm information-theoretic; use fedrep-classify for real sizes.
-Labels are read as sign(y) (+1 where y > 0, −1 elsewhere), row by row.`,
+Labels are read as sign(y) (+1 where y > 0, −1 elsewhere), row by row. DERIVATIONS.md §7 has the
+algorithm box, the net construction and the sensitivity.`,
 		Guarantee:  "pure ε-DP for U (nominal: the exponential mechanism is drawn by floating-point Gumbel-max, not a certified exact sampler), user level, worst case; exponential cost",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox, privacy.GrantZCDP},
-		Params:     ps,
+		Options:    exactOptions{},
 		References: []string{refFedRep[0], "F. McSherry, K. Talwar. Mechanism Design via Differential Privacy. FOCS 2007."},
 	}
 }
@@ -69,23 +57,6 @@ Labels are read as sign(y) (+1 where y > 0, −1 elsewhere), row by row.`,
 // Info implements sdk.Estimator.
 func (Classify) Info() sdk.Info {
 	base := PrivateFedRep{}.Info()
-	var ps []sdk.ParamSpec
-	for _, p := range base.Params {
-		if p.Name == "calibration" {
-			p.Choices, p.Default = []string{"zcdp"}, "zcdp"
-			p.Doc = "zcdp: exact replace-one zCDP, ρ split init_share / (1 − init_share)"
-		}
-		if p.Name == "clip" {
-			p.Default = "1"
-			p.Doc = "ψ: Frobenius bound on each user's logistic-loss gradient (public; tune on synthetic data, never on the private data)"
-		}
-		if p.Name == "step" {
-			p.Default = "1"
-			p.Doc = "step size η of the U update on the mean logistic loss"
-		}
-		ps = append(ps, p)
-	}
-	ps = append(ps, jlParam("0"))
 	return sdk.Info{
 		Name: NameClassify, Version: "0.1.0",
 		Summary:  "Private classification with a shared representation: JL projection + Private FedRep on the logistic loss (practical surrogate of Alg. 3)",
@@ -99,7 +70,7 @@ Algorithm 3 is NOT claimed for this surrogate. Labels are read as sign(y) (+1 wh
 elsewhere), row by row.`,
 		Guarantee:  base.Guarantee,
 		Grants:     base.Grants,
-		Params:     ps,
+		Options:    classifyOptions{},
 		References: refFedRep,
 	}
 }
@@ -144,27 +115,24 @@ const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (a
 
 // Fit implements sdk.Estimator.
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	o := bindFedRep(run.Params, true)
-	kp := run.Params.Int("kprime")
+	o := sdk.Opts[classifyOptions](run)
+	kp := o.KPrime
 	y := signLabels(run.Data.Y)
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
-		res, err := fitFedRep(ctx, run, &o, true, run.Data.X, y, nil, lossLogistic)
+		res, err := fitFedRep(ctx, run, o.config(), true, run.Data.X, y, nil, lossLogistic)
 		if err != nil {
 			return nil, err
 		}
 		res.Notes = append(res.Notes, labelNote)
 		return res, nil
 	}
-	if o.Rank > kp {
-		return nil, sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", o.Rank, kp)
-	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	xp := mat.NewDense(run.Data.N(), kp, nil)
 	if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
-	res, err := fitFedRep(ctx, run, &o, true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
+	res, err := fitFedRep(ctx, run, o.config(), true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
 	if err != nil {
 		return nil, err
 	}
@@ -258,43 +226,27 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	return scores, err
 }
 
-// exactOptions are the bound parameters of fedrep-classify-exact.
-type exactOptions struct {
-	KPrime    int
-	NetStep   float64 // γ
-	Margin    float64 // ρ of the margin loss
-	HeadBound float64 // Γ
-	MaxNet    int
-	split     splitOptions
-}
-
-func bindExact(p sdk.Params) exactOptions {
-	return exactOptions{KPrime: p.Int("kprime"), NetStep: p.Float("net_step"), Margin: p.Float("margin"),
-		HeadBound: p.Float("head_bound"), MaxNet: p.Int("max_net"), split: bindSplit(p)}
-}
-
-// exactEpsilon is the ε of the exponential mechanism for the grant: ε for
-// an (ε, δ) or pure grant, √(8ρ) for a zCDP grant (an ε-DP exponential
-// mechanism is ε²/8-zCDP; DERIVATIONS.md §7).
-func exactEpsilon(g privacy.Grant) float64 {
-	if g.Kind == privacy.GrantZCDP {
-		return math.Sqrt(8 * g.Rho)
+// planExact is the budget of the one exponential-mechanism step: the
+// grant's ε for a pure or (ε, δ) grant, ε = √(8ρ) for a zCDP grant (an
+// ε-DP exponential mechanism is ε²/8-zCDP; DERIVATIONS.md §7).
+func planExact(run *sdk.Run) (privacy.Budget, error) {
+	noise := privacy.NoisePure
+	if run.Acct.Grant().Kind == privacy.GrantZCDP {
+		noise = privacy.NoiseZCDP
 	}
-	return g.Epsilon
+	plan, err := sdk.NewPlan(run, noise, privacy.Share{Name: "net", Weight: 1, Mechanism: privacy.MechExponential})
+	if err != nil {
+		return privacy.Budget{}, err
+	}
+	return plan.Budget("net")
 }
 
 // Fit implements sdk.Estimator.
 func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	o := bindExact(run.Params)
+	o := sdk.Opts[exactOptions](run)
 	d := run.Data.P()
-	kp := o.KPrime
-	if kp == 0 {
-		kp = d
-	}
-	if kp > 4 {
-		return nil, sdk.BadRequest("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
-	}
-	lay, err := newLayout(run.Data, o.split.LocalFraction, o.split.Holdout)
+	kp := o.projected(d)
+	lay, err := newLayout(run.Data, o.LocalFraction, o.Holdout)
 	if err != nil {
 		return nil, err
 	}
@@ -310,21 +262,25 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 		}
 	}
 	y := signLabels(run.Data.Y)
-	ut, err := exactNetMechanism(ctx, run, m, y, lay, net, &o, exactEpsilon(run.Acct.Grant()))
+	ut, err := exactNetMechanism(ctx, run, m, y, lay, net, o)
 	if err != nil {
 		return nil, err
 	}
 	u := mat.NewDense(d, 1, nil)
 	u.Mul(m.T(), ut)
-	heads, hold := exactHeads(run.Data.X, y, lay, u, &o)
-	return exactResult(run, &o, lay, u, m, heads, hold, len(net)), nil
+	heads, hold := exactHeads(run.Data.X, y, lay, u, o)
+	return exactResult(run, o, lay, u, m, heads, hold, len(net)), nil
 }
 
 // exactNetMechanism is the exact γ-net mechanism (DERIVATIONS.md §7):
 // score every net point by the users' best margin loss on the projected
 // training halves (sensitivity 1/n) and draw one by the exponential
 // mechanism (Gumbel-max).
-func exactNetMechanism(ctx context.Context, run *sdk.Run, m *mat.Dense, y []float64, lay *layout, net [][]float64, o *exactOptions, eps float64) (*mat.Dense, error) {
+func exactNetMechanism(ctx context.Context, run *sdk.Run, m *mat.Dense, y []float64, lay *layout, net [][]float64, o *exactOptions) (*mat.Dense, error) {
+	b, err := planExact(run)
+	if err != nil {
+		return nil, err
+	}
 	kp, _ := m.Dims()
 	z := mat.NewDense(run.Data.N(), kp, nil)
 	if err := run.Backend.Mul(z, run.Data.X, false, m, true); err != nil {
@@ -336,20 +292,27 @@ func exactNetMechanism(ctx context.Context, run *sdk.Run, m *mat.Dense, y []floa
 		return nil, err
 	}
 	run.Progress("scores", 1, 1)
-	beta, err := run.Acct.SpendExponential("exponential mechanism over the γ-net", 1/float64(lay.n()), eps)
+	rel, err := run.Acct.Exponential("exponential mechanism over the γ-net", 1/float64(lay.n()), b)
 	if err != nil {
 		return nil, err
 	}
-	best, bestVal := 0, math.Inf(-1)
-	for q, f := range scores {
-		u := run.Rand.Float64()
-		for u == 0 {
-			u = run.Rand.Float64()
+	best := 0
+	err = rel.Sample(func(beta float64) error {
+		bestVal := math.Inf(-1)
+		for q, f := range scores {
+			u := run.Rand.Float64()
+			for u == 0 {
+				u = run.Rand.Float64()
+			}
+			g := beta*f - math.Log(-math.Log(u)) // Gumbel-max
+			if g > bestVal {
+				best, bestVal = q, g
+			}
 		}
-		g := beta*f - math.Log(-math.Log(u)) // Gumbel-max
-		if g > bestVal {
-			best, bestVal = q, g
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return mat.NewDense(kp, 1, append([]float64(nil), net[best]...)), nil
 }
@@ -364,7 +327,7 @@ func exactHeads(x *mat.Dense, y []float64, lay *layout, u *mat.Dense, o *exactOp
 	var nh int
 	for i, ur := range lay.users {
 		s, f := ur.t1, ur.f1
-		if f == s || o.split.HeadAll {
+		if f == s || o.headAll() {
 			s = ur.t0
 		}
 		var errPos int
@@ -400,7 +363,7 @@ func exactResult(run *sdk.Run, o *exactOptions, lay *layout, u, m, heads *mat.De
 	res := &sdk.Result{}
 	res.AddMatrix("U", u, sdk.Public, "U = MᵀŨ (d×1), Ũ drawn by the exponential mechanism from the γ-net")
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
-	if o.split.OutputV {
+	if o.OutputV {
 		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i = ±Γ of the i-th user in increasing user-id order, chosen on its own rows (see head_data); meant for user i only (not covered by the public guarantee, which is about U)")
 		addUserIDs(res, run.Data)
 	}
@@ -413,7 +376,7 @@ func exactResult(run *sdk.Run, o *exactOptions, lay *layout, u, m, heads *mat.De
 	// sampler: the guarantee is labelled nominal.
 	res.Guarantee = privacy.Guarantee{Kind: privacy.Nominal, Neighbours: "one user's whole data replaced (user level, n public)",
 		Assumptions: []string{fmt.Sprintf("number of users n = %d public; score sensitivity 1/n (each user's loss lies in [0, 1])", lay.n())}}
-	if o.split.OutputV {
+	if o.OutputV {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
 	res.Notes = append(res.Notes, labelNote)

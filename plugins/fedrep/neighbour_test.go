@@ -175,3 +175,60 @@ func TestAltMinRidgeUsesPublicCounts(t *testing.T) {
 		assert.True(t, mat.Equal(matrix(t, ra, "U").M, matrix(t, rb, "U").M), "groups=%s: U depends on a private row count", groups)
 	}
 }
+
+// The deprecated calibration= is read as noise= for one release: the same
+// steps, plus a deprecation note.
+func TestCalibrationIsADeprecatedAliasOfNoise(t *testing.T) {
+	g := genUsers(t, 200, 10, 6, 2, 0.01, 14)
+	for _, tc := range []struct {
+		est  sdk.Estimator
+		base map[string]string
+	}{
+		{PrivateFedRep{}, map[string]string{"iterations": "3"}},
+		{PrivAltMin{}, map[string]string{"iterations": "3", "clip_w": "1", "clip_y": "1"}},
+	} {
+		with := func(k, v string) map[string]string {
+			m := map[string]string{k: v}
+			for a, b := range tc.base {
+				m[a] = b
+			}
+			return m
+		}
+		rn, an := fit(t, tc.est, g.Data, with("noise", "paper"), approx(1), 3)
+		rc, ac := fit(t, tc.est, g.Data, with("calibration", "paper"), approx(1), 3)
+		assert.Equal(t, an.Steps(), ac.Steps())
+		assert.True(t, mat.Equal(matrix(t, rn, "U").M, matrix(t, rc, "U").M))
+		assert.Contains(t, rc.Notes, calibrationNote)
+		assert.NotContains(t, rn.Notes, calibrationNote)
+	}
+}
+
+// Every release a fit declares is drawn, once: no declared step is left
+// without its noise (the disjoint-group loop of Priv-AltMin is one step
+// under parallel composition drawn per group, outside the release API).
+func TestEveryDeclaredReleaseIsDrawn(t *testing.T) {
+	g := genUsers(t, 60, 10, 4, 1, 0.01, 15)
+	cls := signed(g.Data)
+	for _, tc := range []struct {
+		name string
+		est  sdk.Estimator
+		ds   *data.Dataset
+		raw  map[string]string
+		gr   privacy.Grant
+	}{
+		{"private", PrivateFedRep{}, g.Data, map[string]string{"rank": "1", "iterations": "3"}, approx(1)},
+		{"private paper", PrivateFedRep{}, g.Data, map[string]string{"rank": "1", "iterations": "3", "noise": "paper", "clip": "1"}, approx(4)},
+		{"private theory", PrivateFedRep{}, g.Data, map[string]string{"rank": "1", "iterations": "2", "mode": "theory", "batch": "1"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}},
+		{"altmin all", PrivAltMin{}, g.Data, map[string]string{"rank": "1", "iterations": "3", "groups": "all"}, approx(1)},
+		{"altmin disjoint", PrivAltMin{}, g.Data, map[string]string{"rank": "1", "iterations": "3"}, approx(1)},
+		{"classify", Classify{}, cls, map[string]string{"rank": "1", "iterations": "2"}, approx(1)},
+		{"classify-exact pure", ClassifyExact{}, cls, nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}},
+		{"classify-exact zcdp", ClassifyExact{}, cls, nil, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, acct := fit(t, tc.est, tc.ds, tc.raw, tc.gr, 7)
+			assert.Empty(t, acct.Undrawn())
+			assert.NotEmpty(t, acct.Steps())
+		})
+	}
+}

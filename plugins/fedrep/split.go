@@ -25,21 +25,6 @@ type layout struct {
 	maxM  int // largest user
 }
 
-// splitParams are the parameter specs every estimator of the plugin shares
-// for dividing each user's rows.
-func splitParams() []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "local_fraction", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Max: sdk.Bound(0.9),
-			Doc: "fraction of each user's (non-hold-out) rows kept for the user's own final head v_i (S¹, the last rows); the first rows (S⁰) feed the private training. 0.5 = the paper's halves"},
-		{Name: "holdout", Type: sdk.Float, Default: "0", Min: sdk.Bound(0), Max: sdk.Bound(0.9),
-			Doc: "fraction of each user's rows (the very last ones) held out to evaluate training curves and test MSE; those outputs are computed from raw data (release class evaluation)"},
-		{Name: "head_data", Type: sdk.String, Default: "local", Choices: []string{"local", "all"},
-			Doc: "rows each user fits its final head v_i on: local = its held-back half S¹ only (the paper, needed for its analysis); all = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged)"},
-		{Name: "output_v", Type: sdk.Bool, Default: "true",
-			Doc: "return the users' heads v_i (n×k) fitted on their own rows (see head_data), one row per user in increasing user-id order (non-integer ids: order of first appearance); each row is meant only for its user (release class per-user)"},
-	}
-}
-
 // newLayout validates a Users data set and splits every user's rows. It
 // never refuses because of a user's row count (private under user-level
 // neighbours): a user whose training half is empty contributes zero to

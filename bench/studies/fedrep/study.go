@@ -49,7 +49,7 @@ func PaperStudyConfig() StudyConfig {
 	return StudyConfig{Users: 20000, Samples: 10, Dim: 50, Rank: 2, Noise: 0.01, Delta: 1e-6,
 		Eps: []float64{1, 2, 4, 8}, Seeds: 5, Methods: []StudyMethod{
 			{Label: "Private FedRep (zCDP, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Private: true},
-			{Label: "Private FedRep (paper σ̂, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"calibration": "paper"}, Private: true},
+			{Label: "Private FedRep (paper σ̂, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"noise": "paper"}, Private: true},
 			{Label: "Private FedRep (zCDP, ψ=1)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"clip": "1"}, Private: true},
 			{Label: "Priv-AltMin (disjoint groups)", Estimator: fedrep.PrivAltMin{}, Private: true},
 			{Label: "Priv-AltMin (all users, code)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"groups": "all"}, Private: true},
