@@ -151,7 +151,7 @@ func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altmi
 	var sig altminSigmas
 	n, k, T := prob.lay.n(), o.Rank.Value, o.Iterations.Value
 	tr := &fedrepTrace{}
-	start := &fedrepConfig{rounds: &roundOptions{Rank: o.Rank, splitOptions: o.splitOptions}, initClip: o.InitClip, init: o.Init}
+	start := &fedrepConfig{rounds: &roundOptions{Rank: o.Rank}, splitOpts: &o.splitOptions, initClip: o.InitClip, init: o.Init}
 	var startPlan *fedrepPlan
 	if o.Init == "private" {
 		startPlan = &fedrepPlan{init: plan.init}

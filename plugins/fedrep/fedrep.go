@@ -76,6 +76,7 @@ func (NonPrivateFedRep) Info() sdk.Info {
 // FedRep-type estimators.
 type fedrepConfig struct {
 	rounds     *roundOptions
+	splitOpts  *splitOptions
 	step, clip float64 // η; ψ (+Inf: no clipping)
 	initClip   float64 // ψ_init (+Inf: no clipping)
 	init       string  // private, random or ustat
@@ -84,10 +85,11 @@ type fedrepConfig struct {
 	deprecated bool   // the request used the calibration alias
 }
 
+// rank, iterations, theory and split read the bound options.
 func (c *fedrepConfig) rank() int            { return c.rounds.Rank.Value }
 func (c *fedrepConfig) iterations() int      { return c.rounds.Iterations.Value }
 func (c *fedrepConfig) theory() bool         { return c.rounds.Mode == "theory" }
-func (c *fedrepConfig) split() *splitOptions { return &c.rounds.splitOptions }
+func (c *fedrepConfig) split() *splitOptions { return c.splitOpts }
 
 // fedrepProblem is what a FedRep fit runs on: the working features (the
 // data set's X or a public projection of it), the responses, the per-user

@@ -33,7 +33,6 @@ type roundOptions struct {
 	sdk.Iterations `default:"5" max:"1e5" doc:"number of rounds T"`
 	Mode           string `param:"mode" default:"experiment" choices:"experiment,theory" doc:"experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (the paper's Algorithm 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (DERIVATIONS.md §3.3)"`
 	Batch          int    `param:"batch" default:"0" min:"0" doc:"theory mode: the public batch size b (b ≥ rank), required with mode=theory; choose it from what every user is expected to hold (2·b·iterations training rows), never from the data"`
-	splitOptions
 }
 
 // check refuses, from public quantities only (the rank, the working
@@ -81,6 +80,7 @@ type privateFedRepOptions struct {
 	InitShare   float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization (noise=zcdp)"`
 	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest (DERIVATIONS.md §3.4)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	splitOptions
 }
 
 // Check implements sdk.Checker.
@@ -91,7 +91,7 @@ func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *privateFedRepOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
 }
 
@@ -100,6 +100,7 @@ type nonPrivateFedRepOptions struct {
 	roundOptions
 	sdk.Step `default:"2.5" max:"1e6" doc:"step size η of the U update"`
 	Init     string `param:"init" default:"ustat" choices:"ustat,random" doc:"ustat: top-k eigenvectors of the average U-statistic (the paper's Algorithm 2 without clipping or noise); random: a random orthonormal U"`
+	splitOptions
 }
 
 // Check implements sdk.Checker.
@@ -107,7 +108,7 @@ func (o *nonPrivateFedRepOptions) Check(s sdk.Shape) error { return o.roundOptio
 
 // config is the algorithm's view of the options.
 func (o *nonPrivateFedRepOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, step: o.Step.Value, clip: math.Inf(1), initClip: math.Inf(1), init: o.Init}
+	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: math.Inf(1), initClip: math.Inf(1), init: o.Init}
 }
 
 // classifyOptions are the parameters of fedrep-classify.
@@ -121,6 +122,7 @@ type classifyOptions struct {
 	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	KPrime      int    `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
+	splitOptions
 }
 
 // Check implements sdk.Checker.
@@ -138,7 +140,7 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *classifyOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
 }
 
