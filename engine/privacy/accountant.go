@@ -269,8 +269,11 @@ func stepRho(s Step) float64 {
 //     assumes the list of mechanisms and their parameters is fixed by
 //     public inputs, as every dplr estimator's plan is.
 //
-// Among those that fit, the smallest ε wins (then the smallest δ). The PLD
-// is computed only when tight is set or nothing cheaper fits.
+// Among those that fit, the smallest ε wins (then the smallest δ). The
+// "gdp" and "pld" candidates are tried only when tight is set (Achieved,
+// Certify: the figures a result states) or nothing else fits (Spend of an
+// exact plan); Compose, which the ledger charges runs with, keeps the
+// composable zCDP/pure/basic figures whenever one fits.
 func compose(g Grant, steps []Step) (Achieved, error) { return composeTight(g, steps, false) }
 
 func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
@@ -333,15 +336,14 @@ func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
 	if allEps {
 		cands = append(cands, Achieved{Epsilon: sumEps, Delta: sumDelta, Composition: "basic"})
 	}
-	if c, ok := gdpCandidate(steps, g.Delta); ok {
-		cands = append(cands, c)
-	}
 	best, found := bestFit(g, cands)
 	if !allPure && (tight || !found) {
-		if c, ok := pldCandidate(steps, g.Delta); ok {
+		if c, ok := gdpCandidate(steps, g.Delta); ok {
 			cands = append(cands, c)
-			best, found = bestFit(g, cands)
+		} else if c, ok := pldCandidate(steps, g.Delta); ok {
+			cands = append(cands, c)
 		}
+		best, found = bestFit(g, cands)
 	}
 	if found {
 		return best, nil
