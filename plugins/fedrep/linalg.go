@@ -15,7 +15,7 @@ import (
 
 // orthonormalize returns Q of the thin QR of a (d×k, d ≥ k) through the
 // backend; if R is numerically singular it falls back to the polar factor
-// of the thin SVD (DERIVATIONS.md §10), which also spans the best rank-k subspace.
+// of the thin SVD (DERIVATIONS.md §11), which also spans the best rank-k subspace.
 func orthonormalize(be backend.Backend, a *mat.Dense) (*mat.Dense, error) {
 	d, k := a.Dims()
 	for _, v := range a.RawMatrix().Data {
