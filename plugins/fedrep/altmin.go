@@ -221,16 +221,12 @@ func altminGroups(run *sdk.Run, n, T int, disjoint bool) [][]int32 {
 }
 
 // altminRelease holds the two declared Gaussian steps of one U-step (A
-// and b), or of the whole loop with disjoint groups.
-//
-// With groups=all each iteration has its own pair of privacy releases,
-// drawn once. With disjoint groups the loop is one pair of steps under
-// parallel composition (DERIVATIONS.md §5.2) whose noise is drawn once per
-// group; the privacy package's releases draw exactly once, so that case
-// declares the steps with SpendGaussianRho and draws with the run's source
-// (on the same grid, DERIVATIONS.md §4).
+// and b) with groups=all, or of the whole loop with disjoint groups: then
+// each statistic is one release drawn in T parts, one per group, as the
+// parallel composition of DERIVATIONS.md §5.2 (one user enters one part).
 type altminRelease struct {
-	relA, relB     *privacy.Release // groups=all
+	relA, relB     *privacy.Release       // groups=all
+	partA, partB   *privacy.PartedRelease // disjoint groups
 	sigmaA, sigmaB float64
 }
 
@@ -243,11 +239,15 @@ func declareAltMin(run *sdk.Run, o *altminOptions, plan *altminPlan, what string
 	r := &altminRelease{}
 	var err error
 	if o.disjoint() {
-		if r.sigmaA, err = run.Acct.SpendGaussianRho(nameA, sensA, dk*(dk+1)/2, plan.a.Rho); err != nil {
+		T := o.Iterations.Value
+		if r.partA, err = run.Acct.GaussianInParts(nameA, sensA, dk*(dk+1)/2, T, plan.a); err != nil {
 			return nil, err
 		}
-		r.sigmaB, err = run.Acct.SpendGaussianRho(nameB, sensB, dk, plan.b.Rho)
-		return r, err
+		if r.partB, err = run.Acct.GaussianInParts(nameB, sensB, dk, T, plan.b); err != nil {
+			return nil, err
+		}
+		r.sigmaA, r.sigmaB = r.partA.Scale(), r.partB.Scale()
+		return r, nil
 	}
 	if r.relA, err = run.Acct.Gaussian(nameA, sensA, dk*(dk+1)/2, plan.a); err != nil {
 		return nil, err
@@ -261,10 +261,11 @@ func declareAltMin(run *sdk.Run, o *altminOptions, plan *altminPlan, what string
 
 // noise adds the declared noise to one group's statistics.
 func (r *altminRelease) noise(run *sdk.Run, a *mat.SymDense, b []float64) error {
-	if r.relA == nil {
-		run.Rand.AddSymmetricGaussian(a, r.sigmaA)
-		run.Rand.AddGaussian(b, r.sigmaB)
-		return nil
+	if r.partA != nil {
+		if err := r.partA.AddSymPart(run.Rand, a); err != nil {
+			return err
+		}
+		return r.partB.AddPart(run.Rand, b)
 	}
 	if err := r.relA.AddSym(run.Rand, a); err != nil {
 		return err

@@ -204,8 +204,8 @@ func TestCalibrationIsADeprecatedAliasOfNoise(t *testing.T) {
 }
 
 // Every release a fit declares is drawn, once: no declared step is left
-// without its noise (the disjoint-group loop of Priv-AltMin is one step
-// under parallel composition drawn per group, outside the release API).
+// without its noise (the disjoint-group loop of Priv-AltMin is one release
+// per statistic, drawn in one part per group).
 func TestEveryDeclaredReleaseIsDrawn(t *testing.T) {
 	g := genUsers(t, 60, 10, 4, 1, 0.01, 15)
 	cls := signed(g.Data)
