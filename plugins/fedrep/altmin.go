@@ -308,7 +308,7 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 	}
 	if o.Init == "private" {
 		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
-		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Evaluation, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
 	}
 	res.AddScalar("sigma_A", sig.a, sdk.Public, "std of the symmetric Gaussian noise on A in each iteration")
 	res.AddScalar("sigma_b", sig.b, sdk.Public, "std of the Gaussian noise on b in each iteration")

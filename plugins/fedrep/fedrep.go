@@ -375,7 +375,7 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 		res.Notes = append(res.Notes, "non-private reference: computed from the raw data without clipping or noise")
 	}
 	if c.theory() {
-		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Evaluation, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
+		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Diagnostic, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
 		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round; a user without 2·%d·(t+1) training rows sits out round t (DERIVATIONS.md §3.3)", c.rounds.Batch, c.rounds.Batch))
 	}
 	if c.deprecated {
@@ -390,12 +390,12 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	n, T := prob.lay.n(), c.iterations()
 	if c.init == "private" {
 		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
-		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Evaluation, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
 	}
 	res.AddScalar("sigma", tr.sigma, sdk.Public, "per-entry std of the Gaussian noise added to the mean clipped gradient in each round")
 	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "zCDP cost of the initialization")
 	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "zCDP cost of the T rounds")
-	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Evaluation, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
+	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
 		Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", c.clip, c.initClip),
