@@ -254,6 +254,10 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	if err != nil {
 		return nil, err
 	}
+	b, err := planExact(run)
+	if err != nil {
+		return nil, err
+	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	if kp == d {
 		m = mat.NewDense(d, d, nil)
@@ -262,7 +266,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 		}
 	}
 	y := signLabels(run.Data.Y)
-	ut, err := exactNetMechanism(ctx, run, m, y, lay, net, o)
+	ut, err := exactNetMechanism(ctx, run, m, y, lay, net, o, b)
 	if err != nil {
 		return nil, err
 	}
@@ -276,11 +280,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 // score every net point by the users' best margin loss on the projected
 // training halves (sensitivity 1/n) and draw one by the exponential
 // mechanism (Gumbel-max).
-func exactNetMechanism(ctx context.Context, run *sdk.Run, m *mat.Dense, y []float64, lay *layout, net [][]float64, o *exactOptions) (*mat.Dense, error) {
-	b, err := planExact(run)
-	if err != nil {
-		return nil, err
-	}
+func exactNetMechanism(ctx context.Context, run *sdk.Run, m *mat.Dense, y []float64, lay *layout, net [][]float64, o *exactOptions, b privacy.Budget) (*mat.Dense, error) {
 	kp, _ := m.Dims()
 	z := mat.NewDense(run.Data.N(), kp, nil)
 	if err := run.Backend.Mul(z, run.Data.X, false, m, true); err != nil {
