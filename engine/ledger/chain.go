@@ -330,7 +330,7 @@ func (t *txn) emit(ctx context.Context, ev *event) error {
 		return fmt.Errorf("ledger %s: encode record: %w", t.l.path, err)
 	}
 	hash := hashBody(body)
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO chain(seq, body, hash) VALUES (?, ?, ?)`, ev.Seq, body, hash); err != nil {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO chain(seq, dataset, body, hash) VALUES (?, ?, ?, ?)`, ev.Seq, ev.Dataset, body, hash); err != nil {
 		return t.l.wrap("append record", err)
 	}
 	r := ref{Seq: ev.Seq, Hash: hash}

@@ -63,10 +63,12 @@
 //   - a record edited before the checkpoint: it no longer changes what
 //     admission sees (admission reads the latest record of the data set,
 //     whose hash the checkpoint holds, and that record carries the whole
-//     position), and the full check ([Ledger.Verify], `dplr budget verify`,
-//     and [Ledger.History], which walks the whole chain) finds it. This is
-//     the trade of incremental verification: the full check costs seconds
-//     at 50,000 runs, the incremental one about a millisecond.
+//     position); [Ledger.History] finds an edit that changes a run's charge
+//     or state or removes a record (it replays the data set's records up
+//     to its verified position), and the full check ([Ledger.Verify],
+//     `dplr budget verify`) finds any edit. This is the trade of
+//     incremental verification: the full check costs seconds at 50,000
+//     runs, the incremental one about a millisecond.
 //
 // Random single-bit flips anywhere in the file either make the ledger
 // refuse or leave every figure unchanged (a test flips 150 bits).
