@@ -43,6 +43,12 @@ type ReserveRequest struct {
 	// for ("": ReplaceRow; the host passes ReplaceUser for users data). It
 	// does not change an existing data set's.
 	Relation Relation
+	// Neighbours, when the run's neighbour relation is known before it
+	// runs (as a guarantee's Neighbours text), makes the reservation charge
+	// the grant converted to the budget's relation (an add/remove ε run
+	// reserves 2ε under replace-one), so that a run that could not be
+	// charged is refused before it runs (ErrRelation, ErrBudgetExceeded).
+	Neighbours string
 }
 
 // Outcome is how a reserved run ended, given to Settle.
