@@ -58,6 +58,7 @@ type Server struct {
 	dplrpb.UnimplementedEstimatorsServer
 	name, version string
 	ests          []Estimator
+	infos         []Info // resolved catalogue entries (InfoOf), in ests order
 	byName        map[string]Estimator
 }
 
@@ -69,7 +70,10 @@ func NewServer(name, version string, ests ...Estimator) (*Server, error) {
 	}
 	s := &Server{name: name, version: version, ests: ests, byName: map[string]Estimator{}}
 	for _, e := range ests {
-		info := e.Info()
+		info, err := InfoOf(e)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: %w", name, err)
+		}
 		if info.Name == "" {
 			return nil, fmt.Errorf("plugin %q: an estimator has no name", name)
 		}
@@ -80,6 +84,7 @@ func NewServer(name, version string, ests ...Estimator) (*Server, error) {
 			return nil, fmt.Errorf("plugin %q: estimator %q: invalid parameter specs: %w", name, info.Name, err)
 		}
 		s.byName[info.Name] = e
+		s.infos = append(s.infos, info)
 	}
 	return s, nil
 }
@@ -91,8 +96,8 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 		Plugin: s.name, Version: s.version, Backend: be.Name(), BackendThreads: int32(be.Threads()),
 		ProtocolVersion: transport.ProtocolVersion,
 	}
-	for _, e := range s.ests {
-		out.Estimators = append(out.Estimators, InfoToProto(e.Info()))
+	for _, info := range s.infos {
+		out.Estimators = append(out.Estimators, InfoToProto(wireInfo(info)))
 	}
 	return out, nil
 }
@@ -162,6 +167,14 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 			return err
 		}
 	}
+	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: finalResult(res, acct, fitSec, loadSec)}})
+}
+
+// finalResult is the result message of a fit. fit_seconds, load_seconds
+// and max_rss_kb are of release class Diagnostic (TimingRelease), as are
+// the estimator's own timings, which travel as Diagnostic scalars: none of
+// them is ever labelled public.
+func finalResult(res *Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
 	final := &dplrpb.FitResult{
 		Guarantee: GuaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
 		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: MaxRSSKiB(),
@@ -172,10 +185,29 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	for _, sc := range res.Scalars {
 		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: sc.Name, Value: sc.Value, Release: string(sc.Release), Doc: sc.Doc})
 	}
+	for _, tm := range res.Timings {
+		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: tm.Name, Value: tm.Seconds, Release: string(TimingRelease), Doc: tm.Doc})
+	}
 	for _, se := range res.Series {
 		final.Series = append(final.Series, &dplrpb.Series{Name: se.Name, Values: se.Values, Release: string(se.Release), Doc: se.Doc})
 	}
-	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: final}})
+	return final
+}
+
+// TimingRelease is the release class of every timing and memory figure of
+// a fit (the plugin's fit and load times, its peak memory, an estimator's
+// own timings): Diagnostic, because they depend on the data.
+const TimingRelease = Diagnostic
+
+// wireInfo is info as the catalogue sends it: exclusive bounds folded into
+// inclusive ones (ParamSpec.Inclusive), which the wire form carries.
+func wireInfo(info Info) Info {
+	info.Options = nil
+	info.Params = append([]ParamSpec(nil), info.Params...)
+	for i, p := range info.Params {
+		info.Params[i] = p.Inclusive()
+	}
+	return info
 }
 
 func sendMatrix(send func(*dplrpb.FitEvent) error, m Matrix) error {
