@@ -334,3 +334,10 @@ VALUES ('` + h + `', 'pca', 'pure', 1, 0, 0, 'succeeded', 1, 0, 0.5, 'pure', 1, 
 	assert.Len(t, runs, 3)
 	assert.FileExists(t, filepath.Join(dir, MarkerName))
 }
+
+func TestOutcomeWithGuarantee(t *testing.T) {
+	o := OutcomeOf(nil, []privacy.Step{pureStep(0.1)}).WithGuarantee(privacy.Guarantee{Kind: privacy.Nominal, Neighbours: "one row replaced"})
+	assert.Equal(t, privacy.Nominal, o.Guarantee)
+	assert.Equal(t, "one row replaced", o.Neighbours)
+	assert.Equal(t, "nominal", GuaranteeClass(o.Guarantee))
+}

@@ -102,8 +102,7 @@
 //	id, err := l.Reserve(ctx, hash, ledger.ReserveRequest{Estimator: "pca", Grant: grant})
 //	// errors.Is(err, ledger.ErrBudgetExceeded): refuse the run, nothing spent
 //	res, acct, err := ... run the estimator with grant ...
-//	out := ledger.OutcomeOf(err, acct.Steps())
-//	out.Guarantee, out.Neighbours = res.Guarantee.Kind, res.Guarantee.Neighbours
+//	out := ledger.OutcomeOf(err, acct.Steps()).WithGuarantee(res.Guarantee)
 //	err = l.Settle(ctx, id, out)             // an error: do not release
 //
 // [Ledger.Reserve] checks, inside one write transaction (BEGIN IMMEDIATE, so

@@ -91,6 +91,14 @@ func OutcomeOf(runErr error, steps []privacy.Step) Outcome {
 	return Outcome{Status: Failed, Steps: steps, NoiseDrawn: steps == nil || len(steps) > 0, Error: runErr.Error()}
 }
 
+// WithGuarantee returns o with the guarantee's kind and neighbour relation
+// filled in, as Settle needs them to charge the run for the budget's
+// relation and to show its class.
+func (o Outcome) WithGuarantee(g privacy.Guarantee) Outcome {
+	o.Guarantee, o.Neighbours = g.Kind, g.Neighbours
+	return o
+}
+
 // Run is one run's record, as History returns it.
 type Run struct {
 	ID        RunID             `json:"id"`
