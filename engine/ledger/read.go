@@ -78,7 +78,7 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 		st.Spent = uncomposed(st.charged)
 	}
 	c := ds.Counts
-	st.Runs = RunCounts{Succeeded: c.Succeeded + c.External, Failed: c.Failed, Refunded: c.Refunded, External: c.External}
+	st.Runs = RunCounts{Succeeded: c.Succeeded, Failed: c.Failed, Refunded: c.Refunded, External: c.External}
 	for _, id := range ds.openIDs() {
 		if t.l.stateOf(Reserved, ds.Open[strconv.FormatInt(id, 10)].Owner) == Interrupted {
 			st.Runs.Interrupted++
@@ -86,7 +86,7 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 			st.Runs.Reserved++
 		}
 	}
-	st.Runs.Total = st.Runs.Succeeded + st.Runs.Failed + st.Runs.Reserved + st.Runs.Interrupted
+	st.Runs.Total = st.Runs.Succeeded + st.Runs.Failed + st.Runs.Reserved + st.Runs.Interrupted + st.Runs.External
 	var b []byte
 	err := t.tx.QueryRowContext(ctx, `SELECT sketch FROM sketches WHERE hash = ?`, h).Scan(&b)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -150,7 +150,7 @@ type RunCounts struct {
 	Succeeded   int `json:"succeeded"`
 	Failed      int `json:"failed"`
 	Refunded    int `json:"refunded"` // failed before drawing noise (included in Failed)
-	External    int `json:"external"` // spends recorded from outside dplr (in Total)
+	External    int `json:"external"` // spends recorded from outside dplr (in Total, not in Succeeded)
 }
 
 // Status is a data set's budget position, as Show returns it.
