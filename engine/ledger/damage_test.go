@@ -361,3 +361,29 @@ func TestBitFlipsNeverChangeFiguresSilently(t *testing.T) {
 	}
 	t.Logf("150 single-bit flips: %d refused, %d harmless", refused, same)
 }
+
+// Two handles on one ledger (as two processes): each verifies the records
+// the other appended before admitting anything, and finds an edit made to
+// them in between.
+func TestCatchUpVerifiesOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l1, l2 := openT(t, dir), openT(t, dir)
+	h := hashOf("shared")
+	require.NoError(t, l1.SetBudget(ctx, h, "", pureG(2)))
+	id := reserve(t, l2, h, pureG(1))
+	require.NoError(t, l1.Settle(ctx, id, Outcome{Status: Succeeded, Steps: []privacy.Step{pureStep(0.5)}}))
+	st, err := l2.Show(ctx, h)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.5, st.Spent.Epsilon, 1e-12)
+	reserve(t, l2, h, pureG(1))
+
+	db := rawDB(t, dir)
+	editChain(t, db, lastSeq(t, db), true, func(b string) string {
+		return strings.Replace(b, `"charge":{"epsilon":1,"rho":0.5}`, `"charge":{}`, 1)
+	})
+	require.NoError(t, db.Close())
+	_, err = l1.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: pureG(0.5)})
+	require.ErrorIs(t, err, ErrDamaged, "l1 verifies l2's record before admitting")
+	t.Log(err)
+}
