@@ -269,8 +269,11 @@ func (l *Ledger) datasetRecords(ctx context.Context, t *txn, h string) ([]*event
 		if err := rows.Scan(&seq, &body, &hash); err != nil {
 			return nil, l.wrap("read history", err)
 		}
-		if seq > want.Seq {
+		if seq > t.v.head.Seq {
 			continue // appended after the verified view: not part of it
+		}
+		if seq > want.Seq {
+			return nil, l.damaged("record %d is about data set %s but the checkpoint names record %d as its latest", seq, short(h), want.Seq)
 		}
 		ev, err := l.decodeRow(seq, body, hash, "", false)
 		if err != nil {
