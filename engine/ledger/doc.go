@@ -44,7 +44,12 @@
 // records after the checkpoint, and each write transaction verifies the
 // records other processes appended since before it admits anything. A
 // checkpoint never runs ahead of the chain (it is written after the commit)
-// but may lag behind it, which only means more records to verify.
+// but may lag behind it, which only means more records to verify. When a
+// data set's position is first read from its checkpointed record, that
+// record must hash to the checkpoint's hash and be the data set's latest up
+// to the head by the chain's index on data sets as well: a marker edited to
+// name an older (smaller) position, or a damaged index, makes the two
+// disagree.
 //
 // # What is detected, and what is not
 //
