@@ -35,7 +35,9 @@
 // (apply, the one definition of what each record does). Admission and
 // every figure the ledger reports read positions from verified records
 // only; the tables that schema version 1 summed charges from are no longer
-// read, and there is no secondary index whose damage could change a sum.
+// read, and the chain's one index (by data set) only serves lookups whose
+// results are checked against hashes and positions, so its damage can make
+// the ledger refuse but cannot change a sum.
 //
 // The marker file is written when the ledger is created and rewritten after
 // each change (except a reservation, whose settle follows) with a
