@@ -303,12 +303,12 @@ func remainingString(total privacy.Grant, r Remaining) string {
 		if r.Epsilon == 0 {
 			return "none (no further run fits)"
 		}
-		return fmt.Sprintf("a pure ε = %.4g run", r.Epsilon)
+		return fmt.Sprintf("ε = %.4g", r.Epsilon)
 	case privacy.GrantZCDP:
 		if r.Rho == 0 {
 			return "none (no further run fits)"
 		}
-		return fmt.Sprintf("a ρ = %.4g run", r.Rho)
+		return fmt.Sprintf("ρ = %.4g", r.Rho)
 	}
 	var parts []string
 	if r.Epsilon > 0 {
