@@ -30,9 +30,11 @@ func (Deflation) Info() sdk.Info {
 		Description: "For i = 1..k draws a unit vector u_i orthogonal to u_1..u_{i−1} with density ∝ exp(β_i uᵀAu), β_i = ε/(2k) " +
 			"(uᵀAu has sensitivity 1 under replace-one neighbours when rows have norm ≤ 1), with the exact rejection sampler; " +
 			"when k = d the last vector is the complement of the others, costs nothing, and the d − 1 draws get ε/(2(d−1)). " +
-			"Pure ε-DP by sequential composition. The released H = Σ λ_i u_i u_iᵀ uses the public spectrum.",
+			"Pure ε-DP by sequential composition; with an (ε, δ) grant the label follows the tightest composition of the k pure steps " +
+			"(zCDP composition may give a smaller ε at the grant's δ). The released H = Σ λ_i u_i u_iᵀ uses the public spectrum. " +
+			"The sampler is exact in real arithmetic and runs in float64. See DERIVATIONS.md §5.",
 		DataKind:   data.Rows,
-		Guarantee:  "pure ε-DP (exact sampler, sequential composition)",
+		Guarantee:  "ε-DP from the composition of k pure steps (pure sum, or zCDP at the grant's δ when tighter); exact sampler in real arithmetic, run in float64",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Params:     []sdk.ParamSpec{paramRank, paramSpectrum, paramClip},
 		References: []string{refAmin, refKGM, refMangoubi},
@@ -41,7 +43,6 @@ func (Deflation) Info() sdk.Info {
 
 // Fit implements sdk.Estimator.
 func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
 	pr, err := setup(ctx, run, true)
 	if err != nil {
 		return nil, err
@@ -56,8 +57,11 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res.AddScalar("beta", betas, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k) (ε/(2(d−1)) when k = d: the last vector is determined)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): total ACG proposals")
 	res.AddScalar("acceptance_rate", diag.AcceptanceRate, sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): accepted/proposed")
-	res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public", "the target spectrum Λ is public"}}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	// The kind follows the composition the accountant used (see
+	// DERIVATIONS.md §5): with an (ε, δ) grant and many draws, zCDP
+	// composition can give a smaller ε at the grant's δ than the pure sum.
+	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public", "the target spectrum Λ is public", exactSamplerCaveat}}
+	addClippedRows(res, clipped)
 	return res, nil
 }
 
@@ -197,8 +201,7 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 			return nil, err
 		}
 	}
-	noisy := run.Rand.SymmetricGaussian(d, sigma)
-	noisy.AddSym(noisy, a)
+	noisy := noisyCopy(run.Rand, a, sigma)
 	vals, vecs, err := run.Backend.EigSymTop(noisy, k)
 	if err != nil {
 		return nil, fmt.Errorf("eigenvectors of A + E: %w", err)
@@ -213,7 +216,7 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	addCommonOutputs(res, a, gamma, vecs, lambda, sdk.Public)
 	res.AddScalar("sigma", sigma, sdk.Public, "noise standard deviation of each entry of E")
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	addClippedRows(res, clipped)
 	return res, nil
 }
 
@@ -337,4 +340,14 @@ func sampleInSubspace(ctx context.Context, rnd *privacy.Source, a mat.Symmetric,
 		x[r] = v
 	}
 	return x, dg, nil
+}
+
+// noisyCopy returns A + E: a copy of A whose upper triangle is rounded to
+// the noise grid and noised there, like every other Gaussian release (the
+// declared sensitivity already includes the rounding).
+func noisyCopy(rnd *privacy.Source, a *mat.SymDense, sigma float64) *mat.SymDense {
+	out := mat.NewSymDense(a.SymmetricDim(), nil)
+	out.CopySym(a)
+	rnd.AddSymmetricGaussian(out, sigma)
+	return out
 }

@@ -174,7 +174,10 @@ func setGuarantee(res *sdk.Result, exact bool, cal string, sweeps int) {
 	}
 	g.Assumptions = []string{"clip is public", "the target spectrum Λ is public or released"}
 	if exact {
-		g.Kind = privacy.Pure
+		// The kind and the numbers follow the composition the accountant
+		// used (pure, or zCDP converted at the grant's δ when tighter), so
+		// the kind is left for the SDK to fill in.
+		g.Assumptions = append(g.Assumptions, exactSamplerCaveat)
 		return
 	}
 	g.Kind = privacy.Nominal
@@ -227,7 +230,7 @@ func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	addCommonOutputs(res, a, gamma, dr.U, lambda, sdk.Public)
 	addDrawOutputs(res, dr, beta)
 	setGuarantee(res, dr.Exact, cal, dr.Sweeps)
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	addClippedRows(res, clipped)
 	if cal == CalibPaper && dr.Exact {
 		res.Notes = append(res.Notes, "calibration=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
 	}
@@ -245,12 +248,14 @@ func (RankK) Info() sdk.Info {
 		Version: Version,
 		Summary: "private rank-k approximation: Laplace top-k eigenvalues, then the orbit exponential mechanism (Mangoubi et al. Alg. 2)",
 		Description: "Half of ε releases the top-k eigenvalues of A = Σ x̃x̃ᵀ/clip² with Laplace noise of scale 4/ε (the eigenvalue " +
-			"vector has ℓ1 sensitivity 2 under replace-one neighbours); they are sorted and clamped at 0. The other half runs " +
+			"vector has ℓ1 sensitivity 2 under replace-one neighbours; for k = 1 the top eigenvalue alone moves by at most 1, scale 2/ε); " +
+			"they are sorted and clamped at 0. The other half runs " +
 			"the orbit exponential mechanism with that noisy spectrum, whose inverse temperature uses the NOISY λ̃_1 (the paper's " +
-			"printed λ_1 is private; spec erratum). Output H = U diag(λ̃) Uᵀ. Pure ε-DP by basic composition when k = 1; for k > 1 " +
+			"printed λ_1 is private; see DERIVATIONS.md §4). Output H = U diag(λ̃) Uᵀ. ε-DP by composition of two pure steps when k = 1 " +
+			"(exact sampler in real arithmetic, run in float64); for k > 1 " +
 			"the Givens–Gibbs step makes the guarantee nominal (sampler not certified).",
 		DataKind:   data.Rows,
-		Guarantee:  "pure ε-DP for k = 1; nominal ε-DP (sampler not certified) for k > 1",
+		Guarantee:  "ε-DP for k = 1 (composition of two pure steps; exact sampler in real arithmetic, run in float64); nominal ε-DP (sampler not certified) for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Params:     []sdk.ParamSpec{paramRank, paramClip, paramCalibration, paramSampler, paramSweeps},
 		References: []string{refMangoubi, refKGM, refBF},
@@ -276,7 +281,7 @@ func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	addClippedRows(res, clipped)
 	if lambda[0] == 0 {
 		// Nothing left to place: H = 0, released without spending the
 		// second half. U is a data-independent Haar frame.
@@ -285,7 +290,7 @@ func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 			return nil, err
 		}
 		addCommonOutputs(res, a, gamma, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda, sdk.Public)
-		res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
+		res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
 		res.Notes = append(res.Notes, "all noisy eigenvalues clamped to 0: released H = 0 (U is a data-independent random frame)")
 		return res, nil
 	}
@@ -310,10 +315,11 @@ func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 }
 
 // NoisySpectrum spends eps on the Laplace mechanism for the top-k
-// eigenvalues gamma[:k] (ℓ1 sensitivity 2 under replace-one neighbours,
-// scale 2/eps), then sorts them decreasingly and clamps them at 0.
+// eigenvalues gamma[:k] (replace-one ℓ1 sensitivity SpectrumSensitivity(k):
+// 1 for k = 1, 2 otherwise), then sorts them decreasingly and clamps them
+// at 0.
 func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, eps float64) ([]float64, error) {
-	b, err := acct.SpendLaplace("top-k eigenvalues (Laplace)", 2, k, eps)
+	b, err := acct.SpendLaplace("top-k eigenvalues (Laplace)", SpectrumSensitivity(k), k, eps)
 	if err != nil {
 		return nil, err
 	}
@@ -324,4 +330,29 @@ func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float6
 		out[i] = math.Max(out[i], 0)
 	}
 	return out, nil
+}
+
+// SpectrumSensitivity is the replace-one ℓ1 sensitivity of the top-k
+// eigenvalues of A = Σ x̃x̃ᵀ when every row contributes a PSD rank-one term
+// of trace ≤ 1: removing a row lowers the eigenvalues by a total of at most
+// 1, adding one raises them by at most 1, so the vector moves by at most 2
+// in ℓ1; a single eigenvalue moves down then up by at most 1 each, so for
+// k = 1 the change is at most 1 (see DERIVATIONS.md §3).
+func SpectrumSensitivity(k int) float64 {
+	if k == 1 {
+		return 1
+	}
+	return 2
+}
+
+// exactSamplerCaveat is the assumption every exact exponential-mechanism
+// draw rests on: the rejection samplers are exact in real arithmetic, and
+// they run in float64 (no discretisation is accounted for).
+const exactSamplerCaveat = "the exponential-mechanism sampler is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §6)"
+
+// addClippedRows reports how many rows the clip shrank: a count computed
+// from the raw data, so it is evaluation-only and never part of a public
+// note.
+func addClippedRows(res *sdk.Result, clipped int) {
+	res.AddScalar("clipped_rows", float64(clipped), sdk.Evaluation, "EVALUATION ONLY (computed from the raw data, not private): rows shrunk by the clip")
 }

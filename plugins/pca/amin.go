@@ -37,17 +37,19 @@ func (Amin) Info() sdk.Info {
 		Description: `Iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz Medina, Vassilvitskii 2019).
 Rows are scaled down to the public norm clip γ. The top-r eigenvalues of Σ̂ = Σ x_ix_iᵀ/n are
 released with Laplace noise (replace-one ℓ1 sensitivity 2γ²/n: adding or removing one PSD rank-one
-term moves the eigenvalues monotonically by a total of at most γ²/n). Eigenvector k is drawn from
+term moves the eigenvalues monotonically by a total of at most γ²/n; for r = 1 the top eigenvalue
+moves down then up by at most γ²/n each, so its sensitivity is γ²/n). Eigenvector k is drawn from
 the density ∝ exp(β_k·uᵀC_ku) on the unit sphere of the orthogonal complement of the vectors
 already released, where C_k is Σ̂ restricted to that complement: the exponential mechanism with
-utility sensitivity γ²/n, so β_k = ε_k·n/(2γ²). The vector Bingham law is sampled exactly (Kent,
-Ganeiber, Mardia 2018), so the guarantee is pure ε-DP against worst-case neighbours.
+utility sensitivity γ²/n, so β_k = ε_k·n/(2γ²). The vector Bingham law is sampled by an exact
+rejection sampler (Kent, Ganeiber, Mardia 2018), exact in real arithmetic and run in float64, so
+the guarantee is pure ε-DP against worst-case neighbours under that assumption. See DERIVATIONS.md §3.
 Budget: eigenvalue_share of ε (after the optional mean share) for the eigenvalues, the rest
 split evenly over the r eigenvectors (default share 1/(r+1): every release gets ε/(r+1)).
 With center=private, a Laplace mean of rows clipped to mean_clip (ℓ1 sensitivity 2·mean_clip·√p/n)
 is subtracted first.`,
 		DataKind:  data.Rows,
-		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the public norm clip",
+		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the public norm clip; exact sampler in real arithmetic, run in float64",
 		Grants:    []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Params: append([]sdk.ParamSpec{
 			rankSpec(),
@@ -137,7 +139,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := run.Acct.SpendLaplace("eigenvalues", 2*clip*clip/float64(n), r, epsVals)
+		b, err := run.Acct.SpendLaplace("eigenvalues", EigenvalueSensitivity(clip, n, r), r, epsVals)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +163,8 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	res.Guarantee = privacy.Guarantee{
 		Neighbours:  "one row replaced by an arbitrary row",
-		Assumptions: []string{fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", clip), "exact Bingham sampler (Kent–Ganeiber–Mardia rejection)"},
+		Assumptions: []string{fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", clip),
+			"the Bingham sampler (Kent–Ganeiber–Mardia rejection) is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §3)"},
 	}
 	return res, nil
 }
@@ -307,4 +310,17 @@ func normalize(v []float64) {
 			v[i] /= s
 		}
 	}
+}
+
+// EigenvalueSensitivity is the replace-one ℓ1 sensitivity of the top-r
+// eigenvalues of Σ̂_γ = Σ x_ix_iᵀ/n with rows of norm ≤ γ: 2γ²/n, or γ²/n
+// for r = 1 (removing a row lowers every eigenvalue, by a total of at most
+// γ²/n; adding one raises them, by a total of at most γ²/n; a single
+// eigenvalue therefore moves by at most γ²/n). See DERIVATIONS.md §3.
+func EigenvalueSensitivity(clip float64, n, r int) float64 {
+	s := clip * clip / float64(n)
+	if r == 1 {
+		return s
+	}
+	return 2 * s
 }
