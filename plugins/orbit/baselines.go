@@ -12,7 +12,10 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/amin"
+	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Deflation is the iterative exponential mechanism of Amin et al. (2019):
@@ -65,63 +68,42 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	return res, nil
 }
 
-// DeflationSample spends eps/k per vector on acct (eps/(d−1) when k = d, whose
-// last vector is determined by the others) and returns the d×k frame
-// of k successive exact rank-1 exponential-mechanism draws, their summed
-// diagnostics and the per-vector inverse temperature.
+// DeflationSample spends eps/k per vector on acct (eps/(d−1) when k = d,
+// whose last vector is determined by the others) and returns the d×k frame
+// of k successive exact rank-1 exponential-mechanism draws (the shared
+// Amin et al. sampler of plugins/internal/amin), their summed diagnostics
+// and the per-vector inverse temperature.
 func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, a *mat.SymDense, k int, eps float64, be backend.Backend) (*mat.Dense, bingham.Diagnostics, float64, error) {
 	d := a.SymmetricDim()
 	if err := checkRank(k, d); err != nil {
 		return nil, bingham.Diagnostics{}, 0, err
 	}
-	if be == nil {
-		be = backend.Default()
-	}
-	u := mat.NewDense(d, k, nil)
-	var total bingham.Diagnostics
+	epsEach := eps / float64(amin.Draws(k, d))
 	var beta float64
-	// With k = d the last vector is the (one-dimensional) complement of the
-	// others: every unit vector in it scores the same, so it is taken as
-	// is and costs nothing, and the budget goes to the d − 1 real draws.
-	sampled := k
-	if k == d {
-		sampled = d - 1
+	u, diag, err := amin.Sample(ctx, rnd, a, amin.Config{
+		Rank:    k,
+		Backend: be,
+		Spend: func(i int) (float64, error) {
+			var err error
+			// uᵀAu moves by at most 1 when one row of norm ≤ 1 is replaced.
+			beta, err = acct.SpendExponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, epsEach)
+			return beta, err
+		},
+	})
+	if err != nil {
+		return nil, diag, 0, err
 	}
-	for i := 0; i < k; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, total, 0, err
-		}
-		// Orthonormal basis N of the complement of u_1..u_{i−1} (public).
-		nb, err := complementBasis(u, columnsBelow(i), be)
-		if err != nil {
-			return nil, total, 0, err
-		}
-		if i >= sampled {
-			u.SetCol(i, mat.Col(nil, 0, nb))
-			continue
-		}
-		beta, err = acct.SpendExponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, eps/float64(sampled))
-		if err != nil {
-			return nil, total, 0, err
-		}
-		x, dg, err := sampleInSubspace(ctx, rnd, a, nb, beta, be)
-		if err != nil {
-			return nil, total, 0, err
-		}
-		total.Draws += dg.Draws
-		total.Proposals += dg.Proposals
-		total.Dim = d
-		u.SetCol(i, x)
-	}
-	if total.Proposals > 0 {
-		total.AcceptanceRate = float64(total.Draws) / float64(total.Proposals)
-	}
-	return u, total, beta, nil
+	return u, diag, beta, nil
 }
 
 // Gauss is the Gaussian mechanism on A ("Analyze Gauss"): release the top-k
 // eigenvectors of A + E, E symmetric Gaussian.
 type Gauss struct{}
+
+// gaussSensitivity is the replace-one Frobenius sensitivity √2 of the upper
+// triangle of A = Σ x̃x̃ᵀ/clip² (rows of norm ≤ 1 after scaling; see
+// DERIVATIONS.md §6).
+var gaussSensitivity = rowclip.MomentSensitivity(1, 1)
 
 // Gaussian calibrations.
 const (
@@ -184,27 +166,26 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, fmt.Errorf("eigenvalues of A: %w", err)
 	}
 	const name = "A + E (Gaussian mechanism)"
-	dim := d * (d + 1) / 2
+	dim := analyzegauss.Dim(d)
 	var sigma float64
 	if cal == GaussZCDP {
 		rho, err := run.Acct.TotalRho()
 		if err != nil {
 			return nil, err
 		}
-		sigma, err = run.Acct.SpendGaussianRho(name, math.Sqrt2, dim, rho)
+		sigma, err = run.Acct.SpendGaussianRho(name, gaussSensitivity, dim, rho)
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		sigma, err = run.Acct.SpendGaussianEpsDelta(name, math.Sqrt2, dim, g.Epsilon, g.Delta, cal)
+		sigma, err = run.Acct.SpendGaussianEpsDelta(name, gaussSensitivity, dim, g.Epsilon, g.Delta, cal)
 		if err != nil {
 			return nil, err
 		}
 	}
-	noisy := noisyCopy(run.Rand, a, sigma)
-	vals, vecs, err := run.Backend.EigSymTop(noisy, k)
+	_, vals, vecs, err := analyzegauss.Release(ctx, run.Backend, run.Rand, a, sigma, k)
 	if err != nil {
-		return nil, fmt.Errorf("eigenvectors of A + E: %w", err)
+		return nil, fmt.Errorf("orbit-gauss: %w", err)
 	}
 	if private {
 		lambda = slices.Clone(vals)
@@ -269,85 +250,4 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	addCommonOutputs(res, a, gamma, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
 	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 	return res, nil
-}
-
-func columnsBelow(i int) []int {
-	out := make([]int, i)
-	for j := range out {
-		out[j] = j
-	}
-	return out
-}
-
-// complementBasis returns a d×(d−len(cols)) orthonormal basis of the
-// orthogonal complement of the given orthonormal columns of u: the
-// eigenvectors of I − Σ u_c u_cᵀ with eigenvalue 1.
-func complementBasis(u *mat.Dense, cols []int, be backend.Backend) (*mat.Dense, error) {
-	d, _ := u.Dims()
-	proj := mat.NewSymDense(d, nil)
-	for r := 0; r < d; r++ {
-		for c := r; c < d; c++ {
-			v := 0.0
-			if r == c {
-				v = 1
-			}
-			for _, t := range cols {
-				v -= u.At(r, t) * u.At(c, t)
-			}
-			proj.SetSym(r, c, v)
-		}
-	}
-	_, vecs, err := be.EigSym(proj)
-	if err != nil {
-		return nil, fmt.Errorf("complement basis: %w", err)
-	}
-	return mat.DenseCopyOf(vecs.Slice(0, d, 0, d-len(cols))), nil
-}
-
-// sampleInSubspace draws a unit vector x = N z in the span of the
-// orthonormal columns of nb with density ∝ exp(beta·xᵀAx), exactly
-// (vector Bingham with matrix NᵀAN).
-func sampleInSubspace(ctx context.Context, rnd *privacy.Source, a mat.Symmetric, nb *mat.Dense, beta float64, be backend.Backend) ([]float64, bingham.Diagnostics, error) {
-	d, m := nb.Dims()
-	var an mat.Dense
-	if err := be.Mul(&an, a, false, nb, false); err != nil {
-		return nil, bingham.Diagnostics{}, err
-	}
-	var nan mat.Dense
-	if err := be.Mul(&nan, nb, true, &an, false); err != nil {
-		return nil, bingham.Diagnostics{}, err
-	}
-	sub := mat.NewSymDense(m, nil)
-	for r := 0; r < m; r++ {
-		for c := r; c < m; c++ {
-			sub.SetSym(r, c, (nan.At(r, c)+nan.At(c, r))/2)
-		}
-	}
-	s, err := bingham.New(sub, beta, be)
-	if err != nil {
-		return nil, bingham.Diagnostics{}, err
-	}
-	z, dg, err := s.Sample(ctx, rnd)
-	if err != nil {
-		return nil, dg, err
-	}
-	x := make([]float64, d)
-	for r := 0; r < d; r++ {
-		var v float64
-		for c := 0; c < m; c++ {
-			v += nb.At(r, c) * z[c]
-		}
-		x[r] = v
-	}
-	return x, dg, nil
-}
-
-// noisyCopy returns A + E: a copy of A whose upper triangle is rounded to
-// the noise grid and noised there, like every other Gaussian release (the
-// declared sensitivity already includes the rounding).
-func noisyCopy(rnd *privacy.Source, a *mat.SymDense, sigma float64) *mat.SymDense {
-	out := mat.NewSymDense(a.SymmetricDim(), nil)
-	out.CopySym(a)
-	rnd.AddSymmetricGaussian(out, sigma)
-	return out
 }

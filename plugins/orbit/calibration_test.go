@@ -11,6 +11,7 @@ import (
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 )
 
 // The guarantee's kind follows the composition the accountant used: 25 pure
@@ -95,7 +96,7 @@ func TestGaussNoisyMatrixOnGrid(t *testing.T) {
 	ds := genData(t, 200, 5, 2, 13)
 	a := clippedA(t, ds)
 	const sigma = 0.37
-	noisy := noisyCopy(privacy.NewSeededSource(4), a, sigma)
+	noisy := analyzegauss.Noisy(privacy.NewSeededSource(4), a, sigma)
 	gamma := privacy.Grid(sigma)
 	for i := 0; i < 5; i++ {
 		for j := i; j < 5; j++ {

@@ -39,6 +39,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Version is the version of every estimator in this plugin.
@@ -90,38 +91,16 @@ func rowsMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.
 	if !(clip > 0) || math.IsInf(clip, 0) {
 		return nil, 0, sdk.BadRequest("clip = %v must be positive and finite", clip)
 	}
-	n, d := ds.X.Dims()
-	xc := mat.NewDense(n, d, nil)
-	clipped := 0
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, err
-			}
-		}
-		src := ds.X.RawRowView(i)
-		dst := xc.RawRowView(i)
-		var s float64
-		for j, v := range src {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, 0, fmt.Errorf("row %d, column %d: value %v is not finite", i, j, v)
-			}
-			s += v * v
-		}
-		nrm := math.Sqrt(s)
-		scale := 1 / clip
-		if nrm > clip {
-			scale = 1 / nrm
-			// Count only real clipping, not rounding of unit rows.
-			if nrm > clip*(1+1e-9) {
-				clipped++
-			}
-		}
-		for j, v := range src {
-			dst[j] = v * scale
-		}
+	if err := rowclip.Finite(ds.X); err != nil {
+		return nil, 0, err
 	}
-	return be.Gram(1, xc), clipped, nil
+	// Rows clipped to norm clip and scaled by 1/clip: each contributes a
+	// PSD rank-one term of trace ≤ 1.
+	a, clipped, err := rowclip.SecondMoment(ctx, be, ds.X, nil, clip, 1/(clip*clip))
+	if err != nil {
+		return nil, 0, fmt.Errorf("clipped second moment: %w", err)
+	}
+	return a, clipped, nil
 }
 
 // parseSpectrum reads a public spectrum parameter for rank k.

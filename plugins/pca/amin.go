@@ -10,6 +10,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 )
 
@@ -94,10 +95,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, sdk.BadRequest("output_sigma needs eigenvalues (eigenvalue_share > 0)")
 	}
 	// The last vector is determined when r = p: no budget for it.
-	nSampled := r
-	if r == p {
-		nSampled = p - 1
-	}
+	nSampled := amin.Draws(r, p)
 	epsVec := (rest - epsVals)
 	if nSampled > 0 {
 		epsVec /= float64(nSampled)
@@ -170,146 +168,19 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 }
 
 // IterativeEigenvectors draws r orthonormal vectors by Amin et al.'s
-// iterative exponential mechanism on the symmetric p×p matrix c, spending
-// epsVec per vector through run.Acct (utility sensitivity sens). The
-// complement bases are updated with Householder reflections, so each step
-// costs O(p²) besides the sampler's eigendecomposition.
+// iterative exponential mechanism on the symmetric p×p matrix c (the shared
+// sampler of plugins/internal/amin), spending epsVec per sampled vector
+// through run.Acct (utility sensitivity sens). With r = p the last vector
+// is determined by the others and costs nothing.
 func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r int, epsVec, sens float64) (*mat.Dense, bingham.Diagnostics, error) {
-	p := c.SymmetricDim()
-	var total bingham.Diagnostics
-	// cur is the m×m compressed matrix Qᵀ c Q; q the p×m basis (dense,
-	// row-major) of the current complement.
-	m := p
-	cur := symToDense(c)
-	q := mat.NewDense(p, p, nil)
-	for i := 0; i < p; i++ {
-		q.Set(i, i, 1)
-	}
-	out := mat.NewDense(p, r, nil)
-	for k := 0; k < r; k++ {
-		if err := ctx.Err(); err != nil {
-			return nil, total, fmt.Errorf("eigenvector %d: %w", k+1, err)
-		}
-		run.Progress("eigenvectors", k, r)
-		var uh []float64
-		if m == 1 {
-			uh = []float64{1}
-		} else {
-			beta, err := run.Acct.SpendExponential(fmt.Sprintf("eigenvector %d", k+1), sens, epsVec)
-			if err != nil {
-				return nil, total, err
-			}
-			sym := mat.NewSymDense(m, nil)
-			for i := 0; i < m; i++ {
-				row := cur.RawRowView(i)
-				for j := i; j < m; j++ {
-					sym.SetSym(i, j, row[j])
-				}
-			}
-			smp, err := bingham.New(sym, beta, run.Backend)
-			if err != nil {
-				return nil, total, fmt.Errorf("eigenvector %d: %w", k+1, err)
-			}
-			var d bingham.Diagnostics
-			uh, d, err = smp.Sample(ctx, run.Rand)
-			total.Proposals += d.Proposals
-			total.Draws += d.Draws
-			if err != nil {
-				return nil, total, fmt.Errorf("eigenvector %d: %w", k+1, err)
-			}
-		}
-		// u = Q·û.
-		u := make([]float64, p)
-		for i := 0; i < p; i++ {
-			row := q.RawRowView(i)[:m]
-			var s float64
-			for j, v := range row {
-				s += v * uh[j]
-			}
-			u[i] = s
-		}
-		normalize(u)
-		for i := 0; i < p; i++ {
-			out.Set(i, k, u[i])
-		}
-		if k == r-1 || m == 1 {
-			break
-		}
-		// Householder H = I − 2vvᵀ with H·û ∝ e_1; columns 2..m of H span
-		// the complement of û within the current space.
-		v := append([]float64(nil), uh...)
-		sgn := 1.0
-		if v[0] < 0 {
-			sgn = -1
-		}
-		v[0] += sgn * norm(v)
-		normalize(v)
-		// cur ← (H cur H)[1:,1:];  q ← (q H)[:,1:].
-		w := make([]float64, m)
-		for i := 0; i < m; i++ {
-			row := cur.RawRowView(i)
-			var s float64
-			for j, a := range row[:m] {
-				s += a * v[j]
-			}
-			w[i] = s
-		}
-		var vw float64
-		for i := range v {
-			vw += v[i] * w[i]
-		}
-		next := mat.NewDense(m-1, m-1, nil)
-		for i := 1; i < m; i++ {
-			row := cur.RawRowView(i)
-			dst := next.RawRowView(i - 1)
-			for j := 1; j < m; j++ {
-				dst[j-1] = row[j] - 2*v[i]*w[j] - 2*w[i]*v[j] + 4*vw*v[i]*v[j]
-			}
-		}
-		// Exact symmetry.
-		for i := 0; i < m-1; i++ {
-			for j := i + 1; j < m-1; j++ {
-				a := 0.5 * (next.At(i, j) + next.At(j, i))
-				next.Set(i, j, a)
-				next.Set(j, i, a)
-			}
-		}
-		nq := mat.NewDense(p, m-1, nil)
-		for i := 0; i < p; i++ {
-			row := q.RawRowView(i)[:m]
-			var qv float64
-			for j, a := range row {
-				qv += a * v[j]
-			}
-			dst := nq.RawRowView(i)
-			for j := 1; j < m; j++ {
-				dst[j-1] = row[j] - 2*qv*v[j]
-			}
-		}
-		cur, q, m = next, nq, m-1
-	}
-	run.Progress("eigenvectors", r, r)
-	if total.Proposals > 0 {
-		total.AcceptanceRate = float64(total.Draws) / float64(total.Proposals)
-	}
-	total.Dim = p
-	return out, total, nil
-}
-
-func norm(v []float64) float64 {
-	var s float64
-	for _, a := range v {
-		s += a * a
-	}
-	return math.Sqrt(s)
-}
-
-func normalize(v []float64) {
-	if s := norm(v); s > 0 {
-		for i := range v {
-			v[i] /= s
-		}
-	}
+	return amin.Sample(ctx, run.Rand, c, amin.Config{
+		Rank:    r,
+		Backend: run.Backend,
+		Spend: func(k int) (float64, error) {
+			return run.Acct.SpendExponential(fmt.Sprintf("eigenvector %d", k+1), sens, epsVec)
+		},
+		Progress: func(done, total int) { run.Progress("eigenvectors", done, total) },
+	})
 }
 
 // EigenvalueSensitivity is the replace-one ℓ1 sensitivity of the top-r

@@ -3,13 +3,14 @@ package pca
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/analyzegauss"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // AnalyzeGauss is the Analyze Gauss mechanism of Dwork, Talwar, Thakurta and
@@ -24,7 +25,7 @@ type AnalyzeGauss struct{}
 // of the clipped second-moment matrix (‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ −
 // 2(xᵀy)² ≤ 2γ⁴).
 func AnalyzeGaussSensitivity(clip float64, n int) float64 {
-	return math.Sqrt2 * clip * clip / float64(n)
+	return rowclip.MomentSensitivity(clip, 1/float64(n))
 }
 
 // Info implements sdk.Estimator.
@@ -129,12 +130,12 @@ func analyzeGaussRelease(ctx context.Context, run *sdk.Run, x *mat.Dense, sh *ma
 		return nil, err
 	}
 	sens := AnalyzeGaussSensitivity(clip, n)
-	sd, err := bud.spend(run.Acct, k, "second-moment matrix Σ̂ + E", sens, p*(p+1)/2)
+	sd, err := bud.spend(run.Acct, k, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
 	if err != nil {
 		return nil, err
 	}
-	run.Rand.AddSymmetricGaussian(sh, sd) // Σ̂_γ + E, rounded to the noise grid
-	vals, u, err := topEigen(ctx, run.Backend, sh, r)
+	// Σ̂_γ + E, rounded to the noise grid, and its top-r eigenpairs.
+	sh, vals, u, err := analyzegauss.Release(ctx, run.Backend, run.Rand, sh, sd, r)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -35,6 +34,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Version is the version every estimator of the plugin reports.
@@ -113,37 +113,24 @@ func finitePositive(name string, v float64) error {
 }
 
 // checkFinite scans X for NaN/Inf and names the first offending entry.
-func checkFinite(x *mat.Dense) error {
-	n, p := x.Dims()
-	for i := 0; i < n; i++ {
-		for j, v := range x.RawRowView(i)[:p] {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("data row %d, column %d: value %v is not finite", i, j, v)
-			}
-		}
-	}
-	return nil
+func checkFinite(x *mat.Dense) error { return rowclip.Finite(x) }
+
+// checkGram verifies that a second-moment matrix is finite (and locates a
+// non-finite entry in x when x is not nil).
+func checkGram(g *mat.SymDense, x *mat.Dense) error { return rowclip.CheckMoment(g, x) }
+
+// Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, c/‖x_i−μ‖)
+// (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
+// clip shrank: the shared clipped second moment of plugins/internal/clip
+// on pca's 1/n scale. x is never written.
+func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c float64) (*mat.SymDense, int, error) {
+	n, _ := x.Dims()
+	return rowclip.SecondMoment(ctx, be, x, mu, c, 1/float64(n))
 }
 
-// checkGram verifies that a Gram matrix is finite; a non-finite diagonal
-// entry means the data hold a NaN/Inf (or overflow) in that column, which is
-// then located.
-func checkGram(g *mat.SymDense, x *mat.Dense) error {
-	p := g.SymmetricDim()
-	for j := 0; j < p; j++ {
-		for k := j; k < p; k++ {
-			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
-				if x == nil {
-					return fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
-				}
-				if err := checkFinite(x); err != nil {
-					return err
-				}
-				return fmt.Errorf("second moment of columns %d and %d overflows (%v): rescale the data", j, k, v)
-			}
-		}
-	}
-	return nil
+// clippedSum returns Σ_i x_i·min(1, c/‖x_i‖).
+func clippedSum(ctx context.Context, x *mat.Dense, c float64) ([]float64, error) {
+	return rowclip.Sum(ctx, x, c)
 }
 
 // rowsData checks the data set's kind and shape.
@@ -159,121 +146,6 @@ func rowsData(d *data.Dataset) (*mat.Dense, int, int, error) {
 		return nil, 0, 0, sdk.BadRequest("dimension %d: PCA needs at least 2 columns", p)
 	}
 	return d.X, n, p, nil
-}
-
-// gramBlockFloats bounds the scratch space of a blocked Gram (floats).
-const gramBlockFloats = 1 << 20
-
-// gramChunks is the fixed number of row chunks a large Gram is split into
-// when the backend is single-threaded; the chunks run concurrently and are
-// summed in a fixed order, so the result does not depend on GOMAXPROCS.
-const gramChunks = 4
-
-// gramParallelWork is the n·p² above which Gram splits into chunks.
-const gramParallelWork = 5e7
-
-// Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, clip/‖x_i−μ‖)
-// (clip ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
-// clip shrank. When no row is centred or clipped the Gram is computed by
-// be.Gram on views of X itself, without copying X; otherwise rows are
-// copied in blocks of bounded size. With a single-threaded backend a large
-// Gram is split into a fixed number of row chunks computed concurrently.
-// x is never written.
-func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, clip float64) (*mat.SymDense, int, error) {
-	n, p := x.Dims()
-	doClip := clip > 0 && !math.IsInf(clip, 1)
-	needCopy := mu != nil
-	if !needCopy && doClip {
-		c2 := clip * clip
-		for i := 0; i < n; i++ {
-			var s float64
-			for _, v := range x.RawRowView(i)[:p] {
-				s += v * v
-			}
-			if s > c2 {
-				needCopy = true
-				break
-			}
-		}
-	}
-	chunks := 1
-	if be.Threads() <= 1 && float64(n)*float64(p)*float64(p) >= gramParallelWork && n >= 4*gramChunks {
-		chunks = gramChunks
-	}
-	type part struct {
-		g     *mat.SymDense
-		nClip int
-		err   error
-	}
-	parts := make([]part, chunks)
-	var wg sync.WaitGroup
-	for c := 0; c < chunks; c++ {
-		a, b := c*n/chunks, (c+1)*n/chunks
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if !needCopy {
-				parts[c].g = be.Gram(1/float64(n), x.Slice(a, b, 0, p))
-				return
-			}
-			parts[c].g, parts[c].nClip, parts[c].err = gramBlocked(ctx, be, x, a, b, n, mu, clip, doClip)
-		}()
-	}
-	wg.Wait()
-	out := parts[0].g
-	nClipped := 0
-	for c, pt := range parts {
-		if pt.err != nil {
-			return nil, 0, pt.err
-		}
-		nClipped += pt.nClip
-		if c > 0 {
-			out.AddSym(out, pt.g)
-		}
-	}
-	return out, nClipped, nil
-}
-
-// gramBlocked returns (1/n)·Σ over rows a ≤ i < b of the centred, clipped
-// outer products, copying rows in bounded blocks.
-func gramBlocked(ctx context.Context, be backend.Backend, x *mat.Dense, a, b, n int, mu []float64, clip float64, doClip bool) (*mat.SymDense, int, error) {
-	_, p := x.Dims()
-	nClipped := 0
-	bs := max(1, min(b-a, gramBlockFloats/p))
-	buf := make([]float64, bs*p)
-	out := mat.NewSymDense(p, nil)
-	for start := a; start < b; start += bs {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, fmt.Errorf("gram: %w", err)
-		}
-		end := min(b, start+bs)
-		m := end - start
-		blk := mat.NewDense(m, p, buf[:m*p])
-		for i := 0; i < m; i++ {
-			row := blk.RawRowView(i)
-			copy(row, x.RawRowView(start + i)[:p])
-			if mu != nil {
-				for j := range row {
-					row[j] -= mu[j]
-				}
-			}
-			if doClip {
-				var s float64
-				for _, v := range row {
-					s += v * v
-				}
-				if s > clip*clip {
-					nClipped++
-					f := clip / math.Sqrt(s)
-					for j := range row {
-						row[j] *= f
-					}
-				}
-			}
-		}
-		out.AddSym(out, be.Gram(1/float64(n), blk))
-	}
-	return out, nClipped, nil
 }
 
 // budget is how an estimator divides its grant among its Gaussian steps.
@@ -339,32 +211,6 @@ func privateMeanGaussian(ctx context.Context, run *sdk.Run, b *budget, k int, x 
 		sum[j] /= float64(n)
 	}
 	run.Rand.AddGaussian(sum, sd)
-	return sum, nil
-}
-
-// clippedSum returns Σ_i x_i·min(1, c/‖x_i‖).
-func clippedSum(ctx context.Context, x *mat.Dense, c float64) ([]float64, error) {
-	n, p := x.Dims()
-	sum := make([]float64, p)
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("private mean: %w", err)
-			}
-		}
-		row := x.RawRowView(i)[:p]
-		var s float64
-		for _, v := range row {
-			s += v * v
-		}
-		f := 1.0
-		if s > c*c {
-			f = c / math.Sqrt(s)
-		}
-		for j, v := range row {
-			sum[j] += f * v
-		}
-	}
 	return sum, nil
 }
 
