@@ -13,13 +13,21 @@ import (
 )
 
 // SinTheta returns the spectral and Frobenius norms of sin Θ(U, V), the
-// principal angles between the column spaces of U and V (same number of
-// rows, full column rank). Inputs need not be orthonormal: each is first
-// replaced by an orthonormal basis of its column span (thin QR), so a
-// non-orthonormal output such as the users' heads of a personalization
-// estimator is compared by its span rather than giving a meaningless
-// number. With k = cols(U) ≤ cols(V) and orthonormal bases:
-// ‖sin Θ‖_F² = k − ‖UᵀV‖_F² and ‖sin Θ‖₂² = 1 − σ_min(UᵀV)².
+// diagonal matrix of the sines of the principal angles between the column
+// spaces of U and V (same number of rows, full column rank).
+//
+// Convention (the only sin-θ in dplr): with k = min(cols U, cols V) and
+// orthonormal bases, the sines are the k singular values of
+// (I − Q_big Q_bigᵀ)Q_small, so ‖sin Θ‖₂ = max_k sin θ_k and
+// ‖sin Θ‖_F = √(Σ_k sin² θ_k). For equal ranks the projector distances are
+// ‖UUᵀ − VVᵀ‖₂ = ‖sin Θ‖₂ and ‖UUᵀ − VVᵀ‖_F = √2·‖sin Θ‖_F; dplr reports
+// ‖sin Θ‖, never the projector's Frobenius distance.
+//
+// Inputs need not be orthonormal: each is first replaced by an orthonormal
+// basis of its column span (thin QR), so a non-orthonormal output such as
+// the users' heads of a personalization estimator is compared by its span.
+// The sines are computed directly, which keeps full relative accuracy for
+// tiny angles (√(1 − cos²) would not).
 func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 	ur, uc := u.Dims()
 	vr, vc := v.Dims()
@@ -36,24 +44,23 @@ func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 	}
 	if uc > vc {
 		qu, qv = qv, qu
-		uc = vc
 	}
-	var c mat.Dense
-	c.Mul(qu.T(), qv) // uc×vc
+	// res = (I − qv qvᵀ) qu: its singular values are the sines.
+	var m, proj, res mat.Dense
+	m.Mul(qv.T(), qu)
+	proj.Mul(qv, &m)
+	res.Sub(qu, &proj)
 	var svd mat.SVD
-	if !svd.Factorize(&c, mat.SVDNone) {
+	if !svd.Factorize(&res, mat.SVDNone) {
 		return 0, 0, fmt.Errorf("sin-theta: SVD failed")
 	}
-	s := svd.Values(nil)
-	fro := float64(uc)
-	for _, x := range s {
-		fro -= x * x
+	var s2 float64
+	for _, s := range svd.Values(nil) {
+		s = math.Min(s, 1)
+		s2 += s * s
+		spectral = math.Max(spectral, s)
 	}
-	smin := 0.0
-	if len(s) == uc {
-		smin = s[len(s)-1]
-	}
-	return math.Sqrt(math.Max(0, 1-smin*smin)), math.Sqrt(math.Max(0, fro)), nil
+	return spectral, math.Sqrt(s2), nil
 }
 
 // orthonormalBasis returns an orthonormal basis of a's column span by thin

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -74,13 +75,14 @@ func TestGramPaths(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-// P11: Schatten norms via principal angles agree with a dense computation.
+// P11: the shared sin-θ (engine/evaluate) against the dense projector
+// distances: ‖UUᵀ − VVᵀ‖₂ = ‖sin Θ‖₂ and ‖UUᵀ − VVᵀ‖_F = √2·‖sin Θ‖_F.
 func TestSinThetaCrossCheck(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, r := range []int{1, 3, 5} {
 		u := randomBasis(20, r, rng)
 		v := randomBasis(20, r, rng)
-		sp, fr, err := SinTheta(u, v)
+		sp, fr, err := evaluate.SinTheta(u, v)
 		require.NoError(t, err)
 		var pu, pv, d mat.Dense
 		pu.Mul(u, u.T())
@@ -89,7 +91,7 @@ func TestSinThetaCrossCheck(t *testing.T) {
 		dsp, err := SpectralNorm(&d)
 		require.NoError(t, err)
 		assert.InDelta(t, dsp, sp, 1e-9)
-		assert.InDelta(t, mat.Norm(&d, 2), fr, 1e-9)
+		assert.InDelta(t, mat.Norm(&d, 2), math.Sqrt2*fr, 1e-9)
 	}
 }
 
@@ -161,7 +163,7 @@ func TestAnalyzeGauss(t *testing.T) {
 	// ε→∞: equals non-private PCA of the clipped rows.
 	ref, _ := fit(t, NonPrivate{}, g, map[string]string{"rank": "2", "clip": "12"}, zcdp(1), 0)
 	big, _ := fit(t, AnalyzeGauss{}, g, map[string]string{"rank": "2", "clip": "12"}, zcdp(1e24), 2)
-	sp, _, err := SinTheta(matrix(t, ref, "U"), matrix(t, big, "U"))
+	sp, _, err := evaluate.SinTheta(matrix(t, ref, "U"), matrix(t, big, "U"))
 	require.NoError(t, err)
 	assert.Less(t, sp, 1e-10)
 
@@ -173,7 +175,7 @@ func TestAnalyzeGauss(t *testing.T) {
 		var v []float64
 		for seed := uint64(0); seed < 7; seed++ {
 			res, _ := fit(t, AnalyzeGauss{}, g, map[string]string{"rank": "2", "clip": "12", "calibration": "classical"}, approx(e, 1e-5), seed)
-			sp, _, _ := SinTheta(u, matrix(t, res, "U"))
+			sp, _, _ := evaluate.SinTheta(u, matrix(t, res, "U"))
 			v = append(v, sp)
 		}
 		errs = append(errs, median(v))
@@ -199,7 +201,7 @@ func TestAnalyzeGaussCentredAndBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, acct.Steps(), 2)
 	assert.InEpsilon(t, 5.0, acct.Steps()[0].Rho, 1e-12)
-	sp, _, err := SinTheta(g.Truth["U"], matrix(t, res, "U"))
+	sp, _, err := evaluate.SinTheta(g.Truth["U"], matrix(t, res, "U"))
 	require.NoError(t, err)
 	assert.Less(t, sp, 0.2)
 
@@ -259,7 +261,7 @@ func TestAmin(t *testing.T) {
 		var v []float64
 		for seed := uint64(0); seed < 5; seed++ {
 			res, _ := fit(t, Amin{}, g, map[string]string{"rank": "3", "clip": "12"}, pure(e), seed)
-			sp, _, _ := SinTheta(u, matrix(t, res, "U"))
+			sp, _, _ := evaluate.SinTheta(u, matrix(t, res, "U"))
 			v = append(v, sp)
 		}
 		errs = append(errs, median(v))
@@ -269,7 +271,7 @@ func TestAmin(t *testing.T) {
 	assert.Greater(t, errs[1], errs[2])
 	ref, _ := fit(t, NonPrivate{}, g, map[string]string{"rank": "3", "clip": "12"}, zcdp(1), 0)
 	big, _ := fit(t, Amin{}, g, map[string]string{"rank": "3", "clip": "12"}, pure(1e9), 3)
-	sp, _, _ := SinTheta(matrix(t, ref, "U"), matrix(t, big, "U"))
+	sp, _, _ := evaluate.SinTheta(matrix(t, ref, "U"), matrix(t, big, "U"))
 	assert.Less(t, sp, 0.01, "ε→∞ concentrates on the non-private subspace")
 	// Exponential-mechanism rate: sin² θ ∝ 1/ε, so sin θ ∝ ε^(−1/2) when the
 	// error is privacy-dominated (ε = 1 → 4).
@@ -310,7 +312,7 @@ func TestNonPrivate(t *testing.T) {
 	for _, m := range res.Matrices {
 		assert.Equal(t, sdk.Evaluation, m.Release)
 	}
-	sp, _, err := SinTheta(g.Truth["U"], matrix(t, res, "U"))
+	sp, _, err := evaluate.SinTheta(g.Truth["U"], matrix(t, res, "U"))
 	require.NoError(t, err)
 	assert.Less(t, sp, 0.05)
 	ev := series(t, res, "eigenvalues")
@@ -351,7 +353,7 @@ func TestSpikedGenerator(t *testing.T) {
 		d.Sub(symToDense(sh), g.Truth["Sigma"])
 		// Entry sd ≈ √((Σ_jj Σ_kk + Σ_jk²)/n) ≤ √(2·7²/40000) ≈ 0.05.
 		assert.Less(t, mat.Norm(&d, math.Inf(1))/10, 0.2, noise)
-		sp, _, err := SinTheta(u, mustTop(t, sh, 2))
+		sp, _, err := evaluate.SinTheta(u, mustTop(t, sh, 2))
 		require.NoError(t, err)
 		assert.Less(t, sp, 0.1, noise)
 		assert.Equal(t, 6.0, g.Scalars["lambda_1"])

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -59,7 +60,7 @@ func TestCXZInfiniteBudget(t *testing.T) {
 	ref, _ := fit(t, NonPrivate{}, g, map[string]string{"rank": "2"}, zcdp(1), 1)
 	uhat, lhat := matrix(t, ref, "U"), series(t, ref, "eigenvalues")
 	res, _ := fit(t, CXZ{}, g, unitParams, approx(1e24, 1e-5), 3)
-	sp, fr, err := SinTheta(uhat, matrix(t, res, "U"))
+	sp, fr, err := evaluate.SinTheta(uhat, matrix(t, res, "U"))
 	require.NoError(t, err)
 	assert.Less(t, sp, 1e-10)
 	assert.Less(t, fr, 1e-10)
@@ -348,7 +349,7 @@ func TestCXZEpsilonSlope(t *testing.T) {
 		var v []float64
 		for seed := uint64(0); seed < 7; seed++ {
 			res, _ := fit(t, CXZ{}, g, map[string]string{"rank": "2", "sigma2": "1", "lambda": "12,10", "beta": "0.01", "gaussian": "classical"}, approx(e, 1e-5), seed)
-			sp, _, err := SinTheta(u, matrix(t, res, "U"))
+			sp, _, err := evaluate.SinTheta(u, matrix(t, res, "U"))
 			require.NoError(t, err)
 			v = append(v, sp)
 		}
@@ -372,13 +373,13 @@ func TestCXZSampleSizeSlope(t *testing.T) {
 		var v []float64
 		for seed := uint64(0); seed < 5; seed++ {
 			res, _ := fit(t, CXZ{}, g, map[string]string{"rank": "2", "sigma2": "1", "lambda": "12,10", "beta": "0.01", "gaussian": "classical"}, approx(1, 1e-5), seed)
-			sp, _, err := SinTheta(u, matrix(t, res, "U"))
+			sp, _, err := evaluate.SinTheta(u, matrix(t, res, "U"))
 			require.NoError(t, err)
 			v = append(v, sp)
 		}
 		errs = append(errs, median(v))
 		ref, _ := fit(t, NonPrivate{}, g, map[string]string{"rank": "2"}, zcdp(1), 0)
-		sp, _, err := SinTheta(u, matrix(t, ref, "U"))
+		sp, _, err := evaluate.SinTheta(u, matrix(t, ref, "U"))
 		require.NoError(t, err)
 		np = append(np, sp)
 	}
@@ -399,8 +400,8 @@ func TestCXZDavisKahanAblation(t *testing.T) {
 		a, _ := fit(t, CXZ{}, g, raw, approx(2, 1e-5), seed)
 		b, _ := fit(t, CXZ{}, g, with(raw, "calibration", CalDavisKahan), approx(2, 1e-5), seed)
 		require.Greater(t, scalar(t, b, "delta1"), scalar(t, a, "delta1"))
-		sa, _, _ := SinTheta(u, matrix(t, a, "U"))
-		sb, _, _ := SinTheta(u, matrix(t, b, "U"))
+		sa, _, _ := evaluate.SinTheta(u, matrix(t, a, "U"))
+		sb, _, _ := evaluate.SinTheta(u, matrix(t, b, "U"))
 		e1 += sa
 		e2 += sb
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -141,7 +142,7 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 					sg = m.M
 				}
 			}
-			sp, fr, err := SinTheta(truth, u)
+			sp, fr, err := evaluate.SinTheta(truth, u)
 			if err != nil {
 				return 0, 0, 0, err
 			}
@@ -260,7 +261,7 @@ func RealStudy(ctx context.Context, cfg RealStudyConfig) ([]StudyRow, error) {
 					}
 				}
 				capt = append(capt, CapturedVariance(s, u)/best)
-				sp, fr, err := SinTheta(uref, u)
+				sp, fr, err := evaluate.SinTheta(uref, u)
 				if err != nil {
 					return nil, err
 				}
@@ -285,7 +286,7 @@ func Markdown(rows []StudyRow, captured bool) string {
 	if captured {
 		b.WriteString("| method | ε | captured-variance ratio | sin θ (spectral) vs non-private | median s | runs |\n|---|---|---|---|---|---|\n")
 	} else {
-		b.WriteString("| method | ε | sin θ spectral | sin θ Frobenius | ‖Σ̃−Σ‖ | median s | runs |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString("| method | ε | ‖sin Θ‖₂ | ‖sin Θ‖_F | ‖Σ̃−Σ‖ | median s | runs |\n|---|---|---|---|---|---|---|\n")
 	}
 	for _, r := range rows {
 		eps := fmt.Sprintf("%g", r.Eps)
@@ -412,7 +413,7 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		sp, fr, _ := SinTheta(u, uh)
+		sp, fr, _ := evaluate.SinTheta(u, uh)
 		a := get("nonprivate", math.Inf(1))
 		a.sp, a.fr, a.sec = append(a.sp, sp), append(a.fr, fr), append(a.sec, time.Since(t0).Seconds())
 		for _, eps := range cfg.Eps {
@@ -439,7 +440,7 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%s at ε = %g: %w", meth.name, eps, err)
 				}
-				sp, fr, err := SinTheta(u, out.Matrices[0].M)
+				sp, fr, err := evaluate.SinTheta(u, out.Matrices[0].M)
 				if err != nil {
 					return nil, err
 				}
