@@ -157,7 +157,7 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if cal == GaussClassical && g.Epsilon > 1 {
 		return nil, sdk.BadRequest("classical Gaussian calibration holds only for ε ≤ 1, got ε = %v (use calibration=analytic or zcdp)", g.Epsilon)
 	}
-	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	a, clipped, err := ClippedMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err := checkRank(k, d); err != nil {
 		return nil, err
 	}
-	a, _, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	a, _, err := ClippedMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
 	if err != nil {
 		return nil, err
 	}

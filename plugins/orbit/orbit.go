@@ -81,10 +81,12 @@ var (
 		Doc: "public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: \"projection\" (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"}
 )
 
-// rowsMatrix clips the rows of X to norm ≤ clip, and returns
-// A = Σ x̃x̃ᵀ/clip² through be, and the number of rows clipped. X is not
-// modified.
-func rowsMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.Backend) (*mat.SymDense, int, error) {
+// ClippedMatrix clips the rows of X to norm ≤ clip and returns
+// A = Σ x̃x̃ᵀ/clip² (every row contributes a PSD rank-one term of trace ≤ 1),
+// computed through be, and the number of rows the clip shrank (a
+// data-dependent count: evaluation only). X is not modified. It is the
+// matrix every orbit estimator starts from, exported for the studies.
+func ClippedMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.Backend) (*mat.SymDense, int, error) {
 	if ds == nil || ds.X == nil || ds.X.IsEmpty() {
 		return nil, 0, fmt.Errorf("data set has no rows")
 	}
@@ -252,7 +254,7 @@ func setup(ctx context.Context, run *sdk.Run, withSpectrum bool) (*problem, erro
 	if pr.eps, err = grantEpsilon(run.Acct); err != nil {
 		return nil, err
 	}
-	if pr.a, pr.clipped, err = rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend); err != nil {
+	if pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, p.Float("clip"), run.Backend); err != nil {
 		return nil, err
 	}
 	if pr.gamma, _, err = run.Backend.EigSym(pr.a); err != nil {

@@ -366,34 +366,6 @@ func mustTop(t *testing.T, s *mat.SymDense, r int) *mat.Dense {
 	return v
 }
 
-// Bartlett-sampled Σ̂ has mean Σ and Var(Σ̂_jj) = 2Σ_jj²/n (Wishart).
-func TestSampleWishartCov(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	u := randomBasis(5, 2, rng)
-	lam := []float64{4, 2}
-	n, reps := 50, 4000
-	sig := lowRank(u, mat.NewDiagDense(2, lam), 1)
-	mean := mat.NewDense(5, 5, nil)
-	var v00 float64
-	for i := 0; i < reps; i++ {
-		s, err := SampleWishartCov(backend.Gonum{}, u, lam, 1, n, rng)
-		require.NoError(t, err)
-		d := symToDense(s)
-		mean.Add(mean, d)
-		e := d.At(0, 0) - sig.At(0, 0)
-		v00 += e * e
-	}
-	mean.Scale(1/float64(reps), mean)
-	for i := 0; i < 5; i++ {
-		for j := 0; j < 5; j++ {
-			sd := math.Sqrt((sig.At(i, i)*sig.At(j, j) + sig.At(i, j)*sig.At(i, j)) / float64(n*reps))
-			assert.InDelta(t, sig.At(i, j), mean.At(i, j), 4*sd, "(%d,%d)", i, j)
-		}
-	}
-	want := 2 * sig.At(0, 0) * sig.At(0, 0) / float64(n)
-	assert.InDelta(t, 1, v00/float64(reps)/want, 0.1)
-}
-
 // The FromCov entry points reproduce the estimators bit for bit when given
 // the same Gram matrix and seed.
 func TestFromCovMatchesFit(t *testing.T) {

@@ -311,32 +311,11 @@ func audit(t *testing.T, x, u *mat.Dense, lam []float64, fresh *mat.Dense, k int
 	return o1, o2
 }
 
-// slope fits log y = a + b log x by least squares and returns b.
-func slope(x, y []float64) float64 {
-	var mx, my float64
-	for i := range x {
-		mx += math.Log(x[i])
-		my += math.Log(y[i])
-	}
-	mx /= float64(len(x))
-	my /= float64(len(x))
-	var sxy, sxx float64
-	for i := range x {
-		dx := math.Log(x[i]) - mx
-		sxy += dx * (math.Log(y[i]) - my)
-		sxx += dx * dx
-	}
-	return sxy / sxx
-}
+// slope is the least-squares slope of log y against log x.
+func slope(x, y []float64) float64 { return evaluate.LogSlope(x, y) }
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return 0.5 * (s[len(s)/2-1] + s[len(s)/2])
-}
+// median is the sample median (midpoint of the middle pair).
+func median(v []float64) float64 { return evaluate.Median(v) }
 
 // P4: in the privacy-dominated regime the spectral sin-θ error falls like
 // 1/ε (spec §6.1: measured slope −0.95 on this configuration).

@@ -18,9 +18,11 @@
 //
 // Every estimator takes data of kind rows and returns "U" (p×r, orthonormal
 // columns) and "eigenvalues"; the private ones optionally return a covariance
-// estimate "Sigma" (p×p). Exported functions give the sensitivities, the
-// subspace metrics and the accuracy studies so that benchmarks can reuse
-// them.
+// estimate "Sigma" (p×p). Exported functions give the sensitivities and
+// the algorithms on a precomputed second moment (CXZFromCov,
+// AnalyzeGaussFromCov) so that the accuracy studies in bench/studies/pca
+// can reuse them; subspace metrics live in engine/evaluate. Derivations:
+// DERIVATIONS.md in this directory.
 package pca
 
 import (

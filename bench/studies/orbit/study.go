@@ -1,12 +1,14 @@
-package orbit
+package orbitstudy
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/plugins/orbit"
+	"gonum.org/v1/gonum/stat"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
@@ -90,7 +92,7 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 	if be == nil {
 		be = backend.Default()
 	}
-	a, _, err := rowsMatrix(ctx, ds, clip, be)
+	a, _, err := orbit.ClippedMatrix(ctx, ds, clip, be)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +112,8 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 	k := strconv.Itoa(cfg.K)
 	sweeps := strconv.Itoa(cfg.Sweeps)
 	var rows []StudyRow
-	if err := checkRank(cfg.K, cfg.D); err != nil {
-		return nil, err
+	if cfg.K < 1 || cfg.K > cfg.D {
+		return nil, fmt.Errorf("rank %d must lie in [1, d = %d]", cfg.K, cfg.D)
 	}
 	for _, eps := range cfg.Eps {
 		type mech struct {
@@ -124,18 +126,18 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 		}
 		beta := eps / 2
 		metric := "loss"
-		ref := Optimum(gamma, lambda) - float64(cfg.K)*trace/float64(cfg.D)
-		lb := LB24(lambda, cfg.D, cfg.K, eps, 1)
+		ref := orbit.Optimum(gamma, lambda) - float64(cfg.K)*trace/float64(cfg.D)
+		lb := orbit.LB24(lambda, cfg.D, cfg.K, eps, 1)
 		mechs := []mech{
-			{"orbit-em (exact calib.)", EM{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
-				PredictedEMLoss(lambda, cfg.D, beta), TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
-			{"orbit-deflation", Deflation{}, map[string]string{"rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
-				PredictedDeflationLoss(cfg.D, cfg.K, eps), math.NaN()},
-			{"orbit-gauss (analytic)", Gauss{}, map[string]string{"rank": k, "calibration": GaussAnalytic},
+			{"orbit-em (exact calib.)", orbit.EM{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+				orbit.PredictedEMLoss(lambda, cfg.D, beta), orbit.TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
+			{"orbit-deflation", orbit.Deflation{}, map[string]string{"rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+				orbit.PredictedDeflationLoss(cfg.D, cfg.K, eps), math.NaN()},
+			{"orbit-gauss (analytic)", orbit.Gauss{}, map[string]string{"rank": k, "calibration": orbit.GaussAnalytic},
 				privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
 		}
 		if sigma, err := privacy.AnalyticGaussianSigma(math.Sqrt2, eps, cfg.Delta); err == nil {
-			mechs[2].pred = PredictedGaussLoss(lambda, gamma, sigma)
+			mechs[2].pred = orbit.PredictedGaussLoss(lambda, gamma, sigma)
 		}
 		if cfg.Task == TaskRankK {
 			metric = "frobenius_error_sq"
@@ -143,13 +145,13 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 			for _, g := range gamma[cfg.K:] {
 				ref += g * g
 			}
-			lb = LB24(gamma, cfg.D, cfg.K, eps, 1)
+			lb = orbit.LB24(gamma, cfg.D, cfg.K, eps, 1)
 			mechs = []mech{
-				{"orbit-rank-k (Alg. 2, exact calib.)", RankK{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
-					math.NaN(), UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
-				{"orbit-gauss (analytic, private spectrum)", Gauss{}, map[string]string{"rank": k, "calibration": GaussAnalytic, "spectrum": "private"},
+				{"orbit-rank-k (Alg. 2, exact calib.)", orbit.RankK{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+					math.NaN(), orbit.UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
+				{"orbit-gauss (analytic, private spectrum)", orbit.Gauss{}, map[string]string{"rank": k, "calibration": orbit.GaussAnalytic, "spectrum": "private"},
 					privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
-				{"orbit-nonprivate (true spectrum)", NonPrivate{}, map[string]string{"rank": k, "spectrum": "true"},
+				{"orbit-nonprivate (true spectrum)", orbit.NonPrivate{}, map[string]string{"rank": k, "spectrum": "true"},
 					privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}, math.NaN(), math.NaN()},
 			}
 		} else if cfg.Task != TaskPCA && cfg.Task != "" {
@@ -179,8 +181,8 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 				guar = string(res.Guarantee.Kind)
 			}
 			rows = append(rows, StudyRow{D: cfg.D, K: cfg.K, N: cfg.N, Eps: eps, Mechanism: mc.name, Guarantee: guar,
-				Metric: metric, Median: quantile(ls, 0.5), Mean: mean(ls), Q90: quantile(ls, 0.9), Predicted: mc.pred, Upper: mc.tau,
-				LB: lb, Reference: ref, SecPerRun: quantile(ts, 0.5), Runs: len(ls)})
+				Metric: metric, Median: evaluate.Quantile(0.5, ls), Mean: stat.Mean(ls, nil), Q90: evaluate.Quantile(0.9, ls), Predicted: mc.pred, Upper: mc.tau,
+				LB: lb, Reference: ref, SecPerRun: evaluate.Quantile(0.5, ts), Runs: len(ls)})
 		}
 	}
 	return rows, nil
@@ -221,30 +223,6 @@ func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
 	return nil
 }
 
-func mean(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
-}
-
-// quantile returns the q-quantile (linear interpolation) of x.
-func quantile(x []float64, q float64) float64 {
-	if len(x) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	i := int(pos)
-	if i >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	fr := pos - float64(i)
-	return s[i]*(1-fr) + s[i+1]*fr
-}
-
 // MixingRow is the loss distribution after a given number of Givens–Gibbs
 // sweeps from a Haar start.
 type MixingRow struct {
@@ -274,7 +252,7 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 	if be == nil {
 		be = backend.Default()
 	}
-	a, _, err := rowsMatrix(ctx, g.Data, 1, be)
+	a, _, err := orbit.ClippedMatrix(ctx, g.Data, 1, be)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +264,7 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 	for i := range lambda {
 		lambda[i] = 1
 	}
-	opt := Optimum(gamma, lambda)
+	opt := orbit.Optimum(gamma, lambda)
 	var rows []MixingRow
 	for _, eps := range cfg.Eps {
 		beta := eps / 2
@@ -294,20 +272,20 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 			src := privacy.NewSeededSource(cfg.Seed*7919 + uint64(ti) + uint64(math.Float64bits(eps)%1009)*131)
 			ls := make([]float64, cfg.Reps)
 			for r := range ls {
-				res, err := GibbsSample(ctx, src, a, lambda, beta, GibbsConfig{Sweeps: t, Backend: be})
+				res, err := orbit.GibbsSample(ctx, src, a, lambda, beta, orbit.GibbsConfig{Sweeps: t, Backend: be})
 				if err != nil {
 					return nil, err
 				}
-				ls[r] = opt - Score(a, res.U, lambda)
+				ls[r] = opt - orbit.Score(a, res.U, lambda)
 			}
-			mu := mean(ls)
+			mu := stat.Mean(ls, nil)
 			var v float64
 			for _, l := range ls {
 				v += (l - mu) * (l - mu)
 			}
 			se := math.Sqrt(v / float64(len(ls)-1) / float64(len(ls)))
-			rows = append(rows, MixingRow{D: cfg.D, K: cfg.K, Sweeps: t, Eps: eps, Mean: mu, SE: se, Q90: quantile(ls, 0.9),
-				Predicted: PredictedEMLoss(lambda, cfg.D, beta), Runs: len(ls)})
+			rows = append(rows, MixingRow{D: cfg.D, K: cfg.K, Sweeps: t, Eps: eps, Mean: mu, SE: se, Q90: evaluate.Quantile(0.9, ls),
+				Predicted: orbit.PredictedEMLoss(lambda, cfg.D, beta), Runs: len(ls)})
 		}
 	}
 	return rows, nil
