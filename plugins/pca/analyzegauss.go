@@ -18,7 +18,8 @@ import (
 // public norm γ, the second-moment matrix Σ̂_γ = Σ x_ix_iᵀ/n receives a
 // symmetric Gaussian matrix whose upper triangle (diagonal included) is
 // i.i.d., and the top-r eigenvectors of the noisy matrix are returned.
-// Replacing one row changes Σ̂_γ by at most √2·γ²/n in Frobenius norm.
+// Replacing one row changes Σ̂_γ by at most √2·γ²/n in Frobenius norm
+// (DERIVATIONS.md §4).
 type AnalyzeGauss struct{}
 
 // AnalyzeGaussSensitivity is the replace-one Frobenius sensitivity √2·γ²/n
@@ -40,7 +41,7 @@ public norm clip if it is longer; the matrix Σ̂ = Σ x_i x_iᵀ/n plus a symme
 eigenvectors are the principal subspace. The replace-one Frobenius sensitivity is √2·clip²/n.
 The guarantee is worst-case DP: it makes no assumption on the data beyond the public clip.
 Choose clip without looking at the data. With center=private a clipped Gaussian mean is
-subtracted first (its own step) and the centred rows are clipped.`,
+subtracted first (its own step) and the centred rows are clipped. Derivations: DERIVATIONS.md §4–5.`,
 		DataKind:  data.Rows,
 		Guarantee: "worst-case (ε,δ)-DP (or ρ-zCDP); neighbours replace one row by any row; rows clipped to the public norm clip",
 		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},

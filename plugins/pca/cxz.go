@@ -46,7 +46,7 @@ is therefore (ε, δ)-DP with probability ≥ 1−β over such data, not worst-c
 pca-analyze-gauss when the model is in doubt.
 
 Calibrations: explicit (default; closed-form first-order sensitivities with exact
-Gaussian tails, spec §2.4), paper (the paper's forms with user constants c2, c3 and its
+Gaussian tails, DERIVATIONS.md §2.2–2.3), paper (the paper's forms with user constants c2, c3 and its
 (ε/2, δ/2) split with the classical Gaussian mechanism), diverging (Corollary 1, growing
 condition number), subgaussian (Corollary 2: explicit bounds times a safety factor),
 davis-kahan (ablation: the Davis–Kahan projector sensitivity the paper improves upon).
@@ -502,7 +502,7 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 		g.Assumptions = append(g.Assumptions,
 			fmt.Sprintf("%s sensitivities, each bound failing with probability ≤ %.3g over the data", cfg.cal, betaEach))
 		if cfg.cal != CalDavisKahan {
-			g.Assumptions = append(g.Assumptions, "Δ1 bounds the first-order term of the projector perturbation; higher-order terms are smaller by a factor of order (σ²/λ)(√(p/n)+p/n) and are covered by the measured slack (observed sensitivity ≈ 0.2–0.3·Δ1)")
+			g.Assumptions = append(g.Assumptions, "Δ1 bounds the first-order term of the projector perturbation; higher-order terms are smaller by a factor of order (σ²/λ)(√(p/n)+p/n) and are covered by the measured slack (largest observed change ≈ 0.26–0.29·Δ1; DERIVATIONS.md §2.5)")
 		} else {
 			g.Assumptions = append(g.Assumptions, fmt.Sprintf("the sample eigengap exceeds λ_r − 2C·√((λ_1+σ²)(rλ_1+pσ²)/n) with C = %.3g", cfg.dkc))
 		}

@@ -318,7 +318,7 @@ func slope(x, y []float64) float64 { return evaluate.LogSlope(x, y) }
 func median(v []float64) float64 { return evaluate.Median(v) }
 
 // P4: in the privacy-dominated regime the spectral sin-θ error falls like
-// 1/ε (spec §6.1: measured slope −0.95 on this configuration).
+// 1/ε (measured slope −0.95 on this configuration).
 func TestCXZEpsilonSlope(t *testing.T) {
 	g := spiked(t, 50000, 50, 2, "12,10", "gaussian", 11)
 	u := g.Truth["U"]
@@ -337,7 +337,7 @@ func TestCXZEpsilonSlope(t *testing.T) {
 	b := slope(eps, errs)
 	t.Logf("median spectral sin θ %v, slope %.3f", errs, b)
 	assert.InDelta(t, -0.95, b, 0.15)
-	// Spec §6.1 P4 measured 0.113 at ε = 1: same order here.
+	// A reference run measured 0.113 at ε = 1: same order here.
 	assert.InDelta(t, 0.113, errs[2], 0.04)
 }
 

@@ -198,7 +198,8 @@ func (b *budget) spend(acct *privacy.Accountant, k int, name string, sens float6
 }
 
 // privateMeanGaussian spends one Gaussian step on the mean of the rows
-// clipped to norm c (replace-one ℓ2 sensitivity 2c/n) and returns it.
+// clipped to norm c (replace-one ℓ2 sensitivity 2c/n, DERIVATIONS.md §5)
+// and returns it.
 func privateMeanGaussian(ctx context.Context, run *sdk.Run, b *budget, k int, x *mat.Dense, c float64) ([]float64, error) {
 	n, _ := x.Dims()
 	sum, err := clippedSum(ctx, x, c)

@@ -1,7 +1,7 @@
 // Command pca-study runs the PCA plugin's accuracy studies and prints
 // markdown tables (medians with quartiles over seeds):
 //
-//	pca-study -config small              # spec §6.2: p=50, r=2, λ=(12,10), n=5e4
+//	pca-study -config small              # p=50, r=2, λ=(12,10), n=5e4
 //	pca-study -config unit               # p=30, r=2, λ=(24,20), n=1e4
 //	pca-study -config pwin -seeds 3      # p=400, n=2e5 on raw rows
 //	pca-study -config pwin-big -seeds 5  # p=1000, n=1e6 on Wishart-sampled Σ̂
@@ -81,7 +81,7 @@ func run(config string, seeds int, epsList string, delta float64, methods, fm st
 		fmt.Printf("config %s: n=%d p=%d λ=%v σ²=1 δ=%g, %d seeds (fresh data and noise per seed)\n\n", config, cfg.N, cfg.P, cfg.Lambda, delta, seeds)
 		fmt.Print(pcastudy.Markdown(rows, false))
 	case "pwin-big":
-		// Spec §8.3's "paper wins" point on Bartlett-sampled Σ̂ (no rows).
+		// The "paper wins" point on Bartlett-sampled Σ̂ (no rows).
 		cfg := pcastudy.CovStudyConfig{N: 1000000, P: 1000, Lambda: []float64{1.12, 0.96, 0.8}, Sigma2: 1, Eps: eps, Delta: delta, Seeds: seeds}
 		rows, err := pcastudy.CovStudy(ctx, cfg)
 		if err != nil {

@@ -291,7 +291,7 @@ func Markdown(rows []StudyRow, captured bool) string {
 // Σ = U·diag(λ)·Uᵀ + σ²I, without materialising the rows: by Bartlett's
 // decomposition nΣ̂ = Σ^{1/2}LLᵀΣ^{1/2} in law, with L lower triangular,
 // L_ii = √χ²_{n−i+1} (1-indexed) and L_ij ~ N(0, 1) below the diagonal
-// (spec §6.3). The cost is O(p³) instead of O(np²). It needs n ≥ p. The
+// The cost is O(p³) instead of O(np²). It needs n ≥ p. The
 // result is exact in distribution but has no rows, so it cannot serve
 // clipping, centring or sensitivity audits.
 func SampleWishartCov(be backend.Backend, u *mat.Dense, lambda []float64, sigma2 float64, n int, rng *rand.Rand) (*mat.SymDense, error) {
@@ -347,7 +347,7 @@ type CovStudyConfig struct {
 // subspace, Cai–Xia–Zha stage 1 alone (pca_only, explicit calibration) and
 // Analyze Gauss with clip γ = √τ (the rows are not materialised, so the
 // clip is assumed inactive, which holds with probability ≥ 1−δ under the
-// model; spec §8). Both private methods spend the full (ε, δ).
+// model). Both private methods spend the full (ε, δ).
 func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 	be := cfg.Backend
 	if be == nil {
