@@ -102,7 +102,7 @@ type Gauss struct{}
 
 // gaussSensitivity is the replace-one Frobenius sensitivity √2 of the upper
 // triangle of A = Σ x̃x̃ᵀ/clip² (rows of norm ≤ 1 after scaling; see
-// DERIVATIONS.md §6).
+// DERIVATIONS.md §3).
 var gaussSensitivity = rowclip.MomentSensitivity(1, 1)
 
 // Gaussian calibrations.
@@ -121,7 +121,8 @@ func (Gauss) Info() sdk.Info {
 		Description: "Adds a symmetric Gaussian matrix E (entries on and above the diagonal i.i.d. N(0, σ²)) to A = Σ x̃x̃ᵀ/clip²; " +
 			"the upper triangle has ℓ2 sensitivity √2 under replace-one neighbours. Releases the top-k eigenvectors of A + E " +
 			"and the public spectrum, or with spectrum=private the top-k eigenvalues of A + E clamped at 0 (post-processing). " +
-			"σ is set from the zCDP budget (default), or classically (ε ≤ 1 only) or analytically (Balle & Wang 2018) from (ε, δ).",
+			"σ is set from the zCDP budget (default), or classically (ε ≤ 1 only) or analytically (Balle & Wang 2018) from (ε, δ). " +
+			"A is rounded to the noise grid before the noise is added. See DERIVATIONS.md §6.",
 		DataKind:  data.Rows,
 		Guarantee: "(ε, δ)-DP or ρ-zCDP (exact)",
 		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},

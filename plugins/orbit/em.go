@@ -17,7 +17,7 @@ import (
 )
 
 // Calibrations of the exponential mechanism's inverse temperature β
-// (spec §2.2), for budget ε and score sensitivity λ_1.
+// (DERIVATIONS.md §4.1), for budget ε and score sensitivity λ_1.
 const (
 	// CalibExact is β = ε/(2λ_1): the standard exponential mechanism, ε-DP
 	// with an exact sampler (default).
@@ -197,9 +197,9 @@ func (EM) Info() sdk.Info {
 		Description: "Samples H = UΛUᵀ with density ∝ exp(β⟨A, H⟩) over the real orthogonal orbit of the public spectrum Λ, " +
 			"where A = Σ x̃x̃ᵀ/clip² sums the clipped rows. The score has sensitivity λ_1 under replace-one neighbours " +
 			"(Mangoubi et al. Lemma 6.1), so β = ε/(2λ_1) gives ε-DP with an exact sampler. For k = 1 the draw is exact " +
-			"(angular central Gaussian rejection, Kent et al. 2018): pure ε-DP. For k > 1 a Givens–Gibbs sampler with exact " +
+			"in real arithmetic (angular central Gaussian rejection, Kent et al. 2018; run in float64): pure ε-DP. For k > 1 a Givens–Gibbs sampler with exact " +
 			"von Mises pair updates runs a fixed number of sweeps: its stationary law is the mechanism, but the finite run is " +
-			"not certified, so the result is labelled nominal ε-DP.",
+			"not certified, so the result is labelled nominal ε-DP. See DERIVATIONS.md §4.1 and §7.",
 		DataKind:   data.Rows,
 		Guarantee:  "pure ε-DP for k = 1 (exact sampler); nominal ε-DP, sampler not certified, for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
@@ -348,7 +348,7 @@ func SpectrumSensitivity(k int) float64 {
 // exactSamplerCaveat is the assumption every exact exponential-mechanism
 // draw rests on: the rejection samplers are exact in real arithmetic, and
 // they run in float64 (no discretisation is accounted for).
-const exactSamplerCaveat = "the exponential-mechanism sampler is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §6)"
+const exactSamplerCaveat = "the exponential-mechanism sampler is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §7.1)"
 
 // addClippedRows reports how many rows the clip shrank: a count computed
 // from the raw data, so it is evaluation-only and never part of a public

@@ -23,6 +23,9 @@
 // parameter) and A = Σ x̃ x̃ᵀ / clip², so that every user contributes a PSD
 // matrix of trace ≤ 1, as the paper assumes. All utilities, losses and
 // released eigenvalues are on this normalised scale.
+//
+// Every sensitivity, algorithm box and bound is derived in DERIVATIONS.md in
+// this directory.
 package orbit
 
 import (

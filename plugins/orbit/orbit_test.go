@@ -342,7 +342,7 @@ func clippedA(t testing.TB, ds *data.Dataset) *mat.SymDense {
 }
 
 func TestStrongSignalChiSquare(t *testing.T) {
-	// Spec §3.6 / §6.1 item 10: d = 20, k = 3, n = 2000, ε = 1, PCA,
+	// High-signal prediction (DERIVATIONS.md §8): d = 20, k = 3, n = 2000, ε = 1, PCA,
 	// exact calibration: L ≈ χ²_D/(2β) with D = k(d−k) = 51, β = 1/2.
 	ds := genData(t, 2000, 20, 3, 11)
 	a := clippedA(t, ds)
@@ -419,7 +419,7 @@ func splitRhat(ch [][]float64) float64 {
 }
 
 func TestGibbsMatchesExactKOne(t *testing.T) {
-	// Spec §6.1 item 8: for k = 1, Givens–Gibbs (30 sweeps) and the exact
+	// For k = 1, Givens–Gibbs (30 sweeps) and the exact
 	// sampler give the same law of the loss (two-sample KS).
 	ds := genData(t, 300, 10, 2, 31)
 	a := clippedA(t, ds)
@@ -446,7 +446,7 @@ func TestEpsilonToInfinityIsNonPrivateOptimum(t *testing.T) {
 }
 
 func TestLaplaceSpectrumTail(t *testing.T) {
-	// Spec §6.1 item 12: P[|λ̃_i − γ_i| > t] = e^{−tε/4} for Algorithm 2's
+	// DERIVATIONS.md §4.2: P[|λ̃_i − γ_i| > t] = e^{−tε/4} for Algorithm 2's
 	// eigenvalue half (budget ε/2, sensitivity 2).
 	gamma := []float64{1000, 500, 100, 3}
 	const eps, n = 1.0, 4000

@@ -36,7 +36,7 @@ func randUnitish(r interface {
 }
 
 func TestSensitivityProperties(t *testing.T) {
-	// Spec §6.1 items 3–4: replacing one row moves ⟨A, H⟩ by at most λ_1
+	// DERIVATIONS.md §3: replacing one row moves ⟨A, H⟩ by at most λ_1
 	// for every H on the orbit (λ ≥ 0), and the eigenvalue vector by at
 	// most 2 in ℓ1; with a negative λ the score bound fails.
 	r := privacy.NewSeededSource(81).Rand()
@@ -88,7 +88,7 @@ func TestSensitivityProperties(t *testing.T) {
 }
 
 func TestGibbsPreservesExactLaw(t *testing.T) {
-	// Spec §6.1 item 9: start from exact k = 1 draws (u_1 exact, completed
+	// Start from exact k = 1 draws (u_1 exact, completed
 	// by a Haar basis of its complement, which is its exact conditional);
 	// one Gibbs sweep must leave the law of the loss unchanged.
 	ds := genData(t, 300, 8, 2, 91)
@@ -129,7 +129,7 @@ func TestGibbsPreservesExactLaw(t *testing.T) {
 }
 
 func TestEquivariance(t *testing.T) {
-	// Spec §6.1 item 14: the mean of H commutes with A (the target is
+	// Equivariance: the mean of H commutes with A (the target is
 	// invariant under sign flips in A's eigenbasis).
 	ds := genData(t, 500, 6, 2, 101)
 	a := clippedA(t, ds)
@@ -155,7 +155,7 @@ func TestEquivariance(t *testing.T) {
 }
 
 func TestBoundsFormulas(t *testing.T) {
-	// Spec §3.1 [M]: d = 20, k = 3, n = 2000, ε = 1, PCA, exact
+	// Reference values (DERIVATIONS.md §8): d = 20, k = 3, n = 2000, ε = 1, PCA, exact
 	// calibration: τ*(0.05) ≈ 880 by bisection, ≈ 2.5·10³ closed form.
 	tau := TauStar(0.5, 1, 2000, 60, 0, 0.05)
 	assert.InDelta(t, 880, tau, 10)
@@ -164,12 +164,12 @@ func TestBoundsFormulas(t *testing.T) {
 	// Monotone in ε (through β) and in the failure probability.
 	assert.Less(t, TauStar(1, 1, 2000, 60, 0, 0.05), tau)
 	assert.Less(t, TauStar(0.5, 1, 2000, 60, 0, 0.5), tau)
-	// Spec §3.6: deflation prediction 162 at the default cell.
+	// DERIVATIONS.md §8: deflation prediction 162 at the default cell.
 	assert.InDelta(t, 162, PredictedDeflationLoss(20, 3, 1), 1e-12)
 	assert.Equal(t, 51, OrbitDim([]float64{1, 1, 1}, 20))
 	assert.Equal(t, 51+3, OrbitDim([]float64{3, 2, 1}, 20))
 
-	// Spec §6.1 item 16: LB24(c = 1) ≤ UB23 on the §3.5 example spectra.
+	// LB24(c = 1) ≤ UB23 on example spectra (DERIVATIONS.md §8).
 	d, k := 20, 4
 	proj := make([]float64, d)
 	gap := make([]float64, d)
@@ -189,7 +189,7 @@ func TestBoundsFormulas(t *testing.T) {
 }
 
 func TestLossQuantileBelowTauStar(t *testing.T) {
-	// Spec §6.1 item 11: the 95 % quantile of L is below τ*(0.05).
+	// The 95 % quantile of L is below τ*(0.05).
 	ds := genData(t, 2000, 20, 3, 111)
 	a := clippedA(t, ds)
 	ls := losses(t, a, []float64{1, 1, 1}, 0.5, SamplerAuto, 100, 100, 112)
@@ -231,7 +231,7 @@ func TestRandomiseBlocksKeepsH(t *testing.T) {
 }
 
 func TestGivensGibbsMatchesColumnGibbs(t *testing.T) {
-	// Spec §4.5 item 6: two independent samplers of the same target agree
+	// Cross-sampler check: two independent samplers of the same target agree
 	// on the law of the loss (two-sample KS), here for a rank-3 spectrum
 	// with distinct values at d = 8 in a moderate-signal regime.
 	ds := genData(t, 300, 8, 3, 131)
@@ -259,7 +259,7 @@ func TestGivensGibbsMatchesColumnGibbs(t *testing.T) {
 }
 
 func TestGibbsExactAtD2(t *testing.T) {
-	// Spec §6.1 item 5 for Givens–Gibbs: at d = 2 one pair update is an
+	// Givens–Gibbs against the closed form: at d = 2 one pair update is an
 	// exact draw, so θ (mod π) of u_1 follows exp(κ cos(2θ − μ)) exactly;
 	// KS against the numerically integrated CDF.
 	a := mat.NewSymDense(2, []float64{3, 1.2, 1.2, 0.5})

@@ -1,6 +1,6 @@
 // Command orbit-study measures the utility loss of the orbit exponential
 // mechanism, deflation and the Gaussian mechanism against ε on the
-// orbit-spiked model (PCA task), beside the spec's predictions and bounds,
+// orbit-spiked model (PCA task), beside the predictions and bounds of plugins/orbit/DERIVATIONS.md §8,
 // and prints a markdown table (or JSON with -json).
 //
 //	go run ./bench/cmd/orbit-study -d 20 -k 3 -n 2000 -reps 20

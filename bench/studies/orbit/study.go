@@ -43,7 +43,7 @@ type StudyConfig struct {
 	Backend backend.Backend
 }
 
-// DefaultStudy is the spec's default cell (§6.2): d = 20, k = 3, n = 2000,
+// DefaultStudy is the default benchmark cell: d = 20, k = 3, n = 2000,
 // spike 10, ε ∈ {0.25, 0.5, 1, 2}, 20 runs.
 func DefaultStudy() StudyConfig {
 	return StudyConfig{Task: TaskPCA, D: 20, K: 3, N: 2000, Spike: 10, Eps: []float64{0.25, 0.5, 1, 2}, Reps: 20, Sweeps: 100, Delta: 1e-6, BetaF: 0.05, Seed: 1}
@@ -59,9 +59,9 @@ type StudyRow struct {
 	Median    float64 // median of the metric over the runs
 	Mean      float64
 	Q90       float64
-	Predicted float64 // high-signal prediction (spec §3.6), NaN if none
-	Upper     float64 // τ*(β_f) of §3.1 (PCA, orbit EM) or UB23 of §3.2 (rank-k, Alg. 2); NaN otherwise
-	LB        float64 // §3.3 lower bound with c = 1 (order of magnitude)
+	Predicted float64 // high-signal prediction (plugins/orbit/DERIVATIONS.md §8), NaN if none
+	Upper     float64 // τ*(β_f) (PCA, orbit EM) or UB23 (rank-k, Alg. 2) of plugins/orbit/DERIVATIONS.md §8; NaN otherwise
+	LB        float64 // LB24 lower bound with c = 1 (order of magnitude; DERIVATIONS.md §8)
 	Reference float64 // PCA: loss of a uniformly random frame, OPT − kΓ/d; rank-k: the optimum Σ_{ℓ>k} γ_ℓ²
 	SecPerRun float64 // median wall time per run (data → release)
 	Runs      int
@@ -205,7 +205,7 @@ func (r StudyRow) MarshalJSON() ([]byte, error) {
 
 // WriteStudyMarkdown prints rows as a markdown table.
 func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
-	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | metric | median | mean | q90 | predicted (§3.6) | upper bound (§3.1/§3.2) | LB (c=1, §3.3) | reference | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
+	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | metric | median | mean | q90 | predicted | upper bound (τ* or UB23) | LB24 (c=1) | reference | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
 		return err
 	}
 	f := func(v float64) string {
@@ -236,7 +236,7 @@ type MixingRow struct {
 
 // RunMixingStudy measures the loss of the orbit EM (PCA spectrum, exact
 // calibration β = ε/2) after each sweep count in sweeps, reps independent
-// chains each, on the orbit-spiked data of cfg (spec §4.5 item 3: the law
+// chains each, on the orbit-spiked data of cfg (a stability check: the law
 // at T and 4T must agree).
 func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]MixingRow, error) {
 	m, err := gen.Lookup(gen.OrbitSpikedName)
