@@ -75,7 +75,7 @@ func TestEstimatorsStructureAndGuarantees(t *testing.T) {
 		{RankK{}, map[string]string{"rank": "1"}, pure(2), 1, privacy.Pure},
 		{RankK{}, map[string]string{"rank": "3"}, pure(2), 3, privacy.Nominal},
 		{Deflation{}, map[string]string{"rank": "3"}, pure(1), 3, privacy.Pure},
-		{Gauss{}, map[string]string{"rank": "2"}, approx, 2, privacy.ZCDP},
+		{Gauss{}, map[string]string{"rank": "2"}, approx, 2, privacy.Approx}, // certified by the exact Gaussian composition
 		{Gauss{}, map[string]string{"rank": "2", "calibration": "analytic", "spectrum": "private"}, approx, 2, privacy.Approx},
 		{NonPrivate{}, map[string]string{"rank": "2", "spectrum": "true"}, pure(1), 2, privacy.None},
 	}
