@@ -95,9 +95,14 @@ func topEig(a *mat.SymDense) (float64, error) {
 func TestGaussNoisyMatrixOnGrid(t *testing.T) {
 	ds := genData(t, 200, 5, 2, 13)
 	a := clippedA(t, ds)
-	const sigma = 0.37
-	noisy := analyzegauss.Noisy(privacy.NewSeededSource(4), a, sigma)
-	gamma := privacy.Grid(sigma)
+	acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5})
+	require.NoError(t, err)
+	rel, err := acct.Gaussian("A + E", gaussSensitivity, analyzegauss.Dim(5), privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 0.5})
+	require.NoError(t, err)
+	noisy, err := analyzegauss.Noisy(privacy.NewSeededSource(4), rel, a)
+	require.NoError(t, err)
+	gamma := rel.Grid()
+	require.Positive(t, gamma)
 	for i := 0; i < 5; i++ {
 		for j := i; j < 5; j++ {
 			k := noisy.At(i, j) / gamma
@@ -105,6 +110,11 @@ func TestGaussNoisyMatrixOnGrid(t *testing.T) {
 		}
 	}
 	assert.NotEqual(t, a.At(0, 0), noisy.At(0, 0), "A itself is not modified")
+	// The estimator draws its one declared release, on a grid.
+	_, acct2 := run(t, Gauss{}, ds, map[string]string{"rank": "2"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}, 1)
+	assert.Empty(t, acct2.Undrawn())
+	require.Len(t, acct2.Steps(), 1)
+	assert.Positive(t, acct2.Steps()[0].Grid)
 }
 
 // How many rows the clip shrank is computed from the raw data: it is an

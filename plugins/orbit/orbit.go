@@ -40,7 +40,6 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
@@ -71,18 +70,6 @@ var (
 
 // neighboursReplace describes the neighbouring relation of the paper.
 const neighboursReplace = "one user's row replaced (rows clipped to norm ≤ clip)"
-
-// paramRank, paramClip, ... are shared parameter specs.
-var (
-	paramRank = sdk.ParamSpec{Name: "rank", Type: sdk.Int, Default: "3", Min: sdk.Bound(1), Max: sdk.Bound(1e5),
-		Doc: "output rank k (number of non-zero target eigenvalues); k ≤ d"}
-	paramClip = sdk.ParamSpec{Name: "clip", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-300), Max: sdk.Bound(1e300),
-		Doc: "public row-norm bound: rows longer than clip are scaled down to it, and A = Σ x̃x̃ᵀ/clip² (each user contributes trace ≤ 1)"}
-	paramSweeps = sdk.ParamSpec{Name: "iterations", Type: sdk.Int, Default: "100", Min: sdk.Bound(1), Max: sdk.Bound(1e6),
-		Doc: "Givens–Gibbs sweeps for k > 1 (fixed in advance, data-independent; every sweep updates each pair of columns with distinct target eigenvalues once)"}
-	paramSpectrum = sdk.ParamSpec{Name: "spectrum", Type: sdk.String, Default: "projection",
-		Doc: "public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: \"projection\" (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"}
-)
 
 // ClippedMatrix clips the rows of X to norm ≤ clip and returns
 // A = Σ x̃x̃ᵀ/clip² (every row contributes a PSD rank-one term of trace ≤ 1),
@@ -154,16 +141,6 @@ func checkRank(k, d int) error {
 	return nil
 }
 
-// grantEpsilon returns the pure ε a Pure or Approx grant allows.
-func grantEpsilon(acct *privacy.Accountant) (float64, error) {
-	g := acct.Grant()
-	switch g.Kind {
-	case privacy.GrantPure, privacy.GrantApprox:
-		return g.Epsilon, nil
-	}
-	return 0, sdk.BadRequest("this estimator needs a pure or (ε, δ) budget, got %s", g.Kind)
-}
-
 // Score returns ⟨A, U diag(λ) Uᵀ⟩ = Σ_i λ_i u_iᵀ A u_i for the d×k frame u.
 func Score(a mat.Symmetric, u mat.Matrix, lambda []float64) float64 {
 	d, k := u.Dims()
@@ -229,35 +206,19 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 }
 
 // problem is what every orbit estimator computes before its mechanism:
-// the validated rank and target spectrum, the grant's ε, and the clipped
-// second-moment matrix A with its eigenvalues (descending).
+// the clipped second-moment matrix A with its eigenvalues (descending).
 type problem struct {
-	k, d    int
-	lambda  []float64 // the public target spectrum (nil unless asked for)
-	eps     float64
 	a       *mat.SymDense
 	gamma   []float64
-	clipped int // rows shrunk by the clip
+	clipped int // rows shrunk by the clip (evaluation only)
 }
 
-// setup validates the shared parameters (before any privacy spend) and
-// builds A; withSpectrum also parses the public spectrum parameter.
-func setup(ctx context.Context, run *sdk.Run, withSpectrum bool) (*problem, error) {
-	p := run.Params
-	pr := &problem{k: p.Int("rank"), d: run.Data.P()}
-	if err := checkRank(pr.k, pr.d); err != nil {
-		return nil, err
-	}
+// newProblem builds A from the run's rows clipped to clip, and its
+// eigenvalues. The request has been bound and checked already.
+func newProblem(ctx context.Context, run *sdk.Run, clip float64) (*problem, error) {
+	pr := &problem{}
 	var err error
-	if withSpectrum {
-		if pr.lambda, err = parseSpectrum(p.String("spectrum"), pr.k); err != nil {
-			return nil, err
-		}
-	}
-	if pr.eps, err = grantEpsilon(run.Acct); err != nil {
-		return nil, err
-	}
-	if pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, p.Float("clip"), run.Backend); err != nil {
+	if pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, clip, run.Backend); err != nil {
 		return nil, err
 	}
 	if pr.gamma, _, err = run.Backend.EigSym(pr.a); err != nil {

@@ -176,8 +176,8 @@ func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r
 	return amin.Sample(ctx, run.Rand, c, amin.Config{
 		Rank:    r,
 		Backend: run.Backend,
-		Spend: func(k int) (float64, error) {
-			return run.Acct.SpendExponential(fmt.Sprintf("eigenvector %d", k+1), sens, epsVec)
+		Declare: func(k int) (amin.Exponential, error) {
+			return run.Acct.Exponential(fmt.Sprintf("eigenvector %d", k+1), sens, privacy.Budget{Noise: privacy.NoisePure, Epsilon: epsVec})
 		},
 		Progress: func(done, total int) { run.Progress("eigenvectors", done, total) },
 	})

@@ -131,12 +131,13 @@ func analyzeGaussRelease(ctx context.Context, run *sdk.Run, x *mat.Dense, sh *ma
 		return nil, err
 	}
 	sens := AnalyzeGaussSensitivity(clip, n)
-	sd, err := bud.spend(run.Acct, k, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
+	rel, err := bud.release(run.Acct, k, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
 	if err != nil {
 		return nil, err
 	}
+	sd := rel.Scale()
 	// Σ̂_γ + E, rounded to the noise grid, and its top-r eigenpairs.
-	sh, vals, u, err := analyzegauss.Release(ctx, run.Backend, run.Rand, sh, sd, r)
+	sh, vals, u, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, sh, r)
 	if err != nil {
 		return nil, err
 	}

@@ -197,6 +197,13 @@ func (b *budget) spend(acct *privacy.Accountant, k int, name string, sens float6
 	return acct.SpendGaussianEpsDelta(name, sens, dim, s*b.eps, s*b.delta, b.mode)
 }
 
+// release declares Gaussian step k as a release that owns its scale and
+// grid.
+func (b *budget) release(acct *privacy.Accountant, k int, name string, sens float64, dim int) (*privacy.Release, error) {
+	s := b.shares[k]
+	return acct.Gaussian(name, sens, dim, privacy.Budget{Noise: b.mode, Rho: s * b.rho, Epsilon: s * b.eps, Delta: s * b.delta})
+}
+
 // privateMeanGaussian spends one Gaussian step on the mean of the rows
 // clipped to norm c (replace-one ℓ2 sensitivity 2c/n, DERIVATIONS.md §5)
 // and returns it.

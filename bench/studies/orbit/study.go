@@ -133,7 +133,7 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 				orbit.PredictedEMLoss(lambda, cfg.D, beta), orbit.TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
 			{"orbit-deflation", orbit.Deflation{}, map[string]string{"rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 				orbit.PredictedDeflationLoss(cfg.D, cfg.K, eps), math.NaN()},
-			{"orbit-gauss (analytic)", orbit.Gauss{}, map[string]string{"rank": k, "calibration": orbit.GaussAnalytic},
+			{"orbit-gauss (analytic)", orbit.Gauss{}, map[string]string{"rank": k, "noise": privacy.NoiseAnalytic},
 				privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
 		}
 		if sigma, err := privacy.AnalyticGaussianSigma(math.Sqrt2, eps, cfg.Delta); err == nil {
@@ -149,7 +149,7 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 			mechs = []mech{
 				{"orbit-rank-k (Alg. 2, exact calib.)", orbit.RankK{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 					math.NaN(), orbit.UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
-				{"orbit-gauss (analytic, private spectrum)", orbit.Gauss{}, map[string]string{"rank": k, "calibration": orbit.GaussAnalytic, "spectrum": "private"},
+				{"orbit-gauss (analytic, private spectrum)", orbit.Gauss{}, map[string]string{"rank": k, "noise": privacy.NoiseAnalytic, "spectrum": "private"},
 					privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
 				{"orbit-nonprivate (true spectrum)", orbit.NonPrivate{}, map[string]string{"rank": k, "spectrum": "true"},
 					privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}, math.NaN(), math.NaN()},

@@ -7,7 +7,7 @@
 // (plugins/internal/bingham). The complement bases are updated with
 // Householder reflections, so each step costs O(p²) besides the sampler.
 //
-// The privacy cost is declared by the caller through Config.Spend, once
+// The privacy cost is declared by the caller through Config.Declare, once
 // per sampled vector: with utility sensitivity Δ (γ²/n for pca-amin, 1 for
 // orbit-deflation) the draw at inverse temperature β is 2βΔ-DP.
 package amin
@@ -24,13 +24,21 @@ import (
 	"github.com/dplr/dplr/plugins/internal/bingham"
 )
 
+// Exponential is a declared exponential-mechanism step
+// (*privacy.ExponentialRelease): Sample calls its argument once with the
+// step's inverse temperature.
+type Exponential interface {
+	Sample(sample func(beta float64) error) error
+}
+
 // Config configures one run of the sampler.
 type Config struct {
 	// Rank is the number r of vectors to return (1 ≤ r ≤ p).
 	Rank int
-	// Spend declares sampled draw k (0-based, k < Draws(r, p)) and returns
-	// its inverse temperature β_k. It is called before the draw.
-	Spend func(k int) (beta float64, err error)
+	// Declare declares sampled draw k (0-based, k < Draws(r, p)) and
+	// returns its release, which hands the inverse temperature β_k to the
+	// sampler exactly once. It is called before the draw.
+	Declare func(k int) (Exponential, error)
 	// Backend runs the samplers' eigendecompositions (nil: default).
 	Backend backend.Backend
 	// Progress, if set, is called before each vector and once at the end.
@@ -76,14 +84,18 @@ func Sample(ctx context.Context, rnd *privacy.Source, c *mat.SymDense, cfg Confi
 		progress(k, r)
 		uh := []float64{1}
 		if k < sampled {
-			beta, err := cfg.Spend(k)
+			rel, err := cfg.Declare(k)
 			if err != nil {
 				return nil, total, err
 			}
-			var d bingham.Diagnostics
-			uh, d, err = draw(ctx, rnd, st, beta, be)
-			total.Proposals += d.Proposals
-			total.Draws += d.Draws
+			err = rel.Sample(func(beta float64) error {
+				var d bingham.Diagnostics
+				var err error
+				uh, d, err = draw(ctx, rnd, st, beta, be)
+				total.Proposals += d.Proposals
+				total.Draws += d.Draws
+				return err
+			})
 			if err != nil {
 				return nil, total, fmt.Errorf("vector %d: %w", k+1, err)
 			}

@@ -20,8 +20,8 @@ func TestSampleOrthonormalAndSpends(t *testing.T) {
 	for _, r := range []int{1, 3, p} {
 		var spent []int
 		u, diag, err := Sample(context.Background(), privacy.NewSeededSource(1), c, Config{
-			Rank:  r,
-			Spend: func(k int) (float64, error) { spent = append(spent, k); return 2, nil },
+			Rank:    r,
+			Declare: func(k int) (Exponential, error) { spent = append(spent, k); return fixedBeta(2), nil },
 		})
 		require.NoError(t, err)
 		assert.Len(t, spent, Draws(r, p), "rank %d", r)
@@ -49,9 +49,14 @@ func TestSampleOrthonormalAndSpends(t *testing.T) {
 func TestSampleConcentrates(t *testing.T) {
 	c := mat.NewSymDense(4, []float64{4, 0, 0, 0, 0, 3, 0, 0, 0, 0, 2, 0, 0, 0, 0, 1})
 	u, _, err := Sample(context.Background(), privacy.NewSeededSource(2), c, Config{
-		Rank: 2, Spend: func(int) (float64, error) { return 1e7, nil },
+		Rank: 2, Declare: func(int) (Exponential, error) { return fixedBeta(1e7), nil },
 	})
 	require.NoError(t, err)
 	assert.InDelta(t, 1, u.At(0, 0)*u.At(0, 0), 1e-5)
 	assert.InDelta(t, 1, u.At(1, 1)*u.At(1, 1), 1e-5)
 }
+
+// fixedBeta is a test release with a fixed inverse temperature.
+type fixedBeta float64
+
+func (b fixedBeta) Sample(f func(float64) error) error { return f(float64(b)) }

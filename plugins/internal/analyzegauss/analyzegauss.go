@@ -4,10 +4,9 @@
 // where E is symmetric and its upper triangle, diagonal included, is i.i.d.
 // Gaussian; the top-k eigenvectors of S + E are the private subspace.
 //
-// The noise is drawn by privacy.Source on its release grid, and S's upper
-// triangle is rounded to that grid first, like every other Gaussian release
-// (the caller declares the step with a sensitivity that includes the
-// rounding, as privacy's Spend helpers do).
+// The noise is drawn by the declared privacy.Release on its grid, and S's
+// upper triangle is rounded to that grid first, like every other Gaussian
+// release (the release's sensitivity includes the rounding).
 package analyzegauss
 
 import (
@@ -25,18 +24,24 @@ import (
 func Dim(p int) int { return p * (p + 1) / 2 }
 
 // Noisy returns S + E: a copy of s whose upper triangle is rounded to the
-// grid of scale sigma and noised there. s is not modified.
-func Noisy(rnd *privacy.Source, s mat.Symmetric, sigma float64) *mat.SymDense {
+// grid of the declared release rel and noised there (rel draws exactly once,
+// on the p(p+1)/2 values it was declared for). s is not modified.
+func Noisy(rnd *privacy.Source, rel *privacy.Release, s mat.Symmetric) (*mat.SymDense, error) {
 	out := mat.NewSymDense(s.SymmetricDim(), nil)
 	out.CopySym(s)
-	rnd.AddSymmetricGaussian(out, sigma)
-	return out
+	if err := rel.AddSym(rnd, out); err != nil {
+		return nil, fmt.Errorf("analyze gauss: %w", err)
+	}
+	return out, nil
 }
 
 // Release is the mechanism: S + E (Noisy) and its top-k eigenpairs
 // (eigenvalues descending, eigenvectors p×k orthonormal).
-func Release(ctx context.Context, be backend.Backend, rnd *privacy.Source, s mat.Symmetric, sigma float64, k int) (*mat.SymDense, []float64, *mat.Dense, error) {
-	noisy := Noisy(rnd, s, sigma)
+func Release(ctx context.Context, be backend.Backend, rnd *privacy.Source, rel *privacy.Release, s mat.Symmetric, k int) (*mat.SymDense, []float64, *mat.Dense, error) {
+	noisy, err := Noisy(rnd, rel, s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}

@@ -19,11 +19,17 @@ func TestReleaseOnGrid(t *testing.T) {
 	s := mat.NewSymDense(3, []float64{1.1, 0.2, 0.3, 0.2, 2.7, 0.1, 0.3, 0.1, 0.5})
 	orig := mat.NewSymDense(3, nil)
 	orig.CopySym(s)
-	const sigma = 0.01
-	noisy, vals, vecs, err := Release(context.Background(), backend.Gonum{}, privacy.NewSeededSource(3), s, sigma, 2)
+	acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1})
+	require.NoError(t, err)
+	rel, err := acct.Gaussian("S + E", 0.01, Dim(3), privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 1})
+	require.NoError(t, err)
+	noisy, vals, vecs, err := Release(context.Background(), backend.Gonum{}, privacy.NewSeededSource(3), rel, s, 2)
 	require.NoError(t, err)
 	assert.True(t, mat.Equal(orig, s))
-	g := privacy.Grid(sigma)
+	assert.Empty(t, acct.Undrawn())
+	_, _, _, err = Release(context.Background(), backend.Gonum{}, privacy.NewSeededSource(3), rel, s, 2)
+	assert.ErrorIs(t, err, privacy.ErrDraw, "a release draws once")
+	g := rel.Grid()
 	for i := 0; i < 3; i++ {
 		for j := i; j < 3; j++ {
 			k := noisy.At(i, j) / g
