@@ -125,13 +125,3 @@ func sampleInSubspace(ctx context.Context, rnd *privacy.Source, a mat.Symmetric,
 	}
 	return x, dg, nil
 }
-
-// noisyCopy returns A + E: a copy of A whose upper triangle is rounded to
-// the noise grid and noised there, like every other Gaussian release (the
-// declared sensitivity already includes the rounding).
-func noisyCopy(rnd *privacy.Source, a *mat.SymDense, sigma float64) *mat.SymDense {
-	out := mat.NewSymDense(a.SymmetricDim(), nil)
-	out.CopySym(a)
-	rnd.AddSymmetricGaussian(out, sigma)
-	return out
-}

@@ -378,18 +378,16 @@ func TestFromCovMatchesFit(t *testing.T) {
 	for _, tc := range []struct {
 		est sdk.Estimator
 		raw map[string]string
-		fit func(context.Context, *sdk.Run, *mat.SymDense, int) (*sdk.Result, error)
+		fit func(context.Context, *sdk.Run, map[string]string, *mat.SymDense, int) (*sdk.Result, error)
 	}{
 		{CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20"}, CXZFromCov},
 		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "1000"}, AnalyzeGaussFromCov},
 	} {
 		want, _, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, approx(1, 1e-5), sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 		require.NoError(t, err)
-		ps, err := sdk.ValidateParams(tc.est.Info().Params, tc.raw)
-		require.NoError(t, err)
 		acct, err := privacy.NewAccountant(approx(1, 1e-5))
 		require.NoError(t, err)
-		got, err := tc.fit(context.Background(), &sdk.Run{Params: ps, Acct: acct, Rand: privacy.NewSeededSource(seed), Backend: backend.Gonum{}}, sh, 5000)
+		got, err := tc.fit(context.Background(), &sdk.Run{Acct: acct, Rand: privacy.NewSeededSource(seed), Backend: backend.Gonum{}}, tc.raw, sh, 5000)
 		require.NoError(t, err)
 		assert.True(t, mat.Equal(matrix(t, want, "U"), matrix(t, got, "U")))
 	}

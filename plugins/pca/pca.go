@@ -44,51 +44,7 @@ const Version = "0.1.0"
 
 // Estimators returns every estimator the plugin serves.
 func Estimators() []sdk.Estimator {
-	return []sdk.Estimator{evaluated{CXZ{}}, evaluated{AnalyzeGauss{}}, evaluated{Amin{}}, evaluated{NonPrivate{}}}
-}
-
-// Centering choices.
-const (
-	centerNone    = "none"
-	centerPrivate = "private"
-)
-
-// minPositive is the catalogue minimum of parameters that must be strictly
-// positive (clips, σ²): the catalogue's ranges are inclusive, so a Min of 0
-// would advertise 0 as valid although the estimators refuse it.
-const minPositive = 1e-300
-
-func rankSpec() sdk.ParamSpec {
-	return sdk.ParamSpec{Name: "rank", Type: sdk.Int, Required: true, Min: sdk.Bound(1),
-		Doc: "number of principal components r"}
-}
-
-func centerSpec(mech string) []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "center", Type: sdk.String, Default: centerNone, Choices: []string{centerNone, centerPrivate},
-			Doc: "none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (" + mech + " noise, its own declared step)"},
-		{Name: "mean_clip", Type: sdk.Float, Min: sdk.Bound(minPositive),
-			Doc: "public row-norm bound for the private mean (default: clip)"},
-		{Name: "mean_share", Type: sdk.Float, Default: "0.1", Min: sdk.Bound(0.001), Max: sdk.Bound(0.9),
-			Doc: "fraction of the budget spent on the private mean when center=private"},
-	}
-}
-
-// cxzCenterSpec is centerSpec for pca-cxz, which has no clip parameter:
-// mean_clip has no default there and is required with center=private.
-func cxzCenterSpec() []sdk.ParamSpec {
-	specs := centerSpec("Gaussian")
-	for i := range specs {
-		if specs[i].Name == "mean_clip" {
-			specs[i].Doc = "public row-norm bound for the private mean (required with center=private)"
-		}
-	}
-	return specs
-}
-
-func sigmaSpec() sdk.ParamSpec {
-	return sdk.ParamSpec{Name: "output_sigma", Type: sdk.Bool, Default: "false",
-		Doc: "also return the p×p covariance estimate Sigma"}
+	return []sdk.Estimator{CXZ{}, AnalyzeGauss{}, Amin{}, NonPrivate{}}
 }
 
 // checkRank validates r against the data's dimension (maxFrac: r ≤ p, or
@@ -150,95 +106,50 @@ func rowsData(d *data.Dataset) (*mat.Dense, int, int, error) {
 	return d.X, n, p, nil
 }
 
-// budget is how an estimator divides its grant among its Gaussian steps.
-type budget struct {
-	mode   string  // "zcdp", "classical" or "analytic"
-	rho    float64 // zcdp: total ρ
-	eps    float64 // classical/analytic: total (ε, δ)
-	delta  float64
-	shares []float64 // fractions of the budget per step, summing to ≤ 1
-}
+// Share names of the pca plans.
+const (
+	shareMean    = "mean"
+	shareMoment  = "second moment"
+	shareValues  = "eigenvalues"
+	shareVectors = "eigenvectors"
+	shareStage1  = "stage 1 (projector)"
+	shareStage2  = "stage 2 (eigenvalues)"
+)
 
-// newBudget prepares a split of the run's grant in the given mode.
-func newBudget(acct *privacy.Accountant, mode string, shares []float64) (*budget, error) {
-	b := &budget{mode: mode, shares: shares}
-	g := acct.Grant()
-	switch mode {
-	case "zcdp":
-		rho, err := acct.TotalRho()
-		if err != nil {
-			return nil, fmt.Errorf("zCDP composition: %w", err)
-		}
-		b.rho = rho
-	case "classical", "analytic":
-		if g.Kind != privacy.GrantApprox {
-			return nil, sdk.BadRequest("the %s Gaussian calibration needs an (ε, δ) grant, got a %s grant", mode, g.Kind)
-		}
-		b.eps, b.delta = g.Epsilon, g.Delta
-		if mode == "classical" {
-			for _, s := range shares {
-				if s*b.eps > 1 {
-					return nil, sdk.BadRequest("classical Gaussian calibration is proved only for per-step ε ≤ 1, but a step would get ε = %.4g (total ε = %.4g): lower ε or use the analytic calibration", s*b.eps, b.eps)
-				}
-			}
-		}
-	default:
-		return nil, sdk.BadRequest("unknown Gaussian calibration %q", mode)
-	}
-	return b, nil
-}
-
-// spend declares Gaussian step k and returns its noise standard deviation.
-func (b *budget) spend(acct *privacy.Accountant, k int, name string, sens float64, dim int) (float64, error) {
-	s := b.shares[k]
-	if b.mode == "zcdp" {
-		return acct.SpendGaussianRho(name, sens, dim, s*b.rho)
-	}
-	return acct.SpendGaussianEpsDelta(name, sens, dim, s*b.eps, s*b.delta, b.mode)
-}
-
-// release declares Gaussian step k as a release that owns its scale and
-// grid.
-func (b *budget) release(acct *privacy.Accountant, k int, name string, sens float64, dim int) (*privacy.Release, error) {
-	s := b.shares[k]
-	return acct.Gaussian(name, sens, dim, privacy.Budget{Noise: b.mode, Rho: s * b.rho, Epsilon: s * b.eps, Delta: s * b.delta})
-}
-
-// privateMeanGaussian spends one Gaussian step on the mean of the rows
-// clipped to norm c (replace-one ℓ2 sensitivity 2c/n, DERIVATIONS.md §5)
-// and returns it.
-func privateMeanGaussian(ctx context.Context, run *sdk.Run, b *budget, k int, x *mat.Dense, c float64) ([]float64, error) {
-	n, _ := x.Dims()
-	sum, err := clippedSum(ctx, x, c)
+// privateMeanGaussian releases the mean of the rows clipped to norm c with
+// the Gaussian mechanism at the plan's mean share (replace-one ℓ2
+// sensitivity 2c/n, DERIVATIONS.md §5) and returns it.
+func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error) {
+	n, p := x.Dims()
+	b, err := plan.Budget(shareMean)
 	if err != nil {
 		return nil, err
 	}
-	sd, err := b.spend(run.Acct, k, "mean", 2*c/float64(n), len(sum))
+	if err := checkFinite(x); err != nil { // an input error, before any step
+		return nil, err
+	}
+	rel, err := run.Acct.Gaussian("mean", 2*c/float64(n), p, b)
+	if err != nil {
+		return nil, err
+	}
+	return clippedMeanRelease(ctx, run, rel, x, c)
+}
+
+// clippedMeanRelease computes the mean of the rows clipped to c and draws
+// rel's noise on it.
+func clippedMeanRelease(ctx context.Context, run *sdk.Run, rel *privacy.Release, x *mat.Dense, c float64) ([]float64, error) {
+	n, _ := x.Dims()
+	sum, err := clippedSum(ctx, x, c)
 	if err != nil {
 		return nil, err
 	}
 	for j := range sum {
 		sum[j] /= float64(n)
 	}
-	run.Rand.AddGaussian(sum, sd)
+	if err := rel.Add(run.Rand, sum); err != nil {
+		return nil, err
+	}
 	return sum, nil
-}
-
-// centerParams reads and checks center, mean_clip and mean_share.
-func centerParams(ps sdk.Params, defaultClip float64) (private bool, clip, share float64, err error) {
-	if ps.String("center") != centerPrivate {
-		return false, 0, 0, nil
-	}
-	clip = defaultClip
-	if ps.Has("mean_clip") {
-		clip = ps.Float("mean_clip")
-	} else if math.IsNaN(defaultClip) {
-		return false, 0, 0, sdk.BadRequest("center=private needs mean_clip, a public row-norm bound for the private mean")
-	}
-	if err := finitePositive("mean_clip", clip); err != nil {
-		return false, 0, 0, sdk.BadRequest("center=private needs a public row-norm bound: %w", err)
-	}
-	return true, clip, ps.Float("mean_share"), nil
 }
 
 // topEigen returns the top-r eigenpairs of a symmetric matrix through the
@@ -298,35 +209,4 @@ func fmtFloats(v []float64) string {
 		s += fmt.Sprintf("%.6g", x)
 	}
 	return s
-}
-
-// clipped holds the validated inputs of the worst-case (row-clipping)
-// estimators.
-type clipped struct {
-	x                   *mat.Dense
-	n, p, r             int
-	clip                float64
-	center              bool
-	meanClip, meanShare float64
-}
-
-// clippedInputs validates the data, rank, public clip and centring
-// parameters shared by Analyze Gauss and Amin et al., before any spend.
-func clippedInputs(run *sdk.Run) (clipped, error) {
-	var in clipped
-	var err error
-	if in.x, in.n, in.p, err = rowsData(run.Data); err != nil {
-		return in, err
-	}
-	ps := run.Params
-	in.r = ps.Int("rank")
-	if err := checkRank(in.r, in.p, false); err != nil {
-		return in, err
-	}
-	in.clip = ps.Float("clip")
-	if err := finitePositive("clip", in.clip); err != nil {
-		return in, err
-	}
-	in.center, in.meanClip, in.meanShare, err = centerParams(ps, in.clip)
-	return in, err
 }

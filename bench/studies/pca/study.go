@@ -385,24 +385,19 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 		for _, eps := range cfg.Eps {
 			for _, meth := range []struct {
 				name string
-				info sdk.Info
 				raw  map[string]string
-				fit  func(context.Context, *sdk.Run, *mat.SymDense, int) (*sdk.Result, error)
+				fit  func(context.Context, *sdk.Run, map[string]string, *mat.SymDense, int) (*sdk.Result, error)
 			}{
-				{"cxz-pca-only", pca.CXZ{}.Info(), map[string]string{"rank": fmt.Sprint(r), "sigma2": fmt.Sprint(cfg.Sigma2), "lambda": fmtFloats(cfg.Lambda), "pca_only": "true"}, pca.CXZFromCov},
-				{"analyze-gauss", pca.AnalyzeGauss{}.Info(), map[string]string{"rank": fmt.Sprint(r), "clip": fmt.Sprintf("%.17g", clip)}, pca.AnalyzeGaussFromCov},
+				{"cxz-pca-only", map[string]string{"rank": fmt.Sprint(r), "sigma2": fmt.Sprint(cfg.Sigma2), "lambda": fmtFloats(cfg.Lambda), "pca_only": "true"}, pca.CXZFromCov},
+				{"analyze-gauss", map[string]string{"rank": fmt.Sprint(r), "clip": fmt.Sprintf("%.17g", clip)}, pca.AnalyzeGaussFromCov},
 			} {
-				ps, err := sdk.ValidateParams(meth.info.Params, meth.raw)
-				if err != nil {
-					return nil, err
-				}
 				acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta})
 				if err != nil {
 					return nil, err
 				}
-				run := &sdk.Run{Params: ps, Acct: acct, Rand: privacy.NewSeededSource(uint64(s)), Backend: be}
+				run := &sdk.Run{Acct: acct, Rand: privacy.NewSeededSource(uint64(s)), Backend: be}
 				t0 := time.Now()
-				out, err := meth.fit(ctx, run, sh, cfg.N)
+				out, err := meth.fit(ctx, run, meth.raw, sh, cfg.N)
 				if err != nil {
 					return nil, fmt.Errorf("%s at ε = %g: %w", meth.name, eps, err)
 				}
