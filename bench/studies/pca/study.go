@@ -62,7 +62,7 @@ type SpikedStudyConfig struct {
 }
 
 // DefaultSpikedMethods are the four estimators with the settings of the
-// spec's comparisons: Cai–Xia–Zha (explicit, zCDP), Analyze Gauss with
+// reference comparisons: Cai–Xia–Zha (explicit, zCDP), Analyze Gauss with
 // γ² = τ (so clipping is rarely active), Amin et al. with the same γ, and
 // the non-private reference (run once per seed, reported at ε = ∞).
 func DefaultSpikedMethods(m pca.SpikedModel, beta float64) []StudyMethod {
@@ -86,26 +86,8 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 	if err != nil {
 		return nil, err
 	}
-	type key struct {
-		m   string
-		eps float64
-	}
-	acc := map[key]*[5][]float64{}
-	var order []key
-	add := func(k key, sp, fr, ce, sec float64) {
-		a, ok := acc[k]
-		if !ok {
-			a = &[5][]float64{}
-			acc[k] = a
-			order = append(order, k)
-		}
-		a[0] = append(a[0], sp)
-		a[1] = append(a[1], fr)
-		if !math.IsNaN(ce) {
-			a[2] = append(a[2], ce)
-		}
-		a[4] = append(a[4], sec)
-	}
+	acc := newCells()
+	add := acc.add
 	opts := func(seed uint64) sdk.LocalOptions { return sdk.LocalOptions{Seed: &seed, Backend: cfg.Backend} }
 	for s := 0; s < cfg.Seeds; s++ {
 		g, err := gen.Run(model, map[string]string{
@@ -150,7 +132,7 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 		if err != nil {
 			return nil, err
 		}
-		add(key{"nonprivate", math.Inf(1)}, sp, fr, ce, time.Since(t0).Seconds())
+		add(cellKey{"nonprivate", math.Inf(1)}, sp, fr, ce, time.Since(t0).Seconds())
 		for _, m := range cfg.Methods {
 			for _, eps := range cfg.Eps {
 				raw := map[string]string{"rank": fmt.Sprint(r)}
@@ -170,17 +152,53 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 				if err != nil {
 					return nil, err
 				}
-				add(key{m.Label, eps}, sp, fr, ce, time.Since(t0).Seconds())
+				add(cellKey{m.Label, eps}, sp, fr, ce, time.Since(t0).Seconds())
 			}
 		}
 	}
+	return acc.rows(), nil
+}
+
+// cellKey identifies one (method, ε) cell of a spiked study.
+type cellKey struct {
+	m   string
+	eps float64
+}
+
+// cells accumulates the per-run figures of each cell, in first-seen order:
+// spectral and Frobenius sin-θ, covariance error, (unused), seconds.
+type cells struct {
+	acc   map[cellKey]*[5][]float64
+	order []cellKey
+}
+
+func newCells() *cells { return &cells{acc: map[cellKey]*[5][]float64{}} }
+
+// add records one run of cell k (ce NaN: no covariance error).
+func (c *cells) add(k cellKey, sp, fr, ce, sec float64) {
+	a, ok := c.acc[k]
+	if !ok {
+		a = &[5][]float64{}
+		c.acc[k] = a
+		c.order = append(c.order, k)
+	}
+	a[0] = append(a[0], sp)
+	a[1] = append(a[1], fr)
+	if !math.IsNaN(ce) {
+		a[2] = append(a[2], ce)
+	}
+	a[4] = append(a[4], sec)
+}
+
+// rows summarises every cell by its quartiles.
+func (c *cells) rows() []StudyRow {
 	var rows []StudyRow
-	for _, k := range order {
-		a := acc[k]
+	for _, k := range c.order {
+		a := c.acc[k]
 		rows = append(rows, StudyRow{Method: k.m, Eps: k.eps, SinSpec: evaluate.Quartiles(a[0]), SinFrob: evaluate.Quartiles(a[1]),
 			CovErr: evaluate.Quartiles(a[2]), Captured: evaluate.Quartiles(nil), Seconds: evaluate.Quartiles(a[4])[1], Runs: len(a[0])})
 	}
-	return rows, nil
+	return rows
 }
 
 // RealStudyConfig configures a study on a real data set: the
