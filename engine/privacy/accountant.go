@@ -109,6 +109,8 @@ type Accountant struct {
 	// releases are the steps declared through Gaussian, Laplace and
 	// Exponential, with whether their noise was drawn.
 	releases []releaseRecord
+	// viaRelease[i] tells whether steps[i] was declared with a release.
+	viaRelease []bool
 }
 
 // NewAccountant returns an accountant for g.
@@ -165,22 +167,50 @@ func within(x, limit float64) bool { return x <= limit*(1+slack) }
 // malformed step) otherwise, leaving the accountant unchanged. Call it
 // before drawing the step's noise.
 func (a *Accountant) Spend(step Step) error {
+	_, err := a.spend(step, false)
+	return err
+}
+
+// spend is Spend; with release it also registers a release for the step,
+// under the same lock, and returns its id.
+func (a *Accountant) spend(step Step, release bool) (int, error) {
 	if err := checkStep(step); err != nil {
-		return fmt.Errorf("step %q: %w", step.Name, err)
+		return 0, fmt.Errorf("step %q: %w", step.Name, err)
 	}
 	a.mu.Lock()
 	trial := append(append(make([]Step, 0, len(a.steps)+1), a.steps...), step)
 	if _, err := composeTight(a.grant, trial, false); err != nil {
 		a.mu.Unlock()
-		return fmt.Errorf("step %q: %w", step.Name, err)
+		return 0, fmt.Errorf("step %q: %w", step.Name, err)
 	}
 	a.steps = trial
+	a.viaRelease = append(a.viaRelease, release)
+	id := -1
+	if release {
+		a.releases = append(a.releases, releaseRecord{name: step.Name})
+		id = len(a.releases) - 1
+	}
 	hook := a.onSpend
 	a.mu.Unlock()
 	if hook != nil {
 		hook(step)
 	}
-	return nil
+	return id, nil
+}
+
+// WithoutRelease returns the names of the accepted steps that were declared
+// without a release (through Spend or the Spend* helpers), whose noise the
+// accountant cannot vouch for.
+func (a *Accountant) WithoutRelease() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for i, ok := range a.viaRelease {
+		if !ok {
+			out = append(out, a.steps[i].Name)
+		}
+	}
+	return out
 }
 
 // Steps returns a copy of the accepted steps.
@@ -269,8 +299,11 @@ func stepRho(s Step) float64 {
 //     assumes the list of mechanisms and their parameters is fixed by
 //     public inputs, as every dplr estimator's plan is.
 //
-// Among those that fit, the smallest ε wins (then the smallest δ). The PLD
-// is computed only when tight is set or nothing cheaper fits.
+// Among those that fit, the smallest ε wins (then the smallest δ). The
+// "gdp" and "pld" candidates are tried only when tight is set (Achieved,
+// Certify: the figures a result states) or nothing else fits (Spend of an
+// exact plan); Compose, which the ledger charges runs with, keeps the
+// composable zCDP/pure/basic figures whenever one fits.
 func compose(g Grant, steps []Step) (Achieved, error) { return composeTight(g, steps, false) }
 
 func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
@@ -333,15 +366,14 @@ func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
 	if allEps {
 		cands = append(cands, Achieved{Epsilon: sumEps, Delta: sumDelta, Composition: "basic"})
 	}
-	if c, ok := gdpCandidate(steps, g.Delta); ok {
-		cands = append(cands, c)
-	}
 	best, found := bestFit(g, cands)
 	if !allPure && (tight || !found) {
-		if c, ok := pldCandidate(steps, g.Delta); ok {
+		if c, ok := gdpCandidate(steps, g.Delta); ok {
 			cands = append(cands, c)
-			best, found = bestFit(g, cands)
+		} else if c, ok := pldCandidate(steps, g.Delta); ok {
+			cands = append(cands, c)
 		}
+		best, found = bestFit(g, cands)
 	}
 	if found {
 		return best, nil

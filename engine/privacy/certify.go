@@ -46,6 +46,10 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 	if err != nil {
 		return Guarantee{}, err
 	}
+	tight := ach
+	if t, err := composeTight(grant, steps, true); err == nil {
+		tight = t
+	}
 	allPure := true
 	var sumEps, sumRho float64
 	for _, s := range steps {
@@ -57,7 +61,8 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 	}
 	switch g.Kind {
 	case Model, Nominal:
-		g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
+		g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
+		g.Accounting, g.Mu = tight.Composition, tight.Mu
 		return g, nil
 	case Pure:
 		if !allPure {
@@ -81,12 +86,9 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 		}
 		return g, nil
 	}
-	if tight, err := composeTight(grant, steps, true); err == nil {
-		ach = tight
-	}
-	g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
-	g.Accounting, g.Mu = ach.Composition, ach.Mu
-	if ach.Composition == "zcdp" {
+	g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
+	g.Accounting, g.Mu = tight.Composition, tight.Mu
+	if tight.Composition == "zcdp" {
 		g.Kind = ZCDP
 	} else {
 		g.Kind = Approx
