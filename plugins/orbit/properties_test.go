@@ -293,11 +293,11 @@ func TestCalibrationsSetBeta(t *testing.T) {
 		want func(res *sdk.Result) float64
 	}{
 		{EM{}, map[string]string{"rank": "2", "spectrum": "4,1"}, 0.8, func(*sdk.Result) float64 { return 0.8 / (2 * 4) }},
-		{EM{}, map[string]string{"rank": "2", "spectrum": "4,1", "calibration": "paper"}, 0.8, func(*sdk.Result) float64 { return 0.8 / (4 * 4) }},
-		{EM{}, map[string]string{"rank": "1", "spectrum": "2", "calibration": "add-remove"}, 0.8, func(*sdk.Result) float64 { return 0.8 / 2 }},
+		{EM{}, map[string]string{"rank": "2", "spectrum": "4,1", "sensitivity": "paper"}, 0.8, func(*sdk.Result) float64 { return 0.8 / (4 * 4) }},
+		{EM{}, map[string]string{"rank": "1", "spectrum": "2", "sensitivity": "add-remove"}, 0.8, func(*sdk.Result) float64 { return 0.8 / 2 }},
 		// Algorithm 2: the noisy λ̃_1 (released) enters β, with budget ε/2.
 		{RankK{}, map[string]string{"rank": "2"}, 2, func(res *sdk.Result) float64 { return 1 / (2 * matrix(t, res, "Lambda").M.At(0, 0)) }},
-		{RankK{}, map[string]string{"rank": "2", "calibration": "paper"}, 2, func(res *sdk.Result) float64 { return 1 / (4 * matrix(t, res, "Lambda").M.At(0, 0)) }},
+		{RankK{}, map[string]string{"rank": "2", "sensitivity": "paper"}, 2, func(res *sdk.Result) float64 { return 1 / (4 * matrix(t, res, "Lambda").M.At(0, 0)) }},
 		{Deflation{}, map[string]string{"rank": "2"}, 1, func(*sdk.Result) float64 { return 1.0 / (2 * 2) }},
 	}
 	for i, tc := range cases {
@@ -305,7 +305,7 @@ func TestCalibrationsSetBeta(t *testing.T) {
 		assert.InDelta(t, tc.want(res), scalar(t, res, "beta"), 1e-12, "%s %v", tc.est.Info().Name, tc.raw)
 		assert.InDelta(t, tc.eps, sumEps(acct), 1e-9)
 	}
-	res, _ := run(t, EM{}, ds, map[string]string{"rank": "1", "calibration": "add-remove"}, pure(1), 1)
+	res, _ := run(t, EM{}, ds, map[string]string{"rank": "1", "sensitivity": "add-remove"}, pure(1), 1)
 	assert.Contains(t, res.Guarantee.Neighbours, "added or removed")
 }
 

@@ -176,7 +176,7 @@ func TestAnalyzeGauss(t *testing.T) {
 	for _, e := range eps {
 		var v []float64
 		for seed := uint64(0); seed < 7; seed++ {
-			res, _ := fit(t, AnalyzeGauss{}, g, map[string]string{"rank": "2", "clip": "12", "calibration": "classical"}, approx(e, 1e-5), seed)
+			res, _ := fit(t, AnalyzeGauss{}, g, map[string]string{"rank": "2", "clip": "12", "noise": "classical"}, approx(e, 1e-5), seed)
 			sp, _, _ := evaluate.SinTheta(u, matrix(t, res, "U"))
 			v = append(v, sp)
 		}
@@ -214,7 +214,7 @@ func TestAnalyzeGaussCentredAndBadInput(t *testing.T) {
 	}{
 		"rank":      {map[string]string{"rank": "21", "clip": "5"}, approx(1, 1e-5), "rank 21"},
 		"clip":      {map[string]string{"rank": "2", "clip": "0"}, approx(1, 1e-5), "clip"},
-		"classical": {map[string]string{"rank": "2", "clip": "5", "calibration": "classical"}, approx(2, 1e-5), "ε ≤ 1"},
+		"classical": {map[string]string{"rank": "2", "clip": "5", "noise": "classical"}, approx(2, 1e-5), "ε ≤ 1"},
 		"pure":      {map[string]string{"rank": "2", "clip": "5"}, pure(1), "does not accept"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -141,9 +141,9 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 		{"cxz lambda ascending", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "20,24"}, func() privacy.Grant { return approx(1, 1e-6) }},
 		{"cxz lambda count", CXZ{}, map[string]string{"rank": "3", "sigma2": "1", "lambda": "24,20"}, func() privacy.Grant { return approx(1, 1e-6) }},
 		{"cxz rank vs 2r < p", CXZ{}, map[string]string{"rank": "5", "sigma2": "1", "lambda": "24"}, func() privacy.Grant { return approx(1, 1e-6) }},
-		{"cxz unknown calibration constants", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "calibration": "paper", "c2": "0"}, func() privacy.Grant { return approx(1, 1e-6) }},
-		{"analyze gauss classical under ρ", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "calibration": "classical"}, func() privacy.Grant { return privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1} }},
-		{"analyze gauss classical above ε = 1", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "calibration": "classical"}, func() privacy.Grant { return approx(4, 1e-6) }},
+		{"cxz unknown calibration constants", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "sensitivity": "paper", "c2": "0"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"analyze gauss classical under ρ", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "noise": "classical"}, func() privacy.Grant { return privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1} }},
+		{"analyze gauss classical above ε = 1", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "noise": "classical"}, func() privacy.Grant { return approx(4, 1e-6) }},
 		{"amin rank above p", Amin{}, map[string]string{"rank": "11", "clip": "10"}, func() privacy.Grant { return pure(1) }},
 		{"cxz private centring without mean_clip", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private"}, func() privacy.Grant { return approx(1, 1e-6) }},
 	}
