@@ -13,7 +13,8 @@
 //   - pca-analyze-gauss: Analyze Gauss (Dwork, Talwar, Thakurta, Zhang 2014),
 //     worst-case (ε, δ)-DP after clipping rows to a public norm.
 //   - pca-amin: iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz
-//     Medina, Vassilvitskii 2019), pure ε-DP, with an exact Bingham sampler.
+//     Medina, Vassilvitskii 2019), pure ε-DP, with a Bingham sampler exact
+//     in real arithmetic (run in float64).
 //   - pca-nonprivate: the non-private reference (no guarantee).
 //
 // Every estimator takes data of kind rows and returns "U" (p×r, orthonormal
@@ -23,6 +24,11 @@
 // AnalyzeGaussFromCov) so that the accuracy studies in bench/studies/pca
 // can reuse them; subspace metrics live in engine/evaluate. Derivations:
 // DERIVATIONS.md in this directory.
+//
+// Each estimator's parameters are a typed options struct (options.go)
+// bound and checked by the SDK before Fit; each Fit reads bind → plan →
+// the algorithm (caiXiaZha, analyzeGauss, aminCovariance). The shared
+// algorithms live in plugins/internal (clip, amin, analyzegauss).
 package pca
 
 import (
