@@ -296,15 +296,14 @@ func TestAminFullBasisAndCentring(t *testing.T) {
 	assert.InDelta(t, 2, tot, 1e-9)
 	assert.Equal(t, privacy.Pure, res.Guarantee.Kind)
 
-	_, acct, err := sdk.RunLocal(context.Background(), Amin{}, g.Data, map[string]string{"rank": "2"}, pure(1), sdk.LocalOptions{})
+	_, _, err := sdk.RunLocal(context.Background(), Amin{}, g.Data, map[string]string{"rank": "2"}, pure(1), sdk.LocalOptions{})
 	require.Error(t, err)
-	_, acct, err = sdk.RunLocal(context.Background(), Amin{}, g.Data, map[string]string{"rank": "2", "clip": "5"}, zcdp(1), sdk.LocalOptions{})
+	_, _, err = sdk.RunLocal(context.Background(), Amin{}, g.Data, map[string]string{"rank": "2", "clip": "5"}, zcdp(1), sdk.LocalOptions{})
 	require.Error(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, _, err = sdk.RunLocal(ctx, Amin{}, g.Data, map[string]string{"rank": "2", "clip": "5"}, pure(1), sdk.LocalOptions{})
 	require.ErrorIs(t, err, context.Canceled)
-	_ = acct
 }
 
 func TestNonPrivate(t *testing.T) {
