@@ -122,3 +122,14 @@ func TestQuantilesAndSlope(t *testing.T) {
 	y := []float64{3, 1.5, 0.75, 0.375}
 	assert.InDelta(t, -1, LogSlope(x, y), 1e-12)
 }
+
+func TestCapturedVarianceAndSpectralNorm(t *testing.T) {
+	s := mat.NewSymDense(3, []float64{3, 0, 0, 0, 2, 0, 0, 0, 1})
+	u := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 0, 0})
+	assert.InDelta(t, 5, CapturedVariance(s, u), 1e-12)
+	n, err := SpectralNorm(mat.NewDense(2, 2, []float64{1, 2, 2, -3}))
+	require.NoError(t, err)
+	assert.InDelta(t, 1+math.Sqrt(8), n, 1e-12) // eigenvalues −1 ± √8
+	_, err = SpectralNorm(mat.NewDense(2, 3, nil))
+	assert.Error(t, err)
+}

@@ -88,7 +88,7 @@ func TestSinThetaCrossCheck(t *testing.T) {
 		pu.Mul(u, u.T())
 		pv.Mul(v, v.T())
 		d.Sub(&pu, &pv)
-		dsp, err := SpectralNorm(&d)
+		dsp, err := evaluate.SpectralNorm(&d)
 		require.NoError(t, err)
 		assert.InDelta(t, dsp, sp, 1e-9)
 		assert.InDelta(t, mat.Norm(&d, 2), math.Sqrt2*fr, 1e-9)
@@ -322,7 +322,7 @@ func TestNonPrivate(t *testing.T) {
 	// Captured variance of the estimated subspace equals the sum of the top
 	// eigenvalues.
 	sh := backend.Gonum{}.Gram(1/20000.0, g.Data.X)
-	assert.InDelta(t, ev[0]+ev[1], CapturedVariance(sh, matrix(t, res, "U")), 1e-9)
+	assert.InDelta(t, ev[0]+ev[1], evaluate.CapturedVariance(sh, matrix(t, res, "U")), 1e-9)
 }
 
 func TestEstimatorCatalogue(t *testing.T) {

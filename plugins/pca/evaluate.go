@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -36,7 +37,7 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	run.Progress("evaluation", 1, 1)
-	res.AddScalar("relative_utility", CapturedVariance(s, u.M)/CapturedVariance(s, best), sdk.Evaluation,
+	res.AddScalar("relative_utility", evaluate.CapturedVariance(s, u.M)/evaluate.CapturedVariance(s, best), sdk.Evaluation,
 		"tr(ŨᵀSŨ)/tr(ÛᵀSÛ) on the raw (uncentred) second moment — EVALUATION ONLY, not private")
 	return res, nil
 }

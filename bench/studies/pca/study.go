@@ -117,7 +117,7 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 			if cfg.Covariance && sg != nil {
 				var d mat.Dense
 				d.Sub(sg, sigma)
-				if ce, err = pca.SpectralNorm(&d); err != nil {
+				if ce, err = evaluate.SpectralNorm(&d); err != nil {
 					return 0, 0, 0, err
 				}
 			}
@@ -235,7 +235,7 @@ func RealStudy(ctx context.Context, cfg RealStudyConfig) ([]StudyRow, error) {
 	}
 	refSec := time.Since(t0).Seconds()
 	uref := ref.Matrices[0].M
-	best := pca.CapturedVariance(s, uref)
+	best := evaluate.CapturedVariance(s, uref)
 	rows := []StudyRow{{Method: "nonprivate", Eps: math.Inf(1), Captured: [3]float64{1, 1, 1}, Seconds: refSec, Runs: 1,
 		SinSpec: [3]float64{0, 0, 0}, SinFrob: [3]float64{0, 0, 0}, CovErr: evaluate.Quartiles(nil)}}
 	for _, m := range cfg.Methods {
@@ -263,7 +263,7 @@ func RealStudy(ctx context.Context, cfg RealStudyConfig) ([]StudyRow, error) {
 						u = mm.M
 					}
 				}
-				capt = append(capt, pca.CapturedVariance(s, u)/best)
+				capt = append(capt, evaluate.CapturedVariance(s, u)/best)
 				sp, fr, err := evaluate.SinTheta(uref, u)
 				if err != nil {
 					return nil, err
