@@ -201,3 +201,41 @@ func SpectralNorm(a mat.Matrix) (float64, error) {
 	}
 	return m, nil
 }
+
+// Ratio names of the captured-variance evaluation (every PCA estimator
+// reports them with evaluate=true).
+const (
+	// RatioCentred is the captured-variance ratio on the centred
+	// covariance: scikit-learn's convention, the figure to quote.
+	RatioCentred = "captured_variance_ratio"
+	// RatioUncentred is the same ratio on the uncentred second moment
+	// XᵀX/n, which flatters subspaces that only find the mean direction.
+	RatioUncentred = "captured_variance_ratio_uncentred"
+)
+
+// CapturedRatio returns tr(UᵀAU)/Σ_{k≤r} λ_k(A): the share of the best
+// rank-r captured variance of A that the p×r orthonormal basis U captures
+// (1 for A's own top-r eigenvectors). topR are A's r largest eigenvalues.
+// With A the covariance of the rows centred at their empirical mean this
+// is the ratio scikit-learn's PCA optimises; with A = XᵀX/n it is the
+// uncentred ratio.
+func CapturedRatio(a mat.Symmetric, u mat.Matrix, topR []float64) float64 {
+	var best float64
+	for _, v := range topR {
+		best += v
+	}
+	return CapturedVariance(a, u) / best
+}
+
+// Centre returns the covariance S − m·mᵀ of rows whose second moment is S
+// and whose mean is m (S is not modified).
+func Centre(s mat.Symmetric, m []float64) *mat.SymDense {
+	p := s.SymmetricDim()
+	out := mat.NewSymDense(p, nil)
+	for i := 0; i < p; i++ {
+		for j := i; j < p; j++ {
+			out.SetSym(i, j, s.At(i, j)-m[i]*m[j])
+		}
+	}
+	return out
+}

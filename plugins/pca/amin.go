@@ -72,14 +72,12 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var mu []float64
-	if o.private() {
-		if mu, err = privateMeanLaplace(ctx, run, plan, x, o.meanClip(o.Clip.Value)); err != nil {
-			return nil, err
-		}
+	pre, err := preprocess(ctx, run, plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	if err != nil {
+		return nil, err
 	}
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := Gram(ctx, run.Backend, x, mu, o.Clip.Value)
+	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +85,11 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := aminCovariance(ctx, run, plan, sh, n, o)
+	res, err := aminCovariance(ctx, run, plan, sh, n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
+	pre.report(res)
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
@@ -100,12 +99,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // eigenvalues and the remainder evenly over the sampled eigenvectors
 // (r of them, p − 1 when r = p).
 func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.Plan, error) {
-	rest := 1.0
-	var shares []privacy.Share
-	if o.private() {
-		shares = append(shares, privacy.Share{Name: shareMean, Weight: o.MeanShare, Mechanism: privacy.MechLaplace})
-		rest -= o.MeanShare
-	}
+	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
@@ -134,8 +128,8 @@ func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x
 
 // aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace
 // top-r eigenvalues of Σ̂_γ, then r iterative exponential-mechanism draws.
-func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, o *aminOptions) (*sdk.Result, error) {
-	r, clip := o.Rank.Value, o.Clip.Value
+func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *aminOptions) (*sdk.Result, error) {
+	r := o.Rank.Value
 	res := &sdk.Result{}
 	var noisyVals []float64
 	if o.valueShare() > 0 {
@@ -176,8 +170,7 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")
 	res.Guarantee = privacy.Guarantee{
 		Neighbours: "one row replaced by an arbitrary row",
-		Assumptions: []string{fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", clip),
-			"the Bingham sampler (Kent–Ganeiber–Mardia rejection) is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §3)"},
+		Assumptions: []string{"the Bingham sampler (Kent–Ganeiber–Mardia rejection) is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §3)"},
 	}
 	return res, nil
 }

@@ -52,7 +52,8 @@ subtracted first (its own step) and the centred rows are clipped. Derivations: D
 	}
 }
 
-// Fit implements sdk.Estimator: bind → plan → Analyze Gauss.
+// Fit implements sdk.Estimator: bind → plan → private preprocessing
+// (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
 	x, n, _, err := rowsData(run.Data)
@@ -63,14 +64,12 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	var mu []float64
-	if o.private() {
-		if mu, err = privateMeanGaussian(ctx, run, plan, x, o.meanClip(o.Clip.Value)); err != nil {
-			return nil, err
-		}
+	pre, err := preprocess(ctx, run, plan, x, &o.clipOptions, &o.centerOptions, privateMeanGaussian)
+	if err != nil {
+		return nil, err
 	}
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := Gram(ctx, run.Backend, x, mu, o.Clip.Value)
+	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
@@ -78,23 +77,22 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if err := checkGram(sh, x); err != nil {
 		return nil, err
 	}
-	res, err := analyzeGauss(ctx, run, plan, sh, n, o)
+	res, err := analyzeGauss(ctx, run, plan, sh, n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
+	pre.report(res)
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// analyzeGaussPlan splits the grant between the optional private mean and
-// the second-moment release, under the requested noise calibration.
+// analyzeGaussPlan splits the grant between the private preprocessing
+// (clip quantiles, mean) and the second-moment release, under the
+// requested noise calibration.
 func analyzeGaussPlan(run *sdk.Run, o *analyzeGaussOptions) (*privacy.Plan, error) {
-	if o.private() {
-		return sdk.NewPlan(run, o.noise,
-			privacy.Share{Name: shareMean, Weight: o.MeanShare, Mechanism: privacy.MechGaussian},
-			privacy.Share{Name: shareMoment, Weight: 1 - o.MeanShare, Mechanism: privacy.MechGaussian})
-	}
-	return sdk.NewPlan(run, o.noise, privacy.Share{Name: shareMoment, Weight: 1, Mechanism: privacy.MechGaussian})
+	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+	shares = append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
+	return sdk.NewPlan(run, o.noise, shares...)
 }
 
 // AnalyzeGaussFromCov runs pca-analyze-gauss on a precomputed clipped
@@ -114,6 +112,9 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if o.private() {
 		return nil, fmt.Errorf("center=private needs the data rows")
 	}
+	if o.auto() {
+		return nil, fmt.Errorf("clip=auto needs the data rows: give the clip the rows were clipped to")
+	}
 	plan, err := analyzeGaussPlan(run, o)
 	if err != nil {
 		return nil, err
@@ -123,18 +124,23 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if err := checkGram(cp, nil); err != nil {
 		return nil, err
 	}
-	return analyzeGauss(ctx, run, plan, cp, n, o)
+	res, err := analyzeGauss(ctx, run, plan, cp, n, o.clip, o)
+	if err != nil {
+		return nil, err
+	}
+	(&preprocessed{clip: o.clip}).report(res)
+	return res, nil
 }
 
 // analyzeGauss is the mechanism (DERIVATIONS.md §4): release Σ̂_γ + E with
 // Frobenius sensitivity √2γ²/n and return its top-r eigenpairs.
-func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, o *analyzeGaussOptions) (*sdk.Result, error) {
+func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, error) {
 	p := sh.SymmetricDim()
 	b, err := plan.Budget(shareMoment)
 	if err != nil {
 		return nil, err
 	}
-	sens := AnalyzeGaussSensitivity(o.Clip.Value, n)
+	sens := AnalyzeGaussSensitivity(clip, n)
 	rel, err := run.Acct.Gaussian("second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p), b)
 	if err != nil {
 		return nil, err
@@ -145,19 +151,16 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	}
 	res := &sdk.Result{}
 	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal)")
-	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix, descending")
+	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix (of the centred rows with center=private), descending: private estimates of the component variances of the clipped rows")
+	if evr, ok := explainedRatio(vals, mat.Trace(noisy)); ok {
+		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix: a private estimate of the share of the (clipped) variance each component explains (post-processing)")
+	}
 	if o.OutputSigma {
 		res.AddMatrix("Sigma", symToDense(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p)")
 	}
 	res.AddScalar("sensitivity", sens, sdk.Public, "Frobenius sensitivity √2·clip²/n")
 	res.AddScalar("noise_sd", rel.Scale(), sdk.Public, "standard deviation of each noise entry")
-	res.Guarantee = privacy.Guarantee{
-		Neighbours:  "one row replaced by an arbitrary row",
-		Assumptions: []string{fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", o.Clip.Value)},
-	}
-	if o.private() {
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("mean clip %.6g chosen without looking at the data", o.meanClip(o.Clip.Value)))
-	}
+	res.Guarantee = privacy.Guarantee{Neighbours: "one row replaced by an arbitrary row"}
 	if o.note != "" {
 		res.Notes = append(res.Notes, o.note)
 	}
