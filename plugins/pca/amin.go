@@ -169,7 +169,7 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	res.AddScalar("epsilon_per_vector", bv.Epsilon, sdk.Public, "ε spent on each sampled eigenvector")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")
 	res.Guarantee = privacy.Guarantee{
-		Neighbours: "one row replaced by an arbitrary row",
+		Neighbours:  "one row replaced by an arbitrary row",
 		Assumptions: []string{"the Bingham sampler (Kent–Ganeiber–Mardia rejection) is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §3)"},
 	}
 	return res, nil

@@ -87,7 +87,7 @@ func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 
 // analyzeGaussOptions are pca-analyze-gauss's parameters.
 type analyzeGaussOptions struct {
-	sdk.Rank    `doc:"number of principal components r"`
+	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
 	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"how the Gaussian noise is calibrated: zcdp (composes ρ from the grant; the default), classical (ε ≤ 1 per step), analytic (Balle–Wang), exact (the tightest composition the accountant can certify)"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
@@ -116,7 +116,7 @@ func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
 
 // aminOptions are pca-amin's parameters.
 type aminOptions struct {
-	sdk.Rank        `doc:"number of principal components r"`
+	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
 	EigenvalueShare *float64 `param:"eigenvalue_share" min:"0" max:"0.9" doc:"fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"`
 	outputSigma

@@ -78,4 +78,3 @@ func TestClipAutoValue(t *testing.T) {
 	_, _, err = sdk.RunLocal(context.Background(), AnalyzeGauss{}, g.Data, map[string]string{"rank": "2", "clip": "big"}, approx(1, 1e-6), sdk.LocalOptions{})
 	require.Error(t, err)
 }
-
