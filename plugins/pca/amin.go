@@ -35,22 +35,23 @@ func (Amin) Info() sdk.Info {
 		Name:    "pca-amin",
 		Version: Version,
 		Summary: "Amin et al. 2019 iterative eigenvector sampling: pure ε-DP PCA with an exact Bingham sampler",
-		Description: `Iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz Medina, Vassilvitskii 2019).
-Rows are scaled down to the public norm clip γ. The top-r eigenvalues of Σ̂ = Σ x_ix_iᵀ/n are
-released with Laplace noise (replace-one ℓ1 sensitivity 2γ²/n: adding or removing one PSD rank-one
-term moves the eigenvalues monotonically by a total of at most γ²/n; for r = 1 the top eigenvalue
-moves down then up by at most γ²/n each, so its sensitivity is γ²/n). Eigenvector k is drawn from
-the density ∝ exp(β_k·uᵀC_ku) on the unit sphere of the orthogonal complement of the vectors
-already released, where C_k is Σ̂ restricted to that complement: the exponential mechanism with
-utility sensitivity γ²/n, so β_k = ε_k·n/(2γ²). The vector Bingham law is sampled by an exact
-rejection sampler (Kent, Ganeiber, Mardia 2018), exact in real arithmetic and run in float64, so
-the guarantee is pure ε-DP against worst-case neighbours under that assumption. See DERIVATIONS.md §3.
-Budget: eigenvalue_share of ε (after the optional mean share) for the eigenvalues, the rest
-split evenly over the r eigenvectors (default share 1/(r+1): every release gets ε/(r+1)).
-With center=private, a Laplace mean of rows clipped to mean_clip (ℓ1 sensitivity 2·mean_clip·√p/n)
-is subtracted first.`,
+		Description: `Pure ε-differentially private PCA (no δ): use it only when your policy forbids δ > 0,
+and only with a large budget or few features. Pure-ε PCA needs far more data than Analyze Gauss:
+on Fashion-MNIST (n = 60000, p = 784) it captures well under half of the non-private variance
+even at ε = 4, close to a random subspace at ε ≤ 1 (bench/results/pca.md); on data with tens of
+features and n·ε in the tens of thousands it does well.
+
+How it works: rows longer than the clip are shortened to it; the top-r eigenvalues of
+Σ x_i x_iᵀ/n get Laplace noise; then each component is drawn at random from a distribution that
+favours directions of high variance (the exponential mechanism on the sphere, sampled exactly by
+Kent–Ganeiber–Mardia rejection in float64), one after the other.
+
+Defaults as in pca-analyze-gauss: clip=auto (a private median of the row norms, clip_share of
+the budget, released as output clip), center=private optional (a Laplace mean, released as output
+mean). Budget: eigenvalue_share of ε (after the clip and mean shares) for the eigenvalues, the rest
+split evenly over the r eigenvectors. Derivations: DERIVATIONS.md §3, §5, §6.`,
 		DataKind:  data.Rows,
-		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the public norm clip; exact sampler in real arithmetic, run in float64",
+		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the clip (public, or a private quantile with clip=auto); exact sampler in real arithmetic, run in float64",
 		Grants:    []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Options:   aminOptions{},
 		References: []string{

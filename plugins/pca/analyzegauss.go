@@ -35,15 +35,27 @@ func (AnalyzeGauss) Info() sdk.Info {
 		Name:    "pca-analyze-gauss",
 		Version: Version,
 		Summary: "Analyze Gauss: Gaussian noise on the clipped second-moment matrix, worst-case (ε,δ)-DP",
-		Description: `Analyze Gauss (Dwork, Talwar, Thakurta, Zhang 2014). Each row is scaled down to the
-public norm clip if it is longer; the matrix Σ̂ = Σ x_i x_iᵀ/n plus a symmetric Gaussian matrix
-(i.i.d. upper triangle, same variance on the diagonal) is released, and its top-r algebraic
-eigenvectors are the principal subspace. The replace-one Frobenius sensitivity is √2·clip²/n.
-The guarantee is worst-case DP: it makes no assumption on the data beyond the public clip.
-Choose clip without looking at the data. With center=private a clipped Gaussian mean is
-subtracted first (its own step) and the centred rows are clipped. Derivations: DERIVATIONS.md §4–5.`,
+		Description: `The recommended private PCA for most data: it finds the r directions along which
+your rows vary most, with worst-case (ε, δ)-differential privacy and no assumption on the data.
+
+How it works, in plain words: every row longer than the clip is shortened to the clip (so no
+single person can move the result much), the matrix Σ x_i x_iᵀ/n of the shortened rows gets
+random Gaussian noise, and the top-r eigenvectors of the noisy matrix are the components U.
+
+What you need to choose: only rank (and the budget). The defaults do the rest privately:
+clip=auto spends 10 % of the budget (clip_share) on a private median of the row norms and uses
+it as the clip (released as output clip); center=private subtracts a privately estimated mean
+first (released as output mean, so dplr transform can project new rows). A clip you give yourself
+must be chosen without looking at the data; the largest possible row norm is always safe but
+usually adds far more noise than needed.
+
+When it works: when n·ε is large against the dimension p (on Fashion-MNIST, n = 60000 and
+p = 784, it keeps about 99 % of the non-private captured variance at ε = 1 and about 97 % at
+ε = 0.5). Outputs: U, eigenvalues, explained_variance_ratio (private estimates), clip, and mean
+with center=private. Sensitivity √2·clip²/n (Frobenius, one row replaced); derivations in
+DERIVATIONS.md §4–§7.`,
 		DataKind:  data.Rows,
-		Guarantee: "worst-case (ε,δ)-DP (or ρ-zCDP); neighbours replace one row by any row; rows clipped to the public norm clip",
+		Guarantee: "worst-case (ε,δ)-DP (or ρ-zCDP); neighbours replace one row by any row; rows clipped to the clip (public, or a private quantile with clip=auto)",
 		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:   analyzeGaussOptions{},
 		References: []string{

@@ -58,7 +58,7 @@ type outputSigma struct {
 
 // evaluation is the opt-in evaluation every PCA estimator offers.
 type evaluation struct {
-	sdk.Evaluate `doc:"also report relative_utility = tr(ŨᵀSŨ)/tr(ÛᵀSÛ), S = XᵀX/n of the raw rows and Û their non-private top-r subspace. EVALUATION ONLY: computed from the raw data, NOT private (costs one more Gram and eigendecomposition)"`
+	sdk.Evaluate `doc:"also report captured_variance_ratio: the share of the best possible rank-r variance that the released components capture, on the raw rows centred at their mean (scikit-learn's convention; 1 = as good as non-private PCA), and captured_variance_ratio_uncentred, the same without centring. EVALUATION ONLY: computed from the raw data, NOT private (costs one more Gram and eigendecomposition)"`
 }
 
 // checkShape validates the rank against the public dimension (strict: the
