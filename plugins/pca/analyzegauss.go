@@ -124,7 +124,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if o.private() {
 		return nil, fmt.Errorf("center=private needs the data rows")
 	}
-	if o.auto() {
+	if o.Auto() {
 		return nil, fmt.Errorf("clip=auto needs the data rows: give the clip the rows were clipped to")
 	}
 	plan, err := analyzeGaussPlan(run, o)
@@ -136,11 +136,11 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if err := checkGram(cp, nil); err != nil {
 		return nil, err
 	}
-	res, err := analyzeGauss(ctx, run, plan, cp, n, o.clip, o)
+	res, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)
 	if err != nil {
 		return nil, err
 	}
-	(&preprocessed{clip: o.clip}).report(res)
+	(&preprocessed{clip: o.clipOptions.Value()}).report(res)
 	return res, nil
 }
 

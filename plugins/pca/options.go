@@ -103,7 +103,7 @@ func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
 	if err := checkShape(o.Rank.Value, s, false); err != nil {
 		return err
 	}
-	if err := o.parseClip(); err != nil {
+	if err := o.Parse(); err != nil {
 		return err
 	}
 	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
@@ -137,7 +137,7 @@ func (o *aminOptions) Check(s sdk.Shape) error {
 	if err := checkShape(o.Rank.Value, s, false); err != nil {
 		return err
 	}
-	if err := o.parseClip(); err != nil {
+	if err := o.Parse(); err != nil {
 		return err
 	}
 	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {

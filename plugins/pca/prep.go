@@ -3,52 +3,20 @@ package pca
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/plugins/internal/quantile"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
-// ClipAuto is the clip value that asks for a private quantile of the row
-// norms (DERIVATIONS.md §6).
-const ClipAuto = "auto"
-
 // shareClip names the plan share that pays for the private clip quantiles.
-const shareClip = "clip"
+const shareClip = rowclip.ShareName
 
-// clipOptions are the clipping parameters of the worst-case rows
-// estimators: a public clip, or clip=auto (a private quantile of the row
-// norms bought with clip_share of the budget and released as output "clip").
-type clipOptions struct {
-	Clip         string  `param:"clip" default:"auto" doc:"row-norm bound: rows longer than it are scaled down to it, which is what bounds one person's influence. auto (the default): spend clip_share of the budget on a private clip_quantile-quantile of the row norms (of the centred rows with center=private) and use it; the chosen value is released as output clip. A number: your own public bound, chosen without looking at the private data (it then costs nothing)"`
-	ClipShare    float64 `param:"clip_share" default:"0.1" min:"0.001" max:"0.5" doc:"with clip=auto (or an automatic mean clip): the fraction of the budget spent on the private norm quantiles"`
-	ClipQuantile float64 `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"with clip=auto: which quantile of the row norms becomes the clip (0.5: the median norm)"`
-
-	clip float64 // the public clip; 0 with clip=auto
-}
-
-// parseClip reads clip=auto or a positive number.
-func (c *clipOptions) parseClip() error {
-	v := strings.TrimSpace(c.Clip)
-	if v == ClipAuto {
-		c.clip = 0
-		return nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
-		return fmt.Errorf("clip=%q: give auto or a positive finite number", c.Clip)
-	}
-	c.clip = f
-	return nil
-}
-
-// auto reports clip=auto.
-func (c *clipOptions) auto() bool { return c.clip == 0 }
+// clipOptions are the shared clipping parameters (clip, clip_share,
+// clip_quantile) of plugins/internal/clip.
+type clipOptions = rowclip.Options
 
 // prepPlan is the private preprocessing of a rows estimator: how many
 // quantiles clip_share pays for, and the mean share.
@@ -66,12 +34,12 @@ func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
 	var pp prepPlan
 	if ctr.private() {
 		pp.meanShare = ctr.MeanShare
-		if ctr.MeanClip == nil && c.auto() {
+		if ctr.MeanClip == nil && c.Auto() {
 			pp.meanAuto = true
 			pp.quantiles++
 		}
 	}
-	if c.auto() {
+	if c.Auto() {
 		pp.quantiles++
 	}
 	if pp.quantiles > 0 {
@@ -104,60 +72,17 @@ func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64)
 
 // rowNorms returns ‖x_i − μ‖ for every row (μ nil: 0).
 func rowNorms(ctx context.Context, x *mat.Dense, mu []float64) ([]float64, error) {
-	n, p := x.Dims()
-	out := make([]float64, n)
-	for i := 0; i < n; i++ {
-		if i%8192 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("row norms: %w", err)
-			}
-		}
-		var s float64
-		for j, v := range x.RawRowView(i)[:p] {
-			if mu != nil {
-				v -= mu[j]
-			}
-			s += v * v
-		}
-		out[i] = math.Sqrt(s)
-	}
-	return out, nil
+	return rowclip.Norms(ctx, x, mu)
 }
 
-// privateClip releases the q-quantile of the norms ‖x_i − μ‖ (μ is public:
-// nil or an earlier private release) with the exponential mechanism on the
-// default log grid, as one declared step of the plan's clip share. Each
-// count moves by at most one when a row is replaced, so the utility's
-// sensitivity is 1 (DERIVATIONS.md §6).
+// privateClip releases the q-quantile of the norms ‖x_i − μ‖ as one
+// declared step of the plan's clip share (DERIVATIONS.md §6).
 func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, x *mat.Dense, mu []float64, q float64) (float64, error) {
 	b, err := plan.Budget(shareClip)
 	if err != nil {
 		return 0, err
 	}
-	if err := checkFinite(x); err != nil { // an input error, before any step
-		return 0, err
-	}
-	grid, err := quantile.Grid(quantile.DefaultLow, quantile.DefaultHigh, quantile.DefaultPerOctave)
-	if err != nil {
-		return 0, err
-	}
-	norms, err := rowNorms(ctx, x, mu)
-	if err != nil {
-		return 0, err
-	}
-	rel, err := run.Acct.Exponential(name, 1, b)
-	if err != nil {
-		return 0, err
-	}
-	var c float64
-	err = rel.Sample(func(beta float64) error {
-		c, err = quantile.Release(norms, q, grid, beta, run.Rand)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return c, nil
+	return rowclip.PrivateNorm(ctx, run.Acct, run.Rand, name, b, x, mu, q)
 }
 
 // preprocessed is the outcome of the private preprocessing.
@@ -176,7 +101,7 @@ type preprocessed struct {
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c *clipOptions, ctr *centerOptions,
 	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error)) (*preprocessed, error) {
 	pp := newPrepPlan(c, ctr)
-	out := &preprocessed{clip: c.clip}
+	out := &preprocessed{clip: c.Value()}
 	if ctr.private() {
 		switch {
 		case pp.meanAuto:
@@ -186,7 +111,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.De
 			}
 			out.meanClip, out.autoMean = mc, true
 		default:
-			out.meanClip = ctr.meanClip(c.clip)
+			out.meanClip = ctr.meanClip(c.Value())
 		}
 		mu, err := mean(ctx, run, plan, x, out.meanClip)
 		if err != nil {
@@ -194,7 +119,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.De
 		}
 		out.mu = mu
 	}
-	if c.auto() {
+	if c.Auto() {
 		cl, err := privateClip(ctx, run, plan, "clip quantile", x, out.mu, c.ClipQuantile)
 		if err != nil {
 			return nil, err
