@@ -239,3 +239,41 @@ func Centre(s mat.Symmetric, m []float64) *mat.SymDense {
 	}
 	return out
 }
+
+// RowsCapturedRatios returns the centred and uncentred captured-variance
+// ratios (CapturedRatio) of the p×r basis u on the rows of x: centred on the
+// covariance of the rows about their empirical mean, uncentred on XᵀX/n.
+// gram(s, x) must return s·XᵀX and top(a, r) the r largest eigenvalues of a
+// (a backend's Gram and EigSymTop), so that callers keep their fast kernels.
+func RowsCapturedRatios(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *mat.Dense) *mat.SymDense,
+	top func(a mat.Symmetric, r int) ([]float64, error)) (centred, uncentred float64, err error) {
+	n, p := x.Dims()
+	if up, _ := u.Dims(); up != p {
+		return 0, 0, fmt.Errorf("captured variance: basis with %d rows for %d columns", up, p)
+	}
+	_, r := u.Dims()
+	s := gram(1/float64(n), x)
+	mean := make([]float64, p)
+	for i := 0; i < n; i++ {
+		for j, v := range x.RawRowView(i)[:p] {
+			mean[j] += v
+		}
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	ratio := func(a mat.Symmetric) (float64, error) {
+		t, err := top(a, r)
+		if err != nil {
+			return 0, fmt.Errorf("captured variance: %w", err)
+		}
+		return CapturedRatio(a, u, t), nil
+	}
+	if centred, err = ratio(Centre(s, mean)); err != nil {
+		return 0, 0, err
+	}
+	if uncentred, err = ratio(s); err != nil {
+		return 0, 0, err
+	}
+	return centred, uncentred, nil
+}

@@ -3,11 +3,15 @@
 // logarithmic grid. It is how the pca and orbit plugins choose a clip
 // without the user looking at the data (clip=auto).
 //
-// Mechanism. Let g_1 < … < g_G be a public grid and c_k = #{i : s_i ≤ g_k}
-// the number of scores at or below g_k. The candidate g_k has utility
-// u_k = −|c_k − q·n|. Replacing one row moves each c_k by at most one, so
-// every utility moves by at most Δu = 1 (n is public under the replace-one
-// relation). Sampling k with probability ∝ exp(β·u_k) with β = ε/(2Δu) is
+// Mechanism. Let g_0 < g_1 < … < g_G be a public grid and c_k = #{i : s_i ≤ g_k}
+// the number of scores at or below g_k (c_{−1} = 0). The candidate g_k
+// stands for the cell (g_{k−1}, g_k] and has utility
+// u_k = −dist(q·n, [c_{k−1}, c_k]): zero when the target rank q·n falls in
+// the cell, so that a point mass (every row of norm 1, say) still has a
+// cell of utility 0. Replacing one row moves each c_k by at most one, and
+// dist(t, [a, b]) = max(0, a − t, t − b) is 1-Lipschitz in (a, b) under
+// the max norm, so every utility moves by at most Δu = 1 (n is public under
+// the replace-one relation). Sampling k with probability ∝ exp(β·u_k) with β = ε/(2Δu) is
 // ε-DP (McSherry & Talwar 2007); the caller declares that step with its
 // accountant and hands β over. The derivation is in
 // plugins/pca/DERIVATIONS.md §6.
@@ -46,17 +50,19 @@ func Grid(lo, hi float64, perOctave int) ([]float64, error) {
 	return g, nil
 }
 
-// Utilities returns u_k = −|c_k − q·n| for every grid point, with c_k the
-// number of scores ≤ g_k. scores is not modified. Each u_k has sensitivity
-// 1 under replacing one score.
+// Utilities returns u_k = −dist(q·n, [c_{k−1}, c_k]) for every grid point,
+// with c_k the number of scores ≤ g_k and c_{−1} = 0. scores is not
+// modified. Each u_k has sensitivity 1 under replacing one score.
 func Utilities(scores []float64, q float64, grid []float64) []float64 {
 	s := append([]float64(nil), scores...)
 	sort.Float64s(s)
 	target := q * float64(len(s))
 	u := make([]float64, len(grid))
+	prev := 0.0
 	for k, g := range grid {
-		c := sort.Search(len(s), func(i int) bool { return s[i] > g }) // #{s_i ≤ g}
-		u[k] = -math.Abs(float64(c) - target)
+		c := float64(sort.Search(len(s), func(i int) bool { return s[i] > g })) // #{s_i ≤ g}
+		u[k] = -math.Max(0, math.Max(prev-target, target-c))
+		prev = c
 	}
 	return u
 }
