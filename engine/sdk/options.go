@@ -51,16 +51,46 @@ var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices
 // to one): one ParamSpec per parameter, in field order, embedded structs
 // flattened in place. It refuses unsupported field types, malformed or
 // inconsistent tags and duplicate names.
+//
+// opts may also be an OptionSet, whose members' catalogues are
+// concatenated (a name may appear in only one of them).
 func SpecsOf(opts any) ([]ParamSpec, error) {
-	fields, err := fieldsOf(opts)
-	if err != nil {
-		return nil, err
+	var out []ParamSpec
+	for _, proto := range protos(opts) {
+		fields, err := fieldsOf(proto)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fields {
+			out = append(out, f.spec)
+		}
 	}
-	out := make([]ParamSpec, len(fields))
-	for i, f := range fields {
-		out[i] = f.spec
+	if err := CheckSpecs(out); err != nil {
+		return nil, fmt.Errorf("options: %w", err)
 	}
 	return out, nil
+}
+
+// OptionSet combines several options structs into one catalogue, e.g. a
+// wrapper that adds its own parameters to the estimator it wraps:
+//
+//	info.Options = sdk.OptionSet{info.Options, evaluateOptions{}}
+//
+// Each member is bound separately (and its Check and Footprint hooks
+// called; footprints add up), and Opts finds each by its type.
+type OptionSet []any
+
+// protos lists the option prototypes in opts, flattening OptionSets.
+func protos(opts any) []any {
+	set, ok := opts.(OptionSet)
+	if !ok {
+		return []any{opts}
+	}
+	var out []any
+	for _, o := range set {
+		out = append(out, protos(o)...)
+	}
+	return out
 }
 
 func optionsType(opts any) (reflect.Type, error) {
@@ -290,12 +320,22 @@ func bindOptions(proto any, fields []paramField, p Params) (any, error) {
 }
 
 // Opts returns the run's bound options, a *T for the estimator whose
-// Info.Options is a T (or *T). It returns nil if the run's options are of
-// another type (a programming error the conformance suite reports).
+// Info.Options is a T (or *T), or an OptionSet with a T among its members.
+// It returns nil if the run has no options of type T (a programming error
+// the conformance suite reports).
 func Opts[T any](run *Run) *T {
 	if run == nil {
 		return nil
 	}
-	o, _ := run.opts.(*T)
-	return o
+	switch o := run.opts.(type) {
+	case *T:
+		return o
+	case OptionSet:
+		for _, m := range o {
+			if t, ok := m.(*T); ok {
+				return t
+			}
+		}
+	}
+	return nil
 }

@@ -303,3 +303,69 @@ func TestOptsInFit(t *testing.T) {
 	assert.Nil(t, acct, "refused before an accountant exists")
 	assert.False(t, math.IsNaN(0))
 }
+
+type evaluateOptions struct {
+	Evaluate
+}
+
+func (evaluateOptions) Footprint(s Shape) int64 { return int64(s.P) }
+
+// wrapped adds the evaluate parameter to the estimator it wraps, the way
+// a plugin adds an evaluation step to several estimators.
+type wrapped struct{ Estimator }
+
+func (w wrapped) Info() Info {
+	in := w.Estimator.Info()
+	in.Options = OptionSet{in.Options, evaluateOptions{}}
+	return in
+}
+
+func (w wrapped) Fit(ctx context.Context, run *Run) (*Result, error) {
+	res, err := w.Estimator.Fit(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if Opts[evaluateOptions](run).Evaluate.Value {
+		res.AddScalar("evaluated", 1, Evaluation, "the wrapper ran")
+	}
+	return res, nil
+}
+
+func TestOptionSet(t *testing.T) {
+	var inner *sampleOptions
+	base := fakeEst{
+		info: Info{Name: "sample", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: sampleOptions{}},
+		fit: func(_ context.Context, run *Run) (*Result, error) {
+			inner = Opts[sampleOptions](run)
+			rel, err := run.Acct.Gaussian("x", 1, 1, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 0.1})
+			if err != nil {
+				return nil, err
+			}
+			return &Result{}, rel.Add(run.Rand, []float64{0})
+		},
+	}
+	est := wrapped{base}
+	info, err := InfoOf(est)
+	require.NoError(t, err)
+	assert.Equal(t, "evaluate", info.Params[len(sampleSpecs(t))].Name, "the wrapper's parameters follow the estimator's")
+
+	opts, fp, err := Prepare(est.Info(), map[string]string{"rank": "2", "evaluate": "true"}, Shape{Kind: data.Rows, N: 10, P: 4})
+	require.NoError(t, err)
+	set, ok := opts.(OptionSet)
+	require.True(t, ok, "%T", opts)
+	require.Len(t, set, 2)
+	assert.Equal(t, int64(8*4*4+4), fp, "footprints add up")
+	_, _, err = Prepare(est.Info(), map[string]string{"rank": "7"}, Shape{Kind: data.Rows, N: 10, P: 4})
+	assert.ErrorContains(t, err, "rank exceeds the number of columns", "each member's Check runs")
+
+	seed := uint64(1)
+	res, _, err := RunLocal(context.Background(), est, &data.Dataset{Kind: data.Rows, X: mat.NewDense(10, 4, nil)},
+		map[string]string{"rank": "3", "evaluate": "true"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	require.NotNil(t, inner)
+	assert.Equal(t, 3, inner.Rank.Value)
+	assert.Equal(t, "evaluated", res.Scalars[0].Name)
+
+	_, err = SpecsOf(OptionSet{sampleOptions{}, struct{ Rank }{}})
+	assert.ErrorContains(t, err, `"rank" is listed twice`)
+}
