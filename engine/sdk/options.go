@@ -25,9 +25,11 @@ import (
 //	gt:"x"  lt:"x"   exclusive numeric bounds
 //	choices:"a,b"    the allowed values of a string
 //	doc:"text"       the help text
+//	deprecated:"t"   kept for compatibility; t says what replaces it (a fit
+//	                 that sets it gets a note in the result)
 //
-// Field types: int, float64, string, bool, and *int, *float64 for an
-// optional value (nil when the request does not set it; no default). A
+// Field types: int, float64, string, bool, and *int, *float64, *string for
+// an optional value (nil when the request does not set it; no default). A
 // non-pointer field needs a default or required:"true" (a bool defaults to
 // false), so that no value is ever a silent zero.
 //
@@ -45,7 +47,7 @@ type paramField struct {
 }
 
 // tagKeys are the tags that describe a parameter (besides param).
-var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices", "doc"}
+var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices", "doc", "deprecated"}
 
 // SpecsOf derives the catalogue of an options struct (a value or a pointer
 // to one): one ParamSpec per parameter, in field order, embedded structs
@@ -189,12 +191,12 @@ func newParamField(f reflect.StructField, name string, index []int) (paramField,
 		pf.spec.Type = Int
 	case base.Kind() == reflect.Float64:
 		pf.spec.Type = Float
-	case base.Kind() == reflect.String && !ptr:
+	case base.Kind() == reflect.String:
 		pf.spec.Type = String
 	case base.Kind() == reflect.Bool && !ptr:
 		pf.spec.Type = Bool
 	default:
-		return pf, fmt.Errorf("type %s is not a parameter type (int, float64, string, bool, *int, *float64)", f.Type)
+		return pf, fmt.Errorf("type %s is not a parameter type (int, float64, string, bool, *int, *float64, *string)", f.Type)
 	}
 	pf.spec.Name = name
 	if err := applyTags(&pf.spec, f.Tag, false); err != nil {
@@ -228,6 +230,9 @@ func applyTags(s *ParamSpec, tag reflect.StructTag, override bool) error {
 	}
 	if v, ok := tag.Lookup("doc"); ok {
 		s.Doc = v
+	}
+	if v, ok := tag.Lookup("deprecated"); ok {
+		s.Deprecated = v
 	}
 	if v, ok := tag.Lookup("default"); ok {
 		s.Default = v

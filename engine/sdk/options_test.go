@@ -90,8 +90,8 @@ func TestSpecsOfRefusals(t *testing.T) {
 		{"unsupported type", struct {
 			X []int `param:"x"`
 		}{}, "is not a parameter type"},
-		{"optional string", struct {
-			X *string `param:"x"`
+		{"optional bool", struct {
+			X *bool `param:"x"`
 		}{}, "is not a parameter type"},
 		{"unexported parameter", struct {
 			x int `param:"x" default:"1"`
@@ -368,4 +368,40 @@ func TestOptionSet(t *testing.T) {
 
 	_, err = SpecsOf(OptionSet{sampleOptions{}, struct{ Rank }{}})
 	assert.ErrorContains(t, err, `"rank" is listed twice`)
+}
+
+type legacyOptions struct {
+	Noise
+	Calibration *string `param:"calibration" choices:"zcdp,paper" deprecated:"use noise= (zcdp) or sensitivity= (paper)" doc:"old name"`
+}
+
+func TestDeprecatedParameter(t *testing.T) {
+	specs, err := SpecsOf(legacyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "use noise= (zcdp) or sensitivity= (paper)", specs[1].Deprecated)
+	est := fakeEst{
+		info: Info{Name: "legacy", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: legacyOptions{}},
+		fit: func(_ context.Context, run *Run) (*Result, error) {
+			rel, err := run.Acct.Gaussian("x", 1, 1, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 0.1})
+			if err != nil {
+				return nil, err
+			}
+			return &Result{}, rel.Add(run.Rand, []float64{0})
+		},
+	}
+	seed := uint64(1)
+	rows := &data.Dataset{Kind: data.Rows, X: mat.NewDense(10, 1, nil)}
+	grant := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}
+	res, _, err := RunLocal(context.Background(), est, rows, map[string]string{"calibration": "paper"}, grant, LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	assert.Equal(t, []string{`parameter "calibration" is deprecated and will be removed: use noise= (zcdp) or sensitivity= (paper)`}, res.Notes)
+	res, _, err = RunLocal(context.Background(), est, rows, nil, grant, LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	assert.Empty(t, res.Notes)
+
+	srv, err := NewServer("p", "0", est)
+	require.NoError(t, err)
+	cat, err := srv.Catalogue(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "DEPRECATED (use noise= (zcdp) or sensitivity= (paper)) old name", cat.GetEstimators()[0].GetParams()[1].GetDoc())
 }

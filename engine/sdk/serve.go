@@ -205,7 +205,12 @@ func wireInfo(info Info) Info {
 	info.Options = nil
 	info.Params = append([]ParamSpec(nil), info.Params...)
 	for i, p := range info.Params {
-		info.Params[i] = p.Inclusive()
+		p = p.Inclusive()
+		if p.Deprecated != "" {
+			p.Doc = strings.TrimSpace("DEPRECATED (" + p.Deprecated + ") " + p.Doc)
+			p.Deprecated = ""
+		}
+		info.Params[i] = p
 	}
 	return info
 }
