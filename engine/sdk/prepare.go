@@ -34,8 +34,10 @@ func ShapeOf(d *data.Dataset) Shape {
 
 // Checker is implemented by an options type that checks its values against
 // each other and against the data's public shape. Prepare calls it after
-// binding; an error refuses the request (a BadRequest) before any budget is
-// reserved or spent.
+// binding, on the bound value, so it may also normalise it (fill an
+// optional value's default from another, map a deprecated alias onto its
+// replacement); an error refuses the request (a BadRequest) before any
+// budget is reserved or spent.
 type Checker interface {
 	Check(s Shape) error
 }
