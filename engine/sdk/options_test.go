@@ -25,7 +25,8 @@ type sampleOptions struct {
 	MeanShare   float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"share of the budget for the mean"`
 	MeanClip    *float64 `param:"mean_clip" gt:"0" doc:"clip for the mean (default: clip)"`
 	Sweeps      *int     `param:"sweeps" min:"1" lt:"1000" doc:"optional sweep count"`
-	scratch     []float64
+	//lint:ignore U1000 present to show that SpecsOf skips untagged unexported fields
+	scratch []float64
 }
 
 func (o *sampleOptions) Check(s Shape) error {
@@ -382,9 +383,4 @@ func TestDeprecatedParameter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.Notes)
 
-	srv, err := NewServer("p", "0", est)
-	require.NoError(t, err)
-	cat, err := srv.Catalogue(context.Background(), nil)
-	require.NoError(t, err)
-	assert.Equal(t, "DEPRECATED (use noise= (zcdp) or sensitivity= (paper)) old name", cat.GetEstimators()[0].GetParams()[1].GetDoc())
 }
