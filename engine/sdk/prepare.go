@@ -51,8 +51,8 @@ type Footprinter interface {
 // InfoOf returns est's catalogue entry with its parameters resolved: derived
 // from Info.Options when set (an estimator may not set both Options and
 // Params), plus the SDK's own parameters (allow_large_delta for an
-// estimator that accepts an (ε, δ) budget). Serve, RunLocal and Prepare all
-// use it.
+// estimator that accepts an (ε, δ) budget). The plugin server
+// (transport.Serve), RunLocal and Prepare all use it.
 func InfoOf(est Estimator) (Info, error) {
 	return resolveInfo(est.Info())
 }
