@@ -254,7 +254,12 @@ func wireInfo(info sdk.Info) sdk.Info {
 	info.Options = nil
 	info.Params = append([]sdk.ParamSpec(nil), info.Params...)
 	for i, p := range info.Params {
-		info.Params[i] = p.Inclusive()
+		p = p.Inclusive()
+		if p.Deprecated != "" {
+			p.Doc = strings.TrimSpace("DEPRECATED (" + p.Deprecated + ") " + p.Doc)
+			p.Deprecated = ""
+		}
+		info.Params[i] = p
 	}
 	return info
 }
