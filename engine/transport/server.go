@@ -212,6 +212,14 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 			return err
 		}
 	}
+	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: finalResult(res, acct, fitSec, loadSec)}})
+}
+
+// finalResult is the result message of a fit. fit_seconds, load_seconds
+// and max_rss_kb are of release class Diagnostic (sdk.TimingRelease), as are
+// the estimator's own timings, which travel as Diagnostic scalars: none of
+// them is ever labelled public.
+func finalResult(res *sdk.Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
 	final := &dplrpb.FitResult{
 		Guarantee: GuaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
 		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: sdk.MaxRSSKiB(),
@@ -222,10 +230,13 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	for _, sc := range res.Scalars {
 		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: sc.Name, Value: sc.Value, Release: string(sc.Release), Doc: sc.Doc})
 	}
+	for _, tm := range res.Timings {
+		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: tm.Name, Value: tm.Seconds, Release: string(sdk.TimingRelease), Doc: tm.Doc})
+	}
 	for _, se := range res.Series {
 		final.Series = append(final.Series, &dplrpb.Series{Name: se.Name, Values: se.Values, Release: string(se.Release), Doc: se.Doc})
 	}
-	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: final}})
+	return final
 }
 
 // invalidBeforeSpending reports a budget no step could be calibrated to
