@@ -443,15 +443,7 @@ func summarize(w io.Writer, r *FitReport) {
 	fmt.Fprintf(w, "time: %.2fs\n", r.Timings["total_s"])
 }
 
-func releaseNote(rel string) string {
-	switch rel {
-	case string(sdk.Evaluation):
-		return "evaluation only: computed from the raw data, NOT private"
-	case string(sdk.PerUser):
-		return "per-user: release each part only to its user"
-	}
-	return rel
-}
+func releaseNote(rel string) string { return sdk.Release(rel).Note() }
 
 // release writes the outputs and result.json and prints the report.
 func release(env *Env, rep *FitReport, res *host.FitResult, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {

@@ -136,3 +136,24 @@ func TestInvalidBeforeSpending(t *testing.T) {
 	assert.False(t, invalidBeforeSpending(invalid, acct), "after a step it is the estimator's failure")
 	assert.False(t, invalidBeforeSpending(errors.New("other"), nil))
 }
+
+// The result message carries an estimator's timings as Diagnostic
+// scalars, never public ones.
+func TestFinalResultTimingsAreDiagnostic(t *testing.T) {
+	acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1})
+	require.NoError(t, err)
+	res := &sdk.Result{}
+	res.AddScalar("v", 0, sdk.Public, "noisy zero")
+	res.AddTiming("sampler_s", 0.25, "time spent sampling")
+	final := finalResult(res, acct, 1.5, 0.5)
+	require.Len(t, final.GetScalars(), 2)
+	for _, sc := range final.GetScalars() {
+		if sc.GetName() == "sampler_s" {
+			assert.Equal(t, string(sdk.Diagnostic), sc.GetRelease())
+			assert.Equal(t, 0.25, sc.GetValue())
+		} else {
+			assert.Equal(t, string(sdk.Public), sc.GetRelease())
+		}
+	}
+	assert.Equal(t, 1.5, final.GetFitSeconds())
+}
