@@ -118,7 +118,7 @@ func TestFitEndToEnd(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	led = rep["ledger"].(map[string]any)
-	assert.Equal(t, "a ρ = 0.3756 run", led["remaining_text"], "the remaining budget in the total's own form")
+	assert.Equal(t, "ρ = 0.3756", led["remaining_text"], "the remaining budget in the total's own form")
 }
 
 func TestBadInputSpendsNothing(t *testing.T) {

@@ -1,10 +1,11 @@
+//go:build linux
+
 package host
 
 import "syscall"
 
-// PhysicalMemory returns the machine's physical memory in bytes (0 when
-// unknown).
-func PhysicalMemory() int64 {
+// physicalMemory is the machine's RAM in bytes (0 if unknown).
+func physicalMemory() int64 {
 	var si syscall.Sysinfo_t
 	if err := syscall.Sysinfo(&si); err != nil {
 		return 0
