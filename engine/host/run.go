@@ -266,8 +266,11 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, res *Fi
 	chk, err := plug.Check(cctx, call)
 	res.Timings["check_s"] = time.Since(t0).Seconds()
 	if err != nil {
-		if errors.Is(err, ErrRequest) {
+		switch {
+		case errors.Is(err, ErrRequest):
 			err = fmt.Errorf("%w: %w", err, ErrUsage)
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			err = fmt.Errorf("no answer to the pre-flight check within %s: %w: %w", timeout, err, ErrPlugin)
 		}
 		return &FitError{Err: err}
 	}
