@@ -212,7 +212,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	timings["prepare_s"] = time.Since(t1).Seconds()
 	led, err := ledger.Open(ctx, home)
 	if err != nil {
-		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
+		return ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
 	res, err := runFit(ctx, env, f, led, reg, host.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant, Data: handle,
@@ -315,6 +315,8 @@ func fitErrorCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, host.ErrPlugin):
 		return ExitPlugin
+	case errors.Is(err, host.ErrLedger) && errors.Is(err, ledger.ErrDamaged):
+		return ExitData // as dplr budget says: the ledger cannot be trusted
 	case errors.Is(err, host.ErrLedger):
 		return ExitError
 	case errors.Is(err, host.ErrRequest) && !charged:

@@ -174,7 +174,7 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
 		Relation: relationOf(req.Data)})
 	if err != nil {
-		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
+		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
 		}
 		return nil, &FitError{Err: fmt.Errorf("reserving budget: %w: %w", err, ErrLedger)}
