@@ -188,7 +188,10 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return nil, r.settleFailure(id, out, err)
 	}
 	settled := ledger.Outcome{Status: ledger.Succeeded, Steps: out.Steps, Guarantee: out.Guarantee.Kind, Neighbours: out.Guarantee.Neighbours}
-	if err := r.Ledger.Settle(ctx, id, settled); err != nil {
+	// The fit is over: record it even if the user interrupts now.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.Ledger.Settle(sctx, id, settled); err != nil {
 		return nil, &FitError{Err: fmt.Errorf("settling the ledger (the run stays charged; results not released): %w: %w", err, ErrLedger),
 			RunID: id, Charged: true, Outcome: out}
 	}
