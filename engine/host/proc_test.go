@@ -349,7 +349,7 @@ func TestSandboxConfinesPluginsToTheirData(t *testing.T) {
 		req := fitReq("hostile-read")
 		req.Data = dataio.Handle{X: dataio.FileRef{Path: dataFile}}
 		var log string
-		_, _ = p.Fit(context.Background(), req, Events{Log: func(l string) { log += l }})
+		_, _ = p.Fit(context.Background(), req, Events{Log: func(s string) { log += s }})
 		return log
 	}
 

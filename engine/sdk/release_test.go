@@ -72,8 +72,9 @@ func TestTimingsAreNeverPublic(t *testing.T) {
 	grant := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}
 	res, acct, err := RunLocal(context.Background(), fakeEst{info: info, fit: fit(false)}, rows, nil, grant, LocalOptions{Seed: &seed})
 	require.NoError(t, err)
-	require.Len(t, res.Timings, 1, "timings travel as Diagnostic scalars (see transport's finalResult test)")
-	assert.NotNil(t, acct)
+	require.NotNil(t, acct)
+	require.Len(t, res.Timings, 1, "timings travel apart from the scalars (the transport sends them as Diagnostic)")
+	require.Len(t, res.Scalars, 1)
 
 	_, _, err = RunLocal(context.Background(), fakeEst{info: info, fit: fit(true)}, rows, nil, grant, LocalOptions{Seed: &seed})
 	assert.ErrorContains(t, err, `scalar output "w" has release class ""`)
