@@ -95,3 +95,22 @@ func TestVerifyStepSlack(t *testing.T) {
 	s.Rho = 0.5 * (1 - 1e-9)
 	assert.ErrorIs(t, VerifyStep(s), ErrUnverifiable)
 }
+
+func BenchmarkVerifyStep(b *testing.B) {
+	sigma, err := AnalyticGaussianSigma(1, 1, 1e-6)
+	if err != nil {
+		b.Fatal(err)
+	}
+	steps := []Step{
+		{Name: "rho", Mechanism: MechGaussian, Sensitivity: 1, Scale: 1, Rho: 0.5},
+		{Name: "analytic", Mechanism: MechGaussian, Sensitivity: 1, Scale: sigma * 1.000001, Epsilon: 1, Delta: 1e-6},
+		{Name: "laplace", Mechanism: MechLaplace, Sensitivity: 1, Scale: 1, Epsilon: 1},
+	}
+	for i := 0; i < b.N; i++ {
+		for _, s := range steps {
+			if err := VerifyStep(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
