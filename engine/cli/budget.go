@@ -142,8 +142,9 @@ func (b *budgetCmd) parse(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	b.dir = (&pluginFlags{home: *b.home}).homeDir(b.env)
-	return nil
+	dir, err := (&pluginFlags{home: *b.home}).checkedHome(b.env)
+	b.dir = dir
+	return err
 }
 
 func relationList() string {

@@ -216,7 +216,7 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 }
 
 // finalResult is the result message of a fit. fit_seconds, load_seconds
-// and max_rss_kb are of release class Diagnostic (TimingRelease), as are
+// and max_rss_kb are of release class Diagnostic (sdk.TimingRelease), as are
 // the estimator's own timings, which travel as Diagnostic scalars: none of
 // them is ever labelled public.
 func finalResult(res *sdk.Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
