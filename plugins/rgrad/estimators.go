@@ -46,7 +46,11 @@ func Estimators() []sdk.Estimator {
 	}
 }
 
-type estimator struct{ mode Mode }
+type estimator struct {
+	mode Mode
+	// observe, when set (tests), sees every iterate before its gradient step.
+	observe func(l int, pt Point)
+}
 
 // minPositive is the catalogue's lower bound of parameters that must be
 // positive (σ1, σr, η, the constants and the clipping bounds), so that a zero
@@ -78,7 +82,7 @@ func modelParams() []sdk.ParamSpec {
 			Doc: "calibration=paper only: classical Gaussian mechanism (the paper's; refuses per-step ε > 1) or the analytic one (Balle & Wang 2018, not in the paper)"},
 		{Name: "c1", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "constant of the subspace sensitivity Δ⁽¹⁾ (default 1)"},
 		{Name: "c2", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "constant of the core sensitivity Δ⁽²⁾ (default 2 explicit, 1 paper)"},
-		{Name: "c3", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "constant of the iteration sensitivity Δ_l (default 1)"},
+		{Name: "c3", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "multiplier of the per-sample gradient clip τ chosen from the model (default 1); the iteration sensitivity is Δ_l = 2ητ/n (DERIVATIONS.md §5)"},
 		{Name: "init_share", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0.001), Max: sdk.Bound(0.999),
 			Doc: "calibration=explicit: share of the zCDP budget for the initialisation (split equally over Ũ, Ṽ, Σ̃); the rest is split equally over the T iterations"},
 		{Name: "eig_select", Type: sdk.String, Default: "abs", Choices: []string{"abs", "algebraic"},
@@ -113,14 +117,14 @@ func (e *estimator) Info() sdk.Info {
 		info.Name = "rgrad-dp"
 		info.Summary = "DP low-rank trace regression: private spectral initialisation + DP Riemannian gradient descent (model-calibrated)"
 		info.Description = "Algorithms 1 and 2 of Zha (2024). The initialisation privatises the singular subspaces of the unbiased moment matrix L̂ = (1/n)Σ y_i Λ⁻¹X_i through symmetric Gaussian noise on ÛÛᵀ and V̂V̂ᵀ, then the r×r core with i.i.d. noise on all entries. T iterations of Riemannian gradient descent on the rank-r manifold follow, each adding Gaussian noise projected onto the tangent space before the retraction.\n\n" +
-			"The sensitivities are high-probability bounds under the Gaussian design and need σ1, σr and σ_ξ as public inputs, so the guarantee is labelled as model-based (Kind model). calibration=explicit (default) uses the corrected plug-ins of the spec (with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses) and composes all 3 + T releases in zCDP; it reports the σ the paper's basic composition would have needed. calibration=paper reproduces the paper's literal formulas and split."
+			"The initialisation's sensitivities are high-probability bounds under the Gaussian design and need σ1, σr and σ_ξ as public inputs, so the guarantee is labelled as model-based (Kind model). The iterations clip each per-sample projected gradient to a public τ chosen from the same public parameters (one sample in expectation per iteration at ‖M_l − M‖_F = σr/4), so their sensitivity 2ητ/n holds for any data; the paper's unclipped model bound fails at the iterates the algorithm visits (DERIVATIONS.md §5). calibration=explicit (default) uses the corrected plug-ins (with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses) and composes all 3 + T releases in zCDP; it reports the σ the paper's basic composition would have needed. calibration=paper reproduces the paper's literal formulas and split."
 		info.Guarantee = "(ε, δ)-DP with probability ≥ 1−β over data from the Gaussian trace-regression model, with σ1, σr, σ_ξ public; neighbours replace one (X_i, y_i)"
 		info.Grants = []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP}
 		params = append(params, modelParams()...)
 	case Weak:
 		info.Name = "rgrad-weak"
 		info.Summary = "weak-DP low-rank trace regression: only the responses are private, the design is public"
-		info.Description = "The weak-DP variant of Appendix F of Zha (2024): neighbouring data sets share every X_i and differ in one response, so the sensitivities scale with σ_ξ only and the error reaches the optimal rate σ_ξ·(sqrt(r(d1+d2)/n) + r(d1+d2)/(nε)) up to logs. Same algorithm, calibrations and accounting as rgrad-dp. Use it only when the design is genuinely public."
+		info.Description = "The weak-DP variant of Appendix F of Zha (2024): neighbouring data sets share every X_i and differ in one response, so the sensitivities scale with σ_ξ only and the error reaches the optimal rate σ_ξ·(sqrt(r(d1+d2)/n) + r(d1+d2)/(nε)) up to logs. Same algorithm, calibrations and accounting as rgrad-dp, except that the iterations' clip τ is set at M itself and so scales with σ_ξ alone (DERIVATIONS.md §5.3). Use it only when the design is genuinely public."
 		info.Guarantee = "weak (ε, δ)-DP (design public, one response replaced) with probability ≥ 1−β over the Gaussian trace-regression model, with σ1, σr, σ_ξ public"
 		info.Grants = []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP}
 		params = append(params, modelParams()...)
@@ -164,7 +168,8 @@ func (e *estimator) config(run *sdk.Run) (Config, error) {
 		return Config{}, err
 	}
 	cfg := Config{
-		Mode: e.mode, Rank: p.Int("rank"), Iterations: p.Int("iterations"), Step: p.Float("step"),
+		observe: e.observe,
+		Mode:    e.mode, Rank: p.Int("rank"), Iterations: p.Int("iterations"), Step: p.Float("step"),
 		Design: design, Retraction: p.String("retraction"),
 	}
 	switch e.mode {

