@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/gen"
@@ -510,29 +511,20 @@ func TestCatalogue(t *testing.T) {
 	assert.Len(t, names, 4)
 }
 
-// Spec §6.1 property 17 (a diagnostic, not a privacy proof): the explicit
-// plug-in sensitivities dominate the actual leave-one-out changes when each
-// sample in turn is replaced by a fresh draw from the model.
+// The explicit initialisation plug-ins Δ⁽¹⁾ and Δ⁽²⁾ dominate the actual
+// leave-one-out changes when each sample in turn is replaced by a fresh draw
+// from the model (standard DP) or its response by a fresh response (weak DP)
+// — a diagnostic of the model-based bounds, not a proof (DERIVATIONS.md §4,
+// §8). The per-iteration sensitivity is worst-case and checked by
+// TestIterationSensitivityCoversNeighbours.
 func TestPlugInsDominateLeaveOneOut(t *testing.T) {
 	const n, d1, d2, r = 3000, 20, 15, 2
 	g := genTrace(t, 17, nil)
 	fresh := genTrace(t, 18, map[string]string{"n": itoa(n)})
-	// The replacements take fresh designs and rebuild their responses from
-	// g's M (a fresh draw from the same model).
 	m := g.Truth["M"].RawMatrix().Data
 	p := d1 * d2
 	xf := fresh.Data.X.RawMatrix().Data
-	yf := make([]float64, n)
 	rng := newRng(3)
-	for i := range yf {
-		var dot float64
-		for j := 0; j < p; j++ {
-			dot += xf[i*p+j] * m[j]
-		}
-		yf[i] = dot + 0.5*rng.NormFloat64()
-	}
-	sens := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
-		Cl: 1, Cu: 1, C1: 1, C2: 2, C3: 1})
 	dp := newDesignPass(g.Data.X, g.Data.Y, d1, d2)
 	l := make([]float64, p)
 	dp.moment(l)
@@ -542,62 +534,49 @@ func TestPlugInsDominateLeaveOneOut(t *testing.T) {
 	var pu, pv mat.Dense
 	pu.Mul(uh, uh.T())
 	pv.Mul(vh, vh.T())
-	// An iterate at distance 0.2 from M, in the tangent space at M.
-	truth := Point{U: g.Truth["U"], S: []float64{2, 1}, V: g.Truth["V"]}
-	pert := TangentProject(truth.U, truth.V, randn(rng, d1, d2))
-	pert.Scale(0.2/frob(pert), pert)
-	ml := truth.Dense()
-	ml.Add(ml, pert)
-	ul, _, vl, err := be.SVDTop(ml, r)
-	require.NoError(t, err)
-	mlv := ml.RawMatrix().Data
-	var max1, max2, maxl float64
-	li := make([]float64, p)
-	for i := 0; i < n; i++ {
-		xi, xn := g.Data.X.RawRowView(i), xf[i*p:(i+1)*p]
-		for j := range li {
-			li[j] = l[j] + (yf[i]*xn[j]-g.Data.Y[i]*xi[j])/float64(n)
+	for _, weak := range []bool{false, true} {
+		sens := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
+			Cl: 1, Cu: 1, C1: 1, C2: 2, C3: 1, Weak: weak})
+		var max1, max2 float64
+		li := make([]float64, p)
+		for i := 0; i < n; i++ {
+			xi := g.Data.X.RawRowView(i)
+			xn := xf[i*p : (i+1)*p] // a fresh design (standard DP)
+			if weak {
+				xn = xi // the same design, a fresh response (weak DP)
+			}
+			yn := floats.Dot(xn, m) + 0.5*rng.NormFloat64()
+			for j := range li {
+				li[j] = l[j] + (yn*xn[j]-g.Data.Y[i]*xi[j])/float64(n)
+			}
+			u2, _, v2, err := be.SVDTop(mat.NewDense(d1, d2, li), r)
+			require.NoError(t, err)
+			var q, qv mat.Dense
+			q.Mul(u2, u2.T())
+			q.Sub(&q, &pu)
+			qv.Mul(v2, v2.T())
+			qv.Sub(&qv, &pv)
+			max1 = math.Max(max1, math.Max(frob(&q), frob(&qv)))
+			dl := mat.NewDense(d1, d2, nil)
+			for j := range li {
+				dl.RawMatrix().Data[j] = li[j] - l[j]
+			}
+			var c1, c2 mat.Dense
+			c1.Mul(uh.T(), dl)
+			c2.Mul(&c1, vh)
+			max2 = math.Max(max2, frob(&c2))
 		}
-		u2, _, v2, err := be.SVDTop(mat.NewDense(d1, d2, li), r)
-		require.NoError(t, err)
-		var q mat.Dense
-		q.Mul(u2, u2.T())
-		q.Sub(&q, &pu)
-		var qv mat.Dense
-		qv.Mul(v2, v2.T())
-		qv.Sub(&qv, &pv)
-		max1 = math.Max(max1, math.Max(frob(&q), frob(&qv)))
-		dl := mat.NewDense(d1, d2, nil)
-		for j := range li {
-			dl.RawMatrix().Data[j] = li[j] - l[j]
+		t.Logf("weak=%v empirical/plug-in: Δ⁽¹⁾ %.3f, Δ⁽²⁾ %.3f", weak, max1/sens.Subspace, max2/sens.Core)
+		assert.Less(t, max1, sens.Subspace, "weak=%v", weak)
+		assert.Less(t, max2, sens.Core, "weak=%v", weak)
+		if !weak {
+			// The paper-literal Δ⁽¹⁾ (no √(d1∨d2)) under-covers.
+			lit := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
+				Cl: 1, Cu: 1, C1: 1, C2: 1, C3: 1, Paper: true})
+			t.Logf("empirical/paper-literal Δ⁽¹⁾ %.3f", max1/lit.Subspace)
+			assert.Greater(t, max1/lit.Subspace, 1.2)
 		}
-		var c1, c2 mat.Dense
-		c1.Mul(uh.T(), dl)
-		c2.Mul(&c1, vh)
-		max2 = math.Max(max2, frob(&c2))
-		// One gradient step's change: (res_i X_i − res'_i X'_i)/n, projected.
-		var ri, rn float64
-		for j := 0; j < p; j++ {
-			ri += xi[j] * mlv[j]
-			rn += xn[j] * mlv[j]
-		}
-		ri -= g.Data.Y[i]
-		rn -= yf[i]
-		dg := mat.NewDense(d1, d2, nil)
-		for j := 0; j < p; j++ {
-			dg.RawMatrix().Data[j] = (ri*xi[j] - rn*xn[j]) / float64(n)
-		}
-		maxl = math.Max(maxl, frob(TangentProject(ul, vl, dg)))
 	}
-	t.Logf("empirical/plug-in: Δ⁽¹⁾ %.3f, Δ⁽²⁾ %.3f, Δ_l %.3f", max1/sens.Subspace, max2/sens.Core, maxl/sens.Iter)
-	assert.Less(t, max1, sens.Subspace)
-	assert.Less(t, max2, sens.Core)
-	assert.Less(t, maxl, sens.Iter)
-	// The paper-literal Δ⁽¹⁾ (no √(d1∨d2)) under-covers, as the spec found.
-	lit := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
-		Cl: 1, Cu: 1, C1: 1, C2: 1, C3: 1, Paper: true})
-	t.Logf("empirical/paper-literal Δ⁽¹⁾ %.3f", max1/lit.Subspace)
-	assert.Greater(t, max1/lit.Subspace, 1.2)
 }
 
 // Spec §6.1 property 15: under DP fewer iterations help, since every
