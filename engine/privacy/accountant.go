@@ -103,6 +103,9 @@ type Accountant struct {
 	grant   Grant
 	steps   []Step
 	onSpend func(Step)
+	// releases are the steps declared through Gaussian, Laplace and
+	// Exponential, with whether their noise was drawn.
+	releases []releaseRecord
 }
 
 // NewAccountant returns an accountant for g.

@@ -122,4 +122,20 @@
 // is met by the tightest valid accounting among pure composition, zCDP
 // (tight conversion), "mixed" (pure steps' ε plus the converted ρ of the
 // others, by Rényi composition) and basic composition; Achieved says which.
+//
+// # Plans and releases
+//
+// An estimator splits its grant once, up front, with NewPlan: named Shares
+// (a weight, and a number of equal steps) under one noise calibration
+// (NoiseZCDP, NoiseClassical, NoiseAnalytic or NoisePure). NewPlan checks
+// the whole plan before anything is spent: the grant's kind against the
+// calibration, the weights, and that every per-step Budget is usable.
+// Plan.Budget gives one step's Budget. Accountant.Gaussian, Laplace and
+// Exponential declare a step paid from a Budget and return a release that
+// owns the step's scale and grid: Release.Add (AddSym, AddDense, AddParts)
+// rounds the values to the grid and adds the noise, refusing a length other
+// than the declared one and a second draw; ExponentialRelease.Sample hands
+// β to the sampler once. Accountant.Undrawn lists the releases declared but
+// never drawn. The older Spend* helpers compute the same steps and remain
+// for estimators not yet moved to releases.
 package privacy

@@ -29,6 +29,11 @@ const (
 )
 
 // Guarantee is the privacy statement attached to a released result.
+//
+// For Pure, Epsilon is the pure ε; a Pure guarantee may also carry the
+// zCDP total Rho of its steps and, when the grant named one, the δ at which
+// that converts to a tighter (ε, δ) statement (see Tighter). Certify
+// computes the figures from the composition.
 type Guarantee struct {
 	Kind        GuaranteeKind
 	Epsilon     float64
@@ -49,6 +54,12 @@ func (g Guarantee) String() string {
 	switch g.Kind {
 	case Pure:
 		fmt.Fprintf(&b, "pure ε-differential privacy with ε = %s", num(g.Epsilon))
+		if eps, delta, ok := g.Tighter(); ok {
+			fmt.Fprintf(&b, ", and also (ε, δ)-differential privacy with ε = %s, δ = %s (its steps compose to ρ-zCDP with ρ = %s)",
+				num(eps), num(delta), num(g.Rho))
+		} else if g.Rho > 0 {
+			fmt.Fprintf(&b, ", and also ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
+		}
 	case Approx:
 		fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
 	case ZCDP:
@@ -118,6 +129,12 @@ func (g Guarantee) Validate() error {
 	case Pure:
 		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
 			return bad("ε", g.Epsilon)
+		}
+		if !(g.Rho >= 0) || math.IsInf(g.Rho, 0) {
+			return bad("ρ", g.Rho)
+		}
+		if !(g.Delta >= 0 && g.Delta < 1) {
+			return bad("δ", g.Delta)
 		}
 	case Approx, Model, Nominal:
 		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {

@@ -77,7 +77,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 		}
 		res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 	}
-	completeGuarantee(res, acct, src)
+	if err := completeGuarantee(res, acct, src); err != nil {
+		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
 	return res, acct, nil
 }
 
@@ -101,22 +103,15 @@ func safeFit(ctx context.Context, est Estimator, run *Run) (res *Result, err err
 	return est.Fit(ctx, run)
 }
 
-func completeGuarantee(res *Result, acct *privacy.Accountant, src *privacy.Source) {
-	g := &res.Guarantee
+// completeGuarantee replaces the result's figures (and, for worst-case
+// kinds, its kind) by what the accountant's steps actually give under the
+// grant (privacy.Certify), and marks a seeded run.
+func completeGuarantee(res *Result, acct *privacy.Accountant, src *privacy.Source) error {
+	g, err := privacy.Certify(res.Guarantee, acct.Grant(), acct.Steps())
+	if err != nil {
+		return fmt.Errorf("stating the guarantee: %w", err)
+	}
 	g.Seeded = src.Seeded()
-	if g.Kind == privacy.None {
-		return
-	}
-	ach := acct.Achieved()
-	g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
-	if g.Kind == "" {
-		switch ach.Composition {
-		case "pure":
-			g.Kind = privacy.Pure
-		case "zcdp":
-			g.Kind = privacy.ZCDP
-		default:
-			g.Kind = privacy.Approx
-		}
-	}
+	res.Guarantee = g
+	return nil
 }

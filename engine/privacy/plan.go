@@ -1,0 +1,209 @@
+package privacy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Noise calibrations: how a Plan turns a grant into per-step budgets, and
+// how a Gaussian step is calibrated.
+const (
+	// NoiseZCDP calibrates Gaussian steps in zCDP (σ = Δ/sqrt(2ρ)); the
+	// grant's whole ρ (an (ε, δ) grant's largest ρ under the tight
+	// conversion) is split. It is the tightest choice for composed runs.
+	NoiseZCDP = "zcdp"
+	// NoiseClassical calibrates each Gaussian step to its own (ε, δ) with
+	// the textbook formula (per-step ε ≤ 1); the grant's (ε, δ) is split by
+	// basic composition, as most papers do.
+	NoiseClassical = "classical"
+	// NoiseAnalytic is NoiseClassical with the analytic Gaussian
+	// calibration of Balle & Wang (any ε).
+	NoiseAnalytic = "analytic"
+	// NoisePure splits a pure or (ε, δ) grant's ε among pure steps
+	// (Laplace, exponential mechanism) only; δ is not used.
+	NoisePure = "pure"
+)
+
+// Budget is one step's share of a grant, in the currency of its Plan's
+// noise: Rho for NoiseZCDP, (Epsilon, Delta) for NoiseClassical and
+// NoiseAnalytic, Epsilon for NoisePure. Pass it to Accountant.Gaussian,
+// Laplace or Exponential.
+type Budget struct {
+	Noise   string
+	Rho     float64
+	Epsilon float64
+	Delta   float64
+	// Mechanism, when set, is the only mechanism the budget may be spent
+	// on (copied from the Share).
+	Mechanism Mechanism
+}
+
+// pureEpsilon is the pure ε a Laplace or exponential step may use from b:
+// b.Epsilon, or for a zCDP budget the ε whose zCDP cost is b.Rho (ε²/2 for
+// Laplace, ε²/8 for the exponential mechanism).
+func (b Budget) pureEpsilon(m Mechanism) (float64, error) {
+	if b.Noise == NoiseZCDP {
+		if err := checkRho(b.Rho); err != nil {
+			return 0, err
+		}
+		if m == MechExponential {
+			return math.Sqrt(8 * b.Rho), nil
+		}
+		return math.Sqrt(2 * b.Rho), nil
+	}
+	switch b.Noise {
+	case NoisePure, NoiseClassical, NoiseAnalytic:
+		return b.Epsilon, checkEps(b.Epsilon)
+	}
+	return 0, fmt.Errorf("unknown noise calibration %q: %w", b.Noise, ErrInvalidBudget)
+}
+
+// checkMechanism refuses a budget restricted to another mechanism.
+func (b Budget) checkMechanism(m Mechanism) error {
+	if b.Mechanism != "" && b.Mechanism != m {
+		return fmt.Errorf("the budget is planned for the %s mechanism, not %s: %w", b.Mechanism, m, ErrInvalidBudget)
+	}
+	return nil
+}
+
+// Share is one named part of a Plan: the fraction Weight of the grant,
+// spent in Steps equal steps (0 means 1).
+type Share struct {
+	Name   string
+	Weight float64
+	Steps  int
+	// Mechanism optionally restricts the share to one mechanism, so that
+	// NewPlan can refuse, before any draw, a Gaussian share under a plan
+	// that can only pay for pure steps.
+	Mechanism Mechanism
+}
+
+// Plan splits a grant into named shares. It is checked in full by NewPlan,
+// before the first step is declared, so that a run never stops half way
+// because a later step's budget is unusable.
+type Plan struct {
+	noise  string
+	total  Budget
+	shares []Share
+}
+
+// NewPlan splits the grant of a into shares under the noise calibration
+// noise (NoiseZCDP, NoiseClassical, NoiseAnalytic or NoisePure). It checks
+// the whole plan: the grant's kind against noise (zCDP needs an (ε, δ) or
+// ρ grant, classical and analytic an (ε, δ) grant, pure a pure or (ε, δ)
+// grant), unique non-empty share names, positive finite weights adding up
+// to at most 1, non-negative step counts, and that every per-step budget is
+// positive and usable (classical: per-step ε ≤ 1). A plan spans the whole
+// grant: make it before the first step. Errors wrap ErrInvalidBudget.
+func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
+	if a == nil {
+		return nil, fmt.Errorf("plan: no accountant: %w", ErrInvalidBudget)
+	}
+	g := a.Grant()
+	p := &Plan{noise: noise, total: Budget{Noise: noise}}
+	switch noise {
+	case NoiseZCDP:
+		rho, err := a.TotalRho()
+		if err != nil {
+			return nil, fmt.Errorf("plan: zCDP noise: %w", err)
+		}
+		p.total.Rho = rho
+	case NoiseClassical, NoiseAnalytic:
+		if g.Kind != GrantApprox {
+			return nil, fmt.Errorf("plan: the %s Gaussian calibration needs an (ε, δ) grant, got a %s grant: %w", noise, g.Kind, ErrInvalidBudget)
+		}
+		p.total.Epsilon, p.total.Delta = g.Epsilon, g.Delta
+	case NoisePure:
+		if g.Kind != GrantPure && g.Kind != GrantApprox {
+			return nil, fmt.Errorf("plan: pure steps need a pure or (ε, δ) grant, got a %s grant: %w", g.Kind, ErrInvalidBudget)
+		}
+		p.total.Epsilon = g.Epsilon
+	default:
+		return nil, fmt.Errorf("plan: unknown noise calibration %q (want %s, %s, %s or %s): %w",
+			noise, NoiseZCDP, NoiseClassical, NoiseAnalytic, NoisePure, ErrInvalidBudget)
+	}
+	if len(shares) == 0 {
+		return nil, fmt.Errorf("plan: no shares: %w", ErrInvalidBudget)
+	}
+	var sum float64
+	for _, s := range shares {
+		if s.Name == "" {
+			return nil, fmt.Errorf("plan: a share has no name: %w", ErrInvalidBudget)
+		}
+		if slices.ContainsFunc(p.shares, func(o Share) bool { return o.Name == s.Name }) {
+			return nil, fmt.Errorf("plan: share %q is listed twice: %w", s.Name, ErrInvalidBudget)
+		}
+		if !(s.Weight > 0) || math.IsInf(s.Weight, 0) {
+			return nil, fmt.Errorf("plan: share %q: weight %v must be positive and finite: %w", s.Name, s.Weight, ErrInvalidBudget)
+		}
+		if s.Steps < 0 {
+			return nil, fmt.Errorf("plan: share %q: %d steps: %w", s.Name, s.Steps, ErrInvalidBudget)
+		}
+		if s.Steps == 0 {
+			s.Steps = 1
+		}
+		if s.Mechanism == MechGaussian && noise == NoisePure {
+			return nil, fmt.Errorf("plan: share %q is a Gaussian share, which a pure plan cannot pay for (use zcdp, classical or analytic noise with an (ε, δ) or ρ grant): %w", s.Name, ErrInvalidBudget)
+		}
+		sum += s.Weight
+		p.shares = append(p.shares, s)
+	}
+	if !within(sum, 1) {
+		return nil, fmt.Errorf("plan: share weights add up to %v > 1: %w", sum, ErrInvalidBudget)
+	}
+	for _, s := range p.shares {
+		if err := p.checkStep(s.Name, p.perStep(s)); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// perStep is the budget of one step of share s.
+func (p *Plan) perStep(s Share) Budget {
+	f := s.Weight / float64(s.Steps)
+	return Budget{Noise: p.noise, Rho: p.total.Rho * f, Epsilon: p.total.Epsilon * f, Delta: p.total.Delta * f, Mechanism: s.Mechanism}
+}
+
+// checkStep refuses a per-step budget no release could use.
+func (p *Plan) checkStep(name string, b Budget) error {
+	var err error
+	switch p.noise {
+	case NoiseZCDP:
+		err = checkRho(b.Rho)
+	case NoisePure:
+		err = checkEps(b.Epsilon)
+	case NoiseAnalytic:
+		err = checkEpsDelta(b.Epsilon, b.Delta)
+	case NoiseClassical:
+		if err = checkEpsDelta(b.Epsilon, b.Delta); err == nil && b.Epsilon > 1 && b.Mechanism != MechLaplace && b.Mechanism != MechExponential {
+			err = fmt.Errorf("classical Gaussian calibration is proved only for per-step ε ≤ 1, but each step gets ε = %.4g (total ε = %.4g); lower ε, use more steps or the analytic calibration: %w",
+				b.Epsilon, p.total.Epsilon, ErrInvalidBudget)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("plan: share %q: %w", name, err)
+	}
+	return nil
+}
+
+// Noise returns the plan's noise calibration.
+func (p *Plan) Noise() string { return p.noise }
+
+// Total returns the whole grant in the plan's currency.
+func (p *Plan) Total() Budget { return p.total }
+
+// Shares returns the plan's shares (Steps filled in: never 0).
+func (p *Plan) Shares() []Share { return slices.Clone(p.shares) }
+
+// Budget returns the per-step budget of the named share: its weight times
+// the grant, divided by its number of steps.
+func (p *Plan) Budget(name string) (Budget, error) {
+	for _, s := range p.shares {
+		if s.Name == name {
+			return p.perStep(s), nil
+		}
+	}
+	return Budget{}, fmt.Errorf("plan has no share %q: %w", name, ErrInvalidBudget)
+}
