@@ -19,6 +19,8 @@ import (
 
 func itoa(v int) string { return strconv.Itoa(v) }
 
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
 // genTrace draws a trace-regression data set (CI size by default: the
 // spec's (20, 15, 2), n = 3000, Σ = diag(2, 1), σ_ξ = 0.5).
 func genTrace(t testing.TB, seed uint64, over map[string]string) *gen.Generated {
