@@ -22,7 +22,7 @@ func itoa(v int) string { return strconv.Itoa(v) }
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // genTrace draws a trace-regression data set (CI size by default: the
-// spec's (20, 15, 2), n = 3000, Σ = diag(2, 1), σ_ξ = 0.5).
+// (20, 15, 2), n = 3000, Σ = diag(2, 1), σ_ξ = 0.5).
 func genTrace(t testing.TB, seed uint64, over map[string]string) *gen.Generated {
 	t.Helper()
 	m, err := gen.Lookup(gen.TraceModelName)
@@ -148,7 +148,7 @@ func slope(x, y []float64) float64 {
 
 var anyGrant = approx(1, 1e-5)
 
-// Spec §6.1 property 10: with ε = ∞ the error is ≈ σ_ξ·sqrt(r(d1+d2)/n).
+// With ε = ∞ the error is ≈ σ_ξ·sqrt(r(d1+d2)/n).
 func TestNonPrivateRate(t *testing.T) {
 	ns := []float64{1500, 3000, 6000}
 	errs := make([]float64, len(ns))
@@ -162,7 +162,7 @@ func TestNonPrivateRate(t *testing.T) {
 	assert.InDelta(t, -0.5, slope(ns, errs), 0.1)
 }
 
-// Spec §6.1 property 12: noiseless exact recovery at a linear rate.
+// Noiseless exact recovery at a linear rate.
 func TestNoiselessExactRecovery(t *testing.T) {
 	g := genTrace(t, 5, map[string]string{"n": "1000", "d1": "30", "d2": "20", "sigma_xi": "0"})
 	res, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2", "iterations": "40", "step": "1"}, anyGrant, 1)
@@ -191,7 +191,7 @@ func TestLargeEpsilonMatchesNonPrivate(t *testing.T) {
 	assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-4, "strict with non-binding clips")
 }
 
-// Spec §6.1 property 13: in the privacy-dominated regime the error falls
+// In the privacy-dominated regime the error falls
 // like 1/ε and like 1/n.
 func TestPrivacyDominatedRates(t *testing.T) {
 	np := medianErr(t, "rgrad-nonprivate", 7, nil, map[string]string{"iterations": "5"}, anyGrant)
@@ -208,7 +208,7 @@ func TestPrivacyDominatedRates(t *testing.T) {
 		t.Logf("ε=%v error %.4f (privacy part %.4f)", e, errs[i], priv[i])
 	}
 	for i := 1; i < len(errs); i++ {
-		// Doubling ε halves the error ±20% (spec property 13).
+		// Doubling ε halves the error ±20%.
 		assert.InDelta(t, 0.5, errs[i]/errs[i-1], 0.1, "error ratio from ε=%v to ε=%v", eps[i-1], eps[i])
 	}
 	// Under zCDP accounting the noise scale is 1/sqrt(2ρ(ε, δ)), not 1/ε:
@@ -254,7 +254,7 @@ func TestSignalStrengthEffect(t *testing.T) {
 	assert.Less(t, w4, s4/1.5, "by a wide margin when σr is large")
 }
 
-// Spec §6.1 properties 8 and 9: the paper-literal calibration reproduces the
+// The paper-literal calibration reproduces the
 // closed-form variances and the (ε/3, δ/3)×3 + (ε/T, δ/T)×T split.
 func TestPaperLiteralVariances(t *testing.T) {
 	g := genTrace(t, 8, nil)
@@ -325,7 +325,7 @@ func TestZCDPAccounting(t *testing.T) {
 	assert.InEpsilon(t, rho, res.Guarantee.Rho, 1e-12)
 }
 
-// Spec §6.1 properties 6 and 7: orthonormal factors, rank ≤ r, seeded
+// Orthonormal factors, rank ≤ r, seeded
 // reproducibility.
 func TestOutputsAndDeterminism(t *testing.T) {
 	g := genTrace(t, 10, nil)
@@ -352,7 +352,7 @@ func TestOutputsAndDeterminism(t *testing.T) {
 	}
 }
 
-// Spec §6.1 property 5: the subspace noise is exactly symmetric with the
+// The subspace noise is exactly symmetric with the
 // stated entry variance.
 func TestSymmetricNoiseVariance(t *testing.T) {
 	src := privacy.NewSeededSource(5)
@@ -581,7 +581,7 @@ func TestPlugInsDominateLeaveOneOut(t *testing.T) {
 	}
 }
 
-// Spec §6.1 property 15: under DP fewer iterations help, since every
+// Under DP fewer iterations help, since every
 // iteration's noise grows with T (like sqrt(T) under zCDP, T under basic
 // composition), while T = 3 already converges without noise.
 func TestFewerIterationsHelpUnderDP(t *testing.T) {
