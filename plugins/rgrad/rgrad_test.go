@@ -158,7 +158,7 @@ func TestNonPrivateRate(t *testing.T) {
 		t.Logf("n=%v error %.4f ratio %.3f", n, errs[i], ratio)
 		assert.InDelta(t, 1.0, ratio, 0.3, "error / σ_ξ sqrt(r(d1+d2)/n) at n=%v", n)
 	}
-	// Spec property 11: slope −0.5 ± 0.1.
+	// Slope −0.5 ± 0.1.
 	assert.InDelta(t, -0.5, slope(ns, errs), 0.1)
 }
 
