@@ -59,6 +59,7 @@ func commands() []command {
 		{"fit", "run an estimator on a data set under a privacy budget", cmdFit},
 		{"gen", "generate a synthetic data set with ground truth", cmdGen},
 		{"budget", "set, show and audit a data set's total privacy budget", cmdBudget},
+		{"cache", "list or clear the converted data sets kept in $DPLR_HOME/cache", cmdCache},
 		{"demo", "generate spiked data and compare DP PCA estimators against the truth", cmdDemo},
 		{"version", "print the version", cmdVersion},
 	}

@@ -99,7 +99,7 @@ func TestFitEndToEnd(t *testing.T) {
 	for _, k := range []string{"epsilon", "delta", "rho", "guarantee", "assumptions", "steps"} {
 		assert.Contains(t, priv, k)
 	}
-	assert.Equal(t, "zcdp", priv["guarantee"])
+	assert.Equal(t, "approx", priv["guarantee"], "a Gaussian run under an (ε, δ) grant is certified by the exact Gaussian composition")
 	assert.LessOrEqual(t, priv["epsilon"].(float64), 1+1e-9)
 	assert.Equal(t, false, priv["seeded"])
 	led := rep["ledger"].(map[string]any)
@@ -120,7 +120,7 @@ func TestFitEndToEnd(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	led = rep["ledger"].(map[string]any)
-	assert.Equal(t, "ρ = 0.3756", led["remaining_text"], "the remaining budget in the total's own form")
+	assert.Equal(t, "a ρ = 0.3756 run", led["remaining_text"], "the remaining budget in the total's own form")
 }
 
 func TestBadInputSpendsNothing(t *testing.T) {

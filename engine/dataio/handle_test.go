@@ -78,7 +78,11 @@ func TestPrepareOpenKinds(t *testing.T) {
 			assert.Equal(t, c.opt.Name, got.Name)
 			hj, err := ReadHandle(filepath.Join(cache, ds.Hash, fileHandle))
 			require.NoError(t, err)
-			assert.Equal(t, h, hj)
+			content := h
+			content.Source = nil // the entry describes content, not a source
+			assert.Equal(t, content, hj)
+			require.NotNil(t, h.Source)
+			assert.Equal(t, IdentityOf(ds), *h.Source)
 
 			// PrepareFile of a non-npy input goes through Load+Prepare.
 			hf, err := PrepareFile(c.path, c.opt, cache)

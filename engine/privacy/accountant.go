@@ -91,9 +91,12 @@ type Achieved struct {
 	Rho float64
 	// Composition names the accounting: "pure" (ε add up), "zcdp" (ρ add
 	// up, converted with the tight CKS bound for an (ε, δ) grant), "mixed"
-	// (pure steps' ε plus the converted ρ of the rest) or "basic" (ε and δ
-	// add up).
+	// (pure steps' ε plus the converted ρ of the rest), "basic" (ε and δ
+	// add up), "gdp" (exact Gaussian composition) or "pld" (privacy loss
+	// distributions).
 	Composition string
+	// Mu is the GDP parameter of a "gdp" composition (0 otherwise).
+	Mu float64
 }
 
 // Accountant checks each declared step against a Grant and records it. It is
@@ -167,7 +170,7 @@ func (a *Accountant) Spend(step Step) error {
 	}
 	a.mu.Lock()
 	trial := append(append(make([]Step, 0, len(a.steps)+1), a.steps...), step)
-	if _, err := compose(a.grant, trial); err != nil {
+	if _, err := composeTight(a.grant, trial, false); err != nil {
 		a.mu.Unlock()
 		return fmt.Errorf("step %q: %w", step.Name, err)
 	}
@@ -191,7 +194,7 @@ func (a *Accountant) Steps() []Step {
 func (a *Accountant) Achieved() Achieved {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ach, _ := compose(a.grant, a.steps)
+	ach, _ := composeTight(a.grant, a.steps, true)
 	return ach
 }
 
@@ -246,6 +249,7 @@ func stepRho(s Step) float64 {
 //
 // Valid accountings: a pure grant admits only pure steps, whose ε add up.
 // A zCDP grant adds the steps' ρ. An (ε, δ) grant may be met by
+//
 //   - "pure": every step pure, ε add up, δ = 0;
 //   - "zcdp": every step's ρ add up (adaptive composition of zCDP, Bun &
 //     Steinke 2016) and the total is converted at the grant's δ with the
@@ -255,10 +259,24 @@ func stepRho(s Step) float64 {
 //     ρ-zCDP step at most αρ, so adaptive Rényi composition bounds the
 //     total at order α by E + αρ, and the same CKS conversion gives
 //     ε = E + ε_tight(ρ, δ);
-//   - "basic": every step has an (ε, δ) claim and they add up.
+//   - "basic": every step has an (ε, δ) claim and they add up;
+//   - "gdp": every step Gaussian with a recorded sensitivity and scale:
+//     μ² = Σ (Δ_i/σ_i)² composes exactly (Gaussian DP; valid under fully
+//     adaptive choices of the μ_i, Smith & Thakurta 2022) and the analytic
+//     Gaussian curve gives ε at the grant's δ;
+//   - "pld": every step Gaussian (with sensitivity and scale) or pure: the
+//     pessimistic discretised privacy loss distribution (RunPLD). It
+//     assumes the list of mechanisms and their parameters is fixed by
+//     public inputs, as every dplr estimator's plan is.
 //
-// Among those that fit, the smallest ε wins (then the smallest δ).
-func compose(g Grant, steps []Step) (Achieved, error) {
+// Among those that fit, the smallest ε wins (then the smallest δ). The
+// "gdp" and "pld" candidates are tried only when tight is set (Achieved,
+// Certify: the figures a result states) or nothing else fits (Spend of an
+// exact plan); Compose, which the ledger charges runs with, keeps the
+// composable zCDP/pure/basic figures whenever one fits.
+func compose(g Grant, steps []Step) (Achieved, error) { return composeTight(g, steps, false) }
+
+func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
 	var sumEps, sumDelta, sumRho, pureEps, otherRho float64
 	allPure, allRho, allEps := true, true, true
 	nPure := 0
@@ -318,14 +336,14 @@ func compose(g Grant, steps []Step) (Achieved, error) {
 	if allEps {
 		cands = append(cands, Achieved{Epsilon: sumEps, Delta: sumDelta, Composition: "basic"})
 	}
-	best, found := Achieved{}, false
-	for _, c := range cands {
-		if !within(c.Epsilon, g.Epsilon) || !within(c.Delta, g.Delta) {
-			continue
+	best, found := bestFit(g, cands)
+	if !allPure && (tight || !found) {
+		if c, ok := gdpCandidate(steps, g.Delta); ok {
+			cands = append(cands, c)
+		} else if c, ok := pldCandidate(steps, g.Delta); ok {
+			cands = append(cands, c)
 		}
-		if !found || c.Epsilon < best.Epsilon || (c.Epsilon == best.Epsilon && c.Delta < best.Delta) {
-			best, found = c, true
-		}
+		best, found = bestFit(g, cands)
 	}
 	if found {
 		return best, nil
@@ -341,4 +359,57 @@ func compose(g Grant, steps []Step) (Achieved, error) {
 		msg = fmt.Sprintf("the tightest accounting (%s) needs ε = %.6g, δ = %.3g", lowest.Composition, lowest.Epsilon, lowest.Delta)
 	}
 	return Achieved{}, fmt.Errorf("%s; granted (ε=%.6g, δ=%.3g): %w", msg, g.Epsilon, g.Delta, ErrOverBudget)
+}
+
+// bestFit returns the candidate that fits g with the smallest ε (then δ).
+func bestFit(g Grant, cands []Achieved) (Achieved, bool) {
+	best, found := Achieved{}, false
+	for _, c := range cands {
+		if !within(c.Epsilon, g.Epsilon) || !within(c.Delta, g.Delta) {
+			continue
+		}
+		if !found || c.Epsilon < best.Epsilon || (c.Epsilon == best.Epsilon && c.Delta < best.Delta) {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+// gdpCandidate accounts an all-Gaussian list of steps exactly.
+func gdpCandidate(steps []Step, delta float64) (Achieved, bool) {
+	for _, s := range steps {
+		if s.Mechanism != MechGaussian || !(s.Scale > 0) || !(s.Sensitivity > 0) {
+			return Achieved{}, false
+		}
+	}
+	mu, _, err := RunGDP(steps)
+	if err != nil {
+		return Achieved{}, false
+	}
+	eps, err := GDPEpsilon(mu, delta)
+	if err != nil {
+		return Achieved{}, false
+	}
+	return Achieved{Epsilon: eps, Delta: delta, Rho: mu * mu / 2, Mu: mu, Composition: MethodGDP}, true
+}
+
+// pldCandidate accounts Gaussian and pure steps by their PLD.
+func pldCandidate(steps []Step, delta float64) (Achieved, bool) {
+	for _, s := range steps {
+		switch {
+		case s.Mechanism == MechGaussian && s.Scale > 0 && s.Sensitivity > 0:
+		case (s.Mechanism == MechLaplace || s.Mechanism == MechExponential) && isPure(s):
+		default:
+			return Achieved{}, false
+		}
+	}
+	p, err := RunPLD(steps, DefaultPLDGrid)
+	if err != nil {
+		return Achieved{}, false
+	}
+	eps, err := p.Epsilon(delta)
+	if err != nil {
+		return Achieved{}, false
+	}
+	return Achieved{Epsilon: eps, Delta: delta, Composition: MethodPLD}, true
 }

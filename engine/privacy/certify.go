@@ -22,9 +22,10 @@ var ErrGuarantee = errors.New("privacy: guarantee does not follow from the compo
 //     guarantee also states (EpsilonFromRho(ρ, δ), δ)-DP (see
 //     Guarantee.Tighter): it never calls an ε pure that holds only with
 //     δ > 0.
-//   - otherwise: ZCDP when the steps were accounted by zCDP (a ρ grant, or
-//     an (ε, δ) grant met by zCDP composition), Approx for "mixed" or
-//     "basic" composition.
+//   - otherwise: the tightest valid accounting (Compose, with the privacy
+//     loss distribution always tried): ZCDP when that is zCDP (a ρ grant),
+//     Approx for "gdp", "pld", "mixed" or "basic" composition, with
+//     Accounting naming it and Mu the GDP parameter of a "gdp" one.
 //
 // A declared Pure guarantee with a non-pure step, a None guarantee with a
 // step, or a private one with no step is an error wrapping ErrGuarantee;
@@ -45,6 +46,10 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 	if err != nil {
 		return Guarantee{}, err
 	}
+	tight := ach
+	if t, err := composeTight(grant, steps, true); err == nil {
+		tight = t
+	}
 	allPure := true
 	var sumEps, sumRho float64
 	for _, s := range steps {
@@ -56,7 +61,8 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 	}
 	switch g.Kind {
 	case Model, Nominal:
-		g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
+		g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
+		g.Accounting, g.Mu = tight.Composition, tight.Mu
 		return g, nil
 	case Pure:
 		if !allPure {
@@ -80,8 +86,9 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 		}
 		return g, nil
 	}
-	g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
-	if ach.Composition == "zcdp" {
+	g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
+	g.Accounting, g.Mu = tight.Composition, tight.Mu
+	if tight.Composition == "zcdp" {
 		g.Kind = ZCDP
 	} else {
 		g.Kind = Approx

@@ -52,6 +52,18 @@ func TestCertifyOrbitDeflation(t *testing.T) {
 	assert.Equal(t, g, Guarantee{Kind: g2.Kind, Epsilon: g2.Epsilon, Delta: g2.Delta, Rho: g2.Rho, Neighbours: "one row replaced"})
 }
 
+func certTightEps(t *testing.T, steps ...Step) float64 {
+	t.Helper()
+	eps, _, err := TightEpsilon(steps, 1e-6)
+	require.NoError(t, err)
+	return eps
+}
+
+func gdpRho(steps ...Step) float64 {
+	mu, _, _ := RunGDP(steps)
+	return mu * mu / 2
+}
+
 func TestCertify(t *testing.T) {
 	approx := Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}
 	total, _ := RhoForEpsDelta(1, 1e-6)
@@ -74,12 +86,12 @@ func TestCertify(t *testing.T) {
 		{"pure grant, Laplace", Pure, Grant{Kind: GrantPure, Epsilon: 1}, []Step{lap(0.5), lap(0.5)}, Pure, 1, 0, 0},
 		{"(ε, δ) grant, pure steps met by pure composition", "", approx, []Step{lap(0.5), lap(0.5)}, Pure, 1, 0, 0},
 		{"ρ grant, pure steps", "", Grant{Kind: GrantZCDP, Rho: 1}, []Step{lap(0.5)}, Pure, 0.5, 0, 0.125},
-		{"(ε, δ) grant, Gaussian", "", approx, []Step{gauss(total / 2), gauss(total / 2)}, ZCDP, 1, 1e-6, total},
-		{"declared approx, accounted by zCDP", Approx, approx, []Step{gauss(total)}, ZCDP, 1, 1e-6, total},
+		{"(ε, δ) grant, Gaussian: exact composition", "", approx, []Step{gauss(total / 2), gauss(total / 2)}, Approx, certTightEps(t, gauss(total/2), gauss(total/2)), 1e-6, gdpRho(gauss(total/2), gauss(total/2))},
+		{"declared approx, exact composition", Approx, approx, []Step{gauss(total)}, Approx, certTightEps(t, gauss(total)), 1e-6, gdpRho(gauss(total))},
 		{"ρ grant, Gaussian", ZCDP, Grant{Kind: GrantZCDP, Rho: 0.5}, []Step{gauss(0.5)}, ZCDP, 0, 0, 0.5},
-		{"mixed", "", approx, []Step{lap(0.1), gauss(total / 4)}, Approx, 0.1 + EpsilonFromRho(total/4, 1e-6), 1e-6, total / 4},
+		{"mixed: privacy loss distribution", "", approx, []Step{lap(0.1), gauss(total / 4)}, Approx, certTightEps(t, lap(0.1), gauss(total/4)), 1e-6, 0},
 		{"paper basic composition", "", approx, []Step{classical(0.5, 5e-7), classical(0.5, 5e-7)}, Approx, 1, 1e-6, 0},
-		{"model keeps its kind", Model, approx, []Step{gauss(total)}, Model, 1, 1e-6, total},
+		{"model keeps its kind", Model, approx, []Step{gauss(total)}, Model, certTightEps(t, gauss(total)), 1e-6, gdpRho(gauss(total))},
 		{"nominal keeps its kind", Nominal, Grant{Kind: GrantPure, Epsilon: 1}, []Step{lap(1)}, Nominal, 1, 0, 0},
 	}
 	for _, tc := range cases {

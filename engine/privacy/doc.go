@@ -121,7 +121,19 @@
 // that would exceed the grant, leaving the state unchanged. An (ε, δ) grant
 // is met by the tightest valid accounting among pure composition, zCDP
 // (tight conversion), "mixed" (pure steps' ε plus the converted ρ of the
-// others, by Rényi composition) and basic composition; Achieved says which.
+// others, by Rényi composition), basic composition, the exact Gaussian
+// composition of Gaussian differential privacy ("gdp": μ² = Σ(Δ_i/σ_i)²,
+// then the analytic Gaussian curve) and a pessimistic discretised privacy
+// loss distribution ("pld", for Gaussian and pure steps together); Achieved
+// says which. The PLD is computed only when the cheaper accountings do not
+// fit (Spend) or when the figures are reported (Achieved, Certify). See
+// gdp.go and pld.go for the definitions and the discretisation bound, and
+// TightEpsilon for the accounting of a list of steps.
+//
+// A Plan with NoiseExact calibrates through the same curves: a
+// Gaussian-only plan splits the μ² that the grant allows (at (1, 1e-6)
+// σ/Δ = 4.22 for one step where zCDP needs 4.53), a mixed plan scales the
+// zCDP split by the largest factor its PLD allows.
 //
 // # Plans and releases
 //

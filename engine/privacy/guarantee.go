@@ -44,6 +44,12 @@ type Guarantee struct {
 	Assumptions []string // public parameters and other assumptions
 	Neighbours  string   // what neighbouring data sets differ by, e.g. "one row replaced"
 	Seeded      bool     // noise came from a user seed: not private against whoever knows it
+	// Accounting names the composition that produced the figures ("pure",
+	// "zcdp", "gdp", "pld", "mixed", "basic"; empty when not recorded).
+	Accounting string
+	// Mu is the Gaussian-DP parameter when Accounting is "gdp": the run is
+	// then μ-GDP, equivalently ρ = μ²/2 zCDP.
+	Mu float64
 }
 
 // String describes the guarantee in words a person can read, e.g.
@@ -62,6 +68,12 @@ func (g Guarantee) String() string {
 		}
 	case Approx:
 		fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
+		switch g.Accounting {
+		case "gdp":
+			fmt.Fprintf(&b, " (exact Gaussian composition: μ-Gaussian differential privacy with μ = %s, ρ = %s)", num(g.Mu), num(g.Mu*g.Mu/2))
+		case "pld":
+			b.WriteString(" (privacy loss distribution accounting)")
+		}
 	case ZCDP:
 		fmt.Fprintf(&b, "ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
 		if g.Delta > 0 {
@@ -172,19 +184,23 @@ type GuaranteeJSON struct {
 	Assumptions []string      `json:"assumptions,omitempty"`
 	Neighbours  string        `json:"neighbours,omitempty"`
 	Seeded      bool          `json:"seeded,omitempty"`
+	Accounting  string        `json:"accounting,omitempty"`
+	Mu          float64       `json:"mu,omitempty"`
 	Text        string        `json:"text"`
 }
 
 // JSON returns the JSON-friendly form of g.
 func (g Guarantee) JSON() GuaranteeJSON {
 	return GuaranteeJSON{Kind: g.Kind, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model, Beta: g.Beta,
-		Assumptions: append([]string(nil), g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded, Text: g.String()}
+		Assumptions: append([]string(nil), g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
+		Accounting: g.Accounting, Mu: g.Mu, Text: g.String()}
 }
 
 // Guarantee converts the JSON form back (Text is ignored).
 func (j GuaranteeJSON) Guarantee() Guarantee {
 	return Guarantee{Kind: j.Kind, Epsilon: j.Epsilon, Delta: j.Delta, Rho: j.Rho, Model: j.Model, Beta: j.Beta,
-		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded}
+		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded,
+		Accounting: j.Accounting, Mu: j.Mu}
 }
 
 // oneMinus writes 1 − β so that a tiny β stays visible ("1 − 1.2e-13"

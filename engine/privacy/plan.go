@@ -23,6 +23,16 @@ const (
 	// NoisePure splits a pure or (ε, δ) grant's ε among pure steps
 	// (Laplace, exponential mechanism) only; δ is not used.
 	NoisePure = "pure"
+	// NoiseExact calibrates with the tightest accounting dplr can certify:
+	// a Gaussian-only plan under an (ε, δ) grant splits μ² of Gaussian
+	// differential privacy (exact composition, then the analytic Gaussian
+	// curve); a plan mixing Gaussian and pure steps scales the zCDP split
+	// up by the largest factor whose composed privacy loss distribution
+	// still meets the grant. Budgets are then paid like zCDP budgets (σ =
+	// Δ/sqrt(2ρ), pure ε from ρ), and the accountant admits them by the
+	// GDP or PLD composition (see Compose). Under a ρ grant it equals
+	// NoiseZCDP, under a pure grant NoisePure.
+	NoiseExact = "exact"
 )
 
 // Budget is one step's share of a grant, in the currency of its Plan's
@@ -43,7 +53,7 @@ type Budget struct {
 // b.Epsilon, or for a zCDP budget the ε whose zCDP cost is b.Rho (ε²/2 for
 // Laplace, ε²/8 for the exponential mechanism).
 func (b Budget) pureEpsilon(m Mechanism) (float64, error) {
-	if b.Noise == NoiseZCDP {
+	if b.Noise == NoiseZCDP || b.Noise == NoiseExact {
 		if err := checkRho(b.Rho); err != nil {
 			return 0, err
 		}
@@ -103,10 +113,10 @@ func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	g := a.Grant()
 	p := &Plan{noise: noise, total: Budget{Noise: noise}}
 	switch noise {
-	case NoiseZCDP:
+	case NoiseZCDP, NoiseExact:
 		rho, err := a.TotalRho()
 		if err != nil {
-			return nil, fmt.Errorf("plan: zCDP noise: %w", err)
+			return nil, fmt.Errorf("plan: %s noise: %w", noise, err)
 		}
 		p.total.Rho = rho
 	case NoiseClassical, NoiseAnalytic:
@@ -121,7 +131,7 @@ func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 		p.total.Epsilon = g.Epsilon
 	default:
 		return nil, fmt.Errorf("plan: unknown noise calibration %q (want %s, %s, %s or %s): %w",
-			noise, NoiseZCDP, NoiseClassical, NoiseAnalytic, NoisePure, ErrInvalidBudget)
+			noise, NoiseZCDP, NoiseClassical, NoiseAnalytic, NoisePure+" or "+NoiseExact, ErrInvalidBudget)
 	}
 	if len(shares) == 0 {
 		return nil, fmt.Errorf("plan: no shares: %w", ErrInvalidBudget)
@@ -152,6 +162,13 @@ func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if !within(sum, 1) {
 		return nil, fmt.Errorf("plan: share weights add up to %v > 1: %w", sum, ErrInvalidBudget)
 	}
+	if noise == NoiseExact && g.Kind == GrantApprox {
+		boost, err := exactBoost(g, p.total.Rho, p.shares)
+		if err != nil {
+			return nil, err
+		}
+		p.total.Rho *= boost
+	}
 	for _, s := range p.shares {
 		if err := p.checkStep(s.Name, p.perStep(s)); err != nil {
 			return nil, err
@@ -170,7 +187,7 @@ func (p *Plan) perStep(s Share) Budget {
 func (p *Plan) checkStep(name string, b Budget) error {
 	var err error
 	switch p.noise {
-	case NoiseZCDP:
+	case NoiseZCDP, NoiseExact:
 		err = checkRho(b.Rho)
 	case NoisePure:
 		err = checkEps(b.Epsilon)

@@ -36,7 +36,7 @@ func TestNewPlanRefusals(t *testing.T) {
 		{"classical under a zcdp grant", zcdpGrant, NoiseClassical, []Share{one}, "needs an (ε, δ) grant"},
 		{"analytic under a pure grant", pureGrant, NoiseAnalytic, []Share{one}, "needs an (ε, δ) grant"},
 		{"pure under a zcdp grant", zcdpGrant, NoisePure, []Share{one}, "need a pure or (ε, δ) grant"},
-		{"unknown noise", approxGrant, "exact", []Share{one}, `unknown noise calibration "exact"`},
+		{"unknown noise", approxGrant, "exactly", []Share{one}, `unknown noise calibration "exactly"`},
 		{"no shares", approxGrant, NoiseZCDP, nil, "no shares"},
 		{"unnamed share", approxGrant, NoiseZCDP, []Share{{Weight: 1}}, "has no name"},
 		{"duplicate share", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: 0.5}, {Name: "a", Weight: 0.5}}, `"a" is listed twice`},

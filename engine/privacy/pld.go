@@ -48,8 +48,8 @@ import (
 // the pair suffices.
 
 // DefaultPLDGrid is the loss grid width h used when a caller gives none:
-// a composition of k discretised factors overstates ε by at most k·1e-4.
-const DefaultPLDGrid = 1e-4
+// a composition of k discretised factors overstates ε by at most k·1e-3.
+const DefaultPLDGrid = 1e-3
 
 // maxPLDBuckets bounds a PLD's length (memory ≈ 8 bytes a bucket, the FFT
 // a few times that).

@@ -81,7 +81,7 @@ func (a *Accountant) Gaussian(name string, sens float64, dim int, b Budget) (*Re
 	var st Step
 	var err error
 	switch b.Noise {
-	case NoiseZCDP:
+	case NoiseZCDP, NoiseExact:
 		st, err = gaussianRhoStep(name, sens, dim, b.Rho)
 	case NoiseClassical, NoiseAnalytic:
 		st, err = gaussianEpsDeltaStep(name, sens, dim, b.Epsilon, b.Delta, b.Noise)
@@ -93,6 +93,7 @@ func (a *Accountant) Gaussian(name string, sens float64, dim int, b Budget) (*Re
 	if err != nil {
 		return nil, err
 	}
+	st.Calibration = b.Noise
 	return a.newRelease(st, (*Source).AddGaussian)
 }
 

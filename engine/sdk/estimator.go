@@ -21,7 +21,12 @@ type Info struct {
 	// gives (e.g. "(ε,δ)-DP w.p. ≥ 1−β over spiked Gaussian data").
 	Guarantee string
 	// Grants lists the budget forms the estimator accepts.
-	Grants     []privacy.GrantKind
+	Grants []privacy.GrantKind
+	// Options is the prototype of the estimator's options struct (e.g.
+	// myOptions{}); when set, the SDK derives Params from its tags (see
+	// SpecsOf), binds each request into a fresh copy before Fit, and Fit
+	// reads it with Opts. Leave Params empty then.
+	Options    any
 	Params     []ParamSpec
 	References []string
 	// NonPrivate marks a non-private reference estimator (its result's
@@ -47,6 +52,9 @@ type Run struct {
 	Acct    *privacy.Accountant
 	Rand    *privacy.Source
 	Backend backend.Backend
+	// opts is the bound options struct (a pointer), nil for an estimator
+	// without Info.Options.
+	opts any
 	// progress receives progress events; nil discards them.
 	progress func(Progress)
 	logf     func(format string, args ...any)

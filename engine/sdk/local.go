@@ -26,20 +26,17 @@ type LocalOptions struct {
 // guarantee from the accountant. It is what the plugin server does after
 // receiving a request, and what tests and in-process benchmarks call.
 func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[string]string, grant privacy.Grant, opt LocalOptions) (res *Result, acct *privacy.Accountant, err error) {
-	info := est.Info()
 	if d == nil {
 		return nil, nil, errors.New("no data set")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	if d.Kind != info.DataKind {
-		return nil, nil, BadRequest("estimator %s takes %s data, got %s data", info.Name, info.DataKind, d.Kind)
-	}
-	params, err := ValidateParams(info.Params, raw)
+	prep, err := prepare(est.Info(), raw, ShapeOf(d))
 	if err != nil {
-		return nil, nil, BadRequest("estimator %s: %w", info.Name, err)
+		return nil, nil, err
 	}
+	info := prep.info
 	if err := grant.Validate(); err != nil {
 		return nil, nil, BadRequest("%w", err)
 	}
@@ -63,7 +60,7 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if be == nil {
 		be = backend.Default()
 	}
-	run := &Run{Data: d, Params: params, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
+	run := &Run{Data: d, Params: prep.params, opts: prep.opts, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
 	res, err = safeFit(ctx, est, run)
 	if err != nil {
 		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)

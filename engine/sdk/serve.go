@@ -58,6 +58,7 @@ type Server struct {
 	dplrpb.UnimplementedEstimatorsServer
 	name, version string
 	ests          []Estimator
+	infos         []Info // resolved catalogue entries (InfoOf), in ests order
 	byName        map[string]Estimator
 }
 
@@ -69,7 +70,10 @@ func NewServer(name, version string, ests ...Estimator) (*Server, error) {
 	}
 	s := &Server{name: name, version: version, ests: ests, byName: map[string]Estimator{}}
 	for _, e := range ests {
-		info := e.Info()
+		info, err := InfoOf(e)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: %w", name, err)
+		}
 		if info.Name == "" {
 			return nil, fmt.Errorf("plugin %q: an estimator has no name", name)
 		}
@@ -80,6 +84,7 @@ func NewServer(name, version string, ests ...Estimator) (*Server, error) {
 			return nil, fmt.Errorf("plugin %q: estimator %q: invalid parameter specs: %w", name, info.Name, err)
 		}
 		s.byName[info.Name] = e
+		s.infos = append(s.infos, info)
 	}
 	return s, nil
 }
@@ -91,8 +96,8 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 		Plugin: s.name, Version: s.version, Backend: be.Name(), BackendThreads: int32(be.Threads()),
 		ProtocolVersion: transport.ProtocolVersion,
 	}
-	for _, e := range s.ests {
-		out.Estimators = append(out.Estimators, InfoToProto(e.Info()))
+	for _, info := range s.infos {
+		out.Estimators = append(out.Estimators, InfoToProto(wireInfo(info)))
 	}
 	return out, nil
 }
@@ -176,6 +181,17 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 		final.Series = append(final.Series, &dplrpb.Series{Name: se.Name, Values: se.Values, Release: string(se.Release), Doc: se.Doc})
 	}
 	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: final}})
+}
+
+// wireInfo is info as the catalogue sends it: exclusive bounds folded into
+// inclusive ones (ParamSpec.Inclusive), which the wire form carries.
+func wireInfo(info Info) Info {
+	info.Options = nil
+	info.Params = append([]ParamSpec(nil), info.Params...)
+	for i, p := range info.Params {
+		info.Params[i] = p.Inclusive()
+	}
+	return info
 }
 
 func sendMatrix(send func(*dplrpb.FitEvent) error, m Matrix) error {
