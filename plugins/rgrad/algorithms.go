@@ -37,13 +37,11 @@ func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
 		n: d.N(), d1: d.D1, d2: d.D2, r: cfg.Rank, res: &sdk.Result{}}
 	run.Logf("rgrad %s: n=%d, d1=%d, d2=%d, r=%d, T=%d, η=%g, %s", cfg.Mode, e.n, e.d1, e.d2, e.r, cfg.Iterations, cfg.Step, cfg.Design)
 	var err error
-	switch {
-	case cfg.Mode == NonPrivate:
+	switch cfg.Mode {
+	case NonPrivate:
 		err = nonPrivateRGrad(e)
-	case cfg.Mode == Strict:
+	case Strict:
 		err = strictDPRGrad(e)
-	case cfg.Calibration == "paper":
-		err = paperDPRGrad(e)
 	default:
 		err = modelDPRGrad(e)
 	}
@@ -74,17 +72,20 @@ func nonPrivateRGrad(e *fitEnv) error {
 	return nil
 }
 
-// modelDPRGrad is rgrad-dp and rgrad-weak with calibration=explicit
-// (DERIVATIONS.md §2.4): the private spectral initialisation with the
-// corrected model plug-ins Δ⁽¹⁾, Δ⁽²⁾, then T clipped DP-RGrad iterations
-// with the model-chosen clip τ, all 3 + T Gaussian releases composed in
-// zCDP.
+// modelDPRGrad is rgrad-dp and rgrad-weak (DERIVATIONS.md §2.4, §2.5): the
+// private spectral initialisation with the model sensitivities Δ⁽¹⁾, Δ⁽²⁾
+// (explicit plug-ins, or the paper's literal formulas with
+// sensitivity=paper), then T clipped DP-RGrad iterations with the clip τ
+// chosen from the public model parameters (or the paper's Δ_l as a clip).
+// The budget is split init_share over the 3 initialisation releases and the
+// rest over the T iterations, in zCDP (noise=zcdp) or, as in the paper, by
+// basic composition with each release calibrated to its own (ε, δ) share
+// (noise=classical or analytic).
 func modelDPRGrad(e *fitEnv) error {
 	sens := ModelSensitivities(e.cfg.modelInputs(e.n, e.d1, e.d2))
-	T := e.cfg.Iterations
-	plan, err := newPlan(e.run, privacy.NoiseZCDP,
+	plan, err := sdk.NewPlan(e.run, e.cfg.Noise,
 		privacy.Share{Name: "init", Weight: e.cfg.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: 1 - e.cfg.InitShare, Steps: T, Mechanism: privacy.MechGaussian})
+		privacy.Share{Name: "iterations", Weight: 1 - e.cfg.InitShare, Steps: e.cfg.Iterations, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return err
 	}
@@ -93,43 +94,9 @@ func modelDPRGrad(e *fitEnv) error {
 		return err
 	}
 	e.reportSensitivities(sens)
-	e.reportBasicComposition(sens, bInit, bIter)
-	lhat, err := e.moment()
-	if err != nil {
-		return err
+	if e.cfg.Noise == privacy.NoiseZCDP {
+		e.reportBasicComposition(sens, bInit, bIter)
 	}
-	start, err := privateSpectralInit(e, lhat, sens, bInit)
-	if err != nil {
-		return err
-	}
-	tr, err := riemannianGradient(e, start, iterationRule{clip: sens.Clip, sens: sens.Iter, budget: &bIter})
-	if err != nil {
-		return err
-	}
-	e.reportEstimate(start, tr, sdk.Public)
-	e.reportIterationNoise(sens, tr)
-	e.modelGuarantee(sens)
-	return nil
-}
-
-// paperDPRGrad is calibration=paper (DERIVATIONS.md §2.5): the paper's
-// literal sensitivities and its split of (ε, δ) into (ε/2, δ/2) per phase,
-// three ways in the initialisation and T ways in the iterations, each
-// release calibrated to its own (ε, δ) (classical or analytic Gaussian).
-// The paper's Δ_l is enforced by clipping at τ = nΔ_l/(2η).
-func paperDPRGrad(e *fitEnv) error {
-	sens := ModelSensitivities(e.cfg.modelInputs(e.n, e.d1, e.d2))
-	plan, err := newPlan(e.run, e.cfg.Gaussian,
-		privacy.Share{Name: "init", Weight: 0.5, Steps: 3, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: 0.5, Steps: e.cfg.Iterations, Mechanism: privacy.MechGaussian})
-	if err != nil {
-		return err
-	}
-	bInit, bIter, err := planBudgets(plan)
-	if err != nil {
-		return err
-	}
-	e.reportSensitivities(sens)
 	lhat, err := e.moment()
 	if err != nil {
 		return err
@@ -155,7 +122,7 @@ func paperDPRGrad(e *fitEnv) error {
 func strictDPRGrad(e *fitEnv) error {
 	cfg := e.cfg
 	sens := Sensitivities{Clip: cfg.Clip, Iter: 2 * cfg.Step * cfg.Clip / float64(e.n)}
-	plan, err := newPlan(e.run, privacy.NoiseZCDP,
+	plan, err := sdk.NewPlan(e.run, privacy.NoiseZCDP,
 		privacy.Share{Name: "init", Weight: cfg.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
 		privacy.Share{Name: "iterations", Weight: 1 - cfg.InitShare, Steps: cfg.Iterations, Mechanism: privacy.MechGaussian})
 	if err != nil {
@@ -177,16 +144,6 @@ func strictDPRGrad(e *fitEnv) error {
 	e.reportIterationNoise(sens, tr)
 	e.strictGuarantee()
 	return nil
-}
-
-// newPlan makes the run's budget plan; a plan the grant cannot carry is a
-// bad request, refused before any step.
-func newPlan(run *sdk.Run, noise string, shares ...privacy.Share) (*privacy.Plan, error) {
-	plan, err := privacy.NewPlan(run.Acct, noise, shares...)
-	if err != nil {
-		return nil, sdk.BadRequest("rgrad: %w", err)
-	}
-	return plan, nil
 }
 
 // planBudgets returns the per-step budgets of the plan's "init" and

@@ -18,10 +18,10 @@ type Config struct {
 
 	// Model-calibrated modes (Standard, Weak).
 	Sigma1, SigmaR, SigmaXi float64
-	Calibration             string // "explicit" or "paper"
-	Gaussian                string // "classical" or "analytic" (paper calibration)
+	Sensitivity             string // "explicit" or "paper" (DERIVATIONS.md §2.4, §2.5)
+	Noise                   string // "zcdp", "classical" or "analytic"
 	C1, C2, C3              float64
-	InitShare               float64 // share of ρ for the initialisation (explicit, strict)
+	InitShare               float64 // share of the budget for the initialisation
 
 	// Strict mode.
 	ClipX, ClipY, Clip float64
@@ -78,9 +78,6 @@ func (cfg *Config) validate(n, d1, d2 int) error {
 	if cfg.Mode == Weak && cfg.SigmaXi == 0 {
 		return sdk.BadRequest("weak DP needs sigma_xi > 0: its sensitivities are proportional to the response noise")
 	}
-	if cfg.Calibration == "paper" {
-		return nil
-	}
 	return checkShare(cfg.InitShare)
 }
 
@@ -88,7 +85,7 @@ func (cfg *Config) validate(n, d1, d2 int) error {
 func (cfg *Config) modelInputs(n, d1, d2 int) ModelInputs {
 	return ModelInputs{N: n, D1: d1, D2: d2, Rank: cfg.Rank, Sigma1: cfg.Sigma1, SigmaR: cfg.SigmaR,
 		SigmaXi: cfg.SigmaXi, Step: cfg.Step, Cl: cfg.Design.Cl, Cu: cfg.Design.Cu, C1: cfg.C1, C2: cfg.C2, C3: cfg.C3,
-		Weak: cfg.Mode == Weak, Paper: cfg.Calibration == "paper"}
+		Weak: cfg.Mode == Weak, Paper: cfg.Sensitivity == sdk.SensitivityPaper}
 }
 
 func checkShare(v float64) error {

@@ -25,7 +25,7 @@ func (e *fitEnv) reportEstimate(start Point, tr trajectory, rel sdk.Release) {
 
 // reportSensitivities adds the initialisation's model sensitivities.
 func (e *fitEnv) reportSensitivities(sens Sensitivities) {
-	e.run.Logf("rgrad: sensitivities Δ⁽¹⁾=%.4g Δ⁽²⁾=%.4g Δ_l=%.4g (clip τ=%.4g, calibration %s)", sens.Subspace, sens.Core, sens.Iter, sens.Clip, e.cfg.Calibration)
+	e.run.Logf("rgrad: sensitivities Δ⁽¹⁾=%.4g Δ⁽²⁾=%.4g Δ_l=%.4g (clip τ=%.4g, sensitivity=%s, noise=%s)", sens.Subspace, sens.Core, sens.Iter, sens.Clip, e.cfg.Sensitivity, e.cfg.Noise)
 	e.res.AddScalar("sensitivity_subspace", sens.Subspace, sdk.Public, "plug-in sensitivity Δ⁽¹⁾ of the projectors ÛÛᵀ, V̂V̂ᵀ")
 	e.res.AddScalar("sensitivity_core", sens.Core, sdk.Public, "plug-in sensitivity Δ⁽²⁾ of the core ŨᵀL̂Ṽ")
 }
@@ -104,13 +104,19 @@ func (e *fitEnv) modelGuarantee(sens Sensitivities) {
 	} else {
 		g.Neighbours = "one observation (X_i, y_i) replaced by an independent draw from the model (a typical neighbour, not a worst-case one)"
 	}
-	if cfg.Calibration == "paper" {
+	if cfg.Sensitivity == sdk.SensitivityPaper {
 		g.Assumptions = append(g.Assumptions, "paper-literal sensitivities (Theorem 1 as published, without the √(d1∨d2) factor it misses: under-covers Δ⁽¹⁾ by about 2×, DERIVATIONS.md §4.2); the paper's Δ_l is enforced by clipping at τ = nΔ_l/(2η), which the paper does not do")
-		res.Notes = append(res.Notes, "calibration=paper: the noise is the paper's, calibrated for (ε/2, δ/2) per phase split 3 ways in the initialisation and T ways in RGrad by basic composition; the stated guarantee composes the same releases in zCDP, so its ε is usually well below the grant's")
-		if cfg.Gaussian == "analytic" {
-			res.Notes = append(res.Notes, "gaussian=analytic: each release is calibrated with the analytic Gaussian mechanism (Balle & Wang 2018) instead of the paper's classical formula, which is not valid for per-step ε > 1; the noise is therefore not the paper's literal variance")
-		}
-		return
+		res.Notes = append(res.Notes, "sensitivity=paper: the paper's literal sensitivities (DERIVATIONS.md §2.5)")
+	} else {
+		res.Notes = append(res.Notes, "sensitivity=explicit: corrected plug-in sensitivities for the initialisation (DERIVATIONS.md §4), clipped gradient iterations with the clip chosen from the public model parameters (§5)")
 	}
-	res.Notes = append(res.Notes, "calibration=explicit: corrected plug-in sensitivities for the initialisation (DERIVATIONS.md §4), clipped gradient iterations with the clip chosen from the public model parameters (§5), all steps composed in zCDP; basic_sigma_* report what the paper's basic composition would have needed")
+	switch cfg.Noise {
+	case privacy.NoiseZCDP:
+		res.Notes = append(res.Notes, "noise=zcdp: all 3 + T releases composed in zCDP; basic_sigma_* report what the paper's basic composition would have needed")
+	default:
+		res.Notes = append(res.Notes, fmt.Sprintf("noise=%s: each release is calibrated to its own (ε, δ) share (init_share over the 3 initialisation releases, the rest over the T iterations) and the shares add up by basic composition, as in the paper; the stated guarantee composes the same releases by the tightest accounting, so its ε is usually well below the grant's", cfg.Noise))
+		if cfg.Noise == privacy.NoiseAnalytic {
+			res.Notes = append(res.Notes, "noise=analytic: the analytic Gaussian mechanism (Balle & Wang 2018) instead of the paper's classical formula, which is not valid for per-step ε > 1; the noise is therefore not the paper's literal variance")
+		}
+	}
 }

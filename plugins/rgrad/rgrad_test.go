@@ -260,7 +260,7 @@ func TestPaperLiteralVariances(t *testing.T) {
 	g := genTrace(t, 8, nil)
 	const eps, delta = 1.0, 1e-5 // per phase; the grant is (2ε, 2δ)
 	T := 4
-	res, acct := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": "paper", "iterations": itoa(T), "step": "0.8"}),
+	res, acct := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "classical", "iterations": itoa(T), "step": "0.8"}),
 		approx(2*eps, 2*delta), 3)
 	n, d1, d2, r := 3000.0, 20.0, 15.0, 2.0
 	s1, sr, sx, eta := 2.0, 1.0, 0.5, 0.8
@@ -388,8 +388,8 @@ func TestBadInputBeforeSpend(t *testing.T) {
 		{"sigmar above sigma1", "rgrad-dp", modelParamsFor(g, map[string]string{"sigmar": "3"}), approx(1, 1e-5)},
 		{"zero sigmar", "rgrad-dp", modelParamsFor(g, map[string]string{"sigmar": "0"}), approx(1, 1e-5)},
 		{"weak with zero noise", "rgrad-weak", modelParamsFor(g, map[string]string{"sigma_xi": "0"}), approx(1, 1e-5)},
-		{"paper with zCDP grant", "rgrad-dp", modelParamsFor(g, map[string]string{"calibration": "paper"}), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}},
-		{"paper classical with ε/6 > 1", "rgrad-dp", modelParamsFor(g, map[string]string{"calibration": "paper"}), approx(8, 1e-5)},
+		{"paper with zCDP grant", "rgrad-dp", modelParamsFor(g, map[string]string{"noise": "classical"}), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}},
+		{"paper classical with ε/6 > 1", "rgrad-dp", modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "classical"}), approx(8, 1e-5)},
 		{"bad design", "rgrad-dp", modelParamsFor(g, map[string]string{"design": "ar1:2"}), approx(1, 1e-5)},
 		{"strict zero clip", "rgrad-strict", map[string]string{"rank": "2", "clip_y": "0", "clip": "1"}, approx(1, 1e-5)},
 		{"init share 1", "rgrad-dp", modelParamsFor(g, map[string]string{"init_share": "1"}), approx(1, 1e-5)},

@@ -83,7 +83,7 @@ func DefaultVariants(c StudyConfig) []Variant {
 	clipY := 4 * math.Sqrt(ssq+c.SigmaXi*c.SigmaXi)
 	return []Variant{
 		{Label: "rgrad-dp (explicit, zCDP)", Estimator: "rgrad-dp", Params: model(nil)},
-		{Label: "rgrad-dp (paper split, analytic Gaussian)", Estimator: "rgrad-dp", Params: model(map[string]string{"calibration": "paper", "gaussian": "analytic"})},
+		{Label: "rgrad-dp (paper split, analytic Gaussian)", Estimator: "rgrad-dp", Params: model(map[string]string{"sensitivity": "paper", "noise": "analytic"})},
 		{Label: "rgrad-weak (explicit, zCDP)", Estimator: "rgrad-weak", Params: model(nil)},
 		{Label: "rgrad-strict (clipped, worst-case)", Estimator: "rgrad-strict", Params: func(n int) map[string]string {
 			tau := (c.SigmaXi + c.SigmaR) * math.Sqrt(float64(c.Rank*(c.D1+c.D2))*math.Log(float64(n))) / 2
