@@ -164,17 +164,6 @@ func ModelClip(n, d1, d2, r int, sigmaXi, rho, cu, count float64) float64 {
 	return hi
 }
 
-// PaperSigmas returns the noise standard deviations of the paper's literal
-// calibration for a per-phase budget (ε, δ) (the whole run is (2ε, 2δ)):
-// s1 = √(18 ln(3.75/δ)) Δ⁽¹⁾/ε for each subspace and s2 likewise for the
-// core (Algorithm 1, with the appendix's 3.75), and
-// s_l = √(2 ln(1.25 T/δ)) Δ_l T/ε per iteration (Algorithm 2).
-func PaperSigmas(s Sensitivities, eps, delta float64, iters int) (s1, s2, sl float64) {
-	c := math.Sqrt(18*math.Log(3.75/delta)) / eps
-	t := float64(iters)
-	return c * s.Subspace, c * s.Core, math.Sqrt(2*math.Log(1.25*t/delta)) * s.Iter * t / eps
-}
-
 // basicSigma is the σ of a Gaussian release at (eps, delta) under the
 // paper's classical calibration, or the analytic one where the classical
 // formula does not hold (ε > 1). It reports which it used.
