@@ -94,9 +94,9 @@ var errTruncated = errors.New("truncated")
 // left in the source when it is known (a plain file) and -1 otherwise;
 // bound, if not -1, is an upper bound on the bytes left (e.g. from a gzip
 // file's compressed size): a header declaring more is refused at once.
-// Behind compression the buffer starts at min(n, 1 MiB) and doubles with
-// the data actually read, so a header declaring a huge shape over a short
-// stream costs at most twice what the stream holds.
+// Behind compression the buffer starts at min(n, 1 MiB) and grows with
+// the data actually read (growTo), so a header declaring a huge shape over
+// a short stream costs at most eight times what the stream holds.
 // After the payload it requires the end of the stream (which also makes a
 // gzip reader verify its checksum).
 func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
@@ -118,7 +118,7 @@ func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
 		buf = make([]byte, 0, min(n, 1<<20))
 		for int64(len(buf)) < n {
 			if len(buf) == cap(buf) {
-				nb := make([]byte, len(buf), min(n, 2*int64(cap(buf))+1))
+				nb := make([]byte, len(buf), growTo(cap(buf), len(buf)+1, int(n)))
 				copy(nb, buf)
 				buf = nb
 			}

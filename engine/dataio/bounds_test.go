@@ -194,3 +194,20 @@ func mustRead(t *testing.T, path string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestGrowTo: buffers double, jump to the declared size once a eighth of
+// it has arrived, and never exceed it.
+func TestGrowTo(t *testing.T) {
+	cases := []struct{ c, need, total, want int }{
+		{64, 65, 1 << 20, 128},
+		{64, 1000, 1 << 20, 1000},
+		{100_000, 131_072, 1 << 20, 1 << 20},
+		{1 << 19, 1<<19 + 1, 1 << 20, 1 << 20},
+		{10, 11, 12, 12},
+	}
+	for _, c := range cases {
+		got := growTo(c.c, c.need, c.total)
+		assert.Equal(t, c.want, got, "%+v", c)
+		assert.LessOrEqual(t, got, 8*c.need, "at most 8× what arrived")
+	}
+}

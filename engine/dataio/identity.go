@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/dplr/dplr/engine/data"
 )
@@ -176,66 +177,94 @@ func canonBits(v float64) uint64 {
 // appendInt appends an integer in canonical form: as a float64 when it
 // converts exactly, else tagged.
 func appendInt(b []byte, v int64) []byte {
-	if f := float64(v); math.Abs(f) <= 1<<53 {
-		return binary.LittleEndian.AppendUint64(b, canonBits(f))
+	if v >= -1<<53 && v <= 1<<53 {
+		return binary.LittleEndian.AppendUint64(b, canonBits(float64(v)))
 	}
 	b = binary.LittleEndian.AppendUint64(b, tagBigInt)
 	return binary.LittleEndian.AppendUint64(b, uint64(v))
 }
 
 // row adds source row i whose main-file values are x (unscaled) and, for a
-// CSV record, whose text fields are texts (field index → text; nil if
-// none). The side columns contribute their i-th values after the main row.
+// CSV record, whose text fields are texts (in field order; textField.col
+// is the number of numbers before the field). The side columns contribute
+// their i-th values after the main row; i < 0 means the row has none (a
+// record hidden by a forced header).
 func (b *idBuilder) row(i int, x []float64, texts []textField) {
-	// Exact digest.
-	buf := b.buf[:0]
-	ti := 0
-	for j, v := range x {
-		for ti < len(texts) && texts[ti].col == j {
-			buf = appendText(buf, texts[ti].s)
-			ti++
+	sides := b.sides
+	if i < 0 {
+		sides = nil
+	}
+	// One pass for the row's scale (for the sketch) and for -0.
+	s, negZero := 0.0, false
+	for _, v := range x {
+		if a := math.Abs(v); a > s {
+			s = a
 		}
-		buf = binary.LittleEndian.AppendUint64(buf, canonBits(v))
+		if math.Float64bits(v) == 1<<63 {
+			negZero = true
+		}
 	}
-	for ; ti < len(texts); ti++ {
-		buf = appendText(buf, texts[ti].s)
-	}
-	for _, s := range b.sides {
-		if s.f != nil {
-			buf = binary.LittleEndian.AppendUint64(buf, canonBits(s.f[i]))
+	// Exact digest: the canonical bytes of the row. A row of plain numbers
+	// without -0 is hashed in place.
+	var d [32]byte
+	if len(texts) == 0 && len(sides) == 0 && nativeLE && !negZero {
+		if len(x) > 0 {
+			d = sha256.Sum256(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 8*len(x)))
 		} else {
-			buf = appendInt(buf, s.i[i])
+			d = sha256.Sum256(nil)
 		}
+	} else {
+		buf := b.buf[:0]
+		ti := 0
+		for j, v := range x {
+			for ti < len(texts) && texts[ti].col == j {
+				buf = appendText(buf, texts[ti].s)
+				ti++
+			}
+			buf = binary.LittleEndian.AppendUint64(buf, canonBits(v))
+		}
+		for ; ti < len(texts); ti++ {
+			buf = appendText(buf, texts[ti].s)
+		}
+		for _, s := range sides {
+			if s.f != nil {
+				buf = binary.LittleEndian.AppendUint64(buf, canonBits(s.f[i]))
+			} else {
+				buf = appendInt(buf, s.i[i])
+			}
+		}
+		b.buf = buf
+		d = sha256.Sum256(buf)
 	}
-	b.buf = buf
-	d := sha256.Sum256(buf)
 	var c uint64
 	for k := 0; k < 4; k++ {
 		b.sum[k], c = bits.Add64(b.sum[k], binary.LittleEndian.Uint64(d[8*k:]), c)
 	}
 	b.rows++
-	// Rounded hash for the sketch.
-	s := 0.0
-	for _, v := range x {
-		s = max(s, math.Abs(v))
+	// Rounded hash for the sketch: each value as round(v/s·2^sketchBits).
+	inv := 0.0
+	if s > 0 {
+		inv = (1 << sketchBits) / s
 	}
 	h := uint64(0x243f6a8885a308d3)
-	ti = 0
-	for j, v := range x {
-		for ti < len(texts) && texts[ti].col == j {
+	if len(texts) == 0 {
+		for _, v := range x {
+			h = mixWord(h, uint64(int64(math.Round(v*inv))))
+		}
+	} else {
+		ti := 0
+		for j, v := range x {
+			for ti < len(texts) && texts[ti].col == j {
+				h = mixText(h, texts[ti].s)
+				ti++
+			}
+			h = mixWord(h, uint64(int64(math.Round(v*inv))))
+		}
+		for ; ti < len(texts); ti++ {
 			h = mixText(h, texts[ti].s)
-			ti++
 		}
-		q := int64(0)
-		if s > 0 {
-			q = int64(math.Round(v / s * (1 << sketchBits)))
-		}
-		h = mixWord(h, uint64(q))
 	}
-	for ; ti < len(texts); ti++ {
-		h = mixText(h, texts[ti].s)
-	}
-	for _, sc := range b.sides {
+	for _, sc := range sides {
 		if sc.f != nil {
 			h = mixWord(h, roundSig(sc.f[i]))
 		} else {
@@ -267,9 +296,11 @@ func roundSig(v float64) uint64 {
 	return canonBits(math.Ldexp(math.Round(frac*(1<<sketchBits)), exp-sketchBits))
 }
 
-// mixWord folds a 64-bit word into a running hash.
+// mixWord folds a 64-bit word into a running hash (one multiply; the
+// row's hash is finished by fmix64).
 func mixWord(h, w uint64) uint64 {
-	return bits.RotateLeft64(h^fmix64(w+0x9e3779b97f4a7c15), 27) * 0x94d049bb133111eb
+	h = (h ^ w) * 0x9e3779b97f4a7c15
+	return h ^ h>>32
 }
 
 func mixText(h uint64, s string) uint64 {
@@ -395,8 +426,8 @@ func matrixIdentity(x []float64, n, p int, sides ...sideCol) Identity {
 }
 
 // tableIdentity returns the identity of a CSV table: every record (and a
-// numeric first record that a forced header hid), with its numeric fields
-// as numbers and its text fields as text, in file order.
+// numeric first record that a forced header hid), with its fields that
+// read as numbers as numbers and its other fields as text, in file order.
 func tableIdentity(t *table, sides ...sideCol) Identity {
 	b := newIDBuilder(sides...)
 	textCols := make([]int, 0, len(t.text))
@@ -410,38 +441,36 @@ func tableIdentity(t *table, sides ...sideCol) Identity {
 	}
 	x := make([]float64, 0, t.ncol)
 	texts := make([]textField, 0, len(textCols))
-	emit := func(i int) {
-		b.row(i, x, texts)
-	}
-	offset := 0
 	if t.hidden != nil {
 		// The hidden record holds numbers wherever they parse; side files
-		// have no value for it, so it takes part only without side columns.
+		// have no value for it.
 		x, texts = x[:0], texts[:0]
-		for j, f := range t.hidden {
-			if v, ok := parseFinite(f); ok && !isText[j] {
+		for _, f := range t.hidden {
+			if v, ok := parseFinite(f); ok {
 				x = append(x, v)
 			} else {
 				texts = append(texts, textField{col: len(x), s: f})
 			}
 		}
-		if len(sides) == 0 {
-			emit(0)
-		}
-		offset = 0
+		b.row(-1, x, texts)
 	}
-	_ = offset
 	for i := 0; i < t.nrow; i++ {
 		x, texts = x[:0], texts[:0]
 		row := t.vals[i*t.ncol : (i+1)*t.ncol]
 		for j, v := range row {
 			if isText[j] {
-				texts = append(texts, textField{col: len(x), s: t.text[j][i]})
+				// A text column's numbers count as numbers, so that
+				// reading the file as another kind keeps its identity.
+				if v, ok := parseFinite(t.text[j][i]); ok {
+					x = append(x, v)
+				} else {
+					texts = append(texts, textField{col: len(x), s: t.text[j][i]})
+				}
 				continue
 			}
 			x = append(x, v)
 		}
-		emit(i)
+		b.row(i, x, texts)
 	}
 	return b.finish()
 }

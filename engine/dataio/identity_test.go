@@ -246,3 +246,25 @@ func TestIdentityCheck(t *testing.T) {
 	assert.Equal(t, matrixIdentity([]float64{0, 1}, 1, 2).Hash, matrixIdentity([]float64{math.Copysign(0, -1), 1}, 1, 2).Hash, "-0 and +0 are one value")
 
 }
+
+// TestSourceIdentityKinds: one CSV read as rows, as trace and as users
+// data is one source; text user ids are part of the record.
+func TestSourceIdentityKinds(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTemp(t, dir, "u.csv", []byte("user,x1,x2,y\n7,1,2,0.5\n3,4,5,0.25\n7,6,8,1\n"))
+	rows := sourceOf(t, p, LoadOptions{})
+	for name, opt := range map[string]LoadOptions{
+		"users":          {Kind: data.Users},
+		"trace":          {Kind: data.Trace, D1: 1, D2: 3},
+		"users, scaled":  {Kind: data.Users, Scale: 3},
+		"rows, features": {FeatureColumns: []string{"x2"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, rows, sourceOf(t, p, opt))
+		})
+	}
+	named := sourceOf(t, writeTemp(t, dir, "n.csv", []byte("user,x1,x2,y\nbob,1,2,0.5\nann,4,5,0.25\nbob,6,8,1\n")), LoadOptions{Kind: data.Users})
+	renamed := sourceOf(t, writeTemp(t, dir, "r.csv", []byte("user,x1,x2,y\nbob,1,2,0.5\neve,4,5,0.25\nbob,6,8,1\n")), LoadOptions{Kind: data.Users})
+	assert.NotEqual(t, named.Hash, renamed.Hash, "user names are part of the records")
+	assert.NotEqual(t, rows.Hash, named.Hash)
+}

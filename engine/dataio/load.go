@@ -242,12 +242,17 @@ func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset,
 	if !opt.SkipHash {
 		sh = newStreamHasher(data.Rows, n, cols, 0, 0)
 	}
-	scale := opt.scale()
-	x, err := p.streamFloat64(1, func(chunk []float64) error {
+	// Without an identity to compute, the conversion applies the scale
+	// itself (one pass); with one, the identity sees the values unscaled.
+	scale, convScale := opt.scale(), opt.scale()
+	if rs != nil {
+		convScale = 1
+	}
+	x, err := p.streamFloat64(convScale, func(chunk []float64) error {
 		if rs != nil {
 			rs.add(chunk)
 		}
-		if scale != 1 {
+		if rs != nil && scale != 1 {
 			for i := range chunk {
 				chunk[i] *= scale
 			}
@@ -505,26 +510,11 @@ func loadRows(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := scaleViewInPlace(x, t, opt.scale()); err != nil {
+	if err := scaleInPlace(x.RawMatrix().Data, opt.scale()); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	ds.X = x
 	return ds, nil
-}
-
-// scaleViewInPlace scales the feature matrix x built from t, copying it
-// first when it shares t's values (which the identity was computed from).
-func scaleViewInPlace(x *mat.Dense, t *table, s float64) error {
-	if s == 1 {
-		return nil
-	}
-	raw := x.RawMatrix().Data
-	if len(raw) > 0 && len(t.vals) > 0 && &raw[0] == &t.vals[0] {
-		raw = slices.Clone(raw)
-		r, c := x.Dims()
-		*x = *mat.NewDense(r, c, raw)
-	}
-	return scaleInPlace(raw, s)
 }
 
 func loadLabels(ds *data.Dataset, opt LoadOptions) error {
@@ -664,7 +654,7 @@ func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if err := scaleViewInPlace(ds.X, t, opt.scale()); err != nil {
+		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
@@ -787,7 +777,7 @@ func loadUsers(path string, opt LoadOptions, idsink *idSink) (*data.Dataset, err
 		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if err := scaleViewInPlace(ds.X, t, opt.scale()); err != nil {
+		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}

@@ -52,8 +52,8 @@ const streamStep = 1 << 20
 // Memory grows with the data that actually arrives: the payload is read in
 // blocks of streamStep bytes, and the result is allocated in full only
 // when the file's size vouches for the header (a plain file); behind gzip
-// it starts small and doubles, so a header claiming more than the stream
-// delivers costs at most twice what was delivered.
+// it grows as growTo says, so a header claiming more than the stream
+// delivers costs at most eight times what was delivered.
 func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error) ([]float64, error) {
 	if p.known >= 0 && p.nbytes > p.known {
 		return nil, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
@@ -112,7 +112,7 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 		m := len(b) / size
 		done := len(out)
 		if done+m > cap(out) {
-			grown := make([]float64, done, min(count, max(2*cap(out), done+m)))
+			grown := make([]float64, done, growTo(cap(out), done+m, count))
 			copy(grown, out)
 			out = grown
 		}
@@ -166,4 +166,16 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 		return nil, p.wrap(errors.New("internal: incomplete conversion"))
 	}
 	return out, nil
+}
+
+// growTo returns the capacity to grow a buffer of capacity c to so that it
+// holds need elements of a payload declared to hold total: it doubles,
+// and jumps to total once that is at most 8·need (so memory stays within
+// 8× what has arrived, and the last growth does not hold two near-full
+// buffers: the old one is at most a quarter of the payload).
+func growTo(c, need, total int) int {
+	if need >= total/8 {
+		return total
+	}
+	return min(max(2*c, need), total)
 }

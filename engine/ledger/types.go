@@ -210,7 +210,7 @@ func (s Status) String() string {
 		b.WriteString("  budget:    no budget set (runs are allowed and recorded)\n")
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 	} else {
-		fmt.Fprintf(&b, "  budget:    %s, for %s neighbours\n", GrantString(s.Total), s.Relation)
+		fmt.Fprintf(&b, "  budget:    %s (neighbours: %s)\n", GrantString(s.Total), s.Relation)
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 		fmt.Fprintf(&b, "  remaining: %s\n", remainingString(s.Total, s.Remaining))
 	}
@@ -289,12 +289,12 @@ func remainingString(total privacy.Grant, r Remaining) string {
 		if r.Epsilon == 0 {
 			return "none (no further run fits)"
 		}
-		return fmt.Sprintf("a pure ε = %.4g run", r.Epsilon)
+		return fmt.Sprintf("ε = %.4g", r.Epsilon)
 	case privacy.GrantZCDP:
 		if r.Rho == 0 {
 			return "none (no further run fits)"
 		}
-		return fmt.Sprintf("a ρ = %.4g run", r.Rho)
+		return fmt.Sprintf("ρ = %.4g", r.Rho)
 	}
 	var parts []string
 	if r.Epsilon > 0 {

@@ -109,6 +109,8 @@ type Accountant struct {
 	// releases are the steps declared through Gaussian, Laplace and
 	// Exponential, with whether their noise was drawn.
 	releases []releaseRecord
+	// viaRelease[i] tells whether steps[i] was declared with a release.
+	viaRelease []bool
 }
 
 // NewAccountant returns an accountant for g.
@@ -165,22 +167,50 @@ func within(x, limit float64) bool { return x <= limit*(1+slack) }
 // malformed step) otherwise, leaving the accountant unchanged. Call it
 // before drawing the step's noise.
 func (a *Accountant) Spend(step Step) error {
+	_, err := a.spend(step, false)
+	return err
+}
+
+// spend is Spend; with release it also registers a release for the step,
+// under the same lock, and returns its id.
+func (a *Accountant) spend(step Step, release bool) (int, error) {
 	if err := checkStep(step); err != nil {
-		return fmt.Errorf("step %q: %w", step.Name, err)
+		return 0, fmt.Errorf("step %q: %w", step.Name, err)
 	}
 	a.mu.Lock()
 	trial := append(append(make([]Step, 0, len(a.steps)+1), a.steps...), step)
 	if _, err := composeTight(a.grant, trial, false); err != nil {
 		a.mu.Unlock()
-		return fmt.Errorf("step %q: %w", step.Name, err)
+		return 0, fmt.Errorf("step %q: %w", step.Name, err)
 	}
 	a.steps = trial
+	a.viaRelease = append(a.viaRelease, release)
+	id := -1
+	if release {
+		a.releases = append(a.releases, releaseRecord{name: step.Name})
+		id = len(a.releases) - 1
+	}
 	hook := a.onSpend
 	a.mu.Unlock()
 	if hook != nil {
 		hook(step)
 	}
-	return nil
+	return id, nil
+}
+
+// WithoutRelease returns the names of the accepted steps that were declared
+// without a release (through Spend or the Spend* helpers), whose noise the
+// accountant cannot vouch for.
+func (a *Accountant) WithoutRelease() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for i, ok := range a.viaRelease {
+		if !ok {
+			out = append(out, a.steps[i].Name)
+		}
+	}
+	return out
 }
 
 // Steps returns a copy of the accepted steps.

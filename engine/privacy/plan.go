@@ -77,11 +77,17 @@ func (b Budget) checkMechanism(m Mechanism) error {
 	return nil
 }
 
-// Share is one named part of a Plan: the fraction Weight of the grant,
-// spent in Steps equal steps (0 means 1).
+// Share is one named part of a Plan, spent in Steps equal steps (0 means
+// 1). Its size is given by exactly one of: Weight, the fraction of the
+// grant; Fixed, a per-step cost set by a formula (a paper's σ turned into
+// its ρ, say), in the plan's currency (ρ for NoiseZCDP, ε for NoisePure;
+// not available for the (ε, δ) calibrations); or Rest, what the other
+// shares leave.
 type Share struct {
 	Name   string
 	Weight float64
+	Fixed  float64
+	Rest   bool
 	Steps  int
 	// Mechanism optionally restricts the share to one mechanism, so that
 	// NewPlan can refuse, before any draw, a Gaussian share under a plan
@@ -104,8 +110,10 @@ type Plan struct {
 // ρ grant, classical and analytic an (ε, δ) grant, pure a pure or (ε, δ)
 // grant), unique non-empty share names, positive finite weights adding up
 // to at most 1, non-negative step counts, and that every per-step budget is
-// positive and usable (classical: per-step ε ≤ 1). A plan spans the whole
-// grant: make it before the first step. Errors wrap ErrInvalidBudget.
+// positive and usable (classical: per-step ε ≤ 1). Fixed costs that
+// exceed the grant, or leave nothing for a Rest share, are refused. A plan
+// spans the whole grant: make it before the first step. Errors wrap
+// ErrInvalidBudget.
 func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if a == nil {
 		return nil, fmt.Errorf("plan: no accountant: %w", ErrInvalidBudget)
@@ -137,30 +145,24 @@ func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 		return nil, fmt.Errorf("plan: no shares: %w", ErrInvalidBudget)
 	}
 	var sum float64
+	rest := -1
 	for _, s := range shares {
-		if s.Name == "" {
-			return nil, fmt.Errorf("plan: a share has no name: %w", ErrInvalidBudget)
-		}
-		if slices.ContainsFunc(p.shares, func(o Share) bool { return o.Name == s.Name }) {
-			return nil, fmt.Errorf("plan: share %q is listed twice: %w", s.Name, ErrInvalidBudget)
-		}
-		if !(s.Weight > 0) || math.IsInf(s.Weight, 0) {
-			return nil, fmt.Errorf("plan: share %q: weight %v must be positive and finite: %w", s.Name, s.Weight, ErrInvalidBudget)
-		}
-		if s.Steps < 0 {
-			return nil, fmt.Errorf("plan: share %q: %d steps: %w", s.Name, s.Steps, ErrInvalidBudget)
-		}
-		if s.Steps == 0 {
-			s.Steps = 1
-		}
-		if s.Mechanism == MechGaussian && noise == NoisePure {
-			return nil, fmt.Errorf("plan: share %q is a Gaussian share, which a pure plan cannot pay for (use zcdp, classical or analytic noise with an (ε, δ) or ρ grant): %w", s.Name, ErrInvalidBudget)
+		if err := p.checkShare(&s, len(p.shares), &rest); err != nil {
+			return nil, err
 		}
 		sum += s.Weight
 		p.shares = append(p.shares, s)
 	}
+	if rest >= 0 {
+		left := 1 - sum
+		if !(left > 1e-12) {
+			return nil, fmt.Errorf("plan: share %q is to get what the others leave, but they use %.6g of the grant: %w", p.shares[rest].Name, sum, ErrInvalidBudget)
+		}
+		p.shares[rest].Weight = left
+		sum = 1
+	}
 	if !within(sum, 1) {
-		return nil, fmt.Errorf("plan: share weights add up to %v > 1: %w", sum, ErrInvalidBudget)
+		return nil, fmt.Errorf("plan: the shares use %.6g of the grant, more than all of it: %w", sum, ErrInvalidBudget)
 	}
 	if noise == NoiseExact && g.Kind == GrantApprox {
 		boost, err := exactBoost(g, p.total.Rho, p.shares)
@@ -177,10 +179,76 @@ func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	return p, nil
 }
 
+// checkShare validates s (the i-th share) and turns a Fixed cost into its
+// weight; rest records the index of the Rest share.
+func (p *Plan) checkShare(s *Share, i int, rest *int) error {
+	if s.Name == "" {
+		return fmt.Errorf("plan: a share has no name: %w", ErrInvalidBudget)
+	}
+	if slices.ContainsFunc(p.shares, func(o Share) bool { return o.Name == s.Name }) {
+		return fmt.Errorf("plan: share %q is listed twice: %w", s.Name, ErrInvalidBudget)
+	}
+	if s.Steps < 0 {
+		return fmt.Errorf("plan: share %q: %d steps: %w", s.Name, s.Steps, ErrInvalidBudget)
+	}
+	if s.Steps == 0 {
+		s.Steps = 1
+	}
+	if s.Mechanism == MechGaussian && p.noise == NoisePure {
+		return fmt.Errorf("plan: share %q is a Gaussian share, which a pure plan cannot pay for (use zcdp, classical or analytic noise with an (ε, δ) or ρ grant): %w", s.Name, ErrInvalidBudget)
+	}
+	given := 0
+	if s.Weight != 0 {
+		given++
+	}
+	if s.Fixed != 0 {
+		given++
+	}
+	if s.Rest {
+		given++
+	}
+	if given != 1 {
+		return fmt.Errorf("plan: share %q must give exactly one of Weight, Fixed and Rest: %w", s.Name, ErrInvalidBudget)
+	}
+	switch {
+	case s.Rest:
+		if *rest >= 0 {
+			return fmt.Errorf("plan: shares %q and %q both take the rest: %w", p.shares[*rest].Name, s.Name, ErrInvalidBudget)
+		}
+		*rest = i
+	case s.Fixed != 0:
+		if p.noise != NoiseZCDP && p.noise != NoisePure {
+			return fmt.Errorf("plan: share %q: a fixed cost needs zcdp or pure noise, not %s: %w", s.Name, p.noise, ErrInvalidBudget)
+		}
+		if !(s.Fixed > 0) || math.IsInf(s.Fixed, 0) {
+			return fmt.Errorf("plan: share %q: fixed cost %v must be positive and finite: %w", s.Name, s.Fixed, ErrInvalidBudget)
+		}
+		total := p.total.Rho
+		if p.noise == NoisePure {
+			total = p.total.Epsilon
+		}
+		s.Weight = s.Fixed * float64(s.Steps) / total
+	default:
+		if !(s.Weight > 0) || math.IsInf(s.Weight, 0) {
+			return fmt.Errorf("plan: share %q: weight %v must be positive and finite: %w", s.Name, s.Weight, ErrInvalidBudget)
+		}
+	}
+	return nil
+}
+
 // perStep is the budget of one step of share s.
 func (p *Plan) perStep(s Share) Budget {
 	f := s.Weight / float64(s.Steps)
-	return Budget{Noise: p.noise, Rho: p.total.Rho * f, Epsilon: p.total.Epsilon * f, Delta: p.total.Delta * f, Mechanism: s.Mechanism}
+	b := Budget{Noise: p.noise, Rho: p.total.Rho * f, Epsilon: p.total.Epsilon * f, Delta: p.total.Delta * f, Mechanism: s.Mechanism}
+	if s.Fixed > 0 {
+		// The formula's cost exactly, not its round trip through a weight.
+		if p.noise == NoiseZCDP {
+			b.Rho = s.Fixed
+		} else {
+			b.Epsilon = s.Fixed
+		}
+	}
+	return b
 }
 
 // checkStep refuses a per-step budget no release could use.
@@ -211,7 +279,8 @@ func (p *Plan) Noise() string { return p.noise }
 // Total returns the whole grant in the plan's currency.
 func (p *Plan) Total() Budget { return p.total }
 
-// Shares returns the plan's shares (Steps filled in: never 0).
+// Shares returns the plan's shares (Steps filled in: never 0; Weight
+// filled in for Fixed and Rest shares).
 func (p *Plan) Shares() []Share { return slices.Clone(p.shares) }
 
 // Budget returns the per-step budget of the named share: its weight times

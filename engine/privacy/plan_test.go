@@ -40,9 +40,16 @@ func TestNewPlanRefusals(t *testing.T) {
 		{"no shares", approxGrant, NoiseZCDP, nil, "no shares"},
 		{"unnamed share", approxGrant, NoiseZCDP, []Share{{Weight: 1}}, "has no name"},
 		{"duplicate share", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: 0.5}, {Name: "a", Weight: 0.5}}, `"a" is listed twice`},
-		{"zero weight", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: 0}}, "must be positive"},
+		{"no size", approxGrant, NoiseZCDP, []Share{{Name: "a"}}, "exactly one of Weight, Fixed and Rest"},
+		{"negative weight", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: -0.5}}, "must be positive"},
+		{"weight and fixed", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: 0.5, Fixed: 0.001}}, "exactly one of"},
+		{"two rests", approxGrant, NoiseZCDP, []Share{{Name: "a", Rest: true}, {Name: "b", Rest: true}}, `shares "a" and "b" both take the rest`},
+		{"fixed under an (ε, δ) calibration", approxGrant, NoiseAnalytic, []Share{{Name: "a", Fixed: 0.1}}, "a fixed cost needs zcdp or pure noise"},
+		{"negative fixed", approxGrant, NoiseZCDP, []Share{{Name: "a", Fixed: -1}}, "must be positive and finite"},
+		{"fixed costs over the grant", approxGrant, NoiseZCDP, []Share{{Name: "a", Fixed: 0.01, Steps: 3}}, "more than all of it"},
+		{"nothing left for the rest", approxGrant, NoisePure, []Share{{Name: "a", Fixed: 0.5, Steps: 2}, {Name: "b", Rest: true}}, `"b" is to get what the others leave`},
 		{"NaN weight", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: math.NaN()}}, "must be positive"},
-		{"weights above 1", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: 0.6}, {Name: "b", Weight: 0.5}}, "add up to 1.1 > 1"},
+		{"weights above 1", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: 0.6}, {Name: "b", Weight: 0.5}}, "use 1.1 of the grant, more than all of it"},
 		{"negative steps", approxGrant, NoiseZCDP, []Share{{Name: "a", Weight: 1, Steps: -1}}, "-1 steps"},
 		{"classical per-step ε > 1", Grant{Kind: GrantApprox, Epsilon: 4, Delta: 1e-6}, NoiseClassical,
 			[]Share{{Name: "a", Weight: 0.5}, {Name: "b", Weight: 0.5, Steps: 2}}, `share "a": classical Gaussian calibration is proved only for per-step ε ≤ 1`},
@@ -105,6 +112,26 @@ func TestPlanBudgets(t *testing.T) {
 	assert.InDelta(t, want.Epsilon, b.Epsilon, 1e-15)
 	assert.InDelta(t, want.Delta, b.Delta, 1e-21)
 	assert.Equal(t, NoiseAnalytic, b.Noise)
+
+	// fedrep paper mode: T rounds at the ρ of the paper's σ, the rest to
+	// the initialisation.
+	roundRho := RhoOfGaussian(0.01, 0.5)
+	p, err = NewPlan(a, NoiseZCDP, Share{Name: "round", Fixed: roundRho, Steps: T}, Share{Name: "init", Rest: true})
+	require.NoError(t, err)
+	b, _ = p.Budget("round")
+	assert.Equal(t, roundRho, b.Rho, "the formula's cost exactly")
+	b, _ = p.Budget("init")
+	assert.InDelta(t, total-T*roundRho, b.Rho, 1e-15)
+	for _, s := range []string{"round", "init"} {
+		b, _ := p.Budget(s)
+		n := map[string]int{"round": T, "init": 1}[s]
+		for i := 0; i < n; i++ {
+			r, err := a.Gaussian(s, 1, 1, b)
+			require.NoError(t, err, "%s %d", s, i)
+			require.NoError(t, r.Add(NewSeededSource(uint64(i)), []float64{0}))
+		}
+	}
+	a = newAcct(t, approxGrant)
 
 	// orbit-deflation: k exponential draws sharing a pure ε.
 	p, err = NewPlan(a, NoisePure, Share{Name: "vectors", Weight: 1, Steps: 25, Mechanism: MechExponential})
@@ -263,4 +290,30 @@ func TestReleaseRefusesMisuse(t *testing.T) {
 	assert.ErrorIs(t, err, ErrOverBudget)
 	assert.Len(t, a.Steps(), n, "refused declarations record nothing")
 	assert.Empty(t, a.Undrawn())
+}
+
+func TestWithoutRelease(t *testing.T) {
+	a := newAcct(t, zcdpGrant)
+	_, err := a.SpendGaussianRho("legacy", 1, 1, 0.1)
+	require.NoError(t, err)
+	r, err := a.Gaussian("new", 1, 1, Budget{Noise: NoiseZCDP, Rho: 0.1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"legacy"}, a.WithoutRelease())
+	assert.Equal(t, []string{"new"}, a.Undrawn())
+	require.NoError(t, r.Add(NewSeededSource(1), []float64{0}))
+	assert.Empty(t, a.Undrawn())
+}
+
+func TestExponentialMonotone(t *testing.T) {
+	a := newAcct(t, Grant{Kind: GrantPure, Epsilon: 1})
+	r, err := a.ExponentialMonotone("pick", 2, Budget{Noise: NoisePure, Epsilon: 0.5})
+	require.NoError(t, err)
+	assert.Equal(t, 0.25, r.Beta(), "β = ε/Δ")
+	st := r.Step()
+	assert.Equal(t, CalibMonotone, st.Calibration)
+	assert.Equal(t, RhoOfExponential(0.5), st.Rho)
+	assert.Equal(t, []string{"pick"}, a.Undrawn())
+	require.NoError(t, r.Sample(func(float64) error { return nil }))
+	_, err = a.ExponentialMonotone("pick", 0, Budget{Noise: NoisePure, Epsilon: 0.5})
+	assert.ErrorIs(t, err, ErrInvalidBudget)
 }

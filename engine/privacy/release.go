@@ -19,15 +19,7 @@ type releaseRecord struct {
 }
 
 // declare records st (as Spend does) and registers a release for it.
-func (a *Accountant) declare(st Step) (int, error) {
-	if err := a.Spend(st); err != nil {
-		return 0, err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.releases = append(a.releases, releaseRecord{name: st.Name})
-	return len(a.releases) - 1, nil
-}
+func (a *Accountant) declare(st Step) (int, error) { return a.spend(st, true) }
 
 // claim marks release id drawn, refusing a second draw.
 func (a *Accountant) claim(id int) error {
@@ -221,6 +213,39 @@ func (a *Accountant) Exponential(name string, sens float64, b Budget) (*Exponent
 	if err != nil {
 		return nil, err
 	}
+	id, err := a.declare(st)
+	if err != nil {
+		return nil, err
+	}
+	return &ExponentialRelease{acct: a, id: id, step: st}, nil
+}
+
+// CalibMonotone is the Calibration of an exponential-mechanism step whose
+// utility is monotone in the data (see ExponentialMonotone).
+const CalibMonotone = "monotone"
+
+// ExponentialMonotone declares an exponential-mechanism step whose utility
+// is monotone: between neighbouring data sets every candidate's utility
+// moves in the same direction, by at most sens (e.g. a sum of
+// non-negative per-row scores under adding or removing a row). Then
+// β = ε/Δ, twice the general β, is ε-DP (McSherry & Talwar 2007, Thm 6),
+// and the log-ratio of neighbours' output probabilities still spans an
+// interval of length βΔ = ε, so the zCDP cost is ε²/8 as for the general
+// mechanism. The step records Calibration CalibMonotone.
+func (a *Accountant) ExponentialMonotone(name string, sens float64, b Budget) (*ExponentialRelease, error) {
+	if err := b.checkMechanism(MechExponential); err != nil {
+		return nil, fmt.Errorf("step %q: %w", name, err)
+	}
+	eps, err := b.pureEpsilon(MechExponential)
+	if err != nil {
+		return nil, fmt.Errorf("step %q: %w", name, err)
+	}
+	st, err := exponentialStep(name, sens, eps)
+	if err != nil {
+		return nil, err
+	}
+	st.Calibration, st.Scale = CalibMonotone, eps/sens
+	st.Note = "monotone utility: β = ε/Δ"
 	id, err := a.declare(st)
 	if err != nil {
 		return nil, err

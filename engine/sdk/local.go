@@ -37,11 +37,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 		return nil, nil, err
 	}
 	info := prep.info
-	if err := grant.Validate(); err != nil {
-		return nil, nil, BadRequest("%w", err)
-	}
-	if !grantAccepted(info.Grants, grant.Kind) {
-		return nil, nil, BadRequest("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
+	largeDelta, err := CheckGrant(info, raw, ShapeOf(d), grant)
+	if err != nil {
+		return nil, nil, err
 	}
 	acct, err = privacy.NewAccountant(grant)
 	if err != nil {
@@ -68,6 +66,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if res == nil {
 		return nil, acct, fmt.Errorf("estimator %s returned no result", info.Name)
 	}
+	if err := res.CheckReleases(); err != nil {
+		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
 	if info.NonPrivate {
 		if n := len(acct.Steps()); n > 0 {
 			return nil, acct, fmt.Errorf("estimator %s is marked non-private but declared %d privacy steps", info.Name, n)
@@ -76,6 +77,10 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	}
 	if err := completeGuarantee(res, acct, src); err != nil {
 		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
+	if largeDelta != "" && res.Guarantee.Kind != privacy.None {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, largeDelta)
+		res.Notes = append(res.Notes, largeDelta)
 	}
 	return res, acct, nil
 }

@@ -29,9 +29,9 @@ type ParamSpec struct {
 	// ExclusiveMin and ExclusiveMax are exclusive bounds (the value must be
 	// greater than ExclusiveMin, less than ExclusiveMax), nil when absent.
 	ExclusiveMin, ExclusiveMax *float64
-	Choices  []string // allowed values of a String parameter
-	Required bool
-	Doc      string
+	Choices                    []string // allowed values of a String parameter
+	Required                   bool
+	Doc                        string
 }
 
 // Bound is a helper for ParamSpec.Min and Max.

@@ -167,6 +167,14 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 			return err
 		}
 	}
+	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: finalResult(res, acct, fitSec, loadSec)}})
+}
+
+// finalResult is the result message of a fit. fit_seconds, load_seconds
+// and max_rss_kb are of release class Diagnostic (TimingRelease), as are
+// the estimator's own timings, which travel as Diagnostic scalars: none of
+// them is ever labelled public.
+func finalResult(res *Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
 	final := &dplrpb.FitResult{
 		Guarantee: GuaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
 		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: MaxRSSKiB(),
@@ -177,11 +185,19 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	for _, sc := range res.Scalars {
 		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: sc.Name, Value: sc.Value, Release: string(sc.Release), Doc: sc.Doc})
 	}
+	for _, tm := range res.Timings {
+		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: tm.Name, Value: tm.Seconds, Release: string(TimingRelease), Doc: tm.Doc})
+	}
 	for _, se := range res.Series {
 		final.Series = append(final.Series, &dplrpb.Series{Name: se.Name, Values: se.Values, Release: string(se.Release), Doc: se.Doc})
 	}
-	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: final}})
+	return final
 }
+
+// TimingRelease is the release class of every timing and memory figure of
+// a fit (the plugin's fit and load times, its peak memory, an estimator's
+// own timings): Diagnostic, because they depend on the data.
+const TimingRelease = Diagnostic
 
 // wireInfo is info as the catalogue sends it: exclusive bounds folded into
 // inclusive ones (ParamSpec.Inclusive), which the wire form carries.

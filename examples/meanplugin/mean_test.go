@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/sdk/sdktest"
 )
 
 // rowsOf returns n copies of row as a rows data set.
@@ -107,4 +108,18 @@ func TestMeanRefusesBadRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The SDK's conformance suite, as every plugin runs it.
+func TestConformance(t *testing.T) {
+	approx := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	sdktest.Run(t, Mean{},
+		sdktest.Case{Name: "defaults", Data: rowsOf(200, 3, 4), Grant: approx},
+		sdktest.Case{Name: "analytic", Data: rowsOf(200, 0.3, 0.4), Grant: approx, Params: map[string]string{"noise": "analytic", "clip": "2"}},
+		sdktest.Case{Name: "ρ grant", Data: rowsOf(200, 0.3, 0.4), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		sdktest.Case{Name: "classical needs an (ε, δ) grant", Data: rowsOf(200, 1, 1), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5},
+			Params: map[string]string{"noise": "classical"}, Refuse: "needs an (ε, δ) grant"},
+		sdktest.Case{Name: "δ against n", Data: rowsOf(200, 1, 1), Grant: privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 0.01}, Refuse: "not small against the 200 rows"},
+	)
+	sdktest.Run(t, RawMean{}, sdktest.Case{Name: "reference", Data: rowsOf(20, 3, 4), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}})
 }
