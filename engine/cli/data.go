@@ -142,7 +142,9 @@ func readManifest(dir string) (*DatasetManifest, error) {
 // identity of the source records (the budget's key) and its View the
 // loading choices; its Hash is the content hash of the view.
 func (l *loaded) prepare(ctx context.Context, home string) (dataio.Handle, error) {
-	h, err := dataio.PrepareFileContext(ctx, l.path, l.opt, filepath.Join(home, "cache"))
+	h, err := dataio.Interruptible(ctx, func() (dataio.Handle, error) {
+		return dataio.PrepareFileContext(ctx, l.path, l.opt, filepath.Join(home, "cache"))
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return h, ctx.Err()

@@ -176,20 +176,29 @@ func (pf *pluginFlags) startFor(ctx context.Context, env *Env, estimator string)
 		return &registry{}, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
 	}
 	prefix, _, _ := strings.Cut(estimator, "-")
+	var prefixErr error // why the plugin named after the estimator did not start
 	for _, path := range paths {
 		if filepath.Base(path) != host.PluginPrefix+prefix {
 			continue
 		}
-		if p, err := host.Start(ctx, path, opt); err == nil {
+		p, err := host.Start(ctx, path, opt)
+		if err == nil {
 			if _, ok := p.Estimator(estimator); ok {
 				return &registry{plugins: []*host.Plugin{p}, shadowed: shadowed}, nil
 			}
 			p.Close()
 		}
+		prefixErr = err
 		break
 	}
 	reg := startAll(ctx, paths, opt)
 	reg.shadowed = shadowed
+	if _, _, ok := reg.find(estimator); !ok && prefixErr != nil {
+		// The plugin that should serve the estimator is broken: a plugin
+		// failure (exit 4, with its exit status and stderr), not a usage
+		// error.
+		return reg, fail(ExitPlugin, prefixErr)
+	}
 	return reg, nil
 }
 
@@ -294,6 +303,8 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	_, sandbox := host.SandboxStatus()
+	fmt.Fprintf(env.Stdout, "\nsandbox: %s\n", sandbox)
 	if len(reg.plugins) == 0 {
 		return fail(ExitPlugin, errors.New("no plugin could be started"))
 	}

@@ -45,7 +45,7 @@ func (o *FitOutcome) NoiseDrawn() bool { return len(o.Steps) > 0 }
 // failure, so the caller can tell whether noise was drawn.
 func (p *Plugin) Fit(ctx context.Context, req *dplrpb.FitRequest, onEvent func(*dplrpb.FitEvent)) (*FitOutcome, error) {
 	out := &FitOutcome{}
-	stream, err := p.rpc.Fit(ctx, req)
+	stream, err := p.fitStream(ctx, req)
 	if err != nil {
 		return out, p.wrap(ctx, "starting fit", err)
 	}
@@ -70,6 +70,9 @@ func (p *Plugin) Fit(ctx context.Context, req *dplrpb.FitRequest, onEvent func(*
 				onEvent(ev)
 			}
 		case *dplrpb.FitEvent_Matrix:
+			if err := p.outputs.Admit(byName, e.Matrix); err != nil {
+				return out, fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
+			}
 			if err := addChunk(byName, &order, e.Matrix); err != nil {
 				return out, fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
 			}

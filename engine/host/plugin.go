@@ -2,16 +2,17 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
-	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
@@ -23,16 +24,28 @@ var ErrPlugin = errors.New("plugin failure")
 
 // Options configures how plugins are started.
 type Options struct {
-	// StartTimeout bounds the handshake (default 10 s).
+	// StartTimeout bounds starting a plugin: executing it, its handshake
+	// and the connection (default 10 s).
 	StartTimeout time.Duration
-	// CallTimeout bounds a catalogue call (default 10 s). Fits are bounded
-	// by their context only.
+	// CallTimeout bounds a catalogue call and a plugin's shutdown (default
+	// 10 s). Fits are bounded by their context only.
 	CallTimeout time.Duration
 	// Manifest, when non-nil, pins plugin binaries: a plugin missing from
-	// it or with another checksum is refused.
+	// it or with another checksum is refused, and the bytes verified are
+	// the bytes executed (from a private copy).
 	Manifest Manifest
 	// Stderr receives the plugins' own log output (nil discards it).
 	Stderr io.Writer
+	// MaxStdout and MaxStderr bound the bytes read from a plugin's
+	// standard output and standard error (defaults DefaultMaxStdout and
+	// DefaultMaxStderr). A plugin that writes more is killed and reported.
+	MaxStdout, MaxStderr int64
+	// MaxOutputBytes bounds the total size of a fit's output matrices
+	// (default DefaultMaxOutputBytes()).
+	MaxOutputBytes int64
+	// NoSandbox starts plugins without Landlock confinement even where the
+	// kernel supports it.
+	NoSandbox bool
 }
 
 func (o Options) startTimeout() time.Duration {
@@ -49,66 +62,255 @@ func (o Options) callTimeout() time.Duration {
 	return 10 * time.Second
 }
 
+func (o Options) ioLimits() ioLimits {
+	l := ioLimits{stdout: o.MaxStdout, stderr: o.MaxStderr}
+	if l.stdout <= 0 {
+		l.stdout = DefaultMaxStdout
+	}
+	if l.stderr <= 0 {
+		l.stderr = DefaultMaxStderr
+	}
+	return l
+}
+
 // Plugin is a running plugin process.
 type Plugin struct {
 	Path       string
 	Catalogue  *dplrpb.CatalogueResponse
 	Estimators []sdk.Info
-	client     *plugin.Client
-	rpc        dplrpb.EstimatorsClient
+	// Sandboxed reports whether the plugin runs confined by Landlock.
+	Sandboxed bool
+
+	opt     Options
+	image   *execImage
+	proc    *proc
+	rpc     dplrpb.EstimatorsClient
+	outputs OutputBudget
+
+	mu  sync.Mutex
+	fit *proc // the process running the current or last fit, if not proc
+}
+
+// proc is one started plugin process and its connection.
+type proc struct {
+	client *plugin.Client
+	run    *procRunner
+	rpc    dplrpb.EstimatorsClient
 }
 
 // Start launches the plugin at path, completes the handshake and fetches
-// its catalogue.
+// its catalogue. Every phase is bounded (Options.StartTimeout,
+// CallTimeout); whatever fails, no process is left behind.
 func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error) {
-	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  transport.Handshake,
-		Plugins:          transport.PluginSet(nil),
-		Cmd:              exec.Command(path),
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		StartTimeout:     opt.startTimeout(),
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "dplr", Output: discardIfNil(opt.Stderr), Level: hclog.Warn}),
-		SyncStderr:       discardIfNil(opt.Stderr),
-	}
-	if opt.Manifest != nil {
-		sum, ok := opt.Manifest[filepath.Base(path)]
-		if !ok {
-			return nil, fmt.Errorf("plugin %s is not listed in the checksum manifest: %w", path, ErrPlugin)
-		}
-		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
-	}
-	client := plugin.NewClient(cfg)
-	defer func() {
-		if err != nil {
-			client.Kill()
-		}
-	}()
-	rpcClient, err := client.Client()
-	if err != nil {
-		return nil, fmt.Errorf("starting plugin %s: %w: %w", path, err, ErrPlugin)
-	}
-	raw, err := rpcClient.Dispense(transport.PluginName)
+	img, err := prepareExec(path, opt.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w: %w", path, err, ErrPlugin)
 	}
-	est, ok := raw.(dplrpb.EstimatorsClient)
-	if !ok {
-		return nil, fmt.Errorf("plugin %s: unexpected client type %T: %w", path, raw, ErrPlugin)
+	defer func() {
+		if err != nil {
+			img.remove()
+		}
+	}()
+	pr, err := launch(ctx, path, img.path, opt, nil)
+	if err != nil {
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			pr.kill(opt.callTimeout())
+		}
+	}()
 	cctx, cancel := context.WithTimeout(ctx, opt.callTimeout())
 	defer cancel()
-	cat, err := est.Catalogue(cctx, &dplrpb.CatalogueRequest{})
+	cat, err := pr.rpc.Catalogue(cctx, &dplrpb.CatalogueRequest{})
 	if err != nil {
+		if ferr := pr.run.floodErr(); ferr != nil {
+			return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, ferr, ErrPlugin)
+		}
 		return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, err, ErrPlugin)
 	}
 	if err := checkCatalogue(cat); err != nil {
 		return nil, fmt.Errorf("plugin %s: malformed catalogue: %w: %w", path, err, ErrPlugin)
 	}
-	p = &Plugin{Path: path, Catalogue: cat, client: client, rpc: est}
+	p = &Plugin{Path: path, Catalogue: cat, Sandboxed: pr.run.sandbox != nil, opt: opt, image: img, proc: pr, rpc: pr.rpc,
+		outputs: OutputBudget{MaxBytes: opt.MaxOutputBytes}}
 	for _, e := range cat.GetEstimators() {
 		p.Estimators = append(p.Estimators, sdk.InfoFromProto(e))
 	}
 	return p, nil
+}
+
+// launch starts one process of the plugin executable execPath (shown as
+// name) and connects to it. readPaths are the files the process may read
+// beyond its own needs when it is sandboxed. On error nothing is left
+// running.
+func launch(ctx context.Context, name, execPath string, opt Options, readPaths []string) (*proc, error) {
+	base, err := socketBase()
+	if err != nil {
+		return nil, fmt.Errorf("starting plugin %s: %w: %w", name, err, ErrPlugin)
+	}
+	var sb *sandboxSpec
+	if !opt.NoSandbox {
+		if _, err := landlockABI(); err == nil {
+			sb = &sandboxSpec{exec: append(append([]string(nil), systemReadPaths...), execPath), read: readPaths}
+		}
+	}
+	lim := opt.ioLimits()
+	var (
+		mu  sync.Mutex
+		run *procRunner
+	)
+	current := func() *procRunner {
+		mu.Lock()
+		defer mu.Unlock()
+		return run
+	}
+	logOut := discardIfNil(opt.Stderr)
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  transport.Handshake,
+		Plugins:          transport.PluginSet(nil),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     opt.startTimeout(),
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: "dplr", Output: logOut, Level: hclog.Warn}),
+		SyncStdout:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stdout (forwarded)", run: current},
+		SyncStderr:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stderr (forwarded)", run: current, tail: true},
+		SkipHostEnv:      true,
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: base},
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
+			cmd := exec.Command(execPath)
+			cmd.Args[0] = name
+			// The handshake variables go-plugin set on spec, after the
+			// host's environment minus what plugins must not see.
+			cmd.Env = append(pluginEnv(os.Environ()), spec.Env...)
+			var s *sandboxSpec
+			if sb != nil {
+				cp := *sb
+				cp.rw = []string{socketDir}
+				s = &cp
+			}
+			r := newProcRunner(cmd, name, s, lim)
+			mu.Lock()
+			run = r
+			mu.Unlock()
+			return r, nil
+		},
+	}
+	client := plugin.NewClient(cfg)
+	type result struct {
+		rpc dplrpb.EstimatorsClient
+		err error
+	}
+	resc := make(chan result, 1)
+	go func() {
+		rpcClient, err := client.Client()
+		if err != nil {
+			resc <- result{err: err}
+			return
+		}
+		raw, err := rpcClient.Dispense(transport.PluginName)
+		if err != nil {
+			resc <- result{err: err}
+			return
+		}
+		est, ok := raw.(dplrpb.EstimatorsClient)
+		if !ok {
+			resc <- result{err: fmt.Errorf("unexpected client type %T", raw)}
+			return
+		}
+		resc <- result{rpc: est}
+	}()
+	// go-plugin's own StartTimeout covers the wait for the handshake line
+	// only; this one covers the whole start, connection included.
+	timer := time.NewTimer(opt.startTimeout())
+	defer timer.Stop()
+	var res result
+	received := false
+	select {
+	case res = <-resc:
+		received = true
+	case <-timer.C:
+		res.err = fmt.Errorf("no working connection within %s (--plugin-timeout)", opt.startTimeout())
+	case <-ctx.Done():
+		res.err = ctx.Err()
+	}
+	pr := &proc{client: client, run: current(), rpc: res.rpc}
+	if res.err == nil {
+		return pr, nil
+	}
+	// Failed: let a process that is exiting by itself finish, so that its
+	// exit status can be reported, then make sure it is gone.
+	if r := pr.run; r != nil {
+		select {
+		case <-r.done:
+		case <-time.After(exitGrace):
+		}
+	}
+	why := startFailure(pr.run, res.err)
+	pr.kill(opt.callTimeout())
+	if !received {
+		// Wait for the connecting goroutine: with the process dead it
+		// returns.
+		select {
+		case <-resc:
+		case <-time.After(killWait):
+		}
+	}
+	if errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("starting plugin %s: %s: %w", name, why, res.err)
+	}
+	return nil, fmt.Errorf("starting plugin %s: %s: %w", name, why, ErrPlugin)
+}
+
+// exitGrace is how long a failed start waits for the plugin to exit by
+// itself before killing it, so that its own exit status is reported.
+const exitGrace = 250 * time.Millisecond
+
+// startFailure explains why a plugin did not start, from what the host
+// observed of its process rather than go-plugin's generic message.
+func startFailure(r *procRunner, err error) string {
+	if r == nil {
+		return err.Error()
+	}
+	if ferr := r.floodErr(); ferr != nil {
+		return ferr.Error()
+	}
+	msg := err.Error()
+	if s := r.exitSummary(); s != "" {
+		if r.Exited() {
+			return "it did not complete the handshake: " + s
+		}
+		return firstLine(msg) + "; " + s
+	}
+	return firstLine(msg)
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// kill stops the process (its whole process group), waiting at most wait
+// for go-plugin's bookkeeping to finish.
+func (pr *proc) kill(wait time.Duration) {
+	if pr == nil {
+		return
+	}
+	if pr.run != nil {
+		_ = pr.run.Kill(context.Background())
+	}
+	done := make(chan struct{})
+	go func() {
+		pr.client.Kill()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
 }
 
 func discardIfNil(w io.Writer) io.Writer {
@@ -157,8 +359,39 @@ func (p *Plugin) Estimator(name string) (sdk.Info, bool) {
 	return sdk.Info{}, false
 }
 
-// Exited reports whether the plugin process has exited.
-func (p *Plugin) Exited() bool { return p.client.Exited() }
+// Exited reports whether the plugin process has exited (the one running
+// the current or last fit, when fits run in their own process).
+func (p *Plugin) Exited() bool {
+	p.mu.Lock()
+	pr := p.fit
+	p.mu.Unlock()
+	if pr == nil {
+		pr = p.proc
+	}
+	if pr == nil || pr.run == nil {
+		return false
+	}
+	return pr.run.Exited()
+}
 
-// Close stops the plugin process.
-func (p *Plugin) Close() { p.client.Kill() }
+// Close stops the plugin's processes (with their process groups) and
+// removes the private copy of its executable. It returns within the call
+// timeout whatever the plugin does.
+func (p *Plugin) Close() {
+	p.mu.Lock()
+	fit := p.fit
+	p.fit = nil
+	p.mu.Unlock()
+	fit.kill(p.opt.callTimeout())
+	p.proc.kill(p.opt.callTimeout())
+	p.image.remove()
+}
+
+// floodErr is the error recorded when the process wrote more than the
+// host reads, or nil.
+func (pr *proc) floodErr() error {
+	if pr == nil || pr.run == nil {
+		return nil
+	}
+	return pr.run.floodErr()
+}

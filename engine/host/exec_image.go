@@ -1,0 +1,84 @@
+package host
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// execImage is the file a plugin is executed from: the plugin's own path,
+// or, when a manifest pins it, a private copy of exactly the bytes whose
+// checksum was verified.
+type execImage struct {
+	path string
+	dir  string // private directory to remove, "" when path is the plugin's own
+}
+
+// prepareExec returns the file to execute for the plugin at path. With a
+// manifest, the plugin is read once: its bytes are hashed while they are
+// copied into a fresh directory only this user can enter (mode 0700), and
+// the copy is executed only if the digest matches. Replacing the plugin
+// file between the check and the start, the race a check-then-exec of the
+// path is open to, therefore cannot run an unlisted binary.
+func prepareExec(path string, m Manifest) (*execImage, error) {
+	if m == nil {
+		return &execImage{path: path}, nil
+	}
+	want, ok := m[filepath.Base(path)]
+	if !ok {
+		return nil, fmt.Errorf("plugin %s is not listed in the checksum manifest", path)
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading plugin for its checksum: %w", err)
+	}
+	defer src.Close()
+	dir, err := os.MkdirTemp(privateBase(), "dplr-exec-")
+	if err != nil {
+		return nil, fmt.Errorf("private copy of the plugin: %w", err)
+	}
+	img := &execImage{path: filepath.Join(dir, filepath.Base(path)), dir: dir}
+	dst, err := os.OpenFile(img.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err != nil {
+		img.remove()
+		return nil, fmt.Errorf("private copy of the plugin: %w", err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(dst, h), src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		img.remove()
+		return nil, fmt.Errorf("private copy of the plugin: %w", err)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want) {
+		img.remove()
+		return nil, fmt.Errorf("checksum mismatch: %s has SHA-256 %s, the manifest lists %s", path, hex.EncodeToString(got), hex.EncodeToString(want))
+	}
+	if err := os.Chmod(img.path, 0o500); err != nil {
+		img.remove()
+		return nil, fmt.Errorf("private copy of the plugin: %w", err)
+	}
+	return img, nil
+}
+
+// privateBase is where private executable copies go: the temporary
+// directory unless it is unusable (the copy's directory is 0700 anyway).
+func privateBase() string {
+	if d, err := socketBase(); err == nil {
+		return d
+	}
+	return os.TempDir()
+}
+
+// remove deletes a private copy (nothing for the plugin's own path).
+func (img *execImage) remove() {
+	if img != nil && img.dir != "" {
+		os.RemoveAll(img.dir)
+	}
+}

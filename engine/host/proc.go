@@ -1,0 +1,414 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-plugin/runner"
+)
+
+// Default bounds on what the host reads from a plugin process.
+const (
+	// DefaultMaxStdout bounds the bytes the host reads from a plugin's
+	// standard output file descriptor. Only the handshake line belongs
+	// there (go-plugin forwards os.Stdout writes made after the handshake
+	// through its stdio stream, bounded separately); the line is a few
+	// hundred bytes.
+	DefaultMaxStdout = 32 << 10
+	// DefaultMaxStderr bounds the bytes the host reads from a plugin's
+	// standard error, counting both the file descriptor and go-plugin's
+	// forwarded stream. Plugins report progress and logs as fit events.
+	DefaultMaxStderr = 16 << 20
+	// stderrTail is how much of a plugin's stderr is kept for error
+	// messages.
+	stderrTail = 2 << 10
+)
+
+// errFlood is wrapped when a plugin wrote more than the host reads.
+var errFlood = errors.New("output flood")
+
+// procRunner runs one plugin process for go-plugin (it implements
+// runner.Runner). Unlike go-plugin's own runner it
+//   - starts the process from a dedicated OS thread that lives exactly as
+//     long as the process, so that the parent-death signal (Linux) kills the
+//     plugin when the host dies, however it dies;
+//   - puts the plugin in its own process group and kills the whole group,
+//     so a grandchild holding the plugin's pipes cannot keep the host
+//     waiting;
+//   - optionally confines the plugin with Landlock before it executes;
+//   - bounds what it reads from stdout and stderr and keeps stderr's tail
+//     for error messages;
+//   - reaps the process itself, so its exit is known even while a
+//     grandchild holds its pipes open.
+type procRunner struct {
+	cmd     *exec.Cmd
+	name    string // the plugin path shown to users
+	sandbox *sandboxSpec
+	limits  ioLimits
+
+	stdoutR, stderrR *os.File
+	stdout, stderr   io.ReadCloser
+
+	started chan struct{} // closed once Start has returned successfully
+	done    chan struct{} // closed once the process has been reaped
+	pid     int
+
+	mu       sync.Mutex
+	waitErr  error
+	state    *os.ProcessState
+	flood    error
+	tail     tailBuffer
+	closed   bool
+	killOnce sync.Once
+}
+
+// ioLimits are the byte bounds of one plugin's output streams.
+type ioLimits struct {
+	stdout, stderr int64
+	onFlood        func() // called once when a bound is exceeded
+}
+
+var _ runner.Runner = (*procRunner)(nil)
+
+func newProcRunner(cmd *exec.Cmd, name string, sb *sandboxSpec, lim ioLimits) *procRunner {
+	return &procRunner{cmd: cmd, name: name, sandbox: sb, limits: lim,
+		started: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start implements runner.Runner.
+func (r *procRunner) Start(ctx context.Context) error {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("plugin stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return fmt.Errorf("plugin stderr pipe: %w", err)
+	}
+	r.cmd.Stdout, r.cmd.Stderr = outW, errW
+	r.stdoutR, r.stderrR = outR, errR
+	r.stdout = &boundedReader{r: outR, limit: r.limits.stdout, what: "stdout", run: r}
+	r.stderr = &boundedReader{r: errR, limit: r.limits.stderr, what: "stderr", run: r, tail: true}
+	err = spawn(r.cmd, r.sandbox, r.reaped)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return fmt.Errorf("executing plugin %s: %w", r.name, err)
+	}
+	r.pid = r.cmd.Process.Pid
+	close(r.started)
+	return nil
+}
+
+// reaped records the process's exit; spawn calls it from the thread that
+// started the process, once the process is gone.
+func (r *procRunner) reaped(err error) {
+	r.mu.Lock()
+	r.waitErr = err
+	r.state = r.cmd.ProcessState
+	r.mu.Unlock()
+	close(r.done)
+	// Grandchildren may still hold the pipes: they belong to the plugin's
+	// process group and die with it. Whatever escaped the group cannot
+	// keep the host's readers blocked for long.
+	killGroup(r.pid)
+	time.AfterFunc(pipeGrace, r.closePipes)
+}
+
+// pipeGrace is how long the pipes stay open after the plugin exited, for
+// its last stderr lines to be read.
+const pipeGrace = 500 * time.Millisecond
+
+func (r *procRunner) closePipes() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if r.stdoutR != nil {
+		r.stdoutR.Close()
+	}
+	if r.stderrR != nil {
+		r.stderrR.Close()
+	}
+}
+
+// Wait implements runner.Runner.
+func (r *procRunner) Wait(ctx context.Context) error {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waitErr
+}
+
+// Kill implements runner.Runner: it kills the plugin's process group, waits
+// (boundedly) for the plugin to be reaped and releases the pipes.
+func (r *procRunner) Kill(ctx context.Context) error {
+	select {
+	case <-r.started:
+	default:
+		return nil
+	}
+	r.killOnce.Do(func() {
+		killGroup(r.pid)
+		_ = r.cmd.Process.Kill()
+	})
+	select {
+	case <-r.done:
+	case <-time.After(killWait):
+	}
+	r.closePipes()
+	return nil
+}
+
+// killWait bounds how long Kill waits for a killed process to be reaped
+// (a process in uninterruptible sleep cannot be hurried).
+const killWait = 5 * time.Second
+
+// Exited reports whether the process has been reaped.
+func (r *procRunner) Exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stdout implements runner.Runner.
+func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+
+// Stderr implements runner.Runner.
+func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
+
+// Name implements runner.Runner.
+func (r *procRunner) Name() string { return r.name }
+
+// ID implements runner.Runner.
+func (r *procRunner) ID() string {
+	select {
+	case <-r.started:
+		return fmt.Sprint(r.pid)
+	default:
+		return ""
+	}
+}
+
+// Diagnose implements runner.Runner.
+func (r *procRunner) Diagnose(context.Context) string { return r.exitSummary() }
+
+// PluginToHost implements runner.AddrTranslator (identity).
+func (r *procRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+
+// HostToPlugin implements runner.AddrTranslator (identity).
+func (r *procRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// flooded records that a stream exceeded its bound and kills the plugin.
+func (r *procRunner) flooded(what string, limit int64) {
+	r.mu.Lock()
+	first := r.flood == nil
+	if first {
+		r.flood = fmt.Errorf("it wrote more than %d bytes on %s, the most the host reads: %w", limit, what, errFlood)
+	}
+	r.mu.Unlock()
+	if first {
+		if r.limits.onFlood != nil {
+			r.limits.onFlood()
+		}
+		go func() { _ = r.Kill(context.Background()) }()
+	}
+}
+
+// floodErr is the error recorded when a bound was exceeded, or nil.
+func (r *procRunner) floodErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flood
+}
+
+// exitSummary describes how the process ended and the tail of its stderr,
+// for error messages ("" while it runs and said nothing).
+func (r *procRunner) exitSummary() string {
+	var b strings.Builder
+	if r.Exited() {
+		r.mu.Lock()
+		st := r.state
+		r.mu.Unlock()
+		if st != nil {
+			fmt.Fprintf(&b, "the plugin process %s", exitText(st))
+		}
+	}
+	r.mu.Lock()
+	tail := strings.TrimSpace(string(r.tail.bytes()))
+	r.mu.Unlock()
+	if tail != "" {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "its stderr ends with:\n%s", indent(tail))
+	}
+	return b.String()
+}
+
+func indent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// boundedReader reads at most limit bytes from r; past that it reports
+// the flood to its runner (which kills the plugin) and fails.
+type boundedReader struct {
+	r     io.ReadCloser
+	limit int64
+	n     int64
+	what  string
+	run   *procRunner
+	tail  bool
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.n >= b.limit {
+		b.run.flooded(b.what, b.limit)
+		return 0, fmt.Errorf("plugin %s: %w", b.what, errFlood)
+	}
+	if rem := b.limit - b.n; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.tail && n > 0 {
+		b.run.mu.Lock()
+		b.run.tail.write(p[:n])
+		b.run.mu.Unlock()
+	}
+	if err != nil && errors.Is(err, os.ErrClosed) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (b *boundedReader) Close() error { return b.r.Close() }
+
+// tailBuffer keeps the last stderrTail bytes written to it.
+type tailBuffer struct {
+	buf []byte
+}
+
+func (t *tailBuffer) write(p []byte) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - stderrTail; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+}
+
+func (t *tailBuffer) bytes() []byte { return t.buf }
+
+// boundedWriter passes at most limit bytes to w (nil: discard) and
+// reports a flood past that; go-plugin writes the plugin's forwarded
+// os.Stdout/os.Stderr here.
+type boundedWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	n     int64
+	limit int64
+	what  string
+	run   func() *procRunner
+	tail  bool
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n += int64(len(p))
+	r := b.run()
+	if b.n > b.limit {
+		if r != nil {
+			r.flooded(b.what, b.limit)
+		}
+		return 0, fmt.Errorf("plugin %s: %w", b.what, errFlood)
+	}
+	if b.tail && r != nil {
+		r.mu.Lock()
+		r.tail.write(p)
+		r.mu.Unlock()
+	}
+	if b.w != nil {
+		_, _ = b.w.Write(p)
+	}
+	return len(p), nil
+}
+
+// pluginEnv is the environment plugins run with: the host's, minus
+// variables that locate the budget ledger or look like secrets. A plugin
+// has no business knowing where the ledger lives.
+func pluginEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if hiddenFromPlugins(name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// hiddenFromPlugins reports whether the environment variable name is
+// withheld from plugins.
+func hiddenFromPlugins(name string) bool {
+	switch name {
+	case "DPLR_HOME", "DPLR_PLUGIN_PATH", "XDG_DATA_HOME", "LOCALAPPDATA":
+		return true
+	}
+	up := strings.ToUpper(name)
+	for _, s := range []string{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY"} {
+		if strings.Contains(up, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// socketBase returns a directory under which go-plugin may create the
+// plugin's socket directory with paths short enough for a unix socket
+// (108 bytes on Linux, 104 on macOS, including go-plugin's own
+// "plugin-dirNNN/pluginNNN" suffix). A long TMPDIR is skipped.
+func socketBase() (string, error) {
+	const maxBase = 60
+	cands := []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR"), "/tmp", "/dev/shm", "/var/tmp"}
+	for _, d := range cands {
+		if d == "" || len(d) > maxBase {
+			continue
+		}
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		probe, err := os.MkdirTemp(d, "dplr-probe")
+		if err != nil {
+			continue
+		}
+		os.Remove(probe)
+		return d, nil
+	}
+	return "", fmt.Errorf("no writable temporary directory with a path under %d bytes for the plugin socket (TMPDIR=%q is too long for a unix socket path; set TMPDIR to a short directory)", maxBase, os.TempDir())
+}

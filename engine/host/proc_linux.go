@@ -1,0 +1,228 @@
+//go:build linux
+
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawn starts cmd from a dedicated, locked OS thread and reaps it from
+// that same thread, calling reaped with cmd.Wait's error. The thread lives
+// exactly as long as the plugin:
+//
+//   - Linux sends a process's parent-death signal when the *thread* that
+//     created it exits, not the process; starting plugins from arbitrary
+//     goroutines would kill them whenever the Go runtime retires a thread.
+//     Here the signal (SIGKILL) fires only when the host itself dies, by
+//     kill -9, an out-of-memory crash, SIGPIPE or a plain exit.
+//   - When sb is non-nil the thread confines itself with Landlock before
+//     forking: the plugin inherits the confinement, and the thread, now
+//     tainted, is never reused (a goroutine that exits while locked takes
+//     its thread with it). The host's other threads are not affected.
+//
+// The plugin is put in its own process group so that killGroup reaches its
+// children too.
+func spawn(cmd *exec.Cmd, sb *sandboxSpec, reaped func(error)) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: see above.
+		if sb != nil {
+			if err := sb.restrictThread(); err != nil {
+				errc <- fmt.Errorf("sandboxing the plugin: %w", err)
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- nil
+		reaped(cmd.Wait())
+	}()
+	return <-errc
+}
+
+// killGroup sends SIGKILL to the process group led by pid.
+func killGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// exitText describes how a process ended.
+func exitText(st *os.ProcessState) string {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exited with status %d", st.ExitCode())
+}
+
+// sandboxSpec lists what a confined plugin may touch; everything else on
+// the file system is denied, as are TCP and (kernel permitting) signals and
+// abstract unix sockets reaching outside the plugin.
+type sandboxSpec struct {
+	exec []string // files and directories the plugin may read and execute
+	read []string // files and directories the plugin may read
+	rw   []string // directories the plugin may create files and sockets in
+}
+
+var (
+	abiOnce sync.Once
+	abiVer  int
+	abiErr  error
+)
+
+// landlockABI returns the kernel's Landlock ABI version (0 and an error
+// when Landlock is unavailable).
+func landlockABI() (int, error) {
+	abiOnce.Do(func() {
+		v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+		switch {
+		case e == unix.ENOSYS:
+			abiErr = errors.New("the kernel has no Landlock support (Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK)")
+		case e == unix.EOPNOTSUPP:
+			abiErr = errors.New("Landlock is disabled on this system (not in the kernel's lsm= list)")
+		case e != 0:
+			abiErr = fmt.Errorf("Landlock unavailable: %w", e)
+		default:
+			abiVer = int(v)
+		}
+	})
+	return abiVer, abiErr
+}
+
+// SandboxStatus describes how plugins are confined on this system, for
+// `dplr plugins` and the README's plugin-trust section.
+func SandboxStatus() (bool, string) {
+	v, err := landlockABI()
+	if err != nil {
+		return false, "plugins are NOT sandboxed: " + err.Error()
+	}
+	return true, fmt.Sprintf("plugins are sandboxed with Landlock (ABI v%d): no file access beyond system libraries, their own binary and, during a fit, the data set's files; no TCP", v)
+}
+
+const (
+	llFileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	llRead   = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	llExec   = llRead | unix.LANDLOCK_ACCESS_FS_EXECUTE
+	llSocket = llRead | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+)
+
+// handledFS is every file-system right the ABI version knows.
+func handledFS(abi int) uint64 {
+	h := uint64(1<<13 - 1) // v1: EXECUTE … MAKE_SYM
+	if abi >= 2 {
+		h |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		h |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		h |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return h
+}
+
+// restrictThread confines the calling OS thread (and so every process it
+// starts afterwards) to spec. The caller must have locked the goroutine
+// to its thread and must never unlock it.
+func (s *sandboxSpec) restrictThread() error {
+	abi, err := landlockABI()
+	if err != nil {
+		return err
+	}
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: handledFS(abi)}
+	size := unsafe.Sizeof(attr.Handled_access_fs)
+	if abi >= 4 {
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		size += unsafe.Sizeof(attr.Handled_access_net)
+	}
+	if abi >= 6 {
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+		size += unsafe.Sizeof(attr.Scoped)
+	}
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if e != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %w", e)
+	}
+	defer unix.Close(int(fd))
+	for _, g := range []struct {
+		paths  []string
+		access uint64
+	}{{s.exec, llExec}, {s.read, llRead}, {s.rw, llSocket}} {
+		for _, p := range g.paths {
+			if err := addPathRule(int(fd), p, g.access&attr.Handled_access_fs); err != nil {
+				return err
+			}
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", e)
+	}
+	return nil
+}
+
+// addPathRule allows access beneath path; a missing path is skipped, and
+// a file gets only the rights that apply to files.
+func addPathRule(rulesetFD int, path string, access uint64) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES) {
+			return nil
+		}
+		return fmt.Errorf("sandbox rule for %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("sandbox rule for %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= llFileRights
+	}
+	rule := struct {
+		allowed uint64
+		parent  int32
+	}{access, int32(fd)}
+	// The kernel's struct landlock_path_beneath_attr is packed (12 bytes);
+	// Go's layout matches it up to its trailing padding, which the kernel
+	// does not read.
+	if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&rule)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("sandbox rule for %s: landlock_add_rule: %w", path, e)
+	}
+	return nil
+}
+
+// systemReadPaths are what a plugin process needs from the system: the
+// dynamic loader and shared libraries (cgo/OpenBLAS builds), CPU topology
+// and cgroup limits read by the Go runtime and BLAS libraries, and the
+// harmless device files.
+var systemReadPaths = []string{
+	"/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib", "/lib64", "/lib32",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+	"/usr/share/zoneinfo",
+	"/sys/devices/system/cpu", "/sys/fs/cgroup", "/sys/kernel/mm/transparent_hugepage",
+	"/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+	"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
+}

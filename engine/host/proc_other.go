@@ -1,0 +1,45 @@
+//go:build !linux
+
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// spawn starts cmd and reaps it in the background. Outside Linux there
+// is no parent-death signal: plugins are killed on the host's exit paths
+// only.
+func spawn(cmd *exec.Cmd, sb *sandboxSpec, reaped func(error)) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { reaped(cmd.Wait()) }()
+	return nil
+}
+
+func killGroup(int) {}
+
+func exitText(st *os.ProcessState) string {
+	return fmt.Sprintf("ended (%s)", st.String())
+}
+
+// sandboxSpec is unused outside Linux.
+type sandboxSpec struct {
+	exec, read, rw []string
+}
+
+var errNoSandbox = errors.New("plugin sandboxing uses Landlock, available on Linux only")
+
+func landlockABI() (int, error) { return 0, errNoSandbox }
+
+// SandboxStatus describes how plugins are confined on this system.
+func SandboxStatus() (bool, string) {
+	return false, "plugins are NOT sandboxed: " + errNoSandbox.Error()
+}
+
+var systemReadPaths []string
+
+func physicalMemory() int64 { return 0 }

@@ -1,0 +1,373 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/proto/dplrpb"
+)
+
+// safety bounds a test step that hangs without the containment under
+// test; it is a failure bound, not a performance claim.
+const safety = 30 * time.Second
+
+var (
+	hostileOnce sync.Once
+	hostileBin  string
+	hostileErr  error
+)
+
+// buildHostile compiles testdata/dplr-hostile once per test binary.
+func buildHostile(t *testing.T) string {
+	t.Helper()
+	hostileOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "dplr-hostile")
+		if err != nil {
+			hostileErr = err
+			return
+		}
+		hostileBin = filepath.Join(dir, "dplr-hostile")
+		if out, err := exec.Command("go", "build", "-o", hostileBin, "./testdata/dplr-hostile").CombinedOutput(); err != nil {
+			hostileErr = fmt.Errorf("%w: %s", err, out)
+		}
+	})
+	require.NoError(t, hostileErr)
+	return hostileBin
+}
+
+// within runs f and fails the test if it has not returned after safety.
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(safety):
+		t.Fatalf("%s did not return within %s", what, safety)
+	}
+}
+
+// versionField returns key's value in the hostile plugin's catalogue
+// version ("pid=1;home=;read=ok;child=2").
+func versionField(p *Plugin, key string) string {
+	for _, kv := range strings.Split(p.Catalogue.GetVersion(), ";") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// gone reports whether pid no longer runs (a zombie counts as gone: it
+// has exited and only waits for a parent to reap it).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z'
+	}
+	return false
+}
+
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(safety)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("%s (pid %d) still runs %s later", what, pid, safety)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHostHelperProcess is not a test: run by TestPluginsDieWithTheirHost
+// as a host process, it starts the plugin named by DPLR_TEST_HOST_PLUGIN,
+// prints the plugin's pid and waits to be killed.
+func TestHostHelperProcess(t *testing.T) {
+	path := os.Getenv("DPLR_TEST_HOST_PLUGIN")
+	if path == "" {
+		t.Skip("helper process only")
+	}
+	p, err := Start(context.Background(), path, Options{})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Printf("pid %s\n", versionField(p, "pid"))
+	time.Sleep(time.Hour)
+}
+
+func TestPluginsDieWithTheirHost(t *testing.T) {
+	bin := buildHostile(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostHelperProcess$")
+	cmd.Env = append(os.Environ(), "DPLR_TEST_HOST_PLUGIN="+bin, "DPLR_HOSTILE_MODE=ok")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var line string
+	within(t, "the helper host's plugin start", func() {
+		line, err = bufio.NewReader(out).ReadString('\n')
+	})
+	require.NoError(t, err)
+	f := strings.Fields(line)
+	require.Len(t, f, 2, line)
+	require.Equal(t, "pid", f[0], line)
+	pid, err := strconv.Atoi(f[1])
+	require.NoError(t, err)
+	require.False(t, gone(pid))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL)) // kill -9 of the host
+	_ = cmd.Wait()
+	waitGone(t, pid, "the plugin of a host killed with SIGKILL")
+}
+
+func TestCloseKillsGrandchildrenHoldingThePipes(t *testing.T) {
+	bin := buildHostile(t)
+	t.Setenv("DPLR_HOSTILE_MODE", "grandchild")
+	p, err := Start(context.Background(), bin, Options{})
+	require.NoError(t, err)
+	child, err := strconv.Atoi(versionField(p, "child"))
+	require.NoError(t, err, p.Catalogue.GetVersion())
+	within(t, "Close", p.Close)
+	waitGone(t, child, "the plugin's child")
+}
+
+func TestStartFailuresAreBoundedAndExplained(t *testing.T) {
+	bin := buildHostile(t)
+	cases := []struct {
+		mode, bytes string
+		want        []string
+	}{
+		// A plugin that cannot start: its exit status and stderr, not
+		// go-plugin's "Unrecognized remote plugin message".
+		{"fail-start", "", []string{"exited with status 7", "cannot load libfoo.so"}},
+		// It exits but a child holds its stdout: no wait for EOF.
+		{"grandchild-exit", "", []string{"exited with status 3"}},
+		// Floods without a handshake.
+		{"stdout-flood", "", []string{"more than 32768 bytes on stdout"}},
+		{"stderr-flood", strconv.Itoa(40 << 20), []string{"more than 16777216 bytes on stderr"}},
+		{"stderr-flood-noline", strconv.Itoa(40 << 20), []string{"more than 16777216 bytes on stderr"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Setenv("DPLR_HOSTILE_MODE", tc.mode)
+			t.Setenv("DPLR_HOSTILE_BYTES", tc.bytes)
+			var err error
+			within(t, "Start", func() {
+				var p *Plugin
+				p, err = Start(context.Background(), bin, Options{StartTimeout: 20 * time.Second})
+				if p != nil {
+					p.Close()
+				}
+			})
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrPlugin)
+			assert.NotContains(t, err.Error(), "Unrecognized remote plugin message")
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestFloodAfterTheHandshakeKillsThePlugin(t *testing.T) {
+	bin := buildHostile(t)
+	t.Setenv("DPLR_HOSTILE_MODE", "post-handshake-flood")
+	p, err := Start(context.Background(), bin, Options{})
+	if err != nil {
+		// The flood may already have been caught during the start.
+		assert.Contains(t, err.Error(), "bytes on stdout")
+		return
+	}
+	defer p.Close()
+	deadline := time.Now().Add(safety)
+	for !p.Exited() {
+		require.False(t, time.Now().After(deadline), "a plugin flooding its stdout after the handshake keeps running")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFitStderrFloodIsBounded(t *testing.T) {
+	bin := buildHostile(t)
+	t.Setenv("DPLR_HOSTILE_MODE", "fit-stderr-flood")
+	t.Setenv("DPLR_HOSTILE_BYTES", strconv.Itoa(40<<20))
+	p, err := Start(context.Background(), bin, Options{})
+	require.NoError(t, err)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	_, err = p.Fit(ctx, fitReq("hostile-fit-stderr-flood"), nil)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "the flood, not the test's safety timeout, ends the fit")
+	assert.ErrorIs(t, err, ErrPlugin)
+}
+
+func TestOutputsAreBoundedInTotal(t *testing.T) {
+	bin := buildHostile(t)
+	t.Setenv("DPLR_HOSTILE_MODE", "big-outputs")
+	// Three 8 MiB matrices; each fits the bound, all three do not.
+	p, err := Start(context.Background(), bin, Options{MaxOutputBytes: 20 << 20})
+	require.NoError(t, err)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	_, err = p.Fit(ctx, fitReq("hostile-big-outputs"), nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrPlugin)
+	assert.Contains(t, err.Error(), `matrix "c"`)
+	assert.Contains(t, err.Error(), "20971520 bytes in all")
+}
+
+func TestLongTMPDIRStillStartsPlugins(t *testing.T) {
+	dir := buildPlugins(t)
+	long := t.TempDir()
+	for len(long) < 150 {
+		long = filepath.Join(long, "a-rather-long-directory-name")
+	}
+	require.NoError(t, os.MkdirAll(long, 0o700))
+	t.Setenv("TMPDIR", long)
+	p, err := Start(context.Background(), filepath.Join(dir, "dplr-example"), Options{})
+	require.NoError(t, err, "a long TMPDIR must not make the plugin socket path too long")
+	p.Close()
+}
+
+func TestPluginsDoNotSeeTheLedgerHome(t *testing.T) {
+	bin := buildHostile(t)
+	t.Setenv("DPLR_HOSTILE_MODE", "ok")
+	t.Setenv("DPLR_HOME", "/secret/dplr-home")
+	p, err := Start(context.Background(), bin, Options{})
+	require.NoError(t, err)
+	defer p.Close()
+	assert.Equal(t, "", versionField(p, "home"), "DPLR_HOME reached the plugin")
+}
+
+func TestManifestExecutesTheVerifiedBytes(t *testing.T) {
+	dir := buildPlugins(t)
+	work := t.TempDir()
+	good := filepath.Join(work, "good")
+	bad := filepath.Join(work, "bad")
+	copyFile(t, filepath.Join(dir, "dplr-example"), good)
+	copyFile(t, filepath.Join(dir, "dplr-bad"), bad)
+	sum, err := FileSHA256(good)
+	require.NoError(t, err)
+	mf := filepath.Join(work, "SHA256SUMS")
+	require.NoError(t, os.WriteFile(mf, []byte(hex.EncodeToString(sum)+"  dplr-example\n"), 0o644))
+	m, err := ReadManifest(mf)
+	require.NoError(t, err)
+
+	target := filepath.Join(work, "plugins", "dplr-example")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+	require.NoError(t, os.Link(good, target))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		// Swap the listed binary and an unlisted one, atomically, in a loop.
+		defer wg.Done()
+		tmp := target + ".tmp"
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			src := good
+			if i%2 == 1 {
+				src = bad
+			}
+			_ = os.Remove(tmp)
+			if os.Link(src, tmp) == nil {
+				_ = os.Rename(tmp, target)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+
+	t.Setenv("DPLR_BAD_MODE", "ok")
+	started := 0
+	for i := 0; i < 40; i++ {
+		p, err := Start(context.Background(), target, Options{Manifest: m})
+		if err != nil {
+			assert.ErrorIs(t, err, ErrPlugin)
+			continue
+		}
+		started++
+		assert.Equal(t, "example", p.Name(), "an unlisted binary was executed")
+		p.Close()
+	}
+	t.Logf("%d of 40 starts passed the checksum", started)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, b, 0o755))
+}
+
+func TestSandboxConfinesPluginsToTheirData(t *testing.T) {
+	ok, status := SandboxStatus()
+	t.Log(status)
+	if !ok {
+		t.Skip(status)
+	}
+	bin := buildHostile(t)
+	secret := filepath.Join(t.TempDir(), "ledger.db")
+	require.NoError(t, os.WriteFile(secret, []byte("budget"), 0o600))
+	dataFile := filepath.Join(t.TempDir(), "x.f64")
+	require.NoError(t, os.WriteFile(dataFile, make([]byte, 64), 0o600))
+	t.Setenv("DPLR_HOSTILE_MODE", "read")
+	t.Setenv("DPLR_HOSTILE_READ", secret)
+
+	fitLog := func(p *Plugin) string {
+		req := fitReq("hostile-read")
+		req.Data = &dplrpb.DatasetHandle{X: &dplrpb.FileRef{Path: dataFile}}
+		var log string
+		_, _ = p.Fit(context.Background(), req, func(ev *dplrpb.FitEvent) { log += ev.GetLog() })
+		return log
+	}
+
+	p, err := Start(context.Background(), bin, Options{})
+	require.NoError(t, err)
+	defer p.Close()
+	assert.True(t, p.Sandboxed)
+	assert.Equal(t, "denied", versionField(p, "read"), "the catalogue process read a file outside its sandbox")
+	assert.Equal(t, "data=ok;other=denied", fitLog(p), "a fit reads its data set and nothing else")
+	// A second fit runs in a fresh process as well.
+	assert.Equal(t, "data=ok;other=denied", fitLog(p))
+
+	// Without the sandbox the same plugin reads the file: the check above
+	// is the sandbox's doing.
+	q, err := Start(context.Background(), bin, Options{NoSandbox: true})
+	require.NoError(t, err)
+	defer q.Close()
+	assert.False(t, q.Sandboxed)
+	assert.Equal(t, "ok", versionField(q, "read"))
+	assert.Equal(t, "data=ok;other=ok", fitLog(q))
+}
