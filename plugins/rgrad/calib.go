@@ -14,8 +14,8 @@ type Mode string
 
 // Modes.
 const (
-	// Standard is DP-init + DP-RGrad with sensitivities calibrated under the
-	// Gaussian design (both X_i and y_i private).
+	// Standard is DP-init with model-calibrated sensitivities + clipped
+	// DP-RGrad (both X_i and y_i private).
 	Standard Mode = "standard"
 	// Weak is the weak-DP variant: only y_i is private, the design is public.
 	Weak Mode = "weak"

@@ -6,15 +6,18 @@
 // factors.
 //
 // Four estimators share one implementation:
-//   - rgrad-dp: private spectral initialisation (Algorithm 1) followed by
-//     differentially private Riemannian gradient descent on the rank-r
-//     manifold (Algorithm 2), with sensitivities calibrated under the
-//     Gaussian design (a model-based guarantee);
+//   - rgrad-dp: private spectral initialisation (Algorithm 1), whose
+//     sensitivities hold under the Gaussian design (a model-based
+//     guarantee), followed by differentially private Riemannian gradient
+//     descent on the rank-r manifold (Algorithm 2) with each sample's
+//     projected gradient clipped to a bound chosen from the model's public
+//     parameters, so that the iterations hold for any data;
 //   - rgrad-weak: the same for weak DP, where only the responses are private;
 //   - rgrad-strict: a clipped variant with worst-case (ε, δ)-DP;
 //   - rgrad-nonprivate: the non-private reference.
 //
-// The per-iteration work is one fused pass over the n×(d1·d2) design
+// DERIVATIONS.md holds the algorithm boxes and every sensitivity
+// derivation. The per-iteration work is one fused pass over the n×(d1·d2) design
 // (residuals and gradient together), parallel over row blocks, followed by a
 // retraction through two thin QRs and a 2r×2r SVD.
 package rgrad

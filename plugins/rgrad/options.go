@@ -3,6 +3,7 @@ package rgrad
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 
 	"github.com/dplr/dplr/backend"
@@ -34,6 +35,17 @@ func (o *commonOptions) Check(s sdk.Shape) error {
 		}
 	}
 	return nil
+}
+
+// Footprint estimates the peak memory of a fit beyond the data: per-worker
+// d1·d2 accumulators, about twenty d1×d2 temporaries of the steps and the
+// retraction, and the d1×d1 and d2×d2 projectors of the private
+// initialisation with their eigendecompositions.
+func (o *commonOptions) Footprint(s sdk.Shape) int64 {
+	p := int64(s.D1) * int64(s.D2)
+	workers := int64(runtime.GOMAXPROCS(0))
+	sq := int64(s.D1)*int64(s.D1) + int64(s.D2)*int64(s.D2)
+	return 8 * ((workers+20)*p + 3*sq)
 }
 
 // config returns the common part of a fit's configuration; the design is

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -122,4 +123,24 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Prepare (the host's pre-flight) reports a footprint that grows with the
+// matrix size and refuses a rank above min(d1, d2) from the shape alone.
+func TestPrepareFootprintAndRefusal(t *testing.T) {
+	info, err := sdk.InfoOf(estimatorByName(t, "rgrad-dp"))
+	require.NoError(t, err)
+	raw := map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5"}
+	shape := func(d1, d2 int) sdk.Shape { return sdk.Shape{Kind: data.Trace, N: 1000, P: d1 * d2, D1: d1, D2: d2} }
+	_, small, err := sdk.Prepare(info, raw, shape(10, 8))
+	require.NoError(t, err)
+	_, big, err := sdk.Prepare(info, raw, shape(100, 80))
+	require.NoError(t, err)
+	assert.Greater(t, small, int64(0))
+	assert.Greater(t, big, 50*small)
+	raw["rank"] = "9"
+	_, _, err = sdk.Prepare(info, raw, shape(10, 8))
+	require.Error(t, err)
+	assert.True(t, sdk.IsBadRequest(err))
+	assert.Contains(t, err.Error(), "rank")
 }
