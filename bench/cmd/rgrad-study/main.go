@@ -33,6 +33,7 @@ func main() {
 	flag.Float64Var(&c.SigmaR, "sigmar", c.SigmaR, "smallest singular value of M")
 	flag.Float64Var(&c.SigmaXi, "sigma-xi", c.SigmaXi, "response noise standard deviation")
 	flag.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
+	set := flag.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
 	only := flag.String("only", "", "comma-separated estimator names to run (default: all variants)")
 	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
 	plotPrefix := flag.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
@@ -46,6 +47,16 @@ func main() {
 	eList, err := parseFloats(*eps)
 	if err != nil {
 		fail(err)
+	}
+	if *set != "" {
+		c.ModelParams = map[string]string{}
+		for _, kv := range strings.Split(*set, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok {
+				fail(fmt.Errorf("bad -set entry %q: want key=value", kv))
+			}
+			c.ModelParams[k] = v
+		}
 	}
 	vars := rgradstudy.DefaultVariants(c)
 	if *only != "" {

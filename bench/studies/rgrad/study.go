@@ -29,6 +29,9 @@ type StudyConfig struct {
 	Delta                   float64 // δ of the whole run
 	Seeds                   int     // data and noise seeds per cell
 	Iterations              int     // T; 0 means ceil(ln n)
+	// ModelParams are extra parameters of the model-calibrated variants
+	// (rgrad-dp, rgrad-weak), e.g. c3.
+	ModelParams map[string]string
 }
 
 // DefaultStudyConfig is the default configuration with 10 seeds.
@@ -57,6 +60,9 @@ func DefaultVariants(c StudyConfig) []Variant {
 			p := map[string]string{"rank": strconv.Itoa(c.Rank), "sigma1": ftoa(c.Sigma1), "sigmar": ftoa(c.SigmaR), "sigma_xi": ftoa(c.SigmaXi)}
 			if c.Iterations > 0 {
 				p["iterations"] = strconv.Itoa(c.Iterations)
+			}
+			for k, v := range c.ModelParams {
+				p[k] = v
 			}
 			for k, v := range extra {
 				p[k] = v
