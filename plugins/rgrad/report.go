@@ -100,9 +100,9 @@ func (e *fitEnv) modelGuarantee(sens Sensitivities) {
 		"the sample-size condition of Theorem 1 holds; β omits the restricted-isometry event of Lemma 1, whose constants are unspecified",
 	}
 	if cfg.Mode == Weak {
-		g.Neighbours = "one response y_i replaced by an independent model draw (weak DP: the design X_i is public and shared by neighbours)"
+		g.Neighbours = "one response y_i replaced (weak DP: the design X_i is public and shared by neighbours); the initialisation's bound covers an independent model draw, the iterations' any response"
 	} else {
-		g.Neighbours = "one observation (X_i, y_i) replaced by an independent draw from the model (a typical neighbour, not a worst-case one)"
+		g.Neighbours = "one observation (X_i, y_i) replaced; the initialisation's bound covers an independent draw from the model (a typical neighbour, not a worst-case one), the iterations' any pair"
 	}
 	if cfg.Sensitivity == sdk.SensitivityPaper {
 		g.Assumptions = append(g.Assumptions, "paper-literal sensitivities (Theorem 1 as published, without the √(d1∨d2) factor it misses: under-covers Δ⁽¹⁾ by about 2×, DERIVATIONS.md §4.2); the paper's Δ_l is enforced by clipping at τ = nΔ_l/(2η), which the paper does not do")
