@@ -51,9 +51,9 @@ func TestLoadBounded(t *testing.T) {
 		want     string
 		maxAlloc uint64
 	}{
-		{"dev zero as csv", "/dev/zero", LoadOptions{Format: FormatCSV, MaxRecordBytes: 1 << 20}, "longer than 1048576 bytes", 32 << 20},
-		{"long line", longLine, LoadOptions{MaxRecordBytes: 1 << 16}, "longer than 65536 bytes", 8 << 20},
-		{"csv above memory limit", csvRows, LoadOptions{MaxBytes: 64 << 10}, "more than 65536 bytes in memory", 8 << 20},
+		{"dev zero as csv", "/dev/zero", LoadOptions{Format: FormatCSV, MaxRecordBytes: 1 << 20}, "longer than 1.0 MiB", 32 << 20},
+		{"long line", longLine, LoadOptions{MaxRecordBytes: 1 << 16}, "longer than 64.0 KiB", 8 << 20},
+		{"csv above memory limit", csvRows, LoadOptions{MaxBytes: 64 << 10}, "more than 64.0 KiB in memory", 8 << 20},
 		{"idx claim above limit", idxPath, LoadOptions{MaxBytes: 64 << 20}, "above the loading limit of 64.0 MiB", 8 << 20},
 		{"idx claim above limit, users kind", idxPath, LoadOptions{Kind: data.Users, ResponsePath: idxPath, UsersPath: idxPath, MaxBytes: 64 << 20}, "above the loading limit", 8 << 20},
 		{"idx claim beyond the stream", short, LoadOptions{MaxBytes: 64 << 20}, "stream ends after 65536", 8 << 20},
@@ -147,13 +147,25 @@ func TestCacheBounded(t *testing.T) {
 		files[i] = writeTemp(t, dir, "d"+string(rune('a'+i))+".csv", csvOf(identityRows(n, p, uint64(10+i)), n, p, "", identityOrder(n)))
 	}
 	opt := LoadOptions{CacheMaxBytes: 20000} // room for two entries
+	// Entries just used are spared: with the grace period, all three stay.
+	graced := filepath.Join(t.TempDir(), "graced")
+	for _, f := range files {
+		_, err := PrepareFile(f, opt, graced)
+		require.NoError(t, err)
+	}
+	entries, err := CacheList(graced)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	old := evictGrace
+	evictGrace = 0
+	t.Cleanup(func() { evictGrace = old })
 	var hs []Handle
 	for _, f := range files {
 		h, err := PrepareFile(f, opt, cache)
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
-	entries, err := CacheList(cache)
+	entries, err = CacheList(cache)
 	require.NoError(t, err)
 	require.Len(t, entries, 2, "the least recently used entry was evicted")
 	assert.Equal(t, hs[1].Hash, entries[0].Hash)

@@ -147,11 +147,19 @@ func checkCacheRoom(cacheDir string, ds *data.Dataset, maxBytes int64) error {
 	return nil
 }
 
+// evictGrace is how recently an entry must have been used to be spared by
+// EvictCache: long enough for a fit that just prepared it to start its
+// plugin and map the files (after which removal no longer matters).
+var evictGrace = 2 * time.Minute
+
 // EvictCache removes least recently used entries of a cache directory until
 // its entries take at most maxBytes, never removing the entries the kept
-// handles refer to. A process that still maps a removed entry's files keeps
-// reading them (the files disappear when unmapped); a handle referring to a
-// removed entry fails to open and its file is prepared again.
+// handles refer to nor entries used in the last two minutes (another fit
+// may be about to open them; the bound may be exceeded by such entries
+// until a later eviction). A process that maps a removed entry's files
+// keeps reading them (the files disappear when unmapped); a handle
+// referring to a removed entry fails to open and its file is prepared
+// again.
 func EvictCache(cacheDir string, maxBytes int64, keep ...Handle) error {
 	if maxBytes <= 0 {
 		return nil
@@ -175,7 +183,7 @@ func EvictCache(cacheDir string, maxBytes int64, keep ...Handle) error {
 			break
 		}
 		dir := filepath.Join(cacheDir, e.Hash)
-		if kept[dir] {
+		if kept[dir] || time.Since(e.LastUsed) < evictGrace {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {

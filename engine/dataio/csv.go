@@ -55,7 +55,7 @@ type csvConfig struct {
 
 // DefaultMaxRecordBytes is the default bound on the length of one CSV
 // record (LoadOptions.MaxRecordBytes).
-const DefaultMaxRecordBytes = 64 << 20
+const DefaultMaxRecordBytes = 16 << 20
 
 // errRecordTooLong reports a CSV record longer than the bound.
 var errRecordTooLong = errors.New("record too long")
@@ -141,7 +141,7 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 	rb := &recordBound{r: r, limit: maxRecord + slack}
 	tooLong := func(err error) error {
 		if errors.Is(err, errRecordTooLong) {
-			return fmt.Errorf("csv: a record is longer than %d bytes (LoadOptions.MaxRecordBytes; is this a CSV file?)", maxRecord)
+			return fmt.Errorf("csv: a record is longer than %s, the limit (LoadOptions.MaxRecordBytes); is this a CSV file?", FormatBytes(maxRecord))
 		}
 		return fmt.Errorf("csv: %w", err)
 	}
@@ -252,7 +252,7 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 		}
 		t.nrow++
 		if cfg.maxBytes > 0 && 8*int64(len(t.vals))+textBytes > cfg.maxBytes {
-			return fmt.Errorf("csv: line %d: the data read so far take more than %d bytes in memory (LoadOptions.MaxBytes)", line, cfg.maxBytes)
+			return fmt.Errorf("csv: line %d: the values read so far take more than %s in memory, the loading limit (LoadOptions.MaxBytes, --max-data-bytes)", line, FormatBytes(cfg.maxBytes))
 		}
 		return nil
 	}

@@ -19,7 +19,7 @@
 // for a gzip file the most its compressed size can expand to, deflate's
 // ratio being below 1040:1), and behind gzip buffers start small and grow
 // with the data that arrives, so a lying header costs at most twice what
-// the stream delivers. LoadOptions.MaxRecordBytes (default 64 MiB) bounds
+// the stream delivers. LoadOptions.MaxRecordBytes (default 16 MiB) bounds
 // one CSV record, so an endless line (/dev/zero) fails early.
 //
 // Input that readers would disagree on is refused, not guessed: a .npy
@@ -112,7 +112,8 @@
 // PrepareFile bounds the cache to LoadOptions.CacheMaxBytes (default
 // DefaultCacheMaxBytes, physical memory): it refuses a data set larger
 // than that and evicts the least recently used entries (an entry's
-// directory modification time records its last use) beyond it; CacheList
+// directory modification time records its last use) beyond it, sparing
+// entries used in the last two minutes; CacheList
 // and CacheClear list and empty a cache directory.
 //
 // # Writers

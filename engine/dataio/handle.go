@@ -184,12 +184,12 @@ func (h *Handle) Check() error {
 // file is written to a temporary name and renamed into place, and files
 // already present with the right size are kept, so concurrent or repeated
 // calls are safe and cheap. If ds.Hash is set and the cache already holds
-// that data set, nothing is read or written (the hash is trusted); if it is
-// set but does not match the content, Prepare fails. An empty ds.Hash is
+// that data set, nothing is written (the hash is trusted); if it is set
+// but does not match the content, Prepare fails. An empty ds.Hash is
 // filled in.
 //
-// The handle's Source is the identity of ds itself (IdentityOf): a data set
-// held in memory is its own source.
+// The handle's Source is the identity of ds itself (IdentityOf, one pass
+// over the data): a data set held in memory is its own source.
 func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
 	return prepare(ds, cacheDir, nil)
 }

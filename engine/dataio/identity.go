@@ -145,13 +145,6 @@ type sideCol struct {
 	i []int64
 }
 
-// textCol is a text column of a CSV source (for example user names),
-// hashed at its position among the record's fields.
-type textCol struct {
-	col  int
-	text []string
-}
-
 // idBuilder accumulates a source identity row by row.
 type idBuilder struct {
 	rows  int64
@@ -247,11 +240,20 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 		inv = (1 << sketchBits) / s
 	}
 	h := uint64(0x243f6a8885a308d3)
-	if len(texts) == 0 {
+	switch {
+	case math.IsInf(inv, 0):
+		// A row of subnormal magnitudes: divide (v/s ≤ 1 stays finite).
+		for _, v := range x {
+			h = mixWord(h, uint64(int64(math.Round(v/s*(1<<sketchBits)))))
+		}
+		for _, tf := range texts {
+			h = mixText(h, tf.s)
+		}
+	case len(texts) == 0:
 		for _, v := range x {
 			h = mixWord(h, uint64(int64(math.Round(v*inv))))
 		}
-	} else {
+	default:
 		ti := 0
 		for j, v := range x {
 			for ti < len(texts) && texts[ti].col == j {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,4 +268,49 @@ func TestSourceIdentityKinds(t *testing.T) {
 	renamed := sourceOf(t, writeTemp(t, dir, "r.csv", []byte("user,x1,x2,y\nbob,1,2,0.5\neve,4,5,0.25\nbob,6,8,1\n")), LoadOptions{Kind: data.Users})
 	assert.NotEqual(t, named.Hash, renamed.Hash, "user names are part of the records")
 	assert.NotEqual(t, rows.Hash, named.Hash)
+}
+
+// TestSketchTinyRows: rows of subnormal magnitudes round like any other
+// row (no infinite reciprocal), so a scaled copy keeps its sketch.
+func TestSketchTinyRows(t *testing.T) {
+	tiny := matrixIdentity([]float64{5e-324, 1e-323, 0}, 1, 3)
+	big := matrixIdentity([]float64{1, 2, 0}, 1, 3)
+	require.NoError(t, tiny.Check())
+	assert.Equal(t, big.Sketch, tiny.Sketch, "the row is (1, 2, 0) up to its scale")
+	assert.NotEqual(t, big.Hash, tiny.Hash)
+}
+
+// TestFashionMNISTIdentity: the Fashion-MNIST test images as IDX, as IDX
+// with scale 1/255 and as a float64 .npy of the pixels are one source; a
+// .npy of the pixels divided by 255 is another exact source whose sketch
+// shows it holds the same images. On 992c541 these were three budgets.
+func TestFashionMNISTIdentity(t *testing.T) {
+	const path = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
+	if testing.Short() {
+		t.Skip("short")
+	}
+	ds, id, err := LoadIdentity(path, LoadOptions{})
+	if err != nil {
+		t.Skipf("dataset-fashion-mnist not installed: %v", err)
+	}
+	_, scaled, err := LoadIdentity(path, LoadOptions{Scale: 1.0 / 255})
+	require.NoError(t, err)
+	assert.Equal(t, id, scaled)
+	dir := t.TempDir()
+	n, p := ds.X.Dims()
+	pix := filepath.Join(dir, "pixels.npy")
+	require.NoError(t, SaveNPYFloat64(pix, []int{n, p}, ds.X.RawMatrix().Data))
+	_, fromNPY, err := LoadIdentity(pix, LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, id, fromNPY)
+	div := make([]float64, n*p)
+	for i, v := range ds.X.RawMatrix().Data {
+		div[i] = v / 255
+	}
+	pre := filepath.Join(dir, "prescaled.npy")
+	require.NoError(t, SaveNPYFloat64(pre, []int{n, p}, div))
+	_, fromPre, err := LoadIdentity(pre, LoadOptions{})
+	require.NoError(t, err)
+	assert.NotEqual(t, id.Hash, fromPre.Hash)
+	assert.Equal(t, 1.0, SketchContainment(fromPre.Sketch, id.Sketch))
 }

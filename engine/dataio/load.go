@@ -143,6 +143,8 @@ type idSink struct {
 	id   *Identity
 }
 
+// set computes the identity now, if one is wanted (the loaders call it
+// before applying the view, on the unscaled source values).
 func (s *idSink) set(id func() Identity) {
 	if s.want {
 		v := id()
@@ -150,6 +152,7 @@ func (s *idSink) set(id func() Identity) {
 	}
 }
 
+// load is Load, also returning the source identity when wantID.
 func load(path string, opt LoadOptions, wantID bool) (*data.Dataset, *Identity, error) {
 	if err := opt.check(); err != nil {
 		return nil, nil, fmt.Errorf("load %s: %w", path, err)
@@ -592,7 +595,6 @@ func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 		return nil, err
 	}
 	ds := &data.Dataset{Kind: data.Trace, D1: opt.D1, D2: opt.D2}
-	var identity func() Identity
 	if l.arr != nil {
 		a := l.arr
 		switch len(a.shape) {
@@ -619,8 +621,7 @@ func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 		}
 		n, p := ds.X.Dims()
 		x := ds.X.RawMatrix().Data
-		identity = func() Identity { return matrixIdentity(x, n, p, sideCols(ds, nil)...) }
-		ids.set(identity)
+		ids.set(func() Identity { return matrixIdentity(x, n, p, sideCols(ds, nil)...) })
 		if err := scaleInPlace(x, opt.scale()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

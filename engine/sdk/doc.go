@@ -1,6 +1,6 @@
 // Package sdk is what a dplr estimator plugin is written against. An
 // estimator is a type implementing Estimator; a plugin binary's main calls
-// Serve with its estimators. The same Estimator can be run in-process with
+// transport.Serve with its estimators. The same Estimator can be run in-process with
 // RunLocal (tests, benchmarks).
 //
 // An estimator declares its parameters as an options struct with field tags

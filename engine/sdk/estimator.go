@@ -104,6 +104,11 @@ const (
 	Diagnostic Release = "diagnostic"
 )
 
+// TimingRelease is the release class of every timing and memory figure of
+// a fit (the plugin's fit and load times, its peak memory, an estimator's
+// own timings): Diagnostic, because they depend on the data.
+const TimingRelease = Diagnostic
+
 // Releases lists the release classes.
 var Releases = []Release{Public, PerUser, Evaluation, Diagnostic}
 

@@ -242,23 +242,6 @@ func TestInclusiveFoldsExclusiveBounds(t *testing.T) {
 	assert.Equal(t, plain, plain.Inclusive())
 }
 
-// The catalogue a plugin server sends keeps the exclusive bounds in force
-// for a host that reads only inclusive ones.
-func TestServerCatalogueCarriesExclusiveBounds(t *testing.T) {
-	est := fakeEst{info: Info{Name: "sample", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantApprox}, Options: sampleOptions{}}}
-	srv, err := NewServer("p", "0", est)
-	require.NoError(t, err)
-	cat, err := srv.Catalogue(context.Background(), nil)
-	require.NoError(t, err)
-	host := InfoFromProto(cat.GetEstimators()[0])
-	require.NoError(t, CheckSpecs(host.Params))
-	_, err = ValidateParams(host.Params, map[string]string{"rank": "2", "clip": "0"})
-	assert.ErrorContains(t, err, "below its minimum")
-	_, err = ValidateParams(host.Params, map[string]string{"rank": "2", "clip": "1e-300"})
-	assert.NoError(t, err)
-	assert.True(t, hasParam(host.Params, ParamAllowLargeDelta))
-}
-
 func TestOptsInFit(t *testing.T) {
 	rows := &data.Dataset{Kind: data.Rows, X: mat.NewDense(3, 4, nil)}
 	var got *sampleOptions

@@ -1,0 +1,226 @@
+package fedrepstudy
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/fedrep"
+)
+
+// FMNISTConfig is the real-data run: Fashion-MNIST split across users the
+// personalized-FL way (each user holds two classes, labelled ±1), a public
+// random projection of the 784 pixels, a private shared representation with
+// local linear heads (fedrep-classify), beside the no-noise limit and a
+// purely local baseline.
+type FMNISTConfig struct {
+	Dir                    string // directory holding train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz
+	Users, PerUser         int
+	Proj, Rank, Iterations int
+	Step, Clip, InitClip   float64
+	Holdout, Delta         float64
+	Eps                    []float64
+	Seeds                  int
+	Progress               func(string)
+}
+
+// DefaultFMNISTConfig: 2400 users × 20 images (two classes each), JL to 64
+// dimensions, rank 8, 10 rounds, a quarter of each user's images held out.
+func DefaultFMNISTConfig() FMNISTConfig {
+	return FMNISTConfig{Dir: "/usr/share/datasets/fashion-mnist", Users: 2400, PerUser: 20, Proj: 64, Rank: 8,
+		Iterations: 10, Step: 1, Clip: 1, InitClip: 20, Holdout: 0.25, Delta: 1e-6, Eps: []float64{1, 2, 4, 8}, Seeds: 3}
+}
+
+// FMNISTRow is the median hold-out accuracy of one method at one ε (0 for
+// the non-private rows).
+type FMNISTRow struct {
+	Method             string
+	Epsilon            float64
+	Accuracy, Min, Max float64
+}
+
+// FashionMNISTUsers builds the users data set: pixels/255 − 0.5, user u
+// holds PerUser/2 images of each of two random distinct classes, y = +1 for
+// the first class and −1 for the second.
+func FashionMNISTUsers(dir string, users, perUser int, seed uint64) (*data.Dataset, error) {
+	ds, err := dataio.Load(filepath.Join(dir, "train-images-idx3-ubyte.gz"), dataio.LoadOptions{Kind: data.Rows, Scale: 1.0 / 255,
+		LabelsPath: filepath.Join(dir, "train-labels-idx1-ubyte.gz"), SkipHash: true})
+	if err != nil {
+		return nil, fmt.Errorf("loading Fashion-MNIST: %w", err)
+	}
+	if ds.Labels == nil {
+		return nil, fmt.Errorf("fashion-MNIST: no labels")
+	}
+	byClass := map[int][]int{}
+	for i, l := range ds.Labels {
+		byClass[l] = append(byClass[l], i)
+	}
+	r := rand.New(rand.NewPCG(seed, 0xf3))
+	for _, idx := range byClass {
+		r.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+	}
+	d := ds.P()
+	half := perUser / 2
+	x := mat.NewDense(users*2*half, d, nil)
+	y := make([]float64, users*2*half)
+	start := make([]int, users+1)
+	ids := make([]int64, users)
+	next := map[int]int{}
+	row := 0
+	for u := 0; u < users; u++ {
+		start[u], ids[u] = row, int64(u)
+		a := r.IntN(10)
+		b := (a + 1 + r.IntN(9)) % 10
+		// Interleave the two classes so that every split keeps both.
+		for j := 0; j < 2*half; j++ {
+			c, lab := a, 1.0
+			if j%2 == 1 {
+				c, lab = b, -1
+			}
+			pool := byClass[c]
+			if next[c] >= len(pool) {
+				return nil, fmt.Errorf("fashion-MNIST: class %d exhausted; use fewer users or images per user", c)
+			}
+			src := ds.X.RawRowView(pool[next[c]])
+			next[c]++
+			dst := x.RawRowView(row)
+			for p := range dst {
+				dst[p] = src[p] - 0.5
+			}
+			y[row] = lab
+			row++
+		}
+	}
+	start[users] = row
+	out := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start, UserIDs: ids, Name: fmt.Sprintf("fashion-mnist users=%d per-user=%d", users, perUser)}
+	return out, out.Validate()
+}
+
+// RunFMNISTStudy runs the real-data comparison.
+func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) {
+	type acc struct{ vals []float64 }
+	res := map[string]map[float64]*acc{}
+	var order []string
+	add := func(m string, eps, v float64) {
+		if res[m] == nil {
+			res[m] = map[float64]*acc{}
+			order = append(order, m)
+		}
+		if res[m][eps] == nil {
+			res[m][eps] = &acc{}
+		}
+		res[m][eps].vals = append(res[m][eps].vals, v)
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf("%s ε=%g: accuracy %.4f", m, eps, v))
+		}
+	}
+	for s := 1; s <= cfg.Seeds; s++ {
+		ds, err := FashionMNISTUsers(cfg.Dir, cfg.Users, cfg.PerUser, uint64(s))
+		if err != nil {
+			return nil, err
+		}
+		raw := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "rank": fmt.Sprint(cfg.Rank), "iterations": fmt.Sprint(cfg.Iterations),
+			"step": fmt.Sprint(cfg.Step), "clip": fmt.Sprint(cfg.Clip), "init_clip": fmt.Sprint(cfg.InitClip), "holdout": fmt.Sprint(cfg.Holdout), "output_v": "false"}
+		run := func(grant privacy.Grant, over map[string]string) (float64, error) {
+			p := map[string]string{}
+			for k, v := range raw {
+				p[k] = v
+			}
+			for k, v := range over {
+				p[k] = v
+			}
+			seed := uint64(100 * s)
+			r, _, err := sdk.RunLocal(ctx, fedrep.Classify{}, ds, p, grant, sdk.LocalOptions{Seed: &seed})
+			if err != nil {
+				return 0, err
+			}
+			for _, sc := range r.Scalars {
+				if sc.Name == "holdout_loss" {
+					return 1 - sc.Value, nil
+				}
+			}
+			return 0, fmt.Errorf("no hold-out loss")
+		}
+		for _, eps := range cfg.Eps {
+			a, err := run(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, nil)
+			if err != nil {
+				return nil, err
+			}
+			add("private shared representation (fedrep-classify), heads on S¹", eps, a)
+			a, err = run(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, map[string]string{"head_data": "all"})
+			if err != nil {
+				return nil, err
+			}
+			add("private shared representation (fedrep-classify), heads on S⁰ ∪ S¹", eps, a)
+		}
+		a, err := run(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, nil)
+		if err != nil {
+			return nil, err
+		}
+		add("ε → ∞ (same pipeline and clipping, no noise)", 0, a)
+		la, err := localBaseline(ctx, ds, cfg, uint64(100*s), false)
+		if err != nil {
+			return nil, err
+		}
+		add("local only, same local half S¹ as the heads (logistic on the projected pixels)", 0, la)
+		la, err = localBaseline(ctx, ds, cfg, uint64(100*s), true)
+		if err != nil {
+			return nil, err
+		}
+		add("local only, all of the user's non-hold-out images (S⁰ ∪ S¹)", 0, la)
+	}
+	var out []FMNISTRow
+	for _, m := range order {
+		for _, eps := range append([]float64{0}, cfg.Eps...) {
+			if a := res[m][eps]; a != nil {
+				med, lo, hi := medianRange(a.vals)
+				out = append(out, FMNISTRow{Method: m, Epsilon: eps, Accuracy: med, Min: lo, Max: hi})
+			}
+		}
+	}
+	return out, nil
+}
+
+// localBaseline is the purely local reference: each user fits its own
+// ridge-logistic classifier on the projected features of its local half (or
+// of all its non-hold-out rows) and is scored on its hold-out rows. It runs
+// fedrep-classify with rank k′: a k′×k′ orthonormal U spans the whole
+// projected space, so the shared representation constrains nothing and the
+// heads are the users' local classifiers (the ridge is rotation invariant).
+func localBaseline(ctx context.Context, ds *data.Dataset, cfg FMNISTConfig, seed uint64, all bool) (float64, error) {
+	p := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "rank": fmt.Sprint(cfg.Proj), "iterations": "1", "init": "random",
+		"holdout": fmt.Sprint(cfg.Holdout), "output_v": "false"}
+	if all {
+		p["head_data"] = "all"
+	}
+	r, _, err := sdk.RunLocal(ctx, fedrep.Classify{}, ds, p, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, sdk.LocalOptions{Seed: &seed})
+	if err != nil {
+		return 0, fmt.Errorf("local baseline: %w", err)
+	}
+	for _, sc := range r.Scalars {
+		if sc.Name == "holdout_loss" {
+			return 1 - sc.Value, nil
+		}
+	}
+	return 0, fmt.Errorf("local baseline: no hold-out loss")
+}
+
+// FMNISTMarkdown renders the rows.
+func FMNISTMarkdown(rows []FMNISTRow) string {
+	s := "| method | ε | hold-out accuracy (median [min–max]) |\n|---|---|---|\n"
+	for _, r := range rows {
+		eps := fmt.Sprint(r.Epsilon)
+		if r.Epsilon == 0 {
+			eps = "—"
+		}
+		s += fmt.Sprintf("| %s | %s | %.4f [%.4f–%.4f] |\n", r.Method, eps, r.Accuracy, r.Min, r.Max)
+	}
+	return s
+}
