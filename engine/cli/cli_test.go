@@ -618,7 +618,18 @@ func TestBudgetInfersKindOfDataFiles(t *testing.T) {
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			assert.Contains(t, r.stderr, "user column")
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
-			assert.Equal(t, man.Hash, st.Hash, "a users CSV names the same data set")
+			// The source identity follows the file's own columns (user id
+			// first here, last in the array files), so the CSV is another
+			// identity until it is linked to the data set it copies.
+			assert.NotEqual(t, man.Hash, st.Hash)
+			r = dplr(t, home, "budget", "set", "--hash", man.Hash, "--epsilon", "5", "--delta", "1e-6")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			r = dplr(t, home, "budget", "link", "--data", path, "--to", man.Hash)
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			r = dplr(t, home, "budget", "show", "--data", path, "--json")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+			assert.Equal(t, man.Hash, st.Hash, "a linked users CSV names the same data set")
 		})
 	}
 }

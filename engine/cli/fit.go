@@ -47,11 +47,14 @@ type DataReport struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
 	Hash string `json:"hash"`
-	Name string `json:"name,omitempty"`
-	N    int    `json:"n"`
-	P    int    `json:"p"`
-	D1   int    `json:"d1,omitempty"`
-	D2   int    `json:"d2,omitempty"`
+	// Source is the identity of the records the data were read from, the
+	// key of the data set's budget (see dplr budget).
+	Source string `json:"source_hash,omitempty"`
+	Name   string `json:"name,omitempty"`
+	N      int    `json:"n"`
+	P      int    `json:"p"`
+	D1     int    `json:"d1,omitempty"`
+	D2     int    `json:"d2,omitempty"`
 }
 
 // PrivacyReport is what a run spent and what it guarantees.
@@ -218,7 +221,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	res, err := runFit(ctx, env, f, led, reg, host.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant, Data: handle,
 		NonPrivate: f.nonPrivate, Timeout: f.timeout})
 	if err != nil {
-		return fitFailure(ctx, led, handle.Hash, grant, info, err)
+		return fitFailure(ctx, led, host.BudgetKey(handle), grant, info, err)
 	}
 	for k, v := range res.Timings {
 		timings[k] = v
@@ -478,7 +481,7 @@ func buildReport(res *host.FitResult, h dataio.Handle, raw map[string]string, gr
 	rep := &FitReport{
 		Estimator: info.Name, Plugin: plug.Name(), PluginVer: plug.Version(), PluginBin: plug.Path,
 		Backend: plug.Backend(), Threads: int32(plug.Threads()),
-		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
+		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Source: host.BudgetKey(h), Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
 		Params: typedParams(info, raw),
 		Privacy: PrivacyReport{Grant: grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
 			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,
