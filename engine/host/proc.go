@@ -58,6 +58,7 @@ type procRunner struct {
 
 	started chan struct{} // closed once Start has returned successfully
 	done    chan struct{} // closed once the process has been reaped
+	process *os.Process
 	pid     int
 
 	mu       sync.Mutex
@@ -98,7 +99,7 @@ func (r *procRunner) Start(ctx context.Context) error {
 	r.stdoutR, r.stderrR = outR, errR
 	r.stdout = &boundedReader{r: outR, limit: r.limits.stdout, what: "stdout", run: r}
 	r.stderr = &boundedReader{r: errR, limit: r.limits.stderr, what: "stderr", run: r, tail: true}
-	err = spawn(r.cmd, r.sandbox, r.reaped)
+	proc, err := spawn(r.cmd, r.sandbox, r.reaped)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -106,17 +107,17 @@ func (r *procRunner) Start(ctx context.Context) error {
 		errR.Close()
 		return fmt.Errorf("executing plugin %s: %w", r.name, err)
 	}
-	r.pid = r.cmd.Process.Pid
+	r.process, r.pid = proc, proc.Pid
 	close(r.started)
 	return nil
 }
 
 // reaped records the process's exit; spawn calls it from the thread that
 // started the process, once the process is gone.
-func (r *procRunner) reaped(err error) {
+func (r *procRunner) reaped(st *os.ProcessState, err error) {
 	r.mu.Lock()
 	r.waitErr = err
-	r.state = r.cmd.ProcessState
+	r.state = st
 	r.mu.Unlock()
 	close(r.done)
 	// Grandchildren may still hold the pipes: they belong to the plugin's
@@ -167,7 +168,7 @@ func (r *procRunner) Kill(ctx context.Context) error {
 	}
 	r.killOnce.Do(func() {
 		killGroup(r.pid)
-		_ = r.cmd.Process.Kill()
+		_ = r.process.Kill()
 	})
 	select {
 	case <-r.done:

@@ -1,3 +1,5 @@
+//go:build linux
+
 package host
 
 import (
@@ -117,14 +119,28 @@ func TestHostHelperProcess(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	fmt.Printf("pid %s\n", versionField(p, "pid"))
+	fmt.Printf("pid %d %s %t\n", p.proc.run.pid, strings.Join(childPIDs(p.proc.run.pid), ","), PIDNamespaces())
 	time.Sleep(time.Hour)
+}
+
+// childPIDs lists pid's children (host pids, whatever namespace they run
+// in).
+func childPIDs(pid int) []string {
+	var out []string
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			out = append(out, strings.Fields(string(b))...)
+		}
+	}
+	return out
 }
 
 func TestPluginsDieWithTheirHost(t *testing.T) {
 	bin := buildHostile(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHostHelperProcess$")
-	cmd.Env = append(os.Environ(), "DPLR_TEST_HOST_PLUGIN="+bin, "DPLR_HOSTILE_MODE=ok")
+	cmd.Env = append(os.Environ(), "DPLR_TEST_HOST_PLUGIN="+bin, "DPLR_HOSTILE_MODE=grandchild")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -135,15 +151,23 @@ func TestPluginsDieWithTheirHost(t *testing.T) {
 	})
 	require.NoError(t, err)
 	f := strings.Fields(line)
-	require.Len(t, f, 2, line)
+	require.Len(t, f, 4, line)
 	require.Equal(t, "pid", f[0], line)
 	pid, err := strconv.Atoi(f[1])
 	require.NoError(t, err)
 	require.False(t, gone(pid))
+	child, err := strconv.Atoi(f[2])
+	require.NoError(t, err, "the plugin's child: %s", line)
+	defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL)) // kill -9 of the host
 	_ = cmd.Wait()
 	waitGone(t, pid, "the plugin of a host killed with SIGKILL")
+	if f[3] != "true" {
+		t.Logf("user namespaces unavailable: the plugin's own child (pid %d) may outlive a host killed with SIGKILL", child)
+		return
+	}
+	waitGone(t, child, "the child of the plugin of a host killed with SIGKILL")
 }
 
 func TestCloseKillsGrandchildrenHoldingThePipes(t *testing.T) {
@@ -151,8 +175,10 @@ func TestCloseKillsGrandchildrenHoldingThePipes(t *testing.T) {
 	t.Setenv("DPLR_HOSTILE_MODE", "grandchild")
 	p, err := Start(context.Background(), bin, Options{})
 	require.NoError(t, err)
-	child, err := strconv.Atoi(versionField(p, "child"))
-	require.NoError(t, err, p.Catalogue.GetVersion())
+	kids := childPIDs(p.proc.run.pid)
+	require.Len(t, kids, 1)
+	child, err := strconv.Atoi(kids[0])
+	require.NoError(t, err)
 	within(t, "Close", p.Close)
 	waitGone(t, child, "the plugin's child")
 }
