@@ -93,9 +93,10 @@ type Plugin struct {
 
 // proc is one started plugin process and its connection.
 type proc struct {
-	client *plugin.Client
-	run    *procRunner
-	rpc    dplrpb.EstimatorsClient
+	client  *plugin.Client
+	run     *procRunner
+	rpc     dplrpb.EstimatorsClient
+	release sync.Once // of the run directory
 }
 
 // Start launches the plugin at path, completes the handshake and fetches
@@ -145,10 +146,16 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 // beyond its own needs when it is sandboxed. On error nothing is left
 // running.
 func launch(ctx context.Context, name, execPath string, opt Options, readPaths []string) (*proc, error) {
-	base, err := socketBase()
+	base, err := acquireRunDir()
 	if err != nil {
 		return nil, fmt.Errorf("starting plugin %s: %w: %w", name, err, ErrPlugin)
 	}
+	released := false
+	defer func() {
+		if !released {
+			releaseRunDir()
+		}
+	}()
 	var sb *sandboxSpec
 	if !opt.NoSandbox {
 		if _, err := landlockABI(); err == nil {
@@ -234,6 +241,7 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 		res.err = ctx.Err()
 	}
 	pr := &proc{client: client, run: current(), rpc: res.rpc}
+	released = true // pr.kill releases the run directory
 	if res.err == nil {
 		return pr, nil
 	}
@@ -299,6 +307,7 @@ func (pr *proc) kill(wait time.Duration) {
 	if pr == nil {
 		return
 	}
+	defer pr.release.Do(releaseRunDir)
 	if pr.run != nil {
 		_ = pr.run.Kill(context.Background())
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -389,12 +391,14 @@ func hiddenFromPlugins(name string) bool {
 	return false
 }
 
-// socketBase returns a directory under which go-plugin may create the
-// plugin's socket directory with paths short enough for a unix socket
-// (108 bytes on Linux, 104 on macOS, including go-plugin's own
-// "plugin-dirNNN/pluginNNN" suffix). A long TMPDIR is skipped.
+// socketBase returns a directory under which the host's run directory,
+// go-plugin's socket directory and the socket fit in a unix socket path
+// (108 bytes on Linux, 104 on macOS): "dplr-PID-NNNNNNNNNN/" (up to 24
+// bytes), "plugin-dirNNNNNNNNNN/" (21) and "pluginNNNNNNNNNN" (16) leave
+// 40 bytes for the base. A longer TMPDIR is skipped for the next
+// candidate.
 func socketBase() (string, error) {
-	const maxBase = 60
+	const maxBase = 40
 	cands := []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR"), "/tmp", "/dev/shm", "/var/tmp"}
 	for _, d := range cands {
 		if d == "" || len(d) > maxBase {
@@ -412,4 +416,70 @@ func socketBase() (string, error) {
 		return d, nil
 	}
 	return "", fmt.Errorf("no writable temporary directory with a path under %d bytes for the plugin socket (TMPDIR=%q is too long for a unix socket path; set TMPDIR to a short directory)", maxBase, os.TempDir())
+}
+
+// runDir is the host process's private directory (mode 0700) for plugin
+// socket directories and private executable copies. It exists while some
+// plugin process or copy uses it. A host that dies without removing it
+// (SIGKILL, SIGPIPE) leaves it behind; the next host removes it.
+var runDir struct {
+	mu    sync.Mutex
+	path  string
+	users int
+}
+
+// acquireRunDir returns the run directory, creating it (and removing
+// those of dead hosts) if needed; releaseRunDir must follow.
+func acquireRunDir() (string, error) {
+	runDir.mu.Lock()
+	defer runDir.mu.Unlock()
+	if runDir.path == "" {
+		base, err := socketBase()
+		if err != nil {
+			return "", err
+		}
+		sweepRunDirs(base)
+		d, err := os.MkdirTemp(base, fmt.Sprintf("dplr-%d-", os.Getpid()))
+		if err != nil {
+			return "", fmt.Errorf("plugin run directory: %w", err)
+		}
+		runDir.path = d
+	}
+	runDir.users++
+	return runDir.path, nil
+}
+
+// releaseRunDir drops one use of the run directory, removing it after the
+// last.
+func releaseRunDir() {
+	runDir.mu.Lock()
+	defer runDir.mu.Unlock()
+	runDir.users--
+	if runDir.users <= 0 && runDir.path != "" {
+		os.RemoveAll(runDir.path)
+		runDir.path, runDir.users = "", 0
+	}
+}
+
+// sweepRunDirs removes the run directories in base left by hosts that no
+// longer run.
+func sweepRunDirs(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "dplr-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || pidAlive(pid) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && ownedByUs(info) {
+			os.RemoveAll(filepath.Join(base, e.Name()))
+		}
+	}
 }

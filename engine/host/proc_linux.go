@@ -108,6 +108,18 @@ func startInNamespace(cmd *exec.Cmd) (*exec.Cmd, error) {
 // unavailable).
 func PIDNamespaces() bool { return !noPIDNamespaces.Load() }
 
+// pidAlive reports whether a process with this pid exists.
+func pidAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// ownedByUs reports whether a file belongs to the host's user.
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
+
 // killGroup sends SIGKILL to the process group led by pid.
 func killGroup(pid int) {
 	if pid > 0 {

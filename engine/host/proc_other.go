@@ -29,6 +29,12 @@ func PIDNamespaces() bool { return false }
 
 func killGroup(int) {}
 
+// pidAlive is conservative outside Linux: run directories of dead hosts
+// are not swept.
+func pidAlive(int) bool { return true }
+
+func ownedByUs(os.FileInfo) bool { return false }
+
 func exitText(st *os.ProcessState) string {
 	return fmt.Sprintf("ended (%s)", st.String())
 }
