@@ -75,7 +75,6 @@ type procRunner struct {
 // ioLimits are the byte bounds of one plugin's output streams.
 type ioLimits struct {
 	stdout, stderr int64
-	onFlood        func() // called once when a bound is exceeded
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -231,9 +230,6 @@ func (r *procRunner) flooded(what string, limit int64) {
 	}
 	r.mu.Unlock()
 	if first {
-		if r.limits.onFlood != nil {
-			r.limits.onFlood()
-		}
 		go func() { _ = r.Kill(context.Background()) }()
 	}
 }
