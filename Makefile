@@ -3,7 +3,12 @@ SHELL := /bin/bash
 GO ?= go
 BACKEND ?= gonum
 BIN := bin
-PLUGINS := pca rgrad fedrep orbit example
+# PLUGIN_MAINS: the one list of plugin main packages every target builds.
+PLUGIN_MAINS := ./plugins/pca/cmd/dplr-pca ./plugins/rgrad/cmd/dplr-rgrad ./plugins/fedrep/cmd/dplr-fedrep ./plugins/orbit/cmd/dplr-orbit ./examples/meanplugin/cmd/dplr-example
+# STATICCHECK: pinned linter, fetched through the Go module proxy on first use.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# RACE_PKGS: the packages with concurrent code paths, run again under -race.
+RACE_PKGS := ./engine/ledger/... ./engine/host/... ./engine/privacy/... ./engine/sdk/...
 
 ifeq ($(BACKEND),openblas)
   TAGS := -tags openblas
@@ -13,7 +18,7 @@ else
   PLUGIN_DIR := $(BIN)/plugins
 endif
 
-.PHONY: all build proto test test-gonum test-openblas fuzz demo bench bench-full vet fmt clean deps-check
+.PHONY: all build proto proto-check lint race test test-gonum test-openblas fuzz demo bench bench-full vet fmt clean deps-check
 
 all: build
 
@@ -33,7 +38,7 @@ HAVE_OPENBLAS := $(shell test -e /usr/include/lapacke.h && (test -e /usr/lib/x86
 build:
 	@mkdir -p $(BIN) $(PLUGIN_DIR)
 	$(GO) build -o $(BIN)/dplr ./cmd/dplr
-	$(GO) build $(TAGS) -o $(PLUGIN_DIR)/ ./plugins/pca/cmd/dplr-pca ./plugins/rgrad/cmd/dplr-rgrad ./plugins/fedrep/cmd/dplr-fedrep ./plugins/orbit/cmd/dplr-orbit ./examples/meanplugin/cmd/dplr-example
+	$(GO) build $(TAGS) -o $(PLUGIN_DIR)/ $(PLUGIN_MAINS)
 
 deps-check:
 	@test "$(HAVE_OPENBLAS)" = yes || { echo "OpenBLAS/LAPACKE missing: apt-get install libopenblas-dev liblapacke-dev"; exit 1; }
@@ -42,13 +47,31 @@ vet:
 	@out=$$(gofmt -l $(GOFILES_CHECK)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# lint: the pinned staticcheck over the whole module (both backends when
+# OpenBLAS is present).
+lint:
+	$(GO) run $(STATICCHECK) ./...
+ifeq ($(HAVE_OPENBLAS),yes)
+	$(GO) run $(STATICCHECK) -tags openblas ./backend/...
+endif
+
+# proto-check: the committed generated code is what `make proto` produces.
+proto-check:
+	@command -v protoc >/dev/null || { echo "proto-check: protoc missing: apt-get install protobuf-compiler"; exit 1; }
+	$(MAKE) proto
+	@git diff --exit-code -- engine/proto || { echo "proto-check: generated code is stale: run make proto and commit"; exit 1; }
+
+# race: the concurrent packages again under the race detector.
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
 fmt:
 	gofmt -w $(GOFILES_CHECK)
 
 # test: vet, the whole suite on the pure-Go backend, the backend-dependent
 # packages again on OpenBLAS when its libraries are present, and short runs
 # of every fuzz target.
-test: vet
+test: vet lint proto-check
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) test -count=1 ./...
 ifeq ($(HAVE_OPENBLAS),yes)
@@ -57,6 +80,7 @@ ifeq ($(HAVE_OPENBLAS),yes)
 else
 	@echo "test: OpenBLAS/LAPACKE not installed; skipping the openblas backend suite"
 endif
+	$(MAKE) race
 	$(MAKE) fuzz FUZZTIME=5s
 
 FUZZTIME ?= 30s

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/netlib/blas/netlib"
@@ -253,4 +254,12 @@ func (OpenBLAS) SPDSolve(a mat.Symmetric, b mat.Matrix) (*mat.Dense, error) {
 	x := make([]float64, n*nrhs)
 	transposeInto(x, nrhs, col, n, nrhs, n)
 	return mat.NewDense(n, nrhs, x), nil
+}
+
+// colMajorUplo is the LAPACK uplo character of a row-major triangle.
+func colMajorUplo(u blas.Uplo) byte {
+	if u == blas.Upper {
+		return 'L'
+	}
+	return 'U'
 }

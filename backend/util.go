@@ -43,15 +43,6 @@ func rawOf(a mat.Matrix) (g blas64.General, trans bool) {
 	return mat.DenseCopyOf(a).RawMatrix(), false
 }
 
-// denseOf returns a as a *mat.Dense without copying when it already is one
-// (callers must then only read it), and a dense copy otherwise.
-func denseOf(a mat.Matrix) *mat.Dense {
-	if d, ok := a.(*mat.Dense); ok {
-		return d
-	}
-	return mat.DenseCopyOf(a)
-}
-
 // symTriangle copies one triangle of the symmetric matrix a into a fresh
 // n×n row-major buffer (the other triangle left zero) and reports which
 // triangle, in row-major terms, holds the data. Column-major LAPACK sees
@@ -80,14 +71,6 @@ func symTriangle(a mat.Symmetric) ([]float64, blas.Uplo) {
 		}
 	}
 	return out, blas.Upper
-}
-
-// colMajorUplo is the LAPACK uplo character of a row-major triangle.
-func colMajorUplo(u blas.Uplo) byte {
-	if u == blas.Upper {
-		return 'L'
-	}
-	return 'U'
 }
 
 // symFull returns the symmetric matrix a expanded into a full n×n

@@ -7,148 +7,440 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sort"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/ledger"
 )
 
+// budgetSubcommands are the subcommands of `dplr budget`.
+var budgetSubcommands = []string{"set", "show", "history", "link", "charge", "list", "verify"}
+
+const budgetUsage = `Usage:
+  dplr budget set     DATA (--epsilon E [--delta D] | --rho R) [--name NAME] [--neighbours REL]
+  dplr budget set     DATA --change (--epsilon E [--delta D] | --rho R) --note TEXT
+  dplr budget show    DATA [--json]
+  dplr budget history DATA [--json [--changes]]
+  dplr budget link    (--data PATH | --hash HEX) --to NAME|HEX [--note TEXT]
+  dplr budget charge  DATA (--epsilon E [--delta D] | --rho R) --note TEXT [--neighbours REL]
+  dplr budget list    [--json]
+  dplr budget verify  [--adopt]
+
+DATA is --data PATH (the file is read and hashed), --hash HEX, or
+--dataset NAME (a name given with --name). A data set is identified by the
+SHA-256 of its content; "link" makes another file holding the same people
+(another format, a scaled or subset copy) count against the same budget,
+and every subcommand given that file acts on the data set it is linked to.
+Once a total is set, every dplr fit on the data set reserves its grant
+inside one database transaction before any noise is drawn, and is refused
+(exit 3, nothing spent) if the total would be exceeded. Runs on a data set
+without a total are recorded but not limited.
+
+A total changes only with --change (and a --note), never below what has
+been spent; the history keeps the old and new values. "charge" records a
+spend made outside dplr. A budget is stated for a neighbour relation
+(--neighbours: replace-one-row, the default for rows and trace data;
+replace-one-user, the default for users data; add-remove-row;
+add-remove-user); a run private for another relation is charged its cost
+converted by group privacy (an add/remove ε run costs 2ε under
+replace-one), or refused when no conversion holds.
+
+The ledger's records are chained by SHA-256 hashes and checked, from the
+last checkpoint on, whenever it is opened and before each admission;
+"verify" checks everything (exit 5 if the ledger is damaged or was
+tampered with; a damaged ledger is never reset).
+
+Examples:
+  dplr budget set --data data/spiked --epsilon 3 --delta 1e-5 --name spiked
+  dplr budget link --data spiked-copy.npy --to spiked --note "same rows as .npy"
+  dplr budget charge --dataset spiked --epsilon 0.5 --delta 1e-6 --note "2025 report"
+  dplr budget set --dataset spiked --change --epsilon 4 --delta 1e-5 --note "approved"
+  dplr budget history --dataset spiked
+`
+
 func cmdBudget(ctx context.Context, env *Env, args []string) error {
-	if len(args) == 0 || (args[0] != "set" && args[0] != "show" && args[0] != "history") {
+	if len(args) == 0 || !slices.Contains(budgetSubcommands, args[0]) {
 		// Asked for help: stdout, exit 0. Otherwise a usage error: stderr, exit 2.
 		helpAsked := len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
 		w := env.Stderr
 		if helpAsked {
 			w = env.Stdout
 		}
-		fmt.Fprint(w, `Usage:
-  dplr budget set     (--data PATH | --hash HEX) (--epsilon E [--delta D] | --rho R) [--name NAME]
-  dplr budget show    (--data PATH | --hash HEX) [--json]
-  dplr budget history (--data PATH | --hash HEX) [--json]
-
-A data set is identified by the SHA-256 of its content, so the same data
-read from another file or format shares its budget. Once a total is set,
-every dplr fit on that data set reserves its grant inside one database
-transaction before any noise is drawn, and is refused (exit 3, nothing
-spent) if the total would be exceeded. Runs on a data set without a total
-are recorded but not limited. --kind (rows, trace, users) says how to read
---data when it is a file; "dplr budget SUBCOMMAND -h" lists every flag.
-
-Examples:
-  dplr budget set --data data/spiked --epsilon 3 --delta 1e-5
-  dplr budget show --data data/spiked
-  dplr budget history --data data/spiked --json
-`)
+		fmt.Fprint(w, budgetUsage)
 		switch {
 		case helpAsked:
 			return nil
 		case len(args) == 0:
-			return usagef("budget needs a subcommand: set, show or history")
+			return usagef("budget needs a subcommand: set, show or history (or link, charge, list, verify)")
 		}
-		return usagef("budget: unknown subcommand %q (want set, show or history)", args[0])
+		return usagef("budget: unknown subcommand %q (want %s)", args[0], strings.Join(budgetSubcommands, ", "))
 	}
-	sub := args[0]
-	fs := newFlags("budget "+sub, "(--data PATH | --hash HEX) ...", env)
-	var df dataFlags
-	df.register(fs)
-	kind := fs.String("kind", "rows", "data kind for reading a --data file: rows, trace or users (a `dplr gen` directory says its own)")
-	hash := fs.String("hash", "", "identify the data set by its content hash instead of reading --data")
-	home := fs.String("home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
-	asJSON := fs.Bool("json", false, "print as JSON")
-	var gf grantFlags
-	if sub == "set" {
-		gf.register(fs, "total budget of the data set")
-	}
-	if err := parse(fs, args[1:]); err != nil {
+	b := &budgetCmd{env: env, sub: args[0]}
+	if err := b.parse(args[1:]); err != nil {
 		return err
 	}
-	dir := (&pluginFlags{home: *home}).homeDir(env)
-	h := *hash
-	name := df.name
-	if h == "" {
-		if df.path == "" {
-			return usagef("budget %s needs --data PATH or --hash HEX", sub)
+	return b.run(ctx)
+}
+
+// budgetCmd is one `dplr budget` invocation.
+type budgetCmd struct {
+	env     *Env
+	sub     string
+	fs      *flag.FlagSet
+	df      dataFlags
+	gf      grantFlags
+	kind    *string
+	hash    *string
+	dataset *string
+	home    *string
+	asJSON  *bool
+	change  *bool
+	note    *string
+	rel     *string
+	to      *string
+	adopt   *bool
+	changes *bool
+	dir     string
+}
+
+func (b *budgetCmd) parse(args []string) error {
+	fs := newFlags("budget "+b.sub, "(--data PATH | --hash HEX | --dataset NAME) ...", b.env)
+	b.fs = fs
+	b.home = fs.String("home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
+	b.asJSON = fs.Bool("json", false, "print as JSON")
+	switch b.sub {
+	case "list":
+	case "verify":
+		b.adopt = fs.Bool("adopt", false, "accept a ledger whose marker file is missing, after a full check, and write a new marker (only if you know why it went)")
+	default:
+		b.df.register(fs)
+		b.kind = fs.String("kind", "rows", "data kind for reading a --data file: rows, trace or users (a `dplr gen` directory says its own)")
+		b.hash = fs.String("hash", "", "identify the data set by its content hash instead of reading --data")
+		if b.sub != "link" {
+			b.dataset = fs.String("dataset", "", "identify the data set by its name (or a hash)")
 		}
-		k := data.Kind(*kind)
-		if !flagGiven(fs, "kind") {
-			var why string
-			k, why = df.inferKind()
-			if why != "" {
-				fmt.Fprintf(env.Stderr, "dplr: reading %s as %s data (%s; --kind rows|trace|users overrides): the budget applies to fits that read it the same way\n", df.path, k, why)
-			}
-		}
-		loc, err := df.locate(k)
-		if err != nil {
-			return err
-		}
-		hd, err := loc.prepare(ctx, dir)
-		if err != nil {
-			return err
-		}
-		h = hd.Hash
-		if name == "" {
-			name = hd.Name
-		}
-	} else if df.path != "" {
-		return usagef("give --data or --hash, not both")
 	}
-	led, err := ledger.Open(ctx, dir)
+	switch b.sub {
+	case "set":
+		b.gf.register(fs, "total budget of the data set")
+		b.change = fs.Bool("change", false, "change an existing total (recorded with its old and new values)")
+		b.note = fs.String("note", "", "why the total changes (with --change)")
+		b.rel = fs.String("neighbours", "", "neighbour relation the budget counts in: "+relationList()+" (default: replace-one-user for users data, else replace-one-row)")
+	case "charge":
+		b.gf.register(fs, "the spend made outside dplr")
+		b.note = fs.String("note", "", "what the spend was (required)")
+		b.rel = fs.String("neighbours", "", "neighbour relation the spend's guarantee holds for (default: the budget's)")
+	case "history":
+		b.changes = fs.Bool("changes", false, "with --json: print the budget's changes (totals with old and new values, names, relations, links) instead of its runs")
+	case "link":
+		b.to = fs.String("to", "", "the data set the file is linked to: its name or hash")
+		b.note = fs.String("note", "", "why the file holds the same people")
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	b.dir = (&pluginFlags{home: *b.home}).homeDir(b.env)
+	return nil
+}
+
+func relationList() string {
+	s := make([]string, len(ledger.Relations))
+	for i, r := range ledger.Relations {
+		s[i] = string(r)
+	}
+	return strings.Join(s, ", ")
+}
+
+// target is the data set the command names: a content hash (read from
+// --data or given with --hash), or a reference (--dataset) the ledger
+// resolves; kind is the data kind --data was read as ("" otherwise).
+func (b *budgetCmd) target(ctx context.Context) (ref string, isHash bool, kind data.Kind, err error) {
+	given := 0
+	for _, s := range []string{b.df.path, *b.hash, b.datasetFlag()} {
+		if s != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return "", false, "", usagef("budget %s needs exactly one of --data PATH, --hash HEX or --dataset NAME", b.sub)
+	}
+	switch {
+	case *b.hash != "":
+		return *b.hash, true, "", nil
+	case b.datasetFlag() != "":
+		return b.datasetFlag(), false, "", nil
+	}
+	k := data.Kind(*b.kind)
+	if !flagGiven(b.fs, "kind") {
+		var why string
+		k, why = b.df.inferKind()
+		if why != "" {
+			fmt.Fprintf(b.env.Stderr, "dplr: reading %s as %s data (%s; --kind rows|trace|users overrides): the budget applies to fits that read it the same way\n", b.df.path, k, why)
+		}
+	}
+	loc, err := b.df.locate(k)
 	if err != nil {
-		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
+		return "", false, "", err
+	}
+	hd, err := loc.prepare(ctx, b.dir)
+	if err != nil {
+		return "", false, "", err
+	}
+	if b.df.name == "" {
+		b.df.name = hd.Name
+	}
+	return hd.Hash, true, k, nil
+}
+
+func (b *budgetCmd) datasetFlag() string {
+	if b.dataset == nil {
+		return ""
+	}
+	return *b.dataset
+}
+
+// ledgerErr maps a ledger error to its exit code: a damaged ledger is a
+// data error (exit 5), a refused budget exit 3, a bad argument exit 2.
+func ledgerErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ledger.ErrDamaged):
+		return fail(ExitData, fmt.Errorf("%w\nthe budget ledger cannot be trusted; it was left untouched: restore it from a backup or ask its owner (see \"dplr budget verify\")", err))
+	case errors.Is(err, ledger.ErrBudgetExceeded), errors.Is(err, ledger.ErrIncompatible), errors.Is(err, ledger.ErrBudgetSet), errors.Is(err, ledger.ErrRelation):
+		return fail(ExitBudget, err)
+	case errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrNotFound):
+		return fail(ExitUsage, err)
+	}
+	return fail(ExitError, err)
+}
+
+func (b *budgetCmd) run(ctx context.Context) error {
+	var (
+		ref    string
+		isHash bool
+		kind   data.Kind
+		err    error
+	)
+	if b.sub != "list" && b.sub != "verify" {
+		if ref, isHash, kind, err = b.target(ctx); err != nil {
+			return err
+		}
+	}
+	var opts []ledger.Option
+	if b.sub == "verify" {
+		opts = append(opts, ledger.WithFullCheck())
+		if *b.adopt {
+			opts = append(opts, ledger.WithAdoptMarker())
+		}
+	}
+	t0 := time.Now()
+	led, err := ledger.Open(ctx, b.dir, opts...)
+	if err != nil {
+		return ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
-	switch sub {
+	switch b.sub {
+	case "verify":
+		rep, err := led.Verify(ctx)
+		if err != nil {
+			return ledgerErr(err)
+		}
+		fmt.Fprintf(b.env.Stdout, "ledger %s: ok: %d records, %d data sets, %d linked files verified in %.2f s (integrity check, hash chain, budget positions)\n",
+			led.Path(), rep.Records, rep.Datasets, rep.Aliases, time.Since(t0).Seconds())
+		return nil
+	case "list":
+		return b.list(ctx, led)
+	case "link":
+		return b.link(ctx, led, ref)
+	}
+	h := ref
+	if !isHash {
+		if h, err = led.Resolve(ctx, ref); err != nil {
+			return ledgerErr(err)
+		}
+	}
+	switch b.sub {
 	case "set":
-		g, err := gf.grant()
+		if err := b.set(ctx, led, h, kind); err != nil {
+			return err
+		}
+	case "charge":
+		g, err := b.gf.grant()
 		if err != nil {
 			return err
 		}
-		if err := led.SetBudget(ctx, h, name, g); err != nil {
-			if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
-				return fail(ExitBudget, err)
-			}
-			if errors.Is(err, ledger.ErrInvalid) {
-				return fail(ExitUsage, err)
-			}
-			return err
-		}
-		st, err := led.Show(ctx, h)
+		rel, err := b.relation()
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return dataio.WriteJSON(env.Stdout, st, dataio.JSONOptions{})
+		id, err := led.RecordCharge(ctx, h, ledger.ChargeRequest{Cost: g, Relation: rel, Note: *b.note})
+		if err != nil && id == 0 {
+			return ledgerErr(err)
 		}
-		fmt.Fprintln(env.Stdout, st.String())
-	case "show":
-		st, err := led.Show(ctx, h)
 		if err != nil {
-			return fail(ExitUsage, err)
+			fmt.Fprintf(b.env.Stderr, "dplr: warning: recorded as %s, but %v\n", id, err)
+		} else {
+			fmt.Fprintf(b.env.Stderr, "dplr: recorded as %s\n", id)
 		}
-		if *asJSON {
-			return dataio.WriteJSON(env.Stdout, st, dataio.JSONOptions{})
-		}
-		fmt.Fprintln(env.Stdout, st.String())
 	case "history":
-		runs, err := led.History(ctx, h)
-		if err != nil {
-			return fail(ExitUsage, err)
+		return b.history(ctx, led, h)
+	}
+	st, err := led.Show(ctx, h)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	if *b.asJSON {
+		return dataio.WriteJSON(b.env.Stdout, st, dataio.JSONOptions{})
+	}
+	fmt.Fprintln(b.env.Stdout, st.String())
+	return nil
+}
+
+func (b *budgetCmd) relation() (ledger.Relation, error) {
+	if b.rel == nil || *b.rel == "" {
+		return "", nil
+	}
+	r, err := ledger.ParseRelation(*b.rel)
+	if err != nil {
+		return "", fail(ExitUsage, err)
+	}
+	return r, nil
+}
+
+func (b *budgetCmd) set(ctx context.Context, led *ledger.Ledger, h string, kind data.Kind) error {
+	g, err := b.gf.grant()
+	if err != nil {
+		return err
+	}
+	if *b.change {
+		if strings.TrimSpace(*b.note) == "" {
+			return usagef("budget set --change needs --note saying why the total changes")
 		}
-		if *asJSON {
-			if runs == nil {
-				runs = []ledger.Run{}
-			}
-			return dataio.WriteJSON(env.Stdout, runs, dataio.JSONOptions{})
+		return ledgerErr(led.ChangeBudget(ctx, h, g, *b.note))
+	}
+	rel, err := b.relation()
+	if err != nil {
+		return err
+	}
+	if rel == "" && kind == data.Users {
+		rel = ledger.ReplaceUser
+	}
+	if rel != "" {
+		if err := led.SetRelation(ctx, h, rel); err != nil {
+			return ledgerErr(err)
 		}
-		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tgrant\tcharged\n")
-		for _, r := range runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, ledger.GrantString(r.Grant), r.Charge)
+	}
+	if err := led.SetBudget(ctx, h, b.df.name, g); err != nil {
+		if errors.Is(err, ledger.ErrBudgetSet) {
+			return fail(ExitBudget, fmt.Errorf("%w (to change it: dplr budget set --change ... --note WHY)", err))
 		}
-		return tw.Flush()
+		return ledgerErr(err)
 	}
 	return nil
+}
+
+func (b *budgetCmd) link(ctx context.Context, led *ledger.Ledger, alias string) error {
+	if *b.to == "" {
+		return usagef("budget link needs --to NAME|HEX: the data set the file holds the same people as")
+	}
+	if err := led.Link(ctx, alias, *b.to, *b.note); err != nil {
+		return ledgerErr(err)
+	}
+	h, err := led.Resolve(ctx, alias)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	fmt.Fprintf(b.env.Stderr, "dplr: %s now counts against data set %s\n", alias, h)
+	st, err := led.Show(ctx, h)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	if *b.asJSON {
+		return dataio.WriteJSON(b.env.Stdout, st, dataio.JSONOptions{})
+	}
+	fmt.Fprintln(b.env.Stdout, st.String())
+	return nil
+}
+
+func (b *budgetCmd) list(ctx context.Context, led *ledger.Ledger) error {
+	ds, err := led.Datasets(ctx)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	if *b.asJSON {
+		if ds == nil {
+			ds = []ledger.Dataset{}
+		}
+		return dataio.WriteJSON(b.env.Stdout, ds, dataio.JSONOptions{})
+	}
+	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "data set\tname\tbudget\tneighbours\tlinked files\n")
+	for _, d := range ds {
+		total := "none"
+		if d.HasBudget {
+			total = ledger.GrantString(d.Total)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", d.Hash, d.Name, total, d.Relation, len(d.Aliases))
+	}
+	return tw.Flush()
+}
+
+func (b *budgetCmd) history(ctx context.Context, led *ledger.Ledger, h string) error {
+	runs, err := led.History(ctx, h)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	changes, err := led.Changes(ctx, h)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	if *b.asJSON && *b.changes {
+		if changes == nil {
+			changes = []ledger.Change{}
+		}
+		return dataio.WriteJSON(b.env.Stdout, changes, dataio.JSONOptions{})
+	}
+	if *b.asJSON {
+		if runs == nil {
+			runs = []ledger.Run{}
+		}
+		return dataio.WriteJSON(b.env.Stdout, runs, dataio.JSONOptions{})
+	}
+	type line struct {
+		seq  int64
+		cols string
+	}
+	var lines []line
+	for _, r := range runs {
+		rel := string(r.Relation)
+		if r.Factor > 1 {
+			rel += fmt.Sprintf(" (×%d)", r.Factor)
+		}
+		lines = append(lines, line{int64(r.ID), fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
+			r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, dash(r.Class), dash(rel), ledger.GrantString(r.Grant), r.Charge)})
+	}
+	for _, c := range changes {
+		lines = append(lines, line{c.Seq, fmt.Sprintf("-\t%s\t%s\t\t\t\t\t", c.Time.UTC().Format("2006-01-02 15:04:05"), c)})
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i].seq < lines[j].seq })
+	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")
+	for _, l := range lines {
+		fmt.Fprintln(tw, l.cols)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // inferKind is the data kind `dplr budget` reads --data as when --kind is

@@ -17,16 +17,41 @@ import (
 	"syscall"
 )
 
-// Exit codes scripts can rely on.
+// Exit codes scripts can rely on; exitCodesHelp says the same in words
+// (`dplr help`), and so does the README.
 const (
 	ExitOK        = 0 // success
-	ExitError     = 1 // runtime error not covered below
-	ExitUsage     = 2 // bad command line or parameters (nothing was run, nothing spent)
+	ExitError     = 1 // runtime error not covered below (ledger, writing outputs)
+	ExitUsage     = 2 // bad command line, parameters, budget values, --out or dplr home; refused before reserving (nothing spent)
 	ExitBudget    = 3 // the privacy budget refused the run (nothing spent)
-	ExitPlugin    = 4 // a plugin failed (crash, hang, malformed output)
+	ExitPlugin    = 4 // a plugin failed (crash, hang, --timeout, malformed output, unverifiable privacy cost)
 	ExitData      = 5 // the data could not be read or failed validation (nothing spent)
-	ExitEstimator = 6 // the estimator rejected the request or failed while running
+	ExitEstimator = 6 // the estimator failed while running (refunded if before its first privacy step)
+	// ExitInterrupted is 128 + SIGINT, the shell's convention: the command
+	// was interrupted (Ctrl-C or SIGTERM). A fit interrupted before its
+	// first privacy step is refunded; after it, it stays charged.
+	ExitInterrupted = 130
 )
+
+// exitCodesHelp documents the exit codes for `dplr help` and `dplr fit -h`.
+const exitCodesHelp = `Exit codes:
+  0    success
+  1    runtime error (ledger, writing outputs); a released run stays charged
+  2    usage: bad flags, parameters, absurd budget values (e.g. ε > 100),
+       an unwritable --out, a dplr home that is not a directory, a request
+       the estimator's pre-flight check refused or that would exceed
+       --max-memory; nothing was run or spent
+  3    the budget ledger refused the run; nothing spent
+  4    plugin failure: it did not start, crashed, hung past --timeout, sent
+       malformed output or a privacy cost that does not follow from its noise;
+       charged its full grant once it announced a privacy step or returned a
+       result, refunded before
+  5    the data could not be read or failed validation; nothing spent
+  6    the estimator failed while running; refunded if before its first
+       privacy step, charged its full grant after
+  130  interrupted (Ctrl-C, SIGTERM); refunded if before the first privacy
+       step, charged its full grant after
+`
 
 // exitError carries an exit code with an error.
 type exitError struct {
@@ -59,6 +84,7 @@ func commands() []command {
 		{"fit", "run an estimator on a data set under a privacy budget", cmdFit},
 		{"gen", "generate a synthetic data set with ground truth", cmdGen},
 		{"budget", "set, show and audit a data set's total privacy budget", cmdBudget},
+		{"cache", "list or clear the converted data sets kept in $DPLR_HOME/cache", cmdCache},
 		{"demo", "generate spiked data and compare DP PCA estimators against the truth", cmdDemo},
 		{"version", "print the version", cmdVersion},
 	}
@@ -83,6 +109,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	for _, c := range commands() {
 		if c.name == args[0] {
 			err := c.run(ctx, env, args[1:])
+			if err != nil && ctx.Err() != nil && !errors.Is(err, flag.ErrHelp) {
+				// Whatever failed, it failed because the user interrupted it.
+				err = fail(ExitInterrupted, fmt.Errorf("interrupted: %w", err))
+			}
 			return report(env, err)
 		}
 	}
@@ -127,9 +157,8 @@ Environment:
                     (default: $XDG_DATA_HOME/dplr or ~/.local/share/dplr)
   DPLR_PLUGIN_PATH  extra plugin directories (searched first), separated by ':'
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 budget refused, 4 plugin failure,
-5 bad data, 6 estimator error.
 `)
+	fmt.Fprint(w, "\n"+exitCodesHelp)
 }
 
 // commandExamples are the worked examples a command's help ends with,
@@ -140,8 +169,8 @@ var commandExamples = map[string]string{
   dplr fit example-mean --data rows.csv --rho 0.05 --set clip=3 --out out/mean --json
 
 Estimator parameters (--set) differ by estimator: see "dplr describe ESTIMATOR".
-Exit codes: 0 ok, 1 error, 2 usage, 3 budget refused, 4 plugin failure,
-5 bad data, 6 estimator error (2, 3 and 5 spend nothing).`,
+
+` + exitCodesHelp,
 	"gen": `  dplr gen --list
   dplr gen spiked --out data/spiked --seed 1 --set n=5000 --set p=30 --set rank=2
   dplr gen trace-regression --out data/trace --set n=4000 --set d1=20 --set d2=10`,

@@ -21,6 +21,7 @@ type dataFlags struct {
 	path, format, labels, response, users string
 	userCol, responseCol, labelCol, name  string
 	header, delimiter, features           string
+	maxBytes                              string
 	scale                                 float64
 	d1, d2                                int
 }
@@ -34,13 +35,14 @@ func (df *dataFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&df.users, "users", "", "`FILE` of integer user ids for users data read from arrays")
 	fs.IntVar(&df.d1, "d1", 0, "rows of each trace-regression sample matrix (CSV or 2-D input)")
 	fs.IntVar(&df.d2, "d2", 0, "columns of each trace-regression sample matrix")
-	fs.StringVar(&df.userCol, "user-column", "", "CSV column of user ids (name or 0-based index; default \"user\")")
+	fs.StringVar(&df.userCol, "user-column", "", "CSV column of user ids (name or 0-based index); required for users data from CSV unless the header has a column named \"user\"")
 	fs.StringVar(&df.responseCol, "response-column", "", "CSV column of responses (default \"y\", else the last)")
 	fs.StringVar(&df.labelCol, "label-column", "", "CSV column of integer labels to keep out of the features")
 	fs.StringVar(&df.name, "name", "", "a human name for the data set (recorded in the ledger)")
 	fs.StringVar(&df.header, "header", "", "CSV: whether the first record is a header: yes, no (default: detected)")
 	fs.StringVar(&df.delimiter, "delimiter", "", "CSV: field separator, one character (default ',' or tab for .tsv)")
 	fs.StringVar(&df.features, "features", "", "CSV: comma-separated feature columns (names or 0-based indexes) forming X, in order")
+	fs.StringVar(&df.maxBytes, "max-data-bytes", "", "refuse data that would take more memory than this when loaded, e.g. 2G (default: half of physical memory)")
 }
 
 // loaded is a data set located and described, ready to prepare.
@@ -77,6 +79,14 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	if df.features != "" {
 		opt.FeatureColumns = strings.Split(df.features, ",")
 	}
+	if df.maxBytes != "" {
+		if opt.MaxBytes, err = dataio.ParseBytes(df.maxBytes); err != nil {
+			return nil, usagef("--max-data-bytes: %v", err)
+		}
+	}
+	if opt.CacheMaxBytes, err = cacheMaxBytes(); err != nil {
+		return nil, fail(ExitUsage, err)
+	}
 	if !st.IsDir() {
 		return &loaded{path: df.path, opt: opt}, nil
 	}
@@ -100,7 +110,7 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	}
 	l := &loaded{path: in("x"), opt: opt, man: man, truth: map[string]*mat.Dense{}}
 	for k, f := range man.Truth {
-		m, err := dataio.Load(filepath.Join(df.path, f), dataio.LoadOptions{})
+		m, err := dataio.Load(filepath.Join(df.path, f), dataio.LoadOptions{MaxBytes: opt.MaxBytes})
 		if err != nil {
 			return nil, fail(ExitData, fmt.Errorf("reading truth %s: %w", k, err))
 		}
@@ -128,7 +138,9 @@ func readManifest(dir string) (*DatasetManifest, error) {
 }
 
 // prepare validates, hashes and (if needed) converts the data set into the
-// cache, returning the handle a plugin opens.
+// cache, returning the handle a plugin opens. The handle's Source is the
+// identity of the source records (the budget's key) and its View the
+// loading choices; its Hash is the content hash of the view.
 func (l *loaded) prepare(ctx context.Context, home string) (dataio.Handle, error) {
 	h, err := dataio.Interruptible(ctx, func() (dataio.Handle, error) {
 		return dataio.PrepareFileContext(ctx, l.path, l.opt, filepath.Join(home, "cache"))

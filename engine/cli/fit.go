@@ -15,13 +15,11 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -122,81 +120,88 @@ type LedgerReport struct {
 
 const inlineLimit = 400 // matrices with at most this many values are inlined in JSON
 
-func cmdFit(ctx context.Context, env *Env, args []string) error {
+// fitFlags are the parsed flags of `dplr fit`.
+type fitFlags struct {
+	pf         pluginFlags
+	df         dataFlags
+	gf         grantFlags
+	sets       multiFlag
+	outDir     string
+	seed       optUint
+	asJSON     bool
+	quiet      bool
+	timeout    time.Duration
+	nonPrivate bool
+	maxMemory  byteSize
+	estimator  string
+}
+
+func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 	fs := newFlags("fit", "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
-	var pf pluginFlags
-	pf.register(fs)
-	var df dataFlags
-	df.register(fs)
-	var gf grantFlags
-	gf.register(fs, "privacy budget of this run")
-	var sets multiFlag
-	fs.Var(&sets, "set", "estimator parameter `key=value` (repeatable; see \"dplr describe ESTIMATOR\")")
-	outDir := fs.String("out", "", "`DIR` for result.json and one .npy per matrix (default dplr-out/ESTIMATOR-TIME)")
-	var seed optUint
-	fs.Var(&seed, "seed", "draw noise from seed `N`: reproducible, and NOT private against anyone who knows it")
-	asJSON := fs.Bool("json", false, "print the result as one JSON object on stdout")
-	quiet := fs.Bool("quiet", false, "no progress display")
-	timeout := fs.Duration("timeout", 0, "give up on the fit after this long, treating the plugin as hung (exit 4; the grant stays charged); 0: no limit")
-	nonPrivate := fs.Bool("non-private", false, "allow a non-private reference estimator (its output is NOT private; refused on data sets with a budget)")
-	if err := parse(fs, reorder(args)); err != nil {
-		return err
+	f := &fitFlags{maxMemory: byteSize(defaultMaxMemory())}
+	f.pf.register(fs)
+	f.df.register(fs)
+	f.gf.register(fs, "privacy budget of this run")
+	fs.Var(&f.sets, "set", "estimator parameter `key=value` (repeatable; see \"dplr describe ESTIMATOR\")")
+	fs.StringVar(&f.outDir, "out", "", "`DIR` for result.json and one .npy per matrix (default dplr-out/ESTIMATOR-TIME); created and checked before any budget is reserved")
+	fs.Var(&f.seed, "seed", "draw noise from seed `N`: reproducible, and NOT private against anyone who knows it")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as one JSON object on stdout")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
+	fs.DurationVar(&f.timeout, "timeout", 0, "give up on the fit after this long, treating the plugin as hung (exit 4; charged its grant once a privacy step was announced, refunded before); 0: no limit")
+	fs.BoolVar(&f.nonPrivate, "non-private", false, "allow a non-private reference estimator (its output is NOT private; refused on data sets with a budget)")
+	fs.Var(&f.maxMemory, "max-memory", "refuse, before reserving, a fit whose estimated peak memory exceeds `SIZE` (e.g. 8GiB, 512M; 0: no limit; default 3/4 of physical memory)")
+	if err := parse(fs, reorder(fs, args)); err != nil {
+		return nil, err
 	}
 	if fs.NArg() != 1 {
-		return usagef("fit takes one ESTIMATOR (see `dplr plugins`)")
+		return nil, usagef("fit takes one ESTIMATOR (see `dplr plugins`)")
 	}
-	estName := fs.Arg(0)
-	t0 := time.Now()
-	timings := map[string]float64{}
+	if f.timeout < 0 {
+		return nil, usagef("--timeout %s is negative; give a positive duration, or 0 for no limit", f.timeout)
+	}
+	f.estimator = fs.Arg(0)
+	return f, nil
+}
 
-	// 1. Everything that can be checked before touching data or budget.
-	raw, err := parseSets(sets)
+func cmdFit(ctx context.Context, env *Env, args []string) error {
+	f, err := parseFitFlags(env, args)
 	if err != nil {
 		return err
 	}
-	if _, ok := raw["seed"]; ok {
-		return usagef("use --seed N, not --set seed=N")
+	t0 := time.Now()
+	timings := map[string]float64{}
+	raw, err := parseSets(f.sets)
+	if err != nil {
+		return err
 	}
-	home := pf.homeDir(env)
-	reg, err := pf.startFor(ctx, env, estName)
+	grant, grantErr := f.gf.grant()
+	if grantErr != nil && budgetGiven(f.gf) {
+		return grantErr
+	}
+	home, err := f.pf.checkedHome(env)
+	if err != nil {
+		return err
+	}
+	reg, err := f.pf.startFor(ctx, env, f.estimator)
 	if reg != nil {
 		defer reg.close()
 	}
 	if err != nil {
 		return err
 	}
-	plug, info, ok := reg.find(estName)
+	plug, info, ok := reg.Find(f.estimator)
 	if !ok {
-		warnFailures(env, reg)
-		return usagef("no plugin serves estimator %q (known: %s)", estName, strings.Join(reg.estimatorNames(), ", "))
+		return unserved(env, reg, f.estimator)
 	}
 	noteShadowed(env, reg, plug.Path)
-	grant, err := gf.grant()
-	if info.NonPrivate {
-		if !*nonPrivate {
-			return usagef("%s is a NON-PRIVATE reference estimator: pass --non-private to run it (its output must not be published)", estName)
-		}
-		if err != nil {
-			// The budget flags are optional here; the plugin is given a
-			// placeholder grant it is forbidden to spend from.
-			grant, err = privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, nil
-		}
-	}
-	if err != nil {
-		return err
-	}
-	params, err := sdk.ValidateParams(info.Params, raw)
-	if err != nil {
-		return fail(ExitUsage, fmt.Errorf("%s: %w (see `dplr describe %s`)", estName, err, estName))
-	}
-	if !slices.Contains(info.Grants, grant.Kind) {
-		return usagef("%s does not accept a %s budget; it accepts: %s", estName, grant.Kind, grantKinds(info.Grants))
+	if grantErr != nil && !info.NonPrivate {
+		return grantErr // a non-private estimator needs no budget
 	}
 	timings["plugins_s"] = time.Since(t0).Seconds()
 
-	// 2. Data: located, validated and hashed before any budget is charged.
+	// Data: located, validated and hashed before any budget is charged.
 	t1 := time.Now()
-	loc, err := df.locate(info.DataKind)
+	loc, err := f.df.locate(info.DataKind)
 	if err != nil {
 		return err
 	}
@@ -205,116 +210,119 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	timings["prepare_s"] = time.Since(t1).Seconds()
-	if err := checkRank(params, handle); err != nil {
-		return fail(ExitUsage, fmt.Errorf("%s: %w; nothing was run or spent", estName, err))
-	}
-
-	// 3. Charge before release.
 	led, err := ledger.Open(ctx, home)
 	if err != nil {
 		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
-	if info.NonPrivate {
-		return fitNonPrivate(ctx, env, led, plug, info, handle, raw, grant, loc, df.path, *outDir, *asJSON, *quiet, t0, timings)
-	}
-	runID, err := led.Reserve(ctx, handle.Hash, ledger.ReserveRequest{
-		Estimator: estName, Plugin: plug.Path, Params: raw, Grant: grant, Name: handle.Name,
-	})
+	res, err := runFit(ctx, env, f, led, reg, host.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant, Data: handle,
+		NonPrivate: f.nonPrivate, Timeout: f.timeout})
 	if err != nil {
-		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
-			return fail(ExitBudget, fmt.Errorf("budget refused, nothing was run or spent: %w%s", err, rhoHint(ctx, led, handle.Hash, grant, info.Grants)))
-		}
-		return fail(ExitError, fmt.Errorf("reserving budget: %w", err))
+		return fitFailure(ctx, led, handle.Hash, grant, info, err)
 	}
-
-	// 4. Fit through the plugin.
-	req := &dplrpb.FitRequest{Estimator: estName, Params: raw, Grant: sdk.GrantToProto(grant), Data: sdk.HandleToProto(handle)}
-	if seed.set {
-		req.Seed = &seed.v
-		fmt.Fprintf(env.Stderr, "dplr: warning: --seed makes the noise reproducible; the result is NOT private against anyone who knows the seed\n")
+	for k, v := range res.Timings {
+		timings[k] = v
 	}
-	fctx := ctx
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
+	rep := buildReport(res, handle, raw, grant, loc)
+	rep.Data.Path = f.df.path
+	if rep.Ledger != nil {
+		rep.Ledger.Path = led.Path()
 	}
-	bar := newProgressBar(env.Stderr, *quiet)
-	t2 := time.Now()
-	outcome, fitErr := plug.Fit(fctx, req, func(ev *dplrpb.FitEvent) {
-		switch e := ev.GetEvent().(type) {
-		case *dplrpb.FitEvent_Progress:
-			bar.update(e.Progress.GetStage(), e.Progress.GetDone(), e.Progress.GetTotal(), e.Progress.GetMessage())
-		case *dplrpb.FitEvent_Log:
-			if pf.verbose {
-				bar.logf("%s", e.Log)
-			}
-		}
-	})
-	bar.finish()
-	timings["fit_s"] = time.Since(t2).Seconds()
-
-	// 5. Settle. A failure after any privacy step was announced, or a
-	// plugin that died mid-fit, stays charged; otherwise it is refunded.
-	if fitErr != nil {
-		noise := outcome.NoiseDrawn() || errors.Is(fitErr, host.ErrPlugin) || errors.Is(fitErr, context.DeadlineExceeded) || errors.Is(fitErr, context.Canceled)
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if serr := led.Settle(sctx, runID, ledger.Outcome{Status: ledger.Failed, NoiseDrawn: noise, Error: fitErr.Error()}); serr != nil {
-			fmt.Fprintf(env.Stderr, "dplr: warning: settling the ledger: %v (the run stays charged)\n", serr)
-		}
-		charged := "refunded: no noise was drawn"
-		if noise {
-			charged = "charged its full grant: noise may have been drawn"
-		}
-		code := fitErrorCode(fitErr)
-		if code == ExitUsage && noise {
-			// A refusal after a privacy step breaks the protocol's contract;
-			// the run stays charged and is not a mere usage error.
-			code = ExitEstimator
-		}
-		if *timeout > 0 && errors.Is(fitErr, context.DeadlineExceeded) {
-			// A plugin still running at --timeout is treated as hung.
-			code = ExitPlugin
-			fitErr = fmt.Errorf("the fit did not finish within --timeout %s: %w", *timeout, fitErr)
-		}
-		return fail(code, fmt.Errorf("%w (ledger %s %s)", fitErr, runID, charged))
-	}
-	if err := led.Settle(ctx, runID, ledger.Outcome{Status: ledger.Succeeded, Steps: append([]privacy.Step{}, outcome.Steps...)}); err != nil {
-		return fail(ExitError, fmt.Errorf("settling the ledger for %s (the run stays charged; results not released): %w", runID, err))
-	}
-
-	// 6. Report.
-	rep := buildReport(estName, plug, info, handle, raw, grant, outcome, loc)
-	rep.Data.Path = df.path
-	if st, err := led.Show(ctx, handle.Hash); err == nil {
-		rep.Ledger = &LedgerReport{RunID: int64(runID), Path: led.Path(), HasBudget: st.HasBudget, Spent: st.Spent}
-		if st.HasBudget {
-			rep.Ledger.Remaining, rep.Ledger.RemainingText = &st.Remaining, st.RemainingText()
-		}
-	}
-	return release(env, rep, outcome, *outDir, *asJSON, t0, timings)
+	return release(env, rep, res, f.outDir, f.asJSON, t0, timings)
 }
 
-// checkRank refuses, before any budget is reserved, a shared `rank`
-// parameter that the data cannot support: a rank-r estimate needs r at most
-// the dimension its basis lives in (p columns of a row matrix, p features of
-// user data, min(d1, d2) for trace regression). Estimators check their own
-// finer conditions; this one is common to all and costs nothing to check.
-func checkRank(params sdk.Params, h dataio.Handle) error {
-	if !params.Has("rank") {
-		return nil
+// budgetGiven reports whether any budget flag was given (a non-private
+// estimator needs none).
+func budgetGiven(g grantFlags) bool {
+	return !math.IsNaN(g.eps) || !math.IsNaN(g.delta) || !math.IsNaN(g.rho)
+}
+
+// runFit runs the fit through a host.Runner, with the output location
+// created and checked before anything is reserved and the plugin's
+// progress drawn on stderr.
+func runFit(ctx context.Context, env *Env, f *fitFlags, led *ledger.Ledger, reg *registry, req host.FitRequest) (*host.FitResult, error) {
+	if f.outDir == "" {
+		f.outDir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", f.estimator, time.Now().UTC().Format("20060102-150405.000")))
 	}
-	r := params.Int("rank")
-	dim, what := h.P, fmt.Sprintf("the data's dimension p = %d", h.P)
-	if h.Kind == data.Trace {
-		dim, what = min(h.D1, h.D2), fmt.Sprintf("min(d1, d2) = min(%d, %d) of the trace-regression data", h.D1, h.D2)
+	req.BeforeReserve = func() error { return prepareOutDir(f.outDir) }
+	if f.seed.set {
+		req.Seed = &f.seed.v
+		fmt.Fprintf(env.Stderr, "dplr: warning: --seed makes the noise reproducible; the result is NOT private against anyone who knows the seed\n")
 	}
-	if dim > 0 && r > dim {
-		return fmt.Errorf("rank = %d exceeds %s", r, what)
+	bar := newProgressBar(env.Stderr, f.quiet)
+	req.Events = host.Events{Progress: bar.progress}
+	if f.pf.verbose {
+		req.Events.Log = func(line string) { bar.logf("%s", line) }
+	}
+	if _, info, _ := reg.Find(f.estimator); info.NonPrivate && f.nonPrivate {
+		fmt.Fprintf(env.Stderr, "dplr: warning: %s is NOT private; its output must not be published\n", f.estimator)
+	}
+	runner := &host.Runner{Ledger: led, Plugins: reg, MaxMemory: int64(f.maxMemory), CheckTimeout: f.pf.timeout}
+	res, err := runner.Fit(ctx, req)
+	bar.finish()
+	return res, err
+}
+
+// prepareOutDir creates the output directory and checks that files can be
+// written in it, so that an unusable --out is refused before any budget is
+// reserved.
+func prepareOutDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(ExitUsage, fmt.Errorf("--out %s cannot be created: %w", dir, err))
+	}
+	probe, err := os.CreateTemp(dir, ".dplr-write-check-*")
+	if err != nil {
+		return fail(ExitUsage, fmt.Errorf("--out %s is not writable: %w", dir, err))
+	}
+	name := probe.Name()
+	cerr := probe.Close()
+	if rerr := os.Remove(name); cerr == nil {
+		cerr = rerr
+	}
+	if cerr != nil {
+		return fail(ExitUsage, fmt.Errorf("--out %s: %w", dir, cerr))
 	}
 	return nil
+}
+
+// fitFailure turns a failed fit into the command's error and exit code.
+func fitFailure(ctx context.Context, led *ledger.Ledger, hash string, grant privacy.Grant, info sdk.Info, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return fail(ee.code, err)
+	}
+	if errors.Is(err, host.ErrUnknownEstimator) {
+		return fail(ExitUsage, err)
+	}
+	if errors.Is(err, host.ErrBudget) {
+		return fail(ExitBudget, fmt.Errorf("%w%s", err, rhoHint(ctx, led, hash, grant, info.Grants)))
+	}
+	if errors.Is(err, host.ErrUsage) {
+		return fail(ExitUsage, fmt.Errorf("%w (see `dplr describe %s`)", err, info.Name))
+	}
+	return fail(fitErrorCode(err), err)
+}
+
+// fitErrorCode is the exit code of a fit that failed after its
+// reservation: an interruption, a plugin failure, a request the estimator
+// refused as such before any privacy step (a usage error), the ledger, or
+// an estimator error.
+func fitErrorCode(err error) int {
+	var fe *host.FitError
+	charged := errors.As(err, &fe) && fe.Charged
+	switch {
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.Is(err, host.ErrPlugin):
+		return ExitPlugin
+	case errors.Is(err, host.ErrLedger):
+		return ExitError
+	case errors.Is(err, host.ErrRequest) && !charged:
+		return ExitUsage
+	}
+	// A refusal after a privacy step breaks the protocol's contract; the
+	// run stays charged and is not a mere usage error.
+	return ExitEstimator
 }
 
 // rhoHint explains, when an (ε, δ) request is refused but the same
@@ -344,130 +352,6 @@ func rhoHint(ctx context.Context, led *ledger.Ledger, hash string, grant privacy
 		"the ledger counts a reserved (ε, δ) run by basic composition but composes ρ runs in zCDP", rho, grant.Epsilon, grant.Delta)
 }
 
-// release writes the outputs and result.json and prints the report.
-func release(env *Env, rep *FitReport, outcome *host.FitOutcome, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {
-	if dir == "" {
-		dir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", rep.Estimator, time.Now().UTC().Format("20060102-150405.000")))
-	}
-	if err := writeOutputs(dir, rep, outcome); err != nil {
-		return fail(ExitError, err)
-	}
-	rep.Timings = timings
-	rep.Timings["plugin_fit_s"] = outcome.Result.GetFitSeconds()
-	rep.Timings["plugin_load_s"] = outcome.Result.GetLoadSeconds()
-	rep.Timings["total_s"] = time.Since(t0).Seconds()
-	rep.Timings["plugin_max_rss_kib"] = float64(outcome.Result.GetMaxRssKb())
-	rep.Timings["host_max_rss_kib"] = float64(sdk.MaxRSSKiB())
-	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
-		return fail(ExitError, fmt.Errorf("writing result.json: %w", err))
-	}
-	if asJSON {
-		return dataio.WriteJSON(env.Stdout, rep, dataio.JSONOptions{})
-	}
-	summarize(env.Stdout, rep)
-	return nil
-}
-
-// fitNonPrivate runs a non-private reference estimator: never on a data
-// set with a budget, never recorded as a private release.
-func fitNonPrivate(ctx context.Context, env *Env, led *ledger.Ledger, plug *host.Plugin, info sdk.Info, h dataio.Handle,
-	raw map[string]string, grant privacy.Grant, loc *loaded, path, outDir string, asJSON, quiet bool, t0 time.Time, timings map[string]float64) error {
-	st, err := led.Show(ctx, h.Hash)
-	if err == nil && st.HasBudget {
-		return fail(ExitBudget, fmt.Errorf("refusing to run the non-private %s on data set %s: its owner set a privacy budget", info.Name, h.Hash[:12]))
-	}
-	fmt.Fprintf(env.Stderr, "dplr: warning: %s is NOT private; its output must not be published\n", info.Name)
-	req := &dplrpb.FitRequest{Estimator: info.Name, Params: raw, Grant: sdk.GrantToProto(grant), Data: sdk.HandleToProto(h)}
-	bar := newProgressBar(env.Stderr, quiet)
-	t2 := time.Now()
-	outcome, err := plug.Fit(ctx, req, func(ev *dplrpb.FitEvent) {
-		if p, ok := ev.GetEvent().(*dplrpb.FitEvent_Progress); ok {
-			bar.update(p.Progress.GetStage(), p.Progress.GetDone(), p.Progress.GetTotal(), p.Progress.GetMessage())
-		}
-	})
-	bar.finish()
-	timings["fit_s"] = time.Since(t2).Seconds()
-	if err != nil {
-		return fail(fitErrorCode(err), err)
-	}
-	if outcome.Result.GetGuarantee().GetKind() != string(privacy.None) || len(outcome.Steps) > 0 {
-		return fail(ExitPlugin, fmt.Errorf("plugin %s: non-private estimator %s returned a privacy claim", plug.Name(), info.Name))
-	}
-	rep := buildReport(info.Name, plug, info, h, raw, grant, outcome, loc)
-	rep.Data.Path = path
-	rep.Privacy.Grant = privacy.Grant{}
-	rep.Notes = append(rep.Notes, "non-private reference output: not recorded in the budget ledger and NOT private")
-	return release(env, rep, outcome, outDir, asJSON, t0, timings)
-}
-
-// fitErrorCode is the exit code of a failed fit: a plugin failure, a
-// request the estimator refused as such (a usage error), or an estimator
-// error.
-func fitErrorCode(err error) int {
-	switch {
-	case errors.Is(err, host.ErrPlugin):
-		return ExitPlugin
-	case errors.Is(err, host.ErrRequest):
-		return ExitUsage
-	}
-	return ExitEstimator
-}
-
-func grantKinds(ks []privacy.GrantKind) string {
-	s := make([]string, len(ks))
-	for i, k := range ks {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
-}
-
-func buildReport(est string, plug *host.Plugin, info sdk.Info, h dataio.Handle, raw map[string]string, grant privacy.Grant, out *host.FitOutcome, loc *loaded) *FitReport {
-	res := out.Result
-	// The guarantee's kind, model and assumptions are the estimator's; its
-	// numbers are the host's own composition of the steps the plugin
-	// announced (validated against the grant), never the plugin's word.
-	guar := sdk.GuaranteeFromProto(res.GetGuarantee())
-	if guar.Kind != privacy.None {
-		guar.Epsilon, guar.Delta, guar.Rho = out.Achieved.Epsilon, out.Achieved.Delta, out.Achieved.Rho
-	}
-	g := sdk.GuaranteeToProto(guar)
-	rep := &FitReport{
-		Estimator: est, Plugin: plug.Name(), PluginVer: plug.Catalogue.GetVersion(), PluginBin: plug.Path,
-		Backend: plug.Backend(), Threads: plug.Catalogue.GetBackendThreads(),
-		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
-		Params: typedParams(info, raw),
-		Privacy: PrivacyReport{Grant: grant, Epsilon: g.GetEpsilon(), Delta: g.GetDelta(), Rho: g.GetRho(),
-			Guarantee: g.GetKind(), Text: g.GetText(), Model: g.GetModel(), Beta: g.GetBeta(),
-			Assumptions: append([]string{}, g.GetAssumptions()...), Neighbours: g.GetNeighbours(), Seeded: g.GetSeeded(),
-			Composition: out.Achieved.Composition, Steps: append([]privacy.Step{}, out.Steps...)},
-		Notes:   res.GetNotes(),
-		Metrics: []evaluate.Metric{},
-	}
-	rep.Outputs.Matrices = []MatrixReport{}
-	rep.Outputs.Scalars = []ScalarReport{}
-	outs := map[string]*mat.Dense{}
-	for _, m := range out.Matrices {
-		mr := MatrixReport{Name: m.Name, Rows: m.Rows, Cols: m.Cols, Release: m.Release, Doc: m.Doc}
-		if m.Rows*m.Cols <= inlineLimit {
-			for i := 0; i < m.Rows; i++ {
-				mr.Value = append(mr.Value, m.Data[i*m.Cols:(i+1)*m.Cols])
-			}
-		}
-		rep.Outputs.Matrices = append(rep.Outputs.Matrices, mr)
-		outs[m.Name] = mat.NewDense(m.Rows, m.Cols, m.Data)
-	}
-	for _, s := range res.GetScalars() {
-		rep.Outputs.Scalars = append(rep.Outputs.Scalars, ScalarReport{Name: s.GetName(), Value: s.GetValue(), Release: s.GetRelease(), Doc: s.GetDoc()})
-	}
-	for _, s := range res.GetSeries() {
-		rep.Outputs.Series = append(rep.Outputs.Series, SeriesReport{Name: s.GetName(), Values: s.GetValues(), Release: s.GetRelease(), Doc: s.GetDoc()})
-	}
-	if loc.truth != nil {
-		rep.Metrics = append(rep.Metrics, evaluate.Against(outs, loc.truth)...)
-	}
-	return rep
-}
-
 func typedParams(info sdk.Info, raw map[string]string) map[string]any {
 	p, err := sdk.ValidateParams(info.Params, raw)
 	out := map[string]any{}
@@ -490,25 +374,6 @@ func typedParams(info sdk.Info, raw map[string]string) map[string]any {
 		}
 	}
 	return out
-}
-
-func writeOutputs(dir string, rep *FitReport, out *host.FitOutcome) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating output directory: %w", err)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		abs = dir
-	}
-	rep.OutDir = abs
-	for i, m := range out.Matrices {
-		file := safeName(m.Name) + ".npy"
-		if err := dataio.SaveNPYFloat64(filepath.Join(dir, file), []int{m.Rows, m.Cols}, m.Data); err != nil {
-			return fmt.Errorf("writing %s: %w", file, err)
-		}
-		rep.Outputs.Matrices[i].File = file
-	}
-	return nil
 }
 
 func summarize(w io.Writer, r *FitReport) {
@@ -586,6 +451,109 @@ func releaseNote(rel string) string {
 		return "per-user: release each part only to its user"
 	}
 	return rel
+}
+
+// release writes the outputs and result.json and prints the report.
+func release(env *Env, rep *FitReport, res *host.FitResult, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {
+	if err := writeOutputs(dir, rep, res.Outcome); err != nil {
+		return fail(ExitError, fmt.Errorf("%w (the run stays charged)", err))
+	}
+	rep.Timings = timings
+	rep.Timings["plugin_fit_s"] = res.Outcome.FitSeconds
+	rep.Timings["plugin_load_s"] = res.Outcome.LoadSeconds
+	rep.Timings["total_s"] = time.Since(t0).Seconds()
+	rep.Timings["plugin_max_rss_kib"] = float64(res.Outcome.MaxRSSKiB)
+	rep.Timings["host_max_rss_kib"] = float64(sdk.MaxRSSKiB())
+	if res.Check.Footprint > 0 {
+		rep.Timings["plugin_footprint_estimate_bytes"] = float64(res.Check.Footprint)
+	}
+	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
+		return fail(ExitError, fmt.Errorf("writing result.json (the run stays charged): %w", err))
+	}
+	if asJSON {
+		return dataio.WriteJSON(env.Stdout, rep, dataio.JSONOptions{})
+	}
+	summarize(env.Stdout, rep)
+	return nil
+}
+
+// buildReport is result.json for a released fit.
+func buildReport(res *host.FitResult, h dataio.Handle, raw map[string]string, grant privacy.Grant, loc *loaded) *FitReport {
+	out, plug, info := res.Outcome, res.Plugin, res.Info
+	g := res.Guarantee
+	rep := &FitReport{
+		Estimator: info.Name, Plugin: plug.Name(), PluginVer: plug.Version(), PluginBin: plug.Path,
+		Backend: plug.Backend(), Threads: int32(plug.Threads()),
+		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
+		Params: typedParams(info, raw),
+		Privacy: PrivacyReport{Grant: grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
+			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,
+			Assumptions: append([]string{}, g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
+			Composition: composition(g, out.Achieved), Steps: append([]privacy.Step{}, out.Steps...)},
+		Notes:   out.Notes,
+		Metrics: []evaluate.Metric{},
+	}
+	rep.Outputs.Matrices = []MatrixReport{}
+	rep.Outputs.Scalars = []ScalarReport{}
+	outs := map[string]*mat.Dense{}
+	for _, m := range out.Matrices {
+		mr := MatrixReport{Name: m.Name, Rows: m.Rows, Cols: m.Cols, Release: string(m.Release), Doc: m.Doc}
+		if m.Rows*m.Cols <= inlineLimit {
+			for i := 0; i < m.Rows; i++ {
+				mr.Value = append(mr.Value, m.Data[i*m.Cols:(i+1)*m.Cols])
+			}
+		}
+		rep.Outputs.Matrices = append(rep.Outputs.Matrices, mr)
+		outs[m.Name] = mat.NewDense(m.Rows, m.Cols, m.Data)
+	}
+	for _, s := range out.Scalars {
+		rep.Outputs.Scalars = append(rep.Outputs.Scalars, ScalarReport{Name: s.Name, Value: s.Value, Release: string(s.Release), Doc: s.Doc})
+	}
+	for _, s := range out.Series {
+		rep.Outputs.Series = append(rep.Outputs.Series, SeriesReport{Name: s.Name, Values: s.Values, Release: string(s.Release), Doc: s.Doc})
+	}
+	if loc.truth != nil {
+		rep.Metrics = append(rep.Metrics, evaluate.Against(outs, loc.truth)...)
+	}
+	if info.NonPrivate {
+		rep.Privacy.Grant = privacy.Grant{}
+		rep.Notes = append(rep.Notes, "non-private reference output: not recorded in the budget ledger and NOT private")
+	}
+	if res.RunID != 0 && res.Status != nil {
+		st := res.Status
+		rep.Ledger = &LedgerReport{RunID: int64(res.RunID), HasBudget: st.HasBudget, Spent: st.Spent}
+		if st.HasBudget {
+			rep.Ledger.Remaining, rep.Ledger.RemainingText = &st.Remaining, st.RemainingText()
+		}
+	}
+	return rep
+}
+
+// composition names the accounting behind a guarantee's figures.
+func composition(g privacy.Guarantee, ach privacy.Achieved) string {
+	if g.Accounting != "" {
+		return g.Accounting
+	}
+	return ach.Composition
+}
+
+func writeOutputs(dir string, rep *FitReport, out *host.FitOutcome) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	rep.OutDir = abs
+	for i, m := range out.Matrices {
+		file := safeName(m.Name) + ".npy"
+		if err := dataio.SaveNPYFloat64(filepath.Join(dir, file), []int{m.Rows, m.Cols}, m.Data); err != nil {
+			return fmt.Errorf("writing %s: %w", file, err)
+		}
+		rep.Outputs.Matrices[i].File = file
+	}
+	return nil
 }
 
 // optUint is an optional unsigned flag.

@@ -44,7 +44,7 @@ func cmdGen(_ context.Context, env *Env, args []string) error {
 	list := fs.Bool("list", false, "list the models and their parameters")
 	var sets multiFlag
 	fs.Var(&sets, "set", "model parameter `key=value` (repeatable; \"dplr gen --list\" shows each model's)")
-	if err := parse(fs, reorder(args)); err != nil {
+	if err := parse(fs, reorder(fs, args)); err != nil {
 		return err
 	}
 	if *list || fs.NArg() == 0 {

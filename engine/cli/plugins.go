@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -36,6 +37,22 @@ func (pf *pluginFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&pf.verbose, "v", false, "show plugins' own log output on stderr")
 }
 
+// checkedHome is homeDir, refused (a usage error, nothing run or spent)
+// when it names something other than a directory: a DPLR_HOME that is a
+// file would otherwise fail later, in the data cache or the ledger, with a
+// misleading message.
+func (pf *pluginFlags) checkedHome(env *Env) (string, error) {
+	home := pf.homeDir(env)
+	st, err := os.Stat(home)
+	switch {
+	case err == nil && !st.IsDir():
+		return "", usagef("the dplr home %s (--home or $DPLR_HOME) is not a directory; nothing was run or spent", home)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return "", usagef("the dplr home %s (--home or $DPLR_HOME) cannot be used: %v; nothing was run or spent", home, err)
+	}
+	return home, nil
+}
+
 func (pf *pluginFlags) homeDir(env *Env) string {
 	if pf.home != "" {
 		return pf.home
@@ -51,7 +68,8 @@ func (pf *pluginFlags) homeDir(env *Env) string {
 type registry struct {
 	plugins  []*host.Plugin
 	failures []error
-	shadowed []host.Shadowed // executables hidden by one of the same name earlier in the search path
+	failed   map[string]error // plugin path → why it did not start
+	shadowed []host.Shadowed  // executables hidden by one of the same name earlier in the search path
 }
 
 func (r *registry) close() {
@@ -60,14 +78,10 @@ func (r *registry) close() {
 	}
 }
 
-// find returns the plugin serving estimator (the first in search order).
-func (r *registry) find(estimator string) (*host.Plugin, sdk.Info, bool) {
-	for _, p := range r.plugins {
-		if info, ok := p.Estimator(estimator); ok {
-			return p, info, true
-		}
-	}
-	return nil, sdk.Info{}, false
+// Find returns the plugin serving estimator (the first in search order);
+// it makes the registry a host.Registry.
+func (r *registry) Find(estimator string) (*host.Plugin, sdk.Info, bool) {
+	return host.Plugins(r.plugins).Find(estimator)
 }
 
 func (r *registry) estimatorNames() []string {
@@ -136,9 +150,13 @@ func startAll(ctx context.Context, paths []string, opt host.Options) *registry {
 	}
 	wg.Wait()
 	seen := map[string]string{}
-	for i := range paths {
+	for i, path := range paths {
 		if errs[i] != nil {
 			reg.failures = append(reg.failures, errs[i])
+			if reg.failed == nil {
+				reg.failed = map[string]error{}
+			}
+			reg.failed[path] = errs[i]
 			continue
 		}
 		p := plugins[i]
@@ -193,13 +211,28 @@ func (pf *pluginFlags) startFor(ctx context.Context, env *Env, estimator string)
 	}
 	reg := startAll(ctx, paths, opt)
 	reg.shadowed = shadowed
-	if _, _, ok := reg.find(estimator); !ok && prefixErr != nil {
+	if _, _, ok := reg.Find(estimator); !ok && prefixErr != nil {
 		// The plugin that should serve the estimator is broken: a plugin
 		// failure (exit 4, with its exit status and stderr), not a usage
 		// error.
 		return reg, fail(ExitPlugin, prefixErr)
 	}
 	return reg, nil
+}
+
+// unserved is the error for an estimator no started plugin serves: a
+// plugin failure (exit 4) when the plugin named after the estimator's
+// prefix (the first-party convention) exists but did not start, a usage
+// error naming the known estimators otherwise.
+func unserved(env *Env, reg *registry, estimator string) error {
+	prefix, _, _ := strings.Cut(estimator, "-")
+	for path, err := range reg.failed {
+		if filepath.Base(path) == host.PluginPrefix+prefix {
+			return fail(ExitPlugin, fmt.Errorf("estimator %q: its plugin did not start: %w", estimator, err))
+		}
+	}
+	warnFailures(env, reg)
+	return usagef("no plugin serves estimator %q (known: %s)", estimator, strings.Join(reg.estimatorNames(), ", "))
 }
 
 func warnFailures(env *Env, reg *registry) {
@@ -284,8 +317,8 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	if *asJSON {
 		out := []pluginJSON{}
 		for _, p := range reg.plugins {
-			pj := pluginJSON{Name: p.Name(), Version: p.Catalogue.GetVersion(), Path: p.Path, Backend: p.Backend(),
-				Threads: p.Catalogue.GetBackendThreads()}
+			pj := pluginJSON{Name: p.Name(), Version: p.Version(), Path: p.Path, Backend: p.Backend(),
+				Threads: int32(p.Threads())}
 			for _, e := range p.Estimators {
 				pj.Estimators = append(pj.Estimators, toEstimatorJSON(e))
 			}
@@ -295,7 +328,7 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	for _, p := range reg.plugins {
-		fmt.Fprintf(tw, "%s %s\t(%s backend, %s)\n", p.Name(), p.Catalogue.GetVersion(), p.Backend(), p.Path)
+		fmt.Fprintf(tw, "%s %s\t(%s backend, %s)\n", p.Name(), p.Version(), p.Backend(), p.Path)
 		for _, e := range p.Estimators {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.DataKind, e.Summary)
 		}
@@ -316,7 +349,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	var pf pluginFlags
 	pf.register(fs)
 	asJSON := fs.Bool("json", false, "print as JSON")
-	if err := parse(fs, reorder(args)); err != nil {
+	if err := parse(fs, reorder(fs, args)); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -329,10 +362,9 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, info, ok := reg.find(fs.Arg(0))
+	p, info, ok := reg.Find(fs.Arg(0))
 	if !ok {
-		warnFailures(env, reg)
-		return usagef("no plugin serves estimator %q (known: %s)", fs.Arg(0), strings.Join(reg.estimatorNames(), ", "))
+		return unserved(env, reg, fs.Arg(0))
 	}
 	noteShadowed(env, reg, p.Path)
 	if *asJSON {
@@ -394,18 +426,24 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // reorder moves positional arguments after the flags so that
-// "dplr fit NAME --epsilon 1" parses like "dplr fit --epsilon 1 NAME".
-func reorder(args []string) []string {
+// "dplr fit NAME --epsilon 1" parses like "dplr fit --epsilon 1 NAME". A
+// flag takes the next argument as its value unless fs knows it as a
+// boolean flag (its Value has IsBoolFlag() true, as flag.Bool's do) or it
+// is written -flag=value; -h, -help and flags fs does not know take none
+// (parsing then reports the unknown flag).
+func reorder(fs *flag.FlagSet, args []string) []string {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			pos = append(pos, args[i+1:]...)
+			// Keep the terminator: what follows is positional even if it
+			// starts with '-'.
+			pos = append(append(pos, a), args[i+1:]...)
 			break
 		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
 			flags = append(flags, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(a) {
+			if !strings.Contains(a, "=") && i+1 < len(args) && takesValue(fs, a) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -416,7 +454,15 @@ func reorder(args []string) []string {
 	return append(flags, pos...)
 }
 
-// boolFlags are the flags that take no value.
-var boolFlags = map[string]bool{"json": true, "v": true, "quiet": true, "force": true, "h": true, "help": true, "full": true, "non-private": true, "list": true}
-
-func isBoolFlag(a string) bool { return boolFlags[strings.TrimLeft(a, "-")] }
+// takesValue reports whether the flag argument a (e.g. "--epsilon") names
+// a flag of fs that is not boolean.
+func takesValue(fs *flag.FlagSet, a string) bool {
+	f := fs.Lookup(strings.TrimLeft(a, "-"))
+	if f == nil {
+		return false
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return false
+	}
+	return true
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 // progressBar draws fit progress on stderr: a redrawn bar on a terminal,
@@ -30,6 +32,11 @@ func newProgressBar(w io.Writer, quiet bool) *progressBar {
 		}
 	}
 	return &progressBar{w: w, tty: tty, start: time.Now(), quiet: quiet}
+}
+
+// progress draws one progress event of a plugin.
+func (p *progressBar) progress(e sdk.Progress) {
+	p.update(e.Stage, int64(e.Done), int64(e.Total), e.Message)
 }
 
 func (p *progressBar) update(stage string, done, total int64, msg string) {

@@ -93,10 +93,10 @@ var errTruncated = errors.New("truncated")
 // readPayload reads exactly n bytes from r. known is the number of bytes
 // left in the source when it is known (a plain file) and -1 otherwise;
 // bound, if not -1, is an upper bound on the bytes left (e.g. from a gzip
-// file's compressed size). The buffer starts at min(n, bound, 1 MiB if no
-// bound) and grows with the data actually read, so a header declaring a
-// huge shape over a short stream costs no more memory than the stream
-// holds (or can hold).
+// file's compressed size): a header declaring more is refused at once.
+// Behind compression the buffer starts at min(n, 1 MiB) and grows with
+// the data actually read (growTo), so a header declaring a huge shape over
+// a short stream costs at most eight times what the stream holds.
 // After the payload it requires the end of the stream (which also makes a
 // gzip reader verify its checksum).
 func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
@@ -110,14 +110,15 @@ func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
 			return nil, fmt.Errorf("%w: reading %d data bytes: %w", errTruncated, n, err)
 		}
 	} else {
-		start := min(n, 1<<20)
-		if bound >= 0 {
-			start = min(n, bound)
+		if bound >= 0 && n > bound {
+			return nil, fmt.Errorf("%w: header declares %d data bytes but the compressed stream can hold at most %d", errTruncated, n, bound)
 		}
-		buf = make([]byte, 0, start)
+		// Start small and double: memory follows what arrives, not what
+		// the header claims.
+		buf = make([]byte, 0, min(n, 1<<20))
 		for int64(len(buf)) < n {
 			if len(buf) == cap(buf) {
-				nb := make([]byte, len(buf), min(n, 2*int64(cap(buf))+1))
+				nb := make([]byte, len(buf), growTo(cap(buf), len(buf)+1, int(n)))
 				copy(nb, buf)
 				buf = nb
 			}

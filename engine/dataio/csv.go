@@ -35,6 +35,9 @@ type table struct {
 	nrow   int
 	vals   []float64 // nrow×ncol, row-major; text columns hold 0
 	text   map[int][]string
+	// hidden is a first record that a forced header (HeaderYes) removed
+	// although it reads as data; nil otherwise.
+	hidden []string
 }
 
 // csvConfig configures readCSV.
@@ -44,17 +47,105 @@ type csvConfig struct {
 	// textCols returns the columns to keep as text (e.g. user ids), given
 	// the header (nil if none) and the number of columns.
 	textCols func(header []string, ncol int) ([]int, error)
+	// maxRecord bounds the bytes of one record (0: DefaultMaxRecordBytes).
+	maxRecord int64
+	// maxBytes bounds the memory the parsed table takes (0: no bound).
+	maxBytes int64
+}
+
+// DefaultMaxRecordBytes is the default bound on the length of one CSV
+// record (LoadOptions.MaxRecordBytes).
+const DefaultMaxRecordBytes = 16 << 20
+
+// errRecordTooLong reports a CSV record longer than the bound.
+var errRecordTooLong = errors.New("record too long")
+
+// recordBound is a reader that fails once more than limit bytes have been
+// read; readCSV moves the limit forward after each record, so it bounds the
+// length of every record (quoted fields spanning lines included) without
+// bounding the file.
+type recordBound struct {
+	r          io.Reader
+	pos, limit int64
+}
+
+func (b *recordBound) Read(p []byte) (int, error) {
+	if b.pos >= b.limit {
+		return 0, errRecordTooLong
+	}
+	if int64(len(p)) > b.limit-b.pos {
+		p = p[:b.limit-b.pos]
+	}
+	n, err := b.r.Read(p)
+	b.pos += int64(n)
+	return n, err
 }
 
 func isNumber(s string) bool {
-	_, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	_, err := parseNumber(strings.TrimSpace(s))
 	return err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// errAmbiguousNumber marks a field that Go's parser would accept but that
+// other readers do not read the same way: digit separators ("1_000") and
+// hexadecimal floats ("0x1p3").
+var errAmbiguousNumber = errors.New("ambiguous number")
+
+// parseNumber parses a decimal number. It refuses the forms that
+// strconv.ParseFloat accepts beyond plain decimal notation (underscores
+// and hexadecimal mantissas), which a spreadsheet or NumPy would read
+// differently or not at all.
+func parseNumber(s string) (float64, error) {
+	if strings.IndexByte(s, '_') >= 0 {
+		return 0, fmt.Errorf("%w: %q has an underscore (write 1000, not 1_000)", errAmbiguousNumber, s)
+	}
+	t := strings.TrimLeft(s, "+-")
+	if len(t) >= 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
+		return 0, fmt.Errorf("%w: %q is a hexadecimal float (write it in decimal)", errAmbiguousNumber, s)
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// parseFinite parses a trimmed field as a finite number.
+func parseFinite(f string) (float64, bool) {
+	v, err := parseNumber(strings.TrimSpace(f))
+	return v, err == nil && isFinite(v)
+}
+
+// autoHeader reports whether the header detection of HeaderAuto takes
+// first (followed by second, nil if none) for a header.
+func autoHeader(first, second []string) bool {
+	if strings.HasPrefix(strings.TrimSpace(first[0]), "#") {
+		return true
+	}
+	for j, f := range first {
+		if isNumber(f) {
+			continue
+		}
+		if second == nil || (j < len(second) && isNumber(second[j])) {
+			return true
+		}
+	}
+	return false
 }
 
 // readCSV parses a delimited text file of numbers. Every record must have
 // the same number of fields; every numeric field must be a finite number.
 func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
-	cr := csv.NewReader(r)
+	maxRecord := cfg.maxRecord
+	if maxRecord <= 0 {
+		maxRecord = DefaultMaxRecordBytes
+	}
+	// csv.Reader reads ahead through its own 4 KiB buffer.
+	const slack = 4096
+	rb := &recordBound{r: r, limit: maxRecord + slack}
+	tooLong := func(err error) error {
+		if errors.Is(err, errRecordTooLong) {
+			return fmt.Errorf("csv: a record is longer than %s, the limit (LoadOptions.MaxRecordBytes); is this a CSV file?", FormatBytes(maxRecord))
+		}
+		return fmt.Errorf("csv: %w", err)
+	}
+	cr := csv.NewReader(rb)
 	if cfg.delim != 0 {
 		cr.Comma = cfg.delim
 	}
@@ -65,8 +156,9 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 		return nil, errors.New("csv: empty file")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("csv: %w", err)
+		return nil, tooLong(err)
 	}
+	rb.limit = cr.InputOffset() + maxRecord + slack
 	cr.ReuseRecord = true
 	firstLine, _ := cr.FieldPos(0)
 	var second []string
@@ -75,8 +167,9 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 	switch {
 	case err == io.EOF:
 	case err != nil:
-		return nil, fmt.Errorf("csv: %w", err)
+		return nil, tooLong(err)
 	default:
+		rb.limit = cr.InputOffset() + maxRecord + slack
 		second = append([]string(nil), rec...)
 		secondLine, _ = cr.FieldPos(0)
 	}
@@ -86,23 +179,16 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 		hasHeader = true
 	case HeaderNo:
 	case HeaderAuto:
-		if strings.HasPrefix(strings.TrimSpace(first[0]), "#") {
-			hasHeader = true
-			break
-		}
-		for j, f := range first {
-			if isNumber(f) {
-				continue
-			}
-			if second == nil || (j < len(second) && isNumber(second[j])) {
-				hasHeader = true
-				break
-			}
-		}
+		hasHeader = autoHeader(first, second)
 	default:
 		return nil, fmt.Errorf("csv: unknown header mode %q (want yes, no or empty for auto)", cfg.header)
 	}
 	t := &table{ncol: len(first), text: map[int][]string{}}
+	if hasHeader && !autoHeader(first, second) {
+		// A forced header over what reads as data: the record is hidden
+		// from the view but still part of the source's identity.
+		t.hidden = first
+	}
 	if hasHeader {
 		t.header = make([]string, len(first))
 		for j, f := range first {
@@ -130,6 +216,7 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 		}
 		return fmt.Sprintf("column %d", j+1)
 	}
+	textBytes := int64(0) // estimated memory of text fields
 	addRow := func(rec []string, line int) error {
 		if len(rec) != t.ncol {
 			return fmt.Errorf("csv: line %d: %d fields, want %d", line, len(rec), t.ncol)
@@ -141,14 +228,18 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 					return fmt.Errorf("csv: line %d, %s: empty value", line, colName(j))
 				}
 				t.text[j] = append(t.text[j], f)
+				textBytes += int64(len(f)) + 16
 				t.vals = append(t.vals, 0)
 				continue
 			}
 			if f == "" {
 				return fmt.Errorf("csv: line %d, %s: empty value", line, colName(j))
 			}
-			v, err := strconv.ParseFloat(f, 64)
+			v, err := parseNumber(f)
 			if err != nil {
+				if errors.Is(err, errAmbiguousNumber) {
+					return fmt.Errorf("csv: line %d, %s: %w", line, colName(j), err)
+				}
 				if errors.Is(err, strconv.ErrRange) {
 					return fmt.Errorf("csv: line %d, %s: value %q is out of the float64 range", line, colName(j), f)
 				}
@@ -160,6 +251,9 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 			t.vals = append(t.vals, v)
 		}
 		t.nrow++
+		if cfg.maxBytes > 0 && 8*int64(len(t.vals))+textBytes > cfg.maxBytes {
+			return fmt.Errorf("csv: line %d: the values read so far take more than %s in memory, the loading limit (LoadOptions.MaxBytes, --max-data-bytes)", line, FormatBytes(cfg.maxBytes))
+		}
 		return nil
 	}
 	if !hasHeader {
@@ -181,8 +275,9 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 				if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
 					return nil, fmt.Errorf("csv: line %d: ragged rows: %d fields, want %d", pe.StartLine, len(rec), t.ncol)
 				}
-				return nil, fmt.Errorf("csv: %w", err)
+				return nil, tooLong(err)
 			}
+			rb.limit = cr.InputOffset() + maxRecord + slack
 			line, _ := cr.FieldPos(0)
 			if err := addRow(rec, line); err != nil {
 				return nil, err
@@ -267,7 +362,7 @@ func CSVFirstRecord(path string, delim rune) ([]string, error) {
 	if src.format != FormatCSV {
 		return nil, nil
 	}
-	cr := csv.NewReader(src.r)
+	cr := csv.NewReader(&recordBound{r: src.r, limit: DefaultMaxRecordBytes})
 	cr.Comma = ','
 	if delim != 0 {
 		cr.Comma = delim

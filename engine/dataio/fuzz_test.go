@@ -254,3 +254,52 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		write("FuzzGzip", i, bytesArg(s.b), fmt.Sprintf("string(%q)", s.name))
 	}
 }
+
+// FuzzIdentity checks the source identity's invariants on arbitrary CSV
+// text: a table that reads has a well-formed identity, the same identity
+// with its rows reversed, and a sketch fully contained in itself.
+func FuzzIdentity(f *testing.F) {
+	for _, s := range csvSeeds() {
+		f.Add(s, uint8(0))
+	}
+	f.Add("user,x\nbob,-0\n7,0\n", uint8(4))
+	f.Add("1,2\n1,2\n3,4\n", uint8(1))
+	f.Fuzz(func(t *testing.T, s string, mode uint8) {
+		cfg := csvConfig{header: []HeaderMode{HeaderAuto, HeaderYes, HeaderNo}[mode%3]}
+		if mode&4 != 0 {
+			cfg.textCols = func([]string, int) ([]int, error) { return []int{0}, nil }
+		}
+		tb, err := readCSV(strings.NewReader(s), cfg)
+		if err != nil {
+			return
+		}
+		id := tableIdentity(tb)
+		if err := id.Check(); err != nil {
+			t.Fatalf("identity of a %d×%d table: %v", tb.nrow, tb.ncol, err)
+		}
+		want := int64(tb.nrow)
+		if tb.hidden != nil {
+			want++
+		}
+		if id.Rows != want {
+			t.Fatalf("identity counts %d rows, want %d", id.Rows, want)
+		}
+		rev := &table{header: tb.header, ncol: tb.ncol, nrow: tb.nrow, text: map[int][]string{}, hidden: tb.hidden}
+		for i := tb.nrow - 1; i >= 0; i-- {
+			rev.vals = append(rev.vals, tb.vals[i*tb.ncol:(i+1)*tb.ncol]...)
+		}
+		for c, col := range tb.text {
+			r := make([]string, len(col))
+			for i := range col {
+				r[len(col)-1-i] = col[i]
+			}
+			rev.text[c] = r
+		}
+		if got := tableIdentity(rev); got.Hash != id.Hash || len(got.Sketch) != len(id.Sketch) {
+			t.Fatalf("reversing the rows changed the identity")
+		}
+		if c, m := SketchContainmentSample(id.Sketch, id.Sketch); c != 1 || m != len(id.Sketch) {
+			t.Fatalf("a sketch contains itself with c = %v over %d of %d", c, m, len(id.Sketch))
+		}
+	})
+}

@@ -68,6 +68,36 @@ type Handle struct {
 	UserStart *FileRef  `json:"user_start,omitempty"`
 	UserIDs   *FileRef  `json:"user_ids,omitempty"`
 	Labels    *FileRef  `json:"labels,omitempty"`
+	// Source identifies the source records the data set was read from,
+	// before the view (scaling, column choice, header, kind) was applied;
+	// the budget of a data set belongs to its source. Hash above is the
+	// content hash of the view itself (what the plugin reads).
+	Source *Identity `json:"source,omitempty"`
+	// View records how the source was read (nil for a data set prepared
+	// from memory).
+	View *View `json:"view,omitempty"`
+}
+
+// View records the loading choices that turned a source into the data
+// set a handle describes. None of them enters the source identity.
+type View struct {
+	Kind           data.Kind  `json:"kind"`
+	Format         Format     `json:"format,omitempty"`
+	Scale          float64    `json:"scale,omitempty"`
+	Header         HeaderMode `json:"header,omitempty"`
+	FeatureColumns []string   `json:"features,omitempty"`
+	LabelColumn    string     `json:"label_column,omitempty"`
+	ResponseColumn string     `json:"response_column,omitempty"`
+	UserColumn     string     `json:"user_column,omitempty"`
+	D1             int        `json:"d1,omitempty"`
+	D2             int        `json:"d2,omitempty"`
+}
+
+// view returns the view the options describe.
+func (o LoadOptions) view() *View {
+	return &View{Kind: o.kind(), Format: o.Format, Scale: o.Scale, Header: o.Header,
+		FeatureColumns: o.FeatureColumns, LabelColumn: o.LabelColumn, ResponseColumn: o.ResponseColumn,
+		UserColumn: o.UserColumn, D1: o.D1, D2: o.D2}
 }
 
 // Canonical file names inside cacheDir/<hash>/.
@@ -141,6 +171,11 @@ func (h *Handle) Check() error {
 			return err
 		}
 	}
+	if h.Source != nil {
+		if err := h.Source.Check(); err != nil {
+			return fmt.Errorf("handle: source: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -149,10 +184,18 @@ func (h *Handle) Check() error {
 // file is written to a temporary name and renamed into place, and files
 // already present with the right size are kept, so concurrent or repeated
 // calls are safe and cheap. If ds.Hash is set and the cache already holds
-// that data set, nothing is read or written (the hash is trusted); if it is
-// set but does not match the content, Prepare fails. An empty ds.Hash is
+// that data set, nothing is written (the hash is trusted); if it is set
+// but does not match the content, Prepare fails. An empty ds.Hash is
 // filled in.
+//
+// The handle's Source is the identity of ds itself (IdentityOf, one pass
+// over the data): a data set held in memory is its own source.
 func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
+	return prepare(ds, cacheDir, nil)
+}
+
+// prepare is Prepare with the source identity given (nil: IdentityOf(ds)).
+func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if ds == nil {
 		return Handle{}, errors.New("prepare: no data set")
 	}
@@ -169,6 +212,12 @@ func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
 	if ds.Hash != "" {
 		h := canonicalHandle(ds, filepath.Join(abs, ds.Hash))
 		if present(h) {
+			if src == nil {
+				id := IdentityOf(ds)
+				src = &id
+			}
+			h.Source = src
+			touch(filepath.Join(abs, ds.Hash))
 			return h, nil
 		}
 	}
@@ -225,9 +274,17 @@ func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
 	if err := writeSmall(ds, h); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
+	// The entry's handle.json describes the content only: several sources
+	// or views can give the same content.
 	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
+	touch(dir)
+	if src == nil {
+		id := IdentityOf(ds)
+		src = &id
+	}
+	h.Source = src
 	return h, nil
 }
 
@@ -374,9 +431,18 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 	if err != nil {
 		return Handle{}, fmt.Errorf("prepare %s: cache directory: %w", path, err)
 	}
-	memo := memoPath(cdir, abs, st, opt)
-	if h, ok := reusePrepared(memo); ok {
-		return h, nil
+	if !st.Mode().IsRegular() && !st.IsDir() {
+		// A pipe or device (e.g. /dev/zero) is read like a file but has no
+		// state to key a record on.
+		st = nil
+	}
+	var memo string
+	if st != nil {
+		memo = memoPath(cdir, abs, st, opt)
+		if h, ok := reusePrepared(memo); ok {
+			touchRefs(cdir, h)
+			return h, nil
+		}
 	}
 	h, ok, err := prepareInPlace(ctx, path, abs, opt, cdir)
 	if err != nil {
@@ -385,16 +451,26 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 	if !ok {
 		lo := opt
 		lo.SkipHash = true
-		ds, err := Load(path, lo)
+		ds, id, err := load(path, lo, true)
 		if err != nil {
 			return Handle{}, err
 		}
 		if ds.Name == "" {
 			ds.Name = filepath.Base(path)
 		}
-		if h, err = Prepare(ds, cdir); err != nil {
+		if err := checkCacheRoom(cdir, ds, opt.cacheMaxBytes()); err != nil {
+			return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
+		}
+		if h, err = prepare(ds, cdir, id); err != nil {
 			return Handle{}, err
 		}
+		h.View = opt.view()
+	}
+	if err := EvictCache(cdir, opt.cacheMaxBytes(), h); err != nil {
+		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	if memo == "" {
+		return h, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err != nil {
 		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
@@ -463,6 +539,7 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 	fail := func(err error) (Handle, bool, error) {
 		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
 	}
+	var rowIDs []int64 // users: the user id of each row
 	switch kind {
 	case data.Trace:
 		ds.D1, ds.D2 = opt.D1, opt.D2
@@ -483,18 +560,19 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 		if ds.D1*ds.D2 != p {
 			return fail(fmt.Errorf("trace data: rows of %d values do not hold %d×%d matrices", p, ds.D1, ds.D2))
 		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n); err != nil {
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
 			return fail(err)
 		}
 	case data.Users:
-		ids, err := readIntVector(opt.UsersPath, "user ids", n)
+		ids, err := readIntVector(opt.UsersPath, "user ids", n, opt.maxBytes())
 		if err != nil {
 			return fail(err)
 		}
 		if !slices.IsSorted(ids) {
 			return Handle{}, false, nil // rows must be regrouped: copy
 		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n); err != nil {
+		rowIDs = ids
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
 			return fail(err)
 		}
 		if err := GroupByUser(ds, ids); err != nil {
@@ -502,7 +580,7 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 		}
 	}
 	if opt.LabelsPath != "" {
-		ints, err := readIntVector(opt.LabelsPath, "labels", n)
+		ints, err := readIntVector(opt.LabelsPath, "labels", n, opt.maxBytes())
 		if err != nil {
 			return fail(err)
 		}
@@ -521,6 +599,7 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 		return fail(err)
 	}
 	sh := newStreamHasher(kind, n, p, ds.D1, ds.D2)
+	rs := &rowStream{b: newIDBuilder(sideCols(ds, rowIDs)...), p: p}
 	for off := 0; off < len(x); off += chunk {
 		if off%(chunk*64) == 0 {
 			if err := ctx.Err(); err != nil {
@@ -537,11 +616,14 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 			return fail(err)
 		}
 		hashF64(sh.h, part)
+		rs.add(part)
 	}
 	writeHashTail(sh.h, ds)
 	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
 	dir := filepath.Join(cdir, ds.Hash)
 	h := canonicalHandle(ds, dir)
+	id := rs.b.finish()
+	h.Source, h.View = &id, opt.view()
 	h.X = FileRef{Path: abs, Offset: hdr.dataOffset, DType: DTypeFloat64, Count: count, Size: st.Size(), ModTime: st.ModTime().UnixNano()}
 	if len(h.refs()) > 1 {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -581,8 +663,8 @@ func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 // was recorded).
 func reusePrepared(memo string) (Handle, bool) {
 	h, err := ReadHandle(memo)
-	if err != nil {
-		return Handle{}, false
+	if err != nil || h.Source == nil || h.View == nil {
+		return Handle{}, false // unreadable, or recorded before identities
 	}
 	for _, r := range h.refs() {
 		st, err := os.Stat(r.Path)

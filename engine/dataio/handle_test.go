@@ -78,7 +78,11 @@ func TestPrepareOpenKinds(t *testing.T) {
 			assert.Equal(t, c.opt.Name, got.Name)
 			hj, err := ReadHandle(filepath.Join(cache, ds.Hash, fileHandle))
 			require.NoError(t, err)
-			assert.Equal(t, h, hj)
+			content := h
+			content.Source = nil // the entry describes content, not a source
+			assert.Equal(t, content, hj)
+			require.NotNil(t, h.Source)
+			assert.Equal(t, IdentityOf(ds), *h.Source)
 
 			// PrepareFile of a non-npy input goes through Load+Prepare.
 			hf, err := PrepareFile(c.path, c.opt, cache)
@@ -360,6 +364,15 @@ func TestPrepareFileInPlaceTraceUsers(t *testing.T) {
 			assert.Equal(t, want.Hash, h.Hash)
 			abs, _ := filepath.Abs(c.path)
 			assert.Equal(t, c.inPlace, h.X.Path == abs)
+			// The in-place and the copying paths compute one identity, the
+			// in-memory data set's own when it is unscaled.
+			_, id, err := LoadIdentity(c.path, c.opt)
+			require.NoError(t, err)
+			require.NotNil(t, h.Source)
+			assert.Equal(t, id, *h.Source)
+			if c.opt.Scale == 0 {
+				assert.Equal(t, IdentityOf(want), id)
+			}
 			got, closer, err := Open(h)
 			require.NoError(t, err)
 			defer closer.Close()

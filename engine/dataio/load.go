@@ -62,6 +62,19 @@ type LoadOptions struct {
 	// SkipHash leaves Dataset.Hash empty (Prepare computes it anyway while
 	// writing, so callers that prepare right away can skip one pass).
 	SkipHash bool
+	// MaxBytes bounds the memory the loaded data may take; a header that
+	// declares more is refused before anything is allocated for it, and a
+	// CSV file is refused once its parsed values exceed it. 0 means
+	// DefaultMaxBytes (half of physical memory).
+	MaxBytes int64 `json:"-"`
+	// MaxRecordBytes bounds the length of one CSV record; 0 means
+	// DefaultMaxRecordBytes.
+	MaxRecordBytes int64 `json:"-"`
+	// CacheMaxBytes bounds the size of the cache directory PrepareFile
+	// writes into: least recently used entries are evicted to make room,
+	// and a data set that alone exceeds it is refused. 0 means
+	// DefaultCacheMaxBytes.
+	CacheMaxBytes int64 `json:"-"`
 }
 
 func (o LoadOptions) kind() data.Kind {
@@ -85,6 +98,9 @@ func (o LoadOptions) check() error {
 	default:
 		return fmt.Errorf("unknown data kind %q (want rows, trace or users)", o.Kind)
 	}
+	if o.MaxBytes < 0 || o.MaxRecordBytes < 0 || o.CacheMaxBytes < 0 {
+		return errors.New("negative size limit")
+	}
 	if !isFinite(o.Scale) {
 		return fmt.Errorf("scale %v is not finite", o.Scale)
 	}
@@ -106,29 +122,62 @@ func (o LoadOptions) check() error {
 // (shapes, finiteness, kind structure) and, unless opt.SkipHash, computes
 // its content hash. Errors name the offending file.
 func Load(path string, opt LoadOptions) (*data.Dataset, error) {
+	ds, _, err := load(path, opt, false)
+	return ds, err
+}
+
+// LoadIdentity is Load that also returns the identity of the source
+// records (see Identity), computed from the values as the files hold them,
+// before scaling, column selection and the other choices of opt.
+func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error) {
+	ds, id, err := load(path, opt, true)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	return ds, *id, nil
+}
+
+// idSink collects a source identity when one is wanted.
+type idSink struct {
+	want bool
+	id   *Identity
+}
+
+// set computes the identity now, if one is wanted (the loaders call it
+// before applying the view, on the unscaled source values).
+func (s *idSink) set(id func() Identity) {
+	if s.want {
+		v := id()
+		s.id = &v
+	}
+}
+
+// load is Load, also returning the source identity when wantID.
+func load(path string, opt LoadOptions, wantID bool) (*data.Dataset, *Identity, error) {
 	if err := opt.check(); err != nil {
-		return nil, fmt.Errorf("load %s: %w", path, err)
+		return nil, nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	var ds *data.Dataset
 	var sh *streamHasher
 	var err error
+	ids := &idSink{want: wantID}
 	switch opt.kind() {
 	case data.Rows:
-		ds, sh, err = loadRowsStreamed(path, opt)
+		ds, sh, err = loadRowsStreamed(path, opt, ids)
 		if err == nil && ds == nil {
-			ds, err = loadRows(path, opt)
+			ds, err = loadRows(path, opt, ids)
 		}
 	case data.Trace:
-		ds, err = loadTrace(path, opt)
+		ds, err = loadTrace(path, opt, ids)
 	case data.Users:
-		ds, err = loadUsers(path, opt)
+		ds, err = loadUsers(path, opt, ids)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ds.Name = opt.Name
 	if err := checkStructure(ds); err != nil {
-		return nil, fmt.Errorf("load %s: %w", path, err)
+		return nil, nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	switch {
 	case opt.SkipHash:
@@ -138,7 +187,10 @@ func Load(path string, opt LoadOptions) (*data.Dataset, error) {
 	default:
 		ds.Hash = Hash(ds)
 	}
-	return ds, nil
+	if wantID && ids.id == nil {
+		return nil, nil, fmt.Errorf("load %s: internal: no source identity computed", path)
+	}
+	return ds, ids.id, nil
 }
 
 // loadRowsStreamed loads a rows data set from a C-order .npy or IDX file
@@ -146,8 +198,8 @@ func Load(path string, opt LoadOptions) (*data.Dataset, error) {
 // while this one converts and hashes what has arrived. It returns a nil
 // data set when the input does not qualify (then loadRows reads it), and
 // the hasher, which has consumed the canonical header and X.
-func loadRowsStreamed(path string, opt LoadOptions) (*data.Dataset, *streamHasher, error) {
-	if opt.SkipHash || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
+func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, *streamHasher, error) {
+	if (opt.SkipHash && !ids.want) || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
 		return nil, nil, nil
 	}
 	src, err := openSource(path, opt.Format)
@@ -170,23 +222,69 @@ func loadRowsStreamed(path string, opt LoadOptions) (*data.Dataset, *streamHashe
 	if !p.streamable() {
 		return nil, nil, nil
 	}
+	if err := p.checkClaim(opt.maxBytes()); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
 	n, cols, err := matrixShape(p.shape)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	sh := newStreamHasher(data.Rows, n, cols, 0, 0)
-	x, err := p.streamFloat64(opt.scale(), func(chunk []float64) error {
-		hashF64(sh.h, chunk)
+	if n == 0 || cols == 0 {
+		return nil, nil, nil // loadRows reports it
+	}
+	ds := &data.Dataset{Kind: data.Rows}
+	// Labels first: they are part of each source row's identity.
+	if err := loadLabelsN(ds, opt, n); err != nil {
+		return nil, nil, err
+	}
+	var rs *rowStream
+	if ids.want {
+		rs = &rowStream{b: newIDBuilder(labelSides(ds)...), p: cols}
+	}
+	var sh *streamHasher
+	if !opt.SkipHash {
+		sh = newStreamHasher(data.Rows, n, cols, 0, 0)
+	}
+	// Without an identity to compute, the conversion applies the scale
+	// itself (one pass); with one, the identity sees the values unscaled.
+	scale, convScale := opt.scale(), opt.scale()
+	if rs != nil {
+		convScale = 1
+	}
+	x, err := p.streamFloat64(convScale, func(chunk []float64) error {
+		if rs != nil {
+			rs.add(chunk)
+		}
+		if rs != nil && scale != 1 {
+			for i := range chunk {
+				chunk[i] *= scale
+			}
+			if i := firstNonFinite(chunk); i >= 0 {
+				return fmt.Errorf("value %v is not finite after scaling by %v", chunk[i], scale)
+			}
+		}
+		if sh != nil {
+			hashF64(sh.h, chunk)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	ds := &data.Dataset{Kind: data.Rows, X: mat.NewDense(n, cols, x)}
-	if err := loadLabels(ds, opt); err != nil {
-		return nil, nil, err
+	ds.X = mat.NewDense(n, cols, x)
+	if rs != nil {
+		ids.set(rs.b.finish)
 	}
 	return ds, sh, nil
+}
+
+// labelSides returns the side columns of a rows data set: its labels if
+// any.
+func labelSides(ds *data.Dataset) []sideCol {
+	if ds.Labels == nil {
+		return nil
+	}
+	return []sideCol{{i: intsToInt64(ds.Labels)}}
 }
 
 // loaded is the content of one file: an array or a CSV table.
@@ -197,6 +295,9 @@ type loaded struct {
 
 // readFile reads path in the given format (auto-detected if FormatAuto).
 func readFile(path string, format Format, cfg csvConfig) (loaded, error) {
+	if cfg.maxBytes <= 0 {
+		cfg.maxBytes = DefaultMaxBytes()
+	}
 	src, err := openSource(path, format)
 	if err != nil {
 		return loaded{}, fmt.Errorf("%s: %w", path, err)
@@ -210,10 +311,19 @@ func decodeSource(src *source, path string, cfg csvConfig) (loaded, error) {
 	var l loaded
 	var err error
 	switch src.format {
-	case FormatNPY:
-		l.arr, err = decodeNPY(src.r, src.known, src.bound)
-	case FormatIDX:
-		l.arr, err = decodeIDX(src.r, src.known, src.bound)
+	case FormatNPY, FormatIDX:
+		var p *pending
+		if src.format == FormatNPY {
+			p, err = decodeNPYHeader(src.r, src.known, src.bound)
+		} else {
+			p, err = decodeIDXHeader(src.r, src.known, src.bound)
+		}
+		if err == nil {
+			err = p.checkClaim(cfg.maxBytes)
+		}
+		if err == nil {
+			l.arr, err = p.read()
+		}
 	case FormatCSV:
 		if cfg.delim == 0 && formatFromExt(path) == FormatCSV && hasExt(path, ".tsv") {
 			cfg.delim = '\t'
@@ -240,7 +350,7 @@ func hasExt(path, ext string) bool {
 }
 
 func (o LoadOptions) csvConfig(textCols func([]string, int) ([]int, error)) csvConfig {
-	return csvConfig{delim: o.Delimiter, header: o.Header, textCols: textCols}
+	return o.csvLimits(csvConfig{delim: o.Delimiter, header: o.Header, textCols: textCols})
 }
 
 // readMatrix reads an array file as an n×p matrix (see matrixShape),
@@ -276,8 +386,8 @@ func scaleInPlace(x []float64, s float64) error {
 
 // readVector reads a side file of n values: a rank-1 or n×1 array, or a
 // one-column CSV.
-func readVector(path, what string, n int) ([]float64, *array, error) {
-	l, err := readFile(path, FormatAuto, csvConfig{})
+func readVector(path, what string, n int, maxBytes int64) ([]float64, *array, error) {
+	l, err := readFile(path, FormatAuto, csvConfig{maxBytes: maxBytes})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -305,8 +415,8 @@ func readVector(path, what string, n int) ([]float64, *array, error) {
 }
 
 // readIntVector reads a side file of n integers.
-func readIntVector(path, what string, n int) ([]int64, error) {
-	v, a, err := readVector(path, what, n)
+func readIntVector(path, what string, n int, maxBytes int64) ([]int64, error) {
+	v, a, err := readVector(path, what, n, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +457,7 @@ func toLabels(v []int64) ([]int, error) {
 }
 
 // loadRows reads an n×p row matrix.
-func loadRows(path string, opt LoadOptions) (*data.Dataset, error) {
+func loadRows(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
 	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
 	if err != nil {
 		return nil, err
@@ -357,49 +467,72 @@ func loadRows(path string, opt LoadOptions) (*data.Dataset, error) {
 		if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
 			return nil, fmt.Errorf("%s: column options apply to CSV files only", path)
 		}
-		if ds.X, _, err = readMatrix(path, l.arr, opt.scale()); err != nil {
+		if ds.X, _, err = readMatrix(path, l.arr, 1); err != nil {
 			return nil, err
 		}
-	} else {
-		t := l.tbl
-		skip := []int{}
-		if opt.LabelColumn != "" {
-			c, err := t.column(opt.LabelColumn)
-			if err != nil {
-				return nil, fmt.Errorf("%s: label column: %w", path, err)
-			}
-			ints, err := floatsToInts(t.col(c))
-			if err != nil {
-				return nil, fmt.Errorf("%s: label column: %w", path, err)
-			}
-			if ds.Labels, err = toLabels(ints); err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			skip = append(skip, c)
+		if err := loadLabels(ds, opt); err != nil {
+			return nil, err
 		}
-		x, err := t.features(opt.FeatureColumns, skip)
+		n, p := ds.X.Dims()
+		ids.set(func() Identity { return matrixIdentity(ds.X.RawMatrix().Data, n, p, labelSides(ds)...) })
+		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return ds, nil
+	}
+	t := l.tbl
+	var fileLabels []int
+	if opt.LabelsPath != "" {
+		if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+			return nil, err
+		}
+		fileLabels, ds.Labels = ds.Labels, nil
+	}
+	ids.set(func() Identity { return tableIdentity(t, labelSides(&data.Dataset{Labels: fileLabels})...) })
+	skip := []int{}
+	if opt.LabelColumn != "" {
+		if fileLabels != nil {
+			return nil, errors.New("labels given both as a column and as a file")
+		}
+		c, err := t.column(opt.LabelColumn)
 		if err != nil {
+			return nil, fmt.Errorf("%s: label column: %w", path, err)
+		}
+		ints, err := floatsToInts(t.col(c))
+		if err != nil {
+			return nil, fmt.Errorf("%s: label column: %w", path, err)
+		}
+		if ds.Labels, err = toLabels(ints); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if err := scaleInPlace(x.RawMatrix().Data, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		ds.X = x
+		skip = append(skip, c)
+	} else {
+		ds.Labels = fileLabels
 	}
-	if err := loadLabels(ds, opt); err != nil {
-		return nil, err
+	x, err := t.features(opt.FeatureColumns, skip)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := scaleInPlace(x.RawMatrix().Data, opt.scale()); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	ds.X = x
 	return ds, nil
 }
 
 func loadLabels(ds *data.Dataset, opt LoadOptions) error {
+	return loadLabelsN(ds, opt, ds.N())
+}
+
+// loadLabelsN reads the labels file of n rows, if any, into ds.Labels.
+func loadLabelsN(ds *data.Dataset, opt LoadOptions, n int) error {
 	if opt.LabelsPath == "" {
 		return nil
 	}
 	if ds.Labels != nil {
 		return errors.New("labels given both as a column and as a file")
 	}
-	ints, err := readIntVector(opt.LabelsPath, "labels", ds.N())
+	ints, err := readIntVector(opt.LabelsPath, "labels", n, opt.maxBytes())
 	if err != nil {
 		return err
 	}
@@ -456,7 +589,7 @@ func responseColumn(t *table, ref string) (int, error) {
 }
 
 // loadTrace reads trace-regression samples.
-func loadTrace(path string, opt LoadOptions) (*data.Dataset, error) {
+func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
 	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
 	if err != nil {
 		return nil, err
@@ -474,15 +607,28 @@ func loadTrace(path string, opt LoadOptions) (*data.Dataset, error) {
 		default:
 			return nil, fmt.Errorf("%s: trace data needs an n×d1×d2 or n×(d1·d2) array, found shape %v", path, a.shape)
 		}
-		if ds.X, _, err = readMatrix(path, a, opt.scale()); err != nil {
+		if ds.X, _, err = readMatrix(path, a, 1); err != nil {
 			return nil, err
 		}
 		if opt.ResponsePath == "" {
 			return nil, fmt.Errorf("%s: trace data from an array needs a response file", path)
 		}
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N(), opt.maxBytes()); err != nil {
+			return nil, err
+		}
+		if err := loadLabels(ds, opt); err != nil {
+			return nil, err
+		}
+		n, p := ds.X.Dims()
+		x := ds.X.RawMatrix().Data
+		ids.set(func() Identity { return matrixIdentity(x, n, p, sideCols(ds, nil)...) })
+		if err := scaleInPlace(x, opt.scale()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	} else {
 		t := l.tbl
 		var skip []int
+		var fileY []float64
 		if opt.ResponsePath == "" {
 			c, err := responseColumn(t, opt.ResponseColumn)
 			if err != nil {
@@ -490,7 +636,22 @@ func loadTrace(path string, opt LoadOptions) (*data.Dataset, error) {
 			}
 			ds.Y = t.col(c)
 			skip = append(skip, c)
+		} else {
+			if fileY, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
+				return nil, err
+			}
+			ds.Y = fileY
 		}
+		if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+			return nil, err
+		}
+		ids.set(func() Identity {
+			var sides []sideCol
+			if fileY != nil {
+				sides = append(sides, sideCol{f: fileY})
+			}
+			return tableIdentity(t, append(sides, labelSides(ds)...)...)
+		})
 		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -510,30 +671,42 @@ func loadTrace(path string, opt LoadOptions) (*data.Dataset, error) {
 	if ds.D1*ds.D2 != p {
 		return nil, fmt.Errorf("%s: trace data: rows of %d values do not hold %d×%d matrices", path, p, ds.D1, ds.D2)
 	}
-	if opt.ResponsePath != "" {
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N()); err != nil {
-			return nil, err
-		}
-	}
-	if err := loadLabels(ds, opt); err != nil {
-		return nil, err
-	}
 	return ds, nil
 }
 
+// sideCols returns the side columns of an array source in their canonical
+// order: responses, user ids (one per row, or rowIDs when given), labels.
+func sideCols(ds *data.Dataset, rowIDs []int64) []sideCol {
+	var out []sideCol
+	if ds.Y != nil {
+		out = append(out, sideCol{f: ds.Y})
+	}
+	if rowIDs != nil {
+		out = append(out, sideCol{i: rowIDs})
+	}
+	return append(out, labelSides(ds)...)
+}
+
+// ErrUserColumn is returned when a users data set from CSV does not name
+// its user id column.
+var ErrUserColumn = errors.New("users data from CSV needs its user id column named: give the column (LoadOptions.UserColumn, --user-column) or a header with a column named \"user\"")
+
 // loadUsers reads user-grouped regression data and groups rows by user.
-func loadUsers(path string, opt LoadOptions) (*data.Dataset, error) {
+func loadUsers(path string, opt LoadOptions, idsink *idSink) (*data.Dataset, error) {
 	var userCol, respCol int
 	textCols := func(header []string, ncol int) ([]int, error) {
 		ref := opt.UserColumn
 		if ref == "" {
-			ref = "0"
-			if header != nil {
-				ref = "user"
+			if header == nil {
+				return nil, ErrUserColumn
 			}
+			ref = "user"
 		}
 		c, err := resolveColumn(header, ncol, ref)
 		if err != nil {
+			if opt.UserColumn == "" {
+				return nil, fmt.Errorf("%w (%w)", ErrUserColumn, err)
+			}
 			return nil, fmt.Errorf("user column: %w", err)
 		}
 		userCol = c
@@ -552,18 +725,28 @@ func loadUsers(path string, opt LoadOptions) (*data.Dataset, error) {
 		if len(l.arr.shape) != 2 {
 			return nil, fmt.Errorf("%s: user data needs an n×p array, found shape %v", path, l.arr.shape)
 		}
-		if ds.X, _, err = readMatrix(path, l.arr, opt.scale()); err != nil {
+		if ds.X, _, err = readMatrix(path, l.arr, 1); err != nil {
 			return nil, err
 		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N()); err != nil {
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N(), opt.maxBytes()); err != nil {
 			return nil, err
 		}
-		if ids, err = readIntVector(opt.UsersPath, "user ids", ds.N()); err != nil {
+		if ids, err = readIntVector(opt.UsersPath, "user ids", ds.N(), opt.maxBytes()); err != nil {
 			return nil, err
+		}
+		if err := loadLabels(ds, opt); err != nil {
+			return nil, err
+		}
+		n, p := ds.X.Dims()
+		x := ds.X.RawMatrix().Data
+		idsink.set(func() Identity { return matrixIdentity(x, n, p, sideCols(ds, ids)...) })
+		if err := scaleInPlace(x, opt.scale()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	} else {
 		t := l.tbl
 		skip := []int{userCol}
+		var fileY []float64
 		if opt.ResponsePath == "" {
 			if respCol, err = responseColumn(t, opt.ResponseColumn); err != nil {
 				return nil, fmt.Errorf("%s: response column: %w", path, err)
@@ -573,22 +756,31 @@ func loadUsers(path string, opt LoadOptions) (*data.Dataset, error) {
 			}
 			ds.Y = t.col(respCol)
 			skip = append(skip, respCol)
+		} else {
+			if fileY, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
+				return nil, err
+			}
+			ds.Y = fileY
 		}
+		if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+			return nil, err
+		}
+		if ids, err = parseUserIDs(t.text[userCol]); err != nil {
+			return nil, fmt.Errorf("%s: user column: %w", path, err)
+		}
+		idsink.set(func() Identity {
+			var sides []sideCol
+			if fileY != nil {
+				sides = append(sides, sideCol{f: fileY})
+			}
+			return tableIdentity(t, append(sides, labelSides(ds)...)...)
+		})
 		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if opt.ResponsePath != "" {
-			if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N()); err != nil {
-				return nil, err
-			}
-		}
-		ids = parseUserIDs(t.text[userCol])
-	}
-	if err := loadLabels(ds, opt); err != nil {
-		return nil, err
 	}
 	if err := GroupByUser(ds, ids); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -596,27 +788,38 @@ func loadUsers(path string, opt LoadOptions) (*data.Dataset, error) {
 	return ds, nil
 }
 
-// parseUserIDs converts textual user ids: integers are kept; if any id is
-// not an integer, users are numbered by first appearance.
-func parseUserIDs(text []string) []int64 {
+// parseUserIDs converts textual user ids. Ids that read as numbers must be
+// integers in canonical form ("7", "-3"; not "7.0", "07", "+7" or "7e0"),
+// so that one person cannot appear under two spellings of one number;
+// other text ids are kept as names. If every id is an integer the integers
+// are the ids; otherwise users are numbered by first appearance.
+func parseUserIDs(text []string) ([]int64, error) {
 	ids := make([]int64, len(text))
+	allInts := true
 	for i, s := range text {
 		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			seen := map[string]int64{}
-			for j, s := range text {
-				id, ok := seen[s]
-				if !ok {
-					id = int64(len(seen))
-					seen[s] = id
-				}
-				ids[j] = id
-			}
-			return ids
+		if err == nil && strconv.FormatInt(v, 10) == s {
+			ids[i] = v
+			continue
 		}
-		ids[i] = v
+		if isNumber(s) || err == nil || errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("row %d: user id %q is a number not written as a canonical integer (write e.g. 1, not 1.0, 01 or +1): one user under two spellings would count as two users", i+1, s)
+		}
+		allInts = false
 	}
-	return ids
+	if allInts {
+		return ids, nil
+	}
+	seen := map[string]int64{}
+	for j, s := range text {
+		id, ok := seen[s]
+		if !ok {
+			id = int64(len(seen))
+			seen[s] = id
+		}
+		ids[j] = id
+	}
+	return ids, nil
 }
 
 // GroupByUser reorders the rows of ds (X, Y, Labels) so that each user's

@@ -95,6 +95,9 @@ func (h *npyHeader) parseDict(s string) error {
 		if !p.eat(':') {
 			return fmt.Errorf("expected ':' after %q", key)
 		}
+		if seen[key] {
+			return fmt.Errorf("duplicate key %q (which value counts is ambiguous)", key)
+		}
 		switch key {
 		case "descr":
 			d, err := p.str()

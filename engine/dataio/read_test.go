@@ -275,9 +275,11 @@ func TestUsers(t *testing.T) {
 	assert.Equal(t, []float64{0.2, 0.5, 0.1, 0.3, 0.4}, ds.Y)
 	assert.Equal(t, []float64{2, 2, 5, 5, 1, 1, 3, 3, 4, 4}, ds.X.RawMatrix().Data)
 
-	// Headerless: user column 0, response last by default.
+	// Headerless: the user column must be named; response last by default.
 	q := writeTemp(t, dir, "u2.csv", []byte("20,1,1,0.1\n10,2,2,0.2\n20,3,3,0.3\n30,4,4,0.4\n10,5,5,0.5\n"))
-	ds2, err := Load(q, LoadOptions{Kind: data.Users})
+	_, err = Load(q, LoadOptions{Kind: data.Users})
+	require.ErrorIs(t, err, ErrUserColumn)
+	ds2, err := Load(q, LoadOptions{Kind: data.Users, UserColumn: "0"})
 	require.NoError(t, err)
 	assert.Equal(t, ds.Hash, ds2.Hash)
 
@@ -364,16 +366,17 @@ func TestMalformed(t *testing.T) {
 		{"npy missing shape", "a.npy", []byte(npyMagic + "\x01\x00\x2a\x00{'descr': '<f8', 'fortran_order': False}  \n"), LoadOptions{}, `missing key "shape"`},
 		{"npy NaN", "a.npy", npyFile(1, "<f8", false, []int{2, 2}, encode(le, []float64{1, 2, nan, 4})), LoadOptions{}, "row 1, column 0: value NaN is not finite"},
 		{"npy Inf f4", "a.npy", npyFile(1, "<f4", false, []int{2, 2}, encode(le, []float32{1, float32(math.Inf(1)), 3, 4})), LoadOptions{}, "row 0, column 1: value +Inf"},
-		{"npy huge shape", "a.npy", npyFile(1, "<f8", false, []int{1 << 30, 1 << 20}, encode(le, []float64{1})), LoadOptions{}, "only 8 are present"},
+		{"npy huge shape", "a.npy", npyFile(1, "<f8", false, []int{1 << 30, 1 << 20}, encode(le, []float64{1})), LoadOptions{MaxBytes: 1 << 62}, "only 8 are present"},
 		{"npy overflowing shape", "a.npy", npyFile(1, "<f8", false, []int{1 << 40, 1 << 40}, nil), LoadOptions{}, "too large"},
-		{"npy huge shape gzip", "a.npy.gz", gz(npyFile(1, "<f8", false, []int{1 << 30, 1 << 20}, encode(le, []float64{1}))), LoadOptions{}, "stream ends after 8"},
+		{"npy huge shape gzip", "a.npy.gz", gz(npyFile(1, "<f8", false, []int{1 << 30, 1 << 20}, encode(le, []float64{1}))), LoadOptions{}, "above the loading limit"},
 		{"npy scalar", "a.npy", npyFile(1, "<f8", false, []int{}, encode(le, []float64{1})), LoadOptions{}, "scalar"},
 		{"npy empty", "a.npy", npyFile(1, "<f8", false, []int{0, 3}, nil), LoadOptions{}, "empty array"},
 		{"idx wrong type", "a.idx", []byte{0, 0, 0x07, 1, 0, 0, 0, 1, 5}, LoadOptions{Format: FormatIDX}, "unknown element type 0x07"},
 		{"idx truncated dims", "a.idx", []byte{0, 0, 0x08, 3, 0, 0, 0, 1}, LoadOptions{}, "truncated dimensions"},
 		{"idx truncated data", "a.idx", idxFile(0x08, []int{2, 3}, []byte{1, 2, 3}), LoadOptions{}, "only 3 are present"},
 		{"idx huge shape", "a.idx", idxFile(0x0E, []int{0xffffffff, 0xffffffff, 0xffff}, []byte{1}), LoadOptions{}, "too large"},
-		{"idx huge shape gzip", "a-idx3-ubyte.gz", gz(idxFile(0x08, []int{60000, 28, 28}, make([]byte, 100))), LoadOptions{}, "stream ends after 100"},
+		{"idx huge shape gzip", "a-idx3-ubyte.gz", gz(idxFile(0x08, []int{60000, 28, 28}, make([]byte, 100))), LoadOptions{}, "the compressed stream can hold at most"},
+		{"idx huge shape gzip, tiny limit", "a-idx3-ubyte.gz", gz(idxFile(0x08, []int{60000, 28, 28}, make([]byte, 100))), LoadOptions{MaxBytes: 1 << 20}, "above the loading limit of 1.0 MiB"},
 		{"idx NaN", "a.idx", idxFile(0x0D, []int{1, 2}, encode(binary.BigEndian, []float32{1, float32(math.NaN())})), LoadOptions{}, "not finite"},
 		{"gzip corrupt", "a.csv.gz", gz([]byte("1,2\n3,4\n"))[:15], LoadOptions{}, "unexpected EOF"},
 		{"gzip bad checksum", "a.csv.gz", func() []byte { b := gz([]byte("1,2\n3,4\n")); b[len(b)-6] ^= 1; return b }(), LoadOptions{}, "checksum"},

@@ -48,36 +48,46 @@ const streamStep = 1 << 20
 // that they are finite and passes each converted chunk to sink, so that
 // decompression overlaps with conversion and hashing. It returns the
 // converted values. The caller must check streamable first.
+//
+// Memory grows with the data that actually arrives: the payload is read in
+// blocks of streamStep bytes, and the result is allocated in full only
+// when the file's size vouches for the header (a plain file); behind gzip
+// it grows as growTo says, so a header claiming more than the stream
+// delivers costs at most eight times what was delivered.
 func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error) ([]float64, error) {
 	if p.known >= 0 && p.nbytes > p.known {
 		return nil, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
 	}
 	size := p.dt.size
-	raw := make([]byte, p.nbytes)
 	count := int(p.nbytes) / size
-	var out []float64
-	inPlace := p.dt.kind == 'f' && size == 8 && !p.dt.big && nativeLE && uintptr(unsafe.Pointer(&raw[0]))%8 == 0
-	if inPlace {
-		out = unsafe.Slice((*float64)(unsafe.Pointer(&raw[0])), count)
-	} else {
-		out = make([]float64, count)
+	capacity := count
+	if p.known < 0 {
+		capacity = min(count, 1<<16)
 	}
-	progress := make(chan int, 8)
+	out := make([]float64, 0, capacity)
+	blocks := make(chan []byte, 4)
+	free := make(chan []byte, 6)
 	stop := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		defer close(progress)
-		filled := 0
-		for filled < len(raw) {
-			end := min(filled+streamStep, len(raw))
-			n, err := io.ReadFull(p.r, raw[filled:end])
-			filled += n
+		defer close(blocks)
+		left := p.nbytes
+		for left > 0 {
+			var buf []byte
+			select {
+			case buf = <-free:
+			default:
+				buf = make([]byte, streamStep)
+			}
+			k := min(left, streamStep)
+			n, err := io.ReadFull(p.r, buf[:k])
 			if err != nil {
-				errc <- fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%w)", errTruncated, len(raw), filled, err)
+				errc <- fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%w)", errTruncated, p.nbytes, p.nbytes-left+int64(n), err)
 				return
 			}
+			left -= k
 			select {
-			case progress <- filled:
+			case blocks <- buf[:k]:
 			case <-stop:
 				errc <- nil
 				return
@@ -92,32 +102,44 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 			lut[i] = float64(i) * scale
 		}
 	}
+	nativeF8 := p.dt.kind == 'f' && size == 8 && !p.dt.big && nativeLE
 	tmp := &array{dt: p.dt}
-	done := 0 // elements converted
 	var failed error
-	for filled := range progress {
+	for b := range blocks {
 		if failed != nil {
 			continue
 		}
-		upto := filled / size
-		chunk := out[done:upto]
+		m := len(b) / size
+		done := len(out)
+		if done+m > cap(out) {
+			grown := make([]float64, done, growTo(cap(out), done+m, count))
+			copy(grown, out)
+			out = grown
+		}
+		out = out[:done+m]
+		chunk := out[done:]
 		switch {
 		case lut != nil:
-			for i, b := range raw[done:upto] {
-				chunk[i] = lut[b]
+			for i, v := range b {
+				chunk[i] = lut[v]
 			}
-		case inPlace:
+		case nativeF8:
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&chunk[0])), len(b)), b)
 			if scale != 1 {
 				for i := range chunk {
 					chunk[i] *= scale
 				}
 			}
 		default:
-			tmp.raw = raw[done*size : upto*size]
+			tmp.raw = b
 			get := tmp.getter()
 			for i := range chunk {
 				chunk[i] = get(i) * scale
 			}
+		}
+		select {
+		case free <- b[:cap(b)]:
+		default:
 		}
 		if lut == nil {
 			if i := firstNonFinite(chunk); i >= 0 {
@@ -132,7 +154,6 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 			close(stop)
 			continue
 		}
-		done = upto
 	}
 	err := <-errc
 	if failed != nil {
@@ -141,8 +162,20 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 	if err != nil {
 		return nil, p.wrap(err)
 	}
-	if done != count {
+	if len(out) != count {
 		return nil, p.wrap(errors.New("internal: incomplete conversion"))
 	}
 	return out, nil
+}
+
+// growTo returns the capacity to grow a buffer of capacity c to so that it
+// holds need elements of a payload declared to hold total: it doubles,
+// and jumps to total once that is at most 8·need (so memory stays within
+// 8× what has arrived, and the last growth does not hold two near-full
+// buffers: the old one is at most a quarter of the payload).
+func growTo(c, need, total int) int {
+	if need >= total/8 {
+		return total
+	}
+	return min(max(2*c, need), total)
 }

@@ -6,99 +6,214 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
 )
+
+// Call is one request to a plugin's estimator, in SDK types.
+type Call struct {
+	Estimator string
+	Params    map[string]string
+	Grant     privacy.Grant
+	Data      dataio.Handle
+	// Seed, when set, makes the noise reproducible (and not private
+	// against whoever knows it).
+	Seed *uint64
+}
+
+func (c Call) fitRequest() *dplrpb.FitRequest {
+	return &dplrpb.FitRequest{Estimator: c.Estimator, Params: c.Params, Grant: transport.GrantToProto(c.Grant),
+		Data: transport.HandleToProto(c.Data), Seed: c.Seed}
+}
+
+// Events receives what a plugin reports while it fits. Every field may be
+// nil.
+type Events struct {
+	Progress func(sdk.Progress)
+	Log      func(string)
+	// Step sees each privacy step as the plugin announces it, before the
+	// plugin draws its noise.
+	Step func(privacy.Step)
+}
 
 // Matrix is a matrix output received from a plugin, row-major.
 type Matrix struct {
 	Name       string
 	Rows, Cols int
 	Data       []float64
-	Release    string
+	Release    sdk.Release
 	Doc        string
 }
 
-// FitOutcome is a validated fit result.
+// FitOutcome is what a plugin returned for one fit, validated.
 type FitOutcome struct {
 	Matrices []Matrix
-	Result   *dplrpb.FitResult
-	// Steps are the privacy steps the plugin announced while running
+	Scalars  []sdk.Scalar
+	Series   []sdk.Series
+	// Guarantee is the guarantee as the plugin stated it; its numbers are
+	// replaced by the host's composition of Steps (see Runner).
+	Guarantee privacy.Guarantee
+	Notes     []string
+	// Announced are the privacy steps the plugin announced while running
 	// (before drawing their noise). They are known even when the fit fails.
+	Announced []privacy.Step
+	// Listed are the steps the plugin's result lists (nil without a result).
+	Listed []privacy.Step
+	// Steps is the one verified list the host charges: set only when the
+	// announced and listed steps agree and each verifies.
 	Steps []privacy.Step
-	// Achieved is the host's own composition of the steps under the grant.
+	// Achieved is the host's own composition of Steps under the grant.
 	Achieved privacy.Achieved
+	// Certified is the guarantee the verified steps give under the grant
+	// (privacy.Certify of the plugin's statement): the estimator's kind,
+	// model, assumptions and neighbours with the host's figures.
+	Certified privacy.Guarantee
+	// Plugin-side timings and peak memory.
+	FitSeconds, LoadSeconds float64
+	MaxRSSKiB               int64
+	gotResult               bool
 }
 
-// NoiseDrawn reports whether any privacy step was started.
-func (o *FitOutcome) NoiseDrawn() bool { return len(o.Steps) > 0 }
+// NoiseDrawn reports whether the plugin may have drawn noise: it announced
+// a privacy step, or returned a result (whose steps it claims to have
+// taken). A fit that ends before either released nothing and drew nothing
+// the protocol lets it draw.
+func (o *FitOutcome) NoiseDrawn() bool {
+	return len(o.Announced) > 0 || len(o.Listed) > 0 || o.gotResult
+}
 
-// Fit runs one estimator and validates what comes back. onEvent, when
-// non-nil, sees progress and log events as they arrive. On error, the
-// returned outcome (never nil) still lists the steps announced before the
-// failure, so the caller can tell whether noise was drawn.
-func (p *Plugin) Fit(ctx context.Context, req *dplrpb.FitRequest, onEvent func(*dplrpb.FitEvent)) (*FitOutcome, error) {
+// CheckResult is a plugin's answer to the pre-flight check.
+type CheckResult struct {
+	// Supported is false for a plugin built before the check existed; the
+	// request was then not checked.
+	Supported bool
+	// Footprint is the estimated peak memory of the fit in bytes (0:
+	// unknown).
+	Footprint int64
+}
+
+// Check asks the plugin to validate a request (estimator, parameters,
+// grant form, the data's public shape) and estimate its memory footprint,
+// before any budget is reserved. A refusal wraps ErrRequest. ctx bounds
+// the call.
+func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
+	resp, err := p.rpc.Check(ctx, &dplrpb.CheckRequest{Estimator: c.Estimator, Params: c.Params,
+		Grant: transport.GrantToProto(c.Grant), Shape: transport.ShapeOf(c.Data)})
+	if status.Code(err) == codes.Unimplemented {
+		return CheckResult{}, nil
+	}
+	if err != nil {
+		return CheckResult{}, p.wrap(ctx, "pre-flight check", err)
+	}
+	if resp.GetFootprintBytes() < 0 {
+		return CheckResult{}, fmt.Errorf("plugin %s: negative memory footprint %d: %w", p.Name(), resp.GetFootprintBytes(), ErrPlugin)
+	}
+	return CheckResult{Supported: true, Footprint: resp.GetFootprintBytes()}, nil
+}
+
+// Fit runs one estimator and validates what comes back: outputs complete
+// and finite, the steps announced during the fit equal to those the
+// result lists, each step's cost implied by its mechanism, sensitivity
+// and scale (privacy.VerifyStep), and their composition within the grant.
+// A step that fails verification ends the fit at once. On error the
+// returned outcome (never nil) still lists what was announced, so the
+// caller can tell whether noise may have been drawn.
+func (p *Plugin) Fit(ctx context.Context, c Call, ev Events) (*FitOutcome, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the stream (and the plugin's work) on an early return
 	out := &FitOutcome{}
-	stream, err := p.fitStream(ctx, req)
+	stream, err := p.fitStream(ctx, c.fitRequest())
 	if err != nil {
 		return out, p.wrap(ctx, "starting fit", err)
 	}
-	byName := map[string]*Matrix{}
-	var order []string
+	mats := newMatrixSet()
 	for {
-		ev, err := stream.Recv()
+		e, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return out, p.wrap(ctx, "fit", err)
 		}
-		switch e := ev.GetEvent().(type) {
-		case *dplrpb.FitEvent_Progress, *dplrpb.FitEvent_Log:
-			if onEvent != nil {
-				onEvent(ev)
-			}
-		case *dplrpb.FitEvent_Step:
-			out.Steps = append(out.Steps, sdk.StepFromProto(e.Step))
-			if onEvent != nil {
-				onEvent(ev)
-			}
-		case *dplrpb.FitEvent_Matrix:
-			if err := p.outputs.Admit(byName, e.Matrix); err != nil {
-				return out, fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
-			}
-			if err := addChunk(byName, &order, e.Matrix); err != nil {
-				return out, fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
-			}
-		case *dplrpb.FitEvent_Result:
-			if out.Result != nil {
-				return out, fmt.Errorf("plugin %s: two results: %w", p.Name(), ErrPlugin)
-			}
-			out.Result = e.Result
-		default:
-			return out, fmt.Errorf("plugin %s: unknown event %T: %w", p.Name(), e, ErrPlugin)
+		if err := p.handle(e, c.Grant, out, mats, ev); err != nil {
+			return out, err
 		}
 	}
-	if out.Result == nil {
+	if !out.gotResult {
 		return out, fmt.Errorf("plugin %s: stream ended without a result: %w", p.Name(), ErrPlugin)
 	}
-	for _, n := range order {
-		m := byName[n]
-		if len(m.Data) != m.Rows*m.Cols {
-			return out, fmt.Errorf("plugin %s: matrix %q incomplete (%d of %d values): %w", p.Name(), n, len(m.Data), m.Rows*m.Cols, ErrPlugin)
-		}
-		out.Matrices = append(out.Matrices, *m)
+	ms, err := mats.complete()
+	if err == nil {
+		out.Matrices = ms
+		err = validateOutcome(c, out)
 	}
-	if err := validateResult(req, out); err != nil {
+	if err != nil {
 		return out, fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
 	}
 	return out, nil
+}
+
+// handle processes one event of a fit stream.
+func (p *Plugin) handle(e *dplrpb.FitEvent, grant privacy.Grant, out *FitOutcome, mats *matrixSet, ev Events) error {
+	switch x := e.GetEvent().(type) {
+	case *dplrpb.FitEvent_Progress:
+		if ev.Progress != nil {
+			pr := x.Progress
+			ev.Progress(sdk.Progress{Stage: pr.GetStage(), Done: int(pr.GetDone()), Total: int(pr.GetTotal()), Message: pr.GetMessage()})
+		}
+	case *dplrpb.FitEvent_Log:
+		if ev.Log != nil {
+			ev.Log(x.Log)
+		}
+	case *dplrpb.FitEvent_Step:
+		st := transport.StepFromProto(x.Step)
+		out.Announced = append(out.Announced, st)
+		if err := privacy.VerifyStep(st); err != nil {
+			return fmt.Errorf("plugin %s announced an unverifiable privacy step: %w: %w", p.Name(), err, ErrPlugin)
+		}
+		if _, err := privacy.Compose(grant, out.Announced); err != nil {
+			return fmt.Errorf("plugin %s announced privacy steps that do not fit the grant: %w: %w", p.Name(), err, ErrPlugin)
+		}
+		if ev.Step != nil {
+			ev.Step(st)
+		}
+	case *dplrpb.FitEvent_Matrix:
+		if err := p.outputs.Admit(mats.byName, x.Matrix); err != nil {
+			return fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
+		}
+		if err := mats.add(x.Matrix); err != nil {
+			return fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
+		}
+	case *dplrpb.FitEvent_Result:
+		if out.gotResult {
+			return fmt.Errorf("plugin %s: two results: %w", p.Name(), ErrPlugin)
+		}
+		takeResult(out, x.Result)
+	default:
+		return fmt.Errorf("plugin %s: unknown event %T: %w", p.Name(), x, ErrPlugin)
+	}
+	return nil
+}
+
+func takeResult(out *FitOutcome, r *dplrpb.FitResult) {
+	out.gotResult = true
+	out.Listed = transport.StepsFromProto(r.GetSteps())
+	out.Scalars = transport.ScalarsFromProto(r.GetScalars())
+	out.Series = transport.SeriesFromProto(r.GetSeries())
+	if r.GetGuarantee() != nil {
+		out.Guarantee = transport.GuaranteeFromProto(r.GetGuarantee())
+	}
+	out.Notes = r.GetNotes()
+	out.FitSeconds, out.LoadSeconds, out.MaxRSSKiB = r.GetFitSeconds(), r.GetLoadSeconds(), r.GetMaxRssKb()
 }
 
 func (p *Plugin) wrap(ctx context.Context, what string, err error) error {
@@ -150,18 +265,34 @@ var ErrEstimator = errors.New("estimator error")
 // each other, with the data's shape or with the budget's form.
 var ErrRequest = errors.New("request refused by the estimator")
 
-const maxOutputValues = 1 << 28 // 2 GiB of float64: refuse absurd declared shapes
+// MaxOutputValues bounds the total number of values in a fit's matrix
+// outputs (2 GiB of float64), whatever their number.
+const MaxOutputValues = 1 << 28
 
-func addChunk(byName map[string]*Matrix, order *[]string, c *dplrpb.MatrixChunk) error {
-	if c.GetName() == "" || c.GetRows() <= 0 || c.GetCols() <= 0 || c.GetRows()*c.GetCols() > maxOutputValues {
+// matrixSet assembles chunked matrix outputs, bounding their total size.
+type matrixSet struct {
+	byName map[string]*Matrix
+	order  []string
+	total  int64 // declared values of every matrix so far
+}
+
+func newMatrixSet() *matrixSet { return &matrixSet{byName: map[string]*Matrix{}} }
+
+func (s *matrixSet) add(c *dplrpb.MatrixChunk) error {
+	if c.GetName() == "" || c.GetRows() <= 0 || c.GetCols() <= 0 || c.GetRows() > MaxOutputValues || c.GetCols() > MaxOutputValues {
 		return fmt.Errorf("matrix %q with shape %d×%d", c.GetName(), c.GetRows(), c.GetCols())
 	}
-	m, ok := byName[c.GetName()]
+	m, ok := s.byName[c.GetName()]
 	if !ok {
-		m = &Matrix{Name: c.GetName(), Rows: int(c.GetRows()), Cols: int(c.GetCols()), Release: c.GetRelease(), Doc: c.GetDoc()}
-		m.Data = make([]float64, 0, m.Rows*m.Cols)
-		byName[c.GetName()] = m
-		*order = append(*order, c.GetName())
+		size := c.GetRows() * c.GetCols()
+		if s.total+size > MaxOutputValues {
+			return fmt.Errorf("matrix %q (%d×%d) takes the outputs past %d values in all", c.GetName(), c.GetRows(), c.GetCols(), MaxOutputValues)
+		}
+		s.total += size
+		m = &Matrix{Name: c.GetName(), Rows: int(c.GetRows()), Cols: int(c.GetCols()), Release: sdk.Release(c.GetRelease()), Doc: c.GetDoc()}
+		m.Data = make([]float64, 0, size)
+		s.byName[c.GetName()] = m
+		s.order = append(s.order, c.GetName())
 	}
 	if int64(m.Rows) != c.GetRows() || int64(m.Cols) != c.GetCols() {
 		return fmt.Errorf("matrix %q changed shape between chunks", c.GetName())
@@ -173,36 +304,75 @@ func addChunk(byName map[string]*Matrix, order *[]string, c *dplrpb.MatrixChunk)
 	return nil
 }
 
-func validateResult(req *dplrpb.FitRequest, out *FitOutcome) error {
+func (s *matrixSet) complete() ([]Matrix, error) {
+	out := make([]Matrix, 0, len(s.order))
+	for _, n := range s.order {
+		m := s.byName[n]
+		if len(m.Data) != m.Rows*m.Cols {
+			return nil, fmt.Errorf("matrix %q incomplete (%d of %d values)", n, len(m.Data), m.Rows*m.Cols)
+		}
+		out = append(out, *m)
+	}
+	return out, nil
+}
+
+// validateOutcome checks a complete result and, when it holds, sets the
+// one verified list of steps and its composition.
+func validateOutcome(c Call, out *FitOutcome) error {
+	if err := checkFinite(out); err != nil {
+		return err
+	}
+	if err := sameSteps(out.Announced, out.Listed); err != nil {
+		return err
+	}
+	for _, s := range out.Listed {
+		if err := privacy.VerifyStep(s); err != nil {
+			return err
+		}
+	}
+	ach, err := privacy.Compose(c.Grant, out.Listed)
+	if err != nil {
+		return fmt.Errorf("privacy steps do not fit the grant: %w", err)
+	}
+	g := out.Guarantee
+	if g.Kind == "" {
+		return errors.New("result carries no guarantee")
+	}
+	if g.Kind != privacy.None && len(out.Listed) == 0 {
+		return fmt.Errorf("guarantee %q claimed with no privacy step", g.Kind)
+	}
+	if c.Seed != nil && !g.Seeded {
+		return errors.New("a seeded run must say its guarantee does not hold against whoever knows the seed")
+	}
+	cert, err := privacy.Certify(g, c.Grant, out.Listed)
+	if err != nil {
+		return fmt.Errorf("the guarantee does not follow from the steps: %w", err)
+	}
+	out.Steps, out.Achieved, out.Certified = append([]privacy.Step{}, out.Listed...), ach, cert
+	return nil
+}
+
+// sameSteps checks that the steps a result lists are exactly those
+// announced during the fit, in order.
+func sameSteps(announced, listed []privacy.Step) error {
+	if len(announced) != len(listed) {
+		return fmt.Errorf("result lists %d privacy steps but %d were announced", len(listed), len(announced))
+	}
+	for i := range listed {
+		if !reflect.DeepEqual(announced[i], listed[i]) {
+			return fmt.Errorf("privacy step %d listed in the result (%+v) differs from the one announced (%+v)", i+1, listed[i], announced[i])
+		}
+	}
+	return nil
+}
+
+func checkFinite(out *FitOutcome) error {
 	for _, m := range out.Matrices {
 		for i, v := range m.Data {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("matrix %q holds a non-finite value at %d", m.Name, i)
 			}
 		}
-	}
-	grant := sdk.GrantFromProto(req.GetGrant())
-	var steps []privacy.Step
-	for _, s := range out.Result.GetSteps() {
-		steps = append(steps, sdk.StepFromProto(s))
-	}
-	if len(steps) != len(out.Steps) {
-		return fmt.Errorf("result lists %d privacy steps but %d were announced", len(steps), len(out.Steps))
-	}
-	ach, err := privacy.Compose(grant, steps)
-	if err != nil {
-		return fmt.Errorf("privacy steps do not fit the grant: %w", err)
-	}
-	out.Achieved = ach
-	g := out.Result.GetGuarantee()
-	if g == nil || g.GetKind() == "" {
-		return errors.New("result carries no guarantee")
-	}
-	if g.GetKind() != string(privacy.None) && len(steps) == 0 {
-		return fmt.Errorf("guarantee %q claimed with no privacy step", g.GetKind())
-	}
-	if req.Seed != nil && !g.GetSeeded() {
-		return errors.New("a seeded run must say its guarantee does not hold against whoever knows the seed")
 	}
 	return nil
 }

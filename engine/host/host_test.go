@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/privacy"
 )
 
 var (
@@ -47,8 +47,8 @@ func buildPlugins(t *testing.T) string {
 	return binDir
 }
 
-func fitReq(est string) *dplrpb.FitRequest {
-	return &dplrpb.FitRequest{Estimator: est, Grant: &dplrpb.Grant{Kind: "approx", Epsilon: 1, Delta: 1e-6}}
+func fitReq(est string) Call {
+	return Call{Estimator: est, Grant: privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}}
 }
 
 func TestBadPluginsAreReportedNotFatal(t *testing.T) {
@@ -85,11 +85,16 @@ func TestBadPluginsAreReportedNotFatal(t *testing.T) {
 	}{
 		{"crash-fit", "crashed", ErrPlugin, true},
 		{"overspend", "do not fit the grant", ErrPlugin, true},
+		{"tenfold", "do not fit the grant", ErrPlugin, true},
+		{"tiny-epsilon", "unverifiable", ErrPlugin, true},
+		{"rho-mismatch", "unverifiable", ErrPlugin, true},
+		{"swap-steps", "differs from the one announced", ErrPlugin, true},
+		{"die-before-step", "crashed", ErrPlugin, false},
 		{"nan", "non-finite", ErrPlugin, true},
 		{"short-matrix", "incomplete", ErrPlugin, true},
 		{"out-of-order", "out of order", ErrPlugin, true},
 		{"no-result", "without a result", ErrPlugin, true},
-		{"unannounced-step", "announced", ErrPlugin, false},
+		{"unannounced-step", "announced", ErrPlugin, true},
 		{"estimator-error", "rank 99 exceeds", ErrEstimator, false},
 		{"bad-request", "lambda lists 2 values", ErrRequest, false},
 		{"late-refusal", "changed its mind", ErrRequest, true},
@@ -100,7 +105,7 @@ func TestBadPluginsAreReportedNotFatal(t *testing.T) {
 			p, err := Start(context.Background(), bad, opt)
 			require.NoError(t, err)
 			defer p.Close()
-			out, err := p.Fit(context.Background(), fitReq("bad-"+tc.mode), nil)
+			out, err := p.Fit(context.Background(), fitReq("bad-"+tc.mode), Events{})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tc.wantErr)
 			assert.Contains(t, err.Error(), tc.want)
@@ -116,7 +121,7 @@ func TestBadPluginsAreReportedNotFatal(t *testing.T) {
 		defer p.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		out, err := p.Fit(ctx, fitReq("bad-hang-fit"), nil)
+		out, err := p.Fit(ctx, fitReq("bad-hang-fit"), Events{})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.True(t, out.NoiseDrawn())
@@ -127,11 +132,12 @@ func TestBadPluginsAreReportedNotFatal(t *testing.T) {
 		p, err := Start(context.Background(), bad, opt)
 		require.NoError(t, err)
 		defer p.Close()
-		out, err := p.Fit(context.Background(), fitReq("bad-ok"), nil)
+		out, err := p.Fit(context.Background(), fitReq("bad-ok"), Events{})
 		require.NoError(t, err)
 		require.Len(t, out.Matrices, 1)
 		assert.Equal(t, []float64{1, 2}, out.Matrices[0].Data)
-		assert.Equal(t, "zcdp", out.Achieved.Composition)
+		assert.Equal(t, "zcdp", out.Achieved.Composition, "the charge keeps the composable zCDP figures")
+		assert.Equal(t, out.Announced, out.Steps, "the verified list is the announced one")
 	})
 }
 

@@ -136,7 +136,7 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 	p = &Plugin{Path: path, Catalogue: cat, Sandboxed: pr.run.sandbox != nil, opt: opt, image: img, proc: pr, rpc: pr.rpc,
 		outputs: OutputBudget{MaxBytes: opt.MaxOutputBytes}}
 	for _, e := range cat.GetEstimators() {
-		p.Estimators = append(p.Estimators, sdk.InfoFromProto(e))
+		p.Estimators = append(p.Estimators, transport.InfoFromProto(e))
 	}
 	return p, nil
 }
@@ -345,7 +345,7 @@ func checkCatalogue(c *dplrpb.CatalogueResponse) error {
 			return fmt.Errorf("estimator name %q empty or repeated", e.GetName())
 		}
 		seen[e.GetName()] = true
-		if err := sdk.CheckSpecs(sdk.InfoFromProto(e).Params); err != nil {
+		if err := sdk.CheckSpecs(transport.InfoFromProto(e).Params); err != nil {
 			return fmt.Errorf("estimator %s: %w", e.GetName(), err)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/dataio"
 )
 
 // safety bounds a test step that hangs without the containment under
@@ -247,7 +247,7 @@ func TestFitStderrFloodIsBounded(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
-	_, err = p.Fit(ctx, fitReq("hostile-fit-stderr-flood"), nil)
+	_, err = p.Fit(ctx, fitReq("hostile-fit-stderr-flood"), Events{})
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, context.DeadlineExceeded, "the flood, not the test's safety timeout, ends the fit")
 	assert.ErrorIs(t, err, ErrPlugin)
@@ -262,7 +262,7 @@ func TestOutputsAreBoundedInTotal(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
-	_, err = p.Fit(ctx, fitReq("hostile-big-outputs"), nil)
+	_, err = p.Fit(ctx, fitReq("hostile-big-outputs"), Events{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrPlugin)
 	assert.Contains(t, err.Error(), `matrix "c"`)
@@ -373,9 +373,9 @@ func TestSandboxConfinesPluginsToTheirData(t *testing.T) {
 
 	fitLog := func(p *Plugin) string {
 		req := fitReq("hostile-read")
-		req.Data = &dplrpb.DatasetHandle{X: &dplrpb.FileRef{Path: dataFile}}
+		req.Data = dataio.Handle{X: dataio.FileRef{Path: dataFile}}
 		var log string
-		_, _ = p.Fit(context.Background(), req, func(ev *dplrpb.FitEvent) { log += ev.GetLog() })
+		_, _ = p.Fit(context.Background(), req, Events{Log: func(s string) { log += s }})
 		return log
 	}
 

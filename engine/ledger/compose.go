@@ -1,16 +1,12 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/dplr/dplr/engine/privacy"
 )
-
-// slack is the relative tolerance on budget comparisons, the same as the
-// per-run accountant's, so that sums of decimal fractions that should equal
-// the total are not refused for rounding.
-const slack = 1e-9
 
 // Charge is what one run counts against its data set's budget: the privacy
 // statements known to hold for the run. A zero field means that statement is
@@ -53,13 +49,19 @@ func (c Charge) String() string {
 	return fmt.Sprintf("ρ=%.4g", c.Rho)
 }
 
+// valid reports whether every field is finite and non-negative, δ < 1.
+func (c Charge) valid() bool {
+	ok := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
+	return ok(c.Epsilon) && ok(c.Rho) && c.Delta >= 0 && c.Delta < 1
+}
+
 // GrantCharge is the charge of a run granted g, before it reports what it
 // achieved: a pure ε grant is (ε, 0)-DP and ε²/2-zCDP, an (ε, δ) grant is
 // (ε, δ)-DP only, a ρ grant is ρ-zCDP only.
 func GrantCharge(g privacy.Grant) Charge {
 	switch g.Kind {
 	case privacy.GrantPure:
-		return Charge{Epsilon: g.Epsilon, Rho: g.Epsilon * g.Epsilon / 2}
+		return Charge{Epsilon: g.Epsilon, Rho: privacy.RhoOfPure(g.Epsilon)}
 	case privacy.GrantApprox:
 		return Charge{Epsilon: g.Epsilon, Delta: g.Delta}
 	case privacy.GrantZCDP:
@@ -68,228 +70,254 @@ func GrantCharge(g privacy.Grant) Charge {
 	return Charge{}
 }
 
+// achievedCharge turns the privacy package's composition of one run's
+// steps into the statements the ledger records for the run: the (ε, δ)
+// statement always, and the ρ statement when the composition covers every
+// step in zCDP ("zcdp", or a pure run's ε²/2).
+func achievedCharge(g privacy.Grant, ach privacy.Achieved) Charge {
+	switch {
+	case g.Kind == privacy.GrantZCDP:
+		return Charge{Rho: ach.Rho}
+	case ach.Composition == "pure":
+		return Charge{Epsilon: ach.Epsilon, Rho: privacy.RhoOfPure(ach.Epsilon)}
+	case ach.Composition == "zcdp":
+		return Charge{Epsilon: ach.Epsilon, Delta: ach.Delta, Rho: ach.Rho}
+	}
+	// "basic" and "mixed": Achieved.Rho, if any, covers only part of the
+	// steps, so the run carries no ρ statement.
+	return Charge{Epsilon: ach.Epsilon, Delta: ach.Delta}
+}
+
 // Spent is the composed privacy cost of a data set's charges.
 type Spent struct {
 	Epsilon float64 `json:"epsilon,omitempty"`
 	Delta   float64 `json:"delta,omitempty"`
-	// Rho is the total ρ for a ρ budget, or the ρ of the zCDP group when the
-	// composition is "zcdp+basic" or "zcdp".
+	// Rho is the total ρ for a ρ budget, or the ρ of the steps accounted in
+	// zCDP for the "zcdp" and "mixed" compositions.
 	Rho float64 `json:"rho,omitempty"`
-	// Composition names the accounting: "none" (nothing spent), "pure",
-	// "zcdp", "basic", "zcdp+basic" (see the package doc), or "sum" for a
-	// data set without a budget, where Epsilon/Delta are the plain sums of
+	// Composition names the accounting, as the privacy package names it:
+	// "none" (nothing spent), "pure", "zcdp", "mixed", "basic"; or "sum" for
+	// a data set without a budget, where Epsilon/Delta are the plain sums of
 	// the (ε, δ) statements (0 if some charge has none) and Rho the sum of
 	// the ρ statements (0 if some charge has none).
 	Composition string `json:"composition"`
 }
 
-// Remaining is the budget left. Its meaning depends on the total's form:
+// Remaining is what admission will still allow, found with the very rule
+// Reserve applies (see the package doc). Its meaning depends on the total's
+// form:
 //   - pure ε total: Epsilon is the largest further pure ε grant that fits;
-//   - ρ total: Rho is the largest further ρ (or ε²/2 of a pure) grant;
-//   - (ε, δ) total: Epsilon and Delta are the largest further (ε, δ) grant
-//     under basic composition (both 0 when some charge has no (ε, δ)
-//     statement), and Rho is the largest further ρ grant (zCDP group
-//     composed with the rest, see the package doc). A further grant that
-//     fits neither description may still fit: use [Status.Fits].
+//   - ρ total: Rho is the largest further ρ grant;
+//   - (ε, δ) total: Epsilon and Delta describe the largest further (ε, δ)
+//     grant at the δ left by basic composition (both 0 when no (ε, δ) grant
+//     fits), and Rho the largest further ρ grant.
+//
+// Leftovers below a relative 1e-9 of the total (float rounding) are 0.
 type Remaining struct {
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta,omitempty"`
 	Rho     float64 `json:"rho,omitempty"`
 }
 
-// sums are the aggregates of a set of non-zero charges that composition
-// needs; the ledger computes them in SQL.
-type sums struct {
-	N        int     // non-zero charges
-	NoED     int     // charges without an (ε, δ) statement
-	NotPure  int     // charges that are not pure ε-DP
-	NoRho    int     // charges without a ρ statement
-	Eps      float64 // Σ ε over all charges
-	Delta    float64 // Σ δ over all charges
-	Rho      float64 // Σ ρ over all charges
-	EpsNoRho float64 // Σ ε over charges without ρ
-	DelNoRho float64 // Σ δ over charges without ρ
-	RhoNoED  float64 // Σ ρ over charges without (ε, δ)
+// group is the sum of the charges of one statement shape.
+type group struct {
+	N     int     `json:"n,omitempty"`
+	Eps   float64 `json:"eps,omitempty"`
+	Delta float64 `json:"delta,omitempty"`
+	Rho   float64 `json:"rho,omitempty"`
 }
 
-func (s *sums) add(c Charge) {
+// agg sums a set of charges into the four shapes the privacy package's
+// composition distinguishes. Composing the four sums as four steps gives
+// exactly what composing every charge as its own step gives: each candidate
+// accounting of privacy.Compose depends only on these sums and on which
+// shapes are present.
+type agg struct {
+	P group `json:"p"` // pure (ε > 0, δ = 0); Rho holds Σ ρ (ε²/2 when none declared)
+	A group `json:"a"` // (ε, δ) with ρ
+	B group `json:"b"` // (ε, δ) without ρ
+	C group `json:"c"` // ρ only
+}
+
+func (a *agg) add(c Charge) {
 	if c.IsZero() {
 		return
 	}
 	if !c.HasEpsDelta() {
-		c.Delta = 0 // δ without ε is no statement (as the ledger stores it)
+		c.Delta = 0 // δ without ε is no statement
 	}
-	s.N++
-	if !c.HasEpsDelta() {
-		s.NoED++
-		s.RhoNoED += c.Rho
+	var g *group
+	switch {
+	case c.IsPure():
+		if !c.HasRho() {
+			c.Rho = privacy.RhoOfPure(c.Epsilon)
+		}
+		g = &a.P
+	case c.HasEpsDelta() && c.HasRho():
+		g = &a.A
+	case c.HasEpsDelta():
+		g = &a.B
+	default:
+		g = &a.C
 	}
-	if !c.IsPure() {
-		s.NotPure++
-	}
-	if !c.HasRho() {
-		s.NoRho++
-		s.EpsNoRho += c.Epsilon
-		s.DelNoRho += c.Delta
-	}
-	s.Eps += c.Epsilon
-	s.Delta += c.Delta
-	s.Rho += c.Rho
+	g.N++
+	g.Eps += c.Epsilon
+	g.Delta += c.Delta
+	g.Rho += c.Rho
 }
 
-func sumsOf(charges []Charge) sums {
-	var s sums
-	for _, c := range charges {
-		s.add(c)
+func (a agg) n() int { return a.P.N + a.A.N + a.B.N + a.C.N }
+
+// steps is the aggregate as privacy steps, one per shape present.
+func (a agg) steps() []privacy.Step {
+	var s []privacy.Step
+	if a.P.N > 0 {
+		s = append(s, privacy.Step{Name: "pure runs", Epsilon: a.P.Eps, Rho: a.P.Rho})
+	}
+	if a.A.N > 0 {
+		s = append(s, privacy.Step{Name: "(ε, δ) runs with ρ", Epsilon: a.A.Eps, Delta: a.A.Delta, Rho: a.A.Rho})
+	}
+	if a.B.N > 0 {
+		s = append(s, privacy.Step{Name: "(ε, δ) runs", Epsilon: a.B.Eps, Delta: a.B.Delta})
+	}
+	if a.C.N > 0 {
+		s = append(s, privacy.Step{Name: "ρ runs", Rho: a.C.Rho})
 	}
 	return s
 }
 
-// Compose composes charges against total and returns what they spend. The
-// error wraps ErrIncompatible when some charge cannot be counted against a
-// budget of that form (e.g. an (ε, δ) charge against a pure total), and
-// ErrBudgetExceeded when the charges do not fit; Spent is then still the
-// best composition found (for reporting). The rules are in the package doc.
+// Compose composes charges against total with the privacy package's
+// composition and returns what they spend. The error wraps ErrIncompatible
+// when some charge cannot be counted against a budget of that form (e.g. an
+// (ε, δ) charge against a pure total), and ErrBudgetExceeded when the charges
+// do not fit. The rules are in the package doc.
 func Compose(total privacy.Grant, charges []Charge) (Spent, error) {
 	if err := total.Validate(); err != nil {
 		return Spent{}, fmt.Errorf("budget: %w", err)
 	}
-	return compose(total, sumsOf(charges))
+	var a agg
+	for _, c := range charges {
+		if !c.valid() {
+			return Spent{}, fmt.Errorf("charge %v: %w", c, ErrInvalid)
+		}
+		a.add(c)
+	}
+	return compose(total, a)
 }
 
-func within(x, limit float64) bool { return x <= limit*(1+slack) }
-
-func compose(total privacy.Grant, s sums) (Spent, error) {
-	if s.N == 0 {
+// compose is the admission rule: the charges fit the total iff
+// privacy.Compose accepts them as steps under the total as a grant.
+func compose(total privacy.Grant, a agg) (Spent, error) {
+	if a.n() == 0 {
 		return Spent{Composition: "none"}, nil
 	}
 	switch total.Kind {
 	case privacy.GrantPure:
-		if s.NotPure > 0 {
-			return Spent{}, fmt.Errorf("%d run(s) are not pure ε-DP and cannot count against a pure ε budget: %w", s.NotPure, ErrIncompatible)
+		if n := a.n() - a.P.N; n > 0 {
+			return Spent{}, fmt.Errorf("%d run(s) are not pure ε-DP and cannot count against a pure ε budget: %w", n, ErrIncompatible)
 		}
-		sp := Spent{Epsilon: s.Eps, Composition: "pure"}
-		if !within(s.Eps, total.Epsilon) {
-			return sp, fmt.Errorf("ε %.6g exceeds the total ε = %.6g: %w", s.Eps, total.Epsilon, ErrBudgetExceeded)
-		}
-		return sp, nil
 	case privacy.GrantZCDP:
-		if s.NoRho > 0 {
-			return Spent{}, fmt.Errorf("%d run(s) have no zCDP accounting and cannot count against a ρ budget: %w", s.NoRho, ErrIncompatible)
+		if a.B.N > 0 {
+			return Spent{}, fmt.Errorf("%d run(s) have no zCDP accounting and cannot count against a ρ budget: %w", a.B.N, ErrIncompatible)
 		}
-		sp := Spent{Rho: s.Rho, Composition: "zcdp"}
-		if !within(s.Rho, total.Rho) {
-			return sp, fmt.Errorf("ρ %.6g exceeds the total ρ = %.6g: %w", s.Rho, total.Rho, ErrBudgetExceeded)
-		}
-		return sp, nil
 	case privacy.GrantApprox:
-		return composeApprox(total, s)
+		if a.B.N > 0 && a.C.N > 0 {
+			return Spent{}, fmt.Errorf("%d run(s) have only an (ε, δ) statement and %d only a ρ statement: no composition covers both (grant the runs ρ or (ε, δ) alike): %w", a.B.N, a.C.N, ErrIncompatible)
+		}
 	}
-	return Spent{}, fmt.Errorf("unknown budget kind %q: %w", total.Kind, ErrInvalid)
+	ach, err := privacy.Compose(total, a.steps())
+	if err != nil {
+		if errors.Is(err, privacy.ErrOverBudget) {
+			return Spent{}, fmt.Errorf("%w: %w", err, ErrBudgetExceeded)
+		}
+		return Spent{}, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	return Spent{Epsilon: ach.Epsilon, Delta: ach.Delta, Rho: ach.Rho, Composition: ach.Composition}, nil
 }
 
-// composeApprox tries the options of the package doc and returns the fitting
-// one with the smallest ε, or the best non-fitting one and an error.
-func composeApprox(total privacy.Grant, s sums) (Spent, error) {
-	var cands []Spent
-	if s.NoED == 0 {
-		comp := "basic"
-		if s.NotPure == 0 {
-			comp = "pure"
-		}
-		cands = append(cands, Spent{Epsilon: s.Eps, Delta: s.Delta, Composition: comp})
-	}
-	// hybrid returns the zCDP group rho composed with an (epsR, delR) rest.
-	hybrid := func(rho, epsR, delR float64) (Spent, bool) {
-		dz := total.Delta - delR
-		if !(rho > 0) || !(dz > 0) {
-			return Spent{}, false
-		}
-		comp := "zcdp+basic"
-		if epsR == 0 && delR == 0 {
-			comp = "zcdp"
-		}
-		return Spent{Epsilon: privacy.EpsilonFromRho(rho, dz) + epsR, Delta: total.Delta, Rho: rho, Composition: comp}, true
-	}
-	// Z = every charge with ρ; R = the rest, which all have (ε, δ).
-	if sp, ok := hybrid(s.Rho, s.EpsNoRho, s.DelNoRho); ok {
-		cands = append(cands, sp)
-	}
-	// Z = only the charges without (ε, δ); R = all charges with (ε, δ).
-	if s.NoED > 0 && s.NoED < s.N {
-		if sp, ok := hybrid(s.RhoNoED, s.Eps, s.Delta); ok {
-			cands = append(cands, sp)
-		}
-	}
-	if len(cands) == 0 {
-		return Spent{}, fmt.Errorf("the runs' δ already exhausts the total δ = %.3g: %w", total.Delta, ErrBudgetExceeded)
-	}
-	best, bestFit := Spent{}, false
-	for _, c := range cands {
-		fit := within(c.Epsilon, total.Epsilon) && within(c.Delta, total.Delta)
-		switch {
-		case fit && (!bestFit || c.Epsilon < best.Epsilon):
-			best, bestFit = c, true
-		case !fit && !bestFit && (best.Composition == "" || c.Epsilon < best.Epsilon):
-			best = c
-		}
-	}
-	if !bestFit {
-		return best, fmt.Errorf("runs compose to ε = %.6g, δ = %.3g (%s), beyond the total (ε = %.6g, δ = %.3g): %w",
-			best.Epsilon, best.Delta, best.Composition, total.Epsilon, total.Delta, ErrBudgetExceeded)
-	}
-	return best, nil
+// fits reports whether a further charge c is admitted on top of a.
+func fits(total privacy.Grant, a agg, c Charge) error {
+	a.add(c)
+	_, err := compose(total, a)
+	return err
 }
 
 // uncomposed is the Spent of a data set without a budget.
-func uncomposed(s sums) Spent {
-	if s.N == 0 {
+func uncomposed(a agg) Spent {
+	if a.n() == 0 {
 		return Spent{Composition: "none"}
 	}
 	sp := Spent{Composition: "sum"}
-	if s.NoED == 0 {
-		sp.Epsilon, sp.Delta = s.Eps, s.Delta
+	if a.C.N == 0 {
+		sp.Epsilon, sp.Delta = a.P.Eps+a.A.Eps+a.B.Eps, a.P.Delta+a.A.Delta+a.B.Delta
 	}
-	if s.NoRho == 0 {
-		sp.Rho = s.Rho
+	if a.B.N == 0 {
+		sp.Rho = a.P.Rho + a.A.Rho + a.C.Rho
 	}
 	return sp
 }
 
-// remaining computes the headroom described on Remaining.
-func remaining(total privacy.Grant, s sums) Remaining {
-	pos := func(x float64) float64 { return math.Max(0, x) }
+// tiny is the relative leftover, against the total, shown as nothing left.
+const tiny = 1e-9
+
+// largest is the largest x in [0, hi] for which ok(x) holds, by bisection,
+// assuming ok is monotone; 0 when even a tiny fraction of hi fails.
+func largest(hi float64, ok func(float64) bool) float64 {
+	if !(hi > 0) || !ok(hi*tiny) {
+		return 0
+	}
+	if ok(hi) {
+		return hi
+	}
+	lo := hi * tiny
+	for i := 0; i < 100 && hi-lo > lo*1e-12; i++ {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	// Prefer a round figure: lo rounded down to 10 significant digits, when
+	// admitted (it is the exact leftover up to rounding in the sums).
+	if lo > 0 {
+		p := math.Pow(10, 9-math.Floor(math.Log10(lo)))
+		if r := math.Floor(lo*p) / p; r > 0 && ok(r) {
+			return r
+		}
+	}
+	return lo
+}
+
+// remaining computes the headroom described on Remaining by asking the
+// admission rule itself.
+func remaining(total privacy.Grant, a agg) Remaining {
+	var r Remaining
 	switch total.Kind {
 	case privacy.GrantPure:
-		if s.NotPure > 0 {
-			return Remaining{}
-		}
-		return Remaining{Epsilon: pos(total.Epsilon - s.Eps)}
+		r.Epsilon = largest(total.Epsilon, func(e float64) bool {
+			return fits(total, a, GrantCharge(privacy.Grant{Kind: privacy.GrantPure, Epsilon: e})) == nil
+		})
 	case privacy.GrantZCDP:
-		if s.NoRho > 0 {
-			return Remaining{}
+		r.Rho = largest(total.Rho, func(rho float64) bool {
+			return fits(total, a, Charge{Rho: rho}) == nil
+		})
+	case privacy.GrantApprox:
+		d := total.Delta - (a.P.Delta + a.A.Delta + a.B.Delta)
+		if d > total.Delta*tiny {
+			e := largest(total.Epsilon, func(e float64) bool {
+				return fits(total, a, Charge{Epsilon: e, Delta: d}) == nil
+			})
+			if e > 0 {
+				r.Epsilon, r.Delta = e, d
+			}
 		}
-		return Remaining{Rho: pos(total.Rho - s.Rho)}
-	}
-	var r Remaining
-	if s.NoED == 0 && total.Epsilon-s.Eps > 0 && total.Delta-s.Delta > 0 {
-		r.Epsilon, r.Delta = total.Epsilon-s.Eps, total.Delta-s.Delta
-	}
-	// A further ρ grant joins the zCDP group; take the better grouping.
-	head := func(rho, epsR, delR float64) float64 {
-		e, d := total.Epsilon-epsR, total.Delta-delR
-		if !(e > 0) || !(d > 0) {
-			return 0
+		capRho, err := privacy.RhoForEpsDelta(total.Epsilon, total.Delta)
+		if err == nil {
+			r.Rho = largest(capRho, func(rho float64) bool {
+				return fits(total, a, Charge{Rho: rho}) == nil
+			})
 		}
-		capRho, err := privacy.RhoForEpsDelta(e, d)
-		if err != nil {
-			return 0
-		}
-		return pos(capRho - rho)
-	}
-	r.Rho = head(s.Rho, s.EpsNoRho, s.DelNoRho)
-	if s.NoED < s.N {
-		r.Rho = math.Max(r.Rho, head(s.RhoNoED, s.Eps, s.Delta))
 	}
 	return r
 }

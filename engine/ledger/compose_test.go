@@ -47,8 +47,11 @@ func TestComposeForms(t *testing.T) {
 		// exactly, where basic composition of their conversions would not.
 		{"approx zcdp", approxG(1, 1e-6), []Charge{{Rho: rhoCap / 4}, {Rho: rhoCap / 4}, {Rho: rhoCap / 4}, {Rho: rhoCap / 4}}, nil, "zcdp", 1, 1e-6, rhoCap},
 		{"approx zcdp over", approxG(1, 1e-6), []Charge{{Rho: rhoCap / 2}, {Rho: rhoCap * 0.51}}, ErrBudgetExceeded, "", 0, 0, 0},
-		{"approx hybrid", approxG(1, 1e-6), []Charge{{Rho: rhoCap / 4}, {Epsilon: 0.2, Delta: 1e-7}}, nil, "zcdp+basic",
-			privacy.EpsilonFromRho(rhoCap/4, 9e-7) + 0.2, 1e-6, rhoCap / 4},
+		// A ρ-only charge next to an (ε, δ)-only one: no composition of the
+		// privacy package covers both.
+		{"approx rho-only with (ε, δ)-only", approxG(1, 1e-6), []Charge{{Rho: rhoCap / 4}, {Epsilon: 0.2, Delta: 1e-7}}, ErrIncompatible, "", 0, 0, 0},
+		{"approx mixed", approxG(1, 1e-6), []Charge{{Rho: rhoCap / 4}, {Epsilon: 0.2}}, nil, "mixed",
+			privacy.EpsilonFromRho(rhoCap/4, 1e-6) + 0.2, 1e-6, rhoCap / 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,17 +69,40 @@ func TestComposeForms(t *testing.T) {
 	}
 }
 
-// Grouping the runs that carry both statements with the basic part can be
-// the only option that fits: a run that is (0.1, 1e-8)-DP but only 0.5-zCDP
-// next to a small ρ-only run.
-func TestComposeGroupingWithoutBothStatements(t *testing.T) {
-	total := approxG(1, 1e-6)
-	charges := []Charge{{Epsilon: 0.1, Delta: 1e-8, Rho: 0.5}, {Rho: 0.001}}
-	sp, err := Compose(total, charges)
-	require.NoError(t, err)
-	assert.Equal(t, "zcdp+basic", sp.Composition)
-	assert.InDelta(t, privacy.EpsilonFromRho(0.001, 1e-6-1e-8)+0.1, sp.Epsilon, 1e-12)
-	assert.InDelta(t, 0.001, sp.Rho, 1e-15)
+// Admission is the privacy package's composition of the charges as steps
+// under the total as a grant, whatever their number: the ledger's four
+// aggregated steps compose as the individual charges do.
+func TestComposeIsPrivacyCompose(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	totals := []privacy.Grant{pureG(2), zcdpG(0.2), approxG(2, 1e-5)}
+	for i := 0; i < 300; i++ {
+		total := totals[i%3]
+		var charges []Charge
+		var steps []privacy.Step
+		for j := 1 + r.IntN(8); j > 0; j-- {
+			var c Charge
+			switch r.IntN(4) {
+			case 0:
+				c = GrantCharge(pureG(0.4 * r.Float64()))
+			case 1:
+				c = GrantCharge(zcdpG(0.05 * r.Float64()))
+			case 2:
+				c = Charge{Epsilon: 0.4 * r.Float64(), Delta: 2e-6 * r.Float64(), Rho: 0.05 * r.Float64()}
+			default:
+				c = GrantCharge(approxG(0.4*r.Float64(), 2e-6*r.Float64()))
+			}
+			charges = append(charges, c)
+			steps = append(steps, privacy.Step{Name: "run", Epsilon: c.Epsilon, Delta: c.Delta, Rho: c.Rho})
+		}
+		sp, err := Compose(total, charges)
+		ach, aerr := privacy.Compose(total, steps)
+		require.Equal(t, aerr == nil, err == nil, "case %d: ledger %v, privacy %v", i, err, aerr)
+		if err == nil {
+			assert.Equal(t, ach.Composition, sp.Composition, "case %d", i)
+			assert.InDelta(t, ach.Epsilon, sp.Epsilon, 1e-12)
+			assert.InDelta(t, ach.Rho, sp.Rho, 1e-12)
+		}
+	}
 }
 
 // For pure and ρ totals the ledger composes exactly as the per-run
@@ -120,7 +146,7 @@ func TestRemainingMatchesFits(t *testing.T) {
 	totals := []privacy.Grant{pureG(2), zcdpG(0.2), approxG(2, 1e-5)}
 	for i := 0; i < 300; i++ {
 		total := totals[i%3]
-		var s sums
+		var s agg
 		for j := r.IntN(4); j > 0; j-- {
 			var c Charge
 			switch total.Kind {
@@ -147,7 +173,7 @@ func TestRemainingMatchesFits(t *testing.T) {
 		if _, err := compose(total, s); err != nil {
 			continue
 		}
-		st := Status{HasBudget: true, Total: total, sums: s}
+		st := Status{HasBudget: true, Total: total, charged: s}
 		rem := remaining(total, s)
 		check := func(g privacy.Grant, scaled privacy.Grant) {
 			require.NoError(t, st.Fits(g), "case %d: remaining %+v of %+v", i, rem, total)
@@ -181,7 +207,9 @@ func TestGrantCharge(t *testing.T) {
 	assert.False(t, math.IsNaN(GrantCharge(pureG(1)).Rho))
 }
 
-func TestStepsCharge(t *testing.T) {
+// A run's charge is the privacy package's composition of its steps; a
+// step that declares no cost, or steps beyond the grant, give the grant.
+func TestSuccessChargeFromSteps(t *testing.T) {
 	gauss := func(rho float64) privacy.Step {
 		return privacy.Step{Name: "g", Mechanism: privacy.MechGaussian, Rho: rho}
 	}
@@ -198,25 +226,24 @@ func TestStepsCharge(t *testing.T) {
 		basis string
 	}{
 		{"pure steps", pureG(1), []privacy.Step{pureStep(0.25), {Epsilon: 0.25, Rho: 0.25 * 0.25 / 8}},
-			Charge{Epsilon: 0.5, Rho: 0.25*0.25/2 + 0.25*0.25/8}, "pure"},
+			Charge{Epsilon: 0.5, Rho: 0.125}, "pure"},
 		{"zcdp steps", zcdpG(0.1), []privacy.Step{gauss(0.02), gauss(0.03)}, Charge{Rho: 0.05}, "zcdp"},
 		{"no steps", approxG(1, 1e-6), []privacy.Step{}, Charge{}, "none"},
 		{"rho-only steps under (ε, δ)", approxG(1, 1e-6), []privacy.Step{gauss(rhoCap / 2)},
 			Charge{Epsilon: privacy.EpsilonFromRho(rhoCap/2, 1e-6), Delta: 1e-6, Rho: rhoCap / 2}, "zcdp"},
 		{"classical steps: basic is tighter", approxG(1, 1e-6), []privacy.Step{classical(0.1, 1e-7, 0.5)},
-			Charge{Epsilon: 0.1, Delta: 1e-7, Rho: 0.5}, "basic"},
-		// A ρ-only step next to an (ε, δ)-only step composes neither way:
-		// the accountant's basic composition would count the ρ step as free.
+			Charge{Epsilon: 0.1, Delta: 1e-7}, "basic"},
 		{"mixed statements", approxG(1, 1e-6), []privacy.Step{gauss(10), {Name: "x", Epsilon: 0.5, Delta: 1e-7}},
 			GrantCharge(approxG(1, 1e-6)), "grant"},
 		{"pure and Gaussian steps: mixed", approxG(1, 1e-6), []privacy.Step{pureStep(0.3), gauss(0.005)},
-			Charge{Epsilon: 0.3 + privacy.EpsilonFromRho(0.005, 1e-6), Delta: 1e-6, Rho: 0.045 + 0.005}, "mixed"},
+			Charge{Epsilon: 0.3 + privacy.EpsilonFromRho(0.005, 1e-6), Delta: 1e-6}, "mixed"},
 		{"over the grant", pureG(1), []privacy.Step{pureStep(0.75), pureStep(0.5)}, GrantCharge(pureG(1)), "grant"},
 		{"NaN cost", zcdpG(1), []privacy.Step{gauss(math.NaN())}, GrantCharge(zcdpG(1)), "grant"},
+		{"a step that declares no cost", approxG(1, 1e-6), []privacy.Step{gauss(0.01), {Name: "free"}}, GrantCharge(approxG(1, 1e-6)), "grant"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, basis, _ := stepsCharge(tc.g, tc.steps)
+			c, basis, _ := successCharge(tc.g, Outcome{Status: Succeeded, Steps: tc.steps})
 			assert.Equal(t, tc.basis, basis)
 			assert.InDelta(t, tc.want.Epsilon, c.Epsilon, 1e-12)
 			assert.InDelta(t, tc.want.Delta, c.Delta, 1e-18)

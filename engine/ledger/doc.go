@@ -1,23 +1,96 @@
 // Package ledger is dplr's persistent, per-data-set record of privacy
 // spending. It lets a data owner set a total budget for a data set and makes
 // sure that repeated runs on that data set cannot silently exceed it, even
-// when several runs (from several processes) race for the last of it, and
-// even when a process is killed half-way.
+// when several runs (from several processes) race for the last of it, when
+// a process is killed half-way, and when the ledger file is damaged or
+// edited behind dplr's back.
 //
 // # Storage
 //
 // The ledger is one SQLite database, <dir>/ledger.db, opened through the
 // pure-Go driver modernc.org/sqlite (so the default build needs no cgo) in
-// WAL mode with synchronous=FULL and a busy timeout. [HomeDir] gives the
-// default directory: $DPLR_HOME if set, else $XDG_DATA_HOME/dplr, else
-// ~/.local/share/dplr (%LOCALAPPDATA%\dplr on Windows). The schema is
-// versioned through a schema_migrations table; a database written by a newer
-// dplr is refused rather than guessed at. A file that is not a dplr ledger or
-// is damaged gives an error naming the file and wrapping [ErrCorrupt]; the
-// ledger never deletes or re-creates an existing file.
+// WAL mode with synchronous=FULL and a busy timeout, next to a marker file,
+// <dir>/ledger.marker. [HomeDir] gives the default directory: $DPLR_HOME if
+// set, else $XDG_DATA_HOME/dplr, else ~/.local/share/dplr
+// (%LOCALAPPDATA%\dplr on Windows). The schema is versioned through a
+// schema_migrations table; a database written by a newer dplr is refused
+// rather than guessed at, and one written by schema version 1 (before the
+// chain) has its data sets, budgets and runs imported into the chain on
+// first open.
 //
-// Data sets are identified by the hex SHA-256 of their content (the hash the
-// data loader computes), optionally with a human name.
+// # The chain of records
+//
+// Every change is one record appended to the table chain: a data set
+// registered, named, given a neighbour relation or a total (with the old
+// and new values), a file linked to it, a run reserved or settled, a spend
+// recorded from outside dplr. A record's canonical encoding is its JSON
+// encoding (fields in a fixed order, map keys sorted, floats in Go's
+// shortest round-trip form); it holds its sequence number, the ledger's id
+// and the previous record's hash, and its hash is the SHA-256 of those
+// bytes. Each record also states its data set's position after it: the
+// total, the sums of the settled charges, the open reservations and the
+// run counts. Verifying a record means: its bytes hash to its stored hash,
+// it names its own place and the previous record's hash, and the position
+// it states is what the previous verified position and the record give
+// (apply, the one definition of what each record does). Admission and
+// every figure the ledger reports read positions from verified records
+// only; the tables that schema version 1 summed charges from are no longer
+// read, and there is no secondary index whose damage could change a sum.
+//
+// The marker file is written when the ledger is created and rewritten after
+// each change (except a reservation, whose settle follows) with a
+// checkpoint: the ledger's id, the head record's number and hash, and the
+// latest record of each data set and alias. [Open] then verifies only the
+// records after the checkpoint, and each write transaction verifies the
+// records other processes appended since before it admits anything. A
+// checkpoint never runs ahead of the chain (it is written after the commit)
+// but may lag behind it, which only means more records to verify.
+//
+// # What is detected, and what is not
+//
+// A damaged ledger is an error wrapping [ErrDamaged] (and [ErrCorrupt] for
+// damage SQLite itself reports), never a fresh start:
+//
+//   - the ledger file deleted, emptied (0 bytes), replaced by an empty
+//     SQLite database or by another dplr ledger, while the marker says a
+//     ledger existed: the marker tells a fresh home (no marker) from one
+//     whose ledger vanished;
+//   - the marker deleted while the ledger has records, or unreadable;
+//   - the tail of the chain cut off, a record edited (a charge set to 0, a
+//     total raised, a position's sums changed), removed, inserted or
+//     reordered after the checkpoint, or the checkpoint's head record
+//     rewritten: found on Open or before the next admission;
+//   - a record edited before the checkpoint: it no longer changes what
+//     admission sees (admission reads the latest record of the data set,
+//     whose hash the checkpoint holds, and that record carries the whole
+//     position), and the full check ([Ledger.Verify], `dplr budget verify`,
+//     and [Ledger.History], which walks the whole chain) finds it. This is
+//     the trade of incremental verification: the full check costs seconds
+//     at 50,000 runs, the incremental one about a millisecond.
+//
+// Random single-bit flips anywhere in the file either make the ledger
+// refuse or leave every figure unchanged (a test flips 150 bits).
+//
+// The chain has no secret: anyone who can write the files can rewrite the
+// whole chain consistently, recompute every hash and write a matching
+// marker (or delete both files and the directory, which is a fresh home).
+// That is not detected. The hashes make damage and naive edits — a plugin
+// or a user setting a charge to 0 with an SQLite shell — visible; they do
+// not make the ledger safe from a determined person with write access to
+// DPLR_HOME, and nothing in the ledger stops someone who holds the raw data
+// from hashing a modified copy outside dplr. Keep DPLR_HOME writable only
+// by the data owner, and out of reach of the code that reads the data.
+//
+// # Data sets, names, links
+//
+// Data sets are identified by the hex SHA-256 of their content (the hash
+// the data loader computes), optionally with a human name, unique in the
+// ledger ([Ledger.Rename]; [Ledger.Resolve] maps a name or linked hash to
+// the data set). [Ledger.Link] records that another content hash holds the
+// same people; every operation given that hash then acts on the data set it
+// is linked to. A hash with records of its own is not linked (budgets are
+// not merged). [Ledger.SetSketch] stores a row sketch per data set for
+// overlap detection, as a plain column outside the chain.
 //
 // # Life of a run
 //
@@ -27,78 +100,86 @@
 //	id, err := l.Reserve(ctx, hash, ledger.ReserveRequest{Estimator: "pca", Grant: grant})
 //	// errors.Is(err, ledger.ErrBudgetExceeded): refuse the run, nothing spent
 //	res, acct, err := ... run the estimator with grant ...
-//	err = l.Settle(ctx, id, ledger.OutcomeOf(err, acct.Steps()))
+//	out := ledger.OutcomeOf(err, acct.Steps())
+//	out.Guarantee, out.Neighbours = res.Guarantee.Kind, res.Guarantee.Neighbours
+//	err = l.Settle(ctx, id, out)             // an error: do not release
 //
 // [Ledger.Reserve] checks, inside one write transaction (BEGIN IMMEDIATE, so
 // concurrent reservations from any number of processes are serialised by
 // SQLite's write lock), that every existing charge plus the run's whole grant
-// composes within the data set's total, and records the run as "reserved",
+// composes within the data set's total, and records the run as reserved,
 // charged its full grant. Nothing is written when validation fails or the
 // budget is exceeded. [Ledger.Settle] then records the outcome:
 //
-//   - succeeded: the run is charged what it achieved (its composed steps),
-//     which never exceeds its grant;
+//   - succeeded: the run is charged what it achieved (its steps composed by
+//     [privacy.Compose], which never exceeds its grant), converted to the
+//     budget's neighbour relation;
 //   - failed before any noise was drawn (Outcome.NoiseDrawn false): refunded,
 //     charged nothing, shown as failed;
 //   - failed after noise was drawn: stays charged its full grant, shown as
-//     failed. (The grant is what the run was allowed to spend; a run that
-//     failed half-way cannot be relied on to have reported every step.)
+//     failed.
 //
 // A run that is never settled (the process was killed, the machine lost
 // power) stays "reserved" and keeps its full grant charged: it may have
 // released output. [Ledger.History] and [Ledger.Show] report such a run as
 // [Interrupted] once the process that reserved it is gone (same host: the
 // process id, its start time and the boot id no longer match a live process),
-// and [Ledger.Settle] refuses it ([ErrInterrupted]): nobody is left to
-// vouch for what it released. A reserved run whose process is alive, or that was
-// reserved on another host, is shown as [Reserved].
+// and [Ledger.Settle] refuses it ([ErrInterrupted]).
 //
-// A data set with no budget set is not refused: its runs are reserved,
-// settled and recorded the same way, and [Status] says that no budget is set.
-// Setting a budget later ([Ledger.SetBudget]) is refused if the runs already
-// recorded do not compose within it; so is lowering a budget below what has
-// been spent.
+// A data set with no budget is not refused: its runs are recorded the same
+// way. [Ledger.SetBudget] sets a total once (refused if the runs already
+// recorded do not fit); [Ledger.ChangeBudget] changes it explicitly,
+// never below what has been spent, recording the old and new values.
+// [Ledger.RecordCharge] records a spend made outside dplr, even beyond the
+// total (it happened; the data set then admits nothing more).
+//
+// # Neighbour relations
+//
+// Each budget is stated for a [Relation]: one row replaced by default, one
+// user's data replaced for users data (ReserveRequest.Relation for a new
+// data set, [Ledger.SetRelation] before anything is charged). A run's
+// relation is read from its guarantee's Neighbours text ([ParseNeighbours]).
+// A run private for another relation is charged by group privacy over the
+// number k of its neighbour steps that make one step of the budget's: an
+// add/remove run costs 2ε (δ·(1 + e^ε), 4ρ) under replace-one, a user-level
+// run costs the same under row level. A row-level run says nothing about
+// users, nor a replace-one run about add/remove: Settle records such a run
+// as failed, charged its grant, and returns [ErrRelation] so that the host
+// withholds the result; likewise when the converted cost does not fit
+// ([ErrBudgetExceeded]). The history shows each run's relation, the factor
+// applied and its guarantee class (worst-case, model-based, nominal).
 //
 // # Composition across runs
 //
-// Each run's charge ([Charge]) holds the privacy statements known to be true
-// of it: an (ε, δ) statement (δ = 0 for pure ε-DP) and/or a ρ-zCDP
-// statement. A reserved (or interrupted, or failed-after-noise) run carries
-// the statements of its grant: a pure ε grant gives (ε, 0) and ρ = ε²/2 (Bun
-// & Steinke 2016, Prop. 1.4); an (ε, δ) grant gives (ε, δ) only (the run's
-// accountant may compose its steps by basic composition, which bounds no ρ);
-// a ρ grant gives ρ only. A settled success given its steps is composed by
-// the ledger itself: its (ε, δ) statement is the tightest of basic
-// composition, zCDP composition converted at the grant's δ, and the pure
-// steps' ε plus the converted ρ of the others, that fits the grant; its ρ
-// statement is the sum of the steps' ρ when every step has one (ε²/2 for a
-// pure step). Given only the accountant's composed Achieved, the ledger
-// records its (ε, δ) and, when it covers the whole run, its ρ. A success
-// whose reported cost does not fit its grant is charged the full grant. The
-// budget's form decides how the charges compose ([Compose]):
+// There is one composition, the privacy package's: a run's charge is
+// privacy.Compose of its steps under its grant (a step that declares no
+// cost, or steps beyond the grant, give the full grant), and admission
+// asks privacy.Compose whether every charge of the data set, plus the new
+// grant, composes as a sequence of steps under the total taken as a grant.
+// Each charge holds the statements known of its run ([Charge]): (ε, δ)
+// and/or ρ; a pure ε grant gives (ε, 0) and ε²/2, an (ε, δ) grant (ε, δ)
+// only, a ρ grant ρ only; a settled run composed in zCDP keeps both. The
+// charges are summed into four shapes (pure; (ε, δ) with ρ; (ε, δ) only;
+// ρ only), which compose exactly as the individual charges would, so
+// admission costs the same at 50,000 runs as at one.
 //
-//   - pure ε total: every charge must be pure; the ε add (basic composition).
-//     Runs must therefore be granted a pure ε budget.
-//   - ρ total: every charge must carry a ρ; the ρ add (zCDP composition).
-//     Runs must be granted a ρ or a pure ε budget.
-//   - (ε, δ) total: any run. The ledger accepts if either
-//     (A) basic composition, Σε ≤ ε and Σδ ≤ δ, over charges that all have an
-//     (ε, δ) statement, or
-//     (B) zCDP composition of a group Z of charges that carry a ρ followed by
-//     basic composition with the rest R: the ρ-group is converted to
-//     (ε_Z, δ − Σ_R δ)-DP with [privacy.EpsilonFromRho] (the tight
-//     conversion of Canonne, Kamath & Steinke 2020), and ε_Z + Σ_R ε ≤ ε.
-//     Two groupings are tried: Z = every charge with a ρ, and Z = only the
-//     charges that have no (ε, δ) statement.
-//     Every step of this is a valid composition theorem, so any option that
-//     fits certifies the whole history; the reported spent amount is the
-//     fitting option with the smallest ε.
+// The rule is valid for runs chosen adaptively, one after another, with
+// each run's grant (and the decision to run at all) depending on earlier
+// outputs, as long as the total is fixed in advance. It is then a privacy
+// filter: under a pure or an (ε, δ) total met by basic composition, the
+// sum filter, valid with adaptively chosen parameters (Rogers, Roth, Ullman
+// & Vadhan 2016); under a ρ total, or an (ε, δ) total met in zCDP (or
+// "mixed": pure runs' ε added to the others' ρ through Rényi divergence),
+// the Rényi/zCDP sum filter (Feldman & Zrnic 2021), converted to (ε, δ)
+// with the tight conversion (Canonne, Kamath & Steinke 2020). A total
+// changed later is a new filter for the history it is recorded with: the
+// change is a decision of the data owner, recorded, not something a run
+// can trigger. The accounting has no advanced-composition filter.
 //
-// A relative tolerance of 1e-9 (the accountant's own) absorbs rounding in
-// sums such as ten charges of 0.1 against a total of 1.
-//
-// The ledger's writes keep the invariant that the history fits the total:
-// Reserve refuses what does not fit, and Settle only ever replaces a run's
-// grant charge by one that still fits (falling back to dropping the new ρ
-// statement, then to the full grant, should a regrouping make it worse).
+// Consequences of using one composition: under an (ε, δ) total a run with
+// only an (ε, δ) statement cannot join a history holding a run with only a
+// ρ statement ([ErrIncompatible]; grant them alike), and [Status.Remaining]
+// is found by asking admission itself (bisection over the further grant),
+// so what Show reports is what Reserve admits, with float leftovers below
+// 1e-9 of the total shown as none.
 package ledger

@@ -12,12 +12,19 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"modernc.org/sqlite"
 )
 
 // FileName is the ledger database's file name inside its directory.
 const FileName = "ledger.db"
+
+// MarkerName is the marker file's name inside the ledger directory. It is
+// written when the ledger is created and rewritten after each change with
+// the chain's verified head (a checkpoint), so that a ledger file that
+// vanished, was emptied or was cut short is told from a fresh home.
+const MarkerName = "ledger.marker"
 
 // EnvHome is the environment variable that moves the ledger directory.
 const EnvHome = "DPLR_HOME"
@@ -30,6 +37,9 @@ var (
 	// ErrIncompatible: a charge cannot be counted against a budget of that
 	// form (e.g. an (ε, δ) grant against a pure ε budget).
 	ErrIncompatible = errors.New("ledger: grant incompatible with the data set's budget")
+	// ErrRelation: a run's neighbour relation cannot be converted to its
+	// budget's (or is not stated).
+	ErrRelation = errors.New("ledger: neighbour relation cannot be converted")
 	// ErrInvalid: a malformed argument (hash, grant, outcome).
 	ErrInvalid = errors.New("ledger: invalid argument")
 	// ErrNotFound: no such run or data set.
@@ -39,8 +49,18 @@ var (
 	// ErrInterrupted: Settle was called on a run whose reserving process is
 	// gone; it stays charged its full grant.
 	ErrInterrupted = errors.New("ledger: run was interrupted")
-	// ErrCorrupt: the database file is damaged or is not a dplr ledger.
+	// ErrBudgetSet: SetBudget on a data set whose total is already set to
+	// another value; change it explicitly with ChangeBudget.
+	ErrBudgetSet = errors.New("ledger: the data set already has a total")
+	// ErrCorrupt: the database file is damaged at the SQLite level or is
+	// not a dplr ledger. Errors wrapping it also wrap ErrDamaged.
 	ErrCorrupt = errors.New("ledger: database corrupt or not a dplr ledger")
+	// ErrDamaged: the ledger cannot be trusted: its file vanished, was
+	// emptied or replaced while the marker says a ledger existed, a record
+	// does not match its hash or its place in the chain, or a recorded
+	// budget position does not follow from the history. The ledger is
+	// never reset: every operation refuses until a person looks.
+	ErrDamaged = errors.New("ledger: damaged or tampered with")
 )
 
 // busyTimeoutMS is how long a write waits for another process's write
@@ -50,10 +70,16 @@ const busyTimeoutMS = 60000
 // Ledger is an open ledger database. It is safe for concurrent use by
 // several goroutines, and several processes may open the same file.
 type Ledger struct {
-	path string
-	w    *sql.DB // writers: every transaction is BEGIN IMMEDIATE
-	r    *sql.DB // readers: deferred transactions (WAL snapshots)
-	self owner
+	path   string
+	marker string
+	w      *sql.DB // writers: every transaction is BEGIN IMMEDIATE
+	r      *sql.DB // readers: deferred transactions (WAL snapshots)
+	self   owner
+
+	mu   sync.Mutex // guards id, view and the marker file
+	id   string     // the ledger's id, from its genesis record
+	view *view      // the verified position of the chain
+	full string     // time of the last full verification ("" unknown)
 }
 
 // HomeDir returns the default ledger directory: $DPLR_HOME if set, else
@@ -87,11 +113,36 @@ func OpenDefault(ctx context.Context) (*Ledger, error) {
 	return Open(ctx, dir)
 }
 
+// Option changes how Open opens a ledger.
+type Option func(*openConfig)
+
+type openConfig struct {
+	full  bool
+	adopt bool
+}
+
+// WithFullCheck makes Open verify the whole chain and run SQLite's
+// integrity_check (indexes against tables), instead of verifying only the
+// records appended since the marker's checkpoint.
+func WithFullCheck() Option { return func(c *openConfig) { c.full = true } }
+
+// WithAdoptMarker lets Open accept a ledger whose marker file is missing,
+// after a full check, and write a new marker. Use it only when a person
+// knows why the marker went (the ledger cannot tell a lost marker from a
+// ledger swapped in from elsewhere).
+func WithAdoptMarker() Option { return func(c *openConfig) { c.adopt = true; c.full = true } }
+
 // Open opens (creating if needed) the ledger <dir>/ledger.db, creating dir
-// with mode 0700 and the file with mode 0600, and migrates its schema. An
-// existing file that is not a healthy dplr ledger gives an error naming it
-// and wrapping ErrCorrupt; it is never reset.
-func Open(ctx context.Context, dir string) (*Ledger, error) {
+// with mode 0700 and the file with mode 0600, migrates its schema and
+// verifies its chain of records from the marker's checkpoint on (see the
+// package doc). A ledger that is not healthy gives an error naming the file
+// and wrapping ErrDamaged (and ErrCorrupt for SQLite-level damage); it is
+// never reset.
+func Open(ctx context.Context, dir string, opts ...Option) (*Ledger, error) {
+	var cfg openConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if dir == "" {
 		return nil, fmt.Errorf("ledger: empty directory: %w", ErrInvalid)
 	}
@@ -103,10 +154,25 @@ func Open(ctx context.Context, dir string) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger directory: %w", err)
 	}
 	path := filepath.Join(abs, FileName)
+	l := &Ledger{path: path, marker: filepath.Join(abs, MarkerName), self: currentOwner(), view: newView()}
+	m, err := l.readMarker()
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
+		fi, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, l.damaged("the ledger file is missing, but %s says a ledger with %d record(s) existed here (restore the file from a backup; the marker is left untouched)", l.marker, m.Seq)
+		case err != nil:
+			return nil, fmt.Errorf("ledger %s: %w", path, err)
+		case fi.Size() == 0:
+			return nil, l.damaged("the ledger file is empty, but %s says a ledger with %d record(s) existed here", l.marker, m.Seq)
+		}
+	}
 	if err := precheck(path); err != nil {
 		return nil, err
 	}
-	l := &Ledger{path: path, self: currentOwner()}
 	base := "file:" + uriEscape(path) + "?_busy_timeout=" + fmt.Sprint(busyTimeoutMS) +
 		"&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=1"
 	if l.w, err = sql.Open("sqlite", base+"&_txlock=immediate"); err != nil {
@@ -118,15 +184,88 @@ func Open(ctx context.Context, dir string) (*Ledger, error) {
 	}
 	l.w.SetMaxOpenConns(2)
 	l.r.SetMaxOpenConns(4)
-	if err := l.migrate(ctx); err != nil {
-		l.Close()
-		return nil, err
-	}
-	if err := l.quickCheck(ctx); err != nil {
+	if err := l.init(ctx, m, cfg); err != nil {
 		l.Close()
 		return nil, err
 	}
 	return l, nil
+}
+
+// init migrates the schema, creates the chain of a new ledger, and
+// verifies the chain against the marker.
+func (l *Ledger) init(ctx context.Context, m *marker, cfg openConfig) error {
+	if err := l.migrate(ctx, m != nil); err != nil {
+		return err
+	}
+	var id string
+	var body []byte
+	var hash string
+	err := l.r.QueryRowContext(ctx, `SELECT body, hash FROM chain WHERE seq = 1`).Scan(&body, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l.damaged("the ledger has no records, but %s says it had %d", l.marker, mSeq(m))
+	}
+	if err != nil {
+		return l.wrap("read chain", err)
+	}
+	g, err := l.decodeRow(1, body, hash, "", true)
+	if err != nil {
+		return err
+	}
+	if g.Kind != evGenesis {
+		return l.damaged("record 1 is not the chain's genesis record")
+	}
+	id = g.Ledger
+	l.id = id
+	if m == nil {
+		// Re-read: a process creating the ledger writes the marker right
+		// after the genesis record.
+		if m, err = l.readMarker(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case m != nil:
+		if m.Ledger != id {
+			return l.damaged("the ledger file belongs to ledger %s, but %s to ledger %s (a ledger file was swapped in)", short(id), l.marker, short(m.Ledger))
+		}
+		l.full = m.FullCheck
+		l.view.head = ref{Seq: m.Seq, Hash: m.Head}
+		for k, r := range m.Keys {
+			l.view.keys[k] = r
+		}
+		for a, d := range m.Aliases {
+			l.view.aliases[a] = d
+		}
+	default:
+		var n int64
+		if err := l.r.QueryRowContext(ctx, `SELECT max(seq) FROM chain`).Scan(&n); err != nil {
+			return l.wrap("read chain", err)
+		}
+		if n > 1 && !cfg.adopt {
+			return l.damaged("the marker file %s is missing but the ledger has %d records (was it deleted, or the ledger file copied from elsewhere? \"dplr budget verify --adopt\" checks the whole ledger and writes a new marker)", l.marker, n)
+		}
+		cfg.full = cfg.full || n > 1
+	}
+	if cfg.full {
+		_, err := l.Verify(ctx)
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.advance(ctx, l.r, l.view); err != nil {
+		return err
+	}
+	if m == nil || m.Seq != l.view.head.Seq {
+		return l.writeMarker("")
+	}
+	return nil
+}
+
+func mSeq(m *marker) int64 {
+	if m == nil {
+		return 0
+	}
+	return m.Seq
 }
 
 // Path returns the database file's path.
@@ -173,7 +312,7 @@ func precheck(path string) error {
 	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("ledger %s: %w", path, err)
 	case !bytes.Equal(head[:n], sqliteMagic):
-		return fmt.Errorf("ledger %s: not an SQLite database (bad header; the file is left untouched, move it away to start a new ledger): %w", path, ErrCorrupt)
+		return fmt.Errorf("ledger %s: not an SQLite database (bad header; the file is left untouched, move it away to start a new ledger): %w (%w)", path, ErrCorrupt, ErrDamaged)
 	}
 	return nil
 }
@@ -205,34 +344,8 @@ func (l *Ledger) wrap(op string, err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqliteCorrupt, sqliteNotADB:
-			return fmt.Errorf("ledger %s: %s: %w (%w)", l.path, op, ErrCorrupt, err)
+			return fmt.Errorf("ledger %s: %s: %w (%w; %w)", l.path, op, ErrCorrupt, ErrDamaged, err)
 		}
 	}
 	return fmt.Errorf("ledger %s: %s: %w", l.path, op, err)
-}
-
-func (l *Ledger) quickCheck(ctx context.Context) error {
-	rows, err := l.r.QueryContext(ctx, "PRAGMA quick_check")
-	if err != nil {
-		return l.wrap("integrity check", err)
-	}
-	defer rows.Close()
-	var msgs []string
-	for rows.Next() {
-		var m string
-		if err := rows.Scan(&m); err != nil {
-			return l.wrap("integrity check", err)
-		}
-		msgs = append(msgs, strings.Join(strings.Fields(m), " "))
-	}
-	if err := rows.Err(); err != nil {
-		return l.wrap("integrity check", err)
-	}
-	if len(msgs) != 1 || msgs[0] != "ok" {
-		if len(msgs) > 5 {
-			msgs = append(msgs[:5], "...")
-		}
-		return fmt.Errorf("ledger %s: integrity check failed (%s): %w", l.path, strings.Join(msgs, "; "), ErrCorrupt)
-	}
-	return nil
 }

@@ -3,11 +3,12 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dplr/dplr/engine/privacy"
@@ -49,11 +50,102 @@ func compatible(total, g privacy.Grant) error {
 	return nil
 }
 
-// SetBudget sets (or changes) the total budget of the data set with the
-// given hash, registering the data set if new; a non-empty name (re)names
-// it. It
-// is refused, with nothing written, if the runs already recorded do not
-// compose within total (ErrBudgetExceeded, ErrIncompatible).
+// register resolves hash (an alias gives its data set) and registers the
+// data set if new, with name and relation rel ("" means ReplaceRow).
+func (t *txn) register(ctx context.Context, hash, name string, rel Relation) (string, *dsState, error) {
+	h := t.v.resolve(hash)
+	st, err := t.state(ctx, h)
+	if err != nil || st != nil {
+		return h, st, err
+	}
+	if rel == "" {
+		rel = ReplaceRow
+	}
+	name = strings.TrimSpace(name)
+	if name != "" {
+		if other := t.byName(ctx, name); other != "" {
+			name = "" // names are unique; keep the first holder's
+		}
+	}
+	if err := t.emit(ctx, &event{Kind: evDataset, Dataset: h, Name: name, Rel: rel}); err != nil {
+		return "", nil, err
+	}
+	st, err = t.state(ctx, h)
+	return h, st, err
+}
+
+// byName is the data set holding name ("" if none).
+func (t *txn) byName(ctx context.Context, name string) string {
+	for k := range t.v.keys {
+		if _, alias := t.v.aliases[k]; alias {
+			continue
+		}
+		if st, err := t.state(ctx, k); err == nil && st != nil && st.Name == name {
+			return k
+		}
+	}
+	return ""
+}
+
+// known resolves ref to a registered data set: a content hash, an alias
+// linked to one, or a data set's name.
+func (t *txn) known(ctx context.Context, ref string) (string, *dsState, error) {
+	h := ""
+	if n, err := NormalizeHash(ref); err == nil {
+		h = t.v.resolve(n)
+	} else if h = t.byName(ctx, strings.TrimSpace(ref)); h == "" {
+		return "", nil, fmt.Errorf("data set %q: no such hash or name: %w", ref, ErrNotFound)
+	}
+	st, err := t.state(ctx, h)
+	if err != nil {
+		return "", nil, err
+	}
+	if st == nil {
+		return "", nil, fmt.Errorf("data set %s: %w", short(h), ErrNotFound)
+	}
+	return h, st, nil
+}
+
+// write runs fn in a write transaction and commits it.
+func (l *Ledger) write(ctx context.Context, op string, fn func(t *txn) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer t.rollback()
+	if err := fn(t); err != nil {
+		return err
+	}
+	return t.commit(op)
+}
+
+// Resolve returns the content hash of the data set that ref names: a
+// content hash (an alias linked to a data set gives that data set's hash; a
+// hash the ledger has never seen is returned as is) or a data set's name
+// (ErrNotFound if no data set has it).
+func (l *Ledger) Resolve(ctx context.Context, ref string) (string, error) {
+	var h string
+	err := l.read(ctx, "resolve", func(t *txn) error {
+		if n, err := NormalizeHash(ref); err == nil {
+			h = t.v.resolve(n)
+			return nil
+		}
+		var err error
+		h, _, err = t.known(ctx, ref)
+		return err
+	})
+	return h, err
+}
+
+// SetBudget sets the total budget of the data set with the given hash (or
+// alias), registering the data set if new; a non-empty name names it if it
+// has no name. It is refused, with nothing written, if the runs already
+// recorded do not compose within total (ErrBudgetExceeded,
+// ErrIncompatible), and if the data set already has a different total
+// (ErrBudgetSet: change it with ChangeBudget). Setting the same total again
+// changes nothing.
 func (l *Ledger) SetBudget(ctx context.Context, hash, name string, total privacy.Grant) error {
 	h, err := NormalizeHash(hash)
 	if err != nil {
@@ -62,45 +154,252 @@ func (l *Ledger) SetBudget(ctx context.Context, hash, name string, total privacy
 	if err := validGrant("budget", total); err != nil {
 		return err
 	}
-	tx, err := l.w.BeginTx(ctx, nil)
-	if err != nil {
-		return l.wrap("set budget", err)
-	}
-	defer tx.Rollback()
-	if err := ensureDataset(ctx, tx, h, name); err != nil {
-		return l.wrap("set budget", err)
-	}
-	if name = strings.TrimSpace(name); name != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE datasets SET name = ? WHERE hash = ?`, name, h); err != nil {
-			return l.wrap("set budget", err)
+	return l.write(ctx, "set budget", func(t *txn) error {
+		h, st, err := t.register(ctx, h, name, "")
+		if err != nil {
+			return err
 		}
+		if name = strings.TrimSpace(name); name != "" && st.Name == "" && t.byName(ctx, name) == "" {
+			if err := t.emit(ctx, &event{Kind: evName, Dataset: h, Name: name}); err != nil {
+				return err
+			}
+		}
+		if st.Total != nil {
+			if *st.Total == total {
+				return nil
+			}
+			return fmt.Errorf("data set %s has the total %s; change it explicitly (dplr budget set --change): %w", short(h), GrantString(*st.Total), ErrBudgetSet)
+		}
+		return t.setTotal(ctx, h, st, nil, total, "")
+	})
+}
+
+// ChangeBudget changes the total of a data set that has one, recording the
+// old and new values (and note) in its history. A total below what has been
+// spent is refused (ErrBudgetExceeded, ErrIncompatible), with nothing
+// written.
+func (l *Ledger) ChangeBudget(ctx context.Context, ref string, total privacy.Grant, note string) error {
+	if err := validGrant("budget", total); err != nil {
+		return err
 	}
-	s, err := chargeSums(ctx, tx, h, 0)
+	return l.write(ctx, "change budget", func(t *txn) error {
+		h, st, err := t.known(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if st.Total == nil {
+			return fmt.Errorf("data set %s has no total to change (set one with SetBudget): %w", short(h), ErrNotFound)
+		}
+		old := *st.Total
+		if old == total {
+			return nil
+		}
+		return t.setTotal(ctx, h, st, &old, total, note)
+	})
+}
+
+func (t *txn) setTotal(ctx context.Context, h string, st *dsState, old *privacy.Grant, total privacy.Grant, note string) error {
+	a := st.charged(0)
+	if _, err := compose(total, a); err != nil {
+		return fmt.Errorf("data set %s: cannot set the budget to %s: the %d run(s) already charged do not fit: %w", short(h), GrantString(total), a.n(), err)
+	}
+	g := total
+	return t.emit(ctx, &event{Kind: evBudget, Dataset: h, Old: old, New: &g, Note: strings.TrimSpace(note)})
+}
+
+// Rename names a data set (names are unique; ErrInvalid if another data set
+// holds it).
+func (l *Ledger) Rename(ctx context.Context, ref, name string) error {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return fmt.Errorf("rename: empty name: %w", ErrInvalid)
+	}
+	if _, err := NormalizeHash(name); err == nil {
+		return fmt.Errorf("rename: %q looks like a content hash: %w", name, ErrInvalid)
+	}
+	return l.write(ctx, "rename", func(t *txn) error {
+		h, st, err := t.known(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if st.Name == name {
+			return nil
+		}
+		if other := t.byName(ctx, name); other != "" {
+			return fmt.Errorf("rename: data set %s is already called %q: %w", short(other), name, ErrInvalid)
+		}
+		return t.emit(ctx, &event{Kind: evName, Dataset: h, Name: name})
+	})
+}
+
+// SetRelation states the neighbour relation a data set's budget counts in,
+// registering the data set if new. It is refused once anything has been
+// charged to the data set (ErrInvalid): earlier charges were converted for
+// the old relation.
+func (l *Ledger) SetRelation(ctx context.Context, hash string, rel Relation) error {
+	if _, err := ParseRelation(string(rel)); err != nil {
+		return err
+	}
+	h, err := NormalizeHash(hash)
 	if err != nil {
-		return l.wrap("set budget", err)
+		return err
 	}
-	if _, err := compose(total, s); err != nil {
-		return fmt.Errorf("data set %s: cannot set the budget to %s: the %d run(s) already charged do not fit: %w", short(h), GrantString(total), s.N, err)
+	return l.write(ctx, "set relation", func(t *txn) error {
+		h, st, err := t.register(ctx, h, "", rel)
+		if err != nil {
+			return err
+		}
+		if st.Relation == rel {
+			return nil
+		}
+		if st.Final.n() > 0 || len(st.Open) > 0 {
+			return fmt.Errorf("data set %s: runs were already charged for %s neighbours; the relation cannot change: %w", short(h), st.Relation, ErrInvalid)
+		}
+		return t.emit(ctx, &event{Kind: evRelation, Dataset: h, Rel: rel})
+	})
+}
+
+// Link records that the file with content hash alias holds the same people
+// as the data set target (a hash, alias or name), so that both count
+// against one budget: every operation given alias then acts on target. An
+// alias that has records of its own is refused (ErrInvalid): budgets are
+// not merged.
+func (l *Ledger) Link(ctx context.Context, alias, target, note string) error {
+	a, err := NormalizeHash(alias)
+	if err != nil {
+		return err
 	}
-	t := now()
-	if _, err := tx.ExecContext(ctx, `UPDATE datasets SET budget_kind = ?, budget_epsilon = ?, budget_delta = ?, budget_rho = ?, budget_set_at = ? WHERE hash = ?`,
-		string(total.Kind), total.Epsilon, total.Delta, total.Rho, t, h); err != nil {
-		return l.wrap("set budget", err)
+	return l.write(ctx, "link", func(t *txn) error {
+		h, _, err := t.known(ctx, target)
+		if err != nil {
+			return err
+		}
+		if d, ok := t.v.aliases[a]; ok {
+			if d == h {
+				return nil
+			}
+			return fmt.Errorf("link: %s is already linked to data set %s: %w", short(a), short(d), ErrInvalid)
+		}
+		if a == h {
+			return fmt.Errorf("link: %s is the data set itself: %w", short(a), ErrInvalid)
+		}
+		if _, has := t.v.keys[a]; has {
+			return fmt.Errorf("link: %s has budget records of its own; budgets are not merged: %w", short(a), ErrInvalid)
+		}
+		return t.emit(ctx, &event{Kind: evLink, Dataset: h, Alias: a, Note: strings.TrimSpace(note)})
+	})
+}
+
+// ChargeRequest is a spend made outside dplr on a data set.
+type ChargeRequest struct {
+	// Cost is what was spent, as a grant (pure ε, (ε, δ) or ρ).
+	Cost privacy.Grant
+	// Relation is the neighbour relation the spend's guarantee holds for
+	// ("": the budget's own).
+	Relation Relation
+	// Note says what the spend was (required).
+	Note string
+}
+
+// RecordCharge records a spend made outside dplr against the data set ref
+// (a hash, alias or name; a hash the ledger has not seen is registered).
+// The spend happened, so it is recorded even when it does not fit the
+// budget: the data set then admits nothing more, and the error wraps
+// ErrBudgetExceeded together with the recorded id.
+func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest) (RunID, error) {
+	if err := validGrant("charge", req.Cost); err != nil {
+		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO budget_events(hash, kind, epsilon, delta, rho, set_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		h, string(total.Kind), total.Epsilon, total.Delta, total.Rho, t); err != nil {
-		return l.wrap("set budget", err)
+	if strings.TrimSpace(req.Note) == "" {
+		return 0, fmt.Errorf("charge: a note saying what was spent is required: %w", ErrInvalid)
 	}
-	return l.wrap("set budget: commit", tx.Commit())
+	var (
+		id   RunID
+		over error
+	)
+	err := l.write(ctx, "record charge", func(t *txn) error {
+		var h string
+		var st *dsState
+		var err error
+		if n, nerr := NormalizeHash(ref); nerr == nil {
+			h, st, err = t.register(ctx, n, "", "")
+		} else {
+			h, st, err = t.known(ctx, ref)
+		}
+		if err != nil {
+			return err
+		}
+		rel := req.Relation
+		if rel == "" {
+			rel = st.Relation
+		}
+		c, k, err := convert(GrantCharge(req.Cost), rel, st.Relation)
+		if err != nil {
+			return fmt.Errorf("data set %s: %w", short(h), err)
+		}
+		g := req.Cost
+		ev := &event{Kind: evCharge, Dataset: h, Run: &runEvent{Estimator: "(outside dplr)", Grant: &g, Status: Succeeded,
+			Charge: c, Basis: "external", Note: strings.TrimSpace(req.Note), Relation: rel, Factor: k}}
+		if st.Total != nil {
+			if err := fits(*st.Total, st.charged(0), c); err != nil {
+				over = fmt.Errorf("data set %s: the recorded spend takes it beyond its total; nothing more will be admitted: %w", short(h), err)
+			}
+		}
+		if err := t.emit(ctx, ev); err != nil {
+			return err
+		}
+		ev.Run.ID = ev.Seq
+		id = RunID(ev.Seq)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, over
+}
+
+// SetSketch stores the row sketch of data set hash (or of the data set an
+// alias links to), for overlap detection. The sketch is a plain column,
+// outside the chain: it is a hint for finding related files, not a record
+// of spending.
+func (l *Ledger) SetSketch(ctx context.Context, hash string, sketch []uint64) error {
+	h, err := NormalizeHash(hash)
+	if err != nil {
+		return err
+	}
+	return l.write(ctx, "set sketch", func(t *txn) error {
+		h, _, err := t.register(ctx, h, "", "")
+		if err != nil {
+			return err
+		}
+		b := make([]byte, 8*len(sketch))
+		for i, x := range sketch {
+			binary.LittleEndian.PutUint64(b[8*i:], x)
+		}
+		_, err = t.tx.ExecContext(ctx, `INSERT INTO sketches(hash, sketch) VALUES (?, ?) ON CONFLICT(hash) DO UPDATE SET sketch = excluded.sketch`, h, b)
+		return t.l.wrap("set sketch", err)
+	})
+}
+
+func decodeSketch(b []byte) []uint64 {
+	if len(b) == 0 {
+		return nil
+	}
+	out := make([]uint64, len(b)/8)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return out
 }
 
 // Reserve charges a run's full grant against the data set's budget before
-// the run draws any noise. In one write transaction it checks that all
-// existing charges plus req.Grant compose within the total and records the
-// run as reserved. It errors, with nothing written, on a malformed request
-// (ErrInvalid), a grant of the wrong form (ErrIncompatible) or one that does
-// not fit (ErrBudgetExceeded). A data set with no budget is registered if new
-// and the run is recorded.
+// the run draws any noise. In one write transaction it verifies the records
+// appended since this process last looked, checks that all existing charges
+// plus req.Grant compose within the total, and records the run as reserved.
+// It errors, with nothing written, on a malformed request (ErrInvalid), a
+// grant of the wrong form (ErrIncompatible), one that does not fit
+// (ErrBudgetExceeded) or a damaged ledger (ErrDamaged). A data set with no
+// budget is registered if new and the run is recorded. hash may be an alias.
 func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (RunID, error) {
 	h, err := NormalizeHash(hash)
 	if err != nil {
@@ -112,59 +411,44 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 	if err := validGrant("run grant", req.Grant); err != nil {
 		return 0, err
 	}
-	params := []byte("{}")
-	if len(req.Params) > 0 {
-		if params, err = json.Marshal(req.Params); err != nil {
-			return 0, fmt.Errorf("reserve: params: %w: %w", ErrInvalid, err)
+	if req.Relation != "" {
+		if _, err := ParseRelation(string(req.Relation)); err != nil {
+			return 0, err
 		}
 	}
-	charge := GrantCharge(req.Grant)
-
-	tx, err := l.w.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, l.wrap("reserve", err)
-	}
-	defer tx.Rollback()
-	if err := ensureDataset(ctx, tx, h, req.Name); err != nil {
-		return 0, l.wrap("reserve", err)
-	}
-	total, has, err := budgetOf(ctx, tx, h)
-	if err != nil {
-		return 0, l.wrap("reserve", err)
-	}
-	if has {
-		if err := compatible(total, req.Grant); err != nil {
-			return 0, fmt.Errorf("data set %s: %w", short(h), err)
-		}
-		s, err := chargeSums(ctx, tx, h, 0)
+	var id RunID
+	err = l.write(ctx, "reserve", func(t *txn) error {
+		t.lazyMarker = true
+		h, st, err := t.register(ctx, h, req.Name, req.Relation)
 		if err != nil {
-			return 0, l.wrap("reserve", err)
+			return err
 		}
-		before := s
-		s.add(charge)
-		if _, err := compose(total, s); err != nil {
-			sp, _ := compose(total, before)
-			return 0, fmt.Errorf("data set %s: a run granted %s does not fit the budget (%s; spent %s; remaining %s): %w",
-				short(h), GrantString(req.Grant), GrantString(total), spentString(sp), remainingString(total, remaining(total, before)), err)
+		charge := GrantCharge(req.Grant)
+		if st.Total != nil {
+			total := *st.Total
+			if err := compatible(total, req.Grant); err != nil {
+				return fmt.Errorf("data set %s: %w", short(h), err)
+			}
+			before := st.charged(0)
+			if err := fits(total, before, charge); err != nil {
+				sp, _ := compose(total, before)
+				return fmt.Errorf("data set %s: a run granted %s does not fit the budget (%s; spent %s; remaining %s): %w",
+					short(h), GrantString(req.Grant), GrantString(total), spentString(sp), remainingString(total, remaining(total, before)), err)
+			}
 		}
-	}
-	o := l.self
-	res, err := tx.ExecContext(ctx, `INSERT INTO runs(hash, estimator, plugin, params, grant_kind, grant_epsilon, grant_delta, grant_rho,
-	status, charge_epsilon, charge_delta, charge_rho, composition, owner_host, owner_boot, owner_pid, owner_start, reserved_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?, 'grant', ?, ?, ?, ?, ?)`,
-		h, req.Estimator, req.Plugin, string(params), string(req.Grant.Kind), req.Grant.Epsilon, req.Grant.Delta, req.Grant.Rho,
-		charge.Epsilon, charge.Delta, charge.Rho, o.Host, o.Boot, o.PID, o.Start, now())
+		g, o := req.Grant, l.self
+		ev := &event{Kind: evReserve, Dataset: h, Run: &runEvent{Estimator: req.Estimator, Plugin: req.Plugin, Params: req.Params,
+			Grant: &g, Owner: &o, Charge: charge, Basis: "grant"}}
+		if err := t.emit(ctx, ev); err != nil {
+			return err
+		}
+		id = RunID(ev.Seq)
+		return nil
+	})
 	if err != nil {
-		return 0, l.wrap("reserve", err)
+		return 0, err
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, l.wrap("reserve", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, l.wrap("reserve: commit", err)
-	}
-	return RunID(id), nil
+	return id, nil
 }
 
 // Settle records how a reserved run ended (see Outcome and the package
@@ -172,6 +456,13 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 // whose reserving process is gone ErrInterrupted (nobody can vouch for what
 // it released), an unknown id ErrNotFound, and a malformed outcome
 // ErrInvalid; none of them changes anything.
+//
+// A success whose guarantee holds for another neighbour relation than the
+// budget's is charged its cost converted to the budget's relation (see
+// convert). When that is impossible (ErrRelation) or the converted cost
+// does not fit the budget (ErrBudgetExceeded), the run is recorded as failed
+// and charged its full grant, and Settle returns the error: the caller must
+// not release the result.
 func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 	if out.Status != Succeeded && out.Status != Failed {
 		return fmt.Errorf("settle %v: outcome status %q: want %q or %q: %w", id, out.Status, Succeeded, Failed, ErrInvalid)
@@ -179,307 +470,175 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 	if out.Status == Succeeded && out.Steps == nil && out.Achieved == nil {
 		return fmt.Errorf("settle %v: a successful outcome needs Steps or Achieved: %w", id, ErrInvalid)
 	}
-	tx, err := l.w.BeginTx(ctx, nil)
-	if err != nil {
-		return l.wrap("settle", err)
-	}
-	defer tx.Rollback()
-	var (
-		h, status string
-		g         privacy.Grant
-		o         owner
-	)
-	err = tx.QueryRowContext(ctx, `SELECT hash, status, grant_kind, grant_epsilon, grant_delta, grant_rho,
-	owner_host, owner_boot, owner_pid, owner_start FROM runs WHERE id = ?`, int64(id)).
-		Scan(&h, &status, &g.Kind, &g.Epsilon, &g.Delta, &g.Rho, &o.Host, &o.Boot, &o.PID, &o.Start)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("settle %v: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return l.wrap("settle", err)
-	}
-	if State(status) != Reserved {
-		return fmt.Errorf("settle %v: the run is already %s: %w", id, status, ErrAlreadySettled)
-	}
-	if l.state(Reserved, o) == Interrupted {
-		return fmt.Errorf("settle %v: the process that reserved it (pid %d) is gone; the run stays charged its full grant: %w", id, o.PID, ErrInterrupted)
-	}
-
-	var (
-		charge Charge
-		basis  string
-		note   string
-	)
-	switch {
-	case out.Status == Failed && !out.NoiseDrawn:
-		basis = "refund"
-	case out.Status == Failed:
-		charge, basis = GrantCharge(g), "grant"
-	default:
-		charge, basis, note = successCharge(g, out)
-	}
-
-	total, has, err := budgetOf(ctx, tx, h)
-	if err != nil {
-		return l.wrap("settle", err)
-	}
-	if has && !charge.IsZero() {
-		// Keep the invariant that the history fits: fall back to dropping
-		// a new ρ statement, then to the full grant (which fits).
-		others, err := chargeSums(ctx, tx, h, id)
+	var refused error
+	err := l.write(ctx, "settle", func(t *txn) error {
+		if int64(id) < 1 || int64(id) > t.v.head.Seq {
+			return fmt.Errorf("settle %v: %w", id, ErrNotFound)
+		}
+		rec, err := t.l.fetchVerified(ctx, t, int64(id))
 		if err != nil {
-			return l.wrap("settle", err)
+			return err
 		}
-		gc := GrantCharge(g)
-		cands := []Charge{charge}
-		if !gc.HasRho() && charge.HasRho() {
-			c := charge
-			c.Rho = 0
-			cands = append(cands, c)
+		if rec.Kind != evReserve {
+			return fmt.Errorf("settle %v: %w", id, ErrNotFound)
 		}
-		chosen := false
-		for _, c := range cands {
-			s := others
-			s.add(c)
-			if _, err := compose(total, s); err == nil {
-				charge, chosen = c, true
-				break
-			}
+		h := rec.Dataset
+		st, err := t.state(ctx, h)
+		if err != nil {
+			return err
 		}
-		if !chosen {
-			charge, basis = gc, "grant"
-			note = strings.TrimSpace(note + " the achieved charge did not fit the budget's composition; charged the full grant")
+		open, ok := st.Open[strconv.FormatInt(int64(id), 10)]
+		if !ok {
+			return fmt.Errorf("settle %v: the run is already settled: %w", id, ErrAlreadySettled)
 		}
-	}
-	if !charge.HasEpsDelta() {
-		charge.Delta = 0 // δ without ε is no statement
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, charge_epsilon = ?, charge_delta = ?, charge_rho = ?, composition = ?,
-	noise_drawn = ?, error = ?, note = ?, settled_at = ? WHERE id = ? AND status = 'reserved'`,
-		string(out.Status), charge.Epsilon, charge.Delta, charge.Rho, basis, out.NoiseDrawn, out.Error, note, now(), int64(id))
-	if err != nil {
-		return l.wrap("settle", err)
-	}
-	return l.wrap("settle: commit", tx.Commit())
-}
-
-// successCharge is what a successful run granted g is charged: what it
-// achieved, never more than g. From Steps the ledger composes the run itself
-// (see stepsCharge); from Achieved it takes the accountant's figures.
-func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
-	if out.Steps != nil {
-		return stepsCharge(g, out.Steps)
-	}
-	ach := *out.Achieved
-	full := func(why string) (Charge, string, string) {
-		return GrantCharge(g), "grant", why + "; charged the full grant"
-	}
-	for _, v := range []float64{ach.Epsilon, ach.Delta, ach.Rho} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return full(fmt.Sprintf("the reported cost (ε=%v, δ=%v, ρ=%v) is not valid", ach.Epsilon, ach.Delta, ach.Rho))
+		if l.stateOf(Reserved, open.Owner) == Interrupted {
+			return fmt.Errorf("settle %v: the process that reserved it (pid %d) is gone; the run stays charged its full grant: %w", id, open.Owner.PID, ErrInterrupted)
 		}
-	}
-	var c Charge
-	switch g.Kind {
-	case privacy.GrantPure:
-		if ach.Delta > 0 || ach.Rho > 0 && ach.Epsilon == 0 {
-			return full("a pure grant reported a non-pure cost")
-		}
-		if !within(ach.Epsilon, g.Epsilon) {
-			return full(fmt.Sprintf("reported ε = %.6g exceeds the grant", ach.Epsilon))
-		}
-		c = Charge{Epsilon: ach.Epsilon, Rho: ach.Epsilon * ach.Epsilon / 2}
-	case privacy.GrantZCDP:
-		if ach.Rho == 0 && ach.Epsilon > 0 {
-			return full("a ρ grant reported no ρ")
-		}
-		if !within(ach.Rho, g.Rho) {
-			return full(fmt.Sprintf("reported ρ = %.6g exceeds the grant", ach.Rho))
-		}
-		c = Charge{Rho: ach.Rho}
-	case privacy.GrantApprox:
-		if ach.Epsilon == 0 && ach.Rho > 0 {
-			return full("an (ε, δ) grant reported no ε")
-		}
-		if !within(ach.Epsilon, g.Epsilon) || !within(ach.Delta, g.Delta) {
-			return full(fmt.Sprintf("reported (ε = %.6g, δ = %.3g) exceeds the grant", ach.Epsilon, ach.Delta))
-		}
-		c = Charge{Epsilon: ach.Epsilon, Delta: ach.Delta}
+		g := open.Grant
+		re := &runEvent{ID: int64(id), Status: out.Status, NoiseDrawn: out.NoiseDrawn, Error: out.Error,
+			Neighbours: out.Neighbours, Class: GuaranteeClass(out.Guarantee)}
 		switch {
-		case ach.Composition == "zcdp":
-			c.Rho = ach.Rho // the whole run's ρ
-		case c.IsPure():
-			c.Rho = c.Epsilon * c.Epsilon / 2
+		case out.Status == Failed && !out.NoiseDrawn:
+			re.Basis = "refund"
+		case out.Status == Failed:
+			re.Charge, re.Basis = GrantCharge(g), "grant"
+		default:
+			refused = settleSuccess(g, st, int64(id), out, re)
 		}
-		// Otherwise ("basic", "mixed") Achieved.Rho, if any, covers only
-		// part of the steps: no ρ statement for the run.
-	}
-	basis := ach.Composition
-	if basis == "" {
-		basis = string(g.Kind)
-	}
-	if c.IsZero() {
-		return Charge{}, basis, "nothing spent"
-	}
-	return c, basis, ""
-}
-
-// stepsCharge composes a successful run's steps itself rather than trusting
-// a composed figure: the (ε, δ) statement is, of those that fit the grant,
-// the one with the smallest ε among the basic composition of the steps
-// (when every step has an ε; pure steps have δ = 0), the conversion of
-// their summed ρ at the grant's δ, and the pure steps' ε plus the converted
-// ρ of the others (the accountant's "mixed"); the ρ statement is the sum of the steps' ρ (ε²/2 for a pure step
-// without one) when every step has one. A run whose steps do not fit its
-// grant in any of these ways is charged the full grant.
-func stepsCharge(g privacy.Grant, steps []privacy.Step) (Charge, string, string) {
-	full := func(why string) (Charge, string, string) {
-		return GrantCharge(g), "grant", why + "; charged the full grant"
-	}
-	var sumEps, sumDelta, sumRho, pureEps, otherRho float64
-	edOK, rhoOK, otherRhoOK, n, nPure := true, true, true, 0, 0
-	for _, s := range steps {
-		for _, v := range []float64{s.Epsilon, s.Delta, s.Rho} {
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return full(fmt.Sprintf("step %q reports an invalid cost (ε=%v, δ=%v, ρ=%v)", s.Name, s.Epsilon, s.Delta, s.Rho))
-			}
+		if !re.Charge.HasEpsDelta() {
+			re.Charge.Delta = 0 // δ without ε is no statement
 		}
-		if s.Epsilon == 0 && s.Delta == 0 && s.Rho == 0 {
-			continue // a step that costs nothing
-		}
-		n++
-		if s.Epsilon > 0 {
-			sumEps += s.Epsilon
-			sumDelta += s.Delta
-		} else {
-			edOK = false
-		}
-		r := s.Rho
-		if r == 0 && s.Delta == 0 && s.Epsilon > 0 {
-			r = s.Epsilon * s.Epsilon / 2 // pure ε-DP is ε²/2-zCDP
-		}
-		if r > 0 {
-			sumRho += r
-		} else {
-			rhoOK = false
-		}
-		if s.Epsilon > 0 && s.Delta == 0 {
-			pureEps += s.Epsilon
-			nPure++
-		} else if r > 0 {
-			otherRho += r
-		} else {
-			otherRhoOK = false
-		}
-	}
-	if n == 0 {
-		return Charge{}, "none", "nothing spent"
-	}
-	pure := edOK && sumDelta == 0
-	switch g.Kind {
-	case privacy.GrantPure:
-		if !pure {
-			return full("a pure grant reported non-pure steps")
-		}
-		if !within(sumEps, g.Epsilon) {
-			return full(fmt.Sprintf("the steps' ε = %.6g exceeds the grant", sumEps))
-		}
-		c := Charge{Epsilon: sumEps, Rho: sumEps * sumEps / 2}
-		if rhoOK && sumRho < c.Rho {
-			c.Rho = sumRho
-		}
-		return c, "pure", ""
-	case privacy.GrantZCDP:
-		if !rhoOK {
-			return full("a ρ grant reported steps without a ρ")
-		}
-		if !within(sumRho, g.Rho) {
-			return full(fmt.Sprintf("the steps' ρ = %.6g exceeds the grant", sumRho))
-		}
-		return Charge{Rho: sumRho}, "zcdp", ""
-	}
-	// (ε, δ) grant.
-	var c Charge
-	basis := ""
-	if edOK && within(sumEps, g.Epsilon) && within(sumDelta, g.Delta) {
-		c, basis = Charge{Epsilon: sumEps, Delta: sumDelta}, "basic"
-		if pure {
-			basis = "pure"
-		}
-	}
-	// ρ conversions at the grant's δ; a result of 0 ((0, δ)-DP) is not an
-	// (ε, δ) statement the ledger records, so it is skipped.
-	if rhoOK {
-		if e := privacy.EpsilonFromRho(sumRho, g.Delta); e > 0 && within(e, g.Epsilon) && (basis == "" || e < c.Epsilon) {
-			c, basis = Charge{Epsilon: e, Delta: g.Delta}, "zcdp"
-		}
-	}
-	// "mixed": the pure steps' ε plus the converted ρ of the others.
-	if otherRhoOK && nPure > 0 && nPure < n {
-		if e := pureEps + privacy.EpsilonFromRho(otherRho, g.Delta); e > 0 && within(e, g.Epsilon) && (basis == "" || e < c.Epsilon) {
-			c, basis = Charge{Epsilon: e, Delta: g.Delta}, "mixed"
-		}
-	}
-	if basis == "" {
-		return full(fmt.Sprintf("the steps (Σε = %.6g, Σδ = %.3g, Σρ = %.6g) do not compose within the grant", sumEps, sumDelta, sumRho))
-	}
-	if rhoOK {
-		c.Rho = sumRho
-	}
-	return c, basis, ""
-}
-
-// ensureDataset registers hash if new, and records name if it has none.
-func ensureDataset(ctx context.Context, tx *sql.Tx, h, name string) error {
-	name = strings.TrimSpace(name)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO datasets(hash, name, created_at) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING`, h, name, now()); err != nil {
+		return t.emit(ctx, &event{Kind: evSettle, Dataset: h, Run: re})
+	})
+	if err != nil {
 		return err
 	}
-	if name != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE datasets SET name = ? WHERE hash = ? AND name = ''`, name, h); err != nil {
-			return err
+	if refused != nil {
+		return fmt.Errorf("settle %v: %w", id, refused)
+	}
+	return nil
+}
+
+// settleSuccess fills re for a successful run granted g: its cost composed
+// by the privacy package, converted to the budget's relation, kept within
+// the budget. A non-nil error means the run is instead recorded as failed,
+// charged its grant, and its result must not be released.
+func settleSuccess(g privacy.Grant, st *dsState, id int64, out Outcome, re *runEvent) error {
+	c, basis, note := successCharge(g, out)
+	re.Charge, re.Basis, re.Note = c, basis, note
+	rel, err := ParseNeighbours(out.Neighbours)
+	switch {
+	case out.Neighbours == "":
+		rel = st.Relation
+		re.Note = strings.TrimSpace(re.Note + " the run stated no neighbour relation; counted as the budget's (" + string(rel) + ")")
+	case err != nil:
+		return refuse(re, g, err)
+	}
+	re.Relation = rel
+	conv, k, err := convert(c, rel, st.Relation)
+	if err != nil {
+		return refuse(re, g, err)
+	}
+	re.Factor = k
+	if k > 1 {
+		re.Charge = conv
+		re.Note = strings.TrimSpace(fmt.Sprintf("%s cost %v for %s neighbours, %d× by group privacy for the budget's %s", re.Note, c, rel, k, st.Relation))
+	}
+	if st.Total != nil && !re.Charge.IsZero() {
+		if err := fits(*st.Total, st.charged(id), re.Charge); err != nil {
+			if k > 1 {
+				return refuse(re, g, fmt.Errorf("converted for the budget's relation the run costs %v, which does not fit: %w", re.Charge, err))
+			}
+			re.Charge, re.Basis = GrantCharge(g), "grant"
+			re.Note = strings.TrimSpace(re.Note + " the achieved charge did not fit the budget's composition; charged the full grant")
 		}
 	}
 	return nil
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// refuse turns a success into a failure charged its grant.
+func refuse(re *runEvent, g privacy.Grant, why error) error {
+	re.Status, re.NoiseDrawn, re.Charge, re.Basis = Failed, true, GrantCharge(g), "grant"
+	re.Error = "result withheld: " + why.Error()
+	return why
 }
 
-// budgetOf returns the data set's total, and whether one is set.
-func budgetOf(ctx context.Context, q querier, h string) (privacy.Grant, bool, error) {
-	var (
-		kind sql.NullString
-		g    privacy.Grant
-	)
-	err := q.QueryRowContext(ctx, `SELECT budget_kind, budget_epsilon, budget_delta, budget_rho FROM datasets WHERE hash = ?`, h).
-		Scan(&kind, &g.Epsilon, &g.Delta, &g.Rho)
-	if errors.Is(err, sql.ErrNoRows) {
-		return privacy.Grant{}, false, nil
+// successCharge is what a successful run granted g is charged: its steps
+// (or the accountant's Achieved) composed by the privacy package's
+// composition, never more than g. Steps that do not compose within g (or
+// that privacy.Compose refuses, such as a step that declares no cost) give
+// the full grant.
+func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
+	full := func(why string) (Charge, string, string) {
+		return GrantCharge(g), "grant", why + "; charged the full grant"
 	}
-	if err != nil || !kind.Valid {
-		return privacy.Grant{}, false, err
+	var ach privacy.Achieved
+	if out.Steps != nil {
+		if len(out.Steps) == 0 {
+			return Charge{}, "none", "nothing spent"
+		}
+		var err error
+		if ach, err = privacy.Compose(g, out.Steps); err != nil {
+			return full(fmt.Sprintf("the steps do not compose within the grant (%v)", err))
+		}
+	} else {
+		ach = *out.Achieved
+		for _, v := range []float64{ach.Epsilon, ach.Delta, ach.Rho} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return full(fmt.Sprintf("the reported cost (ε=%v, δ=%v, ρ=%v) is not valid", ach.Epsilon, ach.Delta, ach.Rho))
+			}
+		}
+		// Check the reported figures against the grant with the same rule.
+		as := privacy.Step{Name: "reported", Epsilon: ach.Epsilon, Delta: ach.Delta, Rho: ach.Rho}
+		if g.Kind == privacy.GrantApprox && ach.Composition != "zcdp" {
+			as.Rho = 0 // partial ρ: no statement
+		}
+		if g.Kind == privacy.GrantZCDP {
+			as = privacy.Step{Name: "reported", Rho: ach.Rho}
+		}
+		if as.Epsilon == 0 && as.Rho == 0 {
+			return Charge{}, ach.Composition, "nothing spent"
+		}
+		if _, err := privacy.Compose(g, []privacy.Step{as}); err != nil {
+			return full(fmt.Sprintf("the reported cost does not fit the grant (%v)", err))
+		}
 	}
-	g.Kind = privacy.GrantKind(kind.String)
-	return g, true, nil
+	c := achievedCharge(g, ach)
+	if !c.valid() {
+		return full("the composed cost is not valid")
+	}
+	if c.IsZero() {
+		return Charge{}, ach.Composition, "nothing spent"
+	}
+	return c, ach.Composition, ""
 }
 
-// chargeSums aggregates the non-zero charges of data set h, leaving out run
-// except (0: none).
-func chargeSums(ctx context.Context, q querier, h string, except RunID) (sums, error) {
-	var s sums
-	err := q.QueryRowContext(ctx, `SELECT count(*),
-	coalesce(sum(charge_epsilon <= 0), 0),
-	coalesce(sum(NOT (charge_epsilon > 0 AND charge_delta = 0)), 0),
-	coalesce(sum(charge_rho <= 0), 0),
-	coalesce(sum(charge_epsilon), 0), coalesce(sum(charge_delta), 0), coalesce(sum(charge_rho), 0),
-	coalesce(sum(CASE WHEN charge_rho <= 0 THEN charge_epsilon ELSE 0 END), 0),
-	coalesce(sum(CASE WHEN charge_rho <= 0 THEN charge_delta ELSE 0 END), 0),
-	coalesce(sum(CASE WHEN charge_epsilon <= 0 THEN charge_rho ELSE 0 END), 0)
-	FROM runs WHERE hash = ? AND id != ? AND (charge_epsilon > 0 OR charge_rho > 0)`, h, int64(except)).
-		Scan(&s.N, &s.NoED, &s.NotPure, &s.NoRho, &s.Eps, &s.Delta, &s.Rho, &s.EpsNoRho, &s.DelNoRho, &s.RhoNoED)
-	return s, err
+// fetchVerified reads record seq inside t: records after the verified head
+// were verified by begin; earlier ones are checked against the chain by
+// their hash and the next record's link to it.
+func (l *Ledger) fetchVerified(ctx context.Context, t *txn, seq int64) (*event, error) {
+	var body []byte
+	var hash, nextBody string
+	err := t.tx.QueryRowContext(ctx, `SELECT body, hash FROM chain WHERE seq = ?`, seq).Scan(&body, &hash)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, l.damaged("record %d is missing", seq)
+		}
+		return nil, l.wrap("read record", err)
+	}
+	ev, err := l.decodeRow(seq, body, hash, "", false)
+	if err != nil {
+		return nil, err
+	}
+	if seq < t.v.head.Seq {
+		if err := t.tx.QueryRowContext(ctx, `SELECT body FROM chain WHERE seq = ?`, seq+1).Scan(&nextBody); err != nil {
+			return nil, l.wrap("read record", err)
+		}
+		if !strings.Contains(nextBody, `"prev":"`+hash+`"`) {
+			return nil, l.damaged("record %d is not chained to record %d", seq+1, seq)
+		}
+	}
+	return ev, nil
 }
 
 func short(h string) string {

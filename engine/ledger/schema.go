@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dplr/dplr/engine/privacy"
 )
 
 // applicationID marks a SQLite file as a dplr ledger ("dplr" in ASCII).
@@ -69,6 +71,20 @@ CREATE INDEX runs_charges ON runs(hash, charge_epsilon, charge_delta, charge_rho
 CREATE INDEX runs_states ON runs(hash, status, noise_drawn);
 `,
 	},
+	{
+		desc: "hash-chained records; row sketches",
+		sql: `
+CREATE TABLE chain (
+	seq  INTEGER PRIMARY KEY,
+	body BLOB NOT NULL,
+	hash TEXT NOT NULL
+);
+CREATE TABLE sketches (
+	hash   TEXT PRIMARY KEY,
+	sketch BLOB NOT NULL
+) WITHOUT ROWID
+`,
+	},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -77,7 +93,12 @@ var SchemaVersion = len(migrations)
 // migrate brings the schema up to SchemaVersion inside one write transaction,
 // so that processes opening a new ledger at the same time apply each
 // migration exactly once.
-func (l *Ledger) migrate(ctx context.Context) error {
+//
+// A new database gets its genesis record; a database of schema version 1
+// (before the chain) has its data sets, budgets and runs imported into the
+// chain. hadMarker says the marker file exists: an empty database is then
+// a ledger that was emptied or replaced, not a new one.
+func (l *Ledger) migrate(ctx context.Context, hadMarker bool) error {
 	tx, err := l.w.BeginTx(ctx, nil)
 	if err != nil {
 		return l.wrap("open", err)
@@ -93,6 +114,8 @@ func (l *Ledger) migrate(ctx context.Context) error {
 		return l.wrap("read schema", err)
 	}
 	switch {
+	case appID == 0 && nTables == 0 && hadMarker:
+		return l.damaged("the ledger file is an empty database, but %s says a ledger existed here", l.marker)
 	case appID == 0 && nTables == 0: // a new database
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
 			return l.wrap("set application id", err)
@@ -130,8 +153,132 @@ func (l *Ledger) migrate(ctx context.Context) error {
 			return l.wrap("record migration", err)
 		}
 	}
+	var nRecords int64
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM chain LIMIT 2)").Scan(&nRecords); err != nil {
+		return l.wrap("read chain", err)
+	}
+	if nRecords == 0 {
+		if hadMarker {
+			return l.damaged("the ledger has no records, but %s says it had some", l.marker)
+		}
+		if err := l.genesis(ctx, tx, version); err != nil {
+			return err
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return l.wrap("commit migrations", err)
+	}
+	if nRecords == 0 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if err := l.writeMarker(""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// genesis writes the chain's first record and, for a ledger of schema
+// version 1, imports its history.
+func (l *Ledger) genesis(ctx context.Context, tx *sql.Tx, fromVersion int) error {
+	id, err := newLedgerID()
+	if err != nil {
+		return err
+	}
+	l.id = id
+	t := &txn{l: l, tx: tx, v: newView(), time: now()}
+	if err := t.emit(ctx, &event{Kind: evGenesis, Note: "dplr budget ledger"}); err != nil {
+		return err
+	}
+	if fromVersion >= 1 {
+		if err := importV1(ctx, t); err != nil {
+			return fmt.Errorf("ledger %s: importing the history written by an earlier dplr: %w", l.path, err)
+		}
+	}
+	l.view = t.v
+	return nil
+}
+
+// importV1 replays a schema-1 ledger's data sets, budget events and runs
+// into the chain, in their original order.
+func importV1(ctx context.Context, t *txn) error {
+	rows, err := t.tx.QueryContext(ctx, `SELECT hash, name FROM datasets ORDER BY created_at, hash`)
+	if err != nil {
+		return err
+	}
+	type ds struct{ hash, name string }
+	var sets []ds
+	for rows.Next() {
+		var d ds
+		if err := rows.Scan(&d.hash, &d.name); err != nil {
+			rows.Close()
+			return err
+		}
+		sets = append(sets, d)
+	}
+	rows.Close()
+	for _, d := range sets {
+		if err := t.emit(ctx, &event{Kind: evDataset, Dataset: d.hash, Name: d.name, Rel: ReplaceRow, Note: "imported"}); err != nil {
+			return err
+		}
+		var kind sql.NullString
+		var g privacy.Grant
+		if err := t.tx.QueryRowContext(ctx, `SELECT budget_kind, budget_epsilon, budget_delta, budget_rho FROM datasets WHERE hash = ?`, d.hash).
+			Scan(&kind, &g.Epsilon, &g.Delta, &g.Rho); err != nil {
+			return err
+		}
+		runs, err := t.tx.QueryContext(ctx, `SELECT id, estimator, plugin, grant_kind, grant_epsilon, grant_delta, grant_rho, status,
+	charge_epsilon, charge_delta, charge_rho, composition, noise_drawn, error, note, owner_host, owner_boot, owner_pid, owner_start, reserved_at
+	FROM runs WHERE hash = ? ORDER BY id`, d.hash)
+		if err != nil {
+			return err
+		}
+		type oldRun struct {
+			id                         int64
+			est, plugin, status, basis string
+			g                          privacy.Grant
+			c                          Charge
+			noise                      bool
+			errMsg, note               string
+			o                          owner
+			at                         string
+		}
+		var old []oldRun
+		for runs.Next() {
+			var r oldRun
+			if err := runs.Scan(&r.id, &r.est, &r.plugin, &r.g.Kind, &r.g.Epsilon, &r.g.Delta, &r.g.Rho, &r.status,
+				&r.c.Epsilon, &r.c.Delta, &r.c.Rho, &r.basis, &r.noise, &r.errMsg, &r.note, &r.o.Host, &r.o.Boot, &r.o.PID, &r.o.Start, &r.at); err != nil {
+				runs.Close()
+				return err
+			}
+			old = append(old, r)
+		}
+		runs.Close()
+		for _, r := range old {
+			g := r.g
+			o := r.o
+			note := fmt.Sprintf("imported from run %d of the earlier ledger", r.id)
+			res := &event{Kind: evReserve, Dataset: d.hash, Time: r.at, Note: note,
+				Run: &runEvent{Estimator: r.est, Plugin: r.plugin, Grant: &g, Owner: &o, Charge: GrantCharge(g), Basis: "grant"}}
+			if err := t.emit(ctx, res); err != nil {
+				return err
+			}
+			if State(r.status) == Reserved {
+				continue
+			}
+			set := &event{Kind: evSettle, Dataset: d.hash, Note: note,
+				Run: &runEvent{ID: res.Seq, Status: State(r.status), Charge: r.c, Basis: r.basis, NoiseDrawn: r.noise, Error: r.errMsg, Note: r.note,
+					Relation: ReplaceRow, Class: "", Neighbours: ""}}
+			if err := t.emit(ctx, set); err != nil {
+				return err
+			}
+		}
+		if kind.Valid {
+			g.Kind = privacy.GrantKind(kind.String)
+			if err := t.emit(ctx, &event{Kind: evBudget, Dataset: d.hash, New: &g, Note: "imported"}); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -38,7 +38,11 @@ type ReserveRequest struct {
 	Plugin    string            // plugin path or name@version, for the record
 	Params    map[string]string // the run's raw parameters, for the record
 	Grant     privacy.Grant     // the budget the run is granted (charged in full until settled)
-	Name      string            // optional data set name, recorded if the data set has none yet
+	Name      string            // optional data set name, recorded if the data set is new and the name is free
+	// Relation is the neighbour relation a new data set's budget is stated
+	// for ("": ReplaceRow; the host passes ReplaceUser for users data). It
+	// does not change an existing data set's.
+	Relation Relation
 }
 
 // Outcome is how a reserved run ended, given to Settle.
@@ -57,6 +61,14 @@ type Outcome struct {
 	NoiseDrawn bool
 	// Error is the failure's message, for the record.
 	Error string
+	// Guarantee is the kind of guarantee the result carries; the history
+	// shows its class (worst-case, model-based, nominal).
+	Guarantee privacy.GuaranteeKind
+	// Neighbours is the guarantee's Neighbours text; a success is charged
+	// for the budget's relation from it (see ParseNeighbours and Settle).
+	// Empty: the run is counted as made under the budget's relation, with a
+	// note saying so.
+	Neighbours string
 }
 
 // OutcomeOf is the Outcome of a run that ended with runErr (nil: success)
@@ -87,7 +99,16 @@ type Run struct {
 	// Basis says where the charge comes from: "grant" (the full grant:
 	// reserved, interrupted, failed after noise), "refund", or the run
 	// accountant's composition ("pure", "zcdp", "basic").
-	Basis      string    `json:"basis"`
+	Basis string `json:"basis"`
+	// Relation is the neighbour relation the run's guarantee holds for,
+	// Neighbours the guarantee's own words, Factor the group-privacy factor
+	// its cost was multiplied by for the budget's relation (1: none), and
+	// Class the guarantee's class: worst-case, model-based or nominal
+	// (empty while reserved).
+	Relation   Relation  `json:"relation,omitempty"`
+	Neighbours string    `json:"neighbours,omitempty"`
+	Factor     int       `json:"factor,omitempty"`
+	Class      string    `json:"guarantee_class,omitempty"`
 	NoiseDrawn bool      `json:"noise_drawn,omitempty"`
 	Refunded   bool      `json:"refunded,omitempty"`
 	Error      string    `json:"error,omitempty"`
@@ -115,13 +136,20 @@ type RunCounts struct {
 	Succeeded   int `json:"succeeded"`
 	Failed      int `json:"failed"`
 	Refunded    int `json:"refunded"` // failed before drawing noise (included in Failed)
+	External    int `json:"external"` // spends recorded from outside dplr (in Total)
 }
 
 // Status is a data set's budget position, as Show returns it.
 type Status struct {
-	DataHash    string        `json:"data_hash"`
-	Name        string        `json:"name,omitempty"`
-	HasBudget   bool          `json:"has_budget"`
+	DataHash  string `json:"data_hash"`
+	Name      string `json:"name,omitempty"`
+	HasBudget bool   `json:"has_budget"`
+	// Relation is the neighbour relation the budget counts in.
+	Relation Relation `json:"relation"`
+	// Aliases are the content hashes linked to the data set.
+	Aliases []string `json:"aliases,omitempty"`
+	// Sketch is the data set's row sketch, if one was stored.
+	Sketch      []uint64      `json:"sketch,omitempty"`
 	Total       privacy.Grant `json:"total"`
 	BudgetSetAt time.Time     `json:"budget_set_at,omitzero"`
 	// Spent composes every charged run (reserved, interrupted, settled);
@@ -131,7 +159,7 @@ type Status struct {
 	Remaining Remaining `json:"remaining"`
 	Runs      RunCounts `json:"runs"`
 
-	sums sums
+	charged agg
 }
 
 // MarshalJSON writes the total with lower-case keys, and null without a
@@ -167,10 +195,7 @@ func (s Status) Fits(g privacy.Grant) error {
 	if err := compatible(s.Total, g); err != nil {
 		return err
 	}
-	t := s.sums
-	t.add(GrantCharge(g))
-	_, err := compose(s.Total, t)
-	return err
+	return fits(s.Total, s.charged, GrantCharge(g))
 }
 
 // String describes the status in words, for the CLI.
@@ -185,13 +210,19 @@ func (s Status) String() string {
 		b.WriteString("  budget:    no budget set (runs are allowed and recorded)\n")
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 	} else {
-		fmt.Fprintf(&b, "  budget:    %s\n", GrantString(s.Total))
+		fmt.Fprintf(&b, "  budget:    %s (neighbours: %s)\n", GrantString(s.Total), s.Relation)
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 		fmt.Fprintf(&b, "  remaining: %s\n", remainingString(s.Total, s.Remaining))
 	}
 	c := s.Runs
 	fmt.Fprintf(&b, "  runs:      %d (%d succeeded, %d failed of which %d refunded, %d reserved, %d interrupted)\n",
-		c.Total, c.Succeeded, c.Failed, c.Refunded, c.Reserved, c.Interrupted)
+		c.Total-c.External, c.Succeeded, c.Failed, c.Refunded, c.Reserved, c.Interrupted)
+	if c.External > 0 {
+		fmt.Fprintf(&b, "  outside:   %d spend(s) recorded from outside dplr\n", c.External)
+	}
+	for _, a := range s.Aliases {
+		fmt.Fprintf(&b, "  linked:    %s\n", a)
+	}
 	return b.String()
 }
 
@@ -224,8 +255,8 @@ func spentString(sp Spent) string {
 		return fmt.Sprintf("ρ = %.4g (zCDP composition)", sp.Rho)
 	case "basic":
 		return fmt.Sprintf("ε = %.4g, δ = %.3g (basic composition)", sp.Epsilon, sp.Delta)
-	case "zcdp+basic":
-		return fmt.Sprintf("ε = %.4g, δ = %.3g (zCDP composition of runs with ρ = %.4g in total, then basic composition with the rest)", sp.Epsilon, sp.Delta, sp.Rho)
+	case "mixed":
+		return fmt.Sprintf("ε = %.4g, δ = %.3g (pure runs' ε plus the zCDP composition, ρ = %.4g, of the others)", sp.Epsilon, sp.Delta, sp.Rho)
 	case "sum":
 		var parts []string
 		if sp.Epsilon > 0 {
@@ -255,8 +286,14 @@ func (s Status) RemainingText() string {
 func remainingString(total privacy.Grant, r Remaining) string {
 	switch total.Kind {
 	case privacy.GrantPure:
+		if r.Epsilon == 0 {
+			return "none (no further run fits)"
+		}
 		return fmt.Sprintf("ε = %.4g", r.Epsilon)
 	case privacy.GrantZCDP:
+		if r.Rho == 0 {
+			return "none (no further run fits)"
+		}
 		return fmt.Sprintf("ρ = %.4g", r.Rho)
 	}
 	var parts []string
@@ -267,7 +304,7 @@ func remainingString(total privacy.Grant, r Remaining) string {
 		parts = append(parts, fmt.Sprintf("a ρ = %.4g run", r.Rho))
 	}
 	if len(parts) == 0 {
-		return "nothing"
+		return "none (no further run fits)"
 	}
 	return strings.Join(parts, ", or ")
 }

@@ -91,9 +91,12 @@ type Achieved struct {
 	Rho float64
 	// Composition names the accounting: "pure" (ε add up), "zcdp" (ρ add
 	// up, converted with the tight CKS bound for an (ε, δ) grant), "mixed"
-	// (pure steps' ε plus the converted ρ of the rest) or "basic" (ε and δ
-	// add up).
+	// (pure steps' ε plus the converted ρ of the rest), "basic" (ε and δ
+	// add up), "gdp" (exact Gaussian composition) or "pld" (privacy loss
+	// distributions).
 	Composition string
+	// Mu is the GDP parameter of a "gdp" composition (0 otherwise).
+	Mu float64
 }
 
 // Accountant checks each declared step against a Grant and records it. It is
@@ -103,6 +106,11 @@ type Accountant struct {
 	grant   Grant
 	steps   []Step
 	onSpend func(Step)
+	// releases are the steps declared through Gaussian, Laplace and
+	// Exponential, with whether their noise was drawn.
+	releases []releaseRecord
+	// viaRelease[i] tells whether steps[i] was declared with a release.
+	viaRelease []bool
 }
 
 // NewAccountant returns an accountant for g.
@@ -159,22 +167,50 @@ func within(x, limit float64) bool { return x <= limit*(1+slack) }
 // malformed step) otherwise, leaving the accountant unchanged. Call it
 // before drawing the step's noise.
 func (a *Accountant) Spend(step Step) error {
+	_, err := a.spend(step, false)
+	return err
+}
+
+// spend is Spend; with release it also registers a release for the step,
+// under the same lock, and returns its id.
+func (a *Accountant) spend(step Step, release bool) (int, error) {
 	if err := checkStep(step); err != nil {
-		return fmt.Errorf("step %q: %w", step.Name, err)
+		return 0, fmt.Errorf("step %q: %w", step.Name, err)
 	}
 	a.mu.Lock()
 	trial := append(append(make([]Step, 0, len(a.steps)+1), a.steps...), step)
-	if _, err := compose(a.grant, trial); err != nil {
+	if _, err := composeTight(a.grant, trial, false); err != nil {
 		a.mu.Unlock()
-		return fmt.Errorf("step %q: %w", step.Name, err)
+		return 0, fmt.Errorf("step %q: %w", step.Name, err)
 	}
 	a.steps = trial
+	a.viaRelease = append(a.viaRelease, release)
+	id := -1
+	if release {
+		a.releases = append(a.releases, releaseRecord{name: step.Name})
+		id = len(a.releases) - 1
+	}
 	hook := a.onSpend
 	a.mu.Unlock()
 	if hook != nil {
 		hook(step)
 	}
-	return nil
+	return id, nil
+}
+
+// WithoutRelease returns the names of the accepted steps that were declared
+// without a release (through Spend or the Spend* helpers), whose noise the
+// accountant cannot vouch for.
+func (a *Accountant) WithoutRelease() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for i, ok := range a.viaRelease {
+		if !ok {
+			out = append(out, a.steps[i].Name)
+		}
+	}
+	return out
 }
 
 // Steps returns a copy of the accepted steps.
@@ -188,7 +224,7 @@ func (a *Accountant) Steps() []Step {
 func (a *Accountant) Achieved() Achieved {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ach, _ := compose(a.grant, a.steps)
+	ach, _ := composeTight(a.grant, a.steps, true)
 	return ach
 }
 
@@ -243,6 +279,7 @@ func stepRho(s Step) float64 {
 //
 // Valid accountings: a pure grant admits only pure steps, whose ε add up.
 // A zCDP grant adds the steps' ρ. An (ε, δ) grant may be met by
+//
 //   - "pure": every step pure, ε add up, δ = 0;
 //   - "zcdp": every step's ρ add up (adaptive composition of zCDP, Bun &
 //     Steinke 2016) and the total is converted at the grant's δ with the
@@ -252,10 +289,24 @@ func stepRho(s Step) float64 {
 //     ρ-zCDP step at most αρ, so adaptive Rényi composition bounds the
 //     total at order α by E + αρ, and the same CKS conversion gives
 //     ε = E + ε_tight(ρ, δ);
-//   - "basic": every step has an (ε, δ) claim and they add up.
+//   - "basic": every step has an (ε, δ) claim and they add up;
+//   - "gdp": every step Gaussian with a recorded sensitivity and scale:
+//     μ² = Σ (Δ_i/σ_i)² composes exactly (Gaussian DP; valid under fully
+//     adaptive choices of the μ_i, Smith & Thakurta 2022) and the analytic
+//     Gaussian curve gives ε at the grant's δ;
+//   - "pld": every step Gaussian (with sensitivity and scale) or pure: the
+//     pessimistic discretised privacy loss distribution (RunPLD). It
+//     assumes the list of mechanisms and their parameters is fixed by
+//     public inputs, as every dplr estimator's plan is.
 //
-// Among those that fit, the smallest ε wins (then the smallest δ).
-func compose(g Grant, steps []Step) (Achieved, error) {
+// Among those that fit, the smallest ε wins (then the smallest δ). The
+// "gdp" and "pld" candidates are tried only when tight is set (Achieved,
+// Certify: the figures a result states) or nothing else fits (Spend of an
+// exact plan); Compose, which the ledger charges runs with, keeps the
+// composable zCDP/pure/basic figures whenever one fits.
+func compose(g Grant, steps []Step) (Achieved, error) { return composeTight(g, steps, false) }
+
+func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
 	var sumEps, sumDelta, sumRho, pureEps, otherRho float64
 	allPure, allRho, allEps := true, true, true
 	nPure := 0
@@ -315,14 +366,14 @@ func compose(g Grant, steps []Step) (Achieved, error) {
 	if allEps {
 		cands = append(cands, Achieved{Epsilon: sumEps, Delta: sumDelta, Composition: "basic"})
 	}
-	best, found := Achieved{}, false
-	for _, c := range cands {
-		if !within(c.Epsilon, g.Epsilon) || !within(c.Delta, g.Delta) {
-			continue
+	best, found := bestFit(g, cands)
+	if !allPure && (tight || !found) {
+		if c, ok := gdpCandidate(steps, g.Delta); ok {
+			cands = append(cands, c)
+		} else if c, ok := pldCandidate(steps, g.Delta); ok {
+			cands = append(cands, c)
 		}
-		if !found || c.Epsilon < best.Epsilon || (c.Epsilon == best.Epsilon && c.Delta < best.Delta) {
-			best, found = c, true
-		}
+		best, found = bestFit(g, cands)
 	}
 	if found {
 		return best, nil
@@ -338,4 +389,57 @@ func compose(g Grant, steps []Step) (Achieved, error) {
 		msg = fmt.Sprintf("the tightest accounting (%s) needs ε = %.6g, δ = %.3g", lowest.Composition, lowest.Epsilon, lowest.Delta)
 	}
 	return Achieved{}, fmt.Errorf("%s; granted (ε=%.6g, δ=%.3g): %w", msg, g.Epsilon, g.Delta, ErrOverBudget)
+}
+
+// bestFit returns the candidate that fits g with the smallest ε (then δ).
+func bestFit(g Grant, cands []Achieved) (Achieved, bool) {
+	best, found := Achieved{}, false
+	for _, c := range cands {
+		if !within(c.Epsilon, g.Epsilon) || !within(c.Delta, g.Delta) {
+			continue
+		}
+		if !found || c.Epsilon < best.Epsilon || (c.Epsilon == best.Epsilon && c.Delta < best.Delta) {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+// gdpCandidate accounts an all-Gaussian list of steps exactly.
+func gdpCandidate(steps []Step, delta float64) (Achieved, bool) {
+	for _, s := range steps {
+		if s.Mechanism != MechGaussian || !(s.Scale > 0) || !(s.Sensitivity > 0) {
+			return Achieved{}, false
+		}
+	}
+	mu, _, err := RunGDP(steps)
+	if err != nil {
+		return Achieved{}, false
+	}
+	eps, err := GDPEpsilon(mu, delta)
+	if err != nil {
+		return Achieved{}, false
+	}
+	return Achieved{Epsilon: eps, Delta: delta, Rho: mu * mu / 2, Mu: mu, Composition: MethodGDP}, true
+}
+
+// pldCandidate accounts Gaussian and pure steps by their PLD.
+func pldCandidate(steps []Step, delta float64) (Achieved, bool) {
+	for _, s := range steps {
+		switch {
+		case s.Mechanism == MechGaussian && s.Scale > 0 && s.Sensitivity > 0:
+		case (s.Mechanism == MechLaplace || s.Mechanism == MechExponential) && isPure(s):
+		default:
+			return Achieved{}, false
+		}
+	}
+	p, err := RunPLD(steps, DefaultPLDGrid)
+	if err != nil {
+		return Achieved{}, false
+	}
+	eps, err := p.Epsilon(delta)
+	if err != nil {
+		return Achieved{}, false
+	}
+	return Achieved{Epsilon: eps, Delta: delta, Composition: MethodPLD}, true
 }

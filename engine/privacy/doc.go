@@ -121,5 +121,33 @@
 // that would exceed the grant, leaving the state unchanged. An (ε, δ) grant
 // is met by the tightest valid accounting among pure composition, zCDP
 // (tight conversion), "mixed" (pure steps' ε plus the converted ρ of the
-// others, by Rényi composition) and basic composition; Achieved says which.
+// others, by Rényi composition), basic composition, the exact Gaussian
+// composition of Gaussian differential privacy ("gdp": μ² = Σ(Δ_i/σ_i)²,
+// then the analytic Gaussian curve) and a pessimistic discretised privacy
+// loss distribution ("pld", for Gaussian and pure steps together); Achieved
+// says which. The PLD is computed only when the cheaper accountings do not
+// fit (Spend) or when the figures are reported (Achieved, Certify). See
+// gdp.go and pld.go for the definitions and the discretisation bound, and
+// TightEpsilon for the accounting of a list of steps.
+//
+// A Plan with NoiseExact calibrates through the same curves: a
+// Gaussian-only plan splits the μ² that the grant allows (at (1, 1e-6)
+// σ/Δ = 4.22 for one step where zCDP needs 4.53), a mixed plan scales the
+// zCDP split by the largest factor its PLD allows.
+//
+// # Plans and releases
+//
+// An estimator splits its grant once, up front, with NewPlan: named Shares
+// (a weight, and a number of equal steps) under one noise calibration
+// (NoiseZCDP, NoiseClassical, NoiseAnalytic or NoisePure). NewPlan checks
+// the whole plan before anything is spent: the grant's kind against the
+// calibration, the weights, and that every per-step Budget is usable.
+// Plan.Budget gives one step's Budget. Accountant.Gaussian, Laplace and
+// Exponential declare a step paid from a Budget and return a release that
+// owns the step's scale and grid: Release.Add (AddSym, AddDense, AddParts)
+// rounds the values to the grid and adds the noise, refusing a length other
+// than the declared one and a second draw; ExponentialRelease.Sample hands
+// β to the sampler once. Accountant.Undrawn lists the releases declared but
+// never drawn. The older Spend* helpers compute the same steps and remain
+// for estimators not yet moved to releases.
 package privacy

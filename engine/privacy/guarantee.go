@@ -29,6 +29,11 @@ const (
 )
 
 // Guarantee is the privacy statement attached to a released result.
+//
+// For Pure, Epsilon is the pure ε; a Pure guarantee may also carry the
+// zCDP total Rho of its steps and, when the grant named one, the δ at which
+// that converts to a tighter (ε, δ) statement (see Tighter). Certify
+// computes the figures from the composition.
 type Guarantee struct {
 	Kind        GuaranteeKind
 	Epsilon     float64
@@ -39,6 +44,12 @@ type Guarantee struct {
 	Assumptions []string // public parameters and other assumptions
 	Neighbours  string   // what neighbouring data sets differ by, e.g. "one row replaced"
 	Seeded      bool     // noise came from a user seed: not private against whoever knows it
+	// Accounting names the composition that produced the figures ("pure",
+	// "zcdp", "gdp", "pld", "mixed", "basic"; empty when not recorded).
+	Accounting string
+	// Mu is the Gaussian-DP parameter when Accounting is "gdp": the run is
+	// then μ-GDP, equivalently ρ = μ²/2 zCDP.
+	Mu float64
 }
 
 // String describes the guarantee in words a person can read, e.g.
@@ -49,8 +60,20 @@ func (g Guarantee) String() string {
 	switch g.Kind {
 	case Pure:
 		fmt.Fprintf(&b, "pure ε-differential privacy with ε = %s", num(g.Epsilon))
+		if eps, delta, ok := g.Tighter(); ok {
+			fmt.Fprintf(&b, ", and also (ε, δ)-differential privacy with ε = %s, δ = %s (its steps compose to ρ-zCDP with ρ = %s)",
+				num(eps), num(delta), num(g.Rho))
+		} else if g.Rho > 0 {
+			fmt.Fprintf(&b, ", and also ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
+		}
 	case Approx:
 		fmt.Fprintf(&b, "(ε, δ)-differential privacy with ε = %s, δ = %s", num(g.Epsilon), num(g.Delta))
+		switch g.Accounting {
+		case "gdp":
+			fmt.Fprintf(&b, " (exact Gaussian composition: μ-Gaussian differential privacy with μ = %s, ρ = %s)", num(g.Mu), num(g.Mu*g.Mu/2))
+		case "pld":
+			b.WriteString(" (privacy loss distribution accounting)")
+		}
 	case ZCDP:
 		fmt.Fprintf(&b, "ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
 		if g.Delta > 0 {
@@ -119,6 +142,12 @@ func (g Guarantee) Validate() error {
 		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
 			return bad("ε", g.Epsilon)
 		}
+		if !(g.Rho >= 0) || math.IsInf(g.Rho, 0) {
+			return bad("ρ", g.Rho)
+		}
+		if !(g.Delta >= 0 && g.Delta < 1) {
+			return bad("δ", g.Delta)
+		}
 	case Approx, Model, Nominal:
 		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
 			return bad("ε", g.Epsilon)
@@ -155,19 +184,23 @@ type GuaranteeJSON struct {
 	Assumptions []string      `json:"assumptions,omitempty"`
 	Neighbours  string        `json:"neighbours,omitempty"`
 	Seeded      bool          `json:"seeded,omitempty"`
+	Accounting  string        `json:"accounting,omitempty"`
+	Mu          float64       `json:"mu,omitempty"`
 	Text        string        `json:"text"`
 }
 
 // JSON returns the JSON-friendly form of g.
 func (g Guarantee) JSON() GuaranteeJSON {
 	return GuaranteeJSON{Kind: g.Kind, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model, Beta: g.Beta,
-		Assumptions: append([]string(nil), g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded, Text: g.String()}
+		Assumptions: append([]string(nil), g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
+		Accounting: g.Accounting, Mu: g.Mu, Text: g.String()}
 }
 
 // Guarantee converts the JSON form back (Text is ignored).
 func (j GuaranteeJSON) Guarantee() Guarantee {
 	return Guarantee{Kind: j.Kind, Epsilon: j.Epsilon, Delta: j.Delta, Rho: j.Rho, Model: j.Model, Beta: j.Beta,
-		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded}
+		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded,
+		Accounting: j.Accounting, Mu: j.Mu}
 }
 
 // oneMinus writes 1 − β so that a tiny β stays visible ("1 − 1.2e-13"

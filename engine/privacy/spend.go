@@ -52,34 +52,109 @@ func calibrateOnGrid(sens, spread, perUnit float64) (scale, sensEff, gamma float
 	return 0, 0, 0, fmt.Errorf("noise grid calibration did not settle: %w", ErrInvalidBudget)
 }
 
-// SpendGaussianRho declares a Gaussian step that releases dim noisy
-// coordinates with ℓ2 sensitivity sens at zCDP cost rho, and returns the
-// noise standard deviation to draw with (pass it unchanged to AddGaussian
-// and friends). The sensitivity is enlarged by γ·sqrt(dim) for rounding the
-// released values to the noise grid γ = Grid(σ). The step is refused (no
-// noise may be drawn) if it does not fit the grant.
-func (a *Accountant) SpendGaussianRho(name string, sens float64, dim int, rho float64) (float64, error) {
+// gaussianRhoStep calibrates a Gaussian step releasing dim noisy
+// coordinates with ℓ2 sensitivity sens at zCDP cost rho. The sensitivity
+// is enlarged by γ·sqrt(dim) for rounding the released values to the noise
+// grid γ = Grid(σ).
+func gaussianRhoStep(name string, sens float64, dim int, rho float64) (Step, error) {
 	if err := checkDim(dim); err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
 	}
 	unit, err := GaussianSigmaForRho(1, rho)
 	if err == nil {
 		err = checkSens(sens)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
 	}
 	sigma, sensEff, gamma, err := calibrateOnGrid(sens, math.Sqrt(float64(dim)), unit)
 	if err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
 	}
-	st := Step{Name: name, Mechanism: MechGaussian, Calibration: "zcdp", Sensitivity: sensEff, Scale: sigma, Rho: rho,
+	return Step{Name: name, Mechanism: MechGaussian, Calibration: NoiseZCDP, Sensitivity: sensEff, Scale: sigma, Rho: rho,
 		QuerySensitivity: sens, Dim: dim, Grid: gamma,
-		Note: fmt.Sprintf("%d coordinates; discrete Gaussian on grid %.3g", dim, gamma)}
+		Note: fmt.Sprintf("%d coordinates; discrete Gaussian on grid %.3g", dim, gamma)}, nil
+}
+
+// gaussianEpsDeltaStep calibrates a Gaussian step directly to (eps, delta)
+// with calibration "classical" (ε ≤ 1 only) or "analytic"; σ carries the
+// lattice margin and the step records its exact ρ as well.
+func gaussianEpsDeltaStep(name string, sens float64, dim int, eps, delta float64, calibration string) (Step, error) {
+	if err := checkDim(dim); err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	if err := checkSens(sens); err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	var unit float64
+	var err error
+	switch calibration {
+	case NoiseClassical:
+		unit, err = ClassicalGaussianSigma(1, eps, delta)
+	case NoiseAnalytic:
+		unit, err = AnalyticGaussianSigma(1, eps, delta)
+	default:
+		err = fmt.Errorf("unknown Gaussian calibration %q (want classical or analytic): %w", calibration, ErrInvalidBudget)
+	}
+	if err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	sigma, sensEff, gamma, err := calibrateOnGrid(sens, math.Sqrt(float64(dim)), unit*latticeMargin)
+	if err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	return Step{Name: name, Mechanism: MechGaussian, Calibration: calibration, Sensitivity: sensEff, Scale: sigma,
+		Epsilon: eps, Delta: delta, Rho: RhoOfGaussian(sensEff, sigma) * roundUp,
+		QuerySensitivity: sens, Dim: dim, Grid: gamma,
+		Note: fmt.Sprintf("%d coordinates; discrete Gaussian on grid %.3g", dim, gamma)}, nil
+}
+
+// laplaceStep calibrates a Laplace step releasing dim coordinates with ℓ1
+// sensitivity sens at pure cost eps; the ℓ1 sensitivity is enlarged by
+// γ·dim for rounding to the noise grid γ = Grid(b).
+func laplaceStep(name string, sens float64, dim int, eps float64) (Step, error) {
+	if err := checkDim(dim); err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	if _, err := LaplaceScale(sens, eps); err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	b, sensEff, gamma, err := calibrateOnGrid(sens, float64(dim), 1/eps)
+	if err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	return Step{Name: name, Mechanism: MechLaplace, Calibration: NoisePure, Sensitivity: sensEff, Scale: b,
+		Epsilon: eps, Rho: RhoOfPure(eps), QuerySensitivity: sens, Dim: dim, Grid: gamma,
+		Note: fmt.Sprintf("%d coordinates; discrete Laplace on grid %.3g", dim, gamma)}, nil
+}
+
+// exponentialStep calibrates an exponential-mechanism step whose utility
+// has sensitivity sens at pure cost eps: β = ε/(2Δ), zCDP cost ε²/8.
+func exponentialStep(name string, sens, eps float64) (Step, error) {
+	if _, err := LaplaceScale(sens, eps); err != nil {
+		return Step{}, fmt.Errorf("step %q: %w", name, err)
+	}
+	return Step{Name: name, Mechanism: MechExponential, Calibration: NoisePure, Sensitivity: sens, Scale: eps / (2 * sens),
+		Epsilon: eps, Rho: RhoOfExponential(eps), QuerySensitivity: sens}, nil
+}
+
+// SpendGaussianRho declares a Gaussian step that releases dim noisy
+// coordinates with ℓ2 sensitivity sens at zCDP cost rho, and returns the
+// noise standard deviation to draw with (pass it unchanged to AddGaussian
+// and friends). The sensitivity is enlarged by γ·sqrt(dim) for rounding the
+// released values to the noise grid γ = Grid(σ). The step is refused (no
+// noise may be drawn) if it does not fit the grant.
+// It stays until every estimator has moved to Gaussian, whose release
+// draws the noise itself.
+func (a *Accountant) SpendGaussianRho(name string, sens float64, dim int, rho float64) (float64, error) {
+	st, err := gaussianRhoStep(name, sens, dim, rho)
+	if err != nil {
+		return 0, err
+	}
 	if err := a.Spend(st); err != nil {
 		return 0, err
 	}
-	return sigma, nil
+	return st.Scale, nil
 }
 
 // SpendGaussianEpsDelta declares a Gaussian step calibrated directly to
@@ -88,62 +163,32 @@ func (a *Accountant) SpendGaussianRho(name string, sens float64, dim int, rho fl
 // SpendGaussianRho, and σ carries a 1e-9 relative margin for the lattice
 // (see the package documentation). Its zCDP cost Δ²/(2σ²) is recorded too,
 // so the step can also be accounted by zCDP.
+// It stays until every estimator has moved to Gaussian.
 func (a *Accountant) SpendGaussianEpsDelta(name string, sens float64, dim int, eps, delta float64, calibration string) (float64, error) {
-	if err := checkDim(dim); err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
-	}
-	if err := checkSens(sens); err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
-	}
-	var unit float64
-	var err error
-	switch calibration {
-	case "classical":
-		unit, err = ClassicalGaussianSigma(1, eps, delta)
-	case "analytic":
-		unit, err = AnalyticGaussianSigma(1, eps, delta)
-	default:
-		err = fmt.Errorf("unknown Gaussian calibration %q (want classical or analytic): %w", calibration, ErrInvalidBudget)
-	}
+	st, err := gaussianEpsDeltaStep(name, sens, dim, eps, delta, calibration)
 	if err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
+		return 0, err
 	}
-	sigma, sensEff, gamma, err := calibrateOnGrid(sens, math.Sqrt(float64(dim)), unit*latticeMargin)
-	if err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
-	}
-	st := Step{Name: name, Mechanism: MechGaussian, Calibration: calibration, Sensitivity: sensEff, Scale: sigma,
-		Epsilon: eps, Delta: delta, Rho: RhoOfGaussian(sensEff, sigma) * roundUp,
-		QuerySensitivity: sens, Dim: dim, Grid: gamma,
-		Note: fmt.Sprintf("%d coordinates; discrete Gaussian on grid %.3g", dim, gamma)}
 	if err := a.Spend(st); err != nil {
 		return 0, err
 	}
-	return sigma, nil
+	return st.Scale, nil
 }
 
 // SpendLaplace declares a Laplace step releasing dim coordinates with ℓ1
 // sensitivity sens at pure cost eps, and returns the scale b (pass it
 // unchanged to AddLaplace). The ℓ1 sensitivity is enlarged by γ·dim for
 // rounding to the noise grid γ = Grid(b).
+// It stays until every estimator has moved to Laplace.
 func (a *Accountant) SpendLaplace(name string, sens float64, dim int, eps float64) (float64, error) {
-	if err := checkDim(dim); err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
-	}
-	if _, err := LaplaceScale(sens, eps); err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
-	}
-	b, sensEff, gamma, err := calibrateOnGrid(sens, float64(dim), 1/eps)
+	st, err := laplaceStep(name, sens, dim, eps)
 	if err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
+		return 0, err
 	}
-	st := Step{Name: name, Mechanism: MechLaplace, Calibration: "pure", Sensitivity: sensEff, Scale: b,
-		Epsilon: eps, Rho: RhoOfPure(eps), QuerySensitivity: sens, Dim: dim, Grid: gamma,
-		Note: fmt.Sprintf("%d coordinates; discrete Laplace on grid %.3g", dim, gamma)}
 	if err := a.Spend(st); err != nil {
 		return 0, err
 	}
-	return b, nil
+	return st.Scale, nil
 }
 
 // SpendExponential declares an exponential-mechanism step whose utility has
@@ -151,17 +196,16 @@ func (a *Accountant) SpendLaplace(name string, sens float64, dim int, eps float6
 // β = ε/(2Δ) to sample exp(β·u) with. Its zCDP cost is ε²/8 (bounded range,
 // Cesar & Rogers 2021). Sampling is the caller's: an inexact sampler
 // (e.g. MCMC) makes the result's guarantee Nominal.
+// It stays until every estimator has moved to Exponential.
 func (a *Accountant) SpendExponential(name string, sens, eps float64) (float64, error) {
-	if _, err := LaplaceScale(sens, eps); err != nil {
-		return 0, fmt.Errorf("step %q: %w", name, err)
+	st, err := exponentialStep(name, sens, eps)
+	if err != nil {
+		return 0, err
 	}
-	beta := eps / (2 * sens)
-	st := Step{Name: name, Mechanism: MechExponential, Calibration: "pure", Sensitivity: sens, Scale: beta,
-		Epsilon: eps, Rho: RhoOfExponential(eps), QuerySensitivity: sens}
 	if err := a.Spend(st); err != nil {
 		return 0, err
 	}
-	return beta, nil
+	return st.Scale, nil
 }
 
 // EpsDelta is an (ε, δ) pair.

@@ -1,10 +1,17 @@
 // Package sdk is what a dplr estimator plugin is written against. An
 // estimator is a type implementing Estimator; a plugin binary's main calls
-// Serve with its estimators. The same Estimator can be run in-process with
+// transport.Serve with its estimators. The same Estimator can be run in-process with
 // RunLocal (tests, benchmarks).
 //
-// During a fit the estimator reads its data and parameters from the Run,
-// declares every privacy-spending step to Run.Acct before drawing noise
-// from Run.Rand, reports progress with Run.Progress, and returns a Result
-// whose Guarantee the SDK completes from the accountant.
+// An estimator declares its parameters as an options struct with field tags
+// (Info.Options; see SpecsOf and the shared fields in shared.go). Before Fit
+// runs, Prepare validates the request, binds it into a fresh options value
+// and calls the options' Check hook on the data's public Shape; every
+// refusal there is a BadRequest, decided before any budget is touched.
+//
+// During a fit the estimator reads its options with Opts, splits its grant
+// with NewPlan, declares each privacy step through Run.Acct (Gaussian,
+// Laplace, Exponential), whose release draws the step's noise from
+// Run.Rand, reports progress with Run.Progress, and returns a Result whose
+// Guarantee the SDK states from the accountant's steps (privacy.Certify).
 package sdk

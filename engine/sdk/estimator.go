@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -21,7 +22,12 @@ type Info struct {
 	// gives (e.g. "(ε,δ)-DP w.p. ≥ 1−β over spiked Gaussian data").
 	Guarantee string
 	// Grants lists the budget forms the estimator accepts.
-	Grants     []privacy.GrantKind
+	Grants []privacy.GrantKind
+	// Options is the prototype of the estimator's options struct (e.g.
+	// myOptions{}); when set, the SDK derives Params from its tags (see
+	// SpecsOf), binds each request into a fresh copy before Fit, and Fit
+	// reads it with Opts. Leave Params empty then.
+	Options    any
 	Params     []ParamSpec
 	References []string
 	// NonPrivate marks a non-private reference estimator (its result's
@@ -47,6 +53,9 @@ type Run struct {
 	Acct    *privacy.Accountant
 	Rand    *privacy.Source
 	Backend backend.Backend
+	// opts is the bound options struct (a pointer), nil for an estimator
+	// without Info.Options.
+	opts any
 	// progress receives progress events; nil discards them.
 	progress func(Progress)
 	logf     func(format string, args ...any)
@@ -87,7 +96,47 @@ const (
 	// Evaluation outputs are computed from the raw data for evaluation
 	// only; they are NOT private and must not be published.
 	Evaluation Release = "evaluation"
+	// Diagnostic outputs describe how the computation ran: timings, memory,
+	// sampler proposal counts, how many rows were clipped. They depend on
+	// the private data through the run itself, carry no privacy guarantee,
+	// and are for the operator only: never publish them with the public
+	// outputs. Timings are always Diagnostic.
+	Diagnostic Release = "diagnostic"
 )
+
+// TimingRelease is the release class of every timing and memory figure of
+// a fit (the plugin's fit and load times, its peak memory, an estimator's
+// own timings): Diagnostic, because they depend on the data.
+const TimingRelease = Diagnostic
+
+// Releases lists the release classes.
+var Releases = []Release{Public, PerUser, Evaluation, Diagnostic}
+
+// Valid reports whether r is one of the release classes.
+func (r Release) Valid() bool {
+	for _, c := range Releases {
+		if r == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Note is a short warning to print beside a non-public output ("" for a
+// public one).
+func (r Release) Note() string {
+	switch r {
+	case Public:
+		return ""
+	case PerUser:
+		return "per-user: release each part only to its user"
+	case Evaluation:
+		return "evaluation only: computed from the raw data, NOT private"
+	case Diagnostic:
+		return "diagnostic: depends on the private data, NOT private; for the operator only"
+	}
+	return "unknown release class " + string(r) + ": treat as NOT private"
+}
 
 // Matrix is a named matrix output.
 type Matrix struct {
@@ -113,11 +162,22 @@ type Series struct {
 	Doc     string
 }
 
+// Timing is a named duration measured during a fit, in seconds. Its
+// release class is always Diagnostic: how long a computation took can
+// depend on the data (sampler rejections, clipping, convergence).
+type Timing struct {
+	Name    string
+	Seconds float64
+	Doc     string
+}
+
 // Result is what a fit returns.
 type Result struct {
 	Matrices []Matrix
 	Scalars  []Scalar
 	Series   []Series
+	// Timings are sent to the host as Diagnostic scalars, never Public.
+	Timings []Timing
 	// Guarantee: the estimator sets Kind, Model, Beta, Assumptions and
 	// Neighbours; the SDK fills ε, δ, ρ from the accountant and Seeded from
 	// the random source.
@@ -133,6 +193,53 @@ func (r *Result) AddMatrix(name string, m *mat.Dense, rel Release, doc string) {
 // AddScalar appends a scalar output.
 func (r *Result) AddScalar(name string, v float64, rel Release, doc string) {
 	r.Scalars = append(r.Scalars, Scalar{Name: name, Value: v, Release: rel, Doc: doc})
+}
+
+// AddTiming appends a timing (release class Diagnostic).
+func (r *Result) AddTiming(name string, seconds float64, doc string) {
+	r.Timings = append(r.Timings, Timing{Name: name, Seconds: seconds, Doc: doc})
+}
+
+// CheckReleases reports an output without a valid release class, or a name
+// used twice among the outputs of one kind (timings and scalars share
+// theirs: timings travel as scalars).
+func (r *Result) CheckReleases() error {
+	seen := map[string]bool{}
+	check := func(kind, name string, rel Release) error {
+		if !rel.Valid() {
+			return fmt.Errorf("%s output %q has release class %q (want one of %v)", kind, name, rel, Releases)
+		}
+		key := kind + "/" + name
+		if kind == "timing" {
+			key = "scalar/" + name
+		}
+		if seen[key] {
+			return fmt.Errorf("%s output name %q is used twice", kind, name)
+		}
+		seen[key] = true
+		return nil
+	}
+	for _, m := range r.Matrices {
+		if err := check("matrix", m.Name, m.Release); err != nil {
+			return err
+		}
+	}
+	for _, s := range r.Scalars {
+		if err := check("scalar", s.Name, s.Release); err != nil {
+			return err
+		}
+	}
+	for _, s := range r.Series {
+		if err := check("series", s.Name, s.Release); err != nil {
+			return err
+		}
+	}
+	for _, tm := range r.Timings {
+		if err := check("timing", tm.Name, Diagnostic); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AddSeries appends a series output.

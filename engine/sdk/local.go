@@ -26,25 +26,20 @@ type LocalOptions struct {
 // guarantee from the accountant. It is what the plugin server does after
 // receiving a request, and what tests and in-process benchmarks call.
 func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[string]string, grant privacy.Grant, opt LocalOptions) (res *Result, acct *privacy.Accountant, err error) {
-	info := est.Info()
 	if d == nil {
 		return nil, nil, errors.New("no data set")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	if d.Kind != info.DataKind {
-		return nil, nil, BadRequest("estimator %s takes %s data, got %s data", info.Name, info.DataKind, d.Kind)
-	}
-	params, err := ValidateParams(info.Params, raw)
+	prep, err := prepare(est.Info(), raw, ShapeOf(d))
 	if err != nil {
-		return nil, nil, BadRequest("estimator %s: %w", info.Name, err)
+		return nil, nil, err
 	}
-	if err := grant.Validate(); err != nil {
-		return nil, nil, BadRequest("%w", err)
-	}
-	if !grantAccepted(info.Grants, grant.Kind) {
-		return nil, nil, BadRequest("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
+	info := prep.info
+	largeDelta, err := CheckGrant(info, raw, ShapeOf(d), grant)
+	if err != nil {
+		return nil, nil, err
 	}
 	acct, err = privacy.NewAccountant(grant)
 	if err != nil {
@@ -63,7 +58,7 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if be == nil {
 		be = backend.Default()
 	}
-	run := &Run{Data: d, Params: params, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
+	run := &Run{Data: d, Params: prep.params, opts: prep.opts, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
 	res, err = safeFit(ctx, est, run)
 	if err != nil {
 		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
@@ -71,13 +66,22 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if res == nil {
 		return nil, acct, fmt.Errorf("estimator %s returned no result", info.Name)
 	}
+	if err := res.CheckReleases(); err != nil {
+		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
 	if info.NonPrivate {
 		if n := len(acct.Steps()); n > 0 {
 			return nil, acct, fmt.Errorf("estimator %s is marked non-private but declared %d privacy steps", info.Name, n)
 		}
 		res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 	}
-	completeGuarantee(res, acct, src)
+	if err := completeGuarantee(res, acct, src); err != nil {
+		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
+	if largeDelta != "" && res.Guarantee.Kind != privacy.None {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, largeDelta)
+		res.Notes = append(res.Notes, largeDelta)
+	}
 	return res, acct, nil
 }
 
@@ -101,22 +105,15 @@ func safeFit(ctx context.Context, est Estimator, run *Run) (res *Result, err err
 	return est.Fit(ctx, run)
 }
 
-func completeGuarantee(res *Result, acct *privacy.Accountant, src *privacy.Source) {
-	g := &res.Guarantee
+// completeGuarantee replaces the result's figures (and, for worst-case
+// kinds, its kind) by what the accountant's steps actually give under the
+// grant (privacy.Certify), and marks a seeded run.
+func completeGuarantee(res *Result, acct *privacy.Accountant, src *privacy.Source) error {
+	g, err := privacy.Certify(res.Guarantee, acct.Grant(), acct.Steps())
+	if err != nil {
+		return fmt.Errorf("stating the guarantee: %w", err)
+	}
 	g.Seeded = src.Seeded()
-	if g.Kind == privacy.None {
-		return
-	}
-	ach := acct.Achieved()
-	g.Epsilon, g.Delta, g.Rho = ach.Epsilon, ach.Delta, ach.Rho
-	if g.Kind == "" {
-		switch ach.Composition {
-		case "pure":
-			g.Kind = privacy.Pure
-		case "zcdp":
-			g.Kind = privacy.ZCDP
-		default:
-			g.Kind = privacy.Approx
-		}
-	}
+	res.Guarantee = g
+	return nil
 }

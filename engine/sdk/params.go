@@ -26,9 +26,12 @@ type ParamSpec struct {
 	Type     ParamType
 	Default  string   // "" with Required = false means "unset"
 	Min, Max *float64 // inclusive numeric range, nil when unbounded
-	Choices  []string // allowed values of a String parameter
-	Required bool
-	Doc      string
+	// ExclusiveMin and ExclusiveMax are exclusive bounds (the value must be
+	// greater than ExclusiveMin, less than ExclusiveMax), nil when absent.
+	ExclusiveMin, ExclusiveMax *float64
+	Choices                    []string // allowed values of a String parameter
+	Required                   bool
+	Doc                        string
 }
 
 // Bound is a helper for ParamSpec.Min and Max.
@@ -70,6 +73,9 @@ func CheckSpecs(specs []ParamSpec) error {
 		}
 		if s.Min != nil && s.Max != nil && !(*s.Min <= *s.Max) {
 			return fmt.Errorf("parameter %q: minimum %v exceeds maximum %v", s.Name, *s.Min, *s.Max)
+		}
+		if err := checkRange(s); err != nil {
+			return err
 		}
 		if s.Default != "" {
 			if err := checkValue(s, s.Default); err != nil {
@@ -154,7 +160,81 @@ func checkValue(s ParamSpec, v string) error {
 	if s.Max != nil && x > *s.Max {
 		return fmt.Errorf("parameter %q: %v is above its maximum %v", s.Name, v, *s.Max)
 	}
+	if s.ExclusiveMin != nil && !(x > *s.ExclusiveMin) {
+		return fmt.Errorf("parameter %q: %v must be greater than %v", s.Name, v, *s.ExclusiveMin)
+	}
+	if s.ExclusiveMax != nil && !(x < *s.ExclusiveMax) {
+		return fmt.Errorf("parameter %q: %v must be less than %v", s.Name, v, *s.ExclusiveMax)
+	}
 	return nil
+}
+
+// checkRange refuses bounds that leave no value: the tightest lower bound
+// must lie below the tightest upper one (or equal it when both are
+// inclusive).
+func checkRange(s ParamSpec) error {
+	if (s.ExclusiveMin != nil || s.ExclusiveMax != nil) && s.Type != Int && s.Type != Float {
+		return fmt.Errorf("parameter %q: exclusive bounds on a %s parameter", s.Name, s.Type)
+	}
+	lo, loOpen := math.Inf(-1), false
+	if s.Min != nil {
+		lo = *s.Min
+	}
+	if s.ExclusiveMin != nil && *s.ExclusiveMin >= lo {
+		lo, loOpen = *s.ExclusiveMin, true
+	}
+	hi, hiOpen := math.Inf(1), false
+	if s.Max != nil {
+		hi = *s.Max
+	}
+	if s.ExclusiveMax != nil && *s.ExclusiveMax <= hi {
+		hi, hiOpen = *s.ExclusiveMax, true
+	}
+	if lo > hi || (lo == hi && (loOpen || hiOpen)) {
+		return fmt.Errorf("parameter %q: its bounds leave no value", s.Name)
+	}
+	return nil
+}
+
+// Inclusive returns the spec with its exclusive bounds folded into Min and
+// Max without changing which values pass: for a float, x > g exactly when
+// x ≥ the next float64 above g; for an integer, x > g exactly when
+// x ≥ ⌊g⌋ + 1. The catalogue's wire form carries only inclusive bounds, so
+// a host that knows nothing of exclusive bounds still refuses the same
+// values. The doc notes the exclusive bound.
+func (s ParamSpec) Inclusive() ParamSpec {
+	if s.ExclusiveMin == nil && s.ExclusiveMax == nil {
+		return s
+	}
+	var notes []string
+	if g := s.ExclusiveMin; g != nil {
+		lo := math.Nextafter(*g, math.Inf(1))
+		if s.Type == Int {
+			lo = math.Floor(*g) + 1
+		}
+		if s.Min == nil || lo > *s.Min {
+			s.Min = &lo
+		}
+		notes = append(notes, "> "+strconv.FormatFloat(*g, 'g', -1, 64))
+	}
+	if l := s.ExclusiveMax; l != nil {
+		hi := math.Nextafter(*l, math.Inf(-1))
+		if s.Type == Int {
+			hi = math.Ceil(*l) - 1
+		}
+		if s.Max == nil || hi < *s.Max {
+			s.Max = &hi
+		}
+		notes = append(notes, "< "+strconv.FormatFloat(*l, 'g', -1, 64))
+	}
+	s.ExclusiveMin, s.ExclusiveMax = nil, nil
+	note := "(must be " + strings.Join(notes, " and ") + ")"
+	if s.Doc == "" {
+		s.Doc = note
+	} else {
+		s.Doc += " " + note
+	}
+	return s
 }
 
 // Has reports whether the parameter has a value (set or defaulted).

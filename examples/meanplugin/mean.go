@@ -52,6 +52,14 @@ func (RawMean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	return res, ctx.Err()
 }
 
+// meanOptions are Mean's parameters: the shared clip (with a default of 1)
+// and the shared noise calibration. The SDK derives the catalogue from the
+// tags and binds every request before Fit.
+type meanOptions struct {
+	sdk.Clip `default:"1"`
+	sdk.Noise
+}
+
 // Info implements sdk.Estimator.
 func (Mean) Info() sdk.Info {
 	return sdk.Info{
@@ -60,21 +68,50 @@ func (Mean) Info() sdk.Info {
 		Summary: "mean of rows clipped to a public norm, Gaussian mechanism (template plugin)",
 		Description: "Each row is scaled down to ℓ2 norm at most `clip`; the mean of the clipped rows then has " +
 			"ℓ2 sensitivity 2·clip/n under replacement of one row, and is released with Gaussian noise " +
-			"calibrated in zCDP from the whole grant. n is treated as public.",
-		DataKind:  data.Rows,
-		Guarantee: "worst-case (ε, δ)-DP / ρ-zCDP, neighbours differ by one replaced row (n public)",
-		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
-		Params: []sdk.ParamSpec{
-			{Name: "clip", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-12), Doc: "public bound on a row's ℓ2 norm; longer rows are scaled down to it"},
-		},
+			"calibrated from the whole grant (in zCDP by default). n is treated as public.",
+		DataKind:   data.Rows,
+		Guarantee:  "worst-case (ε, δ)-DP / ρ-zCDP, neighbours differ by one replaced row (n public)",
+		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
+		Options:    meanOptions{},
 		References: []string{"Dwork & Roth (2014), The Algorithmic Foundations of Differential Privacy, §3.5"},
 	}
 }
 
 // Fit implements sdk.Estimator.
 func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	o := sdk.Opts[meanOptions](run)
+	// Plan the whole budget before touching the data: one Gaussian release.
+	plan, err := sdk.NewPlan(run, o.Noise.Value, privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
+	if err != nil {
+		return nil, err
+	}
+	budget, err := plan.Budget("mean")
+	if err != nil {
+		return nil, err
+	}
 	n, p := run.Data.X.Dims()
-	clip := run.Params.Float("clip")
+	mean, err := clippedMean(ctx, run, o.Clip.Value)
+	if err != nil {
+		return nil, err
+	}
+	// Declare the step; the release owns σ and the grid and draws the noise.
+	rel, err := run.Acct.Gaussian("mean", 2*o.Clip.Value/float64(n), p, budget)
+	if err != nil {
+		return nil, fmt.Errorf("declaring the mean's privacy step: %w", err)
+	}
+	if err := rel.Add(run.Rand, mean); err != nil {
+		return nil, err
+	}
+	res := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced (n public)"}}
+	res.AddMatrix("mean", mat.NewDense(1, p, mean), sdk.Public, "private mean of the clipped rows (1×p)")
+	res.AddScalar("sigma", rel.Scale(), sdk.Public, "standard deviation of the Gaussian noise per coordinate")
+	return res, nil
+}
+
+// clippedMean returns the mean of the rows of run.Data.X, each scaled down
+// to ℓ2 norm at most clip.
+func clippedMean(ctx context.Context, run *sdk.Run, clip float64) ([]float64, error) {
+	n, p := run.Data.X.Dims()
 	sum := make([]float64, p)
 	row := make([]float64, p)
 	for i := 0; i < n; i++ {
@@ -98,20 +135,8 @@ func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 	}
 	run.Progress("clipped sum", n, n)
-	rho, err := run.Acct.TotalRho()
-	if err != nil {
-		return nil, err
-	}
-	sigma, err := run.Acct.SpendGaussianRho("mean", 2*clip/float64(n), p, rho)
-	if err != nil {
-		return nil, fmt.Errorf("declaring the mean's privacy step: %w", err)
-	}
 	for j := range sum {
 		sum[j] /= float64(n)
 	}
-	run.Rand.AddGaussian(sum, sigma)
-	res := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced (n public)"}}
-	res.AddMatrix("mean", mat.NewDense(1, p, sum), sdk.Public, "private mean of the clipped rows (1×p)")
-	res.AddScalar("sigma", sigma, sdk.Public, "standard deviation of the Gaussian noise per coordinate")
-	return res, nil
+	return sum, nil
 }

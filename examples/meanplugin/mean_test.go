@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/sdk/sdktest"
 )
 
 // rowsOf returns n copies of row as a rows data set.
@@ -32,16 +33,23 @@ func TestMeanInProcess(t *testing.T) {
 		name  string
 		data  *data.Dataset
 		clip  string
+		noise string
 		grant privacy.Grant
 		want  []float64 // mean of the clipped rows
+		kind  privacy.GuaranteeKind
 	}{
-		{"rows inside the clip", rowsOf(20000, 0.3, -0.4), "1", approx, []float64{0.3, -0.4}},
-		{"rows scaled down to the clip", rowsOf(20000, 3, 4), "1", approx, []float64{0.6, 0.8}},
-		{"zCDP grant", rowsOf(20000, 0.3, -0.4), "2", privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}, []float64{0.3, -0.4}},
+		// A zCDP-calibrated Gaussian step under an (ε, δ) grant: the exact
+		// Gaussian composition states a smaller ε than the grant's.
+		{"rows inside the clip", rowsOf(20000, 0.3, -0.4), "1", "zcdp", approx, []float64{0.3, -0.4}, privacy.Approx},
+		{"rows scaled down to the clip", rowsOf(20000, 3, 4), "1", "zcdp", approx, []float64{0.6, 0.8}, privacy.Approx},
+		{"zCDP grant", rowsOf(20000, 0.3, -0.4), "2", "zcdp", privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}, []float64{0.3, -0.4}, privacy.ZCDP},
+		// One step calibrated to (ε, δ) directly: its own (ε, δ) is the
+		// tightest statement (its ρ converts to a larger ε).
+		{"analytic noise", rowsOf(20000, 0.3, -0.4), "1", "analytic", approx, []float64{0.3, -0.4}, privacy.Approx},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, acct, err := sdk.RunLocal(context.Background(), Mean{}, tc.data, map[string]string{"clip": tc.clip}, tc.grant, sdk.LocalOptions{Seed: &seed})
+			res, acct, err := sdk.RunLocal(context.Background(), Mean{}, tc.data, map[string]string{"clip": tc.clip, "noise": tc.noise}, tc.grant, sdk.LocalOptions{Seed: &seed})
 			require.NoError(t, err)
 			require.Len(t, acct.Steps(), 1, "one Gaussian release")
 			require.Len(t, res.Matrices, 1)
@@ -52,7 +60,8 @@ func TestMeanInProcess(t *testing.T) {
 				assert.InDelta(t, w, got[j], 6*sigma, "coordinate %d", j)
 			}
 			g := res.Guarantee
-			assert.Equal(t, privacy.ZCDP, g.Kind)
+			assert.Equal(t, tc.kind, g.Kind)
+			assert.Empty(t, acct.Undrawn(), "the release was drawn")
 			assert.True(t, g.Seeded, "a seeded run says so")
 			if tc.grant.Kind == privacy.GrantApprox {
 				assert.LessOrEqual(t, g.Epsilon, 1+1e-9)
@@ -83,14 +92,34 @@ func TestMeanRefusesBadRequests(t *testing.T) {
 		grant privacy.Grant
 		want  string
 	}{
-		{"non-positive clip", map[string]string{"clip": "0"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "below its minimum"},
+		{"non-positive clip", map[string]string{"clip": "0"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "must be greater than 0"},
+		{"unknown noise", map[string]string{"noise": "exact"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, `"exact" is not one of zcdp, classical, analytic`},
+		{"classical noise needs an (ε, δ) grant", map[string]string{"noise": "classical"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "needs an (ε, δ) grant"},
 		{"pure budget", nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, "does not accept a pure budget"},
 		{"unknown parameter", map[string]string{"rank": "2"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, `unknown parameter "rank"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := sdk.RunLocal(context.Background(), Mean{}, d, tc.raw, tc.grant, sdk.LocalOptions{Seed: &seed})
+			_, acct, err := sdk.RunLocal(context.Background(), Mean{}, d, tc.raw, tc.grant, sdk.LocalOptions{Seed: &seed})
 			assert.ErrorContains(t, err, tc.want)
+			assert.True(t, sdk.IsBadRequest(err), "a refused request, not an estimator failure")
+			if acct != nil {
+				assert.Empty(t, acct.Steps(), "refused before any step")
+			}
 		})
 	}
+}
+
+// The SDK's conformance suite, as every plugin runs it.
+func TestConformance(t *testing.T) {
+	approx := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	sdktest.Run(t, Mean{},
+		sdktest.Case{Name: "defaults", Data: rowsOf(200, 3, 4), Grant: approx},
+		sdktest.Case{Name: "analytic", Data: rowsOf(200, 0.3, 0.4), Grant: approx, Params: map[string]string{"noise": "analytic", "clip": "2"}},
+		sdktest.Case{Name: "ρ grant", Data: rowsOf(200, 0.3, 0.4), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		sdktest.Case{Name: "classical needs an (ε, δ) grant", Data: rowsOf(200, 1, 1), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5},
+			Params: map[string]string{"noise": "classical"}, Refuse: "needs an (ε, δ) grant"},
+		sdktest.Case{Name: "δ against n", Data: rowsOf(200, 1, 1), Grant: privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 0.01}, Refuse: "not small against the 200 rows"},
+	)
+	sdktest.Run(t, RawMean{}, sdktest.Case{Name: "reference", Data: rowsOf(20, 3, 4), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}})
 }

@@ -27,25 +27,12 @@ const (
 type ClassifyExact struct{}
 
 // Classify is the practical surrogate of Algorithm 3 (not in the paper,
-// spec §5): the same public JL projection, then Private FedRep with the
+// DERIVATIONS.md §6): the same public JL projection, then Private FedRep with the
 // logistic loss in the projected space, mapped back by Mᵀ.
 type Classify struct{}
 
-func jlParam(def string) sdk.ParamSpec {
-	return sdk.ParamSpec{Name: "kprime", Type: sdk.Int, Default: def, Min: sdk.Bound(0),
-		Doc: "k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"}
-}
-
 // Info implements sdk.Estimator.
 func (ClassifyExact) Info() sdk.Info {
-	ps := []sdk.ParamSpec{
-		jlParam("2"),
-		{Name: "net_step", Type: sdk.Float, Default: "0.25", Min: sdk.Bound(1e-3), Max: sdk.Bound(10), Doc: "γ: the net is a cubic grid whose cells have half-diagonal γ (a Frobenius γ-cover)"},
-		{Name: "margin", Type: sdk.Float, Default: "0.1", Min: sdk.Bound(0), Doc: "ρ: margin of the loss 1[y⟨Mx, Ũv⟩ ≤ ρ] used in the score"},
-		{Name: "head_bound", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-12), Doc: "Γ: bound on the heads |v_i|"},
-		{Name: "max_net", Type: sdk.Int, Default: "200000", Min: sdk.Bound(1), Max: sdk.Bound(1e7), Doc: "refuse nets larger than this (the cost is exponential in k′·k)"},
-	}
-	ps = append(ps, splitParams()...)
 	return sdk.Info{
 		Name: NameClassifyExact, Version: "0.1.0",
 		Summary:  "Private classification with a shared representation, exact Alg. 3 (JL + exponential mechanism over a net): EXPONENTIAL cost, k = 1 and tiny k′ only",
@@ -57,10 +44,12 @@ score every net point Ũ by −(1/n) Σ_i min_{|v| ≤ Γ} (user i's fraction of
 Each user's term lies in [0, 1], so replacing one user moves the score by at most 1/n: pure ε-DP,
 worst case. U = MᵀŨ (d×1, not orthonormal). Each user picks its head sign on its local half.
 The net has about (√k/γ)^{k′k} points: the cost is exponential in k′·k, which is why the paper
-calls the algorithm information-theoretic; use fedrep-classify for real sizes.`,
+calls the algorithm information-theoretic; use fedrep-classify for real sizes.
+Labels are read as sign(y) (+1 where y > 0, −1 elsewhere), row by row. DERIVATIONS.md §7 has the
+algorithm box, the net construction and the sensitivity.`,
 		Guarantee:  "pure ε-DP for U (nominal: the exponential mechanism is drawn by floating-point Gumbel-max, not a certified exact sampler), user level, worst case; exponential cost",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox, privacy.GrantZCDP},
-		Params:     ps,
+		Options:    exactOptions{},
 		References: []string{refFedRep[0], "F. McSherry, K. Talwar. Mechanism Design via Differential Privacy. FOCS 2007."},
 	}
 }
@@ -68,36 +57,20 @@ calls the algorithm information-theoretic; use fedrep-classify for real sizes.`,
 // Info implements sdk.Estimator.
 func (Classify) Info() sdk.Info {
 	base := PrivateFedRep{}.Info()
-	var ps []sdk.ParamSpec
-	for _, p := range base.Params {
-		if p.Name == "calibration" {
-			p.Choices, p.Default = []string{"zcdp"}, "zcdp"
-			p.Doc = "zcdp: exact replace-one zCDP, ρ split init_share / (1 − init_share)"
-		}
-		if p.Name == "clip" {
-			p.Default = "1"
-			p.Doc = "ψ: Frobenius bound on each user's logistic-loss gradient (public; tune on synthetic data, never on the private data)"
-		}
-		if p.Name == "step" {
-			p.Default = "1"
-			p.Doc = "step size η of the U update on the mean logistic loss"
-		}
-		ps = append(ps, p)
-	}
-	ps = append(ps, jlParam("0"))
 	return sdk.Info{
 		Name: NameClassify, Version: "0.1.0",
 		Summary:  "Private classification with a shared representation: JL projection + Private FedRep on the logistic loss (practical surrogate of Alg. 3)",
 		DataKind: data.Users,
-		Description: `A practical stand-in for Algorithm 3 of Snedeker, Zhou & Bassily (2025), not in the paper (spec §5):
+		Description: `A practical stand-in for Algorithm 3 of Snedeker, Zhou & Bassily (2025), not in the paper (DERIVATIONS.md §6):
 project the features with a public random ±1/√k′ matrix M (optional), then run Private FedRep with
 the logistic loss log(1 + exp(−y⟨Mx, Ũv⟩)) for ±1 labels (local heads by ridge-regularized Newton
 steps), clipped per-user gradients and Gaussian noise, and release U = MᵀŨ. The privacy argument is
 that of fedrep-private (user-level, worst case, zCDP); the margin-based excess-risk bound of
-Algorithm 3 is NOT claimed for this surrogate.`,
+Algorithm 3 is NOT claimed for this surrogate. Labels are read as sign(y) (+1 where y > 0, −1
+elsewhere), row by row.`,
 		Guarantee:  base.Guarantee,
 		Grants:     base.Grants,
-		Params:     ps,
+		Options:    classifyOptions{},
 		References: refFedRep,
 	}
 }
@@ -122,40 +95,49 @@ func jlMatrix(src *privacy.Source, kp, d int) *mat.Dense {
 	return m
 }
 
-// checkLabels requires ±1 responses.
-func checkLabels(y []float64) error {
+// signLabels returns the labels the classifiers use: +1 where y > 0 and −1
+// elsewhere. The rule is applied row by row and never refuses: the responses
+// are private, so a refusal on a label that is not ±1 (or a message naming
+// it) would reveal them (DERIVATIONS.md §1).
+func signLabels(y []float64) []float64 {
+	out := make([]float64, len(y))
 	for i, v := range y {
-		if v != 1 && v != -1 {
-			return fmt.Errorf("classification needs labels ±1: response %d is %v", i, v)
+		out[i] = -1
+		if v > 0 {
+			out[i] = 1
 		}
 	}
-	return nil
+	return out
 }
+
+// labelNote is the note of every classification result.
+const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (applied row by row; data with labels ±1 is unchanged)"
 
 // Fit implements sdk.Estimator.
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	if err := checkLabels(run.Data.Y); err != nil {
-		return nil, err
-	}
-	kp := run.Params.Int("kprime")
+	o := sdk.Opts[classifyOptions](run)
+	kp := o.KPrime
+	y := signLabels(run.Data.Y)
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
-		return fitFedRep(ctx, run, true, lossLogistic, run.Data.X, nil)
-	}
-	if k := run.Params.Int("rank"); k > kp {
-		return nil, sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", k, kp)
+		res, err := fitFedRep(ctx, run, o.config(), true, run.Data.X, y, nil, lossLogistic)
+		if err != nil {
+			return nil, err
+		}
+		res.Notes = append(res.Notes, labelNote)
+		return res, nil
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	xp := mat.NewDense(run.Data.N(), kp, nil)
 	if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
-	res, err := fitFedRep(ctx, run, true, lossLogistic, xp, mat.DenseCopyOf(m.T()))
+	res, err := fitFedRep(ctx, run, o.config(), true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
 	if err != nil {
 		return nil, err
 	}
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
-	res.Notes = append(res.Notes, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
+	res.Notes = append(res.Notes, labelNote, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
 	return res, nil
 }
 
@@ -218,6 +200,9 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 			u := net[q]
 			var tot float64
 			for _, ur := range lay.users {
+				if ur.t1 == ur.t0 {
+					continue // no training rows: a zero term
+				}
 				var pos, neg int
 				for r := ur.t0; r < ur.t1; r++ {
 					zr := z.RawRowView(r)
@@ -241,36 +226,38 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	return scores, err
 }
 
+// planExact is the budget of the one exponential-mechanism step: the
+// grant's ε for a pure or (ε, δ) grant, ε = √(8ρ) for a zCDP grant (an
+// ε-DP exponential mechanism is ε²/8-zCDP; DERIVATIONS.md §7).
+func planExact(run *sdk.Run) (privacy.Budget, error) {
+	noise := privacy.NoisePure
+	if run.Acct.Grant().Kind == privacy.GrantZCDP {
+		noise = privacy.NoiseZCDP
+	}
+	plan, err := sdk.NewPlan(run, noise, privacy.Share{Name: "net", Weight: 1, Mechanism: privacy.MechExponential})
+	if err != nil {
+		return privacy.Budget{}, err
+	}
+	return plan.Budget("net")
+}
+
 // Fit implements sdk.Estimator.
 func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	if err := checkLabels(run.Data.Y); err != nil {
-		return nil, err
-	}
+	o := sdk.Opts[exactOptions](run)
 	d := run.Data.P()
-	kp := p.Int("kprime")
-	if kp == 0 {
-		kp = d
-	}
-	if kp > 4 {
-		return nil, sdk.BadRequest("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
-	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
+	kp := o.projected(d)
+	lay, err := newLayout(run.Data, o.LocalFraction, o.Holdout)
 	if err != nil {
 		return nil, err
 	}
-	net, err := netPoints(kp, p.Float("net_step"), math.Sqrt2, p.Int("max_net"))
+	net, err := netPoints(kp, o.NetStep, math.Sqrt2, o.MaxNet)
 	if err != nil {
 		return nil, err
 	}
-	var eps float64
-	switch g := run.Acct.Grant(); g.Kind {
-	case privacy.GrantZCDP:
-		eps = math.Sqrt(8 * g.Rho) // the exponential mechanism is ε²/8-zCDP
-	default:
-		eps = g.Epsilon
+	b, err := planExact(run)
+	if err != nil {
+		return nil, err
 	}
-	n := lay.n()
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	if kp == d {
 		m = mat.NewDense(d, d, nil)
@@ -278,60 +265,86 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 			m.Set(i, i, 1)
 		}
 	}
+	y := signLabels(run.Data.Y)
+	ut, err := exactNetMechanism(ctx, run, m, y, lay, net, o, b)
+	if err != nil {
+		return nil, err
+	}
+	u := mat.NewDense(d, 1, nil)
+	u.Mul(m.T(), ut)
+	heads, hold := exactHeads(run.Data.X, y, lay, u, o)
+	return exactResult(run, o, lay, u, m, heads, hold, len(net)), nil
+}
+
+// exactNetMechanism is the exact γ-net mechanism (DERIVATIONS.md §7):
+// score every net point by the users' best margin loss on the projected
+// training halves (sensitivity 1/n) and draw one by the exponential
+// mechanism (Gumbel-max).
+func exactNetMechanism(ctx context.Context, run *sdk.Run, m *mat.Dense, y []float64, lay *layout, net [][]float64, o *exactOptions, b privacy.Budget) (*mat.Dense, error) {
+	kp, _ := m.Dims()
 	z := mat.NewDense(run.Data.N(), kp, nil)
 	if err := run.Backend.Mul(z, run.Data.X, false, m, true); err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
 	run.Progress("scores", 0, 1)
-	scores, err := exactScores(ctx, z, run.Data.Y, lay, net, p.Float("margin"), p.Float("head_bound"))
+	scores, err := exactScores(ctx, z, y, lay, net, o.Margin, o.HeadBound)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("scores", 1, 1)
-	beta, err := run.Acct.SpendExponential("exponential mechanism over the γ-net", 1/float64(n), eps)
+	rel, err := run.Acct.Exponential("exponential mechanism over the γ-net", 1/float64(lay.n()), b)
 	if err != nil {
 		return nil, err
 	}
-	best, bestVal := 0, math.Inf(-1)
-	for q, f := range scores {
-		u := run.Rand.Float64()
-		for u == 0 {
-			u = run.Rand.Float64()
+	best := 0
+	err = rel.Sample(func(beta float64) error {
+		bestVal := math.Inf(-1)
+		for q, f := range scores {
+			u := run.Rand.Float64()
+			for u == 0 {
+				u = run.Rand.Float64()
+			}
+			g := beta*f - math.Log(-math.Log(u)) // Gumbel-max
+			if g > bestVal {
+				best, bestVal = q, g
+			}
 		}
-		g := beta*f - math.Log(-math.Log(u)) // Gumbel-max
-		if g > bestVal {
-			best, bestVal = q, g
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	ut := mat.NewDense(kp, 1, append([]float64(nil), net[best]...))
-	u := mat.NewDense(d, 1, nil)
-	u.Mul(m.T(), ut)
+	return mat.NewDense(kp, 1, append([]float64(nil), net[best]...)), nil
+}
 
-	// Heads: each user picks the sign of v = ±Γ with fewer errors on S¹.
-	bound := p.Float("head_bound")
-	heads := mat.NewDense(n, 1, nil)
+// exactHeads lets every user pick the sign of its head v = ±Γ with fewer
+// errors on its own rows (S¹, or S⁰ ∪ S¹ with head_data=all) and returns
+// the heads and the mean hold-out 0-1 error (NaN without hold-out rows).
+func exactHeads(x *mat.Dense, y []float64, lay *layout, u *mat.Dense, o *exactOptions) (*mat.Dense, float64) {
+	heads := mat.NewDense(lay.n(), 1, nil)
+	col := u.ColView(0)
 	var hold float64
 	var nh int
 	for i, ur := range lay.users {
 		s, f := ur.t1, ur.f1
-		if f == s || p.String("head_data") == "all" {
+		if f == s || o.headAll() {
 			s = ur.t0
 		}
 		var errPos int
 		for r := s; r < f; r++ {
-			if run.Data.Y[r]*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+			if y[r]*mat.Dot(x.RowView(r), col) <= 0 {
 				errPos++
 			}
 		}
-		v := bound
+		v := o.HeadBound
 		if 2*errPos > f-s {
-			v = -bound
+			v = -o.HeadBound
 		}
 		heads.Set(i, 0, v)
 		if ur.h1 > ur.f1 {
 			var e int
 			for r := ur.f1; r < ur.h1; r++ {
-				if run.Data.Y[r]*v*mat.Dot(run.Data.X.RowView(r), u.ColView(0)) <= 0 {
+				if y[r]*v*mat.Dot(x.RowView(r), col) <= 0 {
 					e++
 				}
 			}
@@ -339,25 +352,34 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 			nh++
 		}
 	}
+	if nh == 0 {
+		return heads, math.NaN()
+	}
+	return heads, hold / float64(nh)
+}
+
+// exactResult assembles the outputs, guarantee and notes.
+func exactResult(run *sdk.Run, o *exactOptions, lay *layout, u, m, heads *mat.Dense, hold float64, netSize int) *sdk.Result {
 	res := &sdk.Result{}
 	res.AddMatrix("U", u, sdk.Public, "U = MᵀŨ (d×1), Ũ drawn by the exponential mechanism from the γ-net")
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
-	if p.Bool("output_v") {
+	if o.OutputV {
 		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i = ±Γ of the i-th user in increasing user-id order, chosen on its own rows (see head_data); meant for user i only (not covered by the public guarantee, which is about U)")
 		addUserIDs(res, run.Data)
 	}
-	if nh > 0 {
-		res.AddScalar("holdout_loss", hold/float64(nh), sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
+	if !math.IsNaN(hold) {
+		res.AddScalar("holdout_loss", hold, sdk.Evaluation, "mean 0-1 error on the users' hold-out rows; computed from raw data: NOT private")
 	}
-	res.AddScalar("net_size", float64(len(net)), sdk.Public, "number of candidate Ũ in the γ-net")
+	res.AddScalar("net_size", float64(netSize), sdk.Public, "number of candidate Ũ in the γ-net")
 	// The mechanism is pure ε-DP, but the draw is a floating-point Gumbel-max
 	// (bounded Gumbel tails, rounded probabilities), not a certified exact
 	// sampler: the guarantee is labelled nominal.
 	res.Guarantee = privacy.Guarantee{Kind: privacy.Nominal, Neighbours: "one user's whole data replaced (user level, n public)",
-		Assumptions: []string{fmt.Sprintf("number of users n = %d public; score sensitivity 1/n (each user's loss lies in [0, 1])", n)}}
-	if p.Bool("output_v") {
+		Assumptions: []string{fmt.Sprintf("number of users n = %d public; score sensitivity 1/n (each user's loss lies in [0, 1])", lay.n())}}
+	if o.OutputV {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("exponential mechanism over all %d net points (cost exponential in k′·k); pure ε-DP for an exact sampler, drawn here by floating-point Gumbel-max, hence the nominal label", len(net)))
-	return res, nil
+	res.Notes = append(res.Notes, labelNote)
+	res.Notes = append(res.Notes, fmt.Sprintf("exponential mechanism over all %d net points (cost exponential in k′·k); pure ε-DP for an exact sampler, drawn here by floating-point Gumbel-max, hence the nominal label (DERIVATIONS.md §7)", netSize))
+	return res
 }

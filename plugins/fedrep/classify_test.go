@@ -104,8 +104,7 @@ func TestClassifyUtility(t *testing.T) {
 	g := genClass(t, 300, 20, 2, 1, 4)
 	res, acct := fit(t, ClassifyExact{}, g.Data, map[string]string{"kprime": "0", "holdout": "0.25"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 5}, 1)
 	u := matrix(t, res, "U").M
-	dd, err := SubspaceDist(u, g.Truth["U"])
-	require.NoError(t, err)
+	dd := subspaceDist(t, u, g.Truth["U"])
 	assert.Less(t, dd, 0.3)
 	assert.Equal(t, privacy.Nominal, res.Guarantee.Kind)
 	assert.InDelta(t, 5, res.Guarantee.Epsilon, 1e-12)
@@ -125,9 +124,14 @@ func TestClassifyUtility(t *testing.T) {
 		r, c := matrix(t, res, "U").M.Dims()
 		assert.Equal(t, []int{20, 2}, []int{r, c})
 	}
-	// Labels must be ±1.
+	// Real-valued responses are read as their sign, never refused (a
+	// refusal would be decided from private data).
 	gr := genUsers(t, 50, 10, 5, 1, 0.1, 1)
 	seed := uint64(1)
-	_, _, err = runLocal(ClassifyExact{}, gr, &seed)
-	assert.ErrorContains(t, err, "labels ±1")
+	raw, _, err := runLocal(ClassifyExact{}, gr, &seed)
+	require.NoError(t, err)
+	assert.Contains(t, raw.Notes, labelNote)
+	same, _, err := runLocal(ClassifyExact{}, &gen.Generated{Data: signed(gr.Data)}, &seed)
+	require.NoError(t, err)
+	assert.True(t, mat.Equal(matrix(t, raw, "U").M, matrix(t, same, "U").M), "sign(y) labels give the same fit")
 }

@@ -13,8 +13,10 @@
 //     with a shared representation (their Alg. 3, exact exponential
 //     mechanism over a net for tiny sizes, and a practical surrogate).
 //
-// The paper-replication study (StudyPaper) compares them on the synthetic
-// model registered as gen.UsersLowRankName.
+// DERIVATIONS.md in this directory states each algorithm, every sensitivity
+// the code calibrates to, the user-level neighbour relation and the errata
+// of the sources that matter. The paper-replication study lives in
+// bench/studies/fedrep (command bench/cmd/fedrep-study).
 package fedrep
 
 import "github.com/dplr/dplr/engine/sdk"

@@ -11,10 +11,10 @@ import (
 type lossKind int
 
 const (
-	// lossSquared is (y − ⟨x, Uv⟩)², the regression loss of 003 Alg. 1.
+	// lossSquared is (y − ⟨x, Uv⟩)², the regression loss of Private FedRep.
 	lossSquared lossKind = iota
 	// lossLogistic is log(1 + exp(−y⟨x, Uv⟩)) for ±1 labels (the smooth
-	// surrogate of §5 of the spec).
+	// surrogate of DERIVATIONS.md §6).
 	lossLogistic
 )
 
@@ -39,6 +39,7 @@ type fedrepEngine struct {
 	ws      []*workerScratch
 	part    [][]float64 // chunks × d·k partial sums
 	nclip   []int       // chunks: users whose gradient was clipped
+	nskip   []int       // chunks: users who sat the round out (theory mode)
 }
 
 type workerScratch struct {
@@ -57,7 +58,7 @@ func newFedrepEngine(x *mat.Dense, y []float64, lay *layout, k int, psi float64,
 	n := lay.n()
 	chunks := min(n, 64)
 	e := &fedrepEngine{x: raw.Data, stride: raw.Stride, y: y, lay: lay, d: raw.Cols, k: k, psi: psi, loss: loss,
-		ridge: 1e-3, chunks: chunks, part: make([][]float64, chunks), nclip: make([]int, chunks)}
+		ridge: 1e-3, chunks: chunks, part: make([][]float64, chunks), nclip: make([]int, chunks), nskip: make([]int, chunks)}
 	for c := range e.part {
 		e.part[c] = make([]float64, e.d*k)
 	}
@@ -233,14 +234,22 @@ func (e *fedrepEngine) batches(ws *workerScratch, i, t int) (vRows, gRows []int3
 		}
 		return ws.rows[:m0], ws.rows[:m0]
 	}
+	// Theory mode: round t takes the rows [2bt, 2bt + 2b) of the user's
+	// random order. A user whose training half cannot feed round t sits the
+	// round out (zero contribution): the decision depends on that user's
+	// own rows only (DERIVATIONS.md §3.3).
 	p := e.perm[ur.t0:ur.t1]
 	b := e.batch
+	if 2*b*(t+1) > len(p) {
+		return nil, nil
+	}
 	return p[2*b*t : 2*b*t+b], p[2*b*t+b : 2*b*t+2*b]
 }
 
 // aggregate returns Σ_i clip(∇_i(U), ψ) (d×k, row-major, a fresh slice) and
 // the number of users whose gradient was clipped. Users whose computation
-// is not finite (adversarial data) contribute zero.
+// is not finite (adversarial data), and users without rows for round t,
+// contribute zero; skipped reports how many sat the round out.
 func (e *fedrepEngine) aggregate(ctx context.Context, u []float64, t int) ([]float64, int, error) {
 	n := e.lay.n()
 	k := e.k
@@ -250,10 +259,14 @@ func (e *fedrepEngine) aggregate(ctx context.Context, u []float64, t int) ([]flo
 		for i := range acc {
 			acc[i] = 0
 		}
-		e.nclip[c] = 0
+		e.nclip[c], e.nskip[c] = 0, 0
 		lo, hi := chunkBounds(n, e.chunks, c)
 		for i := lo; i < hi; i++ {
 			vRows, gRows := e.batches(ws, i, t)
+			if len(gRows) == 0 {
+				e.nskip[c]++
+				continue
+			}
 			e.userGradient(ws, u, vRows, gRows)
 			if math.IsInf(e.psi, 1) {
 				for p, gp := range ws.g {
@@ -292,6 +305,15 @@ func (e *fedrepEngine) aggregate(ctx context.Context, u []float64, t int) ([]flo
 		clipped += e.nclip[c]
 	}
 	return sum, clipped, nil
+}
+
+// skipped returns how many users sat out the last aggregated round.
+func (e *fedrepEngine) skipped() int {
+	s := 0
+	for _, v := range e.nskip {
+		s += v
+	}
+	return s
 }
 
 // fitHeads fits every user's head on its local half S¹ (its training half

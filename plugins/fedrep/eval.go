@@ -7,7 +7,7 @@ import (
 )
 
 // PopulationMSE is the closed-form population mean squared error of the
-// personalized linear model for isotropic features (spec §1):
+// personalized linear model for isotropic features (DERIVATIONS.md §1):
 // (1/n) Σ_i ‖U v_i − U* v_i*‖² + R², where R is the label-noise standard
 // deviation. u is d×k, v is n×k; uStar is d×k*, vStar n×k*.
 func PopulationMSE(u, v, uStar, vStar *mat.Dense, noise float64) (float64, error) {

@@ -31,29 +31,8 @@ type PrivateFedRep struct{}
 // NonPrivateFedRep is FedRep without clipping or noise: the reference.
 type NonPrivateFedRep struct{}
 
-func fedrepCommonParams() []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Doc: "rank k of the shared representation U (d×k); k ≤ d"},
-		{Name: "iterations", Type: sdk.Int, Default: "5", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "number of rounds T"},
-		{Name: "step", Type: sdk.Float, Default: "2.5", Min: sdk.Bound(1e-12), Max: sdk.Bound(1e6), Doc: "step size η of the U update (theory: η ≤ 1/(2σ_max,*²))"},
-		{Name: "mode", Type: sdk.String, Default: "experiment", Choices: []string{"experiment", "theory"},
-			Doc: "experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (as Alg. 1; needs 2·batch·iterations ≤ training rows and batch ≥ rank)"},
-		{Name: "batch", Type: sdk.Int, Default: "0", Min: sdk.Bound(0), Doc: "theory mode batch size b; 0 = ⌊(smallest training half)/(2T)⌋"},
-	}
-}
-
 // Info implements sdk.Estimator.
 func (PrivateFedRep) Info() sdk.Info {
-	ps := append(fedrepCommonParams(),
-		sdk.ParamSpec{Name: "clip", Type: sdk.Float, Default: "10", Min: sdk.Bound(1e-12), Doc: "ψ: Frobenius bound on each user's gradient (public). Tune on synthetic data, never on the private data; the paper's experiment uses 10, smaller values (≈1) are far better at n = 20000"},
-		sdk.ParamSpec{Name: "init", Type: sdk.String, Default: "private", Choices: []string{"private", "random"},
-			Doc: "private: Alg. 2 (noisy average of clipped U-statistics, top-k eigenvectors), costs init_share of the budget; random: a data-independent random orthonormal U (free, but FedRep then converges slowly)"},
-		sdk.ParamSpec{Name: "init_clip", Type: sdk.Float, Default: "50", Min: sdk.Bound(1e-12), Doc: "ψ_init: Frobenius bound on each user's U-statistic Z_i (public)"},
-		sdk.ParamSpec{Name: "init_share", Type: sdk.Float, Default: "0.2", Min: sdk.Bound(0.001), Max: sdk.Bound(0.999), Doc: "fraction of the zCDP budget ρ spent on the initialization (calibration=zcdp)"},
-		sdk.ParamSpec{Name: "calibration", Type: sdk.String, Default: "zcdp", Choices: []string{"zcdp", "paper"},
-			Doc: "zcdp: exact replace-one zCDP, ρ split init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost is what is recorded), the initialization gets the rest of ρ"},
-	)
-	ps = append(ps, splitParams()...)
 	return sdk.Info{
 		Name: NamePrivateFedRep, Version: "0.1.0",
 		Summary:  "Private FedRep: user-level DP shared d×k representation for personalized linear regression (clipped gradients + Gaussian noise, private spectral init)",
@@ -69,21 +48,17 @@ Privacy: user-level, replace-one neighbours (one user's whole data set replaced,
 Clipping bounds every user's contribution whatever its data, so the guarantee is worst case:
 the average moves by at most 2ψ/n per round (2ψ_init/n for the start). Rounds compose adaptively
 in zCDP; the start and the rounds share one budget (init_share). Only U is published; each user's
-head v_i, fitted on its own local half, is returned as a per-user output.`,
+head v_i, fitted on its own local half, is returned as a per-user output. The algorithm boxes,
+sensitivities and the neighbour relation are in the plugin's DERIVATIONS.md (§2–§4).`,
 		Guarantee:  "ρ-zCDP (hence (ε, δ)-DP) for U, user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
-		Params:     ps,
+		Options:    privateFedRepOptions{},
 		References: refFedRep,
 	}
 }
 
 // Info implements sdk.Estimator.
 func (NonPrivateFedRep) Info() sdk.Info {
-	ps := append(fedrepCommonParams(),
-		sdk.ParamSpec{Name: "init", Type: sdk.String, Default: "ustat", Choices: []string{"ustat", "random"},
-			Doc: "ustat: top-k eigenvectors of the average U-statistic (Alg. 2 without clipping or noise); random: a random orthonormal U"},
-	)
-	ps = append(ps, splitParams()...)
 	return sdk.Info{
 		Name: NameNonPrivateFedRep, Version: "0.1.0",
 		Summary:     "Non-private FedRep (no clipping, no noise): the reference for the private estimators",
@@ -91,47 +66,53 @@ func (NonPrivateFedRep) Info() sdk.Info {
 		Description: "FedRep alternating minimization (local least-squares heads, gradient step on U, QR) without clipping or noise, from the non-private U-statistic start. NOT private: a reference output.",
 		Guarantee:   "none (non-private reference)",
 		Grants:      []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure},
-		Params:      ps,
+		Options:     nonPrivateFedRepOptions{},
 		References:  refFedRep,
 		NonPrivate:  true,
 	}
 }
 
-// fedrepSetup is the validated configuration of a FedRep run.
-type fedrepSetup struct {
-	lay    *layout
-	k, T   int
-	eta    float64
-	theory bool
-	batch  int
+// fedrepConfig is the algorithm's view of the options of the three
+// FedRep-type estimators.
+type fedrepConfig struct {
+	rounds     *roundOptions
+	splitOpts  *splitOptions
+	step, clip float64 // η; ψ (+Inf: no clipping)
+	initClip   float64 // ψ_init (+Inf: no clipping)
+	init       string  // private, random or ustat
+	initShare  float64
+	noise      string // zcdp or paper (private estimators)
+	deprecated bool   // the request used the calibration alias
 }
 
-func setupFedRep(run *sdk.Run) (*fedrepSetup, error) {
-	p := run.Params
-	k, T := p.Int("rank"), p.Int("iterations")
-	d := run.Data.P()
-	if k > d {
-		return nil, sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
+// rank, iterations, theory and split read the bound options.
+func (c *fedrepConfig) rank() int            { return c.rounds.Rank.Value }
+func (c *fedrepConfig) iterations() int      { return c.rounds.Iterations.Value }
+func (c *fedrepConfig) theory() bool         { return c.rounds.Mode == "theory" }
+func (c *fedrepConfig) split() *splitOptions { return c.splitOpts }
+
+// fedrepProblem is what a FedRep fit runs on: the working features (the
+// data set's X or a public projection of it), the responses, the per-user
+// split and, for a projection, the map back to the data's dimension.
+type fedrepProblem struct {
+	x    *mat.Dense
+	y    []float64
+	lay  *layout
+	back *mat.Dense // d×k′ (Mᵀ), nil without projection
+	loss lossKind
+}
+
+// newFedrepProblem splits the users' rows and checks the options against
+// the working dimension.
+func newFedrepProblem(run *sdk.Run, c *fedrepConfig, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {
+	if err := c.rounds.check(x.RawMatrix().Cols); err != nil {
+		return nil, err
 	}
-	lay, err := newLayout(run.Data, p.Float("local_fraction"), p.Float("holdout"), 1)
+	lay, err := newLayout(run.Data, c.split().LocalFraction, c.split().Holdout)
 	if err != nil {
 		return nil, err
 	}
-	s := &fedrepSetup{lay: lay, k: k, T: T, eta: p.Float("step"), theory: p.String("mode") == "theory"}
-	if s.theory {
-		b := p.Int("batch")
-		if b == 0 {
-			b = lay.minM0 / (2 * T)
-		}
-		if b < k {
-			return nil, sdk.BadRequest("theory mode: batch %d < rank %d (the local least squares would be singular); the smallest training half has %d rows, theory mode needs 2·batch·iterations ≤ %d with batch ≥ rank (use mode=experiment)", b, k, lay.minM0, lay.minM0)
-		}
-		if 2*b*T > lay.minM0 {
-			return nil, sdk.BadRequest("theory mode: 2·batch·iterations = %d exceeds the smallest training half (%d rows)", 2*b*T, lay.minM0)
-		}
-		s.batch = b
-	}
-	return s, nil
+	return &fedrepProblem{x: x, y: y, lay: lay, back: back, loss: loss}, nil
 }
 
 // theoryPerm draws, for every user, a random order of its training rows
@@ -158,228 +139,300 @@ func randomOrthonormal(run *sdk.Run, d, k int) (*mat.Dense, error) {
 	return orthonormalize(run.Backend, g)
 }
 
-// fedrepBudget is the per-step noise of a private run.
-type fedrepBudget struct {
-	rhoInit, rhoRound float64 // per-round ρ
+// fedrepPlan holds the per-step budgets of a private FedRep run.
+type fedrepPlan struct {
+	init, round privacy.Budget // init is zero without a private start
 }
 
-func planFedRepBudget(run *sdk.Run, n, T int, psi float64, privInit bool) (fedrepBudget, error) {
-	p := run.Params
-	rho, err := run.Acct.TotalRho()
-	if err != nil {
-		return fedrepBudget{}, err
-	}
-	var b fedrepBudget
-	switch p.String("calibration") {
+// planFedRep splits the grant between the start and the rounds
+// (DERIVATIONS.md §3.4, §4). Every refusal here is decided from public
+// quantities, before any spend.
+func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
+	T := c.iterations()
+	privInit := c.init == "private"
+	var shares []privacy.Share
+	switch c.noise {
 	case "paper":
 		g := run.Acct.Grant()
 		if g.Kind != privacy.GrantApprox {
-			return b, sdk.BadRequest("calibration=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
+			return nil, sdk.BadRequest("noise=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
 		}
-		sigma := psi * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
-		b.rhoRound = privacy.RhoOfGaussian(2*psi/float64(n), sigma)
-		rest := rho - float64(T)*b.rhoRound
-		if rest <= 0 {
-			return b, sdk.BadRequest("calibration=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, float64(T)*b.rhoRound, T, rho, privacy.ErrOverBudget)
+		rho, err := run.Acct.TotalRho()
+		if err != nil {
+			return nil, err
 		}
+		sigma := c.clip * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
+		w := float64(T) * privacy.RhoOfGaussian(2*c.clip/float64(n), sigma) / rho
+		if w >= 1 {
+			return nil, sdk.BadRequest("noise=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, w*rho, T, rho, privacy.ErrOverBudget)
+		}
+		shares = append(shares, privacy.Share{Name: "rounds", Weight: w, Steps: T})
 		if privInit {
-			b.rhoInit = rest * (1 - 1e-9)
+			shares = append(shares, privacy.Share{Name: "init", Weight: (1 - w) * (1 - 1e-9)})
 		}
 	default:
-		share := p.Float("init_share")
 		if !privInit {
-			share = 0
+			shares = append(shares, privacy.Share{Name: "rounds", Weight: 1, Steps: T})
+			break
 		}
-		b.rhoInit = share * rho
-		b.rhoRound = (1 - share) * rho / float64(T)
+		shares = append(shares, privacy.Share{Name: "init", Weight: c.initShare}, privacy.Share{Name: "rounds", Weight: 1 - c.initShare, Steps: T})
 	}
-	return b, nil
+	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	if err != nil {
+		return nil, err
+	}
+	p := &fedrepPlan{}
+	if p.round, err = plan.Budget("rounds"); err != nil {
+		return nil, err
+	}
+	if privInit {
+		if p.init, err = plan.Budget("init"); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Fit implements sdk.Estimator.
 func (PrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	return fitFedRep(ctx, run, true, lossSquared, run.Data.X, nil)
+	o := sdk.Opts[privateFedRepOptions](run)
+	return fitFedRep(ctx, run, o.config(), true, run.Data.X, run.Data.Y, nil, lossSquared)
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	return fitFedRep(ctx, run, false, lossSquared, run.Data.X, nil)
+	o := sdk.Opts[nonPrivateFedRepOptions](run)
+	return fitFedRep(ctx, run, o.config(), false, run.Data.X, run.Data.Y, nil, lossSquared)
 }
 
-// fitFedRep runs (Private) FedRep on features x (the data set's X, or a
-// projection of it), with U returned as back·U when back is not nil.
-func fitFedRep(ctx context.Context, run *sdk.Run, private bool, loss lossKind, x *mat.Dense, back *mat.Dense) (*sdk.Result, error) {
-	s, err := setupFedRep(run)
+// fitFedRep is bind → plan → algorithm for the FedRep estimators: it runs
+// (Private) FedRep on features x and responses y, with U returned as
+// back·U when back is not nil.
+func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*sdk.Result, error) {
+	prob, err := newFedrepProblem(run, c, x, y, back, loss)
 	if err != nil {
 		return nil, err
 	}
-	p := run.Params
-	_, d := x.Dims()
-	if s.k > d {
-		return nil, sdk.BadRequest("rank %d exceeds the working dimension %d", s.k, d)
-	}
-	n := s.lay.n()
-	psi, psiInit := math.Inf(1), math.Inf(1)
-	initMode := p.String("init")
+	var plan *fedrepPlan // nil for the non-private reference
 	if private {
-		psi, psiInit = p.Float("clip"), p.Float("init_clip")
-	}
-	var bud fedrepBudget
-	if private {
-		// All checks happen here, before any spend.
-		if bud, err = planFedRepBudget(run, n, s.T, psi, initMode == "private"); err != nil {
+		if plan, err = planFedRep(run, c, prob.lay.n()); err != nil {
 			return nil, err
 		}
 	}
-	eng := newFedrepEngine(x, run.Data.Y, s.lay, s.k, psi, loss)
-	eng.headAll = p.String("head_data") == "all"
-	if s.theory {
-		eng.theory, eng.batch = true, s.batch
-		eng.perm = theoryPerm(s.lay, run.Rand.Split(), run.Data.N())
+	tr, err := privateFedRep(ctx, run, prob, c, plan)
+	if err != nil {
+		return nil, err
 	}
-	res := &sdk.Result{}
+	return tr.result(run, prob, c, plan), nil
+}
 
-	// Initialization.
+// fedrepTrace is what a FedRep run produces: the released U, the per-user
+// heads, and the per-round evaluation series.
+type fedrepTrace struct {
+	u, heads           *mat.Dense
+	curve              []float64 // hold-out loss after the start and each round
+	final              float64   // final hold-out loss
+	clipFrac, skipFrac []float64
+	sigma, sigmaInit   float64
+	initClipFrac       float64
+}
+
+// privateFedRep is Private FedRep (DERIVATIONS.md §3): the start of §2,
+// then T rounds of clipped, noised gradient steps on U with a QR after each,
+// then every user's head on its own rows. With plan == nil it is the
+// non-private reference (no clipping, no noise).
+func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan) (*fedrepTrace, error) {
+	tr := &fedrepTrace{}
+	eng := newFedrepEngine(prob.x, prob.y, prob.lay, c.rank(), c.clip, prob.loss)
+	eng.headAll = c.split().headAll()
+	if c.theory() {
+		eng.theory, eng.batch = true, c.rounds.Batch
+		eng.perm = theoryPerm(prob.lay, run.Rand.Split(), run.Data.N())
+	}
 	run.Progress("init", 0, 1)
-	u, err := initialU(ctx, run, x, s.lay, s.k, initMode, private, psiInit, bud.rhoInit, res)
+	u, err := initialU(ctx, run, prob, c, plan, tr)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("init", 1, 1)
-
-	holdout := p.Float("holdout") > 0
-	var curve []float64
-	if holdout {
-		l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
-		if err != nil {
-			return nil, err
-		}
-		curve = append(curve, l)
+	if err := tr.evaluate(ctx, eng, u, c.split()); err != nil {
+		return nil, err
 	}
-	clipFrac := make([]float64, 0, s.T)
-	var sigma float64
-	step := mat.NewDense(d, s.k, nil)
-	for t := 0; t < s.T; t++ {
+	T := c.iterations()
+	for t := 0; t < T; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sum, clipped, err := eng.aggregate(ctx, u.RawMatrix().Data, t)
-		if err != nil {
-			return nil, err
-		}
-		sr := step.RawMatrix().Data
-		for i, v := range sum {
-			sr[i] = v / float64(n)
-		}
-		if private {
-			sigma, err = run.Acct.SpendGaussianRho(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*psi/float64(n), d*s.k, bud.rhoRound)
-			if err != nil {
-				return nil, fmt.Errorf("round %d: %w", t+1, err)
-			}
-			if roundHook != nil {
-				roundHook(t, append([]float64(nil), sr...))
-			}
-			run.Rand.AddGaussian(sr, sigma)
-			if roundHook != nil {
-				roundHook(t, append([]float64(nil), sr...))
-			}
-			clipFrac = append(clipFrac, float64(clipped)/float64(n))
-		}
-		step.Scale(-s.eta, step)
-		step.Add(u, step)
-		if u, err = orthonormalize(run.Backend, step); err != nil {
+		if u, err = fedrepRound(ctx, run, eng, u, t, c, plan, tr); err != nil {
 			return nil, fmt.Errorf("round %d: %w", t+1, err)
 		}
-		if holdout {
-			l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
-			if err != nil {
-				return nil, err
-			}
-			curve = append(curve, l)
+		if err := tr.evaluate(ctx, eng, u, c.split()); err != nil {
+			return nil, err
 		}
-		run.Progress("rounds", t+1, s.T)
+		run.Progress("rounds", t+1, T)
 	}
+	return tr, tr.finish(ctx, run, eng, u, prob, c.split(), c.rank())
+}
 
-	var heads *mat.Dense
-	if p.Bool("output_v") {
-		heads = mat.NewDense(n, s.k, nil)
-	}
-	final, err := eng.fitHeads(ctx, u.RawMatrix().Data, heads)
+// fedrepRound is one round of the box of DERIVATIONS.md §3: the mean of the
+// users' clipped gradients (sensitivity 2ψ/n, §3.2 there), Gaussian noise
+// when private, a step of size η and a QR.
+func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, t int, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) (*mat.Dense, error) {
+	n := eng.lay.n()
+	sum, clipped, err := eng.aggregate(ctx, u.RawMatrix().Data, t)
 	if err != nil {
 		return nil, err
 	}
-	out := u
-	if back != nil {
-		out = mat.NewDense(back.RawMatrix().Rows, s.k, nil)
-		if err := run.Backend.Mul(out, back, false, u, false); err != nil {
-			return nil, fmt.Errorf("mapping U back: %w", err)
+	if c.theory() {
+		tr.skipFrac = append(tr.skipFrac, float64(eng.skipped())/float64(n))
+	}
+	for i := range sum {
+		sum[i] /= float64(n)
+	}
+	if plan != nil {
+		rel, err := run.Acct.Gaussian(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
+		if err != nil {
+			return nil, err
+		}
+		if roundHook != nil {
+			roundHook(t, append([]float64(nil), sum...))
+		}
+		if err := rel.Add(run.Rand, sum); err != nil {
+			return nil, err
+		}
+		if roundHook != nil {
+			roundHook(t, append([]float64(nil), sum...))
+		}
+		tr.sigma = rel.Scale()
+		tr.clipFrac = append(tr.clipFrac, float64(clipped)/float64(n))
+	}
+	step := mat.NewDense(eng.d, eng.k, sum)
+	step.Scale(-c.step, step)
+	step.Add(u, step)
+	return orthonormalize(run.Backend, step)
+}
+
+// evaluate appends the hold-out loss at U to the curve (with hold-out rows).
+func (tr *fedrepTrace) evaluate(ctx context.Context, eng *fedrepEngine, u *mat.Dense, sp *splitOptions) error {
+	if sp.Holdout <= 0 {
+		return nil
+	}
+	l, err := eng.fitHeads(ctx, u.RawMatrix().Data, nil)
+	if err != nil {
+		return err
+	}
+	tr.curve = append(tr.curve, l)
+	return nil
+}
+
+// finish fits every user's final head for U and maps U back through the
+// public projection.
+func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, prob *fedrepProblem, sp *splitOptions, k int) error {
+	if sp.OutputV {
+		tr.heads = mat.NewDense(prob.lay.n(), k, nil)
+	}
+	var err error
+	if tr.final, err = eng.fitHeads(ctx, u.RawMatrix().Data, tr.heads); err != nil {
+		return err
+	}
+	tr.u = u
+	if prob.back != nil {
+		tr.u = mat.NewDense(prob.back.RawMatrix().Rows, k, nil)
+		if err := run.Backend.Mul(tr.u, prob.back, false, u, false); err != nil {
+			return fmt.Errorf("mapping U back: %w", err)
 		}
 	}
+	return nil
+}
+
+// headsDoc describes the per-user heads of every FedRep-type estimator.
+const headsDoc = "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)"
+
+// result assembles the outputs, the guarantee and the notes of a FedRep run.
+func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan) *sdk.Result {
+	res := &sdk.Result{}
 	uDoc := "shared representation U (d×k, orthonormal columns)"
-	if back != nil {
+	if prob.back != nil {
 		uDoc = "shared representation U = Mᵀ Ũ (d×k) mapped back from the public projection"
 	}
-	res.AddMatrix("U", out, sdk.Public, uDoc)
-	if heads != nil {
-		res.AddMatrix("V", heads, sdk.PerUser, "row i is the head v_i of the i-th user in increasing user-id order, fitted locally on the user's own rows (S¹, or S⁰ ∪ S¹ with head_data=all) for the released U; meant for user i only (not covered by the public guarantee, which is about U)")
+	res.AddMatrix("U", tr.u, sdk.Public, uDoc)
+	if tr.heads != nil {
+		res.AddMatrix("V", tr.heads, sdk.PerUser, headsDoc)
 		addUserIDs(res, run.Data)
 	}
 	lossName := "mean squared error"
-	if loss == lossLogistic {
+	if prob.loss == lossLogistic {
 		lossName = "0-1 error"
 	}
-	if holdout {
-		res.AddSeries("holdout_loss", curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
-		res.AddScalar("holdout_loss", final, sdk.Evaluation, "final "+lossName+" on the users' hold-out rows; computed from raw data: NOT private")
+	if c.split().Holdout > 0 {
+		res.AddSeries("holdout_loss", tr.curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
+		res.AddScalar("holdout_loss", tr.final, sdk.Evaluation, "final "+lossName+" on the users' hold-out rows; computed from raw data: NOT private")
 	}
-	if private {
-		res.AddScalar("sigma", sigma, sdk.Public, "per-entry std of the Gaussian noise added to the mean clipped gradient in each round")
-		res.AddScalar("rho_init", bud.rhoInit, sdk.Public, "zCDP cost of the initialization")
-		res.AddScalar("rho_rounds", bud.rhoRound*float64(s.T), sdk.Public, "zCDP cost of the T rounds")
-		res.AddSeries("clipped_fraction", clipFrac, sdk.Evaluation, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
-		res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
-			Neighbours: "one user's whole data replaced (user level, n public)",
-			Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", psi, psiInit),
-				fmt.Sprintf("number of users n = %d public", n)}}
-		if heads != nil {
-			res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
-		}
-		res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round", bud.rhoInit, bud.rhoRound*float64(s.T), s.T, bud.rhoRound, 2*psi/float64(n)))
+	if plan != nil {
+		tr.addPrivate(res, prob, c, plan)
 	} else {
 		res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 		res.Notes = append(res.Notes, "non-private reference: computed from the raw data without clipping or noise")
 	}
-	if s.theory {
-		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round", s.batch))
+	if c.theory() {
+		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Diagnostic, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
+		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round; a user without 2·%d·(t+1) training rows sits out round t (DERIVATIONS.md §3.3)", c.rounds.Batch, c.rounds.Batch))
 	}
-	return res, nil
+	if c.deprecated {
+		res.Notes = append(res.Notes, calibrationNote)
+	}
+	return res
+}
+
+// addPrivate adds the noise scales, the guarantee and the budget note of a
+// private FedRep run.
+func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan) {
+	n, T := prob.lay.n(), c.iterations()
+	if c.init == "private" {
+		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
+		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+	}
+	res.AddScalar("sigma", tr.sigma, sdk.Public, "per-entry std of the Gaussian noise added to the mean clipped gradient in each round")
+	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "zCDP cost of the initialization")
+	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "zCDP cost of the T rounds")
+	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
+	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
+		Neighbours: "one user's whole data replaced (user level, n public)",
+		Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", c.clip, c.initClip),
+			fmt.Sprintf("number of users n = %d public", n)}}
+	if tr.heads != nil {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round (DERIVATIONS.md §3.2)", plan.init.Rho, plan.round.Rho*float64(T), T, plan.round.Rho, 2*c.clip/float64(n)))
 }
 
 // initialU returns the starting U: the top-k eigenvectors of the (noisy,
-// when private) mean of clipped U-statistics (003 Alg. 2), or a random
-// orthonormal matrix.
-func initialU(ctx context.Context, run *sdk.Run, x *mat.Dense, lay *layout, k int, mode string, private bool, psiInit, rhoInit float64, res *sdk.Result) (*mat.Dense, error) {
-	_, d := x.Dims()
-	n := lay.n()
-	if mode == "random" {
-		return randomOrthonormal(run, d, k)
+// with a plan) mean of clipped U-statistics (DERIVATIONS.md §2), or a
+// random orthonormal matrix.
+func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) (*mat.Dense, error) {
+	_, d := prob.x.Dims()
+	n := prob.lay.n()
+	if c.init == "random" {
+		return randomOrthonormal(run, d, c.rank())
 	}
-	z, clipped, err := ustatAggregate(ctx, run.Backend, x, run.Data.Y, lay, psiInit)
+	z, clipped, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip)
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}
-	if private {
-		sigma, err := run.Acct.SpendGaussianRho("init: mean of clipped U-statistics Z_i (upper triangle)", 2*psiInit/float64(n), d*(d+1)/2, rhoInit)
+	if plan != nil {
+		rel, err := run.Acct.Gaussian("init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
-		run.Rand.AddSymmetricGaussian(z, sigma)
-		res.AddScalar("sigma_init", sigma, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
-		res.AddScalar("init_clipped_fraction", float64(clipped)/float64(n), sdk.Evaluation, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+		if err := rel.AddSym(run.Rand, z); err != nil {
+			return nil, fmt.Errorf("initialization: %w", err)
+		}
+		tr.sigmaInit = rel.Scale()
+		tr.initClipFrac = float64(clipped) / float64(n)
 	}
-	_, vecs, err := run.Backend.EigSymTop(z, k)
+	_, vecs, err := run.Backend.EigSymTop(z, c.rank())
 	if err != nil {
-		return nil, fmt.Errorf("initialization: top-%d eigenvectors: %w", k, err)
+		return nil, fmt.Errorf("initialization: top-%d eigenvectors: %w", c.rank(), err)
 	}
 	return vecs, nil
 }

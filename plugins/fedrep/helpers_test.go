@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -62,7 +64,7 @@ func scalar(t testing.TB, res *sdk.Result, name string) float64 {
 // testRun builds an sdk.Run for internal-function tests.
 func testLayout(t testing.TB, ds *data.Dataset, localFrac float64) *layout {
 	t.Helper()
-	lay, err := newLayout(ds, localFrac, 0, 1)
+	lay, err := newLayout(ds, localFrac, 0)
 	require.NoError(t, err)
 	return lay
 }
@@ -71,4 +73,13 @@ var be = backend.Default()
 
 func runLocal(est sdk.Estimator, g *gen.Generated, seed *uint64) (*sdk.Result, *privacy.Accountant, error) {
 	return sdk.RunLocal(context.Background(), est, g.Data, nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, sdk.LocalOptions{Seed: seed})
+}
+
+// subspaceDist is ‖sin Θ(a, b)‖₂, the paper's subspace distance, from the
+// one metric package.
+func subspaceDist(t testing.TB, a, b mat.Matrix) float64 {
+	t.Helper()
+	s, _, err := evaluate.SinTheta(a, b)
+	require.NoError(t, err)
+	return s
 }

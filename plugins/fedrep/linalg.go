@@ -13,67 +13,9 @@ import (
 	"github.com/dplr/dplr/backend"
 )
 
-// SubspaceDist is the subspace distance of Definition 2 of Snedeker, Zhou &
-// Bassily (2025) between the column spans of a and b (both d×k):
-// ‖(I − P_a)B̂‖₂ where B̂ is an orthonormal basis of span(b). For orthonormal
-// inputs it equals sin θ_max = sqrt(1 − σ_min(aᵀb)²). It is 1 when the two
-// spans have different dimensions, and lies in [0, 1].
-func SubspaceDist(a, b mat.Matrix) (float64, error) {
-	qa, err := orthonormalBasis(a)
-	if err != nil {
-		return 0, err
-	}
-	qb, err := orthonormalBasis(b)
-	if err != nil {
-		return 0, err
-	}
-	ra, ka := qa.Dims()
-	rb, kb := qb.Dims()
-	if ra != rb {
-		return 0, fmt.Errorf("subspace distance: %d-dimensional and %d-dimensional spaces: %w", ra, rb, backend.ErrShape)
-	}
-	if ka != kb {
-		return 1, nil
-	}
-	// Residual of b̂ after projecting onto span(a): (I − QaQaᵀ)Qb.
-	var proj, res mat.Dense
-	proj.Mul(qa.T(), qb)
-	res.Mul(qa, &proj)
-	res.Sub(qb, &res)
-	var svd mat.SVD
-	if !svd.Factorize(&res, mat.SVDNone) {
-		return 0, fmt.Errorf("subspace distance: SVD did not converge")
-	}
-	s := svd.Values(nil)
-	return math.Min(1, s[0]), nil
-}
-
-// orthonormalBasis returns an orthonormal basis of the column span of a
-// (columns with singular value ≤ 1e-12·σ_max are dropped).
-func orthonormalBasis(a mat.Matrix) (*mat.Dense, error) {
-	var svd mat.SVD
-	if !svd.Factorize(a, mat.SVDThin) {
-		return nil, fmt.Errorf("orthonormal basis: SVD did not converge")
-	}
-	s := svd.Values(nil)
-	var u mat.Dense
-	svd.UTo(&u)
-	r := 0
-	for _, v := range s {
-		if v > 1e-12*s[0] && v > 0 {
-			r++
-		}
-	}
-	rows, _ := u.Dims()
-	if r == 0 {
-		return nil, fmt.Errorf("orthonormal basis of a zero matrix (%d rows)", rows)
-	}
-	return mat.DenseCopyOf(u.Slice(0, rows, 0, r)), nil
-}
-
 // orthonormalize returns Q of the thin QR of a (d×k, d ≥ k) through the
 // backend; if R is numerically singular it falls back to the polar factor
-// of the thin SVD (spec §2.7), which also spans the best rank-k subspace.
+// of the thin SVD (DERIVATIONS.md §11), which also spans the best rank-k subspace.
 func orthonormalize(be backend.Backend, a *mat.Dense) (*mat.Dense, error) {
 	d, k := a.Dims()
 	for _, v := range a.RawMatrix().Data {

@@ -42,7 +42,7 @@ func TestUStatistic(t *testing.T) {
 		start[u] = u * m0
 	}
 	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start}
-	lay, err := newLayout(ds, 0, 0, 1)
+	lay, err := newLayout(ds, 0, 0)
 	require.NoError(t, err)
 	z, _, err := ustatAggregate(context.Background(), be, x, y, lay, math.Inf(1))
 	require.NoError(t, err)
@@ -85,8 +85,7 @@ func TestUStatistic(t *testing.T) {
 		for seed := uint64(1); seed <= 3; seed++ {
 			g := genUsers(t, n, 10, 20, 2, 0.01, seed)
 			res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "1", "step": "1e-12"}, approx(1), seed)
-			dd, err := SubspaceDist(matrix(t, res, "U").M, g.Truth["U"])
-			require.NoError(t, err)
+			dd := subspaceDist(t, matrix(t, res, "U").M, g.Truth["U"])
 			ds = append(ds, dd)
 		}
 		sort.Float64s(ds)
@@ -110,15 +109,14 @@ func TestNonPrivateConvergence(t *testing.T) {
 	}{{0, 1e-6, "50"}, {0.01, 1e-2, "15"}} {
 		g := genUsers(t, 2000, 20, 20, 2, tc.noise, 4)
 		res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": tc.T, "step": "1"}, approx(1), 1)
-		dd, err := SubspaceDist(matrix(t, res, "U").M, g.Truth["U"])
-		require.NoError(t, err)
+		dd := subspaceDist(t, matrix(t, res, "U").M, g.Truth["U"])
 		assert.Less(t, dd, tc.tol, "noise %g", tc.noise)
 		assert.Equal(t, privacy.None, res.Guarantee.Kind)
 	}
 	// Theory mode (fresh batches) converges too.
 	g := genUsers(t, 2000, 200, 20, 2, 0, 4)
-	res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1", "mode": "theory"}, approx(1), 1)
-	dd, _ := SubspaceDist(matrix(t, res, "U").M, g.Truth["U"])
+	res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1", "mode": "theory", "batch": "5"}, approx(1), 1)
+	dd := subspaceDist(t, matrix(t, res, "U").M, g.Truth["U"])
 	assert.Less(t, dd, 1e-3)
 }
 
@@ -127,13 +125,12 @@ func TestLargeEpsilonLimit(t *testing.T) {
 	g := genUsers(t, 1000, 10, 15, 2, 0.01, 8)
 	np, _ := fit(t, NonPrivateFedRep{}, g.Data, nil, approx(1), 1)
 	pr, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"clip": "1e9", "init_clip": "1e9"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e30}, 1)
-	dd, err := SubspaceDist(matrix(t, np, "U").M, matrix(t, pr, "U").M)
-	require.NoError(t, err)
+	dd := subspaceDist(t, matrix(t, np, "U").M, matrix(t, pr, "U").M)
 	assert.Less(t, dd, 1e-6)
 }
 
 // Property 9: mean population MSE does not increase with ε and stays above
-// the non-private MSE (spec §8.2 small configuration).
+// the non-private MSE (a small configuration).
 func TestMSEMonotoneInEpsilon(t *testing.T) {
 	const seeds = 5
 	eps := []float64{1, 2, 4, 8}
@@ -281,11 +278,11 @@ func TestInputErrors(t *testing.T) {
 	}{
 		{"rank too large", PrivateFedRep{}, map[string]string{"rank": "6"}, approx(1), "rank 6 exceeds"},
 		{"rank too large altmin", PrivAltMin{}, map[string]string{"rank": "6"}, approx(1), "rank 6 exceeds"},
-		{"theory infeasible", PrivateFedRep{}, map[string]string{"mode": "theory"}, approx(1), "theory mode"},
+		{"theory without a batch", PrivateFedRep{}, map[string]string{"mode": "theory"}, approx(1), "mode=theory needs an explicit batch"},
 		{"bad epsilon", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: -1, Delta: 1e-6}, "epsilon"},
 		{"bad delta", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 2}, "delta"},
 		{"pure grant", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, "does not accept"},
-		{"paper needs eps-delta", PrivateFedRep{}, map[string]string{"calibration": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "calibration=paper"},
+		{"paper needs eps-delta", PrivateFedRep{}, map[string]string{"calibration": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "noise=paper"},
 		{"bad step", PrivateFedRep{}, map[string]string{"step": "-1"}, approx(1), "step"},
 		{"few users for groups", PrivAltMin{}, map[string]string{"iterations": "60"}, approx(1), "groups"},
 	}

@@ -67,13 +67,14 @@ func TestAltMinPartitionAssumptionOnlyForDisjointGroups(t *testing.T) {
 	assert.False(t, hasAssumption(res.Guarantee, "group partition"))
 }
 
-// A user with too few rows is named by its own id, not its position.
-func TestLayoutErrorNamesUserID(t *testing.T) {
+// A user's row count never stops a layout (it is private under user-level
+// neighbours): a one-row user gets a one-row training half.
+func TestLayoutNeverRefusesAUser(t *testing.T) {
 	ds := &data.Dataset{Kind: data.Users, X: mat.NewDense(3, 2, []float64{1, 2, 3, 4, 5, 6}), Y: []float64{1, 2, 3},
 		UserStart: []int{0, 2, 3}, UserIDs: []int64{41, 97}}
-	_, err := newLayout(ds, 0.5, 0, 2)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "user 41 has 2 rows", "named by its id 41, not its index 0")
+	lay, err := newLayout(ds, 0.5, 0)
+	require.NoError(t, err)
+	assert.Equal(t, userRows{t0: 2, t1: 3, f1: 3, h1: 3}, lay.users[1])
 }
 
 // With output_v, every private estimator also returns the id of the user

@@ -25,23 +25,11 @@ type layout struct {
 	maxM  int // largest user
 }
 
-// splitParams are the parameter specs every estimator of the plugin shares
-// for dividing each user's rows.
-func splitParams() []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "local_fraction", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Max: sdk.Bound(0.9),
-			Doc: "fraction of each user's (non-hold-out) rows kept for the user's own final head v_i (S¹, the last rows); the first rows (S⁰) feed the private training. 0.5 = the paper's halves"},
-		{Name: "holdout", Type: sdk.Float, Default: "0", Min: sdk.Bound(0), Max: sdk.Bound(0.9),
-			Doc: "fraction of each user's rows (the very last ones) held out to evaluate training curves and test MSE; those outputs are computed from raw data (release class evaluation)"},
-		{Name: "head_data", Type: sdk.String, Default: "local", Choices: []string{"local", "all"},
-			Doc: "rows each user fits its final head v_i on: local = its held-back half S¹ only (the paper, needed for its analysis); all = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged)"},
-		{Name: "output_v", Type: sdk.Bool, Default: "true",
-			Doc: "return the users' heads v_i (n×k) fitted on their own rows (see head_data), one row per user in increasing user-id order (non-integer ids: order of first appearance); each row is meant only for its user (release class per-user)"},
-	}
-}
-
-// newLayout validates a Users data set and splits every user's rows.
-func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*layout, error) {
+// newLayout validates a Users data set and splits every user's rows. It
+// never refuses because of a user's row count (private under user-level
+// neighbours): a user whose training half is empty contributes zero to
+// every private statistic.
+func newLayout(ds *data.Dataset, localFrac, holdout float64) (*layout, error) {
 	if ds == nil || ds.Kind != data.Users {
 		return nil, fmt.Errorf("need a users data set")
 	}
@@ -63,9 +51,6 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64, minTrain int) (*lay
 		rest := m - h
 		l := int(math.Floor(localFrac * float64(rest)))
 		m0 := rest - l
-		if m0 < minTrain {
-			return nil, fmt.Errorf("%s has %d rows: its training half would hold %d rows, fewer than the %d needed", userName(ds, u), m, m0, minTrain)
-		}
 		lay.users[u] = userRows{t0: s, t1: s + m0, f1: s + rest, h1: e}
 		lay.maxM0 = max(lay.maxM0, m0)
 		lay.minM0 = min(lay.minM0, m0)
@@ -83,15 +68,6 @@ func (l *layout) n() int { return len(l.users) }
 // user i alone, which keeps every other user's row private with respect to
 // user i (the billboard lemma).
 const perUserAssumption = "V is released per user: row i (computed from the private U and user i's own rows only) goes to user i alone; the guarantee covers the public outputs, and by the billboard lemma the rows of all other users stay private with respect to user i"
-
-// userName names user u of ds in messages by its original id when the data
-// set carries one, else by its index.
-func userName(ds *data.Dataset, u int) string {
-	if u < len(ds.UserIDs) {
-		return fmt.Sprintf("user %d", ds.UserIDs[u])
-	}
-	return fmt.Sprintf("user #%d", u)
-}
 
 // addUserIDs releases, beside the per-user heads V, the original id of the
 // user each row of V belongs to (the ids as the data set gave them, in

@@ -665,6 +665,204 @@ func (x *DatasetHandle) GetVersion() int32 {
 	return 0
 }
 
+// Shape is a data set's public dimensions (never its content).
+type Shape struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`    // "rows", "trace" or "users"
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`         // rows (or observations)
+	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`         // columns (features)
+	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`       // trace regression: matrix rows
+	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`       // trace regression: matrix columns
+	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"` // users data: number of users
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Shape) Reset() {
+	*x = Shape{}
+	mi := &file_dplr_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Shape) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Shape) ProtoMessage() {}
+
+func (x *Shape) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Shape.ProtoReflect.Descriptor instead.
+func (*Shape) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Shape) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Shape) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *Shape) GetP() int64 {
+	if x != nil {
+		return x.P
+	}
+	return 0
+}
+
+func (x *Shape) GetD1() int64 {
+	if x != nil {
+		return x.D1
+	}
+	return 0
+}
+
+func (x *Shape) GetD2() int64 {
+	if x != nil {
+		return x.D2
+	}
+	return 0
+}
+
+func (x *Shape) GetUsers() int64 {
+	if x != nil {
+		return x.Users
+	}
+	return 0
+}
+
+type CheckRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Estimator     string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
+	Params        map[string]string      `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Grant         *Grant                 `protobuf:"bytes,3,opt,name=grant,proto3" json:"grant,omitempty"`
+	Shape         *Shape                 `protobuf:"bytes,4,opt,name=shape,proto3" json:"shape,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRequest) Reset() {
+	*x = CheckRequest{}
+	mi := &file_dplr_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRequest) ProtoMessage() {}
+
+func (x *CheckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
+func (*CheckRequest) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CheckRequest) GetEstimator() string {
+	if x != nil {
+		return x.Estimator
+	}
+	return ""
+}
+
+func (x *CheckRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+func (x *CheckRequest) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *CheckRequest) GetShape() *Shape {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+type CheckResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// footprint_bytes estimates the fit's peak memory in bytes (0: unknown).
+	FootprintBytes int64 `protobuf:"varint,1,opt,name=footprint_bytes,json=footprintBytes,proto3" json:"footprint_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CheckResponse) Reset() {
+	*x = CheckResponse{}
+	mi := &file_dplr_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckResponse) ProtoMessage() {}
+
+func (x *CheckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
+func (*CheckResponse) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CheckResponse) GetFootprintBytes() int64 {
+	if x != nil {
+		return x.FootprintBytes
+	}
+	return 0
+}
+
 type FitRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Estimator string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
@@ -680,7 +878,7 @@ type FitRequest struct {
 
 func (x *FitRequest) Reset() {
 	*x = FitRequest{}
-	mi := &file_dplr_proto_msgTypes[7]
+	mi := &file_dplr_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +890,7 @@ func (x *FitRequest) String() string {
 func (*FitRequest) ProtoMessage() {}
 
 func (x *FitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[7]
+	mi := &file_dplr_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +903,7 @@ func (x *FitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitRequest.ProtoReflect.Descriptor instead.
 func (*FitRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{7}
+	return file_dplr_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FitRequest) GetEstimator() string {
@@ -763,7 +961,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dplr_proto_msgTypes[8]
+	mi := &file_dplr_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +973,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[8]
+	mi := &file_dplr_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +986,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{8}
+	return file_dplr_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Step) GetName() string {
@@ -886,14 +1084,16 @@ type Guarantee struct {
 	Assumptions   []string               `protobuf:"bytes,7,rep,name=assumptions,proto3" json:"assumptions,omitempty"`
 	Neighbours    string                 `protobuf:"bytes,8,opt,name=neighbours,proto3" json:"neighbours,omitempty"`
 	Seeded        bool                   `protobuf:"varint,9,opt,name=seeded,proto3" json:"seeded,omitempty"`
-	Text          string                 `protobuf:"bytes,10,opt,name=text,proto3" json:"text,omitempty"` // the guarantee in words
+	Text          string                 `protobuf:"bytes,10,opt,name=text,proto3" json:"text,omitempty"`             // the guarantee in words
+	Accounting    string                 `protobuf:"bytes,11,opt,name=accounting,proto3" json:"accounting,omitempty"` // the composition behind the figures: "pure", "zcdp", "gdp", "pld", "mixed", "basic"
+	Mu            float64                `protobuf:"fixed64,12,opt,name=mu,proto3" json:"mu,omitempty"`               // the Gaussian-DP parameter when accounting is "gdp"
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Guarantee) Reset() {
 	*x = Guarantee{}
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1105,7 @@ func (x *Guarantee) String() string {
 func (*Guarantee) ProtoMessage() {}
 
 func (x *Guarantee) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1118,7 @@ func (x *Guarantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Guarantee.ProtoReflect.Descriptor instead.
 func (*Guarantee) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{9}
+	return file_dplr_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Guarantee) GetKind() string {
@@ -991,6 +1191,20 @@ func (x *Guarantee) GetText() string {
 	return ""
 }
 
+func (x *Guarantee) GetAccounting() string {
+	if x != nil {
+		return x.Accounting
+	}
+	return ""
+}
+
+func (x *Guarantee) GetMu() float64 {
+	if x != nil {
+		return x.Mu
+	}
+	return 0
+}
+
 type Progress struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Stage         string                 `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
@@ -1003,7 +1217,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1229,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1242,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{10}
+	return file_dplr_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Progress) GetStage() string {
@@ -1076,7 +1290,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1302,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1315,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{11}
+	return file_dplr_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MatrixChunk) GetName() string {
@@ -1165,7 +1379,7 @@ type Scalar struct {
 
 func (x *Scalar) Reset() {
 	*x = Scalar{}
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1391,7 @@ func (x *Scalar) String() string {
 func (*Scalar) ProtoMessage() {}
 
 func (x *Scalar) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1404,7 @@ func (x *Scalar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scalar.ProtoReflect.Descriptor instead.
 func (*Scalar) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{12}
+	return file_dplr_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Scalar) GetName() string {
@@ -1233,7 +1447,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1459,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1472,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{13}
+	return file_dplr_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Series) GetName() string {
@@ -1306,7 +1520,7 @@ type FitResult struct {
 
 func (x *FitResult) Reset() {
 	*x = FitResult{}
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1532,7 @@ func (x *FitResult) String() string {
 func (*FitResult) ProtoMessage() {}
 
 func (x *FitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1545,7 @@ func (x *FitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitResult.ProtoReflect.Descriptor instead.
 func (*FitResult) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{14}
+	return file_dplr_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FitResult) GetScalars() []*Scalar {
@@ -1413,7 +1627,7 @@ type FitEvent struct {
 
 func (x *FitEvent) Reset() {
 	*x = FitEvent{}
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1639,7 @@ func (x *FitEvent) String() string {
 func (*FitEvent) ProtoMessage() {}
 
 func (x *FitEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1652,7 @@ func (x *FitEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitEvent.ProtoReflect.Descriptor instead.
 func (*FitEvent) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{15}
+	return file_dplr_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FitEvent) GetEvent() isFitEvent_Event {
@@ -1596,7 +1810,24 @@ const file_dplr_proto_rawDesc = "" +
 	" \x01(\v2\x10.dplr.v1.FileRefR\tuserStart\x12+\n" +
 	"\buser_ids\x18\v \x01(\v2\x10.dplr.v1.FileRefR\auserIds\x12(\n" +
 	"\x06labels\x18\f \x01(\v2\x10.dplr.v1.FileRefR\x06labels\x12\x18\n" +
-	"\aversion\x18\r \x01(\x05R\aversion\"\x92\x02\n" +
+	"\aversion\x18\r \x01(\x05R\aversion\"m\n" +
+	"\x05Shape\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\x12\f\n" +
+	"\x01p\x18\x03 \x01(\x03R\x01p\x12\x0e\n" +
+	"\x02d1\x18\x04 \x01(\x03R\x02d1\x12\x0e\n" +
+	"\x02d2\x18\x05 \x01(\x03R\x02d2\x12\x14\n" +
+	"\x05users\x18\x06 \x01(\x03R\x05users\"\xee\x01\n" +
+	"\fCheckRequest\x12\x1c\n" +
+	"\testimator\x18\x01 \x01(\tR\testimator\x129\n" +
+	"\x06params\x18\x02 \x03(\v2!.dplr.v1.CheckRequest.ParamsEntryR\x06params\x12$\n" +
+	"\x05grant\x18\x03 \x01(\v2\x0e.dplr.v1.GrantR\x05grant\x12$\n" +
+	"\x05shape\x18\x04 \x01(\v2\x0e.dplr.v1.ShapeR\x05shape\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"8\n" +
+	"\rCheckResponse\x12'\n" +
+	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\"\x92\x02\n" +
 	"\n" +
 	"FitRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x127\n" +
@@ -1621,7 +1852,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x11query_sensitivity\x18\n" +
 	" \x01(\x01R\x10querySensitivity\x12\x10\n" +
 	"\x03dim\x18\v \x01(\x03R\x03dim\x12\x12\n" +
-	"\x04grid\x18\f \x01(\x01R\x04grid\"\xf9\x01\n" +
+	"\x04grid\x18\f \x01(\x01R\x04grid\"\xa9\x02\n" +
 	"\tGuarantee\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
@@ -1635,7 +1866,11 @@ const file_dplr_proto_rawDesc = "" +
 	"neighbours\x12\x16\n" +
 	"\x06seeded\x18\t \x01(\bR\x06seeded\x12\x12\n" +
 	"\x04text\x18\n" +
-	" \x01(\tR\x04text\"d\n" +
+	" \x01(\tR\x04text\x12\x1e\n" +
+	"\n" +
+	"accounting\x18\v \x01(\tR\n" +
+	"accounting\x12\x0e\n" +
+	"\x02mu\x18\f \x01(\x01R\x02mu\"d\n" +
 	"\bProgress\x12\x14\n" +
 	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x12\n" +
 	"\x04done\x18\x02 \x01(\x03R\x04done\x12\x14\n" +
@@ -1677,10 +1912,11 @@ const file_dplr_proto_rawDesc = "" +
 	"\x04step\x18\x03 \x01(\v2\r.dplr.v1.StepH\x00R\x04step\x12.\n" +
 	"\x06matrix\x18\x04 \x01(\v2\x14.dplr.v1.MatrixChunkH\x00R\x06matrix\x12,\n" +
 	"\x06result\x18\x05 \x01(\v2\x12.dplr.v1.FitResultH\x00R\x06resultB\a\n" +
-	"\x05event2\x81\x01\n" +
+	"\x05event2\xb9\x01\n" +
 	"\n" +
 	"Estimators\x12B\n" +
-	"\tCatalogue\x12\x19.dplr.v1.CatalogueRequest\x1a\x1a.dplr.v1.CatalogueResponse\x12/\n" +
+	"\tCatalogue\x12\x19.dplr.v1.CatalogueRequest\x1a\x1a.dplr.v1.CatalogueResponse\x126\n" +
+	"\x05Check\x12\x15.dplr.v1.CheckRequest\x1a\x16.dplr.v1.CheckResponse\x12/\n" +
 	"\x03Fit\x12\x13.dplr.v1.FitRequest\x1a\x11.dplr.v1.FitEvent0\x01B*Z(github.com/dplr/dplr/engine/proto/dplrpbb\x06proto3"
 
 var (
@@ -1695,7 +1931,7 @@ func file_dplr_proto_rawDescGZIP() []byte {
 	return file_dplr_proto_rawDescData
 }
 
-var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_dplr_proto_goTypes = []any{
 	(*CatalogueRequest)(nil),  // 0: dplr.v1.CatalogueRequest
 	(*CatalogueResponse)(nil), // 1: dplr.v1.CatalogueResponse
@@ -1704,16 +1940,20 @@ var file_dplr_proto_goTypes = []any{
 	(*Grant)(nil),             // 4: dplr.v1.Grant
 	(*FileRef)(nil),           // 5: dplr.v1.FileRef
 	(*DatasetHandle)(nil),     // 6: dplr.v1.DatasetHandle
-	(*FitRequest)(nil),        // 7: dplr.v1.FitRequest
-	(*Step)(nil),              // 8: dplr.v1.Step
-	(*Guarantee)(nil),         // 9: dplr.v1.Guarantee
-	(*Progress)(nil),          // 10: dplr.v1.Progress
-	(*MatrixChunk)(nil),       // 11: dplr.v1.MatrixChunk
-	(*Scalar)(nil),            // 12: dplr.v1.Scalar
-	(*Series)(nil),            // 13: dplr.v1.Series
-	(*FitResult)(nil),         // 14: dplr.v1.FitResult
-	(*FitEvent)(nil),          // 15: dplr.v1.FitEvent
-	nil,                       // 16: dplr.v1.FitRequest.ParamsEntry
+	(*Shape)(nil),             // 7: dplr.v1.Shape
+	(*CheckRequest)(nil),      // 8: dplr.v1.CheckRequest
+	(*CheckResponse)(nil),     // 9: dplr.v1.CheckResponse
+	(*FitRequest)(nil),        // 10: dplr.v1.FitRequest
+	(*Step)(nil),              // 11: dplr.v1.Step
+	(*Guarantee)(nil),         // 12: dplr.v1.Guarantee
+	(*Progress)(nil),          // 13: dplr.v1.Progress
+	(*MatrixChunk)(nil),       // 14: dplr.v1.MatrixChunk
+	(*Scalar)(nil),            // 15: dplr.v1.Scalar
+	(*Series)(nil),            // 16: dplr.v1.Series
+	(*FitResult)(nil),         // 17: dplr.v1.FitResult
+	(*FitEvent)(nil),          // 18: dplr.v1.FitEvent
+	nil,                       // 19: dplr.v1.CheckRequest.ParamsEntry
+	nil,                       // 20: dplr.v1.FitRequest.ParamsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
 	2,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
@@ -1723,26 +1963,31 @@ var file_dplr_proto_depIdxs = []int32{
 	5,  // 4: dplr.v1.DatasetHandle.user_start:type_name -> dplr.v1.FileRef
 	5,  // 5: dplr.v1.DatasetHandle.user_ids:type_name -> dplr.v1.FileRef
 	5,  // 6: dplr.v1.DatasetHandle.labels:type_name -> dplr.v1.FileRef
-	16, // 7: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
-	4,  // 8: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
-	6,  // 9: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
-	12, // 10: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
-	13, // 11: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
-	9,  // 12: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
-	8,  // 13: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
-	10, // 14: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
-	8,  // 15: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
-	11, // 16: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
-	14, // 17: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
-	0,  // 18: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	7,  // 19: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	1,  // 20: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	15, // 21: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	20, // [20:22] is the sub-list for method output_type
-	18, // [18:20] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	19, // 7: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
+	4,  // 8: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
+	7,  // 9: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
+	20, // 10: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	4,  // 11: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
+	6,  // 12: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
+	15, // 13: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
+	16, // 14: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
+	12, // 15: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
+	11, // 16: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
+	13, // 17: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
+	11, // 18: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
+	14, // 19: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
+	17, // 20: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
+	0,  // 21: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	8,  // 22: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	10, // 23: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	1,  // 24: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	9,  // 25: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	18, // 26: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	24, // [24:27] is the sub-list for method output_type
+	21, // [21:24] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -1751,8 +1996,8 @@ func file_dplr_proto_init() {
 		return
 	}
 	file_dplr_proto_msgTypes[3].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[7].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[15].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[10].OneofWrappers = []any{}
+	file_dplr_proto_msgTypes[18].OneofWrappers = []any{
 		(*FitEvent_Progress)(nil),
 		(*FitEvent_Log)(nil),
 		(*FitEvent_Step)(nil),
@@ -1765,7 +2010,7 @@ func file_dplr_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

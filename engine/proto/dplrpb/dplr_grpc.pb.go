@@ -31,6 +31,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Estimators_Catalogue_FullMethodName = "/dplr.v1.Estimators/Catalogue"
+	Estimators_Check_FullMethodName     = "/dplr.v1.Estimators/Check"
 	Estimators_Fit_FullMethodName       = "/dplr.v1.Estimators/Fit"
 )
 
@@ -42,6 +43,13 @@ const (
 type EstimatorsClient interface {
 	// Catalogue lists the estimators the plugin serves.
 	Catalogue(ctx context.Context, in *CatalogueRequest, opts ...grpc.CallOption) (*CatalogueResponse, error)
+	// Check is the pre-flight check the host makes before it reserves any
+	// budget: the plugin validates the parameters against the estimator's
+	// catalogue, the grant's form and the data's public shape, and estimates
+	// the fit's peak memory. A refusal is InvalidArgument. Plugins built
+	// before this call answer Unimplemented, and the host then goes on
+	// without a pre-flight check.
+	Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error)
 	// Fit runs one estimator. The stream carries progress, every privacy
 	// step as it is spent, the matrix outputs in chunks, and ends with one
 	// FitResult. Errors end the stream with a gRPC status: InvalidArgument
@@ -64,6 +72,16 @@ func (c *estimatorsClient) Catalogue(ctx context.Context, in *CatalogueRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CatalogueResponse)
 	err := c.cc.Invoke(ctx, Estimators_Catalogue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *estimatorsClient) Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckResponse)
+	err := c.cc.Invoke(ctx, Estimators_Check_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +115,13 @@ type Estimators_FitClient = grpc.ServerStreamingClient[FitEvent]
 type EstimatorsServer interface {
 	// Catalogue lists the estimators the plugin serves.
 	Catalogue(context.Context, *CatalogueRequest) (*CatalogueResponse, error)
+	// Check is the pre-flight check the host makes before it reserves any
+	// budget: the plugin validates the parameters against the estimator's
+	// catalogue, the grant's form and the data's public shape, and estimates
+	// the fit's peak memory. A refusal is InvalidArgument. Plugins built
+	// before this call answer Unimplemented, and the host then goes on
+	// without a pre-flight check.
+	Check(context.Context, *CheckRequest) (*CheckResponse, error)
 	// Fit runs one estimator. The stream carries progress, every privacy
 	// step as it is spent, the matrix outputs in chunks, and ends with one
 	// FitResult. Errors end the stream with a gRPC status: InvalidArgument
@@ -117,6 +142,9 @@ type UnimplementedEstimatorsServer struct{}
 
 func (UnimplementedEstimatorsServer) Catalogue(context.Context, *CatalogueRequest) (*CatalogueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Catalogue not implemented")
+}
+func (UnimplementedEstimatorsServer) Check(context.Context, *CheckRequest) (*CheckResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Check not implemented")
 }
 func (UnimplementedEstimatorsServer) Fit(*FitRequest, grpc.ServerStreamingServer[FitEvent]) error {
 	return status.Error(codes.Unimplemented, "method Fit not implemented")
@@ -160,6 +188,24 @@ func _Estimators_Catalogue_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Estimators_Check_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EstimatorsServer).Check(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Estimators_Check_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EstimatorsServer).Check(ctx, req.(*CheckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Estimators_Fit_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(FitRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -181,6 +227,10 @@ var Estimators_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Catalogue",
 			Handler:    _Estimators_Catalogue_Handler,
+		},
+		{
+			MethodName: "Check",
+			Handler:    _Estimators_Check_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,5 +1,8 @@
-// Command dplr-bad is a deliberately misbehaving dplr plugin used by the
-// host's tests. DPLR_BAD_MODE selects the failure.
+// Command dplr-bad is a deliberately misbehaving (or hostile) dplr plugin
+// used by the host's tests. DPLR_BAD_MODE selects the failure; its one
+// estimator is named "bad-<mode>". Unless a mode says otherwise, its
+// privacy steps are Gaussian steps whose declared ρ follows from their
+// sensitivity and scale, so that only the misbehaviour under test fails.
 package main
 
 import (
@@ -27,21 +30,99 @@ func (s *server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 		time.Sleep(time.Hour)
 	}
 	c := &dplrpb.CatalogueResponse{Plugin: "bad", Version: "0", Backend: "gonum", ProtocolVersion: transport.ProtocolVersion,
-		Estimators: []*dplrpb.EstimatorInfo{{Name: "bad-" + s.mode, DataKind: "rows", Grants: []string{"approx"}}}}
+		Estimators: []*dplrpb.EstimatorInfo{{Name: "bad-" + s.mode, DataKind: "rows", Grants: []string{"pure", "approx", "zcdp"}}}}
 	if s.mode == "bad-catalogue" {
 		c.Estimators = append(c.Estimators, c.Estimators[0])
 	}
 	return c, nil
 }
 
-func step(rho float64) *dplrpb.FitEvent {
-	return &dplrpb.FitEvent{Event: &dplrpb.FitEvent_Step{Step: &dplrpb.Step{Name: "s", Mechanism: "gaussian", Calibration: "zcdp", Sensitivity: 1, Scale: 1, Rho: rho}}}
+// gauss is a Gaussian step of sensitivity 1 whose σ = 1/sqrt(2ρ) implies
+// exactly the declared ρ.
+func gauss(rho float64) *dplrpb.Step {
+	return &dplrpb.Step{Name: "s", Mechanism: "gaussian", Calibration: "zcdp", Sensitivity: 1, Scale: 1 / math.Sqrt(2*rho), Rho: rho}
 }
 
-func result(rho float64) *dplrpb.FitEvent {
+func announce(s *dplrpb.Step) *dplrpb.FitEvent {
+	return &dplrpb.FitEvent{Event: &dplrpb.FitEvent_Step{Step: s}}
+}
+
+func step(rho float64) *dplrpb.FitEvent { return announce(gauss(rho)) }
+
+func resultOf(kind string, steps ...*dplrpb.Step) *dplrpb.FitEvent {
 	return &dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: &dplrpb.FitResult{
-		Guarantee: &dplrpb.Guarantee{Kind: "zcdp"}, Composition: "zcdp",
-		Steps: []*dplrpb.Step{{Name: "s", Mechanism: "gaussian", Calibration: "zcdp", Sensitivity: 1, Scale: 1, Rho: rho}}}}}
+		Guarantee: &dplrpb.Guarantee{Kind: kind}, Composition: "zcdp", Steps: steps}}}
+}
+
+func result(rho float64) *dplrpb.FitEvent { return resultOf("zcdp", gauss(rho)) }
+
+// Check implements the pre-flight check: modes "footprint" (claims 1 PiB)
+// and "check-refuse" (refuses the request); the others accept.
+func (s *server) Check(context.Context, *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
+	switch s.mode {
+	case "footprint":
+		return &dplrpb.CheckResponse{FootprintBytes: 1 << 50}, nil
+	case "check-refuse":
+		return nil, status.Errorf(codes.InvalidArgument, "clip = 1e-300 leaves no representable noise scale")
+	case "no-check":
+		return nil, status.Errorf(codes.Unimplemented, "method Check not implemented")
+	}
+	return &dplrpb.CheckResponse{FootprintBytes: 1 << 20}, nil
+}
+
+// grantRho is the zCDP budget of a zCDP grant, and ρ = 0.01 (which fits
+// the tests' (ε = 1, δ = 1e-6) grants) otherwise.
+func grantRho(g *dplrpb.Grant) float64 {
+	if g.GetKind() == "zcdp" {
+		return g.GetRho()
+	}
+	return 0.01
+}
+
+// hostile runs the modes that lie about their privacy cost or release.
+func (s *server) hostile(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) (bool, error) {
+	switch s.mode {
+	case "tenfold":
+		// Announces (and lists) a step costing 10× the grant.
+		big := gauss(10 * grantRho(req.GetGrant()))
+		_ = st.Send(announce(big))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		return true, st.Send(resultOf("zcdp", big))
+	case "tiny-epsilon":
+		// A Laplace step of sensitivity 1 and scale 1 costs ε = 1; it
+		// declares ε = 1e-6.
+		lap := &dplrpb.Step{Name: "s", Mechanism: "laplace", Calibration: "pure", Sensitivity: 1, Scale: 1, Epsilon: 1e-6}
+		_ = st.Send(announce(lap))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		return true, st.Send(resultOf("pure", lap))
+	case "none-public":
+		// No privacy step, guarantee "none", and a public output.
+		_ = st.Send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Matrix{Matrix: &dplrpb.MatrixChunk{Name: "m", Rows: 1, Cols: 2, Release: "public", Data: []float64{1, 2}}}})
+		return true, st.Send(resultOf("none"))
+	case "rho-mismatch":
+		// σ = 1 on sensitivity 1 costs ρ = 1/2; it declares ρ = 0.01.
+		cheap := &dplrpb.Step{Name: "s", Mechanism: "gaussian", Calibration: "zcdp", Sensitivity: 1, Scale: 1, Rho: 0.01}
+		_ = st.Send(announce(cheap))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		return true, st.Send(resultOf("zcdp", cheap))
+	case "swap-steps":
+		// Announces a step costing the whole grant, lists a cheaper one.
+		rho := grantRho(req.GetGrant())
+		_ = st.Send(announce(gauss(rho)))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		return true, st.Send(resultOf("zcdp", gauss(rho/100)))
+	case "die-before-step":
+		// Dies (as on an out-of-memory error) before any privacy step.
+		time.Sleep(20 * time.Millisecond)
+		os.Exit(2)
+	case "hang-before-step":
+		// Loads forever without taking a step, until cancelled. It says
+		// so first, so that a test can interrupt it at that point.
+		_ = st.Send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Progress{Progress: &dplrpb.Progress{Stage: "loading"}}})
+		<-st.Context().Done()
+		return true, status.Errorf(codes.Canceled, "cancelled while loading")
+	}
+	return false, nil
 }
 
 func chunk(rows, cols, off int64, data ...float64) *dplrpb.FitEvent {
@@ -49,6 +130,9 @@ func chunk(rows, cols, off int64, data ...float64) *dplrpb.FitEvent {
 }
 
 func (s *server) Fit(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) error {
+	if done, err := s.hostile(req, st); done {
+		return err
+	}
 	switch s.mode {
 	case "crash-fit":
 		_ = st.Send(step(0.01))

@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
 	"github.com/dplr/dplr/examples/meanplugin"
 )
 
-func main() { sdk.Serve(meanplugin.Estimators()...) }
+func main() { transport.Serve(meanplugin.Estimators()...) }

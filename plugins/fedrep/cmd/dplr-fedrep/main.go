@@ -2,8 +2,8 @@
 package main
 
 import (
-	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
 	"github.com/dplr/dplr/plugins/fedrep"
 )
 
-func main() { sdk.Serve(fedrep.Estimators()...) }
+func main() { transport.Serve(fedrep.Estimators()...) }

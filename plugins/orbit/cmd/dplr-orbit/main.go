@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
 	"github.com/dplr/dplr/plugins/orbit"
 )
 
-func main() { sdk.Serve(orbit.Estimators()...) }
+func main() { transport.Serve(orbit.Estimators()...) }

@@ -2,8 +2,8 @@
 package main
 
 import (
-	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
 	"github.com/dplr/dplr/plugins/pca"
 )
 
-func main() { sdk.Serve(pca.Estimators()...) }
+func main() { transport.Serve(pca.Estimators()...) }

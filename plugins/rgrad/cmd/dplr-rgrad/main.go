@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
 	"github.com/dplr/dplr/plugins/rgrad"
 )
 
-func main() { sdk.Serve(rgrad.Estimators()...) }
+func main() { transport.Serve(rgrad.Estimators()...) }

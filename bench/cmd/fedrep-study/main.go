@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dplr/dplr/plugins/fedrep"
+	fedrep "github.com/dplr/dplr/bench/studies/fedrep"
 )
 
 func main() {
@@ -26,7 +26,7 @@ func main() {
 	plotPath := flag.String("plot", "", "also write a plot of median MSE vs ε to this file (.svg, .png, .pdf)")
 	jsonPath := flag.String("jsonout", "", "also write the cells as JSON to this file")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
-	fmnist := flag.Bool("fmnist", false, "run the Fashion-MNIST study instead (fedrep.DefaultFMNISTConfig; -seeds, -eps, -users, -per-user, -proj, -rank apply)")
+	fmnist := flag.Bool("fmnist", false, "run the Fashion-MNIST study instead (the study package's DefaultFMNISTConfig; -seeds, -eps, -users, -per-user, -proj, -rank apply)")
 	perUser := flag.Int("per-user", 0, "Fashion-MNIST: images per user (0 = default)")
 	proj := flag.Int("proj", 0, "Fashion-MNIST: JL dimension (0 = default)")
 	rank := flag.Int("rank", 0, "Fashion-MNIST: representation rank (0 = default)")

@@ -1,10 +1,13 @@
-package sdk
+package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,29 +18,28 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/proto/dplrpb"
-	"github.com/dplr/dplr/engine/transport"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
-// Version is the version of the SDK (and of first-party plugins).
-const Version = "0.1.0"
-
 // Serve runs the plugin server for ests and does not return. A plugin
-// binary's main is one line: sdk.Serve(mypkg.Estimators()...). The plugin
+// binary's main is one line: transport.Serve(mypkg.Estimators()...). The plugin
 // name is the executable's name without its "dplr-" prefix.
 //
 // Run directly (not by a dplr host), the binary prints a short notice and
 // exits with status 1.
-func Serve(ests ...Estimator) {
-	srv, err := NewServer(pluginName(), Version, ests...)
+func Serve(ests ...sdk.Estimator) {
+	srv, err := NewServer(pluginName(), sdk.Version, ests...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dplr plugin:", err)
 		os.Exit(1)
 	}
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: transport.Handshake,
-		Plugins:         transport.PluginSet(srv),
+		HandshakeConfig: Handshake,
+		Plugins:         PluginSet(srv),
 		GRPCServer:      plugin.DefaultGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: "dplr-plugin", Output: os.Stderr, Level: hclog.Warn,
@@ -57,29 +59,34 @@ func pluginName() string {
 type Server struct {
 	dplrpb.UnimplementedEstimatorsServer
 	name, version string
-	ests          []Estimator
-	byName        map[string]Estimator
+	ests          []sdk.Estimator
+	infos         []sdk.Info // resolved catalogue entries (sdk.InfoOf), in ests order
+	byName        map[string]sdk.Estimator
 }
 
 // NewServer checks ests (unique names, valid parameter specs) and returns a
 // Server for them.
-func NewServer(name, version string, ests ...Estimator) (*Server, error) {
+func NewServer(name, version string, ests ...sdk.Estimator) (*Server, error) {
 	if len(ests) == 0 {
 		return nil, fmt.Errorf("plugin %q serves no estimators", name)
 	}
-	s := &Server{name: name, version: version, ests: ests, byName: map[string]Estimator{}}
+	s := &Server{name: name, version: version, ests: ests, byName: map[string]sdk.Estimator{}}
 	for _, e := range ests {
-		info := e.Info()
+		info, err := sdk.InfoOf(e)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: %w", name, err)
+		}
 		if info.Name == "" {
 			return nil, fmt.Errorf("plugin %q: an estimator has no name", name)
 		}
 		if _, dup := s.byName[info.Name]; dup {
 			return nil, fmt.Errorf("plugin %q: estimator %q served twice", name, info.Name)
 		}
-		if err := CheckSpecs(info.Params); err != nil {
+		if err := sdk.CheckSpecs(info.Params); err != nil {
 			return nil, fmt.Errorf("plugin %q: estimator %q: invalid parameter specs: %w", name, info.Name, err)
 		}
 		s.byName[info.Name] = e
+		s.infos = append(s.infos, info)
 	}
 	return s, nil
 }
@@ -89,12 +96,55 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 	be := backend.Default()
 	out := &dplrpb.CatalogueResponse{
 		Plugin: s.name, Version: s.version, Backend: be.Name(), BackendThreads: int32(be.Threads()),
-		ProtocolVersion: transport.ProtocolVersion,
+		ProtocolVersion: ProtocolVersion,
 	}
-	for _, e := range s.ests {
-		out.Estimators = append(out.Estimators, InfoToProto(e.Info()))
+	for _, info := range s.infos {
+		out.Estimators = append(out.Estimators, InfoToProto(wireInfo(info)))
 	}
 	return out, nil
+}
+
+// Check implements dplrpb.EstimatorsServer: the pre-flight check the host
+// makes before reserving budget. It refuses (InvalidArgument) a request
+// the estimator would refuse before spending: parameters outside the
+// catalogue, a grant of a form the estimator does not accept, data of the
+// wrong kind. The footprint is the estimator's estimate of its peak memory
+// (0 when it gives none).
+func (s *Server) Check(_ context.Context, req *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
+	est, ok := s.byName[req.GetEstimator()]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
+	}
+	footprint, err := prepare(est, req.GetParams(), GrantFromProto(req.GetGrant()), ShapeFromProto(req.GetShape()))
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	return &dplrpb.CheckResponse{FootprintBytes: footprint}, nil
+}
+
+// prepare runs the SDK's pre-flight preparation (sdk.Prepare: validate,
+// bind, the options' Check hook, the Footprint estimate) and checks the
+// grant's form, as the SDK does before a fit, returning the fit's estimated
+// peak memory.
+func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shape sdk.Shape) (int64, error) {
+	info, err := sdk.InfoOf(est)
+	if err != nil {
+		return 0, err
+	}
+	if shape.Kind != info.DataKind {
+		return 0, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
+	}
+	_, footprint, err := sdk.Prepare(info, raw, shape)
+	if err != nil {
+		return 0, err
+	}
+	if err := grant.Validate(); err != nil {
+		return 0, err
+	}
+	if !slices.Contains(info.Grants, grant.Kind) {
+		return 0, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
+	}
+	return footprint, nil
 }
 
 // Fit implements dplrpb.EstimatorsServer.
@@ -119,8 +169,8 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	loadSec := time.Since(t0).Seconds()
 
 	var lastProgress time.Time
-	opt := LocalOptions{
-		Progress: func(p Progress) {
+	opt := sdk.LocalOptions{
+		Progress: func(p sdk.Progress) {
 			// Throttle: at most ~20 events a second, but always the last one.
 			mu.Lock()
 			now := time.Now()
@@ -146,13 +196,13 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 		opt.Seed = &seed
 	}
 	t1 := time.Now()
-	res, acct, err := RunLocal(ctx, est, ds, req.GetParams(), GrantFromProto(req.GetGrant()), opt)
+	res, acct, err := sdk.RunLocal(ctx, est, ds, req.GetParams(), GrantFromProto(req.GetGrant()), opt)
 	fitSec := time.Since(t1).Seconds()
 	if err != nil {
 		if ctx.Err() != nil {
 			return status.Errorf(codes.Canceled, "%v", err)
 		}
-		if IsBadRequest(err) {
+		if sdk.IsBadRequest(err) || invalidBeforeSpending(err, acct) {
 			return status.Errorf(codes.InvalidArgument, "%v", err)
 		}
 		return status.Errorf(codes.FailedPrecondition, "%v", err)
@@ -162,9 +212,17 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 			return err
 		}
 	}
+	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: finalResult(res, acct, fitSec, loadSec)}})
+}
+
+// finalResult is the result message of a fit. fit_seconds, load_seconds
+// and max_rss_kb are of release class Diagnostic (TimingRelease), as are
+// the estimator's own timings, which travel as Diagnostic scalars: none of
+// them is ever labelled public.
+func finalResult(res *sdk.Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
 	final := &dplrpb.FitResult{
 		Guarantee: GuaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
-		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: MaxRSSKiB(),
+		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: sdk.MaxRSSKiB(),
 	}
 	for _, st := range acct.Steps() {
 		final.Steps = append(final.Steps, StepToProto(st))
@@ -172,18 +230,41 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	for _, sc := range res.Scalars {
 		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: sc.Name, Value: sc.Value, Release: string(sc.Release), Doc: sc.Doc})
 	}
+	for _, tm := range res.Timings {
+		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: tm.Name, Value: tm.Seconds, Release: string(sdk.TimingRelease), Doc: tm.Doc})
+	}
 	for _, se := range res.Series {
 		final.Series = append(final.Series, &dplrpb.Series{Name: se.Name, Values: se.Values, Release: string(se.Release), Doc: se.Doc})
 	}
-	return send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Result{Result: final}})
+	return final
 }
 
-func sendMatrix(send func(*dplrpb.FitEvent) error, m Matrix) error {
+// invalidBeforeSpending reports a budget no step could be calibrated to
+// (privacy.ErrInvalidBudget: a noise scale outside the representable range,
+// say, from clip = 1e-300) met before any privacy step was accepted: the
+// request as such is unusable, like a BadRequest, and the host reports it
+// as a usage error.
+func invalidBeforeSpending(err error, acct *privacy.Accountant) bool {
+	return errors.Is(err, privacy.ErrInvalidBudget) && (acct == nil || len(acct.Steps()) == 0)
+}
+
+// wireInfo is info as the catalogue sends it: exclusive bounds folded into
+// inclusive ones (ParamSpec.Inclusive), which the wire form carries.
+func wireInfo(info sdk.Info) sdk.Info {
+	info.Options = nil
+	info.Params = append([]sdk.ParamSpec(nil), info.Params...)
+	for i, p := range info.Params {
+		info.Params[i] = p.Inclusive()
+	}
+	return info
+}
+
+func sendMatrix(send func(*dplrpb.FitEvent) error, m sdk.Matrix) error {
 	if m.M == nil || m.M.IsEmpty() {
 		return status.Errorf(codes.Internal, "matrix output %q is empty", m.Name)
 	}
 	r, c := m.M.Dims()
-	flat := make([]float64, 0, min(r*c, transport.MaxChunk))
+	flat := make([]float64, 0, min(r*c, MaxChunk))
 	off := 0
 	flush := func() error {
 		if len(flat) == 0 {
@@ -194,13 +275,13 @@ func sendMatrix(send func(*dplrpb.FitEvent) error, m Matrix) error {
 			Offset: int64(off), Data: flat}}})
 		off += len(flat)
 		flat = flat[:0:0]
-		flat = make([]float64, 0, min(r*c-off, transport.MaxChunk))
+		flat = make([]float64, 0, min(r*c-off, MaxChunk))
 		return err
 	}
 	for i := 0; i < r; i++ {
 		for j := 0; j < c; j++ {
 			flat = append(flat, m.M.At(i, j))
-			if len(flat) == transport.MaxChunk {
+			if len(flat) == MaxChunk {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -208,4 +289,13 @@ func sendMatrix(send func(*dplrpb.FitEvent) error, m Matrix) error {
 		}
 	}
 	return flush()
+}
+
+// OpenHandle opens the data set a host prepared: X memory-mapped read-only,
+// no copy. The Closer unmaps it.
+func OpenHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
+	if h == nil {
+		return nil, nil, errors.New("request carries no data set")
+	}
+	return dataio.Open(HandleFromProto(h))
 }

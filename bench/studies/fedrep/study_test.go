@@ -1,4 +1,4 @@
-package fedrep
+package fedrepstudy
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/fedrep"
 )
 
 // TestAltMinRidgeStudy (DPLR_STUDY=1) is the exploration behind the
@@ -27,12 +29,12 @@ func TestAltMinRidgeStudy(t *testing.T) {
 	for _, groups := range []string{"disjoint", "all"} {
 		for _, ridge := range []string{"0", "0.01", "1", "100"} {
 			for _, eps := range []float64{1, 8} {
-				res, _, err := sdk.RunLocal(context.Background(), PrivAltMin{}, g.Data, map[string]string{"ridge": ridge, "groups": groups}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: 1e-6}, sdk.LocalOptions{Seed: &seed})
+				res, _, err := sdk.RunLocal(context.Background(), fedrep.PrivAltMin{}, g.Data, map[string]string{"ridge": ridge, "groups": groups}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: 1e-6}, sdk.LocalOptions{Seed: &seed})
 				require.NoError(t, err)
 				u, v := res.Matrices[0].M, res.Matrices[1].M
-				dist, err := SubspaceDist(u, g.Truth["U"])
+				dist, _, err := evaluate.SinTheta(u, g.Truth["U"])
 				require.NoError(t, err)
-				mse, err := PopulationMSE(u, v, g.Truth["U"], g.Truth["V"], 0.01)
+				mse, err := fedrep.PopulationMSE(u, v, g.Truth["U"], g.Truth["V"], 0.01)
 				require.NoError(t, err)
 				t.Logf("%s ridge=%s eps=%g dist=%.4f mse=%.4f", groups, ridge, eps, dist, mse)
 			}

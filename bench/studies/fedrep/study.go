@@ -1,4 +1,9 @@
-package fedrep
+// Package fedrepstudy holds the experiments behind bench/results/fedrep.md:
+// the replication of Snedeker, Zhou & Bassily's synthetic experiment
+// (Private FedRep, Priv-AltMin and non-private FedRep on the users-lowrank
+// model) and the Fashion-MNIST private classification run. The estimators
+// themselves live in plugins/fedrep.
+package fedrepstudy
 
 import (
 	"context"
@@ -10,12 +15,14 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/fedrep"
 )
 
-// StudyConfig is the paper-replication experiment (spec §6, §8.3).
+// StudyConfig is the paper-replication experiment of Snedeker, Zhou & Bassily (2025).
 type StudyConfig struct {
 	Users, Samples, Dim, Rank int
 	Noise, Delta              float64
@@ -35,18 +42,18 @@ type StudyMethod struct {
 	Private bool
 }
 
-// PaperStudyConfig returns the configuration of 003's synthetic experiment:
+// PaperStudyConfig returns the configuration of the paper's synthetic experiment:
 // d = 50, k = 2, m = 10 (5 + 5), n = 20000, R = 0.01, δ = 1e-6,
 // ε ∈ {1, 2, 4, 8}, T = 5, η = 2.5, ψ = 10, AltMin clip 1e-4, 5 seeds.
 func PaperStudyConfig() StudyConfig {
 	return StudyConfig{Users: 20000, Samples: 10, Dim: 50, Rank: 2, Noise: 0.01, Delta: 1e-6,
 		Eps: []float64{1, 2, 4, 8}, Seeds: 5, Methods: []StudyMethod{
-			{Label: "Private FedRep (zCDP, ψ=10)", Estimator: PrivateFedRep{}, Private: true},
-			{Label: "Private FedRep (paper σ̂, ψ=10)", Estimator: PrivateFedRep{}, Params: map[string]string{"calibration": "paper"}, Private: true},
-			{Label: "Private FedRep (zCDP, ψ=1)", Estimator: PrivateFedRep{}, Params: map[string]string{"clip": "1"}, Private: true},
-			{Label: "Priv-AltMin (disjoint groups)", Estimator: PrivAltMin{}, Private: true},
-			{Label: "Priv-AltMin (all users, code)", Estimator: PrivAltMin{}, Params: map[string]string{"groups": "all"}, Private: true},
-			{Label: "Non-private FedRep", Estimator: NonPrivateFedRep{}},
+			{Label: "Private FedRep (zCDP, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Private: true},
+			{Label: "Private FedRep (paper σ̂, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"noise": "paper"}, Private: true},
+			{Label: "Private FedRep (zCDP, ψ=1)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"clip": "1"}, Private: true},
+			{Label: "Priv-AltMin (disjoint groups)", Estimator: fedrep.PrivAltMin{}, Private: true},
+			{Label: "Priv-AltMin (all users, code)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"groups": "all"}, Private: true},
+			{Label: "Non-private FedRep", Estimator: fedrep.NonPrivateFedRep{}},
 		}}
 }
 
@@ -111,11 +118,11 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyCell, error) {
 				if u == nil || v == nil {
 					return nil, fmt.Errorf("%s: result lacks U or V", m.Label)
 				}
-				dist, err := SubspaceDist(u, g.Truth["U"])
+				dist, _, err := evaluate.SinTheta(u, g.Truth["U"])
 				if err != nil {
 					return nil, err
 				}
-				mse, err := PopulationMSE(u, v, g.Truth["U"], g.Truth["V"], cfg.Noise)
+				mse, err := fedrep.PopulationMSE(u, v, g.Truth["U"], g.Truth["V"], cfg.Noise)
 				if err != nil {
 					return nil, err
 				}
@@ -154,6 +161,7 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyCell, error) {
 	return out, nil
 }
 
+// findMatrix returns the result's matrix of that name, nil when absent.
 func findMatrix(res *sdk.Result, name string) *mat.Dense {
 	for _, m := range res.Matrices {
 		if m.Name == name {
@@ -163,6 +171,7 @@ func findMatrix(res *sdk.Result, name string) *mat.Dense {
 	return nil
 }
 
+// medianRange returns the median, minimum and maximum of x (NaN when empty).
 func medianRange(x []float64) (med, lo, hi float64) {
 	s := append([]float64(nil), x...)
 	sort.Float64s(s)

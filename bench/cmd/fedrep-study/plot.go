@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/dplr/dplr/plugins/fedrep"
+	fedrep "github.com/dplr/dplr/bench/studies/fedrep"
 )
 
 // plotStudy writes median population MSE against ε (log scale) for every

@@ -1,9 +1,8 @@
-package fedrep
+package fedrepstudy
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/fedrep"
 )
 
 // FMNISTConfig is the real-data run: Fashion-MNIST split across users the
@@ -137,7 +137,7 @@ func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) 
 				p[k] = v
 			}
 			seed := uint64(100 * s)
-			r, _, err := sdk.RunLocal(ctx, Classify{}, ds, p, grant, sdk.LocalOptions{Seed: &seed})
+			r, _, err := sdk.RunLocal(ctx, fedrep.Classify{}, ds, p, grant, sdk.LocalOptions{Seed: &seed})
 			if err != nil {
 				return 0, err
 			}
@@ -188,29 +188,28 @@ func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) 
 	return out, nil
 }
 
-// localBaseline fits each user's own ridge-logistic classifier on the
-// projected features of its local half (or of all its non-hold-out rows)
-// and scores it on its hold-out rows.
+// localBaseline is the purely local reference: each user fits its own
+// ridge-logistic classifier on the projected features of its local half (or
+// of all its non-hold-out rows) and is scored on its hold-out rows. It runs
+// fedrep-classify with rank k′: a k′×k′ orthonormal U spans the whole
+// projected space, so the shared representation constrains nothing and the
+// heads are the users' local classifiers (the ridge is rotation invariant).
 func localBaseline(ctx context.Context, ds *data.Dataset, cfg FMNISTConfig, seed uint64, all bool) (float64, error) {
-	src := privacy.NewSeededSource(seed)
-	m := jlMatrix(src.Split(), cfg.Proj, ds.P())
-	xp := mat.NewDense(ds.N(), cfg.Proj, nil)
-	xp.Mul(ds.X, m.T())
-	frac, minTrain := 0.5, 1
+	p := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "rank": fmt.Sprint(cfg.Proj), "iterations": "1", "init": "random",
+		"holdout": fmt.Sprint(cfg.Holdout), "output_v": "false"}
 	if all {
-		frac, minTrain = 1, 0
+		p["head_data"] = "all"
 	}
-	lay, err := newLayout(ds, frac, cfg.Holdout, minTrain)
+	r, _, err := sdk.RunLocal(ctx, fedrep.Classify{}, ds, p, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, sdk.LocalOptions{Seed: &seed})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("local baseline: %w", err)
 	}
-	eng := newFedrepEngine(xp, ds.Y, lay, cfg.Proj, math.Inf(1), lossLogistic)
-	id := make([]float64, cfg.Proj*cfg.Proj)
-	for i := 0; i < cfg.Proj; i++ {
-		id[i*cfg.Proj+i] = 1
+	for _, sc := range r.Scalars {
+		if sc.Name == "holdout_loss" {
+			return 1 - sc.Value, nil
+		}
 	}
-	e, err := eng.fitHeads(ctx, id, nil)
-	return 1 - e, err
+	return 0, fmt.Errorf("local baseline: no hold-out loss")
 }
 
 // FMNISTMarkdown renders the rows.

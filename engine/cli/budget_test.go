@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/ledger"
+)
+
+const (
+	hashA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	hashB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+// A ledger file emptied, replaced or deleted is an error (exit 5), never a
+// fresh start with no budget.
+func TestBudgetDamagedLedgerExits5(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, home string)
+	}{
+		{"emptied", func(t *testing.T, home string) {
+			require.NoError(t, os.Truncate(filepath.Join(home, ledger.FileName), 0))
+			os.Remove(filepath.Join(home, ledger.FileName+"-wal"))
+		}},
+		{"deleted", func(t *testing.T, home string) {
+			for _, s := range []string{"", "-wal", "-shm"} {
+				os.Remove(filepath.Join(home, ledger.FileName+s))
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			r := dplr(t, home, "budget", "set", "--hash", hashA, "--epsilon", "3")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			tc.damage(t, home)
+			r = dplr(t, home, "budget", "show", "--hash", hashA)
+			assert.Equal(t, ExitData, r.code, r.stdout+r.stderr)
+			assert.NotContains(t, r.stdout, "no budget set")
+			assert.Contains(t, r.stderr, "damaged or tampered with")
+			_, err := os.Stat(filepath.Join(home, ledger.FileName))
+			if tc.name == "deleted" {
+				assert.True(t, os.IsNotExist(err), "nothing is re-created")
+			}
+		})
+	}
+}
+
+// Names, links, outside charges and explicit total changes, end to end.
+func TestBudgetLinkChargeChange(t *testing.T) {
+	home := t.TempDir()
+	r := dplr(t, home, "budget", "set", "--hash", hashA, "--epsilon", "3", "--delta", "1e-5", "--name", "faces")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "budget", "link", "--hash", hashB, "--to", "faces", "--note", "the same images as .npy")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "budget", "charge", "--hash", hashB, "--epsilon", "1", "--delta", "1e-6", "--note", "a report made by hand")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "budget", "charge", "--dataset", "faces", "--epsilon", "1", "--delta", "1e-6")
+	require.Equal(t, ExitUsage, r.code, "a note is required")
+
+	r = dplr(t, home, "budget", "set", "--dataset", "faces", "--epsilon", "5", "--delta", "1e-5")
+	require.Equal(t, ExitBudget, r.code, "a total changes only with --change")
+	assert.Contains(t, r.stderr, "--change")
+	r = dplr(t, home, "budget", "set", "--dataset", "faces", "--change", "--epsilon", "0.5", "--delta", "1e-5", "--note", "lower")
+	require.Equal(t, ExitBudget, r.code, "never below what is spent")
+	r = dplr(t, home, "budget", "set", "--dataset", "faces", "--change", "--epsilon", "5", "--delta", "1e-5", "--note", "approved")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+
+	r = dplr(t, home, "budget", "show", "--hash", hashB, "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var st map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	assert.Equal(t, hashA, st["data_hash"], "the linked file resolves to its data set")
+	assert.Equal(t, "faces", st["name"])
+
+	r = dplr(t, home, "budget", "history", "--dataset", "faces")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	for _, want := range []string{"(outside dplr)", "total set to (ε, δ)-DP, ε = 3", "total changed from (ε, δ)-DP, ε = 3, δ = 1e-05 to (ε, δ)-DP, ε = 5, δ = 1e-05 (approved)", "linked " + hashB, "guarantee", "neighbours"} {
+		assert.Contains(t, r.stdout, want)
+	}
+	r = dplr(t, home, "budget", "history", "--dataset", "faces", "--json", "--changes")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var changes []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &changes))
+	require.Len(t, changes, 4)
+
+	r = dplr(t, home, "budget", "verify")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(strings.TrimSpace(r.stdout), "ledger "), r.stdout)
+	r = dplr(t, home, "budget", "list")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "faces")
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/ledger"
+)
+
+// cacheMaxEnv names the environment variable bounding the data cache.
+const cacheMaxEnv = "DPLR_CACHE_MAX_BYTES"
+
+// cacheMaxBytes returns the cache bound from DPLR_CACHE_MAX_BYTES (0: the
+// default, physical memory).
+func cacheMaxBytes() (int64, error) {
+	s := os.Getenv(cacheMaxEnv)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := dataio.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", cacheMaxEnv, err)
+	}
+	return v, nil
+}
+
+// cmdCache lists or clears the converted data sets kept in
+// $DPLR_HOME/cache.
+func cmdCache(_ context.Context, env *Env, args []string) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "clear") {
+		helpAsked := len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
+		w := env.Stderr
+		if helpAsked {
+			w = env.Stdout
+		}
+		fmt.Fprint(w, `Usage:
+  dplr cache list  [--home DIR] [--json]
+  dplr cache clear [--home DIR]
+
+dplr keeps each data set it reads, converted to raw float64 arrays, in
+$DPLR_HOME/cache so that plugins map it without copying and later runs skip
+the conversion. The cache is bounded by $DPLR_CACHE_MAX_BYTES (e.g. 20G;
+default: the machine's physical memory): the least recently used entries
+are evicted to make room, and a data set larger than the bound is refused.
+"list" shows the entries, least recently used first; "clear" removes them
+all (budgets are not affected: the ledger does not live in the cache).
+`)
+		switch {
+		case helpAsked:
+			return nil
+		case len(args) == 0:
+			return usagef("cache needs a subcommand: list or clear")
+		}
+		return usagef("cache: unknown subcommand %q (want list or clear)", args[0])
+	}
+	sub := args[0]
+	fs := newFlags("cache "+sub, "[--home DIR]", env)
+	home := fs.String("home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
+	asJSON := false
+	if sub == "list" {
+		fs.BoolVar(&asJSON, "json", false, "print the entries as JSON")
+	}
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("cache %s takes no arguments (got %q)", sub, fs.Args())
+	}
+	dir := *home
+	if dir == "" {
+		h, err := ledger.HomeDir()
+		if err != nil {
+			return fail(ExitError, fmt.Errorf("cache: %w", err))
+		}
+		dir = h
+	}
+	cache := filepath.Join(dir, "cache")
+	if sub == "clear" {
+		freed, err := dataio.CacheClear(cache)
+		if err != nil {
+			return fail(ExitError, err)
+		}
+		fmt.Fprintf(env.Stdout, "cleared %s: freed %s\n", cache, dataio.FormatBytes(freed))
+		return nil
+	}
+	entries, err := dataio.CacheList(cache)
+	if err != nil {
+		return fail(ExitError, err)
+	}
+	if asJSON {
+		type entry struct {
+			Hash     string    `json:"hash"`
+			Name     string    `json:"name,omitempty"`
+			Kind     string    `json:"kind,omitempty"`
+			N        int       `json:"n"`
+			P        int       `json:"p"`
+			Bytes    int64     `json:"bytes"`
+			LastUsed time.Time `json:"last_used"`
+		}
+		out := []entry{}
+		for _, e := range entries {
+			out = append(out, entry{e.Hash, e.Name, string(e.Kind), e.N, e.P, e.Bytes, e.LastUsed.UTC()})
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(env.Stdout, "%s: empty\n", cache)
+		return nil
+	}
+	var total int64
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HASH\tNAME\tKIND\tSHAPE\tSIZE\tLAST USED")
+	for _, e := range entries {
+		total += e.Bytes
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%s\t%s\n", e.Hash[:16], e.Name, e.Kind, e.N, e.P,
+			dataio.FormatBytes(e.Bytes), e.LastUsed.UTC().Format(time.RFC3339))
+	}
+	tw.Flush()
+	limit, err := cacheMaxBytes()
+	if err != nil {
+		return fail(ExitUsage, err)
+	}
+	if limit == 0 {
+		limit = dataio.DefaultCacheMaxBytes()
+	}
+	noun := "entries"
+	if len(entries) == 1 {
+		noun = "entry"
+	}
+	fmt.Fprintf(env.Stdout, "%d %s, %s of the %s limit (%s)\n", len(entries), noun, dataio.FormatBytes(total), dataio.FormatBytes(limit), cache)
+	return nil
+}

@@ -1,0 +1,377 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/ledger"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Ledger is the part of the budget ledger a Runner uses; *ledger.Ledger
+// implements it.
+type Ledger interface {
+	Reserve(ctx context.Context, hash string, req ledger.ReserveRequest) (ledger.RunID, error)
+	Settle(ctx context.Context, id ledger.RunID, out ledger.Outcome) error
+	Show(ctx context.Context, hash string) (ledger.Status, error)
+}
+
+// Registry finds the started plugin that serves an estimator.
+type Registry interface {
+	Find(estimator string) (*Plugin, sdk.Info, bool)
+}
+
+// Plugins is a Registry over started plugins, searched in order.
+type Plugins []*Plugin
+
+// Find returns the first plugin serving estimator and its catalogue entry.
+func (ps Plugins) Find(estimator string) (*Plugin, sdk.Info, bool) {
+	for _, p := range ps {
+		if info, ok := p.Estimator(estimator); ok {
+			return p, info, true
+		}
+	}
+	return nil, sdk.Info{}, false
+}
+
+// Runner runs fits: validate → pre-flight check → reserve → fit → verify →
+// settle. It is what `dplr fit` does between parsing its flags and writing
+// the outputs, and it is usable without the command line.
+type Runner struct {
+	// Ledger records and admits runs (required).
+	Ledger Ledger
+	// Plugins finds the plugin serving an estimator (required).
+	Plugins Registry
+	// MaxMemory refuses, before reserving, a fit whose estimated peak
+	// memory (the plugin's pre-flight footprint) exceeds it; 0: no limit.
+	MaxMemory int64
+	// CheckTimeout bounds the pre-flight check (default 10 s).
+	CheckTimeout time.Duration
+}
+
+// FitRequest is one fit to run.
+type FitRequest struct {
+	Estimator string
+	Params    map[string]string // raw estimator parameters (--set)
+	// Grant is the run's privacy budget. A non-private estimator needs
+	// none (a zero Grant).
+	Grant privacy.Grant
+	Data  dataio.Handle // a prepared, hashed data set
+	// Seed, when set, makes the noise reproducible and the result NOT
+	// private against whoever knows it.
+	Seed *uint64
+	// NonPrivate allows a non-private reference estimator (never on a data
+	// set with a budget).
+	NonPrivate bool
+	// Timeout, when positive, treats a fit still running after it as hung.
+	Timeout time.Duration
+	// BeforeReserve, when set, runs after every check and before any
+	// budget is reserved (e.g. to create the output location); its error
+	// refuses the run with nothing spent.
+	BeforeReserve func() error
+	// Events sees the plugin's progress, logs and announced steps.
+	Events Events
+}
+
+// FitResult is a released fit.
+type FitResult struct {
+	Plugin  *Plugin
+	Info    sdk.Info
+	Outcome *FitOutcome
+	// Guarantee is the estimator's statement (kind, model, assumptions,
+	// neighbours) with the host's own numbers: the composition of the
+	// verified steps, never the plugin's word.
+	Guarantee privacy.Guarantee
+	// Check is the plugin's pre-flight answer.
+	Check CheckResult
+	// RunID is the run's ledger entry (0 for a non-private run, which is
+	// not recorded).
+	RunID ledger.RunID
+	// Status is the data set's budget position after the run (nil when it
+	// could not be read).
+	Status *ledger.Status
+	// Timings in seconds: "check_s" (pre-flight) and "fit_s" (the plugin
+	// call).
+	Timings map[string]float64
+}
+
+// Errors a Runner wraps so that callers can tell what happened.
+var (
+	// ErrUsage: the request was refused before anything was reserved
+	// (unknown estimator, bad parameters, absurd budget, pre-flight
+	// refusal, memory limit).
+	ErrUsage = errors.New("nothing was run or spent")
+	// ErrBudget: the ledger refused the run (nothing was spent).
+	ErrBudget = errors.New("budget refused")
+	// ErrLedger: the ledger could not be read or written.
+	ErrLedger = errors.New("ledger error")
+)
+
+// FitError is a failed fit: what went wrong and what the ledger holds.
+type FitError struct {
+	Err error
+	// RunID is the ledger entry (0 when nothing was reserved).
+	RunID ledger.RunID
+	// Charged: the run stays charged its full grant (a privacy step was
+	// announced or a result returned); otherwise it was refunded.
+	Charged bool
+	// Outcome is what the plugin returned (nil when the fit never ran).
+	Outcome *FitOutcome
+}
+
+func (e *FitError) Error() string {
+	if e.RunID == 0 {
+		return e.Err.Error()
+	}
+	if e.Charged {
+		return fmt.Sprintf("%v (ledger %s charged its full grant: noise may have been drawn)", e.Err, e.RunID)
+	}
+	return fmt.Sprintf("%v (ledger %s refunded: no privacy step was taken)", e.Err, e.RunID)
+}
+
+func (e *FitError) Unwrap() error { return e.Err }
+
+func usageErr(format string, args ...any) error {
+	return &FitError{Err: fmt.Errorf("%w: %w", fmt.Errorf(format, args...), ErrUsage)}
+}
+
+// Fit runs one fit. Every refusal before the reservation spends nothing
+// (ErrUsage, ErrBudget). Once reserved, the run is settled: charged the
+// verified cost of its steps when released; on failure refunded when the
+// plugin announced no privacy step and returned no result, charged its
+// full grant otherwise. Errors are *FitError.
+func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
+	plug, info, err := r.validate(req)
+	if err != nil {
+		return nil, err
+	}
+	if info.NonPrivate && req.Grant.Kind == "" {
+		// The plugin gets a placeholder grant it is forbidden to spend from.
+		req.Grant = privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}
+	}
+	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
+	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed}
+	if err := r.preflight(ctx, plug, call, res); err != nil {
+		return nil, err
+	}
+	if err := r.admitNonPrivate(ctx, info, req); err != nil {
+		return nil, err
+	}
+	if req.BeforeReserve != nil {
+		if err := req.BeforeReserve(); err != nil {
+			return nil, &FitError{Err: fmt.Errorf("%w: %w", err, ErrUsage)}
+		}
+	}
+	if info.NonPrivate {
+		return r.fitNonPrivate(ctx, plug, call, req, res)
+	}
+	id, err := r.Ledger.Reserve(ctx, req.Data.Hash, ledger.ReserveRequest{
+		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
+		Relation: relationOf(req.Data)})
+	if err != nil {
+		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
+			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
+		}
+		return nil, &FitError{Err: fmt.Errorf("reserving budget: %w: %w", err, ErrLedger)}
+	}
+	res.RunID = id
+	out, err := r.call(ctx, plug, call, req, res)
+	if err == nil {
+		err = checkRelease(info, out)
+	}
+	if err != nil {
+		return nil, r.settleFailure(id, out, err)
+	}
+	settled := ledger.Outcome{Status: ledger.Succeeded, Steps: out.Steps, Guarantee: out.Guarantee.Kind, Neighbours: out.Guarantee.Neighbours}
+	if err := r.Ledger.Settle(ctx, id, settled); err != nil {
+		return nil, &FitError{Err: fmt.Errorf("settling the ledger (the run stays charged; results not released): %w: %w", err, ErrLedger),
+			RunID: id, Charged: true, Outcome: out}
+	}
+	res.Outcome, res.Guarantee = out, hostGuarantee(out)
+	if st, err := r.Ledger.Show(ctx, req.Data.Hash); err == nil {
+		res.Status = &st
+	}
+	return res, nil
+}
+
+// relationOf is the neighbour relation a new data set's budget is stated
+// for: one user's data for users data, one row otherwise.
+func relationOf(h dataio.Handle) ledger.Relation {
+	if h.Kind == data.Users {
+		return ledger.ReplaceUser
+	}
+	return ledger.ReplaceRow
+}
+
+// validate checks everything that needs neither the plugin's word nor the
+// ledger: the estimator exists, the request's form, the budget's sanity,
+// the parameters against the catalogue, the rank against the data.
+func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
+	plug, info, ok := r.Plugins.Find(req.Estimator)
+	if !ok {
+		return nil, info, &FitError{Err: fmt.Errorf("no plugin serves estimator %q: %w: %w", req.Estimator, ErrUnknownEstimator, ErrUsage)}
+	}
+	if _, ok := req.Params["seed"]; ok {
+		return nil, info, usageErr("the seed is not an estimator parameter (--seed N)")
+	}
+	if req.Timeout < 0 {
+		return nil, info, usageErr("timeout %s is negative", req.Timeout)
+	}
+	if info.NonPrivate && !req.NonPrivate {
+		return nil, info, usageErr("%s is a NON-PRIVATE reference estimator: it runs only when non-private runs are allowed explicitly (--non-private), and its output must not be published", req.Estimator)
+	}
+	if !info.NonPrivate || req.Grant.Kind != "" {
+		if err := SaneGrant(req.Grant); err != nil {
+			return nil, info, &FitError{Err: fmt.Errorf("%w: %w", err, ErrUsage)}
+		}
+		if !grantAccepted(info.Grants, req.Grant.Kind) {
+			return nil, info, usageErr("%s does not accept a %s budget; it accepts: %s", req.Estimator, req.Grant.Kind, grantKinds(info.Grants))
+		}
+	}
+	if req.Data.Kind != info.DataKind {
+		return nil, info, usageErr("%s takes %s data, got %s data", req.Estimator, info.DataKind, req.Data.Kind)
+	}
+	params, err := sdk.ValidateParams(info.Params, req.Params)
+	if err != nil {
+		return nil, info, usageErr("%s: %w", req.Estimator, err)
+	}
+	if err := saneParams(info.Params, params); err != nil {
+		return nil, info, usageErr("%s: %w", req.Estimator, err)
+	}
+	if err := checkRank(params, req.Data); err != nil {
+		return nil, info, usageErr("%s: %w", req.Estimator, err)
+	}
+	return plug, info, nil
+}
+
+// ErrUnknownEstimator is wrapped (with ErrUsage) when no plugin serves the
+// requested estimator.
+var ErrUnknownEstimator = errors.New("unknown estimator")
+
+// preflight asks the plugin to check the request and refuses a footprint
+// above the memory limit.
+func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, res *FitResult) error {
+	t0 := time.Now()
+	timeout := r.CheckTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	chk, err := plug.Check(cctx, call)
+	res.Timings["check_s"] = time.Since(t0).Seconds()
+	if err != nil {
+		if errors.Is(err, ErrRequest) {
+			err = fmt.Errorf("%w: %w", err, ErrUsage)
+		}
+		return &FitError{Err: err}
+	}
+	res.Check = chk
+	if r.MaxMemory > 0 && chk.Footprint > r.MaxMemory {
+		return usageErr("%s would need about %s of memory, above the limit of %s (raise it with --max-memory)",
+			call.Estimator, FormatBytes(chk.Footprint), FormatBytes(r.MaxMemory))
+	}
+	return nil
+}
+
+// admitNonPrivate reads the data set's budget position and refuses a
+// non-private estimator on a data set whose owner set a budget.
+func (r *Runner) admitNonPrivate(ctx context.Context, info sdk.Info, req FitRequest) error {
+	if !info.NonPrivate {
+		return nil
+	}
+	st, err := r.Ledger.Show(ctx, req.Data.Hash)
+	if err != nil {
+		return &FitError{Err: fmt.Errorf("reading the data set's budget: %w: %w", err, ErrLedger)}
+	}
+	if st.HasBudget {
+		return &FitError{Err: fmt.Errorf("%w: refusing to run the non-private %s on data set %s: its owner set a privacy budget",
+			ErrBudget, info.Name, short(req.Data.Hash))}
+	}
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// call runs the fit through the plugin under the request's timeout.
+func (r *Runner) call(ctx context.Context, plug *Plugin, call Call, req FitRequest, res *FitResult) (*FitOutcome, error) {
+	fctx := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	t0 := time.Now()
+	out, err := plug.Fit(fctx, call, req.Events)
+	res.Timings["fit_s"] = time.Since(t0).Seconds()
+	if err != nil && req.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// A plugin still running at the timeout is treated as hung.
+		err = fmt.Errorf("the fit did not finish within the timeout of %s: %w: %w", req.Timeout, err, ErrPlugin)
+	}
+	return out, err
+}
+
+// checkRelease refuses a result that looks private without being so: a
+// guarantee of kind "none" with public outputs from a private estimator.
+// (A non-private estimator never reaches here; see fitNonPrivate.)
+func checkRelease(info sdk.Info, out *FitOutcome) error {
+	if out.Guarantee.Kind != privacy.None {
+		return nil
+	}
+	for _, m := range out.Matrices {
+		if m.Release == sdk.Public {
+			return fmt.Errorf("plugin %s: estimator %s returned the public output %q with no privacy guarantee (kind %q); nothing is released: %w",
+				info.Name, info.Name, m.Name, privacy.None, ErrPlugin)
+		}
+	}
+	for _, s := range out.Scalars {
+		if s.Release == sdk.Public {
+			return fmt.Errorf("plugin %s: estimator %s returned the public output %q with no privacy guarantee (kind %q); nothing is released: %w",
+				info.Name, info.Name, s.Name, privacy.None, ErrPlugin)
+		}
+	}
+	return nil
+}
+
+// settleFailure records a failed run: refunded when the plugin announced
+// no step and returned no result, charged its full grant otherwise. It
+// settles even when ctx was cancelled (Ctrl-C).
+func (r *Runner) settleFailure(id ledger.RunID, out *FitOutcome, fitErr error) error {
+	noise := out == nil || out.NoiseDrawn()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := r.Ledger.Settle(sctx, id, ledger.Outcome{Status: ledger.Failed, NoiseDrawn: noise, Error: fitErr.Error()})
+	if err != nil {
+		fitErr = fmt.Errorf("%w; settling the ledger also failed (the run stays charged): %w", fitErr, err)
+		noise = true
+	}
+	return &FitError{Err: fitErr, RunID: id, Charged: noise, Outcome: out}
+}
+
+// hostGuarantee is the estimator's guarantee with the host's figures:
+// those the verified steps certify under the grant.
+func hostGuarantee(out *FitOutcome) privacy.Guarantee { return out.Certified }
+
+// fitNonPrivate runs a non-private reference estimator: never recorded as
+// a private release, and refused if it claims privacy or spends.
+func (r *Runner) fitNonPrivate(ctx context.Context, plug *Plugin, call Call, req FitRequest, res *FitResult) (*FitResult, error) {
+	out, err := r.call(ctx, plug, call, req, res)
+	if err != nil {
+		return nil, &FitError{Err: err, Outcome: out}
+	}
+	if out.Guarantee.Kind != privacy.None || len(out.Steps) > 0 {
+		return nil, &FitError{Err: fmt.Errorf("plugin %s: non-private estimator %s returned a privacy claim: %w", plug.Name(), req.Estimator, ErrPlugin), Outcome: out}
+	}
+	res.Outcome, res.Guarantee = out, out.Guarantee
+	return res, nil
+}

@@ -1,0 +1,114 @@
+package privacy
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrGuarantee is wrapped when an estimator's declared guarantee does not
+// follow from the steps it spent.
+var ErrGuarantee = errors.New("privacy: guarantee does not follow from the composition")
+
+// Certify states the guarantee that steps, composed under grant, actually
+// give. From declared it keeps what only the estimator knows (its Model,
+// Beta, Assumptions, Neighbours, Seeded) and the qualifying kinds Model and
+// Nominal; the figures, and for worst-case kinds the kind itself, come from
+// the composition:
+//
+//   - every step pure (Laplace, exponential): Pure, with ε = Σ ε_i, the
+//     only ε for which pure DP holds. When the tightest accounting of the
+//     grant is tighter (zCDP converted at an (ε, δ) grant's δ, or a ρ
+//     grant), Rho carries the steps' zCDP total and Delta that δ, and the
+//     guarantee also states (EpsilonFromRho(ρ, δ), δ)-DP (see
+//     Guarantee.Tighter): it never calls an ε pure that holds only with
+//     δ > 0.
+//   - otherwise: the tightest valid accounting (Compose, with the privacy
+//     loss distribution always tried): ZCDP when that is zCDP (a ρ grant),
+//     Approx for "gdp", "pld", "mixed" or "basic" composition, with
+//     Accounting naming it and Mu the GDP parameter of a "gdp" one.
+//
+// A declared Pure guarantee with a non-pure step, a None guarantee with a
+// step, or a private one with no step is an error wrapping ErrGuarantee;
+// steps that do not fit the grant give Compose's error.
+func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
+	g := declared
+	g.Epsilon, g.Delta, g.Rho = 0, 0, 0
+	if g.Kind == None {
+		if len(steps) > 0 {
+			return Guarantee{}, fmt.Errorf("a non-private result declared %d privacy steps: %w", len(steps), ErrGuarantee)
+		}
+		return g, nil
+	}
+	if len(steps) == 0 {
+		return Guarantee{}, fmt.Errorf("a %q guarantee claimed with no privacy step: %w", kindName(g.Kind), ErrGuarantee)
+	}
+	ach, err := Compose(grant, steps)
+	if err != nil {
+		return Guarantee{}, err
+	}
+	tight := ach
+	if t, err := composeTight(grant, steps, true); err == nil {
+		tight = t
+	}
+	allPure := true
+	var sumEps, sumRho float64
+	for _, s := range steps {
+		if !isPure(s) {
+			allPure = false
+		}
+		sumEps += s.Epsilon
+		sumRho += stepRho(s)
+	}
+	switch g.Kind {
+	case Model, Nominal:
+		g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
+		g.Accounting, g.Mu = tight.Composition, tight.Mu
+		return g, nil
+	case Pure:
+		if !allPure {
+			for _, s := range steps {
+				if !isPure(s) {
+					return Guarantee{}, fmt.Errorf("pure ε-DP declared, but step %q (%s, δ = %v) is not pure: %w", s.Name, s.Mechanism, s.Delta, ErrGuarantee)
+				}
+			}
+		}
+	case "", Approx, ZCDP:
+	default:
+		return Guarantee{}, fmt.Errorf("unknown guarantee kind %q: %w", string(g.Kind), ErrGuarantee)
+	}
+	if allPure {
+		g.Kind, g.Epsilon = Pure, sumEps
+		switch {
+		case grant.Kind == GrantZCDP:
+			g.Rho = sumRho
+		case grant.Kind == GrantApprox && ach.Composition != "pure":
+			g.Delta, g.Rho = ach.Delta, ach.Rho
+		}
+		return g, nil
+	}
+	g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
+	g.Accounting, g.Mu = tight.Composition, tight.Mu
+	if tight.Composition == "zcdp" {
+		g.Kind = ZCDP
+	} else {
+		g.Kind = Approx
+	}
+	return g, nil
+}
+
+func kindName(k GuaranteeKind) string {
+	if k == "" {
+		return "worst-case"
+	}
+	return string(k)
+}
+
+// Tighter returns the (ε, δ) a Pure guarantee also satisfies through the
+// zCDP total of its steps, when that was stated (Rho > 0 and Delta > 0):
+// ε = EpsilonFromRho(Rho, Delta). ok is false otherwise.
+func (g Guarantee) Tighter() (eps, delta float64, ok bool) {
+	if g.Kind != Pure || !(g.Rho > 0) || !(g.Delta > 0) {
+		return 0, 0, false
+	}
+	return EpsilonFromRho(g.Rho, g.Delta), g.Delta, true
+}

@@ -1,0 +1,92 @@
+package privacy
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// spendPlan draws every step of plan p (unit sensitivity, 4 coordinates)
+// and returns the noise scale of the first Gaussian step.
+func spendPlan(t *testing.T, a *Accountant, p *Plan) float64 {
+	t.Helper()
+	sigma := 0.0
+	for _, s := range p.Shares() {
+		b, err := p.Budget(s.Name)
+		require.NoError(t, err)
+		for i := 0; i < s.Steps; i++ {
+			switch s.Mechanism {
+			case MechLaplace:
+				_, err = a.Laplace(s.Name, 1, 4, b)
+			case MechExponential:
+				_, err = a.Exponential(s.Name, 1, b)
+			default:
+				var r *Release
+				r, err = a.Gaussian(s.Name, 1, 4, b)
+				if err == nil && sigma == 0 {
+					sigma = r.Step().Scale
+				}
+			}
+			require.NoError(t, err, "share %s step %d", s.Name, i)
+		}
+	}
+	return sigma
+}
+
+// At (1, 1e-6) an exact plan needs at least 6 % less noise per Gaussian
+// step than the zCDP plan, for one step and for a composition, and the
+// accountant admits the whole plan by the exact Gaussian composition.
+func TestExactPlanGaussian(t *testing.T) {
+	for _, steps := range []int{1, 10} {
+		g := Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}
+		az, _ := NewAccountant(g)
+		pz, err := NewPlan(az, NoiseZCDP, Share{Name: "g", Weight: 1, Steps: steps})
+		require.NoError(t, err)
+		sz := spendPlan(t, az, pz)
+
+		ae, _ := NewAccountant(g)
+		pe, err := NewPlan(ae, NoiseExact, Share{Name: "g", Weight: 1, Steps: steps})
+		require.NoError(t, err)
+		se := spendPlan(t, ae, pe)
+		assert.Less(t, se, 0.94*sz, "steps=%d: exact σ %.4g vs zCDP σ %.4g", steps, se, sz)
+		t.Logf("steps=%d: σ exact %.4f, zCDP %.4f (ratio %.4f)", steps, se, sz, se/sz)
+
+		ach := ae.Achieved()
+		assert.Equal(t, MethodGDP, ach.Composition)
+		assert.LessOrEqual(t, ach.Epsilon, 1.0)
+		assert.Greater(t, ach.Epsilon, 0.999, "the plan uses the grant")
+	}
+}
+
+// A plan mixing a Laplace share with Gaussian steps is scaled up by the
+// privacy loss distribution and still meets the grant.
+func TestExactPlanMixed(t *testing.T) {
+	g := Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}
+	shares := []Share{{Name: "mean", Weight: 0.1, Mechanism: MechLaplace}, {Name: "cov", Weight: 0.9, Steps: 3}}
+	az, _ := NewAccountant(g)
+	pz, err := NewPlan(az, NoiseZCDP, shares...)
+	require.NoError(t, err)
+	sz := spendPlan(t, az, pz)
+	ae, _ := NewAccountant(g)
+	pe, err := NewPlan(ae, NoiseExact, shares...)
+	require.NoError(t, err)
+	se := spendPlan(t, ae, pe)
+	assert.Less(t, se, sz)
+	ach := ae.Achieved()
+	assert.LessOrEqual(t, ach.Epsilon, 1.0)
+	assert.Equal(t, MethodPLD, ach.Composition)
+	t.Logf("mixed: σ exact %.4f, zCDP %.4f (ratio %.4f), ε %.4f by %s", se, sz, se/sz, ach.Epsilon, ach.Composition)
+}
+
+// Under ρ and pure grants an exact plan is the zCDP and pure plan.
+func TestExactPlanOtherGrants(t *testing.T) {
+	a, _ := NewAccountant(Grant{Kind: GrantZCDP, Rho: 0.5})
+	p, err := NewPlan(a, NoiseExact, Share{Name: "g", Weight: 1})
+	require.NoError(t, err)
+	b, _ := p.Budget("g")
+	assert.InDelta(t, 0.5, b.Rho, 1e-15)
+	a2, _ := NewAccountant(Grant{Kind: GrantPure, Epsilon: 1})
+	_, err = NewPlan(a2, NoiseExact, Share{Name: "g", Weight: 1})
+	assert.ErrorIs(t, err, ErrInvalidBudget)
+}

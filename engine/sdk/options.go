@@ -1,0 +1,301 @@
+package sdk
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Typed, declarative parameters.
+//
+// An estimator describes its parameters once, as an options struct whose
+// exported fields carry tags, and sets Info.Options to a value of that
+// type. The SDK derives the catalogue from it (SpecsOf), validates every
+// request against it and binds the values into a fresh struct before Fit
+// runs; Fit reads them with Opts. Tags:
+//
+//	param:"name"     the parameter's name (fields without it are skipped,
+//	                 except embedded structs, which are flattened)
+//	default:"v"      the value used when the request does not set it
+//	required:"true"  the request must set it
+//	min:"x" max:"x"  inclusive numeric bounds
+//	gt:"x"  lt:"x"   exclusive numeric bounds
+//	choices:"a,b"    the allowed values of a string
+//	doc:"text"       the help text
+//
+// Field types: int, float64, string, bool, and *int, *float64 for an
+// optional value (nil when the request does not set it; no default). A
+// non-pointer field needs a default or required:"true" (a bool defaults to
+// false), so that no value is ever a silent zero.
+//
+// An embedded struct is flattened. When it holds exactly one parameter
+// (the shared ones in shared.go do), tags on the embedding field override
+// that parameter's: `sdk.Clip `default:"1"`` keeps the shared name, doc
+// and bound and sets a default (a default override also lifts required).
+
+// paramField is one parameter of an options type: its spec and where its
+// value lives in the struct.
+type paramField struct {
+	spec  ParamSpec
+	index []int
+	typ   reflect.Type
+}
+
+// tagKeys are the tags that describe a parameter (besides param).
+var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices", "doc"}
+
+// SpecsOf derives the catalogue of an options struct (a value or a pointer
+// to one): one ParamSpec per parameter, in field order, embedded structs
+// flattened in place. It refuses unsupported field types, malformed or
+// inconsistent tags and duplicate names.
+func SpecsOf(opts any) ([]ParamSpec, error) {
+	fields, err := fieldsOf(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ParamSpec, len(fields))
+	for i, f := range fields {
+		out[i] = f.spec
+	}
+	return out, nil
+}
+
+func optionsType(opts any) (reflect.Type, error) {
+	t := reflect.TypeOf(opts)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("options must be a struct or a pointer to one, got %T", opts)
+	}
+	return t, nil
+}
+
+func fieldsOf(opts any) ([]paramField, error) {
+	t, err := optionsType(opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []paramField
+	if err := walkFields(t, nil, &out); err != nil {
+		return nil, fmt.Errorf("options %s: %w", t, err)
+	}
+	specs := make([]ParamSpec, len(out))
+	for i, f := range out {
+		specs[i] = f.spec
+	}
+	if err := CheckSpecs(specs); err != nil {
+		return nil, fmt.Errorf("options %s: %w", t, err)
+	}
+	return out, nil
+}
+
+func walkFields(t reflect.Type, prefix []int, out *[]paramField) error {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		index := append(slices.Clone(prefix), i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			var sub []paramField
+			if err := walkFields(f.Type, index, &sub); err != nil {
+				return err
+			}
+			if hasParamTags(f.Tag, true) {
+				if len(sub) != 1 {
+					return fmt.Errorf("embedded %s: tags on an embedding field override a single parameter, but it holds %d", f.Type, len(sub))
+				}
+				if err := applyTags(&sub[0].spec, f.Tag, true); err != nil {
+					return fmt.Errorf("embedded %s: %w", f.Type, err)
+				}
+				if err := checkPresence(sub[0].spec, sub[0].typ.Kind() == reflect.Pointer); err != nil {
+					return fmt.Errorf("embedded %s: %w", f.Type, err)
+				}
+			}
+			*out = append(*out, sub...)
+			continue
+		}
+		name, ok := f.Tag.Lookup("param")
+		if !ok {
+			if hasParamTags(f.Tag, false) {
+				return fmt.Errorf("field %s has parameter tags but no param name", f.Name)
+			}
+			continue
+		}
+		if !f.IsExported() {
+			return fmt.Errorf("field %s: a parameter field must be exported", f.Name)
+		}
+		pf, err := newParamField(f, name, index)
+		if err != nil {
+			return fmt.Errorf("field %s: %w", f.Name, err)
+		}
+		*out = append(*out, pf)
+	}
+	return nil
+}
+
+func hasParamTags(tag reflect.StructTag, withName bool) bool {
+	if _, ok := tag.Lookup("param"); ok && withName {
+		return true
+	}
+	for _, k := range tagKeys {
+		if _, ok := tag.Lookup(k); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func newParamField(f reflect.StructField, name string, index []int) (paramField, error) {
+	pf := paramField{index: index, typ: f.Type}
+	ptr := f.Type.Kind() == reflect.Pointer
+	base := f.Type
+	if ptr {
+		base = base.Elem()
+	}
+	switch {
+	case base.Kind() == reflect.Int:
+		pf.spec.Type = Int
+	case base.Kind() == reflect.Float64:
+		pf.spec.Type = Float
+	case base.Kind() == reflect.String && !ptr:
+		pf.spec.Type = String
+	case base.Kind() == reflect.Bool && !ptr:
+		pf.spec.Type = Bool
+	default:
+		return pf, fmt.Errorf("type %s is not a parameter type (int, float64, string, bool, *int, *float64)", f.Type)
+	}
+	pf.spec.Name = name
+	if err := applyTags(&pf.spec, f.Tag, false); err != nil {
+		return pf, err
+	}
+	if err := checkPresence(pf.spec, ptr); err != nil {
+		return pf, err
+	}
+	return pf, nil
+}
+
+// checkPresence enforces the rules that keep a bound value from being a
+// silent zero (it is re-checked after embedding-field overrides too).
+func checkPresence(s ParamSpec, ptr bool) error {
+	switch {
+	case ptr && s.Default != "":
+		return fmt.Errorf("parameter %q: an optional (pointer) parameter has no default", s.Name)
+	case ptr && s.Required:
+		return fmt.Errorf("parameter %q: a required parameter is not a pointer", s.Name)
+	case !ptr && s.Default == "" && !s.Required && s.Type != Bool:
+		return fmt.Errorf("parameter %q needs a default or required:\"true\" (use a pointer for an optional value)", s.Name)
+	}
+	return nil
+}
+
+// applyTags sets the spec's fields from tag; with override, a default also
+// lifts required unless the tag sets required itself.
+func applyTags(s *ParamSpec, tag reflect.StructTag, override bool) error {
+	if v, ok := tag.Lookup("param"); ok && override {
+		s.Name = v
+	}
+	if v, ok := tag.Lookup("doc"); ok {
+		s.Doc = v
+	}
+	if v, ok := tag.Lookup("default"); ok {
+		s.Default = v
+		if override {
+			s.Required = false
+		}
+	}
+	if v, ok := tag.Lookup("required"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("parameter %q: required:%q is not true or false", s.Name, v)
+		}
+		s.Required = b
+	}
+	bounds := []struct {
+		key string
+		dst **float64
+	}{{"min", &s.Min}, {"max", &s.Max}, {"gt", &s.ExclusiveMin}, {"lt", &s.ExclusiveMax}}
+	for _, b := range bounds {
+		v, ok := tag.Lookup(b.key)
+		if !ok {
+			continue
+		}
+		if s.Type != Int && s.Type != Float {
+			return fmt.Errorf("parameter %q: %s bound on a %s parameter", s.Name, b.key, s.Type)
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) {
+			return fmt.Errorf("parameter %q: %s:%q is not a number", s.Name, b.key, v)
+		}
+		*b.dst = &x
+	}
+	if v, ok := tag.Lookup("choices"); ok {
+		if s.Type != String {
+			return fmt.Errorf("parameter %q: choices on a %s parameter", s.Name, s.Type)
+		}
+		s.Choices = nil
+		for _, c := range strings.Split(v, ",") {
+			s.Choices = append(s.Choices, strings.TrimSpace(c))
+		}
+	}
+	if s.Default == "" && s.Type == Bool && !s.Required {
+		s.Default = "false"
+	}
+	return nil
+}
+
+// bindOptions returns a pointer to a fresh options struct of the
+// prototype's type holding the validated values of p.
+func bindOptions(proto any, fields []paramField, p Params) (any, error) {
+	t, err := optionsType(proto)
+	if err != nil {
+		return nil, err
+	}
+	v := reflect.New(t).Elem()
+	for _, f := range fields {
+		raw, ok := p.values[f.spec.Name]
+		if !ok {
+			continue
+		}
+		fv := v.FieldByIndex(f.index)
+		if f.typ.Kind() == reflect.Pointer {
+			fv.Set(reflect.New(f.typ.Elem()))
+			fv = fv.Elem()
+		}
+		switch f.spec.Type {
+		case Int:
+			i, err := strconv.ParseInt(raw, 10, 0)
+			if err != nil {
+				return nil, fmt.Errorf("parameter %q: %q is not an integer", f.spec.Name, raw)
+			}
+			fv.SetInt(i)
+		case Float:
+			x, err := strconv.ParseFloat(raw, 64)
+			if err != nil {
+				return nil, fmt.Errorf("parameter %q: %q is not a number", f.spec.Name, raw)
+			}
+			fv.SetFloat(x)
+		case String:
+			fv.SetString(raw)
+		case Bool:
+			b, err := strconv.ParseBool(raw)
+			if err != nil {
+				return nil, fmt.Errorf("parameter %q: %q is not true or false", f.spec.Name, raw)
+			}
+			fv.SetBool(b)
+		}
+	}
+	return v.Addr().Interface(), nil
+}
+
+// Opts returns the run's bound options, a *T for the estimator whose
+// Info.Options is a T (or *T). It returns nil if the run's options are of
+// another type (a programming error the conformance suite reports).
+func Opts[T any](run *Run) *T {
+	if run == nil {
+		return nil
+	}
+	o, _ := run.opts.(*T)
+	return o
+}

@@ -1,0 +1,277 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// sampleOptions is shaped like a real estimator's options: shared fields,
+// overrides on the embedding field, own fields, optional pointers.
+type sampleOptions struct {
+	Rank
+	Clip        `default:"1" doc:"row-norm bound"`
+	Center      //
+	Noise       `choices:"zcdp,analytic"`
+	OutputSigma bool     `param:"output_sigma" doc:"also return the p×p covariance"`
+	MeanShare   float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"share of the budget for the mean"`
+	MeanClip    *float64 `param:"mean_clip" gt:"0" doc:"clip for the mean (default: clip)"`
+	Sweeps      *int     `param:"sweeps" min:"1" lt:"1000" doc:"optional sweep count"`
+	scratch     []float64
+}
+
+func (o *sampleOptions) Check(s Shape) error {
+	if o.Rank.Value > s.P {
+		return errors.New("rank exceeds the number of columns")
+	}
+	return nil
+}
+
+func (o *sampleOptions) Footprint(s Shape) int64 { return int64(8 * s.P * s.P) }
+
+// The hand-written catalogue sampleOptions stands for.
+var sampleSpecs = []ParamSpec{
+	{Name: "rank", Type: Int, Required: true, Min: Bound(1), Doc: "rank of the estimate: the number of directions it keeps"},
+	{Name: "clip", Type: Float, Default: "1", ExclusiveMin: Bound(0), Doc: "row-norm bound"},
+	{Name: "center", Type: String, Default: "none", Choices: []string{"none", "private"},
+		Doc: "none: use the data as given; private: first subtract a mean released privately (it costs part of the budget)"},
+	{Name: "noise", Type: String, Default: "zcdp", Choices: []string{"zcdp", "analytic"},
+		Doc: "how Gaussian noise is calibrated: zcdp splits the budget in zero-concentrated DP and gives the least noise when several steps add up; classical uses the textbook (ε, δ) formula for each step (each step's ε at most 1); analytic uses the exact (ε, δ) curve of the Gaussian for each step"},
+	{Name: "output_sigma", Type: Bool, Default: "false", Doc: "also return the p×p covariance"},
+	{Name: "mean_share", Type: Float, Default: "0.1", Min: Bound(0.001), Max: Bound(0.9), Doc: "share of the budget for the mean"},
+	{Name: "mean_clip", Type: Float, ExclusiveMin: Bound(0), Doc: "clip for the mean (default: clip)"},
+	{Name: "sweeps", Type: Int, Min: Bound(1), ExclusiveMax: Bound(1000), Doc: "optional sweep count"},
+}
+
+func TestSpecsOfDerivesTheHandWrittenCatalogue(t *testing.T) {
+	specs, err := SpecsOf(sampleOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, sampleSpecs, specs)
+	ptr, err := SpecsOf(&sampleOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, specs, ptr, "a pointer prototype gives the same catalogue")
+}
+
+type optionalK struct {
+	V *int `param:"k"`
+}
+
+type twoParams struct {
+	A int `param:"a" default:"1"`
+	B int `param:"b" default:"2"`
+}
+
+func TestSpecsOfRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		opts any
+		want string
+	}{
+		{"not a struct", 3, "must be a struct"},
+		{"unsupported type", struct {
+			X []int `param:"x"`
+		}{}, "is not a parameter type"},
+		{"optional string", struct {
+			X *string `param:"x"`
+		}{}, "is not a parameter type"},
+		{"unexported parameter", struct {
+			x int `param:"x" default:"1"`
+		}{}, "must be exported"},
+		{"pointer with default", struct {
+			X *float64 `param:"x" default:"1"`
+		}{}, "optional (pointer) parameter has no default"},
+		{"required pointer", struct {
+			X *int `param:"x" required:"true"`
+		}{}, "required parameter is not a pointer"},
+		{"silent zero", struct {
+			X float64 `param:"x"`
+		}{}, `"x" needs a default or required`},
+		{"tags without a name", struct {
+			X float64 `default:"1"`
+		}{}, "has parameter tags but no param name"},
+		{"override on a multi-parameter struct", struct {
+			twoParams `default:"3"`
+		}{}, "override a single parameter, but it holds 2"},
+		{"choices on an int", struct {
+			X int `param:"x" default:"1" choices:"1,2"`
+		}{}, "choices on a int parameter"},
+		{"bound on a string", struct {
+			X string `param:"x" default:"a" min:"1"`
+		}{}, "min bound on a string parameter"},
+		{"bad bound", struct {
+			X float64 `param:"x" default:"1" gt:"zero"`
+		}{}, `gt:"zero" is not a number`},
+		{"bad required", struct {
+			X float64 `param:"x" required:"yes"`
+		}{}, `required:"yes" is not true or false`},
+		{"duplicate name", struct {
+			Rank
+			K int `param:"rank" default:"1"`
+		}{}, `"rank" is listed twice`},
+		{"default outside choices", struct {
+			Noise `default:"exact"`
+		}{}, `"exact" is not one of`},
+		{"default on the exclusive bound", struct {
+			Clip `default:"0"`
+		}{}, "must be greater than 0"},
+		{"empty range", struct {
+			X float64 `param:"x" default:"1" gt:"1" max:"1"`
+		}{}, "bounds leave no value"},
+		{"default override on an optional", struct {
+			optionalK `default:"1"`
+		}{}, "optional (pointer) parameter has no default"},
+		{"tags on a named struct field", struct {
+			P twoParams `default:"1"`
+		}{}, "has parameter tags but no param name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := SpecsOf(tc.opts)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestPrepareBindsAndRefuses(t *testing.T) {
+	info := Info{Name: "sample", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: sampleOptions{}}
+	shape := Shape{Kind: data.Rows, N: 100, P: 4}
+	two, three := 2.0, 3
+	cases := []struct {
+		name  string
+		raw   map[string]string
+		shape Shape
+		want  string // error substring; "" for success
+		check func(t *testing.T, o *sampleOptions)
+	}{
+		{name: "defaults", raw: map[string]string{"rank": "2"}, check: func(t *testing.T, o *sampleOptions) {
+			assert.Equal(t, sampleOptions{Rank: Rank{2}, Clip: Clip{1}, Center: Center{"none"}, Noise: Noise{"zcdp"}, MeanShare: 0.1}, *o)
+		}},
+		{name: "everything set", raw: map[string]string{"rank": "4", "clip": "2.5", "center": "private", "noise": "analytic",
+			"output_sigma": "true", "mean_share": "0.9", "mean_clip": "2", "sweeps": "3"}, check: func(t *testing.T, o *sampleOptions) {
+			assert.Equal(t, sampleOptions{Rank: Rank{4}, Clip: Clip{2.5}, Center: Center{"private"}, Noise: Noise{"analytic"},
+				OutputSigma: true, MeanShare: 0.9, MeanClip: &two, Sweeps: &three}, *o)
+		}},
+		{name: "misspelt key", raw: map[string]string{"rank": "2", "mean_shar": "0.2"}, want: `unknown parameter "mean_shar"`},
+		{name: "missing required", raw: map[string]string{}, want: `parameter "rank" is required`},
+		{name: "below min", raw: map[string]string{"rank": "2", "mean_share": "0.0001"}, want: "below its minimum 0.001"},
+		{name: "above max", raw: map[string]string{"rank": "2", "mean_share": "0.95"}, want: "above its maximum 0.9"},
+		{name: "exclusive lower bound", raw: map[string]string{"rank": "2", "clip": "0"}, want: `"clip": 0 must be greater than 0`},
+		{name: "exclusive bound on an optional", raw: map[string]string{"rank": "2", "mean_clip": "-1"}, want: "must be greater than 0"},
+		{name: "exclusive upper bound", raw: map[string]string{"rank": "2", "sweeps": "1000"}, want: "must be less than 1000"},
+		{name: "choice narrowed by the override", raw: map[string]string{"rank": "2", "noise": "classical"}, want: `"classical" is not one of zcdp, analytic`},
+		{name: "not an integer", raw: map[string]string{"rank": "2.5"}, want: "is not an integer"},
+		{name: "check hook", raw: map[string]string{"rank": "5"}, want: "rank exceeds the number of columns"},
+		{name: "wrong data kind", raw: map[string]string{"rank": "2"}, shape: Shape{Kind: data.Trace, N: 10, P: 4}, want: "takes rows data, got trace data"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := shape
+			if tc.shape.Kind != "" {
+				s = tc.shape
+			}
+			opts, fp, err := Prepare(info, tc.raw, s)
+			if tc.want != "" {
+				require.Error(t, err)
+				assert.ErrorContains(t, err, tc.want)
+				assert.True(t, IsBadRequest(err), "refusals are BadRequest")
+				return
+			}
+			require.NoError(t, err)
+			o, ok := opts.(*sampleOptions)
+			require.True(t, ok, "%T", opts)
+			assert.Equal(t, int64(8*4*4), fp)
+			tc.check(t, o)
+		})
+	}
+}
+
+func TestInfoOfAndBuiltins(t *testing.T) {
+	est := fakeEst{info: Info{Name: "sample", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantApprox}, Options: sampleOptions{}}}
+	info, err := InfoOf(est)
+	require.NoError(t, err)
+	assert.Equal(t, append(append([]ParamSpec(nil), sampleSpecs...), allowLargeDeltaSpec), info.Params)
+	again, err := resolveInfo(info)
+	require.NoError(t, err, "resolving twice is harmless")
+	assert.Equal(t, info.Params, again.Params)
+
+	both := est.info
+	both.Params = []ParamSpec{{Name: "x", Type: Int, Default: "1"}}
+	_, err = resolveInfo(both)
+	assert.ErrorContains(t, err, "sets both Options and Params")
+
+	zcdpOnly := est.info
+	zcdpOnly.Grants = []privacy.GrantKind{privacy.GrantZCDP}
+	info, err = resolveInfo(zcdpOnly)
+	require.NoError(t, err)
+	assert.False(t, hasParam(info.Params, ParamAllowLargeDelta), "only estimators taking an (ε, δ) budget get allow_large_delta")
+}
+
+func TestInclusiveFoldsExclusiveBounds(t *testing.T) {
+	cases := []struct {
+		spec       ParamSpec
+		pass, fail []string
+	}{
+		{ParamSpec{Name: "clip", Type: Float, ExclusiveMin: Bound(0)}, []string{"5e-324", "1"}, []string{"0", "-1"}},
+		{ParamSpec{Name: "share", Type: Float, ExclusiveMin: Bound(0), ExclusiveMax: Bound(1)}, []string{"0.5", "0.9999999999999999"}, []string{"0", "1"}},
+		{ParamSpec{Name: "k", Type: Int, ExclusiveMin: Bound(2.5), ExclusiveMax: Bound(7)}, []string{"3", "6"}, []string{"2", "7"}},
+		{ParamSpec{Name: "k", Type: Int, Min: Bound(4), ExclusiveMin: Bound(2)}, []string{"4"}, []string{"3"}},
+	}
+	for _, tc := range cases {
+		folded := tc.spec.Inclusive()
+		assert.Nil(t, folded.ExclusiveMin)
+		assert.Nil(t, folded.ExclusiveMax)
+		assert.Contains(t, folded.Doc, "(must be ")
+		for _, v := range tc.pass {
+			assert.NoError(t, checkValue(tc.spec, v), "%s=%s", tc.spec.Name, v)
+			assert.NoError(t, checkValue(folded, v), "folded %s=%s", tc.spec.Name, v)
+		}
+		for _, v := range tc.fail {
+			assert.Error(t, checkValue(tc.spec, v), "%s=%s", tc.spec.Name, v)
+			assert.Error(t, checkValue(folded, v), "folded %s=%s", tc.spec.Name, v)
+		}
+	}
+	plain := ParamSpec{Name: "x", Type: Float, Min: Bound(1), Doc: "d"}
+	assert.Equal(t, plain, plain.Inclusive())
+}
+
+func TestOptsInFit(t *testing.T) {
+	rows := &data.Dataset{Kind: data.Rows, X: mat.NewDense(3, 4, nil)}
+	var got *sampleOptions
+	var wrong *struct{ X int }
+	est := fakeEst{
+		info: Info{Name: "sample", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: sampleOptions{}},
+		fit: func(_ context.Context, run *Run) (*Result, error) {
+			got = Opts[sampleOptions](run)
+			wrong = Opts[struct{ X int }](run)
+			rel, err := run.Acct.Gaussian("x", 1, 1, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 0.1})
+			if err != nil {
+				return nil, err
+			}
+			return &Result{}, rel.Add(run.Rand, []float64{0})
+		},
+	}
+	seed := uint64(1)
+	_, _, err := RunLocal(context.Background(), est, rows, map[string]string{"rank": "3", "mean_clip": "0.5"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	assert.Equal(t, 3, got.Rank.Value)
+	require.NotNil(t, got.MeanClip)
+	assert.Equal(t, 0.5, *got.MeanClip)
+	assert.Nil(t, got.Sweeps)
+	assert.Nil(t, wrong)
+	assert.Nil(t, Opts[sampleOptions](nil))
+
+	// A refusal by the Check hook happens before any step.
+	_, acct, err := RunLocal(context.Background(), est, rows, map[string]string{"rank": "9"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, LocalOptions{Seed: &seed})
+	assert.True(t, IsBadRequest(err))
+	assert.Nil(t, acct, "refused before an accountant exists")
+	assert.False(t, math.IsNaN(0))
+}

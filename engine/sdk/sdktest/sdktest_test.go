@@ -1,0 +1,149 @@
+package sdktest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+type opts struct {
+	sdk.Clip `default:"1"`
+	Share    float64 `param:"share" default:"1" gt:"0" max:"1" doc:"part of the budget used"`
+	Mode     string  `param:"mode" default:"good" choices:"good,undrawn,drift,unlabelled" doc:"how to misbehave"`
+	K        *int    `param:"k" min:"1" lt:"10" doc:"optional"`
+}
+
+// est is a configurable estimator: good by default, misbehaving on request.
+type est struct {
+	legacy bool
+	calls  *atomic.Int64
+}
+
+func (e est) Info() sdk.Info {
+	in := sdk.Info{Name: "sdktest-fake", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP}}
+	if e.legacy {
+		in.Params = []sdk.ParamSpec{{Name: "clip", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-9), Doc: "clip"}}
+	} else {
+		in.Options = opts{}
+	}
+	return in
+}
+
+func (e est) Fit(_ context.Context, run *sdk.Run) (*sdk.Result, error) {
+	res := &sdk.Result{}
+	v := []float64{0, 0}
+	if e.legacy {
+		sigma, err := run.Acct.SpendGaussianRho("v", 1, 2, 0.01)
+		if err != nil {
+			return nil, err
+		}
+		run.Rand.AddGaussian(v, sigma)
+		res.AddMatrix("v", mat.NewDense(1, 2, v), sdk.Public, "noisy zeros")
+		return res, nil
+	}
+	o := sdk.Opts[opts](run)
+	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, privacy.Share{Name: "v", Weight: o.Share})
+	if err != nil {
+		return nil, err
+	}
+	b, _ := plan.Budget("v")
+	rel, err := run.Acct.Gaussian("v", o.Clip.Value, 2, b)
+	if err != nil {
+		return nil, err
+	}
+	if o.Mode != "undrawn" {
+		if err := rel.Add(run.Rand, v); err != nil {
+			return nil, err
+		}
+	}
+	rel2 := sdk.Public
+	if o.Mode == "unlabelled" {
+		rel2 = ""
+	}
+	res.AddMatrix("v", mat.NewDense(1, 2, v), rel2, "noisy zeros")
+	if o.Mode == "drift" {
+		res.AddScalar("calls", float64(e.calls.Add(1)), sdk.Public, "differs between runs")
+	}
+	return res, nil
+}
+
+func rows() *data.Dataset { return &data.Dataset{Kind: data.Rows, X: mat.NewDense(50, 2, nil)} }
+
+var grant = privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+
+func TestGoodEstimatorPasses(t *testing.T) {
+	Run(t, est{calls: new(atomic.Int64)},
+		Case{Name: "default", Data: rows(), Grant: grant},
+		Case{Name: "ρ grant", Data: rows(), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}, Params: map[string]string{"k": "3", "share": "0.5"}},
+		Case{Name: "large δ", Data: rows(), Grant: privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 0.1}, Refuse: "not small against the 50 rows"},
+	)
+}
+
+func TestFindings(t *testing.T) {
+	cases := []struct {
+		name  string
+		est   est
+		cases []Case
+		want  []string
+	}{
+		{"legacy estimator", est{legacy: true}, []Case{{Name: "c", Data: rows(), Grant: grant}},
+			[]string{"catalogue of sdktest-fake is hand-written", "steps declared without a release (Spend*): [v]"}},
+		{"undrawn release", est{}, []Case{{Name: "c", Data: rows(), Grant: grant, Params: map[string]string{"mode": "undrawn"}}},
+			[]string{"releases declared but never drawn: [v]"}},
+		{"seed does not reproduce", est{calls: new(atomic.Int64)}, []Case{{Name: "c", Data: rows(), Grant: grant, Params: map[string]string{"mode": "drift"}}},
+			[]string{`the same seed did not reproduce the fit: scalar "calls": 1 vs 2`}},
+		{"unlabelled output", est{}, []Case{{Name: "c", Data: rows(), Grant: grant, Params: map[string]string{"mode": "unlabelled"}}},
+			[]string{`matrix output "v" has release class ""`}},
+		{"refusal accepted", est{}, []Case{{Name: "c", Data: rows(), Grant: grant}, {Name: "bad", Data: rows(), Grant: grant, Refuse: "x"}},
+			[]string{`case "bad": request map[] was accepted`}},
+		{"no cases", est{}, nil, []string{"no cases"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := Check(tc.est, tc.cases...)
+			var msgs []string
+			for _, e := range errs {
+				msgs = append(msgs, e.Error())
+			}
+			all := strings.Join(msgs, "\n")
+			for _, w := range tc.want {
+				assert.Contains(t, all, w)
+			}
+			assert.Len(t, errs, len(tc.want), all)
+		})
+	}
+}
+
+// The bad requests are derived from the catalogue.
+func TestBadRequestsFromCatalogue(t *testing.T) {
+	info, err := sdk.InfoOf(est{})
+	if !assert.NoError(t, err) {
+		return
+	}
+	var got []string
+	for _, b := range badRequests(info, map[string]string{"share": "0.5"}) {
+		got = append(got, fmt.Sprintf("%s %v", b.what, b.raw))
+	}
+	assert.Equal(t, []string{
+		"an unknown parameter map[sdktest_no_such_parameter:1 share:0.5]",
+		"clip=not-a-number map[clip:not-a-number share:0.5]",
+		"clip=0 map[clip:0 share:0.5]",
+		"share=not-a-number map[share:not-a-number]",
+		"share=2 map[share:2]",
+		"share=0 map[share:0]",
+		"mode=sdktest-not-a-choice map[mode:sdktest-not-a-choice share:0.5]",
+		"k=1.5 map[k:1.5 share:0.5]",
+		"k=0 map[k:0 share:0.5]",
+		"k=10 map[k:10 share:0.5]",
+		"allow_large_delta=maybe map[allow_large_delta:maybe share:0.5]",
+	}, got)
+}

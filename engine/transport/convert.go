@@ -1,0 +1,164 @@
+package transport
+
+import (
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// InfoToProto converts a catalogue entry to its wire form.
+func InfoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
+	out := &dplrpb.EstimatorInfo{
+		Name: in.Name, Version: in.Version, Summary: in.Summary, Description: in.Description,
+		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References, NonPrivate: in.NonPrivate,
+	}
+	for _, g := range in.Grants {
+		out.Grants = append(out.Grants, string(g))
+	}
+	for _, p := range in.Params {
+		out.Params = append(out.Params, &dplrpb.ParamSpec{
+			Name: p.Name, Type: string(p.Type), DefaultValue: p.Default, Min: p.Min, Max: p.Max,
+			Choices: p.Choices, Required: p.Required, Doc: p.Doc,
+		})
+	}
+	return out
+}
+
+// InfoFromProto converts a wire catalogue entry back (host side).
+func InfoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
+	out := sdk.Info{
+		Name: in.GetName(), Version: in.GetVersion(), Summary: in.GetSummary(), Description: in.GetDescription(),
+		DataKind: data.Kind(in.GetDataKind()), Guarantee: in.GetGuarantee(), References: in.GetReferences(),
+		NonPrivate: in.GetNonPrivate(),
+	}
+	for _, g := range in.GetGrants() {
+		out.Grants = append(out.Grants, privacy.GrantKind(g))
+	}
+	for _, p := range in.GetParams() {
+		out.Params = append(out.Params, sdk.ParamSpec{
+			Name: p.GetName(), Type: sdk.ParamType(p.GetType()), Default: p.GetDefaultValue(), Min: p.Min, Max: p.Max,
+			Choices: p.GetChoices(), Required: p.GetRequired(), Doc: p.GetDoc(),
+		})
+	}
+	return out
+}
+
+// GrantToProto converts a grant to its wire form.
+func GrantToProto(g privacy.Grant) *dplrpb.Grant {
+	return &dplrpb.Grant{Kind: string(g.Kind), Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho}
+}
+
+// GrantFromProto converts a wire grant.
+func GrantFromProto(g *dplrpb.Grant) privacy.Grant {
+	return privacy.Grant{Kind: privacy.GrantKind(g.GetKind()), Epsilon: g.GetEpsilon(), Delta: g.GetDelta(), Rho: g.GetRho()}
+}
+
+// StepToProto converts a privacy step to its wire form.
+func StepToProto(s privacy.Step) *dplrpb.Step {
+	return &dplrpb.Step{Name: s.Name, Mechanism: string(s.Mechanism), Calibration: s.Calibration,
+		Sensitivity: s.Sensitivity, Scale: s.Scale, Epsilon: s.Epsilon, Delta: s.Delta, Rho: s.Rho, Note: s.Note,
+		QuerySensitivity: s.QuerySensitivity, Dim: int64(s.Dim), Grid: s.Grid}
+}
+
+// StepFromProto converts a wire step.
+func StepFromProto(s *dplrpb.Step) privacy.Step {
+	return privacy.Step{Name: s.GetName(), Mechanism: privacy.Mechanism(s.GetMechanism()), Calibration: s.GetCalibration(),
+		Sensitivity: s.GetSensitivity(), Scale: s.GetScale(), Epsilon: s.GetEpsilon(), Delta: s.GetDelta(), Rho: s.GetRho(), Note: s.GetNote(),
+		QuerySensitivity: s.GetQuerySensitivity(), Dim: int(s.GetDim()), Grid: s.GetGrid()}
+}
+
+// GuaranteeToProto converts a guarantee to its wire form (with its text).
+func GuaranteeToProto(g privacy.Guarantee) *dplrpb.Guarantee {
+	return &dplrpb.Guarantee{Kind: string(g.Kind), Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model,
+		Beta: g.Beta, Assumptions: g.Assumptions, Neighbours: g.Neighbours, Seeded: g.Seeded, Text: g.String(),
+		Accounting: g.Accounting, Mu: g.Mu}
+}
+
+// GuaranteeFromProto converts a wire guarantee.
+func GuaranteeFromProto(g *dplrpb.Guarantee) privacy.Guarantee {
+	return privacy.Guarantee{Kind: privacy.GuaranteeKind(g.GetKind()), Epsilon: g.GetEpsilon(), Delta: g.GetDelta(),
+		Rho: g.GetRho(), Model: g.GetModel(), Beta: g.GetBeta(), Assumptions: g.GetAssumptions(),
+		Neighbours: g.GetNeighbours(), Seeded: g.GetSeeded(), Accounting: g.GetAccounting(), Mu: g.GetMu()}
+}
+
+// HandleToProto converts a prepared data set handle to its wire form.
+func HandleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
+	return &dplrpb.DatasetHandle{
+		Version: int32(h.Version), Kind: string(h.Kind), Hash: h.Hash, Name: h.Name,
+		N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2),
+		X: refToProto(&h.X), Y: refToProto(h.Y), UserStart: refToProto(h.UserStart),
+		UserIds: refToProto(h.UserIDs), Labels: refToProto(h.Labels),
+	}
+}
+
+// HandleFromProto converts a wire handle.
+func HandleFromProto(h *dplrpb.DatasetHandle) dataio.Handle {
+	out := dataio.Handle{
+		Version: int(h.GetVersion()), Kind: data.Kind(h.GetKind()), Hash: h.GetHash(), Name: h.GetName(),
+		N: int(h.GetN()), P: int(h.GetP()), D1: int(h.GetD1()), D2: int(h.GetD2()),
+		Y: refFromProto(h.GetY()), UserStart: refFromProto(h.GetUserStart()),
+		UserIDs: refFromProto(h.GetUserIds()), Labels: refFromProto(h.GetLabels()),
+	}
+	if x := refFromProto(h.GetX()); x != nil {
+		out.X = *x
+	}
+	return out
+}
+
+func refToProto(r *dataio.FileRef) *dplrpb.FileRef {
+	if r == nil {
+		return nil
+	}
+	return &dplrpb.FileRef{Path: r.Path, Offset: r.Offset, Dtype: r.DType, Count: r.Count, Size: r.Size, Mtime: r.ModTime}
+}
+
+func refFromProto(r *dplrpb.FileRef) *dataio.FileRef {
+	if r == nil {
+		return nil
+	}
+	return &dataio.FileRef{Path: r.GetPath(), Offset: r.GetOffset(), DType: r.GetDtype(), Count: r.GetCount(), Size: r.GetSize(), ModTime: r.GetMtime()}
+}
+
+// ShapeOf is the public shape of a prepared data set: its kind and
+// dimensions, never its content.
+func ShapeOf(h dataio.Handle) *dplrpb.Shape {
+	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2)}
+	if h.UserStart != nil && h.UserStart.Count > 0 {
+		s.Users = h.UserStart.Count - 1
+	}
+	return s
+}
+
+// ShapeFromProto converts a wire shape to the SDK's.
+func ShapeFromProto(s *dplrpb.Shape) sdk.Shape {
+	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers())}
+}
+
+// ScalarsFromProto converts a result's scalar outputs.
+func ScalarsFromProto(in []*dplrpb.Scalar) []sdk.Scalar {
+	out := make([]sdk.Scalar, 0, len(in))
+	for _, s := range in {
+		out = append(out, sdk.Scalar{Name: s.GetName(), Value: s.GetValue(), Release: sdk.Release(s.GetRelease()), Doc: s.GetDoc()})
+	}
+	return out
+}
+
+// SeriesFromProto converts a result's series outputs.
+func SeriesFromProto(in []*dplrpb.Series) []sdk.Series {
+	out := make([]sdk.Series, 0, len(in))
+	for _, s := range in {
+		out = append(out, sdk.Series{Name: s.GetName(), Values: s.GetValues(), Release: sdk.Release(s.GetRelease()), Doc: s.GetDoc()})
+	}
+	return out
+}
+
+// StepsFromProto converts a list of wire steps.
+func StepsFromProto(in []*dplrpb.Step) []privacy.Step {
+	out := make([]privacy.Step, 0, len(in))
+	for _, s := range in {
+		out = append(out, StepFromProto(s))
+	}
+	return out
+}

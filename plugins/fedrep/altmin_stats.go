@@ -1,0 +1,157 @@
+package fedrep
+
+import (
+	"context"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// altminScratch is one worker's scratch for the U-step statistics.
+type altminScratch struct{ h, hb, xh, vh []float64 }
+
+// altminAcc is one chunk's partial sums: the k(k+1)/2 blocks (a ≤ b) of
+// d×d upper triangles of Σ H_j v̂_a v̂_b, and the d·k vector b.
+type altminAcc struct{ c, b []float64 }
+
+// altminStats accumulates, over the listed users, the U-step statistics
+// A = Σ_j Σ_i W_ij W_ijᵀ (dk×dk, vec row-major: index p·k + a) and
+// b = Σ_j Σ_i clip(y_ij, c_y) W_ij with W_ij = clip₂(vec(x_ij v_jᵀ), c_W),
+// v_j being user j's least-squares head for U on its training half. It uses
+// the Kronecker form A_j = H_j ⊗ v̂_j v̂_jᵀ (DERIVATIONS.md §5). At most
+// portion rows per user are used. Users whose head is zero or not finite
+// contribute nothing.
+func altminStats(ctx context.Context, eng *fedrepEngine, u []float64, users []int32, cw, cy float64, portion int) (*mat.SymDense, []float64, error) {
+	d, k := eng.d, eng.k
+	npair := k * (k + 1) / 2
+	chunks := max(1, min(len(users), 32, int(8e6/float64(npair*d*d+1))))
+	ws := make([]altminScratch, workers(chunks))
+	for w := range ws {
+		ws[w] = altminScratch{h: make([]float64, d*d), hb: make([]float64, d), xh: make([]float64, d), vh: make([]float64, k)}
+	}
+	parts := make([]altminAcc, chunks)
+	err := parallelChunks(ctx, chunks, func(w, c int) {
+		if parts[c].c == nil {
+			parts[c] = altminAcc{c: make([]float64, npair*d*d), b: make([]float64, d*k)}
+		}
+		lo, hi := chunkBounds(len(users), chunks, c)
+		for _, ui := range users[lo:hi] {
+			altminUser(eng, eng.ws[w], u, int(ui), cw, cy, portion, &ws[w], &parts[c])
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	cs := make([]float64, npair*d*d)
+	bs := make([]float64, d*k)
+	for _, p := range parts {
+		if p.c == nil {
+			continue
+		}
+		for i, v := range p.c {
+			cs[i] += v
+		}
+		for i, v := range p.b {
+			bs[i] += v
+		}
+	}
+	return kroneckerToA(cs, d, k), bs, nil
+}
+
+// altminUser adds user ui's H_j ⊗ v̂_j v̂_jᵀ blocks and b_j to acc.
+func altminUser(eng *fedrepEngine, fws *workerScratch, u []float64, ui int, cw, cy float64, portion int, s *altminScratch, acc *altminAcc) {
+	d, k := eng.d, eng.k
+	ur := eng.lay.users[ui]
+	// The head: least squares on the whole training half for U.
+	vRows, _ := eng.batches(fws, ui, 0)
+	eng.localFit(fws, u, vRows, lossSquared)
+	nv := norm2(fws.v)
+	if nv == 0 || math.IsInf(nv, 0) || math.IsNaN(nv) {
+		return
+	}
+	for a := range s.vh {
+		s.vh[a] = fws.v[a] / nv
+	}
+	for p := 0; p < d; p++ {
+		row := s.h[p*d+p : p*d+d]
+		for q := range row {
+			row[q] = 0
+		}
+		s.hb[p] = 0
+	}
+	used := min(portion, ur.t1-ur.t0)
+	for r := ur.t0; r < ur.t0+used; r++ {
+		xr := eng.row(int32(r))
+		nx := norm2(xr)
+		if nx == 0 || math.IsInf(nx, 0) {
+			continue
+		}
+		t := math.Min(nx*nv, cw) // ‖W‖ after clipping
+		yt := math.Max(-cy, math.Min(cy, eng.y[r]))
+		for p := range s.xh {
+			s.xh[p] = xr[p] / nx
+		}
+		t2 := t * t
+		for p := 0; p < d; p++ {
+			xp := t2 * s.xh[p]
+			if xp == 0 {
+				continue
+			}
+			row := s.h[p*d+p : p*d+d]
+			xx := s.xh[p:d]
+			for q := range row {
+				row[q] += xp * xx[q]
+			}
+			s.hb[p] += yt * t * s.xh[p]
+		}
+	}
+	pi := 0
+	for a := 0; a < k; a++ {
+		for b := a; b < k; b++ {
+			f := s.vh[a] * s.vh[b]
+			blk := acc.c[pi*d*d : (pi+1)*d*d]
+			for p := 0; p < d; p++ {
+				row := blk[p*d+p : p*d+d]
+				hr := s.h[p*d+p : p*d+d]
+				for q := range row {
+					row[q] += f * hr[q]
+				}
+			}
+			pi++
+		}
+	}
+	for p := 0; p < d; p++ {
+		for a := 0; a < k; a++ {
+			acc.b[p*k+a] += s.hb[p] * s.vh[a]
+		}
+	}
+}
+
+// kroneckerToA assembles the dk×dk symmetric A from the k(k+1)/2 blocks
+// Σ_j v̂_a v̂_b H_j (upper triangles), entry (p·k + a, q·k + b).
+func kroneckerToA(cs []float64, d, k int) *mat.SymDense {
+	pairIdx := func(a, b int) int { // index of (min, max) among a ≤ b pairs
+		if a > b {
+			a, b = b, a
+		}
+		return a*k - a*(a-1)/2 + (b - a)
+	}
+	dk := d * k
+	am := mat.NewSymDense(dk, nil)
+	raw := am.RawSymmetric()
+	for p := 0; p < d; p++ {
+		for a := 0; a < k; a++ {
+			i := p*k + a
+			for q := p; q < d; q++ {
+				for b := 0; b < k; b++ {
+					j := q*k + b
+					if j < i {
+						continue
+					}
+					raw.Data[i*raw.Stride+j] = cs[pairIdx(a, b)*d*d+p*d+q]
+				}
+			}
+		}
+	}
+	return am
+}

@@ -1,0 +1,219 @@
+package fedrep
+
+import (
+	"math"
+
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// The options structs of the plugin's estimators. The SDK derives each
+// catalogue from the tags, validates and binds every request, and calls
+// the Check hooks with the data's public shape before any budget is
+// touched. Under user-level neighbours only the number of users and the
+// dimension are public: the Check hooks never read the shape's row count
+// (DERIVATIONS.md §1).
+
+// splitOptions are the per-user split and head parameters every estimator
+// of the plugin shares.
+type splitOptions struct {
+	LocalFraction float64 `param:"local_fraction" default:"0.5" min:"0" max:"0.9" doc:"fraction of each user's (non-hold-out) rows kept for the user's own final head v_i (S¹, the last rows); the first rows (S⁰) feed the private training. 0.5 = the paper's halves"`
+	Holdout       float64 `param:"holdout" default:"0" min:"0" max:"0.9" doc:"fraction of each user's rows (the very last ones) held out to evaluate training curves and test errors; those outputs are computed from raw data (release class evaluation)"`
+	HeadData      string  `param:"head_data" default:"local" choices:"local,all" doc:"rows each user fits its final head v_i on: local = its held-back half S¹ only (the paper, needed for its analysis); all = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged)"`
+	OutputV       bool    `param:"output_v" default:"true" doc:"return the users' heads v_i (n×k) fitted on their own rows (see head_data), one row per user in increasing user-id order (non-integer ids: order of first appearance); each row is meant only for its user (release class per-user)"`
+}
+
+// headAll reports whether the heads are fitted on S⁰ ∪ S¹.
+func (s *splitOptions) headAll() bool { return s.HeadData == "all" }
+
+// roundOptions are the parameters of the FedRep rounds shared by
+// fedrep-private, fedrep-nonprivate and fedrep-classify (the step, whose
+// default differs, is in each estimator's options).
+type roundOptions struct {
+	sdk.Rank       `default:"2" doc:"rank k of the shared representation U (d×k); k ≤ d"`
+	sdk.Iterations `default:"5" max:"1e5" doc:"number of rounds T"`
+	Mode           string `param:"mode" default:"experiment" choices:"experiment,theory" doc:"experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (the paper's Algorithm 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (DERIVATIONS.md §3.3)"`
+	Batch          int    `param:"batch" default:"0" min:"0" doc:"theory mode: the public batch size b (b ≥ rank), required with mode=theory; choose it from what every user is expected to hold (2·b·iterations training rows), never from the data"`
+}
+
+// check refuses, from public quantities only (the rank, the working
+// dimension d and the declared batch), the requests FedRep cannot run.
+func (o *roundOptions) check(d int) error {
+	if o.Rank.Value > d {
+		return sdk.BadRequest("rank %d exceeds the working dimension %d", o.Rank.Value, d)
+	}
+	if o.Mode != "theory" {
+		return nil
+	}
+	// The batch is a public parameter: it is never derived from the users'
+	// row counts, which are private under user-level neighbours.
+	if o.Batch == 0 {
+		return sdk.BadRequest("mode=theory needs an explicit batch (the public size b of each of the two fresh batches per round, b ≥ rank %d); it is never derived from the data", o.Rank.Value)
+	}
+	if o.Batch < o.Rank.Value {
+		return sdk.BadRequest("mode=theory: batch %d < rank %d (the local least squares would be singular)", o.Batch, o.Rank.Value)
+	}
+	return nil
+}
+
+// calibrationUnset is the value of the deprecated calibration alias when
+// it is not given.
+const calibrationUnset = "none"
+
+// calibrationNote is the deprecation note of a request that used the
+// calibration alias.
+const calibrationNote = "calibration= is deprecated and will be removed after this release: it was read as noise= (use noise= instead)"
+
+// resolveCalibration maps the deprecated alias onto noise.
+func resolveCalibration(calibration string, noise *sdk.Noise) {
+	if calibration != calibrationUnset {
+		noise.Value = calibration
+	}
+}
+
+// privateFedRepOptions are the parameters of fedrep-private.
+type privateFedRepOptions struct {
+	roundOptions
+	sdk.Step    `default:"2.5" max:"1e6" doc:"step size η of the U update (theory: η ≤ 1/(2σ_max,*²))"`
+	sdk.Clip    `default:"10" doc:"ψ: Frobenius bound on each user's gradient (public). Tune it on synthetic data, never on the private data; the paper's experiment uses 10, smaller values (≈1) are far better at n = 20000"`
+	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the paper's Algorithm 2 (noisy average of clipped U-statistics, top-k eigenvectors; DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U (free, but FedRep then converges slowly)"`
+	InitClip    float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (public)"`
+	InitShare   float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization (noise=zcdp)"`
+	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest (DERIVATIONS.md §3.4)"`
+	Calibration string `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	splitOptions
+}
+
+// Check implements sdk.Checker.
+func (o *privateFedRepOptions) Check(s sdk.Shape) error {
+	resolveCalibration(o.Calibration, &o.Noise)
+	return o.roundOptions.check(s.P)
+}
+
+// config is the algorithm's view of the options.
+func (o *privateFedRepOptions) config() *fedrepConfig {
+	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+}
+
+// nonPrivateFedRepOptions are the parameters of fedrep-nonprivate.
+type nonPrivateFedRepOptions struct {
+	roundOptions
+	sdk.Step `default:"2.5" max:"1e6" doc:"step size η of the U update"`
+	Init     string `param:"init" default:"ustat" choices:"ustat,random" doc:"ustat: top-k eigenvectors of the average U-statistic (the paper's Algorithm 2 without clipping or noise); random: a random orthonormal U"`
+	splitOptions
+}
+
+// Check implements sdk.Checker.
+func (o *nonPrivateFedRepOptions) Check(s sdk.Shape) error { return o.roundOptions.check(s.P) }
+
+// config is the algorithm's view of the options.
+func (o *nonPrivateFedRepOptions) config() *fedrepConfig {
+	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: math.Inf(1), initClip: math.Inf(1), init: o.Init}
+}
+
+// classifyOptions are the parameters of fedrep-classify.
+type classifyOptions struct {
+	roundOptions
+	sdk.Step    `default:"1" max:"1e6" doc:"step size η of the U update on the mean logistic loss"`
+	sdk.Clip    `default:"1" doc:"ψ: Frobenius bound on each user's logistic-loss gradient (public; tune it on synthetic data, never on the private data)"`
+	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the private U-statistic start on the projected features (DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U"`
+	InitClip    float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (public)"`
+	InitShare   float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
+	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share)"`
+	Calibration string `param:"calibration" default:"none" choices:"none,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	KPrime      int    `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
+	splitOptions
+}
+
+// Check implements sdk.Checker.
+func (o *classifyOptions) Check(s sdk.Shape) error {
+	resolveCalibration(o.Calibration, &o.Noise)
+	d := s.P
+	if o.KPrime > 0 && o.KPrime < d {
+		if o.Rank.Value > o.KPrime {
+			return sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", o.Rank.Value, o.KPrime)
+		}
+		d = o.KPrime
+	}
+	return o.roundOptions.check(d)
+}
+
+// config is the algorithm's view of the options.
+func (o *classifyOptions) config() *fedrepConfig {
+	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+}
+
+// altminOptions are the parameters of fedrep-privaltmin.
+type altminOptions struct {
+	sdk.Rank       `default:"2" doc:"rank k of the shared representation U (d×k); k ≤ d and d·k ≤ 4096 (the dk×dk statistics are the scaling wall)"`
+	sdk.Iterations `default:"5" max:"1e4" doc:"number of U-steps T"`
+	ClipW          float64 `param:"clip_w" default:"1e-4" min:"1e-300" doc:"c_W: ℓ2 bound on each W = vec(x vᵀ) (public); the paper's experiment uses 1e-4 for both clips, which normalizes every sample"`
+	ClipY          float64 `param:"clip_y" default:"1e-4" min:"1e-300" doc:"c_y: bound on |y| (public)"`
+	Portion        int     `param:"portion" default:"5" min:"1" doc:"at most this many training rows per user enter the U-step statistics (public: the sensitivity scales with it)"`
+	Groups         string  `param:"groups" default:"disjoint" choices:"disjoint,all" doc:"disjoint: T disjoint random groups of about n/T users, one per iteration (Jain et al.; parallel composition, each iteration gets the whole loop budget); all: every user in every iteration (the public experiment code; sequential composition over T)"`
+	Init           string  `param:"init" default:"private" choices:"private,random" doc:"private: the same private U-statistic start as fedrep-private (DERIVATIONS.md §2); random: data-independent"`
+	InitClip       float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic (public)"`
+	InitShare      float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
+	AShare         float64 `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
+	sdk.Noise      `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share) and a_share between A and b; paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`
+	Calibration    string  `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	Ridge          float64 `param:"ridge" default:"1" min:"0" doc:"ridge added to the noisy A before the solve, in units of c_W²·portion per user of the group (public quantities only; post-processing; DERIVATIONS.md §5.5). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"`
+	splitOptions
+}
+
+// disjoint reports whether the users are split into disjoint groups.
+func (o *altminOptions) disjoint() bool { return o.Groups == "disjoint" }
+
+// sensitivities returns Δ_A = √2·portion·c_W² and Δ_b = 2·portion·c_W·c_y
+// (DERIVATIONS.md §5.1).
+func (o *altminOptions) sensitivities() (sensA, sensB float64) {
+	return math.Sqrt2 * float64(o.Portion) * o.ClipW * o.ClipW, 2 * float64(o.Portion) * o.ClipW * o.ClipY
+}
+
+// Check implements sdk.Checker: it refuses, from public quantities only,
+// the requests Priv-AltMin cannot run.
+func (o *altminOptions) Check(s sdk.Shape) error {
+	resolveCalibration(o.Calibration, &o.Noise)
+	d, k := s.P, o.Rank.Value
+	if k > d {
+		return sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)
+	}
+	if d*k > 4096 {
+		return sdk.BadRequest("d·k = %d exceeds 4096: the dk×dk statistics would need %.0f MB and an O((dk)³) solve per iteration (use fedrep-private)", d*k, 8*float64(d*k)*float64(d*k)/1e6)
+	}
+	if o.disjoint() && s.Users < o.Iterations.Value {
+		return sdk.BadRequest("disjoint groups: %d users cannot form %d non-empty groups", s.Users, o.Iterations.Value)
+	}
+	sensA, sensB := o.sensitivities()
+	if math.IsInf(sensA, 0) || math.IsInf(sensB, 0) || sensA == 0 || sensB == 0 {
+		return sdk.BadRequest("clip_w = %g, clip_y = %g give a sensitivity that is zero or not finite", o.ClipW, o.ClipY)
+	}
+	return nil
+}
+
+// exactOptions are the parameters of fedrep-classify-exact.
+type exactOptions struct {
+	KPrime    int     `param:"kprime" default:"2" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection (k′ = d); at most 4"`
+	NetStep   float64 `param:"net_step" default:"0.25" min:"1e-3" max:"10" doc:"γ: the net is a cubic grid whose cells have half-diagonal γ (a Frobenius γ-cover)"`
+	Margin    float64 `param:"margin" default:"0.1" min:"0" doc:"ρ: margin of the loss 1[y⟨Mx, Ũv⟩ ≤ ρ] used in the score"`
+	HeadBound float64 `param:"head_bound" default:"1" min:"1e-12" doc:"Γ: bound on the heads |v_i|"`
+	MaxNet    int     `param:"max_net" default:"200000" min:"1" max:"1e7" doc:"refuse nets larger than this (the cost is exponential in k′·k)"`
+	splitOptions
+}
+
+// projected returns the working dimension k′ for data of dimension d.
+func (o *exactOptions) projected(d int) int {
+	if o.KPrime == 0 {
+		return d
+	}
+	return o.KPrime
+}
+
+// Check implements sdk.Checker.
+func (o *exactOptions) Check(s sdk.Shape) error {
+	if kp := o.projected(s.P); kp > 4 {
+		return sdk.BadRequest("the exact mechanism enumerates a net exponential in k′: k′ = %d > 4 is refused (use fedrep-classify)", kp)
+	}
+	return nil
+}
