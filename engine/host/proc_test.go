@@ -120,7 +120,12 @@ func TestHostHelperProcess(t *testing.T) {
 		os.Exit(1)
 	}
 	fmt.Printf("pid %d %s %t\n", p.proc.run.pid, strings.Join(childPIDs(p.proc.run.pid), ","), PIDNamespaces())
-	time.Sleep(time.Hour)
+	// Keep writing: once the reader is gone, the next write raises SIGPIPE,
+	// which kills the host as `dplr plugins | head -1` does.
+	for {
+		time.Sleep(20 * time.Millisecond)
+		fmt.Println("tick")
+	}
 }
 
 // childPIDs lists pid's children (host pids, whatever namespace they run
@@ -139,35 +144,56 @@ func childPIDs(pid int) []string {
 
 func TestPluginsDieWithTheirHost(t *testing.T) {
 	bin := buildHostile(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHostHelperProcess$")
-	cmd.Env = append(os.Environ(), "DPLR_TEST_HOST_PLUGIN="+bin, "DPLR_HOSTILE_MODE=grandchild")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var line string
-	within(t, "the helper host's plugin start", func() {
-		line, err = bufio.NewReader(out).ReadString('\n')
-	})
-	require.NoError(t, err)
-	f := strings.Fields(line)
-	require.Len(t, f, 4, line)
-	require.Equal(t, "pid", f[0], line)
-	pid, err := strconv.Atoi(f[1])
-	require.NoError(t, err)
-	require.False(t, gone(pid))
-	child, err := strconv.Atoi(f[2])
-	require.NoError(t, err, "the plugin's child: %s", line)
-	defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
+	for _, death := range []string{"SIGKILL", "SIGPIPE"} {
+		t.Run(death, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHostHelperProcess$")
+			cmd.Env = append(os.Environ(), "DPLR_TEST_HOST_PLUGIN="+bin, "DPLR_HOSTILE_MODE=grandchild")
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			var line string
+			within(t, "the helper host's plugin start", func() {
+				line, err = bufio.NewReader(out).ReadString('\n')
+			})
+			require.NoError(t, err)
+			f := strings.Fields(line)
+			require.Len(t, f, 4, line)
+			require.Equal(t, "pid", f[0], line)
+			pid, err := strconv.Atoi(f[1])
+			require.NoError(t, err)
+			require.False(t, gone(pid))
+			child, err := strconv.Atoi(f[2])
+			require.NoError(t, err, "the plugin's child: %s", line)
+			defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL)) // kill -9 of the host
-	_ = cmd.Wait()
-	waitGone(t, pid, "the plugin of a host killed with SIGKILL")
-	if f[3] != "true" {
-		t.Logf("user namespaces unavailable: the plugin's own child (pid %d) may outlive a host killed with SIGKILL", child)
-		return
+			if death == "SIGKILL" {
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL)) // kill -9 of the host
+			} else {
+				require.NoError(t, out.Close()) // the reader goes away, as head does
+			}
+			within(t, "the helper host's death", func() { _ = cmd.Wait() })
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			require.True(t, ws.Signaled(), "the host died by a signal: %v", cmd.ProcessState)
+			waitGone(t, pid, "the plugin of a host killed by "+death)
+			if f[3] != "true" {
+				t.Logf("user namespaces unavailable: the plugin's own child (pid %d) may outlive a host killed by %s", child, death)
+				return
+			}
+			waitGone(t, child, "the child of the plugin of a host killed by "+death)
+		})
 	}
-	waitGone(t, child, "the child of the plugin of a host killed with SIGKILL")
+}
+
+// A plugin that leaves its process group (setsid) still dies on Close.
+func TestCloseKillsAPluginThatLeftItsGroup(t *testing.T) {
+	bin := buildHostile(t)
+	t.Setenv("DPLR_HOSTILE_MODE", "setsid-escape")
+	p, err := Start(context.Background(), bin, Options{})
+	require.NoError(t, err)
+	pid := p.proc.run.pid
+	within(t, "Close", p.Close)
+	waitGone(t, pid, "a plugin that left its process group")
 }
 
 func TestCloseKillsGrandchildrenHoldingThePipes(t *testing.T) {
