@@ -248,10 +248,18 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 	// Failed: let a process that is exiting by itself finish, so that its
 	// exit status can be reported, then make sure it is gone.
 	if r := pr.run; r != nil {
+		grace := time.NewTimer(exitGrace)
 		select {
 		case <-r.done:
-		case <-time.After(exitGrace):
+			// Its last words: stderr is read to its end once the process
+			// (and, in its PID namespace, every child) is gone.
+			select {
+			case <-r.stderrDone:
+			case <-grace.C:
+			}
+		case <-grace.C:
 		}
+		grace.Stop()
 	}
 	why := startFailure(pr.run, res.err)
 	pr.kill(opt.callTimeout())

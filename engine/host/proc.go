@@ -58,8 +58,9 @@ type procRunner struct {
 	stdoutR, stderrR *os.File
 	stdout, stderr   io.ReadCloser
 
-	started chan struct{} // closed once Start has returned successfully
-	done    chan struct{} // closed once the process has been reaped
+	started    chan struct{} // closed once Start has returned successfully
+	done       chan struct{} // closed once the process has been reaped
+	stderrDone chan struct{} // closed once stderr has been read to its end
 	process *os.Process
 	pid     int
 
@@ -81,7 +82,7 @@ var _ runner.Runner = (*procRunner)(nil)
 
 func newProcRunner(cmd *exec.Cmd, name string, sb *sandboxSpec, lim ioLimits) *procRunner {
 	return &procRunner{cmd: cmd, name: name, sandbox: sb, limits: lim,
-		started: make(chan struct{}), done: make(chan struct{})}
+		started: make(chan struct{}), done: make(chan struct{}), stderrDone: make(chan struct{})}
 }
 
 // Start implements runner.Runner.
@@ -99,7 +100,7 @@ func (r *procRunner) Start(ctx context.Context) error {
 	r.cmd.Stdout, r.cmd.Stderr = outW, errW
 	r.stdoutR, r.stderrR = outR, errR
 	r.stdout = &boundedReader{r: outR, limit: r.limits.stdout, what: "stdout", run: r}
-	r.stderr = &boundedReader{r: errR, limit: r.limits.stderr, what: "stderr", run: r, tail: true}
+	r.stderr = &boundedReader{r: errR, limit: r.limits.stderr, what: "stderr", run: r, tail: true, ended: r.stderrDone}
 	proc, err := spawn(r.cmd, r.sandbox, r.reaped)
 	outW.Close()
 	errW.Close()
@@ -124,7 +125,9 @@ func (r *procRunner) reaped(st *os.ProcessState, err error) {
 	// Grandchildren may still hold the pipes: they belong to the plugin's
 	// process group and die with it. Whatever escaped the group cannot
 	// keep the host's readers blocked for long.
-	killGroup(r.pid)
+	if st != nil {
+		killGroup(st.Pid())
+	}
 	time.AfterFunc(pipeGrace, r.closePipes)
 }
 
@@ -282,9 +285,16 @@ type boundedReader struct {
 	what  string
 	run   *procRunner
 	tail  bool
+	ended chan struct{} // closed at the first error or end of stream (nil: none)
+	once  sync.Once
 }
 
-func (b *boundedReader) Read(p []byte) (int, error) {
+func (b *boundedReader) Read(p []byte) (n int, err error) {
+	defer func() {
+		if err != nil && b.ended != nil {
+			b.once.Do(func() { close(b.ended) })
+		}
+	}()
 	if b.n >= b.limit {
 		b.run.flooded(b.what, b.limit)
 		return 0, fmt.Errorf("plugin %s: %w", b.what, errFlood)
@@ -292,7 +302,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	if rem := b.limit - b.n; int64(len(p)) > rem {
 		p = p[:rem]
 	}
-	n, err := b.r.Read(p)
+	n, err = b.r.Read(p)
 	b.n += int64(n)
 	if b.tail && n > 0 {
 		b.run.mu.Lock()
