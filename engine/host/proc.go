@@ -61,8 +61,8 @@ type procRunner struct {
 	started    chan struct{} // closed once Start has returned successfully
 	done       chan struct{} // closed once the process has been reaped
 	stderrDone chan struct{} // closed once stderr has been read to its end
-	process *os.Process
-	pid     int
+	process    *os.Process
+	pid        int
 
 	mu       sync.Mutex
 	waitErr  error
