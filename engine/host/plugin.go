@@ -128,6 +128,9 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 		if ferr := pr.run.floodErr(); ferr != nil {
 			return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, ferr, ErrPlugin)
 		}
+		if ctx.Err() == nil && pr.run.Exited() {
+			return nil, fmt.Errorf("plugin %s: catalogue call: %w (%s): %w", path, err, pr.run.exitSummary(), ErrPlugin)
+		}
 		return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, err, ErrPlugin)
 	}
 	if err := checkCatalogue(cat); err != nil {
