@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -288,19 +290,45 @@ const exitGrace = 250 * time.Millisecond
 // observed of its process rather than go-plugin's generic message.
 func startFailure(r *procRunner, err error) string {
 	if r == nil {
-		return err.Error()
+		return clip(firstLine(err.Error()), 300)
 	}
 	if ferr := r.floodErr(); ferr != nil {
 		return ferr.Error()
 	}
-	msg := err.Error()
+	why := goPluginReason(err)
 	if s := r.exitSummary(); s != "" {
-		if r.Exited() {
-			return "it did not complete the handshake: " + s
-		}
-		return firstLine(msg) + "; " + s
+		return why + ": " + s
 	}
-	return firstLine(msg)
+	return why
+}
+
+// goPluginReason rephrases go-plugin's start errors: its "Unrecognized
+// remote plugin message" (with a paragraph of generic advice) covers both
+// a process that said nothing and one that printed something else, and
+// quotes the offending line whole.
+func goPluginReason(err error) string {
+	m := err.Error()
+	if rest, ok := strings.CutPrefix(m, "Unrecognized remote plugin message: "); ok {
+		if line := firstLine(rest); line != "" {
+			return fmt.Sprintf("its first line on stdout is not a plugin handshake: %q", clip(line, 120))
+		}
+		return "it did not complete the handshake"
+	}
+	if m == "plugin exited before we could connect" {
+		return "it did not complete the handshake"
+	}
+	return clip(firstLine(m), 300)
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func firstLine(s string) string {

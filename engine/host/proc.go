@@ -64,13 +64,14 @@ type procRunner struct {
 	process    *os.Process
 	pid        int
 
-	mu       sync.Mutex
-	waitErr  error
-	state    *os.ProcessState
-	flood    error
-	tail     tailBuffer
-	closed   bool
-	killOnce sync.Once
+	mu         sync.Mutex
+	waitErr    error
+	state      *os.ProcessState
+	flood      error
+	tail       tailBuffer
+	closed     bool
+	hostKilled bool // the host killed the process (its exit says nothing)
+	killOnce   sync.Once
 }
 
 // ioLimits are the byte bounds of one plugin's output streams.
@@ -171,6 +172,9 @@ func (r *procRunner) Kill(ctx context.Context) error {
 		return nil
 	}
 	r.killOnce.Do(func() {
+		r.mu.Lock()
+		r.hostKilled = true
+		r.mu.Unlock()
 		killGroup(r.pid)
 		_ = r.process.Kill()
 	})
@@ -251,6 +255,9 @@ func (r *procRunner) exitSummary() string {
 	if r.Exited() {
 		r.mu.Lock()
 		st := r.state
+		if r.hostKilled && st != nil && st.ExitCode() == -1 {
+			st = nil // killed by a signal, most likely the host's own
+		}
 		r.mu.Unlock()
 		if st != nil {
 			fmt.Fprintf(&b, "the plugin process %s", exitText(st))

@@ -222,6 +222,7 @@ func TestStartFailuresAreBoundedAndExplained(t *testing.T) {
 		{"grandchild-exit", "", []string{"exited with status 3"}},
 		// Floods without a handshake.
 		{"stdout-flood", "", []string{"more than 32768 bytes on stdout"}},
+		{"stdout-lines", "", []string{"not a plugin handshake", `"garbage garbage`}},
 		{"stderr-flood", strconv.Itoa(40 << 20), []string{"more than 16777216 bytes on stderr"}},
 		{"stderr-flood-noline", strconv.Itoa(40 << 20), []string{"more than 16777216 bytes on stderr"}},
 	}

@@ -118,8 +118,13 @@ func main() {
 		flood(os.Stdout, 0)
 		time.Sleep(time.Hour)
 	case "stdout-lines":
-		// A flood of lines before any handshake.
-		flood(os.Stdout, '\n')
+		// A flood of short lines before any handshake.
+		line := []byte(strings.Repeat("garbage ", 16) + "\n")
+		for n := floodBytes(); n > 0; n -= len(line) {
+			if _, err := os.Stdout.Write(line); err != nil {
+				break
+			}
+		}
 		time.Sleep(time.Hour)
 	case "stderr-flood":
 		flood(os.Stderr, '\n')
