@@ -89,8 +89,9 @@ type Plugin struct {
 	rpc     dplrpb.EstimatorsClient
 	outputs OutputBudget
 
-	mu  sync.Mutex
-	fit *proc // the process running the current or last fit, if not proc
+	mu   sync.Mutex
+	fits map[*proc]bool // processes running fits (sandboxed plugins)
+	fit  *proc          // the fit process Exited reports on, if not proc
 }
 
 // proc is one started plugin process and its connection.
@@ -427,10 +428,12 @@ func (p *Plugin) Exited() bool {
 // timeout whatever the plugin does.
 func (p *Plugin) Close() {
 	p.mu.Lock()
-	fit := p.fit
-	p.fit = nil
+	fits := p.fits
+	p.fits, p.fit = nil, nil
 	p.mu.Unlock()
-	fit.kill(p.opt.callTimeout())
+	for pr := range fits {
+		pr.kill(p.opt.callTimeout())
+	}
 	p.proc.kill(p.opt.callTimeout())
 	p.image.remove()
 }

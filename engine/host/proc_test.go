@@ -424,3 +424,30 @@ func TestSandboxConfinesPluginsToTheirData(t *testing.T) {
 	assert.Equal(t, "ok", versionField(q, "read"))
 	assert.Equal(t, "data=ok;other=ok", fitLog(q))
 }
+
+// Concurrent fits on one sandboxed plugin each run in their own process;
+// one fit's start does not stop another's.
+func TestConcurrentFitsOnOnePlugin(t *testing.T) {
+	bin := buildHostile(t)
+	t.Setenv("DPLR_HOSTILE_MODE", "slow")
+	p, err := Start(context.Background(), bin, Options{})
+	require.NoError(t, err)
+	defer p.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = p.Fit(context.Background(), fitReq("hostile-slow"), Events{})
+		}()
+		time.Sleep(50 * time.Millisecond) // overlapping, not simultaneous, starts
+	}
+	within(t, "four concurrent fits", wg.Wait)
+	for _, err := range errs {
+		// Each stream ends as the plugin ends it (without a result), none
+		// cut short by another fit's start.
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "without a result")
+	}
+}

@@ -59,6 +59,10 @@ func (s *server) Fit(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) err
 	case "fit-stderr-flood":
 		flood(os.Stderr, '\n')
 		time.Sleep(time.Hour)
+	case "slow":
+		// Ends its stream normally, without a result, after a while.
+		time.Sleep(300 * time.Millisecond)
+		return nil
 	case "read":
 		// Reports what it could read during the fit: the data set's file
 		// and the file named by DPLR_HOSTILE_READ.
