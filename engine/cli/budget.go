@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -143,8 +142,9 @@ func (b *budgetCmd) parse(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	b.dir = (&pluginFlags{home: *b.home}).homeDir(b.env)
-	return nil
+	dir, err := (&pluginFlags{home: *b.home}).checkedHome(b.env)
+	b.dir = dir
+	return err
 }
 
 func relationList() string {
@@ -411,29 +411,26 @@ func (b *budgetCmd) history(ctx context.Context, led *ledger.Ledger, h string) e
 		}
 		return dataio.WriteJSON(b.env.Stdout, runs, dataio.JSONOptions{})
 	}
-	type line struct {
-		seq  int64
-		cols string
-	}
-	var lines []line
+	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")
 	for _, r := range runs {
 		rel := string(r.Relation)
 		if r.Factor > 1 {
 			rel += fmt.Sprintf(" (×%d)", r.Factor)
 		}
-		lines = append(lines, line{int64(r.ID), fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
-			r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, dash(r.Class), dash(rel), ledger.GrantString(r.Grant), r.Charge)})
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, dash(r.Class), dash(rel), ledger.GrantString(r.Grant), r.Charge)
 	}
-	for _, c := range changes {
-		lines = append(lines, line{c.Seq, fmt.Sprintf("-\t%s\t%s\t\t\t\t\t", c.Time.UTC().Format("2006-01-02 15:04:05"), c)})
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	sort.Slice(lines, func(i, j int) bool { return lines[i].seq < lines[j].seq })
-	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")
-	for _, l := range lines {
-		fmt.Fprintln(tw, l.cols)
+	if len(changes) > 0 {
+		fmt.Fprintln(b.env.Stdout, "\nbudget changes:")
+		for _, c := range changes {
+			fmt.Fprintf(b.env.Stdout, "  %s  %s\n", c.Time.UTC().Format("2006-01-02 15:04:05"), c)
+		}
 	}
-	return tw.Flush()
+	return nil
 }
 
 func dash(s string) string {

@@ -27,6 +27,7 @@ const (
 	ExitPlugin    = 4 // a plugin failed (crash, hang, --timeout, malformed output, unverifiable privacy cost)
 	ExitData      = 5 // the data could not be read or failed validation (nothing spent)
 	ExitEstimator = 6 // the estimator failed while running (refunded if before its first privacy step)
+	ExitAudit     = 7 // dplr audit found evidence against the estimator's privacy claim
 	// ExitInterrupted is 128 + SIGINT, the shell's convention: the command
 	// was interrupted (Ctrl-C or SIGTERM). A fit interrupted before its
 	// first privacy step is refunded; after it, it stays charged.
@@ -46,7 +47,8 @@ const exitCodesHelp = `Exit codes:
        malformed output or a privacy cost that does not follow from its noise;
        charged its full grant once it announced a privacy step or returned a
        result, refunded before
-  5    the data could not be read or failed validation; nothing spent
+  5    the data could not be read or failed validation, or the budget ledger
+       is damaged or was tampered with; nothing spent
   6    the estimator failed while running; refunded if before its first
        privacy step, charged its full grant after
   130  interrupted (Ctrl-C, SIGTERM); refunded if before the first privacy
@@ -84,6 +86,7 @@ func commands() []command {
 		{"fit", "run an estimator on a data set under a privacy budget", cmdFit},
 		{"gen", "generate a synthetic data set with ground truth", cmdGen},
 		{"budget", "set, show and audit a data set's total privacy budget", cmdBudget},
+		{"audit", "empirically check an estimator's privacy claim on neighbouring data sets", cmdAudit},
 		{"cache", "list or clear the converted data sets kept in $DPLR_HOME/cache", cmdCache},
 		{"demo", "generate spiked data and compare DP PCA estimators against the truth", cmdDemo},
 		{"version", "print the version", cmdVersion},

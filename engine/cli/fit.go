@@ -212,7 +212,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	timings["prepare_s"] = time.Since(t1).Seconds()
 	led, err := ledger.Open(ctx, home)
 	if err != nil {
-		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
+		return ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
 	res, err := runFit(ctx, env, f, led, reg, host.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant, Data: handle,
@@ -315,6 +315,8 @@ func fitErrorCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, host.ErrPlugin):
 		return ExitPlugin
+	case errors.Is(err, host.ErrLedger) && errors.Is(err, ledger.ErrDamaged):
+		return ExitData // as dplr budget says: the ledger cannot be trusted
 	case errors.Is(err, host.ErrLedger):
 		return ExitError
 	case errors.Is(err, host.ErrRequest) && !charged:
@@ -443,15 +445,7 @@ func summarize(w io.Writer, r *FitReport) {
 	fmt.Fprintf(w, "time: %.2fs\n", r.Timings["total_s"])
 }
 
-func releaseNote(rel string) string {
-	switch rel {
-	case string(sdk.Evaluation):
-		return "evaluation only: computed from the raw data, NOT private"
-	case string(sdk.PerUser):
-		return "per-user: release each part only to its user"
-	}
-	return rel
-}
+func releaseNote(rel string) string { return sdk.Release(rel).Note() }
 
 // release writes the outputs and result.json and prints the report.
 func release(env *Env, rep *FitReport, res *host.FitResult, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {

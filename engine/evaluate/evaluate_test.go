@@ -75,3 +75,61 @@ func TestSinThetaNonOrthonormal(t *testing.T) {
 		})
 	}
 }
+
+// sin Θ keeps full relative accuracy for tiny angles, and for equal ranks
+// ‖UUᵀ − VVᵀ‖₂ = ‖sin Θ‖₂, ‖UUᵀ − VVᵀ‖_F = √2·‖sin Θ‖_F.
+func TestSinThetaConvention(t *testing.T) {
+	for _, theta := range []float64{1e-12, 1e-6, 0.3} {
+		u := mat.NewDense(3, 1, []float64{1, 0, 0})
+		v := mat.NewDense(3, 1, []float64{math.Cos(theta), math.Sin(theta), 0})
+		s, f, err := SinTheta(u, v)
+		require.NoError(t, err)
+		assert.InEpsilon(t, math.Sin(theta), s, 1e-9)
+		assert.InEpsilon(t, math.Sin(theta), f, 1e-9)
+		var pu, pv, d mat.Dense
+		pu.Mul(u, u.T())
+		pv.Mul(v, v.T())
+		d.Sub(&pu, &pv)
+		assert.InEpsilon(t, math.Sqrt2*f, mat.Norm(&d, 2), 1e-6)
+	}
+	// Different ranks: the smaller space's angles to the larger one.
+	u := mat.NewDense(3, 1, []float64{0, 0, 1})
+	v := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 0, 0})
+	s, f, err := SinTheta(u, v)
+	require.NoError(t, err)
+	assert.InDelta(t, 1, s, 1e-12)
+	assert.InDelta(t, 1, f, 1e-12)
+}
+
+func TestQuantilesAndSlope(t *testing.T) {
+	cases := []struct {
+		v    []float64
+		q    float64
+		want float64
+	}{
+		{[]float64{4, 1, 3, 2}, 0.5, 2.5},
+		{[]float64{3, 1, 2}, 0.5, 2},
+		{[]float64{1, 2, 3, 4, 5}, 0.25, 2},
+		{[]float64{1, 2}, 1, 2},
+		{[]float64{7}, 0.9, 7},
+	}
+	for _, tc := range cases {
+		assert.InDelta(t, tc.want, Quantile(tc.q, tc.v), 1e-12, "%v", tc.v)
+	}
+	assert.True(t, math.IsNaN(Median(nil)))
+	assert.Equal(t, [3]float64{1.75, 2.5, 3.25}, Quartiles([]float64{1, 2, 3, 4}))
+	x := []float64{1, 2, 4, 8}
+	y := []float64{3, 1.5, 0.75, 0.375}
+	assert.InDelta(t, -1, LogSlope(x, y), 1e-12)
+}
+
+func TestCapturedVarianceAndSpectralNorm(t *testing.T) {
+	s := mat.NewSymDense(3, []float64{3, 0, 0, 0, 2, 0, 0, 0, 1})
+	u := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 0, 0})
+	assert.InDelta(t, 5, CapturedVariance(s, u), 1e-12)
+	n, err := SpectralNorm(mat.NewDense(2, 2, []float64{1, 2, 2, -3}))
+	require.NoError(t, err)
+	assert.InDelta(t, 1+math.Sqrt(8), n, 1e-12) // eigenvalues −1 ± √8
+	_, err = SpectralNorm(mat.NewDense(2, 3, nil))
+	assert.Error(t, err)
+}

@@ -174,7 +174,7 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
 		Relation: relationOf(req.Data)})
 	if err != nil {
-		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
+		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
 		}
 		return nil, &FitError{Err: fmt.Errorf("reserving budget: %w: %w", err, ErrLedger)}
@@ -188,7 +188,10 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return nil, r.settleFailure(id, out, err)
 	}
 	settled := ledger.Outcome{Status: ledger.Succeeded, Steps: out.Steps, Guarantee: out.Guarantee.Kind, Neighbours: out.Guarantee.Neighbours}
-	if err := r.Ledger.Settle(ctx, id, settled); err != nil {
+	// The fit is over: record it even if the user interrupts now.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.Ledger.Settle(sctx, id, settled); err != nil {
 		return nil, &FitError{Err: fmt.Errorf("settling the ledger (the run stays charged; results not released): %w: %w", err, ErrLedger),
 			RunID: id, Charged: true, Outcome: out}
 	}
@@ -266,8 +269,11 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, res *Fi
 	chk, err := plug.Check(cctx, call)
 	res.Timings["check_s"] = time.Since(t0).Seconds()
 	if err != nil {
-		if errors.Is(err, ErrRequest) {
+		switch {
+		case errors.Is(err, ErrRequest):
 			err = fmt.Errorf("%w: %w", err, ErrUsage)
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			err = fmt.Errorf("no answer to the pre-flight check within %s: %w: %w", timeout, err, ErrPlugin)
 		}
 		return &FitError{Err: err}
 	}

@@ -35,7 +35,9 @@
 // (apply, the one definition of what each record does). Admission and
 // every figure the ledger reports read positions from verified records
 // only; the tables that schema version 1 summed charges from are no longer
-// read, and there is no secondary index whose damage could change a sum.
+// read, and the chain's one index (by data set) only serves lookups whose
+// results are checked against hashes and positions, so its damage can make
+// the ledger refuse but cannot change a sum.
 //
 // The marker file is written when the ledger is created and rewritten after
 // each change (except a reservation, whose settle follows) with a
@@ -44,7 +46,12 @@
 // records after the checkpoint, and each write transaction verifies the
 // records other processes appended since before it admits anything. A
 // checkpoint never runs ahead of the chain (it is written after the commit)
-// but may lag behind it, which only means more records to verify.
+// but may lag behind it, which only means more records to verify. When a
+// data set's position is first read from its checkpointed record, that
+// record must hash to the checkpoint's hash and be the data set's latest up
+// to the head by the chain's index on data sets as well: a marker edited to
+// name an older (smaller) position, or a damaged index, makes the two
+// disagree.
 //
 // # What is detected, and what is not
 //
@@ -63,10 +70,12 @@
 //   - a record edited before the checkpoint: it no longer changes what
 //     admission sees (admission reads the latest record of the data set,
 //     whose hash the checkpoint holds, and that record carries the whole
-//     position), and the full check ([Ledger.Verify], `dplr budget verify`,
-//     and [Ledger.History], which walks the whole chain) finds it. This is
-//     the trade of incremental verification: the full check costs seconds
-//     at 50,000 runs, the incremental one about a millisecond.
+//     position); [Ledger.History] finds an edit that changes a run's charge
+//     or state or removes a record (it replays the data set's records up
+//     to its verified position), and the full check ([Ledger.Verify],
+//     `dplr budget verify`) finds any edit. This is the trade of
+//     incremental verification: the full check costs seconds at 50,000
+//     runs, the incremental one about a millisecond.
 //
 // Random single-bit flips anywhere in the file either make the ledger
 // refuse or leave every figure unchanged (a test flips 150 bits).
@@ -100,8 +109,7 @@
 //	id, err := l.Reserve(ctx, hash, ledger.ReserveRequest{Estimator: "pca", Grant: grant})
 //	// errors.Is(err, ledger.ErrBudgetExceeded): refuse the run, nothing spent
 //	res, acct, err := ... run the estimator with grant ...
-//	out := ledger.OutcomeOf(err, acct.Steps())
-//	out.Guarantee, out.Neighbours = res.Guarantee.Kind, res.Guarantee.Neighbours
+//	out := ledger.OutcomeOf(err, acct.Steps()).WithGuarantee(res.Guarantee)
 //	err = l.Settle(ctx, id, out)             // an error: do not release
 //
 // [Ledger.Reserve] checks, inside one write transaction (BEGIN IMMEDIATE, so

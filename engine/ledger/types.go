@@ -43,6 +43,12 @@ type ReserveRequest struct {
 	// for ("": ReplaceRow; the host passes ReplaceUser for users data). It
 	// does not change an existing data set's.
 	Relation Relation
+	// Neighbours, when the run's neighbour relation is known before it
+	// runs (as a guarantee's Neighbours text), makes the reservation charge
+	// the grant converted to the budget's relation (an add/remove ε run
+	// reserves 2ε under replace-one), so that a run that could not be
+	// charged is refused before it runs (ErrRelation, ErrBudgetExceeded).
+	Neighbours string
 }
 
 // Outcome is how a reserved run ended, given to Settle.
@@ -83,6 +89,14 @@ func OutcomeOf(runErr error, steps []privacy.Step) Outcome {
 		return Outcome{Status: Succeeded, Steps: steps}
 	}
 	return Outcome{Status: Failed, Steps: steps, NoiseDrawn: steps == nil || len(steps) > 0, Error: runErr.Error()}
+}
+
+// WithGuarantee returns o with the guarantee's kind and neighbour relation
+// filled in, as Settle needs them to charge the run for the budget's
+// relation and to show its class.
+func (o Outcome) WithGuarantee(g privacy.Guarantee) Outcome {
+	o.Guarantee, o.Neighbours = g.Kind, g.Neighbours
+	return o
 }
 
 // Run is one run's record, as History returns it.
@@ -136,7 +150,7 @@ type RunCounts struct {
 	Succeeded   int `json:"succeeded"`
 	Failed      int `json:"failed"`
 	Refunded    int `json:"refunded"` // failed before drawing noise (included in Failed)
-	External    int `json:"external"` // spends recorded from outside dplr (in Total)
+	External    int `json:"external"` // spends recorded from outside dplr (in Total, not in Succeeded)
 }
 
 // Status is a data set's budget position, as Show returns it.

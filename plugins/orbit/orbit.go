@@ -23,6 +23,9 @@
 // parameter) and A = Σ x̃ x̃ᵀ / clip², so that every user contributes a PSD
 // matrix of trace ≤ 1, as the paper assumes. All utilities, losses and
 // released eigenvalues are on this normalised scale.
+//
+// Every sensitivity, algorithm box and bound is derived in DERIVATIONS.md in
+// this directory.
 package orbit
 
 import (
@@ -37,8 +40,8 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Version is the version of every estimator in this plugin.
@@ -68,60 +71,28 @@ var (
 // neighboursReplace describes the neighbouring relation of the paper.
 const neighboursReplace = "one user's row replaced (rows clipped to norm ≤ clip)"
 
-// paramRank, paramClip, ... are shared parameter specs.
-var (
-	paramRank = sdk.ParamSpec{Name: "rank", Type: sdk.Int, Default: "3", Min: sdk.Bound(1), Max: sdk.Bound(1e5),
-		Doc: "output rank k (number of non-zero target eigenvalues); k ≤ d"}
-	paramClip = sdk.ParamSpec{Name: "clip", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-300), Max: sdk.Bound(1e300),
-		Doc: "public row-norm bound: rows longer than clip are scaled down to it, and A = Σ x̃x̃ᵀ/clip² (each user contributes trace ≤ 1)"}
-	paramSweeps = sdk.ParamSpec{Name: "iterations", Type: sdk.Int, Default: "100", Min: sdk.Bound(1), Max: sdk.Bound(1e6),
-		Doc: "Givens–Gibbs sweeps for k > 1 (fixed in advance, data-independent; every sweep updates each pair of columns with distinct target eigenvalues once)"}
-	paramSpectrum = sdk.ParamSpec{Name: "spectrum", Type: sdk.String, Default: "projection",
-		Doc: "public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: \"projection\" (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"}
-)
-
-// rowsMatrix clips the rows of X to norm ≤ clip, and returns
-// A = Σ x̃x̃ᵀ/clip² through be, and the number of rows clipped. X is not
-// modified.
-func rowsMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.Backend) (*mat.SymDense, int, error) {
+// ClippedMatrix clips the rows of X to norm ≤ clip and returns
+// A = Σ x̃x̃ᵀ/clip² (every row contributes a PSD rank-one term of trace ≤ 1),
+// computed through be, and the number of rows the clip shrank (a
+// data-dependent count: evaluation only). X is not modified. It is the
+// matrix every orbit estimator starts from, exported for the studies.
+func ClippedMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.Backend) (*mat.SymDense, int, error) {
 	if ds == nil || ds.X == nil || ds.X.IsEmpty() {
 		return nil, 0, fmt.Errorf("data set has no rows")
 	}
 	if !(clip > 0) || math.IsInf(clip, 0) {
 		return nil, 0, sdk.BadRequest("clip = %v must be positive and finite", clip)
 	}
-	n, d := ds.X.Dims()
-	xc := mat.NewDense(n, d, nil)
-	clipped := 0
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, err
-			}
-		}
-		src := ds.X.RawRowView(i)
-		dst := xc.RawRowView(i)
-		var s float64
-		for j, v := range src {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, 0, fmt.Errorf("row %d, column %d: value %v is not finite", i, j, v)
-			}
-			s += v * v
-		}
-		nrm := math.Sqrt(s)
-		scale := 1 / clip
-		if nrm > clip {
-			scale = 1 / nrm
-			// Count only real clipping, not rounding of unit rows.
-			if nrm > clip*(1+1e-9) {
-				clipped++
-			}
-		}
-		for j, v := range src {
-			dst[j] = v * scale
-		}
+	if err := rowclip.Finite(ds.X); err != nil {
+		return nil, 0, err
 	}
-	return be.Gram(1, xc), clipped, nil
+	// Rows clipped to norm clip and scaled by 1/clip: each contributes a
+	// PSD rank-one term of trace ≤ 1.
+	a, clipped, err := rowclip.SecondMoment(ctx, be, ds.X, nil, clip, 1/(clip*clip))
+	if err != nil {
+		return nil, 0, fmt.Errorf("clipped second moment: %w", err)
+	}
+	return a, clipped, nil
 }
 
 // parseSpectrum reads a public spectrum parameter for rank k.
@@ -168,16 +139,6 @@ func checkRank(k, d int) error {
 		return sdk.BadRequest("rank %d must lie in [1, d = %d]", k, d)
 	}
 	return nil
-}
-
-// grantEpsilon returns the pure ε a Pure or Approx grant allows.
-func grantEpsilon(acct *privacy.Accountant) (float64, error) {
-	g := acct.Grant()
-	switch g.Kind {
-	case privacy.GrantPure, privacy.GrantApprox:
-		return g.Epsilon, nil
-	}
-	return 0, sdk.BadRequest("this estimator needs a pure or (ε, δ) budget, got %s", g.Kind)
 }
 
 // Score returns ⟨A, U diag(λ) Uᵀ⟩ = Σ_i λ_i u_iᵀ A u_i for the d×k frame u.
@@ -245,35 +206,19 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 }
 
 // problem is what every orbit estimator computes before its mechanism:
-// the validated rank and target spectrum, the grant's ε, and the clipped
-// second-moment matrix A with its eigenvalues (descending).
+// the clipped second-moment matrix A with its eigenvalues (descending).
 type problem struct {
-	k, d    int
-	lambda  []float64 // the public target spectrum (nil unless asked for)
-	eps     float64
 	a       *mat.SymDense
 	gamma   []float64
-	clipped int // rows shrunk by the clip
+	clipped int // rows shrunk by the clip (evaluation only)
 }
 
-// setup validates the shared parameters (before any privacy spend) and
-// builds A; withSpectrum also parses the public spectrum parameter.
-func setup(ctx context.Context, run *sdk.Run, withSpectrum bool) (*problem, error) {
-	p := run.Params
-	pr := &problem{k: p.Int("rank"), d: run.Data.P()}
-	if err := checkRank(pr.k, pr.d); err != nil {
-		return nil, err
-	}
+// newProblem builds A from the run's rows clipped to clip, and its
+// eigenvalues. The request has been bound and checked already.
+func newProblem(ctx context.Context, run *sdk.Run, clip float64) (*problem, error) {
+	pr := &problem{}
 	var err error
-	if withSpectrum {
-		if pr.lambda, err = parseSpectrum(p.String("spectrum"), pr.k); err != nil {
-			return nil, err
-		}
-	}
-	if pr.eps, err = grantEpsilon(run.Acct); err != nil {
-		return nil, err
-	}
-	if pr.a, pr.clipped, err = rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend); err != nil {
+	if pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, clip, run.Backend); err != nil {
 		return nil, err
 	}
 	if pr.gamma, _, err = run.Backend.EigSym(pr.a); err != nil {

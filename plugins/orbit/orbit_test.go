@@ -71,12 +71,12 @@ func TestEstimatorsStructureAndGuarantees(t *testing.T) {
 	}{
 		{EM{}, map[string]string{"rank": "1"}, pure(1), 1, privacy.Pure},
 		{EM{}, map[string]string{"rank": "3", "spectrum": "3,2,1"}, pure(1), 3, privacy.Nominal},
-		{EM{}, map[string]string{"rank": "2", "calibration": "paper", "iterations": "20"}, approx, 2, privacy.Nominal},
+		{EM{}, map[string]string{"rank": "2", "sensitivity": "paper", "iterations": "20"}, approx, 2, privacy.Nominal},
 		{RankK{}, map[string]string{"rank": "1"}, pure(2), 1, privacy.Pure},
 		{RankK{}, map[string]string{"rank": "3"}, pure(2), 3, privacy.Nominal},
 		{Deflation{}, map[string]string{"rank": "3"}, pure(1), 3, privacy.Pure},
-		{Gauss{}, map[string]string{"rank": "2"}, approx, 2, privacy.ZCDP},
-		{Gauss{}, map[string]string{"rank": "2", "calibration": "analytic", "spectrum": "private"}, approx, 2, privacy.Approx},
+		{Gauss{}, map[string]string{"rank": "2"}, approx, 2, privacy.Approx}, // certified by the exact Gaussian composition
+		{Gauss{}, map[string]string{"rank": "2", "noise": "analytic", "spectrum": "private"}, approx, 2, privacy.Approx},
 		{NonPrivate{}, map[string]string{"rank": "2", "spectrum": "true"}, pure(1), 2, privacy.None},
 	}
 	for _, tc := range cases {
@@ -160,7 +160,7 @@ func TestBadInputFailsBeforeSpend(t *testing.T) {
 		{"negative spectrum", EM{}, ds, map[string]string{"rank": "2", "spectrum": "1,-1"}, pure(1)},
 		{"increasing spectrum", Deflation{}, ds, map[string]string{"rank": "2", "spectrum": "1,2"}, pure(1)},
 		{"zCDP grant for EM", EM{}, ds, map[string]string{"rank": "1"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}},
-		{"classical with ε > 1", Gauss{}, ds, map[string]string{"rank": "1", "calibration": "classical"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}},
+		{"classical with ε > 1", Gauss{}, ds, map[string]string{"rank": "1", "noise": "classical"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}},
 		{"NaN data gauss", Gauss{}, bad, map[string]string{"rank": "1"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
 	}
 	for _, tc := range cases {
@@ -336,13 +336,13 @@ func losses(t testing.TB, a *mat.SymDense, lambda []float64, beta float64, sampl
 }
 
 func clippedA(t testing.TB, ds *data.Dataset) *mat.SymDense {
-	a, _, err := rowsMatrix(context.Background(), ds, 1, backend.Gonum{})
+	a, _, err := ClippedMatrix(context.Background(), ds, 1, backend.Gonum{})
 	require.NoError(t, err)
 	return a
 }
 
 func TestStrongSignalChiSquare(t *testing.T) {
-	// Spec §3.6 / §6.1 item 10: d = 20, k = 3, n = 2000, ε = 1, PCA,
+	// High-signal prediction (DERIVATIONS.md §8): d = 20, k = 3, n = 2000, ε = 1, PCA,
 	// exact calibration: L ≈ χ²_D/(2β) with D = k(d−k) = 51, β = 1/2.
 	ds := genData(t, 2000, 20, 3, 11)
 	a := clippedA(t, ds)
@@ -419,7 +419,7 @@ func splitRhat(ch [][]float64) float64 {
 }
 
 func TestGibbsMatchesExactKOne(t *testing.T) {
-	// Spec §6.1 item 8: for k = 1, Givens–Gibbs (30 sweeps) and the exact
+	// For k = 1, Givens–Gibbs (30 sweeps) and the exact
 	// sampler give the same law of the loss (two-sample KS).
 	ds := genData(t, 300, 10, 2, 31)
 	a := clippedA(t, ds)
@@ -446,7 +446,7 @@ func TestEpsilonToInfinityIsNonPrivateOptimum(t *testing.T) {
 }
 
 func TestLaplaceSpectrumTail(t *testing.T) {
-	// Spec §6.1 item 12: P[|λ̃_i − γ_i| > t] = e^{−tε/4} for Algorithm 2's
+	// DERIVATIONS.md §4.2: P[|λ̃_i − γ_i| > t] = e^{−tε/4} for Algorithm 2's
 	// eigenvalue half (budget ε/2, sensitivity 2).
 	gamma := []float64{1000, 500, 100, 3}
 	const eps, n = 1.0, 4000
@@ -456,7 +456,7 @@ func TestLaplaceSpectrumTail(t *testing.T) {
 	for i := 0; i < n; i++ {
 		acct, err := privacy.NewAccountant(pure(eps))
 		require.NoError(t, err)
-		l, err := NoisySpectrum(acct, src, gamma, 2, eps/2)
+		l, err := NoisySpectrum(acct, src, gamma, 2, privacy.Budget{Noise: privacy.NoisePure, Epsilon: eps / 2})
 		require.NoError(t, err)
 		if math.Abs(l[0]-gamma[0]) > tt {
 			exceed++
@@ -470,9 +470,9 @@ func TestLaplaceSpectrumTail(t *testing.T) {
 func TestGaussSigmaCalibration(t *testing.T) {
 	ds := genData(t, 200, 6, 2, 61)
 	approx := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 0.8, Delta: 1e-6}
-	res, _ := run(t, Gauss{}, ds, map[string]string{"rank": "2", "calibration": "classical"}, approx, 1)
+	res, _ := run(t, Gauss{}, ds, map[string]string{"rank": "2", "noise": "classical"}, approx, 1)
 	assert.InEpsilon(t, math.Sqrt2*math.Sqrt(2*math.Log(1.25/1e-6))/0.8, scalar(t, res, "sigma"), 1e-6)
-	resA, _ := run(t, Gauss{}, ds, map[string]string{"rank": "2", "calibration": "analytic"}, approx, 1)
+	resA, _ := run(t, Gauss{}, ds, map[string]string{"rank": "2", "noise": "analytic"}, approx, 1)
 	assert.Less(t, scalar(t, resA, "sigma"), scalar(t, res, "sigma"))
 	resZ, _ := run(t, Gauss{}, ds, map[string]string{"rank": "2"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}, 1)
 	assert.InEpsilon(t, math.Sqrt2/math.Sqrt(2*0.5), scalar(t, resZ, "sigma"), 1e-6)

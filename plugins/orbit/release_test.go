@@ -67,7 +67,7 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 		{"spectrum increasing", EM{}, map[string]string{"rank": "2", "spectrum": "1,2"}, pure(1)},
 		{"spectrum negative", Deflation{}, map[string]string{"rank": "2", "spectrum": "2,-1"}, pure(1)},
 		{"spectrum keyword", EM{}, map[string]string{"rank": "2", "spectrum": "private"}, pure(1)},
-		{"gauss classical above ε = 1", Gauss{}, map[string]string{"rank": "2", "calibration": "classical"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 4, Delta: 1e-6}},
+		{"gauss classical above ε = 1", Gauss{}, map[string]string{"rank": "2", "noise": "classical"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 4, Delta: 1e-6}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

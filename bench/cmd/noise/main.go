@@ -37,9 +37,9 @@ type comparison struct {
 
 var comparisons = []comparison{
 	{"pca-cxz", "spiked", map[string]string{"n": "20000", "p": "50"}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "20"},
-		map[string]string{"gaussian": "classical"}, "paper split (ε/2, δ/2 per stage), classical Gaussian; same explicit sensitivities", false, true},
+		map[string]string{"noise": "classical"}, "paper split (ε/2, δ/2 per stage), classical Gaussian; same explicit sensitivities", false, true},
 	{"pca-analyze-gauss", "spiked", map[string]string{"n": "20000", "p": "50"}, map[string]string{"rank": "2", "clip": "12"},
-		map[string]string{"calibration": "classical"}, "classical Gaussian on the whole (ε, δ)", false, true},
+		map[string]string{"noise": "classical"}, "classical Gaussian on the whole (ε, δ)", false, true},
 	{"rgrad-dp", "trace-regression", map[string]string{"n": "16000"}, map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5"},
 		map[string]string{"calibration": "paper", "gaussian": "analytic"}, "paper split and literal sensitivities (analytic Gaussian where a step's ε > 1)", false, false},
 	{"fedrep-private", "users-lowrank", map[string]string{"users": "20000"}, map[string]string{"rank": "2"},
@@ -49,7 +49,7 @@ var comparisons = []comparison{
 	{"fedrep-privaltmin", "users-lowrank", map[string]string{"users": "20000"}, map[string]string{"rank": "2"},
 		map[string]string{"calibration": "paper"}, "Jain et al.'s multiplier √(8 ln(1/δ))/ε on A and b (disjoint groups), start gets the rest", false, true},
 	{"orbit-em", "orbit-spiked", nil, map[string]string{"rank": "1"},
-		map[string]string{"calibration": "paper"}, "the paper's β = ε/(4λ₁) (exponential mechanism: β is the scale)", true, true},
+		map[string]string{"sensitivity": "paper"}, "the paper's β = ε/(4λ₁) (exponential mechanism: β is the scale)", true, true},
 	{"orbit-rank-k", "orbit-spiked", nil, map[string]string{"rank": "1"},
 		map[string]string{"calibration": "paper"}, "Laplace spectrum unchanged; the paper's β = ε/(4λ̃₁) for the orbit step", true, true},
 }

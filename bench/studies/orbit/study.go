@@ -1,12 +1,14 @@
-package orbit
+package orbitstudy
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/plugins/orbit"
+	"gonum.org/v1/gonum/stat"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
@@ -41,7 +43,7 @@ type StudyConfig struct {
 	Backend backend.Backend
 }
 
-// DefaultStudy is the spec's default cell (§6.2): d = 20, k = 3, n = 2000,
+// DefaultStudy is the default benchmark cell: d = 20, k = 3, n = 2000,
 // spike 10, ε ∈ {0.25, 0.5, 1, 2}, 20 runs.
 func DefaultStudy() StudyConfig {
 	return StudyConfig{Task: TaskPCA, D: 20, K: 3, N: 2000, Spike: 10, Eps: []float64{0.25, 0.5, 1, 2}, Reps: 20, Sweeps: 100, Delta: 1e-6, BetaF: 0.05, Seed: 1}
@@ -57,9 +59,9 @@ type StudyRow struct {
 	Median    float64 // median of the metric over the runs
 	Mean      float64
 	Q90       float64
-	Predicted float64 // high-signal prediction (spec §3.6), NaN if none
-	Upper     float64 // τ*(β_f) of §3.1 (PCA, orbit EM) or UB23 of §3.2 (rank-k, Alg. 2); NaN otherwise
-	LB        float64 // §3.3 lower bound with c = 1 (order of magnitude)
+	Predicted float64 // high-signal prediction (plugins/orbit/DERIVATIONS.md §8), NaN if none
+	Upper     float64 // τ*(β_f) (PCA, orbit EM) or UB23 (rank-k, Alg. 2) of plugins/orbit/DERIVATIONS.md §8; NaN otherwise
+	LB        float64 // LB24 lower bound with c = 1 (order of magnitude; DERIVATIONS.md §8)
 	Reference float64 // PCA: loss of a uniformly random frame, OPT − kΓ/d; rank-k: the optimum Σ_{ℓ>k} γ_ℓ²
 	SecPerRun float64 // median wall time per run (data → release)
 	Runs      int
@@ -90,7 +92,7 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 	if be == nil {
 		be = backend.Default()
 	}
-	a, _, err := rowsMatrix(ctx, ds, clip, be)
+	a, _, err := orbit.ClippedMatrix(ctx, ds, clip, be)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +112,8 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 	k := strconv.Itoa(cfg.K)
 	sweeps := strconv.Itoa(cfg.Sweeps)
 	var rows []StudyRow
-	if err := checkRank(cfg.K, cfg.D); err != nil {
-		return nil, err
+	if cfg.K < 1 || cfg.K > cfg.D {
+		return nil, fmt.Errorf("rank %d must lie in [1, d = %d]", cfg.K, cfg.D)
 	}
 	for _, eps := range cfg.Eps {
 		type mech struct {
@@ -124,18 +126,18 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 		}
 		beta := eps / 2
 		metric := "loss"
-		ref := Optimum(gamma, lambda) - float64(cfg.K)*trace/float64(cfg.D)
-		lb := LB24(lambda, cfg.D, cfg.K, eps, 1)
+		ref := orbit.Optimum(gamma, lambda) - float64(cfg.K)*trace/float64(cfg.D)
+		lb := orbit.LB24(lambda, cfg.D, cfg.K, eps, 1)
 		mechs := []mech{
-			{"orbit-em (exact calib.)", EM{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
-				PredictedEMLoss(lambda, cfg.D, beta), TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
-			{"orbit-deflation", Deflation{}, map[string]string{"rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
-				PredictedDeflationLoss(cfg.D, cfg.K, eps), math.NaN()},
-			{"orbit-gauss (analytic)", Gauss{}, map[string]string{"rank": k, "calibration": GaussAnalytic},
+			{"orbit-em (exact calib.)", orbit.EM{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+				orbit.PredictedEMLoss(lambda, cfg.D, beta), orbit.TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
+			{"orbit-deflation", orbit.Deflation{}, map[string]string{"rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+				orbit.PredictedDeflationLoss(cfg.D, cfg.K, eps), math.NaN()},
+			{"orbit-gauss (analytic)", orbit.Gauss{}, map[string]string{"rank": k, "noise": privacy.NoiseAnalytic},
 				privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
 		}
 		if sigma, err := privacy.AnalyticGaussianSigma(math.Sqrt2, eps, cfg.Delta); err == nil {
-			mechs[2].pred = PredictedGaussLoss(lambda, gamma, sigma)
+			mechs[2].pred = orbit.PredictedGaussLoss(lambda, gamma, sigma)
 		}
 		if cfg.Task == TaskRankK {
 			metric = "frobenius_error_sq"
@@ -143,13 +145,13 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 			for _, g := range gamma[cfg.K:] {
 				ref += g * g
 			}
-			lb = LB24(gamma, cfg.D, cfg.K, eps, 1)
+			lb = orbit.LB24(gamma, cfg.D, cfg.K, eps, 1)
 			mechs = []mech{
-				{"orbit-rank-k (Alg. 2, exact calib.)", RankK{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
-					math.NaN(), UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
-				{"orbit-gauss (analytic, private spectrum)", Gauss{}, map[string]string{"rank": k, "calibration": GaussAnalytic, "spectrum": "private"},
+				{"orbit-rank-k (Alg. 2, exact calib.)", orbit.RankK{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+					math.NaN(), orbit.UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
+				{"orbit-gauss (analytic, private spectrum)", orbit.Gauss{}, map[string]string{"rank": k, "noise": privacy.NoiseAnalytic, "spectrum": "private"},
 					privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
-				{"orbit-nonprivate (true spectrum)", NonPrivate{}, map[string]string{"rank": k, "spectrum": "true"},
+				{"orbit-nonprivate (true spectrum)", orbit.NonPrivate{}, map[string]string{"rank": k, "spectrum": "true"},
 					privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}, math.NaN(), math.NaN()},
 			}
 		} else if cfg.Task != TaskPCA && cfg.Task != "" {
@@ -179,8 +181,8 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 				guar = string(res.Guarantee.Kind)
 			}
 			rows = append(rows, StudyRow{D: cfg.D, K: cfg.K, N: cfg.N, Eps: eps, Mechanism: mc.name, Guarantee: guar,
-				Metric: metric, Median: quantile(ls, 0.5), Mean: mean(ls), Q90: quantile(ls, 0.9), Predicted: mc.pred, Upper: mc.tau,
-				LB: lb, Reference: ref, SecPerRun: quantile(ts, 0.5), Runs: len(ls)})
+				Metric: metric, Median: evaluate.Quantile(0.5, ls), Mean: stat.Mean(ls, nil), Q90: evaluate.Quantile(0.9, ls), Predicted: mc.pred, Upper: mc.tau,
+				LB: lb, Reference: ref, SecPerRun: evaluate.Quantile(0.5, ts), Runs: len(ls)})
 		}
 	}
 	return rows, nil
@@ -203,7 +205,7 @@ func (r StudyRow) MarshalJSON() ([]byte, error) {
 
 // WriteStudyMarkdown prints rows as a markdown table.
 func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
-	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | metric | median | mean | q90 | predicted (§3.6) | upper bound (§3.1/§3.2) | LB (c=1, §3.3) | reference | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
+	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | metric | median | mean | q90 | predicted | upper bound (τ* or UB23) | LB24 (c=1) | reference | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
 		return err
 	}
 	f := func(v float64) string {
@@ -221,30 +223,6 @@ func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
 	return nil
 }
 
-func mean(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
-}
-
-// quantile returns the q-quantile (linear interpolation) of x.
-func quantile(x []float64, q float64) float64 {
-	if len(x) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	i := int(pos)
-	if i >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	fr := pos - float64(i)
-	return s[i]*(1-fr) + s[i+1]*fr
-}
-
 // MixingRow is the loss distribution after a given number of Givens–Gibbs
 // sweeps from a Haar start.
 type MixingRow struct {
@@ -258,7 +236,7 @@ type MixingRow struct {
 
 // RunMixingStudy measures the loss of the orbit EM (PCA spectrum, exact
 // calibration β = ε/2) after each sweep count in sweeps, reps independent
-// chains each, on the orbit-spiked data of cfg (spec §4.5 item 3: the law
+// chains each, on the orbit-spiked data of cfg (a stability check: the law
 // at T and 4T must agree).
 func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]MixingRow, error) {
 	m, err := gen.Lookup(gen.OrbitSpikedName)
@@ -274,7 +252,7 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 	if be == nil {
 		be = backend.Default()
 	}
-	a, _, err := rowsMatrix(ctx, g.Data, 1, be)
+	a, _, err := orbit.ClippedMatrix(ctx, g.Data, 1, be)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +264,7 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 	for i := range lambda {
 		lambda[i] = 1
 	}
-	opt := Optimum(gamma, lambda)
+	opt := orbit.Optimum(gamma, lambda)
 	var rows []MixingRow
 	for _, eps := range cfg.Eps {
 		beta := eps / 2
@@ -294,20 +272,20 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 			src := privacy.NewSeededSource(cfg.Seed*7919 + uint64(ti) + uint64(math.Float64bits(eps)%1009)*131)
 			ls := make([]float64, cfg.Reps)
 			for r := range ls {
-				res, err := GibbsSample(ctx, src, a, lambda, beta, GibbsConfig{Sweeps: t, Backend: be})
+				res, err := orbit.GibbsSample(ctx, src, a, lambda, beta, orbit.GibbsConfig{Sweeps: t, Backend: be})
 				if err != nil {
 					return nil, err
 				}
-				ls[r] = opt - Score(a, res.U, lambda)
+				ls[r] = opt - orbit.Score(a, res.U, lambda)
 			}
-			mu := mean(ls)
+			mu := stat.Mean(ls, nil)
 			var v float64
 			for _, l := range ls {
 				v += (l - mu) * (l - mu)
 			}
 			se := math.Sqrt(v / float64(len(ls)-1) / float64(len(ls)))
-			rows = append(rows, MixingRow{D: cfg.D, K: cfg.K, Sweeps: t, Eps: eps, Mean: mu, SE: se, Q90: quantile(ls, 0.9),
-				Predicted: PredictedEMLoss(lambda, cfg.D, beta), Runs: len(ls)})
+			rows = append(rows, MixingRow{D: cfg.D, K: cfg.K, Sweeps: t, Eps: eps, Mean: mu, SE: se, Q90: evaluate.Quantile(0.9, ls),
+				Predicted: orbit.PredictedEMLoss(lambda, cfg.D, beta), Runs: len(ls)})
 		}
 	}
 	return rows, nil

@@ -1,8 +1,10 @@
-package pca
+package pcastudy
 
 import (
 	"context"
 	"fmt"
+	"github.com/dplr/dplr/plugins/pca"
+	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -44,23 +47,6 @@ type StudyRow struct {
 	Runs    int
 }
 
-func quartiles(v []float64) [3]float64 {
-	if len(v) == 0 {
-		return [3]float64{math.NaN(), math.NaN(), math.NaN()}
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	q := func(f float64) float64 {
-		x := f * float64(len(s)-1)
-		i := int(math.Floor(x))
-		if i+1 >= len(s) {
-			return s[len(s)-1]
-		}
-		return s[i] + (x-float64(i))*(s[i+1]-s[i])
-	}
-	return [3]float64{q(0.25), q(0.5), q(0.75)}
-}
-
 // SpikedStudyConfig configures a synthetic study on the spiked model.
 type SpikedStudyConfig struct {
 	N, P    int
@@ -76,18 +62,18 @@ type SpikedStudyConfig struct {
 }
 
 // DefaultSpikedMethods are the four estimators with the settings of the
-// spec's comparisons: Cai–Xia–Zha (explicit, zCDP), Analyze Gauss with
+// reference comparisons: Cai–Xia–Zha (explicit, zCDP), Analyze Gauss with
 // γ² = τ (so clipping is rarely active), Amin et al. with the same γ, and
 // the non-private reference (run once per seed, reported at ε = ∞).
-func DefaultSpikedMethods(m SpikedModel, beta float64) []StudyMethod {
-	gamma := math.Sqrt(RowNormBound(m, beta))
+func DefaultSpikedMethods(m pca.SpikedModel, beta float64) []StudyMethod {
+	gamma := math.Sqrt(pca.RowNormBound(m, beta))
 	lam := fmtFloats(m.LambdaLow)
 	clip := fmt.Sprintf("%.6g", gamma)
 	return []StudyMethod{
-		{Label: "cxz", Est: CXZ{}, Params: map[string]string{"sigma2": fmt.Sprint(m.Sigma2), "lambda": lam, "output_sigma": "true"}},
-		{Label: "cxz-pca-only", Est: CXZ{}, Params: map[string]string{"sigma2": fmt.Sprint(m.Sigma2), "lambda": lam, "pca_only": "true"}},
-		{Label: "analyze-gauss", Est: AnalyzeGauss{}, Params: map[string]string{"clip": clip, "output_sigma": "true"}},
-		{Label: "amin", Est: Amin{}, Params: map[string]string{"clip": clip, "output_sigma": "true"}, Pure: true},
+		{Label: "cxz", Est: pca.CXZ{}, Params: map[string]string{"sigma2": fmt.Sprint(m.Sigma2), "lambda": lam, "output_sigma": "true"}},
+		{Label: "cxz-pca-only", Est: pca.CXZ{}, Params: map[string]string{"sigma2": fmt.Sprint(m.Sigma2), "lambda": lam, "pca_only": "true"}},
+		{Label: "analyze-gauss", Est: pca.AnalyzeGauss{}, Params: map[string]string{"clip": clip, "output_sigma": "true"}},
+		{Label: "amin", Est: pca.Amin{}, Params: map[string]string{"clip": clip, "output_sigma": "true"}, Pure: true},
 	}
 }
 
@@ -100,26 +86,8 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 	if err != nil {
 		return nil, err
 	}
-	type key struct {
-		m   string
-		eps float64
-	}
-	acc := map[key]*[5][]float64{}
-	var order []key
-	add := func(k key, sp, fr, ce, sec float64) {
-		a, ok := acc[k]
-		if !ok {
-			a = &[5][]float64{}
-			acc[k] = a
-			order = append(order, k)
-		}
-		a[0] = append(a[0], sp)
-		a[1] = append(a[1], fr)
-		if !math.IsNaN(ce) {
-			a[2] = append(a[2], ce)
-		}
-		a[4] = append(a[4], sec)
-	}
+	acc := newCells()
+	add := acc.add
 	opts := func(seed uint64) sdk.LocalOptions { return sdk.LocalOptions{Seed: &seed, Backend: cfg.Backend} }
 	for s := 0; s < cfg.Seeds; s++ {
 		g, err := gen.Run(model, map[string]string{
@@ -141,7 +109,7 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 					sg = m.M
 				}
 			}
-			sp, fr, err := SinTheta(truth, u)
+			sp, fr, err := evaluate.SinTheta(truth, u)
 			if err != nil {
 				return 0, 0, 0, err
 			}
@@ -149,14 +117,14 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 			if cfg.Covariance && sg != nil {
 				var d mat.Dense
 				d.Sub(sg, sigma)
-				if ce, err = SpectralNorm(&d); err != nil {
+				if ce, err = evaluate.SpectralNorm(&d); err != nil {
 					return 0, 0, 0, err
 				}
 			}
 			return sp, fr, ce, nil
 		}
 		t0 := time.Now()
-		ref, _, err := sdk.RunLocal(ctx, NonPrivate{}, g.Data, map[string]string{"rank": fmt.Sprint(r), "output_sigma": "true"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, opts(uint64(s)))
+		ref, _, err := sdk.RunLocal(ctx, pca.NonPrivate{}, g.Data, map[string]string{"rank": fmt.Sprint(r), "output_sigma": "true"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, opts(uint64(s)))
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +132,7 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 		if err != nil {
 			return nil, err
 		}
-		add(key{"nonprivate", math.Inf(1)}, sp, fr, ce, time.Since(t0).Seconds())
+		add(cellKey{"nonprivate", math.Inf(1)}, sp, fr, ce, time.Since(t0).Seconds())
 		for _, m := range cfg.Methods {
 			for _, eps := range cfg.Eps {
 				raw := map[string]string{"rank": fmt.Sprint(r)}
@@ -184,17 +152,53 @@ func SpikedStudy(ctx context.Context, cfg SpikedStudyConfig) ([]StudyRow, error)
 				if err != nil {
 					return nil, err
 				}
-				add(key{m.Label, eps}, sp, fr, ce, time.Since(t0).Seconds())
+				add(cellKey{m.Label, eps}, sp, fr, ce, time.Since(t0).Seconds())
 			}
 		}
 	}
-	var rows []StudyRow
-	for _, k := range order {
-		a := acc[k]
-		rows = append(rows, StudyRow{Method: k.m, Eps: k.eps, SinSpec: quartiles(a[0]), SinFrob: quartiles(a[1]),
-			CovErr: quartiles(a[2]), Captured: quartiles(nil), Seconds: quartiles(a[4])[1], Runs: len(a[0])})
+	return acc.rows(), nil
+}
+
+// cellKey identifies one (method, ε) cell of a spiked study.
+type cellKey struct {
+	m   string
+	eps float64
+}
+
+// cells accumulates the per-run figures of each cell, in first-seen order:
+// spectral and Frobenius sin-θ, covariance error, (unused), seconds.
+type cells struct {
+	acc   map[cellKey]*[5][]float64
+	order []cellKey
+}
+
+func newCells() *cells { return &cells{acc: map[cellKey]*[5][]float64{}} }
+
+// add records one run of cell k (ce NaN: no covariance error).
+func (c *cells) add(k cellKey, sp, fr, ce, sec float64) {
+	a, ok := c.acc[k]
+	if !ok {
+		a = &[5][]float64{}
+		c.acc[k] = a
+		c.order = append(c.order, k)
 	}
-	return rows, nil
+	a[0] = append(a[0], sp)
+	a[1] = append(a[1], fr)
+	if !math.IsNaN(ce) {
+		a[2] = append(a[2], ce)
+	}
+	a[4] = append(a[4], sec)
+}
+
+// rows summarises every cell by its quartiles.
+func (c *cells) rows() []StudyRow {
+	var rows []StudyRow
+	for _, k := range c.order {
+		a := c.acc[k]
+		rows = append(rows, StudyRow{Method: k.m, Eps: k.eps, SinSpec: evaluate.Quartiles(a[0]), SinFrob: evaluate.Quartiles(a[1]),
+			CovErr: evaluate.Quartiles(a[2]), Captured: evaluate.Quartiles(nil), Seconds: evaluate.Quartiles(a[4])[1], Runs: len(a[0])})
+	}
+	return rows
 }
 
 // RealStudyConfig configures a study on a real data set: the
@@ -219,21 +223,21 @@ func RealStudy(ctx context.Context, cfg RealStudyConfig) ([]StudyRow, error) {
 	if be == nil {
 		be = backend.Default()
 	}
-	s, _, err := Gram(ctx, be, cfg.Data.X, nil, 0)
+	s, _, err := pca.Gram(ctx, be, cfg.Data.X, nil, 0)
 	if err != nil {
 		return nil, err
 	}
 	seed0 := uint64(0)
 	t0 := time.Now()
-	ref, _, err := sdk.RunLocal(ctx, NonPrivate{}, cfg.Data, map[string]string{"rank": fmt.Sprint(cfg.Rank)}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, sdk.LocalOptions{Seed: &seed0, Backend: be})
+	ref, _, err := sdk.RunLocal(ctx, pca.NonPrivate{}, cfg.Data, map[string]string{"rank": fmt.Sprint(cfg.Rank)}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, sdk.LocalOptions{Seed: &seed0, Backend: be})
 	if err != nil {
 		return nil, err
 	}
 	refSec := time.Since(t0).Seconds()
 	uref := ref.Matrices[0].M
-	best := CapturedVariance(s, uref)
+	best := evaluate.CapturedVariance(s, uref)
 	rows := []StudyRow{{Method: "nonprivate", Eps: math.Inf(1), Captured: [3]float64{1, 1, 1}, Seconds: refSec, Runs: 1,
-		SinSpec: [3]float64{0, 0, 0}, SinFrob: [3]float64{0, 0, 0}, CovErr: quartiles(nil)}}
+		SinSpec: [3]float64{0, 0, 0}, SinFrob: [3]float64{0, 0, 0}, CovErr: evaluate.Quartiles(nil)}}
 	for _, m := range cfg.Methods {
 		for _, eps := range cfg.Eps {
 			var capt, sps, frs, secs []float64
@@ -259,15 +263,15 @@ func RealStudy(ctx context.Context, cfg RealStudyConfig) ([]StudyRow, error) {
 						u = mm.M
 					}
 				}
-				capt = append(capt, CapturedVariance(s, u)/best)
-				sp, fr, err := SinTheta(uref, u)
+				capt = append(capt, evaluate.CapturedVariance(s, u)/best)
+				sp, fr, err := evaluate.SinTheta(uref, u)
 				if err != nil {
 					return nil, err
 				}
 				sps, frs = append(sps, sp), append(frs, fr)
 			}
-			rows = append(rows, StudyRow{Method: m.Label, Eps: eps, Captured: quartiles(capt), SinSpec: quartiles(sps),
-				SinFrob: quartiles(frs), CovErr: quartiles(nil), Seconds: quartiles(secs)[1], Runs: cfg.Seeds})
+			rows = append(rows, StudyRow{Method: m.Label, Eps: eps, Captured: evaluate.Quartiles(capt), SinSpec: evaluate.Quartiles(sps),
+				SinFrob: evaluate.Quartiles(frs), CovErr: evaluate.Quartiles(nil), Seconds: evaluate.Quartiles(secs)[1], Runs: cfg.Seeds})
 		}
 	}
 	return rows, nil
@@ -285,7 +289,7 @@ func Markdown(rows []StudyRow, captured bool) string {
 	if captured {
 		b.WriteString("| method | ε | captured-variance ratio | sin θ (spectral) vs non-private | median s | runs |\n|---|---|---|---|---|---|\n")
 	} else {
-		b.WriteString("| method | ε | sin θ spectral | sin θ Frobenius | ‖Σ̃−Σ‖ | median s | runs |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString("| method | ε | ‖sin Θ‖₂ | ‖sin Θ‖_F | ‖Σ̃−Σ‖ | median s | runs |\n|---|---|---|---|---|---|---|\n")
 	}
 	for _, r := range rows {
 		eps := fmt.Sprintf("%g", r.Eps)
@@ -305,7 +309,7 @@ func Markdown(rows []StudyRow, captured bool) string {
 // Σ = U·diag(λ)·Uᵀ + σ²I, without materialising the rows: by Bartlett's
 // decomposition nΣ̂ = Σ^{1/2}LLᵀΣ^{1/2} in law, with L lower triangular,
 // L_ii = √χ²_{n−i+1} (1-indexed) and L_ij ~ N(0, 1) below the diagonal
-// (spec §6.3). The cost is O(p³) instead of O(np²). It needs n ≥ p. The
+// The cost is O(p³) instead of O(np²). It needs n ≥ p. The
 // result is exact in distribution but has no rows, so it cannot serve
 // clipping, centring or sensitivity audits.
 func SampleWishartCov(be backend.Backend, u *mat.Dense, lambda []float64, sigma2 float64, n int, rng *rand.Rand) (*mat.SymDense, error) {
@@ -315,7 +319,7 @@ func SampleWishartCov(be backend.Backend, u *mat.Dense, lambda []float64, sigma2
 	}
 	l := mat.NewDense(p, p, nil)
 	for i := 0; i < p; i++ {
-		l.Set(i, i, math.Sqrt(chiSquare(float64(n-i), rng)))
+		l.Set(i, i, math.Sqrt(distuv.ChiSquared{K: float64(n - i), Src: rng}.Rand()))
 		for j := 0; j < i; j++ {
 			l.Set(i, j, rng.NormFloat64())
 		}
@@ -346,25 +350,6 @@ func SampleWishartCov(be backend.Backend, u *mat.Dense, lambda []float64, sigma2
 	return be.Gram(1/float64(n), a.T()), nil
 }
 
-// chiSquare draws χ²_k as 2·Gamma(k/2) (Marsaglia–Tsang; k ≥ 2 here).
-func chiSquare(k float64, rng *rand.Rand) float64 {
-	a := k / 2
-	d := a - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		uu := rng.Float64()
-		if math.Log(uu) < 0.5*x*x+d-d*v+d*math.Log(v) {
-			return 2 * d * v
-		}
-	}
-}
-
 // CovStudyConfig configures a study on Wishart-sampled Σ̂ (large n·p).
 type CovStudyConfig struct {
 	N, P    int
@@ -380,15 +365,15 @@ type CovStudyConfig struct {
 // subspace, Cai–Xia–Zha stage 1 alone (pca_only, explicit calibration) and
 // Analyze Gauss with clip γ = √τ (the rows are not materialised, so the
 // clip is assumed inactive, which holds with probability ≥ 1−δ under the
-// model; spec §8). Both private methods spend the full (ε, δ).
+// model). Both private methods spend the full (ε, δ).
 func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 	be := cfg.Backend
 	if be == nil {
 		be = backend.Default()
 	}
 	r := len(cfg.Lambda)
-	m := SpikedModel{N: cfg.N, P: cfg.P, LambdaLow: cfg.Lambda, LambdaHigh: cfg.Lambda, Sigma2: cfg.Sigma2}
-	clip := math.Sqrt(RowNormBound(m, cfg.Delta))
+	m := pca.SpikedModel{N: cfg.N, P: cfg.P, LambdaLow: cfg.Lambda, LambdaHigh: cfg.Lambda, Sigma2: cfg.Sigma2}
+	clip := math.Sqrt(pca.RowNormBound(m, cfg.Delta))
 	type acc struct{ sp, fr, sec []float64 }
 	res := map[string]map[float64]*acc{}
 	get := func(name string, eps float64) *acc {
@@ -412,34 +397,29 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		sp, fr, _ := SinTheta(u, uh)
+		sp, fr, _ := evaluate.SinTheta(u, uh)
 		a := get("nonprivate", math.Inf(1))
 		a.sp, a.fr, a.sec = append(a.sp, sp), append(a.fr, fr), append(a.sec, time.Since(t0).Seconds())
 		for _, eps := range cfg.Eps {
 			for _, meth := range []struct {
 				name string
-				info sdk.Info
 				raw  map[string]string
-				fit  func(context.Context, *sdk.Run, *mat.SymDense, int) (*sdk.Result, error)
+				fit  func(context.Context, *sdk.Run, map[string]string, *mat.SymDense, int) (*sdk.Result, error)
 			}{
-				{"cxz-pca-only", CXZ{}.Info(), map[string]string{"rank": fmt.Sprint(r), "sigma2": fmt.Sprint(cfg.Sigma2), "lambda": fmtFloats(cfg.Lambda), "pca_only": "true"}, CXZFromCov},
-				{"analyze-gauss", AnalyzeGauss{}.Info(), map[string]string{"rank": fmt.Sprint(r), "clip": fmt.Sprintf("%.17g", clip)}, AnalyzeGaussFromCov},
+				{"cxz-pca-only", map[string]string{"rank": fmt.Sprint(r), "sigma2": fmt.Sprint(cfg.Sigma2), "lambda": fmtFloats(cfg.Lambda), "pca_only": "true"}, pca.CXZFromCov},
+				{"analyze-gauss", map[string]string{"rank": fmt.Sprint(r), "clip": fmt.Sprintf("%.17g", clip)}, pca.AnalyzeGaussFromCov},
 			} {
-				ps, err := sdk.ValidateParams(meth.info.Params, meth.raw)
-				if err != nil {
-					return nil, err
-				}
 				acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta})
 				if err != nil {
 					return nil, err
 				}
-				run := &sdk.Run{Params: ps, Acct: acct, Rand: privacy.NewSeededSource(uint64(s)), Backend: be}
+				run := &sdk.Run{Acct: acct, Rand: privacy.NewSeededSource(uint64(s)), Backend: be}
 				t0 := time.Now()
-				out, err := meth.fit(ctx, run, sh, cfg.N)
+				out, err := meth.fit(ctx, run, meth.raw, sh, cfg.N)
 				if err != nil {
 					return nil, fmt.Errorf("%s at ε = %g: %w", meth.name, eps, err)
 				}
-				sp, fr, err := SinTheta(u, out.Matrices[0].M)
+				sp, fr, err := evaluate.SinTheta(u, out.Matrices[0].M)
 				if err != nil {
 					return nil, err
 				}
@@ -457,9 +437,18 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 		sort.Float64s(keys)
 		for _, e := range keys {
 			a := res[name][e]
-			rows = append(rows, StudyRow{Method: name, Eps: e, SinSpec: quartiles(a.sp), SinFrob: quartiles(a.fr),
-				CovErr: quartiles(nil), Captured: quartiles(nil), Seconds: quartiles(a.sec)[1], Runs: len(a.sp)})
+			rows = append(rows, StudyRow{Method: name, Eps: e, SinSpec: evaluate.Quartiles(a.sp), SinFrob: evaluate.Quartiles(a.fr),
+				CovErr: evaluate.Quartiles(nil), Captured: evaluate.Quartiles(nil), Seconds: evaluate.Quartiles(a.sec)[1], Runs: len(a.sp)})
 		}
 	}
 	return rows, nil
+}
+
+// fmtFloats formats a list of numbers for a method label.
+func fmtFloats(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.6g", x)
+	}
+	return strings.Join(parts, ",")
 }

@@ -1,10 +1,10 @@
 // Command orbit-study measures the utility loss of the orbit exponential
 // mechanism, deflation and the Gaussian mechanism against ε on the
-// orbit-spiked model (PCA task), beside the spec's predictions and bounds,
+// orbit-spiked model (PCA task), beside the predictions and bounds of plugins/orbit/DERIVATIONS.md §8,
 // and prints a markdown table (or JSON with -json).
 //
-//	go run ./plugins/orbit/cmd/orbit-study -d 20 -k 3 -n 2000 -reps 20
-//	go run ./plugins/orbit/cmd/orbit-study -data /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz -scale 0.00392156862745098 -clip 28 -k 3
+//	go run ./bench/cmd/orbit-study -d 20 -k 3 -n 2000 -reps 20
+//	go run ./bench/cmd/orbit-study -data /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz -scale 0.00392156862745098 -clip 28 -k 3
 package main
 
 import (
@@ -16,12 +16,12 @@ import (
 	"strconv"
 	"strings"
 
+	orbitstudy "github.com/dplr/dplr/bench/studies/orbit"
 	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/plugins/orbit"
 )
 
 func main() {
-	cfg := orbit.DefaultStudy()
+	cfg := orbitstudy.DefaultStudy()
 	eps := flag.String("eps", "0.25,0.5,1,2", "comma-separated ε values")
 	flag.StringVar(&cfg.Task, "task", cfg.Task, "pca (public projection spectrum, loss) or rank-k (private spectrum, ‖A−H‖_F²)")
 	flag.IntVar(&cfg.D, "d", cfg.D, "dimension")
@@ -56,18 +56,18 @@ func main() {
 			}
 			sweeps = append(sweeps, v)
 		}
-		rows, err := orbit.RunMixingStudy(context.Background(), cfg, sweeps)
+		rows, err := orbitstudy.RunMixingStudy(context.Background(), cfg, sweeps)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "orbit-study:", err)
 			os.Exit(1)
 		}
-		if err := orbit.WriteMixingMarkdown(os.Stdout, rows); err != nil {
+		if err := orbitstudy.WriteMixingMarkdown(os.Stdout, rows); err != nil {
 			fmt.Fprintln(os.Stderr, "orbit-study:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	var rows []orbit.StudyRow
+	var rows []orbitstudy.StudyRow
 	var err error
 	if *dataPath != "" {
 		ds, lerr := dataio.Load(*dataPath, dataio.LoadOptions{Scale: *scale, SkipHash: true})
@@ -75,9 +75,9 @@ func main() {
 			fmt.Fprintln(os.Stderr, "orbit-study:", lerr)
 			os.Exit(1)
 		}
-		rows, err = orbit.RunStudyData(context.Background(), cfg, ds, *clip)
+		rows, err = orbitstudy.RunStudyData(context.Background(), cfg, ds, *clip)
 	} else {
-		rows, err = orbit.RunStudy(context.Background(), cfg)
+		rows, err = orbitstudy.RunStudy(context.Background(), cfg)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "orbit-study:", err)
@@ -92,7 +92,7 @@ func main() {
 		}
 		return
 	}
-	if err := orbit.WriteStudyMarkdown(os.Stdout, rows); err != nil {
+	if err := orbitstudy.WriteStudyMarkdown(os.Stdout, rows); err != nil {
 		fmt.Fprintln(os.Stderr, "orbit-study:", err)
 		os.Exit(1)
 	}

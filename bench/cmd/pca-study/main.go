@@ -1,7 +1,7 @@
 // Command pca-study runs the PCA plugin's accuracy studies and prints
 // markdown tables (medians with quartiles over seeds):
 //
-//	pca-study -config small              # spec §6.2: p=50, r=2, λ=(12,10), n=5e4
+//	pca-study -config small              # p=50, r=2, λ=(12,10), n=5e4
 //	pca-study -config unit               # p=30, r=2, λ=(24,20), n=1e4
 //	pca-study -config pwin -seeds 3      # p=400, n=2e5 on raw rows
 //	pca-study -config pwin-big -seeds 5  # p=1000, n=1e6 on Wishart-sampled Σ̂
@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	pcastudy "github.com/dplr/dplr/bench/studies/pca"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/plugins/pca"
 )
@@ -46,11 +47,11 @@ func run(config string, seeds int, epsList string, delta float64, methods, fm st
 		}
 		eps = append(eps, v)
 	}
-	keep := func(ms []pca.StudyMethod) []pca.StudyMethod {
+	keep := func(ms []pcastudy.StudyMethod) []pcastudy.StudyMethod {
 		if methods == "" {
 			return ms
 		}
-		var out []pca.StudyMethod
+		var out []pcastudy.StudyMethod
 		for _, m := range ms {
 			for _, want := range strings.Split(methods, ",") {
 				if m.Label == want {
@@ -63,7 +64,7 @@ func run(config string, seeds int, epsList string, delta float64, methods, fm st
 	ctx := context.Background()
 	switch config {
 	case "small", "unit", "pwin":
-		cfg := pca.SpikedStudyConfig{N: 50000, P: 50, Lambda: []float64{12, 10}, Sigma2: 1, Eps: eps, Delta: delta, Seeds: seeds, Covariance: true}
+		cfg := pcastudy.SpikedStudyConfig{N: 50000, P: 50, Lambda: []float64{12, 10}, Sigma2: 1, Eps: eps, Delta: delta, Seeds: seeds, Covariance: true}
 		if config == "unit" {
 			cfg.N, cfg.P, cfg.Lambda = 10000, 30, []float64{24, 20}
 		}
@@ -72,39 +73,39 @@ func run(config string, seeds int, epsList string, delta float64, methods, fm st
 			cfg.N, cfg.P, cfg.Lambda = 200000, 400, []float64{2.8, 2.4, 2.0}
 		}
 		m := pca.SpikedModel{N: cfg.N, P: cfg.P, LambdaLow: cfg.Lambda, LambdaHigh: cfg.Lambda, Sigma2: 1}
-		cfg.Methods = keep(pca.DefaultSpikedMethods(m, delta))
-		rows, err := pca.SpikedStudy(ctx, cfg)
+		cfg.Methods = keep(pcastudy.DefaultSpikedMethods(m, delta))
+		rows, err := pcastudy.SpikedStudy(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("config %s: n=%d p=%d λ=%v σ²=1 δ=%g, %d seeds (fresh data and noise per seed)\n\n", config, cfg.N, cfg.P, cfg.Lambda, delta, seeds)
-		fmt.Print(pca.Markdown(rows, false))
+		fmt.Print(pcastudy.Markdown(rows, false))
 	case "pwin-big":
-		// Spec §8.3's "paper wins" point on Bartlett-sampled Σ̂ (no rows).
-		cfg := pca.CovStudyConfig{N: 1000000, P: 1000, Lambda: []float64{1.12, 0.96, 0.8}, Sigma2: 1, Eps: eps, Delta: delta, Seeds: seeds}
-		rows, err := pca.CovStudy(ctx, cfg)
+		// The "paper wins" point on Bartlett-sampled Σ̂ (no rows).
+		cfg := pcastudy.CovStudyConfig{N: 1000000, P: 1000, Lambda: []float64{1.12, 0.96, 0.8}, Sigma2: 1, Eps: eps, Delta: delta, Seeds: seeds}
+		rows, err := pcastudy.CovStudy(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("config pwin-big: Wishart-sampled Σ̂, n=%d p=%d λ=%v σ²=1 δ=%g, %d seeds; both methods spend the full (ε, δ) on the subspace\n\n", cfg.N, cfg.P, cfg.Lambda, delta, seeds)
-		fmt.Print(pca.Markdown(rows, false))
+		fmt.Print(pcastudy.Markdown(rows, false))
 	case "fmnist":
 		d, err := dataio.Load(fm, dataio.LoadOptions{Scale: 1.0 / 255})
 		if err != nil {
 			return err
 		}
-		ms := keep([]pca.StudyMethod{
+		ms := keep([]pcastudy.StudyMethod{
 			{Label: "analyze-gauss-clip28", Est: pca.AnalyzeGauss{}, Params: map[string]string{"clip": "28"}},
 			{Label: "analyze-gauss-clip10", Est: pca.AnalyzeGauss{}, Params: map[string]string{"clip": "10"}},
 			{Label: "amin-clip28", Est: pca.Amin{}, Params: map[string]string{"clip": "28"}, Pure: true},
 			{Label: "amin-clip10", Est: pca.Amin{}, Params: map[string]string{"clip": "10"}, Pure: true},
 		})
-		rows, err := pca.RealStudy(ctx, pca.RealStudyConfig{Data: d, Rank: 10, Eps: eps, Delta: delta, Seeds: seeds, Methods: ms})
+		rows, err := pcastudy.RealStudy(ctx, pcastudy.RealStudyConfig{Data: d, Rank: 10, Eps: eps, Delta: delta, Seeds: seeds, Methods: ms})
 		if err != nil {
 			return err
 		}
 		fmt.Printf("Fashion-MNIST train (60000×784, pixels/255), r=10, uncentred second moment, δ=%g, %d seeds\n\n", delta, seeds)
-		fmt.Print(pca.Markdown(rows, true))
+		fmt.Print(pcastudy.Markdown(rows, true))
 	default:
 		return fmt.Errorf("unknown config %q", config)
 	}
