@@ -13,6 +13,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 )
 
@@ -142,8 +143,9 @@ func (b *budgetCmd) parse(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	b.dir = (&pluginFlags{home: *b.home}).homeDir(b.env)
-	return nil
+	dir, err := (&pluginFlags{home: *b.home}).checkedHome(b.env)
+	b.dir = dir
+	return err
 }
 
 func relationList() string {
@@ -192,7 +194,7 @@ func (b *budgetCmd) target(ctx context.Context) (ref string, isHash bool, kind d
 	if b.df.name == "" {
 		b.df.name = hd.Name
 	}
-	return hd.Hash, true, k, nil
+	return host.BudgetKey(hd), true, k, nil
 }
 
 func (b *budgetCmd) datasetFlag() string {

@@ -47,7 +47,8 @@ const exitCodesHelp = `Exit codes:
        malformed output or a privacy cost that does not follow from its noise;
        charged its full grant once it announced a privacy step or returned a
        result, refunded before
-  5    the data could not be read or failed validation; nothing spent
+  5    the data could not be read or failed validation, or the budget ledger
+       is damaged or was tampered with; nothing spent
   6    the estimator failed while running; refunded if before its first
        privacy step, charged its full grant after
   130  interrupted (Ctrl-C, SIGTERM); refunded if before the first privacy

@@ -100,6 +100,7 @@ func TestFitEndToEnd(t *testing.T) {
 	assert.Equal(t, "approx", priv["guarantee"], "a Gaussian run under an (ε, δ) grant is certified by the exact Gaussian composition")
 	assert.LessOrEqual(t, priv["epsilon"].(float64), 1+1e-9)
 	assert.Equal(t, false, priv["seeded"])
+	assert.Equal(t, "diagnostic", rep["timings_release"], "timings depend on the data")
 	led := rep["ledger"].(map[string]any)
 	assert.NotContains(t, led, "remaining", "no budget set: no remaining figures to misread as zero")
 
@@ -618,7 +619,18 @@ func TestBudgetInfersKindOfDataFiles(t *testing.T) {
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			assert.Contains(t, r.stderr, "user column")
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
-			assert.Equal(t, man.Hash, st.Hash, "a users CSV names the same data set")
+			// The source identity follows the file's own columns (user id
+			// first here, last in the array files), so the CSV is another
+			// identity until it is linked to the data set it copies.
+			assert.NotEqual(t, man.Hash, st.Hash)
+			r = dplr(t, home, "budget", "set", "--hash", man.Hash, "--epsilon", "5", "--delta", "1e-6")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			r = dplr(t, home, "budget", "link", "--data", path, "--to", man.Hash)
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			r = dplr(t, home, "budget", "show", "--data", path, "--json")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+			assert.Equal(t, man.Hash, st.Hash, "a linked users CSV names the same data set")
 		})
 	}
 }

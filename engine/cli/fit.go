@@ -37,9 +37,14 @@ type FitReport struct {
 	Outputs   OutputsReport      `json:"outputs"`
 	Metrics   []evaluate.Metric  `json:"metrics"`
 	Timings   map[string]float64 `json:"timings"`
-	Ledger    *LedgerReport      `json:"ledger,omitempty"`
-	Notes     []string           `json:"notes,omitempty"`
-	OutDir    string             `json:"out_dir,omitempty"`
+	// TimingsRelease is the release class of Timings: diagnostic, because
+	// times and memory depend on the data (issue 15 §8); TimingsNote says
+	// what that means for publishing them.
+	TimingsRelease sdk.Release   `json:"timings_release"`
+	TimingsNote    string        `json:"timings_note"`
+	Ledger         *LedgerReport `json:"ledger,omitempty"`
+	Notes          []string      `json:"notes,omitempty"`
+	OutDir         string        `json:"out_dir,omitempty"`
 }
 
 // DataReport describes the data a run used.
@@ -47,11 +52,14 @@ type DataReport struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
 	Hash string `json:"hash"`
-	Name string `json:"name,omitempty"`
-	N    int    `json:"n"`
-	P    int    `json:"p"`
-	D1   int    `json:"d1,omitempty"`
-	D2   int    `json:"d2,omitempty"`
+	// Source is the identity of the records the data were read from, the
+	// key of the data set's budget (see dplr budget).
+	Source string `json:"source_hash,omitempty"`
+	Name   string `json:"name,omitempty"`
+	N      int    `json:"n"`
+	P      int    `json:"p"`
+	D1     int    `json:"d1,omitempty"`
+	D2     int    `json:"d2,omitempty"`
 }
 
 // PrivacyReport is what a run spent and what it guarantees.
@@ -212,13 +220,13 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	timings["prepare_s"] = time.Since(t1).Seconds()
 	led, err := ledger.Open(ctx, home)
 	if err != nil {
-		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
+		return ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
 	res, err := runFit(ctx, env, f, led, reg, host.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant, Data: handle,
 		NonPrivate: f.nonPrivate, Timeout: f.timeout})
 	if err != nil {
-		return fitFailure(ctx, led, handle.Hash, grant, info, err)
+		return fitFailure(ctx, led, host.BudgetKey(handle), grant, info, err)
 	}
 	for k, v := range res.Timings {
 		timings[k] = v
@@ -315,6 +323,8 @@ func fitErrorCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, host.ErrPlugin):
 		return ExitPlugin
+	case errors.Is(err, host.ErrLedger) && errors.Is(err, ledger.ErrDamaged):
+		return ExitData // as dplr budget says: the ledger cannot be trusted
 	case errors.Is(err, host.ErrLedger):
 		return ExitError
 	case errors.Is(err, host.ErrRequest) && !charged:
@@ -443,15 +453,7 @@ func summarize(w io.Writer, r *FitReport) {
 	fmt.Fprintf(w, "time: %.2fs\n", r.Timings["total_s"])
 }
 
-func releaseNote(rel string) string {
-	switch rel {
-	case string(sdk.Evaluation):
-		return "evaluation only: computed from the raw data, NOT private"
-	case string(sdk.PerUser):
-		return "per-user: release each part only to its user"
-	}
-	return rel
-}
+func releaseNote(rel string) string { return sdk.Release(rel).Note() }
 
 // release writes the outputs and result.json and prints the report.
 func release(env *Env, rep *FitReport, res *host.FitResult, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {
@@ -459,6 +461,7 @@ func release(env *Env, rep *FitReport, res *host.FitResult, dir string, asJSON b
 		return fail(ExitError, fmt.Errorf("%w (the run stays charged)", err))
 	}
 	rep.Timings = timings
+	rep.TimingsRelease, rep.TimingsNote = sdk.TimingRelease, sdk.TimingRelease.Note()
 	rep.Timings["plugin_fit_s"] = res.Outcome.FitSeconds
 	rep.Timings["plugin_load_s"] = res.Outcome.LoadSeconds
 	rep.Timings["total_s"] = time.Since(t0).Seconds()
@@ -484,7 +487,7 @@ func buildReport(res *host.FitResult, h dataio.Handle, raw map[string]string, gr
 	rep := &FitReport{
 		Estimator: info.Name, Plugin: plug.Name(), PluginVer: plug.Version(), PluginBin: plug.Path,
 		Backend: plug.Backend(), Threads: int32(plug.Threads()),
-		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
+		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Source: host.BudgetKey(h), Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
 		Params: typedParams(info, raw),
 		Privacy: PrivacyReport{Grant: grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
 			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,

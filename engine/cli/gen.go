@@ -101,7 +101,7 @@ func writeGenerated(dir, model string, raw map[string]string, seed uint64, g *ge
 	d := g.Data
 	n, p := d.X.Dims()
 	man := &DatasetManifest{Model: model, Kind: d.Kind, Seed: seed, Params: raw, N: n, P: p, D1: d.D1, D2: d.D2,
-		Users: d.NumUsers(), Hash: dataio.Hash(d), Files: map[string]string{}, Truth: map[string]string{}, Scalars: g.Scalars}
+		Users: d.NumUsers(), Hash: dataio.IdentityOf(d).Hash, Files: map[string]string{}, Truth: map[string]string{}, Scalars: g.Scalars}
 	if man.Params == nil {
 		man.Params = map[string]string{}
 	}

@@ -27,13 +27,17 @@ type pluginFlags struct {
 	home     string
 	timeout  time.Duration
 	verbose  bool
+	// maxOutput bounds a fit's output matrices together, in bytes (0:
+	// host.DefaultMaxOutputBytes).
+	maxOutput int64
 }
 
 func (pf *pluginFlags) register(fs *flag.FlagSet) {
 	fs.Var(&pf.dirs, "plugin-dir", "`DIR` to search for dplr-* plugins first (repeatable)")
 	fs.StringVar(&pf.manifest, "manifest", "", "sha256sum-style manifest pinning plugin binaries; unlisted or altered plugins are refused")
 	fs.StringVar(&pf.home, "home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
-	fs.DurationVar(&pf.timeout, "plugin-timeout", 10*time.Second, "time a plugin may take to start and answer its catalogue")
+	fs.DurationVar(&pf.timeout, "plugin-timeout", 10*time.Second, "time a plugin may take to start, to answer its catalogue and to shut down")
+	fs.Int64Var(&pf.maxOutput, "max-output", 0, "bound in `BYTES` on the total size of a fit's output matrices; a plugin returning more fails (default: a quarter of physical memory)")
 	fs.BoolVar(&pf.verbose, "v", false, "show plugins' own log output on stderr")
 }
 
@@ -97,7 +101,10 @@ func (r *registry) estimatorNames() []string {
 
 // options returns the host options the flags describe.
 func (pf *pluginFlags) options(env *Env) (host.Options, error) {
-	opt := host.Options{StartTimeout: pf.timeout, CallTimeout: pf.timeout}
+	opt := host.Options{StartTimeout: pf.timeout, CallTimeout: pf.timeout, MaxOutputBytes: pf.maxOutput}
+	if pf.maxOutput < 0 {
+		return opt, usagef("--max-output must be a positive number of bytes")
+	}
 	if pf.verbose {
 		opt.Stderr = env.Stderr
 	}

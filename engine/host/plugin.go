@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -87,15 +89,17 @@ type Plugin struct {
 	rpc     dplrpb.EstimatorsClient
 	outputs OutputBudget
 
-	mu  sync.Mutex
-	fit *proc // the process running the current or last fit, if not proc
+	mu   sync.Mutex
+	fits map[*proc]bool // processes running fits (sandboxed plugins)
+	fit  *proc          // the fit process Exited reports on, if not proc
 }
 
 // proc is one started plugin process and its connection.
 type proc struct {
-	client *plugin.Client
-	run    *procRunner
-	rpc    dplrpb.EstimatorsClient
+	client  *plugin.Client
+	run     *procRunner
+	rpc     dplrpb.EstimatorsClient
+	release sync.Once // of the run directory
 }
 
 // Start launches the plugin at path, completes the handshake and fetches
@@ -127,6 +131,9 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 		if ferr := pr.run.floodErr(); ferr != nil {
 			return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, ferr, ErrPlugin)
 		}
+		if ctx.Err() == nil && pr.run.Exited() {
+			return nil, fmt.Errorf("plugin %s: catalogue call: %w (%s): %w", path, err, pr.run.exitSummary(), ErrPlugin)
+		}
 		return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, err, ErrPlugin)
 	}
 	if err := checkCatalogue(cat); err != nil {
@@ -145,10 +152,16 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 // beyond its own needs when it is sandboxed. On error nothing is left
 // running.
 func launch(ctx context.Context, name, execPath string, opt Options, readPaths []string) (*proc, error) {
-	base, err := socketBase()
+	base, err := acquireRunDir()
 	if err != nil {
 		return nil, fmt.Errorf("starting plugin %s: %w: %w", name, err, ErrPlugin)
 	}
+	released := false
+	defer func() {
+		if !released {
+			releaseRunDir()
+		}
+	}()
 	var sb *sandboxSpec
 	if !opt.NoSandbox {
 		if _, err := landlockABI(); err == nil {
@@ -234,16 +247,25 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 		res.err = ctx.Err()
 	}
 	pr := &proc{client: client, run: current(), rpc: res.rpc}
+	released = true // pr.kill releases the run directory
 	if res.err == nil {
 		return pr, nil
 	}
 	// Failed: let a process that is exiting by itself finish, so that its
 	// exit status can be reported, then make sure it is gone.
 	if r := pr.run; r != nil {
+		grace := time.NewTimer(exitGrace)
 		select {
 		case <-r.done:
-		case <-time.After(exitGrace):
+			// Its last words: stderr is read to its end once the process
+			// (and, in its PID namespace, every child) is gone.
+			select {
+			case <-r.stderrDone:
+			case <-grace.C:
+			}
+		case <-grace.C:
 		}
+		grace.Stop()
 	}
 	why := startFailure(pr.run, res.err)
 	pr.kill(opt.callTimeout())
@@ -269,19 +291,45 @@ const exitGrace = 250 * time.Millisecond
 // observed of its process rather than go-plugin's generic message.
 func startFailure(r *procRunner, err error) string {
 	if r == nil {
-		return err.Error()
+		return clip(firstLine(err.Error()), 300)
 	}
 	if ferr := r.floodErr(); ferr != nil {
 		return ferr.Error()
 	}
-	msg := err.Error()
+	why := goPluginReason(err)
 	if s := r.exitSummary(); s != "" {
-		if r.Exited() {
-			return "it did not complete the handshake: " + s
-		}
-		return firstLine(msg) + "; " + s
+		return why + ": " + s
 	}
-	return firstLine(msg)
+	return why
+}
+
+// goPluginReason rephrases go-plugin's start errors: its "Unrecognized
+// remote plugin message" (with a paragraph of generic advice) covers both
+// a process that said nothing and one that printed something else, and
+// quotes the offending line whole.
+func goPluginReason(err error) string {
+	m := err.Error()
+	if rest, ok := strings.CutPrefix(m, "Unrecognized remote plugin message: "); ok {
+		if line := firstLine(rest); line != "" {
+			return fmt.Sprintf("its first line on stdout is not a plugin handshake: %q", clip(line, 120))
+		}
+		return "it did not complete the handshake"
+	}
+	if m == "plugin exited before we could connect" {
+		return "it did not complete the handshake"
+	}
+	return clip(firstLine(m), 300)
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func firstLine(s string) string {
@@ -299,6 +347,7 @@ func (pr *proc) kill(wait time.Duration) {
 	if pr == nil {
 		return
 	}
+	defer pr.release.Do(releaseRunDir)
 	if pr.run != nil {
 		_ = pr.run.Kill(context.Background())
 	}
@@ -379,10 +428,12 @@ func (p *Plugin) Exited() bool {
 // timeout whatever the plugin does.
 func (p *Plugin) Close() {
 	p.mu.Lock()
-	fit := p.fit
-	p.fit = nil
+	fits := p.fits
+	p.fits, p.fit = nil, nil
 	p.mu.Unlock()
-	fit.kill(p.opt.callTimeout())
+	for pr := range fits {
+		pr.kill(p.opt.callTimeout())
+	}
 	p.proc.kill(p.opt.callTimeout())
 	p.image.remove()
 }

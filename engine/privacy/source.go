@@ -44,10 +44,6 @@ func newSource(rng *rand.ChaCha8, seeded bool, seed uint64) *Source {
 	return &Source{rng: rng, seeded: seeded, seed: seed, br: newBitReader(rng)}
 }
 
-// zeroStream is a fixed ChaCha8 stream used only while building lookup
-// tables (whose entries never depend on bits past the prefix).
-func zeroStream() *rand.ChaCha8 { return rand.NewChaCha8([32]byte{}) }
-
 // NewSeededSource returns a reproducible Source. Output computed from it is
 // not private against anyone who knows seed. The ChaCha8 key is the SHA-256
 // of a fixed label and the seed, so nearby seeds give unrelated streams.

@@ -93,7 +93,7 @@ func TestMeanRefusesBadRequests(t *testing.T) {
 		want  string
 	}{
 		{"non-positive clip", map[string]string{"clip": "0"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "must be greater than 0"},
-		{"unknown noise", map[string]string{"noise": "exact"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, `"exact" is not one of zcdp, classical, analytic`},
+		{"unknown noise", map[string]string{"noise": "fancy"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, `"fancy" is not one of zcdp, exact, classical, analytic`},
 		{"classical noise needs an (ε, δ) grant", map[string]string{"noise": "classical"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "needs an (ε, δ) grant"},
 		{"pure budget", nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, "does not accept a pure budget"},
 		{"unknown parameter", map[string]string{"rank": "2"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, `unknown parameter "rank"`},
@@ -116,6 +116,7 @@ func TestConformance(t *testing.T) {
 	sdktest.Run(t, Mean{},
 		sdktest.Case{Name: "defaults", Data: rowsOf(200, 3, 4), Grant: approx},
 		sdktest.Case{Name: "analytic", Data: rowsOf(200, 0.3, 0.4), Grant: approx, Params: map[string]string{"noise": "analytic", "clip": "2"}},
+		sdktest.Case{Name: "exact", Data: rowsOf(200, 0.3, 0.4), Grant: approx, Params: map[string]string{"noise": "exact"}},
 		sdktest.Case{Name: "ρ grant", Data: rowsOf(200, 0.3, 0.4), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
 		sdktest.Case{Name: "classical needs an (ε, δ) grant", Data: rowsOf(200, 1, 1), Grant: privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5},
 			Params: map[string]string{"noise": "classical"}, Refuse: "needs an (ε, δ) grant"},

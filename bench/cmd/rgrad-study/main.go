@@ -1,9 +1,10 @@
 // Command rgrad-study runs the accuracy study of the rgrad estimators on
-// synthetic trace-regression data (spec §6.2 defaults) and prints markdown
+// synthetic trace-regression data (d1 = 30, d2 = 20, r = 2, Σ = diag(2, 1),
+// σ_ξ = 0.5 by default) and prints markdown
 // tables of median relative Frobenius errors against n and ε, or JSON with
 // -json.
 //
-//	go run ./plugins/rgrad/cmd/rgrad-study -seeds 10 -n 4000,8000,16000,32000 -eps 0.5,1,2,4,8,inf
+//	go run ./bench/cmd/rgrad-study -seeds 10 -n 4000,8000,16000,32000 -eps 0.5,1,2,4,8,inf
 package main
 
 import (
@@ -16,11 +17,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dplr/dplr/plugins/rgrad"
+	"github.com/dplr/dplr/bench/studies/rgrad"
 )
 
 func main() {
-	c := rgrad.DefaultStudyConfig()
+	c := rgradstudy.DefaultStudyConfig()
 	ns := flag.String("n", "4000,8000,16000,32000", "comma-separated sample sizes")
 	eps := flag.String("eps", "0.5,1,2,4,8,inf", "comma-separated total ε of the grant (inf: non-private)")
 	flag.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per cell")
@@ -32,6 +33,7 @@ func main() {
 	flag.Float64Var(&c.SigmaR, "sigmar", c.SigmaR, "smallest singular value of M")
 	flag.Float64Var(&c.SigmaXi, "sigma-xi", c.SigmaXi, "response noise standard deviation")
 	flag.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
+	set := flag.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
 	only := flag.String("only", "", "comma-separated estimator names to run (default: all variants)")
 	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
 	plotPrefix := flag.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
@@ -46,13 +48,23 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	vars := rgrad.DefaultVariants(c)
+	if *set != "" {
+		c.ModelParams = map[string]string{}
+		for _, kv := range strings.Split(*set, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok {
+				fail(fmt.Errorf("bad -set entry %q: want key=value", kv))
+			}
+			c.ModelParams[k] = v
+		}
+	}
+	vars := rgradstudy.DefaultVariants(c)
 	if *only != "" {
 		keep := map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			keep[strings.TrimSpace(s)] = true
 		}
-		var sel []rgrad.Variant
+		var sel []rgradstudy.Variant
 		for _, v := range vars {
 			if keep[v.Estimator] {
 				sel = append(sel, v)
@@ -60,7 +72,7 @@ func main() {
 		}
 		vars = sel
 	}
-	cells, err := rgrad.RunStudy(context.Background(), c, nList, eList, vars, func(s string) { fmt.Fprintln(os.Stderr, s) })
+	cells, err := rgradstudy.RunStudy(context.Background(), c, nList, eList, vars, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	if err != nil {
 		fail(err)
 	}
@@ -81,7 +93,7 @@ func main() {
 		}
 		out := make([]row, 0, len(cells))
 		for _, cl := range cells {
-			out = append(out, row{cl.Variant, cl.N, strconv.FormatFloat(cl.Epsilon, 'g', -1, 64), cl.Median(), cl.InitMedian(), rgrad.RateCurve(c, cl.N, cl.Epsilon), cl.Rel})
+			out = append(out, row{cl.Variant, cl.N, strconv.FormatFloat(cl.Epsilon, 'g', -1, 64), cl.Median(), cl.InitMedian(), rgradstudy.RateCurve(c, cl.N, cl.Epsilon), cl.Rel})
 		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -92,7 +104,7 @@ func main() {
 	}
 	fmt.Printf("Configuration: d1=%d, d2=%d, r=%d, Σ=diag(%g…%g), σ_ξ=%g, grant (ε, δ=%g) for the whole run, T=%s, %d seeds\n",
 		c.D1, c.D2, c.Rank, c.Sigma1, c.SigmaR, c.SigmaXi, c.Delta, iterLabel(c.Iterations), c.Seeds)
-	fmt.Print(rgrad.StudyMarkdown(c, cells, nList, eList))
+	fmt.Print(rgradstudy.StudyMarkdown(c, cells, nList, eList))
 }
 
 func iterLabel(t int) string {

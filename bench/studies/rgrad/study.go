@@ -1,31 +1,40 @@
-package rgrad
+// Package rgradstudy is the accuracy study of the rgrad estimators on
+// synthetic trace-regression data: median relative Frobenius errors against
+// the sample size n and the grant's ε, beside the theoretical rate curve.
+// The command bench/cmd/rgrad-study prints its tables.
+package rgradstudy
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/rgrad"
 )
 
-// StudyConfig fixes the synthetic model of an accuracy study (the spec's
-// §6.2 defaults: d1 = 30, d2 = 20, r = 2, Σ = diag(2, 1), σ_ξ = 0.5).
+// StudyConfig fixes the synthetic model of an accuracy study (defaults
+// d1 = 30, d2 = 20, r = 2, Σ = diag(2, 1), σ_ξ = 0.5).
 type StudyConfig struct {
 	D1, D2, Rank            int
 	Sigma1, SigmaR, SigmaXi float64
 	Delta                   float64 // δ of the whole run
 	Seeds                   int     // data and noise seeds per cell
 	Iterations              int     // T; 0 means ceil(ln n)
+	// ModelParams are extra parameters of the model-calibrated variants
+	// (rgrad-dp, rgrad-weak), e.g. c3.
+	ModelParams map[string]string
 }
 
-// DefaultStudyConfig is the spec's default configuration with 10 seeds.
+// DefaultStudyConfig is the default configuration with 10 seeds.
 func DefaultStudyConfig() StudyConfig {
 	return StudyConfig{D1: 30, D2: 20, Rank: 2, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Delta: 1e-5, Seeds: 10}
 }
@@ -43,13 +52,17 @@ type Variant struct {
 // since the classical one is not valid for the per-step ε of most grants).
 // The strict mode's clipping bounds are chosen from the public model
 // parameters: clip_y = 4·sqrt(Σσ_k² + σ_ξ²) (four response standard
-// deviations) and clip = (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2 (spec §3.6).
+// deviations) and clip = (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2 (the paper's
+// Δ_l as a clip; plugins/rgrad/DERIVATIONS.md §6).
 func DefaultVariants(c StudyConfig) []Variant {
 	model := func(extra map[string]string) func(int) map[string]string {
 		return func(int) map[string]string {
 			p := map[string]string{"rank": strconv.Itoa(c.Rank), "sigma1": ftoa(c.Sigma1), "sigmar": ftoa(c.SigmaR), "sigma_xi": ftoa(c.SigmaXi)}
 			if c.Iterations > 0 {
 				p["iterations"] = strconv.Itoa(c.Iterations)
+			}
+			for k, v := range c.ModelParams {
+				p[k] = v
 			}
 			for k, v := range extra {
 				p[k] = v
@@ -76,7 +89,7 @@ func DefaultVariants(c StudyConfig) []Variant {
 	clipY := 4 * math.Sqrt(ssq+c.SigmaXi*c.SigmaXi)
 	return []Variant{
 		{Label: "rgrad-dp (explicit, zCDP)", Estimator: "rgrad-dp", Params: model(nil)},
-		{Label: "rgrad-dp (paper split, analytic Gaussian)", Estimator: "rgrad-dp", Params: model(map[string]string{"calibration": "paper", "gaussian": "analytic"})},
+		{Label: "rgrad-dp (paper split, analytic Gaussian)", Estimator: "rgrad-dp", Params: model(map[string]string{"sensitivity": "paper", "noise": "analytic"})},
 		{Label: "rgrad-weak (explicit, zCDP)", Estimator: "rgrad-weak", Params: model(nil)},
 		{Label: "rgrad-strict (clipped, worst-case)", Estimator: "rgrad-strict", Params: func(n int) map[string]string {
 			tau := (c.SigmaXi + c.SigmaR) * math.Sqrt(float64(c.Rank*(c.D1+c.D2))*math.Log(float64(n))) / 2
@@ -140,7 +153,7 @@ func RunStudy(ctx context.Context, c StudyConfig, ns []int, eps []float64, varia
 		return nil, err
 	}
 	est := map[string]sdk.Estimator{}
-	for _, e := range Estimators() {
+	for _, e := range rgrad.Estimators() {
 		est[e.Info().Name] = e
 	}
 	cells := map[string]*StudyCell{}
@@ -297,12 +310,14 @@ func epsLabel(e float64) string {
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
+// medianOf is the median of v (the mean of the two middle values for an
+// even count).
 func medianOf(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
 	}
 	s := append([]float64(nil), v...)
-	sort.Float64s(s)
+	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
 	}
@@ -311,18 +326,10 @@ func medianOf(v []float64) float64 {
 
 // logSlope is the least-squares slope of log y on log x.
 func logSlope(x, y []float64) float64 {
-	var mx, my float64
+	lx, ly := make([]float64, len(x)), make([]float64, len(y))
 	for i := range x {
-		mx += math.Log(x[i])
-		my += math.Log(y[i])
+		lx[i], ly[i] = math.Log(x[i]), math.Log(y[i])
 	}
-	mx /= float64(len(x))
-	my /= float64(len(x))
-	var sxy, sxx float64
-	for i := range x {
-		dx := math.Log(x[i]) - mx
-		sxy += dx * (math.Log(y[i]) - my)
-		sxx += dx * dx
-	}
-	return sxy / sxx
+	_, beta := stat.LinearRegression(lx, ly, nil, false)
+	return beta
 }

@@ -9,14 +9,14 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/dplr/dplr/plugins/rgrad"
+	"github.com/dplr/dplr/bench/studies/rgrad"
 )
 
 // writePlots draws median relative error against ε (at the largest n with
 // every finite ε) and against n (at each variant's ε = epsN), beside the
 // rate curve, on log-log axes, to prefix-eps.png and prefix-n.png.
-func writePlots(prefix string, c rgrad.StudyConfig, cells []rgrad.StudyCell, ns []int, eps []float64, nFix int, epsN float64) error {
-	byKey := map[string]rgrad.StudyCell{}
+func writePlots(prefix string, c rgradstudy.StudyConfig, cells []rgradstudy.StudyCell, ns []int, eps []float64, nFix int, epsN float64) error {
+	byKey := map[string]rgradstudy.StudyCell{}
 	var labels []string
 	seen := map[string]bool{}
 	for _, cl := range cells {
@@ -63,7 +63,7 @@ func writePlots(prefix string, c rgrad.StudyConfig, cells []rgrad.StudyCell, ns 
 	if len(finite) > 1 {
 		err := draw(prefix+"-eps.png", fmt.Sprintf("error vs ε at n = %d (d1=%d, d2=%d, r=%d, σ_ξ=%g)", nFix, c.D1, c.D2, c.Rank, c.SigmaXi), "total ε",
 			finite, func(l string, x float64) float64 { return byKey[fmt.Sprintf("%s|%d|%g", l, nFix, x)].Median() },
-			func(x float64) float64 { return rgrad.RateCurve(c, nFix, x) })
+			func(x float64) float64 { return rgradstudy.RateCurve(c, nFix, x) })
 		if err != nil {
 			return fmt.Errorf("plot vs ε: %w", err)
 		}
@@ -75,7 +75,7 @@ func writePlots(prefix string, c rgrad.StudyConfig, cells []rgrad.StudyCell, ns 
 		}
 		err := draw(prefix+"-n.png", fmt.Sprintf("error vs n at ε = %g (d1=%d, d2=%d, r=%d, σ_ξ=%g)", epsN, c.D1, c.D2, c.Rank, c.SigmaXi), "n",
 			xs, func(l string, x float64) float64 { return byKey[fmt.Sprintf("%s|%d|%g", l, int(x), epsN)].Median() },
-			func(x float64) float64 { return rgrad.RateCurve(c, int(x), epsN) })
+			func(x float64) float64 { return rgradstudy.RateCurve(c, int(x), epsN) })
 		if err != nil {
 			return fmt.Errorf("plot vs n: %w", err)
 		}
