@@ -162,7 +162,7 @@ func TestOrbitFormulas(t *testing.T) {
 	assert.Equal(t, 51.0, em(1, "epsilon", p, 0), "k(d−k)/ε")
 	assert.Equal(t, 291.0, em(100, "d", p, 1))
 	defl := formulas["orbit-deflation-mean"].f
-	assert.Equal(t, 162.0, defl(1, "epsilon", p, 0), "Σ(d−i)k/ε, spec's prediction 162")
+	assert.Equal(t, 162.0, defl(1, "epsilon", p, 0), "Σ(d−i)k/ε, the deflation prediction 162")
 }
 
 func TestOneXTableHasARowPerVariant(t *testing.T) {
