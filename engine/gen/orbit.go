@@ -69,18 +69,11 @@ func (OrbitSpiked) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 			s[j] = 1
 		}
 	}
-	q := mat.NewDense(d, d, nil)
+	var q *mat.Dense
 	if p.Bool("rotate") {
-		g := mat.NewDense(d, d, nil)
-		for i := 0; i < d; i++ {
-			for j := 0; j < d; j++ {
-				g.Set(i, j, rng.NormFloat64())
-			}
-		}
-		var qr mat.QR
-		qr.Factorize(g)
-		qr.QTo(q)
+		q = RandomOrthonormal(d, d, rng)
 	} else {
+		q = mat.NewDense(d, d, nil)
 		for i := 0; i < d; i++ {
 			q.Set(i, i, 1)
 		}
