@@ -20,7 +20,7 @@ type Client struct {
 	hopt host.Options
 
 	mu       sync.Mutex
-	plugins  []*host.Plugin  // started, in search order
+	plugins  []*host.Plugin   // started, in search order
 	failed   map[string]error // plugin path → why it did not start
 	failures []error          // start failures and ignored duplicates, in order
 	shadowed []host.Shadowed

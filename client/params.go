@@ -12,15 +12,18 @@ import (
 //
 //	client.Params{}.Int("rank", 2).Float("clip", 3).String("noise", "zcdp")
 //
-// Values are checked against the estimator's catalogue by Fit.
+// Each setter returns a new map and leaves its receiver unchanged, so a
+// shared base can be extended safely. Values are checked against the
+// estimator's catalogue by Fit.
 type Params map[string]string
 
 func (p Params) set(name, v string) Params {
-	if p == nil {
-		p = Params{}
+	out := make(Params, len(p)+1)
+	for k, x := range p {
+		out[k] = x
 	}
-	p[name] = v
-	return p
+	out[name] = v
+	return out
 }
 
 // Int sets an integer parameter.
