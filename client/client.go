@@ -234,3 +234,10 @@ type also struct{ err, extra error }
 
 func (a also) Error() string   { return a.err.Error() }
 func (a also) Unwrap() []error { return []error{a.err, a.extra} }
+
+// HostPlugin returns the started plugin serving estimator and its
+// catalogue entry, for callers that talk to the plugin directly (dplr
+// audit). The plugin stays owned by the client.
+func (c *Client) HostPlugin(ctx context.Context, estimator string) (*host.Plugin, sdk.Info, error) {
+	return c.lookup(ctx, estimator)
+}

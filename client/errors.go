@@ -149,6 +149,16 @@ func fitClass(err error) error {
 	return ErrEstimator
 }
 
+// FromHost classes an error from the host package (host.Runner.Fit, or a
+// host.Plugin call made directly), keeping the ledger state a
+// *host.FitError carries. It returns nil for a nil err.
+func FromHost(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	return fitErr(err)
+}
+
 // fitErr classes an error from host.Runner.Fit, keeping its ledger state.
 func fitErr(err error) *Error {
 	e := classed(fitClass(err), err)

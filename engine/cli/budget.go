@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
@@ -217,7 +218,7 @@ func ledgerErr(err error) error {
 	case errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrNotFound):
 		return fail(ExitUsage, err)
 	}
-	return fail(ExitError, err)
+	return fail(client.ExitCode(err), err)
 }
 
 func (b *budgetCmd) run(ctx context.Context) error {
