@@ -44,7 +44,6 @@ func (df *dataFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&df.maxBytes, "max-data-bytes", "", "refuse data that would take more memory than this when loaded, e.g. 2G (default: half of physical memory)")
 }
 
-
 // loadOptions are the load options the flags describe; --data must name
 // something that exists.
 func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
