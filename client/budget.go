@@ -197,26 +197,25 @@ func (c *Client) History(ctx context.Context, r DatasetRef) (History, error) {
 }
 
 // Link makes the data set r (another file holding the same people) count
-// against the data set to (a name or hash), and returns the hash it now
-// counts against.
-func (c *Client) Link(ctx context.Context, r DatasetRef, to, note string) (string, error) {
+// against the data set to (a name or hash). It returns r's own key (the
+// alias) and the hash of the data set it now counts against.
+func (c *Client) Link(ctx context.Context, r DatasetRef, to, note string) (alias, dataset string, err error) {
 	if to == "" {
-		return "", classedf(ErrUsage, "a link needs the data set the file holds the same people as")
+		return "", "", classedf(ErrUsage, "a link needs the data set the file holds the same people as")
 	}
 	t, err := c.target(ctx, r)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	var h string
 	err = c.withLedger(ctx, func(led *ledger.Ledger) error {
 		if err := led.Link(ctx, t.ref, to, note); err != nil {
 			return ledgerErr(err)
 		}
 		var err error
-		h, err = led.Resolve(ctx, t.ref)
+		dataset, err = led.Resolve(ctx, t.ref)
 		return ledgerErr(err)
 	})
-	return h, err
+	return t.ref, dataset, err
 }
 
 // ChargeOptions qualify Charge.

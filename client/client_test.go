@@ -250,8 +250,9 @@ func TestBudgetOperations(t *testing.T) {
 	assert.InDelta(t, 1.75, st.Remaining.Rho, 1e-9)
 
 	other := client.InMemory(&data.Dataset{Kind: data.Rows, X: mat.NewDense(2, 2, []float64{9, 8, 7, 6})})
-	h, err := c.Link(ctx, client.ByData(other), "faces", "same people")
+	alias, h, err := c.Link(ctx, client.ByData(other), "faces", "same people")
 	require.NoError(t, err)
+	assert.NotEqual(t, alias, h)
 	assert.Equal(t, st.DataHash, h)
 
 	hist, err := c.History(ctx, client.ByName("faces"))
