@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/client"
+	"github.com/dplr/dplr/engine/cli"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/gen"
@@ -315,4 +317,28 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, client.Params{"rank": "2", "clip": "0.1", "evaluate": "true", "noise": "zcdp"}, p)
 	info := sdk.Info{Params: []sdk.ParamSpec{{Name: "rank", Type: sdk.Int, Default: "1"}, {Name: "clip", Type: sdk.Float}}}
 	assert.Equal(t, map[string]any{"rank": 2, "clip": 0.1}, client.TypedParams(info, map[string]string{"rank": "2", "clip": "0.1"}))
+}
+
+func TestFitGeneratedDirectoryReportsMetrics(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spiked")
+	var out, errb bytes.Buffer
+	code := cli.Main([]string{"gen", "spiked", "--out", dir, "--set", "n=1000", "--set", "p=8", "--seed", "2"}, &out, &errb)
+	require.Zero(t, code, errb.String())
+	c := newClient(t)
+	res, err := c.Fit(context.Background(), client.FitRequest{Estimator: "pca-analyze-gauss",
+		Params: client.Params{}.Int("rank", 2).Float("clip", 12), Grant: client.ApproxDP(1, 1e-6),
+		Data: client.File(dir, dataio.LoadOptions{})})
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Metrics, "errors against the generating truth")
+	assert.Equal(t, "spiked", res.Data.Name)
+	key, err := c.DatasetKey(context.Background(), client.File(dir, dataio.LoadOptions{}))
+	require.NoError(t, err)
+	assert.Equal(t, res.Data.Source, key, "budget operations name the data set the fit charged")
+}
+
+func TestClosedClientRefuses(t *testing.T) {
+	c := newClient(t)
+	require.NoError(t, c.Close())
+	_, err := c.Describe(context.Background(), "example-mean")
+	assert.ErrorIs(t, err, client.ErrUsage)
 }
