@@ -54,7 +54,9 @@ type Result struct {
 	Footprint int64
 	// Timings in seconds: prepare_s, check_s, fit_s, plugin_fit_s,
 	// plugin_load_s; plugin_max_rss_kib (KiB);
-	// plugin_footprint_estimate_bytes.
+	// plugin_footprint_estimate_bytes. They are of release class
+	// sdk.TimingRelease (diagnostic): times and memory depend on the data,
+	// so they are not covered by the guarantee.
 	Timings map[string]float64
 }
 

@@ -194,7 +194,8 @@ func auditData(f *auditFlags, kind data.Kind) (*data.Dataset, string, error) {
 		}
 		return ds, f.df.path, nil
 	}
-	model, params := map[data.Kind]string{data.Rows: "spiked", data.Trace: "trace-regression", data.Users: "users-lowrank"}[kind], map[string]string{}
+	model := map[data.Kind]string{data.Rows: "spiked", data.Trace: "trace-regression", data.Users: "users-lowrank"}[kind]
+	var params map[string]string
 	switch kind {
 	case data.Rows:
 		params = map[string]string{"n": "400", "p": "8", "rank": "2", "lambda": "8,4"}

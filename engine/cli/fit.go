@@ -37,9 +37,14 @@ type FitReport struct {
 	Outputs   OutputsReport      `json:"outputs"`
 	Metrics   []evaluate.Metric  `json:"metrics"`
 	Timings   map[string]float64 `json:"timings"`
-	Ledger    *LedgerReport      `json:"ledger,omitempty"`
-	Notes     []string           `json:"notes,omitempty"`
-	OutDir    string             `json:"out_dir,omitempty"`
+	// TimingsRelease is the release class of Timings: diagnostic, because
+	// times and memory depend on the data (issue 15 §8); TimingsNote says
+	// what that means for publishing them.
+	TimingsRelease sdk.Release   `json:"timings_release"`
+	TimingsNote    string        `json:"timings_note"`
+	Ledger         *LedgerReport `json:"ledger,omitempty"`
+	Notes          []string      `json:"notes,omitempty"`
+	OutDir         string        `json:"out_dir,omitempty"`
 }
 
 // DataReport describes the data a run used.
@@ -387,6 +392,7 @@ func release(env *Env, rep *FitReport, res *client.Result, dir string, asJSON bo
 		return fail(ExitError, fmt.Errorf("%w (the run stays charged)", err))
 	}
 	rep.Timings = timings
+	rep.TimingsRelease, rep.TimingsNote = sdk.TimingRelease, sdk.TimingRelease.Note()
 	rep.Timings["total_s"] = time.Since(t0).Seconds()
 	rep.Timings["host_max_rss_kib"] = float64(sdk.MaxRSSKiB())
 	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
