@@ -342,3 +342,23 @@ func TestClosedClientRefuses(t *testing.T) {
 	_, err := c.Describe(context.Background(), "example-mean")
 	assert.ErrorIs(t, err, client.ErrUsage)
 }
+
+func TestConcurrentFitsShareOneClient(t *testing.T) {
+	c := newClient(t)
+	ds := rows(t)
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := c.Fit(context.Background(), client.FitRequest{Estimator: "example-mean",
+				Params: client.Params{}.Float("clip", 3), Grant: client.ZCDP(0.1), Data: client.InMemory(ds)})
+			errs <- err
+		}()
+	}
+	for range 3 {
+		require.NoError(t, <-errs)
+	}
+	st, err := c.ShowBudget(context.Background(), client.ByData(client.InMemory(ds)))
+	require.NoError(t, err)
+	assert.Equal(t, 3, st.Runs.Succeeded)
+	assert.InDelta(t, 0.3, st.Spent.Rho, 1e-9, "three ρ = 0.1 runs compose to 0.3")
+}
