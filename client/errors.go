@@ -52,6 +52,7 @@ type Error struct {
 	SuggestedRho float64
 }
 
+// Error is the cause's message (the dplr command prints the same).
 func (e *Error) Error() string { return e.Err.Error() }
 
 // Unwrap exposes both the class and the cause to errors.Is and errors.As.
