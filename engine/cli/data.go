@@ -104,8 +104,6 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	return &loaded{path: l.Path, opt: l.Options, truth: l.Truth, man: l.Manifest}, nil
 }
 
-func readManifest(dir string) (*DatasetManifest, error) { return client.ReadManifest(dir) }
-
 // prepare validates, hashes and (if needed) converts the data set into the
 // cache, returning the handle a plugin opens (see client.Located.Prepare).
 func (l *loaded) prepare(ctx context.Context, home string) (dataio.Handle, error) {
