@@ -145,7 +145,7 @@ type strictOptions struct {
 	sdk.Clip   `doc:"public bound τ on each per-sample projected gradient ‖(<X_i,M_l>−y_i)·P_T(X_i)‖_F; a good value is about (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2 (DERIVATIONS.md §6)"`
 	InitShare  float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the budget (μ² with noise=exact, ρ with noise=zcdp) for the initialisation; the rest is split equally over the T iterations"`
 	sdk.Noise  `default:"exact" choices:"exact,zcdp" doc:"how the Gaussian releases are calibrated: exact (the default: composed exactly as Gaussian DP, the least noise any valid accounting allows) or zcdp (composed in zCDP, about 7 % more noise at (1, 1e-6))"`
-	InitShrink bool    `param:"init_shrink" default:"true" doc:"soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"`
+	InitShrink bool `param:"init_shrink" default:"true" doc:"soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"`
 }
 
 // config maps the options onto a strict configuration.
