@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/dplr/dplr/engine/privacy"
 )
@@ -358,7 +359,7 @@ func composeGDP(total privacy.Grant, a agg) (Spent, error) {
 	if n := a.n() - a.NMu2; n > 0 {
 		return Spent{}, fmt.Errorf("%d run(s) are not Gaussian-only, and this budget follows the Gaussian-DP filter since its first run was (runs of other kinds need a new total or a data set of their own): %w", n, ErrIncompatible)
 	}
-	muT, err := privacy.GDPMu(total.Epsilon, total.Delta)
+	muT, err := gdpMu(total.Epsilon, total.Delta)
 	if err != nil {
 		return Spent{}, fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
@@ -372,6 +373,24 @@ func composeGDP(total privacy.Grant, a agg) (Spent, error) {
 		return Spent{}, fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
 	return Spent{Epsilon: math.Min(eps, total.Epsilon), Delta: total.Delta, Rho: a.Mu2 / 2, Mu: mu, Composition: filterGDP}, nil
+}
+
+// gdpMuCache memoises privacy.GDPMu (a bisection of about 2 ms), which
+// admission and the headroom search call for the same few totals.
+var gdpMuCache sync.Map // [2]float64 → float64
+
+// gdpMu is privacy.GDPMu(eps, delta), memoised.
+func gdpMu(eps, delta float64) (float64, error) {
+	k := [2]float64{eps, delta}
+	if v, ok := gdpMuCache.Load(k); ok {
+		return v.(float64), nil
+	}
+	mu, err := privacy.GDPMu(eps, delta)
+	if err != nil {
+		return 0, err
+	}
+	gdpMuCache.Store(k, mu)
+	return mu, nil
 }
 
 // within allows float rounding at the boundary of the GDP filter.
@@ -449,6 +468,38 @@ func largest(hi float64, ok func(float64) bool) float64 {
 	return lo
 }
 
+// remainingGDP is the headroom under the Gaussian-DP filter, in closed
+// form: μ = sqrt(μ_T² − Σ μ_i²), the (ε, δ_T) grant whose GDPMu is that μ,
+// and the ρ = μ²/2 grant; each checked against admission itself (and
+// nudged down by float rounding when needed), so that what Show reports is
+// what Reserve admits.
+func remainingGDP(total privacy.Grant, a agg) Remaining {
+	var r Remaining
+	muT, err := gdpMu(total.Epsilon, total.Delta)
+	if err != nil || !(muT*muT-a.Mu2 > muT*muT*tiny) {
+		return r
+	}
+	mu := math.Sqrt(muT*muT - a.Mu2)
+	admitted := func(g privacy.Grant) bool { return fits(total, a, reserveCharge(g)) == nil }
+	if e, err := privacy.GDPEpsilon(mu, total.Delta); err == nil {
+		e = math.Min(e, total.Epsilon)
+		for i := 0; i < 8 && !admitted(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: e, Delta: total.Delta}); i++ {
+			e *= 1 - 1e-9*math.Pow(10, float64(i))
+		}
+		if admitted(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: e, Delta: total.Delta}) {
+			r.Epsilon, r.Delta, r.Mu = e, total.Delta, mu
+		}
+	}
+	rho := mu * mu / 2
+	for i := 0; i < 8 && !admitted(privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho}); i++ {
+		rho *= 1 - 1e-12*math.Pow(10, float64(i))
+	}
+	if admitted(privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho}) {
+		r.Rho = rho
+	}
+	return r
+}
+
 // remaining computes the headroom described on Remaining by asking the
 // admission rule itself.
 func remaining(total privacy.Grant, a agg) Remaining {
@@ -465,11 +516,7 @@ func remaining(total privacy.Grant, a agg) Remaining {
 	case privacy.GrantApprox:
 		d := total.Delta - (a.P.Delta + a.A.Delta + a.B.Delta)
 		if a.mode() == filterGDP {
-			// δ is not consumed under the Gaussian-DP filter.
-			d = total.Delta
-			if muT, err := privacy.GDPMu(total.Epsilon, total.Delta); err == nil && muT*muT > a.Mu2 {
-				r.Mu = math.Sqrt(muT*muT - a.Mu2)
-			}
+			return remainingGDP(total, a)
 		}
 		if d > total.Delta*tiny {
 			e := largest(total.Epsilon, func(e float64) bool {
@@ -481,12 +528,6 @@ func remaining(total privacy.Grant, a agg) Remaining {
 		}
 		capRho, err := privacy.RhoForEpsDelta(total.Epsilon, total.Delta)
 		if err == nil {
-			if a.mode() == filterGDP {
-				capRho = total.Epsilon * total.Epsilon // any bound above μ_T²/2 will do
-				if muT, err := privacy.GDPMu(total.Epsilon, total.Delta); err == nil {
-					capRho = muT * muT / 2
-				}
-			}
 			r.Rho = largest(capRho, func(rho float64) bool {
 				return fits(total, a, reserveCharge(privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho})) == nil
 			})
