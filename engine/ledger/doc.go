@@ -208,9 +208,12 @@
 //
 //   - pure and ρ totals: the classic rule (under a ρ total zCDP already sums
 //     μ²/2 exactly for Gaussian runs);
-//   - an (ε, δ) total, undecided: no run has been charged since the total
-//     was set (or, for a total set on an existing history, every charge so
-//     far is Gaussian-only). A reservation must fit both rules, so it is
+//   - an (ε, δ) total set on an existing history fixes the rule at once:
+//     the Gaussian-DP filter when every charge so far is Gaussian-only and
+//     no run is open, the classic rule otherwise (the data owner's act
+//     decides, not a later run chosen from that history's outputs);
+//   - an (ε, δ) total set before any charge is undecided until its first
+//     charged run settles. A reservation must then fit both rules, so it is
 //     valid whichever is fixed later;
 //   - the first run to settle with a charge fixes the rule: the Gaussian-DP
 //     filter when it, and every charge before it, is Gaussian-only and no

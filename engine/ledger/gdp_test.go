@@ -263,3 +263,27 @@ func TestComposeFilterModes(t *testing.T) {
 	_, err = compose(total, a)
 	require.ErrorIs(t, err, ErrBudgetExceeded)
 }
+
+// A total set on an existing history fixes the rule when it is set: the
+// Gaussian-DP filter for a Gaussian-only history, the classic rule
+// otherwise.
+func TestGDPFilterTotalOnHistory(t *testing.T) {
+	ctx := context.Background()
+	l := openT(t, t.TempDir())
+	g := approxG(0.5, 1e-7)
+	h := hashOf("history-gauss")
+	settleOK(t, l, reserve(t, l, h, g), exactRun(t, g, privacy.NoiseExact, 1), "")
+	require.NoError(t, l.SetBudget(ctx, h, "", approxG(3, 1e-6)))
+	st, err := l.Show(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, "gdp", st.Spent.Composition)
+	assert.Positive(t, st.Remaining.Mu)
+
+	h2 := hashOf("history-mixed")
+	settleOK(t, l, reserve(t, l, h2, g), mixedRun(t, g), "")
+	require.NoError(t, l.SetBudget(ctx, h2, "", approxG(3, 1e-6)))
+	settleOK(t, l, reserve(t, l, h2, g), exactRun(t, g, privacy.NoiseExact, 1), "")
+	st, err = l.Show(ctx, h2)
+	require.NoError(t, err)
+	assert.NotEqual(t, "gdp", st.Spent.Composition)
+}

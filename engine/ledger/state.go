@@ -165,6 +165,16 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		}
 		t := *ev.New
 		s.Total, s.SetAt = &t, ev.Time
+		if ev.V >= filterVersion && s.approxTotal() && s.Final.Filter == "" && (s.Final.n() > 0 || len(s.Open) > 0) {
+			// A total set on an existing history: the rule is fixed now,
+			// by the data owner's act, not later by a run the analyst
+			// may have chosen from that history's outputs.
+			if s.Final.allMu() && s.Final.n() > 0 && len(s.Open) == 0 {
+				s.Final.Filter = filterGDP
+			} else {
+				s.Final.Filter = filterClassic
+			}
+		}
 	case evLink:
 		s.Aliases = append(s.Aliases, ev.Alias)
 	case evReserve:
