@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
@@ -164,8 +165,15 @@ func TestGDPFilterRefusesAfterSwitch(t *testing.T) {
 	assert.InDelta(t, math.Sqrt(before*before+muG*muG), st.Spent.Mu, 1e-8)
 	assert.NotContains(t, st.String(), "none (no further run fits)")
 
-	// A run that failed after drawing noise with unknown steps carries no
-	// GDP statement: the Gaussian-DP budget then admits nothing more.
+	// A Gaussian-only run that failed after drawing noise keeps its
+	// reservation's GDP statement; one with unknown steps carries none,
+	// and the Gaussian-DP budget then admits nothing more.
+	id = reserve(t, l, h, g)
+	require.NoError(t, l.Settle(ctx, id, OutcomeOf(errors.New("crashed"), exactRun(t, g, privacy.NoiseExact, 1))))
+	r, err = l.Get(ctx, id)
+	require.NoError(t, err)
+	assert.InDelta(t, muG*muG, r.Charge.Mu2, 1e-12)
+	reserve(t, l, h, approxG(0.01, 1e-9))
 	id = reserve(t, l, h, g)
 	require.NoError(t, l.Settle(ctx, id, Outcome{Status: Failed, NoiseDrawn: true, Error: "boom"}))
 	_, err = l.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: g})

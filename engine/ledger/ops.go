@@ -515,9 +515,11 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 		case out.Status == Failed:
 			re.Charge, re.Basis = open.Charge, "grant"
 			if _, ok := stepsMu2(out.Steps); !ok {
-				// Not known to be Gaussian-only: the reservation's μ² cap
-				// does not bound it, so no GDP statement (under the
-				// Gaussian-DP filter the budget then admits nothing more).
+				// Not known to be Gaussian-only (Outcome.Steps lists the
+				// steps announced before their noise was drawn): the
+				// reservation's μ² cap does not bound it, so no GDP
+				// statement (under the Gaussian-DP filter the budget then
+				// admits nothing more).
 				re.Charge.Mu2 = 0
 			}
 		default:

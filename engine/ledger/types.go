@@ -57,7 +57,10 @@ type Outcome struct {
 	Status State
 	// Steps are the steps the run's accountant accepted (acct.Steps());
 	// for a success they determine the charge. Preferred over Achieved. A
-	// non-nil empty slice means nothing was spent.
+	// non-nil empty slice means nothing was spent. For a failure after
+	// noise was drawn they tell whether the run was Gaussian-only, which
+	// keeps its reservation's GDP statement (see the package doc); nil
+	// means unknown.
 	Steps []privacy.Step
 	// Achieved is the accountant's composed cost (acct.Achieved()), used for
 	// a success when Steps is nil.
