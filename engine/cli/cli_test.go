@@ -100,6 +100,7 @@ func TestFitEndToEnd(t *testing.T) {
 	assert.Equal(t, "approx", priv["guarantee"], "a Gaussian run under an (ε, δ) grant is certified by the exact Gaussian composition")
 	assert.LessOrEqual(t, priv["epsilon"].(float64), 1+1e-9)
 	assert.Equal(t, false, priv["seeded"])
+	assert.Equal(t, "diagnostic", rep["timings_release"], "timings depend on the data")
 	led := rep["ledger"].(map[string]any)
 	assert.NotContains(t, led, "remaining", "no budget set: no remaining figures to misread as zero")
 
