@@ -86,6 +86,7 @@ func commands() []command {
 		{"plugins", "list the plugins found and the estimators they serve", cmdPlugins},
 		{"describe", "show an estimator's parameters, guarantee and references", cmdDescribe},
 		{"fit", "run an estimator on a data set under a privacy budget", cmdFit},
+		{"transform", "project new rows with a fitted model (post-processing: no budget)", cmdTransform},
 		{"gen", "generate a synthetic data set with ground truth", cmdGen},
 		{"budget", "set, show and audit a data set's total privacy budget", cmdBudget},
 		{"audit", "empirically check an estimator's privacy claim on neighbouring data sets", cmdAudit},

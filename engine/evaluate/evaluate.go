@@ -201,3 +201,79 @@ func SpectralNorm(a mat.Matrix) (float64, error) {
 	}
 	return m, nil
 }
+
+// Ratio names of the captured-variance evaluation (every PCA estimator
+// reports them with evaluate=true).
+const (
+	// RatioCentred is the captured-variance ratio on the centred
+	// covariance: scikit-learn's convention, the figure to quote.
+	RatioCentred = "captured_variance_ratio"
+	// RatioUncentred is the same ratio on the uncentred second moment
+	// XᵀX/n, which flatters subspaces that only find the mean direction.
+	RatioUncentred = "captured_variance_ratio_uncentred"
+)
+
+// CapturedRatio returns tr(UᵀAU)/Σ_{k≤r} λ_k(A): the share of the best
+// rank-r captured variance of A that the p×r orthonormal basis U captures
+// (1 for A's own top-r eigenvectors). topR are A's r largest eigenvalues.
+// With A the covariance of the rows centred at their empirical mean this
+// is the ratio scikit-learn's PCA optimises; with A = XᵀX/n it is the
+// uncentred ratio.
+func CapturedRatio(a mat.Symmetric, u mat.Matrix, topR []float64) float64 {
+	var best float64
+	for _, v := range topR {
+		best += v
+	}
+	return CapturedVariance(a, u) / best
+}
+
+// Centre returns the covariance S − m·mᵀ of rows whose second moment is S
+// and whose mean is m (S is not modified).
+func Centre(s mat.Symmetric, m []float64) *mat.SymDense {
+	p := s.SymmetricDim()
+	out := mat.NewSymDense(p, nil)
+	for i := 0; i < p; i++ {
+		for j := i; j < p; j++ {
+			out.SetSym(i, j, s.At(i, j)-m[i]*m[j])
+		}
+	}
+	return out
+}
+
+// RowsCapturedRatios returns the centred and uncentred captured-variance
+// ratios (CapturedRatio) of the p×r basis u on the rows of x: centred on the
+// covariance of the rows about their empirical mean, uncentred on XᵀX/n.
+// gram(s, x) must return s·XᵀX and top(a, r) the r largest eigenvalues of a
+// (a backend's Gram and EigSymTop), so that callers keep their fast kernels.
+func RowsCapturedRatios(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *mat.Dense) *mat.SymDense,
+	top func(a mat.Symmetric, r int) ([]float64, error)) (centred, uncentred float64, err error) {
+	n, p := x.Dims()
+	if up, _ := u.Dims(); up != p {
+		return 0, 0, fmt.Errorf("captured variance: basis with %d rows for %d columns", up, p)
+	}
+	_, r := u.Dims()
+	s := gram(1/float64(n), x)
+	mean := make([]float64, p)
+	for i := 0; i < n; i++ {
+		for j, v := range x.RawRowView(i)[:p] {
+			mean[j] += v
+		}
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	ratio := func(a mat.Symmetric) (float64, error) {
+		t, err := top(a, r)
+		if err != nil {
+			return 0, fmt.Errorf("captured variance: %w", err)
+		}
+		return CapturedRatio(a, u, t), nil
+	}
+	if centred, err = ratio(Centre(s, mean)); err != nil {
+		return 0, 0, err
+	}
+	if uncentred, err = ratio(s); err != nil {
+		return 0, 0, err
+	}
+	return centred, uncentred, nil
+}

@@ -133,3 +133,51 @@ func TestCapturedVarianceAndSpectralNorm(t *testing.T) {
 	_, err = SpectralNorm(mat.NewDense(2, 3, nil))
 	assert.Error(t, err)
 }
+
+// The centred ratio of the empirical covariance's own top-r eigenvectors is
+// 1; a subspace holding only the mean direction scores high uncentred and
+// low centred (the flattering case the uncentred figure hides).
+func TestRowsCapturedRatios(t *testing.T) {
+	// Rows: a large mean along e1, variance along e2 (big) and e3 (small).
+	x := mat.NewDense(400, 3, nil)
+	for i := 0; i < 400; i++ {
+		s2, s3 := 1.0, 0.3
+		if i%2 == 1 {
+			s2, s3 = -s2, -s3
+		}
+		if i%4 >= 2 {
+			s3 = -s3
+		}
+		x.SetRow(i, []float64{10, s2, s3})
+	}
+	gram := func(s float64, x *mat.Dense) *mat.SymDense {
+		_, p := x.Dims()
+		out := mat.NewSymDense(p, nil)
+		out.SymOuterK(s, x.T())
+		return out
+	}
+	top := func(a mat.Symmetric, r int) ([]float64, error) {
+		var es mat.EigenSym
+		if !es.Factorize(a, false) {
+			return nil, assert.AnError
+		}
+		v := es.Values(nil)
+		out := make([]float64, r)
+		for k := 0; k < r; k++ {
+			out[k] = v[len(v)-1-k]
+		}
+		return out, nil
+	}
+	e2 := mat.NewDense(3, 1, []float64{0, 1, 0})
+	c, u, err := RowsCapturedRatios(x, e2, gram, top)
+	require.NoError(t, err)
+	assert.InDelta(t, 1, c, 1e-12, "e2 is the centred top direction")
+	assert.Less(t, u, 0.02, "uncentred, e1 (the mean) dominates")
+	e1 := mat.NewDense(3, 1, []float64{1, 0, 0})
+	c, u, err = RowsCapturedRatios(x, e1, gram, top)
+	require.NoError(t, err)
+	assert.InDelta(t, 0, c, 1e-12, "the mean direction carries no variance")
+	assert.InDelta(t, 1, u, 1e-12)
+	_, _, err = RowsCapturedRatios(x, mat.NewDense(2, 1, []float64{1, 0}), gram, top)
+	assert.Error(t, err)
+}

@@ -48,7 +48,7 @@ func (Deflation) Info() sdk.Info {
 func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[deflationOptions](run)
 	k, d := o.Rank.Value, run.Data.P()
-	plan, err := sdk.NewPlan(run, privacy.NoisePure,
+	plan, err := newPlan(run, privacy.NoisePure, &o.base,
 		privacy.Share{Name: shareVectors, Weight: 1, Steps: amin.Draws(k, d), Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := newProblem(ctx, run, o.Clip.Value)
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -66,16 +66,17 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, pr.a, pr.gamma, u, o.lambda, sdk.Public)
+	addCommonOutputs(res, pr, u, o.lambda, sdk.Public)
 	res.AddScalar("beta", beta, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k) (ε/(2(d−1)) when k = d: the last vector is determined)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): total ACG proposals")
 	res.AddScalar("acceptance_rate", diag.AcceptanceRate, sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): accepted/proposed")
 	// The kind follows the composition the accountant used (see
 	// DERIVATIONS.md §5): with an (ε, δ) grant and many draws, zCDP
 	// composition can give a smaller ε at the grant's δ than the pure sum.
-	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public", "the target spectrum Λ is public", exactSamplerCaveat}}
+	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr), "the target spectrum Λ is public", exactSamplerCaveat}}
 	addClippedRows(res, pr.clipped)
-	return res, nil
+	res.Notes = append(res.Notes, "orbit-deflation runs the same sampler as pca-amin (Amin et al., shared code in plugins/internal/amin) on A = Σ x̃x̃ᵀ/clip²; pca-amin is the maintained entry point (it also centres and releases eigenvalues) and orbit-deflation may be removed in a later release")
+	return withEvaluation(ctx, run, res, pr.eval)
 }
 
 // shareVectors names deflation's share: one exponential step per sampled
@@ -147,7 +148,7 @@ const shareNoisyA = "A + E"
 // Fit implements sdk.Estimator: bind → plan → Analyze Gauss on A.
 func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[gaussOptions](run)
-	plan, err := sdk.NewPlan(run, o.noise, privacy.Share{Name: shareNoisyA, Weight: 1, Mechanism: privacy.MechGaussian})
+	plan, err := newPlan(run, o.noise, &o.base, privacy.Share{Name: shareNoisyA, Weight: 1, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := newProblem(ctx, run, o.Clip.Value)
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -163,10 +164,11 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err := gaussOrbit(ctx, run, res, pr, o, b); err != nil {
 		return nil, err
 	}
-	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
+	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
 	addClippedRows(res, pr.clipped)
 	addNote(res, o.note)
-	return res, nil
+	addNote(res, "orbit-gauss is the Analyze Gauss mechanism of pca-analyze-gauss (shared code in plugins/internal/analyzegauss) on A = Σ x̃x̃ᵀ/clip²; pca-analyze-gauss is the maintained entry point (it also centres and releases eigenvalues and the explained-variance ratio) and orbit-gauss may be removed in a later release")
+	return withEvaluation(ctx, run, res, pr.eval)
 }
 
 // gaussOrbit is the Gaussian baseline (DERIVATIONS.md §6): A + E with A
@@ -189,7 +191,7 @@ func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem,
 			lambda[i] = math.Max(lambda[i], 0)
 		}
 	}
-	addCommonOutputs(res, pr.a, pr.gamma, vecs, lambda, sdk.Public)
+	addCommonOutputs(res, pr, vecs, lambda, sdk.Public)
 	res.AddScalar("sigma", rel.Scale(), sdk.Public, "noise standard deviation of each entry of E")
 	return nil
 }
@@ -217,7 +219,18 @@ func (NonPrivate) Info() sdk.Info {
 func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateOptions](run)
 	k, d := o.Rank.Value, run.Data.P()
-	a, _, err := ClippedMatrix(ctx, run.Data, o.Clip.Value, run.Backend)
+	c := o.Options.Value()
+	if o.Options.Auto() {
+		// The reference is not private: clip=auto takes the exact
+		// clip_quantile of the norms (an evaluation-only choice).
+		norms, err := rowclip.Norms(ctx, run.Data.X, nil)
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(norms)
+		c = norms[min(len(norms)-1, int(o.ClipQuantile*float64(len(norms))))]
+	}
+	a, _, err := ClippedMatrix(ctx, run.Data, c, run.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +246,8 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
+	pr := &problem{a: a, gamma: gamma, clip: c, eval: o.Evaluate.Value}
+	addCommonOutputs(res, pr, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
 	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
-	return res, nil
+	return withEvaluation(ctx, run, res, pr.eval)
 }

@@ -152,7 +152,7 @@ func setGuarantee(res *sdk.Result, exact bool, cal string, sweeps int) {
 	if cal == CalibAddRemove {
 		g.Neighbours = "one user's row added or removed (rows clipped to norm ≤ clip)"
 	}
-	g.Assumptions = []string{"clip is public", "the target spectrum Λ is public or released"}
+	g.Assumptions = []string{"the clip is public or a private quantile of the row norms (clip=auto, a declared step)", "the target spectrum Λ is public or released"}
 	if exact {
 		// The kind and the numbers follow the composition the accountant
 		// used (pure, or zCDP converted at the grant's δ when tighter), so
@@ -191,11 +191,11 @@ func (EM) Info() sdk.Info {
 // Fit implements sdk.Estimator: bind → plan → Algorithm 1.
 func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[emOptions](run)
-	plan, err := sdk.NewPlan(run, privacy.NoisePure, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
+	plan, err := newPlan(run, privacy.NoisePure, &o.base, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := newProblem(ctx, run, o.Clip.Value)
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		res.Notes = append(res.Notes, "sensitivity=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
 	}
 	addNote(res, o.note)
-	return res, nil
+	return withEvaluation(ctx, run, res, pr.eval)
 }
 
 // orbitEM is Algorithm 1 (DERIVATIONS.md §4.1): declare the exponential
@@ -233,7 +233,7 @@ func orbitEM(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem, la
 	if err != nil {
 		return err
 	}
-	addCommonOutputs(res, pr.a, pr.gamma, dr.U, lambda, sdk.Public)
+	addCommonOutputs(res, pr, dr.U, lambda, sdk.Public)
 	addDrawOutputs(res, dr, rel.Beta())
 	setGuarantee(res, dr.Exact, em.cal, dr.Sweeps)
 	return nil
@@ -267,13 +267,13 @@ func (RankK) Info() sdk.Info {
 // Fit implements sdk.Estimator: bind → plan → Algorithm 2.
 func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[rankKOptions](run)
-	plan, err := sdk.NewPlan(run, privacy.NoisePure,
+	plan, err := newPlan(run, privacy.NoisePure, &o.base,
 		privacy.Share{Name: shareSpectrum, Weight: 0.5, Mechanism: privacy.MechLaplace},
 		privacy.Share{Name: shareFrame, Weight: 0.5, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := newProblem(ctx, run, o.Clip.Value)
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	addNote(res, o.note)
-	return res, nil
+	return withEvaluation(ctx, run, res, pr.eval)
 }
 
 // rankKApproximation is Algorithm 2 (DERIVATIONS.md §4.2): a Laplace
@@ -306,8 +306,8 @@ func rankKApproximation(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *
 		if err != nil {
 			return err
 		}
-		addCommonOutputs(res, pr.a, pr.gamma, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda, sdk.Public)
-		res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
+		addCommonOutputs(res, pr, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda, sdk.Public)
+		res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
 		res.Notes = append(res.Notes, "all noisy eigenvalues clamped to 0: released H = 0 (U is a data-independent random frame)")
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Deprecated parameter handling: calibration= is kept for one release.
@@ -14,14 +15,20 @@ const (
 	deprecatedNote   = "calibration= is deprecated and will be removed in the next release: use %s=%s"
 )
 
-// base holds the parameters every orbit estimator takes.
+// base holds the parameters every orbit estimator takes, with the same
+// names, meanings and defaults as the pca plugin's: rank (required), clip
+// (default auto: a private median of the row norms), evaluate (opt-in).
 type base struct {
-	sdk.Rank `default:"3" max:"100000" doc:"output rank k (number of non-zero target eigenvalues); k ≤ d"`
-	sdk.Clip `default:"1" doc:"public row-norm bound: rows longer than clip are scaled down to it, and A = Σ x̃x̃ᵀ/clip² (each user contributes trace ≤ 1)"`
+	sdk.Rank `max:"100000" doc:"output rank k (number of non-zero target eigenvalues); k ≤ d"`
+	rowclip.Options
+	sdk.Evaluate `doc:"also report captured_variance_ratio (the share of the best rank-k variance of the raw rows, centred at their mean, that U captures: scikit-learn's convention), captured_variance_ratio_uncentred, and the orbit objective figures utility, optimum, loss, relative_utility_uncentred = ⟨A, H⟩/OPT and frobenius_error_sq on the clipped uncentred A. EVALUATION ONLY: computed from the raw data, NOT private"`
 }
 
-// checkRank validates k against the public dimension d.
+// checkRank validates k against the public dimension d and parses clip.
 func (b *base) checkRank(s sdk.Shape) error {
+	if err := b.Options.Parse(); err != nil {
+		return err
+	}
 	if s.P > 0 {
 		return checkRank(b.Rank.Value, s.P)
 	}
@@ -120,7 +127,7 @@ func (o *deflationOptions) Check(s sdk.Shape) error {
 type gaussOptions struct {
 	base
 	Spectrum    string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
-	sdk.Noise   `doc:"σ of E: zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget (default); classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
+	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"σ of E: exact = the tightest composition the accountant certifies; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget (default); classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 
 	private bool

@@ -45,14 +45,14 @@ func TestSensitivityAndNoiseReplaceCalibration(t *testing.T) {
 	for _, raw := range []map[string]string{
 		{"rank": "1", "sensitivity": "paper", "calibration": "add-remove"},
 	} {
-		_, acct, err := sdk.RunLocal(context.Background(), EM{}, ds, raw, pure(1), sdk.LocalOptions{})
+		_, acct, err := sdk.RunLocal(context.Background(), EM{}, ds, pinned(raw), pure(1), sdk.LocalOptions{})
 		require.Error(t, err)
 		assert.True(t, sdk.IsBadRequest(err), "%v", err)
 		if acct != nil {
 			assert.Empty(t, acct.Steps())
 		}
 	}
-	_, acct, err := sdk.RunLocal(context.Background(), Gauss{}, ds, map[string]string{"rank": "2", "noise": "analytic", "calibration": "classical"}, approx, sdk.LocalOptions{})
+	_, acct, err := sdk.RunLocal(context.Background(), Gauss{}, ds, pinned(map[string]string{"rank": "2", "noise": "analytic", "calibration": "classical"}), approx, sdk.LocalOptions{})
 	require.Error(t, err)
 	assert.True(t, sdk.IsBadRequest(err), "%v", err)
 	if acct != nil {
@@ -84,7 +84,7 @@ func TestOrbitConformance(t *testing.T) {
 					assert.NotEmpty(t, m.Release, m.Name)
 				}
 			}
-			_, acct, err := sdk.RunLocal(context.Background(), est, ds, map[string]string{"rank": "7"}, approx, sdk.LocalOptions{})
+			_, acct, err := sdk.RunLocal(context.Background(), est, ds, pinned(map[string]string{"rank": "7"}), approx, sdk.LocalOptions{})
 			require.Error(t, err)
 			assert.True(t, sdk.IsBadRequest(err), "%v", err)
 			if acct != nil {

@@ -40,6 +40,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
@@ -167,10 +168,12 @@ func Optimum(gamma, lambda []float64) float64 {
 	return s
 }
 
-// addCommonOutputs releases U and Λ and the evaluation-only utility figures.
+// addCommonOutputs releases U and Λ and, with evaluate=true, the
+// evaluation-only utility figures.
 // rel labels U and Λ: sdk.Public for the private estimators, sdk.Evaluation
 // for the non-private reference, whose frame is computed from the raw data.
-func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.Dense, lambda []float64, rel sdk.Release) {
+func addCommonOutputs(res *sdk.Result, pr *problem, u *mat.Dense, lambda []float64, rel sdk.Release) {
+	a, gamma := pr.a, pr.gamma
 	k := len(lambda)
 	uDoc := "d×k orthonormal frame; H = U diag(Lambda) Uᵀ is the released orbit point"
 	lDoc := "released target spectrum λ_1 ≥ … ≥ λ_k ≥ 0 (normalised scale A = Σ x̃x̃ᵀ/clip²)"
@@ -180,6 +183,14 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 	}
 	res.AddMatrix("U", u, rel, uDoc)
 	res.AddMatrix("Lambda", mat.NewDense(k, 1, slices.Clone(lambda)), rel, lDoc)
+	clipDoc := "row-norm bound used (given by the user)"
+	if pr.autoClip {
+		clipDoc = "row-norm bound used: a private quantile of the row norms (clip=auto), released"
+	}
+	res.AddScalar("clip", pr.clip, rel, clipDoc)
+	if !pr.eval {
+		return
+	}
 	score := Score(a, u, lambda)
 	opt := Optimum(gamma, lambda)
 	const ev = "EVALUATION ONLY (computed from the raw data, not private): "
@@ -190,7 +201,7 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 	if opt > 0 {
 		relUtil = score / opt
 	}
-	res.AddScalar("relative_utility", relUtil, sdk.Evaluation, ev+"⟨A, H⟩ / OPT")
+	res.AddScalar("relative_utility_uncentred", relUtil, sdk.Evaluation, ev+"⟨A, H⟩ / OPT on the clipped UNCENTRED A (for spectrum=projection: the uncentred captured-variance ratio of the clipped rows)")
 	var fa, fl float64
 	ar := a.RawSymmetric()
 	for i := 0; i < ar.N; i++ {
@@ -208,15 +219,18 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 // problem is what every orbit estimator computes before its mechanism:
 // the clipped second-moment matrix A with its eigenvalues (descending).
 type problem struct {
-	a       *mat.SymDense
-	gamma   []float64
-	clipped int // rows shrunk by the clip (evaluation only)
+	a        *mat.SymDense
+	gamma    []float64
+	clipped  int     // rows shrunk by the clip (evaluation only)
+	clip     float64 // the clip used
+	autoClip bool    // clip is a private quantile (clip=auto)
+	eval     bool    // evaluate=true
 }
 
 // newProblem builds A from the run's rows clipped to clip, and its
 // eigenvalues. The request has been bound and checked already.
 func newProblem(ctx context.Context, run *sdk.Run, clip float64) (*problem, error) {
-	pr := &problem{}
+	pr := &problem{clip: clip}
 	var err error
 	if pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, clip, run.Backend); err != nil {
 		return nil, err
@@ -225,4 +239,49 @@ func newProblem(ctx context.Context, run *sdk.Run, clip float64) (*problem, erro
 		return nil, fmt.Errorf("eigenvalues of A: %w", err)
 	}
 	return pr, nil
+}
+
+// newPlan is sdk.NewPlan with, under clip=auto, a first share clip_share
+// for the private norm quantile (the other weights scaled to the rest).
+func newPlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*privacy.Plan, error) {
+	if o.Options.Auto() {
+		for i := range shares {
+			shares[i].Weight *= 1 - o.ClipShare
+		}
+		shares = append([]privacy.Share{{Name: rowclip.ShareName, Weight: o.ClipShare, Mechanism: privacy.MechExponential}}, shares...)
+	}
+	return sdk.NewPlan(run, noise, shares...)
+}
+
+// problemFor is newProblem at the options' clip: the given one, or under
+// clip=auto a private clip_quantile-quantile of the row norms released
+// first from the plan's clip share (plugins/pca/DERIVATIONS.md §6).
+func problemFor(ctx context.Context, run *sdk.Run, plan *privacy.Plan, o *base) (*problem, error) {
+	c := o.Options.Value()
+	if o.Options.Auto() {
+		if run.Data == nil || run.Data.X == nil {
+			return nil, fmt.Errorf("empty data set")
+		}
+		b, err := plan.Budget(rowclip.ShareName)
+		if err != nil {
+			return nil, err
+		}
+		if c, err = rowclip.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", b, run.Data.X, nil, o.ClipQuantile); err != nil {
+			return nil, err
+		}
+	}
+	pr, err := newProblem(ctx, run, c)
+	if err != nil {
+		return nil, err
+	}
+	pr.autoClip, pr.eval = o.Options.Auto(), o.Evaluate.Value
+	return pr, nil
+}
+
+// clipAssumption is the guarantee's assumption about the clip.
+func clipAssumption(pr *problem) string {
+	if pr.autoClip {
+		return fmt.Sprintf("the clip %.6g is a private quantile of the row norms (a declared step)", pr.clip)
+	}
+	return fmt.Sprintf("the clip %.6g was chosen without looking at the data", pr.clip)
 }

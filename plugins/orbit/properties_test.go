@@ -324,6 +324,6 @@ func TestFullRankAndCancellation(t *testing.T) {
 	_, err := GibbsSample(ctx, privacy.NewSeededSource(1), a, []float64{1, 1}, 1, GibbsConfig{Sweeps: 10})
 	assert.ErrorIs(t, err, context.Canceled)
 	seed := uint64(1)
-	_, _, err = sdk.RunLocal(ctx, EM{}, ds, map[string]string{"rank": "2"}, pure(1), sdk.LocalOptions{Seed: &seed})
+	_, _, err = sdk.RunLocal(ctx, EM{}, ds, pinned(map[string]string{"rank": "2"}), pure(1), sdk.LocalOptions{Seed: &seed})
 	assert.ErrorIs(t, err, context.Canceled)
 }

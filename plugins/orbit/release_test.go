@@ -38,7 +38,7 @@ func TestSpectrumKeywordErrorNamesTheForms(t *testing.T) {
 	ds := genData(t, 200, 6, 2, 4)
 	for _, est := range []sdk.Estimator{EM{}, Deflation{}, NonPrivate{}} {
 		// orbit-nonprivate knows only "true", orbit-gauss only "private".
-		_, acct, err := sdk.RunLocal(context.Background(), est, ds, map[string]string{"rank": "3", "spectrum": "private"}, pure(1), sdk.LocalOptions{})
+		_, acct, err := sdk.RunLocal(context.Background(), est, ds, pinned(map[string]string{"rank": "3", "spectrum": "private"}), pure(1), sdk.LocalOptions{})
 		require.Error(t, err, est.Info().Name)
 		assert.Contains(t, err.Error(), `want "projection" or 3 comma-separated numbers`, est.Info().Name)
 		if acct != nil {
@@ -71,7 +71,7 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, acct, err := sdk.RunLocal(context.Background(), tc.est, ds, tc.raw, tc.grant, sdk.LocalOptions{})
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, ds, pinned(tc.raw), tc.grant, sdk.LocalOptions{})
 			require.Error(t, err)
 			assert.True(t, sdk.IsBadRequest(err), "refusal not marked: %v", err)
 			if acct != nil {

@@ -35,22 +35,23 @@ func (Amin) Info() sdk.Info {
 		Name:    "pca-amin",
 		Version: Version,
 		Summary: "Amin et al. 2019 iterative eigenvector sampling: pure ε-DP PCA with an exact Bingham sampler",
-		Description: `Iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz Medina, Vassilvitskii 2019).
-Rows are scaled down to the public norm clip γ. The top-r eigenvalues of Σ̂ = Σ x_ix_iᵀ/n are
-released with Laplace noise (replace-one ℓ1 sensitivity 2γ²/n: adding or removing one PSD rank-one
-term moves the eigenvalues monotonically by a total of at most γ²/n; for r = 1 the top eigenvalue
-moves down then up by at most γ²/n each, so its sensitivity is γ²/n). Eigenvector k is drawn from
-the density ∝ exp(β_k·uᵀC_ku) on the unit sphere of the orthogonal complement of the vectors
-already released, where C_k is Σ̂ restricted to that complement: the exponential mechanism with
-utility sensitivity γ²/n, so β_k = ε_k·n/(2γ²). The vector Bingham law is sampled by an exact
-rejection sampler (Kent, Ganeiber, Mardia 2018), exact in real arithmetic and run in float64, so
-the guarantee is pure ε-DP against worst-case neighbours under that assumption. See DERIVATIONS.md §3.
-Budget: eigenvalue_share of ε (after the optional mean share) for the eigenvalues, the rest
-split evenly over the r eigenvectors (default share 1/(r+1): every release gets ε/(r+1)).
-With center=private, a Laplace mean of rows clipped to mean_clip (ℓ1 sensitivity 2·mean_clip·√p/n)
-is subtracted first.`,
+		Description: `Pure ε-differentially private PCA (no δ): use it only when your policy forbids δ > 0,
+and only with a large budget or few features. Pure-ε PCA needs far more data than Analyze Gauss:
+on Fashion-MNIST (n = 60000, p = 784) it captures well under half of the non-private variance
+even at ε = 4, close to a random subspace at ε ≤ 1 (bench/results/pca.md); on data with tens of
+features and n·ε in the tens of thousands it does well.
+
+How it works: rows longer than the clip are shortened to it; the top-r eigenvalues of
+Σ x_i x_iᵀ/n get Laplace noise; then each component is drawn at random from a distribution that
+favours directions of high variance (the exponential mechanism on the sphere, sampled exactly by
+Kent–Ganeiber–Mardia rejection in float64), one after the other.
+
+Defaults as in pca-analyze-gauss: clip=auto (a private median of the row norms, clip_share of
+the budget, released as output clip), center=private optional (a Laplace mean, released as output
+mean). Budget: eigenvalue_share of ε (after the clip and mean shares) for the eigenvalues, the rest
+split evenly over the r eigenvectors. Derivations: DERIVATIONS.md §3, §5, §6.`,
 		DataKind:  data.Rows,
-		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the public norm clip; exact sampler in real arithmetic, run in float64",
+		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the clip (public, or a private quantile with clip=auto); exact sampler in real arithmetic, run in float64",
 		Grants:    []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Options:   aminOptions{},
 		References: []string{
@@ -72,14 +73,12 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var mu []float64
-	if o.private() {
-		if mu, err = privateMeanLaplace(ctx, run, plan, x, o.meanClip(o.Clip.Value)); err != nil {
-			return nil, err
-		}
+	pre, err := preprocess(ctx, run, plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	if err != nil {
+		return nil, err
 	}
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := Gram(ctx, run.Backend, x, mu, o.Clip.Value)
+	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +86,11 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := aminCovariance(ctx, run, plan, sh, n, o)
+	res, err := aminCovariance(ctx, run, plan, sh, n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
+	pre.report(res)
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
@@ -100,12 +100,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // eigenvalues and the remainder evenly over the sampled eigenvectors
 // (r of them, p − 1 when r = p).
 func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.Plan, error) {
-	rest := 1.0
-	var shares []privacy.Share
-	if o.private() {
-		shares = append(shares, privacy.Share{Name: shareMean, Weight: o.MeanShare, Mechanism: privacy.MechLaplace})
-		rest -= o.MeanShare
-	}
+	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
@@ -134,8 +129,8 @@ func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x
 
 // aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace
 // top-r eigenvalues of Σ̂_γ, then r iterative exponential-mechanism draws.
-func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, o *aminOptions) (*sdk.Result, error) {
-	r, clip := o.Rank.Value, o.Clip.Value
+func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *aminOptions) (*sdk.Result, error) {
+	r := o.Rank.Value
 	res := &sdk.Result{}
 	var noisyVals []float64
 	if o.valueShare() > 0 {
@@ -175,9 +170,8 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	res.AddScalar("epsilon_per_vector", bv.Epsilon, sdk.Public, "ε spent on each sampled eigenvector")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")
 	res.Guarantee = privacy.Guarantee{
-		Neighbours: "one row replaced by an arbitrary row",
-		Assumptions: []string{fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", clip),
-			"the Bingham sampler (Kent–Ganeiber–Mardia rejection) is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §3)"},
+		Neighbours:  "one row replaced by an arbitrary row",
+		Assumptions: []string{"the Bingham sampler (Kent–Ganeiber–Mardia rejection) is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §3)"},
 	}
 	return res, nil
 }

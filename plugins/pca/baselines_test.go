@@ -296,7 +296,7 @@ func TestAminFullBasisAndCentring(t *testing.T) {
 	assert.InDelta(t, 2, tot, 1e-9)
 	assert.Equal(t, privacy.Pure, res.Guarantee.Kind)
 
-	_, _, err := sdk.RunLocal(context.Background(), Amin{}, g.Data, map[string]string{"rank": "2"}, pure(1), sdk.LocalOptions{})
+	_, _, err := sdk.RunLocal(context.Background(), Amin{}, g.Data, map[string]string{"rank": "2", "clip": "0"}, pure(1), sdk.LocalOptions{})
 	require.Error(t, err)
 	_, _, err = sdk.RunLocal(context.Background(), Amin{}, g.Data, map[string]string{"rank": "2", "clip": "5"}, zcdp(1), sdk.LocalOptions{})
 	require.Error(t, err)

@@ -33,7 +33,15 @@ func (CXZ) Info() sdk.Info {
 		Name:    "pca-cxz",
 		Version: Version,
 		Summary: "Cai–Xia–Zha optimal DP PCA and spiked covariance estimation (privacy w.h.p. over spiked-model data)",
-		Description: `Algorithm 1 of Cai, Xia and Zha. Stage 1 adds a symmetric Gaussian matrix to the
+		Description: `In plain words: a PCA whose noise is calibrated to a statistical model of the data, not
+to the worst case. It is private ONLY if your rows really are independent draws from a spiked
+Gaussian model (a few strong directions with variances σ² + λ_k over isotropic noise σ²) and you
+know σ² and lower bounds for λ without looking at the data. Real data (images, tables) do not
+satisfy this, and overstating λ silently shrinks the noise while the ledger records a normal run:
+for real data use pca-analyze-gauss (worst-case guarantee, no model parameters to invent). dplr
+offers no private estimate of σ² and λ yet.
+
+Algorithm 1 of Cai, Xia and Zha. Stage 1 adds a symmetric Gaussian matrix to the
 p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n, no centring or
 clipping) and returns the top-r algebraic eigenvectors Ũ. Stage 2 adds a symmetric r×r
 Gaussian matrix to Ũᵀ(Σ̂ − σ²I)Ũ, giving Λ̃; the covariance estimate is Σ̃ = ŨΛ̃Ũᵀ + σ²I.

@@ -17,7 +17,7 @@ const deprecatedNote = "%s= is deprecated and will be removed in the next releas
 // estimators (DERIVATIONS.md §5).
 type centerOptions struct {
 	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
-	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (default: clip)"`
+	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
 	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
 }
 
@@ -58,7 +58,7 @@ type outputSigma struct {
 
 // evaluation is the opt-in evaluation every PCA estimator offers.
 type evaluation struct {
-	sdk.Evaluate `doc:"also report relative_utility = tr(ŨᵀSŨ)/tr(ÛᵀSÛ), S = XᵀX/n of the raw rows and Û their non-private top-r subspace. EVALUATION ONLY: computed from the raw data, NOT private (costs one more Gram and eigendecomposition)"`
+	sdk.Evaluate `doc:"also report captured_variance_ratio: the share of the best possible rank-r variance that the released components capture, on the raw rows centred at their mean (scikit-learn's convention; 1 = as good as non-private PCA), and captured_variance_ratio_uncentred, the same without centring. EVALUATION ONLY: computed from the raw data, NOT private (costs one more Gram and eigendecomposition)"`
 }
 
 // checkShape validates the rank against the public dimension (strict: the
@@ -87,9 +87,9 @@ func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 
 // analyzeGaussOptions are pca-analyze-gauss's parameters.
 type analyzeGaussOptions struct {
-	sdk.Rank    `doc:"number of principal components r"`
-	sdk.Clip    `doc:"public row-norm bound γ (rows longer than γ are scaled to γ); choose it without looking at the data"`
-	sdk.Noise   `doc:"Gaussian calibration: zcdp (composes ρ from the grant), classical (ε ≤ 1 per step), analytic (Balle–Wang)"`
+	sdk.Rank `doc:"number of principal components r"`
+	clipOptions
+	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"how the Gaussian noise is calibrated: zcdp (composes ρ from the grant; the default), classical (ε ≤ 1 per step), analytic (Balle–Wang), exact (the tightest composition the accountant can certify)"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 	outputSigma
 	centerOptions
@@ -103,6 +103,12 @@ func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
 	if err := checkShape(o.Rank.Value, s, false); err != nil {
 		return err
 	}
+	if err := o.Parse(); err != nil {
+		return err
+	}
+	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
+		return err
+	}
 	var err error
 	o.noise, o.note, err = resolveNoise(o.Noise.Value, o.Calibration, "calibration", "noise")
 	return err
@@ -110,8 +116,8 @@ func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
 
 // aminOptions are pca-amin's parameters.
 type aminOptions struct {
-	sdk.Rank        `doc:"number of principal components r"`
-	sdk.Clip        `doc:"public row-norm bound γ (rows longer than γ are scaled to γ); choose it without looking at the data"`
+	sdk.Rank `doc:"number of principal components r"`
+	clipOptions
 	EigenvalueShare *float64 `param:"eigenvalue_share" min:"0" max:"0.9" doc:"fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"`
 	outputSigma
 	centerOptions
@@ -129,6 +135,12 @@ func (o *aminOptions) valueShare() float64 {
 // Check implements sdk.Checker.
 func (o *aminOptions) Check(s sdk.Shape) error {
 	if err := checkShape(o.Rank.Value, s, false); err != nil {
+		return err
+	}
+	if err := o.Parse(); err != nil {
+		return err
+	}
+	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
 		return err
 	}
 	if o.OutputSigma && !(o.valueShare() > 0) {

@@ -77,7 +77,7 @@ func TestPCAConformance(t *testing.T) {
 			res2, _ := fit(t, est, g, raw[info.Name], grant, 4)
 			assert.True(t, mat.Equal(matrix(t, res, "U"), matrix(t, res2, "U")), "seed reproduces")
 			assert.NotEmpty(t, res.Guarantee.Kind)
-			assert.Positive(t, scalar(t, res, "relative_utility"))
+			assert.Positive(t, scalar(t, res, "captured_variance_ratio"))
 			bad := map[string]string{}
 			for k, v := range raw[info.Name] {
 				bad[k] = v

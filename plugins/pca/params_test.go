@@ -67,8 +67,8 @@ func TestPositiveParametersHavePositiveMinimum(t *testing.T) {
 	}
 	want := map[string][]string{
 		"pca-cxz":           {"sigma2", "mean_clip"},
-		"pca-analyze-gauss": {"clip", "mean_clip"},
-		"pca-amin":          {"clip", "mean_clip"},
+		"pca-analyze-gauss": {"mean_clip"},
+		"pca-amin":          {"mean_clip"},
 		"pca-nonprivate":    {"clip"},
 	}
 	g := spiked(t, 500, 10, 2, "24,20", "gaussian", 43)

@@ -6,6 +6,7 @@
 //	pca-study -config pwin -seeds 3      # p=400, n=2e5 on raw rows
 //	pca-study -config pwin-big -seeds 5  # p=1000, n=1e6 on Wishart-sampled Σ̂
 //	pca-study -config fmnist -seeds 10   # Fashion-MNIST, r=10, captured variance
+//	pca-study -heavytail DIR             # rewrite a `dplr gen spiked` DIR with heavy-tailed row norms
 //
 // Build with -tags openblas for the OpenBLAS backend.
 package main
@@ -31,7 +32,15 @@ func main() {
 	delta := flag.Float64("delta", 1e-5, "δ of the (ε, δ) grants")
 	methods := flag.String("methods", "", "comma-separated subset of method labels (default: all)")
 	fm := flag.String("fmnist", "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", "Fashion-MNIST training images")
+	heavy := flag.String("heavytail", "", "`DIR` of `dplr gen spiked` data to rewrite with heavy-tailed row norms (0.5 % of rows 100× to 10000× longer, a mean of norm 10), then exit")
 	flag.Parse()
+	if *heavy != "" {
+		if err := heavyTail(*heavy, 0.005, 10, 1); err != nil {
+			fmt.Fprintln(os.Stderr, "pca-study:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*config, *seeds, *epsList, *delta, *methods, *fm); err != nil {
 		fmt.Fprintln(os.Stderr, "pca-study:", err)
 		os.Exit(1)

@@ -129,11 +129,11 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 		ref := orbit.Optimum(gamma, lambda) - float64(cfg.K)*trace/float64(cfg.D)
 		lb := orbit.LB24(lambda, cfg.D, cfg.K, eps, 1)
 		mechs := []mech{
-			{"orbit-em (exact calib.)", orbit.EM{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+			{"orbit-em (exact calib.)", orbit.EM{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 				orbit.PredictedEMLoss(lambda, cfg.D, beta), orbit.TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
-			{"orbit-deflation", orbit.Deflation{}, map[string]string{"rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+			{"orbit-deflation", orbit.Deflation{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 				orbit.PredictedDeflationLoss(cfg.D, cfg.K, eps), math.NaN()},
-			{"orbit-gauss (analytic)", orbit.Gauss{}, map[string]string{"rank": k, "noise": privacy.NoiseAnalytic},
+			{"orbit-gauss (analytic)", orbit.Gauss{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "noise": privacy.NoiseAnalytic},
 				privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
 		}
 		if sigma, err := privacy.AnalyticGaussianSigma(math.Sqrt2, eps, cfg.Delta); err == nil {
@@ -147,11 +147,11 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 			}
 			lb = orbit.LB24(gamma, cfg.D, cfg.K, eps, 1)
 			mechs = []mech{
-				{"orbit-rank-k (Alg. 2, exact calib.)", orbit.RankK{}, map[string]string{"rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
+				{"orbit-rank-k (Alg. 2, exact calib.)", orbit.RankK{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 					math.NaN(), orbit.UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
-				{"orbit-gauss (analytic, private spectrum)", orbit.Gauss{}, map[string]string{"rank": k, "noise": privacy.NoiseAnalytic, "spectrum": "private"},
+				{"orbit-gauss (analytic, private spectrum)", orbit.Gauss{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "noise": privacy.NoiseAnalytic, "spectrum": "private"},
 					privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, math.NaN(), math.NaN()},
-				{"orbit-nonprivate (true spectrum)", orbit.NonPrivate{}, map[string]string{"rank": k, "spectrum": "true"},
+				{"orbit-nonprivate (true spectrum)", orbit.NonPrivate{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "spectrum": "true"},
 					privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}, math.NaN(), math.NaN()},
 			}
 		} else if cfg.Task != TaskPCA && cfg.Task != "" {
