@@ -385,3 +385,28 @@ func (e *fedrepEngine) fitHeads(ctx context.Context, u []float64, heads *mat.Den
 	}
 	return tot / float64(m), nil
 }
+
+// gradNorms returns every user's unclipped gradient norm ‖∇_i‖_F = ‖g‖‖v‖
+// at U for round t's rows (0 for a user who sits the round out or whose
+// computation is not finite), for the private quantile of DERIVATIONS.md §12.
+func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]float64, error) {
+	n := e.lay.n()
+	out := make([]float64, n)
+	err := parallelChunks(ctx, e.chunks, func(w, c int) {
+		ws := e.ws[w]
+		lo, hi := chunkBounds(n, e.chunks, c)
+		for i := lo; i < hi; i++ {
+			vRows, gRows := e.batches(ws, i, t)
+			if len(gRows) == 0 {
+				continue
+			}
+			e.userGradient(ws, u, vRows, gRows)
+			nrm := norm2(ws.g) * norm2(ws.v)
+			if math.IsNaN(nrm) || math.IsInf(nrm, 0) {
+				nrm = 0
+			}
+			out[i] = nrm
+		}
+	})
+	return out, err
+}

@@ -77,12 +77,15 @@ func (NonPrivateFedRep) Info() sdk.Info {
 type fedrepConfig struct {
 	rounds     *roundOptions
 	splitOpts  *splitOptions
-	step, clip float64 // η; ψ (+Inf: no clipping)
-	initClip   float64 // ψ_init (+Inf: no clipping)
+	step, clip float64 // η (0: step_scale/ψ); ψ (+Inf: no clipping; 0: chosen privately)
+	initClip   float64 // ψ_init (+Inf: no clipping; 0: chosen privately)
 	init       string  // private, random or ustat
 	initShare  float64
-	noise      string // zcdp or paper (private estimators)
-	deprecated bool   // the request used the calibration alias
+	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
+	// quantile a private clip sits at, and the budget share for the quantiles.
+	stepScale, clipQ, tuneShare float64
+	noise                       string // zcdp or paper (private estimators)
+	deprecated                  bool   // the request used the calibration alias
 }
 
 // rank, iterations, theory and split read the bound options.
@@ -142,6 +145,13 @@ func randomOrthonormal(run *sdk.Run, d, k int) (*mat.Dense, error) {
 // fedrepPlan holds the per-step budgets of a private FedRep run.
 type fedrepPlan struct {
 	init, round privacy.Budget // init is zero without a private start
+	tune        privacy.Budget // each private clip quantile (zero when none)
+	tunes       int            // number of private clip quantiles
+}
+
+// autoClips reports which clips the run chooses privately.
+func (c *fedrepConfig) autoClips() (clip, initClip bool) {
+	return c.clip == 0, c.initClip == 0 && c.init == "private"
 }
 
 // planFedRep splits the grant between the start and the rounds
@@ -151,6 +161,19 @@ func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
 	T := c.iterations()
 	privInit := c.init == "private"
 	var shares []privacy.Share
+	autoClip, autoInit := c.autoClips()
+	tunes := 0
+	if autoClip {
+		tunes++
+	}
+	if autoInit {
+		tunes++
+	}
+	rest := 1.0 // the share left for the start and the rounds
+	if tunes > 0 {
+		shares = append(shares, privacy.Share{Name: "tune", Weight: c.tuneShare, Steps: tunes})
+		rest = 1 - c.tuneShare
+	}
 	switch c.noise {
 	case "paper":
 		g := run.Acct.Grant()
@@ -172,18 +195,23 @@ func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
 		}
 	default:
 		if !privInit {
-			shares = append(shares, privacy.Share{Name: "rounds", Weight: 1, Steps: T})
+			shares = append(shares, privacy.Share{Name: "rounds", Weight: rest, Steps: T})
 			break
 		}
-		shares = append(shares, privacy.Share{Name: "init", Weight: c.initShare}, privacy.Share{Name: "rounds", Weight: 1 - c.initShare, Steps: T})
+		shares = append(shares, privacy.Share{Name: "init", Weight: rest * c.initShare}, privacy.Share{Name: "rounds", Weight: rest * (1 - c.initShare), Steps: T})
 	}
 	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
 	if err != nil {
 		return nil, err
 	}
-	p := &fedrepPlan{}
+	p := &fedrepPlan{tunes: tunes}
 	if p.round, err = plan.Budget("rounds"); err != nil {
 		return nil, err
+	}
+	if tunes > 0 {
+		if p.tune, err = plan.Budget("tune"); err != nil {
+			return nil, err
+		}
 	}
 	if privInit {
 		if p.init, err = plan.Budget("init"); err != nil {
@@ -255,6 +283,9 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 		return nil, err
 	}
 	run.Progress("init", 1, 1)
+	if err := chooseClip(ctx, run, eng, u, c, plan); err != nil {
+		return nil, err
+	}
 	if err := tr.evaluate(ctx, eng, u, c.split()); err != nil {
 		return nil, err
 	}
@@ -272,6 +303,34 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 		run.Progress("rounds", t+1, T)
 	}
 	return tr, tr.finish(ctx, run, eng, u, prob, c.split(), c.rank())
+}
+
+// chooseClip sets the clip ψ, when it is chosen privately, to the private
+// clip_quantile quantile of the users' gradient norms at the start U_0 (a
+// post-processing of the earlier releases, so the norms are a function of
+// each user's own rows and public quantities; DERIVATIONS.md §12), and the
+// step, when not given, to step_scale/ψ.
+func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan) error {
+	if c.clip == 0 {
+		if plan == nil {
+			return fmt.Errorf("internal error: a private clip without a plan")
+		}
+		norms, err := eng.gradNorms(ctx, u.RawMatrix().Data, 0)
+		if err != nil {
+			return fmt.Errorf("clip quantile: %w", err)
+		}
+		if c.clip, err = privateQuantile(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+			return err
+		}
+		eng.psi = c.clip
+	}
+	if c.step == 0 {
+		c.step = c.stepScale / c.clip
+		if math.IsInf(c.clip, 1) {
+			c.step = c.stepScale
+		}
+	}
+	return nil
 }
 
 // fedrepRound is one round of the box of DERIVATIONS.md §3: the mean of the
@@ -393,12 +452,28 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
 	}
 	res.AddScalar("sigma", tr.sigma, sdk.Public, "per-entry std of the Gaussian noise added to the mean clipped gradient in each round")
+	autoClip, autoInit := c.autoClips()
+	how := func(auto bool) string {
+		if auto {
+			return fmt.Sprintf("chosen privately: the %g-quantile of the users' norms from a noisy histogram (DERIVATIONS.md §12)", c.clipQ)
+		}
+		return "given"
+	}
+	res.AddScalar("clip", c.clip, sdk.Public, "ψ, the bound on each user's gradient ("+how(autoClip)+")")
+	if c.init == "private" {
+		res.AddScalar("init_clip", c.initClip, sdk.Public, "ψ_init, the bound on each user's U-statistic ("+how(autoInit)+")")
+	}
+	res.AddScalar("step", c.step, sdk.Public, "η, the step of the U update (step_scale/ψ unless given)")
+	if plan.tunes > 0 {
+		res.AddScalar("rho_tune", plan.tune.Rho*float64(plan.tunes), sdk.Public, "zCDP cost of the private clip quantiles")
+		res.Notes = append(res.Notes, fmt.Sprintf("private defaults: %d clip(s) chosen as the %g-quantile of the users' norms (noisy log-histograms, ρ = %.4g each); ψ = %.4g, ψ_init = %.4g, η = %.4g (DERIVATIONS.md §12)", plan.tunes, c.clipQ, plan.tune.Rho, c.clip, c.initClip, c.step))
+	}
 	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "zCDP cost of the initialization")
 	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "zCDP cost of the T rounds")
 	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
-		Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", c.clip, c.initClip),
+		Assumptions: []string{fmt.Sprintf("clip ψ = %g and ψ_init = %g, public or released privately before use (worst case: clipping holds for any data)", c.clip, c.initClip),
 			fmt.Sprintf("number of users n = %d public", n)}}
 	if tr.heads != nil {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
@@ -415,7 +490,20 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 	if c.init == "random" {
 		return randomOrthonormal(run, d, c.rank())
 	}
-	z, clipped, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip)
+	if c.initClip == 0 {
+		if plan == nil {
+			return nil, fmt.Errorf("internal error: a private start clip without a plan")
+		}
+		norms := make([]float64, n)
+		if _, _, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, math.Inf(1), norms); err != nil {
+			return nil, fmt.Errorf("initialization: %w", err)
+		}
+		var err error
+		if c.initClip, err = privateQuantile(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+			return nil, fmt.Errorf("initialization: %w", err)
+		}
+	}
+	z, clipped, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip, nil)
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}

@@ -70,15 +70,40 @@ func resolveCalibration(calibration string, noise *sdk.Noise) {
 	}
 }
 
+// autoOptions are the parameters of the private defaults of fedrep-private
+// and fedrep-classify: a clip that is not given is chosen privately (a
+// private quantile of the users' norms, DERIVATIONS.md §12) from a declared
+// share of the budget, and a step that is not given is matched to the clip.
+type autoOptions struct {
+	Step         *float64 `param:"step" gt:"0" max:"1e6" doc:"step size η of the U update (default: step_scale/ψ, matched to the clip ψ)"`
+	StepScale    float64  `param:"step_scale" default:"1" gt:"0" max:"1e6" doc:"η·ψ when step is not given: the largest move of U per round that the mean clipped gradient can cause (1 = at most the size of one column of U)"`
+	Clip         *float64 `param:"clip" gt:"0" doc:"ψ: Frobenius bound on each user's gradient (default: chosen privately as the clip_quantile quantile of the users' gradient norms at the start, from a noisy histogram paid from tune_share; DERIVATIONS.md §12)"`
+	InitClip     *float64 `param:"init_clip" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (default: chosen privately as the clip_quantile quantile of the users' ‖Z_i‖_F, paid from tune_share; DERIVATIONS.md §12)"`
+	ClipQuantile float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"quantile of the users' norms a privately chosen clip sits at (0.5: half the users are clipped)"`
+	TuneShare    float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private clip quantiles (split evenly between them; nothing is spent when both clips are given)"`
+}
+
+// fill copies the auto options into the algorithm's configuration.
+func (a *autoOptions) fill(c *fedrepConfig) {
+	if a.Clip != nil {
+		c.clip = *a.Clip
+	}
+	if a.InitClip != nil {
+		c.initClip = *a.InitClip
+	}
+	if a.Step != nil {
+		c.step = *a.Step
+	}
+	c.stepScale, c.clipQ, c.tuneShare = a.StepScale, a.ClipQuantile, a.TuneShare
+}
+
 // privateFedRepOptions are the parameters of fedrep-private.
 type privateFedRepOptions struct {
 	roundOptions
-	sdk.Step    `default:"2.5" max:"1e6" doc:"step size η of the U update (theory: η ≤ 1/(2σ_max,*²))"`
-	sdk.Clip    `default:"10" doc:"ψ: Frobenius bound on each user's gradient (public). Tune it on synthetic data, never on the private data; the paper's experiment uses 10, smaller values (≈1) are far better at n = 20000"`
+	autoOptions
 	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the paper's Algorithm 2 (noisy average of clipped U-statistics, top-k eigenvectors; DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U (free, but FedRep then converges slowly)"`
-	InitClip    float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (public)"`
-	InitShare   float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization (noise=zcdp)"`
-	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest (DERIVATIONS.md §3.4)"`
+	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization (noise=zcdp)"`
+	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	splitOptions
 }
@@ -91,8 +116,13 @@ func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *privateFedRepOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+	if o.Noise.Value == "paper" {
+		c.clip, c.initClip = 10, 50 // the paper experiment's values
+	}
+	o.autoOptions.fill(c)
+	return c
 }
 
 // nonPrivateFedRepOptions are the parameters of fedrep-nonprivate.
@@ -114,12 +144,10 @@ func (o *nonPrivateFedRepOptions) config() *fedrepConfig {
 // classifyOptions are the parameters of fedrep-classify.
 type classifyOptions struct {
 	roundOptions
-	sdk.Step    `default:"1" max:"1e6" doc:"step size η of the U update on the mean logistic loss"`
-	sdk.Clip    `default:"1" doc:"ψ: Frobenius bound on each user's logistic-loss gradient (public; tune it on synthetic data, never on the private data)"`
+	autoOptions
 	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the private U-statistic start on the projected features (DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U"`
-	InitClip    float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (public)"`
-	InitShare   float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
-	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share)"`
+	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization"`
+	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	KPrime      int    `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
 	splitOptions
@@ -140,8 +168,10 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *classifyOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+	o.autoOptions.fill(c)
+	return c
 }
 
 // altminOptions are the parameters of fedrep-privaltmin.

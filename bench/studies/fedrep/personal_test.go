@@ -1,0 +1,84 @@
+package fedrepstudy
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/plugins/fedrep"
+)
+
+// TestPersonalExplore (DPLR_STUDY=personal) prints held-out accuracies on
+// the personalized Fashion-MNIST task for the parameter sets in
+// DPLR_PARAMS (";"-separated, each "k=v,k=v"), at ε = 1.
+func TestPersonalExplore(t *testing.T) {
+	if os.Getenv("DPLR_STUDY") != "personal" {
+		t.Skip("set DPLR_STUDY=personal")
+	}
+	task := DefaultPersonalTask()
+	ds, err := task.Build(1)
+	require.NoError(t, err)
+	ctx := context.Background()
+	if os.Getenv("DPLR_REFS") != "" {
+		a, err := task.LocalRidgeAccuracy(ds, 1)
+		require.NoError(t, err)
+		t.Logf("local ridge: %.4f", a)
+		a, err = task.RandomRepAccuracy(ds, 3, 7)
+		require.NoError(t, err)
+		t.Logf("random rep: %.4f", a)
+		f, err := task.FitPersonal(ctx, ds, fedrep.NonPrivateFedRep{}, map[string]string{"rank": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, 7)
+		require.NoError(t, err)
+		t.Logf("nonprivate: %.4f (%.1fs)", f.Accuracy, f.Seconds)
+	}
+	for _, ps := range strings.Split(os.Getenv("DPLR_PARAMS"), ";") {
+		p := map[string]string{"rank": "3"}
+		for _, kv := range strings.Split(ps, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				p[k] = v
+			}
+		}
+		est := fedrep.PrivateFedRep{}
+		f, err := task.FitPersonal(ctx, ds, est, p, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: epsEnv(), Delta: 1e-6}, 7)
+		require.NoError(t, err)
+		t.Logf("%v: %.4f (%.1fs) notes=%v", p, f.Accuracy, f.Seconds, f.Result.Notes)
+	}
+}
+
+// epsEnv is DPLR_EPS (default 1).
+func epsEnv() float64 {
+	if v, err := strconv.ParseFloat(os.Getenv("DPLR_EPS"), 64); err == nil {
+		return v
+	}
+	return 1
+}
+
+// TestPaperExplore (DPLR_STUDY=paper) prints the paper configuration's
+// population MSE for the parameter sets in DPLR_PARAMS at ε = DPLR_EPS.
+func TestPaperExplore(t *testing.T) {
+	if os.Getenv("DPLR_STUDY") != "paper" {
+		t.Skip("set DPLR_STUDY=paper")
+	}
+	cfg := PaperStudyConfig()
+	cfg.Eps = []float64{epsEnv()}
+	cfg.Seeds = 2
+	cfg.Methods = nil
+	for _, ps := range strings.Split(os.Getenv("DPLR_PARAMS"), ";") {
+		p := map[string]string{}
+		for _, kv := range strings.Split(ps, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				p[k] = v
+			}
+		}
+		cfg.Methods = append(cfg.Methods, StudyMethod{Label: ps, Estimator: fedrep.PrivateFedRep{}, Params: p, Private: true})
+	}
+	cells, err := RunStudy(context.Background(), cfg)
+	require.NoError(t, err)
+	for _, c := range cells {
+		t.Logf("%s: mse %.5f %v dist %.4f", c.Method, c.MSE, c.MSEAll, c.Dist)
+	}
+}
