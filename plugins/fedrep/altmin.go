@@ -335,6 +335,9 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 // eigendecomposition (a may be indefinite after noise), dropping
 // eigen-directions whose shifted eigenvalue is numerically zero.
 func symSolve(run *sdk.Run, a *mat.SymDense, b []float64, ridge float64) ([]float64, error) {
+	if out, ok := cholSolve(a, b, ridge); ok {
+		return out, nil
+	}
 	vals, vecs, err := run.Backend.EigSym(a)
 	if err != nil {
 		return nil, fmt.Errorf("U-step solve: %w", err)
@@ -364,4 +367,31 @@ func symSolve(run *sdk.Run, a *mat.SymDense, b []float64, ridge float64) ([]floa
 		return nil, fmt.Errorf("U-step solve: solution is not finite")
 	}
 	return out, nil
+}
+
+// cholSolve is the fast path of symSolve: when A + ridge·I is positive
+// definite and well conditioned (the usual case: the ridge dominates the
+// noise), its Cholesky solve equals the pseudo-inverse solution, at a sixth
+// of the cost of the eigendecomposition. It reports false otherwise.
+func cholSolve(a *mat.SymDense, b []float64, ridge float64) ([]float64, bool) {
+	n := a.SymmetricDim()
+	m := mat.NewSymDense(n, nil)
+	m.CopySym(a)
+	if ridge != 0 {
+		for i := 0; i < n; i++ {
+			m.SetSym(i, i, m.At(i, i)+ridge)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(m) || ch.Cond() > 1e10 {
+		return nil, false
+	}
+	out := mat.NewVecDense(n, nil)
+	if err := ch.SolveVecTo(out, mat.NewVecDense(n, append([]float64(nil), b...))); err != nil {
+		return nil, false
+	}
+	if !allFinite(out.RawVector().Data) {
+		return nil, false
+	}
+	return out.RawVector().Data, true
 }

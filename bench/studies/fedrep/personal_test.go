@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/fedrep"
 )
 
@@ -80,5 +81,30 @@ func TestPaperExplore(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range cells {
 		t.Logf("%s: mse %.5f %v dist %.4f", c.Method, c.MSE, c.MSEAll, c.Dist)
+	}
+}
+
+// TestPersonalTiming (DPLR_STUDY=timing) times fedrep-private and
+// fedrep-privaltmin on the personalized task at ε = 1.
+func TestPersonalTiming(t *testing.T) {
+	if os.Getenv("DPLR_STUDY") != "timing" {
+		t.Skip("set DPLR_STUDY=timing")
+	}
+	task := DefaultPersonalTask()
+	ds, err := task.Build(1)
+	require.NoError(t, err)
+	g := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	for _, m := range []struct {
+		name string
+		est  sdk.Estimator
+		p    map[string]string
+	}{
+		{"fedrep-private", fedrep.PrivateFedRep{}, map[string]string{"rank": "3"}},
+		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"rank": "3"}},
+		{"fedrep-privaltmin groups=all", fedrep.PrivAltMin{}, map[string]string{"rank": "3", "groups": "all"}},
+	} {
+		f, err := task.FitPersonal(context.Background(), ds, m.est, m.p, g, 7)
+		require.NoError(t, err)
+		t.Logf("%s: accuracy %.4f, %.2f s", m.name, f.Accuracy, f.Seconds)
 	}
 }
