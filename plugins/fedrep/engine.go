@@ -410,3 +410,67 @@ func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]flo
 	})
 	return out, err
 }
+
+// validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's score
+// for U on its local rows S¹ with the head fitted on its training rows S⁰:
+// the fraction of S¹ rows whose sign is predicted (accuracy), or
+// 1 − the mean of min(1, squared error) (squared). A user without S¹ rows,
+// or whose computation is not finite, scores 0. Each s_i depends on user
+// i's rows only, so the score moves by at most 1/n when one user is
+// replaced (DERIVATIONS.md §13).
+func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accuracy bool) (float64, error) {
+	n := e.lay.n()
+	k, d := e.k, e.d
+	sums := make([]float64, e.chunks)
+	err := parallelChunks(ctx, e.chunks, func(w, c int) {
+		ws := e.ws[w]
+		sums[c] = 0
+		lo, hi := chunkBounds(n, e.chunks, c)
+		for i := lo; i < hi; i++ {
+			ur := e.lay.users[i]
+			if ur.f1 == ur.t1 || ur.t1 == ur.t0 {
+				continue
+			}
+			rows := ws.rows[:ur.t1-ur.t0]
+			for j := range rows {
+				rows[j] = int32(ur.t0 + j)
+			}
+			e.localFit(ws, u, rows, e.loss)
+			for p := 0; p < d; p++ {
+				var t float64
+				for a := 0; a < k; a++ {
+					t += u[p*k+a] * ws.v[a]
+				}
+				ws.w[p] = t
+			}
+			var s float64
+			for r := ur.t1; r < ur.f1; r++ {
+				xr := e.row(int32(r))
+				var pred float64
+				for p := 0; p < d; p++ {
+					pred += xr[p] * ws.w[p]
+				}
+				if accuracy {
+					if signLabel(pred) == signLabel(e.y[r]) {
+						s++
+					}
+				} else {
+					s += 1 - math.Min(1, (pred-e.y[r])*(pred-e.y[r]))
+				}
+			}
+			s /= float64(ur.f1 - ur.t1)
+			if math.IsNaN(s) || s < 0 || s > 1 {
+				s = 0
+			}
+			sums[c] += s
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	var tot float64
+	for _, s := range sums {
+		tot += s
+	}
+	return tot / float64(n), nil
+}

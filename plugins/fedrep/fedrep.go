@@ -84,6 +84,8 @@ type fedrepConfig struct {
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
 	stepScale, clipQ, tuneShare float64
+	label                       string // prefix of the release names (a selection candidate)
+	sel                         *selectConfig
 	noise                       string // zcdp or paper (private estimators)
 	deprecated                  bool   // the request used the calibration alias
 }
@@ -116,6 +118,14 @@ func newFedrepProblem(run *sdk.Run, c *fedrepConfig, x *mat.Dense, y []float64, 
 		return nil, err
 	}
 	return &fedrepProblem{x: x, y: y, lay: lay, back: back, loss: loss}, nil
+}
+
+// checkRank refuses a rank above the working dimension (public).
+func (p *fedrepProblem) checkRank(k int) error {
+	if d := p.x.RawMatrix().Cols; k > d {
+		return sdk.BadRequest("rank %d exceeds the working dimension %d", k, d)
+	}
+	return nil
 }
 
 // theoryPerm draws, for every user, a random order of its training rows
@@ -158,21 +168,28 @@ func (c *fedrepConfig) autoClips() (clip, initClip bool) {
 // (DERIVATIONS.md §3.4, §4). Every refusal here is decided from public
 // quantities, before any spend.
 func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
+	shares, err := fedrepShares(run, c, n, "", 1)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	if err != nil {
+		return nil, err
+	}
+	return fedrepBudgets(plan, c, "")
+}
+
+// fedrepShares returns the plan shares of one private FedRep fit that gets
+// the fraction weight of the grant, their names prefixed by prefix.
+func fedrepShares(run *sdk.Run, c *fedrepConfig, n int, prefix string, weight float64) ([]privacy.Share, error) {
 	T := c.iterations()
 	privInit := c.init == "private"
 	var shares []privacy.Share
-	autoClip, autoInit := c.autoClips()
-	tunes := 0
-	if autoClip {
-		tunes++
-	}
-	if autoInit {
-		tunes++
-	}
-	rest := 1.0 // the share left for the start and the rounds
+	tunes := c.tunes()
+	rest := weight // the share left for the start and the rounds
 	if tunes > 0 {
-		shares = append(shares, privacy.Share{Name: "tune", Weight: c.tuneShare, Steps: tunes})
-		rest = 1 - c.tuneShare
+		shares = append(shares, privacy.Share{Name: prefix + "tune", Weight: weight * c.tuneShare, Steps: tunes})
+		rest = weight * (1 - c.tuneShare)
 	}
 	switch c.noise {
 	case "paper":
@@ -186,35 +203,51 @@ func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
 		}
 		sigma := c.clip * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
 		w := float64(T) * privacy.RhoOfGaussian(2*c.clip/float64(n), sigma) / rho
-		if w >= 1 {
+		if w >= rest {
 			return nil, sdk.BadRequest("noise=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, w*rho, T, rho, privacy.ErrOverBudget)
 		}
-		shares = append(shares, privacy.Share{Name: "rounds", Weight: w, Steps: T})
+		shares = append(shares, privacy.Share{Name: prefix + "rounds", Weight: w, Steps: T})
 		if privInit {
-			shares = append(shares, privacy.Share{Name: "init", Weight: (1 - w) * (1 - 1e-9)})
+			shares = append(shares, privacy.Share{Name: prefix + "init", Weight: (rest - w) * (1 - 1e-9)})
 		}
 	default:
 		if !privInit {
-			shares = append(shares, privacy.Share{Name: "rounds", Weight: rest, Steps: T})
+			shares = append(shares, privacy.Share{Name: prefix + "rounds", Weight: rest, Steps: T})
 			break
 		}
-		shares = append(shares, privacy.Share{Name: "init", Weight: rest * c.initShare}, privacy.Share{Name: "rounds", Weight: rest * (1 - c.initShare), Steps: T})
+		shares = append(shares, privacy.Share{Name: prefix + "init", Weight: rest * c.initShare}, privacy.Share{Name: prefix + "rounds", Weight: rest * (1 - c.initShare), Steps: T})
 	}
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
-	if err != nil {
+	return shares, nil
+}
+
+// tunes is the number of clips the run chooses privately.
+func (c *fedrepConfig) tunes() int {
+	autoClip, autoInit := c.autoClips()
+	t := 0
+	if autoClip {
+		t++
+	}
+	if autoInit {
+		t++
+	}
+	return t
+}
+
+// fedrepBudgets reads the per-step budgets of the fit whose shares carry
+// the prefix.
+func fedrepBudgets(plan *privacy.Plan, c *fedrepConfig, prefix string) (*fedrepPlan, error) {
+	p := &fedrepPlan{tunes: c.tunes()}
+	var err error
+	if p.round, err = plan.Budget(prefix + "rounds"); err != nil {
 		return nil, err
 	}
-	p := &fedrepPlan{tunes: tunes}
-	if p.round, err = plan.Budget("rounds"); err != nil {
-		return nil, err
-	}
-	if tunes > 0 {
-		if p.tune, err = plan.Budget("tune"); err != nil {
+	if p.tunes > 0 {
+		if p.tune, err = plan.Budget(prefix + "tune"); err != nil {
 			return nil, err
 		}
 	}
-	if privInit {
-		if p.init, err = plan.Budget("init"); err != nil {
+	if c.init == "private" {
+		if p.init, err = plan.Budget(prefix + "init"); err != nil {
 			return nil, err
 		}
 	}
@@ -241,6 +274,15 @@ func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool,
 	if err != nil {
 		return nil, err
 	}
+	if private && c.sel != nil {
+		tr, chosen, plan, sel, err := fitSelected(ctx, run, c, prob)
+		if err != nil {
+			return nil, err
+		}
+		res := tr.result(run, prob, chosen, plan)
+		sel.addSelection(res)
+		return res, nil
+	}
 	var plan *fedrepPlan // nil for the non-private reference
 	if private {
 		if plan, err = planFedRep(run, c, prob.lay.n()); err != nil {
@@ -258,6 +300,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool,
 // heads, and the per-round evaluation series.
 type fedrepTrace struct {
 	u, heads           *mat.Dense
+	uWork              *mat.Dense // U in the working space (before the map back)
 	curve              []float64 // hold-out loss after the start and each round
 	final              float64   // final hold-out loss
 	clipFrac, skipFrac []float64
@@ -319,7 +362,7 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Den
 		if err != nil {
 			return fmt.Errorf("clip quantile: %w", err)
 		}
-		if c.clip, err = privateQuantile(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+		if c.clip, err = privateQuantile(run, c.label+fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
 			return err
 		}
 		eng.psi = c.clip
@@ -349,7 +392,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 		sum[i] /= float64(n)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
+		rel, err := run.Acct.Gaussian(c.label+fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
 		if err != nil {
 			return nil, err
 		}
@@ -394,7 +437,7 @@ func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng *fedrepEngi
 	if tr.final, err = eng.fitHeads(ctx, u.RawMatrix().Data, tr.heads); err != nil {
 		return err
 	}
-	tr.u = u
+	tr.u, tr.uWork = u, u
 	if prob.back != nil {
 		tr.u = mat.NewDense(prob.back.RawMatrix().Rows, k, nil)
 		if err := run.Backend.Mul(tr.u, prob.back, false, u, false); err != nil {
@@ -499,7 +542,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 		var err error
-		if c.initClip, err = privateQuantile(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+		if c.initClip, err = privateQuantile(run, c.label+fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 	}
@@ -508,7 +551,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		return nil, fmt.Errorf("initialization: %w", err)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian("init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
+		rel, err := run.Acct.Gaussian(c.label+"init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}

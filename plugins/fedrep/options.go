@@ -105,13 +105,25 @@ type privateFedRepOptions struct {
 	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization (noise=zcdp)"`
 	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	selectOptions
 	splitOptions
+	sel *selectConfig // parsed by Check
 }
 
 // Check implements sdk.Checker.
 func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 	resolveCalibration(o.Calibration, &o.Noise)
-	return o.roundOptions.check(s.P)
+	if err := o.roundOptions.check(s.P); err != nil {
+		return err
+	}
+	var err error
+	if o.sel, err = o.selectOptions.parse(s.P, o.Rank.Value, o.ClipQuantile, o.Clip != nil); err != nil {
+		return err
+	}
+	if o.sel != nil && o.Noise.Value == "paper" {
+		return sdk.BadRequest("private selection needs noise=zcdp")
+	}
+	return nil
 }
 
 // config is the algorithm's view of the options.
@@ -122,6 +134,7 @@ func (o *privateFedRepOptions) config() *fedrepConfig {
 		c.clip, c.initClip = 10, 50 // the paper experiment's values
 	}
 	o.autoOptions.fill(c)
+	c.sel = o.sel
 	return c
 }
 
@@ -150,7 +163,9 @@ type classifyOptions struct {
 	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	KPrime      int    `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
+	selectOptions
 	splitOptions
+	sel *selectConfig // parsed by Check
 }
 
 // Check implements sdk.Checker.
@@ -163,7 +178,12 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 		}
 		d = o.KPrime
 	}
-	return o.roundOptions.check(d)
+	if err := o.roundOptions.check(d); err != nil {
+		return err
+	}
+	var err error
+	o.sel, err = o.selectOptions.parse(d, o.Rank.Value, o.ClipQuantile, o.Clip != nil)
+	return err
 }
 
 // config is the algorithm's view of the options.
@@ -171,6 +191,7 @@ func (o *classifyOptions) config() *fedrepConfig {
 	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
 	o.autoOptions.fill(c)
+	c.sel = o.sel
 	return c
 }
 

@@ -40,7 +40,7 @@ func TestPersonalExplore(t *testing.T) {
 		p := map[string]string{"rank": "3"}
 		for _, kv := range strings.Split(ps, ",") {
 			if k, v, ok := strings.Cut(kv, "="); ok {
-				p[k] = v
+				p[k] = strings.ReplaceAll(v, "/", ",")
 			}
 		}
 		est := fedrep.PrivateFedRep{}
