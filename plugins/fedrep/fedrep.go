@@ -301,8 +301,8 @@ func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool,
 type fedrepTrace struct {
 	u, heads           *mat.Dense
 	uWork              *mat.Dense // U in the working space (before the map back)
-	curve              []float64 // hold-out loss after the start and each round
-	final              float64   // final hold-out loss
+	curve              []float64  // hold-out loss after the start and each round
+	final              float64    // final hold-out loss
 	clipFrac, skipFrac []float64
 	sigma, sigmaInit   float64
 	initClipFrac       float64
