@@ -303,7 +303,7 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 		addUserIDs(res, run.Data)
 	}
 	if o.Holdout > 0 {
-		res.AddSeries("holdout_loss", tr.curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")
+		res.AddSeries("holdout_curve", tr.curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")
 		res.AddScalar("holdout_loss", tr.final, sdk.Evaluation, "final mean squared error on the users' hold-out rows; computed from raw data: NOT private")
 	}
 	if o.Init == "private" {

@@ -120,6 +120,15 @@ func newFedrepProblem(run *sdk.Run, c *fedrepConfig, x *mat.Dense, y []float64, 
 	return &fedrepProblem{x: x, y: y, lay: lay, back: back, loss: loss}, nil
 }
 
+// maxOf returns the largest value (0 when empty).
+func maxOf(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
 // checkRank refuses a rank above the working dimension (public).
 func (p *fedrepProblem) checkRank(k int) error {
 	if d := p.x.RawMatrix().Cols; k > d {
@@ -304,6 +313,8 @@ type fedrepTrace struct {
 	curve              []float64  // hold-out loss after the start and each round
 	final              float64    // final hold-out loss
 	clipFrac, skipFrac []float64
+	moves              []float64 // per round, η‖q̂‖_F/√k before the guard
+	capped             []int     // rounds whose step the guard shortened
 	sigma, sigmaInit   float64
 	initClipFrac       float64
 }
@@ -408,8 +419,17 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 		tr.sigma = rel.Scale()
 		tr.clipFrac = append(tr.clipFrac, float64(clipped)/float64(n))
 	}
+	// The guard of DERIVATIONS.md §3.6: a step longer than max_move·√k
+	// (√k = ‖U‖_F) is scaled down to it and reported.
+	move := c.step * norm2(sum) / math.Sqrt(float64(eng.k))
+	tr.moves = append(tr.moves, move)
+	scale := c.step
+	if move > c.rounds.MaxMove {
+		scale *= c.rounds.MaxMove / move
+		tr.capped = append(tr.capped, t+1)
+	}
 	step := mat.NewDense(eng.d, eng.k, sum)
-	step.Scale(-c.step, step)
+	step.Scale(-scale, step)
 	step.Add(u, step)
 	return orthonormalize(run.Backend, step)
 }
@@ -467,7 +487,7 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 		lossName = "0-1 error"
 	}
 	if c.split().Holdout > 0 {
-		res.AddSeries("holdout_loss", tr.curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
+		res.AddSeries("holdout_curve", tr.curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
 		res.AddScalar("holdout_loss", tr.final, sdk.Evaluation, "final "+lossName+" on the users' hold-out rows; computed from raw data: NOT private")
 	}
 	if plan != nil {
@@ -475,6 +495,10 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 	} else {
 		res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 		res.Notes = append(res.Notes, "non-private reference: computed from the raw data without clipping or noise")
+	}
+	res.AddSeries("relative_step", tr.moves, sdk.Public, fmt.Sprintf("per round, η‖q̂‖_F/√k: the length of the step relative to U (‖U‖_F = √k), computed from the released mean; above max_move = %g the step was shortened to max_move (DERIVATIONS.md §3.6)", c.rounds.MaxMove))
+	if len(tr.capped) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("diverging step guard: in round(s) %v the step would have moved U by more than %g·√k (largest relative step %.3g); it was shortened to that length. A step that long is dominated by noise or too large for the data: a smaller step_scale (or step), more users or a larger budget avoid it", tr.capped, c.rounds.MaxMove, maxOf(tr.moves)))
 	}
 	if c.theory() {
 		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Diagnostic, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")

@@ -310,7 +310,7 @@ func TestHoldoutCurve(t *testing.T) {
 	res, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "clip": "1", "step": "1", "iterations": "8"}, approx(4), 1)
 	var curve *sdk.Series
 	for i := range res.Series {
-		if res.Series[i].Name == "holdout_loss" {
+		if res.Series[i].Name == "holdout_curve" {
 			curve = &res.Series[i]
 		}
 	}

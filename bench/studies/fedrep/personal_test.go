@@ -75,7 +75,15 @@ func TestPaperExplore(t *testing.T) {
 				p[k] = v
 			}
 		}
-		cfg.Methods = append(cfg.Methods, StudyMethod{Label: ps, Estimator: fedrep.PrivateFedRep{}, Params: p, Private: true})
+		var est sdk.Estimator = fedrep.PrivateFedRep{}
+		switch p["est"] {
+		case "nonprivate":
+			est = fedrep.NonPrivateFedRep{}
+		case "altmin":
+			est = fedrep.PrivAltMin{}
+		}
+		delete(p, "est")
+		cfg.Methods = append(cfg.Methods, StudyMethod{Label: ps, Estimator: est, Params: p, Private: true})
 	}
 	cells, err := RunStudy(context.Background(), cfg)
 	require.NoError(t, err)
