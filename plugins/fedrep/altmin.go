@@ -52,6 +52,7 @@ iteration's ρ (parallel composition); the start (shared with fedrep-private) is
 // otherwise).
 type altminPlan struct {
 	init, a, b privacy.Budget
+	tune       privacy.Budget // the private init_clip quantile (zero when given)
 }
 
 // planAltMin splits the grant (DERIVATIONS.md §5.3, §5.4): with noise=zcdp
@@ -70,8 +71,14 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	if !o.disjoint() {
 		steps = o.Iterations.Value
 	}
-	wA, wB := o.AShare*(1-share), (1-o.AShare)*(1-share)
-	wInit := share
+	rest := 1.0
+	var shares []privacy.Share
+	if o.autoInitClip() {
+		rest = 1 - o.TuneShare
+		shares = append(shares, privacy.Share{Name: "tune", Weight: o.TuneShare})
+	}
+	wA, wB := o.AShare*(1-share)*rest, (1-o.AShare)*(1-share)*rest
+	wInit := share * rest
 	if o.Noise.Value == "paper" {
 		var err error
 		if wA, wB, err = paperAltMinWeights(run, o, steps); err != nil {
@@ -79,7 +86,7 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 		}
 		wInit = (1 - wA - wB) * (1 - 1e-9)
 	}
-	shares := []privacy.Share{{Name: "A", Weight: wA, Steps: steps}, {Name: "b", Weight: wB, Steps: steps}}
+	shares = append(shares, privacy.Share{Name: "A", Weight: wA, Steps: steps}, privacy.Share{Name: "b", Weight: wB, Steps: steps})
 	if privInit {
 		shares = append(shares, privacy.Share{Name: "init", Weight: wInit})
 	}
@@ -93,6 +100,9 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	}
 	if err == nil && privInit {
 		p.init, err = plan.Budget("init")
+	}
+	if err == nil && o.autoInitClip() {
+		p.tune, err = plan.Budget("tune")
 	}
 	return p, err
 }
@@ -151,10 +161,13 @@ func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altmi
 	var sig altminSigmas
 	n, k, T := prob.lay.n(), o.Rank.Value, o.Iterations.Value
 	tr := &fedrepTrace{}
-	start := &fedrepConfig{rounds: &roundOptions{Rank: o.Rank}, splitOpts: &o.splitOptions, initClip: o.InitClip, init: o.Init}
+	start := &fedrepConfig{rounds: &roundOptions{Rank: o.Rank}, splitOpts: &o.splitOptions, initClip: o.initClip(), init: o.Init, clipQ: o.ClipQuantile}
 	var startPlan *fedrepPlan
 	if o.Init == "private" {
-		startPlan = &fedrepPlan{init: plan.init}
+		startPlan = &fedrepPlan{init: plan.init, tune: plan.tune}
+		if o.autoInitClip() {
+			startPlan.tunes = 1
+		}
 	}
 	eng := newFedrepEngine(prob.x, prob.y, prob.lay, k, math.Inf(1), lossSquared)
 	eng.headAll = o.headAll()
@@ -163,6 +176,7 @@ func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altmi
 	if err != nil {
 		return nil, sig, err
 	}
+	tr.initClip = start.initClip
 	run.Progress("init", 1, 1)
 	groups := altminGroups(run, n, T, o.disjoint())
 	var rel *altminRelease
@@ -309,12 +323,17 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 	if o.Init == "private" {
 		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
 		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+		how := "given"
+		if o.autoInitClip() {
+			how = fmt.Sprintf("chosen privately: the %g-quantile of the users' norms from a noisy histogram, ρ = %.4g (DERIVATIONS.md §12)", o.ClipQuantile, plan.tune.Rho)
+		}
+		res.AddScalar("init_clip", tr.initClip, sdk.Public, "ψ_init, the bound on each user's U-statistic ("+how+")")
 	}
 	res.AddScalar("sigma_A", sig.a, sdk.Public, "std of the symmetric Gaussian noise on A in each iteration")
 	res.AddScalar("sigma_b", sig.b, sdk.Public, "std of the Gaussian noise on b in each iteration")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
-		Assumptions: []string{fmt.Sprintf("public clips c_W = %g, c_y = %g, at most %d rows per user, ψ_init = %g (worst case)", o.ClipW, o.ClipY, o.Portion, o.InitClip),
+		Assumptions: []string{fmt.Sprintf("public clips c_W = %g, c_y = %g, at most %d rows per user, ψ_init = %g (given, or released privately before use; worst case)", o.ClipW, o.ClipY, o.Portion, tr.initClip),
 			fmt.Sprintf("number of users n = %d public", n)}}
 	if o.disjoint() {
 		res.Guarantee.Assumptions[1] += "; the group partition is data independent"

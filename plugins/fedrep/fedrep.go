@@ -317,6 +317,7 @@ type fedrepTrace struct {
 	capped             []int     // rounds whose step the guard shortened
 	sigma, sigmaInit   float64
 	initClipFrac       float64
+	initClip           float64 // ψ_init used by the start (given or chosen privately)
 }
 
 // privateFedRep is Private FedRep (DERIVATIONS.md §3): the start of §2,
