@@ -200,16 +200,16 @@ func (o *classifyOptions) config() *fedrepConfig {
 type altminOptions struct {
 	sdk.Rank       `default:"2" doc:"rank k of the shared representation U (d×k); k ≤ d and d·k ≤ 4096 (the dk×dk statistics are the scaling wall)"`
 	sdk.Iterations `default:"5" max:"1e4" doc:"number of U-steps T"`
-	ClipW          float64 `param:"clip_w" default:"1e-4" min:"1e-300" doc:"c_W: ℓ2 bound on each W = vec(x vᵀ) (public); the paper's experiment uses 1e-4 for both clips, which normalizes every sample"`
-	ClipY          float64 `param:"clip_y" default:"1e-4" min:"1e-300" doc:"c_y: bound on |y| (public)"`
-	Portion        int     `param:"portion" default:"5" min:"1" doc:"at most this many training rows per user enter the U-step statistics (public: the sensitivity scales with it)"`
-	Groups         string  `param:"groups" default:"disjoint" choices:"disjoint,all" doc:"disjoint: T disjoint random groups of about n/T users, one per iteration (Jain et al.; parallel composition, each iteration gets the whole loop budget); all: every user in every iteration (the public experiment code; sequential composition over T)"`
-	Init           string  `param:"init" default:"private" choices:"private,random" doc:"private: the same private U-statistic start as fedrep-private (DERIVATIONS.md §2); random: data-independent"`
+	ClipW          float64  `param:"clip_w" default:"1e-4" min:"1e-300" doc:"c_W: ℓ2 bound on each W = vec(x vᵀ) (public); the paper's experiment uses 1e-4 for both clips, which normalizes every sample"`
+	ClipY          float64  `param:"clip_y" default:"1e-4" min:"1e-300" doc:"c_y: bound on |y| (public)"`
+	Portion        int      `param:"portion" default:"5" min:"1" doc:"at most this many training rows per user enter the U-step statistics (public: the sensitivity scales with it)"`
+	Groups         string   `param:"groups" default:"disjoint" choices:"disjoint,all" doc:"disjoint: T disjoint random groups of about n/T users, one per iteration (Jain et al.; parallel composition, each iteration gets the whole loop budget); all: every user in every iteration (the public experiment code; sequential composition over T)"`
+	Init           string   `param:"init" default:"private" choices:"private,random" doc:"private: the same private U-statistic start as fedrep-private (DERIVATIONS.md §2); random: data-independent"`
 	InitClip       *float64 `param:"init_clip" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic (default: chosen privately as the clip_quantile quantile of the users' ‖Z_i‖_F, paid from tune_share, DERIVATIONS.md §12; noise=paper: 50)"`
 	ClipQuantile   float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"quantile of the users' U-statistic norms a privately chosen init_clip sits at"`
 	TuneShare      float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private init_clip quantile (nothing when init_clip is given or init=random)"`
 	InitShare      float64  `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
-	AShare         float64 `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
+	AShare         float64  `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
 	sdk.Noise      `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share) and a_share between A and b; paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`
 	Calibration    string  `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	Ridge          float64 `param:"ridge" default:"1" min:"0" doc:"ridge added to the noisy A before the solve, in units of c_W²·portion per user of the group (public quantities only; post-processing; DERIVATIONS.md §5.5). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"`
