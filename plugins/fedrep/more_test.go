@@ -355,7 +355,7 @@ func TestUStatGemmEqualsLoop(t *testing.T) {
 // does not change the released U.
 func TestHeadDataAll(t *testing.T) {
 	g := genUsers(t, 500, 20, 10, 2, 0.5, 6)
-	r1, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25"}, approx(4), 2)
+	r1, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "local"}, approx(4), 2)
 	r2, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "all"}, approx(4), 2)
 	assert.True(t, mat.Equal(matrix(t, r1, "U").M, matrix(t, r2, "U").M))
 	assert.False(t, mat.Equal(matrix(t, r1, "V").M, matrix(t, r2, "V").M))

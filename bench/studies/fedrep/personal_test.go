@@ -22,6 +22,15 @@ func TestPersonalExplore(t *testing.T) {
 		t.Skip("set DPLR_STUDY=personal")
 	}
 	task := DefaultPersonalTask()
+	if v, err := strconv.Atoi(os.Getenv("DPLR_TRAIN")); err == nil {
+		task.Train = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("DPLR_USERS")); err == nil {
+		task.Users = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("DPLR_CLASSES")); err == nil {
+		task.ClassesPerSide = v
+	}
 	ds, err := task.Build(1)
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -43,7 +52,16 @@ func TestPersonalExplore(t *testing.T) {
 				p[k] = strings.ReplaceAll(v, "/", ",")
 			}
 		}
-		est := fedrep.PrivateFedRep{}
+		var est sdk.Estimator = fedrep.PrivateFedRep{}
+		switch p["est"] {
+		case "np":
+			est = fedrep.NonPrivateFedRep{}
+		case "altmin":
+			est = fedrep.PrivAltMin{}
+		case "classify":
+			est = fedrep.Classify{}
+		}
+		delete(p, "est")
 		f, err := task.FitPersonal(ctx, ds, est, p, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: epsEnv(), Delta: 1e-6}, 7)
 		require.NoError(t, err)
 		t.Logf("%v: %.4f (%.1fs) notes=%v", p, f.Accuracy, f.Seconds, f.Result.Notes)
