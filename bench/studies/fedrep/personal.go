@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -322,4 +323,188 @@ func scalarOf(res *sdk.Result, name string) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// PersonalVariant is one task of the personalization study and the rank
+// the shared representation uses on it.
+type PersonalVariant struct {
+	Name string
+	Task PersonalTask
+	Rank int
+	// Extra parameters every fedrep estimator of this variant gets
+	// (declared, public choices such as local_fraction).
+	Extra map[string]string
+	// SelectRanks are the candidate ranks of the private selection.
+	SelectRanks string
+}
+
+// PersonalStudyConfig is the personalization study of issue 18.
+type PersonalStudyConfig struct {
+	Variants []PersonalVariant
+	Eps      []float64
+	Delta    float64
+	Seeds    int
+	// AltMin and Classify add fedrep-privaltmin and fedrep-classify
+	// (defaults, same rank) at every ε.
+	AltMin, Classify bool
+	Progress         func(string)
+}
+
+// DefaultPersonalStudy is the study of bench/results/fedrep.md §4: the
+// issue's task (5000 users, 6 + 4 rows, rank 3), the same task with rank 9
+// (the differences of the 10 class means span 9 dimensions), and the
+// harder variant with 2 training rows per user.
+func DefaultPersonalStudy() PersonalStudyConfig {
+	base := DefaultPersonalTask()
+	few := base
+	few.Train = 2
+	return PersonalStudyConfig{
+		Variants: []PersonalVariant{
+			{Name: "issue task: 6 training rows, rank 3", Task: base, Rank: 3, SelectRanks: "2,3,5,9"},
+			{Name: "6 training rows, rank 9", Task: base, Rank: 9, SelectRanks: "2,3,5,9"},
+			{Name: "harder: 2 training rows, rank 9", Task: few, Rank: 9, Extra: map[string]string{"local_fraction": "0"}},
+		},
+		Eps: []float64{0.5, 1, 2, 4, 8}, Delta: 1e-6, Seeds: 3, AltMin: true, Classify: true,
+	}
+}
+
+// PersonalRow is one method at one ε (0: non-private) on one variant:
+// medians over seeds of the mean held-out accuracy and of the wall time.
+type PersonalRow struct {
+	Variant, Method    string
+	Epsilon            float64
+	Accuracy, Min, Max float64
+	Seconds            float64
+	Values             []float64
+	Chosen             []string // private selection: the chosen configuration per seed
+	ChosenClip         []float64
+}
+
+// RunPersonalStudy runs every variant, method and ε over the seeds.
+func RunPersonalStudy(ctx context.Context, cfg PersonalStudyConfig) ([]PersonalRow, error) {
+	var rows []PersonalRow
+	for _, v := range cfg.Variants {
+		type cell struct {
+			acc, secs []float64
+			chosen    []string
+			clip      []float64
+		}
+		cells := map[string]map[float64]*cell{}
+		var order []string
+		add := func(m string, eps float64, f *PersonalFit, acc float64) {
+			if cells[m] == nil {
+				cells[m] = map[float64]*cell{}
+				order = append(order, m)
+			}
+			c := cells[m][eps]
+			if c == nil {
+				c = &cell{}
+				cells[m][eps] = c
+			}
+			c.acc = append(c.acc, acc)
+			if f != nil {
+				c.secs = append(c.secs, f.Seconds)
+				if r := scalarOf(f.Result, "selected_rank"); !math.IsNaN(r) {
+					c.chosen = append(c.chosen, fmt.Sprintf("rank %g", r))
+				}
+				c.clip = append(c.clip, scalarOf(f.Result, "clip"))
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(fmt.Sprintf("%s | %s ε=%g: %.4f", v.Name, m, eps, acc))
+			}
+		}
+		for s := 1; s <= cfg.Seeds; s++ {
+			ds, err := v.Task.Build(uint64(s))
+			if err != nil {
+				return nil, err
+			}
+			a, err := v.Task.LocalRidgeAccuracy(ds, 1)
+			if err != nil {
+				return nil, err
+			}
+			add("each user alone (ridge λ = 1)", 0, nil, a)
+			if a, err = v.Task.RandomRepAccuracy(ds, v.Rank, uint64(s)); err != nil {
+				return nil, err
+			}
+			add("random representation, local heads", 0, nil, a)
+			params := func(over map[string]string) map[string]string {
+				p := map[string]string{"rank": fmt.Sprint(v.Rank)}
+				for k, x := range v.Extra {
+					p[k] = x
+				}
+				for k, x := range over {
+					p[k] = x
+				}
+				return p
+			}
+			seed := uint64(100 * s)
+			f, err := v.Task.FitPersonal(ctx, ds, fedrep.NonPrivateFedRep{}, params(nil), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, seed)
+			if err != nil {
+				return nil, fmt.Errorf("%s: non-private FedRep: %w", v.Name, err)
+			}
+			add("non-private FedRep", 0, f, f.Accuracy)
+			for _, eps := range cfg.Eps {
+				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}
+				type run struct {
+					name string
+					est  sdk.Estimator
+					over map[string]string
+				}
+				runs := []run{{"fedrep-private, defaults", fedrep.PrivateFedRep{}, nil}}
+				if v.SelectRanks != "" {
+					runs = append(runs, run{"fedrep-private, private selection of rank (" + v.SelectRanks + ")", fedrep.PrivateFedRep{},
+						map[string]string{"select_rank": v.SelectRanks, "select_score": "accuracy"}})
+				}
+				if cfg.AltMin {
+					runs = append(runs, run{"fedrep-privaltmin, defaults", fedrep.PrivAltMin{}, nil})
+				}
+				if cfg.Classify {
+					runs = append(runs, run{"fedrep-classify, defaults", fedrep.Classify{}, nil})
+				}
+				for _, r := range runs {
+					p := params(r.over)
+					f, err := v.Task.FitPersonal(ctx, ds, r.est, p, grant, seed+uint64(10*eps))
+					if err != nil {
+						return nil, fmt.Errorf("%s: %s at ε = %g: %w", v.Name, r.name, eps, err)
+					}
+					add(r.name, eps, f, f.Accuracy)
+				}
+			}
+		}
+		for _, m := range order {
+			for _, eps := range append([]float64{0}, cfg.Eps...) {
+				c := cells[m][eps]
+				if c == nil {
+					continue
+				}
+				med, lo, hi := medianRange(c.acc)
+				secs, _, _ := medianRange(c.secs)
+				rows = append(rows, PersonalRow{Variant: v.Name, Method: m, Epsilon: eps, Accuracy: med, Min: lo, Max: hi, Seconds: secs,
+					Values: c.acc, Chosen: c.chosen, ChosenClip: c.clip})
+			}
+		}
+	}
+	return rows, nil
+}
+
+// PersonalMarkdown renders the rows, one table per variant.
+func PersonalMarkdown(rows []PersonalRow) string {
+	var b strings.Builder
+	cur := ""
+	for _, r := range rows {
+		if r.Variant != cur {
+			cur = r.Variant
+			fmt.Fprintf(&b, "\n**%s**\n\n| method | ε | held-out accuracy (median [min–max]) | s/fit | chosen |\n|---|---|---|---|---|\n", cur)
+		}
+		eps := fmt.Sprint(r.Epsilon)
+		if r.Epsilon == 0 {
+			eps = "—"
+		}
+		secs := "—"
+		if !math.IsNaN(r.Seconds) {
+			secs = fmt.Sprintf("%.2f", r.Seconds)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.4f [%.4f–%.4f] | %s | %s |\n", r.Method, eps, r.Accuracy, r.Min, r.Max, secs, strings.Join(r.Chosen, ", "))
+	}
+	return b.String()
 }
