@@ -412,7 +412,8 @@ func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]flo
 }
 
 // validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's score
-// for U on its local rows S¹ with the head fitted on its training rows S⁰:
+// for U on its local rows S¹ with the head fitted on its training rows S⁰
+// (without S¹: on the second half of S⁰ with the head fitted on the first):
 // the fraction of S¹ rows whose sign is predicted (accuracy), or
 // 1 − the mean of min(1, squared error) (squared). A user without S¹ rows,
 // or whose computation is not finite, scores 0. Each s_i depends on user
@@ -428,12 +429,20 @@ func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accurac
 		lo, hi := chunkBounds(n, e.chunks, c)
 		for i := lo; i < hi; i++ {
 			ur := e.lay.users[i]
-			if ur.f1 == ur.t1 || ur.t1 == ur.t0 {
+			// Head rows [h0, h1) and scored rows [s0, s1): S⁰ and S¹, or,
+			// without S¹, the two halves of S⁰ (a per-user rule).
+			h0, h1, s0, s1 := ur.t0, ur.t1, ur.t1, ur.f1
+			if s1 == s0 {
+				m0 := ur.t1 - ur.t0
+				h1 = ur.t0 + (m0+1)/2
+				s0, s1 = h1, ur.t1
+			}
+			if s1 == s0 || h1 == h0 {
 				continue
 			}
-			rows := ws.rows[:ur.t1-ur.t0]
+			rows := ws.rows[:h1-h0]
 			for j := range rows {
-				rows[j] = int32(ur.t0 + j)
+				rows[j] = int32(h0 + j)
 			}
 			e.localFit(ws, u, rows, e.loss)
 			for p := 0; p < d; p++ {
@@ -444,7 +453,7 @@ func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accurac
 				ws.w[p] = t
 			}
 			var s float64
-			for r := ur.t1; r < ur.f1; r++ {
+			for r := s0; r < s1; r++ {
 				xr := e.row(int32(r))
 				var pred float64
 				for p := 0; p < d; p++ {
@@ -458,7 +467,7 @@ func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accurac
 					s += 1 - math.Min(1, (pred-e.y[r])*(pred-e.y[r]))
 				}
 			}
-			s /= float64(ur.f1 - ur.t1)
+			s /= float64(s1 - s0)
 			if math.IsNaN(s) || s < 0 || s > 1 {
 				s = 0
 			}

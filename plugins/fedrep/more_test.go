@@ -355,8 +355,8 @@ func TestUStatGemmEqualsLoop(t *testing.T) {
 // does not change the released U.
 func TestHeadDataAll(t *testing.T) {
 	g := genUsers(t, 500, 20, 10, 2, 0.5, 6)
-	r1, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "local"}, approx(4), 2)
-	r2, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "all"}, approx(4), 2)
+	r1, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "local", "local_fraction": "0.5"}, approx(4), 2)
+	r2, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "all", "local_fraction": "0.5"}, approx(4), 2)
 	assert.True(t, mat.Equal(matrix(t, r1, "U").M, matrix(t, r2, "U").M))
 	assert.False(t, mat.Equal(matrix(t, r1, "V").M, matrix(t, r2, "V").M))
 	assert.Less(t, scalar(t, r2, "holdout_loss"), scalar(t, r1, "holdout_loss"), "more rows per head, lower hold-out error")

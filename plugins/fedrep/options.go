@@ -16,7 +16,7 @@ import (
 // splitOptions are the per-user split and head parameters every estimator
 // of the plugin shares.
 type splitOptions struct {
-	LocalFraction float64 `param:"local_fraction" default:"0.5" min:"0" max:"0.9" doc:"fraction of each user's (non-hold-out) rows kept for the user's own final head v_i (S¹, the last rows); the first rows (S⁰) feed the private training. 0.5 = the paper's halves"`
+	LocalFraction float64 `param:"local_fraction" default:"0" min:"0" max:"0.9" doc:"fraction of each user's (non-hold-out) rows kept out of the private training (S¹, the last rows): used for the user's own head (head_data=local) and to score candidates in a private selection. 0 (default) = every row trains (S⁰ = all, the better choice with few rows per user); 0.5 = the paper's halves"`
 	Holdout       float64 `param:"holdout" default:"0" min:"0" max:"0.9" doc:"fraction of each user's rows (the very last ones) held out to evaluate training curves and test errors; those outputs are computed from raw data (release class evaluation)"`
 	HeadData      string  `param:"head_data" default:"all" choices:"local,all" doc:"rows each user fits its final head v_i on: all (default) = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged); local = its held-back half S¹ only (the paper, needed for its analysis)"`
 	OutputV       bool    `param:"output_v" default:"true" doc:"return the users' heads v_i (n×k) fitted on their own rows (see head_data), one row per user in increasing user-id order (non-integer ids: order of first appearance); each row is meant only for its user (release class per-user)"`

@@ -362,7 +362,7 @@ func DefaultPersonalStudy() PersonalStudyConfig {
 		Variants: []PersonalVariant{
 			{Name: "issue task: 6 training rows, rank 3", Task: base, Rank: 3, SelectRanks: "2,3,5,9"},
 			{Name: "6 training rows, rank 9", Task: base, Rank: 9, SelectRanks: "2,3,5,9"},
-			{Name: "harder: 2 training rows, rank 9", Task: few, Rank: 9, Extra: map[string]string{"local_fraction": "0"}},
+			{Name: "harder: 2 training rows, rank 9", Task: few, Rank: 9, SelectRanks: "3,5,9"},
 		},
 		Eps: []float64{0.5, 1, 2, 4, 8}, Delta: 1e-6, Seeds: 3, AltMin: true, Classify: true,
 	}

@@ -104,7 +104,7 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyCell, error) {
 				}
 				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: math.Max(eps, 1), Delta: cfg.Delta}
 				seed := uint64(1000*s + 10*mi + ei)
-				raw := map[string]string{"rank": fmt.Sprint(cfg.Rank), "head_data": "local"} // the paper fits heads on S¹ only
+				raw := map[string]string{"rank": fmt.Sprint(cfg.Rank), "head_data": "local", "local_fraction": "0.5"} // the paper's halves; heads on S¹ only
 				for k, v := range m.Params {
 					raw[k] = v
 				}
