@@ -120,6 +120,34 @@ func newFedrepProblem(run *sdk.Run, c *fedrepConfig, x *mat.Dense, y []float64, 
 	return &fedrepProblem{x: x, y: y, lay: lay, back: back, loss: loss}, nil
 }
 
+// stepCosine returns the cosine between the steps q Uᵀ and q′ U′ᵀ (d×d,
+// invariant to rotations of U's columns), computed in k×k:
+// ⟨q Uᵀ, q′ U′ᵀ⟩_F = tr(qᵀ q′ U′ᵀ U), with ‖q Uᵀ‖_F = ‖q‖_F for orthonormal U.
+func stepCosine(q, u, qp, up []float64, k int) float64 {
+	d := len(q) / k
+	a := make([]float64, k*k) // qᵀ q′
+	b := make([]float64, k*k) // U′ᵀ U
+	for p := 0; p < d; p++ {
+		for i := 0; i < k; i++ {
+			for j := 0; j < k; j++ {
+				a[i*k+j] += q[p*k+i] * qp[p*k+j]
+				b[i*k+j] += up[p*k+i] * u[p*k+j]
+			}
+		}
+	}
+	var tr float64
+	for i := 0; i < k; i++ {
+		for j := 0; j < k; j++ {
+			tr += a[i*k+j] * b[j*k+i]
+		}
+	}
+	den := norm2(q) * norm2(qp)
+	if den == 0 {
+		return 0
+	}
+	return tr / den
+}
+
 // maxOf returns the largest value (0 when empty).
 func maxOf(v []float64) float64 {
 	m := 0.0
@@ -314,6 +342,9 @@ type fedrepTrace struct {
 	final              float64    // final hold-out loss
 	clipFrac, skipFrac []float64
 	moves              []float64 // per round, η‖q̂‖_F/√k before the guard
+	eta                float64   // the step in use (η, halved on oscillation)
+	halved             []int     // rounds at which η was halved
+	prevStep, prevU    []float64 // the previous round's released mean and U
 	capped             []int     // rounds whose step the guard shortened
 	sigma, sigmaInit   float64
 	initClipFrac       float64
@@ -338,7 +369,7 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 		return nil, err
 	}
 	run.Progress("init", 1, 1)
-	if err := chooseClip(ctx, run, eng, u, c, plan); err != nil {
+	if err := chooseClip(ctx, run, eng, u, c, plan, tr); err != nil {
 		return nil, err
 	}
 	if err := tr.evaluate(ctx, eng, u, c.split()); err != nil {
@@ -365,7 +396,7 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 // post-processing of the earlier releases, so the norms are a function of
 // each user's own rows and public quantities; DERIVATIONS.md §12), and the
 // step, when not given, to step_scale/ψ.
-func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan) error {
+func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) error {
 	if c.clip == 0 {
 		if plan == nil {
 			return fmt.Errorf("internal error: a private clip without a plan")
@@ -385,6 +416,7 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Den
 			c.step = c.stepScale
 		}
 	}
+	tr.eta = c.step
 	return nil
 }
 
@@ -420,11 +452,18 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 		tr.sigma = rel.Scale()
 		tr.clipFrac = append(tr.clipFrac, float64(clipped)/float64(n))
 	}
-	// The guard of DERIVATIONS.md §3.6: a step longer than max_move·√k
-	// (√k = ‖U‖_F) is scaled down to it and reported.
-	move := c.step * norm2(sum) / math.Sqrt(float64(eng.k))
+	// The guards of DERIVATIONS.md §3.6, post-processing of the released
+	// mean: when this step opposes the previous one (oscillation: η too
+	// large for the data), η is halved from now on; a step longer than
+	// max_move·√k (√k = ‖U‖_F) is scaled down to it. Both are reported.
+	if tr.prevStep != nil && stepCosine(sum, u.RawMatrix().Data, tr.prevStep, tr.prevU, eng.k) < 0 {
+		tr.eta /= 2
+		tr.halved = append(tr.halved, t+1)
+	}
+	tr.prevStep, tr.prevU = append(tr.prevStep[:0], sum...), append(tr.prevU[:0], u.RawMatrix().Data...)
+	move := tr.eta * norm2(sum) / math.Sqrt(float64(eng.k))
 	tr.moves = append(tr.moves, move)
-	scale := c.step
+	scale := tr.eta
 	if move > c.rounds.MaxMove {
 		scale *= c.rounds.MaxMove / move
 		tr.capped = append(tr.capped, t+1)
@@ -498,6 +537,9 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 		res.Notes = append(res.Notes, "non-private reference: computed from the raw data without clipping or noise")
 	}
 	res.AddSeries("relative_step", tr.moves, sdk.Public, fmt.Sprintf("per round, η‖q̂‖_F/√k: the length of the step relative to U (‖U‖_F = √k), computed from the released mean; above max_move = %g the step was shortened to max_move (DERIVATIONS.md §3.6)", c.rounds.MaxMove))
+	if len(tr.halved) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("oscillation guard: the released step of round(s) %v opposed the previous one (the step size was too large for the data); η was halved each time, from %.4g to %.4g (DERIVATIONS.md §3.6)", tr.halved, c.step, tr.eta))
+	}
 	if len(tr.capped) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("diverging step guard: in round(s) %v the step would have moved U by more than %g·√k (largest relative step %.3g); it was shortened to that length. A step that long is dominated by noise or too large for the data: a smaller step_scale (or step), more users or a larger budget avoid it", tr.capped, c.rounds.MaxMove, maxOf(tr.moves)))
 	}
