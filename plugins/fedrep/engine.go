@@ -483,3 +483,11 @@ func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accurac
 	}
 	return tot / float64(n), nil
 }
+
+// signLabel is the ±1 label of a score: +1 where s > 0, −1 elsewhere.
+func signLabel(s float64) float64 {
+	if s > 0 {
+		return 1
+	}
+	return -1
+}

@@ -1,4 +1,10 @@
-package fedrep
+// Package predict applies a fitted personalization model (a shared
+// representation U and per-user heads, from fedrep-private,
+// fedrep-nonprivate, fedrep-privaltmin or fedrep-classify) to new rows of
+// one user. It is pure post-processing of the released U and that user's
+// own head, depends on nothing but gonum, and is what `dplr` uses to
+// predict without starting the plugin.
+package predict
 
 import (
 	"errors"
@@ -51,7 +57,7 @@ func HeadOf(v, ids *mat.Dense, user int64) ([]float64, error) {
 // it returns ⟨x, U v⟩ for every row x of x (m×d), with U the released d×k
 // representation and v the user's own head (length k). With classify it
 // returns the sign instead (+1 where ⟨x, U v⟩ > 0, −1 elsewhere), the rule
-// the classifiers' labels follow (DERIVATIONS.md §1). Predict is pure
+// the classifiers' labels follow (plugins/fedrep/DERIVATIONS.md §1). Predict is pure
 // post-processing of the release and the user's head: it reads no other
 // user's data.
 func Predict(u *mat.Dense, head []float64, x *mat.Dense, classify bool) ([]float64, error) {
