@@ -1,11 +1,15 @@
 package predict
 
 import (
+	"os"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/dataio"
 )
 
 func TestPredict(t *testing.T) {
@@ -29,4 +33,19 @@ func TestPredict(t *testing.T) {
 	head0, err := HeadOf(v, nil, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []float64{2, -1}, head0)
+}
+
+func TestReadNPYRow(t *testing.T) {
+	path := t.TempDir() + "/v.npy"
+	data := []float64{1, 2, 3, 4, 5, 6}
+	require.NoError(t, dataio.SaveNPYFloat64(path, []int{3, 2}, data))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	row, n, err := ReadNPYRow(f, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, []float64{3, 4}, row)
+	_, _, err = ReadNPYRow(f, 3)
+	assert.Error(t, err)
 }
