@@ -84,7 +84,7 @@ func TestPaperExplore(t *testing.T) {
 	}
 	cfg := PaperStudyConfig()
 	cfg.Eps = []float64{epsEnv()}
-	cfg.Seeds = 2
+	cfg.Seeds = 5
 	cfg.Methods = nil
 	for _, ps := range strings.Split(os.Getenv("DPLR_PARAMS"), ";") {
 		p := map[string]string{}
@@ -111,7 +111,8 @@ func TestPaperExplore(t *testing.T) {
 }
 
 // TestPersonalTiming (DPLR_STUDY=timing) times fedrep-private and
-// fedrep-privaltmin on the personalized task at ε = 1.
+// fedrep-privaltmin (defaults, rank 3) on the task at ε = 1,
+// interleaved, 5 fits each, and prints the medians and their ratio.
 func TestPersonalTiming(t *testing.T) {
 	if os.Getenv("DPLR_STUDY") != "timing" {
 		t.Skip("set DPLR_STUDY=timing")
@@ -120,7 +121,7 @@ func TestPersonalTiming(t *testing.T) {
 	ds, err := task.Build(1)
 	require.NoError(t, err)
 	g := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
-	for _, m := range []struct {
+	methods := []struct {
 		name string
 		est  sdk.Estimator
 		p    map[string]string
@@ -128,9 +129,18 @@ func TestPersonalTiming(t *testing.T) {
 		{"fedrep-private", fedrep.PrivateFedRep{}, map[string]string{"rank": "3"}},
 		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"rank": "3"}},
 		{"fedrep-privaltmin groups=all", fedrep.PrivAltMin{}, map[string]string{"rank": "3", "groups": "all"}},
-	} {
-		f, err := task.FitPersonal(context.Background(), ds, m.est, m.p, g, 7)
-		require.NoError(t, err)
-		t.Logf("%s: accuracy %.4f, %.2f s", m.name, f.Accuracy, f.Seconds)
+	}
+	secs := make([][]float64, len(methods))
+	for rep := 0; rep < 5; rep++ {
+		for i, m := range methods {
+			f, err := task.FitPersonal(context.Background(), ds, m.est, m.p, g, uint64(7+rep))
+			require.NoError(t, err)
+			secs[i] = append(secs[i], f.Seconds)
+		}
+	}
+	base, _, _ := medianRange(secs[0])
+	for i, m := range methods {
+		med, lo, hi := medianRange(secs[i])
+		t.Logf("%s: median %.2f s [%.2f–%.2f], %.2f× fedrep-private", m.name, med, lo, hi, med/base)
 	}
 }
