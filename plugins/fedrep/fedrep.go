@@ -465,7 +465,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 	// mean: when this step opposes the previous one (oscillation: η too
 	// large for the data), η is halved from now on; a step longer than
 	// max_move·√k (√k = ‖U‖_F) is scaled down to it. Both are reported.
-	if tr.prevStep != nil && stepCosine(sum, u.RawMatrix().Data, tr.prevStep, tr.prevU, eng.k) < 0 {
+	if c.rounds.StepGuard && tr.prevStep != nil && stepCosine(sum, u.RawMatrix().Data, tr.prevStep, tr.prevU, eng.k) < 0 {
 		tr.eta /= 2
 		tr.halved = append(tr.halved, t+1)
 	}
@@ -473,7 +473,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 	move := tr.eta * norm2(sum) / math.Sqrt(float64(eng.k))
 	tr.moves = append(tr.moves, move)
 	scale := tr.eta
-	if move > c.rounds.MaxMove {
+	if c.rounds.StepGuard && move > c.rounds.MaxMove {
 		scale *= c.rounds.MaxMove / move
 		tr.capped = append(tr.capped, t+1)
 	}

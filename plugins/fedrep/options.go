@@ -32,6 +32,7 @@ type roundOptions struct {
 	sdk.Rank       `default:"2" doc:"rank k of the shared representation U (d×k); k ≤ d"`
 	sdk.Iterations `default:"5" max:"1e5" doc:"number of rounds T"`
 	Mode           string  `param:"mode" default:"experiment" choices:"experiment,theory" doc:"experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (the paper's Algorithm 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (DERIVATIONS.md §3.3)"`
+	StepGuard      bool    `param:"step_guard" default:"true" doc:"guards of the step (DERIVATIONS.md §3.6): halve η when a released step opposes the previous one, and shorten a step longer than max_move·√k; false = the plain update (the paper's)"`
 	MaxMove        float64 `param:"max_move" default:"1" gt:"0" doc:"guard against a diverging step: when a round's step would move U by more than max_move·√k in Frobenius norm (√k = ‖U‖_F), i.e. η‖q̂‖_F > max_move·√k, the step is scaled down to that length and the round is reported (relative_step, notes); post-processing of the released mean"`
 	Batch          int     `param:"batch" default:"0" min:"0" doc:"theory mode: the public batch size b (b ≥ rank), required with mode=theory; choose it from what every user is expected to hold (2·b·iterations training rows), never from the data"`
 }
