@@ -409,7 +409,9 @@ func RunPersonalStudy(ctx context.Context, cfg PersonalStudyConfig) ([]PersonalR
 				if r := scalarOf(f.Result, "selected_rank"); !math.IsNaN(r) {
 					c.chosen = append(c.chosen, fmt.Sprintf("rank %g", r))
 				}
-				c.clip = append(c.clip, scalarOf(f.Result, "clip"))
+				if ψ := scalarOf(f.Result, "clip"); !math.IsNaN(ψ) {
+					c.clip = append(c.clip, ψ)
+				}
 			}
 			if cfg.Progress != nil {
 				cfg.Progress(fmt.Sprintf("%s | %s ε=%g: %.4f", v.Name, m, eps, acc))
@@ -481,6 +483,9 @@ func RunPersonalStudy(ctx context.Context, cfg PersonalStudyConfig) ([]PersonalR
 				}
 				med, lo, hi := medianRange(c.acc)
 				secs, _, _ := medianRange(c.secs)
+				if math.IsNaN(secs) {
+					secs = 0 // a reference computed in the study, not timed (JSON has no NaN)
+				}
 				rows = append(rows, PersonalRow{Variant: v.Name, Method: m, Epsilon: eps, Accuracy: med, Min: lo, Max: hi, Seconds: secs,
 					Values: c.acc, Chosen: c.chosen, ChosenClip: c.clip})
 			}
@@ -503,7 +508,7 @@ func PersonalMarkdown(rows []PersonalRow) string {
 			eps = "—"
 		}
 		secs := "—"
-		if !math.IsNaN(r.Seconds) {
+		if r.Seconds > 0 {
 			secs = fmt.Sprintf("%.2f", r.Seconds)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.4f [%.4f–%.4f] | %s | %s |\n", r.Method, eps, r.Accuracy, r.Min, r.Max, secs, strings.Join(r.Chosen, ", "))
