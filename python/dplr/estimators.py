@@ -19,6 +19,7 @@ parameters. After ``fit``, ``privacy_`` holds the guarantee dplr certified.
 from __future__ import annotations
 
 import inspect
+import keyword
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Type
@@ -105,7 +106,9 @@ class DPEstimator:
         scale: multiply every feature by this before fitting (dplr's
             ``--scale``; ``transform``/``predict`` apply it too).
         **params: the estimator's parameters (see ``help()`` of the class or
-            ``dplr describe``), checked against the catalogue.
+            ``dplr describe``), checked against the catalogue. A parameter
+            named like a Python keyword takes a trailing underscore
+            (``lambda_=`` for ``lambda``).
 
     After ``fit``: ``privacy_`` (:class:`Privacy`), ``outputs_`` (every
     output by name), ``releases_`` (each output's release class),
@@ -159,6 +162,8 @@ class DPEstimator:
                 if v != self.estimator:
                     raise ParameterError("the estimator cannot be changed by set_params; make a new object")
             else:
+                if k.endswith("_") and keyword.iskeyword(k[:-1]):
+                    k = k[:-1]  # lambda_=... for the parameter "lambda"
                 info.encode({k: v})  # raises ParameterError
                 self.params[k] = v
         return self
@@ -411,7 +416,8 @@ def estimator_class(name: str) -> Type[DPEstimator]:
     base = _FAMILIES.get(info.data_kind, DPEstimator)
     params = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in _COMMON if k != "non_private"]
     params.insert(4, inspect.Parameter("non_private", inspect.Parameter.KEYWORD_ONLY, default=False))
-    params += [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None) for p in info.params]
+    params += [inspect.Parameter(p + "_" if keyword.iskeyword(p) else p, inspect.Parameter.KEYWORD_ONLY, default=None)
+               for p in info.params]
 
     def __init__(self: DPEstimator, **kw: Any) -> None:
         base.__init__(self, **kw)
