@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "python"))
 import dplr  # noqa: E402
 
 BIN = Path(os.environ.get("DPLR_BIN") or ROOT / "bin" / "dplr")
-PLUGINS = ROOT / "bin" / "plugins"
+PLUGINS = Path(os.environ.get("DPLR_TEST_PLUGIN_DIR") or ROOT / "bin" / "plugins")
 
 
 @pytest.fixture(autouse=True)
