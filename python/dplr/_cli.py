@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence
 
 from .errors import DplrNotFound, error_for_exit
 
-__all__ = ["Config", "config", "run", "run_json"]
+__all__ = ["Config", "config", "run", "run_json", "INTERRUPT_GRACE"]
+
+#: seconds dplr gets to settle its reservation after SIGINT before it is killed
+INTERRUPT_GRACE = 10.0
 
 
 @dataclass
@@ -32,13 +36,24 @@ class Config:
             beside ``dplr``, ``$DPLR_HOME/plugins``). Empty: the CLI's default.
         home: the dplr home (ledger, cache) passed as ``--home``. ``None``:
             the CLI's default (``$DPLR_HOME``, else the user data directory).
-        timeout: seconds after which a dplr process is abandoned (``None``:
-            no limit); for a fit, prefer the estimator's ``timeout`` which
-            dplr itself enforces.
+        timeout: seconds after which a dplr process is interrupted (SIGINT,
+            as Ctrl-C; raised as :class:`~dplr.errors.Interrupted`; ``None``:
+            no limit). For a fit, the estimator's ``timeout`` (dplr's own
+            ``--timeout``) is usually what you want.
         tmpdir: directory for the temporary ``.npy`` files and output
             directories (``None``: Python's default, ``tempfile.gettempdir()``).
         extra_args: flags added to every ``dplr fit`` (e.g. ``["--manifest",
             "SHA256SUMS"]``).
+        spool_dir: ``None`` (default): arrays go to temporary files removed
+            after each call. A directory: arrays are written there once,
+            named by the SHA-256 of their dtype, shape and bytes, and kept,
+            so a later call with the same array reuses the file and dplr's
+            prepared copy of it (no conversion or hashing again: for
+            repeated fits of large arrays). The directory then holds copies
+            of the data (mode 0600 files in a 0700 directory): put it where
+            the data may live, and remove it when done.
+        spool_max_bytes: bound on the spool's size; the oldest files are
+            removed beyond it.
     """
 
     binary: Optional[str] = None
@@ -47,6 +62,8 @@ class Config:
     timeout: Optional[float] = None
     tmpdir: Optional[str] = None
     extra_args: List[str] = field(default_factory=list)
+    spool_dir: Optional[str] = None
+    spool_max_bytes: int = 4 << 30
 
     def resolve_binary(self) -> str:
         """The absolute path of the dplr executable, or :class:`DplrNotFound`."""
@@ -78,19 +95,36 @@ def run(args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProce
     """Run ``dplr ARGS`` and return the completed process.
 
     Raises the :mod:`dplr.errors` exception for a non-zero exit code when
-    ``check`` is true.
+    ``check`` is true. On KeyboardInterrupt (or ``config.timeout``) dplr is
+    sent SIGINT and given :data:`INTERRUPT_GRACE` seconds to refund or settle
+    its reservation, as Ctrl-C in a shell would; the result is raised as
+    :class:`~dplr.errors.Interrupted` (or the error of its exit code).
     """
     cmd = [config.resolve_binary(), *args]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=config.timeout)
-    except subprocess.TimeoutExpired as exc:  # the child is killed by run()
-        from .errors import PluginFailure
-        raise PluginFailure(f"dplr did not finish within {config.timeout} s", 4,
-                            (exc.stderr or "") if isinstance(exc.stderr, str) else "", cmd) from None
-    if check and proc.returncode != 0:
-        raise error_for_exit(proc.returncode, proc.stderr, cmd)
-    return proc
+        try:
+            out, err = proc.communicate(timeout=config.timeout)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
+            proc.send_signal(signal.SIGINT)
+            try:
+                out, err = proc.communicate(timeout=INTERRUPT_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            code = proc.returncode
+            if isinstance(exc, subprocess.TimeoutExpired):
+                err = (err or "") + f"\ndplr: did not finish within config.timeout = {config.timeout} s"
+            raise error_for_exit(code if code is not None and code > 0 else 130, err or "", cmd) from None
+    finally:
+        if proc.poll() is None:  # an exception escaped: never leave dplr running
+            proc.kill()
+            proc.wait()
+    done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    if check and done.returncode != 0:
+        raise error_for_exit(done.returncode, err or "", cmd)
+    return done
 
 
 def run_json(args: Sequence[str]) -> Any:

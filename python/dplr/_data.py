@@ -8,6 +8,8 @@ written again is the same data set for the ledger, call after call.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -55,14 +57,58 @@ def _as_array(x: ArrayLike, what: str) -> np.ndarray:
     return a
 
 
+def _spool_path(a: np.ndarray) -> str:
+    """Write ``a`` once into ``config.spool_dir`` under its content hash and
+    return the path; an unchanged file lets dplr reuse its prepared data."""
+    d = os.fspath(config.spool_dir)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    a = np.ascontiguousarray(a)
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    h.update(memoryview(a).cast("B") if a.size else b"")
+    path = os.path.join(d, h.hexdigest() + ".npy")
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, a, allow_pickle=False)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        _evict(d, keep=path)
+    return path
+
+
+def _evict(d: str, keep: str) -> None:
+    """Remove the least recently written spool files beyond ``config.spool_max_bytes``."""
+    files = []
+    for name in os.listdir(d):
+        p = os.path.join(d, name)
+        if name.endswith(".npy") and p != keep:
+            with contextlib.suppress(OSError):
+                st = os.stat(p)
+                files.append((st.st_mtime, st.st_size, p))
+    total = sum(f[1] for f in files) + os.path.getsize(keep)
+    for _, size, p in sorted(files):
+        if total <= config.spool_max_bytes:
+            break
+        with contextlib.suppress(OSError):
+            os.remove(p)
+            total -= size
+
+
 def _write(dirpath: str, name: str, x: ArrayLike, what: str, ndim: Optional[tuple] = None) -> str:
-    """Write ``x`` as ``dirpath/name.npy`` (or return it when it is a path)."""
+    """Write ``x`` as ``dirpath/name.npy`` (or into the spool, or return it
+    when it is a path)."""
     if is_path(x):
         return os.fspath(x)
     a = _as_array(x, what)
     if ndim is not None and a.ndim not in ndim:
         raise DataError(f"{what}: want a {' or '.join(f'{d}-D' for d in ndim)} array, got shape {a.shape}",
                         exit_code=5)
+    if config.spool_dir:
+        return _spool_path(a)
     path = os.path.join(dirpath, name + ".npy")
     np.save(path, a, allow_pickle=False)
     return path

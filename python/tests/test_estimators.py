@@ -194,3 +194,31 @@ def test_exit_code_table_matches_the_cli():
     assert {c: cls.__name__ for c, cls in dplr.EXIT_CODES.items()} == {
         1: "RuntimeFailure", 2: "UsageError", 3: "BudgetRefused", 4: "PluginFailure",
         5: "DataError", 6: "EstimatorFailure", 130: "Interrupted"}
+
+
+def test_interrupted_run_raises_and_is_not_charged(spiked, monkeypatch):
+    X, _ = spiked
+    monkeypatch.setattr(dplr.config, "timeout", 0.001)
+    with pytest.raises(dplr.Interrupted) as e:
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12).fit(X)
+    assert e.value.exit_code == 130
+    monkeypatch.setattr(dplr.config, "timeout", None)
+    for run in dplr.budget(X).history():
+        assert run["state"] != "succeeded"
+    assert os.listdir(dplr.config.tmpdir) == []
+
+
+def test_spool_reuses_one_file_per_array(spiked, tmp_path, monkeypatch):
+    X, _ = spiked
+    spool = tmp_path / "spool"
+    monkeypatch.setattr(dplr.config, "spool_dir", str(spool))
+    a = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X)
+    files = sorted(os.listdir(spool))
+    mtime = os.stat(spool / files[0]).st_mtime_ns
+    b = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X.copy())
+    assert sorted(os.listdir(spool)) == files and len(files) == 1
+    assert os.stat(spool / files[0]).st_mtime_ns == mtime and oct(os.stat(spool / files[0]).st_mode)[-3:] == "600"
+    assert a.data_hash_ == b.data_hash_
+    monkeypatch.setattr(dplr.config, "spool_max_bytes", 1)
+    dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X[:1000])
+    assert len(os.listdir(spool)) == 1  # the older file was evicted
