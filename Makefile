@@ -82,6 +82,15 @@ else
 endif
 	$(MAKE) race
 	$(MAKE) fuzz FUZZTIME=5s
+	$(MAKE) python-test
+
+# python-test: the Python package's tests and the README's Python examples
+# (doctests), with Debian's python3 (python3-numpy, python3-pytest) against
+# the binaries in bin/.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+.PHONY: python-test
+python-test: build
+	DPLR_BIN=$(CURDIR)/$(BIN)/dplr DPLR_TEST_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_DIR) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 FUZZTIME ?= 30s
 fuzz:
