@@ -182,7 +182,7 @@ func decodeStats(b []byte) (*RowStats, error) {
 
 func init() {
 	beam.RegisterCoder(reflect.TypeOf((*RowStats)(nil)), encodeStats, decodeStats)
-	beam.RegisterCoder(reflect.TypeOf(ClippedRow{}), encodeGob[ClippedRow], decodeGob[ClippedRow])
+	beam.RegisterCoder(reflect.TypeOf(ClippedRow{}), encodeClippedRow, decodeClippedRow)
 	register.Combiner3[rowsAcc, ClippedRow, *RowStats](&rowsCombineFn{})
 	register.DoFn3x1[context.Context, string, func(ClippedRow), error](&readRowsFn{})
 	register.Emitter1[ClippedRow]()
@@ -265,3 +265,6 @@ func (f *readRowsFn) ProcessElement(ctx context.Context, path string, emit func(
 	}
 	return nil
 }
+
+func encodeClippedRow(v ClippedRow) ([]byte, error) { return encodeGob(v) }
+func decodeClippedRow(b []byte) (ClippedRow, error) { return decodeGob[ClippedRow](b) }
