@@ -162,7 +162,7 @@ func TestOrbitFormulas(t *testing.T) {
 	assert.Equal(t, 51.0, em(1, "epsilon", p, 0), "k(d−k)/ε")
 	assert.Equal(t, 291.0, em(100, "d", p, 1))
 	defl := formulas["orbit-deflation-mean"].f
-	assert.Equal(t, 162.0, defl(1, "epsilon", p, 0), "Σ(d−i)k/ε, spec's prediction 162")
+	assert.Equal(t, 162.0, defl(1, "epsilon", p, 0), "Σ(d−i)k/ε, the deflation prediction 162")
 }
 
 func TestOneXTableHasARowPerVariant(t *testing.T) {
@@ -255,4 +255,14 @@ func TestRebaseLinks(t *testing.T) {
 	for _, c := range cases {
 		assert.Equal(t, c.want, rebaseLinks(c.in, "bench/results", "bench"), c.in)
 	}
+}
+
+func TestDrawPlotWithoutPointsDrawsNothing(t *testing.T) {
+	s := &Scenario{Name: "empty", Title: "empty", Report: Report{Metric: "captured_variance_ratio", LogX: true, LogY: true}}
+	tb := &table{xs: []string{"1", "2"}, variants: []string{"a"}, cells: map[string]map[string]Summary{}}
+	base := filepath.Join(t.TempDir(), "empty")
+	drawn, err := drawPlot(s, tb, base, "ratio")
+	require.NoError(t, err)
+	assert.False(t, drawn)
+	assert.NoFileExists(t, base+".png")
 }

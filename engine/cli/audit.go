@@ -113,16 +113,14 @@ func cmdAudit(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	t0 := time.Now()
-	reg, err := f.pf.startFor(ctx, env, f.estimator)
-	if reg != nil {
-		defer reg.close()
-	}
+	c, err := f.pf.newClient(env, f.pf.homeDir(env), 0)
 	if err != nil {
 		return err
 	}
-	plug, info, ok := reg.Find(f.estimator)
-	if !ok {
-		return unserved(env, reg, f.estimator)
+	defer c.Close()
+	plug, info, err := c.HostPlugin(ctx, f.estimator)
+	if err != nil {
+		return lookupFailure(env, c, err)
 	}
 	if info.NonPrivate {
 		return usagef("%s is a non-private reference: there is no guarantee to audit", f.estimator)

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/dplr/dplr/client"
 )
 
 // Exit codes scripts can rely on; exitCodesHelp says the same in words
@@ -132,7 +134,7 @@ func report(env *Env, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
-	code := ExitError
+	code := client.ExitCode(err) // the class of an error from the client package
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code

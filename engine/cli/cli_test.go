@@ -112,14 +112,15 @@ func TestFitEndToEnd(t *testing.T) {
 	assert.Len(t, history(t, home, data), 1)
 
 	// With a ρ total, the remaining budget is stated in that form: 0.5 less
-	// the first run's ρ (its (1, 1e-6) grant composed in zCDP) and 0.1.
+	// the first run's ρ (example-mean's default noise=exact spends the
+	// grant's whole GDP μ, ρ = μ²/2 = 0.02801 at (1, 1e-6)) and 0.1.
 	r = dplr(t, home, "budget", "set", "--data", data, "--rho", "0.5")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	r = dplr(t, home, "fit", "example-mean", "--data", data, "--rho", "0.1", "--set", "clip=3", "--out", t.TempDir(), "--json", "--quiet")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	led = rep["ledger"].(map[string]any)
-	assert.Equal(t, "ρ = 0.3756", led["remaining_text"], "the remaining budget in the total's own form")
+	assert.Equal(t, "ρ = 0.372", led["remaining_text"], "the remaining budget in the total's own form")
 }
 
 func TestBadInputSpendsNothing(t *testing.T) {
@@ -208,10 +209,15 @@ func TestBudgetIsEnforcedAcrossRuns(t *testing.T) {
 // grant fits, the refusal says which --rho to pass; that run then fits, its
 // guarantee implies the requested (ε, δ), and the budget stays within its
 // total.
+//
+// example-mean is Gaussian-only, so the budget follows the Gaussian-DP
+// filter (engine/ledger/doc.go): each (1, 1e-6) run holds μ_g² = 0.0560 and
+// its zCDP equivalent 2ρ = 0.0487; the total (1.58, 1e-5) (μ_T² = 0.1644)
+// leaves 0.052 after two runs, between the two.
 func TestRefusedApproxRunSuggestsRho(t *testing.T) {
 	home := t.TempDir()
 	data := genSpiked(t)
-	r := dplr(t, home, "budget", "set", "--data", data, "--epsilon", "2", "--delta", "1e-5")
+	r := dplr(t, home, "budget", "set", "--data", data, "--epsilon", "1.58", "--delta", "1e-5")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	fit := func(budget ...string) run {
 		args := append([]string{"fit", "example-mean", "--data", data, "--quiet", "--json", "--out", t.TempDir()}, budget...)

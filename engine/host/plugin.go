@@ -168,25 +168,64 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 			sb = &sandboxSpec{exec: append(append([]string(nil), systemReadPaths...), execPath), read: readPaths}
 		}
 	}
-	lim := opt.ioLimits()
-	var (
-		mu  sync.Mutex
-		run *procRunner
-	)
-	current := func() *procRunner {
-		mu.Lock()
-		defer mu.Unlock()
-		return run
+	slot := &runnerSlot{}
+	client := plugin.NewClient(clientConfig(name, execPath, base, opt, sb, slot))
+	resc := connect(client)
+	// go-plugin's own StartTimeout covers the wait for the handshake line
+	// only; this one covers the whole start, connection included.
+	timer := time.NewTimer(opt.startTimeout())
+	defer timer.Stop()
+	var res connection
+	received := false
+	select {
+	case res = <-resc:
+		received = true
+	case <-timer.C:
+		res.err = fmt.Errorf("no working connection within %s (--plugin-timeout)", opt.startTimeout())
+	case <-ctx.Done():
+		res.err = ctx.Err()
 	}
+	pr := &proc{client: client, run: slot.get(), rpc: res.rpc}
+	released = true // pr.kill releases the run directory
+	if res.err == nil {
+		return pr, nil
+	}
+	return nil, failedStart(pr, name, opt, res.err, received, resc)
+}
+
+// runnerSlot holds the process runner go-plugin creates, once it has; the
+// forwarded-output writers read it concurrently.
+type runnerSlot struct {
+	mu  sync.Mutex
+	run *procRunner
+}
+
+func (s *runnerSlot) get() *procRunner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.run
+}
+
+func (s *runnerSlot) set(r *procRunner) {
+	s.mu.Lock()
+	s.run = r
+	s.mu.Unlock()
+}
+
+// clientConfig is the go-plugin configuration that starts execPath (shown
+// as name) with its socket under base, in the sandbox sb if not nil, and
+// records its runner in slot.
+func clientConfig(name, execPath, base string, opt Options, sb *sandboxSpec, slot *runnerSlot) *plugin.ClientConfig {
+	lim := opt.ioLimits()
 	logOut := discardIfNil(opt.Stderr)
-	cfg := &plugin.ClientConfig{
+	return &plugin.ClientConfig{
 		HandshakeConfig:  transport.Handshake,
 		Plugins:          transport.PluginSet(nil),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opt.startTimeout(),
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "dplr", Output: logOut, Level: hclog.Warn}),
-		SyncStdout:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stdout (forwarded)", run: current},
-		SyncStderr:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stderr (forwarded)", run: current, tail: true},
+		SyncStdout:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stdout (forwarded)", run: slot.get},
+		SyncStderr:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stderr (forwarded)", run: slot.get, tail: true},
 		SkipHostEnv:      true,
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: base},
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
@@ -202,57 +241,48 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 				s = &cp
 			}
 			r := newProcRunner(cmd, name, s, lim)
-			mu.Lock()
-			run = r
-			mu.Unlock()
+			slot.set(r)
 			return r, nil
 		},
 	}
-	client := plugin.NewClient(cfg)
-	type result struct {
-		rpc dplrpb.EstimatorsClient
-		err error
-	}
-	resc := make(chan result, 1)
+}
+
+// connection is the outcome of connecting to a started plugin.
+type connection struct {
+	rpc dplrpb.EstimatorsClient
+	err error
+}
+
+// connect starts client's process and dispenses its estimators service in
+// a goroutine; the outcome arrives on the returned channel.
+func connect(client *plugin.Client) <-chan connection {
+	resc := make(chan connection, 1)
 	go func() {
 		rpcClient, err := client.Client()
 		if err != nil {
-			resc <- result{err: err}
+			resc <- connection{err: err}
 			return
 		}
 		raw, err := rpcClient.Dispense(transport.PluginName)
 		if err != nil {
-			resc <- result{err: err}
+			resc <- connection{err: err}
 			return
 		}
 		est, ok := raw.(dplrpb.EstimatorsClient)
 		if !ok {
-			resc <- result{err: fmt.Errorf("unexpected client type %T", raw)}
+			resc <- connection{err: fmt.Errorf("unexpected client type %T", raw)}
 			return
 		}
-		resc <- result{rpc: est}
+		resc <- connection{rpc: est}
 	}()
-	// go-plugin's own StartTimeout covers the wait for the handshake line
-	// only; this one covers the whole start, connection included.
-	timer := time.NewTimer(opt.startTimeout())
-	defer timer.Stop()
-	var res result
-	received := false
-	select {
-	case res = <-resc:
-		received = true
-	case <-timer.C:
-		res.err = fmt.Errorf("no working connection within %s (--plugin-timeout)", opt.startTimeout())
-	case <-ctx.Done():
-		res.err = ctx.Err()
-	}
-	pr := &proc{client: client, run: current(), rpc: res.rpc}
-	released = true // pr.kill releases the run directory
-	if res.err == nil {
-		return pr, nil
-	}
-	// Failed: let a process that is exiting by itself finish, so that its
-	// exit status can be reported, then make sure it is gone.
+	return resc
+}
+
+// failedStart ends the process of a start that failed with err and says
+// why; received is whether the connecting goroutine (resc) has answered.
+func failedStart(pr *proc, name string, opt Options, err error, received bool, resc <-chan connection) error {
+	// Let a process that is exiting by itself finish, so that its exit
+	// status can be reported, then make sure it is gone.
 	if r := pr.run; r != nil {
 		grace := time.NewTimer(exitGrace)
 		select {
@@ -267,7 +297,7 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 		}
 		grace.Stop()
 	}
-	why := startFailure(pr.run, res.err)
+	why := startFailure(pr.run, err)
 	pr.kill(opt.callTimeout())
 	if !received {
 		// Wait for the connecting goroutine: with the process dead it
@@ -277,10 +307,10 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 		case <-time.After(killWait):
 		}
 	}
-	if errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("starting plugin %s: %s: %w", name, why, res.err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("starting plugin %s: %s: %w", name, why, err)
 	}
-	return nil, fmt.Errorf("starting plugin %s: %s: %w", name, why, ErrPlugin)
+	return fmt.Errorf("starting plugin %s: %s: %w", name, why, ErrPlugin)
 }
 
 // exitGrace is how long a failed start waits for the plugin to exit by

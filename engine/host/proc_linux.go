@@ -159,9 +159,9 @@ func landlockABI() (int, error) {
 		case e == unix.ENOSYS:
 			abiErr = errors.New("the kernel has no Landlock support (Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK)")
 		case e == unix.EOPNOTSUPP:
-			abiErr = errors.New("Landlock is disabled on this system (not in the kernel's lsm= list)")
+			abiErr = errors.New("this system has Landlock disabled (not in the kernel's lsm= list)")
 		case e != 0:
-			abiErr = fmt.Errorf("Landlock unavailable: %w", e)
+			abiErr = fmt.Errorf("cannot use Landlock: %w", e)
 		default:
 			abiVer = int(v)
 		}

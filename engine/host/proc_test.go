@@ -241,6 +241,12 @@ func TestStartFailuresAreBoundedAndExplained(t *testing.T) {
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrPlugin)
 			assert.NotContains(t, err.Error(), "Unrecognized remote plugin message")
+			if tc.mode == "stdout-lines" && strings.Contains(err.Error(), "output flood") {
+				// Many garbage lines: which refusal comes first, the
+				// handshake parser's or the byte bound's, depends on
+				// scheduling (seen under -race); both end the start.
+				return
+			}
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}

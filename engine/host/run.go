@@ -368,7 +368,13 @@ func (r *Runner) settleFailure(id ledger.RunID, out *FitOutcome, fitErr error) e
 	noise := out == nil || out.NoiseDrawn()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := r.Ledger.Settle(sctx, id, ledger.Outcome{Status: ledger.Failed, NoiseDrawn: noise, Error: fitErr.Error()})
+	fail := ledger.Outcome{Status: ledger.Failed, NoiseDrawn: noise, Error: fitErr.Error()}
+	if out != nil {
+		// The steps announced before their noise was drawn: the ledger
+		// keeps a Gaussian-only run's GDP statement (see ledger.Settle).
+		fail.Steps = out.Announced
+	}
+	err := r.Ledger.Settle(sctx, id, fail)
 	if err != nil {
 		fitErr = fmt.Errorf("%w; settling the ledger also failed (the run stays charged): %w", fitErr, err)
 		noise = true

@@ -14,7 +14,15 @@ import (
 )
 
 // eventVersion is the encoding version of the chain's records.
-const eventVersion = 1
+//
+// Version 2 (the Gaussian-DP filter) adds charges' μ² and the data set's
+// admission rule to the position; records of version 1 are still read and
+// replayed without them (apply), so a ledger written before keeps its hashes.
+const eventVersion = 2
+
+// filterVersion is the first record version whose replay decides the
+// admission rule (see apply).
+const filterVersion = 2
 
 // ref points at a chain record: its sequence number and hash.
 type ref struct {
@@ -59,7 +67,7 @@ func (l *Ledger) decodeRow(seq int64, body []byte, hash, prev string, checkPrev 
 	if err := dec.Decode(&ev); err != nil {
 		return nil, l.damaged("record %d: %v", seq, err)
 	}
-	if ev.V != eventVersion || ev.Seq != seq || (l.id != "" && ev.Ledger != l.id) {
+	if ev.V < 1 || ev.V > eventVersion || ev.Seq != seq || (l.id != "" && ev.Ledger != l.id) {
 		return nil, l.damaged("record %d is out of place (version %d, sequence %d, ledger %q)", seq, ev.V, ev.Seq, ev.Ledger)
 	}
 	if checkPrev && ev.Prev != prev {

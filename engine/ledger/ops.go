@@ -423,7 +423,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		if err != nil {
 			return err
 		}
-		charge := GrantCharge(req.Grant)
+		charge := reserveCharge(req.Grant)
 		var (
 			runRel Relation
 			factor int
@@ -514,6 +514,14 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 			re.Basis = "refund"
 		case out.Status == Failed:
 			re.Charge, re.Basis = open.Charge, "grant"
+			if _, ok := stepsMu2(out.Steps); !ok {
+				// Not known to be Gaussian-only (Outcome.Steps lists the
+				// steps announced before their noise was drawn): the
+				// reservation's μ² cap does not bound it, so no GDP
+				// statement (under the Gaussian-DP filter the budget then
+				// admits nothing more).
+				re.Charge.Mu2 = 0
+			}
 		default:
 			refused = settleSuccess(g, open.Charge, st, int64(id), out, re)
 		}
@@ -541,6 +549,9 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 func settleSuccess(g privacy.Grant, reserved Charge, st *dsState, id int64, out Outcome, re *runEvent) error {
 	c, basis, note := successCharge(g, out)
 	re.Charge, re.Basis, re.Note = c, basis, note
+	if st.approxTotal() && st.Final.mode() == filterGDP && !c.IsZero() && !c.HasMu() {
+		return refuse(re, reserved, fmt.Errorf("the run is not Gaussian-only, and the budget follows the Gaussian-DP filter since its first run (see dplr budget show): %w", ErrIncompatible))
+	}
 	rel, err := ParseNeighbours(out.Neighbours)
 	switch {
 	case out.Neighbours == "":
@@ -620,6 +631,11 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 		}
 	}
 	c := achievedCharge(g, ach)
+	if mu2, ok := stepsMu2(out.Steps); ok {
+		c.Mu2 = mu2
+	} else if out.Steps == nil && ach.Composition == privacy.MethodGDP && ach.Mu > 0 {
+		c.Mu2 = ach.Mu * ach.Mu
+	}
 	if !c.valid() {
 		return full("the composed cost is not valid")
 	}

@@ -57,7 +57,10 @@ type Outcome struct {
 	Status State
 	// Steps are the steps the run's accountant accepted (acct.Steps());
 	// for a success they determine the charge. Preferred over Achieved. A
-	// non-nil empty slice means nothing was spent.
+	// non-nil empty slice means nothing was spent. For a failure after
+	// noise was drawn they tell whether the run was Gaussian-only, which
+	// keeps its reservation's GDP statement (see the package doc); nil
+	// means unknown.
 	Steps []privacy.Step
 	// Achieved is the accountant's composed cost (acct.Achieved()), used for
 	// a success when Steps is nil.
@@ -209,7 +212,7 @@ func (s Status) Fits(g privacy.Grant) error {
 	if err := compatible(s.Total, g); err != nil {
 		return err
 	}
-	return fits(s.Total, s.charged, GrantCharge(g))
+	return fits(s.Total, s.charged, reserveCharge(g))
 }
 
 // String describes the status in words, for the CLI.
@@ -271,6 +274,8 @@ func spentString(sp Spent) string {
 		return fmt.Sprintf("ε = %.4g, δ = %.3g (basic composition)", sp.Epsilon, sp.Delta)
 	case "mixed":
 		return fmt.Sprintf("ε = %.4g, δ = %.3g (pure runs' ε plus the zCDP composition, ρ = %.4g, of the others)", sp.Epsilon, sp.Delta, sp.Rho)
+	case "gdp":
+		return fmt.Sprintf("μ = %.4g, i.e. ε = %.4g at δ = %.3g (Gaussian-DP filter: Σμ² = %.4g)", sp.Mu, sp.Epsilon, sp.Delta, sp.Mu*sp.Mu)
 	case "sum":
 		var parts []string
 		if sp.Epsilon > 0 {
@@ -311,7 +316,9 @@ func remainingString(total privacy.Grant, r Remaining) string {
 		return fmt.Sprintf("ρ = %.4g", r.Rho)
 	}
 	var parts []string
-	if r.Epsilon > 0 {
+	if r.Epsilon > 0 && r.Mu > 0 {
+		parts = append(parts, fmt.Sprintf("μ = %.4g: a Gaussian-only (ε = %.4g, δ = %.3g) run (Gaussian-DP filter)", r.Mu, r.Epsilon, r.Delta))
+	} else if r.Epsilon > 0 {
 		parts = append(parts, fmt.Sprintf("an (ε = %.4g, δ = %.3g) run", r.Epsilon, r.Delta))
 	}
 	if r.Rho > 0 {

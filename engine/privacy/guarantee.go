@@ -143,17 +143,7 @@ func (g Guarantee) Validate() error {
 		return fmt.Errorf("%s guarantee: %s = %v: %w", g.Kind, what, v, ErrInvalidBudget)
 	}
 	switch g.Kind {
-	case Pure:
-		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
-			return bad("ε", g.Epsilon)
-		}
-		if !(g.Rho >= 0) || math.IsInf(g.Rho, 0) {
-			return bad("ρ", g.Rho)
-		}
-		if !(g.Delta >= 0 && g.Delta < 1) {
-			return bad("δ", g.Delta)
-		}
-	case Approx, Model, Nominal:
+	case Pure, Approx, Model, Nominal:
 		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
 			return bad("ε", g.Epsilon)
 		}

@@ -80,7 +80,8 @@ func nonPrivateRGrad(e *fitEnv) error {
 // The budget is split init_share over the 3 initialisation releases and the
 // rest over the T iterations, in zCDP (noise=zcdp) or, as in the paper, by
 // basic composition with each release calibrated to its own (ε, δ) share
-// (noise=classical or analytic).
+// (noise=classical or analytic); by default (noise=exact) μ² is split
+// instead and the whole run composes exactly as Gaussian DP.
 func modelDPRGrad(e *fitEnv) error {
 	sens := ModelSensitivities(e.cfg.modelInputs(e.n, e.d1, e.d2))
 	plan, err := sdk.NewPlan(e.run, e.cfg.Noise,
@@ -94,7 +95,7 @@ func modelDPRGrad(e *fitEnv) error {
 		return err
 	}
 	e.reportSensitivities(sens)
-	if e.cfg.Noise == privacy.NoiseZCDP {
+	if e.cfg.Noise == privacy.NoiseZCDP || e.cfg.Noise == privacy.NoiseExact {
 		e.reportBasicComposition(sens, bInit, bIter)
 	}
 	lhat, err := e.moment()
@@ -118,11 +119,16 @@ func modelDPRGrad(e *fitEnv) error {
 // strictDPRGrad is rgrad-strict (DERIVATIONS.md §2.6): the clipped moment
 // matrix L̂ released whole by the Gaussian mechanism, its rank-r SVD with
 // soft-thresholded singular values as the start, then T clipped DP-RGrad
-// iterations with the public clip τ = clip; worst-case, composed in zCDP.
+// iterations with the public clip τ = clip; worst-case, composed exactly as
+// Gaussian DP (noise=exact, the default) or in zCDP (noise=zcdp).
 func strictDPRGrad(e *fitEnv) error {
 	cfg := e.cfg
 	sens := Sensitivities{Clip: cfg.Clip, Iter: 2 * cfg.Step * cfg.Clip / float64(e.n)}
-	plan, err := sdk.NewPlan(e.run, privacy.NoiseZCDP,
+	noise := cfg.Noise
+	if noise == "" {
+		noise = privacy.NoiseExact
+	}
+	plan, err := sdk.NewPlan(e.run, noise,
 		privacy.Share{Name: "init", Weight: cfg.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
 		privacy.Share{Name: "iterations", Weight: 1 - cfg.InitShare, Steps: cfg.Iterations, Mechanism: privacy.MechGaussian})
 	if err != nil {

@@ -19,7 +19,7 @@ type Config struct {
 	// Model-calibrated modes (Standard, Weak).
 	Sigma1, SigmaR, SigmaXi float64
 	Sensitivity             string // "explicit" or "paper" (DERIVATIONS.md §2.4, §2.5)
-	Noise                   string // "zcdp", "classical" or "analytic"
+	Noise                   string // "exact", "zcdp", "classical" or "analytic"
 	C1, C2, C3              float64
 	InitShare               float64 // share of the budget for the initialisation
 

@@ -66,7 +66,7 @@ type modelOptions struct {
 	SigmaR          float64 `param:"sigmar" required:"true" gt:"0" doc:"public value of the r-th singular value σr of M"`
 	SigmaXi         float64 `param:"sigma_xi" required:"true" min:"0" doc:"public value of the response-noise standard deviation σ_ξ"`
 	sdk.Sensitivity `default:"explicit" choices:"explicit,paper" doc:"how the initialisation's sensitivities are obtained: explicit (corrected plug-ins, with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses) or paper (the paper's literal formulas); both hold only under the model, and the iterations' clip follows the same choice (DERIVATIONS.md §2.4, §2.5)"`
-	sdk.Noise       `doc:"how each Gaussian release is calibrated: zcdp (all 3 + T releases composed in zCDP; the default), classical (each release at its own (ε, δ) share by the textbook formula, per-step ε ≤ 1, basic composition: the paper's) or analytic (the same with the analytic Gaussian mechanism)"`
+	sdk.Noise       `default:"exact" doc:"how each Gaussian release is calibrated: exact (the default: all 3 + T releases composed exactly as Gaussian DP, μ² split over them, σ from the grant's exact (ε, δ) curve; the least noise any valid accounting allows), zcdp (the same split in zCDP, about 7 % more noise), classical (each release at its own (ε, δ) share by the textbook formula, per-step ε ≤ 1, basic composition: the paper's) or analytic (the same with the analytic Gaussian mechanism)"`
 	C1              *float64 `param:"c1" gt:"0" doc:"constant of the subspace sensitivity Δ⁽¹⁾ (default 1)"`
 	C2              *float64 `param:"c2" gt:"0" doc:"constant of the core sensitivity Δ⁽²⁾ (default 2 with sensitivity=explicit, 1 with paper)"`
 	C3              *float64 `param:"c3" gt:"0" doc:"multiplier of the per-sample gradient clip τ chosen from the model (default 1: clipping rare near M); the iteration sensitivity is Δ_l = 2ητ/n. Any value keeps the guarantee; under DP a smaller clip is often far more accurate (c3 = 0.25 gave 1.7–3.4× lower error than c3 = 1 at n = 16000, ε ≤ 8), a too small one stalls a far start (DERIVATIONS.md §5.3)"`
@@ -143,8 +143,9 @@ type strictOptions struct {
 	ClipX      *float64 `param:"clip_x" gt:"0" doc:"public bound on ‖X_i‖_F for the initialisation (default sqrt(tr Λ) + 3·sqrt(C_u): under the Gaussian design about four standard deviations of ‖X_i‖_F above its typical value, so rarely binding)"`
 	ClipY      float64  `param:"clip_y" required:"true" gt:"0" doc:"public bound on |y_i| for the initialisation"`
 	sdk.Clip   `doc:"public bound τ on each per-sample projected gradient ‖(<X_i,M_l>−y_i)·P_T(X_i)‖_F; a good value is about (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2 (DERIVATIONS.md §6)"`
-	InitShare  float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the zCDP budget for the initialisation; the rest is split equally over the T iterations"`
-	InitShrink bool    `param:"init_shrink" default:"true" doc:"soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"`
+	InitShare  float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the budget (μ² with noise=exact, ρ with noise=zcdp) for the initialisation; the rest is split equally over the T iterations"`
+	sdk.Noise  `default:"exact" choices:"exact,zcdp" doc:"how the Gaussian releases are calibrated: exact (the default: composed exactly as Gaussian DP, the least noise any valid accounting allows) or zcdp (composed in zCDP, about 7 % more noise at (1, 1e-6))"`
+	InitShrink bool `param:"init_shrink" default:"true" doc:"soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"`
 }
 
 // config maps the options onto a strict configuration.
@@ -154,6 +155,7 @@ func (o *strictOptions) config(s sdk.Shape, be backend.Backend) (Config, error) 
 		return Config{}, err
 	}
 	cfg.ClipY, cfg.Clip, cfg.InitShare, cfg.InitShrink = o.ClipY, o.Clip.Value, o.InitShare, o.InitShrink
+	cfg.Noise = o.Noise.Value
 	if o.ClipX != nil {
 		cfg.ClipX = *o.ClipX
 	} else {

@@ -144,3 +144,36 @@ func TestPrepareFootprintAndRefusal(t *testing.T) {
 	assert.True(t, sdk.IsBadRequest(err))
 	assert.Contains(t, err.Error(), "rank")
 }
+
+// noise=exact is the default: the releases compose exactly as Gaussian DP
+// (the guarantee says accounting=gdp and states μ), every step's σ is
+// below noise=zcdp's by at least 6 % at (1, 1e-5), and the stated ε meets
+// the grant.
+func TestExactIsDefault(t *testing.T) {
+	g := genTrace(t, 32, map[string]string{"n": "400"})
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+	}{
+		{"rgrad-dp", modelParamsFor(g, map[string]string{"iterations": "3"})},
+		{"rgrad-strict", map[string]string{"rank": "2", "clip_y": "8", "clip": "6", "iterations": "3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, acct := fitOK(t, tc.name, g, tc.params, approx(1, 1e-5), 1)
+			assert.Equal(t, "gdp", res.Guarantee.Accounting)
+			assert.Greater(t, res.Guarantee.Mu, 0.0)
+			assert.LessOrEqual(t, res.Guarantee.Epsilon, 1.0)
+			assert.NotEmpty(t, noteWith(res.Notes, "noise=exact"))
+			zp := map[string]string{"noise": "zcdp"}
+			for k, v := range tc.params {
+				zp[k] = v
+			}
+			_, zacct := fitOK(t, tc.name, g, zp, approx(1, 1e-5), 1)
+			es, zs := acct.Steps(), zacct.Steps()
+			require.Equal(t, len(zs), len(es))
+			for i := range es {
+				assert.Less(t, es[i].Scale, 0.94*zs[i].Scale, "step %q", es[i].Name)
+			}
+		})
+	}
+}

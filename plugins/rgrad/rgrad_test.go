@@ -472,8 +472,8 @@ func TestStrictEmpiricalSensitivity(t *testing.T) {
 func TestStrictGuaranteeAndAccuracy(t *testing.T) {
 	g := genTrace(t, 15, nil)
 	res, acct := fitOK(t, "rgrad-strict", g, map[string]string{"rank": "2", "clip_y": "8", "clip": "6", "iterations": "5"}, approx(8, 1e-5), 1)
-	// Worst-case (ε, δ)-DP, certified by the tightest composition of the
-	// zCDP-calibrated Gaussian steps (the exact Gaussian one).
+	// Worst-case (ε, δ)-DP, certified by the exact Gaussian composition of
+	// the steps (calibrated by it too: noise=exact is the default).
 	assert.Equal(t, privacy.Approx, res.Guarantee.Kind)
 	assert.Equal(t, "gdp", acct.Achieved().Composition)
 	assert.LessOrEqual(t, res.Guarantee.Epsilon, 8*(1+1e-9))
