@@ -118,27 +118,10 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "dplr-beam: --data is required")
 		return 2
 	}
-	var grant privacy.Grant
-	switch {
-	case *rho > 0:
-		grant = privacy.Grant{Kind: privacy.GrantZCDP, Rho: *rho}
-	case *delta > 0:
-		grant = privacy.Grant{Kind: privacy.GrantApprox, Epsilon: *eps, Delta: *delta}
-	default:
-		grant = privacy.Grant{Kind: privacy.GrantPure, Epsilon: *eps}
-	}
-	if err := grant.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "dplr-beam: budget: %v\n", err)
+	grant, seedp, err := grantAndSeed(*eps, *delta, *rho, *seed)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
 		return 2
-	}
-	var seedp *uint64
-	if *seed != "" {
-		v, err := strconv.ParseUint(*seed, 10, 64)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dplr-beam: --seed: %v\n", err)
-			return 2
-		}
-		seedp = &v
 	}
 	clip := math.Inf(1)
 	if est.clipped {
@@ -164,16 +147,46 @@ func run(args []string) int {
 	if code != 0 {
 		return code
 	}
+	return writeResult(res, *out)
+}
+
+// grantAndSeed turns the budget and seed flags into a validated grant
+// (ρ-zCDP when ρ is given, (ε, δ) when δ is, pure ε otherwise) and an
+// optional seed.
+func grantAndSeed(eps, delta, rho float64, seed string) (privacy.Grant, *uint64, error) {
+	grant := privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}
+	switch {
+	case rho > 0:
+		grant = privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho}
+	case delta > 0:
+		grant = privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
+	}
+	if err := grant.Validate(); err != nil {
+		return grant, nil, fmt.Errorf("budget: %w", err)
+	}
+	if seed == "" {
+		return grant, nil, nil
+	}
+	v, err := strconv.ParseUint(seed, 10, 64)
+	if err != nil {
+		return grant, nil, fmt.Errorf("--seed: %w", err)
+	}
+	return grant, &v, nil
+}
+
+// writeResult writes the result as JSON to out (stdout when empty) and
+// returns the exit code.
+func writeResult(res any, out string) int {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
 		return 1
 	}
-	if *out == "" {
+	if out == "" {
 		fmt.Println(string(b))
 		return 0
 	}
-	if err := os.WriteFile(*out, b, 0o644); err != nil {
+	if err := os.WriteFile(out, b, 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
 		return 1
 	}
