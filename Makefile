@@ -82,6 +82,15 @@ else
 endif
 	$(MAKE) race
 	$(MAKE) fuzz FUZZTIME=5s
+	$(MAKE) python-test
+
+# python-test: the Python package's tests and the README's Python examples
+# (doctests), with Debian's python3 (python3-numpy, python3-pytest) against
+# the binaries in bin/.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+.PHONY: python-test
+python-test: build
+	DPLR_BIN=$(CURDIR)/$(BIN)/dplr DPLR_TEST_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_DIR) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 FUZZTIME ?= 30s
 fuzz:
@@ -93,9 +102,17 @@ fuzz:
 clean:
 	rm -rf $(BIN)
 
-# demo: build, then generate spiked-covariance data and compare the DP PCA
-# estimators with the truth at several ε (offline, about 10 s).
+# demo: build (and the OpenBLAS plugins when the libraries are present:
+# dplr then uses bin/plugins-openblas first, without a flag), then generate
+# spiked-covariance data and compare the DP PCA estimators with the truth
+# at several ε (offline, about 10 s). It says which backend ran.
 demo: build
+ifeq ($(HAVE_OPENBLAS),yes)
+	$(MAKE) build BACKEND=openblas
+	@echo "demo: backend openblas (bin/plugins-openblas, found first in the plugin search path)"
+else
+	@echo "demo: backend gonum (pure Go; apt-get install libopenblas-dev liblapacke-dev and rerun for the fast build)"
+endif
 	$(BIN)/dplr demo --out dplr-out/demo
 
 # bench: the quick subset (≤ 5 min) — a smoke test that scenarios run through

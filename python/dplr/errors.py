@@ -1,0 +1,149 @@
+"""Exceptions raised by the dplr Python package.
+
+Every failure of the ``dplr`` command line arrives as a :class:`DplrError`
+subclass chosen from the process's exit code (the table ``dplr help`` prints);
+the exception carries that code, dplr's own message (its stderr) and the
+command that was run. Whether budget was spent follows the exit code, as the
+README's table says: usage, budget and data errors spend nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Type
+
+__all__ = [
+    "DplrError",
+    "RuntimeFailure",
+    "UsageError",
+    "ParameterError",
+    "BudgetRefused",
+    "PluginFailure",
+    "DataError",
+    "EstimatorFailure",
+    "Interrupted",
+    "DplrNotFound",
+    "EXIT_CODES",
+    "error_for_exit",
+]
+
+
+class DplrError(Exception):
+    """A dplr command failed.
+
+    Attributes:
+        exit_code: dplr's exit code (see the README's table).
+        message: dplr's message (the last non-empty line of its stderr, or
+            all of it when it is short).
+        stderr: dplr's whole stderr.
+        command: the argument list that was run (data paths are temporary
+            files; no data values appear in it).
+    """
+
+    #: whether a run that failed this way may have been charged budget
+    may_have_spent: bool = False
+
+    def __init__(self, message: str, exit_code: int = 1, stderr: str = "",
+                 command: Optional[Sequence[str]] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.stderr = stderr
+        self.command = list(command) if command is not None else None
+
+    def __str__(self) -> str:
+        return f"{self.message} (dplr exit code {self.exit_code})"
+
+
+class RuntimeFailure(DplrError):
+    """Exit 1: a runtime error (the ledger could not be read or written,
+    outputs could not be written after the release). A released run stays
+    charged."""
+
+    may_have_spent = True
+
+
+class UsageError(DplrError, ValueError):
+    """Exit 2: bad flags or parameters, an absurd budget, a request the
+    estimator refused in its pre-flight check. Nothing was spent."""
+
+
+class ParameterError(UsageError, TypeError):
+    """A keyword argument the catalogue does not accept (unknown name, wrong
+    type, value outside the declared choices). Raised by the Python package
+    before dplr runs, with exit code 2 as dplr would give it. Nothing was
+    spent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)
+
+
+class BudgetRefused(DplrError):
+    """Exit 3: the budget ledger refused the run (or a non-private estimator
+    on a data set with a budget). Nothing was spent."""
+
+
+class PluginFailure(DplrError):
+    """Exit 4: the plugin did not start, crashed, hung, sent malformed output
+    or a privacy cost the host could not verify. Refunded if it ended before
+    announcing a privacy step, charged its full grant otherwise."""
+
+    may_have_spent = True
+
+
+class DataError(DplrError, ValueError):
+    """Exit 5: the data could not be read or failed validation (NaN or Inf,
+    wrong shapes, a damaged ledger). Nothing was spent."""
+
+
+class EstimatorFailure(DplrError):
+    """Exit 6: the estimator failed while running. Refunded before its first
+    privacy step, charged its full grant after."""
+
+    may_have_spent = True
+
+
+class Interrupted(DplrError):
+    """Exit 130: dplr was interrupted. Refunded before the first privacy
+    step, charged its full grant after."""
+
+    may_have_spent = True
+
+
+class DplrNotFound(DplrError, FileNotFoundError):
+    """The ``dplr`` executable could not be found (set ``DPLR_BIN``,
+    ``dplr.config.binary`` or put it on PATH)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=127)
+
+
+#: dplr's exit codes (engine/cli/cli.go) and the exception each one raises.
+EXIT_CODES: Dict[int, Type[DplrError]] = {
+    1: RuntimeFailure,
+    2: UsageError,
+    3: BudgetRefused,
+    4: PluginFailure,
+    5: DataError,
+    6: EstimatorFailure,
+    130: Interrupted,
+}
+
+
+def _message(stderr: str) -> str:
+    """dplr's error line: the last stderr line starting with "dplr:", else
+    the last non-empty line."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    if not lines:
+        return "dplr failed without a message"
+    for ln in reversed(lines):
+        if ln.startswith("dplr:"):
+            return ln[len("dplr:"):].strip()
+    return lines[-1]
+
+
+def error_for_exit(code: int, stderr: str, command: Optional[Sequence[str]] = None) -> DplrError:
+    """The exception for a dplr process that exited with ``code``."""
+    cls = EXIT_CODES.get(code, DplrError)
+    if code < 0:  # killed by a signal
+        return DplrError(f"dplr was killed by signal {-code}: {_message(stderr)}", code, stderr, command)
+    return cls(_message(stderr), code, stderr, command)

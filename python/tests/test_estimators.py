@@ -1,0 +1,224 @@
+"""End-to-end tests of the dplr Python package through bin/dplr and bin/plugins."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import dplr
+
+
+def sin_theta(u: np.ndarray, v: np.ndarray) -> float:
+    """‖sin Θ(u, v)‖₂ of two orthonormal p×r bases."""
+    s = np.linalg.svd(u.T @ v, compute_uv=False)
+    return float(math.sqrt(max(0.0, 1 - s.min() ** 2)))
+
+
+# ---- catalogue ----------------------------------------------------------------
+
+def test_every_estimator_has_a_class_of_its_family():
+    fam = {"rows": dplr.PCA, "trace": dplr.TraceRegression, "users": dplr.Personalization}
+    names = dplr.estimator_names()
+    assert {"pca-analyze-gauss", "rgrad-strict", "fedrep-private"} <= set(names)
+    for name in names:
+        cls = dplr.estimator_class(name)
+        assert issubclass(cls, fam[dplr.describe(name).data_kind])
+        assert getattr(dplr, dplr.class_name(name)) is cls
+        assert name in cls.__doc__
+
+
+def test_keyword_arguments_are_checked_against_the_catalogue():
+    with pytest.raises(dplr.ParameterError, match="unknown parameter 'rnak'"):
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-6, rnak=2)
+    with pytest.raises(dplr.ParameterError, match="is an int"):
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-6, rank="two")
+    with pytest.raises(dplr.ParameterError, match="must be one of"):
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-6, center="median")
+    with pytest.raises(dplr.ParameterError, match="reads trace data"):
+        dplr.PCA(estimator="rgrad-strict")
+    with pytest.raises(dplr.ParameterError) as e:
+        dplr.PcaAnalyzeGauss(rnak=2)
+    assert e.value.exit_code == 2 and isinstance(e.value, dplr.UsageError)
+
+
+def test_sklearn_params_roundtrip():
+    p = dplr.PcaAnalyzeGauss(epsilon=1.0, delta=1e-6, rank=2, clip=12)
+    params = p.get_params()
+    assert params["rank"] == 2 and params["epsilon"] == 1.0
+    q = type(p)(**params)
+    assert q.get_params() == params
+    q.set_params(rank=3)
+    assert q.params["rank"] == 3
+
+
+# ---- PCA ----------------------------------------------------------------------
+
+def test_pca_end_to_end(spiked):
+    X, U = spiked
+    pca = dplr.PcaAnalyzeGauss(epsilon=1.0, delta=1e-5, rank=2, clip=12, output_sigma=True, seed=1)
+    Z = pca.fit_transform(X)
+    assert pca.components_.shape == (2, 10)
+    assert Z.shape == (2000, 2)
+    np.testing.assert_allclose(pca.components_ @ pca.components_.T, np.eye(2), atol=1e-8)
+    assert sin_theta(pca.components_.T, U) < 0.5
+    assert pca.explained_variance_.shape == (2,)
+    assert pca.explained_variance_ratio_ is not None and 0 < pca.explained_variance_ratio_.sum() < 1
+    assert pca.mean_ is None  # this estimator releases no mean
+    pr = pca.privacy_
+    assert pr.kind == "approx" and 0 < pr.epsilon <= 1.0 and pr.delta == pytest.approx(1e-5)
+    assert "row" in pr.neighbours and pr.assumptions and pr.steps and pr.seeded
+    assert pr.steps[0]["mechanism"] == "gaussian"
+    assert "differential privacy" in str(pr)
+    assert pca.releases_["U"] == "public"
+    # the seed reproduces
+    again = dplr.PcaAnalyzeGauss(epsilon=1.0, delta=1e-5, rank=2, clip=12, output_sigma=True, seed=1).fit(X)
+    np.testing.assert_array_equal(again.components_, pca.components_)
+
+
+def test_pca_pure_and_rho_budgets(spiked):
+    X, _ = spiked
+    amin = dplr.PCA(estimator="pca-amin", epsilon=2.0, rank=1, clip=12, seed=3).fit(X)
+    assert amin.privacy_.kind == "pure" and amin.privacy_.delta in (None, 0)
+    assert amin.components_.shape == (1, 10)
+    ag = dplr.PCA(rho=0.05, rank=2, clip=12).fit(X)
+    assert ag.privacy_.rho == pytest.approx(0.05, rel=1e-6) and ag.explained_variance_ratio_ is None
+    with pytest.raises(dplr.ParameterError, match="does not accept"):
+        dplr.PCA(estimator="pca-amin", rho=0.1, rank=1, clip=12).fit(X)
+
+
+def test_nonprivate_reference_needs_opt_in(spiked):
+    X, U = spiked
+    with pytest.raises(dplr.ParameterError, match="give a budget"):
+        dplr.PCA(estimator="pca-nonprivate", rank=2).fit(X)
+    ref = dplr.PCA(estimator="pca-nonprivate", rank=2, non_private=True).fit(X)
+    assert ref.privacy_.kind == "none" and sin_theta(ref.components_.T, U) < 0.2
+
+
+# ---- trace regression and personalization -------------------------------------
+
+def test_trace_regression_end_to_end(trace):
+    X, y, M = trace
+    reg = dplr.RgradStrict(epsilon=2.0, delta=1e-5, rank=2, clip_y=10, clip=5, seed=2).fit(X, y)
+    assert reg.coef_.shape == (6, 5)
+    assert np.linalg.norm(reg.coef_ - M) / np.linalg.norm(M) < 0.6
+    pred = reg.predict(X[:200])
+    assert pred.shape == (200,) and np.corrcoef(pred, y[:200])[0, 1] > 0.6
+    np.testing.assert_allclose(reg.predict(X[:5].reshape(5, -1)), pred[:5])
+    assert reg.privacy_.kind in ("approx", "zcdp") and reg.privacy_.epsilon <= 2.0
+
+
+def test_personalization_end_to_end(users):
+    X, y, ids = users
+    fr = dplr.FedrepPrivate(epsilon=4.0, delta=1e-3, rank=2, seed=5).fit(X, y, ids)
+    assert fr.representation_.shape == (10, 2)
+    assert set(fr.heads_) == set(np.unique(ids).tolist())
+    assert fr.releases_["V"] == "per-user" and fr.releases_["U"] == "public"
+    pred = fr.predict(X[:50], ids[:50])
+    assert pred.shape == (50,) and np.all(np.isfinite(pred))
+    assert "user" in fr.privacy_.neighbours
+    with pytest.raises(ValueError, match="no head"):
+        fr.predict(X[:1], [10**9])
+
+
+# ---- refusals arrive as exceptions with nothing spent --------------------------
+
+def _runs(X) -> int:
+    return dplr.budget(X).show()["runs"]["total"]
+
+
+def test_bad_parameter_is_a_usage_error_with_nothing_spent(spiked):
+    X, _ = spiked
+    with pytest.raises(dplr.UsageError) as e:
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=0, clip=12).fit(X)
+    assert e.value.exit_code == 2 and "rank" in e.value.message
+    with pytest.raises(dplr.UsageError) as e:  # required parameter missing
+        dplr.RgradStrict(epsilon=1, delta=1e-5, rank=2).fit(np.zeros((10, 2, 2)), np.zeros(10))
+    assert e.value.exit_code == 2 and "clip_y" in e.value.message
+    assert _runs(X) == 0
+
+
+def test_budget_exhausted_is_refused_with_nothing_spent(spiked):
+    X, _ = spiked
+    b = dplr.budget(X)
+    shown = b.set(epsilon=1.5, delta=1e-5, name="spiked")
+    assert shown["has_budget"] and shown["total"]["epsilon"] == 1.5
+    p = dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12)
+    p.fit(X)
+    before = b.show()["spent"]
+    with pytest.raises(dplr.BudgetRefused) as e:
+        p.fit(X.copy())  # the same values again: the same data set for the ledger
+    assert e.value.exit_code == 3 and not e.value.may_have_spent
+    after = b.show()
+    assert after["spent"] == before
+    hist = b.history()
+    assert [r["state"] for r in hist].count("succeeded") == 1
+    assert dplr.budget(dataset="spiked").show()["data_hash"] == p.data_hash_
+
+
+def test_same_array_same_dataset(spiked):
+    X, _ = spiked
+    a = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X)
+    b = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(np.asfortranarray(X))
+    assert a.data_hash_ == b.data_hash_
+    assert _runs(X) == 2
+
+
+def test_nan_data_is_a_data_error_with_nothing_spent(spiked):
+    X, _ = spiked
+    bad = X.copy()
+    bad[3, 4] = np.nan
+    with pytest.raises(dplr.DataError) as e:
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12).fit(bad)
+    assert e.value.exit_code == 5 and "NaN" in e.value.message
+    assert dplr.ledger_list() in (None, [])
+
+
+def test_temporary_files_are_removed(spiked):
+    X, _ = spiked
+    dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12).fit(X)
+    with pytest.raises(dplr.UsageError):
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=0, clip=12).fit(X)
+    assert os.listdir(dplr.config.tmpdir) == []
+
+
+def test_missing_binary_is_reported(monkeypatch):
+    monkeypatch.setattr(dplr.config, "binary", "/nonexistent/dplr")
+    with pytest.raises(dplr.DplrNotFound, match="DPLR_BIN"):
+        dplr.catalogue(refresh=True)
+
+
+def test_exit_code_table_matches_the_cli():
+    assert {c: cls.__name__ for c, cls in dplr.EXIT_CODES.items()} == {
+        1: "RuntimeFailure", 2: "UsageError", 3: "BudgetRefused", 4: "PluginFailure",
+        5: "DataError", 6: "EstimatorFailure", 130: "Interrupted"}
+
+
+def test_interrupted_run_raises_and_is_not_charged(spiked, monkeypatch):
+    X, _ = spiked
+    monkeypatch.setattr(dplr.config, "timeout", 0.001)
+    with pytest.raises(dplr.Interrupted) as e:
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12).fit(X)
+    assert e.value.exit_code == 130
+    monkeypatch.setattr(dplr.config, "timeout", None)
+    for run in dplr.budget(X).history():
+        assert run["state"] != "succeeded"
+    assert os.listdir(dplr.config.tmpdir) == []
+
+
+def test_spool_reuses_one_file_per_array(spiked, tmp_path, monkeypatch):
+    X, _ = spiked
+    spool = tmp_path / "spool"
+    monkeypatch.setattr(dplr.config, "spool_dir", str(spool))
+    a = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X)
+    files = sorted(os.listdir(spool))
+    mtime = os.stat(spool / files[0]).st_mtime_ns
+    b = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X.copy())
+    assert sorted(os.listdir(spool)) == files and len(files) == 1
+    assert os.stat(spool / files[0]).st_mtime_ns == mtime and oct(os.stat(spool / files[0]).st_mode)[-3:] == "600"
+    assert a.data_hash_ == b.data_hash_
+    monkeypatch.setattr(dplr.config, "spool_max_bytes", 1)
+    dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X[:1000])
+    assert len(os.listdir(spool)) == 1  # the older file was evicted
