@@ -168,7 +168,7 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix: a private estimate of the share of the (clipped) variance each component explains (post-processing)")
 	}
 	if o.OutputSigma {
-		res.AddMatrix("Sigma", symToDense(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p)")
+		res.AddMatrix("Sigma", mat.DenseCopyOf(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p)")
 	}
 	res.AddScalar("sensitivity", sens, sdk.Public, "Frobenius sensitivity √2·clip²/n")
 	res.AddScalar("noise_sd", rel.Scale(), sdk.Public, "standard deviation of each noise entry")

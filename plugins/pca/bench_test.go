@@ -65,7 +65,7 @@ func BenchmarkFashionMNIST(b *testing.B) {
 	}
 }
 
-// BenchmarkSpikedSmall times the spec's small configuration (p = 50, r = 2,
+// BenchmarkSpikedSmall times the small spiked configuration of DERIVATIONS.md §2 (p = 50, r = 2,
 // n = 50 000) for each estimator.
 func BenchmarkSpikedSmall(b *testing.B) {
 	g := spiked(b, 50000, 50, 2, "12,10", "gaussian", 1)

@@ -375,7 +375,7 @@ func compressed(ctx context.Context, run *sdk.Run, x *mat.Dense, mu []float64, s
 		}
 	}
 	g := run.Backend.Gram(1/float64(n), xu)
-	return symToDense(g), nClip, tau, nil
+	return mat.DenseCopyOf(g), nClip, tau, nil
 }
 
 // cxzOutputs adds U, Lambda, eigenvalues and Sigma (all post-processing of
@@ -416,7 +416,7 @@ func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt
 			}
 		}
 	}
-	u, lam := ut, symToDense(lt)
+	u, lam := ut, mat.DenseCopyOf(lt)
 	if cfg.rotate {
 		u = mat.NewDense(ut.RawMatrix().Rows, r, nil)
 		u.Mul(ut, wd)

@@ -341,7 +341,7 @@ func TestCXZEpsilonSlope(t *testing.T) {
 	assert.InDelta(t, 0.113, errs[2], 0.04)
 }
 
-// P5: at fixed ε the error falls like 1/n in the privacy regime (spec:
+// P5: at fixed ε the error falls like 1/n in the privacy regime (measured
 // slope ≈ −0.93), and the non-private error like n^(−1/2).
 func TestCXZSampleSizeSlope(t *testing.T) {
 	ns := []float64{12500, 25000, 50000, 100000}

@@ -3,6 +3,8 @@ package pca
 import (
 	"context"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -75,7 +77,7 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	}
 	res.AddScalar("trace", tr, sdk.Evaluation, "tr Σ̂ (NOT private)")
 	if o.OutputSigma {
-		res.AddMatrix("Sigma", symToDense(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
+		res.AddMatrix("Sigma", mat.DenseCopyOf(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
 	}
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }

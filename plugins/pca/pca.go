@@ -192,20 +192,6 @@ func lowRank(u *mat.Dense, mid mat.Matrix, s float64) *mat.Dense {
 	return out
 }
 
-// symToDense copies a symmetric matrix into a dense one.
-func symToDense(s mat.Symmetric) *mat.Dense {
-	n := s.SymmetricDim()
-	out := mat.NewDense(n, n, nil)
-	for i := 0; i < n; i++ {
-		for j := i; j < n; j++ {
-			v := s.At(i, j)
-			out.Set(i, j, v)
-			out.Set(j, i, v)
-		}
-	}
-	return out
-}
-
 func fmtFloats(v []float64) string {
 	s := ""
 	for i, x := range v {

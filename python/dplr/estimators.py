@@ -228,7 +228,9 @@ class DPEstimator:
         self.metrics_ = {m["name"]: m.get("value") for m in result.get("metrics") or []}
         data = result.get("data") or {}
         self.n_features_in_ = data.get("p") or (data.get("d1", 0) * data.get("d2", 0)) or None
-        self.data_hash_ = data.get("hash")
+        # The ledger keys a budget on the source identity (data.source_hash);
+        # data.hash is the view the plugin read.
+        self.data_hash_ = data.get("source_hash") or data.get("hash")
         self._set_attributes()
         return result
 

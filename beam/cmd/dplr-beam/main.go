@@ -91,7 +91,22 @@ func run(args []string) int {
 	out := fs.String("out", "", "result file (JSON; default stdout)")
 	sets := setFlags{}
 	fs.Var(sets, "set", "estimator parameter name=value (repeatable)")
-	if err := fs.Parse(args[2:]); err != nil {
+	own, beamArgs := splitArgs(fs, args[2:])
+	if err := fs.Parse(own); err != nil {
+		return 2
+	}
+	if *runner != "prism" {
+		// Beam's own flags (--endpoint, --project, --region, ...) live on
+		// the global flag set, where beamx reads --runner too.
+		if err := flag.CommandLine.Parse(beamArgs); err != nil {
+			return 2
+		}
+		if err := flag.Set("runner", *runner); err != nil {
+			fmt.Fprintf(os.Stderr, "dplr-beam: --runner: %v\n", err)
+			return 2
+		}
+	} else if len(beamArgs) > 0 {
+		fmt.Fprintf(os.Stderr, "dplr-beam: unknown flags %v (Beam runner flags need --runner flink|spark|dataflow)\n", beamArgs)
 		return 2
 	}
 	est, ok := estimators[name]
@@ -281,4 +296,33 @@ func release(ctx context.Context, name string, est fromStats, st *stats.RowStats
 		o.Scalars[s.Name] = s.Value
 	}
 	return o, 0
+}
+
+// splitArgs separates dplr-beam's own flags from the rest (Beam's runner
+// flags), each with its value.
+func splitArgs(fs *flag.FlagSet, args []string) (own, rest []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		name, _, hasValue := strings.Cut(name, "=")
+		f := fs.Lookup(name)
+		takesValue := !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-")
+		if f != nil {
+			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+				takesValue = false
+			} else {
+				takesValue = !hasValue
+			}
+		}
+		dst := &rest
+		if f != nil || !strings.HasPrefix(a, "-") {
+			dst = &own
+		}
+		*dst = append(*dst, a)
+		if takesValue && i+1 < len(args) {
+			*dst = append(*dst, args[i+1])
+			i++
+		}
+	}
+	return own, rest
 }

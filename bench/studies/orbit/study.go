@@ -116,19 +116,11 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 		return nil, fmt.Errorf("rank %d must lie in [1, d = %d]", cfg.K, cfg.D)
 	}
 	for _, eps := range cfg.Eps {
-		type mech struct {
-			name  string
-			est   sdk.Estimator
-			raw   map[string]string
-			grant privacy.Grant
-			pred  float64
-			tau   float64
-		}
 		beta := eps / 2
 		metric := "loss"
 		ref := orbit.Optimum(gamma, lambda) - float64(cfg.K)*trace/float64(cfg.D)
 		lb := orbit.LB24(lambda, cfg.D, cfg.K, eps, 1)
-		mechs := []mech{
+		mechs := []studyMech{
 			{"orbit-em (exact calib.)", orbit.EM{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 				orbit.PredictedEMLoss(lambda, cfg.D, beta), orbit.TauStar(beta, 1, trace, cfg.D*cfg.K, 0, cfg.BetaF)},
 			{"orbit-deflation", orbit.Deflation{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
@@ -146,7 +138,7 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 				ref += g * g
 			}
 			lb = orbit.LB24(gamma, cfg.D, cfg.K, eps, 1)
-			mechs = []mech{
+			mechs = []studyMech{
 				{"orbit-rank-k (Alg. 2, exact calib.)", orbit.RankK{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "iterations": sweeps}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps},
 					math.NaN(), orbit.UB23(gamma, cfg.K, eps, trace, cfg.BetaF)},
 				{"orbit-gauss (analytic, private spectrum)", orbit.Gauss{}, map[string]string{"clip": "1", "evaluate": "true", "rank": k, "noise": privacy.NoiseAnalytic, "spectrum": "private"},
@@ -158,27 +150,9 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 			return nil, fmt.Errorf("unknown study task %q", cfg.Task)
 		}
 		for mi, mc := range mechs {
-			ls := make([]float64, 0, cfg.Reps)
-			ts := make([]float64, 0, cfg.Reps)
-			var guar string
-			for r := 0; r < cfg.Reps; r++ {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				seed := cfg.Seed*1_000_003 + uint64(mi)*10_007 + uint64(r) + uint64(math.Float64bits(eps)%997)*101
-				t0 := time.Now()
-				mc.raw["clip"] = clipS
-				res, _, err := sdk.RunLocal(ctx, mc.est, ds, mc.raw, mc.grant, sdk.LocalOptions{Seed: &seed, Backend: be})
-				if err != nil {
-					return nil, fmt.Errorf("%s at ε = %v: %w", mc.name, eps, err)
-				}
-				ts = append(ts, time.Since(t0).Seconds())
-				for _, s := range res.Scalars {
-					if s.Name == metric {
-						ls = append(ls, s.Value)
-					}
-				}
-				guar = string(res.Guarantee.Kind)
+			ls, ts, guar, err := runMech(ctx, cfg, ds, be, mc, mi, eps, metric, clipS)
+			if err != nil {
+				return nil, err
 			}
 			rows = append(rows, StudyRow{D: cfg.D, K: cfg.K, N: cfg.N, Eps: eps, Mechanism: mc.name, Guarantee: guar,
 				Metric: metric, Median: evaluate.Quantile(0.5, ls), Mean: stat.Mean(ls, nil), Q90: evaluate.Quantile(0.9, ls), Predicted: mc.pred, Upper: mc.tau,
@@ -186,6 +160,44 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 		}
 	}
 	return rows, nil
+}
+
+// studyMech is one mechanism of a study: estimator, request, grant and the
+// predicted figures its row reports.
+type studyMech struct {
+	name  string
+	est   sdk.Estimator
+	raw   map[string]string
+	grant privacy.Grant
+	pred  float64
+	tau   float64
+}
+
+// runMech fits mechanism mc cfg.Reps times at ε with fresh seeds and
+// returns the metric's values, the seconds per run and the guarantee kind.
+func runMech(ctx context.Context, cfg StudyConfig, ds *data.Dataset, be backend.Backend, mc studyMech, mi int, eps float64, metric, clipS string) (ls, ts []float64, guar string, err error) {
+	ls = make([]float64, 0, cfg.Reps)
+	ts = make([]float64, 0, cfg.Reps)
+	for r := 0; r < cfg.Reps; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, "", err
+		}
+		seed := cfg.Seed*1_000_003 + uint64(mi)*10_007 + uint64(r) + uint64(math.Float64bits(eps)%997)*101
+		t0 := time.Now()
+		mc.raw["clip"] = clipS
+		res, _, err := sdk.RunLocal(ctx, mc.est, ds, mc.raw, mc.grant, sdk.LocalOptions{Seed: &seed, Backend: be})
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("%s at ε = %v: %w", mc.name, eps, err)
+		}
+		ts = append(ts, time.Since(t0).Seconds())
+		for _, s := range res.Scalars {
+			if s.Name == metric {
+				ls = append(ls, s.Value)
+			}
+		}
+		guar = string(res.Guarantee.Kind)
+	}
+	return ls, ts, guar, nil
 }
 
 // MarshalJSON encodes a row with NaN figures (not applicable) as null.

@@ -75,7 +75,7 @@ func Sample(ctx context.Context, rnd *privacy.Source, c *mat.SymDense, cfg Confi
 	sampled := Draws(r, p)
 	// cur is the m×m compressed matrix Qᵀ c Q; q the p×m basis of the
 	// current complement.
-	st := &state{m: p, cur: symToDense(c), q: identity(p)}
+	st := &state{m: p, cur: mat.DenseCopyOf(c), q: identity(p)}
 	out := mat.NewDense(p, r, nil)
 	for k := 0; k < r; k++ {
 		if err := ctx.Err(); err != nil {
@@ -217,20 +217,6 @@ func identity(p int) *mat.Dense {
 		q.Set(i, i, 1)
 	}
 	return q
-}
-
-// symToDense copies a symmetric matrix into a dense one.
-func symToDense(s mat.Symmetric) *mat.Dense {
-	n := s.SymmetricDim()
-	out := mat.NewDense(n, n, nil)
-	for i := 0; i < n; i++ {
-		for j := i; j < n; j++ {
-			v := s.At(i, j)
-			out.Set(i, j, v)
-			out.Set(j, i, v)
-		}
-	}
-	return out
 }
 
 func norm(v []float64) float64 {
