@@ -19,7 +19,7 @@ import (
 )
 
 // transformFedRepUsage is the help of the personalization predict.
-const transformFedRepUsage = `usage: dplr transform --model DIR --user ID --rows FILE [--labels yes|no|auto] [--out FILE]
+const transformFedRepUsage = `usage: dplr transform --model DIR --user ID --data FILE [--labels yes|no|auto] [--out FILE]
 
 Applies a fitted personalization model (fedrep-private, fedrep-nonprivate,
 fedrep-privaltmin, fedrep-classify) to new rows of ONE user: prints
@@ -38,14 +38,15 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	fs.SetOutput(io.Discard)
 	model := fs.String("model", "", "`DIR` of the fit")
 	user := fs.String("user", "", "the user's `ID` (as in the data set)")
-	rows := fs.String("rows", "", "`FILE` of the user's new rows (CSV or .npy)")
+	rows := fs.String("data", "", "`FILE` of the user's new rows (CSV or .npy, d columns)")
+	fs.StringVar(rows, "rows", "", "alias of --data")
 	labels := fs.String("labels", "auto", "print signs (yes), scores (no), or signs for fedrep-classify* (auto)")
 	out := fs.String("out", "", "write the predictions to `FILE` (default stdout)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v\n%s", err, transformFedRepUsage)
 	}
 	if *model == "" || *user == "" || *rows == "" {
-		return usagef("--model, --user and --rows are required\n%s", transformFedRepUsage)
+		return usagef("--model, --user and --data are required\n%s", transformFedRepUsage)
 	}
 	id, err := strconv.ParseInt(*user, 10, 64)
 	if err != nil {
@@ -125,19 +126,46 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fail(ExitData, err)
 	}
-	w := env.Stdout
 	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return fail(ExitError, fmt.Errorf("creating %s: %w", *out, err))
+		if err := writeMatrix(*out, mat.NewDense(len(pred), 1, pred)); err != nil {
+			return fail(ExitError, err)
 		}
-		defer f.Close()
-		w = f
+		fmt.Fprintf(env.Stdout, "transform: %d predictions for user %d written to %s (post-processing: no budget spent, nothing recorded)\n", len(pred), id, *out)
+		return nil
 	}
 	for _, p := range pred {
-		if _, err := fmt.Fprintln(w, strconv.FormatFloat(p, 'g', -1, 64)); err != nil {
+		if _, err := fmt.Fprintln(env.Stdout, strconv.FormatFloat(p, 'g', -1, 64)); err != nil {
 			return fail(ExitError, fmt.Errorf("writing the predictions: %w", err))
 		}
 	}
 	return nil
+}
+
+// fedrepTransformRequested reports whether a `dplr transform` command line
+// names (with --model DIR or --model=DIR) the output directory of a
+// fedrep-* fit, whose predict runTransformFedRep serves. cmdTransform
+// calls it first and delegates when it is true.
+func fedrepTransformRequested(args []string) bool {
+	dir := ""
+	for i, a := range args {
+		switch {
+		case a == "--model" || a == "-model":
+			if i+1 < len(args) {
+				dir = args[i+1]
+			}
+		case strings.HasPrefix(a, "--model=") || strings.HasPrefix(a, "-model="):
+			dir = a[strings.Index(a, "=")+1:]
+		}
+	}
+	if dir == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return false
+	}
+	var rep struct {
+		Estimator string `json:"estimator"`
+	}
+	return json.Unmarshal(b, &rep) == nil && strings.HasPrefix(rep.Estimator, "fedrep-")
 }

@@ -26,7 +26,7 @@ func TestTransformFedRep(t *testing.T) {
 	require.NoError(t, os.WriteFile(rows, []byte("1,1,9\n-1,-2,9\n"), 0o644))
 	var out bytes.Buffer
 	env := &Env{Stdout: &out, Stderr: &bytes.Buffer{}}
-	require.NoError(t, runTransformFedRep(context.Background(), env, []string{"--model", dir, "--user", "4", "--rows", rows}))
+	require.NoError(t, runTransformFedRep(context.Background(), env, []string{"--model", dir, "--user", "4", "--data", rows}))
 	assert.Equal(t, "1\n-1.5\n", out.String())
 	out.Reset()
 	require.NoError(t, runTransformFedRep(context.Background(), env, []string{"--model", dir, "--user", "17", "--rows", rows, "--labels", "yes"}))
@@ -34,4 +34,15 @@ func TestTransformFedRep(t *testing.T) {
 	err := runTransformFedRep(context.Background(), env, []string{"--model", dir, "--user", "5", "--rows", rows})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no head")
+	// Written as a file.
+	outPath := filepath.Join(dir, "pred.csv")
+	out.Reset()
+	require.NoError(t, runTransformFedRep(context.Background(), env, []string{"--model=" + dir, "--user", "4", "--data", rows, "--out", outPath}))
+	b, err := os.ReadFile(outPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "-1.5")
+	// The dispatch test cmdTransform uses.
+	assert.True(t, fedrepTransformRequested([]string{"--data", rows, "--model", dir}))
+	assert.True(t, fedrepTransformRequested([]string{"--model=" + dir}))
+	assert.False(t, fedrepTransformRequested([]string{"--model", t.TempDir()}))
 }

@@ -589,7 +589,7 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	}
 	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "zCDP cost of the initialization")
 	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "zCDP cost of the T rounds")
-	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
+	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; it is not released privately: do not tune on it)")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
 		Assumptions: []string{fmt.Sprintf("clip ψ = %g and ψ_init = %g, public or released privately before use (worst case: clipping holds for any data)", c.clip, c.initClip),
