@@ -172,6 +172,10 @@ func transformerFor(estimator string) (Transformer, error) {
 // cmdTransform is `dplr transform --model RUN_DIR --data FILE --out FILE`:
 // post-processing of a released model on new data, no budget involved.
 func cmdTransform(ctx context.Context, env *Env, args []string) error {
+	if fedrepTransformRequested(args) {
+		// A personalization model: each row gets its own user's head.
+		return runTransformFedRep(ctx, env, args)
+	}
 	fs := flag.NewFlagSet("transform", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	var df dataFlags

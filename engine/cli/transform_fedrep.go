@@ -30,9 +30,9 @@ read from V.npy; the other users' heads are not touched. No budget is spent:
 the prediction is post-processing of the released U and the user's own head.
 `
 
-// runTransformFedRep is the predict of the personalization estimators,
-// meant to be dispatched by "dplr transform" when the model directory holds a
-// fedrep-* fit (see the final report of the fedrep2 branch).
+// runTransformFedRep is the predict of the personalization estimators;
+// "dplr transform" dispatches to it when the model directory holds a
+// fedrep-* fit.
 func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("transform", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -92,22 +92,9 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fail(ExitData, fmt.Errorf("reading U: %w", err))
 	}
-	row := int(id)
-	if idPath := file("V_user_ids"); idPath != "" {
-		ids, err := dataio.Load(idPath, dataio.LoadOptions{Kind: data.Rows})
-		if err != nil {
-			return fail(ExitData, fmt.Errorf("reading the user ids: %w", err))
-		}
-		row = -1
-		for i := 0; i < ids.N(); i++ {
-			if ids.X.At(i, 0) == float64(id) {
-				row = i
-				break
-			}
-		}
-		if row < 0 {
-			return usagef("user %d has no head in %s", id, *model)
-		}
+	row, err := headRow(file("V_user_ids"), id, *model)
+	if err != nil {
+		return err
 	}
 	vf, err := os.Open(vPath)
 	if err != nil {
@@ -126,11 +113,35 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fail(ExitData, err)
 	}
-	if *out != "" {
-		if err := writeMatrix(*out, mat.NewDense(len(pred), 1, pred)); err != nil {
+	return writePredictions(env, pred, id, *out)
+}
+
+// headRow is the row of V that holds user id's head: the user's position in
+// V_user_ids (idPath) when the fit wrote it, the id itself otherwise.
+func headRow(idPath string, id int64, model string) (int, error) {
+	if idPath == "" {
+		return int(id), nil
+	}
+	ids, err := dataio.Load(idPath, dataio.LoadOptions{Kind: data.Rows})
+	if err != nil {
+		return 0, fail(ExitData, fmt.Errorf("reading the user ids: %w", err))
+	}
+	for i := 0; i < ids.N(); i++ {
+		if ids.X.At(i, 0) == float64(id) {
+			return i, nil
+		}
+	}
+	return 0, usagef("user %d has no head in %s", id, model)
+}
+
+// writePredictions writes pred to out (.npy or .csv), or one per line to
+// stdout when out is empty.
+func writePredictions(env *Env, pred []float64, id int64, out string) error {
+	if out != "" {
+		if err := writeMatrix(out, mat.NewDense(len(pred), 1, pred)); err != nil {
 			return fail(ExitError, err)
 		}
-		fmt.Fprintf(env.Stdout, "transform: %d predictions for user %d written to %s (post-processing: no budget spent, nothing recorded)\n", len(pred), id, *out)
+		fmt.Fprintf(env.Stdout, "transform: %d predictions for user %d written to %s (post-processing: no budget spent, nothing recorded)\n", len(pred), id, out)
 		return nil
 	}
 	for _, p := range pred {
