@@ -386,112 +386,141 @@ type PersonalRow struct {
 func RunPersonalStudy(ctx context.Context, cfg PersonalStudyConfig) ([]PersonalRow, error) {
 	var rows []PersonalRow
 	for _, v := range cfg.Variants {
-		type cell struct {
-			acc, secs []float64
-			chosen    []string
-			clip      []float64
-		}
-		cells := map[string]map[float64]*cell{}
-		var order []string
-		add := func(m string, eps float64, f *PersonalFit, acc float64) {
-			if cells[m] == nil {
-				cells[m] = map[float64]*cell{}
-				order = append(order, m)
-			}
-			c := cells[m][eps]
-			if c == nil {
-				c = &cell{}
-				cells[m][eps] = c
-			}
-			c.acc = append(c.acc, acc)
-			if f != nil {
-				c.secs = append(c.secs, f.Seconds)
-				if r := scalarOf(f.Result, "selected_rank"); !math.IsNaN(r) {
-					c.chosen = append(c.chosen, fmt.Sprintf("rank %g", r))
-				}
-				if ψ := scalarOf(f.Result, "clip"); !math.IsNaN(ψ) {
-					c.clip = append(c.clip, ψ)
-				}
-			}
-			if cfg.Progress != nil {
-				cfg.Progress(fmt.Sprintf("%s | %s ε=%g: %.4f", v.Name, m, eps, acc))
-			}
-		}
+		col := &personalCells{cells: map[string]map[float64]*personalCell{}, variant: v.Name, progress: cfg.Progress}
 		for s := 1; s <= cfg.Seeds; s++ {
-			ds, err := v.Task.Build(uint64(s))
-			if err != nil {
+			if err := runPersonalSeed(ctx, cfg, v, s, col); err != nil {
 				return nil, err
-			}
-			a, err := v.Task.LocalRidgeAccuracy(ds, 1)
-			if err != nil {
-				return nil, err
-			}
-			add("each user alone (ridge λ = 1)", 0, nil, a)
-			if a, err = v.Task.RandomRepAccuracy(ds, v.Rank, uint64(s)); err != nil {
-				return nil, err
-			}
-			add("random representation, local heads", 0, nil, a)
-			params := func(over map[string]string) map[string]string {
-				p := map[string]string{"rank": fmt.Sprint(v.Rank)}
-				for k, x := range v.Extra {
-					p[k] = x
-				}
-				for k, x := range over {
-					p[k] = x
-				}
-				return p
-			}
-			seed := uint64(100 * s)
-			f, err := v.Task.FitPersonal(ctx, ds, fedrep.NonPrivateFedRep{}, params(nil), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, seed)
-			if err != nil {
-				return nil, fmt.Errorf("%s: non-private FedRep: %w", v.Name, err)
-			}
-			add("non-private FedRep", 0, f, f.Accuracy)
-			for _, eps := range cfg.Eps {
-				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}
-				type run struct {
-					name string
-					est  sdk.Estimator
-					over map[string]string
-				}
-				runs := []run{{"fedrep-private, defaults", fedrep.PrivateFedRep{}, nil}}
-				if v.SelectRanks != "" {
-					runs = append(runs, run{"fedrep-private, private selection of rank (" + v.SelectRanks + ")", fedrep.PrivateFedRep{},
-						map[string]string{"select_rank": v.SelectRanks, "select_score": "accuracy"}})
-				}
-				if v.AltMin {
-					runs = append(runs, run{"fedrep-privaltmin, defaults", fedrep.PrivAltMin{}, nil})
-				}
-				if cfg.Classify {
-					runs = append(runs, run{"fedrep-classify, defaults", fedrep.Classify{}, nil})
-				}
-				for _, r := range runs {
-					p := params(r.over)
-					f, err := v.Task.FitPersonal(ctx, ds, r.est, p, grant, seed+uint64(10*eps))
-					if err != nil {
-						return nil, fmt.Errorf("%s: %s at ε = %g: %w", v.Name, r.name, eps, err)
-					}
-					add(r.name, eps, f, f.Accuracy)
-				}
 			}
 		}
-		for _, m := range order {
-			for _, eps := range append([]float64{0}, cfg.Eps...) {
-				c := cells[m][eps]
-				if c == nil {
-					continue
-				}
-				med, lo, hi := medianRange(c.acc)
-				secs, _, _ := medianRange(c.secs)
-				if math.IsNaN(secs) {
-					secs = 0 // a reference computed in the study, not timed (JSON has no NaN)
-				}
-				rows = append(rows, PersonalRow{Variant: v.Name, Method: m, Epsilon: eps, Accuracy: med, Min: lo, Max: hi, Seconds: secs,
-					Values: c.acc, Chosen: c.chosen, ChosenClip: c.clip})
-			}
-		}
+		rows = append(rows, col.rows(cfg.Eps)...)
 	}
 	return rows, nil
+}
+
+// personalCell collects one (method, ε) cell of a variant's table.
+type personalCell struct {
+	acc, secs []float64
+	chosen    []string
+	clip      []float64
+}
+
+// personalCells collects a variant's cells in the order methods appear.
+type personalCells struct {
+	cells    map[string]map[float64]*personalCell
+	order    []string
+	variant  string
+	progress func(string)
+}
+
+// add records one fit's (or one reference's, f nil) accuracy.
+func (pc *personalCells) add(m string, eps float64, f *PersonalFit, acc float64) {
+	if pc.cells[m] == nil {
+		pc.cells[m] = map[float64]*personalCell{}
+		pc.order = append(pc.order, m)
+	}
+	c := pc.cells[m][eps]
+	if c == nil {
+		c = &personalCell{}
+		pc.cells[m][eps] = c
+	}
+	c.acc = append(c.acc, acc)
+	if f != nil {
+		c.secs = append(c.secs, f.Seconds)
+		if r := scalarOf(f.Result, "selected_rank"); !math.IsNaN(r) {
+			c.chosen = append(c.chosen, fmt.Sprintf("rank %g", r))
+		}
+		if ψ := scalarOf(f.Result, "clip"); !math.IsNaN(ψ) {
+			c.clip = append(c.clip, ψ)
+		}
+	}
+	if pc.progress != nil {
+		pc.progress(fmt.Sprintf("%s | %s ε=%g: %.4f", pc.variant, m, eps, acc))
+	}
+}
+
+// rows summarises the cells: median accuracy, its range and median time.
+func (pc *personalCells) rows(eps []float64) []PersonalRow {
+	var rows []PersonalRow
+	for _, m := range pc.order {
+		for _, e := range append([]float64{0}, eps...) {
+			c := pc.cells[m][e]
+			if c == nil {
+				continue
+			}
+			med, lo, hi := medianRange(c.acc)
+			secs, _, _ := medianRange(c.secs)
+			if math.IsNaN(secs) {
+				secs = 0 // a reference computed in the study, not timed (JSON has no NaN)
+			}
+			rows = append(rows, PersonalRow{Variant: pc.variant, Method: m, Epsilon: e, Accuracy: med, Min: lo, Max: hi, Seconds: secs,
+				Values: c.acc, Chosen: c.chosen, ChosenClip: c.clip})
+		}
+	}
+	return rows
+}
+
+// personalRun is one private estimator configuration of the study.
+type personalRun struct {
+	name string
+	est  sdk.Estimator
+	over map[string]string
+}
+
+// runPersonalSeed builds variant v's task at seed s and records the
+// references (each user alone, a random representation, non-private
+// FedRep) and every private configuration at every ε.
+func runPersonalSeed(ctx context.Context, cfg PersonalStudyConfig, v PersonalVariant, s int, col *personalCells) error {
+	ds, err := v.Task.Build(uint64(s))
+	if err != nil {
+		return err
+	}
+	a, err := v.Task.LocalRidgeAccuracy(ds, 1)
+	if err != nil {
+		return err
+	}
+	col.add("each user alone (ridge λ = 1)", 0, nil, a)
+	if a, err = v.Task.RandomRepAccuracy(ds, v.Rank, uint64(s)); err != nil {
+		return err
+	}
+	col.add("random representation, local heads", 0, nil, a)
+	params := func(over map[string]string) map[string]string {
+		p := map[string]string{"rank": fmt.Sprint(v.Rank)}
+		for k, x := range v.Extra {
+			p[k] = x
+		}
+		for k, x := range over {
+			p[k] = x
+		}
+		return p
+	}
+	seed := uint64(100 * s)
+	f, err := v.Task.FitPersonal(ctx, ds, fedrep.NonPrivateFedRep{}, params(nil), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, seed)
+	if err != nil {
+		return fmt.Errorf("%s: non-private FedRep: %w", v.Name, err)
+	}
+	col.add("non-private FedRep", 0, f, f.Accuracy)
+	runs := []personalRun{{"fedrep-private, defaults", fedrep.PrivateFedRep{}, nil}}
+	if v.SelectRanks != "" {
+		runs = append(runs, personalRun{"fedrep-private, private selection of rank (" + v.SelectRanks + ")", fedrep.PrivateFedRep{},
+			map[string]string{"select_rank": v.SelectRanks, "select_score": "accuracy"}})
+	}
+	if v.AltMin {
+		runs = append(runs, personalRun{"fedrep-privaltmin, defaults", fedrep.PrivAltMin{}, nil})
+	}
+	if cfg.Classify {
+		runs = append(runs, personalRun{"fedrep-classify, defaults", fedrep.Classify{}, nil})
+	}
+	for _, eps := range cfg.Eps {
+		grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}
+		for _, r := range runs {
+			f, err := v.Task.FitPersonal(ctx, ds, r.est, params(r.over), grant, seed+uint64(10*eps))
+			if err != nil {
+				return fmt.Errorf("%s: %s at ε = %g: %w", v.Name, r.name, eps, err)
+			}
+			col.add(r.name, eps, f, f.Accuracy)
+		}
+	}
+	return nil
 }
 
 // PersonalMarkdown renders the rows, one table per variant.
