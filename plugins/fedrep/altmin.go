@@ -359,7 +359,7 @@ func symSolve(run *sdk.Run, a *mat.SymDense, b []float64, ridge float64) ([]floa
 	}
 	vals, vecs, err := run.Backend.EigSym(a)
 	if err != nil {
-		return nil, fmt.Errorf("U-step solve: %w", err)
+		return nil, fmt.Errorf("solving the U step: %w", err)
 	}
 	n := len(b)
 	maxAbs := 0.0
@@ -383,7 +383,7 @@ func symSolve(run *sdk.Run, a *mat.SymDense, b []float64, ridge float64) ([]floa
 		}
 	}
 	if !allFinite(out) {
-		return nil, fmt.Errorf("U-step solve: solution is not finite")
+		return nil, fmt.Errorf("solving the U step: the solution is not finite")
 	}
 	return out, nil
 }

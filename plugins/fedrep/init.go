@@ -72,7 +72,7 @@ func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []f
 	}
 	for _, e := range errs {
 		if e != nil {
-			return nil, 0, fmt.Errorf("U-statistic accumulation: %w", e)
+			return nil, 0, fmt.Errorf("accumulating the U-statistic: %w", e)
 		}
 	}
 	clipped := 0
