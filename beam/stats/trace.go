@@ -107,11 +107,7 @@ func (sumGradFn) MergeAccumulators(a, b GradSum) GradSum {
 	if a.Sum == nil {
 		return b
 	}
-	if b.Sum != nil {
-		for i := range a.Sum {
-			a.Sum[i] += b.Sum[i]
-		}
-	}
+	addInto(a.Sum, b.Sum)
 	a.N += b.N
 	a.Clipped += b.Clipped
 	return a
@@ -270,4 +266,12 @@ func SufficientStats(ctx context.Context, glob string, to TraceOptions, clip flo
 		return nil, errors.New("beam pipeline: no samples")
 	}
 	return st, nil
+}
+
+// addInto adds b to a elementwise (b nil: nothing to add); the combiners'
+// shared merge step.
+func addInto(a, b []float64) {
+	for i := range b {
+		a[i] += b[i]
+	}
 }

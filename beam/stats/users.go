@@ -230,11 +230,7 @@ func (sumUsersFn) MergeAccumulators(a, b UserAgg) UserAgg {
 	if a.Sum == nil {
 		return b
 	}
-	if b.Sum != nil {
-		for i := range a.Sum {
-			a.Sum[i] += b.Sum[i]
-		}
-	}
+	addInto(a.Sum, b.Sum)
 	a.Users += b.Users
 	a.Clipped += b.Clipped
 	return a
