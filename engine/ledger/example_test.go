@@ -45,7 +45,7 @@ func Example() {
 		}
 		// ... run the estimator with an accountant for grant ...
 		acct, _ := privacy.NewAccountant(grant)
-		_, _ = acct.SpendLaplace("mean", 1, 10, 0.3)
+		_, _ = acct.Laplace("mean", 1, 10, privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.3})
 		var runErr error // the run's error, if it failed
 		if err := l.Settle(ctx, id, ledger.OutcomeOf(runErr, acct.Steps())); err != nil {
 			fmt.Println(err)

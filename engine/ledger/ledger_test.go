@@ -334,7 +334,7 @@ func TestApproxBudgetWithZCDPRuns(t *testing.T) {
 		id := reserve(t, l, h, zcdpG(rhoCap/4))
 		acct, err := privacy.NewAccountant(zcdpG(rhoCap / 4))
 		require.NoError(t, err)
-		_, err = acct.SpendGaussianRho("x", 1, 10, rhoCap/4)
+		_, err = acct.Gaussian("x", 1, 10, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: rhoCap / 4})
 		require.NoError(t, err)
 		require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: acct.Steps()}))
 	}
@@ -367,7 +367,7 @@ func TestApproxRunsSettleWithRho(t *testing.T) {
 		require.NoError(t, err)
 		rho, err := acct.TotalRho()
 		require.NoError(t, err)
-		_, err = acct.SpendGaussianRho("x", 1, 10, rho/2) // the run used half its ρ
+		_, err = acct.Gaussian("x", 1, 10, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: rho / 2}) // the run used half its ρ
 		require.NoError(t, err)
 		require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: acct.Steps()}))
 		r, err := l.Get(ctx, id)

@@ -143,15 +143,15 @@ func TestSpendBoundarySlackAndRefusalLeavesState(t *testing.T) {
 			var err error
 			switch kind {
 			case GrantPure:
-				_, err = a.SpendLaplace("third", 1, 1, 1.0/3)
+				_, err = a.spendLaplace("third", 1, 1, 1.0/3)
 			case GrantZCDP:
-				_, err = a.SpendGaussianRho("third", 1, 10, 0.1)
+				_, err = a.spendGaussianRho("third", 1, 10, 0.1)
 			case GrantApprox:
 				// The exact Gaussian composition's boundary, less the
 				// lattice allowance (as an exact plan computes it).
 				mu, _ := GDPMu(1, 1e-6)
 				mu /= latticeMargin * latticeMargin
-				_, err = a.SpendGaussianRho("third", 1, 10, mu*mu/2/3)
+				_, err = a.spendGaussianRho("third", 1, 10, mu*mu/2/3)
 			}
 			require.NoError(t, err, "%s step %d", kind, i)
 		}
@@ -160,9 +160,9 @@ func TestSpendBoundarySlackAndRefusalLeavesState(t *testing.T) {
 		var err2 error
 		switch kind {
 		case GrantPure:
-			_, err2 = a.SpendLaplace("extra", 1, 1, 1e-6)
+			_, err2 = a.spendLaplace("extra", 1, 1, 1e-6)
 		default:
-			_, err2 = a.SpendGaussianRho("extra", 1, 10, 1e-6)
+			_, err2 = a.spendGaussianRho("extra", 1, 10, 1e-6)
 		}
 		assert.ErrorIs(t, err2, ErrOverBudget, kind)
 		assert.Equal(t, before, a.Steps(), "refusal must leave the steps unchanged")
@@ -173,26 +173,26 @@ func TestSpendBoundarySlackAndRefusalLeavesState(t *testing.T) {
 
 func TestSpendRefusesBadInputBeforeSpending(t *testing.T) {
 	a, _ := NewAccountant(Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6})
-	_, err := a.SpendGaussianRho("x", math.NaN(), 3, 0.01)
+	_, err := a.spendGaussianRho("x", math.NaN(), 3, 0.01)
 	assert.ErrorIs(t, err, ErrInvalidBudget)
-	_, err = a.SpendGaussianRho("x", 1, 0, 0.01)
+	_, err = a.spendGaussianRho("x", 1, 0, 0.01)
 	assert.ErrorIs(t, err, ErrInvalidBudget)
-	_, err = a.SpendGaussianRho("x", 1, 3, -1)
+	_, err = a.spendGaussianRho("x", 1, 3, -1)
 	assert.ErrorIs(t, err, ErrInvalidBudget)
-	_, err = a.SpendGaussianEpsDelta("x", 1, 3, 2, 1e-6, "classical")
+	_, err = a.spendGaussianEpsDelta("x", 1, 3, 2, 1e-6, "classical")
 	assert.ErrorIs(t, err, ErrInvalidBudget)
-	_, err = a.SpendGaussianEpsDelta("x", 1, 3, 0.5, 1e-6, "fancy")
+	_, err = a.spendGaussianEpsDelta("x", 1, 3, 0.5, 1e-6, "fancy")
 	assert.ErrorIs(t, err, ErrInvalidBudget)
-	_, err = a.SpendLaplace("x", 1, 3, math.Inf(1))
+	_, err = a.spendLaplace("x", 1, 3, math.Inf(1))
 	assert.ErrorIs(t, err, ErrInvalidBudget)
-	_, err = a.SpendExponential("x", 0, 0.1)
+	_, err = a.spendExponential("x", 0, 0.1)
 	assert.ErrorIs(t, err, ErrInvalidBudget)
 	assert.Empty(t, a.Steps())
 }
 
 func TestSpendHelpersRecordGrid(t *testing.T) {
 	a, _ := NewAccountant(Grant{Kind: GrantZCDP, Rho: 10})
-	sigma, err := a.SpendGaussianRho("cov", 2, 2001000, 0.5)
+	sigma, err := a.spendGaussianRho("cov", 2, 2001000, 0.5)
 	require.NoError(t, err)
 	st := a.Steps()[0]
 	assert.Equal(t, Grid(sigma), st.Grid)
@@ -204,20 +204,20 @@ func TestSpendHelpersRecordGrid(t *testing.T) {
 	assert.LessOrEqual(t, RhoOfGaussian(st.Sensitivity, sigma), 0.5)
 	assert.Less(t, relErr(sigma, 2), 1e-6) // Δ/sqrt(2ρ) = 2
 
-	b, err := a.SpendLaplace("counts", 1, 1000, 0.5)
+	b, err := a.spendLaplace("counts", 1, 1000, 0.5)
 	require.NoError(t, err)
 	st = a.Steps()[1]
 	assert.GreaterOrEqual(t, st.Sensitivity, 1+Grid(b)*1000)
 	assert.LessOrEqual(t, st.Sensitivity/b, 0.5)
 
-	s2, err := a.SpendGaussianEpsDelta("cls", 1, 5, 0.5, 1e-6, "analytic")
+	s2, err := a.spendGaussianEpsDelta("cls", 1, 5, 0.5, 1e-6, "analytic")
 	require.NoError(t, err)
 	an, _ := AnalyticGaussianSigma(1, 0.5, 1e-6)
 	assert.Greater(t, s2, an*(1+0.9e-9))
 	assert.Less(t, s2, an*(1+1e-8))
 	st = a.Steps()[2]
 	assert.InDelta(t, RhoOfGaussian(st.Sensitivity, s2), st.Rho, 1e-12)
-	beta, err := a.SpendExponential("pick", 2, 0.4)
+	beta, err := a.spendExponential("pick", 2, 0.4)
 	require.NoError(t, err)
 	assert.Equal(t, 0.1, beta)
 	assert.InDelta(t, 0.02, a.Steps()[3].Rho, 1e-15)
@@ -231,7 +231,7 @@ func TestAccountantConcurrentNeverOverspends(t *testing.T) {
 	seq, _ := NewAccountant(a.Grant())
 	want := 0
 	for {
-		if _, err := seq.SpendGaussianRho("g", 1, 1, total/37); err != nil {
+		if _, err := seq.spendGaussianRho("g", 1, 1, total/37); err != nil {
 			break
 		}
 		want++
@@ -245,7 +245,7 @@ func TestAccountantConcurrentNeverOverspends(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 10; j++ {
-				if _, err := a.SpendGaussianRho("g", 1, 1, total/37); err == nil {
+				if _, err := a.spendGaussianRho("g", 1, 1, total/37); err == nil {
 					mu.Lock()
 					ok++
 					mu.Unlock()
@@ -287,7 +287,7 @@ func TestSplitHelpers(t *testing.T) {
 	// Paper mode end to end: k classical steps at the split fit the grant.
 	a, _ := NewAccountant(Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6})
 	for i := 0; i < 4; i++ {
-		_, err := a.SpendGaussianEpsDelta("paper", 1, 100, p.Epsilon, p.Delta, "classical")
+		_, err := a.spendGaussianEpsDelta("paper", 1, 100, p.Epsilon, p.Delta, "classical")
 		require.NoError(t, err)
 	}
 	assert.LessOrEqual(t, a.Achieved().Epsilon, 1.0)

@@ -113,7 +113,7 @@ func BenchmarkConversions(b *testing.B) {
 			a, _ := NewAccountant(Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6})
 			total, _ := a.TotalRho()
 			for j := 0; j < 10; j++ {
-				s, _ := a.SpendGaussianRho("g", 1, 100, total/10)
+				s, _ := a.spendGaussianRho("g", 1, 100, total/10)
 				sinkF += s
 			}
 		}

@@ -45,7 +45,7 @@
 // The output's support is the grid whatever the input's low bits, which is
 // what defeats the attack. Step 1 moves each coordinate by at most γ/2, so
 // neighbouring inputs differ after rounding by at most Δ + γ·sqrt(dim) in ℓ2
-// (Δ + γ·dim in ℓ1 for Laplace); the Spend helpers take dim for exactly this
+// (Δ + γ·dim in ℓ1 for Laplace); the release constructors take dim for exactly this
 // reason, calibrate σ to the enlarged sensitivity (a fixed point, since γ
 // depends on σ) and record both sensitivities and γ in the Step. At the
 // scales dplr uses the allowance is about 1e-9 of Δ.
@@ -151,9 +151,9 @@
 // the grid and adds the noise, refusing a length other than the declared
 // one and a second draw; ExponentialRelease.Sample hands β to the sampler
 // once. Accountant.Undrawn lists the releases declared but never drawn,
-// WithoutRelease the steps declared without one. The older Spend* helpers
-// compute the same steps and remain for estimators not yet moved to
-// releases.
+// WithoutRelease the steps declared without one (through the raw Spend,
+// which the host and tests use; estimators declare through releases only,
+// the older separate spend-then-draw helpers are gone from the API).
 //
 // # Guarantees
 //

@@ -201,7 +201,7 @@ func TestReleaseDrawsLikeTheSourceHelpers(t *testing.T) {
 
 	rel, err := a.Gaussian("vec", 0.3, 4, b)
 	require.NoError(t, err)
-	sigma, err := legacy.SpendGaussianRho("vec", 0.3, 4, 0.5)
+	sigma, err := legacy.spendGaussianRho("vec", 0.3, 4, 0.5)
 	require.NoError(t, err)
 	assert.Equal(t, legacy.Steps()[0], rel.Step(), "the legacy helper records the same step")
 	assert.Equal(t, sigma, rel.Scale())
@@ -294,7 +294,7 @@ func TestReleaseRefusesMisuse(t *testing.T) {
 
 func TestWithoutRelease(t *testing.T) {
 	a := newAcct(t, zcdpGrant)
-	_, err := a.SpendGaussianRho("legacy", 1, 1, 0.1)
+	_, err := a.spendGaussianRho("legacy", 1, 1, 0.1)
 	require.NoError(t, err)
 	r, err := a.Gaussian("new", 1, 1, Budget{Noise: NoiseZCDP, Rho: 0.1})
 	require.NoError(t, err)

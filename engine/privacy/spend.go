@@ -138,7 +138,7 @@ func exponentialStep(name string, sens, eps float64) (Step, error) {
 		Epsilon: eps, Rho: RhoOfExponential(eps), QuerySensitivity: sens}, nil
 }
 
-// SpendGaussianRho declares a Gaussian step that releases dim noisy
+// spendGaussianRho declares a Gaussian step that releases dim noisy
 // coordinates with ℓ2 sensitivity sens at zCDP cost rho, and returns the
 // noise standard deviation to draw with (pass it unchanged to AddGaussian
 // and friends). The sensitivity is enlarged by γ·sqrt(dim) for rounding the
@@ -146,7 +146,7 @@ func exponentialStep(name string, sens, eps float64) (Step, error) {
 // noise may be drawn) if it does not fit the grant.
 // It stays until every estimator has moved to Gaussian, whose release
 // draws the noise itself.
-func (a *Accountant) SpendGaussianRho(name string, sens float64, dim int, rho float64) (float64, error) {
+func (a *Accountant) spendGaussianRho(name string, sens float64, dim int, rho float64) (float64, error) {
 	st, err := gaussianRhoStep(name, sens, dim, rho)
 	if err != nil {
 		return 0, err
@@ -157,14 +157,14 @@ func (a *Accountant) SpendGaussianRho(name string, sens float64, dim int, rho fl
 	return st.Scale, nil
 }
 
-// SpendGaussianEpsDelta declares a Gaussian step calibrated directly to
+// spendGaussianEpsDelta declares a Gaussian step calibrated directly to
 // (eps, delta) with calibration "classical" (ε ≤ 1 only) or "analytic", and
 // returns σ. The sensitivity is enlarged for the noise grid as in
-// SpendGaussianRho, and σ carries a 1e-9 relative margin for the lattice
+// spendGaussianRho, and σ carries a 1e-9 relative margin for the lattice
 // (see the package documentation). Its zCDP cost Δ²/(2σ²) is recorded too,
 // so the step can also be accounted by zCDP.
 // It stays until every estimator has moved to Gaussian.
-func (a *Accountant) SpendGaussianEpsDelta(name string, sens float64, dim int, eps, delta float64, calibration string) (float64, error) {
+func (a *Accountant) spendGaussianEpsDelta(name string, sens float64, dim int, eps, delta float64, calibration string) (float64, error) {
 	st, err := gaussianEpsDeltaStep(name, sens, dim, eps, delta, calibration)
 	if err != nil {
 		return 0, err
@@ -175,12 +175,12 @@ func (a *Accountant) SpendGaussianEpsDelta(name string, sens float64, dim int, e
 	return st.Scale, nil
 }
 
-// SpendLaplace declares a Laplace step releasing dim coordinates with ℓ1
+// spendLaplace declares a Laplace step releasing dim coordinates with ℓ1
 // sensitivity sens at pure cost eps, and returns the scale b (pass it
 // unchanged to AddLaplace). The ℓ1 sensitivity is enlarged by γ·dim for
 // rounding to the noise grid γ = Grid(b).
 // It stays until every estimator has moved to Laplace.
-func (a *Accountant) SpendLaplace(name string, sens float64, dim int, eps float64) (float64, error) {
+func (a *Accountant) spendLaplace(name string, sens float64, dim int, eps float64) (float64, error) {
 	st, err := laplaceStep(name, sens, dim, eps)
 	if err != nil {
 		return 0, err
@@ -191,13 +191,13 @@ func (a *Accountant) SpendLaplace(name string, sens float64, dim int, eps float6
 	return st.Scale, nil
 }
 
-// SpendExponential declares an exponential-mechanism step whose utility has
+// spendExponential declares an exponential-mechanism step whose utility has
 // sensitivity sens, at pure cost eps, and returns the inverse temperature
 // β = ε/(2Δ) to sample exp(β·u) with. Its zCDP cost is ε²/8 (bounded range,
 // Cesar & Rogers 2021). Sampling is the caller's: an inexact sampler
 // (e.g. MCMC) makes the result's guarantee Nominal.
 // It stays until every estimator has moved to Exponential.
-func (a *Accountant) SpendExponential(name string, sens, eps float64) (float64, error) {
+func (a *Accountant) spendExponential(name string, sens, eps float64) (float64, error) {
 	st, err := exponentialStep(name, sens, eps)
 	if err != nil {
 		return 0, err

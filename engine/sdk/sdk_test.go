@@ -111,12 +111,14 @@ func TestRunLocal(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		sigma, err := run.Acct.SpendGaussianRho("s", 1, 2, rho)
+		rel, err := run.Acct.Gaussian("s", 1, 2, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: rho})
 		if err != nil {
 			return nil, err
 		}
 		v := []float64{0, 0}
-		run.Rand.AddGaussian(v, sigma)
+		if err := rel.Add(run.Rand, v); err != nil {
+			return nil, err
+		}
 		res := &Result{}
 		res.AddMatrix("v", mat.NewDense(1, 2, v), Public, "noisy zero")
 		return res, nil

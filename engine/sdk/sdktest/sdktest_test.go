@@ -42,8 +42,13 @@ func (e est) Fit(_ context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res := &sdk.Result{}
 	v := []float64{0, 0}
 	if e.legacy {
-		sigma, err := run.Acct.SpendGaussianRho("v", 1, 2, 0.01)
+		// A step declared through the raw accountant, not a release.
+		sigma, err := privacy.GaussianSigmaForRho(1, 0.01)
 		if err != nil {
+			return nil, err
+		}
+		st := privacy.Step{Name: "v", Mechanism: privacy.MechGaussian, Calibration: privacy.NoiseZCDP, Sensitivity: 1, Scale: sigma, Rho: 0.01, Dim: 2}
+		if err := run.Acct.Spend(st); err != nil {
 			return nil, err
 		}
 		run.Rand.AddGaussian(v, sigma)
