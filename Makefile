@@ -102,9 +102,17 @@ fuzz:
 clean:
 	rm -rf $(BIN)
 
-# demo: build, then generate spiked-covariance data and compare the DP PCA
-# estimators with the truth at several ε (offline, about 10 s).
+# demo: build (and the OpenBLAS plugins when the libraries are present:
+# dplr then uses bin/plugins-openblas first, without a flag), then generate
+# spiked-covariance data and compare the DP PCA estimators with the truth
+# at several ε (offline, about 10 s). It says which backend ran.
 demo: build
+ifeq ($(HAVE_OPENBLAS),yes)
+	$(MAKE) build BACKEND=openblas
+	@echo "demo: backend openblas (bin/plugins-openblas, found first in the plugin search path)"
+else
+	@echo "demo: backend gonum (pure Go; apt-get install libopenblas-dev liblapacke-dev and rerun for the fast build)"
+endif
 	$(BIN)/dplr demo --out dplr-out/demo
 
 # bench: the quick subset (≤ 5 min) — a smoke test that scenarios run through

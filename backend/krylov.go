@@ -356,16 +356,7 @@ func blockKrylov(be Backend, op symOperator, k int, o TruncOptions, b int, check
 		wAll := w.Slice(0, n, 0, d+c).(*mat.Dense)
 		tNew := t.Slice(0, d+c, d, d+c).(*mat.Dense)
 		tNew.Mul(qAll.T(), wNew)
-		for i := d; i < d+c; i++ {
-			for j := 0; j < d; j++ {
-				t.Set(i, j, t.At(j, i))
-			}
-			for j := i + 1; j < d+c; j++ {
-				v := 0.5 * (t.At(i, j) + t.At(j, i))
-				t.Set(i, j, v)
-				t.Set(j, i, v)
-			}
-		}
+		symmetrizeNewBlock(t, d, c)
 		d += c
 
 		// Rayleigh–Ritz on the current basis.
@@ -421,21 +412,45 @@ func blockKrylov(be Backend, op symOperator, k int, o TruncOptions, b int, check
 			// Thick restart: keep the leading Ritz vectors; the pending
 			// block is orthogonal to them as it is to the whole old basis.
 			keep := min(max(kk, dmax-2*b), dmax-cNext, d)
-			sk := s.Slice(0, d, 0, keep)
-			var nq, nw mat.Dense
-			nq.Mul(qAll, sk)
-			nw.Mul(wAll, sk)
-			q.Slice(0, n, 0, keep).(*mat.Dense).Copy(&nq)
-			w.Slice(0, n, 0, keep).(*mat.Dense).Copy(&nw)
-			for i := 0; i < keep; i++ {
-				for j := 0; j < keep; j++ {
-					t.Set(i, j, 0)
-				}
-				t.Set(i, i, theta[i])
-			}
+			thickRestart(q, w, t, qAll, wAll, s.Slice(0, d, 0, keep), theta[:keep])
 			d = keep
 			info.Restarts++
 		}
+	}
+}
+
+// symmetrizeNewBlock completes the projected matrix t after the block of
+// c columns at d was added: the new rows mirror the old columns, and the
+// new diagonal block is replaced by its symmetric part.
+func symmetrizeNewBlock(t *mat.Dense, d, c int) {
+	for i := d; i < d+c; i++ {
+		for j := 0; j < d; j++ {
+			t.Set(i, j, t.At(j, i))
+		}
+		for j := i + 1; j < d+c; j++ {
+			v := 0.5 * (t.At(i, j) + t.At(j, i))
+			t.Set(i, j, v)
+			t.Set(j, i, v)
+		}
+	}
+}
+
+// thickRestart replaces the basis q and its images w by the Ritz vectors
+// qAll·sk and their images wAll·sk (keep = len(theta) columns), and the
+// projected matrix t by diag(theta) on its leading keep×keep block.
+func thickRestart(q, w, t, qAll, wAll *mat.Dense, sk mat.Matrix, theta []float64) {
+	n, _ := q.Dims()
+	keep := len(theta)
+	var nq, nw mat.Dense
+	nq.Mul(qAll, sk)
+	nw.Mul(wAll, sk)
+	q.Slice(0, n, 0, keep).(*mat.Dense).Copy(&nq)
+	w.Slice(0, n, 0, keep).(*mat.Dense).Copy(&nw)
+	for i := 0; i < keep; i++ {
+		for j := 0; j < keep; j++ {
+			t.Set(i, j, 0)
+		}
+		t.Set(i, i, theta[i])
 	}
 }
 

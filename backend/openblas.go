@@ -187,16 +187,7 @@ func (OpenBLAS) QR(a mat.Matrix) (*mat.Dense, *mat.Dense, error) {
 	if err := checkLapackDim("thin QR", m*n); err != nil {
 		return nil, nil, err
 	}
-	raw, trans := rawOf(a)
-	col := make([]float64, m*n)
-	if trans {
-		// a = rawᵀ: raw (n×m row-major) is a's column-major image.
-		for i := 0; i < n; i++ {
-			copy(col[i*m:i*m+m], raw.Data[i*raw.Stride:i*raw.Stride+m])
-		}
-	} else {
-		transposeInto(col, m, raw.Data, raw.Stride, m, n)
-	}
+	col := colMajor(a, m, n)
 	if !allFinite(col) {
 		return nil, nil, fmt.Errorf("thin QR: %w", ErrNonFinite)
 	}
@@ -218,6 +209,21 @@ func (OpenBLAS) QR(a mat.Matrix) (*mat.Dense, *mat.Dense, error) {
 	return mat.NewDense(m, n, q), mat.NewDense(n, n, r), nil
 }
 
+// colMajor returns a fresh column-major copy of the m×n matrix a.
+func colMajor(a mat.Matrix, m, n int) []float64 {
+	raw, trans := rawOf(a)
+	col := make([]float64, m*n)
+	if trans {
+		// a = rawᵀ: raw (n×m row-major) is a's column-major image.
+		for i := 0; i < n; i++ {
+			copy(col[i*m:i*m+m], raw.Data[i*raw.Stride:i*raw.Stride+m])
+		}
+	} else {
+		transposeInto(col, m, raw.Data, raw.Stride, m, n)
+	}
+	return col
+}
+
 // SPDSolve implements Backend with LAPACKE dposv (Cholesky).
 func (OpenBLAS) SPDSolve(a mat.Symmetric, b mat.Matrix) (*mat.Dense, error) {
 	n := a.SymmetricDim()
@@ -232,15 +238,7 @@ func (OpenBLAS) SPDSolve(a mat.Symmetric, b mat.Matrix) (*mat.Dense, error) {
 	if !allFinite(buf) {
 		return nil, fmt.Errorf("SPD solve: %w", ErrNonFinite)
 	}
-	raw, trans := rawOf(b)
-	col := make([]float64, n*nrhs)
-	if trans {
-		for i := 0; i < nrhs; i++ {
-			copy(col[i*n:i*n+n], raw.Data[i*raw.Stride:i*raw.Stride+n])
-		}
-	} else {
-		transposeInto(col, n, raw.Data, raw.Stride, n, nrhs)
-	}
+	col := colMajor(b, n, nrhs)
 	if !allFinite(col) {
 		return nil, fmt.Errorf("SPD solve right-hand side: %w", ErrNonFinite)
 	}

@@ -148,7 +148,7 @@ func TestTheoryCurves(t *testing.T) {
 
 func TestOrbitFormulas(t *testing.T) {
 	p := map[string]string{"n": "2000", "d": "20", "rank": "3"}
-	// Spec seed004 §3.1: τ*(0.05) ≈ 880 at d = 20, k = 3, n = 2000, ε = 1.
+	// plugins/orbit/DERIVATIONS.md §8: τ*(0.05) ≈ 880 at d = 20, k = 3, n = 2000, ε = 1.
 	ub := orbitUB(1, "epsilon", p, 0)
 	assert.InDelta(t, 880, ub, 10)
 	// τ* is where the tail bound equals β_f.
@@ -162,7 +162,7 @@ func TestOrbitFormulas(t *testing.T) {
 	assert.Equal(t, 51.0, em(1, "epsilon", p, 0), "k(d−k)/ε")
 	assert.Equal(t, 291.0, em(100, "d", p, 1))
 	defl := formulas["orbit-deflation-mean"].f
-	assert.Equal(t, 162.0, defl(1, "epsilon", p, 0), "Σ(d−i)k/ε, spec's prediction 162")
+	assert.Equal(t, 162.0, defl(1, "epsilon", p, 0), "Σ(d−i)k/ε, the deflation prediction 162")
 }
 
 func TestOneXTableHasARowPerVariant(t *testing.T) {

@@ -65,8 +65,7 @@ var theories = map[string]theory{
 	// Trace regression (Zha): σ_ξ·sqrt(r(d1+d2)/n) + (σ_ξ+σ_r)·r(d1+d2)/(nε),
 	// with x either ε or n.
 	"rgrad": sumOf(rgradTerms),
-	// DP PCA in the spiked model (Cai, Xia, Zha, Theorem 1; spec seed001
-	// §4): (σ²/λ + √(σ²/λ))·(√(p/n) + p·√(r + log n)·√log(2.5/δ)/(nε)),
+	// DP PCA in the spiked model (Cai, Xia, Zha, Theorem 1): (σ²/λ + √(σ²/λ))·(√(p/n) + p·√(r + log n)·√log(2.5/δ)/(nε)),
 	// λ the smallest spike, with x = ε, n or p.
 	"pca": pcaRate,
 }
@@ -179,25 +178,25 @@ var formulas = map[string]struct {
 	f     theory
 	label string
 }{
-	// DP PCA upper bound of Cai, Xia, Zha (Theorem 1; spec seed001 §4)
+	// DP PCA upper bound of Cai, Xia, Zha (Theorem 1)
 	// with its absolute constant C4 set to 1 and capped at 1 (sin-θ ≤ 1):
-	// spec §6.1 P12 expects measured errors within a small factor of it.
+	// measured errors are expected within a small factor of it.
 	"pca-rate": {func(x float64, xName string, p map[string]string, eps float64) float64 {
 		return math.Min(1, pcaRate(x, xName, p, eps))
 	}, "Cai–Xia–Zha Thm 1 rate, C4 = 1, capped at 1"},
 	// Orbit exponential mechanism, rank-k PCA (public projection spectrum,
 	// λ_1 = 1, exact calibration β = ε/2, rows of norm ≤ 1 so Γ = tr A ≤
-	// n): the explicit high-probability upper bound τ*(β_f = 0.05) of spec
-	// seed004 §3.1 — the smallest τ ≥ λ_1 with
+	// n): the explicit high-probability upper bound τ*(β_f = 0.05) of
+	// plugins/orbit/DERIVATIONS.md §8 — the smallest τ ≥ λ_1 with
 	// exp(−βτ/2 + dk·log(1 + 16λ_1Γ/τ)) ≤ β_f.
-	"orbit-ub": {orbitUB, "upper bound τ*(0.05), seed004 §3.1"},
+	"orbit-ub": {orbitUB, "upper bound τ*(0.05), orbit DERIVATIONS.md §8"},
 	// Orbit EM, strong-signal prediction E[L] ≈ D/(2β) with D = k(d−k)
-	// the orbit dimension (spec seed004 §3.6): k(d−k)/ε.
+	// the orbit dimension (plugins/orbit/DERIVATIONS.md §8): k(d−k)/ε.
 	"orbit-em-mean": {func(x float64, xName string, p map[string]string, eps float64) float64 {
 		d, k := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3)
 		return k * (d - k) / epsAt(x, xName, eps)
-	}, "orbit EM prediction k(d−k)/ε, seed004 §3.6"},
-	// Deflation with ε/k per vector (spec seed004 §3.6):
+	}, "orbit EM prediction k(d−k)/ε, orbit DERIVATIONS.md §8"},
+	// Deflation with ε/k per vector (plugins/orbit/DERIVATIONS.md §8):
 	// Σ_{i=1..k} (d−i)·k/ε.
 	"orbit-deflation-mean": {func(x float64, xName string, p map[string]string, eps float64) float64 {
 		d, k := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3)
@@ -206,10 +205,10 @@ var formulas = map[string]struct {
 			s += (d - i) * k
 		}
 		return s / epsAt(x, xName, eps)
-	}, "deflation prediction Σ(d−i)k/ε, seed004 §3.6"},
+	}, "deflation prediction Σ(d−i)k/ε, orbit DERIVATIONS.md §8"},
 }
 
-// orbitUB is the τ* of spec seed004 §3.1 (exact calibration, PCA spectrum).
+// orbitUB is the τ* of plugins/orbit/DERIVATIONS.md §8 (exact calibration, PCA spectrum).
 func orbitUB(x float64, xName string, p map[string]string, eps float64) float64 {
 	d, k, n := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3), at(x, xName, p, "n", 2000)
 	e := epsAt(x, xName, eps)

@@ -70,11 +70,11 @@ func clone(ds *data.Dataset) *data.Dataset {
 
 // leastVaryingAxis is the column of x with the smallest variance.
 func leastVaryingAxis(x *mat.Dense) int {
-	_, p := x.Dims()
+	n, p := x.Dims()
 	best, bestVar := 0, math.Inf(1)
-	col := make([]float64, 0)
+	col := make([]float64, n)
 	for j := 0; j < p; j++ {
-		col = mat.Col(col[:0], j, x)
+		mat.Col(col, j, x)
 		if v := stat.Variance(col, nil); v < bestVar {
 			best, bestVar = j, v
 		}

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/ledger"
@@ -143,8 +142,9 @@ func (b *budgetCmd) parse(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	b.dir = (&pluginFlags{home: *b.home}).homeDir(b.env)
-	return nil
+	dir, err := (&pluginFlags{home: *b.home}).checkedHome(b.env)
+	b.dir = dir
+	return err
 }
 
 func relationList() string {
@@ -155,10 +155,10 @@ func relationList() string {
 	return strings.Join(s, ", ")
 }
 
-// target is the data set the command names: a content hash (read from
-// --data or given with --hash), or a reference (--dataset) the ledger
-// resolves; kind is the data kind --data was read as ("" otherwise).
-func (b *budgetCmd) target(ctx context.Context) (ref string, isHash bool, kind data.Kind, err error) {
+// target is the data set the command names: read from --data (as the
+// kind --kind or the inference says), given with --hash, or named with
+// --dataset.
+func (b *budgetCmd) target() (client.DatasetRef, error) {
 	given := 0
 	for _, s := range []string{b.df.path, *b.hash, b.datasetFlag()} {
 		if s != "" {
@@ -166,13 +166,13 @@ func (b *budgetCmd) target(ctx context.Context) (ref string, isHash bool, kind d
 		}
 	}
 	if given != 1 {
-		return "", false, "", usagef("budget %s needs exactly one of --data PATH, --hash HEX or --dataset NAME", b.sub)
+		return client.DatasetRef{}, usagef("budget %s needs exactly one of --data PATH, --hash HEX or --dataset NAME", b.sub)
 	}
 	switch {
 	case *b.hash != "":
-		return *b.hash, true, "", nil
+		return client.ByHash(*b.hash), nil
 	case b.datasetFlag() != "":
-		return b.datasetFlag(), false, "", nil
+		return client.ByName(b.datasetFlag()), nil
 	}
 	k := data.Kind(*b.kind)
 	if !flagGiven(b.fs, "kind") {
@@ -182,18 +182,12 @@ func (b *budgetCmd) target(ctx context.Context) (ref string, isHash bool, kind d
 			fmt.Fprintf(b.env.Stderr, "dplr: reading %s as %s data (%s; --kind rows|trace|users overrides): the budget applies to fits that read it the same way\n", b.df.path, k, why)
 		}
 	}
-	loc, err := b.df.locate(k)
+	opt, err := b.df.loadOptions()
 	if err != nil {
-		return "", false, "", err
+		return client.DatasetRef{}, err
 	}
-	hd, err := loc.prepare(ctx, b.dir)
-	if err != nil {
-		return "", false, "", err
-	}
-	if b.df.name == "" {
-		b.df.name = hd.Name
-	}
-	return hd.Hash, true, k, nil
+	opt.Kind = k
+	return client.ByData(client.File(b.df.path, opt)), nil
 }
 
 func (b *budgetCmd) datasetFlag() string {
@@ -216,88 +210,84 @@ func ledgerErr(err error) error {
 	case errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrNotFound):
 		return fail(ExitUsage, err)
 	}
-	return fail(ExitError, err)
+	return fail(client.ExitCode(err), err)
 }
 
 func (b *budgetCmd) run(ctx context.Context) error {
-	var (
-		ref    string
-		isHash bool
-		kind   data.Kind
-		err    error
-	)
+	var ref client.DatasetRef
 	if b.sub != "list" && b.sub != "verify" {
-		if ref, isHash, kind, err = b.target(ctx); err != nil {
+		var err error
+		if ref, err = b.target(); err != nil {
 			return err
 		}
 	}
-	var opts []ledger.Option
-	if b.sub == "verify" {
-		opts = append(opts, ledger.WithFullCheck())
-		if *b.adopt {
-			opts = append(opts, ledger.WithAdoptMarker())
-		}
-	}
-	t0 := time.Now()
-	led, err := ledger.Open(ctx, b.dir, opts...)
+	c, err := client.New(client.Options{Home: b.dir})
 	if err != nil {
-		return ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
+		return err
 	}
-	defer led.Close()
+	defer c.Close()
 	switch b.sub {
 	case "verify":
-		rep, err := led.Verify(ctx)
-		if err != nil {
-			return ledgerErr(err)
-		}
-		fmt.Fprintf(b.env.Stdout, "ledger %s: ok: %d records, %d data sets, %d linked files verified in %.2f s (integrity check, hash chain, budget positions)\n",
-			led.Path(), rep.Records, rep.Datasets, rep.Aliases, time.Since(t0).Seconds())
-		return nil
+		return b.verify(ctx, c)
 	case "list":
-		return b.list(ctx, led)
+		return b.list(ctx, c)
 	case "link":
-		return b.link(ctx, led, ref)
-	}
-	h := ref
-	if !isHash {
-		if h, err = led.Resolve(ctx, ref); err != nil {
-			return ledgerErr(err)
-		}
-	}
-	switch b.sub {
+		return b.link(ctx, c, ref)
+	case "history":
+		return b.history(ctx, c, ref)
 	case "set":
-		if err := b.set(ctx, led, h, kind); err != nil {
+		if err := b.set(ctx, c, ref); err != nil {
 			return err
 		}
 	case "charge":
-		g, err := b.gf.grant()
-		if err != nil {
+		if err := b.charge(ctx, c, ref); err != nil {
 			return err
 		}
-		rel, err := b.relation()
-		if err != nil {
-			return err
-		}
-		id, err := led.RecordCharge(ctx, h, ledger.ChargeRequest{Cost: g, Relation: rel, Note: *b.note})
-		if err != nil && id == 0 {
-			return ledgerErr(err)
-		}
-		if err != nil {
-			fmt.Fprintf(b.env.Stderr, "dplr: warning: recorded as %s, but %v\n", id, err)
-		} else {
-			fmt.Fprintf(b.env.Stderr, "dplr: recorded as %s\n", id)
-		}
-	case "history":
-		return b.history(ctx, led, h)
 	}
-	st, err := led.Show(ctx, h)
+	st, err := c.ShowBudget(ctx, ref)
 	if err != nil {
 		return ledgerErr(err)
 	}
+	return b.printStatus(st)
+}
+
+func (b *budgetCmd) printStatus(st ledger.Status) error {
 	if *b.asJSON {
 		return dataio.WriteJSON(b.env.Stdout, st, dataio.JSONOptions{})
 	}
 	fmt.Fprintln(b.env.Stdout, st.String())
+	return nil
+}
+
+func (b *budgetCmd) verify(ctx context.Context, c *client.Client) error {
+	t0 := time.Now()
+	rep, path, err := c.VerifyLedger(ctx, *b.adopt)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	fmt.Fprintf(b.env.Stdout, "ledger %s: ok: %d records, %d data sets, %d linked files verified in %.2f s (integrity check, hash chain, budget positions)\n",
+		path, rep.Records, rep.Datasets, rep.Aliases, time.Since(t0).Seconds())
+	return nil
+}
+
+func (b *budgetCmd) charge(ctx context.Context, c *client.Client, ref client.DatasetRef) error {
+	g, err := b.gf.grant()
+	if err != nil {
+		return err
+	}
+	rel, err := b.relation()
+	if err != nil {
+		return err
+	}
+	id, err := c.Charge(ctx, ref, g, client.ChargeOptions{Relation: rel, Note: *b.note})
+	switch {
+	case err != nil && id == 0:
+		return ledgerErr(err)
+	case err != nil:
+		fmt.Fprintf(b.env.Stderr, "dplr: warning: recorded as %s, but %v\n", id, err)
+	default:
+		fmt.Fprintf(b.env.Stderr, "dplr: recorded as %s\n", id)
+	}
 	return nil
 }
 
@@ -312,63 +302,47 @@ func (b *budgetCmd) relation() (ledger.Relation, error) {
 	return r, nil
 }
 
-func (b *budgetCmd) set(ctx context.Context, led *ledger.Ledger, h string, kind data.Kind) error {
+func (b *budgetCmd) set(ctx context.Context, c *client.Client, ref client.DatasetRef) error {
 	g, err := b.gf.grant()
 	if err != nil {
 		return err
 	}
-	if *b.change {
-		if strings.TrimSpace(*b.note) == "" {
-			return usagef("budget set --change needs --note saying why the total changes")
-		}
-		return ledgerErr(led.ChangeBudget(ctx, h, g, *b.note))
+	if *b.change && strings.TrimSpace(*b.note) == "" {
+		return usagef("budget set --change needs --note saying why the total changes")
 	}
 	rel, err := b.relation()
 	if err != nil {
 		return err
 	}
-	if rel == "" && kind == data.Users {
-		rel = ledger.ReplaceUser
+	opt := client.BudgetOptions{Name: b.df.name, Relation: rel, Change: *b.change, Note: *b.note}
+	if *b.change {
+		opt.Relation = ""
 	}
-	if rel != "" {
-		if err := led.SetRelation(ctx, h, rel); err != nil {
-			return ledgerErr(err)
-		}
+	_, err = c.SetBudget(ctx, ref, g, opt)
+	if client.IsBudgetSet(err) {
+		return fail(ExitBudget, fmt.Errorf("%w (to change it: dplr budget set --change ... --note WHY)", err))
 	}
-	if err := led.SetBudget(ctx, h, b.df.name, g); err != nil {
-		if errors.Is(err, ledger.ErrBudgetSet) {
-			return fail(ExitBudget, fmt.Errorf("%w (to change it: dplr budget set --change ... --note WHY)", err))
-		}
-		return ledgerErr(err)
-	}
-	return nil
+	return ledgerErr(err)
 }
 
-func (b *budgetCmd) link(ctx context.Context, led *ledger.Ledger, alias string) error {
+func (b *budgetCmd) link(ctx context.Context, c *client.Client, ref client.DatasetRef) error {
 	if *b.to == "" {
 		return usagef("budget link needs --to NAME|HEX: the data set the file holds the same people as")
 	}
-	if err := led.Link(ctx, alias, *b.to, *b.note); err != nil {
-		return ledgerErr(err)
-	}
-	h, err := led.Resolve(ctx, alias)
+	alias, h, err := c.Link(ctx, ref, *b.to, *b.note)
 	if err != nil {
 		return ledgerErr(err)
 	}
 	fmt.Fprintf(b.env.Stderr, "dplr: %s now counts against data set %s\n", alias, h)
-	st, err := led.Show(ctx, h)
+	st, err := c.ShowBudget(ctx, client.ByHash(h))
 	if err != nil {
 		return ledgerErr(err)
 	}
-	if *b.asJSON {
-		return dataio.WriteJSON(b.env.Stdout, st, dataio.JSONOptions{})
-	}
-	fmt.Fprintln(b.env.Stdout, st.String())
-	return nil
+	return b.printStatus(st)
 }
 
-func (b *budgetCmd) list(ctx context.Context, led *ledger.Ledger) error {
-	ds, err := led.Datasets(ctx)
+func (b *budgetCmd) list(ctx context.Context, c *client.Client) error {
+	ds, err := c.Datasets(ctx)
 	if err != nil {
 		return ledgerErr(err)
 	}
@@ -390,15 +364,12 @@ func (b *budgetCmd) list(ctx context.Context, led *ledger.Ledger) error {
 	return tw.Flush()
 }
 
-func (b *budgetCmd) history(ctx context.Context, led *ledger.Ledger, h string) error {
-	runs, err := led.History(ctx, h)
+func (b *budgetCmd) history(ctx context.Context, c *client.Client, ref client.DatasetRef) error {
+	hist, err := c.History(ctx, ref)
 	if err != nil {
 		return ledgerErr(err)
 	}
-	changes, err := led.Changes(ctx, h)
-	if err != nil {
-		return ledgerErr(err)
-	}
+	runs, changes := hist.Runs, hist.Changes
 	if *b.asJSON && *b.changes {
 		if changes == nil {
 			changes = []ledger.Change{}
@@ -411,29 +382,26 @@ func (b *budgetCmd) history(ctx context.Context, led *ledger.Ledger, h string) e
 		}
 		return dataio.WriteJSON(b.env.Stdout, runs, dataio.JSONOptions{})
 	}
-	type line struct {
-		seq  int64
-		cols string
-	}
-	var lines []line
+	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")
 	for _, r := range runs {
 		rel := string(r.Relation)
 		if r.Factor > 1 {
 			rel += fmt.Sprintf(" (×%d)", r.Factor)
 		}
-		lines = append(lines, line{int64(r.ID), fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
-			r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, dash(r.Class), dash(rel), ledger.GrantString(r.Grant), r.Charge)})
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, dash(r.Class), dash(rel), ledger.GrantString(r.Grant), r.Charge)
 	}
-	for _, c := range changes {
-		lines = append(lines, line{c.Seq, fmt.Sprintf("-\t%s\t%s\t\t\t\t\t", c.Time.UTC().Format("2006-01-02 15:04:05"), c)})
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	sort.Slice(lines, func(i, j int) bool { return lines[i].seq < lines[j].seq })
-	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")
-	for _, l := range lines {
-		fmt.Fprintln(tw, l.cols)
+	if len(changes) > 0 {
+		fmt.Fprintln(b.env.Stdout, "\nbudget changes:")
+		for _, c := range changes {
+			fmt.Fprintf(b.env.Stdout, "  %s  %s\n", c.Time.UTC().Format("2006-01-02 15:04:05"), c)
+		}
 	}
-	return tw.Flush()
+	return nil
 }
 
 func dash(s string) string {
@@ -450,27 +418,12 @@ func dash(s string) string {
 // --d2, --response) trace data, and anything else rows. why explains an
 // inference from a file's flags ("" for a directory, whose kind is known).
 func (df *dataFlags) inferKind() (k data.Kind, why string) {
-	if st, err := os.Stat(df.path); err == nil && st.IsDir() {
-		if man, err := readManifest(df.path); err == nil {
-			return man.Kind, ""
-		}
-	}
-	switch {
-	case df.users != "" || df.userCol != "":
-		return data.Users, "user ids were given"
-	case df.d1 > 0 || df.d2 > 0 || df.response != "":
-		return data.Trace, "a matrix shape or a response was given"
-	}
-	// A CSV whose header has the default user-id column is read by the
-	// per-user estimators as users data.
 	var delim rune
 	if r := []rune(df.delimiter); len(r) == 1 {
 		delim = r[0]
 	}
-	if rec, err := dataio.CSVFirstRecord(df.path, delim); err == nil && slices.Contains(rec, "user") {
-		return data.Users, "its CSV header has a user column"
-	}
-	return data.Rows, "no user ids, matrix shape or response was given"
+	return client.InferKind(df.path, dataio.LoadOptions{UsersPath: df.users, UserColumn: df.userCol,
+		D1: df.d1, D2: df.d2, ResponsePath: df.response, Delimiter: delim})
 }
 
 // flagGiven reports whether the named flag was set on the command line.

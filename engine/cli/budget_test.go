@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -97,4 +99,59 @@ func TestBudgetLinkChargeChange(t *testing.T) {
 	r = dplr(t, home, "budget", "list")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "faces")
+}
+
+// A plugin or user with file access sets the recorded charges to 0 (in the
+// earlier ledger's runs table, and in the chain's records): the next fit is
+// not admitted on a budget it would exceed.
+func TestBudgetZeroedChargesDoNotFreeBudget(t *testing.T) {
+	home := t.TempDir()
+	data := genSpiked(t)
+	r := dplr(t, home, "budget", "set", "--data", data, "--epsilon", "1", "--delta", "1e-5")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	fit := func() run {
+		return dplr(t, home, "fit", "example-mean", "--data", data, "--epsilon", "0.4", "--delta", "1e-6", "--quiet", "--out", t.TempDir())
+	}
+	ok := 0
+	for ; ok < 20; ok++ {
+		if r = fit(); r.code != ExitOK {
+			break
+		}
+	}
+	require.Equal(t, ExitBudget, r.code, r.stderr)
+	require.Positive(t, ok)
+
+	db, err := sql.Open("sqlite", filepath.Join(home, ledger.FileName))
+	require.NoError(t, err)
+	changed := int64(0)
+	if res, err := db.Exec(`UPDATE runs SET charge_epsilon = 0, charge_delta = 0, charge_rho = 0`); err == nil {
+		n, _ := res.RowsAffected()
+		changed += n
+	}
+	zero := regexp.MustCompile(`"charge":\{[^}]*\}`)
+	if rows, err := db.Query(`SELECT seq, body FROM chain`); err == nil { // the chain exists in one ledger version
+		type rec struct {
+			seq  int64
+			body []byte
+		}
+		var recs []rec
+		for rows.Next() {
+			var x rec
+			require.NoError(t, rows.Scan(&x.seq, &x.body))
+			recs = append(recs, x)
+		}
+		require.NoError(t, rows.Close())
+		for _, x := range recs {
+			if nb := zero.ReplaceAll(x.body, []byte(`"charge":{}`)); string(nb) != string(x.body) {
+				_, err := db.Exec(`UPDATE chain SET body = ? WHERE seq = ?`, nb, x.seq)
+				require.NoError(t, err)
+				changed++
+			}
+		}
+	}
+	require.NoError(t, db.Close())
+	require.Positive(t, changed)
+	r = fit()
+	assert.NotEqual(t, ExitOK, r.code, "a fit beyond the total must not be admitted: %s", r.stderr)
+	t.Log(r.stderr)
 }

@@ -30,16 +30,8 @@ func cacheMaxBytes() (int64, error) {
 	return v, nil
 }
 
-// cmdCache lists or clears the converted data sets kept in
-// $DPLR_HOME/cache.
-func cmdCache(_ context.Context, env *Env, args []string) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "clear") {
-		helpAsked := len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
-		w := env.Stderr
-		if helpAsked {
-			w = env.Stdout
-		}
-		fmt.Fprint(w, `Usage:
+// cacheUsage is the help text of dplr cache.
+const cacheUsage = `Usage:
   dplr cache list  [--home DIR] [--json]
   dplr cache clear [--home DIR]
 
@@ -50,14 +42,13 @@ default: the machine's physical memory): the least recently used entries
 are evicted to make room, and a data set larger than the bound is refused.
 "list" shows the entries, least recently used first; "clear" removes them
 all (budgets are not affected: the ledger does not live in the cache).
-`)
-		switch {
-		case helpAsked:
-			return nil
-		case len(args) == 0:
-			return usagef("cache needs a subcommand: list or clear")
-		}
-		return usagef("cache: unknown subcommand %q (want list or clear)", args[0])
+`
+
+// cmdCache lists or clears the converted data sets kept in
+// $DPLR_HOME/cache.
+func cmdCache(_ context.Context, env *Env, args []string) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "clear") {
+		return cacheHelp(env, args)
 	}
 	sub := args[0]
 	fs := newFlags("cache "+sub, "[--home DIR]", env)
@@ -94,23 +85,52 @@ all (budgets are not affected: the ledger does not live in the cache).
 		return fail(ExitError, err)
 	}
 	if asJSON {
-		type entry struct {
-			Hash     string    `json:"hash"`
-			Name     string    `json:"name,omitempty"`
-			Kind     string    `json:"kind,omitempty"`
-			N        int       `json:"n"`
-			P        int       `json:"p"`
-			Bytes    int64     `json:"bytes"`
-			LastUsed time.Time `json:"last_used"`
-		}
-		out := []entry{}
-		for _, e := range entries {
-			out = append(out, entry{e.Hash, e.Name, string(e.Kind), e.N, e.P, e.Bytes, e.LastUsed.UTC()})
-		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return cacheJSON(env, entries)
 	}
+	return cacheTable(env, cache, entries)
+}
+
+// cacheHelp prints the usage (to stdout when asked for, to stderr
+// otherwise) for a missing, unknown or help subcommand.
+func cacheHelp(env *Env, args []string) error {
+	helpAsked := len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
+	w := env.Stderr
+	if helpAsked {
+		w = env.Stdout
+	}
+	fmt.Fprint(w, cacheUsage)
+	switch {
+	case helpAsked:
+		return nil
+	case len(args) == 0:
+		return usagef("cache needs a subcommand: list or clear")
+	}
+	return usagef("cache: unknown subcommand %q (want list or clear)", args[0])
+}
+
+// cacheJSON prints the cache entries as a JSON array.
+func cacheJSON(env *Env, entries []dataio.CacheEntry) error {
+	type entry struct {
+		Hash     string    `json:"hash"`
+		Name     string    `json:"name,omitempty"`
+		Kind     string    `json:"kind,omitempty"`
+		N        int       `json:"n"`
+		P        int       `json:"p"`
+		Bytes    int64     `json:"bytes"`
+		LastUsed time.Time `json:"last_used"`
+	}
+	out := []entry{}
+	for _, e := range entries {
+		out = append(out, entry{e.Hash, e.Name, string(e.Kind), e.N, e.P, e.Bytes, e.LastUsed.UTC()})
+	}
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// cacheTable prints the entries of the cache directory as a table and a
+// total against the cache bound.
+func cacheTable(env *Env, cache string, entries []dataio.CacheEntry) error {
 	if len(entries) == 0 {
 		fmt.Fprintf(env.Stdout, "%s: empty\n", cache)
 		return nil

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/dplr/dplr/client"
 )
 
 // Exit codes scripts can rely on; exitCodesHelp says the same in words
@@ -27,6 +29,7 @@ const (
 	ExitPlugin    = 4 // a plugin failed (crash, hang, --timeout, malformed output, unverifiable privacy cost)
 	ExitData      = 5 // the data could not be read or failed validation (nothing spent)
 	ExitEstimator = 6 // the estimator failed while running (refunded if before its first privacy step)
+	ExitAudit     = 7 // dplr audit found evidence against the estimator's privacy claim
 	// ExitInterrupted is 128 + SIGINT, the shell's convention: the command
 	// was interrupted (Ctrl-C or SIGTERM). A fit interrupted before its
 	// first privacy step is refunded; after it, it stays charged.
@@ -46,7 +49,8 @@ const exitCodesHelp = `Exit codes:
        malformed output or a privacy cost that does not follow from its noise;
        charged its full grant once it announced a privacy step or returned a
        result, refunded before
-  5    the data could not be read or failed validation; nothing spent
+  5    the data could not be read or failed validation, or the budget ledger
+       is damaged or was tampered with; nothing spent
   6    the estimator failed while running; refunded if before its first
        privacy step, charged its full grant after
   130  interrupted (Ctrl-C, SIGTERM); refunded if before the first privacy
@@ -82,8 +86,10 @@ func commands() []command {
 		{"plugins", "list the plugins found and the estimators they serve", cmdPlugins},
 		{"describe", "show an estimator's parameters, guarantee and references", cmdDescribe},
 		{"fit", "run an estimator on a data set under a privacy budget", cmdFit},
+		{"transform", "project new rows with a fitted model (post-processing: no budget)", cmdTransform},
 		{"gen", "generate a synthetic data set with ground truth", cmdGen},
 		{"budget", "set, show and audit a data set's total privacy budget", cmdBudget},
+		{"audit", "empirically check an estimator's privacy claim on neighbouring data sets", cmdAudit},
 		{"cache", "list or clear the converted data sets kept in $DPLR_HOME/cache", cmdCache},
 		{"demo", "generate spiked data and compare DP PCA estimators against the truth", cmdDemo},
 		{"version", "print the version", cmdVersion},
@@ -128,7 +134,7 @@ func report(env *Env, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
-	code := ExitError
+	code := client.ExitCode(err) // the class of an error from the client package
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code

@@ -35,7 +35,7 @@ func plugins(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		for _, pkg := range []string{"../../examples/meanplugin/cmd/dplr-example", "../host/testdata/dplr-bad"} {
+		for _, pkg := range []string{"../../examples/meanplugin/cmd/dplr-example", "../host/testdata/dplr-bad", "./testdata/dplr-leaky"} {
 			out, err := exec.Command("go", "build", "-o", plugDir+"/", pkg).CombinedOutput()
 			if err != nil {
 				buildErr = err
@@ -100,6 +100,7 @@ func TestFitEndToEnd(t *testing.T) {
 	assert.Equal(t, "approx", priv["guarantee"], "a Gaussian run under an (ε, δ) grant is certified by the exact Gaussian composition")
 	assert.LessOrEqual(t, priv["epsilon"].(float64), 1+1e-9)
 	assert.Equal(t, false, priv["seeded"])
+	assert.Equal(t, "diagnostic", rep["timings_release"], "timings depend on the data")
 	led := rep["ledger"].(map[string]any)
 	assert.NotContains(t, led, "remaining", "no budget set: no remaining figures to misread as zero")
 
@@ -207,10 +208,15 @@ func TestBudgetIsEnforcedAcrossRuns(t *testing.T) {
 // grant fits, the refusal says which --rho to pass; that run then fits, its
 // guarantee implies the requested (ε, δ), and the budget stays within its
 // total.
+//
+// example-mean is Gaussian-only, so the budget follows the Gaussian-DP
+// filter (engine/ledger/doc.go): each (1, 1e-6) run holds μ_g² = 0.0560 and
+// its zCDP equivalent 2ρ = 0.0487; the total (1.58, 1e-5) (μ_T² = 0.1644)
+// leaves 0.052 after two runs, between the two.
 func TestRefusedApproxRunSuggestsRho(t *testing.T) {
 	home := t.TempDir()
 	data := genSpiked(t)
-	r := dplr(t, home, "budget", "set", "--data", data, "--epsilon", "2", "--delta", "1e-5")
+	r := dplr(t, home, "budget", "set", "--data", data, "--epsilon", "1.58", "--delta", "1e-5")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	fit := func(budget ...string) run {
 		args := append([]string{"fit", "example-mean", "--data", data, "--quiet", "--json", "--out", t.TempDir()}, budget...)
@@ -618,7 +624,18 @@ func TestBudgetInfersKindOfDataFiles(t *testing.T) {
 			require.Equal(t, ExitOK, r.code, r.stderr)
 			assert.Contains(t, r.stderr, "user column")
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
-			assert.Equal(t, man.Hash, st.Hash, "a users CSV names the same data set")
+			// The source identity follows the file's own columns (user id
+			// first here, last in the array files), so the CSV is another
+			// identity until it is linked to the data set it copies.
+			assert.NotEqual(t, man.Hash, st.Hash)
+			r = dplr(t, home, "budget", "set", "--hash", man.Hash, "--epsilon", "5", "--delta", "1e-6")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			r = dplr(t, home, "budget", "link", "--data", path, "--to", man.Hash)
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			r = dplr(t, home, "budget", "show", "--data", path, "--json")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+			assert.Equal(t, man.Hash, st.Hash, "a linked users CSV names the same data set")
 		})
 	}
 }

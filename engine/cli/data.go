@@ -2,16 +2,15 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 )
@@ -45,34 +44,27 @@ func (df *dataFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&df.maxBytes, "max-data-bytes", "", "refuse data that would take more memory than this when loaded, e.g. 2G (default: half of physical memory)")
 }
 
-// loaded is a data set located and described, ready to prepare.
-type loaded struct {
-	path  string
-	opt   dataio.LoadOptions
-	truth map[string]*mat.Dense // from a generated directory; nil otherwise
-	man   *DatasetManifest
-}
-
-// locate resolves --data for an estimator taking kind data.
-func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
+// loadOptions are the load options the flags describe; --data must name
+// something that exists.
+func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
+	var opt dataio.LoadOptions
 	if df.path == "" {
-		return nil, usagef("--data is required")
+		return opt, usagef("--data is required")
 	}
-	st, err := os.Stat(df.path)
-	if err != nil {
-		return nil, fail(ExitData, fmt.Errorf("data: %w", err))
+	if _, err := os.Stat(df.path); err != nil {
+		return opt, fail(ExitData, fmt.Errorf("data: %w", err))
 	}
 	format, err := dataio.ParseFormat(df.format)
 	if err != nil {
-		return nil, fail(ExitUsage, err)
+		return opt, fail(ExitUsage, err)
 	}
-	opt := dataio.LoadOptions{Kind: kind, Format: format, Scale: df.scale, D1: df.d1, D2: df.d2,
+	opt = dataio.LoadOptions{Format: format, Scale: df.scale, D1: df.d1, D2: df.d2,
 		LabelsPath: df.labels, ResponsePath: df.response, UsersPath: df.users, UserColumn: df.userCol,
 		ResponseColumn: df.responseCol, LabelColumn: df.labelCol, Name: df.name, Header: dataio.HeaderMode(df.header)}
 	if df.delimiter != "" {
 		r := []rune(df.delimiter)
 		if len(r) != 1 {
-			return nil, usagef("--delimiter %q: give one character", df.delimiter)
+			return opt, usagef("--delimiter %q: give one character", df.delimiter)
 		}
 		opt.Delimiter = r[0]
 	}
@@ -81,75 +73,50 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	}
 	if df.maxBytes != "" {
 		if opt.MaxBytes, err = dataio.ParseBytes(df.maxBytes); err != nil {
-			return nil, usagef("--max-data-bytes: %v", err)
+			return opt, usagef("--max-data-bytes: %v", err)
 		}
 	}
 	if opt.CacheMaxBytes, err = cacheMaxBytes(); err != nil {
-		return nil, fail(ExitUsage, err)
+		return opt, fail(ExitUsage, err)
 	}
-	if !st.IsDir() {
-		return &loaded{path: df.path, opt: opt}, nil
-	}
-	man, err := readManifest(df.path)
-	if err != nil {
-		return nil, fail(ExitData, err)
-	}
-	if man.Kind != kind {
-		return nil, fail(ExitData, fmt.Errorf("data set %s holds %s data (model %s), not the %s data asked for", df.path, man.Kind, man.Model, kind))
-	}
-	in := func(key string) string {
-		if f, ok := man.Files[key]; ok {
-			return filepath.Join(df.path, f)
-		}
-		return ""
-	}
-	opt.ResponsePath, opt.UsersPath, opt.LabelsPath = in("y"), in("users"), in("labels")
-	opt.D1, opt.D2 = man.D1, man.D2
-	if opt.Name == "" {
-		opt.Name = man.Model
-	}
-	l := &loaded{path: in("x"), opt: opt, man: man, truth: map[string]*mat.Dense{}}
-	for k, f := range man.Truth {
-		m, err := dataio.Load(filepath.Join(df.path, f), dataio.LoadOptions{MaxBytes: opt.MaxBytes})
-		if err != nil {
-			return nil, fail(ExitData, fmt.Errorf("reading truth %s: %w", k, err))
-		}
-		l.truth[k] = m.X
-	}
-	return l, nil
+	return opt, nil
 }
 
-func readManifest(dir string) (*DatasetManifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s is a directory without %s (pass a data file, or a directory written by `dplr gen`)", dir, ManifestName)
-	}
+// loaded is a data set located and described, ready to prepare.
+type loaded struct {
+	path  string
+	opt   dataio.LoadOptions
+	truth map[string]*mat.Dense // from a generated directory; nil otherwise
+	man   *DatasetManifest
+}
+
+// locate resolves --data for an estimator taking kind data (see
+// client.Locate).
+func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
+	opt, err := df.loadOptions()
 	if err != nil {
 		return nil, err
 	}
-	var m DatasetManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestName), err)
+	l, err := client.Locate(df.path, opt, kind)
+	if err != nil {
+		return nil, exitOf(err)
 	}
-	if m.Files["x"] == "" {
-		return nil, fmt.Errorf("%s names no data file", filepath.Join(dir, ManifestName))
-	}
-	return &m, nil
+	return &loaded{path: l.Path, opt: l.Options, truth: l.Truth, man: l.Manifest}, nil
 }
 
 // prepare validates, hashes and (if needed) converts the data set into the
-// cache, returning the handle a plugin opens. The handle's Source is the
-// identity of the source records (the budget's key) and its View the
-// loading choices; its Hash is the content hash of the view.
+// cache, returning the handle a plugin opens (see client.Located.Prepare).
 func (l *loaded) prepare(ctx context.Context, home string) (dataio.Handle, error) {
-	h, err := dataio.Interruptible(ctx, func() (dataio.Handle, error) {
-		return dataio.PrepareFileContext(ctx, l.path, l.opt, filepath.Join(home, "cache"))
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return h, ctx.Err()
-		}
-		return h, fail(ExitData, err)
+	h, err := (&client.Located{Path: l.path, Options: l.opt, Truth: l.truth, Manifest: l.man}).Prepare(ctx, home)
+	return h, exitOf(err)
+}
+
+// exitOf gives an error from the client package the exit code of its
+// class (nil stays nil; an error with an exit code keeps it).
+func exitOf(err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
 	}
-	return h, nil
+	return fail(client.ExitCode(err), err)
 }

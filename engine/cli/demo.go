@@ -13,8 +13,8 @@ import (
 )
 
 // demoConfig is the embedded default the demo runs: a spiked covariance
-// with two spikes well above the noise floor, as in the PCA spec's small
-// configuration, and the public parameters the model-based estimator needs.
+// with two spikes well above the noise floor, a small configuration like
+// the PCA studies' one, and the public parameters the model-based estimator needs.
 var demoConfig = struct {
 	n, p, rank    string
 	lambda, sigma string

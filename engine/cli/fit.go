@@ -8,13 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/host"
@@ -37,9 +37,14 @@ type FitReport struct {
 	Outputs   OutputsReport      `json:"outputs"`
 	Metrics   []evaluate.Metric  `json:"metrics"`
 	Timings   map[string]float64 `json:"timings"`
-	Ledger    *LedgerReport      `json:"ledger,omitempty"`
-	Notes     []string           `json:"notes,omitempty"`
-	OutDir    string             `json:"out_dir,omitempty"`
+	// TimingsRelease is the release class of Timings: diagnostic, because
+	// times and memory depend on the data (issue 15 §8); TimingsNote says
+	// what that means for publishing them.
+	TimingsRelease sdk.Release   `json:"timings_release"`
+	TimingsNote    string        `json:"timings_note"`
+	Ledger         *LedgerReport `json:"ledger,omitempty"`
+	Notes          []string      `json:"notes,omitempty"`
+	OutDir         string        `json:"out_dir,omitempty"`
 }
 
 // DataReport describes the data a run used.
@@ -47,11 +52,14 @@ type DataReport struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
 	Hash string `json:"hash"`
-	Name string `json:"name,omitempty"`
-	N    int    `json:"n"`
-	P    int    `json:"p"`
-	D1   int    `json:"d1,omitempty"`
-	D2   int    `json:"d2,omitempty"`
+	// Source is the identity of the records the data were read from, the
+	// key of the data set's budget (see dplr budget).
+	Source string `json:"source_hash,omitempty"`
+	Name   string `json:"name,omitempty"`
+	N      int    `json:"n"`
+	P      int    `json:"p"`
+	D1     int    `json:"d1,omitempty"`
+	D2     int    `json:"d2,omitempty"`
 }
 
 // PrivacyReport is what a run spent and what it guarantees.
@@ -182,52 +190,36 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := f.pf.startFor(ctx, env, f.estimator)
-	if reg != nil {
-		defer reg.close()
-	}
+	c, err := f.pf.newClient(env, home, int64(f.maxMemory))
 	if err != nil {
 		return err
 	}
-	plug, info, ok := reg.Find(f.estimator)
-	if !ok {
-		return unserved(env, reg, f.estimator)
+	defer c.Close()
+	est, err := c.Describe(ctx, f.estimator)
+	if err != nil {
+		return lookupFailure(env, c, err)
 	}
-	noteShadowed(env, reg, plug.Path)
-	if grantErr != nil && !info.NonPrivate {
+	noteShadowed(env, c.Shadowed(), est.Plugin.Path)
+	if grantErr != nil && !est.NonPrivate {
 		return grantErr // a non-private estimator needs no budget
 	}
 	timings["plugins_s"] = time.Since(t0).Seconds()
-
-	// Data: located, validated and hashed before any budget is charged.
-	t1 := time.Now()
-	loc, err := f.df.locate(info.DataKind)
+	// The data are located, validated and hashed (by the client) before
+	// any budget is charged.
+	opt, err := f.df.loadOptions()
 	if err != nil {
 		return err
 	}
-	handle, err := loc.prepare(ctx, home)
+	res, err := runFit(ctx, env, f, c, est.Info, client.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant,
+		Data: client.File(f.df.path, opt), NonPrivate: f.nonPrivate, Timeout: f.timeout})
 	if err != nil {
-		return err
-	}
-	timings["prepare_s"] = time.Since(t1).Seconds()
-	led, err := ledger.Open(ctx, home)
-	if err != nil {
-		return fail(ExitError, fmt.Errorf("opening the budget ledger: %w", err))
-	}
-	defer led.Close()
-	res, err := runFit(ctx, env, f, led, reg, host.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant, Data: handle,
-		NonPrivate: f.nonPrivate, Timeout: f.timeout})
-	if err != nil {
-		return fitFailure(ctx, led, handle.Hash, grant, info, err)
+		return fitFailure(est.Info, grant, err)
 	}
 	for k, v := range res.Timings {
 		timings[k] = v
 	}
-	rep := buildReport(res, handle, raw, grant, loc)
+	rep := buildReport(res)
 	rep.Data.Path = f.df.path
-	if rep.Ledger != nil {
-		rep.Ledger.Path = led.Path()
-	}
 	return release(env, rep, res, f.outDir, f.asJSON, t0, timings)
 }
 
@@ -237,10 +229,10 @@ func budgetGiven(g grantFlags) bool {
 	return !math.IsNaN(g.eps) || !math.IsNaN(g.delta) || !math.IsNaN(g.rho)
 }
 
-// runFit runs the fit through a host.Runner, with the output location
+// runFit runs the fit through the client, with the output location
 // created and checked before anything is reserved and the plugin's
 // progress drawn on stderr.
-func runFit(ctx context.Context, env *Env, f *fitFlags, led *ledger.Ledger, reg *registry, req host.FitRequest) (*host.FitResult, error) {
+func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info sdk.Info, req client.FitRequest) (*client.Result, error) {
 	if f.outDir == "" {
 		f.outDir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", f.estimator, time.Now().UTC().Format("20060102-150405.000")))
 	}
@@ -250,15 +242,14 @@ func runFit(ctx context.Context, env *Env, f *fitFlags, led *ledger.Ledger, reg 
 		fmt.Fprintf(env.Stderr, "dplr: warning: --seed makes the noise reproducible; the result is NOT private against anyone who knows the seed\n")
 	}
 	bar := newProgressBar(env.Stderr, f.quiet)
-	req.Events = host.Events{Progress: bar.progress}
+	req.Progress = bar.progress
 	if f.pf.verbose {
-		req.Events.Log = func(line string) { bar.logf("%s", line) }
+		req.Log = func(line string) { bar.logf("%s", line) }
 	}
-	if _, info, _ := reg.Find(f.estimator); info.NonPrivate && f.nonPrivate {
+	if info.NonPrivate && f.nonPrivate {
 		fmt.Fprintf(env.Stderr, "dplr: warning: %s is NOT private; its output must not be published\n", f.estimator)
 	}
-	runner := &host.Runner{Ledger: led, Plugins: reg, MaxMemory: int64(f.maxMemory), CheckTimeout: f.pf.timeout}
-	res, err := runner.Fit(ctx, req)
+	res, err := c.Fit(ctx, req)
 	bar.finish()
 	return res, err
 }
@@ -285,95 +276,45 @@ func prepareOutDir(dir string) error {
 	return nil
 }
 
-// fitFailure turns a failed fit into the command's error and exit code.
-func fitFailure(ctx context.Context, led *ledger.Ledger, hash string, grant privacy.Grant, info sdk.Info, err error) error {
+// fitFailure turns a failed fit into the command's error and exit code:
+// the client's class, with a hint for a refused (ε, δ) budget and a
+// pointer to the catalogue for a refused request.
+func fitFailure(info sdk.Info, grant privacy.Grant, err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return fail(ee.code, err)
 	}
-	if errors.Is(err, host.ErrUnknownEstimator) {
+	var fe *host.FitError
+	switch {
+	case errors.Is(err, host.ErrUnknownEstimator):
 		return fail(ExitUsage, err)
-	}
-	if errors.Is(err, host.ErrBudget) {
-		return fail(ExitBudget, fmt.Errorf("%w%s", err, rhoHint(ctx, led, hash, grant, info.Grants)))
-	}
-	if errors.Is(err, host.ErrUsage) {
+	case !errors.As(err, &fe):
+		// Before the runner: the data, the cache bound, the ledger.
+		return ledgerErr(err)
+	case errors.Is(err, client.ErrBudget):
+		return fail(ExitBudget, fmt.Errorf("%w%s", err, rhoHint(err, grant)))
+	case errors.Is(err, host.ErrUsage):
 		return fail(ExitUsage, fmt.Errorf("%w (see `dplr describe %s`)", err, info.Name))
 	}
-	return fail(fitErrorCode(err), err)
+	return fail(client.ExitCode(err), err)
 }
 
 // fitErrorCode is the exit code of a fit that failed after its
 // reservation: an interruption, a plugin failure, a request the estimator
 // refused as such before any privacy step (a usage error), the ledger, or
-// an estimator error.
-func fitErrorCode(err error) int {
-	var fe *host.FitError
-	charged := errors.As(err, &fe) && fe.Charged
-	switch {
-	case errors.Is(err, context.Canceled):
-		return ExitInterrupted
-	case errors.Is(err, host.ErrPlugin):
-		return ExitPlugin
-	case errors.Is(err, host.ErrLedger):
-		return ExitError
-	case errors.Is(err, host.ErrRequest) && !charged:
-		return ExitUsage
-	}
-	// A refusal after a privacy step breaks the protocol's contract; the
-	// run stays charged and is not a mere usage error.
-	return ExitEstimator
-}
+// an estimator error (see client.FromHost).
+func fitErrorCode(err error) int { return client.ExitCode(client.FromHost(err)) }
 
 // rhoHint explains, when an (ε, δ) request is refused but the same
-// guarantee requested as ρ-zCDP would fit, how to ask for it. The ledger
-// can only count an (ε, δ) run by basic composition while it is reserved
-// (its accountant might compose its steps that way, which bounds no ρ),
-// whereas a ρ grant composes with the earlier runs in zCDP; the ρ with the
-// same (ε, δ) under the tight conversion gives the user the guarantee they
-// asked for.
-func rhoHint(ctx context.Context, led *ledger.Ledger, hash string, grant privacy.Grant, accepts []privacy.GrantKind) string {
-	if grant.Kind != privacy.GrantApprox || !slices.Contains(accepts, privacy.GrantZCDP) {
+// guarantee requested as ρ-zCDP would fit, how to ask for it (see
+// client.Error.SuggestedRho).
+func rhoHint(err error, grant privacy.Grant) string {
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.SuggestedRho <= 0 {
 		return ""
 	}
-	rho, err := privacy.RhoForEpsDelta(grant.Epsilon, grant.Delta)
-	if err != nil {
-		return ""
-	}
-	st, err := led.Show(ctx, hash)
-	if err != nil || !st.HasBudget || st.Remaining.Rho < rho {
-		return ""
-	}
-	// Six significant digits, rounded down so that the printed ρ still
-	// implies the requested (ε, δ).
-	scale := math.Pow(10, 5-math.Floor(math.Log10(rho)))
-	rho = math.Floor(rho*scale) / scale
 	return fmt.Sprintf("\nhint: the same guarantee requested as zCDP fits: --rho %.6g (ρ-zCDP implies (ε = %g, δ = %g)-DP); "+
-		"the ledger counts a reserved (ε, δ) run by basic composition but composes ρ runs in zCDP", rho, grant.Epsilon, grant.Delta)
-}
-
-func typedParams(info sdk.Info, raw map[string]string) map[string]any {
-	p, err := sdk.ValidateParams(info.Params, raw)
-	out := map[string]any{}
-	if err != nil {
-		return out
-	}
-	for _, s := range info.Params {
-		if !p.Has(s.Name) {
-			continue
-		}
-		switch s.Type {
-		case sdk.Int:
-			out[s.Name] = p.Int(s.Name)
-		case sdk.Float:
-			out[s.Name] = p.Float(s.Name)
-		case sdk.Bool:
-			out[s.Name] = p.Bool(s.Name)
-		default:
-			out[s.Name] = p.String(s.Name)
-		}
-	}
-	return out
+		"the ledger counts a reserved (ε, δ) run by basic composition but composes ρ runs in zCDP", ce.SuggestedRho, grant.Epsilon, grant.Delta)
 }
 
 func summarize(w io.Writer, r *FitReport) {
@@ -443,30 +384,17 @@ func summarize(w io.Writer, r *FitReport) {
 	fmt.Fprintf(w, "time: %.2fs\n", r.Timings["total_s"])
 }
 
-func releaseNote(rel string) string {
-	switch rel {
-	case string(sdk.Evaluation):
-		return "evaluation only: computed from the raw data, NOT private"
-	case string(sdk.PerUser):
-		return "per-user: release each part only to its user"
-	}
-	return rel
-}
+func releaseNote(rel string) string { return sdk.Release(rel).Note() }
 
 // release writes the outputs and result.json and prints the report.
-func release(env *Env, rep *FitReport, res *host.FitResult, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {
-	if err := writeOutputs(dir, rep, res.Outcome); err != nil {
+func release(env *Env, rep *FitReport, res *client.Result, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {
+	if err := writeOutputs(dir, rep, res); err != nil {
 		return fail(ExitError, fmt.Errorf("%w (the run stays charged)", err))
 	}
 	rep.Timings = timings
-	rep.Timings["plugin_fit_s"] = res.Outcome.FitSeconds
-	rep.Timings["plugin_load_s"] = res.Outcome.LoadSeconds
+	rep.TimingsRelease, rep.TimingsNote = sdk.TimingRelease, sdk.TimingRelease.Note()
 	rep.Timings["total_s"] = time.Since(t0).Seconds()
-	rep.Timings["plugin_max_rss_kib"] = float64(res.Outcome.MaxRSSKiB)
 	rep.Timings["host_max_rss_kib"] = float64(sdk.MaxRSSKiB())
-	if res.Check.Footprint > 0 {
-		rep.Timings["plugin_footprint_estimate_bytes"] = float64(res.Check.Footprint)
-	}
 	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
 		return fail(ExitError, fmt.Errorf("writing result.json (the run stays charged): %w", err))
 	}
@@ -478,50 +406,44 @@ func release(env *Env, rep *FitReport, res *host.FitResult, dir string, asJSON b
 }
 
 // buildReport is result.json for a released fit.
-func buildReport(res *host.FitResult, h dataio.Handle, raw map[string]string, grant privacy.Grant, loc *loaded) *FitReport {
-	out, plug, info := res.Outcome, res.Plugin, res.Info
-	g := res.Guarantee
+func buildReport(res *client.Result) *FitReport {
+	g, d, p := res.Guarantee, res.Data, res.Plugin
 	rep := &FitReport{
-		Estimator: info.Name, Plugin: plug.Name(), PluginVer: plug.Version(), PluginBin: plug.Path,
-		Backend: plug.Backend(), Threads: int32(plug.Threads()),
-		Data:   DataReport{Kind: string(h.Kind), Hash: h.Hash, Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
-		Params: typedParams(info, raw),
-		Privacy: PrivacyReport{Grant: grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
+		Estimator: res.Estimator, Plugin: p.Name, PluginVer: p.Version, PluginBin: p.Path,
+		Backend: p.Backend, Threads: int32(p.Threads),
+		Data:   DataReport{Kind: string(d.Kind), Hash: d.Hash, Source: d.Source, Name: d.Name, N: d.N, P: d.P, D1: d.D1, D2: d.D2},
+		Params: res.Params,
+		Privacy: PrivacyReport{Grant: res.Grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
 			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,
 			Assumptions: append([]string{}, g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
-			Composition: composition(g, out.Achieved), Steps: append([]privacy.Step{}, out.Steps...)},
-		Notes:   out.Notes,
-		Metrics: []evaluate.Metric{},
+			Composition: res.Composition, Steps: append([]privacy.Step{}, res.Steps...)},
+		Notes:   res.Notes,
+		Metrics: append([]evaluate.Metric{}, res.Metrics...),
 	}
 	rep.Outputs.Matrices = []MatrixReport{}
 	rep.Outputs.Scalars = []ScalarReport{}
-	outs := map[string]*mat.Dense{}
-	for _, m := range out.Matrices {
-		mr := MatrixReport{Name: m.Name, Rows: m.Rows, Cols: m.Cols, Release: string(m.Release), Doc: m.Doc}
-		if m.Rows*m.Cols <= inlineLimit {
-			for i := 0; i < m.Rows; i++ {
-				mr.Value = append(mr.Value, m.Data[i*m.Cols:(i+1)*m.Cols])
+	for _, m := range res.Matrices {
+		rows, cols := m.Value.Dims()
+		mr := MatrixReport{Name: m.Name, Rows: rows, Cols: cols, Release: string(m.Release), Doc: m.Doc}
+		if rows*cols <= inlineLimit {
+			for i := 0; i < rows; i++ {
+				mr.Value = append(mr.Value, m.Value.RawRowView(i))
 			}
 		}
 		rep.Outputs.Matrices = append(rep.Outputs.Matrices, mr)
-		outs[m.Name] = mat.NewDense(m.Rows, m.Cols, m.Data)
 	}
-	for _, s := range out.Scalars {
+	for _, s := range res.Scalars {
 		rep.Outputs.Scalars = append(rep.Outputs.Scalars, ScalarReport{Name: s.Name, Value: s.Value, Release: string(s.Release), Doc: s.Doc})
 	}
-	for _, s := range out.Series {
+	for _, s := range res.Series {
 		rep.Outputs.Series = append(rep.Outputs.Series, SeriesReport{Name: s.Name, Values: s.Values, Release: string(s.Release), Doc: s.Doc})
 	}
-	if loc.truth != nil {
-		rep.Metrics = append(rep.Metrics, evaluate.Against(outs, loc.truth)...)
-	}
-	if info.NonPrivate {
-		rep.Privacy.Grant = privacy.Grant{}
+	if res.Info.NonPrivate {
 		rep.Notes = append(rep.Notes, "non-private reference output: not recorded in the budget ledger and NOT private")
 	}
-	if res.RunID != 0 && res.Status != nil {
-		st := res.Status
-		rep.Ledger = &LedgerReport{RunID: int64(res.RunID), HasBudget: st.HasBudget, Spent: st.Spent}
+	if l := res.Ledger; l != nil {
+		st := l.Status
+		rep.Ledger = &LedgerReport{RunID: int64(l.RunID), Path: l.Path, HasBudget: st.HasBudget, Spent: st.Spent}
 		if st.HasBudget {
 			rep.Ledger.Remaining, rep.Ledger.RemainingText = &st.Remaining, st.RemainingText()
 		}
@@ -529,15 +451,7 @@ func buildReport(res *host.FitResult, h dataio.Handle, raw map[string]string, gr
 	return rep
 }
 
-// composition names the accounting behind a guarantee's figures.
-func composition(g privacy.Guarantee, ach privacy.Achieved) string {
-	if g.Accounting != "" {
-		return g.Accounting
-	}
-	return ach.Composition
-}
-
-func writeOutputs(dir string, rep *FitReport, out *host.FitOutcome) error {
+func writeOutputs(dir string, rep *FitReport, res *client.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating output directory: %w", err)
 	}
@@ -546,9 +460,10 @@ func writeOutputs(dir string, rep *FitReport, out *host.FitOutcome) error {
 		abs = dir
 	}
 	rep.OutDir = abs
-	for i, m := range out.Matrices {
+	for i, m := range res.Matrices {
 		file := safeName(m.Name) + ".npy"
-		if err := dataio.SaveNPYFloat64(filepath.Join(dir, file), []int{m.Rows, m.Cols}, m.Data); err != nil {
+		rows, cols := m.Value.Dims()
+		if err := dataio.SaveNPYFloat64(filepath.Join(dir, file), []int{rows, cols}, mat.DenseCopyOf(m.Value).RawMatrix().Data); err != nil {
 			return fmt.Errorf("writing %s: %w", file, err)
 		}
 		rep.Outputs.Matrices[i].File = file

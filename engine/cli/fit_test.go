@@ -55,6 +55,9 @@ func TestFitRefusesBeforeReserving(t *testing.T) {
 		r := dplr(t, file, append([]string{"fit", "example-mean", "--data", data, "--quiet"}, budget...)...)
 		assert.Equal(t, ExitUsage, r.code, r.stderr)
 		assert.Contains(t, r.stderr, "is not a directory")
+		r = dplr(t, file, "budget", "show", "--data", data)
+		assert.Equal(t, ExitUsage, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "is not a directory")
 	})
 }
 

@@ -11,31 +11,18 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/gen"
 )
 
 // DatasetManifest is the dataset.json that `dplr gen` writes beside the
-// data; `dplr fit --data DIR` reads it to know which files hold what.
-type DatasetManifest struct {
-	Model   string             `json:"model"`
-	Kind    data.Kind          `json:"kind"`
-	Seed    uint64             `json:"seed"`
-	Params  map[string]string  `json:"params"`
-	N       int                `json:"n"`
-	P       int                `json:"p"`
-	D1      int                `json:"d1,omitempty"`
-	D2      int                `json:"d2,omitempty"`
-	Users   int                `json:"users,omitempty"`
-	Hash    string             `json:"hash"`
-	Files   map[string]string  `json:"files"` // x, y, users, labels → file name
-	Truth   map[string]string  `json:"truth"` // truth matrix name → file name
-	Scalars map[string]float64 `json:"scalars"`
-}
+// data (client.DatasetManifest).
+type DatasetManifest = client.DatasetManifest
 
 // ManifestName is the file name of a generated data set's manifest.
-const ManifestName = "dataset.json"
+const ManifestName = client.ManifestName
 
 func cmdGen(_ context.Context, env *Env, args []string) error {
 	fs := newFlags("gen", "MODEL --out DIR [--set key=value ...] [--seed N]", env)
@@ -101,7 +88,7 @@ func writeGenerated(dir, model string, raw map[string]string, seed uint64, g *ge
 	d := g.Data
 	n, p := d.X.Dims()
 	man := &DatasetManifest{Model: model, Kind: d.Kind, Seed: seed, Params: raw, N: n, P: p, D1: d.D1, D2: d.D2,
-		Users: d.NumUsers(), Hash: dataio.Hash(d), Files: map[string]string{}, Truth: map[string]string{}, Scalars: g.Scalars}
+		Users: d.NumUsers(), Hash: dataio.IdentityOf(d).Hash, Files: map[string]string{}, Truth: map[string]string{}, Scalars: g.Scalars}
 	if man.Params == nil {
 		man.Params = map[string]string{}
 	}

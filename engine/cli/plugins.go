@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/sdk"
@@ -27,13 +25,17 @@ type pluginFlags struct {
 	home     string
 	timeout  time.Duration
 	verbose  bool
+	// maxOutput bounds a fit's output matrices together, in bytes (0:
+	// host.DefaultMaxOutputBytes).
+	maxOutput int64
 }
 
 func (pf *pluginFlags) register(fs *flag.FlagSet) {
 	fs.Var(&pf.dirs, "plugin-dir", "`DIR` to search for dplr-* plugins first (repeatable)")
 	fs.StringVar(&pf.manifest, "manifest", "", "sha256sum-style manifest pinning plugin binaries; unlisted or altered plugins are refused")
 	fs.StringVar(&pf.home, "home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
-	fs.DurationVar(&pf.timeout, "plugin-timeout", 10*time.Second, "time a plugin may take to start and answer its catalogue")
+	fs.DurationVar(&pf.timeout, "plugin-timeout", 10*time.Second, "time a plugin may take to start, to answer its catalogue and to shut down")
+	fs.Int64Var(&pf.maxOutput, "max-output", 0, "bound in `BYTES` on the total size of a fit's output matrices; a plugin returning more fails (default: a quarter of physical memory)")
 	fs.BoolVar(&pf.verbose, "v", false, "show plugins' own log output on stderr")
 }
 
@@ -64,40 +66,12 @@ func (pf *pluginFlags) homeDir(env *Env) string {
 	return h
 }
 
-// registry is the set of plugins started for one command.
-type registry struct {
-	plugins  []*host.Plugin
-	failures []error
-	failed   map[string]error // plugin path → why it did not start
-	shadowed []host.Shadowed  // executables hidden by one of the same name earlier in the search path
-}
-
-func (r *registry) close() {
-	for _, p := range r.plugins {
-		p.Close()
-	}
-}
-
-// Find returns the plugin serving estimator (the first in search order);
-// it makes the registry a host.Registry.
-func (r *registry) Find(estimator string) (*host.Plugin, sdk.Info, bool) {
-	return host.Plugins(r.plugins).Find(estimator)
-}
-
-func (r *registry) estimatorNames() []string {
-	var out []string
-	for _, p := range r.plugins {
-		for _, e := range p.Estimators {
-			out = append(out, e.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // options returns the host options the flags describe.
 func (pf *pluginFlags) options(env *Env) (host.Options, error) {
-	opt := host.Options{StartTimeout: pf.timeout, CallTimeout: pf.timeout}
+	opt := host.Options{StartTimeout: pf.timeout, CallTimeout: pf.timeout, MaxOutputBytes: pf.maxOutput}
+	if pf.maxOutput < 0 {
+		return opt, usagef("--max-output must be a positive number of bytes")
+	}
 	if pf.verbose {
 		opt.Stderr = env.Stderr
 	}
@@ -111,132 +85,36 @@ func (pf *pluginFlags) options(env *Env) (host.Options, error) {
 	return opt, nil
 }
 
-// discover lists the plugin executables of the search path (--plugin-dir
-// first, then host.DefaultDirs), the ones hidden by an earlier plugin of the
-// same name, and the directories searched.
-func (pf *pluginFlags) discover(env *Env) ([]string, []host.Shadowed, []string) {
-	dirs := append(append([]string(nil), pf.dirs...), host.DefaultDirs(pf.homeDir(env))...)
-	found, shadowed := host.DiscoverAll(dirs)
-	return found, shadowed, dirs
+// newClient is the client the flags describe: the plugin search path
+// (--plugin-dir first), the manifest, the timeouts and bounds; maxMemory is
+// --max-memory (0: no limit).
+func (pf *pluginFlags) newClient(env *Env, home string, maxMemory int64) (*client.Client, error) {
+	if pf.maxOutput < 0 {
+		return nil, usagef("--max-output must be a positive number of bytes")
+	}
+	opt := client.Options{Home: home, PluginDirs: pf.dirs, Manifest: pf.manifest, PluginTimeout: max(pf.timeout, 0),
+		MaxOutputBytes: pf.maxOutput, MaxMemory: maxMemory}
+	if maxMemory == 0 {
+		opt.MaxMemory = client.NoMemoryLimit
+	}
+	if pf.verbose {
+		opt.PluginLog = env.Stderr
+	}
+	return client.New(opt)
 }
 
-// startPlugins discovers and starts every plugin concurrently. Plugins that
-// fail are recorded, never fatal.
-func (pf *pluginFlags) startPlugins(ctx context.Context, env *Env) (*registry, error) {
-	opt, err := pf.options(env)
-	if err != nil {
-		return nil, err
+// lookupFailure is the error for an estimator the client could not find:
+// for an unknown estimator, the plugins that failed to start are reported
+// first, as warnings.
+func lookupFailure(env *Env, c *client.Client, err error) error {
+	if errors.Is(err, host.ErrUnknownEstimator) {
+		warnFailures(env, c.StartFailures())
 	}
-	paths, shadowed, dirs := pf.discover(env)
-	if len(paths) == 0 {
-		return &registry{}, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
-	}
-	reg := startAll(ctx, paths, opt)
-	reg.shadowed = shadowed
-	return reg, nil
+	return err
 }
 
-func startAll(ctx context.Context, paths []string, opt host.Options) *registry {
-	reg := &registry{}
-	plugins := make([]*host.Plugin, len(paths))
-	errs := make([]error, len(paths))
-	var wg sync.WaitGroup
-	for i, path := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			plugins[i], errs[i] = host.Start(ctx, path, opt)
-		}()
-	}
-	wg.Wait()
-	seen := map[string]string{}
-	for i, path := range paths {
-		if errs[i] != nil {
-			reg.failures = append(reg.failures, errs[i])
-			if reg.failed == nil {
-				reg.failed = map[string]error{}
-			}
-			reg.failed[path] = errs[i]
-			continue
-		}
-		p := plugins[i]
-		dup := false
-		for _, e := range p.Estimators {
-			if other, ok := seen[e.Name]; ok {
-				reg.failures = append(reg.failures, fmt.Errorf("plugin %s: estimator %q already served by %s; ignoring this plugin", p.Path, e.Name, other))
-				dup = true
-				break
-			}
-		}
-		if dup {
-			p.Close()
-			continue
-		}
-		for _, e := range p.Estimators {
-			seen[e.Name] = p.Path
-		}
-		reg.plugins = append(reg.plugins, p)
-	}
-	return reg
-}
-
-// startFor starts only what is needed to serve estimator: first the plugin
-// whose name is the estimator's prefix before its first '-' (the naming
-// convention of first-party plugins), then, if that one does not serve it,
-// every plugin.
-func (pf *pluginFlags) startFor(ctx context.Context, env *Env, estimator string) (*registry, error) {
-	opt, err := pf.options(env)
-	if err != nil {
-		return nil, err
-	}
-	paths, shadowed, dirs := pf.discover(env)
-	if len(paths) == 0 {
-		return &registry{}, fail(ExitPlugin, fmt.Errorf("no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", ")))
-	}
-	prefix, _, _ := strings.Cut(estimator, "-")
-	var prefixErr error // why the plugin named after the estimator did not start
-	for _, path := range paths {
-		if filepath.Base(path) != host.PluginPrefix+prefix {
-			continue
-		}
-		p, err := host.Start(ctx, path, opt)
-		if err == nil {
-			if _, ok := p.Estimator(estimator); ok {
-				return &registry{plugins: []*host.Plugin{p}, shadowed: shadowed}, nil
-			}
-			p.Close()
-		}
-		prefixErr = err
-		break
-	}
-	reg := startAll(ctx, paths, opt)
-	reg.shadowed = shadowed
-	if _, _, ok := reg.Find(estimator); !ok && prefixErr != nil {
-		// The plugin that should serve the estimator is broken: a plugin
-		// failure (exit 4, with its exit status and stderr), not a usage
-		// error.
-		return reg, fail(ExitPlugin, prefixErr)
-	}
-	return reg, nil
-}
-
-// unserved is the error for an estimator no started plugin serves: a
-// plugin failure (exit 4) when the plugin named after the estimator's
-// prefix (the first-party convention) exists but did not start, a usage
-// error naming the known estimators otherwise.
-func unserved(env *Env, reg *registry, estimator string) error {
-	prefix, _, _ := strings.Cut(estimator, "-")
-	for path, err := range reg.failed {
-		if filepath.Base(path) == host.PluginPrefix+prefix {
-			return fail(ExitPlugin, fmt.Errorf("estimator %q: its plugin did not start: %w", estimator, err))
-		}
-	}
-	warnFailures(env, reg)
-	return usagef("no plugin serves estimator %q (known: %s)", estimator, strings.Join(reg.estimatorNames(), ", "))
-}
-
-func warnFailures(env *Env, reg *registry) {
-	for _, err := range reg.failures {
+func warnFailures(env *Env, failures []error) {
+	for _, err := range failures {
 		fmt.Fprintf(env.Stderr, "dplr: warning: %v\n", err)
 	}
 }
@@ -244,8 +122,8 @@ func warnFailures(env *Env, reg *registry) {
 // noteShadowed tells the user which installed plugins are never used
 // because a plugin of the same name comes earlier in the search path; with
 // by set, only those hidden by that executable (the one about to be used).
-func noteShadowed(env *Env, reg *registry, by string) {
-	for _, s := range reg.shadowed {
+func noteShadowed(env *Env, shadowed []host.Shadowed, by string) {
+	for _, s := range shadowed {
 		if by == "" || s.By == by {
 			fmt.Fprintf(env.Stderr, "dplr: note: %s is not used: %s of the same name comes first in the plugin search path\n", s.Path, s.By)
 		}
@@ -305,20 +183,22 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	reg, err := pf.startPlugins(ctx, env)
-	if reg != nil {
-		defer reg.close()
-	}
+	c, err := pf.newClient(env, pf.homeDir(env), 0)
 	if err != nil {
 		return err
 	}
-	warnFailures(env, reg)
-	noteShadowed(env, reg, "")
+	defer c.Close()
+	plugins, err := c.Plugins(ctx)
+	if err != nil {
+		return err
+	}
+	warnFailures(env, c.StartFailures())
+	noteShadowed(env, c.Shadowed(), "")
 	if *asJSON {
 		out := []pluginJSON{}
-		for _, p := range reg.plugins {
-			pj := pluginJSON{Name: p.Name(), Version: p.Version(), Path: p.Path, Backend: p.Backend(),
-				Threads: int32(p.Threads())}
+		for _, p := range plugins {
+			pj := pluginJSON{Name: p.Name, Version: p.Version, Path: p.Path, Backend: p.Backend,
+				Threads: int32(p.Threads)}
 			for _, e := range p.Estimators {
 				pj.Estimators = append(pj.Estimators, toEstimatorJSON(e))
 			}
@@ -327,8 +207,8 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 		return writeJSON(env.Stdout, out)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	for _, p := range reg.plugins {
-		fmt.Fprintf(tw, "%s %s\t(%s backend, %s)\n", p.Name(), p.Version(), p.Backend(), p.Path)
+	for _, p := range plugins {
+		fmt.Fprintf(tw, "%s %s\t(%s backend, %s)\n", p.Name, p.Version, p.Backend, p.Path)
 		for _, e := range p.Estimators {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.DataKind, e.Summary)
 		}
@@ -338,7 +218,7 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	}
 	_, sandbox := host.SandboxStatus()
 	fmt.Fprintf(env.Stdout, "\nsandbox: %s\n", sandbox)
-	if len(reg.plugins) == 0 {
+	if len(plugins) == 0 {
 		return fail(ExitPlugin, errors.New("no plugin could be started"))
 	}
 	return nil
@@ -355,28 +235,27 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("describe takes one estimator name")
 	}
-	reg, err := pf.startFor(ctx, env, fs.Arg(0))
-	if reg != nil {
-		defer reg.close()
-	}
+	c, err := pf.newClient(env, pf.homeDir(env), 0)
 	if err != nil {
 		return err
 	}
-	p, info, ok := reg.Find(fs.Arg(0))
-	if !ok {
-		return unserved(env, reg, fs.Arg(0))
+	defer c.Close()
+	est, err := c.Describe(ctx, fs.Arg(0))
+	if err != nil {
+		return lookupFailure(env, c, err)
 	}
-	noteShadowed(env, reg, p.Path)
+	noteShadowed(env, c.Shadowed(), est.Plugin.Path)
+	info := est.Info
 	if *asJSON {
 		return writeJSON(env.Stdout, toEstimatorJSON(info))
 	}
-	describe(env.Stdout, p, info)
+	describe(env.Stdout, est.Plugin, info)
 	return nil
 }
 
-func describe(w io.Writer, p *host.Plugin, e sdk.Info) {
+func describe(w io.Writer, p client.PluginInfo, e sdk.Info) {
 	fmt.Fprintf(w, "%s %s — %s\n", e.Name, e.Version, e.Summary)
-	fmt.Fprintf(w, "plugin: %s (%s backend, %s)\n", p.Name(), p.Backend(), p.Path)
+	fmt.Fprintf(w, "plugin: %s (%s backend, %s)\n", p.Name, p.Backend, p.Path)
 	fmt.Fprintf(w, "data: %s\n", e.DataKind)
 	fmt.Fprintf(w, "guarantee: %s\n", e.Guarantee)
 	grants := make([]string, 0, len(e.Grants))

@@ -61,6 +61,29 @@ func (d *Dataset) Sample(i int) *mat.Dense {
 
 // Validate checks shapes, finiteness and kind-specific structure.
 func (d *Dataset) Validate() error {
+	if err := d.CheckShape(); err != nil {
+		return err
+	}
+	n, p := d.X.Dims()
+	raw := d.X.RawMatrix()
+	for i := 0; i < n; i++ {
+		for j, v := range raw.Data[i*raw.Stride : i*raw.Stride+p] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("row %d, column %d: value %v is not finite", i, j, v)
+			}
+		}
+	}
+	for i, v := range d.Y {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("response %d: value %v is not finite", i, v)
+		}
+	}
+	return nil
+}
+
+// CheckShape checks the shapes and the kind-specific structure (trace
+// dimensions, responses, user boundaries, labels) but not the values.
+func (d *Dataset) CheckShape() error {
 	if d.X == nil || d.X.IsEmpty() {
 		return fmt.Errorf("data set has no rows")
 	}
@@ -91,19 +114,6 @@ func (d *Dataset) Validate() error {
 	}
 	if d.Labels != nil && len(d.Labels) != n {
 		return fmt.Errorf("%d rows but %d labels", n, len(d.Labels))
-	}
-	raw := d.X.RawMatrix()
-	for i := 0; i < n; i++ {
-		for j, v := range raw.Data[i*raw.Stride : i*raw.Stride+p] {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("row %d, column %d: value %v is not finite", i, j, v)
-			}
-		}
-	}
-	for i, v := range d.Y {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("response %d: value %v is not finite", i, v)
-		}
 	}
 	return nil
 }

@@ -132,57 +132,152 @@ func autoHeader(first, second []string) bool {
 // readCSV parses a delimited text file of numbers. Every record must have
 // the same number of fields; every numeric field must be a finite number.
 func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
+	src := newCSVSource(r, cfg)
+	first, firstLine, second, secondLine, err := src.head()
+	if err != nil {
+		return nil, err
+	}
+	hasHeader, err := headerPresent(cfg.header, first, second)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newTableBuilder(first, second, hasHeader, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !hasHeader {
+		if err := b.addRow(first, firstLine); err != nil {
+			return nil, err
+		}
+	}
+	if second != nil {
+		if err := b.addRow(second, secondLine); err != nil {
+			return nil, err
+		}
+		if err := src.rest(b.t.ncol, b.addRow); err != nil {
+			return nil, err
+		}
+	}
+	if b.t.nrow == 0 {
+		return nil, errors.New("csv: no data rows")
+	}
+	return b.t, nil
+}
+
+// csvSlack is the read-ahead of csv.Reader's own buffer, allowed beyond
+// the record bound.
+const csvSlack = 4096
+
+// csvSource reads the records of a CSV file, none longer than maxRecord
+// bytes: it moves its recordBound past each record it has read.
+type csvSource struct {
+	cr        *csv.Reader
+	rb        *recordBound
+	maxRecord int64
+}
+
+func newCSVSource(r io.Reader, cfg csvConfig) *csvSource {
 	maxRecord := cfg.maxRecord
 	if maxRecord <= 0 {
 		maxRecord = DefaultMaxRecordBytes
 	}
-	// csv.Reader reads ahead through its own 4 KiB buffer.
-	const slack = 4096
-	rb := &recordBound{r: r, limit: maxRecord + slack}
-	tooLong := func(err error) error {
-		if errors.Is(err, errRecordTooLong) {
-			return fmt.Errorf("csv: a record is longer than %s, the limit (LoadOptions.MaxRecordBytes); is this a CSV file?", FormatBytes(maxRecord))
-		}
-		return fmt.Errorf("csv: %w", err)
-	}
+	rb := &recordBound{r: r, limit: maxRecord + csvSlack}
 	cr := csv.NewReader(rb)
 	if cfg.delim != 0 {
 		cr.Comma = cfg.delim
 	}
 	cr.TrimLeadingSpace = true
 	cr.ReuseRecord = false
-	first, err := cr.Read()
+	return &csvSource{cr: cr, rb: rb, maxRecord: maxRecord}
+}
+
+// advance allows the next record maxRecord bytes past the current offset.
+func (s *csvSource) advance() { s.rb.limit = s.cr.InputOffset() + s.maxRecord + csvSlack }
+
+// wrap states a read error, naming the record bound when it was hit.
+func (s *csvSource) wrap(err error) error {
+	if errors.Is(err, errRecordTooLong) {
+		return fmt.Errorf("csv: a record is longer than %s, the limit (LoadOptions.MaxRecordBytes); is this a CSV file?", FormatBytes(s.maxRecord))
+	}
+	return fmt.Errorf("csv: %w", err)
+}
+
+// head reads the first record and the second one (nil at the end of the
+// file), each with its line; the second is a copy the reader will not reuse.
+func (s *csvSource) head() (first []string, firstLine int, second []string, secondLine int, err error) {
+	first, err = s.cr.Read()
 	if err == io.EOF {
-		return nil, errors.New("csv: empty file")
+		return nil, 0, nil, 0, errors.New("csv: empty file")
 	}
 	if err != nil {
-		return nil, tooLong(err)
+		return nil, 0, nil, 0, s.wrap(err)
 	}
-	rb.limit = cr.InputOffset() + maxRecord + slack
-	cr.ReuseRecord = true
-	firstLine, _ := cr.FieldPos(0)
-	var second []string
-	secondLine := 0
-	rec, err := cr.Read()
+	s.advance()
+	s.cr.ReuseRecord = true
+	firstLine, _ = s.cr.FieldPos(0)
+	rec, err := s.cr.Read()
 	switch {
 	case err == io.EOF:
 	case err != nil:
-		return nil, tooLong(err)
+		return nil, 0, nil, 0, s.wrap(err)
 	default:
-		rb.limit = cr.InputOffset() + maxRecord + slack
+		s.advance()
 		second = append([]string(nil), rec...)
-		secondLine, _ = cr.FieldPos(0)
+		secondLine, _ = s.cr.FieldPos(0)
 	}
-	hasHeader := false
-	switch cfg.header {
+	return first, firstLine, second, secondLine, nil
+}
+
+// rest passes every remaining record, with its line, to add; ncol is the
+// expected number of fields, for the ragged-row message.
+func (s *csvSource) rest(ncol int, add func(rec []string, line int) error) error {
+	for {
+		rec, err := s.cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
+				return fmt.Errorf("csv: line %d: ragged rows: %d fields, want %d", pe.StartLine, len(rec), ncol)
+			}
+			return s.wrap(err)
+		}
+		s.advance()
+		line, _ := s.cr.FieldPos(0)
+		if err := add(rec, line); err != nil {
+			return err
+		}
+	}
+}
+
+// headerPresent decides from mode (and, for HeaderAuto, from the first
+// two records) whether the first record is a header.
+func headerPresent(mode HeaderMode, first, second []string) (bool, error) {
+	switch mode {
 	case HeaderYes:
-		hasHeader = true
+		return true, nil
 	case HeaderNo:
+		return false, nil
 	case HeaderAuto:
-		hasHeader = autoHeader(first, second)
+		return autoHeader(first, second), nil
 	default:
-		return nil, fmt.Errorf("csv: unknown header mode %q (want yes, no or empty for auto)", cfg.header)
+		return false, fmt.Errorf("csv: unknown header mode %q (want yes, no or empty for auto)", mode)
 	}
+}
+
+// tableBuilder appends parsed records to a table, keeping the text
+// columns as text and bounding the table's memory.
+type tableBuilder struct {
+	t         *table
+	isText    []bool
+	textBytes int64 // estimated memory of text fields
+	maxBytes  int64
+}
+
+// newTableBuilder starts the table whose first record is first: its
+// header (when hasHeader) and its text columns.
+func newTableBuilder(first, second []string, hasHeader bool, cfg csvConfig) (*tableBuilder, error) {
 	t := &table{ncol: len(first), text: map[int][]string{}}
 	if hasHeader && !autoHeader(first, second) {
 		// A forced header over what reads as data: the record is hidden
@@ -199,95 +294,74 @@ func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 			t.header[j] = f
 		}
 	}
-	isText := make([]bool, t.ncol)
+	b := &tableBuilder{t: t, isText: make([]bool, t.ncol), maxBytes: cfg.maxBytes}
 	if cfg.textCols != nil {
 		cols, err := cfg.textCols(t.header, t.ncol)
 		if err != nil {
 			return nil, err
 		}
 		for _, c := range cols {
-			isText[c] = true
+			b.isText[c] = true
 			t.text[c] = nil
 		}
 	}
-	colName := func(j int) string {
-		if t.header != nil {
-			return fmt.Sprintf("column %d (%q)", j+1, t.header[j])
-		}
-		return fmt.Sprintf("column %d", j+1)
+	return b, nil
+}
+
+// colName names column j in messages, with its header name if any.
+func (b *tableBuilder) colName(j int) string {
+	if b.t.header != nil {
+		return fmt.Sprintf("column %d (%q)", j+1, b.t.header[j])
 	}
-	textBytes := int64(0) // estimated memory of text fields
-	addRow := func(rec []string, line int) error {
-		if len(rec) != t.ncol {
-			return fmt.Errorf("csv: line %d: %d fields, want %d", line, len(rec), t.ncol)
-		}
-		for j, f := range rec {
-			f = strings.TrimSpace(f)
-			if isText[j] {
-				if f == "" {
-					return fmt.Errorf("csv: line %d, %s: empty value", line, colName(j))
-				}
-				t.text[j] = append(t.text[j], f)
-				textBytes += int64(len(f)) + 16
-				t.vals = append(t.vals, 0)
-				continue
-			}
-			if f == "" {
-				return fmt.Errorf("csv: line %d, %s: empty value", line, colName(j))
-			}
-			v, err := parseNumber(f)
-			if err != nil {
-				if errors.Is(err, errAmbiguousNumber) {
-					return fmt.Errorf("csv: line %d, %s: %w", line, colName(j), err)
-				}
-				if errors.Is(err, strconv.ErrRange) {
-					return fmt.Errorf("csv: line %d, %s: value %q is out of the float64 range", line, colName(j), f)
-				}
-				return fmt.Errorf("csv: line %d, %s: %q is not a number", line, colName(j), f)
-			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("csv: line %d, %s: value %q is not finite", line, colName(j), f)
-			}
-			t.vals = append(t.vals, v)
-		}
-		t.nrow++
-		if cfg.maxBytes > 0 && 8*int64(len(t.vals))+textBytes > cfg.maxBytes {
-			return fmt.Errorf("csv: line %d: the values read so far take more than %s in memory, the loading limit (LoadOptions.MaxBytes, --max-data-bytes)", line, FormatBytes(cfg.maxBytes))
-		}
-		return nil
+	return fmt.Sprintf("column %d", j+1)
+}
+
+// addRow appends the record read at line.
+func (b *tableBuilder) addRow(rec []string, line int) error {
+	t := b.t
+	if len(rec) != t.ncol {
+		return fmt.Errorf("csv: line %d: %d fields, want %d", line, len(rec), t.ncol)
 	}
-	if !hasHeader {
-		if err := addRow(first, firstLine); err != nil {
-			return nil, err
+	for j, f := range rec {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return fmt.Errorf("csv: line %d, %s: empty value", line, b.colName(j))
 		}
-	}
-	if second != nil {
-		if err := addRow(second, secondLine); err != nil {
-			return nil, err
+		if b.isText[j] {
+			t.text[j] = append(t.text[j], f)
+			b.textBytes += int64(len(f)) + 16
+			t.vals = append(t.vals, 0)
+			continue
 		}
-		for {
-			rec, err := cr.Read()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				var pe *csv.ParseError
-				if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
-					return nil, fmt.Errorf("csv: line %d: ragged rows: %d fields, want %d", pe.StartLine, len(rec), t.ncol)
-				}
-				return nil, tooLong(err)
-			}
-			rb.limit = cr.InputOffset() + maxRecord + slack
-			line, _ := cr.FieldPos(0)
-			if err := addRow(rec, line); err != nil {
-				return nil, err
-			}
+		v, err := b.number(f, line, j)
+		if err != nil {
+			return err
 		}
+		t.vals = append(t.vals, v)
 	}
-	if t.nrow == 0 {
-		return nil, errors.New("csv: no data rows")
+	t.nrow++
+	if b.maxBytes > 0 && 8*int64(len(t.vals))+b.textBytes > b.maxBytes {
+		return fmt.Errorf("csv: line %d: the values read so far take more than %s in memory, the loading limit (LoadOptions.MaxBytes, --max-data-bytes)", line, FormatBytes(b.maxBytes))
 	}
-	return t, nil
+	return nil
+}
+
+// number parses the numeric field f of column j at line: a finite float64.
+func (b *tableBuilder) number(f string, line, j int) (float64, error) {
+	v, err := parseNumber(f)
+	if err != nil {
+		if errors.Is(err, errAmbiguousNumber) {
+			return 0, fmt.Errorf("csv: line %d, %s: %w", line, b.colName(j), err)
+		}
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("csv: line %d, %s: value %q is out of the float64 range", line, b.colName(j), f)
+		}
+		return 0, fmt.Errorf("csv: line %d, %s: %q is not a number", line, b.colName(j), f)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("csv: line %d, %s: value %q is not finite", line, b.colName(j), f)
+	}
+	return v, nil
 }
 
 // column resolves a column reference: a header name (exact, then

@@ -487,144 +487,51 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 // grouped in increasing order) qualify when X is a float64, little-endian,
 // C-order .npy file read without scaling.
 func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir string) (Handle, bool, error) {
-	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 ||
-		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
+	if !inPlaceOptions(opt) {
 		return Handle{}, false, nil
 	}
 	kind := opt.kind()
-	switch {
-	case kind == data.Trace && opt.ResponsePath == "":
-		return Handle{}, false, nil
-	case kind == data.Users && (opt.ResponsePath == "" || opt.UsersPath == ""):
-		return Handle{}, false, nil
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
+	a, ok, err := inPlaceArrayOf(f, path, kind)
+	if !ok || err != nil {
+		return Handle{}, false, err
+	}
+	fail := func(err error) (Handle, bool, error) {
 		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return Handle{}, false, nil
-	}
-	hdr, err := readNPYHeader(bufio.NewReader(io.NewSectionReader(f, 0, st.Size())))
-	if err != nil || hdr.dt != (dtype{kind: 'f', size: 8}) || hdr.fortran || hdr.dataOffset%8 != 0 {
-		return Handle{}, false, nil // not a candidate; Load reports any error
-	}
-	rank := len(hdr.shape)
-	if (kind == data.Trace && rank != 2 && rank != 3) || (kind == data.Users && rank != 2) {
-		return Handle{}, false, nil
-	}
-	count, err := shapeCount(hdr.shape, 8)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: npy: %w", path, err)
-	}
-	if want := hdr.dataOffset + 8*count; st.Size() != want {
-		return Handle{}, false, fmt.Errorf("prepare %s: npy (%s, shape %v): file has %d bytes, header implies %d", path, hdr.dt, hdr.shape, st.Size(), want)
-	}
-	n, p, err := matrixShape(hdr.shape)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	if n == 0 || p == 0 {
-		return Handle{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
 	}
 	ds := &data.Dataset{Kind: kind, Name: opt.Name}
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
 	}
-	fail := func(err error) (Handle, bool, error) {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	rowIDs, ok, err := readInPlaceSides(ds, a, opt)
+	if err != nil {
+		return fail(err)
 	}
-	var rowIDs []int64 // users: the user id of each row
-	switch kind {
-	case data.Trace:
-		ds.D1, ds.D2 = opt.D1, opt.D2
-		if rank == 3 {
-			if (opt.D1 != 0 && opt.D1 != hdr.shape[1]) || (opt.D2 != 0 && opt.D2 != hdr.shape[2]) {
-				return fail(fmt.Errorf("array of shape %v does not hold %d×%d samples", hdr.shape, opt.D1, opt.D2))
-			}
-			ds.D1, ds.D2 = hdr.shape[1], hdr.shape[2]
-		}
-		switch {
-		case ds.D1 == 0 && ds.D2 == 0:
-			return fail(fmt.Errorf("trace data: give d1 and d2 (rows hold %d values)", p))
-		case ds.D1 == 0 && p%ds.D2 == 0:
-			ds.D1 = p / ds.D2
-		case ds.D2 == 0 && p%ds.D1 == 0:
-			ds.D2 = p / ds.D1
-		}
-		if ds.D1*ds.D2 != p {
-			return fail(fmt.Errorf("trace data: rows of %d values do not hold %d×%d matrices", p, ds.D1, ds.D2))
-		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
-			return fail(err)
-		}
-	case data.Users:
-		ids, err := readIntVector(opt.UsersPath, "user ids", n, opt.maxBytes())
-		if err != nil {
-			return fail(err)
-		}
-		if !slices.IsSorted(ids) {
-			return Handle{}, false, nil // rows must be regrouped: copy
-		}
-		rowIDs = ids
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
-			return fail(err)
-		}
-		if err := GroupByUser(ds, ids); err != nil {
-			return fail(err)
-		}
+	if !ok {
+		return Handle{}, false, nil // rows must be regrouped: copy
 	}
-	if opt.LabelsPath != "" {
-		ints, err := readIntVector(opt.LabelsPath, "labels", n, opt.maxBytes())
-		if err != nil {
-			return fail(err)
-		}
-		if ds.Labels, err = toLabels(ints); err != nil {
-			return fail(fmt.Errorf("labels: %w", err))
-		}
-	}
-	m, unmap, err := mapFile(f, st.Size())
+	m, unmap, err := mapFile(f, a.st.Size())
 	if err != nil {
 		return fail(err)
 	}
 	defer unmap()
-	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[hdr.dataOffset])), count)
-	ds.X = mat.NewDense(n, p, x) // valid until unmap; never written
+	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[a.hdr.dataOffset])), a.count)
+	ds.X = mat.NewDense(a.n, a.p, x) // valid until unmap; never written
 	if err := checkStructure(ds); err != nil {
 		return fail(err)
 	}
-	sh := newStreamHasher(kind, n, p, ds.D1, ds.D2)
-	rs := &rowStream{b: newIDBuilder(sideCols(ds, rowIDs)...), p: p}
-	for off := 0; off < len(x); off += chunk {
-		if off%(chunk*64) == 0 {
-			if err := ctx.Err(); err != nil {
-				return fail(err)
-			}
-			// Keep the host's footprint small: pages already hashed are
-			// released (they stay cached for the plugin that maps them).
-			if off > 0 {
-				dropPages(m, 0, int(hdr.dataOffset)+8*off)
-			}
-		}
-		part := x[off:min(off+chunk, len(x))]
-		if err := checkFinite(part, off, p); err != nil {
-			return fail(err)
-		}
-		hashF64(sh.h, part)
-		rs.add(part)
+	id, err := hashMapped(ctx, ds, m, x, a, rowIDs)
+	if err != nil {
+		return fail(err)
 	}
-	writeHashTail(sh.h, ds)
-	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
 	dir := filepath.Join(cdir, ds.Hash)
 	h := canonicalHandle(ds, dir)
-	id := rs.b.finish()
 	h.Source, h.View = &id, opt.view()
-	h.X = FileRef{Path: abs, Offset: hdr.dataOffset, DType: DTypeFloat64, Count: count, Size: st.Size(), ModTime: st.ModTime().UnixNano()}
+	h.X = FileRef{Path: abs, Offset: a.hdr.dataOffset, DType: DTypeFloat64, Count: a.count, Size: a.st.Size(), ModTime: a.st.ModTime().UnixNano()}
 	if len(h.refs()) > 1 {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fail(err)
@@ -634,6 +541,152 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 		}
 	}
 	return h, true, nil
+}
+
+// inPlaceOptions reports whether opt allows reading X in place: no
+// scaling, no column selection, a native little-endian machine that can
+// map files, an .npy (or undetermined) format and the side files the
+// kind needs.
+func inPlaceOptions(opt LoadOptions) bool {
+	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 ||
+		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
+		return false
+	}
+	switch kind := opt.kind(); {
+	case kind == data.Trace && opt.ResponsePath == "":
+		return false
+	case kind == data.Users && (opt.ResponsePath == "" || opt.UsersPath == ""):
+		return false
+	}
+	return true
+}
+
+// inPlaceArray is an .npy file whose data can be mapped as X.
+type inPlaceArray struct {
+	st    os.FileInfo
+	hdr   npyHeader
+	count int64 // number of values
+	n, p  int   // X's shape (trace: p = d1·d2)
+}
+
+// inPlaceArrayOf reads f's .npy header; ok is false if f is not a regular
+// file holding a float64, C-order array of a rank that suits kind. The
+// errors are those of a candidate whose header and size disagree.
+func inPlaceArrayOf(f *os.File, path string, kind data.Kind) (inPlaceArray, bool, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return inPlaceArray{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return inPlaceArray{}, false, nil
+	}
+	hdr, err := readNPYHeader(bufio.NewReader(io.NewSectionReader(f, 0, st.Size())))
+	if err != nil || hdr.dt != (dtype{kind: 'f', size: 8}) || hdr.fortran || hdr.dataOffset%8 != 0 {
+		return inPlaceArray{}, false, nil // not a candidate; Load reports any error
+	}
+	rank := len(hdr.shape)
+	if (kind == data.Trace && rank != 2 && rank != 3) || (kind == data.Users && rank != 2) {
+		return inPlaceArray{}, false, nil
+	}
+	count, err := shapeCount(hdr.shape, 8)
+	if err != nil {
+		return inPlaceArray{}, false, fmt.Errorf("prepare %s: npy: %w", path, err)
+	}
+	if want := hdr.dataOffset + 8*count; st.Size() != want {
+		return inPlaceArray{}, false, fmt.Errorf("prepare %s: npy (%s, shape %v): file has %d bytes, header implies %d", path, hdr.dt, hdr.shape, st.Size(), want)
+	}
+	n, p, err := matrixShape(hdr.shape)
+	if err != nil {
+		return inPlaceArray{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	if n == 0 || p == 0 {
+		return inPlaceArray{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
+	}
+	return inPlaceArray{st: st, hdr: hdr, count: count, n: n, p: p}, true, nil
+}
+
+// readInPlaceSides reads the side files of a dataset whose X is a: trace
+// shape and response, user ids (returned, one per row) and response,
+// labels. ok is false if the user ids are not grouped, so that the rows
+// must be copied.
+func readInPlaceSides(ds *data.Dataset, a inPlaceArray, opt LoadOptions) (rowIDs []int64, ok bool, err error) {
+	n, p, shape := a.n, a.p, a.hdr.shape
+	switch ds.Kind {
+	case data.Trace:
+		if err := traceShapeInPlace(ds, shape, p, opt); err != nil {
+			return nil, false, err
+		}
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
+			return nil, false, err
+		}
+	case data.Users:
+		ids, err := readIntVector(opt.UsersPath, "user ids", n, opt.maxBytes())
+		if err != nil {
+			return nil, false, err
+		}
+		if !slices.IsSorted(ids) {
+			return nil, false, nil
+		}
+		rowIDs = ids
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
+			return nil, false, err
+		}
+		if err := GroupByUser(ds, ids); err != nil {
+			return nil, false, err
+		}
+	}
+	if opt.LabelsPath != "" {
+		ints, err := readIntVector(opt.LabelsPath, "labels", n, opt.maxBytes())
+		if err != nil {
+			return nil, false, err
+		}
+		if ds.Labels, err = toLabels(ints); err != nil {
+			return nil, false, fmt.Errorf("labels: %w", err)
+		}
+	}
+	return rowIDs, true, nil
+}
+
+// traceShapeInPlace sets ds.D1 and ds.D2 from the array's shape (rank 3)
+// or from opt, and completes them (completeTraceShape).
+func traceShapeInPlace(ds *data.Dataset, shape []int, p int, opt LoadOptions) error {
+	ds.D1, ds.D2 = opt.D1, opt.D2
+	if len(shape) == 3 {
+		if (opt.D1 != 0 && opt.D1 != shape[1]) || (opt.D2 != 0 && opt.D2 != shape[2]) {
+			return fmt.Errorf("array of shape %v does not hold %d×%d samples", shape, opt.D1, opt.D2)
+		}
+		ds.D1, ds.D2 = shape[1], shape[2]
+	}
+	return completeTraceShape(ds, p)
+}
+
+// hashMapped checks and hashes the mapped values x (the data of the file
+// mapped as m) chunk by chunk, releasing the pages already read, sets
+// ds.Hash and returns the source identity of the rows.
+func hashMapped(ctx context.Context, ds *data.Dataset, m []byte, x []float64, a inPlaceArray, rowIDs []int64) (Identity, error) {
+	sh := newStreamHasher(ds.Kind, a.n, a.p, ds.D1, ds.D2)
+	rs := &rowStream{b: newIDBuilder(sideCols(ds, rowIDs)...), p: a.p}
+	for off := 0; off < len(x); off += chunk {
+		if off%(chunk*64) == 0 {
+			if err := ctx.Err(); err != nil {
+				return Identity{}, err
+			}
+			// Keep the host's footprint small: pages already hashed are
+			// released (they stay cached for the plugin that maps them).
+			if off > 0 {
+				dropPages(m, 0, int(a.hdr.dataOffset)+8*off)
+			}
+		}
+		part := x[off:min(off+chunk, len(x))]
+		if err := checkFinite(part, off, a.p); err != nil {
+			return Identity{}, err
+		}
+		hashF64(sh.h, part)
+		rs.add(part)
+	}
+	writeHashTail(sh.h, ds)
+	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
+	return rs.b.finish(), nil
 }
 
 // memoPath names the record of a preparation of the file at abs in its

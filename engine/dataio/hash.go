@@ -131,43 +131,15 @@ func checkFinite(x []float64, offset, p int) error {
 	return nil
 }
 
-// checkStructure checks the kind-specific structure of ds (the checks of
-// data.Dataset.Validate except finiteness, which the readers check while
-// converting).
+// checkStructure checks the kind-specific structure of ds
+// (data.Dataset.CheckShape, and one id per user) and the finiteness of the
+// responses; the readers check X while converting it.
 func checkStructure(ds *data.Dataset) error {
-	if ds.X == nil || ds.X.IsEmpty() {
-		return errors.New("data set has no rows")
+	if err := ds.CheckShape(); err != nil {
+		return err
 	}
-	n, p := ds.X.Dims()
-	switch ds.Kind {
-	case data.Rows:
-	case data.Trace:
-		if ds.D1 < 1 || ds.D2 < 1 || ds.D1*ds.D2 != p {
-			return fmt.Errorf("trace data: rows of length %d do not hold %d×%d matrices", p, ds.D1, ds.D2)
-		}
-		if len(ds.Y) != n {
-			return fmt.Errorf("trace data: %d samples but %d responses", n, len(ds.Y))
-		}
-	case data.Users:
-		if len(ds.Y) != n {
-			return fmt.Errorf("user data: %d rows but %d responses", n, len(ds.Y))
-		}
-		if len(ds.UserStart) < 2 || ds.UserStart[0] != 0 || ds.UserStart[len(ds.UserStart)-1] != n {
-			return fmt.Errorf("user data: user boundaries do not cover the %d rows", n)
-		}
-		for u := 1; u < len(ds.UserStart); u++ {
-			if ds.UserStart[u] <= ds.UserStart[u-1] {
-				return fmt.Errorf("user data: user %d has no rows", u-1)
-			}
-		}
-		if len(ds.UserIDs) != len(ds.UserStart)-1 {
-			return fmt.Errorf("user data: %d users but %d user ids", len(ds.UserStart)-1, len(ds.UserIDs))
-		}
-	default:
-		return fmt.Errorf("unknown data kind %q", ds.Kind)
-	}
-	if ds.Labels != nil && len(ds.Labels) != n {
-		return fmt.Errorf("%d rows but %d labels", n, len(ds.Labels))
+	if ds.Kind == data.Users && len(ds.UserIDs) != len(ds.UserStart)-1 {
+		return fmt.Errorf("user data: %d users but %d user ids", len(ds.UserStart)-1, len(ds.UserIDs))
 	}
 	for i, v := range ds.Y {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -627,51 +627,35 @@ func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 		}
 	} else {
 		t := l.tbl
-		var skip []int
-		var fileY []float64
-		if opt.ResponsePath == "" {
-			c, err := responseColumn(t, opt.ResponseColumn)
-			if err != nil {
-				return nil, fmt.Errorf("%s: response column: %w", path, err)
-			}
-			ds.Y = t.col(c)
-			skip = append(skip, c)
-		} else {
-			if fileY, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
-				return nil, err
-			}
-			ds.Y = fileY
-		}
-		if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+		fileY, skip, err := tableSides(path, t, ds, opt, -1)
+		if err != nil {
 			return nil, err
 		}
-		ids.set(func() Identity {
-			var sides []sideCol
-			if fileY != nil {
-				sides = append(sides, sideCol{f: fileY})
-			}
-			return tableIdentity(t, append(sides, labelSides(ds)...)...)
-		})
-		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+		if err := tableFeatures(path, t, ds, opt, ids, fileY, skip); err != nil {
+			return nil, err
 		}
 	}
-	p := ds.P()
+	if err := completeTraceShape(ds, ds.P()); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ds, nil
+}
+
+// completeTraceShape completes ds.D1 or ds.D2 from the other and the row
+// length p, and checks that d1·d2 = p.
+func completeTraceShape(ds *data.Dataset, p int) error {
 	switch {
 	case ds.D1 == 0 && ds.D2 == 0:
-		return nil, fmt.Errorf("%s: trace data: give d1 and d2 (rows hold %d values)", path, p)
+		return fmt.Errorf("trace data: give d1 and d2 (rows hold %d values)", p)
 	case ds.D1 == 0 && p%ds.D2 == 0:
 		ds.D1 = p / ds.D2
 	case ds.D2 == 0 && p%ds.D1 == 0:
 		ds.D2 = p / ds.D1
 	}
 	if ds.D1*ds.D2 != p {
-		return nil, fmt.Errorf("%s: trace data: rows of %d values do not hold %d×%d matrices", path, p, ds.D1, ds.D2)
+		return fmt.Errorf("trace data: rows of %d values do not hold %d×%d matrices", p, ds.D1, ds.D2)
 	}
-	return ds, nil
+	return nil
 }
 
 // sideCols returns the side columns of an array source in their canonical
@@ -693,7 +677,7 @@ var ErrUserColumn = errors.New("users data from CSV needs its user id column nam
 
 // loadUsers reads user-grouped regression data and groups rows by user.
 func loadUsers(path string, opt LoadOptions, idsink *idSink) (*data.Dataset, error) {
-	var userCol, respCol int
+	var userCol int
 	textCols := func(header []string, ncol int) ([]int, error) {
 		ref := opt.UserColumn
 		if ref == "" {
@@ -745,47 +729,72 @@ func loadUsers(path string, opt LoadOptions, idsink *idSink) (*data.Dataset, err
 		}
 	} else {
 		t := l.tbl
-		skip := []int{userCol}
-		var fileY []float64
-		if opt.ResponsePath == "" {
-			if respCol, err = responseColumn(t, opt.ResponseColumn); err != nil {
-				return nil, fmt.Errorf("%s: response column: %w", path, err)
-			}
-			if respCol == userCol {
-				return nil, fmt.Errorf("%s: the user column is also the response column", path)
-			}
-			ds.Y = t.col(respCol)
-			skip = append(skip, respCol)
-		} else {
-			if fileY, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
-				return nil, err
-			}
-			ds.Y = fileY
-		}
-		if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+		fileY, skip, err := tableSides(path, t, ds, opt, userCol)
+		if err != nil {
 			return nil, err
 		}
 		if ids, err = parseUserIDs(t.text[userCol]); err != nil {
 			return nil, fmt.Errorf("%s: user column: %w", path, err)
 		}
-		idsink.set(func() Identity {
-			var sides []sideCol
-			if fileY != nil {
-				sides = append(sides, sideCol{f: fileY})
-			}
-			return tableIdentity(t, append(sides, labelSides(ds)...)...)
-		})
-		if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+		if err := tableFeatures(path, t, ds, opt, idsink, fileY, skip); err != nil {
+			return nil, err
 		}
 	}
 	if err := GroupByUser(ds, ids); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ds, nil
+}
+
+// tableSides reads the response (from opt.ResponsePath, or from the
+// table's response column, which must differ from userCol, -1 for none)
+// and the labels of a table source. It returns the response read from a
+// file (nil for a column) and the columns that are not features.
+func tableSides(path string, t *table, ds *data.Dataset, opt LoadOptions, userCol int) (fileY []float64, skip []int, err error) {
+	if userCol >= 0 {
+		skip = append(skip, userCol)
+	}
+	if opt.ResponsePath == "" {
+		c, err := responseColumn(t, opt.ResponseColumn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: response column: %w", path, err)
+		}
+		if c == userCol {
+			return nil, nil, fmt.Errorf("%s: the user column is also the response column", path)
+		}
+		ds.Y = t.col(c)
+		skip = append(skip, c)
+	} else {
+		if fileY, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
+			return nil, nil, err
+		}
+		ds.Y = fileY
+	}
+	if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+		return nil, nil, err
+	}
+	return fileY, skip, nil
+}
+
+// tableFeatures records the identity of a table source (its records, the
+// response file fileY if any, the labels), then sets ds.X to the scaled
+// feature columns: those opt names, or all but skip.
+func tableFeatures(path string, t *table, ds *data.Dataset, opt LoadOptions, ids *idSink, fileY []float64, skip []int) error {
+	ids.set(func() Identity {
+		var sides []sideCol
+		if fileY != nil {
+			sides = append(sides, sideCol{f: fileY})
+		}
+		return tableIdentity(t, append(sides, labelSides(ds)...)...)
+	})
+	var err error
+	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // parseUserIDs converts textual user ids. Ids that read as numbers must be

@@ -69,41 +69,8 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 	free := make(chan []byte, 6)
 	stop := make(chan struct{})
 	errc := make(chan error, 1)
-	go func() {
-		defer close(blocks)
-		left := p.nbytes
-		for left > 0 {
-			var buf []byte
-			select {
-			case buf = <-free:
-			default:
-				buf = make([]byte, streamStep)
-			}
-			k := min(left, streamStep)
-			n, err := io.ReadFull(p.r, buf[:k])
-			if err != nil {
-				errc <- fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%w)", errTruncated, p.nbytes, p.nbytes-left+int64(n), err)
-				return
-			}
-			left -= k
-			select {
-			case blocks <- buf[:k]:
-			case <-stop:
-				errc <- nil
-				return
-			}
-		}
-		errc <- expectEOF(p.r)
-	}()
-	var lut *[256]float64
-	if size == 1 && p.dt.kind == 'u' {
-		lut = new([256]float64)
-		for i := range lut {
-			lut[i] = float64(i) * scale
-		}
-	}
-	nativeF8 := p.dt.kind == 'f' && size == 8 && !p.dt.big && nativeLE
-	tmp := &array{dt: p.dt}
+	go p.readBlocks(blocks, free, stop, errc)
+	conv := newBlockConverter(p.dt, scale)
 	var failed error
 	for b := range blocks {
 		if failed != nil {
@@ -118,30 +85,12 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 		}
 		out = out[:done+m]
 		chunk := out[done:]
-		switch {
-		case lut != nil:
-			for i, v := range b {
-				chunk[i] = lut[v]
-			}
-		case nativeF8:
-			copy(unsafe.Slice((*byte)(unsafe.Pointer(&chunk[0])), len(b)), b)
-			if scale != 1 {
-				for i := range chunk {
-					chunk[i] *= scale
-				}
-			}
-		default:
-			tmp.raw = b
-			get := tmp.getter()
-			for i := range chunk {
-				chunk[i] = get(i) * scale
-			}
-		}
+		conv.convert(chunk, b)
 		select {
 		case free <- b[:cap(b)]:
 		default:
 		}
-		if lut == nil {
+		if conv.lut == nil {
 			if i := firstNonFinite(chunk); i >= 0 {
 				a := &array{shape: p.shape}
 				failed = a.nonFinite(done+i, chunk[i])
@@ -166,6 +115,81 @@ func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error)
 		return nil, p.wrap(errors.New("internal: incomplete conversion"))
 	}
 	return out, nil
+}
+
+// readBlocks reads the payload in blocks of at most streamStep bytes
+// (reusing the buffers sent back on free) and sends them on blocks, which
+// it closes at the end. It sends the outcome on errc: a truncation, the
+// check that the stream ends there, or nil when stop closed first.
+func (p *pending) readBlocks(blocks chan<- []byte, free <-chan []byte, stop <-chan struct{}, errc chan<- error) {
+	defer close(blocks)
+	left := p.nbytes
+	for left > 0 {
+		var buf []byte
+		select {
+		case buf = <-free:
+		default:
+			buf = make([]byte, streamStep)
+		}
+		k := min(left, streamStep)
+		n, err := io.ReadFull(p.r, buf[:k])
+		if err != nil {
+			errc <- fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%w)", errTruncated, p.nbytes, p.nbytes-left+int64(n), err)
+			return
+		}
+		left -= k
+		select {
+		case blocks <- buf[:k]:
+		case <-stop:
+			errc <- nil
+			return
+		}
+	}
+	errc <- expectEOF(p.r)
+}
+
+// blockConverter converts raw blocks of one dtype to float64 times scale:
+// through a lookup table for bytes (whose values are always finite), by a
+// copy for native float64, by the array getter otherwise.
+type blockConverter struct {
+	scale    float64
+	lut      *[256]float64
+	nativeF8 bool
+	tmp      *array
+}
+
+func newBlockConverter(dt dtype, scale float64) *blockConverter {
+	c := &blockConverter{scale: scale, nativeF8: dt.kind == 'f' && dt.size == 8 && !dt.big && nativeLE, tmp: &array{dt: dt}}
+	if dt.size == 1 && dt.kind == 'u' {
+		c.lut = new([256]float64)
+		for i := range c.lut {
+			c.lut[i] = float64(i) * scale
+		}
+	}
+	return c
+}
+
+// convert writes the values of the raw block b into chunk (one per item).
+func (c *blockConverter) convert(chunk []float64, b []byte) {
+	switch {
+	case c.lut != nil:
+		for i, v := range b {
+			chunk[i] = c.lut[v]
+		}
+	case c.nativeF8:
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&chunk[0])), len(b)), b)
+		if c.scale != 1 {
+			for i := range chunk {
+				chunk[i] *= c.scale
+			}
+		}
+	default:
+		c.tmp.raw = b
+		get := c.tmp.getter()
+		for i := range chunk {
+			chunk[i] = get(i) * c.scale
+		}
+	}
 }
 
 // growTo returns the capacity to grow a buffer of capacity c to so that it

@@ -1,6 +1,7 @@
 // Package evaluate measures released estimates against the ground truth a
 // synthetic data set was generated from: subspace distances for bases,
-// relative Frobenius errors for matrices. These numbers use the truth and
+// relative Frobenius errors for matrices, captured variance and spectral
+// errors; it is dplr's only subspace-metric package. These numbers use the truth and
 // are for evaluation only; they are never part of a private release.
 package evaluate
 
@@ -13,13 +14,21 @@ import (
 )
 
 // SinTheta returns the spectral and Frobenius norms of sin Θ(U, V), the
-// principal angles between the column spaces of U and V (same number of
-// rows, full column rank). Inputs need not be orthonormal: each is first
-// replaced by an orthonormal basis of its column span (thin QR), so a
-// non-orthonormal output such as the users' heads of a personalization
-// estimator is compared by its span rather than giving a meaningless
-// number. With k = cols(U) ≤ cols(V) and orthonormal bases:
-// ‖sin Θ‖_F² = k − ‖UᵀV‖_F² and ‖sin Θ‖₂² = 1 − σ_min(UᵀV)².
+// diagonal matrix of the sines of the principal angles between the column
+// spaces of U and V (same number of rows, full column rank).
+//
+// Convention (the only sin-θ in dplr): with k = min(cols U, cols V) and
+// orthonormal bases, the sines are the k singular values of
+// (I − Q_big Q_bigᵀ)Q_small, so ‖sin Θ‖₂ = max_k sin θ_k and
+// ‖sin Θ‖_F = √(Σ_k sin² θ_k). For equal ranks the projector distances are
+// ‖UUᵀ − VVᵀ‖₂ = ‖sin Θ‖₂ and ‖UUᵀ − VVᵀ‖_F = √2·‖sin Θ‖_F; dplr reports
+// ‖sin Θ‖, never the projector's Frobenius distance.
+//
+// Inputs need not be orthonormal: each is first replaced by an orthonormal
+// basis of its column span (thin QR), so a non-orthonormal output such as
+// the users' heads of a personalization estimator is compared by its span.
+// The sines are computed directly, which keeps full relative accuracy for
+// tiny angles (√(1 − cos²) would not).
 func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 	ur, uc := u.Dims()
 	vr, vc := v.Dims()
@@ -36,24 +45,23 @@ func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 	}
 	if uc > vc {
 		qu, qv = qv, qu
-		uc = vc
 	}
-	var c mat.Dense
-	c.Mul(qu.T(), qv) // uc×vc
+	// res = (I − qv qvᵀ) qu: its singular values are the sines.
+	var m, proj, res mat.Dense
+	m.Mul(qv.T(), qu)
+	proj.Mul(qv, &m)
+	res.Sub(qu, &proj)
 	var svd mat.SVD
-	if !svd.Factorize(&c, mat.SVDNone) {
+	if !svd.Factorize(&res, mat.SVDNone) {
 		return 0, 0, fmt.Errorf("sin-theta: SVD failed")
 	}
-	s := svd.Values(nil)
-	fro := float64(uc)
-	for _, x := range s {
-		fro -= x * x
+	var s2 float64
+	for _, s := range svd.Values(nil) {
+		s = math.Min(s, 1)
+		s2 += s * s
+		spectral = math.Max(spectral, s)
 	}
-	smin := 0.0
-	if len(s) == uc {
-		smin = s[len(s)-1]
-	}
-	return math.Sqrt(math.Max(0, 1-smin*smin)), math.Sqrt(math.Max(0, fro)), nil
+	return spectral, math.Sqrt(s2), nil
 }
 
 // orthonormalBasis returns an orthonormal basis of a's column span by thin
@@ -152,4 +160,120 @@ func isBasis(name string) bool {
 		return true
 	}
 	return false
+}
+
+// CapturedVariance returns tr(UᵀSU) for a p×r basis U and a symmetric S:
+// the variance of S's distribution that the subspace captures.
+func CapturedVariance(s mat.Symmetric, u mat.Matrix) float64 {
+	p, r := u.Dims()
+	var su mat.Dense
+	su.Mul(s, u)
+	var t float64
+	for k := 0; k < r; k++ {
+		for i := 0; i < p; i++ {
+			t += u.At(i, k) * su.At(i, k)
+		}
+	}
+	return t
+}
+
+// SpectralNorm returns the largest absolute eigenvalue of a symmetric
+// matrix given as dense (its symmetric part is used): the spectral norm of
+// a covariance error Σ̃ − Σ.
+func SpectralNorm(a mat.Matrix) (float64, error) {
+	n, c := a.Dims()
+	if n != c {
+		return 0, fmt.Errorf("spectral norm of a non-square %d×%d matrix", n, c)
+	}
+	s := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			s.SetSym(i, j, 0.5*(a.At(i, j)+a.At(j, i)))
+		}
+	}
+	var es mat.EigenSym
+	if !es.Factorize(s, false) {
+		return 0, fmt.Errorf("spectral norm: eigendecomposition failed")
+	}
+	var m float64
+	for _, v := range es.Values(nil) {
+		m = math.Max(m, math.Abs(v))
+	}
+	return m, nil
+}
+
+// Ratio names of the captured-variance evaluation (every PCA estimator
+// reports them with evaluate=true).
+const (
+	// RatioCentred is the captured-variance ratio on the centred
+	// covariance: scikit-learn's convention, the figure to quote.
+	RatioCentred = "captured_variance_ratio"
+	// RatioUncentred is the same ratio on the uncentred second moment
+	// XᵀX/n, which flatters subspaces that only find the mean direction.
+	RatioUncentred = "captured_variance_ratio_uncentred"
+)
+
+// CapturedRatio returns tr(UᵀAU)/Σ_{k≤r} λ_k(A): the share of the best
+// rank-r captured variance of A that the p×r orthonormal basis U captures
+// (1 for A's own top-r eigenvectors). topR are A's r largest eigenvalues.
+// With A the covariance of the rows centred at their empirical mean this
+// is the ratio scikit-learn's PCA optimises; with A = XᵀX/n it is the
+// uncentred ratio.
+func CapturedRatio(a mat.Symmetric, u mat.Matrix, topR []float64) float64 {
+	var best float64
+	for _, v := range topR {
+		best += v
+	}
+	return CapturedVariance(a, u) / best
+}
+
+// Centre returns the covariance S − m·mᵀ of rows whose second moment is S
+// and whose mean is m (S is not modified).
+func Centre(s mat.Symmetric, m []float64) *mat.SymDense {
+	p := s.SymmetricDim()
+	out := mat.NewSymDense(p, nil)
+	for i := 0; i < p; i++ {
+		for j := i; j < p; j++ {
+			out.SetSym(i, j, s.At(i, j)-m[i]*m[j])
+		}
+	}
+	return out
+}
+
+// RowsCapturedRatios returns the centred and uncentred captured-variance
+// ratios (CapturedRatio) of the p×r basis u on the rows of x: centred on the
+// covariance of the rows about their empirical mean, uncentred on XᵀX/n.
+// gram(s, x) must return s·XᵀX and top(a, r) the r largest eigenvalues of a
+// (a backend's Gram and EigSymTop), so that callers keep their fast kernels.
+func RowsCapturedRatios(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *mat.Dense) *mat.SymDense,
+	top func(a mat.Symmetric, r int) ([]float64, error)) (centred, uncentred float64, err error) {
+	n, p := x.Dims()
+	if up, _ := u.Dims(); up != p {
+		return 0, 0, fmt.Errorf("captured variance: basis with %d rows for %d columns", up, p)
+	}
+	_, r := u.Dims()
+	s := gram(1/float64(n), x)
+	mean := make([]float64, p)
+	for i := 0; i < n; i++ {
+		for j, v := range x.RawRowView(i)[:p] {
+			mean[j] += v
+		}
+	}
+	for j := range mean {
+		mean[j] /= float64(n)
+	}
+	ratio := func(a mat.Symmetric) (float64, error) {
+		t, err := top(a, r)
+		if err != nil {
+			return 0, fmt.Errorf("captured variance: %w", err)
+		}
+		return CapturedRatio(a, u, t), nil
+	}
+	if centred, err = ratio(Centre(s, mean)); err != nil {
+		return 0, 0, err
+	}
+	if uncentred, err = ratio(s); err != nil {
+		return 0, 0, err
+	}
+	return centred, uncentred, nil
 }

@@ -75,3 +75,109 @@ func TestSinThetaNonOrthonormal(t *testing.T) {
 		})
 	}
 }
+
+// sin Θ keeps full relative accuracy for tiny angles, and for equal ranks
+// ‖UUᵀ − VVᵀ‖₂ = ‖sin Θ‖₂, ‖UUᵀ − VVᵀ‖_F = √2·‖sin Θ‖_F.
+func TestSinThetaConvention(t *testing.T) {
+	for _, theta := range []float64{1e-12, 1e-6, 0.3} {
+		u := mat.NewDense(3, 1, []float64{1, 0, 0})
+		v := mat.NewDense(3, 1, []float64{math.Cos(theta), math.Sin(theta), 0})
+		s, f, err := SinTheta(u, v)
+		require.NoError(t, err)
+		assert.InEpsilon(t, math.Sin(theta), s, 1e-9)
+		assert.InEpsilon(t, math.Sin(theta), f, 1e-9)
+		var pu, pv, d mat.Dense
+		pu.Mul(u, u.T())
+		pv.Mul(v, v.T())
+		d.Sub(&pu, &pv)
+		assert.InEpsilon(t, math.Sqrt2*f, mat.Norm(&d, 2), 1e-6)
+	}
+	// Different ranks: the smaller space's angles to the larger one.
+	u := mat.NewDense(3, 1, []float64{0, 0, 1})
+	v := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 0, 0})
+	s, f, err := SinTheta(u, v)
+	require.NoError(t, err)
+	assert.InDelta(t, 1, s, 1e-12)
+	assert.InDelta(t, 1, f, 1e-12)
+}
+
+func TestQuantilesAndSlope(t *testing.T) {
+	cases := []struct {
+		v    []float64
+		q    float64
+		want float64
+	}{
+		{[]float64{4, 1, 3, 2}, 0.5, 2.5},
+		{[]float64{3, 1, 2}, 0.5, 2},
+		{[]float64{1, 2, 3, 4, 5}, 0.25, 2},
+		{[]float64{1, 2}, 1, 2},
+		{[]float64{7}, 0.9, 7},
+	}
+	for _, tc := range cases {
+		assert.InDelta(t, tc.want, Quantile(tc.q, tc.v), 1e-12, "%v", tc.v)
+	}
+	assert.True(t, math.IsNaN(Median(nil)))
+	assert.Equal(t, [3]float64{1.75, 2.5, 3.25}, Quartiles([]float64{1, 2, 3, 4}))
+	x := []float64{1, 2, 4, 8}
+	y := []float64{3, 1.5, 0.75, 0.375}
+	assert.InDelta(t, -1, LogSlope(x, y), 1e-12)
+}
+
+func TestCapturedVarianceAndSpectralNorm(t *testing.T) {
+	s := mat.NewSymDense(3, []float64{3, 0, 0, 0, 2, 0, 0, 0, 1})
+	u := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 0, 0})
+	assert.InDelta(t, 5, CapturedVariance(s, u), 1e-12)
+	n, err := SpectralNorm(mat.NewDense(2, 2, []float64{1, 2, 2, -3}))
+	require.NoError(t, err)
+	assert.InDelta(t, 1+math.Sqrt(8), n, 1e-12) // eigenvalues −1 ± √8
+	_, err = SpectralNorm(mat.NewDense(2, 3, nil))
+	assert.Error(t, err)
+}
+
+// The centred ratio of the empirical covariance's own top-r eigenvectors is
+// 1; a subspace holding only the mean direction scores high uncentred and
+// low centred (the flattering case the uncentred figure hides).
+func TestRowsCapturedRatios(t *testing.T) {
+	// Rows: a large mean along e1, variance along e2 (big) and e3 (small).
+	x := mat.NewDense(400, 3, nil)
+	for i := 0; i < 400; i++ {
+		s2, s3 := 1.0, 0.3
+		if i%2 == 1 {
+			s2, s3 = -s2, -s3
+		}
+		if i%4 >= 2 {
+			s3 = -s3
+		}
+		x.SetRow(i, []float64{10, s2, s3})
+	}
+	gram := func(s float64, x *mat.Dense) *mat.SymDense {
+		_, p := x.Dims()
+		out := mat.NewSymDense(p, nil)
+		out.SymOuterK(s, x.T())
+		return out
+	}
+	top := func(a mat.Symmetric, r int) ([]float64, error) {
+		var es mat.EigenSym
+		if !es.Factorize(a, false) {
+			return nil, assert.AnError
+		}
+		v := es.Values(nil)
+		out := make([]float64, r)
+		for k := 0; k < r; k++ {
+			out[k] = v[len(v)-1-k]
+		}
+		return out, nil
+	}
+	e2 := mat.NewDense(3, 1, []float64{0, 1, 0})
+	c, u, err := RowsCapturedRatios(x, e2, gram, top)
+	require.NoError(t, err)
+	assert.InDelta(t, 1, c, 1e-12, "e2 is the centred top direction")
+	assert.Less(t, u, 0.02, "uncentred, e1 (the mean) dominates")
+	e1 := mat.NewDense(3, 1, []float64{1, 0, 0})
+	c, u, err = RowsCapturedRatios(x, e1, gram, top)
+	require.NoError(t, err)
+	assert.InDelta(t, 0, c, 1e-12, "the mean direction carries no variance")
+	assert.InDelta(t, 1, u, 1e-12)
+	_, _, err = RowsCapturedRatios(x, mat.NewDense(2, 1, []float64{1, 0}), gram, top)
+	assert.Error(t, err)
+}

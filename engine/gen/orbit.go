@@ -20,7 +20,7 @@ func init() { Register(OrbitSpiked{}) }
 // OrbitSpiked draws n rows of norm exactly 1 (so the orbit estimators'
 // clip = 1 never binds and tr(A) = n): g ~ N(0, Q diag(s) Qᵀ) with
 // s_j = spike·(k−j+1)/k for j ≤ k and s_j = 1 otherwise, and x = g/‖g‖
-// (benchmark model of the orbit spec §6.2). Q is a Haar rotation (or the
+// (the orbit studies' benchmark model). Q is a Haar rotation (or the
 // identity with rotate=false). Shapes: "spiked" as above; "projection"
 // draws x uniform on the unit sphere of the span of Q's first k columns
 // (A ≈ (n/k)·projection); "isotropic" sets every s_j = 1.
@@ -69,18 +69,11 @@ func (OrbitSpiked) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 			s[j] = 1
 		}
 	}
-	q := mat.NewDense(d, d, nil)
+	var q *mat.Dense
 	if p.Bool("rotate") {
-		g := mat.NewDense(d, d, nil)
-		for i := 0; i < d; i++ {
-			for j := 0; j < d; j++ {
-				g.Set(i, j, rng.NormFloat64())
-			}
-		}
-		var qr mat.QR
-		qr.Factorize(g)
-		qr.QTo(q)
+		q = RandomOrthonormal(d, d, rng)
 	} else {
+		q = mat.NewDense(d, d, nil)
 		for i := 0; i < d; i++ {
 			q.Set(i, i, 1)
 		}

@@ -132,6 +132,15 @@ func (Spiked) Generate(ps sdk.Params, rng *rand.Rand) (*Generated, error) {
 // RandomOrthonormal returns the Q factor of a p×r standard Gaussian matrix
 // (Haar-distributed up to column signs).
 func RandomOrthonormal(p, r int, rng *rand.Rand) *mat.Dense {
+	qr := gaussianQR(p, r, rng)
+	var q mat.Dense
+	qr.QTo(&q)
+	return mat.DenseCopyOf(q.Slice(0, p, 0, r))
+}
+
+// gaussianQR returns the QR factorisation of a p×r matrix of independent
+// standard normal entries, drawn row by row.
+func gaussianQR(p, r int, rng *rand.Rand) *mat.QR {
 	g := mat.NewDense(p, r, nil)
 	for i := 0; i < p; i++ {
 		for k := 0; k < r; k++ {
@@ -140,9 +149,7 @@ func RandomOrthonormal(p, r int, rng *rand.Rand) *mat.Dense {
 	}
 	var qr mat.QR
 	qr.Factorize(g)
-	var q mat.Dense
-	qr.QTo(&q)
-	return mat.DenseCopyOf(q.Slice(0, p, 0, r))
+	return &qr
 }
 
 func factorSampler(kind string, rng *rand.Rand) func() float64 {

@@ -114,14 +114,7 @@ func (traceModel) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 // traceHaar returns a d×r matrix with orthonormal columns drawn from the Haar
 // measure (QR of a Gaussian matrix with the sign of R's diagonal fixed).
 func traceHaar(d, r int, rng *rand.Rand) *mat.Dense {
-	g := mat.NewDense(d, r, nil)
-	for i := 0; i < d; i++ {
-		for j := 0; j < r; j++ {
-			g.Set(i, j, rng.NormFloat64())
-		}
-	}
-	var qr mat.QR
-	qr.Factorize(g)
+	qr := gaussianQR(d, r, rng)
 	var q, rr mat.Dense
 	qr.QTo(&q)
 	qr.RTo(&rr)

@@ -54,22 +54,29 @@ func (usersLowRank) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	if float64(n)*float64(m)*float64(d) > 4e9 {
 		return nil, fmt.Errorf("users·samples·dim = %d·%d·%d is too large to hold in memory", n, m, d)
 	}
-	// U*: Q factor of a d×k standard Gaussian matrix.
-	g := mat.NewDense(d, k, nil)
-	for i := 0; i < d; i++ {
-		for j := 0; j < k; j++ {
-			g.Set(i, j, rng.NormFloat64())
-		}
+	u := RandomOrthonormal(d, k, rng)
+	v := userHeads(n, k, p.String("heads") == "unit", rng)
+	x, y, start, ids := userSamples(u, v, m, noise, p.String("labels") == "classification", rng)
+	sv, gamma, err := headSpectrum(v)
+	if err != nil {
+		return nil, err
 	}
-	var qr mat.QR
-	qr.Factorize(g)
-	u := mat.NewDense(d, k, nil)
-	full := mat.NewDense(d, d, nil)
-	qr.QTo(full)
-	u.Copy(full.Slice(0, d, 0, k))
+	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start, UserIDs: ids,
+		Name: fmt.Sprintf("%s(n=%d,m=%d,d=%d,k=%d,R=%g)", UsersLowRankName, n, m, d, k, noise)}
+	return &Generated{
+		Data:  ds,
+		Truth: map[string]*mat.Dense{"U": u, "V": v},
+		Scalars: map[string]float64{
+			"users": float64(n), "samples": float64(m), "dim": float64(d), "rank": float64(k), "noise": noise,
+			"gamma": gamma, "sigma_max": sv[0], "sigma_min": sv[len(sv)-1],
+		},
+	}, nil
+}
 
+// userHeads draws the n×k user heads v_i*: N(0, I_k), or with unit, those
+// directions normalised onto the unit sphere.
+func userHeads(n, k int, unit bool, rng *rand.Rand) *mat.Dense {
 	v := mat.NewDense(n, k, nil)
-	unit := p.String("heads") == "unit"
 	for i := 0; i < n; i++ {
 		row := v.RawRowView(i)
 		var nrm float64
@@ -87,12 +94,20 @@ func (usersLowRank) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 			}
 		}
 	}
-	classify := p.String("labels") == "classification"
+	return v
+}
+
+// userSamples draws m samples for each user i: x ~ N(0, I_d) and
+// y = ⟨x, u v_i⟩ + N(0, noise²) (its sign with classify). Rows are grouped
+// by user: user i (id i) holds rows start[i] to start[i+1].
+func userSamples(u, v *mat.Dense, m int, noise float64, classify bool, rng *rand.Rand) (x *mat.Dense, y []float64, start []int, ids []int64) {
+	n, k := v.Dims()
+	d, _ := u.Dims()
 	rows := n * m
-	x := mat.NewDense(rows, d, nil)
-	y := make([]float64, rows)
-	start := make([]int, n+1)
-	ids := make([]int64, n)
+	x = mat.NewDense(rows, d, nil)
+	y = make([]float64, rows)
+	start = make([]int, n+1)
+	ids = make([]int64, n)
 	w := make([]float64, d)
 	ur := u.RawMatrix()
 	for i := 0; i < n; i++ {
@@ -126,27 +141,22 @@ func (usersLowRank) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 		}
 	}
 	start[n] = rows
+	return x, y, start, ids
+}
 
-	// Spectrum of V*/√n: σ_max,*, σ_min,* (the k-th singular value).
+// headSpectrum returns the singular values of V*/√n (σ_max,* first,
+// σ_min,* the k-th last) and γ = max_i ‖v_i*‖.
+func headSpectrum(v *mat.Dense) (sv []float64, gamma float64, err error) {
+	n, k := v.Dims()
 	var svd mat.SVD
 	sc := mat.NewDense(n, k, nil)
 	sc.Scale(1/math.Sqrt(float64(n)), v)
 	if !svd.Factorize(sc, mat.SVDNone) {
-		return nil, fmt.Errorf("SVD of the user heads did not converge")
+		return nil, 0, fmt.Errorf("SVD of the user heads did not converge")
 	}
-	sv := svd.Values(nil)
-	gamma := 0.0
+	sv = svd.Values(nil)
 	for i := 0; i < n; i++ {
 		gamma = math.Max(gamma, mat.Norm(v.RowView(i), 2))
 	}
-	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start, UserIDs: ids,
-		Name: fmt.Sprintf("%s(n=%d,m=%d,d=%d,k=%d,R=%g)", UsersLowRankName, n, m, d, k, noise)}
-	return &Generated{
-		Data:  ds,
-		Truth: map[string]*mat.Dense{"U": u, "V": v},
-		Scalars: map[string]float64{
-			"users": float64(n), "samples": float64(m), "dim": float64(d), "rank": float64(k), "noise": noise,
-			"gamma": gamma, "sigma_max": sv[0], "sigma_min": sv[len(sv)-1],
-		},
-	}, nil
+	return sv, gamma, nil
 }

@@ -114,3 +114,7 @@ func FormatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.3g %s", v, units[i])
 }
+
+// PhysicalMemory returns the machine's physical memory in bytes (0 when
+// unknown).
+func PhysicalMemory() int64 { return physicalMemory() }

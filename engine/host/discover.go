@@ -16,8 +16,9 @@ import (
 const PluginPrefix = "dplr-"
 
 // DefaultDirs returns the plugin search path, highest precedence first:
-// the directories in $DPLR_PLUGIN_PATH, then bin/plugins beside the host
-// executable, then the user directory <home>/plugins.
+// the directories in $DPLR_PLUGIN_PATH, then bin/plugins-openblas and
+// bin/plugins beside the host executable (the OpenBLAS build, when made, is
+// used without a flag), then the user directory <home>/plugins.
 func DefaultDirs(home string) []string {
 	var dirs []string
 	if env := os.Getenv("DPLR_PLUGIN_PATH"); env != "" {
@@ -31,7 +32,7 @@ func DefaultDirs(home string) []string {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "plugins"))
+		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "plugins-openblas"), filepath.Join(filepath.Dir(exe), "plugins"))
 	}
 	if home != "" {
 		dirs = append(dirs, filepath.Join(home, "plugins"))

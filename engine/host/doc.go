@@ -1,5 +1,32 @@
-// Package host finds, starts and talks to dplr estimator plugins. It never
-// trusts a plugin: a plugin that fails the handshake, crashes, hangs past
-// a timeout or returns malformed or over-budget results is reported as an
-// error naming the plugin, and the host carries on.
+// Package host finds, starts and talks to dplr estimator plugins, and runs
+// fits through them. It never trusts a plugin: a plugin that fails the
+// handshake, crashes, hangs past a timeout or returns malformed or
+// over-budget results is reported as an error naming the plugin, and the
+// host carries on.
+//
+// Runner is the fit pipeline `dplr fit` uses, usable without the command
+// line:
+//
+//  1. validate: the estimator exists, the parameters fit its catalogue,
+//     the budget and real-valued parameters are within sane bounds
+//     (SaneGrant), the rank fits the data;
+//  2. pre-flight check: the plugin validates the request against the
+//     data's public shape and estimates its peak memory (Plugin.Check),
+//     refused above Runner.MaxMemory;
+//  3. reserve the grant in the ledger (nothing above this line spends);
+//  4. fit: the plugin streams progress, each privacy step before drawing
+//     its noise, the outputs and a result (Plugin.Fit);
+//  5. verify: the steps announced equal the steps the result lists, each
+//     step's cost follows from its mechanism, sensitivity and scale
+//     (privacy.VerifyStep), they compose within the grant, and the stated
+//     guarantee follows from them (privacy.Certify); a private estimator
+//     may not release a public output under a "none" guarantee;
+//  6. settle: a verified run is charged its steps; a failed one is
+//     refunded if the plugin announced no step and returned no result, and
+//     charged its full grant otherwise;
+//  7. report: FitResult holds the outputs as SDK types, the host's
+//     certified guarantee and the ledger's position.
+//
+// The package speaks SDK types (sdk.Info, privacy.Step, privacy.Guarantee,
+// sdk.Scalar, …); the wire forms stay in engine/transport.
 package host

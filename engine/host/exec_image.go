@@ -12,7 +12,8 @@ import (
 
 // execImage is the file a plugin is executed from: the plugin's own path,
 // or, when a manifest pins it, a private copy of exactly the bytes whose
-// checksum was verified.
+// checksum was verified. A copy lives in the host's run directory (mode
+// 0700).
 type execImage struct {
 	path string
 	dir  string // private directory to remove, "" when path is the plugin's own
@@ -20,7 +21,8 @@ type execImage struct {
 
 // prepareExec returns the file to execute for the plugin at path. With a
 // manifest, the plugin is read once: its bytes are hashed while they are
-// copied into a fresh directory only this user can enter (mode 0700), and
+// copied into the host's run directory, which only this user can enter
+// (mode 0700), and
 // the copy is executed only if the digest matches. Replacing the plugin
 // file between the check and the start, the race a check-then-exec of the
 // path is open to, therefore cannot run an unlisted binary.
@@ -37,8 +39,13 @@ func prepareExec(path string, m Manifest) (*execImage, error) {
 		return nil, fmt.Errorf("reading plugin for its checksum: %w", err)
 	}
 	defer src.Close()
-	dir, err := os.MkdirTemp(privateBase(), "dplr-exec-")
+	base, err := acquireRunDir()
 	if err != nil {
+		return nil, fmt.Errorf("private copy of the plugin: %w", err)
+	}
+	dir, err := os.MkdirTemp(base, "exec-")
+	if err != nil {
+		releaseRunDir()
 		return nil, fmt.Errorf("private copy of the plugin: %w", err)
 	}
 	img := &execImage{path: filepath.Join(dir, filepath.Base(path)), dir: dir}
@@ -67,18 +74,11 @@ func prepareExec(path string, m Manifest) (*execImage, error) {
 	return img, nil
 }
 
-// privateBase is where private executable copies go: the temporary
-// directory unless it is unusable (the copy's directory is 0700 anyway).
-func privateBase() string {
-	if d, err := socketBase(); err == nil {
-		return d
-	}
-	return os.TempDir()
-}
-
 // remove deletes a private copy (nothing for the plugin's own path).
 func (img *execImage) remove() {
 	if img != nil && img.dir != "" {
 		os.RemoveAll(img.dir)
+		img.dir = ""
+		releaseRunDir()
 	}
 }

@@ -265,30 +265,22 @@ var ErrEstimator = errors.New("estimator error")
 // each other, with the data's shape or with the budget's form.
 var ErrRequest = errors.New("request refused by the estimator")
 
-// MaxOutputValues bounds the total number of values in a fit's matrix
-// outputs (2 GiB of float64), whatever their number.
-const MaxOutputValues = 1 << 28
-
-// matrixSet assembles chunked matrix outputs, bounding their total size.
+// matrixSet assembles chunked matrix outputs (their total size is bounded
+// by the plugin's OutputBudget before each new matrix is allocated).
 type matrixSet struct {
 	byName map[string]*Matrix
 	order  []string
-	total  int64 // declared values of every matrix so far
 }
 
 func newMatrixSet() *matrixSet { return &matrixSet{byName: map[string]*Matrix{}} }
 
 func (s *matrixSet) add(c *dplrpb.MatrixChunk) error {
-	if c.GetName() == "" || c.GetRows() <= 0 || c.GetCols() <= 0 || c.GetRows() > MaxOutputValues || c.GetCols() > MaxOutputValues {
+	if c.GetName() == "" || c.GetRows() <= 0 || c.GetCols() <= 0 || c.GetRows() > math.MaxInt32 || c.GetCols() > math.MaxInt32 {
 		return fmt.Errorf("matrix %q with shape %d×%d", c.GetName(), c.GetRows(), c.GetCols())
 	}
 	m, ok := s.byName[c.GetName()]
 	if !ok {
 		size := c.GetRows() * c.GetCols()
-		if s.total+size > MaxOutputValues {
-			return fmt.Errorf("matrix %q (%d×%d) takes the outputs past %d values in all", c.GetName(), c.GetRows(), c.GetCols(), MaxOutputValues)
-		}
-		s.total += size
 		m = &Matrix{Name: c.GetName(), Rows: int(c.GetRows()), Cols: int(c.GetCols()), Release: sdk.Release(c.GetRelease()), Doc: c.GetDoc()}
 		m.Data = make([]float64, 0, size)
 		s.byName[c.GetName()] = m

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -87,15 +89,17 @@ type Plugin struct {
 	rpc     dplrpb.EstimatorsClient
 	outputs OutputBudget
 
-	mu  sync.Mutex
-	fit *proc // the process running the current or last fit, if not proc
+	mu   sync.Mutex
+	fits map[*proc]bool // processes running fits (sandboxed plugins)
+	fit  *proc          // the fit process Exited reports on, if not proc
 }
 
 // proc is one started plugin process and its connection.
 type proc struct {
-	client *plugin.Client
-	run    *procRunner
-	rpc    dplrpb.EstimatorsClient
+	client  *plugin.Client
+	run     *procRunner
+	rpc     dplrpb.EstimatorsClient
+	release sync.Once // of the run directory
 }
 
 // Start launches the plugin at path, completes the handshake and fetches
@@ -127,6 +131,9 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 		if ferr := pr.run.floodErr(); ferr != nil {
 			return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, ferr, ErrPlugin)
 		}
+		if ctx.Err() == nil && pr.run.Exited() {
+			return nil, fmt.Errorf("plugin %s: catalogue call: %w (%s): %w", path, err, pr.run.exitSummary(), ErrPlugin)
+		}
 		return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, err, ErrPlugin)
 	}
 	if err := checkCatalogue(cat); err != nil {
@@ -145,35 +152,80 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 // beyond its own needs when it is sandboxed. On error nothing is left
 // running.
 func launch(ctx context.Context, name, execPath string, opt Options, readPaths []string) (*proc, error) {
-	base, err := socketBase()
+	base, err := acquireRunDir()
 	if err != nil {
 		return nil, fmt.Errorf("starting plugin %s: %w: %w", name, err, ErrPlugin)
 	}
+	released := false
+	defer func() {
+		if !released {
+			releaseRunDir()
+		}
+	}()
 	var sb *sandboxSpec
 	if !opt.NoSandbox {
 		if _, err := landlockABI(); err == nil {
 			sb = &sandboxSpec{exec: append(append([]string(nil), systemReadPaths...), execPath), read: readPaths}
 		}
 	}
-	lim := opt.ioLimits()
-	var (
-		mu  sync.Mutex
-		run *procRunner
-	)
-	current := func() *procRunner {
-		mu.Lock()
-		defer mu.Unlock()
-		return run
+	slot := &runnerSlot{}
+	client := plugin.NewClient(clientConfig(name, execPath, base, opt, sb, slot))
+	resc := connect(client)
+	// go-plugin's own StartTimeout covers the wait for the handshake line
+	// only; this one covers the whole start, connection included.
+	timer := time.NewTimer(opt.startTimeout())
+	defer timer.Stop()
+	var res connection
+	received := false
+	select {
+	case res = <-resc:
+		received = true
+	case <-timer.C:
+		res.err = fmt.Errorf("no working connection within %s (--plugin-timeout)", opt.startTimeout())
+	case <-ctx.Done():
+		res.err = ctx.Err()
 	}
+	pr := &proc{client: client, run: slot.get(), rpc: res.rpc}
+	released = true // pr.kill releases the run directory
+	if res.err == nil {
+		return pr, nil
+	}
+	return nil, failedStart(pr, name, opt, res.err, received, resc)
+}
+
+// runnerSlot holds the process runner go-plugin creates, once it has; the
+// forwarded-output writers read it concurrently.
+type runnerSlot struct {
+	mu  sync.Mutex
+	run *procRunner
+}
+
+func (s *runnerSlot) get() *procRunner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.run
+}
+
+func (s *runnerSlot) set(r *procRunner) {
+	s.mu.Lock()
+	s.run = r
+	s.mu.Unlock()
+}
+
+// clientConfig is the go-plugin configuration that starts execPath (shown
+// as name) with its socket under base, in the sandbox sb if not nil, and
+// records its runner in slot.
+func clientConfig(name, execPath, base string, opt Options, sb *sandboxSpec, slot *runnerSlot) *plugin.ClientConfig {
+	lim := opt.ioLimits()
 	logOut := discardIfNil(opt.Stderr)
-	cfg := &plugin.ClientConfig{
+	return &plugin.ClientConfig{
 		HandshakeConfig:  transport.Handshake,
 		Plugins:          transport.PluginSet(nil),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opt.startTimeout(),
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "dplr", Output: logOut, Level: hclog.Warn}),
-		SyncStdout:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stdout (forwarded)", run: current},
-		SyncStderr:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stderr (forwarded)", run: current, tail: true},
+		SyncStdout:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stdout (forwarded)", run: slot.get},
+		SyncStderr:       &boundedWriter{w: logOut, limit: lim.stderr, what: "stderr (forwarded)", run: slot.get, tail: true},
 		SkipHostEnv:      true,
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: base},
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
@@ -189,63 +241,63 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 				s = &cp
 			}
 			r := newProcRunner(cmd, name, s, lim)
-			mu.Lock()
-			run = r
-			mu.Unlock()
+			slot.set(r)
 			return r, nil
 		},
 	}
-	client := plugin.NewClient(cfg)
-	type result struct {
-		rpc dplrpb.EstimatorsClient
-		err error
-	}
-	resc := make(chan result, 1)
+}
+
+// connection is the outcome of connecting to a started plugin.
+type connection struct {
+	rpc dplrpb.EstimatorsClient
+	err error
+}
+
+// connect starts client's process and dispenses its estimators service in
+// a goroutine; the outcome arrives on the returned channel.
+func connect(client *plugin.Client) <-chan connection {
+	resc := make(chan connection, 1)
 	go func() {
 		rpcClient, err := client.Client()
 		if err != nil {
-			resc <- result{err: err}
+			resc <- connection{err: err}
 			return
 		}
 		raw, err := rpcClient.Dispense(transport.PluginName)
 		if err != nil {
-			resc <- result{err: err}
+			resc <- connection{err: err}
 			return
 		}
 		est, ok := raw.(dplrpb.EstimatorsClient)
 		if !ok {
-			resc <- result{err: fmt.Errorf("unexpected client type %T", raw)}
+			resc <- connection{err: fmt.Errorf("unexpected client type %T", raw)}
 			return
 		}
-		resc <- result{rpc: est}
+		resc <- connection{rpc: est}
 	}()
-	// go-plugin's own StartTimeout covers the wait for the handshake line
-	// only; this one covers the whole start, connection included.
-	timer := time.NewTimer(opt.startTimeout())
-	defer timer.Stop()
-	var res result
-	received := false
-	select {
-	case res = <-resc:
-		received = true
-	case <-timer.C:
-		res.err = fmt.Errorf("no working connection within %s (--plugin-timeout)", opt.startTimeout())
-	case <-ctx.Done():
-		res.err = ctx.Err()
-	}
-	pr := &proc{client: client, run: current(), rpc: res.rpc}
-	if res.err == nil {
-		return pr, nil
-	}
-	// Failed: let a process that is exiting by itself finish, so that its
-	// exit status can be reported, then make sure it is gone.
+	return resc
+}
+
+// failedStart ends the process of a start that failed with err and says
+// why; received is whether the connecting goroutine (resc) has answered.
+func failedStart(pr *proc, name string, opt Options, err error, received bool, resc <-chan connection) error {
+	// Let a process that is exiting by itself finish, so that its exit
+	// status can be reported, then make sure it is gone.
 	if r := pr.run; r != nil {
+		grace := time.NewTimer(exitGrace)
 		select {
 		case <-r.done:
-		case <-time.After(exitGrace):
+			// Its last words: stderr is read to its end once the process
+			// (and, in its PID namespace, every child) is gone.
+			select {
+			case <-r.stderrDone:
+			case <-grace.C:
+			}
+		case <-grace.C:
 		}
+		grace.Stop()
 	}
-	why := startFailure(pr.run, res.err)
+	why := startFailure(pr.run, err)
 	pr.kill(opt.callTimeout())
 	if !received {
 		// Wait for the connecting goroutine: with the process dead it
@@ -255,10 +307,10 @@ func launch(ctx context.Context, name, execPath string, opt Options, readPaths [
 		case <-time.After(killWait):
 		}
 	}
-	if errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("starting plugin %s: %s: %w", name, why, res.err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("starting plugin %s: %s: %w", name, why, err)
 	}
-	return nil, fmt.Errorf("starting plugin %s: %s: %w", name, why, ErrPlugin)
+	return fmt.Errorf("starting plugin %s: %s: %w", name, why, ErrPlugin)
 }
 
 // exitGrace is how long a failed start waits for the plugin to exit by
@@ -269,19 +321,45 @@ const exitGrace = 250 * time.Millisecond
 // observed of its process rather than go-plugin's generic message.
 func startFailure(r *procRunner, err error) string {
 	if r == nil {
-		return err.Error()
+		return clip(firstLine(err.Error()), 300)
 	}
 	if ferr := r.floodErr(); ferr != nil {
 		return ferr.Error()
 	}
-	msg := err.Error()
+	why := goPluginReason(err)
 	if s := r.exitSummary(); s != "" {
-		if r.Exited() {
-			return "it did not complete the handshake: " + s
-		}
-		return firstLine(msg) + "; " + s
+		return why + ": " + s
 	}
-	return firstLine(msg)
+	return why
+}
+
+// goPluginReason rephrases go-plugin's start errors: its "Unrecognized
+// remote plugin message" (with a paragraph of generic advice) covers both
+// a process that said nothing and one that printed something else, and
+// quotes the offending line whole.
+func goPluginReason(err error) string {
+	m := err.Error()
+	if rest, ok := strings.CutPrefix(m, "Unrecognized remote plugin message: "); ok {
+		if line := firstLine(rest); line != "" {
+			return fmt.Sprintf("its first line on stdout is not a plugin handshake: %q", clip(line, 120))
+		}
+		return "it did not complete the handshake"
+	}
+	if m == "plugin exited before we could connect" {
+		return "it did not complete the handshake"
+	}
+	return clip(firstLine(m), 300)
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func firstLine(s string) string {
@@ -299,6 +377,7 @@ func (pr *proc) kill(wait time.Duration) {
 	if pr == nil {
 		return
 	}
+	defer pr.release.Do(releaseRunDir)
 	if pr.run != nil {
 		_ = pr.run.Kill(context.Background())
 	}
@@ -379,10 +458,12 @@ func (p *Plugin) Exited() bool {
 // timeout whatever the plugin does.
 func (p *Plugin) Close() {
 	p.mu.Lock()
-	fit := p.fit
-	p.fit = nil
+	fits := p.fits
+	p.fits, p.fit = nil, nil
 	p.mu.Unlock()
-	fit.kill(p.opt.callTimeout())
+	for pr := range fits {
+		pr.kill(p.opt.callTimeout())
+	}
 	p.proc.kill(p.opt.callTimeout())
 	p.image.remove()
 }

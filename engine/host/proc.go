@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,30 +58,32 @@ type procRunner struct {
 	stdoutR, stderrR *os.File
 	stdout, stderr   io.ReadCloser
 
-	started chan struct{} // closed once Start has returned successfully
-	done    chan struct{} // closed once the process has been reaped
-	pid     int
+	started    chan struct{} // closed once Start has returned successfully
+	done       chan struct{} // closed once the process has been reaped
+	stderrDone chan struct{} // closed once stderr has been read to its end
+	process    *os.Process
+	pid        int
 
-	mu       sync.Mutex
-	waitErr  error
-	state    *os.ProcessState
-	flood    error
-	tail     tailBuffer
-	closed   bool
-	killOnce sync.Once
+	mu         sync.Mutex
+	waitErr    error
+	state      *os.ProcessState
+	flood      error
+	tail       tailBuffer
+	closed     bool
+	hostKilled bool // the host killed the process (its exit says nothing)
+	killOnce   sync.Once
 }
 
 // ioLimits are the byte bounds of one plugin's output streams.
 type ioLimits struct {
 	stdout, stderr int64
-	onFlood        func() // called once when a bound is exceeded
 }
 
 var _ runner.Runner = (*procRunner)(nil)
 
 func newProcRunner(cmd *exec.Cmd, name string, sb *sandboxSpec, lim ioLimits) *procRunner {
 	return &procRunner{cmd: cmd, name: name, sandbox: sb, limits: lim,
-		started: make(chan struct{}), done: make(chan struct{})}
+		started: make(chan struct{}), done: make(chan struct{}), stderrDone: make(chan struct{})}
 }
 
 // Start implements runner.Runner.
@@ -97,8 +101,8 @@ func (r *procRunner) Start(ctx context.Context) error {
 	r.cmd.Stdout, r.cmd.Stderr = outW, errW
 	r.stdoutR, r.stderrR = outR, errR
 	r.stdout = &boundedReader{r: outR, limit: r.limits.stdout, what: "stdout", run: r}
-	r.stderr = &boundedReader{r: errR, limit: r.limits.stderr, what: "stderr", run: r, tail: true}
-	err = spawn(r.cmd, r.sandbox, r.reaped)
+	r.stderr = &boundedReader{r: errR, limit: r.limits.stderr, what: "stderr", run: r, tail: true, ended: r.stderrDone}
+	proc, err := spawn(r.cmd, r.sandbox, r.reaped)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -106,23 +110,25 @@ func (r *procRunner) Start(ctx context.Context) error {
 		errR.Close()
 		return fmt.Errorf("executing plugin %s: %w", r.name, err)
 	}
-	r.pid = r.cmd.Process.Pid
+	r.process, r.pid = proc, proc.Pid
 	close(r.started)
 	return nil
 }
 
 // reaped records the process's exit; spawn calls it from the thread that
 // started the process, once the process is gone.
-func (r *procRunner) reaped(err error) {
+func (r *procRunner) reaped(st *os.ProcessState, err error) {
 	r.mu.Lock()
 	r.waitErr = err
-	r.state = r.cmd.ProcessState
+	r.state = st
 	r.mu.Unlock()
 	close(r.done)
 	// Grandchildren may still hold the pipes: they belong to the plugin's
 	// process group and die with it. Whatever escaped the group cannot
 	// keep the host's readers blocked for long.
-	killGroup(r.pid)
+	if st != nil {
+		killGroup(st.Pid())
+	}
 	time.AfterFunc(pipeGrace, r.closePipes)
 }
 
@@ -166,8 +172,11 @@ func (r *procRunner) Kill(ctx context.Context) error {
 		return nil
 	}
 	r.killOnce.Do(func() {
+		r.mu.Lock()
+		r.hostKilled = true
+		r.mu.Unlock()
 		killGroup(r.pid)
-		_ = r.cmd.Process.Kill()
+		_ = r.process.Kill()
 	})
 	select {
 	case <-r.done:
@@ -228,9 +237,6 @@ func (r *procRunner) flooded(what string, limit int64) {
 	}
 	r.mu.Unlock()
 	if first {
-		if r.limits.onFlood != nil {
-			r.limits.onFlood()
-		}
 		go func() { _ = r.Kill(context.Background()) }()
 	}
 }
@@ -249,6 +255,9 @@ func (r *procRunner) exitSummary() string {
 	if r.Exited() {
 		r.mu.Lock()
 		st := r.state
+		if r.hostKilled && st != nil && st.ExitCode() == -1 {
+			st = nil // killed by a signal, most likely the host's own
+		}
 		r.mu.Unlock()
 		if st != nil {
 			fmt.Fprintf(&b, "the plugin process %s", exitText(st))
@@ -283,9 +292,16 @@ type boundedReader struct {
 	what  string
 	run   *procRunner
 	tail  bool
+	ended chan struct{} // closed at the first error or end of stream (nil: none)
+	once  sync.Once
 }
 
-func (b *boundedReader) Read(p []byte) (int, error) {
+func (b *boundedReader) Read(p []byte) (n int, err error) {
+	defer func() {
+		if err != nil && b.ended != nil {
+			b.once.Do(func() { close(b.ended) })
+		}
+	}()
 	if b.n >= b.limit {
 		b.run.flooded(b.what, b.limit)
 		return 0, fmt.Errorf("plugin %s: %w", b.what, errFlood)
@@ -293,7 +309,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	if rem := b.limit - b.n; int64(len(p)) > rem {
 		p = p[:rem]
 	}
-	n, err := b.r.Read(p)
+	n, err = b.r.Read(p)
 	b.n += int64(n)
 	if b.tail && n > 0 {
 		b.run.mu.Lock()
@@ -388,12 +404,14 @@ func hiddenFromPlugins(name string) bool {
 	return false
 }
 
-// socketBase returns a directory under which go-plugin may create the
-// plugin's socket directory with paths short enough for a unix socket
-// (108 bytes on Linux, 104 on macOS, including go-plugin's own
-// "plugin-dirNNN/pluginNNN" suffix). A long TMPDIR is skipped.
+// socketBase returns a directory under which the host's run directory,
+// go-plugin's socket directory and the socket fit in a unix socket path
+// (108 bytes on Linux, 104 on macOS): "dplr-PID-NNNNNNNNNN/" (up to 24
+// bytes), "plugin-dirNNNNNNNNNN/" (21) and "pluginNNNNNNNNNN" (16) leave
+// 40 bytes for the base. A longer TMPDIR is skipped for the next
+// candidate.
 func socketBase() (string, error) {
-	const maxBase = 60
+	const maxBase = 40
 	cands := []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR"), "/tmp", "/dev/shm", "/var/tmp"}
 	for _, d := range cands {
 		if d == "" || len(d) > maxBase {
@@ -411,4 +429,70 @@ func socketBase() (string, error) {
 		return d, nil
 	}
 	return "", fmt.Errorf("no writable temporary directory with a path under %d bytes for the plugin socket (TMPDIR=%q is too long for a unix socket path; set TMPDIR to a short directory)", maxBase, os.TempDir())
+}
+
+// runDir is the host process's private directory (mode 0700) for plugin
+// socket directories and private executable copies. It exists while some
+// plugin process or copy uses it. A host that dies without removing it
+// (SIGKILL, SIGPIPE) leaves it behind; the next host removes it.
+var runDir struct {
+	mu    sync.Mutex
+	path  string
+	users int
+}
+
+// acquireRunDir returns the run directory, creating it (and removing
+// those of dead hosts) if needed; releaseRunDir must follow.
+func acquireRunDir() (string, error) {
+	runDir.mu.Lock()
+	defer runDir.mu.Unlock()
+	if runDir.path == "" {
+		base, err := socketBase()
+		if err != nil {
+			return "", err
+		}
+		sweepRunDirs(base)
+		d, err := os.MkdirTemp(base, fmt.Sprintf("dplr-%d-", os.Getpid()))
+		if err != nil {
+			return "", fmt.Errorf("plugin run directory: %w", err)
+		}
+		runDir.path = d
+	}
+	runDir.users++
+	return runDir.path, nil
+}
+
+// releaseRunDir drops one use of the run directory, removing it after the
+// last.
+func releaseRunDir() {
+	runDir.mu.Lock()
+	defer runDir.mu.Unlock()
+	runDir.users--
+	if runDir.users <= 0 && runDir.path != "" {
+		os.RemoveAll(runDir.path)
+		runDir.path, runDir.users = "", 0
+	}
+}
+
+// sweepRunDirs removes the run directories in base left by hosts that no
+// longer run.
+func sweepRunDirs(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "dplr-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || pidAlive(pid) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && ownedByUs(info) {
+			os.RemoveAll(filepath.Join(base, e.Name()))
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/dplr/dplr/engine/proto/dplrpb"
 )
@@ -14,6 +16,7 @@ import (
 // read the data set's files (and no others): the process that answered
 // the catalogue was started before the data was known and can read no
 // data at all. Without a sandbox the fit runs in the plugin's process.
+// Concurrent fits each get their own process.
 func (p *Plugin) fitStream(ctx context.Context, req *dplrpb.FitRequest) (dplrpb.Estimators_FitClient, error) {
 	if !p.Sandboxed {
 		s, err := p.rpc.Fit(ctx, req)
@@ -22,49 +25,76 @@ func (p *Plugin) fitStream(ctx context.Context, req *dplrpb.FitRequest) (dplrpb.
 		}
 		return &fitProcStream{Estimators_FitClient: s, p: p, pr: p.proc}, nil
 	}
-	p.mu.Lock()
-	prev := p.fit
-	p.fit = nil
-	p.mu.Unlock()
-	prev.kill(p.opt.callTimeout())
 	pr, err := launch(ctx, p.Path, p.image.path, p.opt, handlePaths(req.GetData()))
 	if err != nil {
 		return nil, fmt.Errorf("starting the fit's process: %w", err)
 	}
 	p.mu.Lock()
+	if p.fits == nil {
+		p.fits = map[*proc]bool{}
+	}
+	p.fits[pr] = true
 	p.fit = pr
 	p.mu.Unlock()
 	s, err := pr.rpc.Fit(ctx, req)
 	if err != nil {
+		p.noteFitError(pr)
 		return nil, err
 	}
 	return &fitProcStream{Estimators_FitClient: s, p: p, pr: pr, own: true}, nil
 }
 
-// fitProcStream stops the fit's process once its stream has ended
-// normally; after an error the process is kept until the next fit or
-// Close, so that the host can tell whether it crashed.
+// fitErrorGrace is how long a fit's process is kept after its stream
+// failed, for the host to tell whether it crashed.
+const fitErrorGrace = 2 * time.Second
+
+// endFit stops a fit's process and forgets it.
+func (p *Plugin) endFit(pr *proc) {
+	p.mu.Lock()
+	delete(p.fits, pr)
+	if p.fit == pr {
+		p.fit = nil
+	}
+	p.mu.Unlock()
+	pr.kill(p.opt.callTimeout())
+}
+
+// noteFitError makes pr the process Exited reports on (the host is about
+// to ask whether the failed fit's process crashed) and stops it a little
+// later.
+func (p *Plugin) noteFitError(pr *proc) {
+	p.mu.Lock()
+	p.fit = pr
+	p.mu.Unlock()
+	time.AfterFunc(fitErrorGrace, func() { p.endFit(pr) })
+}
+
+// fitProcStream stops the fit's own process once its stream has ended:
+// at once after a normal end, fitErrorGrace after an error.
 type fitProcStream struct {
 	dplrpb.Estimators_FitClient
-	p   *Plugin
-	pr  *proc
-	own bool // pr runs this fit only
+	p    *Plugin
+	pr   *proc
+	own  bool // pr runs this fit only
+	once sync.Once
 }
 
 func (s *fitProcStream) Recv() (*dplrpb.FitEvent, error) {
 	ev, err := s.Estimators_FitClient.Recv()
-	if errors.Is(err, io.EOF) && s.own {
-		s.p.mu.Lock()
-		if s.p.fit == s.pr {
-			s.p.fit = nil
-		}
-		s.p.mu.Unlock()
-		go s.pr.kill(s.p.opt.callTimeout())
+	if err == nil {
+		return ev, nil
 	}
-	if err != nil {
-		if ferr := s.pr.floodErr(); ferr != nil {
-			return nil, fmt.Errorf("%w: %w", ferr, ErrPlugin)
-		}
+	if s.own {
+		s.once.Do(func() {
+			if errors.Is(err, io.EOF) {
+				go s.p.endFit(s.pr)
+			} else {
+				s.p.noteFitError(s.pr)
+			}
+		})
+	}
+	if ferr := s.pr.floodErr(); ferr != nil {
+		return nil, fmt.Errorf("%w: %w", ferr, ErrPlugin)
 	}
 	return ev, err
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -31,30 +32,92 @@ import (
 //
 // The plugin is put in its own process group so that killGroup reaches its
 // children too.
-func spawn(cmd *exec.Cmd, sb *sandboxSpec, reaped func(error)) error {
+func spawn(cmd *exec.Cmd, sb *sandboxSpec, reaped func(*os.ProcessState, error)) (*os.Process, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	errc := make(chan error, 1)
+	type started struct {
+		proc *os.Process
+		err  error
+	}
+	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread()
 		// Never unlocked: see above.
 		if sb != nil {
 			if err := sb.restrictThread(); err != nil {
-				errc <- fmt.Errorf("sandboxing the plugin: %w", err)
+				res <- started{err: fmt.Errorf("sandboxing the plugin: %w", err)}
 				return
 			}
 		}
-		if err := cmd.Start(); err != nil {
-			errc <- err
+		c, err := startInNamespace(cmd)
+		if err != nil {
+			res <- started{err: err}
 			return
 		}
-		errc <- nil
-		reaped(cmd.Wait())
+		res <- started{proc: c.Process}
+		err = c.Wait()
+		reaped(c.ProcessState, err)
 	}()
-	return <-errc
+	r := <-res
+	return r.proc, r.err
+}
+
+// noPIDNamespaces is set once starting a plugin in its own user and PID
+// namespaces has failed (unprivileged user namespaces disabled).
+var noPIDNamespaces atomic.Bool
+
+// startInNamespace starts cmd as the first process of a new PID namespace
+// (inside a new user namespace, which is what lets an unprivileged host
+// create it),
+// falling back to a plain start where unprivileged user namespaces are
+// disabled. When the first process of a PID namespace dies, the kernel
+// kills every other process in it: whatever children the plugin started
+// die with it, even when the host was killed with SIGKILL and could not
+// kill them itself.
+func startInNamespace(cmd *exec.Cmd) (*exec.Cmd, error) {
+	if noPIDNamespaces.Load() {
+		return cmd, cmd.Start()
+	}
+	plain := *cmd.SysProcAttr
+	ns := plain
+	ns.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+	// No uid/gid maps: writing them is the parent's job, and the starting
+	// thread may already be confined by Landlock, /proc included. Unmapped,
+	// the plugin sees itself as the overflow user, while the kernel checks
+	// its file accesses with the host user's own credentials.
+	cmd.SysProcAttr = &ns
+	err := cmd.Start()
+	if err == nil {
+		return cmd, nil
+	}
+	// A Cmd that failed to start cannot be reused: retry with a fresh one.
+	retry := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
+		Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: &plain}
+	if rerr := retry.Start(); rerr != nil {
+		return nil, err
+	}
+	noPIDNamespaces.Store(true)
+	return retry, nil
+}
+
+// PIDNamespaces reports whether plugins run in their own PID namespace
+// (false until a plugin has been started, or where user namespaces are
+// unavailable).
+func PIDNamespaces() bool { return !noPIDNamespaces.Load() }
+
+// pidAlive reports whether a process with this pid exists.
+func pidAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// ownedByUs reports whether a file belongs to the host's user.
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 // killGroup sends SIGKILL to the process group led by pid.
@@ -96,9 +159,9 @@ func landlockABI() (int, error) {
 		case e == unix.ENOSYS:
 			abiErr = errors.New("the kernel has no Landlock support (Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK)")
 		case e == unix.EOPNOTSUPP:
-			abiErr = errors.New("Landlock is disabled on this system (not in the kernel's lsm= list)")
+			abiErr = errors.New("this system has Landlock disabled (not in the kernel's lsm= list)")
 		case e != 0:
-			abiErr = fmt.Errorf("Landlock unavailable: %w", e)
+			abiErr = fmt.Errorf("cannot use Landlock: %w", e)
 		default:
 			abiVer = int(v)
 		}

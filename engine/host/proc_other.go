@@ -12,15 +12,28 @@ import (
 // spawn starts cmd and reaps it in the background. Outside Linux there
 // is no parent-death signal: plugins are killed on the host's exit paths
 // only.
-func spawn(cmd *exec.Cmd, sb *sandboxSpec, reaped func(error)) error {
+func spawn(cmd *exec.Cmd, sb *sandboxSpec, reaped func(*os.ProcessState, error)) (*os.Process, error) {
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	go func() { reaped(cmd.Wait()) }()
-	return nil
+	go func() {
+		err := cmd.Wait()
+		reaped(cmd.ProcessState, err)
+	}()
+	return cmd.Process, nil
 }
 
+// PIDNamespaces reports whether plugins run in their own PID namespace
+// (never outside Linux).
+func PIDNamespaces() bool { return false }
+
 func killGroup(int) {}
+
+// pidAlive is conservative outside Linux: run directories of dead hosts
+// are not swept.
+func pidAlive(int) bool { return true }
+
+func ownedByUs(os.FileInfo) bool { return false }
 
 func exitText(st *os.ProcessState) string {
 	return fmt.Sprintf("ended (%s)", st.String())

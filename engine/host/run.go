@@ -170,16 +170,28 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	if info.NonPrivate {
 		return r.fitNonPrivate(ctx, plug, call, req, res)
 	}
-	id, err := r.Ledger.Reserve(ctx, req.Data.Hash, ledger.ReserveRequest{
+	key := BudgetKey(req.Data)
+	sl, hasSketches := r.Ledger.(sketchLedger)
+	if hasSketches {
+		if err := checkOverlap(ctx, sl, key, req.Data.Source); err != nil {
+			return nil, err
+		}
+	}
+	id, err := r.Ledger.Reserve(ctx, key, ledger.ReserveRequest{
 		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
 		Relation: relationOf(req.Data)})
 	if err != nil {
-		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) {
+		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
 		}
 		return nil, &FitError{Err: fmt.Errorf("reserving budget: %w: %w", err, ErrLedger)}
 	}
 	res.RunID = id
+	if hasSketches && req.Data.Source != nil && len(req.Data.Source.Sketch) > 0 {
+		if err := sl.SetSketch(ctx, key, req.Data.Source.Sketch); err != nil {
+			return nil, r.settleFailure(id, &FitOutcome{}, fmt.Errorf("recording the data set's row sketch: %w: %w", err, ErrLedger))
+		}
+	}
 	out, err := r.call(ctx, plug, call, req, res)
 	if err == nil {
 		err = checkRelease(info, out)
@@ -188,12 +200,15 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return nil, r.settleFailure(id, out, err)
 	}
 	settled := ledger.Outcome{Status: ledger.Succeeded, Steps: out.Steps, Guarantee: out.Guarantee.Kind, Neighbours: out.Guarantee.Neighbours}
-	if err := r.Ledger.Settle(ctx, id, settled); err != nil {
+	// The fit is over: record it even if the user interrupts now.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.Ledger.Settle(sctx, id, settled); err != nil {
 		return nil, &FitError{Err: fmt.Errorf("settling the ledger (the run stays charged; results not released): %w: %w", err, ErrLedger),
 			RunID: id, Charged: true, Outcome: out}
 	}
 	res.Outcome, res.Guarantee = out, hostGuarantee(out)
-	if st, err := r.Ledger.Show(ctx, req.Data.Hash); err == nil {
+	if st, err := r.Ledger.Show(ctx, key); err == nil {
 		res.Status = &st
 	}
 	return res, nil
@@ -266,8 +281,11 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, res *Fi
 	chk, err := plug.Check(cctx, call)
 	res.Timings["check_s"] = time.Since(t0).Seconds()
 	if err != nil {
-		if errors.Is(err, ErrRequest) {
+		switch {
+		case errors.Is(err, ErrRequest):
 			err = fmt.Errorf("%w: %w", err, ErrUsage)
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			err = fmt.Errorf("no answer to the pre-flight check within %s: %w: %w", timeout, err, ErrPlugin)
 		}
 		return &FitError{Err: err}
 	}
@@ -285,13 +303,13 @@ func (r *Runner) admitNonPrivate(ctx context.Context, info sdk.Info, req FitRequ
 	if !info.NonPrivate {
 		return nil
 	}
-	st, err := r.Ledger.Show(ctx, req.Data.Hash)
+	st, err := r.Ledger.Show(ctx, BudgetKey(req.Data))
 	if err != nil {
 		return &FitError{Err: fmt.Errorf("reading the data set's budget: %w: %w", err, ErrLedger)}
 	}
 	if st.HasBudget {
 		return &FitError{Err: fmt.Errorf("%w: refusing to run the non-private %s on data set %s: its owner set a privacy budget",
-			ErrBudget, info.Name, short(req.Data.Hash))}
+			ErrBudget, info.Name, short(BudgetKey(req.Data)))}
 	}
 	return nil
 }
@@ -350,7 +368,13 @@ func (r *Runner) settleFailure(id ledger.RunID, out *FitOutcome, fitErr error) e
 	noise := out == nil || out.NoiseDrawn()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := r.Ledger.Settle(sctx, id, ledger.Outcome{Status: ledger.Failed, NoiseDrawn: noise, Error: fitErr.Error()})
+	fail := ledger.Outcome{Status: ledger.Failed, NoiseDrawn: noise, Error: fitErr.Error()}
+	if out != nil {
+		// The steps announced before their noise was drawn: the ledger
+		// keeps a Gaussian-only run's GDP statement (see ledger.Settle).
+		fail.Steps = out.Announced
+	}
+	err := r.Ledger.Settle(sctx, id, fail)
 	if err != nil {
 		fitErr = fmt.Errorf("%w; settling the ledger also failed (the run stays charged): %w", fitErr, err)
 		noise = true

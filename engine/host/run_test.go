@@ -175,3 +175,15 @@ func TestRunnerRefusesBeforeReserving(t *testing.T) {
 		assert.Len(t, history(t, led), 1)
 	})
 }
+
+// A plugin that does not answer the pre-flight check is a plugin failure,
+// with nothing reserved.
+func TestRunnerPreflightTimeout(t *testing.T) {
+	r, led := runnerFor(t, "hang-check")
+	r.CheckTimeout = 200 * time.Millisecond
+	_, err := r.Fit(context.Background(), FitRequest{Estimator: "bad-hang-check", Grant: zcdpGrant, Data: fakeHandle()})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrPlugin)
+	assert.Contains(t, err.Error(), "pre-flight")
+	assert.Empty(t, history(t, led))
+}

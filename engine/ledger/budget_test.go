@@ -164,6 +164,26 @@ func TestRelationConversion(t *testing.T) {
 		assert.InDelta(t, 1, st.Spent.Epsilon, 1e-12)
 	})
 
+	t.Run("relation known before the run", func(t *testing.T) {
+		l := openT(t, t.TempDir())
+		h := hashOf("known")
+		require.NoError(t, l.SetBudget(ctx, h, "", pureG(3)))
+		req := ReserveRequest{Estimator: "orbit-em", Grant: pureG(1), Neighbours: "one user's row added or removed"}
+		id, err := l.Reserve(ctx, h, req)
+		require.NoError(t, err)
+		st, err := l.Show(ctx, h)
+		require.NoError(t, err)
+		assert.InDelta(t, 2, st.Spent.Epsilon, 1e-12, "an add/remove ε = 1 run reserves 2")
+		_, err = l.Reserve(ctx, h, req)
+		require.ErrorIs(t, err, ErrBudgetExceeded, "refused before it runs")
+		require.NoError(t, l.Settle(ctx, id, Outcome{Status: Failed, NoiseDrawn: true, Error: "boom"}))
+		st, err = l.Show(ctx, h)
+		require.NoError(t, err)
+		assert.InDelta(t, 2, st.Spent.Epsilon, 1e-12, "a failure stays charged its converted grant")
+		_, err = l.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: pureG(1), Neighbours: "gibberish"})
+		require.ErrorIs(t, err, ErrRelation)
+	})
+
 	t.Run("relation fixed once charged", func(t *testing.T) {
 		l := openT(t, t.TempDir())
 		h := hashOf("fixed")
@@ -313,4 +333,11 @@ VALUES ('` + h + `', 'pca', 'pure', 1, 0, 0, 'succeeded', 1, 0, 0.5, 'pure', 1, 
 	require.NoError(t, err)
 	assert.Len(t, runs, 3)
 	assert.FileExists(t, filepath.Join(dir, MarkerName))
+}
+
+func TestOutcomeWithGuarantee(t *testing.T) {
+	o := OutcomeOf(nil, []privacy.Step{pureStep(0.1)}).WithGuarantee(privacy.Guarantee{Kind: privacy.Nominal, Neighbours: "one row replaced"})
+	assert.Equal(t, privacy.Nominal, o.Guarantee)
+	assert.Equal(t, "one row replaced", o.Neighbours)
+	assert.Equal(t, "nominal", GuaranteeClass(o.Guarantee))
 }

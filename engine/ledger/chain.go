@@ -14,7 +14,15 @@ import (
 )
 
 // eventVersion is the encoding version of the chain's records.
-const eventVersion = 1
+//
+// Version 2 (the Gaussian-DP filter) adds charges' μ² and the data set's
+// admission rule to the position; records of version 1 are still read and
+// replayed without them (apply), so a ledger written before keeps its hashes.
+const eventVersion = 2
+
+// filterVersion is the first record version whose replay decides the
+// admission rule (see apply).
+const filterVersion = 2
 
 // ref points at a chain record: its sequence number and hash.
 type ref struct {
@@ -59,7 +67,7 @@ func (l *Ledger) decodeRow(seq int64, body []byte, hash, prev string, checkPrev 
 	if err := dec.Decode(&ev); err != nil {
 		return nil, l.damaged("record %d: %v", seq, err)
 	}
-	if ev.V != eventVersion || ev.Seq != seq || (l.id != "" && ev.Ledger != l.id) {
+	if ev.V < 1 || ev.V > eventVersion || ev.Seq != seq || (l.id != "" && ev.Ledger != l.id) {
 		return nil, l.damaged("record %d is out of place (version %d, sequence %d, ledger %q)", seq, ev.V, ev.Seq, ev.Ledger)
 	}
 	if checkPrev && ev.Prev != prev {
@@ -113,6 +121,16 @@ func (l *Ledger) state(ctx context.Context, q rowQuerier, v *view, ds string) (*
 	}
 	if ev.Dataset != ds || ev.State == nil {
 		return nil, l.damaged("record %d is not about data set %s", r.Seq, short(ds))
+	}
+	// The checkpoint's record must be the data set's latest up to the
+	// head, as the chain's own index says: two sources that a bit flip or
+	// an edit of one of them makes disagree.
+	var latest sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT max(seq) FROM chain WHERE dataset = ? AND seq <= ?`, ds, v.head.Seq).Scan(&latest); err != nil {
+		return nil, l.wrap("read chain", err)
+	}
+	if latest.Int64 != r.Seq {
+		return nil, l.damaged("the checkpoint names record %d as data set %s's latest, the chain record %d", r.Seq, short(ds), latest.Int64)
 	}
 	v.states[ds] = ev.State
 	return ev.State, nil
@@ -330,7 +348,7 @@ func (t *txn) emit(ctx context.Context, ev *event) error {
 		return fmt.Errorf("ledger %s: encode record: %w", t.l.path, err)
 	}
 	hash := hashBody(body)
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO chain(seq, body, hash) VALUES (?, ?, ?)`, ev.Seq, body, hash); err != nil {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO chain(seq, dataset, body, hash) VALUES (?, ?, ?, ?)`, ev.Seq, ev.Dataset, body, hash); err != nil {
 		return t.l.wrap("append record", err)
 	}
 	r := ref{Seq: ev.Seq, Hash: hash}

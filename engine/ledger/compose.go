@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/dplr/dplr/engine/privacy"
 )
@@ -18,6 +19,13 @@ type Charge struct {
 	Delta   float64 `json:"delta,omitempty"`
 	// Rho: the run is Rho-zCDP. 0: no zCDP statement.
 	Rho float64 `json:"rho,omitempty"`
+	// Mu2: the run is μ-GDP with μ² = Mu2 (Gaussian differential privacy,
+	// Dong, Roth & Su 2022). Set for runs whose steps are all Gaussian, and
+	// on a reservation as the largest μ² the grant allows a Gaussian-only
+	// run (see reserveCharge). 0: no GDP statement. It is used only by the
+	// Gaussian-DP filter (see the package doc) and is no statement on its
+	// own: a charge with only Mu2 costs nothing under the other rules.
+	Mu2 float64 `json:"mu2,omitempty"`
 }
 
 // IsZero reports whether the charge costs nothing.
@@ -49,10 +57,71 @@ func (c Charge) String() string {
 	return fmt.Sprintf("ρ=%.4g", c.Rho)
 }
 
+// withMu describes c with its GDP statement, if any.
+func (c Charge) withMu() string {
+	if c.Mu2 > 0 && !c.IsZero() {
+		return fmt.Sprintf("%v, μ=%.4g", c, math.Sqrt(c.Mu2))
+	}
+	return c.String()
+}
+
+// HasMu reports whether the charge carries a μ-GDP statement.
+func (c Charge) HasMu() bool { return c.Mu2 > 0 && !c.IsZero() }
+
 // valid reports whether every field is finite and non-negative, δ < 1.
 func (c Charge) valid() bool {
 	ok := func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
-	return ok(c.Epsilon) && ok(c.Rho) && c.Delta >= 0 && c.Delta < 1
+	return ok(c.Epsilon) && ok(c.Rho) && ok(c.Mu2) && c.Delta >= 0 && c.Delta < 1
+}
+
+// grantMu2 is the largest μ² a Gaussian-only run granted g can spend: a
+// Gaussian-only run whose steps meet an (ε, δ) grant is μ-GDP with
+// δ_μ(ε) ≤ δ, and δ_μ(ε) increases in μ, so μ ≤ privacy.GDPMu(ε, δ) (this
+// holds whichever valid accounting admitted the steps, since the GDP curve
+// of the composition is exact and every valid bound lies above it); a
+// Gaussian run within ρ-zCDP has μ² = 2ρ exactly (a Gaussian step is
+// Δ²/2σ²-zCDP and (Δ/σ)-GDP). A pure grant admits no Gaussian step: 0.
+func grantMu2(g privacy.Grant) float64 {
+	switch g.Kind {
+	case privacy.GrantApprox:
+		mu, err := privacy.GDPMu(g.Epsilon, g.Delta)
+		if err != nil {
+			return 0
+		}
+		return mu * mu
+	case privacy.GrantZCDP:
+		return 2 * g.Rho
+	}
+	return 0
+}
+
+// reserveCharge is what a reservation of g charges: the grant's statements
+// (GrantCharge) and, for the Gaussian-DP filter, the largest μ² the run
+// may spend if it turns out Gaussian-only (grantMu2). A run that turns out
+// otherwise cannot settle under that filter (see Settle), so the cap is
+// sound whatever the run does.
+func reserveCharge(g privacy.Grant) Charge {
+	c := GrantCharge(g)
+	c.Mu2 = grantMu2(g)
+	return c
+}
+
+// stepsMu2 is μ² of a list of steps that are all Gaussian with a recorded
+// sensitivity and scale (privacy.RunGDP), and false otherwise.
+func stepsMu2(steps []privacy.Step) (float64, bool) {
+	if len(steps) == 0 {
+		return 0, false
+	}
+	for _, s := range steps {
+		if s.Mechanism != privacy.MechGaussian || !(s.Scale > 0) || !(s.Sensitivity > 0) {
+			return 0, false
+		}
+	}
+	mu, ok, err := privacy.RunGDP(steps)
+	if err != nil || !ok || !(mu > 0) || math.IsInf(mu, 0) {
+		return 0, false
+	}
+	return mu * mu, true
 }
 
 // GrantCharge is the charge of a run granted g, before it reports what it
@@ -82,6 +151,11 @@ func achievedCharge(g privacy.Grant, ach privacy.Achieved) Charge {
 		return Charge{Epsilon: ach.Epsilon, Rho: privacy.RhoOfPure(ach.Epsilon)}
 	case ach.Composition == "zcdp":
 		return Charge{Epsilon: ach.Epsilon, Delta: ach.Delta, Rho: ach.Rho}
+	case ach.Composition == privacy.MethodGDP && ach.Mu > 0:
+		// Every step Gaussian: μ-GDP, and μ²/2-zCDP as well (a Gaussian
+		// step of sensitivity Δ and noise σ is Δ²/2σ²-zCDP, Bun & Steinke
+		// 2016, Prop. 1.6; zCDP composes adaptively).
+		return Charge{Epsilon: ach.Epsilon, Delta: ach.Delta, Rho: ach.Mu * ach.Mu / 2, Mu2: ach.Mu * ach.Mu}
 	}
 	// "basic" and "mixed": Achieved.Rho, if any, covers only part of the
 	// steps, so the run carries no ρ statement.
@@ -95,8 +169,11 @@ type Spent struct {
 	// Rho is the total ρ for a ρ budget, or the ρ of the steps accounted in
 	// zCDP for the "zcdp" and "mixed" compositions.
 	Rho float64 `json:"rho,omitempty"`
+	// Mu is the GDP parameter of the history under the Gaussian-DP filter
+	// (Composition "gdp"); 0 otherwise.
+	Mu float64 `json:"mu,omitempty"`
 	// Composition names the accounting, as the privacy package names it:
-	// "none" (nothing spent), "pure", "zcdp", "mixed", "basic"; or "sum" for
+	// "none" (nothing spent), "pure", "zcdp", "mixed", "basic", "gdp"; or "sum" for
 	// a data set without a budget, where Epsilon/Delta are the plain sums of
 	// the (ε, δ) statements (0 if some charge has none) and Rho the sum of
 	// the ρ statements (0 if some charge has none).
@@ -117,7 +194,16 @@ type Remaining struct {
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta,omitempty"`
 	Rho     float64 `json:"rho,omitempty"`
+	// Mu is the GDP parameter still available under the Gaussian-DP filter
+	// (0 under the other rules).
+	Mu float64 `json:"mu,omitempty"`
 }
+
+// Admission rules of an (ε, δ) total (see the package doc).
+const (
+	filterGDP     = "gdp"     // Gaussian-DP filter: Σ μ_i² ≤ μ_T²
+	filterClassic = "classic" // zCDP/Rényi, pure or basic composition
+)
 
 // group is the sum of the charges of one statement shape.
 type group struct {
@@ -137,6 +223,13 @@ type agg struct {
 	A group `json:"a"` // (ε, δ) with ρ
 	B group `json:"b"` // (ε, δ) without ρ
 	C group `json:"c"` // ρ only
+	// NMu2 counts the charges with a GDP statement and Mu2 sums their μ².
+	NMu2 int     `json:"nmu2,omitempty"`
+	Mu2  float64 `json:"mu2,omitempty"`
+	// Filter is the admission rule of an (ε, δ) total once decided
+	// (filterGDP or filterClassic; "" while undecided). Only the settled
+	// aggregate (dsState.Final) sets it; see apply.
+	Filter string `json:"filter,omitempty"`
 }
 
 func (a *agg) add(c Charge) {
@@ -160,6 +253,10 @@ func (a *agg) add(c Charge) {
 	default:
 		g = &a.C
 	}
+	if c.Mu2 > 0 {
+		a.NMu2++
+		a.Mu2 += c.Mu2
+	}
 	g.N++
 	g.Eps += c.Epsilon
 	g.Delta += c.Delta
@@ -167,6 +264,20 @@ func (a *agg) add(c Charge) {
 }
 
 func (a agg) n() int { return a.P.N + a.A.N + a.B.N + a.C.N }
+
+// allMu reports whether every charge carries a GDP statement.
+func (a agg) allMu() bool { return a.NMu2 == a.n() }
+
+// mode is the admission rule for an (ε, δ) total: the decided one, or
+// filterClassic while undecided when some charge has no GDP statement
+// (the Gaussian-DP filter cannot apply to that history), or "" (undecided:
+// both rules must admit).
+func (a agg) mode() string {
+	if a.Filter == "" && !a.allMu() {
+		return filterClassic
+	}
+	return a.Filter
+}
 
 // steps is the aggregate as privacy steps, one per shape present.
 func (a agg) steps() []privacy.Step {
@@ -221,6 +332,74 @@ func compose(total privacy.Grant, a agg) (Spent, error) {
 			return Spent{}, fmt.Errorf("%d run(s) have no zCDP accounting and cannot count against a ρ budget: %w", a.B.N, ErrIncompatible)
 		}
 	case privacy.GrantApprox:
+		switch a.mode() {
+		case filterGDP:
+			return composeGDP(total, a)
+		case "":
+			sp, err := composeClassic(total, a)
+			if err != nil {
+				return Spent{}, err
+			}
+			if _, err := composeGDP(total, a); err != nil {
+				return Spent{}, err
+			}
+			return sp, nil
+		}
+	}
+	return composeClassic(total, a)
+}
+
+// composeGDP is the Gaussian-DP filter for an (ε, δ) total: every charge
+// must be μ_i-GDP and Σ μ_i² ≤ μ_T² with μ_T = privacy.GDPMu(ε_T, δ_T).
+// Valid for fully adaptive choices of the μ_i (Smith & Thakurta 2022,
+// "Fully adaptive composition for Gaussian differential privacy", Thm 1):
+// the whole history is then μ_T-GDP, hence (ε_T, δ_T)-DP by the GDP curve
+// (Dong, Roth & Su 2022, Cor. 2.13).
+func composeGDP(total privacy.Grant, a agg) (Spent, error) {
+	if n := a.n() - a.NMu2; n > 0 {
+		return Spent{}, fmt.Errorf("%d run(s) are not Gaussian-only, and this budget follows the Gaussian-DP filter since its first run was (runs of other kinds need a new total or a data set of their own): %w", n, ErrIncompatible)
+	}
+	muT, err := gdpMu(total.Epsilon, total.Delta)
+	if err != nil {
+		return Spent{}, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	if !within(a.Mu2, muT*muT) {
+		return Spent{}, fmt.Errorf("Gaussian-DP filter: μ² spent %.6g > %.6g (μ_T = %.6g for ε = %.6g, δ = %.3g): %w",
+			a.Mu2, muT*muT, muT, total.Epsilon, total.Delta, ErrBudgetExceeded)
+	}
+	mu := math.Sqrt(a.Mu2)
+	eps, err := privacy.GDPEpsilon(mu, total.Delta)
+	if err != nil {
+		return Spent{}, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	return Spent{Epsilon: math.Min(eps, total.Epsilon), Delta: total.Delta, Rho: a.Mu2 / 2, Mu: mu, Composition: filterGDP}, nil
+}
+
+// gdpMuCache memoises privacy.GDPMu (a bisection of about 2 ms), which
+// admission and the headroom search call for the same few totals.
+var gdpMuCache sync.Map // [2]float64 → float64
+
+// gdpMu is privacy.GDPMu(eps, delta), memoised.
+func gdpMu(eps, delta float64) (float64, error) {
+	k := [2]float64{eps, delta}
+	if v, ok := gdpMuCache.Load(k); ok {
+		return v.(float64), nil
+	}
+	mu, err := privacy.GDPMu(eps, delta)
+	if err != nil {
+		return 0, err
+	}
+	gdpMuCache.Store(k, mu)
+	return mu, nil
+}
+
+// within allows float rounding at the boundary of the GDP filter.
+func within(x, limit float64) bool { return x <= limit*(1+1e-12) }
+
+// composeClassic is the zCDP/Rényi, pure or basic rule: the charges fit iff
+// privacy.Compose accepts them as steps under the total as a grant.
+func composeClassic(total privacy.Grant, a agg) (Spent, error) {
+	if total.Kind == privacy.GrantApprox {
 		if a.B.N > 0 && a.C.N > 0 {
 			return Spent{}, fmt.Errorf("%d run(s) have only an (ε, δ) statement and %d only a ρ statement: no composition covers both (grant the runs ρ or (ε, δ) alike): %w", a.B.N, a.C.N, ErrIncompatible)
 		}
@@ -289,6 +468,38 @@ func largest(hi float64, ok func(float64) bool) float64 {
 	return lo
 }
 
+// remainingGDP is the headroom under the Gaussian-DP filter, in closed
+// form: μ = sqrt(μ_T² − Σ μ_i²), the (ε, δ_T) grant whose GDPMu is that μ,
+// and the ρ = μ²/2 grant; each checked against admission itself (and
+// nudged down by float rounding when needed), so that what Show reports is
+// what Reserve admits.
+func remainingGDP(total privacy.Grant, a agg) Remaining {
+	var r Remaining
+	muT, err := gdpMu(total.Epsilon, total.Delta)
+	if err != nil || !(muT*muT-a.Mu2 > muT*muT*tiny) {
+		return r
+	}
+	mu := math.Sqrt(muT*muT - a.Mu2)
+	admitted := func(g privacy.Grant) bool { return fits(total, a, reserveCharge(g)) == nil }
+	if e, err := privacy.GDPEpsilon(mu, total.Delta); err == nil {
+		e = math.Min(e, total.Epsilon)
+		for i := 0; i < 8 && !admitted(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: e, Delta: total.Delta}); i++ {
+			e *= 1 - 1e-9*math.Pow(10, float64(i))
+		}
+		if admitted(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: e, Delta: total.Delta}) {
+			r.Epsilon, r.Delta, r.Mu = e, total.Delta, mu
+		}
+	}
+	rho := mu * mu / 2
+	for i := 0; i < 8 && !admitted(privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho}); i++ {
+		rho *= 1 - 1e-12*math.Pow(10, float64(i))
+	}
+	if admitted(privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho}) {
+		r.Rho = rho
+	}
+	return r
+}
+
 // remaining computes the headroom described on Remaining by asking the
 // admission rule itself.
 func remaining(total privacy.Grant, a agg) Remaining {
@@ -300,13 +511,16 @@ func remaining(total privacy.Grant, a agg) Remaining {
 		})
 	case privacy.GrantZCDP:
 		r.Rho = largest(total.Rho, func(rho float64) bool {
-			return fits(total, a, Charge{Rho: rho}) == nil
+			return fits(total, a, reserveCharge(privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho})) == nil
 		})
 	case privacy.GrantApprox:
 		d := total.Delta - (a.P.Delta + a.A.Delta + a.B.Delta)
+		if a.mode() == filterGDP {
+			return remainingGDP(total, a)
+		}
 		if d > total.Delta*tiny {
 			e := largest(total.Epsilon, func(e float64) bool {
-				return fits(total, a, Charge{Epsilon: e, Delta: d}) == nil
+				return fits(total, a, reserveCharge(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: e, Delta: d})) == nil
 			})
 			if e > 0 {
 				r.Epsilon, r.Delta = e, d
@@ -315,7 +529,7 @@ func remaining(total privacy.Grant, a agg) Remaining {
 		capRho, err := privacy.RhoForEpsDelta(total.Epsilon, total.Delta)
 		if err == nil {
 			r.Rho = largest(capRho, func(rho float64) bool {
-				return fits(total, a, Charge{Rho: rho}) == nil
+				return fits(total, a, reserveCharge(privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho})) == nil
 			})
 		}
 	}

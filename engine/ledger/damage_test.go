@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -360,4 +361,57 @@ func TestBitFlipsNeverChangeFiguresSilently(t *testing.T) {
 		require.Equal(t, want2.Total, got2.Total, "flip of bit %d", bit)
 	}
 	t.Logf("150 single-bit flips: %d refused, %d harmless", refused, same)
+}
+
+// Two handles on one ledger (as two processes): each verifies the records
+// the other appended before admitting anything, and finds an edit made to
+// them in between.
+func TestCatchUpVerifiesOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l1, l2 := openT(t, dir), openT(t, dir)
+	h := hashOf("shared")
+	require.NoError(t, l1.SetBudget(ctx, h, "", pureG(2)))
+	id := reserve(t, l2, h, pureG(1))
+	require.NoError(t, l1.Settle(ctx, id, Outcome{Status: Succeeded, Steps: []privacy.Step{pureStep(0.5)}}))
+	st, err := l2.Show(ctx, h)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.5, st.Spent.Epsilon, 1e-12)
+	reserve(t, l2, h, pureG(1))
+
+	db := rawDB(t, dir)
+	editChain(t, db, lastSeq(t, db), true, func(b string) string {
+		return strings.Replace(b, `"charge":{"epsilon":1,"rho":0.5}`, `"charge":{}`, 1)
+	})
+	require.NoError(t, db.Close())
+	_, err = l1.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: pureG(0.5)})
+	require.ErrorIs(t, err, ErrDamaged, "l1 verifies l2's record before admitting")
+	t.Log(err)
+}
+
+// A marker edited to name an older record as a data set's latest (an older,
+// smaller spend) is refused: the chain's index disagrees.
+func TestMarkerPointingAtOlderRecordIsRefused(t *testing.T) {
+	ctx := context.Background()
+	dir, h := smallLedger(t)
+	path := filepath.Join(dir, MarkerName)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var m marker
+	require.NoError(t, json.Unmarshal(b, &m))
+	db := rawDB(t, dir)
+	var older string
+	require.NoError(t, db.QueryRow(`SELECT hash FROM chain WHERE seq = 5`).Scan(&older))
+	require.NoError(t, db.Close())
+	m.Keys[h] = ref{Seq: 5, Hash: older} // after the first run: ε = 1 spent, not 2
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	l, err := Open(ctx, dir)
+	if err == nil {
+		defer l.Close()
+		_, err = l.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: pureG(1.5)})
+	}
+	require.ErrorIs(t, err, ErrDamaged)
+	t.Log(err)
 }

@@ -35,7 +35,9 @@
 // (apply, the one definition of what each record does). Admission and
 // every figure the ledger reports read positions from verified records
 // only; the tables that schema version 1 summed charges from are no longer
-// read, and there is no secondary index whose damage could change a sum.
+// read, and the chain's one index (by data set) only serves lookups whose
+// results are checked against hashes and positions, so its damage can make
+// the ledger refuse but cannot change a sum.
 //
 // The marker file is written when the ledger is created and rewritten after
 // each change (except a reservation, whose settle follows) with a
@@ -44,7 +46,12 @@
 // records after the checkpoint, and each write transaction verifies the
 // records other processes appended since before it admits anything. A
 // checkpoint never runs ahead of the chain (it is written after the commit)
-// but may lag behind it, which only means more records to verify.
+// but may lag behind it, which only means more records to verify. When a
+// data set's position is first read from its checkpointed record, that
+// record must hash to the checkpoint's hash and be the data set's latest up
+// to the head by the chain's index on data sets as well: a marker edited to
+// name an older (smaller) position, or a damaged index, makes the two
+// disagree.
 //
 // # What is detected, and what is not
 //
@@ -63,10 +70,12 @@
 //   - a record edited before the checkpoint: it no longer changes what
 //     admission sees (admission reads the latest record of the data set,
 //     whose hash the checkpoint holds, and that record carries the whole
-//     position), and the full check ([Ledger.Verify], `dplr budget verify`,
-//     and [Ledger.History], which walks the whole chain) finds it. This is
-//     the trade of incremental verification: the full check costs seconds
-//     at 50,000 runs, the incremental one about a millisecond.
+//     position); [Ledger.History] finds an edit that changes a run's charge
+//     or state or removes a record (it replays the data set's records up
+//     to its verified position), and the full check ([Ledger.Verify],
+//     `dplr budget verify`) finds any edit. This is the trade of
+//     incremental verification: the full check costs seconds at 50,000
+//     runs, the incremental one about a millisecond.
 //
 // Random single-bit flips anywhere in the file either make the ledger
 // refuse or leave every figure unchanged (a test flips 150 bits).
@@ -100,8 +109,7 @@
 //	id, err := l.Reserve(ctx, hash, ledger.ReserveRequest{Estimator: "pca", Grant: grant})
 //	// errors.Is(err, ledger.ErrBudgetExceeded): refuse the run, nothing spent
 //	res, acct, err := ... run the estimator with grant ...
-//	out := ledger.OutcomeOf(err, acct.Steps())
-//	out.Guarantee, out.Neighbours = res.Guarantee.Kind, res.Guarantee.Neighbours
+//	out := ledger.OutcomeOf(err, acct.Steps()).WithGuarantee(res.Guarantee)
 //	err = l.Settle(ctx, id, out)             // an error: do not release
 //
 // [Ledger.Reserve] checks, inside one write transaction (BEGIN IMMEDIATE, so
@@ -151,35 +159,107 @@
 //
 // # Composition across runs
 //
-// There is one composition, the privacy package's: a run's charge is
-// privacy.Compose of its steps under its grant (a step that declares no
-// cost, or steps beyond the grant, give the full grant), and admission
-// asks privacy.Compose whether every charge of the data set, plus the new
-// grant, composes as a sequence of steps under the total taken as a grant.
-// Each charge holds the statements known of its run ([Charge]): (ε, δ)
-// and/or ρ; a pure ε grant gives (ε, 0) and ε²/2, an (ε, δ) grant (ε, δ)
-// only, a ρ grant ρ only; a settled run composed in zCDP keeps both. The
-// charges are summed into four shapes (pure; (ε, δ) with ρ; (ε, δ) only;
-// ρ only), which compose exactly as the individual charges would, so
-// admission costs the same at 50,000 runs as at one.
+// Runs on one data set are chosen adaptively, one after another, each run's
+// grant (and the decision to run at all) depending on earlier outputs, so
+// admission is a privacy filter: a rule, fixed with the total, that admits a
+// run only if the history with it stays within the total, valid for every
+// adaptive choice of the runs. Two filters are used, and which one applies
+// is itself fixed before any output could influence it.
 //
-// The rule is valid for runs chosen adaptively, one after another, with
-// each run's grant (and the decision to run at all) depending on earlier
-// outputs, as long as the total is fixed in advance. It is then a privacy
-// filter: under a pure or an (ε, δ) total met by basic composition, the
-// sum filter, valid with adaptively chosen parameters (Rogers, Roth, Ullman
-// & Vadhan 2016); under a ρ total, or an (ε, δ) total met in zCDP (or
-// "mixed": pure runs' ε added to the others' ρ through Rényi divergence),
-// the Rényi/zCDP sum filter (Feldman & Zrnic 2021), converted to (ε, δ)
-// with the tight conversion (Canonne, Kamath & Steinke 2020). A total
-// changed later is a new filter for the history it is recorded with: the
-// change is a decision of the data owner, recorded, not something a run
-// can trigger. The accounting has no advanced-composition filter.
+// Each charge holds the statements known of its run ([Charge]): (ε, δ)
+// and/or ρ, and μ² (μ-GDP) when every step of the run is Gaussian. A pure
+// ε grant gives (ε, 0) and ε²/2, an (ε, δ) grant (ε, δ) only, a ρ grant ρ
+// only; a settled run composed in zCDP keeps both, a Gaussian-only run adds
+// μ² = Σ (Δ_i/σ_i)² and ρ = μ²/2. A reservation of an (ε, δ) grant also
+// holds μ_g² with μ_g = privacy.GDPMu(ε, δ), a ρ grant μ_g² = 2ρ: the most
+// a Gaussian-only run within its grant can spend (its exact curve must meet
+// the grant, and δ_μ(ε) increases in μ).
+//
+// The classic rule is the privacy package's composition: a run's charge is
+// privacy.Compose of its steps under its grant (a step that declares no
+// cost, or steps beyond the grant, give the full grant), and admission asks
+// privacy.Compose whether every charge of the data set, plus the new
+// grant, composes as a sequence of steps under the total taken as a grant.
+// The charges are summed into four shapes (pure; (ε, δ) with ρ; (ε, δ)
+// only; ρ only), which compose exactly as the individual charges would, so
+// admission costs the same at 50,000 runs as at one. Under a pure or an
+// (ε, δ) total met by basic composition it is the sum filter, valid with
+// adaptively chosen parameters (Rogers, Roth, Ullman & Vadhan 2016); under
+// a ρ total, or an (ε, δ) total met in zCDP (or "mixed": pure runs' ε added
+// to the others' ρ through Rényi divergence), the Rényi/zCDP sum filter
+// (Feldman & Zrnic 2021, Thm 3.1), converted to (ε, δ) with the tight
+// conversion (Canonne, Kamath & Steinke 2020). There is no
+// advanced-composition filter.
+//
+// The Gaussian-DP filter applies to an (ε, δ) total whose first charged run
+// is Gaussian-only: every run must then be Gaussian-only (μ_i-GDP) and
+// Σ μ_i² ≤ μ_T² with μ_T = privacy.GDPMu(ε_T, δ_T). Smith & Thakurta (2022,
+// "Fully adaptive composition for Gaussian differential privacy", Thm 1)
+// show that Gaussian mechanisms whose μ_i are chosen adaptively, stopped
+// before Σ μ_i² would exceed μ_T², are together μ_T-GDP, which is
+// (ε_T, δ_T)-DP by the GDP curve (Dong, Roth & Su 2022, Cor. 2.13). For a
+// Gaussian-only history this rule admits everything the classic rule does
+// (any valid accounting of Gaussian runs lies above their exact curve) and
+// more: at (3, 1e-6), ten zCDP-calibrated (1, 1e-7) runs where zCDP admits
+// nine, or nine exact runs (each with 7 % less noise) where basic
+// composition of their (ε, δ) statements admits three.
+//
+// Which rule applies ("the filter", recorded in the data set's position):
+//
+//   - pure and ρ totals: the classic rule (under a ρ total zCDP already sums
+//     μ²/2 exactly for Gaussian runs);
+//   - an (ε, δ) total set on an existing history fixes the rule at once:
+//     the Gaussian-DP filter when every charge so far is Gaussian-only and
+//     no run is open, the classic rule otherwise (the data owner's act
+//     decides, not a later run chosen from that history's outputs);
+//   - an (ε, δ) total set before any charge is undecided until its first
+//     charged run settles. A reservation must then fit both rules, so it is
+//     valid whichever is fixed later;
+//   - the first run to settle with a charge fixes the rule: the Gaussian-DP
+//     filter when it, and every charge before it, is Gaussian-only and no
+//     other run is open; the classic rule otherwise. A second run
+//     reserved while the rule is undecided and another run is open fixes
+//     the classic rule at once: the first run's kind must be chosen before
+//     any output of the data set exists, and a run reserved beside it could
+//     not be held to a rule decided by the first run's settle time;
+//   - the rule then stays: under the Gaussian-DP filter a run that is not
+//     Gaussian-only is withheld at [Ledger.Settle] ([ErrIncompatible]; it
+//     is recorded as failed and charged its reservation, and the host does
+//     not release its result), and one that failed after drawing noise
+//     without steps showing it Gaussian-only is charged without a GDP
+//     statement, after which the budget admits nothing more. A total
+//     changed later keeps the rule.
+//
+// Why a rule fixed this way is valid: the kind of a run (which mechanisms
+// its plan uses) is a function of its public inputs (estimator, parameters,
+// public shape), and the run that fixes the rule was requested before any
+// output of the data set was released (earlier runs were refunded, i.e.
+// failed before drawing noise, which like every refund is assumed to
+// depend on public inputs only). So the rule is a data-independent choice
+// of the analyst; conditioned on it the history is run under one fixed,
+// valid filter, and a mixture over data-independent choices of (ε, δ)-DP
+// interactions is (ε, δ)-DP. Switching rules on the strength of outputs
+// (admitting a run when either rule would) is not valid in general: the
+// analyst could pick the kind of later runs from the outputs and get the
+// worse of both trade-off curves, which is why the ledger never does it.
+//
+// A total changed later is a new filter for the history it is recorded
+// with: the change is a decision of the data owner, recorded, not something
+// a run can trigger. Group privacy for a run stated for another neighbour
+// relation multiplies ε by k (with δ·Σe^{iε}), ρ by k² and μ by k (Dong,
+// Roth & Su 2022, Thm 2.14).
 //
 // Consequences of using one composition: under an (ε, δ) total a run with
 // only an (ε, δ) statement cannot join a history holding a run with only a
 // ρ statement ([ErrIncompatible]; grant them alike), and [Status.Remaining]
 // is found by asking admission itself (bisection over the further grant),
 // so what Show reports is what Reserve admits, with float leftovers below
-// 1e-9 of the total shown as none.
+// 1e-9 of the total shown as none. Under the Gaussian-DP filter Show
+// reports the spent μ (and the ε it gives at the total's δ) and the μ still
+// available, as the (ε, δ_T) of the largest further Gaussian-only run.
+//
+// Records of version 2 carry the μ² statements and the filter; records of
+// version 1 (written before the Gaussian-DP filter) are replayed without
+// them, so an older ledger keeps its hashes and its data sets keep the
+// classic rule.
 package ledger

@@ -163,11 +163,11 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Ledger, error) {
 		fi, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, l.damaged("the ledger file is missing, but %s says a ledger with %d record(s) existed here (restore the file from a backup; the marker is left untouched)", l.marker, m.Seq)
+			return nil, l.damaged("the ledger file is missing, but %s says a ledger with %d record(s) existed here (restore the file from a backup; to start a new ledger deliberately, move both files away)", l.marker, m.Seq)
 		case err != nil:
 			return nil, fmt.Errorf("ledger %s: %w", path, err)
 		case fi.Size() == 0:
-			return nil, l.damaged("the ledger file is empty, but %s says a ledger with %d record(s) existed here", l.marker, m.Seq)
+			return nil, l.damaged("the ledger file is empty, but %s says a ledger with %d record(s) existed here (restore the file from a backup; to start a new ledger deliberately, move both files away)", l.marker, m.Seq)
 		}
 	}
 	if err := precheck(path); err != nil {

@@ -318,9 +318,10 @@ func TestNoBudgetThenSetBudget(t *testing.T) {
 	require.ErrorIs(t, l.ChangeBudget(ctx, h, approxG(0.7, 1e-6), ""), ErrBudgetExceeded)
 }
 
-// Under an (ε, δ) budget, ρ-granted runs compose by zCDP: exactly four
-// quarter-cap runs fit, where basic composition of their conversions would
-// allow one.
+// Under an (ε, δ) budget, ρ-granted Gaussian runs compose by the Gaussian-DP
+// filter: four quarter-cap runs (the zCDP cap: all the classic rule admits)
+// fit and leave μ_T² − 2ρ_cap for more, where basic composition of their
+// conversions would allow one run.
 func TestApproxBudgetWithZCDPRuns(t *testing.T) {
 	ctx := context.Background()
 	l := openT(t, t.TempDir())
@@ -337,13 +338,19 @@ func TestApproxBudgetWithZCDPRuns(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: acct.Steps()}))
 	}
-	_, err = l.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: zcdpG(rhoCap / 100)})
-	require.ErrorIs(t, err, ErrBudgetExceeded)
 	st, err := l.Show(ctx, h)
 	require.NoError(t, err)
-	assert.Equal(t, "zcdp", st.Spent.Composition)
-	assert.InDelta(t, 1, st.Spent.Epsilon, 1e-9)
-	assert.InDelta(t, rhoCap, st.Spent.Rho, 1e-12)
+	assert.Equal(t, "gdp", st.Spent.Composition)
+	assert.Less(t, st.Spent.Epsilon, 1.0, "the exact curve of the history is below the zCDP conversion")
+	assert.InDelta(t, rhoCap, st.Spent.Rho, rhoCap*1e-8, "μ carries the lattice allowance")
+	muT, err := privacy.GDPMu(1, 1e-6)
+	require.NoError(t, err)
+	left := muT*muT/2 - rhoCap // in ρ = μ²/2
+	require.Greater(t, left, 0.0)
+	assert.InDelta(t, left, st.Remaining.Rho, left*1e-6)
+	_, err = l.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: zcdpG(left * 1.01)})
+	require.ErrorIs(t, err, ErrBudgetExceeded)
+	reserve(t, l, h, zcdpG(left*0.999))
 }
 
 // Approx-granted runs that settle with a ρ (zCDP accountant) leave room for

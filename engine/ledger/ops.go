@@ -423,7 +423,19 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		if err != nil {
 			return err
 		}
-		charge := GrantCharge(req.Grant)
+		charge := reserveCharge(req.Grant)
+		var (
+			runRel Relation
+			factor int
+		)
+		if req.Neighbours != "" {
+			if runRel, err = ParseNeighbours(req.Neighbours); err != nil {
+				return fmt.Errorf("data set %s: %w", short(h), err)
+			}
+			if charge, factor, err = convert(charge, runRel, st.Relation); err != nil {
+				return fmt.Errorf("data set %s: %w", short(h), err)
+			}
+		}
 		if st.Total != nil {
 			total := *st.Total
 			if err := compatible(total, req.Grant); err != nil {
@@ -438,7 +450,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		}
 		g, o := req.Grant, l.self
 		ev := &event{Kind: evReserve, Dataset: h, Run: &runEvent{Estimator: req.Estimator, Plugin: req.Plugin, Params: req.Params,
-			Grant: &g, Owner: &o, Charge: charge, Basis: "grant"}}
+			Grant: &g, Owner: &o, Charge: charge, Basis: "grant", Neighbours: req.Neighbours, Relation: runRel, Factor: factor}}
 		if err := t.emit(ctx, ev); err != nil {
 			return err
 		}
@@ -501,9 +513,17 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 		case out.Status == Failed && !out.NoiseDrawn:
 			re.Basis = "refund"
 		case out.Status == Failed:
-			re.Charge, re.Basis = GrantCharge(g), "grant"
+			re.Charge, re.Basis = open.Charge, "grant"
+			if _, ok := stepsMu2(out.Steps); !ok {
+				// Not known to be Gaussian-only (Outcome.Steps lists the
+				// steps announced before their noise was drawn): the
+				// reservation's μ² cap does not bound it, so no GDP
+				// statement (under the Gaussian-DP filter the budget then
+				// admits nothing more).
+				re.Charge.Mu2 = 0
+			}
 		default:
-			refused = settleSuccess(g, st, int64(id), out, re)
+			refused = settleSuccess(g, open.Charge, st, int64(id), out, re)
 		}
 		if !re.Charge.HasEpsDelta() {
 			re.Charge.Delta = 0 // δ without ε is no statement
@@ -523,21 +543,27 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 // by the privacy package, converted to the budget's relation, kept within
 // the budget. A non-nil error means the run is instead recorded as failed,
 // charged its grant, and its result must not be released.
-func settleSuccess(g privacy.Grant, st *dsState, id int64, out Outcome, re *runEvent) error {
+//
+// reserved is what the reservation charged: the grant, converted when the
+// run's relation was known then.
+func settleSuccess(g privacy.Grant, reserved Charge, st *dsState, id int64, out Outcome, re *runEvent) error {
 	c, basis, note := successCharge(g, out)
 	re.Charge, re.Basis, re.Note = c, basis, note
+	if st.approxTotal() && st.Final.mode() == filterGDP && !c.IsZero() && !c.HasMu() {
+		return refuse(re, reserved, fmt.Errorf("the run is not Gaussian-only, and the budget follows the Gaussian-DP filter since its first run (see dplr budget show): %w", ErrIncompatible))
+	}
 	rel, err := ParseNeighbours(out.Neighbours)
 	switch {
 	case out.Neighbours == "":
 		rel = st.Relation
 		re.Note = strings.TrimSpace(re.Note + " the run stated no neighbour relation; counted as the budget's (" + string(rel) + ")")
 	case err != nil:
-		return refuse(re, g, err)
+		return refuse(re, reserved, err)
 	}
 	re.Relation = rel
 	conv, k, err := convert(c, rel, st.Relation)
 	if err != nil {
-		return refuse(re, g, err)
+		return refuse(re, reserved, err)
 	}
 	re.Factor = k
 	if k > 1 {
@@ -547,18 +573,19 @@ func settleSuccess(g privacy.Grant, st *dsState, id int64, out Outcome, re *runE
 	if st.Total != nil && !re.Charge.IsZero() {
 		if err := fits(*st.Total, st.charged(id), re.Charge); err != nil {
 			if k > 1 {
-				return refuse(re, g, fmt.Errorf("converted for the budget's relation the run costs %v, which does not fit: %w", re.Charge, err))
+				return refuse(re, reserved, fmt.Errorf("converted for the budget's relation the run costs %v, which does not fit: %w", re.Charge, err))
 			}
-			re.Charge, re.Basis = GrantCharge(g), "grant"
+			re.Charge, re.Basis = reserved, "grant"
 			re.Note = strings.TrimSpace(re.Note + " the achieved charge did not fit the budget's composition; charged the full grant")
 		}
 	}
 	return nil
 }
 
-// refuse turns a success into a failure charged its grant.
-func refuse(re *runEvent, g privacy.Grant, why error) error {
-	re.Status, re.NoiseDrawn, re.Charge, re.Basis = Failed, true, GrantCharge(g), "grant"
+// refuse turns a success into a failure charged what its reservation
+// charged.
+func refuse(re *runEvent, reserved Charge, why error) error {
+	re.Status, re.NoiseDrawn, re.Charge, re.Basis = Failed, true, reserved, "grant"
 	re.Error = "result withheld: " + why.Error()
 	return why
 }
@@ -604,6 +631,11 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 		}
 	}
 	c := achievedCharge(g, ach)
+	if mu2, ok := stepsMu2(out.Steps); ok {
+		c.Mu2 = mu2
+	} else if out.Steps == nil && ach.Composition == privacy.MethodGDP && ach.Mu > 0 {
+		c.Mu2 = ach.Mu * ach.Mu
+	}
 	if !c.valid() {
 		return full("the composed cost is not valid")
 	}

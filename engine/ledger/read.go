@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,7 +78,7 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 		st.Spent = uncomposed(st.charged)
 	}
 	c := ds.Counts
-	st.Runs = RunCounts{Succeeded: c.Succeeded + c.External, Failed: c.Failed, Refunded: c.Refunded, External: c.External}
+	st.Runs = RunCounts{Succeeded: c.Succeeded, Failed: c.Failed, Refunded: c.Refunded, External: c.External}
 	for _, id := range ds.openIDs() {
 		if t.l.stateOf(Reserved, ds.Open[strconv.FormatInt(id, 10)].Owner) == Interrupted {
 			st.Runs.Interrupted++
@@ -85,7 +86,7 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 			st.Runs.Reserved++
 		}
 	}
-	st.Runs.Total = st.Runs.Succeeded + st.Runs.Failed + st.Runs.Reserved + st.Runs.Interrupted
+	st.Runs.Total = st.Runs.Succeeded + st.Runs.Failed + st.Runs.Reserved + st.Runs.Interrupted + st.Runs.External
 	var b []byte
 	err := t.tx.QueryRowContext(ctx, `SELECT sketch FROM sketches WHERE hash = ?`, h).Scan(&b)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -146,7 +147,8 @@ func (c Change) String() string {
 // History returns the runs recorded for the data set (an alias gives its
 // data set's), oldest first, including spends recorded from outside dplr
 // (Estimator "(outside dplr)"); empty for a data set the ledger has never
-// seen. It verifies the whole chain first.
+// seen. The data set's records are verified as a sequence ending at its
+// verified position (see the package doc); Verify checks the whole chain.
 func (l *Ledger) History(ctx context.Context, hash string) ([]Run, error) {
 	runs, _, err := l.history(ctx, hash)
 	return runs, err
@@ -154,7 +156,7 @@ func (l *Ledger) History(ctx context.Context, hash string) ([]Run, error) {
 
 // Changes returns the changes to the data set's budget settings, oldest
 // first: totals set and changed (with old and new values), names,
-// relations and links. It verifies the whole chain first.
+// relations and links, verified as History's are.
 func (l *Ledger) Changes(ctx context.Context, hash string) ([]Change, error) {
 	_, ch, err := l.history(ctx, hash)
 	return ch, err
@@ -172,15 +174,9 @@ func (l *Ledger) history(ctx context.Context, hash string) ([]Run, []Change, err
 		evs     []*event
 	)
 	err = l.read(ctx, "history", func(t *txn) error {
-		full, err := l.walk(ctx, t.tx, func(ev *event) { evs = append(evs, ev) })
-		if err != nil {
-			return err
-		}
-		if err := l.sameView(full, t.v); err != nil {
-			return err
-		}
-		h = full.resolve(h)
-		return nil
+		h = t.v.resolve(h)
+		evs, err = l.datasetRecords(ctx, t, h)
+		return err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -236,6 +232,73 @@ func (l *Ledger) history(ctx context.Context, hash string) ([]Run, []Change, err
 		}
 	}
 	return runs, changes, nil
+}
+
+// datasetRecords reads data set h's records (through an index on the
+// data set) and verifies them as a chain of their own: each record hashes
+// to its stored hash and states the position apply gives from the one
+// before, and the last is the record the verified view holds for h, with
+// the same position. A record missing from what the index returns, or one
+// edited, breaks that sequence. It does not check the links between
+// records of different data sets; the full check (Verify) does.
+func (l *Ledger) datasetRecords(ctx context.Context, t *txn, h string) ([]*event, error) {
+	want, ok := t.v.keys[h]
+	if !ok {
+		return nil, nil
+	}
+	latest, err := t.state(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT seq, body, hash FROM chain WHERE dataset = ? ORDER BY seq`, h)
+	if err != nil {
+		return nil, l.wrap("read history", err)
+	}
+	defer rows.Close()
+	var (
+		evs  []*event
+		st   *dsState
+		last ref
+	)
+	for rows.Next() {
+		var (
+			seq  int64
+			body []byte
+			hash string
+		)
+		if err := rows.Scan(&seq, &body, &hash); err != nil {
+			return nil, l.wrap("read history", err)
+		}
+		if seq > t.v.head.Seq {
+			continue // appended after the verified view: not part of it
+		}
+		if seq > want.Seq {
+			return nil, l.damaged("record %d is about data set %s but the checkpoint names record %d as its latest", seq, short(h), want.Seq)
+		}
+		ev, err := l.decodeRow(seq, body, hash, "", false)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Dataset != h {
+			return nil, l.damaged("record %d is filed under data set %s but is about %s", seq, short(h), short(ev.Dataset))
+		}
+		got, err := apply(st, ev)
+		if err != nil {
+			return nil, l.damaged("data set %s's history: %v", short(h), err)
+		}
+		if !reflect.DeepEqual(got, ev.State) {
+			return nil, l.damaged("record %d states a budget position that data set %s's history does not give (a record edited or missing)", seq, short(h))
+		}
+		st, last = got, ref{Seq: seq, Hash: hash}
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, l.wrap("read history", err)
+	}
+	if last != want || !reflect.DeepEqual(st, latest) {
+		return nil, l.damaged("data set %s's records do not end at its verified position (record %d; read up to %d)", short(h), want.Seq, last.Seq)
+	}
+	return evs, nil
 }
 
 // sameView checks that a full verification reached the same position as

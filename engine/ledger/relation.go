@@ -139,7 +139,9 @@ func convert(c Charge, run, budget Relation) (Charge, int, error) {
 	if k == 1 {
 		return c, 1, nil
 	}
-	out := Charge{Epsilon: float64(k) * c.Epsilon, Rho: float64(k*k) * c.Rho}
+	// Group privacy: ε-DP gives kε, ρ-zCDP k²ρ (Bun & Steinke 2016, Prop.
+	// 27), μ-GDP kμ (Dong, Roth & Su 2022, Thm 2.14).
+	out := Charge{Epsilon: float64(k) * c.Epsilon, Rho: float64(k*k) * c.Rho, Mu2: float64(k*k) * c.Mu2}
 	if c.Delta > 0 {
 		f := 0.0
 		for i := 0; i < k; i++ {

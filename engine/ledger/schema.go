@@ -75,10 +75,12 @@ CREATE INDEX runs_states ON runs(hash, status, noise_drawn);
 		desc: "hash-chained records; row sketches",
 		sql: `
 CREATE TABLE chain (
-	seq  INTEGER PRIMARY KEY,
-	body BLOB NOT NULL,
-	hash TEXT NOT NULL
+	seq     INTEGER PRIMARY KEY,
+	dataset TEXT NOT NULL DEFAULT '',
+	body    BLOB NOT NULL,
+	hash    TEXT NOT NULL
 );
+CREATE INDEX chain_by_dataset ON chain(dataset, seq);
 CREATE TABLE sketches (
 	hash   TEXT PRIMARY KEY,
 	sketch BLOB NOT NULL

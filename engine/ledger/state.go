@@ -165,6 +165,16 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		}
 		t := *ev.New
 		s.Total, s.SetAt = &t, ev.Time
+		if ev.V >= filterVersion && s.approxTotal() && s.Final.Filter == "" && (s.Final.n() > 0 || len(s.Open) > 0) {
+			// A total set on an existing history: the rule is fixed now,
+			// by the data owner's act, not later by a run the analyst
+			// may have chosen from that history's outputs.
+			if s.Final.allMu() && s.Final.n() > 0 && len(s.Open) == 0 {
+				s.Final.Filter = filterGDP
+			} else {
+				s.Final.Filter = filterClassic
+			}
+		}
 	case evLink:
 		s.Aliases = append(s.Aliases, ev.Alias)
 	case evReserve:
@@ -174,6 +184,12 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		}
 		if s.Open == nil {
 			s.Open = map[string]openRun{}
+		}
+		if ev.V >= filterVersion && s.approxTotal() && s.Final.Filter == "" && len(s.Open) > 0 {
+			// A second run reserved while the rule is undecided: the
+			// first run's kind cannot decide it any more (see the
+			// package doc), so the classic rule applies from now on.
+			s.Final.Filter = filterClassic
 		}
 		s.Open[strconv.FormatInt(r.ID, 10)] = openRun{Charge: r.Charge, Grant: *r.Grant, Owner: *r.Owner}
 	case evSettle:
@@ -190,6 +206,9 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			s.Open = nil
 		}
 		s.Final.add(r.Charge)
+		if ev.V >= filterVersion {
+			s.decide(r.Charge)
+		}
 		switch {
 		case r.Status == Succeeded:
 			s.Counts.Succeeded++
@@ -204,9 +223,32 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			return nil, fmt.Errorf("event %d: malformed charge", ev.Seq)
 		}
 		s.Final.add(ev.Run.Charge)
+		if ev.V >= filterVersion {
+			s.decide(ev.Run.Charge)
+		}
 		s.Counts.External++
 	default:
 		return nil, fmt.Errorf("event %d: unknown kind %q", ev.Seq, ev.Kind)
 	}
 	return s, nil
+}
+
+// approxTotal reports whether the data set has an (ε, δ) total.
+func (s *dsState) approxTotal() bool {
+	return s.Total != nil && s.Total.Kind == privacy.GrantApprox
+}
+
+// decide fixes the admission rule of an (ε, δ) total when the first
+// charged run settles (c is its charge, already added to Final): the
+// Gaussian-DP filter when that run, and every charge before it, is
+// Gaussian-only and no other run is open; the classic rule otherwise.
+func (s *dsState) decide(c Charge) {
+	if !s.approxTotal() || s.Final.Filter != "" || c.IsZero() {
+		return
+	}
+	if s.Final.allMu() && len(s.Open) == 0 {
+		s.Final.Filter = filterGDP
+	} else {
+		s.Final.Filter = filterClassic
+	}
 }

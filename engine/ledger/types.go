@@ -43,6 +43,12 @@ type ReserveRequest struct {
 	// for ("": ReplaceRow; the host passes ReplaceUser for users data). It
 	// does not change an existing data set's.
 	Relation Relation
+	// Neighbours, when the run's neighbour relation is known before it
+	// runs (as a guarantee's Neighbours text), makes the reservation charge
+	// the grant converted to the budget's relation (an add/remove ε run
+	// reserves 2ε under replace-one), so that a run that could not be
+	// charged is refused before it runs (ErrRelation, ErrBudgetExceeded).
+	Neighbours string
 }
 
 // Outcome is how a reserved run ended, given to Settle.
@@ -51,7 +57,10 @@ type Outcome struct {
 	Status State
 	// Steps are the steps the run's accountant accepted (acct.Steps());
 	// for a success they determine the charge. Preferred over Achieved. A
-	// non-nil empty slice means nothing was spent.
+	// non-nil empty slice means nothing was spent. For a failure after
+	// noise was drawn they tell whether the run was Gaussian-only, which
+	// keeps its reservation's GDP statement (see the package doc); nil
+	// means unknown.
 	Steps []privacy.Step
 	// Achieved is the accountant's composed cost (acct.Achieved()), used for
 	// a success when Steps is nil.
@@ -83,6 +92,14 @@ func OutcomeOf(runErr error, steps []privacy.Step) Outcome {
 		return Outcome{Status: Succeeded, Steps: steps}
 	}
 	return Outcome{Status: Failed, Steps: steps, NoiseDrawn: steps == nil || len(steps) > 0, Error: runErr.Error()}
+}
+
+// WithGuarantee returns o with the guarantee's kind and neighbour relation
+// filled in, as Settle needs them to charge the run for the budget's
+// relation and to show its class.
+func (o Outcome) WithGuarantee(g privacy.Guarantee) Outcome {
+	o.Guarantee, o.Neighbours = g.Kind, g.Neighbours
+	return o
 }
 
 // Run is one run's record, as History returns it.
@@ -136,7 +153,7 @@ type RunCounts struct {
 	Succeeded   int `json:"succeeded"`
 	Failed      int `json:"failed"`
 	Refunded    int `json:"refunded"` // failed before drawing noise (included in Failed)
-	External    int `json:"external"` // spends recorded from outside dplr (in Total)
+	External    int `json:"external"` // spends recorded from outside dplr (in Total, not in Succeeded)
 }
 
 // Status is a data set's budget position, as Show returns it.
@@ -195,7 +212,7 @@ func (s Status) Fits(g privacy.Grant) error {
 	if err := compatible(s.Total, g); err != nil {
 		return err
 	}
-	return fits(s.Total, s.charged, GrantCharge(g))
+	return fits(s.Total, s.charged, reserveCharge(g))
 }
 
 // String describes the status in words, for the CLI.
@@ -257,6 +274,8 @@ func spentString(sp Spent) string {
 		return fmt.Sprintf("ε = %.4g, δ = %.3g (basic composition)", sp.Epsilon, sp.Delta)
 	case "mixed":
 		return fmt.Sprintf("ε = %.4g, δ = %.3g (pure runs' ε plus the zCDP composition, ρ = %.4g, of the others)", sp.Epsilon, sp.Delta, sp.Rho)
+	case "gdp":
+		return fmt.Sprintf("μ = %.4g, i.e. ε = %.4g at δ = %.3g (Gaussian-DP filter: Σμ² = %.4g)", sp.Mu, sp.Epsilon, sp.Delta, sp.Mu*sp.Mu)
 	case "sum":
 		var parts []string
 		if sp.Epsilon > 0 {
@@ -297,7 +316,9 @@ func remainingString(total privacy.Grant, r Remaining) string {
 		return fmt.Sprintf("ρ = %.4g", r.Rho)
 	}
 	var parts []string
-	if r.Epsilon > 0 {
+	if r.Epsilon > 0 && r.Mu > 0 {
+		parts = append(parts, fmt.Sprintf("μ = %.4g: a Gaussian-only (ε = %.4g, δ = %.3g) run (Gaussian-DP filter)", r.Mu, r.Epsilon, r.Delta))
+	} else if r.Epsilon > 0 {
 		parts = append(parts, fmt.Sprintf("an (ε = %.4g, δ = %.3g) run", r.Epsilon, r.Delta))
 	}
 	if r.Rho > 0 {

@@ -18,10 +18,10 @@ var ErrGuarantee = errors.New("privacy: guarantee does not follow from the compo
 //   - every step pure (Laplace, exponential): Pure, with ε = Σ ε_i, the
 //     only ε for which pure DP holds. When the tightest accounting of the
 //     grant is tighter (zCDP converted at an (ε, δ) grant's δ, or a ρ
-//     grant), Rho carries the steps' zCDP total and Delta that δ, and the
-//     guarantee also states (EpsilonFromRho(ρ, δ), δ)-DP (see
-//     Guarantee.Tighter): it never calls an ε pure that holds only with
-//     δ > 0.
+//     grant, or the privacy loss distribution), Rho carries the steps'
+//     zCDP total, Delta that δ and TightEpsilon the tighter ε, and the
+//     guarantee also states (TightEpsilon, δ)-DP (see Guarantee.Tighter):
+//     it never calls an ε pure that holds only with δ > 0.
 //   - otherwise: the tightest valid accounting (Compose, with the privacy
 //     loss distribution always tried): ZCDP when that is zCDP (a ρ grant),
 //     Approx for "gdp", "pld", "mixed" or "basic" composition, with
@@ -77,12 +77,13 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 		return Guarantee{}, fmt.Errorf("unknown guarantee kind %q: %w", string(g.Kind), ErrGuarantee)
 	}
 	if allPure {
-		g.Kind, g.Epsilon = Pure, sumEps
+		g.Kind, g.Epsilon, g.Accounting = Pure, sumEps, "pure"
 		switch {
 		case grant.Kind == GrantZCDP:
 			g.Rho = sumRho
-		case grant.Kind == GrantApprox && ach.Composition != "pure":
-			g.Delta, g.Rho = ach.Delta, ach.Rho
+		case grant.Kind == GrantApprox && tight.Delta > 0 && tight.Epsilon < sumEps*(1-1e-12):
+			// A tighter (ε', δ) statement: zCDP's conversion or the PLD's.
+			g.Delta, g.Rho, g.TightEpsilon = tight.Delta, sumRho, tight.Epsilon
 		}
 		return g, nil
 	}
@@ -103,12 +104,20 @@ func kindName(k GuaranteeKind) string {
 	return string(k)
 }
 
-// Tighter returns the (ε, δ) a Pure guarantee also satisfies through the
-// zCDP total of its steps, when that was stated (Rho > 0 and Delta > 0):
-// ε = EpsilonFromRho(Rho, Delta). ok is false otherwise.
+// Tighter returns the (ε, δ) a Pure guarantee also satisfies, when it
+// states one (Delta > 0): TightEpsilon at Delta, or, when TightEpsilon was
+// not carried (a guarantee read back from a form without it), the
+// conversion EpsilonFromRho(Rho, Delta) of its steps' zCDP total, which is
+// valid though possibly less tight. ok is false otherwise.
 func (g Guarantee) Tighter() (eps, delta float64, ok bool) {
-	if g.Kind != Pure || !(g.Rho > 0) || !(g.Delta > 0) {
+	if g.Kind != Pure || !(g.Delta > 0) {
 		return 0, 0, false
 	}
-	return EpsilonFromRho(g.Rho, g.Delta), g.Delta, true
+	if g.TightEpsilon > 0 {
+		return g.TightEpsilon, g.Delta, true
+	}
+	if g.Rho > 0 {
+		return EpsilonFromRho(g.Rho, g.Delta), g.Delta, true
+	}
+	return 0, 0, false
 }

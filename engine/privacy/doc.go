@@ -138,16 +138,30 @@
 // # Plans and releases
 //
 // An estimator splits its grant once, up front, with NewPlan: named Shares
-// (a weight, and a number of equal steps) under one noise calibration
-// (NoiseZCDP, NoiseClassical, NoiseAnalytic or NoisePure). NewPlan checks
-// the whole plan before anything is spent: the grant's kind against the
-// calibration, the weights, and that every per-step Budget is usable.
-// Plan.Budget gives one step's Budget. Accountant.Gaussian, Laplace and
-// Exponential declare a step paid from a Budget and return a release that
-// owns the step's scale and grid: Release.Add (AddSym, AddDense, AddParts)
-// rounds the values to the grid and adds the noise, refusing a length other
-// than the declared one and a second draw; ExponentialRelease.Sample hands
-// β to the sampler once. Accountant.Undrawn lists the releases declared but
-// never drawn. The older Spend* helpers compute the same steps and remain
-// for estimators not yet moved to releases.
+// under one noise calibration (NoiseZCDP, NoiseExact, NoiseClassical,
+// NoiseAnalytic or NoisePure). A share is spent in a number of equal steps
+// and sized by a weight (a fraction of the grant), by a fixed per-step cost
+// that a formula dictates (a paper's σ turned into its ρ), or as the rest
+// the others leave. NewPlan checks the whole plan before anything is spent:
+// the grant's kind against the calibration, the sizes, and that every
+// per-step Budget is usable. Plan.Budget gives one step's Budget.
+// Accountant.Gaussian, Laplace, Exponential and ExponentialMonotone declare
+// a step paid from a Budget and return a release that owns the step's scale
+// and grid: Release.Add (AddSym, AddDense, AddParts) rounds the values to
+// the grid and adds the noise, refusing a length other than the declared
+// one and a second draw; ExponentialRelease.Sample hands β to the sampler
+// once. Accountant.Undrawn lists the releases declared but never drawn,
+// WithoutRelease the steps declared without one. The older Spend* helpers
+// compute the same steps and remain for estimators not yet moved to
+// releases.
+//
+// # Guarantees
+//
+// Certify states the guarantee a run's steps give under its grant: the
+// figures, and for worst-case results the kind, come from the composition,
+// never from the estimator's word. A run whose steps are all pure is pure
+// ε-DP with ε the sum of the steps' ε — the only ε for which pure DP
+// holds — and, when the tightest accounting of an (ε, δ) grant does better,
+// also (ε', δ)-DP with the smaller ε' (Guarantee.Tighter). An estimator
+// that declares pure ε-DP over a Gaussian step is refused.
 package privacy

@@ -28,3 +28,29 @@ func ExampleRhoForEpsDelta() {
 	// k= 4  σ: classical+basic 22.217  analytic+basic 16.594  zCDP simple 10.700  zCDP tight 9.062
 	// k=16  σ: classical+basic 92.776  analytic+basic 66.065  zCDP simple 21.400  zCDP tight 18.124
 }
+
+// A plan splits the grant once, before anything is spent; each release
+// declares its step and draws its own noise.
+func ExampleNewPlan() {
+	acct, _ := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6})
+	plan, err := privacy.NewPlan(acct, privacy.NoiseZCDP,
+		privacy.Share{Name: "mean", Weight: 0.1},
+		privacy.Share{Name: "iteration", Weight: 0.9, Steps: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	src := privacy.NewSeededSource(1)
+	b, _ := plan.Budget("mean")
+	mean, _ := acct.Gaussian("mean", 0.01, 2, b)
+	_ = mean.Add(src, []float64{0.5, -0.25})
+	b, _ = plan.Budget("iteration")
+	for i := 0; i < 3; i++ {
+		step, _ := acct.Gaussian(fmt.Sprintf("iteration %d", i+1), 0.01, 2, b)
+		_ = step.Add(src, []float64{0, 0})
+	}
+	ach := acct.Achieved()
+	fmt.Printf("%d steps, within the grant: %v, undrawn: %d\n", len(acct.Steps()), ach.Epsilon <= 1, len(acct.Undrawn()))
+	// Output:
+	// 4 steps, within the grant: true, undrawn: 0
+}

@@ -50,6 +50,9 @@ type Guarantee struct {
 	// Mu is the Gaussian-DP parameter when Accounting is "gdp": the run is
 	// then μ-GDP, equivalently ρ = μ²/2 zCDP.
 	Mu float64
+	// TightEpsilon is, for Pure, the ε of the tighter (ε, δ) statement at
+	// Delta that the steps also satisfy (0 when none is stated).
+	TightEpsilon float64
 }
 
 // String describes the guarantee in words a person can read, e.g.
@@ -61,8 +64,10 @@ func (g Guarantee) String() string {
 	case Pure:
 		fmt.Fprintf(&b, "pure ε-differential privacy with ε = %s", num(g.Epsilon))
 		if eps, delta, ok := g.Tighter(); ok {
-			fmt.Fprintf(&b, ", and also (ε, δ)-differential privacy with ε = %s, δ = %s (its steps compose to ρ-zCDP with ρ = %s)",
-				num(eps), num(delta), num(g.Rho))
+			fmt.Fprintf(&b, ", and also (ε, δ)-differential privacy with ε = %s, δ = %s", num(eps), num(delta))
+			if g.Rho > 0 {
+				fmt.Fprintf(&b, " (its steps compose to ρ-zCDP with ρ = %s)", num(g.Rho))
+			}
 		} else if g.Rho > 0 {
 			fmt.Fprintf(&b, ", and also ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))
 		}
@@ -138,17 +143,7 @@ func (g Guarantee) Validate() error {
 		return fmt.Errorf("%s guarantee: %s = %v: %w", g.Kind, what, v, ErrInvalidBudget)
 	}
 	switch g.Kind {
-	case Pure:
-		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
-			return bad("ε", g.Epsilon)
-		}
-		if !(g.Rho >= 0) || math.IsInf(g.Rho, 0) {
-			return bad("ρ", g.Rho)
-		}
-		if !(g.Delta >= 0 && g.Delta < 1) {
-			return bad("δ", g.Delta)
-		}
-	case Approx, Model, Nominal:
+	case Pure, Approx, Model, Nominal:
 		if !(g.Epsilon >= 0) || math.IsInf(g.Epsilon, 0) {
 			return bad("ε", g.Epsilon)
 		}
@@ -186,21 +181,23 @@ type GuaranteeJSON struct {
 	Seeded      bool          `json:"seeded,omitempty"`
 	Accounting  string        `json:"accounting,omitempty"`
 	Mu          float64       `json:"mu,omitempty"`
-	Text        string        `json:"text"`
+	// TightEpsilon: see Guarantee.TightEpsilon.
+	TightEpsilon float64 `json:"tight_epsilon,omitempty"`
+	Text         string  `json:"text"`
 }
 
 // JSON returns the JSON-friendly form of g.
 func (g Guarantee) JSON() GuaranteeJSON {
 	return GuaranteeJSON{Kind: g.Kind, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model, Beta: g.Beta,
 		Assumptions: append([]string(nil), g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
-		Accounting: g.Accounting, Mu: g.Mu, Text: g.String()}
+		Accounting: g.Accounting, Mu: g.Mu, TightEpsilon: g.TightEpsilon, Text: g.String()}
 }
 
 // Guarantee converts the JSON form back (Text is ignored).
 func (j GuaranteeJSON) Guarantee() Guarantee {
 	return Guarantee{Kind: j.Kind, Epsilon: j.Epsilon, Delta: j.Delta, Rho: j.Rho, Model: j.Model, Beta: j.Beta,
 		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded,
-		Accounting: j.Accounting, Mu: j.Mu}
+		Accounting: j.Accounting, Mu: j.Mu, TightEpsilon: j.TightEpsilon}
 }
 
 // oneMinus writes 1 − β so that a tiny β stays visible ("1 − 1.2e-13"

@@ -31,7 +31,7 @@ const (
 	// still meets the grant. Budgets are then paid like zCDP budgets (σ =
 	// Δ/sqrt(2ρ), pure ε from ρ), and the accountant admits them by the
 	// GDP or PLD composition (see Compose). Under a ρ grant it equals
-	// NoiseZCDP, under a pure grant NoisePure.
+	// NoiseZCDP; a pure grant needs NoisePure.
 	NoiseExact = "exact"
 )
 

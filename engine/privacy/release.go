@@ -202,6 +202,12 @@ type ExponentialRelease struct {
 // sensitivity sens, at pure cost b.Epsilon (for a zCDP budget, the ε with
 // bounded-range cost ε²/8 = b.Rho); β = ε/(2Δ).
 func (a *Accountant) Exponential(name string, sens float64, b Budget) (*ExponentialRelease, error) {
+	return a.exponential(name, sens, b, false)
+}
+
+// exponential declares an exponential-mechanism step at pure cost
+// b.Epsilon; monotone sets β = ε/Δ (see ExponentialMonotone).
+func (a *Accountant) exponential(name string, sens float64, b Budget, monotone bool) (*ExponentialRelease, error) {
 	if err := b.checkMechanism(MechExponential); err != nil {
 		return nil, fmt.Errorf("step %q: %w", name, err)
 	}
@@ -212,6 +218,10 @@ func (a *Accountant) Exponential(name string, sens float64, b Budget) (*Exponent
 	st, err := exponentialStep(name, sens, eps)
 	if err != nil {
 		return nil, err
+	}
+	if monotone {
+		st.Calibration, st.Scale = CalibMonotone, eps/sens
+		st.Note = "monotone utility: β = ε/Δ"
 	}
 	id, err := a.declare(st)
 	if err != nil {
@@ -233,24 +243,7 @@ const CalibMonotone = "monotone"
 // interval of length βΔ = ε, so the zCDP cost is ε²/8 as for the general
 // mechanism. The step records Calibration CalibMonotone.
 func (a *Accountant) ExponentialMonotone(name string, sens float64, b Budget) (*ExponentialRelease, error) {
-	if err := b.checkMechanism(MechExponential); err != nil {
-		return nil, fmt.Errorf("step %q: %w", name, err)
-	}
-	eps, err := b.pureEpsilon(MechExponential)
-	if err != nil {
-		return nil, fmt.Errorf("step %q: %w", name, err)
-	}
-	st, err := exponentialStep(name, sens, eps)
-	if err != nil {
-		return nil, err
-	}
-	st.Calibration, st.Scale = CalibMonotone, eps/sens
-	st.Note = "monotone utility: β = ε/Δ"
-	id, err := a.declare(st)
-	if err != nil {
-		return nil, err
-	}
-	return &ExponentialRelease{acct: a, id: id, step: st}, nil
+	return a.exponential(name, sens, b, true)
 }
 
 // Beta returns the inverse temperature β: sample with density ∝ exp(β·u).

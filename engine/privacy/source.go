@@ -44,10 +44,6 @@ func newSource(rng *rand.ChaCha8, seeded bool, seed uint64) *Source {
 	return &Source{rng: rng, seeded: seeded, seed: seed, br: newBitReader(rng)}
 }
 
-// zeroStream is a fixed ChaCha8 stream used only while building lookup
-// tables (whose entries never depend on bits past the prefix).
-func zeroStream() *rand.ChaCha8 { return rand.NewChaCha8([32]byte{}) }
-
 // NewSeededSource returns a reproducible Source. Output computed from it is
 // not private against anyone who knows seed. The ChaCha8 key is the SHA-256
 // of a fixed label and the seed, so nearby seeds give unrelated streams.
@@ -176,17 +172,7 @@ func (s *Source) Laplace(b float64) float64 {
 // the ℓ2 sensitivity. For an invalid sigma every element is set to NaN, so
 // that nothing un-noised can be released.
 func (s *Source) AddGaussian(dst []float64, sigma float64) {
-	gamma, units, ok := gridUnits(sigma)
-	if !ok {
-		for i := range dst {
-			dst[i] = math.NaN()
-		}
-		return
-	}
-	inv := 1 / gamma
-	for i, x := range dst {
-		dst[i] = snap(x, gamma, inv) + float64(s.discreteGaussian(units))*gamma
-	}
+	addOnGrid(dst, sigma, s.discreteGaussian)
 }
 
 // AddLaplace releases dst with Laplace noise of scale b: elements are
@@ -195,7 +181,14 @@ func (s *Source) AddGaussian(dst []float64, sigma float64) {
 // which SpendLaplace accounts for. For an invalid b every element is set to
 // NaN.
 func (s *Source) AddLaplace(dst []float64, b float64) {
-	gamma, units, ok := gridUnits(b)
+	addOnGrid(dst, b, s.discreteLaplace)
+}
+
+// addOnGrid rounds each element of dst to the grid Grid(scale) and adds
+// draw(units) grid steps of noise, units = ⌈scale/γ⌉; for an invalid scale
+// every element is set to NaN.
+func addOnGrid(dst []float64, scale float64, draw func(units uint64) int64) {
+	gamma, units, ok := gridUnits(scale)
 	if !ok {
 		for i := range dst {
 			dst[i] = math.NaN()
@@ -204,7 +197,7 @@ func (s *Source) AddLaplace(dst []float64, b float64) {
 	}
 	inv := 1 / gamma
 	for i, x := range dst {
-		dst[i] = snap(x, gamma, inv) + float64(s.discreteLaplace(units))*gamma
+		dst[i] = snap(x, gamma, inv) + float64(draw(units))*gamma
 	}
 }
 

@@ -31,7 +31,13 @@ var ErrUnverifiable = errors.New("privacy cost does not follow from the mechanis
 //     declared ρ ≥ (Δ/b)²/2 (pure ε-DP implies ε²/2-zCDP).
 //   - Exponential mechanism sampling exp(β·u) for a utility u of
 //     sensitivity Δ: it is ε-DP for ε = 2Δβ, so ε ≥ 2Δβ (β ≤ ε/(2Δ)), and
-//     a declared ρ ≥ (2Δβ)²/8 (bounded range, Cesar & Rogers 2021).
+//     a declared ρ ≥ (2Δβ)²/8 (bounded range, Cesar & Rogers 2021). A
+//     step calibrated CalibMonotone declares a monotone utility, for which
+//     ε = Δβ (ExponentialMonotone): then ε ≥ Δβ and ρ ≥ (Δβ)²/8.
+//
+// Like the sensitivity itself, what a step says about its query (its
+// sensitivity, a monotone utility) is the estimator's claim; VerifyStep
+// checks that the declared cost follows from it.
 //
 // Δ and the scale must be positive and finite, and a recorded query
 // sensitivity may not exceed the sensitivity the noise is calibrated to.
@@ -53,7 +59,11 @@ func VerifyStep(s Step) error {
 	case MechLaplace:
 		err = verifyPure(s, s.Sensitivity/s.Scale, RhoOfPure)
 	case MechExponential:
-		err = verifyPure(s, 2*s.Sensitivity*s.Scale, RhoOfExponential)
+		eps := 2 * s.Sensitivity * s.Scale
+		if s.Calibration == CalibMonotone {
+			eps = s.Sensitivity * s.Scale
+		}
+		err = verifyPure(s, eps, RhoOfExponential)
 	default:
 		err = fmt.Errorf("unknown mechanism %q", s.Mechanism)
 	}

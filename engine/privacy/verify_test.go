@@ -25,6 +25,18 @@ func TestVerifyStepAcceptsWhatTheAccountantDeclares(t *testing.T) {
 		require.NoError(t, err)
 		_, err = acct.SpendExponential("exp", 3, scale)
 		require.NoError(t, err)
+		_, err = acct.ExponentialMonotone("monotone", 3, Budget{Noise: NoisePure, Epsilon: scale})
+		require.NoError(t, err)
+		_, err = acct.Gaussian("release-rho", 2, 5, Budget{Noise: NoiseZCDP, Rho: scale / 10})
+		require.NoError(t, err)
+		_, err = acct.Gaussian("release-analytic", 2, 5, Budget{Noise: NoiseAnalytic, Epsilon: scale, Delta: 1e-7})
+		require.NoError(t, err)
+		_, err = acct.Gaussian("release-classical", 2, 5, Budget{Noise: NoiseClassical, Epsilon: math.Min(scale, 1), Delta: 1e-7})
+		require.NoError(t, err)
+		_, err = acct.Laplace("release-laplace", 2, 5, Budget{Noise: NoisePure, Epsilon: scale})
+		require.NoError(t, err)
+		_, err = acct.Exponential("release-exp", 2, Budget{Noise: NoisePure, Epsilon: scale})
+		require.NoError(t, err)
 		for _, s := range acct.Steps() {
 			assert.NoError(t, VerifyStep(s), "%+v", s)
 		}
@@ -56,6 +68,8 @@ func TestVerifyStepRefusesCostsTheNoiseDoesNotImply(t *testing.T) {
 		{"laplace ρ below ε²/2", with(lap, func(s *Step) { s.Rho = 0.01 }), "costs ρ = 0.5"},
 		{"exponential β above ε/(2Δ)", with(expo, func(s *Step) { s.Scale = 5 }), "costs ε = 10"},
 		{"exponential ρ below ε²/8", with(expo, func(s *Step) { s.Rho = 1e-3 }), "costs ρ = 0.125"},
+		{"monotone β above ε/Δ", with(expo, func(s *Step) { s.Calibration, s.Scale = CalibMonotone, 2 }), "costs ε = 2"},
+		{"general β = ε/Δ claimed without monotonicity", with(expo, func(s *Step) { s.Scale = 1 }), "costs ε = 2"},
 		{"unknown mechanism", with(gauss, func(s *Step) { s.Mechanism = "randomized-response" }), "unknown mechanism"},
 		{"no scale", with(gauss, func(s *Step) { s.Scale = 0 }), "positive and finite"},
 		{"infinite scale", with(lap, func(s *Step) { s.Scale = math.Inf(1) }), "positive and finite"},
@@ -80,4 +94,23 @@ func TestVerifyStepSlack(t *testing.T) {
 	assert.NoError(t, VerifyStep(s))
 	s.Rho = 0.5 * (1 - 1e-9)
 	assert.ErrorIs(t, VerifyStep(s), ErrUnverifiable)
+}
+
+func BenchmarkVerifyStep(b *testing.B) {
+	sigma, err := AnalyticGaussianSigma(1, 1, 1e-6)
+	if err != nil {
+		b.Fatal(err)
+	}
+	steps := []Step{
+		{Name: "rho", Mechanism: MechGaussian, Sensitivity: 1, Scale: 1, Rho: 0.5},
+		{Name: "analytic", Mechanism: MechGaussian, Sensitivity: 1, Scale: sigma * 1.000001, Epsilon: 1, Delta: 1e-6},
+		{Name: "laplace", Mechanism: MechLaplace, Sensitivity: 1, Scale: 1, Epsilon: 1},
+	}
+	for i := 0; i < b.N; i++ {
+		for _, s := range steps {
+			if err := VerifyStep(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }

@@ -1,7 +1,8 @@
 // Package sdk is what a dplr estimator plugin is written against. An
 // estimator is a type implementing Estimator; a plugin binary's main calls
-// transport.Serve with its estimators. The same Estimator can be run in-process with
-// RunLocal (tests, benchmarks).
+// transport.Serve with its estimators. The same Estimator can be run
+// in-process with RunLocal (tests, benchmarks), and package sdktest checks
+// it against the SDK's contract.
 //
 // An estimator declares its parameters as an options struct with field tags
 // (Info.Options; see SpecsOf and the shared fields in shared.go). Before Fit

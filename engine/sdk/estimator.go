@@ -195,6 +195,18 @@ func (r *Result) AddScalar(name string, v float64, rel Release, doc string) {
 	r.Scalars = append(r.Scalars, Scalar{Name: name, Value: v, Release: rel, Doc: doc})
 }
 
+// AddNote appends a note. A note whose content depends on the data in a way
+// the guarantee does not cover (how many rows were clipped, how many
+// proposals a sampler needed) must say so: give it its release class
+// (Diagnostic, Evaluation) and the note is prefixed with that class's
+// warning, so it is never read as part of the public release.
+func (r *Result) AddNote(text string, rel Release) {
+	if n := rel.Note(); n != "" {
+		text = "[" + n + "] " + text
+	}
+	r.Notes = append(r.Notes, text)
+}
+
 // AddTiming appends a timing (release class Diagnostic).
 func (r *Result) AddTiming(name string, seconds float64, doc string) {
 	r.Timings = append(r.Timings, Timing{Name: name, Seconds: seconds, Doc: doc})

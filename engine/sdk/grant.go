@@ -28,7 +28,7 @@ func CheckGrant(info Info, raw map[string]string, s Shape, g privacy.Grant) (ass
 		return "", nil
 	}
 	n, who := s.N, "rows"
-	if s.Kind == data.Users {
+	if s.Kind == data.Users && s.Users > 0 {
 		n, who = s.Users, "users"
 	}
 	if n < 1 || g.Delta < 1/float64(n) {

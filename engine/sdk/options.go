@@ -25,9 +25,11 @@ import (
 //	gt:"x"  lt:"x"   exclusive numeric bounds
 //	choices:"a,b"    the allowed values of a string
 //	doc:"text"       the help text
+//	deprecated:"t"   kept for compatibility; t says what replaces it (a fit
+//	                 that sets it gets a note in the result)
 //
-// Field types: int, float64, string, bool, and *int, *float64 for an
-// optional value (nil when the request does not set it; no default). A
+// Field types: int, float64, string, bool, and *int, *float64, *string for
+// an optional value (nil when the request does not set it; no default). A
 // non-pointer field needs a default or required:"true" (a bool defaults to
 // false), so that no value is ever a silent zero.
 //
@@ -45,22 +47,52 @@ type paramField struct {
 }
 
 // tagKeys are the tags that describe a parameter (besides param).
-var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices", "doc"}
+var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices", "doc", "deprecated"}
 
 // SpecsOf derives the catalogue of an options struct (a value or a pointer
 // to one): one ParamSpec per parameter, in field order, embedded structs
 // flattened in place. It refuses unsupported field types, malformed or
 // inconsistent tags and duplicate names.
+//
+// opts may also be an OptionSet, whose members' catalogues are
+// concatenated (a name may appear in only one of them).
 func SpecsOf(opts any) ([]ParamSpec, error) {
-	fields, err := fieldsOf(opts)
-	if err != nil {
-		return nil, err
+	var out []ParamSpec
+	for _, proto := range protos(opts) {
+		fields, err := fieldsOf(proto)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fields {
+			out = append(out, f.spec)
+		}
 	}
-	out := make([]ParamSpec, len(fields))
-	for i, f := range fields {
-		out[i] = f.spec
+	if err := CheckSpecs(out); err != nil {
+		return nil, fmt.Errorf("options: %w", err)
 	}
 	return out, nil
+}
+
+// OptionSet combines several options structs into one catalogue, e.g. a
+// wrapper that adds its own parameters to the estimator it wraps:
+//
+//	info.Options = sdk.OptionSet{info.Options, evaluateOptions{}}
+//
+// Each member is bound separately (and its Check and Footprint hooks
+// called; footprints add up), and Opts finds each by its type.
+type OptionSet []any
+
+// protos lists the option prototypes in opts, flattening OptionSets.
+func protos(opts any) []any {
+	set, ok := opts.(OptionSet)
+	if !ok {
+		return []any{opts}
+	}
+	var out []any
+	for _, o := range set {
+		out = append(out, protos(o)...)
+	}
+	return out
 }
 
 func optionsType(opts any) (reflect.Type, error) {
@@ -159,12 +191,12 @@ func newParamField(f reflect.StructField, name string, index []int) (paramField,
 		pf.spec.Type = Int
 	case base.Kind() == reflect.Float64:
 		pf.spec.Type = Float
-	case base.Kind() == reflect.String && !ptr:
+	case base.Kind() == reflect.String:
 		pf.spec.Type = String
 	case base.Kind() == reflect.Bool && !ptr:
 		pf.spec.Type = Bool
 	default:
-		return pf, fmt.Errorf("type %s is not a parameter type (int, float64, string, bool, *int, *float64)", f.Type)
+		return pf, fmt.Errorf("type %s is not a parameter type (int, float64, string, bool, *int, *float64, *string)", f.Type)
 	}
 	pf.spec.Name = name
 	if err := applyTags(&pf.spec, f.Tag, false); err != nil {
@@ -198,6 +230,9 @@ func applyTags(s *ParamSpec, tag reflect.StructTag, override bool) error {
 	}
 	if v, ok := tag.Lookup("doc"); ok {
 		s.Doc = v
+	}
+	if v, ok := tag.Lookup("deprecated"); ok {
+		s.Deprecated = v
 	}
 	if v, ok := tag.Lookup("default"); ok {
 		s.Default = v
@@ -290,12 +325,22 @@ func bindOptions(proto any, fields []paramField, p Params) (any, error) {
 }
 
 // Opts returns the run's bound options, a *T for the estimator whose
-// Info.Options is a T (or *T). It returns nil if the run's options are of
-// another type (a programming error the conformance suite reports).
+// Info.Options is a T (or *T), or an OptionSet with a T among its members.
+// It returns nil if the run has no options of type T (a programming error
+// the conformance suite reports).
 func Opts[T any](run *Run) *T {
 	if run == nil {
 		return nil
 	}
-	o, _ := run.opts.(*T)
-	return o
+	switch o := run.opts.(type) {
+	case *T:
+		return o
+	case OptionSet:
+		for _, m := range o {
+			if t, ok := m.(*T); ok {
+				return t
+			}
+		}
+	}
+	return nil
 }

@@ -25,7 +25,8 @@ type sampleOptions struct {
 	MeanShare   float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"share of the budget for the mean"`
 	MeanClip    *float64 `param:"mean_clip" gt:"0" doc:"clip for the mean (default: clip)"`
 	Sweeps      *int     `param:"sweeps" min:"1" lt:"1000" doc:"optional sweep count"`
-	scratch     []float64
+	//lint:ignore U1000 present to show that SpecsOf skips untagged unexported fields
+	scratch []float64
 }
 
 func (o *sampleOptions) Check(s Shape) error {
@@ -37,24 +38,35 @@ func (o *sampleOptions) Check(s Shape) error {
 
 func (o *sampleOptions) Footprint(s Shape) int64 { return int64(8 * s.P * s.P) }
 
+// sharedDoc is the doc of a shared parameter.
+func sharedDoc(t *testing.T, shared any) string {
+	t.Helper()
+	specs, err := SpecsOf(shared)
+	require.NoError(t, err)
+	require.Len(t, specs, 1)
+	return specs[0].Doc
+}
+
 // The hand-written catalogue sampleOptions stands for.
-var sampleSpecs = []ParamSpec{
-	{Name: "rank", Type: Int, Required: true, Min: Bound(1), Doc: "rank of the estimate: the number of directions it keeps"},
-	{Name: "clip", Type: Float, Default: "1", ExclusiveMin: Bound(0), Doc: "row-norm bound"},
-	{Name: "center", Type: String, Default: "none", Choices: []string{"none", "private"},
-		Doc: "none: use the data as given; private: first subtract a mean released privately (it costs part of the budget)"},
-	{Name: "noise", Type: String, Default: "zcdp", Choices: []string{"zcdp", "analytic"},
-		Doc: "how Gaussian noise is calibrated: zcdp splits the budget in zero-concentrated DP and gives the least noise when several steps add up; classical uses the textbook (ε, δ) formula for each step (each step's ε at most 1); analytic uses the exact (ε, δ) curve of the Gaussian for each step"},
-	{Name: "output_sigma", Type: Bool, Default: "false", Doc: "also return the p×p covariance"},
-	{Name: "mean_share", Type: Float, Default: "0.1", Min: Bound(0.001), Max: Bound(0.9), Doc: "share of the budget for the mean"},
-	{Name: "mean_clip", Type: Float, ExclusiveMin: Bound(0), Doc: "clip for the mean (default: clip)"},
-	{Name: "sweeps", Type: Int, Min: Bound(1), ExclusiveMax: Bound(1000), Doc: "optional sweep count"},
+func sampleSpecs(t *testing.T) []ParamSpec {
+	return []ParamSpec{
+		{Name: "rank", Type: Int, Required: true, Min: Bound(1), Doc: "rank of the estimate: the number of directions it keeps"},
+		{Name: "clip", Type: Float, Default: "1", ExclusiveMin: Bound(0), Doc: "row-norm bound"},
+		{Name: "center", Type: String, Default: "none", Choices: []string{"none", "private"},
+			Doc: "none: use the data as given; private: first subtract a mean released privately (it costs part of the budget)"},
+		{Name: "noise", Type: String, Default: "zcdp", Choices: []string{"zcdp", "analytic"},
+			Doc: sharedDoc(t, Noise{})},
+		{Name: "output_sigma", Type: Bool, Default: "false", Doc: "also return the p×p covariance"},
+		{Name: "mean_share", Type: Float, Default: "0.1", Min: Bound(0.001), Max: Bound(0.9), Doc: "share of the budget for the mean"},
+		{Name: "mean_clip", Type: Float, ExclusiveMin: Bound(0), Doc: "clip for the mean (default: clip)"},
+		{Name: "sweeps", Type: Int, Min: Bound(1), ExclusiveMax: Bound(1000), Doc: "optional sweep count"},
+	}
 }
 
 func TestSpecsOfDerivesTheHandWrittenCatalogue(t *testing.T) {
 	specs, err := SpecsOf(sampleOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, sampleSpecs, specs)
+	assert.Equal(t, sampleSpecs(t), specs)
 	ptr, err := SpecsOf(&sampleOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, specs, ptr, "a pointer prototype gives the same catalogue")
@@ -79,8 +91,8 @@ func TestSpecsOfRefusals(t *testing.T) {
 		{"unsupported type", struct {
 			X []int `param:"x"`
 		}{}, "is not a parameter type"},
-		{"optional string", struct {
-			X *string `param:"x"`
+		{"optional bool", struct {
+			X *bool `param:"x"`
 		}{}, "is not a parameter type"},
 		{"unexported parameter", struct {
 			x int `param:"x" default:"1"`
@@ -117,8 +129,8 @@ func TestSpecsOfRefusals(t *testing.T) {
 			K int `param:"rank" default:"1"`
 		}{}, `"rank" is listed twice`},
 		{"default outside choices", struct {
-			Noise `default:"exact"`
-		}{}, `"exact" is not one of`},
+			Noise `default:"fancy"`
+		}{}, `"fancy" is not one of`},
 		{"default on the exclusive bound", struct {
 			Clip `default:"0"`
 		}{}, "must be greater than 0"},
@@ -197,7 +209,7 @@ func TestInfoOfAndBuiltins(t *testing.T) {
 	est := fakeEst{info: Info{Name: "sample", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantApprox}, Options: sampleOptions{}}}
 	info, err := InfoOf(est)
 	require.NoError(t, err)
-	assert.Equal(t, append(append([]ParamSpec(nil), sampleSpecs...), allowLargeDeltaSpec), info.Params)
+	assert.Equal(t, append(sampleSpecs(t), allowLargeDeltaSpec), info.Params)
 	again, err := resolveInfo(info)
 	require.NoError(t, err, "resolving twice is harmless")
 	assert.Equal(t, info.Params, again.Params)
@@ -274,4 +286,101 @@ func TestOptsInFit(t *testing.T) {
 	assert.True(t, IsBadRequest(err))
 	assert.Nil(t, acct, "refused before an accountant exists")
 	assert.False(t, math.IsNaN(0))
+}
+
+type evaluateOptions struct {
+	Evaluate
+}
+
+func (evaluateOptions) Footprint(s Shape) int64 { return int64(s.P) }
+
+// wrapped adds the evaluate parameter to the estimator it wraps, the way
+// a plugin adds an evaluation step to several estimators.
+type wrapped struct{ Estimator }
+
+func (w wrapped) Info() Info {
+	in := w.Estimator.Info()
+	in.Options = OptionSet{in.Options, evaluateOptions{}}
+	return in
+}
+
+func (w wrapped) Fit(ctx context.Context, run *Run) (*Result, error) {
+	res, err := w.Estimator.Fit(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if Opts[evaluateOptions](run).Evaluate.Value {
+		res.AddScalar("evaluated", 1, Evaluation, "the wrapper ran")
+	}
+	return res, nil
+}
+
+func TestOptionSet(t *testing.T) {
+	var inner *sampleOptions
+	base := fakeEst{
+		info: Info{Name: "sample", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: sampleOptions{}},
+		fit: func(_ context.Context, run *Run) (*Result, error) {
+			inner = Opts[sampleOptions](run)
+			rel, err := run.Acct.Gaussian("x", 1, 1, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 0.1})
+			if err != nil {
+				return nil, err
+			}
+			return &Result{}, rel.Add(run.Rand, []float64{0})
+		},
+	}
+	est := wrapped{base}
+	info, err := InfoOf(est)
+	require.NoError(t, err)
+	assert.Equal(t, "evaluate", info.Params[len(sampleSpecs(t))].Name, "the wrapper's parameters follow the estimator's")
+
+	opts, fp, err := Prepare(est.Info(), map[string]string{"rank": "2", "evaluate": "true"}, Shape{Kind: data.Rows, N: 10, P: 4})
+	require.NoError(t, err)
+	set, ok := opts.(OptionSet)
+	require.True(t, ok, "%T", opts)
+	require.Len(t, set, 2)
+	assert.Equal(t, int64(8*4*4+4), fp, "footprints add up")
+	_, _, err = Prepare(est.Info(), map[string]string{"rank": "7"}, Shape{Kind: data.Rows, N: 10, P: 4})
+	assert.ErrorContains(t, err, "rank exceeds the number of columns", "each member's Check runs")
+
+	seed := uint64(1)
+	res, _, err := RunLocal(context.Background(), est, &data.Dataset{Kind: data.Rows, X: mat.NewDense(10, 4, nil)},
+		map[string]string{"rank": "3", "evaluate": "true"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	require.NotNil(t, inner)
+	assert.Equal(t, 3, inner.Rank.Value)
+	assert.Equal(t, "evaluated", res.Scalars[0].Name)
+
+	_, err = SpecsOf(OptionSet{sampleOptions{}, struct{ Rank }{}})
+	assert.ErrorContains(t, err, `"rank" is listed twice`)
+}
+
+type legacyOptions struct {
+	Noise
+	Calibration *string `param:"calibration" choices:"zcdp,paper" deprecated:"use noise= (zcdp) or sensitivity= (paper)" doc:"old name"`
+}
+
+func TestDeprecatedParameter(t *testing.T) {
+	specs, err := SpecsOf(legacyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "use noise= (zcdp) or sensitivity= (paper)", specs[1].Deprecated)
+	est := fakeEst{
+		info: Info{Name: "legacy", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: legacyOptions{}},
+		fit: func(_ context.Context, run *Run) (*Result, error) {
+			rel, err := run.Acct.Gaussian("x", 1, 1, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 0.1})
+			if err != nil {
+				return nil, err
+			}
+			return &Result{}, rel.Add(run.Rand, []float64{0})
+		},
+	}
+	seed := uint64(1)
+	rows := &data.Dataset{Kind: data.Rows, X: mat.NewDense(10, 1, nil)}
+	grant := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}
+	res, _, err := RunLocal(context.Background(), est, rows, map[string]string{"calibration": "paper"}, grant, LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	assert.Equal(t, []string{`parameter "calibration" is deprecated and will be removed: use noise= (zcdp) or sensitivity= (paper)`}, res.Notes)
+	res, _, err = RunLocal(context.Background(), est, rows, nil, grant, LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	assert.Empty(t, res.Notes)
+
 }

@@ -32,6 +32,9 @@ type ParamSpec struct {
 	Choices                    []string // allowed values of a String parameter
 	Required                   bool
 	Doc                        string
+	// Deprecated, when set, marks a parameter kept for compatibility and
+	// says what replaces it; a fit that sets it gets a note saying so.
+	Deprecated string
 }
 
 // Bound is a helper for ParamSpec.Min and Max.

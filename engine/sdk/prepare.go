@@ -34,8 +34,10 @@ func ShapeOf(d *data.Dataset) Shape {
 
 // Checker is implemented by an options type that checks its values against
 // each other and against the data's public shape. Prepare calls it after
-// binding; an error refuses the request (a BadRequest) before any budget is
-// reserved or spent.
+// binding, on the bound value, so it may also normalise it (fill an
+// optional value's default from another, map a deprecated alias onto its
+// replacement); an error refuses the request (a BadRequest) before any
+// budget is reserved or spent.
 type Checker interface {
 	Check(s Shape) error
 }
@@ -49,8 +51,8 @@ type Footprinter interface {
 // InfoOf returns est's catalogue entry with its parameters resolved: derived
 // from Info.Options when set (an estimator may not set both Options and
 // Params), plus the SDK's own parameters (allow_large_delta for an
-// estimator that accepts an (ε, δ) budget). Serve, RunLocal and Prepare all
-// use it.
+// estimator that accepts an (ε, δ) budget). The plugin server
+// (transport.Serve), RunLocal and Prepare all use it.
 func InfoOf(est Estimator) (Info, error) {
 	return resolveInfo(est.Info())
 }
@@ -106,7 +108,8 @@ type prepared struct {
 
 // Prepare validates the request raw against the estimator's catalogue
 // (info, with Options or Params), binds it into a fresh options value
-// (a pointer to the Options type; nil for an estimator without Options),
+// (a pointer to the Options type, an OptionSet of pointers for an
+// OptionSet; nil for an estimator without Options),
 // runs the options' Check hook on the public shape s and estimates the
 // fit's peak memory with the optional Footprint hook (0 when absent). Every
 // error is a BadRequest: nothing has been spent. RunLocal and the plugin
@@ -136,24 +139,43 @@ func prepare(info Info, raw map[string]string, s Shape) (*prepared, error) {
 	if info.Options == nil {
 		return p, nil
 	}
-	fields, err := fieldsOf(info.Options)
-	if err != nil {
-		return nil, fmt.Errorf("estimator %s: %w", info.Name, err)
-	}
-	if p.opts, err = bindOptions(info.Options, fields, params); err != nil {
-		return nil, BadRequest("estimator %s: %w", info.Name, err)
-	}
-	if c, ok := p.opts.(Checker); ok {
-		if err := safeHook(func() error { return c.Check(s) }); err != nil {
-			return nil, BadRequest("estimator %s: %w", info.Name, err)
+	var bound OptionSet
+	for _, proto := range protos(info.Options) {
+		o, fp, err := bindOne(info.Name, proto, params, s)
+		if err != nil {
+			return nil, err
 		}
+		bound = append(bound, o)
+		p.footprint += fp
 	}
-	if f, ok := p.opts.(Footprinter); ok {
-		if err := safeHook(func() error { p.footprint = f.Footprint(s); return nil }); err != nil {
-			return nil, fmt.Errorf("estimator %s: footprint: %w", info.Name, err)
-		}
+	if len(bound) == 1 {
+		p.opts = bound[0]
+	} else {
+		p.opts = bound
 	}
 	return p, nil
+}
+
+// bindOne binds one options prototype and runs its hooks.
+func bindOne(name string, proto any, params Params, s Shape) (opts any, footprint int64, err error) {
+	fields, err := fieldsOf(proto)
+	if err != nil {
+		return nil, 0, fmt.Errorf("estimator %s: %w", name, err)
+	}
+	if opts, err = bindOptions(proto, fields, params); err != nil {
+		return nil, 0, BadRequest("estimator %s: %w", name, err)
+	}
+	if c, ok := opts.(Checker); ok {
+		if err := safeHook(func() error { return c.Check(s) }); err != nil {
+			return nil, 0, BadRequest("estimator %s: %w", name, err)
+		}
+	}
+	if f, ok := opts.(Footprinter); ok {
+		if err := safeHook(func() error { footprint = f.Footprint(s); return nil }); err != nil {
+			return nil, 0, fmt.Errorf("estimator %s: footprint: %w", name, err)
+		}
+	}
+	return opts, footprint, nil
 }
 
 // safeHook runs an options hook, turning a panic into an error so that none

@@ -79,3 +79,13 @@ func TestTimingsAreNeverPublic(t *testing.T) {
 	_, _, err = RunLocal(context.Background(), fakeEst{info: info, fit: fit(true)}, rows, nil, grant, LocalOptions{Seed: &seed})
 	assert.ErrorContains(t, err, `scalar output "w" has release class ""`)
 }
+
+func TestNotesCarryTheirReleaseClass(t *testing.T) {
+	var res Result
+	res.AddNote("all noisy eigenvalues clamped to 0", Public)
+	res.AddNote("3 of 100 rows were clipped", Diagnostic)
+	assert.Equal(t, []string{
+		"all noisy eigenvalues clamped to 0",
+		"[diagnostic: depends on the private data, NOT private; for the operator only] 3 of 100 rows were clipped",
+	}, res.Notes)
+}

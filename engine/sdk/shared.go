@@ -62,7 +62,7 @@ type Step struct {
 // Noise is the shared parameter noise: how the noise of a Gaussian step is
 // calibrated. Its values are the privacy package's noise calibrations.
 type Noise struct {
-	Value string `param:"noise" default:"zcdp" choices:"zcdp,classical,analytic" doc:"how Gaussian noise is calibrated: zcdp splits the budget in zero-concentrated DP and gives the least noise when several steps add up; classical uses the textbook (ε, δ) formula for each step (each step's ε at most 1); analytic uses the exact (ε, δ) curve of the Gaussian for each step"`
+	Value string `param:"noise" default:"zcdp" choices:"zcdp,exact,classical,analytic" doc:"how Gaussian noise is calibrated: zcdp splits the budget in zero-concentrated DP, which composes well when several steps add up; exact splits it by the tightest accounting dplr can certify (exact Gaussian composition, or the privacy loss distribution when pure steps are mixed in), a little less noise than zcdp; classical uses the textbook (ε, δ) formula for each step (each step's ε at most 1); analytic uses the exact (ε, δ) curve of the Gaussian for each step"`
 }
 
 // Sensitivity values (an estimator lists the ones it supports in choices).

@@ -216,7 +216,7 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 }
 
 // finalResult is the result message of a fit. fit_seconds, load_seconds
-// and max_rss_kb are of release class Diagnostic (TimingRelease), as are
+// and max_rss_kb are of release class Diagnostic (sdk.TimingRelease), as are
 // the estimator's own timings, which travel as Diagnostic scalars: none of
 // them is ever labelled public.
 func finalResult(res *sdk.Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
@@ -254,7 +254,12 @@ func wireInfo(info sdk.Info) sdk.Info {
 	info.Options = nil
 	info.Params = append([]sdk.ParamSpec(nil), info.Params...)
 	for i, p := range info.Params {
-		info.Params[i] = p.Inclusive()
+		p = p.Inclusive()
+		if p.Deprecated != "" {
+			p.Doc = strings.TrimSpace("DEPRECATED (" + p.Deprecated + ") " + p.Doc)
+			p.Deprecated = ""
+		}
+		info.Params[i] = p
 	}
 	return info
 }

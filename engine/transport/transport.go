@@ -1,6 +1,9 @@
 // Package transport holds what the dplr host and its plugins must agree on
 // to talk over HashiCorp go-plugin: the versioned handshake, the plugin
-// name, and the gRPC glue that exposes the Estimators service.
+// name, the gRPC glue that exposes the Estimators service, the plugin-side
+// server over SDK estimators (Serve, the one line of a plugin's main), and
+// every converter between the SDK's types and the generated protobuf ones.
+// No package above it (the host, the command line) sees generated code.
 package transport
 
 import (

@@ -137,13 +137,13 @@ func TestInvalidBeforeSpending(t *testing.T) {
 	assert.False(t, invalidBeforeSpending(errors.New("other"), nil))
 }
 
-// Timings depend on the data: the result message carries them as
-// Diagnostic scalars, never Public.
+// The result message carries an estimator's timings as Diagnostic
+// scalars, never public ones.
 func TestFinalResultTimingsAreDiagnostic(t *testing.T) {
 	acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1})
 	require.NoError(t, err)
 	res := &sdk.Result{}
-	res.AddScalar("v", 0.5, sdk.Public, "noisy value")
+	res.AddScalar("v", 0, sdk.Public, "noisy zero")
 	res.AddTiming("sampler_s", 0.25, "time spent sampling")
 	final := finalResult(res, acct, 1.5, 0.5)
 	require.Len(t, final.GetScalars(), 2)
@@ -155,4 +155,5 @@ func TestFinalResultTimingsAreDiagnostic(t *testing.T) {
 			assert.Equal(t, string(sdk.Public), sc.GetRelease())
 		}
 	}
+	assert.Equal(t, 1.5, final.GetFitSeconds())
 }

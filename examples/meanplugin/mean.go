@@ -56,8 +56,8 @@ func (RawMean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // and the shared noise calibration. The SDK derives the catalogue from the
 // tags and binds every request before Fit.
 type meanOptions struct {
-	sdk.Clip `default:"1"`
-	sdk.Noise
+	sdk.Clip  `default:"1"`
+	sdk.Noise `default:"exact"`
 }
 
 // Info implements sdk.Estimator.
@@ -68,7 +68,8 @@ func (Mean) Info() sdk.Info {
 		Summary: "mean of rows clipped to a public norm, Gaussian mechanism (template plugin)",
 		Description: "Each row is scaled down to ℓ2 norm at most `clip`; the mean of the clipped rows then has " +
 			"ℓ2 sensitivity 2·clip/n under replacement of one row, and is released with Gaussian noise " +
-			"calibrated from the whole grant (in zCDP by default). n is treated as public.",
+			"calibrated from the whole grant through the exact Gaussian curve by default (noise=exact: the least noise " +
+			"any valid accounting allows; noise=zcdp, classical, analytic for comparison). n is treated as public.",
 		DataKind:   data.Rows,
 		Guarantee:  "worst-case (ε, δ)-DP / ρ-zCDP, neighbours differ by one replaced row (n public)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
@@ -105,6 +106,7 @@ func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced (n public)"}}
 	res.AddMatrix("mean", mat.NewDense(1, p, mean), sdk.Public, "private mean of the clipped rows (1×p)")
 	res.AddScalar("sigma", rel.Scale(), sdk.Public, "standard deviation of the Gaussian noise per coordinate")
+	res.Notes = append(res.Notes, "noise="+o.Noise.Value+": the guarantee's figures come from the tightest valid accounting of the release (its accounting field: gdp for the exact Gaussian curve)")
 	return res, nil
 }
 

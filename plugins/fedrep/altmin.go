@@ -52,6 +52,7 @@ iteration's ρ (parallel composition); the start (shared with fedrep-private) is
 // otherwise).
 type altminPlan struct {
 	init, a, b privacy.Budget
+	tune       privacy.Budget // the private init_clip quantile (zero when given)
 }
 
 // planAltMin splits the grant (DERIVATIONS.md §5.3, §5.4): with noise=zcdp
@@ -70,8 +71,14 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	if !o.disjoint() {
 		steps = o.Iterations.Value
 	}
-	wA, wB := o.AShare*(1-share), (1-o.AShare)*(1-share)
-	wInit := share
+	rest := 1.0
+	var shares []privacy.Share
+	if o.autoInitClip() {
+		rest = 1 - o.TuneShare
+		shares = append(shares, privacy.Share{Name: "tune", Weight: o.TuneShare})
+	}
+	wA, wB := o.AShare*(1-share)*rest, (1-o.AShare)*(1-share)*rest
+	wInit := share * rest
 	if o.Noise.Value == "paper" {
 		var err error
 		if wA, wB, err = paperAltMinWeights(run, o, steps); err != nil {
@@ -79,7 +86,7 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 		}
 		wInit = (1 - wA - wB) * (1 - 1e-9)
 	}
-	shares := []privacy.Share{{Name: "A", Weight: wA, Steps: steps}, {Name: "b", Weight: wB, Steps: steps}}
+	shares = append(shares, privacy.Share{Name: "A", Weight: wA, Steps: steps}, privacy.Share{Name: "b", Weight: wB, Steps: steps})
 	if privInit {
 		shares = append(shares, privacy.Share{Name: "init", Weight: wInit})
 	}
@@ -93,6 +100,9 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	}
 	if err == nil && privInit {
 		p.init, err = plan.Budget("init")
+	}
+	if err == nil && o.autoInitClip() {
+		p.tune, err = plan.Budget("tune")
 	}
 	return p, err
 }
@@ -151,10 +161,13 @@ func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altmi
 	var sig altminSigmas
 	n, k, T := prob.lay.n(), o.Rank.Value, o.Iterations.Value
 	tr := &fedrepTrace{}
-	start := &fedrepConfig{rounds: &roundOptions{Rank: o.Rank}, splitOpts: &o.splitOptions, initClip: o.InitClip, init: o.Init}
+	start := &fedrepConfig{rounds: &roundOptions{Rank: o.Rank}, splitOpts: &o.splitOptions, initClip: o.initClip(), init: o.Init, clipQ: o.ClipQuantile}
 	var startPlan *fedrepPlan
 	if o.Init == "private" {
-		startPlan = &fedrepPlan{init: plan.init}
+		startPlan = &fedrepPlan{init: plan.init, tune: plan.tune}
+		if o.autoInitClip() {
+			startPlan.tunes = 1
+		}
 	}
 	eng := newFedrepEngine(prob.x, prob.y, prob.lay, k, math.Inf(1), lossSquared)
 	eng.headAll = o.headAll()
@@ -163,6 +176,7 @@ func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altmi
 	if err != nil {
 		return nil, sig, err
 	}
+	tr.initClip = start.initClip
 	run.Progress("init", 1, 1)
 	groups := altminGroups(run, n, T, o.disjoint())
 	var rel *altminRelease
@@ -303,18 +317,23 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 		addUserIDs(res, run.Data)
 	}
 	if o.Holdout > 0 {
-		res.AddSeries("holdout_loss", tr.curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")
+		res.AddSeries("holdout_curve", tr.curve, sdk.Evaluation, "per-iteration mean squared error on the users' hold-out rows (index 0 = after initialization); computed from raw data: NOT private")
 		res.AddScalar("holdout_loss", tr.final, sdk.Evaluation, "final mean squared error on the users' hold-out rows; computed from raw data: NOT private")
 	}
 	if o.Init == "private" {
 		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
 		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
+		how := "given"
+		if o.autoInitClip() {
+			how = fmt.Sprintf("chosen privately: the %g-quantile of the users' norms from a noisy histogram, ρ = %.4g (DERIVATIONS.md §12)", o.ClipQuantile, plan.tune.Rho)
+		}
+		res.AddScalar("init_clip", tr.initClip, sdk.Public, "ψ_init, the bound on each user's U-statistic ("+how+")")
 	}
 	res.AddScalar("sigma_A", sig.a, sdk.Public, "std of the symmetric Gaussian noise on A in each iteration")
 	res.AddScalar("sigma_b", sig.b, sdk.Public, "std of the Gaussian noise on b in each iteration")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
-		Assumptions: []string{fmt.Sprintf("public clips c_W = %g, c_y = %g, at most %d rows per user, ψ_init = %g (worst case)", o.ClipW, o.ClipY, o.Portion, o.InitClip),
+		Assumptions: []string{fmt.Sprintf("public clips c_W = %g, c_y = %g, at most %d rows per user, ψ_init = %g (given, or released privately before use; worst case)", o.ClipW, o.ClipY, o.Portion, tr.initClip),
 			fmt.Sprintf("number of users n = %d public", n)}}
 	if o.disjoint() {
 		res.Guarantee.Assumptions[1] += "; the group partition is data independent"
@@ -335,6 +354,9 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 // eigendecomposition (a may be indefinite after noise), dropping
 // eigen-directions whose shifted eigenvalue is numerically zero.
 func symSolve(run *sdk.Run, a *mat.SymDense, b []float64, ridge float64) ([]float64, error) {
+	if out, ok := cholSolve(a, b, ridge); ok {
+		return out, nil
+	}
 	vals, vecs, err := run.Backend.EigSym(a)
 	if err != nil {
 		return nil, fmt.Errorf("U-step solve: %w", err)
@@ -364,4 +386,31 @@ func symSolve(run *sdk.Run, a *mat.SymDense, b []float64, ridge float64) ([]floa
 		return nil, fmt.Errorf("U-step solve: solution is not finite")
 	}
 	return out, nil
+}
+
+// cholSolve is the fast path of symSolve: when A + ridge·I is positive
+// definite and well conditioned (the usual case: the ridge dominates the
+// noise), its Cholesky solve equals the pseudo-inverse solution, at a sixth
+// of the cost of the eigendecomposition. It reports false otherwise.
+func cholSolve(a *mat.SymDense, b []float64, ridge float64) ([]float64, bool) {
+	n := a.SymmetricDim()
+	m := mat.NewSymDense(n, nil)
+	m.CopySym(a)
+	if ridge != 0 {
+		for i := 0; i < n; i++ {
+			m.SetSym(i, i, m.At(i, i)+ridge)
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(m) || ch.Cond() > 1e10 {
+		return nil, false
+	}
+	out := mat.NewVecDense(n, nil)
+	if err := ch.SolveVecTo(out, mat.NewVecDense(n, append([]float64(nil), b...))); err != nil {
+		return nil, false
+	}
+	if !allFinite(out.RawVector().Data) {
+		return nil, false
+	}
+	return out.RawVector().Data, true
 }

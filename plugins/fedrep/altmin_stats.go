@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -97,11 +98,7 @@ func altminUser(eng *fedrepEngine, fws *workerScratch, u []float64, ui int, cw, 
 			if xp == 0 {
 				continue
 			}
-			row := s.h[p*d+p : p*d+d]
-			xx := s.xh[p:d]
-			for q := range row {
-				row[q] += xp * xx[q]
-			}
+			axpy(xp, s.xh[p:d], s.h[p*d+p:p*d+d])
 			s.hb[p] += yt * t * s.xh[p]
 		}
 	}
@@ -111,11 +108,7 @@ func altminUser(eng *fedrepEngine, fws *workerScratch, u []float64, ui int, cw, 
 			f := s.vh[a] * s.vh[b]
 			blk := acc.c[pi*d*d : (pi+1)*d*d]
 			for p := 0; p < d; p++ {
-				row := blk[p*d+p : p*d+d]
-				hr := s.h[p*d+p : p*d+d]
-				for q := range row {
-					row[q] += f * hr[q]
-				}
+				axpy(f, s.h[p*d+p:p*d+d], blk[p*d+p:p*d+d])
 			}
 			pi++
 		}
@@ -125,6 +118,12 @@ func altminUser(eng *fedrepEngine, fws *workerScratch, u []float64, ui int, cw, 
 			acc.b[p*k+a] += s.hb[p] * s.vh[a]
 		}
 	}
+}
+
+// axpy sets y += alpha·x (equal lengths) through the vectorised BLAS level-1
+// kernel.
+func axpy(alpha float64, x, y []float64) {
+	blas64.Axpy(alpha, blas64.Vector{N: len(x), Inc: 1, Data: x}, blas64.Vector{N: len(y), Inc: 1, Data: y})
 }
 
 // kroneckerToA assembles the dk×dk symmetric A from the k(k+1)/2 blocks

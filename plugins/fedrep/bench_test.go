@@ -75,7 +75,7 @@ func BenchmarkKernels(b *testing.B) {
 	})
 	b.Run("ustat-init", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, _, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, 50); err != nil {
+			if _, _, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, 50, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

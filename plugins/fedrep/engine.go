@@ -385,3 +385,109 @@ func (e *fedrepEngine) fitHeads(ctx context.Context, u []float64, heads *mat.Den
 	}
 	return tot / float64(m), nil
 }
+
+// gradNorms returns every user's unclipped gradient norm ‖∇_i‖_F = ‖g‖‖v‖
+// at U for round t's rows (0 for a user who sits the round out or whose
+// computation is not finite), for the private quantile of DERIVATIONS.md §12.
+func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]float64, error) {
+	n := e.lay.n()
+	out := make([]float64, n)
+	err := parallelChunks(ctx, e.chunks, func(w, c int) {
+		ws := e.ws[w]
+		lo, hi := chunkBounds(n, e.chunks, c)
+		for i := lo; i < hi; i++ {
+			vRows, gRows := e.batches(ws, i, t)
+			if len(gRows) == 0 {
+				continue
+			}
+			e.userGradient(ws, u, vRows, gRows)
+			nrm := norm2(ws.g) * norm2(ws.v)
+			if math.IsNaN(nrm) || math.IsInf(nrm, 0) {
+				nrm = 0
+			}
+			out[i] = nrm
+		}
+	})
+	return out, err
+}
+
+// validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's score
+// for U on its local rows S¹ with the head fitted on its training rows S⁰
+// (without S¹: on the second half of S⁰ with the head fitted on the first):
+// the fraction of S¹ rows whose sign is predicted (accuracy), or
+// 1 − the mean of min(1, squared error) (squared). A user without S¹ rows,
+// or whose computation is not finite, scores 0. Each s_i depends on user
+// i's rows only, so the score moves by at most 1/n when one user is
+// replaced (DERIVATIONS.md §13).
+func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accuracy bool) (float64, error) {
+	n := e.lay.n()
+	k, d := e.k, e.d
+	sums := make([]float64, e.chunks)
+	err := parallelChunks(ctx, e.chunks, func(w, c int) {
+		ws := e.ws[w]
+		sums[c] = 0
+		lo, hi := chunkBounds(n, e.chunks, c)
+		for i := lo; i < hi; i++ {
+			ur := e.lay.users[i]
+			// Head rows [h0, h1) and scored rows [s0, s1): S⁰ and S¹, or,
+			// without S¹, the two halves of S⁰ (a per-user rule).
+			h0, h1, s0, s1 := ur.t0, ur.t1, ur.t1, ur.f1
+			if s1 == s0 {
+				m0 := ur.t1 - ur.t0
+				h1 = ur.t0 + (m0+1)/2
+				s0, s1 = h1, ur.t1
+			}
+			if s1 == s0 || h1 == h0 {
+				continue
+			}
+			rows := ws.rows[:h1-h0]
+			for j := range rows {
+				rows[j] = int32(h0 + j)
+			}
+			e.localFit(ws, u, rows, e.loss)
+			for p := 0; p < d; p++ {
+				var t float64
+				for a := 0; a < k; a++ {
+					t += u[p*k+a] * ws.v[a]
+				}
+				ws.w[p] = t
+			}
+			var s float64
+			for r := s0; r < s1; r++ {
+				xr := e.row(int32(r))
+				var pred float64
+				for p := 0; p < d; p++ {
+					pred += xr[p] * ws.w[p]
+				}
+				if accuracy {
+					if signLabel(pred) == signLabel(e.y[r]) {
+						s++
+					}
+				} else {
+					s += 1 - math.Min(1, (pred-e.y[r])*(pred-e.y[r]))
+				}
+			}
+			s /= float64(s1 - s0)
+			if math.IsNaN(s) || s < 0 || s > 1 {
+				s = 0
+			}
+			sums[c] += s
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	var tot float64
+	for _, s := range sums {
+		tot += s
+	}
+	return tot / float64(n), nil
+}
+
+// signLabel is the ±1 label of a score: +1 where s > 0, −1 elsewhere.
+func signLabel(s float64) float64 {
+	if s > 0 {
+		return 1
+	}
+	return -1
+}

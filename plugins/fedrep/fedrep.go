@@ -48,8 +48,17 @@ Privacy: user-level, replace-one neighbours (one user's whole data set replaced,
 Clipping bounds every user's contribution whatever its data, so the guarantee is worst case:
 the average moves by at most 2ψ/n per round (2ψ_init/n for the start). Rounds compose adaptively
 in zCDP; the start and the rounds share one budget (init_share). Only U is published; each user's
-head v_i, fitted on its own local half, is returned as a per-user output. The algorithm boxes,
-sensitivities and the neighbour relation are in the plugin's DERIVATIONS.md (§2–§4).`,
+head v_i, fitted on its own rows, is returned as a per-user output (predict new rows of a user
+with plugins/fedrep/predict or dplr transform). The algorithm boxes, sensitivities and the
+neighbour relation are in the plugin's DERIVATIONS.md (§2–§4).
+
+Defaults that need no tuning (DERIVATIONS.md §12): when clip / init_clip are not given they are
+chosen privately, as the clip_quantile quantile of the users' norms (a noisy histogram paid from
+tune_share), and the step is step_scale/ψ; a released step that opposes the previous one halves
+the step, and a step longer than max_move·√k is shortened (§3.6). Both guards are post-processing
+and are reported. Rank and clip can be chosen privately too (select_rank, select_clip_quantile;
+§13): candidates fitted on slices of the budget, one chosen by the exponential mechanism on a
+validation score, refitted on the rest; the whole cost is in the plan.`,
 		Guarantee:  "ρ-zCDP (hence (ε, δ)-DP) for U, user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    privateFedRepOptions{},
@@ -77,12 +86,17 @@ func (NonPrivateFedRep) Info() sdk.Info {
 type fedrepConfig struct {
 	rounds     *roundOptions
 	splitOpts  *splitOptions
-	step, clip float64 // η; ψ (+Inf: no clipping)
-	initClip   float64 // ψ_init (+Inf: no clipping)
+	step, clip float64 // η (0: step_scale/ψ); ψ (+Inf: no clipping; 0: chosen privately)
+	initClip   float64 // ψ_init (+Inf: no clipping; 0: chosen privately)
 	init       string  // private, random or ustat
 	initShare  float64
-	noise      string // zcdp or paper (private estimators)
-	deprecated bool   // the request used the calibration alias
+	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
+	// quantile a private clip sits at, and the budget share for the quantiles.
+	stepScale, clipQ, tuneShare float64
+	label                       string // prefix of the release names (a selection candidate)
+	sel                         *selectConfig
+	noise                       string // zcdp or paper (private estimators)
+	deprecated                  bool   // the request used the calibration alias
 }
 
 // rank, iterations, theory and split read the bound options.
@@ -115,6 +129,51 @@ func newFedrepProblem(run *sdk.Run, c *fedrepConfig, x *mat.Dense, y []float64, 
 	return &fedrepProblem{x: x, y: y, lay: lay, back: back, loss: loss}, nil
 }
 
+// stepCosine returns the cosine between the steps q Uᵀ and q′ U′ᵀ (d×d,
+// invariant to rotations of U's columns), computed in k×k:
+// ⟨q Uᵀ, q′ U′ᵀ⟩_F = tr(qᵀ q′ U′ᵀ U), with ‖q Uᵀ‖_F = ‖q‖_F for orthonormal U.
+func stepCosine(q, u, qp, up []float64, k int) float64 {
+	d := len(q) / k
+	a := make([]float64, k*k) // qᵀ q′
+	b := make([]float64, k*k) // U′ᵀ U
+	for p := 0; p < d; p++ {
+		for i := 0; i < k; i++ {
+			for j := 0; j < k; j++ {
+				a[i*k+j] += q[p*k+i] * qp[p*k+j]
+				b[i*k+j] += up[p*k+i] * u[p*k+j]
+			}
+		}
+	}
+	var tr float64
+	for i := 0; i < k; i++ {
+		for j := 0; j < k; j++ {
+			tr += a[i*k+j] * b[j*k+i]
+		}
+	}
+	den := norm2(q) * norm2(qp)
+	if den == 0 {
+		return 0
+	}
+	return tr / den
+}
+
+// maxOf returns the largest value (0 when empty).
+func maxOf(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+// checkRank refuses a rank above the working dimension (public).
+func (p *fedrepProblem) checkRank(k int) error {
+	if d := p.x.RawMatrix().Cols; k > d {
+		return sdk.BadRequest("rank %d exceeds the working dimension %d", k, d)
+	}
+	return nil
+}
+
 // theoryPerm draws, for every user, a random order of its training rows
 // (data-independent randomness, used to carve the disjoint batches).
 func theoryPerm(lay *layout, src *privacy.Source, rows int) []int32 {
@@ -142,15 +201,42 @@ func randomOrthonormal(run *sdk.Run, d, k int) (*mat.Dense, error) {
 // fedrepPlan holds the per-step budgets of a private FedRep run.
 type fedrepPlan struct {
 	init, round privacy.Budget // init is zero without a private start
+	tune        privacy.Budget // each private clip quantile (zero when none)
+	tunes       int            // number of private clip quantiles
+}
+
+// autoClips reports which clips the run chooses privately.
+func (c *fedrepConfig) autoClips() (clip, initClip bool) {
+	return c.clip == 0, c.initClip == 0 && c.init == "private"
 }
 
 // planFedRep splits the grant between the start and the rounds
 // (DERIVATIONS.md §3.4, §4). Every refusal here is decided from public
 // quantities, before any spend.
 func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
+	shares, err := fedrepShares(run, c, n, "", 1)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	if err != nil {
+		return nil, err
+	}
+	return fedrepBudgets(plan, c, "")
+}
+
+// fedrepShares returns the plan shares of one private FedRep fit that gets
+// the fraction weight of the grant, their names prefixed by prefix.
+func fedrepShares(run *sdk.Run, c *fedrepConfig, n int, prefix string, weight float64) ([]privacy.Share, error) {
 	T := c.iterations()
 	privInit := c.init == "private"
 	var shares []privacy.Share
+	tunes := c.tunes()
+	rest := weight // the share left for the start and the rounds
+	if tunes > 0 {
+		shares = append(shares, privacy.Share{Name: prefix + "tune", Weight: weight * c.tuneShare, Steps: tunes})
+		rest = weight * (1 - c.tuneShare)
+	}
 	switch c.noise {
 	case "paper":
 		g := run.Acct.Grant()
@@ -163,30 +249,51 @@ func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
 		}
 		sigma := c.clip * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
 		w := float64(T) * privacy.RhoOfGaussian(2*c.clip/float64(n), sigma) / rho
-		if w >= 1 {
+		if w >= rest {
 			return nil, sdk.BadRequest("noise=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, w*rho, T, rho, privacy.ErrOverBudget)
 		}
-		shares = append(shares, privacy.Share{Name: "rounds", Weight: w, Steps: T})
+		shares = append(shares, privacy.Share{Name: prefix + "rounds", Weight: w, Steps: T})
 		if privInit {
-			shares = append(shares, privacy.Share{Name: "init", Weight: (1 - w) * (1 - 1e-9)})
+			shares = append(shares, privacy.Share{Name: prefix + "init", Weight: (rest - w) * (1 - 1e-9)})
 		}
 	default:
 		if !privInit {
-			shares = append(shares, privacy.Share{Name: "rounds", Weight: 1, Steps: T})
+			shares = append(shares, privacy.Share{Name: prefix + "rounds", Weight: rest, Steps: T})
 			break
 		}
-		shares = append(shares, privacy.Share{Name: "init", Weight: c.initShare}, privacy.Share{Name: "rounds", Weight: 1 - c.initShare, Steps: T})
+		shares = append(shares, privacy.Share{Name: prefix + "init", Weight: rest * c.initShare}, privacy.Share{Name: prefix + "rounds", Weight: rest * (1 - c.initShare), Steps: T})
 	}
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
-	if err != nil {
+	return shares, nil
+}
+
+// tunes is the number of clips the run chooses privately.
+func (c *fedrepConfig) tunes() int {
+	autoClip, autoInit := c.autoClips()
+	t := 0
+	if autoClip {
+		t++
+	}
+	if autoInit {
+		t++
+	}
+	return t
+}
+
+// fedrepBudgets reads the per-step budgets of the fit whose shares carry
+// the prefix.
+func fedrepBudgets(plan *privacy.Plan, c *fedrepConfig, prefix string) (*fedrepPlan, error) {
+	p := &fedrepPlan{tunes: c.tunes()}
+	var err error
+	if p.round, err = plan.Budget(prefix + "rounds"); err != nil {
 		return nil, err
 	}
-	p := &fedrepPlan{}
-	if p.round, err = plan.Budget("rounds"); err != nil {
-		return nil, err
+	if p.tunes > 0 {
+		if p.tune, err = plan.Budget(prefix + "tune"); err != nil {
+			return nil, err
+		}
 	}
-	if privInit {
-		if p.init, err = plan.Budget("init"); err != nil {
+	if c.init == "private" {
+		if p.init, err = plan.Budget(prefix + "init"); err != nil {
 			return nil, err
 		}
 	}
@@ -213,6 +320,15 @@ func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool,
 	if err != nil {
 		return nil, err
 	}
+	if private && c.sel != nil {
+		tr, chosen, plan, sel, err := fitSelected(ctx, run, c, prob)
+		if err != nil {
+			return nil, err
+		}
+		res := tr.result(run, prob, chosen, plan)
+		sel.addSelection(res)
+		return res, nil
+	}
 	var plan *fedrepPlan // nil for the non-private reference
 	if private {
 		if plan, err = planFedRep(run, c, prob.lay.n()); err != nil {
@@ -230,11 +346,18 @@ func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool,
 // heads, and the per-round evaluation series.
 type fedrepTrace struct {
 	u, heads           *mat.Dense
-	curve              []float64 // hold-out loss after the start and each round
-	final              float64   // final hold-out loss
+	uWork              *mat.Dense // U in the working space (before the map back)
+	curve              []float64  // hold-out loss after the start and each round
+	final              float64    // final hold-out loss
 	clipFrac, skipFrac []float64
+	moves              []float64 // per round, η‖q̂‖_F/√k before the guard
+	eta                float64   // the step in use (η, halved on oscillation)
+	halved             []int     // rounds at which η was halved
+	prevStep, prevU    []float64 // the previous round's released mean and U
+	capped             []int     // rounds whose step the guard shortened
 	sigma, sigmaInit   float64
 	initClipFrac       float64
+	initClip           float64 // ψ_init used by the start (given or chosen privately)
 }
 
 // privateFedRep is Private FedRep (DERIVATIONS.md §3): the start of §2,
@@ -255,6 +378,9 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 		return nil, err
 	}
 	run.Progress("init", 1, 1)
+	if err := chooseClip(ctx, run, eng, u, c, plan, tr); err != nil {
+		return nil, err
+	}
 	if err := tr.evaluate(ctx, eng, u, c.split()); err != nil {
 		return nil, err
 	}
@@ -274,6 +400,35 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 	return tr, tr.finish(ctx, run, eng, u, prob, c.split(), c.rank())
 }
 
+// chooseClip sets the clip ψ, when it is chosen privately, to the private
+// clip_quantile quantile of the users' gradient norms at the start U_0 (a
+// post-processing of the earlier releases, so the norms are a function of
+// each user's own rows and public quantities; DERIVATIONS.md §12), and the
+// step, when not given, to step_scale/ψ.
+func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) error {
+	if c.clip == 0 {
+		if plan == nil {
+			return fmt.Errorf("internal error: a private clip without a plan")
+		}
+		norms, err := eng.gradNorms(ctx, u.RawMatrix().Data, 0)
+		if err != nil {
+			return fmt.Errorf("clip quantile: %w", err)
+		}
+		if c.clip, err = privateQuantile(run, c.label+fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+			return err
+		}
+		eng.psi = c.clip
+	}
+	if c.step == 0 {
+		c.step = c.stepScale / c.clip
+		if math.IsInf(c.clip, 1) {
+			c.step = c.stepScale
+		}
+	}
+	tr.eta = c.step
+	return nil
+}
+
 // fedrepRound is one round of the box of DERIVATIONS.md §3: the mean of the
 // users' clipped gradients (sensitivity 2ψ/n, §3.2 there), Gaussian noise
 // when private, a step of size η and a QR.
@@ -290,7 +445,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 		sum[i] /= float64(n)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
+		rel, err := run.Acct.Gaussian(c.label+fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
 		if err != nil {
 			return nil, err
 		}
@@ -306,8 +461,24 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 		tr.sigma = rel.Scale()
 		tr.clipFrac = append(tr.clipFrac, float64(clipped)/float64(n))
 	}
+	// The guards of DERIVATIONS.md §3.6, post-processing of the released
+	// mean: when this step opposes the previous one (oscillation: η too
+	// large for the data), η is halved from now on; a step longer than
+	// max_move·√k (√k = ‖U‖_F) is scaled down to it. Both are reported.
+	if c.rounds.StepGuard && tr.prevStep != nil && stepCosine(sum, u.RawMatrix().Data, tr.prevStep, tr.prevU, eng.k) < 0 {
+		tr.eta /= 2
+		tr.halved = append(tr.halved, t+1)
+	}
+	tr.prevStep, tr.prevU = append(tr.prevStep[:0], sum...), append(tr.prevU[:0], u.RawMatrix().Data...)
+	move := tr.eta * norm2(sum) / math.Sqrt(float64(eng.k))
+	tr.moves = append(tr.moves, move)
+	scale := tr.eta
+	if c.rounds.StepGuard && move > c.rounds.MaxMove {
+		scale *= c.rounds.MaxMove / move
+		tr.capped = append(tr.capped, t+1)
+	}
 	step := mat.NewDense(eng.d, eng.k, sum)
-	step.Scale(-c.step, step)
+	step.Scale(-scale, step)
 	step.Add(u, step)
 	return orthonormalize(run.Backend, step)
 }
@@ -335,7 +506,7 @@ func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng *fedrepEngi
 	if tr.final, err = eng.fitHeads(ctx, u.RawMatrix().Data, tr.heads); err != nil {
 		return err
 	}
-	tr.u = u
+	tr.u, tr.uWork = u, u
 	if prob.back != nil {
 		tr.u = mat.NewDense(prob.back.RawMatrix().Rows, k, nil)
 		if err := run.Backend.Mul(tr.u, prob.back, false, u, false); err != nil {
@@ -365,7 +536,7 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 		lossName = "0-1 error"
 	}
 	if c.split().Holdout > 0 {
-		res.AddSeries("holdout_loss", tr.curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
+		res.AddSeries("holdout_curve", tr.curve, sdk.Evaluation, "per-round "+lossName+" on the users' hold-out rows (index 0 = after initialization), heads refitted on S¹ each round; computed from raw data: NOT private")
 		res.AddScalar("holdout_loss", tr.final, sdk.Evaluation, "final "+lossName+" on the users' hold-out rows; computed from raw data: NOT private")
 	}
 	if plan != nil {
@@ -373,6 +544,13 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 	} else {
 		res.Guarantee = privacy.Guarantee{Kind: privacy.None}
 		res.Notes = append(res.Notes, "non-private reference: computed from the raw data without clipping or noise")
+	}
+	res.AddSeries("relative_step", tr.moves, sdk.Public, fmt.Sprintf("per round, η‖q̂‖_F/√k: the length of the step relative to U (‖U‖_F = √k), computed from the released mean; above max_move = %g the step was shortened to max_move (DERIVATIONS.md §3.6)", c.rounds.MaxMove))
+	if len(tr.halved) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("oscillation guard: the released step of round(s) %v opposed the previous one (the step size was too large for the data); η was halved each time, from %.4g to %.4g (DERIVATIONS.md §3.6)", tr.halved, c.step, tr.eta))
+	}
+	if len(tr.capped) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("diverging step guard: in round(s) %v the step would have moved U by more than %g·√k (largest relative step %.3g); it was shortened to that length. A step that long is dominated by noise or too large for the data: a smaller step_scale (or step), more users or a larger budget avoid it", tr.capped, c.rounds.MaxMove, maxOf(tr.moves)))
 	}
 	if c.theory() {
 		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Diagnostic, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
@@ -393,12 +571,28 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
 	}
 	res.AddScalar("sigma", tr.sigma, sdk.Public, "per-entry std of the Gaussian noise added to the mean clipped gradient in each round")
+	autoClip, autoInit := c.autoClips()
+	how := func(auto bool) string {
+		if auto {
+			return fmt.Sprintf("chosen privately: the %g-quantile of the users' norms from a noisy histogram (DERIVATIONS.md §12)", c.clipQ)
+		}
+		return "given"
+	}
+	res.AddScalar("clip", c.clip, sdk.Public, "ψ, the bound on each user's gradient ("+how(autoClip)+")")
+	if c.init == "private" {
+		res.AddScalar("init_clip", c.initClip, sdk.Public, "ψ_init, the bound on each user's U-statistic ("+how(autoInit)+")")
+	}
+	res.AddScalar("step", c.step, sdk.Public, "η, the step of the U update (step_scale/ψ unless given)")
+	if plan.tunes > 0 {
+		res.AddScalar("rho_tune", plan.tune.Rho*float64(plan.tunes), sdk.Public, "zCDP cost of the private clip quantiles")
+		res.Notes = append(res.Notes, fmt.Sprintf("private defaults: %d clip(s) chosen as the %g-quantile of the users' norms (noisy log-histograms, ρ = %.4g each); ψ = %.4g, ψ_init = %.4g, η = %.4g (DERIVATIONS.md §12)", plan.tunes, c.clipQ, plan.tune.Rho, c.clip, c.initClip, c.step))
+	}
 	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "zCDP cost of the initialization")
 	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "zCDP cost of the T rounds")
 	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; use it to tune ψ on synthetic data)")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
-		Assumptions: []string{fmt.Sprintf("public clip ψ = %g and ψ_init = %g (worst case: clipping holds for any data)", c.clip, c.initClip),
+		Assumptions: []string{fmt.Sprintf("clip ψ = %g and ψ_init = %g, public or released privately before use (worst case: clipping holds for any data)", c.clip, c.initClip),
 			fmt.Sprintf("number of users n = %d public", n)}}
 	if tr.heads != nil {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
@@ -415,12 +609,25 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 	if c.init == "random" {
 		return randomOrthonormal(run, d, c.rank())
 	}
-	z, clipped, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip)
+	if c.initClip == 0 {
+		if plan == nil {
+			return nil, fmt.Errorf("internal error: a private start clip without a plan")
+		}
+		norms := make([]float64, n)
+		if _, _, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, math.Inf(1), norms); err != nil {
+			return nil, fmt.Errorf("initialization: %w", err)
+		}
+		var err error
+		if c.initClip, err = privateQuantile(run, c.label+fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+			return nil, fmt.Errorf("initialization: %w", err)
+		}
+	}
+	z, clipped, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip, nil)
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian("init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
+		rel, err := run.Acct.Gaussian(c.label+"init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}

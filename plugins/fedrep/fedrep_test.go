@@ -204,9 +204,9 @@ func TestSensitivityAdversarial(t *testing.T) {
 			assert.True(t, allFinite(s2))
 			assert.LessOrEqual(t, norm2(diff), 2*psi/float64(n)*(1+1e-9), "FedRep kind %d victim %d", kind, victim)
 			// Initialization.
-			z1, _, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, psiInit)
+			z1, _, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, psiInit, nil)
 			require.NoError(t, err)
-			z2, _, err := ustatAggregate(context.Background(), be, adv.X, adv.Y, lay2, psiInit)
+			z2, _, err := ustatAggregate(context.Background(), be, adv.X, adv.Y, lay2, psiInit, nil)
 			require.NoError(t, err)
 			var dz mat.Dense
 			dz.Sub(z1, z2)
@@ -247,7 +247,7 @@ func TestAccountingRoundTrip(t *testing.T) {
 	}
 	// The estimator's steps add up to the grant and its σ matches the formula.
 	g := genUsers(t, 300, 10, 10, 2, 0.01, 1)
-	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "4", "clip": "2", "init_clip": "5"}, approx(2), 1)
+	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "4", "clip": "2", "init_clip": "5", "init_share": "0.2"}, approx(2), 1)
 	steps := acct.Steps()
 	require.Len(t, steps, 5)
 	var total float64

@@ -29,7 +29,11 @@ import (
 // lets a contribution exceed ψ; the scaled rows of many users are then
 // stacked and summed with one backend product PᵀQ per block (BLAS gemm in
 // the OpenBLAS build). Users with m0 ≥ d get the explicit d×d product.
-func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []float64, lay *layout, psi float64) (*mat.SymDense, int, error) {
+//
+// When norms is not nil (length n) it receives every user's unclipped
+// ‖Z_i‖_F (0 for users who contribute nothing), for the private quantile of
+// DERIVATIONS.md §12.
+func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []float64, lay *layout, psi float64, norms []float64) (*mat.SymDense, int, error) {
 	raw := x.RawMatrix()
 	d := raw.Cols
 	n := lay.n()
@@ -50,7 +54,10 @@ func ustatAggregate(ctx context.Context, be backend.Backend, x *mat.Dense, y []f
 		s.acc, s.rows = part[c], 0
 		lo, hi := chunkBounds(n, chunks, c)
 		for i := lo; i < hi && errs[c] == nil; i++ {
-			clipped, err := s.addUser(raw, y, lay.users[i], psi)
+			clipped, z, err := s.addUser(raw, y, lay.users[i], psi)
+			if norms != nil {
+				norms[i] = z
+			}
 			if clipped {
 				nclip[c]++
 			}
@@ -140,21 +147,21 @@ func (s *ustatWorker) flush() error {
 }
 
 // addUser stacks one user's clipped contribution and reports whether it
-// was clipped. Users with fewer than two rows, a zero scale or a norm that
+// was clipped and its unclipped norm (an upper bound on ‖Z_i‖_F). Users with fewer than two rows, a zero scale or a norm that
 // is zero or not finite contribute nothing.
-func (s *ustatWorker) addUser(raw blas64.General, y []float64, ur userRows, psi float64) (bool, error) {
+func (s *ustatWorker) addUser(raw blas64.General, y []float64, ur userRows, psi float64) (bool, float64, error) {
 	d := s.d
 	m0 := ur.t1 - ur.t0
 	if m0 < 2 {
-		return false, nil
+		return false, 0, nil
 	}
 	cx, cy := userMaxAbs(raw, y, ur.t0, ur.t1, d)
 	if cx == 0 || cy == 0 {
-		return false, nil
+		return false, 0, nil
 	}
 	if s.rows+m0 > s.block {
 		if err := s.flush(); err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
 	at := s.p[s.rows*d : (s.rows+m0)*d]
@@ -162,14 +169,15 @@ func (s *ustatWorker) addUser(raw blas64.General, y []float64, ur userRows, psi 
 	rescaledPairs(raw, y, ur, cx, cy, at, rt, s.prefix)
 	nrm, err := s.normBound(at, rt, m0)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if nrm == 0 || math.IsNaN(nrm) {
-		return false, nil
+		return false, 0, nil
 	}
 	clipped := false
 	scale := (cy * cx) * (cy * cx) / float64(m0*(m0-1))
-	if z := nrm * scale; z > psi || math.IsInf(z, 1) {
+	z := nrm * scale
+	if z > psi || math.IsInf(z, 1) {
 		scale = psi / nrm
 		clipped = true
 	}
@@ -177,7 +185,7 @@ func (s *ustatWorker) addUser(raw blas64.General, y []float64, ur userRows, psi 
 		at[p] *= scale
 	}
 	s.rows += m0
-	return clipped, nil
+	return clipped, z, nil
 }
 
 // rescaledPairs fills at with the user's rescaled rows ã_j = (y_j/cy)(x_j/cx)

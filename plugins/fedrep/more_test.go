@@ -44,7 +44,7 @@ func TestUStatistic(t *testing.T) {
 	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start}
 	lay, err := newLayout(ds, 0, 0)
 	require.NoError(t, err)
-	z, _, err := ustatAggregate(context.Background(), be, x, y, lay, math.Inf(1))
+	z, _, err := ustatAggregate(context.Background(), be, x, y, lay, math.Inf(1), nil)
 	require.NoError(t, err)
 	// Textbook per-user pair sums, their mean and standard errors.
 	mean := make([]float64, d*d)
@@ -124,7 +124,7 @@ func TestNonPrivateConvergence(t *testing.T) {
 func TestLargeEpsilonLimit(t *testing.T) {
 	g := genUsers(t, 1000, 10, 15, 2, 0.01, 8)
 	np, _ := fit(t, NonPrivateFedRep{}, g.Data, nil, approx(1), 1)
-	pr, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"clip": "1e9", "init_clip": "1e9"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e30}, 1)
+	pr, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"clip": "1e9", "init_clip": "1e9", "step": "2.5"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e30}, 1)
 	dd := subspaceDist(t, matrix(t, np, "U").M, matrix(t, pr, "U").M)
 	assert.Less(t, dd, 1e-6)
 }
@@ -310,7 +310,7 @@ func TestHoldoutCurve(t *testing.T) {
 	res, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "clip": "1", "step": "1", "iterations": "8"}, approx(4), 1)
 	var curve *sdk.Series
 	for i := range res.Series {
-		if res.Series[i].Name == "holdout_loss" {
+		if res.Series[i].Name == "holdout_curve" {
 			curve = &res.Series[i]
 		}
 	}
@@ -339,7 +339,7 @@ func TestUStatGemmEqualsLoop(t *testing.T) {
 		g := genUsers(t, tc.n, tc.m, tc.d, 2, 0.1, 3)
 		lay := testLayout(t, g.Data, 0.5)
 		for _, psi := range []float64{math.Inf(1), 0.5} {
-			z1, c1, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, psi)
+			z1, c1, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, psi, nil)
 			require.NoError(t, err)
 			z2, c2, err := ustatAggregateLoop(context.Background(), g.Data.X, g.Data.Y, lay, psi)
 			require.NoError(t, err)
@@ -355,8 +355,8 @@ func TestUStatGemmEqualsLoop(t *testing.T) {
 // does not change the released U.
 func TestHeadDataAll(t *testing.T) {
 	g := genUsers(t, 500, 20, 10, 2, 0.5, 6)
-	r1, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25"}, approx(4), 2)
-	r2, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "all"}, approx(4), 2)
+	r1, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "local", "local_fraction": "0.5"}, approx(4), 2)
+	r2, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"holdout": "0.25", "head_data": "all", "local_fraction": "0.5"}, approx(4), 2)
 	assert.True(t, mat.Equal(matrix(t, r1, "U").M, matrix(t, r2, "U").M))
 	assert.False(t, mat.Equal(matrix(t, r1, "V").M, matrix(t, r2, "V").M))
 	assert.Less(t, scalar(t, r2, "holdout_loss"), scalar(t, r1, "holdout_loss"), "more rows per head, lower hold-out error")

@@ -16,9 +16,9 @@ import (
 // splitOptions are the per-user split and head parameters every estimator
 // of the plugin shares.
 type splitOptions struct {
-	LocalFraction float64 `param:"local_fraction" default:"0.5" min:"0" max:"0.9" doc:"fraction of each user's (non-hold-out) rows kept for the user's own final head v_i (S¹, the last rows); the first rows (S⁰) feed the private training. 0.5 = the paper's halves"`
+	LocalFraction float64 `param:"local_fraction" default:"0" min:"0" max:"0.9" doc:"fraction of each user's (non-hold-out) rows kept out of the private training (S¹, the last rows): used for the user's own head (head_data=local) and to score candidates in a private selection. 0 (default) = every row trains (S⁰ = all, the better choice with few rows per user); 0.5 = the paper's halves"`
 	Holdout       float64 `param:"holdout" default:"0" min:"0" max:"0.9" doc:"fraction of each user's rows (the very last ones) held out to evaluate training curves and test errors; those outputs are computed from raw data (release class evaluation)"`
-	HeadData      string  `param:"head_data" default:"local" choices:"local,all" doc:"rows each user fits its final head v_i on: local = its held-back half S¹ only (the paper, needed for its analysis); all = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged)"`
+	HeadData      string  `param:"head_data" default:"all" choices:"local,all" doc:"rows each user fits its final head v_i on: all (default) = S⁰ ∪ S¹ (all of the user's own non-hold-out rows; the head is per-user and never published, so the guarantee on U is unchanged); local = its held-back half S¹ only (the paper, needed for its analysis)"`
 	OutputV       bool    `param:"output_v" default:"true" doc:"return the users' heads v_i (n×k) fitted on their own rows (see head_data), one row per user in increasing user-id order (non-integer ids: order of first appearance); each row is meant only for its user (release class per-user)"`
 }
 
@@ -31,8 +31,10 @@ func (s *splitOptions) headAll() bool { return s.HeadData == "all" }
 type roundOptions struct {
 	sdk.Rank       `default:"2" doc:"rank k of the shared representation U (d×k); k ≤ d"`
 	sdk.Iterations `default:"5" max:"1e5" doc:"number of rounds T"`
-	Mode           string `param:"mode" default:"experiment" choices:"experiment,theory" doc:"experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (the paper's Algorithm 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (DERIVATIONS.md §3.3)"`
-	Batch          int    `param:"batch" default:"0" min:"0" doc:"theory mode: the public batch size b (b ≥ rank), required with mode=theory; choose it from what every user is expected to hold (2·b·iterations training rows), never from the data"`
+	Mode           string  `param:"mode" default:"experiment" choices:"experiment,theory" doc:"experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (the paper's Algorithm 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (DERIVATIONS.md §3.3)"`
+	StepGuard      bool    `param:"step_guard" default:"true" doc:"guards of the step (DERIVATIONS.md §3.6): halve η when a released step opposes the previous one, and shorten a step longer than max_move·√k; false = the plain update (the paper's)"`
+	MaxMove        float64 `param:"max_move" default:"1" gt:"0" doc:"guard against a diverging step: when a round's step would move U by more than max_move·√k in Frobenius norm (√k = ‖U‖_F), i.e. η‖q̂‖_F > max_move·√k, the step is scaled down to that length and the round is reported (relative_step, notes); post-processing of the released mean"`
+	Batch          int     `param:"batch" default:"0" min:"0" doc:"theory mode: the public batch size b (b ≥ rank), required with mode=theory; choose it from what every user is expected to hold (2·b·iterations training rows), never from the data"`
 }
 
 // check refuses, from public quantities only (the rank, the working
@@ -70,29 +72,72 @@ func resolveCalibration(calibration string, noise *sdk.Noise) {
 	}
 }
 
+// autoOptions are the parameters of the private defaults of fedrep-private
+// and fedrep-classify: a clip that is not given is chosen privately (a
+// private quantile of the users' norms, DERIVATIONS.md §12) from a declared
+// share of the budget, and a step that is not given is matched to the clip.
+type autoOptions struct {
+	Step         *float64 `param:"step" gt:"0" max:"1e6" doc:"step size η of the U update (default: step_scale/ψ, matched to the clip ψ)"`
+	StepScale    float64  `param:"step_scale" default:"1" gt:"0" max:"1e6" doc:"η·ψ when step is not given: the largest move of U per round that the mean clipped gradient can cause (1 = at most the size of one column of U)"`
+	Clip         *float64 `param:"clip" gt:"0" doc:"ψ: Frobenius bound on each user's gradient (default: chosen privately as the clip_quantile quantile of the users' gradient norms at the start, from a noisy histogram paid from tune_share; DERIVATIONS.md §12)"`
+	InitClip     *float64 `param:"init_clip" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (default: chosen privately as the clip_quantile quantile of the users' ‖Z_i‖_F, paid from tune_share; DERIVATIONS.md §12)"`
+	ClipQuantile float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"quantile of the users' norms a privately chosen clip sits at (0.5: half the users are clipped)"`
+	TuneShare    float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private clip quantiles (split evenly between them; nothing is spent when both clips are given)"`
+}
+
+// fill copies the auto options into the algorithm's configuration.
+func (a *autoOptions) fill(c *fedrepConfig) {
+	if a.Clip != nil {
+		c.clip = *a.Clip
+	}
+	if a.InitClip != nil {
+		c.initClip = *a.InitClip
+	}
+	if a.Step != nil {
+		c.step = *a.Step
+	}
+	c.stepScale, c.clipQ, c.tuneShare = a.StepScale, a.ClipQuantile, a.TuneShare
+}
+
 // privateFedRepOptions are the parameters of fedrep-private.
 type privateFedRepOptions struct {
 	roundOptions
-	sdk.Step    `default:"2.5" max:"1e6" doc:"step size η of the U update (theory: η ≤ 1/(2σ_max,*²))"`
-	sdk.Clip    `default:"10" doc:"ψ: Frobenius bound on each user's gradient (public). Tune it on synthetic data, never on the private data; the paper's experiment uses 10, smaller values (≈1) are far better at n = 20000"`
+	autoOptions
 	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the paper's Algorithm 2 (noisy average of clipped U-statistics, top-k eigenvectors; DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U (free, but FedRep then converges slowly)"`
-	InitClip    float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (public)"`
-	InitShare   float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization (noise=zcdp)"`
-	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest (DERIVATIONS.md §3.4)"`
+	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization (noise=zcdp)"`
+	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	selectOptions
 	splitOptions
+	sel *selectConfig // parsed by Check
 }
 
 // Check implements sdk.Checker.
 func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 	resolveCalibration(o.Calibration, &o.Noise)
-	return o.roundOptions.check(s.P)
+	if err := o.roundOptions.check(s.P); err != nil {
+		return err
+	}
+	var err error
+	if o.sel, err = o.selectOptions.parse(s.P, o.Rank.Value, o.ClipQuantile, o.Clip != nil); err != nil {
+		return err
+	}
+	if o.sel != nil && o.Noise.Value == "paper" {
+		return sdk.BadRequest("private selection needs noise=zcdp")
+	}
+	return nil
 }
 
 // config is the algorithm's view of the options.
 func (o *privateFedRepOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+	if o.Noise.Value == "paper" {
+		c.clip, c.initClip = 10, 50 // the paper experiment's values
+	}
+	o.autoOptions.fill(c)
+	c.sel = o.sel
+	return c
 }
 
 // nonPrivateFedRepOptions are the parameters of fedrep-nonprivate.
@@ -114,15 +159,15 @@ func (o *nonPrivateFedRepOptions) config() *fedrepConfig {
 // classifyOptions are the parameters of fedrep-classify.
 type classifyOptions struct {
 	roundOptions
-	sdk.Step    `default:"1" max:"1e6" doc:"step size η of the U update on the mean logistic loss"`
-	sdk.Clip    `default:"1" doc:"ψ: Frobenius bound on each user's logistic-loss gradient (public; tune it on synthetic data, never on the private data)"`
+	autoOptions
 	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the private U-statistic start on the projected features (DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U"`
-	InitClip    float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (public)"`
-	InitShare   float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
-	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share)"`
+	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization"`
+	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share)"`
 	Calibration string `param:"calibration" default:"none" choices:"none,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	KPrime      int    `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
+	selectOptions
 	splitOptions
+	sel *selectConfig // parsed by Check
 }
 
 // Check implements sdk.Checker.
@@ -135,32 +180,57 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 		}
 		d = o.KPrime
 	}
-	return o.roundOptions.check(d)
+	if err := o.roundOptions.check(d); err != nil {
+		return err
+	}
+	var err error
+	o.sel, err = o.selectOptions.parse(d, o.Rank.Value, o.ClipQuantile, o.Clip != nil)
+	return err
 }
 
 // config is the algorithm's view of the options.
 func (o *classifyOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: o.Clip.Value, initClip: o.InitClip,
+	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+	o.autoOptions.fill(c)
+	c.sel = o.sel
+	return c
 }
 
 // altminOptions are the parameters of fedrep-privaltmin.
 type altminOptions struct {
 	sdk.Rank       `default:"2" doc:"rank k of the shared representation U (d×k); k ≤ d and d·k ≤ 4096 (the dk×dk statistics are the scaling wall)"`
 	sdk.Iterations `default:"5" max:"1e4" doc:"number of U-steps T"`
-	ClipW          float64 `param:"clip_w" default:"1e-4" min:"1e-300" doc:"c_W: ℓ2 bound on each W = vec(x vᵀ) (public); the paper's experiment uses 1e-4 for both clips, which normalizes every sample"`
-	ClipY          float64 `param:"clip_y" default:"1e-4" min:"1e-300" doc:"c_y: bound on |y| (public)"`
-	Portion        int     `param:"portion" default:"5" min:"1" doc:"at most this many training rows per user enter the U-step statistics (public: the sensitivity scales with it)"`
-	Groups         string  `param:"groups" default:"disjoint" choices:"disjoint,all" doc:"disjoint: T disjoint random groups of about n/T users, one per iteration (Jain et al.; parallel composition, each iteration gets the whole loop budget); all: every user in every iteration (the public experiment code; sequential composition over T)"`
-	Init           string  `param:"init" default:"private" choices:"private,random" doc:"private: the same private U-statistic start as fedrep-private (DERIVATIONS.md §2); random: data-independent"`
-	InitClip       float64 `param:"init_clip" default:"50" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic (public)"`
-	InitShare      float64 `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
-	AShare         float64 `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
+	ClipW          float64  `param:"clip_w" default:"1e-4" min:"1e-300" doc:"c_W: ℓ2 bound on each W = vec(x vᵀ) (public); the paper's experiment uses 1e-4 for both clips, which normalizes every sample"`
+	ClipY          float64  `param:"clip_y" default:"1e-4" min:"1e-300" doc:"c_y: bound on |y| (public)"`
+	Portion        int      `param:"portion" default:"5" min:"1" doc:"at most this many training rows per user enter the U-step statistics (public: the sensitivity scales with it)"`
+	Groups         string   `param:"groups" default:"disjoint" choices:"disjoint,all" doc:"disjoint: T disjoint random groups of about n/T users, one per iteration (Jain et al.; parallel composition, each iteration gets the whole loop budget); all: every user in every iteration (the public experiment code; sequential composition over T)"`
+	Init           string   `param:"init" default:"private" choices:"private,random" doc:"private: the same private U-statistic start as fedrep-private (DERIVATIONS.md §2); random: data-independent"`
+	InitClip       *float64 `param:"init_clip" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic (default: chosen privately as the clip_quantile quantile of the users' ‖Z_i‖_F, paid from tune_share, DERIVATIONS.md §12; noise=paper: 50)"`
+	ClipQuantile   float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"quantile of the users' U-statistic norms a privately chosen init_clip sits at"`
+	TuneShare      float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private init_clip quantile (nothing when init_clip is given or init=random)"`
+	InitShare      float64  `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
+	AShare         float64  `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
 	sdk.Noise      `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share) and a_share between A and b; paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`
 	Calibration    string  `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	Ridge          float64 `param:"ridge" default:"1" min:"0" doc:"ridge added to the noisy A before the solve, in units of c_W²·portion per user of the group (public quantities only; post-processing; DERIVATIONS.md §5.5). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"`
 	splitOptions
 }
+
+// initClip returns ψ_init: the given value, the paper's 50 with
+// noise=paper, 0 (chosen privately) otherwise.
+func (o *altminOptions) initClip() float64 {
+	switch {
+	case o.InitClip != nil:
+		return *o.InitClip
+	case o.Noise.Value == "paper":
+		return 50
+	}
+	return 0
+}
+
+// autoInitClip reports whether ψ_init is chosen privately.
+func (o *altminOptions) autoInitClip() bool { return o.Init == "private" && o.initClip() == 0 }
 
 // disjoint reports whether the users are split into disjoint groups.
 func (o *altminOptions) disjoint() bool { return o.Groups == "disjoint" }

@@ -12,7 +12,10 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/amin"
+	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Deflation is the iterative exponential mechanism of Amin et al. (2019):
@@ -30,101 +33,95 @@ func (Deflation) Info() sdk.Info {
 		Description: "For i = 1..k draws a unit vector u_i orthogonal to u_1..u_{i−1} with density ∝ exp(β_i uᵀAu), β_i = ε/(2k) " +
 			"(uᵀAu has sensitivity 1 under replace-one neighbours when rows have norm ≤ 1), with the exact rejection sampler; " +
 			"when k = d the last vector is the complement of the others, costs nothing, and the d − 1 draws get ε/(2(d−1)). " +
-			"Pure ε-DP by sequential composition. The released H = Σ λ_i u_i u_iᵀ uses the public spectrum.",
+			"Pure ε-DP by sequential composition; with an (ε, δ) grant the label follows the tightest composition of the k pure steps " +
+			"(zCDP composition may give a smaller ε at the grant's δ). The released H = Σ λ_i u_i u_iᵀ uses the public spectrum. " +
+			"The sampler is exact in real arithmetic and runs in float64. See DERIVATIONS.md §5.",
 		DataKind:   data.Rows,
-		Guarantee:  "pure ε-DP (exact sampler, sequential composition)",
+		Guarantee:  "ε-DP from the composition of k pure steps (pure sum, or zCDP at the grant's δ when tighter); exact sampler in real arithmetic, run in float64",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
-		Params:     []sdk.ParamSpec{paramRank, paramSpectrum, paramClip},
+		Options:    deflationOptions{},
 		References: []string{refAmin, refKGM, refMangoubi},
 	}
 }
 
-// Fit implements sdk.Estimator.
+// Fit implements sdk.Estimator: bind → plan → iterative deflation.
 func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	pr, err := setup(ctx, run, true)
+	o := sdk.Opts[deflationOptions](run)
+	k, d := o.Rank.Value, run.Data.P()
+	plan, err := newPlan(run, privacy.NoisePure, &o.base,
+		privacy.Share{Name: shareVectors, Weight: 1, Steps: amin.Draws(k, d), Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	k, lambda, eps, a, gamma, clipped := pr.k, pr.lambda, pr.eps, pr.a, pr.gamma, pr.clipped
-	u, diag, betas, err := DeflationSample(ctx, run.Acct, run.Rand, a, k, eps, run.Backend)
+	b, err := plan.Budget(shareVectors)
+	if err != nil {
+		return nil, err
+	}
+	pr, err := problemFor(ctx, run, plan, &o.base)
+	if err != nil {
+		return nil, err
+	}
+	u, diag, beta, err := DeflationSample(ctx, run.Acct, run.Rand, pr.a, k, b, run.Backend)
 	if err != nil {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, u, lambda, sdk.Public)
-	res.AddScalar("beta", betas, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k) (ε/(2(d−1)) when k = d: the last vector is determined)")
+	addCommonOutputs(res, pr, u, o.lambda, sdk.Public)
+	res.AddScalar("beta", beta, sdk.Public, "inverse temperature of each rank-1 draw, ε/(2k) (ε/(2(d−1)) when k = d: the last vector is determined)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): total ACG proposals")
 	res.AddScalar("acceptance_rate", diag.AcceptanceRate, sdk.Evaluation, "EVALUATION ONLY (depends on the raw data): accepted/proposed")
-	res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public", "the target spectrum Λ is public"}}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
-	return res, nil
+	// The kind follows the composition the accountant used (see
+	// DERIVATIONS.md §5): with an (ε, δ) grant and many draws, zCDP
+	// composition can give a smaller ε at the grant's δ than the pure sum.
+	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr), "the target spectrum Λ is public", exactSamplerCaveat}}
+	addClippedRows(res, pr.clipped)
+	res.Notes = append(res.Notes, "orbit-deflation runs the same sampler as pca-amin (Amin et al., shared code in plugins/internal/amin) on A = Σ x̃x̃ᵀ/clip²; pca-amin is the maintained entry point (it also centres and releases eigenvalues) and orbit-deflation may be removed in a later release")
+	return withEvaluation(ctx, run, res, pr.eval)
 }
 
-// DeflationSample spends eps/k per vector on acct (eps/(d−1) when k = d, whose
-// last vector is determined by the others) and returns the d×k frame
-// of k successive exact rank-1 exponential-mechanism draws, their summed
-// diagnostics and the per-vector inverse temperature.
-func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, a *mat.SymDense, k int, eps float64, be backend.Backend) (*mat.Dense, bingham.Diagnostics, float64, error) {
+// shareVectors names deflation's share: one exponential step per sampled
+// vector.
+const shareVectors = "vectors"
+
+// DeflationSample declares one exponential-mechanism release at budget b
+// (a per-draw budget) for each sampled vector (k of them, d − 1 when k = d,
+// whose last vector is determined by the others) and returns the d×k frame
+// of k successive exact rank-1 draws (the shared Amin et al. sampler of
+// plugins/internal/amin), their summed diagnostics and the per-vector
+// inverse temperature.
+func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, a *mat.SymDense, k int, b privacy.Budget, be backend.Backend) (*mat.Dense, bingham.Diagnostics, float64, error) {
 	d := a.SymmetricDim()
 	if err := checkRank(k, d); err != nil {
 		return nil, bingham.Diagnostics{}, 0, err
 	}
-	if be == nil {
-		be = backend.Default()
-	}
-	u := mat.NewDense(d, k, nil)
-	var total bingham.Diagnostics
 	var beta float64
-	// With k = d the last vector is the (one-dimensional) complement of the
-	// others: every unit vector in it scores the same, so it is taken as
-	// is and costs nothing, and the budget goes to the d − 1 real draws.
-	sampled := k
-	if k == d {
-		sampled = d - 1
+	u, diag, err := amin.Sample(ctx, rnd, a, amin.Config{
+		Rank:    k,
+		Backend: be,
+		Declare: func(i int) (amin.Exponential, error) {
+			// uᵀAu moves by at most 1 when one row of norm ≤ 1 is replaced.
+			rel, err := acct.Exponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, b)
+			if err != nil {
+				return nil, err
+			}
+			beta = rel.Beta()
+			return rel, nil
+		},
+	})
+	if err != nil {
+		return nil, diag, 0, err
 	}
-	for i := 0; i < k; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, total, 0, err
-		}
-		// Orthonormal basis N of the complement of u_1..u_{i−1} (public).
-		nb, err := complementBasis(u, columnsBelow(i), be)
-		if err != nil {
-			return nil, total, 0, err
-		}
-		if i >= sampled {
-			u.SetCol(i, mat.Col(nil, 0, nb))
-			continue
-		}
-		beta, err = acct.SpendExponential(fmt.Sprintf("vector %d (exponential mechanism)", i+1), 1, eps/float64(sampled))
-		if err != nil {
-			return nil, total, 0, err
-		}
-		x, dg, err := sampleInSubspace(ctx, rnd, a, nb, beta, be)
-		if err != nil {
-			return nil, total, 0, err
-		}
-		total.Draws += dg.Draws
-		total.Proposals += dg.Proposals
-		total.Dim = d
-		u.SetCol(i, x)
-	}
-	if total.Proposals > 0 {
-		total.AcceptanceRate = float64(total.Draws) / float64(total.Proposals)
-	}
-	return u, total, beta, nil
+	return u, diag, beta, nil
 }
 
 // Gauss is the Gaussian mechanism on A ("Analyze Gauss"): release the top-k
 // eigenvectors of A + E, E symmetric Gaussian.
 type Gauss struct{}
 
-// Gaussian calibrations.
-const (
-	GaussZCDP      = "zcdp"
-	GaussClassical = "classical"
-	GaussAnalytic  = "analytic"
-)
+// gaussSensitivity is the replace-one Frobenius sensitivity √2 of the upper
+// triangle of A = Σ x̃x̃ᵀ/clip² (rows of norm ≤ 1 after scaling; see
+// DERIVATIONS.md §3).
+var gaussSensitivity = rowclip.MomentSensitivity(1, 1)
 
 // Info implements sdk.Estimator.
 func (Gauss) Info() sdk.Info {
@@ -135,86 +132,68 @@ func (Gauss) Info() sdk.Info {
 		Description: "Adds a symmetric Gaussian matrix E (entries on and above the diagonal i.i.d. N(0, σ²)) to A = Σ x̃x̃ᵀ/clip²; " +
 			"the upper triangle has ℓ2 sensitivity √2 under replace-one neighbours. Releases the top-k eigenvectors of A + E " +
 			"and the public spectrum, or with spectrum=private the top-k eigenvalues of A + E clamped at 0 (post-processing). " +
-			"σ is set from the zCDP budget (default), or classically (ε ≤ 1 only) or analytically (Balle & Wang 2018) from (ε, δ).",
-		DataKind:  data.Rows,
-		Guarantee: "(ε, δ)-DP or ρ-zCDP (exact)",
-		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
-		Params: []sdk.ParamSpec{paramRank, {Name: "spectrum", Type: sdk.String, Default: "projection",
-			Doc: paramSpectrum.Doc + "; or \"private\": the top-k eigenvalues of A + E clamped at 0"}, paramClip,
-			{Name: "calibration", Type: sdk.String, Default: GaussZCDP, Choices: []string{GaussZCDP, GaussClassical, GaussAnalytic},
-				Doc: "zcdp: σ = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical: σ = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"}},
+			"σ is set from the zCDP budget (default), or classically (ε ≤ 1 only) or analytically (Balle & Wang 2018) from (ε, δ). " +
+			"A is rounded to the noise grid before the noise is added. See DERIVATIONS.md §6.",
+		DataKind:   data.Rows,
+		Guarantee:  "(ε, δ)-DP or ρ-zCDP (exact)",
+		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
+		Options:    gaussOptions{},
 		References: []string{refDTTZ, refMangoubi},
 	}
 }
 
-// Fit implements sdk.Estimator.
+// shareNoisyA names orbit-gauss's single Gaussian share.
+const shareNoisyA = "A + E"
+
+// Fit implements sdk.Estimator: bind → plan → Analyze Gauss on A.
 func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	k := p.Int("rank")
-	d := run.Data.P()
-	if err := checkRank(k, d); err != nil {
-		return nil, err
-	}
-	private := p.String("spectrum") == "private"
-	var lambda []float64
-	if !private {
-		var err error
-		if lambda, err = parseSpectrum(p.String("spectrum"), k); err != nil {
-			return nil, err
-		}
-	}
-	cal := p.String("calibration")
-	g := run.Acct.Grant()
-	if cal != GaussZCDP && g.Kind != privacy.GrantApprox {
-		return nil, sdk.BadRequest("calibration %s needs an (ε, δ) grant, got %s", cal, g.Kind)
-	}
-	if cal == GaussClassical && g.Epsilon > 1 {
-		return nil, sdk.BadRequest("classical Gaussian calibration holds only for ε ≤ 1, got ε = %v (use calibration=analytic or zcdp)", g.Epsilon)
-	}
-	a, clipped, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	o := sdk.Opts[gaussOptions](run)
+	plan, err := newPlan(run, o.noise, &o.base, privacy.Share{Name: shareNoisyA, Weight: 1, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return nil, err
 	}
-	gamma, _, err := run.Backend.EigSym(a)
+	b, err := plan.Budget(shareNoisyA)
 	if err != nil {
-		return nil, fmt.Errorf("eigenvalues of A: %w", err)
+		return nil, err
 	}
-	const name = "A + E (Gaussian mechanism)"
-	dim := d * (d + 1) / 2
-	var sigma float64
-	if cal == GaussZCDP {
-		rho, err := run.Acct.TotalRho()
-		if err != nil {
-			return nil, err
-		}
-		sigma, err = run.Acct.SpendGaussianRho(name, math.Sqrt2, dim, rho)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		sigma, err = run.Acct.SpendGaussianEpsDelta(name, math.Sqrt2, dim, g.Epsilon, g.Delta, cal)
-		if err != nil {
-			return nil, err
-		}
-	}
-	noisy := run.Rand.SymmetricGaussian(d, sigma)
-	noisy.AddSym(noisy, a)
-	vals, vecs, err := run.Backend.EigSymTop(noisy, k)
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
-		return nil, fmt.Errorf("eigenvectors of A + E: %w", err)
+		return nil, err
 	}
-	if private {
+	res := &sdk.Result{}
+	if err := gaussOrbit(ctx, run, res, pr, o, b); err != nil {
+		return nil, err
+	}
+	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
+	addClippedRows(res, pr.clipped)
+	addNote(res, o.note)
+	addNote(res, "orbit-gauss is the Analyze Gauss mechanism of pca-analyze-gauss (shared code in plugins/internal/analyzegauss) on A = Σ x̃x̃ᵀ/clip²; pca-analyze-gauss is the maintained entry point (it also centres and releases eigenvalues and the explained-variance ratio) and orbit-gauss may be removed in a later release")
+	return withEvaluation(ctx, run, res, pr.eval)
+}
+
+// gaussOrbit is the Gaussian baseline (DERIVATIONS.md §6): A + E with A
+// rounded to the release grid, its top-k eigenvectors, and the public
+// spectrum or (spectrum=private) the top-k eigenvalues clamped at 0.
+func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem, o *gaussOptions, b privacy.Budget) error {
+	d := pr.a.SymmetricDim()
+	rel, err := run.Acct.Gaussian("A + E (Gaussian mechanism)", gaussSensitivity, analyzegauss.Dim(d), b)
+	if err != nil {
+		return err
+	}
+	_, vals, vecs, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, pr.a, o.Rank.Value)
+	if err != nil {
+		return fmt.Errorf("orbit-gauss: %w", err)
+	}
+	lambda := o.lambda
+	if o.private {
 		lambda = slices.Clone(vals)
 		for i := range lambda {
 			lambda[i] = math.Max(lambda[i], 0)
 		}
 	}
-	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, vecs, lambda, sdk.Public)
-	res.AddScalar("sigma", sigma, sdk.Public, "noise standard deviation of each entry of E")
-	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
-	return res, nil
+	addCommonOutputs(res, pr, vecs, lambda, sdk.Public)
+	res.AddScalar("sigma", rel.Scale(), sdk.Public, "noise standard deviation of each entry of E")
+	return nil
 }
 
 // NonPrivate releases the exact top-k eigenvectors of A: the reference.
@@ -230,22 +209,28 @@ func (NonPrivate) Info() sdk.Info {
 		DataKind:    data.Rows,
 		Guarantee:   "none (non-private reference)",
 		Grants:      []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox, privacy.GrantZCDP},
-		Params: []sdk.ParamSpec{paramRank, {Name: "spectrum", Type: sdk.String, Default: "projection",
-			Doc: paramSpectrum.Doc + "; or \"true\": A's own top-k eigenvalues"}, paramClip},
-		References: []string{refMangoubi},
-		NonPrivate: true,
+		Options:     nonPrivateOptions{},
+		References:  []string{refMangoubi},
+		NonPrivate:  true,
 	}
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	k := p.Int("rank")
-	d := run.Data.P()
-	if err := checkRank(k, d); err != nil {
-		return nil, err
+	o := sdk.Opts[nonPrivateOptions](run)
+	k, d := o.Rank.Value, run.Data.P()
+	c := o.Options.Value()
+	if o.Options.Auto() {
+		// The reference is not private: clip=auto takes the exact
+		// clip_quantile of the norms (an evaluation-only choice).
+		norms, err := rowclip.Norms(ctx, run.Data.X, nil)
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(norms)
+		c = norms[min(len(norms)-1, int(o.ClipQuantile*float64(len(norms))))]
 	}
-	a, _, err := rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend)
+	a, _, err := ClippedMatrix(ctx, run.Data, c, run.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -253,88 +238,16 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eigenvectors of A: %w", err)
 	}
-	var lambda []float64
-	if p.String("spectrum") == "true" {
+	lambda := o.lambda
+	if o.Spectrum == "true" {
 		lambda = slices.Clone(gamma[:k])
 		for i := range lambda {
 			lambda[i] = math.Max(lambda[i], 0)
 		}
-	} else if lambda, err = parseSpectrum(p.String("spectrum"), k); err != nil {
-		return nil, err
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
+	pr := &problem{a: a, gamma: gamma, clip: c, eval: o.Evaluate.Value}
+	addCommonOutputs(res, pr, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
 	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
-	return res, nil
-}
-
-func columnsBelow(i int) []int {
-	out := make([]int, i)
-	for j := range out {
-		out[j] = j
-	}
-	return out
-}
-
-// complementBasis returns a d×(d−len(cols)) orthonormal basis of the
-// orthogonal complement of the given orthonormal columns of u: the
-// eigenvectors of I − Σ u_c u_cᵀ with eigenvalue 1.
-func complementBasis(u *mat.Dense, cols []int, be backend.Backend) (*mat.Dense, error) {
-	d, _ := u.Dims()
-	proj := mat.NewSymDense(d, nil)
-	for r := 0; r < d; r++ {
-		for c := r; c < d; c++ {
-			v := 0.0
-			if r == c {
-				v = 1
-			}
-			for _, t := range cols {
-				v -= u.At(r, t) * u.At(c, t)
-			}
-			proj.SetSym(r, c, v)
-		}
-	}
-	_, vecs, err := be.EigSym(proj)
-	if err != nil {
-		return nil, fmt.Errorf("complement basis: %w", err)
-	}
-	return mat.DenseCopyOf(vecs.Slice(0, d, 0, d-len(cols))), nil
-}
-
-// sampleInSubspace draws a unit vector x = N z in the span of the
-// orthonormal columns of nb with density ∝ exp(beta·xᵀAx), exactly
-// (vector Bingham with matrix NᵀAN).
-func sampleInSubspace(ctx context.Context, rnd *privacy.Source, a mat.Symmetric, nb *mat.Dense, beta float64, be backend.Backend) ([]float64, bingham.Diagnostics, error) {
-	d, m := nb.Dims()
-	var an mat.Dense
-	if err := be.Mul(&an, a, false, nb, false); err != nil {
-		return nil, bingham.Diagnostics{}, err
-	}
-	var nan mat.Dense
-	if err := be.Mul(&nan, nb, true, &an, false); err != nil {
-		return nil, bingham.Diagnostics{}, err
-	}
-	sub := mat.NewSymDense(m, nil)
-	for r := 0; r < m; r++ {
-		for c := r; c < m; c++ {
-			sub.SetSym(r, c, (nan.At(r, c)+nan.At(c, r))/2)
-		}
-	}
-	s, err := bingham.New(sub, beta, be)
-	if err != nil {
-		return nil, bingham.Diagnostics{}, err
-	}
-	z, dg, err := s.Sample(ctx, rnd)
-	if err != nil {
-		return nil, dg, err
-	}
-	x := make([]float64, d)
-	for r := 0; r < d; r++ {
-		var v float64
-		for c := 0; c < m; c++ {
-			v += nb.At(r, c) * z[c]
-		}
-		x[r] = v
-	}
-	return x, dg, nil
+	return withEvaluation(ctx, run, res, pr.eval)
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // TauStar is the explicit high-probability loss bound of the orbit
-// exponential mechanism with a public spectrum (spec §3.1, re-derived from
+// exponential mechanism with a public spectrum (DERIVATIONS.md §8, re-derived from
 // Mangoubi et al. Thm 2.2 / Lemma 6.5 with the tail constant corrected):
 // the smallest τ ≥ λ_1 with
 //
@@ -38,12 +38,12 @@ func TauStar(beta, lambda1, trace float64, m int, xi, betaF float64) float64 {
 }
 
 // TauStarClosed is the closed-form sufficient value
-// max(λ_1, (2/β)(ξ + m·log(1+16Γ) + log(1/β_f))) of spec §3.1.
+// max(λ_1, (2/β)(ξ + m·log(1+16Γ) + log(1/β_f))) (DERIVATIONS.md §8).
 func TauStarClosed(beta, lambda1, trace float64, m int, xi, betaF float64) float64 {
 	return math.Max(lambda1, 2/beta*(xi+float64(m)*math.Log1p(16*trace)+math.Log(1/betaF)))
 }
 
-// UB23 is the benchmark form of Mangoubi et al. Thm 2.3 (spec §3.2) for
+// UB23 is the benchmark form of Mangoubi et al. Thm 2.3 (DERIVATIONS.md §8) for
 // Algorithm 2 with exact calibration: with probability ≥ 1 − β_f,
 // ‖A − H‖_F² ≤ Σ_{ℓ>k} γ_ℓ² + k·(b·log(2k/β_f))² + 2τ*, where b = 4/ε,
 // and τ* is TauStar with λ_1 := γ_1 + b·log(2k/β_f), budget ε/2 (β =
@@ -63,7 +63,7 @@ func UB23(gamma []float64, k int, eps, trace, betaF float64) float64 {
 }
 
 // LB24 is the order-of-magnitude lower bound of Mangoubi et al. Thm 2.4 /
-// Cor 2.5 (spec §3.3) with the unknown universal constant set to c:
+// Cor 2.5 (DERIVATIONS.md §8) with the unknown universal constant set to c:
 // Σ_{ℓ>k} λ_ℓ² + c·d/max(λ_1²ε, d)·max_{1≤i≤d/2} i·(λ_i − λ_{d−i+1})².
 // lambda is the spectrum (padded with zeros to length d); k is the output
 // rank.
@@ -81,7 +81,7 @@ func LB24(lambda []float64, d, k int, eps, c float64) float64 {
 	return tail + c*float64(d)/math.Max(l[0]*l[0]*eps, float64(d))*best
 }
 
-// PredictedEMLoss is the high-signal prediction E[L] ≈ D/(2β) (spec §3.6),
+// PredictedEMLoss is the high-signal prediction E[L] ≈ D/(2β) (DERIVATIONS.md §8),
 // D the orbit's real dimension.
 func PredictedEMLoss(lambda []float64, d int, beta float64) float64 {
 	return float64(OrbitDim(lambda, d)) / (2 * beta)
@@ -89,7 +89,7 @@ func PredictedEMLoss(lambda []float64, d int, beta float64) float64 {
 
 // PredictedGaussLoss is the first-order prediction
 // E[L] ≈ σ² Σ_{i<j, λ_i≠λ_j} (λ_i − λ_j)/(γ_i − γ_j) for the Gaussian
-// mechanism with large eigen-gaps (spec §3.6); +Inf if a gap vanishes.
+// mechanism with large eigen-gaps (DERIVATIONS.md §8); +Inf if a gap vanishes.
 func PredictedGaussLoss(lambda, gamma []float64, sigma float64) float64 {
 	d := len(gamma)
 	l := padded(lambda, d)
@@ -102,7 +102,7 @@ func PredictedGaussLoss(lambda, gamma []float64, sigma float64) float64 {
 }
 
 // PredictedDeflationLoss is the high-signal prediction for deflation with
-// equal split ε_i = ε/k on the PCA task, Σ_{i=1}^k (d−i)·k/ε (spec §3.6).
+// equal split ε_i = ε/k on the PCA task, Σ_{i=1}^k (d−i)·k/ε (DERIVATIONS.md §8).
 func PredictedDeflationLoss(d, k int, eps float64) float64 {
 	var s float64
 	for i := 1; i <= k; i++ {

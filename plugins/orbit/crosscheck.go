@@ -9,6 +9,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/plugins/internal/bingham"
 )
 
 // ColumnGibbsSample is an independent cross-check sampler for the orbit
@@ -60,4 +61,67 @@ func ColumnGibbsSample(ctx context.Context, rnd *privacy.Source, a mat.Symmetric
 		}
 	}
 	return u, nil
+}
+
+// complementBasis returns a d×(d−len(cols)) orthonormal basis of the
+// orthogonal complement of the given orthonormal columns of u: the
+// eigenvectors of I − Σ u_c u_cᵀ with eigenvalue 1.
+func complementBasis(u *mat.Dense, cols []int, be backend.Backend) (*mat.Dense, error) {
+	d, _ := u.Dims()
+	proj := mat.NewSymDense(d, nil)
+	for r := 0; r < d; r++ {
+		for c := r; c < d; c++ {
+			v := 0.0
+			if r == c {
+				v = 1
+			}
+			for _, t := range cols {
+				v -= u.At(r, t) * u.At(c, t)
+			}
+			proj.SetSym(r, c, v)
+		}
+	}
+	_, vecs, err := be.EigSym(proj)
+	if err != nil {
+		return nil, fmt.Errorf("complement basis: %w", err)
+	}
+	return mat.DenseCopyOf(vecs.Slice(0, d, 0, d-len(cols))), nil
+}
+
+// sampleInSubspace draws a unit vector x = N z in the span of the
+// orthonormal columns of nb with density ∝ exp(beta·xᵀAx), exactly
+// (vector Bingham with matrix NᵀAN).
+func sampleInSubspace(ctx context.Context, rnd *privacy.Source, a mat.Symmetric, nb *mat.Dense, beta float64, be backend.Backend) ([]float64, bingham.Diagnostics, error) {
+	d, m := nb.Dims()
+	var an mat.Dense
+	if err := be.Mul(&an, a, false, nb, false); err != nil {
+		return nil, bingham.Diagnostics{}, err
+	}
+	var nan mat.Dense
+	if err := be.Mul(&nan, nb, true, &an, false); err != nil {
+		return nil, bingham.Diagnostics{}, err
+	}
+	sub := mat.NewSymDense(m, nil)
+	for r := 0; r < m; r++ {
+		for c := r; c < m; c++ {
+			sub.SetSym(r, c, (nan.At(r, c)+nan.At(c, r))/2)
+		}
+	}
+	s, err := bingham.New(sub, beta, be)
+	if err != nil {
+		return nil, bingham.Diagnostics{}, err
+	}
+	z, dg, err := s.Sample(ctx, rnd)
+	if err != nil {
+		return nil, dg, err
+	}
+	x := make([]float64, d)
+	for r := 0; r < d; r++ {
+		var v float64
+		for c := 0; c < m; c++ {
+			v += nb.At(r, c) * z[c]
+		}
+		x[r] = v
+	}
+	return x, dg, nil
 }

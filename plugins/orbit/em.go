@@ -17,7 +17,7 @@ import (
 )
 
 // Calibrations of the exponential mechanism's inverse temperature β
-// (spec §2.2), for budget ε and score sensitivity λ_1.
+// (DERIVATIONS.md §4.1), for budget ε and score sensitivity λ_1.
 const (
 	// CalibExact is β = ε/(2λ_1): the standard exponential mechanism, ε-DP
 	// with an exact sampler (default).
@@ -39,49 +39,29 @@ const (
 	SamplerGibbs = "gibbs"
 )
 
-var paramCalibration = sdk.ParamSpec{Name: "calibration", Type: sdk.String, Default: CalibExact,
-	Choices: []string{CalibExact, CalibPaper, CalibAddRemove},
-	Doc: "inverse temperature β of the exponential mechanism: exact = ε/(2λ_1) (standard EM, replace-one neighbours); " +
-		"paper = ε/(4λ_1) (Algorithm 1 as printed, which reserves half the budget for sampler error); " +
-		"add-remove = ε/λ_1 (valid only for add/remove-one neighbours)"}
-
-var paramSampler = sdk.ParamSpec{Name: "sampler", Type: sdk.String, Default: SamplerAuto,
-	Choices: []string{SamplerAuto, SamplerGibbs},
-	Doc:     "auto: exact rejection sampler for k = 1, Givens–Gibbs for k > 1; gibbs: Givens–Gibbs always (a cross-check)"}
-
-// betaFor returns the inverse temperature for calibration cal.
-func betaFor(cal string, eps, lambda1 float64) (float64, error) {
+// emSensitivity is the utility sensitivity declared for calibration cal
+// and score sensitivity λ_1, chosen so that the release's β = ε/(2Δ) is the
+// calibration's inverse temperature (DERIVATIONS.md §4.1): exact declares
+// λ_1 (β = ε/(2λ_1)); paper declares 2λ_1 (β = ε/(4λ_1): the printed
+// algorithm reserves half of ε for a sampler's error, and ε is charged in
+// full); add-remove declares λ_1/2 (β = ε/λ_1: a score that moves in one
+// direction only, by at most λ_1, under add/remove neighbours, is as private
+// as a two-sided score of sensitivity λ_1/2).
+func emSensitivity(cal string, lambda1 float64) float64 {
 	switch cal {
-	case CalibExact, "":
-		return eps / (2 * lambda1), nil
 	case CalibPaper:
-		return eps / (4 * lambda1), nil
+		return 2 * lambda1
 	case CalibAddRemove:
-		return eps / lambda1, nil
+		return lambda1 / 2
 	}
-	return 0, sdk.BadRequest("unknown calibration %q", cal)
+	return lambda1
 }
 
-// spendEM declares the exponential-mechanism step at budget eps.
-func spendEM(acct *privacy.Accountant, name, cal string, eps, lambda1 float64) (float64, error) {
-	beta, err := betaFor(cal, eps, lambda1)
-	if err != nil {
-		return 0, err
-	}
-	if cal == CalibExact || cal == "" {
-		return acct.SpendExponential(name, lambda1, eps)
-	}
-	note := "Algorithm 1 of Mangoubi et al.: β = ε/(4λ_1)"
-	if cal == CalibAddRemove {
-		note = "β = ε/λ_1: ε-DP for add/remove-one neighbours (monotone score)"
-	}
-	err = acct.Spend(privacy.Step{Name: name, Mechanism: privacy.MechExponential, Calibration: "pure",
-		Sensitivity: lambda1, Scale: beta, Epsilon: eps, Rho: eps * eps / 8, Note: note})
-	if err != nil {
-		return 0, err
-	}
-	return beta, nil
-}
+// shareFrame and shareSpectrum name the plan's shares.
+const (
+	shareFrame    = "orbit frame"
+	shareSpectrum = "top-k eigenvalues"
+)
 
 // OrbitDraw is one draw of the orbit exponential mechanism.
 type OrbitDraw struct {
@@ -172,9 +152,12 @@ func setGuarantee(res *sdk.Result, exact bool, cal string, sweeps int) {
 	if cal == CalibAddRemove {
 		g.Neighbours = "one user's row added or removed (rows clipped to norm ≤ clip)"
 	}
-	g.Assumptions = []string{"clip is public", "the target spectrum Λ is public or released"}
+	g.Assumptions = []string{"the clip is public or a private quantile of the row norms (clip=auto, a declared step)", "the target spectrum Λ is public or released"}
 	if exact {
-		g.Kind = privacy.Pure
+		// The kind and the numbers follow the composition the accountant
+		// used (pure, or zCDP converted at the grant's δ when tighter), so
+		// the kind is left for the SDK to fill in.
+		g.Assumptions = append(g.Assumptions, exactSamplerCaveat)
 		return
 	}
 	g.Kind = privacy.Nominal
@@ -194,44 +177,66 @@ func (EM) Info() sdk.Info {
 		Description: "Samples H = UΛUᵀ with density ∝ exp(β⟨A, H⟩) over the real orthogonal orbit of the public spectrum Λ, " +
 			"where A = Σ x̃x̃ᵀ/clip² sums the clipped rows. The score has sensitivity λ_1 under replace-one neighbours " +
 			"(Mangoubi et al. Lemma 6.1), so β = ε/(2λ_1) gives ε-DP with an exact sampler. For k = 1 the draw is exact " +
-			"(angular central Gaussian rejection, Kent et al. 2018): pure ε-DP. For k > 1 a Givens–Gibbs sampler with exact " +
+			"in real arithmetic (angular central Gaussian rejection, Kent et al. 2018; run in float64): pure ε-DP. For k > 1 a Givens–Gibbs sampler with exact " +
 			"von Mises pair updates runs a fixed number of sweeps: its stationary law is the mechanism, but the finite run is " +
-			"not certified, so the result is labelled nominal ε-DP.",
+			"not certified, so the result is labelled nominal ε-DP. See DERIVATIONS.md §4.1 and §7.",
 		DataKind:   data.Rows,
-		Guarantee:  "pure ε-DP for k = 1 (exact sampler); nominal ε-DP, sampler not certified, for k > 1",
+		Guarantee:  "pure ε-DP for k = 1 (exact sampler in real arithmetic, run in float64); nominal ε-DP, sampler not certified, for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
-		Params:     []sdk.ParamSpec{paramRank, paramSpectrum, paramClip, paramCalibration, paramSampler, paramSweeps},
+		Options:    emOptions{},
 		References: []string{refMangoubi, refKGM, refBF, refCSS},
 	}
 }
 
-// Fit implements sdk.Estimator.
+// Fit implements sdk.Estimator: bind → plan → Algorithm 1.
 func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	pr, err := setup(ctx, run, true)
+	o := sdk.Opts[emOptions](run)
+	plan, err := newPlan(run, privacy.NoisePure, &o.base, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	lambda, eps, a, gamma, clipped := pr.lambda, pr.eps, pr.a, pr.gamma, pr.clipped
-	cal := p.String("calibration")
-	beta, err := spendEM(run.Acct, "orbit frame (exponential mechanism)", cal, eps, lambda[0])
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
-	dr, err := SampleOrbit(ctx, run.Rand, a, lambda, beta, p.String("sampler"), p.Int("iterations"), run.Backend,
-		func(done, total int) { run.Progress("gibbs", done, total) })
+	b, err := plan.Budget(shareFrame)
 	if err != nil {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	addCommonOutputs(res, a, gamma, dr.U, lambda, sdk.Public)
-	addDrawOutputs(res, dr, beta)
-	setGuarantee(res, dr.Exact, cal, dr.Sweeps)
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
-	if cal == CalibPaper && dr.Exact {
-		res.Notes = append(res.Notes, "calibration=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
+	addClippedRows(res, pr.clipped)
+	if err := orbitEM(ctx, run, res, pr, o.lambda, b, &o.emSampling, "orbit frame (exponential mechanism)"); err != nil {
+		return nil, err
 	}
-	return res, nil
+	if o.cal == CalibPaper && len(o.lambda) == 1 && o.Sampler != SamplerGibbs {
+		res.Notes = append(res.Notes, "sensitivity=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
+	}
+	addNote(res, o.note)
+	return withEvaluation(ctx, run, res, pr.eval)
+}
+
+// orbitEM is Algorithm 1 (DERIVATIONS.md §4.1): declare the exponential
+// mechanism at budget b with the calibration's sensitivity, draw
+// H = UΛUᵀ ∝ exp(β⟨A, H⟩) on the orbit of lambda, and release U and λ.
+func orbitEM(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem, lambda []float64, b privacy.Budget, em *emSampling, name string) error {
+	rel, err := run.Acct.Exponential(name, emSensitivity(em.cal, lambda[0]), b)
+	if err != nil {
+		return err
+	}
+	var dr *OrbitDraw
+	err = rel.Sample(func(beta float64) error {
+		var err error
+		dr, err = SampleOrbit(ctx, run.Rand, pr.a, lambda, beta, em.Sampler, em.Iterations.Value, run.Backend,
+			func(done, total int) { run.Progress("gibbs", done, total) })
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	addCommonOutputs(res, pr, dr.U, lambda, sdk.Public)
+	addDrawOutputs(res, dr, rel.Beta())
+	setGuarantee(res, dr.Exact, em.cal, dr.Sweeps)
+	return nil
 }
 
 // RankK is Algorithm 2 of Mangoubi et al.: Laplace-noised top-k eigenvalues,
@@ -245,83 +250,130 @@ func (RankK) Info() sdk.Info {
 		Version: Version,
 		Summary: "private rank-k approximation: Laplace top-k eigenvalues, then the orbit exponential mechanism (Mangoubi et al. Alg. 2)",
 		Description: "Half of ε releases the top-k eigenvalues of A = Σ x̃x̃ᵀ/clip² with Laplace noise of scale 4/ε (the eigenvalue " +
-			"vector has ℓ1 sensitivity 2 under replace-one neighbours); they are sorted and clamped at 0. The other half runs " +
+			"vector has ℓ1 sensitivity 2 under replace-one neighbours; for k = 1 the top eigenvalue alone moves by at most 1, scale 2/ε); " +
+			"they are sorted and clamped at 0. The other half runs " +
 			"the orbit exponential mechanism with that noisy spectrum, whose inverse temperature uses the NOISY λ̃_1 (the paper's " +
-			"printed λ_1 is private; spec erratum). Output H = U diag(λ̃) Uᵀ. Pure ε-DP by basic composition when k = 1; for k > 1 " +
+			"printed λ_1 is private; see DERIVATIONS.md §4.2). Output H = U diag(λ̃) Uᵀ. ε-DP by composition of two pure steps when k = 1 " +
+			"(exact sampler in real arithmetic, run in float64); for k > 1 " +
 			"the Givens–Gibbs step makes the guarantee nominal (sampler not certified).",
 		DataKind:   data.Rows,
-		Guarantee:  "pure ε-DP for k = 1; nominal ε-DP (sampler not certified) for k > 1",
+		Guarantee:  "ε-DP for k = 1 (composition of two pure steps; exact sampler in real arithmetic, run in float64); nominal ε-DP (sampler not certified) for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
-		Params:     []sdk.ParamSpec{paramRank, paramClip, paramCalibration, paramSampler, paramSweeps},
+		Options:    rankKOptions{},
 		References: []string{refMangoubi, refKGM, refBF},
 	}
 }
 
-// Fit implements sdk.Estimator.
+// Fit implements sdk.Estimator: bind → plan → Algorithm 2.
 func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	p := run.Params
-	cal := p.String("calibration")
-	if eps, err := grantEpsilon(run.Acct); err != nil {
-		return nil, err
-	} else if _, err := betaFor(cal, eps, 1); err != nil {
-		return nil, err
-	}
-	pr, err := setup(ctx, run, false)
+	o := sdk.Opts[rankKOptions](run)
+	plan, err := newPlan(run, privacy.NoisePure, &o.base,
+		privacy.Share{Name: shareSpectrum, Weight: 0.5, Mechanism: privacy.MechLaplace},
+		privacy.Share{Name: shareFrame, Weight: 0.5, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	k, d, eps, a, gamma, clipped := pr.k, pr.d, pr.eps, pr.a, pr.gamma, pr.clipped
-	lambda, err := NoisySpectrum(run.Acct, run.Rand, gamma, k, eps/2)
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
 	res := &sdk.Result{}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d rows were clipped to norm %v", clipped, run.Data.N(), p.Float("clip")))
+	addClippedRows(res, pr.clipped)
+	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan, &o.emSampling); err != nil {
+		return nil, err
+	}
+	addNote(res, o.note)
+	return withEvaluation(ctx, run, res, pr.eval)
+}
+
+// rankKApproximation is Algorithm 2 (DERIVATIONS.md §4.2): a Laplace
+// spectrum λ̃ (sorted, clamped at 0), then Algorithm 1 on the orbit of λ̃
+// with the other half of the budget; H = 0 if λ̃_1 = 0.
+func rankKApproximation(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem, k int, plan *privacy.Plan, em *emSampling) error {
+	bs, err := plan.Budget(shareSpectrum)
+	if err != nil {
+		return err
+	}
+	lambda, err := NoisySpectrum(run.Acct, run.Rand, pr.gamma, k, bs)
+	if err != nil {
+		return err
+	}
 	if lambda[0] == 0 {
 		// Nothing left to place: H = 0, released without spending the
 		// second half. U is a data-independent Haar frame.
+		d := pr.a.SymmetricDim()
 		q, err := HaarOrthogonal(run.Rand.Rand(), d, run.Backend)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		addCommonOutputs(res, a, gamma, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda, sdk.Public)
-		res.Guarantee = privacy.Guarantee{Kind: privacy.Pure, Neighbours: neighboursReplace, Assumptions: []string{"clip is public"}}
+		addCommonOutputs(res, pr, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda, sdk.Public)
+		res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
 		res.Notes = append(res.Notes, "all noisy eigenvalues clamped to 0: released H = 0 (U is a data-independent random frame)")
-		return res, nil
+		return nil
 	}
-	beta, err := spendEM(run.Acct, "orbit frame (exponential mechanism, noisy λ̃_1)", cal, eps/2, lambda[0])
+	bf, err := plan.Budget(shareFrame)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	dr, err := SampleOrbit(ctx, run.Rand, a, lambda, beta, p.String("sampler"), p.Int("iterations"), run.Backend,
-		func(done, total int) { run.Progress("gibbs", done, total) })
-	if err != nil {
-		return nil, err
+	if err := orbitEM(ctx, run, res, pr, lambda, bf, em, "orbit frame (exponential mechanism, noisy λ̃_1)"); err != nil {
+		return err
 	}
-	addCommonOutputs(res, a, gamma, dr.U, lambda, sdk.Public)
-	addDrawOutputs(res, dr, beta)
-	setGuarantee(res, dr.Exact, cal, dr.Sweeps)
 	var sq float64
 	for i := 0; i < k; i++ {
-		sq += (lambda[i] - gamma[i]) * (lambda[i] - gamma[i])
+		sq += (lambda[i] - pr.gamma[i]) * (lambda[i] - pr.gamma[i])
 	}
 	res.AddScalar("eigenvalue_error_sq", sq, sdk.Evaluation, "EVALUATION ONLY (not private): Σ_i (λ̃_i − γ_i)²")
-	return res, nil
+	return nil
 }
 
-// NoisySpectrum spends eps on the Laplace mechanism for the top-k
-// eigenvalues gamma[:k] (ℓ1 sensitivity 2 under replace-one neighbours,
-// scale 2/eps), then sorts them decreasingly and clamps them at 0.
-func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, eps float64) ([]float64, error) {
-	b, err := acct.SpendLaplace("top-k eigenvalues (Laplace)", 2, k, eps)
+// addNote appends a non-empty note.
+func addNote(res *sdk.Result, note string) {
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+}
+
+// NoisySpectrum declares a Laplace release at budget b for the top-k
+// eigenvalues gamma[:k] (replace-one ℓ1 sensitivity SpectrumSensitivity(k):
+// 1 for k = 1, 2 otherwise), then sorts them decreasingly and clamps them
+// at 0.
+func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, error) {
+	rel, err := acct.Laplace("top-k eigenvalues (Laplace)", SpectrumSensitivity(k), k, b)
 	if err != nil {
 		return nil, err
 	}
 	out := slices.Clone(gamma[:k])
-	rnd.AddLaplace(out, b)
+	if err := rel.Add(rnd, out); err != nil {
+		return nil, err
+	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(out)))
 	for i := range out {
 		out[i] = math.Max(out[i], 0)
 	}
 	return out, nil
+}
+
+// SpectrumSensitivity is the replace-one ℓ1 sensitivity of the top-k
+// eigenvalues of A = Σ x̃x̃ᵀ when every row contributes a PSD rank-one term
+// of trace ≤ 1: removing a row lowers the eigenvalues by a total of at most
+// 1, adding one raises them by at most 1, so the vector moves by at most 2
+// in ℓ1; a single eigenvalue moves down then up by at most 1 each, so for
+// k = 1 the change is at most 1 (see DERIVATIONS.md §3).
+func SpectrumSensitivity(k int) float64 {
+	if k == 1 {
+		return 1
+	}
+	return 2
+}
+
+// exactSamplerCaveat is the assumption every exact exponential-mechanism
+// draw rests on: the rejection samplers are exact in real arithmetic, and
+// they run in float64 (no discretisation is accounted for).
+const exactSamplerCaveat = "the exponential-mechanism sampler is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §7.1)"
+
+// addClippedRows reports how many rows the clip shrank: a count computed
+// from the raw data, so it is evaluation-only and never part of a public
+// note.
+func addClippedRows(res *sdk.Result, clipped int) {
+	res.AddScalar("clipped_rows", float64(clipped), sdk.Evaluation, "EVALUATION ONLY (computed from the raw data, not private): rows shrunk by the clip")
 }

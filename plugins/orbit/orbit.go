@@ -23,6 +23,9 @@
 // parameter) and A = Σ x̃ x̃ᵀ / clip², so that every user contributes a PSD
 // matrix of trace ≤ 1, as the paper assumes. All utilities, losses and
 // released eigenvalues are on this normalised scale.
+//
+// Every sensitivity, algorithm box and bound is derived in DERIVATIONS.md in
+// this directory.
 package orbit
 
 import (
@@ -39,6 +42,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Version is the version of every estimator in this plugin.
@@ -68,60 +72,28 @@ var (
 // neighboursReplace describes the neighbouring relation of the paper.
 const neighboursReplace = "one user's row replaced (rows clipped to norm ≤ clip)"
 
-// paramRank, paramClip, ... are shared parameter specs.
-var (
-	paramRank = sdk.ParamSpec{Name: "rank", Type: sdk.Int, Default: "3", Min: sdk.Bound(1), Max: sdk.Bound(1e5),
-		Doc: "output rank k (number of non-zero target eigenvalues); k ≤ d"}
-	paramClip = sdk.ParamSpec{Name: "clip", Type: sdk.Float, Default: "1", Min: sdk.Bound(1e-300), Max: sdk.Bound(1e300),
-		Doc: "public row-norm bound: rows longer than clip are scaled down to it, and A = Σ x̃x̃ᵀ/clip² (each user contributes trace ≤ 1)"}
-	paramSweeps = sdk.ParamSpec{Name: "iterations", Type: sdk.Int, Default: "100", Min: sdk.Bound(1), Max: sdk.Bound(1e6),
-		Doc: "Givens–Gibbs sweeps for k > 1 (fixed in advance, data-independent; every sweep updates each pair of columns with distinct target eigenvalues once)"}
-	paramSpectrum = sdk.ParamSpec{Name: "spectrum", Type: sdk.String, Default: "projection",
-		Doc: "public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: \"projection\" (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"}
-)
-
-// rowsMatrix clips the rows of X to norm ≤ clip, and returns
-// A = Σ x̃x̃ᵀ/clip² through be, and the number of rows clipped. X is not
-// modified.
-func rowsMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.Backend) (*mat.SymDense, int, error) {
+// ClippedMatrix clips the rows of X to norm ≤ clip and returns
+// A = Σ x̃x̃ᵀ/clip² (every row contributes a PSD rank-one term of trace ≤ 1),
+// computed through be, and the number of rows the clip shrank (a
+// data-dependent count: evaluation only). X is not modified. It is the
+// matrix every orbit estimator starts from, exported for the studies.
+func ClippedMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.Backend) (*mat.SymDense, int, error) {
 	if ds == nil || ds.X == nil || ds.X.IsEmpty() {
 		return nil, 0, fmt.Errorf("data set has no rows")
 	}
 	if !(clip > 0) || math.IsInf(clip, 0) {
 		return nil, 0, sdk.BadRequest("clip = %v must be positive and finite", clip)
 	}
-	n, d := ds.X.Dims()
-	xc := mat.NewDense(n, d, nil)
-	clipped := 0
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, err
-			}
-		}
-		src := ds.X.RawRowView(i)
-		dst := xc.RawRowView(i)
-		var s float64
-		for j, v := range src {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, 0, fmt.Errorf("row %d, column %d: value %v is not finite", i, j, v)
-			}
-			s += v * v
-		}
-		nrm := math.Sqrt(s)
-		scale := 1 / clip
-		if nrm > clip {
-			scale = 1 / nrm
-			// Count only real clipping, not rounding of unit rows.
-			if nrm > clip*(1+1e-9) {
-				clipped++
-			}
-		}
-		for j, v := range src {
-			dst[j] = v * scale
-		}
+	if err := rowclip.Finite(ds.X); err != nil {
+		return nil, 0, err
 	}
-	return be.Gram(1, xc), clipped, nil
+	// Rows clipped to norm clip and scaled by 1/clip: each contributes a
+	// PSD rank-one term of trace ≤ 1.
+	a, clipped, err := rowclip.SecondMoment(ctx, be, ds.X, nil, clip, 1/(clip*clip))
+	if err != nil {
+		return nil, 0, fmt.Errorf("clipped second moment: %w", err)
+	}
+	return a, clipped, nil
 }
 
 // parseSpectrum reads a public spectrum parameter for rank k.
@@ -170,16 +142,6 @@ func checkRank(k, d int) error {
 	return nil
 }
 
-// grantEpsilon returns the pure ε a Pure or Approx grant allows.
-func grantEpsilon(acct *privacy.Accountant) (float64, error) {
-	g := acct.Grant()
-	switch g.Kind {
-	case privacy.GrantPure, privacy.GrantApprox:
-		return g.Epsilon, nil
-	}
-	return 0, sdk.BadRequest("this estimator needs a pure or (ε, δ) budget, got %s", g.Kind)
-}
-
 // Score returns ⟨A, U diag(λ) Uᵀ⟩ = Σ_i λ_i u_iᵀ A u_i for the d×k frame u.
 func Score(a mat.Symmetric, u mat.Matrix, lambda []float64) float64 {
 	d, k := u.Dims()
@@ -206,10 +168,12 @@ func Optimum(gamma, lambda []float64) float64 {
 	return s
 }
 
-// addCommonOutputs releases U and Λ and the evaluation-only utility figures.
+// addCommonOutputs releases U and Λ and, with evaluate=true, the
+// evaluation-only utility figures.
 // rel labels U and Λ: sdk.Public for the private estimators, sdk.Evaluation
 // for the non-private reference, whose frame is computed from the raw data.
-func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.Dense, lambda []float64, rel sdk.Release) {
+func addCommonOutputs(res *sdk.Result, pr *problem, u *mat.Dense, lambda []float64, rel sdk.Release) {
+	a, gamma := pr.a, pr.gamma
 	k := len(lambda)
 	uDoc := "d×k orthonormal frame; H = U diag(Lambda) Uᵀ is the released orbit point"
 	lDoc := "released target spectrum λ_1 ≥ … ≥ λ_k ≥ 0 (normalised scale A = Σ x̃x̃ᵀ/clip²)"
@@ -219,6 +183,14 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 	}
 	res.AddMatrix("U", u, rel, uDoc)
 	res.AddMatrix("Lambda", mat.NewDense(k, 1, slices.Clone(lambda)), rel, lDoc)
+	clipDoc := "row-norm bound used (given by the user)"
+	if pr.autoClip {
+		clipDoc = "row-norm bound used: a private quantile of the row norms (clip=auto), released"
+	}
+	res.AddScalar("clip", pr.clip, rel, clipDoc)
+	if !pr.eval {
+		return
+	}
 	score := Score(a, u, lambda)
 	opt := Optimum(gamma, lambda)
 	const ev = "EVALUATION ONLY (computed from the raw data, not private): "
@@ -229,7 +201,7 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 	if opt > 0 {
 		relUtil = score / opt
 	}
-	res.AddScalar("relative_utility", relUtil, sdk.Evaluation, ev+"⟨A, H⟩ / OPT")
+	res.AddScalar("relative_utility_uncentred", relUtil, sdk.Evaluation, ev+"⟨A, H⟩ / OPT on the clipped UNCENTRED A (for spectrum=projection: the uncentred captured-variance ratio of the clipped rows)")
 	var fa, fl float64
 	ar := a.RawSymmetric()
 	for i := 0; i < ar.N; i++ {
@@ -245,39 +217,71 @@ func addCommonOutputs(res *sdk.Result, a *mat.SymDense, gamma []float64, u *mat.
 }
 
 // problem is what every orbit estimator computes before its mechanism:
-// the validated rank and target spectrum, the grant's ε, and the clipped
-// second-moment matrix A with its eigenvalues (descending).
+// the clipped second-moment matrix A with its eigenvalues (descending).
 type problem struct {
-	k, d    int
-	lambda  []float64 // the public target spectrum (nil unless asked for)
-	eps     float64
-	a       *mat.SymDense
-	gamma   []float64
-	clipped int // rows shrunk by the clip
+	a        *mat.SymDense
+	gamma    []float64
+	clipped  int     // rows shrunk by the clip (evaluation only)
+	clip     float64 // the clip used
+	autoClip bool    // clip is a private quantile (clip=auto)
+	eval     bool    // evaluate=true
 }
 
-// setup validates the shared parameters (before any privacy spend) and
-// builds A; withSpectrum also parses the public spectrum parameter.
-func setup(ctx context.Context, run *sdk.Run, withSpectrum bool) (*problem, error) {
-	p := run.Params
-	pr := &problem{k: p.Int("rank"), d: run.Data.P()}
-	if err := checkRank(pr.k, pr.d); err != nil {
-		return nil, err
-	}
+// newProblem builds A from the run's rows clipped to clip, and its
+// eigenvalues. The request has been bound and checked already.
+func newProblem(ctx context.Context, run *sdk.Run, clip float64) (*problem, error) {
+	pr := &problem{clip: clip}
 	var err error
-	if withSpectrum {
-		if pr.lambda, err = parseSpectrum(p.String("spectrum"), pr.k); err != nil {
-			return nil, err
-		}
-	}
-	if pr.eps, err = grantEpsilon(run.Acct); err != nil {
-		return nil, err
-	}
-	if pr.a, pr.clipped, err = rowsMatrix(ctx, run.Data, p.Float("clip"), run.Backend); err != nil {
+	if pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, clip, run.Backend); err != nil {
 		return nil, err
 	}
 	if pr.gamma, _, err = run.Backend.EigSym(pr.a); err != nil {
 		return nil, fmt.Errorf("eigenvalues of A: %w", err)
 	}
 	return pr, nil
+}
+
+// newPlan is sdk.NewPlan with, under clip=auto, a first share clip_share
+// for the private norm quantile (the other weights scaled to the rest).
+func newPlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*privacy.Plan, error) {
+	if o.Options.Auto() {
+		for i := range shares {
+			shares[i].Weight *= 1 - o.ClipShare
+		}
+		shares = append([]privacy.Share{{Name: rowclip.ShareName, Weight: o.ClipShare, Mechanism: privacy.MechExponential}}, shares...)
+	}
+	return sdk.NewPlan(run, noise, shares...)
+}
+
+// problemFor is newProblem at the options' clip: the given one, or under
+// clip=auto a private clip_quantile-quantile of the row norms released
+// first from the plan's clip share (plugins/pca/DERIVATIONS.md §6).
+func problemFor(ctx context.Context, run *sdk.Run, plan *privacy.Plan, o *base) (*problem, error) {
+	c := o.Options.Value()
+	if o.Options.Auto() {
+		if run.Data == nil || run.Data.X == nil {
+			return nil, fmt.Errorf("empty data set")
+		}
+		b, err := plan.Budget(rowclip.ShareName)
+		if err != nil {
+			return nil, err
+		}
+		if c, err = rowclip.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", b, run.Data.X, nil, o.ClipQuantile); err != nil {
+			return nil, err
+		}
+	}
+	pr, err := newProblem(ctx, run, c)
+	if err != nil {
+		return nil, err
+	}
+	pr.autoClip, pr.eval = o.Options.Auto(), o.Evaluate.Value
+	return pr, nil
+}
+
+// clipAssumption is the guarantee's assumption about the clip.
+func clipAssumption(pr *problem) string {
+	if pr.autoClip {
+		return fmt.Sprintf("the clip %.6g is a private quantile of the row norms (a declared step)", pr.clip)
+	}
+	return fmt.Sprintf("the clip %.6g was chosen without looking at the data", pr.clip)
 }

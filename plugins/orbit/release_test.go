@@ -38,7 +38,7 @@ func TestSpectrumKeywordErrorNamesTheForms(t *testing.T) {
 	ds := genData(t, 200, 6, 2, 4)
 	for _, est := range []sdk.Estimator{EM{}, Deflation{}, NonPrivate{}} {
 		// orbit-nonprivate knows only "true", orbit-gauss only "private".
-		_, acct, err := sdk.RunLocal(context.Background(), est, ds, map[string]string{"rank": "3", "spectrum": "private"}, pure(1), sdk.LocalOptions{})
+		_, acct, err := sdk.RunLocal(context.Background(), est, ds, pinned(map[string]string{"rank": "3", "spectrum": "private"}), pure(1), sdk.LocalOptions{})
 		require.Error(t, err, est.Info().Name)
 		assert.Contains(t, err.Error(), `want "projection" or 3 comma-separated numbers`, est.Info().Name)
 		if acct != nil {
@@ -67,11 +67,11 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 		{"spectrum increasing", EM{}, map[string]string{"rank": "2", "spectrum": "1,2"}, pure(1)},
 		{"spectrum negative", Deflation{}, map[string]string{"rank": "2", "spectrum": "2,-1"}, pure(1)},
 		{"spectrum keyword", EM{}, map[string]string{"rank": "2", "spectrum": "private"}, pure(1)},
-		{"gauss classical above ε = 1", Gauss{}, map[string]string{"rank": "2", "calibration": "classical"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 4, Delta: 1e-6}},
+		{"gauss classical above ε = 1", Gauss{}, map[string]string{"rank": "2", "noise": "classical"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 4, Delta: 1e-6}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, acct, err := sdk.RunLocal(context.Background(), tc.est, ds, tc.raw, tc.grant, sdk.LocalOptions{})
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, ds, pinned(tc.raw), tc.grant, sdk.LocalOptions{})
 			require.Error(t, err)
 			assert.True(t, sdk.IsBadRequest(err), "refusal not marked: %v", err)
 			if acct != nil {

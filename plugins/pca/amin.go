@@ -10,6 +10,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 )
 
@@ -34,27 +35,25 @@ func (Amin) Info() sdk.Info {
 		Name:    "pca-amin",
 		Version: Version,
 		Summary: "Amin et al. 2019 iterative eigenvector sampling: pure ε-DP PCA with an exact Bingham sampler",
-		Description: `Iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz Medina, Vassilvitskii 2019).
-Rows are scaled down to the public norm clip γ. The top-r eigenvalues of Σ̂ = Σ x_ix_iᵀ/n are
-released with Laplace noise (replace-one ℓ1 sensitivity 2γ²/n: adding or removing one PSD rank-one
-term moves the eigenvalues monotonically by a total of at most γ²/n). Eigenvector k is drawn from
-the density ∝ exp(β_k·uᵀC_ku) on the unit sphere of the orthogonal complement of the vectors
-already released, where C_k is Σ̂ restricted to that complement: the exponential mechanism with
-utility sensitivity γ²/n, so β_k = ε_k·n/(2γ²). The vector Bingham law is sampled exactly (Kent,
-Ganeiber, Mardia 2018), so the guarantee is pure ε-DP against worst-case neighbours.
-Budget: eigenvalue_share of ε (after the optional mean share) for the eigenvalues, the rest
-split evenly over the r eigenvectors (default share 1/(r+1): every release gets ε/(r+1)).
-With center=private, a Laplace mean of rows clipped to mean_clip (ℓ1 sensitivity 2·mean_clip·√p/n)
-is subtracted first.`,
+		Description: `Pure ε-differentially private PCA (no δ): use it only when your policy forbids δ > 0,
+and only with a large budget or few features. Pure-ε PCA needs far more data than Analyze Gauss:
+on Fashion-MNIST (n = 60000, p = 784) it captures well under half of the non-private variance
+even at ε = 4, close to a random subspace at ε ≤ 1 (bench/results/pca.md); on data with tens of
+features and n·ε in the tens of thousands it does well.
+
+How it works: rows longer than the clip are shortened to it; the top-r eigenvalues of
+Σ x_i x_iᵀ/n get Laplace noise; then each component is drawn at random from a distribution that
+favours directions of high variance (the exponential mechanism on the sphere, sampled exactly by
+Kent–Ganeiber–Mardia rejection in float64), one after the other.
+
+Defaults as in pca-analyze-gauss: clip=auto (a private median of the row norms, clip_share of
+the budget, released as output clip), center=private optional (a Laplace mean, released as output
+mean). Budget: eigenvalue_share of ε (after the clip and mean shares) for the eigenvalues, the rest
+split evenly over the r eigenvectors. Derivations: DERIVATIONS.md §3, §5, §6.`,
 		DataKind:  data.Rows,
-		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the public norm clip",
+		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the clip (public, or a private quantile with clip=auto); exact sampler in real arithmetic, run in float64",
 		Grants:    []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
-		Params: append([]sdk.ParamSpec{
-			rankSpec(),
-			{Name: "clip", Type: sdk.Float, Required: true, Min: sdk.Bound(minPositive), Doc: "public row-norm bound γ (rows longer than γ are scaled to γ)"},
-			{Name: "eigenvalue_share", Type: sdk.Float, Min: sdk.Bound(0), Max: sdk.Bound(0.9), Doc: "fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"},
-			sigmaSpec(),
-		}, centerSpec("Laplace")...),
+		Options:   aminOptions{},
 		References: []string{
 			"K. Amin, T. Dick, A. Kulesza, A. Muñoz Medina, S. Vassilvitskii. Differentially private covariance estimation. NeurIPS 2019.",
 			"J. T. Kent, A. M. Ganeiber, K. V. Mardia. A new unified approach for the simulation of a wide class of directional distributions. JCGS 2018.",
@@ -63,66 +62,23 @@ is subtracted first.`,
 	}
 }
 
-// Fit implements sdk.Estimator.
+// Fit implements sdk.Estimator: bind → plan → Amin et al.
 func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	in, err := clippedInputs(run)
+	o := sdk.Opts[aminOptions](run)
+	x, n, p, err := rowsData(run.Data)
 	if err != nil {
 		return nil, err
 	}
-	ps := run.Params
-	x, n, p, r, clip := in.x, in.n, in.p, in.r, in.clip
-	center, mclip, mshare := in.center, in.meanClip, in.meanShare
-	eps := run.Acct.Grant().Epsilon
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return nil, sdk.BadRequest("pca-amin needs a finite ε grant")
+	plan, err := aminPlan(run, o, p)
+	if err != nil {
+		return nil, err
 	}
-	valShare := 1 / float64(r+1)
-	if ps.Has("eigenvalue_share") {
-		valShare = ps.Float("eigenvalue_share")
-	}
-	rest := eps
-	var epsMean float64
-	if center {
-		epsMean = mshare * eps
-		rest -= epsMean
-	}
-	epsVals := valShare * rest
-	if !(epsVals > 0) && ps.Bool("output_sigma") {
-		// Checked before any step is declared, so the refusal costs nothing.
-		return nil, sdk.BadRequest("output_sigma needs eigenvalues (eigenvalue_share > 0)")
-	}
-	// The last vector is determined when r = p: no budget for it.
-	nSampled := r
-	if r == p {
-		nSampled = p - 1
-	}
-	epsVec := (rest - epsVals)
-	if nSampled > 0 {
-		epsVec /= float64(nSampled)
-	}
-	if center {
-		if err := checkFinite(x); err != nil {
-			return nil, err
-		}
-	}
-	var mu []float64
-	if center {
-		sum, err := clippedSum(ctx, x, mclip)
-		if err != nil {
-			return nil, err
-		}
-		b, err := run.Acct.SpendLaplace("mean", 2*mclip*math.Sqrt(float64(p))/float64(n), p, epsMean)
-		if err != nil {
-			return nil, err
-		}
-		mu = sum
-		for j := range mu {
-			mu[j] /= float64(n)
-		}
-		run.Rand.AddLaplace(mu, b)
+	pre, err := preprocess(ctx, run, plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	if err != nil {
+		return nil, err
 	}
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := Gram(ctx, run.Backend, x, mu, clip)
+	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
@@ -130,181 +86,121 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
+	res, err := aminCovariance(ctx, run, plan, sh, n, pre.clip, o)
+	if err != nil {
+		return nil, err
+	}
+	pre.report(res)
+	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
+	return withEvaluation(ctx, run, res, o.Evaluate.Value)
+}
+
+// aminPlan splits a pure (or the ε of an (ε, δ)) grant: mean_share for the
+// optional Laplace mean, then eigenvalue_share of the rest for the
+// eigenvalues and the remainder evenly over the sampled eigenvectors
+// (r of them, p − 1 when r = p).
+func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.Plan, error) {
+	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+	vs := o.valueShare()
+	if vs > 0 {
+		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
+	}
+	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
+	return sdk.NewPlan(run, privacy.NoisePure, shares...)
+}
+
+// privateMeanLaplace releases the mean of the rows clipped to c with the
+// Laplace mechanism (ℓ1 sensitivity 2c√p/n, DERIVATIONS.md §5).
+func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error) {
+	n, p := x.Dims()
+	b, err := plan.Budget(shareMean)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite(x); err != nil { // an input error, before any step
+		return nil, err
+	}
+	rel, err := run.Acct.Laplace("mean", 2*c*math.Sqrt(float64(p))/float64(n), p, b)
+	if err != nil {
+		return nil, err
+	}
+	return clippedMeanRelease(ctx, run, rel, x, c)
+}
+
+// aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace
+// top-r eigenvalues of Σ̂_γ, then r iterative exponential-mechanism draws.
+func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *aminOptions) (*sdk.Result, error) {
+	r := o.Rank.Value
 	res := &sdk.Result{}
 	var noisyVals []float64
-	if epsVals > 0 {
+	if o.valueShare() > 0 {
+		b, err := plan.Budget(shareValues)
+		if err != nil {
+			return nil, err
+		}
 		vals, _, err := topEigen(ctx, run.Backend, sh, r)
 		if err != nil {
 			return nil, err
 		}
-		b, err := run.Acct.SpendLaplace("eigenvalues", 2*clip*clip/float64(n), r, epsVals)
+		rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), r, b)
 		if err != nil {
 			return nil, err
 		}
 		noisyVals = append([]float64(nil), vals...)
-		run.Rand.AddLaplace(noisyVals, b)
-		res.AddScalar("laplace_scale", b, sdk.Public, "Laplace scale of the eigenvalue noise")
+		if err := rel.Add(run.Rand, noisyVals); err != nil {
+			return nil, err
+		}
+		res.AddScalar("laplace_scale", rel.Scale(), sdk.Public, "Laplace scale of the eigenvalue noise")
 	}
-	u, diag, err := IterativeEigenvectors(ctx, run, sh, r, epsVec, clip*clip/float64(n))
+	bv, err := plan.Budget(shareVectors)
+	if err != nil {
+		return nil, err
+	}
+	u, diag, err := IterativeEigenvectors(ctx, run, sh, r, bv, clip*clip/float64(n))
 	if err != nil {
 		return nil, err
 	}
 	res.AddMatrix("U", u, sdk.Public, "private eigenvectors, drawn in order (p×r, orthonormal)")
 	if noisyVals != nil {
 		res.AddSeries("eigenvalues", noisyVals, sdk.Public, "top-r eigenvalues of Σ̂_γ plus Laplace noise (in the order of the sampled vectors)")
-		if ps.Bool("output_sigma") {
+		if o.OutputSigma {
 			res.AddMatrix("Sigma", lowRank(u, mat.NewDiagDense(r, noisyVals), 0), sdk.Public, "Σ_k λ̃_k u_k u_kᵀ (p×p, rank r)")
 		}
 	}
-	res.AddScalar("epsilon_per_vector", epsVec, sdk.Public, "ε spent on each sampled eigenvector")
+	res.AddScalar("epsilon_per_vector", bv.Epsilon, sdk.Public, "ε spent on each sampled eigenvector")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")
-	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	res.Guarantee = privacy.Guarantee{
 		Neighbours:  "one row replaced by an arbitrary row",
-		Assumptions: []string{fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", clip), "exact Bingham sampler (Kent–Ganeiber–Mardia rejection)"},
+		Assumptions: []string{"the Bingham sampler (Kent–Ganeiber–Mardia rejection) is exact in real arithmetic; it runs in float64 arithmetic, whose rounding is not accounted for (see DERIVATIONS.md §3)"},
 	}
 	return res, nil
 }
 
 // IterativeEigenvectors draws r orthonormal vectors by Amin et al.'s
-// iterative exponential mechanism on the symmetric p×p matrix c, spending
-// epsVec per vector through run.Acct (utility sensitivity sens). The
-// complement bases are updated with Householder reflections, so each step
-// costs O(p²) besides the sampler's eigendecomposition.
-func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r int, epsVec, sens float64) (*mat.Dense, bingham.Diagnostics, error) {
-	p := c.SymmetricDim()
-	var total bingham.Diagnostics
-	// cur is the m×m compressed matrix Qᵀ c Q; q the p×m basis (dense,
-	// row-major) of the current complement.
-	m := p
-	cur := symToDense(c)
-	q := mat.NewDense(p, p, nil)
-	for i := 0; i < p; i++ {
-		q.Set(i, i, 1)
-	}
-	out := mat.NewDense(p, r, nil)
-	for k := 0; k < r; k++ {
-		if err := ctx.Err(); err != nil {
-			return nil, total, fmt.Errorf("eigenvector %d: %w", k+1, err)
-		}
-		run.Progress("eigenvectors", k, r)
-		var uh []float64
-		if m == 1 {
-			uh = []float64{1}
-		} else {
-			beta, err := run.Acct.SpendExponential(fmt.Sprintf("eigenvector %d", k+1), sens, epsVec)
-			if err != nil {
-				return nil, total, err
-			}
-			sym := mat.NewSymDense(m, nil)
-			for i := 0; i < m; i++ {
-				row := cur.RawRowView(i)
-				for j := i; j < m; j++ {
-					sym.SetSym(i, j, row[j])
-				}
-			}
-			smp, err := bingham.New(sym, beta, run.Backend)
-			if err != nil {
-				return nil, total, fmt.Errorf("eigenvector %d: %w", k+1, err)
-			}
-			var d bingham.Diagnostics
-			uh, d, err = smp.Sample(ctx, run.Rand)
-			total.Proposals += d.Proposals
-			total.Draws += d.Draws
-			if err != nil {
-				return nil, total, fmt.Errorf("eigenvector %d: %w", k+1, err)
-			}
-		}
-		// u = Q·û.
-		u := make([]float64, p)
-		for i := 0; i < p; i++ {
-			row := q.RawRowView(i)[:m]
-			var s float64
-			for j, v := range row {
-				s += v * uh[j]
-			}
-			u[i] = s
-		}
-		normalize(u)
-		for i := 0; i < p; i++ {
-			out.Set(i, k, u[i])
-		}
-		if k == r-1 || m == 1 {
-			break
-		}
-		// Householder H = I − 2vvᵀ with H·û ∝ e_1; columns 2..m of H span
-		// the complement of û within the current space.
-		v := append([]float64(nil), uh...)
-		sgn := 1.0
-		if v[0] < 0 {
-			sgn = -1
-		}
-		v[0] += sgn * norm(v)
-		normalize(v)
-		// cur ← (H cur H)[1:,1:];  q ← (q H)[:,1:].
-		w := make([]float64, m)
-		for i := 0; i < m; i++ {
-			row := cur.RawRowView(i)
-			var s float64
-			for j, a := range row[:m] {
-				s += a * v[j]
-			}
-			w[i] = s
-		}
-		var vw float64
-		for i := range v {
-			vw += v[i] * w[i]
-		}
-		next := mat.NewDense(m-1, m-1, nil)
-		for i := 1; i < m; i++ {
-			row := cur.RawRowView(i)
-			dst := next.RawRowView(i - 1)
-			for j := 1; j < m; j++ {
-				dst[j-1] = row[j] - 2*v[i]*w[j] - 2*w[i]*v[j] + 4*vw*v[i]*v[j]
-			}
-		}
-		// Exact symmetry.
-		for i := 0; i < m-1; i++ {
-			for j := i + 1; j < m-1; j++ {
-				a := 0.5 * (next.At(i, j) + next.At(j, i))
-				next.Set(i, j, a)
-				next.Set(j, i, a)
-			}
-		}
-		nq := mat.NewDense(p, m-1, nil)
-		for i := 0; i < p; i++ {
-			row := q.RawRowView(i)[:m]
-			var qv float64
-			for j, a := range row {
-				qv += a * v[j]
-			}
-			dst := nq.RawRowView(i)
-			for j := 1; j < m; j++ {
-				dst[j-1] = row[j] - 2*qv*v[j]
-			}
-		}
-		cur, q, m = next, nq, m-1
-	}
-	run.Progress("eigenvectors", r, r)
-	if total.Proposals > 0 {
-		total.AcceptanceRate = float64(total.Draws) / float64(total.Proposals)
-	}
-	total.Dim = p
-	return out, total, nil
+// iterative exponential mechanism on the symmetric p×p matrix c (the shared
+// sampler of plugins/internal/amin), declaring one exponential release per
+// sampled vector at the per-draw budget b (utility sensitivity sens). With
+// r = p the last vector is determined by the others and costs nothing.
+func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r int, b privacy.Budget, sens float64) (*mat.Dense, bingham.Diagnostics, error) {
+	return amin.Sample(ctx, run.Rand, c, amin.Config{
+		Rank:    r,
+		Backend: run.Backend,
+		Declare: func(k int) (amin.Exponential, error) {
+			return run.Acct.Exponential(fmt.Sprintf("eigenvector %d", k+1), sens, b)
+		},
+		Progress: func(done, total int) { run.Progress("eigenvectors", done, total) },
+	})
 }
 
-func norm(v []float64) float64 {
-	var s float64
-	for _, a := range v {
-		s += a * a
+// EigenvalueSensitivity is the replace-one ℓ1 sensitivity of the top-r
+// eigenvalues of Σ̂_γ = Σ x_ix_iᵀ/n with rows of norm ≤ γ: 2γ²/n, or γ²/n
+// for r = 1 (removing a row lowers every eigenvalue, by a total of at most
+// γ²/n; adding one raises them, by a total of at most γ²/n; a single
+// eigenvalue therefore moves by at most γ²/n). See DERIVATIONS.md §3.
+func EigenvalueSensitivity(clip float64, n, r int) float64 {
+	s := clip * clip / float64(n)
+	if r == 1 {
+		return s
 	}
-	return math.Sqrt(s)
-}
-
-func normalize(v []float64) {
-	if s := norm(v); s > 0 {
-		for i := range v {
-			v[i] /= s
-		}
-	}
+	return 2 * s
 }

@@ -1,6 +1,8 @@
 package pca
 
 import (
+	"math"
+
 	"context"
 	"fmt"
 	"testing"
@@ -107,4 +109,13 @@ func isSymmetric(m *mat.Dense) bool {
 		}
 	}
 	return true
+}
+
+// norm is the Euclidean norm of v.
+func norm(v []float64) float64 {
+	var s float64
+	for _, a := range v {
+		s += a * a
+	}
+	return math.Sqrt(s)
 }

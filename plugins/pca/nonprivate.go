@@ -26,28 +26,21 @@ marked for evaluation only. Use it as the ε = ∞ reference.`,
 		Guarantee:  "none (not private)",
 		NonPrivate: true,
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure},
-		Params: []sdk.ParamSpec{
-			rankSpec(),
-			{Name: "center", Type: sdk.String, Default: "none", Choices: []string{"none", "empirical"}, Doc: "none: use XᵀX/n; empirical: subtract the empirical mean"},
-			{Name: "clip", Type: sdk.Float, Min: sdk.Bound(minPositive), Doc: "optional row-norm clip (to compare with the clipped private estimators on equal terms)"},
-			sigmaSpec(),
-		},
+		Options:    nonPrivateOptions{},
 		References: []string{"K. Pearson. On lines and planes of closest fit to systems of points in space. 1901."},
 	}
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	o := sdk.Opts[nonPrivateOptions](run)
 	x, n, p, err := rowsData(run.Data)
 	if err != nil {
 		return nil, err
 	}
-	r := run.Params.Int("rank")
-	if err := checkRank(r, p, false); err != nil {
-		return nil, err
-	}
+	r := o.Rank.Value
 	var mu []float64
-	if run.Params.String("center") == "empirical" {
+	if o.Center == "empirical" {
 		mu = make([]float64, p)
 		for i := 0; i < n; i++ {
 			for j, v := range x.RawRowView(i)[:p] {
@@ -59,8 +52,8 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 	}
 	clip := 0.0
-	if run.Params.Has("clip") {
-		clip = run.Params.Float("clip")
+	if o.Clip != nil {
+		clip = *o.Clip
 	}
 	sh, _, err := Gram(ctx, run.Backend, x, mu, clip)
 	if err != nil {
@@ -81,8 +74,8 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		tr += sh.At(j, j)
 	}
 	res.AddScalar("trace", tr, sdk.Evaluation, "tr Σ̂ (NOT private)")
-	if run.Params.Bool("output_sigma") {
+	if o.OutputSigma {
 		res.AddMatrix("Sigma", symToDense(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
 	}
-	return res, nil
+	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }

@@ -13,21 +13,28 @@
 //   - pca-analyze-gauss: Analyze Gauss (Dwork, Talwar, Thakurta, Zhang 2014),
 //     worst-case (ε, δ)-DP after clipping rows to a public norm.
 //   - pca-amin: iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz
-//     Medina, Vassilvitskii 2019), pure ε-DP, with an exact Bingham sampler.
+//     Medina, Vassilvitskii 2019), pure ε-DP, with a Bingham sampler exact
+//     in real arithmetic (run in float64).
 //   - pca-nonprivate: the non-private reference (no guarantee).
 //
 // Every estimator takes data of kind rows and returns "U" (p×r, orthonormal
 // columns) and "eigenvalues"; the private ones optionally return a covariance
-// estimate "Sigma" (p×p). Exported functions give the sensitivities, the
-// subspace metrics and the accuracy studies so that benchmarks can reuse
-// them.
+// estimate "Sigma" (p×p). Exported functions give the sensitivities and
+// the algorithms on a precomputed second moment (CXZFromCov,
+// AnalyzeGaussFromCov) so that the accuracy studies in bench/studies/pca
+// can reuse them; subspace metrics live in engine/evaluate. Derivations:
+// DERIVATIONS.md in this directory.
+//
+// Each estimator's parameters are a typed options struct (options.go)
+// bound and checked by the SDK before Fit; each Fit reads bind → plan →
+// the algorithm (caiXiaZha, analyzeGauss, aminCovariance). The shared
+// algorithms live in plugins/internal (clip, amin, analyzegauss).
 package pca
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -35,6 +42,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Version is the version every estimator of the plugin reports.
@@ -42,51 +50,7 @@ const Version = "0.1.0"
 
 // Estimators returns every estimator the plugin serves.
 func Estimators() []sdk.Estimator {
-	return []sdk.Estimator{evaluated{CXZ{}}, evaluated{AnalyzeGauss{}}, evaluated{Amin{}}, evaluated{NonPrivate{}}}
-}
-
-// Centering choices.
-const (
-	centerNone    = "none"
-	centerPrivate = "private"
-)
-
-// minPositive is the catalogue minimum of parameters that must be strictly
-// positive (clips, σ²): the catalogue's ranges are inclusive, so a Min of 0
-// would advertise 0 as valid although the estimators refuse it.
-const minPositive = 1e-300
-
-func rankSpec() sdk.ParamSpec {
-	return sdk.ParamSpec{Name: "rank", Type: sdk.Int, Required: true, Min: sdk.Bound(1),
-		Doc: "number of principal components r"}
-}
-
-func centerSpec(mech string) []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "center", Type: sdk.String, Default: centerNone, Choices: []string{centerNone, centerPrivate},
-			Doc: "none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (" + mech + " noise, its own declared step)"},
-		{Name: "mean_clip", Type: sdk.Float, Min: sdk.Bound(minPositive),
-			Doc: "public row-norm bound for the private mean (default: clip)"},
-		{Name: "mean_share", Type: sdk.Float, Default: "0.1", Min: sdk.Bound(0.001), Max: sdk.Bound(0.9),
-			Doc: "fraction of the budget spent on the private mean when center=private"},
-	}
-}
-
-// cxzCenterSpec is centerSpec for pca-cxz, which has no clip parameter:
-// mean_clip has no default there and is required with center=private.
-func cxzCenterSpec() []sdk.ParamSpec {
-	specs := centerSpec("Gaussian")
-	for i := range specs {
-		if specs[i].Name == "mean_clip" {
-			specs[i].Doc = "public row-norm bound for the private mean (required with center=private)"
-		}
-	}
-	return specs
-}
-
-func sigmaSpec() sdk.ParamSpec {
-	return sdk.ParamSpec{Name: "output_sigma", Type: sdk.Bool, Default: "false",
-		Doc: "also return the p×p covariance estimate Sigma"}
+	return []sdk.Estimator{CXZ{}, AnalyzeGauss{}, Amin{}, NonPrivate{}}
 }
 
 // checkRank validates r against the data's dimension (maxFrac: r ≤ p, or
@@ -113,37 +77,24 @@ func finitePositive(name string, v float64) error {
 }
 
 // checkFinite scans X for NaN/Inf and names the first offending entry.
-func checkFinite(x *mat.Dense) error {
-	n, p := x.Dims()
-	for i := 0; i < n; i++ {
-		for j, v := range x.RawRowView(i)[:p] {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("data row %d, column %d: value %v is not finite", i, j, v)
-			}
-		}
-	}
-	return nil
+func checkFinite(x *mat.Dense) error { return rowclip.Finite(x) }
+
+// checkGram verifies that a second-moment matrix is finite (and locates a
+// non-finite entry in x when x is not nil).
+func checkGram(g *mat.SymDense, x *mat.Dense) error { return rowclip.CheckMoment(g, x) }
+
+// Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, c/‖x_i−μ‖)
+// (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
+// clip shrank: the shared clipped second moment of plugins/internal/clip
+// on pca's 1/n scale. x is never written.
+func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c float64) (*mat.SymDense, int, error) {
+	n, _ := x.Dims()
+	return rowclip.SecondMoment(ctx, be, x, mu, c, 1/float64(n))
 }
 
-// checkGram verifies that a Gram matrix is finite; a non-finite diagonal
-// entry means the data hold a NaN/Inf (or overflow) in that column, which is
-// then located.
-func checkGram(g *mat.SymDense, x *mat.Dense) error {
-	p := g.SymmetricDim()
-	for j := 0; j < p; j++ {
-		for k := j; k < p; k++ {
-			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
-				if x == nil {
-					return fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
-				}
-				if err := checkFinite(x); err != nil {
-					return err
-				}
-				return fmt.Errorf("second moment of columns %d and %d overflows (%v): rescale the data", j, k, v)
-			}
-		}
-	}
-	return nil
+// clippedSum returns Σ_i x_i·min(1, c/‖x_i‖).
+func clippedSum(ctx context.Context, x *mat.Dense, c float64) ([]float64, error) {
+	return rowclip.Sum(ctx, x, c)
 }
 
 // rowsData checks the data set's kind and shape.
@@ -161,228 +112,50 @@ func rowsData(d *data.Dataset) (*mat.Dense, int, int, error) {
 	return d.X, n, p, nil
 }
 
-// gramBlockFloats bounds the scratch space of a blocked Gram (floats).
-const gramBlockFloats = 1 << 20
+// Share names of the pca plans.
+const (
+	shareMean    = "mean"
+	shareMoment  = "second moment"
+	shareValues  = "eigenvalues"
+	shareVectors = "eigenvectors"
+	shareStage1  = "stage 1 (projector)"
+	shareStage2  = "stage 2 (eigenvalues)"
+)
 
-// gramChunks is the fixed number of row chunks a large Gram is split into
-// when the backend is single-threaded; the chunks run concurrently and are
-// summed in a fixed order, so the result does not depend on GOMAXPROCS.
-const gramChunks = 4
-
-// gramParallelWork is the n·p² above which Gram splits into chunks.
-const gramParallelWork = 5e7
-
-// Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, clip/‖x_i−μ‖)
-// (clip ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
-// clip shrank. When no row is centred or clipped the Gram is computed by
-// be.Gram on views of X itself, without copying X; otherwise rows are
-// copied in blocks of bounded size. With a single-threaded backend a large
-// Gram is split into a fixed number of row chunks computed concurrently.
-// x is never written.
-func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, clip float64) (*mat.SymDense, int, error) {
+// privateMeanGaussian releases the mean of the rows clipped to norm c with
+// the Gaussian mechanism at the plan's mean share (replace-one ℓ2
+// sensitivity 2c/n, DERIVATIONS.md §5) and returns it.
+func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error) {
 	n, p := x.Dims()
-	doClip := clip > 0 && !math.IsInf(clip, 1)
-	needCopy := mu != nil
-	if !needCopy && doClip {
-		c2 := clip * clip
-		for i := 0; i < n; i++ {
-			var s float64
-			for _, v := range x.RawRowView(i)[:p] {
-				s += v * v
-			}
-			if s > c2 {
-				needCopy = true
-				break
-			}
-		}
-	}
-	chunks := 1
-	if be.Threads() <= 1 && float64(n)*float64(p)*float64(p) >= gramParallelWork && n >= 4*gramChunks {
-		chunks = gramChunks
-	}
-	type part struct {
-		g     *mat.SymDense
-		nClip int
-		err   error
-	}
-	parts := make([]part, chunks)
-	var wg sync.WaitGroup
-	for c := 0; c < chunks; c++ {
-		a, b := c*n/chunks, (c+1)*n/chunks
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if !needCopy {
-				parts[c].g = be.Gram(1/float64(n), x.Slice(a, b, 0, p))
-				return
-			}
-			parts[c].g, parts[c].nClip, parts[c].err = gramBlocked(ctx, be, x, a, b, n, mu, clip, doClip)
-		}()
-	}
-	wg.Wait()
-	out := parts[0].g
-	nClipped := 0
-	for c, pt := range parts {
-		if pt.err != nil {
-			return nil, 0, pt.err
-		}
-		nClipped += pt.nClip
-		if c > 0 {
-			out.AddSym(out, pt.g)
-		}
-	}
-	return out, nClipped, nil
-}
-
-// gramBlocked returns (1/n)·Σ over rows a ≤ i < b of the centred, clipped
-// outer products, copying rows in bounded blocks.
-func gramBlocked(ctx context.Context, be backend.Backend, x *mat.Dense, a, b, n int, mu []float64, clip float64, doClip bool) (*mat.SymDense, int, error) {
-	_, p := x.Dims()
-	nClipped := 0
-	bs := max(1, min(b-a, gramBlockFloats/p))
-	buf := make([]float64, bs*p)
-	out := mat.NewSymDense(p, nil)
-	for start := a; start < b; start += bs {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, fmt.Errorf("gram: %w", err)
-		}
-		end := min(b, start+bs)
-		m := end - start
-		blk := mat.NewDense(m, p, buf[:m*p])
-		for i := 0; i < m; i++ {
-			row := blk.RawRowView(i)
-			copy(row, x.RawRowView(start + i)[:p])
-			if mu != nil {
-				for j := range row {
-					row[j] -= mu[j]
-				}
-			}
-			if doClip {
-				var s float64
-				for _, v := range row {
-					s += v * v
-				}
-				if s > clip*clip {
-					nClipped++
-					f := clip / math.Sqrt(s)
-					for j := range row {
-						row[j] *= f
-					}
-				}
-			}
-		}
-		out.AddSym(out, be.Gram(1/float64(n), blk))
-	}
-	return out, nClipped, nil
-}
-
-// budget is how an estimator divides its grant among its Gaussian steps.
-type budget struct {
-	mode   string  // "zcdp", "classical" or "analytic"
-	rho    float64 // zcdp: total ρ
-	eps    float64 // classical/analytic: total (ε, δ)
-	delta  float64
-	shares []float64 // fractions of the budget per step, summing to ≤ 1
-}
-
-// newBudget prepares a split of the run's grant in the given mode.
-func newBudget(acct *privacy.Accountant, mode string, shares []float64) (*budget, error) {
-	b := &budget{mode: mode, shares: shares}
-	g := acct.Grant()
-	switch mode {
-	case "zcdp":
-		rho, err := acct.TotalRho()
-		if err != nil {
-			return nil, fmt.Errorf("zCDP composition: %w", err)
-		}
-		b.rho = rho
-	case "classical", "analytic":
-		if g.Kind != privacy.GrantApprox {
-			return nil, sdk.BadRequest("the %s Gaussian calibration needs an (ε, δ) grant, got a %s grant", mode, g.Kind)
-		}
-		b.eps, b.delta = g.Epsilon, g.Delta
-		if mode == "classical" {
-			for _, s := range shares {
-				if s*b.eps > 1 {
-					return nil, sdk.BadRequest("classical Gaussian calibration is proved only for per-step ε ≤ 1, but a step would get ε = %.4g (total ε = %.4g): lower ε or use the analytic calibration", s*b.eps, b.eps)
-				}
-			}
-		}
-	default:
-		return nil, sdk.BadRequest("unknown Gaussian calibration %q", mode)
-	}
-	return b, nil
-}
-
-// spend declares Gaussian step k and returns its noise standard deviation.
-func (b *budget) spend(acct *privacy.Accountant, k int, name string, sens float64, dim int) (float64, error) {
-	s := b.shares[k]
-	if b.mode == "zcdp" {
-		return acct.SpendGaussianRho(name, sens, dim, s*b.rho)
-	}
-	return acct.SpendGaussianEpsDelta(name, sens, dim, s*b.eps, s*b.delta, b.mode)
-}
-
-// privateMeanGaussian spends one Gaussian step on the mean of the rows
-// clipped to norm c (replace-one ℓ2 sensitivity 2c/n) and returns it.
-func privateMeanGaussian(ctx context.Context, run *sdk.Run, b *budget, k int, x *mat.Dense, c float64) ([]float64, error) {
-	n, _ := x.Dims()
-	sum, err := clippedSum(ctx, x, c)
+	b, err := plan.Budget(shareMean)
 	if err != nil {
 		return nil, err
 	}
-	sd, err := b.spend(run.Acct, k, "mean", 2*c/float64(n), len(sum))
+	if err := checkFinite(x); err != nil { // an input error, before any step
+		return nil, err
+	}
+	rel, err := run.Acct.Gaussian("mean", 2*c/float64(n), p, b)
+	if err != nil {
+		return nil, err
+	}
+	return clippedMeanRelease(ctx, run, rel, x, c)
+}
+
+// clippedMeanRelease computes the mean of the rows clipped to c and draws
+// rel's noise on it.
+func clippedMeanRelease(ctx context.Context, run *sdk.Run, rel *privacy.Release, x *mat.Dense, c float64) ([]float64, error) {
+	n, _ := x.Dims()
+	sum, err := clippedSum(ctx, x, c)
 	if err != nil {
 		return nil, err
 	}
 	for j := range sum {
 		sum[j] /= float64(n)
 	}
-	run.Rand.AddGaussian(sum, sd)
-	return sum, nil
-}
-
-// clippedSum returns Σ_i x_i·min(1, c/‖x_i‖).
-func clippedSum(ctx context.Context, x *mat.Dense, c float64) ([]float64, error) {
-	n, p := x.Dims()
-	sum := make([]float64, p)
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("private mean: %w", err)
-			}
-		}
-		row := x.RawRowView(i)[:p]
-		var s float64
-		for _, v := range row {
-			s += v * v
-		}
-		f := 1.0
-		if s > c*c {
-			f = c / math.Sqrt(s)
-		}
-		for j, v := range row {
-			sum[j] += f * v
-		}
+	if err := rel.Add(run.Rand, sum); err != nil {
+		return nil, err
 	}
 	return sum, nil
-}
-
-// centerParams reads and checks center, mean_clip and mean_share.
-func centerParams(ps sdk.Params, defaultClip float64) (private bool, clip, share float64, err error) {
-	if ps.String("center") != centerPrivate {
-		return false, 0, 0, nil
-	}
-	clip = defaultClip
-	if ps.Has("mean_clip") {
-		clip = ps.Float("mean_clip")
-	} else if math.IsNaN(defaultClip) {
-		return false, 0, 0, sdk.BadRequest("center=private needs mean_clip, a public row-norm bound for the private mean")
-	}
-	if err := finitePositive("mean_clip", clip); err != nil {
-		return false, 0, 0, sdk.BadRequest("center=private needs a public row-norm bound: %w", err)
-	}
-	return true, clip, ps.Float("mean_share"), nil
 }
 
 // topEigen returns the top-r eigenpairs of a symmetric matrix through the
@@ -442,35 +215,4 @@ func fmtFloats(v []float64) string {
 		s += fmt.Sprintf("%.6g", x)
 	}
 	return s
-}
-
-// clipped holds the validated inputs of the worst-case (row-clipping)
-// estimators.
-type clipped struct {
-	x                   *mat.Dense
-	n, p, r             int
-	clip                float64
-	center              bool
-	meanClip, meanShare float64
-}
-
-// clippedInputs validates the data, rank, public clip and centring
-// parameters shared by Analyze Gauss and Amin et al., before any spend.
-func clippedInputs(run *sdk.Run) (clipped, error) {
-	var in clipped
-	var err error
-	if in.x, in.n, in.p, err = rowsData(run.Data); err != nil {
-		return in, err
-	}
-	ps := run.Params
-	in.r = ps.Int("rank")
-	if err := checkRank(in.r, in.p, false); err != nil {
-		return in, err
-	}
-	in.clip = ps.Float("clip")
-	if err := finitePositive("clip", in.clip); err != nil {
-		return in, err
-	}
-	in.center, in.meanClip, in.meanShare, err = centerParams(ps, in.clip)
-	return in, err
 }

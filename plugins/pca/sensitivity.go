@@ -69,7 +69,7 @@ func (m SpikedModel) lambdaMaxHigh() float64 {
 
 // ExplicitDelta1 is the closed-form, high-probability bound on the
 // Frobenius change of the sample spectral projector ÛÛᵀ when one row is
-// replaced by an independent model draw (spec §2.4): with t = log(4n/β),
+// replaced by an independent model draw (DERIVATIONS.md §2.2): with t = log(4n/β),
 // a_k = (λ_k+σ²)/λ_k², A = Σa + 2√(tΣa²) + 2t·max a,
 // B = σ²((p−r) + 2√((p−r)t) + 2t), Δ1 = 2√2·√(AB)/n. It bounds the
 // first-order term of the perturbation expansion, with Laurent–Massart
@@ -111,7 +111,7 @@ func RowNormBound(m SpikedModel, beta float64) float64 {
 }
 
 // ExplicitDelta2 is the high-probability bound √2·τ/n on
-// ‖Σ̂ − Σ̂'‖_F ≥ ‖Ũᵀ(Σ̂ − Σ̂')Ũ‖_F for one replaced row (spec §2.4).
+// ‖Σ̂ − Σ̂'‖_F ≥ ‖Ũᵀ(Σ̂ − Σ̂')Ũ‖_F for one replaced row (DERIVATIONS.md §2.3).
 func ExplicitDelta2(m SpikedModel, beta float64) float64 {
 	return math.Sqrt2 * RowNormBound(m, beta) / float64(m.N)
 }

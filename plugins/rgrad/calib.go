@@ -3,6 +3,8 @@ package rgrad
 import (
 	"math"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -12,8 +14,8 @@ type Mode string
 
 // Modes.
 const (
-	// Standard is DP-init + DP-RGrad with sensitivities calibrated under the
-	// Gaussian design (both X_i and y_i private).
+	// Standard is DP-init with model-calibrated sensitivities + clipped
+	// DP-RGrad (both X_i and y_i private).
 	Standard Mode = "standard"
 	// Weak is the weak-DP variant: only y_i is private, the design is public.
 	Weak Mode = "weak"
@@ -23,13 +25,15 @@ const (
 	NonPrivate Mode = "nonprivate"
 )
 
-// Sensitivities are the plug-in sensitivities of the model-calibrated
-// modes: Subspace bounds the change of the projectors ÛÛᵀ and V̂V̂ᵀ (spec
-// Δ⁽¹⁾), Core that of the r×r core ŨᵀL̂Ṽ (Δ⁽²⁾) and Iter that of one
-// noisy gradient step ηP_T(G_l) (Δ_l), all in Frobenius norm when one
-// observation is replaced by an independent draw from the model.
+// Sensitivities are the sensitivities of the model-calibrated modes.
+// Subspace bounds the change of the projectors ÛÛᵀ and V̂V̂ᵀ (Δ⁽¹⁾) and Core
+// that of the r×r core ŨᵀL̂Ṽ (Δ⁽²⁾), in Frobenius norm when one observation
+// is replaced by an independent draw from the model (DERIVATIONS.md §4).
+// Clip is the public per-sample bound τ on ‖res_i·P_T(X_i)‖_F and Iter =
+// 2ητ/n the resulting worst-case sensitivity of one gradient step ηP_T(G_l)
+// (DERIVATIONS.md §5): it holds at every iterate and for every replacement.
 type Sensitivities struct {
-	Subspace, Core, Iter float64
+	Subspace, Core, Iter, Clip float64
 }
 
 // ModelInputs are the public inputs the model-calibrated sensitivities are
@@ -45,17 +49,33 @@ type ModelInputs struct {
 	Paper           bool    // the paper's literal formulas (no √(d1∨d2) factor in Δ⁽¹⁾)
 }
 
-// ModelSensitivities evaluates the plug-in sensitivities. In the explicit
-// (default) calibration these are the corrected formulas of the spec §2.4
-// and §3.3,
+// ClipRadius is the distance ‖M_l − M‖_F, as a fraction of σr, at which the
+// model-chosen clip τ of rgrad-dp lets one sample in expectation be clipped
+// per iteration (DERIVATIONS.md §5.3). rgrad-weak takes the clip at M itself
+// (radius 0), so that its clip scales with σ_ξ alone.
+const ClipRadius = 0.25
+
+// ClipRadiusOf returns the radius ρ at which the model-chosen clip is set:
+// ClipRadius·σr in standard DP, 0 in weak DP.
+func ClipRadiusOf(in ModelInputs) float64 {
+	if in.Weak {
+		return 0
+	}
+	return ClipRadius * in.SigmaR
+}
+
+// ModelSensitivities evaluates the sensitivities of the model-calibrated
+// modes (DERIVATIONS.md §4–§5). In the explicit (default) calibration the
+// initialisation uses the corrected plug-ins
 //
 //	Δ⁽¹⁾ = c1 √(d1∨d2) √(1/C_l) √r (√(C_u r) σ1 + σ_ξ) ln n / (n σr)
 //	Δ⁽²⁾ = c2 √(1/C_l) √r (√(C_u r) σ1 + σ_ξ) ln n / n
-//	Δ_l  = c3 η (σ_ξ + √C_u σr) √(C_u r (d1+d2) ln n) / n,
 //
-// and with Paper set the √(d1∨d2) factor of Theorem 1 is dropped (as
-// published). In weak DP, √(C_u r)σ1 + σ_ξ and σ_ξ + √C_u σr become σ_ξ
-// (Appendix F of the paper).
+// (with Paper set the √(d1∨d2) factor is dropped, as published; in weak DP
+// √(C_u r)σ1 + σ_ξ becomes σ_ξ), and every iteration clips the per-sample
+// projected gradients to τ = c3·ModelClip (explicit) or to τ = n·Δ_l/(2η)
+// with the paper's Δ_l = c3 η (σ_ξ + √C_u σr) √(C_u r (d1+d2) ln n) / n
+// (Paper; σ_ξ alone in weak DP), so that Δ_l = 2ητ/n holds for any data.
 func ModelSensitivities(in ModelInputs) Sensitivities {
 	n := float64(in.N)
 	r := float64(in.Rank)
@@ -70,22 +90,78 @@ func ModelSensitivities(in ModelInputs) Sensitivities {
 		dim = 1
 	}
 	il := math.Sqrt(1 / in.Cl)
+	tau := in.C3 * ModelClip(in.N, in.D1, in.D2, in.Rank, in.SigmaXi, ClipRadiusOf(in), in.Cu, 1)
+	if in.Paper {
+		tau = in.C3 * b * math.Sqrt(in.Cu*r*float64(in.D1+in.D2)*ln) / 2
+	}
 	return Sensitivities{
 		Subspace: in.C1 * dim * il * math.Sqrt(r) * a * ln / (n * in.SigmaR),
 		Core:     in.C2 * il * math.Sqrt(r) * a * ln / n,
-		Iter:     in.C3 * in.Step * b * math.Sqrt(in.Cu*r*float64(in.D1+in.D2)*ln) / n,
+		Iter:     2 * in.Step * tau / n,
+		Clip:     tau,
 	}
 }
 
-// PaperSigmas returns the noise standard deviations of the paper's literal
-// calibration for a per-phase budget (ε, δ) (the whole run is (2ε, 2δ)):
-// s1 = √(18 ln(3.75/δ)) Δ⁽¹⁾/ε for each subspace and s2 likewise for the
-// core (Algorithm 1, with the appendix's 3.75), and
-// s_l = √(2 ln(1.25 T/δ)) Δ_l T/ε per iteration (Algorithm 2).
-func PaperSigmas(s Sensitivities, eps, delta float64, iters int) (s1, s2, sl float64) {
-	c := math.Sqrt(18*math.Log(3.75/delta)) / eps
-	t := float64(iters)
-	return c * s.Subspace, c * s.Core, math.Sqrt(2*math.Log(1.25*t/delta)) * s.Iter * t / eps
+// ClipTail is the probability that one in-model sample's projected gradient
+// ‖res·P_T(X)‖_F exceeds tau at a fixed iterate at Frobenius distance rho
+// from M, with the residual res ~ N(0, σ_ξ² + C_u ρ²) and ‖P_T(X)‖_F² ~
+// C_u·χ²_k, k = r(d1 + d2 − r), treated as independent (exact for an
+// isotropic design at ρ = 0; DERIVATIONS.md §5.3). It integrates
+// P(χ²_k > t²/(C_u s² z²)) against the half-normal density of |z|.
+func ClipTail(tau, sigmaXi, rho, cu float64, d1, d2, r int) float64 {
+	s := math.Sqrt(sigmaXi*sigmaXi + cu*rho*rho)
+	if !(tau > 0) {
+		return 1
+	}
+	if s == 0 {
+		return 0
+	}
+	chi := distuv.ChiSquared{K: float64(r * (d1 + d2 - r))}
+	c := tau * tau / (cu * s * s)
+	// Simpson's rule on |z| ∈ [0, 12]; beyond 12 the half-normal mass is < 1e-32.
+	const m, zmax = 600, 12.0
+	h := zmax / m
+	f := func(z float64) float64 {
+		if z == 0 {
+			return 0
+		}
+		return 2 * math.Exp(-z*z/2) / math.Sqrt(2*math.Pi) * chi.Survival(c/(z*z))
+	}
+	sum := f(0) + f(zmax)
+	for j := 1; j < m; j++ {
+		w := 2.0
+		if j%2 == 1 {
+			w = 4
+		}
+		sum += w * f(float64(j)*h)
+	}
+	return math.Min(1, math.Max(0, sum*h/3))
+}
+
+// ModelClip returns the per-sample clip τ at which, in the model and at a
+// fixed iterate at Frobenius distance rho from M, the expected number of
+// clipped samples per iteration is count: n·ClipTail(τ) = count
+// (DERIVATIONS.md §5.3). It depends on public inputs only.
+func ModelClip(n, d1, d2, r int, sigmaXi, rho, cu, count float64) float64 {
+	target := count / float64(n)
+	s := math.Sqrt(sigmaXi*sigmaXi + cu*rho*rho)
+	if s == 0 {
+		return 0
+	}
+	// ClipTail decreases in τ; bracket and bisect on log τ.
+	lo, hi := 1e-6*s, s*math.Sqrt(cu*float64(r*(d1+d2)))
+	for ClipTail(hi, sigmaXi, rho, cu, d1, d2, r) > target {
+		lo, hi = hi, 2*hi
+	}
+	for k := 0; k < 60 && hi/lo > 1+1e-6; k++ {
+		mid := math.Sqrt(lo * hi)
+		if ClipTail(mid, sigmaXi, rho, cu, d1, d2, r) > target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 // basicSigma is the σ of a Gaussian release at (eps, delta) under the
@@ -100,16 +176,13 @@ func basicSigma(sens, eps, delta float64) (float64, string, error) {
 	return s, "analytic", err
 }
 
-// failureProbability is the part of the paper's failure probability
-// (Theorems 1 and 3) with explicit constants: the events on which the
-// sensitivity bounds and the noise bounds hold. The RIP event (Lemma 1) has
-// unspecified constants and is not included.
-func failureProbability(n, d1, d2, r int, cu float64) float64 {
-	fn, fd := float64(n), float64(d1+d2)
-	ln := math.Log(fn)
-	b := math.Pow(fd, -10) + math.Pow(fn, -9) + math.Exp(-float64(d1)) + math.Exp(-float64(d2)) + math.Pow(10, -20*float64(r))
-	b += (math.Pow(fd, -10) + math.Exp(-fd) + math.Pow(fn, -9) + math.Exp(-10*cu*fd)*math.Pow(fn, -9)) * ln
-	return math.Min(b, 1)
+// failureProbability is the probability, under the model, that the
+// initialisation's sensitivity bounds Δ⁽¹⁾ and Δ⁽²⁾ fail: the event of
+// Theorem 1 of the paper, (d1+d2)^−10 + n^−9 (DERIVATIONS.md §4.3). The
+// gradient iterations are clipped and their sensitivity holds for any data
+// (DERIVATIONS.md §5), so they add nothing.
+func failureProbability(n, d1, d2 int) float64 {
+	return math.Min(math.Pow(float64(d1+d2), -10)+math.Pow(float64(n), -9), 1)
 }
 
 // checkPositive reports a named parameter that is not a positive finite

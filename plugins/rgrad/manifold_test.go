@@ -59,7 +59,7 @@ func numRank(t *testing.T, a mat.Matrix, tol float64) int {
 	return k
 }
 
-// Spec §6.1 property 1: P_T is an orthogonal projection containing M_l.
+// P_T is an orthogonal projection containing M_l.
 func TestTangentProjectionIdentities(t *testing.T) {
 	for _, tc := range []struct{ d1, d2, r int }{{30, 20, 2}, {20, 15, 3}, {8, 8, 1}} {
 		rng := rand.New(rand.NewPCG(1, uint64(tc.d1)))
@@ -98,7 +98,7 @@ func eye(n int) *mat.Dense {
 	return m
 }
 
-// Spec §6.1 property 2: the QR + 2r×2r SVD retraction equals SVD_r(P_T(A)).
+// The QR + 2r×2r SVD retraction equals SVD_r(P_T(A)).
 func TestFastRetractionEqualsFullSVD(t *testing.T) {
 	be := backend.Gonum{}
 	for _, tc := range []struct {
@@ -142,7 +142,7 @@ func orthErr(u *mat.Dense) float64 {
 	return diff(&g, eye(r))
 }
 
-// Spec §6.1 properties 3 and 4: Eckart–Young, Lemma 4 and the curvature bound
+// Eckart–Young, Lemma 4 and the curvature bound
 // of Wei et al. on random perturbations.
 func TestRetractionAndCurvatureBounds(t *testing.T) {
 	be := backend.Gonum{}

@@ -2,11 +2,14 @@ package rgrad
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -47,28 +50,48 @@ func TestPositiveParamsBoundedInCatalogue(t *testing.T) {
 		_, acct, err := sdk.RunLocal(context.Background(), estimatorByName(t, tc.est), g.Data, params, approx(1, 1e-5), sdk.LocalOptions{Seed: &seed})
 		require.Error(t, err, "%s %s=%s", tc.est, tc.name, tc.value)
 		assert.Contains(t, err.Error(), tc.name)
-		assert.Regexp(t, "below its minimum|above its maximum", err.Error())
+		assert.Regexp(t, "below its minimum|above its maximum|must be greater than", err.Error())
 		if acct != nil {
 			assert.Empty(t, acct.Steps())
 		}
 	}
 }
 
-// The paper calibration's note says that the stated guarantee composes the
-// paper-calibrated releases in zCDP (and so reports an ε below the grant's),
-// not by the basic composition the noise was calibrated for.
+// noise=classical's note says that the stated guarantee composes the
+// paper-calibrated releases by the tightest accounting (and so reports an ε
+// below the grant's), not by the basic composition the noise was calibrated
+// for. The deprecated calibration=paper is sensitivity=paper noise=classical
+// (gaussian=analytic: noise=analytic), with a deprecation note.
 func TestPaperNoteMatchesReportedGuarantee(t *testing.T) {
 	g := genTrace(t, 32, map[string]string{"n": "400"})
-	res, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": "paper", "iterations": "3"}), approx(1, 1e-5), 2)
+	res, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "classical", "iterations": "3"}), approx(1, 1e-5), 2)
 	assert.Less(t, res.Guarantee.Epsilon, 1.0)
-	var note string
-	for _, n := range res.Notes {
-		if len(n) > 17 && n[:17] == "calibration=paper" {
-			note = n
+	note := noteWith(res.Notes, "noise=classical")
+	assert.Contains(t, note, "tightest accounting")
+	assert.NotContains(t, note, "combined by basic composition")
+
+	for _, tc := range []struct{ old, sens, noise string }{
+		{"paper", "paper", "classical"}, {"explicit", "explicit", "zcdp"},
+	} {
+		old, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": tc.old, "iterations": "3"}), approx(1, 1e-5), 2)
+		cur, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": tc.sens, "noise": tc.noise, "iterations": "3"}), approx(1, 1e-5), 2)
+		assert.True(t, mat.Equal(matrix(t, old, "M"), matrix(t, cur, "M")), "calibration=%s", tc.old)
+		assert.Contains(t, noteWith(old.Notes, "calibration="+tc.old), "deprecated")
+		assert.Empty(t, noteWith(cur.Notes, "deprecated"))
+	}
+	old, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": "paper", "gaussian": "analytic", "iterations": "3"}), approx(1, 1e-5), 2)
+	cur, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "analytic", "iterations": "3"}), approx(1, 1e-5), 2)
+	assert.True(t, mat.Equal(matrix(t, old, "M"), matrix(t, cur, "M")), "calibration=paper gaussian=analytic")
+}
+
+// noteWith returns the first note containing sub ("" if none).
+func noteWith(notes []string, sub string) string {
+	for _, n := range notes {
+		if strings.Contains(n, sub) {
+			return n
 		}
 	}
-	assert.Contains(t, note, "zCDP")
-	assert.NotContains(t, note, "combined by basic composition")
+	return ""
 }
 
 // Requests rgrad refuses as such (rank against min(d1, d2), σ1 < σr, weak
@@ -87,7 +110,7 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 		{"sigma1 below sigmar", "rgrad-dp", map[string]string{"sigma1": "1", "sigmar": "2"}, approx(1, 1e-5)},
 		{"unknown design", "rgrad-dp", map[string]string{"design": "foo"}, approx(1, 1e-5)},
 		{"AR(1) correlation out of range", "rgrad-dp", map[string]string{"design": "ar1:1.5"}, approx(1, 1e-5)},
-		{"paper calibration under ρ", "rgrad-dp", map[string]string{"calibration": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1}},
+		{"paper calibration under ρ", "rgrad-dp", map[string]string{"sensitivity": "paper", "noise": "classical"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1}},
 		{"weak DP without response noise", "rgrad-weak", map[string]string{"sigma_xi": "0"}, approx(1, 1e-5)},
 	}
 	for _, tc := range cases {
@@ -97,6 +120,59 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 			assert.True(t, sdk.IsBadRequest(err), "refusal not marked: %v", err)
 			if acct != nil {
 				assert.Empty(t, acct.Steps())
+			}
+		})
+	}
+}
+
+// Prepare (the host's pre-flight) reports a footprint that grows with the
+// matrix size and refuses a rank above min(d1, d2) from the shape alone.
+func TestPrepareFootprintAndRefusal(t *testing.T) {
+	info, err := sdk.InfoOf(estimatorByName(t, "rgrad-dp"))
+	require.NoError(t, err)
+	raw := map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5"}
+	shape := func(d1, d2 int) sdk.Shape { return sdk.Shape{Kind: data.Trace, N: 1000, P: d1 * d2, D1: d1, D2: d2} }
+	_, small, err := sdk.Prepare(info, raw, shape(10, 8))
+	require.NoError(t, err)
+	_, big, err := sdk.Prepare(info, raw, shape(100, 80))
+	require.NoError(t, err)
+	assert.Greater(t, small, int64(0))
+	assert.Greater(t, big, 50*small)
+	raw["rank"] = "9"
+	_, _, err = sdk.Prepare(info, raw, shape(10, 8))
+	require.Error(t, err)
+	assert.True(t, sdk.IsBadRequest(err))
+	assert.Contains(t, err.Error(), "rank")
+}
+
+// noise=exact is the default: the releases compose exactly as Gaussian DP
+// (the guarantee says accounting=gdp and states μ), every step's σ is
+// below noise=zcdp's by at least 6 % at (1, 1e-5), and the stated ε meets
+// the grant.
+func TestExactIsDefault(t *testing.T) {
+	g := genTrace(t, 32, map[string]string{"n": "400"})
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+	}{
+		{"rgrad-dp", modelParamsFor(g, map[string]string{"iterations": "3"})},
+		{"rgrad-strict", map[string]string{"rank": "2", "clip_y": "8", "clip": "6", "iterations": "3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, acct := fitOK(t, tc.name, g, tc.params, approx(1, 1e-5), 1)
+			assert.Equal(t, "gdp", res.Guarantee.Accounting)
+			assert.Greater(t, res.Guarantee.Mu, 0.0)
+			assert.LessOrEqual(t, res.Guarantee.Epsilon, 1.0)
+			assert.NotEmpty(t, noteWith(res.Notes, "noise=exact"))
+			zp := map[string]string{"noise": "zcdp"}
+			for k, v := range tc.params {
+				zp[k] = v
+			}
+			_, zacct := fitOK(t, tc.name, g, zp, approx(1, 1e-5), 1)
+			es, zs := acct.Steps(), zacct.Steps()
+			require.Equal(t, len(zs), len(es))
+			for i := range es {
+				assert.Less(t, es[i].Scale, 0.94*zs[i].Scale, "step %q", es[i].Name)
 			}
 		})
 	}

@@ -149,32 +149,8 @@ func (dp *designPass) clippedGradient(out, m []float64, u, vt []float64, r int, 
 			x := dp.row(i)
 			res := floats.Dot(x, m) - dp.y[i]
 			loss += res * res
-			// ‖P_T X‖² = ‖UᵀX‖² + ‖XV‖² − ‖UᵀXV‖², with UᵀX (r×d2) and
-			// XV (d1×r) accumulated in one sweep over the rows of X_i.
-			for j := range utx {
-				utx[j] = 0
-			}
-			for a := 0; a < d1; a++ {
-				xa := x[a*d2 : (a+1)*d2]
-				for k := 0; k < r; k++ {
-					floats.AddScaled(utx[k*d2:(k+1)*d2], u[a*r+k], xa)
-					xv[a*r+k] = floats.Dot(xa, vt[k*d2:(k+1)*d2])
-				}
-			}
-			n2 := floats.Dot(utx, utx) + floats.Dot(xv, xv)
-			for k := 0; k < r; k++ {
-				for l := 0; l < r; l++ {
-					var c float64
-					for a := 0; a < d1; a++ {
-						c += u[a*r+k] * xv[a*r+l]
-					}
-					n2 -= c * c
-				}
-			}
-			g := math.Abs(res) * math.Sqrt(math.Max(n2, 0))
-			wi := res
-			if g > tau {
-				wi *= tau / g
+			wi, c := clippedWeight(x, res, u, vt, d1, d2, r, tau, utx, xv)
+			if c {
 				clipped++
 			}
 			floats.AddScaled(acc, wi, x)
@@ -183,6 +159,47 @@ func (dp *designPass) clippedGradient(out, m []float64, u, vt []float64, r int, 
 	})
 	floats.Scale(1/float64(dp.n), out)
 	return dp.sumf(dp.loss) / (2 * float64(dp.n)), dp.sum(dp.clipped)
+}
+
+// clippedWeight returns the weight w = c·res by which sample x (a row-major
+// d1×d2 matrix) enters the clipped gradient Σ_i w_i x_i / n, where c =
+// min(1, τ/‖res·P_T(x)‖_F) for the tangent space with column space u (d1×r,
+// row-major) and row space vt (r×d2, row-major = Vᵀ), and whether clipping
+// was active. utx (r·d2) and xv (d1·r) are scratch. Every per-sample term
+// w·P_T(x) of the projected gradient thus has Frobenius norm ≤ τ
+// (DERIVATIONS.md §5.1).
+func clippedWeight(x []float64, res float64, u, vt []float64, d1, d2, r int, tau float64, utx, xv []float64) (float64, bool) {
+	g := math.Abs(res) * projectedNorm(x, u, vt, d1, d2, r, utx, xv)
+	if g > tau {
+		return res * tau / g, true
+	}
+	return res, false
+}
+
+// projectedNorm returns ‖P_T(x)‖_F from ‖P_T x‖² = ‖Uᵀx‖² + ‖xV‖² − ‖UᵀxV‖²,
+// with Uᵀx (r×d2) and xV (d1×r) accumulated in one sweep over the rows of x.
+func projectedNorm(x, u, vt []float64, d1, d2, r int, utx, xv []float64) float64 {
+	for j := range utx {
+		utx[j] = 0
+	}
+	for a := 0; a < d1; a++ {
+		xa := x[a*d2 : (a+1)*d2]
+		for k := 0; k < r; k++ {
+			floats.AddScaled(utx[k*d2:(k+1)*d2], u[a*r+k], xa)
+			xv[a*r+k] = floats.Dot(xa, vt[k*d2:(k+1)*d2])
+		}
+	}
+	n2 := floats.Dot(utx, utx) + floats.Dot(xv, xv)
+	for k := 0; k < r; k++ {
+		for l := 0; l < r; l++ {
+			var c float64
+			for a := 0; a < d1; a++ {
+				c += u[a*r+k] * xv[a*r+l]
+			}
+			n2 -= c * c
+		}
+	}
+	return math.Sqrt(math.Max(n2, 0))
 }
 
 func (dp *designPass) sum(v []int) int {

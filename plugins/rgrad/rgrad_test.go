@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/gen"
@@ -18,8 +19,10 @@ import (
 
 func itoa(v int) string { return strconv.Itoa(v) }
 
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
 // genTrace draws a trace-regression data set (CI size by default: the
-// spec's (20, 15, 2), n = 3000, Σ = diag(2, 1), σ_ξ = 0.5).
+// (20, 15, 2), n = 3000, Σ = diag(2, 1), σ_ξ = 0.5).
 func genTrace(t testing.TB, seed uint64, over map[string]string) *gen.Generated {
 	t.Helper()
 	m, err := gen.Lookup(gen.TraceModelName)
@@ -145,7 +148,7 @@ func slope(x, y []float64) float64 {
 
 var anyGrant = approx(1, 1e-5)
 
-// Spec §6.1 property 10: with ε = ∞ the error is ≈ σ_ξ·sqrt(r(d1+d2)/n).
+// With ε = ∞ the error is ≈ σ_ξ·sqrt(r(d1+d2)/n).
 func TestNonPrivateRate(t *testing.T) {
 	ns := []float64{1500, 3000, 6000}
 	errs := make([]float64, len(ns))
@@ -155,11 +158,11 @@ func TestNonPrivateRate(t *testing.T) {
 		t.Logf("n=%v error %.4f ratio %.3f", n, errs[i], ratio)
 		assert.InDelta(t, 1.0, ratio, 0.3, "error / σ_ξ sqrt(r(d1+d2)/n) at n=%v", n)
 	}
-	// Spec property 11: slope −0.5 ± 0.1.
+	// Slope −0.5 ± 0.1.
 	assert.InDelta(t, -0.5, slope(ns, errs), 0.1)
 }
 
-// Spec §6.1 property 12: noiseless exact recovery at a linear rate.
+// Noiseless exact recovery at a linear rate.
 func TestNoiselessExactRecovery(t *testing.T) {
 	g := genTrace(t, 5, map[string]string{"n": "1000", "d1": "30", "d2": "20", "sigma_xi": "0"})
 	res, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2", "iterations": "40", "step": "1"}, anyGrant, 1)
@@ -171,19 +174,24 @@ func TestNoiselessExactRecovery(t *testing.T) {
 	}
 }
 
-// ε → ∞: the private estimator tends to the non-private one.
+// ε → ∞: the private estimator tends to the non-private one, exactly when
+// the clip does not bind (c3 = 10) and up to the bias of the one or two
+// samples the model-chosen clip cuts per iteration otherwise.
 func TestLargeEpsilonMatchesNonPrivate(t *testing.T) {
 	g := genTrace(t, 6, nil)
 	np, _ := fitOK(t, "rgrad-nonprivate", g, map[string]string{"rank": "2"}, anyGrant, 1)
 	for _, name := range []string{"rgrad-dp", "rgrad-weak"} {
-		res, _ := fitOK(t, name, g, modelParamsFor(g, nil), approx(1e7, 1e-5), 2)
+		res, _ := fitOK(t, name, g, modelParamsFor(g, map[string]string{"c3": "10"}), approx(1e10, 1e-5), 2)
 		assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-4, name)
+		res, _ = fitOK(t, name, g, modelParamsFor(g, nil), approx(1e10, 1e-5), 2)
+		t.Logf("%s with the model-chosen clip: ‖M̂ − M̂_nonprivate‖_F = %.2g", name, diff(matrix(t, res, "M"), matrix(t, np, "M")))
+		assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-3, name)
 	}
 	res, _ := fitOK(t, "rgrad-strict", g, map[string]string{"rank": "2", "clip_y": "100", "clip": "500"}, approx(1e12, 1e-5), 2)
 	assert.Less(t, diff(matrix(t, res, "M"), matrix(t, np, "M")), 1e-4, "strict with non-binding clips")
 }
 
-// Spec §6.1 property 13: in the privacy-dominated regime the error falls
+// In the privacy-dominated regime the error falls
 // like 1/ε and like 1/n.
 func TestPrivacyDominatedRates(t *testing.T) {
 	np := medianErr(t, "rgrad-nonprivate", 7, nil, map[string]string{"iterations": "5"}, anyGrant)
@@ -200,7 +208,7 @@ func TestPrivacyDominatedRates(t *testing.T) {
 		t.Logf("ε=%v error %.4f (privacy part %.4f)", e, errs[i], priv[i])
 	}
 	for i := 1; i < len(errs); i++ {
-		// Doubling ε halves the error ±20% (spec property 13).
+		// Doubling ε halves the error ±20%.
 		assert.InDelta(t, 0.5, errs[i]/errs[i-1], 0.1, "error ratio from ε=%v to ε=%v", eps[i-1], eps[i])
 	}
 	// Under zCDP accounting the noise scale is 1/sqrt(2ρ(ε, δ)), not 1/ε:
@@ -223,8 +231,13 @@ func TestPrivacyDominatedRates(t *testing.T) {
 	assert.True(t, sn >= -1.0 && sn <= -0.65, "slope vs n %.3f", sn)
 }
 
-// Spec §6.1 property 14: standard-DP error grows with σr, weak-DP error does
-// not, and weak DP is more accurate.
+// Signal strength: the standard-DP error grows with σr (its clip is set at
+// ‖M_l − M‖_F = σr/4 and its initialisation sensitivities scale with σ1),
+// the weak-DP error does not (its clip is set at M and scales with σ_ξ), and
+// weak DP is at least as accurate. Since the iterations are clipped
+// (DERIVATIONS.md §5) the two modes' iteration noise is of the same order
+// near M; the paper's 3× weak-DP advantage came from an under-covering weak
+// sensitivity.
 func TestSignalStrengthEffect(t *testing.T) {
 	base := map[string]string{"n": "6000"}
 	big := map[string]string{"n": "6000", "sigma1": "8", "sigmar": "4"}
@@ -235,18 +248,19 @@ func TestSignalStrengthEffect(t *testing.T) {
 	w1 := medianErr(t, "rgrad-weak", 5, base, extra, grant)
 	w4 := medianErr(t, "rgrad-weak", 5, big, extra, grant)
 	t.Logf("standard %.4f → %.4f, weak %.4f → %.4f", s1, s4, w1, w4)
-	assert.Greater(t, s4/s1, 2.0, "standard DP error grows with σr")
+	assert.Greater(t, s4/s1, 1.5, "standard DP error grows with σr")
 	assert.InDelta(t, 1.0, w4/w1, 0.25, "weak DP error does not depend on σr")
-	assert.Less(t, w1, s1/1.5, "weak DP beats standard DP")
+	assert.Less(t, w1, s1, "weak DP beats standard DP")
+	assert.Less(t, w4, s4/1.5, "by a wide margin when σr is large")
 }
 
-// Spec §6.1 properties 8 and 9: the paper-literal calibration reproduces the
+// The paper-literal calibration reproduces the
 // closed-form variances and the (ε/3, δ/3)×3 + (ε/T, δ/T)×T split.
 func TestPaperLiteralVariances(t *testing.T) {
 	g := genTrace(t, 8, nil)
 	const eps, delta = 1.0, 1e-5 // per phase; the grant is (2ε, 2δ)
 	T := 4
-	res, acct := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": "paper", "iterations": itoa(T), "step": "0.8"}),
+	res, acct := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "classical", "iterations": itoa(T), "step": "0.8"}),
 		approx(2*eps, 2*delta), 3)
 	n, d1, d2, r := 3000.0, 20.0, 15.0, 2.0
 	s1, sr, sx, eta := 2.0, 1.0, 0.5, 0.8
@@ -311,7 +325,7 @@ func TestZCDPAccounting(t *testing.T) {
 	assert.InEpsilon(t, rho, res.Guarantee.Rho, 1e-12)
 }
 
-// Spec §6.1 properties 6 and 7: orthonormal factors, rank ≤ r, seeded
+// Orthonormal factors, rank ≤ r, seeded
 // reproducibility.
 func TestOutputsAndDeterminism(t *testing.T) {
 	g := genTrace(t, 10, nil)
@@ -338,7 +352,7 @@ func TestOutputsAndDeterminism(t *testing.T) {
 	}
 }
 
-// Spec §6.1 property 5: the subspace noise is exactly symmetric with the
+// The subspace noise is exactly symmetric with the
 // stated entry variance.
 func TestSymmetricNoiseVariance(t *testing.T) {
 	src := privacy.NewSeededSource(5)
@@ -374,8 +388,8 @@ func TestBadInputBeforeSpend(t *testing.T) {
 		{"sigmar above sigma1", "rgrad-dp", modelParamsFor(g, map[string]string{"sigmar": "3"}), approx(1, 1e-5)},
 		{"zero sigmar", "rgrad-dp", modelParamsFor(g, map[string]string{"sigmar": "0"}), approx(1, 1e-5)},
 		{"weak with zero noise", "rgrad-weak", modelParamsFor(g, map[string]string{"sigma_xi": "0"}), approx(1, 1e-5)},
-		{"paper with zCDP grant", "rgrad-dp", modelParamsFor(g, map[string]string{"calibration": "paper"}), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}},
-		{"paper classical with ε/6 > 1", "rgrad-dp", modelParamsFor(g, map[string]string{"calibration": "paper"}), approx(8, 1e-5)},
+		{"paper with zCDP grant", "rgrad-dp", modelParamsFor(g, map[string]string{"noise": "classical"}), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}},
+		{"paper classical with ε/6 > 1", "rgrad-dp", modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "classical"}), approx(8, 1e-5)},
 		{"bad design", "rgrad-dp", modelParamsFor(g, map[string]string{"design": "ar1:2"}), approx(1, 1e-5)},
 		{"strict zero clip", "rgrad-strict", map[string]string{"rank": "2", "clip_y": "0", "clip": "1"}, approx(1, 1e-5)},
 		{"init share 1", "rgrad-dp", modelParamsFor(g, map[string]string{"init_share": "1"}), approx(1, 1e-5)},
@@ -458,8 +472,10 @@ func TestStrictEmpiricalSensitivity(t *testing.T) {
 func TestStrictGuaranteeAndAccuracy(t *testing.T) {
 	g := genTrace(t, 15, nil)
 	res, acct := fitOK(t, "rgrad-strict", g, map[string]string{"rank": "2", "clip_y": "8", "clip": "6", "iterations": "5"}, approx(8, 1e-5), 1)
-	assert.Equal(t, privacy.ZCDP, res.Guarantee.Kind)
-	assert.Equal(t, "zcdp", acct.Achieved().Composition)
+	// Worst-case (ε, δ)-DP, certified by the exact Gaussian composition of
+	// the steps (calibrated by it too: noise=exact is the default).
+	assert.Equal(t, privacy.Approx, res.Guarantee.Kind)
+	assert.Equal(t, "gdp", acct.Achieved().Composition)
 	assert.LessOrEqual(t, res.Guarantee.Epsilon, 8*(1+1e-9))
 	e := diff(matrix(t, res, "M"), g.Truth["M"])
 	t.Logf("strict error %.4f (‖M‖_F = %.3f)", e, frob(g.Truth["M"]))
@@ -499,29 +515,20 @@ func TestCatalogue(t *testing.T) {
 	assert.Len(t, names, 4)
 }
 
-// Spec §6.1 property 17 (a diagnostic, not a privacy proof): the explicit
-// plug-in sensitivities dominate the actual leave-one-out changes when each
-// sample in turn is replaced by a fresh draw from the model.
+// The explicit initialisation plug-ins Δ⁽¹⁾ and Δ⁽²⁾ dominate the actual
+// leave-one-out changes when each sample in turn is replaced by a fresh draw
+// from the model (standard DP) or its response by a fresh response (weak DP)
+// — a diagnostic of the model-based bounds, not a proof (DERIVATIONS.md §4,
+// §8). The per-iteration sensitivity is worst-case and checked by
+// TestIterationSensitivityCoversNeighbours.
 func TestPlugInsDominateLeaveOneOut(t *testing.T) {
 	const n, d1, d2, r = 3000, 20, 15, 2
 	g := genTrace(t, 17, nil)
 	fresh := genTrace(t, 18, map[string]string{"n": itoa(n)})
-	// The replacements take fresh designs and rebuild their responses from
-	// g's M (a fresh draw from the same model).
 	m := g.Truth["M"].RawMatrix().Data
 	p := d1 * d2
 	xf := fresh.Data.X.RawMatrix().Data
-	yf := make([]float64, n)
 	rng := newRng(3)
-	for i := range yf {
-		var dot float64
-		for j := 0; j < p; j++ {
-			dot += xf[i*p+j] * m[j]
-		}
-		yf[i] = dot + 0.5*rng.NormFloat64()
-	}
-	sens := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
-		Cl: 1, Cu: 1, C1: 1, C2: 2, C3: 1})
 	dp := newDesignPass(g.Data.X, g.Data.Y, d1, d2)
 	l := make([]float64, p)
 	dp.moment(l)
@@ -531,65 +538,52 @@ func TestPlugInsDominateLeaveOneOut(t *testing.T) {
 	var pu, pv mat.Dense
 	pu.Mul(uh, uh.T())
 	pv.Mul(vh, vh.T())
-	// An iterate at distance 0.2 from M, in the tangent space at M.
-	truth := Point{U: g.Truth["U"], S: []float64{2, 1}, V: g.Truth["V"]}
-	pert := TangentProject(truth.U, truth.V, randn(rng, d1, d2))
-	pert.Scale(0.2/frob(pert), pert)
-	ml := truth.Dense()
-	ml.Add(ml, pert)
-	ul, _, vl, err := be.SVDTop(ml, r)
-	require.NoError(t, err)
-	mlv := ml.RawMatrix().Data
-	var max1, max2, maxl float64
-	li := make([]float64, p)
-	for i := 0; i < n; i++ {
-		xi, xn := g.Data.X.RawRowView(i), xf[i*p:(i+1)*p]
-		for j := range li {
-			li[j] = l[j] + (yf[i]*xn[j]-g.Data.Y[i]*xi[j])/float64(n)
+	for _, weak := range []bool{false, true} {
+		sens := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
+			Cl: 1, Cu: 1, C1: 1, C2: 2, C3: 1, Weak: weak})
+		var max1, max2 float64
+		li := make([]float64, p)
+		for i := 0; i < n; i++ {
+			xi := g.Data.X.RawRowView(i)
+			xn := xf[i*p : (i+1)*p] // a fresh design (standard DP)
+			if weak {
+				xn = xi // the same design, a fresh response (weak DP)
+			}
+			yn := floats.Dot(xn, m) + 0.5*rng.NormFloat64()
+			for j := range li {
+				li[j] = l[j] + (yn*xn[j]-g.Data.Y[i]*xi[j])/float64(n)
+			}
+			u2, _, v2, err := be.SVDTop(mat.NewDense(d1, d2, li), r)
+			require.NoError(t, err)
+			var q, qv mat.Dense
+			q.Mul(u2, u2.T())
+			q.Sub(&q, &pu)
+			qv.Mul(v2, v2.T())
+			qv.Sub(&qv, &pv)
+			max1 = math.Max(max1, math.Max(frob(&q), frob(&qv)))
+			dl := mat.NewDense(d1, d2, nil)
+			for j := range li {
+				dl.RawMatrix().Data[j] = li[j] - l[j]
+			}
+			var c1, c2 mat.Dense
+			c1.Mul(uh.T(), dl)
+			c2.Mul(&c1, vh)
+			max2 = math.Max(max2, frob(&c2))
 		}
-		u2, _, v2, err := be.SVDTop(mat.NewDense(d1, d2, li), r)
-		require.NoError(t, err)
-		var q mat.Dense
-		q.Mul(u2, u2.T())
-		q.Sub(&q, &pu)
-		var qv mat.Dense
-		qv.Mul(v2, v2.T())
-		qv.Sub(&qv, &pv)
-		max1 = math.Max(max1, math.Max(frob(&q), frob(&qv)))
-		dl := mat.NewDense(d1, d2, nil)
-		for j := range li {
-			dl.RawMatrix().Data[j] = li[j] - l[j]
+		t.Logf("weak=%v empirical/plug-in: Δ⁽¹⁾ %.3f, Δ⁽²⁾ %.3f", weak, max1/sens.Subspace, max2/sens.Core)
+		assert.Less(t, max1, sens.Subspace, "weak=%v", weak)
+		assert.Less(t, max2, sens.Core, "weak=%v", weak)
+		if !weak {
+			// The paper-literal Δ⁽¹⁾ (no √(d1∨d2)) under-covers.
+			lit := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
+				Cl: 1, Cu: 1, C1: 1, C2: 1, C3: 1, Paper: true})
+			t.Logf("empirical/paper-literal Δ⁽¹⁾ %.3f", max1/lit.Subspace)
+			assert.Greater(t, max1/lit.Subspace, 1.2)
 		}
-		var c1, c2 mat.Dense
-		c1.Mul(uh.T(), dl)
-		c2.Mul(&c1, vh)
-		max2 = math.Max(max2, frob(&c2))
-		// One gradient step's change: (res_i X_i − res'_i X'_i)/n, projected.
-		var ri, rn float64
-		for j := 0; j < p; j++ {
-			ri += xi[j] * mlv[j]
-			rn += xn[j] * mlv[j]
-		}
-		ri -= g.Data.Y[i]
-		rn -= yf[i]
-		dg := mat.NewDense(d1, d2, nil)
-		for j := 0; j < p; j++ {
-			dg.RawMatrix().Data[j] = (ri*xi[j] - rn*xn[j]) / float64(n)
-		}
-		maxl = math.Max(maxl, frob(TangentProject(ul, vl, dg)))
 	}
-	t.Logf("empirical/plug-in: Δ⁽¹⁾ %.3f, Δ⁽²⁾ %.3f, Δ_l %.3f", max1/sens.Subspace, max2/sens.Core, maxl/sens.Iter)
-	assert.Less(t, max1, sens.Subspace)
-	assert.Less(t, max2, sens.Core)
-	assert.Less(t, maxl, sens.Iter)
-	// The paper-literal Δ⁽¹⁾ (no √(d1∨d2)) under-covers, as the spec found.
-	lit := ModelSensitivities(ModelInputs{N: n, D1: d1, D2: d2, Rank: r, Sigma1: 2, SigmaR: 1, SigmaXi: 0.5, Step: 1,
-		Cl: 1, Cu: 1, C1: 1, C2: 1, C3: 1, Paper: true})
-	t.Logf("empirical/paper-literal Δ⁽¹⁾ %.3f", max1/lit.Subspace)
-	assert.Greater(t, max1/lit.Subspace, 1.2)
 }
 
-// Spec §6.1 property 15: under DP fewer iterations help, since every
+// Under DP fewer iterations help, since every
 // iteration's noise grows with T (like sqrt(T) under zCDP, T under basic
 // composition), while T = 3 already converges without noise.
 func TestFewerIterationsHelpUnderDP(t *testing.T) {

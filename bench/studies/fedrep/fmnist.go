@@ -127,7 +127,7 @@ func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) 
 			return nil, err
 		}
 		raw := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "rank": fmt.Sprint(cfg.Rank), "iterations": fmt.Sprint(cfg.Iterations),
-			"step": fmt.Sprint(cfg.Step), "clip": fmt.Sprint(cfg.Clip), "init_clip": fmt.Sprint(cfg.InitClip), "holdout": fmt.Sprint(cfg.Holdout), "output_v": "false"}
+			"step": fmt.Sprint(cfg.Step), "clip": fmt.Sprint(cfg.Clip), "init_clip": fmt.Sprint(cfg.InitClip), "holdout": fmt.Sprint(cfg.Holdout), "output_v": "false", "local_fraction": "0.5", "head_data": "local"}
 		run := func(grant privacy.Grant, over map[string]string) (float64, error) {
 			p := map[string]string{}
 			for k, v := range raw {
@@ -196,7 +196,7 @@ func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) 
 // heads are the users' local classifiers (the ridge is rotation invariant).
 func localBaseline(ctx context.Context, ds *data.Dataset, cfg FMNISTConfig, seed uint64, all bool) (float64, error) {
 	p := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "rank": fmt.Sprint(cfg.Proj), "iterations": "1", "init": "random",
-		"holdout": fmt.Sprint(cfg.Holdout), "output_v": "false"}
+		"holdout": fmt.Sprint(cfg.Holdout), "output_v": "false", "local_fraction": "0.5", "head_data": "local"}
 	if all {
 		p["head_data"] = "all"
 	}

@@ -48,13 +48,29 @@ type StudyMethod struct {
 func PaperStudyConfig() StudyConfig {
 	return StudyConfig{Users: 20000, Samples: 10, Dim: 50, Rank: 2, Noise: 0.01, Delta: 1e-6,
 		Eps: []float64{1, 2, 4, 8}, Seeds: 5, Methods: []StudyMethod{
-			{Label: "Private FedRep (zCDP, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Private: true},
-			{Label: "Private FedRep (paper σ̂, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"noise": "paper"}, Private: true},
-			{Label: "Private FedRep (zCDP, ψ=1)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"clip": "1"}, Private: true},
-			{Label: "Priv-AltMin (disjoint groups)", Estimator: fedrep.PrivAltMin{}, Private: true},
-			{Label: "Priv-AltMin (all users, code)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"groups": "all"}, Private: true},
-			{Label: "Non-private FedRep", Estimator: fedrep.NonPrivateFedRep{}},
+			{Label: "Private FedRep (zCDP, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "10"}), Private: true},
+			{Label: "Private FedRep (paper σ̂, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"noise": "paper", "clip": "10"}), Private: true},
+			{Label: "Private FedRep (zCDP, ψ=1)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "1"}), Private: true},
+			{Label: "Private FedRep (defaults, paper's split)", Estimator: fedrep.PrivateFedRep{}, Private: true},
+			{Label: "Private FedRep (defaults)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"head_data": "all", "local_fraction": "0"}, Private: true},
+			{Label: "Priv-AltMin (disjoint groups)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"init_clip": "50"}, Private: true},
+			{Label: "Priv-AltMin (all users, code)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"groups": "all", "init_clip": "50"}, Private: true},
+			{Label: "Non-private FedRep", Estimator: fedrep.NonPrivateFedRep{}, Params: map[string]string{"step_guard": "false"}},
 		}}
+}
+
+// paperFedRep adds the paper experiment's fixed choices (T = 5, η = 2.5,
+// ψ_init = 50, init share 0.2, no step guard) to a FedRep method's
+// parameters: the replication rows of bench/results/fedrep.md §1.
+func paperFedRep(p map[string]string) map[string]string {
+	out := map[string]string{"step": "2.5", "init_clip": "50", "init_share": "0.2", "step_guard": "false"}
+	for k, v := range p {
+		out[k] = v
+	}
+	if out["noise"] == "paper" {
+		delete(out, "init_clip")
+	}
+	return out
 }
 
 // StudyCell is the result of one method at one ε (ε = 0 for non-private
@@ -104,7 +120,7 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyCell, error) {
 				}
 				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: math.Max(eps, 1), Delta: cfg.Delta}
 				seed := uint64(1000*s + 10*mi + ei)
-				raw := map[string]string{"rank": fmt.Sprint(cfg.Rank)}
+				raw := map[string]string{"rank": fmt.Sprint(cfg.Rank), "head_data": "local", "local_fraction": "0.5"} // the paper's halves; heads on S¹ only
 				for k, v := range m.Params {
 					raw[k] = v
 				}

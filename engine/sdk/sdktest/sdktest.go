@@ -53,6 +53,8 @@ func Run(t *testing.T, est sdk.Estimator, cases ...Case) {
 
 // Check runs the conformance checks on est with cases and returns what
 // fails. The parameter checks use the first case that is not a refusal.
+// It also flags a public output whose name says it is a duration
+// (…_s, …_seconds, elapsed…): timings depend on the data.
 func Check(est sdk.Estimator, cases ...Case) []error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -157,6 +159,9 @@ func checkCase(est sdk.Estimator, info sdk.Info, c Case) []error {
 	}
 	if len(res.Matrices)+len(res.Scalars)+len(res.Series) == 0 {
 		fail("the result has no output")
+	}
+	for _, name := range publicTimings(res) {
+		fail("output %q looks like a timing but is labelled public: timings depend on the data; use AddTiming or sdk.Diagnostic", name)
 	}
 	if u := acct.Undrawn(); len(u) > 0 {
 		fail("releases declared but never drawn: %v", u)
@@ -338,6 +343,32 @@ func badValues(s sdk.ParamSpec) []string {
 			add(math.Ceil(*l))
 		} else {
 			add(*l)
+		}
+	}
+	return out
+}
+
+// publicTimings lists public scalars and series whose names say they are
+// durations.
+func publicTimings(res *sdk.Result) []string {
+	looks := func(name string) bool {
+		n := strings.ToLower(name)
+		for _, suf := range []string{"_s", "_ms", "_seconds", "_sec"} {
+			if strings.HasSuffix(n, suf) {
+				return true
+			}
+		}
+		return strings.Contains(n, "elapsed") || strings.Contains(n, "wall_time") || strings.Contains(n, "cpu_time")
+	}
+	var out []string
+	for _, sc := range res.Scalars {
+		if sc.Release == sdk.Public && looks(sc.Name) {
+			out = append(out, sc.Name)
+		}
+	}
+	for _, se := range res.Series {
+		if se.Release == sdk.Public && looks(se.Name) {
+			out = append(out, se.Name)
 		}
 	}
 	return out

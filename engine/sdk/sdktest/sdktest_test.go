@@ -18,7 +18,7 @@ import (
 type opts struct {
 	sdk.Clip `default:"1"`
 	Share    float64 `param:"share" default:"1" gt:"0" max:"1" doc:"part of the budget used"`
-	Mode     string  `param:"mode" default:"good" choices:"good,undrawn,drift,unlabelled" doc:"how to misbehave"`
+	Mode     string  `param:"mode" default:"good" choices:"good,undrawn,drift,unlabelled,timing" doc:"how to misbehave"`
 	K        *int    `param:"k" min:"1" lt:"10" doc:"optional"`
 }
 
@@ -70,6 +70,9 @@ func (e est) Fit(_ context.Context, run *sdk.Run) (*sdk.Result, error) {
 		rel2 = ""
 	}
 	res.AddMatrix("v", mat.NewDense(1, 2, v), rel2, "noisy zeros")
+	if o.Mode == "timing" {
+		res.AddScalar("sampler_seconds", 0, sdk.Public, "a timing labelled public")
+	}
 	if o.Mode == "drift" {
 		res.AddScalar("calls", float64(e.calls.Add(1)), sdk.Public, "differs between runs")
 	}
@@ -103,6 +106,8 @@ func TestFindings(t *testing.T) {
 			[]string{`the same seed did not reproduce the fit: scalar "calls": 1 vs 2`}},
 		{"unlabelled output", est{}, []Case{{Name: "c", Data: rows(), Grant: grant, Params: map[string]string{"mode": "unlabelled"}}},
 			[]string{`matrix output "v" has release class ""`}},
+		{"public timing", est{}, []Case{{Name: "c", Data: rows(), Grant: grant, Params: map[string]string{"mode": "timing"}}},
+			[]string{`output "sampler_seconds" looks like a timing but is labelled public`}},
 		{"refusal accepted", est{}, []Case{{Name: "c", Data: rows(), Grant: grant}, {Name: "bad", Data: rows(), Grant: grant, Refuse: "x"}},
 			[]string{`case "bad": request map[] was accepted`}},
 		{"no cases", est{}, nil, []string{"no cases"}},

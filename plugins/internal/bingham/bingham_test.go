@@ -3,6 +3,7 @@ package bingham
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"testing"
 
@@ -332,5 +333,17 @@ func TestVonMisesGoodnessOfFit(t *testing.T) {
 			xs[i] = th/2 + math.Pi/2
 		}
 		assert.Less(t, ksStat(xs, cdf), ksCrit001, "von Mises μ=%v κ=%v", tc.mu, tc.kappa)
+	}
+}
+
+// A tiny concentration (κ ≈ 7e-9, met by the orbit Gibbs sampler) returns
+// instead of looping: the Best–Fisher ρ is computed without cancellation.
+func TestVonMisesTinyKappa(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, k := range []float64{7.3e-9, 1e-10, 2e-12, 1e-6} {
+		for i := 0; i < 100; i++ {
+			th := VonMises(r, -0.5, k)
+			assert.True(t, th > -math.Pi-1e-12 && th <= math.Pi, "κ=%g θ=%g", k, th)
+		}
 	}
 }

@@ -24,8 +24,13 @@ func VonMises(r *rand.Rand, mu, kappa float64) float64 {
 	case kappa > VonMisesLargeKappa:
 		th = mu + r.NormFloat64()/math.Sqrt(kappa)
 	default:
-		tau := 1 + math.Sqrt(1+4*kappa*kappa)
-		rho := (tau - math.Sqrt(2*tau)) / (2 * kappa)
+		// ρ = (τ − √(2τ))/(2κ) with τ = 1 + s, s = √(1 + 4κ²), rewritten
+		// without cancellation (τ − √(2τ) = τ(τ − 2)/(τ + √(2τ)) and
+		// τ − 2 = 4κ²/(s + 1)): the direct form rounds to ρ = 0 for
+		// κ ≲ 1e-8 and the loop below never accepts.
+		sq := math.Sqrt(1 + 4*kappa*kappa)
+		tau := 1 + sq
+		rho := 2 * kappa * tau / ((sq + 1) * (tau + math.Sqrt(2*tau)))
 		rr := (1 + rho*rho) / (2 * rho)
 		var f float64
 		for {

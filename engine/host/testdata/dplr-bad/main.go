@@ -56,10 +56,14 @@ func resultOf(kind string, steps ...*dplrpb.Step) *dplrpb.FitEvent {
 
 func result(rho float64) *dplrpb.FitEvent { return resultOf("zcdp", gauss(rho)) }
 
-// Check implements the pre-flight check: modes "footprint" (claims 1 PiB)
-// and "check-refuse" (refuses the request); the others accept.
-func (s *server) Check(context.Context, *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
+// Check implements the pre-flight check: modes "footprint" (claims 1 PiB),
+// "check-refuse" (refuses the request), "hang-check" (never answers) and
+// "no-check" (a plugin built before the call); the others accept.
+func (s *server) Check(ctx context.Context, _ *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
 	switch s.mode {
+	case "hang-check":
+		<-ctx.Done()
+		time.Sleep(time.Hour)
 	case "footprint":
 		return &dplrpb.CheckResponse{FootprintBytes: 1 << 50}, nil
 	case "check-refuse":

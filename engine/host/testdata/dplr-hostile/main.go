@@ -59,6 +59,10 @@ func (s *server) Fit(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) err
 	case "fit-stderr-flood":
 		flood(os.Stderr, '\n')
 		time.Sleep(time.Hour)
+	case "slow":
+		// Ends its stream normally, without a result, after a while.
+		time.Sleep(300 * time.Millisecond)
+		return nil
 	case "read":
 		// Reports what it could read during the fit: the data set's file
 		// and the file named by DPLR_HOSTILE_READ.
@@ -118,8 +122,13 @@ func main() {
 		flood(os.Stdout, 0)
 		time.Sleep(time.Hour)
 	case "stdout-lines":
-		// A flood of lines before any handshake.
-		flood(os.Stdout, '\n')
+		// A flood of short lines before any handshake.
+		line := []byte(strings.Repeat("garbage ", 16) + "\n")
+		for n := floodBytes(); n > 0; n -= len(line) {
+			if _, err := os.Stdout.Write(line); err != nil {
+				break
+			}
+		}
 		time.Sleep(time.Hour)
 	case "stderr-flood":
 		flood(os.Stderr, '\n')

@@ -1,0 +1,517 @@
+package fedrepstudy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/fedrep"
+	"github.com/dplr/dplr/plugins/fedrep/predict"
+)
+
+// PersonalTask is the personalized Fashion-MNIST task of issue 18: every
+// user holds its own binary problem (a set of classes labelled +1 against a
+// disjoint set labelled −1), Train rows it trains on and Holdout rows it is
+// scored on, features the 2×2-pooled pixels in [0, 1] plus a constant 1
+// (d = 197).
+type PersonalTask struct {
+	Dir            string // directory of the Debian dataset-fashion-mnist files
+	Users          int    // number of users n
+	Train, Holdout int    // rows per user: training rows, held-out rows
+	ClassesPerSide int    // classes labelled +1 (and as many labelled −1)
+}
+
+// DefaultPersonalTask is the task of issue 18: 5000 users, each with its own
+// pair of classes, 6 training and 4 held-out rows per user.
+func DefaultPersonalTask() PersonalTask {
+	return PersonalTask{Dir: "/usr/share/datasets/fashion-mnist", Users: 5000, Train: 6, Holdout: 4, ClassesPerSide: 1}
+}
+
+// rowsPerUser is the number of rows every user holds.
+func (t PersonalTask) rowsPerUser() int { return t.Train + t.Holdout }
+
+// holdoutFraction is the plugin's holdout parameter that holds out exactly
+// the last Holdout rows of every user.
+func (t PersonalTask) holdoutFraction() float64 {
+	// floor(h·m) must equal Holdout: aim at the middle of the interval.
+	return (float64(t.Holdout) + 0.5) / float64(t.rowsPerUser())
+}
+
+// fmnistPool caches the pooled images per directory (loading and pooling
+// the 70000 images takes a few seconds).
+var fmnistPool = map[string]*pooled{}
+
+// pooled is Fashion-MNIST pooled 2×2: rows of 196 pooled pixels in [0, 1]
+// and their class labels.
+type pooled struct {
+	x      [][]float64
+	labels []int
+}
+
+// loadPooled reads the training and test images and pools them 2×2.
+func loadPooled(dir string) (*pooled, error) {
+	if p := fmnistPool[dir]; p != nil {
+		return p, nil
+	}
+	p := &pooled{}
+	for _, part := range []string{"train", "t10k"} {
+		ds, err := dataio.Load(filepath.Join(dir, part+"-images-idx3-ubyte.gz"), dataio.LoadOptions{Kind: data.Rows, Scale: 1.0 / 255,
+			LabelsPath: filepath.Join(dir, part+"-labels-idx1-ubyte.gz"), SkipHash: true})
+		if err != nil {
+			return nil, fmt.Errorf("loading Fashion-MNIST %s: %w", part, err)
+		}
+		if ds.Labels == nil || ds.P() != 784 {
+			return nil, fmt.Errorf("fashion-MNIST %s: want 784 pixels with labels", part)
+		}
+		for i := 0; i < ds.N(); i++ {
+			src := ds.X.RawRowView(i)
+			row := make([]float64, 196)
+			for a := 0; a < 14; a++ {
+				for b := 0; b < 14; b++ {
+					row[a*14+b] = (src[(2*a)*28+2*b] + src[(2*a)*28+2*b+1] + src[(2*a+1)*28+2*b] + src[(2*a+1)*28+2*b+1]) / 4
+				}
+			}
+			p.x = append(p.x, row)
+			p.labels = append(p.labels, ds.Labels[i])
+		}
+	}
+	fmnistPool[dir] = p
+	return p, nil
+}
+
+// Build draws the users data set of the task (seed: the users' classes and
+// images). Within a user the rows alternate between the +1 and the −1 side,
+// so that the training rows and the held-out rows are both balanced; the
+// held-out rows are the last Holdout rows.
+func (t PersonalTask) Build(seed uint64) (*data.Dataset, error) {
+	p, err := loadPooled(t.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if t.ClassesPerSide < 1 || 2*t.ClassesPerSide > 10 {
+		return nil, fmt.Errorf("classes per side %d: need 1…5", t.ClassesPerSide)
+	}
+	byClass := map[int][]int{}
+	for i, l := range p.labels {
+		byClass[l] = append(byClass[l], i)
+	}
+	r := rand.New(rand.NewPCG(seed, 0x18))
+	for c := 0; c < 10; c++ {
+		idx := byClass[c]
+		r.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+	}
+	m := t.rowsPerUser()
+	const d = 197
+	x := mat.NewDense(t.Users*m, d, nil)
+	y := make([]float64, t.Users*m)
+	start := make([]int, t.Users+1)
+	ids := make([]int64, t.Users)
+	next := map[int]int{}
+	row := 0
+	for u := 0; u < t.Users; u++ {
+		start[u], ids[u] = row, int64(u)
+		perm := r.Perm(10)
+		pos, neg := perm[:t.ClassesPerSide], perm[t.ClassesPerSide:2*t.ClassesPerSide]
+		first := 1.0
+		if r.IntN(2) == 1 {
+			first = -1
+		}
+		for j := 0; j < m; j++ {
+			lab := first
+			if j%2 == 1 {
+				lab = -first
+			}
+			side := pos
+			if lab < 0 {
+				side = neg
+			}
+			c := side[r.IntN(len(side))]
+			pool := byClass[c]
+			if next[c] >= len(pool) {
+				return nil, fmt.Errorf("fashion-MNIST: class %d exhausted; use fewer users or rows per user", c)
+			}
+			src := p.x[pool[next[c]]]
+			next[c]++
+			dst := x.RawRowView(row)
+			copy(dst, src)
+			dst[d-1] = 1
+			y[row] = lab
+			row++
+		}
+	}
+	start[t.Users] = row
+	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start, UserIDs: ids,
+		Name: fmt.Sprintf("fashion-mnist personal users=%d train=%d holdout=%d classes=%d", t.Users, t.Train, t.Holdout, t.ClassesPerSide)}
+	return ds, ds.Validate()
+}
+
+// heldOut returns the held-out rows of user u (the last Holdout rows).
+func (t PersonalTask) heldOut(ds *data.Dataset, u int) (*mat.Dense, []float64) {
+	e := ds.UserStart[u+1]
+	s := e - t.Holdout
+	return ds.X.Slice(s, e, 0, ds.P()).(*mat.Dense), ds.Y[s:e]
+}
+
+// Accuracy scores a released U and the per-user heads V on every user's
+// held-out rows through predict.Predict (sign of ⟨x, U v_user⟩, each user
+// reading only its own head) and returns the mean over users of the
+// per-user accuracy.
+func (t PersonalTask) Accuracy(ds *data.Dataset, u, v, ids *mat.Dense) (float64, error) {
+	var tot float64
+	for i := 0; i < ds.NumUsers(); i++ {
+		head, err := predict.HeadOf(v, ids, ds.UserIDs[i])
+		if err != nil {
+			return 0, err
+		}
+		xs, ys := t.heldOut(ds, i)
+		pred, err := predict.Predict(u, head, xs, true)
+		if err != nil {
+			return 0, err
+		}
+		var ok float64
+		for j, p := range pred {
+			if p == signOf(ys[j]) {
+				ok++
+			}
+		}
+		tot += ok / float64(len(ys))
+	}
+	return tot / float64(ds.NumUsers()), nil
+}
+
+// signOf is +1 for y > 0 and −1 elsewhere (the labels' rule).
+func signOf(y float64) float64 {
+	if y > 0 {
+		return 1
+	}
+	return -1
+}
+
+// LocalRidgeAccuracy is the "each user alone" reference: user i fits
+// w = argmin ‖X w − y‖² + λ‖w‖² on its Train rows (solved in the dual,
+// w = Xᵀ(X Xᵀ + λI)⁻¹ y) and is scored on its held-out rows.
+func (t PersonalTask) LocalRidgeAccuracy(ds *data.Dataset, lambda float64) (float64, error) {
+	var tot float64
+	d := ds.P()
+	for i := 0; i < ds.NumUsers(); i++ {
+		s := ds.UserStart[i]
+		m := t.Train
+		xs := ds.X.Slice(s, s+m, 0, d).(*mat.Dense)
+		var g mat.SymDense
+		g.SymOuterK(1, xs)
+		for a := 0; a < m; a++ {
+			g.SetSym(a, a, g.At(a, a)+lambda)
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(&g) {
+			return 0, fmt.Errorf("local ridge: user %d: singular Gram matrix", i)
+		}
+		alpha := mat.NewVecDense(m, nil)
+		if err := ch.SolveVecTo(alpha, mat.NewVecDense(m, append([]float64(nil), ds.Y[s:s+m]...))); err != nil {
+			return 0, fmt.Errorf("local ridge: user %d: %w", i, err)
+		}
+		w := mat.NewVecDense(d, nil)
+		w.MulVec(xs.T(), alpha)
+		hx, hy := t.heldOut(ds, i)
+		var ok float64
+		for j := range hy {
+			if signOf(mat.Dot(hx.RowView(j), w)) == signOf(hy[j]) {
+				ok++
+			}
+		}
+		tot += ok / float64(len(hy))
+	}
+	return tot / float64(ds.NumUsers()), nil
+}
+
+// PersonalMethod is one estimator configuration of the personalization
+// study.
+type PersonalMethod struct {
+	Label     string
+	Estimator sdk.Estimator
+	Params    map[string]string
+	Private   bool // run once per ε
+}
+
+// PersonalFit is the outcome of one fit: mean held-out accuracy, wall
+// time, and the notes and scalars the result carried.
+type PersonalFit struct {
+	Accuracy, Seconds float64
+	Result            *sdk.Result
+}
+
+// FitPersonal runs one estimator on the task's data set and scores it.
+// The task's holdout and head_data=all are added to the parameters unless
+// given.
+func (t PersonalTask) FitPersonal(ctx context.Context, ds *data.Dataset, est sdk.Estimator, params map[string]string, grant privacy.Grant, seed uint64) (*PersonalFit, error) {
+	p := map[string]string{"holdout": fmt.Sprint(t.holdoutFraction()), "head_data": "all"}
+	for k, v := range params {
+		p[k] = v
+	}
+	t0 := time.Now()
+	res, _, err := sdk.RunLocal(ctx, est, ds, p, grant, sdk.LocalOptions{Seed: &seed})
+	if err != nil {
+		return nil, err
+	}
+	secs := time.Since(t0).Seconds()
+	u, v := findMatrix(res, "U"), findMatrix(res, "V")
+	if u == nil || v == nil {
+		return nil, fmt.Errorf("result lacks U or V")
+	}
+	acc, err := t.Accuracy(ds, u, v, findMatrix(res, "V_user_ids"))
+	if err != nil {
+		return nil, err
+	}
+	return &PersonalFit{Accuracy: acc, Seconds: secs, Result: res}, nil
+}
+
+// RandomRepAccuracy is the "random representation, local heads" reference:
+// a data-independent random orthonormal U (d×k, Q of a Gaussian matrix) and
+// every user's least-squares head on its Train rows, scored through
+// predict.Predict.
+func (t PersonalTask) RandomRepAccuracy(ds *data.Dataset, k int, seed uint64) (float64, error) {
+	d := ds.P()
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	g := mat.NewDense(d, k, nil)
+	for i := range g.RawMatrix().Data {
+		g.RawMatrix().Data[i] = r.NormFloat64()
+	}
+	var qr mat.QR
+	qr.Factorize(g)
+	var q mat.Dense
+	qr.QTo(&q)
+	u := mat.DenseCopyOf(q.Slice(0, d, 0, k))
+	var tot float64
+	for i := 0; i < ds.NumUsers(); i++ {
+		s := ds.UserStart[i]
+		var a mat.Dense
+		a.Mul(ds.X.Slice(s, s+t.Train, 0, d), u)
+		var head mat.VecDense
+		if err := head.SolveVec(&a, mat.NewVecDense(t.Train, append([]float64(nil), ds.Y[s:s+t.Train]...))); err != nil {
+			return 0, fmt.Errorf("random representation: user %d: %w", i, err)
+		}
+		xs, ys := t.heldOut(ds, i)
+		pred, err := predict.Predict(u, head.RawVector().Data, xs, true)
+		if err != nil {
+			return 0, err
+		}
+		var ok float64
+		for j, p := range pred {
+			if p == signOf(ys[j]) {
+				ok++
+			}
+		}
+		tot += ok / float64(len(ys))
+	}
+	return tot / float64(ds.NumUsers()), nil
+}
+
+// scalarOf returns the named scalar of a result (NaN when absent).
+func scalarOf(res *sdk.Result, name string) float64 {
+	for _, s := range res.Scalars {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	return math.NaN()
+}
+
+// PersonalVariant is one task of the personalization study and the rank
+// the shared representation uses on it.
+type PersonalVariant struct {
+	Name string
+	Task PersonalTask
+	Rank int
+	// Extra parameters every fedrep estimator of this variant gets
+	// (declared, public choices such as local_fraction).
+	Extra map[string]string
+	// SelectRanks are the candidate ranks of the private selection ("" =
+	// no selection run).
+	SelectRanks string
+	// AltMin adds fedrep-privaltmin (defaults, same rank) at every ε.
+	AltMin bool
+}
+
+// PersonalStudyConfig is the personalization study of issue 18.
+type PersonalStudyConfig struct {
+	Variants []PersonalVariant
+	Eps      []float64
+	Delta    float64
+	Seeds    int
+	// Classify adds fedrep-classify (defaults, same rank) at every ε.
+	Classify bool
+	Progress func(string)
+}
+
+// DefaultPersonalStudy is the study of bench/results/fedrep.md §4: the
+// issue's task (5000 users, 6 + 4 rows, rank 3) and the harder variant with
+// 2 training rows per user at rank 9 (the differences of the 10 class
+// means span 9 dimensions).
+func DefaultPersonalStudy() PersonalStudyConfig {
+	base := DefaultPersonalTask()
+	few := base
+	few.Train = 2
+	return PersonalStudyConfig{
+		Variants: []PersonalVariant{
+			{Name: "issue task: 5000 users, 6 training + 4 held-out rows, rank 3", Task: base, Rank: 3, SelectRanks: "2,3,5,9", AltMin: true},
+			{Name: "harder: 5000 users, 2 training + 4 held-out rows, rank 9", Task: few, Rank: 9},
+		},
+		Eps: []float64{0.5, 1, 2, 4}, Delta: 1e-6, Seeds: 3, Classify: true,
+	}
+}
+
+// PersonalRow is one method at one ε (0: non-private) on one variant:
+// medians over seeds of the mean held-out accuracy and of the wall time.
+type PersonalRow struct {
+	Variant, Method    string
+	Epsilon            float64
+	Accuracy, Min, Max float64
+	Seconds            float64
+	Values             []float64
+	Chosen             []string // private selection: the chosen configuration per seed
+	ChosenClip         []float64
+}
+
+// RunPersonalStudy runs every variant, method and ε over the seeds.
+func RunPersonalStudy(ctx context.Context, cfg PersonalStudyConfig) ([]PersonalRow, error) {
+	var rows []PersonalRow
+	for _, v := range cfg.Variants {
+		type cell struct {
+			acc, secs []float64
+			chosen    []string
+			clip      []float64
+		}
+		cells := map[string]map[float64]*cell{}
+		var order []string
+		add := func(m string, eps float64, f *PersonalFit, acc float64) {
+			if cells[m] == nil {
+				cells[m] = map[float64]*cell{}
+				order = append(order, m)
+			}
+			c := cells[m][eps]
+			if c == nil {
+				c = &cell{}
+				cells[m][eps] = c
+			}
+			c.acc = append(c.acc, acc)
+			if f != nil {
+				c.secs = append(c.secs, f.Seconds)
+				if r := scalarOf(f.Result, "selected_rank"); !math.IsNaN(r) {
+					c.chosen = append(c.chosen, fmt.Sprintf("rank %g", r))
+				}
+				if ψ := scalarOf(f.Result, "clip"); !math.IsNaN(ψ) {
+					c.clip = append(c.clip, ψ)
+				}
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(fmt.Sprintf("%s | %s ε=%g: %.4f", v.Name, m, eps, acc))
+			}
+		}
+		for s := 1; s <= cfg.Seeds; s++ {
+			ds, err := v.Task.Build(uint64(s))
+			if err != nil {
+				return nil, err
+			}
+			a, err := v.Task.LocalRidgeAccuracy(ds, 1)
+			if err != nil {
+				return nil, err
+			}
+			add("each user alone (ridge λ = 1)", 0, nil, a)
+			if a, err = v.Task.RandomRepAccuracy(ds, v.Rank, uint64(s)); err != nil {
+				return nil, err
+			}
+			add("random representation, local heads", 0, nil, a)
+			params := func(over map[string]string) map[string]string {
+				p := map[string]string{"rank": fmt.Sprint(v.Rank)}
+				for k, x := range v.Extra {
+					p[k] = x
+				}
+				for k, x := range over {
+					p[k] = x
+				}
+				return p
+			}
+			seed := uint64(100 * s)
+			f, err := v.Task.FitPersonal(ctx, ds, fedrep.NonPrivateFedRep{}, params(nil), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, seed)
+			if err != nil {
+				return nil, fmt.Errorf("%s: non-private FedRep: %w", v.Name, err)
+			}
+			add("non-private FedRep", 0, f, f.Accuracy)
+			for _, eps := range cfg.Eps {
+				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}
+				type run struct {
+					name string
+					est  sdk.Estimator
+					over map[string]string
+				}
+				runs := []run{{"fedrep-private, defaults", fedrep.PrivateFedRep{}, nil}}
+				if v.SelectRanks != "" {
+					runs = append(runs, run{"fedrep-private, private selection of rank (" + v.SelectRanks + ")", fedrep.PrivateFedRep{},
+						map[string]string{"select_rank": v.SelectRanks, "select_score": "accuracy"}})
+				}
+				if v.AltMin {
+					runs = append(runs, run{"fedrep-privaltmin, defaults", fedrep.PrivAltMin{}, nil})
+				}
+				if cfg.Classify {
+					runs = append(runs, run{"fedrep-classify, defaults", fedrep.Classify{}, nil})
+				}
+				for _, r := range runs {
+					p := params(r.over)
+					f, err := v.Task.FitPersonal(ctx, ds, r.est, p, grant, seed+uint64(10*eps))
+					if err != nil {
+						return nil, fmt.Errorf("%s: %s at ε = %g: %w", v.Name, r.name, eps, err)
+					}
+					add(r.name, eps, f, f.Accuracy)
+				}
+			}
+		}
+		for _, m := range order {
+			for _, eps := range append([]float64{0}, cfg.Eps...) {
+				c := cells[m][eps]
+				if c == nil {
+					continue
+				}
+				med, lo, hi := medianRange(c.acc)
+				secs, _, _ := medianRange(c.secs)
+				if math.IsNaN(secs) {
+					secs = 0 // a reference computed in the study, not timed (JSON has no NaN)
+				}
+				rows = append(rows, PersonalRow{Variant: v.Name, Method: m, Epsilon: eps, Accuracy: med, Min: lo, Max: hi, Seconds: secs,
+					Values: c.acc, Chosen: c.chosen, ChosenClip: c.clip})
+			}
+		}
+	}
+	return rows, nil
+}
+
+// PersonalMarkdown renders the rows, one table per variant.
+func PersonalMarkdown(rows []PersonalRow) string {
+	var b strings.Builder
+	cur := ""
+	for _, r := range rows {
+		if r.Variant != cur {
+			cur = r.Variant
+			fmt.Fprintf(&b, "\n**%s**\n\n| method | ε | held-out accuracy (median [min–max]) | s/fit | chosen |\n|---|---|---|---|---|\n", cur)
+		}
+		eps := fmt.Sprint(r.Epsilon)
+		if r.Epsilon == 0 {
+			eps = "—"
+		}
+		secs := "—"
+		if r.Seconds > 0 {
+			secs = fmt.Sprintf("%.2f", r.Seconds)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.4f [%.4f–%.4f] | %s | %s |\n", r.Method, eps, r.Accuracy, r.Min, r.Max, secs, strings.Join(r.Chosen, ", "))
+	}
+	return b.String()
+}

@@ -1,0 +1,146 @@
+package fedrepstudy
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/fedrep"
+)
+
+// TestPersonalExplore (DPLR_STUDY=personal) prints held-out accuracies on
+// the personalized Fashion-MNIST task for the parameter sets in
+// DPLR_PARAMS (";"-separated, each "k=v,k=v"), at ε = 1.
+func TestPersonalExplore(t *testing.T) {
+	if os.Getenv("DPLR_STUDY") != "personal" {
+		t.Skip("set DPLR_STUDY=personal")
+	}
+	task := DefaultPersonalTask()
+	if v, err := strconv.Atoi(os.Getenv("DPLR_TRAIN")); err == nil {
+		task.Train = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("DPLR_USERS")); err == nil {
+		task.Users = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("DPLR_CLASSES")); err == nil {
+		task.ClassesPerSide = v
+	}
+	ds, err := task.Build(1)
+	require.NoError(t, err)
+	ctx := context.Background()
+	if os.Getenv("DPLR_REFS") != "" {
+		a, err := task.LocalRidgeAccuracy(ds, 1)
+		require.NoError(t, err)
+		t.Logf("local ridge: %.4f", a)
+		a, err = task.RandomRepAccuracy(ds, 3, 7)
+		require.NoError(t, err)
+		t.Logf("random rep: %.4f", a)
+		f, err := task.FitPersonal(ctx, ds, fedrep.NonPrivateFedRep{}, map[string]string{"rank": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, 7)
+		require.NoError(t, err)
+		t.Logf("nonprivate: %.4f (%.1fs)", f.Accuracy, f.Seconds)
+	}
+	for _, ps := range strings.Split(os.Getenv("DPLR_PARAMS"), ";") {
+		p := map[string]string{"rank": "3"}
+		for _, kv := range strings.Split(ps, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				p[k] = strings.ReplaceAll(v, "/", ",")
+			}
+		}
+		var est sdk.Estimator = fedrep.PrivateFedRep{}
+		switch p["est"] {
+		case "np":
+			est = fedrep.NonPrivateFedRep{}
+		case "altmin":
+			est = fedrep.PrivAltMin{}
+		case "classify":
+			est = fedrep.Classify{}
+		}
+		delete(p, "est")
+		f, err := task.FitPersonal(ctx, ds, est, p, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: epsEnv(), Delta: 1e-6}, 7)
+		require.NoError(t, err)
+		t.Logf("%v: %.4f (%.1fs) notes=%v", p, f.Accuracy, f.Seconds, f.Result.Notes)
+	}
+}
+
+// epsEnv is DPLR_EPS (default 1).
+func epsEnv() float64 {
+	if v, err := strconv.ParseFloat(os.Getenv("DPLR_EPS"), 64); err == nil {
+		return v
+	}
+	return 1
+}
+
+// TestPaperExplore (DPLR_STUDY=paper) prints the paper configuration's
+// population MSE for the parameter sets in DPLR_PARAMS at ε = DPLR_EPS.
+func TestPaperExplore(t *testing.T) {
+	if os.Getenv("DPLR_STUDY") != "paper" {
+		t.Skip("set DPLR_STUDY=paper")
+	}
+	cfg := PaperStudyConfig()
+	cfg.Eps = []float64{epsEnv()}
+	cfg.Seeds = 5
+	cfg.Methods = nil
+	for _, ps := range strings.Split(os.Getenv("DPLR_PARAMS"), ";") {
+		p := map[string]string{}
+		for _, kv := range strings.Split(ps, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				p[k] = v
+			}
+		}
+		var est sdk.Estimator = fedrep.PrivateFedRep{}
+		switch p["est"] {
+		case "nonprivate":
+			est = fedrep.NonPrivateFedRep{}
+		case "altmin":
+			est = fedrep.PrivAltMin{}
+		}
+		delete(p, "est")
+		cfg.Methods = append(cfg.Methods, StudyMethod{Label: ps, Estimator: est, Params: p, Private: true})
+	}
+	cells, err := RunStudy(context.Background(), cfg)
+	require.NoError(t, err)
+	for _, c := range cells {
+		t.Logf("%s: mse %.5f %v dist %.4f", c.Method, c.MSE, c.MSEAll, c.Dist)
+	}
+}
+
+// TestPersonalTiming (DPLR_STUDY=timing) times fedrep-private and
+// fedrep-privaltmin (defaults, rank 3) on the task at ε = 1,
+// interleaved, 5 fits each, and prints the medians and their ratio.
+func TestPersonalTiming(t *testing.T) {
+	if os.Getenv("DPLR_STUDY") != "timing" {
+		t.Skip("set DPLR_STUDY=timing")
+	}
+	task := DefaultPersonalTask()
+	ds, err := task.Build(1)
+	require.NoError(t, err)
+	g := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	methods := []struct {
+		name string
+		est  sdk.Estimator
+		p    map[string]string
+	}{
+		{"fedrep-private", fedrep.PrivateFedRep{}, map[string]string{"rank": "3"}},
+		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"rank": "3"}},
+		{"fedrep-privaltmin groups=all", fedrep.PrivAltMin{}, map[string]string{"rank": "3", "groups": "all"}},
+	}
+	secs := make([][]float64, len(methods))
+	for rep := 0; rep < 5; rep++ {
+		for i, m := range methods {
+			f, err := task.FitPersonal(context.Background(), ds, m.est, m.p, g, uint64(7+rep))
+			require.NoError(t, err)
+			secs[i] = append(secs[i], f.Seconds)
+		}
+	}
+	base, _, _ := medianRange(secs[0])
+	for i, m := range methods {
+		med, lo, hi := medianRange(secs[i])
+		t.Logf("%s: median %.2f s [%.2f–%.2f], %.2f× fedrep-private", m.name, med, lo, hi, med/base)
+	}
+}

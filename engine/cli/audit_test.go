@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dplr audit passes a correctly calibrated estimator and catches one whose
+// noise is 5× too small (the leaky-mean test plugin), with nothing written
+// to the ledger.
+func TestAuditCatchesNoiseTooSmall(t *testing.T) {
+	home := t.TempDir()
+	args := []string{"--epsilon", "1", "--delta", "1e-5", "--set", "clip=1", "--runs", "150", "--json", "--quiet"}
+
+	r := dplr(t, home, append([]string{"audit", "example-mean"}, args...)...)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var rep AuditReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.False(t, rep.Violation, rep.Verdict)
+	assert.LessOrEqual(t, rep.Bound.Epsilon, rep.ClaimedEps)
+	assert.Equal(t, 150, rep.Runs)
+	assert.Positive(t, rep.RunsPerSec)
+
+	r = dplr(t, home, append([]string{"audit", "leaky-mean"}, args...)...)
+	assert.Equal(t, ExitAudit, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.True(t, rep.Violation)
+	require.NotNil(t, rep.Shift)
+	assert.Greater(t, rep.Shift.Low, rep.ClaimedMu, "the shift test sees the 5× sensitivity error")
+
+	r = dplr(t, home, "budget", "list", "--json")
+	assert.NotContains(t, r.stdout, "example-mean", "the audit charges nothing")
+}
+
+func TestAuditRefusesPrivateDataWithoutConfirmation(t *testing.T) {
+	r := dplr(t, t.TempDir(), "audit", "example-mean", "--data", "whatever.npy", "--epsilon", "1", "--delta", "1e-5")
+	assert.Equal(t, ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "--public")
+}

@@ -1,0 +1,93 @@
+package fedrep
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// The private quantile of DERIVATIONS.md §12: a noisy histogram of the
+// users' norms on a fixed, data-independent grid of log-spaced bins, from
+// which a quantile is read by post-processing.
+
+const (
+	// quantileBinsPerOctave is the resolution of the grid (edges 2^(j/4)).
+	quantileBinsPerOctave = 4
+	// quantileMinExp and quantileMaxExp bound the grid: 2^-40 … 2^40.
+	quantileMinExp, quantileMaxExp = -40, 40
+)
+
+// quantileEdges returns the public upper edges of the histogram's bins:
+// bin 0 holds values ≤ edges[0] (including zero and values that are not
+// numbers), bin j values in (edges[j−1], edges[j]], and the last bin
+// (index len(edges)) values above the largest edge.
+func quantileEdges() []float64 {
+	var e []float64
+	for j := quantileMinExp * quantileBinsPerOctave; j <= quantileMaxExp*quantileBinsPerOctave; j++ {
+		e = append(e, math.Exp2(float64(j)/quantileBinsPerOctave))
+	}
+	return e
+}
+
+// quantileHistogram counts the values per bin of the grid.
+func quantileHistogram(vals []float64, edges []float64) []float64 {
+	h := make([]float64, len(edges)+1)
+	for _, v := range vals {
+		h[quantileBin(v, edges)]++
+	}
+	return h
+}
+
+// quantileBin is the bin of one value.
+func quantileBin(v float64, edges []float64) int {
+	if math.IsNaN(v) || v <= edges[0] {
+		return 0
+	}
+	lo, hi := 0, len(edges) // edges[lo] < v; find the first edge ≥ v
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if edges[mid] >= v {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// quantileFromCounts reads the q-quantile from (noisy) bin counts: the
+// smallest edge whose cumulative count reaches q·total, the largest edge
+// when none does. Pure post-processing of the counts.
+func quantileFromCounts(counts []float64, edges []float64, q float64, total int) float64 {
+	target := q * float64(total)
+	var cum float64
+	for j, e := range edges {
+		cum += counts[j]
+		if cum >= target {
+			return e
+		}
+	}
+	return edges[len(edges)-1]
+}
+
+// quantileSensitivity is the ℓ2 sensitivity of the histogram under
+// replace-one neighbours: one user's value leaves one bin and enters
+// another (DERIVATIONS.md §12).
+var quantileSensitivity = math.Sqrt2
+
+// privateQuantile releases the noisy histogram of vals (one value per user,
+// n public) as one Gaussian step and returns its q-quantile.
+func privateQuantile(run *sdk.Run, name string, vals []float64, q float64, b privacy.Budget) (float64, error) {
+	edges := quantileEdges()
+	h := quantileHistogram(vals, edges)
+	rel, err := run.Acct.Gaussian(name, quantileSensitivity, len(h), b)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := rel.Add(run.Rand, h); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return quantileFromCounts(h, edges, q, len(vals)), nil
+}

@@ -1,0 +1,123 @@
+package fedrep
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// TestQuantileHistogramNeighbours checks the sensitivity √2 of the clip
+// quantile's histogram (DERIVATIONS.md §12) on replace-one neighbours,
+// including values that are zero, not finite or outside the grid.
+func TestQuantileHistogramNeighbours(t *testing.T) {
+	edges := quantileEdges()
+	base := []float64{1e-3, 0.5, 0.5, 2, 3, 7, 1e5}
+	repl := []float64{0, math.NaN(), math.Inf(1), 1e-300, 1e300, 0.5, 2.0001, -4}
+	h0 := quantileHistogram(base, edges)
+	worst := 0.0
+	for i := range base {
+		for _, r := range repl {
+			nb := append([]float64(nil), base...)
+			nb[i] = r
+			h1 := quantileHistogram(nb, edges)
+			var s float64
+			for j := range h0 {
+				s += (h0[j] - h1[j]) * (h0[j] - h1[j])
+			}
+			worst = math.Max(worst, math.Sqrt(s))
+		}
+	}
+	assert.LessOrEqual(t, worst, quantileSensitivity)
+	assert.InDelta(t, quantileSensitivity, worst, 1e-12, "the bound is met")
+}
+
+// TestQuantileFromCounts checks the post-processing: without noise it
+// returns the smallest grid edge at or above the q-quantile.
+func TestQuantileFromCounts(t *testing.T) {
+	edges := quantileEdges()
+	vals := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	h := quantileHistogram(vals, edges)
+	q := quantileFromCounts(h, edges, 0.5, len(vals))
+	assert.GreaterOrEqual(t, q, 5.0)
+	assert.Less(t, q, 5*math.Exp2(0.25)+1e-12)
+	assert.Equal(t, edges[len(edges)-1], quantileFromCounts(make([]float64, len(h)), edges, 0.5, 10))
+}
+
+// TestPrivateClipDefaults: with neither clip given, fedrep-private declares
+// two quantile releases from the tune share, states the chosen values and
+// matches the step to the clip.
+func TestPrivateClipDefaults(t *testing.T) {
+	g := genUsers(t, 400, 10, 10, 2, 0.01, 3)
+	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "3"}, approx(2), 1)
+	steps := acct.Steps()
+	require.Len(t, steps, 6) // 2 quantiles, the start, 3 rounds
+	assert.Contains(t, steps[0].Name, "init_clip")
+	assert.Contains(t, steps[1].Name, "init:")
+	assert.Contains(t, steps[2].Name, "clip:")
+	assert.InEpsilon(t, math.Sqrt2, steps[0].Sensitivity, 1e-6) // plus the grid allowance
+	psi := scalar(t, res, "clip")
+	assert.InDelta(t, 1/psi, scalar(t, res, "step"), 1e-12/psi)
+	assert.InEpsilon(t, 2*psi/400, steps[3].Sensitivity, 1e-6)
+	assert.Greater(t, scalar(t, res, "init_clip"), 0.0)
+	// Given clips spend nothing on quantiles.
+	_, acct = fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "3", "clip": "1", "init_clip": "5"}, approx(2), 1)
+	assert.Len(t, acct.Steps(), 4)
+}
+
+// TestValidationScoreNeighbours checks the sensitivity 1/n of the
+// selection's validation score (DERIVATIONS.md §13): replacing one user's
+// rows by adversarial ones moves the mean score by at most 1/n.
+func TestValidationScoreNeighbours(t *testing.T) {
+	const n = 60
+	g := genUsers(t, n, 8, 10, 2, 0.1, 11)
+	lay, err := newLayout(g.Data, 0.5, 0)
+	require.NoError(t, err)
+	u := g.Truth["U"]
+	for _, acc := range []bool{false, true} {
+		base, err := newFedrepEngine(g.Data.X, g.Data.Y, lay, 2, math.Inf(1), lossSquared).validationScore(context.Background(), u.RawMatrix().Data, acc)
+		require.NoError(t, err)
+		for _, i := range []int{0, 7, n - 1} {
+			for kind := 0; kind < 4; kind++ {
+				adv := adversarial(g.Data, i, kind)
+				lay2, err := newLayout(adv, 0.5, 0)
+				require.NoError(t, err)
+				s, err := newFedrepEngine(adv.X, adv.Y, lay2, 2, math.Inf(1), lossSquared).validationScore(context.Background(), u.RawMatrix().Data, acc)
+				require.NoError(t, err)
+				assert.LessOrEqual(t, math.Abs(s-base), 1/float64(n)+1e-12, "user %d, kind %d", i, kind)
+			}
+		}
+	}
+}
+
+// TestPrivateSelection: the selection declares every candidate's steps,
+// one exponential step of sensitivity 1/n and the final fit, and states
+// the chosen configuration; every declared release is drawn.
+func TestPrivateSelection(t *testing.T) {
+	g := genUsers(t, 300, 10, 10, 2, 0.01, 5)
+	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "2", "select_rank": "1,2", "select_clip_quantile": "0.3,0.7"}, approx(4), 1)
+	var exp int
+	for _, s := range acct.Steps() {
+		if strings.HasPrefix(s.Name, "select:") {
+			exp++
+			assert.InDelta(t, 1.0/300, s.Sensitivity, 1e-12)
+		}
+	}
+	assert.Equal(t, 1, exp)
+	// 4 candidates × (2 quantiles + start + 2 rounds) + select + final (5).
+	assert.Len(t, acct.Steps(), 4*5+1+5)
+	assert.Empty(t, acct.Undrawn())
+	r := scalar(t, res, "selected_rank")
+	assert.Contains(t, []float64{1, 2}, r)
+	assert.Equal(t, int(r), matrix(t, res, "U").M.RawMatrix().Cols)
+	// Refusals from public quantities, before any spend.
+	_, _, err := sdk.RunLocal(context.Background(), PrivateFedRep{}, g.Data, map[string]string{"select_rank": "2,99"}, approx(1), sdk.LocalOptions{})
+	require.Error(t, err)
+	_, _, err = sdk.RunLocal(context.Background(), PrivateFedRep{}, g.Data, map[string]string{"select_clip_quantile": "0.5", "clip": "1"}, approx(1), sdk.LocalOptions{})
+	require.Error(t, err)
+}

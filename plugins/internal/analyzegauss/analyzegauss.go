@@ -1,0 +1,53 @@
+// Package analyzegauss is the Analyze Gauss mechanism of Dwork, Talwar,
+// Thakurta and Zhang (2014), shared by pca-analyze-gauss and orbit-gauss:
+// a symmetric matrix S (a clipped second moment) is released as S + E,
+// where E is symmetric and its upper triangle, diagonal included, is i.i.d.
+// Gaussian; the top-k eigenvectors of S + E are the private subspace.
+//
+// The noise is drawn by the declared privacy.Release on its grid, and S's
+// upper triangle is rounded to that grid first, like every other Gaussian
+// release (the release's sensitivity includes the rounding).
+package analyzegauss
+
+import (
+	"context"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// Dim is the number of noised coordinates of a p×p symmetric release: its
+// upper triangle, diagonal included.
+func Dim(p int) int { return p * (p + 1) / 2 }
+
+// Noisy returns S + E: a copy of s whose upper triangle is rounded to the
+// grid of the declared release rel and noised there (rel draws exactly once,
+// on the p(p+1)/2 values it was declared for). s is not modified.
+func Noisy(rnd *privacy.Source, rel *privacy.Release, s mat.Symmetric) (*mat.SymDense, error) {
+	out := mat.NewSymDense(s.SymmetricDim(), nil)
+	out.CopySym(s)
+	if err := rel.AddSym(rnd, out); err != nil {
+		return nil, fmt.Errorf("analyze gauss: %w", err)
+	}
+	return out, nil
+}
+
+// Release is the mechanism: S + E (Noisy) and its top-k eigenpairs
+// (eigenvalues descending, eigenvectors p×k orthonormal).
+func Release(ctx context.Context, be backend.Backend, rnd *privacy.Source, rel *privacy.Release, s mat.Symmetric, k int) (*mat.SymDense, []float64, *mat.Dense, error) {
+	noisy, err := Noisy(rnd, rel, s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	vals, vecs, err := be.EigSymTop(noisy, k)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("top-%d eigenvectors of S + E: %w", k, err)
+	}
+	return noisy, vals, vecs, nil
+}

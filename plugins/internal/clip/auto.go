@@ -1,0 +1,108 @@
+package clip
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/plugins/internal/quantile"
+)
+
+// AutoValue is the clip value that asks for a private quantile of the row
+// norms (plugins/pca/DERIVATIONS.md §6).
+const AutoValue = "auto"
+
+// ShareName names the plan share that pays for the private clip quantiles.
+const ShareName = "clip"
+
+// Options are the clipping parameters every worst-case rows estimator of
+// the pca and orbit plugins embeds: a public clip, or clip=auto (a private
+// quantile of the row norms bought with clip_share of the budget and
+// released as the output "clip"). Call Parse in the options' Check.
+type Options struct {
+	Clip         string  `param:"clip" default:"auto" doc:"row-norm bound: rows longer than it are scaled down to it, which is what bounds one person's influence. auto (the default): spend clip_share of the budget on a private clip_quantile-quantile of the row norms (of the centred rows with center=private) and use it; the chosen value is released as output clip. A number: your own public bound, chosen without looking at the private data (it then costs nothing)"`
+	ClipShare    float64 `param:"clip_share" default:"0.1" min:"0.001" max:"0.5" doc:"with clip=auto (or an automatic mean clip): the fraction of the budget spent on the private norm quantiles"`
+	ClipQuantile float64 `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"with clip=auto: which quantile of the row norms becomes the clip (0.5: the median norm)"`
+
+	value float64 // the public clip; 0 with clip=auto
+}
+
+// Parse reads clip=auto or a positive finite number.
+func (o *Options) Parse() error {
+	v := strings.TrimSpace(o.Clip)
+	if v == AutoValue {
+		o.value = 0
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+		return fmt.Errorf("clip=%q: give auto or a positive finite number", o.Clip)
+	}
+	o.value = f
+	return nil
+}
+
+// Auto reports clip=auto (after Parse).
+func (o *Options) Auto() bool { return o.value == 0 }
+
+// Value is the public clip (0 with clip=auto; after Parse).
+func (o *Options) Value() float64 { return o.value }
+
+// Norms returns ‖x_i − μ‖ for every row (μ nil: 0).
+func Norms(ctx context.Context, x *mat.Dense, mu []float64) ([]float64, error) {
+	n, p := x.Dims()
+	out := make([]float64, n)
+	for i := 0; i < n; i++ {
+		if i%8192 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("row norms: %w", err)
+			}
+		}
+		var s float64
+		for j, v := range x.RawRowView(i)[:p] {
+			if mu != nil {
+				v -= mu[j]
+			}
+			s += v * v
+		}
+		out[i] = math.Sqrt(s)
+	}
+	return out, nil
+}
+
+// PrivateNorm releases the q-quantile of the norms ‖x_i − μ‖ (μ public:
+// nil or an earlier private release) with the exponential mechanism on the
+// default public log grid, declared with acct as the exponential step name
+// at budget b. Replacing a row moves each count by at most one, so the
+// utility's sensitivity is 1 (plugins/pca/DERIVATIONS.md §6).
+func PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, x *mat.Dense, mu []float64, q float64) (float64, error) {
+	if err := Finite(x); err != nil { // an input error, before any step
+		return 0, err
+	}
+	grid, err := quantile.Grid(quantile.DefaultLow, quantile.DefaultHigh, quantile.DefaultPerOctave)
+	if err != nil {
+		return 0, err
+	}
+	norms, err := Norms(ctx, x, mu)
+	if err != nil {
+		return 0, err
+	}
+	rel, err := acct.Exponential(name, 1, b)
+	if err != nil {
+		return 0, err
+	}
+	var c float64
+	err = rel.Sample(func(beta float64) error {
+		c, err = quantile.Release(norms, q, grid, beta, rnd)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return c, nil
+}

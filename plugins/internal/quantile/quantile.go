@@ -1,0 +1,118 @@
+// Package quantile releases a quantile of non-negative per-row scores (row
+// norms, in practice) with the exponential mechanism on a public
+// logarithmic grid. It is how the pca and orbit plugins choose a clip
+// without the user looking at the data (clip=auto).
+//
+// Mechanism. Let g_0 < g_1 < … < g_G be a public grid and c_k = #{i : s_i ≤ g_k}
+// the number of scores at or below g_k (c_{−1} = 0). The candidate g_k
+// stands for the cell (g_{k−1}, g_k] and has utility
+// u_k = −dist(q·n, [c_{k−1}, c_k]): zero when the target rank q·n falls in
+// the cell, so that a point mass (every row of norm 1, say) still has a
+// cell of utility 0. Replacing one row moves each c_k by at most one, and
+// dist(t, [a, b]) = max(0, a − t, t − b) is 1-Lipschitz in (a, b) under
+// the max norm, so every utility moves by at most Δu = 1 (n is public under
+// the replace-one relation). Sampling k with probability ∝ exp(β·u_k) with β = ε/(2Δu) is
+// ε-DP (McSherry & Talwar 2007); the caller declares that step with its
+// accountant and hands β over. The derivation is in
+// plugins/pca/DERIVATIONS.md §6.
+//
+// The grid is data-independent (GridFor): geometric with a fixed number of
+// points per octave between public bounds. A score above the grid's top is
+// counted at no grid point, so the top of the grid is the largest clip the
+// mechanism can choose.
+package quantile
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Defaults of the public grid: norms from 1e-6 to 1e6, 16 points per octave
+// (steps of 4.4 %).
+const (
+	DefaultLow       = 1e-6
+	DefaultHigh      = 1e6
+	DefaultPerOctave = 16
+)
+
+// Grid returns the geometric grid lo·2^(k/perOctave), k = 0, 1, …, up to
+// and including the first point ≥ hi.
+func Grid(lo, hi float64, perOctave int) ([]float64, error) {
+	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) || perOctave < 1 {
+		return nil, fmt.Errorf("quantile grid: need 0 < lo < hi < ∞ and perOctave ≥ 1, got lo=%v hi=%v perOctave=%d", lo, hi, perOctave)
+	}
+	steps := int(math.Ceil(math.Log2(hi/lo) * float64(perOctave)))
+	g := make([]float64, steps+1)
+	for k := range g {
+		g[k] = lo * math.Exp2(float64(k)/float64(perOctave))
+	}
+	return g, nil
+}
+
+// Utilities returns u_k = −dist(q·n, [c_{k−1}, c_k]) for every grid point,
+// with c_k the number of scores ≤ g_k and c_{−1} = 0. scores is not
+// modified. Each u_k has sensitivity 1 under replacing one score.
+func Utilities(scores []float64, q float64, grid []float64) []float64 {
+	s := append([]float64(nil), scores...)
+	sort.Float64s(s)
+	target := q * float64(len(s))
+	u := make([]float64, len(grid))
+	prev := 0.0
+	for k, g := range grid {
+		c := float64(sort.Search(len(s), func(i int) bool { return s[i] > g })) // #{s_i ≤ g}
+		u[k] = -math.Max(0, math.Max(prev-target, target-c))
+		prev = c
+	}
+	return u
+}
+
+// Uniform is the source of uniform variates in [0, 1) the sampler uses.
+type Uniform interface{ Float64() float64 }
+
+// Sample draws index k with probability ∝ exp(β·u_k) by inverting the
+// cumulative distribution (computed stably from the maximum utility).
+func Sample(u []float64, beta float64, rnd Uniform) (int, error) {
+	if len(u) == 0 {
+		return 0, fmt.Errorf("quantile: empty grid")
+	}
+	if !(beta > 0) || math.IsInf(beta, 0) {
+		return 0, fmt.Errorf("quantile: inverse temperature β = %v must be positive and finite", beta)
+	}
+	top := math.Inf(-1)
+	for _, v := range u {
+		top = math.Max(top, v)
+	}
+	w := make([]float64, len(u))
+	var total float64
+	for k, v := range u {
+		w[k] = math.Exp(beta * (v - top))
+		total += w[k]
+	}
+	t := rnd.Float64() * total
+	for k, v := range w {
+		if t < v {
+			return k, nil
+		}
+		t -= v
+	}
+	return len(w) - 1, nil
+}
+
+// Release draws the private q-quantile of scores on grid at inverse
+// temperature β (see the package doc for the privacy argument).
+func Release(scores []float64, q float64, grid []float64, beta float64, rnd Uniform) (float64, error) {
+	if !(q > 0 && q < 1) {
+		return 0, fmt.Errorf("quantile: q = %v must lie in (0, 1)", q)
+	}
+	for i, s := range scores {
+		if math.IsNaN(s) || s < 0 {
+			return 0, fmt.Errorf("quantile: score %d = %v is not a non-negative number", i, s)
+		}
+	}
+	k, err := Sample(Utilities(scores, q, grid), beta, rnd)
+	if err != nil {
+		return 0, err
+	}
+	return grid[k], nil
+}

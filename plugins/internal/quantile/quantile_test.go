@@ -1,0 +1,124 @@
+package quantile
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGrid(t *testing.T) {
+	g, err := Grid(1, 4, 2)
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, []float64{1, math.Sqrt2, 2, 2 * math.Sqrt2, 4}, g, 1e-12)
+	for _, bad := range [][3]float64{{0, 1, 1}, {2, 1, 1}, {1, math.Inf(1), 1}, {1, 2, 0}} {
+		_, err := Grid(bad[0], bad[1], int(bad[2]))
+		assert.Error(t, err, "%v", bad)
+	}
+}
+
+// Each utility moves by at most one when one score is replaced by any
+// other: the sensitivity the mechanism is calibrated to (exhaustive over
+// replacements at and between grid points).
+func TestUtilitySensitivity(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	grid, err := Grid(0.01, 100, 4)
+	require.NoError(t, err)
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + rng.IntN(40)
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = math.Exp(rng.NormFloat64() * 2)
+		}
+		q := rng.Float64()*0.98 + 0.01
+		u := Utilities(s, q, grid)
+		i := rng.IntN(n)
+		for _, repl := range []float64{0, 1e9, grid[rng.IntN(len(grid))], math.Exp(rng.NormFloat64() * 3)} {
+			t2 := append([]float64(nil), s...)
+			t2[i] = repl
+			v := Utilities(t2, q, grid)
+			for k := range u {
+				assert.LessOrEqual(t, math.Abs(u[k]-v[k]), 1.0+1e-12)
+			}
+		}
+	}
+}
+
+type seq struct{ r *rand.Rand }
+
+func (s seq) Float64() float64 { return s.r.Float64() }
+
+// The sampled probabilities follow exp(β·u) (checked on a small grid), and
+// a large β returns the true quantile's grid point.
+func TestSampleDistribution(t *testing.T) {
+	u := []float64{-2, 0, -1}
+	beta := 0.7
+	counts := make([]float64, 3)
+	src := seq{rand.New(rand.NewPCG(3, 4))}
+	const draws = 200000
+	for i := 0; i < draws; i++ {
+		k, err := Sample(u, beta, src)
+		require.NoError(t, err)
+		counts[k]++
+	}
+	var z float64
+	for _, v := range u {
+		z += math.Exp(beta * v)
+	}
+	for k, v := range u {
+		p := math.Exp(beta*v) / z
+		assert.InDelta(t, p, counts[k]/draws, 5*math.Sqrt(p*(1-p)/draws))
+	}
+	grid, err := Grid(0.5, 64, 8)
+	require.NoError(t, err)
+	scores := make([]float64, 1001)
+	for i := range scores {
+		scores[i] = 1 + float64(i)*0.01 // median 6
+	}
+	c, err := Release(scores, 0.5, grid, 50, src)
+	require.NoError(t, err)
+	assert.InDelta(t, 6, c, 6*0.1, "within a grid step of the median")
+	_, err = Release(scores, 1, grid, 1, src)
+	assert.Error(t, err)
+	_, err = Release([]float64{-1}, 0.5, grid, 1, src)
+	assert.Error(t, err)
+	_, err = Sample(u, 0, src)
+	assert.Error(t, err)
+}
+
+// Empirical neighbour test: on neighbouring score sets the output
+// distributions' log-ratio stays within ε = 2β·Δu for every grid point
+// (computed exactly from the utilities).
+func TestNeighbourRatio(t *testing.T) {
+	grid, err := Grid(0.1, 1000, 8)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(5, 6))
+	beta := 0.3
+	for trial := 0; trial < 100; trial++ {
+		s := make([]float64, 50)
+		for i := range s {
+			s[i] = math.Exp(rng.NormFloat64())
+		}
+		t2 := append([]float64(nil), s...)
+		t2[rng.IntN(len(s))] = 1e6
+		p, q := probs(Utilities(s, 0.3, grid), beta), probs(Utilities(t2, 0.3, grid), beta)
+		for k := range p {
+			assert.LessOrEqual(t, math.Abs(math.Log(p[k]/q[k])), 2*beta+1e-9)
+		}
+	}
+}
+
+func probs(u []float64, beta float64) []float64 {
+	out := make([]float64, len(u))
+	var z float64
+	for k, v := range u {
+		out[k] = math.Exp(beta * v)
+		z += out[k]
+	}
+	for k := range out {
+		out[k] /= z
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package orbit
+
+import (
+	"fmt"
+
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+)
+
+// Deprecated parameter handling: calibration= is kept for one release.
+const (
+	calibrationUnset = "sensitivity" // orbit-em, orbit-rank-k: use sensitivity=
+	noiseUnset       = "noise"       // orbit-gauss: use noise=
+	deprecatedNote   = "calibration= is deprecated and will be removed in the next release: use %s=%s"
+)
+
+// base holds the parameters every orbit estimator takes, with the same
+// names, meanings and defaults as the pca plugin's: rank (required), clip
+// (default auto: a private median of the row norms), evaluate (opt-in).
+type base struct {
+	sdk.Rank `max:"100000" doc:"output rank k (number of non-zero target eigenvalues); k ≤ d"`
+	rowclip.Options
+	sdk.Evaluate `doc:"also report captured_variance_ratio (the share of the best rank-k variance of the raw rows, centred at their mean, that U captures: scikit-learn's convention), captured_variance_ratio_uncentred, and the orbit objective figures utility, optimum, loss, relative_utility_uncentred = ⟨A, H⟩/OPT and frobenius_error_sq on the clipped uncentred A. EVALUATION ONLY: computed from the raw data, NOT private"`
+}
+
+// checkRank validates k against the public dimension d and parses clip.
+func (b *base) checkRank(s sdk.Shape) error {
+	if err := b.Options.Parse(); err != nil {
+		return err
+	}
+	if s.P > 0 {
+		return checkRank(b.Rank.Value, s.P)
+	}
+	return nil
+}
+
+// emSampling holds the exponential-mechanism parameters of orbit-em and
+// orbit-rank-k.
+type emSampling struct {
+	sdk.Sensitivity `choices:"worst-case,paper,add-remove" default:"worst-case" doc:"inverse temperature β of the exponential mechanism (DERIVATIONS.md §4.1): worst-case = ε/(2λ_1) (standard mechanism, replace-one neighbours); paper = ε/(4λ_1) (Algorithm 1 as printed, which reserves half the budget for sampler error); add-remove = ε/λ_1 (valid only for add/remove-one neighbours)"`
+	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,exact,paper,add-remove" doc:"DEPRECATED (one release): the old name of sensitivity= (exact = worst-case); sensitivity means: use sensitivity="`
+	Sampler         string `param:"sampler" default:"auto" choices:"auto,gibbs" doc:"auto: exact rejection sampler for k = 1, Givens–Gibbs for k > 1; gibbs: Givens–Gibbs always (a cross-check)"`
+	sdk.Iterations  `default:"100" max:"1000000" doc:"Givens–Gibbs sweeps for k > 1 (fixed in advance, data-independent; every sweep updates each pair of columns with distinct target eigenvalues once)"`
+
+	cal  string // resolved calibration: CalibExact, CalibPaper or CalibAddRemove
+	note string // deprecation note, if calibration= was used
+}
+
+// sensitivityCalib maps sensitivity= onto the calibration names.
+var sensitivityCalib = map[string]string{sdk.SensitivityWorstCase: CalibExact, sdk.SensitivityPaper: CalibPaper, CalibAddRemove: CalibAddRemove}
+
+// resolve maps sensitivity= and the deprecated calibration= onto one
+// calibration, refusing a contradiction.
+func (e *emSampling) resolve() error {
+	e.cal = sensitivityCalib[e.Sensitivity.Value]
+	if e.Calibration == calibrationUnset {
+		return nil
+	}
+	if e.Sensitivity.Value != sdk.SensitivityWorstCase && sensitivityCalib[e.Sensitivity.Value] != e.Calibration {
+		return fmt.Errorf("calibration=%s contradicts sensitivity=%s (calibration is the deprecated name of sensitivity: give only sensitivity)", e.Calibration, e.Sensitivity.Value)
+	}
+	e.cal = e.Calibration
+	name := e.Calibration
+	if name == CalibExact {
+		name = sdk.SensitivityWorstCase
+	}
+	e.note = fmt.Sprintf(deprecatedNote, "sensitivity", name)
+	return nil
+}
+
+// emOptions are orbit-em's parameters.
+type emOptions struct {
+	base
+	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"`
+	emSampling
+
+	lambda []float64
+}
+
+// Check implements sdk.Checker: rank against d, the spectrum, the
+// calibration.
+func (o *emOptions) Check(s sdk.Shape) error {
+	if err := o.checkRank(s); err != nil {
+		return err
+	}
+	var err error
+	if o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value); err != nil {
+		return err
+	}
+	return o.resolve()
+}
+
+// rankKOptions are orbit-rank-k's parameters.
+type rankKOptions struct {
+	base
+	emSampling
+}
+
+// Check implements sdk.Checker.
+func (o *rankKOptions) Check(s sdk.Shape) error {
+	if err := o.checkRank(s); err != nil {
+		return err
+	}
+	return o.resolve()
+}
+
+// deflationOptions are orbit-deflation's parameters.
+type deflationOptions struct {
+	base
+	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"`
+
+	lambda []float64
+}
+
+// Check implements sdk.Checker.
+func (o *deflationOptions) Check(s sdk.Shape) error {
+	if err := o.checkRank(s); err != nil {
+		return err
+	}
+	var err error
+	o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value)
+	return err
+}
+
+// gaussOptions are orbit-gauss's parameters.
+type gaussOptions struct {
+	base
+	Spectrum    string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
+	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"σ of E: exact = the tightest composition the accountant certifies; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget (default); classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
+	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
+
+	private bool
+	lambda  []float64
+	noise   string
+	note    string
+}
+
+// Check implements sdk.Checker.
+func (o *gaussOptions) Check(s sdk.Shape) error {
+	if err := o.checkRank(s); err != nil {
+		return err
+	}
+	o.private = o.Spectrum == "private"
+	if !o.private {
+		var err error
+		if o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value); err != nil {
+			return err
+		}
+	}
+	o.noise = o.Noise.Value
+	if o.Calibration != noiseUnset {
+		if o.Noise.Value != privacy.NoiseZCDP && o.Noise.Value != o.Calibration {
+			return fmt.Errorf("calibration=%s contradicts noise=%s (calibration is the deprecated name of noise: give only noise)", o.Calibration, o.Noise.Value)
+		}
+		o.noise = o.Calibration
+		o.note = fmt.Sprintf(deprecatedNote, "noise", o.Calibration)
+	}
+	return nil
+}
+
+// nonPrivateOptions are orbit-nonprivate's parameters.
+type nonPrivateOptions struct {
+	base
+	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or true: A's own top-k eigenvalues"`
+
+	lambda []float64
+}
+
+// Check implements sdk.Checker.
+func (o *nonPrivateOptions) Check(s sdk.Shape) error {
+	if err := o.checkRank(s); err != nil {
+		return err
+	}
+	if o.Spectrum == "true" {
+		return nil
+	}
+	var err error
+	o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value)
+	return err
+}

@@ -1,0 +1,315 @@
+package pca
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// deprecatedNote is the note a result carries when the deprecated
+// parameter calibration= (or pca-cxz's gaussian=) was used.
+const deprecatedNote = "%s= is deprecated and will be removed in the next release: use %s=%s"
+
+// centerOptions are the private-centring parameters of the private
+// estimators (DERIVATIONS.md §5).
+type centerOptions struct {
+	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
+	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
+	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
+}
+
+// private reports center=private.
+func (c *centerOptions) private() bool { return c.Center.Value == sdk.CenterPrivate }
+
+// meanClip is the mean's row-norm bound: mean_clip, or def.
+func (c *centerOptions) meanClip(def float64) float64 {
+	if c.MeanClip != nil {
+		return *c.MeanClip
+	}
+	return def
+}
+
+// cxzCenterOptions are centerOptions for pca-cxz, which has no clip for
+// mean_clip to default to: mean_clip is required with center=private.
+type cxzCenterOptions struct {
+	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
+	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (required with center=private)"`
+	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
+}
+
+// private reports center=private.
+func (c *cxzCenterOptions) private() bool { return c.Center.Value == sdk.CenterPrivate }
+
+// meanClip is mean_clip, NaN when unset (refused by Check with center=private).
+func (c *cxzCenterOptions) meanClip() float64 {
+	if c.MeanClip != nil {
+		return *c.MeanClip
+	}
+	return math.NaN()
+}
+
+// outputSigma is the option to also return a p×p covariance estimate.
+type outputSigma struct {
+	OutputSigma bool `param:"output_sigma" default:"false" doc:"also return the p×p covariance estimate Sigma"`
+}
+
+// evaluation is the opt-in evaluation every PCA estimator offers.
+type evaluation struct {
+	sdk.Evaluate `doc:"also report captured_variance_ratio: the share of the best possible rank-r variance that the released components capture, on the raw rows centred at their mean (scikit-learn's convention; 1 = as good as non-private PCA), and captured_variance_ratio_uncentred, the same without centring. EVALUATION ONLY: computed from the raw data, NOT private (costs one more Gram and eigendecomposition)"`
+}
+
+// checkShape validates the rank against the public dimension (strict: the
+// spiked-model analysis needs 2r < p).
+func checkShape(r int, s sdk.Shape, strict bool) error {
+	if s.P == 0 {
+		return nil
+	}
+	if s.P < 2 {
+		return fmt.Errorf("dimension %d: PCA needs at least 2 columns", s.P)
+	}
+	return checkRank(r, s.P, strict)
+}
+
+// resolveNoise maps the deprecated calibration= onto noise=, refusing a
+// contradiction; it returns the noise calibration and a deprecation note.
+func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
+	if old == unset {
+		return noise, "", nil
+	}
+	if noise != privacy.NoiseZCDP && noise != "auto" && noise != old {
+		return "", "", fmt.Errorf("%s=%s contradicts noise=%s (%s is the deprecated name of noise: give only noise)", oldName, old, noise, oldName)
+	}
+	return old, fmt.Sprintf(deprecatedNote, oldName, "noise", old), nil
+}
+
+// analyzeGaussOptions are pca-analyze-gauss's parameters.
+type analyzeGaussOptions struct {
+	sdk.Rank `doc:"number of principal components r"`
+	clipOptions
+	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"how the Gaussian noise is calibrated: zcdp (composes ρ from the grant; the default), classical (ε ≤ 1 per step), analytic (Balle–Wang), exact (the tightest composition the accountant can certify)"`
+	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
+	outputSigma
+	centerOptions
+	evaluation
+
+	noise, note string
+}
+
+// Check implements sdk.Checker.
+func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
+	if err := checkShape(o.Rank.Value, s, false); err != nil {
+		return err
+	}
+	if err := o.Parse(); err != nil {
+		return err
+	}
+	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
+		return err
+	}
+	var err error
+	o.noise, o.note, err = resolveNoise(o.Noise.Value, o.Calibration, "calibration", "noise")
+	return err
+}
+
+// aminOptions are pca-amin's parameters.
+type aminOptions struct {
+	sdk.Rank `doc:"number of principal components r"`
+	clipOptions
+	EigenvalueShare *float64 `param:"eigenvalue_share" min:"0" max:"0.9" doc:"fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"`
+	outputSigma
+	centerOptions
+	evaluation
+}
+
+// valueShare is the eigenvalues' share of the non-mean budget.
+func (o *aminOptions) valueShare() float64 {
+	if o.EigenvalueShare != nil {
+		return *o.EigenvalueShare
+	}
+	return 1 / float64(o.Rank.Value+1)
+}
+
+// Check implements sdk.Checker.
+func (o *aminOptions) Check(s sdk.Shape) error {
+	if err := checkShape(o.Rank.Value, s, false); err != nil {
+		return err
+	}
+	if err := o.Parse(); err != nil {
+		return err
+	}
+	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
+		return err
+	}
+	if o.OutputSigma && !(o.valueShare() > 0) {
+		return fmt.Errorf("output_sigma needs eigenvalues (eigenvalue_share > 0)")
+	}
+	return nil
+}
+
+// cxzOptions are pca-cxz's parameters.
+type cxzOptions struct {
+	sdk.Rank        `doc:"number of principal components r (2r < p)"`
+	Sigma2          float64 `param:"sigma2" required:"true" gt:"0" doc:"public noise variance σ² (an upper bound; it is also subtracted in stage 2)"`
+	Lambda          string  `param:"lambda" required:"true" doc:"public lower bounds for the spike strengths λ_1 ≥ … ≥ λ_r above σ²: one value for all or r comma-separated values"`
+	LambdaUpper     string  `param:"lambda_upper" default:"lambda" doc:"public upper bounds for the spikes (Δ2 and τ); lambda: the same as lambda"`
+	sdk.Sensitivity `choices:"explicit,paper,diverging,subgaussian,davis-kahan" default:"explicit" doc:"how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4): explicit (closed-form first-order bounds with exact Gaussian tails), paper (the paper's forms with constants c2, c3), diverging (Corollary 1), subgaussian (explicit times a safety factor), davis-kahan (ablation)"`
+	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,explicit,paper,diverging,subgaussian,davis-kahan" doc:"DEPRECATED (one release): the old name of sensitivity=; sensitivity means: use sensitivity="`
+	sdk.Noise       `choices:"auto,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: zcdp for explicit, subgaussian and davis-kahan, classical for paper and diverging"`
+	Gaussian        string   `param:"gaussian" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
+	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the (non-mean) budget spent on stage 1 (eigenvectors); the paper uses 0.5"`
+	PCAOnly         bool     `param:"pca_only" default:"false" doc:"run stage 1 only, spending the whole budget on the eigenvectors"`
+	Beta            *float64 `param:"beta" gt:"0" max:"0.5" doc:"failure probability over the data of the explicit bounds (default: the grant's δ, or 1e-6 under a ρ grant)"`
+	Safety          *float64 `param:"safety" min:"1" doc:"multiplier on the explicit sensitivities (default 1; 1.5 for subgaussian)"`
+	C2              float64  `param:"c2" default:"8.5" min:"0" doc:"constant C2 of the paper's Δ1 (paper, diverging); the paper gives none, 8.5 matches the explicit bound"`
+	C3              float64  `param:"c3" default:"7" min:"0" doc:"constant C3 of the paper's Δ2 (paper, diverging); the paper gives none, 7 matches 2τ/n"`
+	DKC             float64  `param:"dk_c" default:"1" min:"0" doc:"constant C of the sample-eigengap bound in the davis-kahan ablation"`
+	Guarded         bool     `param:"guarded" default:"false" doc:"clip rows to ‖x‖² ≤ τ for stage 2, making stage 2 worst-case DP (stage 1 stays model-based)"`
+	Rotate          bool     `param:"rotate" default:"false" doc:"post-process: eigendecompose Λ̃ = WDWᵀ and return U = ŨW, Lambda = D"`
+	PSD             bool     `param:"psd" default:"false" doc:"post-process: clip negative eigenvalues of Λ̃ to 0"`
+	outputSigma
+	cxzCenterOptions
+	evaluation
+
+	cal, gauss string
+	low, high  []float64
+	notes      []string
+}
+
+// Check implements sdk.Checker: rank, spike lists, calibration constants
+// and option combinations, from the request and the public shape alone.
+func (o *cxzOptions) Check(s sdk.Shape) error {
+	r := o.Rank.Value
+	if err := checkShape(r, s, true); err != nil {
+		return err
+	}
+	if err := o.resolveNames(); err != nil {
+		return err
+	}
+	var err error
+	if o.low, err = parseDescending("lambda", o.Lambda, r); err != nil {
+		return err
+	}
+	o.high = o.low
+	if o.LambdaUpper != "lambda" {
+		if o.high, err = parseDescending("lambda_upper", o.LambdaUpper, r); err != nil {
+			return err
+		}
+	}
+	if s.N > 0 && s.P > 0 {
+		if err := (SpikedModel{N: s.N, P: s.P, LambdaLow: o.low, LambdaHigh: o.high, Sigma2: o.Sigma2}).Validate(); err != nil {
+			return err
+		}
+	}
+	return o.checkCombinations()
+}
+
+// resolveNames maps the deprecated calibration= and gaussian= onto
+// sensitivity= and noise=, and fills the noise default.
+func (o *cxzOptions) resolveNames() error {
+	o.cal = o.Sensitivity.Value
+	if o.Calibration != "sensitivity" {
+		if o.Sensitivity.Value != CalExplicit && o.Sensitivity.Value != o.Calibration {
+			return fmt.Errorf("calibration=%s contradicts sensitivity=%s (calibration is the deprecated name of sensitivity: give only sensitivity)", o.Calibration, o.Sensitivity.Value)
+		}
+		o.cal = o.Calibration
+		o.notes = append(o.notes, fmt.Sprintf(deprecatedNote, "calibration", "sensitivity", o.Calibration))
+	}
+	gauss, note, err := resolveNoise(o.Noise.Value, o.Gaussian, "gaussian", "noise")
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		o.notes = append(o.notes, note)
+	}
+	o.gauss = gauss
+	if o.gauss == "auto" {
+		o.gauss = privacy.NoiseZCDP
+		if o.cal == CalPaper || o.cal == CalDiverging {
+			o.gauss = privacy.NoiseClassical
+		}
+	}
+	return nil
+}
+
+// checkCombinations refuses options that contradict each other, before any
+// step is declared.
+func (o *cxzOptions) checkCombinations() error {
+	if (o.cal == CalPaper || o.cal == CalDiverging) && (o.C2 <= 0 || o.C3 <= 0) {
+		return fmt.Errorf("sensitivity %s needs positive constants c2, c3", o.cal)
+	}
+	if o.cal == CalDavisKahan && o.DKC <= 0 {
+		return fmt.Errorf("sensitivity davis-kahan needs a positive dk_c")
+	}
+	if o.Guarded && o.PCAOnly {
+		return fmt.Errorf("guarded applies to stage 2, which pca_only skips")
+	}
+	// output_sigma, rotate and psd post-process Λ̃, which pca_only does not
+	// release: refuse them rather than silently returning less.
+	if o.PCAOnly {
+		for name, on := range map[string]bool{"output_sigma": o.OutputSigma, "rotate": o.Rotate, "psd": o.PSD} {
+			if on {
+				return fmt.Errorf("%s needs the eigenvalue stage (Λ̃), which pca_only skips", name)
+			}
+		}
+	}
+	if o.private() && o.MeanClip == nil {
+		return fmt.Errorf("center=private needs mean_clip, a public row-norm bound for the private mean")
+	}
+	return nil
+}
+
+// parseDescending reads a public spike list of length r (one value for
+// all, or r values), which must be non-increasing.
+func parseDescending(name, s string, r int) ([]float64, error) {
+	l, err := gen.ParseSpikes(s, r)
+	if err != nil {
+		return nil, fmt.Errorf("parameter %s: %w", name, err)
+	}
+	for k := 1; k < len(l); k++ {
+		if l[k] > l[k-1] {
+			return nil, fmt.Errorf("parameter %s: spikes %v must be in descending order (λ_1 ≥ … ≥ λ_r)", name, l)
+		}
+	}
+	return l, nil
+}
+
+// config is the fit's configuration: the model on n rows and p columns,
+// the failure probability β (default: the grant's δ) and the safety factor.
+func (o *cxzOptions) config(g privacy.Grant, n, p int) *cxzConfig {
+	c := &cxzConfig{cal: o.cal, gauss: o.gauss, split: o.Split, pcaOnly: o.PCAOnly,
+		c2: o.C2, c3: o.C3, dkc: o.DKC, guarded: o.Guarded, rotate: o.Rotate, psd: o.PSD,
+		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip(), meanShare: o.MeanShare}
+	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high, Sigma2: o.Sigma2}
+	c.beta = g.Delta
+	if g.Kind != privacy.GrantApprox {
+		c.beta = 1e-6 // a ρ grant has no δ to borrow (see the beta parameter's doc)
+	}
+	if o.Beta != nil {
+		c.beta = *o.Beta
+	}
+	c.safety = 1
+	if c.cal == CalSubGaussian {
+		c.safety = 1.5
+	}
+	if o.Safety != nil {
+		c.safety = *o.Safety
+	}
+	return c
+}
+
+// nonPrivateOptions are pca-nonprivate's parameters.
+type nonPrivateOptions struct {
+	sdk.Rank `doc:"number of principal components r"`
+	Center   string   `param:"center" default:"none" choices:"none,empirical" doc:"none: use XᵀX/n; empirical: subtract the empirical mean"`
+	Clip     *float64 `param:"clip" gt:"0" doc:"optional row-norm clip (to compare with the clipped private estimators on equal terms)"`
+	outputSigma
+	evaluation
+}
+
+// Check implements sdk.Checker.
+func (o *nonPrivateOptions) Check(s sdk.Shape) error {
+	return checkShape(o.Rank.Value, s, false)
+}

@@ -1,0 +1,153 @@
+package pca
+
+import (
+	"context"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+)
+
+// shareClip names the plan share that pays for the private clip quantiles.
+const shareClip = rowclip.ShareName
+
+// clipOptions are the shared clipping parameters (clip, clip_share,
+// clip_quantile) of plugins/internal/clip.
+type clipOptions = rowclip.Options
+
+// prepPlan is the private preprocessing of a rows estimator: how many
+// quantiles clip_share pays for, and the mean share.
+type prepPlan struct {
+	quantiles int     // private norm quantiles to draw (0, 1 or 2)
+	meanAuto  bool    // the mean's clip is a private quantile of the raw norms
+	clipShare float64 // total weight of the quantiles
+	meanShare float64 // weight of the mean (0 without centring)
+}
+
+// newPrepPlan counts the private quantiles a fit needs: one for the mean's
+// clip when centring without mean_clip and without a numeric clip, one for
+// the clip of the (centred) rows with clip=auto.
+func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
+	var pp prepPlan
+	if ctr.private() {
+		pp.meanShare = ctr.MeanShare
+		if ctr.MeanClip == nil && c.Auto() {
+			pp.meanAuto = true
+			pp.quantiles++
+		}
+	}
+	if c.Auto() {
+		pp.quantiles++
+	}
+	if pp.quantiles > 0 {
+		pp.clipShare = c.ClipShare
+	}
+	return pp
+}
+
+// check refuses shares that leave nothing for the estimator itself.
+func (pp prepPlan) check() error {
+	if rest := 1 - pp.clipShare - pp.meanShare; rest < 0.05 {
+		return fmt.Errorf("clip_share %.3g + mean_share %.3g leave %.3g of the budget for the estimate itself; lower them", pp.clipShare, pp.meanShare, rest)
+	}
+	return nil
+}
+
+// shares returns the plan's preprocessing shares (the quantiles under the
+// exponential mechanism, the mean under meanMech) and the weight left for
+// the estimator.
+func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64) {
+	var out []privacy.Share
+	if pp.quantiles > 0 {
+		out = append(out, privacy.Share{Name: shareClip, Weight: pp.clipShare, Steps: pp.quantiles, Mechanism: privacy.MechExponential})
+	}
+	if pp.meanShare > 0 {
+		out = append(out, privacy.Share{Name: shareMean, Weight: pp.meanShare, Mechanism: meanMech})
+	}
+	return out, 1 - pp.clipShare - pp.meanShare
+}
+
+// rowNorms returns ‖x_i − μ‖ for every row (μ nil: 0).
+func rowNorms(ctx context.Context, x *mat.Dense, mu []float64) ([]float64, error) {
+	return rowclip.Norms(ctx, x, mu)
+}
+
+// privateClip releases the q-quantile of the norms ‖x_i − μ‖ as one
+// declared step of the plan's clip share (DERIVATIONS.md §6).
+func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, x *mat.Dense, mu []float64, q float64) (float64, error) {
+	b, err := plan.Budget(shareClip)
+	if err != nil {
+		return 0, err
+	}
+	return rowclip.PrivateNorm(ctx, run.Acct, run.Rand, name, b, x, mu, q)
+}
+
+// preprocessed is the outcome of the private preprocessing.
+type preprocessed struct {
+	mu       []float64 // the private mean (nil without centring)
+	meanClip float64   // the mean's clip (0 without centring)
+	clip     float64   // the clip of the (centred) rows
+	autoMean bool      // meanClip came from a private quantile
+	autoClip bool      // clip came from a private quantile
+}
+
+// preprocess runs the planned preprocessing: the mean's clip and the
+// private mean (center=private), then the rows' clip (clip=auto: a private
+// quantile of the norms of the centred rows). mean releases the mean at
+// clip c with the plan's mean share.
+func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c *clipOptions, ctr *centerOptions,
+	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error)) (*preprocessed, error) {
+	pp := newPrepPlan(c, ctr)
+	out := &preprocessed{clip: c.Value()}
+	if ctr.private() {
+		switch {
+		case pp.meanAuto:
+			mc, err := privateClip(ctx, run, plan, "clip quantile (mean)", x, nil, c.ClipQuantile)
+			if err != nil {
+				return nil, err
+			}
+			out.meanClip, out.autoMean = mc, true
+		default:
+			out.meanClip = ctr.meanClip(c.Value())
+		}
+		mu, err := mean(ctx, run, plan, x, out.meanClip)
+		if err != nil {
+			return nil, err
+		}
+		out.mu = mu
+	}
+	if c.Auto() {
+		cl, err := privateClip(ctx, run, plan, "clip quantile", x, out.mu, c.ClipQuantile)
+		if err != nil {
+			return nil, err
+		}
+		out.clip, out.autoClip = cl, true
+	}
+	return out, nil
+}
+
+// report adds the preprocessing's public outputs (clip, mean_clip, mean)
+// and guarantee assumptions to res.
+func (pr *preprocessed) report(res *sdk.Result) {
+	if pr.autoClip {
+		res.AddScalar("clip", pr.clip, sdk.Public, "row-norm bound used: a private quantile of the row norms (clip=auto), released")
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the clip %.6g is a private quantile of the row norms (a declared step)", pr.clip))
+	} else {
+		res.AddScalar("clip", pr.clip, sdk.Public, "row-norm bound used (given by the user)")
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", pr.clip))
+	}
+	if pr.mu == nil {
+		return
+	}
+	res.AddMatrix("mean", mat.NewDense(1, len(pr.mu), append([]float64(nil), pr.mu...)), sdk.Public,
+		"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
+	res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound used for the private mean")
+	if pr.autoMean {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", pr.meanClip))
+	} else {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g was chosen without looking at the data", pr.meanClip))
+	}
+}

@@ -1,0 +1,80 @@
+package pca
+
+import (
+	"context"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// clip=auto with center=private declares two quantile steps, the mean and
+// the estimate, releases clip, mean_clip and the 1×p mean, and spends the
+// whole grant; a numeric clip declares no quantile step.
+func TestClipAutoPlanAndOutputs(t *testing.T) {
+	g := spiked(t, 3000, 8, 2, "24,20", "gaussian", 7)
+	cases := []struct {
+		name  string
+		est   sdk.Estimator
+		raw   map[string]string
+		grant privacy.Grant
+		steps []string
+	}{
+		{"gauss auto centred", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private"}, approx(1, 1e-6),
+			[]string{"clip quantile (mean)", "mean", "clip quantile", "second-moment matrix Σ̂ + E"}},
+		{"gauss auto", AnalyzeGauss{}, map[string]string{"rank": "2"}, approx(1, 1e-6),
+			[]string{"clip quantile", "second-moment matrix Σ̂ + E"}},
+		{"gauss given clip", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "7"}, approx(1, 1e-6),
+			[]string{"second-moment matrix Σ̂ + E"}},
+		{"amin auto centred", Amin{}, map[string]string{"rank": "2", "center": "private"}, pure(2),
+			[]string{"clip quantile (mean)", "mean", "clip quantile", "eigenvalues", "eigenvector 1", "eigenvector 2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, acct := fit(t, c.est, g, c.raw, c.grant, 3)
+			var names []string
+			for _, s := range acct.Steps() {
+				names = append(names, s.Name)
+			}
+			assert.Equal(t, c.steps, names)
+			assert.Empty(t, acct.Undrawn())
+			clip := scalar(t, res, "clip")
+			assert.Positive(t, clip)
+			if c.raw["clip"] == "7" {
+				assert.Equal(t, 7.0, clip)
+			}
+			if c.raw["center"] == "private" {
+				mean := matrix(t, res, "mean")
+				r, p := mean.Dims()
+				assert.Equal(t, []int{1, 8}, []int{r, p})
+				assert.Positive(t, scalar(t, res, "mean_clip"))
+			}
+		})
+	}
+}
+
+// The automatic clip lands near the chosen quantile of the norms of the
+// (centred) rows, a range check over seeds; spending is refused when
+// clip_share + mean_share leave too little.
+func TestClipAutoValue(t *testing.T) {
+	g := spiked(t, 20000, 10, 2, "24,20", "gaussian", 9)
+	norms, err := rowNorms(context.Background(), g.Data.X, nil)
+	require.NoError(t, err)
+	sorted := append([]float64(nil), norms...)
+	sort.Float64s(sorted)
+	med := sorted[len(sorted)/2]
+	for seed := uint64(1); seed <= 5; seed++ {
+		res, _ := fit(t, AnalyzeGauss{}, g, map[string]string{"rank": "2"}, approx(1, 1e-6), seed)
+		assert.InEpsilon(t, med, scalar(t, res, "clip"), 0.1)
+	}
+	_, _, err = sdk.RunLocal(context.Background(), AnalyzeGauss{}, g.Data,
+		map[string]string{"rank": "2", "center": "private", "clip_share": "0.5", "mean_share": "0.5"}, approx(1, 1e-6), sdk.LocalOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "clip_share")
+	_, _, err = sdk.RunLocal(context.Background(), AnalyzeGauss{}, g.Data, map[string]string{"rank": "2", "clip": "big"}, approx(1, 1e-6), sdk.LocalOptions{})
+	require.Error(t, err)
+}

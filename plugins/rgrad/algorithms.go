@@ -1,0 +1,165 @@
+package rgrad
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// fitEnv is what every algorithm of this package works on: the run, the
+// backend, the validated configuration, the pass over the design and the
+// result being filled.
+type fitEnv struct {
+	ctx          context.Context
+	run          *sdk.Run
+	be           backend.Backend
+	cfg          Config
+	pass         *designPass
+	n, d1, d2, r int
+	res          *sdk.Result
+}
+
+// fit validates cfg against the data's public shape and runs the algorithm
+// of cfg.Mode (DERIVATIONS.md §2).
+func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
+	d := run.Data
+	if err := cfg.validate(d.N(), d.D1, d.D2); err != nil {
+		return nil, err
+	}
+	be := run.Backend
+	if be == nil {
+		be = backend.Default()
+	}
+	e := &fitEnv{ctx: ctx, run: run, be: be, cfg: cfg, pass: newDesignPass(d.X, d.Y, d.D1, d.D2),
+		n: d.N(), d1: d.D1, d2: d.D2, r: cfg.Rank, res: &sdk.Result{}}
+	run.Logf("rgrad %s: n=%d, d1=%d, d2=%d, r=%d, T=%d, η=%g, %s", cfg.Mode, e.n, e.d1, e.d2, e.r, cfg.Iterations, cfg.Step, cfg.Design)
+	var err error
+	switch cfg.Mode {
+	case NonPrivate:
+		err = nonPrivateRGrad(e)
+	case Strict:
+		err = strictDPRGrad(e)
+	default:
+		err = modelDPRGrad(e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.res, nil
+}
+
+// nonPrivateRGrad is the ε = ∞ reference (DERIVATIONS.md §2.1, §2.3): the
+// rank-r SVD of L̂ starts Riemannian gradient descent without clipping or
+// noise.
+func nonPrivateRGrad(e *fitEnv) error {
+	lhat, err := e.moment()
+	if err != nil {
+		return err
+	}
+	start, err := spectralInit(e, lhat)
+	if err != nil {
+		return err
+	}
+	tr, err := riemannianGradient(e, start, iterationRule{})
+	if err != nil {
+		return err
+	}
+	e.reportEstimate(start, tr, sdk.Evaluation)
+	e.nonPrivateGuarantee()
+	return nil
+}
+
+// modelDPRGrad is rgrad-dp and rgrad-weak (DERIVATIONS.md §2.4, §2.5): the
+// private spectral initialisation with the model sensitivities Δ⁽¹⁾, Δ⁽²⁾
+// (explicit plug-ins, or the paper's literal formulas with
+// sensitivity=paper), then T clipped DP-RGrad iterations with the clip τ
+// chosen from the public model parameters (or the paper's Δ_l as a clip).
+// The budget is split init_share over the 3 initialisation releases and the
+// rest over the T iterations, in zCDP (noise=zcdp) or, as in the paper, by
+// basic composition with each release calibrated to its own (ε, δ) share
+// (noise=classical or analytic); by default (noise=exact) μ² is split
+// instead and the whole run composes exactly as Gaussian DP.
+func modelDPRGrad(e *fitEnv) error {
+	sens := ModelSensitivities(e.cfg.modelInputs(e.n, e.d1, e.d2))
+	plan, err := sdk.NewPlan(e.run, e.cfg.Noise,
+		privacy.Share{Name: "init", Weight: e.cfg.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "iterations", Weight: 1 - e.cfg.InitShare, Steps: e.cfg.Iterations, Mechanism: privacy.MechGaussian})
+	if err != nil {
+		return err
+	}
+	bInit, bIter, err := planBudgets(plan)
+	if err != nil {
+		return err
+	}
+	e.reportSensitivities(sens)
+	if e.cfg.Noise == privacy.NoiseZCDP || e.cfg.Noise == privacy.NoiseExact {
+		e.reportBasicComposition(sens, bInit, bIter)
+	}
+	lhat, err := e.moment()
+	if err != nil {
+		return err
+	}
+	start, err := privateSpectralInit(e, lhat, sens, bInit)
+	if err != nil {
+		return err
+	}
+	tr, err := riemannianGradient(e, start, iterationRule{clip: sens.Clip, sens: sens.Iter, budget: &bIter})
+	if err != nil {
+		return err
+	}
+	e.reportEstimate(start, tr, sdk.Public)
+	e.reportIterationNoise(sens, tr)
+	e.modelGuarantee(sens)
+	return nil
+}
+
+// strictDPRGrad is rgrad-strict (DERIVATIONS.md §2.6): the clipped moment
+// matrix L̂ released whole by the Gaussian mechanism, its rank-r SVD with
+// soft-thresholded singular values as the start, then T clipped DP-RGrad
+// iterations with the public clip τ = clip; worst-case, composed exactly as
+// Gaussian DP (noise=exact, the default) or in zCDP (noise=zcdp).
+func strictDPRGrad(e *fitEnv) error {
+	cfg := e.cfg
+	sens := Sensitivities{Clip: cfg.Clip, Iter: 2 * cfg.Step * cfg.Clip / float64(e.n)}
+	noise := cfg.Noise
+	if noise == "" {
+		noise = privacy.NoiseExact
+	}
+	plan, err := sdk.NewPlan(e.run, noise,
+		privacy.Share{Name: "init", Weight: cfg.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "iterations", Weight: 1 - cfg.InitShare, Steps: cfg.Iterations, Mechanism: privacy.MechGaussian})
+	if err != nil {
+		return err
+	}
+	bInit, bIter, err := planBudgets(plan)
+	if err != nil {
+		return err
+	}
+	start, err := clippedMomentInit(e, bInit)
+	if err != nil {
+		return err
+	}
+	tr, err := riemannianGradient(e, start, iterationRule{clip: sens.Clip, sens: sens.Iter, budget: &bIter})
+	if err != nil {
+		return err
+	}
+	e.reportEstimate(start, tr, sdk.Public)
+	e.reportIterationNoise(sens, tr)
+	e.strictGuarantee()
+	return nil
+}
+
+// planBudgets returns the per-step budgets of the plan's "init" and
+// "iterations" shares.
+func planBudgets(plan *privacy.Plan) (bInit, bIter privacy.Budget, err error) {
+	if bInit, err = plan.Budget("init"); err != nil {
+		return bInit, bIter, fmt.Errorf("rgrad: %w", err)
+	}
+	if bIter, err = plan.Budget("iterations"); err != nil {
+		return bInit, bIter, fmt.Errorf("rgrad: %w", err)
+	}
+	return bInit, bIter, nil
+}

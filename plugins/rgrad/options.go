@@ -1,0 +1,172 @@
+package rgrad
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// commonOptions are the parameters of every rgrad estimator.
+type commonOptions struct {
+	sdk.Rank       `doc:"rank r of the estimate (at most min(d1, d2))"`
+	sdk.Iterations `default:"0" min:"0" max:"1000" doc:"number T of Riemannian gradient iterations; 0 means ceil(ln n). Under DP the per-iteration noise grows with T, so a small T (3–5) is often more accurate"`
+	sdk.Step       `default:"0.8" max:"1" doc:"step size η in (0, 1]"`
+	Design         string `param:"design" default:"identity" doc:"known covariance Λ of vec(X_i): identity, ar1:RHO (Λ_jk = RHO^|j−k| over row-major coordinates) or file:PATH (a p×p SPD matrix as text, p = d1·d2)"`
+	Retraction     string `param:"retraction" default:"fast" choices:"fast,full" doc:"fast: two thin QRs and a 2r×2r SVD; full: SVD of the projected d1×d2 matrix (reference)"`
+}
+
+// Check refuses a rank above min(d1, d2), fewer than two samples and a
+// malformed design before any budget is touched (a design file is read in
+// Fit, still before any spend).
+func (o *commonOptions) Check(s sdk.Shape) error {
+	if o.Rank.Value > min(s.D1, s.D2) {
+		return fmt.Errorf("rank %d exceeds min(d1, d2) = %d", o.Rank.Value, min(s.D1, s.D2))
+	}
+	if s.N < 2 {
+		return fmt.Errorf("need at least 2 samples, got %d", s.N)
+	}
+	if !strings.HasPrefix(o.Design, "file:") {
+		if _, err := ParseDesign(o.Design, s.D1*s.D2, backend.Gonum{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Footprint estimates the peak memory of a fit beyond the data: per-worker
+// d1·d2 accumulators, about twenty d1×d2 temporaries of the steps and the
+// retraction, and the d1×d1 and d2×d2 projectors of the private
+// initialisation with their eigendecompositions.
+func (o *commonOptions) Footprint(s sdk.Shape) int64 {
+	p := int64(s.D1) * int64(s.D2)
+	workers := int64(runtime.GOMAXPROCS(0))
+	sq := int64(s.D1)*int64(s.D1) + int64(s.D2)*int64(s.D2)
+	return 8 * ((workers+20)*p + 3*sq)
+}
+
+// config returns the common part of a fit's configuration; the design is
+// parsed with be (a file design is read here).
+func (o *commonOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, error) {
+	design, err := ParseDesign(o.Design, s.D1*s.D2, be)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Mode: mode, Rank: o.Rank.Value, Iterations: o.Iterations.Value, Step: o.Step.Value,
+		Design: design, Retraction: o.Retraction}, nil
+}
+
+// modelOptions are the parameters of rgrad-dp and rgrad-weak.
+type modelOptions struct {
+	commonOptions
+	Sigma1          float64 `param:"sigma1" required:"true" gt:"0" doc:"public value of the largest singular value σ1 of M"`
+	SigmaR          float64 `param:"sigmar" required:"true" gt:"0" doc:"public value of the r-th singular value σr of M"`
+	SigmaXi         float64 `param:"sigma_xi" required:"true" min:"0" doc:"public value of the response-noise standard deviation σ_ξ"`
+	sdk.Sensitivity `default:"explicit" choices:"explicit,paper" doc:"how the initialisation's sensitivities are obtained: explicit (corrected plug-ins, with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses) or paper (the paper's literal formulas); both hold only under the model, and the iterations' clip follows the same choice (DERIVATIONS.md §2.4, §2.5)"`
+	sdk.Noise       `default:"exact" doc:"how each Gaussian release is calibrated: exact (the default: all 3 + T releases composed exactly as Gaussian DP, μ² split over them, σ from the grant's exact (ε, δ) curve; the least noise any valid accounting allows), zcdp (the same split in zCDP, about 7 % more noise), classical (each release at its own (ε, δ) share by the textbook formula, per-step ε ≤ 1, basic composition: the paper's) or analytic (the same with the analytic Gaussian mechanism)"`
+	C1              *float64 `param:"c1" gt:"0" doc:"constant of the subspace sensitivity Δ⁽¹⁾ (default 1)"`
+	C2              *float64 `param:"c2" gt:"0" doc:"constant of the core sensitivity Δ⁽²⁾ (default 2 with sensitivity=explicit, 1 with paper)"`
+	C3              *float64 `param:"c3" gt:"0" doc:"multiplier of the per-sample gradient clip τ chosen from the model (default 1: clipping rare near M); the iteration sensitivity is Δ_l = 2ητ/n. Any value keeps the guarantee; under DP a smaller clip is often far more accurate (c3 = 0.25 gave 1.7–3.4× lower error than c3 = 1 at n = 16000, ε ≤ 8), a too small one stalls a far start (DERIVATIONS.md §5.3)"`
+	InitShare       float64  `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the budget for the initialisation (split equally over Ũ, Ṽ, Σ̃); the rest is split equally over the T iterations"`
+	EigSelect       string   `param:"eig_select" default:"abs" choices:"abs,algebraic" doc:"how the private subspaces pick r eigenvectors of the noisy projector: largest |λ| (the paper's SVD_r) or largest λ"`
+	Calibration     string   `param:"calibration" default:"none" choices:"none,explicit,paper" doc:"deprecated (kept for one release): explicit means sensitivity=explicit noise=zcdp, paper means sensitivity=paper with noise=gaussian; set, it overrides sensitivity and noise"`
+	Gaussian        string   `param:"gaussian" default:"classical" choices:"classical,analytic" doc:"deprecated (kept for one release): the noise of calibration=paper; use noise=classical or noise=analytic"`
+}
+
+// Check refuses σ1 < σr besides the common checks.
+func (o *modelOptions) Check(s sdk.Shape) error {
+	if err := o.commonOptions.Check(s); err != nil {
+		return err
+	}
+	if o.Sigma1 < o.SigmaR {
+		return fmt.Errorf("sigma1 = %v must be at least sigmar = %v", o.Sigma1, o.SigmaR)
+	}
+	return nil
+}
+
+// config maps the options onto a configuration (the deprecated calibration
+// alias resolved, with its note) for mode Standard or Weak.
+func (o *modelOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, []string, error) {
+	cfg, err := o.commonOptions.config(mode, s, be)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	cfg.Sigma1, cfg.SigmaR, cfg.SigmaXi = o.Sigma1, o.SigmaR, o.SigmaXi
+	cfg.Sensitivity, cfg.Noise = o.Sensitivity.Value, o.Noise.Value
+	var notes []string
+	switch o.Calibration {
+	case "explicit":
+		cfg.Sensitivity, cfg.Noise = sdk.SensitivityExplicit, "zcdp"
+		notes = append(notes, "calibration=explicit is deprecated and will be removed in the next release: it means sensitivity=explicit noise=zcdp")
+	case "paper":
+		cfg.Sensitivity, cfg.Noise = sdk.SensitivityPaper, o.Gaussian
+		notes = append(notes, fmt.Sprintf("calibration=paper is deprecated and will be removed in the next release: it means sensitivity=paper noise=%s (gaussian=%s)", o.Gaussian, o.Gaussian))
+	}
+	cfg.InitShare, cfg.EigSelect = o.InitShare, o.EigSelect
+	cfg.C1, cfg.C2, cfg.C3 = 1, 2, 1
+	if cfg.Sensitivity == sdk.SensitivityPaper {
+		cfg.C2 = 1
+	}
+	for _, c := range []struct {
+		v   *float64
+		dst *float64
+	}{{o.C1, &cfg.C1}, {o.C2, &cfg.C2}, {o.C3, &cfg.C3}} {
+		if c.v != nil {
+			*c.dst = *c.v
+		}
+	}
+	return cfg, notes, nil
+}
+
+// weakOptions are rgrad-weak's parameters: those of rgrad-dp, with σ_ξ > 0.
+type weakOptions struct {
+	modelOptions
+}
+
+// Check refuses σ_ξ = 0: weak DP's sensitivities are proportional to it.
+func (o *weakOptions) Check(s sdk.Shape) error {
+	if err := o.modelOptions.Check(s); err != nil {
+		return err
+	}
+	if o.SigmaXi == 0 {
+		return fmt.Errorf("weak DP needs sigma_xi > 0: its sensitivities are proportional to the response noise")
+	}
+	return nil
+}
+
+// strictOptions are rgrad-strict's parameters.
+type strictOptions struct {
+	commonOptions
+	ClipX      *float64 `param:"clip_x" gt:"0" doc:"public bound on ‖X_i‖_F for the initialisation (default sqrt(tr Λ) + 3·sqrt(C_u): under the Gaussian design about four standard deviations of ‖X_i‖_F above its typical value, so rarely binding)"`
+	ClipY      float64  `param:"clip_y" required:"true" gt:"0" doc:"public bound on |y_i| for the initialisation"`
+	sdk.Clip   `doc:"public bound τ on each per-sample projected gradient ‖(<X_i,M_l>−y_i)·P_T(X_i)‖_F; a good value is about (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2 (DERIVATIONS.md §6)"`
+	InitShare  float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the budget (μ² with noise=exact, ρ with noise=zcdp) for the initialisation; the rest is split equally over the T iterations"`
+	sdk.Noise  `default:"exact" choices:"exact,zcdp" doc:"how the Gaussian releases are calibrated: exact (the default: composed exactly as Gaussian DP, the least noise any valid accounting allows) or zcdp (composed in zCDP, about 7 % more noise at (1, 1e-6))"`
+	InitShrink bool `param:"init_shrink" default:"true" doc:"soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"`
+}
+
+// config maps the options onto a strict configuration.
+func (o *strictOptions) config(s sdk.Shape, be backend.Backend) (Config, error) {
+	cfg, err := o.commonOptions.config(Strict, s, be)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.ClipY, cfg.Clip, cfg.InitShare, cfg.InitShrink = o.ClipY, o.Clip.Value, o.InitShare, o.InitShrink
+	cfg.Noise = o.Noise.Value
+	if o.ClipX != nil {
+		cfg.ClipX = *o.ClipX
+	} else {
+		tr := float64(s.D1 * s.D2)
+		if cfg.Design.Kind == "file" {
+			tr = 0
+			for i := 0; i < cfg.Design.Lambda.SymmetricDim(); i++ {
+				tr += cfg.Design.Lambda.At(i, i)
+			}
+		}
+		cfg.ClipX = math.Sqrt(tr) + 3*math.Sqrt(cfg.Design.Cu)
+	}
+	return cfg, nil
+}
