@@ -254,9 +254,9 @@ class PCA(DPEstimator):
       releases none; ``transform`` then does not center);
     * ``explained_variance_``: the released eigenvalues (``None`` when the
       estimator releases none);
-    * ``explained_variance_ratio_``: eigenvalues over the trace of the
-      released matrix ``Sigma`` (``output_sigma=True``); ``None`` otherwise,
-      since the total variance is not public then.
+    * ``explained_variance_ratio_``: the released ``explained_variance_ratio``
+      (e.g. Analyze Gauss: private eigenvalues over the private trace);
+      ``None`` when the estimator releases no total variance.
     """
 
     _family = "rows"
@@ -277,12 +277,10 @@ class PCA(DPEstimator):
         self.mean_ = None if mean is None else np.asarray(mean, dtype=np.float64).ravel()
         ev = o.get("eigenvalues")
         self.explained_variance_ = None if ev is None else np.asarray(ev, dtype=np.float64)
-        sigma = o.get("Sigma")
-        self.explained_variance_ratio_ = None
-        if ev is not None and isinstance(sigma, np.ndarray) and sigma.ndim == 2 and sigma.shape[0] == sigma.shape[1]:
-            total = float(np.trace(sigma))
-            if total > 0:
-                self.explained_variance_ratio_ = self.explained_variance_ / total
+        ratio = o.get("explained_variance_ratio")
+        if ratio is None and ev is not None and isinstance(o.get("trace"), float) and o["trace"] > 0:
+            ratio = self.explained_variance_ / o["trace"]  # a released trace (non-private reference)
+        self.explained_variance_ratio_ = None if ratio is None else np.asarray(ratio, dtype=np.float64)
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Project ``X`` (n×p) onto the components: ``(X·scale − mean_) @
