@@ -112,7 +112,9 @@ class DPEstimator:
 
     After ``fit``: ``privacy_`` (:class:`Privacy`), ``outputs_`` (every
     output by name), ``releases_`` (each output's release class),
-    ``result_`` (the whole ``result.json``), ``n_features_in_``.
+    ``result_`` (the whole ``result.json``), ``n_features_in_``,
+    ``data_hash_`` (the data set's source identity, which the ledger keys
+    budgets on) and ``content_hash_`` (the hash of the data the plugin read).
     """
 
     _estimator: Optional[str] = None
@@ -228,7 +230,8 @@ class DPEstimator:
         self.metrics_ = {m["name"]: m.get("value") for m in result.get("metrics") or []}
         data = result.get("data") or {}
         self.n_features_in_ = data.get("p") or (data.get("d1", 0) * data.get("d2", 0)) or None
-        self.data_hash_ = data.get("hash")
+        self.data_hash_ = data.get("source_hash") or data.get("hash")  # the ledger's data-set id
+        self.content_hash_ = data.get("hash")
         self._set_attributes()
         return result
 
