@@ -18,7 +18,7 @@ else
   PLUGIN_DIR := $(BIN)/plugins
 endif
 
-.PHONY: all build proto proto-check lint race test test-gonum test-openblas fuzz demo bench bench-full vet fmt clean deps-check
+.PHONY: beam-build beam-test beam-bench all build proto proto-check lint race test test-gonum test-openblas fuzz demo bench bench-full vet fmt clean deps-check
 
 all: build
 
@@ -83,6 +83,7 @@ endif
 	$(MAKE) race
 	$(MAKE) fuzz FUZZTIME=5s
 	$(MAKE) python-test
+	$(MAKE) beam-test
 
 # python-test: the Python package's tests and the README's Python examples
 # (doctests), with Debian's python3 (python3-numpy, python3-pytest) against
@@ -91,6 +92,22 @@ PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo pyth
 .PHONY: python-test
 python-test: build
 	DPLR_BIN=$(CURDIR)/$(BIN)/dplr DPLR_TEST_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_DIR) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+# beam-build: the Beam statistics path (a separate module, beam/, so that the
+# core never links Apache Beam): bin/dplr-beam.
+beam-build:
+	@mkdir -p $(BIN)
+	cd beam && $(GO) build -o ../$(BIN)/dplr-beam ./cmd/dplr-beam
+
+# beam-test: vet and test the beam module; its pipelines run on the embedded
+# prism runner, in-process and offline.
+beam-test:
+	cd beam && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# beam-bench: rows/s and peak memory of the prism pipeline against the
+# single-machine path (bench/results/beam.md).
+beam-bench:
+	cd beam && $(GO) run ./cmd/beam-bench
 
 FUZZTIME ?= 30s
 fuzz:

@@ -210,7 +210,9 @@ func TestBudgetExhaustedSuggestsRho(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t)
 	d := client.InMemory(rows(t))
-	_, err := c.SetBudget(ctx, client.ByData(d), client.ApproxDP(1, 1e-6), client.BudgetOptions{Name: "s"})
+	// (0.75, 1e-6) holds μ_T² ≈ 0.033 under the Gaussian-DP filter: one
+	// (0.6, 1e-7) run (μ² ≈ 0.0174) fits, a second does not.
+	_, err := c.SetBudget(ctx, client.ByData(d), client.ApproxDP(0.75, 1e-6), client.BudgetOptions{Name: "s"})
 	require.NoError(t, err)
 	req := client.FitRequest{Estimator: "example-mean", Params: client.Params{}.Float("clip", 3), Grant: client.ApproxDP(0.6, 1e-7), Data: d}
 	_, err = c.Fit(ctx, req)

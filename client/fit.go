@@ -123,7 +123,8 @@ func grantList(ks []privacy.GrantKind) string {
 }
 
 // suggestRho is, when an (ε, δ) request is refused but the same guarantee
-// requested as ρ-zCDP would fit, that ρ (0 otherwise). The ledger can only
+// requested as ρ-zCDP would fit, that ρ (0 otherwise). Under the classic
+// (zCDP) admission rule the ledger can only
 // count an (ε, δ) run by basic composition while it is reserved, whereas
 // a ρ grant composes with the earlier runs in zCDP; the ρ with the same
 // (ε, δ) under the tight conversion gives the guarantee asked for. It is

@@ -214,10 +214,15 @@ func ReportScenario(s *Scenario, recs []Record, plotDir, plotRel string) (string
 		return "", err
 	}
 	base := filepath.Join(plotDir, s.Name)
-	if err := drawPlot(s, t, base, label); err != nil {
+	drawn, err := drawPlot(s, t, base, label)
+	if err != nil {
 		return "", fmt.Errorf("plot %s: %w", s.Name, err)
 	}
-	fmt.Fprintf(&b, "![%s](%s/%s.png) ([SVG](%s/%s.svg))\n\n", s.Title, plotRel, s.Name, plotRel, s.Name)
+	if drawn {
+		fmt.Fprintf(&b, "![%s](%s/%s.png) ([SVG](%s/%s.svg))\n\n", s.Title, plotRel, s.Name, plotRel, s.Name)
+	} else {
+		fmt.Fprintf(&b, "No plot: no recorded cell has a plottable %s.\n\n", s.Report.Metric)
+	}
 	return b.String(), nil
 }
 
@@ -336,7 +341,11 @@ func g4(v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-func drawPlot(s *Scenario, t *table, base, label string) error {
+// drawPlot draws the scenario's medians (with min–max bars), theory
+// curve and formulas to base.png and base.svg. It draws nothing and
+// returns false when no variant has a plottable point (on a log scale
+// an empty plot has no valid axis range).
+func drawPlot(s *Scenario, t *table, base, label string) (bool, error) {
 	p := plot.New()
 	p.Title.Text = s.Title
 	p.X.Label.Text = s.xName()
@@ -351,6 +360,7 @@ func drawPlot(s *Scenario, t *table, base, label string) error {
 	}
 	p.Legend.Top = true
 	positive := func(v float64) bool { return v > 0 || !s.Report.LogY }
+	drawn := 0
 	for i, v := range t.variants {
 		var pts plotter.XYs
 		var errs plotter.YErrors
@@ -369,9 +379,10 @@ func drawPlot(s *Scenario, t *table, base, label string) error {
 		if len(pts) == 0 {
 			continue
 		}
+		drawn++
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return err
+			return false, err
 		}
 		c := plotutil.Color(i)
 		line.Color, points.Color = c, c
@@ -413,12 +424,15 @@ func drawPlot(s *Scenario, t *table, base, label string) error {
 			}
 		}
 	}
+	if drawn == 0 {
+		return false, nil
+	}
 	for _, ext := range []string{".png", ".svg"} {
 		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, base+ext); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // theoryCurve evaluates th over the x range with its constant fitted (in

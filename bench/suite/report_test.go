@@ -256,3 +256,13 @@ func TestRebaseLinks(t *testing.T) {
 		assert.Equal(t, c.want, rebaseLinks(c.in, "bench/results", "bench"), c.in)
 	}
 }
+
+func TestDrawPlotWithoutPointsDrawsNothing(t *testing.T) {
+	s := &Scenario{Name: "empty", Title: "empty", Report: Report{Metric: "captured_variance_ratio", LogX: true, LogY: true}}
+	tb := &table{xs: []string{"1", "2"}, variants: []string{"a"}, cells: map[string]map[string]Summary{}}
+	base := filepath.Join(t.TempDir(), "empty")
+	drawn, err := drawPlot(s, tb, base, "ratio")
+	require.NoError(t, err)
+	assert.False(t, drawn)
+	assert.NoFileExists(t, base+".png")
+}

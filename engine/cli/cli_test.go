@@ -112,14 +112,15 @@ func TestFitEndToEnd(t *testing.T) {
 	assert.Len(t, history(t, home, data), 1)
 
 	// With a ρ total, the remaining budget is stated in that form: 0.5 less
-	// the first run's ρ (its (1, 1e-6) grant composed in zCDP) and 0.1.
+	// the first run's ρ (example-mean's default noise=exact spends the
+	// grant's whole GDP μ, ρ = μ²/2 = 0.02801 at (1, 1e-6)) and 0.1.
 	r = dplr(t, home, "budget", "set", "--data", data, "--rho", "0.5")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	r = dplr(t, home, "fit", "example-mean", "--data", data, "--rho", "0.1", "--set", "clip=3", "--out", t.TempDir(), "--json", "--quiet")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	led = rep["ledger"].(map[string]any)
-	assert.Equal(t, "ρ = 0.3756", led["remaining_text"], "the remaining budget in the total's own form")
+	assert.Equal(t, "ρ = 0.372", led["remaining_text"], "the remaining budget in the total's own form")
 }
 
 func TestBadInputSpendsNothing(t *testing.T) {

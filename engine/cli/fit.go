@@ -314,7 +314,7 @@ func rhoHint(err error, grant privacy.Grant) string {
 		return ""
 	}
 	return fmt.Sprintf("\nhint: the same guarantee requested as zCDP fits: --rho %.6g (ρ-zCDP implies (ε = %g, δ = %g)-DP); "+
-		"the ledger counts a reserved (ε, δ) run by basic composition but composes ρ runs in zCDP", ce.SuggestedRho, grant.Epsilon, grant.Delta)
+		"under the classic (zCDP) rule the ledger counts a reserved (ε, δ) run by basic composition but composes ρ runs in zCDP", ce.SuggestedRho, grant.Epsilon, grant.Delta)
 }
 
 func summarize(w io.Writer, r *FitReport) {

@@ -57,14 +57,6 @@ func (c Charge) String() string {
 	return fmt.Sprintf("ρ=%.4g", c.Rho)
 }
 
-// withMu describes c with its GDP statement, if any.
-func (c Charge) withMu() string {
-	if c.Mu2 > 0 && !c.IsZero() {
-		return fmt.Sprintf("%v, μ=%.4g", c, math.Sqrt(c.Mu2))
-	}
-	return c.String()
-}
-
 // HasMu reports whether the charge carries a μ-GDP statement.
 func (c Charge) HasMu() bool { return c.Mu2 > 0 && !c.IsZero() }
 

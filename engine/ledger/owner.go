@@ -38,15 +38,15 @@ func currentOwner() owner {
 	return selfVal
 }
 
-// check reports whether o is alive, as seen from self.
-func (self owner) check(o owner) liveness {
-	if o.Host != self.Host {
+// check reports whether o is alive, as seen from me.
+func (me owner) check(o owner) liveness {
+	if o.Host != me.Host {
 		return ownerUnknown
 	}
-	if o.Boot != "" && self.Boot != "" && o.Boot != self.Boot {
+	if o.Boot != "" && me.Boot != "" && o.Boot != me.Boot {
 		return ownerDead // the machine has rebooted since
 	}
-	if o == self {
+	if o == me {
 		return ownerAlive
 	}
 	return processLiveness(o.PID, o.Start)

@@ -287,11 +287,3 @@ func importV1(ctx context.Context, t *txn) error {
 
 // now is the current time in the format the ledger stores.
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
-
-func parseTime(s sql.NullString) time.Time {
-	if !s.Valid {
-		return time.Time{}
-	}
-	t, _ := time.Parse(time.RFC3339Nano, s.String)
-	return t
-}

@@ -77,7 +77,6 @@ func iterateAt(t testing.TB, truth Point, rho float64, rng *rand.Rand) Point {
 // neighbourCheck is the outcome of replacing many rows of one data set by
 // many replacements at one iterate.
 type neighbourCheck struct {
-	label            string
 	dist             float64 // ‖M_l − M‖_F
 	maxChange        float64 // max ‖ηP_T(G) − ηP_T(G')‖_F over all (row, replacement) pairs
 	maxInModel       float64 // the same over in-model replacements only

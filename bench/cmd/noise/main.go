@@ -92,87 +92,7 @@ func main() {
 	b.WriteString("| estimator | step | ε | exact | zCDP | paper | exact / zCDP | exact from | paper calibration used |\n|---|---|---|---|---|---|---|---|---|\n")
 	var gaussRatios []float64
 	for _, c := range comparisons {
-		est, ok := ests[c.estimator]
-		if !ok {
-			fail(fmt.Errorf("no estimator %s", c.estimator))
-		}
-		m, err := gen.Lookup(c.model)
-		if err != nil {
-			fail(err)
-		}
-		g, err := gen.Run(m, c.modelParams, 1)
-		if err != nil {
-			fail(err)
-		}
-		choices := noiseChoices(est)
-		for _, eps := range epsilons {
-			grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
-			if c.pure {
-				grant = privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}
-			}
-			zp := with(c.params, nil)
-			if slices.Contains(choices, "zcdp") {
-				zp["noise"] = "zcdp"
-			}
-			zc := steps(est, g.Data, zp, grant)
-			var ex []privacy.Step
-			from := "run"
-			switch {
-			case c.pure:
-				ex, from = zc, "pure plan"
-			case slices.Contains(choices, "exact"):
-				ex = steps(est, g.Data, with(c.params, map[string]string{"noise": "exact"}), grant)
-			default:
-				ex, err = derived(zc, grant)
-				if err != nil {
-					fail(fmt.Errorf("%s: %w", c.estimator, err))
-				}
-				from = "derived"
-			}
-			var pap []privacy.Step
-			paperNote := ""
-			if c.paper != nil {
-				pap, err = trySteps(est, g.Data, with(c.params, c.paper), grant)
-				if err != nil && c.paper["noise"] == "classical" {
-					// The classical formula is not valid for a step's ε > 1.
-					pap, err = trySteps(est, g.Data, with(c.params, with(c.paper, map[string]string{"noise": "analytic"})), grant)
-					paperNote = " (analytic Gaussian here: the classical formula is not valid for a step's ε > 1)"
-				}
-				if err != nil {
-					fail(err)
-				}
-			}
-			n := max(len(ex), len(zc), len(pap))
-			for i := 0; i < n; i++ {
-				name := ""
-				cell := func(s []privacy.Step) string {
-					if i >= len(s) {
-						return "—"
-					}
-					if name == "" {
-						name = s[i].Name
-					}
-					return fmt.Sprintf("%.4g", s[i].Scale)
-				}
-				es, zs, ps := cell(ex), cell(zc), cell(pap)
-				ratio := "—"
-				if i < len(ex) && i < len(zc) && zc[i].Scale > 0 {
-					r := ex[i].Scale / zc[i].Scale
-					if ex[i].Mechanism == privacy.MechExponential {
-						r = zc[i].Scale / ex[i].Scale // β: larger is less noise
-					}
-					ratio = fmt.Sprintf("%.3f", r)
-					if ex[i].Mechanism == privacy.MechGaussian && eps == 1 && !c.pure {
-						gaussRatios = append(gaussRatios, r)
-					}
-				}
-				label := ""
-				if i == 0 {
-					label = c.paperLabel + paperNote
-				}
-				fmt.Fprintf(&b, "| %s | %s | %g | %s | %s | %s | %s | %s | %s |\n", c.estimator, name, eps, es, zs, ps, ratio, from, label)
-			}
-		}
+		compare(&b, c, ests, &gaussRatios)
 	}
 	sort.Float64s(gaussRatios)
 	b.WriteString("\nexact / zCDP below 1 is the noise exact saves (for β the ratio is inverted, so below 1 is always less randomisation). ")
@@ -184,6 +104,93 @@ func main() {
 	accuracy(&b, ests)
 	ledgerCounts(&b)
 	fmt.Print(b.String())
+}
+
+// compare writes the rows of one comparison: every step's scale under
+// exact, zCDP and the paper's calibration at each ε, collecting the
+// exact/zCDP ratios of Gaussian steps at ε = 1 into gaussRatios.
+func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, gaussRatios *[]float64) {
+	est, ok := ests[c.estimator]
+	if !ok {
+		fail(fmt.Errorf("no estimator %s", c.estimator))
+	}
+	m, err := gen.Lookup(c.model)
+	if err != nil {
+		fail(err)
+	}
+	g, err := gen.Run(m, c.modelParams, 1)
+	if err != nil {
+		fail(err)
+	}
+	choices := noiseChoices(est)
+	for _, eps := range epsilons {
+		grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
+		if c.pure {
+			grant = privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}
+		}
+		zp := with(c.params, nil)
+		if slices.Contains(choices, "zcdp") {
+			zp["noise"] = "zcdp"
+		}
+		zc := steps(est, g.Data, zp, grant)
+		var ex []privacy.Step
+		from := "run"
+		switch {
+		case c.pure:
+			ex, from = zc, "pure plan"
+		case slices.Contains(choices, "exact"):
+			ex = steps(est, g.Data, with(c.params, map[string]string{"noise": "exact"}), grant)
+		default:
+			ex, err = derived(zc, grant)
+			if err != nil {
+				fail(fmt.Errorf("%s: %w", c.estimator, err))
+			}
+			from = "derived"
+		}
+		var pap []privacy.Step
+		paperNote := ""
+		if c.paper != nil {
+			pap, err = trySteps(est, g.Data, with(c.params, c.paper), grant)
+			if err != nil && c.paper["noise"] == "classical" {
+				// The classical formula is not valid for a step's ε > 1.
+				pap, err = trySteps(est, g.Data, with(c.params, with(c.paper, map[string]string{"noise": "analytic"})), grant)
+				paperNote = " (analytic Gaussian here: the classical formula is not valid for a step's ε > 1)"
+			}
+			if err != nil {
+				fail(err)
+			}
+		}
+		n := max(len(ex), len(zc), len(pap))
+		for i := 0; i < n; i++ {
+			name := ""
+			cell := func(s []privacy.Step) string {
+				if i >= len(s) {
+					return "—"
+				}
+				if name == "" {
+					name = s[i].Name
+				}
+				return fmt.Sprintf("%.4g", s[i].Scale)
+			}
+			es, zs, ps := cell(ex), cell(zc), cell(pap)
+			ratio := "—"
+			if i < len(ex) && i < len(zc) && zc[i].Scale > 0 {
+				r := ex[i].Scale / zc[i].Scale
+				if ex[i].Mechanism == privacy.MechExponential {
+					r = zc[i].Scale / ex[i].Scale // β: larger is less noise
+				}
+				ratio = fmt.Sprintf("%.3f", r)
+				if ex[i].Mechanism == privacy.MechGaussian && eps == 1 && !c.pure {
+					*gaussRatios = append(*gaussRatios, r)
+				}
+			}
+			label := ""
+			if i == 0 {
+				label = c.paperLabel + paperNote
+			}
+			fmt.Fprintf(b, "| %s | %s | %g | %s | %s | %s | %s | %s | %s |\n", c.estimator, name, eps, es, zs, ps, ratio, from, label)
+		}
+	}
 }
 
 // noiseChoices are the values the estimator's noise parameter accepts.

@@ -1,0 +1,238 @@
+package stats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/dplr/dplr/engine/dataio"
+)
+
+// Runner names a Beam runner: "prism" (embedded, in-process, the only one
+// tested here) or any runner beamx knows ("flink", "spark", "dataflow",
+// "universal"), configured by Beam's usual flags.
+type Runner string
+
+// execute runs p on the runner.
+func execute(ctx context.Context, runner Runner, p *beam.Pipeline) error {
+	switch runner {
+	case "", "prism":
+		_, err := prism.Execute(ctx, p)
+		return err
+	default:
+		_, err := beamx.RunWithMetrics(ctx, p) // honours --runner and the runner's flags
+		return err
+	}
+}
+
+// Expand returns the sorted paths matching glob on any filesystem Beam
+// knows (local paths here; gs://, s3:// when their packages are linked).
+func Expand(ctx context.Context, glob string) ([]string, error) {
+	fs, err := filesystem.New(ctx, glob)
+	if err != nil {
+		return nil, fmt.Errorf("data %s: %w", glob, err)
+	}
+	defer fs.Close()
+	paths, err := fs.List(ctx, glob)
+	if err != nil {
+		return nil, fmt.Errorf("data %s: %w", glob, err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("data %s: no file matches", glob)
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+// localCopy returns a local path holding the file at path: path itself
+// when it is local, else a temporary copy (removed by cleanup).
+func localCopy(ctx context.Context, path string) (string, func(), error) {
+	if !strings.Contains(path, "://") {
+		return path, func() {}, nil
+	}
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return "", nil, err
+	}
+	defer fs.Close()
+	r, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		return "", nil, fmt.Errorf("shard %s: %w", path, err)
+	}
+	defer r.Close()
+	f, err := os.CreateTemp("", "dplr-shard-*"+filepath.Ext(path))
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", nil, fmt.Errorf("shard %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", nil, err
+	}
+	return f.Name(), func() { os.Remove(f.Name()) }, nil
+}
+
+// writeStatsFn writes the one aggregate to Path (any Beam filesystem).
+type writeStatsFn struct {
+	Path string
+}
+
+// ProcessElement writes s.
+func (f *writeStatsFn) ProcessElement(ctx context.Context, s *RowStats) error {
+	b, err := encodeStats(s)
+	if err != nil {
+		return err
+	}
+	return writeFile(ctx, f.Path, b)
+}
+
+func writeFile(ctx context.Context, path string, b []byte) error {
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	w, err := fs.OpenWrite(ctx, path)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+func readFile(ctx context.Context, path string) ([]byte, error) {
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer fs.Close()
+	r, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// Options configure a statistics run.
+type Options struct {
+	// Runner is the Beam runner (default prism).
+	Runner Runner
+	// Read says how shards are read.
+	Read ReadOptions
+	// TempDir receives the pipeline's output (any Beam filesystem; default
+	// a local temporary directory). It must be reachable from the workers
+	// and the driver.
+	TempDir string
+	// Progress, when set, receives progress lines.
+	Progress func(format string, args ...any)
+}
+
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		o.Progress(format, args...)
+	}
+}
+
+func (o Options) tempPath(name string) (string, func(), error) {
+	if o.TempDir != "" {
+		return strings.TrimSuffix(o.TempDir, "/") + "/" + name, func() {}, nil
+	}
+	d, err := os.MkdirTemp("", "dplr-beam-*")
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Join(d, name), func() { os.RemoveAll(d) }, nil
+}
+
+// firstShardCols reads the column count of the first shard.
+func firstShardCols(ctx context.Context, path string, ro ReadOptions) (int, error) {
+	lo, err := ro.load()
+	if err != nil {
+		return 0, err
+	}
+	local, cleanup, err := localCopy(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	ds, err := dataio.Load(local, lo)
+	if err != nil {
+		return 0, fmt.Errorf("shard %s: %w", path, err)
+	}
+	return ds.P(), nil
+}
+
+// ComputeRows runs the rows pipeline over the files matching glob and
+// returns the aggregates. A failed pipeline returns an error and nothing
+// else; no budget is involved at this stage.
+func ComputeRows(ctx context.Context, glob string, clip float64, opt Options) (*RowStats, error) {
+	initBeam()
+	paths, err := Expand(ctx, glob)
+	if err != nil {
+		return nil, err
+	}
+	p, err := firstShardCols(ctx, paths[0], opt.Read)
+	if err != nil {
+		return nil, err
+	}
+	out, done, err := opt.tempPath("rows.stats")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	opt.progress("beam: rows pipeline over %d shard(s), p = %d, runner %s", len(paths), p, orDefault(opt.Runner))
+	pl, s := beam.NewPipelineWithRoot()
+	shards := beam.CreateList(s, paths)
+	st := Rows(s, shards, p, clip, opt.Read)
+	beam.ParDo0(s, &writeStatsFn{Path: out}, st)
+	if err := execute(ctx, opt.Runner, pl); err != nil {
+		return nil, fmt.Errorf("beam pipeline failed: %w", err)
+	}
+	b, err := readFile(ctx, out)
+	if err != nil {
+		return nil, fmt.Errorf("beam pipeline output: %w", err)
+	}
+	res, err := decodeStats(b)
+	if err != nil {
+		return nil, fmt.Errorf("beam pipeline output: %w", err)
+	}
+	if res.N == 0 {
+		return nil, errors.New("beam pipeline: no rows")
+	}
+	opt.progress("beam: %d rows aggregated (%d clipped)", res.N, res.Clipped)
+	return res, nil
+}
+
+func orDefault(r Runner) Runner {
+	if r == "" {
+		return "prism"
+	}
+	return r
+}
+
+// initBeam initialises the SDK when the program's main has not (a library
+// caller); beam.Init must run before any pipeline is built.
+func initBeam() {
+	if !beam.Initialized() {
+		beam.Init()
+	}
+}
