@@ -112,7 +112,9 @@ class DPEstimator:
 
     After ``fit``: ``privacy_`` (:class:`Privacy`), ``outputs_`` (every
     output by name), ``releases_`` (each output's release class),
-    ``result_`` (the whole ``result.json``), ``n_features_in_``.
+    ``result_`` (the whole ``result.json``), ``n_features_in_``,
+    ``data_hash_`` (the data set's source identity, which the ledger keys
+    budgets on) and ``content_hash_`` (the hash of the data the plugin read).
     """
 
     _estimator: Optional[str] = None
@@ -228,9 +230,8 @@ class DPEstimator:
         self.metrics_ = {m["name"]: m.get("value") for m in result.get("metrics") or []}
         data = result.get("data") or {}
         self.n_features_in_ = data.get("p") or (data.get("d1", 0) * data.get("d2", 0)) or None
-        # The ledger keys a budget on the source identity (data.source_hash);
-        # data.hash is the view the plugin read.
-        self.data_hash_ = data.get("source_hash") or data.get("hash")
+        self.data_hash_ = data.get("source_hash") or data.get("hash")  # the ledger's data-set id
+        self.content_hash_ = data.get("hash")
         self._set_attributes()
         return result
 
@@ -256,9 +257,9 @@ class PCA(DPEstimator):
       releases none; ``transform`` then does not center);
     * ``explained_variance_``: the released eigenvalues (``None`` when the
       estimator releases none);
-    * ``explained_variance_ratio_``: eigenvalues over the trace of the
-      released matrix ``Sigma`` (``output_sigma=True``); ``None`` otherwise,
-      since the total variance is not public then.
+    * ``explained_variance_ratio_``: the released ``explained_variance_ratio``
+      (e.g. Analyze Gauss: private eigenvalues over the private trace);
+      ``None`` when the estimator releases no total variance.
     """
 
     _family = "rows"
@@ -279,12 +280,10 @@ class PCA(DPEstimator):
         self.mean_ = None if mean is None else np.asarray(mean, dtype=np.float64).ravel()
         ev = o.get("eigenvalues")
         self.explained_variance_ = None if ev is None else np.asarray(ev, dtype=np.float64)
-        sigma = o.get("Sigma")
-        self.explained_variance_ratio_ = None
-        if ev is not None and isinstance(sigma, np.ndarray) and sigma.ndim == 2 and sigma.shape[0] == sigma.shape[1]:
-            total = float(np.trace(sigma))
-            if total > 0:
-                self.explained_variance_ratio_ = self.explained_variance_ / total
+        ratio = o.get("explained_variance_ratio")
+        if ratio is None and ev is not None and isinstance(o.get("trace"), float) and o["trace"] > 0:
+            ratio = self.explained_variance_ / o["trace"]  # a released trace (non-private reference)
+        self.explained_variance_ratio_ = None if ratio is None else np.asarray(ratio, dtype=np.float64)
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Project ``X`` (n×p) onto the components: ``(X·scale − mean_) @
