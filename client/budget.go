@@ -40,6 +40,9 @@ type target struct {
 	isHash bool
 	kind   data.Kind
 	name   string
+	// sketch is the row sketch of the data when the target was read from
+	// data (nil for a hash or a name).
+	sketch []uint64
 }
 
 // DatasetKey reads and hashes d and returns its budget key: the identity
@@ -75,7 +78,11 @@ func (c *Client) target(ctx context.Context, r DatasetRef) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	return target{ref: host.BudgetKey(p.handle), isHash: true, kind: k, name: p.handle.Name}, nil
+	t := target{ref: host.BudgetKey(p.handle), isHash: true, kind: k, name: p.handle.Name}
+	if p.handle.Source != nil {
+		t.sketch = p.handle.Source.Sketch
+	}
+	return t, nil
 }
 
 // withLedger opens the ledger, runs fn and closes it.
@@ -140,6 +147,14 @@ func (c *Client) SetBudget(ctx context.Context, r DatasetRef, total privacy.Gran
 			}
 		} else if err := setBudget(ctx, led, h, t, total, opt); err != nil {
 			return err
+		}
+		// Record the rows' sketch with the total, so that near copies are
+		// recognised (refused by dplr fit and dplr audit) from the start,
+		// not only after a first fit.
+		if len(t.sketch) > 0 {
+			if err := led.SetSketch(ctx, h, t.sketch); err != nil {
+				return ledgerErr(err)
+			}
 		}
 		var err error
 		st, err = led.Show(ctx, h)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
 )
 
@@ -125,7 +127,7 @@ func cmdAudit(ctx context.Context, env *Env, args []string) error {
 	if info.NonPrivate {
 		return usagef("%s is a non-private reference: there is no guarantee to audit", f.estimator)
 	}
-	ds, label, err := auditData(f, info.DataKind)
+	ds, label, err := auditData(ctx, env, f, info.DataKind)
 	if err != nil {
 		return err
 	}
@@ -182,15 +184,18 @@ func cmdAudit(ctx context.Context, env *Env, args []string) error {
 
 // auditData is the data the audit perturbs: --data read as the
 // estimator's kind, or a small synthetic data set of that kind.
-func auditData(f *auditFlags, kind data.Kind) (*data.Dataset, string, error) {
+func auditData(ctx context.Context, env *Env, f *auditFlags, kind data.Kind) (*data.Dataset, string, error) {
 	if f.df.path != "" {
 		loc, err := f.df.locate(kind)
 		if err != nil {
 			return nil, "", err
 		}
-		ds, err := dataio.Load(loc.path, loc.opt)
+		ds, id, err := dataio.LoadIdentity(loc.path, loc.opt)
 		if err != nil {
 			return nil, "", fail(ExitData, err)
+		}
+		if err := refuseBudgeted(ctx, env, f, id); err != nil {
+			return nil, "", err
 		}
 		return ds, f.df.path, nil
 	}
@@ -389,4 +394,31 @@ func printAudit(w io.Writer, r *AuditReport) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  %s\n", r.Verdict)
+}
+
+// refuseBudgeted refuses to audit data that the ledger holds a budget for,
+// directly, through a link, or as a near copy (the overlap check of dplr
+// fit): hundreds of uncharged fits on it would side-step that budget.
+// --public is the owner's word for data nobody budgeted; the ledger's word
+// wins over it.
+func refuseBudgeted(ctx context.Context, env *Env, f *auditFlags, id dataio.Identity) error {
+	home, err := f.pf.checkedHome(env)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(home, ledger.MarkerName)); err != nil {
+		return nil // no ledger in this home: nothing is budgeted
+	}
+	led, err := ledger.Open(ctx, home)
+	if err != nil {
+		return fail(ExitData, fmt.Errorf("opening the budget ledger: %w", err))
+	}
+	defer led.Close()
+	if st, err := led.Show(ctx, id.Hash); err == nil && st.HasBudget {
+		return fail(ExitBudget, fmt.Errorf("%s has a privacy budget in the ledger: dplr audit charges nothing, so it runs only on data without one", f.df.path))
+	}
+	if err := host.CheckOverlap(ctx, led, id.Hash, &id); err != nil {
+		return fail(ExitBudget, fmt.Errorf("dplr audit charges nothing, so it refuses data that overlaps a budgeted data set: %w", err))
+	}
+	return nil
 }

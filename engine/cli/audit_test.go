@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/dataio"
 )
 
 // dplr audit passes a correctly calibrated estimator and catches one whose
@@ -39,4 +42,25 @@ func TestAuditRefusesPrivateDataWithoutConfirmation(t *testing.T) {
 	r := dplr(t, t.TempDir(), "audit", "example-mean", "--data", "whatever.npy", "--epsilon", "1", "--delta", "1e-5")
 	assert.Equal(t, ExitUsage, r.code)
 	assert.Contains(t, r.stderr, "--public")
+}
+
+// Uncharged audit fits must not side-step a budget: data the ledger holds a
+// budget for is refused even with --public, and so is a near copy of it.
+func TestAuditRefusesBudgetedData(t *testing.T) {
+	home := t.TempDir()
+	x := filepath.Join(genSpiked(t), "X.npy")
+	r := dplr(t, home, "budget", "set", "--data", x, "--epsilon", "1", "--delta", "1e-6")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "audit", "example-mean", "--data", x, "--public", "--epsilon", "1", "--delta", "1e-5", "--runs", "60", "--quiet")
+	assert.Equal(t, ExitBudget, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "has a privacy budget")
+
+	ds, err := dataio.Load(x, dataio.LoadOptions{})
+	require.NoError(t, err)
+	n, p := ds.X.Dims()
+	half := filepath.Join(t.TempDir(), "half.npy")
+	require.NoError(t, dataio.SaveNPY(half, ds.X.Slice(0, n/2, 0, p)))
+	r = dplr(t, home, "audit", "example-mean", "--data", half, "--public", "--epsilon", "1", "--delta", "1e-5", "--runs", "60", "--quiet")
+	assert.Equal(t, ExitBudget, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "overlaps a budgeted data set")
 }

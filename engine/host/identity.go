@@ -31,17 +31,17 @@ const (
 	overlapMinSample = 20
 )
 
-// sketchLedger is the part of *ledger.Ledger the overlap check uses.
-type sketchLedger interface {
+// SketchLedger is the part of *ledger.Ledger the overlap check uses.
+type SketchLedger interface {
 	Datasets(ctx context.Context) ([]ledger.Dataset, error)
 	SetSketch(ctx context.Context, hash string, sketch []uint64) error
 }
 
-// checkOverlap refuses a data set that shares most of its rows with a
+// CheckOverlap refuses a data set that shares most of its rows with a
 // budgeted data set under another identity (a subset, a near copy, a few
 // rows edited): its runs would otherwise draw on a fresh budget. The fix
 // is explicit: `dplr budget link` makes it an alias of that budget.
-func checkOverlap(ctx context.Context, l sketchLedger, key string, src *dataio.Identity) error {
+func CheckOverlap(ctx context.Context, l SketchLedger, key string, src *dataio.Identity) error {
 	if src == nil || len(src.Sketch) == 0 {
 		return nil
 	}

@@ -171,9 +171,9 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return r.fitNonPrivate(ctx, plug, call, req, res)
 	}
 	key := BudgetKey(req.Data)
-	sl, hasSketches := r.Ledger.(sketchLedger)
+	sl, hasSketches := r.Ledger.(SketchLedger)
 	if hasSketches {
-		if err := checkOverlap(ctx, sl, key, req.Data.Source); err != nil {
+		if err := CheckOverlap(ctx, sl, key, req.Data.Source); err != nil {
 			return nil, err
 		}
 	}
