@@ -61,14 +61,7 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 		sumEps += s.Epsilon
 		sumRho += stepRho(s)
 	}
-	// An all-pure run's tightest (ε, δ) statement: the composition keeps
-	// "pure" when Σε fits, so the privacy loss distribution (Laplace and
-	// bounded-range factors) is tried here.
-	if allPure && grant.Kind == GrantApprox {
-		if c, ok := pldCandidate(steps, grant.Delta); ok && c.Epsilon < tight.Epsilon {
-			tight = c
-		}
-	}
+
 	switch g.Kind {
 	case Model, Nominal:
 		g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
@@ -88,6 +81,14 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 	}
 	if allPure {
 		g.Kind, g.Epsilon, g.Accounting = Pure, sumEps, "pure"
+		// The tighter (ε, δ) statement: the composition keeps "pure"
+		// when Σε fits, so the privacy loss distribution (Laplace and
+		// bounded-range factors) is tried here.
+		if grant.Kind == GrantApprox {
+			if c, ok := pldCandidate(steps, grant.Delta); ok && c.Epsilon < tight.Epsilon {
+				tight = c
+			}
+		}
 		switch {
 		case grant.Kind == GrantZCDP:
 			g.Rho = sumRho
