@@ -434,3 +434,74 @@ func TestFFTErrorBound(t *testing.T) {
 	}
 	assert.LessOrEqual(t, l1, viaFFT.Err)
 }
+
+// The bounded-range parameter of an exponential step is its ε for both
+// calibrations (2Δβ in general, Δβ for a monotone utility), and the larger
+// of the declared ε and the one its Δ and β imply when they disagree.
+func TestExponentialBRParameter(t *testing.T) {
+	cases := []struct {
+		name string
+		step Step
+		want float64
+	}{
+		{"general, β = ε/(2Δ)", Step{Mechanism: MechExponential, Sensitivity: 2, Scale: 0.5 / 4, Epsilon: 0.5}, 0.5},
+		{"monotone, β = ε/Δ", Step{Mechanism: MechExponential, Calibration: CalibMonotone, Sensitivity: 2, Scale: 0.5 / 2, Epsilon: 0.5}, 0.5},
+		{"declared ε below the implied one", Step{Mechanism: MechExponential, Sensitivity: 1, Scale: 0.5, Epsilon: 0.3}, 1},
+		{"declared ε above the implied one", Step{Mechanism: MechExponential, Sensitivity: 1, Scale: 0.1, Epsilon: 0.3}, 0.3},
+		{"no scale recorded", Step{Mechanism: MechExponential, Epsilon: 0.3}, 0.3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := stepPureEps(c.step)
+			require.NoError(t, err)
+			assert.InEpsilon(t, c.want, got, 1e-12)
+		})
+	}
+	// Releases declared through the accountant carry the same ε either
+	// way, and their PLD is the bounded-range one at that ε.
+	a, err := NewAccountant(Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6})
+	require.NoError(t, err)
+	b := Budget{Noise: NoisePure, Epsilon: 0.4}
+	r1, err := a.Exponential("general", 3, b)
+	require.NoError(t, err)
+	r2, err := a.ExponentialMonotone("monotone", 3, b)
+	require.NoError(t, err)
+	assert.InEpsilon(t, 2*r1.Beta(), r2.Beta(), 1e-12, "monotone β is twice the general one")
+	for _, s := range a.Steps() {
+		require.NoError(t, VerifyStep(s))
+		e, err := stepPureEps(s)
+		require.NoError(t, err)
+		assert.InEpsilon(t, 0.4, e, 1e-12, s.Name)
+	}
+	p, err := RunPLD(a.Steps(), DefaultPLDGrid)
+	require.NoError(t, err)
+	br, err := CTDBoundedRange(0.4, DefaultPLDGrid)
+	require.NoError(t, err)
+	two, err := br.SelfCompose(2)
+	require.NoError(t, err)
+	for _, e := range []float64{0, 0.2, 0.5} {
+		assert.InEpsilon(t, two.Delta(e), p.Delta(e), 1e-12)
+	}
+}
+
+// A Laplace step's ℓ1 sensitivity may be spread over coordinates; the
+// accountant models it by one coordinate carrying all of it. Spreading the
+// shift composes to a profile no larger (checked on a grid of splits).
+func TestLaplaceSingleCoordinateWorst(t *testing.T) {
+	const h = 1e-4
+	for _, eps := range []float64{0.1, 1, 3} {
+		one, err := CTDLaplace(eps, h)
+		require.NoError(t, err)
+		for _, f := range []float64{0.5, 0.25, 0.1} {
+			a, err := CTDLaplace(eps*f, h)
+			require.NoError(t, err)
+			b, err := CTDLaplace(eps*(1-f), h)
+			require.NoError(t, err)
+			split, err := a.Compose(b)
+			require.NoError(t, err)
+			for e := 0.0; e < eps; e += eps / 25 {
+				assert.LessOrEqual(t, split.Delta(e), one.Delta(e)*(1+1e-9)+split.Err, "ε=%v split %v ε'=%v", eps, f, e)
+			}
+		}
+	}
+}

@@ -208,8 +208,12 @@
 // (times the 1e-9 lattice allowance), on μ²/2 ± 10μ. Laplace steps with
 // Δ/b = ε: δ(ε') = 1 − e^((ε'−ε)/2) for 0 ≤ ε' ≤ ε (ε raised by the same
 // 1e-9 allowance for the discrete Laplace, whose curve differs from the
-// continuous one by a relative O(γ/b) ≈ 1e-12). Exponential mechanism:
-// bounded range, below.
+// continuous one by a relative O(γ/b) ≈ 1e-12). A Laplace step's ℓ1
+// sensitivity may be spread over many coordinates, whose losses add up;
+// one coordinate carrying the whole shift is the worst case (a spread
+// shift composes to a profile no larger; TestLaplaceSingleCoordinateWorst
+// checks splits), so the factor is the one-dimensional Laplace pair.
+// Exponential mechanism: bounded range, below.
 //
 // # The exponential mechanism as bounded range
 //

@@ -235,13 +235,19 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 	// at most 1) give a product off by at most e_p + e_q + e_p·e_q.
 	out.Err = p.Err + q.Err + p.Err*q.Err
 	// Direct convolution costs (non-zero masses of one) × (length of the
-	// other): sparse factors (randomized response, its compositions) are
-	// convolved directly and exactly up to rounding.
+	// other) multiply-adds, the FFT about 12·N·log2(N) for its length N:
+	// sparse factors (randomized response, its compositions) are convolved
+	// directly, which is exact up to rounding and keeps zero masses zero.
 	np, nq := nonZero(p.Mass), nonZero(q.Mass)
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	fftCost := 12 * float64(size) * math.Log2(float64(size))
 	switch {
-	case float64(np)*float64(len(q.Mass)) < 1e7 && np <= nq:
+	case float64(np)*float64(len(q.Mass)) <= fftCost && np <= nq:
 		out.Mass = convolveDirect(p.Mass, q.Mass)
-	case float64(nq)*float64(len(p.Mass)) < 1e7:
+	case float64(nq)*float64(len(p.Mass)) <= fftCost:
 		out.Mass = convolveDirect(q.Mass, p.Mass)
 	default:
 		out.Mass = convolveFFT(p.Mass, q.Mass)
