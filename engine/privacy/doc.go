@@ -199,9 +199,9 @@
 // ε(1e-6) within 1e-6 of the analytic curve). RunPLD composes all
 // Gaussian steps first into one μ-GDP factor (exact), so k is the number
 // of Laplace and exponential steps, plus one when there is a Gaussian
-// step; DefaultPLDGrid is h = 1e-3. Delta adds a relative 1e-10 for the
-// rounding of sums and direct convolutions, and the bound PLD.Err on FFT
-// rounding (Higham's error bound for the FFT, carried through every
+// step; DefaultPLDGrid is h = 1e-3. Delta adds a relative 1e-10 per
+// factor for the rounding of the construction, of sums and of direct
+// convolutions, and the bound PLD.Err on FFT rounding (Higham's error bound for the FFT, carried through every
 // convolution): no rounding can lower a reported δ.
 //
 // Factors used. Gaussian steps: the GDP curve at μ = sqrt(Σ(Δ_i/σ_i)²)

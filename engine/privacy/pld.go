@@ -42,10 +42,18 @@ type PLD struct {
 	Err float64
 }
 
-// deltaRounding is the relative allowance Delta adds for the rounding of
-// its own sums and of direct convolutions (sums of non-negative terms,
-// relative error below n·2^-53 ≈ 1e-11 for the sizes allowed here).
+// deltaRounding is the relative allowance Delta adds, per composed
+// factor, for rounding: a connect-the-dots factor may fall short of its
+// profile by half of it (see PLDFromProfile's check), and a relative
+// shortfall of one factor is the same relative shortfall of a composition
+// (δ of a product is an average of one factor's δ at shifted ε); the other
+// half covers the compensated sums of Delta and the direct convolutions
+// (sums of non-negative terms, relative error below 1e-12 at the sizes
+// used here).
 const deltaRounding = 1e-10
+
+// allowance is the relative rounding allowance of p's δ.
+func (p *PLD) allowance() float64 { return deltaRounding * float64(max(1, p.Factors)) }
 
 func checkGrid(h float64) error {
 	if !(h > 0) || h > 1 || math.IsInf(h, 0) {
@@ -147,7 +155,7 @@ func PurePLD(eps, h float64) (*PLD, error) {
 }
 
 // Delta is the δ at which the PLD's pair is (ε, δ)-DP, with the rounding
-// allowances (relative deltaRounding, absolute Err) added.
+// allowances (relative deltaRounding per factor, absolute Err) added.
 func (p *PLD) Delta(eps float64) float64 {
 	var d kahan
 	d.add(p.Inf)
@@ -159,7 +167,7 @@ func (p *PLD) Delta(eps float64) float64 {
 			d.add(-m * math.Expm1(eps-l))
 		}
 	}
-	return math.Min(1, d.sum()*(1+deltaRounding)+p.Err)
+	return math.Min(1, d.sum()*(1+p.allowance())+p.Err)
 }
 
 // Epsilon is the smallest ε ≥ 0 at which the PLD's pair is (ε, δ)-DP
@@ -176,14 +184,14 @@ func (p *PLD) Epsilon(delta float64) (float64, error) {
 	if !(delta > 0) || !(delta < 1) {
 		return 0, fmt.Errorf("δ = %v must lie in (0, 1): %w", delta, ErrInvalidBudget)
 	}
-	if p.Inf*(1+deltaRounding)+p.Err >= delta {
+	if p.Inf*(1+p.allowance())+p.Err >= delta {
 		return 0, fmt.Errorf("the loss is infinite with probability %.3g ≥ δ = %v: %w", p.Inf, delta, ErrInvalidBudget)
 	}
 	if p.Delta(0) <= delta {
 		return 0, nil
 	}
 	// The target for the unallowanced sums.
-	target := (delta - p.Err) / (1 + deltaRounding)
+	target := (delta - p.Err) / (1 + p.allowance())
 	// Smallest grid index j with δ(ε_j) ≤ target (δ decreases in ε).
 	j := len(p.Mass)
 	p.gridDeltas(func(i int, di float64) {
