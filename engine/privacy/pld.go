@@ -88,7 +88,8 @@ func fromCDF(F, S func(float64) float64, mid, lo, hi, h float64) (*PLD, error) {
 	return p, nil
 }
 
-// GaussianPLD is the discretised PLD of a μ-GDP Gaussian step (Δ/σ = μ).
+// GaussianPLD is the round-up discretised PLD of a μ-GDP Gaussian step
+// (Δ/σ = μ); CTDGaussian is the tighter connect-the-dots one.
 func GaussianPLD(mu, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
@@ -104,7 +105,8 @@ func GaussianPLD(mu, h float64) (*PLD, error) {
 	return fromCDF(F, S, m, lo, hi, h)
 }
 
-// LaplacePLD is the discretised PLD of a Laplace step with Δ/b = ε.
+// LaplacePLD is the round-up discretised PLD of a Laplace step with
+// Δ/b = ε; CTDLaplace is the tighter connect-the-dots one.
 func LaplacePLD(eps, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
@@ -135,8 +137,10 @@ func LaplacePLD(eps, h float64) (*PLD, error) {
 	return fromCDF(F, S, eps, -eps, eps, h)
 }
 
-// PurePLD is the discretised PLD of randomized response at ε, which
-// dominates every pure ε-DP mechanism.
+// PurePLD is the round-up discretised PLD of randomized response at ε,
+// which dominates every pure ε-DP mechanism (CTDRandomizedResponse is the
+// connect-the-dots one; CTDBoundedRange is much tighter for the
+// exponential mechanism).
 func PurePLD(eps, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
