@@ -441,6 +441,11 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 			if err := compatible(total, req.Grant); err != nil {
 				return fmt.Errorf("data set %s: %w", short(h), err)
 			}
+			if req.MechanismsDeclared {
+				if err := mechanismsAdmitted(ruleOf(st), req.Mechanisms); err != nil {
+					return fmt.Errorf("data set %s: %w", short(h), err)
+				}
+			}
 			before := st.charged(0)
 			if err := fits(total, before, charge); err != nil {
 				sp, _ := compose(total, before)

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"fmt"
+
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
@@ -161,4 +163,31 @@ func StepsFromProto(in []*dplrpb.Step) []privacy.Step {
 		out = append(out, StepFromProto(s))
 	}
 	return out
+}
+
+// DeclarationToProto writes a pre-flight declaration of mechanisms into a
+// Check response.
+func DeclarationToProto(d sdk.Declaration, resp *dplrpb.CheckResponse) {
+	resp.MechanismsDeclared = d.Declared
+	resp.Mechanisms = nil
+	for _, u := range d.Uses {
+		resp.Mechanisms = append(resp.Mechanisms, &dplrpb.CheckResponse_MechanismUse{Mechanism: string(u.Mechanism), Purpose: u.For})
+	}
+}
+
+// DeclarationFromProto reads the declaration of a Check response,
+// normalised by sdk.NewDeclaration (an unknown mechanism name is an
+// error). A response without one is undeclared.
+func DeclarationFromProto(resp *dplrpb.CheckResponse) (sdk.Declaration, error) {
+	if !resp.GetMechanismsDeclared() {
+		if len(resp.GetMechanisms()) > 0 {
+			return sdk.Declaration{}, fmt.Errorf("lists %d mechanisms without declaring them (mechanisms_declared is false)", len(resp.GetMechanisms()))
+		}
+		return sdk.Declaration{}, nil
+	}
+	uses := make([]sdk.MechanismUse, 0, len(resp.GetMechanisms()))
+	for _, m := range resp.GetMechanisms() {
+		uses = append(uses, sdk.MechanismUse{Mechanism: privacy.Mechanism(m.GetMechanism()), For: m.GetPurpose()})
+	}
+	return sdk.NewDeclaration(uses)
 }

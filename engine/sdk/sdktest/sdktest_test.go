@@ -18,8 +18,17 @@ import (
 type opts struct {
 	sdk.Clip `default:"1"`
 	Share    float64 `param:"share" default:"1" gt:"0" max:"1" doc:"part of the budget used"`
-	Mode     string  `param:"mode" default:"good" choices:"good,undrawn,drift,unlabelled,timing" doc:"how to misbehave"`
+	Mode     string  `param:"mode" default:"good" choices:"good,undrawn,drift,unlabelled,timing,lie" doc:"how to misbehave"`
 	K        *int    `param:"k" min:"1" lt:"10" doc:"optional"`
+}
+
+// Mechanisms implements sdk.MechanismDeclarer: one Gaussian release,
+// except in mode lie, which declares a Laplace step instead.
+func (o *opts) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
+	if o.Mode == "lie" {
+		return []sdk.MechanismUse{{Mechanism: privacy.MechLaplace, For: "v"}}, nil
+	}
+	return []sdk.MechanismUse{{Mechanism: privacy.MechGaussian, For: "v"}}, nil
 }
 
 // est is a configurable estimator: good by default, misbehaving on request.
@@ -116,6 +125,8 @@ func TestFindings(t *testing.T) {
 		{"refusal accepted", est{}, []Case{{Name: "c", Data: rows(), Grant: grant}, {Name: "bad", Data: rows(), Grant: grant, Refuse: "x"}},
 			[]string{`case "bad": request map[] was accepted`}},
 		{"no cases", est{}, nil, []string{"no cases"}},
+		{"false declaration", est{}, []Case{{Name: "c", Data: rows(), Grant: grant, Params: map[string]string{"mode": "lie"}}},
+			[]string{`mechanisms: privacy step 1 ("v") uses the gaussian mechanism, which the estimator did not declare before the fit (it declared: laplace (v))`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
