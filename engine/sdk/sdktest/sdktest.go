@@ -390,3 +390,56 @@ func publicTimings(res *sdk.Result) []string {
 	}
 	return out
 }
+
+// RunDeclared fits each case once and reports, as test errors, a case
+// whose steps use a mechanism the estimator did not declare or whose
+// declaration lists a mechanism the fit did not use. The host allows the
+// latter (a declaration may list what a fit only might use), but a listed,
+// unused non-Gaussian mechanism makes the host refuse the request under
+// the Gaussian-DP filter for nothing: estimators whose plans are fixed by
+// their options should declare exactly.
+func RunDeclared(t *testing.T, est sdk.Estimator, cases ...Case) {
+	t.Helper()
+	for _, err := range CheckDeclaredExactly(est, cases...) {
+		t.Error(err)
+	}
+}
+
+// CheckDeclaredExactly is RunDeclared returning its findings.
+func CheckDeclaredExactly(est sdk.Estimator, cases ...Case) []error {
+	info, err := sdk.InfoOf(est)
+	if err != nil {
+		return []error{fmt.Errorf("catalogue: %w", err)}
+	}
+	var errs []error
+	for _, c := range cases {
+		_, _, d, err := sdk.PrepareDeclared(info, c.Params, sdk.ShapeOf(c.Data), c.Grant)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("case %q: pre-flight: %w", c.Name, err))
+			continue
+		}
+		if !d.Declared {
+			errs = append(errs, fmt.Errorf("case %q: %s declares no mechanisms (implement sdk.MechanismDeclarer on its options)", c.Name, info.Name))
+			continue
+		}
+		o := fit(est, c)
+		if o.err != nil {
+			errs = append(errs, fmt.Errorf("case %q: fit failed: %w", c.Name, o.err))
+			continue
+		}
+		steps := o.acct.Steps()
+		if err := d.CheckSteps(steps); err != nil {
+			errs = append(errs, fmt.Errorf("case %q: %w", c.Name, err))
+		}
+		for _, m := range d.Mechanisms() {
+			used := false
+			for _, s := range steps {
+				used = used || s.Mechanism == m
+			}
+			if !used {
+				errs = append(errs, fmt.Errorf("case %q: declares the %s mechanism (%s), which the fit did not use", c.Name, m, d))
+			}
+		}
+	}
+	return errs
+}

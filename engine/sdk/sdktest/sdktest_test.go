@@ -168,3 +168,17 @@ func TestBadRequestsFromCatalogue(t *testing.T) {
 		"allow_large_delta=maybe map[allow_large_delta:maybe share:0.5]",
 	}, got)
 }
+
+// RunDeclared wants the declaration to be exactly what the fit used.
+func TestCheckDeclaredExactly(t *testing.T) {
+	assert.Empty(t, CheckDeclaredExactly(est{}, Case{Name: "good", Data: rows(), Grant: grant}))
+	errs := CheckDeclaredExactly(est{}, Case{Name: "lie", Data: rows(), Grant: grant, Params: map[string]string{"mode": "lie"}})
+	if assert.Len(t, errs, 2) {
+		assert.Contains(t, errs[0].Error(), "uses the gaussian mechanism, which the estimator did not declare")
+		assert.Contains(t, errs[1].Error(), "declares the laplace mechanism (laplace (v)), which the fit did not use")
+	}
+	errs = CheckDeclaredExactly(est{legacy: true}, Case{Name: "undeclared", Data: rows(), Grant: grant})
+	if assert.Len(t, errs, 1) {
+		assert.Contains(t, errs[0].Error(), "declares no mechanisms")
+	}
+}
