@@ -222,13 +222,19 @@
 //     the classic rule at once: the first run's kind must be chosen before
 //     any output of the data set exists, and a run reserved beside it could
 //     not be held to a rule decided by the first run's settle time;
-//   - the rule then stays: under the Gaussian-DP filter a run that is not
-//     Gaussian-only is withheld at [Ledger.Settle] ([ErrIncompatible]; it
-//     is recorded as failed and charged its reservation, and the host does
-//     not release its result), and one that failed after drawing noise
-//     without steps showing it Gaussian-only is charged without a GDP
-//     statement, after which the budget admits nothing more. A total
-//     changed later keeps the rule.
+//   - the rule then stays: under the Gaussian-DP filter a run whose
+//     estimator declared before it ran that it will use another mechanism
+//     than the Gaussian (ReserveRequest.MechanismsDeclared, from the host's
+//     pre-flight check) is refused by [Ledger.Reserve] with nothing written
+//     ([ErrIncompatible]; [Status.AdmitsMechanisms] previews it). An
+//     undeclared run that is not Gaussian-only is withheld at
+//     [Ledger.Settle] ([ErrIncompatible]; it is recorded as failed and
+//     charged its reservation, and the host does not release its result),
+//     and one that failed after drawing noise without steps showing it
+//     Gaussian-only is charged without a GDP statement, after which the
+//     budget admits nothing more. A total changed later keeps the rule.
+//     [Status.Rule] names the rule in force ([RuleGDP], [RuleClassic],
+//     [RuleUndecided]); Spent and Remaining are stated under it.
 //
 // Why a rule fixed this way is valid: the kind of a run (which mechanisms
 // its plan uses) is a function of its public inputs (estimator, parameters,
