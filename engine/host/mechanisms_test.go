@@ -70,7 +70,8 @@ func TestRunnerRefusesWhatTheRuleCannotAdmit(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrBudget)
 	assert.ErrorIs(t, err, ledger.ErrIncompatible)
-	for _, want := range []string{"nothing was run or spent", "exponential (clip quantile (clip=auto))", "Gaussian-DP filter"} {
+	assert.ErrorIs(t, err, ledger.ErrMechanism)
+	for _, want := range []string{"nothing was run or spent", "exponential (clip quantile (clip=auto))", "Gaussian-DP filter", "give a numeric clip instead of clip=auto"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	var fe *FitError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dplr/dplr/engine/data"
@@ -241,10 +242,23 @@ func (r *Runner) admitMechanisms(ctx context.Context, key, estimator string, dec
 		return &FitError{Err: fmt.Errorf("reading the data set's budget: %w: %w", err, ErrLedger)}
 	}
 	if err := st.AdmitsMechanisms(decl.Mechanisms()); err != nil {
-		return &FitError{Err: fmt.Errorf("%w, nothing was run or spent: data set %s: %s will use %s; %w (choose parameters whose steps are all Gaussian, e.g. a numeric clip instead of clip=auto, or use a data set of its own)",
-			ErrBudget, short(key), estimator, decl, err)}
+		return &FitError{Err: fmt.Errorf("%w, nothing was run or spent: data set %s: %s will use %s; %w (%s)",
+			ErrBudget, short(key), estimator, decl, err, mechanismAdvice(decl))}
 	}
 	return nil
+}
+
+// mechanismAdvice says what a user refused under the Gaussian-DP filter
+// can do: change the option that needs a non-Gaussian step when the
+// declaration names one, else use a Gaussian-only estimator or a data set
+// of its own (the rule never changes once fixed).
+func mechanismAdvice(decl sdk.Declaration) string {
+	for _, u := range decl.Uses {
+		if u.Mechanism != privacy.MechGaussian && strings.Contains(u.For, "clip=auto") {
+			return "give a numeric clip instead of clip=auto, or run it on a data set of its own"
+		}
+	}
+	return "use an estimator whose steps are all Gaussian, or run it on a data set of its own"
 }
 
 // checkDeclared holds a fit to its pre-flight declaration: every verified

@@ -39,6 +39,7 @@ func TestReserveRefusesDeclaredMechanismsTheRuleCannotAdmit(t *testing.T) {
 	for _, ms := range [][]privacy.Mechanism{{privacy.MechLaplace}, {privacy.MechGaussian, privacy.MechExponential}} {
 		_, err := l.Reserve(ctx, h, declared(ms...))
 		require.ErrorIs(t, err, ErrIncompatible, "%v", ms)
+		require.ErrorIs(t, err, ErrMechanism)
 		assert.Contains(t, err.Error(), "Gaussian-DP filter")
 		assert.Contains(t, err.Error(), string(ms[len(ms)-1]))
 		assert.ErrorIs(t, before.AdmitsMechanisms(ms), ErrIncompatible, "the preview agrees")

@@ -331,8 +331,12 @@ func mechanismsAdmitted(rule string, mechs []privacy.Mechanism) error {
 	if len(other) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the budget follows the Gaussian-DP filter (its first charged run was Gaussian-only), which admits only runs whose every step is Gaussian, and this run declares the %s mechanism: %w",
-		strings.Join(other, " and "), ErrIncompatible)
+	what := "the " + other[0] + " mechanism"
+	if len(other) > 1 {
+		what = "the " + strings.Join(other, " and ") + " mechanisms"
+	}
+	return fmt.Errorf("the budget follows the Gaussian-DP filter (its first charged run was Gaussian-only), which admits only runs whose every step is Gaussian, and this run declares %s: %w: %w",
+		what, ErrMechanism, ErrIncompatible)
 }
 
 // GrantString describes a grant or budget in words.
