@@ -56,12 +56,15 @@ under that same rule:
                Gaussian-DP parameter of the total (valid for adaptively
                chosen runs: Smith & Thakurta 2022, fully adaptive
                composition for Gaussian DP; μ_T-GDP gives (ε_T, δ_T) by the
-               exact Gaussian curve). A fit whose estimator declares a
-               Laplace or exponential step (pca's clip=auto quantile,
-               pca-amin, orbit-rank-k, ...) is refused before anything is
-               reserved (exit 3, nothing spent); an estimator that does not
-               declare its mechanisms is run, and a non-Gaussian result is
-               withheld and charged its reservation.
+               exact Gaussian curve). A run granted a pure ε is admitted
+               too, whatever its mechanisms: it is ε-DP, hence μ-GDP with
+               μ = 2Φ⁻¹(e^ε/(1+e^ε)) ≈ 1.25ε. A fit granted (ε, δ) or ρ
+               whose estimator declares a Laplace or exponential step
+               (pca's clip=auto quantile, pca-amin, orbit-rank-k, ...) is
+               refused before anything is reserved (exit 3, nothing
+               spent); an estimator that does not declare its mechanisms
+               is run, and a non-Gaussian result is withheld and charged
+               its reservation.
   classic      any other history, and pure or ρ totals: the runs' statements
                composed in zCDP where each run's ρ is known (the Rényi/zCDP
                filter, Feldman & Zrnic 2021), pure or basic composition

@@ -180,3 +180,21 @@ func TestRunnerDeclaredRunsUnderOtherRules(t *testing.T) {
 	_, err = r.Fit(context.Background(), FitRequest{Estimator: "bad-declare-exponential", Grant: approxGrant, Data: fakeHandle()})
 	assert.ErrorIs(t, err, ErrBudget)
 }
+
+// The fallback: under the Gaussian-DP filter a declared Laplace fit is
+// refused with an (ε, δ) grant (the advice says a pure ε would do), and
+// admitted, released and charged its μ_ε-GDP statement with a pure grant.
+func TestRunnerPureGrantFallback(t *testing.T) {
+	r, led := gdpLedger(t, "declare-laplace")
+	_, err := r.Fit(context.Background(), FitRequest{Estimator: "bad-declare-laplace", Grant: approxGrant, Data: fakeHandle()})
+	require.ErrorIs(t, err, ledger.ErrMechanism)
+	assert.Contains(t, err.Error(), "grant it a pure ε budget")
+	res, err := r.Fit(context.Background(), FitRequest{Estimator: "bad-declare-laplace", Grant: privacy.Grant{Kind: privacy.GrantPure, Epsilon: 0.5}, Data: fakeHandle()})
+	require.NoError(t, err)
+	require.NotNil(t, res.Outcome)
+	runs := history(t, led)
+	last := runs[len(runs)-1]
+	assert.Equal(t, ledger.Succeeded, last.State)
+	assert.Positive(t, last.Charge.Mu2, "charged a GDP statement")
+	assert.Equal(t, ledger.RuleGDP, show(t, led).Rule)
+}

@@ -166,7 +166,7 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return nil, err
 	}
 	if !info.NonPrivate {
-		if err := r.admitMechanisms(ctx, BudgetKey(req.Data), req.Estimator, res.Check.Mechanisms); err != nil {
+		if err := r.admitMechanisms(ctx, BudgetKey(req.Data), info, req.Grant, res.Check.Mechanisms); err != nil {
 			return nil, err
 		}
 	}
@@ -228,12 +228,13 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 
 // admitMechanisms refuses, before anything is reserved, a request whose
 // declared mechanisms the data set's budget rule cannot admit (a
-// non-Gaussian mechanism under the Gaussian-DP filter): without it the run
+// non-Gaussian mechanism under the Gaussian-DP filter, unless the run is
+// granted a pure ε, which ledger admits as μ_ε-GDP): without it the run
 // would be charged its reservation and its result withheld at settlement.
 // The ledger repeats the check inside the reservation's transaction
 // (ReserveRequest.MechanismsDeclared), so a rule fixed meanwhile by
 // another process is honoured too. An undeclared request passes.
-func (r *Runner) admitMechanisms(ctx context.Context, key, estimator string, decl sdk.Declaration) error {
+func (r *Runner) admitMechanisms(ctx context.Context, key string, info sdk.Info, grant privacy.Grant, decl sdk.Declaration) error {
 	if !decl.Declared {
 		return nil
 	}
@@ -241,22 +242,26 @@ func (r *Runner) admitMechanisms(ctx context.Context, key, estimator string, dec
 	if err != nil {
 		return &FitError{Err: fmt.Errorf("reading the data set's budget: %w: %w", err, ErrLedger)}
 	}
-	if err := st.AdmitsMechanisms(decl.Mechanisms()); err != nil {
+	if err := st.AdmitsMechanisms(grant, decl.Mechanisms()); err != nil {
 		return &FitError{Err: fmt.Errorf("%w, nothing was run or spent: data set %s: %s will use %s; %w (%s)",
-			ErrBudget, short(key), estimator, decl, err, mechanismAdvice(decl))}
+			ErrBudget, short(key), info.Name, decl, err, mechanismAdvice(info, decl))}
 	}
 	return nil
 }
 
 // mechanismAdvice says what a user refused under the Gaussian-DP filter
 // can do: change the option that needs a non-Gaussian step when the
-// declaration names one, else use a Gaussian-only estimator or a data set
-// of its own (the rule never changes once fixed).
-func mechanismAdvice(decl sdk.Declaration) string {
+// declaration names one, grant a pure ε when the estimator accepts one,
+// else use a Gaussian-only estimator or a data set of its own (the rule
+// never changes once fixed).
+func mechanismAdvice(info sdk.Info, decl sdk.Declaration) string {
 	for _, u := range decl.Uses {
 		if u.Mechanism != privacy.MechGaussian && strings.Contains(u.For, "clip=auto") {
 			return "give a numeric clip instead of clip=auto, or run it on a data set of its own"
 		}
+	}
+	if grantAccepted(info.Grants, privacy.GrantPure) {
+		return "grant it a pure ε budget (--epsilon without --delta): an ε-DP run counts μ = 2Φ⁻¹(e^ε/(1+e^ε)) under this filter; or run it on a data set of its own"
 	}
 	return "use an estimator whose steps are all Gaussian, or run it on a data set of its own"
 }

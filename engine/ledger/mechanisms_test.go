@@ -42,7 +42,7 @@ func TestReserveRefusesDeclaredMechanismsTheRuleCannotAdmit(t *testing.T) {
 		require.ErrorIs(t, err, ErrMechanism)
 		assert.Contains(t, err.Error(), "Gaussian-DP filter")
 		assert.Contains(t, err.Error(), string(ms[len(ms)-1]))
-		assert.ErrorIs(t, before.AdmitsMechanisms(ms), ErrIncompatible, "the preview agrees")
+		assert.ErrorIs(t, before.AdmitsMechanisms(g, ms), ErrIncompatible, "the preview agrees")
 	}
 	after, err := l.Show(ctx, h)
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestReserveRefusesDeclaredMechanismsTheRuleCannotAdmit(t *testing.T) {
 	assert.Equal(t, before.Remaining, after.Remaining)
 
 	for _, req := range []ReserveRequest{declared(privacy.MechGaussian), declared(), {Estimator: "e", Grant: g}} {
-		assert.NoError(t, before.AdmitsMechanisms(req.Mechanisms))
+		assert.NoError(t, before.AdmitsMechanisms(req.Grant, req.Mechanisms))
 		settleOK(t, l, mustReserve(t, l, h, req), exactRun(t, g, privacy.NoiseExact, 1), "")
 	}
 

@@ -294,7 +294,7 @@ func (s Status) RuleText() string {
 	switch s.Rule {
 	case RuleGDP:
 		mu, _ := gdpMu(s.Total.Epsilon, s.Total.Delta)
-		return fmt.Sprintf("Gaussian-DP filter (Σμ² ≤ μ_T² = %.4g, μ_T = %.4g): the first charged run was Gaussian-only, so only Gaussian-only runs are admitted", mu*mu, mu)
+		return fmt.Sprintf("Gaussian-DP filter (Σμ² ≤ μ_T² = %.4g, μ_T = %.4g): the first charged run was Gaussian-only, so runs must be Gaussian-only, or granted a pure ε (counted μ = 2Φ⁻¹(e^ε/(1+e^ε)))", mu*mu, mu)
 	case RuleUndecided:
 		return "undecided: the first charged run fixes it (Gaussian-DP filter if it is Gaussian-only, classic otherwise); until then a run must fit both"
 	case RuleClassic:
@@ -309,17 +309,19 @@ func (s Status) RuleText() string {
 	return "none (no budget set)"
 }
 
-// AdmitsMechanisms refuses, before anything is reserved, a run declared to
-// use mechs on a budget that could not admit it: under the Gaussian-DP
-// filter only Gaussian steps are admitted. The error wraps
-// ErrIncompatible. It is a preview; Reserve decides atomically.
-func (s Status) AdmitsMechanisms(mechs []privacy.Mechanism) error {
-	return mechanismsAdmitted(s.Rule, mechs)
+// AdmitsMechanisms refuses, before anything is reserved, a run granted g
+// and declared to use mechs on a budget that could not admit it: under the
+// Gaussian-DP filter a run must be Gaussian-only, or granted a pure ε
+// (then ε-DP, hence μ_ε-GDP whatever its mechanisms; see the package
+// doc). The error wraps ErrMechanism and ErrIncompatible. It is a preview;
+// Reserve decides atomically.
+func (s Status) AdmitsMechanisms(g privacy.Grant, mechs []privacy.Mechanism) error {
+	return mechanismsAdmitted(s.Rule, g, mechs)
 }
 
 // mechanismsAdmitted is the mechanism check of admission under rule.
-func mechanismsAdmitted(rule string, mechs []privacy.Mechanism) error {
-	if rule != RuleGDP {
+func mechanismsAdmitted(rule string, g privacy.Grant, mechs []privacy.Mechanism) error {
+	if rule != RuleGDP || g.Kind == privacy.GrantPure {
 		return nil
 	}
 	var other []string
@@ -335,8 +337,8 @@ func mechanismsAdmitted(rule string, mechs []privacy.Mechanism) error {
 	if len(other) > 1 {
 		what = "the " + strings.Join(other, " and ") + " mechanisms"
 	}
-	return fmt.Errorf("the budget follows the Gaussian-DP filter (its first charged run was Gaussian-only), which admits only runs whose every step is Gaussian, and this run declares %s: %w: %w",
-		what, ErrMechanism, ErrIncompatible)
+	return fmt.Errorf("the budget follows the Gaussian-DP filter (its first charged run was Gaussian-only), which admits runs whose every step is Gaussian, or runs granted a pure ε, and this run, granted %s, declares %s: %w: %w",
+		GrantString(g), what, ErrMechanism, ErrIncompatible)
 }
 
 // GrantString describes a grant or budget in words.
@@ -419,6 +421,9 @@ func remainingString(total privacy.Grant, r Remaining) string {
 	}
 	if r.Rho > 0 {
 		parts = append(parts, fmt.Sprintf("a ρ = %.4g run", r.Rho))
+	}
+	if r.PureEpsilon > 0 {
+		parts = append(parts, fmt.Sprintf("a pure ε = %.4g run of any mechanisms", r.PureEpsilon))
 	}
 	if len(parts) == 0 {
 		return "none (no further run fits)"

@@ -80,6 +80,9 @@ func (s *server) Check(ctx context.Context, req *dplrpb.CheckRequest) (*dplrpb.C
 		// Honest Gaussian steps, but declares an exponential-mechanism
 		// quantile too (as pca's clip=auto does).
 		return declare(use("gaussian", "the released matrix"), use("exponential", "clip quantile (clip=auto)")), nil
+	case "declare-laplace":
+		// Declares, and takes, one Laplace step.
+		return declare(use("laplace", "the mean")), nil
 	case "declare-unknown":
 		return declare(use("quantum", "a mechanism no host can verify")), nil
 	case "declare-undeclared":
@@ -149,7 +152,7 @@ func (s *server) hostile(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer)
 		// Dies (as on an out-of-memory error) before any privacy step.
 		time.Sleep(20 * time.Millisecond)
 		os.Exit(2)
-	case "under-declare", "laplace":
+	case "under-declare", "laplace", "declare-laplace":
 		// A Laplace step (ε = 0.5); under-declare promised Gaussian steps
 		// only, laplace declared nothing.
 		_ = st.Send(announce(laplace()))
