@@ -333,7 +333,13 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 		if rel == "" {
 			rel = st.Relation
 		}
-		c, k, err := convert(GrantCharge(req.Cost), rel, st.Relation)
+		base := GrantCharge(req.Cost)
+		if req.Cost.Kind == privacy.GrantPure {
+			// An ε-DP spend is μ_ε-GDP too: the Gaussian-DP filter can
+			// count it (see pureMu).
+			base.Mu2 = grantMu2(req.Cost)
+		}
+		c, k, err := convert(base, rel, st.Relation)
 		if err != nil {
 			return fmt.Errorf("data set %s: %w", short(h), err)
 		}

@@ -126,3 +126,23 @@ func TestGDPFilterAdmitsPureGrants(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, RuleClassic, st.Rule)
 }
+
+// A pure spend recorded from outside dplr counts μ_ε² under the Gaussian-DP
+// filter, which keeps admitting runs after it.
+func TestGDPFilterCountsPureExternalSpends(t *testing.T) {
+	ctx := context.Background()
+	l := openT(t, t.TempDir())
+	h := hashOf("pure-external")
+	require.NoError(t, l.SetBudget(ctx, h, "", approxG(3, 1e-6)))
+	g := approxG(1, 1e-6)
+	settleOK(t, l, reserve(t, l, h, g), exactRun(t, g, privacy.NoiseExact, 1), "")
+	_, err := l.RecordCharge(ctx, h, ChargeRequest{Cost: pureG(0.1), Note: "a report"})
+	require.NoError(t, err)
+	st, err := l.Show(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, RuleGDP, st.Rule)
+	muG, err := privacy.GDPMu(1, 1e-6)
+	require.NoError(t, err)
+	assert.InDelta(t, muG*muG+pureMu(0.1)*pureMu(0.1), st.Spent.Mu*st.Spent.Mu, 1e-9)
+	reserve(t, l, h, g)
+}
