@@ -70,7 +70,11 @@ func pureEpsilonForMu(mu float64) float64 {
 // Laplace or exponential mechanism, is μ_{ε_j}-GDP, and GDP composes by
 // adding μ², Dong, Roth & Su 2022, Cor. 3.3; a pure grant admits no
 // Gaussian step). Both are at most μ² of the grant's ε, which its
-// reservation held.
+// reservation held. As for a Gaussian-only run's μ² = Σ (Δ_i/σ_i)², the
+// per-step sum relies on the run's plan fixing each step's ε_j from public
+// inputs before any noise is drawn (sdk/privacy plans span the whole grant
+// up front), so that the settled μ² is one the ledger could have reserved
+// exactly.
 func pureRunMu2(eps float64, steps []privacy.Step) float64 {
 	best := pureMu(eps)
 	best *= best
