@@ -291,6 +291,12 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 // canonicalHandle returns the handle of ds's canonical files in dir.
 func canonicalHandle(ds *data.Dataset, dir string) Handle {
 	n, p := ds.X.Dims()
+	return canonicalHandleShape(ds, n, p, dir)
+}
+
+// canonicalHandleShape is canonicalHandle for a data set whose X (n×p) is
+// not in memory.
+func canonicalHandleShape(ds *data.Dataset, n, p int, dir string) Handle {
 	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p}
 	if ds.Kind == data.Trace {
 		h.D1, h.D2 = ds.D1, ds.D2
@@ -447,6 +453,11 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 	h, ok, err := prepareInPlace(ctx, path, abs, opt, cdir)
 	if err != nil {
 		return Handle{}, err
+	}
+	if !ok {
+		if h, ok, err = prepareStreamed(ctx, path, opt, cdir); err != nil {
+			return Handle{}, err
+		}
 	}
 	if !ok {
 		lo := opt
