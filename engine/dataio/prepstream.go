@@ -277,13 +277,17 @@ type streamWorker struct {
 	lut   *[256]float64   // scaled bytes, when the source holds bytes
 	unsc  []float64       // scratch for the unscaled values
 	id    *idBuilder
+	bytes *byteRounding // the sketch's rounding tables, for a source of bytes
 	shape []int
 }
 
 func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *streamWorker {
 	sw := &streamWorker{cols: cols, scale: scale, raw: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
-	if sw.raw.lut != nil && scale != 1 {
-		sw.lut = newBlockConverter(p.dt, scale).lut
+	if sw.raw.lut != nil {
+		sw.bytes = new(byteRounding)
+		if scale != 1 {
+			sw.lut = newBlockConverter(p.dt, scale).lut
+		}
 	}
 	return sw
 }
@@ -312,8 +316,14 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 			return (&array{shape: sw.shape}).nonFinite(blk.row0*sw.cols+i, u[i])
 		}
 	}
-	for r := 0; r < blk.rows; r++ {
-		sw.id.row(blk.row0+r, u[r*sw.cols:(r+1)*sw.cols], nil)
+	if sw.bytes != nil {
+		for r := 0; r < blk.rows; r++ {
+			sw.id.byteRow(blk.row0+r, blk.raw[r*sw.cols:(r+1)*sw.cols], u[r*sw.cols:(r+1)*sw.cols], sw.bytes)
+		}
+	} else {
+		for r := 0; r < blk.rows; r++ {
+			sw.id.row(blk.row0+r, u[r*sw.cols:(r+1)*sw.cols], nil)
+		}
 	}
 	if sw.scale == 1 {
 		return nil

@@ -172,3 +172,36 @@ func TestPrepareStreamedFashionMNIST(t *testing.T) {
 	assert.Equal(t, ds.Hash, h.Hash)
 	assert.Equal(t, id, *h.Source)
 }
+
+// TestByteRowMatchesRow: the byte-row shortcut gives the identity the
+// general row gives, with and without side columns, for rows of every
+// scale (zero rows included).
+func TestByteRowMatchesRow(t *testing.T) {
+	const n, p = 600, 31
+	raw := make([]byte, n*p)
+	for i := range raw {
+		raw[i] = byte((i * 7919) % 256)
+	}
+	for r := 0; r < n; r++ {
+		for j := 0; j < p; j++ {
+			raw[r*p+j] = byte(int(raw[r*p+j]) % (r%256 + 1)) // every row scale 0..255
+		}
+	}
+	x := make([]float64, len(raw))
+	for i, v := range raw {
+		x[i] = float64(v)
+	}
+	labels := make([]int64, n)
+	for i := range labels {
+		labels[i] = int64(i % 7)
+	}
+	for _, sides := range [][]sideCol{nil, {{i: labels}}} {
+		a, b := newIDBuilder(sides...), newIDBuilder(sides...)
+		var rnd byteRounding
+		for r := 0; r < n; r++ {
+			a.row(r, x[r*p:(r+1)*p], nil)
+			b.byteRow(r, raw[r*p:(r+1)*p], x[r*p:(r+1)*p], &rnd)
+		}
+		assert.Equal(t, a.finish(), b.finish())
+	}
+}
