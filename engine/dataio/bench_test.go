@@ -99,6 +99,28 @@ func BenchmarkFashionMNIST(b *testing.B) {
 			b.StartTimer()
 		}
 	})
+	// The first preparation as it was before the streamed path: load the
+	// whole data set with its identity, then write it while hashing.
+	b.Run("PrepareFile-first-load-then-write", func(b *testing.B) {
+		b.ReportAllocs()
+		opt := LoadOptions{Scale: 1.0 / 255, SkipHash: true}
+		for b.Loop() {
+			cache, err := os.MkdirTemp("", "dataio-bench-cache")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ds, id, err := load(fashionTrain, opt, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := prepare(ds, cache, id); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			os.RemoveAll(cache)
+			b.StartTimer()
+		}
+	})
 }
 
 // BenchmarkFashionMNISTPaired alternates the plain loop and Load within

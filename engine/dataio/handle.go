@@ -406,8 +406,11 @@ func ReadHandle(path string) (Handle, error) {
 // whose ids are already in increasing order) is not copied: it is
 // memory-mapped, validated and hashed in one streaming pass, and the
 // handle's X refers to the original file at its data offset (with its size
-// and modification time, so that Open detects a changed file). Every other
-// input is loaded into memory and passed to Prepare.
+// and modification time, so that Open detects a changed file). Any other
+// rows data from a C-order .npy or IDX file (plain or gzip) is streamed
+// into the cache in one pass without being held in memory (see the package
+// documentation). Every other input is loaded into memory and passed to
+// Prepare.
 //
 // The handle is recorded under cacheDir/files/, keyed by the file's path
 // and state (size, modification time, device and inode), the options and
