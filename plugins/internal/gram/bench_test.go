@@ -40,7 +40,7 @@ func fashion(b *testing.B) (*mat.Dense, []float64) {
 // SecondMoment, back to back in each iteration, and reports the median of
 // the per-iteration ratios (SecondMoment/reference): paired ratios are
 // steadier than separate runs on a shared machine. Run it with
-// -tags openblas for the multi-threaded backend (the pipelined path).
+// -tags openblas for the multi-threaded backend (the split path).
 func BenchmarkSecondMomentPaired(b *testing.B) {
 	x, mu := fashion(b)
 	be := backend.Default()
@@ -65,7 +65,7 @@ func BenchmarkSecondMomentPaired(b *testing.B) {
 		return s[len(s)/2]
 	}
 	b.ReportMetric(med(ref), "ref-s")
-	b.ReportMetric(med(pip), "pipelined-s")
+	b.ReportMetric(med(pip), "split-s")
 	b.ReportMetric(med(ratios), "ratio")
 }
 

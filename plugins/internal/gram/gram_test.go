@@ -38,11 +38,12 @@ func maxRelDiff(a, b *mat.SymDense) float64 {
 	return d / m
 }
 
-// TestPipelinedMatchesClip: the pipelined product equals the reference
-// clip.SecondMoment (to the rounding of a different summation order) and
-// counts the same clipped rows, for every block size (one row, a divisor
-// of n, a block with a remainder, all rows) and centring/clipping choice.
-func TestPipelinedMatchesClip(t *testing.T) {
+// TestSplitMatchesClip: the split product equals the reference
+// clip.SecondMoment (to the rounding of a different summation order),
+// counts the same clipped rows for every block size (one row, a divisor of
+// a chunk, a block with a remainder, more than a chunk) and centring or
+// clipping choice, and restores the thread count it changed.
+func TestSplitMatchesClip(t *testing.T) {
 	x := randRows(301, 7, 2, 1)
 	mu := []float64{1, 0, -1, 0, 2, 0, 0.5}
 	cases := []struct {
@@ -61,42 +62,44 @@ func TestPipelinedMatchesClip(t *testing.T) {
 	for _, c := range cases {
 		want, wantN, err := clip.SecondMoment(context.Background(), be, x, c.mu, c.c, c.scale)
 		require.NoError(t, err)
-		for _, bs := range []int{1, 7, 43, 100, 301} {
-			got, gotN, err := pipelined(context.Background(), x, c.mu, c.c, c.scale, c.doClip, bs)
+		for _, bs := range []int{1, 5, 43, 100} {
+			var set []int
+			got, gotN, err := split(context.Background(), func(n int) { set = append(set, n) }, 3, x, c.mu, c.c, c.scale, c.doClip, bs)
 			require.NoError(t, err, "%s, blocks of %d", c.name, bs)
 			assert.Equal(t, wantN, gotN, "%s, blocks of %d", c.name, bs)
 			assert.Less(t, maxRelDiff(want, got), 1e-13, "%s, blocks of %d", c.name, bs)
+			assert.Equal(t, []int{1, 3}, set)
 		}
 	}
 }
 
-// TestPipelinedDeterministic: repeated runs give bit-identical results.
-func TestPipelinedDeterministic(t *testing.T) {
+// TestSplitDeterministic: repeated runs give bit-identical results.
+func TestSplitDeterministic(t *testing.T) {
 	x := randRows(500, 9, 1, 2)
 	mu := make([]float64, 9)
-	first, _, err := pipelined(context.Background(), x, mu, 2, 0.01, true, 17)
+	first, _, err := split(context.Background(), func(int) {}, 2, x, mu, 2, 0.01, true, 17)
 	require.NoError(t, err)
 	for range 5 {
-		again, _, err := pipelined(context.Background(), x, mu, 2, 0.01, true, 17)
+		again, _, err := split(context.Background(), func(int) {}, 2, x, mu, 2, 0.01, true, 17)
 		require.NoError(t, err)
 		assert.Equal(t, first.RawSymmetric().Data, again.RawSymmetric().Data)
 	}
 }
 
-// TestPipelinedCancelled: a cancelled context stops the product with the
+// TestSplitCancelled: a cancelled context stops the product with the
 // context's error.
-func TestPipelinedCancelled(t *testing.T) {
+func TestSplitCancelled(t *testing.T) {
 	x := randRows(200, 5, 1, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := pipelined(ctx, x, nil, 1, 1, true, 10)
+	_, _, err := split(ctx, func(int) {}, 2, x, nil, 1, 1, true, 10)
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 // TestSecondMomentDelegates: the exported function gives the reference
 // result on every path (small products, single-threaded backends and no
 // copy are clip.SecondMoment itself) and refuses a mean of the wrong
-// length on the pipelined path.
+// length on the split path.
 func TestSecondMomentDelegates(t *testing.T) {
 	x := randRows(120, 6, 2, 4)
 	mu := []float64{0, 1, 0, 1, 0, 1}
@@ -109,9 +112,17 @@ func TestSecondMomentDelegates(t *testing.T) {
 		assert.Equal(t, wantN, gotN)
 		assert.Less(t, maxRelDiff(want, got), 1e-13)
 	}
-	if be.Threads() > 1 {
+	if _, ok := be.(threadSetter); ok && be.Threads() > 1 {
 		big := randRows(3000, 140, 1, 5)
-		_, _, err := SecondMoment(context.Background(), be, big, []float64{1}, 1, 1)
+		threads := be.Threads()
+		want, wantN, err := clip.SecondMoment(context.Background(), be, big, nil, 9, 1)
+		require.NoError(t, err)
+		got, gotN, err := SecondMoment(context.Background(), be, big, nil, 9, 1)
+		require.NoError(t, err)
+		assert.Equal(t, wantN, gotN)
+		assert.Less(t, maxRelDiff(want, got), 1e-13)
+		assert.Equal(t, threads, be.Threads(), "thread count restored")
+		_, _, err = SecondMoment(context.Background(), be, big, []float64{1}, 1, 1)
 		require.Error(t, err)
 	}
 }
