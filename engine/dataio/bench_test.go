@@ -58,6 +58,19 @@ func plainFashionLoop(path string) (*mat.Dense, error) {
 // with the plain loop, with and without the content hash.
 func BenchmarkFashionMNIST(b *testing.B) {
 	needFashion(b)
+	// The floor's first half: decompressing the file (no conversion).
+	b.Run("inflate", func(b *testing.B) {
+		for b.Loop() {
+			src, err := openSource(fashionTrain, FormatAuto)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, src.r); err != nil {
+				b.Fatal(err)
+			}
+			src.Close()
+		}
+	})
 	b.Run("plain-loop", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
