@@ -16,6 +16,8 @@ import (
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/noiseplan"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // Deflation is the iterative exponential mechanism of Amin et al. (2019):
@@ -48,7 +50,7 @@ func (Deflation) Info() sdk.Info {
 func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[deflationOptions](run)
 	k, d := o.Rank.Value, run.Data.P()
-	plan, err := newPlan(run, privacy.NoisePure, &o.base,
+	plan, err := newPurePlan(run, o.Noise.Value, &o.base,
 		privacy.Share{Name: shareVectors, Weight: 1, Steps: amin.Draws(k, d), Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
@@ -57,7 +59,7 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := problemFor(ctx, run, plan, &o.base)
+	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +77,9 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	// composition can give a smaller ε at the grant's δ than the pure sum.
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr), "the target spectrum Λ is public", exactSamplerCaveat}}
 	addClippedRows(res, pr.clipped)
+	addNote(res, plan.Note(o.Noise.Value))
 	res.Notes = append(res.Notes, "orbit-deflation runs the same sampler as pca-amin (Amin et al., shared code in plugins/internal/amin) on A = Σ x̃x̃ᵀ/clip²; pca-amin is the maintained entry point (it also centres and releases eigenvalues) and orbit-deflation may be removed in a later release")
-	return withEvaluation(ctx, run, res, pr.eval)
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // shareVectors names deflation's share: one exponential step per sampled
@@ -167,8 +170,9 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
 	addClippedRows(res, pr.clipped)
 	addNote(res, o.note)
+	addNote(res, noiseplan.GaussianNote(o.noise, run.Acct.Grant().Kind))
 	addNote(res, "orbit-gauss is the Analyze Gauss mechanism of pca-analyze-gauss (shared code in plugins/internal/analyzegauss) on A = Σ x̃x̃ᵀ/clip²; pca-analyze-gauss is the maintained entry point (it also centres and releases eigenvalues and the explained-variance ratio) and orbit-gauss may be removed in a later release")
-	return withEvaluation(ctx, run, res, pr.eval)
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // gaussOrbit is the Gaussian baseline (DERIVATIONS.md §6): A + E with A
@@ -249,5 +253,5 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	pr := &problem{a: a, gamma: gamma, clip: c, eval: o.Evaluate.Value}
 	addCommonOutputs(res, pr, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
 	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
-	return withEvaluation(ctx, run, res, pr.eval)
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }

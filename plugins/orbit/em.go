@@ -14,6 +14,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/bingham"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // Calibrations of the exponential mechanism's inverse temperature β
@@ -191,11 +192,11 @@ func (EM) Info() sdk.Info {
 // Fit implements sdk.Estimator: bind → plan → Algorithm 1.
 func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[emOptions](run)
-	plan, err := newPlan(run, privacy.NoisePure, &o.base, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
+	plan, err := newPurePlan(run, o.Noise.Value, &o.base, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := problemFor(ctx, run, plan, &o.base)
+	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,8 @@ func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		res.Notes = append(res.Notes, "sensitivity=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
 	}
 	addNote(res, o.note)
-	return withEvaluation(ctx, run, res, pr.eval)
+	addNote(res, plan.Note(o.Noise.Value))
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // orbitEM is Algorithm 1 (DERIVATIONS.md §4.1): declare the exponential
@@ -267,23 +269,24 @@ func (RankK) Info() sdk.Info {
 // Fit implements sdk.Estimator: bind → plan → Algorithm 2.
 func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[rankKOptions](run)
-	plan, err := newPlan(run, privacy.NoisePure, &o.base,
+	plan, err := newPurePlan(run, o.Noise.Value, &o.base,
 		privacy.Share{Name: shareSpectrum, Weight: 0.5, Mechanism: privacy.MechLaplace},
 		privacy.Share{Name: shareFrame, Weight: 0.5, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := problemFor(ctx, run, plan, &o.base)
+	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
 	res := &sdk.Result{}
 	addClippedRows(res, pr.clipped)
-	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan, &o.emSampling); err != nil {
+	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan.Plan, &o.emSampling); err != nil {
 		return nil, err
 	}
 	addNote(res, o.note)
-	return withEvaluation(ctx, run, res, pr.eval)
+	addNote(res, plan.Note(o.Noise.Value))
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // rankKApproximation is Algorithm 2 (DERIVATIONS.md §4.2): a Laplace

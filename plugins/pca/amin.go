@@ -12,6 +12,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/bingham"
+	"github.com/dplr/dplr/plugins/internal/noiseplan"
 )
 
 // Amin is the iterative eigenvector sampling method of Amin, Dick, Kulesza,
@@ -73,7 +74,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	pre, err := preprocess(ctx, run, plan.Plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
 	if err != nil {
 		return nil, err
 	}
@@ -86,27 +87,30 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := aminCovariance(ctx, run, plan, sh, n, pre.clip, o)
+	res, err := aminCovariance(ctx, run, plan.Plan, sh, n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
 	pre.report(res)
+	res.Notes = append(res.Notes, plan.Note(o.Noise.Value))
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// aminPlan splits a pure (or the ε of an (ε, δ)) grant: mean_share for the
-// optional Laplace mean, then eigenvalue_share of the rest for the
-// eigenvalues and the remainder evenly over the sampled eigenvectors
-// (r of them, p − 1 when r = p).
-func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.Plan, error) {
+// aminPlan splits the grant, in fractions of ε: clip_share for the private
+// clip quantiles, mean_share for the optional Laplace mean, then
+// eigenvalue_share of the rest for the eigenvalues and the remainder
+// evenly over the sampled eigenvectors (r of them, p − 1 when r = p).
+// Under an (ε, δ) grant noise=exact scales every step's ε by the largest
+// common factor the tightest valid accounting certifies (noiseplan).
+func aminPlan(run *sdk.Run, o *aminOptions, p int) (*noiseplan.Plan, error) {
 	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
 	}
 	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
-	return sdk.NewPlan(run, privacy.NoisePure, shares...)
+	return noiseplan.New(run, o.Noise.Value, shares...)
 }
 
 // privateMeanLaplace releases the mean of the rows clipped to c with the

@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/noiseplan"
 )
 
 // AnalyzeGauss is the Analyze Gauss mechanism of Dwork, Talwar, Thakurta and
@@ -176,5 +177,6 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	if o.note != "" {
 		res.Notes = append(res.Notes, o.note)
 	}
+	res.Notes = append(res.Notes, noiseplan.GaussianNote(o.noise, run.Acct.Grant().Kind))
 	return res, nil
 }
