@@ -184,7 +184,7 @@ func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem,
 	if err != nil {
 		return err
 	}
-	_, vals, vecs, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, pr.a, o.Rank.Value)
+	noisy, vals, vecs, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, pr.a, o.Rank.Value)
 	if err != nil {
 		return fmt.Errorf("orbit-gauss: %w", err)
 	}
@@ -197,6 +197,9 @@ func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem,
 	}
 	addCommonOutputs(res, pr, vecs, lambda, sdk.Public)
 	res.AddScalar("sigma", rel.Scale(), sdk.Public, "noise standard deviation of each entry of E")
+	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(noisy, vals)); ok {
+		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "top-k eigenvalues of A + E over its trace (negative values counted as 0): a private estimate of the share of the clipped rows' second moment each component explains (post-processing)")
+	}
 	return nil
 }
 

@@ -297,9 +297,15 @@ func rankKApproximation(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *
 	if err != nil {
 		return err
 	}
-	lambda, err := NoisySpectrum(run.Acct, run.Rand, pr.gamma, k, bs)
+	lambda, rest, tail, err := noisySpectrum(run.Acct, run.Rand, pr.gamma, k, bs)
 	if err != nil {
 		return err
+	}
+	if tail {
+		res.AddScalar("eigenvalue_tail", rest, sdk.Public, "the sum of the other d − k eigenvalues of A plus Laplace noise, released with the top-k eigenvalues at the same sensitivity and ε")
+		if evr, ok := pcaeval.ExplainedRatio(lambda, rest); ok {
+			res.AddSeries("explained_variance_ratio", evr, sdk.Public, "λ̃_k / (Σ_j λ̃_j + max(tail, 0)): a private estimate of the share of the clipped rows' second moment each component explains, from the released eigenvalues and tail (post-processing)")
+		}
 	}
 	if lambda[0] == 0 {
 		// Nothing left to place: H = 0, released without spending the
@@ -341,19 +347,41 @@ func addNote(res *sdk.Result, note string) {
 // 1 for k = 1, 2 otherwise), then sorts them decreasingly and clamps them
 // at 0.
 func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, error) {
-	rel, err := acct.Laplace("top-k eigenvalues (Laplace)", SpectrumSensitivity(k), k, b)
-	if err != nil {
-		return nil, err
-	}
+	l, _, _, err := noisySpectrum(acct, rnd, gamma, k, b)
+	return l, err
+}
+
+// noisySpectrum is NoisySpectrum whose release, when 2 ≤ k < d (d =
+// len(gamma), the whole spectrum of A), also carries the sum of the other
+// d − k eigenvalues at the same sensitivity 2 (their changes under a
+// neighbour have the same sign as the rest: DERIVATIONS.md §3); it returns
+// that noisy tail and whether it was released.
+func noisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, float64, bool, error) {
 	out := slices.Clone(gamma[:k])
+	tail := k >= 2 && k < len(gamma)
+	if tail {
+		var rest float64
+		for _, g := range gamma[k:] {
+			rest += math.Max(g, 0)
+		}
+		out = append(out, rest)
+	}
+	rel, err := acct.Laplace("top-k eigenvalues (Laplace)", SpectrumSensitivity(k), len(out), b)
+	if err != nil {
+		return nil, 0, false, err
+	}
 	if err := rel.Add(rnd, out); err != nil {
-		return nil, err
+		return nil, 0, false, err
+	}
+	var rest float64
+	if tail {
+		rest, out = out[k], out[:k]
 	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(out)))
 	for i := range out {
 		out[i] = math.Max(out[i], 0)
 	}
-	return out, nil
+	return out, rest, tail, nil
 }
 
 // SpectrumSensitivity is the replace-one ℓ1 sensitivity of the top-k

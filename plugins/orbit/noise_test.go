@@ -75,3 +75,56 @@ func TestExactDefaultNeverMoreNoise(t *testing.T) {
 		})
 	}
 }
+
+// orbit-rank-k (k ≥ 2) releases the tail of the spectrum with its Laplace
+// eigenvalues (one release, k + 1 values, sensitivity 2) and orbit-gauss
+// releases A + E: both report explained_variance_ratio by post-processing;
+// the estimators that release no eigenvalue (orbit-em, orbit-deflation)
+// report none.
+func TestExplainedVarianceRatio(t *testing.T) {
+	ds := genData(t, 2000, 8, 2, 93)
+	g := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 20, Delta: 1e-6}
+	for _, tc := range []struct {
+		est  sdk.Estimator
+		raw  map[string]string
+		want bool
+	}{
+		{RankK{}, map[string]string{"rank": "2", "clip": "1", "iterations": "5"}, true},
+		{RankK{}, map[string]string{"rank": "1", "clip": "1"}, false},
+		{Gauss{}, map[string]string{"rank": "2", "clip": "1"}, true},
+		{EM{}, map[string]string{"rank": "1", "clip": "1"}, false},
+		{Deflation{}, map[string]string{"rank": "2", "clip": "1"}, false},
+	} {
+		seed := uint64(4)
+		res, acct, err := sdk.RunLocal(context.Background(), tc.est, ds, tc.raw, g, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		var evr []float64
+		for _, s := range res.Series {
+			if s.Name == "explained_variance_ratio" {
+				evr = s.Values
+				assert.Equal(t, sdk.Public, s.Release)
+			}
+		}
+		name := tc.est.Info().Name + " rank " + tc.raw["rank"]
+		if !tc.want {
+			assert.Nil(t, evr, name)
+			continue
+		}
+		require.Len(t, evr, 2, name)
+		var sum float64
+		for _, v := range evr {
+			assert.GreaterOrEqual(t, v, 0.0)
+			sum += v
+		}
+		assert.LessOrEqual(t, sum, 1+1e-12, name)
+		assert.Greater(t, sum, 0.1, name)
+		if _, ok := tc.est.(RankK); ok {
+			for _, s := range acct.Steps() {
+				if s.Mechanism == privacy.MechLaplace {
+					assert.Equal(t, 3, s.Dim, "top 2 and the tail in one release")
+					assert.InDelta(t, 2, s.QuerySensitivity, 1e-12)
+				}
+			}
+		}
+	}
+}

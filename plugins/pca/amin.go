@@ -13,6 +13,7 @@ import (
 	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/noiseplan"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // Amin is the iterative eigenvector sampling method of Amin, Dick, Kulesza,
@@ -138,23 +139,10 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	res := &sdk.Result{}
 	var noisyVals []float64
 	if o.valueShare() > 0 {
-		b, err := plan.Budget(shareValues)
-		if err != nil {
+		var err error
+		if noisyVals, err = aminEigenvalues(ctx, run, plan, res, sh, n, clip, r); err != nil {
 			return nil, err
 		}
-		vals, _, err := topEigen(ctx, run.Backend, sh, r)
-		if err != nil {
-			return nil, err
-		}
-		rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), r, b)
-		if err != nil {
-			return nil, err
-		}
-		noisyVals = append([]float64(nil), vals...)
-		if err := rel.Add(run.Rand, noisyVals); err != nil {
-			return nil, err
-		}
-		res.AddScalar("laplace_scale", rel.Scale(), sdk.Public, "Laplace scale of the eigenvalue noise")
 	}
 	bv, err := plan.Budget(shareVectors)
 	if err != nil {
@@ -180,6 +168,61 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	return res, nil
 }
 
+// aminEigenvalues is the eigenvalue step (DERIVATIONS.md §3.2): the top-r
+// eigenvalues of Σ̂_γ plus Laplace noise, and, when 2 ≤ r < p, in the same
+// release at the same sensitivity and ε, the sum of the other p − r
+// eigenvalues (tr Σ̂_γ minus the top r), from which the explained-variance
+// ratios follow by post-processing. It adds the outputs laplace_scale,
+// eigenvalue_tail and explained_variance_ratio to res and returns the
+// noisy top-r eigenvalues.
+func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, sh *mat.SymDense, n int, clip float64, r int) ([]float64, error) {
+	p := sh.SymmetricDim()
+	b, err := plan.Budget(shareValues)
+	if err != nil {
+		return nil, err
+	}
+	vals, _, err := topEigen(ctx, run.Backend, sh, r)
+	if err != nil {
+		return nil, err
+	}
+	tail := withTail(r, p)
+	out := append([]float64(nil), vals...)
+	if tail {
+		rest := mat.Trace(sh)
+		for _, v := range vals {
+			rest -= v
+		}
+		out = append(out, math.Max(rest, 0))
+	}
+	rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), len(out), b)
+	if err != nil {
+		return nil, err
+	}
+	if err := rel.Add(run.Rand, out); err != nil {
+		return nil, err
+	}
+	res.AddScalar("laplace_scale", rel.Scale(), sdk.Public, "Laplace scale of the eigenvalue noise")
+	noisy := out[:r]
+	switch {
+	case tail:
+		res.AddScalar("eigenvalue_tail", out[r], sdk.Public, "the sum of the other p − r eigenvalues of Σ̂_γ (its trace minus the top r) plus Laplace noise, released with the eigenvalues at the same sensitivity and ε")
+		if evr, ok := pcaeval.ExplainedRatio(noisy, out[r]); ok {
+			res.AddSeries("explained_variance_ratio", evr, sdk.Public, "max(λ̃_k, 0) / (Σ_j max(λ̃_j, 0) + max(tail, 0)): a private estimate of the share of the (clipped) variance each component explains, from the released eigenvalues and tail (post-processing)")
+		}
+	case r == p:
+		if evr, ok := pcaeval.ExplainedRatio(noisy, 0); ok {
+			res.AddSeries("explained_variance_ratio", evr, sdk.Public, "max(λ̃_k, 0) / Σ_j max(λ̃_j, 0) over all p released eigenvalues: a private estimate of each component's share of the (clipped) variance (post-processing)")
+		}
+	}
+	return noisy, nil
+}
+
+// withTail reports whether the eigenvalue release also carries the sum of
+// the other eigenvalues: for 2 ≤ r < p, where it leaves the ℓ1
+// sensitivity 2γ²/n unchanged (for r = 1 it would double it; for r = p
+// there is no tail).
+func withTail(r, p int) bool { return r >= 2 && r < p }
+
 // IterativeEigenvectors draws r orthonormal vectors by Amin et al.'s
 // iterative exponential mechanism on the symmetric p×p matrix c (the shared
 // sampler of plugins/internal/amin), declaring one exponential release per
@@ -200,7 +243,9 @@ func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r
 // eigenvalues of Σ̂_γ = Σ x_ix_iᵀ/n with rows of norm ≤ γ: 2γ²/n, or γ²/n
 // for r = 1 (removing a row lowers every eigenvalue, by a total of at most
 // γ²/n; adding one raises them, by a total of at most γ²/n; a single
-// eigenvalue therefore moves by at most γ²/n). See DERIVATIONS.md §3.
+// eigenvalue therefore moves by at most γ²/n). For r ≥ 2 the bound also
+// covers the vector extended by the sum of the other eigenvalues, whose
+// changes have the same sign as the rest. See DERIVATIONS.md §3.
 func EigenvalueSensitivity(clip float64, n, r int) float64 {
 	s := clip * clip / float64(n)
 	if r == 1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/noiseplan"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // AnalyzeGauss is the Analyze Gauss mechanism of Dwork, Talwar, Thakurta and
@@ -165,8 +166,8 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	res := &sdk.Result{}
 	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal)")
 	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix (of the centred rows with center=private), descending: private estimates of the component variances of the clipped rows")
-	if evr, ok := explainedRatio(vals, mat.Trace(noisy)); ok {
-		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix: a private estimate of the share of the (clipped) variance each component explains (post-processing)")
+	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(noisy, vals)); ok {
+		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix (negative values counted as 0): a private estimate of the share of the (clipped) variance each component explains (post-processing)")
 	}
 	if o.OutputSigma {
 		res.AddMatrix("Sigma", mat.DenseCopyOf(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p)")

@@ -1,6 +1,8 @@
 // Package pcaeval is the one implementation of the evaluate option of the
 // PCA estimators (plugins pca and orbit): the captured-variance ratio of
-// the released components on the raw rows, labelled evaluation-only.
+// the released components on the raw rows, labelled evaluation-only. It
+// also holds the one public figure they derive alike from their private
+// releases, the explained-variance ratio (ExplainedRatio).
 //
 // The figure to quote is the centred ratio, tr(ŨᵀCŨ)/tr(ÛᵀCÛ) with C the
 // covariance of the raw rows about their empirical mean and Û its top-r
@@ -18,6 +20,7 @@ package pcaeval
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -97,4 +100,25 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 		"the same ratio on the UNCENTRED second moment XᵀX/n of the raw rows, the objective of an estimator that does not centre; it flatters a subspace that mostly holds the mean direction — EVALUATION ONLY, not private")
 	run.Progress("evaluation", 1, 1)
 	return res, nil
+}
+
+// ExplainedRatio is the explained-variance-ratio estimate from released
+// (private) eigenvalues vals and the released sum rest of the other
+// eigenvalues: max(v_k, 0)/(Σ_j max(v_j, 0) + max(rest, 0)), negative
+// noisy values counting as 0. It is post-processing of the release and
+// costs no budget. ok is false when the denominator is not positive.
+func ExplainedRatio(vals []float64, rest float64) (ratio []float64, ok bool) {
+	total := math.Max(rest, 0)
+	ratio = make([]float64, len(vals))
+	for k, v := range vals {
+		ratio[k] = math.Max(v, 0)
+		total += ratio[k]
+	}
+	if !(total > 0) || math.IsInf(total, 0) {
+		return nil, false
+	}
+	for k := range ratio {
+		ratio[k] /= total
+	}
+	return ratio, true
 }
