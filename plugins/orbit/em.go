@@ -180,7 +180,9 @@ func (EM) Info() sdk.Info {
 			"(Mangoubi et al. Lemma 6.1), so β = ε/(2λ_1) gives ε-DP with an exact sampler. For k = 1 the draw is exact " +
 			"in real arithmetic (angular central Gaussian rejection, Kent et al. 2018; run in float64): pure ε-DP. For k > 1 a Givens–Gibbs sampler with exact " +
 			"von Mises pair updates runs a fixed number of sweeps: its stationary law is the mechanism, but the finite run is " +
-			"not certified, so the result is labelled nominal ε-DP. See DERIVATIONS.md §4.1 and §7.",
+			"not certified, so the result is labelled nominal ε-DP. Under an (ε, δ) grant noise=exact (the default) gives the draw (and clip=auto's quantile) " +
+			"the largest ε the tightest valid accounting certifies for the grant, never less than the pure split. No eigenvalue is released, " +
+			"so there is no explained-variance ratio. See DERIVATIONS.md §4.1 and §7.",
 		DataKind:   data.Rows,
 		Guarantee:  "pure ε-DP for k = 1 (exact sampler in real arithmetic, run in float64); nominal ε-DP, sampler not certified, for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
@@ -257,7 +259,10 @@ func (RankK) Info() sdk.Info {
 			"the orbit exponential mechanism with that noisy spectrum, whose inverse temperature uses the NOISY λ̃_1 (the paper's " +
 			"printed λ_1 is private; see DERIVATIONS.md §4.2). Output H = U diag(λ̃) Uᵀ. ε-DP by composition of two pure steps when k = 1 " +
 			"(exact sampler in real arithmetic, run in float64); for k > 1 " +
-			"the Givens–Gibbs step makes the guarantee nominal (sampler not certified).",
+			"the Givens–Gibbs step makes the guarantee nominal (sampler not certified). For k ≥ 2 the Laplace release also carries the sum of the " +
+			"other d − k eigenvalues (same sensitivity 2, no extra budget), from which explained_variance_ratio follows by post-processing; for k = 1 " +
+			"that sum would double the noise, so no ratio is released. Under an (ε, δ) grant noise=exact (the default) scales both steps' ε by the " +
+			"largest common factor the tightest valid accounting certifies, never below the pure split.",
 		DataKind:   data.Rows,
 		Guarantee:  "ε-DP for k = 1 (composition of two pure steps; exact sampler in real arithmetic, run in float64); nominal ε-DP (sampler not certified) for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},

@@ -51,9 +51,20 @@ Kent–Ganeiber–Mardia rejection in float64), one after the other.
 Defaults as in pca-analyze-gauss: clip=auto (a private median of the row norms, clip_share of
 the budget, released as output clip), center=private optional (a Laplace mean, released as output
 mean). Budget: eigenvalue_share of ε (after the clip and mean shares) for the eigenvalues, the rest
-split evenly over the r eigenvectors. Derivations: DERIVATIONS.md §3, §5, §6.`,
+split evenly over the r eigenvectors. With a pure grant every step gets exactly that share of ε
+(pure ε-DP). With an (ε, δ) grant, noise=exact (the default) scales every step's share by the
+largest common factor the tightest valid accounting certifies (about 1.3 at rank 10, ε = 1,
+δ = 1e-6, public clip),
+or keeps the pure split when nothing better is certified (rank 1–2 at ε ≤ 1); the result's
+guarantee then states the pure ε of the steps and the (ε, δ) it meets.
+
+Outputs: U; with eigenvalue_share > 0 the Laplace eigenvalues and, for 2 ≤ r, the
+explained_variance_ratio estimated from them and from the sum of the remaining eigenvalues,
+released in the same Laplace step at no extra cost (for r = 1 that sum would double the
+eigenvalue's noise, so rank 1 releases no ratio; with eigenvalue_share = 0 no eigenvalue and no
+ratio is released). Derivations: DERIVATIONS.md §3, §5, §6.`,
 		DataKind:  data.Rows,
-		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the clip (public, or a private quantile with clip=auto); exact sampler in real arithmetic, run in float64",
+		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row), and under an (ε, δ) grant with noise=exact the grant's (ε, δ) by the tightest accounting of the same pure steps; rows clipped to the clip (public, or a private quantile with clip=auto); exact sampler in real arithmetic, run in float64",
 		Grants:    []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Options:   aminOptions{},
 		References: []string{
