@@ -136,7 +136,7 @@ func (o *deflationOptions) Check(s sdk.Shape) error {
 type gaussOptions struct {
 	base
 	Spectrum    string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
-	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"σ of E: exact (the default) = √2/μ with μ from the grant's exact Gaussian-DP (ε, δ) curve (with clip=auto, the pure quantile step composed in by the privacy loss distribution), about 7 % less noise than zcdp at (1, 1e-6); zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
+	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"σ of E: exact (the default) = √2/μ with μ from the grant's exact Gaussian-DP (ε, δ) curve when the clip is a number (about 7 % less noise than zcdp at (1, 1e-6)); with clip=auto the pure quantile step is composed in by the privacy loss distribution, which certifies no more than zcdp there; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 
 	private bool

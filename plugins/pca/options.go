@@ -91,7 +91,7 @@ func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 type analyzeGaussOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
-	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the plan's pure quantile step is composed in by the privacy loss distribution), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
+	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the tightest accounting dplr certifies; with a numeric clip the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the pure quantile step is composed in by the privacy loss distribution, which accounts it as a generic pure step and then certifies no more than zcdp, so the noise is zcdp's), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 	outputSigma
 	centerOptions

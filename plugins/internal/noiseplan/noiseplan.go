@@ -163,9 +163,9 @@ func GaussianNote(noise string, g privacy.GrantKind) string {
 	}
 	switch noise {
 	case privacy.NoiseExact:
-		return "noise=exact: the Gaussian steps are split in μ² of Gaussian DP and compose exactly (Dong, Roth & Su), σ from the grant's exact (ε, δ) curve; a pure step in the plan (clip=auto's quantile, say) is composed in by the privacy loss distribution, which scales the split up as far as the grant allows; the guarantee's figures come from that accounting (its accounting field: gdp or pld)"
+		return "noise=exact: a Gaussian-only plan is split in μ² of Gaussian DP and composes exactly (Dong, Roth & Su), σ from the grant's exact (ε, δ) curve; a plan with a pure step (clip=auto's quantile, say) is the zCDP split scaled up as far as the privacy loss distribution certifies (it accounts a pure step as generic ε-DP, so often not at all); the guarantee's figures come from the tightest valid accounting (its accounting field)"
 	case privacy.NoiseZCDP:
-		return "noise=zcdp: ρ split in zero-concentrated DP (dplr's calibration before exact, about 7 % more noise at (1, 1e-6)); the guarantee's figures come from the tightest valid accounting of the same steps (its accounting field)"
+		return "noise=zcdp: ρ split in zero-concentrated DP (dplr's calibration before exact; about 7 % more noise than exact at (1, 1e-6) for a Gaussian-only plan); the guarantee's figures come from the tightest valid accounting of the same steps (its accounting field)"
 	}
 	return fmt.Sprintf("noise=%s: each step calibrated to its own (ε, δ) share, shares added by basic composition; the guarantee's figures come from the tightest valid accounting of the same steps (its accounting field), so its ε is often below the grant's", noise)
 }
