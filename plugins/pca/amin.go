@@ -170,7 +170,7 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 			res.AddMatrix("Sigma", lowRank(u, mat.NewDiagDense(r, noisyVals), 0), sdk.Public, "Σ_k λ̃_k u_k u_kᵀ (p×p, rank r)")
 		}
 	}
-	res.AddScalar("epsilon_per_vector", bv.Epsilon, sdk.Public, "ε spent on each sampled eigenvector")
+	res.AddScalar("epsilon_per_vector", noiseplan.StepEpsilon(bv, privacy.MechExponential), sdk.Public, "ε spent on each sampled eigenvector (its pure ε)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")
 	res.Guarantee = privacy.Guarantee{
 		Neighbours:  "one row replaced by an arbitrary row",

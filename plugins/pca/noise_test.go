@@ -107,3 +107,19 @@ func TestAminExactNeverBelowPure(t *testing.T) {
 		}
 	}
 }
+
+// pca-amin reports the ε each eigenvector draw spends, whatever the plan's
+// currency (a pure ε, or the ε of an exact/zCDP budget's ρ).
+func TestAminEpsilonPerVector(t *testing.T) {
+	for _, noise := range []string{"exact", "pure", "zcdp"} {
+		steps, res := stepsOf(t, Amin{}, map[string]string{"rank": "10", "clip": "12", "noise": noise}, approx(1, 1e-6))
+		var want float64
+		for _, s := range steps {
+			if s.Mechanism == privacy.MechExponential {
+				want = s.Epsilon
+			}
+		}
+		require.Greater(t, want, 0.0)
+		assert.InEpsilon(t, want, scalar(t, res, "epsilon_per_vector"), 1e-9, noise)
+	}
+}

@@ -132,11 +132,21 @@ func factor(p *privacy.Plan, shares []privacy.Share, eps float64) (float64, erro
 	if err != nil {
 		return 0, err
 	}
-	r := math.Sqrt(2 * b.Rho)
-	if s.Mechanism == privacy.MechExponential {
-		r = math.Sqrt(8 * b.Rho)
+	return StepEpsilon(b, s.Mechanism) / (eps * s.Weight / float64(max(s.Steps, 1))), nil
+}
+
+// StepEpsilon is the pure ε a Laplace or exponential step of budget b
+// spends: b.Epsilon for a pure budget, or for a zCDP or exact budget the ε
+// whose zCDP cost is b.Rho (ε²/2 for Laplace, ε²/8 for the exponential
+// mechanism, its bounded range).
+func StepEpsilon(b privacy.Budget, m privacy.Mechanism) float64 {
+	if b.Noise != privacy.NoiseZCDP && b.Noise != privacy.NoiseExact {
+		return b.Epsilon
 	}
-	return r / (eps * s.Weight / float64(max(s.Steps, 1))), nil
+	if m == privacy.MechExponential {
+		return math.Sqrt(8 * b.Rho)
+	}
+	return math.Sqrt(2 * b.Rho)
 }
 
 // Note is the sentence a result carries about the plan: which split was
