@@ -77,6 +77,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	x = pre.x // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
 	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
@@ -100,7 +101,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // eigenvalues and the remainder evenly over the sampled eigenvectors
 // (r of them, p − 1 when r = p).
 func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.Plan, error) {
-	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})

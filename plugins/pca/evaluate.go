@@ -30,7 +30,10 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 		return nil, fmt.Errorf("evaluate: the estimator released no U")
 	}
 	run.Progress("evaluation", 0, 1)
-	x := run.Data.X
+	x, err := scaledRows(ctx, run.Data.X, res) // the space the estimate worked in
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
 	n, p := x.Dims()
 	s, _, err := Gram(ctx, run.Backend, x, nil, 0)
 	if err != nil {
