@@ -50,8 +50,8 @@ summing to clip² or more) is refused before any spend. Without clip a given lam
 checked, and overstating it silently shrinks the noise: the result then carries a warning.
 
 Algorithm 1 of Cai, Xia and Zha. Stage 1 adds a symmetric Gaussian matrix to the
-p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n, no centring or
-clipping) and returns the top-r algebraic eigenvectors Ũ. Stage 2 adds a symmetric r×r
+p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n; centred only with
+center=private, clipped only with clip) and returns the top-r algebraic eigenvectors Ũ. Stage 2 adds a symmetric r×r
 Gaussian matrix to Ũᵀ(Σ̂ − σ²I)Ũ, giving Λ̃; the covariance estimate is Σ̃ = ŨΛ̃Ũᵀ + σ²I.
 
 The sensitivities are small only because the data are assumed to come from the spiked

@@ -14,7 +14,9 @@ import (
 // offers: the captured-variance ratio of the released U on the raw data,
 // centred at the empirical mean (scikit-learn's convention, reported as
 // captured_variance_ratio) and uncentred (captured_variance_ratio_uncentred),
-// both against the non-private top-r subspace of the same matrix. Both are
+// both against the non-private top-r subspace of the same matrix. With a
+// released feature_scale (feature_scale=private) the rows are first divided
+// by it: the ratios then score the space the estimate worked in. Both are
 // labelled sdk.Evaluation: computed from the raw data, never private.
 func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool) (*sdk.Result, error) {
 	if !on {
@@ -67,7 +69,7 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 	}
 	run.Progress("evaluation", 1, 1)
 	res.AddScalar(evaluate.RatioCentred, centred, sdk.Evaluation,
-		"tr(ŨᵀCŨ)/tr(ÛᵀCÛ), C the covariance of the raw rows centred at their empirical mean, Û its top-r subspace (scikit-learn's convention) — EVALUATION ONLY, not private")
+		"tr(ŨᵀCŨ)/tr(ÛᵀCÛ), C the covariance of the raw rows (divided by feature_scale when released) centred at their empirical mean, Û its top-r subspace (scikit-learn's convention) — EVALUATION ONLY, not private")
 	res.AddScalar(evaluate.RatioUncentred, uncentred, sdk.Evaluation,
 		"the same ratio on the UNCENTRED second moment XᵀX/n (flatters a subspace that mostly holds the mean direction) — EVALUATION ONLY, not private")
 	return res, nil
