@@ -21,6 +21,7 @@ const (
 	shareEstClip     = "estimate clip"
 	shareEstTrace    = "estimate trace"
 	shareEstSpectrum = "estimate spectrum"
+	shareEstInner    = "estimate top block"
 )
 
 // Fixed choices of the model estimate's clip (DERIVATIONS.md §9.1): the
@@ -37,6 +38,7 @@ const (
 const (
 	estClipWeight  = 0.1
 	estTraceWeight = 0.2
+	estInnerWeight = 0.3
 )
 
 // checkModel parses σ², λ and their upper bounds, decides whether the model
@@ -113,20 +115,26 @@ func (c *cxzConfig) estimateShares(rest float64) ([]privacy.Share, float64) {
 	}
 	out = append(out,
 		privacy.Share{Name: shareEstTrace, Weight: e * estTraceWeight, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: shareEstSpectrum, Weight: spectrum, Mechanism: privacy.MechGaussian})
+		privacy.Share{Name: shareEstSpectrum, Weight: spectrum - e*estInnerWeight, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: shareEstInner, Weight: e * estInnerWeight, Mechanism: privacy.MechGaussian})
 	return out, e
 }
 
 // SpikeStats are the released statistics the model estimate post-processes:
 // the trace and the top-r eigenvalues (descending) of a noisy second-moment
-// matrix of n rows in p columns, with the standard deviations of the noise
-// on the trace and on each released entry of the matrix (0: no noise).
+// matrix S + E of n rows in p columns, with the standard deviations of the
+// noise on the trace and on each released entry of the matrix (0: no
+// noise); and, optionally, the eigenvalues of a second release VᵀSV + E′
+// (V the top-r eigenvectors of S + E, E′ an r×r noise of entry deviation
+// InnerSD), which locate spikes the p×p noise hides.
 type SpikeStats struct {
 	N, P       int
 	Trace      float64
 	Top        []float64
 	TraceSD    float64
 	SpectrumSD float64
+	Inner      []float64
+	InnerSD    float64
 }
 
 // SpikeEstimate holds point estimates of σ² and λ_1 ≥ … ≥ λ_r and the
@@ -143,55 +151,74 @@ type SpikeEstimate struct {
 
 // EstimateSpikes turns released spectrum statistics into σ², λ and their
 // confidence bounds at total failure probability beta (post-processing,
-// DERIVATIONS.md §9.2–9.3). The point estimates invert the two biases of
-// the top eigenvalues: the noise matrix pushes a spike θ to about
-// θ + p·s²/(θ − σ²), and sampling pushes a population spike λ + σ² to
-// about (λ + σ²)(1 + γσ²/λ) with γ = p/n; σ² is the fixed point of
-// σ² = (trace − Σλ_k)/p. The bounds move the trace and each eigenvalue by
-// z standard deviations (noise and Gaussian-model sampling), z the normal
-// quantile at beta/(2r+2), in the direction that enlarges σ² and shrinks λ
-// for the lower bounds (and the reverse for the upper ones). An error says
-// that the statistics cannot certify r spikes above the noise.
+// DERIVATIONS.md §9.2–9.3). The p×p eigenvalues m_k are corrected for the
+// noise matrix, which pushes a spike θ to about θ + p·s²/(θ − σ²), and for
+// sampling, which pushes a population spike λ + σ² to about
+// (λ + σ²)(1 + γσ²/λ) with γ = p/n. The inner eigenvalues (when given) are
+// at most the sample's top eigenvalues (V is only an estimate of the top
+// eigenvectors), so they give lower bounds that do not need the spike to
+// rise above the p×p noise. σ² is the fixed point of σ² = (trace − Σλ_k)/p.
+// The bounds move the trace and each eigenvalue by z standard deviations
+// (noise and Gaussian-model sampling), z the normal quantile at
+// beta/(3r + 2), in the direction that enlarges σ² and shrinks λ for the
+// lower bounds (and the reverse for the upper ones). An error says that the
+// statistics cannot certify r spikes above the noise.
 func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 	r := len(st.Top)
-	if r < 1 || st.N < 1 || st.P <= r {
-		return SpikeEstimate{}, fmt.Errorf("spike estimate: need 1 ≤ r < p and n ≥ 1 (r = %d, p = %d, n = %d)", r, st.P, st.N)
+	if r < 1 || st.N < 1 || st.P <= r || (st.Inner != nil && len(st.Inner) != r) {
+		return SpikeEstimate{}, fmt.Errorf("spike estimate: need 1 ≤ r < p, n ≥ 1 and r inner eigenvalues (r = %d, p = %d, n = %d, inner %d)", r, st.P, st.N, len(st.Inner))
 	}
 	if !(beta > 0 && beta < 1) {
 		return SpikeEstimate{}, fmt.Errorf("spike estimate: failure probability %v outside (0, 1)", beta)
 	}
-	top := append([]float64(nil), st.Top...)
-	sort.Sort(sort.Reverse(sort.Float64Slice(top)))
-	est := SpikeEstimate{Z: math.Sqrt2 * math.Erfcinv(2*beta/float64(2*r+2))}
-	est.Sigma2, est.Lambda = spikeFixedPoint(st, st.Trace, top)
+	desc := func(v []float64) []float64 {
+		out := append([]float64(nil), v...)
+		sort.Sort(sort.Reverse(sort.Float64Slice(out)))
+		return out
+	}
+	top, inner := desc(st.Top), desc(st.Inner)
+	est := SpikeEstimate{Z: math.Sqrt2 * math.Erfcinv(2*beta/float64(3*r+2))}
+	// Point estimates: the larger of the two readings of each spike.
+	point := func(k int, s2 float64) float64 {
+		l := spikeOf(st.P, st.P, st.N, st.SpectrumSD, top[k], s2)
+		if inner != nil {
+			l = math.Max(l, spikeOf(r, st.P, st.N, st.InnerSD, inner[k], s2))
+		}
+		return l
+	}
+	est.Sigma2, est.Lambda = spikeFixedPoint(st.P, st.Trace, r, point)
 	// Standard deviations at the point estimate: a Gaussian row gives
 	// Var(uᵀΣ̂u) = 2ℓ²/n and Var(tr Σ̂) = 2·tr Σ²/n; the noise adds at most
-	// 2s² to a top eigenvalue (first order) and TraceSD² to the trace.
+	// 2s² to an eigenvalue (first order) and TraceSD² to the trace.
 	n := float64(st.N)
-	sd := make([]float64, r)
+	sd, sdIn := make([]float64, r), make([]float64, r)
 	var tr2 float64
 	for k, l := range est.Lambda {
 		ell := l + est.Sigma2
 		sd[k] = math.Sqrt(2*st.SpectrumSD*st.SpectrumSD + 2*ell*ell/n)
+		sdIn[k] = math.Sqrt(2*st.InnerSD*st.InnerSD + 2*ell*ell/n)
 		tr2 += ell * ell
 	}
 	tr2 += float64(st.P-r) * est.Sigma2 * est.Sigma2
 	sdT := math.Sqrt(st.TraceSD*st.TraceSD + 2*tr2/n)
-	shift := func(sign float64) []float64 {
-		out := make([]float64, r)
-		for k := range top {
-			out[k] = top[k] + sign*est.Z*sd[k]
+	z := est.Z
+	lower := func(k int, s2 float64) float64 {
+		l := spikeOf(st.P, st.P, st.N, st.SpectrumSD, top[k]-z*sd[k], s2)
+		if inner != nil {
+			l = math.Max(l, spikeOf(r, st.P, st.N, st.InnerSD, inner[k]-z*sdIn[k], s2))
 		}
-		return out
+		return l
 	}
-	lo, hi := shift(-1), shift(1)
-	est.Sigma2Upper, _ = spikeFixedPoint(st, st.Trace+est.Z*sdT, lo)
-	est.Sigma2Lower, _ = spikeFixedPoint(st, st.Trace-est.Z*sdT, hi)
+	upper := func(k int, s2 float64) float64 {
+		return spikeAbove(st.P, st.N, st.SpectrumSD, top[k]+z*sd[k], s2)
+	}
+	est.Sigma2Upper, _ = spikeFixedPoint(st.P, st.Trace+z*sdT, r, lower)
+	est.Sigma2Lower, _ = spikeFixedPoint(st.P, st.Trace-z*sdT, r, upper)
 	est.LambdaLow = make([]float64, r)
 	est.LambdaHigh = make([]float64, r)
 	for k := range top {
-		est.LambdaLow[k] = spikeOf(st, lo[k], est.Sigma2Upper)
-		est.LambdaHigh[k] = math.Max(spikeOf(st, hi[k], est.Sigma2Lower), est.LambdaLow[k])
+		est.LambdaLow[k] = lower(k, est.Sigma2Upper)
+		est.LambdaHigh[k] = math.Max(upper(k, math.Max(est.Sigma2Lower, 0)), est.LambdaLow[k])
 	}
 	if !(est.Sigma2Upper > 0) || !(est.Sigma2 > 0) {
 		return est, fmt.Errorf("spike estimate: the private noise variance σ² is not positive (%.4g): the released trace is below the released spikes", est.Sigma2)
@@ -203,65 +230,78 @@ func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 	return est, nil
 }
 
-// spikeFixedPoint returns σ² = (trace − Σλ_k)/p and λ_k = spikeOf(top_k, σ²)
-// at their common fixed point (σ² is floored at a tiny positive value so
-// that a noisy trace cannot make it negative mid-iteration; the caller
-// refuses a non-positive result).
-func spikeFixedPoint(st SpikeStats, trace float64, top []float64) (float64, []float64) {
-	r := len(top)
-	var sum float64
-	for _, m := range top {
-		sum += m
-	}
-	s2 := (trace - sum) / float64(st.P-r)
+// spikeFixedPoint returns σ² = (trace − Σλ_k)/p and λ_k = lam(k, σ²) at
+// their common fixed point (σ² is floored at a tiny positive value so that
+// a noisy trace cannot make it negative mid-iteration; the caller refuses a
+// non-positive result).
+func spikeFixedPoint(p int, trace float64, r int, lam func(k int, s2 float64) float64) (float64, []float64) {
 	floor := 1e-12 * math.Max(math.Abs(trace), 1e-300)
-	lam := make([]float64, r)
+	out := make([]float64, r)
+	s2 := trace / float64(p)
 	for it := 0; it < 200; it++ {
 		if s2 < floor {
 			s2 = floor
 		}
 		var sl float64
-		for k, m := range top {
-			lam[k] = spikeOf(st, m, s2)
-			sl += lam[k]
+		for k := range out {
+			out[k] = lam(k, s2)
+			sl += out[k]
 		}
-		next := (trace - sl) / float64(st.P)
+		next := (trace - sl) / float64(p)
 		if math.Abs(next-s2) <= 1e-13*math.Abs(s2) {
 			s2 = next
 			break
 		}
 		s2 = next
 	}
-	if s2 <= 0 {
-		return s2, lam
+	if s2 > 0 {
+		for k := range out {
+			out[k] = lam(k, s2)
+		}
 	}
-	for k, m := range top {
-		lam[k] = spikeOf(st, m, s2)
-	}
-	return s2, lam
+	return s2, out
 }
 
-// spikeOf maps a released top eigenvalue m to a spike λ at noise level σ²:
-// first the noise bias (m = θ + p·s²/(θ − σ²) solved for the larger root
-// θ), then the sampling bias (θ = (λ + σ²)(1 + γσ²/λ), γ = p/n, solved
-// for λ). It returns 0 when m does not rise above the noise or the
-// sampling bulk edge σ²(1 + √γ)².
-func spikeOf(st SpikeStats, m, s2 float64) float64 {
+// spikeOf maps a released eigenvalue m of a d×d noisy matrix (entry
+// deviation s; d = p for the second moment, r for the inner release) to a
+// spike λ at noise level σ²: first the noise bias (m = θ + d·s²/(θ − σ²)
+// solved for the larger root θ), then the sampling bias of the p-column
+// sample (θ = (λ + σ²)(1 + γσ²/λ), γ = p/n, solved for λ). It returns 0
+// when m does not rise above the noise or the sampling bulk edge
+// σ²(1 + √γ)².
+func spikeOf(d, p, n int, s, m, s2 float64) float64 {
 	theta := m
-	if s := st.SpectrumSD; s > 0 {
-		d := (m-s2)*(m-s2) - 4*float64(st.P)*s*s
-		if d < 0 || m <= s2 {
+	if s > 0 {
+		disc := (m-s2)*(m-s2) - 4*float64(d)*s*s
+		if disc < 0 || m <= s2 {
 			return 0
 		}
-		theta = (m + s2 + math.Sqrt(d)) / 2
+		theta = (m + s2 + math.Sqrt(disc)) / 2
 	}
-	gamma := float64(st.P) / float64(st.N)
+	return sampledSpike(theta, s2, p, n)
+}
+
+// sampledSpike inverts the sampling bias θ = (λ + σ²)(1 + γσ²/λ) of n
+// rows in p columns, γ = p/n (0 below the bulk edge).
+func sampledSpike(theta, s2 float64, p, n int) float64 {
+	gamma := float64(p) / float64(n)
 	b := theta - s2*(1+gamma)
 	disc := b*b - 4*gamma*s2*s2
 	if b <= 0 || disc < 0 {
 		return 0
 	}
 	return (b + math.Sqrt(disc)) / 2
+}
+
+// spikeAbove is an upper bound for the spike behind a released eigenvalue
+// m of the p×p release: spikeOf when m rises above the noise, and
+// otherwise the largest spike the noise could hide, θ = σ² + s√p (the
+// spike that reaches the noise's edge σ² + 2s√p).
+func spikeAbove(p, n int, s, m, s2 float64) float64 {
+	if l := spikeOf(p, p, n, s, m, s2); l > 0 || s == 0 {
+		return l
+	}
+	return sampledSpike(s2+s*math.Sqrt(float64(p)), s2, p, n)
 }
 
 // modelEstimate is the released outcome of the private model estimate.
@@ -311,6 +351,8 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	if err := relT.Add(run.Rand, tr); err != nil {
 		return nil, err
 	}
+	clean := mat.NewSymDense(p, nil)
+	clean.CopySym(s)
 	bS, err := plan.Budget(shareEstSpectrum)
 	if err != nil {
 		return nil, err
@@ -322,16 +364,59 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	if err := relS.AddSym(run.Rand, s); err != nil {
 		return nil, err
 	}
-	top, _, err := topEigen(ctx, run.Backend, s, cfg.r)
+	top, v, err := topEigen(ctx, run.Backend, s, cfg.r)
+	if err != nil {
+		return nil, err
+	}
+	inner, innerSD, err := innerSpectrum(ctx, run, plan, clean, v, math.Sqrt2*c2n)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("model estimate", 1, 1)
-	out.SpikeEstimate, err = EstimateSpikes(SpikeStats{N: n, P: p, Trace: tr[0], Top: top, TraceSD: relT.Scale(), SpectrumSD: relS.Scale()}, out.beta)
+	out.SpikeEstimate, err = EstimateSpikes(SpikeStats{N: n, P: p, Trace: tr[0], Top: top, TraceSD: relT.Scale(), SpectrumSD: relS.Scale(),
+		Inner: inner, InnerSD: innerSD}, out.beta)
 	if err != nil {
 		return nil, fmt.Errorf("pca-cxz: %w", err)
 	}
 	return out, nil
+}
+
+// innerSpectrum releases VᵀS_cV + E′ (V public: the top-r eigenvectors of
+// the released S_c + E; Frobenius sensitivity at most that of S_c, sens,
+// since V has orthonormal columns) and returns its eigenvalues and the
+// noise's entry deviation.
+func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat.SymDense, v *mat.Dense, sens float64) ([]float64, float64, error) {
+	p, r := v.Dims()
+	sv := mat.NewDense(p, r, nil)
+	if err := run.Backend.Mul(sv, s, false, v, false); err != nil {
+		return nil, 0, err
+	}
+	g := mat.NewDense(r, r, nil)
+	if err := run.Backend.Mul(g, v, true, sv, false); err != nil {
+		return nil, 0, err
+	}
+	in := mat.NewSymDense(r, nil)
+	for i := 0; i < r; i++ {
+		for j := i; j < r; j++ {
+			in.SetSym(i, j, 0.5*(g.At(i, j)+g.At(j, i)))
+		}
+	}
+	b, err := plan.Budget(shareEstInner)
+	if err != nil {
+		return nil, 0, err
+	}
+	rel, err := run.Acct.Gaussian("estimate: top-r block VᵀS_cV", sens, r*(r+1)/2, b)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rel.AddSym(run.Rand, in); err != nil {
+		return nil, 0, err
+	}
+	vals, _, err := topEigen(ctx, run.Backend, in, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	return vals, rel.Scale(), nil
 }
 
 // apply puts the estimated parameters into the model the sensitivities use:

@@ -72,12 +72,14 @@ func (pp prepPlan) check() error {
 }
 
 // shares returns the plan's preprocessing shares (the quantiles under the
-// exponential mechanism, the mean under meanMech) and the weight left for
-// the estimator.
+// exponential mechanism, the mean and the feature-scale counts under
+// meanMech) and the weight left for the estimator.
 func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64) {
 	var out []privacy.Share
 	if pp.scaleShare > 0 {
-		out = append(out, privacy.Share{Name: shareScale, Weight: pp.scaleShare, Steps: max(pp.features, 1), Mechanism: privacy.MechExponential})
+		out = append(out,
+			privacy.Share{Name: shareScale, Weight: pp.scaleShare * (1 - scaleCountWeight), Steps: max(pp.features, 1), Mechanism: privacy.MechExponential},
+			privacy.Share{Name: shareScaleCounts, Weight: pp.scaleShare * scaleCountWeight, Mechanism: meanMech})
 	}
 	if pp.quantiles > 0 {
 		out = append(out, privacy.Share{Name: shareClip, Weight: pp.clipShare, Steps: pp.quantiles, Mechanism: privacy.MechExponential})
@@ -107,6 +109,7 @@ func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name str
 type preprocessed struct {
 	x        *mat.Dense // the rows the estimate uses (divided by scale when scaling)
 	scale    []float64  // the private per-feature scales (nil without scaling)
+	unscaled int        // scales set to the median because they could not be located
 	mu       []float64  // the private mean (nil without centring)
 	meanClip float64    // the mean's clip (0 without centring)
 	clip     float64    // the clip of the (centred) rows
@@ -124,14 +127,14 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.De
 	pp := newPrepPlan(c, ctr)
 	out := &preprocessed{x: x, clip: c.Value()}
 	if ctr.scaled() {
-		s, err := privateScales(ctx, run, plan, x)
+		s, k, err := privateScales(ctx, run, plan, x, meanMechOf(plan))
 		if err != nil {
 			return nil, err
 		}
 		if x, err = divideColumns(ctx, x, s); err != nil {
 			return nil, err
 		}
-		out.x, out.scale = x, s
+		out.x, out.scale, out.unscaled = x, s, k
 	}
 	if ctr.private() {
 		switch {
@@ -174,6 +177,9 @@ func (pr *preprocessed) report(res *sdk.Result) {
 		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(pr.scale), append([]float64(nil), pr.scale...)), sdk.Public,
 			"private per-feature scales (1×p): every column was divided by its scale before centring and clipping; dplr transform divides new rows by them")
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, "each feature was divided by a private scale (the median absolute difference of paired rows, a declared step per feature)")
+		if pr.unscaled > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("feature_scale: %d of %d features have too few non-zero differences for their scale to be located at this budget (private counts) and were given the median scale", pr.unscaled, len(pr.scale)))
+		}
 	}
 	if pr.mu == nil {
 		return
@@ -186,4 +192,14 @@ func (pr *preprocessed) report(res *sdk.Result) {
 	} else {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g was chosen without looking at the data", pr.meanClip))
 	}
+}
+
+// meanMechOf is the mechanism of the plan's feature-scale counts share.
+func meanMechOf(plan *privacy.Plan) privacy.Mechanism {
+	for _, sh := range plan.Shares() {
+		if sh.Name == shareScaleCounts {
+			return sh.Mechanism
+		}
+	}
+	return privacy.MechGaussian
 }

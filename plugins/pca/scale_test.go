@@ -194,7 +194,7 @@ func TestFeatureScaleStepsAndValues(t *testing.T) {
 		names = append(names, s.Name)
 		require.NoError(t, privacy.VerifyStep(s), s.Name)
 	}
-	assert.Equal(t, []string{"feature scale 1", "feature scale 2", "feature scale 3", "feature scale 4", "feature scale 5", "feature scale 6",
+	assert.Equal(t, []string{"feature scale 1", "feature scale 2", "feature scale 3", "feature scale 4", "feature scale 5", "feature scale 6", "feature scale: non-zero pair counts",
 		"clip quantile (mean)", "mean", "clip quantile", "second-moment matrix Σ̂ + E"}, names)
 	sc := matrix(t, res, "feature_scale")
 	r, p := sc.Dims()
@@ -213,4 +213,38 @@ func TestClampScales(t *testing.T) {
 	s := []float64{1, 2, 1e-6, 3, 1e6}
 	clampScales(s)
 	assert.Equal(t, []float64{1, 2, 2e-4, 3, 2e4}, s)
+}
+
+// A mostly-zero feature (10 non-zero rows in 20000) has too few non-zero
+// differences for its median to be located at ε = 1 (about 2000 are
+// needed here): it gets the median scale and the result says how many
+// features were treated so; the located features keep their own scales.
+func TestFeatureScaleSparseFeature(t *testing.T) {
+	x, _, _ := multiScale(20000, 8, []float64{12, 6}, 8)
+	n, _ := x.Dims()
+	for i := 0; i < n; i++ {
+		v := 0.0
+		if i%2000 == 0 {
+			v = 100
+		}
+		x.Set(i, 7, v)
+	}
+	ds := &data.Dataset{Kind: data.Rows, X: x}
+	seed := uint64(4)
+	res, _, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, ds, map[string]string{"rank": "2", "feature_scale": "private"}, approx(1, 1e-6), sdk.LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	sc := matrix(t, res, "feature_scale").RawRowView(0)
+	assert.Equal(t, medianOf(sc[:7]), sc[7], "the sparse feature gets the median of the located scales")
+	assert.Contains(t, res.Notes[len(res.Notes)-1], "1 of 8 features")
+}
+
+// replaceUnlocated fills unlocated scales with the located ones' median,
+// and sets every scale to 1 when none is located.
+func TestReplaceUnlocated(t *testing.T) {
+	s := []float64{1, 4, 9, 100}
+	assert.Equal(t, 1, replaceUnlocated(s, []float64{50, 50, 50, 3}, 10))
+	assert.Equal(t, []float64{1, 4, 9, 4}, s)
+	s = []float64{1, 4}
+	assert.Equal(t, 2, replaceUnlocated(s, []float64{3, 3}, 10))
+	assert.Equal(t, []float64{1, 1}, s)
 }

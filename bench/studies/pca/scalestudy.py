@@ -101,15 +101,16 @@ def main():
                 u = load_matrix(out, rep_json, "U")
                 s = load_matrix(out, rep_json, "feature_scale")
                 s = np.ones(x.shape[1]) if s is None else s.reshape(-1)
-                cells.setdefault((name, e), []).append((
-                    ratio(c, u / s[:, None], a.rank),
-                    ratio(cz, (d / s)[:, None] * u, a.rank)))
+                cell = (ratio(c, u / s[:, None], a.rank), ratio(cz, (d / s)[:, None] * u, a.rank))
+                cells.setdefault((name, e), []).append(cell)
+                print("# rep %d, ε = %g, %s: raw %.4f, standardised %.4f" % (rep, e, name, *cell), flush=True)
     print("| variant | ε | raw centred ratio (median) | quartiles | standardised centred ratio (median) | quartiles | fits |")
     print("|---|---|---|---|---|---|---|")
     for (name, e), v in cells.items():
         raw = [t[0] for t in v]
         std = [t[1] for t in v]
-        qr, qs = st.quantiles(raw, n=4), st.quantiles(std, n=4)
+        qr = st.quantiles(raw, n=4) if len(raw) > 1 else [raw[0]] * 3
+        qs = st.quantiles(std, n=4) if len(std) > 1 else [std[0]] * 3
         print("| %s | %g | %.3f | %.3f–%.3f | %.3f | %.3f–%.3f | %d |" % (
             name, e, st.median(raw), qr[0], qr[2], st.median(std), qs[0], qs[2], len(v)))
 
