@@ -90,7 +90,7 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	if privInit {
 		shares = append(shares, privacy.Share{Name: "init", Weight: wInit})
 	}
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	plan, err := sdk.NewPlan(run, planNoise(o.Noise.Value), shares...)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +342,8 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
 	sensA, sensB := o.sensitivities()
-	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g (DERIVATIONS.md §5.1)",
+	res.Notes = append(res.Notes, noiseNote(o.Noise.Value))
+	res.Notes = append(res.Notes, fmt.Sprintf("budget split (ρ units): initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g (DERIVATIONS.md §5.1)",
 		plan.init.Rho, plan.a.Rho, plan.b.Rho, map[bool]string{true: "loop (disjoint groups)", false: "iteration"}[o.disjoint()], sensA, sensB))
 	if o.Calibration != calibrationUnset {
 		res.Notes = append(res.Notes, calibrationNote)

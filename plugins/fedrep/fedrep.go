@@ -95,7 +95,7 @@ type fedrepConfig struct {
 	stepScale, clipQ, tuneShare float64
 	label                       string // prefix of the release names (a selection candidate)
 	sel                         *selectConfig
-	noise                       string // zcdp or paper (private estimators)
+	noise                       string // exact, zcdp or paper (private estimators)
 	deprecated                  bool   // the request used the calibration alias
 }
 
@@ -218,7 +218,7 @@ func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	plan, err := sdk.NewPlan(run, planNoise(c.noise), shares...)
 	if err != nil {
 		return nil, err
 	}
@@ -584,11 +584,11 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	}
 	res.AddScalar("step", c.step, sdk.Public, "η, the step of the U update (step_scale/ψ unless given)")
 	if plan.tunes > 0 {
-		res.AddScalar("rho_tune", plan.tune.Rho*float64(plan.tunes), sdk.Public, "zCDP cost of the private clip quantiles")
+		res.AddScalar("rho_tune", plan.tune.Rho*float64(plan.tunes), sdk.Public, "cost of the private clip quantiles in zCDP units (ρ; with noise=exact, μ²/2 of their Gaussian-DP share)")
 		res.Notes = append(res.Notes, fmt.Sprintf("private defaults: %d clip(s) chosen as the %g-quantile of the users' norms (noisy log-histograms, ρ = %.4g each); ψ = %.4g, ψ_init = %.4g, η = %.4g (DERIVATIONS.md §12)", plan.tunes, c.clipQ, plan.tune.Rho, c.clip, c.initClip, c.step))
 	}
-	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "zCDP cost of the initialization")
-	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "zCDP cost of the T rounds")
+	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "cost of the initialization in zCDP units (ρ; with noise=exact, μ²/2 of its Gaussian-DP share)")
+	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "cost of the T rounds in zCDP units (ρ; with noise=exact, μ²/2 of their Gaussian-DP share)")
 	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; it is not released privately: do not tune on it)")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
@@ -597,7 +597,8 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	if tr.heads != nil {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round (DERIVATIONS.md §3.2)", plan.init.Rho, plan.round.Rho*float64(T), T, plan.round.Rho, 2*c.clip/float64(n)))
+	res.Notes = append(res.Notes, noiseNote(c.noise))
+	res.Notes = append(res.Notes, fmt.Sprintf("budget split (ρ units): initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round (DERIVATIONS.md §3.2)", plan.init.Rho, plan.round.Rho*float64(T), T, plan.round.Rho, 2*c.clip/float64(n)))
 }
 
 // initialU returns the starting U: the top-k eigenvectors of the (noisy,

@@ -12,8 +12,8 @@ import (
 )
 
 // Private hyperparameter selection (DERIVATIONS.md §13): every candidate
-// (rank, clip quantile) is fitted on a slice of the budget, scored on the
-// users' local rows, one is chosen by the exponential mechanism, and the
+// (rank, clip quantile) is fitted on a slice of the budget, scored by the
+// users' leave-one-out validation on their own rows, one is chosen by the exponential mechanism, and the
 // chosen configuration is fitted again on the rest of the budget.
 
 // selectOptions are the parameters of the private selection.
@@ -21,7 +21,7 @@ type selectOptions struct {
 	SelectRank     string  `param:"select_rank" default:"none" doc:"comma-separated candidate ranks for private selection (e.g. 2,3,5); none = use rank"`
 	SelectQuantile string  `param:"select_clip_quantile" default:"none" doc:"comma-separated candidate clip quantiles for private selection (e.g. 0.25,0.5,0.75); none = use clip_quantile"`
 	SelectShare    float64 `param:"select_share" default:"0.3" min:"0.01" max:"0.9" doc:"fraction of the budget spent on the selection: the candidates' fits (9/10 of it, split evenly) and the exponential mechanism (1/10); the chosen configuration is refitted on the rest"`
-	SelectScore    string  `param:"select_score" default:"squared" choices:"squared,accuracy" doc:"each user's validation score in [0, 1] on its local rows S¹ with its head fitted on S⁰: squared = 1 − mean min(1, squared error); accuracy = fraction of signs predicted (±1 labels)"`
+	SelectScore    string  `param:"select_score" default:"squared" choices:"squared,accuracy" doc:"each user's leave-one-out validation score in [0, 1] on the rows its final head is fitted on (each row predicted by the head fitted on the user's other rows): squared = 1 − mean min(1, squared error); accuracy = fraction of signs predicted (±1 labels)"`
 }
 
 // selectConfig is the parsed selection.
@@ -119,7 +119,7 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 		return nil, nil, nil, nil, err
 	}
 	shares = append(shares, sh...)
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	plan, err := sdk.NewPlan(run, planNoise(c.noise), shares...)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -136,6 +136,7 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 			return nil, nil, nil, nil, fmt.Errorf("selection, candidate %d: %w", j+1, err)
 		}
 		eng := newFedrepEngine(prob.x, prob.y, prob.lay, cc.rank(), math.Inf(1), prob.loss)
+		eng.headAll = cc.split().headAll()
 		if scores[j], err = eng.validationScore(ctx, tr.uWork.RawMatrix().Data, c.sel.accuracy || prob.loss == lossLogistic); err != nil {
 			return nil, nil, nil, nil, err
 		}
@@ -189,11 +190,11 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 func (s *selection) addSelection(res *sdk.Result) {
 	res.AddScalar("selected_rank", float64(s.chosen.rank()), sdk.Public, "rank chosen by the private selection")
 	res.AddScalar("selected_clip_quantile", s.chosen.clipQ, sdk.Public, "clip quantile chosen by the private selection")
-	res.AddScalar("rho_selection", s.rhoCands+s.rhoSelect, sdk.Public, "zCDP cost of the selection: the candidates' fits and the exponential mechanism")
+	res.AddScalar("rho_selection", s.rhoCands+s.rhoSelect, sdk.Public, "cost of the selection in zCDP units (ρ): the candidates' fits and the exponential mechanism")
 	var names []string
 	for _, c := range s.candidates {
 		names = append(names, fmt.Sprintf("(rank %d, q %g)", c.rank(), c.clipQ))
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("private selection over %d candidates %s: each fitted with ρ = %.4g, scored on the users' local rows, one drawn by the exponential mechanism (ε = %.4g, sensitivity 1/n); chosen rank %d, clip quantile %g, refitted on the rest of the budget (DERIVATIONS.md §13)",
+	res.Notes = append(res.Notes, fmt.Sprintf("private selection over %d candidates %s: each fitted with ρ = %.4g, scored by each user's leave-one-out validation on its own rows (a score in [0, 1] per user), one drawn by the exponential mechanism (ε = %.4g, sensitivity 1/n); chosen rank %d, clip quantile %g, refitted on the rest of the budget (DERIVATIONS.md §13)",
 		len(s.candidates), strings.Join(names, " "), s.rhoCands/float64(len(s.candidates)), s.epsSelect, s.chosen.rank(), s.chosen.clipQ))
 }
