@@ -40,6 +40,7 @@ type fedrepEngine struct {
 	part    [][]float64 // chunks × d·k partial sums
 	nclip   []int       // chunks: users whose gradient was clipped
 	nskip   []int       // chunks: users who sat the round out (theory mode)
+	altmin  *altminBuf  // Priv-AltMin statistics buffers (nil until first used)
 }
 
 type workerScratch struct {

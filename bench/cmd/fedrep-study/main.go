@@ -158,4 +158,5 @@ func runPersonal(seeds int, eps, jsonPath string, quiet bool) {
 	}
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g, %d seeds; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩)\n", cfg.Delta, cfg.Seeds)
 	fmt.Print(fedrep.PersonalMarkdown(rows))
+	fmt.Print(fedrep.PersonalTuningMarkdown(cfg, rows))
 }
