@@ -40,7 +40,7 @@ Privacy: user level, replace-one, worst case. With at most 'portion' rows per us
 A by at most √2·portion·c_W² in Frobenius norm (both contributions are PSD) and b by at most
 2·portion·c_W·c_y. With disjoint groups a user enters one iteration only, so the loop costs one
 iteration's ρ (parallel composition); the start (shared with fedrep-private) is composed on top.`,
-		Guarantee:  "ρ-zCDP (hence (ε, δ)-DP) for U, user level, worst case (replace one user's whole data)",
+		Guarantee:  "(ε, δ)-DP for U by exact Gaussian composition (noise=exact, the default) or ρ-zCDP (noise=zcdp, paper), user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    altminOptions{},
 		References: []string{"P. Jain, J. Rush, A. Smith, S. Song, A. Thakurta. Differentially Private Model Personalization. NeurIPS 2021.", refFedRep[0]},

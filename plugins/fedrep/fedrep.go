@@ -47,7 +47,7 @@ U-statistics Z_i (unbiased for w_i w_iᵀ), symmetric noise, top-k eigenvectors 
 Privacy: user-level, replace-one neighbours (one user's whole data set replaced, n public).
 Clipping bounds every user's contribution whatever its data, so the guarantee is worst case:
 the average moves by at most 2ψ/n per round (2ψ_init/n for the start). Rounds compose adaptively
-in zCDP; the start and the rounds share one budget (init_share). Only U is published; each user's
+(exact Gaussian composition by default, or zCDP); the start and the rounds share one budget (init_share). Only U is published; each user's
 head v_i, fitted on its own rows, is returned as a per-user output (predict new rows of a user
 with plugins/fedrep/predict or dplr transform). The algorithm boxes, sensitivities and the
 neighbour relation are in the plugin's DERIVATIONS.md (§2–§4).
@@ -57,9 +57,14 @@ chosen privately, as the clip_quantile quantile of the users' norms (a noisy his
 tune_share), and the step is step_scale/ψ; a released step that opposes the previous one halves
 the step, and a step longer than max_move·√k is shortened (§3.6). Both guards are post-processing
 and are reported. Rank and clip can be chosen privately too (select_rank, select_clip_quantile;
-§13): candidates fitted on slices of the budget, one chosen by the exponential mechanism on a
-validation score, refitted on the rest; the whole cost is in the plan.`,
-		Guarantee:  "ρ-zCDP (hence (ε, δ)-DP) for U, user level, worst case (replace one user's whole data)",
+§13): candidates fitted on slices of the budget and on part of the users, one chosen by the
+exponential mechanism on the other users' leave-one-out validation score, refitted on every user
+with the rest; the whole cost is in the plan.
+
+Accounting: noise=exact (the default) splits μ² of Gaussian DP over the steps (exact composition,
+σ from the grant's (ε, δ) curve; a selection's exponential mechanism makes it a PLD-scaled split);
+noise=zcdp splits ρ; the result's guarantee names the accountant that produced its figures.`,
+		Guarantee:  "(ε, δ)-DP for U by exact Gaussian composition (noise=exact, the default) or ρ-zCDP (noise=zcdp), user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    privateFedRepOptions{},
 		References: refFedRep,

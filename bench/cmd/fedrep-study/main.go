@@ -85,7 +85,7 @@ func main() {
 	}
 	fmt.Printf("n = %d, d = %d, k = %d, m = %d, R = %g, δ = %g, %d seeds\n\n", cfg.Users, cfg.Dim, cfg.Rank, cfg.Samples, cfg.Noise, cfg.Delta, cfg.Seeds)
 	fmt.Print(fedrep.StudyMarkdown(cells))
-	for _, pair := range [][2]string{{"Private FedRep (zCDP, ψ=10)", "Priv-AltMin (disjoint groups)"}, {"Private FedRep (zCDP, ψ=10)", "Priv-AltMin (all users, code)"}, {"Private FedRep (zCDP, ψ=1)", "Priv-AltMin (all users, code)"}, {"Private FedRep (defaults)", "Priv-AltMin (all users, code)"}} {
+	for _, pair := range [][2]string{{"Private FedRep (exact, ψ=10)", "Priv-AltMin (disjoint groups, exact)"}, {"Private FedRep (exact, ψ=10)", "Priv-AltMin (all users, code, exact)"}, {"Private FedRep (exact, ψ=1)", "Priv-AltMin (all users, code, exact)"}, {"Private FedRep (defaults)", "Priv-AltMin (all users, code, exact)"}, {"Private FedRep (exact, ψ=10)", "Private FedRep (zCDP, ψ=10)"}} {
 		ok, lines := fedrep.BeatsAtEveryEps(cells, pair[0], pair[1])
 		fmt.Printf("\n%s beats %s at every ε: %v\n", pair[0], pair[1], ok)
 		for _, l := range lines {
