@@ -12,11 +12,12 @@ import (
 // The U-step statistics of Priv-AltMin (DERIVATIONS.md §5) through the
 // Kronecker form A = Σ_j H_j ⊗ v̂_j v̂_jᵀ, H_j = Σ_r g_r g_rᵀ (g_r = the
 // clipped, scaled row r of user j). The k(k+1)/2 pair sums Σ_j v̂_a v̂_b H_j
-// are stored packed (upper triangle of d×d, row p as a k(k+1)/2 × (d − p)
-// block); each user adds row p of H_j, formed by a matrix–vector product
-// over its few rows, to all pairs at once by a rank-one update (two BLAS
-// calls per row with vectorised inner loops, instead of one level-1 call
-// per row and pair into k(k+1)/2 dense d×d blocks). Users are prepared in
+// are stored packed (upper triangle of d×d, a tile of rows as a
+// k(k+1)/2 × n_t block); each user forms the tile's rows of H_j by
+// matrix–vector products over its few rows and adds them to all pairs at
+// once by one rank-one update (BLAS calls with vectorised inner loops: one
+// per row and one per tile, instead of one level-1 call per row and pair
+// into k(k+1)/2 dense d×d blocks). Users are prepared in
 // batches and added tile by tile so that a tile of the sums stays in cache;
 // rows p where all of a user's rows are zero (background pixels) are
 // skipped. Nothing d×d or dk×dk is formed per user, and the few per-chunk
@@ -47,7 +48,7 @@ type altminSlot struct {
 type altminScratch struct {
 	slots []altminSlot
 	gp    []float64 // portion: the used rows' entries at column p
-	hrow  []float64 // d: row p of H_j (from column p on)
+	hrow  []float64 // the packed rows of H_j in one tile
 	vh    []float64 // k: the unit head
 	hb    []float64 // d: Σ_r ỹ_r g_r
 }
@@ -79,12 +80,16 @@ func newAltminBuf(d, k, portion int) *altminBuf {
 			b.tiles = append(b.tiles, p)
 		}
 	}
+	maxTile := 0
+	for t := 0; t+1 < len(b.tiles); t++ {
+		maxTile = max(maxTile, packedRow(b.tiles[t+1], d)-packedRow(b.tiles[t], d))
+	}
 	for c := 0; c < chunks; c++ {
 		b.parts = append(b.parts, make([]float64, size))
 		b.bparts = append(b.bparts, make([]float64, d*k))
 	}
 	for w := 0; w < workers(chunks); w++ {
-		sc := altminScratch{gp: make([]float64, portion), hrow: make([]float64, d), vh: make([]float64, k), hb: make([]float64, d)}
+		sc := altminScratch{gp: make([]float64, portion), hrow: make([]float64, maxTile), vh: make([]float64, k), hb: make([]float64, d)}
 		for i := 0; i < altminBatch; i++ {
 			sc.slots = append(sc.slots, altminSlot{g: make([]float64, portion*d), f: make([]float64, npair)})
 		}
@@ -141,7 +146,7 @@ func altminStats(ctx context.Context, eng *fedrepEngine, u []float64, users []in
 			bs[i] += v
 		}
 	}
-	return kroneckerToA(buf.sum, d, k), bs, nil
+	return kroneckerToA(buf.sum, d, k, buf.tiles), bs, nil
 }
 
 // altminPrepare fits user ui's head, adds its b_j to bpart and fills slot
@@ -197,43 +202,54 @@ func altminPrepare(eng *fedrepEngine, fws *workerScratch, u []float64, ui int, c
 	return true
 }
 
-// altminAdd adds rows p0 ≤ p < p1 of the prepared user's H ⊗ v̂v̂ᵀ to the
-// packed pair sums part, whose row p is a k(k+1)/2 × (d − p) block (pair
-// by pair): row p of H, h = G[:, p:]ᵀ g_{·p} (a matrix–vector product over
-// the user's few rows), is added to every pair at once as the rank-one
-// update f hᵀ of that block. Both are BLAS calls whose inner loops are the
-// vectorised kernels, two calls per row instead of one per row and pair.
-// A row p where every used row is zero (a background pixel, a sparse
-// feature) is skipped.
+// altminAdd adds rows p0 ≤ p < p1 (one tile) of the prepared user's
+// H ⊗ v̂v̂ᵀ to the pair sums part, where the tile is stored as a k(k+1)/2 ×
+// n_t block (pair by pair; n_t the packed entries of the tile's rows): each
+// row p of H, h = G[:, p:]ᵀ g_{·p} (a matrix–vector product over the user's
+// few rows), is written to its place in the tile's packed vector, and the
+// tile is added to every pair at once as one rank-one update f hᵀ. Both are
+// BLAS calls whose inner loops are the vectorised kernels: one per row and
+// one per tile, instead of one level-1 call per row and pair. A row p where
+// every used row is zero (a background pixel, a sparse feature) is zero.
 func altminAdd(slot *altminSlot, p0, p1, d int, s *altminScratch, part []float64) {
 	npair := len(slot.f)
 	m := slot.m
 	if m == 0 {
 		return
 	}
-	f := blas64.Vector{N: npair, Inc: 1, Data: slot.f}
+	s0, s1 := packedRow(p0, d), packedRow(p1, d)
+	n := s1 - s0
+	ht := s.hrow[:n]
+	any := false
 	for p := p0; p < p1; p++ {
-		any := false
+		L := d - p
+		o := packedRow(p, d) - s0
+		seg := ht[o : o+L]
+		nz := false
 		for r := 0; r < m; r++ {
 			s.gp[r] = slot.g[r*d+p]
-			any = any || s.gp[r] != 0
+			nz = nz || s.gp[r] != 0
 		}
-		if !any {
+		if !nz {
+			clear(seg)
 			continue
 		}
-		L := d - p
+		any = true
 		g := blas64.General{Rows: m, Cols: L, Stride: d, Data: slot.g[p : (m-1)*d+d]}
-		h := blas64.Vector{N: L, Inc: 1, Data: s.hrow[:L]}
-		blas64.Gemv(blas.Trans, 1, g, blas64.Vector{N: m, Inc: 1, Data: s.gp[:m]}, 0, h)
-		off := packedRow(p, d) * npair
-		blas64.Ger(1, f, h, blas64.General{Rows: npair, Cols: L, Stride: L, Data: part[off : off+npair*L]})
+		blas64.Gemv(blas.Trans, 1, g, blas64.Vector{N: m, Inc: 1, Data: s.gp[:m]}, 0, blas64.Vector{N: L, Inc: 1, Data: seg})
 	}
+	if !any {
+		return
+	}
+	blas64.Ger(1, blas64.Vector{N: npair, Inc: 1, Data: slot.f}, blas64.Vector{N: n, Inc: 1, Data: ht},
+		blas64.General{Rows: npair, Cols: n, Stride: n, Data: part[npair*s0 : npair*s1]})
 }
 
-// kroneckerToA assembles the dk×dk symmetric A from the packed pair sums
-// Σ_j v̂_a v̂_b H_j (upper triangle of d×d; row p is a k(k+1)/2 × (d − p)
-// block, pair by pair): entry (p·k + a, q·k + b).
-func kroneckerToA(cs []float64, d, k int) *mat.SymDense {
+// kroneckerToA assembles the dk×dk symmetric A from the pair sums
+// Σ_j v̂_a v̂_b H_j (the packed upper triangle of d×d, each tile of rows
+// tiles[t] ≤ p < tiles[t+1] stored as a k(k+1)/2 × n_t block, pair by pair):
+// entry (p·k + a, q·k + b).
+func kroneckerToA(cs []float64, d, k int, tiles []int) *mat.SymDense {
 	npair := k * (k + 1) / 2
 	pairIdx := func(a, b int) int { // index of (min, max) among a ≤ b pairs
 		if a > b {
@@ -244,18 +260,22 @@ func kroneckerToA(cs []float64, d, k int) *mat.SymDense {
 	dk := d * k
 	am := mat.NewSymDense(dk, nil)
 	raw := am.RawSymmetric()
-	for p := 0; p < d; p++ {
-		L := d - p
-		row := cs[packedRow(p, d)*npair : (packedRow(p, d)+L)*npair]
-		for a := 0; a < k; a++ {
-			i := p*k + a
-			for q := p; q < d; q++ {
-				b0 := 0
-				if q == p {
-					b0 = a
-				}
-				for b := b0; b < k; b++ {
-					raw.Data[i*raw.Stride+q*k+b] = row[pairIdx(a, b)*L+q-p]
+	for t := 0; t+1 < len(tiles); t++ {
+		s0, s1 := packedRow(tiles[t], d), packedRow(tiles[t+1], d)
+		n := s1 - s0
+		blk := cs[npair*s0 : npair*s1]
+		for p := tiles[t]; p < tiles[t+1]; p++ {
+			o := packedRow(p, d) - s0 - p // entry (p, q) is column o + q of the block
+			for a := 0; a < k; a++ {
+				i := p*k + a
+				for q := p; q < d; q++ {
+					b0 := 0
+					if q == p {
+						b0 = a
+					}
+					for b := b0; b < k; b++ {
+						raw.Data[i*raw.Stride+q*k+b] = blk[pairIdx(a, b)*n+o+q]
+					}
 				}
 			}
 		}
