@@ -357,6 +357,9 @@ type PersonalTune struct {
 	Values string // comma-separated candidates
 	// Eps are the ε at which the selection runs (nil: every ε of the study).
 	Eps []float64
+	// CandidateEps are the ε at which every candidate is also fitted alone
+	// (nil: wherever the selection runs).
+	CandidateEps []float64
 }
 
 // runsAt reports whether the selection runs at ε.
@@ -380,6 +383,9 @@ type PersonalStudyConfig struct {
 	Eps      []float64
 	Delta    float64
 	Seeds    int
+	// SeedList, when set, are the seeds run (instead of 1…Seeds), so that
+	// one study can be run in parts and merged (MergePersonalRows).
+	SeedList []int
 	// Classify adds fedrep-classify (defaults, same rank) at every ε.
 	Classify bool
 	Progress func(string)
@@ -401,7 +407,7 @@ func DefaultPersonalStudy() PersonalStudyConfig {
 	return PersonalStudyConfig{
 		Variants: []PersonalVariant{
 			{Name: "issue task: 5000 users, 6 training + 4 held-out rows, rank 3", Task: base, Rank: 3, AltMin: true, CompareZCDP: true, Tunes: []PersonalTune{
-				{Label: "rank", Select: "select_rank", Key: "rank", Values: "2,3,5,9"},
+				{Label: "rank", Select: "select_rank", Key: "rank", Values: "2,3,5,9", Eps: []float64{0.5, 1}, CandidateEps: []float64{1}},
 				{Label: "clip quantile", Select: "select_clip_quantile", Key: "clip_quantile", Values: "0.25,0.5,0.75,0.9", Eps: []float64{1}},
 			}},
 			{Name: "harder: 5000 users, 2 training + 4 held-out rows, rank 9", Task: few, Rank: 9},
@@ -429,7 +435,13 @@ func RunPersonalStudy(ctx context.Context, cfg PersonalStudyConfig) ([]PersonalR
 	var rows []PersonalRow
 	for _, v := range cfg.Variants {
 		col := &personalCells{cells: map[string]map[float64]*personalCell{}, variant: v.Name, progress: cfg.Progress}
-		for s := 1; s <= cfg.Seeds; s++ {
+		seeds := cfg.SeedList
+		if seeds == nil {
+			for s := 1; s <= cfg.Seeds; s++ {
+				seeds = append(seeds, s)
+			}
+		}
+		for _, s := range seeds {
 			if err := runPersonalSeed(ctx, cfg, v, s, col); err != nil {
 				return nil, err
 			}
@@ -580,6 +592,9 @@ func runPersonalTune(ctx context.Context, v PersonalVariant, pt PersonalTune, ds
 		return fmt.Errorf("%s: selection of %s at ε = %g: %w", v.Name, pt.Label, grant.Epsilon, err)
 	}
 	col.add(pt.tunedLabel(), grant.Epsilon, f, f.Accuracy)
+	if pt.CandidateEps != nil && !slices.Contains(pt.CandidateEps, grant.Epsilon) {
+		return nil
+	}
 	for _, c := range strings.Split(pt.Values, ",") {
 		f, err := v.Task.FitPersonal(ctx, ds, fedrep.PrivateFedRep{}, params(map[string]string{pt.Key: c}), grant, seed)
 		if err != nil {
@@ -696,4 +711,39 @@ func chosenIndex(key, chosen string, vals []string) int {
 		}
 	}
 	return -1
+}
+
+// MergePersonalRows merges the rows of studies run in parts (each part a
+// set of seeds of some variants): per (variant, method, ε) the per-seed
+// values are concatenated in the order of the parts, and the medians and
+// ranges recomputed (wall times: the median of the parts' medians).
+func MergePersonalRows(parts ...[]PersonalRow) []PersonalRow {
+	var out []PersonalRow
+	idx := map[string]int{}
+	secs := map[string][]float64{}
+	for _, rows := range parts {
+		for _, r := range rows {
+			key := fmt.Sprintf("%s\x00%s\x00%g", r.Variant, r.Method, r.Epsilon)
+			i, ok := idx[key]
+			if !ok {
+				idx[key] = len(out)
+				r.Values = append([]float64(nil), r.Values...)
+				r.Chosen = append([]string(nil), r.Chosen...)
+				r.ChosenClip = append([]float64(nil), r.ChosenClip...)
+				out = append(out, r)
+				secs[key] = []float64{r.Seconds}
+				continue
+			}
+			m := &out[i]
+			m.Values = append(m.Values, r.Values...)
+			m.Chosen = append(m.Chosen, r.Chosen...)
+			m.ChosenClip = append(m.ChosenClip, r.ChosenClip...)
+			secs[key] = append(secs[key], r.Seconds)
+		}
+	}
+	for key, i := range idx {
+		out[i].Accuracy, out[i].Min, out[i].Max = medianRange(out[i].Values)
+		out[i].Seconds, _, _ = medianRange(secs[key])
+	}
+	return out
 }
