@@ -134,9 +134,15 @@ func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shap
 	if shape.Kind != info.DataKind {
 		return 0, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
 	}
-	_, footprint, err := sdk.Prepare(info, raw, shape)
+	opts, footprint, err := sdk.Prepare(info, raw, shape)
 	if err != nil {
 		return 0, err
+	}
+	if shape.Statistics {
+		if err := sdk.CheckStatistics(est, opts); err != nil {
+			return 0, err
+		}
+		footprint = statsFootprint(info, raw, shape)
 	}
 	if err := grant.Validate(); err != nil {
 		return 0, err
@@ -301,6 +307,9 @@ func sendMatrix(send func(*dplrpb.FitEvent) error, m sdk.Matrix) error {
 func OpenHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
 	if h == nil {
 		return nil, nil, errors.New("request carries no data set")
+	}
+	if h.GetStatistics() != nil {
+		return openStats(HandleFromProto(h))
 	}
 	return dataio.Open(HandleFromProto(h))
 }
