@@ -211,11 +211,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	timings["plugins_s"] = time.Since(t0).Seconds()
 	// The data are located, validated and hashed (by the client) before
 	// any budget is charged.
-	opt, err := f.df.loadOptions()
-	if err != nil {
-		return err
-	}
-	data := client.File(f.df.path, opt)
+	var data client.Data
 	if f.beam.on() {
 		// The pipeline aggregates the shards and the host validates the
 		// statistics, before any budget is reserved.
@@ -225,6 +221,12 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		}
 		defer cleanup()
 		data = d
+	} else {
+		opt, err := f.df.loadOptions()
+		if err != nil {
+			return err
+		}
+		data = client.File(f.df.path, opt)
 	}
 	res, err := runFit(ctx, env, f, c, est.Info, client.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant,
 		Data: data, NonPrivate: f.nonPrivate, Timeout: f.timeout})
