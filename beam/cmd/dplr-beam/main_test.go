@@ -26,6 +26,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/transport"
+	"github.com/dplr/dplr/plugins/orbit"
 	"github.com/dplr/dplr/plugins/pca"
 )
 
@@ -150,6 +151,10 @@ func TestReleaseEqualsSingleMachine(t *testing.T) {
 		{pca.AnalyzeGauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
 		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 		{pca.CXZ{}, 0, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
+		{orbit.Gauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		{orbit.EM{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{orbit.RankK{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{orbit.Deflation{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.est.Info().Name, func(t *testing.T) {
