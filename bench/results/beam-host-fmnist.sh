@@ -1,6 +1,6 @@
 #!/bin/bash
 # Interleaved rounds: --engine beam on 6 shards vs the single-machine fit on the IDX file.
-B=/work/wt/beam-host/bin/dplr
+B=${DPLR:-$(cd "$(dirname "$0")/../.." && pwd)/bin/dplr}
 for r in 1 2 3; do
   for v in beam file; do
     if [ $v = beam ]; then D=(--data 'shards/*.npy' --engine beam); else D=(--data /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz); fi

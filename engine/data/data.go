@@ -99,7 +99,7 @@ func (s *Statistics) Check() error {
 		}
 		d := s.Moment.At(i, i)
 		if d < 0 {
-			return fmt.Errorf("statistics: second-moment diagonal entry %d = %v is negative", i, d)
+			return fmt.Errorf("statistics: second-moment diagonal entry %d is negative (a sum of squares cannot be)", i)
 		}
 		trace += d
 	}

@@ -301,6 +301,14 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code, stderr)
 	assert.Contains(t, stderr, "clip=auto")
 
+	// An estimator without a from-statistics path is refused before the
+	// pipeline runs.
+	code, _, stderr = dplr(t, "fit", "pca-nonprivate", "--non-private", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--set", "rank=2")
+	assert.Equal(t, cli.ExitUsage, code, stderr)
+	assert.Contains(t, stderr, "no path from aggregated statistics")
+	assert.NotContains(t, stderr, "rows pipeline")
+	assert.Zero(t, spent())
+
 	code, beamOut, stderr := dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, common...)...)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "beam: rows pipeline", "pipeline progress on stderr")
