@@ -135,14 +135,11 @@ func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shap
 		return 0, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
 	}
 	opts, footprint, err := sdk.Prepare(info, raw, shape)
+	if err == nil && shape.Statistics {
+		footprint, err = statsFootprint(est, info, raw, opts, shape)
+	}
 	if err != nil {
 		return 0, err
-	}
-	if shape.Statistics {
-		if err := sdk.CheckStatistics(est, opts); err != nil {
-			return 0, err
-		}
-		footprint = statsFootprint(info, raw, shape)
 	}
 	if err := grant.Validate(); err != nil {
 		return 0, err

@@ -42,10 +42,15 @@ func statsFromProto(s *dplrpb.Statistics) *dataio.StatsRef {
 	return out
 }
 
-// statsFootprint is the peak memory of a fit on statistics: the
-// estimator's own estimate for a data set of one row (the rows are never
-// held; its p×p matrices are) plus the statistics themselves.
-func statsFootprint(info sdk.Info, raw map[string]string, shape sdk.Shape) int64 {
+// statsFootprint refuses a request on statistics that est cannot serve
+// from them (sdk.CheckStatistics on the bound options opts) and returns
+// the fit's peak memory: the estimator's own estimate for a data set of
+// one row (the rows are never held; its p×p matrices are) plus the
+// statistics themselves.
+func statsFootprint(est sdk.Estimator, info sdk.Info, raw map[string]string, opts any, shape sdk.Shape) (int64, error) {
+	if err := sdk.CheckStatistics(est, opts); err != nil {
+		return 0, err
+	}
 	p := int64(shape.P)
 	one := shape
 	one.N = 1
@@ -53,7 +58,7 @@ func statsFootprint(info sdk.Info, raw map[string]string, shape sdk.Shape) int64
 	if _, f, err := sdk.Prepare(info, raw, one); err == nil && f > 0 {
 		fp = f
 	}
-	return fp + 8*(p*p+p)
+	return fp + 8*(p*p+p), nil
 }
 
 // openStats reads the statistics a handle names into a data set holding
