@@ -90,35 +90,6 @@ func (AnalyzeGauss) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, er
 	return res, nil
 }
 
-// CheckStats implements sdk.StatsEstimator.
-func (Amin) CheckStats(opts any) error {
-	o := opts.(*aminOptions)
-	return statsRowsOptions(&o.clipOptions, &o.centerOptions, &o.evaluation)
-}
-
-// FitStats implements sdk.StatsEstimator: pca-amin on the clipped second
-// moment of the statistics.
-func (Amin) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	o := sdk.Opts[aminOptions](run)
-	if err := (Amin{}).CheckStats(o); err != nil {
-		return nil, sdk.BadRequest("%w", err)
-	}
-	sh, n, err := statsMoment(run.Data, o.clipOptions.Value())
-	if err != nil {
-		return nil, err
-	}
-	plan, err := aminPlan(run, o, sh.SymmetricDim())
-	if err != nil {
-		return nil, err
-	}
-	res, err := aminCovariance(ctx, run, plan, sh, n, o.clipOptions.Value(), o)
-	if err != nil {
-		return nil, err
-	}
-	(&preprocessed{clip: o.clipOptions.Value()}).report(res)
-	return res, nil
-}
-
 // CheckStats implements sdk.StatsEstimator: the private mean and the
 // guarded stage 2 need the rows.
 func (CXZ) CheckStats(opts any) error {

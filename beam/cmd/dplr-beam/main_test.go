@@ -149,7 +149,6 @@ func TestReleaseEqualsSingleMachine(t *testing.T) {
 		grant privacy.Grant
 	}{
 		{pca.AnalyzeGauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
-		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 		{pca.CXZ{}, 0, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
 		{orbit.Gauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
 		{orbit.EM{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
