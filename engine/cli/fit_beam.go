@@ -75,7 +75,7 @@ func (b *beamFlags) check(df *dataFlags) error {
 func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, raw map[string]string, home string) (client.Data, func(), error) {
 	none := func() {}
 	if !info.Statistics {
-		return client.Data{}, none, usagef("%s has no path from aggregated statistics, so it cannot run with --engine beam (run it on a data file); nothing was run or spent", info.Name)
+		return client.Data{}, none, usagef("%s has no path from aggregated statistics, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\": true in dplr plugins --json); nothing was run or spent", info.Name)
 	}
 	clip, err := beamClip(info, raw)
 	if err != nil {

@@ -308,6 +308,18 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.NotContains(t, stderr, "rows pipeline")
 	assert.Zero(t, spent())
 
+	// An option that needs the rows is refused by the plugin's pre-flight
+	// check, after the pipeline and before anything is reserved.
+	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir(), "--set", "center=private"}, common...)...)
+	assert.Equal(t, cli.ExitUsage, code, stderr)
+	assert.Contains(t, stderr, "center=private")
+	assert.Zero(t, spent())
+
+	// The catalogue says which estimators run on statistics.
+	code, cat, stderr := dplr(t, "plugins", "--json", "--home", home, "--plugin-dir", plugins)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, cat, `"statistics": true`)
+
 	code, beamOut, stderr := dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, common...)...)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "beam: rows pipeline", "pipeline progress on stderr")
