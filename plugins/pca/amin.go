@@ -90,6 +90,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	x = pre.x // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
 	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
@@ -110,13 +111,14 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 }
 
 // aminPlan splits the grant, in fractions of ε: clip_share for the private
-// clip quantiles, mean_share for the optional Laplace mean, then
-// eigenvalue_share of the rest for the eigenvalues and the remainder
-// evenly over the sampled eigenvectors (r of them, p − 1 when r = p).
-// Under an (ε, δ) grant noise=exact scales every step's ε by the largest
-// common factor the tightest valid accounting certifies (noiseplan).
+// clip quantiles (and feature_scale's quantiles), mean_share for the
+// optional Laplace mean, then eigenvalue_share of the rest for the
+// eigenvalues and the remainder evenly over the sampled eigenvectors (r of
+// them, p − 1 when r = p). Under an (ε, δ) grant noise=exact scales every
+// step's ε by the largest common factor the tightest valid accounting
+// certifies (noiseplan).
 func aminPlan(run *sdk.Run, o *aminOptions, p int) (*noiseplan.Plan, error) {
-	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})

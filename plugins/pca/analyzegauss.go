@@ -87,6 +87,7 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	x = pre.x // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
 	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
@@ -109,7 +110,7 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 // (clip quantiles, mean) and the second-moment release, under the
 // requested noise calibration.
 func analyzeGaussPlan(run *sdk.Run, o *analyzeGaussOptions) (*privacy.Plan, error) {
-	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	shares = append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
 	return sdk.NewPlan(run, o.noise, shares...)
 }
@@ -128,8 +129,8 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 		return nil, err
 	}
 	o := opts.(*analyzeGaussOptions)
-	if o.private() {
-		return nil, fmt.Errorf("center=private needs the data rows")
+	if o.private() || o.scaled() {
+		return nil, fmt.Errorf("center=private and feature_scale=private need the data rows")
 	}
 	if o.Auto() {
 		return nil, fmt.Errorf("clip=auto needs the data rows: give the clip the rows were clipped to")

@@ -2,6 +2,7 @@ package pca
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
@@ -10,8 +11,14 @@ import (
 // withEvaluation implements the evaluate option of the private estimators
 // through the shared plugins/internal/pcaeval: the centred captured-variance
 // ratio always, and the uncentred one, named as such, when the estimator
-// did not centre (no released mean and no private mean step).
+// did not centre (no released mean and no private mean step). With a
+// released feature_scale (feature_scale=private) the rows are first divided
+// by it, so the ratios score the space the estimate worked in. Both are
+// labelled sdk.Evaluation: computed from the raw data, never private.
 func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool) (*sdk.Result, error) {
+	if !on {
+		return res, nil
+	}
 	c := pcaeval.CentringOf(res)
 	if run.Acct != nil {
 		for _, s := range run.Acct.Steps() {
@@ -20,5 +27,26 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 			}
 		}
 	}
-	return pcaeval.Add(ctx, run, res, on, c)
+	if run.Data == nil || run.Data.X == nil {
+		return nil, fmt.Errorf("evaluate: no rows")
+	}
+	x, err := scaledRows(ctx, run.Data.X, res) // the space the estimate worked in
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	return pcaeval.AddRows(ctx, run, x, res, c)
+}
+
+// explainedRatio returns vals/trace when the trace is positive: the
+// explained-variance-ratio estimate from released eigenvalues and a
+// released trace (post-processing).
+func explainedRatio(vals []float64, trace float64) ([]float64, bool) {
+	if !(trace > 0) {
+		return nil, false
+	}
+	out := make([]float64, len(vals))
+	for k, v := range vals {
+		out[k] = v / trace
+	}
+	return out, true
 }

@@ -19,6 +19,7 @@ type centerOptions struct {
 	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
 	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
 	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
+	scaleOptions
 }
 
 // private reports center=private.
@@ -155,14 +156,16 @@ func (o *aminOptions) Check(s sdk.Shape) error {
 // cxzOptions are pca-cxz's parameters.
 type cxzOptions struct {
 	sdk.Rank        `doc:"number of principal components r (2r < p)"`
-	Sigma2          float64 `param:"sigma2" required:"true" gt:"0" doc:"public noise variance σ² (an upper bound; it is also subtracted in stage 2)"`
-	Lambda          string  `param:"lambda" required:"true" doc:"public lower bounds for the spike strengths λ_1 ≥ … ≥ λ_r above σ²: one value for all or r comma-separated values"`
-	LambdaUpper     string  `param:"lambda_upper" default:"lambda" doc:"public upper bounds for the spikes (Δ2 and τ); lambda: the same as lambda"`
+	Sigma2          *float64 `param:"sigma2" gt:"0" doc:"public upper bound for the noise variance σ² (it is also subtracted in stage 2). Unset (the default): estimated privately from estimate_share of the budget (DERIVATIONS.md §9); the estimate and the bound used are released"`
+	Lambda          string   `param:"lambda" default:"auto" doc:"public lower bounds for the spike strengths λ_1 ≥ … ≥ λ_r above σ²: one value for all or r comma-separated values. auto (the default): private lower and upper confidence bounds from estimate_share of the budget (DERIVATIONS.md §9), released. A value you give is checked against clip before any spend when you give a clip; without one it cannot be checked, and overstating it shrinks the noise and voids the guarantee"`
+	LambdaUpper     string   `param:"lambda_upper" default:"lambda" doc:"public upper bounds for the spikes (Δ2 and τ); lambda: the same as lambda (with lambda=auto: the private upper confidence bounds)"`
+	CXZClip         *float64 `param:"clip" gt:"0" doc:"optional public row-norm bound, chosen without looking at the data: rows longer are scaled down to it in every step (under the spiked model choose it above the rows' norms). With it, a given lambda is refused before any spend when its spikes sum to clip² or more (rows of norm ≤ clip have a second moment of trace ≤ clip²), and the private estimate of σ² and λ needs no clip quantile"`
+	EstimateShare   float64  `param:"estimate_share" default:"0.2" min:"0.01" max:"0.8" doc:"with sigma2 unset or lambda=auto: the fraction of the budget spent on privately estimating σ² and λ (worst-case DP steps on clipped rows: a clip quantile unless clip is given, the trace, the spectrum and its top-r block)"`
 	sdk.Sensitivity `choices:"explicit,paper,diverging,subgaussian,davis-kahan" default:"explicit" doc:"how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4): explicit (closed-form first-order bounds with exact Gaussian tails), paper (the paper's forms with constants c2, c3), diverging (Corollary 1), subgaussian (explicit times a safety factor), davis-kahan (ablation)"`
 	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,explicit,paper,diverging,subgaussian,davis-kahan" doc:"DEPRECATED (one release): the old name of sensitivity=; sensitivity means: use sensitivity="`
 	sdk.Noise       `choices:"auto,exact,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: exact composes the Gaussian steps exactly as Gaussian DP (σ from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6)); zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: exact for explicit, subgaussian and davis-kahan, classical (the paper's) for paper and diverging"`
 	Gaussian        string   `param:"gaussian" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
-	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the (non-mean) budget spent on stage 1 (eigenvectors); the paper uses 0.5"`
+	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the budget left after the mean and the model estimate spent on stage 1 (eigenvectors); the paper uses 0.5"`
 	PCAOnly         bool     `param:"pca_only" default:"false" doc:"run stage 1 only, spending the whole budget on the eigenvectors"`
 	Beta            *float64 `param:"beta" gt:"0" max:"0.5" doc:"failure probability over the data of the explicit bounds (default: the grant's δ, or 1e-6 under a ρ grant)"`
 	Safety          *float64 `param:"safety" min:"1" doc:"multiplier on the explicit sensitivities (default 1; 1.5 for subgaussian)"`
@@ -179,6 +182,7 @@ type cxzOptions struct {
 	cal, gauss string
 	low, high  []float64
 	notes      []string
+	estimate   bool // σ² or λ comes from the private estimate
 }
 
 // Check implements sdk.Checker: rank, spike lists, calibration constants
@@ -191,20 +195,8 @@ func (o *cxzOptions) Check(s sdk.Shape) error {
 	if err := o.resolveNames(); err != nil {
 		return err
 	}
-	var err error
-	if o.low, err = parseDescending("lambda", o.Lambda, r); err != nil {
+	if err := o.checkModel(s); err != nil {
 		return err
-	}
-	o.high = o.low
-	if o.LambdaUpper != "lambda" {
-		if o.high, err = parseDescending("lambda_upper", o.LambdaUpper, r); err != nil {
-			return err
-		}
-	}
-	if s.N > 0 && s.P > 0 {
-		if err := (SpikedModel{N: s.N, P: s.P, LambdaLow: o.low, LambdaHigh: o.high, Sigma2: o.Sigma2}).Validate(); err != nil {
-			return err
-		}
 	}
 	return o.checkCombinations()
 }
@@ -285,13 +277,26 @@ func (o *cxzOptions) config(g privacy.Grant, n, p int) *cxzConfig {
 	c := &cxzConfig{cal: o.cal, gauss: o.gauss, split: o.Split, pcaOnly: o.PCAOnly,
 		c2: o.C2, c3: o.C3, dkc: o.DKC, guarded: o.Guarded, rotate: o.Rotate, psd: o.PSD,
 		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip(), meanShare: o.MeanShare}
-	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high, Sigma2: o.Sigma2}
+	c.r = o.Rank.Value
+	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high}
+	if o.Sigma2 != nil {
+		c.model.Sigma2 = *o.Sigma2
+	}
+	c.sub = c.model.Sigma2
+	c.estimate, c.estSigma2, c.estLambda = o.estimate, o.Sigma2 == nil, o.Lambda == lambdaAuto
+	c.estShare = o.EstimateShare
+	if o.CXZClip != nil {
+		c.clip = *o.CXZClip
+	}
 	c.beta = g.Delta
 	if g.Kind != privacy.GrantApprox {
 		c.beta = 1e-6 // a ρ grant has no δ to borrow (see the beta parameter's doc)
 	}
 	if o.Beta != nil {
 		c.beta = *o.Beta
+	}
+	if c.estimate {
+		c.betaEst = c.beta
 	}
 	c.safety = 1
 	if c.cal == CalSubGaussian {

@@ -60,6 +60,17 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 	if !on {
 		return res, nil
 	}
+	if run.Data == nil || run.Data.X == nil {
+		return nil, fmt.Errorf("evaluate: no rows")
+	}
+	return AddRows(ctx, run, run.Data.X, res, c)
+}
+
+// AddRows is Add on the rows x instead of run's raw rows: the rows an
+// estimator worked on when it released a transformation of them (e.g.
+// private per-feature scales), so the ratios score the space the estimate
+// lives in.
+func AddRows(ctx context.Context, run *sdk.Run, x *mat.Dense, res *sdk.Result, c Centring) (*sdk.Result, error) {
 	var u mat.Matrix
 	for _, m := range res.Matrices {
 		if m.Name == "U" {
@@ -69,7 +80,7 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 	if u == nil {
 		return nil, fmt.Errorf("evaluate: the estimator released no U")
 	}
-	if run.Data == nil || run.Data.X == nil {
+	if x == nil {
 		return nil, fmt.Errorf("evaluate: no rows")
 	}
 	if err := ctx.Err(); err != nil {
@@ -83,7 +94,7 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 	}
 	const centredDoc = "tr(ŨᵀCŨ)/tr(ÛᵀCÛ), C the covariance of the raw rows about their empirical mean, Û its top-r eigenvectors: the share of the best rank-r variance the released components capture (scikit-learn's convention; 1 = as good as non-private PCA) — EVALUATION ONLY, computed from the raw data, not private"
 	if c == Centred {
-		ratio, err := evaluate.RowsCentredRatio(run.Data.X, u, gram, top)
+		ratio, err := evaluate.RowsCentredRatio(x, u, gram, top)
 		if err != nil {
 			return nil, fmt.Errorf("evaluate: %w", err)
 		}
@@ -91,7 +102,7 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 		run.Progress("evaluation", 1, 1)
 		return res, nil
 	}
-	ratio, un, err := evaluate.RowsCapturedRatios(run.Data.X, u, gram, top)
+	ratio, un, err := evaluate.RowsCapturedRatios(x, u, gram, top)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
