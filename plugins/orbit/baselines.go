@@ -138,7 +138,7 @@ func (Gauss) Info() sdk.Info {
 			"the upper triangle has ℓ2 sensitivity √2 under replace-one neighbours. Releases the top-k eigenvectors of A + E " +
 			"and the public spectrum, or with spectrum=private the top-k eigenvalues of A + E clamped at 0 (post-processing). " +
 			"σ is set by noise=exact (the default: with a numeric clip the exact Gaussian-DP curve of the grant, about 7 % less noise than zCDP at (1, 1e-6); " +
-			"with clip=auto the pure quantile step joins through the privacy loss distribution, which certifies no more than zCDP there), zcdp, or classically (ε ≤ 1 only) " +
+			"with clip=auto the pure quantile step joins through the privacy loss distribution, a little less saving), zcdp, or classically (ε ≤ 1 only) " +
 			"or analytically (Balle & Wang 2018) from (ε, δ). Outputs also explained_variance_ratio: the top-k eigenvalues of A + E over its trace (post-processing). " +
 			"A is rounded to the noise grid before the noise is added. See DERIVATIONS.md §6.",
 		DataKind:   data.Rows,

@@ -47,9 +47,9 @@ random Gaussian noise, and the top-r eigenvectors of the noisy matrix are the co
 What you need to choose: only rank (and the budget). The defaults do the rest privately:
 noise=exact calibrates the Gaussian noise by the tightest accounting dplr certifies (with a
 numeric clip the plan is Gaussian only and the exact Gaussian-DP curve gives about 7 % less noise
-than zero-concentrated DP, noise=zcdp, at ε = 1, δ = 1e-6; with clip=auto the quantile step is a
-pure step, which the privacy loss distribution accounts more loosely than zCDP does, and the noise
-is then zCDP's; the result's guarantee names the accountant that produced its figures);
+than zero-concentrated DP, noise=zcdp, at ε = 1, δ = 1e-6; with clip=auto the pure quantile step
+joins through the privacy loss distribution and σ is about 6 % below zCDP's; the result's
+guarantee names the accountant that produced its figures);
 clip=auto spends 10 % of the budget (clip_share) on a private median of the row norms and uses
 it as the clip (released as output clip); center=private subtracts a privately estimated mean
 first (released as output mean, so dplr transform can project new rows). A clip you give yourself

@@ -92,7 +92,7 @@ func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 type analyzeGaussOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
-	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the tightest accounting dplr certifies; with a numeric clip the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the pure quantile step is composed in by the privacy loss distribution, which accounts it as a generic pure step and then certifies no more than zcdp, so the noise is zcdp's), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
+	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the tightest accounting dplr certifies; with a numeric clip the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the pure quantile step is composed in by the privacy loss distribution (the exponential mechanism as bounded range), which scales the zCDP split up by a little less: σ 0.942 of zcdp's at (1, 1e-6)), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 	outputSigma
 	centerOptions
@@ -122,7 +122,7 @@ type aminOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
 	EigenvalueShare *float64 `param:"eigenvalue_share" min:"0" max:"0.9" doc:"fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"`
-	sdk.Noise       `choices:"exact,pure,zcdp" default:"exact" doc:"how ε is split among the pure steps: exact (the default): under an (ε, δ) grant, each step's share of the pure split scaled up by the largest common factor the tightest valid accounting certifies (zCDP, where an exponential-mechanism draw costs ε²/8, or the privacy loss distribution), or the pure split itself when it is tighter (few steps at small ε); under a pure grant, the pure split. pure: basic composition (δ unused). zcdp: the pure split's proportions scaled to the grant's zCDP budget (comparison)"`
+	sdk.Noise       `choices:"exact,pure,zcdp" default:"exact" doc:"how ε is split among the pure steps: exact (the default): under an (ε, δ) grant, each step's share of the pure split scaled up by the largest common factor the tightest valid accounting certifies (zCDP, where an exponential-mechanism draw costs ε²/8, or the privacy loss distribution), never below the pure split (a single draw gets about 1.002×, rank 10 at (1, 1e-6) 1.42×); under a pure grant, the pure split. pure: basic composition (δ unused). zcdp: the pure split's proportions scaled to the grant's zCDP budget (comparison)"`
 	outputSigma
 	centerOptions
 	evaluation

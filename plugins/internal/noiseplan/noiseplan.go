@@ -159,7 +159,7 @@ func (p *Plan) Note(requested string) string {
 		return fmt.Sprintf("noise=zcdp: the pure split's proportions scaled to the grant's zCDP budget (%.4g× the pure split's ε per step); the guarantee's figures come from the tightest valid accounting of the steps", p.Factor)
 	}
 	if requested == privacy.NoiseExact {
-		return "noise=exact: the pure split (ε divided by basic composition) is the tightest choice here (a pure grant, or too few steps for zCDP or the privacy loss distribution to certify more); the guarantee is pure ε-DP, with a tighter (ε, δ) statement when one holds"
+		return "noise=exact: the pure split (ε divided by basic composition) is the tightest choice here (a pure grant, or no larger factor certified); the guarantee is pure ε-DP, with a tighter (ε, δ) statement when one holds"
 	}
 	return "noise=pure: ε divided among the steps by basic composition (δ unused)"
 }
@@ -173,7 +173,7 @@ func GaussianNote(noise string, g privacy.GrantKind) string {
 	}
 	switch noise {
 	case privacy.NoiseExact:
-		return "noise=exact: a Gaussian-only plan is split in μ² of Gaussian DP and composes exactly (Dong, Roth & Su), σ from the grant's exact (ε, δ) curve; a plan with a pure step (clip=auto's quantile, say) is the zCDP split scaled up as far as the privacy loss distribution certifies (it accounts a pure step as generic ε-DP, so often not at all); the guarantee's figures come from the tightest valid accounting (its accounting field)"
+		return "noise=exact: a Gaussian-only plan is split in μ² of Gaussian DP and composes exactly (Dong, Roth & Su), σ from the grant's exact (ε, δ) curve; a plan with a pure step (clip=auto's quantile, say) is the zCDP split scaled up as far as the privacy loss distribution certifies (the exponential mechanism as bounded range); the guarantee's figures come from the tightest valid accounting (its accounting field)"
 	case privacy.NoiseZCDP:
 		return "noise=zcdp: ρ split in zero-concentrated DP (dplr's calibration before exact; about 7 % more noise than exact at (1, 1e-6) for a Gaussian-only plan); the guarantee's figures come from the tightest valid accounting of the same steps (its accounting field)"
 	}
