@@ -39,7 +39,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMain) == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if pluginDir != "" && pluginErr == nil {
+		os.RemoveAll(pluginDir)
+	}
+	os.Exit(code)
 }
 
 // shards writes n×p random rows (a few of them long, so the clip bites)
