@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/client"
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/host"
@@ -318,7 +319,7 @@ func rhoHint(err error, grant privacy.Grant) string {
 }
 
 func summarize(w io.Writer, r *FitReport) {
-	fmt.Fprintf(w, "%s on %s (%s, n=%d, p=%d) via plugin %s (%s backend)\n", r.Estimator, r.Data.Path, r.Data.Kind, r.Data.N, r.Data.P, r.Plugin, r.Backend)
+	fmt.Fprintf(w, "%s on %s (%s) via plugin %s (%s backend)\n", r.Estimator, r.Data.Path, dataShape(r), r.Plugin, r.Backend)
 	fmt.Fprintf(w, "guarantee: %s\n", r.Privacy.Text)
 	fmt.Fprintf(w, "spent: %d privacy step(s), composed as %s\n", len(r.Privacy.Steps), r.Privacy.Composition)
 	for _, s := range r.Privacy.Steps {
@@ -382,6 +383,22 @@ func summarize(w io.Writer, r *FitReport) {
 		}
 	}
 	fmt.Fprintf(w, "time: %.2fs\n", r.Timings["total_s"])
+}
+
+// dataShape describes the data of the summary line. Users data names the
+// users and the rows apart ("users data: 5000 users, 30000 rows, p=197"):
+// the number of users is the row count of a per-user output (one row per
+// user), and is left out when the fit returned none.
+func dataShape(r *FitReport) string {
+	if r.Data.Kind != string(data.Users) {
+		return fmt.Sprintf("%s, n=%d, p=%d", r.Data.Kind, r.Data.N, r.Data.P)
+	}
+	for _, m := range r.Outputs.Matrices {
+		if m.Release == string(sdk.PerUser) {
+			return fmt.Sprintf("users data: %d users, %d rows, p=%d", m.Rows, r.Data.N, r.Data.P)
+		}
+	}
+	return fmt.Sprintf("users data: %d rows over all users, p=%d", r.Data.N, r.Data.P)
 }
 
 func releaseNote(rel string) string { return sdk.Release(rel).Note() }

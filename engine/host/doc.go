@@ -11,8 +11,13 @@
 //     the budget and real-valued parameters are within sane bounds
 //     (SaneGrant), the rank fits the data;
 //  2. pre-flight check: the plugin validates the request against the
-//     data's public shape and estimates its peak memory (Plugin.Check),
-//     refused above Runner.MaxMemory;
+//     data's public shape, estimates its peak memory (Plugin.Check),
+//     refused above Runner.MaxMemory, and may declare the privacy
+//     mechanisms its fit will use (sdk.MechanismDeclarer); a declared
+//     request the data set's budget rule cannot admit — a Laplace or
+//     exponential step, granted (ε, δ) or ρ, under the Gaussian-DP filter
+//     — is refused here (ErrBudget wrapping ledger.ErrMechanism), and the
+//     ledger repeats the check atomically when reserving;
 //  3. reserve the grant in the ledger (nothing above this line spends);
 //  4. fit: the plugin streams progress, each privacy step before drawing
 //     its noise, the outputs and a result (Plugin.Fit);
@@ -20,7 +25,11 @@
 //     step's cost follows from its mechanism, sensitivity and scale
 //     (privacy.VerifyStep), they compose within the grant, and the stated
 //     guarantee follows from them (privacy.Certify); a private estimator
-//     may not release a public output under a "none" guarantee;
+//     may not release a public output under a "none" guarantee; a step of
+//     a mechanism the plugin did not declare is a false declaration
+//     (ErrPlugin: nothing released, charged). An undeclared estimator is
+//     checked as before, and a result the budget rule cannot admit is
+//     withheld at settlement, charged its reservation;
 //  6. settle: a verified run is charged its steps; a failed one is
 //     refunded if the plugin announced no step and returned no result, and
 //     charged its full grant otherwise;

@@ -1,6 +1,10 @@
 package transport
 
 import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
@@ -161,4 +165,61 @@ func StepsFromProto(in []*dplrpb.Step) []privacy.Step {
 		out = append(out, StepFromProto(s))
 	}
 	return out
+}
+
+// DeclarationToProto writes a pre-flight declaration of mechanisms into a
+// Check response.
+func DeclarationToProto(d sdk.Declaration, resp *dplrpb.CheckResponse) {
+	resp.MechanismsDeclared = d.Declared
+	resp.Mechanisms = nil
+	for _, u := range d.Uses {
+		resp.Mechanisms = append(resp.Mechanisms, &dplrpb.CheckResponse_MechanismUse{Mechanism: string(u.Mechanism), Purpose: u.For})
+	}
+}
+
+// Limits on a declaration received from a plugin: its purposes are shown
+// to the user in refusals, so a plugin cannot flood or garble a terminal
+// through them.
+const (
+	MaxDeclaredUses   = 256 // mechanism uses in one Check response
+	MaxPurposeRunes   = 160 // runes kept of each purpose
+	purposeEllipsis   = "…"
+	purposeReplaceCtl = ' '
+)
+
+// DeclarationFromProto reads the declaration of a Check response,
+// normalised by sdk.NewDeclaration (an unknown mechanism name is an
+// error). A response without one is undeclared. Purposes are cleaned for
+// display: control characters become spaces and each is cut to
+// MaxPurposeRunes; more than MaxDeclaredUses uses is an error.
+func DeclarationFromProto(resp *dplrpb.CheckResponse) (sdk.Declaration, error) {
+	if !resp.GetMechanismsDeclared() {
+		if len(resp.GetMechanisms()) > 0 {
+			return sdk.Declaration{}, fmt.Errorf("lists %d mechanisms without declaring them (mechanisms_declared is false)", len(resp.GetMechanisms()))
+		}
+		return sdk.Declaration{}, nil
+	}
+	if n := len(resp.GetMechanisms()); n > MaxDeclaredUses {
+		return sdk.Declaration{}, fmt.Errorf("declares %d mechanism uses, more than the %d a host accepts", n, MaxDeclaredUses)
+	}
+	uses := make([]sdk.MechanismUse, 0, len(resp.GetMechanisms()))
+	for _, m := range resp.GetMechanisms() {
+		uses = append(uses, sdk.MechanismUse{Mechanism: privacy.Mechanism(m.GetMechanism()), For: cleanPurpose(m.GetPurpose())})
+	}
+	return sdk.NewDeclaration(uses)
+}
+
+// cleanPurpose makes a plugin's purpose text safe to print.
+func cleanPurpose(s string) string {
+	out := make([]rune, 0, min(len(s), MaxPurposeRunes+1))
+	for _, r := range s {
+		if len(out) == MaxPurposeRunes {
+			return string(out) + purposeEllipsis
+		}
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			r = purposeReplaceCtl
+		}
+		out = append(out, r)
+	}
+	return string(out)
 }

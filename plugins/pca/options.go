@@ -76,11 +76,13 @@ func checkShape(r int, s sdk.Shape, strict bool) error {
 
 // resolveNoise maps the deprecated calibration= onto noise=, refusing a
 // contradiction; it returns the noise calibration and a deprecation note.
+// noise=exact (the default) and auto count as unset: an old name given
+// alone wins.
 func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 	if old == unset {
 		return noise, "", nil
 	}
-	if noise != privacy.NoiseZCDP && noise != "auto" && noise != old {
+	if noise != privacy.NoiseExact && noise != "auto" && noise != old {
 		return "", "", fmt.Errorf("%s=%s contradicts noise=%s (%s is the deprecated name of noise: give only noise)", oldName, old, noise, oldName)
 	}
 	return old, fmt.Sprintf(deprecatedNote, oldName, "noise", old), nil
@@ -90,7 +92,7 @@ func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 type analyzeGaussOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
-	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"how the Gaussian noise is calibrated: zcdp (composes ρ from the grant; the default), classical (ε ≤ 1 per step), analytic (Balle–Wang), exact (the tightest composition the accountant can certify)"`
+	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the tightest accounting dplr certifies; with a numeric clip the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the pure quantile step is composed in by the privacy loss distribution, which accounts it as a generic pure step and then certifies no more than zcdp, so the noise is zcdp's), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 	outputSigma
 	centerOptions
@@ -120,6 +122,7 @@ type aminOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
 	EigenvalueShare *float64 `param:"eigenvalue_share" min:"0" max:"0.9" doc:"fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"`
+	sdk.Noise       `choices:"exact,pure,zcdp" default:"exact" doc:"how ε is split among the pure steps: exact (the default): under an (ε, δ) grant, each step's share of the pure split scaled up by the largest common factor the tightest valid accounting certifies (zCDP, where an exponential-mechanism draw costs ε²/8, or the privacy loss distribution), or the pure split itself when it is tighter (few steps at small ε); under a pure grant, the pure split. pure: basic composition (δ unused). zcdp: the pure split's proportions scaled to the grant's zCDP budget (comparison)"`
 	outputSigma
 	centerOptions
 	evaluation
@@ -160,7 +163,7 @@ type cxzOptions struct {
 	EstimateShare   float64  `param:"estimate_share" default:"0.2" min:"0.01" max:"0.8" doc:"with sigma2 unset or lambda=auto: the fraction of the budget spent on privately estimating σ² and λ (worst-case DP steps on clipped rows: a clip quantile unless clip is given, the trace, the spectrum and its top-r block)"`
 	sdk.Sensitivity `choices:"explicit,paper,diverging,subgaussian,davis-kahan" default:"explicit" doc:"how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4): explicit (closed-form first-order bounds with exact Gaussian tails), paper (the paper's forms with constants c2, c3), diverging (Corollary 1), subgaussian (explicit times a safety factor), davis-kahan (ablation)"`
 	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,explicit,paper,diverging,subgaussian,davis-kahan" doc:"DEPRECATED (one release): the old name of sensitivity=; sensitivity means: use sensitivity="`
-	sdk.Noise       `choices:"auto,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: zcdp for explicit, subgaussian and davis-kahan, classical for paper and diverging"`
+	sdk.Noise       `choices:"auto,exact,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: exact composes the Gaussian steps exactly as Gaussian DP (σ from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6)); zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: exact for explicit, subgaussian and davis-kahan, classical (the paper's) for paper and diverging"`
 	Gaussian        string   `param:"gaussian" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the budget left after the mean and the model estimate spent on stage 1 (eigenvectors); the paper uses 0.5"`
 	PCAOnly         bool     `param:"pca_only" default:"false" doc:"run stage 1 only, spending the whole budget on the eigenvectors"`
@@ -218,7 +221,7 @@ func (o *cxzOptions) resolveNames() error {
 	}
 	o.gauss = gauss
 	if o.gauss == "auto" {
-		o.gauss = privacy.NoiseZCDP
+		o.gauss = privacy.NoiseExact
 		if o.cal == CalPaper || o.cal == CalDiverging {
 			o.gauss = privacy.NoiseClassical
 		}

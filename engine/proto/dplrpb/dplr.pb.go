@@ -822,8 +822,17 @@ type CheckResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// footprint_bytes estimates the fit's peak memory in bytes (0: unknown).
 	FootprintBytes int64 `protobuf:"varint,1,opt,name=footprint_bytes,json=footprintBytes,proto3" json:"footprint_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// mechanisms_declared is true when the estimator says, before the fit,
+	// which privacy mechanisms its steps will use (mechanisms; empty: none).
+	// The host refuses, with nothing spent, a request that the data set's
+	// budget rule cannot admit (a non-Gaussian mechanism under the
+	// Gaussian-DP filter), and withholds (charged) a result whose steps use
+	// a mechanism not declared. False (plugins built before this field, or
+	// an estimator that does not declare): mechanisms unknown until the fit.
+	MechanismsDeclared bool                          `protobuf:"varint,2,opt,name=mechanisms_declared,json=mechanismsDeclared,proto3" json:"mechanisms_declared,omitempty"`
+	Mechanisms         []*CheckResponse_MechanismUse `protobuf:"bytes,3,rep,name=mechanisms,proto3" json:"mechanisms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CheckResponse) Reset() {
@@ -861,6 +870,20 @@ func (x *CheckResponse) GetFootprintBytes() int64 {
 		return x.FootprintBytes
 	}
 	return 0
+}
+
+func (x *CheckResponse) GetMechanismsDeclared() bool {
+	if x != nil {
+		return x.MechanismsDeclared
+	}
+	return false
+}
+
+func (x *CheckResponse) GetMechanisms() []*CheckResponse_MechanismUse {
+	if x != nil {
+		return x.Mechanisms
+	}
+	return nil
 }
 
 type FitRequest struct {
@@ -1741,6 +1764,59 @@ func (*FitEvent_Matrix) isFitEvent_Event() {}
 
 func (*FitEvent_Result) isFitEvent_Event() {}
 
+// MechanismUse is one mechanism a fit will use, and what for.
+type CheckResponse_MechanismUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mechanism     string                 `protobuf:"bytes,1,opt,name=mechanism,proto3" json:"mechanism,omitempty"` // "gaussian", "laplace" or "exponential"
+	Purpose       string                 `protobuf:"bytes,2,opt,name=purpose,proto3" json:"purpose,omitempty"`     // the step or option that needs it, in words
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckResponse_MechanismUse) Reset() {
+	*x = CheckResponse_MechanismUse{}
+	mi := &file_dplr_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckResponse_MechanismUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckResponse_MechanismUse) ProtoMessage() {}
+
+func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckResponse_MechanismUse.ProtoReflect.Descriptor instead.
+func (*CheckResponse_MechanismUse) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{9, 0}
+}
+
+func (x *CheckResponse_MechanismUse) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *CheckResponse_MechanismUse) GetPurpose() string {
+	if x != nil {
+		return x.Purpose
+	}
+	return ""
+}
+
 var File_dplr_proto protoreflect.FileDescriptor
 
 const file_dplr_proto_rawDesc = "" +
@@ -1825,9 +1901,16 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05shape\x18\x04 \x01(\v2\x0e.dplr.v1.ShapeR\x05shape\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"8\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf6\x01\n" +
 	"\rCheckResponse\x12'\n" +
-	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\"\x92\x02\n" +
+	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x12/\n" +
+	"\x13mechanisms_declared\x18\x02 \x01(\bR\x12mechanismsDeclared\x12C\n" +
+	"\n" +
+	"mechanisms\x18\x03 \x03(\v2#.dplr.v1.CheckResponse.MechanismUseR\n" +
+	"mechanisms\x1aF\n" +
+	"\fMechanismUse\x12\x1c\n" +
+	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x18\n" +
+	"\apurpose\x18\x02 \x01(\tR\apurpose\"\x92\x02\n" +
 	"\n" +
 	"FitRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x127\n" +
@@ -1931,29 +2014,30 @@ func file_dplr_proto_rawDescGZIP() []byte {
 	return file_dplr_proto_rawDescData
 }
 
-var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_dplr_proto_goTypes = []any{
-	(*CatalogueRequest)(nil),  // 0: dplr.v1.CatalogueRequest
-	(*CatalogueResponse)(nil), // 1: dplr.v1.CatalogueResponse
-	(*EstimatorInfo)(nil),     // 2: dplr.v1.EstimatorInfo
-	(*ParamSpec)(nil),         // 3: dplr.v1.ParamSpec
-	(*Grant)(nil),             // 4: dplr.v1.Grant
-	(*FileRef)(nil),           // 5: dplr.v1.FileRef
-	(*DatasetHandle)(nil),     // 6: dplr.v1.DatasetHandle
-	(*Shape)(nil),             // 7: dplr.v1.Shape
-	(*CheckRequest)(nil),      // 8: dplr.v1.CheckRequest
-	(*CheckResponse)(nil),     // 9: dplr.v1.CheckResponse
-	(*FitRequest)(nil),        // 10: dplr.v1.FitRequest
-	(*Step)(nil),              // 11: dplr.v1.Step
-	(*Guarantee)(nil),         // 12: dplr.v1.Guarantee
-	(*Progress)(nil),          // 13: dplr.v1.Progress
-	(*MatrixChunk)(nil),       // 14: dplr.v1.MatrixChunk
-	(*Scalar)(nil),            // 15: dplr.v1.Scalar
-	(*Series)(nil),            // 16: dplr.v1.Series
-	(*FitResult)(nil),         // 17: dplr.v1.FitResult
-	(*FitEvent)(nil),          // 18: dplr.v1.FitEvent
-	nil,                       // 19: dplr.v1.CheckRequest.ParamsEntry
-	nil,                       // 20: dplr.v1.FitRequest.ParamsEntry
+	(*CatalogueRequest)(nil),           // 0: dplr.v1.CatalogueRequest
+	(*CatalogueResponse)(nil),          // 1: dplr.v1.CatalogueResponse
+	(*EstimatorInfo)(nil),              // 2: dplr.v1.EstimatorInfo
+	(*ParamSpec)(nil),                  // 3: dplr.v1.ParamSpec
+	(*Grant)(nil),                      // 4: dplr.v1.Grant
+	(*FileRef)(nil),                    // 5: dplr.v1.FileRef
+	(*DatasetHandle)(nil),              // 6: dplr.v1.DatasetHandle
+	(*Shape)(nil),                      // 7: dplr.v1.Shape
+	(*CheckRequest)(nil),               // 8: dplr.v1.CheckRequest
+	(*CheckResponse)(nil),              // 9: dplr.v1.CheckResponse
+	(*FitRequest)(nil),                 // 10: dplr.v1.FitRequest
+	(*Step)(nil),                       // 11: dplr.v1.Step
+	(*Guarantee)(nil),                  // 12: dplr.v1.Guarantee
+	(*Progress)(nil),                   // 13: dplr.v1.Progress
+	(*MatrixChunk)(nil),                // 14: dplr.v1.MatrixChunk
+	(*Scalar)(nil),                     // 15: dplr.v1.Scalar
+	(*Series)(nil),                     // 16: dplr.v1.Series
+	(*FitResult)(nil),                  // 17: dplr.v1.FitResult
+	(*FitEvent)(nil),                   // 18: dplr.v1.FitEvent
+	nil,                                // 19: dplr.v1.CheckRequest.ParamsEntry
+	(*CheckResponse_MechanismUse)(nil), // 20: dplr.v1.CheckResponse.MechanismUse
+	nil,                                // 21: dplr.v1.FitRequest.ParamsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
 	2,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
@@ -1966,28 +2050,29 @@ var file_dplr_proto_depIdxs = []int32{
 	19, // 7: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
 	4,  // 8: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
 	7,  // 9: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
-	20, // 10: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
-	4,  // 11: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
-	6,  // 12: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
-	15, // 13: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
-	16, // 14: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
-	12, // 15: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
-	11, // 16: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
-	13, // 17: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
-	11, // 18: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
-	14, // 19: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
-	17, // 20: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
-	0,  // 21: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	8,  // 22: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
-	10, // 23: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	1,  // 24: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	9,  // 25: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
-	18, // 26: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	24, // [24:27] is the sub-list for method output_type
-	21, // [21:24] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	20, // 10: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
+	21, // 11: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	4,  // 12: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
+	6,  // 13: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
+	15, // 14: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
+	16, // 15: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
+	12, // 16: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
+	11, // 17: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
+	13, // 18: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
+	11, // 19: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
+	14, // 20: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
+	17, // 21: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
+	0,  // 22: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	8,  // 23: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	10, // 24: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	1,  // 25: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	9,  // 26: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	18, // 27: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	25, // [25:28] is the sub-list for method output_type
+	22, // [22:25] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -2010,7 +2095,7 @@ func file_dplr_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
