@@ -38,9 +38,11 @@ func (o *aminOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, 
 
 // Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the
 // projector (stage 1), on the compressed covariance (stage 2, unless
-// pca_only) and on the mean (center=private); nothing else.
+// pca_only) and on the mean (center=private), and the private model
+// estimate's steps when σ² or λ is estimated (an exponential clip quantile
+// unless clip is given, Gaussian trace, spectrum and block).
 func (o *cxzOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
-	shares := []privacy.Share{{Name: shareStage1, Mechanism: privacy.MechGaussian}}
+	shares := append(o.estimateDeclared(), privacy.Share{Name: shareStage1, Mechanism: privacy.MechGaussian})
 	if !o.PCAOnly {
 		shares = append(shares, privacy.Share{Name: shareStage2, Mechanism: privacy.MechGaussian})
 	}
