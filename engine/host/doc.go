@@ -36,6 +36,13 @@
 //  7. report: FitResult holds the outputs as SDK types, the host's
 //     certified guarantee and the ledger's position.
 //
+// Data too large for one machine reach the same pipeline as statistics:
+// RunBeam runs dplr-beam (an Apache Beam pipeline in the separate beam
+// module) before anything is reserved, LoadStatistics validates what it
+// wrote and returns a handle keyed to the pipeline's source identity, and
+// the Runner refuses statistics to an estimator without a from-statistics
+// path (sdk.StatsEstimator) before reserving. The host never sees a row.
+//
 // The package speaks SDK types (sdk.Info, privacy.Step, privacy.Guarantee,
 // sdk.Scalar, …); the wire forms stay in engine/transport.
 package host

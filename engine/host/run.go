@@ -315,6 +315,9 @@ func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
 	if req.Data.Kind != info.DataKind {
 		return nil, info, usageErr("%s takes %s data, got %s data", req.Estimator, info.DataKind, req.Data.Kind)
 	}
+	if err := checkStatistics(info, req.Data); err != nil {
+		return nil, info, err
+	}
 	params, err := sdk.ValidateParams(info.Params, req.Params)
 	if err != nil {
 		return nil, info, usageErr("%s: %w", req.Estimator, err)

@@ -20,4 +20,9 @@
 // Laplace, Exponential), whose release draws the step's noise from
 // Run.Rand, reports progress with Run.Progress, and returns a Result whose
 // Guarantee the SDK states from the accountant's steps (privacy.Certify).
+//
+// A rows estimator built on aggregates (the clipped second moment) may also
+// implement StatsEstimator: it then runs on data.Statistics computed
+// elsewhere (a Beam pipeline, `dplr fit --engine beam`) with the same plan
+// and steps as on the rows.
 package sdk

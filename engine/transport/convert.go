@@ -17,6 +17,7 @@ func InfoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
 	out := &dplrpb.EstimatorInfo{
 		Name: in.Name, Version: in.Version, Summary: in.Summary, Description: in.Description,
 		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References, NonPrivate: in.NonPrivate,
+		Statistics: in.Statistics,
 	}
 	for _, g := range in.Grants {
 		out.Grants = append(out.Grants, string(g))
@@ -35,7 +36,7 @@ func InfoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
 	out := sdk.Info{
 		Name: in.GetName(), Version: in.GetVersion(), Summary: in.GetSummary(), Description: in.GetDescription(),
 		DataKind: data.Kind(in.GetDataKind()), Guarantee: in.GetGuarantee(), References: in.GetReferences(),
-		NonPrivate: in.GetNonPrivate(),
+		NonPrivate: in.GetNonPrivate(), Statistics: in.GetStatistics(),
 	}
 	for _, g := range in.GetGrants() {
 		out.Grants = append(out.Grants, privacy.GrantKind(g))
@@ -94,6 +95,7 @@ func HandleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
 		N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2),
 		X: refToProto(&h.X), Y: refToProto(h.Y), UserStart: refToProto(h.UserStart),
 		UserIds: refToProto(h.UserIDs), Labels: refToProto(h.Labels),
+		Statistics: statsToProto(h.Stats),
 	}
 }
 
@@ -104,6 +106,7 @@ func HandleFromProto(h *dplrpb.DatasetHandle) dataio.Handle {
 		N: int(h.GetN()), P: int(h.GetP()), D1: int(h.GetD1()), D2: int(h.GetD2()),
 		Y: refFromProto(h.GetY()), UserStart: refFromProto(h.GetUserStart()),
 		UserIDs: refFromProto(h.GetUserIds()), Labels: refFromProto(h.GetLabels()),
+		Stats: statsFromProto(h.GetStatistics()),
 	}
 	if x := refFromProto(h.GetX()); x != nil {
 		out.X = *x
@@ -128,7 +131,7 @@ func refFromProto(r *dplrpb.FileRef) *dataio.FileRef {
 // ShapeOf is the public shape of a prepared data set: its kind and
 // dimensions, never its content.
 func ShapeOf(h dataio.Handle) *dplrpb.Shape {
-	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2)}
+	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2), Statistics: h.Stats != nil}
 	if h.UserStart != nil && h.UserStart.Count > 0 {
 		s.Users = h.UserStart.Count - 1
 	}
@@ -137,7 +140,8 @@ func ShapeOf(h dataio.Handle) *dplrpb.Shape {
 
 // ShapeFromProto converts a wire shape to the SDK's.
 func ShapeFromProto(s *dplrpb.Shape) sdk.Shape {
-	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers())}
+	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers()),
+		Statistics: s.GetStatistics()}
 }
 
 // ScalarsFromProto converts a result's scalar outputs.

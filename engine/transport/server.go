@@ -138,6 +138,9 @@ func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shap
 		return 0, sdk.Declaration{}, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
 	}
 	opts, footprint, err := sdk.Prepare(info, raw, shape)
+	if err == nil && shape.Statistics {
+		footprint, err = statsFootprint(est, info, raw, opts, shape)
+	}
 	if err != nil {
 		return 0, sdk.Declaration{}, err
 	}
@@ -308,6 +311,9 @@ func sendMatrix(send func(*dplrpb.FitEvent) error, m sdk.Matrix) error {
 func OpenHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
 	if h == nil {
 		return nil, nil, errors.New("request carries no data set")
+	}
+	if h.GetStatistics() != nil {
+		return openStats(HandleFromProto(h))
 	}
 	return dataio.Open(HandleFromProto(h))
 }

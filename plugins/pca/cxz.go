@@ -109,8 +109,15 @@ type cxzConfig struct {
 	est                  *modelEstimate
 }
 
-// plan splits the grant into the steps [mean], stage 1, [stage 2].
+// plan splits the grant into the steps [mean], [model estimate], stage 1,
+// [stage 2].
 func (c *cxzConfig) plan(run *sdk.Run) (*privacy.Plan, error) {
+	return sdk.NewPlan(run, c.gauss, c.shares()...)
+}
+
+// shares lists the plan's shares (plan and the pre-flight declaration
+// build on the same list).
+func (c *cxzConfig) shares() []privacy.Share {
 	rest := 1.0
 	var shares []privacy.Share
 	if c.center {
@@ -126,7 +133,7 @@ func (c *cxzConfig) plan(run *sdk.Run) (*privacy.Plan, error) {
 		shares = append(shares, privacy.Share{Name: shareStage1, Weight: rest * c.split, Mechanism: privacy.MechGaussian},
 			privacy.Share{Name: shareStage2, Weight: rest * (1 - c.split), Mechanism: privacy.MechGaussian})
 	}
-	return sdk.NewPlan(run, c.gauss, shares...)
+	return shares
 }
 
 // sensitivities returns Δ1, Δ2 and the per-bound failure probability.

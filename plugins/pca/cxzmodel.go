@@ -120,19 +120,6 @@ func (c *cxzConfig) estimateShares(rest float64) ([]privacy.Share, float64) {
 	return out, e
 }
 
-// estimateDeclared returns the shares of the private model estimate a fit
-// with these options will draw (nil when σ² and λ are both given), for the
-// pre-flight mechanism declaration: the clip quantile is an exponential
-// step unless clip is given, the rest are Gaussian.
-func (o *cxzOptions) estimateDeclared() []privacy.Share {
-	c := &cxzConfig{estimate: o.Sigma2 == nil || o.Lambda == lambdaAuto, estShare: o.EstimateShare}
-	if o.CXZClip != nil {
-		c.clip = *o.CXZClip
-	}
-	shares, _ := c.estimateShares(1)
-	return shares
-}
-
 // SpikeStats are the released statistics the model estimate post-processes:
 // the trace and the top-r eigenvalues (descending) of a noisy second-moment
 // matrix S + E of n rows in p columns, with the standard deviations of the

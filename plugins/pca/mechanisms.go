@@ -38,18 +38,12 @@ func (o *aminOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, 
 
 // Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the
 // projector (stage 1), on the compressed covariance (stage 2, unless
-// pca_only) and on the mean (center=private), and the private model
-// estimate's steps when σ² or λ is estimated (an exponential clip quantile
-// unless clip is given, Gaussian trace, spectrum and block).
-func (o *cxzOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
-	shares := append(o.estimateDeclared(), privacy.Share{Name: shareStage1, Mechanism: privacy.MechGaussian})
-	if !o.PCAOnly {
-		shares = append(shares, privacy.Share{Name: shareStage2, Mechanism: privacy.MechGaussian})
-	}
-	if o.private() {
-		shares = append([]privacy.Share{{Name: shareMean, Mechanism: privacy.MechGaussian}}, shares...)
-	}
-	return sdk.UsesOf(shares...), nil
+// pca_only) and on the mean (center=private); with the private model
+// estimate (σ² or λ unset), Gaussian noise on its trace, spectrum and
+// inner statistics and, without a given clip, an exponential-mechanism
+// norm quantile.
+func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	return sdk.UsesOf(o.config(g, s.N, s.P).shares()...), nil
 }
 
 // withClipAuto names the option behind a private norm quantile, so that a
