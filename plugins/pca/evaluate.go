@@ -36,17 +36,3 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 	}
 	return pcaeval.AddRows(ctx, run, x, res, c)
 }
-
-// explainedRatio returns vals/trace when the trace is positive: the
-// explained-variance-ratio estimate from released eigenvalues and a
-// released trace (post-processing).
-func explainedRatio(vals []float64, trace float64) ([]float64, bool) {
-	if !(trace > 0) {
-		return nil, false
-	}
-	out := make([]float64, len(vals))
-	for k, v := range vals {
-		out[k] = v / trace
-	}
-	return out, true
-}
