@@ -108,6 +108,7 @@ func (g Gonum) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) 
 	if UseTruncatedEig(g, n, k) {
 		vals, vecs, _, err := EigSymTopKrylov(g, a, k, TruncOptions{})
 		if err == nil || !errors.Is(err, ErrNotConverged) {
+			canonicalSigns(vecs)
 			return vals, vecs, err
 		}
 	}
@@ -115,7 +116,9 @@ func (g Gonum) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	return vals[:k], mat.DenseCopyOf(vecs.Slice(0, n, 0, k)), nil
+	top := mat.DenseCopyOf(vecs.Slice(0, n, 0, k))
+	canonicalSigns(top)
+	return vals[:k], top, nil
 }
 
 // SVD implements Backend with LAPACK dgesvd.

@@ -97,10 +97,13 @@ func (o OpenBLAS) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, erro
 	if UseTruncatedEig(o, n, k) {
 		vals, vecs, _, err := EigSymTopKrylov(o, a, k, TruncOptions{})
 		if err == nil || !errors.Is(err, ErrNotConverged) {
+			canonicalSigns(vecs)
 			return vals, vecs, err
 		}
 	}
-	return o.EigSymRange(a, k)
+	vals, vecs, err := o.EigSymRange(a, k)
+	canonicalSigns(vecs)
+	return vals, vecs, err
 }
 
 // EigSymRange returns the k largest eigenpairs of a (descending) with

@@ -65,7 +65,7 @@ func (Classify) Info() sdk.Info {
 project the features with a public random ±1/√k′ matrix M (optional), then run Private FedRep with
 the logistic loss log(1 + exp(−y⟨Mx, Ũv⟩)) for ±1 labels (local heads by ridge-regularized Newton
 steps), clipped per-user gradients and Gaussian noise, and release U = MᵀŨ. The privacy argument is
-that of fedrep-private (user-level, worst case, zCDP); the margin-based excess-risk bound of
+that of fedrep-private (user-level, worst case; exact Gaussian composition by default, zCDP with noise=zcdp); the margin-based excess-risk bound of
 Algorithm 3 is NOT claimed for this surrogate. Labels are read as sign(y) (+1 where y > 0, −1
 elsewhere), row by row.`,
 		Guarantee:  base.Guarantee,

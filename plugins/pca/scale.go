@@ -40,7 +40,7 @@ const scaleClamp = 1e4
 // scaleOptions is the private per-feature scaling of the worst-case
 // estimators (DERIVATIONS.md §10).
 type scaleOptions struct {
-	FeatureScale      string  `param:"feature_scale" default:"none" choices:"none,private" doc:"none: use the features as they are; private: for features on very different scales, divide each feature by a private estimate of its spread (the median absolute difference between paired rows, from feature_scale_share of the budget) before centring and clipping, so that PCA works on comparable features without standardising with the empirical mean and deviation. The scales are released as output feature_scale (1×p) and dplr transform divides new rows by them"`
+	FeatureScale      string  `param:"feature_scale" default:"none" choices:"none,private" doc:"none: use the features as they are; private: for features on very different scales, divide each feature by a private estimate of its spread (the median absolute difference between paired rows, from feature_scale_share of the budget) before centring and clipping, so that PCA works on comparable features without standardising with the empirical mean and deviation. The scales are released as output feature_scale (1×p) and dplr transform divides new rows by them. Use it when the columns have different units; when they share one (pixels) it reweights them and can cost accuracy"`
 	FeatureScaleShare float64 `param:"feature_scale_share" default:"0.1" min:"0.001" max:"0.5" doc:"with feature_scale=private: the fraction of the budget spent on the p per-feature scales (split evenly over the features)"`
 }
 

@@ -31,6 +31,9 @@ func statsRowsOptions(c *clipOptions, ctr *centerOptions, ev *evaluation) error 
 	if ctr.private() {
 		return errors.New("center=private needs the rows (the clip applies to the centred rows): use center=none")
 	}
+	if ctr.scaled() {
+		return errors.New("feature_scale=private needs the rows (the rows are divided by the private scales before clipping): use feature_scale=none")
+	}
 	if ev.Evaluate.Value {
 		return errStatsEvaluate
 	}
@@ -90,8 +93,8 @@ func (AnalyzeGauss) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, er
 	return res, nil
 }
 
-// CheckStats implements sdk.StatsEstimator: the private mean and the
-// guarded stage 2 need the rows.
+// CheckStats implements sdk.StatsEstimator: the private mean, the guarded
+// stage 2 and the private estimate of σ² and λ need the rows.
 func (CXZ) CheckStats(opts any) error {
 	o := opts.(*cxzOptions)
 	switch {
@@ -99,22 +102,58 @@ func (CXZ) CheckStats(opts any) error {
 		return errors.New("center=private needs the rows: use center=none")
 	case o.Guarded:
 		return errors.New("guarded clips the rows for stage 2: it needs the rows")
+	case o.estimate:
+		return errors.New("the private estimate of σ² and λ (sigma2 unset or lambda=auto) needs the rows: give public sigma2 and lambda")
 	case o.Evaluate.Value:
 		return errStatsEvaluate
 	}
 	return nil
 }
 
-// FitStats implements sdk.StatsEstimator: Algorithm 1 on the unclipped
-// second moment of the statistics.
+// FitStats implements sdk.StatsEstimator: Algorithm 1 on the second moment
+// of the statistics (clipped to clip when it is given, else unclipped).
 func (CXZ) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[cxzOptions](run)
 	if err := (CXZ{}).CheckStats(o); err != nil {
 		return nil, sdk.BadRequest("%w", err)
 	}
-	sh, n, err := statsMoment(run.Data, 0)
+	var clip float64
+	if o.CXZClip != nil {
+		clip = *o.CXZClip
+	}
+	sh, n, err := statsMoment(run.Data, clip)
 	if err != nil {
 		return nil, err
 	}
 	return fitCXZ(ctx, run, o, nil, sh, n, sh.SymmetricDim())
+}
+
+// CheckStats implements sdk.StatsEstimator.
+func (Amin) CheckStats(opts any) error {
+	o := opts.(*aminOptions)
+	return statsRowsOptions(&o.clipOptions, &o.centerOptions, &o.evaluation)
+}
+
+// FitStats implements sdk.StatsEstimator: pca-amin on the clipped second
+// moment of the statistics, with Fit's plan.
+func (Amin) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	o := sdk.Opts[aminOptions](run)
+	if err := (Amin{}).CheckStats(o); err != nil {
+		return nil, sdk.BadRequest("%w", err)
+	}
+	sh, n, err := statsMoment(run.Data, o.clipOptions.Value())
+	if err != nil {
+		return nil, err
+	}
+	plan, err := aminPlan(run, o, sh.SymmetricDim())
+	if err != nil {
+		return nil, err
+	}
+	res, err := aminCovariance(ctx, run, plan.Plan, sh, n, o.clipOptions.Value(), o)
+	if err != nil {
+		return nil, err
+	}
+	(&preprocessed{clip: o.clipOptions.Value()}).report(res)
+	res.Notes = append(res.Notes, plan.Note(o.Noise.Value))
+	return res, nil
 }

@@ -39,7 +39,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMain) == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if pluginDir != "" && pluginErr == nil {
+		os.RemoveAll(pluginDir)
+	}
+	os.Exit(code)
 }
 
 // shards writes n×p random rows (a few of them long, so the clip bites)
@@ -150,13 +154,16 @@ func TestReleaseEqualsSingleMachine(t *testing.T) {
 	}{
 		{pca.AnalyzeGauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
 		{pca.CXZ{}, 0, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
+		{pca.CXZ{}, 3, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
+		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}},
 		{orbit.Gauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
 		{orbit.EM{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 		{orbit.RankK{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 		{orbit.Deflation{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 	}
 	for _, c := range cases {
-		t.Run(c.est.Info().Name, func(t *testing.T) {
+		t.Run(c.est.Info().Name+"/"+string(c.grant.Kind), func(t *testing.T) {
 			_, ds := statsOf(t, glob, c.clip)
 			a, acctA, err := sdk.RunLocal(context.Background(), c.est, ds, c.raw, c.grant, sdk.LocalOptions{Seed: &seed})
 			require.NoError(t, err)
@@ -195,6 +202,7 @@ func TestStatsRefusals(t *testing.T) {
 		"center=private": {"rank": "1", "clip": "3", "center": "private"},
 		"evaluate":       {"rank": "1", "clip": "3", "evaluate": "true"},
 		"other clip":     {"rank": "1", "clip": "2"},
+		"feature_scale":  {"rank": "1", "clip": "3", "feature_scale": "private"},
 	} {
 		_, acct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, g, sdk.LocalOptions{})
 		require.Error(t, err, name)
