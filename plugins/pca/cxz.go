@@ -10,6 +10,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // CXZ calibrations.
@@ -496,6 +497,10 @@ func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt
 	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors Ũ (p×r, orthonormal)")
 	res.AddMatrix("Lambda", lam, sdk.Public, "Λ̃ = Ũᵀ(Σ̂ − σ²I)Ũ + E (r×r, symmetric)")
 	res.AddSeries("eigenvalues", ev, sdk.Public, "top-r eigenvalues of Σ̃ (eigenvalues of Λ̃ plus σ²), descending")
+	p, _ := ut.Dims()
+	if evr, ok := pcaeval.ExplainedRatio(ev, float64(p-r)*cfg.sub); ok {
+		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues of Σ̃ over its trace Σ_k eigenvalue_k + (p − r)σ² (negative values counted as 0): a model-based estimate of each component's share of the variance (post-processing of Λ̃ and σ²; meaningful for data from the spiked model)")
+	}
 	if cfg.outSigma {
 		res.AddMatrix("Sigma", lowRank(u, lam, cfg.sub), sdk.Public, "Σ̃ = ŨΛ̃Ũᵀ + σ²I (p×p)")
 	}

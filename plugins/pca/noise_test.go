@@ -123,3 +123,16 @@ func TestAminEpsilonPerVector(t *testing.T) {
 		assert.InEpsilon(t, want, scalar(t, res, "epsilon_per_vector"), 1e-9, noise)
 	}
 }
+
+// pca-cxz derives explained_variance_ratio from its released Λ̃ and σ²
+// (post-processing): on spiked data at a large ε it is close to the
+// model's (λ_k + σ²)/(Σλ + pσ²).
+func TestCXZExplainedVarianceRatio(t *testing.T) {
+	g := spiked(t, 20000, 20, 2, "24,20", "gaussian", 83)
+	res, _ := fit(t, CXZ{}, g, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20"}, approx(50, 1e-6), 3)
+	evr := series(t, res, "explained_variance_ratio")
+	require.Len(t, evr, 2)
+	total := 24.0 + 20 + 20*1
+	assert.InDelta(t, 25/total, evr[0], 0.03)
+	assert.InDelta(t, 21/total, evr[1], 0.03)
+}
