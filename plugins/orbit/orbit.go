@@ -43,6 +43,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/gram"
 	"github.com/dplr/dplr/plugins/internal/noiseplan"
 )
 
@@ -90,7 +91,7 @@ func ClippedMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backe
 	}
 	// Rows clipped to norm clip and scaled by 1/clip: each contributes a
 	// PSD rank-one term of trace ≤ 1.
-	a, clipped, err := rowclip.SecondMoment(ctx, be, ds.X, nil, clip, 1/(clip*clip))
+	a, clipped, err := gram.SecondMoment(ctx, be, ds.X, nil, clip, 1/(clip*clip))
 	if err != nil {
 		return nil, 0, fmt.Errorf("clipped second moment: %w", err)
 	}
