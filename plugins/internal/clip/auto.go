@@ -81,9 +81,6 @@ func Norms(ctx context.Context, x *mat.Dense, mu []float64) ([]float64, error) {
 // at budget b. Replacing a row moves each count by at most one, so the
 // utility's sensitivity is 1 (plugins/pca/DERIVATIONS.md §6).
 func PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, x *mat.Dense, mu []float64, q float64) (float64, error) {
-	if err := Finite(x); err != nil { // an input error, before any step
-		return 0, err
-	}
 	grid, err := quantile.Grid(quantile.DefaultLow, quantile.DefaultHigh, quantile.DefaultPerOctave)
 	if err != nil {
 		return 0, err
@@ -91,6 +88,17 @@ func PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Sou
 	norms, err := Norms(ctx, x, mu)
 	if err != nil {
 		return 0, err
+	}
+	// An input error, before any step. A NaN or infinite entry makes its
+	// row's norm non-finite, so the norms stand in for a separate pass
+	// over x; Finite then names the entry.
+	for i, v := range norms {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			if err := Finite(x); err != nil {
+				return 0, err
+			}
+			return 0, fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i)
+		}
 	}
 	rel, err := acct.Exponential(name, 1, b)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/privacy"
 )
 
 func randRows(n, p int, sd float64, seed uint64) *mat.Dense {
@@ -119,4 +120,30 @@ func TestSumAndFinite(t *testing.T) {
 	g, _, err := SecondMoment(context.Background(), backend.Gonum{}, x, nil, 0, 1)
 	require.NoError(t, err)
 	assert.ErrorContains(t, CheckMoment(g, x), "row 1, column 0")
+}
+
+// PrivateNorm refuses non-finite data (naming the entry) and rows whose
+// norm overflows, before it declares any step.
+func TestPrivateNormRefusesBeforeAnyStep(t *testing.T) {
+	cases := []struct {
+		name string
+		bad  float64
+		want string
+	}{
+		{"NaN", math.NaN(), "row 2, column 1"},
+		{"+Inf", math.Inf(1), "row 2, column 1"},
+		{"overflowing norm", 1e200, "data row 2: its norm overflows"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := randRows(5, 3, 1, 1)
+			x.Set(2, 1, c.bad)
+			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
+			require.NoError(t, err)
+			_, err = PrivateNorm(context.Background(), acct, privacy.NewSeededSource(1), "clip quantile",
+				privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.1}, x, nil, 0.5)
+			assert.ErrorContains(t, err, c.want)
+			assert.Empty(t, acct.Steps())
+		})
+	}
 }
