@@ -5,6 +5,14 @@
 // Flink, Spark or Dataflow cluster. What leaves a pipeline is the few
 // aggregates an estimator needs before its privacy steps (and the data
 // set's source identity for the ledger), never a row.
+//
+// Inputs are shards matched by a glob on any filesystem Beam knows: .npy,
+// IDX and CSV files are read by the single-machine reader (engine/dataio),
+// so a bad shard fails with its message; Parquet files (.parquet, or
+// ReadOptions.Format "parquet") are read with the Parquet library Beam's
+// parquetio uses, with the columns described by ParquetSchema. Users data
+// needs integer user ids: ids are the grouping key across shards, and the
+// single-machine CSV reader numbers text ids per file.
 package stats
 
 import (
