@@ -270,7 +270,7 @@ func ComputeUsers(ctx context.Context, glob string, u *mat.Dense, bound UsersOpt
 		var ud int
 		ud, k = u.Dims()
 		if ud != d {
-			return nil, fmt.Errorf("U has %d rows, the data %d features", ud, d)
+			return nil, fmt.Errorf("representation U has %d rows, the data %d features", ud, d)
 		}
 		uFlat = mat.DenseCopyOf(u).RawMatrix().Data
 	}
