@@ -94,7 +94,8 @@ python-test: build
 	DPLR_BIN=$(CURDIR)/$(BIN)/dplr DPLR_TEST_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_DIR) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 # beam-build: the Beam statistics path (a separate module, beam/, so that the
-# core never links Apache Beam): bin/dplr-beam.
+# core never links Apache Beam): bin/dplr-beam, which `dplr fit --engine
+# beam` finds beside bin/dplr.
 beam-build:
 	@mkdir -p $(BIN)
 	cd beam && $(GO) build -o ../$(BIN)/dplr-beam ./cmd/dplr-beam

@@ -28,7 +28,15 @@ type Data struct {
 	// Dataset is a data set held in memory (instead of Path). It is not
 	// modified.
 	Dataset *data.Dataset
+	// Prepared is a handle prepared and validated already (instead of
+	// Path): the statistics of `dplr fit --engine beam`
+	// (host.LoadStatistics).
+	Prepared *dataio.Handle
 }
+
+// Prepared is a data set the host prepared and validated already, such as
+// a pipeline's statistics (host.LoadStatistics).
+func Prepared(h dataio.Handle) Data { return Data{Prepared: &h} }
 
 // File is the data set read from path with opt.
 func File(path string, opt dataio.LoadOptions) Data { return Data{Path: path, Load: opt} }
@@ -181,6 +189,10 @@ type prepared struct {
 // prepare makes d ready for an estimator taking kind data.
 func (c *Client) prepare(ctx context.Context, d Data, kind data.Kind) (*prepared, error) {
 	switch {
+	case d.Prepared != nil && (d.Dataset != nil || d.Path != ""):
+		return nil, classedf(ErrUsage, "give the data as a path, in memory or prepared, not several")
+	case d.Prepared != nil:
+		return &prepared{handle: *d.Prepared}, nil
 	case d.Dataset != nil && d.Path != "":
 		return nil, classedf(ErrUsage, "give the data as a path or in memory, not both")
 	case d.Dataset != nil:

@@ -87,7 +87,7 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 		if e == nil {
 			e = fitErr(err)
 		}
-		if errors.Is(e.Class, ErrBudget) {
+		if errors.Is(e.Class, ErrBudget) && !errors.Is(err, ledger.ErrMechanism) {
 			e.SuggestedRho = suggestRho(ctx, led, host.BudgetKey(prep.handle), req.Grant, est.Grants)
 		}
 		return nil, e

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/client"
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/host"
@@ -142,6 +143,7 @@ type fitFlags struct {
 	nonPrivate bool
 	maxMemory  byteSize
 	estimator  string
+	beam       beamFlags
 }
 
 func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
@@ -158,6 +160,7 @@ func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "give up on the fit after this long, treating the plugin as hung (exit 4; charged its grant once a privacy step was announced, refunded before); 0: no limit")
 	fs.BoolVar(&f.nonPrivate, "non-private", false, "allow a non-private reference estimator (its output is NOT private; refused on data sets with a budget)")
 	fs.Var(&f.maxMemory, "max-memory", "refuse, before reserving, a fit whose estimated peak memory exceeds `SIZE` (e.g. 8GiB, 512M; 0: no limit; default 3/4 of physical memory)")
+	f.beam.register(fs)
 	if err := parse(fs, reorder(fs, args)); err != nil {
 		return nil, err
 	}
@@ -166,6 +169,9 @@ func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 	}
 	if f.timeout < 0 {
 		return nil, usagef("--timeout %s is negative; give a positive duration, or 0 for no limit", f.timeout)
+	}
+	if err := f.beam.check(&f.df); err != nil {
+		return nil, err
 	}
 	f.estimator = fs.Arg(0)
 	return f, nil
@@ -206,12 +212,25 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	timings["plugins_s"] = time.Since(t0).Seconds()
 	// The data are located, validated and hashed (by the client) before
 	// any budget is charged.
-	opt, err := f.df.loadOptions()
-	if err != nil {
-		return err
+	var data client.Data
+	if f.beam.on() {
+		// The pipeline aggregates the shards and the host validates the
+		// statistics, before any budget is reserved.
+		d, cleanup, err := beamStatistics(ctx, env, f, est.Info, raw, home)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		data = d
+	} else {
+		opt, err := f.df.loadOptions()
+		if err != nil {
+			return err
+		}
+		data = client.File(f.df.path, opt)
 	}
 	res, err := runFit(ctx, env, f, c, est.Info, client.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant,
-		Data: client.File(f.df.path, opt), NonPrivate: f.nonPrivate, Timeout: f.timeout})
+		Data: data, NonPrivate: f.nonPrivate, Timeout: f.timeout})
 	if err != nil {
 		return fitFailure(est.Info, grant, err)
 	}
@@ -318,7 +337,7 @@ func rhoHint(err error, grant privacy.Grant) string {
 }
 
 func summarize(w io.Writer, r *FitReport) {
-	fmt.Fprintf(w, "%s on %s (%s, n=%d, p=%d) via plugin %s (%s backend)\n", r.Estimator, r.Data.Path, r.Data.Kind, r.Data.N, r.Data.P, r.Plugin, r.Backend)
+	fmt.Fprintf(w, "%s on %s (%s) via plugin %s (%s backend)\n", r.Estimator, r.Data.Path, dataShape(r), r.Plugin, r.Backend)
 	fmt.Fprintf(w, "guarantee: %s\n", r.Privacy.Text)
 	fmt.Fprintf(w, "spent: %d privacy step(s), composed as %s\n", len(r.Privacy.Steps), r.Privacy.Composition)
 	for _, s := range r.Privacy.Steps {
@@ -382,6 +401,22 @@ func summarize(w io.Writer, r *FitReport) {
 		}
 	}
 	fmt.Fprintf(w, "time: %.2fs\n", r.Timings["total_s"])
+}
+
+// dataShape describes the data of the summary line. Users data names the
+// users and the rows apart ("users data: 5000 users, 30000 rows, p=197"):
+// the number of users is the row count of a per-user output (one row per
+// user), and is left out when the fit returned none.
+func dataShape(r *FitReport) string {
+	if r.Data.Kind != string(data.Users) {
+		return fmt.Sprintf("%s, n=%d, p=%d", r.Data.Kind, r.Data.N, r.Data.P)
+	}
+	for _, m := range r.Outputs.Matrices {
+		if m.Release == string(sdk.PerUser) {
+			return fmt.Sprintf("users data: %d users, %d rows, p=%d", m.Rows, r.Data.N, r.Data.P)
+		}
+	}
+	return fmt.Sprintf("users data: %d rows over all users, p=%d", r.Data.N, r.Data.P)
 }
 
 func releaseNote(rel string) string { return sdk.Release(rel).Note() }

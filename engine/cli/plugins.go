@@ -149,6 +149,9 @@ type estimatorJSON struct {
 	Grants     []string    `json:"grants"`
 	Params     []paramJSON `json:"params"`
 	References []string    `json:"references,omitempty"`
+	// Statistics: the estimator also runs on aggregated statistics
+	// (dplr fit --engine beam).
+	Statistics bool `json:"statistics,omitempty"`
 }
 
 type paramJSON struct {
@@ -164,7 +167,7 @@ type paramJSON struct {
 
 func toEstimatorJSON(e sdk.Info) estimatorJSON {
 	out := estimatorJSON{Name: e.Name, Version: e.Version, Summary: e.Summary, DataKind: string(e.DataKind),
-		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}}
+		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Statistics: e.Statistics}
 	for _, g := range e.Grants {
 		out.Grants = append(out.Grants, string(g))
 	}

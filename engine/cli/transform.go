@@ -83,7 +83,9 @@ type Transformer struct {
 var transformers = []Transformer{pcaTransformer}
 
 // pcaTransformer projects rows onto the released components: (x − mean)·U,
-// with the released private mean when the fit centred (center=private).
+// with the released private mean when the fit centred (center=private),
+// after dividing each column by the released feature_scale when the fit
+// scaled the features (feature_scale=private).
 // It serves the pca plugin's estimators and orbit's (the same outputs).
 var pcaTransformer = Transformer{
 	Family: "pca",
@@ -91,7 +93,7 @@ var pcaTransformer = Transformer{
 		return strings.HasPrefix(e, "pca-") || strings.HasPrefix(e, "orbit-")
 	},
 	Kind: data.Rows,
-	Doc:  "n×r scores (x − mean)·U on the released components",
+	Doc:  "n×r scores (x/feature_scale − mean)·U on the released components",
 	Apply: func(m *TransformModel, x *mat.Dense) (*mat.Dense, error) {
 		u, err := m.Matrix("U")
 		if err != nil {
@@ -104,6 +106,10 @@ var pcaTransformer = Transformer{
 		if err != nil {
 			return nil, err
 		}
+		scale, err := m.Matrix("feature_scale")
+		if err != nil {
+			return nil, err
+		}
 		if c, ok := m.Params["center"]; ok && fmt.Sprint(c) == "private" && mean == nil {
 			return nil, fmt.Errorf("the fit centred with a private mean but released none: refit with this version of dplr")
 		}
@@ -111,6 +117,20 @@ var pcaTransformer = Transformer{
 		up, _ := u.Dims()
 		if p != up {
 			return nil, fmt.Errorf("the data have %d columns, the model's components %d", p, up)
+		}
+		if scale != nil { // feature_scale=private: the fit divided every column by its released scale
+			if _, sp := scale.Dims(); sp != p {
+				return nil, fmt.Errorf("the model's feature_scale has %d entries, the data %d columns", sp, p)
+			}
+			s := scale.RawRowView(0)
+			xs := mat.NewDense(n, p, nil)
+			for i := 0; i < n; i++ {
+				dst := xs.RawRowView(i)
+				for j, v := range x.RawRowView(i)[:p] {
+					dst[j] = v / s[j]
+				}
+			}
+			x = xs
 		}
 		xc := x
 		if mean != nil {
@@ -187,7 +207,8 @@ func cmdTransform(ctx context.Context, env *Env, args []string) error {
 
 Maps new rows through a released model: for PCA estimators, the scores
 (x − mean)·U with the released components U and, when the fit used
-center=private, the released private mean. This is post-processing of
+center=private, the released private mean (with feature_scale=private,
+each column is first divided by the released feature_scale). This is post-processing of
 public outputs: it spends no budget, writes nothing to the ledger and
 works on data that has no budget. The data must be read the same way as
 for the fit (same --scale, same columns).

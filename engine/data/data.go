@@ -1,6 +1,7 @@
 // Package data defines the in-memory data sets dplr's estimators read: a
 // kind, a dense design matrix (possibly backed by a read-only memory map),
-// responses and, for user-grouped data, the user boundaries.
+// responses and, for user-grouped data, the user boundaries; or, for rows
+// data aggregated elsewhere (a Beam pipeline), only the rows' statistics.
 package data
 
 import (
@@ -42,13 +43,96 @@ type Dataset struct {
 	Labels    []int     // optional integer class label per row
 	Hash      string    // content hash identifying the data (hex SHA-256)
 	Name      string    // optional human name
+	// Stats, when set, replaces X for rows data: the data set is known only
+	// through these aggregates (X is nil). Only estimators that declare a
+	// from-statistics path (sdk.StatsEstimator) accept it.
+	Stats *Statistics
+}
+
+// Statistics are the aggregates of a rows data set that estimators built on
+// the clipped second moment need: the row count, the clipped sum and the
+// clipped second moment, each row x_i weighted by w_i = min(1, Clip/‖x_i‖)
+// before aggregation (w_i = 1 when Clip is 0: no clipping). Contribution
+// bounding happens before the sums, so replacing one row changes Sum by at
+// most 2·Clip in ℓ2 and Moment by at most √2·Clip² in Frobenius norm.
+type Statistics struct {
+	// N is the number of rows aggregated; P the number of columns.
+	N, P int
+	// Clip is the public row-norm bound applied before aggregation (0: the
+	// rows were aggregated unclipped).
+	Clip float64
+	// Sum is Σ w_i x_i (length P).
+	Sum []float64
+	// Moment is Σ w_i² x_i x_iᵀ (P×P), not divided by N.
+	Moment *mat.SymDense
+}
+
+// Check validates the statistics' shapes and values: N ≥ 1, shapes P and
+// P×P, every value finite, the diagonal of Moment non-negative, and, when
+// Clip is set, the bounds clipping implies (‖Sum‖ ≤ N·Clip,
+// trace(Moment) ≤ N·Clip², up to rounding).
+func (s *Statistics) Check() error {
+	if s.N < 1 || s.P < 1 {
+		return fmt.Errorf("statistics: shape n = %d, p = %d", s.N, s.P)
+	}
+	if !(s.Clip >= 0) || math.IsInf(s.Clip, 0) {
+		return fmt.Errorf("statistics: clip %v is not a non-negative number", s.Clip)
+	}
+	if len(s.Sum) != s.P {
+		return fmt.Errorf("statistics: sum of %d values, want p = %d", len(s.Sum), s.P)
+	}
+	if s.Moment == nil || s.Moment.SymmetricDim() != s.P {
+		return fmt.Errorf("statistics: second moment is not %d×%d", s.P, s.P)
+	}
+	var norm2, trace float64
+	for j, v := range s.Sum {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("statistics: sum entry %d = %v is not finite", j, v)
+		}
+		norm2 += v * v
+	}
+	for i := 0; i < s.P; i++ {
+		for j := i; j < s.P; j++ {
+			if v := s.Moment.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("statistics: second-moment entry (%d, %d) = %v is not finite", i, j, v)
+			}
+		}
+		d := s.Moment.At(i, i)
+		if d < 0 {
+			return fmt.Errorf("statistics: second-moment diagonal entry %d is negative (a sum of squares cannot be)", i)
+		}
+		trace += d
+	}
+	if s.Clip > 0 {
+		const slack = 1 + 1e-9
+		n := float64(s.N)
+		if math.Sqrt(norm2) > n*s.Clip*slack {
+			return fmt.Errorf("statistics: the sum's norm exceeds n·clip: the rows were not clipped to %g", s.Clip)
+		}
+		if trace > n*s.Clip*s.Clip*slack {
+			return fmt.Errorf("statistics: the second moment's trace exceeds n·clip²: the rows were not clipped to %g", s.Clip)
+		}
+	}
+	return nil
 }
 
 // N returns the number of rows.
-func (d *Dataset) N() int { r, _ := d.X.Dims(); return r }
+func (d *Dataset) N() int {
+	if d.X == nil && d.Stats != nil {
+		return d.Stats.N
+	}
+	r, _ := d.X.Dims()
+	return r
+}
 
 // P returns the number of columns of X.
-func (d *Dataset) P() int { _, c := d.X.Dims(); return c }
+func (d *Dataset) P() int {
+	if d.X == nil && d.Stats != nil {
+		return d.Stats.P
+	}
+	_, c := d.X.Dims()
+	return c
+}
 
 // NumUsers returns the number of users of a Users data set.
 func (d *Dataset) NumUsers() int { return max(len(d.UserStart)-1, 0) }
@@ -63,6 +147,9 @@ func (d *Dataset) Sample(i int) *mat.Dense {
 func (d *Dataset) Validate() error {
 	if err := d.CheckShape(); err != nil {
 		return err
+	}
+	if d.Stats != nil {
+		return nil // CheckShape checked the statistics' values too
 	}
 	n, p := d.X.Dims()
 	raw := d.X.RawMatrix()
@@ -84,6 +171,12 @@ func (d *Dataset) Validate() error {
 // CheckShape checks the shapes and the kind-specific structure (trace
 // dimensions, responses, user boundaries, labels) but not the values.
 func (d *Dataset) CheckShape() error {
+	if d.Stats != nil {
+		if d.Kind != Rows || d.X != nil || d.Y != nil || d.UserStart != nil || d.Labels != nil {
+			return fmt.Errorf("statistics stand for rows data alone (kind %q with rows or side columns given)", d.Kind)
+		}
+		return d.Stats.Check()
+	}
 	if d.X == nil || d.X.IsEmpty() {
 		return fmt.Errorf("data set has no rows")
 	}

@@ -3,7 +3,6 @@ package dataio
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Format names a file format.
@@ -142,6 +143,10 @@ func openReader(r io.Reader, known int64, name string, override Format) (*source
 	src := &source{known: known, bound: -1}
 	br := bufio.NewReaderSize(r, 1<<16)
 	if head, _ := br.Peek(2); bytes.Equal(head, gzipMagic) {
+		// klauspost/compress's gzip decoder: the same format and checks
+		// (CRC-32 and size at each member's end, concatenated members) as
+		// the standard library's, and inflates about 1.7× faster, which is
+		// the larger part of a gzip file's first preparation.
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)

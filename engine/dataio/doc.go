@@ -97,7 +97,12 @@
 // with a response file, or of users data whose id file is already in
 // increasing order) is not copied at all: it is validated and hashed in one
 // streaming pass over a read-only memory map and the handle points at the
-// original file. Open memory-maps X read-only
+// original file. Rows data from any other C-order .npy or IDX file (plain
+// or gzip) is streamed into the cache without being held in memory: blocks
+// of whole rows are decompressed by one goroutine, converted, added to the
+// source identity and scaled by parallel workers, and hashed and written in
+// order, so the file is read once and the host's memory stays a few MiB.
+// Open memory-maps X read-only
 // and wraps it in a *mat.Dense without copying, so a plugin on the same
 // machine reads the data in place. Handles are plain JSON-serialisable
 // values meant to cross the plugin boundary (MarshalHandle, ParseHandle).

@@ -76,6 +76,9 @@ type Handle struct {
 	// View records how the source was read (nil for a data set prepared
 	// from memory).
 	View *View `json:"view,omitempty"`
+	// Stats, when set, stands in for the rows (X is then empty): see
+	// StatsRef.
+	Stats *StatsRef `json:"statistics,omitempty"`
 }
 
 // View records the loading choices that turned a source into the data
@@ -291,6 +294,12 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 // canonicalHandle returns the handle of ds's canonical files in dir.
 func canonicalHandle(ds *data.Dataset, dir string) Handle {
 	n, p := ds.X.Dims()
+	return canonicalHandleShape(ds, n, p, dir)
+}
+
+// canonicalHandleShape is canonicalHandle for a data set whose X (n×p) is
+// not in memory.
+func canonicalHandleShape(ds *data.Dataset, n, p int, dir string) Handle {
 	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p}
 	if ds.Kind == data.Trace {
 		h.D1, h.D2 = ds.D1, ds.D2
@@ -400,8 +409,11 @@ func ReadHandle(path string) (Handle, error) {
 // whose ids are already in increasing order) is not copied: it is
 // memory-mapped, validated and hashed in one streaming pass, and the
 // handle's X refers to the original file at its data offset (with its size
-// and modification time, so that Open detects a changed file). Every other
-// input is loaded into memory and passed to Prepare.
+// and modification time, so that Open detects a changed file). Any other
+// rows data from a C-order .npy or IDX file (plain or gzip) is streamed
+// into the cache in one pass without being held in memory (see the package
+// documentation). Every other input is loaded into memory and passed to
+// Prepare.
 //
 // The handle is recorded under cacheDir/files/, keyed by the file's path
 // and state (size, modification time, device and inode), the options and
@@ -447,6 +459,11 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 	h, ok, err := prepareInPlace(ctx, path, abs, opt, cdir)
 	if err != nil {
 		return Handle{}, err
+	}
+	if !ok {
+		if h, ok, err = prepareStreamed(ctx, path, opt, cdir); err != nil {
+			return Handle{}, err
+		}
 	}
 	if !ok {
 		lo := opt

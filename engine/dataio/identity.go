@@ -197,43 +197,7 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 			negZero = true
 		}
 	}
-	// Exact digest: the canonical bytes of the row. A row of plain numbers
-	// without -0 is hashed in place.
-	var d [32]byte
-	if len(texts) == 0 && len(sides) == 0 && nativeLE && !negZero {
-		if len(x) > 0 {
-			d = sha256.Sum256(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 8*len(x)))
-		} else {
-			d = sha256.Sum256(nil)
-		}
-	} else {
-		buf := b.buf[:0]
-		ti := 0
-		for j, v := range x {
-			for ti < len(texts) && texts[ti].col == j {
-				buf = appendText(buf, texts[ti].s)
-				ti++
-			}
-			buf = binary.LittleEndian.AppendUint64(buf, canonBits(v))
-		}
-		for ; ti < len(texts); ti++ {
-			buf = appendText(buf, texts[ti].s)
-		}
-		for _, s := range sides {
-			if s.f != nil {
-				buf = binary.LittleEndian.AppendUint64(buf, canonBits(s.f[i]))
-			} else {
-				buf = appendInt(buf, s.i[i])
-			}
-		}
-		b.buf = buf
-		d = sha256.Sum256(buf)
-	}
-	var c uint64
-	for k := 0; k < 4; k++ {
-		b.sum[k], c = bits.Add64(b.sum[k], binary.LittleEndian.Uint64(d[8*k:]), c)
-	}
-	b.rows++
+	b.addDigest(b.digest(i, x, texts, sides, negZero))
 	// Rounded hash for the sketch: each value as round(v/s·2^sketchBits).
 	inv := 0.0
 	if s > 0 {
@@ -266,6 +230,92 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 			h = mixText(h, texts[ti].s)
 		}
 	}
+	b.addSketch(i, h, sides, len(x))
+}
+
+// byteRounding caches, per row scale s (the row's largest byte), the
+// sketch's rounded values round(v·2^sketchBits/s) of the 256 byte values.
+type byteRounding struct {
+	tab [256]*[256]uint64
+}
+
+// byteRow is row for a source row of unsigned bytes raw, whose float64
+// values are x: the same digest and sketch entry, with the sketch's
+// rounding read from a table per row scale instead of computed per value.
+func (b *idBuilder) byteRow(i int, raw []byte, x []float64, r *byteRounding) {
+	sides := b.sides
+	if i < 0 {
+		sides = nil
+	}
+	var mx byte
+	for _, v := range raw {
+		mx = max(mx, v)
+	}
+	b.addDigest(b.digest(i, x, nil, sides, false))
+	t := r.tab[mx]
+	if t == nil {
+		t = new([256]uint64)
+		inv := 0.0
+		if mx > 0 {
+			inv = (1 << sketchBits) / float64(mx)
+		}
+		for v := range t {
+			t[v] = uint64(int64(math.Round(float64(v) * inv)))
+		}
+		r.tab[mx] = t
+	}
+	h := uint64(0x243f6a8885a308d3)
+	for _, v := range raw {
+		h = mixWord(h, t[v])
+	}
+	b.addSketch(i, h, sides, len(raw))
+}
+
+// digest is the SHA-256 of the canonical bytes of a row (its values, text
+// fields and side values). A row of plain numbers without -0 is hashed in
+// place.
+func (b *idBuilder) digest(i int, x []float64, texts []textField, sides []sideCol, negZero bool) [32]byte {
+	if len(texts) == 0 && len(sides) == 0 && nativeLE && !negZero {
+		if len(x) > 0 {
+			return sha256.Sum256(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 8*len(x)))
+		}
+		return sha256.Sum256(nil)
+	}
+	buf := b.buf[:0]
+	ti := 0
+	for j, v := range x {
+		for ti < len(texts) && texts[ti].col == j {
+			buf = appendText(buf, texts[ti].s)
+			ti++
+		}
+		buf = binary.LittleEndian.AppendUint64(buf, canonBits(v))
+	}
+	for ; ti < len(texts); ti++ {
+		buf = appendText(buf, texts[ti].s)
+	}
+	for _, s := range sides {
+		if s.f != nil {
+			buf = binary.LittleEndian.AppendUint64(buf, canonBits(s.f[i]))
+		} else {
+			buf = appendInt(buf, s.i[i])
+		}
+	}
+	b.buf = buf
+	return sha256.Sum256(buf)
+}
+
+// addDigest adds a row digest to the running sum and counts the row.
+func (b *idBuilder) addDigest(d [32]byte) {
+	var c uint64
+	for k := 0; k < 4; k++ {
+		b.sum[k], c = bits.Add64(b.sum[k], binary.LittleEndian.Uint64(d[8*k:]), c)
+	}
+	b.rows++
+}
+
+// addSketch finishes a row's rounded hash h (its main values mixed in)
+// with the side values and the row length, and offers it to the sketch.
+func (b *idBuilder) addSketch(i int, h uint64, sides []sideCol, length int) {
 	for _, sc := range sides {
 		if sc.f != nil {
 			h = mixWord(h, roundSig(sc.f[i]))
@@ -273,7 +323,7 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 			h = mixWord(h, uint64(sc.i[i]))
 		}
 	}
-	b.sk.add(fmix64(h ^ uint64(len(x))))
+	b.sk.add(fmix64(h ^ uint64(length)))
 }
 
 // textField is one text field of a CSV record.

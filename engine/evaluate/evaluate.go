@@ -247,6 +247,22 @@ func Centre(s mat.Symmetric, m []float64) *mat.SymDense {
 // (a backend's Gram and EigSymTop), so that callers keep their fast kernels.
 func RowsCapturedRatios(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *mat.Dense) *mat.SymDense,
 	top func(a mat.Symmetric, r int) ([]float64, error)) (centred, uncentred float64, err error) {
+	return rowsRatios(x, u, true, gram, top)
+}
+
+// RowsCentredRatio is the centred ratio of RowsCapturedRatios alone (one
+// eigendecomposition fewer), for estimators that centre their rows and
+// for which the uncentred figure means nothing.
+func RowsCentredRatio(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *mat.Dense) *mat.SymDense,
+	top func(a mat.Symmetric, r int) ([]float64, error)) (float64, error) {
+	c, _, err := rowsRatios(x, u, false, gram, top)
+	return c, err
+}
+
+// rowsRatios computes the centred ratio and, when uncentred is set, the
+// uncentred one (NaN otherwise) from one Gram matrix.
+func rowsRatios(x *mat.Dense, u mat.Matrix, uncentred bool, gram func(scale float64, x *mat.Dense) *mat.SymDense,
+	top func(a mat.Symmetric, r int) ([]float64, error)) (float64, float64, error) {
 	n, p := x.Dims()
 	if up, _ := u.Dims(); up != p {
 		return 0, 0, fmt.Errorf("captured variance: basis with %d rows for %d columns", up, p)
@@ -269,11 +285,15 @@ func RowsCapturedRatios(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *
 		}
 		return CapturedRatio(a, u, t), nil
 	}
-	if centred, err = ratio(Centre(s, mean)); err != nil {
+	c, err := ratio(Centre(s, mean))
+	if err != nil {
 		return 0, 0, err
 	}
-	if uncentred, err = ratio(s); err != nil {
-		return 0, 0, err
+	un := math.NaN()
+	if uncentred {
+		if un, err = ratio(s); err != nil {
+			return 0, 0, err
+		}
 	}
-	return centred, uncentred, nil
+	return c, un, nil
 }

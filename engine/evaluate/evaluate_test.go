@@ -180,4 +180,7 @@ func TestRowsCapturedRatios(t *testing.T) {
 	assert.InDelta(t, 1, u, 1e-12)
 	_, _, err = RowsCapturedRatios(x, mat.NewDense(2, 1, []float64{1, 0}), gram, top)
 	assert.Error(t, err)
+	only, err := RowsCentredRatio(x, e2, gram, top)
+	require.NoError(t, err)
+	assert.InDelta(t, 1, only, 1e-12, "the centred ratio alone agrees")
 }

@@ -11,8 +11,13 @@
 //     the budget and real-valued parameters are within sane bounds
 //     (SaneGrant), the rank fits the data;
 //  2. pre-flight check: the plugin validates the request against the
-//     data's public shape and estimates its peak memory (Plugin.Check),
-//     refused above Runner.MaxMemory;
+//     data's public shape, estimates its peak memory (Plugin.Check),
+//     refused above Runner.MaxMemory, and may declare the privacy
+//     mechanisms its fit will use (sdk.MechanismDeclarer); a declared
+//     request the data set's budget rule cannot admit — a Laplace or
+//     exponential step, granted (ε, δ) or ρ, under the Gaussian-DP filter
+//     — is refused here (ErrBudget wrapping ledger.ErrMechanism), and the
+//     ledger repeats the check atomically when reserving;
 //  3. reserve the grant in the ledger (nothing above this line spends);
 //  4. fit: the plugin streams progress, each privacy step before drawing
 //     its noise, the outputs and a result (Plugin.Fit);
@@ -20,12 +25,23 @@
 //     step's cost follows from its mechanism, sensitivity and scale
 //     (privacy.VerifyStep), they compose within the grant, and the stated
 //     guarantee follows from them (privacy.Certify); a private estimator
-//     may not release a public output under a "none" guarantee;
+//     may not release a public output under a "none" guarantee; a step of
+//     a mechanism the plugin did not declare is a false declaration
+//     (ErrPlugin: nothing released, charged). An undeclared estimator is
+//     checked as before, and a result the budget rule cannot admit is
+//     withheld at settlement, charged its reservation;
 //  6. settle: a verified run is charged its steps; a failed one is
 //     refunded if the plugin announced no step and returned no result, and
 //     charged its full grant otherwise;
 //  7. report: FitResult holds the outputs as SDK types, the host's
 //     certified guarantee and the ledger's position.
+//
+// Data too large for one machine reach the same pipeline as statistics:
+// RunBeam runs dplr-beam (an Apache Beam pipeline in the separate beam
+// module) before anything is reserved, LoadStatistics validates what it
+// wrote and returns a handle keyed to the pipeline's source identity, and
+// the Runner refuses statistics to an estimator without a from-statistics
+// path (sdk.StatsEstimator) before reserving. The host never sees a row.
 //
 // The package speaks SDK types (sdk.Info, privacy.Step, privacy.Guarantee,
 // sdk.Scalar, …); the wire forms stay in engine/transport.

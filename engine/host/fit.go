@@ -99,11 +99,18 @@ type CheckResult struct {
 	// Footprint is the estimated peak memory of the fit in bytes (0:
 	// unknown).
 	Footprint int64
+	// Mechanisms is the estimator's declaration of the privacy mechanisms
+	// its fit will use (Declared false: unknown before the fit). The
+	// Runner refuses, before reserving, a request the data set's budget
+	// rule cannot admit, and withholds a result whose steps break the
+	// declaration.
+	Mechanisms sdk.Declaration
 }
 
 // Check asks the plugin to validate a request (estimator, parameters,
-// grant form, the data's public shape) and estimate its memory footprint,
-// before any budget is reserved. A refusal wraps ErrRequest. ctx bounds
+// grant form, the data's public shape), estimate its memory footprint and
+// declare the privacy mechanisms its fit will use, before any budget is
+// reserved. A declaration naming an unknown mechanism is a plugin error. A refusal wraps ErrRequest. ctx bounds
 // the call.
 func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
 	resp, err := p.rpc.Check(ctx, &dplrpb.CheckRequest{Estimator: c.Estimator, Params: c.Params,
@@ -117,7 +124,11 @@ func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
 	if resp.GetFootprintBytes() < 0 {
 		return CheckResult{}, fmt.Errorf("plugin %s: negative memory footprint %d: %w", p.Name(), resp.GetFootprintBytes(), ErrPlugin)
 	}
-	return CheckResult{Supported: true, Footprint: resp.GetFootprintBytes()}, nil
+	decl, err := transport.DeclarationFromProto(resp)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: malformed declaration of mechanisms: %w: %w", p.Name(), err, ErrPlugin)
+	}
+	return CheckResult{Supported: true, Footprint: resp.GetFootprintBytes(), Mechanisms: decl}, nil
 }
 
 // Fit runs one estimator and validates what comes back: outputs complete

@@ -102,7 +102,8 @@ func (s *fitProcStream) Recv() (*dplrpb.FitEvent, error) {
 // handlePaths lists the files a data set handle refers to.
 func handlePaths(h *dplrpb.DatasetHandle) []string {
 	var out []string
-	for _, r := range []*dplrpb.FileRef{h.GetX(), h.GetY(), h.GetUserStart(), h.GetUserIds(), h.GetLabels()} {
+	for _, r := range []*dplrpb.FileRef{h.GetX(), h.GetY(), h.GetUserStart(), h.GetUserIds(), h.GetLabels(),
+		h.GetStatistics().GetSum(), h.GetStatistics().GetMoment()} {
 		if r.GetPath() != "" {
 			out = append(out, r.GetPath())
 		}

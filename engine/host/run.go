@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dplr/dplr/engine/data"
@@ -39,8 +40,10 @@ func (ps Plugins) Find(estimator string) (*Plugin, sdk.Info, bool) {
 	return nil, sdk.Info{}, false
 }
 
-// Runner runs fits: validate → pre-flight check → reserve → fit → verify →
-// settle. It is what `dplr fit` does between parsing its flags and writing
+// Runner runs fits: validate → pre-flight check (parameters, memory, the
+// mechanisms the fit will use against the data set's budget rule) →
+// reserve → fit → verify (steps, and the mechanisms against the
+// declaration) → settle. It is what `dplr fit` does between parsing its flags and writing
 // the outputs, and it is usable without the command line.
 type Runner struct {
 	// Ledger records and admits runs (required).
@@ -162,6 +165,11 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	if err := r.admitNonPrivate(ctx, info, req); err != nil {
 		return nil, err
 	}
+	if !info.NonPrivate {
+		if err := r.admitMechanisms(ctx, BudgetKey(req.Data), info, req.Grant, res.Check.Mechanisms); err != nil {
+			return nil, err
+		}
+	}
 	if req.BeforeReserve != nil {
 		if err := req.BeforeReserve(); err != nil {
 			return nil, &FitError{Err: fmt.Errorf("%w: %w", err, ErrUsage)}
@@ -177,9 +185,10 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 			return nil, err
 		}
 	}
+	decl := res.Check.Mechanisms
 	id, err := r.Ledger.Reserve(ctx, key, ledger.ReserveRequest{
 		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
-		Relation: relationOf(req.Data)})
+		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms()})
 	if err != nil {
 		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
@@ -195,6 +204,9 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	out, err := r.call(ctx, plug, call, req, res)
 	if err == nil {
 		err = checkRelease(info, out)
+	}
+	if err == nil {
+		err = checkDeclared(plug, req.Estimator, decl, out)
 	}
 	if err != nil {
 		return nil, r.settleFailure(id, out, err)
@@ -212,6 +224,58 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		res.Status = &st
 	}
 	return res, nil
+}
+
+// admitMechanisms refuses, before anything is reserved, a request whose
+// declared mechanisms the data set's budget rule cannot admit (a
+// non-Gaussian mechanism under the Gaussian-DP filter, unless the run is
+// granted a pure ε, which ledger admits as μ_ε-GDP): without it the run
+// would be charged its reservation and its result withheld at settlement.
+// The ledger repeats the check inside the reservation's transaction
+// (ReserveRequest.MechanismsDeclared), so a rule fixed meanwhile by
+// another process is honoured too. An undeclared request passes.
+func (r *Runner) admitMechanisms(ctx context.Context, key string, info sdk.Info, grant privacy.Grant, decl sdk.Declaration) error {
+	if !decl.Declared {
+		return nil
+	}
+	st, err := r.Ledger.Show(ctx, key)
+	if err != nil {
+		return &FitError{Err: fmt.Errorf("reading the data set's budget: %w: %w", err, ErrLedger)}
+	}
+	if err := st.AdmitsMechanisms(grant, decl.Mechanisms()); err != nil {
+		return &FitError{Err: fmt.Errorf("%w, nothing was run or spent: data set %s: %s will use %s; %w (%s)",
+			ErrBudget, short(key), info.Name, decl, err, mechanismAdvice(info, decl))}
+	}
+	return nil
+}
+
+// mechanismAdvice says what a user refused under the Gaussian-DP filter
+// can do: change the option that needs a non-Gaussian step when the
+// declaration names one, grant a pure ε when the estimator accepts one,
+// else use a Gaussian-only estimator or a data set of its own (the rule
+// never changes once fixed).
+func mechanismAdvice(info sdk.Info, decl sdk.Declaration) string {
+	for _, u := range decl.Uses {
+		if u.Mechanism != privacy.MechGaussian && strings.Contains(u.For, "clip=auto") {
+			return "give a numeric clip instead of clip=auto, or run it on a data set of its own"
+		}
+	}
+	if grantAccepted(info.Grants, privacy.GrantPure) {
+		return "grant it a pure ε budget (--epsilon without --delta): an ε-DP run counts μ = 2Φ⁻¹(e^ε/(1+e^ε)) under this filter; or run it on a data set of its own"
+	}
+	return "use an estimator whose steps are all Gaussian, or run it on a data set of its own"
+}
+
+// checkDeclared holds a fit to its pre-flight declaration: every verified
+// step must use a declared mechanism. A step that does not is a false
+// declaration by the plugin: the result is withheld (the caller settles
+// the run as a failure, charged, since noise was drawn).
+func checkDeclared(plug *Plugin, estimator string, decl sdk.Declaration, out *FitOutcome) error {
+	if err := decl.CheckSteps(out.Steps); err != nil {
+		return fmt.Errorf("plugin %s: estimator %s broke its pre-flight declaration of mechanisms: %w; nothing is released: %w",
+			plug.Name(), estimator, err, ErrPlugin)
+	}
+	return nil
 }
 
 // relationOf is the neighbour relation a new data set's budget is stated
@@ -250,6 +314,9 @@ func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
 	}
 	if req.Data.Kind != info.DataKind {
 		return nil, info, usageErr("%s takes %s data, got %s data", req.Estimator, info.DataKind, req.Data.Kind)
+	}
+	if err := checkStatistics(info, req.Data); err != nil {
+		return nil, info, err
 	}
 	params, err := sdk.ValidateParams(info.Params, req.Params)
 	if err != nil {

@@ -66,15 +66,21 @@ func (c Charge) valid() bool {
 	return ok(c.Epsilon) && ok(c.Rho) && ok(c.Mu2) && c.Delta >= 0 && c.Delta < 1
 }
 
-// grantMu2 is the largest μ² a Gaussian-only run granted g can spend: a
-// Gaussian-only run whose steps meet an (ε, δ) grant is μ-GDP with
-// δ_μ(ε) ≤ δ, and δ_μ(ε) increases in μ, so μ ≤ privacy.GDPMu(ε, δ) (this
-// holds whichever valid accounting admitted the steps, since the GDP curve
-// of the composition is exact and every valid bound lies above it); a
-// Gaussian run within ρ-zCDP has μ² = 2ρ exactly (a Gaussian step is
-// Δ²/2σ²-zCDP and (Δ/σ)-GDP). A pure grant admits no Gaussian step: 0.
+// grantMu2 is the largest μ² a run granted g can spend when it is
+// admitted under the Gaussian-DP filter: a Gaussian-only run whose steps
+// meet an (ε, δ) grant is μ-GDP with δ_μ(ε) ≤ δ, and δ_μ(ε) increases in
+// μ, so μ ≤ privacy.GDPMu(ε, δ) (this holds whichever valid accounting
+// admitted the steps, since the GDP curve of the composition is exact and
+// every valid bound lies above it); a Gaussian run within ρ-zCDP has
+// μ² = 2ρ exactly (a Gaussian step is Δ²/2σ²-zCDP and (Δ/σ)-GDP). A run
+// granted a pure ε, whatever its (pure) mechanisms, is ε-DP and hence
+// μ_ε-GDP (pureMu): the fallback that lets Laplace and exponential-
+// mechanism runs join a Gaussian-DP history.
 func grantMu2(g privacy.Grant) float64 {
 	switch g.Kind {
+	case privacy.GrantPure:
+		mu := pureMu(g.Epsilon)
+		return mu * mu
 	case privacy.GrantApprox:
 		mu, err := privacy.GDPMu(g.Epsilon, g.Delta)
 		if err != nil {
@@ -189,6 +195,10 @@ type Remaining struct {
 	// Mu is the GDP parameter still available under the Gaussian-DP filter
 	// (0 under the other rules).
 	Mu float64 `json:"mu,omitempty"`
+	// PureEpsilon, under the Gaussian-DP filter, is the largest further
+	// pure ε grant (an ε-DP run counts μ_ε = 2Φ⁻¹(e^ε/(1+e^ε))); 0 under
+	// the other rules, where Epsilon says it for a pure total.
+	PureEpsilon float64 `json:"pure_epsilon,omitempty"`
 }
 
 // Admission rules of an (ε, δ) total (see the package doc).
@@ -260,12 +270,17 @@ func (a agg) n() int { return a.P.N + a.A.N + a.B.N + a.C.N }
 // allMu reports whether every charge carries a GDP statement.
 func (a agg) allMu() bool { return a.NMu2 == a.n() }
 
+// gaussianOnly reports whether every charge is a Gaussian-only run's: each
+// carries a GDP statement and none is pure (a pure run's GDP statement is
+// the fallback of pureMu, which does not make the history Gaussian-only).
+func (a agg) gaussianOnly() bool { return a.allMu() && a.P.N == 0 }
+
 // mode is the admission rule for an (ε, δ) total: the decided one, or
-// filterClassic while undecided when some charge has no GDP statement
-// (the Gaussian-DP filter cannot apply to that history), or "" (undecided:
-// both rules must admit).
+// filterClassic while undecided when some charge is not a Gaussian-only
+// run's (the Gaussian-DP filter cannot be fixed for that history), or ""
+// (undecided: both rules must admit).
 func (a agg) mode() string {
-	if a.Filter == "" && !a.allMu() {
+	if a.Filter == "" && !a.gaussianOnly() {
 		return filterClassic
 	}
 	return a.Filter
@@ -349,7 +364,7 @@ func compose(total privacy.Grant, a agg) (Spent, error) {
 // (Dong, Roth & Su 2022, Cor. 2.13).
 func composeGDP(total privacy.Grant, a agg) (Spent, error) {
 	if n := a.n() - a.NMu2; n > 0 {
-		return Spent{}, fmt.Errorf("%d run(s) are not Gaussian-only, and this budget follows the Gaussian-DP filter since its first run was (runs of other kinds need a new total or a data set of their own): %w", n, ErrIncompatible)
+		return Spent{}, fmt.Errorf("%d run(s) have no Gaussian-DP statement (neither Gaussian-only nor granted a pure ε), and this budget follows the Gaussian-DP filter since its first run was Gaussian-only (such runs need a pure ε grant or a data set of their own): %w", n, ErrIncompatible)
 	}
 	muT, err := gdpMu(total.Epsilon, total.Delta)
 	if err != nil {
@@ -480,6 +495,14 @@ func remainingGDP(total privacy.Grant, a agg) Remaining {
 		}
 		if admitted(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: e, Delta: total.Delta}) {
 			r.Epsilon, r.Delta, r.Mu = e, total.Delta, mu
+		}
+	}
+	if e := pureEpsilonForMu(mu); e > 0 {
+		for i := 0; i < 8 && !admitted(privacy.Grant{Kind: privacy.GrantPure, Epsilon: e}); i++ {
+			e *= 1 - 1e-9*math.Pow(10, float64(i))
+		}
+		if admitted(privacy.Grant{Kind: privacy.GrantPure, Epsilon: e}) {
+			r.PureEpsilon = e
 		}
 	}
 	rho := mu * mu / 2

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -156,8 +157,12 @@ func lastSeq(t *testing.T, db *sql.DB) int64 {
 
 // zeroCharge sets every charge in a record to nothing, as the plugin in the
 // issue did to the earlier ledger's rows.
+// chargeOfOne matches the charge of a pure ε = 1 run (with the μ² of its
+// Gaussian-DP fallback statement).
+var chargeOfOne = regexp.MustCompile(`"charge":\{"epsilon":1,"rho":0\.5(,"mu2":[0-9.e+-]+)?\}`)
+
 func zeroCharge(b string) string {
-	return strings.ReplaceAll(b, `"charge":{"epsilon":1,"rho":0.5}`, `"charge":{}`)
+	return chargeOfOne.ReplaceAllString(b, `"charge":{}`)
 }
 
 // Edits to the records admission relies on, by someone with file access:
@@ -381,7 +386,11 @@ func TestCatchUpVerifiesOtherWriters(t *testing.T) {
 
 	db := rawDB(t, dir)
 	editChain(t, db, lastSeq(t, db), true, func(b string) string {
-		return strings.Replace(b, `"charge":{"epsilon":1,"rho":0.5}`, `"charge":{}`, 1)
+		loc := chargeOfOne.FindStringIndex(b)
+		if loc == nil {
+			return b
+		}
+		return b[:loc[0]] + `"charge":{}` + b[loc[1]:]
 	})
 	require.NoError(t, db.Close())
 	_, err = l1.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: pureG(0.5)})

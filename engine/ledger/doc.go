@@ -167,13 +167,14 @@
 // is itself fixed before any output could influence it.
 //
 // Each charge holds the statements known of its run ([Charge]): (ε, δ)
-// and/or ρ, and μ² (μ-GDP) when every step of the run is Gaussian. A pure
-// ε grant gives (ε, 0) and ε²/2, an (ε, δ) grant (ε, δ) only, a ρ grant ρ
-// only; a settled run composed in zCDP keeps both, a Gaussian-only run adds
-// μ² = Σ (Δ_i/σ_i)² and ρ = μ²/2. A reservation of an (ε, δ) grant also
-// holds μ_g² with μ_g = privacy.GDPMu(ε, δ), a ρ grant μ_g² = 2ρ: the most
-// a Gaussian-only run within its grant can spend (its exact curve must meet
-// the grant, and δ_μ(ε) increases in μ).
+// and/or ρ, and μ² (μ-GDP) when every step of the run is Gaussian or the
+// run was granted a pure ε. A pure ε grant gives (ε, 0), ε²/2 and μ_ε² (see
+// below), an (ε, δ) grant (ε, δ) only, a ρ grant ρ only; a settled run
+// composed in zCDP keeps both, a Gaussian-only run adds μ² = Σ (Δ_i/σ_i)²
+// and ρ = μ²/2. A reservation of an (ε, δ) grant also holds μ_g² with
+// μ_g = privacy.GDPMu(ε, δ), a ρ grant μ_g² = 2ρ: the most a Gaussian-only
+// run within its grant can spend (its exact curve must meet the grant, and
+// δ_μ(ε) increases in μ).
 //
 // The classic rule is the privacy package's composition: a run's charge is
 // privacy.Compose of its steps under its grant (a step that declares no
@@ -192,10 +193,10 @@
 // advanced-composition filter.
 //
 // The Gaussian-DP filter applies to an (ε, δ) total whose first charged run
-// is Gaussian-only: every run must then be Gaussian-only (μ_i-GDP) and
+// is Gaussian-only: every run must then carry a GDP statement (μ_i-GDP) and
 // Σ μ_i² ≤ μ_T² with μ_T = privacy.GDPMu(ε_T, δ_T). Smith & Thakurta (2022,
 // "Fully adaptive composition for Gaussian differential privacy", Thm 1)
-// show that Gaussian mechanisms whose μ_i are chosen adaptively, stopped
+// show that mechanisms that are μ_i-GDP with μ_i chosen adaptively, stopped
 // before Σ μ_i² would exceed μ_T², are together μ_T-GDP, which is
 // (ε_T, δ_T)-DP by the GDP curve (Dong, Roth & Su 2022, Cor. 2.13). For a
 // Gaussian-only history this rule admits everything the classic rule does
@@ -203,6 +204,24 @@
 // more: at (3, 1e-6), ten zCDP-calibrated (1, 1e-7) runs where zCDP admits
 // nine, or nine exact runs (each with 7 % less noise) where basic
 // composition of their (ε, δ) statements admits three.
+//
+// Two kinds of run carry a GDP statement. A Gaussian-only run: μ² = Σ
+// (Δ_i/σ_i)², at most μ_g² of its grant (held by its reservation). And,
+// as a fallback for Laplace and exponential-mechanism runs, a run granted
+// a pure ε: it is ε-DP whatever its mechanisms, and every ε-DP mechanism
+// is μ_ε-GDP with μ_ε = 2Φ⁻¹(e^ε/(1+e^ε)) (its trade-off curve lies above
+// the ε-DP one, two lines meeting at α* = 1/(1+e^ε); the convex Gaussian
+// curve lies below both lines iff it does at α*; see pureMu), about
+// √(π/2)·ε for small ε. Its reservation holds μ_ε² of the grant; it settles
+// at the smaller of μ² of its achieved ε and Σ μ_{ε_j}² over its steps
+// (GDP composition inside the run), and a failure after noise keeps the
+// reservation's. A run granted (ε, δ) or ρ that is not Gaussian-only has no
+// GDP statement bounded by its grant before it runs (an (ε, δ)-DP
+// mechanism with δ > 0 is μ-GDP for no μ), so the filter cannot admit it.
+// A pure run counts more under this filter than under zCDP (μ_ε² ≈
+// 1.57 ε² against the 2ρ = ε² the classic rule charges), so a pure first
+// run does not fix the Gaussian-DP filter: the rule is fixed for it only by
+// a Gaussian-only history.
 //
 // Which rule applies ("the filter", recorded in the data set's position):
 //
@@ -222,13 +241,21 @@
 //     the classic rule at once: the first run's kind must be chosen before
 //     any output of the data set exists, and a run reserved beside it could
 //     not be held to a rule decided by the first run's settle time;
-//   - the rule then stays: under the Gaussian-DP filter a run that is not
-//     Gaussian-only is withheld at [Ledger.Settle] ([ErrIncompatible]; it
-//     is recorded as failed and charged its reservation, and the host does
-//     not release its result), and one that failed after drawing noise
-//     without steps showing it Gaussian-only is charged without a GDP
-//     statement, after which the budget admits nothing more. A total
-//     changed later keeps the rule.
+//   - the rule then stays: under the Gaussian-DP filter a run granted
+//     (ε, δ) or ρ whose estimator declared before it ran that it will use
+//     another mechanism than the Gaussian (ReserveRequest.MechanismsDeclared,
+//     from the host's pre-flight check) is refused by [Ledger.Reserve] with
+//     nothing written ([ErrMechanism] and [ErrIncompatible];
+//     [Status.AdmitsMechanisms] previews it); granted a pure ε it is
+//     admitted by the fallback above. An undeclared run granted (ε, δ) or
+//     ρ that is not Gaussian-only is withheld at
+//     [Ledger.Settle] ([ErrIncompatible]; it is recorded as failed and
+//     charged its reservation, and the host does not release its result),
+//     and one that failed after drawing noise without steps showing it
+//     Gaussian-only is charged without a GDP statement, after which the
+//     budget admits nothing more. A total changed later keeps the rule.
+//     [Status.Rule] names the rule in force ([RuleGDP], [RuleClassic],
+//     [RuleUndecided]); Spent and Remaining are stated under it.
 //
 // Why a rule fixed this way is valid: the kind of a run (which mechanisms
 // its plan uses) is a function of its public inputs (estimator, parameters,

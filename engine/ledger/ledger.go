@@ -37,6 +37,10 @@ var (
 	// ErrIncompatible: a charge cannot be counted against a budget of that
 	// form (e.g. an (ε, δ) grant against a pure ε budget).
 	ErrIncompatible = errors.New("ledger: grant incompatible with the data set's budget")
+	// ErrMechanism: the run declared a mechanism the budget's admission
+	// rule cannot admit (a non-Gaussian step under the Gaussian-DP filter).
+	// Always wrapped together with ErrIncompatible; no other grant fixes it.
+	ErrMechanism = errors.New("ledger: the budget's rule admits no run using the declared mechanisms")
 	// ErrRelation: a run's neighbour relation cannot be converted to its
 	// budget's (or is not stated).
 	ErrRelation = errors.New("ledger: neighbour relation cannot be converted")

@@ -333,7 +333,13 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 		if rel == "" {
 			rel = st.Relation
 		}
-		c, k, err := convert(GrantCharge(req.Cost), rel, st.Relation)
+		base := GrantCharge(req.Cost)
+		if req.Cost.Kind == privacy.GrantPure {
+			// An ε-DP spend is μ_ε-GDP too: the Gaussian-DP filter can
+			// count it (see pureMu).
+			base.Mu2 = grantMu2(req.Cost)
+		}
+		c, k, err := convert(base, rel, st.Relation)
 		if err != nil {
 			return fmt.Errorf("data set %s: %w", short(h), err)
 		}
@@ -441,6 +447,11 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 			if err := compatible(total, req.Grant); err != nil {
 				return fmt.Errorf("data set %s: %w", short(h), err)
 			}
+			if req.MechanismsDeclared {
+				if err := mechanismsAdmitted(ruleOf(st), req.Grant, req.Mechanisms); err != nil {
+					return fmt.Errorf("data set %s: %w", short(h), err)
+				}
+			}
 			before := st.charged(0)
 			if err := fits(total, before, charge); err != nil {
 				sp, _ := compose(total, before)
@@ -514,12 +525,14 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 			re.Basis = "refund"
 		case out.Status == Failed:
 			re.Charge, re.Basis = open.Charge, "grant"
-			if _, ok := stepsMu2(out.Steps); !ok {
+			if _, ok := stepsMu2(out.Steps); !ok && g.Kind != privacy.GrantPure {
 				// Not known to be Gaussian-only (Outcome.Steps lists the
 				// steps announced before their noise was drawn): the
 				// reservation's μ² cap does not bound it, so no GDP
 				// statement (under the Gaussian-DP filter the budget then
-				// admits nothing more).
+				// admits nothing more). A run granted a pure ε is ε-DP
+				// whatever it did within its grant, so it keeps the μ_ε²
+				// its reservation held.
 				re.Charge.Mu2 = 0
 			}
 		default:
@@ -631,7 +644,10 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 		}
 	}
 	c := achievedCharge(g, ach)
-	if mu2, ok := stepsMu2(out.Steps); ok {
+	if g.Kind == privacy.GrantPure && c.IsPure() {
+		// ε-DP under a pure grant: the GDP statement of pureRunMu2.
+		c.Mu2 = pureRunMu2(c.Epsilon, out.Steps)
+	} else if mu2, ok := stepsMu2(out.Steps); ok {
 		c.Mu2 = mu2
 	} else if out.Steps == nil && ach.Composition == privacy.MethodGDP && ach.Mu > 0 {
 		c.Mu2 = ach.Mu * ach.Mu

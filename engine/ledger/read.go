@@ -74,6 +74,7 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 			st.Spent.Composition = "over budget"
 		}
 		st.Remaining = remaining(st.Total, st.charged)
+		st.Rule = ruleOf(ds)
 	} else {
 		st.Spent = uncomposed(st.charged)
 	}

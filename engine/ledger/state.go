@@ -169,7 +169,7 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			// A total set on an existing history: the rule is fixed now,
 			// by the data owner's act, not later by a run the analyst
 			// may have chosen from that history's outputs.
-			if s.Final.allMu() && s.Final.n() > 0 && len(s.Open) == 0 {
+			if s.Final.gaussianOnly() && s.Final.n() > 0 && len(s.Open) == 0 {
 				s.Final.Filter = filterGDP
 			} else {
 				s.Final.Filter = filterClassic
@@ -246,7 +246,7 @@ func (s *dsState) decide(c Charge) {
 	if !s.approxTotal() || s.Final.Filter != "" || c.IsZero() {
 		return
 	}
-	if s.Final.allMu() && len(s.Open) == 0 {
+	if s.Final.gaussianOnly() && len(s.Open) == 0 {
 		s.Final.Filter = filterGDP
 	} else {
 		s.Final.Filter = filterClassic

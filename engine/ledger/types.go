@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,14 @@ type ReserveRequest struct {
 	// reserves 2ε under replace-one), so that a run that could not be
 	// charged is refused before it runs (ErrRelation, ErrBudgetExceeded).
 	Neighbours string
+	// MechanismsDeclared says that the run's estimator declared, before it
+	// ran, which privacy mechanisms its steps will use: Mechanisms (empty:
+	// none). Reserve then refuses (ErrIncompatible, nothing written) a run
+	// declared to use a mechanism other than the Gaussian on a data set
+	// whose budget follows the Gaussian-DP filter, which could only withhold
+	// its result at Settle. Undeclared runs are reserved as before.
+	MechanismsDeclared bool
+	Mechanisms         []privacy.Mechanism
 }
 
 // Outcome is how a reserved run ended, given to Settle.
@@ -172,6 +181,10 @@ type Status struct {
 	// Spent composes every charged run (reserved, interrupted, settled);
 	// with no budget it holds plain sums (Composition "sum").
 	Spent Spent `json:"spent"`
+	// Rule is the admission rule of the budget (RuleGDP, RuleClassic or
+	// RuleUndecided; "" without a budget); Spent and Remaining are stated
+	// under it. See the package doc.
+	Rule string `json:"rule,omitempty"`
 	// Remaining is the headroom (zero without a budget); see Remaining.
 	Remaining Remaining `json:"remaining"`
 	Runs      RunCounts `json:"runs"`
@@ -228,6 +241,7 @@ func (s Status) String() string {
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 	} else {
 		fmt.Fprintf(&b, "  budget:    %s (neighbours: %s)\n", GrantString(s.Total), s.Relation)
+		fmt.Fprintf(&b, "  rule:      %s\n", s.RuleText())
 		fmt.Fprintf(&b, "  spent:     %s\n", spentString(s.Spent))
 		fmt.Fprintf(&b, "  remaining: %s\n", remainingString(s.Total, s.Remaining))
 	}
@@ -241,6 +255,90 @@ func (s Status) String() string {
 		fmt.Fprintf(&b, "  linked:    %s\n", a)
 	}
 	return b.String()
+}
+
+// Admission rules a budget follows (Status.Rule; see the package doc).
+const (
+	// RuleGDP is the Gaussian-DP filter of an (ε, δ) total whose first
+	// charged run was Gaussian-only: every run must be Gaussian-only and
+	// Σ μ_i² ≤ μ_T² (Smith & Thakurta 2022).
+	RuleGDP = "gaussian-dp"
+	// RuleClassic is the privacy package's composition of the runs'
+	// statements: the zCDP/Rényi filter where each run's ρ is known
+	// (Feldman & Zrnic 2021), pure or basic composition otherwise.
+	RuleClassic = "classic"
+	// RuleUndecided is an (ε, δ) total with no charged run yet: the first
+	// run to be charged fixes the rule, and until then a run must fit both.
+	RuleUndecided = "undecided"
+)
+
+// ruleOf names the admission rule of a data set's position.
+func ruleOf(ds *dsState) string {
+	switch {
+	case ds == nil || ds.Total == nil:
+		return ""
+	case !ds.approxTotal():
+		return RuleClassic
+	}
+	switch ds.Final.mode() {
+	case filterGDP:
+		return RuleGDP
+	case "":
+		return RuleUndecided
+	}
+	return RuleClassic
+}
+
+// RuleText says in words which admission rule the budget follows and why.
+func (s Status) RuleText() string {
+	switch s.Rule {
+	case RuleGDP:
+		mu, _ := gdpMu(s.Total.Epsilon, s.Total.Delta)
+		return fmt.Sprintf("Gaussian-DP filter (Σμ² ≤ μ_T² = %.4g, μ_T = %.4g): the first charged run was Gaussian-only, so runs must be Gaussian-only, or granted a pure ε (counted μ = 2Φ⁻¹(e^ε/(1+e^ε)))", mu*mu, mu)
+	case RuleUndecided:
+		return "undecided: the first charged run fixes it (Gaussian-DP filter if it is Gaussian-only, classic otherwise); until then a run must fit both"
+	case RuleClassic:
+		switch s.Total.Kind {
+		case privacy.GrantZCDP:
+			return "classic: zCDP/Rényi filter (Σρ ≤ ρ_T)"
+		case privacy.GrantPure:
+			return "classic: basic composition of pure runs (Σε ≤ ε_T)"
+		}
+		return "classic: zCDP/Rényi filter where each run's ρ is known, pure or basic composition otherwise"
+	}
+	return "none (no budget set)"
+}
+
+// AdmitsMechanisms refuses, before anything is reserved, a run granted g
+// and declared to use mechs on a budget that could not admit it: under the
+// Gaussian-DP filter a run must be Gaussian-only, or granted a pure ε
+// (then ε-DP, hence μ_ε-GDP whatever its mechanisms; see the package
+// doc). The error wraps ErrMechanism and ErrIncompatible. It is a preview;
+// Reserve decides atomically.
+func (s Status) AdmitsMechanisms(g privacy.Grant, mechs []privacy.Mechanism) error {
+	return mechanismsAdmitted(s.Rule, g, mechs)
+}
+
+// mechanismsAdmitted is the mechanism check of admission under rule.
+func mechanismsAdmitted(rule string, g privacy.Grant, mechs []privacy.Mechanism) error {
+	if rule != RuleGDP || g.Kind == privacy.GrantPure {
+		return nil
+	}
+	var other []string
+	for _, m := range mechs {
+		if m != privacy.MechGaussian && !slices.Contains(other, string(m)) {
+			other = append(other, string(m))
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	what := "the " + other[0] + " mechanism"
+	if len(other) > 1 {
+		what = "the " + strings.Join(other, " and ") + " mechanisms"
+	}
+	return fmt.Errorf("the budget follows the Gaussian-DP filter (its first charged run was Gaussian-only), which admits runs whose every step is Gaussian, or runs granted a pure ε, and this run, granted %s, declares %s: %w: %w",
+		GrantString(g), what, ErrMechanism, ErrIncompatible)
 }
 
 // GrantString describes a grant or budget in words.
@@ -323,6 +421,9 @@ func remainingString(total privacy.Grant, r Remaining) string {
 	}
 	if r.Rho > 0 {
 		parts = append(parts, fmt.Sprintf("a ρ = %.4g run", r.Rho))
+	}
+	if r.PureEpsilon > 0 {
+		parts = append(parts, fmt.Sprintf("a pure ε = %.4g run of any mechanisms", r.PureEpsilon))
 	}
 	if len(parts) == 0 {
 		return "none (no further run fits)"

@@ -367,7 +367,10 @@ func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
 		cands = append(cands, Achieved{Epsilon: sumEps, Delta: sumDelta, Composition: "basic"})
 	}
 	best, found := bestFit(g, cands)
-	if !allPure && (tight || !found) {
+	// All-pure runs try the PLD only when nothing else fits (an exact
+	// plan of pure shares, sized by the PLD): when Σε fits, "pure" is
+	// the statement to make (Certify adds the PLD's tighter (ε, δ)).
+	if (!allPure && tight) || !found {
 		if c, ok := gdpCandidate(steps, g.Delta); ok {
 			cands = append(cands, c)
 		} else if c, ok := pldCandidate(steps, g.Delta); ok {

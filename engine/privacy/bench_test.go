@@ -119,3 +119,67 @@ func BenchmarkConversions(b *testing.B) {
 		}
 	})
 }
+
+// mixedRun is a typical mixed run's steps: a private clip quantile
+// (exponential mechanism), a Laplace mean, three exponential-mechanism
+// draws and a Gaussian release, at budgets near a (1, 1e-6) grant's.
+func mixedRun() []Step {
+	return []Step{
+		{Name: "clip", Mechanism: MechExponential, Sensitivity: 1, Scale: 0.05, Epsilon: 0.1, Rho: RhoOfExponential(0.1)},
+		{Name: "mean", Mechanism: MechLaplace, Sensitivity: 1, Scale: 10, Epsilon: 0.1, Rho: RhoOfPure(0.1)},
+		{Name: "vector", Mechanism: MechExponential, Sensitivity: 1, Scale: 0.1, Epsilon: 0.2, Rho: RhoOfExponential(0.2)},
+		{Name: "vector", Mechanism: MechExponential, Sensitivity: 1, Scale: 0.1, Epsilon: 0.2, Rho: RhoOfExponential(0.2)},
+		{Name: "vector", Mechanism: MechExponential, Sensitivity: 1, Scale: 0.1, Epsilon: 0.2, Rho: RhoOfExponential(0.2)},
+		{Name: "moment", Mechanism: MechGaussian, Sensitivity: 1, Scale: 6, Rho: RhoOfGaussian(1, 6)},
+	}
+}
+
+// BenchmarkMixedRunAccounting is the time to account one typical mixed run
+// (RunPLD + Epsilon at δ = 1e-6): connect-the-dots with bounded range (the
+// default) against the round-up + randomized response PLD it replaces.
+func BenchmarkMixedRunAccounting(b *testing.B) {
+	steps := mixedRun()
+	for _, o := range []PLDOptions{{}, {RoundUp: true, ExponentialAsPure: true}} {
+		b.Run(o.Method(), func(b *testing.B) {
+			c := cpuTime()
+			for i := 0; i < b.N; i++ {
+				p, err := RunPLDWith(steps, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				e, err := p.Epsilon(1e-6)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkF += e
+			}
+			reportCPU(b, c)
+		})
+	}
+}
+
+// BenchmarkExactPlanMixed is NewPlan(NoiseExact) for a mixed plan (a
+// clip-quantile exponential share, a Laplace mean, three exponential
+// draws, a Gaussian release): the bisection of the zCDP split's scale by
+// the PLD, done once per fit.
+func BenchmarkExactPlanMixed(b *testing.B) {
+	shares := []Share{
+		{Name: "clip", Weight: 0.1, Mechanism: MechExponential},
+		{Name: "mean", Weight: 0.1, Mechanism: MechLaplace},
+		{Name: "vectors", Weight: 0.4, Steps: 3, Mechanism: MechExponential},
+		{Name: "moment", Weight: 0.4, Mechanism: MechGaussian},
+	}
+	c := cpuTime()
+	for i := 0; i < b.N; i++ {
+		a, err := NewAccountant(Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := NewPlan(a, NoiseExact, shares...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkF += p.Total().Rho
+	}
+	reportCPU(b, c)
+}

@@ -18,12 +18,14 @@ var ErrGuarantee = errors.New("privacy: guarantee does not follow from the compo
 //   - every step pure (Laplace, exponential): Pure, with ε = Σ ε_i, the
 //     only ε for which pure DP holds. When the tightest accounting of the
 //     grant is tighter (zCDP converted at an (ε, δ) grant's δ, or a ρ
-//     grant, or the privacy loss distribution), Rho carries the steps'
-//     zCDP total, Delta that δ and TightEpsilon the tighter ε, and the
+//     grant, or the privacy loss distribution, always tried for an (ε, δ)
+//     grant, with the exponential mechanism as bounded range), Rho
+//     carries the steps' zCDP total, Delta that δ and TightEpsilon the tighter ε, and the
 //     guarantee also states (TightEpsilon, δ)-DP (see Guarantee.Tighter):
 //     it never calls an ε pure that holds only with δ > 0.
 //   - otherwise: the tightest valid accounting (Compose, with the privacy
-//     loss distribution always tried): ZCDP when that is zCDP (a ρ grant),
+//     loss distribution always tried: connect-the-dots, exponential
+//     mechanism as bounded range, see RunPLD): ZCDP when that is zCDP (a ρ grant),
 //     Approx for "gdp", "pld", "mixed" or "basic" composition, with
 //     Accounting naming it and Mu the GDP parameter of a "gdp" one.
 //
@@ -59,6 +61,7 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 		sumEps += s.Epsilon
 		sumRho += stepRho(s)
 	}
+
 	switch g.Kind {
 	case Model, Nominal:
 		g.Epsilon, g.Delta, g.Rho = tight.Epsilon, tight.Delta, tight.Rho
@@ -78,6 +81,14 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 	}
 	if allPure {
 		g.Kind, g.Epsilon, g.Accounting = Pure, sumEps, "pure"
+		// The tighter (ε, δ) statement: the composition keeps "pure"
+		// when Σε fits, so the privacy loss distribution (Laplace and
+		// bounded-range factors) is tried here.
+		if grant.Kind == GrantApprox {
+			if c, ok := pldCandidate(steps, grant.Delta); ok && c.Epsilon < tight.Epsilon {
+				tight = c
+			}
+		}
 		switch {
 		case grant.Kind == GrantZCDP:
 			g.Rho = sumRho

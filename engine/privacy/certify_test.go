@@ -93,7 +93,7 @@ func TestCertify(t *testing.T) {
 		rho      float64
 	}{
 		{"pure grant, Laplace", Pure, Grant{Kind: GrantPure, Epsilon: 1}, []Step{lap(0.5), lap(0.5)}, Pure, 1, 0, 0},
-		{"(ε, δ) grant, pure steps met by pure composition", "", approx, []Step{lap(0.5), lap(0.5)}, Pure, 1, 0, 0},
+		{"(ε, δ) grant, pure steps met by pure composition, tighter (ε, δ) by the PLD", "", approx, []Step{lap(0.5), lap(0.5)}, Pure, 1, 1e-6, 0.25},
 		{"ρ grant, pure steps", "", Grant{Kind: GrantZCDP, Rho: 1}, []Step{lap(0.5)}, Pure, 0.5, 0, 0.125},
 		{"(ε, δ) grant, Gaussian: exact composition", "", approx, []Step{gauss(total / 2), gauss(total / 2)}, Approx, certTightEps(t, gauss(total/2), gauss(total/2)), 1e-6, gdpRho(gauss(total/2), gauss(total/2))},
 		{"declared approx, exact composition", Approx, approx, []Step{gauss(total)}, Approx, certTightEps(t, gauss(total)), 1e-6, gdpRho(gauss(total))},

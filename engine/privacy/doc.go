@@ -130,6 +130,145 @@
 // gdp.go and pld.go for the definitions and the discretisation bound, and
 // TightEpsilon for the accounting of a list of steps.
 //
+// # Privacy loss distributions
+//
+// For output distributions P = M(D) and Q = M(D') on neighbouring data
+// sets, the privacy loss of an output o is L(o) = ln(P(o)/Q(o)), and its
+// law under o ~ P is the privacy loss distribution (PLD). The pair's
+// privacy profile — the smallest δ at which it is (ε, δ)-DP — is the
+// hockey-stick divergence
+//
+//	δ(ε) = E_P[(1 − e^(ε−L))₊] + P(L = +∞).
+//
+// A pair (P', Q') dominates a mechanism when its profile is at least the
+// mechanism's at every ε, for every neighbouring pair in both orders. If
+// every step of an adaptive composition is dominated by its own pair, the
+// composition is dominated by the product pair, whose PLD is the
+// convolution of the factors' PLDs (Zhu, Dong & Wang, "Optimal accounting
+// of differential privacy via characteristic function", AISTATS 2022,
+// Thm 10; Koskela, Jälkö & Honkela 2020 for the FFT view). dplr assumes,
+// as every estimator's plan guarantees, that the list of mechanisms and
+// their parameters is fixed by public inputs.
+//
+// A profile as a function of x = e^ε, h(x) = δ(ln x), is convex and
+// non-increasing with h(0) = 1; conversely every such function bounded
+// below by (1 − x)₊ is the profile of some pair (Zhu, Dong & Wang 2022),
+// and the pointwise maximum of profiles is again one. A PLD supported on a
+// grid ε_0 < … < ε_n (plus +∞) has a profile that is linear in x between
+// grid points, with slope −Σ_{i>k} p_i e^(−ε_i) on (x_k, x_(k+1)).
+//
+// Connect-the-dots (Doroshenko, Ghazi, Kamath, Kumar & Manurangsi,
+// "Connect the dots: tighter discrete approximations of privacy loss
+// distributions", PETS 2022) is the default discretisation
+// (PLDFromProfile). Evaluate an upper bound δ(ε) of the mechanism's
+// profile on the grid hℤ ∩ [lo, hi], and take the PLD whose profile is
+// the polygon through the points (e^(ε_k), δ(ε_k)), closed by the chord to
+// (0, 1) on the left and flat (mass δ(hi) at +∞) on the right. The
+// polygon's slopes give the masses: with m_k the magnitude of the slope
+// left of point k and m_(n+1) = 0, p_k = e^(ε_k)(m_k − m_(k+1)). Because
+// the true profile is convex, the chords lie above it: the PLD dominates
+// the mechanism, at every ε, not only at grid points; and at grid points
+// it is exact. Only a profile is needed, so the same construction serves
+// every mechanism whose profile is known or bounded. Below ε = 0 the
+// profile of a symmetric statement is 1 − e^ε + e^ε δ(−ε) (the swapped
+// pair's), which dplr uses to compute the tiny masses far below 0 without
+// cancellation. Floating point: profile values are raised by 1e-12
+// relative, slopes are forced monotone by raising the polygon, and the
+// finished PLD's δ is checked at every grid point against the profile,
+// any shortfall (from rounding) being added to the mass at +∞.
+//
+// The older discretisation, "privacy buckets", rounds every loss up to
+// the grid (GaussianPLD, LaplacePLD, PurePLD; PLDOptions.RoundUp). It too
+// is pessimistic, but looser: its profile is also piecewise linear in x
+// with values at the grid points at least the true ones, so it dominates
+// the connect-the-dots PLD of the same grid (and composition preserves
+// domination).
+//
+// Error bound, both methods. Rounding every loss up by at most h couples
+// the discretised composed loss to the true one with L' ≤ L + k·h, for k
+// discretised factors, except on the event that some factor's loss was
+// cut off above hi (probability τ ≤ Σ_factors δ(hi), below 1e-20 for the
+// factors built here). Hence, for the round-up PLD and a fortiori for
+// connect-the-dots,
+//
+//	δ_true(ε) ≤ δ_PLD(ε) ≤ δ_true(ε − k·h) + τ,
+//
+// i.e. the reported ε(δ) is never below the truth and at most k·h above
+// the exact composition of the factors' pairs at δ − τ. In practice
+// connect-the-dots is far closer (a single Gaussian factor at h = 1e-3:
+// ε(1e-6) within 1e-6 of the analytic curve). RunPLD composes all
+// Gaussian steps first into one μ-GDP factor (exact), so k is the number
+// of Laplace and exponential steps, plus one when there is a Gaussian
+// step; DefaultPLDGrid is h = 1e-3. Delta adds a relative 1e-10 per
+// factor for the rounding of the construction, of sums and of direct
+// convolutions, and the bound PLD.Err on FFT rounding (Higham's error bound for the FFT, carried through every
+// convolution): no rounding can lower a reported δ.
+//
+// Factors used. Gaussian steps: the GDP curve at μ = sqrt(Σ(Δ_i/σ_i)²)
+// (times the 1e-9 lattice allowance), on μ²/2 ± 10μ. Laplace steps with
+// Δ/b = ε: δ(ε') = 1 − e^((ε'−ε)/2) for 0 ≤ ε' ≤ ε (ε raised by the same
+// 1e-9 allowance for the discrete Laplace, whose curve differs from the
+// continuous one by a relative O(γ/b) ≈ 1e-12). A Laplace step's ℓ1
+// sensitivity may be spread over many coordinates, whose losses add up;
+// one coordinate carrying the whole shift is the worst case (a spread
+// shift composes to a profile no larger; TestLaplaceSingleCoordinateWorst
+// checks splits), so the factor is the one-dimensional Laplace pair.
+// Exponential mechanism: bounded range, below.
+//
+// # The exponential mechanism as bounded range
+//
+// A mechanism is ε-bounded-range (ε-BR; Durfee & Rogers 2019) when, for
+// every pair of neighbours, its privacy loss takes values in an interval
+// of length at most ε: L(o) ∈ [−tε, (1−t)ε] for some t ∈ [0, 1] that may
+// depend on the pair. (The interval must contain 0, as P and Q both have
+// mass 1, so ε-BR implies ε-DP.)
+//
+// Which BR parameter dplr's steps have. Accountant.Exponential samples o
+// with probability ∝ exp(β·u(D, o)), β = ε/(2Δ), where Δ bounds
+// |u(D, o) − u(D', o)| for every o. Then
+//
+//	L(o) = β(u(D, o) − u(D', o)) − ln(Z_D/Z_D'),
+//
+// the normalising term is the same for every o, and the first term lies in
+// [−βΔ, βΔ]: the loss spans an interval of length at most 2βΔ = ε. The
+// step is ε-BR with the same ε it is charged as pure DP — not 2ε, which a
+// naive "ε-DP, so losses in [−ε, ε]" reading would suggest.
+// Accountant.ExponentialMonotone sets β = ε/Δ for a utility whose
+// differences u(D, o) − u(D', o) all have one sign, so they lie in
+// [0, Δ] (or [−Δ, 0]) and β times them spans an interval of length
+// βΔ = ε: again ε-BR with the declared ε. In both cases the BR parameter
+// is the step's ε; the accountant uses max(ε, 2Δβ) (max(ε, Δβ) for a
+// monotone step), which VerifyStep makes equal to ε.
+//
+// The worst pair for a given t. Write the profile as h(x) = E_Q[(Y − x)₊]
+// with Y = e^L under Q (E_Q[Y] = 1). For Y confined to [e^(−tε),
+// e^((1−t)ε)] with mean 1, (y − x)₊ is convex in y, so E_Q[(Y − x)₊] is
+// largest when Y sits on the two endpoints (the two-point law is the
+// largest in convex order): the binary pair with losses (1−t)ε and −tε,
+// P = (p, 1 − p), Q = (q, 1 − q), q = (e^(tε) − 1)/(e^ε − 1),
+// p = q·e^((1−t)ε). Its profile at ε' ∈ [0, (1−t)ε) is
+// p − e^(ε')q = (e^ε − e^((1−t)ε) − e^(ε')(e^(tε) − 1))/(e^ε − 1).
+//
+// The supremum over t. t is not known (it depends on the neighbours), so
+// dplr uses the supremum of these profiles over t ∈ [0, 1], a valid
+// profile (a maximum of profiles), which dominates every ε-BR mechanism.
+// The numerator is concave in t with its maximum at t = (ε − ε')/(2ε),
+// which gives, for 0 ≤ ε' ≤ ε (BoundedRangeDelta),
+//
+//	δ_BR(ε') = (e^(ε/2) − e^(ε'/2))² / (e^ε − 1),
+//
+// and 0 beyond. The family is closed under swapping P and Q (t ↔ 1 − t),
+// so the supremum is symmetric and the pair built from it (by
+// connect-the-dots) dominates both orders. At ε' = 0 it is tanh(ε/4),
+// against tanh(ε/2) for randomized response at ε, the bound any pure
+// ε-DP step gets (and which dplr used before). Composing the supremum
+// pairs is valid for adaptive compositions but not optimal: Dong, Durfee
+// & Rogers ("Optimal differential privacy composition for exponential
+// mechanisms", ICML 2020) compose with t chosen per step, which is tighter
+// still and far costlier. A k-fold composition is never worse than both
+// other valid bounds it replaces, kε (pure) and the ε²/8-zCDP bound of
+// Cesar & Rogers 2021 (tested).
+//
 // A Plan with NoiseExact calibrates through the same curves: a
 // Gaussian-only plan splits the μ² that the grant allows (at (1, 1e-6)
 // σ/Δ = 4.22 for one step where zCDP needs 4.53), a mixed plan scales the

@@ -16,9 +16,12 @@ import (
 // A plan with pure shares (Laplace, exponential mechanism) is scaled by
 // bisection on c: the steps it would declare (Gaussian μ = sqrt(2ρ), Laplace
 // ε = sqrt(2ρ), exponential ε = sqrt(8ρ), ρ = c·ρ_Z·weight/steps) are
-// composed by RunPLD and the largest c whose ε at δ meets the grant is kept
-// (c = 1, the zCDP split itself, always does, since the PLD never exceeds
-// the zCDP conversion).
+// composed by RunPLD (connect-the-dots; exponential steps as ε-bounded-
+// range factors, so a plan with exponential shares gains most) and the
+// largest c whose ε at δ meets the grant is kept, to 1e-4 relative. c = 1,
+// the zCDP split itself, is the floor: the PLD of these steps lies below
+// the zCDP conversion in every case dplr has met (TestExactNeverMoreNoise-
+// ThanZCDP), and c = 1 is kept when it would not.
 func exactBoost(g Grant, rhoZ float64, shares []Share) (float64, error) {
 	gaussianOnly := true
 	for _, s := range shares {

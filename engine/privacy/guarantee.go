@@ -77,7 +77,7 @@ func (g Guarantee) String() string {
 		case "gdp":
 			fmt.Fprintf(&b, " (exact Gaussian composition: μ-Gaussian differential privacy with μ = %s, ρ = %s)", num(g.Mu), num(g.Mu*g.Mu/2))
 		case "pld":
-			b.WriteString(" (privacy loss distribution accounting)")
+			b.WriteString(" (privacy loss distribution accounting, " + PLDAccountingNote + ")")
 		}
 	case ZCDP:
 		fmt.Fprintf(&b, "ρ-zero-concentrated differential privacy with ρ = %s", num(g.Rho))

@@ -8,44 +8,12 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
-// Privacy loss distributions.
-//
-// For a pair of output distributions (P, Q) of a mechanism on neighbouring
-// data sets, the privacy loss of an output o is L(o) = ln(P(o)/Q(o)) and its
-// privacy loss distribution (PLD) is the law of L(o) for o ~ P. The exact
-// (ε, δ) curve of the pair is the hockey-stick divergence
-//
-//	δ(ε) = E_P[(1 − e^(ε − L))₊] + P(L = +∞),
-//
-// and the PLD of an adaptive composition of mechanisms, each dominated by a
-// pair (P_i, Q_i), is dominated by the convolution of the pairs' PLDs (Zhu,
-// Dong & Wang, "Optimal accounting of differential privacy via
-// characteristic function", AISTATS 2022, Theorem 10, building on
-// Koskela, Jälkö & Honkela 2020 and Meiser & Mohammadi 2018).
-//
-// Discretisation. A PLD here lives on the grid hℤ: every loss is rounded
-// UP to the next multiple of h. δ(ε) is increasing in every loss value, so
-// rounding up can only raise δ, and the sum of rounded losses is at least
-// the rounded sum: the discretised composition never reports an ε below the
-// truth. It reports at most h per composed factor too much: if k
-// discretised PLDs were convolved, the reported curve satisfies
-//
-//	δ_true(ε) ≤ δ_PLD(ε) ≤ δ_true(ε − k·h) + τ,
-//
-// where τ is the probability mass moved to +∞ by truncating upper tails
-// (below 1e-20 for the Gaussian PLDs built here). Lower tails are folded
-// into the lowest kept bucket (rounded up: pessimistic). This is the
-// "privacy buckets" pessimistic estimate; Doroshenko et al. (PETS 2022)
-// tighten it by "connecting the dots" on the (ε, δ) curve, which dplr does
-// not do yet: the bound above is what is stated.
-//
-// Dominating pairs used: a Gaussian step with Δ/σ = μ has L ~ N(μ²/2, μ²)
-// (symmetric in the pair order); a Laplace step with Δ/b = ε has an atom
-// ½ at ε, an atom ½e^(−ε) at −ε and density ¼e^(−(ε−t)/2) on (−ε, ε); any
-// pure ε-DP step (the exponential mechanism included) is dominated by
-// randomized response, with atoms e^ε/(1+e^ε) at ε and 1/(1+e^ε) at −ε
-// (Kairouz, Oh & Viswanath 2015). All three are symmetric, so one order of
-// the pair suffices.
+// Privacy loss distributions: the PLD type, its δ(ε) and ε(δ), and
+// composition. The theory (dominating pairs, the two discretisations and
+// their error bounds) is in doc.go, "Privacy loss distributions". This
+// file keeps the round-up ("privacy buckets") constructors GaussianPLD,
+// LaplacePLD and PurePLD; ctd.go has the connect-the-dots ones RunPLD uses
+// by default.
 
 // DefaultPLDGrid is the loss grid width h used when a caller gives none:
 // a composition of k discretised factors overstates ε by at most k·1e-3.
@@ -67,7 +35,25 @@ type PLD struct {
 	// Factors counts the discretised PLDs composed into this one (the k of
 	// the discretisation bound).
 	Factors int
+	// Err bounds the floating-point error of the FFT convolutions that
+	// made this PLD, as an ℓ1 distance between Mass and the masses exact
+	// arithmetic would give; Delta adds it, so that rounding can never
+	// lower a reported δ. 0 for a PLD composed without FFT.
+	Err float64
 }
+
+// deltaRounding is the relative allowance Delta adds, per composed
+// factor, for rounding: a connect-the-dots factor may fall short of its
+// profile by half of it (see PLDFromProfile's check), and a relative
+// shortfall of one factor is the same relative shortfall of a composition
+// (δ of a product is an average of one factor's δ at shifted ε); the other
+// half covers the compensated sums of Delta and the direct convolutions
+// (sums of non-negative terms, relative error below 1e-12 at the sizes
+// used here).
+const deltaRounding = 1e-10
+
+// allowance is the relative rounding allowance of p's δ.
+func (p *PLD) allowance() float64 { return deltaRounding * float64(max(1, p.Factors)) }
 
 func checkGrid(h float64) error {
 	if !(h > 0) || h > 1 || math.IsInf(h, 0) {
@@ -102,7 +88,8 @@ func fromCDF(F, S func(float64) float64, mid, lo, hi, h float64) (*PLD, error) {
 	return p, nil
 }
 
-// GaussianPLD is the discretised PLD of a μ-GDP Gaussian step (Δ/σ = μ).
+// GaussianPLD is the round-up discretised PLD of a μ-GDP Gaussian step
+// (Δ/σ = μ); CTDGaussian is the tighter connect-the-dots one.
 func GaussianPLD(mu, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
@@ -118,7 +105,8 @@ func GaussianPLD(mu, h float64) (*PLD, error) {
 	return fromCDF(F, S, m, lo, hi, h)
 }
 
-// LaplacePLD is the discretised PLD of a Laplace step with Δ/b = ε.
+// LaplacePLD is the round-up discretised PLD of a Laplace step with
+// Δ/b = ε; CTDLaplace is the tighter connect-the-dots one.
 func LaplacePLD(eps, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
@@ -149,8 +137,10 @@ func LaplacePLD(eps, h float64) (*PLD, error) {
 	return fromCDF(F, S, eps, -eps, eps, h)
 }
 
-// PurePLD is the discretised PLD of randomized response at ε, which
-// dominates every pure ε-DP mechanism.
+// PurePLD is the round-up discretised PLD of randomized response at ε,
+// which dominates every pure ε-DP mechanism (CTDRandomizedResponse is the
+// connect-the-dots one; CTDBoundedRange is much tighter for the
+// exponential mechanism).
 func PurePLD(eps, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
@@ -168,42 +158,76 @@ func PurePLD(eps, h float64) (*PLD, error) {
 	return p, nil
 }
 
-// Delta is the δ at which the PLD's pair is (ε, δ)-DP.
+// Delta is the δ at which the PLD's pair is (ε, δ)-DP, with the rounding
+// allowances (relative deltaRounding per factor, absolute Err) added.
 func (p *PLD) Delta(eps float64) float64 {
-	d := p.Inf
-	for i, m := range p.Mass {
+	var d kahan
+	d.add(p.Inf)
+	// Only masses above eps contribute.
+	start := max(0, int(math.Floor(eps/p.H))-p.Offset)
+	for i := start; i < len(p.Mass); i++ {
 		l := float64(p.Offset+i) * p.H
-		if l > eps && m > 0 {
-			d -= m * math.Expm1(eps-l)
+		if m := p.Mass[i]; l > eps && m > 0 {
+			d.add(-m * math.Expm1(eps-l))
 		}
 	}
-	return math.Min(1, d)
+	return math.Min(1, d.sum()*(1+p.allowance())+p.Err)
 }
 
-// Epsilon is the smallest ε ≥ 0 at which the PLD's pair is (ε, δ)-DP,
-// bisected to 1e-12 relative on the safe (upper) side. It is an error when
-// no finite ε reaches δ (the mass at +∞ exceeds δ).
+// Epsilon is the smallest ε ≥ 0 at which the PLD's pair is (ε, δ)-DP
+// (by Delta, allowances included), to 1e-12 relative on the safe (upper)
+// side. It is an error when no finite ε reaches δ (the mass at +∞ exceeds
+// δ).
+//
+// Between grid points δ(ε) = A − e^ε·B with A the mass above the interval
+// and B = Σ p_i e^(−ε_i) over it, so the grid interval holding the answer
+// is found from one pass of running sums and the ε inside it in closed
+// form; the answer is then checked against Delta and nudged up if
+// rounding left it short.
 func (p *PLD) Epsilon(delta float64) (float64, error) {
 	if !(delta > 0) || !(delta < 1) {
 		return 0, fmt.Errorf("δ = %v must lie in (0, 1): %w", delta, ErrInvalidBudget)
 	}
-	if p.Inf >= delta {
+	if p.Inf*(1+p.allowance())+p.Err >= delta {
 		return 0, fmt.Errorf("the loss is infinite with probability %.3g ≥ δ = %v: %w", p.Inf, delta, ErrInvalidBudget)
 	}
 	if p.Delta(0) <= delta {
 		return 0, nil
 	}
-	hi := float64(p.Offset+len(p.Mass)) * p.H
-	lo := 0.0
-	for i := 0; i < 200 && hi-lo > 1e-13*math.Max(hi, 1e-300); i++ {
-		m := (lo + hi) / 2
-		if p.Delta(m) > delta {
-			lo = m
-		} else {
-			hi = m
+	// The target for the unallowanced sums.
+	target := (delta - p.Err) / (1 + p.allowance())
+	// Smallest grid index j with δ(ε_j) ≤ target (δ decreases in ε).
+	j := len(p.Mass)
+	p.gridDeltas(func(i int, di float64) {
+		if di <= target && i+1 == j {
+			j = i
+		}
+	})
+	var eps float64
+	switch {
+	case j == len(p.Mass):
+		// Not even the top point: impossible since Inf < target, but
+		// guard against rounding.
+		eps = float64(p.Offset+len(p.Mass)) * p.H
+	case j == 0:
+		eps = float64(p.Offset) * p.H
+	default:
+		// ε in (ε_(j−1), ε_j]: A and B over the masses at index ≥ j.
+		a, b := p.Inf, 0.0
+		for i := len(p.Mass) - 1; i >= j; i-- {
+			a += p.Mass[i]
+			b += p.Mass[i] * math.Exp(-float64(p.Offset+i)*p.H)
+		}
+		eps = float64(p.Offset+j) * p.H
+		if b > 0 && a > target {
+			eps = math.Min(eps, math.Log((a-target)/b))
 		}
 	}
-	return hi, nil
+	eps = math.Max(eps, 0)
+	for step := 1e-12 * math.Max(eps, 1e-3); p.Delta(eps) > delta; step *= 2 {
+		eps += step
+	}
+	return eps, nil
 }
 
 // Compose returns the PLD of the composition of p and q (both on the same
@@ -219,16 +243,42 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 		return nil, fmt.Errorf("composed PLD would need %d buckets (limit %d): use a coarser grid: %w", n, maxPLDBuckets, ErrInvalidBudget)
 	}
 	out := &PLD{H: p.H, Offset: p.Offset + q.Offset, Factors: p.Factors + q.Factors}
-	small := min(len(p.Mass), len(q.Mass))
-	if small <= 64 || float64(len(p.Mass))*float64(len(q.Mass)) < 1e7 {
+	// Errors carried: masses off by ℓ1 distances e_p and e_q (total masses
+	// at most 1) give a product off by at most e_p + e_q + e_p·e_q.
+	out.Err = p.Err + q.Err + p.Err*q.Err
+	// Direct convolution costs (non-zero masses of one) × (length of the
+	// other) multiply-adds, the FFT about 12·N·log2(N) for its length N:
+	// sparse factors (randomized response, its compositions) are convolved
+	// directly, which is exact up to rounding and keeps zero masses zero.
+	np, nq := nonZero(p.Mass), nonZero(q.Mass)
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	fftCost := 12 * float64(size) * math.Log2(float64(size))
+	switch {
+	case float64(np)*float64(len(q.Mass)) <= fftCost && np <= nq:
 		out.Mass = convolveDirect(p.Mass, q.Mass)
-	} else {
+	case float64(nq)*float64(len(p.Mass)) <= fftCost:
+		out.Mass = convolveDirect(q.Mass, p.Mass)
+	default:
 		out.Mass = convolveFFT(p.Mass, q.Mass)
+		out.Err += fftError(p.Mass, q.Mass)
 	}
 	// Under P the loss is never −∞ (P(o) > 0 wherever o can occur), so the
 	// composed loss is +∞ exactly when either factor's is.
 	out.Inf = p.Inf + q.Inf - p.Inf*q.Inf
 	return out, nil
+}
+
+func nonZero(x []float64) int {
+	n := 0
+	for _, v := range x {
+		if v != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func convolveDirect(a, b []float64) []float64 {
@@ -242,6 +292,33 @@ func convolveDirect(a, b []float64) []float64 {
 		}
 	}
 	return out
+}
+
+// fftError bounds the ℓ1 error of convolveFFT(a, b) for non-negative a
+// and b. Computed FFTs of length N satisfy ‖ŷ − y‖₂ ≤ η·log2(N)·‖y‖₂ with
+// η ≈ 5u + (twiddle error) (Higham, "Accuracy and Stability of Numerical
+// Algorithms", 2002, Thm 24.2); η = 16u is taken. Propagating through two
+// forward transforms, the pointwise product (‖Fa‖_∞ ≤ ‖a‖₁) and the
+// inverse with its 1/N gives ‖ĉ − c‖₂ ≤ η·log2(N)·(‖a‖₂‖b‖₁ +
+// 2‖a‖₁‖b‖₂)/√N, and ‖·‖₁ ≤ √N‖·‖₂; clipping negative outputs at zero
+// only moves them towards the exact (non-negative) values.
+func fftError(a, b []float64) float64 {
+	n := len(a) + len(b) - 1
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	norms := func(x []float64) (l1, l2 float64) {
+		for _, v := range x {
+			l1 += math.Abs(v)
+			l2 += v * v
+		}
+		return l1, math.Sqrt(l2)
+	}
+	a1, a2 := norms(a)
+	b1, b2 := norms(b)
+	const eta = 16 * 0x1p-53
+	return eta * math.Log2(float64(size)) * (a2*b1 + 2*a1*b2)
 }
 
 func convolveFFT(a, b []float64) []float64 {

@@ -24,6 +24,11 @@ import (
 // order (γ/σ)² ≈ 1e-24, which the 1e-9 relative allowance on μ (as on σ for
 // the analytic calibration) covers with a wide margin.
 
+// PLDAccountingNote states, for result texts, how the default PLD
+// accountant discretises and its error bound (see doc.go).
+const PLDAccountingNote = "connect-the-dots on a 0.001 loss grid, exponential mechanism as bounded range: " +
+	"never below the true ε, and at most 0.001 per pure step plus 0.001 above the exact composition of the steps' worst-case pairs"
+
 // Accounting methods reported by TightEpsilon.
 const (
 	MethodGDP = "gdp" // exact Gaussian composition
@@ -50,9 +55,23 @@ func stepPureEps(s Step) (float64, error) {
 		if !(s.Epsilon > 0) {
 			return 0, fmt.Errorf("step %q: exponential step needs a positive ε: %w", s.Name, ErrInvalidBudget)
 		}
-		return s.Epsilon, nil
+		return math.Max(s.Epsilon, exponentialImpliedEps(s)), nil
 	}
 	return 0, fmt.Errorf("step %q: unknown mechanism %q: %w", s.Name, s.Mechanism, ErrInvalidBudget)
+}
+
+// exponentialImpliedEps is the ε that an exponential-mechanism step's
+// sensitivity and inverse temperature imply (2Δβ, or Δβ for a monotone
+// utility; see doc.go), or 0 when they are not recorded. It is both the
+// step's pure ε and its bounded-range parameter.
+func exponentialImpliedEps(s Step) float64 {
+	if !(s.Sensitivity > 0) || !(s.Scale > 0) {
+		return 0
+	}
+	if s.Calibration == CalibMonotone {
+		return s.Sensitivity * s.Scale
+	}
+	return 2 * s.Sensitivity * s.Scale
 }
 
 // RunGDP returns the exact GDP parameter of a Gaussian-only list of steps,
@@ -72,8 +91,60 @@ func RunGDP(steps []Step) (float64, bool, error) {
 	return math.Sqrt(sum), true, nil
 }
 
-// RunPLD returns the discretised PLD of a list of steps on grid h.
+// PLDOptions choose how RunPLDWith builds a run's PLD. The zero value is
+// the default: connect-the-dots on DefaultPLDGrid, the exponential
+// mechanism as bounded range.
+type PLDOptions struct {
+	// Grid is the loss grid h (0: DefaultPLDGrid).
+	Grid float64
+	// RoundUp discretises by rounding every loss up to the grid ("privacy
+	// buckets", dplr's method before connect-the-dots) instead of
+	// connecting the dots. Both are pessimistic; connect-the-dots is never
+	// looser.
+	RoundUp bool
+	// ExponentialAsPure accounts exponential-mechanism steps as generic
+	// pure ε-DP steps (randomized response at ε) instead of as
+	// ε-bounded-range mechanisms.
+	ExponentialAsPure bool
+}
+
+// Method names the accounting RunPLDWith performs, for reports:
+// "connect-the-dots" or "round-up", with "+ randomized response" when the
+// exponential mechanism is accounted as a generic pure step.
+func (o PLDOptions) Method() string {
+	m := "connect-the-dots"
+	if o.RoundUp {
+		m = "round-up"
+	}
+	if o.ExponentialAsPure {
+		m += " + randomized response"
+	}
+	return m
+}
+
+// RunPLD returns the default (connect-the-dots, bounded-range) PLD of a
+// list of steps on grid h.
 func RunPLD(steps []Step, h float64) (*PLD, error) {
+	return RunPLDWith(steps, PLDOptions{Grid: h})
+}
+
+// RunPLDWith returns the PLD of a list of steps, built as o says. The
+// Gaussian steps are first composed exactly into one μ-GDP factor
+// (μ² = Σ μ_i², lattice allowance included); Laplace steps become Laplace
+// factors at ε = Δ/b (with the same 1e-9 lattice allowance, for the
+// discrete Laplace), exponential-mechanism steps bounded-range factors at
+// their BR parameter (see doc.go: ε for Exponential and
+// ExponentialMonotone alike); identical factors are composed by repeated
+// squaring and all factors convolved. The result dominates the run's
+// composition (see doc.go for the error bound).
+func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
+	h := o.Grid
+	if h == 0 {
+		h = DefaultPLDGrid
+	}
+	if err := checkGrid(h); err != nil {
+		return nil, err
+	}
 	var gauss []Step
 	type key struct {
 		mech Mechanism
@@ -111,7 +182,12 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := GaussianPLD(mu, h)
+		var p *PLD
+		if o.RoundUp {
+			p, err = GaussianPLD(mu, h)
+		} else {
+			p, err = CTDGaussian(mu, h)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -122,10 +198,21 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	for _, k := range order {
 		var p *PLD
 		var err error
-		if k.mech == MechLaplace {
-			p, err = LaplacePLD(k.eps, h)
-		} else {
+		switch {
+		case k.mech == MechLaplace && o.RoundUp:
+			p, err = LaplacePLD(k.eps*latticeMargin, h)
+		case k.mech == MechLaplace:
+			p, err = CTDLaplace(k.eps*latticeMargin, h)
+		case o.ExponentialAsPure && o.RoundUp:
 			p, err = PurePLD(k.eps, h)
+		case o.ExponentialAsPure:
+			p, err = CTDRandomizedResponse(k.eps, h)
+		case o.RoundUp:
+			// Round-up of the bounded-range sup pair: its CTD PLD on a
+			// grid 16 times finer, rounded up to h.
+			p, err = roundUpBR(k.eps, h)
+		default:
+			p, err = CTDBoundedRange(k.eps, h)
 		}
 		if err == nil {
 			p, err = p.SelfCompose(counts[k])
@@ -143,8 +230,32 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	return acc, nil
 }
 
+// roundUpBR is a round-up PLD of the bounded-range sup pair at eps: the
+// connect-the-dots PLD on the grid h/16 (which dominates the pair) with
+// every loss rounded up to h (which dominates that).
+func roundUpBR(eps, h float64) (*PLD, error) {
+	fine, err := CTDBoundedRange(eps, h/16)
+	if err != nil {
+		return nil, err
+	}
+	a := int(math.Ceil(float64(fine.Offset) / 16))
+	b := int(math.Ceil(float64(fine.Offset+len(fine.Mass)-1) / 16))
+	p := &PLD{H: h, Offset: a, Mass: make([]float64, b-a+1), Inf: fine.Inf, Factors: 1}
+	for i, m := range fine.Mass {
+		j := int(math.Ceil(float64(fine.Offset+i)/16)) - a
+		p.Mass[j] += m
+	}
+	return p, nil
+}
+
 // TightEpsilon is the smallest ε at δ certified for steps, with the method
-// that produced it (MethodGDP or MethodPLD).
+// that produced it: MethodGDP for a Gaussian-only run; otherwise the
+// smallest of the PLD's ε (MethodPLD), the zCDP conversion of the steps'
+// total ρ ("zcdp", the exponential mechanism at ε²/8) and, for an all-pure
+// run, Σε ("pure"). Each is valid, so their minimum is: composing the
+// bounded-range supremum pairs is looser than ε²/8-zCDP for many
+// exponential steps (about 40 at ε = 0.05 to 1, δ = 1e-6), and the zCDP
+// figure then wins.
 func TightEpsilon(steps []Step, delta float64) (float64, string, error) {
 	mu, gaussian, err := RunGDP(steps)
 	if err != nil {
@@ -159,5 +270,30 @@ func TightEpsilon(steps []Step, delta float64) (float64, string, error) {
 		return 0, "", err
 	}
 	eps, err := p.Epsilon(delta)
-	return eps, MethodPLD, err
+	if err != nil {
+		return 0, "", err
+	}
+	method := MethodPLD
+	var rho, sum float64
+	allRho, allPure := true, true
+	for _, s := range steps {
+		r := stepRho(s)
+		if r == 0 {
+			allRho = false
+		}
+		rho += r
+		if !isPure(s) {
+			allPure = false
+		}
+		sum += s.Epsilon
+	}
+	if allRho {
+		if z := EpsilonFromRho(rho, delta); z < eps {
+			eps, method = z, "zcdp"
+		}
+	}
+	if allPure && sum < eps {
+		eps, method = sum, "pure"
+	}
+	return eps, method, nil
 }

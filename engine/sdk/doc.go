@@ -8,11 +8,21 @@
 // (Info.Options; see SpecsOf and the shared fields in shared.go). Before Fit
 // runs, Prepare validates the request, binds it into a fresh options value
 // and calls the options' Check hook on the data's public Shape; every
-// refusal there is a BadRequest, decided before any budget is touched.
+// refusal there is a BadRequest, decided before any budget is touched. The
+// optional Footprint hook estimates the fit's memory, and the optional
+// Mechanisms hook (MechanismDeclarer; Declare) says which privacy
+// mechanisms the fit will use, so that the host can refuse, before
+// reserving, a request the data set's budget rule cannot admit; the host
+// then holds the fit's steps to that declaration.
 //
 // During a fit the estimator reads its options with Opts, splits its grant
 // with NewPlan, declares each privacy step through Run.Acct (Gaussian,
 // Laplace, Exponential), whose release draws the step's noise from
 // Run.Rand, reports progress with Run.Progress, and returns a Result whose
 // Guarantee the SDK states from the accountant's steps (privacy.Certify).
+//
+// A rows estimator built on aggregates (the clipped second moment) may also
+// implement StatsEstimator: it then runs on data.Statistics computed
+// elsewhere (a Beam pipeline, `dplr fit --engine beam`) with the same plan
+// and steps as on the rows.
 package sdk

@@ -59,7 +59,13 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 		be = backend.Default()
 	}
 	run := &Run{Data: d, Params: prep.params, opts: prep.opts, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
-	res, err = safeFit(ctx, est, run)
+	fit := est.Fit
+	if d.Stats != nil {
+		if fit, err = statsFit(est, prep.opts); err != nil {
+			return nil, acct, err
+		}
+	}
+	res, err = safeFit(ctx, fit, run)
 	if err != nil {
 		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
 	}
@@ -97,13 +103,13 @@ func grantAccepted(kinds []privacy.GrantKind, k privacy.GrantKind) bool {
 
 // safeFit converts a panic inside an estimator into an error, so that no
 // panic crosses the SDK boundary.
-func safeFit(ctx context.Context, est Estimator, run *Run) (res *Result, err error) {
+func safeFit(ctx context.Context, fit func(context.Context, *Run) (*Result, error), run *Run) (res *Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, fmt.Errorf("estimator panicked: %v", p)
 		}
 	}()
-	return est.Fit(ctx, run)
+	return fit(ctx, run)
 }
 
 // completeGuarantee replaces the result's figures (and, for worst-case

@@ -18,14 +18,17 @@ type Shape struct {
 	D1    int // trace data: rows of each sample matrix
 	D2    int // trace data: columns of each sample matrix
 	Users int // users data: number of users
+	// Statistics: rows data known only through their aggregated
+	// statistics (data.Statistics), not row by row.
+	Statistics bool
 }
 
 // ShapeOf returns the shape of d.
 func ShapeOf(d *data.Dataset) Shape {
-	if d == nil || d.X == nil {
+	if d == nil || (d.X == nil && d.Stats == nil) {
 		return Shape{}
 	}
-	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2}
+	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Statistics: d.Stats != nil}
 	if d.Kind == data.Users {
 		s.Users = d.NumUsers()
 	}
@@ -54,7 +57,11 @@ type Footprinter interface {
 // estimator that accepts an (ε, δ) budget). The plugin server
 // (transport.Serve), RunLocal and Prepare all use it.
 func InfoOf(est Estimator) (Info, error) {
-	return resolveInfo(est.Info())
+	info, err := resolveInfo(est.Info())
+	if _, ok := est.(StatsEstimator); ok && err == nil {
+		info.Statistics = true
+	}
+	return info, err
 }
 
 func resolveInfo(info Info) (Info, error) {

@@ -1,6 +1,10 @@
 package transport
 
 import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
@@ -13,6 +17,7 @@ func InfoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
 	out := &dplrpb.EstimatorInfo{
 		Name: in.Name, Version: in.Version, Summary: in.Summary, Description: in.Description,
 		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References, NonPrivate: in.NonPrivate,
+		Statistics: in.Statistics,
 	}
 	for _, g := range in.Grants {
 		out.Grants = append(out.Grants, string(g))
@@ -31,7 +36,7 @@ func InfoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
 	out := sdk.Info{
 		Name: in.GetName(), Version: in.GetVersion(), Summary: in.GetSummary(), Description: in.GetDescription(),
 		DataKind: data.Kind(in.GetDataKind()), Guarantee: in.GetGuarantee(), References: in.GetReferences(),
-		NonPrivate: in.GetNonPrivate(),
+		NonPrivate: in.GetNonPrivate(), Statistics: in.GetStatistics(),
 	}
 	for _, g := range in.GetGrants() {
 		out.Grants = append(out.Grants, privacy.GrantKind(g))
@@ -90,6 +95,7 @@ func HandleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
 		N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2),
 		X: refToProto(&h.X), Y: refToProto(h.Y), UserStart: refToProto(h.UserStart),
 		UserIds: refToProto(h.UserIDs), Labels: refToProto(h.Labels),
+		Statistics: statsToProto(h.Stats),
 	}
 }
 
@@ -100,6 +106,7 @@ func HandleFromProto(h *dplrpb.DatasetHandle) dataio.Handle {
 		N: int(h.GetN()), P: int(h.GetP()), D1: int(h.GetD1()), D2: int(h.GetD2()),
 		Y: refFromProto(h.GetY()), UserStart: refFromProto(h.GetUserStart()),
 		UserIDs: refFromProto(h.GetUserIds()), Labels: refFromProto(h.GetLabels()),
+		Stats: statsFromProto(h.GetStatistics()),
 	}
 	if x := refFromProto(h.GetX()); x != nil {
 		out.X = *x
@@ -124,7 +131,7 @@ func refFromProto(r *dplrpb.FileRef) *dataio.FileRef {
 // ShapeOf is the public shape of a prepared data set: its kind and
 // dimensions, never its content.
 func ShapeOf(h dataio.Handle) *dplrpb.Shape {
-	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2)}
+	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2), Statistics: h.Stats != nil}
 	if h.UserStart != nil && h.UserStart.Count > 0 {
 		s.Users = h.UserStart.Count - 1
 	}
@@ -133,7 +140,8 @@ func ShapeOf(h dataio.Handle) *dplrpb.Shape {
 
 // ShapeFromProto converts a wire shape to the SDK's.
 func ShapeFromProto(s *dplrpb.Shape) sdk.Shape {
-	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers())}
+	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers()),
+		Statistics: s.GetStatistics()}
 }
 
 // ScalarsFromProto converts a result's scalar outputs.
@@ -161,4 +169,61 @@ func StepsFromProto(in []*dplrpb.Step) []privacy.Step {
 		out = append(out, StepFromProto(s))
 	}
 	return out
+}
+
+// DeclarationToProto writes a pre-flight declaration of mechanisms into a
+// Check response.
+func DeclarationToProto(d sdk.Declaration, resp *dplrpb.CheckResponse) {
+	resp.MechanismsDeclared = d.Declared
+	resp.Mechanisms = nil
+	for _, u := range d.Uses {
+		resp.Mechanisms = append(resp.Mechanisms, &dplrpb.CheckResponse_MechanismUse{Mechanism: string(u.Mechanism), Purpose: u.For})
+	}
+}
+
+// Limits on a declaration received from a plugin: its purposes are shown
+// to the user in refusals, so a plugin cannot flood or garble a terminal
+// through them.
+const (
+	MaxDeclaredUses   = 256 // mechanism uses in one Check response
+	MaxPurposeRunes   = 160 // runes kept of each purpose
+	purposeEllipsis   = "…"
+	purposeReplaceCtl = ' '
+)
+
+// DeclarationFromProto reads the declaration of a Check response,
+// normalised by sdk.NewDeclaration (an unknown mechanism name is an
+// error). A response without one is undeclared. Purposes are cleaned for
+// display: control characters become spaces and each is cut to
+// MaxPurposeRunes; more than MaxDeclaredUses uses is an error.
+func DeclarationFromProto(resp *dplrpb.CheckResponse) (sdk.Declaration, error) {
+	if !resp.GetMechanismsDeclared() {
+		if len(resp.GetMechanisms()) > 0 {
+			return sdk.Declaration{}, fmt.Errorf("lists %d mechanisms without declaring them (mechanisms_declared is false)", len(resp.GetMechanisms()))
+		}
+		return sdk.Declaration{}, nil
+	}
+	if n := len(resp.GetMechanisms()); n > MaxDeclaredUses {
+		return sdk.Declaration{}, fmt.Errorf("declares %d mechanism uses, more than the %d a host accepts", n, MaxDeclaredUses)
+	}
+	uses := make([]sdk.MechanismUse, 0, len(resp.GetMechanisms()))
+	for _, m := range resp.GetMechanisms() {
+		uses = append(uses, sdk.MechanismUse{Mechanism: privacy.Mechanism(m.GetMechanism()), For: cleanPurpose(m.GetPurpose())})
+	}
+	return sdk.NewDeclaration(uses)
+}
+
+// cleanPurpose makes a plugin's purpose text safe to print.
+func cleanPurpose(s string) string {
+	out := make([]rune, 0, min(len(s), MaxPurposeRunes+1))
+	for _, r := range s {
+		if len(out) == MaxPurposeRunes {
+			return string(out) + purposeEllipsis
+		}
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			r = purposeReplaceCtl
+		}
+		out = append(out, r)
+	}
+	return string(out)
 }

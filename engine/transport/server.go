@@ -109,42 +109,52 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 // the estimator would refuse before spending: parameters outside the
 // catalogue, a grant of a form the estimator does not accept, data of the
 // wrong kind. The footprint is the estimator's estimate of its peak memory
-// (0 when it gives none).
+// (0 when it gives none), and the mechanisms those its options declare
+// (sdk.MechanismDeclarer; mechanisms_declared false without the hook).
 func (s *Server) Check(_ context.Context, req *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
 	est, ok := s.byName[req.GetEstimator()]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
 	}
-	footprint, err := prepare(est, req.GetParams(), GrantFromProto(req.GetGrant()), ShapeFromProto(req.GetShape()))
+	footprint, decl, err := prepare(est, req.GetParams(), GrantFromProto(req.GetGrant()), ShapeFromProto(req.GetShape()))
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
-	return &dplrpb.CheckResponse{FootprintBytes: footprint}, nil
+	resp := &dplrpb.CheckResponse{FootprintBytes: footprint}
+	DeclarationToProto(decl, resp)
+	return resp, nil
 }
 
 // prepare runs the SDK's pre-flight preparation (sdk.Prepare: validate,
-// bind, the options' Check hook, the Footprint estimate) and checks the
-// grant's form, as the SDK does before a fit, returning the fit's estimated
-// peak memory.
-func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shape sdk.Shape) (int64, error) {
+// bind, the options' Check hook, the Footprint estimate), checks the
+// grant's form, as the SDK does before a fit, and asks the bound options
+// which mechanisms the fit will use (sdk.Declare), returning the fit's estimated peak memory and its declaration.
+func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shape sdk.Shape) (int64, sdk.Declaration, error) {
 	info, err := sdk.InfoOf(est)
 	if err != nil {
-		return 0, err
+		return 0, sdk.Declaration{}, err
 	}
 	if shape.Kind != info.DataKind {
-		return 0, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
+		return 0, sdk.Declaration{}, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
 	}
-	_, footprint, err := sdk.Prepare(info, raw, shape)
+	opts, footprint, err := sdk.Prepare(info, raw, shape)
+	if err == nil && shape.Statistics {
+		footprint, err = statsFootprint(est, info, raw, opts, shape)
+	}
 	if err != nil {
-		return 0, err
+		return 0, sdk.Declaration{}, err
 	}
 	if err := grant.Validate(); err != nil {
-		return 0, err
+		return 0, sdk.Declaration{}, err
 	}
 	if !slices.Contains(info.Grants, grant.Kind) {
-		return 0, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
+		return 0, sdk.Declaration{}, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
 	}
-	return footprint, nil
+	decl, err := sdk.Declare(info, opts, shape, grant)
+	if err != nil {
+		return 0, sdk.Declaration{}, err
+	}
+	return footprint, decl, nil
 }
 
 // Fit implements dplrpb.EstimatorsServer.
@@ -301,6 +311,9 @@ func sendMatrix(send func(*dplrpb.FitEvent) error, m sdk.Matrix) error {
 func OpenHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
 	if h == nil {
 		return nil, nil, errors.New("request carries no data set")
+	}
+	if h.GetStatistics() != nil {
+		return openStats(HandleFromProto(h))
 	}
 	return dataio.Open(HandleFromProto(h))
 }

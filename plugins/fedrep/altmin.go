@@ -40,7 +40,7 @@ Privacy: user level, replace-one, worst case. With at most 'portion' rows per us
 A by at most √2·portion·c_W² in Frobenius norm (both contributions are PSD) and b by at most
 2·portion·c_W·c_y. With disjoint groups a user enters one iteration only, so the loop costs one
 iteration's ρ (parallel composition); the start (shared with fedrep-private) is composed on top.`,
-		Guarantee:  "ρ-zCDP (hence (ε, δ)-DP) for U, user level, worst case (replace one user's whole data)",
+		Guarantee:  "(ε, δ)-DP for U by exact Gaussian composition (noise=exact, the default) or ρ-zCDP (noise=zcdp, paper), user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    altminOptions{},
 		References: []string{"P. Jain, J. Rush, A. Smith, S. Song, A. Thakurta. Differentially Private Model Personalization. NeurIPS 2021.", refFedRep[0]},
@@ -90,7 +90,7 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	if privInit {
 		shares = append(shares, privacy.Share{Name: "init", Weight: wInit})
 	}
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	plan, err := sdk.NewPlan(run, planNoise(o.Noise.Value), shares...)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +342,8 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
 	sensA, sensB := o.sensitivities()
-	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g (DERIVATIONS.md §5.1)",
+	res.Notes = append(res.Notes, noiseNote(o.Noise.Value))
+	res.Notes = append(res.Notes, fmt.Sprintf("budget split (ρ units): initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g (DERIVATIONS.md §5.1)",
 		plan.init.Rho, plan.a.Rho, plan.b.Rho, map[bool]string{true: "loop (disjoint groups)", false: "iteration"}[o.disjoint()], sensA, sensB))
 	if o.Calibration != calibrationUnset {
 		res.Notes = append(res.Notes, calibrationNote)

@@ -3,10 +3,16 @@ package fedrep
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"syscall"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -111,3 +117,81 @@ func cpuSeconds() float64 {
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
 }
+
+// pixelUsers is a users data set shaped like the personalized
+// Fashion-MNIST task (n users × m rows, d − 1 features in [0, 1] of which
+// about half are exactly 0, as background pixels, plus a constant 1, ±1
+// labels), for timing the kernels at d = 197.
+func pixelUsers(n, m, d int, seed uint64) *data.Dataset {
+	r := rand.New(rand.NewPCG(seed, 7))
+	x := mat.NewDense(n*m, d, nil)
+	y := make([]float64, n*m)
+	start := make([]int, n+1)
+	for i := 0; i < n*m; i++ {
+		row := x.RawRowView(i)
+		for p := 0; p < d-1; p++ {
+			if r.Float64() < 0.5 {
+				row[p] = r.Float64()
+			}
+		}
+		row[d-1] = 1
+		y[i] = float64(2*r.IntN(2) - 1)
+	}
+	for u := range start {
+		start[u] = u * m
+	}
+	return &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start}
+}
+
+// fmnistUsers is the personalized Fashion-MNIST task's shape from the real
+// images when they are installed (5000 users × 6 consecutive training
+// images pooled 2×2 plus a constant, random ±1 labels: the statistics'
+// cost depends on the pixels' zeros, not on the labels), else pixelUsers.
+func fmnistUsers(b *testing.B) *data.Dataset {
+	ds, err := dataio.Load("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", dataio.LoadOptions{Kind: data.Rows, Scale: 1.0 / 255, SkipHash: true})
+	if err != nil {
+		b.Logf("Fashion-MNIST not found (%v): synthetic pixels", err)
+		return pixelUsers(5000, 6, 197, 1)
+	}
+	const n, m, d = 5000, 6, 197
+	out := pixelUsers(n, m, d, 1)
+	for i := 0; i < n*m; i++ {
+		src, dst := ds.X.RawRowView(i), out.X.RawRowView(i)
+		for a := 0; a < 14; a++ {
+			for c := 0; c < 14; c++ {
+				dst[a*14+c] = (src[2*a*28+2*c] + src[2*a*28+2*c+1] + src[(2*a+1)*28+2*c] + src[(2*a+1)*28+2*c+1]) / 4
+			}
+		}
+	}
+	return out
+}
+
+// benchAltMinStats times one Priv-AltMin U-step's statistics by stats at
+// the Fashion-MNIST task's size (5000 users × 6 rows, d = 197, k = 3: A is
+// 591 × 591), with every user in the group (groups=all), in CPU seconds
+// beside the wall time (the machine is shared).
+func benchAltMinStats(b *testing.B, stats func(context.Context, *fedrepEngine, []float64, []int32, float64, float64, int) (*mat.SymDense, []float64, error)) {
+	ds := fmnistUsers(b)
+	lay := testLayout(b, ds, 0)
+	eng := newFedrepEngine(ds.X, ds.Y, lay, 3, math.Inf(1), lossSquared)
+	u := mat.NewDense(197, 3, nil)
+	for i := 0; i < 3; i++ {
+		u.Set(40+i*50, i, 1)
+	}
+	users := make([]int32, 5000)
+	for i := range users {
+		users[i] = int32(i)
+	}
+	b.ResetTimer()
+	c0 := cpuSeconds()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := stats(context.Background(), eng, u.RawMatrix().Data, users, 1, 1, 5); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuSeconds()-c0)/float64(b.N), "cpu-s/op")
+}
+
+// BenchmarkAltMinStatsPixels times the statistics' kernel (see
+// benchAltMinStats).
+func BenchmarkAltMinStatsPixels(b *testing.B) { benchAltMinStats(b, altminStats) }

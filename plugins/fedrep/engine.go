@@ -40,6 +40,7 @@ type fedrepEngine struct {
 	part    [][]float64 // chunks × d·k partial sums
 	nclip   []int       // chunks: users whose gradient was clipped
 	nskip   []int       // chunks: users who sat the round out (theory mode)
+	altmin  *altminBuf  // Priv-AltMin statistics buffers (nil until first used)
 }
 
 type workerScratch struct {
@@ -411,63 +412,27 @@ func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]flo
 	return out, err
 }
 
-// validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's score
-// for U on its local rows S¹ with the head fitted on its training rows S⁰
-// (without S¹: on the second half of S⁰ with the head fitted on the first):
-// the fraction of S¹ rows whose sign is predicted (accuracy), or
-// 1 − the mean of min(1, squared error) (squared). A user without S¹ rows,
-// or whose computation is not finite, scores 0. Each s_i depends on user
-// i's rows only, so the score moves by at most 1/n when one user is
-// replaced (DERIVATIONS.md §13).
+// validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's
+// leave-one-out score for U on the rows its final head is fitted on (S⁰ ∪
+// S¹, or S¹ alone with head_data=local; S⁰ when S¹ is empty): for each of
+// those m rows in turn, the head is fitted on the other m − 1 rows and the
+// held-back row is predicted; s_i is the fraction of signs predicted right
+// (accuracy) or 1 − the mean of min(1, squared error) (squared). The head
+// of each fold sees one row fewer than the final head, so the score ranks
+// candidates as the final heads will be judged on new rows (a split into
+// halves would fit the heads on half the rows, which favours small ranks).
+// A user with fewer than 2 such rows, or whose computation is not finite,
+// scores 0. Each s_i depends on user i's rows (and U) only, so the score
+// moves by at most 1/n when one user is replaced (DERIVATIONS.md §13).
 func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accuracy bool) (float64, error) {
 	n := e.lay.n()
-	k, d := e.k, e.d
 	sums := make([]float64, e.chunks)
 	err := parallelChunks(ctx, e.chunks, func(w, c int) {
 		ws := e.ws[w]
 		sums[c] = 0
 		lo, hi := chunkBounds(n, e.chunks, c)
 		for i := lo; i < hi; i++ {
-			ur := e.lay.users[i]
-			// Head rows [h0, h1) and scored rows [s0, s1): S⁰ and S¹, or,
-			// without S¹, the two halves of S⁰ (a per-user rule).
-			h0, h1, s0, s1 := ur.t0, ur.t1, ur.t1, ur.f1
-			if s1 == s0 {
-				m0 := ur.t1 - ur.t0
-				h1 = ur.t0 + (m0+1)/2
-				s0, s1 = h1, ur.t1
-			}
-			if s1 == s0 || h1 == h0 {
-				continue
-			}
-			rows := ws.rows[:h1-h0]
-			for j := range rows {
-				rows[j] = int32(h0 + j)
-			}
-			e.localFit(ws, u, rows, e.loss)
-			for p := 0; p < d; p++ {
-				var t float64
-				for a := 0; a < k; a++ {
-					t += u[p*k+a] * ws.v[a]
-				}
-				ws.w[p] = t
-			}
-			var s float64
-			for r := s0; r < s1; r++ {
-				xr := e.row(int32(r))
-				var pred float64
-				for p := 0; p < d; p++ {
-					pred += xr[p] * ws.w[p]
-				}
-				if accuracy {
-					if signLabel(pred) == signLabel(e.y[r]) {
-						s++
-					}
-				} else {
-					s += 1 - math.Min(1, (pred-e.y[r])*(pred-e.y[r]))
-				}
-			}
-			s /= float64(s1 - s0)
+			s := e.userLOO(ws, u, e.lay.users[i], accuracy)
 			if math.IsNaN(s) || s < 0 || s > 1 {
 				s = 0
 			}
@@ -482,6 +447,47 @@ func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accurac
 		tot += s
 	}
 	return tot / float64(n), nil
+}
+
+// userLOO is one user's leave-one-out score of validationScore.
+func (e *fedrepEngine) userLOO(ws *workerScratch, u []float64, ur userRows, accuracy bool) float64 {
+	k, d := e.k, e.d
+	s0, s1 := ur.t1, ur.f1 // the final head's rows
+	if s1 == s0 || e.headAll {
+		s0 = ur.t0
+	}
+	m := s1 - s0
+	if m < 2 {
+		return 0
+	}
+	var s float64
+	for out := s0; out < s1; out++ {
+		rows := ws.rows[:0]
+		for r := s0; r < s1; r++ {
+			if r != out {
+				rows = append(rows, int32(r))
+			}
+		}
+		e.localFit(ws, u, rows, e.loss)
+		xr := e.row(int32(out))
+		var pred float64
+		for p := 0; p < d; p++ {
+			up := u[p*k : (p+1)*k]
+			var t float64
+			for a := 0; a < k; a++ {
+				t += up[a] * ws.v[a]
+			}
+			pred += xr[p] * t
+		}
+		if accuracy {
+			if signLabel(pred) == signLabel(e.y[out]) {
+				s++
+			}
+		} else {
+			s += 1 - math.Min(1, (pred-e.y[out])*(pred-e.y[out]))
+		}
+	}
+	return s / float64(m)
 }
 
 // signLabel is the ±1 label of a score: +1 where s > 0, −1 elsewhere.

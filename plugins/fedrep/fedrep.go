@@ -47,7 +47,7 @@ U-statistics Z_i (unbiased for w_i w_iᵀ), symmetric noise, top-k eigenvectors 
 Privacy: user-level, replace-one neighbours (one user's whole data set replaced, n public).
 Clipping bounds every user's contribution whatever its data, so the guarantee is worst case:
 the average moves by at most 2ψ/n per round (2ψ_init/n for the start). Rounds compose adaptively
-in zCDP; the start and the rounds share one budget (init_share). Only U is published; each user's
+(exact Gaussian composition by default, or zCDP); the start and the rounds share one budget (init_share). Only U is published; each user's
 head v_i, fitted on its own rows, is returned as a per-user output (predict new rows of a user
 with plugins/fedrep/predict or dplr transform). The algorithm boxes, sensitivities and the
 neighbour relation are in the plugin's DERIVATIONS.md (§2–§4).
@@ -57,9 +57,14 @@ chosen privately, as the clip_quantile quantile of the users' norms (a noisy his
 tune_share), and the step is step_scale/ψ; a released step that opposes the previous one halves
 the step, and a step longer than max_move·√k is shortened (§3.6). Both guards are post-processing
 and are reported. Rank and clip can be chosen privately too (select_rank, select_clip_quantile;
-§13): candidates fitted on slices of the budget, one chosen by the exponential mechanism on a
-validation score, refitted on the rest; the whole cost is in the plan.`,
-		Guarantee:  "ρ-zCDP (hence (ε, δ)-DP) for U, user level, worst case (replace one user's whole data)",
+§13): candidates fitted on slices of the budget and on part of the users, one chosen by the
+exponential mechanism on the other users' leave-one-out validation score, refitted on every user
+with the rest; the whole cost is in the plan.
+
+Accounting: noise=exact (the default) splits μ² of Gaussian DP over the steps (exact composition,
+σ from the grant's (ε, δ) curve; a selection's exponential mechanism makes it a PLD-scaled split);
+noise=zcdp splits ρ; the result's guarantee names the accountant that produced its figures.`,
+		Guarantee:  "(ε, δ)-DP for U by exact Gaussian composition (noise=exact, the default) or ρ-zCDP (noise=zcdp), user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    privateFedRepOptions{},
 		References: refFedRep,
@@ -95,7 +100,7 @@ type fedrepConfig struct {
 	stepScale, clipQ, tuneShare float64
 	label                       string // prefix of the release names (a selection candidate)
 	sel                         *selectConfig
-	noise                       string // zcdp or paper (private estimators)
+	noise                       string // exact, zcdp or paper (private estimators)
 	deprecated                  bool   // the request used the calibration alias
 }
 
@@ -218,7 +223,7 @@ func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	plan, err := sdk.NewPlan(run, planNoise(c.noise), shares...)
 	if err != nil {
 		return nil, err
 	}
@@ -584,11 +589,11 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	}
 	res.AddScalar("step", c.step, sdk.Public, "η, the step of the U update (step_scale/ψ unless given)")
 	if plan.tunes > 0 {
-		res.AddScalar("rho_tune", plan.tune.Rho*float64(plan.tunes), sdk.Public, "zCDP cost of the private clip quantiles")
+		res.AddScalar("rho_tune", plan.tune.Rho*float64(plan.tunes), sdk.Public, "cost of the private clip quantiles in zCDP units (ρ; with noise=exact, μ²/2 of their Gaussian-DP share)")
 		res.Notes = append(res.Notes, fmt.Sprintf("private defaults: %d clip(s) chosen as the %g-quantile of the users' norms (noisy log-histograms, ρ = %.4g each); ψ = %.4g, ψ_init = %.4g, η = %.4g (DERIVATIONS.md §12)", plan.tunes, c.clipQ, plan.tune.Rho, c.clip, c.initClip, c.step))
 	}
-	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "zCDP cost of the initialization")
-	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "zCDP cost of the T rounds")
+	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "cost of the initialization in zCDP units (ρ; with noise=exact, μ²/2 of its Gaussian-DP share)")
+	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "cost of the T rounds in zCDP units (ρ; with noise=exact, μ²/2 of their Gaussian-DP share)")
 	res.AddSeries("clipped_fraction", tr.clipFrac, sdk.Diagnostic, "per round, the fraction of users whose gradient was clipped (computed from raw data: NOT private; it is not released privately: do not tune on it)")
 	res.Guarantee = privacy.Guarantee{Kind: privacy.ZCDP,
 		Neighbours: "one user's whole data replaced (user level, n public)",
@@ -597,7 +602,8 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	if tr.heads != nil {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, perUserAssumption)
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("zCDP split: initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round (DERIVATIONS.md §3.2)", plan.init.Rho, plan.round.Rho*float64(T), T, plan.round.Rho, 2*c.clip/float64(n)))
+	res.Notes = append(res.Notes, noiseNote(c.noise))
+	res.Notes = append(res.Notes, fmt.Sprintf("budget split (ρ units): initialization ρ = %.4g, rounds ρ = %.4g (%d × %.4g); replace-one sensitivity 2ψ/n = %.4g per round (DERIVATIONS.md §3.2)", plan.init.Rho, plan.round.Rho*float64(T), T, plan.round.Rho, 2*c.clip/float64(n)))
 }
 
 // initialU returns the starting U: the top-k eigenvectors of the (noisy,

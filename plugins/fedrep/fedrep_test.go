@@ -245,24 +245,35 @@ func TestAccountingRoundTrip(t *testing.T) {
 		back := float64(T) * privacy.RhoOfGaussian(2*psi/float64(n), sigma)
 		assert.InDelta(t, eps, privacy.EpsilonFromRho(back, delta), 1e-9)
 	}
-	// The estimator's steps add up to the grant and its σ matches the formula.
+	// The estimator's steps add up to the grant and its σ matches the
+	// formula: under noise=zcdp exactly ρ; under noise=exact (the default)
+	// the μ² of Gaussian DP, more ρ than zCDP allows (less noise), certified
+	// by the exact Gaussian composition.
 	g := genUsers(t, 300, 10, 10, 2, 0.01, 1)
-	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "4", "clip": "2", "init_clip": "5", "init_share": "0.2"}, approx(2), 1)
-	steps := acct.Steps()
-	require.Len(t, steps, 5)
-	var total float64
-	for _, s := range steps {
-		total += s.Rho
-	}
 	rho, _ := privacy.RhoForEpsDelta(2, 1e-6)
-	assert.InDelta(t, rho, total, 1e-12)
-	assert.InDelta(t, 0.2*rho, steps[0].Rho, 1e-12)
-	want := (2.0 / 300) * math.Sqrt(2*4/(0.8*rho))
-	assert.InDelta(t, want, scalar(t, res, "sigma"), 1e-9*want)
-	// The accountant certifies the composition; it may state a tighter ε
-	// than the grant's (exact Gaussian composition), never a larger one.
-	assert.LessOrEqual(t, res.Guarantee.Epsilon, 2*(1+1e-9))
-	assert.Contains(t, []privacy.GuaranteeKind{privacy.ZCDP, privacy.Approx}, res.Guarantee.Kind)
+	for _, noise := range []string{"zcdp", "exact"} {
+		res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "4", "clip": "2", "init_clip": "5", "init_share": "0.2", "noise": noise}, approx(2), 1)
+		steps := acct.Steps()
+		require.Len(t, steps, 5)
+		var total float64
+		for _, s := range steps {
+			total += s.Rho
+		}
+		assert.InDelta(t, 0.2*total, steps[0].Rho, 1e-12, noise)
+		want := (2.0 / 300) * math.Sqrt(2*4/(0.8*total))
+		assert.InDelta(t, want, scalar(t, res, "sigma"), 1e-9*want, noise)
+		// The accountant certifies the composition; it may state a tighter ε
+		// than the grant's, never a larger one.
+		assert.LessOrEqual(t, res.Guarantee.Epsilon, 2*(1+1e-9), noise)
+		if noise == "zcdp" {
+			assert.InDelta(t, rho, total, 1e-12)
+			assert.Contains(t, []privacy.GuaranteeKind{privacy.ZCDP, privacy.Approx}, res.Guarantee.Kind)
+			continue
+		}
+		assert.Greater(t, total, 1.05*rho, "exact: at least 5 %% more ρ than zCDP")
+		assert.Equal(t, "gdp", res.Guarantee.Accounting)
+		assert.InDelta(t, 2, res.Guarantee.Epsilon, 0.02, "exact: the grant is used up to the lattice margin")
+	}
 	// Bun–Steinke conversion is monotone.
 	prev := 0.0
 	for _, r := range []float64{1e-4, 1e-3, 1e-2, 0.1, 1} {
@@ -271,7 +282,7 @@ func TestAccountingRoundTrip(t *testing.T) {
 		prev = e
 	}
 	// The paper calibration records its true (smaller) cost.
-	_, acct = fit(t, PrivateFedRep{}, g.Data, map[string]string{"calibration": "paper"}, approx(1), 1)
+	_, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"calibration": "paper"}, approx(1), 1)
 	var fr float64
 	for _, s := range acct.Steps()[1:] {
 		fr += s.Rho

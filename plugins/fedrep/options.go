@@ -3,6 +3,7 @@ package fedrep
 import (
 	"math"
 
+	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -57,6 +58,28 @@ func (o *roundOptions) check(d int) error {
 	return nil
 }
 
+// planNoise is the privacy package's calibration of a plan for the noise
+// option: exact and zcdp as named; paper keeps zCDP, because its fixed
+// per-step costs are set in ρ (and an exact plan refuses fixed shares).
+func planNoise(noise string) string {
+	if noise == privacy.NoiseExact {
+		return privacy.NoiseExact
+	}
+	return privacy.NoiseZCDP
+}
+
+// noiseNote says how a run's Gaussian steps were calibrated and which
+// accountant produced the guarantee's figures (its accounting field).
+func noiseNote(noise string) string {
+	switch noise {
+	case privacy.NoiseExact:
+		return "noise=exact: the plan splits μ² of Gaussian DP (Dong, Roth & Su 2022) over the Gaussian steps and takes σ from the grant's exact (ε, δ) curve; a plan with a non-Gaussian step (the selection's exponential mechanism) scales the split by the largest factor its privacy loss distribution allows. The ρ figures below are the split in zCDP units (ρ = μ²/2 per step); the guarantee's figures come from the accountant named in its accounting field (gdp: exact Gaussian composition, pld: privacy loss distribution)"
+	case "paper":
+		return "noise=paper: the paper's σ̂, charged at its true zCDP cost; the guarantee's figures come from the tightest valid accounting of the same steps (its accounting field)"
+	}
+	return "noise=zcdp: ρ split over the steps, composed in zCDP; the guarantee's figures come from the tightest valid accounting of the same steps (its accounting field)"
+}
+
 // calibrationUnset is the value of the deprecated calibration alias when
 // it is not given.
 const calibrationUnset = "none"
@@ -104,9 +127,9 @@ type privateFedRepOptions struct {
 	roundOptions
 	autoOptions
 	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the paper's Algorithm 2 (noisy average of clipped U-statistics, top-k eigenvectors; DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U (free, but FedRep then converges slowly)"`
-	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization (noise=zcdp)"`
-	sdk.Noise   `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T; paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
-	Calibration string `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization (noise=exact or zcdp)"`
+	sdk.Noise   `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T, in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection, whose exponential mechanism is not Gaussian, the split is scaled by the privacy loss distribution): the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
+	Calibration string `param:"calibration" default:"none" choices:"none,exact,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	selectOptions
 	splitOptions
 	sel *selectConfig // parsed by Check
@@ -123,7 +146,7 @@ func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 		return err
 	}
 	if o.sel != nil && o.Noise.Value == "paper" {
-		return sdk.BadRequest("private selection needs noise=zcdp")
+		return sdk.BadRequest("private selection needs noise=exact or noise=zcdp (the paper's fixed σ̂ cannot be split among candidates)")
 	}
 	return nil
 }
@@ -162,8 +185,8 @@ type classifyOptions struct {
 	autoOptions
 	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the private U-statistic start on the projected features (DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U"`
 	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization"`
-	sdk.Noise   `choices:"zcdp" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split tune_share, then init_share / (1 − init_share)"`
-	Calibration string `param:"calibration" default:"none" choices:"none,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	sdk.Noise   `choices:"exact,zcdp" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection the split is scaled by the privacy loss distribution); zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6))"`
+	Calibration string `param:"calibration" default:"none" choices:"none,exact,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	KPrime      int    `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
 	selectOptions
 	splitOptions
@@ -211,8 +234,8 @@ type altminOptions struct {
 	TuneShare      float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private init_clip quantile (nothing when init_clip is given or init=random)"`
 	InitShare      float64  `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
 	AShare         float64  `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
-	sdk.Noise      `choices:"zcdp,paper" default:"zcdp" doc:"zcdp: replace-one zCDP, the budget split init_share / (1 − init_share) and a_share between A and b; paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`
-	Calibration    string  `param:"calibration" default:"none" choices:"none,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	sdk.Noise      `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split init_share / (1 − init_share) and a_share between A and b in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve), the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`
+	Calibration    string  `param:"calibration" default:"none" choices:"none,exact,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	Ridge          float64 `param:"ridge" default:"1" min:"0" doc:"ridge added to the noisy A before the solve, in units of c_W²·portion per user of the group (public quantities only; post-processing; DERIVATIONS.md §5.5). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"`
 	splitOptions
 }

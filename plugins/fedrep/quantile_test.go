@@ -95,22 +95,31 @@ func TestValidationScoreNeighbours(t *testing.T) {
 	}
 }
 
-// TestPrivateSelection: the selection declares every candidate's steps,
-// one exponential step of sensitivity 1/n and the final fit, and states
-// the chosen configuration; every declared release is drawn.
+// TestPrivateSelection: the selection declares every candidate's steps
+// (fitted on the 210 users that do not score), one exponential step of
+// sensitivity 1/90 (the 30 % of the 300 users that score) and the final
+// fit on all 300 users, and states the chosen configuration; every
+// declared release is drawn.
 func TestPrivateSelection(t *testing.T) {
 	g := genUsers(t, 300, 10, 10, 2, 0.01, 5)
-	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "2", "select_rank": "1,2", "select_clip_quantile": "0.3,0.7"}, approx(4), 1)
+	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "2", "select_rank": "1,2", "select_clip_quantile": "0.3,0.7", "init_clip": "5"}, approx(4), 1)
 	var exp int
 	for _, s := range acct.Steps() {
 		if strings.HasPrefix(s.Name, "select:") {
 			exp++
-			assert.InDelta(t, 1.0/300, s.Sensitivity, 1e-12)
+			assert.InDelta(t, 1.0/90, s.Sensitivity, 1e-12)
+		}
+		if strings.Contains(s.Name, "init: mean") {
+			want := 2 * 5.0 / 300 // the final fit: every user
+			if strings.HasPrefix(s.Name, "candidate") {
+				want = 2 * 5.0 / 210
+			}
+			assert.InEpsilon(t, want, s.Sensitivity, 1e-8, s.Name) // the recorded Δ carries the grid allowance
 		}
 	}
 	assert.Equal(t, 1, exp)
-	// 4 candidates × (2 quantiles + start + 2 rounds) + select + final (5).
-	assert.Len(t, acct.Steps(), 4*5+1+5)
+	// 4 candidates × (1 quantile + start + 2 rounds) + select + final (4).
+	assert.Len(t, acct.Steps(), 4*4+1+4)
 	assert.Empty(t, acct.Undrawn())
 	r := scalar(t, res, "selected_rank")
 	assert.Contains(t, []float64{1, 2}, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,16 +13,18 @@ import (
 )
 
 // Private hyperparameter selection (DERIVATIONS.md §13): every candidate
-// (rank, clip quantile) is fitted on a slice of the budget, scored on the
-// users' local rows, one is chosen by the exponential mechanism, and the
+// (rank, clip quantile) is fitted on a slice of the budget and on part of
+// the users, scored by the other users' leave-one-out validation on their
+// own rows, one is chosen by the exponential mechanism, and the
 // chosen configuration is fitted again on the rest of the budget.
 
 // selectOptions are the parameters of the private selection.
 type selectOptions struct {
 	SelectRank     string  `param:"select_rank" default:"none" doc:"comma-separated candidate ranks for private selection (e.g. 2,3,5); none = use rank"`
 	SelectQuantile string  `param:"select_clip_quantile" default:"none" doc:"comma-separated candidate clip quantiles for private selection (e.g. 0.25,0.5,0.75); none = use clip_quantile"`
-	SelectShare    float64 `param:"select_share" default:"0.3" min:"0.01" max:"0.9" doc:"fraction of the budget spent on the selection: the candidates' fits (9/10 of it, split evenly) and the exponential mechanism (1/10); the chosen configuration is refitted on the rest"`
-	SelectScore    string  `param:"select_score" default:"squared" choices:"squared,accuracy" doc:"each user's validation score in [0, 1] on its local rows S¹ with its head fitted on S⁰: squared = 1 − mean min(1, squared error); accuracy = fraction of signs predicted (±1 labels)"`
+	SelectShare    float64 `param:"select_share" default:"0.3" min:"0.01" max:"0.9" doc:"fraction of the budget spent on the selection: the candidates' fits (4/5 of it, split evenly) and the exponential mechanism (1/5); the chosen configuration is refitted on the rest"`
+	SelectUsers    float64 `param:"select_users" default:"0.3" min:"0.05" max:"0.9" doc:"fraction of the users (a data-independent random draw) held out of the candidates' fits and used only to score them, as the final heads will be judged: on rows the representation never saw; the final fit uses every user"`
+	SelectScore    string  `param:"select_score" default:"squared" choices:"squared,accuracy" doc:"each user's leave-one-out validation score in [0, 1] on the rows its final head is fitted on (each row predicted by the head fitted on the user's other rows): squared = 1 − mean min(1, squared error); accuracy = fraction of signs predicted (±1 labels)"`
 }
 
 // selectConfig is the parsed selection.
@@ -29,12 +32,13 @@ type selectConfig struct {
 	ranks     []int
 	quantiles []float64
 	share     float64
+	users     float64 // fraction of the users that score (the others fit)
 	accuracy  bool
 }
 
 // selectFraction is the part of the selection share spent on the
 // exponential mechanism.
-const selectFraction = 0.1
+const selectFraction = 0.2
 
 // parse reads the candidate lists; it returns nil when no selection was
 // asked for. Every check uses public quantities only (d, the lists).
@@ -42,7 +46,7 @@ func (o *selectOptions) parse(d int, rank int, q float64, clipGiven bool) (*sele
 	if o.SelectRank == "none" && o.SelectQuantile == "none" {
 		return nil, nil
 	}
-	s := &selectConfig{share: o.SelectShare, accuracy: o.SelectScore == "accuracy", ranks: []int{rank}, quantiles: []float64{q}}
+	s := &selectConfig{share: o.SelectShare, users: o.SelectUsers, accuracy: o.SelectScore == "accuracy", ranks: []int{rank}, quantiles: []float64{q}}
 	if o.SelectRank != "none" {
 		s.ranks = nil
 		for _, f := range strings.Split(o.SelectRank, ",") {
@@ -90,22 +94,42 @@ func (s *selectConfig) candidates(c *fedrepConfig) []*fedrepConfig {
 
 // selection is what the selection produced, for the result.
 type selection struct {
-	chosen     *fedrepConfig
-	candidates []*fedrepConfig
-	rhoCands   float64
-	rhoSelect  float64
-	epsSelect  float64
+	nFit, nScore int // users that fit the candidates, users that score them
+	chosen       *fedrepConfig
+	candidates   []*fedrepConfig
+	rhoCands     float64
+	rhoSelect    float64
+	epsSelect    float64
+}
+
+// splitUsers draws, from the run's randomness (data independent), the
+// users that score the candidates (a fraction f of the n users, at least
+// one, and at least one left to fit) and the users that fit them.
+func splitUsers(run *sdk.Run, n int, f float64) (fit, score []int) {
+	nv := min(max(1, int(math.Round(f*float64(n)))), n-1)
+	perm := run.Rand.Split().Rand().Perm(n)
+	score, fit = perm[:nv], perm[nv:]
+	slices.Sort(score)
+	slices.Sort(fit)
+	return fit, score
 }
 
 // fitSelected runs the private selection and the final fit.
 func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedrepProblem) (*fedrepTrace, *fedrepConfig, *fedrepPlan, *selection, error) {
 	n := prob.lay.n()
+	if n < 2 {
+		return nil, nil, nil, nil, sdk.BadRequest("private selection needs at least 2 users (some fit the candidates, the others score them)")
+	}
+	fitIdx, scoreIdx := splitUsers(run, n, c.sel.users)
+	fitProb := &fedrepProblem{x: prob.x, y: prob.y, lay: prob.lay.subset(fitIdx), back: prob.back, loss: prob.loss}
+	scoreLay := prob.lay.subset(scoreIdx)
+	nFit, nScore := len(fitIdx), len(scoreIdx)
 	cands := c.sel.candidates(c)
 	K := len(cands)
 	candWeight := c.sel.share * (1 - selectFraction) / float64(K)
 	var shares []privacy.Share
 	for j, cc := range cands {
-		sh, err := fedrepShares(run, cc, n, fmt.Sprintf("candidate %d/", j+1), candWeight)
+		sh, err := fedrepShares(run, cc, nFit, fmt.Sprintf("candidate %d/", j+1), candWeight)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
@@ -119,11 +143,11 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 		return nil, nil, nil, nil, err
 	}
 	shares = append(shares, sh...)
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, shares...)
+	plan, err := sdk.NewPlan(run, planNoise(c.noise), shares...)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	sel := &selection{candidates: cands}
+	sel := &selection{candidates: cands, nFit: nFit, nScore: nScore}
 	scores := make([]float64, K)
 	for j, cc := range cands {
 		cp, err := fedrepBudgets(plan, cc, fmt.Sprintf("candidate %d/", j+1))
@@ -131,11 +155,12 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 			return nil, nil, nil, nil, err
 		}
 		sel.rhoCands += cp.init.Rho + cp.tune.Rho*float64(cp.tunes) + cp.round.Rho*float64(cc.iterations())
-		tr, err := privateFedRep(ctx, run, prob, cc, cp)
+		tr, err := privateFedRep(ctx, run, fitProb, cc, cp)
 		if err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("selection, candidate %d: %w", j+1, err)
 		}
-		eng := newFedrepEngine(prob.x, prob.y, prob.lay, cc.rank(), math.Inf(1), prob.loss)
+		eng := newFedrepEngine(prob.x, prob.y, scoreLay, cc.rank(), math.Inf(1), prob.loss)
+		eng.headAll = cc.split().headAll()
 		if scores[j], err = eng.validationScore(ctx, tr.uWork.RawMatrix().Data, c.sel.accuracy || prob.loss == lossLogistic); err != nil {
 			return nil, nil, nil, nil, err
 		}
@@ -144,11 +169,11 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	rel, err := run.Acct.Exponential(fmt.Sprintf("select: exponential mechanism over %d candidates' mean validation scores", K), 1/float64(n), b)
+	rel, err := run.Acct.Exponential(fmt.Sprintf("select: exponential mechanism over %d candidates' mean validation scores on %d scoring users", K, nScore), 1/float64(nScore), b)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	sel.rhoSelect, sel.epsSelect = b.Rho, 2*rel.Beta()/float64(n)
+	sel.rhoSelect, sel.epsSelect = b.Rho, 2*rel.Beta()/float64(nScore)
 	best := 0
 	err = rel.Sample(func(beta float64) error {
 		bestVal := math.Inf(-1)
@@ -189,11 +214,11 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 func (s *selection) addSelection(res *sdk.Result) {
 	res.AddScalar("selected_rank", float64(s.chosen.rank()), sdk.Public, "rank chosen by the private selection")
 	res.AddScalar("selected_clip_quantile", s.chosen.clipQ, sdk.Public, "clip quantile chosen by the private selection")
-	res.AddScalar("rho_selection", s.rhoCands+s.rhoSelect, sdk.Public, "zCDP cost of the selection: the candidates' fits and the exponential mechanism")
+	res.AddScalar("rho_selection", s.rhoCands+s.rhoSelect, sdk.Public, "cost of the selection in zCDP units (ρ): the candidates' fits and the exponential mechanism")
 	var names []string
 	for _, c := range s.candidates {
 		names = append(names, fmt.Sprintf("(rank %d, q %g)", c.rank(), c.clipQ))
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("private selection over %d candidates %s: each fitted with ρ = %.4g, scored on the users' local rows, one drawn by the exponential mechanism (ε = %.4g, sensitivity 1/n); chosen rank %d, clip quantile %g, refitted on the rest of the budget (DERIVATIONS.md §13)",
-		len(s.candidates), strings.Join(names, " "), s.rhoCands/float64(len(s.candidates)), s.epsSelect, s.chosen.rank(), s.chosen.clipQ))
+	res.Notes = append(res.Notes, fmt.Sprintf("private selection over %d candidates %s: each fitted on %d users with ρ = %.4g, scored on the other %d users (a data-independent random draw) by each user's leave-one-out validation on its own rows, one drawn by the exponential mechanism (ε = %.4g, sensitivity 1/%d); chosen rank %d, clip quantile %g, refitted on every user with the rest of the budget (DERIVATIONS.md §13)",
+		len(s.candidates), strings.Join(names, " "), s.nFit, s.rhoCands/float64(len(s.candidates)), s.nScore, s.epsSelect, s.nScore, s.chosen.rank(), s.chosen.clipQ))
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/noiseplan"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // Deflation is the iterative exponential mechanism of Amin et al. (2019):
@@ -33,11 +35,13 @@ func (Deflation) Info() sdk.Info {
 		Description: "For i = 1..k draws a unit vector u_i orthogonal to u_1..u_{i−1} with density ∝ exp(β_i uᵀAu), β_i = ε/(2k) " +
 			"(uᵀAu has sensitivity 1 under replace-one neighbours when rows have norm ≤ 1), with the exact rejection sampler; " +
 			"when k = d the last vector is the complement of the others, costs nothing, and the d − 1 draws get ε/(2(d−1)). " +
-			"Pure ε-DP by sequential composition; with an (ε, δ) grant the label follows the tightest composition of the k pure steps " +
-			"(zCDP composition may give a smaller ε at the grant's δ). The released H = Σ λ_i u_i u_iᵀ uses the public spectrum. " +
+			"Pure ε-DP by sequential composition under a pure grant; under an (ε, δ) grant noise=exact (the default) scales every draw's ε " +
+			"by the largest common factor the tightest valid accounting certifies (zCDP with the exponential mechanism's bounded range, " +
+			"or the privacy loss distribution), or keeps ε/k when that is tighter, and the guarantee states both the pure ε of the draws and the grant's (ε, δ). " +
+			"The released H = Σ λ_i u_i u_iᵀ uses the public spectrum; no eigenvalue is released, so there is no explained-variance ratio. " +
 			"The sampler is exact in real arithmetic and runs in float64. See DERIVATIONS.md §5.",
 		DataKind:   data.Rows,
-		Guarantee:  "ε-DP from the composition of k pure steps (pure sum, or zCDP at the grant's δ when tighter); exact sampler in real arithmetic, run in float64",
+		Guarantee:  "ε-DP from the composition of k pure steps (pure sum; under an (ε, δ) grant also the grant's (ε, δ) by the tightest accounting); exact sampler in real arithmetic, run in float64",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Options:    deflationOptions{},
 		References: []string{refAmin, refKGM, refMangoubi},
@@ -48,7 +52,7 @@ func (Deflation) Info() sdk.Info {
 func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[deflationOptions](run)
 	k, d := o.Rank.Value, run.Data.P()
-	plan, err := newPlan(run, privacy.NoisePure, &o.base,
+	plan, err := newPurePlan(run, o.Noise.Value, &o.base,
 		privacy.Share{Name: shareVectors, Weight: 1, Steps: amin.Draws(k, d), Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
@@ -57,7 +61,7 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := problemFor(ctx, run, plan, &o.base)
+	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +79,9 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	// composition can give a smaller ε at the grant's δ than the pure sum.
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr), "the target spectrum Λ is public", exactSamplerCaveat}}
 	addClippedRows(res, pr.clipped)
+	addNote(res, plan.Note(o.Noise.Value))
 	res.Notes = append(res.Notes, "orbit-deflation runs the same sampler as pca-amin (Amin et al., shared code in plugins/internal/amin) on A = Σ x̃x̃ᵀ/clip²; pca-amin is the maintained entry point (it also centres and releases eigenvalues) and orbit-deflation may be removed in a later release")
-	return withEvaluation(ctx, run, res, pr.eval)
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // shareVectors names deflation's share: one exponential step per sampled
@@ -132,10 +137,12 @@ func (Gauss) Info() sdk.Info {
 		Description: "Adds a symmetric Gaussian matrix E (entries on and above the diagonal i.i.d. N(0, σ²)) to A = Σ x̃x̃ᵀ/clip²; " +
 			"the upper triangle has ℓ2 sensitivity √2 under replace-one neighbours. Releases the top-k eigenvectors of A + E " +
 			"and the public spectrum, or with spectrum=private the top-k eigenvalues of A + E clamped at 0 (post-processing). " +
-			"σ is set from the zCDP budget (default), or classically (ε ≤ 1 only) or analytically (Balle & Wang 2018) from (ε, δ). " +
+			"σ is set by noise=exact (the default: with a numeric clip the exact Gaussian-DP curve of the grant, about 7 % less noise than zCDP at (1, 1e-6); " +
+			"with clip=auto the pure quantile step joins through the privacy loss distribution, which certifies no more than zCDP there), zcdp, or classically (ε ≤ 1 only) " +
+			"or analytically (Balle & Wang 2018) from (ε, δ). Outputs also explained_variance_ratio: the top-k eigenvalues of A + E over its trace (post-processing). " +
 			"A is rounded to the noise grid before the noise is added. See DERIVATIONS.md §6.",
 		DataKind:   data.Rows,
-		Guarantee:  "(ε, δ)-DP or ρ-zCDP (exact)",
+		Guarantee:  "(ε, δ)-DP (exact Gaussian composition, or the privacy loss distribution with clip=auto) or ρ-zCDP",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    gaussOptions{},
 		References: []string{refDTTZ, refMangoubi},
@@ -167,8 +174,9 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
 	addClippedRows(res, pr.clipped)
 	addNote(res, o.note)
+	addNote(res, noiseplan.GaussianNote(o.noise, run.Acct.Grant().Kind))
 	addNote(res, "orbit-gauss is the Analyze Gauss mechanism of pca-analyze-gauss (shared code in plugins/internal/analyzegauss) on A = Σ x̃x̃ᵀ/clip²; pca-analyze-gauss is the maintained entry point (it also centres and releases eigenvalues and the explained-variance ratio) and orbit-gauss may be removed in a later release")
-	return withEvaluation(ctx, run, res, pr.eval)
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // gaussOrbit is the Gaussian baseline (DERIVATIONS.md §6): A + E with A
@@ -180,7 +188,7 @@ func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem,
 	if err != nil {
 		return err
 	}
-	_, vals, vecs, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, pr.a, o.Rank.Value)
+	noisy, vals, vecs, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, pr.a, o.Rank.Value)
 	if err != nil {
 		return fmt.Errorf("orbit-gauss: %w", err)
 	}
@@ -193,6 +201,9 @@ func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem,
 	}
 	addCommonOutputs(res, pr, vecs, lambda, sdk.Public)
 	res.AddScalar("sigma", rel.Scale(), sdk.Public, "noise standard deviation of each entry of E")
+	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(noisy, vals)); ok {
+		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "top-k eigenvalues of A + E over its trace (negative values counted as 0): a private estimate of the share of the clipped rows' second moment each component explains (post-processing)")
+	}
 	return nil
 }
 
@@ -249,5 +260,5 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	pr := &problem{a: a, gamma: gamma, clip: c, eval: o.Evaluate.Value}
 	addCommonOutputs(res, pr, mat.DenseCopyOf(vecs.Slice(0, d, 0, k)), lambda, sdk.Evaluation)
 	res.Guarantee = privacy.Guarantee{Kind: privacy.None}
-	return withEvaluation(ctx, run, res, pr.eval)
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }

@@ -33,9 +33,12 @@ func TestSDKConformance(t *testing.T) {
 		"orbit-deflation": {
 			{Name: "k = 3", Data: ds, Params: rank("3"), Grant: pure(1)},
 			{Name: "k = d, (ε, δ) grant", Data: ds, Params: rank("8"), Grant: approx},
+			{Name: "k = 3, noise=zcdp", Data: ds, Params: rank("3", "noise", "zcdp"), Grant: approx},
+			{Name: "k = 3, noise=pure", Data: ds, Params: rank("3", "noise", "pure"), Grant: approx},
 		},
 		"orbit-gauss": {
-			{Name: "zcdp", Data: ds, Params: rank("2"), Grant: approx},
+			{Name: "exact (default)", Data: ds, Params: rank("2"), Grant: approx},
+			{Name: "zcdp", Data: ds, Params: rank("2", "noise", "zcdp"), Grant: approx},
 			{Name: "analytic, private spectrum", Data: ds, Params: rank("2", "noise", "analytic", "spectrum", "private"), Grant: approx},
 			{Name: "rank above d", Data: ds, Params: rank("9"), Grant: approx, Refuse: "rank 9"},
 		},

@@ -14,6 +14,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/bingham"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // Calibrations of the exponential mechanism's inverse temperature β
@@ -179,7 +180,9 @@ func (EM) Info() sdk.Info {
 			"(Mangoubi et al. Lemma 6.1), so β = ε/(2λ_1) gives ε-DP with an exact sampler. For k = 1 the draw is exact " +
 			"in real arithmetic (angular central Gaussian rejection, Kent et al. 2018; run in float64): pure ε-DP. For k > 1 a Givens–Gibbs sampler with exact " +
 			"von Mises pair updates runs a fixed number of sweeps: its stationary law is the mechanism, but the finite run is " +
-			"not certified, so the result is labelled nominal ε-DP. See DERIVATIONS.md §4.1 and §7.",
+			"not certified, so the result is labelled nominal ε-DP. Under an (ε, δ) grant noise=exact (the default) gives the draw (and clip=auto's quantile) " +
+			"the largest ε the tightest valid accounting certifies for the grant, never less than the pure split. No eigenvalue is released, " +
+			"so there is no explained-variance ratio. See DERIVATIONS.md §4.1 and §7.",
 		DataKind:   data.Rows,
 		Guarantee:  "pure ε-DP for k = 1 (exact sampler in real arithmetic, run in float64); nominal ε-DP, sampler not certified, for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
@@ -191,11 +194,11 @@ func (EM) Info() sdk.Info {
 // Fit implements sdk.Estimator: bind → plan → Algorithm 1.
 func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[emOptions](run)
-	plan, err := newPlan(run, privacy.NoisePure, &o.base, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
+	plan, err := newPurePlan(run, o.Noise.Value, &o.base, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := problemFor(ctx, run, plan, &o.base)
+	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +215,8 @@ func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		res.Notes = append(res.Notes, "sensitivity=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
 	}
 	addNote(res, o.note)
-	return withEvaluation(ctx, run, res, pr.eval)
+	addNote(res, plan.Note(o.Noise.Value))
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // orbitEM is Algorithm 1 (DERIVATIONS.md §4.1): declare the exponential
@@ -255,7 +259,10 @@ func (RankK) Info() sdk.Info {
 			"the orbit exponential mechanism with that noisy spectrum, whose inverse temperature uses the NOISY λ̃_1 (the paper's " +
 			"printed λ_1 is private; see DERIVATIONS.md §4.2). Output H = U diag(λ̃) Uᵀ. ε-DP by composition of two pure steps when k = 1 " +
 			"(exact sampler in real arithmetic, run in float64); for k > 1 " +
-			"the Givens–Gibbs step makes the guarantee nominal (sampler not certified).",
+			"the Givens–Gibbs step makes the guarantee nominal (sampler not certified). For k ≥ 2 the Laplace release also carries the sum of the " +
+			"other d − k eigenvalues (same sensitivity 2, no extra budget), from which explained_variance_ratio follows by post-processing; for k = 1 " +
+			"that sum would double the noise, so no ratio is released. Under an (ε, δ) grant noise=exact (the default) scales both steps' ε by the " +
+			"largest common factor the tightest valid accounting certifies, never below the pure split.",
 		DataKind:   data.Rows,
 		Guarantee:  "ε-DP for k = 1 (composition of two pure steps; exact sampler in real arithmetic, run in float64); nominal ε-DP (sampler not certified) for k > 1",
 		Grants:     []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
@@ -267,23 +274,24 @@ func (RankK) Info() sdk.Info {
 // Fit implements sdk.Estimator: bind → plan → Algorithm 2.
 func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[rankKOptions](run)
-	plan, err := newPlan(run, privacy.NoisePure, &o.base,
+	plan, err := newPurePlan(run, o.Noise.Value, &o.base,
 		privacy.Share{Name: shareSpectrum, Weight: 0.5, Mechanism: privacy.MechLaplace},
 		privacy.Share{Name: shareFrame, Weight: 0.5, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := problemFor(ctx, run, plan, &o.base)
+	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
 	res := &sdk.Result{}
 	addClippedRows(res, pr.clipped)
-	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan, &o.emSampling); err != nil {
+	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan.Plan, &o.emSampling); err != nil {
 		return nil, err
 	}
 	addNote(res, o.note)
-	return withEvaluation(ctx, run, res, pr.eval)
+	addNote(res, plan.Note(o.Noise.Value))
+	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
 // rankKApproximation is Algorithm 2 (DERIVATIONS.md §4.2): a Laplace
@@ -294,9 +302,15 @@ func rankKApproximation(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *
 	if err != nil {
 		return err
 	}
-	lambda, err := NoisySpectrum(run.Acct, run.Rand, pr.gamma, k, bs)
+	lambda, rest, tail, err := noisySpectrum(run.Acct, run.Rand, pr.gamma, k, bs)
 	if err != nil {
 		return err
+	}
+	if tail {
+		res.AddScalar("eigenvalue_tail", rest, sdk.Public, "the sum of the other d − k eigenvalues of A plus Laplace noise, released with the top-k eigenvalues at the same sensitivity and ε")
+		if evr, ok := pcaeval.ExplainedRatio(lambda, rest); ok {
+			res.AddSeries("explained_variance_ratio", evr, sdk.Public, "λ̃_k / (Σ_j λ̃_j + max(tail, 0)): a private estimate of the share of the clipped rows' second moment each component explains, from the released eigenvalues and tail (post-processing)")
+		}
 	}
 	if lambda[0] == 0 {
 		// Nothing left to place: H = 0, released without spending the
@@ -338,19 +352,41 @@ func addNote(res *sdk.Result, note string) {
 // 1 for k = 1, 2 otherwise), then sorts them decreasingly and clamps them
 // at 0.
 func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, error) {
-	rel, err := acct.Laplace("top-k eigenvalues (Laplace)", SpectrumSensitivity(k), k, b)
-	if err != nil {
-		return nil, err
-	}
+	l, _, _, err := noisySpectrum(acct, rnd, gamma, k, b)
+	return l, err
+}
+
+// noisySpectrum is NoisySpectrum whose release, when 2 ≤ k < d (d =
+// len(gamma), the whole spectrum of A), also carries the sum of the other
+// d − k eigenvalues at the same sensitivity 2 (their changes under a
+// neighbour have the same sign as the rest: DERIVATIONS.md §3); it returns
+// that noisy tail and whether it was released.
+func noisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, float64, bool, error) {
 	out := slices.Clone(gamma[:k])
+	tail := k >= 2 && k < len(gamma)
+	if tail {
+		var rest float64
+		for _, g := range gamma[k:] {
+			rest += math.Max(g, 0)
+		}
+		out = append(out, rest)
+	}
+	rel, err := acct.Laplace("top-k eigenvalues (Laplace)", SpectrumSensitivity(k), len(out), b)
+	if err != nil {
+		return nil, 0, false, err
+	}
 	if err := rel.Add(rnd, out); err != nil {
-		return nil, err
+		return nil, 0, false, err
+	}
+	var rest float64
+	if tail {
+		rest, out = out[k], out[:k]
 	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(out)))
 	for i := range out {
 		out[i] = math.Max(out[i], 0)
 	}
-	return out, nil
+	return out, rest, tail, nil
 }
 
 // SpectrumSensitivity is the replace-one ℓ1 sensitivity of the top-k

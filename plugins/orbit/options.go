@@ -35,6 +35,13 @@ func (b *base) checkRank(s sdk.Shape) error {
 	return nil
 }
 
+// pureNoise is the noise option of the pure estimators (orbit-em,
+// orbit-rank-k, orbit-deflation): how ε is split among their pure steps
+// (plugins/internal/noiseplan).
+type pureNoise struct {
+	sdk.Noise `choices:"exact,pure,zcdp" default:"exact" doc:"how ε is split among the pure steps: exact (the default): under an (ε, δ) grant, each step's share of the pure split scaled up by the largest common factor the tightest valid accounting certifies (zCDP, where an exponential-mechanism draw costs ε²/8, or the privacy loss distribution), or the pure split itself when that is tighter (few steps at small ε); under a pure grant, the pure split. pure: basic composition (δ unused). zcdp: the pure split's proportions scaled to the grant's zCDP budget (comparison)"`
+}
+
 // emSampling holds the exponential-mechanism parameters of orbit-em and
 // orbit-rank-k.
 type emSampling struct {
@@ -42,6 +49,7 @@ type emSampling struct {
 	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,exact,paper,add-remove" doc:"DEPRECATED (one release): the old name of sensitivity= (exact = worst-case); sensitivity means: use sensitivity="`
 	Sampler         string `param:"sampler" default:"auto" choices:"auto,gibbs" doc:"auto: exact rejection sampler for k = 1, Givens–Gibbs for k > 1; gibbs: Givens–Gibbs always (a cross-check)"`
 	sdk.Iterations  `default:"100" max:"1000000" doc:"Givens–Gibbs sweeps for k > 1 (fixed in advance, data-independent; every sweep updates each pair of columns with distinct target eigenvalues once)"`
+	pureNoise
 
 	cal  string // resolved calibration: CalibExact, CalibPaper or CalibAddRemove
 	note string // deprecation note, if calibration= was used
@@ -109,6 +117,7 @@ func (o *rankKOptions) Check(s sdk.Shape) error {
 type deflationOptions struct {
 	base
 	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"`
+	pureNoise
 
 	lambda []float64
 }
@@ -127,7 +136,7 @@ func (o *deflationOptions) Check(s sdk.Shape) error {
 type gaussOptions struct {
 	base
 	Spectrum    string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
-	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"σ of E: exact = the tightest composition the accountant certifies; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget (default); classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
+	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"σ of E: exact (the default) = √2/μ with μ from the grant's exact Gaussian-DP (ε, δ) curve when the clip is a number (about 7 % less noise than zcdp at (1, 1e-6)); with clip=auto the pure quantile step is composed in by the privacy loss distribution, which certifies no more than zcdp there; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 
 	private bool
@@ -150,7 +159,7 @@ func (o *gaussOptions) Check(s sdk.Shape) error {
 	}
 	o.noise = o.Noise.Value
 	if o.Calibration != noiseUnset {
-		if o.Noise.Value != privacy.NoiseZCDP && o.Noise.Value != o.Calibration {
+		if o.Noise.Value != privacy.NoiseExact && o.Noise.Value != o.Calibration {
 			return fmt.Errorf("calibration=%s contradicts noise=%s (calibration is the deprecated name of noise: give only noise)", o.Calibration, o.Noise.Value)
 		}
 		o.noise = o.Calibration

@@ -43,6 +43,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/noiseplan"
 )
 
 // Version is the version of every estimator in this plugin.
@@ -244,19 +245,36 @@ func newProblem(ctx context.Context, run *sdk.Run, clip float64) (*problem, erro
 // newPlan is sdk.NewPlan with, under clip=auto, a first share clip_share
 // for the private norm quantile (the other weights scaled to the rest).
 func newPlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*privacy.Plan, error) {
-	if o.Options.Auto() {
-		for i := range shares {
-			shares[i].Weight *= 1 - o.ClipShare
-		}
-		shares = append([]privacy.Share{{Name: rowclip.ShareName, Weight: o.ClipShare, Mechanism: privacy.MechExponential}}, shares...)
+	return sdk.NewPlan(run, noise, withClipShare(o, shares)...)
+}
+
+// newPurePlan is newPlan for the pure estimators: the shares (fractions of
+// ε) planned by noiseplan under the noise option.
+func newPurePlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*noiseplan.Plan, error) {
+	return noiseplan.New(run, noise, withClipShare(o, shares)...)
+}
+
+// withClipShare prepends, under clip=auto, the share clip_share of the
+// private norm quantile and scales the other weights to the rest.
+func withClipShare(o *base, shares []privacy.Share) []privacy.Share {
+	if !o.Options.Auto() {
+		return shares
 	}
-	return sdk.NewPlan(run, noise, shares...)
+	out := []privacy.Share{{Name: rowclip.ShareName, Weight: o.ClipShare, Mechanism: privacy.MechExponential}}
+	for _, s := range shares {
+		s.Weight *= 1 - o.ClipShare
+		out = append(out, s)
+	}
+	return out
 }
 
 // problemFor is newProblem at the options' clip: the given one, or under
 // clip=auto a private clip_quantile-quantile of the row norms released
 // first from the plan's clip share (plugins/pca/DERIVATIONS.md §6).
 func problemFor(ctx context.Context, run *sdk.Run, plan *privacy.Plan, o *base) (*problem, error) {
+	if run.Data != nil && run.Data.Stats != nil {
+		return problemFromStats(run, o) // stats.go: A from a pipeline's statistics
+	}
 	c := o.Options.Value()
 	if o.Options.Auto() {
 		if run.Data == nil || run.Data.X == nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/bingham"
+	"github.com/dplr/dplr/plugins/internal/noiseplan"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // Amin is the iterative eigenvector sampling method of Amin, Dick, Kulesza,
@@ -49,9 +51,20 @@ Kent–Ganeiber–Mardia rejection in float64), one after the other.
 Defaults as in pca-analyze-gauss: clip=auto (a private median of the row norms, clip_share of
 the budget, released as output clip), center=private optional (a Laplace mean, released as output
 mean). Budget: eigenvalue_share of ε (after the clip and mean shares) for the eigenvalues, the rest
-split evenly over the r eigenvectors. Derivations: DERIVATIONS.md §3, §5, §6.`,
+split evenly over the r eigenvectors. With a pure grant every step gets exactly that share of ε
+(pure ε-DP). With an (ε, δ) grant, noise=exact (the default) scales every step's share by the
+largest common factor the tightest valid accounting certifies (about 1.3 at rank 10, ε = 1,
+δ = 1e-6, public clip),
+or keeps the pure split when nothing better is certified (rank 1–2 at ε ≤ 1); the result's
+guarantee then states the pure ε of the steps and the (ε, δ) it meets.
+
+Outputs: U; with eigenvalue_share > 0 the Laplace eigenvalues and, for 2 ≤ r, the
+explained_variance_ratio estimated from them and from the sum of the remaining eigenvalues,
+released in the same Laplace step at no extra cost (for r = 1 that sum would double the
+eigenvalue's noise, so rank 1 releases no ratio; with eigenvalue_share = 0 no eigenvalue and no
+ratio is released). Derivations: DERIVATIONS.md §3, §5, §6.`,
 		DataKind:  data.Rows,
-		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row); rows clipped to the clip (public, or a private quantile with clip=auto); exact sampler in real arithmetic, run in float64",
+		Guarantee: "pure ε-DP against worst-case neighbours (one row replaced by any row), and under an (ε, δ) grant with noise=exact the grant's (ε, δ) by the tightest accounting of the same pure steps; rows clipped to the clip (public, or a private quantile with clip=auto); exact sampler in real arithmetic, run in float64",
 		Grants:    []privacy.GrantKind{privacy.GrantPure, privacy.GrantApprox},
 		Options:   aminOptions{},
 		References: []string{
@@ -73,10 +86,11 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	pre, err := preprocess(ctx, run, plan.Plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
 	if err != nil {
 		return nil, err
 	}
+	x = pre.x // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
 	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
 	if err != nil {
@@ -86,27 +100,31 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := aminCovariance(ctx, run, plan, sh, n, pre.clip, o)
+	res, err := aminCovariance(ctx, run, plan.Plan, sh, n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
 	pre.report(res)
+	res.Notes = append(res.Notes, plan.Note(o.Noise.Value))
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// aminPlan splits a pure (or the ε of an (ε, δ)) grant: mean_share for the
+// aminPlan splits the grant, in fractions of ε: clip_share for the private
+// clip quantiles (and feature_scale's quantiles), mean_share for the
 // optional Laplace mean, then eigenvalue_share of the rest for the
-// eigenvalues and the remainder evenly over the sampled eigenvectors
-// (r of them, p − 1 when r = p).
-func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.Plan, error) {
-	shares, rest := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+// eigenvalues and the remainder evenly over the sampled eigenvectors (r of
+// them, p − 1 when r = p). Under an (ε, δ) grant noise=exact scales every
+// step's ε by the largest common factor the tightest valid accounting
+// certifies (noiseplan).
+func aminPlan(run *sdk.Run, o *aminOptions, p int) (*noiseplan.Plan, error) {
+	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
 	}
 	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
-	return sdk.NewPlan(run, privacy.NoisePure, shares...)
+	return noiseplan.New(run, o.Noise.Value, shares...)
 }
 
 // privateMeanLaplace releases the mean of the rows clipped to c with the
@@ -134,23 +152,10 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	res := &sdk.Result{}
 	var noisyVals []float64
 	if o.valueShare() > 0 {
-		b, err := plan.Budget(shareValues)
-		if err != nil {
+		var err error
+		if noisyVals, err = aminEigenvalues(ctx, run, plan, res, sh, n, clip, r); err != nil {
 			return nil, err
 		}
-		vals, _, err := topEigen(ctx, run.Backend, sh, r)
-		if err != nil {
-			return nil, err
-		}
-		rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), r, b)
-		if err != nil {
-			return nil, err
-		}
-		noisyVals = append([]float64(nil), vals...)
-		if err := rel.Add(run.Rand, noisyVals); err != nil {
-			return nil, err
-		}
-		res.AddScalar("laplace_scale", rel.Scale(), sdk.Public, "Laplace scale of the eigenvalue noise")
 	}
 	bv, err := plan.Budget(shareVectors)
 	if err != nil {
@@ -167,7 +172,7 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 			res.AddMatrix("Sigma", lowRank(u, mat.NewDiagDense(r, noisyVals), 0), sdk.Public, "Σ_k λ̃_k u_k u_kᵀ (p×p, rank r)")
 		}
 	}
-	res.AddScalar("epsilon_per_vector", bv.Epsilon, sdk.Public, "ε spent on each sampled eigenvector")
+	res.AddScalar("epsilon_per_vector", noiseplan.StepEpsilon(bv, privacy.MechExponential), sdk.Public, "ε spent on each sampled eigenvector (its pure ε)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")
 	res.Guarantee = privacy.Guarantee{
 		Neighbours:  "one row replaced by an arbitrary row",
@@ -175,6 +180,61 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	}
 	return res, nil
 }
+
+// aminEigenvalues is the eigenvalue step (DERIVATIONS.md §3.2): the top-r
+// eigenvalues of Σ̂_γ plus Laplace noise, and, when 2 ≤ r < p, in the same
+// release at the same sensitivity and ε, the sum of the other p − r
+// eigenvalues (tr Σ̂_γ minus the top r), from which the explained-variance
+// ratios follow by post-processing. It adds the outputs laplace_scale,
+// eigenvalue_tail and explained_variance_ratio to res and returns the
+// noisy top-r eigenvalues.
+func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, sh *mat.SymDense, n int, clip float64, r int) ([]float64, error) {
+	p := sh.SymmetricDim()
+	b, err := plan.Budget(shareValues)
+	if err != nil {
+		return nil, err
+	}
+	vals, _, err := topEigen(ctx, run.Backend, sh, r)
+	if err != nil {
+		return nil, err
+	}
+	tail := withTail(r, p)
+	out := append([]float64(nil), vals...)
+	if tail {
+		rest := mat.Trace(sh)
+		for _, v := range vals {
+			rest -= v
+		}
+		out = append(out, math.Max(rest, 0))
+	}
+	rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), len(out), b)
+	if err != nil {
+		return nil, err
+	}
+	if err := rel.Add(run.Rand, out); err != nil {
+		return nil, err
+	}
+	res.AddScalar("laplace_scale", rel.Scale(), sdk.Public, "Laplace scale of the eigenvalue noise")
+	noisy := out[:r]
+	switch {
+	case tail:
+		res.AddScalar("eigenvalue_tail", out[r], sdk.Public, "the sum of the other p − r eigenvalues of Σ̂_γ (its trace minus the top r) plus Laplace noise, released with the eigenvalues at the same sensitivity and ε")
+		if evr, ok := pcaeval.ExplainedRatio(noisy, out[r]); ok {
+			res.AddSeries("explained_variance_ratio", evr, sdk.Public, "max(λ̃_k, 0) / (Σ_j max(λ̃_j, 0) + max(tail, 0)): a private estimate of the share of the (clipped) variance each component explains, from the released eigenvalues and tail (post-processing)")
+		}
+	case r == p:
+		if evr, ok := pcaeval.ExplainedRatio(noisy, 0); ok {
+			res.AddSeries("explained_variance_ratio", evr, sdk.Public, "max(λ̃_k, 0) / Σ_j max(λ̃_j, 0) over all p released eigenvalues: a private estimate of each component's share of the (clipped) variance (post-processing)")
+		}
+	}
+	return noisy, nil
+}
+
+// withTail reports whether the eigenvalue release also carries the sum of
+// the other eigenvalues: for 2 ≤ r < p, where it leaves the ℓ1
+// sensitivity 2γ²/n unchanged (for r = 1 it would double it; for r = p
+// there is no tail).
+func withTail(r, p int) bool { return r >= 2 && r < p }
 
 // IterativeEigenvectors draws r orthonormal vectors by Amin et al.'s
 // iterative exponential mechanism on the symmetric p×p matrix c (the shared
@@ -196,7 +256,9 @@ func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r
 // eigenvalues of Σ̂_γ = Σ x_ix_iᵀ/n with rows of norm ≤ γ: 2γ²/n, or γ²/n
 // for r = 1 (removing a row lowers every eigenvalue, by a total of at most
 // γ²/n; adding one raises them, by a total of at most γ²/n; a single
-// eigenvalue therefore moves by at most γ²/n). See DERIVATIONS.md §3.
+// eigenvalue therefore moves by at most γ²/n). For r ≥ 2 the bound also
+// covers the vector extended by the sum of the other eigenvalues, whose
+// changes have the same sign as the rest. See DERIVATIONS.md §3.
 func EigenvalueSensitivity(clip float64, n, r int) float64 {
 	s := clip * clip / float64(n)
 	if r == 1 {

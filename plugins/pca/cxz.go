@@ -35,15 +35,23 @@ func (CXZ) Info() sdk.Info {
 		Summary: "Cai–Xia–Zha optimal DP PCA and spiked covariance estimation (privacy w.h.p. over spiked-model data)",
 		Description: `In plain words: a PCA whose noise is calibrated to a statistical model of the data, not
 to the worst case. It is private ONLY if your rows really are independent draws from a spiked
-Gaussian model (a few strong directions with variances σ² + λ_k over isotropic noise σ²) and you
-know σ² and lower bounds for λ without looking at the data. Real data (images, tables) do not
-satisfy this, and overstating λ silently shrinks the noise while the ledger records a normal run:
-for real data use pca-analyze-gauss (worst-case guarantee, no model parameters to invent). dplr
-offers no private estimate of σ² and λ yet.
+Gaussian model (a few strong directions with variances σ² + λ_k over isotropic noise σ²). Real
+data (images, tables) do not satisfy this: for real data use pca-analyze-gauss (worst-case
+guarantee, no model parameters).
+
+You need not invent σ² and λ: by default (sigma2 unset, lambda=auto) estimate_share (20 %) of the
+budget buys a private estimate of them (worst-case DP steps on clipped rows: the trace and the
+spectrum of the clipped second moment), and the noise is calibrated to conservative confidence
+bounds (σ² from above, λ from below), all released (sigma2_estimate, sigma2_upper,
+lambda_estimate, lambda_lower, lambda_upper). Those bounds are valid only for spiked-model data;
+the failure probability of the bounds is added to β. If you give lambda yourself, give clip too
+(a public row-norm bound; rows are clipped to it): a lambda that such rows cannot have (spikes
+summing to clip² or more) is refused before any spend. Without clip a given lambda cannot be
+checked, and overstating it silently shrinks the noise: the result then carries a warning.
 
 Algorithm 1 of Cai, Xia and Zha. Stage 1 adds a symmetric Gaussian matrix to the
-p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n, no centring or
-clipping) and returns the top-r algebraic eigenvectors Ũ. Stage 2 adds a symmetric r×r
+p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n; centred only with
+center=private, clipped only with clip) and returns the top-r algebraic eigenvectors Ũ. Stage 2 adds a symmetric r×r
 Gaussian matrix to Ũᵀ(Σ̂ − σ²I)Ũ, giving Λ̃; the covariance estimate is Σ̃ = ŨΛ̃Ũᵀ + σ²I.
 
 The sensitivities are small only because the data are assumed to come from the spiked
@@ -60,7 +68,7 @@ davis-kahan (ablation: the Davis–Kahan projector sensitivity the paper improve
 The default budget accounting composes the steps in zCDP from the grant; split sets the
 share of stage 1.`,
 		DataKind:  data.Rows,
-		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r, σ², λ public; neighbours replace one row by an independent model draw",
+		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r public and σ², λ public or privately estimated bounds; neighbours replace one row by an independent model draw",
 		// (ε, δ) grants (the steps are composed in zCDP inside the grant by
 		// default) and ρ grants (the model guarantee then states ρ, and β
 		// defaults to 1e-6 since there is no δ to borrow). No pure grant: the
@@ -90,23 +98,42 @@ type cxzConfig struct {
 	center      bool
 	meanClip    float64
 	meanShare   float64
+
+	r                    int     // the rank
+	sub                  float64 // σ² subtracted in stage 2 (given, or the point estimate)
+	clip                 float64 // public row-norm clip (0: none)
+	estimate             bool    // σ² or λ is estimated privately (DERIVATIONS.md §9)
+	estSigma2, estLambda bool    // which of them
+	estShare             float64 // estimate_share
+	betaEst              float64 // failure probability of the estimated bounds
+	est                  *modelEstimate
 }
 
-// plan splits the grant into the steps [mean], stage 1, [stage 2].
+// plan splits the grant into the steps [mean], [model estimate], stage 1,
+// [stage 2].
 func (c *cxzConfig) plan(run *sdk.Run) (*privacy.Plan, error) {
+	return sdk.NewPlan(run, c.gauss, c.shares()...)
+}
+
+// shares lists the plan's shares (plan and the pre-flight declaration
+// build on the same list).
+func (c *cxzConfig) shares() []privacy.Share {
 	rest := 1.0
 	var shares []privacy.Share
 	if c.center {
 		shares = append(shares, privacy.Share{Name: shareMean, Weight: c.meanShare, Mechanism: privacy.MechGaussian})
 		rest -= c.meanShare
 	}
+	est, w := c.estimateShares(rest)
+	shares = append(shares, est...)
+	rest -= w
 	if c.pcaOnly {
 		shares = append(shares, privacy.Share{Name: shareStage1, Weight: rest, Mechanism: privacy.MechGaussian})
 	} else {
 		shares = append(shares, privacy.Share{Name: shareStage1, Weight: rest * c.split, Mechanism: privacy.MechGaussian},
 			privacy.Share{Name: shareStage2, Weight: rest * (1 - c.split), Mechanism: privacy.MechGaussian})
 	}
-	return sdk.NewPlan(run, c.gauss, shares...)
+	return shares
 }
 
 // sensitivities returns Δ1, Δ2 and the per-bound failure probability.
@@ -187,16 +214,24 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 // x is nil).
 func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
 	cfg := o.config(run.Acct.Grant(), n, p)
-	if x == nil && (cfg.center || cfg.guarded) {
-		return nil, fmt.Errorf("center=private and guarded need the data rows")
+	if x == nil && (cfg.center || cfg.guarded || cfg.estimate) {
+		return nil, fmt.Errorf("center=private, guarded and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
 	}
-	d1, d2, betaEach, err := cfg.sensitivities()
-	if err != nil {
-		return nil, err
+	var d1, d2, betaEach float64
+	var err error
+	if !cfg.estimate { // refuse an unusable calibration before any step
+		if d1, d2, betaEach, err = cfg.sensitivities(); err != nil {
+			return nil, err
+		}
 	}
 	plan, err := cfg.plan(run)
 	if err != nil {
 		return nil, err
+	}
+	if x != nil {
+		if err := checkFinite(x); err != nil { // an input error, before any step
+			return nil, err
+		}
 	}
 	var mu []float64
 	if cfg.center {
@@ -205,9 +240,20 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 			return nil, err
 		}
 	}
+	if cfg.estimate {
+		if cfg.est, err = estimateModel(ctx, run, plan, cfg, x, mu); err != nil {
+			return nil, err
+		}
+		if err := cfg.est.apply(cfg); err != nil {
+			return nil, err
+		}
+		if d1, d2, betaEach, err = cfg.sensitivities(); err != nil {
+			return nil, err
+		}
+	}
 	if sh == nil {
 		run.Progress("gram", 0, 1)
-		if sh, _, err = Gram(ctx, run.Backend, x, mu, 0); err != nil {
+		if sh, _, err = Gram(ctx, run.Backend, x, mu, cfg.clip); err != nil {
 			return nil, err
 		}
 		run.Progress("gram", 1, 1)
@@ -219,7 +265,13 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 	if err != nil {
 		return nil, err
 	}
-	res.Notes = append(res.Notes, o.notes...)
+	if cfg.est != nil {
+		cfg.est.report(res, cfg)
+	}
+	if cfg.clip > 0 {
+		res.AddScalar("clip", cfg.clip, sdk.Public, "row-norm bound used (given by the user)")
+	}
+	res.Notes = append(append([]string(nil), o.notes...), res.Notes...)
 	for _, note := range res.Notes {
 		run.Logf("%s", note)
 	}
@@ -231,7 +283,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 // releases Λ̃ = Ũᵀ(Σ̂ − σ²I)Ũ + E; the outputs are post-processing.
 func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, x *mat.Dense, mu []float64, sh *mat.SymDense, d1, d2, betaEach float64) (*sdk.Result, error) {
 	res := &sdk.Result{}
-	ut, err := cxzStage1(ctx, run, plan, res, sh, cfg.model.r(), d1)
+	ut, err := cxzStage1(ctx, run, plan, res, sh, cfg.r, d1)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +346,7 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 		for j := i; j < r; j++ {
 			v := 0.5 * (comp.At(i, j) + comp.At(j, i))
 			if i == j {
-				v -= cfg.model.Sigma2
+				v -= cfg.sub
 			}
 			lt.SetSym(i, j, v)
 		}
@@ -335,6 +387,11 @@ func compressed(ctx context.Context, run *sdk.Run, x *mat.Dense, mu []float64, s
 		return out, 0, 0, nil
 	}
 	tau := RowNormBound(cfg.model, betaEach)
+	if cfg.clip > 0 {
+		// The rows were already clipped to clip: the guard's bound is the
+		// smaller of the two (Δ2 keeps τ, which is then conservative).
+		tau = math.Min(tau, cfg.clip*cfg.clip)
+	}
 	n, _ := x.Dims()
 	xu := mat.NewDense(n, r, nil)
 	if err := run.Backend.Mul(xu, x, false, ut, false); err != nil {
@@ -365,6 +422,13 @@ func compressed(ctx context.Context, run *sdk.Run, x *mat.Dense, mu []float64, s
 			for k := range yr {
 				yr[k] -= muU[k]
 			}
+		}
+		if c := cfg.clip; c > 0 && s > c*c { // the rows' clip, then the guard's
+			f := c / math.Sqrt(s)
+			for k := range yr {
+				yr[k] *= f
+			}
+			s = c * c
 		}
 		if s > tau {
 			nClip++
@@ -427,13 +491,13 @@ func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt
 	}
 	ev := make([]float64, r)
 	for j := range ev {
-		ev[j] = dvals[j] + cfg.model.Sigma2
+		ev[j] = dvals[j] + cfg.sub
 	}
 	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors Ũ (p×r, orthonormal)")
 	res.AddMatrix("Lambda", lam, sdk.Public, "Λ̃ = Ũᵀ(Σ̂ − σ²I)Ũ + E (r×r, symmetric)")
 	res.AddSeries("eigenvalues", ev, sdk.Public, "top-r eigenvalues of Σ̃ (eigenvalues of Λ̃ plus σ²), descending")
 	if cfg.outSigma {
-		res.AddMatrix("Sigma", lowRank(u, lam, cfg.model.Sigma2), sdk.Public, "Σ̃ = ŨΛ̃Ũᵀ + σ²I (p×p)")
+		res.AddMatrix("Sigma", lowRank(u, lam, cfg.sub), sdk.Public, "Σ̃ = ŨΛ̃Ũᵀ + σ²I (p×p)")
 	}
 	return nil
 }
@@ -476,6 +540,14 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 	}
 	if cfg.guarded {
 		g.Assumptions = append(g.Assumptions, "stage 2 is worst-case DP (rows clipped to ‖x‖² ≤ τ); stage 1 remains model-based")
+	}
+	if cfg.clip > 0 {
+		g.Assumptions = append(g.Assumptions, fmt.Sprintf("rows clipped to the public norm %.6g in every step (the model analysis assumes the clip shortens no row)", cfg.clip))
+	}
+	if cfg.estimate {
+		g.Beta += cfg.betaEst
+	} else if cfg.clip == 0 {
+		g.Assumptions = append(g.Assumptions, "σ² and λ were given by the user and could not be checked against any public bound (no clip): if they overstate the data's spikes, the noise is too small and this guarantee does not hold")
 	}
 	if cfg.center {
 		g.Assumptions = append(g.Assumptions, fmt.Sprintf("centred with a private mean (rows clipped to norm %.4g, worst-case DP step); the spiked-model sensitivities ignore the error of that mean", cfg.meanClip))

@@ -81,7 +81,7 @@ func TestCXZEigenNoiseLaw(t *testing.T) {
 	var diag, off []float64
 	var sd, sdProj float64
 	for seed := uint64(0); seed < 300; seed++ {
-		res, _ := fit(t, CXZ{}, g, with(unitParams, "beta", "0.01"), approx(8, 1e-5), seed)
+		res, _ := fit(t, CXZ{}, g, with(unitParams, "beta", "0.01", "noise", "zcdp"), approx(8, 1e-5), seed)
 		u, lam := matrix(t, res, "U"), matrix(t, res, "Lambda")
 		sd = scalar(t, res, "noise_sd_eigen")
 		sdProj = scalar(t, res, "noise_sd_projector")
@@ -443,7 +443,7 @@ func TestCXZConditionWarnings(t *testing.T) {
 // P10: the same seed gives bit-identical outputs; ledger and the private mean.
 func TestCXZDeterminismAndLedger(t *testing.T) {
 	g := spiked(t, 5000, 30, 2, "24,20", "gaussian", 15)
-	raw := with(unitParams, "center", "private", "mean_clip", "12")
+	raw := with(unitParams, "center", "private", "mean_clip", "12", "noise", "zcdp")
 	a, acct := fit(t, CXZ{}, g, raw, approx(1, 1e-5), 42)
 	b, _ := fit(t, CXZ{}, g, raw, approx(1, 1e-5), 42)
 	assert.True(t, mat.Equal(matrix(t, a, "U"), matrix(t, b, "U")))

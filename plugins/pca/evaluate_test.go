@@ -47,6 +47,37 @@ func TestCapturedVarianceEvaluation(t *testing.T) {
 	assert.Greater(t, hi, 0.99)
 }
 
+// The evaluation respects the estimator's centring: a centring estimator
+// (a private mean, or the reference's empirical centring) is scored on the
+// centred ratio alone; one on the uncentred second moment also gets that
+// objective's ratio, named as uncentred. Both are evaluation-only.
+func TestEvaluationRespectsCentring(t *testing.T) {
+	g := spiked(t, 3000, 12, 2, "24,20", "gaussian", 17)
+	for _, tc := range []struct {
+		est       sdk.Estimator
+		raw       map[string]string
+		uncentred bool
+	}{
+		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "12"}, true},
+		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "12", "center": "private"}, false},
+		{Amin{}, map[string]string{"rank": "2", "clip": "12", "center": "private"}, false},
+		{CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private", "mean_clip": "12"}, false},
+		{NonPrivate{}, map[string]string{"rank": "2", "center": "empirical"}, false},
+		{NonPrivate{}, map[string]string{"rank": "2"}, true},
+	} {
+		raw := with(tc.raw, "evaluate", "true")
+		res, _ := fit(t, tc.est, g, raw, approx(2, 1e-6), 3)
+		names := map[string]sdk.Release{}
+		for _, s := range res.Scalars {
+			names[s.Name] = s.Release
+		}
+		require.Contains(t, names, "captured_variance_ratio", "%s %v", tc.est.Info().Name, tc.raw)
+		assert.Equal(t, sdk.Evaluation, names["captured_variance_ratio"])
+		_, has := names["captured_variance_ratio_uncentred"]
+		assert.Equal(t, tc.uncentred, has, "%s %v", tc.est.Info().Name, tc.raw)
+	}
+}
+
 func mustModel(t *testing.T, name string) gen.Model {
 	m, err := gen.Lookup(name)
 	require.NoError(t, err)

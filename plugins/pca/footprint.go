@@ -14,11 +14,22 @@ func footprint(s sdk.Shape) int64 {
 	return 8 * (n*p + 4*p*p)
 }
 
-// Footprint implements sdk's memory-estimate hook.
-func (o *analyzeGaussOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }
+// scaledFootprint adds the divided copy of the rows that
+// feature_scale=private makes.
+func scaledFootprint(s sdk.Shape, ctr *centerOptions) int64 {
+	if ctr.scaled() {
+		return footprint(s) + 8*int64(s.N)*int64(s.P)
+	}
+	return footprint(s)
+}
 
 // Footprint implements sdk's memory-estimate hook.
-func (o *aminOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }
+func (o *analyzeGaussOptions) Footprint(s sdk.Shape) int64 {
+	return scaledFootprint(s, &o.centerOptions)
+}
+
+// Footprint implements sdk's memory-estimate hook.
+func (o *aminOptions) Footprint(s sdk.Shape) int64 { return scaledFootprint(s, &o.centerOptions) }
 
 // Footprint implements sdk's memory-estimate hook (the spectral projector
 // adds one more p×p matrix).

@@ -8,6 +8,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // NonPrivate is ordinary PCA: the top-r eigenvectors of Σ̂ = XᵀX/n (or of
@@ -79,5 +80,9 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if o.OutputSigma {
 		res.AddMatrix("Sigma", mat.DenseCopyOf(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
 	}
-	return withEvaluation(ctx, run, res, o.Evaluate.Value)
+	centring := pcaeval.Uncentred
+	if o.Center == "empirical" {
+		centring = pcaeval.Centred
+	}
+	return pcaeval.Add(ctx, run, res, o.Evaluate.Value, centring)
 }

@@ -19,6 +19,7 @@ type centerOptions struct {
 	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
 	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
 	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
+	scaleOptions
 }
 
 // private reports center=private.
@@ -75,11 +76,13 @@ func checkShape(r int, s sdk.Shape, strict bool) error {
 
 // resolveNoise maps the deprecated calibration= onto noise=, refusing a
 // contradiction; it returns the noise calibration and a deprecation note.
+// noise=exact (the default) and auto count as unset: an old name given
+// alone wins.
 func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 	if old == unset {
 		return noise, "", nil
 	}
-	if noise != privacy.NoiseZCDP && noise != "auto" && noise != old {
+	if noise != privacy.NoiseExact && noise != "auto" && noise != old {
 		return "", "", fmt.Errorf("%s=%s contradicts noise=%s (%s is the deprecated name of noise: give only noise)", oldName, old, noise, oldName)
 	}
 	return old, fmt.Sprintf(deprecatedNote, oldName, "noise", old), nil
@@ -89,7 +92,7 @@ func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
 type analyzeGaussOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
-	sdk.Noise   `choices:"zcdp,classical,analytic,exact" doc:"how the Gaussian noise is calibrated: zcdp (composes ρ from the grant; the default), classical (ε ≤ 1 per step), analytic (Balle–Wang), exact (the tightest composition the accountant can certify)"`
+	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the tightest accounting dplr certifies; with a numeric clip the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the pure quantile step is composed in by the privacy loss distribution, which accounts it as a generic pure step and then certifies no more than zcdp, so the noise is zcdp's), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
 	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 	outputSigma
 	centerOptions
@@ -119,6 +122,7 @@ type aminOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
 	EigenvalueShare *float64 `param:"eigenvalue_share" min:"0" max:"0.9" doc:"fraction of ε for the Laplace eigenvalues (default 1/(r+1); 0: do not release eigenvalues)"`
+	sdk.Noise       `choices:"exact,pure,zcdp" default:"exact" doc:"how ε is split among the pure steps: exact (the default): under an (ε, δ) grant, each step's share of the pure split scaled up by the largest common factor the tightest valid accounting certifies (zCDP, where an exponential-mechanism draw costs ε²/8, or the privacy loss distribution), or the pure split itself when it is tighter (few steps at small ε); under a pure grant, the pure split. pure: basic composition (δ unused). zcdp: the pure split's proportions scaled to the grant's zCDP budget (comparison)"`
 	outputSigma
 	centerOptions
 	evaluation
@@ -152,14 +156,16 @@ func (o *aminOptions) Check(s sdk.Shape) error {
 // cxzOptions are pca-cxz's parameters.
 type cxzOptions struct {
 	sdk.Rank        `doc:"number of principal components r (2r < p)"`
-	Sigma2          float64 `param:"sigma2" required:"true" gt:"0" doc:"public noise variance σ² (an upper bound; it is also subtracted in stage 2)"`
-	Lambda          string  `param:"lambda" required:"true" doc:"public lower bounds for the spike strengths λ_1 ≥ … ≥ λ_r above σ²: one value for all or r comma-separated values"`
-	LambdaUpper     string  `param:"lambda_upper" default:"lambda" doc:"public upper bounds for the spikes (Δ2 and τ); lambda: the same as lambda"`
+	Sigma2          *float64 `param:"sigma2" gt:"0" doc:"public upper bound for the noise variance σ² (it is also subtracted in stage 2). Unset (the default): estimated privately from estimate_share of the budget (DERIVATIONS.md §9); the estimate and the bound used are released"`
+	Lambda          string   `param:"lambda" default:"auto" doc:"public lower bounds for the spike strengths λ_1 ≥ … ≥ λ_r above σ²: one value for all or r comma-separated values. auto (the default): private lower and upper confidence bounds from estimate_share of the budget (DERIVATIONS.md §9), released. A value you give is checked against clip before any spend when you give a clip; without one it cannot be checked, and overstating it shrinks the noise and voids the guarantee"`
+	LambdaUpper     string   `param:"lambda_upper" default:"lambda" doc:"public upper bounds for the spikes (Δ2 and τ); lambda: the same as lambda (with lambda=auto: the private upper confidence bounds)"`
+	CXZClip         *float64 `param:"clip" gt:"0" doc:"optional public row-norm bound, chosen without looking at the data: rows longer are scaled down to it in every step (under the spiked model choose it above the rows' norms). With it, a given lambda is refused before any spend when its spikes sum to clip² or more (rows of norm ≤ clip have a second moment of trace ≤ clip²), and the private estimate of σ² and λ needs no clip quantile"`
+	EstimateShare   float64  `param:"estimate_share" default:"0.2" min:"0.01" max:"0.8" doc:"with sigma2 unset or lambda=auto: the fraction of the budget spent on privately estimating σ² and λ (worst-case DP steps on clipped rows: a clip quantile unless clip is given, the trace, the spectrum and its top-r block)"`
 	sdk.Sensitivity `choices:"explicit,paper,diverging,subgaussian,davis-kahan" default:"explicit" doc:"how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4): explicit (closed-form first-order bounds with exact Gaussian tails), paper (the paper's forms with constants c2, c3), diverging (Corollary 1), subgaussian (explicit times a safety factor), davis-kahan (ablation)"`
 	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,explicit,paper,diverging,subgaussian,davis-kahan" doc:"DEPRECATED (one release): the old name of sensitivity=; sensitivity means: use sensitivity="`
-	sdk.Noise       `choices:"auto,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: zcdp for explicit, subgaussian and davis-kahan, classical for paper and diverging"`
+	sdk.Noise       `choices:"auto,exact,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: exact composes the Gaussian steps exactly as Gaussian DP (σ from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6)); zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: exact for explicit, subgaussian and davis-kahan, classical (the paper's) for paper and diverging"`
 	Gaussian        string   `param:"gaussian" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
-	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the (non-mean) budget spent on stage 1 (eigenvectors); the paper uses 0.5"`
+	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the budget left after the mean and the model estimate spent on stage 1 (eigenvectors); the paper uses 0.5"`
 	PCAOnly         bool     `param:"pca_only" default:"false" doc:"run stage 1 only, spending the whole budget on the eigenvectors"`
 	Beta            *float64 `param:"beta" gt:"0" max:"0.5" doc:"failure probability over the data of the explicit bounds (default: the grant's δ, or 1e-6 under a ρ grant)"`
 	Safety          *float64 `param:"safety" min:"1" doc:"multiplier on the explicit sensitivities (default 1; 1.5 for subgaussian)"`
@@ -176,6 +182,7 @@ type cxzOptions struct {
 	cal, gauss string
 	low, high  []float64
 	notes      []string
+	estimate   bool // σ² or λ comes from the private estimate
 }
 
 // Check implements sdk.Checker: rank, spike lists, calibration constants
@@ -188,20 +195,8 @@ func (o *cxzOptions) Check(s sdk.Shape) error {
 	if err := o.resolveNames(); err != nil {
 		return err
 	}
-	var err error
-	if o.low, err = parseDescending("lambda", o.Lambda, r); err != nil {
+	if err := o.checkModel(s); err != nil {
 		return err
-	}
-	o.high = o.low
-	if o.LambdaUpper != "lambda" {
-		if o.high, err = parseDescending("lambda_upper", o.LambdaUpper, r); err != nil {
-			return err
-		}
-	}
-	if s.N > 0 && s.P > 0 {
-		if err := (SpikedModel{N: s.N, P: s.P, LambdaLow: o.low, LambdaHigh: o.high, Sigma2: o.Sigma2}).Validate(); err != nil {
-			return err
-		}
 	}
 	return o.checkCombinations()
 }
@@ -226,7 +221,7 @@ func (o *cxzOptions) resolveNames() error {
 	}
 	o.gauss = gauss
 	if o.gauss == "auto" {
-		o.gauss = privacy.NoiseZCDP
+		o.gauss = privacy.NoiseExact
 		if o.cal == CalPaper || o.cal == CalDiverging {
 			o.gauss = privacy.NoiseClassical
 		}
@@ -282,13 +277,26 @@ func (o *cxzOptions) config(g privacy.Grant, n, p int) *cxzConfig {
 	c := &cxzConfig{cal: o.cal, gauss: o.gauss, split: o.Split, pcaOnly: o.PCAOnly,
 		c2: o.C2, c3: o.C3, dkc: o.DKC, guarded: o.Guarded, rotate: o.Rotate, psd: o.PSD,
 		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip(), meanShare: o.MeanShare}
-	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high, Sigma2: o.Sigma2}
+	c.r = o.Rank.Value
+	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high}
+	if o.Sigma2 != nil {
+		c.model.Sigma2 = *o.Sigma2
+	}
+	c.sub = c.model.Sigma2
+	c.estimate, c.estSigma2, c.estLambda = o.estimate, o.Sigma2 == nil, o.Lambda == lambdaAuto
+	c.estShare = o.EstimateShare
+	if o.CXZClip != nil {
+		c.clip = *o.CXZClip
+	}
 	c.beta = g.Delta
 	if g.Kind != privacy.GrantApprox {
 		c.beta = 1e-6 // a ρ grant has no δ to borrow (see the beta parameter's doc)
 	}
 	if o.Beta != nil {
 		c.beta = *o.Beta
+	}
+	if c.estimate {
+		c.betaEst = c.beta
 	}
 	c.safety = 1
 	if c.cal == CalSubGaussian {

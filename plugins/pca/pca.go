@@ -43,6 +43,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/gram"
 )
 
 // Version is the version every estimator of the plugin reports.
@@ -89,7 +90,7 @@ func checkGram(g *mat.SymDense, x *mat.Dense) error { return rowclip.CheckMoment
 // on pca's 1/n scale. x is never written.
 func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c float64) (*mat.SymDense, int, error) {
 	n, _ := x.Dims()
-	return rowclip.SecondMoment(ctx, be, x, mu, c, 1/float64(n))
+	return gram.SecondMoment(ctx, be, x, mu, c, 1/float64(n))
 }
 
 // clippedSum returns Σ_i x_i·min(1, c/‖x_i‖).

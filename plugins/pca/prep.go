@@ -21,10 +21,12 @@ type clipOptions = rowclip.Options
 // prepPlan is the private preprocessing of a rows estimator: how many
 // quantiles clip_share pays for, and the mean share.
 type prepPlan struct {
-	quantiles int     // private norm quantiles to draw (0, 1 or 2)
-	meanAuto  bool    // the mean's clip is a private quantile of the raw norms
-	clipShare float64 // total weight of the quantiles
-	meanShare float64 // weight of the mean (0 without centring)
+	quantiles  int     // private norm quantiles to draw (0, 1 or 2)
+	meanAuto   bool    // the mean's clip is a private quantile of the raw norms
+	clipShare  float64 // total weight of the quantiles
+	meanShare  float64 // weight of the mean (0 without centring)
+	scaleShare float64 // weight of the per-feature scales (0 without scaling)
+	features   int     // the number of scales (p) when scaling
 }
 
 // newPrepPlan counts the private quantiles a fit needs: one for the mean's
@@ -45,29 +47,47 @@ func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
 	if pp.quantiles > 0 {
 		pp.clipShare = c.ClipShare
 	}
+	if ctr.scaled() {
+		pp.scaleShare = ctr.FeatureScaleShare
+	}
+	return pp
+}
+
+// newPrepPlanFor is newPrepPlan for a fit on run's data, whose public
+// dimension p is the number of per-feature scales.
+func newPrepPlanFor(run *sdk.Run, c *clipOptions, ctr *centerOptions) prepPlan {
+	pp := newPrepPlan(c, ctr)
+	if run != nil && run.Data != nil && run.Data.X != nil {
+		_, pp.features = run.Data.X.Dims()
+	}
 	return pp
 }
 
 // check refuses shares that leave nothing for the estimator itself.
 func (pp prepPlan) check() error {
-	if rest := 1 - pp.clipShare - pp.meanShare; rest < 0.05 {
-		return fmt.Errorf("clip_share %.3g + mean_share %.3g leave %.3g of the budget for the estimate itself; lower them", pp.clipShare, pp.meanShare, rest)
+	if rest := 1 - pp.clipShare - pp.meanShare - pp.scaleShare; rest < 0.05 {
+		return fmt.Errorf("clip_share %.3g + mean_share %.3g + feature_scale_share %.3g leave %.3g of the budget for the estimate itself; lower them", pp.clipShare, pp.meanShare, pp.scaleShare, rest)
 	}
 	return nil
 }
 
 // shares returns the plan's preprocessing shares (the quantiles under the
-// exponential mechanism, the mean under meanMech) and the weight left for
-// the estimator.
+// exponential mechanism, the mean and the feature-scale counts under
+// meanMech) and the weight left for the estimator.
 func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64) {
 	var out []privacy.Share
+	if pp.scaleShare > 0 {
+		out = append(out,
+			privacy.Share{Name: shareScale, Weight: pp.scaleShare * (1 - scaleCountWeight), Steps: max(pp.features, 1), Mechanism: privacy.MechExponential},
+			privacy.Share{Name: shareScaleCounts, Weight: pp.scaleShare * scaleCountWeight, Mechanism: meanMech})
+	}
 	if pp.quantiles > 0 {
 		out = append(out, privacy.Share{Name: shareClip, Weight: pp.clipShare, Steps: pp.quantiles, Mechanism: privacy.MechExponential})
 	}
 	if pp.meanShare > 0 {
 		out = append(out, privacy.Share{Name: shareMean, Weight: pp.meanShare, Mechanism: meanMech})
 	}
-	return out, 1 - pp.clipShare - pp.meanShare
+	return out, 1 - pp.clipShare - pp.meanShare - pp.scaleShare
 }
 
 // rowNorms returns ‖x_i − μ‖ for every row (μ nil: 0).
@@ -87,21 +107,35 @@ func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name str
 
 // preprocessed is the outcome of the private preprocessing.
 type preprocessed struct {
-	mu       []float64 // the private mean (nil without centring)
-	meanClip float64   // the mean's clip (0 without centring)
-	clip     float64   // the clip of the (centred) rows
-	autoMean bool      // meanClip came from a private quantile
-	autoClip bool      // clip came from a private quantile
+	x        *mat.Dense // the rows the estimate uses (divided by scale when scaling)
+	scale    []float64  // the private per-feature scales (nil without scaling)
+	unscaled int        // scales set to the median because they could not be located
+	mu       []float64  // the private mean (nil without centring)
+	meanClip float64    // the mean's clip (0 without centring)
+	clip     float64    // the clip of the (centred) rows
+	autoMean bool       // meanClip came from a private quantile
+	autoClip bool       // clip came from a private quantile
 }
 
-// preprocess runs the planned preprocessing: the mean's clip and the
+// preprocess runs the planned preprocessing: the per-feature scales
+// (feature_scale=private; the rows are then divided by them), the mean's clip and the
 // private mean (center=private), then the rows' clip (clip=auto: a private
 // quantile of the norms of the centred rows). mean releases the mean at
 // clip c with the plan's mean share.
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c *clipOptions, ctr *centerOptions,
 	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error)) (*preprocessed, error) {
 	pp := newPrepPlan(c, ctr)
-	out := &preprocessed{clip: c.Value()}
+	out := &preprocessed{x: x, clip: c.Value()}
+	if ctr.scaled() {
+		s, k, err := privateScales(ctx, run, plan, x, meanMechOf(plan))
+		if err != nil {
+			return nil, err
+		}
+		if x, err = divideColumns(ctx, x, s); err != nil {
+			return nil, err
+		}
+		out.x, out.scale, out.unscaled = x, s, k
+	}
 	if ctr.private() {
 		switch {
 		case pp.meanAuto:
@@ -139,6 +173,14 @@ func (pr *preprocessed) report(res *sdk.Result) {
 		res.AddScalar("clip", pr.clip, sdk.Public, "row-norm bound used (given by the user)")
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", pr.clip))
 	}
+	if pr.scale != nil {
+		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(pr.scale), append([]float64(nil), pr.scale...)), sdk.Public,
+			"private per-feature scales (1×p): every column was divided by its scale before centring and clipping; dplr transform divides new rows by them")
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, "each feature was divided by a private scale (the median absolute difference of paired rows, a declared step per feature)")
+		if pr.unscaled > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("feature_scale: %d of %d features have too few non-zero differences for their scale to be located at this budget (private counts) and were given the median scale", pr.unscaled, len(pr.scale)))
+		}
+	}
 	if pr.mu == nil {
 		return
 	}
@@ -150,4 +192,14 @@ func (pr *preprocessed) report(res *sdk.Result) {
 	} else {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g was chosen without looking at the data", pr.meanClip))
 	}
+}
+
+// meanMechOf is the mechanism of the plan's feature-scale counts share.
+func meanMechOf(plan *privacy.Plan) privacy.Mechanism {
+	for _, sh := range plan.Shares() {
+		if sh.Name == shareScaleCounts {
+			return sh.Mechanism
+		}
+	}
+	return privacy.MechGaussian
 }

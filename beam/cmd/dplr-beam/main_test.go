@@ -1,69 +1,349 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/cli"
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
+	"github.com/dplr/dplr/plugins/orbit"
+	"github.com/dplr/dplr/plugins/pca"
 )
+
+// asMain makes the test binary act as dplr-beam itself when the host
+// runs it (DPLR_BEAM points at the test binary).
+const asMain = "DPLR_BEAM_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
 	beam.Init()
+	if os.Getenv(asMain) == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 
-// TestFitChargesSourceIdentity: dplr-beam charges the ledger under the
-// source identity of the rows (the key dplr fit uses for the one file
-// holding them); a failed pipeline spends nothing; a request the
-// estimator refuses spends nothing.
-func TestFitChargesSourceIdentity(t *testing.T) {
-	dir, home := t.TempDir(), t.TempDir()
+// shards writes n×p random rows (a few of them long, so the clip bites)
+// as two .npy shards in a fresh directory, and the same rows as one file;
+// it returns the shards' glob, the whole file and the rows.
+func shards(t *testing.T, n, p int) (glob, whole string, x []float64) {
+	t.Helper()
+	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(3, 4))
-	const n, p = 300, 6
-	x := make([]float64, n*p)
+	x = make([]float64, n*p)
 	for i := range x {
 		x[i] = r.NormFloat64()
 	}
-	require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, "a.npy"), []int{100, p}, x[:100*p]))
-	require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, "b.npy"), []int{200, p}, x[100*p:]))
-	whole := filepath.Join(t.TempDir(), "whole.npy")
+	for i := 0; i < n; i += 7 {
+		for j := 0; j < p; j++ {
+			x[i*p+j] *= 5
+		}
+	}
+	k := n / 3
+	require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, "a.npy"), []int{k, p}, x[:k*p]))
+	require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, "b.npy"), []int{n - k, p}, x[k*p:]))
+	whole = filepath.Join(t.TempDir(), "whole.npy")
 	require.NoError(t, dataio.SaveNPYFloat64(whole, []int{n, p}, x))
+	return filepath.Join(dir, "*.npy"), whole, x
+}
+
+// statsOf runs `dplr-beam stats` and opens its output as the plugin does
+// (host validation, then the handle the plugin reads).
+func statsOf(t *testing.T, glob string, clip float64) (dataio.Handle, *data.Dataset) {
+	t.Helper()
+	out := t.TempDir()
+	require.Equal(t, 0, run([]string{"stats", "--data", glob, "--clip", formatClip(clip), "--out", out}))
+	h, err := host.LoadStatistics(out, t.TempDir())
+	require.NoError(t, err)
+	ds, closer, err := transport.OpenHandle(transport.HandleToProto(h))
+	require.NoError(t, err)
+	t.Cleanup(func() { closer.Close() })
+	return h, ds
+}
+
+func formatClip(c float64) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// relErr is max|a−b| / max|b|.
+func relErr(a, b mat.Matrix) float64 {
+	r, c := b.Dims()
+	var d, m float64
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			d = math.Max(d, math.Abs(a.At(i, j)-b.At(i, j)))
+			m = math.Max(m, math.Abs(b.At(i, j)))
+		}
+	}
+	return d / m
+}
+
+// TestStatsEqualSingleMachine: the pipeline's statistics, after the host's
+// validation, equal the single-machine clipped second moment and sum to
+// 1e-12 relative, and its source identity is the one file's.
+func TestStatsEqualSingleMachine(t *testing.T) {
+	const n, p = 300, 6
+	glob, whole, x := shards(t, n, p)
 	_, id, err := dataio.LoadIdentity(whole, dataio.LoadOptions{})
 	require.NoError(t, err)
+	for _, clip := range []float64{0, 3} {
+		h, ds := statsOf(t, glob, clip)
+		assert.Equal(t, id.Hash, host.BudgetKey(h))
+		assert.Equal(t, id.Sketch, h.Source.Sketch)
+		require.NotNil(t, ds.Stats)
+		assert.Equal(t, n, ds.Stats.N)
+		g, _, err := pca.Gram(context.Background(), backend.Default(), mat.NewDense(n, p, x), nil, clip)
+		require.NoError(t, err)
+		got := mat.NewSymDense(p, nil)
+		got.ScaleSym(1/float64(n), ds.Stats.Moment)
+		assert.Less(t, relErr(got, g), 1e-12, "clip %g", clip)
+		want := make([]float64, p)
+		for i := 0; i < n; i++ {
+			row := x[i*p : (i+1)*p]
+			w := 1.0
+			if nr := mat.Norm(mat.NewVecDense(p, row), 2); clip > 0 && nr > clip {
+				w = clip / nr
+			}
+			for j, v := range row {
+				want[j] += w * v
+			}
+		}
+		assert.Less(t, relErr(mat.NewDense(1, p, ds.Stats.Sum), mat.NewDense(1, p, want)), 1e-12, "clip %g", clip)
+	}
+}
 
+// TestReleaseEqualsSingleMachine: with the same seed, each estimator with
+// a from-statistics path releases from the pipeline's statistics what it
+// releases from the rows: the same privacy steps, the same guarantee and
+// the same outputs (to rounding).
+func TestReleaseEqualsSingleMachine(t *testing.T) {
+	const n, p = 300, 6
+	glob, whole, _ := shards(t, n, p)
+	rows, err := dataio.Load(whole, dataio.LoadOptions{})
+	require.NoError(t, err)
+	seed := uint64(11)
+	cases := []struct {
+		est   sdk.Estimator
+		clip  float64
+		raw   map[string]string
+		grant privacy.Grant
+	}{
+		{pca.AnalyzeGauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		{pca.CXZ{}, 0, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
+		{orbit.Gauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		{orbit.EM{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{orbit.RankK{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{orbit.Deflation{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+	}
+	for _, c := range cases {
+		t.Run(c.est.Info().Name, func(t *testing.T) {
+			_, ds := statsOf(t, glob, c.clip)
+			a, acctA, err := sdk.RunLocal(context.Background(), c.est, ds, c.raw, c.grant, sdk.LocalOptions{Seed: &seed})
+			require.NoError(t, err)
+			b, acctB, err := sdk.RunLocal(context.Background(), c.est, rows, c.raw, c.grant, sdk.LocalOptions{Seed: &seed})
+			require.NoError(t, err)
+			assert.Equal(t, acctB.Steps(), acctA.Steps())
+			assert.Equal(t, b.Guarantee, a.Guarantee)
+			byName := map[string]*mat.Dense{}
+			for _, m := range b.Matrices {
+				byName[m.Name] = m.M
+			}
+			require.NotEmpty(t, a.Matrices)
+			for _, m := range a.Matrices {
+				require.Contains(t, byName, m.Name)
+				assert.Less(t, relErr(m.M, byName[m.Name]), 1e-9, m.Name)
+			}
+			pub := map[string]float64{}
+			for _, s := range b.Scalars {
+				pub[s.Name] = s.Value
+			}
+			for _, s := range a.Scalars {
+				assert.InDelta(t, pub[s.Name], s.Value, 1e-9*math.Max(1, math.Abs(s.Value)), s.Name)
+			}
+		})
+	}
+}
+
+// TestStatsRefusals: options that need the rows are refused before any
+// privacy step; so are statistics clipped to another bound than asked.
+func TestStatsRefusals(t *testing.T) {
+	glob, _, _ := shards(t, 60, 4)
+	_, ds := statsOf(t, glob, 3)
+	g := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}
+	for name, raw := range map[string]map[string]string{
+		"clip=auto":      {"rank": "1"},
+		"center=private": {"rank": "1", "clip": "3", "center": "private"},
+		"evaluate":       {"rank": "1", "clip": "3", "evaluate": "true"},
+		"other clip":     {"rank": "1", "clip": "2"},
+	} {
+		_, acct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, g, sdk.LocalOptions{})
+		require.Error(t, err, name)
+		assert.True(t, sdk.IsBadRequest(err), "%s: %v", name, err)
+		if acct != nil {
+			assert.Empty(t, acct.Steps(), name)
+		}
+	}
+	_, _, err := sdk.RunLocal(context.Background(), pca.NonPrivate{}, ds, map[string]string{"rank": "1"}, g, sdk.LocalOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "needs the rows")
+}
+
+var (
+	pluginOnce sync.Once
+	pluginDir  string
+	pluginErr  error
+)
+
+// buildPCA builds the pca plugin from the main module.
+func buildPCA(t *testing.T) string {
+	t.Helper()
+	pluginOnce.Do(func() {
+		pluginDir, pluginErr = os.MkdirTemp("", "dplr-beam-test")
+		if pluginErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", pluginDir, "github.com/dplr/dplr/plugins/pca/cmd/dplr-pca")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			pluginErr = err
+			pluginDir = string(out)
+		}
+	})
+	require.NoError(t, pluginErr, pluginDir)
+	return pluginDir
+}
+
+// dplr runs the dplr command line in-process, with this test binary as
+// dplr-beam.
+func dplr(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	t.Setenv("DPLR_BEAM", os.Args[0])
+	t.Setenv(asMain, "1")
+	var out, errb bytes.Buffer
+	code := cli.Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// fitU reads result.json's source hash and the released U.
+func fitU(t *testing.T, out string) (string, *mat.Dense) {
+	t.Helper()
+	var rep cli.FitReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	for _, m := range rep.Outputs.Matrices {
+		if m.Name == "U" {
+			u := mat.NewDense(m.Rows, m.Cols, nil)
+			for i, row := range m.Value {
+				u.SetRow(i, row)
+			}
+			return rep.Data.Source, u
+		}
+	}
+	t.Fatalf("no U in %s", out)
+	return "", nil
+}
+
+// TestFitEngineBeam: `dplr fit --engine beam` releases through the host
+// what the single-machine fit releases on the same rows with the same
+// seed; it charges the ledger under the rows' source identity; a failed
+// pipeline spends nothing; a near copy of the rows read from a file is
+// caught as an overlap of the budgeted data set.
+func TestFitEngineBeam(t *testing.T) {
+	const n, p = 300, 6
+	glob, whole, x := shards(t, n, p)
+	plugins := buildPCA(t)
+	home := t.TempDir()
+	_, id, err := dataio.LoadIdentity(whole, dataio.LoadOptions{})
+	require.NoError(t, err)
 	spent := func() float64 {
 		led, err := ledger.Open(context.Background(), home)
 		require.NoError(t, err)
 		defer led.Close()
 		st, err := led.Show(context.Background(), id.Hash)
-		if err != nil {
-			return 0
-		}
-		return st.Spent.Rho + st.Spent.Epsilon
+		require.NoError(t, err)
+		return st.Spent.Rho
 	}
-	base := []string{"fit", "pca-analyze-gauss", "--home", home, "--rho", "0.5", "--set", "rank=2", "--set", "clip=3", "--seed", "1", "--out", filepath.Join(dir, "out.json")}
+	common := []string{"--home", home, "--plugin-dir", plugins, "--rho", "0.25", "--set", "rank=2", "--set", "clip=3", "--seed", "5", "--json", "--quiet"}
 
-	// A corrupt shard: the pipeline fails, nothing is reserved.
-	bad := filepath.Join(dir, "c.npy")
+	code, _, stderr := dplr(t, "budget", "set", "--home", home, "--data", whole, "--rho", "2")
+	require.Equal(t, 0, code, stderr)
+
+	// A corrupt shard: the pipeline fails, nothing is reserved or spent.
+	bad := filepath.Join(filepath.Dir(glob), "c.npy")
 	require.NoError(t, os.WriteFile(bad, []byte("not an array"), 0o644))
-	assert.Equal(t, 1, run(append(base, "--data", filepath.Join(dir, "*.npy"))))
+	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, common...)...)
+	assert.Equal(t, cli.ExitData, code, stderr)
+	assert.Contains(t, stderr, "nothing was reserved or spent")
 	assert.Zero(t, spent())
 	require.NoError(t, os.Remove(bad))
 
-	// A refused request (rank above p) spends nothing either.
-	assert.Equal(t, 2, run(append(append([]string{}, base...), "--set", "rank=9", "--data", filepath.Join(dir, "*.npy"))))
+	// clip=auto is refused before the pipeline runs.
+	code, _, stderr = dplr(t, "fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--rho", "0.25", "--set", "rank=2")
+	assert.Equal(t, cli.ExitUsage, code, stderr)
+	assert.Contains(t, stderr, "clip=auto")
+
+	// An estimator without a from-statistics path is refused before the
+	// pipeline runs.
+	code, _, stderr = dplr(t, "fit", "pca-nonprivate", "--non-private", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--set", "rank=2")
+	assert.Equal(t, cli.ExitUsage, code, stderr)
+	assert.Contains(t, stderr, "no path from aggregated statistics")
+	assert.NotContains(t, stderr, "rows pipeline")
 	assert.Zero(t, spent())
 
-	assert.Equal(t, 0, run(append(base, "--data", filepath.Join(dir, "*.npy"))))
-	assert.Greater(t, spent(), 0.0)
-	_, err = os.Stat(filepath.Join(dir, "out.json"))
-	require.NoError(t, err)
+	// An option that needs the rows is refused by the plugin's pre-flight
+	// check, after the pipeline and before anything is reserved.
+	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir(), "--set", "center=private"}, common...)...)
+	assert.Equal(t, cli.ExitUsage, code, stderr)
+	assert.Contains(t, stderr, "center=private")
+	assert.Zero(t, spent())
+
+	// The catalogue says which estimators run on statistics.
+	code, cat, stderr := dplr(t, "plugins", "--json", "--home", home, "--plugin-dir", plugins)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, cat, `"statistics": true`)
+
+	code, beamOut, stderr := dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, common...)...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "beam: rows pipeline", "pipeline progress on stderr")
+	src, uBeam := fitU(t, beamOut)
+	assert.Equal(t, id.Hash, src)
+	afterBeam := spent()
+	assert.InDelta(t, 0.25, afterBeam, 1e-12, "the pipeline's identity is charged")
+
+	code, fileOut, stderr := dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", whole, "--out", t.TempDir()}, common...)...)
+	require.Equal(t, 0, code, stderr)
+	src, uFile := fitU(t, fileOut)
+	assert.Equal(t, id.Hash, src)
+	assert.Less(t, relErr(uBeam, uFile), 1e-9, "same seed, same release")
+	assert.InDelta(t, 0.5, spent(), 1e-12, "both runs draw on one budget")
+
+	// A near copy (three rows edited) read from a file is an overlap.
+	y := append([]float64(nil), x...)
+	for i := 0; i < 3; i++ {
+		y[i*p] += 1
+	}
+	near := filepath.Join(t.TempDir(), "near.npy")
+	require.NoError(t, dataio.SaveNPYFloat64(near, []int{n, p}, y))
+	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", near, "--out", t.TempDir()}, common...)...)
+	assert.Equal(t, cli.ExitBudget, code, stderr)
+	assert.Contains(t, stderr, "shares about")
+	assert.InDelta(t, 0.5, spent(), 1e-12)
 }

@@ -30,10 +30,17 @@ func main() {
 	perUser := flag.Int("per-user", 0, "Fashion-MNIST: images per user (0 = default)")
 	proj := flag.Int("proj", 0, "Fashion-MNIST: JL dimension (0 = default)")
 	rank := flag.Int("rank", 0, "Fashion-MNIST: representation rank (0 = default)")
-	personal := flag.Bool("personal", false, "run the personalization study on Fashion-MNIST users instead (the study package's DefaultPersonalStudy; -seeds and -eps apply)")
+	personal := flag.Bool("personal", false, "run the personalization study on Fashion-MNIST users instead (the study package's DefaultPersonalStudy; -seeds, -eps, -variants, -seedlist apply)")
+	variants := flag.String("variants", "", "personal study: comma-separated indices of the variants to run (default all)")
+	seedList := flag.String("seedlist", "", "personal study: comma-separated seeds to run (default 1…seeds)")
+	merge := flag.String("merge", "", "personal study: merge the comma-separated JSON files of runs in parts and print the tables (nothing is run)")
 	flag.Parse()
+	if *merge != "" {
+		mergePersonal(*merge, *jsonPath)
+		return
+	}
 	if *personal {
-		runPersonal(*seeds, *eps, *jsonPath, *quiet)
+		runPersonal(*seeds, *eps, *variants, *seedList, *jsonPath, *quiet)
 		return
 	}
 	if *fmnist {
@@ -85,7 +92,7 @@ func main() {
 	}
 	fmt.Printf("n = %d, d = %d, k = %d, m = %d, R = %g, δ = %g, %d seeds\n\n", cfg.Users, cfg.Dim, cfg.Rank, cfg.Samples, cfg.Noise, cfg.Delta, cfg.Seeds)
 	fmt.Print(fedrep.StudyMarkdown(cells))
-	for _, pair := range [][2]string{{"Private FedRep (zCDP, ψ=10)", "Priv-AltMin (disjoint groups)"}, {"Private FedRep (zCDP, ψ=10)", "Priv-AltMin (all users, code)"}, {"Private FedRep (zCDP, ψ=1)", "Priv-AltMin (all users, code)"}, {"Private FedRep (defaults)", "Priv-AltMin (all users, code)"}} {
+	for _, pair := range [][2]string{{"Private FedRep (exact, ψ=10)", "Priv-AltMin (disjoint groups, exact)"}, {"Private FedRep (exact, ψ=10)", "Priv-AltMin (all users, code, exact)"}, {"Private FedRep (exact, ψ=1)", "Priv-AltMin (all users, code, exact)"}, {"Private FedRep (defaults)", "Priv-AltMin (all users, code, exact)"}, {"Private FedRep (exact, ψ=10)", "Private FedRep (zCDP, ψ=10)"}} {
 		ok, lines := fedrep.BeatsAtEveryEps(cells, pair[0], pair[1])
 		fmt.Printf("\n%s beats %s at every ε: %v\n", pair[0], pair[1], ok)
 		for _, l := range lines {
@@ -135,9 +142,21 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 	fmt.Print(fedrep.FMNISTMarkdown(rows))
 }
 
-func runPersonal(seeds int, eps, jsonPath string, quiet bool) {
+func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool) {
 	cfg := fedrep.DefaultPersonalStudy()
 	cfg.Seeds, cfg.Eps = seeds, parseEps(eps)
+	if variants != "" {
+		var vs []fedrep.PersonalVariant
+		for _, f := range parseEps(variants) {
+			vs = append(vs, cfg.Variants[int(f)])
+		}
+		cfg.Variants = vs
+	}
+	if seedList != "" {
+		for _, f := range parseEps(seedList) {
+			cfg.SeedList = append(cfg.SeedList, int(f))
+		}
+	}
 	if !quiet {
 		cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, s) }
 	}
@@ -158,4 +177,51 @@ func runPersonal(seeds int, eps, jsonPath string, quiet bool) {
 	}
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g, %d seeds; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩)\n", cfg.Delta, cfg.Seeds)
 	fmt.Print(fedrep.PersonalMarkdown(rows))
+	fmt.Print(fedrep.PersonalTuningMarkdown(cfg, rows))
+}
+
+// mergePersonal merges the JSON rows of a personal study run in parts and
+// prints the tables of the whole study (and writes the merged JSON).
+func mergePersonal(files, jsonPath string) {
+	var parts [][]fedrep.PersonalRow
+	for _, f := range strings.Split(files, ",") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			os.Exit(1)
+		}
+		var rows []fedrep.PersonalRow
+		if err := json.Unmarshal(b, &rows); err != nil {
+			fmt.Fprintln(os.Stderr, "fedrep-study:", f, err)
+			os.Exit(1)
+		}
+		parts = append(parts, rows)
+	}
+	rows := fedrep.MergePersonalRows(parts...)
+	if jsonPath != "" {
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err == nil {
+			err = os.WriteFile(jsonPath, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			os.Exit(1)
+		}
+	}
+	cfg := fedrep.DefaultPersonalStudy()
+	eps := map[float64]bool{}
+	for _, r := range rows {
+		if r.Epsilon > 0 && !eps[r.Epsilon] {
+			eps[r.Epsilon] = true
+		}
+	}
+	cfg.Eps = nil
+	for _, e := range []float64{0.5, 1, 2, 4, 8} {
+		if eps[e] {
+			cfg.Eps = append(cfg.Eps, e)
+		}
+	}
+	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩); medians over the seeds run (Values in the JSON)\n", cfg.Delta)
+	fmt.Print(fedrep.PersonalMarkdown(rows))
+	fmt.Print(fedrep.PersonalTuningMarkdown(cfg, rows))
 }

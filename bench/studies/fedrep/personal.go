@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -335,11 +336,45 @@ type PersonalVariant struct {
 	// Extra parameters every fedrep estimator of this variant gets
 	// (declared, public choices such as local_fraction).
 	Extra map[string]string
-	// SelectRanks are the candidate ranks of the private selection ("" =
-	// no selection run).
-	SelectRanks string
+	// Tunes are the private selections run on this variant, each checked
+	// against its candidates fitted one by one with the whole grant.
+	Tunes []PersonalTune
 	// AltMin adds fedrep-privaltmin (defaults, same rank) at every ε.
 	AltMin bool
+	// CompareZCDP adds fedrep-private's defaults with noise=zcdp (the
+	// calibration before noise=exact became the default) at every ε.
+	CompareZCDP bool
+}
+
+// PersonalTune is one private selection of the study: fedrep-private with
+// Select (select_rank or select_clip_quantile) set to Values, and, as its
+// reference, every candidate (Key = one of Values) fitted alone with the
+// whole grant.
+type PersonalTune struct {
+	Label  string
+	Select string // select_rank or select_clip_quantile
+	Key    string // rank or clip_quantile
+	Values string // comma-separated candidates
+	// Eps are the ε at which the selection runs (nil: every ε of the study).
+	Eps []float64
+	// CandidateEps are the ε at which every candidate is also fitted alone
+	// (nil: wherever the selection runs).
+	CandidateEps []float64
+}
+
+// runsAt reports whether the selection runs at ε.
+func (pt PersonalTune) runsAt(eps float64) bool {
+	return pt.Eps == nil || slices.Contains(pt.Eps, eps)
+}
+
+// tunedLabel is the method label of the selection's own fits.
+func (pt PersonalTune) tunedLabel() string {
+	return "fedrep-private, private selection of " + pt.Label + " (" + pt.Values + ")"
+}
+
+// candidateLabel is the method label of one candidate fitted alone.
+func (pt PersonalTune) candidateLabel(v string) string {
+	return fmt.Sprintf("  candidate %s = %s alone, whole grant", pt.Key, v)
 }
 
 // PersonalStudyConfig is the personalization study of issue 18.
@@ -348,6 +383,9 @@ type PersonalStudyConfig struct {
 	Eps      []float64
 	Delta    float64
 	Seeds    int
+	// SeedList, when set, are the seeds run (instead of 1…Seeds), so that
+	// one study can be run in parts and merged (MergePersonalRows).
+	SeedList []int
 	// Classify adds fedrep-classify (defaults, same rank) at every ε.
 	Classify bool
 	Progress func(string)
@@ -356,15 +394,25 @@ type PersonalStudyConfig struct {
 // DefaultPersonalStudy is the study of bench/results/fedrep.md §4: the
 // issue's task (5000 users, 6 + 4 rows, rank 3) and the harder variant with
 // 2 training rows per user at rank 9 (the differences of the 10 class
-// means span 9 dimensions).
+// means span 9 dimensions), one with two classes on each side and 4
+// training rows, and one with 2 training rows and twice the users.
 func DefaultPersonalStudy() PersonalStudyConfig {
 	base := DefaultPersonalTask()
 	few := base
 	few.Train = 2
+	wide := base
+	wide.Train, wide.ClassesPerSide = 4, 2
+	many := base
+	many.Users, many.Train, many.Holdout = 10000, 2, 2
 	return PersonalStudyConfig{
 		Variants: []PersonalVariant{
-			{Name: "issue task: 5000 users, 6 training + 4 held-out rows, rank 3", Task: base, Rank: 3, SelectRanks: "2,3,5,9", AltMin: true},
+			{Name: "issue task: 5000 users, 6 training + 4 held-out rows, rank 3", Task: base, Rank: 3, AltMin: true, CompareZCDP: true, Tunes: []PersonalTune{
+				{Label: "rank", Select: "select_rank", Key: "rank", Values: "2,3,5,9", Eps: []float64{0.5, 1}, CandidateEps: []float64{1}},
+				{Label: "clip quantile", Select: "select_clip_quantile", Key: "clip_quantile", Values: "0.25,0.5,0.75,0.9", Eps: []float64{1}},
+			}},
 			{Name: "harder: 5000 users, 2 training + 4 held-out rows, rank 9", Task: few, Rank: 9},
+			{Name: "harder: 5000 users, two classes on each side, 4 training + 4 held-out rows, rank 9", Task: wide, Rank: 9},
+			{Name: "harder, twice the users: 10000 users, 2 training + 2 held-out rows, rank 9", Task: many, Rank: 9},
 		},
 		Eps: []float64{0.5, 1, 2, 4}, Delta: 1e-6, Seeds: 3, Classify: true,
 	}
@@ -387,7 +435,13 @@ func RunPersonalStudy(ctx context.Context, cfg PersonalStudyConfig) ([]PersonalR
 	var rows []PersonalRow
 	for _, v := range cfg.Variants {
 		col := &personalCells{cells: map[string]map[float64]*personalCell{}, variant: v.Name, progress: cfg.Progress}
-		for s := 1; s <= cfg.Seeds; s++ {
+		seeds := cfg.SeedList
+		if seeds == nil {
+			for s := 1; s <= cfg.Seeds; s++ {
+				seeds = append(seeds, s)
+			}
+		}
+		for _, s := range seeds {
 			if err := runPersonalSeed(ctx, cfg, v, s, col); err != nil {
 				return nil, err
 			}
@@ -427,7 +481,7 @@ func (pc *personalCells) add(m string, eps float64, f *PersonalFit, acc float64)
 	if f != nil {
 		c.secs = append(c.secs, f.Seconds)
 		if r := scalarOf(f.Result, "selected_rank"); !math.IsNaN(r) {
-			c.chosen = append(c.chosen, fmt.Sprintf("rank %g", r))
+			c.chosen = append(c.chosen, fmt.Sprintf("rank %g, q %g", r, scalarOf(f.Result, "selected_clip_quantile")))
 		}
 		if ψ := scalarOf(f.Result, "clip"); !math.IsNaN(ψ) {
 			c.clip = append(c.clip, ψ)
@@ -500,9 +554,8 @@ func runPersonalSeed(ctx context.Context, cfg PersonalStudyConfig, v PersonalVar
 	}
 	col.add("non-private FedRep", 0, f, f.Accuracy)
 	runs := []personalRun{{"fedrep-private, defaults", fedrep.PrivateFedRep{}, nil}}
-	if v.SelectRanks != "" {
-		runs = append(runs, personalRun{"fedrep-private, private selection of rank (" + v.SelectRanks + ")", fedrep.PrivateFedRep{},
-			map[string]string{"select_rank": v.SelectRanks, "select_score": "accuracy"}})
+	if v.CompareZCDP {
+		runs = append(runs, personalRun{"fedrep-private, defaults with noise=zcdp (before)", fedrep.PrivateFedRep{}, map[string]string{"noise": "zcdp"}})
 	}
 	if v.AltMin {
 		runs = append(runs, personalRun{"fedrep-privaltmin, defaults", fedrep.PrivAltMin{}, nil})
@@ -519,6 +572,35 @@ func runPersonalSeed(ctx context.Context, cfg PersonalStudyConfig, v PersonalVar
 			}
 			col.add(r.name, eps, f, f.Accuracy)
 		}
+		for _, pt := range v.Tunes {
+			if !pt.runsAt(eps) {
+				continue
+			}
+			if err := runPersonalTune(ctx, v, pt, ds, grant, seed+uint64(10*eps), params, col); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runPersonalTune runs one private selection at one grant, and every
+// candidate alone with the whole grant.
+func runPersonalTune(ctx context.Context, v PersonalVariant, pt PersonalTune, ds *data.Dataset, grant privacy.Grant, seed uint64, params func(map[string]string) map[string]string, col *personalCells) error {
+	f, err := v.Task.FitPersonal(ctx, ds, fedrep.PrivateFedRep{}, params(map[string]string{pt.Select: pt.Values, "select_score": "accuracy"}), grant, seed)
+	if err != nil {
+		return fmt.Errorf("%s: selection of %s at ε = %g: %w", v.Name, pt.Label, grant.Epsilon, err)
+	}
+	col.add(pt.tunedLabel(), grant.Epsilon, f, f.Accuracy)
+	if pt.CandidateEps != nil && !slices.Contains(pt.CandidateEps, grant.Epsilon) {
+		return nil
+	}
+	for _, c := range strings.Split(pt.Values, ",") {
+		f, err := v.Task.FitPersonal(ctx, ds, fedrep.PrivateFedRep{}, params(map[string]string{pt.Key: c}), grant, seed)
+		if err != nil {
+			return fmt.Errorf("%s: candidate %s = %s at ε = %g: %w", v.Name, pt.Key, c, grant.Epsilon, err)
+		}
+		col.add(pt.candidateLabel(c), grant.Epsilon, f, f.Accuracy)
 	}
 	return nil
 }
@@ -540,7 +622,128 @@ func PersonalMarkdown(rows []PersonalRow) string {
 		if r.Seconds > 0 {
 			secs = fmt.Sprintf("%.2f", r.Seconds)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.4f [%.4f–%.4f] | %s | %s |\n", r.Method, eps, r.Accuracy, r.Min, r.Max, secs, strings.Join(r.Chosen, ", "))
+		fmt.Fprintf(&b, "| %s | %s | %.4f [%.4f–%.4f] | %s | %s |\n", r.Method, eps, r.Accuracy, r.Min, r.Max, secs, strings.Join(r.Chosen, "; "))
 	}
 	return b.String()
+}
+
+// PersonalTuningMarkdown checks every private selection against its
+// candidates: per ε, the best candidate alone (median over seeds), the
+// selection's own figure, how far the candidate it picked falls behind the
+// best one of the same seed (the pick's regret, on the candidates' whole-
+// grant figures), and how far the defaults fall behind the best figure the
+// selection found (its own, or a candidate's).
+func PersonalTuningMarkdown(cfg PersonalStudyConfig, rows []PersonalRow) string {
+	var b strings.Builder
+	find := func(variant, method string, eps float64) *PersonalRow {
+		for i := range rows {
+			if rows[i].Variant == variant && rows[i].Method == method && rows[i].Epsilon == eps {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	for _, v := range cfg.Variants {
+		for _, pt := range v.Tunes {
+			fmt.Fprintf(&b, "\n**%s — private selection of %s (%s) against its candidates**\n\n", v.Name, pt.Label, pt.Values)
+			b.WriteString("| ε | best candidate alone | selection (median) | picks per seed | pick regret (median, max) | defaults − best private figure |\n|---|---|---|---|---|---|\n")
+			for _, eps := range cfg.Eps {
+				tuned := find(v.Name, pt.tunedLabel(), eps)
+				if tuned == nil {
+					continue
+				}
+				vals := strings.Split(pt.Values, ",")
+				cands := make([]*PersonalRow, len(vals))
+				best := -1
+				for i, c := range vals {
+					cands[i] = find(v.Name, pt.candidateLabel(c), eps)
+					if cands[i] != nil && (best < 0 || cands[i].Accuracy > cands[best].Accuracy) {
+						best = i
+					}
+				}
+				if best < 0 {
+					continue
+				}
+				var regret []float64
+				for s, ch := range tuned.Chosen {
+					j := chosenIndex(pt.Key, ch, vals)
+					if j < 0 || cands[j] == nil || s >= len(cands[j].Values) {
+						continue
+					}
+					top := math.Inf(-1)
+					for _, c := range cands {
+						if c != nil && s < len(c.Values) {
+							top = math.Max(top, c.Values[s])
+						}
+					}
+					regret = append(regret, top-cands[j].Values[s])
+				}
+				med, _, hi := medianRange(regret)
+				bestPriv := math.Max(tuned.Accuracy, cands[best].Accuracy)
+				def := find(v.Name, "fedrep-private, defaults", eps)
+				gap := math.NaN()
+				if def != nil {
+					gap = def.Accuracy - bestPriv
+				}
+				fmt.Fprintf(&b, "| %g | %s = %s: %.4f | %.4f | %s | %.4f, %.4f | %+.4f |\n", eps, pt.Key, vals[best], cands[best].Accuracy,
+					tuned.Accuracy, strings.Join(tuned.Chosen, "; "), med, hi, gap)
+			}
+		}
+	}
+	return b.String()
+}
+
+// chosenIndex returns the index among vals of the candidate a selection
+// reported ("rank R, q Q"), or −1.
+func chosenIndex(key, chosen string, vals []string) int {
+	var r, q float64
+	if _, err := fmt.Sscanf(chosen, "rank %g, q %g", &r, &q); err != nil {
+		return -1
+	}
+	x := r
+	if key == "clip_quantile" {
+		x = q
+	}
+	for i, v := range vals {
+		var f float64
+		if _, err := fmt.Sscan(v, &f); err == nil && f == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// MergePersonalRows merges the rows of studies run in parts (each part a
+// set of seeds of some variants): per (variant, method, ε) the per-seed
+// values are concatenated in the order of the parts, and the medians and
+// ranges recomputed (wall times: the median of the parts' medians).
+func MergePersonalRows(parts ...[]PersonalRow) []PersonalRow {
+	var out []PersonalRow
+	idx := map[string]int{}
+	secs := map[string][]float64{}
+	for _, rows := range parts {
+		for _, r := range rows {
+			key := fmt.Sprintf("%s\x00%s\x00%g", r.Variant, r.Method, r.Epsilon)
+			i, ok := idx[key]
+			if !ok {
+				idx[key] = len(out)
+				r.Values = append([]float64(nil), r.Values...)
+				r.Chosen = append([]string(nil), r.Chosen...)
+				r.ChosenClip = append([]float64(nil), r.ChosenClip...)
+				out = append(out, r)
+				secs[key] = []float64{r.Seconds}
+				continue
+			}
+			m := &out[i]
+			m.Values = append(m.Values, r.Values...)
+			m.Chosen = append(m.Chosen, r.Chosen...)
+			m.ChosenClip = append(m.ChosenClip, r.ChosenClip...)
+			secs[key] = append(secs[key], r.Seconds)
+		}
+	}
+	for key, i := range idx {
+		out[i].Accuracy, out[i].Min, out[i].Max = medianRange(out[i].Values)
+		out[i].Seconds, _, _ = medianRange(secs[key])
+	}
+	return out
 }

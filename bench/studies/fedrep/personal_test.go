@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,14 @@ func TestPersonalExplore(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DPLR_CLASSES")); err == nil {
 		task.ClassesPerSide = v
 	}
-	ds, err := task.Build(1)
+	dataSeed, fitSeed := uint64(1), uint64(7)
+	if v, err := strconv.ParseUint(os.Getenv("DPLR_DATASEED"), 10, 64); err == nil {
+		dataSeed = v
+	}
+	if v, err := strconv.ParseUint(os.Getenv("DPLR_FITSEED"), 10, 64); err == nil {
+		fitSeed = v
+	}
+	ds, err := task.Build(dataSeed)
 	require.NoError(t, err)
 	ctx := context.Background()
 	if os.Getenv("DPLR_REFS") != "" {
@@ -62,7 +70,7 @@ func TestPersonalExplore(t *testing.T) {
 			est = fedrep.Classify{}
 		}
 		delete(p, "est")
-		f, err := task.FitPersonal(ctx, ds, est, p, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: epsEnv(), Delta: 1e-6}, 7)
+		f, err := task.FitPersonal(ctx, ds, est, p, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: epsEnv(), Delta: 1e-6}, fitSeed)
 		require.NoError(t, err)
 		t.Logf("%v: %.4f (%.1fs) notes=%v", p, f.Accuracy, f.Seconds, f.Result.Notes)
 	}
@@ -111,11 +119,17 @@ func TestPaperExplore(t *testing.T) {
 }
 
 // TestPersonalTiming (DPLR_STUDY=timing) times fedrep-private and
-// fedrep-privaltmin (defaults, rank 3) on the task at ε = 1,
-// interleaved, 5 fits each, and prints the medians and their ratio.
+// fedrep-privaltmin (defaults and groups=all, rank 3) on the task
+// at ε = 1, interleaved round by round, DPLR_REPS fits each (default 5),
+// and prints the medians of wall and CPU seconds per fit, their ratios to
+// fedrep-private, and the load average before and after.
 func TestPersonalTiming(t *testing.T) {
 	if os.Getenv("DPLR_STUDY") != "timing" {
 		t.Skip("set DPLR_STUDY=timing")
+	}
+	reps := 5
+	if v, err := strconv.Atoi(os.Getenv("DPLR_REPS")); err == nil {
+		reps = v
 	}
 	task := DefaultPersonalTask()
 	ds, err := task.Build(1)
@@ -130,17 +144,48 @@ func TestPersonalTiming(t *testing.T) {
 		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"rank": "3"}},
 		{"fedrep-privaltmin groups=all", fedrep.PrivAltMin{}, map[string]string{"rank": "3", "groups": "all"}},
 	}
+	t.Logf("load before: %s", loadAvg())
 	secs := make([][]float64, len(methods))
-	for rep := 0; rep < 5; rep++ {
+	cpus := make([][]float64, len(methods))
+	for rep := 0; rep < reps; rep++ {
 		for i, m := range methods {
+			c0 := cpuSeconds()
 			f, err := task.FitPersonal(context.Background(), ds, m.est, m.p, g, uint64(7+rep))
 			require.NoError(t, err)
 			secs[i] = append(secs[i], f.Seconds)
+			cpus[i] = append(cpus[i], cpuSeconds()-c0)
 		}
 	}
+	t.Logf("load after: %s", loadAvg())
 	base, _, _ := medianRange(secs[0])
+	cbase, _, _ := medianRange(cpus[0])
 	for i, m := range methods {
 		med, lo, hi := medianRange(secs[i])
-		t.Logf("%s: median %.2f s [%.2f–%.2f], %.2f× fedrep-private", m.name, med, lo, hi, med/base)
+		cmed, clo, chi := medianRange(cpus[i])
+		t.Logf("%s: wall median %.2f s [%.2f–%.2f], %.2f× fedrep-private; CPU median %.2f s [%.2f–%.2f], %.2f× fedrep-private",
+			m.name, med, lo, hi, med/base, cmed, clo, chi, cmed/cbase)
 	}
+}
+
+// cpuSeconds is the process's user + system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("?" when unreadable).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -48,13 +48,15 @@ type StudyMethod struct {
 func PaperStudyConfig() StudyConfig {
 	return StudyConfig{Users: 20000, Samples: 10, Dim: 50, Rank: 2, Noise: 0.01, Delta: 1e-6,
 		Eps: []float64{1, 2, 4, 8}, Seeds: 5, Methods: []StudyMethod{
-			{Label: "Private FedRep (zCDP, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "10"}), Private: true},
+			{Label: "Private FedRep (zCDP, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "10", "noise": "zcdp"}), Private: true},
+			{Label: "Private FedRep (exact, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "10"}), Private: true},
 			{Label: "Private FedRep (paper σ̂, ψ=10)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"noise": "paper", "clip": "10"}), Private: true},
-			{Label: "Private FedRep (zCDP, ψ=1)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "1"}), Private: true},
+			{Label: "Private FedRep (zCDP, ψ=1)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "1", "noise": "zcdp"}), Private: true},
+			{Label: "Private FedRep (exact, ψ=1)", Estimator: fedrep.PrivateFedRep{}, Params: paperFedRep(map[string]string{"clip": "1"}), Private: true},
 			{Label: "Private FedRep (defaults, paper's split)", Estimator: fedrep.PrivateFedRep{}, Private: true},
 			{Label: "Private FedRep (defaults)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"head_data": "all", "local_fraction": "0"}, Private: true},
-			{Label: "Priv-AltMin (disjoint groups)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"init_clip": "50"}, Private: true},
-			{Label: "Priv-AltMin (all users, code)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"groups": "all", "init_clip": "50"}, Private: true},
+			{Label: "Priv-AltMin (disjoint groups, exact)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"init_clip": "50"}, Private: true},
+			{Label: "Priv-AltMin (all users, code, exact)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"groups": "all", "init_clip": "50"}, Private: true},
 			{Label: "Non-private FedRep", Estimator: fedrep.NonPrivateFedRep{}, Params: map[string]string{"step_guard": "false"}},
 		}}
 }

@@ -165,7 +165,11 @@ type EstimatorInfo struct {
 	References  []string               `protobuf:"bytes,9,rep,name=references,proto3" json:"references,omitempty"`
 	// non_private marks a reference estimator that releases a non-private
 	// result; hosts must not present its output as private.
-	NonPrivate    bool `protobuf:"varint,10,opt,name=non_private,json=nonPrivate,proto3" json:"non_private,omitempty"`
+	NonPrivate bool `protobuf:"varint,10,opt,name=non_private,json=nonPrivate,proto3" json:"non_private,omitempty"`
+	// statistics marks a rows estimator that also runs on the rows'
+	// aggregated statistics (a DatasetHandle with statistics set) in place
+	// of the rows; hosts send statistics only to such estimators.
+	Statistics    bool `protobuf:"varint,11,opt,name=statistics,proto3" json:"statistics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,6 +270,13 @@ func (x *EstimatorInfo) GetReferences() []string {
 func (x *EstimatorInfo) GetNonPrivate() bool {
 	if x != nil {
 		return x.NonPrivate
+	}
+	return false
+}
+
+func (x *EstimatorInfo) GetStatistics() bool {
+	if x != nil {
+		return x.Statistics
 	}
 	return false
 }
@@ -526,20 +537,24 @@ func (x *FileRef) GetMtime() int64 {
 
 // DatasetHandle is a validated data set prepared by the host.
 type DatasetHandle struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Hash          string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"` // hex SHA-256 of the canonical encoding
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	N             int64                  `protobuf:"varint,4,opt,name=n,proto3" json:"n,omitempty"`
-	P             int64                  `protobuf:"varint,5,opt,name=p,proto3" json:"p,omitempty"`
-	D1            int64                  `protobuf:"varint,6,opt,name=d1,proto3" json:"d1,omitempty"`
-	D2            int64                  `protobuf:"varint,7,opt,name=d2,proto3" json:"d2,omitempty"`
-	X             *FileRef               `protobuf:"bytes,8,opt,name=x,proto3" json:"x,omitempty"` // n×p, row-major
-	Y             *FileRef               `protobuf:"bytes,9,opt,name=y,proto3" json:"y,omitempty"`
-	UserStart     *FileRef               `protobuf:"bytes,10,opt,name=user_start,json=userStart,proto3" json:"user_start,omitempty"`
-	UserIds       *FileRef               `protobuf:"bytes,11,opt,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
-	Labels        *FileRef               `protobuf:"bytes,12,opt,name=labels,proto3" json:"labels,omitempty"`
-	Version       int32                  `protobuf:"varint,13,opt,name=version,proto3" json:"version,omitempty"` // handle format version
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Hash      string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"` // hex SHA-256 of the canonical encoding
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	N         int64                  `protobuf:"varint,4,opt,name=n,proto3" json:"n,omitempty"`
+	P         int64                  `protobuf:"varint,5,opt,name=p,proto3" json:"p,omitempty"`
+	D1        int64                  `protobuf:"varint,6,opt,name=d1,proto3" json:"d1,omitempty"`
+	D2        int64                  `protobuf:"varint,7,opt,name=d2,proto3" json:"d2,omitempty"`
+	X         *FileRef               `protobuf:"bytes,8,opt,name=x,proto3" json:"x,omitempty"` // n×p, row-major
+	Y         *FileRef               `protobuf:"bytes,9,opt,name=y,proto3" json:"y,omitempty"`
+	UserStart *FileRef               `protobuf:"bytes,10,opt,name=user_start,json=userStart,proto3" json:"user_start,omitempty"`
+	UserIds   *FileRef               `protobuf:"bytes,11,opt,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
+	Labels    *FileRef               `protobuf:"bytes,12,opt,name=labels,proto3" json:"labels,omitempty"`
+	Version   int32                  `protobuf:"varint,13,opt,name=version,proto3" json:"version,omitempty"` // handle format version
+	// statistics, when set, replaces the rows (x is then unset): the data
+	// set is known only through aggregates computed elsewhere (a Beam
+	// pipeline) and validated by the host. kind is "rows".
+	Statistics    *Statistics `protobuf:"bytes,14,opt,name=statistics,proto3" json:"statistics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -665,22 +680,94 @@ func (x *DatasetHandle) GetVersion() int32 {
 	return 0
 }
 
+func (x *DatasetHandle) GetStatistics() *Statistics {
+	if x != nil {
+		return x.Statistics
+	}
+	return nil
+}
+
+// Statistics are a rows data set's aggregates: with w_i = min(1, clip/‖x_i‖)
+// (w_i = 1 when clip is 0), sum = Σ w_i x_i (p values) and moment =
+// Σ w_i² x_i x_iᵀ (p×p, row-major, symmetric, not divided by n); n is
+// DatasetHandle.n.
+type Statistics struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Clip          float64                `protobuf:"fixed64,1,opt,name=clip,proto3" json:"clip,omitempty"`   // the public row-norm bound applied before aggregation (0: none)
+	Sum           *FileRef               `protobuf:"bytes,2,opt,name=sum,proto3" json:"sum,omitempty"`       // p float64 values
+	Moment        *FileRef               `protobuf:"bytes,3,opt,name=moment,proto3" json:"moment,omitempty"` // p·p float64 values
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Statistics) Reset() {
+	*x = Statistics{}
+	mi := &file_dplr_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Statistics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Statistics) ProtoMessage() {}
+
+func (x *Statistics) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Statistics.ProtoReflect.Descriptor instead.
+func (*Statistics) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Statistics) GetClip() float64 {
+	if x != nil {
+		return x.Clip
+	}
+	return 0
+}
+
+func (x *Statistics) GetSum() *FileRef {
+	if x != nil {
+		return x.Sum
+	}
+	return nil
+}
+
+func (x *Statistics) GetMoment() *FileRef {
+	if x != nil {
+		return x.Moment
+	}
+	return nil
+}
+
 // Shape is a data set's public dimensions (never its content).
 type Shape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`    // "rows", "trace" or "users"
-	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`         // rows (or observations)
-	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`         // columns (features)
-	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`       // trace regression: matrix rows
-	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`       // trace regression: matrix columns
-	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"` // users data: number of users
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`              // "rows", "trace" or "users"
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`                   // rows (or observations)
+	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`                   // columns (features)
+	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`                 // trace regression: matrix rows
+	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`                 // trace regression: matrix columns
+	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"`           // users data: number of users
+	Statistics    bool                   `protobuf:"varint,7,opt,name=statistics,proto3" json:"statistics,omitempty"` // rows data known only through its statistics
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_dplr_proto_msgTypes[7]
+	mi := &file_dplr_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +779,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[7]
+	mi := &file_dplr_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +792,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{7}
+	return file_dplr_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Shape) GetKind() string {
@@ -750,6 +837,13 @@ func (x *Shape) GetUsers() int64 {
 	return 0
 }
 
+func (x *Shape) GetStatistics() bool {
+	if x != nil {
+		return x.Statistics
+	}
+	return false
+}
+
 type CheckRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Estimator     string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
@@ -762,7 +856,7 @@ type CheckRequest struct {
 
 func (x *CheckRequest) Reset() {
 	*x = CheckRequest{}
-	mi := &file_dplr_proto_msgTypes[8]
+	mi := &file_dplr_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +868,7 @@ func (x *CheckRequest) String() string {
 func (*CheckRequest) ProtoMessage() {}
 
 func (x *CheckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[8]
+	mi := &file_dplr_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +881,7 @@ func (x *CheckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
 func (*CheckRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{8}
+	return file_dplr_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckRequest) GetEstimator() string {
@@ -822,13 +916,22 @@ type CheckResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// footprint_bytes estimates the fit's peak memory in bytes (0: unknown).
 	FootprintBytes int64 `protobuf:"varint,1,opt,name=footprint_bytes,json=footprintBytes,proto3" json:"footprint_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// mechanisms_declared is true when the estimator says, before the fit,
+	// which privacy mechanisms its steps will use (mechanisms; empty: none).
+	// The host refuses, with nothing spent, a request that the data set's
+	// budget rule cannot admit (a non-Gaussian mechanism under the
+	// Gaussian-DP filter), and withholds (charged) a result whose steps use
+	// a mechanism not declared. False (plugins built before this field, or
+	// an estimator that does not declare): mechanisms unknown until the fit.
+	MechanismsDeclared bool                          `protobuf:"varint,2,opt,name=mechanisms_declared,json=mechanismsDeclared,proto3" json:"mechanisms_declared,omitempty"`
+	Mechanisms         []*CheckResponse_MechanismUse `protobuf:"bytes,3,rep,name=mechanisms,proto3" json:"mechanisms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +943,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +956,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{9}
+	return file_dplr_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckResponse) GetFootprintBytes() int64 {
@@ -861,6 +964,20 @@ func (x *CheckResponse) GetFootprintBytes() int64 {
 		return x.FootprintBytes
 	}
 	return 0
+}
+
+func (x *CheckResponse) GetMechanismsDeclared() bool {
+	if x != nil {
+		return x.MechanismsDeclared
+	}
+	return false
+}
+
+func (x *CheckResponse) GetMechanisms() []*CheckResponse_MechanismUse {
+	if x != nil {
+		return x.Mechanisms
+	}
+	return nil
 }
 
 type FitRequest struct {
@@ -878,7 +995,7 @@ type FitRequest struct {
 
 func (x *FitRequest) Reset() {
 	*x = FitRequest{}
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1007,7 @@ func (x *FitRequest) String() string {
 func (*FitRequest) ProtoMessage() {}
 
 func (x *FitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1020,7 @@ func (x *FitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitRequest.ProtoReflect.Descriptor instead.
 func (*FitRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{10}
+	return file_dplr_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FitRequest) GetEstimator() string {
@@ -961,7 +1078,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -973,7 +1090,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -986,7 +1103,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{11}
+	return file_dplr_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Step) GetName() string {
@@ -1093,7 +1210,7 @@ type Guarantee struct {
 
 func (x *Guarantee) Reset() {
 	*x = Guarantee{}
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1222,7 @@ func (x *Guarantee) String() string {
 func (*Guarantee) ProtoMessage() {}
 
 func (x *Guarantee) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1235,7 @@ func (x *Guarantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Guarantee.ProtoReflect.Descriptor instead.
 func (*Guarantee) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{12}
+	return file_dplr_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Guarantee) GetKind() string {
@@ -1217,7 +1334,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1346,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1359,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{13}
+	return file_dplr_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Progress) GetStage() string {
@@ -1290,7 +1407,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1419,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1432,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{14}
+	return file_dplr_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MatrixChunk) GetName() string {
@@ -1379,7 +1496,7 @@ type Scalar struct {
 
 func (x *Scalar) Reset() {
 	*x = Scalar{}
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1508,7 @@ func (x *Scalar) String() string {
 func (*Scalar) ProtoMessage() {}
 
 func (x *Scalar) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1521,7 @@ func (x *Scalar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scalar.ProtoReflect.Descriptor instead.
 func (*Scalar) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{15}
+	return file_dplr_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Scalar) GetName() string {
@@ -1447,7 +1564,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1576,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1589,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{16}
+	return file_dplr_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Series) GetName() string {
@@ -1520,7 +1637,7 @@ type FitResult struct {
 
 func (x *FitResult) Reset() {
 	*x = FitResult{}
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1649,7 @@ func (x *FitResult) String() string {
 func (*FitResult) ProtoMessage() {}
 
 func (x *FitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1662,7 @@ func (x *FitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitResult.ProtoReflect.Descriptor instead.
 func (*FitResult) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{17}
+	return file_dplr_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FitResult) GetScalars() []*Scalar {
@@ -1627,7 +1744,7 @@ type FitEvent struct {
 
 func (x *FitEvent) Reset() {
 	*x = FitEvent{}
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1756,7 @@ func (x *FitEvent) String() string {
 func (*FitEvent) ProtoMessage() {}
 
 func (x *FitEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1769,7 @@ func (x *FitEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitEvent.ProtoReflect.Descriptor instead.
 func (*FitEvent) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{18}
+	return file_dplr_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FitEvent) GetEvent() isFitEvent_Event {
@@ -1741,6 +1858,59 @@ func (*FitEvent_Matrix) isFitEvent_Event() {}
 
 func (*FitEvent_Result) isFitEvent_Event() {}
 
+// MechanismUse is one mechanism a fit will use, and what for.
+type CheckResponse_MechanismUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mechanism     string                 `protobuf:"bytes,1,opt,name=mechanism,proto3" json:"mechanism,omitempty"` // "gaussian", "laplace" or "exponential"
+	Purpose       string                 `protobuf:"bytes,2,opt,name=purpose,proto3" json:"purpose,omitempty"`     // the step or option that needs it, in words
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckResponse_MechanismUse) Reset() {
+	*x = CheckResponse_MechanismUse{}
+	mi := &file_dplr_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckResponse_MechanismUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckResponse_MechanismUse) ProtoMessage() {}
+
+func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckResponse_MechanismUse.ProtoReflect.Descriptor instead.
+func (*CheckResponse_MechanismUse) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{10, 0}
+}
+
+func (x *CheckResponse_MechanismUse) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *CheckResponse_MechanismUse) GetPurpose() string {
+	if x != nil {
+		return x.Purpose
+	}
+	return ""
+}
+
 var File_dplr_proto protoreflect.FileDescriptor
 
 const file_dplr_proto_rawDesc = "" +
@@ -1756,7 +1926,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\n" +
 	"estimators\x18\x05 \x03(\v2\x16.dplr.v1.EstimatorInfoR\n" +
 	"estimators\x12)\n" +
-	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xb9\x02\n" +
+	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xd9\x02\n" +
 	"\rEstimatorInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -1771,7 +1941,10 @@ const file_dplr_proto_rawDesc = "" +
 	"references\x12\x1f\n" +
 	"\vnon_private\x18\n" +
 	" \x01(\bR\n" +
-	"nonPrivate\"\xde\x01\n" +
+	"nonPrivate\x12\x1e\n" +
+	"\n" +
+	"statistics\x18\v \x01(\bR\n" +
+	"statistics\"\xde\x01\n" +
 	"\tParamSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12#\n" +
@@ -1794,7 +1967,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05dtype\x18\x03 \x01(\tR\x05dtype\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x03R\x05count\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
-	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\xe9\x02\n" +
+	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\x9e\x03\n" +
 	"\rDatasetHandle\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x12\n" +
@@ -1810,14 +1983,25 @@ const file_dplr_proto_rawDesc = "" +
 	" \x01(\v2\x10.dplr.v1.FileRefR\tuserStart\x12+\n" +
 	"\buser_ids\x18\v \x01(\v2\x10.dplr.v1.FileRefR\auserIds\x12(\n" +
 	"\x06labels\x18\f \x01(\v2\x10.dplr.v1.FileRefR\x06labels\x12\x18\n" +
-	"\aversion\x18\r \x01(\x05R\aversion\"m\n" +
+	"\aversion\x18\r \x01(\x05R\aversion\x123\n" +
+	"\n" +
+	"statistics\x18\x0e \x01(\v2\x13.dplr.v1.StatisticsR\n" +
+	"statistics\"n\n" +
+	"\n" +
+	"Statistics\x12\x12\n" +
+	"\x04clip\x18\x01 \x01(\x01R\x04clip\x12\"\n" +
+	"\x03sum\x18\x02 \x01(\v2\x10.dplr.v1.FileRefR\x03sum\x12(\n" +
+	"\x06moment\x18\x03 \x01(\v2\x10.dplr.v1.FileRefR\x06moment\"\x8d\x01\n" +
 	"\x05Shape\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\f\n" +
 	"\x01p\x18\x03 \x01(\x03R\x01p\x12\x0e\n" +
 	"\x02d1\x18\x04 \x01(\x03R\x02d1\x12\x0e\n" +
 	"\x02d2\x18\x05 \x01(\x03R\x02d2\x12\x14\n" +
-	"\x05users\x18\x06 \x01(\x03R\x05users\"\xee\x01\n" +
+	"\x05users\x18\x06 \x01(\x03R\x05users\x12\x1e\n" +
+	"\n" +
+	"statistics\x18\a \x01(\bR\n" +
+	"statistics\"\xee\x01\n" +
 	"\fCheckRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x129\n" +
 	"\x06params\x18\x02 \x03(\v2!.dplr.v1.CheckRequest.ParamsEntryR\x06params\x12$\n" +
@@ -1825,9 +2009,16 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05shape\x18\x04 \x01(\v2\x0e.dplr.v1.ShapeR\x05shape\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"8\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf6\x01\n" +
 	"\rCheckResponse\x12'\n" +
-	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\"\x92\x02\n" +
+	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x12/\n" +
+	"\x13mechanisms_declared\x18\x02 \x01(\bR\x12mechanismsDeclared\x12C\n" +
+	"\n" +
+	"mechanisms\x18\x03 \x03(\v2#.dplr.v1.CheckResponse.MechanismUseR\n" +
+	"mechanisms\x1aF\n" +
+	"\fMechanismUse\x12\x1c\n" +
+	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x18\n" +
+	"\apurpose\x18\x02 \x01(\tR\apurpose\"\x92\x02\n" +
 	"\n" +
 	"FitRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x127\n" +
@@ -1931,29 +2122,31 @@ func file_dplr_proto_rawDescGZIP() []byte {
 	return file_dplr_proto_rawDescData
 }
 
-var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_dplr_proto_goTypes = []any{
-	(*CatalogueRequest)(nil),  // 0: dplr.v1.CatalogueRequest
-	(*CatalogueResponse)(nil), // 1: dplr.v1.CatalogueResponse
-	(*EstimatorInfo)(nil),     // 2: dplr.v1.EstimatorInfo
-	(*ParamSpec)(nil),         // 3: dplr.v1.ParamSpec
-	(*Grant)(nil),             // 4: dplr.v1.Grant
-	(*FileRef)(nil),           // 5: dplr.v1.FileRef
-	(*DatasetHandle)(nil),     // 6: dplr.v1.DatasetHandle
-	(*Shape)(nil),             // 7: dplr.v1.Shape
-	(*CheckRequest)(nil),      // 8: dplr.v1.CheckRequest
-	(*CheckResponse)(nil),     // 9: dplr.v1.CheckResponse
-	(*FitRequest)(nil),        // 10: dplr.v1.FitRequest
-	(*Step)(nil),              // 11: dplr.v1.Step
-	(*Guarantee)(nil),         // 12: dplr.v1.Guarantee
-	(*Progress)(nil),          // 13: dplr.v1.Progress
-	(*MatrixChunk)(nil),       // 14: dplr.v1.MatrixChunk
-	(*Scalar)(nil),            // 15: dplr.v1.Scalar
-	(*Series)(nil),            // 16: dplr.v1.Series
-	(*FitResult)(nil),         // 17: dplr.v1.FitResult
-	(*FitEvent)(nil),          // 18: dplr.v1.FitEvent
-	nil,                       // 19: dplr.v1.CheckRequest.ParamsEntry
-	nil,                       // 20: dplr.v1.FitRequest.ParamsEntry
+	(*CatalogueRequest)(nil),           // 0: dplr.v1.CatalogueRequest
+	(*CatalogueResponse)(nil),          // 1: dplr.v1.CatalogueResponse
+	(*EstimatorInfo)(nil),              // 2: dplr.v1.EstimatorInfo
+	(*ParamSpec)(nil),                  // 3: dplr.v1.ParamSpec
+	(*Grant)(nil),                      // 4: dplr.v1.Grant
+	(*FileRef)(nil),                    // 5: dplr.v1.FileRef
+	(*DatasetHandle)(nil),              // 6: dplr.v1.DatasetHandle
+	(*Statistics)(nil),                 // 7: dplr.v1.Statistics
+	(*Shape)(nil),                      // 8: dplr.v1.Shape
+	(*CheckRequest)(nil),               // 9: dplr.v1.CheckRequest
+	(*CheckResponse)(nil),              // 10: dplr.v1.CheckResponse
+	(*FitRequest)(nil),                 // 11: dplr.v1.FitRequest
+	(*Step)(nil),                       // 12: dplr.v1.Step
+	(*Guarantee)(nil),                  // 13: dplr.v1.Guarantee
+	(*Progress)(nil),                   // 14: dplr.v1.Progress
+	(*MatrixChunk)(nil),                // 15: dplr.v1.MatrixChunk
+	(*Scalar)(nil),                     // 16: dplr.v1.Scalar
+	(*Series)(nil),                     // 17: dplr.v1.Series
+	(*FitResult)(nil),                  // 18: dplr.v1.FitResult
+	(*FitEvent)(nil),                   // 19: dplr.v1.FitEvent
+	nil,                                // 20: dplr.v1.CheckRequest.ParamsEntry
+	(*CheckResponse_MechanismUse)(nil), // 21: dplr.v1.CheckResponse.MechanismUse
+	nil,                                // 22: dplr.v1.FitRequest.ParamsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
 	2,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
@@ -1963,31 +2156,35 @@ var file_dplr_proto_depIdxs = []int32{
 	5,  // 4: dplr.v1.DatasetHandle.user_start:type_name -> dplr.v1.FileRef
 	5,  // 5: dplr.v1.DatasetHandle.user_ids:type_name -> dplr.v1.FileRef
 	5,  // 6: dplr.v1.DatasetHandle.labels:type_name -> dplr.v1.FileRef
-	19, // 7: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
-	4,  // 8: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
-	7,  // 9: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
-	20, // 10: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
-	4,  // 11: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
-	6,  // 12: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
-	15, // 13: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
-	16, // 14: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
-	12, // 15: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
-	11, // 16: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
-	13, // 17: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
-	11, // 18: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
-	14, // 19: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
-	17, // 20: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
-	0,  // 21: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	8,  // 22: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
-	10, // 23: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	1,  // 24: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	9,  // 25: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
-	18, // 26: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	24, // [24:27] is the sub-list for method output_type
-	21, // [21:24] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	7,  // 7: dplr.v1.DatasetHandle.statistics:type_name -> dplr.v1.Statistics
+	5,  // 8: dplr.v1.Statistics.sum:type_name -> dplr.v1.FileRef
+	5,  // 9: dplr.v1.Statistics.moment:type_name -> dplr.v1.FileRef
+	20, // 10: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
+	4,  // 11: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
+	8,  // 12: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
+	21, // 13: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
+	22, // 14: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	4,  // 15: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
+	6,  // 16: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
+	16, // 17: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
+	17, // 18: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
+	13, // 19: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
+	12, // 20: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
+	14, // 21: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
+	12, // 22: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
+	15, // 23: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
+	18, // 24: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
+	0,  // 25: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	9,  // 26: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	11, // 27: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	1,  // 28: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	10, // 29: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	19, // 30: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	28, // [28:31] is the sub-list for method output_type
+	25, // [25:28] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -1996,8 +2193,8 @@ func file_dplr_proto_init() {
 		return
 	}
 	file_dplr_proto_msgTypes[3].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[10].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[18].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[11].OneofWrappers = []any{}
+	file_dplr_proto_msgTypes[19].OneofWrappers = []any{
 		(*FitEvent_Progress)(nil),
 		(*FitEvent_Log)(nil),
 		(*FitEvent_Step)(nil),
@@ -2010,7 +2207,7 @@ func file_dplr_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

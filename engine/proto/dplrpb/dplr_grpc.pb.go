@@ -46,7 +46,8 @@ type EstimatorsClient interface {
 	// Check is the pre-flight check the host makes before it reserves any
 	// budget: the plugin validates the parameters against the estimator's
 	// catalogue, the grant's form and the data's public shape, and estimates
-	// the fit's peak memory. A refusal is InvalidArgument. Plugins built
+	// the fit's peak memory, and may declare which privacy mechanisms the
+	// fit will use. A refusal is InvalidArgument. Plugins built
 	// before this call answer Unimplemented, and the host then goes on
 	// without a pre-flight check.
 	Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error)
@@ -118,7 +119,8 @@ type EstimatorsServer interface {
 	// Check is the pre-flight check the host makes before it reserves any
 	// budget: the plugin validates the parameters against the estimator's
 	// catalogue, the grant's form and the data's public shape, and estimates
-	// the fit's peak memory. A refusal is InvalidArgument. Plugins built
+	// the fit's peak memory, and may declare which privacy mechanisms the
+	// fit will use. A refusal is InvalidArgument. Plugins built
 	// before this call answer Unimplemented, and the host then goes on
 	// without a pre-flight check.
 	Check(context.Context, *CheckRequest) (*CheckResponse, error)

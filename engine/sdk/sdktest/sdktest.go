@@ -9,9 +9,11 @@
 // that an unknown, missing or out-of-range parameter is refused as a bad
 // request before any privacy step is declared; that a seed reproduces a
 // fit exactly; that every privacy step went through a release and every
-// release was drawn; that every output carries a release class; and that
-// the result's guarantee is the one its steps compose to
-// (privacy.Certify). Check returns the findings instead of failing a test.
+// release was drawn; that every output carries a release class; that
+// every step uses a mechanism the estimator declared before the fit (when
+// its options implement sdk.MechanismDeclarer: the host withholds a result
+// that breaks its declaration); and that the result's guarantee is the one
+// its steps compose to (privacy.Certify). Check returns the findings instead of failing a test.
 package sdktest
 
 import (
@@ -173,6 +175,9 @@ func checkCase(est sdk.Estimator, info sdk.Info, c Case) []error {
 	if first.declared != len(steps) {
 		fail("%d steps announced to the host, %d recorded", first.declared, len(steps))
 	}
+	if err := checkDeclared(info, c, steps); err != nil {
+		fail("mechanisms: %v", err)
+	}
 	if info.NonPrivate {
 		if len(steps) > 0 || res.Guarantee.Kind != privacy.None {
 			fail("non-private estimator declared %d steps and guarantee %q", len(steps), res.Guarantee.Kind)
@@ -187,6 +192,18 @@ func checkCase(est sdk.Estimator, info sdk.Info, c Case) []error {
 		fail("the same seed did not reproduce the fit: %v", err)
 	}
 	return errs
+}
+
+// checkDeclared holds a fit to its pre-flight declaration of mechanisms
+// (sdk.MechanismDeclarer): every step must use a declared mechanism, as
+// the host requires before it releases a result. An undeclared estimator
+// passes.
+func checkDeclared(info sdk.Info, c Case, steps []privacy.Step) error {
+	_, _, d, err := sdk.PrepareDeclared(info, c.Params, sdk.ShapeOf(c.Data), c.Grant)
+	if err != nil {
+		return fmt.Errorf("the pre-flight declaration failed for a request the fit accepted: %w", err)
+	}
+	return d.CheckSteps(steps)
 }
 
 // checkGuarantee requires the guarantee to be what its steps compose to.
@@ -372,4 +389,57 @@ func publicTimings(res *sdk.Result) []string {
 		}
 	}
 	return out
+}
+
+// RunDeclared fits each case once and reports, as test errors, a case
+// whose steps use a mechanism the estimator did not declare or whose
+// declaration lists a mechanism the fit did not use. The host allows the
+// latter (a declaration may list what a fit only might use), but a listed,
+// unused non-Gaussian mechanism makes the host refuse the request under
+// the Gaussian-DP filter for nothing: estimators whose plans are fixed by
+// their options should declare exactly.
+func RunDeclared(t *testing.T, est sdk.Estimator, cases ...Case) {
+	t.Helper()
+	for _, err := range CheckDeclaredExactly(est, cases...) {
+		t.Error(err)
+	}
+}
+
+// CheckDeclaredExactly is RunDeclared returning its findings.
+func CheckDeclaredExactly(est sdk.Estimator, cases ...Case) []error {
+	info, err := sdk.InfoOf(est)
+	if err != nil {
+		return []error{fmt.Errorf("catalogue: %w", err)}
+	}
+	var errs []error
+	for _, c := range cases {
+		_, _, d, err := sdk.PrepareDeclared(info, c.Params, sdk.ShapeOf(c.Data), c.Grant)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("case %q: pre-flight: %w", c.Name, err))
+			continue
+		}
+		if !d.Declared {
+			errs = append(errs, fmt.Errorf("case %q: %s declares no mechanisms (implement sdk.MechanismDeclarer on its options)", c.Name, info.Name))
+			continue
+		}
+		o := fit(est, c)
+		if o.err != nil {
+			errs = append(errs, fmt.Errorf("case %q: fit failed: %w", c.Name, o.err))
+			continue
+		}
+		steps := o.acct.Steps()
+		if err := d.CheckSteps(steps); err != nil {
+			errs = append(errs, fmt.Errorf("case %q: %w", c.Name, err))
+		}
+		for _, m := range d.Mechanisms() {
+			used := false
+			for _, s := range steps {
+				used = used || s.Mechanism == m
+			}
+			if !used {
+				errs = append(errs, fmt.Errorf("case %q: declares the %s mechanism (%s), which the fit did not use", c.Name, m, d))
+			}
+		}
+	}
+	return errs
 }

@@ -18,8 +18,17 @@ import (
 type opts struct {
 	sdk.Clip `default:"1"`
 	Share    float64 `param:"share" default:"1" gt:"0" max:"1" doc:"part of the budget used"`
-	Mode     string  `param:"mode" default:"good" choices:"good,undrawn,drift,unlabelled,timing" doc:"how to misbehave"`
+	Mode     string  `param:"mode" default:"good" choices:"good,undrawn,drift,unlabelled,timing,lie" doc:"how to misbehave"`
 	K        *int    `param:"k" min:"1" lt:"10" doc:"optional"`
+}
+
+// Mechanisms implements sdk.MechanismDeclarer: one Gaussian release,
+// except in mode lie, which declares a Laplace step instead.
+func (o *opts) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
+	if o.Mode == "lie" {
+		return []sdk.MechanismUse{{Mechanism: privacy.MechLaplace, For: "v"}}, nil
+	}
+	return []sdk.MechanismUse{{Mechanism: privacy.MechGaussian, For: "v"}}, nil
 }
 
 // est is a configurable estimator: good by default, misbehaving on request.
@@ -116,6 +125,8 @@ func TestFindings(t *testing.T) {
 		{"refusal accepted", est{}, []Case{{Name: "c", Data: rows(), Grant: grant}, {Name: "bad", Data: rows(), Grant: grant, Refuse: "x"}},
 			[]string{`case "bad": request map[] was accepted`}},
 		{"no cases", est{}, nil, []string{"no cases"}},
+		{"false declaration", est{}, []Case{{Name: "c", Data: rows(), Grant: grant, Params: map[string]string{"mode": "lie"}}},
+			[]string{`mechanisms: privacy step 1 ("v") uses the gaussian mechanism, which the estimator did not declare before the fit (it declared: laplace (v))`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,4 +167,18 @@ func TestBadRequestsFromCatalogue(t *testing.T) {
 		"k=10 map[k:10 share:0.5]",
 		"allow_large_delta=maybe map[allow_large_delta:maybe share:0.5]",
 	}, got)
+}
+
+// RunDeclared wants the declaration to be exactly what the fit used.
+func TestCheckDeclaredExactly(t *testing.T) {
+	assert.Empty(t, CheckDeclaredExactly(est{}, Case{Name: "good", Data: rows(), Grant: grant}))
+	errs := CheckDeclaredExactly(est{}, Case{Name: "lie", Data: rows(), Grant: grant, Params: map[string]string{"mode": "lie"}})
+	if assert.Len(t, errs, 2) {
+		assert.Contains(t, errs[0].Error(), "uses the gaussian mechanism, which the estimator did not declare")
+		assert.Contains(t, errs[1].Error(), "declares the laplace mechanism (laplace (v)), which the fit did not use")
+	}
+	errs = CheckDeclaredExactly(est{legacy: true}, Case{Name: "undeclared", Data: rows(), Grant: grant})
+	if assert.Len(t, errs, 1) {
+		assert.Contains(t, errs[0].Error(), "declares no mechanisms")
+	}
 }

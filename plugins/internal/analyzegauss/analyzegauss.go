@@ -51,3 +51,14 @@ func Release(ctx context.Context, be backend.Backend, rnd *privacy.Source, rel *
 	}
 	return noisy, vals, vecs, nil
 }
+
+// RestOfTrace is tr(m) minus the sum of vals: for the released S + E and
+// its top-k eigenvalues, the sum of its other eigenvalues, from which the
+// explained-variance ratios follow (post-processing).
+func RestOfTrace(m mat.Symmetric, vals []float64) float64 {
+	rest := mat.Trace(m)
+	for _, v := range vals {
+		rest -= v
+	}
+	return rest
+}

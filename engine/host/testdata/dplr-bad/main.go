@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -59,7 +60,8 @@ func result(rho float64) *dplrpb.FitEvent { return resultOf("zcdp", gauss(rho)) 
 // Check implements the pre-flight check: modes "footprint" (claims 1 PiB),
 // "check-refuse" (refuses the request), "hang-check" (never answers) and
 // "no-check" (a plugin built before the call); the others accept.
-func (s *server) Check(ctx context.Context, _ *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
+func (s *server) Check(ctx context.Context, req *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
+	s = s.forEstimator(req.GetEstimator())
 	switch s.mode {
 	case "hang-check":
 		<-ctx.Done()
@@ -70,8 +72,39 @@ func (s *server) Check(ctx context.Context, _ *dplrpb.CheckRequest) (*dplrpb.Che
 		return nil, status.Errorf(codes.InvalidArgument, "clip = 1e-300 leaves no representable noise scale")
 	case "no-check":
 		return nil, status.Errorf(codes.Unimplemented, "method Check not implemented")
+	case "declare-gauss", "under-declare":
+		// under-declare declares Gaussian steps only, then takes a Laplace
+		// step: the lie the host must catch after the fit.
+		return declare(use("gaussian", "the released matrix")), nil
+	case "declare-exponential":
+		// Honest Gaussian steps, but declares an exponential-mechanism
+		// quantile too (as pca's clip=auto does).
+		return declare(use("gaussian", "the released matrix"), use("exponential", "clip quantile (clip=auto)")), nil
+	case "declare-laplace":
+		// Declares, and takes, one Laplace step.
+		return declare(use("laplace", "the mean")), nil
+	case "declare-unknown":
+		return declare(use("quantum", "a mechanism no host can verify")), nil
+	case "declare-undeclared":
+		// Lists mechanisms without declaring them: malformed.
+		r := declare(use("gaussian", ""))
+		r.MechanismsDeclared = false
+		return r, nil
 	}
 	return &dplrpb.CheckResponse{FootprintBytes: 1 << 20}, nil
+}
+
+func use(mech, purpose string) *dplrpb.CheckResponse_MechanismUse {
+	return &dplrpb.CheckResponse_MechanismUse{Mechanism: mech, Purpose: purpose}
+}
+
+func declare(uses ...*dplrpb.CheckResponse_MechanismUse) *dplrpb.CheckResponse {
+	return &dplrpb.CheckResponse{FootprintBytes: 1 << 20, MechanismsDeclared: true, Mechanisms: uses}
+}
+
+// laplace is a Laplace step of sensitivity 1 and scale 2: ε = 0.5.
+func laplace() *dplrpb.Step {
+	return &dplrpb.Step{Name: "mean", Mechanism: "laplace", Calibration: "pure", Sensitivity: 1, Scale: 2, Epsilon: 0.5}
 }
 
 // grantRho is the zCDP budget of a zCDP grant, and ρ = 0.01 (which fits
@@ -119,6 +152,12 @@ func (s *server) hostile(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer)
 		// Dies (as on an out-of-memory error) before any privacy step.
 		time.Sleep(20 * time.Millisecond)
 		os.Exit(2)
+	case "under-declare", "laplace", "declare-laplace":
+		// A Laplace step (ε = 0.5); under-declare promised Gaussian steps
+		// only, laplace declared nothing.
+		_ = st.Send(announce(laplace()))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		return true, st.Send(resultOf("approx", laplace()))
 	case "hang-before-step":
 		// Loads forever without taking a step, until cancelled. It says
 		// so first, so that a test can interrupt it at that point.
@@ -133,7 +172,19 @@ func chunk(rows, cols, off int64, data ...float64) *dplrpb.FitEvent {
 	return &dplrpb.FitEvent{Event: &dplrpb.FitEvent_Matrix{Matrix: &dplrpb.MatrixChunk{Name: "m", Rows: rows, Cols: cols, Offset: off, Data: data}}}
 }
 
+// forEstimator is the server in the mode the requested estimator names
+// ("bad-<mode>"): each fit runs in a fresh plugin process started with the
+// environment of the moment, so a test holding plugins of several modes
+// over one ledger is served by the mode it asks for.
+func (s *server) forEstimator(est string) *server {
+	if m, ok := strings.CutPrefix(est, "bad-"); ok {
+		return &server{mode: m}
+	}
+	return s
+}
+
 func (s *server) Fit(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) error {
+	s = s.forEstimator(req.GetEstimator())
 	if done, err := s.hostile(req, st); done {
 		return err
 	}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dplr/dplr/client"
+	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// beamFlags are the --engine flags of `dplr fit`.
+type beamFlags struct {
+	engine string
+	runner string
+	flags  multiFlag
+}
+
+func (b *beamFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, computes the estimator's statistics from --data, a glob of .npy/CSV shards; the host never sees a row)")
+	fs.StringVar(&b.runner, "runner", "", "with --engine beam: the Beam runner: prism (default; embedded, in-process, the only one tested here), flink, spark or dataflow")
+	fs.Var(&b.flags, "beam-flag", "with --engine beam: a flag passed through to the Beam runner, e.g. --beam-flag=--endpoint=localhost:8099 (repeatable)")
+}
+
+func (b *beamFlags) on() bool { return b.engine == "beam" }
+
+// check refuses inconsistent engine flags and loading options the
+// pipeline does not implement, before anything runs.
+func (b *beamFlags) check(df *dataFlags) error {
+	switch b.engine {
+	case "local", "":
+		if b.runner != "" || len(b.flags) > 0 {
+			return usagef("--runner and --beam-flag need --engine beam")
+		}
+		return nil
+	case "beam":
+	default:
+		return usagef("--engine %q: want local or beam", b.engine)
+	}
+	if b.runner == "" {
+		b.runner = "prism"
+	}
+	if !slices.Contains(host.BeamRunners, b.runner) {
+		return usagef("--runner %q: want one of %s", b.runner, strings.Join(host.BeamRunners, ", "))
+	}
+	if b.runner == "prism" && len(b.flags) > 0 {
+		return usagef("--beam-flag configures a remote runner (--runner flink|spark|dataflow); prism runs in-process and takes none")
+	}
+	if df.path == "" {
+		return usagef("--engine beam needs --data GLOB (sharded .npy or CSV files)")
+	}
+	for name, set := range map[string]bool{"--scale": df.scale != 0, "--labels": df.labels != "", "--response": df.response != "",
+		"--users": df.users != "", "--d1/--d2": df.d1 != 0 || df.d2 != 0, "--user-column": df.userCol != "", "--response-column": df.responseCol != "",
+		"--label-column": df.labelCol != "", "--delimiter": df.delimiter != "", "--features": df.features != "", "--name": df.name != ""} {
+		if set {
+			return usagef("--engine beam reads plain rows shards: %s is not supported there", name)
+		}
+	}
+	return nil
+}
+
+// beamStatistics runs the statistics pipeline for info over the shards and
+// validates its output, returning the prepared statistics and a cleanup.
+// The clip is public and fixed before the pipeline runs: the estimator's
+// clip parameter (its value, else its default) when it has one, none
+// otherwise. clip=auto needs a private quantile of the row norms, which the
+// pipeline does not release: it is refused. Nothing is reserved here: a
+// failed pipeline or refused statistics spend nothing.
+func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, raw map[string]string, home string) (client.Data, func(), error) {
+	none := func() {}
+	if !info.Statistics {
+		return client.Data{}, none, usagef("%s has no path from aggregated statistics, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\": true in dplr plugins --json); nothing was run or spent", info.Name)
+	}
+	clip, err := beamClip(info, raw)
+	if err != nil {
+		return client.Data{}, none, err
+	}
+	bin, err := host.FindBeam(f.pf.dirs)
+	if err != nil {
+		return client.Data{}, none, usagef("--engine beam: %v", err)
+	}
+	base := filepath.Join(home, "cache")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return client.Data{}, none, fail(ExitError, err)
+	}
+	dir, err := os.MkdirTemp(base, "beam-")
+	if err != nil {
+		return client.Data{}, none, fail(ExitError, err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	out, work := filepath.Join(dir, "pipeline"), filepath.Join(dir, "validated")
+	for _, d := range []string{out, work} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			cleanup()
+			return client.Data{}, none, fail(ExitError, err)
+		}
+	}
+	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s computes the statistics of %s (runner %s, clip %s)\n", filepath.Base(bin), f.df.path, f.beam.runner, clipText(clip))
+	err = host.RunBeam(ctx, host.BeamRequest{Binary: bin, Data: f.df.path, Clip: clip, Runner: f.beam.runner, BeamFlags: f.beam.flags,
+		Format: f.df.format, Header: f.df.header, Out: out, Stderr: env.Stderr})
+	if err != nil {
+		cleanup()
+		if ctx.Err() != nil {
+			return client.Data{}, none, fail(ExitInterrupted, err)
+		}
+		return client.Data{}, none, fail(ExitData, err)
+	}
+	h, err := host.LoadStatistics(out, work)
+	if err != nil {
+		cleanup()
+		return client.Data{}, none, fail(ExitData, fmt.Errorf("%w; nothing was reserved or spent", err))
+	}
+	return client.Prepared(h), cleanup, nil
+}
+
+// beamClip is the clip the pipeline applies: the estimator's clip
+// parameter when it has one (0: the estimator takes unclipped rows).
+func beamClip(info sdk.Info, raw map[string]string) (float64, error) {
+	i := slices.IndexFunc(info.Params, func(p sdk.ParamSpec) bool { return p.Name == "clip" })
+	if i < 0 {
+		return 0, nil
+	}
+	v, ok := raw["clip"]
+	if !ok {
+		v = info.Params[i].Default
+	}
+	if v == "" {
+		return 0, nil
+	}
+	if strings.TrimSpace(v) == "auto" {
+		return 0, usagef("--engine beam needs a public clip: clip=auto releases a private quantile of the row norms, which the pipeline does not compute yet; give --set clip=NUMBER, a bound chosen without looking at the data; nothing was run or spent")
+	}
+	c, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(c > 0) {
+		return 0, usagef("clip %q: want a positive number", v)
+	}
+	return c, nil
+}
+
+func clipText(c float64) string {
+	if c == 0 {
+		return "none"
+	}
+	return strconv.FormatFloat(c, 'g', -1, 64)
+}

@@ -1,0 +1,364 @@
+package dataio
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/dplr/dplr/engine/data"
+)
+
+// streamBlockBytes is the target size of one converted block of a streamed
+// preparation (float64 bytes): small enough that a block converted by one
+// goroutine is still in cache when the next stage hashes it.
+const streamBlockBytes = 1 << 19
+
+// streamSlots bounds the blocks in flight in a streamed preparation (read,
+// being converted, or waiting to be hashed and written), so the host's
+// memory stays a few MiB whatever the data set's size.
+func streamSlots(workers int) int { return 2*workers + 2 }
+
+// streamBlock is one block of whole rows moving through a streamed
+// preparation.
+type streamBlock struct {
+	seq  int       // position in the stream
+	row0 int       // index of its first row
+	rows int       // number of rows
+	raw  []byte    // the rows as the file holds them
+	out  []float64 // the rows converted and scaled
+	err  error     // a conversion error (the stream stops there)
+}
+
+// prepareStreamed prepares a rows data set read from a C-order .npy or IDX
+// file (plain or gzip) in one streaming pass, without holding the data set
+// in memory: one goroutine reads (and decompresses) blocks of whole rows;
+// workers convert each block to float64 and add its rows to their share of
+// the source identity (unscaled values, as Load computes it), then scale
+// it; the calling goroutine hashes the scaled blocks in order (the content
+// hash) and writes them to the cache file. The identity and the content
+// hash are those Load and Prepare would give; the source is read once.
+// ok is false if the input does not qualify (PrepareFile then loads it).
+func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
+	if opt.kind() != data.Rows || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
+		return Handle{}, false, nil
+	}
+	src, err := openSource(path, opt.Format)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	defer src.Close()
+	var p *pending
+	switch src.format {
+	case FormatNPY:
+		p, err = decodeNPYHeader(src.r, src.known, src.bound)
+	case FormatIDX:
+		p, err = decodeIDXHeader(src.r, src.known, src.bound)
+	default:
+		return Handle{}, false, nil
+	}
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if !p.streamable() {
+		return Handle{}, false, nil
+	}
+	if err := p.checkClaim(opt.maxBytes()); err != nil {
+		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	n, cols, err := matrixShape(p.shape)
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if n == 0 || cols == 0 {
+		return Handle{}, false, nil // Load reports it
+	}
+	if p.known >= 0 && p.nbytes > p.known {
+		return Handle{}, false, fmt.Errorf("%s: %w", path, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known)))
+	}
+	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
+	if ds.Name == "" {
+		ds.Name = filepath.Base(path)
+	}
+	if err := loadLabelsN(ds, opt, n); err != nil {
+		return Handle{}, false, err
+	}
+	need := 8*int64(n)*int64(cols) + 8*int64(len(ds.Labels))
+	if limit := opt.cacheMaxBytes(); need > limit {
+		return Handle{}, false, fmt.Errorf("prepare %s: the data set takes %s in the cache %s, above its limit of %s (LoadOptions.CacheMaxBytes, DPLR_CACHE_MAX_BYTES)",
+			path, FormatBytes(need), cdir, FormatBytes(limit))
+	}
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return Handle{}, false, fmt.Errorf("prepare: %w", err)
+	}
+	tmp, err := os.CreateTemp(cdir, ".x-*.f8")
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare: %w", err)
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName)
+	sum, id, err := streamRows(ctx, p, n, cols, opt.scale(), labelSides(ds), tmp)
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", tmpName, cerr)
+	}
+	if err != nil {
+		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	// The content hash ends with the side arrays (labels).
+	writeHashTail(sum, ds)
+	ds.Hash = hex.EncodeToString(sum.Sum(nil))
+	dir := filepath.Join(cdir, ds.Hash)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Handle{}, false, fmt.Errorf("prepare: %w", err)
+	}
+	h := canonicalHandleShape(ds, n, cols, dir)
+	if !sizeIs(h.X.Path, h.X.Size) {
+		if err := os.Rename(tmpName, h.X.Path); err != nil {
+			return Handle{}, false, fmt.Errorf("prepare: %w", err)
+		}
+	}
+	if err := writeSmall(ds, h); err != nil {
+		return Handle{}, false, fmt.Errorf("prepare: %w", err)
+	}
+	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
+		return Handle{}, false, fmt.Errorf("prepare: %w", err)
+	}
+	touch(dir)
+	h.Source, h.View = &id, opt.view()
+	return h, true, nil
+}
+
+// hashWriter is the running content hash of a streamed preparation.
+type hashWriter interface {
+	io.Writer
+	Sum([]byte) []byte
+}
+
+// streamRows streams the n×cols payload of p through the pipeline described
+// at prepareStreamed, writing the scaled float64 rows to w. It returns the
+// content hash (header and X written; the caller adds the tail) and the
+// source identity of the rows with the side columns sides.
+func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sides []sideCol, w io.Writer) (hashWriter, Identity, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rowBytes := cols * p.dt.size
+	blockRows := max(1, streamBlockBytes/(8*cols))
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
+	slots := make(chan *streamBlock, streamSlots(workers))
+	for range cap(slots) {
+		slots <- &streamBlock{}
+	}
+	work := make(chan *streamBlock, cap(slots))
+	done := make(chan *streamBlock, cap(slots))
+	readErr := make(chan error, 1)
+
+	// Reader: whole rows, in order; a slot is taken before each read so
+	// that the blocks in flight never exceed the slots.
+	go func() {
+		defer close(work)
+		for seq, row := 0, 0; row < n; seq++ {
+			if ctx.Err() != nil {
+				readErr <- nil
+				return
+			}
+			var b *streamBlock
+			select {
+			case b = <-slots:
+			case <-ctx.Done():
+				readErr <- nil
+				return
+			}
+			b.seq, b.row0, b.rows, b.err = seq, row, min(blockRows, n-row), nil
+			k := b.rows * rowBytes
+			if cap(b.raw) < k {
+				b.raw = make([]byte, blockRows*rowBytes)
+			}
+			b.raw = b.raw[:k]
+			if m, err := io.ReadFull(p.r, b.raw); err != nil {
+				got := int64(row)*int64(rowBytes) + int64(m)
+				readErr <- p.wrap(fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%w)", errTruncated, p.nbytes, got, err))
+				return
+			}
+			row += b.rows
+			work <- b
+		}
+		if err := expectEOF(p.r); err != nil {
+			readErr <- p.wrap(err)
+			return
+		}
+		readErr <- nil
+	}()
+
+	// Workers: convert, check, identity (unscaled), scale.
+	parts := make([]*idBuilder, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		parts[k] = newIDBuilder(sides...)
+		wg.Add(1)
+		go func(b *idBuilder) {
+			defer wg.Done()
+			sw := newStreamWorker(p, cols, scale, b)
+			for blk := range work {
+				if ctx.Err() == nil {
+					blk.err = sw.block(blk)
+				}
+				done <- blk
+			}
+		}(parts[k])
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	// Hash and write in order.
+	sh := newStreamHasher(data.Rows, n, cols, 0, 0)
+	pendingBlocks := map[int]*streamBlock{}
+	next := 0
+	var failed error
+	fail := func(err error) {
+		if failed == nil {
+			failed = err
+			cancel()
+		}
+	}
+	for blk := range done {
+		pendingBlocks[blk.seq] = blk
+		for {
+			b, ok := pendingBlocks[next]
+			if !ok {
+				break
+			}
+			delete(pendingBlocks, next)
+			next++
+			switch {
+			case failed != nil:
+			case b.err != nil:
+				fail(b.err)
+			case ctx.Err() != nil:
+				fail(ctx.Err())
+			default:
+				hashF64(sh.h, b.out)
+				if err := writeF64(w, b.out); err != nil {
+					fail(fmt.Errorf("write: %w", err))
+				}
+			}
+			slots <- b
+		}
+	}
+	rerr := <-readErr
+	switch {
+	case failed != nil && !errors.Is(failed, context.Canceled):
+		return nil, Identity{}, failed
+	case rerr != nil:
+		return nil, Identity{}, rerr
+	case failed != nil:
+		return nil, Identity{}, failed
+	case ctx.Err() != nil:
+		return nil, Identity{}, ctx.Err()
+	case next*blockRows < n:
+		return nil, Identity{}, p.wrap(errors.New("internal: incomplete stream"))
+	}
+	id := parts[0]
+	for _, q := range parts[1:] {
+		id.merge(q)
+	}
+	return sh.h.(hashWriter), id.finish(), nil
+}
+
+// streamWorker converts blocks for one worker goroutine.
+type streamWorker struct {
+	cols  int
+	scale float64
+	raw   *blockConverter // unscaled values, for the identity
+	lut   *[256]float64   // scaled bytes, when the source holds bytes
+	unsc  []float64       // scratch for the unscaled values
+	id    *idBuilder
+	bytes *byteRounding // the sketch's rounding tables, for a source of bytes
+	shape []int
+}
+
+func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *streamWorker {
+	sw := &streamWorker{cols: cols, scale: scale, raw: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
+	if sw.raw.lut != nil {
+		sw.bytes = new(byteRounding)
+		if scale != 1 {
+			sw.lut = newBlockConverter(p.dt, scale).lut
+		}
+	}
+	return sw
+}
+
+// block converts blk.raw into blk.out (scaled) and adds its rows to the
+// worker's identity. Values are checked to be finite before and after
+// scaling, with the messages Load gives.
+func (sw *streamWorker) block(blk *streamBlock) error {
+	m := blk.rows * sw.cols
+	if cap(blk.out) < m {
+		blk.out = make([]float64, max(m, streamBlockBytes/8))
+	}
+	blk.out = blk.out[:m]
+	// The unscaled values go where the identity reads them: straight into
+	// out when there is no scale to apply afterwards.
+	u := blk.out
+	if sw.scale != 1 {
+		if cap(sw.unsc) < m {
+			sw.unsc = make([]float64, m)
+		}
+		u = sw.unsc[:m]
+	}
+	sw.raw.convert(u, blk.raw)
+	if sw.raw.lut == nil {
+		if i := firstNonFinite(u); i >= 0 {
+			return (&array{shape: sw.shape}).nonFinite(blk.row0*sw.cols+i, u[i])
+		}
+	}
+	if sw.bytes != nil {
+		for r := 0; r < blk.rows; r++ {
+			sw.id.byteRow(blk.row0+r, blk.raw[r*sw.cols:(r+1)*sw.cols], u[r*sw.cols:(r+1)*sw.cols], sw.bytes)
+		}
+	} else {
+		for r := 0; r < blk.rows; r++ {
+			sw.id.row(blk.row0+r, u[r*sw.cols:(r+1)*sw.cols], nil)
+		}
+	}
+	if sw.scale == 1 {
+		return nil
+	}
+	if sw.lut != nil {
+		lut := sw.lut
+		for i, v := range blk.raw {
+			blk.out[i] = lut[v]
+		}
+		return nil
+	}
+	for i, v := range u {
+		blk.out[i] = v * sw.scale
+	}
+	if i := firstNonFinite(blk.out); i >= 0 {
+		return fmt.Errorf("value %v is not finite after scaling by %v", blk.out[i], sw.scale)
+	}
+	return nil
+}
+
+// merge adds the rows of q to b (the identity of the union of their rows).
+func (b *idBuilder) merge(q *idBuilder) {
+	parts := IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.heap}
+	parts.Merge(IdentityParts{Rows: q.rows, Sum: q.sum, Heap: q.sk.heap})
+	b.rows, b.sum, b.sk.heap = parts.Rows, parts.Sum, parts.Heap
+}
+
+// writeF64 writes v as little-endian float64 bytes.
+func writeF64(w io.Writer, v []float64) error {
+	if len(v) == 0 {
+		return nil
+	}
+	if nativeLE {
+		_, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v)))
+		return err
+	}
+	return writeF64LE(w, v)
+}

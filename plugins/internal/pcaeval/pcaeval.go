@@ -1,0 +1,135 @@
+// Package pcaeval is the one implementation of the evaluate option of the
+// PCA estimators (plugins pca and orbit): the captured-variance ratio of
+// the released components on the raw rows, labelled evaluation-only. It
+// also holds the one public figure they derive alike from their private
+// releases, the explained-variance ratio (ExplainedRatio).
+//
+// The figure to quote is the centred ratio, tr(ŨᵀCŨ)/tr(ÛᵀCÛ) with C the
+// covariance of the raw rows about their empirical mean and Û its top-r
+// eigenvectors: the objective scikit-learn's PCA optimises, 1 for a
+// subspace as good as non-private PCA. It is named captured_variance_ratio.
+//
+// The estimator's centring is respected: an estimator that centred its rows
+// (a released private mean, or the reference's empirical centring) is
+// scored on the centred ratio alone; one that worked on the uncentred
+// second moment XᵀX/n also gets that objective's ratio, named
+// captured_variance_ratio_uncentred, which flatters a subspace that mostly
+// holds the mean direction.
+package pcaeval
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Centring says whether the estimator centred its rows.
+type Centring bool
+
+// Centrings.
+const (
+	// Uncentred: the estimator worked on the uncentred second moment.
+	Uncentred Centring = false
+	// Centred: the estimator subtracted a mean (private or empirical).
+	Centred Centring = true
+)
+
+// MeanName is the output a centring estimator releases its private mean as.
+const MeanName = "mean"
+
+// CentringOf reads the centring from a result: Centred when it released a
+// private mean (output MeanName).
+func CentringOf(res *sdk.Result) Centring {
+	for _, m := range res.Matrices {
+		if m.Name == MeanName {
+			return Centred
+		}
+	}
+	return Uncentred
+}
+
+// Add implements evaluate=true (on): the captured-variance ratios of res's
+// released U on run's raw rows, added to res as evaluation-only scalars.
+// With on false res is returned unchanged.
+func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring) (*sdk.Result, error) {
+	if !on {
+		return res, nil
+	}
+	if run.Data == nil || run.Data.X == nil {
+		return nil, fmt.Errorf("evaluate: no rows")
+	}
+	return AddRows(ctx, run, run.Data.X, res, c)
+}
+
+// AddRows is Add on the rows x instead of run's raw rows: the rows an
+// estimator worked on when it released a transformation of them (e.g.
+// private per-feature scales), so the ratios score the space the estimate
+// lives in.
+func AddRows(ctx context.Context, run *sdk.Run, x *mat.Dense, res *sdk.Result, c Centring) (*sdk.Result, error) {
+	var u mat.Matrix
+	for _, m := range res.Matrices {
+		if m.Name == "U" {
+			u = m.M
+		}
+	}
+	if u == nil {
+		return nil, fmt.Errorf("evaluate: the estimator released no U")
+	}
+	if x == nil {
+		return nil, fmt.Errorf("evaluate: no rows")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	run.Progress("evaluation", 0, 1)
+	gram := func(s float64, x *mat.Dense) *mat.SymDense { return run.Backend.Gram(s, x) }
+	top := func(a mat.Symmetric, r int) ([]float64, error) {
+		v, _, err := run.Backend.EigSymTop(a, r)
+		return v, err
+	}
+	const centredDoc = "tr(ŨᵀCŨ)/tr(ÛᵀCÛ), C the covariance of the raw rows about their empirical mean, Û its top-r eigenvectors: the share of the best rank-r variance the released components capture (scikit-learn's convention; 1 = as good as non-private PCA) — EVALUATION ONLY, computed from the raw data, not private"
+	if c == Centred {
+		ratio, err := evaluate.RowsCentredRatio(x, u, gram, top)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
+		res.AddScalar(evaluate.RatioCentred, ratio, sdk.Evaluation, centredDoc)
+		run.Progress("evaluation", 1, 1)
+		return res, nil
+	}
+	ratio, un, err := evaluate.RowsCapturedRatios(x, u, gram, top)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	res.AddScalar(evaluate.RatioCentred, ratio, sdk.Evaluation, centredDoc)
+	res.AddScalar(evaluate.RatioUncentred, un, sdk.Evaluation,
+		"the same ratio on the UNCENTRED second moment XᵀX/n of the raw rows, the objective of an estimator that does not centre; it flatters a subspace that mostly holds the mean direction — EVALUATION ONLY, not private")
+	run.Progress("evaluation", 1, 1)
+	return res, nil
+}
+
+// ExplainedRatio is the explained-variance-ratio estimate from released
+// (private) eigenvalues vals and the released sum rest of the other
+// eigenvalues: max(v_k, 0)/(Σ_j max(v_j, 0) + max(rest, 0)), negative
+// noisy values counting as 0. It is post-processing of the release and
+// costs no budget. ok is false when the denominator is not positive.
+func ExplainedRatio(vals []float64, rest float64) (ratio []float64, ok bool) {
+	total := math.Max(rest, 0)
+	ratio = make([]float64, len(vals))
+	for k, v := range vals {
+		ratio[k] = math.Max(v, 0)
+		total += ratio[k]
+	}
+	if !(total > 0) || math.IsInf(total, 0) {
+		return nil, false
+	}
+	for k := range ratio {
+		ratio[k] /= total
+	}
+	return ratio, true
+}

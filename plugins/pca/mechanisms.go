@@ -1,0 +1,58 @@
+package pca
+
+import (
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// The pre-flight declarations of the privacy mechanisms each estimator's
+// fit will use (sdk.MechanismDeclarer). They are derived from the same
+// plan shares the fits build, so they list exactly what the plan pays
+// for: the host refuses before reserving a request the data set's budget
+// rule cannot admit (a clip=auto quantile, an exponential-mechanism step,
+// under the Gaussian-DP filter), and the conformance suite checks every
+// fit's steps against them.
+
+// Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the second
+// moment (and on the mean with center=private), and the exponential
+// mechanism for each private norm quantile (clip=auto, or a mean clip
+// chosen privately).
+func (o *analyzeGaussOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
+	shares, _ := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+	shares = append(shares, privacy.Share{Name: shareMoment, Mechanism: privacy.MechGaussian})
+	return withClipAuto(sdk.UsesOf(shares...), o.Auto()), nil
+}
+
+// Mechanisms implements sdk.MechanismDeclarer: the exponential mechanism
+// for the eigenvectors (and any private norm quantile), the Laplace
+// mechanism for the eigenvalues (eigenvalue_share > 0) and for the mean
+// (center=private).
+func (o *aminOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
+	shares, _ := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+	if o.valueShare() > 0 {
+		shares = append(shares, privacy.Share{Name: shareValues, Mechanism: privacy.MechLaplace})
+	}
+	shares = append(shares, privacy.Share{Name: shareVectors, Mechanism: privacy.MechExponential})
+	return withClipAuto(sdk.UsesOf(shares...), o.Auto()), nil
+}
+
+// Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the
+// projector (stage 1), on the compressed covariance (stage 2, unless
+// pca_only) and on the mean (center=private); with the private model
+// estimate (σ² or λ unset), Gaussian noise on its trace, spectrum and
+// inner statistics and, without a given clip, an exponential-mechanism
+// norm quantile.
+func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	return sdk.UsesOf(o.config(g, s.N, s.P).shares()...), nil
+}
+
+// withClipAuto names the option behind a private norm quantile, so that a
+// refusal tells the user what to change.
+func withClipAuto(uses []sdk.MechanismUse, auto bool) []sdk.MechanismUse {
+	for i, u := range uses {
+		if u.For == shareClip && auto {
+			uses[i].For = "private norm quantile (clip=auto)"
+		}
+	}
+	return uses
+}
