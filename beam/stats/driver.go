@@ -142,7 +142,9 @@ type Options struct {
 	// a local temporary directory). It must be reachable from the workers
 	// and the driver.
 	TempDir string
-	// Progress, when set, receives progress lines.
+	// Progress, when set, receives progress lines (shard, row and user
+	// counts; never how many records the clip shrank, which depends on the
+	// data: that count stays in the returned statistics).
 	Progress func(format string, args ...any)
 }
 
@@ -221,7 +223,7 @@ func RunRows(ctx context.Context, p int, source func(s beam.Scope) beam.PCollect
 	if res.N == 0 {
 		return nil, errors.New("beam pipeline: no rows")
 	}
-	opt.progress("beam: %d rows aggregated (%d clipped)", res.N, res.Clipped)
+	opt.progress("beam: %d rows aggregated", res.N)
 	return res, nil
 }
 

@@ -350,7 +350,7 @@ func GradientLoop(ctx context.Context, glob string, to TraceOptions, theta0 []fl
 		if err != nil {
 			return nil, fmt.Errorf("pass %d: %w", t+1, err)
 		}
-		opt.progress("beam: trace pass %d/%d: %d samples (%d clipped)", t+1, passes, g.N, g.Clipped)
+		opt.progress("beam: trace pass %d/%d: %d samples", t+1, passes, g.N)
 		if theta, err = update(t, theta, g); err != nil {
 			return nil, err
 		}

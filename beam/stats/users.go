@@ -306,7 +306,7 @@ func ComputeUsers(ctx context.Context, glob string, u *mat.Dense, bound UsersOpt
 	if a.Users == 0 {
 		return nil, errors.New("beam pipeline: no user contributed")
 	}
-	opt.progress("beam: %d users aggregated (%d bounded)", a.Users, a.Clipped)
+	opt.progress("beam: %d users aggregated", a.Users)
 	return &a, nil
 }
 
