@@ -16,7 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
-	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/data"
 )
 
 // Runner names a Beam runner: "prism" (embedded, in-process, the only one
@@ -142,7 +142,9 @@ type Options struct {
 	// a local temporary directory). It must be reachable from the workers
 	// and the driver.
 	TempDir string
-	// Progress, when set, receives progress lines.
+	// Progress, when set, receives progress lines (shard, row and user
+	// counts; never how many records the clip shrank, which depends on the
+	// data: that count stays in the returned statistics).
 	Progress func(format string, args ...any)
 }
 
@@ -165,20 +167,11 @@ func (o Options) tempPath(name string) (string, func(), error) {
 
 // firstShardCols reads the column count of the first shard.
 func firstShardCols(ctx context.Context, path string, ro ReadOptions) (int, error) {
-	lo, err := ro.load()
+	sh, err := readShard(ctx, path, data.Rows, ro, 0, 0)
 	if err != nil {
 		return 0, err
 	}
-	local, cleanup, err := localCopy(ctx, path)
-	if err != nil {
-		return 0, err
-	}
-	defer cleanup()
-	ds, err := dataio.Load(local, lo)
-	if err != nil {
-		return 0, fmt.Errorf("shard %s: %w", path, err)
-	}
-	return ds.P(), nil
+	return sh.p, nil
 }
 
 // ComputeRows runs the rows pipeline over the files matching glob and
@@ -194,16 +187,25 @@ func ComputeRows(ctx context.Context, glob string, clip float64, opt Options) (*
 	if err != nil {
 		return nil, err
 	}
+	opt.progress("beam: rows pipeline over %d shard(s), p = %d, runner %s", len(paths), p, orDefault(opt.Runner))
+	return RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
+		return Rows(s, beam.CreateList(s, paths), p, clip, opt.Read)
+	}, opt)
+}
+
+// RunRows builds a pipeline whose source returns the combined statistics
+// of rows of p values (Rows over some shards, or CombineRows over a
+// caller's own source of NewClippedRow records), runs it and returns the
+// aggregates.
+func RunRows(ctx context.Context, p int, source func(s beam.Scope) beam.PCollection, opt Options) (*RowStats, error) {
+	initBeam()
 	out, done, err := opt.tempPath("rows.stats")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	opt.progress("beam: rows pipeline over %d shard(s), p = %d, runner %s", len(paths), p, orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
-	shards := beam.CreateList(s, paths)
-	st := Rows(s, shards, p, clip, opt.Read)
-	beam.ParDo0(s, &writeStatsFn{Path: out}, st)
+	beam.ParDo0(s, &writeStatsFn{Path: out}, source(s))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
 		return nil, fmt.Errorf("beam pipeline failed: %w", err)
 	}
@@ -215,10 +217,13 @@ func ComputeRows(ctx context.Context, glob string, clip float64, opt Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("beam pipeline output: %w", err)
 	}
+	if res.P != p {
+		return nil, fmt.Errorf("beam pipeline output: %d columns, want %d", res.P, p)
+	}
 	if res.N == 0 {
 		return nil, errors.New("beam pipeline: no rows")
 	}
-	opt.progress("beam: %d rows aggregated (%d clipped)", res.N, res.Clipped)
+	opt.progress("beam: %d rows aggregated", res.N)
 	return res, nil
 }
 

@@ -5,6 +5,14 @@
 // Flink, Spark or Dataflow cluster. What leaves a pipeline is the few
 // aggregates an estimator needs before its privacy steps (and the data
 // set's source identity for the ledger), never a row.
+//
+// Inputs are shards matched by a glob on any filesystem Beam knows: .npy,
+// IDX and CSV files are read by the single-machine reader (engine/dataio),
+// so a bad shard fails with its message; Parquet files (.parquet, or
+// ReadOptions.Format "parquet") are read with the Parquet library Beam's
+// parquetio uses, with the columns described by ParquetSchema. Users data
+// needs integer user ids: ids are the grouping key across shards, and the
+// single-machine CSV reader numbers text ids per file.
 package stats
 
 import (
@@ -20,6 +28,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 )
 
@@ -196,7 +205,35 @@ func init() {
 func Rows(s beam.Scope, shards beam.PCollection, p int, clip float64, opt ReadOptions) beam.PCollection {
 	s = s.Scope("dplr.Rows")
 	rows := beam.ParDo(s, &readRowsFn{P: p, Clip: clip, Opt: opt}, shards)
+	return CombineRows(s, rows, p)
+}
+
+// CombineRows adds to s the global combine of rows, a PCollection of
+// ClippedRow of p values each (made by NewClippedRow), into one *RowStats:
+// the aggregation step of Rows for a caller with its own source.
+func CombineRows(s beam.Scope, rows beam.PCollection, p int) beam.PCollection {
 	return beam.Combine(s, &rowsCombineFn{P: p}, rows)
+}
+
+// NewClippedRow returns x (source values, before any scaling) as a record
+// of the rows pipeline: the identity part of x, then x multiplied by scale
+// (0: 1) and clipped to norm clip (≤ 0 or +Inf: unclipped). x is not
+// modified. It fails on a value that scaling made non-finite.
+func NewClippedRow(x []float64, scale, clip float64) (ClippedRow, error) {
+	var id dataio.IdentityParts
+	id.AddRow(x)
+	if scale != 0 && scale != 1 {
+		sx := make([]float64, len(x))
+		for j, v := range x {
+			sx[j] = v * scale
+			if math.IsNaN(sx[j]) || math.IsInf(sx[j], 0) {
+				return ClippedRow{}, fmt.Errorf("column %d: value %v is not finite after scaling by %v", j, sx[j], scale)
+			}
+		}
+		x = sx
+	}
+	cx, shrunk := clipRow(x, clip)
+	return ClippedRow{X: cx, Shrunk: shrunk, ID: id}, nil
 }
 
 // ReadOptions says how a shard is read (a subset of dataio.LoadOptions
@@ -206,10 +243,15 @@ type ReadOptions struct {
 	Format string
 	// Header is "auto", "yes" or "no" for CSV shards.
 	Header string
+	// Scale multiplies every feature value after the source identity is
+	// taken (as dplr fit's --scale); 0 means 1.
+	Scale float64
+	// Parquet names the columns of Parquet shards (see ParquetSchema).
+	Parquet ParquetSchema
 }
 
 func (o ReadOptions) load() (dataio.LoadOptions, error) {
-	var lo dataio.LoadOptions
+	lo := dataio.LoadOptions{SkipHash: true}
 	if o.Format != "" {
 		f, err := dataio.ParseFormat(o.Format)
 		if err != nil {
@@ -238,30 +280,19 @@ type readRowsFn struct {
 
 // ProcessElement reads the shard at path.
 func (f *readRowsFn) ProcessElement(ctx context.Context, path string, emit func(ClippedRow)) error {
-	lo, err := f.Opt.load()
+	sh, err := readShard(ctx, path, data.Rows, f.Opt, 0, 0)
 	if err != nil {
 		return err
 	}
-	local, cleanup, err := localCopy(ctx, path)
-	if err != nil {
-		return err
+	if sh.p != f.P {
+		return fmt.Errorf("shard %s: %d columns, the first shard has %d", path, sh.p, f.P)
 	}
-	defer cleanup()
-	ds, err := dataio.Load(local, lo)
-	if err != nil {
-		return fmt.Errorf("shard %s: %w", path, err)
-	}
-	n, p := ds.X.Dims()
-	if p != f.P {
-		return fmt.Errorf("shard %s: %d columns, the first shard has %d", path, p, f.P)
-	}
-	raw := ds.X.RawMatrix()
-	for i := 0; i < n; i++ {
-		x := raw.Data[i*raw.Stride : i*raw.Stride+p]
-		var id dataio.IdentityParts
-		id.AddRow(x)
-		cx, shrunk := clipRow(x, f.Clip)
-		emit(ClippedRow{X: cx, Shrunk: shrunk, ID: id})
+	for i := range sh.n {
+		r, err := NewClippedRow(sh.row(i), f.Opt.Scale, f.Clip)
+		if err != nil {
+			return fmt.Errorf("shard %s: row %d: %w", path, i, err)
+		}
+		emit(r)
 	}
 	return nil
 }

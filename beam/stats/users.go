@@ -14,7 +14,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/dataio"
 )
 
 // UserRow is one record of users data: its features and response.
@@ -162,27 +161,15 @@ type readUsersFn struct {
 
 // ProcessElement reads the shard at path.
 func (f *readUsersFn) ProcessElement(ctx context.Context, path string, emit func(int64, UserRow)) error {
-	lo, err := f.Opt.load()
+	sh, err := readShard(ctx, path, data.Users, f.Opt, 0, 0)
 	if err != nil {
 		return err
 	}
-	lo.Kind = data.Users
-	local, cleanup, err := localCopy(ctx, path)
-	if err != nil {
-		return err
+	if sh.p != f.D {
+		return fmt.Errorf("shard %s: %d features, the first shard has %d", path, sh.p, f.D)
 	}
-	defer cleanup()
-	ds, err := dataio.Load(local, lo)
-	if err != nil {
-		return fmt.Errorf("shard %s: %w", path, err)
-	}
-	if ds.P() != f.D {
-		return fmt.Errorf("shard %s: %d features, the first shard has %d", path, ds.P(), f.D)
-	}
-	for k := range ds.NumUsers() {
-		for i := ds.UserStart[k]; i < ds.UserStart[k+1]; i++ {
-			emit(ds.UserIDs[k], UserRow{X: slices.Clone(ds.X.RawRowView(i)), Y: ds.Y[i]})
-		}
+	for i := range sh.n {
+		emit(sh.users[i], UserRow{X: slices.Clone(sh.row(i)), Y: sh.y[i]})
 	}
 	return nil
 }
@@ -273,27 +260,17 @@ func ComputeUsers(ctx context.Context, glob string, u *mat.Dense, bound UsersOpt
 	if err != nil {
 		return nil, err
 	}
-	lo, err := opt.Read.load()
+	first, err := readShard(ctx, paths[0], data.Users, opt.Read, 0, 0)
 	if err != nil {
 		return nil, err
 	}
-	lo.Kind = data.Users
-	local, cleanup, err := localCopy(ctx, paths[0])
-	if err != nil {
-		return nil, err
-	}
-	ds, err := dataio.Load(local, lo)
-	cleanup()
-	if err != nil {
-		return nil, fmt.Errorf("shard %s: %w", paths[0], err)
-	}
-	d, k := ds.P(), 0
+	d, k := first.p, 0
 	uFlat := []float64{}
 	if u != nil {
 		var ud int
 		ud, k = u.Dims()
 		if ud != d {
-			return nil, fmt.Errorf("U has %d rows, the data %d features", ud, d)
+			return nil, fmt.Errorf("representation U has %d rows, the data %d features", ud, d)
 		}
 		uFlat = mat.DenseCopyOf(u).RawMatrix().Data
 	}
@@ -329,7 +306,7 @@ func ComputeUsers(ctx context.Context, glob string, u *mat.Dense, bound UsersOpt
 	if a.Users == 0 {
 		return nil, errors.New("beam pipeline: no user contributed")
 	}
-	opt.progress("beam: %d users aggregated (%d bounded)", a.Users, a.Clipped)
+	opt.progress("beam: %d users aggregated", a.Users)
 	return &a, nil
 }
 

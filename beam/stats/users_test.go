@@ -163,3 +163,38 @@ func TestUsersMatchesSingleMachine(t *testing.T) {
 		})
 	}
 }
+
+// TestUsersAndTraceReaderErrors: in the users and trace pipelines too, an
+// empty shard, a corrupt shard and a NaN row fail with the single-machine
+// reader's message for that file (read as the same kind).
+func TestUsersAndTraceReaderErrors(t *testing.T) {
+	good := "user,x0,x1,x2,x3,y\n1,1,2,3,4,5\n2,2,3,4,5,6\n"
+	for _, kind := range []data.Kind{data.Users, data.Trace} {
+		for _, tc := range []struct {
+			name, content string
+		}{
+			{"empty shard", ""},
+			{"corrupt shard", "user,x0,x1,x2,x3,y\n1,2,\"3\n"},
+			{"NaN row", "user,x0,x1,x2,x3,y\n3,1,2,3,4,5\n4,1,NaN,3,4,5\n"},
+		} {
+			t.Run(fmt.Sprint(kind, " ", tc.name), func(t *testing.T) {
+				dir := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "s0.csv"), []byte(good), 0o644))
+				bad := filepath.Join(dir, "s1.csv")
+				require.NoError(t, os.WriteFile(bad, []byte(tc.content), 0o644))
+				// As trace data the user column is one more feature: 5 = d1·d2.
+				_, want := dataio.Load(bad, dataio.LoadOptions{Kind: kind, D1: 1, D2: 5})
+				require.Error(t, want)
+				var err error
+				glob := filepath.Join(dir, "s*.csv")
+				if kind == data.Users {
+					_, err = ComputeUsers(context.Background(), glob, nil, UsersOptions{Bound: 1}, Options{})
+				} else {
+					_, err = SufficientStats(context.Background(), glob, TraceOptions{D1: 1, D2: 5}, 1, Options{})
+				}
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
+			})
+		}
+	}
+}
