@@ -47,6 +47,11 @@ type Dataset struct {
 	// through these aggregates (X is nil). Only estimators that declare a
 	// from-statistics path (sdk.StatsEstimator) accept it.
 	Stats *Statistics
+	// Remote, when set, replaces X, Y and the side columns: the data set
+	// is held elsewhere and reachable only through aggregation passes
+	// (Remote.Passer). Only estimators that declare the pass kinds they
+	// use (sdk.Info.Passes) accept it.
+	Remote *Remote
 }
 
 // Statistics are the aggregates of a rows data set that estimators built on
@@ -118,6 +123,9 @@ func (s *Statistics) Check() error {
 
 // N returns the number of rows.
 func (d *Dataset) N() int {
+	if d.X == nil && d.Remote != nil {
+		return d.Remote.N
+	}
 	if d.X == nil && d.Stats != nil {
 		return d.Stats.N
 	}
@@ -127,6 +135,9 @@ func (d *Dataset) N() int {
 
 // P returns the number of columns of X.
 func (d *Dataset) P() int {
+	if d.X == nil && d.Remote != nil {
+		return d.Remote.P
+	}
 	if d.X == nil && d.Stats != nil {
 		return d.Stats.P
 	}
@@ -135,7 +146,12 @@ func (d *Dataset) P() int {
 }
 
 // NumUsers returns the number of users of a Users data set.
-func (d *Dataset) NumUsers() int { return max(len(d.UserStart)-1, 0) }
+func (d *Dataset) NumUsers() int {
+	if d.X == nil && d.Remote != nil {
+		return d.Remote.Users
+	}
+	return max(len(d.UserStart)-1, 0)
+}
 
 // Sample returns sample i of a Trace data set as a d1×d2 view (no copy).
 func (d *Dataset) Sample(i int) *mat.Dense {
@@ -148,8 +164,8 @@ func (d *Dataset) Validate() error {
 	if err := d.CheckShape(); err != nil {
 		return err
 	}
-	if d.Stats != nil {
-		return nil // CheckShape checked the statistics' values too
+	if d.Stats != nil || d.Remote != nil {
+		return nil // CheckShape checked the statistics' values too; remote values are checked per pass
 	}
 	n, p := d.X.Dims()
 	raw := d.X.RawMatrix()
@@ -171,6 +187,15 @@ func (d *Dataset) Validate() error {
 // CheckShape checks the shapes and the kind-specific structure (trace
 // dimensions, responses, user boundaries, labels) but not the values.
 func (d *Dataset) CheckShape() error {
+	if d.Remote != nil {
+		if d.Stats != nil || d.X != nil || d.Y != nil || d.UserStart != nil || d.Labels != nil {
+			return fmt.Errorf("a remote data set carries no rows, statistics or side columns")
+		}
+		if d.Kind == Trace && (d.D1 != d.Remote.D1 || d.D2 != d.Remote.D2) {
+			return fmt.Errorf("remote trace data: shape %d×%d but the remote holds %d×%d", d.D1, d.D2, d.Remote.D1, d.Remote.D2)
+		}
+		return d.Remote.check(d.Kind)
+	}
 	if d.Stats != nil {
 		if d.Kind != Rows || d.X != nil || d.Y != nil || d.UserStart != nil || d.Labels != nil {
 			return fmt.Errorf("statistics stand for rows data alone (kind %q with rows or side columns given)", d.Kind)

@@ -39,6 +39,10 @@ type Info struct {
 	// aggregated statistics (data.Statistics) instead of its rows. InfoOf
 	// sets it for an estimator implementing StatsEstimator.
 	Statistics bool
+	// Remote says the estimator also runs on a data set held elsewhere and
+	// reached only through aggregation passes (data.Remote). InfoOf sets
+	// it for an estimator implementing RemoteEstimator.
+	Remote bool
 }
 
 // Estimator is implemented by every dplr estimator.

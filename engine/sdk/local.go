@@ -65,6 +65,13 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 			return nil, acct, err
 		}
 	}
+	if d.Remote != nil {
+		kinds, err := PassesOf(est, prep.opts, ShapeOf(d))
+		if err != nil {
+			return nil, acct, err
+		}
+		run.Data = remoteView(d, kinds)
+	}
 	res, err = safeFit(ctx, fit, run)
 	if err != nil {
 		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)

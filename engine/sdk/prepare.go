@@ -21,14 +21,17 @@ type Shape struct {
 	// Statistics: rows data known only through their aggregated
 	// statistics (data.Statistics), not row by row.
 	Statistics bool
+	// Remote: a data set held elsewhere and reached only through
+	// aggregation passes (data.Remote).
+	Remote bool
 }
 
 // ShapeOf returns the shape of d.
 func ShapeOf(d *data.Dataset) Shape {
-	if d == nil || (d.X == nil && d.Stats == nil) {
+	if d == nil || (d.X == nil && d.Stats == nil && d.Remote == nil) {
 		return Shape{}
 	}
-	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Statistics: d.Stats != nil}
+	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Statistics: d.Stats != nil, Remote: d.Remote != nil}
 	if d.Kind == data.Users {
 		s.Users = d.NumUsers()
 	}
@@ -60,6 +63,9 @@ func InfoOf(est Estimator) (Info, error) {
 	info, err := resolveInfo(est.Info())
 	if _, ok := est.(StatsEstimator); ok && err == nil {
 		info.Statistics = true
+	}
+	if _, ok := est.(RemoteEstimator); ok && err == nil {
+		info.Remote = true
 	}
 	return info, err
 }
