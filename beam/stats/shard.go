@@ -10,12 +10,12 @@ import (
 
 // shard is the content of one input file: n rows of p features
 // (row-major), and for trace and users data the responses, for users data
-// each row's user id.
+// each row's user key (UserKey).
 type shard struct {
 	n, p  int
 	x     []float64
 	y     []float64
-	users []int64
+	users []string
 }
 
 // row returns row i's features.
@@ -59,6 +59,9 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 	if err != nil {
 		return nil, err
 	}
+	if err := csvColumns(local, &lo, ro.Parquet); err != nil {
+		return nil, err
+	}
 	lo.Kind, lo.D1, lo.D2 = kind, d1, d2
 	if kind != data.Rows {
 		lo.Scale = ro.Scale
@@ -77,12 +80,36 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 		}
 	}
 	if kind == data.Users {
-		sh.users = make([]int64, n)
-		for k := range ds.NumUsers() {
-			for i := ds.UserStart[k]; i < ds.UserStart[k+1]; i++ {
-				sh.users[i] = ds.UserIDs[k]
-			}
+		// Users data from a file other than CSV needs side files the
+		// loader was not given: it has failed above.
+		if sh.users, err = csvUserKeys(local, lo, ds); err != nil {
+			return nil, fmt.Errorf("%s: %w", local, err)
 		}
 	}
 	return sh, nil
+}
+
+// csvColumns sets the column options of lo from the columns ps names:
+// for a CSV shard its user, response and feature columns (header names or
+// 0-based indexes, with the single-machine reader's defaults); an array
+// shard (.npy, IDX) has no named columns, and no CSV shard a list column.
+func csvColumns(local string, lo *dataio.LoadOptions, ps ParquetSchema) error {
+	if ps.User == "" && ps.Response == "" && len(ps.Features) == 0 && ps.List == "" {
+		return nil
+	}
+	f := lo.Format
+	if f == dataio.FormatAuto {
+		var err error
+		if f, _, err = dataio.DetectFormat(local); err != nil {
+			return fmt.Errorf("%s: %w", local, err)
+		}
+	}
+	if f != dataio.FormatCSV {
+		return fmt.Errorf("%s: a %s file has no named columns (the column options are for CSV and Parquet shards)", local, f)
+	}
+	if ps.List != "" {
+		return fmt.Errorf("%s: list column %q: a CSV file has no list columns (name its feature columns)", local, ps.List)
+	}
+	lo.UserColumn, lo.ResponseColumn, lo.FeatureColumns = ps.User, ps.Response, ps.Features
+	return nil
 }
