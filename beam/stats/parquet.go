@@ -32,6 +32,12 @@ import (
 // Features columns when set, else every top-level numeric column other than
 // the user and response columns, in schema order, else the file's one list
 // column. Names are the column names as the file spells them.
+//
+// User, Response and Features also name the columns of CSV shards (header
+// names or 0-based indexes, with the single-machine reader's defaults:
+// dataio.LoadOptions UserColumn, ResponseColumn and FeatureColumns). List
+// concerns Parquet shards only, and array shards (.npy, IDX) have no named
+// columns, so that one glob may mix Parquet shards with others.
 type ParquetSchema struct {
 	// Features lists the scalar feature columns, in order.
 	Features []string

@@ -91,10 +91,11 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 
 // csvColumns sets the column options of lo from the columns ps names:
 // for a CSV shard its user, response and feature columns (header names or
-// 0-based indexes, with the single-machine reader's defaults); an array
-// shard (.npy, IDX) has no named columns, and no CSV shard a list column.
+// 0-based indexes, with the single-machine reader's defaults). The list
+// column is Parquet's only, and an array shard (.npy, IDX) has no named
+// columns: a glob may mix such shards with Parquet ones.
 func csvColumns(local string, lo *dataio.LoadOptions, ps ParquetSchema) error {
-	if ps.User == "" && ps.Response == "" && len(ps.Features) == 0 && ps.List == "" {
+	if ps.User == "" && ps.Response == "" && len(ps.Features) == 0 {
 		return nil
 	}
 	f := lo.Format
@@ -104,12 +105,8 @@ func csvColumns(local string, lo *dataio.LoadOptions, ps ParquetSchema) error {
 			return fmt.Errorf("%s: %w", local, err)
 		}
 	}
-	if f != dataio.FormatCSV {
-		return fmt.Errorf("%s: a %s file has no named columns (the column options are for CSV and Parquet shards)", local, f)
+	if f == dataio.FormatCSV {
+		lo.UserColumn, lo.ResponseColumn, lo.FeatureColumns = ps.User, ps.Response, ps.Features
 	}
-	if ps.List != "" {
-		return fmt.Errorf("%s: list column %q: a CSV file has no list columns (name its feature columns)", local, ps.List)
-	}
-	lo.UserColumn, lo.ResponseColumn, lo.FeatureColumns = ps.User, ps.Response, ps.Features
 	return nil
 }

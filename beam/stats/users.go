@@ -391,6 +391,21 @@ func looksNumeric(s string) bool {
 // The keys are checked to group the rows exactly as the loader did.
 func csvUserKeys(path string, lo dataio.LoadOptions, ds *data.Dataset) ([]string, error) {
 	n := ds.N()
+	// Names are numbered 0, 1, ...: other ids are the file's integers,
+	// whose keys need no second read.
+	numbered := true
+	for k, id := range ds.UserIDs {
+		numbered = numbered && id == int64(k)
+	}
+	if !numbered {
+		keys := make([]string, 0, n)
+		for k, id := range ds.UserIDs {
+			for range ds.UserStart[k+1] - ds.UserStart[k] {
+				keys = append(keys, strconv.FormatInt(id, 10))
+			}
+		}
+		return keys, nil
+	}
 	text, err := csvColumnText(path, lo, n)
 	if err != nil {
 		return nil, err

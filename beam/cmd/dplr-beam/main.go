@@ -26,7 +26,9 @@
 // --user-column (default "user"; INT32, INT64 or text ids) and
 // --response-column (default "y") name the other columns. The same
 // --features, --user-column and --response-column name the columns of CSV
-// shards (header names or 0-based indexes, with dplr fit's defaults).
+// shards (header names or 0-based indexes, with dplr fit's defaults);
+// .npy and IDX shards, which a glob may mix with the others, have no named
+// columns.
 package main
 
 import (

@@ -499,8 +499,8 @@ func TestReadFlags(t *testing.T) {
 }
 
 // TestStatsReadFlagRefusals: stats refuses inconsistent read flags, and
-// the user and response columns (it reads rows), as usage errors; column
-// names given for .npy shards fail the pipeline with a clear message.
+// the user and response columns (it reads rows), as usage errors; a column
+// name wrong for a CSV shard fails the pipeline with the reader's message.
 func TestStatsReadFlagRefusals(t *testing.T) {
 	glob, _, _ := shards(t, 30, 3)
 	for _, args := range [][]string{
@@ -511,8 +511,9 @@ func TestStatsReadFlagRefusals(t *testing.T) {
 	} {
 		assert.Equal(t, 2, run(append([]string{"stats", "--data", glob, "--out", t.TempDir()}, args...)), "%v", args)
 	}
-	assert.Equal(t, 1, run([]string{"stats", "--data", glob, "--out", t.TempDir(), "--features", "a,b"}))
-	_, err := stats.ComputeRows(context.Background(), glob, 0, stats.Options{Read: stats.ReadOptions{Parquet: stats.ParquetSchema{Features: []string{"a"}}}})
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.csv"), []byte("a,b\n1,2\n3,4\n"), 0o644))
+	_, err := stats.ComputeRows(context.Background(), filepath.Join(dir, "*.csv"), 0, stats.Options{Read: stats.ReadOptions{Parquet: stats.ParquetSchema{Features: []string{"a", "c"}}}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "a npy file has no named columns")
+	assert.Contains(t, err.Error(), `no column named "c" (columns: a, b)`)
 }

@@ -33,7 +33,7 @@ func registerReadFlags(fs *flag.FlagSet) *readFlags {
 	fs.StringVar(&r.format, "format", "", "shard format: npy, csv, idx or parquet (default: detected; .parquet and .parq files are Parquet)")
 	fs.StringVar(&r.header, "header", "", "CSV shards: whether the first record is a header: auto, yes or no (default auto)")
 	fs.Float64Var(&r.scale, "scale", 0, "multiply every feature by this after the source identity is taken, as dplr fit --scale (default 1)")
-	fs.StringVar(&r.features, "features", "", "the feature columns, in order, comma-separated: Parquet column names (numeric scalar columns), or CSV header names or 0-based indexes (default: every numeric column but the user and response columns)")
+	fs.StringVar(&r.features, "features", "", "the feature columns, in order, comma-separated: Parquet column names (numeric scalar columns), or CSV header names or 0-based indexes (default: every numeric column but the user and response columns; .npy and IDX shards have no named columns and ignore it)")
 	fs.StringVar(&r.list, "feature-list", "", "Parquet shards: the one list column (LIST or repeated numeric field, the same length in every row) holding all the features of a row")
 	fs.StringVar(&r.user, "user-column", "", "users data: the user id column: in Parquet an INT32, INT64 or text column (default \"user\"); in CSV a header name or 0-based index (default the header's \"user\"); text ids follow dplr fit's rules")
 	fs.StringVar(&r.response, "response-column", "", "trace and users data: the response column: in Parquet a numeric column (default \"y\"); in CSV a header name or 0-based index (default \"y\", else the last column)")
