@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math"
@@ -426,4 +427,66 @@ func TestUsersRefusedID(t *testing.T) {
 			assert.Contains(t, err.Error(), "shard "+shard+": "+shard+after)
 		})
 	}
+}
+
+// TestUsersHeaderlessColumns: headerless shards (one gzip-compressed and
+// tab-separated) with the user id in a column named by index are grouped
+// as the single-machine loader groups the one file read with the same
+// options.
+func TestUsersHeaderlessColumns(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	ids := []string{"ann", "7", "bo", "-2", "cy", "0"}
+	type row struct {
+		id      string
+		y, a, b float64
+	}
+	var rows []row
+	for range 40 {
+		rows = append(rows, row{ids[r.IntN(len(ids))], r.NormFloat64(), r.NormFloat64(), r.NormFloat64()})
+	}
+	write := func(rs []row, sep string) []byte {
+		var b strings.Builder
+		for _, x := range rs {
+			fmt.Fprintf(&b, "%s%s%s%s%s%s%s\n", strconvFormat(x.y), sep, strconvFormat(x.a), sep, x.id, sep, strconvFormat(x.b))
+		}
+		return []byte(b.String())
+	}
+	dir := t.TempDir()
+	var gz strings.Builder
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(write(rows[:25], "\t"))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.tsv.gz"), []byte(gz.String()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.csv"), write(rows[25:], ","), 0o644))
+	whole := filepath.Join(t.TempDir(), "whole.csv")
+	require.NoError(t, os.WriteFile(whole, write(rows, ","), 0o644))
+
+	ro := ReadOptions{Header: "no", Parquet: ParquetSchema{User: "2", Response: "0"}}
+	lo, err := ro.load()
+	require.NoError(t, err)
+	lo.Kind, lo.UserColumn, lo.ResponseColumn = data.Users, "2", "0"
+	ds, err := dataio.Load(whole, lo)
+	require.NoError(t, err)
+	var loaderGroups []string
+	for g := range ds.NumUsers() {
+		loaderGroups = append(loaderGroups, groupSummary(ds.Y[ds.UserStart[g]:ds.UserStart[g+1]]))
+	}
+	byID := map[string][]float64{}
+	for _, x := range rows {
+		byID[x.id] = append(byID[x.id], x.y)
+	}
+	var want, wantGroups []string
+	for id, ys := range byID {
+		want = append(want, id+"|"+groupSummary(ys))
+		wantGroups = append(wantGroups, groupSummary(ys))
+	}
+	require.ElementsMatch(t, wantGroups, loaderGroups)
+
+	paths, err := Expand(context.Background(), filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	pl, s := beam.NewPipelineWithRoot()
+	keyed := UserRows(s, beam.CreateList(s, paths), 2, ro)
+	passert.Equals(s, beam.ParDo(s, userSummary, beam.GroupByKey(s, keyed)), strAny(want)...)
+	require.NoError(t, execute(context.Background(), "", pl))
 }
