@@ -458,8 +458,16 @@ func TestStatsColumnFlags(t *testing.T) {
 }
 
 // TestReadFlags: the shard-reading flags give the read options, and
-// inconsistent ones are usage errors.
+// inconsistent ones are usage errors; the usage texts list them.
 func TestReadFlags(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	registerReadFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		assert.Contains(t, readUsage, "--"+f.Name+" ")
+		if f.Name != "user-column" && f.Name != "response-column" {
+			assert.Contains(t, statsReadUsage, "--"+f.Name+" ")
+		}
+	})
 	for _, tc := range []struct {
 		args []string
 		want stats.ReadOptions
