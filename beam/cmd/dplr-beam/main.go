@@ -41,6 +41,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,12 @@ func run(args []string) int {
 	runner := fs.String("runner", "prism", "Beam runner: prism (embedded, the only one tested here), flink, spark, dataflow, universal; their usual Beam flags follow (e.g. --endpoint, --project, --region, --temp_location)")
 	rf := registerReadFlags(fs)
 	tempDir := fs.String("temp", "", "where the pipeline writes its one aggregate (reachable from workers and driver; default a local temporary directory)")
+	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "--h" || a == "-help" || a == "--help" }) {
+		fmt.Fprintln(os.Stderr, usage)
+		fs.SetOutput(os.Stderr)
+		fs.PrintDefaults()
+		return 0
+	}
 	own, beamArgs := splitArgs(fs, args[1:])
 	if err := fs.Parse(own); err != nil {
 		return 2

@@ -519,6 +519,7 @@ func TestStatsReadFlagRefusals(t *testing.T) {
 	} {
 		assert.Equal(t, 2, run(append([]string{"stats", "--data", glob, "--out", t.TempDir()}, args...)), "%v", args)
 	}
+	assert.Equal(t, 0, run([]string{"stats", "--help"}))
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.csv"), []byte("a,b\n1,2\n3,4\n"), 0o644))
 	_, err := stats.ComputeRows(context.Background(), filepath.Join(dir, "*.csv"), 0, stats.Options{Read: stats.ReadOptions{Parquet: stats.ParquetSchema{Features: []string{"a", "c"}}}})

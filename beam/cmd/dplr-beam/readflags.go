@@ -35,7 +35,7 @@ func registerReadFlags(fs *flag.FlagSet) *readFlags {
 	fs.Float64Var(&r.scale, "scale", 0, "multiply every feature by this after the source identity is taken, as dplr fit --scale (default 1)")
 	fs.StringVar(&r.features, "features", "", "the feature columns, in order, comma-separated: Parquet column names (numeric scalar columns), or CSV header names or 0-based indexes (default: every numeric column but the user and response columns; .npy and IDX shards have no named columns and ignore it)")
 	fs.StringVar(&r.list, "feature-list", "", "Parquet shards: the one list column (LIST or repeated numeric field, the same length in every row) holding all the features of a row")
-	fs.StringVar(&r.user, "user-column", "", "users data: the user id column: in Parquet an INT32, INT64 or text column (default \"user\"); in CSV a header name or 0-based index (default the header's \"user\"); text ids follow dplr fit's rules")
+	fs.StringVar(&r.user, "user-column", "", "users data: the user id column: in Parquet an INT32, INT64 or text column (default \"user\"); in CSV a header name or 0-based index (default the header's \"user\"); a user's rows are grouped across shards by the id's text, and an id that is a number not written as a canonical integer (07, 1.0, +1) is refused, as by dplr fit")
 	fs.StringVar(&r.response, "response-column", "", "trace and users data: the response column: in Parquet a numeric column (default \"y\"); in CSV a header name or 0-based index (default \"y\", else the last column)")
 	return r
 }
