@@ -26,7 +26,7 @@ type beamFlags struct {
 }
 
 func (b *beamFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, computes the estimator's statistics from --data, a glob of .npy/CSV shards; the host never sees a row)")
+	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, reads --data, a glob of .npy/CSV shards, and computes the estimator's statistics, or each aggregation pass the estimator asks the host for; the host never sees a row)")
 	fs.StringVar(&b.runner, "runner", "", "with --engine beam: the Beam runner: prism (default; embedded, in-process, the only one tested here), flink, spark or dataflow")
 	fs.Var(&b.flags, "beam-flag", "with --engine beam: a flag passed through to the Beam runner, e.g. --beam-flag=--endpoint=localhost:8099 (repeatable)")
 }
@@ -75,14 +75,14 @@ func (b *beamFlags) check(df *dataFlags) error {
 // such a path (Info.Remote). Nothing is reserved here: a failure spends
 // nothing.
 func beamData(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, raw map[string]string, home string) (client.Data, func(), error) {
-	if info.Statistics && f.df.d1 == 0 && f.df.d2 == 0 && f.df.name == "" {
+	if info.Statistics && f.df.d1 == 0 && f.df.d2 == 0 {
 		if _, err := beamClip(info, raw); err == nil || !info.Remote {
 			return beamStatistics(ctx, env, f, info, raw, home)
 		}
 	}
 	if !info.Remote {
 		if info.Statistics {
-			return client.Data{}, func() {}, usagef("--engine beam computes %s's statistics from plain rows: --d1, --d2 and --name are not supported there; nothing was run or spent", info.Name)
+			return client.Data{}, func() {}, usagef("--engine beam computes %s's statistics from plain rows: --d1 and --d2 are not supported there; nothing was run or spent", info.Name)
 		}
 		return client.Data{}, func() {}, usagef("%s has neither a path from aggregated statistics nor one through aggregation passes, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\" or \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
 	}
@@ -197,6 +197,7 @@ func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, r
 		cleanup()
 		return client.Data{}, none, fail(ExitData, fmt.Errorf("%w; nothing was reserved or spent", err))
 	}
+	h.Name = f.df.name
 	return client.Prepared(h), cleanup, nil
 }
 

@@ -185,6 +185,8 @@ func (p *Plugin) fitPasses(ctx context.Context, c Call, ev Events) (*FitOutcome,
 loop:
 	for {
 		select {
+		case <-ctx.Done():
+			return out, p.wrap(ctx, r.where(), ctx.Err())
 		case d := <-r.done:
 			if err := r.finish(d); err != nil {
 				return out, err
@@ -194,7 +196,7 @@ loop:
 				break loop
 			}
 			if m.err != nil {
-				return out, p.wrap(ctx, "fit", m.err)
+				return out, p.wrap(ctx, r.where(), m.err)
 			}
 			if pr, ok := m.ev.GetEvent().(*dplrpb.FitEvent_Pass); ok {
 				if err := r.take(ctx, pr.Pass, &wg); err != nil {
@@ -323,6 +325,21 @@ func (r *passRun) reply(ms []*dplrpb.PassReply) error {
 		}
 	}
 	return nil
+}
+
+// where says what the fit was doing, for an error that ends it: the plugin
+// working on its own, a pass running in the host, or the plugin expected
+// to read the host's reply.
+func (r *passRun) where() string {
+	switch {
+	case r.count == 0:
+		return "fit"
+	case r.asm != nil:
+		return fmt.Sprintf("fit (receiving the request for pass %d)", r.count)
+	case r.phase.Load() == phaseRunning:
+		return fmt.Sprintf("fit (while the host ran pass %d)", r.count)
+	}
+	return fmt.Sprintf("fit (after the host's reply to pass %d: did the plugin read it?)", r.count)
 }
 
 // finish takes the end of a pass: its error ends the fit.

@@ -197,7 +197,7 @@ func TestRemoteFitRefusesHostilePlugins(t *testing.T) {
 		{"pass-huge", nil, 0, "more than the", ErrPlugin, false},
 		{"pass-wrong-id", nil, 0, "numbered 7, want 1", ErrPlugin, false},
 		{"pass-two", blockingPasser{}, 0, "while pass 1 was running", ErrPlugin, false},
-		{"pass-unread", nil, time.Second, "timeout", ErrPlugin, false},
+		{"pass-unread", nil, time.Second, "after the host's reply to pass 1", ErrPlugin, false},
 		{"pass-ok", failingPasser{}, 0, "shard 3 is corrupt", ErrPass, false},
 		{"pass-ok", failingPasser{nan: true}, 0, "not finite", ErrPass, false},
 	}
