@@ -24,7 +24,7 @@ var (
 
 // buildPlugins compiles the misbehaving test plugin and the example plugin
 // once per test binary.
-func buildPlugins(t *testing.T) string {
+func buildPlugins(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "dplr-host-test")

@@ -275,8 +275,7 @@ func BenchmarkRemotePasses(b *testing.B) {
 		}
 	}
 	ds := &data.Dataset{Kind: data.Rows, X: x}
-	t := &testing.T{}
-	pl, err := Start(context.Background(), filepath.Join(buildPlugins(t), "dplr-remote"), Options{})
+	pl, err := Start(context.Background(), filepath.Join(buildPlugins(b), "dplr-remote"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
