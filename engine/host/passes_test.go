@@ -197,6 +197,7 @@ func TestRemoteFitRefusesHostilePlugins(t *testing.T) {
 		{"pass-huge", nil, 0, "more than the", ErrPlugin, false},
 		{"pass-wrong-id", nil, 0, "numbered 7, want 1", ErrPlugin, false},
 		{"pass-two", blockingPasser{}, 0, "while pass 1 was running", ErrPlugin, false},
+		{"pass-endless", nil, 0, "more than 4 aggregation passes", ErrPlugin, false},
 		{"pass-unread", nil, time.Second, "after the host's reply to pass 1", ErrPlugin, false},
 		{"pass-ok", failingPasser{}, 0, "shard 3 is corrupt", ErrPass, false},
 		{"pass-ok", failingPasser{nan: true}, 0, "not finite", ErrPass, false},
@@ -204,6 +205,7 @@ func TestRemoteFitRefusesHostilePlugins(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.mode+"/"+tc.want, func(t *testing.T) {
 			r, led := runnerFor(t, tc.mode)
+			r.MaxPasses = 4
 			rm := remoteOf(remoteRows(), tc.passer)
 			h := remoteHandle(rm)
 			_, err := r.Fit(context.Background(), FitRequest{Estimator: "bad-" + tc.mode, Grant: zcdpGrant, Data: h, Remote: rm, Timeout: tc.timeout})
