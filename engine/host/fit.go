@@ -38,6 +38,9 @@ type Call struct {
 	// declared); MaxPasses caps their number (0: sdk.MaxPasses).
 	Passes    []string
 	MaxPasses int
+	// ReplyTimeout bounds the delivery of each pass's reply to the plugin
+	// (0: DefaultPassReplyTimeout).
+	ReplyTimeout time.Duration
 }
 
 func (c Call) fitRequest() *dplrpb.FitRequest {

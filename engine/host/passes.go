@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/pass"
@@ -159,6 +160,12 @@ func (p *Plugin) fitPasses(ctx context.Context, c Call, ev Events) (*FitOutcome,
 	if err != nil {
 		return out, p.wrap(ctx, "starting fit", err)
 	}
+	return p.runPasses(ctx, cancel, stream, c, ev, out)
+}
+
+// runPasses is fitPasses over an open stream; cancel ends ctx (and the
+// stream).
+func (p *Plugin) runPasses(ctx context.Context, cancel context.CancelFunc, stream passStream, c Call, ev Events, out *FitOutcome) (*FitOutcome, error) {
 	events := make(chan received)
 	go func() {
 		for {
@@ -173,7 +180,11 @@ func (p *Plugin) fitPasses(ctx context.Context, c Call, ev Events) (*FitOutcome,
 			}
 		}
 	}()
-	r := &passRun{p: p, c: c, ev: ev, stream: stream, done: make(chan passDone, 1)}
+	r := &passRun{p: p, c: c, ev: ev, stream: stream, done: make(chan passDone, 1), cancel: cancel}
+	r.replyTimeout = c.ReplyTimeout
+	if r.replyTimeout <= 0 {
+		r.replyTimeout = DefaultPassReplyTimeout
+	}
 	r.max = c.MaxPasses
 	if r.max <= 0 {
 		r.max = sdk.MaxPasses
@@ -186,6 +197,9 @@ loop:
 	for {
 		select {
 		case <-ctx.Done():
+			if r.replyLate.Load() {
+				return out, fmt.Errorf("plugin %s: the plugin did not read the reply to pass %d within %s: %w", p.Name(), r.count, r.replyTimeout, ErrPlugin)
+			}
 			return out, p.wrap(ctx, r.where(), ctx.Err())
 		case d := <-r.done:
 			if err := r.finish(d); err != nil {
@@ -239,7 +253,17 @@ type passRun struct {
 	asm   *transport.PassRequestAssembler
 	phase atomic.Int32
 	done  chan passDone
+	// replyTimeout bounds the delivery of a reply; cancel ends the fit
+	// when it passes (replyLate then says so).
+	replyTimeout time.Duration
+	cancel       context.CancelFunc
+	replyLate    atomic.Bool
 }
+
+// DefaultPassReplyTimeout bounds how long the host waits for the plugin to
+// take a pass's reply: the plugin asked for it and is waiting, so a
+// reply that cannot be delivered means a plugin that stopped reading.
+const DefaultPassReplyTimeout = time.Minute
 
 // take handles one message of a pass request: the first is checked for a
 // declared kind, the cap and one pass at a time; the complete request is
@@ -312,7 +336,16 @@ func (r *passRun) run(ctx context.Context, id uint64, spec pass.Spec, req data.P
 		return fmt.Errorf("pass %d (%s): %w: %w", id, req.Kind, err, ErrPass)
 	}
 	r.phase.Store(phaseReplying)
-	if err := r.reply(transport.PassReplyMessages(id, res, "")); err != nil {
+	timer := time.AfterFunc(r.replyTimeout, func() {
+		r.replyLate.Store(true)
+		r.cancel()
+	})
+	err = r.reply(transport.PassReplyMessages(id, res, ""))
+	timer.Stop()
+	if r.replyLate.Load() {
+		return fmt.Errorf("the plugin did not read the reply to pass %d within %s: %w", id, r.replyTimeout, ErrPlugin)
+	}
+	if err != nil {
 		return fmt.Errorf("sending the result of pass %d to the plugin: %w", id, err)
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -300,4 +301,42 @@ func BenchmarkRemotePasses(b *testing.B) {
 			}
 		})
 	}
+}
+
+// stuckStream is a plugin's FitPasses stream that asks for one pass and
+// then never reads: its Send blocks (a full flow-control window) until
+// the fit's context ends.
+type stuckStream struct {
+	ctx  context.Context
+	sent atomic.Bool
+}
+
+func (s *stuckStream) Send(*dplrpb.FitInput) error {
+	<-s.ctx.Done()
+	return s.ctx.Err()
+}
+
+func (s *stuckStream) Recv() (*dplrpb.FitEvent, error) {
+	if !s.sent.Swap(true) {
+		return &dplrpb.FitEvent{Event: &dplrpb.FitEvent_Pass{Pass: &dplrpb.PassRequest{Id: 1, Kind: pass.RowsMoment,
+			Params: map[string]float64{"clip": 1}, Done: true}}}, nil
+	}
+	<-s.ctx.Done()
+	return nil, s.ctx.Err()
+}
+
+// TestRemoteFitReplyNeverRead: a plugin that asks for a pass and never
+// takes the reply is a plugin failure once the reply could not be
+// delivered within the reply timeout, with no other limit set.
+func TestRemoteFitReplyNeverRead(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := &Plugin{Catalogue: &dplrpb.CatalogueResponse{Plugin: "stuck"}}
+	rm := remoteOf(remoteRows(), nil)
+	c := Call{Estimator: "x", Grant: zcdpGrant, Data: remoteHandle(rm), Remote: rm, Passes: []string{pass.RowsMoment}, ReplyTimeout: 50 * time.Millisecond}
+	out, err := p.runPasses(ctx, cancel, &stuckStream{ctx: ctx}, c, Events{}, &FitOutcome{})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrPlugin)
+	assert.Contains(t, err.Error(), "did not read the reply to pass 1 within 50ms")
+	assert.False(t, out.NoiseDrawn())
 }

@@ -58,6 +58,10 @@ type Runner struct {
 	// MaxPasses caps the aggregation passes one fit on remote data may
 	// request (0: sdk.MaxPasses).
 	MaxPasses int
+	// PassReplyTimeout bounds the delivery of each pass's result to the
+	// plugin, which asked for it and must be reading (0:
+	// DefaultPassReplyTimeout).
+	PassReplyTimeout time.Duration
 }
 
 // FitRequest is one fit to run.
@@ -169,7 +173,7 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	}
 	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
 	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed,
-		Remote: req.Remote, MaxPasses: r.MaxPasses}
+		Remote: req.Remote, MaxPasses: r.MaxPasses, ReplyTimeout: r.PassReplyTimeout}
 	if err := r.preflight(ctx, plug, call, res); err != nil {
 		return nil, err
 	}

@@ -70,7 +70,9 @@ type EstimatorsClient interface {
 	// PassRequest (possibly split over several events, see PassRequest)
 	// whenever the estimator needs an aggregate of the data, and waits for
 	// the host's PassReply (a FitInput) before it requests the next pass:
-	// at most one pass is outstanding at a time. The host checks every
+	// at most one pass is outstanding at a time, and the plugin keeps
+	// reading while it waits (dplr's host ends, as a plugin failure, a fit
+	// whose reply it could not deliver within a minute). The host checks every
 	// request (its kind among those the Check declared, its parameters and
 	// side inputs against the kind's specification and the data's public
 	// shape, a cap on the number of passes) and may end the stream at once
@@ -173,7 +175,9 @@ type EstimatorsServer interface {
 	// PassRequest (possibly split over several events, see PassRequest)
 	// whenever the estimator needs an aggregate of the data, and waits for
 	// the host's PassReply (a FitInput) before it requests the next pass:
-	// at most one pass is outstanding at a time. The host checks every
+	// at most one pass is outstanding at a time, and the plugin keeps
+	// reading while it waits (dplr's host ends, as a plugin failure, a fit
+	// whose reply it could not deliver within a minute). The host checks every
 	// request (its kind among those the Check declared, its parameters and
 	// side inputs against the kind's specification and the data's public
 	// shape, a cap on the number of passes) and may end the stream at once
