@@ -34,6 +34,12 @@ func remoteRowsFile(t *testing.T) string {
 // memory (pass.Local), with the file's own source identity, and counts
 // the describe calls; fail makes describe fail.
 func standInPipeline(t *testing.T, file string, fail error) *int {
+	return standInPipelineWith(t, file, fail, nil)
+}
+
+// standInPipelineWith is standInPipeline with the passes run by wrap of
+// the in-memory passer (when wrap is set).
+func standInPipelineWith(t *testing.T, file string, fail error, wrap func(data.Passer) data.Passer) *int {
 	t.Helper()
 	t.Setenv("DPLR_BEAM", "/bin/true")
 	calls := new(int)
@@ -53,7 +59,11 @@ func standInPipeline(t *testing.T, file string, fail error) *int {
 			return nil, dataio.Identity{}, nil, err
 		}
 		sh := *pass.ShapeOf(ds)
-		return &sh, *h.Source, pass.Local(ds), nil
+		p := pass.Local(ds)
+		if wrap != nil {
+			p = wrap(p)
+		}
+		return &sh, *h.Source, p, nil
 	}
 	return calls
 }
@@ -125,4 +135,27 @@ func TestFitBeamRemoteRefusals(t *testing.T) {
 			assert.Empty(t, history(t, home, file), "nothing was reserved")
 		})
 	}
+}
+
+// brokenPasser is a pipeline that fails every pass.
+type brokenPasser struct{}
+
+func (brokenPasser) Pass(context.Context, data.PassRequest) (*data.PassResult, error) {
+	return nil, errors.New("dplr-beam pass: shard 4 changed since describe")
+}
+
+// TestFitBeamRemotePassFails: a pass the pipeline fails after the
+// reservation ends the fit as a data error, refunded (no privacy step was
+// taken before it).
+func TestFitBeamRemotePassFails(t *testing.T) {
+	home := t.TempDir()
+	file := remoteRowsFile(t)
+	standInPipelineWith(t, file, nil, func(data.Passer) data.Passer { return brokenPasser{} })
+	r := dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir())
+	assert.Equal(t, ExitData, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "shard 4 changed since describe")
+	assert.Contains(t, r.stderr, "refunded")
+	runs := history(t, home, file)
+	require.Len(t, runs, 1)
+	assert.Equal(t, true, runs[0]["refunded"], runs[0])
 }
