@@ -18,11 +18,14 @@ import (
 // MaxPassValues bounds the values in the side inputs of one pass request
 // (host side) and the outputs of a reply of a kind a plugin does not know
 // (plugin side) on a data set of shape sh: four p×p matrices and change,
-// beyond any kind's needs (the largest, a second moment, is p×p), and
-// never more than 2²⁸ values (2 GiB).
+// beyond any kind's needs (the largest, a second moment, is p×p), but at
+// least 2²⁰ values (8 MiB: histogram edges and other inputs that do not
+// scale with p) and never more than 2²⁸ (2 GiB). The exact shapes are the
+// pass kind's (pass.Validate); this bound only caps what a message can
+// make the receiver allocate before they are checked.
 func MaxPassValues(sh *data.Remote) int64 {
 	p := int64(max(sh.P, sh.D1, sh.D2, 1))
-	return min(4*(p+1)*(p+1), 1<<28)
+	return min(max(4*(p+1)*(p+1), 1<<20), 1<<28)
 }
 
 // FitPasses implements dplrpb.EstimatorsServer: a fit whose data set the
