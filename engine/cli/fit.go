@@ -222,7 +222,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		// The pipeline aggregates the shards and the host validates the
 		// statistics, or describes them for a fit through passes, before
 		// any budget is reserved.
-		d, cleanup, err := beamData(ctx, env, f, est.Info, raw, home)
+		d, cleanup, err := beamData(ctx, env, f, c, est.Info, raw, grant, home)
 		if err != nil {
 			return err
 		}

@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -70,13 +72,14 @@ func (b *beamFlags) check(df *dataFlags) error {
 
 // beamData is the data set of `dplr fit --engine beam`: the estimator's
 // aggregated statistics when its statistics path accepts the request
-// (rows data, a public clip), else the shards held remotely and reached
+// (rows data, a public clip, options its plugin's check on statistics
+// accepts), else the shards held remotely and reached
 // through the aggregation passes the estimator requests, when it has
 // such a path (Info.Remote). Nothing is reserved here: a failure spends
 // nothing.
-func beamData(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, raw map[string]string, home string) (client.Data, func(), error) {
+func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info sdk.Info, raw map[string]string, grant privacy.Grant, home string) (client.Data, func(), error) {
 	if info.Statistics && f.df.d1 == 0 && f.df.d2 == 0 {
-		if _, err := beamClip(info, raw); err == nil || !info.Remote {
+		if _, err := beamClip(info, raw); !info.Remote || (err == nil && statsAccepts(ctx, c, info, raw, grant)) {
 			return beamStatistics(ctx, env, f, info, raw, home)
 		}
 	}
@@ -87,6 +90,24 @@ func beamData(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, raw map
 		return client.Data{}, func() {}, usagef("%s has neither a path from aggregated statistics nor one through aggregation passes, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\" or \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
 	}
 	return beamRemote(ctx, env, f, info, home)
+}
+
+// statsAccepts asks the plugin whether the estimator's statistics path
+// serves the request: a pre-flight check on a statistics shape whose
+// dimensions are placeholders (the data are not described yet; what a
+// statistics path refuses — options that need the rows — does not depend
+// on them). An answer other than a refusal keeps the statistics path,
+// which checks the request again on the real shape.
+func statsAccepts(ctx context.Context, c *client.Client, info sdk.Info, raw map[string]string, grant privacy.Grant) bool {
+	plug, _, err := c.HostPlugin(ctx, info.Name)
+	if err != nil {
+		return true
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, N: 1 << 20, P: 1 << 12, Stats: &dataio.StatsRef{}}
+	_, err = plug.Check(cctx, host.Call{Estimator: info.Name, Params: raw, Grant: grant, Data: h})
+	return !errors.Is(err, host.ErrRequest)
 }
 
 // describeRemote runs `dplr-beam describe` and returns the shards' public

@@ -91,7 +91,9 @@ func TestFitBeamRemote(t *testing.T) {
 	home := t.TempDir()
 	file := remoteRowsFile(t)
 	calls := standInPipeline(t, file, nil)
-	args := []string{"--rho", "0.5", "--seed", "3", "--set", "clip=1.5", "--json", "--quiet"}
+	// passes=2: remote-mean's statistics path refuses it, so the fit goes
+	// through passes.
+	args := []string{"--rho", "0.5", "--seed", "3", "--set", "clip=1.5", "--set", "passes=2", "--json", "--quiet"}
 	r := dplr(t, home, append([]string{"fit", "remote-mean", "--data", "shards/*.npy", "--engine", "beam", "--out", t.TempDir()}, args...)...)
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	assert.Equal(t, 1, *calls)
@@ -117,7 +119,7 @@ func TestFitBeamRemoteRefusals(t *testing.T) {
 		code int
 		want string
 	}{
-		{"describe fails", errors.New("shard 2 is corrupt"), []string{"remote-mean"}, ExitData, "shard 2 is corrupt; nothing was reserved or spent"},
+		{"describe fails", errors.New("shard 2 is corrupt"), []string{"remote-mean", "--set", "passes=2"}, ExitData, "shard 2 is corrupt; nothing was reserved or spent"},
 		{"no remote path", nil, []string{"example-mean"}, ExitUsage, "neither a path from aggregated statistics nor one through aggregation passes"},
 		{"wrong kind", nil, []string{"remote-mean", "--kind", "trace"}, ExitUsage, "takes rows data"},
 		{"d1 on rows", nil, []string{"remote-mean", "--d1", "2", "--d2", "2"}, ExitUsage, "for trace data"},
@@ -151,11 +153,27 @@ func TestFitBeamRemotePassFails(t *testing.T) {
 	home := t.TempDir()
 	file := remoteRowsFile(t)
 	standInPipelineWith(t, file, nil, func(data.Passer) data.Passer { return brokenPasser{} })
-	r := dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir())
+	r := dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--set", "passes=2", "--quiet", "--out", t.TempDir())
 	assert.Equal(t, ExitData, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "shard 4 changed since describe")
 	assert.Contains(t, r.stderr, "refunded")
 	runs := history(t, home, file)
 	require.Len(t, runs, 1)
 	assert.Equal(t, true, runs[0]["refunded"], runs[0])
+}
+
+// TestFitBeamPrefersStatistics: an estimator with both paths whose
+// statistics path accepts the request keeps today's statistics pipeline
+// (here a stand-in dplr-beam that writes nothing: the statistics are
+// refused, nothing spent) and never describes the shards for passes.
+func TestFitBeamPrefersStatistics(t *testing.T) {
+	home := t.TempDir()
+	file := remoteRowsFile(t)
+	calls := standInPipeline(t, file, nil)
+	r := dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir())
+	assert.Equal(t, ExitData, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "computes the statistics")
+	assert.Contains(t, r.stderr, "statistics:")
+	assert.Equal(t, 0, *calls, "no describe for passes")
+	assert.Empty(t, history(t, home, file))
 }

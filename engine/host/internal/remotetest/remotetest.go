@@ -1,7 +1,8 @@
-// Package remotetest is a small estimator that runs on local rows and on a
-// data set reached only through aggregation passes (sdk.RemoteEstimator):
-// the clipped mean of the rows, from the rows.moment pass in both cases,
-// released with Gaussian noise. The host's and the command line's tests
+// Package remotetest is a small estimator that runs on local rows, on a
+// data set reached only through aggregation passes (sdk.RemoteEstimator)
+// and on aggregated statistics (sdk.StatsEstimator, only with passes=1):
+// the clipped mean of the rows, from the rows.moment pass (or the
+// statistics' clipped sum), released with Gaussian noise. The host's and the command line's tests
 // run it through a real plugin process (testdata/dplr-remote).
 package remotetest
 
@@ -44,8 +45,43 @@ func (Mean) Passes(opts any, s sdk.Shape) ([]string, error) {
 	return []string{pass.RowsMoment}, nil
 }
 
+// CheckStats implements sdk.StatsEstimator: the statistics path serves
+// passes=1 only (a request the command line then sends through passes).
+func (Mean) CheckStats(opts any) error {
+	if opts.(*options).Passes != 1 {
+		return fmt.Errorf("passes=%d needs aggregation passes", opts.(*options).Passes)
+	}
+	return nil
+}
+
+// FitStats implements sdk.StatsEstimator.
+func (m Mean) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	st := run.Data.Stats
+	if st.Clip != sdk.Opts[options](run).Clip.Value {
+		return nil, fmt.Errorf("statistics clipped at %v, want %v", st.Clip, sdk.Opts[options](run).Clip.Value)
+	}
+	return m.release(run, &data.PassResult{Records: int64(st.N), Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: st.P, Data: st.Sum}}})
+}
+
 // Fit implements sdk.Estimator.
-func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+func (m Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	o := sdk.Opts[options](run)
+	passer := pass.Local(run.Data)
+	if run.Data.Remote != nil {
+		passer = run.Data.Remote.Passer
+	}
+	var res *data.PassResult
+	var err error
+	for range o.Passes {
+		if res, err = passer.Pass(ctx, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": o.Clip.Value}}); err != nil {
+			return nil, err
+		}
+	}
+	return m.release(run, res)
+}
+
+// release releases the mean from the clipped sum.
+func (Mean) release(run *sdk.Run, res *data.PassResult) (*sdk.Result, error) {
 	o := sdk.Opts[options](run)
 	plan, err := sdk.NewPlan(run, "zcdp", privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
 	if err != nil {
@@ -54,16 +90,6 @@ func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	budget, err := plan.Budget("mean")
 	if err != nil {
 		return nil, err
-	}
-	passer := pass.Local(run.Data)
-	if run.Data.Remote != nil {
-		passer = run.Data.Remote.Passer
-	}
-	var res *data.PassResult
-	for range o.Passes {
-		if res, err = passer.Pass(ctx, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": o.Clip.Value}}); err != nil {
-			return nil, err
-		}
 	}
 	sum, _ := res.Output("sum")
 	n, p := run.Data.N(), run.Data.P()
