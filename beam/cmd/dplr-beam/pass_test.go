@@ -7,13 +7,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/beam/stats"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
@@ -144,5 +147,84 @@ func TestPassCommandRefusals(t *testing.T) {
 		"beam flags":    {"describe", "--data", "x", "--project", "p"},
 	} {
 		assert.Equal(t, 2, run(args), name)
+	}
+}
+
+// TestPassOverhead measures, when DPLR_BEAM_PASS_BENCH is set to "n,p,rounds"
+// (e.g. "100000,784,3"), the time of one rows.moment pass through the host
+// (dplr-beam pass: the pass pipeline, then the identity pipeline), of
+// describe, of the two pipelines in-process, and of the single-machine
+// load and reference pass on the one file; rounds interleave the variants
+// and the medians are logged (bench/results/beampass.md).
+func TestPassOverhead(t *testing.T) {
+	spec := os.Getenv("DPLR_BEAM_PASS_BENCH")
+	if spec == "" {
+		t.Skip("set DPLR_BEAM_PASS_BENCH=n,p,rounds")
+	}
+	var n, p, rounds int
+	_, err := fmt.Sscanf(spec, "%d,%d,%d", &n, &p, &rounds)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	const shardsN = 4
+	x := make([]float64, n*p)
+	for i := range x {
+		x[i] = r.NormFloat64()
+	}
+	for k := range shardsN {
+		lo, hi := k*n/shardsN, (k+1)*n/shardsN
+		require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, fmt.Sprintf("s%d.npy", k)), []int{hi - lo, p}, x[lo*p:hi*p]))
+	}
+	whole := filepath.Join(t.TempDir(), "whole.npy")
+	require.NoError(t, dataio.SaveNPYFloat64(whole, []int{n, p}, x))
+	x = nil
+	glob := filepath.Join(dir, "*.npy")
+	b, progress := beamData(t, glob, data.Rows, 0, 0)
+	ctx := context.Background()
+	req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 30}}
+	times := map[string][]float64{}
+	clock := func(name string, f func()) {
+		t0 := time.Now()
+		f()
+		times[name] = append(times[name], time.Since(t0).Seconds())
+	}
+	for range rounds {
+		var sh *data.Remote
+		var id dataio.Identity
+		clock("host describe (dplr-beam describe)", func() {
+			sh, id, err = host.DescribeBeam(ctx, b)
+			require.NoError(t, err, progress.String())
+		})
+		clock("host pass (dplr-beam pass: pass + identity pipelines)", func() {
+			_, err = b.Passer(sh, id).Pass(ctx, req)
+			require.NoError(t, err, progress.String())
+		})
+		clock("in-process stats.RunPass (pass pipeline only)", func() {
+			_, err = stats.RunPass(ctx, glob, sh, stats.ReadOptions{}, req, stats.Options{})
+			require.NoError(t, err)
+		})
+		clock("in-process stats.Describe (identity pipeline only)", func() {
+			_, err = stats.Describe(ctx, glob, data.Rows, 0, 0, stats.Options{})
+			require.NoError(t, err)
+		})
+		var ds *data.Dataset
+		clock("single machine: dataio.LoadIdentity of the one file", func() {
+			ds, _, err = dataio.LoadIdentity(whole, dataio.LoadOptions{})
+			require.NoError(t, err)
+		})
+		clock("single machine: pass.Local on the loaded rows", func() {
+			_, err = pass.Local(ds).Pass(ctx, req)
+			require.NoError(t, err)
+		})
+		ds = nil
+	}
+	names := make([]string, 0, len(times))
+	for k := range times {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		v := slices.Sorted(slices.Values(times[k]))
+		t.Logf("n = %d, p = %d: %-58s median %.2f s (of %d: %v)", n, p, k, v[len(v)/2], len(v), v)
 	}
 }
