@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // CXZ calibrations.
@@ -237,7 +238,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 	var mu []float64
 	if cfg.center {
 		run.Progress("mean", 0, 1)
-		if mu, err = privateMeanGaussian(ctx, run, plan, x, cfg.meanClip); err != nil {
+		if mu, err = privateMeanGaussian(ctx, run, plan, rowsrc.Local(x), cfg.meanClip); err != nil {
 			return nil, err
 		}
 	}

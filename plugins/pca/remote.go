@@ -1,0 +1,54 @@
+package pca
+
+import (
+	"errors"
+
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
+)
+
+// Remote paths (sdk.RemoteEstimator): pca-analyze-gauss and pca-amin also
+// run on a rows data set held elsewhere (shards a Beam pipeline reads,
+// dplr fit --engine beam), reaching it only through aggregation passes
+// (package engine/pass): the counts of the row norms on the public
+// quantile grid for clip=auto (and for the mean's automatic clip), the
+// clipped sum for center=private, and the clipped second moment about the
+// released mean. The fit is the same code as on local rows (Fit reads the
+// rows through a rowsrc.Source), so its plan, steps and releases are those
+// of the fit on the rows the passes aggregate; with the same seed the
+// release equals the local one up to floating-point summation order
+// (DERIVATIONS.md §11). Refused before any budget is reserved: what needs
+// the rows themselves — feature_scale=private (its scales pair rows by
+// their position in the file) and evaluate=true (its figures are computed
+// from the raw rows).
+
+// errRemoteScale refuses feature_scale=private on a remote data set.
+var errRemoteScale = errors.New("feature_scale=private pairs rows by their position in the data, which aggregation passes do not see: use feature_scale=none")
+
+// errRemoteEvaluate refuses evaluate=true on a remote data set.
+var errRemoteEvaluate = errors.New("evaluate=true needs the rows (its figures are computed from the raw data)")
+
+// remotePasses returns the pass kinds of a clipped estimator's fit with
+// these options on a remote data set, or refuses the options that need
+// the rows.
+func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string, error) {
+	if ctr.scaled() {
+		return nil, errRemoteScale
+	}
+	if ev.Evaluate.Value {
+		return nil, errRemoteEvaluate
+	}
+	return rowsrc.Kinds(newPrepPlan(c, ctr).quantiles > 0, ctr.private()), nil
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (AnalyzeGauss) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*analyzeGaussOptions)
+	return remotePasses(&o.clipOptions, &o.centerOptions, &o.evaluation)
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (Amin) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*aminOptions)
+	return remotePasses(&o.clipOptions, &o.centerOptions, &o.evaluation)
+}
