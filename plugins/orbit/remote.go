@@ -1,8 +1,7 @@
 package orbit
 
 import (
-	"errors"
-
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
@@ -15,16 +14,17 @@ import (
 // §6, §11). problemFor reads the rows through a rowsrc.Source, so the fit
 // is the same code as on local rows: the same plan and steps, and with the
 // same seed the same release up to the summation order of A.
-// evaluate=true needs the raw rows and is refused before any budget is
-// reserved.
+// evaluate=true reads the unclipped mean and second moment of the rows
+// (one more pass, of kind rows.moment with clip 0; evaluation only).
 
 // remotePasses returns the pass kinds of a fit with these options on a
 // remote data set.
 func remotePasses(o *base) ([]string, error) {
+	kinds := rowsrc.Kinds(o.Options.Auto(), false)
 	if o.Evaluate.Value {
-		return nil, errors.New("evaluate=true needs the rows (its figures are computed from the raw data)")
+		kinds = append(kinds, pass.RowsMoment)
 	}
-	return rowsrc.Kinds(o.Options.Auto(), false), nil
+	return kinds, nil
 }
 
 // Passes implements sdk.RemoteEstimator.

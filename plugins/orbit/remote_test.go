@@ -56,6 +56,8 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{EM{}, map[string]string{"rank": "1"}, pure(2)},
 		{RankK{}, map[string]string{"rank": "2"}, pure(2)},
 		{Deflation{}, map[string]string{"rank": "2"}, pure(2)},
+		{EM{}, map[string]string{"rank": "2", "evaluate": "true"}, pure(2)},
+		{Gauss{}, map[string]string{"rank": "2", "evaluate": "true"}, approx},
 	} {
 		t.Run(tc.est.Info().Name+" "+tc.raw["clip"], func(t *testing.T) {
 			seed := uint64(13)
@@ -86,18 +88,18 @@ func TestRemoteEqualsLocal(t *testing.T) {
 	}
 }
 
-// evaluate=true is refused on a remote data set before any budget is
-// reserved; the kinds follow clip.
+// The kinds follow clip and evaluate; orbit-nonprivate needs the rows.
 func TestRemotePasses(t *testing.T) {
 	ds := varied(t)
 	rd := pass.RemoteOf(ds, nil)
 	opts, _, err := sdk.Prepare(Gauss{}.Info(), map[string]string{"rank": "1", "evaluate": "true"}, sdk.ShapeOf(rd))
 	require.NoError(t, err)
-	_, err = sdk.PassesOf(Gauss{}, opts, sdk.ShapeOf(rd))
-	assert.ErrorContains(t, err, "evaluate=true")
+	kinds, err := sdk.PassesOf(Gauss{}, opts, sdk.ShapeOf(rd))
+	require.NoError(t, err)
+	assert.Equal(t, []string{pass.RowsCentredMoment, pass.RowsNormHistogram, pass.RowsMoment}, kinds)
 	opts, _, err = sdk.Prepare(EM{}.Info(), map[string]string{"rank": "1", "clip": "2"}, sdk.ShapeOf(rd))
 	require.NoError(t, err)
-	kinds, err := sdk.PassesOf(EM{}, opts, sdk.ShapeOf(rd))
+	kinds, err = sdk.PassesOf(EM{}, opts, sdk.ShapeOf(rd))
 	require.NoError(t, err)
 	assert.Equal(t, []string{pass.RowsCentredMoment}, kinds)
 	_, err = sdk.PassesOf(NonPrivate{}, opts, sdk.ShapeOf(rd))

@@ -3,6 +3,7 @@ package pca
 import (
 	"errors"
 
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
@@ -17,16 +18,14 @@ import (
 // rows through a rowsrc.Source), so its plan, steps and releases are those
 // of the fit on the rows the passes aggregate; with the same seed the
 // release equals the local one up to floating-point summation order
-// (DERIVATIONS.md §11). Refused before any budget is reserved: what needs
-// the rows themselves — feature_scale=private (its scales pair rows by
-// their position in the file) and evaluate=true (its figures are computed
-// from the raw rows).
+// (DERIVATIONS.md §11). evaluate=true reads the unclipped mean and second
+// moment of the rows (one pass of kind rows.moment with clip 0; the figures
+// are evaluation-only, never private). Refused before any budget is
+// reserved: feature_scale=private, whose scales pair rows by their
+// position in the file.
 
 // errRemoteScale refuses feature_scale=private on a remote data set.
 var errRemoteScale = errors.New("feature_scale=private pairs rows by their position in the data, which aggregation passes do not see: use feature_scale=none")
-
-// errRemoteEvaluate refuses evaluate=true on a remote data set.
-var errRemoteEvaluate = errors.New("evaluate=true needs the rows (its figures are computed from the raw data)")
 
 // remotePasses returns the pass kinds of a clipped estimator's fit with
 // these options on a remote data set, or refuses the options that need
@@ -35,10 +34,11 @@ func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string,
 	if ctr.scaled() {
 		return nil, errRemoteScale
 	}
+	kinds := rowsrc.Kinds(newPrepPlan(c, ctr).quantiles > 0, ctr.private())
 	if ev.Evaluate.Value {
-		return nil, errRemoteEvaluate
+		kinds = append(kinds, pass.RowsMoment)
 	}
-	return rowsrc.Kinds(newPrepPlan(c, ctr).quantiles > 0, ctr.private()), nil
+	return kinds, nil
 }
 
 // Passes implements sdk.RemoteEstimator.

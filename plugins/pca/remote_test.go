@@ -76,7 +76,8 @@ func compareResults(t *testing.T, got, want *sdk.Result) float64 {
 // remote view an estimator gets on the Beam path) pca-analyze-gauss and
 // pca-amin with clip=auto, center=private and an automatic mean clip
 // declare exactly the local fit's privacy steps and, with the same seed,
-// release the local fit's values up to summation order.
+// release the local fit's values up to summation order; with evaluate=true
+// the evaluation figures agree too.
 func TestRemoteEqualsLocal(t *testing.T) {
 	ds := shifted(t, 1500, 12, 3)
 	for _, tc := range []struct {
@@ -92,6 +93,9 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"analyze-gauss numeric clip", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "5"}, approx(1, 1e-6)},
 		{"amin clip=auto pure", Amin{}, map[string]string{"rank": "2"}, pure(4)},
 		{"amin center=private approx", Amin{}, map[string]string{"rank": "3", "center": "private", "output_sigma": "true"}, approx(4, 1e-6)},
+		{"analyze-gauss evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "evaluate": "true"}, approx(1, 1e-6)},
+		{"analyze-gauss center=private evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private", "evaluate": "true"}, approx(1, 1e-6)},
+		{"amin evaluate", Amin{}, map[string]string{"rank": "2", "evaluate": "true"}, pure(4)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(11)
@@ -121,7 +125,7 @@ func TestRemotePasses(t *testing.T) {
 		{"clip=auto", map[string]string{"rank": "1"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram}, ""},
 		{"center=private", map[string]string{"rank": "1", "clip": "3", "center": "private"}, []string{pass.RowsCentredMoment, pass.RowsClippedSum}, ""},
 		{"feature_scale", map[string]string{"rank": "1", "feature_scale": "private"}, nil, "feature_scale=private"},
-		{"evaluate", map[string]string{"rank": "1", "evaluate": "true"}, nil, "evaluate=true"},
+		{"evaluate", map[string]string{"rank": "1", "clip": "3", "evaluate": "true"}, []string{pass.RowsCentredMoment, pass.RowsMoment}, ""},
 	} {
 		for _, est := range []sdk.Estimator{AnalyzeGauss{}, Amin{}} {
 			t.Run(est.Info().Name+" "+tc.name, func(t *testing.T) {

@@ -214,3 +214,29 @@ func Kinds(quantiles, sum bool) []string {
 	}
 	return out
 }
+
+// Moments returns the unclipped mean Σ_i x_i/n and second moment
+// Σ_i x_i x_iᵀ/n of a remote data set's rows: one pass of kind
+// pass.RowsMoment with clip 0, checked against the kind's bounds. It is
+// what the evaluation figures (evaluate=true, never private) read.
+func Moments(ctx context.Context, r *data.Remote) ([]float64, *mat.SymDense, error) {
+	s := remote{r}
+	res, err := s.run(ctx, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 0}})
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, _ := res.Output("sum")
+	mom, _ := res.Output("moment")
+	n := float64(res.Records)
+	mean := make([]float64, r.P)
+	for j, v := range sum.Data {
+		mean[j] = v / n
+	}
+	m := mat.NewSymDense(r.P, nil)
+	for a := 0; a < r.P; a++ {
+		for b := a; b < r.P; b++ {
+			m.SetSym(a, b, mom.Data[a*r.P+b]/n)
+		}
+	}
+	return mean, m, nil
+}
