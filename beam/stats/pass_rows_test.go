@@ -2,9 +2,13 @@ package stats
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,5 +161,60 @@ func TestAnalyzeGaussAutoClipThroughBeam(t *testing.T) {
 	}
 	for k, s := range want.Scalars {
 		assert.Less(t, maxRel([]float64{got.Scalars[k].Value}, []float64{s.Value}), 1e-12, s.Name)
+	}
+}
+
+// TestFashionMNISTAutoClipThroughBeam is the headline fit (pca-analyze-gauss,
+// rank 10, clip=auto, center=private, ε = 1, δ = 1e-6, pixels scaled by
+// 1/255) with every pass a prism pipeline over the 60,000 training images in
+// 6 .npy shards, beside the single-machine fit, same seed, interleaved
+// rounds. It runs only when DPLR_FMNIST names the IDX file
+// (bench/results/beam-host.md gives the command and the figures).
+func TestFashionMNISTAutoClipThroughBeam(t *testing.T) {
+	path := os.Getenv("DPLR_FMNIST")
+	if path == "" {
+		t.Skip("DPLR_FMNIST not set")
+	}
+	rawds, err := dataio.Load(path, dataio.LoadOptions{})
+	require.NoError(t, err)
+	n, p := rawds.X.Dims()
+	dir := t.TempDir()
+	const shards = 6
+	for k := 0; k < shards; k++ {
+		a, b := k*n/shards, (k+1)*n/shards
+		part := mat.DenseCopyOf(rawds.X.Slice(a, b, 0, p))
+		require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, fmt.Sprintf("part-%d.npy", k)), []int{b - a, p}, part.RawMatrix().Data))
+	}
+	const scale = 1.0 / 255
+	ds, err := dataio.Load(path, dataio.LoadOptions{Scale: scale})
+	require.NoError(t, err)
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	raw := map[string]string{"rank": "10", "center": "private"}
+	seed := uint64(7)
+	for r := 0; r < 3; r++ {
+		load, _ := os.ReadFile("/proc/loadavg")
+		t0 := time.Now()
+		want, wacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		tLocal := time.Since(t0)
+		bp := &beamPasser{glob: filepath.Join(dir, "part-*.npy"), shape: pass.ShapeOf(ds), ro: ReadOptions{Scale: scale}}
+		t0 = time.Now()
+		got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		tBeam := time.Since(t0)
+		assert.Equal(t, wacct.Steps(), gacct.Steps())
+		t.Logf("round %d: single machine %.1f s, prism (%d passes %v) %.1f s, load %s", r+1, tLocal.Seconds(), len(bp.kinds), bp.kinds, tBeam.Seconds(), strings.Fields(string(load))[0])
+		if r > 0 {
+			continue
+		}
+		u, v := resultMatrix(t, want, "U"), resultMatrix(t, got, "U")
+		t.Logf("U: max |u − u'| / max |u| = %.3g; mean: relative difference %.3g", maxRel(mat.DenseCopyOf(v).RawMatrix().Data, mat.DenseCopyOf(u).RawMatrix().Data),
+			maxRel(resultMatrix(t, got, "mean").RawMatrix().Data, resultMatrix(t, want, "mean").RawMatrix().Data))
+		for k, s := range want.Series {
+			t.Logf("%s: relative difference %.3g", s.Name, maxRel(got.Series[k].Values, s.Values))
+		}
+		for k, s := range want.Scalars {
+			t.Logf("%s: single machine %.17g, prism %.17g", s.Name, s.Value, got.Scalars[k].Value)
+		}
 	}
 }

@@ -78,9 +78,6 @@ func finitePositive(name string, v float64) error {
 	return nil
 }
 
-// checkFinite scans X for NaN/Inf and names the first offending entry.
-func checkFinite(x *mat.Dense) error { return rowclip.Finite(x) }
-
 // checkGram verifies that a second-moment matrix is finite (and locates a
 // non-finite entry in x when x is not nil).
 func checkGram(g *mat.SymDense, x *mat.Dense) error { return rowclip.CheckMoment(g, x) }

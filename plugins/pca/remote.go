@@ -8,16 +8,16 @@ import (
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
-// Remote paths (sdk.RemoteEstimator): pca-analyze-gauss and pca-amin also
-// run on a rows data set held elsewhere (shards a Beam pipeline reads,
-// dplr fit --engine beam), reaching it only through aggregation passes
-// (package engine/pass): the counts of the row norms on the public
-// quantile grid for clip=auto (and for the mean's automatic clip), the
-// clipped sum for center=private, and the clipped second moment about the
-// released mean. The fit is the same code as on local rows (Fit reads the
-// rows through a rowsrc.Source), so its plan, steps and releases are those
-// of the fit on the rows the passes aggregate; with the same seed the
-// release equals the local one up to floating-point summation order
+// Remote paths (sdk.RemoteEstimator): pca-analyze-gauss, pca-amin and
+// pca-cxz also run on a rows data set held elsewhere (shards a Beam
+// pipeline reads, dplr fit --engine beam), reaching it only through
+// aggregation passes (package engine/pass): the counts of the row norms on
+// the public quantile grid for clip=auto (and for the mean's automatic
+// clip), the clipped sum for center=private, and the clipped second moment
+// about the released mean. The fit is the same code as on local rows (Fit
+// reads the rows through a rowsrc.Source), so its plan, steps and releases
+// are those of the fit on the rows the passes aggregate; with the same seed
+// the release equals the local one up to floating-point summation order
 // (DERIVATIONS.md §11). evaluate=true reads the unclipped mean and second
 // moment of the rows (one pass of kind rows.moment with clip 0; the figures
 // are evaluation-only, never private). Refused before any budget is
@@ -51,4 +51,17 @@ func (AnalyzeGauss) Passes(opts any, _ sdk.Shape) ([]string, error) {
 func (Amin) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*aminOptions)
 	return remotePasses(&o.clipOptions, &o.centerOptions, &o.evaluation)
+}
+
+// Passes implements sdk.RemoteEstimator: pca-cxz reads the clipped second
+// moment (also at the guard's bound √τ with guarded=true), the clipped sum
+// for center=private (mean_clip is public) and, for the private estimate
+// of σ² and λ without a clip, the norm counts of its quantile.
+func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*cxzOptions)
+	kinds := rowsrc.Kinds(o.estimate && o.CXZClip == nil, o.private())
+	if o.Evaluate.Value {
+		kinds = append(kinds, pass.RowsMoment)
+	}
+	return kinds, nil
 }

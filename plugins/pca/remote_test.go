@@ -96,6 +96,11 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"analyze-gauss evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "evaluate": "true"}, approx(1, 1e-6)},
 		{"analyze-gauss center=private evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private", "evaluate": "true"}, approx(1, 1e-6)},
 		{"amin evaluate", Amin{}, map[string]string{"rank": "2", "evaluate": "true"}, pure(4)},
+		{"cxz public model", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "25,8"}, approx(2, 1e-6)},
+		{"cxz private estimate", CXZ{}, map[string]string{"rank": "1"}, approx(8, 1e-6)},
+		{"cxz private estimate with clip", CXZ{}, map[string]string{"rank": "1", "clip": "20", "evaluate": "true"}, approx(8, 1e-6)},
+		{"cxz center=private guarded", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "25,8", "center": "private", "mean_clip": "10", "guarded": "true"}, approx(2, 1e-6)},
+		{"cxz center=private estimate guarded", CXZ{}, map[string]string{"rank": "1", "center": "private", "mean_clip": "10", "guarded": "true", "output_sigma": "true"}, approx(8, 1e-6)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(11)
@@ -147,6 +152,26 @@ func TestRemotePasses(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// pca-cxz requests the norm counts only for the private model estimate
+// without a clip, the clipped sum for center=private.
+func TestRemotePassesCXZ(t *testing.T) {
+	ds := shifted(t, 200, 6, 1)
+	for _, tc := range []struct {
+		raw  map[string]string
+		want []string
+	}{
+		{map[string]string{"rank": "1", "sigma2": "1", "lambda": "5"}, []string{pass.RowsCentredMoment}},
+		{map[string]string{"rank": "1"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram}},
+		{map[string]string{"rank": "1", "clip": "3", "center": "private", "mean_clip": "4", "evaluate": "true"}, []string{pass.RowsCentredMoment, pass.RowsClippedSum, pass.RowsMoment}},
+	} {
+		opts, _, err := sdk.Prepare(CXZ{}.Info(), tc.raw, sdk.ShapeOf(ds))
+		require.NoError(t, err)
+		kinds, err := sdk.PassesOf(CXZ{}, opts, sdk.ShapeOf(pass.RemoteOf(ds, nil)))
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, kinds, "%v", tc.raw)
 	}
 }
 
