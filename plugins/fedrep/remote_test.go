@@ -78,7 +78,8 @@ func TestRemoteEqualsLocal(t *testing.T) {
 			seed := uint64(7)
 			grant := approx(2)
 			local, lacct := fit(t, tc.est, tc.ds, tc.raw, grant, seed)
-			remote, racct, err := sdk.RunLocal(context.Background(), tc.est, pass.RemoteOf(tc.ds, nil), tc.raw, grant, sdk.LocalOptions{Seed: &seed})
+			cp := &countingPasser{inner: pass.Local(tc.ds), kinds: map[string]int{}}
+			remote, racct, err := sdk.RunLocal(context.Background(), tc.est, pass.RemoteOf(tc.ds, cp), tc.raw, grant, sdk.LocalOptions{Seed: &seed})
 			require.NoError(t, err)
 			ls, rs := lacct.Steps(), racct.Steps()
 			require.Equal(t, len(ls), len(rs))
@@ -87,7 +88,7 @@ func TestRemoteEqualsLocal(t *testing.T) {
 			}
 			lu, ru := matrix(t, local, "U").M, matrix(t, remote, "U").M
 			rel := relDiff(ru.RawMatrix().Data, lu.RawMatrix().Data)
-			t.Logf("%s: %d steps, relative difference of U = %.3g", tc.name, len(ls), rel)
+			t.Logf("%s: %d steps, passes %v, relative difference of U = %.3g", tc.name, len(ls), cp.kinds, rel)
 			assert.Less(t, rel, 1e-12)
 			assert.Equal(t, local.Guarantee, remote.Guarantee)
 			for _, s := range local.Scalars {
@@ -142,3 +143,79 @@ func TestRemoteRefuses(t *testing.T) {
 }
 
 var _ = privacy.GrantApprox
+
+// countingPasser counts the passes per kind.
+type countingPasser struct {
+	inner data.Passer
+	kinds map[string]int
+}
+
+// Pass implements data.Passer.
+func (c *countingPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+	c.kinds[req.Kind]++
+	return c.inner.Pass(ctx, req)
+}
+
+// TestRemoteStatistics: each pass returns the statistic the local engine
+// computes from the rows, up to the order of the float sums (measured and
+// logged); histograms and clipped counts are equal.
+func TestRemoteStatistics(t *testing.T) {
+	ctx := context.Background()
+	g := genUsers(t, 90, 14, 7, 3, 0.05, 5)
+	ds := unevenUsers(t, g.Data)
+	sp := &splitOptions{LocalFraction: 0.3, Holdout: 0.2, HeadData: "local"}
+	lay, err := newLayout(ds, sp.LocalFraction, sp.Holdout)
+	require.NoError(t, err)
+	k := 3
+	u := mat.NewDense(7, k, nil)
+	for i := range 7 {
+		u.Set(i, i%k, 1)
+	}
+	uw := u.RawMatrix().Data
+	rem, err := newRemoteUsers(pass.RemoteOf(ds, nil), sp, k, 0.5, nil, lossSquared)
+	require.NoError(t, err)
+
+	for _, psi := range []float64{0.05, math.Inf(1)} {
+		z, zc, err := ustatAggregate(ctx, be, ds.X, ds.Y, lay, psi, nil)
+		require.NoError(t, err)
+		rz, rc, err := rem.ustatMean(ctx, psi)
+		require.NoError(t, err)
+		assert.Equal(t, zc, rc)
+		var a, b []float64
+		for i := range 7 {
+			for j := i; j < 7; j++ {
+				a, b = append(a, rz.At(i, j)), append(b, z.At(i, j))
+			}
+		}
+		rel := relDiff(a, b)
+		t.Logf("U-statistic mean, ψ_init = %g: relative difference %.3g (%d clipped)", psi, rel, zc)
+		assert.Less(t, rel, 1e-13)
+	}
+	norms := make([]float64, lay.n())
+	_, _, err = ustatAggregate(ctx, be, ds.X, ds.Y, lay, math.Inf(1), norms)
+	require.NoError(t, err)
+	rh, err := rem.ustatHist(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, quantileHistogram(norms, quantileEdges()), rh)
+
+	eng := newFedrepEngine(ds.X, ds.Y, lay, k, 0.5, lossSquared)
+	sum, clipped, err := eng.aggregate(ctx, uw, 0)
+	require.NoError(t, err)
+	rsum, rclipped, err := rem.aggregate(ctx, uw, 0)
+	require.NoError(t, err)
+	assert.Equal(t, clipped, rclipped)
+	rel := relDiff(rsum, sum)
+	t.Logf("clipped gradient sum: relative difference %.3g (%d of %d clipped)", rel, clipped, lay.n())
+	assert.Less(t, rel, 1e-13)
+	lh, err := eng.gradHist(ctx, uw)
+	require.NoError(t, err)
+	rgh, err := rem.gradHist(ctx, uw)
+	require.NoError(t, err)
+	assert.Equal(t, lh, rgh)
+	ll, err := eng.fitHeads(ctx, uw, nil)
+	require.NoError(t, err)
+	rl, err := rem.fitHeads(ctx, uw, nil)
+	require.NoError(t, err)
+	t.Logf("hold-out loss: local %.17g, passes %.17g", ll, rl)
+	assert.InDelta(t, ll, rl, 1e-13*ll)
+}
