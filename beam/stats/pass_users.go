@@ -1,0 +1,214 @@
+package stats
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
+)
+
+// The users pass kinds of engine/pass (users.ustat, users.ustat_hist,
+// users.gradient, users.gradient_hist, users.holdout) as Beam pipelines:
+// shards are read, rows are keyed by user id and grouped across shards,
+// each user's rows are put back in data order (shard in sorted path
+// order, then row in the shard as the single-machine reader gives it),
+// the user's term is computed and bounded after grouping by the same code
+// as pass.Local (pass.UsersConfig.Add), and the per-user partial sums are
+// combined. The result equals pass.Local on the data set the shards form
+// up to the order of the float sum over users.
+
+// usersPassFunc has the signature of the Beam pass registry's functions
+// (RegisterPass in pass.go): glob the shards, shape the public shape.
+type usersPassFunc = func(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error)
+
+// UsersPasses maps each users pass kind to its pipeline. Until the pass
+// registry (RegisterPass) is on this branch, the kinds are listed here;
+// registering them is one loop: for k, fn := range UsersPasses { RegisterPass(k, fn) }.
+var UsersPasses = map[string]usersPassFunc{
+	pass.UsersUstat:        RunUsersPass,
+	pass.UsersUstatHist:    RunUsersPass,
+	pass.UsersGradient:     RunUsersPass,
+	pass.UsersGradientHist: RunUsersPass,
+	pass.UsersHoldout:      RunUsersPass,
+}
+
+// PosRow is one users row with its position in the data: the index of its
+// shard among the sorted paths and its index in the shard.
+type PosRow struct {
+	Shard, Row int
+	X          []float64
+	Y          float64
+}
+
+// readPosRowsFn reads one users shard and emits (user id, row with its
+// position).
+type readPosRowsFn struct {
+	D     int
+	Paths []string
+	Opt   ReadOptions
+}
+
+// ProcessElement reads the shard at path.
+func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit func(int64, PosRow)) error {
+	idx := slices.Index(f.Paths, path)
+	if idx < 0 {
+		return fmt.Errorf("shard %s is not among the expanded paths", path)
+	}
+	sh, err := readShard(ctx, path, data.Users, f.Opt, 0, 0)
+	if err != nil {
+		return err
+	}
+	if sh.p != f.D {
+		return fmt.Errorf("shard %s: %d features, the first shard has %d", path, sh.p, f.D)
+	}
+	for i := range sh.n {
+		emit(sh.users[i], PosRow{Shard: idx, Row: i, X: slices.Clone(sh.row(i)), Y: sh.y[i]})
+	}
+	return nil
+}
+
+// usersTermFn computes one user's bounded term after grouping, as a
+// partial sum over that one user.
+type usersTermFn struct {
+	P   int
+	Req data.PassRequest
+	cfg *pass.UsersConfig
+}
+
+// Setup reads the request.
+func (f *usersTermFn) Setup() error {
+	c, err := pass.UsersConfigOf(f.P, f.Req)
+	if err != nil {
+		return err
+	}
+	f.cfg = c
+	return nil
+}
+
+// ProcessElement bounds one user's contribution.
+func (f *usersTermFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pass.UsersPartial)) {
+	var all []PosRow
+	var r PosRow
+	for rows(&r) {
+		all = append(all, r)
+		r = PosRow{}
+	}
+	slices.SortFunc(all, func(a, b PosRow) int {
+		if c := cmp.Compare(a.Shard, b.Shard); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Row, b.Row)
+	})
+	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all))}
+	for j, r := range all {
+		u.X[j], u.Y[j] = r.X, r.Y
+	}
+	part := f.cfg.NewPartial()
+	f.cfg.Add(part, u)
+	emit(*part)
+}
+
+// mergeUsersFn adds per-user partial sums.
+type mergeUsersFn struct{}
+
+// MergeAccumulators adds b to a.
+func (mergeUsersFn) MergeAccumulators(a, b pass.UsersPartial) pass.UsersPartial {
+	if a.Sum == nil && a.Users == 0 {
+		return b
+	}
+	a.Merge(&b)
+	return a
+}
+
+// writePartialFn writes the one combined partial sum to Path.
+type writePartialFn struct{ Path string }
+
+// ProcessElement writes a.
+func (f *writePartialFn) ProcessElement(ctx context.Context, a pass.UsersPartial) error {
+	b, err := encodeGob(a)
+	if err != nil {
+		return err
+	}
+	return writeFile(ctx, f.Path, b)
+}
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf(PosRow{}), encodePosRow, decodePosRow)
+	beam.RegisterCoder(reflect.TypeOf(pass.UsersPartial{}), encodeUsersPartial, decodeUsersPartial)
+	register.DoFn3x1[context.Context, string, func(int64, PosRow), error](&readPosRowsFn{})
+	register.Emitter2[int64, PosRow]()
+	register.DoFn3x0[int64, func(*PosRow) bool, func(pass.UsersPartial)](&usersTermFn{})
+	register.Iter1[PosRow]()
+	register.Emitter1[pass.UsersPartial]()
+	register.Combiner1[pass.UsersPartial](&mergeUsersFn{})
+	register.DoFn2x1[context.Context, pass.UsersPartial, error](&writePartialFn{})
+}
+
+// RunUsersPass runs one users pass over the shards matching glob: the
+// request must be one of the users kinds, valid for the public shape
+// (checked here as the host checks it); the result is checked as the
+// host checks it before it is returned.
+func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	initBeam()
+	if shape == nil {
+		return nil, fmt.Errorf("users pass without the data's shape")
+	}
+	spec, err := pass.Validate(data.Users, shape, req)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pass.UsersConfigOf(shape.P, req)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := Expand(ctx, glob)
+	if err != nil {
+		return nil, err
+	}
+	out, done, err := opt.tempPath("users.pass")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	opt.progress("beam: %s pass over %d shard(s), d = %d, runner %s", req.Kind, len(paths), shape.P, orDefault(opt.Runner))
+	pl, s := beam.NewPipelineWithRoot()
+	rows := beam.ParDo(s, &readPosRowsFn{D: shape.P, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
+	terms := beam.ParDo(s, &usersTermFn{P: shape.P, Req: req}, beam.GroupByKey(s, rows))
+	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &mergeUsersFn{}, terms))
+	if err := execute(ctx, opt.Runner, pl); err != nil {
+		return nil, fmt.Errorf("beam pipeline failed: %w", err)
+	}
+	b, err := readFile(ctx, out)
+	if err != nil {
+		return nil, fmt.Errorf("beam pipeline output: %w", err)
+	}
+	a, err := decodeGob[pass.UsersPartial](bytes.Clone(b))
+	if err != nil {
+		return nil, fmt.Errorf("beam pipeline output: %w", err)
+	}
+	if want := len(cfg.NewPartial().Sum); len(a.Sum) != want {
+		return nil, fmt.Errorf("beam pipeline output: %d values, want %d", len(a.Sum), want)
+	}
+	res := cfg.Result(&a)
+	if err := pass.CheckResult(spec, shape, req, res); err != nil {
+		return nil, err
+	}
+	opt.progress("beam: %s pass aggregated %d users", req.Kind, res.Records)
+	return res, nil
+}
+
+// Coders: named functions (the SDK resolves coders by symbol name).
+func encodePosRow(v PosRow) ([]byte, error)                  { return encodeGob(v) }
+func decodePosRow(b []byte) (PosRow, error)                  { return decodeGob[PosRow](b) }
+func encodeUsersPartial(v pass.UsersPartial) ([]byte, error) { return encodeGob(v) }
+func decodeUsersPartial(b []byte) (pass.UsersPartial, error) {
+	return decodeGob[pass.UsersPartial](b)
+}
