@@ -21,8 +21,8 @@ import (
 // each user's rows are put back in data order (shard in sorted path
 // order, then row in the shard as the single-machine reader gives it),
 // the user's term is computed and bounded after grouping by the same code
-// as pass.Local (pass.UsersConfig.Add), and the per-user partial sums are
-// combined. The result equals pass.Local on the data set the shards form
+// as pass.Local (pass.UsersConfig.Add), and the terms are summed (the combiner computes each user's term into its accumulator:
+// nothing d×d is formed per user). The result equals pass.Local on the data set the shards form
 // up to the order of the float sum over users.
 
 // usersPassFunc has the signature of the Beam pass registry's functions
@@ -75,26 +75,11 @@ func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 	return nil
 }
 
-// usersTermFn computes one user's bounded term after grouping, as a
-// partial sum over that one user.
-type usersTermFn struct {
-	P   int
-	Req data.PassRequest
-	cfg *pass.UsersConfig
-}
+// userRowsFn puts one user's grouped rows back in data order.
+type userRowsFn struct{}
 
-// Setup reads the request.
-func (f *usersTermFn) Setup() error {
-	c, err := pass.UsersConfigOf(f.P, f.Req)
-	if err != nil {
-		return err
-	}
-	f.cfg = c
-	return nil
-}
-
-// ProcessElement bounds one user's contribution.
-func (f *usersTermFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pass.UsersPartial)) {
+// ProcessElement sorts the user's rows by (shard, row) and emits them.
+func (userRowsFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pass.User)) {
 	var all []PosRow
 	var r PosRow
 	for rows(&r) {
@@ -111,29 +96,58 @@ func (f *usersTermFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func
 	for j, r := range all {
 		u.X[j], u.Y[j] = r.X, r.Y
 	}
-	part := f.cfg.NewPartial()
-	f.cfg.Add(part, u)
-	emit(*part)
+	emit(u)
 }
 
-// mergeUsersFn adds per-user partial sums.
-type mergeUsersFn struct{}
+// usersAcc is the combiner's accumulator.
+type usersAcc = *pass.UsersPartial
 
-// MergeAccumulators adds b to a.
-func (mergeUsersFn) MergeAccumulators(a, b pass.UsersPartial) pass.UsersPartial {
-	if a.Sum == nil && a.Users == 0 {
-		return b
+// usersCombineFn adds each user's bounded term into its accumulator (the
+// term is computed there, by pass.UsersConfig.Add, so that nothing d×d is
+// formed per user) and merges accumulators.
+type usersCombineFn struct {
+	P   int
+	Req data.PassRequest
+	cfg *pass.UsersConfig
+}
+
+// config reads the request once per combiner instance (validated by the
+// driver before the pipeline runs).
+func (f *usersCombineFn) config() *pass.UsersConfig {
+	if f.cfg == nil {
+		c, err := pass.UsersConfigOf(f.P, f.Req)
+		if err != nil {
+			panic(fmt.Sprintf("dplr: users pass: %v", err)) // checked by RunUsersPass
+		}
+		f.cfg = c
 	}
-	a.Merge(&b)
+	return f.cfg
+}
+
+// CreateAccumulator returns an empty partial sum.
+func (f *usersCombineFn) CreateAccumulator() usersAcc { return f.config().NewPartial() }
+
+// AddInput adds one user's bounded term.
+func (f *usersCombineFn) AddInput(a usersAcc, u pass.User) usersAcc {
+	f.config().Add(a, u)
 	return a
 }
+
+// MergeAccumulators adds b into a.
+func (f *usersCombineFn) MergeAccumulators(a, b usersAcc) usersAcc {
+	a.Merge(b)
+	return a
+}
+
+// ExtractOutput returns the total.
+func (f *usersCombineFn) ExtractOutput(a usersAcc) usersAcc { return a }
 
 // writePartialFn writes the one combined partial sum to Path.
 type writePartialFn struct{ Path string }
 
 // ProcessElement writes a.
-func (f *writePartialFn) ProcessElement(ctx context.Context, a pass.UsersPartial) error {
-	b, err := encodeGob(a)
+func (f *writePartialFn) ProcessElement(ctx context.Context, a usersAcc) error {
+	b, err := encodeGob(*a)
 	if err != nil {
 		return err
 	}
@@ -142,14 +156,15 @@ func (f *writePartialFn) ProcessElement(ctx context.Context, a pass.UsersPartial
 
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(PosRow{}), encodePosRow, decodePosRow)
-	beam.RegisterCoder(reflect.TypeOf(pass.UsersPartial{}), encodeUsersPartial, decodeUsersPartial)
+	beam.RegisterCoder(reflect.TypeOf(pass.User{}), encodeUser, decodeUser)
+	beam.RegisterCoder(reflect.TypeOf((*pass.UsersPartial)(nil)), encodeUsersPartial, decodeUsersPartial)
 	register.DoFn3x1[context.Context, string, func(int64, PosRow), error](&readPosRowsFn{})
 	register.Emitter2[int64, PosRow]()
-	register.DoFn3x0[int64, func(*PosRow) bool, func(pass.UsersPartial)](&usersTermFn{})
+	register.DoFn3x0[int64, func(*PosRow) bool, func(pass.User)](&userRowsFn{})
 	register.Iter1[PosRow]()
-	register.Emitter1[pass.UsersPartial]()
-	register.Combiner1[pass.UsersPartial](&mergeUsersFn{})
-	register.DoFn2x1[context.Context, pass.UsersPartial, error](&writePartialFn{})
+	register.Emitter1[pass.User]()
+	register.Combiner3[usersAcc, pass.User, usersAcc](&usersCombineFn{})
+	register.DoFn2x1[context.Context, usersAcc, error](&writePartialFn{})
 }
 
 // RunUsersPass runs one users pass over the shards matching glob: the
@@ -181,8 +196,8 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	opt.progress("beam: %s pass over %d shard(s), d = %d, runner %s", req.Kind, len(paths), shape.P, orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
 	rows := beam.ParDo(s, &readPosRowsFn{D: shape.P, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
-	terms := beam.ParDo(s, &usersTermFn{P: shape.P, Req: req}, beam.GroupByKey(s, rows))
-	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &mergeUsersFn{}, terms))
+	users := beam.ParDo(s, &userRowsFn{}, beam.GroupByKey(s, rows))
+	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &usersCombineFn{P: shape.P, Req: req}, users))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
 		return nil, fmt.Errorf("beam pipeline failed: %w", err)
 	}
@@ -206,9 +221,12 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 }
 
 // Coders: named functions (the SDK resolves coders by symbol name).
-func encodePosRow(v PosRow) ([]byte, error)                  { return encodeGob(v) }
-func decodePosRow(b []byte) (PosRow, error)                  { return decodeGob[PosRow](b) }
-func encodeUsersPartial(v pass.UsersPartial) ([]byte, error) { return encodeGob(v) }
-func decodeUsersPartial(b []byte) (pass.UsersPartial, error) {
-	return decodeGob[pass.UsersPartial](b)
+func encodePosRow(v PosRow) ([]byte, error)         { return encodeGob(v) }
+func decodePosRow(b []byte) (PosRow, error)         { return decodeGob[PosRow](b) }
+func encodeUser(v pass.User) ([]byte, error)        { return encodeGob(v) }
+func decodeUser(b []byte) (pass.User, error)        { return decodeGob[pass.User](b) }
+func encodeUsersPartial(v usersAcc) ([]byte, error) { return encodeGob(*v) }
+func decodeUsersPartial(b []byte) (usersAcc, error) {
+	v, err := decodeGob[pass.UsersPartial](b)
+	return &v, err
 }

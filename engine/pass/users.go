@@ -367,6 +367,9 @@ func (c *UsersConfig) NewPartial() *UsersPartial {
 func (a *UsersPartial) Merge(o *UsersPartial) {
 	a.Users += o.Users
 	a.Clipped += o.Clipped
+	if len(a.Sum) < len(o.Sum) { // a decoded empty partial
+		a.Sum = append(a.Sum, make([]float64, len(o.Sum)-len(a.Sum))...)
+	}
 	for i, v := range o.Sum {
 		a.Sum[i] += v
 	}
