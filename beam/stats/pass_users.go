@@ -16,9 +16,11 @@ import (
 )
 
 // The users pass kinds of engine/pass (users.ustat, users.ustat_hist,
-// users.gradient, users.gradient_hist, users.holdout) as Beam pipelines:
+// users.gradient, users.gradient_hist, users.holdout, users.altmin) as
+// Beam pipelines:
 // shards are read, rows are keyed by user id and grouped across shards,
-// each user's rows are put back in data order (shard in sorted path
+// each user's rows are put back in data order and the user gets its index
+// in increasing id order (from the sorted ids, a side input) (shard in sorted path
 // order, then row in the shard as the single-machine reader gives it),
 // the user's term is computed and bounded after grouping by the same code
 // as pass.Local (pass.UsersConfig.Add), and the terms are summed (the combiner computes each user's term into its accumulator:
@@ -38,6 +40,7 @@ var UsersPasses = map[string]usersPassFunc{
 	pass.UsersGradient:     RunUsersPass,
 	pass.UsersGradientHist: RunUsersPass,
 	pass.UsersHoldout:      RunUsersPass,
+	pass.UsersAltMin:       RunUsersPass,
 }
 
 // PosRow is one users row with its position in the data: the index of its
@@ -75,11 +78,46 @@ func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 	return nil
 }
 
-// userRowsFn puts one user's grouped rows back in data order.
+// userKeyFn emits the id of each grouped user.
+type userKeyFn struct{}
+
+// ProcessElement emits id.
+func (userKeyFn) ProcessElement(id int64, _ func(*PosRow) bool, emit func(int64)) { emit(id) }
+
+// idsCombineFn collects the users' ids, sorted: a user's index among them
+// is its index in the single-machine data set (users in increasing id
+// order), which the kinds taking a group of users need.
+type idsCombineFn struct{}
+
+// CreateAccumulator returns no ids.
+func (idsCombineFn) CreateAccumulator() []int64 { return nil }
+
+// AddInput adds one id.
+func (idsCombineFn) AddInput(a []int64, id int64) []int64 { return append(a, id) }
+
+// MergeAccumulators concatenates.
+func (idsCombineFn) MergeAccumulators(a, b []int64) []int64 { return append(a, b...) }
+
+// ExtractOutput sorts.
+func (idsCombineFn) ExtractOutput(a []int64) []int64 {
+	slices.Sort(a)
+	return a
+}
+
+// userRowsFn puts one user's grouped rows back in data order and sets its
+// index from the sorted ids (a side input).
 type userRowsFn struct{}
 
 // ProcessElement sorts the user's rows by (shard, row) and emits them.
-func (userRowsFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pass.User)) {
+func (userRowsFn) ProcessElement(id int64, rows func(*PosRow) bool, ids func(*[]int64) bool, emit func(pass.User)) error {
+	var sorted []int64
+	if !ids(&sorted) {
+		return fmt.Errorf("users pass: no user ids")
+	}
+	idx, ok := slices.BinarySearch(sorted, id)
+	if !ok {
+		return fmt.Errorf("users pass: a user id is missing from the id list")
+	}
 	var all []PosRow
 	var r PosRow
 	for rows(&r) {
@@ -92,11 +130,12 @@ func (userRowsFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pas
 		}
 		return cmp.Compare(a.Row, b.Row)
 	})
-	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all))}
+	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all)), Index: idx}
 	for j, r := range all {
 		u.X[j], u.Y[j] = r.X, r.Y
 	}
 	emit(u)
+	return nil
 }
 
 // usersAcc is the combiner's accumulator.
@@ -160,7 +199,11 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf((*pass.UsersPartial)(nil)), encodeUsersPartial, decodeUsersPartial)
 	register.DoFn3x1[context.Context, string, func(int64, PosRow), error](&readPosRowsFn{})
 	register.Emitter2[int64, PosRow]()
-	register.DoFn3x0[int64, func(*PosRow) bool, func(pass.User)](&userRowsFn{})
+	register.DoFn3x0[int64, func(*PosRow) bool, func(int64)](&userKeyFn{})
+	register.Emitter1[int64]()
+	register.Combiner3[[]int64, int64, []int64](&idsCombineFn{})
+	register.Iter1[[]int64]()
+	register.DoFn4x1[int64, func(*PosRow) bool, func(*[]int64) bool, func(pass.User), error](&userRowsFn{})
 	register.Iter1[PosRow]()
 	register.Emitter1[pass.User]()
 	register.Combiner3[usersAcc, pass.User, usersAcc](&usersCombineFn{})
@@ -196,7 +239,9 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	opt.progress("beam: %s pass over %d shard(s), d = %d, runner %s", req.Kind, len(paths), shape.P, orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
 	rows := beam.ParDo(s, &readPosRowsFn{D: shape.P, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
-	users := beam.ParDo(s, &userRowsFn{}, beam.GroupByKey(s, rows))
+	grouped := beam.GroupByKey(s, rows)
+	ids := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &userKeyFn{}, grouped))
+	users := beam.ParDo(s, &userRowsFn{}, grouped, beam.SideInput{Input: ids})
 	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &usersCombineFn{P: shape.P, Req: req}, users))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
 		return nil, fmt.Errorf("beam pipeline failed: %w", err)

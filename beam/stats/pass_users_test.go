@@ -36,6 +36,15 @@ func usersShards(t *testing.T, recs []urec, d int) (string, *data.Dataset) {
 	return filepath.Join(dir, "u-*.csv"), ds
 }
 
+// groupMask marks every third user.
+func groupMask(n int) []float64 {
+	m := make([]float64, n)
+	for i := 0; i < n; i += 3 {
+		m[i] = 1
+	}
+	return m
+}
+
 // beamPasser runs every pass as a users pipeline on prism.
 type beamPasser struct {
 	glob  string
@@ -78,6 +87,8 @@ func TestUsersPassMatchesLocal(t *testing.T) {
 		{Kind: pass.UsersUstatHist, Params: common(map[string]float64{"bins": float64(len(edges))}), Inputs: []data.Array{e}},
 		{Kind: pass.UsersGradient, Params: common(map[string]float64{"clip": 1, "rank": k, "loss": 0}), Inputs: []data.Array{u}},
 		{Kind: pass.UsersGradientHist, Params: common(map[string]float64{"bins": float64(len(edges)), "rank": k, "loss": 0}), Inputs: []data.Array{u, e}},
+		{Kind: pass.UsersAltMin, Params: common(map[string]float64{"rank": k, "loss": 0, "clip_w": 0.7, "clip_y": 3, "portion": 4}),
+			Inputs: []data.Array{u, {Name: "group", Rows: 1, Cols: shape.Users, Data: groupMask(shape.Users)}}},
 		{Kind: pass.UsersHoldout, Params: common(map[string]float64{"rank": k, "loss": 1, "sign": 1, "head_all": 0}), Inputs: []data.Array{u}},
 	} {
 		t.Run(req.Kind, func(t *testing.T) {
@@ -99,37 +110,47 @@ func TestUsersPassMatchesLocal(t *testing.T) {
 	}
 }
 
-// TestFedRepThroughBeam: fedrep-private on prism through the users passes
-// takes the local fit's privacy steps and, with the same seed, releases
-// its U (to 1e-12 relative).
+// TestFedRepThroughBeam: fedrep-private and fedrep-privaltmin on prism
+// through the users passes take the local fit's privacy steps and, with
+// the same seed, release its U (to 1e-12 relative).
 func TestFedRepThroughBeam(t *testing.T) {
 	const d = 4
 	glob, ds := usersShards(t, usersData(30, d, 8), d)
 	shape := pass.ShapeOf(ds)
-	raw := map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "holdout": "0.2"}
 	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}
-	seed := uint64(3)
-	local, lacct, err := sdk.RunLocal(context.Background(), fedrep.PrivateFedRep{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed})
-	require.NoError(t, err)
-	bp := &beamPasser{glob: glob, shape: shape}
-	remote, racct, err := sdk.RunLocal(context.Background(), fedrep.PrivateFedRep{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed})
-	require.NoError(t, err)
-	assert.Equal(t, lacct.Steps(), racct.Steps())
-	var lu, ru []float64
-	for _, m := range local.Matrices {
-		if m.Name == "U" {
-			lu = m.M.RawMatrix().Data
-		}
+	for _, tc := range []struct {
+		name string
+		est  sdk.Estimator
+		raw  map[string]string
+	}{
+		{"fedrep-private", fedrep.PrivateFedRep{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "holdout": "0.2"}},
+		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "clip_w": "1", "clip_y": "3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := uint64(3)
+			local, lacct, err := sdk.RunLocal(context.Background(), tc.est, ds, tc.raw, grant, sdk.LocalOptions{Seed: &seed})
+			require.NoError(t, err)
+			bp := &beamPasser{glob: glob, shape: shape}
+			remote, racct, err := sdk.RunLocal(context.Background(), tc.est, pass.RemoteOf(ds, bp), tc.raw, grant, sdk.LocalOptions{Seed: &seed})
+			require.NoError(t, err)
+			assert.Equal(t, lacct.Steps(), racct.Steps())
+			var lu, ru []float64
+			for _, m := range local.Matrices {
+				if m.Name == "U" {
+					lu = m.M.RawMatrix().Data
+				}
+			}
+			for _, m := range remote.Matrices {
+				if m.Name == "U" {
+					ru = m.M.RawMatrix().Data
+				}
+			}
+			require.NotNil(t, lu)
+			require.NotNil(t, ru)
+			rel := relVec(ru, lu)
+			t.Logf("%s through %d prism pipelines: %d steps, relative difference of U %.3g", tc.name, bp.runs, len(racct.Steps()), rel)
+			assert.Less(t, rel, 1e-12)
+			assert.Equal(t, local.Guarantee, remote.Guarantee)
+		})
 	}
-	for _, m := range remote.Matrices {
-		if m.Name == "U" {
-			ru = m.M.RawMatrix().Data
-		}
-	}
-	require.NotNil(t, lu)
-	require.NotNil(t, ru)
-	rel := relVec(ru, lu)
-	t.Logf("fedrep-private through %d prism pipelines: %d steps, relative difference of U %.3g", bp.runs, len(racct.Steps()), rel)
-	assert.Less(t, rel, 1e-12)
-	assert.Equal(t, local.Guarantee, remote.Guarantee)
 }

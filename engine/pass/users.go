@@ -54,6 +54,14 @@ const (
 	// means) and "loss_users" (the users with hold-out rows). Not bounded
 	// and not private: an evaluation output.
 	UsersHoldout = "users.holdout"
+	// UsersAltMin is Priv-AltMin's U-step statistics over the users of one
+	// group (input "group", 1×users: 1 for a member, by the user's index
+	// in increasing id order): each member fits its head v on its training
+	// rows for U, and for its first min(portion, m0) training rows x with
+	// W = clip₂(vec(x vᵀ), clip_w) (vec row-major, index p·rank + a) and
+	// ỹ = max(−clip_y, min(clip_y, y)) the pass returns
+	// a = Σ W Wᵀ (d·rank × d·rank, symmetric) and b = Σ ỹ W (1×d·rank).
+	UsersAltMin = "users.altmin"
 )
 
 // usersCommon are the parameters every users kind takes.
@@ -130,6 +138,22 @@ func init() {
 		Local:        usersLocal,
 	})
 	register(Spec{
+		Kind: UsersAltMin, Data: data.Users,
+		Doc:    "Priv-AltMin U-step statistics of the group's users: a = Σ W Wᵀ, b = Σ ỹ W over each member's first portion training rows, W = clip₂(vec(x vᵀ), clip_w), ỹ = clip(y, clip_y)",
+		Params: append(append([]string{}, withU...), "clip_w", "clip_y", "portion"),
+		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec {
+			return uInputs(sh, p, []ArraySpec{{Name: "group", Rows: 1, Cols: sh.Users, Doc: "1 for the users of the group (index in increasing id order), 0 elsewhere"}})
+		},
+		Outputs: func(sh *data.Remote, req data.PassRequest) []ArraySpec {
+			dk := workDim(sh, req.Params) * int(req.Params["rank"])
+			return []ArraySpec{{Name: "a", Rows: dk, Cols: dk, Doc: "Σ W Wᵀ"}, {Name: "b", Rows: 1, Cols: dk, Doc: "Σ ỹ W"}}
+		},
+		Records:      records,
+		CheckRequest: checkUsersRequest,
+		CheckResult:  checkAltMin,
+		Local:        usersLocal,
+	})
+	register(Spec{
 		Kind: UsersHoldout, Data: data.Users,
 		Doc:          "evaluation of U on the hold-out rows: Σ over users with hold-out rows of their mean hold-out loss (loss_sum) and their number (loss_users); not private",
 		Params:       append(append([]string{}, withU...), "head_all"),
@@ -203,6 +227,26 @@ func checkUsersRequest(sh *data.Remote, req data.PassRequest) error {
 			return fmt.Errorf("rank %v is not an integer in [1, %d]", r, workDim(sh, p))
 		}
 	}
+	if req.Kind == UsersAltMin {
+		if p["loss"] != 0 {
+			return fmt.Errorf("the Priv-AltMin statistics use the squared loss (loss 0)")
+		}
+		if !(p["clip_w"] > 0) || !(p["clip_y"] > 0) {
+			return fmt.Errorf("clip_w %v and clip_y %v must be positive", p["clip_w"], p["clip_y"])
+		}
+		if po := p["portion"]; po < 1 || po != math.Trunc(po) || po > 1e6 {
+			return fmt.Errorf("portion %v is not an integer in [1, 10⁶]", po)
+		}
+		if dk := workDim(sh, p) * int(p["rank"]); dk > 4096 {
+			return fmt.Errorf("d·rank = %d exceeds 4096", dk)
+		}
+		g, _ := req.Input("group")
+		for _, v := range g.Data {
+			if !isFlag(v) {
+				return fmt.Errorf("group holds %v, not 0 or 1", v)
+			}
+		}
+	}
 	if e, ok := req.Input("edges"); ok {
 		for j, v := range e.Data {
 			if !(v > 0) || (j > 0 && v <= e.Data[j-1]) {
@@ -240,6 +284,31 @@ func checkUsersSum(sym bool) func(sh *data.Remote, req data.PassRequest, res *da
 		}
 		return nil
 	}
+}
+
+// checkAltMin checks the U-step statistics: a is symmetric, and with m
+// members each contributing at most portion rows, ‖a‖_F ≤ m·portion·c_W²
+// and ‖b‖ ≤ m·portion·c_W·c_y (rounding allowed for).
+func checkAltMin(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
+	a, _ := res.Output("a")
+	b, _ := res.Output("b")
+	if symOf(a.Rows, a.Data) == nil {
+		return fmt.Errorf("the statistic a is not symmetric")
+	}
+	g, _ := req.Input("group")
+	var m float64
+	for _, v := range g.Data {
+		m += v
+	}
+	p := req.Params
+	cw, cy, po := p["clip_w"], p["clip_y"], p["portion"]
+	if nrm, lim := Norm(a.Data), m*po*cw*cw; nrm > lim*(1+1e-9) {
+		return fmt.Errorf("a has norm %.6g > members·portion·clip_w² = %.6g: the rows were not clipped", nrm, lim)
+	}
+	if nrm, lim := Norm(b.Data), m*po*cw*cy; nrm > lim*(1+1e-9) {
+		return fmt.Errorf("b has norm %.6g > members·portion·clip_w·clip_y = %.6g: the rows were not clipped", nrm, lim)
+	}
+	return nil
 }
 
 // checkUsersHist checks a histogram: one count per user.
@@ -289,6 +358,9 @@ func UserSplit(m int, localFraction, holdout float64) (m0, rest int) {
 type User struct {
 	X [][]float64
 	Y []float64
+	// Index is the user's position in increasing user-id order (used by
+	// the kinds that take a group of users).
+	Index int
 }
 
 // UsersConfig is a validated users request in the form the per-user terms
@@ -304,6 +376,10 @@ type UsersConfig struct {
 	M                      []float64 // k′×p projection (nil: none)
 	U                      []float64 // d×k
 	Edges                  []float64
+	// Priv-AltMin: the row clips, the rows per user and the group mask.
+	ClipW, ClipY float64
+	Portion      int
+	Group        []float64
 }
 
 // UsersConfigOf reads a users request (validated by Validate) for data of
@@ -313,7 +389,7 @@ func UsersConfigOf(p int, req data.PassRequest) (*UsersConfig, error) {
 		Sign: req.Params["sign"] == 1, Logistic: req.Params["loss"] == 1, HeadAll: req.Params["head_all"] == 1,
 		K: int(req.Params["rank"]), Clip: math.Inf(1)}
 	switch req.Kind {
-	case UsersUstat, UsersUstatHist, UsersGradient, UsersGradientHist, UsersHoldout:
+	case UsersUstat, UsersUstatHist, UsersGradient, UsersGradientHist, UsersHoldout, UsersAltMin:
 	default:
 		return nil, fmt.Errorf("%q is not a users pass", req.Kind)
 	}
@@ -335,6 +411,13 @@ func UsersConfigOf(p int, req data.PassRequest) (*UsersConfig, error) {
 	}
 	if e, ok := req.Input("edges"); ok {
 		c.Edges = e.Data
+	}
+	if req.Kind == UsersAltMin {
+		g, ok := req.Input("group")
+		if !ok {
+			return nil, fmt.Errorf("input group missing")
+		}
+		c.Group, c.ClipW, c.ClipY, c.Portion = g.Data, req.Params["clip_w"], req.Params["clip_y"], int(req.Params["portion"])
 	}
 	return c, nil
 }
@@ -359,6 +442,9 @@ func (c *UsersConfig) NewPartial() *UsersPartial {
 		n = c.D * c.K
 	case UsersUstatHist, UsersGradientHist:
 		n = len(c.Edges) + 1
+	case UsersAltMin:
+		dk := c.D * c.K
+		n = dk*dk + dk
 	}
 	return &UsersPartial{Sum: make([]float64, n)}
 }
@@ -396,6 +482,10 @@ func (c *UsersConfig) Add(a *UsersPartial, u User) {
 		}
 	case UsersGradientHist:
 		a.Sum[histBin(c.gradientNorm(x[:m0], y[:m0]), c.Edges)]++
+	case UsersAltMin:
+		if u.Index >= 0 && u.Index < len(c.Group) && c.Group[u.Index] == 1 {
+			c.altminTerm(x[:m0], y[:m0], a.Sum)
+		}
 	case UsersHoldout:
 		if l, ok := c.holdoutLoss(x, y, m0, rest); ok {
 			a.LossSum += l
@@ -426,6 +516,15 @@ func (c *UsersConfig) Result(a *UsersPartial) *data.PassResult {
 		res.Outputs = []data.Array{{Name: "counts", Rows: 1, Cols: len(a.Sum), Data: a.Sum}}
 	case UsersHoldout:
 		res.Scalars = map[string]float64{"loss_sum": a.LossSum, "loss_users": float64(a.LossUsers)}
+	case UsersAltMin:
+		dk := c.D * c.K
+		am := a.Sum[:dk*dk]
+		for i := 0; i < dk; i++ {
+			for j := i + 1; j < dk; j++ {
+				am[j*dk+i] = am[i*dk+j]
+			}
+		}
+		res.Outputs = []data.Array{{Name: "a", Rows: dk, Cols: dk, Data: am}, {Name: "b", Rows: 1, Cols: dk, Data: a.Sum[dk*dk:]}}
 	}
 	return res
 }
@@ -450,6 +549,7 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 		for i := lo; i < hi; i++ {
 			u.X[i-lo] = ds.X.RawRowView(i)
 		}
+		u.Index = g
 		c.Add(a, u)
 	}
 	return c.Result(a), nil
@@ -756,6 +856,76 @@ func (c *UsersConfig) gradientTerm(x [][]float64, y []float64, acc []float64) bo
 		}
 	}
 	return nrm > c.Clip
+}
+
+// altminTerm adds a member's Priv-AltMin statistics to acc (the upper
+// triangle of a = Σ W Wᵀ, dk×dk, then b = Σ ỹ W): with v̂ = v/‖v‖ and
+// g_r = min(‖x_r‖‖v‖, c_W)·x_r/‖x_r‖ for the first min(portion, m0) rows,
+// W_r = g_r ⊗ v̂, so a_j = H ⊗ v̂v̂ᵀ with H = Σ_r g_r g_rᵀ and
+// b_j = (Σ_r ỹ_r g_r) ⊗ v̂. A member whose head is zero or not finite adds
+// nothing; a row of zero or infinite norm is skipped.
+func (c *UsersConfig) altminTerm(x [][]float64, y []float64, acc []float64) {
+	d, k := c.D, c.K
+	dk := d * k
+	v := c.head(x, y)
+	nv := norm2(v)
+	if nv == 0 || math.IsInf(nv, 0) || math.IsNaN(nv) {
+		return
+	}
+	vh := make([]float64, k)
+	for a := range vh {
+		vh[a] = v[a] / nv
+	}
+	h := make([]float64, d*d) // upper triangle of H
+	hb := make([]float64, d)
+	for r := 0; r < min(c.Portion, len(y)); r++ {
+		xr := x[r]
+		nx := norm2(xr)
+		if nx == 0 || math.IsInf(nx, 0) {
+			continue
+		}
+		t := math.Min(nx*nv, c.ClipW)
+		yt := math.Max(-c.ClipY, math.Min(c.ClipY, y[r]))
+		sc := t / nx
+		g := make([]float64, d)
+		for p, xv := range xr {
+			g[p] = sc * xv
+			hb[p] += yt * g[p]
+		}
+		for p := 0; p < d; p++ {
+			if g[p] == 0 {
+				continue
+			}
+			row := h[p*d : (p+1)*d]
+			for q := p; q < d; q++ {
+				row[q] += g[p] * g[q]
+			}
+		}
+	}
+	for p := 0; p < d; p++ {
+		for q := p; q < d; q++ {
+			hpq := h[p*d+q]
+			if hpq == 0 {
+				continue
+			}
+			for a := 0; a < k; a++ {
+				i := p*k + a
+				b0 := 0
+				if q == p {
+					b0 = a
+				}
+				for b := b0; b < k; b++ {
+					acc[i*dk+q*k+b] += hpq * vh[a] * vh[b]
+				}
+			}
+		}
+	}
+	bs := acc[dk*dk:]
+	for p := 0; p < d; p++ {
+		for a := 0; a < k; a++ {
+			bs[p*k+a] += hb[p] * vh[a]
+		}
+	}
 }
 
 // holdoutLoss fits the user's head on its head rows and returns its mean

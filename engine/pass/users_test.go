@@ -69,6 +69,15 @@ func replaceFirst(ds *data.Dataset, m int, s float64) *data.Dataset {
 	return out
 }
 
+// ones returns n ones.
+func ones(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}
+
 // usersReq builds a users request with the common parameters.
 func usersReq(kind string, extra map[string]float64, inputs ...data.Array) data.PassRequest {
 	p := map[string]float64{"local_fraction": 0.2, "holdout": 0.2, "sign": 0, "proj": 0}
@@ -145,6 +154,8 @@ func TestUsersLocal(t *testing.T) {
 		{"gradient", usersReq(UsersGradient, merge(withU, map[string]float64{"clip": 0.3}), u)},
 		{"gradient hist", usersReq(UsersGradientHist, merge(withU, map[string]float64{"bins": float64(e.Cols)}), u, e)},
 		{"holdout", usersReq(UsersHoldout, merge(withU, map[string]float64{"head_all": 1}), u)},
+		{"altmin", usersReq(UsersAltMin, merge(withU, map[string]float64{"clip_w": 0.5, "clip_y": 1, "portion": 4}), u,
+			data.Array{Name: "group", Rows: 1, Cols: 40, Data: ones(40)})},
 		{"logistic projected", usersReq(UsersGradient, map[string]float64{"rank": 1, "loss": 1, "clip": 0.3, "sign": 1, "proj": 3},
 			data.Array{Name: "u", Rows: 3, Cols: 1, Data: []float64{0.6, 0.8, 0}},
 			data.Array{Name: "m", Rows: 3, Cols: d, Data: mat.DenseCopyOf(mat.NewDense(d, 3, orthonormal(d, 3, 9)).T()).RawMatrix().Data})},
@@ -190,6 +201,8 @@ func TestUsersBound(t *testing.T) {
 		{"ustat", usersReq(UsersUstat, map[string]float64{"clip": 0.7}), 0.7},
 		{"gradient", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 0, "clip": 0.2}, u), 0.2},
 		{"gradient logistic", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 1, "sign": 1, "clip": 0.2}, u), 0.2},
+		{"altmin", usersReq(UsersAltMin, map[string]float64{"rank": float64(k), "loss": 0, "clip_w": 0.5, "clip_y": 2, "portion": 3}, u,
+			data.Array{Name: "group", Rows: 1, Cols: 30, Data: ones(30)}), 0.5},
 		{"ustat hist", usersReq(UsersUstatHist, map[string]float64{"bins": float64(e.Cols)}, e), 0},
 		{"gradient hist", usersReq(UsersGradientHist, map[string]float64{"rank": float64(k), "loss": 0, "bins": float64(e.Cols)}, u, e), 0},
 	} {
@@ -201,6 +214,23 @@ func TestUsersBound(t *testing.T) {
 			name := "sum"
 			if tc.clip == 0 {
 				name = "counts"
+			}
+			if tc.req.Kind == UsersAltMin {
+				// Δ_A = √2·portion·c_W², Δ_b = 2·portion·c_W·c_y.
+				for _, o := range []struct {
+					name string
+					lim  float64
+				}{{"a", math.Sqrt2 * 3 * 0.25}, {"b", 2 * 3 * 0.5 * 2}} {
+					sa, _ := a.Output(o.name)
+					sb, _ := b.Output(o.name)
+					diff := make([]float64, len(sa.Data))
+					for i := range diff {
+						diff[i] = sa.Data[i] - sb.Data[i]
+					}
+					assert.LessOrEqual(t, Norm(diff), o.lim*(1+1e-12), o.name)
+					assert.Greater(t, Norm(diff), 0.0, o.name)
+				}
+				return
 			}
 			sa, _ := a.Output(name)
 			sb, _ := b.Output(name)
@@ -238,6 +268,8 @@ func TestUsersRefuses(t *testing.T) {
 		{"rank above d", usersReq(UsersGradient, map[string]float64{"rank": 5, "loss": 0, "clip": 1}, data.Array{Name: "u", Rows: d, Cols: 5, Data: make([]float64, 20)}), "rank"},
 		{"u shape", usersReq(UsersGradient, map[string]float64{"rank": 3, "loss": 0, "clip": 1}, u), "input u is 4×2, want 4×3"},
 		{"edges not increasing", usersReq(UsersUstatHist, map[string]float64{"bins": 2}, data.Array{Name: "edges", Rows: 1, Cols: 2, Data: []float64{2, 1}}), "strictly increasing"},
+		{"altmin group not a mask", usersReq(UsersAltMin, map[string]float64{"rank": 2, "loss": 0, "clip_w": 1, "clip_y": 1, "portion": 2}, u,
+			data.Array{Name: "group", Rows: 1, Cols: 10, Data: append(make([]float64, 9), 2)}), "not 0 or 1"},
 		{"missing projection", usersReq(UsersUstat, map[string]float64{"clip": 1, "proj": 2}), "inputs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

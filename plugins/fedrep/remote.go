@@ -238,6 +238,34 @@ func (r *remoteUsers) ustatMean(ctx context.Context, psi float64) (*mat.SymDense
 	return mat.NewSymDense(r.d, sum), int(res.Scalars["clipped"]), nil
 }
 
+// altminStats returns Priv-AltMin's U-step statistics A (dk×dk) and b of
+// the listed users through a users.altmin pass (the group as a mask over
+// the users in increasing id order).
+func (r *remoteUsers) altminStats(ctx context.Context, u []float64, users []int32, cw, cy float64, portion int) (*mat.SymDense, []float64, error) {
+	mask := make([]float64, r.n)
+	for _, i := range users {
+		mask[i] = 1
+	}
+	req := r.request(pass.UsersAltMin, map[string]float64{"rank": float64(r.k), "loss": 0, "clip_w": cw, "clip_y": cy, "portion": float64(portion)}, u,
+		data.Array{Name: "group", Rows: 1, Cols: r.n, Data: mask})
+	res, err := r.run(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := output(res, "a")
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := output(res, "b")
+	if err != nil {
+		return nil, nil, err
+	}
+	return mat.NewSymDense(r.d*r.k, a), b, nil
+}
+
+// headsRefusal is the refusal of per-user heads on the remote path.
+const headsRefusal = "output_v=true: the per-user heads v_i are not gathered through the host on the remote path (each user fits its own head from the released U, e.g. with plugins/fedrep/predict); set output_v=false to release U alone (DERIVATIONS.md §14)"
+
 // remotePasses returns the pass kinds a FedRep-type fit with configuration
 // c requests, or refuses, from the options alone, what the remote path
 // cannot do: the per-user heads (never gathered through the host), theory
@@ -245,7 +273,7 @@ func (r *remoteUsers) ustatMean(ctx context.Context, psi float64) (*mat.SymDense
 // the private selection (its subsets and leave-one-out scores).
 func remotePasses(c *fedrepConfig) ([]string, error) {
 	if c.split().OutputV {
-		return nil, sdk.BadRequest("output_v=true: the per-user heads v_i are not gathered through the host on the remote path (each user fits its own head from the released U, e.g. with plugins/fedrep/predict); set output_v=false to release U alone (DERIVATIONS.md §14)")
+		return nil, sdk.BadRequest(headsRefusal)
 	}
 	if c.theory() {
 		return nil, sdk.BadRequest("mode=theory is not available on the remote path (its per-user random batches are drawn on the local rows); use mode=experiment")
@@ -286,6 +314,30 @@ func (NonPrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) {
 		return nil, fmt.Errorf("internal error: options of type %T", opts)
 	}
 	return remotePasses(o.config())
+}
+
+// Passes implements sdk.RemoteEstimator: Priv-AltMin's U-steps are
+// users.altmin passes (the group a public mask), its start the passes of
+// fedrep-private's; the per-user heads are refused as there.
+func (PrivAltMin) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o, ok := opts.(*altminOptions)
+	if !ok {
+		return nil, fmt.Errorf("internal error: options of type %T", opts)
+	}
+	if o.OutputV {
+		return nil, sdk.BadRequest(headsRefusal)
+	}
+	kinds := []string{pass.UsersAltMin}
+	if o.Init == "private" {
+		kinds = append(kinds, pass.UsersUstat)
+	}
+	if o.autoInitClip() {
+		kinds = append(kinds, pass.UsersUstatHist)
+	}
+	if o.Holdout > 0 {
+		kinds = append(kinds, pass.UsersHoldout)
+	}
+	return kinds, nil
 }
 
 // Passes implements sdk.RemoteEstimator.

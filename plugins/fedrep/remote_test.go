@@ -71,6 +71,8 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"private given clips zcdp", PrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "clip": "0.5", "init_clip": "2", "noise": "zcdp", "holdout": "0.25"}},
 		{"private paper noise random start", PrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "noise": "paper", "init": "random"}},
 		{"nonprivate", NonPrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2"}},
+		{"altmin disjoint", PrivAltMin{}, ds, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2", "clip_w": "1", "clip_y": "2"}},
+		{"altmin all users zcdp given clip", PrivAltMin{}, ds, map[string]string{"iterations": "2", "output_v": "false", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3"}},
 		{"classify", Classify{}, cls, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2"}},
 		{"classify projected", Classify{}, cls, map[string]string{"iterations": "3", "output_v": "false", "kprime": "4"}},
 	} {
@@ -137,12 +139,10 @@ func TestRemoteRefuses(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := sdk.RunLocal(context.Background(), PrivAltMin{}, r, map[string]string{}, approx(1), sdk.LocalOptions{})
+	_, _, err := sdk.RunLocal(context.Background(), ClassifyExact{}, r, map[string]string{}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, sdk.LocalOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no path through aggregation passes")
 }
-
-var _ = privacy.GrantApprox
 
 // countingPasser counts the passes per kind.
 type countingPasser struct {
@@ -212,6 +212,21 @@ func TestRemoteStatistics(t *testing.T) {
 	rgh, err := rem.gradHist(ctx, uw)
 	require.NoError(t, err)
 	assert.Equal(t, lh, rgh)
+	group := []int32{0, 3, 5, 8, 13, 21, 34, 55, 89}
+	la, lb, err := altminStats(ctx, eng, uw, group, 0.3, 1, 4)
+	require.NoError(t, err)
+	ra, rb, err := rem.altminStats(ctx, uw, group, 0.3, 1, 4)
+	require.NoError(t, err)
+	var a, b []float64
+	for i := range 21 {
+		for j := i; j < 21; j++ {
+			a, b = append(a, ra.At(i, j)), append(b, la.At(i, j))
+		}
+	}
+	relA, relB := relDiff(a, b), relDiff(rb, lb)
+	t.Logf("Priv-AltMin statistics of a group of %d: relative difference A %.3g, b %.3g", len(group), relA, relB)
+	assert.Less(t, relA, 1e-13)
+	assert.Less(t, relB, 1e-13)
 	ll, err := eng.fitHeads(ctx, uw, nil)
 	require.NoError(t, err)
 	rl, err := rem.fitHeads(ctx, uw, nil)
