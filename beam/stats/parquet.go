@@ -200,6 +200,10 @@ func readParquet(path string, kind data.Kind, ps ParquetSchema) (sh *shard, err 
 		if out.users, err = readUserKeys(pr, c, int(n)); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		out.pos = make([]int, n)
+		for i := range out.pos {
+			out.pos[i] = i
+		}
 	}
 	return out, nil
 }

@@ -10,12 +10,14 @@ import (
 
 // shard is the content of one input file: n rows of p features
 // (row-major), and for trace and users data the responses, for users data
-// each row's user key (UserKey).
+// each row's user key (UserKey) and its index in the file (the loader
+// groups a CSV file's rows by user).
 type shard struct {
 	n, p  int
 	x     []float64
 	y     []float64
 	users []string
+	pos   []int
 }
 
 // row returns row i's features.
@@ -55,14 +57,10 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 		}
 		return sh, nil
 	}
-	lo, err := ro.load()
+	lo, err := ro.loadFor(local, kind, d1, d2)
 	if err != nil {
 		return nil, err
 	}
-	if err := csvColumns(local, &lo, ro.Parquet); err != nil {
-		return nil, err
-	}
-	lo.Kind, lo.D1, lo.D2 = kind, d1, d2
 	if kind != data.Rows {
 		lo.Scale = ro.Scale
 	}
@@ -82,11 +80,25 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 	if kind == data.Users {
 		// Users data from a file other than CSV needs side files the
 		// loader was not given: it has failed above.
-		if sh.users, err = csvUserKeys(local, lo, ds); err != nil {
+		if sh.users, sh.pos, err = csvUserKeys(local, lo, ds); err != nil {
 			return nil, fmt.Errorf("%s: %w", local, err)
 		}
 	}
 	return sh, nil
+}
+
+// loadFor returns the single-machine reader's options for the shard at
+// local (a local file, not Parquet) read as data of the given kind.
+func (ro ReadOptions) loadFor(local string, kind data.Kind, d1, d2 int) (dataio.LoadOptions, error) {
+	lo, err := ro.load()
+	if err != nil {
+		return lo, err
+	}
+	if err := csvColumns(local, &lo, ro.Parquet); err != nil {
+		return lo, err
+	}
+	lo.Kind, lo.D1, lo.D2 = kind, d1, d2
+	return lo, nil
 }
 
 // csvColumns sets the column options of lo from the columns ps names:

@@ -3,8 +3,11 @@ package stats
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -244,6 +247,8 @@ func (sumUsersFn) MergeAccumulators(a, b UserAgg) UserAgg {
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(UserRow{}), encodeUserRow, decodeUserRow)
 	beam.RegisterCoder(reflect.TypeOf(UserAgg{}), encodeUserAgg, decodeUserAgg)
+	beam.RegisterCoder(reflect.TypeOf(UserOrder{}), encodeUserOrder, decodeUserOrder)
+	beam.RegisterCoder(reflect.TypeOf(UserPos{}), encodeUserPos, decodeUserPos)
 	register.DoFn3x1[context.Context, string, func(string, UserRow), error](&readUsersFn{})
 	register.Emitter2[string, UserRow]()
 	register.DoFn4x0[string, func(*UserRow) bool, func(*[]float64) bool, func(UserAgg)](&userTermFn{})
@@ -385,30 +390,16 @@ func looksNumeric(s string) bool {
 
 // csvUserKeys returns the user key (UserKey) of each row of ds, the users
 // data the single-machine loader read with lo from the CSV file at path
-// (rows grouped by user). The loader keeps integer ids but numbers names
-// per file, so the ids' text is read again from the file's user column;
-// the loader has validated the file and refused every id UserKey refuses.
-// The keys are checked to group the rows exactly as the loader did.
-func csvUserKeys(path string, lo dataio.LoadOptions, ds *data.Dataset) ([]string, error) {
+// (rows grouped by user), and the row's index in the file. The loader
+// keeps integer ids but numbers names per file, and it reorders the rows,
+// so the ids' text is read again from the file's user column; the loader
+// has validated the file and refused every id UserKey refuses. The keys
+// are checked to group the rows exactly as the loader did.
+func csvUserKeys(path string, lo dataio.LoadOptions, ds *data.Dataset) (keys []string, pos []int, err error) {
 	n := ds.N()
-	// Names are numbered 0, 1, ...: other ids are the file's integers,
-	// whose keys need no second read.
-	numbered := true
-	for k, id := range ds.UserIDs {
-		numbered = numbered && id == int64(k)
-	}
-	if !numbered {
-		keys := make([]string, 0, n)
-		for k, id := range ds.UserIDs {
-			for range ds.UserStart[k+1] - ds.UserStart[k] {
-				keys = append(keys, strconv.FormatInt(id, 10))
-			}
-		}
-		return keys, nil
-	}
 	text, err := csvColumnText(path, lo, n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The loader's ids: the integers when every id is one, else names
 	// numbered by first appearance.
@@ -416,7 +407,7 @@ func csvUserKeys(path string, lo dataio.LoadOptions, ds *data.Dataset) ([]string
 	allInts := true
 	for i, t := range text {
 		if _, err := UserKey(t); err != nil {
-			return nil, fmt.Errorf("user column: row %d: %w", i+1, err)
+			return nil, nil, fmt.Errorf("user column: row %d: %w", i+1, err)
 		}
 		v, err := strconv.ParseInt(t, 10, 64)
 		ids[i] = v
@@ -439,17 +430,85 @@ func csvUserKeys(path string, lo dataio.LoadOptions, ds *data.Dataset) ([]string
 		order.Y[i] = float64(i)
 	}
 	if err := dataio.GroupByUser(order, ids); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !slices.Equal(order.UserStart, ds.UserStart) || !slices.Equal(order.UserIDs, ds.UserIDs) {
-		return nil, errors.New("user column: the ids read again do not group the rows as the reader did (internal error)")
+		return nil, nil, errors.New("user column: the ids read again do not group the rows as the reader did (internal error)")
 	}
-	keys := make([]string, n)
+	keys, pos = make([]string, n), make([]int, n)
 	for k, i := range order.Y {
-		keys[k] = text[int(i)]
+		keys[k], pos[k] = text[int(i)], int(i)
 	}
-	return keys, nil
+	return keys, pos, nil
 }
+
+// UserPos is a user's key (UserKey) and the position of its first row in
+// the data the shards form (their rows concatenated in sorted path order):
+// the index of the shard among the sorted paths and the row's index in the
+// shard's file.
+type UserPos struct {
+	Key        string
+	Int        int64 // the key's integer when IsInt
+	IsInt      bool
+	Shard, Row int
+}
+
+// NewUserPos returns the position of a user whose first row is row of
+// shard.
+func NewUserPos(key string, shard, row int) UserPos {
+	v, err := strconv.ParseInt(key, 10, 64)
+	return UserPos{Key: key, Int: v, IsInt: err == nil, Shard: shard, Row: row}
+}
+
+// UserOrder lists users in the order of their index in the single-machine
+// data set of the one file holding every shard's rows in sorted path order
+// (dataio.GroupByUser: increasing id): by integer id when every id is an
+// integer, else, as the loader numbers text ids, by first appearance.
+type UserOrder struct {
+	// AllInts says that every id is an integer.
+	AllInts bool
+	// Users are the users, in index order.
+	Users []UserPos
+}
+
+// NewUserOrder orders users (each listed once).
+func NewUserOrder(users []UserPos) UserOrder {
+	o := UserOrder{AllInts: !slices.ContainsFunc(users, func(u UserPos) bool { return !u.IsInt }), Users: users}
+	slices.SortFunc(o.Users, o.compare)
+	return o
+}
+
+func (o UserOrder) compare(a, b UserPos) int {
+	if o.AllInts {
+		return cmp.Compare(a.Int, b.Int)
+	}
+	if c := cmp.Compare(a.Shard, b.Shard); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Row, b.Row)
+}
+
+// Index returns u's index among the users (false if u is not one).
+func (o UserOrder) Index(u UserPos) (int, bool) {
+	i, ok := slices.BinarySearchFunc(o.Users, u, o.compare)
+	return i, ok && o.Users[i].Key == u.Key
+}
+
+// userIdentityInt is the integer a user key adds to a source identity:
+// an integer id itself; a text id (from a Parquet text column, which has
+// no single-machine twin) the first 8 bytes of the SHA-256 of its text.
+func userIdentityInt(key string) int64 {
+	if v, err := strconv.ParseInt(key, 10, 64); err == nil {
+		return v
+	}
+	h := sha256.Sum256([]byte("dplr user id\x00" + key))
+	return int64(binary.LittleEndian.Uint64(h[:8]))
+}
+
+func encodeUserOrder(v UserOrder) ([]byte, error) { return encodeGob(v) }
+func decodeUserOrder(b []byte) (UserOrder, error) { return decodeGob[UserOrder](b) }
+func encodeUserPos(v UserPos) ([]byte, error)     { return encodeGob(v) }
+func decodeUserPos(b []byte) (UserPos, error)     { return decodeGob[UserPos](b) }
 
 // csvColumnText returns the trimmed text of the user column (lo.UserColumn,
 // default "user") of each of the n data records of the CSV file at path

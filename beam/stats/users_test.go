@@ -24,6 +24,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/pass"
 )
 
 type urec struct {
@@ -489,4 +490,75 @@ func TestUsersHeaderlessColumns(t *testing.T) {
 	keyed := UserRows(s, beam.CreateList(s, paths), 2, ro)
 	passert.Equals(s, beam.ParDo(s, userSummary, beam.GroupByKey(s, keyed)), strAny(want)...)
 	require.NoError(t, execute(context.Background(), "", pl))
+}
+
+// TestUsersPassTextIDs: with text user ids, whose index in the
+// single-machine data set is their order of first appearance, the users
+// passes over CSV and Parquet shards equal pass.Local on the one file
+// holding the shards' rows in path order (the group of an altmin pass is a
+// mask over those indexes), and Describe counts the distinct users across
+// shards and gives the one file's identity.
+func TestUsersPassTextIDs(t *testing.T) {
+	const d, k = 3, 2
+	r := rand.New(rand.NewPCG(12, 13))
+	var recs []trec
+	for u := range 21 {
+		id := fmt.Sprintf("p%02d", 40-u)
+		if u%4 == 1 {
+			id = fmt.Sprint(500 - u) // integers among the names
+		}
+		for range 2 + r.IntN(5) {
+			x := make([]float64, d)
+			for j := range x {
+				x[j] = r.NormFloat64()
+			}
+			recs = append(recs, trec{id, x, r.NormFloat64()})
+		}
+	}
+	r.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	third := len(recs) / 3
+	parts := [][]trec{recs[:third], recs[third : 2*third], recs[2*third:]}
+	whole := filepath.Join(t.TempDir(), "whole.csv")
+	require.NoError(t, os.WriteFile(whole, []byte(textUsersCSV(recs, d)), 0o644))
+	ds, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
+	require.NoError(t, err)
+	shape := pass.ShapeOf(ds)
+	u := data.Array{Name: "u", Rows: d, Cols: k, Data: []float64{0.6, 0, 0, 0.8, 0.8, 0}}
+	reqs := []data.PassRequest{
+		{Kind: pass.UsersUstat, Params: map[string]float64{"clip": 0.5, "local_fraction": 0.25, "holdout": 0.2, "sign": 0, "proj": 0}},
+		{Kind: pass.UsersAltMin, Params: map[string]float64{"rank": k, "loss": 0, "clip_w": 0.7, "clip_y": 3, "portion": 4, "local_fraction": 0.25, "holdout": 0.2, "sign": 0, "proj": 0},
+			Inputs: []data.Array{u, {Name: "group", Rows: 1, Cols: shape.Users, Data: groupMask(shape.Users)}}},
+	}
+	for _, withParquet := range []bool{false, true} {
+		t.Run(fmt.Sprint("parquet ", withParquet), func(t *testing.T) {
+			dir := t.TempDir()
+			for i, part := range parts {
+				if withParquet && i == 2 {
+					writeUsersParquet(t, filepath.Join(dir, fmt.Sprintf("u%d.parquet", i)), part, d, true)
+					continue
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("u%d.csv", i)), []byte(textUsersCSV(part, d)), 0o644))
+			}
+			glob := filepath.Join(dir, "u*")
+			for _, req := range reqs {
+				got, err := RunUsersPass(context.Background(), glob, shape, ReadOptions{}, req, Options{})
+				require.NoError(t, err)
+				want, err := pass.Local(ds).Pass(context.Background(), req)
+				require.NoError(t, err)
+				assert.Equal(t, want.Records, got.Records, req.Kind)
+				require.Len(t, got.Outputs, len(want.Outputs))
+				for i, w := range want.Outputs {
+					assert.Less(t, relVec(got.Outputs[i].Data, w.Data), 1e-12, "%s %s", req.Kind, w.Name)
+				}
+			}
+			desc, err := Describe(context.Background(), glob, data.Users, 0, 0, Options{})
+			require.NoError(t, err)
+			assert.EqualValues(t, ds.NumUsers(), desc.Users)
+			if !withParquet {
+				_, id, err := dataio.LoadIdentity(whole, dataio.LoadOptions{Kind: data.Users})
+				require.NoError(t, err)
+				assert.Equal(t, id, desc.Identity.Identity())
+			}
+		})
+	}
 }

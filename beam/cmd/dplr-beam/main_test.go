@@ -310,24 +310,12 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.Zero(t, spent())
 	require.NoError(t, os.Remove(bad))
 
-	// clip=auto is refused before the pipeline runs.
-	code, _, stderr = dplr(t, "fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--rho", "0.25", "--set", "rank=2")
-	assert.Equal(t, cli.ExitUsage, code, stderr)
-	assert.Contains(t, stderr, "clip=auto")
-
-	// An estimator without a from-statistics path is refused before the
-	// pipeline runs.
+	// An estimator with neither a from-statistics path nor one through
+	// aggregation passes is refused before any pipeline runs.
 	code, _, stderr = dplr(t, "fit", "pca-nonprivate", "--non-private", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--set", "rank=2")
 	assert.Equal(t, cli.ExitUsage, code, stderr)
-	assert.Contains(t, stderr, "no path from aggregated statistics")
+	assert.Contains(t, stderr, "neither a path from aggregated statistics nor one through aggregation passes")
 	assert.NotContains(t, stderr, "rows pipeline")
-	assert.Zero(t, spent())
-
-	// An option that needs the rows is refused by the plugin's pre-flight
-	// check, after the pipeline and before anything is reserved.
-	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir(), "--set", "center=private"}, common...)...)
-	assert.Equal(t, cli.ExitUsage, code, stderr)
-	assert.Contains(t, stderr, "center=private")
 	assert.Zero(t, spent())
 
 	// The catalogue says which estimators run on statistics.
@@ -361,6 +349,25 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.Equal(t, cli.ExitBudget, code, stderr)
 	assert.Contains(t, stderr, "shares about")
 	assert.InDelta(t, 0.5, spent(), 1e-12)
+
+	// Options that need more than the statistics (a private clip, private
+	// centring) run through aggregation passes instead, charged as usual.
+	noClip := slices.Clone(common)
+	i := slices.Index(noClip, "clip=3")
+	noClip = slices.Delete(noClip, i-1, i+1)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"clip=auto", append(noClip, "--set", "clip=auto")},
+		{"center=private", append(slices.Clone(common), "--set", "center=private")},
+	} {
+		before := spent()
+		code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, tc.flags...)...)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "aggregation pass", tc.name)
+		assert.InDelta(t, before+0.25, spent(), 1e-12, tc.name)
+	}
 }
 
 // writeWideParquet writes the rows x (p = 4 features) as a Parquet file
