@@ -533,3 +533,15 @@ func TestStatsReadFlagRefusals(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no column named "c" (columns: a, b)`)
 }
+
+// TestPassReadFlags: describe and pass take the same shard-reading flags
+// as stats (registerReadFlags), refusing inconsistent ones as usage
+// errors.
+func TestPassReadFlags(t *testing.T) {
+	f := newPassFlags("describe", false)
+	require.Equal(t, 0, f.parse([]string{"--data", "x/*.parquet", "--kind", "users", "--features", "a,b", "--user-column", "uid", "--response-column", "label", "--scale", "2"}))
+	_, ro := f.options()
+	assert.Equal(t, stats.ReadOptions{Scale: 2, Parquet: stats.ParquetSchema{Features: []string{"a", "b"}, User: "uid", Response: "label"}}, ro)
+	f = newPassFlags("pass", true)
+	assert.Equal(t, 2, f.parse([]string{"--data", "x", "--request", "r", "--out", "o", "--features", "a", "--feature-list", "v"}))
+}
