@@ -562,3 +562,39 @@ func TestUsersPassTextIDs(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkUsersCSVShard: reading a users CSV shard (10^5 rows, 20
+// features, text ids) with the single-machine loader alone, and as the
+// pipelines read it (the loader, then the id column read again for the
+// ids' text and the rows' positions).
+func BenchmarkUsersCSVShard(b *testing.B) {
+	const n, d = 100000, 20
+	r := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	sb.WriteString("user")
+	for j := range d {
+		fmt.Fprintf(&sb, ",x%d", j)
+	}
+	sb.WriteString(",y\n")
+	for range n {
+		fmt.Fprintf(&sb, "u%d", r.IntN(5000))
+		for range d + 1 {
+			sb.WriteString("," + strconvFormat(r.NormFloat64()))
+		}
+		sb.WriteByte('\n')
+	}
+	path := filepath.Join(b.TempDir(), "u.csv")
+	require.NoError(b, os.WriteFile(path, []byte(sb.String()), 0o644))
+	b.Run("loader", func(b *testing.B) {
+		for b.Loop() {
+			_, err := dataio.Load(path, dataio.LoadOptions{Kind: data.Users, SkipHash: true})
+			require.NoError(b, err)
+		}
+	})
+	b.Run("pipeline reader", func(b *testing.B) {
+		for b.Loop() {
+			_, err := readLocal(path, data.Users, ReadOptions{}, 0, 0)
+			require.NoError(b, err)
+		}
+	})
+}
