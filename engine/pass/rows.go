@@ -285,6 +285,18 @@ func rowError(i int, row []float64) error {
 	return fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i)
 }
 
+// finiteRow names the first non-finite entry of row i (a row whose norm
+// merely overflows is clipped to zero by the clipped sum and moment, as on
+// the rows themselves).
+func finiteRow(i int, row []float64) error {
+	for j, v := range row {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("data row %d, column %d: value %v is not finite", i, j, v)
+		}
+	}
+	return nil
+}
+
 // rowsNormHistogramLocal is RowsNormHistogram over in-memory rows.
 func rowsNormHistogramLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
 	n, p := ds.X.Dims()
@@ -316,6 +328,9 @@ func rowsClippedSumLocal(ctx context.Context, ds *data.Dataset, req data.PassReq
 		}
 		row := ds.X.RawRowView(i)[:p]
 		f := ClipFactor(row, clip)
+		if err := finiteRow(i, row); err != nil {
+			return nil, err
+		}
 		for j, v := range row {
 			sum[j] += f * v
 		}
@@ -344,8 +359,12 @@ func rowsCentredMomentLocal(ctx context.Context, ds *data.Dataset, req data.Pass
 		m := min(momentBlock, n-start)
 		for i := 0; i < m; i++ {
 			row := buf[i*p : (i+1)*p]
-			for j, v := range ds.X.RawRowView(start + i)[:p] {
+			src := ds.X.RawRowView(start + i)[:p]
+			for j, v := range src {
 				row[j] = v - center.Data[j]
+			}
+			if err := finiteRow(start+i, src); err != nil {
+				return nil, err
 			}
 			if ShrinkRow(row, clip) {
 				clipped++

@@ -247,3 +247,23 @@ type passerFunc func(context.Context, data.PassRequest) (*data.PassResult, error
 func (f passerFunc) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	return f(ctx, req)
 }
+
+// A non-finite entry fails the fit through passes as it fails the fit on
+// the rows, naming the entry, before any step.
+func TestRemoteNonFinite(t *testing.T) {
+	ds := shifted(t, 100, 4, 2)
+	ds.X.Set(37, 2, math.NaN())
+	for _, raw := range []map[string]string{
+		{"rank": "1"},
+		{"rank": "1", "clip": "3"},
+		{"rank": "1", "clip": "3", "center": "private"},
+	} {
+		for _, d := range []*data.Dataset{ds, pass.RemoteOf(ds, nil)} {
+			seed := uint64(1)
+			_, acct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, d, raw, approx(1, 1e-6), sdk.LocalOptions{Seed: &seed})
+			require.Error(t, err, "%v remote=%v", raw, d.X == nil)
+			assert.Contains(t, err.Error(), "data row 37, column 2: value NaN is not finite", "%v remote=%v", raw, d.X == nil)
+			assert.Empty(t, acct.Steps())
+		}
+	}
+}
