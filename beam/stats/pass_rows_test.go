@@ -88,6 +88,7 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 		{"centred histogram", data.PassRequest{Kind: pass.RowsNormHistogram, Params: map[string]float64{"cells": float64(len(grid))},
 			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: len(grid), Data: grid}, center}}},
 		{"clipped sum", data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 2.5}}},
+		{"plain sum", data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 0}}},
 		{"centred moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 3}, Inputs: []data.Array{center}}},
 		{"unclipped moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 0}, Inputs: []data.Array{zero}}},
 	} {
@@ -120,7 +121,7 @@ func TestRowsPassRefusesBadRequest(t *testing.T) {
 	shape := &data.Remote{N: 10, P: 3}
 	_, err := RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": -1}}, Options{})
-	assert.ErrorContains(t, err, "not positive")
+	assert.ErrorContains(t, err, "negative")
 	_, err = RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: "rows.nothing"}, Options{})
 	assert.ErrorContains(t, err, "no Beam implementation")

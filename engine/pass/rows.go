@@ -88,7 +88,8 @@ const (
 	// k < G and counts_G = #{i : ‖x_i − center‖ > g_{G−1}}. The private
 	// quantile of the norms on that grid is a function of these counts.
 	RowsNormHistogram = "rows.norm_histogram"
-	// RowsClippedSum is Σ_i min(1, clip/‖x_i‖)·x_i (1×p), clip > 0.
+	// RowsClippedSum is Σ_i min(1, clip/‖x_i‖)·x_i (1×p); clip 0: the
+	// plain sum Σ_i x_i.
 	RowsClippedSum = "rows.clipped_sum"
 	// RowsCentredMoment is Σ_i w_i² (x_i − center)(x_i − center)ᵀ (p×p,
 	// not divided by n) with w_i = min(1, clip/‖x_i − center‖) (clip 0:
@@ -159,21 +160,21 @@ func init() {
 	})
 	register(Spec{
 		Kind: RowsClippedSum, Data: data.Rows,
-		Doc:    "clipped sum Σ_i min(1, clip/‖x_i‖)·x_i, clip > 0",
+		Doc:    "clipped sum Σ_i min(1, clip/‖x_i‖)·x_i (clip 0: none)",
 		Params: []string{"clip"},
 		Outputs: func(sh *data.Remote, _ data.PassRequest) []ArraySpec {
 			return []ArraySpec{{Name: "sum", Rows: 1, Cols: sh.P}}
 		},
 		Records: func(sh *data.Remote) int64 { return int64(sh.N) },
 		CheckRequest: func(_ *data.Remote, req data.PassRequest) error {
-			if c := req.Params["clip"]; !(c > 0) {
-				return fmt.Errorf("clip %v is not positive", c)
+			if c := req.Params["clip"]; c < 0 {
+				return fmt.Errorf("clip %v is negative", c)
 			}
 			return nil
 		},
 		CheckResult: func(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
 			sum, _ := res.Output("sum")
-			if Norm(sum.Data) > float64(res.Records)*req.Params["clip"]*clipSlack {
+			if c := req.Params["clip"]; c > 0 && Norm(sum.Data) > float64(res.Records)*c*clipSlack {
 				return fmt.Errorf("the sum's norm exceeds records·clip: the rows were not clipped to %g", req.Params["clip"])
 			}
 			return nil

@@ -171,7 +171,7 @@ func TestRowsPreprocessingRefuses(t *testing.T) {
 		{"grid of the wrong length", data.PassRequest{Kind: RowsNormHistogram, Params: map[string]float64{"cells": 3},
 			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: 2, Data: []float64{1, 2}}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "grid is 1×2, want 1×3"},
 		{"centre missing", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}}, "inputs"},
-		{"zero sum clip", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": 0}}, "not positive"},
+		{"negative sum clip", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": -1}}, "negative"},
 		{"negative moment clip", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": -1},
 			Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "negative"},
 	} {

@@ -96,6 +96,8 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"analyze-gauss evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "evaluate": "true"}, approx(1, 1e-6)},
 		{"analyze-gauss center=private evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private", "evaluate": "true"}, approx(1, 1e-6)},
 		{"amin evaluate", Amin{}, map[string]string{"rank": "2", "evaluate": "true"}, pure(4)},
+		{"nonprivate", NonPrivate{}, map[string]string{"rank": "2"}, approx(1, 1e-6)},
+		{"nonprivate empirical clip evaluate", NonPrivate{}, map[string]string{"rank": "3", "center": "empirical", "clip": "9", "evaluate": "true", "output_sigma": "true"}, approx(1, 1e-6)},
 		{"cxz public model", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "25,8"}, approx(2, 1e-6)},
 		{"cxz private estimate", CXZ{}, map[string]string{"rank": "1"}, approx(8, 1e-6)},
 		{"cxz private estimate with clip", CXZ{}, map[string]string{"rank": "1", "clip": "20", "evaluate": "true"}, approx(8, 1e-6)},
