@@ -44,15 +44,15 @@ func maxRel(a, b []float64) float64 {
 	return d / math.Max(m, 1e-300)
 }
 
-// beamPasser runs every pass as a Beam pipeline on prism over the shards.
-type beamPasser struct {
+// rowsBeamPasser runs every pass as a Beam pipeline on prism over the shards.
+type rowsBeamPasser struct {
 	glob  string
 	shape *data.Remote
 	ro    ReadOptions
 	kinds []string
 }
 
-func (b *beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+func (b *rowsBeamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	b.kinds = append(b.kinds, req.Kind)
 	return RunRowsPass(ctx, b.glob, b.shape, b.ro, req, Options{})
 }
@@ -147,7 +147,7 @@ func TestAnalyzeGaussAutoClipThroughBeam(t *testing.T) {
 	seed := uint64(9)
 	want, wacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 	require.NoError(t, err)
-	bp := &beamPasser{glob: filepath.Join(dir, "shard-*"), shape: pass.ShapeOf(ds)}
+	bp := &rowsBeamPasser{glob: filepath.Join(dir, "shard-*"), shape: pass.ShapeOf(ds)}
 	got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{pass.RowsNormHistogram, pass.RowsClippedSum, pass.RowsNormHistogram, pass.RowsCentredMoment}, bp.kinds)
@@ -198,7 +198,7 @@ func TestFashionMNISTAutoClipThroughBeam(t *testing.T) {
 		want, wacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed})
 		require.NoError(t, err)
 		tLocal := time.Since(t0)
-		bp := &beamPasser{glob: filepath.Join(dir, "part-*.npy"), shape: pass.ShapeOf(ds), ro: ReadOptions{Scale: scale}}
+		bp := &rowsBeamPasser{glob: filepath.Join(dir, "part-*.npy"), shape: pass.ShapeOf(ds), ro: ReadOptions{Scale: scale}}
 		t0 = time.Now()
 		got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed})
 		require.NoError(t, err)
