@@ -54,7 +54,7 @@ type rowsBeamPasser struct {
 
 func (b *rowsBeamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	b.kinds = append(b.kinds, req.Kind)
-	return RunRowsPass(ctx, b.glob, b.shape, b.ro, req, Options{})
+	return RunPass(ctx, b.glob, b.shape, b.ro, req, Options{})
 }
 
 // TestRowsPassesMatchLocal: on prism, every rows pass kind over shards
@@ -95,7 +95,7 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want, err := pass.Local(ds).Pass(context.Background(), tc.req)
 			require.NoError(t, err)
-			got, err := RunRowsPass(context.Background(), glob, shape, ReadOptions{}, tc.req, Options{})
+			got, err := RunPass(context.Background(), glob, shape, ReadOptions{}, tc.req, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, want.Records, got.Records)
 			require.Len(t, got.Outputs, len(want.Outputs))
@@ -116,15 +116,21 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 }
 
 // TestRowsPassRefusesBadRequest: the Beam side validates a request as the
-// host does, before any pipeline runs.
+// host does, before any pipeline runs, and refuses shards that changed.
 func TestRowsPassRefusesBadRequest(t *testing.T) {
 	shape := &data.Remote{N: 10, P: 3}
-	_, err := RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
+	_, err := RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": -1}}, Options{})
 	assert.ErrorContains(t, err, "negative")
-	_, err = RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
+	_, err = RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: "rows.nothing"}, Options{})
-	assert.ErrorContains(t, err, "no Beam implementation")
+	assert.ErrorContains(t, err, "unknown kind")
+
+	dir := t.TempDir()
+	writeShards(t, dir, synth(30, 3, 1), 3, []int{10, 20}, false)
+	_, err = RunPass(context.Background(), filepath.Join(dir, "shard-*"), &data.Remote{N: 31, P: 3}, ReadOptions{},
+		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 1}}, Options{})
+	assert.ErrorContains(t, err, "the data changed")
 }
 
 // TestAnalyzeGaussAutoClipThroughBeam: pca-analyze-gauss with clip=auto
