@@ -113,3 +113,13 @@ func TestRemotePasses(t *testing.T) {
 	_, err = sdk.PassesOf(NonPrivate{}, opts, sdk.ShapeOf(rd))
 	assert.ErrorContains(t, err, "exact quantile")
 }
+
+// Every orbit estimator has a path through aggregation passes, marked in
+// the catalogue.
+func TestEveryEstimatorRemote(t *testing.T) {
+	for _, est := range Estimators() {
+		info, err := sdk.InfoOf(est)
+		require.NoError(t, err)
+		assert.True(t, info.Remote, info.Name)
+	}
+}

@@ -269,3 +269,13 @@ func TestRemoteNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// Every pca estimator has a path through aggregation passes, marked in
+// the catalogue.
+func TestEveryEstimatorRemote(t *testing.T) {
+	for _, est := range Estimators() {
+		info, err := sdk.InfoOf(est)
+		require.NoError(t, err)
+		assert.True(t, info.Remote, info.Name)
+	}
+}
