@@ -20,8 +20,8 @@ import (
 // Beam pipelines:
 // shards are read, rows are keyed by user id and grouped across shards,
 // each user's rows are put back in data order and the user gets its index
-// in increasing id order (from the sorted ids, a side input) (shard in sorted path
-// order, then row in the shard as the single-machine reader gives it),
+// in the single-machine data set's order (UserOrder, a side input) (shard in sorted path
+// order, then row in the shard's file),
 // the user's term is computed and bounded after grouping by the same code
 // as pass.Local (pass.UsersConfig.Add), and the terms are summed (the combiner computes each user's term into its accumulator:
 // nothing d×d is formed per user). The result equals pass.Local on the data set the shards form
@@ -44,14 +44,14 @@ var UsersPasses = map[string]usersPassFunc{
 }
 
 // PosRow is one users row with its position in the data: the index of its
-// shard among the sorted paths and its index in the shard.
+// shard among the sorted paths and its index in the shard's file.
 type PosRow struct {
 	Shard, Row int
 	X          []float64
 	Y          float64
 }
 
-// readPosRowsFn reads one users shard and emits (user id, row with its
+// readPosRowsFn reads one users shard and emits (user key, row with its
 // position).
 type readPosRowsFn struct {
 	D     int
@@ -60,7 +60,7 @@ type readPosRowsFn struct {
 }
 
 // ProcessElement reads the shard at path.
-func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit func(int64, PosRow)) error {
+func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit func(string, PosRow)) error {
 	idx := slices.Index(f.Paths, path)
 	if idx < 0 {
 		return fmt.Errorf("shard %s is not among the expanded paths", path)
@@ -73,50 +73,52 @@ func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 		return fmt.Errorf("shard %s: %d features, the first shard has %d", path, sh.p, f.D)
 	}
 	for i := range sh.n {
-		emit(sh.users[i], PosRow{Shard: idx, Row: i, X: slices.Clone(sh.row(i)), Y: sh.y[i]})
+		emit(sh.users[i], PosRow{Shard: idx, Row: sh.pos[i], X: slices.Clone(sh.row(i)), Y: sh.y[i]})
 	}
 	return nil
 }
 
-// userKeyFn emits the id of each grouped user.
+// userKeyFn emits the key and first position of each grouped user.
 type userKeyFn struct{}
 
-// ProcessElement emits id.
-func (userKeyFn) ProcessElement(id int64, _ func(*PosRow) bool, emit func(int64)) { emit(id) }
+// ProcessElement emits the user's position.
+func (userKeyFn) ProcessElement(key string, rows func(*PosRow) bool, emit func(UserPos)) {
+	first := PosRow{Shard: -1}
+	var r PosRow
+	for rows(&r) {
+		if first.Shard < 0 || r.Shard < first.Shard || (r.Shard == first.Shard && r.Row < first.Row) {
+			first = PosRow{Shard: r.Shard, Row: r.Row}
+		}
+	}
+	emit(NewUserPos(key, first.Shard, first.Row))
+}
 
-// idsCombineFn collects the users' ids, sorted: a user's index among them
-// is its index in the single-machine data set (users in increasing id
-// order), which the kinds taking a group of users need.
+// idsCombineFn collects the users in order: a user's index among them
+// is its index in the single-machine data set (UserOrder), which the
+// kinds taking a group of users need.
 type idsCombineFn struct{}
 
-// CreateAccumulator returns no ids.
-func (idsCombineFn) CreateAccumulator() []int64 { return nil }
+// CreateAccumulator returns no users.
+func (idsCombineFn) CreateAccumulator() []UserPos { return nil }
 
-// AddInput adds one id.
-func (idsCombineFn) AddInput(a []int64, id int64) []int64 { return append(a, id) }
+// AddInput adds one user.
+func (idsCombineFn) AddInput(a []UserPos, u UserPos) []UserPos { return append(a, u) }
 
 // MergeAccumulators concatenates.
-func (idsCombineFn) MergeAccumulators(a, b []int64) []int64 { return append(a, b...) }
+func (idsCombineFn) MergeAccumulators(a, b []UserPos) []UserPos { return append(a, b...) }
 
-// ExtractOutput sorts.
-func (idsCombineFn) ExtractOutput(a []int64) []int64 {
-	slices.Sort(a)
-	return a
-}
+// ExtractOutput orders the users.
+func (idsCombineFn) ExtractOutput(a []UserPos) UserOrder { return NewUserOrder(a) }
 
 // userRowsFn puts one user's grouped rows back in data order and sets its
 // index from the sorted ids (a side input).
 type userRowsFn struct{}
 
 // ProcessElement sorts the user's rows by (shard, row) and emits them.
-func (userRowsFn) ProcessElement(id int64, rows func(*PosRow) bool, ids func(*[]int64) bool, emit func(pass.User)) error {
-	var sorted []int64
-	if !ids(&sorted) {
+func (userRowsFn) ProcessElement(key string, rows func(*PosRow) bool, ids func(*UserOrder) bool, emit func(pass.User)) error {
+	var order UserOrder
+	if !ids(&order) {
 		return fmt.Errorf("users pass: no user ids")
-	}
-	idx, ok := slices.BinarySearch(sorted, id)
-	if !ok {
-		return fmt.Errorf("users pass: a user id is missing from the id list")
 	}
 	var all []PosRow
 	var r PosRow
@@ -130,6 +132,13 @@ func (userRowsFn) ProcessElement(id int64, rows func(*PosRow) bool, ids func(*[]
 		}
 		return cmp.Compare(a.Row, b.Row)
 	})
+	if len(all) == 0 {
+		return fmt.Errorf("users pass: a user without rows")
+	}
+	idx, ok := order.Index(NewUserPos(key, all[0].Shard, all[0].Row))
+	if !ok {
+		return fmt.Errorf("users pass: a user is missing from the user list")
+	}
 	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all)), Index: idx}
 	for j, r := range all {
 		u.X[j], u.Y[j] = r.X, r.Y
@@ -197,13 +206,13 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf(PosRow{}), encodePosRow, decodePosRow)
 	beam.RegisterCoder(reflect.TypeOf(pass.User{}), encodeUser, decodeUser)
 	beam.RegisterCoder(reflect.TypeOf((*pass.UsersPartial)(nil)), encodeUsersPartial, decodeUsersPartial)
-	register.DoFn3x1[context.Context, string, func(int64, PosRow), error](&readPosRowsFn{})
-	register.Emitter2[int64, PosRow]()
-	register.DoFn3x0[int64, func(*PosRow) bool, func(int64)](&userKeyFn{})
-	register.Emitter1[int64]()
-	register.Combiner3[[]int64, int64, []int64](&idsCombineFn{})
-	register.Iter1[[]int64]()
-	register.DoFn4x1[int64, func(*PosRow) bool, func(*[]int64) bool, func(pass.User), error](&userRowsFn{})
+	register.DoFn3x1[context.Context, string, func(string, PosRow), error](&readPosRowsFn{})
+	register.Emitter2[string, PosRow]()
+	register.DoFn3x0[string, func(*PosRow) bool, func(UserPos)](&userKeyFn{})
+	register.Emitter1[UserPos]()
+	register.Combiner3[[]UserPos, UserPos, UserOrder](&idsCombineFn{})
+	register.Iter1[UserOrder]()
+	register.DoFn4x1[string, func(*PosRow) bool, func(*UserOrder) bool, func(pass.User), error](&userRowsFn{})
 	register.Iter1[PosRow]()
 	register.Emitter1[pass.User]()
 	register.Combiner3[usersAcc, pass.User, usersAcc](&usersCombineFn{})
