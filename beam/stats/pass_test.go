@@ -159,3 +159,44 @@ func TestDescribeReaderErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeParquetIdentity: Parquet shards of users and trace data
+// have the identity the single-machine reader gives the same rows as
+// arrays (features .npy, response and user id files), in any shard order.
+func TestDescribeParquetIdentity(t *testing.T) {
+	const d = 4
+	recs := usersData(10, d, 31)
+	var x, y []float64
+	var u []int64
+	for _, r := range recs {
+		x = append(x, r.x...)
+		y = append(y, r.y)
+		u = append(u, r.id)
+	}
+	n := len(recs)
+	adir := t.TempDir()
+	xs, ys, us := filepath.Join(adir, "x.npy"), filepath.Join(adir, "y.npy"), filepath.Join(adir, "u.npy")
+	require.NoError(t, dataio.SaveNPYFloat64(xs, []int{n, d}, x))
+	require.NoError(t, dataio.SaveNPYFloat64(ys, []int{n}, y))
+	require.NoError(t, dataio.SaveNPYInt64(us, u))
+	dir := t.TempDir()
+	cut := n / 3
+	writeParquet(t, filepath.Join(dir, "p1.parquet"), x[:cut*d], d, u[:cut], y[:cut], pqList)
+	writeParquet(t, filepath.Join(dir, "p0.parquet"), x[cut*d:], d, u[cut:], y[cut:], pqList)
+	ctx := context.Background()
+	ro := ReadOptions{Parquet: ParquetSchema{List: "x"}}
+
+	ds, want, err := dataio.LoadIdentity(xs, dataio.LoadOptions{Kind: data.Users, ResponsePath: ys, UsersPath: us})
+	require.NoError(t, err)
+	desc, err := Describe(ctx, filepath.Join(dir, "*.parquet"), data.Users, 0, 0, Options{Read: ro})
+	require.NoError(t, err)
+	assert.Equal(t, want, desc.Identity.Identity())
+	assert.Equal(t, pass.ShapeOf(ds), desc.Remote())
+
+	ds, want, err = dataio.LoadIdentity(xs, dataio.LoadOptions{Kind: data.Trace, D1: 2, D2: 2, ResponsePath: ys})
+	require.NoError(t, err)
+	desc, err = Describe(ctx, filepath.Join(dir, "*.parquet"), data.Trace, 2, 2, Options{Read: ro})
+	require.NoError(t, err)
+	assert.Equal(t, want, desc.Identity.Identity())
+	assert.Equal(t, pass.ShapeOf(ds), desc.Remote())
+}
