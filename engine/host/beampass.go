@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -34,6 +35,10 @@ const (
 	maxBeamDescription = 1 << 20
 	maxPassManifest    = 1 << 20
 )
+
+// beamCancelDelay is how long a cancelled dplr-beam may take to stop
+// before it is killed.
+const beamCancelDelay = 10 * time.Second
 
 // MaxPassRequestBytes bounds a pass request file (JSON; `dplr-beam pass`
 // refuses a larger one).
@@ -166,6 +171,10 @@ func (b BeamData) run(ctx context.Context, what string, args []string, stdout io
 	}
 	cmd := exec.CommandContext(ctx, b.Binary, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Cancelled: interrupt dplr-beam (it stops its pipeline and removes
+	// its temporary files), kill it if it has not exited after a while.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = beamCancelDelay
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPipeline, what, ctx.Err())
