@@ -167,7 +167,7 @@ func TestDescribeIdentity(t *testing.T) {
 }
 
 // TestDescribeReaderErrors: an empty shard, a corrupt shard and a NaN row
-// fail the description (and so every pass) with the single-machine
+// fail the description (and the rows.moment pass) with the single-machine
 // reader's message for that file.
 func TestDescribeReaderErrors(t *testing.T) {
 	good := "user,x0,x1,x2,x3,y\n1,1,2,3,4,5\n2,2,3,4,5,6\n"
@@ -197,6 +197,13 @@ func TestDescribeReaderErrors(t *testing.T) {
 				_, err := Describe(context.Background(), filepath.Join(dir, "s*"), kind, d1, d2, Options{})
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
+				if kind == data.Rows {
+					// The pass pipeline fails with the same message.
+					req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1}}
+					_, err := RunPass(context.Background(), filepath.Join(dir, "s*"), &data.Remote{N: 4, P: 6}, ReadOptions{}, req, Options{})
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
+				}
 			})
 		}
 	}
