@@ -220,14 +220,14 @@ func decodeStrict(b []byte, v any) error {
 // DescribeBeam runs `dplr-beam describe` over b's shards: a pipeline that
 // reads every row and returns the data set's public shape and its source
 // identity, which it validates (format, kind, shape, bounded size, the
-// identity's form and row count). It runs before anything is reserved: a
-// failure spends nothing. The returned Remote has no Passer (b.Passer
-// makes one).
+// identity's form and row count). The caller runs it before anything is
+// reserved, so that a failure spends nothing. The returned Remote has no
+// Passer (b.Passer makes one).
 func DescribeBeam(ctx context.Context, b BeamData) (*data.Remote, dataio.Identity, error) {
 	var id dataio.Identity
 	out := &boundedBuffer{max: maxBeamDescription}
 	if err := b.run(ctx, "describe", b.args("describe"), out); err != nil {
-		return nil, id, fmt.Errorf("%w; nothing was reserved or spent", err)
+		return nil, id, err
 	}
 	if out.over {
 		return nil, id, fmt.Errorf("%w: describe printed more than %d bytes", ErrPipeline, maxBeamDescription)

@@ -127,7 +127,7 @@ func TestDescribeBeam(t *testing.T) {
 		t.Setenv("FAKE_EXIT", "1")
 		_, _, err := DescribeBeam(context.Background(), b)
 		assert.ErrorIs(t, err, ErrPipeline)
-		assert.Contains(t, err.Error(), "nothing was reserved")
+		assert.Contains(t, err.Error(), "exit status 1")
 	})
 	t.Run("users and trace shapes", func(t *testing.T) {
 		for _, c := range []struct {
