@@ -28,8 +28,11 @@ type Description struct {
 	N         int64
 	P, D1, D2 int
 	Users     int64
-	Shards    int
-	Identity  dataio.IdentityParts
+	// Shards is the number of files read.
+	Shards int
+	// Identity holds the parts of the source identity of all rows
+	// (Identity.Identity() is the ledger's key).
+	Identity dataio.IdentityParts
 }
 
 // Remote returns the description as the public shape an estimator sees
