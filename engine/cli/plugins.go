@@ -152,6 +152,11 @@ type estimatorJSON struct {
 	// Statistics: the estimator also runs on aggregated statistics
 	// (dplr fit --engine beam).
 	Statistics bool `json:"statistics,omitempty"`
+	// Remote: the estimator also runs on a data set it reaches only
+	// through aggregation passes the host runs (dplr fit --engine beam on
+	// trace and users data, and rows estimators without a statistics
+	// path).
+	Remote bool `json:"remote,omitempty"`
 }
 
 type paramJSON struct {
@@ -167,7 +172,7 @@ type paramJSON struct {
 
 func toEstimatorJSON(e sdk.Info) estimatorJSON {
 	out := estimatorJSON{Name: e.Name, Version: e.Version, Summary: e.Summary, DataKind: string(e.DataKind),
-		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Statistics: e.Statistics}
+		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Statistics: e.Statistics, Remote: e.Remote}
 	for _, g := range e.Grants {
 		out.Grants = append(out.Grants, string(g))
 	}

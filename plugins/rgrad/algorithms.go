@@ -10,14 +10,14 @@ import (
 )
 
 // fitEnv is what every algorithm of this package works on: the run, the
-// backend, the validated configuration, the pass over the design and the
-// result being filled.
+// backend, the validated configuration, the passes over the samples (in
+// memory or through aggregation passes) and the result being filled.
 type fitEnv struct {
 	ctx          context.Context
 	run          *sdk.Run
 	be           backend.Backend
 	cfg          Config
-	pass         *designPass
+	pass         dataPass
 	n, d1, d2, r int
 	res          *sdk.Result
 }
@@ -33,9 +33,12 @@ func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
 	if be == nil {
 		be = backend.Default()
 	}
-	e := &fitEnv{ctx: ctx, run: run, be: be, cfg: cfg, pass: newDesignPass(d.X, d.Y, d.D1, d.D2),
+	e := &fitEnv{ctx: ctx, run: run, be: be, cfg: cfg, pass: newDataPass(d),
 		n: d.N(), d1: d.D1, d2: d.D2, r: cfg.Rank, res: &sdk.Result{}}
 	run.Logf("rgrad %s: n=%d, d1=%d, d2=%d, r=%d, T=%d, η=%g, %s", cfg.Mode, e.n, e.d1, e.d2, e.r, cfg.Iterations, cfg.Step, cfg.Design)
+	if d.Remote != nil {
+		run.Logf("rgrad: the samples are read through %d aggregation passes (1 + T)", 1+cfg.Iterations)
+	}
 	var err error
 	switch cfg.Mode {
 	case NonPrivate:

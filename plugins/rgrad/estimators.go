@@ -20,6 +20,15 @@
 // derivation. The per-iteration work is one fused pass over the n×(d1·d2) design
 // (residuals and gradient together), parallel over row blocks, followed by a
 // retraction through two thin QRs and a 2r×2r SVD.
+//
+// Every estimator also runs on trace data it cannot read (sdk.RemoteEstimator,
+// dplr fit --engine beam): each of its passes over the samples becomes one
+// aggregation pass of engine/pass (trace.moment or trace.clipped_moment to
+// initialise, trace.gradient or trace.clipped_gradient per iteration) that
+// returns the sum over the samples, bounded per sample as the kind says; the
+// estimator divides by n, checks the result against the kind's bounds and
+// adds the same noise, in the same privacy steps, as on the rows
+// (DERIVATIONS.md §9).
 package rgrad
 
 import (

@@ -15,7 +15,9 @@ import (
 // (d1×d2).
 func (e *fitEnv) moment() (*mat.Dense, error) {
 	lvec := make([]float64, e.d1*e.d2)
-	e.pass.moment(lvec)
+	if err := e.pass.moment(e.ctx, lvec); err != nil {
+		return nil, err
+	}
 	if err := e.cfg.Design.ApplyInv(lvec); err != nil {
 		return nil, err
 	}
@@ -139,7 +141,10 @@ func leadingEigenvectors(be backend.Backend, s *mat.SymDense, r int, sel string)
 func clippedMomentInit(e *fitEnv, b privacy.Budget) (Point, error) {
 	cfg := e.cfg
 	lvec := make([]float64, e.d1*e.d2)
-	clipped := e.pass.clippedMoment(lvec, cfg.ClipX, cfg.ClipY)
+	clipped, err := e.pass.clippedMoment(e.ctx, lvec, cfg.ClipX, cfg.ClipY)
+	if err != nil {
+		return Point{}, err
+	}
 	if err := cfg.Design.ApplyInv(lvec); err != nil {
 		return Point{}, err
 	}

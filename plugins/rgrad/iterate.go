@@ -53,13 +53,17 @@ func riemannianGradient(e *fitEnv, start Point, rule iterationRule) (trajectory,
 		}
 		m := pt.Dense()
 		var loss float64
+		var err error
 		if rule.clip > 0 {
 			var nc int
-			loss, nc = e.pass.clippedGradient(grad, m.RawMatrix().Data, mat.DenseCopyOf(pt.U).RawMatrix().Data,
+			loss, nc, err = e.pass.clippedGradient(e.ctx, grad, m.RawMatrix().Data, mat.DenseCopyOf(pt.U).RawMatrix().Data,
 				mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, e.r, rule.clip)
 			tr.clipped = append(tr.clipped, float64(nc))
 		} else {
-			loss = e.pass.gradient(grad, m.RawMatrix().Data)
+			loss, err = e.pass.gradient(e.ctx, grad, m.RawMatrix().Data)
+		}
+		if err != nil {
+			return tr, fmt.Errorf("iteration %d: %w", l+1, err)
 		}
 		tr.losses = append(tr.losses, loss)
 		// B_l = M_l − η P_T(G_l): the released statistic lies in the tangent
