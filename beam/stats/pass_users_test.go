@@ -45,15 +45,15 @@ func groupMask(n int) []float64 {
 	return m
 }
 
-// beamPasser runs every pass as a users pipeline on prism.
-type beamPasser struct {
+// usersBeamPasser runs every pass as a users pipeline on prism.
+type usersBeamPasser struct {
 	glob  string
 	shape *data.Remote
 	runs  int
 }
 
 // Pass implements data.Passer.
-func (b *beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+func (b *usersBeamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	b.runs++
 	fn, ok := UsersPasses[req.Kind]
 	if !ok {
@@ -130,7 +130,7 @@ func TestFedRepThroughBeam(t *testing.T) {
 			seed := uint64(3)
 			local, lacct, err := sdk.RunLocal(context.Background(), tc.est, ds, tc.raw, grant, sdk.LocalOptions{Seed: &seed})
 			require.NoError(t, err)
-			bp := &beamPasser{glob: glob, shape: shape}
+			bp := &usersBeamPasser{glob: glob, shape: shape}
 			remote, racct, err := sdk.RunLocal(context.Background(), tc.est, pass.RemoteOf(ds, bp), tc.raw, grant, sdk.LocalOptions{Seed: &seed})
 			require.NoError(t, err)
 			assert.Equal(t, lacct.Steps(), racct.Steps())

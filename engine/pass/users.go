@@ -257,8 +257,8 @@ func checkUsersRequest(sh *data.Remote, req data.PassRequest) error {
 	return nil
 }
 
-// checkCount checks that a scalar count is an integer in [0, max].
-func checkCount(name string, v float64, max int64) error {
+// checkUsersCount checks that a scalar count is an integer in [0, max].
+func checkUsersCount(name string, v float64, max int64) error {
 	if v < 0 || v != math.Trunc(v) || v > float64(max) {
 		return fmt.Errorf("%s = %v is not a count in [0, %d]", name, v, max)
 	}
@@ -274,7 +274,7 @@ func checkUsersSum(sym bool) func(sh *data.Remote, req data.PassRequest, res *da
 		if sym && symOf(sum.Rows, sum.Data) == nil {
 			return fmt.Errorf("the U-statistic sum is not symmetric")
 		}
-		if err := checkCount("clipped", res.Scalars["clipped"], res.Records); err != nil {
+		if err := checkUsersCount("clipped", res.Scalars["clipped"], res.Records); err != nil {
 			return err
 		}
 		if c := req.Params["clip"]; c > 0 {
@@ -316,7 +316,7 @@ func checkUsersHist(_ *data.Remote, _ data.PassRequest, res *data.PassResult) er
 	c, _ := res.Output("counts")
 	var tot float64
 	for j, v := range c.Data {
-		if err := checkCount(fmt.Sprintf("count %d", j), v, res.Records); err != nil {
+		if err := checkUsersCount(fmt.Sprintf("count %d", j), v, res.Records); err != nil {
 			return err
 		}
 		tot += v
@@ -330,7 +330,7 @@ func checkUsersHist(_ *data.Remote, _ data.PassRequest, res *data.PassResult) er
 // checkUsersHoldout checks the hold-out scalars.
 func checkUsersHoldout(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
 	lu := res.Scalars["loss_users"]
-	if err := checkCount("loss_users", lu, res.Records); err != nil {
+	if err := checkUsersCount("loss_users", lu, res.Records); err != nil {
 		return err
 	}
 	ls := res.Scalars["loss_sum"]
