@@ -6,8 +6,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/pass"
 )
@@ -88,37 +86,16 @@ func RunPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOption
 	return res, nil
 }
 
+// init registers the Beam implementations of every data kind's passes
+// (pass_rows.go, pass_trace.go, pass_users.go list them by kind).
 func init() {
-	RegisterPass(pass.RowsMoment, rowsMomentPass)
-}
-
-// rowsMomentPass is pass.RowsMoment on Beam: the rows pipeline (Rows,
-// each row clipped to norm clip before the combine) over the shards.
-func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	paths, err := Expand(ctx, glob)
-	if err != nil {
-		return nil, err
+	for kind, fn := range rowsPasses {
+		RegisterPass(kind, fn)
 	}
-	p, clip := shape.P, req.Params["clip"]
-	opt.progress("beam: pass %s over %d shard(s), p = %d, runner %s", req.Kind, len(paths), p, orDefault(opt.Runner))
-	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
-		return Rows(s, beam.CreateList(s, paths), p, clip, ro)
-	}, opt)
-	if err != nil {
-		return nil, err
+	for kind, fn := range tracePassFuncs {
+		RegisterPass(kind, fn)
 	}
-	if st.N != int64(shape.N) {
-		return nil, fmt.Errorf("the shards hold %d rows, the data set described %d (the data changed)", st.N, shape.N)
+	for kind, fn := range UsersPasses {
+		RegisterPass(kind, fn)
 	}
-	mom := make([]float64, p*p)
-	for i := range p {
-		for j := i; j < p; j++ {
-			v := st.Moment[i*p+j]
-			mom[i*p+j], mom[j*p+i] = v, v
-		}
-	}
-	return &data.PassResult{Records: st.N, Outputs: []data.Array{
-		{Name: "sum", Rows: 1, Cols: p, Data: st.Sum},
-		{Name: "moment", Rows: p, Cols: p, Data: mom},
-	}}, nil
 }
