@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 
@@ -19,8 +21,9 @@ import (
 // users.gradient, users.gradient_hist, users.holdout, users.altmin) as
 // Beam pipelines:
 // shards are read, rows are keyed by user id and grouped across shards,
-// each user's rows are put back in data order and the user gets its index
-// in increasing id order (from the sorted ids, a side input) (shard in sorted path
+// each user's rows are put back in data order (users.altmin also gives
+// each user its index in increasing id order, by co-grouping its rows with
+// the sorted ids) (shard in sorted path
 // order, then row in the shard as the single-machine reader gives it),
 // the user's term is computed and bounded after grouping by the same code
 // as pass.Local (pass.UsersConfig.Add), and the terms are summed (the combiner computes each user's term into its accumulator:
@@ -78,46 +81,54 @@ func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 	return nil
 }
 
-// userKeyFn emits the id of each grouped user.
-type userKeyFn struct{}
+// rowKeyFn emits the user id of each row.
+type rowKeyFn struct{}
 
 // ProcessElement emits id.
-func (userKeyFn) ProcessElement(id int64, _ func(*PosRow) bool, emit func(int64)) { emit(id) }
+func (rowKeyFn) ProcessElement(id int64, _ PosRow, emit func(int64)) { emit(id) }
 
-// idsCombineFn collects the users' ids, sorted: a user's index among them
-// is its index in the single-machine data set (users in increasing id
-// order), which the kinds taking a group of users need.
+// idsCombineFn collects the distinct user ids, sorted.
 type idsCombineFn struct{}
 
 // CreateAccumulator returns no ids.
 func (idsCombineFn) CreateAccumulator() []int64 { return nil }
 
 // AddInput adds one id.
-func (idsCombineFn) AddInput(a []int64, id int64) []int64 { return append(a, id) }
-
-// MergeAccumulators concatenates.
-func (idsCombineFn) MergeAccumulators(a, b []int64) []int64 { return append(a, b...) }
-
-// ExtractOutput sorts.
-func (idsCombineFn) ExtractOutput(a []int64) []int64 {
-	slices.Sort(a)
+func (idsCombineFn) AddInput(a []int64, id int64) []int64 {
+	a = append(a, id)
+	if len(a) >= 1<<16 { // keep a combiner's buffer of repeated ids small
+		a = distinct(a)
+	}
 	return a
 }
 
-// userRowsFn puts one user's grouped rows back in data order and sets its
-// index from the sorted ids (a side input).
-type userRowsFn struct{}
+// MergeAccumulators concatenates.
+func (idsCombineFn) MergeAccumulators(a, b []int64) []int64 { return distinct(append(a, b...)) }
 
-// ProcessElement sorts the user's rows by (shard, row) and emits them.
-func (userRowsFn) ProcessElement(id int64, rows func(*PosRow) bool, ids func(*[]int64) bool, emit func(pass.User)) error {
-	var sorted []int64
-	if !ids(&sorted) {
-		return fmt.Errorf("users pass: no user ids")
+// ExtractOutput sorts.
+func (idsCombineFn) ExtractOutput(a []int64) []int64 { return distinct(a) }
+
+// distinct sorts a and drops repeats.
+func distinct(a []int64) []int64 {
+	slices.Sort(a)
+	return slices.Compact(a)
+}
+
+// indexIDsFn emits each id with its index in increasing id order: the
+// user's index in the single-machine data set (users in increasing id
+// order), which the kinds taking a group of users need.
+type indexIDsFn struct{}
+
+// ProcessElement emits (id, index) for the sorted ids.
+func (indexIDsFn) ProcessElement(ids []int64, emit func(int64, int)) {
+	for i, id := range ids {
+		emit(id, i)
 	}
-	idx, ok := slices.BinarySearch(sorted, id)
-	if !ok {
-		return fmt.Errorf("users pass: a user id is missing from the id list")
-	}
+}
+
+// sortedUser puts one user's rows back in data order (shard in sorted
+// path order, then row in the shard).
+func sortedUser(rows func(*PosRow) bool, index int) pass.User {
 	var all []PosRow
 	var r PosRow
 	for rows(&r) {
@@ -130,11 +141,33 @@ func (userRowsFn) ProcessElement(id int64, rows func(*PosRow) bool, ids func(*[]
 		}
 		return cmp.Compare(a.Row, b.Row)
 	})
-	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all)), Index: idx}
+	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all)), Index: index}
 	for j, r := range all {
 		u.X[j], u.Y[j] = r.X, r.Y
 	}
-	emit(u)
+	return u
+}
+
+// userRowsFn turns one grouped user into its rows in data order (no
+// index: the kinds without a group of users).
+type userRowsFn struct{}
+
+// ProcessElement emits the user.
+func (userRowsFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pass.User)) {
+	emit(sortedUser(rows, -1))
+}
+
+// indexedUserFn turns one user co-grouped with its index into its rows in
+// data order with the index.
+type indexedUserFn struct{}
+
+// ProcessElement emits the user.
+func (indexedUserFn) ProcessElement(_ int64, rows func(*PosRow) bool, index func(*int) bool, emit func(pass.User)) error {
+	var i int
+	if !index(&i) {
+		return fmt.Errorf("users pass: a user without an index")
+	}
+	emit(sortedUser(rows, i))
 	return nil
 }
 
@@ -199,12 +232,15 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf((*pass.UsersPartial)(nil)), encodeUsersPartial, decodeUsersPartial)
 	register.DoFn3x1[context.Context, string, func(int64, PosRow), error](&readPosRowsFn{})
 	register.Emitter2[int64, PosRow]()
-	register.DoFn3x0[int64, func(*PosRow) bool, func(int64)](&userKeyFn{})
+	register.DoFn3x0[int64, PosRow, func(int64)](&rowKeyFn{})
 	register.Emitter1[int64]()
 	register.Combiner3[[]int64, int64, []int64](&idsCombineFn{})
-	register.Iter1[[]int64]()
-	register.DoFn4x1[int64, func(*PosRow) bool, func(*[]int64) bool, func(pass.User), error](&userRowsFn{})
+	register.DoFn2x0[[]int64, func(int64, int)](&indexIDsFn{})
+	register.Emitter2[int64, int]()
+	register.DoFn3x0[int64, func(*PosRow) bool, func(pass.User)](&userRowsFn{})
+	register.DoFn4x1[int64, func(*PosRow) bool, func(*int) bool, func(pass.User), error](&indexedUserFn{})
 	register.Iter1[PosRow]()
+	register.Iter1[int]()
 	register.Emitter1[pass.User]()
 	register.Combiner3[usersAcc, pass.User, usersAcc](&usersCombineFn{})
 	register.DoFn2x1[context.Context, usersAcc, error](&writePartialFn{})
@@ -239,9 +275,16 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	opt.progress("beam: %s pass over %d shard(s), d = %d, runner %s", req.Kind, len(paths), shape.P, orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
 	rows := beam.ParDo(s, &readPosRowsFn{D: shape.P, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
-	grouped := beam.GroupByKey(s, rows)
-	ids := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &userKeyFn{}, grouped))
-	users := beam.ParDo(s, &userRowsFn{}, grouped, beam.SideInput{Input: ids})
+	var users beam.PCollection
+	if req.Kind == pass.UsersAltMin {
+		// The group is a mask over user indices: co-group each user's rows
+		// with its index in increasing id order (no per-user side input).
+		ids := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &rowKeyFn{}, rows))
+		index := beam.ParDo(s, &indexIDsFn{}, ids)
+		users = beam.ParDo(s, &indexedUserFn{}, beam.CoGroupByKey(s, rows, index))
+	} else {
+		users = beam.ParDo(s, &userRowsFn{}, beam.GroupByKey(s, rows))
+	}
 	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &usersCombineFn{P: shape.P, Req: req}, users))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
 		return nil, fmt.Errorf("beam pipeline failed: %w", err)
@@ -266,10 +309,77 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 }
 
 // Coders: named functions (the SDK resolves coders by symbol name).
-func encodePosRow(v PosRow) ([]byte, error)         { return encodeGob(v) }
-func decodePosRow(b []byte) (PosRow, error)         { return decodeGob[PosRow](b) }
-func encodeUser(v pass.User) ([]byte, error)        { return encodeGob(v) }
-func decodeUser(b []byte) (pass.User, error)        { return decodeGob[pass.User](b) }
+func encodePosRow(v PosRow) ([]byte, error) {
+	b := make([]byte, 0, 8*(4+len(v.X)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.Shard))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.Row))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Y))
+	return appendFloats(b, v.X), nil
+}
+
+func decodePosRow(b []byte) (PosRow, error) {
+	if len(b) < 24 {
+		return PosRow{}, fmt.Errorf("users row: %d bytes", len(b))
+	}
+	v := PosRow{Shard: int(binary.LittleEndian.Uint64(b)), Row: int(binary.LittleEndian.Uint64(b[8:])), Y: math.Float64frombits(binary.LittleEndian.Uint64(b[16:]))}
+	var err error
+	v.X, _, err = readFloats(b[24:])
+	return v, err
+}
+
+func encodeUser(v pass.User) ([]byte, error) {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(int64(v.Index)))
+	b = appendFloats(b, v.Y)
+	for _, x := range v.X {
+		b = appendFloats(b, x)
+	}
+	return b, nil
+}
+
+func decodeUser(b []byte) (pass.User, error) {
+	if len(b) < 8 {
+		return pass.User{}, fmt.Errorf("user: %d bytes", len(b))
+	}
+	v := pass.User{Index: int(int64(binary.LittleEndian.Uint64(b)))}
+	var err error
+	if v.Y, b, err = readFloats(b[8:]); err != nil {
+		return v, err
+	}
+	v.X = make([][]float64, len(v.Y))
+	for j := range v.X {
+		if v.X[j], b, err = readFloats(b); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+// appendFloats appends len(x) and x.
+func appendFloats(b []byte, x []float64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(x)))
+	for _, f := range x {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	return b
+}
+
+// readFloats reads what appendFloats wrote and returns the rest.
+func readFloats(b []byte) ([]float64, []byte, error) {
+	if len(b) < 8 {
+		return nil, nil, fmt.Errorf("float vector: %d bytes", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b)
+	b = b[8:]
+	if n > uint64(len(b))/8 {
+		return nil, nil, fmt.Errorf("float vector of %d values in %d bytes", n, len(b))
+	}
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return x, b[8*n:], nil
+}
+
 func encodeUsersPartial(v usersAcc) ([]byte, error) { return encodeGob(*v) }
 func decodeUsersPartial(b []byte) (usersAcc, error) {
 	v, err := decodeGob[pass.UsersPartial](b)
