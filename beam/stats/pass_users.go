@@ -30,14 +30,9 @@ import (
 // nothing d×d is formed per user). The result equals pass.Local on the data set the shards form
 // up to the order of the float sum over users.
 
-// usersPassFunc has the signature of the Beam pass registry's functions
-// (RegisterPass in pass.go): glob the shards, shape the public shape.
-type usersPassFunc = func(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error)
-
-// UsersPasses maps each users pass kind to its pipeline. Until the pass
-// registry (RegisterPass) is on this branch, the kinds are listed here;
-// registering them is one loop: for k, fn := range UsersPasses { RegisterPass(k, fn) }.
-var UsersPasses = map[string]usersPassFunc{
+// UsersPasses maps each users pass kind to its pipeline; pass.go's init
+// registers them (RegisterPass), and RunPass runs them.
+var UsersPasses = map[string]PassFunc{
 	pass.UsersUstat:        RunUsersPass,
 	pass.UsersUstatHist:    RunUsersPass,
 	pass.UsersGradient:     RunUsersPass,
