@@ -46,7 +46,7 @@ func (d *Description) Remote() *data.Remote {
 // the identity of the one file holding their records; for Parquet files
 // those of the equivalent array source (the features, then the response,
 // then the user id of each row, as dataio.IdentityOf orders them).
-func shardIdentity(ctx context.Context, path string, kind data.Kind, ro ReadOptions, d1, d2 int) (d shardDesc, users []int64, err error) {
+func shardIdentity(ctx context.Context, path string, kind data.Kind, ro ReadOptions, d1, d2 int) (d shardDesc, users []string, err error) {
 	local, cleanup, err := localCopy(ctx, path)
 	if err != nil {
 		return d, nil, err
@@ -66,7 +66,7 @@ func shardIdentity(ctx context.Context, path string, kind data.Kind, ro ReadOpti
 				fl = append(fl, sh.y[i])
 			}
 			if sh.users != nil {
-				ints = append(ints, sh.users[i])
+				ints = append(ints, userIdentityInt(sh.users[i]))
 			}
 			d.ID.AddRecord(sh.row(i), fl, ints)
 		}
@@ -76,11 +76,10 @@ func shardIdentity(ctx context.Context, path string, kind data.Kind, ro ReadOpti
 		}
 		return d, users, nil
 	}
-	lo, err := ro.load()
+	lo, err := ro.loadFor(local, kind, d1, d2)
 	if err != nil {
 		return d, nil, err
 	}
-	lo.Kind, lo.D1, lo.D2 = kind, d1, d2
 	ds, id, err := dataio.LoadIdentityParts(local, lo)
 	if err != nil {
 		return d, nil, fmt.Errorf("shard %s: %w", path, err)
@@ -88,7 +87,11 @@ func shardIdentity(ctx context.Context, path string, kind data.Kind, ro ReadOpti
 	n, p := ds.X.Dims()
 	d.N, d.P, d.D1, d.D2, d.ID = int64(n), p, ds.D1, ds.D2, id
 	if kind == data.Users {
-		users = ds.UserIDs
+		// The loader numbers text ids per file: the keys are the ids' text.
+		if users, _, err = csvUserKeys(local, lo, ds); err != nil {
+			return d, nil, fmt.Errorf("shard %s: %s: %w", path, local, err)
+		}
+		users = slices.Compact(slices.Sorted(slices.Values(users)))
 	}
 	return d, users, nil
 }
@@ -112,7 +115,7 @@ type describeShardFn struct {
 }
 
 // ProcessElement reads the shard at path.
-func (f *describeShardFn) ProcessElement(ctx context.Context, path string, emit func(shardDesc), emitUser func(int64)) error {
+func (f *describeShardFn) ProcessElement(ctx context.Context, path string, emit func(shardDesc), emitUser func(string)) error {
 	d, users, err := shardIdentity(ctx, path, f.Kind, f.Opt, f.D1, f.D2)
 	if err != nil {
 		return err
@@ -174,9 +177,9 @@ func decodeShardDesc(b []byte) (shardDesc, error) { return decodeGob[shardDesc](
 
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(shardDesc{}), encodeShardDesc, decodeShardDesc)
-	register.DoFn4x1[context.Context, string, func(shardDesc), func(int64), error](&describeShardFn{})
+	register.DoFn4x1[context.Context, string, func(shardDesc), func(string), error](&describeShardFn{})
 	register.Emitter1[shardDesc]()
-	register.Emitter1[int64]()
+	register.Emitter1[string]()
 	register.Combiner1[shardDesc](&mergeDescFn{})
 	register.DoFn3x1[context.Context, shardDesc, int, error](&writeDescFn{})
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/xitongsys/parquet-go-source/local"
@@ -20,8 +21,9 @@ import (
 // features either as one numeric column per feature (DOUBLE, FLOAT, INT32
 // or INT64, required or optional without nulls) or as one list column
 // (a LIST, or a repeated numeric field) with the same number of values in
-// every row; users data adds an integer user id column (INT32 or INT64),
-// trace and users data a numeric response column. Rows are read with the
+// every row; users data adds a user id column (INT32 or INT64 integers, or
+// BYTE_ARRAY text under the single-machine loader's rules for text ids, see
+// UserKey), trace and users data a numeric response column. Rows are read with the
 // Parquet library Beam's own parquetio uses (github.com/xitongsys/parquet-go),
 // in its column mode, so the feature count need not be known when the
 // program is compiled.
@@ -30,6 +32,12 @@ import (
 // Features columns when set, else every top-level numeric column other than
 // the user and response columns, in schema order, else the file's one list
 // column. Names are the column names as the file spells them.
+//
+// User, Response and Features also name the columns of CSV shards (header
+// names or 0-based indexes, with the single-machine reader's defaults:
+// dataio.LoadOptions UserColumn, ResponseColumn and FeatureColumns). List
+// concerns Parquet shards only, and array shards (.npy, IDX) have no named
+// columns, so that one glob may mix Parquet shards with others.
 type ParquetSchema struct {
 	// Features lists the scalar feature columns, in order.
 	Features []string
@@ -189,19 +197,57 @@ func readParquet(path string, kind data.Kind, ps ParquetSchema) (sh *shard, err 
 		if !ok {
 			return nil, fmt.Errorf("%s: no user id column %q (ParquetSchema.User)", path, ps.user())
 		}
-		if c.typ != parquet.Type_INT32 && c.typ != parquet.Type_INT64 {
-			return nil, fmt.Errorf("%s: user id column %q is %s, want INT32 or INT64", path, c.name, c.typ)
+		if out.users, err = readUserKeys(pr, c, int(n)); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		v, err := readScalar(pr, c, int(n))
-		if err != nil {
-			return nil, fmt.Errorf("%s: parquet: %w", path, err)
-		}
-		out.users = make([]int64, len(v))
-		for i, u := range v {
-			out.users[i] = int64(u)
+		out.pos = make([]int, n)
+		for i := range out.pos {
+			out.pos[i] = i
 		}
 	}
 	return out, nil
+}
+
+// readUserKeys reads the n user ids of column c as user keys (UserKey):
+// integers (INT32, INT64) or text (BYTE_ARRAY), each under the
+// single-machine loader's rules for text ids.
+func readUserKeys(pr *reader.ParquetReader, c pqColumn, n int) ([]string, error) {
+	switch {
+	case c.maxRL != 0:
+		return nil, fmt.Errorf("user id column %q is a list column, want one id per row", c.name)
+	case c.typ != parquet.Type_INT32 && c.typ != parquet.Type_INT64 && c.typ != parquet.Type_BYTE_ARRAY:
+		return nil, fmt.Errorf("user id column %q is %s, want INT32, INT64 or BYTE_ARRAY (text)", c.name, c.typ)
+	}
+	vals, _, _, err := pr.ReadColumnByPath(c.inPath, int64(n))
+	if err != nil {
+		return nil, fmt.Errorf("parquet: column %q: %w", c.name, err)
+	}
+	if len(vals) != n {
+		return nil, fmt.Errorf("parquet: column %q: %d values for %d rows", c.name, len(vals), n)
+	}
+	keys := make([]string, n)
+	for i, v := range vals {
+		switch x := v.(type) {
+		case int32:
+			keys[i] = strconv.FormatInt(int64(x), 10)
+		case int64:
+			keys[i] = strconv.FormatInt(x, 10)
+		case string:
+			k, err := UserKey(x)
+			switch {
+			case errors.Is(err, errEmptyUserID):
+				return nil, fmt.Errorf("row %d, column %q: empty value", i, c.name)
+			case err != nil:
+				return nil, fmt.Errorf("user column: row %d: %w", i+1, err)
+			}
+			keys[i] = k
+		case nil:
+			return nil, fmt.Errorf("row %d, column %q: empty value", i, c.name)
+		default:
+			return nil, fmt.Errorf("row %d, column %q: %T is not a user id", i, c.name, v)
+		}
+	}
+	return keys, nil
 }
 
 // checkMagic checks the leading and trailing "PAR1" of a Parquet file.

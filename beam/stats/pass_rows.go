@@ -24,41 +24,23 @@ import (
 // reference's up to floating-point summation order (the norm counts
 // exactly).
 
-// rowsPassFunc is the signature of a Beam pass implementation (the beam
-// pass registry's PassFunc).
-type rowsPassFunc = func(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error)
-
-// rowsPasses are the Beam implementations of the rows pass kinds, by kind.
-// (Until the pass registry of pass.go exists they are reached through
-// RunRowsPass; its init then registers each with RegisterPass.)
-var rowsPasses = map[string]rowsPassFunc{
+// rowsPasses are the Beam implementations of the rows pass kinds, by kind
+// (pass.go's init registers them; RunPass runs them).
+var rowsPasses = map[string]PassFunc{
 	pass.RowsMoment:        rowsMomentPass,
 	pass.RowsCentredMoment: rowsCentredMomentPass,
 	pass.RowsClippedSum:    rowsClippedSumPass,
 	pass.RowsNormHistogram: rowsNormHistogramPass,
 }
 
-// RunRowsPass runs the rows pass req over the shards matching glob, whose
-// public shape is shape: the request is validated as the host validates
-// it, the pipeline runs, and its result is checked against the kind's
-// bounds before it is returned.
-func RunRowsPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	fn, ok := rowsPasses[req.Kind]
-	if !ok {
-		return nil, fmt.Errorf("pass %q: no Beam implementation of this rows kind", req.Kind)
+// sameRows refuses a pass that aggregated another number of rows than the
+// data set described (the shards changed between the description and the
+// pass).
+func sameRows(n int64, shape *data.Remote) error {
+	if n != int64(shape.N) {
+		return fmt.Errorf("the shards hold %d rows, the data set described %d (the data changed)", n, shape.N)
 	}
-	spec, err := pass.Validate(data.Rows, shape, req)
-	if err != nil {
-		return nil, err
-	}
-	res, err := fn(ctx, glob, shape, ro, req, opt)
-	if err != nil {
-		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
-	}
-	if err := pass.CheckResult(spec, shape, req, res); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return nil
 }
 
 // scaledRow returns row multiplied by scale (0 or 1: row itself) in buf,
@@ -250,6 +232,9 @@ func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro Rea
 	if err != nil {
 		return nil, err
 	}
+	if err := sameRows(st.N, shape); err != nil {
+		return nil, err
+	}
 	return &data.PassResult{Records: st.N, Outputs: []data.Array{
 		{Name: "sum", Rows: 1, Cols: p, Data: st.Sum},
 		{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}}}, nil
@@ -272,6 +257,9 @@ func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote,
 	if err != nil {
 		return nil, err
 	}
+	if err := sameRows(st.N, shape); err != nil {
+		return nil, err
+	}
 	return &data.PassResult{Records: st.N,
 		Outputs: []data.Array{{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}},
 		Scalars: map[string]float64{"clipped": float64(st.Clipped)}}, nil
@@ -282,6 +270,9 @@ func rowsClippedSumPass(ctx context.Context, glob string, shape *data.Remote, ro
 	opt.progress("beam: pass %s", req.Kind)
 	g, err := sumPass(ctx, glob, &clippedSumFn{P: shape.P, Clip: req.Params["clip"], Opt: ro}, opt)
 	if err != nil {
+		return nil, err
+	}
+	if err := sameRows(g.N, shape); err != nil {
 		return nil, err
 	}
 	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: shape.P, Data: g.Sum}}}, nil
@@ -296,6 +287,9 @@ func rowsNormHistogramPass(ctx context.Context, glob string, shape *data.Remote,
 	opt.progress("beam: pass %s", req.Kind)
 	g, err := sumPass(ctx, glob, &histogramFn{P: shape.P, Grid: grid.Data, Center: centerInput(req, shape.P), Opt: ro}, opt)
 	if err != nil {
+		return nil, err
+	}
+	if err := sameRows(g.N, shape); err != nil {
 		return nil, err
 	}
 	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "counts", Rows: 1, Cols: len(g.Sum), Data: g.Sum}}}, nil

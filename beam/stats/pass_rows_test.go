@@ -44,17 +44,17 @@ func maxRel(a, b []float64) float64 {
 	return d / math.Max(m, 1e-300)
 }
 
-// beamPasser runs every pass as a Beam pipeline on prism over the shards.
-type beamPasser struct {
+// rowsBeamPasser runs every pass as a Beam pipeline on prism over the shards.
+type rowsBeamPasser struct {
 	glob  string
 	shape *data.Remote
 	ro    ReadOptions
 	kinds []string
 }
 
-func (b *beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+func (b *rowsBeamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	b.kinds = append(b.kinds, req.Kind)
-	return RunRowsPass(ctx, b.glob, b.shape, b.ro, req, Options{})
+	return RunPass(ctx, b.glob, b.shape, b.ro, req, Options{})
 }
 
 // TestRowsPassesMatchLocal: on prism, every rows pass kind over shards
@@ -88,13 +88,14 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 		{"centred histogram", data.PassRequest{Kind: pass.RowsNormHistogram, Params: map[string]float64{"cells": float64(len(grid))},
 			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: len(grid), Data: grid}, center}}},
 		{"clipped sum", data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 2.5}}},
+		{"plain sum", data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 0}}},
 		{"centred moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 3}, Inputs: []data.Array{center}}},
 		{"unclipped moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 0}, Inputs: []data.Array{zero}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, err := pass.Local(ds).Pass(context.Background(), tc.req)
 			require.NoError(t, err)
-			got, err := RunRowsPass(context.Background(), glob, shape, ReadOptions{}, tc.req, Options{})
+			got, err := RunPass(context.Background(), glob, shape, ReadOptions{}, tc.req, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, want.Records, got.Records)
 			require.Len(t, got.Outputs, len(want.Outputs))
@@ -115,15 +116,21 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 }
 
 // TestRowsPassRefusesBadRequest: the Beam side validates a request as the
-// host does, before any pipeline runs.
+// host does, before any pipeline runs, and refuses shards that changed.
 func TestRowsPassRefusesBadRequest(t *testing.T) {
 	shape := &data.Remote{N: 10, P: 3}
-	_, err := RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
+	_, err := RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": -1}}, Options{})
-	assert.ErrorContains(t, err, "not positive")
-	_, err = RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
+	assert.ErrorContains(t, err, "negative")
+	_, err = RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: "rows.nothing"}, Options{})
-	assert.ErrorContains(t, err, "no Beam implementation")
+	assert.ErrorContains(t, err, "unknown kind")
+
+	dir := t.TempDir()
+	writeShards(t, dir, synth(30, 3, 1), 3, []int{10, 20}, false)
+	_, err = RunPass(context.Background(), filepath.Join(dir, "shard-*"), &data.Remote{N: 31, P: 3}, ReadOptions{},
+		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 1}}, Options{})
+	assert.ErrorContains(t, err, "the data changed")
 }
 
 // TestAnalyzeGaussAutoClipThroughBeam: pca-analyze-gauss with clip=auto
@@ -146,7 +153,7 @@ func TestAnalyzeGaussAutoClipThroughBeam(t *testing.T) {
 	seed := uint64(9)
 	want, wacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 	require.NoError(t, err)
-	bp := &beamPasser{glob: filepath.Join(dir, "shard-*"), shape: pass.ShapeOf(ds)}
+	bp := &rowsBeamPasser{glob: filepath.Join(dir, "shard-*"), shape: pass.ShapeOf(ds)}
 	got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{pass.RowsNormHistogram, pass.RowsClippedSum, pass.RowsNormHistogram, pass.RowsCentredMoment}, bp.kinds)
@@ -197,7 +204,7 @@ func TestFashionMNISTAutoClipThroughBeam(t *testing.T) {
 		want, wacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed})
 		require.NoError(t, err)
 		tLocal := time.Since(t0)
-		bp := &beamPasser{glob: filepath.Join(dir, "part-*.npy"), shape: pass.ShapeOf(ds), ro: ReadOptions{Scale: scale}}
+		bp := &rowsBeamPasser{glob: filepath.Join(dir, "part-*.npy"), shape: pass.ShapeOf(ds), ro: ReadOptions{Scale: scale}}
 		t0 = time.Now()
 		got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed})
 		require.NoError(t, err)

@@ -21,14 +21,16 @@ import (
 // users.gradient, users.gradient_hist, users.holdout, users.altmin) as
 // Beam pipelines:
 // shards are read, rows are keyed by user id and grouped across shards,
-// each user's rows are put back in data order (users.altmin also gives
-// each user its index in increasing id order, by co-grouping its rows with
-// the sorted ids) (shard in sorted path
-// order, then row in the shard as the single-machine reader gives it),
-// the user's term is computed and bounded after grouping by the same code
-// as pass.Local (pass.UsersConfig.Add), and the terms are summed (the combiner computes each user's term into its accumulator:
-// nothing d×d is formed per user). The result equals pass.Local on the data set the shards form
-// up to the order of the float sum over users.
+// each user's rows are put back in data order (shard in sorted path order,
+// then row in the shard's file), the user's term is computed and bounded
+// after grouping by the same code as pass.Local (pass.UsersConfig.Add),
+// and the terms are summed (the combiner computes each user's term into
+// its accumulator: nothing d×d is formed per user). users.altmin, whose
+// group is a mask over user indices, also co-groups each user's rows with
+// its index in the single-machine data set's order (UserOrder); no kind
+// reads a side input per user (the runner served one through its state
+// channel, about 4 ms per user). The result equals pass.Local on the data
+// set the shards form up to the order of the float sum over users.
 
 // UsersPasses maps each users pass kind to its pipeline; pass.go's init
 // registers them (RegisterPass), and RunPass runs them.
@@ -42,14 +44,14 @@ var UsersPasses = map[string]PassFunc{
 }
 
 // PosRow is one users row with its position in the data: the index of its
-// shard among the sorted paths and its index in the shard.
+// shard among the sorted paths and its index in the shard's file.
 type PosRow struct {
 	Shard, Row int
 	X          []float64
 	Y          float64
 }
 
-// readPosRowsFn reads one users shard and emits (user id, row with its
+// readPosRowsFn reads one users shard and emits (user key, row with its
 // position).
 type readPosRowsFn struct {
 	D     int
@@ -58,7 +60,7 @@ type readPosRowsFn struct {
 }
 
 // ProcessElement reads the shard at path.
-func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit func(int64, PosRow)) error {
+func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit func(string, PosRow)) error {
 	idx := slices.Index(f.Paths, path)
 	if idx < 0 {
 		return fmt.Errorf("shard %s is not among the expanded paths", path)
@@ -71,64 +73,65 @@ func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 		return fmt.Errorf("shard %s: %d features, the first shard has %d", path, sh.p, f.D)
 	}
 	for i := range sh.n {
-		emit(sh.users[i], PosRow{Shard: idx, Row: i, X: slices.Clone(sh.row(i)), Y: sh.y[i]})
+		emit(sh.users[i], PosRow{Shard: idx, Row: sh.pos[i], X: slices.Clone(sh.row(i)), Y: sh.y[i]})
 	}
 	return nil
 }
 
-// rowKeyFn emits the user id of each row.
-type rowKeyFn struct{}
+// userKeyFn emits the key and first position of each grouped user.
+type userKeyFn struct{}
 
-// ProcessElement emits id.
-func (rowKeyFn) ProcessElement(id int64, _ PosRow, emit func(int64)) { emit(id) }
+// ProcessElement emits the user's position.
+func (userKeyFn) ProcessElement(key string, rows func(*PosRow) bool, emit func(UserPos)) {
+	first := PosRow{Shard: -1}
+	var r PosRow
+	for rows(&r) {
+		if first.Shard < 0 || r.Shard < first.Shard || (r.Shard == first.Shard && r.Row < first.Row) {
+			first = PosRow{Shard: r.Shard, Row: r.Row}
+		}
+	}
+	emit(NewUserPos(key, first.Shard, first.Row))
+}
 
-// idsCombineFn collects the distinct user ids, sorted.
+// idsCombineFn collects the users in order: a user's index among them
+// is its index in the single-machine data set (UserOrder), which the
+// kinds taking a group of users need.
 type idsCombineFn struct{}
 
-// CreateAccumulator returns no ids.
-func (idsCombineFn) CreateAccumulator() []int64 { return nil }
+// CreateAccumulator returns no users.
+func (idsCombineFn) CreateAccumulator() []UserPos { return nil }
 
-// AddInput adds one id.
-func (idsCombineFn) AddInput(a []int64, id int64) []int64 {
-	a = append(a, id)
-	if len(a) >= 1<<16 { // keep a combiner's buffer of repeated ids small
-		a = distinct(a)
-	}
-	return a
-}
+// AddInput adds one user.
+func (idsCombineFn) AddInput(a []UserPos, u UserPos) []UserPos { return append(a, u) }
 
 // MergeAccumulators concatenates.
-func (idsCombineFn) MergeAccumulators(a, b []int64) []int64 { return distinct(append(a, b...)) }
+func (idsCombineFn) MergeAccumulators(a, b []UserPos) []UserPos { return append(a, b...) }
 
-// ExtractOutput sorts.
-func (idsCombineFn) ExtractOutput(a []int64) []int64 { return distinct(a) }
+// ExtractOutput orders the users.
+func (idsCombineFn) ExtractOutput(a []UserPos) UserOrder { return NewUserOrder(a) }
 
-// distinct sorts a and drops repeats.
-func distinct(a []int64) []int64 {
-	slices.Sort(a)
-	return slices.Compact(a)
-}
+// indexUsersFn emits each user's key with its index (UserOrder lists the
+// users in index order).
+type indexUsersFn struct{}
 
-// indexIDsFn emits each id with its index in increasing id order: the
-// user's index in the single-machine data set (users in increasing id
-// order), which the kinds taking a group of users need.
-type indexIDsFn struct{}
-
-// ProcessElement emits (id, index) for the sorted ids.
-func (indexIDsFn) ProcessElement(ids []int64, emit func(int64, int)) {
-	for i, id := range ids {
-		emit(id, i)
+// ProcessElement emits (key, index) for every user.
+func (indexUsersFn) ProcessElement(order UserOrder, emit func(string, int)) {
+	for i, u := range order.Users {
+		emit(u.Key, i)
 	}
 }
 
 // sortedUser puts one user's rows back in data order (shard in sorted
-// path order, then row in the shard).
-func sortedUser(rows func(*PosRow) bool, index int) pass.User {
+// path order, then row in the shard's file).
+func sortedUser(rows func(*PosRow) bool, index int) (pass.User, error) {
 	var all []PosRow
 	var r PosRow
 	for rows(&r) {
 		all = append(all, r)
 		r = PosRow{}
+	}
+	if len(all) == 0 {
+		return pass.User{}, fmt.Errorf("users pass: a user without rows")
 	}
 	slices.SortFunc(all, func(a, b PosRow) int {
 		if c := cmp.Compare(a.Shard, b.Shard); c != 0 {
@@ -140,7 +143,7 @@ func sortedUser(rows func(*PosRow) bool, index int) pass.User {
 	for j, r := range all {
 		u.X[j], u.Y[j] = r.X, r.Y
 	}
-	return u
+	return u, nil
 }
 
 // userRowsFn turns one grouped user into its rows in data order (no
@@ -148,8 +151,13 @@ func sortedUser(rows func(*PosRow) bool, index int) pass.User {
 type userRowsFn struct{}
 
 // ProcessElement emits the user.
-func (userRowsFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pass.User)) {
-	emit(sortedUser(rows, -1))
+func (userRowsFn) ProcessElement(_ string, rows func(*PosRow) bool, emit func(pass.User)) error {
+	u, err := sortedUser(rows, -1)
+	if err != nil {
+		return err
+	}
+	emit(u)
+	return nil
 }
 
 // indexedUserFn turns one user co-grouped with its index into its rows in
@@ -157,12 +165,16 @@ func (userRowsFn) ProcessElement(_ int64, rows func(*PosRow) bool, emit func(pas
 type indexedUserFn struct{}
 
 // ProcessElement emits the user.
-func (indexedUserFn) ProcessElement(_ int64, rows func(*PosRow) bool, index func(*int) bool, emit func(pass.User)) error {
+func (indexedUserFn) ProcessElement(_ string, rows func(*PosRow) bool, index func(*int) bool, emit func(pass.User)) error {
 	var i int
 	if !index(&i) {
-		return fmt.Errorf("users pass: a user without an index")
+		return fmt.Errorf("users pass: a user is missing from the user list")
 	}
-	emit(sortedUser(rows, i))
+	u, err := sortedUser(rows, i)
+	if err != nil {
+		return err
+	}
+	emit(u)
 	return nil
 }
 
@@ -225,15 +237,15 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf(PosRow{}), encodePosRow, decodePosRow)
 	beam.RegisterCoder(reflect.TypeOf(pass.User{}), encodeUser, decodeUser)
 	beam.RegisterCoder(reflect.TypeOf((*pass.UsersPartial)(nil)), encodeUsersPartial, decodeUsersPartial)
-	register.DoFn3x1[context.Context, string, func(int64, PosRow), error](&readPosRowsFn{})
-	register.Emitter2[int64, PosRow]()
-	register.DoFn3x0[int64, PosRow, func(int64)](&rowKeyFn{})
-	register.Emitter1[int64]()
-	register.Combiner3[[]int64, int64, []int64](&idsCombineFn{})
-	register.DoFn2x0[[]int64, func(int64, int)](&indexIDsFn{})
-	register.Emitter2[int64, int]()
-	register.DoFn3x0[int64, func(*PosRow) bool, func(pass.User)](&userRowsFn{})
-	register.DoFn4x1[int64, func(*PosRow) bool, func(*int) bool, func(pass.User), error](&indexedUserFn{})
+	register.DoFn3x1[context.Context, string, func(string, PosRow), error](&readPosRowsFn{})
+	register.Emitter2[string, PosRow]()
+	register.DoFn3x0[string, func(*PosRow) bool, func(UserPos)](&userKeyFn{})
+	register.Emitter1[UserPos]()
+	register.Combiner3[[]UserPos, UserPos, UserOrder](&idsCombineFn{})
+	register.DoFn2x0[UserOrder, func(string, int)](&indexUsersFn{})
+	register.Emitter2[string, int]()
+	register.DoFn3x1[string, func(*PosRow) bool, func(pass.User), error](&userRowsFn{})
+	register.DoFn4x1[string, func(*PosRow) bool, func(*int) bool, func(pass.User), error](&indexedUserFn{})
 	register.Iter1[PosRow]()
 	register.Iter1[int]()
 	register.Emitter1[pass.User]()
@@ -270,15 +282,14 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	opt.progress("beam: %s pass over %d shard(s), d = %d, runner %s", req.Kind, len(paths), shape.P, orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
 	rows := beam.ParDo(s, &readPosRowsFn{D: shape.P, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
+	grouped := beam.GroupByKey(s, rows)
 	var users beam.PCollection
 	if req.Kind == pass.UsersAltMin {
-		// The group is a mask over user indices: co-group each user's rows
-		// with its index in increasing id order (no per-user side input).
-		ids := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &rowKeyFn{}, rows))
-		index := beam.ParDo(s, &indexIDsFn{}, ids)
+		order := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &userKeyFn{}, grouped))
+		index := beam.ParDo(s, &indexUsersFn{}, order)
 		users = beam.ParDo(s, &indexedUserFn{}, beam.CoGroupByKey(s, rows, index))
 	} else {
-		users = beam.ParDo(s, &userRowsFn{}, beam.GroupByKey(s, rows))
+		users = beam.ParDo(s, &userRowsFn{}, grouped)
 	}
 	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &usersCombineFn{P: shape.P, Req: req}, users))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
@@ -303,7 +314,9 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	return res, nil
 }
 
-// Coders: named functions (the SDK resolves coders by symbol name).
+// Coders: named functions (the SDK resolves coders by symbol name); rows
+// and users in a plain binary form (a gob encoder per element cost more
+// than the per-user work).
 func encodePosRow(v PosRow) ([]byte, error) {
 	b := make([]byte, 0, 8*(4+len(v.X)))
 	b = binary.LittleEndian.AppendUint64(b, uint64(v.Shard))

@@ -10,9 +10,10 @@
 // IDX and CSV files are read by the single-machine reader (engine/dataio),
 // so a bad shard fails with its message; Parquet files (.parquet, or
 // ReadOptions.Format "parquet") are read with the Parquet library Beam's
-// parquetio uses, with the columns described by ParquetSchema. Users data
-// needs integer user ids: ids are the grouping key across shards, and the
-// single-machine CSV reader numbers text ids per file.
+// parquetio uses, with the columns described by ParquetSchema. A user's
+// rows are grouped across shards by the text of their id under the
+// single-machine loader's rules (UserKey), so that the grouping does not
+// depend on the sharding.
 package stats
 
 import (

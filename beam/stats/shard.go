@@ -10,12 +10,14 @@ import (
 
 // shard is the content of one input file: n rows of p features
 // (row-major), and for trace and users data the responses, for users data
-// each row's user id.
+// each row's user key (UserKey) and its index in the file (the loader
+// groups a CSV file's rows by user).
 type shard struct {
 	n, p  int
 	x     []float64
 	y     []float64
-	users []int64
+	users []string
+	pos   []int
 }
 
 // row returns row i's features.
@@ -55,11 +57,10 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 		}
 		return sh, nil
 	}
-	lo, err := ro.load()
+	lo, err := ro.loadFor(local, kind, d1, d2)
 	if err != nil {
 		return nil, err
 	}
-	lo.Kind, lo.D1, lo.D2 = kind, d1, d2
 	if kind != data.Rows {
 		lo.Scale = ro.Scale
 	}
@@ -77,12 +78,47 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 		}
 	}
 	if kind == data.Users {
-		sh.users = make([]int64, n)
-		for k := range ds.NumUsers() {
-			for i := ds.UserStart[k]; i < ds.UserStart[k+1]; i++ {
-				sh.users[i] = ds.UserIDs[k]
-			}
+		// Users data from a file other than CSV needs side files the
+		// loader was not given: it has failed above.
+		if sh.users, sh.pos, err = csvUserKeys(local, lo, ds); err != nil {
+			return nil, fmt.Errorf("%s: %w", local, err)
 		}
 	}
 	return sh, nil
+}
+
+// loadFor returns the single-machine reader's options for the shard at
+// local (a local file, not Parquet) read as data of the given kind.
+func (ro ReadOptions) loadFor(local string, kind data.Kind, d1, d2 int) (dataio.LoadOptions, error) {
+	lo, err := ro.load()
+	if err != nil {
+		return lo, err
+	}
+	if err := csvColumns(local, &lo, ro.Parquet); err != nil {
+		return lo, err
+	}
+	lo.Kind, lo.D1, lo.D2 = kind, d1, d2
+	return lo, nil
+}
+
+// csvColumns sets the column options of lo from the columns ps names:
+// for a CSV shard its user, response and feature columns (header names or
+// 0-based indexes, with the single-machine reader's defaults). The list
+// column is Parquet's only, and an array shard (.npy, IDX) has no named
+// columns: a glob may mix such shards with Parquet ones.
+func csvColumns(local string, lo *dataio.LoadOptions, ps ParquetSchema) error {
+	if ps.User == "" && ps.Response == "" && len(ps.Features) == 0 {
+		return nil
+	}
+	f := lo.Format
+	if f == dataio.FormatAuto {
+		var err error
+		if f, _, err = dataio.DetectFormat(local); err != nil {
+			return fmt.Errorf("%s: %w", local, err)
+		}
+	}
+	if f == dataio.FormatCSV {
+		lo.UserColumn, lo.ResponseColumn, lo.FeatureColumns = ps.User, ps.Response, ps.Features
+	}
+	return nil
 }

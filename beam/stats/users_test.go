@@ -1,21 +1,30 @@
 package stats
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/xitongsys/parquet-go-source/local"
+	"github.com/xitongsys/parquet-go/writer"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/pass"
 )
 
 type urec struct {
@@ -196,5 +205,360 @@ func TestUsersAndTraceReaderErrors(t *testing.T) {
 				assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
 			})
 		}
+	}
+}
+
+// TestUserKeyMatchesLoader: UserKey accepts and refuses exactly the ids
+// the single-machine loader accepts and refuses, with its message.
+func TestUserKeyMatchesLoader(t *testing.T) {
+	for _, id := range []string{"7", "-3", "0", "9223372036854775807", "-9223372036854775808",
+		"alice", "a b", "Ω", "1_000", "0x1p3", "7a", "--7", "#7",
+		"07", "+7", "-0", "7.0", "7e0", "1e3", ".5", "NaN", "inf", "Infinity", "99999999999999999999", "1e400"} {
+		t.Run(id, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "u.csv")
+			require.NoError(t, os.WriteFile(path, []byte("user,x,y\n1,1,1\n\""+id+"\",2,2\n"), 0o644))
+			_, want := dataio.Load(path, dataio.LoadOptions{Kind: data.Users})
+			key, err := UserKey(" " + id + " ")
+			if want == nil {
+				require.NoError(t, err)
+				assert.Equal(t, id, key)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, want.Error(), path+": user column: row 2: "+err.Error())
+		})
+	}
+}
+
+// trec is a users record with its id as written.
+type trec struct {
+	id string
+	x  []float64
+	y  float64
+}
+
+func textUsersCSV(recs []trec, d int) string {
+	var b strings.Builder
+	b.WriteString("user")
+	for j := range d {
+		fmt.Fprintf(&b, ",x%d", j)
+	}
+	b.WriteString(",y\n")
+	for _, r := range recs {
+		b.WriteString(r.id)
+		for _, v := range r.x {
+			b.WriteString("," + strconvFormat(v))
+		}
+		b.WriteString("," + strconvFormat(r.y) + "\n")
+	}
+	return b.String()
+}
+
+// writeUsersParquet writes recs as a Parquet shard with one DOUBLE column
+// per feature and the user ids as text (BYTE_ARRAY) or INT64.
+func writeUsersParquet(t *testing.T, path string, recs []trec, d int, text bool) {
+	t.Helper()
+	fw, err := local.NewLocalFileWriter(path)
+	require.NoError(t, err)
+	defer fw.Close()
+	md := []string{"name=user, type=INT64"}
+	if text {
+		md[0] = "name=user, type=BYTE_ARRAY, convertedtype=UTF8"
+	}
+	for j := range d {
+		md = append(md, fmt.Sprintf("name=x%d, type=DOUBLE", j))
+	}
+	md = append(md, "name=y, type=DOUBLE")
+	pw, err := writer.NewCSVWriter(md, fw, 1)
+	require.NoError(t, err)
+	for _, r := range recs {
+		var rec []any
+		if text {
+			rec = append(rec, r.id)
+		} else {
+			v, err := strconv.ParseInt(r.id, 10, 64)
+			require.NoError(t, err)
+			rec = append(rec, v)
+		}
+		for _, v := range r.x {
+			rec = append(rec, v)
+		}
+		require.NoError(t, pw.Write(append(rec, r.y)))
+	}
+	require.NoError(t, pw.WriteStop())
+}
+
+// userSummary describes one user's group exactly: its key, its row count
+// and its responses in increasing order (bit patterns).
+func userSummary(key string, rows func(*UserRow) bool) string {
+	var ys []float64
+	var r UserRow
+	for rows(&r) {
+		ys = append(ys, r.Y)
+	}
+	return key + "|" + groupSummary(ys)
+}
+
+func groupSummary(ys []float64) string {
+	ys = slices.Clone(ys)
+	slices.Sort(ys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", len(ys))
+	for _, y := range ys {
+		fmt.Fprintf(&b, ",%x", math.Float64bits(y))
+	}
+	return b.String()
+}
+
+func init() {
+	register.Function2x1[string, func(*UserRow) bool, string](userSummary)
+}
+
+// TestUsersTextIDsAcrossShards: users with text ids (names, integers or
+// both), their rows spread over CSV shards (one with integer ids only,
+// which the loader keeps as integers, one with names, which it numbers)
+// and Parquet shards (text and INT64 ids), are grouped exactly as the
+// single-machine loader groups the one file holding every row, and their
+// bounded terms sum to the same aggregate.
+func TestUsersTextIDsAcrossShards(t *testing.T) {
+	const d = 3
+	r := rand.New(rand.NewPCG(5, 6))
+	var ints, mixed []trec
+	for u := range 24 {
+		id := fmt.Sprint(u*37 - 300) // negative and positive integers
+		if u%3 == 0 {
+			id = fmt.Sprintf("user-%c%d", 'a'+u%7, u)
+		}
+		for range 2 + r.IntN(6) {
+			x := make([]float64, d)
+			for j := range x {
+				x[j] = r.NormFloat64()
+			}
+			rec := trec{id, x, r.NormFloat64()}
+			if u%3 != 0 && r.IntN(2) == 0 {
+				ints = append(ints, rec)
+			} else {
+				mixed = append(mixed, rec)
+			}
+		}
+	}
+	r.Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
+	all := append(slices.Clone(ints), mixed...)
+	whole := filepath.Join(t.TempDir(), "whole.csv")
+	require.NoError(t, os.WriteFile(whole, []byte(textUsersCSV(all, d)), 0o644))
+
+	dir := t.TempDir()
+	h, q := len(ints)/2, len(mixed)/3
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "u0.csv"), []byte(textUsersCSV(ints[:h], d)), 0o644))
+	writeUsersParquet(t, filepath.Join(dir, "u1.parquet"), ints[h:], d, false)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "u2.csv"), []byte(textUsersCSV(mixed[:q], d)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "u3.csv"), []byte(textUsersCSV(mixed[q:2*q], d)), 0o644))
+	writeUsersParquet(t, filepath.Join(dir, "u4.parquet"), mixed[2*q:], d, true)
+	glob := filepath.Join(dir, "u*")
+
+	// Every user's rows, by id as written, and as the loader groups them.
+	byID := map[string][]float64{}
+	for _, rec := range all {
+		byID[rec.id] = append(byID[rec.id], rec.y)
+	}
+	var want, wantGroups, loaderGroups []string
+	for id, ys := range byID {
+		want = append(want, id+"|"+groupSummary(ys))
+		wantGroups = append(wantGroups, groupSummary(ys))
+	}
+	ds, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
+	require.NoError(t, err)
+	for g := range ds.NumUsers() {
+		loaderGroups = append(loaderGroups, groupSummary(ds.Y[ds.UserStart[g]:ds.UserStart[g+1]]))
+	}
+	require.ElementsMatch(t, wantGroups, loaderGroups, "the loader groups the one file by id text")
+
+	t.Run("groups", func(t *testing.T) {
+		paths, err := Expand(context.Background(), glob)
+		require.NoError(t, err)
+		pl, s := beam.NewPipelineWithRoot()
+		rows := UserRows(s, beam.CreateList(s, paths), d, ReadOptions{})
+		passert.Equals(s, beam.ParDo(s, userSummary, beam.GroupByKey(s, rows)), strAny(want)...)
+		require.NoError(t, execute(context.Background(), "", pl))
+	})
+	t.Run("aggregates", func(t *testing.T) {
+		bound := UsersOptions{MaxRows: 5, Bound: 1.5}
+		got, err := ComputeUsers(context.Background(), glob, nil, bound, Options{})
+		require.NoError(t, err)
+		sum, users := usersReference(t, whole, nil, bound, math.MinInt64)
+		assert.Equal(t, users, got.Users)
+		assert.Less(t, relVec(got.Sum, sum), 1e-12)
+	})
+}
+
+func strAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// TestUsersRefusedID: an id the single-machine loader refuses fails the
+// pipeline with the loader's message for that shard, from a CSV shard or
+// (the same message after the file name) from a Parquet text column.
+func TestUsersRefusedID(t *testing.T) {
+	const d = 2
+	good := []trec{{"7", []float64{1, 2}, 3}, {"bob", []float64{2, 1}, 1}, {"7", []float64{0, 1}, 2}}
+	bad := []trec{{"bob", []float64{1, 1}, 1}, {"07", []float64{1, 0}, 2}}
+	for _, pq := range []bool{false, true} {
+		t.Run(fmt.Sprint("parquet ", pq), func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "s0.csv"), []byte(textUsersCSV(good, d)), 0o644))
+			badCSV := filepath.Join(t.TempDir(), "s1.csv")
+			require.NoError(t, os.WriteFile(badCSV, []byte(textUsersCSV(bad, d)), 0o644))
+			_, want := dataio.Load(badCSV, dataio.LoadOptions{Kind: data.Users})
+			require.Error(t, want)
+			require.Contains(t, want.Error(), `user id "07" is a number not written as a canonical integer`)
+			shard := filepath.Join(dir, "s1.csv")
+			if pq {
+				shard = filepath.Join(dir, "s1.parquet")
+				writeUsersParquet(t, shard, bad, d, true)
+			} else {
+				require.NoError(t, os.Rename(badCSV, shard))
+			}
+			_, err := ComputeUsers(context.Background(), filepath.Join(dir, "s*"), nil, UsersOptions{Bound: 1}, Options{})
+			require.Error(t, err)
+			after := strings.TrimPrefix(want.Error(), badCSV)
+			assert.Contains(t, err.Error(), "shard "+shard+": "+shard+after)
+		})
+	}
+}
+
+// TestUsersHeaderlessColumns: headerless shards (one gzip-compressed and
+// tab-separated) with the user id in a column named by index are grouped
+// as the single-machine loader groups the one file read with the same
+// options.
+func TestUsersHeaderlessColumns(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	ids := []string{"ann", "7", "bo", "-2", "cy", "0"}
+	type row struct {
+		id      string
+		y, a, b float64
+	}
+	var rows []row
+	for range 40 {
+		rows = append(rows, row{ids[r.IntN(len(ids))], r.NormFloat64(), r.NormFloat64(), r.NormFloat64()})
+	}
+	write := func(rs []row, sep string) []byte {
+		var b strings.Builder
+		for _, x := range rs {
+			fmt.Fprintf(&b, "%s%s%s%s%s%s%s\n", strconvFormat(x.y), sep, strconvFormat(x.a), sep, x.id, sep, strconvFormat(x.b))
+		}
+		return []byte(b.String())
+	}
+	dir := t.TempDir()
+	var gz strings.Builder
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write(write(rows[:25], "\t"))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.tsv.gz"), []byte(gz.String()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.csv"), write(rows[25:], ","), 0o644))
+	whole := filepath.Join(t.TempDir(), "whole.csv")
+	require.NoError(t, os.WriteFile(whole, write(rows, ","), 0o644))
+
+	ro := ReadOptions{Header: "no", Parquet: ParquetSchema{User: "2", Response: "0"}}
+	lo, err := ro.load()
+	require.NoError(t, err)
+	lo.Kind, lo.UserColumn, lo.ResponseColumn = data.Users, "2", "0"
+	ds, err := dataio.Load(whole, lo)
+	require.NoError(t, err)
+	var loaderGroups []string
+	for g := range ds.NumUsers() {
+		loaderGroups = append(loaderGroups, groupSummary(ds.Y[ds.UserStart[g]:ds.UserStart[g+1]]))
+	}
+	byID := map[string][]float64{}
+	for _, x := range rows {
+		byID[x.id] = append(byID[x.id], x.y)
+	}
+	var want, wantGroups []string
+	for id, ys := range byID {
+		want = append(want, id+"|"+groupSummary(ys))
+		wantGroups = append(wantGroups, groupSummary(ys))
+	}
+	require.ElementsMatch(t, wantGroups, loaderGroups)
+
+	paths, err := Expand(context.Background(), filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	pl, s := beam.NewPipelineWithRoot()
+	keyed := UserRows(s, beam.CreateList(s, paths), 2, ro)
+	passert.Equals(s, beam.ParDo(s, userSummary, beam.GroupByKey(s, keyed)), strAny(want)...)
+	require.NoError(t, execute(context.Background(), "", pl))
+}
+
+// TestUsersPassTextIDs: with text user ids, whose index in the
+// single-machine data set is their order of first appearance, the users
+// passes over CSV and Parquet shards equal pass.Local on the one file
+// holding the shards' rows in path order (the group of an altmin pass is a
+// mask over those indexes), and Describe counts the distinct users across
+// shards and gives the one file's identity.
+func TestUsersPassTextIDs(t *testing.T) {
+	const d, k = 3, 2
+	r := rand.New(rand.NewPCG(12, 13))
+	var recs []trec
+	for u := range 21 {
+		id := fmt.Sprintf("p%02d", 40-u)
+		if u%4 == 1 {
+			id = fmt.Sprint(500 - u) // integers among the names
+		}
+		for range 2 + r.IntN(5) {
+			x := make([]float64, d)
+			for j := range x {
+				x[j] = r.NormFloat64()
+			}
+			recs = append(recs, trec{id, x, r.NormFloat64()})
+		}
+	}
+	r.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	third := len(recs) / 3
+	parts := [][]trec{recs[:third], recs[third : 2*third], recs[2*third:]}
+	whole := filepath.Join(t.TempDir(), "whole.csv")
+	require.NoError(t, os.WriteFile(whole, []byte(textUsersCSV(recs, d)), 0o644))
+	ds, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
+	require.NoError(t, err)
+	shape := pass.ShapeOf(ds)
+	u := data.Array{Name: "u", Rows: d, Cols: k, Data: []float64{0.6, 0, 0, 0.8, 0.8, 0}}
+	reqs := []data.PassRequest{
+		{Kind: pass.UsersUstat, Params: map[string]float64{"clip": 0.5, "local_fraction": 0.25, "holdout": 0.2, "sign": 0, "proj": 0}},
+		{Kind: pass.UsersAltMin, Params: map[string]float64{"rank": k, "loss": 0, "clip_w": 0.7, "clip_y": 3, "portion": 4, "local_fraction": 0.25, "holdout": 0.2, "sign": 0, "proj": 0},
+			Inputs: []data.Array{u, {Name: "group", Rows: 1, Cols: shape.Users, Data: groupMask(shape.Users)}}},
+	}
+	for _, withParquet := range []bool{false, true} {
+		t.Run(fmt.Sprint("parquet ", withParquet), func(t *testing.T) {
+			dir := t.TempDir()
+			for i, part := range parts {
+				if withParquet && i == 2 {
+					writeUsersParquet(t, filepath.Join(dir, fmt.Sprintf("u%d.parquet", i)), part, d, true)
+					continue
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("u%d.csv", i)), []byte(textUsersCSV(part, d)), 0o644))
+			}
+			glob := filepath.Join(dir, "u*")
+			for _, req := range reqs {
+				got, err := RunUsersPass(context.Background(), glob, shape, ReadOptions{}, req, Options{})
+				require.NoError(t, err)
+				want, err := pass.Local(ds).Pass(context.Background(), req)
+				require.NoError(t, err)
+				assert.Equal(t, want.Records, got.Records, req.Kind)
+				require.Len(t, got.Outputs, len(want.Outputs))
+				for i, w := range want.Outputs {
+					assert.Less(t, relVec(got.Outputs[i].Data, w.Data), 1e-12, "%s %s", req.Kind, w.Name)
+				}
+			}
+			desc, err := Describe(context.Background(), glob, data.Users, 0, 0, Options{})
+			require.NoError(t, err)
+			assert.EqualValues(t, ds.NumUsers(), desc.Users)
+			if !withParquet {
+				_, id, err := dataio.LoadIdentity(whole, dataio.LoadOptions{Kind: data.Users})
+				require.NoError(t, err)
+				assert.Equal(t, id, desc.Identity.Identity())
+			}
+		})
 	}
 }

@@ -150,8 +150,9 @@ func beamRemote(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, home 
 	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s describes %s (runner %s); %s then asks the host for each aggregation pass it needs\n",
 		filepath.Base(bin), f.df.path, f.beam.runner, info.Name)
 	sh, id, passer, err := describeRemote(ctx, bd)
-	if err == nil && (sh == nil || passer == nil) {
-		err = errors.New("the pipeline described no data set")
+	var d client.Data
+	if err == nil {
+		d, err = client.RemoteOf(info.DataKind, sh, id, passer, f.df.name)
 	}
 	if err != nil {
 		cleanup()
@@ -160,11 +161,7 @@ func beamRemote(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, home 
 		}
 		return client.Data{}, none, fail(ExitData, fmt.Errorf("%w; nothing was reserved or spent", err))
 	}
-	r := *sh
-	r.Passer = passer
-	h := dataio.Handle{Version: dataio.HandleVersion, Kind: info.DataKind, Hash: id.Hash, Name: f.df.name,
-		N: r.N, P: r.P, D1: r.D1, D2: r.D2, Source: &id}
-	return client.RemoteData(h, &r), cleanup, nil
+	return d, cleanup, nil
 }
 
 // beamStatistics runs the statistics pipeline for info over the shards and

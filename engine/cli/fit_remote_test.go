@@ -106,6 +106,9 @@ func TestFitBeamRemote(t *testing.T) {
 	r = dplr(t, home, "plugins", "--json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"remote": true`)
+	r = dplr(t, home, "describe", "remote-mean")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "--engine beam: from aggregated statistics, or through aggregation passes")
 }
 
 // TestFitBeamRemoteRefusals: refusals before the reservation spend

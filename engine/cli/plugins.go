@@ -261,10 +261,23 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// engines says how --engine beam can reach an estimator's data.
+func engines(e sdk.Info) string {
+	switch {
+	case e.Statistics && e.Remote:
+		return " (--engine beam: from aggregated statistics, or through aggregation passes)"
+	case e.Statistics:
+		return " (--engine beam: from aggregated statistics)"
+	case e.Remote:
+		return " (--engine beam: through aggregation passes)"
+	}
+	return ""
+}
+
 func describe(w io.Writer, p client.PluginInfo, e sdk.Info) {
 	fmt.Fprintf(w, "%s %s — %s\n", e.Name, e.Version, e.Summary)
 	fmt.Fprintf(w, "plugin: %s (%s backend, %s)\n", p.Name, p.Backend, p.Path)
-	fmt.Fprintf(w, "data: %s\n", e.DataKind)
+	fmt.Fprintf(w, "data: %s%s\n", e.DataKind, engines(e))
 	fmt.Fprintf(w, "guarantee: %s\n", e.Guarantee)
 	grants := make([]string, 0, len(e.Grants))
 	for _, g := range e.Grants {

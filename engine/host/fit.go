@@ -105,6 +105,10 @@ type FitOutcome struct {
 	// (privacy.Certify of the plugin's statement): the estimator's kind,
 	// model, assumptions and neighbours with the host's figures.
 	Certified privacy.Guarantee
+	// Passes is the number of aggregation passes the host ran for a fit
+	// on remote data, PassSeconds the wall time they took.
+	Passes      int
+	PassSeconds float64
 	// Plugin-side timings and peak memory.
 	FitSeconds, LoadSeconds float64
 	MaxRSSKiB               int64

@@ -134,8 +134,9 @@ type received struct {
 
 // passDone is the end of one pass the host ran for the plugin.
 type passDone struct {
-	id  uint64
-	err error
+	id      uint64
+	err     error
+	seconds float64
 }
 
 // Phases of the outstanding pass.
@@ -180,7 +181,7 @@ func (p *Plugin) runPasses(ctx context.Context, cancel context.CancelFunc, strea
 			}
 		}
 	}()
-	r := &passRun{p: p, c: c, ev: ev, stream: stream, done: make(chan passDone, 1), cancel: cancel}
+	r := &passRun{p: p, c: c, ev: ev, stream: stream, done: make(chan passDone, 1), cancel: cancel, out: out}
 	r.replyTimeout = c.ReplyTimeout
 	if r.replyTimeout <= 0 {
 		r.replyTimeout = DefaultPassReplyTimeout
@@ -246,6 +247,7 @@ type passRun struct {
 	c      Call
 	ev     Events
 	stream passStream
+	out    *FitOutcome
 	max    int
 	// count is the number of passes requested so far; asm assembles the
 	// request being received (nil between requests).
@@ -315,7 +317,9 @@ func (r *passRun) take(ctx context.Context, m *dplrpb.PassRequest, wg *sync.Wait
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r.done <- passDone{id: id, err: r.run(ctx, id, spec, *req)}
+		t0 := time.Now()
+		err := r.run(ctx, id, spec, *req)
+		r.done <- passDone{id: id, err: err, seconds: time.Since(t0).Seconds()}
 	}()
 	return nil
 }
@@ -378,6 +382,8 @@ func (r *passRun) where() string {
 // finish takes the end of a pass: its error ends the fit.
 func (r *passRun) finish(d passDone) error {
 	r.phase.Store(phaseIdle)
+	r.out.Passes++
+	r.out.PassSeconds += d.seconds
 	if d.err == nil {
 		return nil
 	}

@@ -102,6 +102,8 @@ func TestRemoteFitEqualsRunLocal(t *testing.T) {
 	assert.Equal(t, []string{pass.RowsMoment}, res.Check.Passes)
 	assert.Equal(t, int64(1), cp.n.Load())
 	assert.Equal(t, []string{pass.RowsMoment}, seen)
+	assert.Equal(t, 1.0, res.Timings["passes"])
+	assert.Contains(t, res.Timings, "passes_s")
 	require.Len(t, res.Outcome.Matrices, 1)
 	wm := want.Matrices[0].M.RawMatrix().Data
 	assert.Equal(t, wm, res.Outcome.Matrices[0].Data, "the same release, bit for bit")

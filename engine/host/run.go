@@ -113,7 +113,8 @@ type FitResult struct {
 	// could not be read).
 	Status *ledger.Status
 	// Timings in seconds: "check_s" (pre-flight) and "fit_s" (the plugin
-	// call).
+	// call); on remote data also "passes" (how many aggregation passes the
+	// host ran, a count) and "passes_s" (their wall time, within fit_s).
 	Timings map[string]float64
 }
 
@@ -453,6 +454,9 @@ func (r *Runner) call(ctx context.Context, plug *Plugin, call Call, req FitReque
 	t0 := time.Now()
 	out, err := plug.Fit(fctx, call, req.Events)
 	res.Timings["fit_s"] = time.Since(t0).Seconds()
+	if call.Remote != nil && out != nil {
+		res.Timings["passes"], res.Timings["passes_s"] = float64(out.Passes), out.PassSeconds
+	}
 	if err != nil && req.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		// A plugin still running at the timeout is treated as hung.
 		err = fmt.Errorf("the fit did not finish within the timeout of %s: %w: %w", req.Timeout, err, ErrPlugin)

@@ -88,7 +88,8 @@ const (
 	// k < G and counts_G = #{i : ‖x_i − center‖ > g_{G−1}}. The private
 	// quantile of the norms on that grid is a function of these counts.
 	RowsNormHistogram = "rows.norm_histogram"
-	// RowsClippedSum is Σ_i min(1, clip/‖x_i‖)·x_i (1×p), clip > 0.
+	// RowsClippedSum is Σ_i min(1, clip/‖x_i‖)·x_i (1×p); clip 0: the
+	// plain sum Σ_i x_i.
 	RowsClippedSum = "rows.clipped_sum"
 	// RowsCentredMoment is Σ_i w_i² (x_i − center)(x_i − center)ᵀ (p×p,
 	// not divided by n) with w_i = min(1, clip/‖x_i − center‖) (clip 0:
@@ -159,21 +160,21 @@ func init() {
 	})
 	register(Spec{
 		Kind: RowsClippedSum, Data: data.Rows,
-		Doc:    "clipped sum Σ_i min(1, clip/‖x_i‖)·x_i, clip > 0",
+		Doc:    "clipped sum Σ_i min(1, clip/‖x_i‖)·x_i (clip 0: none)",
 		Params: []string{"clip"},
 		Outputs: func(sh *data.Remote, _ data.PassRequest) []ArraySpec {
 			return []ArraySpec{{Name: "sum", Rows: 1, Cols: sh.P}}
 		},
 		Records: func(sh *data.Remote) int64 { return int64(sh.N) },
 		CheckRequest: func(_ *data.Remote, req data.PassRequest) error {
-			if c := req.Params["clip"]; !(c > 0) {
-				return fmt.Errorf("clip %v is not positive", c)
+			if c := req.Params["clip"]; c < 0 {
+				return fmt.Errorf("clip %v is negative", c)
 			}
 			return nil
 		},
 		CheckResult: func(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
 			sum, _ := res.Output("sum")
-			if Norm(sum.Data) > float64(res.Records)*req.Params["clip"]*clipSlack {
+			if c := req.Params["clip"]; c > 0 && Norm(sum.Data) > float64(res.Records)*c*clipSlack {
 				return fmt.Errorf("the sum's norm exceeds records·clip: the rows were not clipped to %g", req.Params["clip"])
 			}
 			return nil
@@ -285,6 +286,18 @@ func rowError(i int, row []float64) error {
 	return fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i)
 }
 
+// finiteRow names the first non-finite entry of row i (a row whose norm
+// merely overflows is clipped to zero by the clipped sum and moment, as on
+// the rows themselves).
+func finiteRow(i int, row []float64) error {
+	for j, v := range row {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("data row %d, column %d: value %v is not finite", i, j, v)
+		}
+	}
+	return nil
+}
+
 // rowsNormHistogramLocal is RowsNormHistogram over in-memory rows.
 func rowsNormHistogramLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
 	n, p := ds.X.Dims()
@@ -316,6 +329,9 @@ func rowsClippedSumLocal(ctx context.Context, ds *data.Dataset, req data.PassReq
 		}
 		row := ds.X.RawRowView(i)[:p]
 		f := ClipFactor(row, clip)
+		if err := finiteRow(i, row); err != nil {
+			return nil, err
+		}
 		for j, v := range row {
 			sum[j] += f * v
 		}
@@ -344,8 +360,12 @@ func rowsCentredMomentLocal(ctx context.Context, ds *data.Dataset, req data.Pass
 		m := min(momentBlock, n-start)
 		for i := 0; i < m; i++ {
 			row := buf[i*p : (i+1)*p]
-			for j, v := range ds.X.RawRowView(start + i)[:p] {
+			src := ds.X.RawRowView(start + i)[:p]
+			for j, v := range src {
 				row[j] = v - center.Data[j]
+			}
+			if err := finiteRow(start+i, src); err != nil {
+				return nil, err
 			}
 			if ShrinkRow(row, clip) {
 				clipped++

@@ -122,9 +122,35 @@ func TestRowsNormHistogramNonFinite(t *testing.T) {
 	ds.X.Set(4, 2, math.NaN())
 	_, err := Local(ds).Pass(context.Background(), histogramRequest([]float64{1, 2}, make([]float64, 3)))
 	assert.ErrorContains(t, err, "data row 4, column 2")
+	for _, req := range []data.PassRequest{
+		{Kind: RowsClippedSum, Params: map[string]float64{"clip": 1}},
+		{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: make([]float64, 3)}}},
+	} {
+		_, err = Local(ds).Pass(context.Background(), req)
+		assert.ErrorContains(t, err, "data row 4, column 2: value NaN is not finite", req.Kind)
+	}
+	// A row whose norm overflows: refused by the histogram (as by the
+	// quantile on the rows), clipped to zero by the clipped passes (as by
+	// the clipped sum and moment on the rows).
 	ds.X.Set(4, 2, 1e300)
 	_, err = Local(ds).Pass(context.Background(), histogramRequest([]float64{1, 2}, make([]float64, 3)))
 	assert.ErrorContains(t, err, "overflows")
+	res, err := Local(ds).Pass(context.Background(), data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1},
+		Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: make([]float64, 3)}}})
+	require.NoError(t, err)
+	assert.EqualValues(t, 10, res.Scalars["clipped"]+float64(countShort(ds, 1)))
+}
+
+// countShort counts the rows of norm ≤ c.
+func countShort(ds *data.Dataset, c float64) int {
+	n, _ := ds.X.Dims()
+	k := 0
+	for i := 0; i < n; i++ {
+		if Norm(ds.X.RawRowView(i)) <= c {
+			k++
+		}
+	}
+	return k
 }
 
 // TestRowsPreprocessingRefuses: requests and results that break the new
@@ -145,7 +171,7 @@ func TestRowsPreprocessingRefuses(t *testing.T) {
 		{"grid of the wrong length", data.PassRequest{Kind: RowsNormHistogram, Params: map[string]float64{"cells": 3},
 			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: 2, Data: []float64{1, 2}}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "grid is 1×2, want 1×3"},
 		{"centre missing", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}}, "inputs"},
-		{"zero sum clip", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": 0}}, "not positive"},
+		{"negative sum clip", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": -1}}, "negative"},
 		{"negative moment clip", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": -1},
 			Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "negative"},
 	} {

@@ -18,6 +18,7 @@ import (
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/noiseplan"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // Deflation is the iterative exponential mechanism of Amin et al. (2019):
@@ -231,7 +232,14 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateOptions](run)
 	k, d := o.Rank.Value, run.Data.P()
 	c := o.Options.Value()
+	src, err := rowsrc.Of(run.Data) // the rows, or passes over a remote data set
+	if err != nil {
+		return nil, err
+	}
 	if o.Options.Auto() {
+		if src.Rows() == nil {
+			return nil, sdk.BadRequest("%w", errRemoteExactQuantile)
+		}
 		// The reference is not private: clip=auto takes the exact
 		// clip_quantile of the norms (an evaluation-only choice).
 		norms, err := rowclip.Norms(ctx, run.Data.X, nil)
@@ -241,7 +249,12 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		slices.Sort(norms)
 		c = norms[min(len(norms)-1, int(o.ClipQuantile*float64(len(norms))))]
 	}
-	a, _, err := ClippedMatrix(ctx, run.Data, c, run.Backend)
+	var a *mat.SymDense
+	if src.Rows() != nil {
+		a, _, err = ClippedMatrix(ctx, run.Data, c, run.Backend)
+	} else {
+		a, _, err = remoteMatrix(ctx, run, src, c)
+	}
 	if err != nil {
 		return nil, err
 	}

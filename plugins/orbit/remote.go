@@ -1,6 +1,8 @@
 package orbit
 
 import (
+	"errors"
+
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
@@ -45,4 +47,23 @@ func (RankK) Passes(opts any, _ sdk.Shape) ([]string, error) {
 // Passes implements sdk.RemoteEstimator.
 func (Deflation) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	return remotePasses(&opts.(*deflationOptions).base)
+}
+
+// errRemoteExactQuantile refuses orbit-nonprivate's clip=auto on a remote
+// data set.
+var errRemoteExactQuantile = errors.New("clip=auto of the non-private reference takes the exact quantile of the row norms, which aggregation passes do not give: give a clip (clip=NUMBER)")
+
+// Passes implements sdk.RemoteEstimator: the non-private reference reads
+// A (one clipped second-moment pass); its clip=auto (the exact quantile of
+// the norms) is refused.
+func (NonPrivate) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*nonPrivateOptions)
+	if o.Options.Auto() {
+		return nil, errRemoteExactQuantile
+	}
+	kinds := rowsrc.Kinds(false, false)
+	if o.Evaluate.Value {
+		kinds = append(kinds, pass.RowsMoment)
+	}
+	return kinds, nil
 }

@@ -37,18 +37,15 @@ marked for evaluation only. Use it as the ε = ∞ reference.`,
 // Fit implements sdk.Estimator.
 func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateOptions](run)
-	x, n, p, err := rowsData(run.Data)
+	src, n, p, err := sourceOf(run.Data) // the rows, or passes over a remote data set
 	if err != nil {
 		return nil, err
 	}
 	r := o.Rank.Value
 	var mu []float64
 	if o.Center == "empirical" {
-		mu = make([]float64, p)
-		for i := 0; i < n; i++ {
-			for j, v := range x.RawRowView(i)[:p] {
-				mu[j] += v
-			}
+		if mu, err = src.Sum(ctx, 0); err != nil {
+			return nil, err
 		}
 		for j := range mu {
 			mu[j] /= float64(n)
@@ -58,11 +55,11 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if o.Clip != nil {
 		clip = *o.Clip
 	}
-	sh, _, err := Gram(ctx, run.Backend, x, mu, clip)
+	sh, _, err := gramOf(ctx, run.Backend, src, mu, clip)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkGram(sh, x); err != nil {
+	if err := checkGram(sh, src.Rows()); err != nil {
 		return nil, err
 	}
 	vals, u, err := topEigen(ctx, run.Backend, sh, r)

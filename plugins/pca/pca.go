@@ -91,21 +91,6 @@ func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c
 	return gram.SecondMoment(ctx, be, x, mu, c, 1/float64(n))
 }
 
-// rowsData checks the data set's kind and shape.
-func rowsData(d *data.Dataset) (*mat.Dense, int, int, error) {
-	if d == nil || d.X == nil || d.X.IsEmpty() {
-		return nil, 0, 0, fmt.Errorf("empty data set")
-	}
-	if d.Kind != data.Rows {
-		return nil, 0, 0, fmt.Errorf("need rows data, got %s", d.Kind)
-	}
-	n, p := d.X.Dims()
-	if p < 2 {
-		return nil, 0, 0, sdk.BadRequest("dimension %d: PCA needs at least 2 columns", p)
-	}
-	return d.X, n, p, nil
-}
-
 // Share names of the pca plans.
 const (
 	shareMean    = "mean"

@@ -65,3 +65,15 @@ func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	}
 	return kinds, nil
 }
+
+// Passes implements sdk.RemoteEstimator: the non-private reference reads
+// the (optionally clipped) second moment and, with center=empirical, the
+// plain sum of the rows (rows.clipped_sum with clip 0).
+func (NonPrivate) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*nonPrivateOptions)
+	kinds := rowsrc.Kinds(false, o.Center == "empirical")
+	if o.Evaluate.Value {
+		kinds = append(kinds, pass.RowsMoment)
+	}
+	return kinds, nil
+}

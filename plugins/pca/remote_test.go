@@ -96,6 +96,8 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"analyze-gauss evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "evaluate": "true"}, approx(1, 1e-6)},
 		{"analyze-gauss center=private evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private", "evaluate": "true"}, approx(1, 1e-6)},
 		{"amin evaluate", Amin{}, map[string]string{"rank": "2", "evaluate": "true"}, pure(4)},
+		{"nonprivate", NonPrivate{}, map[string]string{"rank": "2"}, approx(1, 1e-6)},
+		{"nonprivate empirical clip evaluate", NonPrivate{}, map[string]string{"rank": "3", "center": "empirical", "clip": "9", "evaluate": "true", "output_sigma": "true"}, approx(1, 1e-6)},
 		{"cxz public model", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "25,8"}, approx(2, 1e-6)},
 		{"cxz private estimate", CXZ{}, map[string]string{"rank": "1"}, approx(8, 1e-6)},
 		{"cxz private estimate with clip", CXZ{}, map[string]string{"rank": "1", "clip": "20", "evaluate": "true"}, approx(8, 1e-6)},
@@ -246,4 +248,34 @@ type passerFunc func(context.Context, data.PassRequest) (*data.PassResult, error
 
 func (f passerFunc) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	return f(ctx, req)
+}
+
+// A non-finite entry fails the fit through passes as it fails the fit on
+// the rows, naming the entry, before any step.
+func TestRemoteNonFinite(t *testing.T) {
+	ds := shifted(t, 100, 4, 2)
+	ds.X.Set(37, 2, math.NaN())
+	for _, raw := range []map[string]string{
+		{"rank": "1"},
+		{"rank": "1", "clip": "3"},
+		{"rank": "1", "clip": "3", "center": "private"},
+	} {
+		for _, d := range []*data.Dataset{ds, pass.RemoteOf(ds, nil)} {
+			seed := uint64(1)
+			_, acct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, d, raw, approx(1, 1e-6), sdk.LocalOptions{Seed: &seed})
+			require.Error(t, err, "%v remote=%v", raw, d.X == nil)
+			assert.Contains(t, err.Error(), "data row 37, column 2: value NaN is not finite", "%v remote=%v", raw, d.X == nil)
+			assert.Empty(t, acct.Steps())
+		}
+	}
+}
+
+// Every pca estimator has a path through aggregation passes, marked in
+// the catalogue.
+func TestEveryEstimatorRemote(t *testing.T) {
+	for _, est := range Estimators() {
+		info, err := sdk.InfoOf(est)
+		require.NoError(t, err)
+		assert.True(t, info.Remote, info.Name)
+	}
 }

@@ -15,17 +15,33 @@
 // as for the one file holding the same rows). DIR receives stats.json
 // (dataio.StatsManifest), sum.npy (1×p) and moment.npy (p×p). Progress goes
 // to stderr. A failed pipeline writes no stats.json and exits 1.
+//
+// How shards are read: --format (npy, csv, idx or parquet; default
+// detected, .parquet/.parq files being Parquet), --header and --scale as
+// for dplr fit. The columns of Parquet shards are named by --features
+// (scalar numeric columns, in order) or --feature-list (one list column
+// holding a row's features); without either, every numeric column is a
+// feature (but the user and response columns of users and trace data),
+// else the file's one list column. For users and trace data
+// --user-column (default "user"; INT32, INT64 or text ids) and
+// --response-column (default "y") name the other columns. The same
+// --features, --user-column and --response-column name the columns of CSV
+// shards (header names or 0-based indexes, with dplr fit's defaults);
+// .npy and IDX shards, which a glob may mix with the others, have no named
+// columns.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +57,7 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-const usage = "usage: dplr-beam stats --data GLOB --out DIR [--clip C] [--runner prism|flink|spark|dataflow] [--format npy|csv] [--header auto|yes|no] [--temp DIR] [Beam runner flags]\n" +
+const usage = "usage: dplr-beam stats --data GLOB --out DIR [--clip C] [--runner prism|flink|spark|dataflow] " + statsReadUsage + " [--temp DIR] [Beam runner flags]\n" +
 	"(fits run through the host: dplr fit ESTIMATOR --data GLOB --engine beam)"
 
 // run is the command; exit codes: 0 success, 1 pipeline failure, 2 usage.
@@ -60,13 +76,18 @@ func run(args []string) int {
 		return 2
 	}
 	fs := flag.NewFlagSet("dplr-beam stats", flag.ContinueOnError)
-	dataGlob := fs.String("data", "", "shards: a glob of .npy or CSV files on any filesystem Beam knows")
+	dataGlob := fs.String("data", "", "shards: a glob of .npy, CSV or Parquet files on any filesystem Beam knows")
 	out := fs.String("out", "", "directory receiving stats.json, sum.npy and moment.npy")
 	clip := fs.Float64("clip", 0, "public row-norm bound applied to each row before aggregation (0: none)")
 	runner := fs.String("runner", "prism", "Beam runner: prism (embedded, the only one tested here), flink, spark, dataflow, universal; their usual Beam flags follow (e.g. --endpoint, --project, --region, --temp_location)")
-	format := fs.String("format", "", "shard format: npy or csv (default: detected)")
-	header := fs.String("header", "", "CSV shards: auto, yes or no")
+	rf := registerReadFlags(fs)
 	tempDir := fs.String("temp", "", "where the pipeline writes its one aggregate (reachable from workers and driver; default a local temporary directory)")
+	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "--h" || a == "-help" || a == "--help" }) {
+		fmt.Fprintln(os.Stderr, usage)
+		fs.SetOutput(os.Stderr)
+		fs.PrintDefaults()
+		return 0
+	}
 	own, beamArgs := splitArgs(fs, args[1:])
 	if err := fs.Parse(own); err != nil {
 		return 2
@@ -77,6 +98,14 @@ func run(args []string) int {
 	}
 	if *dataGlob == "" || *out == "" {
 		fmt.Fprintln(os.Stderr, "dplr-beam: --data and --out are required\n"+usage)
+		return 2
+	}
+	ro, err := rf.options()
+	if err == nil && (ro.Parquet.User != "" || ro.Parquet.Response != "") {
+		err = errors.New("--user-column and --response-column are for users and trace data; stats reads rows")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
 		return 2
 	}
 	if !(*clip >= 0) || math.IsInf(*clip, 0) {
@@ -102,7 +131,7 @@ func run(args []string) int {
 
 	t0 := time.Now()
 	opt := stats.Options{Runner: stats.Runner(*runner), TempDir: *tempDir, Progress: progress,
-		Read: stats.ReadOptions{Format: *format, Header: *header}}
+		Read: ro}
 	st, err := stats.ComputeRows(ctx, *dataGlob, *clip, opt)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)

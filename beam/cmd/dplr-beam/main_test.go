@@ -4,20 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/xitongsys/parquet-go-source/local"
+	"github.com/xitongsys/parquet-go/writer"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/beam/stats"
 	"github.com/dplr/dplr/engine/cli"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
@@ -303,24 +310,12 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.Zero(t, spent())
 	require.NoError(t, os.Remove(bad))
 
-	// clip=auto is refused before the pipeline runs.
-	code, _, stderr = dplr(t, "fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--rho", "0.25", "--set", "rank=2")
-	assert.Equal(t, cli.ExitUsage, code, stderr)
-	assert.Contains(t, stderr, "clip=auto")
-
-	// An estimator without a from-statistics path is refused before the
-	// pipeline runs.
+	// An estimator with neither a from-statistics path nor one through
+	// aggregation passes is refused before any pipeline runs.
 	code, _, stderr = dplr(t, "fit", "pca-nonprivate", "--non-private", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--set", "rank=2")
 	assert.Equal(t, cli.ExitUsage, code, stderr)
-	assert.Contains(t, stderr, "no path from aggregated statistics")
+	assert.Contains(t, stderr, "neither a path from aggregated statistics nor one through aggregation passes")
 	assert.NotContains(t, stderr, "rows pipeline")
-	assert.Zero(t, spent())
-
-	// An option that needs the rows is refused by the plugin's pre-flight
-	// check, after the pipeline and before anything is reserved.
-	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir(), "--set", "center=private"}, common...)...)
-	assert.Equal(t, cli.ExitUsage, code, stderr)
-	assert.Contains(t, stderr, "center=private")
 	assert.Zero(t, spent())
 
 	// The catalogue says which estimators run on statistics.
@@ -354,4 +349,199 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.Equal(t, cli.ExitBudget, code, stderr)
 	assert.Contains(t, stderr, "shares about")
 	assert.InDelta(t, 0.5, spent(), 1e-12)
+
+	// Options that need more than the statistics (a private clip, private
+	// centring) run through aggregation passes instead, charged as usual.
+	noClip := slices.Clone(common)
+	i := slices.Index(noClip, "clip=3")
+	noClip = slices.Delete(noClip, i-1, i+1)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"clip=auto", append(noClip, "--set", "clip=auto")},
+		{"center=private", append(slices.Clone(common), "--set", "center=private")},
+	} {
+		before := spent()
+		code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, tc.flags...)...)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "aggregation pass", tc.name)
+		assert.InDelta(t, before+0.25, spent(), 1e-12, tc.name)
+	}
+}
+
+// writeWideParquet writes the rows x (p = 4 features) as a Parquet file
+// whose columns are, in order: an INT64 id, the features in the order
+// c, a, d, b, a text note, a numeric weight, and a list column holding
+// the features in their order a, b, c, d and another list column; the
+// id, the weight and the other list are numeric columns that are not
+// features.
+func writeWideParquet(t *testing.T, path string, x []float64, first int) {
+	t.Helper()
+	type wideRow struct {
+		ID    int64     `parquet:"name=id, type=INT64"`
+		C     float64   `parquet:"name=c, type=DOUBLE"`
+		A     float64   `parquet:"name=a, type=DOUBLE"`
+		D     float64   `parquet:"name=d, type=DOUBLE"`
+		B     float64   `parquet:"name=b, type=DOUBLE"`
+		Note  string    `parquet:"name=note, type=BYTE_ARRAY, convertedtype=UTF8"`
+		W     float64   `parquet:"name=w, type=DOUBLE"`
+		V     []float64 `parquet:"name=v, type=LIST, valuetype=DOUBLE"`
+		Other []float64 `parquet:"name=other, type=LIST, valuetype=DOUBLE"`
+	}
+	fw, err := local.NewLocalFileWriter(path)
+	require.NoError(t, err)
+	defer fw.Close()
+	pw, err := writer.NewParquetWriter(fw, new(wideRow), 1)
+	require.NoError(t, err)
+	for i := 0; i < len(x)/4; i++ {
+		r := x[i*4 : (i+1)*4]
+		require.NoError(t, pw.Write(wideRow{ID: int64(first + i), A: r[0], B: r[1], C: r[2], D: r[3],
+			Note: fmt.Sprintf("row %d", first+i), W: float64(i % 5), V: slices.Clone(r), Other: []float64{1, float64(i)}}))
+	}
+	require.NoError(t, pw.WriteStop())
+}
+
+// statsArgs runs `dplr-beam stats` with args and opens its output as the
+// plugin does.
+func statsArgs(t *testing.T, args ...string) (dataio.Handle, *data.Dataset) {
+	t.Helper()
+	out := t.TempDir()
+	require.Equal(t, 0, run(append([]string{"stats", "--out", out}, args...)))
+	h, err := host.LoadStatistics(out, t.TempDir())
+	require.NoError(t, err)
+	ds, closer, err := transport.OpenHandle(transport.HandleToProto(h))
+	require.NoError(t, err)
+	t.Cleanup(func() { closer.Close() })
+	return h, ds
+}
+
+// TestStatsColumnFlags: Parquet shards with extra columns (an id, a note,
+// a weight, a second list), and CSV shards with extra columns, read with
+// their feature columns named on the command line, give the statistics
+// and source identity of the same rows as one .npy file.
+func TestStatsColumnFlags(t *testing.T) {
+	const n, p = 240, 4
+	_, whole, x := shards(t, n, p)
+	hWant, want := statsArgs(t, "--data", whole, "--clip", "3")
+	k := n / 3
+	pqDir := t.TempDir()
+	writeWideParquet(t, filepath.Join(pqDir, "s0.parquet"), x[:k*p], 0)
+	writeWideParquet(t, filepath.Join(pqDir, "s1.parquet"), x[k*p:], k)
+	csvDir := t.TempDir()
+	for s, part := range [][]float64{x[:k*p], x[k*p:]} {
+		var b strings.Builder
+		b.WriteString("id,b,w,a,d,c\n")
+		for i := 0; i < len(part)/p; i++ {
+			r := part[i*p : (i+1)*p]
+			fmt.Fprintf(&b, "%d,%v,%d,%v,%v,%v\n", i, r[1], i%3, r[0], r[3], r[2])
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(csvDir, fmt.Sprintf("s%d.csv", s)), []byte(b.String()), 0o644))
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"parquet scalar columns", []string{"--data", filepath.Join(pqDir, "*.parquet"), "--features", "a,b,c,d"}},
+		{"parquet list column", []string{"--data", filepath.Join(pqDir, "*.parquet"), "--feature-list", "v"}},
+		{"parquet forced format", []string{"--data", filepath.Join(pqDir, "s*"), "--format", "parquet", "--features", "a, b, c, d"}},
+		{"csv named columns", []string{"--data", filepath.Join(csvDir, "*.csv"), "--features", "a,b,c,d"}},
+		{"csv column indexes", []string{"--data", filepath.Join(csvDir, "*.csv"), "--header", "yes", "--features", "3,1,5,4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, got := statsArgs(t, append(tc.args, "--clip", "3")...)
+			assert.Equal(t, hWant.Source, h.Source, "source identity")
+			require.NotNil(t, got.Stats)
+			assert.Equal(t, want.Stats.N, got.Stats.N)
+			assert.Less(t, relErr(got.Stats.Moment, want.Stats.Moment), 1e-12)
+			assert.Less(t, relErr(mat.NewDense(1, p, got.Stats.Sum), mat.NewDense(1, p, want.Stats.Sum)), 1e-12)
+		})
+	}
+	// Without the flags the features are ambiguous (scalar and list
+	// numeric columns): refused. In the CSV shards every column is one.
+	assert.Equal(t, 1, run([]string{"stats", "--data", filepath.Join(pqDir, "*.parquet"), "--out", t.TempDir()}))
+	_, got := statsArgs(t, "--data", filepath.Join(csvDir, "*.csv"))
+	assert.Equal(t, 6, got.Stats.Moment.SymmetricDim())
+}
+
+// TestReadFlags: the shard-reading flags give the read options, and
+// inconsistent ones are usage errors; the usage texts list them.
+func TestReadFlags(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	registerReadFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		assert.Contains(t, readUsage, "--"+f.Name+" ")
+		if f.Name != "user-column" && f.Name != "response-column" {
+			assert.Contains(t, statsReadUsage, "--"+f.Name+" ")
+		}
+	})
+	for _, tc := range []struct {
+		args []string
+		want stats.ReadOptions
+		err  string
+	}{
+		{nil, stats.ReadOptions{}, ""},
+		{[]string{"--format", "Parquet", "--features", "a, b ,c", "--user-column", "uid", "--response-column", "label"},
+			stats.ReadOptions{Format: "parquet", Parquet: stats.ParquetSchema{Features: []string{"a", "b", "c"}, User: "uid", Response: "label"}}, ""},
+		{[]string{"--feature-list", "x", "--header", "no", "--scale", "0.5"},
+			stats.ReadOptions{Header: "no", Scale: 0.5, Parquet: stats.ParquetSchema{List: "x"}}, ""},
+		{[]string{"--format", "csv", "--features", "0,2"}, stats.ReadOptions{Format: "csv", Parquet: stats.ParquetSchema{Features: []string{"0", "2"}}}, ""},
+		{[]string{"--format", "xls"}, stats.ReadOptions{}, "--format"},
+		{[]string{"--header", "maybe"}, stats.ReadOptions{}, "--header"},
+		{[]string{"--scale", "NaN"}, stats.ReadOptions{}, "--scale"},
+		{[]string{"--features", "a", "--feature-list", "x"}, stats.ReadOptions{}, "give one"},
+		{[]string{"--features", "a,,b"}, stats.ReadOptions{}, "empty column"},
+		{[]string{"--features", "a,b,a"}, stats.ReadOptions{}, "named twice"},
+		{[]string{"--user-column", "u", "--response-column", "u"}, stats.ReadOptions{}, "both name"},
+		{[]string{"--features", "a,y", "--response-column", "y"}, stats.ReadOptions{}, "both a feature"},
+		{[]string{"--format", "csv", "--feature-list", "x"}, stats.ReadOptions{}, "needs Parquet"},
+		{[]string{"--format", "npy", "--features", "a"}, stats.ReadOptions{}, "no named columns"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			rf := registerReadFlags(fs)
+			require.NoError(t, fs.Parse(tc.args))
+			got, err := rf.options()
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestStatsReadFlagRefusals: stats refuses inconsistent read flags, and
+// the user and response columns (it reads rows), as usage errors; a column
+// name wrong for a CSV shard fails the pipeline with the reader's message.
+func TestStatsReadFlagRefusals(t *testing.T) {
+	glob, _, _ := shards(t, 30, 3)
+	for _, args := range [][]string{
+		{"--user-column", "u"},
+		{"--response-column", "y"},
+		{"--features", "a", "--feature-list", "x"},
+		{"--format", "xls"},
+	} {
+		assert.Equal(t, 2, run(append([]string{"stats", "--data", glob, "--out", t.TempDir()}, args...)), "%v", args)
+	}
+	assert.Equal(t, 0, run([]string{"stats", "--help"}))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.csv"), []byte("a,b\n1,2\n3,4\n"), 0o644))
+	_, err := stats.ComputeRows(context.Background(), filepath.Join(dir, "*.csv"), 0, stats.Options{Read: stats.ReadOptions{Parquet: stats.ParquetSchema{Features: []string{"a", "c"}}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no column named "c" (columns: a, b)`)
+}
+
+// TestPassReadFlags: describe and pass take the same shard-reading flags
+// as stats (registerReadFlags), refusing inconsistent ones as usage
+// errors.
+func TestPassReadFlags(t *testing.T) {
+	f := newPassFlags("describe", false)
+	require.Equal(t, 0, f.parse([]string{"--data", "x/*.parquet", "--kind", "users", "--features", "a,b", "--user-column", "uid", "--response-column", "label", "--scale", "2"}))
+	_, ro := f.options()
+	assert.Equal(t, stats.ReadOptions{Scale: 2, Parquet: stats.ParquetSchema{Features: []string{"a", "b"}, User: "uid", Response: "label"}}, ro)
+	f = newPassFlags("pass", true)
+	assert.Equal(t, 2, f.parse([]string{"--data", "x", "--request", "r", "--out", "o", "--features", "a", "--feature-list", "v"}))
 }

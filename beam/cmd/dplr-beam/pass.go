@@ -3,8 +3,12 @@ package main
 // The describe and pass subcommands: the Beam side of the estimators that
 // reach their data only through aggregation passes (package engine/pass).
 //
-//	dplr-beam describe --data GLOB --kind rows|trace|users [--d1 D1 --d2 D2] [--format F] [--header H] [--runner R] [Beam flags]
+//	dplr-beam describe --data GLOB --kind rows|trace|users [--d1 D1 --d2 D2] [read flags] [--runner R] [Beam flags]
 //	dplr-beam pass --data GLOB --kind K [...] --request FILE --out DIR
+//
+// The read flags (registerReadFlags: --format, --header, --scale,
+// --features, --feature-list, --user-column, --response-column) are those
+// of stats.
 //
 // describe prints (stdout, JSON, host.BeamDescription) the data set's
 // public shape and the source identity of all its rows, merged across
@@ -31,13 +35,15 @@ import (
 
 // passFlags are the flags describe and pass share.
 type passFlags struct {
-	fs                   *flag.FlagSet
-	data, kind, runner   *string
-	format, header, temp *string
-	d1, d2               *int
-	request, out         *string
-	withRequest          bool
-	beamArgs             []string
+	fs                 *flag.FlagSet
+	data, kind, runner *string
+	temp               *string
+	read               *readFlags
+	ro                 stats.ReadOptions
+	d1, d2             *int
+	request, out       *string
+	withRequest        bool
+	beamArgs           []string
 }
 
 func newPassFlags(name string, withRequest bool) *passFlags {
@@ -48,8 +54,7 @@ func newPassFlags(name string, withRequest bool) *passFlags {
 	f.d1 = fs.Int("d1", 0, "trace data: rows of each sample matrix (0: from the files)")
 	f.d2 = fs.Int("d2", 0, "trace data: columns of each sample matrix (0: from the files)")
 	f.runner = fs.String("runner", "prism", "Beam runner: prism (embedded, the only one tested here), flink, spark, dataflow, universal; their usual Beam flags follow")
-	f.format = fs.String("format", "", "shard format: npy, csv or parquet (default: detected)")
-	f.header = fs.String("header", "", "CSV shards: auto, yes or no")
+	f.read = registerReadFlags(fs)
 	f.temp = fs.String("temp", "", "where the pipelines write their one aggregate (reachable from workers and driver; default a local temporary directory)")
 	if withRequest {
 		f.request = fs.String("request", "", "the pass request (JSON, written by the host)")
@@ -78,6 +83,12 @@ func (f *passFlags) parse(args []string) int {
 		fmt.Fprintf(os.Stderr, "dplr-beam: --kind %q: want rows, trace or users\n", *f.kind)
 		return 2
 	}
+	ro, err := f.read.options()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
+		return 2
+	}
+	f.ro = ro
 	if *f.d1 < 0 || *f.d2 < 0 {
 		fmt.Fprintln(os.Stderr, "dplr-beam: --d1 and --d2 must be non-negative")
 		return 2
@@ -99,8 +110,7 @@ func (f *passFlags) parse(args []string) int {
 }
 
 func (f *passFlags) options() (stats.Options, stats.ReadOptions) {
-	ro := stats.ReadOptions{Format: *f.format, Header: *f.header}
-	return stats.Options{Runner: stats.Runner(*f.runner), TempDir: *f.temp, Progress: progress, Read: ro}, ro
+	return stats.Options{Runner: stats.Runner(*f.runner), TempDir: *f.temp, Progress: progress, Read: f.ro}, f.ro
 }
 
 // describeOutput is the description as the host reads it.

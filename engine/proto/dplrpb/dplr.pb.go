@@ -35,6 +35,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// CatalogueRequest asks a plugin for its catalogue (no fields).
 type CatalogueRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -71,6 +72,8 @@ func (*CatalogueRequest) Descriptor() ([]byte, []int) {
 	return file_dplr_proto_rawDescGZIP(), []int{0}
 }
 
+// CatalogueResponse is a plugin's catalogue: who it is, how it computes,
+// and the estimators it serves.
 type CatalogueResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Plugin          string                 `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"`                                        // plugin name, e.g. "pca"
@@ -155,6 +158,9 @@ func (x *CatalogueResponse) GetProtocolVersion() int32 {
 	return 0
 }
 
+// EstimatorInfo is one estimator's catalogue entry: what it computes, the
+// data it takes, the guarantee it gives, the budgets and parameters it
+// accepts, and the ways it can reach a data set.
 type EstimatorInfo struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -295,6 +301,8 @@ func (x *EstimatorInfo) GetRemote() bool {
 	return false
 }
 
+// ParamSpec is one estimator parameter; values travel as strings (see
+// FitRequest.params) and are validated against this specification.
 type ParamSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -958,6 +966,8 @@ func (x *Shape) GetRemote() bool {
 	return false
 }
 
+// CheckRequest is the pre-flight check of a fit: everything of the
+// FitRequest except the data, whose public shape alone is sent.
 type CheckRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Estimator     string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
@@ -1026,6 +1036,8 @@ func (x *CheckRequest) GetShape() *Shape {
 	return nil
 }
 
+// CheckResponse is the plugin's answer to a pre-flight check it accepts
+// (a refusal is a gRPC InvalidArgument status instead).
 type CheckResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// footprint_bytes estimates the fit's peak memory in bytes (0: unknown).
@@ -1107,6 +1119,8 @@ func (x *CheckResponse) GetPasses() []string {
 	return nil
 }
 
+// FitRequest asks for one fit: the estimator, its parameters (as strings),
+// the run's privacy budget and the prepared data set.
 type FitRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Estimator string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
@@ -1185,6 +1199,10 @@ func (x *FitRequest) GetSeed() uint64 {
 	return 0
 }
 
+// Step is one privacy step: a mechanism applied to a query of the given
+// sensitivity with noise of the given scale, and the cost the plugin
+// claims for it (the host recomputes the cost from mechanism, calibration,
+// sensitivity and scale, and refuses a step whose claim differs).
 type Step struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1317,6 +1335,8 @@ func (x *Step) GetGrid() float64 {
 	return 0
 }
 
+// Guarantee is the privacy guarantee a fit states; the host replaces its
+// figures by its own composition of the verified steps.
 type Guarantee struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "pure", "approx", "zcdp", "model", "nominal", "none"
@@ -1449,6 +1469,7 @@ func (x *Guarantee) GetMu() float64 {
 	return 0
 }
 
+// Progress reports how far a fit's stage has come (done of total).
 type Progress struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Stage         string                 `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
@@ -1611,6 +1632,7 @@ func (x *MatrixChunk) GetData() []float64 {
 	return nil
 }
 
+// Scalar is one scalar output of a fit with its release class.
 type Scalar struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1679,6 +1701,8 @@ func (x *Scalar) GetDoc() string {
 	return ""
 }
 
+// Series is one output sequence of a fit (a value per iteration, say)
+// with its release class.
 type Series struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1747,6 +1771,9 @@ func (x *Series) GetDoc() string {
 	return ""
 }
 
+// FitResult ends a successful fit: its scalar and series outputs, its
+// guarantee and every privacy step it took (which must equal those
+// announced during the fit), with diagnostics about the plugin process.
 type FitResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Scalars       []*Scalar              `protobuf:"bytes,1,rep,name=scalars,proto3" json:"scalars,omitempty"`
@@ -1855,6 +1882,8 @@ func (x *FitResult) GetMaxRssKb() int64 {
 	return 0
 }
 
+// FitEvent is one message of a fit's stream from the plugin (Fit and
+// FitPasses).
 type FitEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:

@@ -41,7 +41,7 @@ type Source interface {
 	// the cells of the increasing grid (quantile.Counts): len(grid)+1
 	// counts summing to n. It fails on a row whose norm is not finite.
 	NormCounts(ctx context.Context, grid, mu []float64) ([]int64, error)
-	// Sum returns Σ_i min(1, c/‖x_i‖)·x_i, c > 0.
+	// Sum returns Σ_i min(1, c/‖x_i‖)·x_i (c ≤ 0: the plain sum Σ_i x_i).
 	Sum(ctx context.Context, c float64) ([]float64, error)
 	// SecondMoment returns scale·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with
 	// w_i = min(1, c/‖x_i−μ‖) (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0)
@@ -97,7 +97,17 @@ func (l local) Dims() (int, int) { return l.x.Dims() }
 func (l local) Rows() *mat.Dense { return l.x }
 func (l local) Finite() error    { return clip.Finite(l.x) }
 func (l local) Sum(ctx context.Context, c float64) ([]float64, error) {
-	return clip.Sum(ctx, l.x, c)
+	if c > 0 {
+		return clip.Sum(ctx, l.x, c)
+	}
+	n, p := l.x.Dims()
+	sum := make([]float64, p)
+	for i := 0; i < n; i++ {
+		for j, v := range l.x.RawRowView(i)[:p] {
+			sum[j] += v
+		}
+	}
+	return sum, nil
 }
 
 func (l local) NormCounts(ctx context.Context, grid, mu []float64) ([]int64, error) {
@@ -172,6 +182,7 @@ func (s remote) NormCounts(ctx context.Context, grid, mu []float64) ([]int64, er
 }
 
 func (s remote) Sum(ctx context.Context, c float64) ([]float64, error) {
+	c = math.Max(c, 0)
 	res, err := s.run(ctx, data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": c}})
 	if err != nil {
 		return nil, err
