@@ -25,12 +25,14 @@ type Description struct {
 	// N is the number of rows (samples), P the number of features; D1, D2
 	// the sample matrices' shape (trace data); Users the number of distinct
 	// user ids across all shards (users data).
-	N          int64
-	P, D1, D2  int
-	Users      int64
-	Shards     int
-	Identity   dataio.IdentityParts
-	mismatched string
+	N         int64
+	P, D1, D2 int
+	Users     int64
+	// Shards is the number of files read.
+	Shards int
+	// Identity holds the parts of the source identity of all rows
+	// (Identity.Identity() is the ledger's key).
+	Identity dataio.IdentityParts
 }
 
 // Remote returns the description as the public shape an estimator sees

@@ -29,6 +29,61 @@ func relDiff(a, b []float64) float64 {
 	return math.Sqrt(d / n)
 }
 
+// passCase is one pass to compare on Beam and on one machine
+// (checkPassMatchesLocal).
+type passCase struct {
+	// Glob names the shards, Whole the one file holding their rows.
+	Glob, Whole string
+	// Kind, D1, D2 and Read say how both are read (Read.Format and Header
+	// apply to the shards; Load to the whole file, whose Kind, D1, D2 are
+	// set from these).
+	Kind   data.Kind
+	D1, D2 int
+	Read   ReadOptions
+	Load   dataio.LoadOptions
+	// Requests are the passes to run.
+	Requests []data.PassRequest
+}
+
+// checkPassMatchesLocal describes the shards (their identity must be the
+// whole file's and their shape its shape), runs every request with RunPass
+// and checks that the result equals pass.Local on the whole file: the
+// same record count, outputs within 1e-12 relative (Frobenius norm of the
+// difference over that of the reference), scalars within 1e-12 relative.
+// Helpers writing pass kinds call it from their tests.
+func checkPassMatchesLocal(t *testing.T, c passCase) {
+	t.Helper()
+	ctx := context.Background()
+	lo := c.Load
+	lo.Kind, lo.D1, lo.D2 = c.Kind, c.D1, c.D2
+	ds, wantID, err := dataio.LoadIdentity(c.Whole, lo)
+	require.NoError(t, err)
+	desc, err := Describe(ctx, c.Glob, c.Kind, c.D1, c.D2, Options{Read: c.Read})
+	require.NoError(t, err)
+	require.Equal(t, wantID, desc.Identity.Identity(), "source identity")
+	require.Equal(t, pass.ShapeOf(ds), desc.Remote(), "shape")
+	for _, req := range c.Requests {
+		got, err := RunPass(ctx, c.Glob, desc.Remote(), c.Read, req, Options{})
+		require.NoError(t, err, req.Kind)
+		want, err := pass.Local(ds).Pass(ctx, req)
+		require.NoError(t, err, req.Kind)
+		require.Equal(t, want.Records, got.Records, req.Kind)
+		require.Len(t, got.Outputs, len(want.Outputs))
+		for i, w := range want.Outputs {
+			g := got.Outputs[i]
+			require.Equal(t, []any{w.Name, w.Rows, w.Cols}, []any{g.Name, g.Rows, g.Cols})
+			d := relDiff(g.Data, w.Data)
+			t.Logf("%s %v: %s relative difference %.2g", req.Kind, req.Params, w.Name, d)
+			assert.Less(t, d, 1e-12, "%s: %s", req.Kind, w.Name)
+		}
+		require.Len(t, got.Scalars, len(want.Scalars))
+		for name, w := range want.Scalars {
+			d := relDiff([]float64{got.Scalars[name]}, []float64{w})
+			assert.Less(t, d, 1e-12, "%s: scalar %s = %v, want %v", req.Kind, name, got.Scalars[name], w)
+		}
+	}
+}
+
 // TestRunPassRowsMoment: rows.moment on Beam equals the reference pass
 // over the one file holding the same rows, and the description's identity
 // is that file's.
@@ -37,30 +92,17 @@ func TestRunPassRowsMoment(t *testing.T) {
 	x := synth(500, p, 11)
 	dir := t.TempDir()
 	whole := writeShards(t, dir, x, p, []int{130, 1, 200, 169}, true)
-	ds, wantID, err := dataio.LoadIdentity(whole, dataio.LoadOptions{})
-	require.NoError(t, err)
-	ctx := context.Background()
-	glob := filepath.Join(dir, "shard-*")
-	desc, err := Describe(ctx, glob, data.Rows, 0, 0, Options{})
-	require.NoError(t, err)
-	assert.Equal(t, wantID, desc.Identity.Identity())
-	assert.Equal(t, &data.Remote{N: 500, P: p}, desc.Remote())
-	assert.Equal(t, 4, desc.Shards)
+	c := passCase{Glob: filepath.Join(dir, "shard-*"), Whole: whole, Kind: data.Rows}
 	for _, clip := range []float64{0, 1.5} {
-		req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": clip}}
-		got, err := RunPass(ctx, glob, desc.Remote(), ReadOptions{}, req, Options{})
-		require.NoError(t, err)
-		want, err := pass.Local(ds).Pass(ctx, req)
-		require.NoError(t, err)
-		require.Equal(t, want.Records, got.Records)
-		require.Len(t, got.Outputs, len(want.Outputs))
-		for i, w := range want.Outputs {
-			g := got.Outputs[i]
-			require.Equal(t, []any{w.Name, w.Rows, w.Cols}, []any{g.Name, g.Rows, g.Cols})
-			d := relDiff(g.Data, w.Data)
-			t.Logf("clip %v: %s relative difference %.2g", clip, w.Name, d)
-			assert.Less(t, d, 1e-12, w.Name)
-		}
+		c.Requests = append(c.Requests, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": clip}})
+	}
+	checkPassMatchesLocal(t, c)
+}
+
+// TestEveryPassKindOnBeam: every pass kind has a Beam implementation.
+func TestEveryPassKindOnBeam(t *testing.T) {
+	for _, k := range pass.Kinds() {
+		assert.Contains(t, PassKinds(), k, "pass kind %s has no Beam implementation (RegisterPass)", k)
 	}
 }
 
@@ -125,7 +167,7 @@ func TestDescribeIdentity(t *testing.T) {
 }
 
 // TestDescribeReaderErrors: an empty shard, a corrupt shard and a NaN row
-// fail the description (and so every pass) with the single-machine
+// fail the description (and the rows.moment pass) with the single-machine
 // reader's message for that file.
 func TestDescribeReaderErrors(t *testing.T) {
 	good := "user,x0,x1,x2,x3,y\n1,1,2,3,4,5\n2,2,3,4,5,6\n"
@@ -155,7 +197,55 @@ func TestDescribeReaderErrors(t *testing.T) {
 				_, err := Describe(context.Background(), filepath.Join(dir, "s*"), kind, d1, d2, Options{})
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
+				if kind == data.Rows {
+					// The pass pipeline fails with the same message.
+					req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1}}
+					_, err := RunPass(context.Background(), filepath.Join(dir, "s*"), &data.Remote{N: 4, P: 6}, ReadOptions{}, req, Options{})
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
+				}
 			})
 		}
 	}
+}
+
+// TestDescribeParquetIdentity: Parquet shards of users and trace data
+// have the identity the single-machine reader gives the same rows as
+// arrays (features .npy, response and user id files), in any shard order.
+func TestDescribeParquetIdentity(t *testing.T) {
+	const d = 4
+	recs := usersData(10, d, 31)
+	var x, y []float64
+	var u []int64
+	for _, r := range recs {
+		x = append(x, r.x...)
+		y = append(y, r.y)
+		u = append(u, r.id)
+	}
+	n := len(recs)
+	adir := t.TempDir()
+	xs, ys, us := filepath.Join(adir, "x.npy"), filepath.Join(adir, "y.npy"), filepath.Join(adir, "u.npy")
+	require.NoError(t, dataio.SaveNPYFloat64(xs, []int{n, d}, x))
+	require.NoError(t, dataio.SaveNPYFloat64(ys, []int{n}, y))
+	require.NoError(t, dataio.SaveNPYInt64(us, u))
+	dir := t.TempDir()
+	cut := n / 3
+	writeParquet(t, filepath.Join(dir, "p1.parquet"), x[:cut*d], d, u[:cut], y[:cut], pqList)
+	writeParquet(t, filepath.Join(dir, "p0.parquet"), x[cut*d:], d, u[cut:], y[cut:], pqList)
+	ctx := context.Background()
+	ro := ReadOptions{Parquet: ParquetSchema{List: "x"}}
+
+	ds, want, err := dataio.LoadIdentity(xs, dataio.LoadOptions{Kind: data.Users, ResponsePath: ys, UsersPath: us})
+	require.NoError(t, err)
+	desc, err := Describe(ctx, filepath.Join(dir, "*.parquet"), data.Users, 0, 0, Options{Read: ro})
+	require.NoError(t, err)
+	assert.Equal(t, want, desc.Identity.Identity())
+	assert.Equal(t, pass.ShapeOf(ds), desc.Remote())
+
+	ds, want, err = dataio.LoadIdentity(xs, dataio.LoadOptions{Kind: data.Trace, D1: 2, D2: 2, ResponsePath: ys})
+	require.NoError(t, err)
+	desc, err = Describe(ctx, filepath.Join(dir, "*.parquet"), data.Trace, 2, 2, Options{Read: ro})
+	require.NoError(t, err)
+	assert.Equal(t, want, desc.Identity.Identity())
+	assert.Equal(t, pass.ShapeOf(ds), desc.Remote())
 }

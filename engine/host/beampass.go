@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -34,6 +35,10 @@ const (
 	maxBeamDescription = 1 << 20
 	maxPassManifest    = 1 << 20
 )
+
+// beamCancelDelay is how long a cancelled dplr-beam may take to stop
+// before it is killed.
+const beamCancelDelay = 10 * time.Second
 
 // MaxPassRequestBytes bounds a pass request file (JSON; `dplr-beam pass`
 // refuses a larger one).
@@ -166,6 +171,10 @@ func (b BeamData) run(ctx context.Context, what string, args []string, stdout io
 	}
 	cmd := exec.CommandContext(ctx, b.Binary, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Cancelled: interrupt dplr-beam (it stops its pipeline and removes
+	// its temporary files), kill it if it has not exited after a while.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = beamCancelDelay
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPipeline, what, ctx.Err())
@@ -211,14 +220,14 @@ func decodeStrict(b []byte, v any) error {
 // DescribeBeam runs `dplr-beam describe` over b's shards: a pipeline that
 // reads every row and returns the data set's public shape and its source
 // identity, which it validates (format, kind, shape, bounded size, the
-// identity's form and row count). It runs before anything is reserved: a
-// failure spends nothing. The returned Remote has no Passer (b.Passer
-// makes one).
+// identity's form and row count). The caller runs it before anything is
+// reserved, so that a failure spends nothing. The returned Remote has no
+// Passer (b.Passer makes one).
 func DescribeBeam(ctx context.Context, b BeamData) (*data.Remote, dataio.Identity, error) {
 	var id dataio.Identity
 	out := &boundedBuffer{max: maxBeamDescription}
 	if err := b.run(ctx, "describe", b.args("describe"), out); err != nil {
-		return nil, id, fmt.Errorf("%w; nothing was reserved or spent", err)
+		return nil, id, err
 	}
 	if out.over {
 		return nil, id, fmt.Errorf("%w: describe printed more than %d bytes", ErrPipeline, maxBeamDescription)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,6 +44,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 echo "fake progress" >&2
+if [ -n "$FAKE_SLEEP" ]; then exec sleep "$FAKE_SLEEP"; fi
 case $cmd in
   describe) cat "$FAKE_DIR/describe.json";;
   pass) cp "$req" "$FAKE_DIR/request.json"; mkdir -p "$out" && cp -R "$FAKE_DIR/out/." "$out/";;
@@ -125,7 +127,7 @@ func TestDescribeBeam(t *testing.T) {
 		t.Setenv("FAKE_EXIT", "1")
 		_, _, err := DescribeBeam(context.Background(), b)
 		assert.ErrorIs(t, err, ErrPipeline)
-		assert.Contains(t, err.Error(), "nothing was reserved")
+		assert.Contains(t, err.Error(), "exit status 1")
 	})
 	t.Run("users and trace shapes", func(t *testing.T) {
 		for _, c := range []struct {
@@ -167,7 +169,7 @@ func TestBeamPasser(t *testing.T) {
 	req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1.5}}
 	want, err := pass.Local(ds).Pass(ctx, req)
 	require.NoError(t, err)
-	b := BeamData{Binary: bin, Data: "x/*.npy", Kind: data.Rows, Stderr: &bytes.Buffer{}, Work: t.TempDir()}
+	b := BeamData{Binary: bin, Data: "x/*.npy", Kind: data.Rows, Stderr: &syncBuffer{}, Work: t.TempDir()}
 	p := b.Passer(sh, id)
 	out := filepath.Join(dir, "out")
 
@@ -312,6 +314,24 @@ func TestBeamPasser(t *testing.T) {
 		assert.ErrorIs(t, err, ErrPipeline)
 		assert.ErrorIs(t, err, context.Canceled)
 	})
+	t.Run("cancelled while running", func(t *testing.T) {
+		writeGood(t)
+		t.Setenv("FAKE_SLEEP", "60")
+		c, cancel := context.WithCancel(ctx)
+		bs := b
+		progress := &syncBuffer{}
+		bs.Stderr = progress
+		go func() {
+			// Cancel once dplr-beam has started (it wrote its progress).
+			for !strings.Contains(progress.String(), "fake progress") {
+				runtime.Gosched()
+			}
+			cancel()
+		}()
+		_, err := bs.Passer(sh, id).Pass(c, req)
+		assert.ErrorIs(t, err, ErrPipeline)
+		assert.ErrorIs(t, err, context.Canceled)
+	})
 	t.Run("refused request", func(t *testing.T) {
 		require.NoError(t, os.Remove(filepath.Join(dir, "request.json")))
 		for _, r := range []data.PassRequest{
@@ -352,4 +372,22 @@ func writeRawNPY(t *testing.T, path string, v []float64) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

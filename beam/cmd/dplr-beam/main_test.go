@@ -310,11 +310,12 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.Zero(t, spent())
 	require.NoError(t, os.Remove(bad))
 
-	// An estimator with neither a from-statistics path nor one through
-	// aggregation passes is refused before any pipeline runs.
-	code, _, stderr = dplr(t, "fit", "pca-nonprivate", "--non-private", "--data", glob, "--engine", "beam", "--home", home, "--plugin-dir", plugins, "--set", "rank=2")
+	// Options that need the rows themselves (here the private feature
+	// scale, which pairs rows by their position in the file) are refused
+	// before any pipeline runs.
+	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir(), "--set", "feature_scale=private"}, common...)...)
 	assert.Equal(t, cli.ExitUsage, code, stderr)
-	assert.Contains(t, stderr, "neither a path from aggregated statistics nor one through aggregation passes")
+	assert.Contains(t, stderr, "feature_scale")
 	assert.NotContains(t, stderr, "rows pipeline")
 	assert.Zero(t, spent())
 
