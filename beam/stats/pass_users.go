@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 
@@ -19,22 +21,20 @@ import (
 // users.gradient, users.gradient_hist, users.holdout, users.altmin) as
 // Beam pipelines:
 // shards are read, rows are keyed by user id and grouped across shards,
-// each user's rows are put back in data order and the user gets its index
-// in the single-machine data set's order (UserOrder, a side input) (shard in sorted path
-// order, then row in the shard's file),
-// the user's term is computed and bounded after grouping by the same code
-// as pass.Local (pass.UsersConfig.Add), and the terms are summed (the combiner computes each user's term into its accumulator:
-// nothing d×d is formed per user). The result equals pass.Local on the data set the shards form
-// up to the order of the float sum over users.
+// each user's rows are put back in data order (shard in sorted path order,
+// then row in the shard's file), the user's term is computed and bounded
+// after grouping by the same code as pass.Local (pass.UsersConfig.Add),
+// and the terms are summed (the combiner computes each user's term into
+// its accumulator: nothing d×d is formed per user). users.altmin, whose
+// group is a mask over user indices, also co-groups each user's rows with
+// its index in the single-machine data set's order (UserOrder); no kind
+// reads a side input per user (the runner served one through its state
+// channel, about 4 ms per user). The result equals pass.Local on the data
+// set the shards form up to the order of the float sum over users.
 
-// usersPassFunc has the signature of the Beam pass registry's functions
-// (RegisterPass in pass.go): glob the shards, shape the public shape.
-type usersPassFunc = func(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error)
-
-// UsersPasses maps each users pass kind to its pipeline. Until the pass
-// registry (RegisterPass) is on this branch, the kinds are listed here;
-// registering them is one loop: for k, fn := range UsersPasses { RegisterPass(k, fn) }.
-var UsersPasses = map[string]usersPassFunc{
+// UsersPasses maps each users pass kind to its pipeline; pass.go's init
+// registers them (RegisterPass), and RunPass runs them.
+var UsersPasses = map[string]PassFunc{
 	pass.UsersUstat:        RunUsersPass,
 	pass.UsersUstatHist:    RunUsersPass,
 	pass.UsersGradient:     RunUsersPass,
@@ -110,21 +110,28 @@ func (idsCombineFn) MergeAccumulators(a, b []UserPos) []UserPos { return append(
 // ExtractOutput orders the users.
 func (idsCombineFn) ExtractOutput(a []UserPos) UserOrder { return NewUserOrder(a) }
 
-// userRowsFn puts one user's grouped rows back in data order and sets its
-// index from the sorted ids (a side input).
-type userRowsFn struct{}
+// indexUsersFn emits each user's key with its index (UserOrder lists the
+// users in index order).
+type indexUsersFn struct{}
 
-// ProcessElement sorts the user's rows by (shard, row) and emits them.
-func (userRowsFn) ProcessElement(key string, rows func(*PosRow) bool, ids func(*UserOrder) bool, emit func(pass.User)) error {
-	var order UserOrder
-	if !ids(&order) {
-		return fmt.Errorf("users pass: no user ids")
+// ProcessElement emits (key, index) for every user.
+func (indexUsersFn) ProcessElement(order UserOrder, emit func(string, int)) {
+	for i, u := range order.Users {
+		emit(u.Key, i)
 	}
+}
+
+// sortedUser puts one user's rows back in data order (shard in sorted
+// path order, then row in the shard's file).
+func sortedUser(rows func(*PosRow) bool, index int) (pass.User, error) {
 	var all []PosRow
 	var r PosRow
 	for rows(&r) {
 		all = append(all, r)
 		r = PosRow{}
+	}
+	if len(all) == 0 {
+		return pass.User{}, fmt.Errorf("users pass: a user without rows")
 	}
 	slices.SortFunc(all, func(a, b PosRow) int {
 		if c := cmp.Compare(a.Shard, b.Shard); c != 0 {
@@ -132,16 +139,40 @@ func (userRowsFn) ProcessElement(key string, rows func(*PosRow) bool, ids func(*
 		}
 		return cmp.Compare(a.Row, b.Row)
 	})
-	if len(all) == 0 {
-		return fmt.Errorf("users pass: a user without rows")
-	}
-	idx, ok := order.Index(NewUserPos(key, all[0].Shard, all[0].Row))
-	if !ok {
-		return fmt.Errorf("users pass: a user is missing from the user list")
-	}
-	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all)), Index: idx}
+	u := pass.User{X: make([][]float64, len(all)), Y: make([]float64, len(all)), Index: index}
 	for j, r := range all {
 		u.X[j], u.Y[j] = r.X, r.Y
+	}
+	return u, nil
+}
+
+// userRowsFn turns one grouped user into its rows in data order (no
+// index: the kinds without a group of users).
+type userRowsFn struct{}
+
+// ProcessElement emits the user.
+func (userRowsFn) ProcessElement(_ string, rows func(*PosRow) bool, emit func(pass.User)) error {
+	u, err := sortedUser(rows, -1)
+	if err != nil {
+		return err
+	}
+	emit(u)
+	return nil
+}
+
+// indexedUserFn turns one user co-grouped with its index into its rows in
+// data order with the index.
+type indexedUserFn struct{}
+
+// ProcessElement emits the user.
+func (indexedUserFn) ProcessElement(_ string, rows func(*PosRow) bool, index func(*int) bool, emit func(pass.User)) error {
+	var i int
+	if !index(&i) {
+		return fmt.Errorf("users pass: a user is missing from the user list")
+	}
+	u, err := sortedUser(rows, i)
+	if err != nil {
+		return err
 	}
 	emit(u)
 	return nil
@@ -211,9 +242,12 @@ func init() {
 	register.DoFn3x0[string, func(*PosRow) bool, func(UserPos)](&userKeyFn{})
 	register.Emitter1[UserPos]()
 	register.Combiner3[[]UserPos, UserPos, UserOrder](&idsCombineFn{})
-	register.Iter1[UserOrder]()
-	register.DoFn4x1[string, func(*PosRow) bool, func(*UserOrder) bool, func(pass.User), error](&userRowsFn{})
+	register.DoFn2x0[UserOrder, func(string, int)](&indexUsersFn{})
+	register.Emitter2[string, int]()
+	register.DoFn3x1[string, func(*PosRow) bool, func(pass.User), error](&userRowsFn{})
+	register.DoFn4x1[string, func(*PosRow) bool, func(*int) bool, func(pass.User), error](&indexedUserFn{})
 	register.Iter1[PosRow]()
+	register.Iter1[int]()
 	register.Emitter1[pass.User]()
 	register.Combiner3[usersAcc, pass.User, usersAcc](&usersCombineFn{})
 	register.DoFn2x1[context.Context, usersAcc, error](&writePartialFn{})
@@ -249,8 +283,14 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	pl, s := beam.NewPipelineWithRoot()
 	rows := beam.ParDo(s, &readPosRowsFn{D: shape.P, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
 	grouped := beam.GroupByKey(s, rows)
-	ids := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &userKeyFn{}, grouped))
-	users := beam.ParDo(s, &userRowsFn{}, grouped, beam.SideInput{Input: ids})
+	var users beam.PCollection
+	if req.Kind == pass.UsersAltMin {
+		order := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &userKeyFn{}, grouped))
+		index := beam.ParDo(s, &indexUsersFn{}, order)
+		users = beam.ParDo(s, &indexedUserFn{}, beam.CoGroupByKey(s, rows, index))
+	} else {
+		users = beam.ParDo(s, &userRowsFn{}, grouped)
+	}
 	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &usersCombineFn{P: shape.P, Req: req}, users))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
 		return nil, fmt.Errorf("beam pipeline failed: %w", err)
@@ -274,11 +314,80 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	return res, nil
 }
 
-// Coders: named functions (the SDK resolves coders by symbol name).
-func encodePosRow(v PosRow) ([]byte, error)         { return encodeGob(v) }
-func decodePosRow(b []byte) (PosRow, error)         { return decodeGob[PosRow](b) }
-func encodeUser(v pass.User) ([]byte, error)        { return encodeGob(v) }
-func decodeUser(b []byte) (pass.User, error)        { return decodeGob[pass.User](b) }
+// Coders: named functions (the SDK resolves coders by symbol name); rows
+// and users in a plain binary form (a gob encoder per element cost more
+// than the per-user work).
+func encodePosRow(v PosRow) ([]byte, error) {
+	b := make([]byte, 0, 8*(4+len(v.X)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.Shard))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v.Row))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Y))
+	return appendFloats(b, v.X), nil
+}
+
+func decodePosRow(b []byte) (PosRow, error) {
+	if len(b) < 24 {
+		return PosRow{}, fmt.Errorf("users row: %d bytes", len(b))
+	}
+	v := PosRow{Shard: int(binary.LittleEndian.Uint64(b)), Row: int(binary.LittleEndian.Uint64(b[8:])), Y: math.Float64frombits(binary.LittleEndian.Uint64(b[16:]))}
+	var err error
+	v.X, _, err = readFloats(b[24:])
+	return v, err
+}
+
+func encodeUser(v pass.User) ([]byte, error) {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(int64(v.Index)))
+	b = appendFloats(b, v.Y)
+	for _, x := range v.X {
+		b = appendFloats(b, x)
+	}
+	return b, nil
+}
+
+func decodeUser(b []byte) (pass.User, error) {
+	if len(b) < 8 {
+		return pass.User{}, fmt.Errorf("user: %d bytes", len(b))
+	}
+	v := pass.User{Index: int(int64(binary.LittleEndian.Uint64(b)))}
+	var err error
+	if v.Y, b, err = readFloats(b[8:]); err != nil {
+		return v, err
+	}
+	v.X = make([][]float64, len(v.Y))
+	for j := range v.X {
+		if v.X[j], b, err = readFloats(b); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+// appendFloats appends len(x) and x.
+func appendFloats(b []byte, x []float64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(x)))
+	for _, f := range x {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	return b
+}
+
+// readFloats reads what appendFloats wrote and returns the rest.
+func readFloats(b []byte) ([]float64, []byte, error) {
+	if len(b) < 8 {
+		return nil, nil, fmt.Errorf("float vector: %d bytes", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b)
+	b = b[8:]
+	if n > uint64(len(b))/8 {
+		return nil, nil, fmt.Errorf("float vector of %d values in %d bytes", n, len(b))
+	}
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return x, b[8*n:], nil
+}
+
 func encodeUsersPartial(v usersAcc) ([]byte, error) { return encodeGob(*v) }
 func decodeUsersPartial(b []byte) (usersAcc, error) {
 	v, err := decodeGob[pass.UsersPartial](b)

@@ -154,3 +154,26 @@ func TestFedRepThroughBeam(t *testing.T) {
 		})
 	}
 }
+
+// TestUsersCoders: the binary coders of users rows round-trip and refuse
+// truncated input.
+func TestUsersCoders(t *testing.T) {
+	r := PosRow{Shard: 2, Row: 7, X: []float64{1, -2.5, math.Inf(1)}, Y: -0.5}
+	b, err := encodePosRow(r)
+	require.NoError(t, err)
+	got, err := decodePosRow(b)
+	require.NoError(t, err)
+	assert.Equal(t, r, got)
+	_, err = decodePosRow(b[:len(b)-1])
+	require.Error(t, err)
+	for _, u := range []pass.User{
+		{X: [][]float64{{1, 2}, {3, 4}}, Y: []float64{5, 6}, Index: 3},
+		{X: [][]float64{}, Y: []float64{}, Index: -1},
+	} {
+		b, err := encodeUser(u)
+		require.NoError(t, err)
+		got, err := decodeUser(b)
+		require.NoError(t, err)
+		assert.Equal(t, u, got)
+	}
+}

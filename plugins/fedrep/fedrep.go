@@ -63,7 +63,12 @@ with the rest; the whole cost is in the plan.
 
 Accounting: noise=exact (the default) splits μ² of Gaussian DP over the steps (exact composition,
 σ from the grant's (ε, δ) curve; a selection's exponential mechanism makes it a PLD-scaled split);
-noise=zcdp splits ρ; the result's guarantee names the accountant that produced its figures.`,
+noise=zcdp splits ρ; the result's guarantee names the accountant that produced its figures.
+
+Remote data (dplr fit --engine beam): the same steps run on users passes computed by the pipeline
+(each user's term bounded after its rows are grouped), releasing with the same seed the same U;
+the per-user heads are not gathered through the host there (output_v=false is required), and
+mode=theory and the private selection are refused (DERIVATIONS.md §14).`,
 		Guarantee:  "(ε, δ)-DP for U by exact Gaussian composition (noise=exact, the default) or ρ-zCDP (noise=zcdp), user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    privateFedRepOptions{},

@@ -77,12 +77,6 @@ func quantileFromCounts(counts []float64, edges []float64, q float64, total int)
 // another (DERIVATIONS.md §12).
 var quantileSensitivity = math.Sqrt2
 
-// privateQuantile releases the noisy histogram of vals (one value per user,
-// n public) as one Gaussian step and returns its q-quantile.
-func privateQuantile(run *sdk.Run, name string, vals []float64, q float64, b privacy.Budget) (float64, error) {
-	return privateQuantileCounts(run, name, quantileHistogram(vals, quantileEdges()), q, len(vals), b)
-}
-
 // privateQuantileCounts releases the histogram h (bin counts of n users'
 // values on the grid quantileEdges, computed locally or by a pass) as one
 // Gaussian step and returns its q-quantile.
