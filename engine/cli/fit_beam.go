@@ -138,7 +138,15 @@ func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info
 		return client.Data{}, func() {}, err
 	}
 	if info.Statistics && f.df.d1 == 0 && f.df.d2 == 0 {
-		if _, err := beamClip(info, raw); !info.Remote || (err == nil && statsAccepts(ctx, c, info, raw, grant)) {
+		if f.df.features != "" {
+			// The statistics pipeline keys CSV shards read with --features
+			// by the selected columns, dplr fit (and describe) by the whole
+			// records: the fit goes through passes, whose identity is the
+			// one file's.
+			if !info.Remote {
+				return client.Data{}, func() {}, usagef("--engine beam: --features is not supported by the statistics pipeline (it would key the budget by the selected columns of CSV shards, not by their whole records as for the one file), and %s has no path through aggregation passes; nothing was run or spent", info.Name)
+			}
+		} else if _, err := beamClip(info, raw); !info.Remote || (err == nil && statsAccepts(ctx, c, info, raw, grant)) {
 			return beamStatistics(ctx, env, f, info, raw, home)
 		}
 	}

@@ -184,6 +184,14 @@ func TestFitBeamPrefersStatistics(t *testing.T) {
 	assert.Contains(t, r.stderr, "statistics:")
 	assert.Equal(t, 0, *calls, "no describe for passes")
 	assert.Empty(t, history(t, home, file))
+
+	// --features: the statistics pipeline would key CSV shards by the
+	// selected columns, not by the whole records as for the one file; the
+	// fit goes through passes.
+	r = dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir(), "--features", "0,1,2,3")
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "computes the statistics")
+	assert.Equal(t, 1, *calls, "described for passes")
 }
 
 // TestFitBeamReadFlags: the shard-reading flags of `dplr fit --engine
