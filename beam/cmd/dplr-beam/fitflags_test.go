@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,4 +135,56 @@ func TestBeamRunsLeaveNoTempFiles(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, left, "%s after describe and pass", d)
 	}
+}
+
+// TestFitEngineBeamUserColumns: users data in CSV shards whose columns
+// are named by --user-column, --response-column and --features (with
+// extra columns, the features out of order, a user's rows spread over the
+// shards) give, through `dplr fit --engine beam`, the release and source
+// identity of the fit on the one file with the same flags.
+func TestFitEngineBeamUserColumns(t *testing.T) {
+	const users, per, d = 24, 8, 4
+	r := rand.New(rand.NewPCG(21, 22))
+	w := make([]float64, users*d)
+	for i := range w {
+		w[i] = r.NormFloat64()
+	}
+	var recs []string
+	for i := 0; i < users*per; i++ {
+		u := r.IntN(users)
+		x := make([]float64, d)
+		y := 0.1 * r.NormFloat64()
+		for j := range x {
+			x[j] = r.NormFloat64() / 2
+			y += x[j] * w[u*d+j]
+		}
+		recs = append(recs, fmt.Sprintf("%d,%v,u%d,%v,%v,%v,%v,%d", i, x[2], u, x[0], y, x[1], x[3], i%5))
+	}
+	glob, whole := wideCSV(t, "row,c,uid,a,label,b,d,w", recs, 60, 130)
+	plugins := buildPlugin(t, "github.com/dplr/dplr/plugins/fedrep/cmd/dplr-fedrep")
+	home := t.TempDir()
+	args := []string{"--home", home, "--plugin-dir", plugins, "--epsilon", "2", "--delta", "1e-6", "--seed", "3", "--json", "--quiet",
+		"--set", "iterations=2", "--set", "rank=2", "--set", "output_v=false", "--set", "clip_w=1", "--set", "clip_y=3",
+		"--user-column", "uid", "--response-column", "label", "--features", "a,b,c,d", "--scale", "2"}
+	code, beamOut, stderr := dplr(t, append([]string{"fit", "fedrep-privaltmin", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "aggregation pass")
+	srcBeam, uBeam := fitU(t, beamOut)
+	code, fileOut, stderr := dplr(t, append([]string{"fit", "fedrep-privaltmin", "--data", whole, "--out", t.TempDir()}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	srcFile, uFile := fitU(t, fileOut)
+	assert.Equal(t, srcFile, srcBeam, "the one file's source identity")
+	e := relErr(uBeam, uFile)
+	t.Logf("fedrep-privaltmin: relative difference of U %.2g", e)
+	assert.Less(t, e, 1e-9, "same seed, same release")
+}
+
+// buildPlugin builds the plugin command cmd of the main module into a
+// fresh directory.
+func buildPlugin(t *testing.T, cmd string) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", dir, cmd).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return dir
 }
