@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -71,7 +72,9 @@ func localCopy(ctx context.Context, path string) (string, func(), error) {
 		return "", nil, fmt.Errorf("shard %s: %w", path, err)
 	}
 	defer r.Close()
-	f, err := os.CreateTemp("", "dplr-shard-*"+filepath.Ext(path))
+	// The copy keeps the file's name, whose suffixes the readers use
+	// (.tsv.gz: gzip-compressed, tab-separated).
+	f, err := os.CreateTemp("", "dplr-shard-*-"+strings.ReplaceAll(pathpkg.Base(path), "*", "_"))
 	if err != nil {
 		return "", nil, err
 	}

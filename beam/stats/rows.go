@@ -247,7 +247,8 @@ type ReadOptions struct {
 	// Scale multiplies every feature value after the source identity is
 	// taken (as dplr fit's --scale); 0 means 1.
 	Scale float64
-	// Parquet names the columns of Parquet shards (see ParquetSchema).
+	// Parquet names the columns of Parquet shards, and its User, Response
+	// and Features those of CSV shards (see ParquetSchema).
 	Parquet ParquetSchema
 }
 

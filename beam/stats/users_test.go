@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/stretchr/testify/assert"
@@ -561,4 +562,66 @@ func TestUsersPassTextIDs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkUsersCSVShard: reading a users CSV shard (10^5 rows, 20
+// features, text ids) with the single-machine loader alone, and as the
+// pipelines read it (the loader, then the id column read again for the
+// ids' text and the rows' positions).
+func BenchmarkUsersCSVShard(b *testing.B) {
+	const n, d = 100000, 20
+	r := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	sb.WriteString("user")
+	for j := range d {
+		fmt.Fprintf(&sb, ",x%d", j)
+	}
+	sb.WriteString(",y\n")
+	for range n {
+		fmt.Fprintf(&sb, "u%d", r.IntN(5000))
+		for range d + 1 {
+			sb.WriteString("," + strconvFormat(r.NormFloat64()))
+		}
+		sb.WriteByte('\n')
+	}
+	path := filepath.Join(b.TempDir(), "u.csv")
+	require.NoError(b, os.WriteFile(path, []byte(sb.String()), 0o644))
+	b.Run("loader", func(b *testing.B) {
+		for b.Loop() {
+			_, err := dataio.Load(path, dataio.LoadOptions{Kind: data.Users, SkipHash: true})
+			require.NoError(b, err)
+		}
+	})
+	b.Run("pipeline reader", func(b *testing.B) {
+		for b.Loop() {
+			_, err := readLocal(path, data.Users, ReadOptions{}, 0, 0)
+			require.NoError(b, err)
+		}
+	})
+}
+
+// TestUsersRemoteShards: users shards on another Beam filesystem (memfs
+// here; gs:// or s3:// at scale), one gzip-compressed and tab-separated,
+// are read as local files of the same name and group as the one file.
+func TestUsersRemoteShards(t *testing.T) {
+	const d = 2
+	recs := []trec{{"ann", []float64{1, 2}, 3}, {"7", []float64{0, 1}, 1}, {"ann", []float64{2, 2}, 0.5},
+		{"bo", []float64{1, 0}, 2}, {"7", []float64{1, 1}, -1}, {"bo", []float64{0, 3}, 1}, {"ann", []float64{3, 1}, 2}}
+	tsv := strings.ReplaceAll(textUsersCSV(recs[:4], d), ",", "\t")
+	var gz strings.Builder
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write([]byte(tsv))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	dir := fmt.Sprintf("memfs://%s/", t.Name())
+	memfs.Write(dir+"a.tsv.gz", []byte(gz.String()))
+	memfs.Write(dir+"b.csv", []byte(textUsersCSV(recs[4:], d)))
+	whole := filepath.Join(t.TempDir(), "whole.csv")
+	require.NoError(t, os.WriteFile(whole, []byte(textUsersCSV(recs, d)), 0o644))
+	bound := UsersOptions{Bound: 5}
+	got, err := ComputeUsers(context.Background(), dir+"*", nil, bound, Options{})
+	require.NoError(t, err)
+	want, users := usersReference(t, whole, nil, bound, math.MinInt64)
+	assert.Equal(t, users, got.Users)
+	assert.Less(t, relVec(got.Sum, want), 1e-12)
 }
