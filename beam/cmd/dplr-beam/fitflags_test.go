@@ -179,6 +179,59 @@ func TestFitEngineBeamUserColumns(t *testing.T) {
 	assert.Less(t, e, 1e-9, "same seed, same release")
 }
 
+// TestFitEngineBeamResponseColumn: trace data in CSV shards (the
+// sample matrices' entries in shuffled columns, named by --features; the
+// response by --response-column; an id and a weight besides) give,
+// through `dplr fit --engine beam`, the release and source identity of
+// the fit on the one file with the same flags.
+func TestFitEngineBeamResponseColumn(t *testing.T) {
+	const n, d1, d2 = 200, 3, 3
+	r := rand.New(rand.NewPCG(31, 32))
+	perm := r.Perm(d1 * d2)
+	head := []string{"id"}
+	for _, j := range perm {
+		head = append(head, fmt.Sprintf("e%d", j))
+	}
+	head = append(head, "resp", "w")
+	var recs []string
+	for i := 0; i < n; i++ {
+		x := make([]float64, d1*d2)
+		y := 0.1 * r.NormFloat64()
+		for j := range x {
+			x[j] = r.NormFloat64()
+			if j%(d2+1) == 0 {
+				y += x[j]
+			}
+		}
+		f := []string{fmt.Sprint(i)}
+		for _, j := range perm {
+			f = append(f, fmt.Sprint(x[j]))
+		}
+		recs = append(recs, strings.Join(append(f, fmt.Sprint(y), fmt.Sprint(i%4)), ","))
+	}
+	glob, whole := wideCSV(t, strings.Join(head, ","), recs, 90)
+	var feats []string
+	for j := 0; j < d1*d2; j++ {
+		feats = append(feats, fmt.Sprintf("e%d", j))
+	}
+	plugins := buildPlugin(t, "github.com/dplr/dplr/plugins/rgrad/cmd/dplr-rgrad")
+	home := t.TempDir()
+	args := []string{"--home", home, "--plugin-dir", plugins, "--rho", "1", "--seed", "3", "--json", "--quiet",
+		"--set", "rank=2", "--set", "clip_y=3", "--set", "clip=6", "--set", "iterations=4",
+		"--d1", fmt.Sprint(d1), "--d2", fmt.Sprint(d2), "--response-column", "resp", "--features", strings.Join(feats, ","), "--scale", "0.5"}
+	code, beamOut, stderr := dplr(t, append([]string{"fit", "rgrad-strict", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "aggregation pass")
+	srcBeam, uBeam := fitU(t, beamOut)
+	code, fileOut, stderr := dplr(t, append([]string{"fit", "rgrad-strict", "--data", whole, "--out", t.TempDir()}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	srcFile, uFile := fitU(t, fileOut)
+	assert.Equal(t, srcFile, srcBeam, "the one file's source identity")
+	e := relErr(uBeam, uFile)
+	t.Logf("rgrad-strict: relative difference of U %.2g", e)
+	assert.Less(t, e, 1e-9, "same seed, same release")
+}
+
 // buildPlugin builds the plugin command cmd of the main module into a
 // fresh directory.
 func buildPlugin(t *testing.T, cmd string) string {
