@@ -16,8 +16,14 @@ import (
 // passes dplr-beam runs while an estimator with a path through passes
 // (Info.Remote) fits: the data of `dplr fit EST --engine beam`. name, when
 // set, names the data set in the ledger. b.Kind must be the estimator's
-// data kind (trace data need b.D1 and b.D2). Errors are ErrData, or
-// ErrInterrupted when ctx ends; nothing is spent.
+// data kind (trace data need b.D1 and b.D2). b's read options (Format,
+// Header, Scale, Features or FeatureList, UserColumn, ResponseColumn) say
+// how every shard is read, with the meaning LoadOptions gives them for one
+// file; every dplr-beam run gets them. b.Work must be a directory the
+// caller owns and removes after the fit: pass requests and results, and
+// each run's temporary files (its TMPDIR, removed when it exits), go below
+// it. Errors are ErrData, or ErrInterrupted when ctx ends; nothing is
+// spent.
 func BeamRemote(ctx context.Context, b host.BeamData, name string) (Data, error) {
 	sh, id, err := host.DescribeBeam(ctx, b)
 	if err != nil {

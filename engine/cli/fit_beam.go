@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,12 +26,14 @@ type beamFlags struct {
 	engine string
 	runner string
 	flags  multiFlag
+	list   string
 }
 
 func (b *beamFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, reads --data, a glob of .npy/CSV shards, and computes the estimator's statistics, or each aggregation pass the estimator asks the host for; the host never sees a row)")
+	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, reads --data, a glob of .npy, CSV or Parquet shards, and computes the estimator's statistics, or each aggregation pass the estimator asks the host for; the host never sees a row; --format, --header, --scale, --features, --user-column and --response-column apply to every shard as to one file)")
 	fs.StringVar(&b.runner, "runner", "", "with --engine beam: the Beam runner: prism (default; embedded, in-process, the only one tested here), flink, spark or dataflow")
 	fs.Var(&b.flags, "beam-flag", "with --engine beam: a flag passed through to the Beam runner, e.g. --beam-flag=--endpoint=localhost:8099 (repeatable)")
+	fs.StringVar(&b.list, "feature-list", "", "with --engine beam: the one list `COLUMN` of Parquet shards holding all the features of a row (instead of --features)")
 }
 
 func (b *beamFlags) on() bool { return b.engine == "beam" }
@@ -40,8 +43,8 @@ func (b *beamFlags) on() bool { return b.engine == "beam" }
 func (b *beamFlags) check(df *dataFlags) error {
 	switch b.engine {
 	case "local", "":
-		if b.runner != "" || len(b.flags) > 0 {
-			return usagef("--runner and --beam-flag need --engine beam")
+		if b.runner != "" || len(b.flags) > 0 || b.list != "" {
+			return usagef("--runner, --beam-flag and --feature-list need --engine beam")
 		}
 		return nil
 	case "beam":
@@ -60,12 +63,65 @@ func (b *beamFlags) check(df *dataFlags) error {
 	if df.path == "" {
 		return usagef("--engine beam needs --data GLOB (sharded .npy or CSV files)")
 	}
-	for name, set := range map[string]bool{"--scale": df.scale != 0, "--labels": df.labels != "", "--response": df.response != "",
-		"--users": df.users != "", "--user-column": df.userCol != "", "--response-column": df.responseCol != "",
-		"--label-column": df.labelCol != "", "--delimiter": df.delimiter != "", "--features": df.features != ""} {
-		if set {
-			return usagef("--engine beam reads shards with the pipeline's own layout (rows; trace: the d1·d2 entries then the response; users: the user id first): %s is not supported there", name)
+	// Side files pair each row with a value by its position in one file,
+	// which shards do not have; the pipeline's CSV reader takes the
+	// default separator only; a label column is left out of the features
+	// by naming the features instead.
+	for _, u := range []struct {
+		name string
+		set  bool
+		hint string
+	}{
+		{"--labels", df.labels != "", "labels are not used by a fit through the pipeline"},
+		{"--response", df.response != "", "put the response in a column of each shard (--response-column)"},
+		{"--users", df.users != "", "put the user ids in a column of each shard (--user-column)"},
+		{"--label-column", df.labelCol != "", "name the feature columns with --features to leave it out"},
+		{"--delimiter", df.delimiter != "", "the shards' CSV fields are separated by commas (tabs in .tsv files)"},
+	} {
+		if u.set {
+			return usagef("--engine beam reads each shard's own columns: %s is not supported there (%s)", u.name, u.hint)
 		}
+	}
+	if math.IsNaN(df.scale) || math.IsInf(df.scale, 0) {
+		return usagef("--scale %v: want a finite number", df.scale)
+	}
+	if _, err := beamFeatures(df.features); err != nil {
+		return err
+	}
+	if df.features != "" && b.list != "" {
+		return usagef("--features and --feature-list both name the features: give one")
+	}
+	return nil
+}
+
+// beamFeatures splits --features for the pipeline, which refuses an empty
+// or repeated column name.
+func beamFeatures(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	cols := strings.Split(s, ",")
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			return nil, usagef("--features %q: an empty column name", s)
+		}
+		if slices.ContainsFunc(cols[:i], func(d string) bool { return strings.TrimSpace(d) == c }) {
+			return nil, usagef("--features %q: column %q named twice", s, c)
+		}
+	}
+	return cols, nil
+}
+
+// checkColumns refuses, for an estimator taking data of kind k, the
+// column flags its data do not have: rows have no user or response
+// column, trace data no user column.
+func (df *dataFlags) checkColumns(k data.Kind, est string) error {
+	if df.userCol != "" && k != data.Users {
+		return usagef("--user-column names the user ids of users data; %s takes %s data; nothing was run or spent", est, k)
+	}
+	if df.responseCol != "" && k == data.Rows {
+		return usagef("--response-column names the response of trace and users data; %s takes rows data (name its feature columns with --features to leave other columns out); nothing was run or spent", est)
 	}
 	return nil
 }
@@ -78,8 +134,19 @@ func (b *beamFlags) check(df *dataFlags) error {
 // such a path (Info.Remote). Nothing is reserved here: a failure spends
 // nothing.
 func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info sdk.Info, raw map[string]string, grant privacy.Grant, home string) (client.Data, func(), error) {
+	if err := f.df.checkColumns(info.DataKind, info.Name); err != nil {
+		return client.Data{}, func() {}, err
+	}
 	if info.Statistics && f.df.d1 == 0 && f.df.d2 == 0 {
-		if _, err := beamClip(info, raw); !info.Remote || (err == nil && statsAccepts(ctx, c, info, raw, grant)) {
+		if f.df.features != "" {
+			// The statistics pipeline keys CSV shards read with --features
+			// by the selected columns, dplr fit (and describe) by the whole
+			// records: the fit goes through passes, whose identity is the
+			// one file's.
+			if !info.Remote {
+				return client.Data{}, func() {}, usagef("--engine beam: --features is not supported by the statistics pipeline (it would key the budget by the selected columns of CSV shards, not by their whole records as for the one file), and %s has no path through aggregation passes; nothing was run or spent", info.Name)
+			}
+		} else if _, err := beamClip(info, raw); !info.Remote || (err == nil && statsAccepts(ctx, c, info, raw, grant)) {
 			return beamStatistics(ctx, env, f, info, raw, home)
 		}
 	}
@@ -145,7 +212,13 @@ func beamRemote(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, home 
 		return client.Data{}, none, fail(ExitError, err)
 	}
 	cleanup := func() { os.RemoveAll(dir) }
+	features, err := beamFeatures(f.df.features)
+	if err != nil {
+		cleanup()
+		return client.Data{}, none, err
+	}
 	bd := host.BeamData{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
+		Scale: f.df.scale, Features: features, FeatureList: f.beam.list, UserColumn: f.df.userCol, ResponseColumn: f.df.responseCol,
 		Kind: info.DataKind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}
 	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s describes %s (runner %s); %s then asks the host for each aggregation pass it needs\n",
 		filepath.Base(bin), f.df.path, f.beam.runner, info.Name)
@@ -201,8 +274,14 @@ func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, r
 		}
 	}
 	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s computes the statistics of %s (runner %s, clip %s)\n", filepath.Base(bin), f.df.path, f.beam.runner, clipText(clip))
+	features, err := beamFeatures(f.df.features)
+	if err != nil {
+		cleanup()
+		return client.Data{}, none, err
+	}
 	err = host.RunBeam(ctx, host.BeamRequest{Binary: bin, Data: f.df.path, Clip: clip, Runner: f.beam.runner, BeamFlags: f.beam.flags,
-		Format: f.df.format, Header: f.df.header, Out: out, Stderr: env.Stderr})
+		Format: f.df.format, Header: f.df.header, Scale: f.df.scale, Features: features, FeatureList: f.beam.list,
+		Out: out, Work: dir, Stderr: env.Stderr})
 	if err != nil {
 		cleanup()
 		if ctx.Err() != nil {

@@ -126,7 +126,12 @@ func TestFitBeamRemoteRefusals(t *testing.T) {
 		{"no remote path", nil, []string{"example-mean"}, ExitUsage, "neither a path from aggregated statistics nor one through aggregation passes"},
 		{"wrong kind", nil, []string{"remote-mean", "--kind", "trace"}, ExitUsage, "takes rows data"},
 		{"d1 on rows", nil, []string{"remote-mean", "--d1", "2", "--d2", "2"}, ExitUsage, "for trace data"},
-		{"unsupported flag", nil, []string{"remote-mean", "--user-column", "u"}, ExitUsage, "--user-column is not supported"},
+		{"unsupported flag", nil, []string{"remote-mean", "--delimiter", ";"}, ExitUsage, "--delimiter is not supported"},
+		{"side file", nil, []string{"remote-mean", "--users", "u.npy"}, ExitUsage, "--users is not supported there (put the user ids in a column of each shard (--user-column))"},
+		{"user column on rows", nil, []string{"remote-mean", "--user-column", "u"}, ExitUsage, "--user-column names the user ids of users data; remote-mean takes rows data"},
+		{"response column on rows", nil, []string{"remote-mean", "--response-column", "y"}, ExitUsage, "takes rows data (name its feature columns with --features"},
+		{"features twice", nil, []string{"remote-mean", "--features", "a,b,a"}, ExitUsage, `column "a" named twice`},
+		{"features and list", nil, []string{"remote-mean", "--features", "a", "--feature-list", "v"}, ExitUsage, "give one"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,4 +184,40 @@ func TestFitBeamPrefersStatistics(t *testing.T) {
 	assert.Contains(t, r.stderr, "statistics:")
 	assert.Equal(t, 0, *calls, "no describe for passes")
 	assert.Empty(t, history(t, home, file))
+
+	// --features: the statistics pipeline would key CSV shards by the
+	// selected columns, not by the whole records as for the one file; the
+	// fit goes through passes.
+	r = dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir(), "--features", "0,1,2,3")
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "computes the statistics")
+	assert.Equal(t, 1, *calls, "described for passes")
+}
+
+// TestFitBeamReadFlags: the shard-reading flags of `dplr fit --engine
+// beam` reach the pipeline with dplr fit's meaning (here the stand-in
+// sees them), and --feature-list needs --engine beam.
+func TestFitBeamReadFlags(t *testing.T) {
+	home := t.TempDir()
+	file := remoteRowsFile(t)
+	standInPipeline(t, file, nil)
+	var got host.BeamData
+	inner := describeRemote
+	describeRemote = func(ctx context.Context, b host.BeamData) (*data.Remote, dataio.Identity, data.Passer, error) {
+		got = b
+		return inner(ctx, b)
+	}
+	r := dplr(t, home, "fit", "remote-mean", "--data", "shards/*.csv", "--engine", "beam", "--rho", "0.5", "--set", "clip=1.5", "--set", "passes=2",
+		"--quiet", "--out", t.TempDir(), "--format", "csv", "--header", "yes", "--scale", "0.5", "--features", "a,3")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Equal(t, "csv", got.Format)
+	assert.Equal(t, "yes", got.Header)
+	assert.Equal(t, 0.5, got.Scale)
+	assert.Equal(t, []string{"a", "3"}, got.Features)
+	assert.NotEmpty(t, got.Work)
+	assert.NoDirExists(t, got.Work, "the work directory is removed after the fit")
+
+	r = dplr(t, home, "fit", "remote-mean", "--data", file, "--rho", "0.5", "--feature-list", "v", "--quiet")
+	assert.Equal(t, ExitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "need --engine beam")
 }

@@ -60,10 +60,19 @@ type BeamRequest struct {
 	// through to it (e.g. --endpoint, --project, --region).
 	Runner    string
 	BeamFlags []string
-	// Format and Header say how shards are read ("" for the defaults).
+	// Format, Header, Scale, Features and FeatureList say how shards are
+	// read, as in BeamData (zero values for the defaults); the statistics
+	// pipeline reads rows, which have no user or response column.
 	Format, Header string
+	Scale          float64
+	Features       []string
+	FeatureList    string
 	// Out is the directory the statistics are written to.
 	Out string
+	// Work, when set, is a directory the caller owns: dplr-beam's
+	// temporary files go to a fresh directory below it (else below the
+	// system's temporary directory), removed when it exits.
+	Work string
 	// Stderr receives the pipeline's progress.
 	Stderr io.Writer
 }
@@ -72,22 +81,24 @@ type BeamRequest struct {
 // reserved or spent.
 var ErrPipeline = errors.New("beam pipeline failed")
 
-// RunBeam runs `dplr-beam stats` and waits for it. The pipeline runs
-// before anything is reserved: its failure spends nothing.
+// RunBeam runs `dplr-beam stats` and waits for it, its temporary files in
+// a directory removed afterwards (see Work). The pipeline runs before
+// anything is reserved: its failure spends nothing.
 func RunBeam(ctx context.Context, req BeamRequest) error {
 	args := []string{"stats", "--data", req.Data, "--clip", strconv.FormatFloat(req.Clip, 'g', -1, 64), "--out", req.Out}
 	if req.Runner != "" {
 		args = append(args, "--runner", req.Runner)
 	}
-	if req.Format != "" {
-		args = append(args, "--format", req.Format)
-	}
-	if req.Header != "" {
-		args = append(args, "--header", req.Header)
-	}
+	args = append(args, readArgs(req.Format, req.Header, req.Scale, req.Features, req.FeatureList, "", "")...)
 	args = append(args, req.BeamFlags...)
+	tmp, cleanup, err := beamTemp(req.Work)
+	if err != nil {
+		return fmt.Errorf("%w: %w; nothing was reserved or spent", ErrPipeline, err)
+	}
+	defer cleanup()
 	cmd := exec.CommandContext(ctx, req.Binary, args...)
 	cmd.Stdout, cmd.Stderr = req.Stderr, req.Stderr
+	withTemp(cmd, tmp)
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %w; nothing was reserved or spent", ErrPipeline, ctx.Err())

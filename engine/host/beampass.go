@@ -125,15 +125,50 @@ var ErrDataChanged = errors.New("the data changed between passes")
 // --engine beam): dplr-beam's path, the shards' glob, the runner and its
 // flags, how shards are read, the data kind (and the trace sample shape,
 // 0 when the files give it), where progress goes and a work directory the
-// caller owns (pass requests and results are written below it).
+// caller owns (pass requests and results, and each dplr-beam run's
+// temporary files, are written below it).
+//
+// How shards are read is dplr-beam's shard-reading flags, with the
+// meaning dplr fit gives them on one file: Format forces the shards'
+// format (npy, csv, idx or parquet; "" detects it); Header says whether a
+// CSV shard's first record is a header (auto, yes or no; "" is auto);
+// Scale multiplies every feature after the source identity is taken (0
+// means 1); Features names the feature columns in order (CSV header names
+// or 0-based indexes, or Parquet column names; nil: every numeric column
+// but the user and response columns), or FeatureList the one list column
+// of Parquet shards holding a row's features; UserColumn (users data) and
+// ResponseColumn (trace and users data) name those columns ("": dplr
+// fit's defaults, "user", and "y" else the last column).
 type BeamData struct {
-	Binary, Data, Runner string
-	BeamFlags            []string
-	Format, Header       string
-	Kind                 data.Kind
-	D1, D2               int
-	Stderr               io.Writer
-	Work                 string
+	Binary, Data, Runner       string
+	BeamFlags                  []string
+	Format, Header             string
+	Scale                      float64
+	Features                   []string
+	FeatureList                string
+	UserColumn, ResponseColumn string
+	Kind                       data.Kind
+	D1, D2                     int
+	Stderr                     io.Writer
+	Work                       string
+}
+
+// readArgs returns the dplr-beam shard-reading flags that say the given
+// options (see BeamData), in the order of its usage text; empty options
+// are left out.
+func readArgs(format, header string, scale float64, features []string, list, user, response string) []string {
+	var args []string
+	for _, f := range []struct{ name, v string }{{"--format", format}, {"--header", header},
+		{"--features", strings.Join(features, ",")}, {"--feature-list", list},
+		{"--user-column", user}, {"--response-column", response}} {
+		if f.v != "" {
+			args = append(args, f.name, f.v)
+		}
+	}
+	if scale != 0 {
+		args = append(args, "--scale", strconv.FormatFloat(scale, 'g', -1, 64))
+	}
+	return args
 }
 
 // args returns dplr-beam's arguments for subcommand cmd.
@@ -148,18 +183,37 @@ func (b BeamData) args(cmd string, extra ...string) []string {
 	if b.Runner != "" {
 		args = append(args, "--runner", b.Runner)
 	}
-	if b.Format != "" {
-		args = append(args, "--format", b.Format)
-	}
-	if b.Header != "" {
-		args = append(args, "--header", b.Header)
-	}
+	args = append(args, readArgs(b.Format, b.Header, b.Scale, b.Features, b.FeatureList, b.UserColumn, b.ResponseColumn)...)
 	args = append(args, extra...)
 	return append(args, b.BeamFlags...)
 }
 
+// beamTemp makes a fresh directory below work (the system's temporary
+// directory when work is empty) for one dplr-beam run's temporary files:
+// the run gets it as TMPDIR, so that what Beam leaves there (prism's
+// empty loopback worker file, shard copies, its aggregate) is removed with
+// the directory by the returned cleanup, even after a killed run.
+func beamTemp(work string) (string, func(), error) {
+	dir, err := os.MkdirTemp(work, "tmp-")
+	if err != nil {
+		return "", func() {}, fmt.Errorf("dplr-beam's temporary directory: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// withTemp sets cmd's environment to this process's with TMPDIR (and TMP,
+// TEMP) set to dir.
+func withTemp(cmd *exec.Cmd, dir string) {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "TMPDIR" || k == "TMP" || k == "TEMP"
+	})
+	cmd.Env = append(env, "TMPDIR="+dir, "TMP="+dir, "TEMP="+dir)
+}
+
 // run runs dplr-beam with args, progress to b.Stderr and stdout to
-// stdout (b.Stderr when nil). Its error wraps ErrPipeline; dplr-beam's
+// stdout (b.Stderr when nil), its temporary files in a directory below
+// b.Work removed afterwards. Its error wraps ErrPipeline; dplr-beam's
 // messages (which may name a shard's row) go to b.Stderr only.
 func (b BeamData) run(ctx context.Context, what string, args []string, stdout io.Writer) error {
 	stderr := b.Stderr
@@ -169,8 +223,14 @@ func (b BeamData) run(ctx context.Context, what string, args []string, stdout io
 	if stdout == nil {
 		stdout = stderr
 	}
+	tmp, cleanup, err := beamTemp(b.Work)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrPipeline, what, err)
+	}
+	defer cleanup()
 	cmd := exec.CommandContext(ctx, b.Binary, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	withTemp(cmd, tmp)
 	// Cancelled: interrupt dplr-beam (it stops its pipeline and removes
 	// its temporary files), kill it if it has not exited after a while.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }

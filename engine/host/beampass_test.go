@@ -25,7 +25,9 @@ import (
 
 // fakeBeam writes a stand-in for dplr-beam: describe prints
 // $FAKE_DIR/describe.json; pass copies $FAKE_DIR/out into --out and keeps
-// the request; both exit with $FAKE_EXIT (default 0).
+// the request; both exit with $FAKE_EXIT (default 0). Like Beam's prism
+// runner, each run leaves a file in $TMPDIR; it appends its arguments to
+// $FAKE_DIR/args and its $TMPDIR to $FAKE_DIR/tmpdirs, one run a line.
 func fakeBeam(t *testing.T) (bin, dir string) {
 	t.Helper()
 	if runtime.GOOS == "windows" {
@@ -34,6 +36,9 @@ func fakeBeam(t *testing.T) (bin, dir string) {
 	dir = t.TempDir()
 	bin = filepath.Join(dir, "dplr-beam")
 	script := `#!/bin/sh
+echo "$*" >> "$FAKE_DIR/args"
+echo "$TMPDIR" >> "$FAKE_DIR/tmpdirs"
+: > "$TMPDIR/beamloopbackworker-$$"
 cmd=$1; shift
 out=""; req=""
 while [ $# -gt 0 ]; do
@@ -390,4 +395,108 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// lines returns the lines of the file at path.
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// TestBeamReadFlags: the shard-reading options reach every dplr-beam run
+// (describe, each pass, stats) as its flags, and the defaults add none.
+func TestBeamReadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    BeamData
+		want string
+	}{
+		{"defaults", BeamData{}, ""},
+		{"all", BeamData{Format: "csv", Header: "yes", Scale: 1.0 / 255, Features: []string{"a", "2"}, UserColumn: "uid", ResponseColumn: "0"},
+			" --format csv --header yes --features a,2 --user-column uid --response-column 0 --scale 0.00392156862745098"},
+		{"parquet list", BeamData{Format: "parquet", FeatureList: "v", Scale: -2}, " --format parquet --feature-list v --scale -2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, dir := fakeBeam(t)
+			ds := smallRows(30, 3)
+			id := dataio.IdentityOf(ds)
+			sh := pass.ShapeOf(ds)
+			writeJSON(t, filepath.Join(dir, "describe.json"), BeamDescription{Format: BeamPassFormat, Kind: data.Rows,
+				BeamShape: ShapeOfRemote(sh), Shards: 1, Identity: id})
+			req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1}}
+			res, err := pass.Local(ds).Pass(context.Background(), req)
+			require.NoError(t, err)
+			require.NoError(t, WritePassResult(filepath.Join(dir, "out"), req.Kind, res, sh, id))
+			b := tc.b
+			b.Binary, b.Data, b.Kind, b.Stderr, b.Work = bin, "x/*.csv", data.Rows, &syncBuffer{}, t.TempDir()
+			_, _, err = DescribeBeam(context.Background(), b)
+			require.NoError(t, err)
+			_, err = b.Passer(sh, id).Pass(context.Background(), req)
+			require.NoError(t, err)
+			stats := filepath.Join(t.TempDir(), "stats")
+			require.NoError(t, RunBeam(context.Background(), BeamRequest{Binary: bin, Data: "x/*.csv", Format: b.Format, Header: b.Header,
+				Scale: b.Scale, Features: b.Features, FeatureList: b.FeatureList, Out: stats, Stderr: &syncBuffer{}}))
+			args := lines(t, filepath.Join(dir, "args"))
+			require.Len(t, args, 3)
+			assert.Equal(t, "describe --data x/*.csv --kind rows"+tc.want, args[0])
+			assert.True(t, strings.HasPrefix(args[1], "pass --data x/*.csv --kind rows"+tc.want+" --request "), args[1])
+			// stats reads rows: no user or response column.
+			want := strings.NewReplacer(" --user-column uid", "", " --response-column 0", "").Replace(tc.want)
+			assert.Equal(t, "stats --data x/*.csv --clip 0 --out "+stats+want, args[2])
+		})
+	}
+}
+
+// TestBeamTempDir: each dplr-beam run gets its own TMPDIR below the work
+// directory (the system's temporary directory for a statistics run
+// without one), removed when it exits, even when it failed: a describe,
+// a pass and a statistics run leave nothing in the temporary directory
+// nor in the work directory.
+func TestBeamTempDir(t *testing.T) {
+	bin, dir := fakeBeam(t)
+	work, tmp := t.TempDir(), t.TempDir()
+	ds := smallRows(30, 3)
+	id := dataio.IdentityOf(ds)
+	sh := pass.ShapeOf(ds)
+	writeJSON(t, filepath.Join(dir, "describe.json"), BeamDescription{Format: BeamPassFormat, Kind: data.Rows,
+		BeamShape: ShapeOfRemote(sh), Shards: 1, Identity: id})
+	req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1}}
+	res, err := pass.Local(ds).Pass(context.Background(), req)
+	require.NoError(t, err)
+	require.NoError(t, WritePassResult(filepath.Join(dir, "out"), req.Kind, res, sh, id))
+	t.Setenv("TMPDIR", tmp)
+	b := BeamData{Binary: bin, Data: "x/*.npy", Kind: data.Rows, Stderr: &syncBuffer{}, Work: work}
+	ctx := context.Background()
+	_, _, err = DescribeBeam(ctx, b)
+	require.NoError(t, err)
+	_, err = b.Passer(sh, id).Pass(ctx, req)
+	require.NoError(t, err)
+	stats := filepath.Join(t.TempDir(), "stats")
+	require.NoError(t, RunBeam(ctx, BeamRequest{Binary: bin, Data: "x/*.npy", Out: stats, Stderr: &syncBuffer{}}))
+	statsWork := t.TempDir()
+	require.NoError(t, RunBeam(ctx, BeamRequest{Binary: bin, Data: "x/*.npy", Out: stats, Work: statsWork, Stderr: &syncBuffer{}}))
+	t.Setenv("FAKE_EXIT", "1")
+	_, _, err = DescribeBeam(ctx, b)
+	require.Error(t, err)
+
+	dirs := lines(t, filepath.Join(dir, "tmpdirs"))
+	require.Len(t, dirs, 5)
+	for i, d := range dirs {
+		parent := work
+		switch i {
+		case 2:
+			parent = tmp
+		case 3:
+			parent = statsWork
+		}
+		assert.Equal(t, parent, filepath.Dir(d), "run %d's TMPDIR", i)
+		assert.NoDirExists(t, d, "run %d's TMPDIR is removed", i)
+	}
+	for _, d := range []string{work, tmp, statsWork} {
+		left, err := os.ReadDir(d)
+		require.NoError(t, err)
+		assert.Empty(t, left, d)
+	}
 }

@@ -6,7 +6,13 @@
 // privacy steps, verification, ledger); dplr-beam itself releases
 // nothing, reserves nothing and never opens the budget ledger.
 //
-//	dplr-beam stats --data 'shards/*.npy' --clip 1 --out DIR [--runner prism|flink|spark|dataflow] [Beam flags]
+//	dplr-beam describe --data GLOB --kind rows|trace|users [--d1 D1 --d2 D2] [read flags] [--runner R] [Beam flags]
+//	dplr-beam pass --data GLOB --kind K [--d1 D1 --d2 D2] --request FILE --out DIR [read flags] [--runner R] [Beam flags]
+//	dplr-beam stats --data 'shards/*.npy' --clip 1 --out DIR [read flags] [--runner prism|flink|spark|dataflow] [Beam flags]
+//
+// describe and pass serve the estimators that reach their data only
+// through aggregation passes (see pass.go); stats computes the statistics
+// of the estimators that have a path from aggregated statistics.
 //
 // The pipeline reads every shard, clips each row to norm --clip (0: no
 // clipping) before any aggregation, and combines the row count, the
@@ -57,8 +63,17 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-const usage = "usage: dplr-beam stats --data GLOB --out DIR [--clip C] [--runner prism|flink|spark|dataflow] " + statsReadUsage + " [--temp DIR] [Beam runner flags]\n" +
-	"(fits run through the host: dplr fit ESTIMATOR --data GLOB --engine beam)"
+// usage lists the subcommands, one line each, with what each does.
+const usage = "usage:\n" +
+	"  dplr-beam describe --data GLOB [--kind rows|trace|users] [--d1 D1 --d2 D2] " + readUsage + runUsage + "\n" +
+	"  dplr-beam pass --data GLOB [--kind K] [--d1 D1 --d2 D2] --request FILE --out DIR " + readUsage + runUsage + "\n" +
+	"  dplr-beam stats --data GLOB --out DIR [--clip C] " + statsReadUsage + runUsage + "\n" +
+	"describe prints the shards' public shape and source identity (JSON); pass runs one aggregation pass the host wrote in FILE; " +
+	"stats writes a rows data set's clipped sum and second moment.\n" +
+	"dplr-beam releases nothing: fits run through the host, which plans, verifies and charges them: dplr fit ESTIMATOR --data GLOB --engine beam"
+
+// runUsage lists the flags every subcommand takes after its own.
+const runUsage = " [--runner prism|flink|spark|dataflow|universal] [--temp DIR] [Beam runner flags]"
 
 // run is the command; exit codes: 0 success, 1 pipeline failure, 2 usage.
 func run(args []string) int {
