@@ -16,6 +16,9 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/rgrad"
 )
 
 // TestTimeTracePassesBeam times one prism pipeline per trace pass kind
@@ -102,6 +105,34 @@ func TestTimeTracePassesBeam(t *testing.T) {
 			fmt.Printf("PASSBENCH variant=%s n=%d kind=%s seconds=%.6f rel=%.2g\n", v.name, n, req.Kind, sec, relVec(gs.Data, ws.Data))
 		}
 	}
+	if os.Getenv("DPLR_PASS_BENCH_FIT") == "" {
+		return
+	}
+	// One rgrad-strict fit (T = 5: 6 passes) in memory and through the
+	// prism pipelines, same seed.
+	var est sdk.Estimator
+	for _, e := range rgrad.Estimators() {
+		if e.Info().Name == "rgrad-strict" {
+			est = e
+		}
+	}
+	params := map[string]string{"rank": "2", "clip_y": "6", "clip": "20", "iterations": "5"}
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}
+	sh := pass.ShapeOf(g.Data)
+	sh.Passer = benchPasser{glob: glob, shape: pass.ShapeOf(g.Data), ro: ro}
+	remote := &data.Dataset{Kind: data.Trace, D1: d1, D2: d2, Remote: sh}
+	seed := uint64(3)
+	t0 := time.Now()
+	loc, _, err := sdk.RunLocal(ctx, est, g.Data, params, grant, sdk.LocalOptions{Seed: &seed})
+	tl := time.Since(t0).Seconds()
+	require.NoError(t, err)
+	t0 = time.Now()
+	rem, _, err := sdk.RunLocal(ctx, est, remote, params, grant, sdk.LocalOptions{Seed: &seed})
+	tb := time.Since(t0).Seconds()
+	require.NoError(t, err)
+	fmt.Printf("PASSBENCH variant=fit-memory n=%d kind=rgrad-strict seconds=%.6f\n", n, tl)
+	fmt.Printf("PASSBENCH variant=fit-beam n=%d kind=rgrad-strict seconds=%.6f rel=%.2g\n", n, tb,
+		relVec(rem.Matrices[0].M.RawMatrix().Data, loc.Matrices[0].M.RawMatrix().Data))
 }
 
 // traceElementPass is the trace pass with trace.go's per-sample DoFns:
@@ -162,4 +193,15 @@ func traceElementPass(ctx context.Context, glob string, shape *data.Remote, ro R
 	}
 	opt.progress("beam: pass %s: %d samples aggregated", req.Kind, g.N)
 	return res, nil
+}
+
+// benchPasser runs every pass with TracePass over the benchmark shards.
+type benchPasser struct {
+	glob  string
+	shape *data.Remote
+	ro    ReadOptions
+}
+
+func (b benchPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+	return TracePass(ctx, b.glob, b.shape, b.ro, req, Options{})
 }
