@@ -23,7 +23,7 @@ import (
 
 // TestTimeTracePassesBeam times one prism pipeline per trace pass kind
 // (reading four Parquet shards, a LIST column of d1·d2 = 400 features and
-// the response) on the data plugins/rgrad TestTimeTracePassesLocal times
+// the response, or four CSV shards with DPLR_PASS_BENCH_FORMAT=csv) on the data plugins/rgrad TestTimeTracePassesLocal times
 // in memory (the same generator and seed), for bench/results/rgrad-beam.md.
 // It runs only with DPLR_PASS_BENCH_N set (the sample count); the shards
 // are written once under DPLR_PASS_BENCH_DIR (default a temporary
@@ -46,20 +46,40 @@ func TestTimeTracePassesBeam(t *testing.T) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	dir = filepath.Join(dir, fmt.Sprintf("trace-n%d", n))
+	csv := os.Getenv("DPLR_PASS_BENCH_FORMAT") == "csv"
+	if csv {
+		dir = filepath.Join(dir, fmt.Sprintf("trace-n%d-csv", n))
+	} else {
+		dir = filepath.Join(dir, fmt.Sprintf("trace-n%d", n))
+	}
 	if _, err := os.Stat(filepath.Join(dir, "done")); err != nil {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 		p := d1 * d2
 		x := g.Data.X.RawMatrix().Data
 		for k := range shards {
 			lo, hi := k*n/shards, (k+1)*n/shards
-			writeParquet(t, filepath.Join(dir, fmt.Sprintf("s%d.parquet", k)), x[lo*p:hi*p], p, nil, g.Data.Y[lo:hi], pqList)
+			if csv {
+				rows := make([][]float64, hi-lo)
+				for i := range rows {
+					rows[i] = x[(lo+i)*p : (lo+i+1)*p]
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.csv", k)), []byte(traceCSV(rows, g.Data.Y[lo:hi])), 0o644))
+			} else {
+				writeParquet(t, filepath.Join(dir, fmt.Sprintf("s%d.parquet", k)), x[lo*p:hi*p], p, nil, g.Data.Y[lo:hi], pqList)
+			}
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "done"), nil, 0o644))
 	}
 	glob := filepath.Join(dir, "s*.parquet")
 	ro := ReadOptions{Parquet: ParquetSchema{List: "x"}}
+	if csv {
+		glob, ro = filepath.Join(dir, "s*.csv"), ReadOptions{}
+	}
 	shape := pass.ShapeOf(g.Data)
+	suffix := ""
+	if csv {
+		suffix = "-csv"
+	}
 
 	truth := g.Truth["M"]
 	var svd mat.SVD
@@ -102,14 +122,14 @@ func TestTimeTracePassesBeam(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, int64(n), res.Records)
 			gs, _ := res.Output("sum")
-			fmt.Printf("PASSBENCH variant=%s n=%d kind=%s seconds=%.6f rel=%.2g\n", v.name, n, req.Kind, sec, relVec(gs.Data, ws.Data))
+			fmt.Printf("PASSBENCH variant=%s%s n=%d kind=%s seconds=%.6f rel=%.2g\n", v.name, suffix, n, req.Kind, sec, relVec(gs.Data, ws.Data))
 		}
 	}
 	if os.Getenv("DPLR_PASS_BENCH_FIT") == "" {
 		return
 	}
 	// One rgrad-strict fit (T = 5: 6 passes) in memory and through the
-	// prism pipelines, same seed.
+	// prism pipelines, same seed; the fit's variant names carry the format.
 	var est sdk.Estimator
 	for _, e := range rgrad.Estimators() {
 		if e.Info().Name == "rgrad-strict" {
@@ -131,7 +151,7 @@ func TestTimeTracePassesBeam(t *testing.T) {
 	tb := time.Since(t0).Seconds()
 	require.NoError(t, err)
 	fmt.Printf("PASSBENCH variant=fit-memory n=%d kind=rgrad-strict seconds=%.6f\n", n, tl)
-	fmt.Printf("PASSBENCH variant=fit-beam n=%d kind=rgrad-strict seconds=%.6f rel=%.2g\n", n, tb,
+	fmt.Printf("PASSBENCH variant=fit-beam%s n=%d kind=rgrad-strict seconds=%.6f rel=%.2g\n", suffix, n, tb,
 		relVec(rem.Matrices[0].M.RawMatrix().Data, loc.Matrices[0].M.RawMatrix().Data))
 }
 
