@@ -32,7 +32,19 @@ type Data struct {
 	// Path): the statistics of `dplr fit --engine beam`
 	// (host.LoadStatistics).
 	Prepared *dataio.Handle
+	// Remote, with Prepared, is a data set held elsewhere and reached only
+	// through aggregation passes (`dplr fit --engine beam` for estimators
+	// with Info.Remote): Prepared then carries its kind, source identity,
+	// name and shape (no file), Remote its public shape and the Passer the
+	// host runs each pass with.
+	Remote *data.Remote
 }
+
+// RemoteData is a data set held elsewhere: h names its kind, source
+// identity (h.Source, h.Hash its hash), name and shape, r its public
+// shape and the Passer that runs the aggregation passes an estimator
+// requests (see host.FitRequest.Remote).
+func RemoteData(h dataio.Handle, r *data.Remote) Data { return Data{Prepared: &h, Remote: r} }
 
 // Prepared is a data set the host prepared and validated already, such as
 // a pipeline's statistics (host.LoadStatistics).
@@ -184,6 +196,7 @@ func InferKind(path string, opt dataio.LoadOptions) (k data.Kind, why string) {
 type prepared struct {
 	handle dataio.Handle
 	truth  map[string]*mat.Dense
+	remote *data.Remote
 }
 
 // prepare makes d ready for an estimator taking kind data.
@@ -191,8 +204,13 @@ func (c *Client) prepare(ctx context.Context, d Data, kind data.Kind) (*prepared
 	switch {
 	case d.Prepared != nil && (d.Dataset != nil || d.Path != ""):
 		return nil, classedf(ErrUsage, "give the data as a path, in memory or prepared, not several")
+	case d.Remote != nil && d.Prepared == nil:
+		return nil, classedf(ErrUsage, "a remote data set needs its prepared handle (RemoteData)")
 	case d.Prepared != nil:
-		return &prepared{handle: *d.Prepared}, nil
+		if d.Remote != nil && d.Prepared.Kind != kind {
+			return nil, classedf(ErrUsage, "the estimator takes %s data, the remote data set holds %s data", kind, d.Prepared.Kind)
+		}
+		return &prepared{handle: *d.Prepared, remote: d.Remote}, nil
 	case d.Dataset != nil && d.Path != "":
 		return nil, classedf(ErrUsage, "give the data as a path or in memory, not both")
 	case d.Dataset != nil:

@@ -138,6 +138,8 @@ func fitClass(err error) error {
 		return ErrBudget
 	case errors.Is(err, host.ErrPlugin):
 		return ErrPlugin
+	case errors.Is(err, host.ErrPass):
+		return ErrData // the host's pass runner failed (a pipeline, shards that changed)
 	case errors.Is(err, host.ErrLedger) && errors.Is(err, ledger.ErrDamaged):
 		return ErrData // the ledger cannot be trusted
 	case errors.Is(err, host.ErrLedger):

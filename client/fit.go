@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
@@ -42,6 +43,9 @@ type FitRequest struct {
 	Progress func(sdk.Progress)
 	Log      func(string)
 	Step     func(privacy.Step)
+	// Pass, when set, sees each aggregation pass the plugin requests on a
+	// remote data set (numbered from 1), validated, before the host runs it.
+	Pass func(n int, req data.PassRequest)
 	// BeforeReserve, when set, runs after every check and before any
 	// budget is reserved; its error refuses the run (ErrUsage unless it is
 	// already an *Error) with nothing spent.
@@ -75,9 +79,9 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 	}
 	defer led.Close()
 	runner := &host.Runner{Ledger: led, Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout}
-	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle,
+	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
 		Seed: req.Seed, NonPrivate: req.NonPrivate, Timeout: req.Timeout, BeforeReserve: req.BeforeReserve,
-		Events: host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step}}
+		Events: host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step, Pass: req.Pass}}
 	if hreq.Params == nil {
 		hreq.Params = map[string]string{}
 	}

@@ -124,14 +124,14 @@ func TestTracePassesMatchLocal(t *testing.T) {
 	assert.ErrorContains(t, err, "tau = -1")
 }
 
-// beamPasser runs every pass as a prism pipeline over the shards, what
+// traceBeamPasser runs every pass as a prism pipeline over the shards, what
 // the host's Beam path does.
-type beamPasser struct {
+type traceBeamPasser struct {
 	glob  string
 	shape *data.Remote
 }
 
-func (b beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+func (b traceBeamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	return TracePass(ctx, b.glob, b.shape, ReadOptions{}, req, Options{})
 }
 
@@ -143,7 +143,7 @@ func TestRgradThroughBeam(t *testing.T) {
 	g := genTraceData(t, 1200, d1, d2)
 	glob, ds := traceShards(t, g, 500, 700)
 	sh := pass.ShapeOf(ds)
-	sh.Passer = beamPasser{glob: glob, shape: pass.ShapeOf(ds)}
+	sh.Passer = traceBeamPasser{glob: glob, shape: pass.ShapeOf(ds)}
 	remote := &data.Dataset{Kind: data.Trace, D1: d1, D2: d2, Hash: ds.Hash, Remote: sh}
 	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}
 	for _, tc := range []struct {

@@ -143,6 +143,7 @@ type fitFlags struct {
 	nonPrivate bool
 	maxMemory  byteSize
 	estimator  string
+	kind       string
 	beam       beamFlags
 }
 
@@ -161,6 +162,7 @@ func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 	fs.BoolVar(&f.nonPrivate, "non-private", false, "allow a non-private reference estimator (its output is NOT private; refused on data sets with a budget)")
 	fs.Var(&f.maxMemory, "max-memory", "refuse, before reserving, a fit whose estimated peak memory exceeds `SIZE` (e.g. 8GiB, 512M; 0: no limit; default 3/4 of physical memory)")
 	f.beam.register(fs)
+	fs.StringVar(&f.kind, "kind", "", "the data kind, rows, trace or users (default and only accepted value: the estimator's; with --engine beam it says how the shards are read)")
 	if err := parse(fs, reorder(fs, args)); err != nil {
 		return nil, err
 	}
@@ -206,6 +208,9 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		return lookupFailure(env, c, err)
 	}
 	noteShadowed(env, c.Shadowed(), est.Plugin.Path)
+	if f.kind != "" && data.Kind(f.kind) != est.DataKind {
+		return usagef("--kind %s: %s takes %s data", f.kind, f.estimator, est.DataKind)
+	}
 	if grantErr != nil && !est.NonPrivate {
 		return grantErr // a non-private estimator needs no budget
 	}
@@ -215,8 +220,9 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	var data client.Data
 	if f.beam.on() {
 		// The pipeline aggregates the shards and the host validates the
-		// statistics, before any budget is reserved.
-		d, cleanup, err := beamStatistics(ctx, env, f, est.Info, raw, home)
+		// statistics, or describes them for a fit through passes, before
+		// any budget is reserved.
+		d, cleanup, err := beamData(ctx, env, f, c, est.Info, raw, grant, home)
 		if err != nil {
 			return err
 		}
@@ -264,6 +270,9 @@ func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info s
 	req.Progress = bar.progress
 	if f.pf.verbose {
 		req.Log = func(line string) { bar.logf("%s", line) }
+	}
+	if !f.quiet {
+		req.Pass = func(n int, p data.PassRequest) { bar.logf("aggregation pass %d: %s (the host runs it)", n, p.Kind) }
 	}
 	if info.NonPrivate && f.nonPrivate {
 		fmt.Fprintf(env.Stderr, "dplr: warning: %s is NOT private; its output must not be published\n", f.estimator)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -9,9 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dplr/dplr/client"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -23,7 +28,7 @@ type beamFlags struct {
 }
 
 func (b *beamFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, computes the estimator's statistics from --data, a glob of .npy/CSV shards; the host never sees a row)")
+	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, reads --data, a glob of .npy/CSV shards, and computes the estimator's statistics, or each aggregation pass the estimator asks the host for; the host never sees a row)")
 	fs.StringVar(&b.runner, "runner", "", "with --engine beam: the Beam runner: prism (default; embedded, in-process, the only one tested here), flink, spark or dataflow")
 	fs.Var(&b.flags, "beam-flag", "with --engine beam: a flag passed through to the Beam runner, e.g. --beam-flag=--endpoint=localhost:8099 (repeatable)")
 }
@@ -56,13 +61,107 @@ func (b *beamFlags) check(df *dataFlags) error {
 		return usagef("--engine beam needs --data GLOB (sharded .npy or CSV files)")
 	}
 	for name, set := range map[string]bool{"--scale": df.scale != 0, "--labels": df.labels != "", "--response": df.response != "",
-		"--users": df.users != "", "--d1/--d2": df.d1 != 0 || df.d2 != 0, "--user-column": df.userCol != "", "--response-column": df.responseCol != "",
-		"--label-column": df.labelCol != "", "--delimiter": df.delimiter != "", "--features": df.features != "", "--name": df.name != ""} {
+		"--users": df.users != "", "--user-column": df.userCol != "", "--response-column": df.responseCol != "",
+		"--label-column": df.labelCol != "", "--delimiter": df.delimiter != "", "--features": df.features != ""} {
 		if set {
-			return usagef("--engine beam reads plain rows shards: %s is not supported there", name)
+			return usagef("--engine beam reads shards with the pipeline's own layout (rows; trace: the d1·d2 entries then the response; users: the user id first): %s is not supported there", name)
 		}
 	}
 	return nil
+}
+
+// beamData is the data set of `dplr fit --engine beam`: the estimator's
+// aggregated statistics when its statistics path accepts the request
+// (rows data, a public clip, options its plugin's check on statistics
+// accepts), else the shards held remotely and reached
+// through the aggregation passes the estimator requests, when it has
+// such a path (Info.Remote). Nothing is reserved here: a failure spends
+// nothing.
+func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info sdk.Info, raw map[string]string, grant privacy.Grant, home string) (client.Data, func(), error) {
+	if info.Statistics && f.df.d1 == 0 && f.df.d2 == 0 {
+		if _, err := beamClip(info, raw); !info.Remote || (err == nil && statsAccepts(ctx, c, info, raw, grant)) {
+			return beamStatistics(ctx, env, f, info, raw, home)
+		}
+	}
+	if !info.Remote {
+		if info.Statistics {
+			return client.Data{}, func() {}, usagef("--engine beam computes %s's statistics from plain rows: --d1 and --d2 are not supported there; nothing was run or spent", info.Name)
+		}
+		return client.Data{}, func() {}, usagef("%s has neither a path from aggregated statistics nor one through aggregation passes, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\" or \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
+	}
+	return beamRemote(ctx, env, f, info, home)
+}
+
+// statsAccepts asks the plugin whether the estimator's statistics path
+// serves the request: a pre-flight check on a statistics shape whose
+// dimensions are placeholders (the data are not described yet; what a
+// statistics path refuses — options that need the rows — does not depend
+// on them). An answer other than a refusal keeps the statistics path,
+// which checks the request again on the real shape.
+func statsAccepts(ctx context.Context, c *client.Client, info sdk.Info, raw map[string]string, grant privacy.Grant) bool {
+	plug, _, err := c.HostPlugin(ctx, info.Name)
+	if err != nil {
+		return true
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, N: 1 << 20, P: 1 << 12, Stats: &dataio.StatsRef{}}
+	_, err = plug.Check(cctx, host.Call{Estimator: info.Name, Params: raw, Grant: grant, Data: h})
+	return !errors.Is(err, host.ErrRequest)
+}
+
+// describeRemote runs `dplr-beam describe` and returns the shards' public
+// shape, their source identity and the Passer that runs passes over them
+// (a variable so that tests can stand in for the pipeline).
+var describeRemote = func(ctx context.Context, b host.BeamData) (*data.Remote, dataio.Identity, data.Passer, error) {
+	sh, id, err := host.DescribeBeam(ctx, b)
+	if err != nil {
+		return nil, id, nil, err
+	}
+	return sh, id, b.Passer(sh, id), nil
+}
+
+// beamRemote describes the shards (public shape and source identity,
+// before anything is reserved) and returns the remote data set whose
+// passes the host runs with dplr-beam while the estimator fits.
+func beamRemote(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, home string) (client.Data, func(), error) {
+	none := func() {}
+	if info.DataKind == data.Trace && (f.df.d1 < 1 || f.df.d2 < 1) {
+		return client.Data{}, none, usagef("trace data through --engine beam need the sample matrices' shape: --d1 and --d2; nothing was run or spent")
+	}
+	if info.DataKind != data.Trace && (f.df.d1 != 0 || f.df.d2 != 0) {
+		return client.Data{}, none, usagef("--d1 and --d2 are for trace data; %s takes %s data", info.Name, info.DataKind)
+	}
+	bin, err := host.FindBeam(f.pf.dirs)
+	if err != nil {
+		return client.Data{}, none, usagef("--engine beam: %v", err)
+	}
+	base := filepath.Join(home, "cache")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return client.Data{}, none, fail(ExitError, err)
+	}
+	dir, err := os.MkdirTemp(base, "beam-")
+	if err != nil {
+		return client.Data{}, none, fail(ExitError, err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	bd := host.BeamData{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
+		Kind: info.DataKind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}
+	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s describes %s (runner %s); %s then asks the host for each aggregation pass it needs\n",
+		filepath.Base(bin), f.df.path, f.beam.runner, info.Name)
+	sh, id, passer, err := describeRemote(ctx, bd)
+	var d client.Data
+	if err == nil {
+		d, err = client.RemoteOf(info.DataKind, sh, id, passer, f.df.name)
+	}
+	if err != nil {
+		cleanup()
+		if ctx.Err() != nil {
+			return client.Data{}, none, fail(ExitInterrupted, err)
+		}
+		return client.Data{}, none, fail(ExitData, fmt.Errorf("%w; nothing was reserved or spent", err))
+	}
+	return d, cleanup, nil
 }
 
 // beamStatistics runs the statistics pipeline for info over the shards and
@@ -75,7 +174,7 @@ func (b *beamFlags) check(df *dataFlags) error {
 func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, raw map[string]string, home string) (client.Data, func(), error) {
 	none := func() {}
 	if !info.Statistics {
-		return client.Data{}, none, usagef("%s has no path from aggregated statistics, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\": true in dplr plugins --json); nothing was run or spent", info.Name)
+		return client.Data{}, none, usagef("%s has no path from aggregated statistics, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\" or \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
 	}
 	clip, err := beamClip(info, raw)
 	if err != nil {
@@ -116,6 +215,7 @@ func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, r
 		cleanup()
 		return client.Data{}, none, fail(ExitData, fmt.Errorf("%w; nothing was reserved or spent", err))
 	}
+	h.Name = f.df.name
 	return client.Prepared(h), cleanup, nil
 }
 

@@ -152,6 +152,11 @@ type estimatorJSON struct {
 	// Statistics: the estimator also runs on aggregated statistics
 	// (dplr fit --engine beam).
 	Statistics bool `json:"statistics,omitempty"`
+	// Remote: the estimator also runs on a data set it reaches only
+	// through aggregation passes the host runs (dplr fit --engine beam on
+	// trace and users data, and rows estimators without a statistics
+	// path).
+	Remote bool `json:"remote,omitempty"`
 }
 
 type paramJSON struct {
@@ -167,7 +172,7 @@ type paramJSON struct {
 
 func toEstimatorJSON(e sdk.Info) estimatorJSON {
 	out := estimatorJSON{Name: e.Name, Version: e.Version, Summary: e.Summary, DataKind: string(e.DataKind),
-		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Statistics: e.Statistics}
+		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Statistics: e.Statistics, Remote: e.Remote}
 	for _, g := range e.Grants {
 		out.Grants = append(out.Grants, string(g))
 	}
@@ -256,10 +261,23 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// engines says how --engine beam can reach an estimator's data.
+func engines(e sdk.Info) string {
+	switch {
+	case e.Statistics && e.Remote:
+		return " (--engine beam: from aggregated statistics, or through aggregation passes)"
+	case e.Statistics:
+		return " (--engine beam: from aggregated statistics)"
+	case e.Remote:
+		return " (--engine beam: through aggregation passes)"
+	}
+	return ""
+}
+
 func describe(w io.Writer, p client.PluginInfo, e sdk.Info) {
 	fmt.Fprintf(w, "%s %s — %s\n", e.Name, e.Version, e.Summary)
 	fmt.Fprintf(w, "plugin: %s (%s backend, %s)\n", p.Name, p.Backend, p.Path)
-	fmt.Fprintf(w, "data: %s\n", e.DataKind)
+	fmt.Fprintf(w, "data: %s%s\n", e.DataKind, engines(e))
 	fmt.Fprintf(w, "guarantee: %s\n", e.Guarantee)
 	grants := make([]string, 0, len(e.Grants))
 	for _, g := range e.Grants {

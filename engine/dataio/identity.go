@@ -470,17 +470,27 @@ func (r *rowStream) add(chunk []float64) {
 // matrixIdentity returns the identity of an n×p row-major matrix of
 // unscaled source values with the given side columns.
 func matrixIdentity(x []float64, n, p int, sides ...sideCol) Identity {
+	return matrixBuilder(x, n, p, sides...).finish()
+}
+
+// matrixBuilder is matrixIdentity before finishing.
+func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
 	b := newIDBuilder(sides...)
 	for i := 0; i < n; i++ {
 		b.row(i, x[i*p:(i+1)*p], nil)
 	}
-	return b.finish()
+	return b
 }
 
 // tableIdentity returns the identity of a CSV table: every record (and a
 // numeric first record that a forced header hid), with its fields that
 // read as numbers as numbers and its other fields as text, in file order.
 func tableIdentity(t *table, sides ...sideCol) Identity {
+	return tableIDBuilder(t, sides...).finish()
+}
+
+// tableIDBuilder is tableIdentity before finishing.
+func tableIDBuilder(t *table, sides ...sideCol) *idBuilder {
 	b := newIDBuilder(sides...)
 	textCols := make([]int, 0, len(t.text))
 	for c := range t.text {
@@ -524,7 +534,7 @@ func tableIdentity(t *table, sides ...sideCol) Identity {
 		}
 		b.row(i, x, texts)
 	}
-	return b.finish()
+	return b
 }
 
 // IdentityOf returns the identity of an in-memory data set taken as its

@@ -1,6 +1,10 @@
 package dataio
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/dplr/dplr/engine/data"
+)
 
 // IdentityParts is a source identity under construction that can be split
 // across workers and merged: each part hashes some of the rows (AddRow) and
@@ -44,4 +48,42 @@ func (p *IdentityParts) Merge(q IdentityParts) {
 func (p IdentityParts) Identity() Identity {
 	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{heap: p.Heap}}
 	return b.finish()
+}
+
+// AddRecord hashes one source row of an array source with side values:
+// the main values x (unscaled), then the float side values (a response),
+// then the integer ones (a user id, a label), the order in which
+// LoadIdentity hashes a trace or users data set read from arrays (IdentityOf
+// too). AddRecord(x, nil, nil) is AddRow(x).
+func (p *IdentityParts) AddRecord(x []float64, floats []float64, ints []int64) {
+	var sides []sideCol
+	for _, v := range floats {
+		sides = append(sides, sideCol{f: []float64{v}})
+	}
+	for _, v := range ints {
+		sides = append(sides, sideCol{i: []int64{v}})
+	}
+	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{heap: p.Heap}, sides: sides}
+	b.row(0, x, nil)
+	p.Rows, p.Sum, p.Heap = b.rows, b.sum, b.sk.heap
+}
+
+// parts returns the builder's state as parts.
+func (b *idBuilder) parts() IdentityParts {
+	return IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.heap}
+}
+
+// LoadIdentityParts is LoadIdentity returning the identity's parts, so
+// that the identities of several files (the shards of one data set) can be
+// merged into the identity of the one file holding all their records:
+// merging the parts of files a and b gives the identity LoadIdentity
+// computes for the concatenation of their records (for CSV, without
+// repeating the header).
+func LoadIdentityParts(path string, opt LoadOptions) (*data.Dataset, IdentityParts, error) {
+	ids := &idSink{want: true}
+	ds, err := loadWith(path, opt, ids)
+	if err != nil {
+		return nil, IdentityParts{}, err
+	}
+	return ds, ids.parts, nil
 }

@@ -141,26 +141,39 @@ func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error)
 type idSink struct {
 	want bool
 	id   *Identity
+	// parts holds the identity's parts (LoadIdentityParts).
+	parts IdentityParts
 }
 
 // set computes the identity now, if one is wanted (the loaders call it
 // before applying the view, on the unscaled source values).
-func (s *idSink) set(id func() Identity) {
+func (s *idSink) set(id func() *idBuilder) {
 	if s.want {
-		v := id()
+		b := id()
+		s.parts = b.parts()
+		v := b.finish()
 		s.id = &v
 	}
 }
 
 // load is Load, also returning the source identity when wantID.
 func load(path string, opt LoadOptions, wantID bool) (*data.Dataset, *Identity, error) {
+	ids := &idSink{want: wantID}
+	ds, err := loadWith(path, opt, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, ids.id, nil
+}
+
+// loadWith is load, leaving the identity (when ids.want) in ids.
+func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
 	if err := opt.check(); err != nil {
-		return nil, nil, fmt.Errorf("load %s: %w", path, err)
+		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	var ds *data.Dataset
 	var sh *streamHasher
 	var err error
-	ids := &idSink{want: wantID}
 	switch opt.kind() {
 	case data.Rows:
 		ds, sh, err = loadRowsStreamed(path, opt, ids)
@@ -173,11 +186,11 @@ func load(path string, opt LoadOptions, wantID bool) (*data.Dataset, *Identity, 
 		ds, err = loadUsers(path, opt, ids)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ds.Name = opt.Name
 	if err := checkStructure(ds); err != nil {
-		return nil, nil, fmt.Errorf("load %s: %w", path, err)
+		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	switch {
 	case opt.SkipHash:
@@ -187,10 +200,10 @@ func load(path string, opt LoadOptions, wantID bool) (*data.Dataset, *Identity, 
 	default:
 		ds.Hash = Hash(ds)
 	}
-	if wantID && ids.id == nil {
-		return nil, nil, fmt.Errorf("load %s: internal: no source identity computed", path)
+	if ids.want && ids.id == nil {
+		return nil, fmt.Errorf("load %s: internal: no source identity computed", path)
 	}
-	return ds, ids.id, nil
+	return ds, nil
 }
 
 // loadRowsStreamed loads a rows data set from a C-order .npy or IDX file
@@ -273,7 +286,7 @@ func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset,
 	}
 	ds.X = mat.NewDense(n, cols, x)
 	if rs != nil {
-		ids.set(rs.b.finish)
+		ids.set(func() *idBuilder { return rs.b })
 	}
 	return ds, sh, nil
 }
@@ -474,7 +487,7 @@ func loadRows(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 			return nil, err
 		}
 		n, p := ds.X.Dims()
-		ids.set(func() Identity { return matrixIdentity(ds.X.RawMatrix().Data, n, p, labelSides(ds)...) })
+		ids.set(func() *idBuilder { return matrixBuilder(ds.X.RawMatrix().Data, n, p, labelSides(ds)...) })
 		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -488,7 +501,7 @@ func loadRows(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 		}
 		fileLabels, ds.Labels = ds.Labels, nil
 	}
-	ids.set(func() Identity { return tableIdentity(t, labelSides(&data.Dataset{Labels: fileLabels})...) })
+	ids.set(func() *idBuilder { return tableIDBuilder(t, labelSides(&data.Dataset{Labels: fileLabels})...) })
 	skip := []int{}
 	if opt.LabelColumn != "" {
 		if fileLabels != nil {
@@ -621,7 +634,7 @@ func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 		}
 		n, p := ds.X.Dims()
 		x := ds.X.RawMatrix().Data
-		ids.set(func() Identity { return matrixIdentity(x, n, p, sideCols(ds, nil)...) })
+		ids.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, nil)...) })
 		if err := scaleInPlace(x, opt.scale()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -723,7 +736,7 @@ func loadUsers(path string, opt LoadOptions, idsink *idSink) (*data.Dataset, err
 		}
 		n, p := ds.X.Dims()
 		x := ds.X.RawMatrix().Data
-		idsink.set(func() Identity { return matrixIdentity(x, n, p, sideCols(ds, ids)...) })
+		idsink.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, ids)...) })
 		if err := scaleInPlace(x, opt.scale()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -780,12 +793,12 @@ func tableSides(path string, t *table, ds *data.Dataset, opt LoadOptions, userCo
 // response file fileY if any, the labels), then sets ds.X to the scaled
 // feature columns: those opt names, or all but skip.
 func tableFeatures(path string, t *table, ds *data.Dataset, opt LoadOptions, ids *idSink, fileY []float64, skip []int) error {
-	ids.set(func() Identity {
+	ids.set(func() *idBuilder {
 		var sides []sideCol
 		if fileY != nil {
 			sides = append(sides, sideCol{f: fileY})
 		}
-		return tableIdentity(t, append(sides, labelSides(ds)...)...)
+		return tableIDBuilder(t, append(sides, labelSides(ds)...)...)
 	})
 	var err error
 	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {

@@ -43,6 +43,19 @@
 // the Runner refuses statistics to an estimator without a from-statistics
 // path (sdk.StatsEstimator) before reserving. The host never sees a row.
 //
+// An estimator with a path through aggregation passes (sdk.RemoteEstimator,
+// Info.Remote) runs instead on a data set held remotely
+// (FitRequest.Remote: a public shape, a source identity and a
+// data.Passer, e.g. one running dplr-beam for each pass). Its pre-flight
+// check declares the pass kinds the fit will request, and the fit goes
+// over the FitPasses stream: the plugin, sandboxed with no file to read,
+// asks for each pass; the host checks every request (a declared kind, at
+// most Runner.MaxPasses passes, one at a time, allocations bounded by the
+// public shape, pass.Validate), runs it with the Passer, checks the result
+// against the kind's bounds (pass.CheckResult) and sends it back. A
+// request the host refuses ends the fit (ErrPlugin); a pass its runner
+// fails ends it too (ErrPass). Either is settled by rule 6.
+//
 // The package speaks SDK types (sdk.Info, privacy.Step, privacy.Guarantee,
 // sdk.Scalar, …); the wire forms stay in engine/transport.
 package host

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/proto/dplrpb"
@@ -28,11 +29,35 @@ type Call struct {
 	// Seed, when set, makes the noise reproducible (and not private
 	// against whoever knows it).
 	Seed *uint64
+	// Remote, when set, is a data set held elsewhere: Data then gives only
+	// its kind, hash (source identity) and name, Remote its public shape
+	// and the Passer that runs the aggregation passes the plugin requests
+	// (the fit goes over FitPasses).
+	Remote *data.Remote
+	// Passes are the pass kinds the plugin may request (those its Check
+	// declared); MaxPasses caps their number (0: sdk.MaxPasses).
+	Passes    []string
+	MaxPasses int
+	// ReplyTimeout bounds the delivery of each pass's reply to the plugin
+	// (0: DefaultPassReplyTimeout).
+	ReplyTimeout time.Duration
 }
 
 func (c Call) fitRequest() *dplrpb.FitRequest {
+	h := transport.HandleToProto(c.Data)
+	if c.Remote != nil {
+		h = transport.RemoteHandleToProto(c.Data, c.Remote)
+	}
 	return &dplrpb.FitRequest{Estimator: c.Estimator, Params: c.Params, Grant: transport.GrantToProto(c.Grant),
-		Data: transport.HandleToProto(c.Data), Seed: c.Seed}
+		Data: h, Seed: c.Seed}
+}
+
+// shape is the data set's public shape as the pre-flight check sees it.
+func (c Call) shape() *dplrpb.Shape {
+	if c.Remote != nil {
+		return transport.RemoteShapeOf(c.Data.Kind, c.Remote)
+	}
+	return transport.ShapeOf(c.Data)
 }
 
 // Events receives what a plugin reports while it fits. Every field may be
@@ -43,6 +68,9 @@ type Events struct {
 	// Step sees each privacy step as the plugin announces it, before the
 	// plugin draws its noise.
 	Step func(privacy.Step)
+	// Pass sees each aggregation pass the plugin requests on remote data
+	// (numbered from 1), once the host has validated it and before it runs.
+	Pass func(n int, req data.PassRequest)
 }
 
 // Matrix is a matrix output received from a plugin, row-major.
@@ -77,6 +105,10 @@ type FitOutcome struct {
 	// (privacy.Certify of the plugin's statement): the estimator's kind,
 	// model, assumptions and neighbours with the host's figures.
 	Certified privacy.Guarantee
+	// Passes is the number of aggregation passes the host ran for a fit
+	// on remote data, PassSeconds the wall time they took.
+	Passes      int
+	PassSeconds float64
 	// Plugin-side timings and peak memory.
 	FitSeconds, LoadSeconds float64
 	MaxRSSKiB               int64
@@ -105,6 +137,10 @@ type CheckResult struct {
 	// rule cannot admit, and withholds a result whose steps break the
 	// declaration.
 	Mechanisms sdk.Declaration
+	// Passes are, for a fit on remote data, the aggregation pass kinds the
+	// fit will request (validated: kinds this host knows, reading the
+	// data's kind); the fit may request no other.
+	Passes []string
 }
 
 // Check asks the plugin to validate a request (estimator, parameters,
@@ -114,7 +150,7 @@ type CheckResult struct {
 // the call.
 func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
 	resp, err := p.rpc.Check(ctx, &dplrpb.CheckRequest{Estimator: c.Estimator, Params: c.Params,
-		Grant: transport.GrantToProto(c.Grant), Shape: transport.ShapeOf(c.Data)})
+		Grant: transport.GrantToProto(c.Grant), Shape: c.shape()})
 	if status.Code(err) == codes.Unimplemented {
 		return CheckResult{}, nil
 	}
@@ -128,7 +164,16 @@ func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: malformed declaration of mechanisms: %w: %w", p.Name(), err, ErrPlugin)
 	}
-	return CheckResult{Supported: true, Footprint: resp.GetFootprintBytes(), Mechanisms: decl}, nil
+	chk := CheckResult{Supported: true, Footprint: resp.GetFootprintBytes(), Mechanisms: decl}
+	if c.Remote != nil {
+		if err := checkPasses(c.Data.Kind, resp.GetPasses()); err != nil {
+			return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: %w: %w", p.Name(), err, ErrPlugin)
+		}
+		chk.Passes = resp.GetPasses()
+	} else if len(resp.GetPasses()) > 0 {
+		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: declares aggregation passes for a local data set: %w", p.Name(), ErrPlugin)
+	}
+	return chk, nil
 }
 
 // Fit runs one estimator and validates what comes back: outputs complete
@@ -139,6 +184,9 @@ func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
 // returned outcome (never nil) still lists what was announced, so the
 // caller can tell whether noise may have been drawn.
 func (p *Plugin) Fit(ctx context.Context, c Call, ev Events) (*FitOutcome, error) {
+	if c.Remote != nil {
+		return p.fitPasses(ctx, c, ev)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream (and the plugin's work) on an early return
 	out := &FitOutcome{}

@@ -24,7 +24,7 @@ var (
 
 // buildPlugins compiles the misbehaving test plugin and the example plugin
 // once per test binary.
-func buildPlugins(t *testing.T) string {
+func buildPlugins(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "dplr-host-test")
@@ -33,6 +33,7 @@ func buildPlugins(t *testing.T) string {
 		}
 		for _, b := range []struct{ out, pkg string }{
 			{"dplr-bad", "./testdata/dplr-bad"},
+			{"dplr-remote", "./testdata/dplr-remote"},
 			{"dplr-example", "github.com/dplr/dplr/examples/meanplugin/cmd/dplr-example"},
 		} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, b.out), b.pkg)
@@ -150,7 +151,7 @@ func TestDiscoverAndManifest(t *testing.T) {
 	// A plugin of the same name in a later directory is shadowed.
 	require.NoError(t, os.WriteFile(filepath.Join(other, "dplr-example"), []byte("x"), 0o755))
 	got := Discover([]string{dir, other, filepath.Join(other, "missing")})
-	assert.Equal(t, []string{filepath.Join(dir, "dplr-bad"), filepath.Join(dir, "dplr-example")}, got)
+	assert.Equal(t, []string{filepath.Join(dir, "dplr-bad"), filepath.Join(dir, "dplr-example"), filepath.Join(dir, "dplr-remote")}, got)
 	found, shadowed := DiscoverAll([]string{dir, other, dir})
 	assert.Equal(t, got, found)
 	assert.Equal(t, []Shadowed{{Path: filepath.Join(other, "dplr-example"), By: filepath.Join(dir, "dplr-example")}}, shadowed,

@@ -55,6 +55,13 @@ type Runner struct {
 	MaxMemory int64
 	// CheckTimeout bounds the pre-flight check (default 10 s).
 	CheckTimeout time.Duration
+	// MaxPasses caps the aggregation passes one fit on remote data may
+	// request (0: sdk.MaxPasses).
+	MaxPasses int
+	// PassReplyTimeout bounds the delivery of each pass's result to the
+	// plugin, which asked for it and must be reading (0:
+	// DefaultPassReplyTimeout).
+	PassReplyTimeout time.Duration
 }
 
 // FitRequest is one fit to run.
@@ -65,6 +72,13 @@ type FitRequest struct {
 	// none (a zero Grant).
 	Grant privacy.Grant
 	Data  dataio.Handle // a prepared, hashed data set
+	// Remote, when set, is a data set held elsewhere and reached only
+	// through aggregation passes (an estimator with Info.Remote): Data
+	// then carries its kind, its source identity (Source, and Hash = the
+	// identity's hash), name and shape, and no file; Remote its public
+	// shape and the Passer the host runs each pass the plugin requests
+	// with. The pre-flight check must declare the pass kinds.
+	Remote *data.Remote
 	// Seed, when set, makes the noise reproducible and the result NOT
 	// private against whoever knows it.
 	Seed *uint64
@@ -99,7 +113,8 @@ type FitResult struct {
 	// could not be read).
 	Status *ledger.Status
 	// Timings in seconds: "check_s" (pre-flight) and "fit_s" (the plugin
-	// call).
+	// call); on remote data also "passes" (how many aggregation passes the
+	// host ran, a count) and "passes_s" (their wall time, within fit_s).
 	Timings map[string]float64
 }
 
@@ -158,9 +173,16 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		req.Grant = privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}
 	}
 	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
-	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed}
+	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed,
+		Remote: req.Remote, MaxPasses: r.MaxPasses, ReplyTimeout: r.PassReplyTimeout}
 	if err := r.preflight(ctx, plug, call, res); err != nil {
 		return nil, err
+	}
+	if req.Remote != nil {
+		if !res.Check.Supported || len(res.Check.Passes) == 0 {
+			return nil, usageErr("plugin %s declared no aggregation passes for %s on remote data (a plugin built before remote data sets?): it cannot run there", plug.Name(), req.Estimator)
+		}
+		call.Passes = res.Check.Passes
 	}
 	if err := r.admitNonPrivate(ctx, info, req); err != nil {
 		return nil, err
@@ -318,6 +340,9 @@ func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
 	if err := checkStatistics(info, req.Data); err != nil {
 		return nil, info, err
 	}
+	if err := checkRemote(info, req); err != nil {
+		return nil, info, err
+	}
 	params, err := sdk.ValidateParams(info.Params, req.Params)
 	if err != nil {
 		return nil, info, usageErr("%s: %w", req.Estimator, err)
@@ -329,6 +354,36 @@ func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
 		return nil, info, usageErr("%s: %w", req.Estimator, err)
 	}
 	return plug, info, nil
+}
+
+// ErrRemote is wrapped when an estimator without a path through
+// aggregation passes is asked to run on a remote data set.
+var ErrRemote = errors.New("the estimator needs the rows")
+
+// checkRemote checks a remote data set: an estimator with a path through
+// passes (Info.Remote), a Passer, a public shape that is valid for the
+// data kind and agrees with the handle's, no file.
+func checkRemote(info sdk.Info, req FitRequest) error {
+	rm := req.Remote
+	if rm == nil {
+		return nil
+	}
+	if !info.Remote {
+		return &FitError{Err: fmt.Errorf("%s has no path through aggregation passes, so it cannot run on a remote data set (--engine beam): run it on a data file; those that can have \"remote\": true in dplr plugins --json: %w: %w",
+			info.Name, ErrRemote, ErrUsage)}
+	}
+	h := req.Data
+	if h.Stats != nil || h.X.Path != "" || h.Y != nil || h.UserStart != nil || h.UserIDs != nil || h.Labels != nil {
+		return usageErr("a remote data set's handle names files")
+	}
+	if h.N != rm.N || h.P != rm.P || h.D1 != rm.D1 || h.D2 != rm.D2 {
+		return usageErr("remote data set: the handle's shape n = %d, p = %d, %d×%d differs from the remote's n = %d, p = %d, %d×%d", h.N, h.P, h.D1, h.D2, rm.N, rm.P, rm.D1, rm.D2)
+	}
+	ds := &data.Dataset{Kind: h.Kind, D1: h.D1, D2: h.D2, Remote: rm}
+	if err := ds.CheckShape(); err != nil {
+		return usageErr("%w", err)
+	}
+	return nil
 }
 
 // ErrUnknownEstimator is wrapped (with ErrUsage) when no plugin serves the
@@ -399,6 +454,9 @@ func (r *Runner) call(ctx context.Context, plug *Plugin, call Call, req FitReque
 	t0 := time.Now()
 	out, err := plug.Fit(fctx, call, req.Events)
 	res.Timings["fit_s"] = time.Since(t0).Seconds()
+	if call.Remote != nil && out != nil {
+		res.Timings["passes"], res.Timings["passes_s"] = float64(out.Passes), out.PassSeconds
+	}
 	if err != nil && req.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		// A plugin still running at the timeout is treated as hung.
 		err = fmt.Errorf("the fit did not finish within the timeout of %s: %w: %w", req.Timeout, err, ErrPlugin)

@@ -17,7 +17,7 @@ func InfoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
 	out := &dplrpb.EstimatorInfo{
 		Name: in.Name, Version: in.Version, Summary: in.Summary, Description: in.Description,
 		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References, NonPrivate: in.NonPrivate,
-		Statistics: in.Statistics,
+		Statistics: in.Statistics, Remote: in.Remote,
 	}
 	for _, g := range in.Grants {
 		out.Grants = append(out.Grants, string(g))
@@ -36,7 +36,7 @@ func InfoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
 	out := sdk.Info{
 		Name: in.GetName(), Version: in.GetVersion(), Summary: in.GetSummary(), Description: in.GetDescription(),
 		DataKind: data.Kind(in.GetDataKind()), Guarantee: in.GetGuarantee(), References: in.GetReferences(),
-		NonPrivate: in.GetNonPrivate(), Statistics: in.GetStatistics(),
+		NonPrivate: in.GetNonPrivate(), Statistics: in.GetStatistics(), Remote: in.GetRemote(),
 	}
 	for _, g := range in.GetGrants() {
 		out.Grants = append(out.Grants, privacy.GrantKind(g))
@@ -141,7 +141,22 @@ func ShapeOf(h dataio.Handle) *dplrpb.Shape {
 // ShapeFromProto converts a wire shape to the SDK's.
 func ShapeFromProto(s *dplrpb.Shape) sdk.Shape {
 	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers()),
-		Statistics: s.GetStatistics()}
+		Statistics: s.GetStatistics(), Remote: s.GetRemote()}
+}
+
+// RemoteHandleToProto is the wire handle of a data set held elsewhere:
+// h's kind, hash (the source identity), name and shape, with r's shape as
+// its remote part and no file.
+func RemoteHandleToProto(h dataio.Handle, r *data.Remote) *dplrpb.DatasetHandle {
+	return &dplrpb.DatasetHandle{
+		Version: int32(h.Version), Kind: string(h.Kind), Hash: h.Hash, Name: h.Name,
+		N: int64(r.N), P: int64(r.P), D1: int64(r.D1), D2: int64(r.D2), Remote: RemoteToProto(r),
+	}
+}
+
+// RemoteShapeOf is the public shape of a data set held elsewhere.
+func RemoteShapeOf(kind data.Kind, r *data.Remote) *dplrpb.Shape {
+	return &dplrpb.Shape{Kind: string(kind), N: int64(r.N), P: int64(r.P), D1: int64(r.D1), D2: int64(r.D2), Users: int64(r.Users), Remote: true}
 }
 
 // ScalarsFromProto converts a result's scalar outputs.

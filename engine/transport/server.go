@@ -116,45 +116,63 @@ func (s *Server) Check(_ context.Context, req *dplrpb.CheckRequest) (*dplrpb.Che
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
 	}
-	footprint, decl, err := prepare(est, req.GetParams(), GrantFromProto(req.GetGrant()), ShapeFromProto(req.GetShape()))
+	pre, err := prepare(est, req.GetParams(), GrantFromProto(req.GetGrant()), ShapeFromProto(req.GetShape()))
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
-	resp := &dplrpb.CheckResponse{FootprintBytes: footprint}
-	DeclarationToProto(decl, resp)
+	resp := &dplrpb.CheckResponse{FootprintBytes: pre.footprint, Passes: pre.passes}
+	DeclarationToProto(pre.decl, resp)
 	return resp, nil
+}
+
+// prepared is what the pre-flight preparation found.
+type prepared struct {
+	footprint int64
+	decl      sdk.Declaration
+	// passes are the pass kinds a fit on remote data requests.
+	passes []string
 }
 
 // prepare runs the SDK's pre-flight preparation (sdk.Prepare: validate,
 // bind, the options' Check hook, the Footprint estimate), checks the
 // grant's form, as the SDK does before a fit, and asks the bound options
-// which mechanisms the fit will use (sdk.Declare), returning the fit's estimated peak memory and its declaration.
-func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shape sdk.Shape) (int64, sdk.Declaration, error) {
+// which mechanisms the fit will use (sdk.Declare), returning the fit's
+// estimated peak memory and its declaration; on remote data
+// (shape.Remote) also the pass kinds the fit will request (sdk.PassesOf:
+// an estimator that needs the rows refuses).
+func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shape sdk.Shape) (prepared, error) {
+	var none prepared
 	info, err := sdk.InfoOf(est)
 	if err != nil {
-		return 0, sdk.Declaration{}, err
+		return none, err
 	}
 	if shape.Kind != info.DataKind {
-		return 0, sdk.Declaration{}, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
+		return none, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
 	}
 	opts, footprint, err := sdk.Prepare(info, raw, shape)
 	if err == nil && shape.Statistics {
 		footprint, err = statsFootprint(est, info, raw, opts, shape)
 	}
 	if err != nil {
-		return 0, sdk.Declaration{}, err
+		return none, err
+	}
+	var passes []string
+	if shape.Remote {
+		if passes, err = sdk.PassesOf(est, opts, shape); err != nil {
+			return none, err
+		}
 	}
 	if err := grant.Validate(); err != nil {
-		return 0, sdk.Declaration{}, err
+		return none, err
 	}
 	if !slices.Contains(info.Grants, grant.Kind) {
-		return 0, sdk.Declaration{}, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
+		return none, fmt.Errorf("estimator %s does not accept a %s budget (accepts %v)", info.Name, grant.Kind, info.Grants)
 	}
 	decl, err := sdk.Declare(info, opts, shape, grant)
 	if err != nil {
-		return 0, sdk.Declaration{}, err
+		return none, err
 	}
-	return footprint, decl, nil
+	return prepared{footprint: footprint, decl: decl, passes: passes}, nil
 }
 
 // Fit implements dplrpb.EstimatorsServer.
@@ -163,22 +181,34 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 	if !ok {
 		return status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
 	}
-	ctx := stream.Context()
+	if req.GetData().GetRemote() != nil {
+		return status.Errorf(codes.InvalidArgument, "a remote data set is reached only through aggregation passes: the host must call FitPasses")
+	}
 	var mu sync.Mutex // stream.Send is not safe for concurrent use
 	send := func(ev *dplrpb.FitEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
 		return stream.Send(ev)
 	}
+	return s.fit(stream.Context(), est, req, send, func() (*data.Dataset, io.Closer, error) { return OpenHandle(req.GetData()) })
+}
+
+// fit runs est on the data set open returns and streams the fit's events
+// through send.
+func (s *Server) fit(ctx context.Context, est sdk.Estimator, req *dplrpb.FitRequest, send func(*dplrpb.FitEvent) error,
+	open func() (*data.Dataset, io.Closer, error)) error {
 	t0 := time.Now()
-	ds, closer, err := OpenHandle(req.GetData())
+	ds, closer, err := open()
 	if err != nil {
 		return status.Errorf(codes.FailedPrecondition, "opening data set: %v", err)
 	}
 	defer closer.Close()
 	loadSec := time.Since(t0).Seconds()
 
-	var lastProgress time.Time
+	var (
+		mu           sync.Mutex // guards lastProgress
+		lastProgress time.Time
+	)
 	opt := sdk.LocalOptions{
 		Progress: func(p sdk.Progress) {
 			// Throttle: at most ~20 events a second, but always the last one.

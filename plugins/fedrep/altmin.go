@@ -134,15 +134,24 @@ func paperAltMinWeights(run *sdk.Run, o *altminOptions, steps int) (wA, wB float
 // Fit implements sdk.Estimator.
 func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[altminOptions](run)
-	lay, err := newLayout(run.Data, o.LocalFraction, o.Holdout)
-	if err != nil {
-		return nil, err
+	var prob *fedrepProblem
+	if run.Data.Remote != nil {
+		rem, err := newRemoteUsers(run.Data, &o.splitOptions, o.Rank.Value, math.Inf(1), nil, lossSquared)
+		if err != nil {
+			return nil, err
+		}
+		prob = &fedrepProblem{loss: lossSquared, rem: rem}
+	} else {
+		lay, err := newLayout(run.Data, o.LocalFraction, o.Holdout)
+		if err != nil {
+			return nil, err
+		}
+		prob = &fedrepProblem{x: run.Data.X, y: run.Data.Y, lay: lay, loss: lossSquared}
 	}
 	plan, err := planAltMin(run, o)
 	if err != nil {
 		return nil, err
 	}
-	prob := &fedrepProblem{x: run.Data.X, y: run.Data.Y, lay: lay, loss: lossSquared}
 	tr, sig, err := privAltMin(ctx, run, prob, o, plan)
 	if err != nil {
 		return nil, err
@@ -159,7 +168,7 @@ type altminSigmas struct{ a, b float64 }
 // every user), then every user's head on its own rows.
 func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *altminPlan) (*fedrepTrace, altminSigmas, error) {
 	var sig altminSigmas
-	n, k, T := prob.lay.n(), o.Rank.Value, o.Iterations.Value
+	n, k, T := prob.n(), o.Rank.Value, o.Iterations.Value
 	tr := &fedrepTrace{}
 	start := &fedrepConfig{rounds: &roundOptions{Rank: o.Rank}, splitOpts: &o.splitOptions, initClip: o.initClip(), init: o.Init, clipQ: o.ClipQuantile}
 	var startPlan *fedrepPlan
@@ -169,8 +178,12 @@ func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altmi
 			startPlan.tunes = 1
 		}
 	}
-	eng := newFedrepEngine(prob.x, prob.y, prob.lay, k, math.Inf(1), lossSquared)
-	eng.headAll = o.headAll()
+	var eng fedrepAgg = prob.rem
+	if prob.rem == nil {
+		e := newFedrepEngine(prob.x, prob.y, prob.lay, k, math.Inf(1), lossSquared)
+		e.headAll = o.headAll()
+		eng = e
+	}
 	run.Progress("init", 0, 1)
 	u, err := initialU(ctx, run, prob, start, startPlan, tr)
 	if err != nil {
@@ -289,8 +302,18 @@ func (r *altminRelease) noise(run *sdk.Run, a *mat.SymDense, b []float64) error 
 
 // altminStep is one private U-step: the statistics of the group, their
 // noise, the ridge solve in public units (DERIVATIONS.md §5.5) and a QR.
-func altminStep(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, group []int32, o *altminOptions, rel *altminRelease) (*mat.Dense, error) {
-	a, b, err := altminStats(ctx, eng, u.RawMatrix().Data, group, o.ClipW, o.ClipY, o.Portion)
+func altminStep(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, group []int32, o *altminOptions, rel *altminRelease) (*mat.Dense, error) {
+	var a *mat.SymDense
+	var b []float64
+	var err error
+	switch e := eng.(type) {
+	case *fedrepEngine:
+		a, b, err = altminStats(ctx, e, u.RawMatrix().Data, group, o.ClipW, o.ClipY, o.Portion)
+	case *remoteUsers:
+		a, b, err = e.altminStats(ctx, u.RawMatrix().Data, group, o.ClipW, o.ClipY, o.Portion)
+	default:
+		err = fmt.Errorf("internal error: statistics from %T", eng)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -304,13 +327,14 @@ func altminStep(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Den
 	if err != nil {
 		return nil, err
 	}
-	return orthonormalize(run.Backend, mat.NewDense(eng.d, eng.k, vecU))
+	_, d, k := eng.dims()
+	return orthonormalize(run.Backend, mat.NewDense(d, k, vecU))
 }
 
 // altminResult assembles the outputs, guarantee and notes of a run.
 func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *altminPlan, tr *fedrepTrace, sig altminSigmas) *sdk.Result {
 	res := &sdk.Result{}
-	n := prob.lay.n()
+	n := prob.n()
 	res.AddMatrix("U", tr.u, sdk.Public, "shared representation U (d×k, orthonormal columns)")
 	if tr.heads != nil {
 		res.AddMatrix("V", tr.heads, sdk.PerUser, headsDoc)

@@ -128,9 +128,12 @@ func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return res, nil
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
-	xp := mat.NewDense(run.Data.N(), kp, nil)
-	if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
-		return nil, fmt.Errorf("projection: %w", err)
+	var xp *mat.Dense // on the remote path the passes project each row
+	if run.Data.Remote == nil {
+		xp = mat.NewDense(run.Data.N(), kp, nil)
+		if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
+			return nil, fmt.Errorf("projection: %w", err)
+		}
 	}
 	res, err := fitFedRep(ctx, run, o.config(), true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
 	if err != nil {

@@ -119,11 +119,40 @@ type fedrepProblem struct {
 	lay  *layout
 	back *mat.Dense // d×k′ (Mᵀ), nil without projection
 	loss lossKind
+	// rem, when set, replaces x, y and lay: the data set is remote and
+	// reached through users passes (remote.go).
+	rem *remoteUsers
+}
+
+// n is the number of users.
+func (p *fedrepProblem) n() int {
+	if p.rem != nil {
+		return p.rem.n
+	}
+	return p.lay.n()
+}
+
+// dim is the working dimension.
+func (p *fedrepProblem) dim() int {
+	if p.rem != nil {
+		return p.rem.d
+	}
+	return p.x.RawMatrix().Cols
 }
 
 // newFedrepProblem splits the users' rows and checks the options against
 // the working dimension.
 func newFedrepProblem(run *sdk.Run, c *fedrepConfig, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {
+	if run.Data.Remote != nil {
+		rem, err := newRemoteUsers(run.Data, c.split(), c.rank(), c.clip, back, loss)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.rounds.check(rem.d); err != nil {
+			return nil, err
+		}
+		return &fedrepProblem{back: back, loss: loss, rem: rem}, nil
+	}
 	if err := c.rounds.check(x.RawMatrix().Cols); err != nil {
 		return nil, err
 	}
@@ -173,7 +202,7 @@ func maxOf(v []float64) float64 {
 
 // checkRank refuses a rank above the working dimension (public).
 func (p *fedrepProblem) checkRank(k int) error {
-	if d := p.x.RawMatrix().Cols; k > d {
+	if d := p.dim(); k > d {
 		return sdk.BadRequest("rank %d exceeds the working dimension %d", k, d)
 	}
 	return nil
@@ -336,7 +365,7 @@ func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool,
 	}
 	var plan *fedrepPlan // nil for the non-private reference
 	if private {
-		if plan, err = planFedRep(run, c, prob.lay.n()); err != nil {
+		if plan, err = planFedRep(run, c, prob.n()); err != nil {
 			return nil, err
 		}
 	}
@@ -371,11 +400,18 @@ type fedrepTrace struct {
 // non-private reference (no clipping, no noise).
 func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan) (*fedrepTrace, error) {
 	tr := &fedrepTrace{}
-	eng := newFedrepEngine(prob.x, prob.y, prob.lay, c.rank(), c.clip, prob.loss)
-	eng.headAll = c.split().headAll()
-	if c.theory() {
-		eng.theory, eng.batch = true, c.rounds.Batch
-		eng.perm = theoryPerm(prob.lay, run.Rand.Split(), run.Data.N())
+	var eng fedrepAgg
+	if prob.rem != nil {
+		prob.rem.psi, prob.rem.k = c.clip, c.rank()
+		eng = prob.rem
+	} else {
+		e := newFedrepEngine(prob.x, prob.y, prob.lay, c.rank(), c.clip, prob.loss)
+		e.headAll = c.split().headAll()
+		if c.theory() {
+			e.theory, e.batch = true, c.rounds.Batch
+			e.perm = theoryPerm(prob.lay, run.Rand.Split(), run.Data.N())
+		}
+		eng = e
 	}
 	run.Progress("init", 0, 1)
 	u, err := initialU(ctx, run, prob, c, plan, tr)
@@ -410,19 +446,20 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 // post-processing of the earlier releases, so the norms are a function of
 // each user's own rows and public quantities; DERIVATIONS.md §12), and the
 // step, when not given, to step_scale/ψ.
-func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) error {
+func chooseClip(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) error {
 	if c.clip == 0 {
 		if plan == nil {
 			return fmt.Errorf("internal error: a private clip without a plan")
 		}
-		norms, err := eng.gradNorms(ctx, u.RawMatrix().Data, 0)
+		hist, err := eng.gradHist(ctx, u.RawMatrix().Data)
 		if err != nil {
 			return fmt.Errorf("clip quantile: %w", err)
 		}
-		if c.clip, err = privateQuantile(run, c.label+fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+		n, _, _ := eng.dims()
+		if c.clip, err = privateQuantileCounts(run, c.label+fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
 			return err
 		}
-		eng.psi = c.clip
+		eng.setClip(c.clip)
 	}
 	if c.step == 0 {
 		c.step = c.stepScale / c.clip
@@ -437,8 +474,8 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Den
 // fedrepRound is one round of the box of DERIVATIONS.md §3: the mean of the
 // users' clipped gradients (sensitivity 2ψ/n, §3.2 there), Gaussian noise
 // when private, a step of size η and a QR.
-func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, t int, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) (*mat.Dense, error) {
-	n := eng.lay.n()
+func fedrepRound(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, t int, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) (*mat.Dense, error) {
+	n, d, k := eng.dims()
 	sum, clipped, err := eng.aggregate(ctx, u.RawMatrix().Data, t)
 	if err != nil {
 		return nil, err
@@ -470,26 +507,26 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.De
 	// mean: when this step opposes the previous one (oscillation: η too
 	// large for the data), η is halved from now on; a step longer than
 	// max_move·√k (√k = ‖U‖_F) is scaled down to it. Both are reported.
-	if c.rounds.StepGuard && tr.prevStep != nil && stepCosine(sum, u.RawMatrix().Data, tr.prevStep, tr.prevU, eng.k) < 0 {
+	if c.rounds.StepGuard && tr.prevStep != nil && stepCosine(sum, u.RawMatrix().Data, tr.prevStep, tr.prevU, k) < 0 {
 		tr.eta /= 2
 		tr.halved = append(tr.halved, t+1)
 	}
 	tr.prevStep, tr.prevU = append(tr.prevStep[:0], sum...), append(tr.prevU[:0], u.RawMatrix().Data...)
-	move := tr.eta * norm2(sum) / math.Sqrt(float64(eng.k))
+	move := tr.eta * norm2(sum) / math.Sqrt(float64(k))
 	tr.moves = append(tr.moves, move)
 	scale := tr.eta
 	if c.rounds.StepGuard && move > c.rounds.MaxMove {
 		scale *= c.rounds.MaxMove / move
 		tr.capped = append(tr.capped, t+1)
 	}
-	step := mat.NewDense(eng.d, eng.k, sum)
+	step := mat.NewDense(d, k, sum)
 	step.Scale(-scale, step)
 	step.Add(u, step)
 	return orthonormalize(run.Backend, step)
 }
 
 // evaluate appends the hold-out loss at U to the curve (with hold-out rows).
-func (tr *fedrepTrace) evaluate(ctx context.Context, eng *fedrepEngine, u *mat.Dense, sp *splitOptions) error {
+func (tr *fedrepTrace) evaluate(ctx context.Context, eng fedrepAgg, u *mat.Dense, sp *splitOptions) error {
 	if sp.Holdout <= 0 {
 		return nil
 	}
@@ -503,9 +540,9 @@ func (tr *fedrepTrace) evaluate(ctx context.Context, eng *fedrepEngine, u *mat.D
 
 // finish fits every user's final head for U and maps U back through the
 // public projection.
-func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng *fedrepEngine, u *mat.Dense, prob *fedrepProblem, sp *splitOptions, k int) error {
+func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, prob *fedrepProblem, sp *splitOptions, k int) error {
 	if sp.OutputV {
-		tr.heads = mat.NewDense(prob.lay.n(), k, nil)
+		tr.heads = mat.NewDense(prob.n(), k, nil)
 	}
 	var err error
 	if tr.final, err = eng.fitHeads(ctx, u.RawMatrix().Data, tr.heads); err != nil {
@@ -570,7 +607,7 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 // addPrivate adds the noise scales, the guarantee and the budget note of a
 // private FedRep run.
 func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan) {
-	n, T := prob.lay.n(), c.iterations()
+	n, T := prob.n(), c.iterations()
 	if c.init == "private" {
 		res.AddScalar("sigma_init", tr.sigmaInit, sdk.Public, "std of the symmetric Gaussian noise on the initialization's mean U-statistic")
 		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
@@ -610,8 +647,7 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 // with a plan) mean of clipped U-statistics (DERIVATIONS.md §2), or a
 // random orthonormal matrix.
 func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) (*mat.Dense, error) {
-	_, d := prob.x.Dims()
-	n := prob.lay.n()
+	d, n := prob.dim(), prob.n()
 	if c.init == "random" {
 		return randomOrthonormal(run, d, c.rank())
 	}
@@ -619,16 +655,32 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		if plan == nil {
 			return nil, fmt.Errorf("internal error: a private start clip without a plan")
 		}
-		norms := make([]float64, n)
-		if _, _, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, math.Inf(1), norms); err != nil {
-			return nil, fmt.Errorf("initialization: %w", err)
+		var hist []float64
+		if prob.rem != nil {
+			var err error
+			if hist, err = prob.rem.ustatHist(ctx); err != nil {
+				return nil, fmt.Errorf("initialization: %w", err)
+			}
+		} else {
+			norms := make([]float64, n)
+			if _, _, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, math.Inf(1), norms); err != nil {
+				return nil, fmt.Errorf("initialization: %w", err)
+			}
+			hist = quantileHistogram(norms, quantileEdges())
 		}
 		var err error
-		if c.initClip, err = privateQuantile(run, c.label+fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), norms, c.clipQ, plan.tune); err != nil {
+		if c.initClip, err = privateQuantileCounts(run, c.label+fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 	}
-	z, clipped, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip, nil)
+	var z *mat.SymDense
+	var clipped int
+	var err error
+	if prob.rem != nil {
+		z, clipped, err = prob.rem.ustatMean(ctx, c.initClip)
+	} else {
+		z, clipped, err = ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}

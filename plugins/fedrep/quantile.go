@@ -80,8 +80,17 @@ var quantileSensitivity = math.Sqrt2
 // privateQuantile releases the noisy histogram of vals (one value per user,
 // n public) as one Gaussian step and returns its q-quantile.
 func privateQuantile(run *sdk.Run, name string, vals []float64, q float64, b privacy.Budget) (float64, error) {
+	return privateQuantileCounts(run, name, quantileHistogram(vals, quantileEdges()), q, len(vals), b)
+}
+
+// privateQuantileCounts releases the histogram h (bin counts of n users'
+// values on the grid quantileEdges, computed locally or by a pass) as one
+// Gaussian step and returns its q-quantile.
+func privateQuantileCounts(run *sdk.Run, name string, h []float64, q float64, n int, b privacy.Budget) (float64, error) {
 	edges := quantileEdges()
-	h := quantileHistogram(vals, edges)
+	if len(h) != len(edges)+1 {
+		return 0, fmt.Errorf("%s: %d bin counts for %d bins", name, len(h), len(edges)+1)
+	}
 	rel, err := run.Acct.Gaussian(name, quantileSensitivity, len(h), b)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
@@ -89,5 +98,5 @@ func privateQuantile(run *sdk.Run, name string, vals []float64, q float64, b pri
 	if err := rel.Add(run.Rand, h); err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	return quantileFromCounts(h, edges, q, len(vals)), nil
+	return quantileFromCounts(h, edges, q, n), nil
 }

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -47,10 +48,7 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64) (*layout, error) {
 	for u := 0; u < n; u++ {
 		s, e := ds.UserStart[u], ds.UserStart[u+1]
 		m := e - s
-		h := int(math.Floor(holdout * float64(m)))
-		rest := m - h
-		l := int(math.Floor(localFrac * float64(rest)))
-		m0 := rest - l
+		m0, rest := pass.UserSplit(m, localFrac, holdout) // the passes split the same way
 		lay.users[u] = userRows{t0: s, t1: s + m0, f1: s + rest, h1: e}
 		lay.maxM0 = max(lay.maxM0, m0)
 		lay.minM0 = min(lay.minM0, m0)

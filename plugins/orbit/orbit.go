@@ -45,6 +45,7 @@ import (
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/gram"
 	"github.com/dplr/dplr/plugins/internal/noiseplan"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // Version is the version of every estimator in this plugin.
@@ -229,18 +230,39 @@ type problem struct {
 	eval     bool    // evaluate=true
 }
 
-// newProblem builds A from the run's rows clipped to clip, and its
+// newProblem builds A from the rows of src clipped to clip, and its
 // eigenvalues. The request has been bound and checked already.
-func newProblem(ctx context.Context, run *sdk.Run, clip float64) (*problem, error) {
+func newProblem(ctx context.Context, run *sdk.Run, src rowsrc.Source, clip float64) (*problem, error) {
 	pr := &problem{clip: clip}
 	var err error
-	if pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, clip, run.Backend); err != nil {
+	if src.Rows() != nil {
+		pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, clip, run.Backend)
+	} else {
+		pr.a, pr.clipped, err = remoteMatrix(ctx, run, src, clip)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if pr.gamma, _, err = run.Backend.EigSym(pr.a); err != nil {
 		return nil, fmt.Errorf("eigenvalues of A: %w", err)
 	}
 	return pr, nil
+}
+
+// remoteMatrix is ClippedMatrix on a data set held elsewhere: one
+// clipped second-moment pass, checked against the clip's bounds.
+func remoteMatrix(ctx context.Context, run *sdk.Run, src rowsrc.Source, clip float64) (*mat.SymDense, int, error) {
+	if !(clip > 0) || math.IsInf(clip, 0) {
+		return nil, 0, sdk.BadRequest("clip = %v must be positive and finite", clip)
+	}
+	a, clipped, err := src.SecondMoment(ctx, run.Backend, nil, clip, 1/(clip*clip))
+	if err != nil {
+		return nil, 0, fmt.Errorf("clipped second moment: %w", err)
+	}
+	if err := rowclip.CheckMoment(a, nil); err != nil {
+		return nil, 0, err
+	}
+	return a, clipped, nil
 }
 
 // newPlan is sdk.NewPlan with, under clip=auto, a first share clip_share
@@ -276,20 +298,21 @@ func problemFor(ctx context.Context, run *sdk.Run, plan *privacy.Plan, o *base) 
 	if run.Data != nil && run.Data.Stats != nil {
 		return problemFromStats(run, o) // stats.go: A from a pipeline's statistics
 	}
+	src, err := rowsrc.Of(run.Data) // the rows, or passes over a remote data set
+	if err != nil {
+		return nil, err
+	}
 	c := o.Options.Value()
 	if o.Options.Auto() {
-		if run.Data == nil || run.Data.X == nil {
-			return nil, fmt.Errorf("empty data set")
-		}
 		b, err := plan.Budget(rowclip.ShareName)
 		if err != nil {
 			return nil, err
 		}
-		if c, err = rowclip.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", b, run.Data.X, nil, o.ClipQuantile); err != nil {
+		if c, err = rowsrc.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", b, src, nil, o.ClipQuantile); err != nil {
 			return nil, err
 		}
 	}
-	pr, err := newProblem(ctx, run, c)
+	pr, err := newProblem(ctx, run, src, c)
 	if err != nil {
 		return nil, err
 	}

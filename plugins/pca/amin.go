@@ -14,6 +14,7 @@ import (
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/noiseplan"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // Amin is the iterative eigenvector sampling method of Amin, Dick, Kulesza,
@@ -77,7 +78,7 @@ ratio is released). Derivations: DERIVATIONS.md §3, §5, §6.`,
 // Fit implements sdk.Estimator: bind → plan → Amin et al.
 func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[aminOptions](run)
-	x, n, p, err := rowsData(run.Data)
+	src, n, p, err := sourceOf(run.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -85,17 +86,17 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan.Plan, x, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	pre, err := preprocess(ctx, run, plan.Plan, src, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
 	if err != nil {
 		return nil, err
 	}
-	x = pre.x // divided by the private feature scales with feature_scale=private
+	src = pre.src // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
+	sh, nClip, err := gramOf(ctx, run.Backend, src, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkGram(sh, x); err != nil {
+	if err := checkGram(sh, src.Rows()); err != nil {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
@@ -128,20 +129,11 @@ func aminPlan(run *sdk.Run, o *aminOptions, p int) (*noiseplan.Plan, error) {
 
 // privateMeanLaplace releases the mean of the rows clipped to c with the
 // Laplace mechanism (ℓ1 sensitivity 2c√p/n, DERIVATIONS.md §5).
-func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error) {
-	n, p := x.Dims()
-	b, err := plan.Budget(shareMean)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkFinite(x); err != nil { // an input error, before any step
-		return nil, err
-	}
-	rel, err := run.Acct.Laplace("mean", 2*c*math.Sqrt(float64(p))/float64(n), p, b)
-	if err != nil {
-		return nil, err
-	}
-	return clippedMeanRelease(ctx, run, rel, x, c)
+func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64) ([]float64, error) {
+	n, p := src.Dims()
+	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
+		return run.Acct.Laplace("mean", 2*c*math.Sqrt(float64(p))/float64(n), p, b)
+	})
 }
 
 // aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace

@@ -75,7 +75,7 @@ DERIVATIONS.md §4–§7.`,
 // (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	x, n, _, err := rowsData(run.Data)
+	src, n, _, err := sourceOf(run.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -83,18 +83,18 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan, x, &o.clipOptions, &o.centerOptions, privateMeanGaussian)
+	pre, err := preprocess(ctx, run, plan, src, &o.clipOptions, &o.centerOptions, privateMeanGaussian)
 	if err != nil {
 		return nil, err
 	}
-	x = pre.x // divided by the private feature scales with feature_scale=private
+	src = pre.src // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := Gram(ctx, run.Backend, x, pre.mu, pre.clip)
+	sh, nClip, err := gramOf(ctx, run.Backend, src, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	if err := checkGram(sh, x); err != nil {
+	if err := checkGram(sh, src.Rows()); err != nil {
 		return nil, err
 	}
 	res, err := analyzeGauss(ctx, run, plan, sh, n, pre.clip, o)

@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // CXZ calibrations.
@@ -182,11 +183,11 @@ func conditionNotes(m SpikedModel) []string {
 // Fit implements sdk.Estimator: bind → plan → Algorithm 1.
 func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[cxzOptions](run)
-	x, n, p, err := rowsData(run.Data)
+	src, n, p, err := sourceOf(run.Data) // the rows, or passes over a remote data set
 	if err != nil {
 		return nil, err
 	}
-	res, err := fitCXZ(ctx, run, o, x, nil, n, p)
+	res, err := fitCXZ(ctx, run, o, src, nil, n, p)
 	if err != nil {
 		return nil, err
 	}
@@ -211,11 +212,11 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 	return fitCXZ(ctx, run, opts.(*cxzOptions), nil, sh, n, p)
 }
 
-// fitCXZ plans the budget and runs Algorithm 1 on the rows x (or on Σ̂ when
-// x is nil).
-func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
+// fitCXZ plans the budget and runs Algorithm 1 on the rows of src (or on Σ̂
+// when src is nil).
+func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src rowsrc.Source, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
 	cfg := o.config(run.Acct.Grant(), n, p)
-	if x == nil && (cfg.center || cfg.guarded || cfg.estimate) {
+	if src == nil && (cfg.center || cfg.guarded || cfg.estimate) {
 		return nil, fmt.Errorf("center=private, guarded and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
 	}
 	var d1, d2, betaEach float64
@@ -229,20 +230,22 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 	if err != nil {
 		return nil, err
 	}
-	if x != nil {
-		if err := checkFinite(x); err != nil { // an input error, before any step
+	var x *mat.Dense // the rows, when in memory
+	if src != nil {
+		x = src.Rows()
+		if err := src.Finite(); err != nil { // an input error, before any step
 			return nil, err
 		}
 	}
 	var mu []float64
 	if cfg.center {
 		run.Progress("mean", 0, 1)
-		if mu, err = privateMeanGaussian(ctx, run, plan, x, cfg.meanClip); err != nil {
+		if mu, err = privateMeanGaussian(ctx, run, plan, src, cfg.meanClip); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.estimate {
-		if cfg.est, err = estimateModel(ctx, run, plan, cfg, x, mu); err != nil {
+		if cfg.est, err = estimateModel(ctx, run, plan, cfg, src, mu); err != nil {
 			return nil, err
 		}
 		if err := cfg.est.apply(cfg); err != nil {
@@ -254,7 +257,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 	}
 	if sh == nil {
 		run.Progress("gram", 0, 1)
-		if sh, _, err = Gram(ctx, run.Backend, x, mu, cfg.clip); err != nil {
+		if sh, _, err = gramOf(ctx, run.Backend, src, mu, cfg.clip); err != nil {
 			return nil, err
 		}
 		run.Progress("gram", 1, 1)
@@ -262,7 +265,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 	if err := checkGram(sh, x); err != nil {
 		return nil, err
 	}
-	res, err := caiXiaZha(ctx, run, plan, cfg, x, mu, sh, d1, d2, betaEach)
+	res, err := caiXiaZha(ctx, run, plan, cfg, src, mu, sh, d1, d2, betaEach)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +285,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, x *mat.Dense, sh *
 // caiXiaZha is Algorithm 1 (DERIVATIONS.md §2.1): stage 1 releases the
 // noisy projector ÛÛᵀ + Z and keeps its top-r eigenvectors Ũ; stage 2
 // releases Λ̃ = Ũᵀ(Σ̂ − σ²I)Ũ + E; the outputs are post-processing.
-func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, x *mat.Dense, mu []float64, sh *mat.SymDense, d1, d2, betaEach float64) (*sdk.Result, error) {
+func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, src rowsrc.Source, mu []float64, sh *mat.SymDense, d1, d2, betaEach float64) (*sdk.Result, error) {
 	res := &sdk.Result{}
 	ut, err := cxzStage1(ctx, run, plan, res, sh, cfg.r, d1)
 	if err != nil {
@@ -290,7 +293,7 @@ func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzCo
 	}
 	var lt *mat.SymDense
 	if !cfg.pcaOnly {
-		if lt, err = cxzStage2(ctx, run, plan, res, cfg, x, mu, sh, ut, d2, betaEach); err != nil {
+		if lt, err = cxzStage2(ctx, run, plan, res, cfg, src, mu, sh, ut, d2, betaEach); err != nil {
 			return nil, err
 		}
 	}
@@ -336,9 +339,9 @@ func cxzStage1(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 
 // cxzStage2 releases Λ̃ = Ũᵀ(Σ̂ − σ²I)Ũ + E (Frobenius sensitivity Δ2;
 // with the guard, rows clipped to ‖x‖² ≤ τ first).
-func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, cfg *cxzConfig, x *mat.Dense, mu []float64, sh *mat.SymDense, ut *mat.Dense, d2, betaEach float64) (*mat.SymDense, error) {
+func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, cfg *cxzConfig, src rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, d2, betaEach float64) (*mat.SymDense, error) {
 	_, r := ut.Dims()
-	comp, nClip, tau, err := compressed(ctx, run, x, mu, sh, ut, cfg, betaEach)
+	comp, nClip, tau, err := compressed(ctx, run, src, mu, sh, ut, cfg, betaEach)
 	if err != nil {
 		return nil, err
 	}
@@ -373,25 +376,42 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 }
 
 // compressed returns Ũᵀ Σ̂ Ũ, or with the guard Ũᵀ Σ̂_τ Ũ where rows are
-// clipped to ‖x‖² ≤ τ (computed as (XŨ)ᵀ W (XŨ)/n).
-func compressed(ctx context.Context, run *sdk.Run, x *mat.Dense, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.Dense, int, float64, error) {
+// clipped to ‖x‖² ≤ τ (computed as (XŨ)ᵀ W (XŨ)/n on rows in memory; on a
+// remote data set from the second moment of the rows clipped to √τ, one
+// more pass: the same matrix up to summation order).
+func compressed(ctx context.Context, run *sdk.Run, src rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.Dense, int, float64, error) {
 	p, r := ut.Dims()
-	if !cfg.guarded {
+	compress := func(s mat.Symmetric) (*mat.Dense, error) {
 		su := mat.NewDense(p, r, nil)
-		if err := run.Backend.Mul(su, sh, false, ut, false); err != nil {
-			return nil, 0, 0, err
+		if err := run.Backend.Mul(su, s, false, ut, false); err != nil {
+			return nil, err
 		}
 		out := mat.NewDense(r, r, nil)
 		if err := run.Backend.Mul(out, ut, true, su, false); err != nil {
-			return nil, 0, 0, err
+			return nil, err
 		}
-		return out, 0, 0, nil
+		return out, nil
+	}
+	if !cfg.guarded {
+		out, err := compress(sh)
+		return out, 0, 0, err
 	}
 	tau := RowNormBound(cfg.model, betaEach)
 	if cfg.clip > 0 {
 		// The rows were already clipped to clip: the guard's bound is the
 		// smaller of the two (Δ2 keeps τ, which is then conservative).
 		tau = math.Min(tau, cfg.clip*cfg.clip)
+	}
+	x := src.Rows()
+	if x == nil {
+		// Clipping to clip and then to √τ ≤ clip is clipping to √τ.
+		n, _ := src.Dims()
+		st, nClip, err := src.SecondMoment(ctx, run.Backend, mu, math.Sqrt(tau), 1/float64(n))
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		out, err := compress(st)
+		return out, nClip, tau, err
 	}
 	n, _ := x.Dims()
 	xu := mat.NewDense(n, r, nil)

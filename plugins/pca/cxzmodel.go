@@ -10,7 +10,7 @@ import (
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // lambdaAuto is the lambda value that asks for private spike bounds.
@@ -316,26 +316,26 @@ type modelEstimate struct {
 // moment (after a private clip quantile when no clip is given) and turns
 // them into σ² and λ bounds (DERIVATIONS.md §9). Every step is worst-case
 // DP on the clipped rows.
-func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, x *mat.Dense, mu []float64) (*modelEstimate, error) {
-	n, p := x.Dims()
+func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, src rowsrc.Source, mu []float64) (*modelEstimate, error) {
+	n, p := src.Dims()
 	out := &modelEstimate{clip: cfg.clip, beta: cfg.betaEst}
 	if out.clip == 0 {
 		b, err := plan.Budget(shareEstClip)
 		if err != nil {
 			return nil, err
 		}
-		q, err := rowclip.PrivateNorm(ctx, run.Acct, run.Rand, "estimate: clip quantile", b, x, mu, estimateQuantile)
+		q, err := rowsrc.PrivateNorm(ctx, run.Acct, run.Rand, "estimate: clip quantile", b, src, mu, estimateQuantile)
 		if err != nil {
 			return nil, err
 		}
 		out.clip, out.autoClip = estimateClipFactor*q, true
 	}
 	run.Progress("model estimate", 0, 1)
-	s, _, err := Gram(ctx, run.Backend, x, mu, out.clip)
+	s, _, err := gramOf(ctx, run.Backend, src, mu, out.clip)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkGram(s, x); err != nil {
+	if err := checkGram(s, src.Rows()); err != nil {
 		return nil, err
 	}
 	c2n := out.clip * out.clip / float64(n)

@@ -44,6 +44,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/gram"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // Version is the version every estimator of the plugin reports.
@@ -77,9 +78,6 @@ func finitePositive(name string, v float64) error {
 	return nil
 }
 
-// checkFinite scans X for NaN/Inf and names the first offending entry.
-func checkFinite(x *mat.Dense) error { return rowclip.Finite(x) }
-
 // checkGram verifies that a second-moment matrix is finite (and locates a
 // non-finite entry in x when x is not nil).
 func checkGram(g *mat.SymDense, x *mat.Dense) error { return rowclip.CheckMoment(g, x) }
@@ -91,11 +89,6 @@ func checkGram(g *mat.SymDense, x *mat.Dense) error { return rowclip.CheckMoment
 func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c float64) (*mat.SymDense, int, error) {
 	n, _ := x.Dims()
 	return gram.SecondMoment(ctx, be, x, mu, c, 1/float64(n))
-}
-
-// clippedSum returns Σ_i x_i·min(1, c/‖x_i‖).
-func clippedSum(ctx context.Context, x *mat.Dense, c float64) ([]float64, error) {
-	return rowclip.Sum(ctx, x, c)
 }
 
 // rowsData checks the data set's kind and shape.
@@ -126,37 +119,62 @@ const (
 // privateMeanGaussian releases the mean of the rows clipped to norm c with
 // the Gaussian mechanism at the plan's mean share (replace-one ℓ2
 // sensitivity 2c/n, DERIVATIONS.md §5) and returns it.
-func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error) {
-	n, p := x.Dims()
+func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64) ([]float64, error) {
+	n, p := src.Dims()
+	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
+		return run.Acct.Gaussian("mean", 2*c/float64(n), p, b)
+	})
+}
+
+// clippedMeanRelease computes the mean of src's rows clipped to c (an
+// input error, or a failed pass, stops it before any step), declares the
+// mean's step at the plan's mean share with declare and draws its noise
+// on the mean.
+func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64,
+	declare func(b privacy.Budget) (*privacy.Release, error)) ([]float64, error) {
+	n, _ := src.Dims()
 	b, err := plan.Budget(shareMean)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFinite(x); err != nil { // an input error, before any step
+	if err := src.Finite(); err != nil {
 		return nil, err
 	}
-	rel, err := run.Acct.Gaussian("mean", 2*c/float64(n), p, b)
-	if err != nil {
-		return nil, err
-	}
-	return clippedMeanRelease(ctx, run, rel, x, c)
-}
-
-// clippedMeanRelease computes the mean of the rows clipped to c and draws
-// rel's noise on it.
-func clippedMeanRelease(ctx context.Context, run *sdk.Run, rel *privacy.Release, x *mat.Dense, c float64) ([]float64, error) {
-	n, _ := x.Dims()
-	sum, err := clippedSum(ctx, x, c)
+	sum, err := src.Sum(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	for j := range sum {
 		sum[j] /= float64(n)
 	}
+	rel, err := declare(b)
+	if err != nil {
+		return nil, err
+	}
 	if err := rel.Add(run.Rand, sum); err != nil {
 		return nil, err
 	}
 	return sum, nil
+}
+
+// sourceOf returns the rows source of the run's data set (in memory or
+// remote) after checking its kind and shape.
+func sourceOf(d *data.Dataset) (rowsrc.Source, int, int, error) {
+	src, err := rowsrc.Of(d)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	n, p := src.Dims()
+	if p < 2 {
+		return nil, 0, 0, sdk.BadRequest("dimension %d: PCA needs at least 2 columns", p)
+	}
+	return src, n, p, nil
+}
+
+// gramOf is Gram on a rows source.
+func gramOf(ctx context.Context, be backend.Backend, src rowsrc.Source, mu []float64, c float64) (*mat.SymDense, int, error) {
+	n, _ := src.Dims()
+	return src.SecondMoment(ctx, be, mu, c, 1/float64(n))
 }
 
 // topEigen returns the top-r eigenpairs of a symmetric matrix through the

@@ -9,6 +9,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // shareClip names the plan share that pays for the private clip quantiles.
@@ -95,38 +96,45 @@ func rowNorms(ctx context.Context, x *mat.Dense, mu []float64) ([]float64, error
 	return rowclip.Norms(ctx, x, mu)
 }
 
-// privateClip releases the q-quantile of the norms ‖x_i − μ‖ as one
-// declared step of the plan's clip share (DERIVATIONS.md §6).
-func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, x *mat.Dense, mu []float64, q float64) (float64, error) {
+// privateClip releases the q-quantile of the norms ‖x_i − μ‖ of src's
+// rows as one declared step of the plan's clip share (DERIVATIONS.md §6).
+func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, src rowsrc.Source, mu []float64, q float64) (float64, error) {
 	b, err := plan.Budget(shareClip)
 	if err != nil {
 		return 0, err
 	}
-	return rowclip.PrivateNorm(ctx, run.Acct, run.Rand, name, b, x, mu, q)
+	return rowsrc.PrivateNorm(ctx, run.Acct, run.Rand, name, b, src, mu, q)
 }
 
 // preprocessed is the outcome of the private preprocessing.
 type preprocessed struct {
-	x        *mat.Dense // the rows the estimate uses (divided by scale when scaling)
-	scale    []float64  // the private per-feature scales (nil without scaling)
-	unscaled int        // scales set to the median because they could not be located
-	mu       []float64  // the private mean (nil without centring)
-	meanClip float64    // the mean's clip (0 without centring)
-	clip     float64    // the clip of the (centred) rows
-	autoMean bool       // meanClip came from a private quantile
-	autoClip bool       // clip came from a private quantile
+	src      rowsrc.Source // the rows the estimate uses (divided by scale when scaling)
+	scale    []float64     // the private per-feature scales (nil without scaling)
+	unscaled int           // scales set to the median because they could not be located
+	mu       []float64     // the private mean (nil without centring)
+	meanClip float64       // the mean's clip (0 without centring)
+	clip     float64       // the clip of the (centred) rows
+	autoMean bool          // meanClip came from a private quantile
+	autoClip bool          // clip came from a private quantile
 }
 
 // preprocess runs the planned preprocessing: the per-feature scales
 // (feature_scale=private; the rows are then divided by them), the mean's clip and the
 // private mean (center=private), then the rows' clip (clip=auto: a private
 // quantile of the norms of the centred rows). mean releases the mean at
-// clip c with the plan's mean share.
-func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c *clipOptions, ctr *centerOptions,
-	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, c float64) ([]float64, error)) (*preprocessed, error) {
+// clip c with the plan's mean share. src is the rows in memory or the
+// passes over a remote data set (rowsrc), which cannot serve
+// feature_scale=private (refused before any step by the estimators'
+// Passes).
+func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c *clipOptions, ctr *centerOptions,
+	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
 	pp := newPrepPlan(c, ctr)
-	out := &preprocessed{x: x, clip: c.Value()}
+	out := &preprocessed{src: src, clip: c.Value()}
 	if ctr.scaled() {
+		x := src.Rows()
+		if x == nil {
+			return nil, sdk.BadRequest("%w", errRemoteScale)
+		}
 		s, k, err := privateScales(ctx, run, plan, x, meanMechOf(plan))
 		if err != nil {
 			return nil, err
@@ -134,12 +142,13 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.De
 		if x, err = divideColumns(ctx, x, s); err != nil {
 			return nil, err
 		}
-		out.x, out.scale, out.unscaled = x, s, k
+		src = rowsrc.Local(x)
+		out.src, out.scale, out.unscaled = src, s, k
 	}
 	if ctr.private() {
 		switch {
 		case pp.meanAuto:
-			mc, err := privateClip(ctx, run, plan, "clip quantile (mean)", x, nil, c.ClipQuantile)
+			mc, err := privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, c.ClipQuantile)
 			if err != nil {
 				return nil, err
 			}
@@ -147,14 +156,14 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.De
 		default:
 			out.meanClip = ctr.meanClip(c.Value())
 		}
-		mu, err := mean(ctx, run, plan, x, out.meanClip)
+		mu, err := mean(ctx, run, plan, src, out.meanClip)
 		if err != nil {
 			return nil, err
 		}
 		out.mu = mu
 	}
 	if c.Auto() {
-		cl, err := privateClip(ctx, run, plan, "clip quantile", x, out.mu, c.ClipQuantile)
+		cl, err := privateClip(ctx, run, plan, "clip quantile", src, out.mu, c.ClipQuantile)
 		if err != nil {
 			return nil, err
 		}

@@ -46,6 +46,12 @@ const usage = "usage: dplr-beam stats --data GLOB --out DIR [--clip C] [--runner
 
 // run is the command; exit codes: 0 success, 1 pipeline failure, 2 usage.
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "describe" {
+		return runDescribe(args[1:])
+	}
+	if len(args) > 0 && args[0] == "pass" {
+		return runPass(args[1:])
+	}
 	if len(args) < 1 || args[0] != "stats" {
 		if len(args) > 0 && args[0] == "fit" {
 			fmt.Fprintln(os.Stderr, "dplr-beam: fits run through the host, which plans, verifies and charges them: dplr fit ESTIMATOR --data GLOB --engine beam")

@@ -81,7 +81,7 @@ func Norms(ctx context.Context, x *mat.Dense, mu []float64) ([]float64, error) {
 // at budget b. Replacing a row moves each count by at most one, so the
 // utility's sensitivity is 1 (plugins/pca/DERIVATIONS.md §6).
 func PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, x *mat.Dense, mu []float64, q float64) (float64, error) {
-	grid, err := quantile.Grid(quantile.DefaultLow, quantile.DefaultHigh, quantile.DefaultPerOctave)
+	grid, err := DefaultGrid()
 	if err != nil {
 		return 0, err
 	}
@@ -100,13 +100,39 @@ func PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Sou
 			return 0, fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i)
 		}
 	}
+	return PrivateNormCounts(acct, rnd, name, b, quantile.Counts(norms, grid), q)
+}
+
+// DefaultGrid is the public grid of the private norm quantiles.
+func DefaultGrid() ([]float64, error) {
+	return quantile.Grid(quantile.DefaultLow, quantile.DefaultHigh, quantile.DefaultPerOctave)
+}
+
+// PrivateNormCounts is PrivateNorm from the norms' cell counts on
+// DefaultGrid (quantile.Counts, or an aggregation pass that computed them
+// where the rows are): the same declared step and the same draw. The
+// counts must already be checked (non-negative, len(grid)+1 of them); it
+// declares the step only when they are.
+func PrivateNormCounts(acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, counts []int64, q float64) (float64, error) {
+	grid, err := DefaultGrid()
+	if err != nil {
+		return 0, err
+	}
+	if len(counts) != len(grid)+1 {
+		return 0, fmt.Errorf("norm quantile: %d cell counts for a grid of %d points", len(counts), len(grid))
+	}
+	for k, c := range counts {
+		if c < 0 {
+			return 0, fmt.Errorf("norm quantile: cell count %d = %d is negative", k, c)
+		}
+	}
 	rel, err := acct.Exponential(name, 1, b)
 	if err != nil {
 		return 0, err
 	}
 	var c float64
 	err = rel.Sample(func(beta float64) error {
-		c, err = quantile.Release(norms, q, grid, beta, rnd)
+		c, err = quantile.ReleaseCounts(counts, q, grid, beta, rnd)
 		return err
 	})
 	if err != nil {

@@ -24,8 +24,10 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // Centring says whether the estimator centred its rows.
@@ -54,11 +56,15 @@ func CentringOf(res *sdk.Result) Centring {
 }
 
 // Add implements evaluate=true (on): the captured-variance ratios of res's
-// released U on run's raw rows, added to res as evaluation-only scalars.
-// With on false res is returned unchanged.
+// released U on run's raw rows (on a remote data set, on their mean and
+// second moment, one aggregation pass: AddRemote), added to res as
+// evaluation-only scalars. With on false res is returned unchanged.
 func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring) (*sdk.Result, error) {
 	if !on {
 		return res, nil
+	}
+	if run.Data != nil && run.Data.X == nil && run.Data.Remote != nil {
+		return AddRemote(ctx, run, run.Data.Remote, res, c)
 	}
 	if run.Data == nil || run.Data.X == nil {
 		return nil, fmt.Errorf("evaluate: no rows")
@@ -66,19 +72,39 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 	return AddRows(ctx, run, run.Data.X, res, c)
 }
 
+// releasedU returns res's output U.
+func releasedU(res *sdk.Result) (mat.Matrix, error) {
+	for _, m := range res.Matrices {
+		if m.Name == "U" {
+			return m.M, nil
+		}
+	}
+	return nil, fmt.Errorf("evaluate: the estimator released no U")
+}
+
+// centredDoc documents the centred ratio.
+const centredDoc = "tr(ŨᵀCŨ)/tr(ÛᵀCÛ), C the covariance of the raw rows about their empirical mean, Û its top-r eigenvectors: the share of the best rank-r variance the released components capture (scikit-learn's convention; 1 = as good as non-private PCA) — EVALUATION ONLY, computed from the raw data, not private"
+
+// addRatios adds the ratios to res: the centred one, and for an
+// uncentred estimator the uncentred one.
+func addRatios(run *sdk.Run, res *sdk.Result, c Centring, ratio, un float64) *sdk.Result {
+	res.AddScalar(evaluate.RatioCentred, ratio, sdk.Evaluation, centredDoc)
+	if c != Centred {
+		res.AddScalar(evaluate.RatioUncentred, un, sdk.Evaluation,
+			"the same ratio on the UNCENTRED second moment XᵀX/n of the raw rows, the objective of an estimator that does not centre; it flatters a subspace that mostly holds the mean direction — EVALUATION ONLY, not private")
+	}
+	run.Progress("evaluation", 1, 1)
+	return res
+}
+
 // AddRows is Add on the rows x instead of run's raw rows: the rows an
 // estimator worked on when it released a transformation of them (e.g.
 // private per-feature scales), so the ratios score the space the estimate
 // lives in.
 func AddRows(ctx context.Context, run *sdk.Run, x *mat.Dense, res *sdk.Result, c Centring) (*sdk.Result, error) {
-	var u mat.Matrix
-	for _, m := range res.Matrices {
-		if m.Name == "U" {
-			u = m.M
-		}
-	}
-	if u == nil {
-		return nil, fmt.Errorf("evaluate: the estimator released no U")
+	u, err := releasedU(res)
+	if err != nil {
+		return nil, err
 	}
 	if x == nil {
 		return nil, fmt.Errorf("evaluate: no rows")
@@ -92,25 +118,56 @@ func AddRows(ctx context.Context, run *sdk.Run, x *mat.Dense, res *sdk.Result, c
 		v, _, err := run.Backend.EigSymTop(a, r)
 		return v, err
 	}
-	const centredDoc = "tr(ŨᵀCŨ)/tr(ÛᵀCÛ), C the covariance of the raw rows about their empirical mean, Û its top-r eigenvectors: the share of the best rank-r variance the released components capture (scikit-learn's convention; 1 = as good as non-private PCA) — EVALUATION ONLY, computed from the raw data, not private"
 	if c == Centred {
 		ratio, err := evaluate.RowsCentredRatio(x, u, gram, top)
 		if err != nil {
 			return nil, fmt.Errorf("evaluate: %w", err)
 		}
-		res.AddScalar(evaluate.RatioCentred, ratio, sdk.Evaluation, centredDoc)
-		run.Progress("evaluation", 1, 1)
-		return res, nil
+		return addRatios(run, res, c, ratio, math.NaN()), nil
 	}
 	ratio, un, err := evaluate.RowsCapturedRatios(x, u, gram, top)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
-	res.AddScalar(evaluate.RatioCentred, ratio, sdk.Evaluation, centredDoc)
-	res.AddScalar(evaluate.RatioUncentred, un, sdk.Evaluation,
-		"the same ratio on the UNCENTRED second moment XᵀX/n of the raw rows, the objective of an estimator that does not centre; it flatters a subspace that mostly holds the mean direction — EVALUATION ONLY, not private")
-	run.Progress("evaluation", 1, 1)
-	return res, nil
+	return addRatios(run, res, c, ratio, un), nil
+}
+
+// AddRemote is Add on a data set held elsewhere: the ratios from the
+// unclipped mean and second moment of its rows (rowsrc.Moments, one pass
+// of kind rows.moment with clip 0), equal to AddRows's up to summation
+// order.
+func AddRemote(ctx context.Context, run *sdk.Run, r *data.Remote, res *sdk.Result, c Centring) (*sdk.Result, error) {
+	u, err := releasedU(res)
+	if err != nil {
+		return nil, err
+	}
+	if up, _ := u.Dims(); up != r.P {
+		return nil, fmt.Errorf("evaluate: basis with %d rows for %d columns", up, r.P)
+	}
+	_, rank := u.Dims()
+	run.Progress("evaluation", 0, 1)
+	mean, s, err := rowsrc.Moments(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	ratio := func(a mat.Symmetric) (float64, error) {
+		t, _, err := run.Backend.EigSymTop(a, rank)
+		if err != nil {
+			return 0, fmt.Errorf("evaluate: captured variance: %w", err)
+		}
+		return evaluate.CapturedRatio(a, u, t), nil
+	}
+	cr, err := ratio(evaluate.Centre(s, mean))
+	if err != nil {
+		return nil, err
+	}
+	un := math.NaN()
+	if c != Centred {
+		if un, err = ratio(s); err != nil {
+			return nil, err
+		}
+	}
+	return addRatios(run, res, c, cr, un), nil
 }
 
 // ExplainedRatio is the explained-variance-ratio estimate from released

@@ -50,21 +50,56 @@ func Grid(lo, hi float64, perOctave int) ([]float64, error) {
 	return g, nil
 }
 
+// Cell returns the grid cell of score s: the first k with s ≤ g_k, or
+// len(grid) when s lies above the grid's top (NaN: len(grid)). The cells
+// are (g_{k−1}, g_k] with g_{−1} = −∞.
+func Cell(grid []float64, s float64) int { return sort.SearchFloat64s(grid, s) }
+
+// Counts returns the number of scores in each cell of the grid (Cell),
+// len(grid)+1 counts, the last one those above the grid's top. Everything
+// the mechanism reads from the scores is in these counts: an aggregation
+// pass that returns them (engine/pass "rows.norm_histogram") serves the
+// same release as the scores themselves.
+func Counts(scores, grid []float64) []int64 {
+	c := make([]int64, len(grid)+1)
+	for _, s := range scores {
+		c[Cell(grid, s)]++
+	}
+	return c
+}
+
 // Utilities returns u_k = −dist(q·n, [c_{k−1}, c_k]) for every grid point,
 // with c_k the number of scores ≤ g_k and c_{−1} = 0. scores is not
 // modified. Each u_k has sensitivity 1 under replacing one score.
 func Utilities(scores []float64, q float64, grid []float64) []float64 {
-	s := append([]float64(nil), scores...)
-	sort.Float64s(s)
-	target := q * float64(len(s))
-	u := make([]float64, len(grid))
-	prev := 0.0
-	for k, g := range grid {
-		c := float64(sort.Search(len(s), func(i int) bool { return s[i] > g })) // #{s_i ≤ g}
+	u, _ := CountUtilities(Counts(scores, grid), q)
+	return u
+}
+
+// CountUtilities is Utilities from the cell counts of the scores
+// (Counts: len(grid)+1 non-negative counts, the last one above the grid):
+// n = Σ counts, c_k = Σ_{j ≤ k} counts_j. It fails on a negative count.
+func CountUtilities(counts []int64, q float64) ([]float64, error) {
+	if len(counts) < 2 {
+		return nil, fmt.Errorf("quantile: %d cell counts, want at least 2", len(counts))
+	}
+	var n int64
+	for k, c := range counts {
+		if c < 0 {
+			return nil, fmt.Errorf("quantile: cell count %d = %d is negative", k, c)
+		}
+		n += c
+	}
+	target := q * float64(n)
+	u := make([]float64, len(counts)-1)
+	prev, cum := 0.0, int64(0)
+	for k := range u {
+		cum += counts[k]
+		c := float64(cum) // #{s_i ≤ g_k}
 		u[k] = -math.Max(0, math.Max(prev-target, target-c))
 		prev = c
 	}
-	return u
+	return u, nil
 }
 
 // Uniform is the source of uniform variates in [0, 1) the sampler uses.
@@ -110,7 +145,23 @@ func Release(scores []float64, q float64, grid []float64, beta float64, rnd Unif
 			return 0, fmt.Errorf("quantile: score %d = %v is not a non-negative number", i, s)
 		}
 	}
-	k, err := Sample(Utilities(scores, q, grid), beta, rnd)
+	return ReleaseCounts(Counts(scores, grid), q, grid, beta, rnd)
+}
+
+// ReleaseCounts is Release from the scores' cell counts on grid (Counts):
+// the same draw from the same uniform variate.
+func ReleaseCounts(counts []int64, q float64, grid []float64, beta float64, rnd Uniform) (float64, error) {
+	if !(q > 0 && q < 1) {
+		return 0, fmt.Errorf("quantile: q = %v must lie in (0, 1)", q)
+	}
+	if len(counts) != len(grid)+1 {
+		return 0, fmt.Errorf("quantile: %d cell counts for a grid of %d points, want %d", len(counts), len(grid), len(grid)+1)
+	}
+	u, err := CountUtilities(counts, q)
+	if err != nil {
+		return 0, err
+	}
+	k, err := Sample(u, beta, rnd)
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package quantile
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -121,4 +122,65 @@ func probs(u []float64, beta float64) []float64 {
 		out[k] /= z
 	}
 	return out
+}
+
+// The mechanism reads the scores only through their cell counts:
+// Utilities on the scores equals CountUtilities on Counts, bit for bit,
+// and Release equals ReleaseCounts with the same uniform variates, with
+// scores on grid points, below the grid and above its top.
+func TestCountsCarryTheRelease(t *testing.T) {
+	grid, err := Grid(0.1, 10, 4)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 100; trial++ {
+		n := 1 + rng.IntN(60)
+		s := make([]float64, n)
+		for i := range s {
+			switch rng.IntN(4) {
+			case 0:
+				s[i] = grid[rng.IntN(len(grid))]
+			case 1:
+				s[i] = 0
+			case 2:
+				s[i] = 100
+			default:
+				s[i] = math.Exp(rng.NormFloat64())
+			}
+		}
+		q := 0.05 + 0.9*rng.Float64()
+		counts := Counts(s, grid)
+		var total int64
+		for _, c := range counts {
+			total += c
+		}
+		require.EqualValues(t, n, total)
+		cu, err := CountUtilities(counts, q)
+		require.NoError(t, err)
+		// The utilities from sorted scores, as the mechanism defines them.
+		sorted := append([]float64(nil), s...)
+		slices.Sort(sorted)
+		prev := 0.0
+		for k, g := range grid {
+			c := 0.0
+			for _, v := range sorted {
+				if v <= g {
+					c++
+				}
+			}
+			want := -math.Max(0, math.Max(prev-q*float64(n), q*float64(n)-c))
+			require.Equal(t, want, cu[k], "cell %d", k)
+			prev = c
+		}
+		assert.Equal(t, Utilities(s, q, grid), cu)
+		seed := rng.Uint64()
+		a, err := Release(s, q, grid, 2, rand.New(rand.NewPCG(seed, 1)))
+		require.NoError(t, err)
+		b, err := ReleaseCounts(counts, q, grid, 2, rand.New(rand.NewPCG(seed, 1)))
+		require.NoError(t, err)
+		assert.Equal(t, a, b)
+	}
+	_, err = CountUtilities([]int64{1, -1, 2}, 0.5)
+	assert.ErrorContains(t, err, "negative")
+	_, err = ReleaseCounts([]int64{1, 2}, 0.5, grid, 1, rand.New(rand.NewPCG(1, 1)))
+	assert.ErrorContains(t, err, "cell counts")
 }

@@ -31,7 +31,8 @@ func (s *server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 		time.Sleep(time.Hour)
 	}
 	c := &dplrpb.CatalogueResponse{Plugin: "bad", Version: "0", Backend: "gonum", ProtocolVersion: transport.ProtocolVersion,
-		Estimators: []*dplrpb.EstimatorInfo{{Name: "bad-" + s.mode, DataKind: "rows", Grants: []string{"pure", "approx", "zcdp"}}}}
+		Estimators: []*dplrpb.EstimatorInfo{{Name: "bad-" + s.mode, DataKind: "rows", Grants: []string{"pure", "approx", "zcdp"},
+			Remote: strings.HasPrefix(s.mode, "pass-")}}}
 	if s.mode == "bad-catalogue" {
 		c.Estimators = append(c.Estimators, c.Estimators[0])
 	}
@@ -62,6 +63,18 @@ func result(rho float64) *dplrpb.FitEvent { return resultOf("zcdp", gauss(rho)) 
 // "no-check" (a plugin built before the call); the others accept.
 func (s *server) Check(ctx context.Context, req *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
 	s = s.forEstimator(req.GetEstimator())
+	if req.GetShape().GetRemote() {
+		// The pass modes declare rows.moment, except pass-declare-none
+		// (declares nothing) and pass-declare-unknown (a kind no host
+		// knows).
+		switch s.mode {
+		case "pass-declare-none":
+			return &dplrpb.CheckResponse{FootprintBytes: 1 << 20}, nil
+		case "pass-declare-unknown":
+			return &dplrpb.CheckResponse{FootprintBytes: 1 << 20, Passes: []string{"rows.everything"}}, nil
+		}
+		return &dplrpb.CheckResponse{FootprintBytes: 1 << 20, Passes: []string{"rows.moment"}}, nil
+	}
 	switch s.mode {
 	case "hang-check":
 		<-ctx.Done()
@@ -237,6 +250,90 @@ func (s *server) Fit(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer) err
 	_ = st.Send(step(0.01))
 	_ = st.Send(chunk(1, 2, 0, 1, 2))
 	return st.Send(result(0.01))
+}
+
+func passEvent(m *dplrpb.PassRequest) *dplrpb.FitEvent {
+	return &dplrpb.FitEvent{Event: &dplrpb.FitEvent_Pass{Pass: m}}
+}
+
+func moment(id uint64, clip float64) *dplrpb.FitEvent {
+	return passEvent(&dplrpb.PassRequest{Id: id, Kind: "rows.moment", Params: map[string]float64{"clip": clip}, Done: true})
+}
+
+// awaitReply reads the host's reply to one pass (all its messages).
+func awaitReply(st dplrpb.Estimators_FitPassesServer) error {
+	for {
+		in, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		if in.GetReply().GetError() != "" {
+			return status.Errorf(codes.FailedPrecondition, "host: %s", in.GetReply().GetError())
+		}
+		if in.GetReply().GetDone() {
+			return nil
+		}
+	}
+}
+
+// FitPasses serves the pass modes: each misbehaves in the way its name
+// says, on the pass protocol.
+func (s *server) FitPasses(st dplrpb.Estimators_FitPassesServer) error {
+	first, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	s = s.forEstimator(first.GetRequest().GetEstimator())
+	switch s.mode {
+	case "pass-undeclared":
+		_ = st.Send(passEvent(&dplrpb.PassRequest{Id: 1, Kind: "rows.raw", Done: true}))
+	case "pass-after-step":
+		// Takes a privacy step, then asks for an undeclared kind.
+		_ = st.Send(step(0.01))
+		_ = st.Send(passEvent(&dplrpb.PassRequest{Id: 1, Kind: "rows.raw", Done: true}))
+	case "pass-nan":
+		_ = st.Send(moment(1, math.NaN()))
+	case "pass-negative":
+		_ = st.Send(moment(1, -1))
+	case "pass-huge":
+		// An input claiming 2⁶⁰ values: the host must not allocate it.
+		_ = st.Send(passEvent(&dplrpb.PassRequest{Id: 1, Kind: "rows.moment", Params: map[string]float64{"clip": 1},
+			Inputs: []*dplrpb.ArrayChunk{{Name: "x", Rows: 1 << 30, Cols: 1 << 30, Data: []float64{1}}}}))
+	case "pass-wrong-id":
+		_ = st.Send(moment(7, 1))
+	case "pass-endless":
+		// Asks for passes until the host stops it.
+		for id := uint64(1); ; id++ {
+			if err := st.Send(moment(id, 1)); err != nil {
+				return err
+			}
+			if err := awaitReply(st); err != nil {
+				return err
+			}
+		}
+	case "pass-two":
+		// Asks for a second pass without waiting for the first's reply.
+		_ = st.Send(moment(1, 1))
+		_ = st.Send(moment(2, 1))
+	case "pass-unread":
+		// Asks for a pass and never reads the reply.
+		_ = st.Send(moment(1, 1))
+	case "pass-ok":
+		// Honest: one pass, then one step and a result.
+		if err := st.Send(moment(1, 1)); err != nil {
+			return err
+		}
+		if err := awaitReply(st); err != nil {
+			return err
+		}
+		_ = st.Send(step(0.01))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		return st.Send(result(0.01))
+	default:
+		return status.Errorf(codes.Unimplemented, "method FitPasses not implemented")
+	}
+	<-st.Context().Done()
+	return status.Errorf(codes.Canceled, "cancelled")
 }
 
 func main() {

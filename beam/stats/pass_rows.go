@@ -1,0 +1,302 @@
+package stats
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
+)
+
+// The rows pass kinds of package engine/pass on Beam: rows.moment,
+// rows.norm_histogram, rows.clipped_sum and rows.centred_moment. Each reads
+// the shards as the rows pipeline does (the single-machine reader, then
+// ReadOptions.Scale), bounds every row before aggregation exactly as the
+// kind's reference implementation (pass.Local) does — the same helpers
+// pass.CentredNorm, pass.NormCell, pass.ClipFactor and pass.ShrinkRow — and
+// aggregates with associative combiners, so that its result equals the
+// reference's up to floating-point summation order (the norm counts
+// exactly).
+
+// rowsPassFunc is the signature of a Beam pass implementation (the beam
+// pass registry's PassFunc).
+type rowsPassFunc = func(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error)
+
+// rowsPasses are the Beam implementations of the rows pass kinds, by kind.
+// (Until the pass registry of pass.go exists they are reached through
+// RunRowsPass; its init then registers each with RegisterPass.)
+var rowsPasses = map[string]rowsPassFunc{
+	pass.RowsMoment:        rowsMomentPass,
+	pass.RowsCentredMoment: rowsCentredMomentPass,
+	pass.RowsClippedSum:    rowsClippedSumPass,
+	pass.RowsNormHistogram: rowsNormHistogramPass,
+}
+
+// RunRowsPass runs the rows pass req over the shards matching glob, whose
+// public shape is shape: the request is validated as the host validates
+// it, the pipeline runs, and its result is checked against the kind's
+// bounds before it is returned.
+func RunRowsPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	fn, ok := rowsPasses[req.Kind]
+	if !ok {
+		return nil, fmt.Errorf("pass %q: no Beam implementation of this rows kind", req.Kind)
+	}
+	spec, err := pass.Validate(data.Rows, shape, req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := fn(ctx, glob, shape, ro, req, opt)
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
+	}
+	if err := pass.CheckResult(spec, shape, req, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// scaledRow returns row multiplied by scale (0 or 1: row itself) in buf,
+// failing on a value that scaling made non-finite (as NewClippedRow).
+func scaledRow(row []float64, scale float64, buf []float64) ([]float64, error) {
+	if scale == 0 || scale == 1 {
+		return row, nil
+	}
+	buf = buf[:len(row)]
+	for j, v := range row {
+		buf[j] = v * scale
+		if math.IsNaN(buf[j]) || math.IsInf(buf[j], 0) {
+			return nil, fmt.Errorf("column %d: value %v is not finite after scaling by %v", j, buf[j], scale)
+		}
+	}
+	return buf, nil
+}
+
+// shardRows reads the rows shard at path (p columns) and calls fn with
+// each row after scaling (fn must not keep the slice).
+func shardRows(ctx context.Context, path string, p int, ro ReadOptions, fn func(i int, row []float64) error) error {
+	sh, err := readShard(ctx, path, data.Rows, ro, 0, 0)
+	if err != nil {
+		return err
+	}
+	if sh.p != p {
+		return fmt.Errorf("shard %s: %d columns, the data set has %d", path, sh.p, p)
+	}
+	buf := make([]float64, p)
+	for i := range sh.n {
+		row, err := scaledRow(sh.row(i), ro.Scale, buf)
+		if err != nil {
+			return fmt.Errorf("shard %s: row %d: %w", path, i, err)
+		}
+		if err := fn(i, row); err != nil {
+			return fmt.Errorf("shard %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// histogramFn counts one shard's row norms ‖x_i − Center‖ in the cells of
+// Grid (pass.NormCell), emitting the counts as a GradSum (N rows, Sum the
+// len(Grid)+1 counts).
+type histogramFn struct {
+	P      int
+	Grid   []float64
+	Center []float64
+	Opt    ReadOptions
+}
+
+// ProcessElement counts the shard at path.
+func (f *histogramFn) ProcessElement(ctx context.Context, path string, emit func(GradSum)) error {
+	out := GradSum{Sum: make([]float64, len(f.Grid)+1)}
+	err := shardRows(ctx, path, f.P, f.Opt, func(i int, row []float64) error {
+		s := pass.CentredNorm(row, f.Center)
+		if math.IsNaN(s) || math.IsInf(s, 0) {
+			return fmt.Errorf("row %d: its norm is not finite (entries near 1e154 or larger)", i)
+		}
+		out.Sum[pass.NormCell(f.Grid, s)]++
+		out.N++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	emit(out)
+	return nil
+}
+
+// clippedSumFn sums one shard's rows weighted by pass.ClipFactor.
+type clippedSumFn struct {
+	P    int
+	Clip float64
+	Opt  ReadOptions
+}
+
+// ProcessElement sums the shard at path.
+func (f *clippedSumFn) ProcessElement(ctx context.Context, path string, emit func(GradSum)) error {
+	out := GradSum{Sum: make([]float64, f.P)}
+	err := shardRows(ctx, path, f.P, f.Opt, func(_ int, row []float64) error {
+		w := pass.ClipFactor(row, f.Clip)
+		for j, v := range row {
+			out.Sum[j] += w * v
+		}
+		out.N++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	emit(out)
+	return nil
+}
+
+// centredRowsFn emits one shard's rows centred at Center and shrunk to
+// norm Clip (pass.ShrinkRow) as records of the rows combiner.
+type centredRowsFn struct {
+	P      int
+	Clip   float64
+	Center []float64
+	Opt    ReadOptions
+}
+
+// ProcessElement emits the centred, clipped rows of the shard at path.
+func (f *centredRowsFn) ProcessElement(ctx context.Context, path string, emit func(ClippedRow)) error {
+	return shardRows(ctx, path, f.P, f.Opt, func(_ int, row []float64) error {
+		x := make([]float64, f.P)
+		for j, v := range row {
+			x[j] = v - f.Center[j]
+		}
+		emit(ClippedRow{X: x, Shrunk: pass.ShrinkRow(x, f.Clip)})
+		return nil
+	})
+}
+
+func init() {
+	register.DoFn3x1[context.Context, string, func(GradSum), error](&histogramFn{})
+	register.DoFn3x1[context.Context, string, func(GradSum), error](&clippedSumFn{})
+	register.DoFn3x1[context.Context, string, func(ClippedRow), error](&centredRowsFn{})
+}
+
+// sumPass runs fn (a DoFn from a shard path to one GradSum) over the
+// shards matching glob and returns the sum of its outputs.
+func sumPass(ctx context.Context, glob string, fn any, opt Options) (*GradSum, error) {
+	initBeam()
+	paths, err := Expand(ctx, glob)
+	if err != nil {
+		return nil, err
+	}
+	out, done, err := opt.tempPath("pass.sum")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	pl, s := beam.NewPipelineWithRoot()
+	parts := beam.ParDo(s, fn, beam.CreateList(s, paths))
+	beam.ParDo0(s, &writeGradFn{Path: out}, beam.Combine(s, &sumGradFn{}, parts))
+	if err := execute(ctx, opt.Runner, pl); err != nil {
+		return nil, fmt.Errorf("beam pipeline failed: %w", err)
+	}
+	b, err := readFile(ctx, out)
+	if err != nil {
+		return nil, fmt.Errorf("beam pipeline output: %w", err)
+	}
+	g, err := decodeGob[GradSum](bytes.Clone(b))
+	if err != nil {
+		return nil, fmt.Errorf("beam pipeline output: %w", err)
+	}
+	if g.N == 0 {
+		return nil, errors.New("beam pipeline: no rows")
+	}
+	return &g, nil
+}
+
+// fullMoment returns the p×p row-major matrix whose upper triangle is
+// upper's (RowStats.Moment), mirrored.
+func fullMoment(p int, upper []float64) []float64 {
+	m := make([]float64, p*p)
+	for a := 0; a < p; a++ {
+		for b := a; b < p; b++ {
+			m[a*p+b] = upper[a*p+b]
+			m[b*p+a] = upper[a*p+b]
+		}
+	}
+	return m
+}
+
+// centerInput returns the request's "center" input (zeros when absent).
+func centerInput(req data.PassRequest, p int) []float64 {
+	if c, ok := req.Input("center"); ok && len(c.Data) == p {
+		return c.Data
+	}
+	return make([]float64, p)
+}
+
+// rowsMomentPass is pass.RowsMoment on Beam: the rows pipeline (Rows).
+func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	initBeam()
+	paths, err := Expand(ctx, glob)
+	if err != nil {
+		return nil, err
+	}
+	p := shape.P
+	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
+	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
+		return Rows(s, beam.CreateList(s, paths), p, req.Params["clip"], ro)
+	}, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &data.PassResult{Records: st.N, Outputs: []data.Array{
+		{Name: "sum", Rows: 1, Cols: p, Data: st.Sum},
+		{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}}}, nil
+}
+
+// rowsCentredMomentPass is pass.RowsCentredMoment on Beam: centred,
+// clipped rows folded by the rows combiner.
+func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	initBeam()
+	paths, err := Expand(ctx, glob)
+	if err != nil {
+		return nil, err
+	}
+	p := shape.P
+	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
+	fn := &centredRowsFn{P: p, Clip: req.Params["clip"], Center: centerInput(req, p), Opt: ro}
+	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
+		return CombineRows(s, beam.ParDo(s, fn, beam.CreateList(s, paths)), p)
+	}, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &data.PassResult{Records: st.N,
+		Outputs: []data.Array{{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}},
+		Scalars: map[string]float64{"clipped": float64(st.Clipped)}}, nil
+}
+
+// rowsClippedSumPass is pass.RowsClippedSum on Beam.
+func rowsClippedSumPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	opt.progress("beam: pass %s", req.Kind)
+	g, err := sumPass(ctx, glob, &clippedSumFn{P: shape.P, Clip: req.Params["clip"], Opt: ro}, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: shape.P, Data: g.Sum}}}, nil
+}
+
+// rowsNormHistogramPass is pass.RowsNormHistogram on Beam.
+func rowsNormHistogramPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	grid, ok := req.Input("grid")
+	if !ok {
+		return nil, errors.New("no grid")
+	}
+	opt.progress("beam: pass %s", req.Kind)
+	g, err := sumPass(ctx, glob, &histogramFn{P: shape.P, Grid: grid.Data, Center: centerInput(req, shape.P), Opt: ro}, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "counts", Rows: 1, Cols: len(g.Sum), Data: g.Sum}}}, nil
+}

@@ -1,0 +1,220 @@
+package stats
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/pca"
+)
+
+// quantileGrid is the private norm quantile's public grid (10⁻⁶ to 10⁶,
+// 16 points per octave), as the pca plugin requests it.
+func quantileGrid() []float64 {
+	steps := int(math.Ceil(math.Log2(1e12) * 16))
+	g := make([]float64, steps+1)
+	for k := range g {
+		g[k] = 1e-6 * math.Exp2(float64(k)/16)
+	}
+	return g
+}
+
+// maxRel is max |a − b| / max |b|.
+func maxRel(a, b []float64) float64 {
+	var d, m float64
+	for i := range b {
+		d = math.Max(d, math.Abs(a[i]-b[i]))
+		m = math.Max(m, math.Abs(b[i]))
+	}
+	return d / math.Max(m, 1e-300)
+}
+
+// beamPasser runs every pass as a Beam pipeline on prism over the shards.
+type beamPasser struct {
+	glob  string
+	shape *data.Remote
+	ro    ReadOptions
+	kinds []string
+}
+
+func (b *beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+	b.kinds = append(b.kinds, req.Kind)
+	return RunRowsPass(ctx, b.glob, b.shape, b.ro, req, Options{})
+}
+
+// TestRowsPassesMatchLocal: on prism, every rows pass kind over shards
+// (npy and CSV) equals its reference implementation (pass.Local) over the
+// one file holding the same rows: the norm counts exactly (with a norm on
+// a grid point), sums and moments to 1e-12 relative.
+func TestRowsPassesMatchLocal(t *testing.T) {
+	const n, p = 1200, 9
+	x := synth(n, p, 3)
+	copy(x[5*p:6*p], []float64{0.5, 0, 0, 0, 0, 0, 0, 0, 0}) // norm 2⁻¹, a grid point
+	dir := t.TempDir()
+	whole := writeShards(t, dir, x, p, []int{400, 1, 399, 400}, true)
+	ds, err := dataio.Load(whole, dataio.LoadOptions{})
+	require.NoError(t, err)
+	shape := pass.ShapeOf(ds)
+	glob := filepath.Join(dir, "shard-*")
+	grid := quantileGrid()
+	mu := make([]float64, p)
+	for j := range mu {
+		mu[j] = 0.1 * float64(j-4)
+	}
+	center := data.Array{Name: "center", Rows: 1, Cols: p, Data: mu}
+	zero := data.Array{Name: "center", Rows: 1, Cols: p, Data: make([]float64, p)}
+	for _, tc := range []struct {
+		name string
+		req  data.PassRequest
+	}{
+		{"moment", data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 3}}},
+		{"histogram", data.PassRequest{Kind: pass.RowsNormHistogram, Params: map[string]float64{"cells": float64(len(grid))},
+			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: len(grid), Data: grid}, zero}}},
+		{"centred histogram", data.PassRequest{Kind: pass.RowsNormHistogram, Params: map[string]float64{"cells": float64(len(grid))},
+			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: len(grid), Data: grid}, center}}},
+		{"clipped sum", data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 2.5}}},
+		{"centred moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 3}, Inputs: []data.Array{center}}},
+		{"unclipped moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 0}, Inputs: []data.Array{zero}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := pass.Local(ds).Pass(context.Background(), tc.req)
+			require.NoError(t, err)
+			got, err := RunRowsPass(context.Background(), glob, shape, ReadOptions{}, tc.req, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, want.Records, got.Records)
+			require.Len(t, got.Outputs, len(want.Outputs))
+			for k, w := range want.Outputs {
+				g := got.Outputs[k]
+				require.Equal(t, w.Name, g.Name)
+				if tc.req.Kind == pass.RowsNormHistogram {
+					assert.Equal(t, w.Data, g.Data, "counts")
+					continue
+				}
+				rel := maxRel(g.Data, w.Data)
+				t.Logf("%s: relative difference %.3g", w.Name, rel)
+				assert.Less(t, rel, 1e-12)
+			}
+			assert.Equal(t, want.Scalars, got.Scalars)
+		})
+	}
+}
+
+// TestRowsPassRefusesBadRequest: the Beam side validates a request as the
+// host does, before any pipeline runs.
+func TestRowsPassRefusesBadRequest(t *testing.T) {
+	shape := &data.Remote{N: 10, P: 3}
+	_, err := RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
+		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": -1}}, Options{})
+	assert.ErrorContains(t, err, "not positive")
+	_, err = RunRowsPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
+		data.PassRequest{Kind: "rows.nothing"}, Options{})
+	assert.ErrorContains(t, err, "no Beam implementation")
+}
+
+// TestAnalyzeGaussAutoClipThroughBeam: pca-analyze-gauss with clip=auto
+// and center=private (an automatic mean clip: two private quantiles, a
+// private mean, the second moment) run with every pass on prism declares
+// the single-machine fit's steps and releases its values to 1e-12
+// relative with the same seed.
+func TestAnalyzeGaussAutoClipThroughBeam(t *testing.T) {
+	const n, p = 2000, 8
+	x := synth(n, p, 4)
+	for i := 0; i < n; i++ {
+		x[i*p] += 3
+	}
+	dir := t.TempDir()
+	whole := writeShards(t, dir, x, p, []int{700, 600, 700}, false)
+	ds, err := dataio.Load(whole, dataio.LoadOptions{})
+	require.NoError(t, err)
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	raw := map[string]string{"rank": "2", "center": "private"}
+	seed := uint64(9)
+	want, wacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
+	require.NoError(t, err)
+	bp := &beamPasser{glob: filepath.Join(dir, "shard-*"), shape: pass.ShapeOf(ds)}
+	got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{pass.RowsNormHistogram, pass.RowsClippedSum, pass.RowsNormHistogram, pass.RowsCentredMoment}, bp.kinds)
+	assert.Equal(t, wacct.Steps(), gacct.Steps())
+	for _, name := range []string{"U", "mean"} {
+		rel := maxRel(mat.DenseCopyOf(resultMatrix(t, got, name)).RawMatrix().Data, mat.DenseCopyOf(resultMatrix(t, want, name)).RawMatrix().Data)
+		t.Logf("%s: relative difference %.3g", name, rel)
+		assert.Less(t, rel, 1e-12)
+	}
+	for k, s := range want.Series {
+		assert.Less(t, maxRel(got.Series[k].Values, s.Values), 1e-12, s.Name)
+	}
+	for k, s := range want.Scalars {
+		assert.Less(t, maxRel([]float64{got.Scalars[k].Value}, []float64{s.Value}), 1e-12, s.Name)
+	}
+}
+
+// TestFashionMNISTAutoClipThroughBeam is the headline fit (pca-analyze-gauss,
+// rank 10, clip=auto, center=private, ε = 1, δ = 1e-6, pixels scaled by
+// 1/255) with every pass a prism pipeline over the 60,000 training images in
+// 6 .npy shards, beside the single-machine fit, same seed, interleaved
+// rounds. It runs only when DPLR_FMNIST names the IDX file
+// (bench/results/beam-host.md gives the command and the figures).
+func TestFashionMNISTAutoClipThroughBeam(t *testing.T) {
+	path := os.Getenv("DPLR_FMNIST")
+	if path == "" {
+		t.Skip("DPLR_FMNIST not set")
+	}
+	rawds, err := dataio.Load(path, dataio.LoadOptions{})
+	require.NoError(t, err)
+	n, p := rawds.X.Dims()
+	dir := t.TempDir()
+	const shards = 6
+	for k := 0; k < shards; k++ {
+		a, b := k*n/shards, (k+1)*n/shards
+		part := mat.DenseCopyOf(rawds.X.Slice(a, b, 0, p))
+		require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, fmt.Sprintf("part-%d.npy", k)), []int{b - a, p}, part.RawMatrix().Data))
+	}
+	const scale = 1.0 / 255
+	ds, err := dataio.Load(path, dataio.LoadOptions{Scale: scale})
+	require.NoError(t, err)
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	raw := map[string]string{"rank": "10", "center": "private"}
+	seed := uint64(7)
+	for r := 0; r < 3; r++ {
+		load, _ := os.ReadFile("/proc/loadavg")
+		t0 := time.Now()
+		want, wacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		tLocal := time.Since(t0)
+		bp := &beamPasser{glob: filepath.Join(dir, "part-*.npy"), shape: pass.ShapeOf(ds), ro: ReadOptions{Scale: scale}}
+		t0 = time.Now()
+		got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		tBeam := time.Since(t0)
+		assert.Equal(t, wacct.Steps(), gacct.Steps())
+		t.Logf("round %d: single machine %.1f s, prism (%d passes %v) %.1f s, load %s", r+1, tLocal.Seconds(), len(bp.kinds), bp.kinds, tBeam.Seconds(), strings.Fields(string(load))[0])
+		if r > 0 {
+			continue
+		}
+		u, v := resultMatrix(t, want, "U"), resultMatrix(t, got, "U")
+		t.Logf("U: max |u − u'| / max |u| = %.3g; mean: relative difference %.3g", maxRel(mat.DenseCopyOf(v).RawMatrix().Data, mat.DenseCopyOf(u).RawMatrix().Data),
+			maxRel(resultMatrix(t, got, "mean").RawMatrix().Data, resultMatrix(t, want, "mean").RawMatrix().Data))
+		for k, s := range want.Series {
+			t.Logf("%s: relative difference %.3g", s.Name, maxRel(got.Series[k].Values, s.Values))
+		}
+		for k, s := range want.Scalars {
+			t.Logf("%s: single machine %.17g, prism %.17g", s.Name, s.Value, got.Scalars[k].Value)
+		}
+	}
+}

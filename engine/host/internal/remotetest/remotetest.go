@@ -1,0 +1,110 @@
+// Package remotetest is a small estimator that runs on local rows, on a
+// data set reached only through aggregation passes (sdk.RemoteEstimator)
+// and on aggregated statistics (sdk.StatsEstimator, only with passes=1):
+// the clipped mean of the rows, from the rows.moment pass (or the
+// statistics' clipped sum), released with Gaussian noise. The host's and the command line's tests
+// run it through a real plugin process (testdata/dplr-remote).
+package remotetest
+
+import (
+	"context"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Mean is the clipped-mean estimator "remote-mean".
+type Mean struct{}
+
+type options struct {
+	sdk.Clip `default:"1"`
+	// Passes is how many times the fit asks for the same pass (to test
+	// the host's cap on passes).
+	Passes int `param:"passes" default:"1" min:"1" doc:"how many times the clipped sum is requested (tests)"`
+}
+
+// Info implements sdk.Estimator.
+func (Mean) Info() sdk.Info {
+	return sdk.Info{
+		Name: "remote-mean", Version: "0.1.0",
+		Summary:   "mean of rows clipped to a public norm, from the rows.moment pass (host tests)",
+		DataKind:  data.Rows,
+		Guarantee: "worst-case ρ-zCDP, neighbours differ by one replaced row (n public)",
+		Grants:    []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
+		Options:   options{},
+	}
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (Mean) Passes(opts any, s sdk.Shape) ([]string, error) {
+	return []string{pass.RowsMoment}, nil
+}
+
+// CheckStats implements sdk.StatsEstimator: the statistics path serves
+// passes=1 only (a request the command line then sends through passes).
+func (Mean) CheckStats(opts any) error {
+	if opts.(*options).Passes != 1 {
+		return fmt.Errorf("passes=%d needs aggregation passes", opts.(*options).Passes)
+	}
+	return nil
+}
+
+// FitStats implements sdk.StatsEstimator.
+func (m Mean) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	st := run.Data.Stats
+	if st.Clip != sdk.Opts[options](run).Clip.Value {
+		return nil, fmt.Errorf("statistics clipped at %v, want %v", st.Clip, sdk.Opts[options](run).Clip.Value)
+	}
+	return m.release(run, &data.PassResult{Records: int64(st.N), Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: st.P, Data: st.Sum}}})
+}
+
+// Fit implements sdk.Estimator.
+func (m Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	o := sdk.Opts[options](run)
+	passer := pass.Local(run.Data)
+	if run.Data.Remote != nil {
+		passer = run.Data.Remote.Passer
+	}
+	var res *data.PassResult
+	var err error
+	for range o.Passes {
+		if res, err = passer.Pass(ctx, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": o.Clip.Value}}); err != nil {
+			return nil, err
+		}
+	}
+	return m.release(run, res)
+}
+
+// release releases the mean from the clipped sum.
+func (Mean) release(run *sdk.Run, res *data.PassResult) (*sdk.Result, error) {
+	o := sdk.Opts[options](run)
+	plan, err := sdk.NewPlan(run, "zcdp", privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
+	if err != nil {
+		return nil, err
+	}
+	budget, err := plan.Budget("mean")
+	if err != nil {
+		return nil, err
+	}
+	sum, _ := res.Output("sum")
+	n, p := run.Data.N(), run.Data.P()
+	mean := make([]float64, p)
+	for j, v := range sum.Data {
+		mean[j] = v / float64(n)
+	}
+	rel, err := run.Acct.Gaussian("mean", 2*o.Clip.Value/float64(n), p, budget)
+	if err != nil {
+		return nil, fmt.Errorf("declaring the mean's privacy step: %w", err)
+	}
+	if err := rel.Add(run.Rand, mean); err != nil {
+		return nil, err
+	}
+	out := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced (n public)"}}
+	out.AddMatrix("mean", mat.NewDense(1, p, mean), sdk.Public, "private mean of the clipped rows (1×p)")
+	return out, nil
+}

@@ -1,0 +1,394 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
+)
+
+// ErrPass is wrapped when the host's own pass runner failed a pass the
+// plugin asked for correctly (a pipeline that failed, data that changed
+// between passes): the plugin is not at fault.
+var ErrPass = errors.New("aggregation pass failed")
+
+// MaxDeclaredPasses bounds the pass kinds one Check response may declare.
+const MaxDeclaredPasses = 64
+
+// checkPasses validates the pass kinds a plugin's Check declared for a
+// fit on remote data of kind k: each must be a kind this host knows,
+// reading k data; at most MaxDeclaredPasses, no duplicates.
+func checkPasses(k data.Kind, kinds []string) error {
+	if len(kinds) > MaxDeclaredPasses {
+		return fmt.Errorf("declares %d pass kinds, more than the %d a host accepts", len(kinds), MaxDeclaredPasses)
+	}
+	for i, name := range kinds {
+		s, ok := pass.Lookup(name)
+		if !ok {
+			return fmt.Errorf("declares pass kind %q, which this host does not know (known: %v)", cleanText(name), pass.Kinds())
+		}
+		if s.Data != k {
+			return fmt.Errorf("declares pass kind %s, which reads %s data, for %s data", name, s.Data, k)
+		}
+		if slices.Contains(kinds[:i], name) {
+			return fmt.Errorf("declares pass kind %s twice", name)
+		}
+	}
+	return nil
+}
+
+// cleanText makes a plugin's text printable (escaped, cut to 80 bytes).
+func cleanText(s string) string {
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// passStream is a FitPasses stream.
+type passStream interface {
+	Send(*dplrpb.FitInput) error
+	Recv() (*dplrpb.FitEvent, error)
+}
+
+// passStreamOf opens a FitPasses stream and sends it the fit request. A
+// sandboxed plugin runs the fit in a fresh process that may read no file
+// (the data set is remote), as fitStream does for a local one.
+func (p *Plugin) passStreamOf(ctx context.Context, req *dplrpb.FitRequest) (passStream, error) {
+	pr, own := p.proc, false
+	if p.Sandboxed {
+		var err error
+		if pr, err = launch(ctx, p.Path, p.image.path, p.opt, nil); err != nil {
+			return nil, fmt.Errorf("starting the fit's process: %w", err)
+		}
+		p.mu.Lock()
+		if p.fits == nil {
+			p.fits = map[*proc]bool{}
+		}
+		p.fits[pr] = true
+		p.fit = pr
+		p.mu.Unlock()
+		own = true
+	}
+	s, err := pr.rpc.FitPasses(ctx)
+	if err == nil {
+		err = s.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Request{Request: req}})
+	}
+	if err != nil {
+		if own {
+			p.noteFitError(pr)
+		}
+		return nil, err
+	}
+	return &passProcStream{Estimators_FitPassesClient: s, p: p, pr: pr, own: own}, nil
+}
+
+// passProcStream stops the fit's own process once its stream has ended,
+// as fitProcStream does.
+type passProcStream struct {
+	dplrpb.Estimators_FitPassesClient
+	p    *Plugin
+	pr   *proc
+	own  bool
+	once sync.Once
+}
+
+// Recv implements passStream.
+func (s *passProcStream) Recv() (*dplrpb.FitEvent, error) {
+	ev, err := s.Estimators_FitPassesClient.Recv()
+	if err == nil {
+		return ev, nil
+	}
+	if s.own {
+		s.once.Do(func() {
+			if errors.Is(err, io.EOF) {
+				go s.p.endFit(s.pr)
+			} else {
+				s.p.noteFitError(s.pr)
+			}
+		})
+	}
+	if ferr := s.pr.floodErr(); ferr != nil {
+		return nil, fmt.Errorf("%w: %w", ferr, ErrPlugin)
+	}
+	return ev, err
+}
+
+// received is one message (or the end) of a plugin's stream.
+type received struct {
+	ev  *dplrpb.FitEvent
+	err error
+}
+
+// passDone is the end of one pass the host ran for the plugin.
+type passDone struct {
+	id      uint64
+	err     error
+	seconds float64
+}
+
+// Phases of the outstanding pass.
+const (
+	phaseIdle int32 = iota
+	phaseRunning
+	phaseReplying
+)
+
+// fitPasses runs a fit on remote data over FitPasses: the plugin's events
+// are handled as in Fit, and each pass it requests is checked (a declared
+// kind, within the cap on passes, valid for the kind and the public
+// shape, one at a time) and run by c.Remote.Passer; its result is checked
+// against the kind's bounds and sent back. A request the host refuses
+// ends the fit with an error naming the problem (ErrPlugin); a pass the
+// host's runner fails ends it too (ErrPass).
+func (p *Plugin) fitPasses(ctx context.Context, c Call, ev Events) (*FitOutcome, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the stream, the plugin's work and any pass in flight
+	out := &FitOutcome{}
+	stream, err := p.passStreamOf(ctx, c.fitRequest())
+	if err != nil {
+		return out, p.wrap(ctx, "starting fit", err)
+	}
+	return p.runPasses(ctx, cancel, stream, c, ev, out)
+}
+
+// runPasses is fitPasses over an open stream; cancel ends ctx (and the
+// stream).
+func (p *Plugin) runPasses(ctx context.Context, cancel context.CancelFunc, stream passStream, c Call, ev Events, out *FitOutcome) (*FitOutcome, error) {
+	events := make(chan received)
+	go func() {
+		for {
+			e, err := stream.Recv()
+			select {
+			case events <- received{e, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	r := &passRun{p: p, c: c, ev: ev, stream: stream, done: make(chan passDone, 1), cancel: cancel, out: out}
+	r.replyTimeout = c.ReplyTimeout
+	if r.replyTimeout <= 0 {
+		r.replyTimeout = DefaultPassReplyTimeout
+	}
+	r.max = c.MaxPasses
+	if r.max <= 0 {
+		r.max = sdk.MaxPasses
+	}
+	mats := newMatrixSet()
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: a pass in flight sees its context end
+	defer cancel()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			if r.replyLate.Load() {
+				return out, fmt.Errorf("plugin %s: the plugin did not read the reply to pass %d within %s: %w", p.Name(), r.count, r.replyTimeout, ErrPlugin)
+			}
+			return out, p.wrap(ctx, r.where(), ctx.Err())
+		case d := <-r.done:
+			if err := r.finish(d); err != nil {
+				return out, err
+			}
+		case m := <-events:
+			if errors.Is(m.err, io.EOF) {
+				break loop
+			}
+			if m.err != nil {
+				return out, p.wrap(ctx, r.where(), m.err)
+			}
+			if pr, ok := m.ev.GetEvent().(*dplrpb.FitEvent_Pass); ok {
+				if err := r.take(ctx, pr.Pass, &wg); err != nil {
+					return out, fmt.Errorf("plugin %s: %w", p.Name(), err)
+				}
+				continue
+			}
+			if err := p.handle(m.ev, c.Grant, out, mats, ev); err != nil {
+				return out, err
+			}
+		}
+	}
+	if r.phase.Load() == phaseRunning {
+		return out, fmt.Errorf("plugin %s: the fit ended while pass %d was running: %w", p.Name(), r.count, ErrPlugin)
+	}
+	if !out.gotResult {
+		return out, fmt.Errorf("plugin %s: stream ended without a result: %w", p.Name(), ErrPlugin)
+	}
+	ms, err := mats.complete()
+	if err == nil {
+		out.Matrices = ms
+		err = validateOutcome(c, out)
+	}
+	if err != nil {
+		return out, fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
+	}
+	return out, nil
+}
+
+// passRun is the host's side of the passes of one fit.
+type passRun struct {
+	p      *Plugin
+	c      Call
+	ev     Events
+	stream passStream
+	out    *FitOutcome
+	max    int
+	// count is the number of passes requested so far; asm assembles the
+	// request being received (nil between requests).
+	count int
+	asm   *transport.PassRequestAssembler
+	phase atomic.Int32
+	done  chan passDone
+	// replyTimeout bounds the delivery of a reply; cancel ends the fit
+	// when it passes (replyLate then says so).
+	replyTimeout time.Duration
+	cancel       context.CancelFunc
+	replyLate    atomic.Bool
+}
+
+// DefaultPassReplyTimeout bounds how long the host waits for the plugin to
+// take a pass's reply: the plugin asked for it and is waiting, so a
+// reply that cannot be delivered means a plugin that stopped reading.
+const DefaultPassReplyTimeout = time.Minute
+
+// take handles one message of a pass request: the first is checked for a
+// declared kind, the cap and one pass at a time; the complete request is
+// validated against its kind and the public shape, then run.
+func (r *passRun) take(ctx context.Context, m *dplrpb.PassRequest, wg *sync.WaitGroup) error {
+	if r.asm == nil {
+		// A new request.
+		switch r.phase.Load() {
+		case phaseRunning:
+			return fmt.Errorf("requested pass %d while pass %d was running (one pass at a time): %w", r.count+1, r.count, ErrPlugin)
+		case phaseReplying:
+			// The reply is on its way; the plugin may have read it already.
+			select {
+			case d := <-r.done:
+				if err := r.finish(d); err != nil {
+					return err
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if r.count >= r.max {
+			return fmt.Errorf("requested more than %d aggregation passes in one fit: %w", r.max, ErrPlugin)
+		}
+		if !slices.Contains(r.c.Passes, m.GetKind()) {
+			return fmt.Errorf("requested pass kind %q, which its pre-flight check did not declare (declared: %v): %w", cleanText(m.GetKind()), r.c.Passes, ErrPlugin)
+		}
+		r.count++
+		r.asm = transport.NewPassRequestAssembler(uint64(r.count), transport.MaxPassValues(r.c.Remote))
+	}
+	req, err := r.asm.Add(m)
+	if err != nil {
+		return fmt.Errorf("malformed %w: %w", err, ErrPlugin)
+	}
+	if req == nil {
+		return nil
+	}
+	r.asm = nil
+	sh := r.c.Remote
+	spec, err := pass.Validate(r.c.Data.Kind, sh, *req)
+	if err != nil {
+		return fmt.Errorf("pass %d refused: %w: %w", r.count, err, ErrPlugin)
+	}
+	if r.ev.Pass != nil {
+		r.ev.Pass(r.count, *req)
+	}
+	r.phase.Store(phaseRunning)
+	id := uint64(r.count)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t0 := time.Now()
+		err := r.run(ctx, id, spec, *req)
+		r.done <- passDone{id: id, err: err, seconds: time.Since(t0).Seconds()}
+	}()
+	return nil
+}
+
+// run runs one pass with the host's runner, checks its result and sends
+// the reply.
+func (r *passRun) run(ctx context.Context, id uint64, spec pass.Spec, req data.PassRequest) error {
+	sh := r.c.Remote
+	res, err := sh.Passer.Pass(ctx, req)
+	if err == nil {
+		err = pass.CheckResult(spec, sh, req, res)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_ = r.reply(transport.PassReplyMessages(id, nil, "the host's pass runner failed"))
+		return fmt.Errorf("pass %d (%s): %w: %w", id, req.Kind, err, ErrPass)
+	}
+	r.phase.Store(phaseReplying)
+	timer := time.AfterFunc(r.replyTimeout, func() {
+		r.replyLate.Store(true)
+		r.cancel()
+	})
+	err = r.reply(transport.PassReplyMessages(id, res, ""))
+	timer.Stop()
+	if r.replyLate.Load() {
+		return fmt.Errorf("the plugin did not read the reply to pass %d within %s: %w", id, r.replyTimeout, ErrPlugin)
+	}
+	if err != nil {
+		return fmt.Errorf("sending the result of pass %d to the plugin: %w", id, err)
+	}
+	return nil
+}
+
+func (r *passRun) reply(ms []*dplrpb.PassReply) error {
+	for _, m := range ms {
+		if err := r.stream.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Reply{Reply: m}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// where says what the fit was doing, for an error that ends it: the plugin
+// working on its own, a pass running in the host, or the plugin expected
+// to read the host's reply.
+func (r *passRun) where() string {
+	switch {
+	case r.count == 0:
+		return "fit"
+	case r.asm != nil:
+		return fmt.Sprintf("fit (receiving the request for pass %d)", r.count)
+	case r.phase.Load() == phaseRunning:
+		return fmt.Sprintf("fit (while the host ran pass %d)", r.count)
+	}
+	return fmt.Sprintf("fit (after the host's reply to pass %d: did the plugin read it?)", r.count)
+}
+
+// finish takes the end of a pass: its error ends the fit.
+func (r *passRun) finish(d passDone) error {
+	r.phase.Store(phaseIdle)
+	r.out.Passes++
+	r.out.PassSeconds += d.seconds
+	if d.err == nil {
+		return nil
+	}
+	if errors.Is(d.err, ErrPass) || errors.Is(d.err, context.Canceled) || errors.Is(d.err, context.DeadlineExceeded) {
+		return d.err
+	}
+	return fmt.Errorf("plugin %s: %w: %w", r.p.Name(), d.err, ErrPlugin)
+}

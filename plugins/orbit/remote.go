@@ -1,0 +1,48 @@
+package orbit
+
+import (
+	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
+)
+
+// Remote paths (sdk.RemoteEstimator): every private orbit estimator starts
+// from A = Σ x̃x̃ᵀ/clip², one clipped second-moment pass over a rows data
+// set held elsewhere (shards a Beam pipeline reads, dplr fit --engine
+// beam); under clip=auto the private norm quantile reads the counts of the
+// row norms on its public grid, one more pass (plugins/pca/DERIVATIONS.md
+// §6, §11). problemFor reads the rows through a rowsrc.Source, so the fit
+// is the same code as on local rows: the same plan and steps, and with the
+// same seed the same release up to the summation order of A.
+// evaluate=true reads the unclipped mean and second moment of the rows
+// (one more pass, of kind rows.moment with clip 0; evaluation only).
+
+// remotePasses returns the pass kinds of a fit with these options on a
+// remote data set.
+func remotePasses(o *base) ([]string, error) {
+	kinds := rowsrc.Kinds(o.Options.Auto(), false)
+	if o.Evaluate.Value {
+		kinds = append(kinds, pass.RowsMoment)
+	}
+	return kinds, nil
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (Gauss) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	return remotePasses(&opts.(*gaussOptions).base)
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (EM) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	return remotePasses(&opts.(*emOptions).base)
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (RankK) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	return remotePasses(&opts.(*rankKOptions).base)
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (Deflation) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	return remotePasses(&opts.(*deflationOptions).base)
+}
