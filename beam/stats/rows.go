@@ -281,22 +281,75 @@ type readRowsFn struct {
 }
 
 // ProcessElement reads the shard at path.
+//
+// The rows' identity is that of the source records: the selected values
+// of each row, except for a CSV shard read with a column selection
+// (Opt.Parquet.Features), whose identity is that of its whole records as
+// dplr-beam describe and dplr fit take it (shardIdentity); those parts
+// ride on the shard's first row and the other rows carry none (merging
+// the zero IdentityParts changes nothing).
 func (f *readRowsFn) ProcessElement(ctx context.Context, path string, emit func(ClippedRow)) error {
-	sh, err := readShard(ctx, path, data.Rows, f.Opt, 0, 0)
+	local, cleanup, err := localCopy(ctx, path)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
+	sh, err := readLocal(local, data.Rows, f.Opt, 0, 0)
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", path, err)
+	}
 	if sh.p != f.P {
 		return fmt.Errorf("shard %s: %d columns, the first shard has %d", path, sh.p, f.P)
+	}
+	var shardID *dataio.IdentityParts
+	csv, err := f.selectsCSVColumns(local)
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", path, err)
+	}
+	if csv {
+		d, _, err := shardIdentity(ctx, local, data.Rows, f.Opt, 0, 0)
+		if err != nil {
+			return err
+		}
+		if d.N != int64(sh.n) {
+			return fmt.Errorf("shard %s: identity of %d records, %d rows read", path, d.N, sh.n)
+		}
+		shardID = &d.ID
 	}
 	for i := range sh.n {
 		r, err := NewClippedRow(sh.row(i), f.Opt.Scale, f.Clip)
 		if err != nil {
 			return fmt.Errorf("shard %s: row %d: %w", path, i, err)
 		}
+		if shardID != nil {
+			r.ID = dataio.IdentityParts{}
+			if i == 0 {
+				r.ID = *shardID
+			}
+		}
 		emit(r)
 	}
 	return nil
+}
+
+// selectsCSVColumns reports whether the shard at local (a local file) is
+// a CSV file read with a column selection: the one case where the
+// selected values are not the source records.
+func (f *readRowsFn) selectsCSVColumns(local string) (bool, error) {
+	if len(f.Opt.Parquet.Features) == 0 || isParquet(local, f.Opt.Format) {
+		return false, nil
+	}
+	lo, err := f.Opt.load()
+	if err != nil {
+		return false, err
+	}
+	format := lo.Format
+	if format == dataio.FormatAuto {
+		if format, _, err = dataio.DetectFormat(local); err != nil {
+			return false, fmt.Errorf("%s: %w", local, err)
+		}
+	}
+	return format == dataio.FormatCSV, nil
 }
 
 func encodeClippedRow(v ClippedRow) ([]byte, error) { return encodeGob(v) }

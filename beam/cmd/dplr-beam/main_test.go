@@ -419,8 +419,12 @@ func statsArgs(t *testing.T, args ...string) (dataio.Handle, *data.Dataset) {
 
 // TestStatsColumnFlags: Parquet shards with extra columns (an id, a note,
 // a weight, a second list), and CSV shards with extra columns, read with
-// their feature columns named on the command line, give the statistics
-// and source identity of the same rows as one .npy file.
+// their feature columns named on the command line, give the statistics of
+// the same rows as one .npy file. The Parquet shards' source identity is
+// that of the .npy file (their records are the equivalent array source);
+// the CSV shards' is that of their whole records, as dplr fit computes it
+// for the one CSV file holding them with the same flags (and dplr-beam
+// describe for the shards), not that of the selected columns.
 func TestStatsColumnFlags(t *testing.T) {
 	const n, p = 240, 4
 	_, whole, x := shards(t, n, p)
@@ -430,28 +434,48 @@ func TestStatsColumnFlags(t *testing.T) {
 	writeWideParquet(t, filepath.Join(pqDir, "s0.parquet"), x[:k*p], 0)
 	writeWideParquet(t, filepath.Join(pqDir, "s1.parquet"), x[k*p:], k)
 	csvDir := t.TempDir()
+	const header = "id,b,w,a,d,c\n"
+	var all strings.Builder // the one CSV file holding the shards' records
+	all.WriteString(header)
 	for s, part := range [][]float64{x[:k*p], x[k*p:]} {
 		var b strings.Builder
-		b.WriteString("id,b,w,a,d,c\n")
+		b.WriteString(header)
 		for i := 0; i < len(part)/p; i++ {
 			r := part[i*p : (i+1)*p]
 			fmt.Fprintf(&b, "%d,%v,%d,%v,%v,%v\n", i, r[1], i%3, r[0], r[3], r[2])
 		}
+		all.WriteString(strings.TrimPrefix(b.String(), header))
 		require.NoError(t, os.WriteFile(filepath.Join(csvDir, fmt.Sprintf("s%d.csv", s)), []byte(b.String()), 0o644))
 	}
+	oneCSV := filepath.Join(t.TempDir(), "all.csv")
+	require.NoError(t, os.WriteFile(oneCSV, []byte(all.String()), 0o644))
 	for _, tc := range []struct {
 		name string
 		args []string
+		// csv: the single-machine reader's options for the one CSV file
+		// (nil: the identity is the .npy file's).
+		csv *dataio.LoadOptions
 	}{
-		{"parquet scalar columns", []string{"--data", filepath.Join(pqDir, "*.parquet"), "--features", "a,b,c,d"}},
-		{"parquet list column", []string{"--data", filepath.Join(pqDir, "*.parquet"), "--feature-list", "v"}},
-		{"parquet forced format", []string{"--data", filepath.Join(pqDir, "s*"), "--format", "parquet", "--features", "a, b, c, d"}},
-		{"csv named columns", []string{"--data", filepath.Join(csvDir, "*.csv"), "--features", "a,b,c,d"}},
-		{"csv column indexes", []string{"--data", filepath.Join(csvDir, "*.csv"), "--header", "yes", "--features", "3,1,5,4"}},
+		{"parquet scalar columns", []string{"--data", filepath.Join(pqDir, "*.parquet"), "--features", "a,b,c,d"}, nil},
+		{"parquet list column", []string{"--data", filepath.Join(pqDir, "*.parquet"), "--feature-list", "v"}, nil},
+		{"parquet forced format", []string{"--data", filepath.Join(pqDir, "s*"), "--format", "parquet", "--features", "a, b, c, d"}, nil},
+		{"csv named columns", []string{"--data", filepath.Join(csvDir, "*.csv"), "--features", "a,b,c,d"},
+			&dataio.LoadOptions{FeatureColumns: []string{"a", "b", "c", "d"}}},
+		{"csv column indexes", []string{"--data", filepath.Join(csvDir, "*.csv"), "--header", "yes", "--features", "3,1,5,4"},
+			&dataio.LoadOptions{Header: dataio.HeaderYes, FeatureColumns: []string{"3", "1", "5", "4"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, got := statsArgs(t, append(tc.args, "--clip", "3")...)
-			assert.Equal(t, hWant.Source, h.Source, "source identity")
+			if tc.csv == nil {
+				assert.Equal(t, hWant.Source, h.Source, "source identity")
+			} else {
+				ds, id, err := dataio.LoadIdentity(oneCSV, *tc.csv)
+				require.NoError(t, err)
+				require.NotNil(t, h.Source)
+				assert.Equal(t, id, *h.Source, "source identity: the one CSV file's")
+				assert.NotEqual(t, hWant.Source.Hash, h.Source.Hash, "not the selected columns' identity")
+				assert.Less(t, relErr(ds.X, mat.NewDense(n, p, x)), 1e-15, "the one CSV file's rows")
+			}
 			require.NotNil(t, got.Stats)
 			assert.Equal(t, want.Stats.N, got.Stats.N)
 			assert.Less(t, relErr(got.Stats.Moment, want.Stats.Moment), 1e-12)
