@@ -111,19 +111,7 @@ func (s *passProcStream) Recv() (*dplrpb.FitEvent, error) {
 	if err == nil {
 		return ev, nil
 	}
-	if s.own {
-		s.once.Do(func() {
-			if errors.Is(err, io.EOF) {
-				go s.p.endFit(s.pr)
-			} else {
-				s.p.noteFitError(s.pr)
-			}
-		})
-	}
-	if ferr := s.pr.floodErr(); ferr != nil {
-		return nil, fmt.Errorf("%w: %w", ferr, ErrPlugin)
-	}
-	return ev, err
+	return ev, s.p.streamEnded(s.pr, s.own, &s.once, err)
 }
 
 // received is one message (or the end) of a plugin's stream.

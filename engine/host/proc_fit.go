@@ -84,19 +84,28 @@ func (s *fitProcStream) Recv() (*dplrpb.FitEvent, error) {
 	if err == nil {
 		return ev, nil
 	}
-	if s.own {
-		s.once.Do(func() {
+	return ev, s.p.streamEnded(s.pr, s.own, &s.once, err)
+}
+
+// streamEnded handles the end of a fit's stream (err, io.EOF after a
+// normal end): when the fit has its own process (own), that process is
+// stopped at once after a normal end and fitErrorGrace after an error,
+// once; an error is reported as a flood of the plugin's output when the
+// process flooded it.
+func (p *Plugin) streamEnded(pr *proc, own bool, once *sync.Once, err error) error {
+	if own {
+		once.Do(func() {
 			if errors.Is(err, io.EOF) {
-				go s.p.endFit(s.pr)
+				go p.endFit(pr)
 			} else {
-				s.p.noteFitError(s.pr)
+				p.noteFitError(pr)
 			}
 		})
 	}
-	if ferr := s.pr.floodErr(); ferr != nil {
-		return nil, fmt.Errorf("%w: %w", ferr, ErrPlugin)
+	if ferr := pr.floodErr(); ferr != nil {
+		return fmt.Errorf("%w: %w", ferr, ErrPlugin)
 	}
-	return ev, err
+	return err
 }
 
 // handlePaths lists the files a data set handle refers to.
