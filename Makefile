@@ -18,7 +18,7 @@ else
   PLUGIN_DIR := $(BIN)/plugins
 endif
 
-.PHONY: beam-build beam-test beam-bench all build proto proto-check lint race test test-gonum test-openblas fuzz demo bench bench-full vet fmt clean deps-check
+.PHONY: loc beam-build beam-test beam-bench all build proto proto-check lint race test test-gonum test-openblas fuzz demo bench bench-full vet fmt clean deps-check
 
 all: build
 
@@ -64,6 +64,13 @@ proto-check:
 # race: the concurrent packages again under the race detector.
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
+
+# loc: non-test Go lines (generated protobuf code excluded, beam module
+# included), the figure the issues track.
+loc:
+	@git ls-files '*.go' | grep -v '_test\.go$$' | grep -v '\.pb\.go$$' | xargs cat | wc -l | sed 's/^/non-test Go lines (excluding generated): /'
+	@git ls-files '*.go' | grep -v '_test\.go$$' | xargs cat | wc -l | sed 's/^/non-test Go lines (including generated): /'
+	@git ls-files '*_test.go' | xargs cat | wc -l | sed 's/^/test Go lines: /'
 
 fmt:
 	gofmt -w $(GOFILES_CHECK)

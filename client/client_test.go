@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/client"
-	"github.com/dplr/dplr/engine/cli"
+	"github.com/dplr/dplr/cmd/dplr/cli"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/gen"

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/dplr/dplr/engine/cli"
+	"github.com/dplr/dplr/cmd/dplr/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

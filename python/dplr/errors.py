@@ -117,7 +117,7 @@ class DplrNotFound(DplrError, FileNotFoundError):
         super().__init__(message, exit_code=127)
 
 
-#: dplr's exit codes (engine/cli/cli.go) and the exception each one raises.
+#: dplr's exit codes (cmd/dplr/cli/cli.go) and the exception each one raises.
 EXIT_CODES: Dict[int, Type[DplrError]] = {
     1: RuntimeFailure,
     2: UsageError,

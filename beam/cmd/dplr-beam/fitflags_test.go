@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dplr/dplr/engine/cli"
+	"github.com/dplr/dplr/cmd/dplr/cli"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/pass"

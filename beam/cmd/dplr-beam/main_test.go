@@ -25,7 +25,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/beam/stats"
-	"github.com/dplr/dplr/engine/cli"
+	"github.com/dplr/dplr/cmd/dplr/cli"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
