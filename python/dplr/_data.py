@@ -190,3 +190,39 @@ def releases(result: Dict[str, Any]) -> Dict[str, str]:
     ``diagnostic``) of every output, by name."""
     o = result.get("outputs") or {}
     return {m["name"]: m.get("release", "") for k in ("matrices", "series", "scalars") for m in (o.get(k) or [])}
+
+
+def transform_with_cli(result: Dict[str, Any], outputs: Dict[str, Any], X: ArrayLike,
+                       scale: Optional[float] = None) -> np.ndarray:
+    """Map ``X`` through a fitted model with ``dplr transform``: the one
+    implementation of every released preprocessing (``--scale``, a released
+    ``feature_scale``, a released mean) and of the projection.
+
+    The model directory is rebuilt from the fit's result (what ``dplr fit
+    --json`` printed, equal to its ``result.json``) and its loaded outputs,
+    in a temporary directory removed afterwards.
+    """
+    import json
+
+    from . import _cli
+
+    a = _as_array(X, "X")
+    with tempdir("dplr-py-transform-") as d:
+        model = os.path.join(d, "model")
+        os.mkdir(model, 0o700)
+        for m in (result.get("outputs") or {}).get("matrices") or []:
+            f = m.get("file")
+            if f and m.get("name") in outputs:
+                if os.path.basename(f) != f or f.startswith("."):
+                    raise ValueError(f"model output file name {f!r} is not a plain file name")
+                np.save(os.path.join(model, f), np.asarray(outputs[m["name"]], dtype=np.float64))
+        with open(os.path.join(model, "result.json"), "w", encoding="utf-8") as fh:
+            json.dump(result, fh)
+        xpath = os.path.join(d, "X.npy")
+        np.save(xpath, np.ascontiguousarray(a, dtype=np.float64))
+        out = os.path.join(d, "Z.npy")
+        args = ["transform", "--model", model, "--data", xpath, "--out", out]
+        if scale is not None:
+            args += ["--scale", repr(float(scale))]
+        _cli.run(args)
+        return np.load(out, allow_pickle=False)

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple, Type
 import numpy as np
 
 from . import _cli
-from ._data import ArrayLike, DataSpec, load_outputs, releases, tempdir
+from ._data import transform_with_cli, ArrayLike, DataSpec, load_outputs, releases, tempdir
 from .catalogue import EstimatorInfo, describe
 from .errors import ParameterError
 
@@ -286,15 +286,15 @@ class PCA(DPEstimator):
         self.explained_variance_ratio_ = None if ratio is None else np.asarray(ratio, dtype=np.float64)
 
     def transform(self, X: ArrayLike) -> np.ndarray:
-        """Project ``X`` (n×p) onto the components: ``(X·scale − mean_) @
-        components_.T`` (post-processing: no budget is spent)."""
+        """Project ``X`` (n×p) onto the components exactly as ``dplr
+        transform`` does, by running it on the fitted model: every released
+        preprocessing is applied (``scale``, the released ``feature_scale``,
+        the released mean), then the projection on ``components_``
+        (post-processing: no budget is spent)."""
         self._check_fitted()
         if self.components_ is None:
             raise AttributeError(f"{self.estimator} released no components (output U)")
-        a = self._scaled(X)
-        if self.mean_ is not None:
-            a = a - self.mean_
-        return a @ self.components_.T
+        return transform_with_cli(self.result_, self.outputs_, X, self.scale)
 
     def fit_transform(self, X: ArrayLike, y: Any = None, **kw: Any) -> np.ndarray:
         """``fit(X)`` then ``transform(X)`` (X must be an array)."""

@@ -227,3 +227,17 @@ def test_spool_reuses_one_file_per_array(spiked, tmp_path, monkeypatch):
     monkeypatch.setattr(dplr.config, "spool_max_bytes", 1)
     dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X[:1000])
     assert len(os.listdir(spool)) == 1  # the older file was evicted
+
+
+def test_pca_transform_applies_every_released_preprocessing_as_the_cli(spiked):
+    """PCA.transform runs dplr transform: the released feature_scale, the
+    released mean and --scale are applied exactly as the CLI applies them
+    (it used to skip the division by feature_scale)."""
+    X, _ = spiked
+    X = X * np.linspace(1, 40, X.shape[1])  # columns in different units
+    pca = dplr.PcaAnalyzeGauss(epsilon=2.0, delta=1e-5, rank=2, center="private", feature_scale="private",
+                               scale=0.5, seed=3).fit(X)
+    fs = pca.outputs_.get("feature_scale")
+    assert fs is not None and fs.shape[-1] == X.shape[1]
+    want = ((X[:5] * 0.5) / fs.ravel() - pca.mean_) @ pca.components_.T
+    np.testing.assert_allclose(pca.transform(X[:5]), want, rtol=1e-10, atol=1e-10)
