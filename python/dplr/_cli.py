@@ -116,14 +116,14 @@ def run(args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProce
             code = proc.returncode
             if isinstance(exc, subprocess.TimeoutExpired):
                 err = (err or "") + f"\ndplr: did not finish within config.timeout = {config.timeout} s"
-            raise error_for_exit(code if code is not None and code > 0 else 130, err or "", cmd) from None
+            raise error_for_exit(code if code is not None and code > 0 else 130, err or "", cmd, proc.pid) from None
     finally:
         if proc.poll() is None:  # an exception escaped: never leave dplr running
             proc.kill()
             proc.wait()
     done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     if check and done.returncode != 0:
-        raise error_for_exit(done.returncode, err or "", cmd)
+        raise error_for_exit(done.returncode, err or "", cmd, proc.pid)
     return done
 
 

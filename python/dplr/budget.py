@@ -131,3 +131,26 @@ def ledger_list() -> List[Dict[str, Any]]:
 def ledger_verify() -> str:
     """Check the whole ledger (raises :class:`DataError` if it is damaged)."""
     return _cli.run(["budget", "verify", *_cli.config.home_args()]).stdout
+
+
+def ledger_run_of(spec: DataSpec, pid: int) -> Optional[Dict[str, Any]]:
+    """The ledger's record of the fit run by dplr process ``pid`` on the data
+    ``spec`` describes (its files must still exist), or ``None`` when the
+    ledger holds no run of that process. A ledger that cannot be read
+    counts as unknown: the record is ``{"state": "unknown"}``, read as
+    possibly spent."""
+    from .errors import DplrError
+
+    b = Budget.__new__(Budget)
+    b._spec, b._kind, b.dataset, b.hash = spec, spec.kind, None, None
+    saved, _cli.config.timeout = _cli.config.timeout, None  # the lookup must not inherit a fit's deadline
+    try:
+        runs = b.history()
+    except DplrError:
+        return {"state": "unknown"}
+    finally:
+        _cli.config.timeout = saved
+    for r in runs:
+        if r.get("pid") == pid:
+            return r
+    return None

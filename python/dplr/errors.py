@@ -3,13 +3,15 @@
 Every failure of the ``dplr`` command line arrives as a :class:`DplrError`
 subclass chosen from the process's exit code (the table ``dplr help`` prints);
 the exception carries that code, dplr's own message (its stderr) and the
-command that was run. Whether budget was spent follows the exit code, as the
-README's table says: usage, budget and data errors spend nothing.
+command that was run. Whether budget was spent: a failed fit reads the
+ledger's record of its own run (by the failed process's id) and sets
+``may_have_spent`` from it; other commands follow the exit code, as the
+exit-code table says: usage, budget and data errors spend nothing.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Type
+from typing import Any, Dict, Optional, Sequence, Type
 
 __all__ = [
     "DplrError",
@@ -39,16 +41,37 @@ class DplrError(Exception):
             files; no data values appear in it).
     """
 
-    #: whether a run that failed this way may have been charged budget
+    #: whether a run that failed this way may have been charged budget, from
+    #: the exit code alone. A failed fit replaces it on the instance with
+    #: what the ledger recorded for the run (see ``ledger_run``).
     may_have_spent: bool = False
 
     def __init__(self, message: str, exit_code: int = 1, stderr: str = "",
-                 command: Optional[Sequence[str]] = None) -> None:
+                 command: Optional[Sequence[str]] = None, pid: Optional[int] = None) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
         self.stderr = stderr
         self.command = list(command) if command is not None else None
+        #: the process id of the dplr that failed (the ledger records it)
+        self.pid = pid
+        #: the ledger's record of the failed fit (``None``: the ledger holds
+        #: no run of that process, so nothing was reserved or spent)
+        self.ledger_run: Optional[Dict[str, Any]] = None
+
+    def settle_from_ledger(self, run: Optional[Dict[str, Any]]) -> None:
+        """Set ``may_have_spent`` and ``ledger_run`` from the ledger's record
+        of this process's run: spent when the record counts a charge or is
+        still reserved or interrupted (charged its full grant)."""
+        self.ledger_run = run
+        if run is not None and run.get("state") == "unknown":
+            return  # the ledger could not be read: keep what the exit code says
+        if run is None:
+            self.may_have_spent = False
+            return
+        charge = run.get("charge") or {}
+        charged = any(float(v or 0) > 0 for k, v in charge.items() if k in ("epsilon", "delta", "rho", "mu"))
+        self.may_have_spent = charged or run.get("state") in ("reserved", "interrupted")
 
     def __str__(self) -> str:
         return f"{self.message} (dplr exit code {self.exit_code})"
@@ -141,9 +164,12 @@ def _message(stderr: str) -> str:
     return lines[-1]
 
 
-def error_for_exit(code: int, stderr: str, command: Optional[Sequence[str]] = None) -> DplrError:
-    """The exception for a dplr process that exited with ``code``."""
+def error_for_exit(code: int, stderr: str, command: Optional[Sequence[str]] = None,
+                   pid: Optional[int] = None) -> DplrError:
+    """The exception for a dplr process (``pid``) that exited with ``code``."""
     cls = EXIT_CODES.get(code, DplrError)
-    if code < 0:  # killed by a signal
-        return DplrError(f"dplr was killed by signal {-code}: {_message(stderr)}", code, stderr, command)
-    return cls(_message(stderr), code, stderr, command)
+    if code < 0:  # killed by a signal: it may have reserved and never settled
+        e = DplrError(f"dplr was killed by signal {-code}: {_message(stderr)}", code, stderr, command, pid)
+        e.may_have_spent = True
+        return e
+    return cls(_message(stderr), code, stderr, command, pid)

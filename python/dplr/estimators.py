@@ -29,7 +29,8 @@ import numpy as np
 from . import _cli
 from ._data import transform_with_cli, ArrayLike, DataSpec, load_outputs, releases, tempdir
 from .catalogue import EstimatorInfo, describe
-from .errors import ParameterError
+from .budget import ledger_run_of
+from .errors import DplrError, ParameterError
 
 __all__ = ["Privacy", "DPEstimator", "PCA", "TraceRegression", "Personalization",
            "estimator_class", "class_name"]
@@ -219,7 +220,12 @@ class DPEstimator:
             args += spec.args(d)
             args += ["--out", out, "--json", "--quiet", *_cli.config.plugin_args(), *_cli.config.home_args(),
                      *_cli.config.extra_args]
-            result = _cli.run_json(args)
+            try:
+                result = _cli.run_json(args)
+            except DplrError as e:
+                if e.pid is not None:  # what the ledger recorded for this run, not the exit code alone
+                    e.settle_from_ledger(ledger_run_of(spec, e.pid))
+                raise
             result["out_dir"] = out
             outputs = load_outputs(result)
         result.pop("out_dir", None)

@@ -203,13 +203,21 @@ def test_exit_code_table_matches_the_cli():
 
 def test_interrupted_run_raises_and_is_not_charged(spiked, monkeypatch):
     X, _ = spiked
+    est = dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12)
+    assert est.info  # the catalogue is read before the deadline is set
     monkeypatch.setattr(dplr.config, "timeout", 0.001)
     with pytest.raises(dplr.Interrupted) as e:
-        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12).fit(X)
+        est.fit(X)
     assert e.value.exit_code == 130
     monkeypatch.setattr(dplr.config, "timeout", None)
     for run in dplr.budget(X).history():
         assert run["state"] != "succeeded"
+    # may_have_spent is what the ledger recorded for that process's run
+    run = e.value.ledger_run
+    assert run is None or run["pid"] == e.value.pid
+    assert e.value.may_have_spent == (run is not None and (run["state"] in ("reserved", "interrupted")
+                                                           or any(v > 0 for v in run["charge"].values()
+                                                                  if isinstance(v, (int, float)))))
     assert os.listdir(dplr.config.tmpdir) == []
 
 
@@ -241,3 +249,17 @@ def test_pca_transform_applies_every_released_preprocessing_as_the_cli(spiked):
     assert fs is not None and fs.shape[-1] == X.shape[1]
     want = ((X[:5] * 0.5) / fs.ravel() - pca.mean_) @ pca.components_.T
     np.testing.assert_allclose(pca.transform(X[:5]), want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("code,run,spent", [
+    (-9, None, False),                                                     # killed before reserving
+    (-9, {"state": "interrupted", "charge": {"epsilon": 1.0}}, True),      # killed after reserving
+    (5, {"state": "failed", "charge": {"epsilon": 1.0, "delta": 1e-6}}, True),  # exit 5 after a charge
+    (6, {"state": "failed", "charge": {"epsilon": 0}, "refunded": True}, False),
+    (4, {"state": "unknown"}, True),                                      # ledger unreadable: the exit code
+    (2, {"state": "reserved", "charge": {}}, True),
+])
+def test_may_have_spent_follows_the_ledger_record(code, run, spent):
+    e = dplr.errors.error_for_exit(code, "dplr: failed", ["fit"], pid=123)
+    e.settle_from_ledger(run)
+    assert e.may_have_spent is spent and e.pid == 123
