@@ -21,7 +21,7 @@ from typing import Any, List
 from ._cli import Config, config
 from .budget import Budget, budget, ledger_list, ledger_verify
 from .catalogue import EstimatorInfo, Param, catalogue, describe, estimator_names
-from .errors import (EXIT_CODES, BudgetRefused, DataError, DplrError, DplrNotFound, EstimatorFailure,
+from .errors import (EXIT_CODES, BudgetRefused, DataError, DplrError, DplrNotFound, DplrWarning, EstimatorFailure,
                      Interrupted, ParameterError, PluginFailure, RuntimeFailure, UsageError)
 from .estimators import (DPEstimator, PCA, Personalization, Privacy, TraceRegression, class_name,
                          estimator_class)
@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Config", "config", "Budget", "budget", "ledger_list", "ledger_verify", "EstimatorInfo", "Param",
     "catalogue", "describe", "estimator_names", "EXIT_CODES", "BudgetRefused", "DataError", "DplrError",
-    "DplrNotFound", "EstimatorFailure", "Interrupted", "ParameterError", "PluginFailure", "RuntimeFailure",
+    "DplrNotFound", "DplrWarning", "EstimatorFailure", "Interrupted", "ParameterError", "PluginFailure", "RuntimeFailure",
     "UsageError", "DPEstimator", "PCA", "Personalization", "Privacy", "TraceRegression", "class_name",
     "estimator_class", "estimators",
 ]

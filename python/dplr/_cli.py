@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence
 
-from .errors import DplrNotFound, error_for_exit
+from .errors import DplrNotFound, error_for_exit, warn_from_stderr
 
 __all__ = ["Config", "config", "run", "run_json", "INTERRUPT_GRACE"]
 
@@ -94,6 +94,10 @@ config = Config()
 def run(args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``dplr ARGS`` and return the completed process.
 
+    Each ``dplr: warning:`` line dplr prints is raised as a
+    :class:`~dplr.errors.DplrWarning` (Python's warnings machinery: shown
+    once per place by default, an error under ``-W error``).
+
     Raises the :mod:`dplr.errors` exception for a non-zero exit code when
     ``check`` is true. On KeyboardInterrupt (or ``config.timeout``) dplr is
     sent SIGINT and given :data:`INTERRUPT_GRACE` seconds to refund or settle
@@ -124,6 +128,7 @@ def run(args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProce
     done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     if check and done.returncode != 0:
         raise error_for_exit(done.returncode, err or "", cmd, proc.pid)
+    warn_from_stderr(err or "")
     return done
 
 

@@ -24,6 +24,8 @@ __all__ = [
     "EstimatorFailure",
     "Interrupted",
     "DplrNotFound",
+    "DplrWarning",
+    "warn_from_stderr",
     "EXIT_CODES",
     "error_for_exit",
 ]
@@ -138,6 +140,24 @@ class DplrNotFound(DplrError, FileNotFoundError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=127)
+
+
+class DplrWarning(UserWarning):
+    """A note from dplr that changes what a result means (a seeded, hence
+    reproducible, noise draw; a non-private estimator; a result expected to
+    be near random; budget spent on data with no total). dplr prints these
+    on stderr as ``dplr: warning: ...`` lines, even with ``--quiet``; the
+    package raises each as a Python warning, where users look."""
+
+
+def warn_from_stderr(stderr: str, stacklevel: int = 4) -> None:
+    """Raise each ``dplr: warning:`` line of ``stderr`` as a :class:`DplrWarning`."""
+    import warnings
+
+    for ln in (stderr or "").splitlines():
+        ln = ln.strip()
+        if ln.startswith("dplr: warning:"):
+            warnings.warn(ln[len("dplr: warning:"):].strip(), DplrWarning, stacklevel=stacklevel)
 
 
 #: dplr's exit codes (cmd/dplr/cli/cli.go) and the exception each one raises.

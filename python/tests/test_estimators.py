@@ -263,3 +263,11 @@ def test_may_have_spent_follows_the_ledger_record(code, run, spent):
     e = dplr.errors.error_for_exit(code, "dplr: failed", ["fit"], pid=123)
     e.settle_from_ledger(run)
     assert e.may_have_spent is spent and e.pid == 123
+
+
+def test_dplr_warnings_reach_python(spiked):
+    """A seeded fit is reproducible, hence not private against whoever knows
+    the seed: dplr says so on stderr, and Python raises it as a warning."""
+    X, _ = spiked
+    with pytest.warns(dplr.DplrWarning, match="seed"):
+        dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12, seed=1).fit(X)
