@@ -87,6 +87,7 @@ type View struct {
 	Kind           data.Kind  `json:"kind"`
 	Format         Format     `json:"format,omitempty"`
 	Scale          float64    `json:"scale,omitempty"`
+	ColumnScales   []float64  `json:"column_scales,omitempty"`
 	Header         HeaderMode `json:"header,omitempty"`
 	FeatureColumns []string   `json:"features,omitempty"`
 	LabelColumn    string     `json:"label_column,omitempty"`
@@ -98,7 +99,7 @@ type View struct {
 
 // view returns the view the options describe.
 func (o LoadOptions) view() *View {
-	return &View{Kind: o.kind(), Format: o.Format, Scale: o.Scale, Header: o.Header,
+	return &View{Kind: o.kind(), Format: o.Format, Scale: o.Scale, ColumnScales: o.ColumnScales, Header: o.Header,
 		FeatureColumns: o.FeatureColumns, LabelColumn: o.LabelColumn, ResponseColumn: o.ResponseColumn,
 		UserColumn: o.UserColumn, D1: o.D1, D2: o.D2}
 }
@@ -565,7 +566,7 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 // map files, an .npy (or undetermined) format and the side files the
 // kind needs.
 func inPlaceOptions(opt LoadOptions) bool {
-	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 ||
+	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 ||
 		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
 		return false
 	}

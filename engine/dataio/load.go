@@ -24,6 +24,15 @@ type LoadOptions struct {
 	// Scale multiplies every entry of X (not responses or labels); 0 means
 	// 1. For example 1.0/255 maps 8-bit pixels into [0, 1].
 	Scale float64
+	// ColumnScales, when set, are public per-column scales of rows or users
+	// data: after reading (and after Scale), column j of X is divided by
+	// ColumnScales[j], before anything else sees the data. They must be
+	// positive and finite, one per column. They put a table whose columns
+	// are in different units on a common footing, from public knowledge
+	// (units, codebook ranges); they are not derived from the data, so they
+	// cost no privacy. They are part of the view, not of the source
+	// identity: the budget of a data set does not change with them.
+	ColumnScales []float64 `json:"column_scales,omitempty"`
 	// D1, D2 give the shape of each trace-regression sample. They are
 	// required for trace data read from CSV or from an n×(d1·d2) array and
 	// must agree with the shape of an n×d1×d2 array.
@@ -107,6 +116,16 @@ func (o LoadOptions) check() error {
 	if o.D1 < 0 || o.D2 < 0 {
 		return fmt.Errorf("negative trace shape %d×%d", o.D1, o.D2)
 	}
+	if len(o.ColumnScales) > 0 {
+		if o.kind() == data.Trace {
+			return errors.New("column scales apply to rows and users data, not to trace data (use scale)")
+		}
+		for j, v := range o.ColumnScales {
+			if !(v > 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("column scale %d is %v: each must be positive and finite", j, v)
+			}
+		}
+	}
 	if _, err := ParseFormat(string(o.Format)); err != nil {
 		return err
 	}
@@ -188,6 +207,9 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := divideColumns(ds, opt.ColumnScales); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
 	ds.Name = opt.Name
 	if err := checkStructure(ds); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
@@ -212,7 +234,7 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 // data set when the input does not qualify (then loadRows reads it), and
 // the hasher, which has consumed the canonical header and X.
 func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, *streamHasher, error) {
-	if (opt.SkipHash && !ids.want) || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
+	if (opt.SkipHash && !ids.want) || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return nil, nil, nil
 	}
 	src, err := openSource(path, opt.Format)
@@ -381,6 +403,32 @@ func readMatrix(path string, a *array, scale float64) (*mat.Dense, []int, error)
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return mat.NewDense(n, p, x), a.shape, nil
+}
+
+// divideColumns divides column j of ds.X by scales[j] (nil: nothing),
+// checking that there is one scale per column and that every value stays
+// finite.
+func divideColumns(ds *data.Dataset, scales []float64) error {
+	if len(scales) == 0 {
+		return nil
+	}
+	if ds.X == nil {
+		return errors.New("column scales need the rows in memory")
+	}
+	n, p := ds.X.Dims()
+	if len(scales) != p {
+		return fmt.Errorf("%d column scales for %d columns", len(scales), p)
+	}
+	for i := 0; i < n; i++ {
+		row := ds.X.RawRowView(i)
+		for j, s := range scales {
+			row[j] /= s
+			if math.IsInf(row[j], 0) {
+				return fmt.Errorf("row %d, column %d: value is not finite after dividing by the column scale %v", i, j, s)
+			}
+		}
+	}
+	return nil
 }
 
 // scaleInPlace multiplies x by s and checks finiteness.

@@ -46,7 +46,7 @@ type streamBlock struct {
 // hash are those Load and Prepare would give; the source is read once.
 // ok is false if the input does not qualify (PrepareFile then loads it).
 func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
-	if opt.kind() != data.Rows || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
+	if opt.kind() != data.Rows || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return Handle{}, false, nil
 	}
 	src, err := openSource(path, opt.Format)
