@@ -1,6 +1,7 @@
 package dataio
 
 import (
+	"encoding/binary"
 	"math"
 	"path/filepath"
 	"testing"
@@ -67,4 +68,33 @@ func TestColumnScales(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func TestReadColumnScales(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file, content string
+		want                []float64
+		err                 string
+	}{
+		{"one CSV line", "s.csv", "1,2.5,1e3\n", []float64{1, 2.5, 1000}, ""},
+		{"with a header", "h.csv", "age,bmi,bp\n10,5,20\n", []float64{10, 5, 20}, ""},
+		{"a table", "t.csv", "1,2\n3,4\n", nil, "want one line"},
+		{"text", "x.csv", "a,b\nc,d\n", nil, "column scales"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadColumnScales(writeTemp(t, dir, tc.file, []byte(tc.content)))
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	vec := writeTemp(t, dir, "s.npy", npyFile(1, "<f8", false, []int{3}, encode(binary.LittleEndian, []float64{4, 5, 6})))
+	got, err := ReadColumnScales(vec)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{4, 5, 6}, got, "a .npy vector")
 }

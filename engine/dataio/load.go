@@ -405,6 +405,21 @@ func readMatrix(path string, a *array, scale float64) (*mat.Dense, []int, error)
 	return mat.NewDense(n, p, x), a.shape, nil
 }
 
+// ReadColumnScales reads public per-column scales from path: a .npy
+// vector (or 1×p array), or a CSV file holding one line of p numbers
+// (a header line of column names before it is allowed).
+func ReadColumnScales(path string) ([]float64, error) {
+	ds, err := Load(path, LoadOptions{Kind: data.Rows, SkipHash: true, MaxBytes: 64 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("column scales %s: %w", path, err)
+	}
+	n, p := ds.X.Dims()
+	if n != 1 && p != 1 {
+		return nil, fmt.Errorf("column scales %s: %d×%d values, want one line of numbers (or a vector)", path, n, p)
+	}
+	return append([]float64(nil), ds.X.RawMatrix().Data[:n*p]...), nil
+}
+
 // divideColumns divides column j of ds.X by scales[j] (nil: nothing),
 // checking that there is one scale per column and that every value stays
 // finite.

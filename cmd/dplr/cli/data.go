@@ -20,7 +20,7 @@ type dataFlags struct {
 	path, format, labels, response, users string
 	userCol, responseCol, labelCol, name  string
 	header, delimiter, features           string
-	maxBytes                              string
+	maxBytes, columnScales                string
 	scale                                 float64
 	d1, d2                                int
 }
@@ -29,6 +29,7 @@ func (df *dataFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&df.path, "data", "", "`PATH` of a data file (CSV, .npy, IDX, gzip or not) or of a directory written by \"dplr gen\"")
 	fs.StringVar(&df.format, "format", "", "data format: csv, npy or idx (default: detected from extension and magic bytes)")
 	fs.Float64Var(&df.scale, "scale", 0, "multiply every feature by this (e.g. 0.00392156862745098 = 1/255 for 8-bit pixels)")
+	fs.StringVar(&df.columnScales, "column-scales", "", "`FILE` of public per-column scales (one CSV line of p positive numbers, or a .npy vector): column j is divided by its scale before anything else, so a table in mixed units is fitted in common units; public knowledge (units, codebook ranges), never computed from the data; recorded in result.json and applied by transform")
 	fs.StringVar(&df.labels, "labels", "", "optional `FILE` of integer class labels (IDX, .npy or CSV)")
 	fs.StringVar(&df.response, "response", "", "`FILE` of responses y for trace/users data read from arrays")
 	fs.StringVar(&df.users, "users", "", "`FILE` of integer user ids for users data read from arrays")
@@ -70,6 +71,11 @@ func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
 	}
 	if df.features != "" {
 		opt.FeatureColumns = strings.Split(df.features, ",")
+	}
+	if df.columnScales != "" {
+		if opt.ColumnScales, err = dataio.ReadColumnScales(df.columnScales); err != nil {
+			return opt, usagef("--column-scales: %v", err)
+		}
 	}
 	if df.maxBytes != "" {
 		if opt.MaxBytes, err = dataio.ParseBytes(df.maxBytes); err != nil {

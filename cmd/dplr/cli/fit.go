@@ -61,6 +61,11 @@ type DataReport struct {
 	P      int    `json:"p"`
 	D1     int    `json:"d1,omitempty"`
 	D2     int    `json:"d2,omitempty"`
+	// Scale and ColumnScales are the public rescaling the fit read the
+	// data with (--scale, then --column-scales): dplr transform applies
+	// the same to new data.
+	Scale        float64   `json:"scale,omitempty"`
+	ColumnScales []float64 `json:"column_scales,omitempty"`
 }
 
 // PrivacyReport is what a run spent and what it guarantees.
@@ -218,7 +223,11 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	// The data are located, validated and hashed (by the client) before
 	// any budget is charged.
 	var data client.Data
+	var view dataio.LoadOptions // the public rescaling, for result.json
 	if f.beam.on() {
+		if f.df.columnScales != "" {
+			return usagef("--column-scales is not supported with --engine beam yet: divide the columns when writing the shards")
+		}
 		// The pipeline aggregates the shards and the host validates the
 		// statistics, or describes them for a fit through passes, before
 		// any budget is reserved.
@@ -233,7 +242,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		data = client.File(f.df.path, opt)
+		data, view = client.File(f.df.path, opt), opt
 	}
 	res, err := runFit(ctx, env, f, c, est.Info, client.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant,
 		Data: data, NonPrivate: f.nonPrivate, Timeout: f.timeout})
@@ -245,6 +254,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	}
 	rep := buildReport(res)
 	rep.Data.Path = f.df.path
+	rep.Data.Scale, rep.Data.ColumnScales = view.Scale, view.ColumnScales
 	return release(env, rep, res, f.outDir, f.asJSON, t0, timings)
 }
 

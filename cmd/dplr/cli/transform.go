@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,10 @@ type TransformModel struct {
 	Dir       string
 	Estimator string
 	Params    map[string]any
-	matrices  map[string]MatrixReport
+	// ColumnScales are the public per-column scales the fit divided its
+	// columns by (--column-scales), applied to the new data too.
+	ColumnScales []float64
+	matrices     map[string]MatrixReport
 	scalars   map[string]float64
 }
 
@@ -162,7 +166,7 @@ func readTransformModel(dir string) (*TransformModel, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("--model %s: result.json: %w", dir, err)
 	}
-	m := &TransformModel{Dir: dir, Estimator: rep.Estimator, Params: rep.Params,
+	m := &TransformModel{Dir: dir, Estimator: rep.Estimator, Params: rep.Params, ColumnScales: rep.Data.ColumnScales,
 		matrices: map[string]MatrixReport{}, scalars: map[string]float64{}}
 	for _, mr := range rep.Outputs.Matrices {
 		if mr.Release == "public" {
@@ -211,7 +215,8 @@ center=private, the released private mean (with feature_scale=private,
 each column is first divided by the released feature_scale). This is post-processing of
 public outputs: it spends no budget, writes nothing to the ledger and
 works on data that has no budget. The data must be read the same way as
-for the fit (same --scale, same columns).
+for the fit (same --scale, same columns); the fit's --column-scales are
+recorded in the model and applied without the flag.
 
 Flags:
 `)
@@ -244,6 +249,12 @@ Flags:
 	l, err := df.locate(t.Kind)
 	if err != nil {
 		return err
+	}
+	switch {
+	case len(l.opt.ColumnScales) == 0:
+		l.opt.ColumnScales = m.ColumnScales // the fit's public column scales
+	case !slices.Equal(l.opt.ColumnScales, m.ColumnScales):
+		return usagef("transform: --column-scales differ from the scales the model was fitted with (%v): omit the flag to use the model's", m.ColumnScales)
 	}
 	ds, err := dataio.Interruptible(ctx, func() (*data.Dataset, error) { return dataio.Load(l.path, l.opt) })
 	if err != nil {

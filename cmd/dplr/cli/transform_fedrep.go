@@ -55,6 +55,7 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	var rep struct {
 		Estimator string        `json:"estimator"`
 		Outputs   OutputsReport `json:"outputs"`
+		Data      DataReport    `json:"data"`
 	}
 	b, err := os.ReadFile(filepath.Join(*model, "result.json"))
 	if err != nil {
@@ -105,7 +106,7 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("user %d: %v", id, err)
 	}
-	xs, err := dataio.Load(*rows, dataio.LoadOptions{Kind: data.Rows})
+	xs, err := dataio.Load(*rows, dataio.LoadOptions{Kind: data.Rows, ColumnScales: rep.Data.ColumnScales})
 	if err != nil {
 		return fail(ExitData, fmt.Errorf("reading the rows: %w", err))
 	}

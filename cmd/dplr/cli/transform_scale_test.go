@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,4 +40,86 @@ func TestTransformFeatureScale(t *testing.T) {
 	got, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, "1\n4\n", string(got))
+}
+
+// A fit with --column-scales records them in result.json, and transform
+// applies them to new rows without the flag: ((4, 0, 0)/(2, 1, 1) − (1, 2,
+// 3))·e₁ = 1 again, the scales coming from the model's data section.
+// Giving other scales to transform is refused.
+func TestTransformColumnScales(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
+	model := filepath.Join(dir, "run")
+	require.NoError(t, os.MkdirAll(model, 0o755))
+	rep := FitReport{Estimator: "pca-analyze-gauss", Params: map[string]any{"center": "private"}}
+	rep.Data.ColumnScales = []float64{2, 1, 1}
+	rep.Outputs.Matrices = []MatrixReport{
+		{Name: "U", Rows: 3, Cols: 1, Release: "public", Value: [][]float64{{1}, {0}, {0}}},
+		{Name: "mean", Rows: 1, Cols: 3, Release: "public", Value: [][]float64{{1, 2, 3}}},
+	}
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(model, "result.json"), b, 0o644))
+	in := filepath.Join(dir, "x.csv")
+	require.NoError(t, os.WriteFile(in, []byte("4,0,0\n10,5,5\n"), 0o644))
+	out := filepath.Join(dir, "y.csv")
+	var so, se bytes.Buffer
+	require.Equal(t, ExitOK, Main([]string{"transform", "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "1\n4\n", string(got))
+
+	other := filepath.Join(dir, "s.csv")
+	require.NoError(t, os.WriteFile(other, []byte("1,1,1\n"), 0o644))
+	se.Reset()
+	assert.Equal(t, ExitUsage, Main([]string{"transform", "--model", model, "--data", in, "--column-scales", other, "--out", out}, &so, &se))
+	assert.Contains(t, se.String(), "differ from the scales the model was fitted with")
+}
+
+// dplr fit --column-scales divides each column before the estimator sees
+// it (the example plugin's non-private mean of a table whose second column
+// is in units 1000× the first is the mean of the rescaled table), records
+// the scales in result.json and keeps the raw table's budget key.
+func TestFitColumnScales(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	var rows bytes.Buffer
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&rows, "%d,%d\n", i, 1000*(i%5))
+	}
+	raw := filepath.Join(dir, "raw.csv")
+	require.NoError(t, os.WriteFile(raw, rows.Bytes(), 0o644))
+	scales := filepath.Join(dir, "scales.csv")
+	require.NoError(t, os.WriteFile(scales, []byte("1,1000\n"), 0o644))
+	fit := func(out string, args ...string) FitReport {
+		r := dplr(t, home, append([]string{"fit", "example-mean-nonprivate", "--non-private", "--data", raw, "--out", out, "--json", "--quiet"}, args...)...)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		var rep FitReport
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+		return rep
+	}
+	a := fit(filepath.Join(dir, "a"), "--column-scales", scales)
+	b := fit(filepath.Join(dir, "b"))
+	assert.Equal(t, []float64{1, 1000}, a.Data.ColumnScales)
+	assert.Empty(t, b.Data.ColumnScales)
+	assert.Equal(t, b.Data.Source, a.Data.Source, "the budget's key is the raw table's")
+	assert.NotEqual(t, b.Data.Hash, a.Data.Hash)
+	mean := func(rep FitReport) []float64 {
+		for _, m := range rep.Outputs.Matrices {
+			if m.Name == "mean" {
+				if m.File == "" {
+					return m.Value[0]
+				}
+				ds, err := dataio.Load(filepath.Join(rep.OutDir, m.File), dataio.LoadOptions{})
+				require.NoError(t, err)
+				return ds.X.RawRowView(0)
+			}
+		}
+		t.Fatal("no mean released")
+		return nil
+	}
+	ma, mb := mean(a), mean(b)
+	assert.InDelta(t, mb[0], ma[0], 1e-12)
+	assert.InDelta(t, mb[1]/1000, ma[1], 1e-12)
+	assert.InDelta(t, 2.0, ma[1], 1e-12)
 }
