@@ -30,7 +30,7 @@ type TransformModel struct {
 	// columns by (--column-scales), applied to the new data too.
 	ColumnScales []float64
 	matrices     map[string]MatrixReport
-	scalars   map[string]float64
+	scalars      map[string]float64
 }
 
 // Matrix loads the released public matrix name (nil, nil when the run did
