@@ -126,13 +126,17 @@ class DataSpec:
         kind: the data kind the estimator reads (``rows``, ``trace``, ``users``).
         d1, d2: the matrix shape of trace data given as 2-D.
         scale: multiply every feature by this (dplr's ``--scale``).
+        column_scales: divide column j by ``column_scales[j]`` (dplr's
+            ``--column-scales``).
     """
 
     def __init__(self, X: ArrayLike, y: Optional[ArrayLike] = None, users: Optional[ArrayLike] = None,
                  *, kind: Optional[str] = None, d1: Optional[int] = None, d2: Optional[int] = None,
-                 scale: Optional[float] = None, fmt: Optional[str] = None) -> None:
+                 scale: Optional[float] = None, fmt: Optional[str] = None,
+                 column_scales: Optional[ArrayLike] = None) -> None:
         self.X, self.y, self.users = X, y, users
         self.kind, self.d1, self.d2, self.scale, self.fmt = kind, d1, d2, scale, fmt
+        self.column_scales = column_scales
 
     def args(self, dirpath: str) -> List[str]:
         """The dplr data flags, writing arrays into ``dirpath``."""
@@ -152,6 +156,10 @@ class DataSpec:
             out += ["--d2", str(int(self.d2))]
         if self.scale is not None:
             out += ["--scale", repr(float(self.scale))]
+        if self.column_scales is not None:
+            cs = self.column_scales if is_path(self.column_scales) else \
+                np.asarray(self.column_scales, dtype=np.float64).ravel()
+            out += ["--column-scales", _write(dirpath, "column_scales", cs, "column_scales", (1,))]
         if self.fmt is not None:
             out += ["--format", self.fmt]
         return out

@@ -141,8 +141,12 @@ def ledger_run_of(spec: DataSpec, pid: int) -> Optional[Dict[str, Any]]:
     possibly spent."""
     from .errors import DplrError
 
+    import copy
+
+    ident = copy.copy(spec)
+    ident.column_scales = None  # a view choice: the budget's key is the source's
     b = Budget.__new__(Budget)
-    b._spec, b._kind, b.dataset, b.hash = spec, spec.kind, None, None
+    b._spec, b._kind, b.dataset, b.hash = ident, spec.kind, None, None
     saved, _cli.config.timeout = _cli.config.timeout, None  # the lookup must not inherit a fit's deadline
     try:
         runs = b.history()

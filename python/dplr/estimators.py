@@ -89,7 +89,7 @@ def class_name(estimator: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in estimator.replace("_", "-").split("-") if part)
 
 
-_COMMON = ("epsilon", "delta", "rho", "seed", "non_private", "timeout", "scale")
+_COMMON = ("epsilon", "delta", "rho", "seed", "non_private", "timeout", "scale", "column_scales")
 
 
 class DPEstimator:
@@ -106,6 +106,12 @@ class DPEstimator:
         timeout: seconds after which dplr gives up on the fit (its ``--timeout``).
         scale: multiply every feature by this before fitting (dplr's
             ``--scale``; ``transform``/``predict`` apply it too).
+        column_scales: public per-column scales (length p) of a table whose
+            columns are in different units: column j is divided by
+            ``column_scales[j]`` (after ``scale``) before anything else
+            (dplr's ``--column-scales``; ``transform``/``predict`` apply
+            them too). They must come from public knowledge (units, a
+            codebook's ranges), never from the data: they cost nothing.
         **params: the estimator's parameters (see ``help()`` of the class or
             ``dplr describe``), checked against the catalogue. A parameter
             named like a Python keyword takes a trailing underscore
@@ -125,7 +131,7 @@ class DPEstimator:
     def __init__(self, estimator: Optional[str] = None, *, epsilon: Optional[float] = None,
                  delta: Optional[float] = None, rho: Optional[float] = None, seed: Optional[int] = None,
                  non_private: bool = False, timeout: Optional[float] = None, scale: Optional[float] = None,
-                 **params: Any) -> None:
+                 column_scales: Optional[ArrayLike] = None, **params: Any) -> None:
         name = self._estimator or estimator or self._default_estimator
         if self._estimator and estimator not in (None, self._estimator):
             raise ParameterError(f"{type(self).__name__} runs {self._estimator}, not {estimator!r}")
@@ -134,6 +140,7 @@ class DPEstimator:
         self.estimator = name
         self.epsilon, self.delta, self.rho, self.seed = epsilon, delta, rho, seed
         self.non_private, self.timeout, self.scale = non_private, timeout, scale
+        self.column_scales = column_scales
         self.params: Dict[str, Any] = {}
         self.set_params(**params)
 
@@ -214,6 +221,7 @@ class DPEstimator:
         if name is not None:
             args += ["--name", name]
         spec.scale = self.scale
+        spec.column_scales = self.column_scales
         spec.kind = info.data_kind
         with tempdir() as d:
             out = os.path.join(d, "out")
@@ -245,8 +253,15 @@ class DPEstimator:
         """Family hook: set the scikit-learn attributes from ``outputs_``."""
 
     def _scaled(self, X: ArrayLike) -> np.ndarray:
+        """X read as the fit read its data: times ``scale``, then each column
+        divided by its ``column_scales`` entry (rows and users data)."""
         a = np.asarray(X, dtype=np.float64)
-        return a * self.scale if self.scale is not None else a
+        if self.scale is not None:
+            a = a * self.scale
+        cs = (getattr(self, "result_", None) or {}).get("data", {}).get("column_scales")
+        if cs:  # as the fit recorded them
+            a = a / np.asarray(cs, dtype=np.float64)
+        return a
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "outputs_"):

@@ -271,3 +271,20 @@ def test_dplr_warnings_reach_python(spiked):
     X, _ = spiked
     with pytest.warns(dplr.DplrWarning, match="seed"):
         dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12, seed=1).fit(X)
+
+
+def test_column_scales_are_applied_before_the_fit_and_by_transform(spiked):
+    """column_scales divide each column before the fit (a non-private PCA of
+    a table with one column in other units equals the PCA of the rescaled
+    table), are recorded in result_, and transform applies them."""
+    X, _ = spiked
+    units = np.ones(X.shape[1])
+    units[3] = 1000.0
+    raw = X * units
+    a = dplr.PcaNonprivate(non_private=True, rank=2, column_scales=units).fit(raw)
+    b = dplr.PcaNonprivate(non_private=True, rank=2).fit(X)
+    assert a.result_["data"]["column_scales"] == list(units)
+    np.testing.assert_allclose(np.abs(a.components_ @ b.components_.T), np.eye(2), atol=1e-8)
+    np.testing.assert_allclose(np.abs(a.transform(raw[:5])), np.abs(b.transform(X[:5])), rtol=1e-8, atol=1e-8)
+    assert a.data_hash_ == dplr.PcaNonprivate(non_private=True, rank=2).fit(raw).data_hash_, \
+        "the budget's key is the raw table's"

@@ -168,13 +168,19 @@ func readTransformModel(dir string) (*TransformModel, error) {
 	}
 	m := &TransformModel{Dir: dir, Estimator: rep.Estimator, Params: rep.Params, ColumnScales: rep.Data.ColumnScales,
 		matrices: map[string]MatrixReport{}, scalars: map[string]float64{}}
+	// A model is its public outputs; a non-private reference fit (run
+	// with --non-private, guarantee "none") has only evaluation outputs,
+	// and transforming with them is what its user opted into.
+	usable := func(release string) bool {
+		return release == "public" || (rep.Privacy.Guarantee == "none" && release == "evaluation")
+	}
 	for _, mr := range rep.Outputs.Matrices {
-		if mr.Release == "public" {
+		if usable(mr.Release) {
 			m.matrices[mr.Name] = mr
 		}
 	}
 	for _, s := range rep.Outputs.Scalars {
-		if s.Release == "public" {
+		if usable(s.Release) {
 			m.scalars[s.Name] = s.Value
 		}
 	}

@@ -123,3 +123,38 @@ func TestFitColumnScales(t *testing.T) {
 	assert.InDelta(t, mb[1]/1000, ma[1], 1e-12)
 	assert.InDelta(t, 2.0, ma[1], 1e-12)
 }
+
+// A non-private reference fit's outputs are all evaluation-only; transform
+// uses them for that model (its user opted in with --non-private), never
+// the evaluation outputs of a private run.
+func TestTransformNonPrivateReference(t *testing.T) {
+	for _, tc := range []struct {
+		guarantee string
+		code      int
+	}{{"none", ExitOK}, {"approx", ExitData}} {
+		t.Run(tc.guarantee, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
+			model := filepath.Join(dir, "run")
+			require.NoError(t, os.MkdirAll(model, 0o755))
+			rep := FitReport{Estimator: "pca-nonprivate"}
+			rep.Privacy.Guarantee = tc.guarantee
+			rep.Outputs.Matrices = []MatrixReport{{Name: "U", Rows: 2, Cols: 1, Release: "evaluation", Value: [][]float64{{0}, {1}}}}
+			b, err := json.Marshal(rep)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(model, "result.json"), b, 0o644))
+			in := filepath.Join(dir, "x.csv")
+			require.NoError(t, os.WriteFile(in, []byte("4,7\n"), 0o644))
+			out := filepath.Join(dir, "y.csv")
+			var so, se bytes.Buffer
+			require.Equal(t, tc.code, Main([]string{"transform", "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
+			if tc.code == ExitOK {
+				got, err := os.ReadFile(out)
+				require.NoError(t, err)
+				assert.Equal(t, "7\n", string(got))
+			} else {
+				assert.Contains(t, se.String(), "no components")
+			}
+		})
+	}
+}
