@@ -83,6 +83,54 @@ type Bound struct {
 	// Runs is the number of runs per data set used to estimate (the half
 	// not used to choose the threshold).
 	Runs int
+	// Reach is the largest ε this audit could report from its run count,
+	// δ and α (see Reach): a claim above it cannot be refuted by these
+	// runs, whatever the mechanism does.
+	Reach float64
+}
+
+// Reach returns the largest lower bound EpsilonLowerBound can report from
+// runs runs per data set at confidence 1 − alpha and the claimed δ: the
+// bound of a perfect test, whose event holds in every estimation run on
+// one data set and in none on the other. With m = runs − ⌊runs/2⌋
+// estimation runs, the one-sided Clopper–Pearson bounds at level α/2 are
+// p_lo = (α/2)^{1/m} and q_hi = 1 − (α/2)^{1/m}, so the reach is
+// ln((p_lo − δ) / q_hi). It grows like ln(m) − ln ln(2/α): every further
+// unit of ε takes about e times as many runs. An audit can refute only
+// claims below its reach.
+func Reach(runs int, delta, alpha float64) float64 {
+	m := runs - runs/2
+	if m < 1 || !(alpha > 0 && alpha < 1) || !(delta >= 0 && delta < 1) {
+		return 0
+	}
+	pLo := math.Pow(alpha/2, 1/float64(m))
+	qHi := -math.Expm1(math.Log(alpha/2) / float64(m))
+	if pLo-delta <= qHi {
+		return 0
+	}
+	return math.Log((pLo - delta) / qHi)
+}
+
+// RunsFor returns the smallest number of runs per data set whose Reach at
+// δ and α exceeds eps (0 when no run count below 10⁹ does, e.g. δ too
+// large).
+func RunsFor(eps, delta, alpha float64) int {
+	lo, hi := 1, 1
+	for Reach(hi, delta, alpha) <= eps {
+		if hi > 1e9 {
+			return 0
+		}
+		lo, hi = hi, hi*2
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if Reach(mid, delta, alpha) > eps {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi
 }
 
 // event is a candidate threshold test.
@@ -142,7 +190,7 @@ func EpsilonLowerBound(a, b []float64, delta, alpha float64) (Bound, error) {
 		return Bound{}, err
 	}
 	out := Bound{Alpha: alpha, Delta: delta, Threshold: choose.t, Upper: choose.upper, Mirrored: choose.mirrored,
-		PLow: pLo, QHigh: qHi, Runs: min(len(p), len(q))}
+		PLow: pLo, QHigh: qHi, Runs: min(len(p), len(q)), Reach: Reach(min(len(a), len(b)), delta, alpha)}
 	if pLo-delta > qHi && qHi > 0 {
 		out.Epsilon = math.Log((pLo - delta) / qHi)
 	} else if pLo-delta > 0 && qHi == 0 {

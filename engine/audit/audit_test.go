@@ -92,3 +92,29 @@ func TestBadInput(t *testing.T) {
 	_, err = ShiftRatio(make([]float64, 30), make([]float64, 30), 0.05)
 	assert.Error(t, err, "no spread")
 }
+
+// The reach is the bound of a perfect test: two samples that never
+// overlap give exactly Reach(runs), and RunsFor inverts it.
+func TestReach(t *testing.T) {
+	for _, tc := range []struct {
+		runs  int
+		delta float64
+	}{{40, 0}, {600, 0}, {600, 1e-6}, {5000, 1e-5}} {
+		a, b := make([]float64, tc.runs), make([]float64, tc.runs)
+		for i := range b {
+			b[i] = 1 // a is all 0: the test "statistic ≤ 0" never errs
+		}
+		got, err := EpsilonLowerBound(a, b, tc.delta, 0.05)
+		require.NoError(t, err)
+		assert.InDelta(t, Reach(tc.runs, tc.delta, 0.05), got.Epsilon, 1e-9, "runs %d", tc.runs)
+		assert.InDelta(t, got.Reach, got.Epsilon, 1e-9)
+		n := RunsFor(got.Epsilon, tc.delta, 0.05)
+		assert.LessOrEqual(t, Reach(n-1, tc.delta, 0.05), got.Epsilon)
+		assert.Greater(t, Reach(n, tc.delta, 0.05), got.Epsilon)
+	}
+	// the figure the audit's users were given: 600 runs cannot certify 3.7
+	assert.InDelta(t, 4.39, Reach(600, 1e-6, 0.05), 0.01)
+	assert.Less(t, Reach(300, 1e-6, 0.05), 3.7)
+	assert.Zero(t, Reach(1, 0.9, 0.05), "one run cannot beat δ = 0.9")
+	assert.Zero(t, Reach(0, 0, 0.05))
+}
