@@ -374,8 +374,17 @@ func auditReport(f *auditFlags, o *auditOutputs, claim privacy.Guarantee, canary
 	case rep.Shift != nil && mu > 0 && rep.Shift.Low > mu:
 		rep.Violation = true
 		rep.Verdict = fmt.Sprintf("VIOLATION: the output moves %.3g noise deviations (at least %.3g with confidence %.3g) between neighbours, above the calibrated μ = %.3g", rep.Shift.Ratio, rep.Shift.Low, 1-f.alpha, mu)
+	case eps >= bound.Reach:
+		// The threshold test cannot refute a claim at or above its reach,
+		// whatever the mechanism does: say so, and what would.
+		need := audit.RunsFor(eps, delta, f.alpha)
+		rep.Verdict = fmt.Sprintf("not tested: with %d runs this audit can refute only ε below %.3g, and the claim is ε = %.3g; "+
+			"about --runs %d would reach it", f.runs, bound.Reach, eps, need+need/2+1)
+		if rep.Shift != nil && mu > 0 {
+			rep.Verdict += fmt.Sprintf(" (the Gaussian shift test above has no such limit: %.3g ≤ μ = %.3g)", rep.Shift.Low, mu)
+		}
 	default:
-		rep.Verdict = fmt.Sprintf("consistent: no evidence against the claim (ε lower bound %.3g ≤ claimed %.3g)", bound.Epsilon, eps)
+		rep.Verdict = fmt.Sprintf("consistent: no evidence against the claim (ε lower bound %.3g ≤ claimed %.3g; this audit could have seen ε up to %.3g)", bound.Epsilon, eps, bound.Reach)
 	}
 	return rep, nil
 }
@@ -384,8 +393,8 @@ func printAudit(w io.Writer, r *AuditReport) {
 	fmt.Fprintf(w, "audit of %s on %s (output %q, canary %.4g)\n", r.Estimator, r.Data, r.Output, r.Canary)
 	fmt.Fprintf(w, "  runs: %d per data set (%.1f fits/s, %.1f s)\n", r.Runs, r.RunsPerSec, r.WallSeconds)
 	fmt.Fprintf(w, "  claimed: %s\n", r.Claimed.Text)
-	fmt.Fprintf(w, "  ε lower bound: %.4g (confidence %.3g, δ = %.3g; P ≥ %.3g, Q ≤ %.3g on %d runs each)\n",
-		r.Bound.Epsilon, 1-r.Bound.Alpha, r.Bound.Delta, r.Bound.PLow, r.Bound.QHigh, r.Bound.Runs)
+	fmt.Fprintf(w, "  ε lower bound: %.4g (confidence %.3g, δ = %.3g; P ≥ %.3g, Q ≤ %.3g on %d runs each; reach %.3g: no lower bound above it is possible from these runs)\n",
+		r.Bound.Epsilon, 1-r.Bound.Alpha, r.Bound.Delta, r.Bound.PLow, r.Bound.QHigh, r.Bound.Runs, r.Bound.Reach)
 	if r.Shift != nil {
 		fmt.Fprintf(w, "  shift / noise: %.4g [%.4g, %.4g]", r.Shift.Ratio, r.Shift.Low, r.Shift.High)
 		if r.ClaimedMu > 0 {
