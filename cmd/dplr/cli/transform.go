@@ -50,7 +50,11 @@ func (m *TransformModel) Matrix(name string) (*mat.Dense, error) {
 		}
 		return out, nil
 	}
-	ds, err := dataio.Load(filepath.Join(m.Dir, mr.File), dataio.LoadOptions{})
+	path, err := regularModelFile(filepath.Join(m.Dir, mr.File))
+	if err != nil {
+		return nil, fmt.Errorf("model output %s: %w", name, err)
+	}
+	ds, err := dataio.Load(path, dataio.LoadOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("model output %s: %w", name, err)
 	}
@@ -158,7 +162,11 @@ var pcaTransformer = Transformer{
 
 // readTransformModel reads result.json from a fit's output directory.
 func readTransformModel(dir string) (*TransformModel, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	res, err := regularModelFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return nil, fmt.Errorf("--model %s: %w (give the output directory of a dplr fit)", dir, err)
+	}
+	b, err := os.ReadFile(res)
 	if err != nil {
 		return nil, fmt.Errorf("--model %s: %w (give the output directory of a dplr fit)", dir, err)
 	}
@@ -244,6 +252,9 @@ Flags:
 	if ext != ".npy" && ext != ".csv" {
 		return usagef("transform: --out %s: give a .npy or .csv file", *out)
 	}
+	if err := checkTransformOut(*out, *model, df.path, df.labels, df.response, df.users, df.columnScales); err != nil {
+		return err
+	}
 	m, err := readTransformModel(*model)
 	if err != nil {
 		return fail(ExitUsage, err)
@@ -311,6 +322,61 @@ func writeMatrix(path string, m *mat.Dense) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// regularModelFile returns path when it is a regular file: a model part
+// that is a FIFO, a device or a directory is refused before it is opened
+// (opening a FIFO would wait for a writer forever).
+func regularModelFile(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("model file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("model file %s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	return path, nil
+}
+
+// checkTransformOut refuses an --out that would overwrite the model (an
+// existing file in its directory, or the directory itself) or one of the
+// inputs, or that exists and is not a regular file. A new file beside the
+// model is allowed.
+func checkTransformOut(out, modelDir string, inputs ...string) error {
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		if r, err := filepath.EvalSymlinks(a); err == nil {
+			return r
+		}
+		// out may not exist yet: resolve its directory
+		if r, err := filepath.EvalSymlinks(filepath.Dir(a)); err == nil {
+			return filepath.Join(r, filepath.Base(a))
+		}
+		return a
+	}
+	o, m := abs(out), abs(modelDir)
+	st, err := os.Stat(out)
+	if o == m || (err == nil && strings.HasPrefix(o, m+string(filepath.Separator))) {
+		return usagef("transform: --out %s is a file of the model in %s: it would overwrite the model; write to a new file", out, modelDir)
+	}
+	if err != nil {
+		return nil // a new file
+	}
+	if !st.Mode().IsRegular() {
+		return usagef("transform: --out %s exists and is not a regular file", out)
+	}
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+			return usagef("transform: --out %s is the input %s: it would overwrite it", out, in)
+		}
 	}
 	return nil
 }

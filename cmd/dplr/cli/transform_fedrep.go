@@ -57,7 +57,16 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 		Outputs   OutputsReport `json:"outputs"`
 		Data      DataReport    `json:"data"`
 	}
-	b, err := os.ReadFile(filepath.Join(*model, "result.json"))
+	if *out != "" {
+		if err := checkTransformOut(*out, *model, *rows); err != nil {
+			return err
+		}
+	}
+	res, err := regularModelFile(filepath.Join(*model, "result.json"))
+	if err != nil {
+		return usagef("reading the model: %v", err)
+	}
+	b, err := os.ReadFile(res)
 	if err != nil {
 		return usagef("reading the model: %v", err)
 	}
@@ -88,6 +97,11 @@ func runTransformFedRep(_ context.Context, env *Env, args []string) error {
 	uPath, vPath := file("U"), file("V")
 	if uPath == "" || vPath == "" {
 		return usagef("%s has no U or no per-user heads V (was the fit run with output_v=false?)", *model)
+	}
+	for _, p := range []string{uPath, vPath} {
+		if _, err := regularModelFile(p); err != nil {
+			return fail(ExitData, err)
+		}
 	}
 	uds, err := dataio.Load(uPath, dataio.LoadOptions{Kind: data.Rows})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,4 +158,49 @@ func TestTransformNonPrivateReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// transform never overwrites its model or its input, and refuses model
+// files that are not regular files (a FIFO used to hang it).
+func TestTransformProtectsModelAndInputs(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
+	model := filepath.Join(dir, "run")
+	require.NoError(t, os.MkdirAll(model, 0o755))
+	require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(model, "U.npy"), []int{2, 1}, []float64{0, 1}))
+	rep := FitReport{Estimator: "pca-analyze-gauss"}
+	rep.Outputs.Matrices = []MatrixReport{{Name: "U", Rows: 2, Cols: 1, Release: "public", File: "U.npy"}}
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(model, "result.json"), b, 0o644))
+	in := filepath.Join(dir, "x.csv")
+	require.NoError(t, os.WriteFile(in, []byte("4,7\n"), 0o644))
+	before, err := os.ReadFile(filepath.Join(model, "U.npy"))
+	require.NoError(t, err)
+	for _, tc := range []struct{ name, out, want string }{
+		{"the model's U", filepath.Join(model, "U.npy"), "is a file of the model"},
+		{"its result.json", filepath.Join(model, "result.json"), "give a .npy or .csv file"},
+		{"the model through ..", filepath.Join(model, "..", "run", "U.npy"), "is a file of the model"},
+		{"the model directory", model, "give a .npy or .csv file"},
+		{"the input", in, "is the input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var so, se bytes.Buffer
+			assert.Equal(t, ExitUsage, Main([]string{"transform", "--model", model, "--data", in, "--out", tc.out}, &so, &se))
+			assert.Contains(t, se.String(), tc.want)
+		})
+	}
+	after, err := os.ReadFile(filepath.Join(model, "U.npy"))
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the model is intact")
+	got, err := os.ReadFile(in)
+	require.NoError(t, err)
+	assert.Equal(t, "4,7\n", string(got), "the input is intact")
+
+	// a FIFO in place of U.npy is refused, not opened
+	require.NoError(t, os.Remove(filepath.Join(model, "U.npy")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(model, "U.npy"), 0o644))
+	var so, se bytes.Buffer
+	assert.Equal(t, ExitData, Main([]string{"transform", "--model", model, "--data", in, "--out", filepath.Join(dir, "y.csv")}, &so, &se))
+	assert.Contains(t, se.String(), "not a regular file")
 }
