@@ -48,6 +48,53 @@ type FileRef struct {
 	// nanoseconds) when it was hashed; Open refuses a file modified since.
 	// It is set for source files referenced in place, not for cache files.
 	ModTime int64 `json:"mtime,omitempty"`
+	// Stamp, if set, is the file's state when it was prepared (fileStamp:
+	// device, inode, size and change time on Linux). Open and the reuse of
+	// a prepared handle refuse a file whose stamp changed: a cached array
+	// edited or replaced after it was hashed is never used under the old
+	// hash.
+	Stamp string `json:"stamp,omitempty"`
+}
+
+// stampRefs records the current stamp of every file h refers to.
+func stampRefs(h *Handle) error {
+	for _, r := range h.refs() {
+		st, err := os.Stat(r.Path)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		r.Stamp = fileStamp(st)
+	}
+	return nil
+}
+
+// stampOK reports whether the file r refers to (already stat'ed as st) is
+// in the state r recorded.
+func stampOK(r *FileRef, st os.FileInfo) bool {
+	return r.Stamp == "" || fileStamp(st) == r.Stamp
+}
+
+// entryIntact reports whether a cache entry's files are those its
+// handle.json recorded: each present with its size and stamp. An entry
+// written before stamps were recorded counts as not intact (rewritten).
+func entryIntact(dir string) bool {
+	rec, err := ReadHandle(filepath.Join(dir, fileHandle))
+	if err != nil {
+		return false
+	}
+	for _, r := range rec.refs() {
+		st, err := os.Stat(r.Path)
+		if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size || r.Stamp == "" || !stampOK(r, st) {
+			return false
+		}
+	}
+	return true
+}
+
+// dropEntry removes a cache entry whose files changed after they were
+// written, so that they are written again.
+func dropEntry(dir string) {
+	_ = os.RemoveAll(dir)
 }
 
 // Handle describes a validated, hashed data set stored as raw arrays in
@@ -215,7 +262,9 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	}
 	if ds.Hash != "" {
 		h := canonicalHandle(ds, filepath.Join(abs, ds.Hash))
-		if present(h) {
+		if !entryIntact(filepath.Join(abs, ds.Hash)) {
+			dropEntry(filepath.Join(abs, ds.Hash))
+		} else if present(h) && stampRefs(&h) == nil {
 			if src == nil {
 				id := IdentityOf(ds)
 				src = &id
@@ -266,6 +315,9 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	}
 	ds.Hash = sum
 	dir := filepath.Join(abs, sum)
+	if !entryIntact(dir) {
+		dropEntry(dir)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
@@ -277,6 +329,9 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	}
 	if err := writeSmall(ds, h); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
+	}
+	if err := stampRefs(&h); err != nil {
+		return Handle{}, err
 	}
 	// The entry's handle.json describes the content only: several sources
 	// or views can give the same content.
@@ -549,14 +604,22 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 	dir := filepath.Join(cdir, ds.Hash)
 	h := canonicalHandle(ds, dir)
 	h.Source, h.View = &id, opt.view()
-	h.X = FileRef{Path: abs, Offset: a.hdr.dataOffset, DType: DTypeFloat64, Count: a.count, Size: a.st.Size(), ModTime: a.st.ModTime().UnixNano()}
+	h.X = FileRef{Path: abs, Offset: a.hdr.dataOffset, DType: DTypeFloat64, Count: a.count, Size: a.st.Size(), ModTime: a.st.ModTime().UnixNano(), Stamp: fileStamp(a.st)}
 	if len(h.refs()) > 1 {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fail(err)
 		}
+		for _, r := range h.refs()[1:] {
+			_ = os.Remove(r.Path) // the small side arrays are written afresh, then stamped
+		}
 		if err := writeSmall(ds, h); err != nil {
 			return fail(err)
 		}
+		x := h.X
+		if err := stampRefs(&h); err != nil {
+			return fail(err)
+		}
+		h.X = x
 	}
 	return h, true, nil
 }
@@ -740,7 +803,7 @@ func reusePrepared(memo string) (Handle, bool) {
 	for _, r := range h.refs() {
 		st, err := os.Stat(r.Path)
 		if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size ||
-			(r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime) {
+			(r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime) || r.Stamp == "" || !stampOK(r, st) {
 			return Handle{}, false
 		}
 	}
@@ -825,6 +888,8 @@ func openRef(r *FileRef) (*os.File, int64, error) {
 		err = fmt.Errorf("%s: file has %d bytes, needs %d (truncated)", r.Path, st.Size(), need)
 	case r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime:
 		err = fmt.Errorf("%s: file was modified after it was prepared", r.Path)
+	case !stampOK(r, st):
+		err = fmt.Errorf("%s: file was changed or replaced after it was prepared (run again to prepare it anew)", r.Path)
 	}
 	if err != nil {
 		f.Close()

@@ -102,14 +102,24 @@ func TestPrepareSkipsPresent(t *testing.T) {
 	h, err := Prepare(ds, cache)
 	require.NoError(t, err)
 	require.NotEmpty(t, ds.Hash, "Prepare fills in the hash")
-	old := time.Unix(1_000_000, 0)
-	require.NoError(t, os.Chtimes(h.X.Path, old, old))
+	before, err := os.Stat(h.X.Path)
+	require.NoError(t, err)
 	h2, err := Prepare(ds, cache)
 	require.NoError(t, err)
 	assert.Equal(t, h, h2)
 	st, err := os.Stat(h.X.Path)
 	require.NoError(t, err)
-	assert.True(t, st.ModTime().Equal(old), "present files are not rewritten")
+	assert.True(t, os.SameFile(before, st) && st.ModTime().Equal(before.ModTime()), "present files are not rewritten")
+	// A cached file changed after it was written (here only its times) is
+	// not trusted: it is written again.
+	old := time.Unix(1_000_000, 0)
+	require.NoError(t, os.Chtimes(h.X.Path, old, old))
+	h3, err := Prepare(ds, cache)
+	require.NoError(t, err)
+	st, err = os.Stat(h3.X.Path)
+	require.NoError(t, err)
+	assert.False(t, st.ModTime().Equal(old), "a touched cache file is rewritten")
+	assert.NotEqual(t, h.X.Stamp, h3.X.Stamp)
 
 	other := &data.Dataset{Kind: data.Rows, X: mat.NewDense(2, 2, []float64{1, 2, 3, 5}), Hash: ds.Hash}
 	require.NoError(t, os.Remove(h.X.Path))
@@ -228,6 +238,9 @@ func TestOpenDetectsChanges(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, writeI64LE(&buf, []int64{0, 3, 3}))
 	require.NoError(t, os.WriteFile(hu.UserStart.Path, buf.Bytes(), 0o644))
+	_, _, err = Open(hu)
+	assert.ErrorContains(t, err, "changed or replaced after it was prepared", "the stamp catches the edit")
+	hu.UserStart.Stamp = "" // without a stamp, the structure check still refuses it
 	_, _, err = Open(hu)
 	assert.ErrorContains(t, err, "user 1 has no rows")
 
@@ -415,7 +428,11 @@ func TestPrepareFileReuse(t *testing.T) {
 	require.NoError(t, os.Remove(h.X.Path))
 	fresh, err := PrepareFile(p, opt, cache)
 	require.NoError(t, err)
+	assert.NotEqual(t, h.X.Stamp, fresh.X.Stamp, "a new file, a new stamp")
+	fresh.X.Stamp = h.X.Stamp
 	assert.Equal(t, h, fresh)
+	fresh, err = PrepareFile(p, opt, cache)
+	require.NoError(t, err)
 	ds, closer, err := Open(fresh)
 	require.NoError(t, err)
 	defer closer.Close()

@@ -114,6 +114,9 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	writeHashTail(sum, ds)
 	ds.Hash = hex.EncodeToString(sum.Sum(nil))
 	dir := filepath.Join(cdir, ds.Hash)
+	if !entryIntact(dir) {
+		dropEntry(dir)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Handle{}, false, fmt.Errorf("prepare: %w", err)
 	}
@@ -125,6 +128,9 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	}
 	if err := writeSmall(ds, h); err != nil {
 		return Handle{}, false, fmt.Errorf("prepare: %w", err)
+	}
+	if err := stampRefs(&h); err != nil {
+		return Handle{}, false, err
 	}
 	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
 		return Handle{}, false, fmt.Errorf("prepare: %w", err)
