@@ -66,7 +66,7 @@ def _spool_path(a: np.ndarray) -> str:
     h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
     h.update(memoryview(a).cast("B") if a.size else b"")
     path = os.path.join(d, h.hexdigest() + ".npy")
-    if not os.path.exists(path):
+    if not _stamp_matches(path):  # missing, or changed since it was written
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")  # mode 0600
         try:
             with os.fdopen(fd, "wb") as f:
@@ -76,8 +76,35 @@ def _spool_path(a: np.ndarray) -> str:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
             raise
+        _write_stamp(path)
         _evict(d, keep=path)
     return path
+
+
+def _stamp(st: os.stat_result) -> str:
+    """A file's state without reading it: device, inode, size and change
+    time (a write, a replacement or a touch changes it; the change time
+    cannot be set back)."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_ctime_ns}"
+
+
+def _write_stamp(path: str) -> None:
+    with open(path + ".stamp", "w", encoding="ascii") as f:
+        f.write(_stamp(os.stat(path)))
+
+
+def _stamp_matches(path: str) -> bool:
+    """Whether the spool file is exactly as this package wrote it: a file
+    named by the content hash of an array is reused only then, so a spool
+    file edited or replaced since is written again, never fitted in place of
+    the array."""
+    try:
+        with open(path + ".stamp", encoding="ascii") as f:
+            want = f.read().strip()
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _stamp(st) == want
 
 
 def _evict(d: str, keep: str) -> None:
@@ -96,6 +123,8 @@ def _evict(d: str, keep: str) -> None:
         with contextlib.suppress(OSError):
             os.remove(p)
             total -= size
+        with contextlib.suppress(OSError):
+            os.remove(p + ".stamp")
 
 
 def _write(dirpath: str, name: str, x: ArrayLike, what: str, ndim: Optional[tuple] = None) -> str:

@@ -226,15 +226,15 @@ def test_spool_reuses_one_file_per_array(spiked, tmp_path, monkeypatch):
     spool = tmp_path / "spool"
     monkeypatch.setattr(dplr.config, "spool_dir", str(spool))
     a = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X)
-    files = sorted(os.listdir(spool))
+    files = sorted(p for p in os.listdir(spool) if p.endswith(".npy"))
     mtime = os.stat(spool / files[0]).st_mtime_ns
     b = dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X.copy())
-    assert sorted(os.listdir(spool)) == files and len(files) == 1
+    assert sorted(p for p in os.listdir(spool) if p.endswith(".npy")) == files and len(files) == 1
     assert os.stat(spool / files[0]).st_mtime_ns == mtime and oct(os.stat(spool / files[0]).st_mode)[-3:] == "600"
     assert a.data_hash_ == b.data_hash_
     monkeypatch.setattr(dplr.config, "spool_max_bytes", 1)
     dplr.PcaAnalyzeGauss(epsilon=0.5, delta=1e-5, rank=2, clip=12).fit(X[:1000])
-    assert len(os.listdir(spool)) == 1  # the older file was evicted
+    assert len(os.listdir(spool)) == 2  # the older file (and its stamp) was evicted
 
 
 def test_pca_transform_applies_every_released_preprocessing_as_the_cli(spiked):
@@ -288,3 +288,19 @@ def test_column_scales_are_applied_before_the_fit_and_by_transform(spiked):
     np.testing.assert_allclose(np.abs(a.transform(raw[:5])), np.abs(b.transform(X[:5])), rtol=1e-8, atol=1e-8)
     assert a.data_hash_ == dplr.PcaNonprivate(non_private=True, rank=2).fit(raw).data_hash_, \
         "the budget's key is the raw table's"
+
+
+def test_edited_spool_file_is_rewritten_not_fitted(spiked, tmp_path, monkeypatch):
+    """A spool file changed after it was written (here replaced by other
+    values of the same shape) is written again from the array, never fitted
+    in its place."""
+    X, _ = spiked
+    spool = tmp_path / "spool"
+    monkeypatch.setattr(dplr.config, "spool_dir", str(spool))
+    a = dplr.PcaNonprivate(non_private=True, rank=2).fit(X)
+    (f,) = [p for p in os.listdir(spool) if p.endswith(".npy")]
+    np.save(spool / "evil.npy", X[::-1] * 7)
+    os.replace(spool / "evil.npy", spool / f)
+    b = dplr.PcaNonprivate(non_private=True, rank=2).fit(X)
+    assert b.content_hash_ == a.content_hash_, "the fit read the array, not the replaced file"
+    np.testing.assert_array_equal(np.load(spool / f), X)
