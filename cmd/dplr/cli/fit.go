@@ -452,11 +452,37 @@ func release(env *Env, rep *FitReport, res *client.Result, dir string, asJSON bo
 	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
 		return fail(ExitError, fmt.Errorf("writing result.json (the run stays charged): %w", err))
 	}
+	warnNoTotal(env, rep.Ledger)
 	if asJSON {
 		return dataio.WriteJSON(env.Stdout, rep, dataio.JSONOptions{})
 	}
 	summarize(env.Stdout, rep)
 	return nil
+}
+
+// warnNoTotal says on stderr, on every fit of a data set that has no
+// budget total, what its runs have spent so far: nothing limits them, and
+// repeated fits (a grid search, cross-validation) add up silently
+// otherwise.
+func warnNoTotal(env *Env, l *LedgerReport) {
+	if l == nil || l.HasBudget {
+		return
+	}
+	var spent []string
+	if s := l.Spent; s.Epsilon > 0 {
+		spent = append(spent, fmt.Sprintf("ε = %.4g", s.Epsilon))
+		if s.Delta > 0 {
+			spent = append(spent, fmt.Sprintf("δ = %.3g", s.Delta))
+		}
+	}
+	if l.Spent.Rho > 0 {
+		spent = append(spent, fmt.Sprintf("ρ = %.4g", l.Spent.Rho))
+	}
+	if len(spent) == 0 {
+		return
+	}
+	fmt.Fprintf(env.Stderr, "dplr: warning: this data set has no budget total: its runs have spent %s so far (summed), and nothing limits further fits; set one with dplr budget set\n",
+		strings.Join(spent, ", "))
 }
 
 // buildReport is result.json for a released fit.

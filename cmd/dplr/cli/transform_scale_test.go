@@ -204,3 +204,27 @@ func TestTransformProtectsModelAndInputs(t *testing.T) {
 	assert.Equal(t, ExitData, Main([]string{"transform", "--model", model, "--data", in, "--out", filepath.Join(dir, "y.csv")}, &so, &se))
 	assert.Contains(t, se.String(), "not a regular file")
 }
+
+// Every fit of a data set without a budget total says on stderr what its
+// runs have spent so far, summed (a grid search used to spend silently).
+func TestFitWarnsWithoutTotal(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	var rows bytes.Buffer
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&rows, "%d,%d\n", i%7, i%5)
+	}
+	raw := filepath.Join(dir, "raw.csv")
+	require.NoError(t, os.WriteFile(raw, rows.Bytes(), 0o644))
+	for i, want := range []string{"spent ε = 0.5", "spent ε = 1"} {
+		r := dplr(t, home, "fit", "example-mean", "--epsilon", "0.5", "--delta", "1e-6", "--data", raw, "--set", "clip=10", "--out", filepath.Join(dir, fmt.Sprint(i)), "--quiet")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "dplr: warning: this data set has no budget total")
+		assert.Contains(t, r.stderr, want)
+	}
+	r := dplr(t, home, "budget", "set", "--data", raw, "--epsilon", "10", "--delta", "1e-5")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "fit", "example-mean", "--epsilon", "0.5", "--delta", "1e-6", "--data", raw, "--set", "clip=10", "--out", filepath.Join(dir, "x"), "--quiet")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "no budget total")
+}
