@@ -16,7 +16,7 @@ import (
 )
 
 // TestFitRemote: a data set held remotely (client.RemoteOf, passes run by
-// pass.Local here, by dplr-beam with client.BeamRemote) fits rgrad-strict
+// pass.Local here, by dplr-beam with client.DescribeBeam) fits rgrad-strict
 // through its plugin as the same data in memory do, with the same seed,
 // and draws on the same budget.
 func TestFitRemote(t *testing.T) {

@@ -14,7 +14,7 @@
 //		Estimator: "pca-analyze-gauss",
 //		Params:    client.Params{}.Int("rank", 2).Float("clip", 12),
 //		Grant:     client.ApproxDP(1, 1e-6),
-//		Data:      client.File("data/spiked", dataio.LoadOptions{}),
+//		Data:      client.File("data/spiked", client.LoadOptions{}),
 //	})
 //
 // Every error is classed like the command's exit codes: errors.Is(err,

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/dataio"
 )
 
@@ -20,7 +21,7 @@ func TestAuditCatchesNoiseTooSmall(t *testing.T) {
 
 	r := dplr(t, home, append([]string{"audit", "example-mean"}, args...)...)
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	var rep AuditReport
+	var rep client.AuditReport
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	assert.False(t, rep.Violation, rep.Verdict)
 	assert.LessOrEqual(t, rep.Bound.Epsilon, rep.ClaimedEps)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/dataio"
 )
 
 // dataFlags are the flags that say how to read a data set.
@@ -46,21 +45,21 @@ func (df *dataFlags) register(fs *flag.FlagSet) {
 
 // loadOptions are the load options the flags describe; --data must name
 // something that exists.
-func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
-	var opt dataio.LoadOptions
+func (df *dataFlags) loadOptions() (client.LoadOptions, error) {
+	var opt client.LoadOptions
 	if df.path == "" {
 		return opt, usagef("--data is required")
 	}
 	if _, err := os.Stat(df.path); err != nil {
 		return opt, fail(ExitData, fmt.Errorf("data: %w", err))
 	}
-	format, err := dataio.ParseFormat(df.format)
+	format, err := client.ParseFormat(df.format)
 	if err != nil {
 		return opt, fail(ExitUsage, err)
 	}
-	opt = dataio.LoadOptions{Format: format, Scale: df.scale, D1: df.d1, D2: df.d2,
+	opt = client.LoadOptions{Format: format, Scale: df.scale, D1: df.d1, D2: df.d2,
 		LabelsPath: df.labels, ResponsePath: df.response, UsersPath: df.users, UserColumn: df.userCol,
-		ResponseColumn: df.responseCol, LabelColumn: df.labelCol, Name: df.name, Header: dataio.HeaderMode(df.header)}
+		ResponseColumn: df.responseCol, LabelColumn: df.labelCol, Name: df.name, Header: client.HeaderMode(df.header)}
 	if df.delimiter != "" {
 		r := []rune(df.delimiter)
 		if len(r) != 1 {
@@ -72,11 +71,11 @@ func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
 		opt.FeatureColumns = strings.Split(df.features, ",")
 	}
 	if df.maxBytes != "" {
-		if opt.MaxBytes, err = dataio.ParseBytes(df.maxBytes); err != nil {
+		if opt.MaxBytes, err = client.ParseBytes(df.maxBytes); err != nil {
 			return opt, usagef("--max-data-bytes: %v", err)
 		}
 	}
-	if opt.CacheMaxBytes, err = cacheMaxBytes(); err != nil {
+	if opt.CacheMaxBytes, err = client.CacheMaxBytes(); err != nil {
 		return opt, fail(ExitUsage, err)
 	}
 	return opt, nil
@@ -85,9 +84,9 @@ func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
 // loaded is a data set located and described, ready to prepare.
 type loaded struct {
 	path  string
-	opt   dataio.LoadOptions
+	opt   client.LoadOptions
 	truth map[string]*mat.Dense // from a generated directory; nil otherwise
-	man   *DatasetManifest
+	man   *client.DatasetManifest
 }
 
 // locate resolves --data for an estimator taking kind data (see
@@ -106,7 +105,7 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 
 // prepare validates, hashes and (if needed) converts the data set into the
 // cache, returning the handle a plugin opens (see client.Located.Prepare).
-func (l *loaded) prepare(ctx context.Context, home string) (dataio.Handle, error) {
+func (l *loaded) prepare(ctx context.Context, home string) (client.Handle, error) {
 	h, err := (&client.Located{Path: l.path, Options: l.opt, Truth: l.truth, Manifest: l.man}).Prepare(ctx, home)
 	return h, exitOf(err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 )
 
@@ -37,7 +38,7 @@ func TestDataCache(t *testing.T) {
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "empty")
 
-	t.Setenv(cacheMaxEnv, "100") // room for one entry (48 bytes of X + handle.json > 100)
+	t.Setenv(client.CacheMaxEnv, "100") // room for one entry (48 bytes of X + handle.json > 100)
 	for _, p := range paths {
 		df := dataFlags{path: p}
 		l, err := df.locate(data.Rows)
