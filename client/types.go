@@ -120,6 +120,3 @@ type Shadowed struct {
 	Path string // the hidden executable
 	By   string // the executable used instead
 }
-
-// EpsilonFromRho is the ε of the (ε, δ)-DP guarantee that ρ-zCDP implies.
-func EpsilonFromRho(rho, delta float64) float64 { return privacy.EpsilonFromRho(rho, delta) }

@@ -169,29 +169,12 @@ func beamRemote(ctx context.Context, env *Env, f *fitFlags, info client.Estimato
 	if info.DataKind != data.Trace && (f.df.d1 != 0 || f.df.d2 != 0) {
 		return client.Data{}, none, usagef("--d1 and --d2 are for trace data; %s takes %s data", info.Name, info.DataKind)
 	}
-	bin, err := client.FindBeam(f.pf.dirs)
+	bd, cleanup, err := beamShards(env, f, info.DataKind, home)
 	if err != nil {
-		return client.Data{}, none, usagef("--engine beam: %v", err)
-	}
-	base := filepath.Join(home, "cache")
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return client.Data{}, none, fail(ExitError, err)
-	}
-	dir, err := os.MkdirTemp(base, "beam-")
-	if err != nil {
-		return client.Data{}, none, fail(ExitError, err)
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	features, err := beamFeatures(f.df.features)
-	if err != nil {
-		cleanup()
 		return client.Data{}, none, err
 	}
-	bd := client.BeamShards{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
-		Scale: f.df.scale, Features: features, FeatureList: f.beam.list, UserColumn: f.df.userCol, ResponseColumn: f.df.responseCol,
-		Kind: info.DataKind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}
 	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s describes %s (runner %s); %s then asks the host for each aggregation pass it needs\n",
-		filepath.Base(bin), f.df.path, f.beam.runner, info.Name)
+		filepath.Base(bd.Binary), f.df.path, f.beam.runner, info.Name)
 	sh, id, passer, err := describeRemote(ctx, bd)
 	var d client.Data
 	if err == nil {
@@ -223,33 +206,43 @@ func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info client.Esti
 	if err != nil {
 		return client.Data{}, none, err
 	}
-	bin, err := client.FindBeam(f.pf.dirs)
+	bd, cleanup, err := beamShards(env, f, info.DataKind, home)
 	if err != nil {
-		return client.Data{}, none, usagef("--engine beam: %v", err)
-	}
-	base := filepath.Join(home, "cache")
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return client.Data{}, none, fail(ExitError, err)
-	}
-	dir, err := os.MkdirTemp(base, "beam-")
-	if err != nil {
-		return client.Data{}, none, fail(ExitError, err)
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s computes the statistics of %s (runner %s, clip %s)\n", filepath.Base(bin), f.df.path, f.beam.runner, clipText(clip))
-	features, err := beamFeatures(f.df.features)
-	if err != nil {
-		cleanup()
 		return client.Data{}, none, err
 	}
-	d, err := client.BeamStatistics(ctx, client.BeamShards{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags,
-		Format: f.df.format, Header: f.df.header, Scale: f.df.scale, Features: features, FeatureList: f.beam.list,
-		Work: dir, Stderr: env.Stderr}, clip, f.df.name)
+	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s computes the statistics of %s (runner %s, clip %s)\n", filepath.Base(bd.Binary), f.df.path, f.beam.runner, clipText(clip))
+	d, err := client.BeamStatistics(ctx, bd, clip, f.df.name)
 	if err != nil {
 		cleanup()
 		return client.Data{}, none, exitOf(err)
 	}
 	return d, cleanup, nil
+}
+
+// beamShards are the shards the flags name, read with dplr-beam for an
+// estimator taking kind data, with a fresh work directory below the data
+// cache and the cleanup that removes it.
+func beamShards(env *Env, f *fitFlags, kind data.Kind, home string) (client.BeamShards, func(), error) {
+	bin, err := client.FindBeam(f.pf.dirs)
+	if err != nil {
+		return client.BeamShards{}, nil, usagef("--engine beam: %v", err)
+	}
+	base := client.CacheDir(home)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return client.BeamShards{}, nil, fail(ExitError, err)
+	}
+	dir, err := os.MkdirTemp(base, "beam-")
+	if err != nil {
+		return client.BeamShards{}, nil, fail(ExitError, err)
+	}
+	features, err := beamFeatures(f.df.features)
+	if err != nil {
+		os.RemoveAll(dir)
+		return client.BeamShards{}, nil, err
+	}
+	return client.BeamShards{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
+		Scale: f.df.scale, Features: features, FeatureList: f.beam.list, UserColumn: f.df.userCol, ResponseColumn: f.df.responseCol,
+		Kind: kind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}, func() { os.RemoveAll(dir) }, nil
 }
 
 // beamClip is the clip the pipeline applies: the estimator's clip
