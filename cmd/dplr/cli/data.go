@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
-
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
@@ -81,12 +78,10 @@ func (df *dataFlags) loadOptions() (client.LoadOptions, error) {
 	return opt, nil
 }
 
-// loaded is a data set located and described, ready to prepare.
+// loaded is a data file located and the options it is read with.
 type loaded struct {
-	path  string
-	opt   client.LoadOptions
-	truth map[string]*mat.Dense // from a generated directory; nil otherwise
-	man   *client.DatasetManifest
+	path string
+	opt  client.LoadOptions
 }
 
 // locate resolves --data for an estimator taking kind data (see
@@ -100,14 +95,7 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	if err != nil {
 		return nil, exitOf(err)
 	}
-	return &loaded{path: l.Path, opt: l.Options, truth: l.Truth, man: l.Manifest}, nil
-}
-
-// prepare validates, hashes and (if needed) converts the data set into the
-// cache, returning the handle a plugin opens (see client.Located.Prepare).
-func (l *loaded) prepare(ctx context.Context, home string) (client.Handle, error) {
-	h, err := (&client.Located{Path: l.path, Options: l.opt, Truth: l.truth, Manifest: l.man}).Prepare(ctx, home)
-	return h, exitOf(err)
+	return &loaded{path: l.Path, opt: l.Options}, nil
 }
 
 // exitOf gives an error from the client package the exit code of its
