@@ -4,40 +4,78 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
 )
 
-// BeamRemote describes the shards b names with dplr-beam (their public
-// shape and source identity: one pipeline run, before anything is
-// reserved) and returns them as a remote data set whose aggregation
-// passes dplr-beam runs while an estimator with a path through passes
-// (Info.Remote) fits: the data of `dplr fit EST --engine beam`. name, when
-// set, names the data set in the ledger. b.Kind must be the estimator's
-// data kind (trace data need b.D1 and b.D2). b's read options (Format,
-// Header, Scale, Features or FeatureList, UserColumn, ResponseColumn) say
-// how every shard is read, with the meaning LoadOptions gives them for one
-// file; every dplr-beam run gets them. b.Work must be a directory the
-// caller owns and removes after the fit: pass requests and results, and
-// each run's temporary files (its TMPDIR, removed when it exits), go below
-// it. Errors are ErrData, or ErrInterrupted when ctx ends; nothing is
-// spent.
-func BeamRemote(ctx context.Context, b host.BeamData, name string) (Data, error) {
-	sh, id, err := host.DescribeBeam(ctx, b)
+// BeamRunners are the Beam runners dplr-beam accepts (prism: embedded,
+// in-process).
+var BeamRunners = host.BeamRunners
+
+// FindBeam locates dplr-beam: $DPLR_BEAM when set, else beside the
+// running executable, else in pluginDirs, else on $PATH.
+func FindBeam(pluginDirs []string) (string, error) { return host.FindBeam(pluginDirs) }
+
+// BeamShards are the sharded files dplr-beam reads: the data of `dplr fit
+// EST --engine beam`.
+type BeamShards struct {
+	// Binary is dplr-beam (FindBeam); Data the glob of shards.
+	Binary, Data string
+	// Runner is the Beam runner (BeamRunners); BeamFlags are passed
+	// through to it.
+	Runner    string
+	BeamFlags []string
+	// Format, Header, Scale, Features (or the one list column
+	// FeatureList), UserColumn and ResponseColumn say how every shard is
+	// read, with the meaning LoadOptions gives them for one file.
+	Format, Header             string
+	Scale                      float64
+	Features                   []string
+	FeatureList                string
+	UserColumn, ResponseColumn string
+	// Kind is the estimator's data kind; trace data need D1 and D2.
+	Kind   data.Kind
+	D1, D2 int
+	// Stderr receives the pipeline's progress.
+	Stderr io.Writer
+	// Work is a directory the caller owns and removes after the fit: pass
+	// requests and results, and each run's temporary files, go below it.
+	Work string
+}
+
+func (b BeamShards) host() host.BeamData {
+	return host.BeamData{Binary: b.Binary, Data: b.Data, Runner: b.Runner, BeamFlags: b.BeamFlags, Format: b.Format,
+		Header: b.Header, Scale: b.Scale, Features: b.Features, FeatureList: b.FeatureList, UserColumn: b.UserColumn,
+		ResponseColumn: b.ResponseColumn, Kind: b.Kind, D1: b.D1, D2: b.D2, Stderr: b.Stderr, Work: b.Work}
+}
+
+// DescribeBeam runs `dplr-beam describe` over the shards (one pipeline
+// run, before anything is reserved) and returns their public shape, their
+// source identity and the Passer that runs with dplr-beam each
+// aggregation pass an estimator with a path through passes (Info.Remote)
+// requests; RemoteOf makes them a data set. Errors are ErrData, or
+// ErrInterrupted when ctx ends; nothing is spent.
+func DescribeBeam(ctx context.Context, b BeamShards) (*data.Remote, Identity, data.Passer, error) {
+	hb := b.host()
+	sh, id, err := host.DescribeBeam(ctx, hb)
 	if err != nil {
 		if ctx.Err() != nil {
-			return Data{}, classed(ErrInterrupted, err)
+			return nil, id, nil, classed(ErrInterrupted, err)
 		}
-		return Data{}, classed(ErrData, fmt.Errorf("%w; nothing was reserved or spent", err))
+		return nil, id, nil, classed(ErrData, err)
 	}
-	return RemoteOf(b.Kind, sh, id, b.Passer(sh, id), name)
+	return sh, id, hb.Passer(sh, id), nil
 }
 
 // RemoteOf is the remote data set of kind k with public shape sh and
 // source identity id whose passes p runs (see RemoteData).
-func RemoteOf(k data.Kind, sh *data.Remote, id dataio.Identity, p data.Passer, name string) (Data, error) {
+func RemoteOf(k data.Kind, sh *data.Remote, id Identity, p data.Passer, name string) (Data, error) {
 	if sh == nil || p == nil {
 		return Data{}, classed(ErrData, errors.New("the remote data set has no shape or no pass runner"))
 	}
@@ -46,4 +84,51 @@ func RemoteOf(k data.Kind, sh *data.Remote, id dataio.Identity, p data.Passer, n
 	h := dataio.Handle{Version: dataio.HandleVersion, Kind: k, Hash: id.Hash, Name: name,
 		N: r.N, P: r.P, D1: r.D1, D2: r.D2, Source: &id}
 	return RemoteData(h, &r), nil
+}
+
+// BeamStatistics runs the statistics pipeline over the rows shards with
+// the public row-norm bound clip (0: none) and validates its output,
+// returning the statistics as a prepared data set named name. Its files
+// go below b.Work. Errors are ErrData (ErrRuntime when the work directory
+// cannot be used, ErrInterrupted when ctx ends); nothing is spent.
+func BeamStatistics(ctx context.Context, b BeamShards, clip float64, name string) (Data, error) {
+	out, work := filepath.Join(b.Work, "pipeline"), filepath.Join(b.Work, "validated")
+	for _, d := range []string{out, work} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return Data{}, classed(ErrRuntime, err)
+		}
+	}
+	err := host.RunBeam(ctx, host.BeamRequest{Binary: b.Binary, Data: b.Data, Clip: clip, Runner: b.Runner, BeamFlags: b.BeamFlags,
+		Format: b.Format, Header: b.Header, Scale: b.Scale, Features: b.Features, FeatureList: b.FeatureList,
+		Out: out, Work: b.Work, Stderr: b.Stderr})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Data{}, classed(ErrInterrupted, err)
+		}
+		return Data{}, classed(ErrData, err)
+	}
+	h, err := host.LoadStatistics(out, work)
+	if err != nil {
+		return Data{}, classed(ErrData, fmt.Errorf("%w; nothing was reserved or spent", err))
+	}
+	h.Name = name
+	return Prepared(h), nil
+}
+
+// StatisticsAccept asks the estimator's plugin whether its statistics
+// path serves the request: a pre-flight check on a statistics shape whose
+// dimensions are placeholders (the data are not described yet; what a
+// statistics path refuses, options that need the rows, does not depend
+// on them). Anything but a refusal counts as acceptance: the statistics
+// path checks the request again on the real shape.
+func (c *Client) StatisticsAccept(ctx context.Context, estimator string, params map[string]string, grant Grant) bool {
+	plug, _, err := c.lookup(ctx, estimator)
+	if err != nil {
+		return true
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, N: 1 << 20, P: 1 << 12, Stats: &dataio.StatsRef{}}
+	_, err = plug.Check(cctx, host.Call{Estimator: estimator, Params: params, Grant: grant, Data: h})
+	return !errors.Is(err, host.ErrRequest)
 }

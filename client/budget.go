@@ -125,7 +125,7 @@ type BudgetOptions struct {
 	Name string
 	// Relation is the neighbour relation the budget counts in (default
 	// ledger.ReplaceUser for users data, ledger.ReplaceRow otherwise).
-	Relation ledger.Relation
+	Relation Relation
 	// Change changes an existing total (with a Note saying why); the total
 	// never goes below what has been spent.
 	Change bool
@@ -135,11 +135,11 @@ type BudgetOptions struct {
 // SetBudget sets (or, with Change, changes) the data set's total budget
 // and returns its position. Setting a total twice without Change is
 // ErrBudget (wrapping ledger.ErrBudgetSet).
-func (c *Client) SetBudget(ctx context.Context, r DatasetRef, total privacy.Grant, opt BudgetOptions) (ledger.Status, error) {
+func (c *Client) SetBudget(ctx context.Context, r DatasetRef, total Grant, opt BudgetOptions) (BudgetStatus, error) {
 	if opt.Change && strings.TrimSpace(opt.Note) == "" {
-		return ledger.Status{}, classedf(ErrUsage, "changing a total needs a note saying why it changes")
+		return BudgetStatus{}, classedf(ErrUsage, "changing a total needs a note saying why it changes")
 	}
-	var st ledger.Status
+	var st BudgetStatus
 	err := c.onDataset(ctx, r, func(led *ledger.Ledger, h string, t target) error {
 		if opt.Change {
 			if err := led.ChangeBudget(ctx, h, total, opt.Note); err != nil {
@@ -181,8 +181,8 @@ func setBudget(ctx context.Context, led *ledger.Ledger, h string, t target, tota
 }
 
 // ShowBudget returns the data set's budget position.
-func (c *Client) ShowBudget(ctx context.Context, r DatasetRef) (ledger.Status, error) {
-	var st ledger.Status
+func (c *Client) ShowBudget(ctx context.Context, r DatasetRef) (BudgetStatus, error) {
+	var st BudgetStatus
 	err := c.onDataset(ctx, r, func(led *ledger.Ledger, h string, _ target) error {
 		var err error
 		st, err = led.Show(ctx, h)
@@ -193,8 +193,8 @@ func (c *Client) ShowBudget(ctx context.Context, r DatasetRef) (ledger.Status, e
 
 // History is a data set's record: its runs and its budget's changes.
 type History struct {
-	Runs    []ledger.Run
-	Changes []ledger.Change
+	Runs    []Run
+	Changes []Change
 }
 
 // History returns the data set's runs and budget changes.
@@ -239,13 +239,13 @@ type ChargeOptions struct {
 	Note string
 	// Relation is the neighbour relation the spend's guarantee holds for
 	// (default: the budget's).
-	Relation ledger.Relation
+	Relation Relation
 }
 
 // Charge records a spend made outside dplr. A non-zero RunID with an
 // error means the charge was recorded but something after it failed.
-func (c *Client) Charge(ctx context.Context, r DatasetRef, cost privacy.Grant, opt ChargeOptions) (ledger.RunID, error) {
-	var id ledger.RunID
+func (c *Client) Charge(ctx context.Context, r DatasetRef, cost Grant, opt ChargeOptions) (RunID, error) {
+	var id RunID
 	err := c.onDataset(ctx, r, func(led *ledger.Ledger, h string, _ target) error {
 		var err error
 		id, err = led.RecordCharge(ctx, h, ledger.ChargeRequest{Cost: cost, Relation: opt.Relation, Note: opt.Note})
@@ -255,8 +255,8 @@ func (c *Client) Charge(ctx context.Context, r DatasetRef, cost privacy.Grant, o
 }
 
 // Datasets lists every data set of the ledger.
-func (c *Client) Datasets(ctx context.Context) ([]ledger.Dataset, error) {
-	var ds []ledger.Dataset
+func (c *Client) Datasets(ctx context.Context) ([]DatasetEntry, error) {
+	var ds []DatasetEntry
 	err := c.withLedger(ctx, func(led *ledger.Ledger) error {
 		var err error
 		ds, err = led.Datasets(ctx)
@@ -268,12 +268,12 @@ func (c *Client) Datasets(ctx context.Context) ([]ledger.Dataset, error) {
 // VerifyLedger checks the whole ledger (SQLite's integrity check, the hash
 // chain, every budget position); a damaged ledger is ErrData. With adopt,
 // a ledger whose marker file is missing is accepted after the check.
-func (c *Client) VerifyLedger(ctx context.Context, adopt bool) (ledger.VerifyReport, string, error) {
+func (c *Client) VerifyLedger(ctx context.Context, adopt bool) (VerifyReport, string, error) {
 	opts := []ledger.Option{ledger.WithFullCheck()}
 	if adopt {
 		opts = append(opts, ledger.WithAdoptMarker())
 	}
-	var rep ledger.VerifyReport
+	var rep VerifyReport
 	var path string
 	err := c.withLedger(ctx, func(led *ledger.Ledger) error {
 		path = led.Path()

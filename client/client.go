@@ -23,7 +23,7 @@ type Client struct {
 	plugins  []*host.Plugin   // started, in search order
 	failed   map[string]error // plugin path → why it did not start
 	failures []error          // start failures and ignored duplicates, in order
-	shadowed []host.Shadowed
+	shadowed []Shadowed
 	all      bool // every discovered plugin was tried
 	closed   bool
 }
@@ -117,10 +117,10 @@ func (c *Client) StartFailures() []error {
 
 // Shadowed lists the plugin executables never used because one of the
 // same name comes earlier in the search path.
-func (c *Client) Shadowed() []host.Shadowed {
+func (c *Client) Shadowed() []Shadowed {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]host.Shadowed(nil), c.shadowed...)
+	return append([]Shadowed(nil), c.shadowed...)
 }
 
 // find returns the started plugin serving estimator. Callers hold mu.
@@ -132,7 +132,10 @@ func (c *Client) find(estimator string) (*host.Plugin, sdk.Info, bool) {
 func (c *Client) discover() ([]string, error) {
 	dirs := c.opt.pluginDirs()
 	paths, shadowed := host.DiscoverAll(dirs)
-	c.shadowed = shadowed
+	c.shadowed = nil
+	for _, s := range shadowed {
+		c.shadowed = append(c.shadowed, Shadowed{Path: s.Path, By: s.By})
+	}
 	if len(paths) == 0 {
 		return nil, classedf(ErrPlugin, "no dplr-* plugins found in %s (build them with `make build`)", strings.Join(dirs, ", "))
 	}
@@ -234,10 +237,3 @@ type also struct{ err, extra error }
 
 func (a also) Error() string   { return a.err.Error() }
 func (a also) Unwrap() []error { return []error{a.err, a.extra} }
-
-// HostPlugin returns the started plugin serving estimator and its
-// catalogue entry, for callers that talk to the plugin directly (dplr
-// audit). The plugin stays owned by the client.
-func (c *Client) HostPlugin(ctx context.Context, estimator string) (*host.Plugin, sdk.Info, error) {
-	return c.lookup(ctx, estimator)
-}

@@ -18,7 +18,6 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/gen"
-	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -90,7 +89,7 @@ func TestDiscoverAndDescribe(t *testing.T) {
 
 	_, err = c.Describe(ctx, "no-such-estimator")
 	assert.ErrorIs(t, err, client.ErrUsage)
-	assert.ErrorIs(t, err, host.ErrUnknownEstimator)
+	assert.ErrorIs(t, err, client.ErrUnknownEstimator)
 }
 
 func TestPluginThatDoesNotStartIsAPluginFailure(t *testing.T) {

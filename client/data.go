@@ -24,14 +24,14 @@ type Data struct {
 	Path string
 	// Load says how to read Path. Its Kind is filled from the estimator
 	// when empty (for budget operations: inferred, see InferKind).
-	Load dataio.LoadOptions
+	Load LoadOptions
 	// Dataset is a data set held in memory (instead of Path). It is not
 	// modified.
 	Dataset *data.Dataset
 	// Prepared is a handle prepared and validated already (instead of
 	// Path): the statistics of `dplr fit --engine beam`
-	// (host.LoadStatistics).
-	Prepared *dataio.Handle
+	// (BeamStatistics).
+	Prepared *Handle
 	// Remote, with Prepared, is a data set held elsewhere and reached only
 	// through aggregation passes (`dplr fit --engine beam` for estimators
 	// with Info.Remote): Prepared then carries its kind, source identity,
@@ -44,14 +44,14 @@ type Data struct {
 // identity (h.Source, h.Hash its hash), name and shape, r its public
 // shape and the Passer that runs the aggregation passes an estimator
 // requests (see host.FitRequest.Remote).
-func RemoteData(h dataio.Handle, r *data.Remote) Data { return Data{Prepared: &h, Remote: r} }
+func RemoteData(h Handle, r *data.Remote) Data { return Data{Prepared: &h, Remote: r} }
 
 // Prepared is a data set the host prepared and validated already, such as
-// a pipeline's statistics (host.LoadStatistics).
-func Prepared(h dataio.Handle) Data { return Data{Prepared: &h} }
+// a pipeline's statistics (BeamStatistics).
+func Prepared(h Handle) Data { return Data{Prepared: &h} }
 
 // File is the data set read from path with opt.
-func File(path string, opt dataio.LoadOptions) Data { return Data{Path: path, Load: opt} }
+func File(path string, opt LoadOptions) Data { return Data{Path: path, Load: opt} }
 
 // InMemory is a data set held in memory; it is validated and hashed like
 // a file (NaN or Inf is an ErrData error).
@@ -104,7 +104,7 @@ func ReadManifest(dir string) (*DatasetManifest, error) {
 type Located struct {
 	// Path is the file holding X; Options how to read it.
 	Path    string
-	Options dataio.LoadOptions
+	Options LoadOptions
 	// Truth holds a generated data set's ground truth (nil otherwise).
 	Truth map[string]*mat.Dense
 	// Manifest is a generated data set's manifest (nil otherwise).
@@ -114,7 +114,7 @@ type Located struct {
 // Locate resolves path for kind data: a file is read with opt; a `dplr
 // gen` directory names its files, its kind (which must be kind) and its
 // truth. Errors are ErrData.
-func Locate(path string, opt dataio.LoadOptions, kind data.Kind) (*Located, error) {
+func Locate(path string, opt LoadOptions, kind data.Kind) (*Located, error) {
 	opt.Kind = kind
 	st, err := os.Stat(path)
 	if err != nil {
@@ -155,9 +155,9 @@ func Locate(path string, opt dataio.LoadOptions, kind data.Kind) (*Located, erro
 // Prepare validates, hashes and (if needed) converts the data set into
 // home's cache, returning the handle a plugin opens. Errors are ErrData,
 // or ErrInterrupted when ctx ends.
-func (l *Located) Prepare(ctx context.Context, home string) (dataio.Handle, error) {
+func (l *Located) Prepare(ctx context.Context, home string) (Handle, error) {
 	h, err := dataio.Interruptible(ctx, func() (dataio.Handle, error) {
-		return dataio.PrepareFileContext(ctx, l.Path, l.Options, filepath.Join(home, "cache"))
+		return dataio.PrepareFileContext(ctx, l.Path, l.Options, CacheDir(home))
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -174,7 +174,7 @@ func (l *Located) Prepare(ctx context.Context, home string) (dataio.Handle, erro
 // users data, a matrix shape or a response trace data, a CSV header with
 // a "user" column users data, anything else rows. why explains an
 // inference from a file's options ("" for a directory).
-func InferKind(path string, opt dataio.LoadOptions) (k data.Kind, why string) {
+func InferKind(path string, opt LoadOptions) (k data.Kind, why string) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		if man, err := ReadManifest(path); err == nil {
 			return man.Kind, ""
@@ -244,7 +244,7 @@ func (c *Client) prepareMemory(ctx context.Context, ds *data.Dataset) (*prepared
 		return nil, classedf(ErrData, "data set has no rows")
 	}
 	h, err := dataio.Interruptible(ctx, func() (dataio.Handle, error) {
-		return dataio.Prepare(&cp, filepath.Join(c.opt.Home, "cache"))
+		return dataio.Prepare(&cp, CacheDir(c.opt.Home))
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -271,3 +271,21 @@ func CacheMaxBytes() (int64, error) {
 	}
 	return v, nil
 }
+
+// CacheDir is the data cache of the dplr home home: each data set read,
+// converted to raw float64 arrays that plugins map without copying.
+func CacheDir(home string) string { return filepath.Join(home, "cache") }
+
+// CacheEntry is a data set kept in the cache.
+type CacheEntry = dataio.CacheEntry
+
+// ListCache lists the cache's entries, least recently used first.
+func ListCache(home string) ([]CacheEntry, error) { return dataio.CacheList(CacheDir(home)) }
+
+// ClearCache removes every entry of the cache and returns the bytes freed
+// (budgets are not affected: the ledger does not live in the cache).
+func ClearCache(home string) (int64, error) { return dataio.CacheClear(CacheDir(home)) }
+
+// DefaultCacheMaxBytes is the cache's bound when $DPLR_CACHE_MAX_BYTES is
+// unset: the machine's physical memory.
+func DefaultCacheMaxBytes() int64 { return dataio.DefaultCacheMaxBytes() }

@@ -33,6 +33,27 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 )
 
+// Causes an error may also match with errors.Is, beside its class.
+var (
+	// ErrUnknownEstimator: no plugin serves the estimator (ErrUsage).
+	ErrUnknownEstimator = host.ErrUnknownEstimator
+	// ErrRefused: the host refused the fit's request before reserving
+	// anything: bad parameters, the estimator's pre-flight check, the
+	// memory limit (ErrUsage).
+	ErrRefused = host.ErrUsage
+	// ErrLedgerDamaged: the budget ledger is damaged or was tampered with
+	// (ErrData); it is left untouched.
+	ErrLedgerDamaged = ledger.ErrDamaged
+)
+
+// FitFailed reports whether err is the failure of a fit itself (its
+// checks, its reservation or its run), not of what comes before it:
+// finding the estimator, reading the data, opening the ledger.
+func FitFailed(err error) bool {
+	var fe *host.FitError
+	return errors.As(err, &fe)
+}
+
 // Error is an error of this package: its class (one of the Err*
 // sentinels), the cause, and what the ledger holds for a fit.
 type Error struct {
@@ -42,7 +63,7 @@ type Error struct {
 	// Err is the cause; Error() is its message.
 	Err error
 	// RunID is the fit's ledger entry (0 when nothing was reserved).
-	RunID ledger.RunID
+	RunID RunID
 	// Charged: the fit stays charged its full grant (a privacy step was
 	// announced or a result returned); otherwise nothing was spent.
 	Charged bool
@@ -150,16 +171,6 @@ func fitClass(err error) error {
 	// A refusal after a privacy step breaks the protocol's contract; the
 	// run stays charged and is not a mere usage error.
 	return ErrEstimator
-}
-
-// FromHost classes an error from the host package (host.Runner.Fit, or a
-// host.Plugin call made directly), keeping the ledger state a
-// *host.FitError carries. It returns nil for a nil err.
-func FromHost(err error) *Error {
-	if err == nil {
-		return nil
-	}
-	return fitErr(err)
 }
 
 // fitErr classes an error from host.Runner.Fit, keeping its ledger state.

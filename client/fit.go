@@ -15,7 +15,6 @@ import (
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/sdk"
 )
 
 // FitRequest is one fit to run.
@@ -26,7 +25,7 @@ type FitRequest struct {
 	Params Params
 	// Grant is the run's privacy budget (ApproxDP, PureDP, ZCDP). A
 	// non-private reference estimator needs none.
-	Grant privacy.Grant
+	Grant Grant
 	// Data is the data set (File, InMemory, Rows).
 	Data Data
 	// Seed, when set, makes the noise reproducible and the result NOT
@@ -40,9 +39,9 @@ type FitRequest struct {
 	Timeout time.Duration
 	// Progress, Log and Step, when set, see the plugin's progress, its log
 	// lines and each privacy step it announces (before drawing its noise).
-	Progress func(sdk.Progress)
+	Progress func(Progress)
 	Log      func(string)
-	Step     func(privacy.Step)
+	Step     func(Step)
 	// Pass, when set, sees each aggregation pass the plugin requests on a
 	// remote data set (numbered from 1), validated, before the host runs it.
 	Pass func(n int, req data.PassRequest)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dplr/dplr/engine/host"
-	"github.com/dplr/dplr/engine/ledger"
 )
 
 // NoMemoryLimit as Options.MaxMemory turns the pre-flight memory check off.
@@ -48,7 +47,7 @@ type Options struct {
 // validate checks the options and fills the defaults.
 func (o *Options) validate() error {
 	if o.Home == "" {
-		h, err := ledger.HomeDir()
+		h, err := HomeDir()
 		if err != nil {
 			h = ".dplr"
 		}
@@ -73,7 +72,7 @@ func (o *Options) validate() error {
 		o.PluginTimeout = 10 * time.Second
 	}
 	if o.MaxMemory == 0 {
-		o.MaxMemory = host.PhysicalMemory() / 4 * 3
+		o.MaxMemory = DefaultMaxMemory()
 	}
 	return nil
 }

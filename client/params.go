@@ -41,17 +41,17 @@ func (p Params) Bool(name string, v bool) Params { return p.set(name, strconv.Fo
 func (p Params) String(name, v string) Params { return p.set(name, v) }
 
 // ApproxDP is an (ε, δ)-DP budget.
-func ApproxDP(epsilon, delta float64) privacy.Grant {
+func ApproxDP(epsilon, delta float64) Grant {
 	return privacy.Grant{Kind: privacy.GrantApprox, Epsilon: epsilon, Delta: delta}
 }
 
 // PureDP is a pure ε-DP budget.
-func PureDP(epsilon float64) privacy.Grant {
+func PureDP(epsilon float64) Grant {
 	return privacy.Grant{Kind: privacy.GrantPure, Epsilon: epsilon}
 }
 
 // ZCDP is a ρ-zCDP budget.
-func ZCDP(rho float64) privacy.Grant { return privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho} }
+func ZCDP(rho float64) Grant { return privacy.Grant{Kind: privacy.GrantZCDP, Rho: rho} }
 
 // TypedParams are raw parameters as the catalogue types them (int,
 // float64, bool, string), defaults included; empty when they do not

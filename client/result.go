@@ -4,9 +4,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/evaluate"
-	"github.com/dplr/dplr/engine/ledger"
-	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -25,16 +22,16 @@ type Result struct {
 	RawParams map[string]string
 	// Grant is the budget the run was granted (zero for a non-private
 	// reference run).
-	Grant privacy.Grant
+	Grant Grant
 	// Guarantee is the certified guarantee: the estimator's kind, model,
 	// assumptions and neighbour relation with the host's own figures, from
 	// the composition of the privacy steps it verified (never the plugin's
 	// word).
-	Guarantee privacy.Guarantee
+	Guarantee Guarantee
 	// Composition names the accounting behind Guarantee's figures.
 	Composition string
 	// Steps are the verified privacy steps the ledger was charged.
-	Steps []privacy.Step
+	Steps []Step
 	// Matrices, Scalars and Series are the outputs, each with its release
 	// class: sdk.Public (covered by Guarantee), sdk.PerUser (one row per
 	// user, for that user only) or an evaluation/diagnostic class (computed
@@ -46,7 +43,7 @@ type Result struct {
 	Notes []string
 	// Metrics are the errors against a generated data set's truth
 	// (evaluation only; empty for other data).
-	Metrics []evaluate.Metric
+	Metrics []Metric
 	// Ledger is the run's ledger entry and the data set's budget position
 	// after it (nil for a non-private run).
 	Ledger *LedgerEntry
@@ -73,17 +70,17 @@ type DataInfo struct {
 type Matrix struct {
 	Name    string
 	Value   *mat.Dense
-	Release sdk.Release
+	Release Release
 	Doc     string
 }
 
 // LedgerEntry is a run's ledger entry.
 type LedgerEntry struct {
-	RunID ledger.RunID
+	RunID RunID
 	// Path is the ledger's file.
 	Path string
 	// Status is the data set's budget position after the run.
-	Status ledger.Status
+	Status BudgetStatus
 }
 
 // Matrix returns the named matrix output.

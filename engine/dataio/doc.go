@@ -123,7 +123,5 @@
 //
 // # Writers
 //
-// WriteNPY and friends write float64 C-order and int64 .npy files;
-// WriteJSON writes indented JSON in which NaN and ±Inf, which JSON cannot
-// represent, become strings or null.
+// WriteNPY and friends write float64 C-order and int64 .npy files.
 package dataio

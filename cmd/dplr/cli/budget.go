@@ -12,8 +12,6 @@ import (
 
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/ledger"
 )
 
 // budgetSubcommands are the subcommands of `dplr budget`.
@@ -178,8 +176,8 @@ func (b *budgetCmd) parse(args []string) error {
 }
 
 func relationList() string {
-	s := make([]string, len(ledger.Relations))
-	for i, r := range ledger.Relations {
+	s := make([]string, len(client.Relations))
+	for i, r := range client.Relations {
 		s[i] = string(r)
 	}
 	return strings.Join(s, ", ")
@@ -227,18 +225,15 @@ func (b *budgetCmd) datasetFlag() string {
 	return *b.dataset
 }
 
-// ledgerErr maps a ledger error to its exit code: a damaged ledger is a
-// data error (exit 5), a refused budget exit 3, a bad argument exit 2.
+// ledgerErr maps an error of the client's budget operations to its exit
+// code (its class: a damaged ledger exit 5, a refused budget exit 3, a bad
+// argument exit 2), saying what to do about a damaged ledger.
 func ledgerErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ledger.ErrDamaged):
+	case errors.Is(err, client.ErrLedgerDamaged):
 		return fail(ExitData, fmt.Errorf("%w\nthe budget ledger cannot be trusted; it was left untouched: restore it from a backup or ask its owner (see \"dplr budget verify\")", err))
-	case errors.Is(err, ledger.ErrBudgetExceeded), errors.Is(err, ledger.ErrIncompatible), errors.Is(err, ledger.ErrBudgetSet), errors.Is(err, ledger.ErrRelation):
-		return fail(ExitBudget, err)
-	case errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrNotFound):
-		return fail(ExitUsage, err)
 	}
 	return fail(client.ExitCode(err), err)
 }
@@ -281,9 +276,9 @@ func (b *budgetCmd) run(ctx context.Context) error {
 	return b.printStatus(st)
 }
 
-func (b *budgetCmd) printStatus(st ledger.Status) error {
+func (b *budgetCmd) printStatus(st client.BudgetStatus) error {
 	if *b.asJSON {
-		return dataio.WriteJSON(b.env.Stdout, st, dataio.JSONOptions{})
+		return writeReportJSON(b.env.Stdout, st)
 	}
 	fmt.Fprintln(b.env.Stdout, st.String())
 	return nil
@@ -321,11 +316,11 @@ func (b *budgetCmd) charge(ctx context.Context, c *client.Client, ref client.Dat
 	return nil
 }
 
-func (b *budgetCmd) relation() (ledger.Relation, error) {
+func (b *budgetCmd) relation() (client.Relation, error) {
 	if b.rel == nil || *b.rel == "" {
 		return "", nil
 	}
-	r, err := ledger.ParseRelation(*b.rel)
+	r, err := client.ParseRelation(*b.rel)
 	if err != nil {
 		return "", fail(ExitUsage, err)
 	}
@@ -378,16 +373,16 @@ func (b *budgetCmd) list(ctx context.Context, c *client.Client) error {
 	}
 	if *b.asJSON {
 		if ds == nil {
-			ds = []ledger.Dataset{}
+			ds = []client.DatasetEntry{}
 		}
-		return dataio.WriteJSON(b.env.Stdout, ds, dataio.JSONOptions{})
+		return writeReportJSON(b.env.Stdout, ds)
 	}
 	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "data set\tname\tbudget\tneighbours\tlinked files\n")
 	for _, d := range ds {
 		total := "none"
 		if d.HasBudget {
-			total = ledger.GrantString(d.Total)
+			total = client.GrantString(d.Total)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", d.Hash, d.Name, total, d.Relation, len(d.Aliases))
 	}
@@ -402,15 +397,15 @@ func (b *budgetCmd) history(ctx context.Context, c *client.Client, ref client.Da
 	runs, changes := hist.Runs, hist.Changes
 	if *b.asJSON && *b.changes {
 		if changes == nil {
-			changes = []ledger.Change{}
+			changes = []client.Change{}
 		}
-		return dataio.WriteJSON(b.env.Stdout, changes, dataio.JSONOptions{})
+		return writeReportJSON(b.env.Stdout, changes)
 	}
 	if *b.asJSON {
 		if runs == nil {
-			runs = []ledger.Run{}
+			runs = []client.Run{}
 		}
-		return dataio.WriteJSON(b.env.Stdout, runs, dataio.JSONOptions{})
+		return writeReportJSON(b.env.Stdout, runs)
 	}
 	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")
@@ -420,7 +415,7 @@ func (b *budgetCmd) history(ctx context.Context, c *client.Client, ref client.Da
 			rel += fmt.Sprintf(" (×%d)", r.Factor)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, dash(r.Class), dash(rel), ledger.GrantString(r.Grant), r.Charge)
+			r.ID, r.ReservedAt.UTC().Format("2006-01-02 15:04:05"), r.Estimator, r.State, dash(r.Class), dash(rel), client.GrantString(r.Grant), r.Charge)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -452,7 +447,7 @@ func (df *dataFlags) inferKind() (k data.Kind, why string) {
 	if r := []rune(df.delimiter); len(r) == 1 {
 		delim = r[0]
 	}
-	return client.InferKind(df.path, dataio.LoadOptions{UsersPath: df.users, UserColumn: df.userCol,
+	return client.InferKind(df.path, client.LoadOptions{UsersPath: df.users, UserColumn: df.userCol,
 		D1: df.d1, D2: df.d2, ResponsePath: df.response, Delimiter: delim})
 }
 

@@ -2,33 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
-	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/ledger"
+	"github.com/dplr/dplr/client"
 )
-
-// cacheMaxEnv names the environment variable bounding the data cache.
-const cacheMaxEnv = "DPLR_CACHE_MAX_BYTES"
-
-// cacheMaxBytes returns the cache bound from DPLR_CACHE_MAX_BYTES (0: the
-// default, physical memory).
-func cacheMaxBytes() (int64, error) {
-	s := os.Getenv(cacheMaxEnv)
-	if s == "" {
-		return 0, nil
-	}
-	v, err := dataio.ParseBytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", cacheMaxEnv, err)
-	}
-	return v, nil
-}
 
 // cacheUsage is the help text of dplr cache.
 const cacheUsage = `Usage:
@@ -65,22 +44,22 @@ func cmdCache(_ context.Context, env *Env, args []string) error {
 	}
 	dir := *home
 	if dir == "" {
-		h, err := ledger.HomeDir()
+		h, err := client.HomeDir()
 		if err != nil {
 			return fail(ExitError, fmt.Errorf("cache: %w", err))
 		}
 		dir = h
 	}
-	cache := filepath.Join(dir, "cache")
+	cache := client.CacheDir(dir)
 	if sub == "clear" {
-		freed, err := dataio.CacheClear(cache)
+		freed, err := client.ClearCache(dir)
 		if err != nil {
 			return fail(ExitError, err)
 		}
-		fmt.Fprintf(env.Stdout, "cleared %s: freed %s\n", cache, dataio.FormatBytes(freed))
+		fmt.Fprintf(env.Stdout, "cleared %s: freed %s\n", cache, client.FormatBytes(freed))
 		return nil
 	}
-	entries, err := dataio.CacheList(cache)
+	entries, err := client.ListCache(dir)
 	if err != nil {
 		return fail(ExitError, err)
 	}
@@ -109,7 +88,7 @@ func cacheHelp(env *Env, args []string) error {
 }
 
 // cacheJSON prints the cache entries as a JSON array.
-func cacheJSON(env *Env, entries []dataio.CacheEntry) error {
+func cacheJSON(env *Env, entries []client.CacheEntry) error {
 	type entry struct {
 		Hash     string    `json:"hash"`
 		Name     string    `json:"name,omitempty"`
@@ -123,14 +102,12 @@ func cacheJSON(env *Env, entries []dataio.CacheEntry) error {
 	for _, e := range entries {
 		out = append(out, entry{e.Hash, e.Name, string(e.Kind), e.N, e.P, e.Bytes, e.LastUsed.UTC()})
 	}
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeReportJSON(env.Stdout, out)
 }
 
 // cacheTable prints the entries of the cache directory as a table and a
 // total against the cache bound.
-func cacheTable(env *Env, cache string, entries []dataio.CacheEntry) error {
+func cacheTable(env *Env, cache string, entries []client.CacheEntry) error {
 	if len(entries) == 0 {
 		fmt.Fprintf(env.Stdout, "%s: empty\n", cache)
 		return nil
@@ -141,20 +118,20 @@ func cacheTable(env *Env, cache string, entries []dataio.CacheEntry) error {
 	for _, e := range entries {
 		total += e.Bytes
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%s\t%s\n", e.Hash[:16], e.Name, e.Kind, e.N, e.P,
-			dataio.FormatBytes(e.Bytes), e.LastUsed.UTC().Format(time.RFC3339))
+			client.FormatBytes(e.Bytes), e.LastUsed.UTC().Format(time.RFC3339))
 	}
 	tw.Flush()
-	limit, err := cacheMaxBytes()
+	limit, err := client.CacheMaxBytes()
 	if err != nil {
 		return fail(ExitUsage, err)
 	}
 	if limit == 0 {
-		limit = dataio.DefaultCacheMaxBytes()
+		limit = client.DefaultCacheMaxBytes()
 	}
 	noun := "entries"
 	if len(entries) == 1 {
 		noun = "entry"
 	}
-	fmt.Fprintf(env.Stdout, "%d %s, %s of the %s limit (%s)\n", len(entries), noun, dataio.FormatBytes(total), dataio.FormatBytes(limit), cache)
+	fmt.Fprintf(env.Stdout, "%d %s, %s of the %s limit (%s)\n", len(entries), noun, client.FormatBytes(total), client.FormatBytes(limit), cache)
 	return nil
 }

@@ -1,18 +1,14 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/dataio"
 )
 
 // dataFlags are the flags that say how to read a data set.
@@ -47,21 +43,21 @@ func (df *dataFlags) register(fs *flag.FlagSet) {
 
 // loadOptions are the load options the flags describe; --data must name
 // something that exists.
-func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
-	var opt dataio.LoadOptions
+func (df *dataFlags) loadOptions() (client.LoadOptions, error) {
+	var opt client.LoadOptions
 	if df.path == "" {
 		return opt, usagef("--data is required")
 	}
 	if _, err := os.Stat(df.path); err != nil {
 		return opt, fail(ExitData, fmt.Errorf("data: %w", err))
 	}
-	format, err := dataio.ParseFormat(df.format)
+	format, err := client.ParseFormat(df.format)
 	if err != nil {
 		return opt, fail(ExitUsage, err)
 	}
-	opt = dataio.LoadOptions{Format: format, Scale: df.scale, D1: df.d1, D2: df.d2,
+	opt = client.LoadOptions{Format: format, Scale: df.scale, D1: df.d1, D2: df.d2,
 		LabelsPath: df.labels, ResponsePath: df.response, UsersPath: df.users, UserColumn: df.userCol,
-		ResponseColumn: df.responseCol, LabelColumn: df.labelCol, Name: df.name, Header: dataio.HeaderMode(df.header)}
+		ResponseColumn: df.responseCol, LabelColumn: df.labelCol, Name: df.name, Header: client.HeaderMode(df.header)}
 	if df.delimiter != "" {
 		r := []rune(df.delimiter)
 		if len(r) != 1 {
@@ -73,27 +69,25 @@ func (df *dataFlags) loadOptions() (dataio.LoadOptions, error) {
 		opt.FeatureColumns = strings.Split(df.features, ",")
 	}
 	if df.columnScales != "" {
-		if opt.ColumnScales, err = dataio.ReadColumnScales(df.columnScales); err != nil {
+		if opt.ColumnScales, err = client.ReadColumnScales(df.columnScales); err != nil {
 			return opt, usagef("--column-scales: %v", err)
 		}
 	}
 	if df.maxBytes != "" {
-		if opt.MaxBytes, err = dataio.ParseBytes(df.maxBytes); err != nil {
+		if opt.MaxBytes, err = client.ParseBytes(df.maxBytes); err != nil {
 			return opt, usagef("--max-data-bytes: %v", err)
 		}
 	}
-	if opt.CacheMaxBytes, err = cacheMaxBytes(); err != nil {
+	if opt.CacheMaxBytes, err = client.CacheMaxBytes(); err != nil {
 		return opt, fail(ExitUsage, err)
 	}
 	return opt, nil
 }
 
-// loaded is a data set located and described, ready to prepare.
+// loaded is a data file located and the options it is read with.
 type loaded struct {
-	path  string
-	opt   dataio.LoadOptions
-	truth map[string]*mat.Dense // from a generated directory; nil otherwise
-	man   *DatasetManifest
+	path string
+	opt  client.LoadOptions
 }
 
 // locate resolves --data for an estimator taking kind data (see
@@ -107,14 +101,7 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	if err != nil {
 		return nil, exitOf(err)
 	}
-	return &loaded{path: l.Path, opt: l.Options, truth: l.Truth, man: l.Manifest}, nil
-}
-
-// prepare validates, hashes and (if needed) converts the data set into the
-// cache, returning the handle a plugin opens (see client.Located.Prepare).
-func (l *loaded) prepare(ctx context.Context, home string) (dataio.Handle, error) {
-	h, err := (&client.Located{Path: l.path, Options: l.opt, Truth: l.truth, Manifest: l.man}).Prepare(ctx, home)
-	return h, exitOf(err)
+	return &loaded{path: l.Path, opt: l.Options}, nil
 }
 
 // exitOf gives an error from the client package the exit code of its

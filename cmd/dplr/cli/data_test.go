@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 )
 
@@ -37,12 +38,12 @@ func TestDataCache(t *testing.T) {
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "empty")
 
-	t.Setenv(cacheMaxEnv, "100") // room for one entry (48 bytes of X + handle.json > 100)
+	t.Setenv(client.CacheMaxEnv, "100") // room for one entry (48 bytes of X + handle.json > 100)
 	for _, p := range paths {
 		df := dataFlags{path: p}
 		l, err := df.locate(data.Rows)
 		require.NoError(t, err)
-		h, err := l.prepare(context.Background(), home)
+		h, err := prepare(l, home)
 		require.NoError(t, err)
 		require.NotNil(t, h.Source)
 		require.NotNil(t, h.View)
@@ -95,7 +96,7 @@ func TestDataRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l, err := c.df.locate(c.kind)
 			if err == nil {
-				_, err = l.prepare(context.Background(), home)
+				_, err = prepare(l, home)
 			}
 			require.Error(t, err)
 			assert.ErrorContains(t, err, c.want)
@@ -108,7 +109,15 @@ func TestDataRefusals(t *testing.T) {
 	df := dataFlags{path: digits, userCol: "1"}
 	l, err := df.locate(data.Users)
 	require.NoError(t, err)
-	h, err := l.prepare(context.Background(), home)
+	h, err := prepare(l, home)
 	require.NoError(t, err)
 	assert.Equal(t, 3, h.N)
+}
+
+// prepare validates, hashes and (if needed) converts the located data set
+// into home's cache (client.Located.Prepare), with the exit code of its
+// failure.
+func prepare(l *loaded, home string) (client.Handle, error) {
+	h, err := (&client.Located{Path: l.path, Options: l.opt}).Prepare(context.Background(), home)
+	return h, exitOf(err)
 }

@@ -12,16 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/evaluate"
-	"github.com/dplr/dplr/engine/host"
-	"github.com/dplr/dplr/engine/ledger"
-	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/sdk"
 )
 
 // FitReport is result.json, and stdout with --json.
@@ -36,16 +28,16 @@ type FitReport struct {
 	Params    map[string]any     `json:"params"`
 	Privacy   PrivacyReport      `json:"privacy"`
 	Outputs   OutputsReport      `json:"outputs"`
-	Metrics   []evaluate.Metric  `json:"metrics"`
+	Metrics   []client.Metric    `json:"metrics"`
 	Timings   map[string]float64 `json:"timings"`
 	// TimingsRelease is the release class of Timings: diagnostic, because
 	// times and memory depend on the data (issue 15 §8); TimingsNote says
 	// what that means for publishing them.
-	TimingsRelease sdk.Release   `json:"timings_release"`
-	TimingsNote    string        `json:"timings_note"`
-	Ledger         *LedgerReport `json:"ledger,omitempty"`
-	Notes          []string      `json:"notes,omitempty"`
-	OutDir         string        `json:"out_dir,omitempty"`
+	TimingsRelease client.Release `json:"timings_release"`
+	TimingsNote    string         `json:"timings_note"`
+	Ledger         *LedgerReport  `json:"ledger,omitempty"`
+	Notes          []string       `json:"notes,omitempty"`
+	OutDir         string         `json:"out_dir,omitempty"`
 }
 
 // DataReport describes the data a run used.
@@ -70,19 +62,19 @@ type DataReport struct {
 
 // PrivacyReport is what a run spent and what it guarantees.
 type PrivacyReport struct {
-	Grant       privacy.Grant  `json:"grant"`
-	Epsilon     float64        `json:"epsilon"`
-	Delta       float64        `json:"delta"`
-	Rho         float64        `json:"rho"`
-	Guarantee   string         `json:"guarantee"`
-	Text        string         `json:"text"`
-	Model       string         `json:"model,omitempty"`
-	Beta        float64        `json:"beta,omitempty"`
-	Assumptions []string       `json:"assumptions"`
-	Neighbours  string         `json:"neighbours,omitempty"`
-	Seeded      bool           `json:"seeded"`
-	Composition string         `json:"composition"`
-	Steps       []privacy.Step `json:"steps"`
+	Grant       client.Grant  `json:"grant"`
+	Epsilon     float64       `json:"epsilon"`
+	Delta       float64       `json:"delta"`
+	Rho         float64       `json:"rho"`
+	Guarantee   string        `json:"guarantee"`
+	Text        string        `json:"text"`
+	Model       string        `json:"model,omitempty"`
+	Beta        float64       `json:"beta,omitempty"`
+	Assumptions []string      `json:"assumptions"`
+	Neighbours  string        `json:"neighbours,omitempty"`
+	Seeded      bool          `json:"seeded"`
+	Composition string        `json:"composition"`
+	Steps       []client.Step `json:"steps"`
 }
 
 // OutputsReport lists a run's outputs.
@@ -124,11 +116,11 @@ type LedgerReport struct {
 	RunID     int64        `json:"run_id"`
 	Path      string       `json:"path"`
 	HasBudget bool         `json:"has_budget"`
-	Spent     ledger.Spent `json:"spent"`
+	Spent     client.Spent `json:"spent"`
 	// Remaining and RemainingText are present only when the data set has a
 	// total budget; the numbers' meaning depends on the total's form
-	// (ledger.Remaining), the text says it in words.
-	Remaining     *ledger.Remaining `json:"remaining,omitempty"`
+	// (client.Remaining), the text says it in words.
+	Remaining     *client.Remaining `json:"remaining,omitempty"`
 	RemainingText string            `json:"remaining_text,omitempty"`
 }
 
@@ -154,7 +146,7 @@ type fitFlags struct {
 
 func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 	fs := newFlags("fit", "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
-	f := &fitFlags{maxMemory: byteSize(defaultMaxMemory())}
+	f := &fitFlags{maxMemory: byteSize(client.DefaultMaxMemory())}
 	f.pf.register(fs)
 	f.df.register(fs)
 	f.gf.register(fs, "privacy budget of this run")
@@ -223,7 +215,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	// The data are located, validated and hashed (by the client) before
 	// any budget is charged.
 	var data client.Data
-	var view dataio.LoadOptions // the public rescaling, for result.json
+	var view client.LoadOptions // the public rescaling, for result.json
 	if f.beam.on() {
 		if f.df.columnScales != "" {
 			return usagef("--column-scales is not supported with --engine beam yet: divide the columns when writing the shards")
@@ -267,7 +259,7 @@ func budgetGiven(g grantFlags) bool {
 // runFit runs the fit through the client, with the output location
 // created and checked before anything is reserved and the plugin's
 // progress drawn on stderr.
-func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info sdk.Info, req client.FitRequest) (*client.Result, error) {
+func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info client.EstimatorInfo, req client.FitRequest) (*client.Result, error) {
 	if f.outDir == "" {
 		f.outDir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", f.estimator, time.Now().UTC().Format("20060102-150405.000")))
 	}
@@ -317,36 +309,29 @@ func prepareOutDir(dir string) error {
 // fitFailure turns a failed fit into the command's error and exit code:
 // the client's class, with a hint for a refused (ε, δ) budget and a
 // pointer to the catalogue for a refused request.
-func fitFailure(info sdk.Info, grant privacy.Grant, err error) error {
+func fitFailure(info client.EstimatorInfo, grant client.Grant, err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return fail(ee.code, err)
 	}
-	var fe *host.FitError
 	switch {
-	case errors.Is(err, host.ErrUnknownEstimator):
+	case errors.Is(err, client.ErrUnknownEstimator):
 		return fail(ExitUsage, err)
-	case !errors.As(err, &fe):
+	case !client.FitFailed(err):
 		// Before the runner: the data, the cache bound, the ledger.
 		return ledgerErr(err)
 	case errors.Is(err, client.ErrBudget):
 		return fail(ExitBudget, fmt.Errorf("%w%s", err, rhoHint(err, grant)))
-	case errors.Is(err, host.ErrUsage):
+	case errors.Is(err, client.ErrRefused):
 		return fail(ExitUsage, fmt.Errorf("%w (see `dplr describe %s`)", err, info.Name))
 	}
 	return fail(client.ExitCode(err), err)
 }
 
-// fitErrorCode is the exit code of a fit that failed after its
-// reservation: an interruption, a plugin failure, a request the estimator
-// refused as such before any privacy step (a usage error), the ledger, or
-// an estimator error (see client.FromHost).
-func fitErrorCode(err error) int { return client.ExitCode(client.FromHost(err)) }
-
 // rhoHint explains, when an (ε, δ) request is refused but the same
 // guarantee requested as ρ-zCDP would fit, how to ask for it (see
 // client.Error.SuggestedRho).
-func rhoHint(err error, grant privacy.Grant) string {
+func rhoHint(err error, grant client.Grant) string {
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.SuggestedRho <= 0 {
 		return ""
@@ -375,21 +360,21 @@ func summarize(w io.Writer, r *FitReport) {
 	fmt.Fprintf(w, "outputs in %s:\n", r.OutDir)
 	for _, m := range r.Outputs.Matrices {
 		note := ""
-		if m.Release != string(sdk.Public) {
+		if m.Release != string(client.Public) {
 			note = "  [" + releaseNote(m.Release) + "]"
 		}
 		fmt.Fprintf(w, "  %-12s %d×%d  %s%s\n", m.Name, m.Rows, m.Cols, m.File, note)
 	}
 	for _, s := range r.Outputs.Scalars {
 		note := ""
-		if s.Release != string(sdk.Public) {
+		if s.Release != string(client.Public) {
 			note = "  [" + releaseNote(s.Release) + "]"
 		}
 		fmt.Fprintf(w, "  %-12s %.6g%s\n", s.Name, s.Value, note)
 	}
 	for _, se := range r.Outputs.Series {
 		note := ""
-		if se.Release != string(sdk.Public) {
+		if se.Release != string(client.Public) {
 			note = "  [" + releaseNote(se.Release) + "]"
 		}
 		vals := se.Values
@@ -431,14 +416,14 @@ func dataShape(r *FitReport) string {
 		return fmt.Sprintf("%s, n=%d, p=%d", r.Data.Kind, r.Data.N, r.Data.P)
 	}
 	for _, m := range r.Outputs.Matrices {
-		if m.Release == string(sdk.PerUser) {
+		if m.Release == string(client.PerUser) {
 			return fmt.Sprintf("users data: %d users, %d rows, p=%d", m.Rows, r.Data.N, r.Data.P)
 		}
 	}
 	return fmt.Sprintf("users data: %d rows over all users, p=%d", r.Data.N, r.Data.P)
 }
 
-func releaseNote(rel string) string { return sdk.Release(rel).Note() }
+func releaseNote(rel string) string { return client.Release(rel).Note() }
 
 // release writes the outputs and result.json and prints the report.
 func release(env *Env, rep *FitReport, res *client.Result, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {
@@ -446,15 +431,15 @@ func release(env *Env, rep *FitReport, res *client.Result, dir string, asJSON bo
 		return fail(ExitError, fmt.Errorf("%w (the run stays charged)", err))
 	}
 	rep.Timings = timings
-	rep.TimingsRelease, rep.TimingsNote = sdk.TimingRelease, sdk.TimingRelease.Note()
+	rep.TimingsRelease, rep.TimingsNote = client.TimingRelease, client.TimingRelease.Note()
 	rep.Timings["total_s"] = time.Since(t0).Seconds()
-	rep.Timings["host_max_rss_kib"] = float64(sdk.MaxRSSKiB())
-	if err := dataio.SaveJSON(filepath.Join(dir, "result.json"), rep, dataio.JSONOptions{}); err != nil {
+	rep.Timings["host_max_rss_kib"] = float64(client.MaxRSSKiB())
+	if err := saveReportJSON(filepath.Join(dir, "result.json"), rep); err != nil {
 		return fail(ExitError, fmt.Errorf("writing result.json (the run stays charged): %w", err))
 	}
 	warnNoTotal(env, rep.Ledger)
 	if asJSON {
-		return dataio.WriteJSON(env.Stdout, rep, dataio.JSONOptions{})
+		return writeReportJSON(env.Stdout, rep)
 	}
 	summarize(env.Stdout, rep)
 	return nil
@@ -496,9 +481,9 @@ func buildReport(res *client.Result) *FitReport {
 		Privacy: PrivacyReport{Grant: res.Grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
 			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,
 			Assumptions: append([]string{}, g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
-			Composition: res.Composition, Steps: append([]privacy.Step{}, res.Steps...)},
+			Composition: res.Composition, Steps: append([]client.Step{}, res.Steps...)},
 		Notes:   res.Notes,
-		Metrics: append([]evaluate.Metric{}, res.Metrics...),
+		Metrics: append([]client.Metric{}, res.Metrics...),
 	}
 	rep.Outputs.Matrices = []MatrixReport{}
 	rep.Outputs.Scalars = []ScalarReport{}
@@ -541,9 +526,8 @@ func writeOutputs(dir string, rep *FitReport, res *client.Result) error {
 	}
 	rep.OutDir = abs
 	for i, m := range res.Matrices {
-		file := safeName(m.Name) + ".npy"
-		rows, cols := m.Value.Dims()
-		if err := dataio.SaveNPYFloat64(filepath.Join(dir, file), []int{rows, cols}, mat.DenseCopyOf(m.Value).RawMatrix().Data); err != nil {
+		file, err := client.SaveMatrix(dir, m.Name, m.Value)
+		if err != nil {
 			return fmt.Errorf("writing %s: %w", file, err)
 		}
 		rep.Outputs.Matrices[i].File = file

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -11,14 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/host"
-	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/sdk"
 )
 
 // beamFlags are the --engine flags of `dplr fit`.
@@ -54,8 +48,8 @@ func (b *beamFlags) check(df *dataFlags) error {
 	if b.runner == "" {
 		b.runner = "prism"
 	}
-	if !slices.Contains(host.BeamRunners, b.runner) {
-		return usagef("--runner %q: want one of %s", b.runner, strings.Join(host.BeamRunners, ", "))
+	if !slices.Contains(client.BeamRunners, b.runner) {
+		return usagef("--runner %q: want one of %s", b.runner, strings.Join(client.BeamRunners, ", "))
 	}
 	if b.runner == "prism" && len(b.flags) > 0 {
 		return usagef("--beam-flag configures a remote runner (--runner flink|spark|dataflow); prism runs in-process and takes none")
@@ -133,7 +127,7 @@ func (df *dataFlags) checkColumns(k data.Kind, est string) error {
 // through the aggregation passes the estimator requests, when it has
 // such a path (Info.Remote). Nothing is reserved here: a failure spends
 // nothing.
-func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info sdk.Info, raw map[string]string, grant privacy.Grant, home string) (client.Data, func(), error) {
+func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info client.EstimatorInfo, raw map[string]string, grant client.Grant, home string) (client.Data, func(), error) {
 	if err := f.df.checkColumns(info.DataKind, info.Name); err != nil {
 		return client.Data{}, func() {}, err
 	}
@@ -146,7 +140,7 @@ func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info
 			if !info.Remote {
 				return client.Data{}, func() {}, usagef("--engine beam: --features is not supported by the statistics pipeline (it would key the budget by the selected columns of CSV shards, not by their whole records as for the one file), and %s has no path through aggregation passes; nothing was run or spent", info.Name)
 			}
-		} else if _, err := beamClip(info, raw); !info.Remote || (err == nil && statsAccepts(ctx, c, info, raw, grant)) {
+		} else if _, err := beamClip(info, raw); !info.Remote || (err == nil && c.StatisticsAccept(ctx, info.Name, raw, grant)) {
 			return beamStatistics(ctx, env, f, info, raw, home)
 		}
 	}
@@ -159,39 +153,15 @@ func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info
 	return beamRemote(ctx, env, f, info, home)
 }
 
-// statsAccepts asks the plugin whether the estimator's statistics path
-// serves the request: a pre-flight check on a statistics shape whose
-// dimensions are placeholders (the data are not described yet; what a
-// statistics path refuses — options that need the rows — does not depend
-// on them). An answer other than a refusal keeps the statistics path,
-// which checks the request again on the real shape.
-func statsAccepts(ctx context.Context, c *client.Client, info sdk.Info, raw map[string]string, grant privacy.Grant) bool {
-	plug, _, err := c.HostPlugin(ctx, info.Name)
-	if err != nil {
-		return true
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, N: 1 << 20, P: 1 << 12, Stats: &dataio.StatsRef{}}
-	_, err = plug.Check(cctx, host.Call{Estimator: info.Name, Params: raw, Grant: grant, Data: h})
-	return !errors.Is(err, host.ErrRequest)
-}
-
 // describeRemote runs `dplr-beam describe` and returns the shards' public
 // shape, their source identity and the Passer that runs passes over them
 // (a variable so that tests can stand in for the pipeline).
-var describeRemote = func(ctx context.Context, b host.BeamData) (*data.Remote, dataio.Identity, data.Passer, error) {
-	sh, id, err := host.DescribeBeam(ctx, b)
-	if err != nil {
-		return nil, id, nil, err
-	}
-	return sh, id, b.Passer(sh, id), nil
-}
+var describeRemote = client.DescribeBeam
 
 // beamRemote describes the shards (public shape and source identity,
 // before anything is reserved) and returns the remote data set whose
 // passes the host runs with dplr-beam while the estimator fits.
-func beamRemote(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, home string) (client.Data, func(), error) {
+func beamRemote(ctx context.Context, env *Env, f *fitFlags, info client.EstimatorInfo, home string) (client.Data, func(), error) {
 	none := func() {}
 	if info.DataKind == data.Trace && (f.df.d1 < 1 || f.df.d2 < 1) {
 		return client.Data{}, none, usagef("trace data through --engine beam need the sample matrices' shape: --d1 and --d2; nothing was run or spent")
@@ -199,29 +169,12 @@ func beamRemote(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, home 
 	if info.DataKind != data.Trace && (f.df.d1 != 0 || f.df.d2 != 0) {
 		return client.Data{}, none, usagef("--d1 and --d2 are for trace data; %s takes %s data", info.Name, info.DataKind)
 	}
-	bin, err := host.FindBeam(f.pf.dirs)
+	bd, cleanup, err := beamShards(env, f, info.DataKind, home)
 	if err != nil {
-		return client.Data{}, none, usagef("--engine beam: %v", err)
-	}
-	base := filepath.Join(home, "cache")
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return client.Data{}, none, fail(ExitError, err)
-	}
-	dir, err := os.MkdirTemp(base, "beam-")
-	if err != nil {
-		return client.Data{}, none, fail(ExitError, err)
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	features, err := beamFeatures(f.df.features)
-	if err != nil {
-		cleanup()
 		return client.Data{}, none, err
 	}
-	bd := host.BeamData{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
-		Scale: f.df.scale, Features: features, FeatureList: f.beam.list, UserColumn: f.df.userCol, ResponseColumn: f.df.responseCol,
-		Kind: info.DataKind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}
 	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s describes %s (runner %s); %s then asks the host for each aggregation pass it needs\n",
-		filepath.Base(bin), f.df.path, f.beam.runner, info.Name)
+		filepath.Base(bd.Binary), f.df.path, f.beam.runner, info.Name)
 	sh, id, passer, err := describeRemote(ctx, bd)
 	var d client.Data
 	if err == nil {
@@ -244,7 +197,7 @@ func beamRemote(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, home 
 // otherwise. clip=auto needs a private quantile of the row norms, which the
 // pipeline does not release: it is refused. Nothing is reserved here: a
 // failed pipeline or refused statistics spend nothing.
-func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, raw map[string]string, home string) (client.Data, func(), error) {
+func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info client.EstimatorInfo, raw map[string]string, home string) (client.Data, func(), error) {
 	none := func() {}
 	if !info.Statistics {
 		return client.Data{}, none, usagef("%s has no path from aggregated statistics, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\" or \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
@@ -253,55 +206,49 @@ func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info sdk.Info, r
 	if err != nil {
 		return client.Data{}, none, err
 	}
-	bin, err := host.FindBeam(f.pf.dirs)
+	bd, cleanup, err := beamShards(env, f, info.DataKind, home)
 	if err != nil {
-		return client.Data{}, none, usagef("--engine beam: %v", err)
+		return client.Data{}, none, err
 	}
-	base := filepath.Join(home, "cache")
+	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s computes the statistics of %s (runner %s, clip %s)\n", filepath.Base(bd.Binary), f.df.path, f.beam.runner, clipText(clip))
+	d, err := client.BeamStatistics(ctx, bd, clip, f.df.name)
+	if err != nil {
+		cleanup()
+		return client.Data{}, none, exitOf(err)
+	}
+	return d, cleanup, nil
+}
+
+// beamShards are the shards the flags name, read with dplr-beam for an
+// estimator taking kind data, with a fresh work directory below the data
+// cache and the cleanup that removes it.
+func beamShards(env *Env, f *fitFlags, kind data.Kind, home string) (client.BeamShards, func(), error) {
+	bin, err := client.FindBeam(f.pf.dirs)
+	if err != nil {
+		return client.BeamShards{}, nil, usagef("--engine beam: %v", err)
+	}
+	base := client.CacheDir(home)
 	if err := os.MkdirAll(base, 0o700); err != nil {
-		return client.Data{}, none, fail(ExitError, err)
+		return client.BeamShards{}, nil, fail(ExitError, err)
 	}
 	dir, err := os.MkdirTemp(base, "beam-")
 	if err != nil {
-		return client.Data{}, none, fail(ExitError, err)
+		return client.BeamShards{}, nil, fail(ExitError, err)
 	}
-	cleanup := func() { os.RemoveAll(dir) }
-	out, work := filepath.Join(dir, "pipeline"), filepath.Join(dir, "validated")
-	for _, d := range []string{out, work} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			cleanup()
-			return client.Data{}, none, fail(ExitError, err)
-		}
-	}
-	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s computes the statistics of %s (runner %s, clip %s)\n", filepath.Base(bin), f.df.path, f.beam.runner, clipText(clip))
 	features, err := beamFeatures(f.df.features)
 	if err != nil {
-		cleanup()
-		return client.Data{}, none, err
+		os.RemoveAll(dir)
+		return client.BeamShards{}, nil, err
 	}
-	err = host.RunBeam(ctx, host.BeamRequest{Binary: bin, Data: f.df.path, Clip: clip, Runner: f.beam.runner, BeamFlags: f.beam.flags,
-		Format: f.df.format, Header: f.df.header, Scale: f.df.scale, Features: features, FeatureList: f.beam.list,
-		Out: out, Work: dir, Stderr: env.Stderr})
-	if err != nil {
-		cleanup()
-		if ctx.Err() != nil {
-			return client.Data{}, none, fail(ExitInterrupted, err)
-		}
-		return client.Data{}, none, fail(ExitData, err)
-	}
-	h, err := host.LoadStatistics(out, work)
-	if err != nil {
-		cleanup()
-		return client.Data{}, none, fail(ExitData, fmt.Errorf("%w; nothing was reserved or spent", err))
-	}
-	h.Name = f.df.name
-	return client.Prepared(h), cleanup, nil
+	return client.BeamShards{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
+		Scale: f.df.scale, Features: features, FeatureList: f.beam.list, UserColumn: f.df.userCol, ResponseColumn: f.df.responseCol,
+		Kind: kind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}, func() { os.RemoveAll(dir) }, nil
 }
 
 // beamClip is the clip the pipeline applies: the estimator's clip
 // parameter when it has one (0: the estimator takes unclipped rows).
-func beamClip(info sdk.Info, raw map[string]string) (float64, error) {
-	i := slices.IndexFunc(info.Params, func(p sdk.ParamSpec) bool { return p.Name == "clip" })
+func beamClip(info client.EstimatorInfo, raw map[string]string) (float64, error) {
+	i := slices.IndexFunc(info.Params, func(p client.ParamSpec) bool { return p.Name == "clip" })
 	if i < 0 {
 		return 0, nil
 	}

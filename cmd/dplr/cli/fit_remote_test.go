@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/pass"
 )
 
@@ -45,7 +45,7 @@ func standInPipelineWith(t *testing.T, file string, fail error, wrap func(data.P
 	calls := new(int)
 	old := describeRemote
 	t.Cleanup(func() { describeRemote = old })
-	describeRemote = func(ctx context.Context, b host.BeamData) (*data.Remote, dataio.Identity, data.Passer, error) {
+	describeRemote = func(ctx context.Context, b client.BeamShards) (*data.Remote, dataio.Identity, data.Passer, error) {
 		*calls++
 		if fail != nil {
 			return nil, dataio.Identity{}, nil, fail
@@ -201,9 +201,9 @@ func TestFitBeamReadFlags(t *testing.T) {
 	home := t.TempDir()
 	file := remoteRowsFile(t)
 	standInPipeline(t, file, nil)
-	var got host.BeamData
+	var got client.BeamShards
 	inner := describeRemote
-	describeRemote = func(ctx context.Context, b host.BeamData) (*data.Remote, dataio.Identity, data.Passer, error) {
+	describeRemote = func(ctx context.Context, b client.BeamShards) (*data.Remote, dataio.Identity, data.Passer, error) {
 		got = b
 		return inner(ctx, b)
 	}

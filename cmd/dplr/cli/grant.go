@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/client"
 )
 
 // grantFlags read a privacy budget: --epsilon and --delta for (ε, δ)-DP,
@@ -25,18 +25,18 @@ func (g *grantFlags) register(fs *flag.FlagSet, what string) {
 	fs.Var(floatVar{&g.rho}, "rho", what+": ρ = `R` > 0 for a ρ-zCDP budget (instead of --epsilon/--delta)")
 }
 
-func (g *grantFlags) grant() (privacy.Grant, error) {
+func (g *grantFlags) grant() (client.Grant, error) {
 	set := func(v float64) bool { return !math.IsNaN(v) }
-	var out privacy.Grant
+	var out client.Grant
 	switch {
 	case set(g.rho) && (set(g.eps) || set(g.delta)):
 		return out, usagef("give either --rho or --epsilon [--delta], not both")
 	case set(g.rho):
-		out = privacy.Grant{Kind: privacy.GrantZCDP, Rho: g.rho}
+		out = client.ZCDP(g.rho)
 	case set(g.eps) && set(g.delta):
-		out = privacy.Grant{Kind: privacy.GrantApprox, Epsilon: g.eps, Delta: g.delta}
+		out = client.ApproxDP(g.eps, g.delta)
 	case set(g.eps):
-		out = privacy.Grant{Kind: privacy.GrantPure, Epsilon: g.eps}
+		out = client.PureDP(g.eps)
 	case set(g.delta):
 		return out, usagef("--delta needs --epsilon")
 	default:
@@ -60,7 +60,7 @@ func (f floatVar) String() string {
 
 // Set parses the whole of s as a number. NaN is refused: it is the
 // "unset" sentinel, and never a meaningful budget. Infinities are left to
-// privacy.Grant.Validate, which names the parameter.
+// client.Grant's Validate, which names the parameter.
 func (f floatVar) Set(s string) error {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if (err != nil && !errors.Is(err, strconv.ErrRange)) || math.IsNaN(v) {

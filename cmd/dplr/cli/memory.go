@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/client"
 )
 
 // byteSize is a flag.Value for a memory size: a number of bytes with an
@@ -18,7 +18,7 @@ func (b *byteSize) String() string {
 	if b == nil || *b == 0 {
 		return "0"
 	}
-	return host.FormatBytes(int64(*b))
+	return client.FormatMemory(int64(*b))
 }
 
 // Set parses a size such as "8GiB", "512M" or "1e9".
@@ -40,8 +40,3 @@ func (b *byteSize) Set(s string) error {
 	*b = byteSize(v * mult)
 	return nil
 }
-
-// defaultMaxMemory is the default --max-memory: three quarters of the
-// machine's physical memory (no limit when it is unknown), which leaves the
-// host, the page cache and the rest of the machine room.
-func defaultMaxMemory() int64 { return host.PhysicalMemory() / 4 * 3 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,9 +12,6 @@ import (
 	"time"
 
 	"github.com/dplr/dplr/client"
-	"github.com/dplr/dplr/engine/host"
-	"github.com/dplr/dplr/engine/ledger"
-	"github.com/dplr/dplr/engine/sdk"
 )
 
 // pluginFlags are the flags every plugin-using command shares.
@@ -26,7 +22,7 @@ type pluginFlags struct {
 	timeout  time.Duration
 	verbose  bool
 	// maxOutput bounds a fit's output matrices together, in bytes (0:
-	// host.DefaultMaxOutputBytes).
+	// a quarter of physical memory).
 	maxOutput int64
 }
 
@@ -59,30 +55,11 @@ func (pf *pluginFlags) homeDir(env *Env) string {
 	if pf.home != "" {
 		return pf.home
 	}
-	h, err := ledger.HomeDir()
+	h, err := client.HomeDir()
 	if err != nil {
 		return ".dplr"
 	}
 	return h
-}
-
-// options returns the host options the flags describe.
-func (pf *pluginFlags) options(env *Env) (host.Options, error) {
-	opt := host.Options{StartTimeout: pf.timeout, CallTimeout: pf.timeout, MaxOutputBytes: pf.maxOutput}
-	if pf.maxOutput < 0 {
-		return opt, usagef("--max-output must be a positive number of bytes")
-	}
-	if pf.verbose {
-		opt.Stderr = env.Stderr
-	}
-	if pf.manifest != "" {
-		m, err := host.ReadManifest(pf.manifest)
-		if err != nil {
-			return opt, fail(ExitUsage, err)
-		}
-		opt.Manifest = m
-	}
-	return opt, nil
 }
 
 // newClient is the client the flags describe: the plugin search path
@@ -107,7 +84,7 @@ func (pf *pluginFlags) newClient(env *Env, home string, maxMemory int64) (*clien
 // for an unknown estimator, the plugins that failed to start are reported
 // first, as warnings.
 func lookupFailure(env *Env, c *client.Client, err error) error {
-	if errors.Is(err, host.ErrUnknownEstimator) {
+	if errors.Is(err, client.ErrUnknownEstimator) {
 		warnFailures(env, c.StartFailures())
 	}
 	return err
@@ -122,7 +99,7 @@ func warnFailures(env *Env, failures []error) {
 // noteShadowed tells the user which installed plugins are never used
 // because a plugin of the same name comes earlier in the search path; with
 // by set, only those hidden by that executable (the one about to be used).
-func noteShadowed(env *Env, shadowed []host.Shadowed, by string) {
+func noteShadowed(env *Env, shadowed []client.Shadowed, by string) {
 	for _, s := range shadowed {
 		if by == "" || s.By == by {
 			fmt.Fprintf(env.Stderr, "dplr: note: %s is not used: %s of the same name comes first in the plugin search path\n", s.Path, s.By)
@@ -170,7 +147,7 @@ type paramJSON struct {
 	Doc      string   `json:"doc"`
 }
 
-func toEstimatorJSON(e sdk.Info) estimatorJSON {
+func toEstimatorJSON(e client.EstimatorInfo) estimatorJSON {
 	out := estimatorJSON{Name: e.Name, Version: e.Version, Summary: e.Summary, DataKind: string(e.DataKind),
 		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Statistics: e.Statistics, Remote: e.Remote}
 	for _, g := range e.Grants {
@@ -224,7 +201,7 @@ func cmdPlugins(ctx context.Context, env *Env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, sandbox := host.SandboxStatus()
+	_, sandbox := client.SandboxStatus()
 	fmt.Fprintf(env.Stdout, "\nsandbox: %s\n", sandbox)
 	if len(plugins) == 0 {
 		return fail(ExitPlugin, errors.New("no plugin could be started"))
@@ -262,7 +239,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 }
 
 // engines says how --engine beam can reach an estimator's data.
-func engines(e sdk.Info) string {
+func engines(e client.EstimatorInfo) string {
 	switch {
 	case e.Statistics && e.Remote:
 		return " (--engine beam: from aggregated statistics, or through aggregation passes)"
@@ -274,7 +251,7 @@ func engines(e sdk.Info) string {
 	return ""
 }
 
-func describe(w io.Writer, p client.PluginInfo, e sdk.Info) {
+func describe(w io.Writer, p client.PluginInfo, e client.EstimatorInfo) {
 	fmt.Fprintf(w, "%s %s — %s\n", e.Name, e.Version, e.Summary)
 	fmt.Fprintf(w, "plugin: %s (%s backend, %s)\n", p.Name, p.Backend, p.Path)
 	fmt.Fprintf(w, "data: %s%s\n", e.DataKind, engines(e))
@@ -316,13 +293,6 @@ func describe(w io.Writer, p client.PluginInfo, e sdk.Info) {
 			fmt.Fprintf(w, "  - %s\n", r)
 		}
 	}
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // reorder moves positional arguments after the flags so that

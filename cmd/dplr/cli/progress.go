@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/client"
 )
 
 // progressBar draws fit progress on stderr: a redrawn bar on a terminal,
@@ -35,7 +35,7 @@ func newProgressBar(w io.Writer, quiet bool) *progressBar {
 }
 
 // progress draws one progress event of a plugin.
-func (p *progressBar) progress(e sdk.Progress) {
+func (p *progressBar) progress(e client.Progress) {
 	p.update(e.Stage, int64(e.Done), int64(e.Total), e.Message)
 }
 

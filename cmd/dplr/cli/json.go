@@ -1,4 +1,4 @@
-package dataio
+package cli
 
 import (
 	"bytes"
@@ -6,44 +6,33 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
 )
 
-// NonFinite says how WriteJSON encodes NaN and ±Inf, which JSON cannot
-// represent.
-type NonFinite int
-
-const (
-	// NonFiniteString writes the strings "NaN", "Infinity" and
-	// "-Infinity" (the spellings JavaScript and Python's float() accept).
-	// It is the default: no information is lost.
-	NonFiniteString NonFinite = iota
-	// NonFiniteNull writes null.
-	NonFiniteNull
-)
-
-// JSONOptions configures WriteJSON.
-type JSONOptions struct {
-	// Indent is the indentation per level; empty means two spaces. Use
-	// Compact for single-line output.
-	Indent string
-	// Compact writes no indentation or newlines between tokens.
-	Compact bool
-	// NonFinite chooses the encoding of NaN and ±Inf.
-	NonFinite NonFinite
+// writeJSON writes v as indented JSON (HTML characters unescaped), for
+// values that hold only finite numbers: catalogues, audit reports.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
-// WriteJSON writes v as JSON followed by a newline. Unlike encoding/json it
-// accepts NaN and ±Inf float values anywhere in v (struct fields, maps,
-// slices, pointers, interfaces) and encodes them as opt.NonFinite says.
-// Struct fields follow encoding/json's tag rules (name, omitempty, "-")
-// and keep their declaration order; values implementing json.Marshaler
-// marshal themselves; gonum matrices (mat.Matrix) become arrays of rows.
-func WriteJSON(w io.Writer, v any, opt JSONOptions) error {
-	tree, err := jsonTree(reflect.ValueOf(v), opt.NonFinite, 0)
+// writeReportJSON writes v as indented JSON followed by a newline. Unlike
+// encoding/json it accepts NaN and ±Inf float values anywhere in v (struct
+// fields, maps, slices, pointers, interfaces) and writes them as the
+// strings "NaN", "Infinity" and "-Infinity" (the spellings JavaScript and
+// Python's float() accept). Struct fields follow encoding/json's tag rules
+// (name, omitempty, "-") and keep their declaration order; values
+// implementing json.Marshaler marshal themselves; gonum matrices
+// (mat.Matrix) become arrays of rows.
+func writeReportJSON(w io.Writer, v any) error {
+	tree, err := jsonTree(reflect.ValueOf(v), 0)
 	if err != nil {
 		return fmt.Errorf("json: %w", err)
 	}
@@ -51,37 +40,40 @@ func WriteJSON(w io.Writer, v any, opt JSONOptions) error {
 	if err != nil {
 		return fmt.Errorf("json: %w", err)
 	}
-	if !opt.Compact {
-		indent := opt.Indent
-		if indent == "" {
-			indent = "  "
-		}
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, b, "", indent); err != nil {
-			return fmt.Errorf("json: %w", err)
-		}
-		b = buf.Bytes()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return fmt.Errorf("json: %w", err)
 	}
-	b = append(b, '\n')
-	if _, err := w.Write(b); err != nil {
+	buf.WriteByte('\n')
+	if _, err := w.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("json: %w", err)
 	}
 	return nil
 }
 
-// MarshalJSON returns v encoded as WriteJSON does, without the trailing
-// newline.
-func MarshalJSON(v any, opt JSONOptions) ([]byte, error) {
+// saveReportJSON writes v as writeReportJSON does to path, atomically (a
+// temporary file in the same directory renamed into place).
+func saveReportJSON(path string, v any) error {
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, v, opt); err != nil {
-		return nil, err
+	if err := writeReportJSON(&buf, v); err != nil {
+		return err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// SaveJSON writes v as JSON to path atomically.
-func SaveJSON(path string, v any, opt JSONOptions) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteJSON(w, v, opt) })
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	_, err = f.Write(buf.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // orderedObject is a JSON object that keeps its key order.
@@ -120,10 +112,7 @@ var (
 	matrixType    = reflect.TypeFor[mat.Matrix]()
 )
 
-func nonFinite(f float64, mode NonFinite) any {
-	if mode == NonFiniteNull {
-		return nil
-	}
+func nonFinite(f float64) any {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -134,7 +123,7 @@ func nonFinite(f float64, mode NonFinite) any {
 }
 
 // jsonTree converts v into values encoding/json can marshal.
-func jsonTree(v reflect.Value, mode NonFinite, depth int) (any, error) {
+func jsonTree(v reflect.Value, depth int) (any, error) {
 	if depth > 200 {
 		return nil, fmt.Errorf("value nested more than 200 levels (cyclic?)")
 	}
@@ -153,7 +142,7 @@ func jsonTree(v reflect.Value, mode NonFinite, depth int) (any, error) {
 		for i := 0; i < r; i++ {
 			row := make([]any, c)
 			for j := 0; j < c; j++ {
-				row[j] = floatValue(m.At(i, j), mode)
+				row[j] = floatValue(m.At(i, j))
 			}
 			rows[i] = row
 		}
@@ -164,9 +153,9 @@ func jsonTree(v reflect.Value, mode NonFinite, depth int) (any, error) {
 	}
 	switch v.Kind() {
 	case reflect.Interface, reflect.Pointer:
-		return jsonTree(v.Elem(), mode, depth+1)
+		return jsonTree(v.Elem(), depth+1)
 	case reflect.Float32, reflect.Float64:
-		return floatValue(v.Float(), mode), nil
+		return floatValue(v.Float()), nil
 	case reflect.Slice:
 		if v.IsNil() {
 			return nil, nil
@@ -178,7 +167,7 @@ func jsonTree(v reflect.Value, mode NonFinite, depth int) (any, error) {
 	case reflect.Array:
 		out := make([]any, v.Len())
 		for i := range out {
-			e, err := jsonTree(v.Index(i), mode, depth+1)
+			e, err := jsonTree(v.Index(i), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -196,7 +185,7 @@ func jsonTree(v reflect.Value, mode NonFinite, depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			e, err := jsonTree(it.Value(), mode, depth+1)
+			e, err := jsonTree(it.Value(), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -205,7 +194,7 @@ func jsonTree(v reflect.Value, mode NonFinite, depth int) (any, error) {
 		return out, nil
 	case reflect.Struct:
 		obj := orderedObject{}
-		if err := structFields(v, mode, depth, &obj); err != nil {
+		if err := structFields(v, depth, &obj); err != nil {
 			return nil, err
 		}
 		return obj, nil
@@ -215,9 +204,9 @@ func jsonTree(v reflect.Value, mode NonFinite, depth int) (any, error) {
 	return v.Interface(), nil
 }
 
-func floatValue(f float64, mode NonFinite) any {
+func floatValue(f float64) any {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nonFinite(f, mode)
+		return nonFinite(f)
 	}
 	return f
 }
@@ -235,7 +224,7 @@ func mapKey(k reflect.Value) (string, error) {
 
 // structFields appends the exported fields of struct v to obj, inlining
 // untagged embedded structs as encoding/json does.
-func structFields(v reflect.Value, mode NonFinite, depth int, obj *orderedObject) error {
+func structFields(v reflect.Value, depth int, obj *orderedObject) error {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -255,7 +244,7 @@ func structFields(v reflect.Value, mode NonFinite, depth int, obj *orderedObject
 				fv = fv.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				if err := structFields(fv, mode, depth+1, obj); err != nil {
+				if err := structFields(fv, depth+1, obj); err != nil {
 					return err
 				}
 				continue
@@ -270,7 +259,7 @@ func structFields(v reflect.Value, mode NonFinite, depth int, obj *orderedObject
 		if strings.Contains(","+opts+",", ",omitempty,") && isEmptyValue(fv) {
 			continue
 		}
-		e, err := jsonTree(fv, mode, depth+1)
+		e, err := jsonTree(fv, depth+1)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}

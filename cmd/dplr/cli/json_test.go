@@ -1,4 +1,4 @@
-package dataio
+package cli
 
 import (
 	"bytes"
@@ -46,34 +46,22 @@ func TestWriteJSON(t *testing.T) {
 		Raw:     json.RawMessage(`{"k":1}`),
 		hidden:  1,
 	}
-	cases := []struct {
-		name string
-		opt  JSONOptions
-		want string
-	}{
-		{"strings", JSONOptions{Compact: true},
-			`{"v":"NaN","name":"x","metrics":{"a":"Infinity","b":1.5},"series":[1,"-Infinity"],"m":[[0.25,"NaN"]],"ptr":"Infinity","any":["NaN","s",2],"raw":{"k":1}}`},
-		{"null", JSONOptions{Compact: true, NonFinite: NonFiniteNull},
-			`{"v":null,"name":"x","metrics":{"a":null,"b":1.5},"series":[1,null],"m":[[0.25,null]],"ptr":null,"any":[null,"s",2],"raw":{"k":1}}`},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			b, err := MarshalJSON(s, c.opt)
-			require.NoError(t, err)
-			assert.Equal(t, c.want, string(b))
-			assert.True(t, json.Valid(b))
-		})
-	}
+	var buf bytes.Buffer
+	require.NoError(t, writeReportJSON(&buf, s))
+	var compact bytes.Buffer
+	require.NoError(t, json.Compact(&compact, buf.Bytes()))
+	assert.Equal(t, `{"v":"NaN","name":"x","metrics":{"a":"Infinity","b":1.5},"series":[1,"-Infinity"],"m":[[0.25,"NaN"]],"ptr":"Infinity","any":["NaN","s",2],"raw":{"k":1}}`,
+		compact.String())
 	// Indented output is valid JSON ending in a newline; finite values
 	// encode exactly as encoding/json does.
-	var buf bytes.Buffer
-	require.NoError(t, WriteJSON(&buf, map[string]any{"x": []float64{0.1, 1e21, -0}}, JSONOptions{}))
+	buf.Reset()
+	require.NoError(t, writeReportJSON(&buf, map[string]any{"x": []float64{0.1, 1e21, -0}}))
 	assert.Equal(t, "{\n  \"x\": [\n    0.1,\n    1e+21,\n    0\n  ]\n}\n", buf.String())
-	_, err := MarshalJSON(map[string]any{"f": func() {}}, JSONOptions{})
+	err := writeReportJSON(&buf, map[string]any{"f": func() {}})
 	assert.ErrorContains(t, err, "unsupported type")
 	p := filepath.Join(t.TempDir(), "r.json")
-	require.NoError(t, SaveJSON(p, []float64{math.NaN()}, JSONOptions{Compact: true}))
+	require.NoError(t, saveReportJSON(p, []float64{math.NaN()}))
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
-	assert.Equal(t, "[\"NaN\"]\n", string(b))
+	assert.Equal(t, "[\n  \"NaN\"\n]\n", string(b))
 }
