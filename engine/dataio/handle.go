@@ -91,10 +91,27 @@ func entryIntact(dir string) bool {
 	return true
 }
 
-// dropEntry removes a cache entry whose files changed after they were
-// written, so that they are written again.
-func dropEntry(dir string) {
-	_ = os.RemoveAll(dir)
+// claimEntry locks the cache entry dir (created if missing) against other
+// preparations, in this process or another, and reports whether its files
+// are intact (entryIntact). When they are not, the files present are
+// removed so that they are written again from the data being prepared;
+// the caller writes them, stamps them and writes handle.json before it
+// calls the returned unlock.
+func claimEntry(dir string) (intact bool, unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, nil, fmt.Errorf("prepare: %w", err)
+	}
+	unlock, err = lockDir(dir)
+	if err != nil {
+		return false, nil, fmt.Errorf("prepare: lock %s: %w", dir, err)
+	}
+	if entryIntact(dir) {
+		return true, unlock, nil
+	}
+	for _, name := range []string{fileX, fileY, fileUserStart, fileUserIDs, fileLabels, fileHandle} {
+		_ = os.Remove(filepath.Join(dir, name))
+	}
+	return false, unlock, nil
 }
 
 // Handle describes a validated, hashed data set stored as raw arrays in
@@ -260,11 +277,9 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
-	if ds.Hash != "" {
+	if ds.Hash != "" && entryIntact(filepath.Join(abs, ds.Hash)) {
 		h := canonicalHandle(ds, filepath.Join(abs, ds.Hash))
-		if !entryIntact(filepath.Join(abs, ds.Hash)) {
-			dropEntry(filepath.Join(abs, ds.Hash))
-		} else if present(h) && stampRefs(&h) == nil {
+		if present(h) && stampRefs(&h) == nil {
 			if src == nil {
 				id := IdentityOf(ds)
 				src = &id
@@ -315,12 +330,11 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	}
 	ds.Hash = sum
 	dir := filepath.Join(abs, sum)
-	if !entryIntact(dir) {
-		dropEntry(dir)
+	_, unlock, err := claimEntry(dir)
+	if err != nil {
+		return Handle{}, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Handle{}, fmt.Errorf("prepare: %w", err)
-	}
+	defer unlock()
 	h := canonicalHandle(ds, dir)
 	if !sizeIs(h.X.Path, h.X.Size) {
 		if err := os.Rename(tmpName, h.X.Path); err != nil {
@@ -606,20 +620,22 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 	h.Source, h.View = &id, opt.view()
 	h.X = FileRef{Path: abs, Offset: a.hdr.dataOffset, DType: DTypeFloat64, Count: a.count, Size: a.st.Size(), ModTime: a.st.ModTime().UnixNano(), Stamp: fileStamp(a.st)}
 	if len(h.refs()) > 1 {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		// The small side arrays live in the cache entry: written unless the
+		// entry is intact, then stamped and recorded in its handle.json.
+		_, unlock, err := claimEntry(dir)
+		if err != nil {
 			return fail(err)
 		}
-		for _, r := range h.refs()[1:] {
-			_ = os.Remove(r.Path) // the small side arrays are written afresh, then stamped
-		}
+		defer unlock()
 		if err := writeSmall(ds, h); err != nil {
 			return fail(err)
 		}
-		x := h.X
 		if err := stampRefs(&h); err != nil {
 			return fail(err)
 		}
-		h.X = x
+		if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
+			return fail(err)
+		}
 	}
 	return h, true, nil
 }

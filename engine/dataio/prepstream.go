@@ -114,12 +114,11 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	writeHashTail(sum, ds)
 	ds.Hash = hex.EncodeToString(sum.Sum(nil))
 	dir := filepath.Join(cdir, ds.Hash)
-	if !entryIntact(dir) {
-		dropEntry(dir)
+	_, unlock, err := claimEntry(dir)
+	if err != nil {
+		return Handle{}, false, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
+	defer unlock()
 	h := canonicalHandleShape(ds, n, cols, dir)
 	if !sizeIs(h.X.Path, h.X.Size) {
 		if err := os.Rename(tmpName, h.X.Path); err != nil {

@@ -21,3 +21,20 @@ func fileStamp(st os.FileInfo) string {
 	}
 	return fmt.Sprintf("%d:%d:%d:%d.%09d", s.Dev, s.Ino, s.Size, s.Ctim.Sec, s.Ctim.Nsec)
 }
+
+// lockDir takes an exclusive advisory lock on dir (its .lock file), held
+// across processes until the returned function is called.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(dir+"/.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
