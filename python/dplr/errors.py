@@ -4,7 +4,7 @@ Every failure of the ``dplr`` command line arrives as a :class:`DplrError`
 subclass chosen from the process's exit code (the table ``dplr help`` prints);
 the exception carries that code, dplr's own message (its stderr) and the
 command that was run. Whether budget was spent follows the exit code, as the
-README's table says: usage, budget and data errors spend nothing.
+table in docs/ledger.md says: usage, budget and data errors spend nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class DplrError(Exception):
     """A dplr command failed.
 
     Attributes:
-        exit_code: dplr's exit code (see the README's table).
+        exit_code: dplr's exit code (see the table in docs/ledger.md).
         message: dplr's message (the last non-empty line of its stderr, or
             all of it when it is short).
         stderr: dplr's whole stderr.
