@@ -1,11 +1,11 @@
-// Command rgrad-study runs the accuracy study of the rgrad estimators on
+// Package studyrgrad is the subcommand "bench study rgrad": it runs the accuracy study of the rgrad estimators on
 // synthetic trace-regression data (d1 = 30, d2 = 20, r = 2, Σ = diag(2, 1),
 // σ_ξ = 0.5 by default) and prints markdown
 // tables of median relative Frobenius errors against n and ε, or JSON with
 // -json.
 //
-//	go run ./bench/cmd/rgrad-study -seeds 10 -n 4000,8000,16000,32000 -eps 0.5,1,2,4,8,inf
-package main
+//	go run ./bench/cmd/bench study rgrad -seeds 10 -n 4000,8000,16000,32000 -eps 0.5,1,2,4,8,inf
+package studyrgrad
 
 import (
 	"context"
@@ -20,25 +20,27 @@ import (
 	"github.com/dplr/dplr/bench/studies/rgrad"
 )
 
-func main() {
+// Main runs "bench study rgrad" with the arguments that follow the subcommand.
+func Main(args []string) {
+	fs := flag.NewFlagSet("bench study rgrad", flag.ExitOnError)
 	c := rgradstudy.DefaultStudyConfig()
-	ns := flag.String("n", "4000,8000,16000,32000", "comma-separated sample sizes")
-	eps := flag.String("eps", "0.5,1,2,4,8,inf", "comma-separated total ε of the grant (inf: non-private)")
-	flag.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per cell")
-	flag.IntVar(&c.Iterations, "iterations", 0, "RGrad iterations T (0: ceil(ln n))")
-	flag.IntVar(&c.D1, "d1", c.D1, "rows of M")
-	flag.IntVar(&c.D2, "d2", c.D2, "columns of M")
-	flag.IntVar(&c.Rank, "rank", c.Rank, "rank of M")
-	flag.Float64Var(&c.Sigma1, "sigma1", c.Sigma1, "largest singular value of M")
-	flag.Float64Var(&c.SigmaR, "sigmar", c.SigmaR, "smallest singular value of M")
-	flag.Float64Var(&c.SigmaXi, "sigma-xi", c.SigmaXi, "response noise standard deviation")
-	flag.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
-	set := flag.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
-	only := flag.String("only", "", "comma-separated estimator names to run (default: all variants)")
-	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
-	plotPrefix := flag.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
-	plotEps := flag.Float64("plot-eps", 4, "ε of the error-vs-n plot")
-	flag.Parse()
+	ns := fs.String("n", "4000,8000,16000,32000", "comma-separated sample sizes")
+	eps := fs.String("eps", "0.5,1,2,4,8,inf", "comma-separated total ε of the grant (inf: non-private)")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per cell")
+	fs.IntVar(&c.Iterations, "iterations", 0, "RGrad iterations T (0: ceil(ln n))")
+	fs.IntVar(&c.D1, "d1", c.D1, "rows of M")
+	fs.IntVar(&c.D2, "d2", c.D2, "columns of M")
+	fs.IntVar(&c.Rank, "rank", c.Rank, "rank of M")
+	fs.Float64Var(&c.Sigma1, "sigma1", c.Sigma1, "largest singular value of M")
+	fs.Float64Var(&c.SigmaR, "sigmar", c.SigmaR, "smallest singular value of M")
+	fs.Float64Var(&c.SigmaXi, "sigma-xi", c.SigmaXi, "response noise standard deviation")
+	fs.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
+	set := fs.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
+	only := fs.String("only", "", "comma-separated estimator names to run (default: all variants)")
+	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
+	plotPrefix := fs.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
+	plotEps := fs.Float64("plot-eps", 4, "ε of the error-vs-n plot")
+	_ = fs.Parse(args)
 
 	nList, err := parseInts(*ns)
 	if err != nil {
@@ -144,6 +146,6 @@ func parseFloats(s string) ([]float64, error) {
 }
 
 func fail(err error) {
-	fmt.Fprintln(os.Stderr, "rgrad-study:", err)
+	fmt.Fprintln(os.Stderr, "bench study rgrad:", err)
 	os.Exit(1)
 }

@@ -1,4 +1,4 @@
-// Command pldnoise measures, for dplr's estimators that mix Gaussian,
+// Package pldnoise is the subcommand "bench pldnoise": it measures, for dplr's estimators that mix Gaussian,
 // Laplace and exponential-mechanism steps, how much noise each step needs
 // at (ε, δ) = (1, 1e-6) and (4, 1e-6) under three accountings of the same
 // run:
@@ -23,8 +23,8 @@
 // estimator's own. A Gaussian step's figure is σ/Δ ∝ 1/√c, a pure step's
 // its ε ∝ √c.
 //
-//	go run ./bench/cmd/pldnoise
-package main
+//	go run ./bench/cmd/bench pldnoise
+package pldnoise
 
 import (
 	"context"
@@ -96,7 +96,12 @@ var accountings = []accounting{
 	}},
 }
 
-func main() {
+// Main runs "bench pldnoise" with the arguments that follow the subcommand.
+func Main(args []string) {
+	if len(args) > 0 {
+		fmt.Fprintln(os.Stderr, "bench pldnoise takes no arguments")
+		os.Exit(2)
+	}
 	ests := map[string]sdk.Estimator{}
 	for _, list := range [][]sdk.Estimator{pca.Estimators(), fedrep.Estimators(), orbit.Estimators()} {
 		for _, e := range list {

@@ -1,4 +1,4 @@
-// Command noise tabulates, for every private estimator, the noise scale of
+// Package noise is the subcommand "bench noise": it tabulates, for every private estimator, the noise scale of
 // every privacy step at (ε, δ) = (1, 1e-6) and (4, 1e-6) under the exact
 // accounting (noise=exact: exact Gaussian composition, or the privacy loss
 // distribution when pure steps are mixed in), under zCDP (noise=zcdp: all
@@ -11,8 +11,8 @@
 // admits under a (3, 1e-6) total. Fits run in-process on small synthetic
 // data sets; deterministic.
 //
-//	go run ./bench/cmd/noise > bench/results/noise.md
-package main
+//	go run ./bench/cmd/bench noise > bench/results/noise.md
+package noise
 
 import (
 	"context"
@@ -88,7 +88,12 @@ var epsilons = []float64{1, 4}
 
 const delta = 1e-6
 
-func main() {
+// Main runs "bench noise" with the arguments that follow the subcommand.
+func Main(args []string) {
+	if len(args) > 0 {
+		fmt.Fprintln(os.Stderr, "bench noise takes no arguments")
+		os.Exit(2)
+	}
 	ests := map[string]sdk.Estimator{}
 	for _, list := range [][]sdk.Estimator{pca.Estimators(), rgrad.Estimators(), fedrep.Estimators(), orbit.Estimators(), meanplugin.Estimators()} {
 		for _, e := range list {
@@ -102,7 +107,7 @@ func main() {
 	b.WriteString("**zCDP** (noise=zcdp: ρ split, tight Canonne–Kamath–Steinke conversion; dplr's default before issue 16) and each **paper**'s own calibration. ")
 	b.WriteString("\"run\" means the estimator offers noise=exact and the figure is its own; \"derived\" means it does not yet, and the figure is what privacy.NewPlan(NoiseExact) gives for the shares of its zCDP run (same sensitivities, σ_exact = Δ/√(2ρ_exact)). ")
 	b.WriteString("The pure estimators (pca-amin, orbit-em, orbit-rank-k, orbit-deflation) run under the same (ε, δ) grants: their exact column is noise=exact (the pure split's proportions scaled by the largest factor the tightest valid accounting certifies, or the pure split when that is tighter), their zCDP column noise=zcdp (the same proportions in zCDP), their paper column the pure split; one orbit-deflation row under a pure grant shows that every calibration is then the pure plan. ")
-	b.WriteString("Command: `go run ./bench/cmd/noise > bench/results/noise.md` (in-process fits on synthetic data; deterministic; each estimator's noise options read from its catalogue at run time).\n\n")
+	b.WriteString("Command: `go run ./bench/cmd/bench noise > bench/results/noise.md` (in-process fits on synthetic data; deterministic; each estimator's noise options read from its catalogue at run time).\n\n")
 	b.WriteString("| estimator | step | ε | exact | zCDP | paper | exact / zCDP | exact from | paper calibration used |\n|---|---|---|---|---|---|---|---|---|\n")
 	var gaussRatios, mixedRatios []float64
 	for _, c := range comparisons {

@@ -1,9 +1,9 @@
-// Command fedrep-study runs the paper-replication experiment of Snedeker,
+// Package studyfedrep is the subcommand "bench study fedrep": it runs the paper-replication experiment of Snedeker,
 // Zhou & Bassily (2025) §3.4 on the users-lowrank model — Private FedRep,
 // Priv-AltMin and non-private FedRep, medians over seeds of the subspace
 // distance to U* and of the closed-form population MSE — and prints a
 // markdown table (and JSON with -json).
-package main
+package studyfedrep
 
 import (
 	"context"
@@ -17,24 +17,26 @@ import (
 	fedrep "github.com/dplr/dplr/bench/studies/fedrep"
 )
 
-func main() {
+// Main runs "bench study fedrep" with the arguments that follow the subcommand.
+func Main(args []string) {
+	fs := flag.NewFlagSet("bench study fedrep", flag.ExitOnError)
 	cfg := fedrep.PaperStudyConfig()
-	users := flag.Int("users", cfg.Users, "number of users n")
-	seeds := flag.Int("seeds", cfg.Seeds, "number of seeds")
-	eps := flag.String("eps", "1,2,4,8", "comma-separated ε values")
-	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
-	plotPath := flag.String("plot", "", "also write a plot of median MSE vs ε to this file (.svg, .png, .pdf)")
-	jsonPath := flag.String("jsonout", "", "also write the cells as JSON to this file")
-	quiet := flag.Bool("q", false, "no progress lines on stderr")
-	fmnist := flag.Bool("fmnist", false, "run the Fashion-MNIST study instead (the study package's DefaultFMNISTConfig; -seeds, -eps, -users, -per-user, -proj, -rank apply)")
-	perUser := flag.Int("per-user", 0, "Fashion-MNIST: images per user (0 = default)")
-	proj := flag.Int("proj", 0, "Fashion-MNIST: JL dimension (0 = default)")
-	rank := flag.Int("rank", 0, "Fashion-MNIST: representation rank (0 = default)")
-	personal := flag.Bool("personal", false, "run the personalization study on Fashion-MNIST users instead (the study package's DefaultPersonalStudy; -seeds, -eps, -variants, -seedlist apply)")
-	variants := flag.String("variants", "", "personal study: comma-separated indices of the variants to run (default all)")
-	seedList := flag.String("seedlist", "", "personal study: comma-separated seeds to run (default 1…seeds)")
-	merge := flag.String("merge", "", "personal study: merge the comma-separated JSON files of runs in parts and print the tables (nothing is run)")
-	flag.Parse()
+	users := fs.Int("users", cfg.Users, "number of users n")
+	seeds := fs.Int("seeds", cfg.Seeds, "number of seeds")
+	eps := fs.String("eps", "1,2,4,8", "comma-separated ε values")
+	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
+	plotPath := fs.String("plot", "", "also write a plot of median MSE vs ε to this file (.svg, .png, .pdf)")
+	jsonPath := fs.String("jsonout", "", "also write the cells as JSON to this file")
+	quiet := fs.Bool("q", false, "no progress lines on stderr")
+	fmnist := fs.Bool("fmnist", false, "run the Fashion-MNIST study instead (the study package's DefaultFMNISTConfig; -seeds, -eps, -users, -per-user, -proj, -rank apply)")
+	perUser := fs.Int("per-user", 0, "Fashion-MNIST: images per user (0 = default)")
+	proj := fs.Int("proj", 0, "Fashion-MNIST: JL dimension (0 = default)")
+	rank := fs.Int("rank", 0, "Fashion-MNIST: representation rank (0 = default)")
+	personal := fs.Bool("personal", false, "run the personalization study on Fashion-MNIST users instead (the study package's DefaultPersonalStudy; -seeds, -eps, -variants, -seedlist apply)")
+	variants := fs.String("variants", "", "personal study: comma-separated indices of the variants to run (default all)")
+	seedList := fs.String("seedlist", "", "personal study: comma-separated seeds to run (default 1…seeds)")
+	merge := fs.String("merge", "", "personal study: merge the comma-separated JSON files of runs in parts and print the tables (nothing is run)")
+	_ = fs.Parse(args)
 	if *merge != "" {
 		mergePersonal(*merge, *jsonPath)
 		return
@@ -52,7 +54,7 @@ func main() {
 	for _, f := range strings.Split(*eps, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study: bad ε:", f)
+			fmt.Fprintln(os.Stderr, "bench study fedrep: bad ε:", f)
 			os.Exit(2)
 		}
 		cfg.Eps = append(cfg.Eps, v)
@@ -62,12 +64,12 @@ func main() {
 	}
 	cells, err := fedrep.RunStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 		os.Exit(1)
 	}
 	if *plotPath != "" {
 		if err := plotStudy(cells, cfg, *plotPath); err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}
@@ -77,7 +79,7 @@ func main() {
 			err = os.WriteFile(*jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}
@@ -85,7 +87,7 @@ func main() {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(cells); err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 		return
@@ -106,7 +108,7 @@ func parseEps(s string) []float64 {
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study: bad ε:", f)
+			fmt.Fprintln(os.Stderr, "bench study fedrep: bad ε:", f)
 			os.Exit(2)
 		}
 		out = append(out, v)
@@ -134,7 +136,7 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 	}
 	rows, err := fedrep.RunFMNISTStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("Fashion-MNIST: %d users × %d images (two classes each, ±1), JL to %d, rank %d, T = %d, η = %g, ψ = %g, ψ_init = %g, hold-out %g, δ = %g, %d seeds\n\n",
@@ -162,7 +164,7 @@ func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool
 	}
 	rows, err := fedrep.RunPersonalStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 		os.Exit(1)
 	}
 	if jsonPath != "" {
@@ -171,7 +173,7 @@ func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool
 			err = os.WriteFile(jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}
@@ -187,12 +189,12 @@ func mergePersonal(files, jsonPath string) {
 	for _, f := range strings.Split(files, ",") {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 		var rows []fedrep.PersonalRow
 		if err := json.Unmarshal(b, &rows); err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", f, err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", f, err)
 			os.Exit(1)
 		}
 		parts = append(parts, rows)
@@ -204,7 +206,7 @@ func mergePersonal(files, jsonPath string) {
 			err = os.WriteFile(jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}
