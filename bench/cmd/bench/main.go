@@ -27,21 +27,17 @@ import (
 	"syscall"
 
 	"github.com/dplr/dplr/bench/cmd/bench/noise"
-	"github.com/dplr/dplr/bench/cmd/bench/pldnoise"
-	"github.com/dplr/dplr/bench/cmd/bench/studyfedrep"
-	"github.com/dplr/dplr/bench/cmd/bench/studyorbit"
-	"github.com/dplr/dplr/bench/cmd/bench/studypca"
-	"github.com/dplr/dplr/bench/cmd/bench/studyrgrad"
+	"github.com/dplr/dplr/bench/cmd/bench/study"
 	"github.com/dplr/dplr/bench/cmd/bench/transport"
 	"github.com/dplr/dplr/bench/suite"
 )
 
 // studies maps "bench study NAME" to the study's entry point.
 var studies = map[string]func([]string){
-	"pca":    studypca.Main,
-	"fedrep": studyfedrep.Main,
-	"orbit":  studyorbit.Main,
-	"rgrad":  studyrgrad.Main,
+	"pca":    study.PCA,
+	"fedrep": study.FedRep,
+	"orbit":  study.Orbit,
+	"rgrad":  study.RGrad,
 }
 
 func main() {
@@ -64,9 +60,9 @@ func main() {
 		}
 		studies[os.Args[2]](os.Args[3:])
 	case "noise":
-		noise.Main(os.Args[2:])
+		noise.Main()
 	case "pldnoise":
-		pldnoise.Main(os.Args[2:])
+		noise.MainPLD()
 	case "transport":
 		transport.Main(os.Args[2:])
 	case "-h", "--help", "help":

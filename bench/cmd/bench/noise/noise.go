@@ -1,4 +1,5 @@
-// Package noise is the subcommand "bench noise": it tabulates, for every private estimator, the noise scale of
+// Package noise holds the subcommands "bench noise" and "bench pldnoise"
+// (pld.go). "bench noise" tabulates, for every private estimator, the noise scale of
 // every privacy step at (ε, δ) = (1, 1e-6) and (4, 1e-6) under the exact
 // accounting (noise=exact: exact Gaussian composition, or the privacy loss
 // distribution when pure steps are mixed in), under zCDP (noise=zcdp: all
@@ -88,18 +89,20 @@ var epsilons = []float64{1, 4}
 
 const delta = 1e-6
 
-// Main runs "bench noise" with the arguments that follow the subcommand.
-func Main(args []string) {
-	if len(args) > 0 {
-		fmt.Fprintln(os.Stderr, "bench noise takes no arguments")
-		os.Exit(2)
-	}
+// estimators is every estimator in this repository, by name.
+func estimators() map[string]sdk.Estimator {
 	ests := map[string]sdk.Estimator{}
 	for _, list := range [][]sdk.Estimator{pca.Estimators(), rgrad.Estimators(), fedrep.Estimators(), orbit.Estimators(), meanplugin.Estimators()} {
 		for _, e := range list {
 			ests[e.Info().Name] = e
 		}
 	}
+	return ests
+}
+
+// Main runs "bench noise" (it takes no arguments).
+func Main() {
+	ests := estimators()
 	var b strings.Builder
 	b.WriteString("# Noise per step: exact accounting vs zCDP vs the papers' calibration\n\n")
 	b.WriteString("Every step's noise scale (σ for Gaussian steps, b for Laplace, the inverse temperature β for the exponential mechanism, where *larger* β means *less* randomisation) ")
@@ -277,6 +280,18 @@ func trySteps(est sdk.Estimator, d *data.Dataset, params map[string]string, gran
 	return acct.Steps(), nil
 }
 
+// zcdpCost is a step's zCDP cost: Gaussian Δ²/(2σ²), Laplace ε²/2,
+// exponential mechanism ε²/8.
+func zcdpCost(s privacy.Step) float64 {
+	switch s.Mechanism {
+	case privacy.MechGaussian:
+		return privacy.RhoOfGaussian(s.Sensitivity, s.Scale)
+	case privacy.MechExponential:
+		return privacy.RhoOfExponential(s.Epsilon)
+	}
+	return privacy.RhoOfPure(s.Epsilon)
+}
+
 // derived is what noise=exact would give for a zCDP run's steps: one share
 // per step, weighted by its zCDP cost (Gaussian ρ, Laplace ε²/2,
 // exponential ε²/8), planned by privacy.NewPlan(NoiseExact) under grant;
@@ -289,14 +304,7 @@ func derived(zc []privacy.Step, grant privacy.Grant) ([]privacy.Step, error) {
 	var total float64
 	cost := make([]float64, len(zc))
 	for i, s := range zc {
-		switch s.Mechanism {
-		case privacy.MechGaussian:
-			cost[i] = privacy.RhoOfGaussian(s.Sensitivity, s.Scale)
-		case privacy.MechExponential:
-			cost[i] = privacy.RhoOfExponential(s.Epsilon)
-		default:
-			cost[i] = privacy.RhoOfPure(s.Epsilon)
-		}
+		cost[i] = zcdpCost(s)
 		total += cost[i]
 	}
 	shares := make([]privacy.Share, len(zc))
@@ -423,6 +431,6 @@ func firstErr(errs ...error) error {
 }
 
 func fail(err error) {
-	fmt.Fprintln(os.Stderr, "noise:", err)
+	fmt.Fprintln(os.Stderr, "bench:", err)
 	os.Exit(1)
 }

@@ -1,4 +1,4 @@
-// Package studypca is the subcommand "bench study pca": it runs the PCA plugin's accuracy studies and prints
+// "bench study pca" runs the PCA plugin's accuracy studies and prints
 // markdown tables (medians with quartiles over seeds):
 //
 //	bench study pca -config small              # p=50, r=2, λ=(12,10), n=5e4
@@ -9,7 +9,8 @@
 //	bench study pca -heavytail DIR             # rewrite a `dplr gen spiked` DIR with heavy-tailed row norms
 //
 // Build with -tags openblas for the OpenBLAS backend.
-package studypca
+
+package study
 
 import (
 	"context"
@@ -17,7 +18,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	pcastudy "github.com/dplr/dplr/bench/studies/pca"
@@ -25,8 +25,8 @@ import (
 	"github.com/dplr/dplr/plugins/pca"
 )
 
-// Main runs "bench study pca" with the arguments that follow the subcommand.
-func Main(args []string) {
+// PCA runs "bench study pca" with the arguments that follow it.
+func PCA(args []string) {
 	fs := flag.NewFlagSet("bench study pca", flag.ExitOnError)
 	config := fs.String("config", "small", "small | unit | pwin | pwin-big | fmnist")
 	seeds := fs.Int("seeds", 10, "independent repetitions")
@@ -43,20 +43,16 @@ func Main(args []string) {
 		}
 		return
 	}
-	if err := run(*config, *seeds, *epsList, *delta, *methods, *fm); err != nil {
+	if err := runPCA(*config, *seeds, *epsList, *delta, *methods, *fm); err != nil {
 		fmt.Fprintln(os.Stderr, "bench study pca:", err)
 		os.Exit(1)
 	}
 }
 
-func run(config string, seeds int, epsList string, delta float64, methods, fm string) error {
-	var eps []float64
-	for _, s := range strings.Split(epsList, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || !(v > 0) || math.IsInf(v, 0) {
-			return fmt.Errorf("bad ε %q", s)
-		}
-		eps = append(eps, v)
+func runPCA(config string, seeds int, epsList string, delta float64, methods, fm string) error {
+	eps, err := parseList(epsList, "ε", parseFloat, func(v float64) bool { return v > 0 && !math.IsInf(v, 0) })
+	if err != nil {
+		return err
 	}
 	keep := func(ms []pcastudy.StudyMethod) []pcastudy.StudyMethod {
 		if methods == "" {

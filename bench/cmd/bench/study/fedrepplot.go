@@ -1,4 +1,4 @@
-package studyfedrep
+package study
 
 import (
 	"fmt"

@@ -1,18 +1,18 @@
-// Package studyrgrad is the subcommand "bench study rgrad": it runs the accuracy study of the rgrad estimators on
+// "bench study rgrad" runs the accuracy study of the rgrad estimators on
 // synthetic trace-regression data (d1 = 30, d2 = 20, r = 2, Σ = diag(2, 1),
 // σ_ξ = 0.5 by default) and prints markdown
 // tables of median relative Frobenius errors against n and ε, or JSON with
 // -json.
 //
 //	go run ./bench/cmd/bench study rgrad -seeds 10 -n 4000,8000,16000,32000 -eps 0.5,1,2,4,8,inf
-package studyrgrad
+
+package study
 
 import (
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -20,8 +20,8 @@ import (
 	"github.com/dplr/dplr/bench/studies/rgrad"
 )
 
-// Main runs "bench study rgrad" with the arguments that follow the subcommand.
-func Main(args []string) {
+// RGrad runs "bench study rgrad" with the arguments that follow it.
+func RGrad(args []string) {
 	fs := flag.NewFlagSet("bench study rgrad", flag.ExitOnError)
 	c := rgradstudy.DefaultStudyConfig()
 	ns := fs.String("n", "4000,8000,16000,32000", "comma-separated sample sizes")
@@ -42,11 +42,11 @@ func Main(args []string) {
 	plotEps := fs.Float64("plot-eps", 4, "ε of the error-vs-n plot")
 	_ = fs.Parse(args)
 
-	nList, err := parseInts(*ns)
+	nList, err := parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 })
 	if err != nil {
 		fail(err)
 	}
-	eList, err := parseFloats(*eps)
+	eList, err := parseList(*eps, "ε", parseFloat, func(v float64) bool { return v > 0 })
 	if err != nil {
 		fail(err)
 	}
@@ -114,35 +114,6 @@ func iterLabel(t int) string {
 		return "ceil(ln n)"
 	}
 	return strconv.Itoa(t)
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 2 {
-			return nil, fmt.Errorf("bad sample size %q", f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func parseFloats(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "inf" || f == "∞" {
-			out = append(out, math.Inf(1))
-			continue
-		}
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(v > 0) {
-			return nil, fmt.Errorf("bad ε %q", f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 func fail(err error) {

@@ -1,4 +1,4 @@
-package studypca
+package study
 
 import (
 	"fmt"

@@ -1,9 +1,10 @@
-// Package studyfedrep is the subcommand "bench study fedrep": it runs the paper-replication experiment of Snedeker,
+// "bench study fedrep" runs the paper-replication experiment of Snedeker,
 // Zhou & Bassily (2025) §3.4 on the users-lowrank model — Private FedRep,
 // Priv-AltMin and non-private FedRep, medians over seeds of the subspace
 // distance to U* and of the closed-form population MSE — and prints a
 // markdown table (and JSON with -json).
-package studyfedrep
+
+package study
 
 import (
 	"context"
@@ -17,8 +18,8 @@ import (
 	fedrep "github.com/dplr/dplr/bench/studies/fedrep"
 )
 
-// Main runs "bench study fedrep" with the arguments that follow the subcommand.
-func Main(args []string) {
+// FedRep runs "bench study fedrep" with the arguments that follow it.
+func FedRep(args []string) {
 	fs := flag.NewFlagSet("bench study fedrep", flag.ExitOnError)
 	cfg := fedrep.PaperStudyConfig()
 	users := fs.Int("users", cfg.Users, "number of users n")
@@ -103,22 +104,9 @@ func Main(args []string) {
 	}
 }
 
-func parseEps(s string) []float64 {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep: bad ε:", f)
-			os.Exit(2)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool) {
 	cfg := fedrep.DefaultFMNISTConfig()
-	cfg.Seeds, cfg.Eps = seeds, parseEps(eps)
+	cfg.Seeds, cfg.Eps = seeds, must(parseList(eps, "ε", parseFloat, anyValue[float64]))
 	if perUser > 0 {
 		cfg.PerUser = perUser
 	}
@@ -146,18 +134,16 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 
 func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool) {
 	cfg := fedrep.DefaultPersonalStudy()
-	cfg.Seeds, cfg.Eps = seeds, parseEps(eps)
+	cfg.Seeds, cfg.Eps = seeds, must(parseList(eps, "ε", parseFloat, anyValue[float64]))
 	if variants != "" {
 		var vs []fedrep.PersonalVariant
-		for _, f := range parseEps(variants) {
-			vs = append(vs, cfg.Variants[int(f)])
+		for _, i := range must(parseList(variants, "variant", strconv.Atoi, anyValue[int])) {
+			vs = append(vs, cfg.Variants[i])
 		}
 		cfg.Variants = vs
 	}
 	if seedList != "" {
-		for _, f := range parseEps(seedList) {
-			cfg.SeedList = append(cfg.SeedList, int(f))
-		}
+		cfg.SeedList = must(parseList(seedList, "seed", strconv.Atoi, anyValue[int]))
 	}
 	if !quiet {
 		cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, s) }

@@ -1,4 +1,4 @@
-package studyrgrad
+package study
 
 import (
 	"fmt"

@@ -1,11 +1,12 @@
-// Package studyorbit is the subcommand "bench study orbit": it measures the utility loss of the orbit exponential
+// "bench study orbit" measures the utility loss of the orbit exponential
 // mechanism, deflation and the Gaussian mechanism against ε on the
 // orbit-spiked model (PCA task), beside the predictions and bounds of plugins/orbit/DERIVATIONS.md §8,
 // and prints a markdown table (or JSON with -json).
 //
 //	go run ./bench/cmd/bench study orbit -d 20 -k 3 -n 2000 -reps 20
 //	go run ./bench/cmd/bench study orbit -data /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz -scale 0.00392156862745098 -clip 28 -k 3
-package studyorbit
+
+package study
 
 import (
 	"context"
@@ -14,14 +15,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	orbitstudy "github.com/dplr/dplr/bench/studies/orbit"
 	"github.com/dplr/dplr/engine/dataio"
 )
 
-// Main runs "bench study orbit" with the arguments that follow the subcommand.
-func Main(args []string) {
+// Orbit runs "bench study orbit" with the arguments that follow it.
+func Orbit(args []string) {
 	fs := flag.NewFlagSet("bench study orbit", flag.ExitOnError)
 	cfg := orbitstudy.DefaultStudy()
 	eps := fs.String("eps", "0.25,0.5,1,2", "comma-separated ε values")
@@ -39,25 +39,9 @@ func Main(args []string) {
 	mixing := fs.String("mixing", "", "instead of the ε study, measure the loss after these comma-separated Gibbs sweep counts (e.g. 1,5,10,25,100,400)")
 	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
 	_ = fs.Parse(args)
-	cfg.Eps = nil
-	for _, s := range strings.Split(*eps, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench study orbit: bad ε %q\n", s)
-			os.Exit(2)
-		}
-		cfg.Eps = append(cfg.Eps, v)
-	}
+	cfg.Eps = must(parseList(*eps, "ε", parseFloat, anyValue[float64]))
 	if *mixing != "" {
-		var sweeps []int
-		for _, s := range strings.Split(*mixing, ",") {
-			v, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || v < 1 {
-				fmt.Fprintf(os.Stderr, "bench study orbit: bad sweep count %q\n", s)
-				os.Exit(2)
-			}
-			sweeps = append(sweeps, v)
-		}
+		sweeps := must(parseList(*mixing, "sweep count", strconv.Atoi, func(v int) bool { return v >= 1 }))
 		rows, err := orbitstudy.RunMixingStudy(context.Background(), cfg, sweeps)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench study orbit:", err)
