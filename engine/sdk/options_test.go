@@ -361,6 +361,8 @@ type renamedOptions struct {
 	_           Renamed `param:"calibration" renamed:"noise"`
 	_           Renamed `param:"mode" renamed:"sensitivity, noise"`
 	_           Renamed `param:"weight" renamed:"share"`
+	Reps        int     `param:"reps" default:"1"`
+	_           Renamed `param:"repeats" renamed:"reps"`
 }
 
 // A former name is in the catalogue, takes no value, and a request that
@@ -403,6 +405,7 @@ func TestRenamedParameter(t *testing.T) {
 		{"renamed alongside its replacement", map[string]string{"calibration": "zcdp", "noise": "zcdp"}, "calibration= was renamed noise="},
 		{"split into two", map[string]string{"mode": "paper"}, "mode= was replaced by sensitivity= (values: worst-case, paper) and noise= (values: exact, zcdp)"},
 		{"renamed number", map[string]string{"weight": "0.5"}, "weight= was renamed share= (a number)"},
+		{"renamed integer", map[string]string{"repeats": "2"}, "repeats= was renamed reps= (an integer)"},
 		{"empty value", map[string]string{"calibration": ""}, "calibration= was renamed noise="},
 		{"misspelt is not renamed", map[string]string{"calibrate": "zcdp"}, `unknown parameter "calibrate"`},
 	} {

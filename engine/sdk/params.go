@@ -132,17 +132,10 @@ func renamedError(s ParamSpec, specs map[string]ParamSpec) error {
 
 // valuesOf says in words which values a parameter takes.
 func valuesOf(s ParamSpec) string {
-	switch {
-	case len(s.Choices) > 0:
+	if len(s.Choices) > 0 {
 		return "values: " + strings.Join(s.Choices, ", ")
-	case s.Type == Int:
-		return "an integer"
-	case s.Type == Float:
-		return "a number"
-	case s.Type == Bool:
-		return "true or false"
 	}
-	return "text"
+	return map[ParamType]string{Int: "an integer", Float: "a number", Bool: "true or false", String: "text"}[s.Type]
 }
 
 // ValidateParams checks raw key=value settings against specs, fills
