@@ -92,13 +92,19 @@ endif
 	$(MAKE) python-test
 	$(MAKE) beam-test
 
-# python-test: the Python package's tests and the README's Python examples
-# (doctests), with Debian's python3 (python3-numpy, python3-pytest) against
-# the binaries in bin/.
+# python-test: the Python package's tests and the documentation's examples
+# (docs/python.md as doctests, every runnable shell block of README.md and
+# docs/: python/tests/test_docs.py), with Debian's python3 (python3-numpy,
+# python3-pytest) against the binaries in bin/.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 .PHONY: python-test
 python-test: build
 	DPLR_BIN=$(CURDIR)/$(BIN)/dplr DPLR_TEST_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_DIR) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+# docs-test: only the documentation's examples (part of python-test).
+.PHONY: docs-test
+docs-test: build
+	DPLR_BIN=$(CURDIR)/$(BIN)/dplr DPLR_TEST_PLUGIN_DIR=$(CURDIR)/$(PLUGIN_DIR) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests/test_docs.py
 
 # beam-build: the Beam statistics path (a separate module, beam/, so that the
 # core never links Apache Beam): bin/dplr-beam, which `dplr fit --engine

@@ -170,7 +170,7 @@ func landlockABI() (int, error) {
 }
 
 // SandboxStatus describes how plugins are confined on this system, for
-// `dplr plugins` and the README's plugin-trust section.
+// `dplr plugins` and docs/plugins.md (Plugin trust and containment).
 func SandboxStatus() (bool, string) {
 	v, err := landlockABI()
 	if err != nil {

@@ -20,7 +20,7 @@
 // local data. What a pass kind cannot guarantee by itself is that each
 // record was bounded before the sum; the host checks what aggregates
 // allow (norms within Records·bound) and trusts the pipeline for the rest,
-// as the README's Beam section says.
+// as docs/beam.md says.
 package pass
 
 import (

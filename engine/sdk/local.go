@@ -91,7 +91,6 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if err := completeGuarantee(res, acct, src); err != nil {
 		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
 	}
-	res.Notes = append(res.Notes, deprecationNotes(info.Params, raw)...)
 	if largeDelta != "" && res.Guarantee.Kind != privacy.None {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, largeDelta)
 		res.Notes = append(res.Notes, largeDelta)
@@ -130,16 +129,4 @@ func completeGuarantee(res *Result, acct *privacy.Accountant, src *privacy.Sourc
 	g.Seeded = src.Seeded()
 	res.Guarantee = g
 	return nil
-}
-
-// deprecationNotes says, for each deprecated parameter the request set,
-// what replaces it.
-func deprecationNotes(specs []ParamSpec, raw map[string]string) []string {
-	var out []string
-	for _, s := range specs {
-		if _, set := raw[s.Name]; set && s.Deprecated != "" {
-			out = append(out, fmt.Sprintf("parameter %q is deprecated and will be removed: %s", s.Name, s.Deprecated))
-		}
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -25,8 +26,8 @@ import (
 //	gt:"x"  lt:"x"   exclusive numeric bounds
 //	choices:"a,b"    the allowed values of a string
 //	doc:"text"       the help text
-//	deprecated:"t"   kept for compatibility; t says what replaces it (a fit
-//	                 that sets it gets a note in the result)
+//	renamed:"a,b"    only on a field of type Renamed: the parameters that
+//	                 replaced the former name param (see Renamed)
 //
 // Field types: int, float64, string, bool, and *int, *float64, *string for
 // an optional value (nil when the request does not set it; no default). A
@@ -38,6 +39,21 @@ import (
 // that parameter's: `sdk.Clip `default:"1"`` keeps the shared name, doc
 // and bound and sets a default (a default override also lifts required).
 
+// Renamed is the type of a marker field that keeps a former parameter
+// name in the catalogue, so that a request using it is refused with an
+// error naming its replacement and the values it takes instead of a bare
+// "unknown parameter":
+//
+//	_ sdk.Renamed `param:"calibration" renamed:"noise"`
+//
+// refuses calibration= with "calibration= was renamed noise= (values: …)".
+// renamed may list several parameters when the old one was split. The
+// replacements must be parameters of the same options struct.
+type Renamed struct{}
+
+// renamedType is the reflect type of Renamed.
+var renamedType = reflect.TypeFor[Renamed]()
+
 // paramField is one parameter of an options type: its spec and where its
 // value lives in the struct.
 type paramField struct {
@@ -47,7 +63,7 @@ type paramField struct {
 }
 
 // tagKeys are the tags that describe a parameter (besides param).
-var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices", "doc", "deprecated"}
+var tagKeys = []string{"default", "required", "min", "max", "gt", "lt", "choices", "doc", "renamed"}
 
 // SpecsOf derives the catalogue of an options struct (a value or a pointer
 // to one): one ParamSpec per parameter, in field order, embedded structs
@@ -129,6 +145,14 @@ func walkFields(t reflect.Type, prefix []int, out *[]paramField) error {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		index := append(slices.Clone(prefix), i)
+		if f.Type == renamedType {
+			pf, err := renamedField(f)
+			if err != nil {
+				return fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			*out = append(*out, pf)
+			continue
+		}
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
 			var sub []paramField
 			if err := walkFields(f.Type, index, &sub); err != nil {
@@ -179,6 +203,26 @@ func hasParamTags(tag reflect.StructTag, withName bool) bool {
 	return false
 }
 
+// renamedField is the catalogue entry of a Renamed marker field: a former
+// name that takes no value (it has no index: nothing is bound).
+func renamedField(f reflect.StructField) (paramField, error) {
+	name, ok := f.Tag.Lookup("param")
+	to, ok2 := f.Tag.Lookup("renamed")
+	if !ok || !ok2 || name == "" || to == "" {
+		return paramField{}, errors.New(`a Renamed field needs param:"old" and renamed:"new"`)
+	}
+	for _, k := range tagKeys {
+		if _, set := f.Tag.Lookup(k); set && k != "renamed" {
+			return paramField{}, fmt.Errorf("a Renamed field takes no %s tag", k)
+		}
+	}
+	spec := ParamSpec{Name: name, Type: String, Doc: "former name of " + to + "=, refused: give " + to + "= instead"}
+	for _, t := range strings.Split(to, ",") {
+		spec.RenamedTo = append(spec.RenamedTo, strings.TrimSpace(t))
+	}
+	return paramField{spec: spec, typ: f.Type}, nil
+}
+
 func newParamField(f reflect.StructField, name string, index []int) (paramField, error) {
 	pf := paramField{index: index, typ: f.Type}
 	ptr := f.Type.Kind() == reflect.Pointer
@@ -199,6 +243,9 @@ func newParamField(f reflect.StructField, name string, index []int) (paramField,
 		return pf, fmt.Errorf("type %s is not a parameter type (int, float64, string, bool, *int, *float64, *string)", f.Type)
 	}
 	pf.spec.Name = name
+	if _, ok := f.Tag.Lookup("renamed"); ok {
+		return pf, errors.New("renamed is a tag of a Renamed field")
+	}
 	if err := applyTags(&pf.spec, f.Tag, false); err != nil {
 		return pf, err
 	}
@@ -230,9 +277,6 @@ func applyTags(s *ParamSpec, tag reflect.StructTag, override bool) error {
 	}
 	if v, ok := tag.Lookup("doc"); ok {
 		s.Doc = v
-	}
-	if v, ok := tag.Lookup("deprecated"); ok {
-		s.Deprecated = v
 	}
 	if v, ok := tag.Lookup("default"); ok {
 		s.Default = v
@@ -290,7 +334,7 @@ func bindOptions(proto any, fields []paramField, p Params) (any, error) {
 	v := reflect.New(t).Elem()
 	for _, f := range fields {
 		raw, ok := p.values[f.spec.Name]
-		if !ok {
+		if !ok || f.index == nil {
 			continue
 		}
 		fv := v.FieldByIndex(f.index)

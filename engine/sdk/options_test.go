@@ -354,18 +354,37 @@ func TestOptionSet(t *testing.T) {
 	assert.ErrorContains(t, err, `"rank" is listed twice`)
 }
 
-type legacyOptions struct {
-	Noise
-	Calibration *string `param:"calibration" choices:"zcdp,paper" deprecated:"use noise= (zcdp) or sensitivity= (paper)" doc:"old name"`
+type renamedOptions struct {
+	Noise       `choices:"exact,zcdp" default:"exact"`
+	Sensitivity `choices:"worst-case,paper" default:"worst-case"`
+	Share       float64 `param:"share" default:"1" gt:"0" max:"1"`
+	_           Renamed `param:"calibration" renamed:"noise"`
+	_           Renamed `param:"mode" renamed:"sensitivity, noise"`
+	_           Renamed `param:"weight" renamed:"share"`
+	Reps        int     `param:"reps" default:"1"`
+	_           Renamed `param:"repeats" renamed:"reps"`
 }
 
-func TestDeprecatedParameter(t *testing.T) {
-	specs, err := SpecsOf(legacyOptions{})
+// A former name is in the catalogue, takes no value, and a request that
+// uses it is refused before the fit with an error naming the replacement
+// and its values; the current names still work.
+func TestRenamedParameter(t *testing.T) {
+	specs, err := SpecsOf(renamedOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "use noise= (zcdp) or sensitivity= (paper)", specs[1].Deprecated)
+	byName := map[string]ParamSpec{}
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	assert.Equal(t, []string{"noise"}, byName["calibration"].RenamedTo)
+	assert.Equal(t, []string{"sensitivity", "noise"}, byName["mode"].RenamedTo)
+	assert.Equal(t, String, byName["calibration"].Type)
+	assert.Empty(t, byName["calibration"].Default)
+
+	fits := 0
 	est := fakeEst{
-		info: Info{Name: "legacy", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: legacyOptions{}},
+		info: Info{Name: "renamed", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, Options: renamedOptions{}},
 		fit: func(_ context.Context, run *Run) (*Result, error) {
+			fits++
 			rel, err := run.Acct.Gaussian("x", 1, 1, privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 0.1})
 			if err != nil {
 				return nil, err
@@ -373,14 +392,76 @@ func TestDeprecatedParameter(t *testing.T) {
 			return &Result{}, rel.Add(run.Rand, []float64{0})
 		},
 	}
-	seed := uint64(1)
 	rows := &data.Dataset{Kind: data.Rows, X: mat.NewDense(10, 1, nil)}
 	grant := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}
-	res, _, err := RunLocal(context.Background(), est, rows, map[string]string{"calibration": "paper"}, grant, LocalOptions{Seed: &seed})
-	require.NoError(t, err)
-	assert.Equal(t, []string{`parameter "calibration" is deprecated and will be removed: use noise= (zcdp) or sensitivity= (paper)`}, res.Notes)
-	res, _, err = RunLocal(context.Background(), est, rows, nil, grant, LocalOptions{Seed: &seed})
-	require.NoError(t, err)
-	assert.Empty(t, res.Notes)
+	for _, tc := range []struct {
+		name string
+		raw  map[string]string
+		want string // "" = accepted
+	}{
+		{"new name", map[string]string{"noise": "zcdp"}, ""},
+		{"no parameter", nil, ""},
+		{"renamed, choices listed", map[string]string{"calibration": "zcdp"}, "calibration= was renamed noise= (values: exact, zcdp)"},
+		{"renamed alongside its replacement", map[string]string{"calibration": "zcdp", "noise": "zcdp"}, "calibration= was renamed noise="},
+		{"split into two", map[string]string{"mode": "paper"}, "mode= was replaced by sensitivity= (values: worst-case, paper) and noise= (values: exact, zcdp)"},
+		{"renamed number", map[string]string{"weight": "0.5"}, "weight= was renamed share= (a number)"},
+		{"renamed integer", map[string]string{"repeats": "2"}, "repeats= was renamed reps= (an integer)"},
+		{"empty value", map[string]string{"calibration": ""}, "calibration= was renamed noise="},
+		{"misspelt is not renamed", map[string]string{"calibrate": "zcdp"}, `unknown parameter "calibrate"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fits
+			_, _, err := RunLocal(context.Background(), est, rows, tc.raw, grant, LocalOptions{})
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, before+1, fits)
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+			assert.True(t, IsBadRequest(err), "a former name is a usage error")
+			assert.Equal(t, before, fits, "refused before the fit")
+			assert.NotContains(t, err.Error(), "known: calibration")
+		})
+	}
+}
 
+// Malformed renames are refused when the catalogue is derived.
+func TestRenamedDeclarations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts any
+		want string
+	}{
+		{"unknown target", struct {
+			Noise
+			_ Renamed `param:"calibration" renamed:"noize"`
+		}{}, `renamed to "noize", which is not a current parameter`},
+		{"target is a former name", struct {
+			Noise
+			_ Renamed `param:"a" renamed:"noise"`
+			_ Renamed `param:"b" renamed:"a"`
+		}{}, `renamed to "a", which is not a current parameter`},
+		{"no target", struct {
+			Noise
+			_ Renamed `param:"calibration"`
+		}{}, `needs param:"old" and renamed:"new"`},
+		{"value tags", struct {
+			Noise
+			_ Renamed `param:"calibration" renamed:"noise" default:"zcdp"`
+		}{}, "takes no default tag"},
+		{"renamed on a value field", struct {
+			Noise
+			Old string `param:"calibration" default:"x" renamed:"noise"`
+		}{}, "renamed is a tag of a Renamed field"},
+		{"clashes with a current name", struct {
+			Noise
+			_ Renamed `param:"noise" renamed:"noise"`
+		}{}, `"noise" is listed twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := SpecsOf(tc.opts)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
 }

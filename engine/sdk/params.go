@@ -3,6 +3,7 @@ package sdk
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -32,9 +33,11 @@ type ParamSpec struct {
 	Choices                    []string // allowed values of a String parameter
 	Required                   bool
 	Doc                        string
-	// Deprecated, when set, marks a parameter kept for compatibility and
-	// says what replaces it; a fit that sets it gets a note saying so.
-	Deprecated string
+	// RenamedTo, when set, marks a former parameter name and lists the
+	// parameters that replaced it. The name stays in the catalogue only so
+	// that a request using it is refused with an error naming its
+	// replacement (see Renamed); it takes no value.
+	RenamedTo []string
 }
 
 // Bound is a helper for ParamSpec.Min and Max.
@@ -86,25 +89,79 @@ func CheckSpecs(specs []ParamSpec) error {
 			}
 		}
 	}
+	return checkRenames(specs)
+}
+
+// checkRenames checks that every former name is a string parameter
+// without a value of its own, renamed to parameters of the same catalogue
+// that are not former names themselves.
+func checkRenames(specs []ParamSpec) error {
+	current := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		current[s.Name] = len(s.RenamedTo) == 0
+	}
+	for _, s := range specs {
+		if len(s.RenamedTo) == 0 {
+			continue
+		}
+		if s.Type != String || s.Default != "" || s.Required || len(s.Choices) > 0 {
+			return fmt.Errorf("parameter %q: a former name takes no value, default or choices", s.Name)
+		}
+		for _, to := range s.RenamedTo {
+			if !current[to] {
+				return fmt.Errorf("parameter %q: renamed to %q, which is not a current parameter", s.Name, to)
+			}
+		}
+	}
 	return nil
 }
 
+// renamedError is the refusal of a request that uses the former name s: it
+// names the replacements and the values they take.
+func renamedError(s ParamSpec, specs map[string]ParamSpec) error {
+	parts := make([]string, len(s.RenamedTo))
+	for i, to := range s.RenamedTo {
+		parts[i] = fmt.Sprintf("%s= (%s)", to, valuesOf(specs[to]))
+	}
+	verb := "was renamed"
+	if len(parts) > 1 {
+		verb = "was replaced by"
+	}
+	return fmt.Errorf("%s= %s %s", s.Name, verb, strings.Join(parts, " and "))
+}
+
+// valuesOf says in words which values a parameter takes.
+func valuesOf(s ParamSpec) string {
+	if len(s.Choices) > 0 {
+		return "values: " + strings.Join(s.Choices, ", ")
+	}
+	return map[ParamType]string{Int: "an integer", Float: "a number", Bool: "true or false", String: "text"}[s.Type]
+}
+
 // ValidateParams checks raw key=value settings against specs, fills
-// defaults and returns the typed parameters. Unknown names, values of the
-// wrong type, non-finite or out-of-range numbers and missing required
-// values (a *MissingParamError) are errors.
+// defaults and returns the typed parameters. Unknown names, former names
+// (an error naming the replacement), values of the wrong type, non-finite
+// or out-of-range numbers and missing required values (a
+// *MissingParamError) are errors.
 func ValidateParams(specs []ParamSpec, raw map[string]string) (Params, error) {
 	p := Params{specs: map[string]ParamSpec{}, values: map[string]string{}}
 	for _, s := range specs {
 		p.specs[s.Name] = s
 	}
-	for k := range raw {
-		if _, ok := p.specs[k]; !ok {
+	keys := slices.Sorted(maps.Keys(raw))
+	for _, k := range keys {
+		s, ok := p.specs[k]
+		if !ok {
 			names := make([]string, 0, len(specs))
 			for _, s := range specs {
-				names = append(names, s.Name)
+				if len(s.RenamedTo) == 0 {
+					names = append(names, s.Name)
+				}
 			}
 			return Params{}, fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(names, ", "))
+		}
+		if len(s.RenamedTo) > 0 {
+			return Params{}, renamedError(s, p.specs)
 		}
 	}
 	for _, s := range specs {

@@ -15,8 +15,9 @@ import (
 
 type wireOptions struct {
 	sdk.Rank
-	sdk.Clip    `default:"1"`
-	Calibration *string `param:"calibration" choices:"zcdp,paper" deprecated:"use noise=" doc:"old name"`
+	sdk.Clip `default:"1"`
+	sdk.Noise
+	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
 
 type wireEst struct{}
@@ -28,7 +29,8 @@ func (wireEst) Info() sdk.Info {
 func (wireEst) Fit(context.Context, *sdk.Run) (*sdk.Result, error) { return &sdk.Result{}, nil }
 
 // The catalogue a plugin server sends keeps exclusive bounds in force for a
-// host that reads only inclusive ones, marks deprecated parameters, and
+// host that reads only inclusive ones, lists a former name (as a string
+// parameter whose doc names the replacement: the plugin refuses it), and
 // carries the SDK's allow_large_delta.
 func TestCatalogueOnTheWire(t *testing.T) {
 	srv, err := transport.NewServer("p", "0", wireEst{})
@@ -46,6 +48,6 @@ func TestCatalogueOnTheWire(t *testing.T) {
 		names[p.Name] = p.Doc
 	}
 	assert.Contains(t, names, sdk.ParamAllowLargeDelta)
-	assert.Equal(t, "DEPRECATED (use noise=) old name", names["calibration"])
+	assert.Equal(t, "former name of noise=, refused: give noise= instead", names["calibration"])
 	assert.Contains(t, names["clip"], "(must be > 0)")
 }

@@ -295,10 +295,6 @@ func wireInfo(info sdk.Info) sdk.Info {
 	info.Params = append([]sdk.ParamSpec(nil), info.Params...)
 	for i, p := range info.Params {
 		p = p.Inclusive()
-		if p.Deprecated != "" {
-			p.Doc = strings.TrimSpace("DEPRECATED (" + p.Deprecated + ") " + p.Doc)
-			p.Deprecated = ""
-		}
 		info.Params[i] = p
 	}
 	return info

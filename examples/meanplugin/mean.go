@@ -1,6 +1,6 @@
 // Package meanplugin is the smallest complete dplr estimator: the mean of
 // rows clipped to a public ℓ2 norm, released with Gaussian noise. It is the
-// template for third-party plugins (see the README) and is built and run
+// template for third-party plugins (see docs/plugins.md) and is built and run
 // through the host by the tests.
 package meanplugin
 

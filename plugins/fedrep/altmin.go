@@ -369,9 +369,6 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 	res.Notes = append(res.Notes, noiseNote(o.Noise.Value))
 	res.Notes = append(res.Notes, fmt.Sprintf("budget split (ρ units): initialization ρ = %.4g, A ρ = %.4g, b ρ = %.4g per %s; sensitivities Δ_A = %.4g, Δ_b = %.4g (DERIVATIONS.md §5.1)",
 		plan.init.Rho, plan.a.Rho, plan.b.Rho, map[bool]string{true: "loop (disjoint groups)", false: "iteration"}[o.disjoint()], sensA, sensB))
-	if o.Calibration != calibrationUnset {
-		res.Notes = append(res.Notes, calibrationNote)
-	}
 	return res
 }
 

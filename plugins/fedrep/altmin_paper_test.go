@@ -13,7 +13,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// calibration=paper reproduces Jain et al.'s noise multiplier
+// noise=paper reproduces Jain et al.'s noise multiplier
 // Δ = √(8 ln(1/δ))/ε on both U-step statistics (×√T when every user is in
 // every iteration), records the true zCDP cost, stays within the grant, and
 // is refused where the paper's condition does not hold.
@@ -34,7 +34,7 @@ func TestAltMinPaperCalibration(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			raw := map[string]string{"rank": "2", "iterations": "5", "calibration": "paper", "groups": tc.groups, "clip_w": "1", "clip_y": "1", "output_v": "false"}
+			raw := map[string]string{"rank": "2", "iterations": "5", "noise": "paper", "groups": tc.groups, "clip_w": "1", "clip_y": "1", "output_v": "false"}
 			if tc.wantErr != "" {
 				seed := uint64(1)
 				_, acct, err := sdk.RunLocal(context.Background(), PrivAltMin{}, g.Data, raw, tc.grant, sdk.LocalOptions{Seed: &seed})
@@ -76,7 +76,7 @@ func TestAltMinPaperNoisierThanZCDP(t *testing.T) {
 	g := genUsers(t, 400, 10, 6, 2, 0.01, 3)
 	raw := map[string]string{"rank": "2", "iterations": "5", "clip_w": "1", "clip_y": "1", "output_v": "false"}
 	def, _ := fit(t, PrivAltMin{}, g.Data, raw, approx(1), 1)
-	raw["calibration"] = "paper"
+	raw["noise"] = "paper"
 	pap, _ := fit(t, PrivAltMin{}, g.Data, raw, approx(1), 1)
 	assert.Greater(t, scalar(t, pap, "sigma_A"), scalar(t, def, "sigma_A"))
 	assert.Greater(t, scalar(t, pap, "sigma_b"), scalar(t, def, "sigma_b"))
@@ -94,9 +94,9 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 	}{
 		{"FedRep rank above d", PrivateFedRep{}, map[string]string{"rank": "7"}, approx(1)},
 		{"FedRep theory batch below rank", PrivateFedRep{}, map[string]string{"rank": "2", "mode": "theory", "batch": "1"}, approx(1)},
-		{"FedRep paper calibration under ρ", PrivateFedRep{}, map[string]string{"rank": "2", "calibration": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1}},
+		{"FedRep paper calibration under ρ", PrivateFedRep{}, map[string]string{"rank": "2", "noise": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1}},
 		{"AltMin more groups than users", PrivAltMin{}, map[string]string{"rank": "2", "iterations": "500"}, approx(1)},
-		{"AltMin paper above ln(1/δ)", PrivAltMin{}, map[string]string{"rank": "2", "calibration": "paper"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 20, Delta: 1e-6}},
+		{"AltMin paper above ln(1/δ)", PrivAltMin{}, map[string]string{"rank": "2", "noise": "paper"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 20, Delta: 1e-6}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

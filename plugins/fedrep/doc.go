@@ -16,7 +16,7 @@
 // DERIVATIONS.md in this directory states each algorithm, every sensitivity
 // the code calibrates to, the user-level neighbour relation and the errata
 // of the sources that matter. The paper-replication study lives in
-// bench/studies/fedrep (command bench/cmd/fedrep-study).
+// bench/studies/fedrep (command `bench study fedrep`).
 package fedrep
 
 import "github.com/dplr/dplr/engine/sdk"

@@ -106,7 +106,6 @@ type fedrepConfig struct {
 	label                       string // prefix of the release names (a selection candidate)
 	sel                         *selectConfig
 	noise                       string // exact, zcdp or paper (private estimators)
-	deprecated                  bool   // the request used the calibration alias
 }
 
 // rank, iterations, theory and split read the bound options.
@@ -602,9 +601,6 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 	if c.theory() {
 		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Diagnostic, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")
 		res.Notes = append(res.Notes, fmt.Sprintf("theory mode: fresh disjoint batches of %d rows per round; a user without 2·%d·(t+1) training rows sits out round t (DERIVATIONS.md §3.3)", c.rounds.Batch, c.rounds.Batch))
-	}
-	if c.deprecated {
-		res.Notes = append(res.Notes, calibrationNote)
 	}
 	return res
 }

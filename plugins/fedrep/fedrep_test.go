@@ -282,7 +282,7 @@ func TestAccountingRoundTrip(t *testing.T) {
 		prev = e
 	}
 	// The paper calibration records its true (smaller) cost.
-	_, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"calibration": "paper"}, approx(1), 1)
+	_, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"noise": "paper"}, approx(1), 1)
 	var fr float64
 	for _, s := range acct.Steps()[1:] {
 		fr += s.Rho

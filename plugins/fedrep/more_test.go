@@ -282,7 +282,7 @@ func TestInputErrors(t *testing.T) {
 		{"bad epsilon", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: -1, Delta: 1e-6}, "epsilon"},
 		{"bad delta", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 2}, "delta"},
 		{"pure grant", PrivateFedRep{}, nil, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, "does not accept"},
-		{"paper needs eps-delta", PrivateFedRep{}, map[string]string{"calibration": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "noise=paper"},
+		{"paper needs eps-delta", PrivateFedRep{}, map[string]string{"noise": "paper"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, "noise=paper"},
 		{"bad step", PrivateFedRep{}, map[string]string{"step": "-1"}, approx(1), "step"},
 		{"few users for groups", PrivAltMin{}, map[string]string{"iterations": "60"}, approx(1), "groups"},
 	}

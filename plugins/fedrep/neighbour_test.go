@@ -178,30 +178,26 @@ func TestAltMinRidgeUsesPublicCounts(t *testing.T) {
 	}
 }
 
-// The deprecated calibration= is read as noise= for one release: the same
-// steps, plus a deprecation note.
-func TestCalibrationIsADeprecatedAliasOfNoise(t *testing.T) {
+// noise= replaced calibration=: a request with the old name is refused
+// before any step, with an error naming noise= and its values.
+func TestCalibrationRenamedNoise(t *testing.T) {
 	g := genUsers(t, 200, 10, 6, 2, 0.01, 14)
 	for _, tc := range []struct {
 		est  sdk.Estimator
-		base map[string]string
+		raw  map[string]string
+		want string
 	}{
-		{PrivateFedRep{}, map[string]string{"iterations": "3"}},
-		{PrivAltMin{}, map[string]string{"iterations": "3", "clip_w": "1", "clip_y": "1"}},
+		{PrivateFedRep{}, map[string]string{"iterations": "3", "calibration": "paper"}, "calibration= was renamed noise= (values: exact, zcdp, paper)"},
+		{PrivAltMin{}, map[string]string{"iterations": "3", "clip_w": "1", "clip_y": "1", "calibration": "zcdp"}, "calibration= was renamed noise= (values: exact, zcdp, paper)"},
+		{Classify{}, map[string]string{"iterations": "3", "calibration": "exact"}, "calibration= was renamed noise= (values: exact, zcdp)"},
 	} {
-		with := func(k, v string) map[string]string {
-			m := map[string]string{k: v}
-			for a, b := range tc.base {
-				m[a] = b
-			}
-			return m
+		_, acct, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, approx(1), sdk.LocalOptions{})
+		require.Error(t, err)
+		assert.ErrorContains(t, err, tc.want)
+		assert.True(t, sdk.IsBadRequest(err), "%v", err)
+		if acct != nil {
+			assert.Empty(t, acct.Steps())
 		}
-		rn, an := fit(t, tc.est, g.Data, with("noise", "paper"), approx(1), 3)
-		rc, ac := fit(t, tc.est, g.Data, with("calibration", "paper"), approx(1), 3)
-		assert.Equal(t, an.Steps(), ac.Steps())
-		assert.True(t, mat.Equal(matrix(t, rn, "U").M, matrix(t, rc, "U").M))
-		assert.Contains(t, rc.Notes, calibrationNote)
-		assert.NotContains(t, rn.Notes, calibrationNote)
 	}
 }
 

@@ -80,21 +80,6 @@ func noiseNote(noise string) string {
 	return "noise=zcdp: ρ split over the steps, composed in zCDP; the guarantee's figures come from the tightest valid accounting of the same steps (its accounting field)"
 }
 
-// calibrationUnset is the value of the deprecated calibration alias when
-// it is not given.
-const calibrationUnset = "none"
-
-// calibrationNote is the deprecation note of a request that used the
-// calibration alias.
-const calibrationNote = "calibration= is deprecated and will be removed after this release: it was read as noise= (use noise= instead)"
-
-// resolveCalibration maps the deprecated alias onto noise.
-func resolveCalibration(calibration string, noise *sdk.Noise) {
-	if calibration != calibrationUnset {
-		noise.Value = calibration
-	}
-}
-
 // autoOptions are the parameters of the private defaults of fedrep-private
 // and fedrep-classify: a clip that is not given is chosen privately (a
 // private quantile of the users' norms, DERIVATIONS.md §12) from a declared
@@ -126,18 +111,18 @@ func (a *autoOptions) fill(c *fedrepConfig) {
 type privateFedRepOptions struct {
 	roundOptions
 	autoOptions
-	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the paper's Algorithm 2 (noisy average of clipped U-statistics, top-k eigenvectors; DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U (free, but FedRep then converges slowly)"`
-	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization (noise=exact or zcdp)"`
-	sdk.Noise   `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T, in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection, whose exponential mechanism is not Gaussian, the split is scaled by the privacy loss distribution): the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
-	Calibration string `param:"calibration" default:"none" choices:"none,exact,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
+	Init      string  `param:"init" default:"private" choices:"private,random" doc:"private: the paper's Algorithm 2 (noisy average of clipped U-statistics, top-k eigenvectors; DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U (free, but FedRep then converges slowly)"`
+	InitShare float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization (noise=exact or zcdp)"`
+	sdk.Noise `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T, in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection, whose exponential mechanism is not Gaussian, the split is scaled by the privacy loss distribution): the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
 	selectOptions
 	splitOptions
 	sel *selectConfig // parsed by Check
+
+	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
 
 // Check implements sdk.Checker.
 func (o *privateFedRepOptions) Check(s sdk.Shape) error {
-	resolveCalibration(o.Calibration, &o.Noise)
 	if err := o.roundOptions.check(s.P); err != nil {
 		return err
 	}
@@ -154,7 +139,7 @@ func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 // config is the algorithm's view of the options.
 func (o *privateFedRepOptions) config() *fedrepConfig {
 	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
-		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
 	if o.Noise.Value == "paper" {
 		c.clip, c.initClip = 10, 50 // the paper experiment's values
 	}
@@ -183,19 +168,19 @@ func (o *nonPrivateFedRepOptions) config() *fedrepConfig {
 type classifyOptions struct {
 	roundOptions
 	autoOptions
-	Init        string  `param:"init" default:"private" choices:"private,random" doc:"private: the private U-statistic start on the projected features (DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U"`
-	InitShare   float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization"`
-	sdk.Noise   `choices:"exact,zcdp" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection the split is scaled by the privacy loss distribution); zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6))"`
-	Calibration string `param:"calibration" default:"none" choices:"none,exact,zcdp" doc:"deprecated alias of noise (kept for one release; none = not given)"`
-	KPrime      int    `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
+	Init      string  `param:"init" default:"private" choices:"private,random" doc:"private: the private U-statistic start on the projected features (DERIVATIONS.md §2), costs init_share of the budget; random: a data-independent random orthonormal U"`
+	InitShare float64 `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"fraction of the budget (after tune_share) spent on the initialization"`
+	sdk.Noise `choices:"exact,zcdp" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection the split is scaled by the privacy loss distribution); zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6))"`
+	KPrime    int `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
 	selectOptions
 	splitOptions
 	sel *selectConfig // parsed by Check
+
+	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
 
 // Check implements sdk.Checker.
 func (o *classifyOptions) Check(s sdk.Shape) error {
-	resolveCalibration(o.Calibration, &o.Noise)
 	d := s.P
 	if o.KPrime > 0 && o.KPrime < d {
 		if o.Rank.Value > o.KPrime {
@@ -214,7 +199,7 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 // config is the algorithm's view of the options.
 func (o *classifyOptions) config() *fedrepConfig {
 	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
-		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value, deprecated: o.Calibration != calibrationUnset}
+		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
 	o.autoOptions.fill(c)
 	c.sel = o.sel
 	return c
@@ -235,9 +220,10 @@ type altminOptions struct {
 	InitShare      float64  `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
 	AShare         float64  `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
 	sdk.Noise      `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split init_share / (1 − init_share) and a_share between A and b in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve), the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`
-	Calibration    string  `param:"calibration" default:"none" choices:"none,exact,zcdp,paper" doc:"deprecated alias of noise (kept for one release; none = not given)"`
 	Ridge          float64 `param:"ridge" default:"1" min:"0" doc:"ridge added to the noisy A before the solve, in units of c_W²·portion per user of the group (public quantities only; post-processing; DERIVATIONS.md §5.5). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"`
 	splitOptions
+
+	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
 
 // initClip returns ψ_init: the given value, the paper's 50 with
@@ -267,7 +253,6 @@ func (o *altminOptions) sensitivities() (sensA, sensB float64) {
 // Check implements sdk.Checker: it refuses, from public quantities only,
 // the requests Priv-AltMin cannot run.
 func (o *altminOptions) Check(s sdk.Shape) error {
-	resolveCalibration(o.Calibration, &o.Noise)
 	d, k := s.P, o.Rank.Value
 	if k > d {
 		return sdk.BadRequest("rank %d exceeds the feature dimension %d", k, d)

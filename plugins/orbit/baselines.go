@@ -156,7 +156,7 @@ const shareNoisyA = "A + E"
 // Fit implements sdk.Estimator: bind → plan → Analyze Gauss on A.
 func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[gaussOptions](run)
-	plan, err := newPlan(run, o.noise, &o.base, privacy.Share{Name: shareNoisyA, Weight: 1, Mechanism: privacy.MechGaussian})
+	plan, err := newPlan(run, o.Noise.Value, &o.base, privacy.Share{Name: shareNoisyA, Weight: 1, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +174,7 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	}
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
 	addClippedRows(res, pr.clipped)
-	addNote(res, o.note)
-	addNote(res, noiseplan.GaussianNote(o.noise, run.Acct.Grant().Kind))
+	addNote(res, noiseplan.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
 	addNote(res, "orbit-gauss is the Analyze Gauss mechanism of pca-analyze-gauss (shared code in plugins/internal/analyzegauss) on A = Σ x̃x̃ᵀ/clip²; pca-analyze-gauss is the maintained entry point (it also centres and releases eigenvalues and the explained-variance ratio) and orbit-gauss may be removed in a later release")
 	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }

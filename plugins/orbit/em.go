@@ -214,7 +214,6 @@ func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if o.cal == CalibPaper && len(o.lambda) == 1 && o.Sampler != SamplerGibbs {
 		res.Notes = append(res.Notes, "sensitivity=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
 	}
-	addNote(res, o.note)
 	addNote(res, plan.Note(o.Noise.Value))
 	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
@@ -289,7 +288,6 @@ func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan.Plan, &o.emSampling); err != nil {
 		return nil, err
 	}
-	addNote(res, o.note)
 	addNote(res, plan.Note(o.Noise.Value))
 	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }

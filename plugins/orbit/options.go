@@ -1,18 +1,8 @@
 package orbit
 
 import (
-	"fmt"
-
-	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
-)
-
-// Deprecated parameter handling: calibration= is kept for one release.
-const (
-	calibrationUnset = "sensitivity" // orbit-em, orbit-rank-k: use sensitivity=
-	noiseUnset       = "noise"       // orbit-gauss: use noise=
-	deprecatedNote   = "calibration= is deprecated and will be removed in the next release: use %s=%s"
 )
 
 // base holds the parameters every orbit estimator takes, with the same
@@ -46,34 +36,21 @@ type pureNoise struct {
 // orbit-rank-k.
 type emSampling struct {
 	sdk.Sensitivity `choices:"worst-case,paper,add-remove" default:"worst-case" doc:"inverse temperature β of the exponential mechanism (DERIVATIONS.md §4.1): worst-case = ε/(2λ_1) (standard mechanism, replace-one neighbours); paper = ε/(4λ_1) (Algorithm 1 as printed, which reserves half the budget for sampler error); add-remove = ε/λ_1 (valid only for add/remove-one neighbours)"`
-	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,exact,paper,add-remove" doc:"DEPRECATED (one release): the old name of sensitivity= (exact = worst-case); sensitivity means: use sensitivity="`
 	Sampler         string `param:"sampler" default:"auto" choices:"auto,gibbs" doc:"auto: exact rejection sampler for k = 1, Givens–Gibbs for k > 1; gibbs: Givens–Gibbs always (a cross-check)"`
 	sdk.Iterations  `default:"100" max:"1000000" doc:"Givens–Gibbs sweeps for k > 1 (fixed in advance, data-independent; every sweep updates each pair of columns with distinct target eigenvalues once)"`
 	pureNoise
 
-	cal  string // resolved calibration: CalibExact, CalibPaper or CalibAddRemove
-	note string // deprecation note, if calibration= was used
+	_ sdk.Renamed `param:"calibration" renamed:"sensitivity"`
+
+	cal string // resolved calibration: CalibExact, CalibPaper or CalibAddRemove
 }
 
 // sensitivityCalib maps sensitivity= onto the calibration names.
 var sensitivityCalib = map[string]string{sdk.SensitivityWorstCase: CalibExact, sdk.SensitivityPaper: CalibPaper, CalibAddRemove: CalibAddRemove}
 
-// resolve maps sensitivity= and the deprecated calibration= onto one
-// calibration, refusing a contradiction.
+// resolve maps sensitivity= onto the calibration names.
 func (e *emSampling) resolve() error {
 	e.cal = sensitivityCalib[e.Sensitivity.Value]
-	if e.Calibration == calibrationUnset {
-		return nil
-	}
-	if e.Sensitivity.Value != sdk.SensitivityWorstCase && sensitivityCalib[e.Sensitivity.Value] != e.Calibration {
-		return fmt.Errorf("calibration=%s contradicts sensitivity=%s (calibration is the deprecated name of sensitivity: give only sensitivity)", e.Calibration, e.Sensitivity.Value)
-	}
-	e.cal = e.Calibration
-	name := e.Calibration
-	if name == CalibExact {
-		name = sdk.SensitivityWorstCase
-	}
-	e.note = fmt.Sprintf(deprecatedNote, "sensitivity", name)
 	return nil
 }
 
@@ -135,14 +112,13 @@ func (o *deflationOptions) Check(s sdk.Shape) error {
 // gaussOptions are orbit-gauss's parameters.
 type gaussOptions struct {
 	base
-	Spectrum    string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
-	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"σ of E: exact (the default) = √2/μ with μ from the grant's exact Gaussian-DP (ε, δ) curve when the clip is a number (about 7 % less noise than zcdp at (1, 1e-6)); with clip=auto the pure quantile step is composed in by the privacy loss distribution (the exponential mechanism as bounded range), which saves a little less; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
-	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
+	Spectrum  string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
+	sdk.Noise `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"σ of E: exact (the default) = √2/μ with μ from the grant's exact Gaussian-DP (ε, δ) curve when the clip is a number (about 7 % less noise than zcdp at (1, 1e-6)); with clip=auto the pure quantile step is composed in by the privacy loss distribution (the exponential mechanism as bounded range), which saves a little less; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
+
+	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 
 	private bool
 	lambda  []float64
-	noise   string
-	note    string
 }
 
 // Check implements sdk.Checker.
@@ -156,14 +132,6 @@ func (o *gaussOptions) Check(s sdk.Shape) error {
 		if o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value); err != nil {
 			return err
 		}
-	}
-	o.noise = o.Noise.Value
-	if o.Calibration != noiseUnset {
-		if o.Noise.Value != privacy.NoiseExact && o.Noise.Value != o.Calibration {
-			return fmt.Errorf("calibration=%s contradicts noise=%s (calibration is the deprecated name of noise: give only noise)", o.Calibration, o.Noise.Value)
-		}
-		o.noise = o.Calibration
-		o.note = fmt.Sprintf(deprecatedNote, "noise", o.Calibration)
 	}
 	return nil
 }

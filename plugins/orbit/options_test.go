@@ -2,7 +2,6 @@ package orbit
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,50 +12,33 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// The new names sensitivity= and noise= do what the deprecated calibration=
-// did; calibration= still works for one release and says so in the notes;
-// a contradiction between the two is refused before any spend.
-func TestSensitivityAndNoiseReplaceCalibration(t *testing.T) {
+// sensitivity= and noise= replaced calibration=: a request with the old
+// name is refused before any step, with an error naming the replacement
+// and its values.
+func TestCalibrationRenamed(t *testing.T) {
 	ds := genData(t, 300, 6, 2, 21)
 	approx := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 0.8, Delta: 1e-6}
-	cases := []struct {
-		name      string
-		est       sdk.Estimator
-		new, old  map[string]string
-		grant     privacy.Grant
-		wantScale string
+	for _, tc := range []struct {
+		name  string
+		est   sdk.Estimator
+		raw   map[string]string
+		grant privacy.Grant
+		want  string
 	}{
-		{"em paper", EM{}, map[string]string{"rank": "1", "sensitivity": "paper"}, map[string]string{"rank": "1", "calibration": "paper"}, pure(1), "beta"},
-		{"em add-remove", EM{}, map[string]string{"rank": "1", "sensitivity": "add-remove"}, map[string]string{"rank": "1", "calibration": "add-remove"}, pure(1), "beta"},
-		{"rank-k worst-case", RankK{}, map[string]string{"rank": "1", "sensitivity": "worst-case"}, map[string]string{"rank": "1", "calibration": "exact"}, pure(1), "beta"},
-		{"gauss classical", Gauss{}, map[string]string{"rank": "2", "noise": "classical"}, map[string]string{"rank": "2", "calibration": "classical"}, approx, "sigma"},
-		{"gauss analytic", Gauss{}, map[string]string{"rank": "2", "noise": "analytic"}, map[string]string{"rank": "2", "calibration": "analytic"}, approx, "sigma"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			a, _ := run(t, tc.est, ds, tc.new, tc.grant, 5)
-			b, _ := run(t, tc.est, ds, tc.old, tc.grant, 5)
-			assert.Equal(t, scalar(t, a, tc.wantScale), scalar(t, b, tc.wantScale))
-			assert.True(t, mat.Equal(matrix(t, a, "U").M, matrix(t, b, "U").M))
-			assert.NotContains(t, strings.Join(a.Notes, "\n"), "deprecated")
-			assert.Contains(t, strings.Join(b.Notes, "\n"), "calibration= is deprecated")
-		})
-	}
-	for _, raw := range []map[string]string{
-		{"rank": "1", "sensitivity": "paper", "calibration": "add-remove"},
+		{"em", EM{}, map[string]string{"rank": "1", "calibration": "paper"}, pure(1), "calibration= was renamed sensitivity= (values: worst-case, paper, add-remove)"},
+		{"rank-k", RankK{}, map[string]string{"rank": "1", "calibration": "exact"}, pure(1), "calibration= was renamed sensitivity= (values: worst-case, paper, add-remove)"},
+		{"em with the new name too", EM{}, map[string]string{"rank": "1", "sensitivity": "paper", "calibration": "paper"}, pure(1), "calibration= was renamed sensitivity="},
+		{"gauss", Gauss{}, map[string]string{"rank": "2", "calibration": "classical"}, approx, "calibration= was renamed noise= (values: exact, zcdp, classical, analytic)"},
 	} {
-		_, acct, err := sdk.RunLocal(context.Background(), EM{}, ds, pinned(raw), pure(1), sdk.LocalOptions{})
-		require.Error(t, err)
-		assert.True(t, sdk.IsBadRequest(err), "%v", err)
-		if acct != nil {
-			assert.Empty(t, acct.Steps())
-		}
-	}
-	_, acct, err := sdk.RunLocal(context.Background(), Gauss{}, ds, pinned(map[string]string{"rank": "2", "noise": "analytic", "calibration": "classical"}), approx, sdk.LocalOptions{})
-	require.Error(t, err)
-	assert.True(t, sdk.IsBadRequest(err), "%v", err)
-	if acct != nil {
-		assert.Empty(t, acct.Steps())
+		t.Run(tc.name, func(t *testing.T) {
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, ds, pinned(tc.raw), tc.grant, sdk.LocalOptions{})
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+			assert.True(t, sdk.IsBadRequest(err), "%v", err)
+			if acct != nil {
+				assert.Empty(t, acct.Steps())
+			}
+		})
 	}
 }
 

@@ -62,7 +62,7 @@ sets differ by replacing one row with an independent draw from the model. The gu
 is therefore (ε, δ)-DP with probability ≥ 1−β over such data, not worst-case DP: use
 pca-analyze-gauss when the model is in doubt.
 
-Sensitivities (sensitivity=; the old name calibration= is deprecated): explicit (default;
+Sensitivities (sensitivity=, formerly calibration=): explicit (default;
 closed-form first-order sensitivities with exact Gaussian tails, DERIVATIONS.md §2.2–2.3), paper (the paper's forms with user constants c2, c3 and its
 (ε/2, δ/2) split with the classical Gaussian mechanism), diverging (Corollary 1, growing
 condition number), subgaussian (Corollary 2: explicit bounds times a safety factor),

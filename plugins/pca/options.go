@@ -9,10 +9,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// deprecatedNote is the note a result carries when the deprecated
-// parameter calibration= (or pca-cxz's gaussian=) was used.
-const deprecatedNote = "%s= is deprecated and will be removed in the next release: use %s=%s"
-
 // centerOptions are the private-centring parameters of the private
 // estimators (DERIVATIONS.md §5).
 type centerOptions struct {
@@ -74,31 +70,16 @@ func checkShape(r int, s sdk.Shape, strict bool) error {
 	return checkRank(r, s.P, strict)
 }
 
-// resolveNoise maps the deprecated calibration= onto noise=, refusing a
-// contradiction; it returns the noise calibration and a deprecation note.
-// noise=exact (the default) and auto count as unset: an old name given
-// alone wins.
-func resolveNoise(noise, old, oldName, unset string) (string, string, error) {
-	if old == unset {
-		return noise, "", nil
-	}
-	if noise != privacy.NoiseExact && noise != "auto" && noise != old {
-		return "", "", fmt.Errorf("%s=%s contradicts noise=%s (%s is the deprecated name of noise: give only noise)", oldName, old, noise, oldName)
-	}
-	return old, fmt.Sprintf(deprecatedNote, oldName, "noise", old), nil
-}
-
 // analyzeGaussOptions are pca-analyze-gauss's parameters.
 type analyzeGaussOptions struct {
 	sdk.Rank `doc:"number of principal components r"`
 	clipOptions
-	sdk.Noise   `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the tightest accounting dplr certifies; with a numeric clip the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the pure quantile step is composed in by the privacy loss distribution (the exponential mechanism as bounded range), which scales the zCDP split up by a little less: σ 0.942 of zcdp's at (1, 1e-6)), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
-	Calibration string `param:"calibration" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
+	sdk.Noise `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"how the Gaussian noise is calibrated: exact (the default: the tightest accounting dplr certifies; with a numeric clip the Gaussian steps compose exactly as Gaussian DP and σ comes from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6); with clip=auto the pure quantile step is composed in by the privacy loss distribution (the exponential mechanism as bounded range), which scales the zCDP split up by a little less: σ 0.942 of zcdp's at (1, 1e-6)), zcdp (ρ split in zero-concentrated DP: dplr's calibration before exact), classical (textbook formula per step, ε ≤ 1) or analytic (Balle–Wang per step, basic composition)"`
 	outputSigma
 	centerOptions
 	evaluation
 
-	noise, note string
+	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
 
 // Check implements sdk.Checker.
@@ -109,12 +90,7 @@ func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
 	if err := o.Parse(); err != nil {
 		return err
 	}
-	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
-		return err
-	}
-	var err error
-	o.noise, o.note, err = resolveNoise(o.Noise.Value, o.Calibration, "calibration", "noise")
-	return err
+	return newPrepPlan(&o.clipOptions, &o.centerOptions).check()
 }
 
 // aminOptions are pca-amin's parameters.
@@ -162,9 +138,7 @@ type cxzOptions struct {
 	CXZClip         *float64 `param:"clip" gt:"0" doc:"optional public row-norm bound, chosen without looking at the data: rows longer are scaled down to it in every step (under the spiked model choose it above the rows' norms). With it, a given lambda is refused before any spend when its spikes sum to clip² or more (rows of norm ≤ clip have a second moment of trace ≤ clip²), and the private estimate of σ² and λ needs no clip quantile"`
 	EstimateShare   float64  `param:"estimate_share" default:"0.2" min:"0.01" max:"0.8" doc:"with sigma2 unset or lambda=auto: the fraction of the budget (of what the mean leaves, with center=private) spent on privately estimating σ² and λ (worst-case DP steps on clipped rows: a clip quantile unless clip is given, the trace, the spectrum and its top-r block)"`
 	sdk.Sensitivity `choices:"explicit,paper,diverging,subgaussian,davis-kahan" default:"explicit" doc:"how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4): explicit (closed-form first-order bounds with exact Gaussian tails), paper (the paper's forms with constants c2, c3), diverging (Corollary 1), subgaussian (explicit times a safety factor), davis-kahan (ablation)"`
-	Calibration     string `param:"calibration" default:"sensitivity" choices:"sensitivity,explicit,paper,diverging,subgaussian,davis-kahan" doc:"DEPRECATED (one release): the old name of sensitivity=; sensitivity means: use sensitivity="`
 	sdk.Noise       `choices:"auto,exact,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: exact composes the Gaussian steps exactly as Gaussian DP (σ from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6)); zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: exact for explicit, subgaussian and davis-kahan, classical (the paper's) for paper and diverging"`
-	Gaussian        string   `param:"gaussian" default:"noise" choices:"noise,zcdp,classical,analytic" doc:"DEPRECATED (one release): the old name of noise=; noise means: use noise="`
 	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the budget left after the mean and the model estimate spent on stage 1 (eigenvectors); the paper uses 0.5"`
 	PCAOnly         bool     `param:"pca_only" default:"false" doc:"run stage 1 only, spending the whole budget on the eigenvectors"`
 	Beta            *float64 `param:"beta" gt:"0" max:"0.5" doc:"failure probability over the data of the explicit bounds (default: the grant's δ, or 1e-6 under a ρ grant)"`
@@ -178,6 +152,9 @@ type cxzOptions struct {
 	outputSigma
 	cxzCenterOptions
 	evaluation
+
+	_ sdk.Renamed `param:"calibration" renamed:"sensitivity"`
+	_ sdk.Renamed `param:"gaussian" renamed:"noise"`
 
 	cal, gauss string
 	low, high  []float64
@@ -201,25 +178,10 @@ func (o *cxzOptions) Check(s sdk.Shape) error {
 	return o.checkCombinations()
 }
 
-// resolveNames maps the deprecated calibration= and gaussian= onto
-// sensitivity= and noise=, and fills the noise default.
+// resolveNames fills the noise default from the sensitivity.
 func (o *cxzOptions) resolveNames() error {
 	o.cal = o.Sensitivity.Value
-	if o.Calibration != "sensitivity" {
-		if o.Sensitivity.Value != CalExplicit && o.Sensitivity.Value != o.Calibration {
-			return fmt.Errorf("calibration=%s contradicts sensitivity=%s (calibration is the deprecated name of sensitivity: give only sensitivity)", o.Calibration, o.Sensitivity.Value)
-		}
-		o.cal = o.Calibration
-		o.notes = append(o.notes, fmt.Sprintf(deprecatedNote, "calibration", "sensitivity", o.Calibration))
-	}
-	gauss, note, err := resolveNoise(o.Noise.Value, o.Gaussian, "gaussian", "noise")
-	if err != nil {
-		return err
-	}
-	if note != "" {
-		o.notes = append(o.notes, note)
-	}
-	o.gauss = gauss
+	o.gauss = o.Noise.Value
 	if o.gauss == "auto" {
 		o.gauss = privacy.NoiseExact
 		if o.cal == CalPaper || o.cal == CalDiverging {

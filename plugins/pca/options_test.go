@@ -2,57 +2,41 @@ package pca
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// sensitivity= and noise= replace pca-cxz's calibration= and gaussian= and
-// pca-analyze-gauss's calibration=; the old names work for one release and
-// say so; contradictions are refused before any spend.
-func TestNewNamesAndDeprecatedAliases(t *testing.T) {
+// sensitivity= and noise= replaced pca-cxz's calibration= and gaussian= and
+// pca-analyze-gauss's calibration=: a request with an old name is refused
+// before any step, with an error naming the replacement and its values.
+func TestRenamedParameters(t *testing.T) {
 	g := spiked(t, 3000, 20, 2, "24,20", "gaussian", 51)
 	cxz := map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20"}
-	cases := []struct {
-		name     string
-		est      sdk.Estimator
-		new, old map[string]string
-		grant    privacy.Grant
-	}{
-		{"cxz sensitivity", CXZ{}, with(cxz, "sensitivity", "paper"), with(cxz, "calibration", "paper"), approx(1, 1e-5)},
-		{"cxz noise", CXZ{}, with(cxz, "noise", "analytic"), with(cxz, "gaussian", "analytic"), approx(1, 1e-5)},
-		{"analyze gauss noise", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "12", "noise": "analytic"}, map[string]string{"rank": "2", "clip": "12", "calibration": "analytic"}, approx(1, 1e-5)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			a, acctA := fit(t, tc.est, g, tc.new, tc.grant, 3)
-			b, acctB := fit(t, tc.est, g, tc.old, tc.grant, 3)
-			assert.True(t, mat.Equal(matrix(t, a, "U"), matrix(t, b, "U")))
-			assert.Equal(t, acctA.Steps(), acctB.Steps())
-			assert.NotContains(t, strings.Join(a.Notes, "\n"), "deprecated")
-			assert.Contains(t, strings.Join(b.Notes, "\n"), "is deprecated")
-		})
-	}
 	for _, tc := range []struct {
-		est sdk.Estimator
-		raw map[string]string
+		name string
+		est  sdk.Estimator
+		raw  map[string]string
+		want string
 	}{
-		{CXZ{}, with(cxz, "sensitivity", "paper", "calibration", "diverging")},
-		{CXZ{}, with(cxz, "noise", "analytic", "gaussian", "classical")},
-		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "12", "noise": "analytic", "calibration": "classical"}},
+		{"cxz calibration", CXZ{}, with(cxz, "calibration", "paper"), "calibration= was renamed sensitivity= (values: explicit, paper, diverging, subgaussian, davis-kahan)"},
+		{"cxz gaussian", CXZ{}, with(cxz, "gaussian", "analytic"), "gaussian= was renamed noise= (values: auto, exact, zcdp, classical, analytic)"},
+		{"cxz both names", CXZ{}, with(cxz, "sensitivity", "paper", "calibration", "paper"), "calibration= was renamed sensitivity="},
+		{"analyze gauss calibration", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "12", "calibration": "analytic"}, "calibration= was renamed noise= (values: exact, zcdp, classical, analytic)"},
 	} {
-		_, acct, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, approx(1, 1e-5), sdk.LocalOptions{})
-		require.Error(t, err)
-		assert.True(t, sdk.IsBadRequest(err), "%v", err)
-		if acct != nil {
-			assert.Empty(t, acct.Steps())
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, approx(1, 1e-5), sdk.LocalOptions{})
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+			assert.True(t, sdk.IsBadRequest(err), "%v", err)
+			if acct != nil {
+				assert.Empty(t, acct.Steps())
+			}
+		})
 	}
 }
 

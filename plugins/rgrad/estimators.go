@@ -76,7 +76,7 @@ func (e *estimator) Info() sdk.Info {
 		info.Name = "rgrad-dp"
 		info.Summary = "DP low-rank trace regression: private spectral initialisation + DP Riemannian gradient descent (model-calibrated)"
 		info.Description = "Algorithms 1 and 2 of Zha (2024). The initialisation privatises the singular subspaces of the unbiased moment matrix L̂ = (1/n)Σ y_i Λ⁻¹X_i through symmetric Gaussian noise on ÛÛᵀ and V̂V̂ᵀ, then the r×r core with i.i.d. noise on all entries. T iterations of Riemannian gradient descent on the rank-r manifold follow, each adding Gaussian noise projected onto the tangent space before the retraction.\n\n" +
-			"The initialisation's sensitivities are high-probability bounds under the Gaussian design and need σ1, σr and σ_ξ as public inputs, so the guarantee is labelled as model-based (Kind model). The iterations clip each per-sample projected gradient to a public τ chosen from the same public parameters (one sample in expectation per iteration at ‖M_l − M‖_F = σr/4), so their sensitivity 2ητ/n holds for any data; the paper's unclipped model bound fails at the iterates the algorithm visits (DERIVATIONS.md §5). sensitivity=explicit (default) uses the corrected plug-ins (with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses), sensitivity=paper the paper's literal formulas; noise=exact (default) composes all 3 + T releases exactly as Gaussian DP (μ² split over them, σ from the grant's exact (ε, δ) curve), noise=zcdp composes them in zCDP (about 7 % more noise at (1, 1e-6)); both report the σ the paper's basic composition would have needed, noise=classical or analytic calibrates each release to its own (ε, δ) share as the paper does. The old calibration=explicit|paper still works for one release (deprecated)."
+			"The initialisation's sensitivities are high-probability bounds under the Gaussian design and need σ1, σr and σ_ξ as public inputs, so the guarantee is labelled as model-based (Kind model). The iterations clip each per-sample projected gradient to a public τ chosen from the same public parameters (one sample in expectation per iteration at ‖M_l − M‖_F = σr/4), so their sensitivity 2ητ/n holds for any data; the paper's unclipped model bound fails at the iterates the algorithm visits (DERIVATIONS.md §5). sensitivity=explicit (default) uses the corrected plug-ins (with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses), sensitivity=paper the paper's literal formulas; noise=exact (default) composes all 3 + T releases exactly as Gaussian DP (μ² split over them, σ from the grant's exact (ε, δ) curve), noise=zcdp composes them in zCDP (about 7 % more noise at (1, 1e-6)); both report the σ the paper's basic composition would have needed, noise=classical or analytic calibrates each release to its own (ε, δ) share as the paper does. (The former calibration= and gaussian= are refused with an error naming sensitivity= and noise=.)"
 		info.Guarantee = "(ε, δ)-DP with probability ≥ 1−β over data from the Gaussian trace-regression model, with σ1, σr, σ_ξ public; neighbours replace one (X_i, y_i)"
 		info.Grants = []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP}
 		info.Options = modelOptions{}
@@ -111,22 +111,16 @@ func (e *estimator) Info() sdk.Info {
 // Fit implements sdk.Estimator: bind the options, then run the mode's
 // algorithm (DERIVATIONS.md §2).
 func (e *estimator) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	cfg, notes, err := e.config(run)
+	cfg, err := e.config(run)
 	if err != nil {
 		return nil, err
 	}
 	cfg.observe = e.observe
-	res, err := fit(ctx, run, cfg)
-	if err != nil {
-		return nil, err
-	}
-	res.Notes = append(res.Notes, notes...)
-	return res, nil
+	return fit(ctx, run, cfg)
 }
 
-// config maps the run's bound options onto a configuration, with the
-// deprecation notes of any old parameter name used.
-func (e *estimator) config(run *sdk.Run) (Config, []string, error) {
+// config maps the run's bound options onto a configuration.
+func (e *estimator) config(run *sdk.Run) (Config, error) {
 	be := run.Backend
 	if be == nil {
 		be = backend.Default()
@@ -143,14 +137,12 @@ func (e *estimator) config(run *sdk.Run) (Config, []string, error) {
 		}
 	case Strict:
 		if o := sdk.Opts[strictOptions](run); o != nil {
-			cfg, err := o.config(s, be)
-			return cfg, nil, err
+			return o.config(s, be)
 		}
 	case NonPrivate:
 		if o := sdk.Opts[commonOptions](run); o != nil {
-			cfg, err := o.config(e.mode, s, be)
-			return cfg, nil, err
+			return o.config(e.mode, s, be)
 		}
 	}
-	return Config{}, nil, fmt.Errorf("rgrad %s: the run carries no bound options", e.mode)
+	return Config{}, fmt.Errorf("rgrad %s: the run carries no bound options", e.mode)
 }

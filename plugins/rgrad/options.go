@@ -72,8 +72,9 @@ type modelOptions struct {
 	C3              *float64 `param:"c3" gt:"0" doc:"multiplier of the per-sample gradient clip τ chosen from the model (default 1: clipping rare near M); the iteration sensitivity is Δ_l = 2ητ/n. Any value keeps the guarantee; under DP a smaller clip is often far more accurate (c3 = 0.25 gave 1.7–3.4× lower error than c3 = 1 at n = 16000, ε ≤ 8), a too small one stalls a far start (DERIVATIONS.md §5.3)"`
 	InitShare       float64  `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the budget for the initialisation (split equally over Ũ, Ṽ, Σ̃); the rest is split equally over the T iterations"`
 	EigSelect       string   `param:"eig_select" default:"abs" choices:"abs,algebraic" doc:"how the private subspaces pick r eigenvectors of the noisy projector: largest |λ| (the paper's SVD_r) or largest λ"`
-	Calibration     string   `param:"calibration" default:"none" choices:"none,explicit,paper" doc:"deprecated (kept for one release): explicit means sensitivity=explicit noise=zcdp, paper means sensitivity=paper with noise=gaussian; set, it overrides sensitivity and noise"`
-	Gaussian        string   `param:"gaussian" default:"classical" choices:"classical,analytic" doc:"deprecated (kept for one release): the noise of calibration=paper; use noise=classical or noise=analytic"`
+
+	_ sdk.Renamed `param:"calibration" renamed:"sensitivity,noise"`
+	_ sdk.Renamed `param:"gaussian" renamed:"noise"`
 }
 
 // Check refuses σ1 < σr besides the common checks.
@@ -87,24 +88,14 @@ func (o *modelOptions) Check(s sdk.Shape) error {
 	return nil
 }
 
-// config maps the options onto a configuration (the deprecated calibration
-// alias resolved, with its note) for mode Standard or Weak.
-func (o *modelOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, []string, error) {
+// config maps the options onto a configuration for mode Standard or Weak.
+func (o *modelOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, error) {
 	cfg, err := o.commonOptions.config(mode, s, be)
 	if err != nil {
-		return Config{}, nil, err
+		return Config{}, err
 	}
 	cfg.Sigma1, cfg.SigmaR, cfg.SigmaXi = o.Sigma1, o.SigmaR, o.SigmaXi
 	cfg.Sensitivity, cfg.Noise = o.Sensitivity.Value, o.Noise.Value
-	var notes []string
-	switch o.Calibration {
-	case "explicit":
-		cfg.Sensitivity, cfg.Noise = sdk.SensitivityExplicit, "zcdp"
-		notes = append(notes, "calibration=explicit is deprecated and will be removed in the next release: it means sensitivity=explicit noise=zcdp")
-	case "paper":
-		cfg.Sensitivity, cfg.Noise = sdk.SensitivityPaper, o.Gaussian
-		notes = append(notes, fmt.Sprintf("calibration=paper is deprecated and will be removed in the next release: it means sensitivity=paper noise=%s (gaussian=%s)", o.Gaussian, o.Gaussian))
-	}
 	cfg.InitShare, cfg.EigSelect = o.InitShare, o.EigSelect
 	cfg.C1, cfg.C2, cfg.C3 = 1, 2, 1
 	if cfg.Sensitivity == sdk.SensitivityPaper {
@@ -118,7 +109,7 @@ func (o *modelOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Confi
 			*c.dst = *c.v
 		}
 	}
-	return cfg, notes, nil
+	return cfg, nil
 }
 
 // weakOptions are rgrad-weak's parameters: those of rgrad-dp, with σ_ξ > 0.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
@@ -60,8 +59,7 @@ func TestPositiveParamsBoundedInCatalogue(t *testing.T) {
 // noise=classical's note says that the stated guarantee composes the
 // paper-calibrated releases by the tightest accounting (and so reports an ε
 // below the grant's), not by the basic composition the noise was calibrated
-// for. The deprecated calibration=paper is sensitivity=paper noise=classical
-// (gaussian=analytic: noise=analytic), with a deprecation note.
+// for.
 func TestPaperNoteMatchesReportedGuarantee(t *testing.T) {
 	g := genTrace(t, 32, map[string]string{"n": "400"})
 	res, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "classical", "iterations": "3"}), approx(1, 1e-5), 2)
@@ -69,19 +67,28 @@ func TestPaperNoteMatchesReportedGuarantee(t *testing.T) {
 	note := noteWith(res.Notes, "noise=classical")
 	assert.Contains(t, note, "tightest accounting")
 	assert.NotContains(t, note, "combined by basic composition")
+}
 
-	for _, tc := range []struct{ old, sens, noise string }{
-		{"paper", "paper", "classical"}, {"explicit", "explicit", "zcdp"},
+// The former calibration= (split into sensitivity= and noise=) and
+// gaussian= (now noise=) are refused before any step, by every estimator
+// that had them, with an error naming the replacements and their values.
+func TestFormerNamesRefused(t *testing.T) {
+	g := genTrace(t, 33, map[string]string{"n": "300"})
+	for _, tc := range []struct {
+		est, name, value, want string
+	}{
+		{"rgrad-dp", "calibration", "paper", "calibration= was replaced by sensitivity= (values: explicit, paper) and noise= (values: zcdp, exact, classical, analytic)"},
+		{"rgrad-weak", "calibration", "explicit", "calibration= was replaced by sensitivity="},
+		{"rgrad-dp", "gaussian", "analytic", "gaussian= was renamed noise= (values: zcdp, exact, classical, analytic)"},
 	} {
-		old, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": tc.old, "iterations": "3"}), approx(1, 1e-5), 2)
-		cur, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": tc.sens, "noise": tc.noise, "iterations": "3"}), approx(1, 1e-5), 2)
-		assert.True(t, mat.Equal(matrix(t, old, "M"), matrix(t, cur, "M")), "calibration=%s", tc.old)
-		assert.Contains(t, noteWith(old.Notes, "calibration="+tc.old), "deprecated")
-		assert.Empty(t, noteWith(cur.Notes, "deprecated"))
+		_, acct, err := sdk.RunLocal(context.Background(), estimatorByName(t, tc.est), g.Data, modelParamsFor(g, map[string]string{tc.name: tc.value}), approx(1, 1e-5), sdk.LocalOptions{})
+		require.Error(t, err, "%s %s=%s", tc.est, tc.name, tc.value)
+		assert.ErrorContains(t, err, tc.want)
+		assert.True(t, sdk.IsBadRequest(err), "%v", err)
+		if acct != nil {
+			assert.Empty(t, acct.Steps())
+		}
 	}
-	old, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"calibration": "paper", "gaussian": "analytic", "iterations": "3"}), approx(1, 1e-5), 2)
-	cur, _ := fitOK(t, "rgrad-dp", g, modelParamsFor(g, map[string]string{"sensitivity": "paper", "noise": "analytic", "iterations": "3"}), approx(1, 1e-5), 2)
-	assert.True(t, mat.Equal(matrix(t, old, "M"), matrix(t, cur, "M")), "calibration=paper gaussian=analytic")
 }
 
 // noteWith returns the first note containing sub ("" if none).

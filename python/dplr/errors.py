@@ -6,7 +6,7 @@ the exception carries that code, dplr's own message (its stderr) and the
 command that was run. Whether budget was spent: a failed fit reads the
 ledger's record of its own run (by the failed process's id) and sets
 ``may_have_spent`` from it; other commands follow the exit code, as the
-exit-code table says: usage, budget and data errors spend nothing.
+exit-code table in docs/ledger.md says: usage, budget and data errors spend nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class DplrError(Exception):
     """A dplr command failed.
 
     Attributes:
-        exit_code: dplr's exit code (see the README's table).
+        exit_code: dplr's exit code (see the table in docs/ledger.md).
         message: dplr's message (the last non-empty line of its stderr, or
             all of it when it is short).
         stderr: dplr's whole stderr.

@@ -1,8 +1,16 @@
-// Command bench runs dplr's benchmark scenarios through the real host and
-// plugins and writes the report.
+// Command bench is dplr's one benchmark command: it runs the benchmark
+// scenarios through the real host and plugins, writes the report, and runs
+// the accuracy studies and noise and transport measurements whose figures
+// the report includes.
 //
 //	bench run [--quick] [--force] [SCENARIO.toml ...]   run (default: every scenario in bench/scenarios)
 //	bench report                                         write bench/RESULTS.md and bench/plots/
+//	bench study pca|fedrep|orbit|rgrad [flags]           an estimator family's accuracy study
+//	bench noise                                          noise per step: exact vs zCDP vs the papers' calibration
+//	bench pldnoise                                       noise per step under zCDP and the two PLD accountings
+//	bench transport [flags]                              the plugin boundary's cost
+//
+// "bench SUBCOMMAND -h" lists a subcommand's flags.
 //
 // Build the host and plugins first (make build, and make build
 // BACKEND=openblas for backend comparisons). Finished cells are kept in
@@ -18,8 +26,19 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/dplr/dplr/bench/cmd/bench/noise"
+	"github.com/dplr/dplr/bench/cmd/bench/study"
+	"github.com/dplr/dplr/bench/cmd/bench/transport"
 	"github.com/dplr/dplr/bench/suite"
 )
+
+// studies maps "bench study NAME" to the study's entry point.
+var studies = map[string]func([]string){
+	"pca":    study.PCA,
+	"fedrep": study.FedRep,
+	"orbit":  study.Orbit,
+	"rgrad":  study.RGrad,
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -34,6 +53,18 @@ func main() {
 		err = run(ctx, os.Args[2:])
 	case "report":
 		err = report(os.Args[2:])
+	case "study":
+		if len(os.Args) < 3 || studies[os.Args[2]] == nil {
+			usage()
+			os.Exit(2)
+		}
+		studies[os.Args[2]](os.Args[3:])
+	case "noise":
+		noise.Main()
+	case "pldnoise":
+		noise.MainPLD()
+	case "transport":
+		transport.Main(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -50,7 +81,11 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `Usage:
   bench run [--quick] [--force] [--dplr bin/dplr] [--out DIR] [SCENARIO.toml ...]
-  bench report [--out DIR] [--results FILE] [--scenarios DIR] [--areas DIR]
+  bench report [--quick] [--out DIR] [--results FILE] [--scenarios DIR] [--areas DIR]
+  bench study pca|fedrep|orbit|rgrad [flags]   an accuracy study (bench study NAME -h: its flags)
+  bench noise                                  noise per step: exact vs zCDP vs the papers' calibration
+  bench pldnoise                               noise per step under zCDP and the two PLD accountings
+  bench transport [flags]                      the plugin boundary's cost (bench transport -h)
 `)
 }
 

@@ -8,7 +8,7 @@ reps=${1:-10}
 dir=${HEAVY_DIR:-/tmp/dplr-heavytail}
 rm -rf "$dir"
 bin/dplr gen spiked --out "$dir" --set n=20000 --set p=50 --set rank=2 --set lambda=20,10 --seed 3 >/dev/null
-go run ./bench/cmd/pca-study -heavytail "$dir"
+go run ./bench/cmd/bench study pca -heavytail "$dir"
 for c in auto 1 3 10 30 100 1000 10000; do
 	for i in $(seq "$reps"); do
 		bin/dplr fit pca-analyze-gauss --data "$dir" --epsilon 1 --delta 1e-6 --set rank=2 --set center=private --set clip=$c --json 2>/dev/null

@@ -1,7 +1,7 @@
 // Package rgradstudy is the accuracy study of the rgrad estimators on
 // synthetic trace-regression data: median relative Frobenius errors against
 // the sample size n and the grant's ε, beside the theoretical rate curve.
-// The command bench/cmd/rgrad-study prints its tables.
+// The command `bench study rgrad` prints its tables.
 package rgradstudy
 
 import (

@@ -20,7 +20,7 @@ import (
 )
 
 // Exit codes scripts can rely on; exitCodesHelp says the same in words
-// (`dplr help`), and so does the README.
+// (`dplr help`), and so does docs/ledger.md.
 const (
 	ExitOK        = 0 // success
 	ExitError     = 1 // runtime error not covered below (ledger, writing outputs)

@@ -1,15 +1,16 @@
-// Command pca-study runs the PCA plugin's accuracy studies and prints
+// "bench study pca" runs the PCA plugin's accuracy studies and prints
 // markdown tables (medians with quartiles over seeds):
 //
-//	pca-study -config small              # p=50, r=2, λ=(12,10), n=5e4
-//	pca-study -config unit               # p=30, r=2, λ=(24,20), n=1e4
-//	pca-study -config pwin -seeds 3      # p=400, n=2e5 on raw rows
-//	pca-study -config pwin-big -seeds 5  # p=1000, n=1e6 on Wishart-sampled Σ̂
-//	pca-study -config fmnist -seeds 10   # Fashion-MNIST, r=10, captured variance
-//	pca-study -heavytail DIR             # rewrite a `dplr gen spiked` DIR with heavy-tailed row norms
+//	bench study pca -config small              # p=50, r=2, λ=(12,10), n=5e4
+//	bench study pca -config unit               # p=30, r=2, λ=(24,20), n=1e4
+//	bench study pca -config pwin -seeds 3      # p=400, n=2e5 on raw rows
+//	bench study pca -config pwin-big -seeds 5  # p=1000, n=1e6 on Wishart-sampled Σ̂
+//	bench study pca -config fmnist -seeds 10   # Fashion-MNIST, r=10, captured variance
+//	bench study pca -heavytail DIR             # rewrite a `dplr gen spiked` DIR with heavy-tailed row norms
 //
 // Build with -tags openblas for the OpenBLAS backend.
-package main
+
+package study
 
 import (
 	"context"
@@ -17,7 +18,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	pcastudy "github.com/dplr/dplr/bench/studies/pca"
@@ -25,36 +25,34 @@ import (
 	"github.com/dplr/dplr/plugins/pca"
 )
 
-func main() {
-	config := flag.String("config", "small", "small | unit | pwin | pwin-big | fmnist")
-	seeds := flag.Int("seeds", 10, "independent repetitions")
-	epsList := flag.String("eps", "0.25,0.5,1,2,4,8", "comma-separated total ε values")
-	delta := flag.Float64("delta", 1e-5, "δ of the (ε, δ) grants")
-	methods := flag.String("methods", "", "comma-separated subset of method labels (default: all)")
-	fm := flag.String("fmnist", "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", "Fashion-MNIST training images")
-	heavy := flag.String("heavytail", "", "`DIR` of `dplr gen spiked` data to rewrite with heavy-tailed row norms (0.5 % of rows 100× to 10000× longer, a mean of norm 10), then exit")
-	flag.Parse()
+// PCA runs "bench study pca" with the arguments that follow it.
+func PCA(args []string) {
+	fs := flag.NewFlagSet("bench study pca", flag.ExitOnError)
+	config := fs.String("config", "small", "small | unit | pwin | pwin-big | fmnist")
+	seeds := fs.Int("seeds", 10, "independent repetitions")
+	epsList := fs.String("eps", "0.25,0.5,1,2,4,8", "comma-separated total ε values")
+	delta := fs.Float64("delta", 1e-5, "δ of the (ε, δ) grants")
+	methods := fs.String("methods", "", "comma-separated subset of method labels (default: all)")
+	fm := fs.String("fmnist", "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", "Fashion-MNIST training images")
+	heavy := fs.String("heavytail", "", "`DIR` of `dplr gen spiked` data to rewrite with heavy-tailed row norms (0.5 % of rows 100× to 10000× longer, a mean of norm 10), then exit")
+	_ = fs.Parse(args)
 	if *heavy != "" {
 		if err := heavyTail(*heavy, 0.005, 10, 1); err != nil {
-			fmt.Fprintln(os.Stderr, "pca-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study pca:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := run(*config, *seeds, *epsList, *delta, *methods, *fm); err != nil {
-		fmt.Fprintln(os.Stderr, "pca-study:", err)
+	if err := runPCA(*config, *seeds, *epsList, *delta, *methods, *fm); err != nil {
+		fmt.Fprintln(os.Stderr, "bench study pca:", err)
 		os.Exit(1)
 	}
 }
 
-func run(config string, seeds int, epsList string, delta float64, methods, fm string) error {
-	var eps []float64
-	for _, s := range strings.Split(epsList, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || !(v > 0) || math.IsInf(v, 0) {
-			return fmt.Errorf("bad ε %q", s)
-		}
-		eps = append(eps, v)
+func runPCA(config string, seeds int, epsList string, delta float64, methods, fm string) error {
+	eps, err := parseList(epsList, "ε", parseFloat, func(v float64) bool { return v > 0 && !math.IsInf(v, 0) })
+	if err != nil {
+		return err
 	}
 	keep := func(ms []pcastudy.StudyMethod) []pcastudy.StudyMethod {
 		if methods == "" {

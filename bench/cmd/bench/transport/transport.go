@@ -1,4 +1,4 @@
-// Command transport measures what the plugin boundary costs: the same
+// Package transport is the subcommand "bench transport": it measures what the plugin boundary costs: the same
 // estimator fitted on the same 60000×784 matrix (Fashion-MNIST training
 // images scaled to [0, 1], or any float64 .npy) in-process through the SDK
 // and through the dplr host and its plugin, interleaved A B A B so machine
@@ -10,9 +10,9 @@
 // run's measurements for other tools (-from FILE -plot PREFIX redraws the
 // plot from them without measuring).
 //
-//	go run ./bench/cmd/transport -runs 5 -out bench/results/transport.md \
+//	go run ./bench/cmd/bench transport -runs 5 -out bench/results/transport.md \
 //	  -plot bench/plots/transport -json bench/results/transport.json
-package main
+package transport
 
 import (
 	"bytes"
@@ -53,30 +53,32 @@ func estimators() map[string]sdk.Estimator {
 	return out
 }
 
-func main() {
-	if len(os.Args) > 2 && os.Args[1] == "convert" {
-		if err := convert(os.Args[2]); err != nil {
+// Main runs "bench transport" with the arguments that follow the subcommand.
+func Main(args []string) {
+	if len(args) > 1 && args[0] == "convert" {
+		if err := convert(args[1]); err != nil {
 			fmt.Fprintln(os.Stderr, "transport convert:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if len(os.Args) > 1 && os.Args[1] == "inproc" {
-		if err := inproc(os.Args[2:]); err != nil {
+	if len(args) > 0 && args[0] == "inproc" {
+		if err := inproc(args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "transport inproc:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	runs := flag.Int("runs", 5, "runs of each path per estimator (interleaved)")
-	bin := flag.String("bin", "bin", "directory holding dplr and plugins/")
-	dataPath := flag.String("data", "", "float64 .npy rows file (default: Fashion-MNIST train images converted once into a temp dir)")
-	out := flag.String("out", "", "also write the markdown report here")
-	only := flag.String("only", "", "run only this estimator")
-	plotPrefix := flag.String("plot", "", "also draw the wall-time and memory medians as PREFIX.png and PREFIX.svg")
-	jsonOut := flag.String("json", "", "also write every run's measurements here (JSON)")
-	from := flag.String("from", "", "measure nothing: redraw -plot from a JSON file written by -json")
-	flag.Parse()
+	fs := flag.NewFlagSet("bench transport", flag.ExitOnError)
+	runs := fs.Int("runs", 5, "runs of each path per estimator (interleaved)")
+	bin := fs.String("bin", "bin", "directory holding dplr and plugins/")
+	dataPath := fs.String("data", "", "float64 .npy rows file (default: Fashion-MNIST train images converted once into a temp dir)")
+	out := fs.String("out", "", "also write the markdown report here")
+	only := fs.String("only", "", "run only this estimator")
+	plotPrefix := fs.String("plot", "", "also draw the wall-time and memory medians as PREFIX.png and PREFIX.svg")
+	jsonOut := fs.String("json", "", "also write every run's measurements here (JSON)")
+	from := fs.String("from", "", "measure nothing: redraw -plot from a JSON file written by -json")
+	_ = fs.Parse(args)
 	if *from != "" {
 		if err := replot(*from, *plotPrefix); err != nil {
 			fmt.Fprintln(os.Stderr, "transport:", err)
@@ -167,7 +169,7 @@ func run(runs int, bin, dataPath, outFile, only, plotPrefix, jsonOut string) err
 		// parent must never hold the matrix.
 		dataPath = filepath.Join(work, "fmnist.npy")
 		fmt.Fprintln(os.Stderr, "transport: converting Fashion-MNIST to", dataPath)
-		if out, err := exec.Command(self, "convert", dataPath).CombinedOutput(); err != nil {
+		if out, err := exec.Command(self, "transport", "convert", dataPath).CombinedOutput(); err != nil {
 			return fmt.Errorf("%v: %s", err, out)
 		}
 	}
@@ -179,7 +181,7 @@ func run(runs int, bin, dataPath, outFile, only, plotPrefix, jsonOut string) err
 	host, _ := os.Hostname()
 	fmt.Fprintf(&report, "# Transport overhead: plugin vs in-process (%s)\n\n", time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&report, "Data: %s (float64 .npy, used in place). %d interleaved runs per path, each a fresh process; machine %s, %d CPUs (noisy, shared).\n", filepath.Base(dataPath), runs, host, numCPU())
-	fmt.Fprintf(&report, "Command: `go run ./bench/cmd/transport -runs %d` (after `make build`).\n\n", runs)
+	fmt.Fprintf(&report, "Command: `go run ./bench/cmd/bench transport -runs %d` (after `make build`).\n\n", runs)
 	var all []measured
 	fmt.Fprintf(&report, "| estimator | in-process wall (median, min–max) | plugin wall (median, min–max) | wall ratio | in-process peak RSS | host + plugin peak RSS | plugin alone | memory ratio |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range configs {
@@ -190,7 +192,7 @@ func run(runs int, bin, dataPath, outFile, only, plotPrefix, jsonOut string) err
 		pj, _ := json.Marshal(c.params)
 		for i := 0; i < runs; i++ {
 			fmt.Fprintf(os.Stderr, "transport: %s run %d/%d\n", c.estimator, i+1, runs)
-			sa, err := timeCmd(exec.Command(self, "inproc", "-estimator", c.estimator, "-data", dataPath, "-cache", filepath.Join(work, "cache"), "-params", string(pj)))
+			sa, err := timeCmd(exec.Command(self, "transport", "inproc", "-estimator", c.estimator, "-data", dataPath, "-cache", filepath.Join(work, "cache"), "-params", string(pj)))
 			if err != nil {
 				return fmt.Errorf("in-process %s: %w", c.estimator, err)
 			}

@@ -1,18 +1,18 @@
-// Command rgrad-study runs the accuracy study of the rgrad estimators on
+// "bench study rgrad" runs the accuracy study of the rgrad estimators on
 // synthetic trace-regression data (d1 = 30, d2 = 20, r = 2, Σ = diag(2, 1),
 // σ_ξ = 0.5 by default) and prints markdown
 // tables of median relative Frobenius errors against n and ε, or JSON with
 // -json.
 //
-//	go run ./bench/cmd/rgrad-study -seeds 10 -n 4000,8000,16000,32000 -eps 0.5,1,2,4,8,inf
-package main
+//	go run ./bench/cmd/bench study rgrad -seeds 10 -n 4000,8000,16000,32000 -eps 0.5,1,2,4,8,inf
+
+package study
 
 import (
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -20,31 +20,33 @@ import (
 	"github.com/dplr/dplr/bench/studies/rgrad"
 )
 
-func main() {
+// RGrad runs "bench study rgrad" with the arguments that follow it.
+func RGrad(args []string) {
+	fs := flag.NewFlagSet("bench study rgrad", flag.ExitOnError)
 	c := rgradstudy.DefaultStudyConfig()
-	ns := flag.String("n", "4000,8000,16000,32000", "comma-separated sample sizes")
-	eps := flag.String("eps", "0.5,1,2,4,8,inf", "comma-separated total ε of the grant (inf: non-private)")
-	flag.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per cell")
-	flag.IntVar(&c.Iterations, "iterations", 0, "RGrad iterations T (0: ceil(ln n))")
-	flag.IntVar(&c.D1, "d1", c.D1, "rows of M")
-	flag.IntVar(&c.D2, "d2", c.D2, "columns of M")
-	flag.IntVar(&c.Rank, "rank", c.Rank, "rank of M")
-	flag.Float64Var(&c.Sigma1, "sigma1", c.Sigma1, "largest singular value of M")
-	flag.Float64Var(&c.SigmaR, "sigmar", c.SigmaR, "smallest singular value of M")
-	flag.Float64Var(&c.SigmaXi, "sigma-xi", c.SigmaXi, "response noise standard deviation")
-	flag.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
-	set := flag.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
-	only := flag.String("only", "", "comma-separated estimator names to run (default: all variants)")
-	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
-	plotPrefix := flag.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
-	plotEps := flag.Float64("plot-eps", 4, "ε of the error-vs-n plot")
-	flag.Parse()
+	ns := fs.String("n", "4000,8000,16000,32000", "comma-separated sample sizes")
+	eps := fs.String("eps", "0.5,1,2,4,8,inf", "comma-separated total ε of the grant (inf: non-private)")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per cell")
+	fs.IntVar(&c.Iterations, "iterations", 0, "RGrad iterations T (0: ceil(ln n))")
+	fs.IntVar(&c.D1, "d1", c.D1, "rows of M")
+	fs.IntVar(&c.D2, "d2", c.D2, "columns of M")
+	fs.IntVar(&c.Rank, "rank", c.Rank, "rank of M")
+	fs.Float64Var(&c.Sigma1, "sigma1", c.Sigma1, "largest singular value of M")
+	fs.Float64Var(&c.SigmaR, "sigmar", c.SigmaR, "smallest singular value of M")
+	fs.Float64Var(&c.SigmaXi, "sigma-xi", c.SigmaXi, "response noise standard deviation")
+	fs.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
+	set := fs.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
+	only := fs.String("only", "", "comma-separated estimator names to run (default: all variants)")
+	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
+	plotPrefix := fs.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
+	plotEps := fs.Float64("plot-eps", 4, "ε of the error-vs-n plot")
+	_ = fs.Parse(args)
 
-	nList, err := parseInts(*ns)
+	nList, err := parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 })
 	if err != nil {
 		fail(err)
 	}
-	eList, err := parseFloats(*eps)
+	eList, err := parseList(*eps, "ε", parseFloat, func(v float64) bool { return v > 0 })
 	if err != nil {
 		fail(err)
 	}
@@ -114,36 +116,7 @@ func iterLabel(t int) string {
 	return strconv.Itoa(t)
 }
 
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 2 {
-			return nil, fmt.Errorf("bad sample size %q", f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func parseFloats(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "inf" || f == "∞" {
-			out = append(out, math.Inf(1))
-			continue
-		}
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(v > 0) {
-			return nil, fmt.Errorf("bad ε %q", f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func fail(err error) {
-	fmt.Fprintln(os.Stderr, "rgrad-study:", err)
+	fmt.Fprintln(os.Stderr, "bench study rgrad:", err)
 	os.Exit(1)
 }

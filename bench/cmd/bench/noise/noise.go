@@ -1,4 +1,5 @@
-// Command noise tabulates, for every private estimator, the noise scale of
+// Package noise holds the subcommands "bench noise" and "bench pldnoise"
+// (pld.go). "bench noise" tabulates, for every private estimator, the noise scale of
 // every privacy step at (ε, δ) = (1, 1e-6) and (4, 1e-6) under the exact
 // accounting (noise=exact: exact Gaussian composition, or the privacy loss
 // distribution when pure steps are mixed in), under zCDP (noise=zcdp: all
@@ -11,8 +12,8 @@
 // admits under a (3, 1e-6) total. Fits run in-process on small synthetic
 // data sets; deterministic.
 //
-//	go run ./bench/cmd/noise > bench/results/noise.md
-package main
+//	go run ./bench/cmd/bench noise > bench/results/noise.md
+package noise
 
 import (
 	"context"
@@ -61,9 +62,9 @@ var comparisons = []comparison{
 	{"rgrad-strict", "trace-regression", map[string]string{"n": "16000"}, map[string]string{"rank": "2", "clip_y": "8", "clip": "6", "iterations": "5"},
 		nil, "—", false},
 	{"fedrep-private", "users-lowrank", map[string]string{"users": "20000"}, map[string]string{"rank": "2"},
-		map[string]string{"calibration": "paper"}, "the paper's σ̂ per round (experiment code), start gets the rest", false},
+		map[string]string{"noise": "paper"}, "the paper's σ̂ per round (experiment code), start gets the rest", false},
 	{"fedrep-privaltmin", "users-lowrank", map[string]string{"users": "20000"}, map[string]string{"rank": "2"},
-		map[string]string{"calibration": "paper"}, "Jain et al.'s multiplier √(8 ln(1/δ))/ε on A and b (disjoint groups), start gets the rest", false},
+		map[string]string{"noise": "paper"}, "Jain et al.'s multiplier √(8 ln(1/δ))/ε on A and b (disjoint groups), start gets the rest", false},
 	{"pca-analyze-gauss", "spiked", map[string]string{"n": "20000", "p": "50"}, map[string]string{"rank": "2", "clip": "auto", "center": "private"},
 		nil, "(clip=auto and center=private: the issue-17 defaults; pure quantile steps mixed in, PLD)", false},
 	{"pca-amin", "spiked", map[string]string{"n": "20000", "p": "50"}, map[string]string{"rank": "10", "clip": "12"},
@@ -88,13 +89,20 @@ var epsilons = []float64{1, 4}
 
 const delta = 1e-6
 
-func main() {
+// estimators is every estimator in this repository, by name.
+func estimators() map[string]sdk.Estimator {
 	ests := map[string]sdk.Estimator{}
 	for _, list := range [][]sdk.Estimator{pca.Estimators(), rgrad.Estimators(), fedrep.Estimators(), orbit.Estimators(), meanplugin.Estimators()} {
 		for _, e := range list {
 			ests[e.Info().Name] = e
 		}
 	}
+	return ests
+}
+
+// Main runs "bench noise" (it takes no arguments).
+func Main() {
+	ests := estimators()
 	var b strings.Builder
 	b.WriteString("# Noise per step: exact accounting vs zCDP vs the papers' calibration\n\n")
 	b.WriteString("Every step's noise scale (σ for Gaussian steps, b for Laplace, the inverse temperature β for the exponential mechanism, where *larger* β means *less* randomisation) ")
@@ -102,7 +110,7 @@ func main() {
 	b.WriteString("**zCDP** (noise=zcdp: ρ split, tight Canonne–Kamath–Steinke conversion; dplr's default before issue 16) and each **paper**'s own calibration. ")
 	b.WriteString("\"run\" means the estimator offers noise=exact and the figure is its own; \"derived\" means it does not yet, and the figure is what privacy.NewPlan(NoiseExact) gives for the shares of its zCDP run (same sensitivities, σ_exact = Δ/√(2ρ_exact)). ")
 	b.WriteString("The pure estimators (pca-amin, orbit-em, orbit-rank-k, orbit-deflation) run under the same (ε, δ) grants: their exact column is noise=exact (the pure split's proportions scaled by the largest factor the tightest valid accounting certifies, or the pure split when that is tighter), their zCDP column noise=zcdp (the same proportions in zCDP), their paper column the pure split; one orbit-deflation row under a pure grant shows that every calibration is then the pure plan. ")
-	b.WriteString("Command: `go run ./bench/cmd/noise > bench/results/noise.md` (in-process fits on synthetic data; deterministic; each estimator's noise options read from its catalogue at run time).\n\n")
+	b.WriteString("Command: `go run ./bench/cmd/bench noise > bench/results/noise.md` (in-process fits on synthetic data; deterministic; each estimator's noise options read from its catalogue at run time).\n\n")
 	b.WriteString("| estimator | step | ε | exact | zCDP | paper | exact / zCDP | exact from | paper calibration used |\n|---|---|---|---|---|---|---|---|---|\n")
 	var gaussRatios, mixedRatios []float64
 	for _, c := range comparisons {
@@ -272,6 +280,18 @@ func trySteps(est sdk.Estimator, d *data.Dataset, params map[string]string, gran
 	return acct.Steps(), nil
 }
 
+// zcdpCost is a step's zCDP cost: Gaussian Δ²/(2σ²), Laplace ε²/2,
+// exponential mechanism ε²/8.
+func zcdpCost(s privacy.Step) float64 {
+	switch s.Mechanism {
+	case privacy.MechGaussian:
+		return privacy.RhoOfGaussian(s.Sensitivity, s.Scale)
+	case privacy.MechExponential:
+		return privacy.RhoOfExponential(s.Epsilon)
+	}
+	return privacy.RhoOfPure(s.Epsilon)
+}
+
 // derived is what noise=exact would give for a zCDP run's steps: one share
 // per step, weighted by its zCDP cost (Gaussian ρ, Laplace ε²/2,
 // exponential ε²/8), planned by privacy.NewPlan(NoiseExact) under grant;
@@ -284,14 +304,7 @@ func derived(zc []privacy.Step, grant privacy.Grant) ([]privacy.Step, error) {
 	var total float64
 	cost := make([]float64, len(zc))
 	for i, s := range zc {
-		switch s.Mechanism {
-		case privacy.MechGaussian:
-			cost[i] = privacy.RhoOfGaussian(s.Sensitivity, s.Scale)
-		case privacy.MechExponential:
-			cost[i] = privacy.RhoOfExponential(s.Epsilon)
-		default:
-			cost[i] = privacy.RhoOfPure(s.Epsilon)
-		}
+		cost[i] = zcdpCost(s)
 		total += cost[i]
 	}
 	shares := make([]privacy.Share, len(zc))
@@ -418,6 +431,6 @@ func firstErr(errs ...error) error {
 }
 
 func fail(err error) {
-	fmt.Fprintln(os.Stderr, "noise:", err)
+	fmt.Fprintln(os.Stderr, "bench:", err)
 	os.Exit(1)
 }

@@ -1,4 +1,4 @@
-// Command pldnoise measures, for dplr's estimators that mix Gaussian,
+// "bench pldnoise" measures, for dplr's estimators that mix Gaussian,
 // Laplace and exponential-mechanism steps, how much noise each step needs
 // at (ε, δ) = (1, 1e-6) and (4, 1e-6) under three accountings of the same
 // run:
@@ -23,24 +23,19 @@
 // estimator's own. A Gaussian step's figure is σ/Δ ∝ 1/√c, a pure step's
 // its ε ∝ √c.
 //
-//	go run ./bench/cmd/pldnoise
-package main
+//	go run ./bench/cmd/bench pldnoise
+
+package noise
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/plugins/fedrep"
-	"github.com/dplr/dplr/plugins/orbit"
-	"github.com/dplr/dplr/plugins/pca"
 )
 
 type config struct {
@@ -61,10 +56,6 @@ var configs = []config{
 	{"pca-analyze-gauss, clip=auto", "pca-analyze-gauss", "spiked", map[string]string{"n": "20000", "p": "20"},
 		map[string]string{"rank": "2", "noise": "zcdp"}},
 }
-
-const delta = 1e-6
-
-var epsilons = []float64{1, 4}
 
 // accounting returns the ε at delta of steps.
 type accounting struct {
@@ -96,13 +87,9 @@ var accountings = []accounting{
 	}},
 }
 
-func main() {
-	ests := map[string]sdk.Estimator{}
-	for _, list := range [][]sdk.Estimator{pca.Estimators(), fedrep.Estimators(), orbit.Estimators()} {
-		for _, e := range list {
-			ests[e.Info().Name] = e
-		}
-	}
+// MainPLD runs "bench pldnoise" (it takes no arguments).
+func MainPLD() {
+	ests := estimators()
 	var b strings.Builder
 	b.WriteString("| estimator | step | mechanism | ε | pure | zCDP | old PLD (round-up + RR) | new PLD (CTD + BR) | default (best valid) | new PLD / zCDP | new PLD / old PLD |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -122,7 +109,7 @@ func main() {
 		}
 		for _, eps := range epsilons {
 			grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
-			steps, err := run(est, g.Data, c.params, grant)
+			steps, err := trySteps(est, g.Data, c.params, grant)
 			if err != nil {
 				fail(fmt.Errorf("%s: %w", c.label, err))
 			}
@@ -176,30 +163,15 @@ func main() {
 	fmt.Print(b.String())
 }
 
-// run fits est once and returns its accountant's steps.
-func run(est sdk.Estimator, d *data.Dataset, params map[string]string, grant privacy.Grant) ([]privacy.Step, error) {
-	seed := uint64(1)
-	_, acct, err := sdk.RunLocal(context.Background(), est, d, params, grant, sdk.LocalOptions{Seed: &seed})
-	if err != nil {
-		return nil, fmt.Errorf("%s %v: %w", est.Info().Name, params, err)
-	}
-	return acct.Steps(), nil
-}
-
 // unitCosts returns the steps with their zCDP costs in Rho (Gaussian
 // Δ²/(2σ²), Laplace ε²/2, exponential ε²/8), the base of every scaling.
 func unitCosts(steps []privacy.Step) []privacy.Step {
 	out := make([]privacy.Step, len(steps))
 	for i, s := range steps {
 		out[i] = s
-		switch s.Mechanism {
-		case privacy.MechGaussian:
-			out[i].Rho = privacy.RhoOfGaussian(s.Sensitivity, s.Scale)
+		out[i].Rho = zcdpCost(s)
+		if s.Mechanism == privacy.MechGaussian {
 			out[i].Epsilon, out[i].Delta = 0, 0
-		case privacy.MechLaplace:
-			out[i].Rho = privacy.RhoOfPure(s.Epsilon)
-		case privacy.MechExponential:
-			out[i].Rho = privacy.RhoOfExponential(s.Epsilon)
 		}
 	}
 	return out
@@ -341,9 +313,4 @@ func shareOf(name string) string {
 		}
 	}
 	return name
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "pldnoise:", err)
-	os.Exit(1)
 }

@@ -1,9 +1,10 @@
-// Command fedrep-study runs the paper-replication experiment of Snedeker,
+// "bench study fedrep" runs the paper-replication experiment of Snedeker,
 // Zhou & Bassily (2025) §3.4 on the users-lowrank model — Private FedRep,
 // Priv-AltMin and non-private FedRep, medians over seeds of the subspace
 // distance to U* and of the closed-form population MSE — and prints a
 // markdown table (and JSON with -json).
-package main
+
+package study
 
 import (
 	"context"
@@ -17,24 +18,26 @@ import (
 	fedrep "github.com/dplr/dplr/bench/studies/fedrep"
 )
 
-func main() {
+// FedRep runs "bench study fedrep" with the arguments that follow it.
+func FedRep(args []string) {
+	fs := flag.NewFlagSet("bench study fedrep", flag.ExitOnError)
 	cfg := fedrep.PaperStudyConfig()
-	users := flag.Int("users", cfg.Users, "number of users n")
-	seeds := flag.Int("seeds", cfg.Seeds, "number of seeds")
-	eps := flag.String("eps", "1,2,4,8", "comma-separated ε values")
-	asJSON := flag.Bool("json", false, "print JSON instead of markdown")
-	plotPath := flag.String("plot", "", "also write a plot of median MSE vs ε to this file (.svg, .png, .pdf)")
-	jsonPath := flag.String("jsonout", "", "also write the cells as JSON to this file")
-	quiet := flag.Bool("q", false, "no progress lines on stderr")
-	fmnist := flag.Bool("fmnist", false, "run the Fashion-MNIST study instead (the study package's DefaultFMNISTConfig; -seeds, -eps, -users, -per-user, -proj, -rank apply)")
-	perUser := flag.Int("per-user", 0, "Fashion-MNIST: images per user (0 = default)")
-	proj := flag.Int("proj", 0, "Fashion-MNIST: JL dimension (0 = default)")
-	rank := flag.Int("rank", 0, "Fashion-MNIST: representation rank (0 = default)")
-	personal := flag.Bool("personal", false, "run the personalization study on Fashion-MNIST users instead (the study package's DefaultPersonalStudy; -seeds, -eps, -variants, -seedlist apply)")
-	variants := flag.String("variants", "", "personal study: comma-separated indices of the variants to run (default all)")
-	seedList := flag.String("seedlist", "", "personal study: comma-separated seeds to run (default 1…seeds)")
-	merge := flag.String("merge", "", "personal study: merge the comma-separated JSON files of runs in parts and print the tables (nothing is run)")
-	flag.Parse()
+	users := fs.Int("users", cfg.Users, "number of users n")
+	seeds := fs.Int("seeds", cfg.Seeds, "number of seeds")
+	eps := fs.String("eps", "1,2,4,8", "comma-separated ε values")
+	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
+	plotPath := fs.String("plot", "", "also write a plot of median MSE vs ε to this file (.svg, .png, .pdf)")
+	jsonPath := fs.String("jsonout", "", "also write the cells as JSON to this file")
+	quiet := fs.Bool("q", false, "no progress lines on stderr")
+	fmnist := fs.Bool("fmnist", false, "run the Fashion-MNIST study instead (the study package's DefaultFMNISTConfig; -seeds, -eps, -users, -per-user, -proj, -rank apply)")
+	perUser := fs.Int("per-user", 0, "Fashion-MNIST: images per user (0 = default)")
+	proj := fs.Int("proj", 0, "Fashion-MNIST: JL dimension (0 = default)")
+	rank := fs.Int("rank", 0, "Fashion-MNIST: representation rank (0 = default)")
+	personal := fs.Bool("personal", false, "run the personalization study on Fashion-MNIST users instead (the study package's DefaultPersonalStudy; -seeds, -eps, -variants, -seedlist apply)")
+	variants := fs.String("variants", "", "personal study: comma-separated indices of the variants to run (default all)")
+	seedList := fs.String("seedlist", "", "personal study: comma-separated seeds to run (default 1…seeds)")
+	merge := fs.String("merge", "", "personal study: merge the comma-separated JSON files of runs in parts and print the tables (nothing is run)")
+	_ = fs.Parse(args)
 	if *merge != "" {
 		mergePersonal(*merge, *jsonPath)
 		return
@@ -52,7 +55,7 @@ func main() {
 	for _, f := range strings.Split(*eps, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study: bad ε:", f)
+			fmt.Fprintln(os.Stderr, "bench study fedrep: bad ε:", f)
 			os.Exit(2)
 		}
 		cfg.Eps = append(cfg.Eps, v)
@@ -62,12 +65,12 @@ func main() {
 	}
 	cells, err := fedrep.RunStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 		os.Exit(1)
 	}
 	if *plotPath != "" {
 		if err := plotStudy(cells, cfg, *plotPath); err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}
@@ -77,7 +80,7 @@ func main() {
 			err = os.WriteFile(*jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}
@@ -85,7 +88,7 @@ func main() {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(cells); err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 		return
@@ -101,22 +104,9 @@ func main() {
 	}
 }
 
-func parseEps(s string) []float64 {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study: bad ε:", f)
-			os.Exit(2)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool) {
 	cfg := fedrep.DefaultFMNISTConfig()
-	cfg.Seeds, cfg.Eps = seeds, parseEps(eps)
+	cfg.Seeds, cfg.Eps = seeds, must(parseList(eps, "ε", parseFloat, anyValue[float64]))
 	if perUser > 0 {
 		cfg.PerUser = perUser
 	}
@@ -134,7 +124,7 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 	}
 	rows, err := fedrep.RunFMNISTStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("Fashion-MNIST: %d users × %d images (two classes each, ±1), JL to %d, rank %d, T = %d, η = %g, ψ = %g, ψ_init = %g, hold-out %g, δ = %g, %d seeds\n\n",
@@ -144,25 +134,23 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 
 func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool) {
 	cfg := fedrep.DefaultPersonalStudy()
-	cfg.Seeds, cfg.Eps = seeds, parseEps(eps)
+	cfg.Seeds, cfg.Eps = seeds, must(parseList(eps, "ε", parseFloat, anyValue[float64]))
 	if variants != "" {
 		var vs []fedrep.PersonalVariant
-		for _, f := range parseEps(variants) {
-			vs = append(vs, cfg.Variants[int(f)])
+		for _, i := range must(parseList(variants, "variant", strconv.Atoi, anyValue[int])) {
+			vs = append(vs, cfg.Variants[i])
 		}
 		cfg.Variants = vs
 	}
 	if seedList != "" {
-		for _, f := range parseEps(seedList) {
-			cfg.SeedList = append(cfg.SeedList, int(f))
-		}
+		cfg.SeedList = must(parseList(seedList, "seed", strconv.Atoi, anyValue[int]))
 	}
 	if !quiet {
 		cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, s) }
 	}
 	rows, err := fedrep.RunPersonalStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 		os.Exit(1)
 	}
 	if jsonPath != "" {
@@ -171,7 +159,7 @@ func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool
 			err = os.WriteFile(jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}
@@ -187,12 +175,12 @@ func mergePersonal(files, jsonPath string) {
 	for _, f := range strings.Split(files, ",") {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 		var rows []fedrep.PersonalRow
 		if err := json.Unmarshal(b, &rows); err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", f, err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", f, err)
 			os.Exit(1)
 		}
 		parts = append(parts, rows)
@@ -204,7 +192,7 @@ func mergePersonal(files, jsonPath string) {
 			err = os.WriteFile(jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fedrep-study:", err)
+			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
 			os.Exit(1)
 		}
 	}

@@ -1,0 +1,46 @@
+// Package study holds the subcommands "bench study pca|fedrep|orbit|rgrad":
+// each estimator family's accuracy study (its logic in
+// bench/studies/<family>), printed as markdown tables or JSON.
+package study
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// parseList parses the comma-separated list s with parse, refusing as a
+// bad what an item that parse rejects or ok does not accept.
+func parseList[T any](s, what string, parse func(string) (T, error), ok func(T) bool) ([]T, error) {
+	var out []T
+	for _, f := range strings.Split(s, ",") {
+		v, err := parse(strings.TrimSpace(f))
+		if err != nil || !ok(v) {
+			return nil, fmt.Errorf("bad %s %q", what, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseFloat is strconv.ParseFloat, also reading "∞" as +Inf.
+func parseFloat(s string) (float64, error) {
+	if s == "∞" {
+		return math.Inf(1), nil
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// anyValue accepts every value.
+func anyValue[T any](T) bool { return true }
+
+// must returns v, or reports err (a bad flag value) and exits with status 2.
+func must[T any](v T, err error) T {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench study:", err)
+		os.Exit(2)
+	}
+	return v
+}
