@@ -150,7 +150,8 @@ func TestGDPFilterRefusesAfterSwitch(t *testing.T) {
 	before := st.Spent.Mu
 
 	id := reserve(t, l, h, g)
-	err = l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: mixedRun(t, g), Guarantee: privacy.Approx})
+	mixed := mixedRun(t, g)
+	err = l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: mixed, Guarantee: privacy.Approx})
 	require.ErrorIs(t, err, ErrIncompatible)
 	r, err := l.Get(ctx, id)
 	require.NoError(t, err)
@@ -158,11 +159,11 @@ func TestGDPFilterRefusesAfterSwitch(t *testing.T) {
 	assert.Contains(t, r.Error, "result withheld")
 	muG, err := privacy.GDPMu(0.5, 1e-7)
 	require.NoError(t, err)
-	assert.InDelta(t, muG*muG, r.Charge.Mu2, 1e-12, "charged its reservation")
+	assert.InDelta(t, mixedMu2(t, g, mixed), r.Charge.Mu2, 1e-12, "charged its steps' GDP statement, at least its reservation")
 	st, err = l.Show(ctx, h)
 	require.NoError(t, err)
 	assert.Equal(t, "gdp", st.Spent.Composition)
-	assert.InDelta(t, math.Sqrt(before*before+muG*muG), st.Spent.Mu, 1e-8)
+	assert.InDelta(t, math.Sqrt(before*before+mixedMu2(t, g, mixed)), st.Spent.Mu, 1e-8)
 	assert.NotContains(t, st.String(), "none (no further run fits)")
 
 	// A Gaussian-only run that failed after drawing noise keeps its

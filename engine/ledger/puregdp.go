@@ -94,3 +94,34 @@ func pureRunMu2(eps float64, steps []privacy.Step) float64 {
 	}
 	return best
 }
+
+// drawnMu2 is the GDP statement of a run that is not Gaussian-only and
+// drew noise in steps (a failure after noise, or a result withheld at
+// settle); reserved is the μ² its reservation held. Every step has a GDP
+// statement of its own — a Gaussian step (Δ/σ)-GDP, a pure Laplace or
+// exponential step of ε_j μ_{ε_j}-GDP — and GDP composes by adding μ²
+// (with each step's cost fixed by the run's plan, as for pureRunMu2); the
+// run is charged that sum, never less than its reservation's. A step
+// without one, or unknown steps (nil), give 0: no GDP statement.
+func drawnMu2(reserved float64, steps []privacy.Step) float64 {
+	if len(steps) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, s := range steps {
+		var mu float64
+		switch {
+		case s.Mechanism == privacy.MechGaussian && s.Scale > 0 && s.Sensitivity > 0:
+			mu = s.Sensitivity / s.Scale
+		case (s.Mechanism == privacy.MechLaplace || s.Mechanism == privacy.MechExponential) && s.Epsilon > 0 && s.Delta == 0:
+			mu = pureMu(s.Epsilon)
+		default:
+			return 0
+		}
+		sum += mu * mu
+	}
+	if math.IsInf(sum, 0) || math.IsNaN(sum) {
+		return 0
+	}
+	return math.Max(sum, reserved)
+}

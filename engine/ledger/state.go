@@ -44,7 +44,10 @@ type event struct {
 	New     *privacy.Grant `json:"new,omitempty"`
 	Run     *runEvent      `json:"run,omitempty"`
 	Note    string         `json:"note,omitempty"`
-	State   *dsState       `json:"state,omitempty"`
+	// Rule, on a budget event, is the admission rule the change fixes
+	// (filterClassic; "" keeps the rule).
+	Rule  string   `json:"rule,omitempty"`
+	State *dsState `json:"state,omitempty"`
 }
 
 // runEvent is the run part of a reserve, settle or charge event.
@@ -174,6 +177,9 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			} else {
 				s.Final.Filter = filterClassic
 			}
+		}
+		if ev.Rule == filterClassic && s.approxTotal() {
+			s.Final.Filter = filterClassic // see setTotal
 		}
 	case evLink:
 		s.Aliases = append(s.Aliases, ev.Alias)

@@ -35,7 +35,7 @@ func plugins(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		for _, pkg := range []string{"../../examples/meanplugin/cmd/dplr-example", "../host/testdata/dplr-bad", "./testdata/dplr-leaky", "../host/testdata/dplr-remote"} {
+		for _, pkg := range []string{"../../../examples/meanplugin/cmd/dplr-example", "../../../engine/host/testdata/dplr-bad", "./testdata/dplr-leaky", "../../../engine/host/testdata/dplr-remote"} {
 			out, err := exec.Command("go", "build", "-o", plugDir+"/", pkg).CombinedOutput()
 			if err != nil {
 				buildErr = err
