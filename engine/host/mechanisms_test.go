@@ -137,7 +137,7 @@ func TestRunnerCatchesAFalseDeclaration(t *testing.T) {
 			runs := history(t, led)
 			last := runs[len(runs)-1]
 			assert.Equal(t, ledger.Failed, last.State)
-			assert.Equal(t, ledger.GrantCharge(approxGrant).Epsilon, last.Charge.Epsilon, "charged its full grant")
+			assert.Equal(t, privacy.GrantCharge(approxGrant).Epsilon, last.Charge.Epsilon, "charged its full grant")
 			if rule == "no budget" {
 				assert.Zero(t, last.Charge.Mu2, "a Laplace step leaves no GDP statement of the grant")
 				return

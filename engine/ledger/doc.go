@@ -164,6 +164,11 @@
 //
 // # Composition across runs
 //
+// The rules below are the privacy package's budget filters
+// ([privacy.ComposeTally], [privacy.Fits], [privacy.RemainingOf]); the
+// ledger stores each data set's tally of charges ([privacy.Tally]) in its
+// chain and asks the privacy package whether a charge is admitted.
+//
 // Runs on one data set are chosen adaptively, one after another, each run's
 // grant (and the decision to run at all) depending on earlier outputs, so
 // admission is a privacy filter: a rule, fixed with the total, that admits a
@@ -216,7 +221,7 @@
 // a pure ε: it is ε-DP whatever its mechanisms, and every ε-DP mechanism
 // is μ_ε-GDP with μ_ε = 2Φ⁻¹(e^ε/(1+e^ε)) (its trade-off curve lies above
 // the ε-DP one, two lines meeting at α* = 1/(1+e^ε); the convex Gaussian
-// curve lies below both lines iff it does at α*; see pureMu), about
+// curve lies below both lines iff it does at α*; see privacy.PureMu), about
 // √(π/2)·ε for small ε. Its reservation holds μ_ε² of the grant; it settles
 // at the smaller of μ² of its achieved ε and Σ μ_{ε_j}² over its steps
 // (GDP composition inside the run), and a failure after noise keeps the

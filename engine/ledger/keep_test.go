@@ -145,7 +145,7 @@ func mixedMu2(t *testing.T, g privacy.Grant, steps []privacy.Step) float64 {
 	for _, s := range steps {
 		mu := s.Sensitivity / s.Scale
 		if s.Mechanism == privacy.MechLaplace {
-			mu = pureMu(s.Epsilon)
+			mu = privacy.PureMu(s.Epsilon)
 		}
 		sum += mu * mu
 	}

@@ -207,11 +207,11 @@ func (t *txn) setTotal(ctx context.Context, h string, st *dsState, old *privacy.
 			// recorded with Force, or a failed run of unknown steps): the
 			// data owner's change counts the history under the classic
 			// rule instead, which counts every charge.
-			ev.Rule, a.Filter = filterClassic, filterClassic
+			ev.Rule, a.Filter = privacy.FilterClassic, privacy.FilterClassic
 			_, err = compose(total, a)
 		}
 		if err != nil && !(old != nil && atLeast(total, *old) && errors.Is(err, ErrBudgetExceeded)) {
-			return fmt.Errorf("data set %s: cannot set the budget to %s: the %d run(s) already charged do not fit: %w", short(h), GrantString(total), a.n(), err)
+			return fmt.Errorf("data set %s: cannot set the budget to %s: the %d run(s) already charged do not fit: %w", short(h), GrantString(total), a.N(), err)
 		}
 		// A total at least as large as the old one is accepted even
 		// over budget: it never lowers what is recorded as spent.
@@ -224,7 +224,7 @@ func (t *txn) setTotal(ctx context.Context, h string, st *dsState, old *privacy.
 // (ε, δ) one) nothing could be admitted again.
 func lostToGDP(st *dsState, total privacy.Grant) bool {
 	a := st.charged(0)
-	return st.approxTotal() && total.Kind == privacy.GrantApprox && a.mode() == filterGDP && !a.allMu()
+	return st.approxTotal() && total.Kind == privacy.GrantApprox && a.Mode() == privacy.FilterGDP && !a.AllMu()
 }
 
 // atLeast reports whether total is of old's form and no smaller in any
@@ -278,7 +278,7 @@ func (l *Ledger) SetRelation(ctx context.Context, hash string, rel Relation) err
 		if st.Relation == rel {
 			return nil
 		}
-		if st.Final.n() > 0 || len(st.Open) > 0 {
+		if st.Final.N() > 0 || len(st.Open) > 0 {
 			return fmt.Errorf("data set %s: runs were already charged for %s neighbours; the relation cannot change: %w", short(h), st.Relation, ErrInvalid)
 		}
 		return t.emit(ctx, &event{Kind: evRelation, Dataset: h, Rel: rel})
@@ -351,11 +351,11 @@ func (r ChargeRequest) charge() (Charge, error) {
 	if err := validGrant("charge", r.Cost); err != nil {
 		return Charge{}, err
 	}
-	c := GrantCharge(r.Cost)
+	c := privacy.GrantCharge(r.Cost)
 	if r.Cost.Kind == privacy.GrantPure {
 		// An ε-DP spend is μ_ε-GDP too: the Gaussian-DP filter can
-		// count it (see pureMu).
-		c.Mu2 = grantMu2(r.Cost)
+		// count it (see privacy.PureMu).
+		c.Mu2 = privacy.GrantMu2(r.Cost)
 	}
 	return c, nil
 }
@@ -431,15 +431,11 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 
 // costUnder says what charge c costs on top of a under the total's rule,
 // and what remains of the total.
-func costUnder(total privacy.Grant, a agg, c Charge) string {
-	if total.Kind != privacy.GrantApprox || a.mode() != filterGDP {
-		return fmt.Sprintf("costs %s on top of %s spent, where %s remains", c, spentString(mustCompose(total, a)), remainingString(total, remaining(total, a)))
+func costUnder(total privacy.Grant, a privacy.Tally, c Charge) string {
+	if total.Kind != privacy.GrantApprox || a.Mode() != privacy.FilterGDP {
+		return fmt.Sprintf("costs %s on top of %s spent, where %s remains", c, spentString(mustCompose(total, a)), remainingString(total, privacy.RemainingOf(total, a)))
 	}
-	muT, err := gdpMu(total.Epsilon, total.Delta)
-	if err != nil {
-		return "cannot be counted"
-	}
-	left := math.Sqrt(math.Max(0, muT*muT-a.Mu2))
+	left := privacy.GDPLeft(total, a)
 	eps, _ := privacy.GDPEpsilon(left, total.Delta)
 	rest := fmt.Sprintf("μ = %.4g (ε = %.4g at δ = %.3g)", left, eps, total.Delta)
 	if c.Mu2 > 0 {
@@ -450,11 +446,11 @@ func costUnder(total privacy.Grant, a agg, c Charge) string {
 
 // mustCompose is compose's Spent, or the plain sums when the charges do
 // not compose within the total.
-func mustCompose(total privacy.Grant, a agg) Spent {
+func mustCompose(total privacy.Grant, a privacy.Tally) Spent {
 	if sp, err := compose(total, a); err == nil {
 		return sp
 	}
-	return uncomposed(a)
+	return privacy.Uncomposed(a)
 }
 
 // SetSketch stores the row sketch of data set hash (or of the data set an
@@ -522,7 +518,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		if err != nil {
 			return err
 		}
-		charge := reserveCharge(req.Grant)
+		charge := privacy.ReserveCharge(req.Grant)
 		var (
 			runRel Relation
 			factor int
@@ -549,7 +545,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 			if err := fits(total, before, charge); err != nil {
 				sp, _ := compose(total, before)
 				return fmt.Errorf("data set %s: a run granted %s does not fit the budget (%s; spent %s; remaining %s): %w",
-					short(h), GrantString(req.Grant), GrantString(total), spentString(sp), remainingString(total, remaining(total, before)), err)
+					short(h), GrantString(req.Grant), GrantString(total), spentString(sp), remainingString(total, privacy.RemainingOf(total, before)), err)
 			}
 		}
 		g, o := req.Grant, l.self
@@ -618,18 +614,18 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 			re.Basis = "refund"
 		case out.Status == Failed:
 			re.Charge, re.Basis = open.Charge, "grant"
-			if _, ok := stepsMu2(out.Steps); !ok && g.Kind != privacy.GrantPure {
+			if _, ok := privacy.StepsMu2(out.Steps); !ok && g.Kind != privacy.GrantPure {
 				// Not known to be Gaussian-only (Outcome.Steps lists the
 				// steps announced before their noise was drawn): the
 				// reservation's μ² cap does not bound it. Under the
 				// Gaussian-DP filter it is charged its steps' own GDP
-				// statement (drawnMu2), which keeps the budget admitting;
+				// statement (privacy.DrawnMu2), which keeps the budget admitting;
 				// elsewhere it carries none. A run granted a pure ε is
 				// ε-DP whatever it did within its grant, so it keeps the
 				// μ_ε² its reservation held.
 				re.Charge.Mu2 = 0
-				if st.Final.Filter == filterGDP {
-					re.Charge.Mu2 = drawnMu2(open.Charge.Mu2, out.Steps)
+				if st.Final.Filter == privacy.FilterGDP {
+					re.Charge.Mu2 = privacy.DrawnMu2(open.Charge.Mu2, out.Steps)
 				}
 			}
 		default:
@@ -659,9 +655,9 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 func settleSuccess(g privacy.Grant, reserved Charge, st *dsState, id int64, out Outcome, re *runEvent) error {
 	c, basis, note := successCharge(g, out)
 	re.Charge, re.Basis, re.Note = c, basis, note
-	if st.approxTotal() && st.Final.mode() == filterGDP && !c.IsZero() && !c.HasMu() {
+	if st.approxTotal() && st.Final.Mode() == privacy.FilterGDP && !c.IsZero() && !c.HasMu() {
 		err := refuse(re, reserved, fmt.Errorf("the run is not Gaussian-only, and the budget follows the Gaussian-DP filter since its first run (see dplr budget show): %w", ErrIncompatible))
-		if mu2 := drawnMu2(reserved.Mu2, out.Steps); mu2 > 0 {
+		if mu2 := privacy.DrawnMu2(reserved.Mu2, out.Steps); mu2 > 0 {
 			re.Charge.Mu2 = mu2
 		}
 		return err
@@ -711,7 +707,7 @@ func refuse(re *runEvent, reserved Charge, why error) error {
 // the full grant.
 func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 	full := func(why string) (Charge, string, string) {
-		return GrantCharge(g), "grant", why + "; charged the full grant"
+		return privacy.GrantCharge(g), "grant", why + "; charged the full grant"
 	}
 	var ach privacy.Achieved
 	if out.Steps != nil {
@@ -744,16 +740,16 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 			return full(fmt.Sprintf("the reported cost does not fit the grant (%v)", err))
 		}
 	}
-	c := achievedCharge(g, ach)
+	c := privacy.AchievedCharge(g, ach)
 	if g.Kind == privacy.GrantPure && c.IsPure() {
-		// ε-DP under a pure grant: the GDP statement of pureRunMu2.
-		c.Mu2 = pureRunMu2(c.Epsilon, out.Steps)
-	} else if mu2, ok := stepsMu2(out.Steps); ok {
+		// ε-DP under a pure grant: the GDP statement of privacy.PureRunMu2.
+		c.Mu2 = privacy.PureRunMu2(c.Epsilon, out.Steps)
+	} else if mu2, ok := privacy.StepsMu2(out.Steps); ok {
 		c.Mu2 = mu2
 	} else if out.Steps == nil && ach.Composition == privacy.MethodGDP && ach.Mu > 0 {
 		c.Mu2 = ach.Mu * ach.Mu
 	}
-	if !c.valid() {
+	if !c.Valid() {
 		return full("the composed cost is not valid")
 	}
 	if c.IsZero() {
