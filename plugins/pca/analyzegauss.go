@@ -11,7 +11,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
-	"github.com/dplr/dplr/plugins/internal/noiseplan"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
@@ -112,7 +111,7 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 func analyzeGaussPlan(run *sdk.Run, o *analyzeGaussOptions) (*privacy.Plan, error) {
 	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	shares = append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
-	return sdk.NewPlan(run, o.noise, shares...)
+	return privacy.NewPlan(run.Acct, o.noise, shares...)
 }
 
 // AnalyzeGaussFromCov runs pca-analyze-gauss on a precomputed clipped
@@ -184,6 +183,6 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	if o.note != "" {
 		res.Notes = append(res.Notes, o.note)
 	}
-	res.Notes = append(res.Notes, noiseplan.GaussianNote(o.noise, run.Acct.Grant().Kind))
+	res.Notes = append(res.Notes, privacy.GaussianNote(o.noise, run.Acct.Grant().Kind))
 	return res, nil
 }
