@@ -433,7 +433,7 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 // and what remains of the total.
 func costUnder(total privacy.Grant, a privacy.Tally, c Charge) string {
 	if total.Kind != privacy.GrantApprox || a.Mode() != privacy.FilterGDP {
-		return fmt.Sprintf("costs %s on top of %s spent, where %s remains", c, spentString(mustCompose(total, a)), remainingString(total, privacy.RemainingOf(total, a)))
+		return fmt.Sprintf("costs %s, where %s remains", c, remainingString(total, privacy.RemainingOf(total, a)))
 	}
 	left := privacy.GDPLeft(total, a)
 	eps, _ := privacy.GDPEpsilon(left, total.Delta)
@@ -442,15 +442,6 @@ func costUnder(total privacy.Grant, a privacy.Tally, c Charge) string {
 		return fmt.Sprintf("costs μ = %.4g under the Gaussian-DP filter (Σμ² ≤ μ_T²), where %s remains", math.Sqrt(c.Mu2), rest)
 	}
 	return fmt.Sprintf("has no Gaussian-DP statement, so under the Gaussian-DP filter this budget follows it would cost all that remains, %s, and the data set would admit nothing more (a Gaussian spend of sensitivity Δ and noise σ is Δ/σ-GDP; an ε-DP spend, stated as a pure ε, counts μ = 2Φ⁻¹(e^ε/(1+e^ε)))", rest)
-}
-
-// mustCompose is compose's Spent, or the plain sums when the charges do
-// not compose within the total.
-func mustCompose(total privacy.Grant, a privacy.Tally) Spent {
-	if sp, err := compose(total, a); err == nil {
-		return sp
-	}
-	return privacy.Uncomposed(a)
 }
 
 // SetSketch stores the row sketch of data set hash (or of the data set an
