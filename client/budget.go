@@ -240,15 +240,22 @@ type ChargeOptions struct {
 	// Relation is the neighbour relation the spend's guarantee holds for
 	// (default: the budget's).
 	Relation Relation
+	// Mu states the spend as μ-GDP instead of cost (which is then zero);
+	// see ledger.ChargeRequest.
+	Mu float64
+	// Force records a spend the budget's rule cannot admit instead of
+	// refusing it (see ledger.ChargeRequest).
+	Force bool
 }
 
 // Charge records a spend made outside dplr. A non-zero RunID with an
-// error means the charge was recorded but something after it failed.
+// error means the charge was recorded (forced beyond what the budget's
+// rule admits, or something after it failed).
 func (c *Client) Charge(ctx context.Context, r DatasetRef, cost Grant, opt ChargeOptions) (RunID, error) {
 	var id RunID
 	err := c.onDataset(ctx, r, func(led *ledger.Ledger, h string, _ target) error {
 		var err error
-		id, err = led.RecordCharge(ctx, h, ledger.ChargeRequest{Cost: cost, Relation: opt.Relation, Note: opt.Note})
+		id, err = led.RecordCharge(ctx, h, ledger.ChargeRequest{Cost: cost, Mu: opt.Mu, Relation: opt.Relation, Note: opt.Note, Force: opt.Force})
 		return ledgerErr(err)
 	})
 	return id, err

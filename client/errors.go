@@ -121,6 +121,13 @@ func ExitCode(err error) int {
 	return 1
 }
 
+// The ledger's refusals of a spend its budget rule cannot admit: the total
+// would be exceeded, or the spend has no statement the rule counts.
+var (
+	ErrBudgetExceeded = ledger.ErrBudgetExceeded
+	ErrIncompatible   = ledger.ErrIncompatible
+)
+
 // ledgerClass is the class of an error from the ledger: damaged → data,
 // refused → budget, bad argument → usage, anything else runtime.
 func ledgerClass(err error) error {

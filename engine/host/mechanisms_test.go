@@ -109,8 +109,9 @@ func TestRunnerUndeclaredKeepsTodaysBehaviour(t *testing.T) {
 // steps only and then takes a Laplace step is caught after the fit: the
 // error names the undeclared mechanism and step, nothing is released, and
 // the run stays charged its grant (noise was drawn). Under the Gaussian-DP
-// filter the lie also ends the filter's admissions (the charge carries no
-// GDP statement), exactly as an undeclared non-Gaussian failure does.
+// filter the charge carries its steps' own GDP statement (the Laplace step
+// is μ_ε-GDP), so the budget keeps admitting runs; with no budget it
+// carries none.
 func TestRunnerCatchesAFalseDeclaration(t *testing.T) {
 	for _, rule := range []string{"no budget", "gaussian-dp"} {
 		t.Run(rule, func(t *testing.T) {
@@ -136,8 +137,18 @@ func TestRunnerCatchesAFalseDeclaration(t *testing.T) {
 			runs := history(t, led)
 			last := runs[len(runs)-1]
 			assert.Equal(t, ledger.Failed, last.State)
-			assert.Equal(t, ledger.GrantCharge(approxGrant).Epsilon, last.Charge.Epsilon, "charged its full grant")
-			assert.Zero(t, last.Charge.Mu2, "a Laplace step leaves no GDP statement")
+			assert.Equal(t, privacy.GrantCharge(approxGrant).Epsilon, last.Charge.Epsilon, "charged its full grant")
+			if rule == "no budget" {
+				assert.Zero(t, last.Charge.Mu2, "a Laplace step leaves no GDP statement of the grant")
+				return
+			}
+			assert.Positive(t, last.Charge.Mu2, "the steps' own GDP statement")
+			// Its Laplace step (μ² ≈ 0.39) took the history past μ_T² of
+			// (3, 1e-6); a larger total lets Gaussian runs in again.
+			require.NoError(t, led.ChangeBudget(context.Background(), fakeHandle().Hash, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 6, Delta: 1e-6}, "larger"))
+			_, err = r.Fit(context.Background(), FitRequest{Estimator: "bad-declare-gauss", Grant: approxGrant, Data: fakeHandle()})
+			require.NoError(t, err, "the budget admits Gaussian runs again")
+			assert.Equal(t, ledger.RuleGDP, show(t, led).Rule)
 		})
 	}
 }

@@ -100,7 +100,7 @@ func TestRunnerRefusesHostilePlugins(t *testing.T) {
 			assert.Equal(t, ledger.Failed, runs[0].State)
 			got := runs[0].Charge
 			got.Mu2 = 0 // the reservation's GDP statement, kept for Gaussian-only announced steps (engine/ledger tests it)
-			assert.Equal(t, ledger.GrantCharge(tc.grant), got, "charged the full grant")
+			assert.Equal(t, privacy.GrantCharge(tc.grant), got, "charged the full grant")
 		})
 	}
 }

@@ -19,11 +19,11 @@ func prefill(b *testing.B, l *Ledger, h string, n int) {
 		for i := 0; i < n; i++ {
 			g, o := pureG(1e-6), l.self
 			res := &event{Kind: evReserve, Dataset: h, Run: &runEvent{Estimator: "prefill", Params: map[string]string{"rank": "5"},
-				Grant: &g, Owner: &o, Charge: GrantCharge(g), Basis: "grant"}}
+				Grant: &g, Owner: &o, Charge: privacy.GrantCharge(g), Basis: "grant"}}
 			if err := t.emit(ctx, res); err != nil {
 				return err
 			}
-			set := &event{Kind: evSettle, Dataset: h, Run: &runEvent{ID: res.Seq, Status: Succeeded, Charge: GrantCharge(g), Basis: "pure",
+			set := &event{Kind: evSettle, Dataset: h, Run: &runEvent{ID: res.Seq, Status: Succeeded, Charge: privacy.GrantCharge(g), Basis: "pure",
 				Relation: ReplaceRow, Class: "worst-case", Neighbours: "one row replaced", Factor: 1}}
 			if err := t.emit(ctx, set); err != nil {
 				return err

@@ -57,8 +57,9 @@ func TestLinkSharesOneBudget(t *testing.T) {
 	require.ErrorIs(t, l.Link(ctx, hashOf("x"), "nobody", ""), ErrNotFound)
 }
 
-// A spend made outside dplr is recorded with its note, even beyond the
-// total; the data set then admits nothing more.
+// A spend made outside dplr is recorded with its note; one beyond the
+// total is refused with nothing written, unless forced, after which the
+// data set admits nothing more.
 func TestRecordCharge(t *testing.T) {
 	ctx := context.Background()
 	l := openT(t, t.TempDir())
@@ -74,7 +75,10 @@ func TestRecordCharge(t *testing.T) {
 	assert.Equal(t, 1, st.Runs.External)
 	id2, err := l.RecordCharge(ctx, h, ChargeRequest{Cost: approxG(1.5, 1e-6), Note: "a second release"})
 	require.ErrorIs(t, err, ErrBudgetExceeded)
-	assert.Positive(t, int64(id2), "recorded even so")
+	assert.Zero(t, id2, "refused")
+	id2, err = l.RecordCharge(ctx, h, ChargeRequest{Cost: approxG(1.5, 1e-6), Note: "a second release", Force: true})
+	require.ErrorIs(t, err, ErrBudgetExceeded)
+	assert.Positive(t, int64(id2), "recorded when forced")
 	_, err = l.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: approxG(0.01, 1e-9)})
 	require.ErrorIs(t, err, ErrBudgetExceeded)
 	runs, err := l.History(ctx, h)

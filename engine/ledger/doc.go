@@ -138,8 +138,13 @@
 // way. [Ledger.SetBudget] sets a total once (refused if the runs already
 // recorded do not fit); [Ledger.ChangeBudget] changes it explicitly,
 // never below what has been spent, recording the old and new values.
-// [Ledger.RecordCharge] records a spend made outside dplr, even beyond the
-// total (it happened; the data set then admits nothing more).
+// A total at least as large as the old one is accepted even over budget
+// (it never lowers what is recorded as spent). [Ledger.RecordCharge]
+// records a spend made outside dplr (pure ε, (ε, δ), ρ, or μ-GDP), and
+// refuses, with nothing written, one the budget's rule cannot admit,
+// stating its cost under the rule; with ChargeRequest.Force it records it
+// all the same (it happened; the data set then admits nothing more until
+// its total is changed).
 //
 // # Neighbour relations
 //
@@ -158,6 +163,11 @@
 // applied and its guarantee class (worst-case, model-based, nominal).
 //
 // # Composition across runs
+//
+// The rules below are the privacy package's budget filters
+// ([privacy.ComposeTally], [privacy.Fits], [privacy.RemainingOf]); the
+// ledger stores each data set's tally of charges ([privacy.Tally]) in its
+// chain and asks the privacy package whether a charge is admitted.
 //
 // Runs on one data set are chosen adaptively, one after another, each run's
 // grant (and the decision to run at all) depending on earlier outputs, so
@@ -211,7 +221,7 @@
 // a pure ε: it is ε-DP whatever its mechanisms, and every ε-DP mechanism
 // is μ_ε-GDP with μ_ε = 2Φ⁻¹(e^ε/(1+e^ε)) (its trade-off curve lies above
 // the ε-DP one, two lines meeting at α* = 1/(1+e^ε); the convex Gaussian
-// curve lies below both lines iff it does at α*; see pureMu), about
+// curve lies below both lines iff it does at α*; see privacy.PureMu), about
 // √(π/2)·ε for small ε. Its reservation holds μ_ε² of the grant; it settles
 // at the smaller of μ² of its achieved ε and Σ μ_{ε_j}² over its steps
 // (GDP composition inside the run), and a failure after noise keeps the
@@ -249,11 +259,20 @@
 //     [Status.AdmitsMechanisms] previews it); granted a pure ε it is
 //     admitted by the fallback above. An undeclared run granted (ε, δ) or
 //     ρ that is not Gaussian-only is withheld at
-//     [Ledger.Settle] ([ErrIncompatible]; it is recorded as failed and
-//     charged its reservation, and the host does not release its result),
-//     and one that failed after drawing noise without steps showing it
-//     Gaussian-only is charged without a GDP statement, after which the
-//     budget admits nothing more. A total changed later keeps the rule.
+//     [Ledger.Settle] ([ErrIncompatible]; it is recorded as failed, and the
+//     host does not release its result), and one that failed after drawing
+//     noise is charged the same way: both carry the GDP statement of the
+//     steps whose noise was drawn (a Gaussian step (Δ/σ)-GDP, a pure
+//     Laplace or exponential step μ_{ε_j}-GDP, μ² adding up), never less
+//     than the reservation's, so the budget keeps admitting runs. Only a
+//     charge with no GDP statement at all (a failed run whose steps are
+//     unknown, an outside spend recorded with Force) leaves the filter
+//     admitting nothing; [Ledger.ChangeBudget] (to the same or a larger
+//     total) is then the way back: the change fixes the classic rule,
+//     which counts every charge (it admits the whole history, so each run
+//     so far is one the classic filter would have admitted too, and the
+//     data owner's change, not an output, decides). Otherwise a total
+//     changed later keeps the rule.
 //     [Status.Rule] names the rule in force ([RuleGDP], [RuleClassic],
 //     [RuleUndecided]); Spent and Remaining are stated under it.
 //

@@ -216,7 +216,7 @@ func TestSuccessBeyondGrantChargesGrant(t *testing.T) {
 		require.NoError(t, l.Settle(ctx, id, out))
 		r, err := l.Get(ctx, id)
 		require.NoError(t, err)
-		assert.Equal(t, GrantCharge(pureG(0.25)), r.Charge)
+		assert.Equal(t, privacy.GrantCharge(pureG(0.25)), r.Charge)
 		assert.Equal(t, "grant", r.Basis)
 		assert.Contains(t, r.Note, "full grant")
 	}

@@ -191,7 +191,7 @@ func (l *Ledger) ChangeBudget(ctx context.Context, ref string, total privacy.Gra
 			return fmt.Errorf("data set %s has no total to change (set one with SetBudget): %w", short(h), ErrNotFound)
 		}
 		old := *st.Total
-		if old == total {
+		if old == total && !lostToGDP(st, total) {
 			return nil
 		}
 		return t.setTotal(ctx, h, st, &old, total, note)
@@ -200,11 +200,37 @@ func (l *Ledger) ChangeBudget(ctx context.Context, ref string, total privacy.Gra
 
 func (t *txn) setTotal(ctx context.Context, h string, st *dsState, old *privacy.Grant, total privacy.Grant, note string) error {
 	a := st.charged(0)
+	ev := &event{Kind: evBudget, Dataset: h, Old: old, New: &total, Note: strings.TrimSpace(note)}
 	if _, err := compose(total, a); err != nil {
-		return fmt.Errorf("data set %s: cannot set the budget to %s: the %d run(s) already charged do not fit: %w", short(h), GrantString(total), a.n(), err)
+		if old != nil && lostToGDP(st, total) {
+			// The Gaussian-DP filter cannot count some charge (a spend
+			// recorded with Force, or a failed run of unknown steps): the
+			// data owner's change counts the history under the classic
+			// rule instead, which counts every charge.
+			ev.Rule, a.Filter = privacy.FilterClassic, privacy.FilterClassic
+			_, err = compose(total, a)
+		}
+		if err != nil && !(old != nil && atLeast(total, *old) && errors.Is(err, ErrBudgetExceeded)) {
+			return fmt.Errorf("data set %s: cannot set the budget to %s: the %d run(s) already charged do not fit: %w", short(h), GrantString(total), a.N(), err)
+		}
+		// A total at least as large as the old one is accepted even
+		// over budget: it never lowers what is recorded as spent.
 	}
-	g := total
-	return t.emit(ctx, &event{Kind: evBudget, Dataset: h, Old: old, New: &g, Note: strings.TrimSpace(note)})
+	return t.emit(ctx, ev)
+}
+
+// lostToGDP reports whether the data set follows the Gaussian-DP filter
+// and holds a charge that filter cannot count, so that under total (an
+// (ε, δ) one) nothing could be admitted again.
+func lostToGDP(st *dsState, total privacy.Grant) bool {
+	a := st.charged(0)
+	return st.approxTotal() && total.Kind == privacy.GrantApprox && a.Mode() == privacy.FilterGDP && !a.AllMu()
+}
+
+// atLeast reports whether total is of old's form and no smaller in any
+// parameter.
+func atLeast(total, old privacy.Grant) bool {
+	return total.Kind == old.Kind && total.Epsilon >= old.Epsilon && total.Delta >= old.Delta && total.Rho >= old.Rho
 }
 
 // Rename names a data set (names are unique; ErrInvalid if another data set
@@ -252,7 +278,7 @@ func (l *Ledger) SetRelation(ctx context.Context, hash string, rel Relation) err
 		if st.Relation == rel {
 			return nil
 		}
-		if st.Final.n() > 0 || len(st.Open) > 0 {
+		if st.Final.N() > 0 || len(st.Open) > 0 {
 			return fmt.Errorf("data set %s: runs were already charged for %s neighbours; the relation cannot change: %w", short(h), st.Relation, ErrInvalid)
 		}
 		return t.emit(ctx, &event{Kind: evRelation, Dataset: h, Rel: rel})
@@ -292,22 +318,59 @@ func (l *Ledger) Link(ctx context.Context, alias, target, note string) error {
 
 // ChargeRequest is a spend made outside dplr on a data set.
 type ChargeRequest struct {
-	// Cost is what was spent, as a grant (pure ε, (ε, δ) or ρ).
+	// Cost is what was spent, as a grant (pure ε, (ε, δ) or ρ); zero when
+	// Mu is given.
 	Cost privacy.Grant
+	// Mu states the spend as μ-GDP instead (a Gaussian mechanism of
+	// sensitivity Δ and noise σ is Δ/σ-GDP, and μ²/2-zCDP): the form the
+	// Gaussian-DP filter counts.
+	Mu float64
 	// Relation is the neighbour relation the spend's guarantee holds for
 	// ("": the budget's own).
 	Relation Relation
 	// Note says what the spend was (required).
 	Note string
+	// Force records a spend the budget's rule cannot admit (it happened):
+	// the data set then admits nothing more until its total is changed
+	// (ChangeBudget). Without it such a spend is refused, with nothing
+	// written.
+	Force bool
+}
+
+// charge is the request's cost as a charge.
+func (r ChargeRequest) charge() (Charge, error) {
+	if r.Mu != 0 {
+		if r.Cost != (privacy.Grant{}) {
+			return Charge{}, fmt.Errorf("charge: give either a cost or μ, not both: %w", ErrInvalid)
+		}
+		if !(r.Mu > 0) || math.IsInf(r.Mu, 0) {
+			return Charge{}, fmt.Errorf("charge: μ = %v must be positive and finite: %w", r.Mu, ErrInvalid)
+		}
+		return Charge{Rho: r.Mu * r.Mu / 2, Mu2: r.Mu * r.Mu}, nil
+	}
+	if err := validGrant("charge", r.Cost); err != nil {
+		return Charge{}, err
+	}
+	c := privacy.GrantCharge(r.Cost)
+	if r.Cost.Kind == privacy.GrantPure {
+		// An ε-DP spend is μ_ε-GDP too: the Gaussian-DP filter can
+		// count it (see privacy.PureMu).
+		c.Mu2 = privacy.GrantMu2(r.Cost)
+	}
+	return c, nil
 }
 
 // RecordCharge records a spend made outside dplr against the data set ref
 // (a hash, alias or name; a hash the ledger has not seen is registered).
-// The spend happened, so it is recorded even when it does not fit the
-// budget: the data set then admits nothing more, and the error wraps
-// ErrBudgetExceeded together with the recorded id.
+// A spend the budget's rule cannot admit (it does not fit, or the rule
+// cannot count it) is refused with nothing written, the error stating what
+// it would cost under the rule (ErrBudgetExceeded or ErrIncompatible);
+// with req.Force it is recorded all the same (it happened), the data set
+// then admits nothing more until its total is changed, and the error
+// wraps the same cause together with the recorded id.
 func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest) (RunID, error) {
-	if err := validGrant("charge", req.Cost); err != nil {
+	base, err := req.charge()
+	if err != nil {
 		return 0, err
 	}
 	if strings.TrimSpace(req.Note) == "" {
@@ -317,7 +380,7 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 		id   RunID
 		over error
 	)
-	err := l.write(ctx, "record charge", func(t *txn) error {
+	err = l.write(ctx, "record charge", func(t *txn) error {
 		var h string
 		var st *dsState
 		var err error
@@ -333,22 +396,24 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 		if rel == "" {
 			rel = st.Relation
 		}
-		base := GrantCharge(req.Cost)
-		if req.Cost.Kind == privacy.GrantPure {
-			// An ε-DP spend is μ_ε-GDP too: the Gaussian-DP filter can
-			// count it (see pureMu).
-			base.Mu2 = grantMu2(req.Cost)
-		}
 		c, k, err := convert(base, rel, st.Relation)
 		if err != nil {
 			return fmt.Errorf("data set %s: %w", short(h), err)
 		}
-		g := req.Cost
-		ev := &event{Kind: evCharge, Dataset: h, Run: &runEvent{Estimator: "(outside dplr)", Grant: &g, Status: Succeeded,
+		var g *privacy.Grant
+		if req.Mu == 0 {
+			g = &req.Cost
+		}
+		ev := &event{Kind: evCharge, Dataset: h, Run: &runEvent{Estimator: "(outside dplr)", Grant: g, Status: Succeeded,
 			Charge: c, Basis: "external", Note: strings.TrimSpace(req.Note), Relation: rel, Factor: k}}
 		if st.Total != nil {
-			if err := fits(*st.Total, st.charged(0), c); err != nil {
-				over = fmt.Errorf("data set %s: the recorded spend takes it beyond its total; nothing more will be admitted: %w", short(h), err)
+			before := st.charged(0)
+			if err := fits(*st.Total, before, c); err != nil {
+				why := fmt.Errorf("data set %s: the spend (%s) does not fit the budget's rule: it %s: %w", short(h), c, costUnder(*st.Total, before, c), err)
+				if !req.Force {
+					return fmt.Errorf("nothing was recorded: %w", why)
+				}
+				over = fmt.Errorf("recorded all the same; nothing more will be admitted until the total is changed: %w", why)
 			}
 		}
 		if err := t.emit(ctx, ev); err != nil {
@@ -362,6 +427,21 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 		return 0, err
 	}
 	return id, over
+}
+
+// costUnder says what charge c costs on top of a under the total's rule,
+// and what remains of the total.
+func costUnder(total privacy.Grant, a privacy.Tally, c Charge) string {
+	if total.Kind != privacy.GrantApprox || a.Mode() != privacy.FilterGDP {
+		return fmt.Sprintf("costs %s, where %s remains", c, remainingString(total, privacy.RemainingOf(total, a)))
+	}
+	left := privacy.GDPLeft(total, a)
+	eps, _ := privacy.GDPEpsilon(left, total.Delta)
+	rest := fmt.Sprintf("μ = %.4g (ε = %.4g at δ = %.3g)", left, eps, total.Delta)
+	if c.Mu2 > 0 {
+		return fmt.Sprintf("costs μ = %.4g under the Gaussian-DP filter (Σμ² ≤ μ_T²), where %s remains", math.Sqrt(c.Mu2), rest)
+	}
+	return fmt.Sprintf("has no Gaussian-DP statement, so under the Gaussian-DP filter this budget follows it would cost all that remains, %s, and the data set would admit nothing more (a Gaussian spend of sensitivity Δ and noise σ is Δ/σ-GDP; an ε-DP spend, stated as a pure ε, counts μ = 2Φ⁻¹(e^ε/(1+e^ε)))", rest)
 }
 
 // SetSketch stores the row sketch of data set hash (or of the data set an
@@ -429,7 +509,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		if err != nil {
 			return err
 		}
-		charge := reserveCharge(req.Grant)
+		charge := privacy.ReserveCharge(req.Grant)
 		var (
 			runRel Relation
 			factor int
@@ -456,7 +536,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 			if err := fits(total, before, charge); err != nil {
 				sp, _ := compose(total, before)
 				return fmt.Errorf("data set %s: a run granted %s does not fit the budget (%s; spent %s; remaining %s): %w",
-					short(h), GrantString(req.Grant), GrantString(total), spentString(sp), remainingString(total, remaining(total, before)), err)
+					short(h), GrantString(req.Grant), GrantString(total), spentString(sp), remainingString(total, privacy.RemainingOf(total, before)), err)
 			}
 		}
 		g, o := req.Grant, l.self
@@ -525,15 +605,19 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 			re.Basis = "refund"
 		case out.Status == Failed:
 			re.Charge, re.Basis = open.Charge, "grant"
-			if _, ok := stepsMu2(out.Steps); !ok && g.Kind != privacy.GrantPure {
+			if _, ok := privacy.StepsMu2(out.Steps); !ok && g.Kind != privacy.GrantPure {
 				// Not known to be Gaussian-only (Outcome.Steps lists the
 				// steps announced before their noise was drawn): the
-				// reservation's μ² cap does not bound it, so no GDP
-				// statement (under the Gaussian-DP filter the budget then
-				// admits nothing more). A run granted a pure ε is ε-DP
-				// whatever it did within its grant, so it keeps the μ_ε²
-				// its reservation held.
+				// reservation's μ² cap does not bound it. Under the
+				// Gaussian-DP filter it is charged its steps' own GDP
+				// statement (privacy.DrawnMu2), which keeps the budget admitting;
+				// elsewhere it carries none. A run granted a pure ε is
+				// ε-DP whatever it did within its grant, so it keeps the
+				// μ_ε² its reservation held.
 				re.Charge.Mu2 = 0
+				if st.Final.Filter == privacy.FilterGDP {
+					re.Charge.Mu2 = privacy.DrawnMu2(open.Charge.Mu2, out.Steps)
+				}
 			}
 		default:
 			refused = settleSuccess(g, open.Charge, st, int64(id), out, re)
@@ -562,8 +646,12 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 func settleSuccess(g privacy.Grant, reserved Charge, st *dsState, id int64, out Outcome, re *runEvent) error {
 	c, basis, note := successCharge(g, out)
 	re.Charge, re.Basis, re.Note = c, basis, note
-	if st.approxTotal() && st.Final.mode() == filterGDP && !c.IsZero() && !c.HasMu() {
-		return refuse(re, reserved, fmt.Errorf("the run is not Gaussian-only, and the budget follows the Gaussian-DP filter since its first run (see dplr budget show): %w", ErrIncompatible))
+	if st.approxTotal() && st.Final.Mode() == privacy.FilterGDP && !c.IsZero() && !c.HasMu() {
+		err := refuse(re, reserved, fmt.Errorf("the run is not Gaussian-only, and the budget follows the Gaussian-DP filter since its first run (see dplr budget show): %w", ErrIncompatible))
+		if mu2 := privacy.DrawnMu2(reserved.Mu2, out.Steps); mu2 > 0 {
+			re.Charge.Mu2 = mu2
+		}
+		return err
 	}
 	rel, err := ParseNeighbours(out.Neighbours)
 	switch {
@@ -610,7 +698,7 @@ func refuse(re *runEvent, reserved Charge, why error) error {
 // the full grant.
 func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 	full := func(why string) (Charge, string, string) {
-		return GrantCharge(g), "grant", why + "; charged the full grant"
+		return privacy.GrantCharge(g), "grant", why + "; charged the full grant"
 	}
 	var ach privacy.Achieved
 	if out.Steps != nil {
@@ -643,16 +731,16 @@ func successCharge(g privacy.Grant, out Outcome) (Charge, string, string) {
 			return full(fmt.Sprintf("the reported cost does not fit the grant (%v)", err))
 		}
 	}
-	c := achievedCharge(g, ach)
+	c := privacy.AchievedCharge(g, ach)
 	if g.Kind == privacy.GrantPure && c.IsPure() {
-		// ε-DP under a pure grant: the GDP statement of pureRunMu2.
-		c.Mu2 = pureRunMu2(c.Epsilon, out.Steps)
-	} else if mu2, ok := stepsMu2(out.Steps); ok {
+		// ε-DP under a pure grant: the GDP statement of privacy.PureRunMu2.
+		c.Mu2 = privacy.PureRunMu2(c.Epsilon, out.Steps)
+	} else if mu2, ok := privacy.StepsMu2(out.Steps); ok {
 		c.Mu2 = mu2
 	} else if out.Steps == nil && ach.Composition == privacy.MethodGDP && ach.Mu > 0 {
 		c.Mu2 = ach.Mu * ach.Mu
 	}
-	if !c.valid() {
+	if !c.Valid() {
 		return full("the composed cost is not valid")
 	}
 	if c.IsZero() {

@@ -229,7 +229,7 @@ func TestKilledRunStaysChargedAndInterrupted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	assert.Equal(t, Interrupted, runs[0].State)
-	assert.Equal(t, reserveCharge(pureG(0.75)), runs[0].Charge)
+	assert.Equal(t, privacy.ReserveCharge(pureG(0.75)), runs[0].Charge)
 	assert.Equal(t, cmd.Process.Pid, runs[0].PID)
 	st, err := l2.Show(ctx, h)
 	require.NoError(t, err)
@@ -270,7 +270,7 @@ func TestKillDuringWritesLeavesConsistentLedger(t *testing.T) {
 		switch r.State {
 		case Interrupted:
 			interrupted++
-			assert.Equal(t, reserveCharge(pureG(0.5)), r.Charge)
+			assert.Equal(t, privacy.ReserveCharge(pureG(0.5)), r.Charge)
 			assert.True(t, r.SettledAt.IsZero())
 		case Succeeded:
 			assert.InDelta(t, 0.25, r.Charge.Epsilon, 1e-12)
@@ -278,7 +278,7 @@ func TestKillDuringWritesLeavesConsistentLedger(t *testing.T) {
 			if r.Refunded {
 				assert.True(t, r.Charge.IsZero())
 			} else {
-				assert.Equal(t, reserveCharge(pureG(0.5)), r.Charge)
+				assert.Equal(t, privacy.ReserveCharge(pureG(0.5)), r.Charge)
 			}
 		default:
 			t.Errorf("run %v in state %s after its process was killed", r.ID, r.State)

@@ -2,61 +2,13 @@ package ledger
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/gonum/mathext"
 
 	"github.com/dplr/dplr/engine/privacy"
 )
-
-func phi(x float64) float64    { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-func phiInv(p float64) float64 { return mathext.NormalQuantile(p) }
-
-// gaussTradeoff is G_μ(α) = Φ(Φ⁻¹(1 − α) − μ), with Φ⁻¹(1 − α) taken as
-// −Φ⁻¹(α) for small α (1 − α would round to 1).
-func gaussTradeoff(mu, alpha float64) float64 {
-	if alpha < 0.5 {
-		return phi(-phiInv(alpha) - mu)
-	}
-	return phi(phiInv(1-alpha) - mu)
-}
-
-// pureTradeoff is f_ε(α) = max(0, 1 − e^ε α, e^{−ε}(1 − α)).
-func pureTradeoff(eps, alpha float64) float64 {
-	return math.Max(0, math.Max(1-math.Exp(eps)*alpha, math.Exp(-eps)*(1-alpha)))
-}
-
-// μ_ε = 2Φ⁻¹(e^ε/(1+e^ε)) is an ε-DP run's GDP parameter: the Gaussian
-// trade-off curve lies below the ε-DP one everywhere (on a grid of α,
-// denser near 0 and 1), touches it at the kink α* = 1/(1+e^ε) (so no
-// smaller μ holds), behaves as √(π/2)·ε for small ε, and pureEpsilonForMu
-// inverts it.
-func TestPureMuIsTheTightGDPOfEpsDP(t *testing.T) {
-	for _, eps := range []float64{1e-4, 0.01, 0.1, 0.5, 1, 2, 5, 10, 30} {
-		mu := pureMu(eps)
-		for i := 1; i < 2000; i++ {
-			for _, a := range []float64{float64(i) / 2000, math.Pow(10, -float64(i)/100), 1 - math.Pow(10, -float64(i)/100)} {
-				if a <= 0 || a >= 1 {
-					continue
-				}
-				g, f := gaussTradeoff(mu, a), pureTradeoff(eps, a)
-				require.LessOrEqual(t, g, f+1e-12, "ε = %g, α = %g: G_μ = %g > f_ε = %g", eps, a, g, f)
-			}
-		}
-		star := 1 / (1 + math.Exp(eps))
-		assert.InEpsilon(t, star, gaussTradeoff(mu, star), 1e-6, "tight at the kink (ε = %g)", eps)
-		assert.Greater(t, gaussTradeoff(mu*(1-1e-6), star), star, "a smaller μ fails (ε = %g)", eps)
-		back := pureEpsilonForMu(mu)
-		assert.LessOrEqual(t, pureMu(back), mu)
-		assert.InDelta(t, eps, back, 1e-7*eps)
-	}
-	assert.InDelta(t, math.Sqrt(math.Pi/2)*1e-3, pureMu(1e-3), 1e-9)
-	assert.InDelta(t, 1.23204, pureMu(1), 1e-4)
-	assert.Zero(t, pureMu(0))
-}
 
 // The fallback: on a budget that follows the Gaussian-DP filter, a run
 // granted a pure ε is admitted whatever its declared mechanisms, reserves
@@ -83,14 +35,14 @@ func TestGDPFilterAdmitsPureGrants(t *testing.T) {
 	id := mustReserve(t, l, h, req)
 	r, err := l.Get(ctx, id)
 	require.NoError(t, err)
-	assert.InDelta(t, pureMu(0.2)*pureMu(0.2), r.Charge.Mu2, 1e-15, "the reservation holds μ_ε²")
+	assert.InDelta(t, privacy.PureMu(0.2)*privacy.PureMu(0.2), r.Charge.Mu2, 1e-15, "the reservation holds μ_ε²")
 	steps := []privacy.Step{pureStep(0.05), pureStep(0.05), pureStep(0.1)}
 	require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: steps, Guarantee: privacy.Pure}), "released, not withheld")
 	r, err = l.Get(ctx, id)
 	require.NoError(t, err)
-	want := 2*pureMu(0.05)*pureMu(0.05) + pureMu(0.1)*pureMu(0.1)
+	want := 2*privacy.PureMu(0.05)*privacy.PureMu(0.05) + privacy.PureMu(0.1)*privacy.PureMu(0.1)
 	assert.InDelta(t, want, r.Charge.Mu2, 1e-15, "Σ μ_j² of its steps, below μ² of ε = 0.2")
-	assert.Less(t, want, pureMu(0.2)*pureMu(0.2))
+	assert.Less(t, want, privacy.PureMu(0.2)*privacy.PureMu(0.2))
 	st, err = l.Show(ctx, h)
 	require.NoError(t, err)
 	assert.Equal(t, RuleGDP, st.Rule, "the rule stays")
@@ -101,7 +53,7 @@ func TestGDPFilterAdmitsPureGrants(t *testing.T) {
 	require.NoError(t, l.Settle(ctx, id, Outcome{Status: Failed, NoiseDrawn: true, Error: "crashed"}))
 	r, err = l.Get(ctx, id)
 	require.NoError(t, err)
-	assert.InDelta(t, pureMu(0.2)*pureMu(0.2), r.Charge.Mu2, 1e-15)
+	assert.InDelta(t, privacy.PureMu(0.2)*privacy.PureMu(0.2), r.Charge.Mu2, 1e-15)
 
 	// The headroom shown is what Reserve admits.
 	st, err = l.Show(ctx, h)
@@ -110,7 +62,7 @@ func TestGDPFilterAdmitsPureGrants(t *testing.T) {
 	assert.Contains(t, st.String(), "a pure ε = ")
 	assert.NoError(t, st.Fits(privacy.Grant{Kind: privacy.GrantPure, Epsilon: st.Remaining.PureEpsilon}))
 	assert.ErrorIs(t, st.Fits(privacy.Grant{Kind: privacy.GrantPure, Epsilon: st.Remaining.PureEpsilon * 1.001}), ErrBudgetExceeded)
-	assert.InDelta(t, st.Remaining.Mu, pureMu(st.Remaining.PureEpsilon), 1e-6)
+	assert.InDelta(t, st.Remaining.Mu, privacy.PureMu(st.Remaining.PureEpsilon), 1e-6)
 
 	// (ε, δ) and ρ grants declared non-Gaussian are still refused.
 	for _, gg := range []privacy.Grant{approxG(0.2, 1e-7), zcdpG(0.01)} {
@@ -143,6 +95,6 @@ func TestGDPFilterCountsPureExternalSpends(t *testing.T) {
 	assert.Equal(t, RuleGDP, st.Rule)
 	muG, err := privacy.GDPMu(1, 1e-6)
 	require.NoError(t, err)
-	assert.InDelta(t, muG*muG+pureMu(0.1)*pureMu(0.1), st.Spent.Mu*st.Spent.Mu, 1e-9)
+	assert.InDelta(t, muG*muG+privacy.PureMu(0.1)*privacy.PureMu(0.1), st.Spent.Mu*st.Spent.Mu, 1e-9)
 	reserve(t, l, h, g)
 }

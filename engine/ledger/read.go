@@ -70,13 +70,13 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 		// recorded from outside dplr; report the composition either way.
 		st.Spent, _ = compose(st.Total, st.charged)
 		if st.Spent.Composition == "" {
-			st.Spent = uncomposed(st.charged)
+			st.Spent = privacy.Uncomposed(st.charged)
 			st.Spent.Composition = "over budget"
 		}
-		st.Remaining = remaining(st.Total, st.charged)
+		st.Remaining = privacy.RemainingOf(st.Total, st.charged)
 		st.Rule = ruleOf(ds)
 	} else {
-		st.Spent = uncomposed(st.charged)
+		st.Spent = privacy.Uncomposed(st.charged)
 	}
 	c := ds.Counts
 	st.Runs = RunCounts{Succeeded: c.Succeeded, Failed: c.Failed, Refunded: c.Refunded, External: c.External}

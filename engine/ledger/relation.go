@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/dplr/dplr/engine/privacy"
@@ -127,10 +126,9 @@ func groupSize(run, budget Relation) int {
 }
 
 // convert restates a charge made under relation run for a budget under
-// relation budget, by group privacy over k = groupSize neighbour steps:
-// ε-DP becomes kε, (ε, δ)-DP becomes (kε, δ·(1 + e^ε + … + e^{(k−1)ε})),
-// ρ-zCDP becomes k²ρ (Bun & Steinke 2016, Prop. 1.9). It errors, wrapping
-// ErrRelation, when no conversion holds.
+// relation budget, by group privacy over k = groupSize neighbour steps
+// (privacy.Charge.Group). It errors, wrapping ErrRelation, when no
+// conversion holds.
 func convert(c Charge, run, budget Relation) (Charge, int, error) {
 	k := groupSize(run, budget)
 	if k == 0 {
@@ -139,20 +137,7 @@ func convert(c Charge, run, budget Relation) (Charge, int, error) {
 	if k == 1 {
 		return c, 1, nil
 	}
-	// Group privacy: ε-DP gives kε, ρ-zCDP k²ρ (Bun & Steinke 2016, Prop.
-	// 27), μ-GDP kμ (Dong, Roth & Su 2022, Thm 2.14).
-	out := Charge{Epsilon: float64(k) * c.Epsilon, Rho: float64(k*k) * c.Rho, Mu2: float64(k*k) * c.Mu2}
-	if c.Delta > 0 {
-		f := 0.0
-		for i := 0; i < k; i++ {
-			f += math.Exp(float64(i) * c.Epsilon)
-		}
-		out.Delta = c.Delta * f
-		if !(out.Delta < 1) {
-			// No (ε, δ) statement survives; keep the ρ one if any.
-			out.Epsilon, out.Delta = 0, 0
-		}
-	}
+	out := c.Group(k)
 	if out.IsZero() && !c.IsZero() {
 		return Charge{}, 0, fmt.Errorf("converting %v from %s to %s neighbours leaves no valid statement: %w", c, run, budget, ErrRelation)
 	}

@@ -261,7 +261,7 @@ func importV1(ctx context.Context, t *txn) error {
 			o := r.o
 			note := fmt.Sprintf("imported from run %d of the earlier ledger", r.id)
 			res := &event{Kind: evReserve, Dataset: d.hash, Time: r.at, Note: note,
-				Run: &runEvent{Estimator: r.est, Plugin: r.plugin, Grant: &g, Owner: &o, Charge: GrantCharge(g), Basis: "grant"}}
+				Run: &runEvent{Estimator: r.est, Plugin: r.plugin, Grant: &g, Owner: &o, Charge: privacy.GrantCharge(g), Basis: "grant"}}
 			if err := t.emit(ctx, res); err != nil {
 				return err
 			}

@@ -44,7 +44,10 @@ type event struct {
 	New     *privacy.Grant `json:"new,omitempty"`
 	Run     *runEvent      `json:"run,omitempty"`
 	Note    string         `json:"note,omitempty"`
-	State   *dsState       `json:"state,omitempty"`
+	// Rule, on a budget event, is the admission rule the change fixes
+	// (filterClassic; "" keeps the rule).
+	Rule  string   `json:"rule,omitempty"`
+	State *dsState `json:"state,omitempty"`
 }
 
 // runEvent is the run part of a reserve, settle or charge event.
@@ -89,7 +92,7 @@ type dsState struct {
 	Relation Relation           `json:"relation"`
 	Total    *privacy.Grant     `json:"total,omitempty"`
 	SetAt    string             `json:"set_at,omitempty"`
-	Final    agg                `json:"final"` // settled charges
+	Final    privacy.Tally      `json:"final"` // settled charges
 	Open     map[string]openRun `json:"open,omitempty"`
 	Counts   counts             `json:"counts"`
 	Aliases  []string           `json:"aliases,omitempty"`
@@ -128,11 +131,11 @@ func (s *dsState) openIDs() []int64 {
 
 // charged is every charge of the data set: settled, plus each open
 // reservation's grant (in id order), leaving out run except (0: none).
-func (s *dsState) charged(except int64) agg {
+func (s *dsState) charged(except int64) privacy.Tally {
 	a := s.Final
 	for _, id := range s.openIDs() {
 		if id != except {
-			a.add(s.Open[strconv.FormatInt(id, 10)].Charge)
+			a.Add(s.Open[strconv.FormatInt(id, 10)].Charge)
 		}
 	}
 	return a
@@ -165,15 +168,18 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		}
 		t := *ev.New
 		s.Total, s.SetAt = &t, ev.Time
-		if ev.V >= filterVersion && s.approxTotal() && s.Final.Filter == "" && (s.Final.n() > 0 || len(s.Open) > 0) {
+		if ev.V >= filterVersion && s.approxTotal() && s.Final.Filter == "" && (s.Final.N() > 0 || len(s.Open) > 0) {
 			// A total set on an existing history: the rule is fixed now,
 			// by the data owner's act, not later by a run the analyst
 			// may have chosen from that history's outputs.
-			if s.Final.gaussianOnly() && s.Final.n() > 0 && len(s.Open) == 0 {
-				s.Final.Filter = filterGDP
+			if s.Final.GaussianOnly() && s.Final.N() > 0 && len(s.Open) == 0 {
+				s.Final.Filter = privacy.FilterGDP
 			} else {
-				s.Final.Filter = filterClassic
+				s.Final.Filter = privacy.FilterClassic
 			}
+		}
+		if ev.Rule == privacy.FilterClassic && s.approxTotal() {
+			s.Final.Filter = privacy.FilterClassic // see setTotal
 		}
 	case evLink:
 		s.Aliases = append(s.Aliases, ev.Alias)
@@ -189,7 +195,7 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			// A second run reserved while the rule is undecided: the
 			// first run's kind cannot decide it any more (see the
 			// package doc), so the classic rule applies from now on.
-			s.Final.Filter = filterClassic
+			s.Final.Filter = privacy.FilterClassic
 		}
 		s.Open[strconv.FormatInt(r.ID, 10)] = openRun{Charge: r.Charge, Grant: *r.Grant, Owner: *r.Owner}
 	case evSettle:
@@ -205,7 +211,7 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		if len(s.Open) == 0 {
 			s.Open = nil
 		}
-		s.Final.add(r.Charge)
+		s.Final.Add(r.Charge)
 		if ev.V >= filterVersion {
 			s.decide(r.Charge)
 		}
@@ -222,7 +228,7 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		if ev.Run == nil {
 			return nil, fmt.Errorf("event %d: malformed charge", ev.Seq)
 		}
-		s.Final.add(ev.Run.Charge)
+		s.Final.Add(ev.Run.Charge)
 		if ev.V >= filterVersion {
 			s.decide(ev.Run.Charge)
 		}
@@ -246,9 +252,9 @@ func (s *dsState) decide(c Charge) {
 	if !s.approxTotal() || s.Final.Filter != "" || c.IsZero() {
 		return
 	}
-	if s.Final.gaussianOnly() && len(s.Open) == 0 {
-		s.Final.Filter = filterGDP
+	if s.Final.GaussianOnly() && len(s.Open) == 0 {
+		s.Final.Filter = privacy.FilterGDP
 	} else {
-		s.Final.Filter = filterClassic
+		s.Final.Filter = privacy.FilterClassic
 	}
 }

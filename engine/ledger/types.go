@@ -189,7 +189,7 @@ type Status struct {
 	Remaining Remaining `json:"remaining"`
 	Runs      RunCounts `json:"runs"`
 
-	charged agg
+	charged privacy.Tally
 }
 
 // MarshalJSON writes the total with lower-case keys, and null without a
@@ -225,7 +225,7 @@ func (s Status) Fits(g privacy.Grant) error {
 	if err := compatible(s.Total, g); err != nil {
 		return err
 	}
-	return fits(s.Total, s.charged, reserveCharge(g))
+	return fits(s.Total, s.charged, privacy.ReserveCharge(g))
 }
 
 // String describes the status in words, for the CLI.
@@ -280,8 +280,8 @@ func ruleOf(ds *dsState) string {
 	case !ds.approxTotal():
 		return RuleClassic
 	}
-	switch ds.Final.mode() {
-	case filterGDP:
+	switch ds.Final.Mode() {
+	case privacy.FilterGDP:
 		return RuleGDP
 	case "":
 		return RuleUndecided
@@ -293,7 +293,7 @@ func ruleOf(ds *dsState) string {
 func (s Status) RuleText() string {
 	switch s.Rule {
 	case RuleGDP:
-		mu, _ := gdpMu(s.Total.Epsilon, s.Total.Delta)
+		mu, _ := privacy.GDPMu(s.Total.Epsilon, s.Total.Delta)
 		return fmt.Sprintf("Gaussian-DP filter (Σμ² ≤ μ_T² = %.4g, μ_T = %.4g): the first charged run was Gaussian-only, so runs must be Gaussian-only, or granted a pure ε (counted μ = 2Φ⁻¹(e^ε/(1+e^ε)))", mu*mu, mu)
 	case RuleUndecided:
 		return "undecided: the first charged run fixes it (Gaussian-DP filter if it is Gaussian-only, classic otherwise); until then a run must fit both"

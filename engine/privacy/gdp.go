@@ -3,6 +3,7 @@ package privacy
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Gaussian differential privacy (Dong, Roth & Su, "Gaussian Differential
@@ -69,7 +70,24 @@ func GDPEpsilon(mu, delta float64) (float64, error) {
 // (ε, δ) grant allows a Gaussian-only run to spend. δ(ε; μ) increases in
 // μ; the returned μ is the lower end of the final bracket (it satisfies the
 // constraint) and lies within 1e-12 relative of the exact value.
+// It is memoised (a bisection of about 2 ms, which budget admission and
+// its headroom search call for the same few totals).
 func GDPMu(eps, delta float64) (float64, error) {
+	k := [2]float64{eps, delta}
+	if v, ok := gdpMuCache.Load(k); ok {
+		return v.(float64), nil
+	}
+	mu, err := gdpMu(eps, delta)
+	if err == nil {
+		gdpMuCache.Store(k, mu)
+	}
+	return mu, err
+}
+
+// gdpMuCache memoises GDPMu: [2]float64{ε, δ} → μ.
+var gdpMuCache sync.Map
+
+func gdpMu(eps, delta float64) (float64, error) {
 	if err := checkEpsDelta(eps, delta); err != nil {
 		return 0, err
 	}

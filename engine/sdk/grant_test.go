@@ -18,7 +18,7 @@ func TestLargeDeltaRefusedUnlessAllowed(t *testing.T) {
 	rows := &data.Dataset{Kind: data.Rows, X: mat.NewDense(100, 1, nil)}
 	users := &data.Dataset{Kind: data.Users, X: mat.NewDense(100, 1, nil), Y: make([]float64, 100), UserStart: []int{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}}
 	spend := func(_ context.Context, run *Run) (*Result, error) {
-		plan, err := NewPlan(run, privacy.NoiseZCDP, privacy.Share{Name: "all", Weight: 1})
+		plan, err := privacy.NewPlan(run.Acct, privacy.NoiseZCDP, privacy.Share{Name: "all", Weight: 1})
 		if err != nil {
 			return nil, err
 		}

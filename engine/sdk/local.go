@@ -74,6 +74,12 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	}
 	res, err = safeFit(ctx, fit, run)
 	if err != nil {
+		if errors.Is(err, privacy.ErrInvalidBudget) && len(acct.Steps()) == 0 && !IsBadRequest(err) {
+			// A plan the grant cannot pay for (wrong grant kind for the
+			// noise, an unusable per-step budget) is decided from the
+			// request alone, before anything is spent: a refused request.
+			err = BadRequest("%w", err)
+		}
 		return nil, acct, fmt.Errorf("estimator %s: %w", info.Name, err)
 	}
 	if res == nil {

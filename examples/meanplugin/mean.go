@@ -82,7 +82,7 @@ func (Mean) Info() sdk.Info {
 func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[meanOptions](run)
 	// Plan the whole budget before touching the data: one Gaussian release.
-	plan, err := sdk.NewPlan(run, o.Noise.Value, meanShare())
+	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, meanShare())
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	if privInit {
 		shares = append(shares, privacy.Share{Name: "init", Weight: wInit})
 	}
-	plan, err := sdk.NewPlan(run, planNoise(o.Noise.Value), shares...)
+	plan, err := privacy.NewPlan(run.Acct, planNoise(o.Noise.Value), shares...)
 	if err != nil {
 		return nil, err
 	}

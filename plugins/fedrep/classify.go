@@ -237,7 +237,7 @@ func planExact(run *sdk.Run) (privacy.Budget, error) {
 	if run.Acct.Grant().Kind == privacy.GrantZCDP {
 		noise = privacy.NoiseZCDP
 	}
-	plan, err := sdk.NewPlan(run, noise, privacy.Share{Name: "net", Weight: 1, Mechanism: privacy.MechExponential})
+	plan, err := privacy.NewPlan(run.Acct, noise, privacy.Share{Name: "net", Weight: 1, Mechanism: privacy.MechExponential})
 	if err != nil {
 		return privacy.Budget{}, err
 	}

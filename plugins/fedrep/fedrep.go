@@ -256,7 +256,7 @@ func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := sdk.NewPlan(run, planNoise(c.noise), shares...)
+	plan, err := privacy.NewPlan(run.Acct, planNoise(c.noise), shares...)
 	if err != nil {
 		return nil, err
 	}

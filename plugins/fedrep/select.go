@@ -143,7 +143,7 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 		return nil, nil, nil, nil, err
 	}
 	shares = append(shares, sh...)
-	plan, err := sdk.NewPlan(run, planNoise(c.noise), shares...)
+	plan, err := privacy.NewPlan(run.Acct, planNoise(c.noise), shares...)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

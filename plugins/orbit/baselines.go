@@ -16,7 +16,6 @@ import (
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
-	"github.com/dplr/dplr/plugins/internal/noiseplan"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
@@ -174,7 +173,7 @@ func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	}
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
 	addClippedRows(res, pr.clipped)
-	addNote(res, noiseplan.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
+	addNote(res, privacy.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
 	addNote(res, "orbit-gauss is the Analyze Gauss mechanism of pca-analyze-gauss (shared code in plugins/internal/analyzegauss) on A = Σ x̃x̃ᵀ/clip²; pca-analyze-gauss is the maintained entry point (it also centres and releases eigenvalues and the explained-variance ratio) and orbit-gauss may be removed in a later release")
 	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }

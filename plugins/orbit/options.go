@@ -27,7 +27,7 @@ func (b *base) checkRank(s sdk.Shape) error {
 
 // pureNoise is the noise option of the pure estimators (orbit-em,
 // orbit-rank-k, orbit-deflation): how ε is split among their pure steps
-// (plugins/internal/noiseplan).
+// (privacy.NewPurePlan).
 type pureNoise struct {
 	sdk.Noise `choices:"exact,pure,zcdp" default:"exact" doc:"how ε is split among the pure steps: exact (the default): under an (ε, δ) grant, each step's share of the pure split scaled up by the largest common factor the tightest valid accounting certifies (zCDP, where an exponential-mechanism draw costs ε²/8, or the privacy loss distribution), never below the pure split (a single draw gets about 1.002×, 8 draws at (1, 1e-6) 1.31×); under a pure grant, the pure split. pure: basic composition (δ unused). zcdp: the pure split's proportions scaled to the grant's zCDP budget (comparison)"`
 }

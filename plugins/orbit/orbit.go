@@ -44,7 +44,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/gram"
-	"github.com/dplr/dplr/plugins/internal/noiseplan"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -265,16 +264,16 @@ func remoteMatrix(ctx context.Context, run *sdk.Run, src rowsrc.Source, clip flo
 	return a, clipped, nil
 }
 
-// newPlan is sdk.NewPlan with, under clip=auto, a first share clip_share
+// newPlan is privacy.NewPlan with, under clip=auto, a first share clip_share
 // for the private norm quantile (the other weights scaled to the rest).
 func newPlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*privacy.Plan, error) {
-	return sdk.NewPlan(run, noise, withClipShare(o, shares)...)
+	return privacy.NewPlan(run.Acct, noise, withClipShare(o, shares)...)
 }
 
 // newPurePlan is newPlan for the pure estimators: the shares (fractions of
-// ε) planned by noiseplan under the noise option.
-func newPurePlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*noiseplan.Plan, error) {
-	return noiseplan.New(run, noise, withClipShare(o, shares)...)
+// ε) planned by privacy.NewPurePlan under the noise option.
+func newPurePlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*privacy.PurePlan, error) {
+	return privacy.NewPurePlan(run.Acct, noise, withClipShare(o, shares)...)
 }
 
 // withClipShare prepends, under clip=auto, the share clip_share of the

@@ -12,7 +12,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/bingham"
-	"github.com/dplr/dplr/plugins/internal/noiseplan"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
@@ -116,15 +115,15 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // eigenvalues and the remainder evenly over the sampled eigenvectors (r of
 // them, p − 1 when r = p). Under an (ε, δ) grant noise=exact scales every
 // step's ε by the largest common factor the tightest valid accounting
-// certifies (noiseplan).
-func aminPlan(run *sdk.Run, o *aminOptions, p int) (*noiseplan.Plan, error) {
+// certifies (privacy.NewPurePlan).
+func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.PurePlan, error) {
 	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
 	}
 	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
-	return noiseplan.New(run, o.Noise.Value, shares...)
+	return privacy.NewPurePlan(run.Acct, o.Noise.Value, shares...)
 }
 
 // privateMeanLaplace releases the mean of the rows clipped to c with the
@@ -163,7 +162,7 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 			res.AddMatrix("Sigma", lowRank(u, mat.NewDiagDense(r, noisyVals), 0), sdk.Public, "Σ_k λ̃_k u_k u_kᵀ (p×p, rank r)")
 		}
 	}
-	res.AddScalar("epsilon_per_vector", noiseplan.StepEpsilon(bv, privacy.MechExponential), sdk.Public, "ε spent on each sampled eigenvector (its pure ε)")
+	res.AddScalar("epsilon_per_vector", privacy.StepEpsilon(bv, privacy.MechExponential), sdk.Public, "ε spent on each sampled eigenvector (its pure ε)")
 	res.AddScalar("proposals", float64(diag.Proposals), sdk.Evaluation, "Bingham proposals made (data-dependent: do not publish)")
 	res.Guarantee = privacy.Guarantee{
 		Neighbours:  "one row replaced by an arbitrary row",

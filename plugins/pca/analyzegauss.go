@@ -11,7 +11,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
-	"github.com/dplr/dplr/plugins/internal/noiseplan"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
@@ -112,7 +111,7 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 func analyzeGaussPlan(run *sdk.Run, o *analyzeGaussOptions) (*privacy.Plan, error) {
 	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	shares = append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
-	return sdk.NewPlan(run, o.Noise.Value, shares...)
+	return privacy.NewPlan(run.Acct, o.Noise.Value, shares...)
 }
 
 // AnalyzeGaussFromCov runs pca-analyze-gauss on a precomputed clipped
@@ -181,6 +180,6 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	res.AddScalar("sensitivity", sens, sdk.Public, "Frobenius sensitivity √2·clip²/n")
 	res.AddScalar("noise_sd", rel.Scale(), sdk.Public, "standard deviation of each noise entry")
 	res.Guarantee = privacy.Guarantee{Neighbours: "one row replaced by an arbitrary row"}
-	res.Notes = append(res.Notes, noiseplan.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
+	res.Notes = append(res.Notes, privacy.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
 	return res, nil
 }

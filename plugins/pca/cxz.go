@@ -114,7 +114,7 @@ type cxzConfig struct {
 // plan splits the grant into the steps [mean], [model estimate], stage 1,
 // [stage 2].
 func (c *cxzConfig) plan(run *sdk.Run) (*privacy.Plan, error) {
-	return sdk.NewPlan(run, c.gauss, c.shares()...)
+	return privacy.NewPlan(run.Acct, c.gauss, c.shares()...)
 }
 
 // shares lists the plan's shares (plan and the pre-flight declaration

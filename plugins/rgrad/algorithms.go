@@ -87,7 +87,7 @@ func nonPrivateRGrad(e *fitEnv) error {
 // instead and the whole run composes exactly as Gaussian DP.
 func modelDPRGrad(e *fitEnv) error {
 	sens := ModelSensitivities(e.cfg.modelInputs(e.n, e.d1, e.d2))
-	plan, err := sdk.NewPlan(e.run, e.cfg.Noise,
+	plan, err := privacy.NewPlan(e.run.Acct, e.cfg.Noise,
 		privacy.Share{Name: "init", Weight: e.cfg.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
 		privacy.Share{Name: "iterations", Weight: 1 - e.cfg.InitShare, Steps: e.cfg.Iterations, Mechanism: privacy.MechGaussian})
 	if err != nil {
@@ -131,7 +131,7 @@ func strictDPRGrad(e *fitEnv) error {
 	if noise == "" {
 		noise = privacy.NoiseExact
 	}
-	plan, err := sdk.NewPlan(e.run, noise,
+	plan, err := privacy.NewPlan(e.run.Acct, noise,
 		privacy.Share{Name: "init", Weight: cfg.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
 		privacy.Share{Name: "iterations", Weight: 1 - cfg.InitShare, Steps: cfg.Iterations, Mechanism: privacy.MechGaussian})
 	if err != nil {

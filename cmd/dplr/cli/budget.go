@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -23,7 +24,7 @@ const budgetUsage = `Usage:
   dplr budget show    DATA [--json]
   dplr budget history DATA [--json [--changes]]
   dplr budget link    (--data PATH | --hash HEX) --to NAME|HEX [--note TEXT]
-  dplr budget charge  DATA (--epsilon E [--delta D] | --rho R) --note TEXT [--neighbours REL]
+  dplr budget charge  DATA (--epsilon E [--delta D] | --rho R | --mu M) --note TEXT [--neighbours REL] [--force]
   dplr budget list    [--json]
   dplr budget verify  [--adopt]
 
@@ -38,8 +39,11 @@ inside one database transaction before any noise is drawn, and is refused
 without a total are recorded but not limited.
 
 A total changes only with --change (and a --note), never below what has
-been spent; the history keeps the old and new values. "charge" records a
-spend made outside dplr. A budget is stated for a neighbour relation
+been spent (a larger total is accepted even over budget); the history
+keeps the old and new values. "charge" records a spend made outside dplr,
+in the form the budget's rule counts: a spend the rule cannot admit is
+refused (exit 3, nothing recorded) with its cost under the rule, and is
+recorded as stated only with --force. A budget is stated for a neighbour relation
 (--neighbours: replace-one-row, the default for rows and trace data;
 replace-one-user, the default for users data; add-remove-row;
 add-remove-user); a run private for another relation is charged its cost
@@ -72,9 +76,14 @@ under that same rule:
                run is open); until then a run must fit both rules.
 The rule is fixed by the first charged run, requested before any output of
 the data set existed (or when a total is set on an existing history), and
-never changes afterwards (not even with a new
-total): switching rules on the strength of outputs would not be a valid
-filter.
+does not change with the outputs: switching rules on their strength would
+not be a valid filter. Under gaussian-dp an outside spend is recorded as
+--mu (Gaussian) or a pure --epsilon; one stated as (ε, δ) or ρ has no
+Gaussian-DP statement and is refused. If such a charge was recorded all
+the same (--force, or a run whose steps are unknown failed after drawing
+noise), the rule admits nothing more; "budget set --change" (with the same
+or a larger total) is then the way back: the history is counted under the
+classic rule from then on, which counts every charge.
 
 The ledger's records are chained by SHA-256 hashes and checked, from the
 last checkpoint on, whenever it is opened and before each admission;
@@ -85,6 +94,7 @@ Examples:
   dplr budget set --data data/spiked --epsilon 3 --delta 1e-5 --name spiked
   dplr budget link --data spiked-copy.npy --to spiked --note "same rows as .npy"
   dplr budget charge --dataset spiked --epsilon 0.5 --delta 1e-6 --note "2025 report"
+  dplr budget charge --dataset spiked --mu 0.1 --note "Gaussian release, σ = 10Δ"
   dplr budget set --dataset spiked --change --epsilon 4 --delta 1e-5 --note "approved"
   dplr budget history --dataset spiked
 `
@@ -131,6 +141,8 @@ type budgetCmd struct {
 	to      *string
 	adopt   *bool
 	changes *bool
+	mu      *float64
+	force   *bool
 	dir     string
 }
 
@@ -159,6 +171,8 @@ func (b *budgetCmd) parse(args []string) error {
 		b.rel = fs.String("neighbours", "", "neighbour relation the budget counts in: "+relationList()+" (default: replace-one-user for users data, else replace-one-row)")
 	case "charge":
 		b.gf.register(fs, "the spend made outside dplr")
+		b.mu = fs.Float64("mu", 0, "the spend made outside dplr as μ-GDP, μ = `M` (a Gaussian mechanism of sensitivity Δ and noise σ is Δ/σ-GDP): the form the gaussian-dp rule counts (instead of --epsilon/--delta/--rho)")
+		b.force = fs.Bool("force", false, "record a spend the budget's rule cannot admit (its cost under the rule is stated when it is refused); the data set then admits nothing more until its total is changed with budget set --change")
 		b.note = fs.String("note", "", "what the spend was (required)")
 		b.rel = fs.String("neighbours", "", "neighbour relation the spend's guarantee holds for (default: the budget's)")
 	case "history":
@@ -296,18 +310,28 @@ func (b *budgetCmd) verify(ctx context.Context, c *client.Client) error {
 }
 
 func (b *budgetCmd) charge(ctx context.Context, c *client.Client, ref client.DatasetRef) error {
-	g, err := b.gf.grant()
-	if err != nil {
-		return err
+	var g client.Grant
+	if *b.mu == 0 {
+		var err error
+		if g, err = b.gf.grant(); err != nil {
+			return err
+		}
+	} else if _, err := b.gf.grant(); err == nil || !(*b.mu > 0) || math.IsInf(*b.mu, 0) {
+		return usagef("--mu M > 0 states the spend alone, without --epsilon, --delta or --rho")
 	}
 	rel, err := b.relation()
 	if err != nil {
 		return err
 	}
-	id, err := c.Charge(ctx, ref, g, client.ChargeOptions{Relation: rel, Note: *b.note})
+	id, err := c.Charge(ctx, ref, g, client.ChargeOptions{Relation: rel, Note: *b.note, Mu: *b.mu, Force: *b.force})
+	refused := errors.Is(err, client.ErrBudgetExceeded) || errors.Is(err, client.ErrIncompatible)
 	switch {
+	case err != nil && id == 0 && refused:
+		return ledgerErr(fmt.Errorf("%w\n(a Gaussian spend of sensitivity Δ and noise σ is recorded as --mu Δ/σ; to record the spend as stated anyway, add --force, after which dplr budget set --change counts it and lets runs in again)", err))
 	case err != nil && id == 0:
 		return ledgerErr(err)
+	case err != nil && refused:
+		fmt.Fprintf(b.env.Stderr, "dplr: warning: recorded as %s, but %v\n(dplr budget set --change with the same or a larger total counts it and lets runs in again)\n", id, err)
 	case err != nil:
 		fmt.Fprintf(b.env.Stderr, "dplr: warning: recorded as %s, but %v\n", id, err)
 	default:

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dplr/dplr/engine/ledger"
+	"github.com/dplr/dplr/engine/privacy"
 )
 
 const (
@@ -154,4 +157,64 @@ func TestBudgetZeroedChargesDoNotFreeBudget(t *testing.T) {
 	r = fit()
 	assert.NotEqual(t, ExitOK, r.code, "a fit beyond the total must not be admitted: %s", r.stderr)
 	t.Log(r.stderr)
+}
+
+// gdpHome is a home whose data set hashA has the total (ε, δ) =
+// (100, 1e-3) under the Gaussian-DP filter, μ = 0.27 spent by one
+// Gaussian-only run.
+func gdpHome(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	home := t.TempDir()
+	r := dplr(t, home, "budget", "set", "--hash", hashA, "--epsilon", "100", "--delta", "1e-3")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	led, err := ledger.Open(ctx, home)
+	require.NoError(t, err)
+	defer led.Close()
+	g := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.27 * 0.27 / 2}
+	id, err := led.Reserve(ctx, hashA, ledger.ReserveRequest{Estimator: "e", Grant: g})
+	require.NoError(t, err)
+	step := privacy.Step{Name: "s", Mechanism: privacy.MechGaussian, Calibration: "zcdp", Sensitivity: 1, Scale: 1 / 0.27, Rho: g.Rho}
+	require.NoError(t, led.Settle(ctx, id, ledger.Outcome{Status: ledger.Succeeded, Steps: []privacy.Step{step}, Guarantee: privacy.ZCDP}))
+	st, err := led.Show(ctx, hashA)
+	require.NoError(t, err)
+	require.Equal(t, ledger.RuleGDP, st.Rule)
+	return home
+}
+
+// The reproduction of a lost budget: under the Gaussian-DP filter,
+// `budget charge --rho` (or --epsilon with --delta) used to exit 0 with a
+// warning, after which every fit and every larger total was refused. It is
+// now refused (exit 3, nothing recorded) with its cost under the rule; the
+// spend is recorded with --mu, or with --force after which `budget set
+// --change` is the way back.
+func TestBudgetChargeCannotDestroyABudget(t *testing.T) {
+	home := gdpHome(t)
+	for _, cost := range [][]string{{"--rho", "0.01"}, {"--epsilon", "0.5", "--delta", "1e-6"}} {
+		r := dplr(t, home, append(append([]string{"budget", "charge", "--hash", hashA}, cost...), "--note", "by hand")...)
+		require.Equal(t, ExitBudget, r.code, r.stderr)
+		for _, want := range []string{"nothing was recorded", "μ = 11.4", "--mu", "--force"} {
+			assert.Contains(t, r.stderr, want)
+		}
+	}
+	r := dplr(t, home, "budget", "show", "--hash", hashA)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "none (no further run fits)")
+	assert.Contains(t, r.stdout, "runs:      1 ")
+
+	r = dplr(t, home, "budget", "charge", "--hash", hashA, "--mu", "0.1", "--note", "a Gaussian release, σ = 10Δ")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "budget", "show", "--hash", hashA, "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var st map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	assert.InDelta(t, 0.27*0.27+0.01, math.Pow(st["spent"].(map[string]any)["mu"].(float64), 2), 1e-9)
+
+	r = dplr(t, home, "budget", "charge", "--hash", hashA, "--rho", "0.01", "--note", "by hand", "--force")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "budget set --change")
+	r = dplr(t, home, "budget", "set", "--hash", hashA, "--change", "--epsilon", "100", "--delta", "1e-3", "--note", "count the outside spend")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "rule:      classic")
+	assert.NotContains(t, r.stdout, "none (no further run fits)")
 }

@@ -65,7 +65,7 @@ func (e est) Fit(_ context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return res, nil
 	}
 	o := sdk.Opts[opts](run)
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, privacy.Share{Name: "v", Weight: o.Share})
+	plan, err := privacy.NewPlan(run.Acct, privacy.NoiseZCDP, privacy.Share{Name: "v", Weight: o.Share})
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func (m Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // release releases the mean from the clipped sum.
 func (Mean) release(run *sdk.Run, res *data.PassResult) (*sdk.Result, error) {
 	o := sdk.Opts[options](run)
-	plan, err := sdk.NewPlan(run, "zcdp", privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
+	plan, err := privacy.NewPlan(run.Acct, "zcdp", privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return nil, err
 	}

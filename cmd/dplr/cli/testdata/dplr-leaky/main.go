@@ -36,7 +36,7 @@ func (leaky) Info() sdk.Info {
 
 func (leaky) Fit(_ context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[leakyOptions](run)
-	plan, err := sdk.NewPlan(run, privacy.NoiseZCDP, privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
+	plan, err := privacy.NewPlan(run.Acct, privacy.NoiseZCDP, privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return nil, err
 	}
