@@ -172,7 +172,9 @@ func TestSplitInvariant(t *testing.T) {
 }
 
 func TestShortStoragePanics(t *testing.T) {
-	require.Panics(t, func() { Gemm(2, 2, 2, 1, View{Data: make([]float64, 3), Stride: 2}, View{Data: make([]float64, 4), Stride: 2}, make([]float64, 4), 2) })
+	require.Panics(t, func() {
+		Gemm(2, 2, 2, 1, View{Data: make([]float64, 3), Stride: 2}, View{Data: make([]float64, 4), Stride: 2}, make([]float64, 4), 2)
+	})
 	require.Panics(t, func() { Syrk(3, 2, 1, View{Data: make([]float64, 6), Stride: 2}, make([]float64, 8), 3) })
 }
 
