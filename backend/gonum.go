@@ -3,23 +3,20 @@ package backend
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	gonumblas "gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/dplr/dplr/backend/internal/gemm"
 )
 
 // Gonum is the pure-Go implementation built on gonum's BLAS and LAPACK.
 //
 // Its BLAS calls go through gonum's blas64 package, whose implementation is
-// process-wide: in a binary built with the "openblas" tag they run on
-// OpenBLAS too, while the LAPACK algorithms stay gonum's own.
+// process-wide: in the default build gonum's pure-Go BLAS with dplr's
+// blocked AVX2/FMA products (backend/internal/gemm), in a binary built with
+// the "openblas" tag OpenBLAS; the LAPACK algorithms stay gonum's own.
 type Gonum struct{}
 
 // Name implements Backend.
@@ -29,34 +26,16 @@ func (Gonum) Name() string { return "gonum" }
 // matrix products may use several goroutines.
 func (Gonum) Threads() int { return 1 }
 
-// Gram implements Backend with a syrk on the operand's own storage (no
-// copy when a is a *mat.Dense, a view of one, or its transpose).
+// Gram implements Backend with a BLAS syrk on the operand's own storage
+// (no copy when a is a *mat.Dense, a view of one, or its transpose).
 func (Gonum) Gram(alpha float64, a mat.Matrix) *mat.SymDense {
 	return gram(alpha, a)
-}
-
-// pureGo reports whether gonum's blas64 runs on gonum's own pure-Go BLAS
-// (every build but openblas): then products run on dplr's blocked
-// kernels (backend/internal/gemm), which are several times faster.
-func pureGo() bool {
-	_, ok := blas64.Implementation().(gonumblas.Implementation)
-	return ok
 }
 
 func gram(alpha float64, a mat.Matrix) *mat.SymDense {
 	_, c := a.Dims()
 	out := mat.NewSymDense(c, nil)
 	raw, trans := rawOf(a)
-	if pureGo() {
-		// aᵀa = A·Aᵀ with A = aᵀ: raw read transposed unless a = rawᵀ.
-		s := out.RawSymmetric()
-		n, k := raw.Cols, raw.Rows
-		if trans {
-			n, k = k, n
-		}
-		gemm.Syrk(n, k, alpha, gemm.View{Data: raw.Data, Stride: raw.Stride, Trans: !trans}, s.Data, s.Stride)
-		return out
-	}
 	if trans {
 		// a = rawᵀ, so aᵀa = raw·rawᵀ.
 		blas64.Syrk(blas.NoTrans, alpha, raw, 0, out.RawSymmetric())
@@ -89,44 +68,8 @@ func mul(dst *mat.Dense, a mat.Matrix, transA bool, b mat.Matrix, transB bool) (
 			return fmt.Errorf("mul destination %d×%d, want %d×%d: %w", r, c, ar, bc, ErrShape)
 		}
 	}
-	if !pureGo() {
-		dst.Mul(a, b)
-		return nil
-	}
-	ra, ta := rawOf(a)
-	rb, tb := rawOf(b)
-	if dst.IsEmpty() {
-		dst.ReuseAs(ar, bc)
-	}
-	rc := dst.RawMatrix()
-	out := rc
-	aliased := overlaps(rc.Data, ra.Data) || overlaps(rc.Data, rb.Data)
-	if aliased {
-		out = blas64.General{Rows: ar, Cols: bc, Stride: bc, Data: make([]float64, ar*bc)}
-	} else {
-		for i := range ar {
-			clear(out.Data[i*out.Stride : i*out.Stride+bc])
-		}
-	}
-	gemm.Gemm(ar, bc, ac, 1,
-		gemm.View{Data: ra.Data, Stride: ra.Stride, Trans: ta},
-		gemm.View{Data: rb.Data, Stride: rb.Stride, Trans: tb},
-		out.Data, out.Stride)
-	if aliased {
-		for i := range ar {
-			copy(rc.Data[i*rc.Stride:i*rc.Stride+bc], out.Data[i*bc:i*bc+bc])
-		}
-	}
+	dst.Mul(a, b)
 	return nil
-}
-
-// overlaps reports whether the slices x and y share memory.
-func overlaps(x, y []float64) bool {
-	if len(x) == 0 || len(y) == 0 {
-		return false
-	}
-	x0, y0 := uintptr(unsafe.Pointer(&x[0])), uintptr(unsafe.Pointer(&y[0]))
-	return x0 < y0+uintptr(len(y))*8 && y0 < x0+uintptr(len(x))*8
 }
 
 // EigSym implements Backend with LAPACK dsyev (gonum's implicit QL/QR).

@@ -51,8 +51,25 @@ func Gemm(m, n, k int, alpha float64, a, b View, c []float64, ldc int) {
 func Syrk(n, k int, alpha float64, a View, c []float64, ldc int) {
 	check("A", a, n, k)
 	check("C", View{Data: c, Stride: ldc}, n, n)
-	at := View{Data: a.Data, Stride: a.Stride, Trans: !a.Trans}
-	run(&problem{m: n, n: n, k: k, alpha: alpha, a: a, b: at, upper: true}, c, ldc)
+	upperABt(n, k, alpha, a, a, c, ldc)
+}
+
+// Syr2k adds alpha·(A·Bᵀ + B·Aᵀ) to the upper triangle of the n×n
+// row-major matrix c (row stride ldc), where A and B (n×k) are the
+// matrices a and b denote; the strict lower triangle of c is not written.
+// It panics if a slice is too short for its shape.
+func Syr2k(n, k int, alpha float64, a, b View, c []float64, ldc int) {
+	check("A", a, n, k)
+	check("B", b, n, k)
+	check("C", View{Data: c, Stride: ldc}, n, n)
+	upperABt(n, k, alpha, a, b, c, ldc)
+	upperABt(n, k, alpha, b, a, c, ldc)
+}
+
+// upperABt adds the upper triangle of alpha·A·Bᵀ to c.
+func upperABt(n, k int, alpha float64, a, b View, c []float64, ldc int) {
+	bt := View{Data: b.Data, Stride: b.Stride, Trans: !b.Trans}
+	run(&problem{m: n, n: n, k: k, alpha: alpha, a: a, b: bt, upper: true}, c, ldc)
 }
 
 // check panics unless v holds an r×c matrix.
