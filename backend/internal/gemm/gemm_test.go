@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // operand returns an r×c matrix (as denoted, possibly transposed) stored
@@ -184,13 +186,24 @@ func BenchmarkGemm(b *testing.B) {
 		x := operand(rng, n, n, 0, false)
 		y := operand(rng, n, n, 0, false)
 		c := make([]float64, n*n)
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			c0 := cpuTime()
-			for b.Loop() {
-				Gemm(n, n, n, 1, x, y, c, n)
+		for _, impl := range []string{"asm", "generic", "gonum"} {
+			if impl == "asm" && !hasAsm {
+				continue
 			}
-			b.ReportMetric(2*float64(n*n*n)*float64(b.N)/(cpuTime()-c0).Seconds()/1e9, "GFLOP/cpu-s")
-		})
+			b.Run(fmt.Sprintf("%s/n=%d", impl, n), func(b *testing.B) {
+				defer func(old bool) { useAsm = old }(useAsm)
+				useAsm = impl == "asm"
+				c0 := cpuTime()
+				for b.Loop() {
+					if impl == "gonum" {
+						gonum.Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, x.Data, n, y.Data, n, 1, c, n)
+					} else {
+						Gemm(n, n, n, 1, x, y, c, n)
+					}
+				}
+				b.ReportMetric(2*float64(n*n*n)*float64(b.N)/(cpuTime()-c0).Seconds()/1e9, "GFLOP/cpu-s")
+			})
+		}
 	}
 }
 
