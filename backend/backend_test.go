@@ -477,6 +477,27 @@ func TestGramAndMul(t *testing.T) {
 		sq2.Mul(sq, sq)
 		require.NoError(t, be.Mul(sq, sq, false, sq, false))
 		assert.True(t, mat.EqualApprox(sq, &sq2, 1e-13))
+		// Products large enough for whole register tiles and several
+		// goroutines, every transpose, into a strided destination view.
+		x, y := randDense(rng, 130, 270), randDense(rng, 270, 130)
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			xa, yb := mat.Matrix(x), mat.Matrix(y)
+			if tr[0] {
+				xa = mat.DenseCopyOf(x.T())
+			}
+			if tr[1] {
+				yb = mat.DenseCopyOf(y.T())
+			}
+			host := randDense(rng, 140, 140)
+			before := mat.DenseCopyOf(host)
+			dst := host.Slice(3, 133, 5, 135).(*mat.Dense)
+			require.NoError(t, be.Mul(dst, xa, tr[0], yb, tr[1]))
+			var want mat.Dense
+			want.Mul(x, y)
+			assert.True(t, mat.EqualApprox(dst, &want, 1e-12), "%s transposes %v", be.Name(), tr)
+			before.Slice(3, 133, 5, 135).(*mat.Dense).Copy(dst)
+			assert.True(t, mat.Equal(host, before), "outside the destination view")
+		}
 	}
 }
 

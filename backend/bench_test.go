@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/blas"
+	gonumblas "gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -143,6 +145,34 @@ func BenchmarkTopEig(b *testing.B) {
 					if _, _, err := be.EigSym(a); err != nil {
 						b.Fatal(err)
 					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkGramTall times the Gram matrix of tall data sets shaped like
+// Fashion-MNIST (60000×784) and a wider one (20000×1000) on every backend
+// compiled in, next to gonum's own pure-Go dsyrk ("gonum-dsyrk", what the
+// gonum backend ran before its blocked kernels).
+func BenchmarkGramTall(b *testing.B) {
+	for _, s := range []struct{ n, p int }{{60000, 784}, {20000, 1000}} {
+		x := sync.OnceValue(func() *mat.Dense { return randDense(newRNG(uint64(s.p)), s.n, s.p) })
+		b.Run(fmt.Sprintf("gonum-dsyrk/%dx%d", s.n, s.p), func(b *testing.B) {
+			raw := x().RawMatrix()
+			defer reportCPU(b)()
+			for b.Loop() {
+				out := mat.NewSymDense(s.p, nil)
+				gonumblas.Implementation{}.Dsyrk(blas.Upper, blas.Trans, s.p, s.n, 1, raw.Data, raw.Stride, 0, out.RawSymmetric().Data, s.p)
+			}
+		})
+		for _, be := range backendsUnderTest() {
+			b.Run(fmt.Sprintf("%s/%dx%d", be.Name(), s.n, s.p), func(b *testing.B) {
+				x()
+				defer pureBLAS(be)()
+				defer reportCPU(b)()
+				for b.Loop() {
+					be.Gram(1, x())
 				}
 			})
 		}

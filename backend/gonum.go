@@ -14,8 +14,9 @@ import (
 // Gonum is the pure-Go implementation built on gonum's BLAS and LAPACK.
 //
 // Its BLAS calls go through gonum's blas64 package, whose implementation is
-// process-wide: in a binary built with the "openblas" tag they run on
-// OpenBLAS too, while the LAPACK algorithms stay gonum's own.
+// process-wide: in the default build gonum's pure-Go BLAS with dplr's
+// blocked AVX2/FMA products (backend/internal/gemm), in a binary built with
+// the "openblas" tag OpenBLAS; the LAPACK algorithms stay gonum's own.
 type Gonum struct{}
 
 // Name implements Backend.
