@@ -252,6 +252,33 @@ func (l local) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult
 	return res, nil
 }
 
+// Run runs one pass over ds: in process (Local) when ds holds its rows,
+// otherwise by its Passer; the request is validated and the result checked
+// as the host does either way.
+func Run(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+	if ds == nil {
+		return nil, fmt.Errorf("pass %s: no data set", req.Kind)
+	}
+	if ds.X != nil && !ds.X.IsEmpty() {
+		return Local(ds).Pass(ctx, req)
+	}
+	if ds.Remote == nil || ds.Remote.Passer == nil {
+		return nil, fmt.Errorf("pass %s: the data set holds no rows and no pass runner", req.Kind)
+	}
+	s, err := Validate(ds.Kind, ds.Remote, req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ds.Remote.Passer.Pass(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
+	}
+	if err := CheckResult(s, ds.Remote, req, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // RemoteOf returns a copy of ds that holds no rows and reaches them only
 // through passes run by p (Local(ds) when p is nil): what an estimator
 // sees on the Beam path, for tests.
