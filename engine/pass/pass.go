@@ -33,6 +33,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // ArraySpec is the expected shape of an input or output.
@@ -214,14 +215,8 @@ func checkArrays(what, kind string, want []ArraySpec, got []data.Array) error {
 	return nil
 }
 
-// Norm returns the Euclidean (Frobenius) norm of v.
-func Norm(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x * x
-	}
-	return math.Sqrt(s)
-}
+// Norm returns the Euclidean (Frobenius) norm of v (kernel.Norm).
+func Norm(v []float64) float64 { return kernel.Norm(v) }
 
 // local runs passes over an in-memory data set.
 type local struct{ ds *data.Dataset }

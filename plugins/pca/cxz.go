@@ -204,6 +204,9 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 	if sh == nil || n < 1 {
 		return nil, fmt.Errorf("CXZFromCov: need a covariance and n ≥ 1")
 	}
+	if err := checkGram(sh); err != nil {
+		return nil, err
+	}
 	p := sh.SymmetricDim()
 	opts, _, err := sdk.Prepare(CXZ{}.Info(), raw, sdk.Shape{Kind: data.Rows, N: n, P: p})
 	if err != nil {

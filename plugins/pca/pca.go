@@ -77,8 +77,8 @@ func finitePositive(name string, v float64) error {
 	return nil
 }
 
-// checkGram verifies that a second-moment matrix read from statistics is
-// finite.
+// checkGram verifies that a second-moment matrix given to the estimator
+// (statistics, or a covariance) is finite.
 func checkGram(g *mat.SymDense) error {
 	p := g.SymmetricDim()
 	for j := 0; j < p; j++ {
