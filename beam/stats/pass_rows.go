@@ -11,18 +11,19 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 )
 
 // The rows pass kinds of package engine/pass on Beam: rows.moment,
 // rows.norm_histogram, rows.clipped_sum and rows.centred_moment. Each reads
 // the shards as the rows pipeline does (the single-machine reader, then
-// ReadOptions.Scale), bounds every row before aggregation exactly as the
-// kind's reference implementation (pass.Local) does — the same helpers
-// pass.CentredNorm, pass.NormCell, pass.ClipFactor and pass.ShrinkRow — and
-// aggregates with associative combiners, so that its result equals the
-// reference's up to floating-point summation order (the norm counts
-// exactly).
+// ReadOptions.Scale), bounds every row before aggregation with the
+// kernels of engine/kernel the reference implementation (pass.Local) runs
+// — kernel.CentredNorm and kernel.Cell, kernel.ClipFactor, kernel.Shrink
+// and kernel.Fold — and aggregates with associative combiners, so that its
+// result equals the reference's up to floating-point summation order (the
+// norm counts exactly).
 
 // rowsPasses are the Beam implementations of the rows pass kinds, by kind
 // (pass.go's init registers them; RunPass runs them).
@@ -83,7 +84,7 @@ func shardRows(ctx context.Context, path string, p int, ro ReadOptions, fn func(
 }
 
 // histogramFn counts one shard's row norms ‖x_i − Center‖ in the cells of
-// Grid (pass.NormCell), emitting the counts as a GradSum (N rows, Sum the
+// Grid (kernel.Cell), emitting the counts as a GradSum (N rows, Sum the
 // len(Grid)+1 counts).
 type histogramFn struct {
 	P      int
@@ -96,11 +97,11 @@ type histogramFn struct {
 func (f *histogramFn) ProcessElement(ctx context.Context, path string, emit func(GradSum)) error {
 	out := GradSum{Sum: make([]float64, len(f.Grid)+1)}
 	err := shardRows(ctx, path, f.P, f.Opt, func(i int, row []float64) error {
-		s := pass.CentredNorm(row, f.Center)
+		s := kernel.CentredNorm(row, f.Center)
 		if math.IsNaN(s) || math.IsInf(s, 0) {
 			return fmt.Errorf("row %d: its norm is not finite (entries near 1e154 or larger)", i)
 		}
-		out.Sum[pass.NormCell(f.Grid, s)]++
+		out.Sum[kernel.Cell(f.Grid, s)]++
 		out.N++
 		return nil
 	})
@@ -111,7 +112,7 @@ func (f *histogramFn) ProcessElement(ctx context.Context, path string, emit func
 	return nil
 }
 
-// clippedSumFn sums one shard's rows weighted by pass.ClipFactor.
+// clippedSumFn sums one shard's rows weighted by kernel.ClipFactor.
 type clippedSumFn struct {
 	P    int
 	Clip float64
@@ -122,7 +123,7 @@ type clippedSumFn struct {
 func (f *clippedSumFn) ProcessElement(ctx context.Context, path string, emit func(GradSum)) error {
 	out := GradSum{Sum: make([]float64, f.P)}
 	err := shardRows(ctx, path, f.P, f.Opt, func(_ int, row []float64) error {
-		w := pass.ClipFactor(row, f.Clip)
+		w := kernel.ClipFactor(row, f.Clip)
 		for j, v := range row {
 			out.Sum[j] += w * v
 		}
@@ -137,7 +138,7 @@ func (f *clippedSumFn) ProcessElement(ctx context.Context, path string, emit fun
 }
 
 // centredRowsFn emits one shard's rows centred at Center and shrunk to
-// norm Clip (pass.ShrinkRow) as records of the rows combiner.
+// norm Clip (kernel.Shrink) as records of the rows combiner.
 type centredRowsFn struct {
 	P      int
 	Clip   float64
@@ -150,9 +151,12 @@ func (f *centredRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 	return shardRows(ctx, path, f.P, f.Opt, func(_ int, row []float64) error {
 		x := make([]float64, f.P)
 		for j, v := range row {
-			x[j] = v - f.Center[j]
+			x[j] = v
+			if f.Center != nil {
+				x[j] -= f.Center[j]
+			}
 		}
-		emit(ClippedRow{X: x, Shrunk: pass.ShrinkRow(x, f.Clip)})
+		emit(ClippedRow{X: x, Shrunk: kernel.Shrink(x, f.Clip)})
 		return nil
 	})
 }
@@ -209,14 +213,6 @@ func fullMoment(p int, upper []float64) []float64 {
 	return m
 }
 
-// centerInput returns the request's "center" input (zeros when absent).
-func centerInput(req data.PassRequest, p int) []float64 {
-	if c, ok := req.Input("center"); ok && len(c.Data) == p {
-		return c.Data
-	}
-	return make([]float64, p)
-}
-
 // rowsMomentPass is pass.RowsMoment on Beam: the rows pipeline (Rows).
 func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
 	initBeam()
@@ -227,7 +223,7 @@ func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro Rea
 	p := shape.P
 	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
 	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
-		return Rows(s, beam.CreateList(s, paths), p, req.Params["clip"], ro)
+		return Rows(s, beam.CreateList(s, paths), p, pass.DecodeMoment(req).Clip, ro)
 	}, opt)
 	if err != nil {
 		return nil, err
@@ -250,7 +246,8 @@ func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote,
 	}
 	p := shape.P
 	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
-	fn := &centredRowsFn{P: p, Clip: req.Params["clip"], Center: centerInput(req, p), Opt: ro}
+	r := pass.DecodeCentredMoment(req)
+	fn := &centredRowsFn{P: p, Clip: r.Clip, Center: r.Center, Opt: ro}
 	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
 		return CombineRows(s, beam.ParDo(s, fn, beam.CreateList(s, paths)), p)
 	}, opt)
@@ -268,7 +265,7 @@ func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote,
 // rowsClippedSumPass is pass.RowsClippedSum on Beam.
 func rowsClippedSumPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
 	opt.progress("beam: pass %s", req.Kind)
-	g, err := sumPass(ctx, glob, &clippedSumFn{P: shape.P, Clip: req.Params["clip"], Opt: ro}, opt)
+	g, err := sumPass(ctx, glob, &clippedSumFn{P: shape.P, Clip: pass.DecodeClippedSum(req).Clip, Opt: ro}, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -280,12 +277,9 @@ func rowsClippedSumPass(ctx context.Context, glob string, shape *data.Remote, ro
 
 // rowsNormHistogramPass is pass.RowsNormHistogram on Beam.
 func rowsNormHistogramPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	grid, ok := req.Input("grid")
-	if !ok {
-		return nil, errors.New("no grid")
-	}
+	r := pass.DecodeNormHistogram(req)
 	opt.progress("beam: pass %s", req.Kind)
-	g, err := sumPass(ctx, glob, &histogramFn{P: shape.P, Grid: grid.Data, Center: centerInput(req, shape.P), Opt: ro}, opt)
+	g, err := sumPass(ctx, glob, &histogramFn{P: shape.P, Grid: r.Grid, Center: r.Center, Opt: ro}, opt)
 	if err != nil {
 		return nil, err
 	}

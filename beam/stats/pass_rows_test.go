@@ -17,6 +17,7 @@ import (
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -71,26 +72,22 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 	require.NoError(t, err)
 	shape := pass.ShapeOf(ds)
 	glob := filepath.Join(dir, "shard-*")
-	grid := quantileGrid()
+	grid := kernel.DefaultGrid() // the private norm quantile's public grid
 	mu := make([]float64, p)
 	for j := range mu {
 		mu[j] = 0.1 * float64(j-4)
 	}
-	center := data.Array{Name: "center", Rows: 1, Cols: p, Data: mu}
-	zero := data.Array{Name: "center", Rows: 1, Cols: p, Data: make([]float64, p)}
 	for _, tc := range []struct {
 		name string
 		req  data.PassRequest
 	}{
-		{"moment", data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 3}}},
-		{"histogram", data.PassRequest{Kind: pass.RowsNormHistogram, Params: map[string]float64{"cells": float64(len(grid))},
-			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: len(grid), Data: grid}, zero}}},
-		{"centred histogram", data.PassRequest{Kind: pass.RowsNormHistogram, Params: map[string]float64{"cells": float64(len(grid))},
-			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: len(grid), Data: grid}, center}}},
-		{"clipped sum", data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 2.5}}},
-		{"plain sum", data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 0}}},
-		{"centred moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 3}, Inputs: []data.Array{center}}},
-		{"unclipped moment", data.PassRequest{Kind: pass.RowsCentredMoment, Params: map[string]float64{"clip": 0}, Inputs: []data.Array{zero}}},
+		{"moment", pass.MomentRequest{Clip: 3}.Request()},
+		{"histogram", pass.NormHistogramRequest{Grid: grid}.Request(p)},
+		{"centred histogram", pass.NormHistogramRequest{Grid: grid, Center: mu}.Request(p)},
+		{"clipped sum", pass.ClippedSumRequest{Clip: 2.5}.Request()},
+		{"plain sum", pass.ClippedSumRequest{}.Request()},
+		{"centred moment", pass.CentredMomentRequest{Clip: 3, Center: mu}.Request(p)},
+		{"unclipped moment", pass.CentredMomentRequest{}.Request(p)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, err := pass.Local(ds).Pass(context.Background(), tc.req)
@@ -120,7 +117,7 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 func TestRowsPassRefusesBadRequest(t *testing.T) {
 	shape := &data.Remote{N: 10, P: 3}
 	_, err := RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
-		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": -1}}, Options{})
+		pass.ClippedSumRequest{Clip: -1}.Request(), Options{})
 	assert.ErrorContains(t, err, "negative")
 	_, err = RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: "rows.nothing"}, Options{})
@@ -129,7 +126,7 @@ func TestRowsPassRefusesBadRequest(t *testing.T) {
 	dir := t.TempDir()
 	writeShards(t, dir, synth(30, 3, 1), 3, []int{10, 20}, false)
 	_, err = RunPass(context.Background(), filepath.Join(dir, "shard-*"), &data.Remote{N: 31, P: 3}, ReadOptions{},
-		data.PassRequest{Kind: pass.RowsClippedSum, Params: map[string]float64{"clip": 1}}, Options{})
+		pass.ClippedSumRequest{Clip: 1}.Request(), Options{})
 	assert.ErrorContains(t, err, "the data changed")
 }
 

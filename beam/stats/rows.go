@@ -21,16 +21,15 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
-	"math"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // RowStats are the aggregates of rows data: the row count, the clipped
@@ -65,9 +64,7 @@ func (s *RowStats) flush() {
 	if k == 0 {
 		return
 	}
-	blas64.Syrk(blas.Trans, 1,
-		blas64.General{Rows: k, Cols: s.P, Stride: s.P, Data: s.buf},
-		1, blas64.Symmetric{Uplo: blas.Upper, N: s.P, Stride: s.P, Data: s.Moment})
+	kernel.Fold(s.Moment, s.P, blas64.General{Rows: k, Cols: s.P, Stride: s.P, Data: s.buf}, 1)
 	s.buf = s.buf[:0]
 }
 
@@ -131,26 +128,6 @@ type ClippedRow struct {
 	X      []float64
 	Shrunk bool
 	ID     dataio.IdentityParts
-}
-
-// clipRow scales x to norm at most c (c ≤ 0 or +Inf: unchanged).
-func clipRow(x []float64, c float64) ([]float64, bool) {
-	if c <= 0 || math.IsInf(c, 1) {
-		return x, false
-	}
-	var s float64
-	for _, v := range x {
-		s += v * v
-	}
-	if s <= c*c {
-		return x, false
-	}
-	w := c / math.Sqrt(s)
-	out := make([]float64, len(x))
-	for j, v := range x {
-		out[j] = w * v
-	}
-	return out, true
 }
 
 // gob coders for the accumulator and rows (Beam's default coders do not
@@ -223,18 +200,15 @@ func CombineRows(s beam.Scope, rows beam.PCollection, p int) beam.PCollection {
 func NewClippedRow(x []float64, scale, clip float64) (ClippedRow, error) {
 	var id dataio.IdentityParts
 	id.AddRow(x)
-	if scale != 0 && scale != 1 {
-		sx := make([]float64, len(x))
-		for j, v := range x {
-			sx[j] = v * scale
-			if math.IsNaN(sx[j]) || math.IsInf(sx[j], 0) {
-				return ClippedRow{}, fmt.Errorf("column %d: value %v is not finite after scaling by %v", j, sx[j], scale)
-			}
-		}
-		x = sx
+	cx, err := scaledRow(x, scale, make([]float64, len(x)))
+	if err != nil {
+		return ClippedRow{}, err
 	}
-	cx, shrunk := clipRow(x, clip)
-	return ClippedRow{X: cx, Shrunk: shrunk, ID: id}, nil
+	if kernel.ClipFactor(cx, clip) == 1 {
+		return ClippedRow{X: cx, ID: id}, nil // x itself when unscaled
+	}
+	cx = append([]float64(nil), cx...) // x is not modified
+	return ClippedRow{X: cx, Shrunk: kernel.Shrink(cx, clip), ID: id}, nil
 }
 
 // ReadOptions says how a shard is read (a subset of dataio.LoadOptions

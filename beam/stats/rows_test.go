@@ -15,6 +15,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/pca"
@@ -67,22 +68,27 @@ func writeShards(t *testing.T, dir string, x []float64, p int, sizes []int, mixe
 
 func formatFloat(v float64) string { return strconvFormat(v) }
 
-// reference computes the statistics the single-machine way: clip each row,
-// sum, and X_cᵀX_c.
+// reference computes the statistics the single-machine way: the kernels
+// over the rows in memory.
 func reference(x []float64, p int, c float64) (n int, sum []float64, moment *mat.SymDense) {
 	n = len(x) / p
-	xc := mat.NewDense(n, p, nil)
-	sum = make([]float64, p)
-	for i := 0; i < n; i++ {
-		row, _ := clipRow(x[i*p:(i+1)*p], c)
-		xc.SetRow(i, row)
-		for j, v := range row {
-			sum[j] += v
-		}
+	xm := mat.NewDense(n, p, x)
+	sum, err := kernel.ClippedSum(context.Background(), xm, c)
+	if err != nil {
+		panic(err)
 	}
-	moment = mat.NewSymDense(p, nil)
-	moment.SymOuterK(1/float64(n), xc.T())
+	moment, _, err = kernel.SecondMoment(context.Background(), xm, nil, c, 1/float64(n), nil)
+	if err != nil {
+		panic(err)
+	}
 	return n, sum, moment
+}
+
+// clipRow returns a copy of x shrunk to norm c (kernel.Shrink) and
+// whether it was shrunk.
+func clipRow(x []float64, c float64) ([]float64, bool) {
+	y := append([]float64(nil), x...)
+	return y, kernel.Shrink(y, c)
 }
 
 func relErr(a, b mat.Matrix) float64 {

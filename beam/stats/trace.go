@@ -14,6 +14,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // GradSum is one pass's aggregate for trace regression: the sum of the
@@ -115,8 +116,8 @@ type augFn struct {
 func (f *augFn) ProcessElement(s traceSample, emit func(ClippedRow)) {
 	row := append(slices.Clone(s.X), s.Y)
 	var id dataio.IdentityParts
-	cx, shrunk := clipRow(row, f.Clip)
-	emit(ClippedRow{X: cx, Shrunk: shrunk, ID: id})
+	shrunk := kernel.Shrink(row, f.Clip)
+	emit(ClippedRow{X: row, Shrunk: shrunk, ID: id})
 }
 
 func init() {

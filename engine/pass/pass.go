@@ -33,6 +33,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // ArraySpec is the expected shape of an input or output.
@@ -214,14 +215,8 @@ func checkArrays(what, kind string, want []ArraySpec, got []data.Array) error {
 	return nil
 }
 
-// Norm returns the Euclidean (Frobenius) norm of v.
-func Norm(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x * x
-	}
-	return math.Sqrt(s)
-}
+// Norm returns the Euclidean (Frobenius) norm of v (kernel.Norm).
+func Norm(v []float64) float64 { return kernel.Norm(v) }
 
 // local runs passes over an in-memory data set.
 type local struct{ ds *data.Dataset }
@@ -247,6 +242,33 @@ func (l local) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult
 		return nil, fmt.Errorf("pass %s: %w", s.Kind, err)
 	}
 	if err := CheckResult(s, sh, req, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Run runs one pass over ds: in process (Local) when ds holds its rows,
+// otherwise by its Passer; the request is validated and the result checked
+// as the host does either way.
+func Run(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+	if ds == nil {
+		return nil, fmt.Errorf("pass %s: no data set", req.Kind)
+	}
+	if ds.X != nil && !ds.X.IsEmpty() {
+		return Local(ds).Pass(ctx, req)
+	}
+	if ds.Remote == nil || ds.Remote.Passer == nil {
+		return nil, fmt.Errorf("pass %s: the data set holds no rows and no pass runner", req.Kind)
+	}
+	s, err := Validate(ds.Kind, ds.Remote, req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ds.Remote.Passer.Pass(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
+	}
+	if err := CheckResult(s, ds.Remote, req, res); err != nil {
 		return nil, err
 	}
 	return res, nil

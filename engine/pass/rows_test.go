@@ -30,8 +30,23 @@ func randomRows(n, p int, seed uint64) *data.Dataset {
 }
 
 func histogramRequest(grid, center []float64) data.PassRequest {
-	return data.PassRequest{Kind: RowsNormHistogram, Params: map[string]float64{"cells": float64(len(grid))},
-		Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: len(grid), Data: grid}, {Name: "center", Rows: 1, Cols: len(center), Data: center}}}
+	return NormHistogramRequest{Grid: grid, Center: center}.Request(len(center))
+}
+
+// Every typed request survives its wire form: Decode(r.Request()) == r
+// (a zero centre decodes as nil).
+func TestRowsRequestsRoundTrip(t *testing.T) {
+	c := []float64{1, 0, -2}
+	assert.Equal(t, MomentRequest{Clip: 2}, DecodeMoment(MomentRequest{Clip: 2}.Request()))
+	assert.Equal(t, ClippedSumRequest{Clip: 3}, DecodeClippedSum(ClippedSumRequest{Clip: 3}.Request()))
+	assert.Equal(t, CentredMomentRequest{Clip: 1, Center: c}, DecodeCentredMoment(CentredMomentRequest{Clip: 1, Center: c}.Request(3)))
+	assert.Equal(t, CentredMomentRequest{Clip: 1}, DecodeCentredMoment(CentredMomentRequest{Clip: 1, Center: make([]float64, 3)}.Request(3)))
+	h := NormHistogramRequest{Grid: []float64{1, 2}, Center: c}
+	assert.Equal(t, h, DecodeNormHistogram(h.Request(3)))
+	for _, req := range []data.PassRequest{MomentRequest{}.Request(), ClippedSumRequest{}.Request(), CentredMomentRequest{}.Request(3), h.Request(3)} {
+		_, err := Validate(data.Rows, &data.Remote{N: 5, P: 3}, req)
+		assert.NoError(t, err, req.Kind)
+	}
 }
 
 // TestRowsPreprocessingPasses: the reference passes compute, row by row,
@@ -60,7 +75,6 @@ func TestRowsPreprocessingPasses(t *testing.T) {
 		want[k]++
 	}
 	assert.Equal(t, want, counts.Data)
-	assert.Equal(t, 2, NormCell(grid, 4))
 
 	res, err = Local(ds).Pass(ctx, histogramRequest(grid, mu))
 	require.NoError(t, err)
@@ -72,7 +86,7 @@ func TestRowsPreprocessingPasses(t *testing.T) {
 	assert.EqualValues(t, n, total)
 
 	const c = 3.0
-	res, err = Local(ds).Pass(ctx, data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": c}})
+	res, err = Local(ds).Pass(ctx, ClippedSumRequest{Clip: c}.Request())
 	require.NoError(t, err)
 	sum, _ := res.Output("sum")
 	wsum := make([]float64, p)
@@ -85,8 +99,7 @@ func TestRowsPreprocessingPasses(t *testing.T) {
 	}
 	assert.InDeltaSlice(t, wsum, sum.Data, 1e-12)
 
-	res, err = Local(ds).Pass(ctx, data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": c},
-		Inputs: []data.Array{{Name: "center", Rows: 1, Cols: p, Data: mu}}})
+	res, err = Local(ds).Pass(ctx, CentredMomentRequest{Clip: c, Center: mu}.Request(p))
 	require.NoError(t, err)
 	mom, _ := res.Output("moment")
 	wm := mat.NewSymDense(p, nil)
@@ -106,8 +119,7 @@ func TestRowsPreprocessingPasses(t *testing.T) {
 	assert.EqualValues(t, clipped, res.Scalars["clipped"])
 
 	// clip 0: unclipped, none counted.
-	res, err = Local(ds).Pass(ctx, data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 0},
-		Inputs: []data.Array{{Name: "center", Rows: 1, Cols: p, Data: make([]float64, p)}}})
+	res, err = Local(ds).Pass(ctx, CentredMomentRequest{}.Request(p))
 	require.NoError(t, err)
 	mom, _ = res.Output("moment")
 	var g mat.SymDense

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
 )
 
 // RemoteEstimator is implemented by an estimator that can run on a data
@@ -77,4 +78,14 @@ func remoteView(d *data.Dataset, kinds []string) *data.Dataset {
 	r.Passer = &guardedPasser{inner: d.Remote.Passer, allowed: kinds, max: MaxPasses}
 	cp.Remote = &r
 	return &cp
+}
+
+// Pass runs one aggregation pass (package engine/pass) over the run's data
+// set and returns its checked result: in process over the rows of a data
+// set in memory, or through the host's pass runner for a data set held
+// elsewhere (only the kinds the estimator's Passes declared). An estimator
+// that reads its data only through Pass has one path for both, which is
+// what makes it a RemoteEstimator.
+func (r *Run) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+	return pass.Run(ctx, r.Data, req)
 }

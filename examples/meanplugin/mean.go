@@ -7,11 +7,12 @@ package meanplugin
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -38,18 +39,18 @@ func (RawMean) Info() sdk.Info {
 	}
 }
 
+// Passes implements sdk.RemoteEstimator: the plain sum is one pass.
+func (RawMean) Passes(any, sdk.Shape) ([]string, error) { return []string{pass.RowsClippedSum}, nil }
+
 // Fit implements sdk.Estimator.
 func (RawMean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	n, p := run.Data.X.Dims()
-	sum := make([]float64, p)
-	for i := 0; i < n; i++ {
-		for j, v := range run.Data.X.RawRowView(i) {
-			sum[j] += v / float64(n)
-		}
+	mean, err := clippedMean(ctx, run, 0)
+	if err != nil {
+		return nil, err
 	}
 	res := &sdk.Result{Guarantee: privacy.Guarantee{Kind: privacy.None}}
-	res.AddMatrix("mean", mat.NewDense(1, p, sum), sdk.Public, "mean of the rows (not private)")
-	return res, ctx.Err()
+	res.AddMatrix("mean", mat.NewDense(1, len(mean), mean), sdk.Public, "mean of the rows (not private)")
+	return res, nil
 }
 
 // meanOptions are Mean's parameters: the shared clip (with a default of 1)
@@ -90,13 +91,13 @@ func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, p := run.Data.X.Dims()
+	n := run.Data.N()
 	mean, err := clippedMean(ctx, run, o.Clip.Value)
 	if err != nil {
 		return nil, err
 	}
 	// Declare the step; the release owns σ and the grid and draws the noise.
-	rel, err := run.Acct.Gaussian("mean", 2*o.Clip.Value/float64(n), p, budget)
+	rel, err := run.Acct.Gaussian("mean", kernel.SumSensitivity(o.Clip.Value)/float64(n), len(mean), budget)
 	if err != nil {
 		return nil, fmt.Errorf("declaring the mean's privacy step: %w", err)
 	}
@@ -104,41 +105,27 @@ func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	res := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced (n public)"}}
-	res.AddMatrix("mean", mat.NewDense(1, p, mean), sdk.Public, "private mean of the clipped rows (1×p)")
+	res.AddMatrix("mean", mat.NewDense(1, len(mean), mean), sdk.Public, "private mean of the clipped rows (1×p)")
 	res.AddScalar("sigma", rel.Scale(), sdk.Public, "standard deviation of the Gaussian noise per coordinate")
 	res.Notes = append(res.Notes, "noise="+o.Noise.Value+": the guarantee's figures come from the tightest valid accounting of the release (its accounting field: gdp for the exact Gaussian curve)")
 	return res, nil
 }
 
-// clippedMean returns the mean of the rows of run.Data.X, each scaled down
-// to ℓ2 norm at most clip.
+// Passes implements sdk.RemoteEstimator: Fit reads the data only through
+// one clipped-sum pass, so it also runs on shards a Beam pipeline reads.
+func (Mean) Passes(any, sdk.Shape) ([]string, error) { return []string{pass.RowsClippedSum}, nil }
+
+// clippedMean returns the mean of the rows, each scaled down to ℓ2 norm at
+// most clip (0: unclipped), from one rows.clipped_sum pass (run.Pass: in
+// process for a data file, through the host's runner for shards).
 func clippedMean(ctx context.Context, run *sdk.Run, clip float64) ([]float64, error) {
-	n, p := run.Data.X.Dims()
-	sum := make([]float64, p)
-	row := make([]float64, p)
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			run.Progress("clipped sum", i, n)
-		}
-		copy(row, run.Data.X.RawRowView(i))
-		norm := 0.0
-		for _, v := range row {
-			norm += v * v
-		}
-		scale := 1.0
-		if norm = math.Sqrt(norm); norm > clip {
-			scale = clip / norm
-		}
-		for j, v := range row {
-			sum[j] += scale * v
-		}
+	res, err := run.Pass(ctx, pass.ClippedSumRequest{Clip: clip}.Request())
+	if err != nil {
+		return nil, err
 	}
-	run.Progress("clipped sum", n, n)
-	for j := range sum {
-		sum[j] /= float64(n)
+	sum, _ := res.Output("sum")
+	for j := range sum.Data {
+		sum.Data[j] /= float64(res.Records)
 	}
-	return sum, nil
+	return sum.Data, nil
 }

@@ -10,12 +10,12 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
-	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
@@ -126,7 +126,7 @@ type Gauss struct{}
 // gaussSensitivity is the replace-one Frobenius sensitivity √2 of the upper
 // triangle of A = Σ x̃x̃ᵀ/clip² (rows of norm ≤ 1 after scaling; see
 // DERIVATIONS.md §3).
-var gaussSensitivity = rowclip.MomentSensitivity(1, 1)
+var gaussSensitivity = kernel.MomentSensitivity(1, 1)
 
 // Info implements sdk.Estimator.
 func (Gauss) Info() sdk.Info {
@@ -240,19 +240,15 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		}
 		// The reference is not private: clip=auto takes the exact
 		// clip_quantile of the norms (an evaluation-only choice).
-		norms, err := rowclip.Norms(ctx, run.Data.X, nil)
-		if err != nil {
-			return nil, err
+		x := src.Rows()
+		norms := make([]float64, x.RawMatrix().Rows)
+		for i := range norms {
+			norms[i] = kernel.Norm(x.RawRowView(i))
 		}
 		slices.Sort(norms)
 		c = norms[min(len(norms)-1, int(o.ClipQuantile*float64(len(norms))))]
 	}
-	var a *mat.SymDense
-	if src.Rows() != nil {
-		a, _, err = ClippedMatrix(ctx, run.Data, c, run.Backend)
-	} else {
-		a, _, err = remoteMatrix(ctx, run, src, c)
-	}
+	a, _, err := clippedMatrix(ctx, src, c)
 	if err != nil {
 		return nil, err
 	}

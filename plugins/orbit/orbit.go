@@ -38,12 +38,10 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
-	"github.com/dplr/dplr/plugins/internal/gram"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -74,28 +72,18 @@ var (
 // neighboursReplace describes the neighbouring relation of the paper.
 const neighboursReplace = "one user's row replaced (rows clipped to norm ≤ clip)"
 
-// ClippedMatrix clips the rows of X to norm ≤ clip and returns
-// A = Σ x̃x̃ᵀ/clip² (every row contributes a PSD rank-one term of trace ≤ 1),
-// computed through be, and the number of rows the clip shrank (a
-// data-dependent count: evaluation only). X is not modified. It is the
-// matrix every orbit estimator starts from, exported for the studies.
-func ClippedMatrix(ctx context.Context, ds *data.Dataset, clip float64, be backend.Backend) (*mat.SymDense, int, error) {
-	if ds == nil || ds.X == nil || ds.X.IsEmpty() {
-		return nil, 0, fmt.Errorf("data set has no rows")
-	}
-	if !(clip > 0) || math.IsInf(clip, 0) {
-		return nil, 0, sdk.BadRequest("clip = %v must be positive and finite", clip)
-	}
-	if err := rowclip.Finite(ds.X); err != nil {
+// ClippedMatrix clips the rows of ds to norm ≤ clip and returns
+// A = Σ x̃x̃ᵀ/clip² (every row contributes a PSD rank-one term of trace ≤ 1)
+// and the number of rows the clip shrank (a data-dependent count:
+// evaluation only), through the clipped second-moment pass (in process
+// for rows in memory). It is the matrix every orbit estimator starts
+// from, exported for the studies.
+func ClippedMatrix(ctx context.Context, ds *data.Dataset, clip float64) (*mat.SymDense, int, error) {
+	src, err := rowsrc.Of(ds)
+	if err != nil {
 		return nil, 0, err
 	}
-	// Rows clipped to norm clip and scaled by 1/clip: each contributes a
-	// PSD rank-one term of trace ≤ 1.
-	a, clipped, err := gram.SecondMoment(ctx, be, ds.X, nil, clip, 1/(clip*clip))
-	if err != nil {
-		return nil, 0, fmt.Errorf("clipped second moment: %w", err)
-	}
-	return a, clipped, nil
+	return clippedMatrix(ctx, src, clip)
 }
 
 // parseSpectrum reads a public spectrum parameter for rank k.
@@ -231,15 +219,10 @@ type problem struct {
 
 // newProblem builds A from the rows of src clipped to clip, and its
 // eigenvalues. The request has been bound and checked already.
-func newProblem(ctx context.Context, run *sdk.Run, src rowsrc.Source, clip float64) (*problem, error) {
+func newProblem(ctx context.Context, run *sdk.Run, src *rowsrc.Source, clip float64) (*problem, error) {
 	pr := &problem{clip: clip}
 	var err error
-	if src.Rows() != nil {
-		pr.a, pr.clipped, err = ClippedMatrix(ctx, run.Data, clip, run.Backend)
-	} else {
-		pr.a, pr.clipped, err = remoteMatrix(ctx, run, src, clip)
-	}
-	if err != nil {
+	if pr.a, pr.clipped, err = clippedMatrix(ctx, src, clip); err != nil {
 		return nil, err
 	}
 	if pr.gamma, _, err = run.Backend.EigSym(pr.a); err != nil {
@@ -248,18 +231,15 @@ func newProblem(ctx context.Context, run *sdk.Run, src rowsrc.Source, clip float
 	return pr, nil
 }
 
-// remoteMatrix is ClippedMatrix on a data set held elsewhere: one
-// clipped second-moment pass, checked against the clip's bounds.
-func remoteMatrix(ctx context.Context, run *sdk.Run, src rowsrc.Source, clip float64) (*mat.SymDense, int, error) {
+// clippedMatrix is ClippedMatrix on a rows source: one clipped
+// second-moment pass, checked against the clip's bounds.
+func clippedMatrix(ctx context.Context, src *rowsrc.Source, clip float64) (*mat.SymDense, int, error) {
 	if !(clip > 0) || math.IsInf(clip, 0) {
 		return nil, 0, sdk.BadRequest("clip = %v must be positive and finite", clip)
 	}
-	a, clipped, err := src.SecondMoment(ctx, run.Backend, nil, clip, 1/(clip*clip))
+	a, clipped, err := src.SecondMoment(ctx, nil, clip, 1/(clip*clip))
 	if err != nil {
 		return nil, 0, fmt.Errorf("clipped second moment: %w", err)
-	}
-	if err := rowclip.CheckMoment(a, nil); err != nil {
-		return nil, 0, err
 	}
 	return a, clipped, nil
 }
@@ -307,7 +287,7 @@ func problemFor(ctx context.Context, run *sdk.Run, plan *privacy.Plan, o *base) 
 		if err != nil {
 			return nil, err
 		}
-		if c, err = rowsrc.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", b, src, nil, o.ClipQuantile); err != nil {
+		if c, err = src.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", b, nil, o.ClipQuantile); err != nil {
 			return nil, err
 		}
 	}

@@ -352,7 +352,7 @@ func losses(t testing.TB, a *mat.SymDense, lambda []float64, beta float64, sampl
 }
 
 func clippedA(t testing.TB, ds *data.Dataset) *mat.SymDense {
-	a, _, err := ClippedMatrix(context.Background(), ds, 1, backend.Gonum{})
+	a, _, err := ClippedMatrix(context.Background(), ds, 1)
 	require.NoError(t, err)
 	return a
 }

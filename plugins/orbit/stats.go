@@ -8,7 +8,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/sdk"
-	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // From-statistics paths (sdk.StatsEstimator): every orbit estimator starts
@@ -49,9 +48,6 @@ func problemFromStats(run *sdk.Run, o *base) (*problem, error) {
 	}
 	a := mat.NewSymDense(st.P, nil)
 	a.ScaleSym(1/(c*c), st.Moment)
-	if err := rowclip.CheckMoment(a, nil); err != nil {
-		return nil, err
-	}
 	pr := &problem{a: a, clip: c}
 	var err error
 	if pr.gamma, _, err = run.Backend.EigSym(a); err != nil {

@@ -91,11 +91,8 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	}
 	src = pre.src // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := gramOf(ctx, run.Backend, src, pre.mu, pre.clip)
+	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkGram(sh, src.Rows()); err != nil {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
@@ -128,7 +125,7 @@ func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.PurePlan, error) {
 
 // privateMeanLaplace releases the mean of the rows clipped to c with the
 // Laplace mechanism (ℓ1 sensitivity 2c√p/n, DERIVATIONS.md §5).
-func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64) ([]float64, error) {
+func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
 	n, p := src.Dims()
 	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
 		return run.Acct.Laplace("mean", 2*c*math.Sqrt(float64(p))/float64(n), p, b)

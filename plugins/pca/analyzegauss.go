@@ -7,10 +7,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
-	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
@@ -27,7 +27,7 @@ type AnalyzeGauss struct{}
 // of the clipped second-moment matrix (‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ −
 // 2(xᵀy)² ≤ 2γ⁴).
 func AnalyzeGaussSensitivity(clip float64, n int) float64 {
-	return rowclip.MomentSensitivity(clip, 1/float64(n))
+	return kernel.MomentSensitivity(clip, 1/float64(n))
 }
 
 // Info implements sdk.Estimator.
@@ -88,14 +88,11 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	}
 	src = pre.src // divided by the private feature scales with feature_scale=private
 	run.Progress("gram", 0, 1)
-	sh, nClip, err := gramOf(ctx, run.Backend, src, pre.mu, pre.clip)
+	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	if err := checkGram(sh, src.Rows()); err != nil {
-		return nil, err
-	}
 	res, err := analyzeGauss(ctx, run, plan, sh, n, pre.clip, o)
 	if err != nil {
 		return nil, err
@@ -140,7 +137,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	}
 	cp := mat.NewSymDense(sh.SymmetricDim(), nil)
 	cp.CopySym(sh)
-	if err := checkGram(cp, nil); err != nil {
+	if err := checkGram(cp); err != nil {
 		return nil, err
 	}
 	res, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)

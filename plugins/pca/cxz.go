@@ -204,6 +204,9 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 	if sh == nil || n < 1 {
 		return nil, fmt.Errorf("CXZFromCov: need a covariance and n ≥ 1")
 	}
+	if err := checkGram(sh); err != nil {
+		return nil, err
+	}
 	p := sh.SymmetricDim()
 	opts, _, err := sdk.Prepare(CXZ{}.Info(), raw, sdk.Shape{Kind: data.Rows, N: n, P: p})
 	if err != nil {
@@ -214,7 +217,7 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 
 // fitCXZ plans the budget and runs Algorithm 1 on the rows of src (or on Σ̂
 // when src is nil).
-func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src rowsrc.Source, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
+func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
 	cfg := o.config(run.Acct.Grant(), n, p)
 	if src == nil && (cfg.center || cfg.guarded || cfg.estimate) {
 		return nil, fmt.Errorf("center=private, guarded and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
@@ -229,13 +232,6 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src rowsrc.Source,
 	plan, err := cfg.plan(run)
 	if err != nil {
 		return nil, err
-	}
-	var x *mat.Dense // the rows, when in memory
-	if src != nil {
-		x = src.Rows()
-		if err := src.Finite(); err != nil { // an input error, before any step
-			return nil, err
-		}
 	}
 	var mu []float64
 	if cfg.center {
@@ -257,13 +253,10 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src rowsrc.Source,
 	}
 	if sh == nil {
 		run.Progress("gram", 0, 1)
-		if sh, _, err = gramOf(ctx, run.Backend, src, mu, cfg.clip); err != nil {
+		if sh, _, err = gramOf(ctx, src, mu, cfg.clip); err != nil {
 			return nil, err
 		}
 		run.Progress("gram", 1, 1)
-	}
-	if err := checkGram(sh, x); err != nil {
-		return nil, err
 	}
 	res, err := caiXiaZha(ctx, run, plan, cfg, src, mu, sh, d1, d2, betaEach)
 	if err != nil {
@@ -285,7 +278,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src rowsrc.Source,
 // caiXiaZha is Algorithm 1 (DERIVATIONS.md §2.1): stage 1 releases the
 // noisy projector ÛÛᵀ + Z and keeps its top-r eigenvectors Ũ; stage 2
 // releases Λ̃ = Ũᵀ(Σ̂ − σ²I)Ũ + E; the outputs are post-processing.
-func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, src rowsrc.Source, mu []float64, sh *mat.SymDense, d1, d2, betaEach float64) (*sdk.Result, error) {
+func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, src *rowsrc.Source, mu []float64, sh *mat.SymDense, d1, d2, betaEach float64) (*sdk.Result, error) {
 	res := &sdk.Result{}
 	ut, err := cxzStage1(ctx, run, plan, res, sh, cfg.r, d1)
 	if err != nil {
@@ -339,7 +332,7 @@ func cxzStage1(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 
 // cxzStage2 releases Λ̃ = Ũᵀ(Σ̂ − σ²I)Ũ + E (Frobenius sensitivity Δ2;
 // with the guard, rows clipped to ‖x‖² ≤ τ first).
-func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, cfg *cxzConfig, src rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, d2, betaEach float64) (*mat.SymDense, error) {
+func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, cfg *cxzConfig, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, d2, betaEach float64) (*mat.SymDense, error) {
 	_, r := ut.Dims()
 	comp, nClip, tau, err := compressed(ctx, run, src, mu, sh, ut, cfg, betaEach)
 	if err != nil {
@@ -376,10 +369,9 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 }
 
 // compressed returns Ũᵀ Σ̂ Ũ, or with the guard Ũᵀ Σ̂_τ Ũ where rows are
-// clipped to ‖x‖² ≤ τ (computed as (XŨ)ᵀ W (XŨ)/n on rows in memory; on a
-// remote data set from the second moment of the rows clipped to √τ, one
-// more pass: the same matrix up to summation order).
-func compressed(ctx context.Context, run *sdk.Run, src rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.Dense, int, float64, error) {
+// clipped to ‖x‖² ≤ τ (from the second moment of the rows clipped to √τ,
+// one more pass).
+func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.Dense, int, float64, error) {
 	p, r := ut.Dims()
 	compress := func(s mat.Symmetric) (*mat.Dense, error) {
 		su := mat.NewDense(p, r, nil)
@@ -402,65 +394,14 @@ func compressed(ctx context.Context, run *sdk.Run, src rowsrc.Source, mu []float
 		// smaller of the two (Δ2 keeps τ, which is then conservative).
 		tau = math.Min(tau, cfg.clip*cfg.clip)
 	}
-	x := src.Rows()
-	if x == nil {
-		// Clipping to clip and then to √τ ≤ clip is clipping to √τ.
-		n, _ := src.Dims()
-		st, nClip, err := src.SecondMoment(ctx, run.Backend, mu, math.Sqrt(tau), 1/float64(n))
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		out, err := compress(st)
-		return out, nClip, tau, err
-	}
-	n, _ := x.Dims()
-	xu := mat.NewDense(n, r, nil)
-	if err := run.Backend.Mul(xu, x, false, ut, false); err != nil {
+	// Clipping to clip and then to √τ ≤ clip is clipping to √τ.
+	n, _ := src.Dims()
+	st, nClip, err := src.SecondMoment(ctx, mu, math.Sqrt(tau), 1/float64(n))
+	if err != nil {
 		return nil, 0, 0, err
 	}
-	var muU []float64
-	if mu != nil {
-		muU = make([]float64, r)
-		mat.NewVecDense(r, muU).MulVec(ut.T(), mat.NewVecDense(p, mu))
-	}
-	nClip := 0
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, 0, err
-			}
-		}
-		row := x.RawRowView(i)[:p]
-		var s float64
-		for j, v := range row {
-			if mu != nil {
-				v -= mu[j]
-			}
-			s += v * v
-		}
-		yr := xu.RawRowView(i)
-		if muU != nil {
-			for k := range yr {
-				yr[k] -= muU[k]
-			}
-		}
-		if c := cfg.clip; c > 0 && s > c*c { // the rows' clip, then the guard's
-			f := c / math.Sqrt(s)
-			for k := range yr {
-				yr[k] *= f
-			}
-			s = c * c
-		}
-		if s > tau {
-			nClip++
-			f := math.Sqrt(tau / s)
-			for k := range yr {
-				yr[k] *= f
-			}
-		}
-	}
-	g := run.Backend.Gram(1/float64(n), xu)
-	return mat.DenseCopyOf(g), nClip, tau, nil
+	out, err := compress(st)
+	return out, nClip, tau, err
 }
 
 // cxzOutputs adds U, Lambda, eigenvalues and Sigma (all post-processing of

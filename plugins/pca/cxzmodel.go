@@ -316,7 +316,7 @@ type modelEstimate struct {
 // moment (after a private clip quantile when no clip is given) and turns
 // them into σ² and λ bounds (DERIVATIONS.md §9). Every step is worst-case
 // DP on the clipped rows.
-func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, src rowsrc.Source, mu []float64) (*modelEstimate, error) {
+func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, src *rowsrc.Source, mu []float64) (*modelEstimate, error) {
 	n, p := src.Dims()
 	out := &modelEstimate{clip: cfg.clip, beta: cfg.betaEst}
 	if out.clip == 0 {
@@ -324,18 +324,15 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 		if err != nil {
 			return nil, err
 		}
-		q, err := rowsrc.PrivateNorm(ctx, run.Acct, run.Rand, "estimate: clip quantile", b, src, mu, estimateQuantile)
+		q, err := src.PrivateNorm(ctx, run.Acct, run.Rand, "estimate: clip quantile", b, mu, estimateQuantile)
 		if err != nil {
 			return nil, err
 		}
 		out.clip, out.autoClip = estimateClipFactor*q, true
 	}
 	run.Progress("model estimate", 0, 1)
-	s, _, err := gramOf(ctx, run.Backend, src, mu, out.clip)
+	s, _, err := gramOf(ctx, src, mu, out.clip)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkGram(s, src.Rows()); err != nil {
 		return nil, err
 	}
 	c2n := out.clip * out.clip / float64(n)

@@ -27,11 +27,8 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 			}
 		}
 	}
-	if run.Data != nil && run.Data.X == nil && run.Data.Remote != nil {
-		return pcaeval.AddRemote(ctx, run, run.Data.Remote, res, c) // one more pass (feature_scale=private is refused there)
-	}
-	if run.Data == nil || run.Data.X == nil {
-		return nil, fmt.Errorf("evaluate: no rows")
+	if run.Data == nil || run.Data.X == nil || !scaled(res) {
+		return pcaeval.Add(ctx, run, res, true, c) // one more pass
 	}
 	x, err := scaledRows(ctx, run.Data.X, res) // the space the estimate worked in
 	if err != nil {

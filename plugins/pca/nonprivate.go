@@ -55,11 +55,8 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if o.Clip != nil {
 		clip = *o.Clip
 	}
-	sh, _, err := gramOf(ctx, run.Backend, src, mu, clip)
+	sh, _, err := gramOf(ctx, src, mu, clip)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkGram(sh, src.Rows()); err != nil {
 		return nil, err
 	}
 	vals, u, err := topEigen(ctx, run.Backend, sh, r)

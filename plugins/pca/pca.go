@@ -40,10 +40,9 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	rowclip "github.com/dplr/dplr/plugins/internal/clip"
-	"github.com/dplr/dplr/plugins/internal/gram"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -78,17 +77,26 @@ func finitePositive(name string, v float64) error {
 	return nil
 }
 
-// checkGram verifies that a second-moment matrix is finite (and locates a
-// non-finite entry in x when x is not nil).
-func checkGram(g *mat.SymDense, x *mat.Dense) error { return rowclip.CheckMoment(g, x) }
+// checkGram verifies that a second-moment matrix given to the estimator
+// (statistics, or a covariance) is finite.
+func checkGram(g *mat.SymDense) error {
+	p := g.SymmetricDim()
+	for j := 0; j < p; j++ {
+		for k := j; k < p; k++ {
+			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
+			}
+		}
+	}
+	return nil
+}
 
 // Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, c/‖x_i−μ‖)
 // (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
-// clip shrank: the shared clipped second moment of plugins/internal/clip
-// on pca's 1/n scale. x is never written.
+// clip shrank: kernel.SecondMoment on pca's 1/n scale. x is never written.
 func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c float64) (*mat.SymDense, int, error) {
 	n, _ := x.Dims()
-	return gram.SecondMoment(ctx, be, x, mu, c, 1/float64(n))
+	return kernel.SecondMoment(ctx, x, mu, c, 1/float64(n), be)
 }
 
 // Share names of the pca plans.
@@ -104,10 +112,10 @@ const (
 // privateMeanGaussian releases the mean of the rows clipped to norm c with
 // the Gaussian mechanism at the plan's mean share (replace-one ℓ2
 // sensitivity 2c/n, DERIVATIONS.md §5) and returns it.
-func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64) ([]float64, error) {
+func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
 	n, p := src.Dims()
 	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
-		return run.Acct.Gaussian("mean", 2*c/float64(n), p, b)
+		return run.Acct.Gaussian("mean", kernel.SumSensitivity(c)/float64(n), p, b)
 	})
 }
 
@@ -115,14 +123,11 @@ func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, 
 // input error, or a failed pass, stops it before any step), declares the
 // mean's step at the plan's mean share with declare and draws its noise
 // on the mean.
-func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64,
+func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64,
 	declare func(b privacy.Budget) (*privacy.Release, error)) ([]float64, error) {
 	n, _ := src.Dims()
 	b, err := plan.Budget(shareMean)
 	if err != nil {
-		return nil, err
-	}
-	if err := src.Finite(); err != nil {
 		return nil, err
 	}
 	sum, err := src.Sum(ctx, c)
@@ -144,7 +149,7 @@ func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s
 
 // sourceOf returns the rows source of the run's data set (in memory or
 // remote) after checking its kind and shape.
-func sourceOf(d *data.Dataset) (rowsrc.Source, int, int, error) {
+func sourceOf(d *data.Dataset) (*rowsrc.Source, int, int, error) {
 	src, err := rowsrc.Of(d)
 	if err != nil {
 		return nil, 0, 0, err
@@ -157,9 +162,9 @@ func sourceOf(d *data.Dataset) (rowsrc.Source, int, int, error) {
 }
 
 // gramOf is Gram on a rows source.
-func gramOf(ctx context.Context, be backend.Backend, src rowsrc.Source, mu []float64, c float64) (*mat.SymDense, int, error) {
+func gramOf(ctx context.Context, src *rowsrc.Source, mu []float64, c float64) (*mat.SymDense, int, error) {
 	n, _ := src.Dims()
-	return src.SecondMoment(ctx, be, mu, c, 1/float64(n))
+	return src.SecondMoment(ctx, mu, c, 1/float64(n))
 }
 
 // topEigen returns the top-r eigenpairs of a symmetric matrix through the

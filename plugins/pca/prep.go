@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
@@ -91,31 +92,26 @@ func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64)
 	return out, 1 - pp.clipShare - pp.meanShare - pp.scaleShare
 }
 
-// rowNorms returns ‖x_i − μ‖ for every row (μ nil: 0).
-func rowNorms(ctx context.Context, x *mat.Dense, mu []float64) ([]float64, error) {
-	return rowclip.Norms(ctx, x, mu)
-}
-
 // privateClip releases the q-quantile of the norms ‖x_i − μ‖ of src's
 // rows as one declared step of the plan's clip share (DERIVATIONS.md §6).
-func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, src rowsrc.Source, mu []float64, q float64) (float64, error) {
+func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, src *rowsrc.Source, mu []float64, q float64) (float64, error) {
 	b, err := plan.Budget(shareClip)
 	if err != nil {
 		return 0, err
 	}
-	return rowsrc.PrivateNorm(ctx, run.Acct, run.Rand, name, b, src, mu, q)
+	return src.PrivateNorm(ctx, run.Acct, run.Rand, name, b, mu, q)
 }
 
 // preprocessed is the outcome of the private preprocessing.
 type preprocessed struct {
-	src      rowsrc.Source // the rows the estimate uses (divided by scale when scaling)
-	scale    []float64     // the private per-feature scales (nil without scaling)
-	unscaled int           // scales set to the median because they could not be located
-	mu       []float64     // the private mean (nil without centring)
-	meanClip float64       // the mean's clip (0 without centring)
-	clip     float64       // the clip of the (centred) rows
-	autoMean bool          // meanClip came from a private quantile
-	autoClip bool          // clip came from a private quantile
+	src      *rowsrc.Source // the rows the estimate uses (divided by scale when scaling)
+	scale    []float64      // the private per-feature scales (nil without scaling)
+	unscaled int            // scales set to the median because they could not be located
+	mu       []float64      // the private mean (nil without centring)
+	meanClip float64        // the mean's clip (0 without centring)
+	clip     float64        // the clip of the (centred) rows
+	autoMean bool           // meanClip came from a private quantile
+	autoClip bool           // clip came from a private quantile
 }
 
 // preprocess runs the planned preprocessing: the per-feature scales
@@ -126,8 +122,8 @@ type preprocessed struct {
 // passes over a remote data set (rowsrc), which cannot serve
 // feature_scale=private (refused before any step by the estimators'
 // Passes).
-func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c *clipOptions, ctr *centerOptions,
-	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
+func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions,
+	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
 	pp := newPrepPlan(c, ctr)
 	out := &preprocessed{src: src, clip: c.Value()}
 	if ctr.scaled() {
@@ -142,7 +138,9 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src rowsr
 		if x, err = divideColumns(ctx, x, s); err != nil {
 			return nil, err
 		}
-		src = rowsrc.Local(x)
+		if src, err = rowsrc.Of(&data.Dataset{Kind: data.Rows, X: x}); err != nil {
+			return nil, err
+		}
 		out.src, out.scale, out.unscaled = src, s, k
 	}
 	if ctr.private() {

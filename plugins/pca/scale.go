@@ -8,9 +8,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 	"github.com/dplr/dplr/plugins/internal/quantile"
 )
 
@@ -75,13 +75,10 @@ func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat
 	if n < 2 {
 		return nil, 0, fmt.Errorf("feature_scale=private needs at least 2 rows")
 	}
-	if err := rowclip.Finite(x); err != nil { // an input error, before any step
+	if err := kernel.Finite(x); err != nil { // an input error, before any step
 		return nil, 0, err
 	}
-	grid, err := quantile.Grid(quantile.DefaultLow, quantile.DefaultHigh, quantile.DefaultPerOctave)
-	if err != nil {
-		return nil, 0, err
-	}
+	grid := kernel.DefaultGrid()
 	b, err := plan.Budget(shareScale)
 	if err != nil {
 		return nil, 0, err
@@ -211,6 +208,16 @@ func scaledRows(ctx context.Context, x *mat.Dense, res *sdk.Result) (*mat.Dense,
 		}
 	}
 	return x, nil
+}
+
+// scaled reports whether res released feature scales.
+func scaled(res *sdk.Result) bool {
+	for _, m := range res.Matrices {
+		if m.Name == outFeatureScale {
+			return true
+		}
+	}
+	return false
 }
 
 // outFeatureScale is the output holding the released per-feature scales.

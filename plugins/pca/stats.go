@@ -58,7 +58,7 @@ func statsMoment(d *data.Dataset, clip float64) (*mat.SymDense, int, error) {
 	}
 	sh := mat.NewSymDense(st.P, nil)
 	sh.ScaleSym(1/float64(st.N), st.Moment)
-	if err := checkGram(sh, nil); err != nil {
+	if err := checkGram(sh); err != nil {
 		return nil, 0, err
 	}
 	return sh, st.N, nil

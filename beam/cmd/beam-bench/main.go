@@ -41,6 +41,7 @@ import (
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/beam/stats"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/plugins/pca"
 )
 
@@ -219,20 +220,9 @@ func single(ctx context.Context, x *mat.Dense, c float64) (cellStats, error) {
 		return cellStats{}, err
 	}
 	n, p := x.Dims()
-	sum := make([]float64, p)
-	for i := range n {
-		row := x.RawRowView(i)
-		var s float64
-		for _, v := range row {
-			s += v * v
-		}
-		w := 1.0
-		if s > c*c {
-			w = c / math.Sqrt(s)
-		}
-		for j, v := range row {
-			sum[j] += w * v
-		}
+	sum, err := kernel.ClippedSum(ctx, x, c)
+	if err != nil {
+		return cellStats{}, err
 	}
 	m := make([]float64, p*p)
 	for i := range p {

@@ -92,7 +92,7 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 	if be == nil {
 		be = backend.Default()
 	}
-	a, _, err := orbit.ClippedMatrix(ctx, ds, clip, be)
+	a, _, err := orbit.ClippedMatrix(ctx, ds, clip)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 	if be == nil {
 		be = backend.Default()
 	}
-	a, _, err := orbit.ClippedMatrix(ctx, g.Data, 1, be)
+	a, _, err := orbit.ClippedMatrix(ctx, g.Data, 1)
 	if err != nil {
 		return nil, err
 	}

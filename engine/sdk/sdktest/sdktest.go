@@ -12,8 +12,10 @@
 // release was drawn; that every output carries a release class; that
 // every step uses a mechanism the estimator declared before the fit (when
 // its options implement sdk.MechanismDeclarer: the host withholds a result
-// that breaks its declaration); and that the result's guarantee is the one
-// its steps compose to (privacy.Certify). Check returns the findings instead of failing a test.
+// that breaks its declaration); that the result's guarantee is the one
+// its steps compose to (privacy.Certify); and that a rows estimator that
+// runs on remote data releases through aggregation passes exactly what it
+// releases on the rows with the same seed. Check returns the findings instead of failing a test.
 package sdktest
 
 import (
@@ -28,6 +30,7 @@ import (
 	"testing"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -191,7 +194,30 @@ func checkCase(est sdk.Estimator, info sdk.Info, c Case) []error {
 	} else if err := sameFit(first, second); err != nil {
 		fail("the same seed did not reproduce the fit: %v", err)
 	}
+	if err := checkThroughPasses(est, c, first); err != nil {
+		fail("through passes: %v", err)
+	}
 	return errs
+}
+
+// checkThroughPasses requires a rows estimator that runs on remote data
+// (sdk.RemoteEstimator) to release, through aggregation passes over c's
+// rows (pass.RemoteOf, the passes run in process), exactly the fit on the
+// rows with the same seed. Options it refuses on remote data are skipped.
+func checkThroughPasses(est sdk.Estimator, c Case, local outcome) error {
+	if _, ok := est.(sdk.RemoteEstimator); !ok || c.Data == nil || c.Data.Kind != data.Rows || c.Data.X == nil {
+		return nil
+	}
+	rc := c
+	rc.Data = pass.RemoteOf(c.Data, nil)
+	remote := fit(est, rc)
+	if sdk.IsBadRequest(remote.err) {
+		return nil // an option that needs the rows themselves
+	}
+	if remote.err != nil {
+		return fmt.Errorf("fit failed: %w", remote.err)
+	}
+	return sameFit(local, remote)
 }
 
 // checkDeclared holds a fit to its pre-flight declaration of mechanisms

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -180,5 +181,45 @@ func TestCheckDeclaredExactly(t *testing.T) {
 	errs = CheckDeclaredExactly(est{legacy: true}, Case{Name: "undeclared", Data: rows(), Grant: grant})
 	if assert.Len(t, errs, 1) {
 		assert.Contains(t, errs[0].Error(), "declares no mechanisms")
+	}
+}
+
+// remoteEst is a rows estimator that runs on remote data: the clipped sum
+// of its rows through one pass, and with twin set a second path on rows in
+// memory that differs from the pass.
+type remoteEst struct{ twin bool }
+
+func (remoteEst) Info() sdk.Info {
+	return sdk.Info{Name: "sdktest-remote", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantApprox}, NonPrivate: true}
+}
+
+func (remoteEst) Passes(any, sdk.Shape) ([]string, error) { return []string{pass.RowsClippedSum}, nil }
+
+func (e remoteEst) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	r, err := run.Pass(ctx, pass.ClippedSumRequest{Clip: 1}.Request())
+	if err != nil {
+		return nil, err
+	}
+	sum, _ := r.Output("sum")
+	if e.twin && run.Data.X != nil {
+		sum.Data[0] += 1e-9
+	}
+	res := &sdk.Result{Guarantee: privacy.Guarantee{Kind: privacy.None}}
+	res.AddMatrix("sum", mat.NewDense(1, len(sum.Data), sum.Data), sdk.Evaluation, "clipped sum")
+	return res, nil
+}
+
+// A remote estimator releases through passes what it releases on the
+// rows; one whose in-memory path differs is flagged.
+func TestThroughPasses(t *testing.T) {
+	x := mat.NewDense(20, 2, nil)
+	for i := 0; i < 20; i++ {
+		x.SetRow(i, []float64{float64(i), 1})
+	}
+	c := Case{Name: "c", Data: &data.Dataset{Kind: data.Rows, X: x}, Grant: grant}
+	assert.Empty(t, Check(remoteEst{}, c))
+	errs := Check(remoteEst{twin: true}, c)
+	if assert.Len(t, errs, 1) {
+		assert.Contains(t, errs[0].Error(), `through passes: matrix "sum" differs at (0, 0)`)
 	}
 }

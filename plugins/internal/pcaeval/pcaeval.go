@@ -24,7 +24,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
@@ -63,13 +62,11 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 	if !on {
 		return res, nil
 	}
-	if run.Data != nil && run.Data.X == nil && run.Data.Remote != nil {
-		return AddRemote(ctx, run, run.Data.Remote, res, c)
+	src, err := rowsrc.Of(run.Data)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
 	}
-	if run.Data == nil || run.Data.X == nil {
-		return nil, fmt.Errorf("evaluate: no rows")
-	}
-	return AddRows(ctx, run, run.Data.X, res, c)
+	return addMoments(ctx, run, src, res, c)
 }
 
 // releasedU returns res's output U.
@@ -132,21 +129,20 @@ func AddRows(ctx context.Context, run *sdk.Run, x *mat.Dense, res *sdk.Result, c
 	return addRatios(run, res, c, ratio, un), nil
 }
 
-// AddRemote is Add on a data set held elsewhere: the ratios from the
-// unclipped mean and second moment of its rows (rowsrc.Moments, one pass
-// of kind rows.moment with clip 0), equal to AddRows's up to summation
-// order.
-func AddRemote(ctx context.Context, run *sdk.Run, r *data.Remote, res *sdk.Result, c Centring) (*sdk.Result, error) {
+// addMoments is Add on the rows of src: the ratios from the unclipped
+// mean and second moment of its rows (Source.Moments, one pass of kind
+// rows.moment with clip 0), equal to AddRows's up to summation order.
+func addMoments(ctx context.Context, run *sdk.Run, src *rowsrc.Source, res *sdk.Result, c Centring) (*sdk.Result, error) {
 	u, err := releasedU(res)
 	if err != nil {
 		return nil, err
 	}
-	if up, _ := u.Dims(); up != r.P {
-		return nil, fmt.Errorf("evaluate: basis with %d rows for %d columns", up, r.P)
+	if up, _ := u.Dims(); up != pOf(src) {
+		return nil, fmt.Errorf("evaluate: basis with %d rows for %d columns", up, pOf(src))
 	}
 	_, rank := u.Dims()
 	run.Progress("evaluation", 0, 1)
-	mean, s, err := rowsrc.Moments(ctx, r)
+	mean, s, err := src.Moments(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
@@ -168,6 +164,12 @@ func AddRemote(ctx context.Context, run *sdk.Run, r *data.Remote, res *sdk.Resul
 		}
 	}
 	return addRatios(run, res, c, cr, un), nil
+}
+
+// pOf is the number of columns of src.
+func pOf(src *rowsrc.Source) int {
+	_, p := src.Dims()
+	return p
 }
 
 // ExplainedRatio is the explained-variance-ratio estimate from released

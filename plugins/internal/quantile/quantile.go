@@ -16,8 +16,9 @@
 // accountant and hands β over. The derivation is in
 // plugins/pca/DERIVATIONS.md §6.
 //
-// The grid is data-independent (GridFor): geometric with a fixed number of
-// points per octave between public bounds. A score above the grid's top is
+// The grid is data-independent (kernel.Grid): geometric with a fixed
+// number of points per octave between public bounds; the counting is
+// kernel.Counts. A score above the grid's top is
 // counted at no grid point, so the top of the grid is the largest clip the
 // mechanism can choose.
 package quantile
@@ -25,59 +26,20 @@ package quantile
 import (
 	"fmt"
 	"math"
-	"sort"
+
+	"github.com/dplr/dplr/engine/kernel"
 )
-
-// Defaults of the public grid: norms from 1e-6 to 1e6, 16 points per octave
-// (steps of 4.4 %).
-const (
-	DefaultLow       = 1e-6
-	DefaultHigh      = 1e6
-	DefaultPerOctave = 16
-)
-
-// Grid returns the geometric grid lo·2^(k/perOctave), k = 0, 1, …, up to
-// and including the first point ≥ hi.
-func Grid(lo, hi float64, perOctave int) ([]float64, error) {
-	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) || perOctave < 1 {
-		return nil, fmt.Errorf("quantile grid: need 0 < lo < hi < ∞ and perOctave ≥ 1, got lo=%v hi=%v perOctave=%d", lo, hi, perOctave)
-	}
-	steps := int(math.Ceil(math.Log2(hi/lo) * float64(perOctave)))
-	g := make([]float64, steps+1)
-	for k := range g {
-		g[k] = lo * math.Exp2(float64(k)/float64(perOctave))
-	}
-	return g, nil
-}
-
-// Cell returns the grid cell of score s: the first k with s ≤ g_k, or
-// len(grid) when s lies above the grid's top (NaN: len(grid)). The cells
-// are (g_{k−1}, g_k] with g_{−1} = −∞.
-func Cell(grid []float64, s float64) int { return sort.SearchFloat64s(grid, s) }
-
-// Counts returns the number of scores in each cell of the grid (Cell),
-// len(grid)+1 counts, the last one those above the grid's top. Everything
-// the mechanism reads from the scores is in these counts: an aggregation
-// pass that returns them (engine/pass "rows.norm_histogram") serves the
-// same release as the scores themselves.
-func Counts(scores, grid []float64) []int64 {
-	c := make([]int64, len(grid)+1)
-	for _, s := range scores {
-		c[Cell(grid, s)]++
-	}
-	return c
-}
 
 // Utilities returns u_k = −dist(q·n, [c_{k−1}, c_k]) for every grid point,
 // with c_k the number of scores ≤ g_k and c_{−1} = 0. scores is not
 // modified. Each u_k has sensitivity 1 under replacing one score.
 func Utilities(scores []float64, q float64, grid []float64) []float64 {
-	u, _ := CountUtilities(Counts(scores, grid), q)
+	u, _ := CountUtilities(kernel.Counts(scores, grid), q)
 	return u
 }
 
 // CountUtilities is Utilities from the cell counts of the scores
-// (Counts: len(grid)+1 non-negative counts, the last one above the grid):
+// (kernel.Counts: len(grid)+1 non-negative counts, the last one above the grid):
 // n = Σ counts, c_k = Σ_{j ≤ k} counts_j. It fails on a negative count.
 func CountUtilities(counts []int64, q float64) ([]float64, error) {
 	if len(counts) < 2 {
@@ -145,10 +107,11 @@ func Release(scores []float64, q float64, grid []float64, beta float64, rnd Unif
 			return 0, fmt.Errorf("quantile: score %d = %v is not a non-negative number", i, s)
 		}
 	}
-	return ReleaseCounts(Counts(scores, grid), q, grid, beta, rnd)
+	return ReleaseCounts(kernel.Counts(scores, grid), q, grid, beta, rnd)
 }
 
-// ReleaseCounts is Release from the scores' cell counts on grid (Counts):
+// ReleaseCounts is Release from the scores' cell counts on grid
+// (kernel.Counts):
 // the same draw from the same uniform variate.
 func ReleaseCounts(counts []int64, q float64, grid []float64, beta float64, rnd Uniform) (float64, error) {
 	if !(q > 0 && q < 1) {

@@ -8,24 +8,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-func TestGrid(t *testing.T) {
-	g, err := Grid(1, 4, 2)
-	require.NoError(t, err)
-	assert.InDeltaSlice(t, []float64{1, math.Sqrt2, 2, 2 * math.Sqrt2, 4}, g, 1e-12)
-	for _, bad := range [][3]float64{{0, 1, 1}, {2, 1, 1}, {1, math.Inf(1), 1}, {1, 2, 0}} {
-		_, err := Grid(bad[0], bad[1], int(bad[2]))
-		assert.Error(t, err, "%v", bad)
-	}
-}
+	"github.com/dplr/dplr/engine/kernel"
+)
 
 // Each utility moves by at most one when one score is replaced by any
 // other: the sensitivity the mechanism is calibrated to (exhaustive over
 // replacements at and between grid points).
 func TestUtilitySensitivity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	grid, err := Grid(0.01, 100, 4)
+	grid, err := kernel.Grid(0.01, 100, 4)
 	require.NoError(t, err)
 	for trial := 0; trial < 200; trial++ {
 		n := 1 + rng.IntN(40)
@@ -72,7 +64,7 @@ func TestSampleDistribution(t *testing.T) {
 		p := math.Exp(beta*v) / z
 		assert.InDelta(t, p, counts[k]/draws, 5*math.Sqrt(p*(1-p)/draws))
 	}
-	grid, err := Grid(0.5, 64, 8)
+	grid, err := kernel.Grid(0.5, 64, 8)
 	require.NoError(t, err)
 	scores := make([]float64, 1001)
 	for i := range scores {
@@ -93,7 +85,7 @@ func TestSampleDistribution(t *testing.T) {
 // distributions' log-ratio stays within ε = 2β·Δu for every grid point
 // (computed exactly from the utilities).
 func TestNeighbourRatio(t *testing.T) {
-	grid, err := Grid(0.1, 1000, 8)
+	grid, err := kernel.Grid(0.1, 1000, 8)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(5, 6))
 	beta := 0.3
@@ -129,7 +121,7 @@ func probs(u []float64, beta float64) []float64 {
 // and Release equals ReleaseCounts with the same uniform variates, with
 // scores on grid points, below the grid and above its top.
 func TestCountsCarryTheRelease(t *testing.T) {
-	grid, err := Grid(0.1, 10, 4)
+	grid, err := kernel.Grid(0.1, 10, 4)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for trial := 0; trial < 100; trial++ {
@@ -148,7 +140,7 @@ func TestCountsCarryTheRelease(t *testing.T) {
 			}
 		}
 		q := 0.05 + 0.9*rng.Float64()
-		counts := Counts(s, grid)
+		counts := kernel.Counts(s, grid)
 		var total int64
 		for _, c := range counts {
 			total += c

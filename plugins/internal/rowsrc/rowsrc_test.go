@@ -10,15 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
-	"github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/engine/privacy"
 )
 
-// TestLocalAndRemoteAgree: the two sources give the same counts exactly
-// and the same sums and second moments up to summation order.
-func TestLocalAndRemoteAgree(t *testing.T) {
+// TestFileAndPassesAgree: a source over rows in memory (passes run in
+// process) and over the same rows reached only through a Passer give the
+// same aggregates, bit for bit, and the same private clip from the same
+// seed; the aggregates are the kernels'.
+func TestFileAndPassesAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	x := mat.NewDense(500, 7, nil)
 	for i := 0; i < 500; i++ {
@@ -34,30 +36,77 @@ func TestLocalAndRemoteAgree(t *testing.T) {
 	assert.NotNil(t, loc.Rows())
 	assert.Nil(t, rem.Rows())
 	ctx := context.Background()
-	grid, err := clip.DefaultGrid()
-	require.NoError(t, err)
 	mu := []float64{1, 0, -1, 0.5, 0, 0, 2}
-	for _, m := range [][]float64{nil, mu} {
-		a, err := loc.NormCounts(ctx, grid, m)
-		require.NoError(t, err)
-		b, err := rem.NormCounts(ctx, grid, m)
-		require.NoError(t, err)
-		assert.Equal(t, a, b)
-	}
+
 	a, err := loc.Sum(ctx, 2)
 	require.NoError(t, err)
 	b, err := rem.Sum(ctx, 2)
 	require.NoError(t, err)
-	assert.InDeltaSlice(t, a, b, 1e-12)
+	assert.Equal(t, a, b)
+	want, err := kernel.ClippedSum(ctx, x, 2)
+	require.NoError(t, err)
+	assert.Equal(t, want, a)
+
 	for _, c := range []float64{0, 3, math.Inf(1)} {
-		ga, ka, err := loc.SecondMoment(ctx, backend.Gonum{}, mu, c, 1.0/500)
+		ga, ka, err := loc.SecondMoment(ctx, mu, c, 1.0/500)
 		require.NoError(t, err)
-		gb, kb, err := rem.SecondMoment(ctx, backend.Gonum{}, mu, c, 1.0/500)
+		gb, kb, err := rem.SecondMoment(ctx, mu, c, 1.0/500)
 		require.NoError(t, err)
-		assert.True(t, mat.EqualApprox(ga, gb, 1e-12), "clip %v", c)
+		assert.Equal(t, ga, gb, "clip %v", c)
 		assert.Equal(t, ka, kb)
+		gk, kk, err := kernel.SecondMoment(ctx, x, mu, c, 1.0/500, nil)
+		require.NoError(t, err)
+		assert.True(t, mat.EqualApprox(gk, ga, 1e-12), "clip %v", c)
+		assert.Equal(t, kk, ka)
 	}
+
+	ma, sa, err := loc.Moments(ctx)
+	require.NoError(t, err)
+	mb, sb, err := rem.Moments(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, ma, mb)
+	assert.Equal(t, sa, sb)
+
+	for _, m := range [][]float64{nil, mu} {
+		clip := func(s *Source) float64 {
+			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
+			require.NoError(t, err)
+			c, err := s.PrivateNorm(ctx, acct, privacy.NewSeededSource(3), "clip quantile", privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.5}, m, 0.5)
+			require.NoError(t, err)
+			require.Len(t, acct.Steps(), 1)
+			return c
+		}
+		assert.Equal(t, clip(loc), clip(rem))
+	}
+
 	assert.Equal(t, []string{pass.RowsCentredMoment, pass.RowsNormHistogram, pass.RowsClippedSum}, Kinds(true, true))
 	_, err = Of(&data.Dataset{Kind: data.Trace})
 	assert.Error(t, err)
+}
+
+// A non-finite row fails the private clip before its step, naming the
+// entry (NaN, Inf) or the overflow.
+func TestPrivateNormRefusesBeforeAnyStep(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		bad  float64
+		want string
+	}{
+		{"NaN", math.NaN(), "row 2, column 1"},
+		{"+Inf", math.Inf(1), "row 2, column 1"},
+		{"overflowing norm", 1e200, "data row 2: its norm overflows"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := mat.NewDense(5, 3, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6})
+			x.Set(2, 1, c.bad)
+			src, err := Of(&data.Dataset{Kind: data.Rows, X: x})
+			require.NoError(t, err)
+			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
+			require.NoError(t, err)
+			_, err = src.PrivateNorm(context.Background(), acct, privacy.NewSeededSource(1), "clip quantile",
+				privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.1}, nil, 0.5)
+			assert.ErrorContains(t, err, c.want)
+			assert.Empty(t, acct.Steps())
+		})
+	}
 }

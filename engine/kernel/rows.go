@@ -1,0 +1,368 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// The rows kernels: the counts of the (centred) row norms on a public
+// grid, the clipped sum and the clipped (centred) second moment of rows
+// x_i ∈ ℝᵖ, with their sensitivities under replacing one row and the
+// checks a host applies to results that claim to come from them.
+
+// The default public grid of the norm counts: norms from 1e-6 to 1e6, 16
+// points per octave (steps of 4.4 %).
+const (
+	GridLow       = 1e-6
+	GridHigh      = 1e6
+	GridPerOctave = 16
+)
+
+// CheckSlack is the relative slack of the result checks on clipped
+// aggregates (their sums and traces are computed in floating point).
+const CheckSlack = 1 + 1e-9
+
+// Grid returns the geometric grid lo·2^(k/perOctave), k = 0, 1, …, up to
+// and including the first point ≥ hi.
+func Grid(lo, hi float64, perOctave int) ([]float64, error) {
+	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) || perOctave < 1 {
+		return nil, fmt.Errorf("quantile grid: need 0 < lo < hi < ∞ and perOctave ≥ 1, got lo=%v hi=%v perOctave=%d", lo, hi, perOctave)
+	}
+	steps := int(math.Ceil(math.Log2(hi/lo) * float64(perOctave)))
+	g := make([]float64, steps+1)
+	for k := range g {
+		g[k] = lo * math.Exp2(float64(k)/float64(perOctave))
+	}
+	return g, nil
+}
+
+// DefaultGrid is Grid(GridLow, GridHigh, GridPerOctave).
+func DefaultGrid() []float64 {
+	g, _ := Grid(GridLow, GridHigh, GridPerOctave) // valid constants
+	return g
+}
+
+// Cell returns the grid cell of score s: the first k with s ≤ g_k, or
+// len(grid) when s lies above the grid's top (NaN: len(grid)). The cells
+// are (g_{k−1}, g_k] with g_{−1} = −∞.
+func Cell(grid []float64, s float64) int { return sort.SearchFloat64s(grid, s) }
+
+// Counts returns the number of scores in each cell of the grid (Cell):
+// len(grid)+1 counts, the last one those above the grid's top. Replacing
+// one score moves one unit between two cells.
+func Counts(scores, grid []float64) []int64 {
+	c := make([]int64, len(grid)+1)
+	for _, s := range scores {
+		c[Cell(grid, s)]++
+	}
+	return c
+}
+
+// NormCounts returns the counts of the norms ‖x_i − center‖ (center nil:
+// 0) in the cells of the increasing grid, as Counts (as floats, the
+// counts a pass result carries). It fails on a row whose norm is not
+// finite.
+func NormCounts(ctx context.Context, x *mat.Dense, center, grid []float64) ([]float64, error) {
+	n, p := x.Dims()
+	counts := make([]float64, len(grid)+1)
+	for i := 0; i < n; i++ {
+		if i%8192 == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("norm counts: %w", ctx.Err())
+		}
+		row := x.RawRowView(i)[:p]
+		s := CentredNorm(row, center)
+		if math.IsNaN(s) || math.IsInf(s, 0) {
+			if err := FiniteRow(i, row); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i)
+		}
+		counts[Cell(grid, s)]++
+	}
+	return counts, nil
+}
+
+// CheckNormCounts checks counts claiming to be NormCounts of records
+// rows: non-negative integers summing to records.
+func CheckNormCounts(counts []float64, records int64) error {
+	var total float64
+	for k, c := range counts {
+		if c < 0 || c != math.Trunc(c) {
+			return fmt.Errorf("count %d = %v is not a non-negative integer", k, c)
+		}
+		total += c
+	}
+	if total != float64(records) {
+		return fmt.Errorf("the counts sum to %v, not to the %d records", total, records)
+	}
+	return nil
+}
+
+// ClippedSum returns Σ_i min(1, clip/‖x_i‖)·x_i (ClipFactor; clip ≤ 0 or
+// +Inf: the plain sum). It fails on a non-finite entry; a row whose norm
+// merely overflows gets weight zero.
+func ClippedSum(ctx context.Context, x *mat.Dense, clip float64) ([]float64, error) {
+	n, p := x.Dims()
+	sum := make([]float64, p)
+	for i := 0; i < n; i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("clipped sum: %w", ctx.Err())
+		}
+		row := x.RawRowView(i)[:p]
+		if err := FiniteRow(i, row); err != nil {
+			return nil, err
+		}
+		f := ClipFactor(row, clip)
+		for j, v := range row {
+			sum[j] += f * v
+		}
+	}
+	return sum, nil
+}
+
+// SumSensitivity is the replace-one ℓ2 sensitivity 2·clip of ClippedSum.
+func SumSensitivity(clip float64) float64 { return 2 * clip }
+
+// CheckClippedSum checks a sum claiming to be ClippedSum of records rows
+// at clip (> 0): its norm is at most records·clip.
+func CheckClippedSum(sum []float64, records int64, clip float64) error {
+	if clip > 0 && Norm(sum) > float64(records)*clip*CheckSlack {
+		return fmt.Errorf("the sum's norm exceeds records·clip: the rows were not clipped to %g", clip)
+	}
+	return nil
+}
+
+// Threads is the BLAS thread count SecondMoment may use (a backend);
+// when it also has SetThreads(int), SecondMoment may set it to one while
+// it runs its own goroutines.
+type Threads interface{ Threads() int }
+
+// threadSetter is a Threads whose count can be changed (OpenBLAS).
+type threadSetter interface{ SetThreads(n int) }
+
+// Tuning of SecondMoment.
+const (
+	// blockFloats bounds the copy buffer of each running chunk (floats).
+	blockFloats = 1 << 20
+	// chunks is the fixed number of row chunks a large product is split
+	// into, multiplied separately and summed in order, so that the result
+	// does not depend on the number of threads.
+	chunks = 4
+	// parallelWork is the n·p² below which splitting is not worth it.
+	parallelWork = 5e7
+)
+
+// setMu serialises the products that change the BLAS thread count.
+var setMu sync.Mutex
+
+// SecondMoment returns scale·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with
+// w_i = min(1, c/‖x_i−μ‖) (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and
+// the number of rows the clip shrank by more than rounding (Shrink).
+//
+// When no row is centred or clipped, the product is a BLAS syrk on x's own
+// storage; otherwise rows are copied, centred and shrunk in blocks of
+// bounded size, each folded in by a rank-k update. A large product is
+// split into a fixed number of row chunks computed concurrently: with a
+// single-threaded BLAS (th nil or th.Threads() ≤ 1), or when rows are
+// copied and th can set its thread count — the BLAS then runs one thread
+// per chunk while the product runs, so that every core copies and
+// multiplies on its own instead of waiting for the BLAS's threads at each
+// block. The chunks are summed in a fixed order. A non-finite result is
+// traced to its entry in x. x is never written.
+func SecondMoment(ctx context.Context, x *mat.Dense, mu []float64, c, scale float64, th Threads) (*mat.SymDense, int, error) {
+	n, p := x.Dims()
+	if mu != nil && len(mu) != p {
+		return nil, 0, fmt.Errorf("second moment: mean of length %d for %d columns", len(mu), p)
+	}
+	doClip := c > 0 && !math.IsInf(c, 1)
+	needCopy := mu != nil || (doClip && anyLonger(x, c))
+	threads := 1
+	if th != nil {
+		threads = th.Threads()
+	}
+	set, settable := th.(threadSetter)
+	nc, sem := 1, chunks
+	if float64(n)*float64(p)*float64(p) >= parallelWork && n >= 4*chunks {
+		switch {
+		case threads <= 1:
+			nc = chunks
+		case needCopy && settable:
+			nc, sem = chunks, threads
+			setMu.Lock()
+			set.SetThreads(1)
+			defer func() { set.SetThreads(threads); setMu.Unlock() }()
+		}
+	}
+	bs := max(1, blockFloats/p)
+	type part struct {
+		g        *mat.SymDense
+		nClipped int
+		err      error
+	}
+	parts := make([]part, nc)
+	run := func(k int) {
+		a, b := k*n/nc, (k+1)*n/nc
+		g := mat.NewSymDense(p, nil)
+		parts[k].g = g
+		if !needCopy {
+			if b > a {
+				raw := x.RawMatrix()
+				Fold(g.RawSymmetric().Data, p, blas64.General{Rows: b - a, Cols: p, Stride: raw.Stride, Data: raw.Data[a*raw.Stride:]}, scale)
+			}
+			return
+		}
+		buf := make([]float64, min(bs, max(b-a, 1))*p)
+		for start := a; start < b; start += bs {
+			if err := ctx.Err(); err != nil {
+				parts[k].err = fmt.Errorf("second moment: %w", err)
+				return
+			}
+			m := min(bs, b-start)
+			for i := 0; i < m; i++ {
+				row := buf[i*p : (i+1)*p]
+				src := x.RawRowView(start + i)[:p]
+				if mu == nil {
+					copy(row, src)
+				} else {
+					for j, v := range src {
+						row[j] = v - mu[j]
+					}
+				}
+				if doClip && Shrink(row, c) {
+					parts[k].nClipped++
+				}
+			}
+			Fold(g.RawSymmetric().Data, p, blas64.General{Rows: m, Cols: p, Stride: p, Data: buf[:m*p]}, scale)
+		}
+	}
+	if nc == 1 {
+		run(0)
+	} else {
+		ch := make(chan struct{}, max(1, sem))
+		var wg sync.WaitGroup
+		for k := range nc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ch <- struct{}{}
+				defer func() { <-ch }()
+				run(k)
+			}()
+		}
+		wg.Wait()
+	}
+	out := parts[0].g
+	nClipped := 0
+	for k, pt := range parts {
+		if pt.err != nil {
+			return nil, 0, pt.err
+		}
+		nClipped += pt.nClipped
+		if k > 0 {
+			out.AddSym(out, pt.g)
+		}
+	}
+	if err := finiteMoment(out, x); err != nil {
+		return nil, 0, err
+	}
+	return out, nClipped, nil
+}
+
+// Fold adds alpha·RᵀR to the upper triangle of the p×p row-major matrix
+// upper, for the rows R (a rank-k update, BLAS syrk): the step every
+// implementation of the second moment folds its clipped rows in with.
+func Fold(upper []float64, p int, rows blas64.General, alpha float64) {
+	blas64.Syrk(blas.Trans, alpha, rows, 1, blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: upper})
+}
+
+// anyLonger reports whether some row of x has norm above c.
+func anyLonger(x *mat.Dense, c float64) bool {
+	n, p := x.Dims()
+	for i := 0; i < n; i++ {
+		var s float64
+		for _, v := range x.RawRowView(i)[:p] {
+			s += v * v
+		}
+		if s > c*c {
+			return true
+		}
+	}
+	return false
+}
+
+// finiteMoment checks that the second moment g is finite; a non-finite
+// entry means the data hold a NaN or Inf (or overflow) in that column,
+// which is then located in x.
+func finiteMoment(g *mat.SymDense, x *mat.Dense) error {
+	p := g.SymmetricDim()
+	for j := 0; j < p; j++ {
+		for k := j; k < p; k++ {
+			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
+				if err := Finite(x); err != nil {
+					return err
+				}
+				return fmt.Errorf("second moment of columns %d and %d overflows (%v): rescale the data", j, k, v)
+			}
+		}
+	}
+	return nil
+}
+
+// MomentSensitivity is the replace-one Frobenius sensitivity √2·c²·scale
+// of SecondMoment: ‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ − 2(xᵀy)² ≤ 2c⁴ for rows
+// of norm ≤ c, with equality for orthogonal rows of norm c.
+func MomentSensitivity(c, scale float64) float64 {
+	return math.Sqrt2 * c * c * scale
+}
+
+// CheckMoment checks a p×p row-major matrix claiming to be SecondMoment
+// (scale 1) of records rows at clip (0: none): exactly symmetric, with a
+// non-negative diagonal and, when clipped, a trace of at most
+// records·clip².
+func CheckMoment(p int, mom []float64, records int64, clip float64) error {
+	var trace float64
+	for a := 0; a < p; a++ {
+		for b := a + 1; b < p; b++ {
+			if mom[a*p+b] != mom[b*p+a] {
+				return fmt.Errorf("the second moment is not symmetric")
+			}
+		}
+		d := mom[a*p+a]
+		if d < 0 {
+			return fmt.Errorf("second-moment diagonal entry %d is negative (a sum of squares cannot be)", a)
+		}
+		trace += d
+	}
+	if clip > 0 && trace > float64(records)*clip*clip*CheckSlack {
+		return fmt.Errorf("the second moment's trace exceeds records·clip²: the rows were not clipped to %g", clip)
+	}
+	return nil
+}
+
+// Finite names the first non-finite entry of x, if any.
+func Finite(x *mat.Dense) error {
+	n, p := x.Dims()
+	for i := 0; i < n; i++ {
+		if err := FiniteRow(i, x.RawRowView(i)[:p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FiniteRow names the first non-finite entry of row i, if any.
+func FiniteRow(i int, row []float64) error {
+	for j, v := range row {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("data row %d, column %d: value %v is not finite", i, j, v)
+		}
+	}
+	return nil
+}
