@@ -310,61 +310,144 @@ type User struct {
 	Index int
 }
 
-// UsersConfig is a validated users request in the form the per-user terms
-// need: both pass.Local and the Beam pipelines compute every per-user term
-// through it, so that they agree up to the order of the sum over users.
-type UsersConfig struct {
+// UsersRequest is a users pass request in typed form: estimators build
+// one and Encode it to the wire request, and the Local implementations
+// and pipelines read one back with DecodeUsers; nothing else reads a users
+// request's parameters. Kind selects the kind, which reads
+//
+//	every kind          LocalFraction, Holdout, Sign, M (Proj×p)
+//	users.ustat         Clip
+//	users.ustat_hist    Edges
+//	users.gradient      U (d×Rank), Rank, Logistic, Clip
+//	users.gradient_hist U, Rank, Logistic, Edges
+//	users.holdout       U, Rank, Logistic, HeadAll
+//	users.altmin        U, Rank, ClipW, ClipY, Portion, Group
+//
+// and ignores the other fields.
+type UsersRequest struct {
 	Kind                   string
-	P, D, K                int     // data dimension, working dimension, rank
-	LocalFraction, Holdout float64 // the split
-	Sign, Logistic         bool
-	HeadAll                bool
-	Clip                   float64   // +Inf: no clipping
-	M                      []float64 // k′×p projection (nil: none)
-	U                      []float64 // d×k
-	Edges                  []float64
-	// Priv-AltMin: the row clips, the rows per user and the group mask.
-	ClipW, ClipY float64
-	Portion      int
-	Group        []float64
+	LocalFraction, Holdout float64   // the per-user split (UserSplit)
+	Sign                   bool      // responses read as sign(y)
+	Proj                   int       // k′ > 0: features are M x
+	M                      []float64 // the public projection, Proj×p row-major (nil: none)
+	U                      []float64 // the representation, d×Rank row-major
+	Rank                   int
+	Logistic               bool      // the logistic loss (else squared)
+	Clip                   float64   // the per-user Frobenius clip (0 or +Inf: none)
+	Edges                  []float64 // the histogram's public edges
+	HeadAll                bool      // hold-out heads on the training and local rows
+	ClipW, ClipY           float64   // Priv-AltMin's row clips
+	Portion                int       // Priv-AltMin's rows per member
+	Group                  []float64 // Priv-AltMin's members, a 0/1 mask over the users
 }
 
-// UsersConfigOf reads a users request (validated by Validate) for data of
-// p features.
-func UsersConfigOf(p int, req data.PassRequest) (*UsersConfig, error) {
-	c := &UsersConfig{Kind: req.Kind, P: p, D: p, LocalFraction: req.Params["local_fraction"], Holdout: req.Params["holdout"],
-		Sign: req.Params["sign"] == 1, Logistic: req.Params["loss"] == 1, HeadAll: req.Params["head_all"] == 1,
-		K: int(req.Params["rank"]), Clip: math.Inf(1)}
+// flag is a boolean as a parameter.
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Encode returns the wire request of r.
+func (r UsersRequest) Encode() data.PassRequest {
+	prm := map[string]float64{"local_fraction": r.LocalFraction, "holdout": r.Holdout, "sign": flag(r.Sign), "proj": float64(r.Proj)}
+	req := data.PassRequest{Kind: r.Kind, Params: prm}
+	add := func(name string, rows int, v []float64) {
+		cols := 0
+		if rows > 0 {
+			cols = len(v) / rows
+		}
+		req.Inputs = append(req.Inputs, data.Array{Name: name, Rows: rows, Cols: cols, Data: v})
+	}
+	if r.Kind != UsersUstat && r.Kind != UsersUstatHist {
+		prm["rank"], prm["loss"] = float64(r.Rank), flag(r.Logistic)
+		if r.Rank > 0 {
+			add("u", len(r.U)/r.Rank, r.U)
+		}
+	}
+	switch r.Kind {
+	case UsersUstat, UsersGradient:
+		prm["clip"] = r.Clip
+		if math.IsInf(r.Clip, 1) {
+			prm["clip"] = 0
+		}
+	case UsersUstatHist, UsersGradientHist:
+		prm["bins"] = float64(len(r.Edges))
+		add("edges", 1, r.Edges)
+	case UsersHoldout:
+		prm["head_all"] = flag(r.HeadAll)
+	case UsersAltMin:
+		prm["clip_w"], prm["clip_y"], prm["portion"] = r.ClipW, r.ClipY, float64(r.Portion)
+		add("group", 1, r.Group)
+	}
+	if r.Proj > 0 {
+		add("m", r.Proj, r.M)
+	}
+	return req
+}
+
+// DecodeUsers reads a users request (validated by Validate) for data of p
+// features; a clip of 0 reads as +Inf (none).
+func DecodeUsers(p int, req data.PassRequest) (UsersRequest, error) {
+	prm := req.Params
+	r := UsersRequest{Kind: req.Kind, LocalFraction: prm["local_fraction"], Holdout: prm["holdout"], Sign: prm["sign"] == 1,
+		Proj: int(prm["proj"]), Rank: int(prm["rank"]), Logistic: prm["loss"] == 1, Clip: math.Inf(1), HeadAll: prm["head_all"] == 1,
+		ClipW: prm["clip_w"], ClipY: prm["clip_y"], Portion: int(prm["portion"])}
 	switch req.Kind {
 	case UsersUstat, UsersUstatHist, UsersGradient, UsersGradientHist, UsersHoldout, UsersAltMin:
 	default:
-		return nil, fmt.Errorf("%q is not a users pass", req.Kind)
+		return r, fmt.Errorf("%q is not a users pass", req.Kind)
 	}
-	if v := req.Params["clip"]; v > 0 {
-		c.Clip = v
+	if v := prm["clip"]; v > 0 {
+		r.Clip = v
 	}
-	if k := int(req.Params["proj"]); k > 0 {
+	d := p
+	if r.Proj > 0 {
 		m, ok := req.Input("m")
-		if !ok || m.Rows != k || m.Cols != p {
-			return nil, fmt.Errorf("projection input m missing or not %d×%d", k, p)
+		if !ok || m.Rows != r.Proj || m.Cols != p {
+			return r, fmt.Errorf("projection input m missing or not %d×%d", r.Proj, p)
 		}
-		c.M, c.D = m.Data, k
+		r.M, d = m.Data, r.Proj
 	}
 	if u, ok := req.Input("u"); ok {
-		c.U = u.Data
-		if u.Rows != c.D || u.Cols != c.K {
-			return nil, fmt.Errorf("input u is %d×%d, want %d×%d", u.Rows, u.Cols, c.D, c.K)
+		if u.Rows != d || u.Cols != r.Rank {
+			return r, fmt.Errorf("input u is %d×%d, want %d×%d", u.Rows, u.Cols, d, r.Rank)
 		}
+		r.U = u.Data
 	}
 	if e, ok := req.Input("edges"); ok {
-		c.Edges = e.Data
+		r.Edges = e.Data
 	}
 	if req.Kind == UsersAltMin {
 		g, ok := req.Input("group")
 		if !ok {
-			return nil, fmt.Errorf("input group missing")
+			return r, fmt.Errorf("input group missing")
 		}
-		c.Group, c.ClipW, c.ClipY, c.Portion = g.Data, req.Params["clip_w"], req.Params["clip_y"], int(req.Params["portion"])
+		r.Group = g.Data
+	}
+	return r, nil
+}
+
+// UsersConfig is a decoded users request with the data's dimension p and
+// the working dimension D (Proj, or p): both pass.Local and the Beam
+// pipelines compute every per-user term through it, so that they agree up
+// to the order of the sum over users.
+type UsersConfig struct {
+	UsersRequest
+	P, D int
+}
+
+// UsersConfigOf decodes a users request (validated by Validate) for data
+// of p features.
+func UsersConfigOf(p int, req data.PassRequest) (*UsersConfig, error) {
+	r, err := DecodeUsers(p, req)
+	if err != nil {
+		return nil, err
+	}
+	c := &UsersConfig{UsersRequest: r, P: p, D: p}
+	if r.Proj > 0 {
+		c.D = r.Proj
 	}
 	return c, nil
 }
@@ -386,11 +469,11 @@ func (c *UsersConfig) NewPartial() *UsersPartial {
 	case UsersUstat:
 		n = c.D * c.D
 	case UsersGradient:
-		n = c.D * c.K
+		n = c.D * c.Rank
 	case UsersUstatHist, UsersGradientHist:
 		n = len(c.Edges) + 1
 	case UsersAltMin:
-		dk := c.D * c.K
+		dk := c.D * c.Rank
 		n = dk*dk + dk
 	}
 	return &UsersPartial{Sum: make([]float64, n)}
@@ -415,7 +498,7 @@ func (c *UsersConfig) Add(a *UsersPartial, u User) {
 	a.Users++
 	x, y := c.features(u)
 	m0, rest := UserSplit(len(y), c.LocalFraction, c.Holdout)
-	m := kernel.Model{U: c.U, D: c.D, K: c.K, Logistic: c.Logistic}
+	m := kernel.Model{U: c.U, D: c.D, K: c.Rank, Logistic: c.Logistic}
 	var s kernel.Scratch
 	switch c.Kind {
 	case UsersUstat, UsersUstatHist:
@@ -485,14 +568,14 @@ func (c *UsersConfig) Result(a *UsersPartial) *data.PassResult {
 		res.Outputs = []data.Array{{Name: "sum", Rows: d, Cols: d, Data: a.Sum}}
 		res.Scalars = map[string]float64{"clipped": float64(a.Clipped)}
 	case UsersGradient:
-		res.Outputs = []data.Array{{Name: "sum", Rows: c.D, Cols: c.K, Data: a.Sum}}
+		res.Outputs = []data.Array{{Name: "sum", Rows: c.D, Cols: c.Rank, Data: a.Sum}}
 		res.Scalars = map[string]float64{"clipped": float64(a.Clipped)}
 	case UsersUstatHist, UsersGradientHist:
 		res.Outputs = []data.Array{{Name: "counts", Rows: 1, Cols: len(a.Sum), Data: a.Sum}}
 	case UsersHoldout:
 		res.Scalars = map[string]float64{"loss_sum": a.LossSum, "loss_users": float64(a.LossUsers)}
 	case UsersAltMin:
-		dk := c.D * c.K
+		dk := c.D * c.Rank
 		am := a.Sum[:dk*dk]
 		for i := 0; i < dk; i++ {
 			for j := i + 1; j < dk; j++ {
