@@ -167,12 +167,7 @@ func TestParquetUsersAndTrace(t *testing.T) {
 				}
 				writeParquet(t, filepath.Join(dir, fmt.Sprintf("u%d.parquet", k)), x, d, u, y, lay)
 			}
-			bound := UsersOptions{MaxRows: 50, Bound: 2}
-			got, err := ComputeUsers(context.Background(), filepath.Join(dir, "u*.parquet"), nil, bound, Options{})
-			require.NoError(t, err)
-			want, users := usersReference(t, whole, nil, bound, -1)
-			assert.Equal(t, users, got.Users)
-			assert.Less(t, relVec(got.Sum, want), 1e-12)
+			usersMatch(t, filepath.Join(dir, "u*.parquet"), whole, ustatRequest(2))
 
 			// The same files as trace data (d1·d2 = 2×2; the user column
 			// is ignored when the features are named).

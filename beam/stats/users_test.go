@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/xitongsys/parquet-go-source/local"
 	"github.com/xitongsys/parquet-go/writer"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
@@ -74,45 +73,26 @@ func usersData(nu, d int, seed uint64) []urec {
 	return recs
 }
 
-// usersReference computes the bounded sum on the single-machine reader's
-// grouping of the one file.
-func usersReference(t *testing.T, path string, u *mat.Dense, b UsersOptions, skip int64) (sum []float64, users int64) {
-	ds, err := dataio.Load(path, dataio.LoadOptions{Kind: data.Users})
+// ustatRequest is a users.ustat request over whole users (no split)
+// clipping each user's term to clip.
+func ustatRequest(clip float64) data.PassRequest {
+	return data.PassRequest{Kind: pass.UsersUstat, Params: map[string]float64{"local_fraction": 0, "holdout": 0, "sign": 0, "proj": 0, "clip": clip}}
+}
+
+// usersMatch runs req over the shards of glob and checks that it equals
+// pass.Local on the one file whole (to 1e-12 relative); it returns the
+// pipeline's result.
+func usersMatch(t *testing.T, glob, whole string, req data.PassRequest) *data.PassResult {
+	ds, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
 	require.NoError(t, err)
-	d, k := ds.P(), 0
-	var uf []float64
-	if u != nil {
-		_, k = u.Dims()
-		uf = mat.DenseCopyOf(u).RawMatrix().Data
-	}
-	for g := range ds.NumUsers() {
-		if ds.UserIDs[g] == skip {
-			continue
-		}
-		var rows []UserRow
-		for i := ds.UserStart[g]; i < ds.UserStart[g+1]; i++ {
-			rows = append(rows, UserRow{X: append([]float64(nil), ds.X.RawRowView(i)...), Y: ds.Y[i]})
-		}
-		rows = canonical(rows, b.MaxRows)
-		var term []float64
-		if u == nil {
-			term = InitTerm(rows, d)
-		} else {
-			term = RoundTerm(rows, uf, d, k)
-		}
-		if term == nil {
-			continue
-		}
-		clipFrob(term, b.Bound)
-		if sum == nil {
-			sum = make([]float64, len(term))
-		}
-		for i, v := range term {
-			sum[i] += v
-		}
-		users++
-	}
-	return sum, users
+	got, err := RunUsersPass(context.Background(), glob, pass.ShapeOf(ds), ReadOptions{}, req, Options{})
+	require.NoError(t, err)
+	want, err := pass.Local(ds).Pass(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, want.Records, got.Records)
+	assert.Equal(t, want.Scalars, got.Scalars)
+	assert.Less(t, relVec(got.Outputs[0].Data, want.Outputs[0].Data), 1e-12)
+	return got
 }
 
 func relVec(a, b []float64) float64 {
@@ -146,30 +126,29 @@ func TestUsersMatchesSingleMachine(t *testing.T) {
 	without := filepath.Join(t.TempDir(), "without.csv")
 	require.NoError(t, os.WriteFile(without, []byte(usersCSV(noBig, d)), 0o644))
 
-	u := mat.NewDense(d, k, nil)
-	u.Set(0, 0, 1)
-	u.Set(1, 1, 1)
-	bound := UsersOptions{MaxRows: 50, Bound: 2}
+	u := data.Array{Name: "u", Rows: d, Cols: k, Data: make([]float64, d*k)}
+	u.Data[0], u.Data[k+1] = 1, 1
+	grad := ustatRequest(2)
+	grad.Kind, grad.Inputs = pass.UsersGradient, []data.Array{u}
+	grad.Params["rank"], grad.Params["loss"] = k, 0
 	for _, tc := range []struct {
 		name string
-		u    *mat.Dense
-	}{{"initialisation", nil}, {"round", u}} {
+		req  data.PassRequest
+	}{{"initialisation", ustatRequest(2)}, {"round", grad}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ComputeUsers(context.Background(), filepath.Join(dir, "u-*.csv"), tc.u, bound, Options{})
-			require.NoError(t, err)
-			want, n := usersReference(t, whole, tc.u, bound, -1)
-			assert.Equal(t, n, got.Users)
-			assert.Less(t, relVec(got.Sum, want), 1e-12)
+			got := usersMatch(t, filepath.Join(dir, "u-*.csv"), whole, tc.req)
 
 			// The user with 400 large rows changes the sum by ≤ the bound.
-			rest, err := ComputeUsers(context.Background(), without, tc.u, bound, Options{})
+			ds, err := dataio.Load(without, dataio.LoadOptions{Kind: data.Users})
+			require.NoError(t, err)
+			rest, err := RunUsersPass(context.Background(), without, pass.ShapeOf(ds), ReadOptions{}, tc.req, Options{})
 			require.NoError(t, err)
 			var diff float64
-			for i := range got.Sum {
-				diff += (got.Sum[i] - rest.Sum[i]) * (got.Sum[i] - rest.Sum[i])
+			for i, v := range got.Outputs[0].Data {
+				diff += (v - rest.Outputs[0].Data[i]) * (v - rest.Outputs[0].Data[i])
 			}
-			assert.LessOrEqual(t, math.Sqrt(diff), bound.Bound*(1+1e-12))
-			assert.GreaterOrEqual(t, got.Clipped, int64(1))
+			assert.LessOrEqual(t, math.Sqrt(diff), 2*(1+1e-12))
+			assert.GreaterOrEqual(t, got.Scalars["clipped"], 1.0)
 		})
 	}
 }
@@ -198,7 +177,7 @@ func TestUsersAndTraceReaderErrors(t *testing.T) {
 				var err error
 				glob := filepath.Join(dir, "s*.csv")
 				if kind == data.Users {
-					_, err = ComputeUsers(context.Background(), glob, nil, UsersOptions{Bound: 1}, Options{})
+					_, err = RunUsersPass(context.Background(), glob, &data.Remote{N: 4, P: 4, Users: 4}, ReadOptions{}, ustatRequest(1), Options{})
 				} else {
 					_, err = SufficientStats(context.Background(), glob, TraceOptions{D1: 1, D2: 5}, 1, Options{})
 				}
@@ -383,12 +362,7 @@ func TestUsersTextIDsAcrossShards(t *testing.T) {
 		require.NoError(t, execute(context.Background(), "", pl))
 	})
 	t.Run("aggregates", func(t *testing.T) {
-		bound := UsersOptions{MaxRows: 5, Bound: 1.5}
-		got, err := ComputeUsers(context.Background(), glob, nil, bound, Options{})
-		require.NoError(t, err)
-		sum, users := usersReference(t, whole, nil, bound, math.MinInt64)
-		assert.Equal(t, users, got.Users)
-		assert.Less(t, relVec(got.Sum, sum), 1e-12)
+		usersMatch(t, glob, whole, ustatRequest(1.5))
 	})
 }
 
@@ -423,7 +397,7 @@ func TestUsersRefusedID(t *testing.T) {
 			} else {
 				require.NoError(t, os.Rename(badCSV, shard))
 			}
-			_, err := ComputeUsers(context.Background(), filepath.Join(dir, "s*"), nil, UsersOptions{Bound: 1}, Options{})
+			_, err := RunUsersPass(context.Background(), filepath.Join(dir, "s*"), &data.Remote{N: 5, P: d, Users: 4}, ReadOptions{}, ustatRequest(1), Options{})
 			require.Error(t, err)
 			after := strings.TrimPrefix(want.Error(), badCSV)
 			assert.Contains(t, err.Error(), "shard "+shard+": "+shard+after)
@@ -618,10 +592,5 @@ func TestUsersRemoteShards(t *testing.T) {
 	memfs.Write(dir+"b.csv", []byte(textUsersCSV(recs[4:], d)))
 	whole := filepath.Join(t.TempDir(), "whole.csv")
 	require.NoError(t, os.WriteFile(whole, []byte(textUsersCSV(recs, d)), 0o644))
-	bound := UsersOptions{Bound: 5}
-	got, err := ComputeUsers(context.Background(), dir+"*", nil, bound, Options{})
-	require.NoError(t, err)
-	want, users := usersReference(t, whole, nil, bound, math.MinInt64)
-	assert.Equal(t, users, got.Users)
-	assert.Less(t, relVec(got.Sum, want), 1e-12)
+	usersMatch(t, dir+"*", whole, ustatRequest(5))
 }

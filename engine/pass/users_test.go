@@ -306,3 +306,43 @@ func TestUsersRefuses(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "one count per user")
 }
+
+// TestUsersRequestRoundTrip: every users kind's typed request encodes to a
+// wire request the host accepts and decodes back to itself.
+func TestUsersRequestRoundTrip(t *testing.T) {
+	const p, kp, k = 5, 3, 2
+	sh := &data.Remote{N: 40, P: p, Users: 8}
+	m := orthonormal(p, kp, 3) // any kp×p values
+	base := UsersRequest{LocalFraction: 0.25, Holdout: 0.1, Sign: true, Logistic: true, Proj: kp, M: m, Clip: math.Inf(1)}
+	u := orthonormal(kp, k, 4)
+	edges := edgesArray().Data
+	for _, r := range []UsersRequest{
+		{Kind: UsersUstat, Clip: 2},
+		{Kind: UsersUstatHist, Edges: edges},
+		{Kind: UsersGradient, U: u, Rank: k, Logistic: true, Clip: 0.5},
+		{Kind: UsersGradientHist, U: u, Rank: k, Logistic: true, Edges: edges},
+		{Kind: UsersHoldout, U: u, Rank: k, Logistic: true, HeadAll: true},
+		{Kind: UsersAltMin, U: u, Rank: k, ClipW: 0.7, ClipY: 3, Portion: 4, Group: []float64{1, 0, 1, 1, 0, 0, 1, 0}},
+	} {
+		t.Run(r.Kind, func(t *testing.T) {
+			want := base
+			want.Kind, want.U, want.Rank, want.Edges, want.HeadAll = r.Kind, r.U, r.Rank, r.Edges, r.HeadAll
+			want.ClipW, want.ClipY, want.Portion, want.Group = r.ClipW, r.ClipY, r.Portion, r.Group
+			if r.Clip > 0 {
+				want.Clip = r.Clip
+			}
+			if r.Kind == UsersAltMin {
+				want.Logistic, want.Sign = false, false
+			}
+			if r.Kind == UsersUstat || r.Kind == UsersUstatHist {
+				want.Logistic = false // the U-statistic kinds carry no loss
+			}
+			req := want.Encode()
+			_, err := Validate(data.Users, sh, req)
+			require.NoError(t, err)
+			got, err := DecodeUsers(p, req)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -404,7 +405,7 @@ func symSolve(run *sdk.Run, a *mat.SymDense, b []float64, ridge float64) ([]floa
 			out[i] += c * vr.Data[i*vr.Stride+j]
 		}
 	}
-	if !allFinite(out) {
+	if !kernel.AllFinite(out) {
 		return nil, fmt.Errorf("solving the U step: the solution is not finite")
 	}
 	return out, nil
@@ -431,7 +432,7 @@ func cholSolve(a *mat.SymDense, b []float64, ridge float64) ([]float64, bool) {
 	if err := ch.SolveVecTo(out, mat.NewVecDense(n, append([]float64(nil), b...))); err != nil {
 		return nil, false
 	}
-	if !allFinite(out.RawVector().Data) {
+	if !kernel.AllFinite(out.RawVector().Data) {
 		return nil, false
 	}
 	return out.RawVector().Data, true

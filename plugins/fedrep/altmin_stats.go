@@ -2,11 +2,12 @@ package fedrep
 
 import (
 	"context"
-	"math"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // The U-step statistics of Priv-AltMin (DERIVATIONS.md §5) through the
@@ -156,14 +157,10 @@ func altminPrepare(eng *fedrepEngine, fws *workerScratch, u []float64, ui int, c
 	d, k := eng.d, eng.k
 	ur := eng.lay.users[ui]
 	// The head: least squares on the whole training half for U.
-	vRows, _ := eng.batches(fws, ui, 0)
-	eng.localFit(fws, u, vRows, lossSquared)
-	nv := norm2(fws.v)
-	if nv == 0 || math.IsInf(nv, 0) || math.IsNaN(nv) {
+	x, y := eng.span(fws, ur.t0, ur.t1)
+	nv, ok := kernel.UnitHead(fws.ks.Head(eng.model(u, lossSquared), x, y), s.vh)
+	if !ok {
 		return false
-	}
-	for a := range s.vh {
-		s.vh[a] = fws.v[a] / nv
 	}
 	pi := 0
 	for a := 0; a < k; a++ {
@@ -173,23 +170,16 @@ func altminPrepare(eng *fedrepEngine, fws *workerScratch, u []float64, ui int, c
 		}
 	}
 	clear(s.hb)
-	// The used rows, clipped and scaled: g_r g_rᵀ = t_r² x̂_r x̂_rᵀ with
-	// t_r = min(‖x_r‖‖v‖, c_W) the norm of the clipped W.
+	// The used rows, clipped and scaled (kernel.AltMinRow).
 	m := 0
-	used := min(portion, ur.t1-ur.t0)
-	for r := ur.t0; r < ur.t0+used; r++ {
-		xr := eng.row(int32(r))
-		nx := norm2(xr)
-		if nx == 0 || math.IsInf(nx, 0) {
+	for r := 0; r < min(portion, len(y)); r++ {
+		g := slot.g[m*d : (m+1)*d]
+		yt, ok := kernel.AltMinRow(x[r], y[r], nv, cw, cy, g)
+		if !ok {
 			continue
 		}
-		t := math.Min(nx*nv, cw)
-		yt := math.Max(-cy, math.Min(cy, eng.y[r]))
-		g := slot.g[m*d : (m+1)*d]
-		sc := t / nx
-		for p, x := range xr {
-			g[p] = sc * x
-			s.hb[p] += yt * g[p]
+		for p, gp := range g {
+			s.hb[p] += yt * gp
 		}
 		m++
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // lossKind selects the per-sample loss of the FedRep rounds.
@@ -29,7 +31,6 @@ type fedrepEngine struct {
 	d, k   int
 	psi    float64 // clip ψ; +Inf disables clipping (non-private)
 	loss   lossKind
-	ridge  float64 // logistic local ridge
 	theory bool
 	batch  int
 	// headAll: final heads use S⁰ ∪ S¹ instead of S¹.
@@ -43,15 +44,11 @@ type fedrepEngine struct {
 	altmin  *altminBuf  // Priv-AltMin statistics buffers (nil until first used)
 }
 
+// workerScratch is one worker's buffers: the per-user kernels' scratch and
+// the row ids of a user's batches.
 type workerScratch struct {
-	a    []float64 // rows×k: X_B U
-	ry   []float64 // rows: responses of the v-batch
-	gk   []float64 // k×k
-	h    []float64 // k
-	v    []float64 // k
-	w    []float64 // d: U v
-	g    []float64 // d: Σ c_j x_j
-	rows []int32   // the v-batch and gradient-batch row ids
+	ks   kernel.Scratch
+	rows []int32 // the v-batch and gradient-batch row ids
 }
 
 func newFedrepEngine(x *mat.Dense, y []float64, lay *layout, k int, psi float64, loss lossKind) *fedrepEngine {
@@ -59,14 +56,13 @@ func newFedrepEngine(x *mat.Dense, y []float64, lay *layout, k int, psi float64,
 	n := lay.n()
 	chunks := min(n, 64)
 	e := &fedrepEngine{x: raw.Data, stride: raw.Stride, y: y, lay: lay, d: raw.Cols, k: k, psi: psi, loss: loss,
-		ridge: 1e-3, chunks: chunks, part: make([][]float64, chunks), nclip: make([]int, chunks), nskip: make([]int, chunks)}
+		chunks: chunks, part: make([][]float64, chunks), nclip: make([]int, chunks), nskip: make([]int, chunks)}
 	for c := range e.part {
 		e.part[c] = make([]float64, e.d*k)
 	}
 	rows := max(lay.maxM, 1)
 	for w := 0; w < workers(chunks); w++ {
-		e.ws = append(e.ws, &workerScratch{a: make([]float64, rows*k), ry: make([]float64, rows), gk: make([]float64, k*k),
-			h: make([]float64, k), v: make([]float64, k), w: make([]float64, e.d), g: make([]float64, e.d), rows: make([]int32, 2*rows)})
+		e.ws = append(e.ws, &workerScratch{rows: make([]int32, 2*rows)})
 	}
 	return e
 }
@@ -77,152 +73,44 @@ func (e *fedrepEngine) row(r int32) []float64 {
 	return e.x[o : o+e.d]
 }
 
-// localFit sets ws.v to the user's head for U on the rows: the least-squares
-// (or ridge-logistic) solution, with the pseudo-inverse as fallback.
-func (e *fedrepEngine) localFit(ws *workerScratch, u []float64, rows []int32, loss lossKind) {
-	k, d := e.k, e.d
-	b := len(rows)
+// model is the kernels' view of U and the loss.
+func (e *fedrepEngine) model(u []float64, loss lossKind) kernel.Model {
+	return kernel.Model{U: u, D: e.d, K: e.k, Logistic: loss == lossLogistic}
+}
+
+// pick returns views of the rows with the given ids and their responses
+// (in ws's row buffers, valid until the next pick or span).
+func (e *fedrepEngine) pick(ws *workerScratch, rows []int32) ([][]float64, []float64) {
+	xs, ys := ws.ks.Rows(len(rows))
 	for j, r := range rows {
-		xr := e.row(r)
-		aj := ws.a[j*k : (j+1)*k]
-		for a := range aj {
-			aj[a] = 0
-		}
-		for p := 0; p < d; p++ {
-			xp := xr[p]
-			if xp == 0 {
-				continue
-			}
-			up := u[p*k : (p+1)*k]
-			for a := range aj {
-				aj[a] += xp * up[a]
-			}
-		}
-		ws.ry[j] = e.y[r]
+		xs[j], ys[j] = e.row(r), e.y[r]
 	}
-	switch loss {
-	case lossSquared:
-		for i := range ws.gk {
-			ws.gk[i] = 0
-		}
-		for a := range ws.h {
-			ws.h[a] = 0
-		}
-		for j := 0; j < b; j++ {
-			aj := ws.a[j*k : (j+1)*k]
-			for a := 0; a < k; a++ {
-				ws.h[a] += aj[a] * ws.ry[j]
-				for c := 0; c <= a; c++ {
-					ws.gk[a*k+c] += aj[a] * aj[c]
-				}
-			}
-		}
-		for a := 0; a < k; a++ {
-			for c := 0; c < a; c++ {
-				ws.gk[c*k+a] = ws.gk[a*k+c]
-			}
-		}
-		if b >= k && solveSmallSPD(ws.gk, ws.h, k) {
-			copy(ws.v, ws.h)
-			return
-		}
-		pinvSolve(ws.a, b, k, ws.ry, ws.v)
-	case lossLogistic:
-		logisticNewton(ws, b, k, e.ridge)
-	}
+	return xs, ys
 }
 
-// logisticNewton minimizes (1/b)Σ log(1+exp(−y_j a_j·v)) + (λ/2)‖v‖² by a
-// fixed number of damped Newton steps from v = 0.
-func logisticNewton(ws *workerScratch, b, k int, lambda float64) {
-	v := ws.v
-	for a := range v {
-		v[a] = 0
+// span returns views of the rows [lo, hi) and their responses.
+func (e *fedrepEngine) span(ws *workerScratch, lo, hi int) ([][]float64, []float64) {
+	xs, _ := ws.ks.Rows(hi - lo)
+	for j := range xs {
+		xs[j] = e.row(int32(lo + j))
 	}
-	if b == 0 {
-		return
-	}
-	for it := 0; it < 12; it++ {
-		for i := range ws.gk {
-			ws.gk[i] = 0
-		}
-		for a := 0; a < k; a++ {
-			ws.h[a] = -lambda * v[a]
-			ws.gk[a*k+a] = lambda
-		}
-		for j := 0; j < b; j++ {
-			aj := ws.a[j*k : (j+1)*k]
-			var z float64
-			for a := 0; a < k; a++ {
-				z += aj[a] * v[a]
-			}
-			yj := ws.ry[j]
-			s := 1 / (1 + math.Exp(yj*z)) // σ(−y z)
-			wt := s * (1 - s) / float64(b)
-			for a := 0; a < k; a++ {
-				ws.h[a] += yj * s * aj[a] / float64(b)
-				for c := 0; c < k; c++ {
-					ws.gk[a*k+c] += wt * aj[a] * aj[c]
-				}
-			}
-		}
-		if !solveSmallSPD(ws.gk, ws.h, k) {
-			break
-		}
-		var step float64
-		for a := 0; a < k; a++ {
-			v[a] += ws.h[a]
-			step = math.Max(step, math.Abs(ws.h[a]))
-		}
-		if step < 1e-10 {
-			break
-		}
-	}
-	if !allFinite(v) {
-		for a := range v {
-			v[a] = 0
-		}
-	}
+	return xs, e.y[lo:hi]
 }
 
-// userGradient sets ws.g so that ∇_U = ws.g · ws.vᵀ is the user's gradient of
-// the mean loss over gRows at (U, v), after fitting v on vRows.
-func (e *fedrepEngine) userGradient(ws *workerScratch, u []float64, vRows, gRows []int32) {
-	k, d := e.k, e.d
-	e.localFit(ws, u, vRows, e.loss)
-	for p := 0; p < d; p++ {
-		var s float64
-		up := u[p*k : (p+1)*k]
-		for a := 0; a < k; a++ {
-			s += up[a] * ws.v[a]
-		}
-		ws.w[p] = s
-	}
-	for p := range ws.g {
-		ws.g[p] = 0
-	}
-	b := float64(len(gRows))
-	for _, r := range gRows {
-		xr := e.row(r)
-		var pred float64
-		for p := 0; p < d; p++ {
-			pred += xr[p] * ws.w[p]
-		}
-		yr := e.y[r]
-		var c float64
-		switch e.loss {
-		case lossSquared:
-			c = 2 * (pred - yr) / b
-		case lossLogistic:
-			c = -yr / (1 + math.Exp(yr*pred)) / b
-		}
-		if c == 0 {
-			continue
-		}
-		for p := 0; p < d; p++ {
-			ws.g[p] += c * xr[p]
-		}
-	}
+// localFit returns the user's head for U on the rows (kernel.Scratch.Head;
+// a buffer of ws).
+func (e *fedrepEngine) localFit(ws *workerScratch, u []float64, rows []int32, loss lossKind) []float64 {
+	x, y := e.pick(ws, rows)
+	return ws.ks.Head(e.model(u, loss), x, y)
+}
+
+// userGradient returns g and v with ∇_U = g vᵀ the user's gradient of the
+// mean loss over gRows at (U, v), after fitting v on vRows (buffers of ws).
+func (e *fedrepEngine) userGradient(ws *workerScratch, u []float64, vRows, gRows []int32) (g, v []float64) {
+	m := e.model(u, e.loss)
+	v = e.localFit(ws, u, vRows, e.loss)
+	x, y := e.pick(ws, gRows)
+	return ws.ks.Gradient(m, v, x, y), v
 }
 
 // batches returns the v-batch and gradient-batch rows of user i in round t.
@@ -253,7 +141,6 @@ func (e *fedrepEngine) batches(ws *workerScratch, i, t int) (vRows, gRows []int3
 // contribute zero; skipped reports how many sat the round out.
 func (e *fedrepEngine) aggregate(ctx context.Context, u []float64, t int) ([]float64, int, error) {
 	n := e.lay.n()
-	k := e.k
 	err := parallelChunks(ctx, e.chunks, func(w, c int) {
 		ws := e.ws[w]
 		acc := e.part[c]
@@ -268,36 +155,16 @@ func (e *fedrepEngine) aggregate(ctx context.Context, u []float64, t int) ([]flo
 				e.nskip[c]++
 				continue
 			}
-			e.userGradient(ws, u, vRows, gRows)
-			if math.IsInf(e.psi, 1) {
-				for p, gp := range ws.g {
-					for a := 0; a < k; a++ {
-						acc[p*k+a] += gp * ws.v[a]
-					}
-				}
-				continue
-			}
-			ng, nv := norm2(ws.g), norm2(ws.v)
-			if ng == 0 || nv == 0 || math.IsInf(ng, 0) || math.IsNaN(ng) || math.IsInf(nv, 0) || math.IsNaN(nv) {
-				continue
-			}
-			nrm := ng * nv // ‖g vᵀ‖_F
-			scale := math.Min(nrm, e.psi)
-			if nrm > e.psi {
+			g, v := e.userGradient(ws, u, vRows, gRows)
+			if kernel.AddClippedOuter(acc, g, v, e.psi) {
 				e.nclip[c]++
-			}
-			for p, gp := range ws.g {
-				gs := gp / ng * scale
-				for a := 0; a < k; a++ {
-					acc[p*k+a] += gs * (ws.v[a] / nv)
-				}
 			}
 		}
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	sum := make([]float64, e.d*k)
+	sum := make([]float64, e.d*e.k)
 	clipped := 0
 	for c := 0; c < e.chunks; c++ {
 		for i, v := range e.part[c] {
@@ -324,7 +191,7 @@ func (e *fedrepEngine) skipped() int {
 // heads may be nil.
 func (e *fedrepEngine) fitHeads(ctx context.Context, u []float64, heads *mat.Dense) (float64, error) {
 	n := e.lay.n()
-	k, d := e.k, e.d
+	mod := e.model(u, e.loss)
 	lossSum := make([]float64, e.chunks)
 	cnt := make([]int, e.chunks)
 	err := parallelChunks(ctx, e.chunks, func(w, c int) {
@@ -333,42 +200,17 @@ func (e *fedrepEngine) fitHeads(ctx context.Context, u []float64, heads *mat.Den
 		lo, hi := chunkBounds(n, e.chunks, c)
 		for i := lo; i < hi; i++ {
 			ur := e.lay.users[i]
-			s, f := ur.t1, ur.f1
-			if f == s || e.headAll {
-				s = ur.t0
-			}
-			rows := ws.rows[:f-s]
-			for j := range rows {
-				rows[j] = int32(s + j)
-			}
-			e.localFit(ws, u, rows, e.loss)
+			s, f := kernel.HeadRows(ur.t1-ur.t0, ur.f1-ur.t0, e.headAll)
+			x, y := e.span(ws, ur.t0+s, ur.t0+f)
+			v := ws.ks.Head(mod, x, y)
 			if heads != nil {
-				copy(heads.RawRowView(i), ws.v)
+				copy(heads.RawRowView(i), v)
 			}
 			if ur.h1 == ur.f1 {
 				continue
 			}
-			for p := 0; p < d; p++ {
-				var t float64
-				for a := 0; a < k; a++ {
-					t += u[p*k+a] * ws.v[a]
-				}
-				ws.w[p] = t
-			}
-			var l float64
-			for r := ur.f1; r < ur.h1; r++ {
-				xr := e.row(int32(r))
-				var pred float64
-				for p := 0; p < d; p++ {
-					pred += xr[p] * ws.w[p]
-				}
-				if e.loss == lossSquared {
-					l += (pred - e.y[r]) * (pred - e.y[r])
-				} else if pred*e.y[r] <= 0 {
-					l++
-				}
-			}
-			lossSum[c] += l / float64(ur.h1-ur.f1)
+			x, y = e.span(ws, ur.f1, ur.h1)
+			lossSum[c] += ws.ks.MeanLoss(mod, v, x, y)
 			cnt[c]++
 		}
 	})
@@ -401,12 +243,7 @@ func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]flo
 			if len(gRows) == 0 {
 				continue
 			}
-			e.userGradient(ws, u, vRows, gRows)
-			nrm := norm2(ws.g) * norm2(ws.v)
-			if math.IsNaN(nrm) || math.IsInf(nrm, 0) {
-				nrm = 0
-			}
-			out[i] = nrm
+			out[i] = kernel.OuterNorm(e.userGradient(ws, u, vRows, gRows))
 		}
 	})
 	return out, err
@@ -426,17 +263,17 @@ func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]flo
 // moves by at most 1/n when one user is replaced (DERIVATIONS.md §13).
 func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accuracy bool) (float64, error) {
 	n := e.lay.n()
+	m := e.model(u, e.loss)
 	sums := make([]float64, e.chunks)
 	err := parallelChunks(ctx, e.chunks, func(w, c int) {
 		ws := e.ws[w]
 		sums[c] = 0
 		lo, hi := chunkBounds(n, e.chunks, c)
 		for i := lo; i < hi; i++ {
-			s := e.userLOO(ws, u, e.lay.users[i], accuracy)
-			if math.IsNaN(s) || s < 0 || s > 1 {
-				s = 0
-			}
-			sums[c] += s
+			ur := e.lay.users[i]
+			s, f := kernel.HeadRows(ur.t1-ur.t0, ur.f1-ur.t0, e.headAll)
+			x, y := e.span(ws, ur.t0+s, ur.t0+f)
+			sums[c] += ws.ks.LeaveOneOut(m, x, y, accuracy)
 		}
 	})
 	if err != nil {
@@ -447,53 +284,4 @@ func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accurac
 		tot += s
 	}
 	return tot / float64(n), nil
-}
-
-// userLOO is one user's leave-one-out score of validationScore.
-func (e *fedrepEngine) userLOO(ws *workerScratch, u []float64, ur userRows, accuracy bool) float64 {
-	k, d := e.k, e.d
-	s0, s1 := ur.t1, ur.f1 // the final head's rows
-	if s1 == s0 || e.headAll {
-		s0 = ur.t0
-	}
-	m := s1 - s0
-	if m < 2 {
-		return 0
-	}
-	var s float64
-	for out := s0; out < s1; out++ {
-		rows := ws.rows[:0]
-		for r := s0; r < s1; r++ {
-			if r != out {
-				rows = append(rows, int32(r))
-			}
-		}
-		e.localFit(ws, u, rows, e.loss)
-		xr := e.row(int32(out))
-		var pred float64
-		for p := 0; p < d; p++ {
-			up := u[p*k : (p+1)*k]
-			var t float64
-			for a := 0; a < k; a++ {
-				t += up[a] * ws.v[a]
-			}
-			pred += xr[p] * t
-		}
-		if accuracy {
-			if signLabel(pred) == signLabel(e.y[out]) {
-				s++
-			}
-		} else {
-			s += 1 - math.Min(1, (pred-e.y[out])*(pred-e.y[out]))
-		}
-	}
-	return s / float64(m)
-}
-
-// signLabel is the ±1 label of a score: +1 where s > 0, −1 elsewhere.
-func signLabel(s float64) float64 {
-	if s > 0 {
-		return 1
-	}
-	return -1
 }

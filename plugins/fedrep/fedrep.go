@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -188,7 +189,7 @@ func stepCosine(q, u, qp, up []float64, k int) float64 {
 			tr += a[i*k+j] * b[j*k+i]
 		}
 	}
-	den := norm2(q) * norm2(qp)
+	den := kernel.SafeNorm(q) * kernel.SafeNorm(qp)
 	if den == 0 {
 		return 0
 	}
@@ -516,7 +517,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense,
 		tr.halved = append(tr.halved, t+1)
 	}
 	tr.prevStep, tr.prevU = append(tr.prevStep[:0], sum...), append(tr.prevU[:0], u.RawMatrix().Data...)
-	move := tr.eta * norm2(sum) / math.Sqrt(float64(k))
+	move := tr.eta * kernel.SafeNorm(sum) / math.Sqrt(float64(k))
 	tr.moves = append(tr.moves, move)
 	scale := tr.eta
 	if c.rounds.StepGuard && move > c.rounds.MaxMove {

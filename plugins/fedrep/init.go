@@ -3,12 +3,12 @@ package fedrep
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // ustatAggregate returns (1/n) Σ_i clip(Z_i, ψ_init) (upper triangle filled,
@@ -113,14 +113,16 @@ type ustatWorker struct {
 	be           backend.Backend
 	d, block     int
 	p, q, prefix []float64
-	tmp, pm, qm  *mat.Dense // pm, qm: reusable views of p and q
-	acc          []float64  // the current chunk's d×d partial sum
-	rows         int        // rows stacked in p and q
+	prod         []float64   // d×d scratch of kernel.Ustat
+	xs           [][]float64 // a user's rows
+	tmp, pm, qm  *mat.Dense  // pm, qm: reusable views of p and q
+	acc          []float64   // the current chunk's d×d partial sum
+	rows         int         // rows stacked in p and q
 }
 
 func newUstatWorker(be backend.Backend, d, block int) *ustatWorker {
 	return &ustatWorker{be: be, d: d, block: block, p: make([]float64, block*d), q: make([]float64, block*d),
-		prefix: make([]float64, d), tmp: mat.NewDense(d, d, nil), pm: &mat.Dense{}, qm: &mat.Dense{}}
+		prefix: make([]float64, d), prod: make([]float64, d*d), tmp: mat.NewDense(d, d, nil), pm: &mat.Dense{}, qm: &mat.Dense{}}
 }
 
 // flush adds PᵀQ of the stacked rows to the upper triangle of acc.
@@ -146,17 +148,13 @@ func (s *ustatWorker) flush() error {
 	return nil
 }
 
-// addUser stacks one user's clipped contribution and reports whether it
-// was clipped and its unclipped norm (an upper bound on ‖Z_i‖_F). Users with fewer than two rows, a zero scale or a norm that
-// is zero or not finite contribute nothing.
+// addUser stacks one user's clipped contribution (kernel.Ustat) and
+// reports whether it was clipped and its unclipped norm (an upper bound
+// on ‖Z_i‖_F; 0 for a user without a term).
 func (s *ustatWorker) addUser(raw blas64.General, y []float64, ur userRows, psi float64) (bool, float64, error) {
 	d := s.d
 	m0 := ur.t1 - ur.t0
 	if m0 < 2 {
-		return false, 0, nil
-	}
-	cx, cy := userMaxAbs(raw, y, ur.t0, ur.t1, d)
-	if cx == 0 || cy == 0 {
 		return false, 0, nil
 	}
 	if s.rows+m0 > s.block {
@@ -166,107 +164,18 @@ func (s *ustatWorker) addUser(raw blas64.General, y []float64, ur userRows, psi 
 	}
 	at := s.p[s.rows*d : (s.rows+m0)*d]
 	rt := s.q[s.rows*d : (s.rows+m0)*d]
-	rescaledPairs(raw, y, ur, cx, cy, at, rt, s.prefix)
-	nrm, err := s.normBound(at, rt, m0)
-	if err != nil {
-		return false, 0, err
+	xs := s.xs[:0]
+	for r := ur.t0; r < ur.t1; r++ {
+		xs = append(xs, raw.Data[r*raw.Stride:r*raw.Stride+d])
 	}
-	if nrm == 0 || math.IsNaN(nrm) {
+	s.xs = xs
+	f, z, clipped, ok := kernel.Ustat(xs, y[ur.t0:ur.t1], d, psi, at, rt, s.prefix, s.prod)
+	if !ok {
 		return false, 0, nil
 	}
-	clipped := false
-	scale := (cy * cx) * (cy * cx) / float64(m0*(m0-1))
-	z := nrm * scale
-	if z > psi || math.IsInf(z, 1) {
-		scale = psi / nrm
-		clipped = true
-	}
 	for p := range at {
-		at[p] *= scale
+		at[p] *= f
 	}
 	s.rows += m0
 	return clipped, z, nil
-}
-
-// rescaledPairs fills at with the user's rescaled rows ã_j = (y_j/cy)(x_j/cx)
-// and rt with r_j = Σ_{l≠j} ã_l (prefix + suffix sums, no subtraction).
-func rescaledPairs(raw blas64.General, y []float64, ur userRows, cx, cy float64, at, rt, prefix []float64) {
-	d := raw.Cols
-	m0 := ur.t1 - ur.t0
-	for j := 0; j < m0; j++ {
-		r := ur.t0 + j
-		yj := y[r] / cy
-		xr := raw.Data[r*raw.Stride : r*raw.Stride+d]
-		aj := at[j*d : (j+1)*d]
-		for p := range aj {
-			aj[p] = yj * (xr[p] / cx)
-		}
-	}
-	clear(prefix)
-	for j := 0; j < m0; j++ {
-		copy(rt[j*d:(j+1)*d], prefix)
-		aj := at[j*d : (j+1)*d]
-		for p := range aj {
-			prefix[p] += aj[p]
-		}
-	}
-	clear(prefix)
-	for j := m0 - 1; j >= 0; j-- {
-		rj := rt[j*d : (j+1)*d]
-		for p := range rj {
-			rj[p] += prefix[p]
-		}
-		aj := at[j*d : (j+1)*d]
-		for p := range aj {
-			prefix[p] += aj[p]
-		}
-	}
-}
-
-// normBound returns an upper bound on ‖ÃᵀR‖_F, rounding included: from the
-// m0×m0 Grams when m0 < d, from the explicit product otherwise.
-func (s *ustatWorker) normBound(at, rt []float64, m0 int) (float64, error) {
-	const unit = 0x1p-53
-	d := s.d
-	if m0 >= d {
-		s.pm.SetRawMatrix(blas64.General{Rows: m0, Cols: d, Stride: d, Data: at})
-		s.qm.SetRawMatrix(blas64.General{Rows: m0, Cols: d, Stride: d, Data: rt})
-		if err := s.be.Mul(s.tmp, s.pm, true, s.qm, false); err != nil {
-			return 0, err
-		}
-		return norm2(s.tmp.RawMatrix().Data) * (1 + 4*float64(m0+d)*unit), nil
-	}
-	// ‖ÃᵀR‖² = Σ_{jl} (ã_j·ã_l)(r_j·r_l), plus the rounding bound.
-	var sum, bound float64
-	for j := 0; j < m0; j++ {
-		aj, rj := at[j*d:(j+1)*d], rt[j*d:(j+1)*d]
-		bound += norm2(aj) * norm2(rj)
-		for l := 0; l <= j; l++ {
-			al, rl := at[l*d:(l+1)*d], rt[l*d:(l+1)*d]
-			var ga, gr float64
-			for p := 0; p < d; p++ {
-				ga += aj[p] * al[p]
-				gr += rj[p] * rl[p]
-			}
-			if l == j {
-				sum += ga * gr
-			} else {
-				sum += 2 * ga * gr
-			}
-		}
-	}
-	return math.Sqrt(math.Max(sum, 0) + 4*float64(d+m0*m0+2)*unit*bound*bound), nil
-}
-
-// userMaxAbs returns the largest |x| entry and |y| over the rows [t0, t1)
-// of one user (the user's own scale, used to rescale its contribution
-// before clipping).
-func userMaxAbs(raw blas64.General, y []float64, t0, t1, d int) (cx, cy float64) {
-	for r := t0; r < t1; r++ {
-		cy = math.Max(cy, math.Abs(y[r]))
-		for _, v := range raw.Data[r*raw.Stride : r*raw.Stride+d] {
-			cx = math.Max(cx, math.Abs(v))
-		}
-	}
-	return cx, cy
 }

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -197,7 +198,7 @@ func TestPopulationMSE(t *testing.T) {
 				a[j*k+c] = r.NormFloat64()
 			}
 		}
-		pinvSolve(a, mp, k, yy, vv)
+		kernel.PinvSolve(a, mp, k, yy, vv)
 		excess += (vv[0]*vv[0] + vv[1]*vv[1]) / reps
 	}
 	assert.InDelta(t, R*R*k/(mp-k-1), excess, 0.03*R*R*k/(mp-k-1))
@@ -223,15 +224,15 @@ func TestAltMinKronecker(t *testing.T) {
 		for _, ui := range users {
 			ur := lay.users[ui]
 			vRows, _ := eng.batches(ws, int(ui), 0)
-			eng.localFit(ws, u.RawMatrix().Data, vRows, lossSquared)
+			v := eng.localFit(ws, u.RawMatrix().Data, vRows, lossSquared)
 			for row := ur.t0; row < ur.t0+min(3, ur.t1-ur.t0); row++ {
 				wv := make([]float64, d*k)
 				for p := 0; p < d; p++ {
 					for c := 0; c < k; c++ {
-						wv[p*k+c] = g.Data.X.At(row, p) * ws.v[c]
+						wv[p*k+c] = g.Data.X.At(row, p) * v[c]
 					}
 				}
-				if nw := norm2(wv); nw > clip.cw {
+				if nw := kernel.SafeNorm(wv); nw > clip.cw {
 					for i := range wv {
 						wv[i] *= clip.cw / nw
 					}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -35,26 +36,9 @@ func quantileEdges() []float64 {
 func quantileHistogram(vals []float64, edges []float64) []float64 {
 	h := make([]float64, len(edges)+1)
 	for _, v := range vals {
-		h[quantileBin(v, edges)]++
+		h[kernel.HistBin(v, edges)]++
 	}
 	return h
-}
-
-// quantileBin is the bin of one value.
-func quantileBin(v float64, edges []float64) int {
-	if math.IsNaN(v) || v <= edges[0] {
-		return 0
-	}
-	lo, hi := 0, len(edges) // edges[lo] < v; find the first edge ≥ v
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if edges[mid] >= v {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
 }
 
 // quantileFromCounts reads the q-quantile from (noisy) bin counts: the

@@ -54,17 +54,14 @@ func (e *fedrepEngine) setClip(psi float64) { e.psi = psi }
 func (e *fedrepEngine) dims() (n, d, k int) { return e.lay.n(), e.d, e.k }
 
 // remoteUsers reaches a users data set through passes: the public shape,
-// the split and feature parameters every pass carries, and the current
-// clip and rank.
+// the split, feature and loss fields every request carries, and the
+// current clip and rank.
 type remoteUsers struct {
-	passer  data.Passer
-	n       int       // users
-	p, d    int       // data dimension, working dimension
-	m       []float64 // public projection (d×p, row-major), nil: none
-	params  map[string]float64
-	k       int
-	psi     float64 // +Inf: no clipping
-	headAll float64 // 1: heads on S⁰ ∪ S¹ (the hold-out evaluation)
+	passer data.Passer
+	n, d   int               // users, working dimension
+	base   pass.UsersRequest // the split, the projection, the loss, the heads' rows
+	k      int
+	psi    float64 // +Inf: no clipping
 }
 
 // newRemoteUsers reads the public shape of a remote users data set. back
@@ -77,68 +74,39 @@ func newRemoteUsers(ds *data.Dataset, sp *splitOptions, k int, psi float64, back
 	if r.Users < 1 {
 		return nil, fmt.Errorf("data set has no users")
 	}
-	ru := &remoteUsers{passer: r.Passer, n: r.Users, p: r.P, d: r.P, k: k, psi: psi,
-		params: map[string]float64{"local_fraction": sp.LocalFraction, "holdout": sp.Holdout, "sign": 0, "proj": 0}}
-	if loss == lossLogistic {
-		ru.params["sign"] = 1
-	}
-	if sp.headAll() {
-		ru.headAll = 1
-	}
+	logistic := loss == lossLogistic
+	ru := &remoteUsers{passer: r.Passer, n: r.Users, d: r.P, k: k, psi: psi,
+		base: pass.UsersRequest{LocalFraction: sp.LocalFraction, Holdout: sp.Holdout, Sign: logistic, Logistic: logistic, HeadAll: sp.headAll()}}
 	if back != nil {
 		p, kp := back.Dims()
 		if p != r.P {
 			return nil, fmt.Errorf("projection for %d features, the data has %d", p, r.P)
 		}
-		ru.m = mat.DenseCopyOf(back.T()).RawMatrix().Data
+		ru.base.M, ru.base.Proj = mat.DenseCopyOf(back.T()).RawMatrix().Data, kp
 		ru.d = kp
-		ru.params["proj"] = float64(kp)
 	}
 	return ru, nil
 }
 
-// request builds a users request of the kind with the common parameters,
-// the extra ones, U (when not nil) and extra inputs.
-func (r *remoteUsers) request(kind string, extra map[string]float64, u []float64, inputs ...data.Array) data.PassRequest {
-	req := data.PassRequest{Kind: kind, Params: map[string]float64{}}
-	for k, v := range r.params {
-		req.Params[k] = v
-	}
-	for k, v := range extra {
-		req.Params[k] = v
-	}
-	if u != nil {
-		req.Inputs = append(req.Inputs, data.Array{Name: "u", Rows: r.d, Cols: r.k, Data: u})
-	}
-	req.Inputs = append(req.Inputs, inputs...)
-	if r.m != nil {
-		req.Inputs = append(req.Inputs, data.Array{Name: "m", Rows: r.d, Cols: r.p, Data: r.m})
-	}
-	return req
+// request returns a request of the kind with the common fields, U (nil
+// for the U-statistic kinds) and the rank.
+func (r *remoteUsers) request(kind string, u []float64) pass.UsersRequest {
+	q := r.base
+	q.Kind, q.U, q.Rank = kind, u, r.k
+	return q
 }
 
 // run runs one pass and checks that it aggregated every user.
-func (r *remoteUsers) run(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
-	res, err := r.passer.Pass(ctx, req)
+func (r *remoteUsers) run(ctx context.Context, q pass.UsersRequest) (*data.PassResult, error) {
+	res, err := r.passer.Pass(ctx, q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
+		return nil, fmt.Errorf("pass %s: %w", q.Kind, err)
 	}
 	if res.Records != int64(r.n) {
-		return nil, fmt.Errorf("pass %s aggregated %d users, the data set has %d", req.Kind, res.Records, r.n)
+		return nil, fmt.Errorf("pass %s aggregated %d users, the data set has %d", q.Kind, res.Records, r.n)
 	}
 	return res, nil
 }
-
-// clipParam is ψ as a pass parameter (0: no clipping).
-func clipParam(psi float64) float64 {
-	if math.IsInf(psi, 1) {
-		return 0
-	}
-	return psi
-}
-
-// lossParam is the loss as a pass parameter.
-func lossParam(r *remoteUsers) float64 { return r.params["sign"] }
 
 // output reads a named output of a pass result.
 func output(res *data.PassResult, name string) ([]float64, error) {
@@ -149,16 +117,11 @@ func output(res *data.PassResult, name string) ([]float64, error) {
 	return a.Data, nil
 }
 
-// edgesInput is the quantile grid as a pass input.
-func edgesInput() (data.Array, float64) {
-	e := quantileEdges()
-	return data.Array{Name: "edges", Rows: 1, Cols: len(e), Data: e}, float64(len(e))
-}
-
 // aggregate implements fedrepAgg.
 func (r *remoteUsers) aggregate(ctx context.Context, u []float64, _ int) ([]float64, int, error) {
-	req := r.request(pass.UsersGradient, map[string]float64{"rank": float64(r.k), "loss": lossParam(r), "clip": clipParam(r.psi)}, u)
-	res, err := r.run(ctx, req)
+	q := r.request(pass.UsersGradient, u)
+	q.Clip = r.psi
+	res, err := r.run(ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -178,11 +141,10 @@ func (r *remoteUsers) fitHeads(ctx context.Context, u []float64, heads *mat.Dens
 	if heads != nil {
 		return 0, errors.New("internal error: per-user heads requested on the remote path")
 	}
-	if r.params["holdout"] == 0 {
+	if r.base.Holdout == 0 {
 		return math.NaN(), nil
 	}
-	req := r.request(pass.UsersHoldout, map[string]float64{"rank": float64(r.k), "loss": lossParam(r), "head_all": r.headAll}, u)
-	res, err := r.run(ctx, req)
+	res, err := r.run(ctx, r.request(pass.UsersHoldout, u))
 	if err != nil {
 		return 0, err
 	}
@@ -195,9 +157,9 @@ func (r *remoteUsers) fitHeads(ctx context.Context, u []float64, heads *mat.Dens
 
 // gradHist implements fedrepAgg.
 func (r *remoteUsers) gradHist(ctx context.Context, u []float64) ([]float64, error) {
-	e, bins := edgesInput()
-	req := r.request(pass.UsersGradientHist, map[string]float64{"rank": float64(r.k), "loss": lossParam(r), "bins": bins}, u, e)
-	res, err := r.run(ctx, req)
+	q := r.request(pass.UsersGradientHist, u)
+	q.Edges = quantileEdges()
+	res, err := r.run(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +175,9 @@ func (r *remoteUsers) dims() (n, d, k int) { return r.n, r.d, r.k }
 // ustatHist is the histogram of the users' unclipped ‖Z_i‖_F on the
 // quantile grid.
 func (r *remoteUsers) ustatHist(ctx context.Context) ([]float64, error) {
-	e, bins := edgesInput()
-	res, err := r.run(ctx, r.request(pass.UsersUstatHist, map[string]float64{"bins": bins}, nil, e))
+	q := r.request(pass.UsersUstatHist, nil)
+	q.Edges = quantileEdges()
+	res, err := r.run(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +186,9 @@ func (r *remoteUsers) ustatHist(ctx context.Context) ([]float64, error) {
 
 // ustatMean is (1/n) Σ_i clip(Z_i, ψ_init) and the clipped count.
 func (r *remoteUsers) ustatMean(ctx context.Context, psi float64) (*mat.SymDense, int, error) {
-	res, err := r.run(ctx, r.request(pass.UsersUstat, map[string]float64{"clip": clipParam(psi)}, nil))
+	q := r.request(pass.UsersUstat, nil)
+	q.Clip = psi
+	res, err := r.run(ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -240,15 +205,15 @@ func (r *remoteUsers) ustatMean(ctx context.Context, psi float64) (*mat.SymDense
 
 // altminStats returns Priv-AltMin's U-step statistics A (dk×dk) and b of
 // the listed users through a users.altmin pass (the group as a mask over
-// the users in increasing id order).
+// the users in increasing id order; the squared loss).
 func (r *remoteUsers) altminStats(ctx context.Context, u []float64, users []int32, cw, cy float64, portion int) (*mat.SymDense, []float64, error) {
-	mask := make([]float64, r.n)
+	q := r.request(pass.UsersAltMin, u)
+	q.Group = make([]float64, r.n)
 	for _, i := range users {
-		mask[i] = 1
+		q.Group[i] = 1
 	}
-	req := r.request(pass.UsersAltMin, map[string]float64{"rank": float64(r.k), "loss": 0, "clip_w": cw, "clip_y": cy, "portion": float64(portion)}, u,
-		data.Array{Name: "group", Rows: 1, Cols: r.n, Data: mask})
-	res, err := r.run(ctx, req)
+	q.Logistic, q.ClipW, q.ClipY, q.Portion = false, cw, cy, portion
+	res, err := r.run(ctx, q)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -148,4 +149,16 @@ func ustatAggregateLoop(ctx context.Context, x *mat.Dense, y []float64, lay *lay
 		}
 	}
 	return out, clipped, nil
+}
+
+// userMaxAbs returns the largest |x| entry and |y| over the rows [t0, t1)
+// of one user (the reference's own rescaling).
+func userMaxAbs(raw blas64.General, y []float64, t0, t1, d int) (cx, cy float64) {
+	for r := t0; r < t1; r++ {
+		cy = math.Max(cy, math.Abs(y[r]))
+		for _, v := range raw.Data[r*raw.Stride : r*raw.Stride+d] {
+			cx = math.Max(cx, math.Abs(v))
+		}
+	}
+	return cx, cy
 }
