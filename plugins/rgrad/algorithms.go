@@ -5,19 +5,20 @@ import (
 	"fmt"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
 // fitEnv is what every algorithm of this package works on: the run, the
-// backend, the validated configuration, the passes over the samples (in
-// memory or through aggregation passes) and the result being filled.
+// backend, the validated configuration, the aggregation passes over the
+// samples and the result being filled.
 type fitEnv struct {
 	ctx          context.Context
 	run          *sdk.Run
 	be           backend.Backend
 	cfg          Config
-	pass         dataPass
+	pass         passes
 	n, d1, d2, r int
 	res          *sdk.Result
 }
@@ -33,7 +34,7 @@ func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
 	if be == nil {
 		be = backend.Default()
 	}
-	e := &fitEnv{ctx: ctx, run: run, be: be, cfg: cfg, pass: newDataPass(d),
+	e := &fitEnv{ctx: ctx, run: run, be: be, cfg: cfg, pass: newPasses(d),
 		n: d.N(), d1: d.D1, d2: d.D2, r: cfg.Rank, res: &sdk.Result{}}
 	run.Logf("rgrad %s: n=%d, d1=%d, d2=%d, r=%d, T=%d, η=%g, %s", cfg.Mode, e.n, e.d1, e.d2, e.r, cfg.Iterations, cfg.Step, cfg.Design)
 	if d.Remote != nil {
@@ -126,7 +127,7 @@ func modelDPRGrad(e *fitEnv) error {
 // Gaussian DP (noise=exact, the default) or in zCDP (noise=zcdp).
 func strictDPRGrad(e *fitEnv) error {
 	cfg := e.cfg
-	sens := Sensitivities{Clip: cfg.Clip, Iter: 2 * cfg.Step * cfg.Clip / float64(e.n)}
+	sens := Sensitivities{Clip: cfg.Clip, Iter: cfg.Step * kernel.ProjectedGradientSensitivity(cfg.Clip) / float64(e.n)}
 	noise := cfg.Noise
 	if noise == "" {
 		noise = privacy.NoiseExact

@@ -17,18 +17,17 @@
 //   - rgrad-nonprivate: the non-private reference.
 //
 // DERIVATIONS.md holds the algorithm boxes and every sensitivity
-// derivation. The per-iteration work is one fused pass over the n×(d1·d2) design
-// (residuals and gradient together), parallel over row blocks, followed by a
-// retraction through two thin QRs and a 2r×2r SVD.
-//
-// Every estimator also runs on trace data it cannot read (sdk.RemoteEstimator,
-// dplr fit --engine beam): each of its passes over the samples becomes one
-// aggregation pass of engine/pass (trace.moment or trace.clipped_moment to
-// initialise, trace.gradient or trace.clipped_gradient per iteration) that
-// returns the sum over the samples, bounded per sample as the kind says; the
-// estimator divides by n, checks the result against the kind's bounds and
-// adds the same noise, in the same privacy steps, as on the rows
-// (DERIVATIONS.md §9).
+// derivation. The estimators read the samples only through aggregation
+// passes of engine/pass (trace.moment or trace.clipped_moment to
+// initialise, trace.gradient or trace.clipped_gradient per iteration), each
+// returning a sum over the samples bounded per sample as the kind says
+// (the kernels of engine/kernel): for a data set in a file pass.Local runs
+// them in process, parallel over row blocks; for shards (sdk.RemoteEstimator,
+// dplr fit --engine beam) a Beam pipeline does. The estimator divides by n,
+// checks each result against its kind's bounds and adds its noise, in the
+// same privacy steps either way (DERIVATIONS.md §9). Each iteration is one
+// fused pass (residuals and gradient together) followed by a retraction
+// through two thin QRs and a 2r×2r SVD.
 package rgrad
 
 import (

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -151,7 +152,7 @@ func clippedMomentInit(e *fitEnv, b privacy.Budget) (Point, error) {
 	if err := e.ctx.Err(); err != nil {
 		return Point{}, err
 	}
-	sens := 2 * cfg.ClipX * cfg.ClipY / (cfg.Design.Cl * float64(e.n))
+	sens := kernel.ClippedMomentSensitivity(cfg.ClipX, cfg.ClipY) / (cfg.Design.Cl * float64(e.n))
 	rel, err := e.run.Acct.Gaussian("init: clipped moment matrix L̂", sens, e.d1*e.d2, b)
 	if err != nil {
 		return Point{}, err

@@ -56,8 +56,7 @@ func riemannianGradient(e *fitEnv, start Point, rule iterationRule) (trajectory,
 		var err error
 		if rule.clip > 0 {
 			var nc int
-			loss, nc, err = e.pass.clippedGradient(e.ctx, grad, m.RawMatrix().Data, mat.DenseCopyOf(pt.U).RawMatrix().Data,
-				mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, e.r, rule.clip)
+			loss, nc, err = e.pass.clippedGradient(e.ctx, grad, m.RawMatrix().Data, tangentOf(pt.U, pt.V), rule.clip)
 			tr.clipped = append(tr.clipped, float64(nc))
 		} else {
 			loss, err = e.pass.gradient(e.ctx, grad, m.RawMatrix().Data)
