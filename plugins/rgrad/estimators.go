@@ -32,7 +32,6 @@ package rgrad
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
@@ -107,49 +106,22 @@ func (e *estimator) Info() sdk.Info {
 	return info
 }
 
-// Fit implements sdk.Estimator: bind the options, then run the mode's
-// algorithm (DERIVATIONS.md §2).
+// Fit implements sdk.Estimator: take the bound options, then run the
+// mode's algorithm (DERIVATIONS.md §2).
 func (e *estimator) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	cfg, notes, err := e.config(run)
+	be := run.Backend
+	if be == nil {
+		be = backend.Default()
+	}
+	cfg, notes, err := optionsOf(e.mode, run, be)
 	if err != nil {
 		return nil, err
 	}
 	cfg.observe = e.observe
-	res, err := fit(ctx, run, cfg)
+	res, err := fit(ctx, run, be, cfg)
 	if err != nil {
 		return nil, err
 	}
 	res.Notes = append(res.Notes, notes...)
 	return res, nil
-}
-
-// config maps the run's bound options onto a configuration, with the
-// deprecation notes of any old parameter name used.
-func (e *estimator) config(run *sdk.Run) (Config, []string, error) {
-	be := run.Backend
-	if be == nil {
-		be = backend.Default()
-	}
-	s := sdk.ShapeOf(run.Data)
-	switch e.mode {
-	case Standard:
-		if o := sdk.Opts[modelOptions](run); o != nil {
-			return o.config(e.mode, s, be)
-		}
-	case Weak:
-		if o := sdk.Opts[weakOptions](run); o != nil {
-			return o.config(e.mode, s, be)
-		}
-	case Strict:
-		if o := sdk.Opts[strictOptions](run); o != nil {
-			cfg, err := o.config(s, be)
-			return cfg, nil, err
-		}
-	case NonPrivate:
-		if o := sdk.Opts[commonOptions](run); o != nil {
-			cfg, err := o.config(e.mode, s, be)
-			return cfg, nil, err
-		}
-	}
-	return Config{}, nil, fmt.Errorf("rgrad %s: the run carries no bound options", e.mode)
 }

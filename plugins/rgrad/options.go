@@ -48,17 +48,6 @@ func (o *commonOptions) Footprint(s sdk.Shape) int64 {
 	return 8 * ((workers+20)*p + 3*sq)
 }
 
-// config returns the common part of a fit's configuration; the design is
-// parsed with be (a file design is read here).
-func (o *commonOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, error) {
-	design, err := ParseDesign(o.Design, s.D1*s.D2, be)
-	if err != nil {
-		return Config{}, err
-	}
-	return Config{Mode: mode, Rank: o.Rank.Value, Iterations: o.Iterations.Value, Step: o.Step.Value,
-		Design: design, Retraction: o.Retraction}, nil
-}
-
 // modelOptions are the parameters of rgrad-dp and rgrad-weak.
 type modelOptions struct {
 	commonOptions
@@ -87,38 +76,46 @@ func (o *modelOptions) Check(s sdk.Shape) error {
 	return nil
 }
 
-// config maps the options onto a configuration (the deprecated calibration
-// alias resolved, with its note) for mode Standard or Weak.
-func (o *modelOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, []string, error) {
-	cfg, err := o.commonOptions.config(mode, s, be)
-	if err != nil {
-		return Config{}, nil, err
-	}
-	cfg.Sigma1, cfg.SigmaR, cfg.SigmaXi = o.Sigma1, o.SigmaR, o.SigmaXi
-	cfg.Sensitivity, cfg.Noise = o.Sensitivity.Value, o.Noise.Value
-	var notes []string
+// calibration returns the sensitivity and noise choices with the
+// deprecated calibration alias resolved, and the alias's deprecation note
+// when it is used.
+func (o *modelOptions) calibration() (sensitivity, noise, note string) {
 	switch o.Calibration {
 	case "explicit":
-		cfg.Sensitivity, cfg.Noise = sdk.SensitivityExplicit, "zcdp"
-		notes = append(notes, "calibration=explicit is deprecated and will be removed in the next release: it means sensitivity=explicit noise=zcdp")
+		return sdk.SensitivityExplicit, "zcdp", "calibration=explicit is deprecated and will be removed in the next release: it means sensitivity=explicit noise=zcdp"
 	case "paper":
-		cfg.Sensitivity, cfg.Noise = sdk.SensitivityPaper, o.Gaussian
-		notes = append(notes, fmt.Sprintf("calibration=paper is deprecated and will be removed in the next release: it means sensitivity=paper noise=%s (gaussian=%s)", o.Gaussian, o.Gaussian))
+		return sdk.SensitivityPaper, o.Gaussian, fmt.Sprintf("calibration=paper is deprecated and will be removed in the next release: it means sensitivity=paper noise=%s (gaussian=%s)", o.Gaussian, o.Gaussian)
 	}
-	cfg.InitShare, cfg.EigSelect = o.InitShare, o.EigSelect
-	cfg.C1, cfg.C2, cfg.C3 = 1, 2, 1
-	if cfg.Sensitivity == sdk.SensitivityPaper {
-		cfg.C2 = 1
+	return o.Sensitivity.Value, o.Noise.Value, ""
+}
+
+// constants returns c1, c2, c3: the options, or the defaults 1, 2 (1 with
+// sensitivity=paper) and 1.
+func (o *modelOptions) constants() (c1, c2, c3 float64) {
+	sens, _, _ := o.calibration()
+	c1, c2, c3 = 1, 2, 1
+	if sens == sdk.SensitivityPaper {
+		c2 = 1
 	}
 	for _, c := range []struct {
 		v   *float64
 		dst *float64
-	}{{o.C1, &cfg.C1}, {o.C2, &cfg.C2}, {o.C3, &cfg.C3}} {
+	}{{o.C1, &c1}, {o.C2, &c2}, {o.C3, &c3}} {
 		if c.v != nil {
 			*c.dst = *c.v
 		}
 	}
-	return cfg, notes, nil
+	return c1, c2, c3
+}
+
+// modelInputs are the public inputs of the model-calibrated sensitivities
+// of mode (Standard or Weak) on n samples of d1×d2 with the design.
+func (o *modelOptions) modelInputs(mode Mode, n, d1, d2 int, design Design) ModelInputs {
+	sens, _, _ := o.calibration()
+	c1, c2, c3 := o.constants()
+	return ModelInputs{N: n, D1: d1, D2: d2, Rank: o.Rank.Value, Sigma1: o.Sigma1, SigmaR: o.SigmaR,
+		SigmaXi: o.SigmaXi, Step: o.Step.Value, Cl: design.Cl, Cu: design.Cu, C1: c1, C2: c2, C3: c3,
+		Weak: mode == Weak, Paper: sens == sdk.SensitivityPaper}
 }
 
 // weakOptions are rgrad-weak's parameters: those of rgrad-dp, with σ_ξ > 0.
@@ -148,25 +145,18 @@ type strictOptions struct {
 	InitShrink bool `param:"init_shrink" default:"true" doc:"soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"`
 }
 
-// config maps the options onto a strict configuration.
-func (o *strictOptions) config(s sdk.Shape, be backend.Backend) (Config, error) {
-	cfg, err := o.commonOptions.config(Strict, s, be)
-	if err != nil {
-		return Config{}, err
-	}
-	cfg.ClipY, cfg.Clip, cfg.InitShare, cfg.InitShrink = o.ClipY, o.Clip.Value, o.InitShare, o.InitShrink
-	cfg.Noise = o.Noise.Value
+// clipX returns clip_x: the option, or sqrt(tr Λ) + 3·sqrt(C_u) for the
+// design on d1×d2 samples.
+func (o *strictOptions) clipX(design Design, d1, d2 int) float64 {
 	if o.ClipX != nil {
-		cfg.ClipX = *o.ClipX
-	} else {
-		tr := float64(s.D1 * s.D2)
-		if cfg.Design.Kind == "file" {
-			tr = 0
-			for i := 0; i < cfg.Design.Lambda.SymmetricDim(); i++ {
-				tr += cfg.Design.Lambda.At(i, i)
-			}
-		}
-		cfg.ClipX = math.Sqrt(tr) + 3*math.Sqrt(cfg.Design.Cu)
+		return *o.ClipX
 	}
-	return cfg, nil
+	tr := float64(d1 * d2)
+	if design.Kind == "file" {
+		tr = 0
+		for i := 0; i < design.Lambda.SymmetricDim(); i++ {
+			tr += design.Lambda.At(i, i)
+		}
+	}
+	return math.Sqrt(tr) + 3*math.Sqrt(design.Cu)
 }
