@@ -13,25 +13,10 @@ import (
 	"github.com/dplr/dplr/engine/pass"
 )
 
-// tracePassFunc is the signature of a pass implementation (PassFunc in
-// pass.go once the pass registry is on main).
-type tracePassFunc = func(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error)
-
 // tracePassFuncs are the Beam implementations of the trace pass kinds of
-// engine/pass (plugins/rgrad reads its data through them), by kind. Each
-// runs one pipeline over the trace shards matching glob, with the
-// request's iterate as a side input, and returns what pass.Local returns
-// on the same samples up to the order of the sums.
-//
-// Registration: the pass registry (RegisterPass in pass.go) is not on main
-// yet; when it is, an init function registers these:
-//
-//	func init() {
-//		for kind, fn := range tracePassFuncs {
-//			RegisterPass(kind, fn)
-//		}
-//	}
-var tracePassFuncs = map[string]tracePassFunc{
+// engine/pass (plugins/rgrad reads its data through them), by kind; init
+// in pass.go registers them.
+var tracePassFuncs = map[string]PassFunc{
 	pass.TraceMoment:          TracePass,
 	pass.TraceClippedMoment:   TracePass,
 	pass.TraceGradient:        TracePass,
@@ -45,15 +30,16 @@ var tracePassFuncs = map[string]tracePassFunc{
 // pipeline is built and the result checked against the kind's bounds
 // before it is returned.
 //
-// The pipeline reads each shard in one DoFn (as trace.go's pipelines do)
-// and runs the kind's reference implementation (engine/pass, Spec.Local)
-// over the shard's samples, with the request's iterate as a side input:
+// The pipeline reads each shard in one DoFn and runs the kind's
+// in-process runner (engine/pass, Spec.Local, which calls the trace
+// kernels of engine/kernel) over the shard's samples, with the request's
+// iterate as a side input:
 // every sample is bounded as the kind says before it enters the shard's
 // partial sum, and the combiner adds one partial sum per shard. So the
 // result is exactly pass.Local's on the whole data set up to the order of
 // the sums, and no per-sample element crosses a stage boundary (2–4×
-// faster on prism than one element per sample at n = 10⁵, p = 400; the
-// rest is reading the shards, bench/results/rgrad-beam.md).
+// faster on prism than one element per sample at n = 10⁵, p = 400,
+// bench/results/rgrad-beam.md).
 func TracePass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
 	spec, err := pass.Validate(data.Trace, shape, req)
 	if err != nil {

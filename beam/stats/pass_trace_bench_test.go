@@ -3,7 +3,6 @@ package stats
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -94,36 +94,23 @@ func TestTimeTracePassesBeam(t *testing.T) {
 		m[j] *= 0.9
 	}
 	const cx, cy, tau = 25.0, 3.0, 5.0
-	p := d1 * d2
-	arr := func(name string, rows, cols int, v []float64) data.Array {
-		return data.Array{Name: name, Rows: rows, Cols: cols, Data: v}
-	}
 	ctx := context.Background()
 	for _, req := range []data.PassRequest{
-		{Kind: pass.TraceMoment},
-		{Kind: pass.TraceClippedMoment, Params: map[string]float64{"cx": cx, "cy": cy}},
-		{Kind: pass.TraceGradient, Inputs: []data.Array{arr("m", 1, p, m)}},
-		{Kind: pass.TraceClippedGradient, Params: map[string]float64{"tau": tau, "rank": r},
-			Inputs: []data.Array{arr("m", 1, p, m), arr("u", d1, r, u), arr("vt", r, d2, vt)}},
+		pass.TraceMomentRequest{}.Request(),
+		pass.TraceClippedMomentRequest{ClipX: cx, ClipY: cy}.Request(),
+		pass.TraceGradientRequest{M: m}.Request(),
+		pass.TraceClippedGradientRequest{Tau: tau, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
 	} {
 		want, err := pass.Local(g.Data).Pass(ctx, req)
 		require.NoError(t, err)
 		ws, _ := want.Output("sum")
-		for _, v := range []struct {
-			name string
-			fn   tracePassFunc
-		}{{"beam-shard", TracePass}, {"beam-element", traceElementPass}} {
-			if os.Getenv("DPLR_PASS_BENCH_ONLY") != "" && os.Getenv("DPLR_PASS_BENCH_ONLY") != v.name {
-				continue
-			}
-			t0 := time.Now()
-			res, err := v.fn(ctx, glob, shape, ro, req, Options{})
-			sec := time.Since(t0).Seconds()
-			require.NoError(t, err)
-			require.Equal(t, int64(n), res.Records)
-			gs, _ := res.Output("sum")
-			fmt.Printf("PASSBENCH variant=%s%s n=%d kind=%s seconds=%.6f rel=%.2g\n", v.name, suffix, n, req.Kind, sec, relVec(gs.Data, ws.Data))
-		}
+		t0 := time.Now()
+		res, err := TracePass(ctx, glob, shape, ro, req, Options{})
+		sec := time.Since(t0).Seconds()
+		require.NoError(t, err)
+		require.Equal(t, int64(n), res.Records)
+		gs, _ := res.Output("sum")
+		fmt.Printf("PASSBENCH variant=beam-shard%s n=%d kind=%s seconds=%.6f rel=%.2g\n", suffix, n, req.Kind, sec, relVec(gs.Data, ws.Data))
 	}
 	if os.Getenv("DPLR_PASS_BENCH_FIT") == "" {
 		return
@@ -153,66 +140,6 @@ func TestTimeTracePassesBeam(t *testing.T) {
 	fmt.Printf("PASSBENCH variant=fit-memory n=%d kind=rgrad-strict seconds=%.6f\n", n, tl)
 	fmt.Printf("PASSBENCH variant=fit-beam%s n=%d kind=rgrad-strict seconds=%.6f rel=%.2g\n", suffix, n, tb,
 		relVec(rem.Matrices[0].M.RawMatrix().Data, loc.Matrices[0].M.RawMatrix().Data))
-}
-
-// traceElementPass is the trace pass with trace.go's per-sample DoFns:
-// one element per sample from the shard reader to the per-sample term and
-// the combiner. The benchmark compares it with TracePass (one partial sum
-// per shard).
-func traceElementPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	spec, err := pass.Validate(data.Trace, shape, req)
-	if err != nil {
-		return nil, err
-	}
-	opt.Read = ro
-	to := TraceOptions{D1: shape.D1, D2: shape.D2}
-	inf := math.Inf(1)
-	var g *GradSum
-	var scalars func(*GradSum) map[string]float64
-	switch req.Kind {
-	case pass.TraceMoment:
-		// The clipped moment with infinite bounds (a side input): each term
-		// is 1·y_i·x_i.
-		g, err = tracePass(ctx, glob, to, []float64{inf, inf}, &momentFn{}, opt)
-	case pass.TraceClippedMoment:
-		g, err = ClippedMoment(ctx, glob, to, req.Params["cx"], req.Params["cy"], opt)
-		scalars = func(g *GradSum) map[string]float64 { return map[string]float64{"clipped": float64(g.Clipped)} }
-	case pass.TraceGradient:
-		m, _ := req.Input("m")
-		// Clip 0: no clipping (an infinite clip cannot travel in the DoFn's
-		// serialised fields).
-		g, err = GradientSum(ctx, glob, to, m.Data, 0, opt)
-		scalars = func(g *GradSum) map[string]float64 { return map[string]float64{"loss": g.Loss} }
-	case pass.TraceClippedGradient:
-		m, _ := req.Input("m")
-		u, _ := req.Input("u")
-		vt, _ := req.Input("vt")
-		r := vt.Rows
-		v := make([]float64, shape.D2*r) // V (d2×r) from Vᵀ
-		for k := 0; k < r; k++ {
-			for j := 0; j < shape.D2; j++ {
-				v[j*r+k] = vt.Data[k*shape.D2+j]
-			}
-		}
-		g, err = ProjectedGradientSum(ctx, glob, to, TangentIterate{M: m.Data, U: u.Data, V: v, R: r}, req.Params["tau"], opt)
-		scalars = func(g *GradSum) map[string]float64 {
-			return map[string]float64{"loss": g.Loss, "clipped": float64(g.Clipped)}
-		}
-	default:
-		return nil, fmt.Errorf("pass %s: no Beam implementation", req.Kind)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
-	}
-	res := &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: shape.P, Data: g.Sum}}}
-	if scalars != nil {
-		res.Scalars = scalars(g)
-	}
-	if err := pass.CheckResult(spec, shape, req, res); err != nil {
-		return nil, err
-	}
-	opt.progress("beam: pass %s: %d samples aggregated", req.Kind, g.N)
-	return res, nil
 }
 
 // benchPasser runs every pass with TracePass over the benchmark shards.

@@ -14,6 +14,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -55,8 +56,8 @@ func genTraceData(t *testing.T, n, d1, d2 int) *gen.Generated {
 }
 
 // TestTracePassesMatchLocal: each trace pass kind run as a Beam pipeline
-// on prism over three shards (TracePass, one partial sum per shard, and
-// the per-sample variant the benchmark compares) returns what pass.Local
+// on prism over three shards (TracePass, one partial sum per shard)
+// returns what pass.Local, the in-process runner of the same kernels,
 // returns on the one file: the same record count and clipped counts, sums
 // and losses equal to 1e-12 relative (only the order of the sums differs).
 func TestTracePassesMatchLocal(t *testing.T) {
@@ -80,11 +81,10 @@ func TestTracePassesMatchLocal(t *testing.T) {
 		m[j] = 0.8 * v
 	}
 	reqs := []data.PassRequest{
-		{Kind: pass.TraceMoment},
-		{Kind: pass.TraceClippedMoment, Params: map[string]float64{"cx": 4.5, "cy": 2}},
-		{Kind: pass.TraceGradient, Inputs: []data.Array{{Name: "m", Rows: 1, Cols: p, Data: m}}},
-		{Kind: pass.TraceClippedGradient, Params: map[string]float64{"tau": 2, "rank": r},
-			Inputs: []data.Array{{Name: "m", Rows: 1, Cols: p, Data: m}, {Name: "u", Rows: d1, Cols: r, Data: u}, {Name: "vt", Rows: r, Cols: d2, Data: vt}}},
+		pass.TraceMomentRequest{}.Request(),
+		pass.TraceClippedMomentRequest{ClipX: 4.5, ClipY: 2}.Request(),
+		pass.TraceGradientRequest{M: m}.Request(),
+		pass.TraceClippedGradientRequest{Tau: 2, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
 	}
 	ctx := context.Background()
 	require.Len(t, tracePassFuncs, len(reqs))
@@ -94,24 +94,22 @@ func TestTracePassesMatchLocal(t *testing.T) {
 			require.NoError(t, err)
 			fn, ok := tracePassFuncs[req.Kind]
 			require.True(t, ok)
-			for variant, fn := range map[string]tracePassFunc{"shard": fn, "element": traceElementPass} {
-				got, err := fn(ctx, glob, shape, ReadOptions{}, req, Options{})
-				require.NoError(t, err)
-				assert.Equal(t, want.Records, got.Records)
-				ws, _ := want.Output("sum")
-				gs, ok := got.Output("sum")
-				require.True(t, ok)
-				d := relVec(gs.Data, ws.Data)
-				t.Logf("%s (%s): relative difference of the sum %.2g", req.Kind, variant, d)
-				assert.Less(t, d, 1e-12)
-				require.Len(t, got.Scalars, len(want.Scalars))
-				for k, v := range want.Scalars {
-					if k == "clipped" {
-						assert.Equal(t, v, got.Scalars[k])
-						assert.Positive(t, v, "the clip bites")
-					} else {
-						assert.InEpsilon(t, v, got.Scalars[k], 1e-12, k)
-					}
+			got, err := fn(ctx, glob, shape, ReadOptions{}, req, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, want.Records, got.Records)
+			ws, _ := want.Output("sum")
+			gs, ok := got.Output("sum")
+			require.True(t, ok)
+			d := relVec(gs.Data, ws.Data)
+			t.Logf("%s: relative difference of the sum %.2g", req.Kind, d)
+			assert.Less(t, d, 1e-12)
+			require.Len(t, got.Scalars, len(want.Scalars))
+			for k, v := range want.Scalars {
+				if k == "clipped" {
+					assert.Equal(t, v, got.Scalars[k])
+					assert.Positive(t, v, "the clip bites")
+				} else {
+					assert.InEpsilon(t, v, got.Scalars[k], 1e-12, k)
 				}
 			}
 		})

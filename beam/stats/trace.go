@@ -23,27 +23,11 @@ type GradSum struct {
 	// N is the number of samples; Clipped how many the clip shrank.
 	N, Clipped int64
 	// Sum is Σ_i clip₂((⟨X_i, Θ⟩ − y_i)·vec(X_i), c), length d1·d2 (or
-	// the sum of the pass's other per-sample terms, see ProjectedGradientSum
-	// and ClippedMoment).
+	// the sum of a trace pass kind's per-sample terms, see TracePass).
 	Sum []float64
 	// Loss is Σ_i (⟨X_i, Θ⟩ − y_i)² (unclipped, as the single-machine pass
-	// reports it; zero for ClippedMoment).
+	// reports it).
 	Loss float64
-}
-
-// Gradient is the per-sample gradient of ½(⟨X, Θ⟩ − y)² in Θ (vec,
-// row-major), before clipping.
-func Gradient(x []float64, y float64, theta []float64) []float64 {
-	var r float64
-	for j, v := range x {
-		r += v * theta[j]
-	}
-	r -= y
-	g := make([]float64, len(x))
-	for j, v := range x {
-		g[j] = r * v
-	}
-	return g
 }
 
 // traceSample is one sample of trace data: vec(X_i) and y_i.
@@ -75,19 +59,14 @@ type gradFn struct {
 	Clip float64
 }
 
-// ProcessElement emits the clipped gradient of one sample.
+// ProcessElement emits the clipped gradient of one sample
+// (kernel.ClippedGradient on a block of one).
 func (f *gradFn) ProcessElement(s traceSample, theta func(*[]float64) bool, emit func(GradSum)) {
 	var th []float64
 	theta(&th)
-	g := Gradient(s.X, s.Y, th)
-	res := -s.Y
-	for j, v := range s.X {
-		res += v * th[j]
-	}
-	out := GradSum{N: 1, Sum: g, Loss: res * res}
-	if clipFrob(g, f.Clip) {
-		out.Clipped = 1
-	}
+	out := GradSum{N: 1, Sum: make([]float64, len(s.X))}
+	loss, c := kernel.ClippedGradient(out.Sum, s.X, len(s.X), []float64{s.Y}, th, f.Clip)
+	out.Loss, out.Clipped = loss, int64(c)
 	emit(out)
 }
 
@@ -129,8 +108,6 @@ func init() {
 	register.Emitter1[GradSum]()
 	register.Combiner1[GradSum](&sumGradFn{})
 	register.DoFn2x0[traceSample, func(ClippedRow)](&augFn{})
-	register.DoFn3x0[traceSample, func(*[]float64) bool, func(GradSum)](&projGradFn{})
-	register.DoFn3x0[traceSample, func(*[]float64) bool, func(GradSum)](&momentFn{})
 	register.DoFn2x1[context.Context, GradSum, error](&writeGradFn{})
 }
 
@@ -158,7 +135,7 @@ type TraceOptions struct {
 
 // GradientSum runs one pass over the trace shards matching glob: the sum
 // of the per-sample gradients at theta (a side input), each clipped to
-// norm clip before aggregation.
+// norm clip before aggregation (kernel.ClippedGradient; clip 0: none).
 func GradientSum(ctx context.Context, glob string, to TraceOptions, theta []float64, clip float64, opt Options) (*GradSum, error) {
 	if len(theta) != to.D1*to.D2 {
 		return nil, fmt.Errorf("iterate of %d values, want %d×%d", len(theta), to.D1, to.D2)
@@ -199,141 +176,6 @@ func tracePass(ctx context.Context, glob string, to TraceOptions, side []float64
 		return nil, errors.New("beam pipeline: no samples")
 	}
 	return &g, nil
-}
-
-// TangentIterate is the current point of a Riemannian trace-regression
-// iteration: the iterate M (d1×d2, row-major) and the tangent space at it,
-// given by its column space U (d1×r) and row space V (d2×r), row-major.
-type TangentIterate struct {
-	M, U, V []float64
-	R       int
-}
-
-func (it TangentIterate) pack(d1, d2 int) ([]float64, error) {
-	if len(it.M) != d1*d2 || len(it.U) != d1*it.R || len(it.V) != d2*it.R || it.R < 1 {
-		return nil, fmt.Errorf("iterate of %d, %d, %d values, want %d×%d, %d×%d, %d×%d (r = %d)",
-			len(it.M), len(it.U), len(it.V), d1, d2, d1, it.R, d2, it.R, it.R)
-	}
-	out := slices.Concat(it.M, it.U, it.V)
-	return out, nil
-}
-
-// ProjectedGradientSum runs one pass of the rgrad plugin's clipped
-// gradient: each sample enters as w_i·vec(X_i) with residual
-// res_i = ⟨X_i, M⟩ − y_i and w_i = res_i·min(1, τ/(|res_i|·‖P_T(X_i)‖_F)),
-// P_T the projection onto the tangent space at the iterate (a side input),
-// so that every projected term w_i·P_T(X_i) has Frobenius norm ≤ τ; the
-// sum is not divided by n. Loss is Σ res_i².
-func ProjectedGradientSum(ctx context.Context, glob string, to TraceOptions, it TangentIterate, tau float64, opt Options) (*GradSum, error) {
-	side, err := it.pack(to.D1, to.D2)
-	if err != nil {
-		return nil, err
-	}
-	return tracePass(ctx, glob, to, side, &projGradFn{D1: to.D1, D2: to.D2, R: it.R, Tau: tau}, opt)
-}
-
-// projGradFn is one sample's term of ProjectedGradientSum.
-type projGradFn struct {
-	D1, D2, R int
-	Tau       float64
-}
-
-// ProcessElement emits w_i·vec(X_i).
-func (f *projGradFn) ProcessElement(s traceSample, side func(*[]float64) bool, emit func(GradSum)) {
-	var v []float64
-	side(&v)
-	p := f.D1 * f.D2
-	m, u, vv := v[:p], v[p:p+f.D1*f.R], v[p+f.D1*f.R:]
-	var res float64
-	for j, x := range s.X {
-		res += x * m[j]
-	}
-	res -= s.Y
-	w, clipped := res, false
-	if g := math.Abs(res) * projectedNorm(s.X, u, vv, f.D1, f.D2, f.R); g > f.Tau {
-		w, clipped = res*f.Tau/g, true
-	}
-	out := GradSum{N: 1, Sum: make([]float64, p), Loss: res * res}
-	for j, x := range s.X {
-		out.Sum[j] = w * x
-	}
-	if clipped {
-		out.Clipped = 1
-	}
-	emit(out)
-}
-
-// projectedNorm returns ‖P_T(X)‖_F = √(‖UᵀX‖² + ‖XV‖² − ‖UᵀXV‖²) for the
-// row-major d1×d2 X, U (d1×r) and V (d2×r).
-func projectedNorm(x, u, v []float64, d1, d2, r int) float64 {
-	utx := make([]float64, r*d2) // UᵀX
-	xv := make([]float64, d1*r)  // XV
-	for a := range d1 {
-		xa := x[a*d2 : (a+1)*d2]
-		for k := range r {
-			uak := u[a*r+k]
-			for b, xab := range xa {
-				utx[k*d2+b] += uak * xab
-				xv[a*r+k] += xab * v[b*r+k]
-			}
-		}
-	}
-	var n2 float64
-	for _, t := range utx {
-		n2 += t * t
-	}
-	for _, t := range xv {
-		n2 += t * t
-	}
-	for k := range r {
-		for l := range r {
-			var c float64
-			for b := range d2 {
-				c += utx[k*d2+b] * v[b*r+l]
-			}
-			n2 -= c * c
-		}
-	}
-	return math.Sqrt(math.Max(n2, 0))
-}
-
-// ClippedMoment runs the one pass of the rgrad plugin's initialisation
-// statistic: Σ_i clip(y_i, cy)·clip₂(vec(X_i), cx) (|y_i| ≤ cy, ‖X_i‖_F ≤ cx;
-// not divided by n); Clipped counts samples where either clip was active.
-func ClippedMoment(ctx context.Context, glob string, to TraceOptions, cx, cy float64, opt Options) (*GradSum, error) {
-	return tracePass(ctx, glob, to, []float64{cx, cy}, &momentFn{}, opt)
-}
-
-// momentFn is one sample's term of ClippedMoment (the side input holds
-// cx, cy).
-type momentFn struct{}
-
-// ProcessElement emits clip(y, cy)·clip₂(x, cx).
-func (f *momentFn) ProcessElement(s traceSample, side func(*[]float64) bool, emit func(GradSum)) {
-	var c []float64
-	side(&c)
-	cx, cy := c[0], c[1]
-	var nx float64
-	for _, x := range s.X {
-		nx += x * x
-	}
-	nx = math.Sqrt(nx)
-	w, clipped := 1.0, false
-	if nx > cx {
-		w, clipped = cx/nx, true
-	}
-	y := s.Y
-	if math.Abs(y) > cy {
-		y, clipped = math.Copysign(cy, y), true
-	}
-	out := GradSum{N: 1, Sum: make([]float64, len(s.X))}
-	for j, x := range s.X {
-		out.Sum[j] = w * y * x
-	}
-	if clipped {
-		out.Clipped = 1
-	}
-	emit(out)
 }
 
 // Update turns pass t's gradient sum into the next iterate; a private

@@ -673,23 +673,18 @@ func symmetric(n int, v []float64) bool {
 	return true
 }
 
-// CheckClippedSum checks a sum over users of terms clipped to clip (0 or
-// +Inf: none): its norm is at most users·clip (rounding allowed for), the
+// CheckUsersSum checks a sum over users of terms clipped to clip (0 or
+// +Inf: none): its norm is at most users·clip (CheckClippedSum), the
 // clipped count is a count of users, and, for a U-statistic sum (sym,
 // n×n), it is exactly symmetric.
-func CheckClippedSum(sum []float64, n int, sym bool, users int64, clipped, clip float64) error {
+func CheckUsersSum(sum []float64, n int, sym bool, users int64, clipped, clip float64) error {
 	if sym && !symmetric(n, sum) {
 		return fmt.Errorf("the U-statistic sum is not symmetric")
 	}
 	if err := checkCount("clipped", clipped, users); err != nil {
 		return err
 	}
-	if clip > 0 && !math.IsInf(clip, 1) {
-		if nrm, lim := Norm(sum), float64(users)*clip; nrm > lim*(1+1e-9) {
-			return fmt.Errorf("the sum has norm %.6g > users·clip = %.6g: the per-user terms were not clipped", nrm, lim)
-		}
-	}
-	return nil
+	return CheckClippedSum(sum, users, clip)
 }
 
 // CheckAltMin checks Priv-AltMin's statistics a (dk×dk) and b of members

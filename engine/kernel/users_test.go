@@ -10,8 +10,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// randRows returns m rows of d standard normal features and responses.
-func randRows(r *rand.Rand, m, d int) ([][]float64, []float64) {
+// randUserRows returns m rows of d standard normal features and responses.
+func randUserRows(r *rand.Rand, m, d int) ([][]float64, []float64) {
 	x := make([][]float64, m)
 	y := make([]float64, m)
 	for j := range x {
@@ -61,7 +61,7 @@ func TestAddClippedOuter(t *testing.T) {
 func TestSolves(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 3))
 	const d, k, m = 6, 3, 9
-	x, y := randRows(r, m, d)
+	x, y := randUserRows(r, m, d)
 	u := make([]float64, d*k)
 	for i := range u {
 		u[i] = r.NormFloat64()
@@ -97,7 +97,7 @@ func TestUstat(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 5))
 	for _, m0 := range []int{3, 8} { // the Gram and the explicit-product bounds
 		const d = 5
-		x, y := randRows(r, m0, d)
+		x, y := randUserRows(r, m0, d)
 		z := make([]float64, d*d)
 		for j := 0; j < m0; j++ {
 			for l := 0; l < m0; l++ {
@@ -156,9 +156,9 @@ func TestHistBinAndChecks(t *testing.T) {
 		err  error
 		ok   bool
 	}{
-		{"clipped sum within users·clip", CheckClippedSum([]float64{1, 0, 0, 1}, 2, true, 2, 1, 1), true},
-		{"clipped sum too long", CheckClippedSum([]float64{3, 0, 0, 3}, 2, true, 2, 0, 1), false},
-		{"asymmetric U-statistic", CheckClippedSum([]float64{0, 1, 0, 0}, 2, true, 2, 0, 0), false},
+		{"clipped sum within users·clip", CheckUsersSum([]float64{1, 0, 0, 1}, 2, true, 2, 1, 1), true},
+		{"clipped sum too long", CheckUsersSum([]float64{3, 0, 0, 3}, 2, true, 2, 0, 1), false},
+		{"asymmetric U-statistic", CheckUsersSum([]float64{0, 1, 0, 0}, 2, true, 2, 0, 0), false},
 		{"histogram one count per user", CheckHist([]float64{1, 2}, 3), true},
 		{"histogram miscounts", CheckHist([]float64{1, 1}, 3), false},
 		{"0-1 loss above the users", CheckHoldout(3, 2, 5, true), false},

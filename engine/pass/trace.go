@@ -4,49 +4,107 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // The trace passes are the four aggregates the trace-regression estimators
-// (plugins/rgrad) read their data through. A sample is a d1×d2 matrix X_i,
+// (plugins/rgrad) read their data through, whether the data set is a file
+// (Local) or shards (a Beam pipeline). A sample is a d1×d2 matrix X_i,
 // flattened row-major to x_i (length p = d1·d2), and a response y_i. Every
 // output "sum" is a 1×p row (the flattened d1×d2 matrix), a sum over the
-// n samples, not divided by n.
+// n samples, not divided by n. The per-sample terms, their bounds and the
+// checks of a result are package kernel's trace kernels; each kind has a
+// typed request (TraceMomentRequest, …) that encodes to the wire request.
 const (
-	// TraceMoment is Σ_i y_i x_i: the unbiased moment matrix before 1/n
-	// and Λ⁻¹ (the non-private and model-calibrated initialisations).
+	// TraceMoment is Σ_i y_i x_i (kernel.Moment): the unbiased moment
+	// matrix before 1/n and Λ⁻¹ (the non-private and model-calibrated
+	// initialisations).
 	TraceMoment = "trace.moment"
-	// TraceClippedMoment is Σ_i clip(y_i, cy)·clip(x_i, cx), with
-	// |clip(y, cy)| = min(|y|, cy) and clip(x, cx) = x·min(1, cx/‖x‖₂);
-	// scalar "clipped" counts the samples where either clip was active.
-	// Every term has norm ≤ cx·cy (rgrad-strict's initialisation).
+	// TraceClippedMoment is Σ_i clip(y_i, cy)·clip(x_i, cx)
+	// (kernel.ClippedMoment); scalar "clipped" counts the samples where
+	// either clip was active. Every term has norm ≤ cx·cy (rgrad-strict's
+	// initialisation).
 	TraceClippedMoment = "trace.clipped_moment"
 	// TraceGradient is Σ_i res_i x_i with res_i = <x_i, m> − y_i at the
-	// iterate m (input "m", 1×p); scalar "loss" is Σ_i res_i² (the
+	// iterate m (kernel.Gradient); scalar "loss" is Σ_i res_i² (the
 	// non-private gradient iteration).
 	TraceGradient = "trace.gradient"
-	// TraceClippedGradient is Σ_i w_i x_i with res_i = <x_i, m> − y_i and
-	// w_i = res_i·min(1, τ/(|res_i|·‖P_T(X_i)‖_F)), where P_T is the
-	// orthogonal projection onto the tangent space of the rank-r manifold
-	// at column space U (input "u", d1×r) and row space V (input "vt",
-	// r×d2 = Vᵀ), both with orthonormal columns: every projected term
-	// w_i·P_T(X_i) has Frobenius norm ≤ τ (param "tau"; "rank" is r).
-	// Scalars: "loss" Σ_i res_i² and "clipped" the number of samples whose
-	// weight was shrunk (the private gradient iterations).
+	// TraceClippedGradient is Σ_i w_i x_i with w_i = res_i·min(1,
+	// τ/(|res_i|·‖P_T(X_i)‖_F)), P_T the orthogonal projection onto the
+	// tangent space of the rank-r manifold at column space U (input "u",
+	// d1×r) and row space V (input "vt", r×d2 = Vᵀ), both with orthonormal
+	// columns (kernel.ProjectedGradient): every projected term has
+	// Frobenius norm ≤ τ (param "tau"; "rank" is r). Scalars: "loss"
+	// Σ_i res_i² and "clipped" the number of samples whose weight was
+	// shrunk (the private gradient iterations).
 	TraceClippedGradient = "trace.clipped_gradient"
 )
 
-// boundSlack is the relative allowance for rounding in the bounds a
-// result must satisfy (a sum of n terms of norm ≤ c has norm ≤ n·c up to
-// rounding; a forged or unclipped sum exceeds it by far more).
-const boundSlack = 1 + 1e-9
+// TraceMomentRequest is a TraceMoment request.
+type TraceMomentRequest struct{}
 
-// orthoTol is how far UᵀU and VᵀV may be from the identity in a
-// clipped-gradient request: the bound ‖P_T(·)‖ ≤ τ means nothing for a
-// P_T that is not an orthogonal projection, and the estimator's factors
-// come from SVDs and QRs, orthonormal to about 1e-14.
-const orthoTol = 1e-8
+// Request encodes r for the wire.
+func (TraceMomentRequest) Request() data.PassRequest { return data.PassRequest{Kind: TraceMoment} }
+
+// TraceClippedMomentRequest is a TraceClippedMoment request: the bounds
+// ‖x_i‖₂ ≤ ClipX and |y_i| ≤ ClipY.
+type TraceClippedMomentRequest struct{ ClipX, ClipY float64 }
+
+// Request encodes r for the wire.
+func (r TraceClippedMomentRequest) Request() data.PassRequest {
+	return data.PassRequest{Kind: TraceClippedMoment, Params: map[string]float64{"cx": r.ClipX, "cy": r.ClipY}}
+}
+
+func decodeClippedMoment(req data.PassRequest) TraceClippedMomentRequest {
+	return TraceClippedMomentRequest{ClipX: req.Params["cx"], ClipY: req.Params["cy"]}
+}
+
+// TraceGradientRequest is a TraceGradient request at the iterate M
+// (flattened d1×d2).
+type TraceGradientRequest struct{ M []float64 }
+
+// Request encodes r for the wire.
+func (r TraceGradientRequest) Request() data.PassRequest {
+	return data.PassRequest{Kind: TraceGradient, Inputs: []data.Array{rowArray("m", r.M)}}
+}
+
+func decodeGradient(req data.PassRequest) TraceGradientRequest {
+	m, _ := req.Input("m")
+	return TraceGradientRequest{M: m.Data}
+}
+
+// TraceClippedGradientRequest is a TraceClippedGradient request at the
+// iterate M (flattened d1×d2) with the tangent space T there and the
+// per-sample bound Tau.
+type TraceClippedGradientRequest struct {
+	Tau     float64
+	M       []float64
+	Tangent kernel.Tangent
+}
+
+// Request encodes r for the wire.
+func (r TraceClippedGradientRequest) Request() data.PassRequest {
+	t := r.Tangent
+	return data.PassRequest{Kind: TraceClippedGradient, Params: map[string]float64{"tau": r.Tau, "rank": float64(t.R)},
+		Inputs: []data.Array{rowArray("m", r.M),
+			{Name: "u", Rows: t.D1, Cols: t.R, Data: t.U}, {Name: "vt", Rows: t.R, Cols: t.D2, Data: t.Vt}}}
+}
+
+func decodeClippedGradient(sh *data.Remote, req data.PassRequest) TraceClippedGradientRequest {
+	m, _ := req.Input("m")
+	u, _ := req.Input("u")
+	vt, _ := req.Input("vt")
+	return TraceClippedGradientRequest{Tau: req.Params["tau"], M: m.Data,
+		Tangent: kernel.Tangent{D1: sh.D1, D2: sh.D2, R: rankOf(sh, req.Params), U: u.Data, Vt: vt.Data}}
+}
+
+func rowArray(name string, v []float64) data.Array {
+	return data.Array{Name: name, Rows: 1, Cols: len(v), Data: v}
+}
 
 func traceSum(sh *data.Remote, _ data.PassRequest) []ArraySpec {
 	return []ArraySpec{{Name: "sum", Rows: 1, Cols: sh.P, Doc: "the flattened d1×d2 sum, not divided by n"}}
@@ -54,13 +112,25 @@ func traceSum(sh *data.Remote, _ data.PassRequest) []ArraySpec {
 
 func allRecords(sh *data.Remote) int64 { return int64(sh.N) }
 
+func nonNegativeLoss(_ *data.Remote, _ data.PassRequest, res *data.PassResult) error {
+	if res.Scalars["loss"] < 0 {
+		return fmt.Errorf("the loss, a sum of squares, is negative")
+	}
+	return nil
+}
+
 func init() {
 	register(Spec{
 		Kind: TraceMoment, Data: data.Trace,
 		Doc:     "moment sum Σ y_i x_i (1×p, x_i = vec(X_i) row-major; not divided by n)",
 		Outputs: traceSum,
 		Records: allRecords,
-		Local:   traceMomentLocal,
+		Local: func(ctx context.Context, ds *data.Dataset, _ data.PassRequest) (*data.PassResult, error) {
+			return traceLocal(ctx, ds, nil, func(sum, x []float64, stride int, y []float64) (float64, int) {
+				kernel.Moment(sum, x, stride, y)
+				return 0, 0
+			})
+		},
 	})
 	register(Spec{
 		Kind: TraceClippedMoment, Data: data.Trace,
@@ -70,24 +140,29 @@ func init() {
 		Scalars: []string{"clipped"},
 		Records: allRecords,
 		CheckRequest: func(_ *data.Remote, req data.PassRequest) error {
-			for _, name := range []string{"cx", "cy"} {
-				if v := req.Params[name]; !(v > 0) {
-					return fmt.Errorf("%s = %v must be positive", name, v)
-				}
+			r := decodeClippedMoment(req)
+			if !(r.ClipX > 0) {
+				return fmt.Errorf("cx = %v must be positive", r.ClipX)
+			}
+			if !(r.ClipY > 0) {
+				return fmt.Errorf("cy = %v must be positive", r.ClipY)
 			}
 			return nil
 		},
 		CheckResult: func(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
-			sum, _ := res.Output("sum")
 			if err := checkCount(res, "clipped"); err != nil {
 				return err
 			}
-			if Norm(sum.Data) > float64(res.Records)*req.Params["cx"]*req.Params["cy"]*boundSlack {
-				return fmt.Errorf("the sum's norm exceeds n·cx·cy: the samples were not clipped to ‖x_i‖ ≤ %g, |y_i| ≤ %g", req.Params["cx"], req.Params["cy"])
-			}
-			return nil
+			r := decodeClippedMoment(req)
+			sum, _ := res.Output("sum")
+			return kernel.CheckClippedMoment(sum.Data, res.Records, r.ClipX, r.ClipY)
 		},
-		Local: traceClippedMomentLocal,
+		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+			r := decodeClippedMoment(req)
+			return traceLocal(ctx, ds, []string{"clipped"}, func(sum, x []float64, stride int, y []float64) (float64, int) {
+				return 0, kernel.ClippedMoment(sum, x, stride, y, r.ClipX, r.ClipY)
+			})
+		},
 	})
 	register(Spec{
 		Kind: TraceGradient, Data: data.Trace,
@@ -95,16 +170,16 @@ func init() {
 		Inputs: func(sh *data.Remote, _ map[string]float64) []ArraySpec {
 			return []ArraySpec{{Name: "m", Rows: 1, Cols: sh.P, Doc: "the iterate, flattened d1×d2"}}
 		},
-		Outputs: traceSum,
-		Scalars: []string{"loss"},
-		Records: allRecords,
-		CheckResult: func(_ *data.Remote, _ data.PassRequest, res *data.PassResult) error {
-			if res.Scalars["loss"] < 0 {
-				return fmt.Errorf("the loss, a sum of squares, is negative")
-			}
-			return nil
+		Outputs:     traceSum,
+		Scalars:     []string{"loss"},
+		Records:     allRecords,
+		CheckResult: nonNegativeLoss,
+		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+			r := decodeGradient(req)
+			return traceLocal(ctx, ds, []string{"loss"}, func(sum, x []float64, stride int, y []float64) (float64, int) {
+				return kernel.Gradient(sum, x, stride, y, r.M), 0
+			})
 		},
-		Local: traceGradientLocal,
 	})
 	register(Spec{
 		Kind: TraceClippedGradient, Data: data.Trace,
@@ -123,41 +198,32 @@ func init() {
 		Scalars: []string{"loss", "clipped"},
 		Records: allRecords,
 		CheckRequest: func(sh *data.Remote, req data.PassRequest) error {
-			if tau := req.Params["tau"]; !(tau > 0) {
-				return fmt.Errorf("tau = %v must be positive", tau)
+			r := decodeClippedGradient(sh, req)
+			if !(r.Tau > 0) {
+				return fmt.Errorf("tau = %v must be positive", r.Tau)
 			}
-			r := rankOf(sh, req.Params)
-			if r == 0 {
+			if r.Tangent.R == 0 {
 				return fmt.Errorf("rank %v must be an integer in [1, min(d1, d2) = %d]", req.Params["rank"], min(sh.D1, sh.D2))
 			}
-			u, _ := req.Input("u")
-			vt, _ := req.Input("vt")
-			if !orthonormalColumns(u.Data, sh.D1, r) {
-				return fmt.Errorf("input u does not have orthonormal columns")
-			}
-			if !orthonormalColumns(transpose(vt.Data, r, sh.D2), sh.D2, r) {
-				return fmt.Errorf("input vt does not have orthonormal rows")
-			}
-			return nil
+			return r.Tangent.Check()
 		},
 		CheckResult: func(sh *data.Remote, req data.PassRequest, res *data.PassResult) error {
-			if res.Scalars["loss"] < 0 {
-				return fmt.Errorf("the loss, a sum of squares, is negative")
+			if err := nonNegativeLoss(sh, req, res); err != nil {
+				return err
 			}
 			if err := checkCount(res, "clipped"); err != nil {
 				return err
 			}
+			r := decodeClippedGradient(sh, req)
 			sum, _ := res.Output("sum")
-			u, _ := req.Input("u")
-			vt, _ := req.Input("vt")
-			r := rankOf(sh, req.Params)
-			pt := TangentProject(sum.Data, u.Data, vt.Data, sh.D1, sh.D2, r)
-			if Norm(pt) > float64(res.Records)*req.Params["tau"]*boundSlack {
-				return fmt.Errorf("the tangent projection of the sum has norm above n·τ: the per-sample projected gradients were not clipped to τ = %g", req.Params["tau"])
-			}
-			return nil
+			return kernel.CheckProjectedGradient(sum.Data, res.Records, r.Tangent, r.Tau)
 		},
-		Local: traceClippedGradientLocal,
+		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+			r := decodeClippedGradient(ShapeOf(ds), req)
+			return traceLocal(ctx, ds, []string{"loss", "clipped"}, func(sum, x []float64, stride int, y []float64) (float64, int) {
+				return kernel.ProjectedGradient(sum, x, stride, y, r.M, r.Tangent, r.Tau)
+			})
+		},
 	})
 }
 
@@ -180,227 +246,67 @@ func checkCount(res *data.PassResult, name string) error {
 	return nil
 }
 
-// orthonormalColumns reports whether the row-major d×r matrix a has
-// orthonormal columns up to orthoTol in every entry of aᵀa − I.
-func orthonormalColumns(a []float64, d, r int) bool {
-	for k := 0; k < r; k++ {
-		for l := k; l < r; l++ {
-			var s float64
-			for i := 0; i < d; i++ {
-				s += a[i*r+k] * a[i*r+l]
-			}
-			if k == l {
-				s--
-			}
-			if math.Abs(s) > orthoTol {
-				return false
-			}
-		}
-	}
-	return true
-}
+// traceChunk is the number of rows a worker aggregates between two looks
+// at the context.
+const traceChunk = 4096
 
-// transpose returns the transpose of the row-major rows×cols a.
-func transpose(a []float64, rows, cols int) []float64 {
-	out := make([]float64, len(a))
-	for i := 0; i < rows; i++ {
-		for j := 0; j < cols; j++ {
-			out[j*rows+i] = a[i*cols+j]
-		}
-	}
-	return out
-}
+// traceKernel is a trace kernel over a block of rows: it adds the block's
+// terms to sum and returns its loss and clipped count.
+type traceKernel func(sum, x []float64, stride int, y []float64) (float64, int)
 
-// TangentProject returns P_T(a) = UUᵀa + aVVᵀ − UUᵀaVVᵀ for the row-major
-// d1×d2 a, u (d1×r, orthonormal columns) and vt (r×d2 = Vᵀ, orthonormal
-// rows): the orthogonal projection onto the tangent space of the rank-r
-// manifold at a point with column space U and row space V.
-func TangentProject(a, u, vt []float64, d1, d2, r int) []float64 {
-	uta := make([]float64, r*d2) // Uᵀa
-	av := make([]float64, d1*r)  // aV
-	for i := 0; i < d1; i++ {
-		ai := a[i*d2 : (i+1)*d2]
-		for k := 0; k < r; k++ {
-			uik := u[i*r+k]
-			var s float64
-			for j, x := range ai {
-				uta[k*d2+j] += uik * x
-				s += x * vt[k*d2+j]
+// traceLocal runs f over the in-memory samples of ds, in parallel over
+// contiguous row blocks (one per worker, GOMAXPROCS of them), and returns
+// the sum, with the scalars named (loss, clipped). The workers' sums are
+// added in block order, so the result depends only on the data and the
+// number of workers.
+func traceLocal(ctx context.Context, ds *data.Dataset, scalars []string, f traceKernel) (*data.PassResult, error) {
+	raw := ds.X.RawMatrix()
+	n, p := raw.Rows, raw.Cols
+	workers := max(1, min(runtime.GOMAXPROCS(0), n))
+	sums := make([][]float64, workers)
+	losses := make([]float64, workers)
+	clipped := make([]int, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*n/workers, (w+1)*n/workers
+		sums[w] = make([]float64, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a := lo; a < hi; a += traceChunk {
+				if errs[w] = ctx.Err(); errs[w] != nil {
+					return
+				}
+				b := min(a+traceChunk, hi)
+				l, c := f(sums[w], raw.Data[a*raw.Stride:], raw.Stride, ds.Y[a:b])
+				losses[w] += l
+				clipped[w] += c
 			}
-			av[i*r+k] = s
-		}
+		}()
 	}
-	utav := make([]float64, r*r) // UᵀaV
-	for k := 0; k < r; k++ {
-		for l := 0; l < r; l++ {
-			var s float64
-			for j := 0; j < d2; j++ {
-				s += uta[k*d2+j] * vt[l*d2+j]
-			}
-			utav[k*r+l] = s
-		}
-	}
-	// P_T(a) = U(Uᵀa) + (aV)Vᵀ − U(UᵀaV)Vᵀ.
-	out := make([]float64, d1*d2)
-	w := make([]float64, r) // row i of U·UᵀaV
-	for i := 0; i < d1; i++ {
-		for l := 0; l < r; l++ {
-			var s float64
-			for k := 0; k < r; k++ {
-				s += u[i*r+k] * utav[k*r+l]
-			}
-			w[l] = s
-		}
-		oi := out[i*d2 : (i+1)*d2]
-		for k := 0; k < r; k++ {
-			uik, c := u[i*r+k], av[i*r+k]-w[k]
-			for j := range oi {
-				oi[j] += uik*uta[k*d2+j] + c*vt[k*d2+j]
-			}
-		}
-	}
-	return out
-}
-
-// projectedNorm returns ‖P_T(x)‖_F from ‖P_T x‖² = ‖Uᵀx‖² + ‖xV‖² −
-// ‖UᵀxV‖² (orthonormal U, V), the per-sample norm the clipped-gradient
-// pass clips; utx (r·d2) and xv (d1·r) are scratch.
-func projectedNorm(x, u, vt []float64, d1, d2, r int, utx, xv []float64) float64 {
-	for j := range utx {
-		utx[j] = 0
-	}
-	for a := 0; a < d1; a++ {
-		xa := x[a*d2 : (a+1)*d2]
-		for k := 0; k < r; k++ {
-			uak := u[a*r+k]
-			var s float64
-			for j, v := range xa {
-				utx[k*d2+j] += uak * v
-				s += v * vt[k*d2+j]
-			}
-			xv[a*r+k] = s
-		}
-	}
-	var n2 float64
-	for _, v := range utx {
-		n2 += v * v
-	}
-	for _, v := range xv {
-		n2 += v * v
-	}
-	for k := 0; k < r; k++ {
-		for l := 0; l < r; l++ {
-			var c float64
-			for a := 0; a < d1; a++ {
-				c += u[a*r+k] * xv[a*r+l]
-			}
-			n2 -= c * c
-		}
-	}
-	return math.Sqrt(math.Max(n2, 0))
-}
-
-func dot(a, b []float64) float64 {
-	var s float64
-	for j, v := range a {
-		s += v * b[j]
-	}
-	return s
-}
-
-func addScaled(dst []float64, alpha float64, s []float64) {
-	for j, v := range s {
-		dst[j] += alpha * v
-	}
-}
-
-func traceResult(n, p int, sum []float64, scalars map[string]float64) *data.PassResult {
-	return &data.PassResult{Records: int64(n), Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: p, Data: sum}}, Scalars: scalars}
-}
-
-// traceMomentLocal is TraceMoment over in-memory samples.
-func traceMomentLocal(ctx context.Context, ds *data.Dataset, _ data.PassRequest) (*data.PassResult, error) {
-	n, p := ds.X.Dims()
-	sum := make([]float64, p)
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		addScaled(sum, ds.Y[i], ds.X.RawRowView(i))
-	}
-	return traceResult(n, p, sum, nil), nil
-}
-
-// traceClippedMomentLocal is TraceClippedMoment over in-memory samples.
-func traceClippedMomentLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
-	n, p := ds.X.Dims()
-	cx, cy := req.Params["cx"], req.Params["cy"]
-	sum := make([]float64, p)
-	clipped := 0
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		x, y := ds.X.RawRowView(i), ds.Y[i]
-		s, c := 1.0, false
-		if nx := math.Sqrt(dot(x, x)); nx > cx {
-			s, c = cx/nx, true
-		}
-		if math.Abs(y) > cy {
-			y, c = math.Copysign(cy, y), true
-		}
-		if c {
-			clipped++
-		}
-		addScaled(sum, s*y, x)
-	}
-	return traceResult(n, p, sum, map[string]float64{"clipped": float64(clipped)}), nil
-}
-
-// traceGradientLocal is TraceGradient over in-memory samples.
-func traceGradientLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
-	n, p := ds.X.Dims()
-	m, _ := req.Input("m")
-	sum := make([]float64, p)
+	wg.Wait()
+	sum := sums[0]
 	var loss float64
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+	var nc int
+	for w := range workers {
+		if errs[w] != nil {
+			return nil, errs[w]
 		}
-		x := ds.X.RawRowView(i)
-		res := dot(x, m.Data) - ds.Y[i]
-		loss += res * res
-		addScaled(sum, res, x)
+		if w > 0 {
+			for j, v := range sums[w] {
+				sum[j] += v
+			}
+		}
+		loss += losses[w]
+		nc += clipped[w]
 	}
-	return traceResult(n, p, sum, map[string]float64{"loss": loss}), nil
-}
-
-// traceClippedGradientLocal is TraceClippedGradient over in-memory samples.
-func traceClippedGradientLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
-	n, p := ds.X.Dims()
-	sh := ShapeOf(ds)
-	d1, d2, r := sh.D1, sh.D2, rankOf(sh, req.Params)
-	tau := req.Params["tau"]
-	m, _ := req.Input("m")
-	u, _ := req.Input("u")
-	vt, _ := req.Input("vt")
-	utx, xv := make([]float64, r*d2), make([]float64, d1*r)
-	sum := make([]float64, p)
-	var loss float64
-	clipped := 0
-	for i := 0; i < n; i++ {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+	res := &data.PassResult{Records: int64(n), Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: p, Data: sum}}}
+	for _, name := range scalars {
+		if res.Scalars == nil {
+			res.Scalars = map[string]float64{}
 		}
-		x := ds.X.RawRowView(i)
-		res := dot(x, m.Data) - ds.Y[i]
-		loss += res * res
-		w := res
-		if g := math.Abs(res) * projectedNorm(x, u.Data, vt.Data, d1, d2, r, utx, xv); g > tau {
-			w = res * tau / g
-			clipped++
-		}
-		addScaled(sum, w, x)
+		res.Scalars[name] = map[string]float64{"loss": loss, "clipped": float64(nc)}[name]
 	}
-	return traceResult(n, p, sum, map[string]float64{"loss": loss, "clipped": float64(clipped)}), nil
+	return res, nil
 }

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 const traceD1, traceD2, traceR = 4, 3, 2
@@ -74,26 +75,11 @@ func projDense(a, u, vt []float64) []float64 {
 }
 
 func clipGradReq(m, u, vt []float64, tau float64) data.PassRequest {
-	return data.PassRequest{Kind: TraceClippedGradient, Params: map[string]float64{"tau": tau, "rank": traceR},
-		Inputs: []data.Array{{Name: "m", Rows: 1, Cols: traceD1 * traceD2, Data: m},
-			{Name: "u", Rows: traceD1, Cols: traceR, Data: u}, {Name: "vt", Rows: traceR, Cols: traceD2, Data: vt}}}
+	return TraceClippedGradientRequest{Tau: tau, M: m, Tangent: tangentOf(u, vt)}.Request()
 }
 
-// TestTangentProject: the pass package's projection equals the matrix
-// formula, is idempotent, and the per-sample norm the clipped gradient
-// clips is the norm of that projection.
-func TestTangentProject(t *testing.T) {
-	_, u, vt := tangentPoint(1)
-	rng := rand.New(rand.NewPCG(2, 2))
-	a := make([]float64, traceD1*traceD2)
-	for j := range a {
-		a[j] = rng.NormFloat64()
-	}
-	pa := TangentProject(a, u, vt, traceD1, traceD2, traceR)
-	assert.InDeltaSlice(t, projDense(a, u, vt), pa, 1e-13)
-	assert.InDeltaSlice(t, pa, TangentProject(pa, u, vt, traceD1, traceD2, traceR), 1e-13)
-	nrm := projectedNorm(a, u, vt, traceD1, traceD2, traceR, make([]float64, traceR*traceD2), make([]float64, traceD1*traceR))
-	assert.InDelta(t, Norm(pa), nrm, 1e-12)
+func tangentOf(u, vt []float64) kernel.Tangent {
+	return kernel.Tangent{D1: traceD1, D2: traceD2, R: traceR, U: u, Vt: vt}
 }
 
 // TestTracePassesLocal: each reference pass equals the same sum written
@@ -140,11 +126,10 @@ func TestTracePassesLocal(t *testing.T) {
 		want    []float64
 		scalars map[string]float64
 	}{
-		{"moment", data.PassRequest{Kind: TraceMoment}, wantMom, nil},
-		{"clipped moment", data.PassRequest{Kind: TraceClippedMoment, Params: map[string]float64{"cx": cx, "cy": cy}}, wantCM,
+		{"moment", TraceMomentRequest{}.Request(), wantMom, nil},
+		{"clipped moment", TraceClippedMomentRequest{ClipX: cx, ClipY: cy}.Request(), wantCM,
 			map[string]float64{"clipped": float64(cmClipped)}},
-		{"gradient", data.PassRequest{Kind: TraceGradient, Inputs: []data.Array{{Name: "m", Rows: 1, Cols: p, Data: m}}}, wantGrad,
-			map[string]float64{"loss": loss}},
+		{"gradient", TraceGradientRequest{M: m}.Request(), wantGrad, map[string]float64{"loss": loss}},
 		{"clipped gradient", clipGradReq(m, u, vt, tau), wantCG, map[string]float64{"loss": loss, "clipped": float64(cgClipped)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,7 +232,24 @@ func TestTraceRefusals(t *testing.T) {
 	a := make([]float64, traceD1*traceD2)
 	a[0] = 1000
 	perp := floats.ScaleTo(make([]float64, len(a)), 1, a)
-	floats.Sub(perp, TangentProject(a, u, vt, traceD1, traceD2, traceR))
+	floats.Sub(perp, tangentOf(u, vt).Project(a))
 	floats.Add(res.Outputs[0].Data, perp)
 	assert.NoError(t, CheckResult(s, sh, req, res))
+}
+
+// TestTraceRequestsRoundTrip: each typed request encodes to a wire request
+// its kind accepts and decodes back to itself.
+func TestTraceRequestsRoundTrip(t *testing.T) {
+	sh := ShapeOf(traceData(10, 3))
+	m, u, vt := tangentPoint(6)
+	cm := TraceClippedMomentRequest{ClipX: 2, ClipY: 0.5}
+	g := TraceGradientRequest{M: m}
+	cg := TraceClippedGradientRequest{Tau: 0.7, M: m, Tangent: tangentOf(u, vt)}
+	for _, req := range []data.PassRequest{TraceMomentRequest{}.Request(), cm.Request(), g.Request(), cg.Request()} {
+		_, err := Validate(data.Trace, sh, req)
+		require.NoError(t, err, req.Kind)
+	}
+	assert.Equal(t, cm, decodeClippedMoment(cm.Request()))
+	assert.Equal(t, g, decodeGradient(g.Request()))
+	assert.Equal(t, cg, decodeClippedGradient(sh, cg.Request()))
 }

@@ -258,7 +258,7 @@ func checkUsersRequest(sh *data.Remote, req data.PassRequest) error {
 func checkUsersSum(sym bool) func(sh *data.Remote, req data.PassRequest, res *data.PassResult) error {
 	return func(sh *data.Remote, req data.PassRequest, res *data.PassResult) error {
 		sum, _ := res.Output("sum")
-		return kernel.CheckClippedSum(sum.Data, sum.Rows, sym, res.Records, res.Scalars["clipped"], req.Params["clip"])
+		return kernel.CheckUsersSum(sum.Data, sum.Rows, sym, res.Records, res.Scalars["clipped"], req.Params["clip"])
 	}
 }
 

@@ -5,42 +5,36 @@ import (
 	"fmt"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
 // fitEnv is what every algorithm of this package works on: the run, the
-// backend, the validated configuration, the passes over the samples (in
-// memory or through aggregation passes) and the result being filled.
+// backend, the validated configuration, the aggregation passes over the
+// samples and the result being filled.
 type fitEnv struct {
 	ctx          context.Context
 	run          *sdk.Run
 	be           backend.Backend
-	cfg          Config
-	pass         dataPass
+	cfg          fitOptions
+	pass         passes
 	n, d1, d2, r int
 	res          *sdk.Result
 }
 
-// fit validates cfg against the data's public shape and runs the algorithm
-// of cfg.Mode (DERIVATIONS.md §2).
-func fit(ctx context.Context, run *sdk.Run, cfg Config) (*sdk.Result, error) {
+// fit runs the algorithm of cfg.mode (DERIVATIONS.md §2) on the run's
+// data with the backend be.
+func fit(ctx context.Context, run *sdk.Run, be backend.Backend, cfg fitOptions) (*sdk.Result, error) {
 	d := run.Data
-	if err := cfg.validate(d.N(), d.D1, d.D2); err != nil {
-		return nil, err
-	}
-	be := run.Backend
-	if be == nil {
-		be = backend.Default()
-	}
-	e := &fitEnv{ctx: ctx, run: run, be: be, cfg: cfg, pass: newDataPass(d),
-		n: d.N(), d1: d.D1, d2: d.D2, r: cfg.Rank, res: &sdk.Result{}}
-	run.Logf("rgrad %s: n=%d, d1=%d, d2=%d, r=%d, T=%d, η=%g, %s", cfg.Mode, e.n, e.d1, e.d2, e.r, cfg.Iterations, cfg.Step, cfg.Design)
+	e := &fitEnv{ctx: ctx, run: run, be: be, cfg: cfg, pass: newPasses(d),
+		n: d.N(), d1: d.D1, d2: d.D2, r: cfg.common.Rank.Value, res: &sdk.Result{}}
+	run.Logf("rgrad %s: n=%d, d1=%d, d2=%d, r=%d, T=%d, η=%g, %s", cfg.mode, e.n, e.d1, e.d2, e.r, cfg.iterations, cfg.step(), cfg.design)
 	if d.Remote != nil {
-		run.Logf("rgrad: the samples are read through %d aggregation passes (1 + T)", 1+cfg.Iterations)
+		run.Logf("rgrad: the samples are read through %d aggregation passes (1 + T)", 1+cfg.iterations)
 	}
 	var err error
-	switch cfg.Mode {
+	switch cfg.mode {
 	case NonPrivate:
 		err = nonPrivateRGrad(e)
 	case Strict:
@@ -86,10 +80,12 @@ func nonPrivateRGrad(e *fitEnv) error {
 // (noise=classical or analytic); by default (noise=exact) μ² is split
 // instead and the whole run composes exactly as Gaussian DP.
 func modelDPRGrad(e *fitEnv) error {
-	sens := ModelSensitivities(e.cfg.modelInputs(e.n, e.d1, e.d2))
-	plan, err := privacy.NewPlan(e.run.Acct, e.cfg.Noise,
-		privacy.Share{Name: "init", Weight: e.cfg.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: 1 - e.cfg.InitShare, Steps: e.cfg.Iterations, Mechanism: privacy.MechGaussian})
+	o := e.cfg.model
+	sens := ModelSensitivities(o.modelInputs(e.cfg.mode, e.n, e.d1, e.d2, e.cfg.design))
+	_, noise := o.calibration()
+	plan, err := privacy.NewPlan(e.run.Acct, noise,
+		privacy.Share{Name: "init", Weight: o.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "iterations", Weight: 1 - o.InitShare, Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return err
 	}
@@ -98,7 +94,7 @@ func modelDPRGrad(e *fitEnv) error {
 		return err
 	}
 	e.reportSensitivities(sens)
-	if e.cfg.Noise == privacy.NoiseZCDP || e.cfg.Noise == privacy.NoiseExact {
+	if noise == privacy.NoiseZCDP || noise == privacy.NoiseExact {
 		e.reportBasicComposition(sens, bInit, bIter)
 	}
 	lhat, err := e.moment()
@@ -125,15 +121,15 @@ func modelDPRGrad(e *fitEnv) error {
 // iterations with the public clip τ = clip; worst-case, composed exactly as
 // Gaussian DP (noise=exact, the default) or in zCDP (noise=zcdp).
 func strictDPRGrad(e *fitEnv) error {
-	cfg := e.cfg
-	sens := Sensitivities{Clip: cfg.Clip, Iter: 2 * cfg.Step * cfg.Clip / float64(e.n)}
-	noise := cfg.Noise
+	o := e.cfg.strict
+	sens := Sensitivities{Clip: o.Clip.Value, Iter: e.cfg.step() * kernel.ProjectedGradientSensitivity(o.Clip.Value) / float64(e.n)}
+	noise := o.Noise.Value
 	if noise == "" {
 		noise = privacy.NoiseExact
 	}
 	plan, err := privacy.NewPlan(e.run.Acct, noise,
-		privacy.Share{Name: "init", Weight: cfg.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: 1 - cfg.InitShare, Steps: cfg.Iterations, Mechanism: privacy.MechGaussian})
+		privacy.Share{Name: "init", Weight: o.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "iterations", Weight: 1 - o.InitShare, Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/sdk"
@@ -91,7 +89,7 @@ func BenchmarkFit(b *testing.B) {
 
 // BenchmarkFitBackends times rgrad-dp at the default configuration on the
 // gonum backend and on backend.Default() side by side (OpenBLAS when built
-// with -tags openblas). The design passes are this package's own code, so
+// with -tags openblas). The design passes are engine/kernel's Go code, so
 // only the small factorisations differ.
 func BenchmarkFitBackends(b *testing.B) {
 	g := benchGen(b, 16000, 30, 20)
@@ -137,17 +135,21 @@ func BenchmarkFitScaling(b *testing.B) {
 }
 
 // BenchmarkPass times one fused residual + gradient pass over the design,
-// and the strict mode's clipped pass.
+// and the private modes' clipped pass, as a fit makes them (pass.Local in
+// process, with its request and result checks).
 func BenchmarkPass(b *testing.B) {
 	g := benchGen(b, 16000, 30, 20)
-	dp := newDesignPass(g.Data.X, g.Data.Y, 30, 20)
+	ps := newPasses(g.Data)
+	ctx := context.Background()
 	m := g.Truth["M"].RawMatrix().Data
 	out := make([]float64, 600)
 	b.Run("gradient", func(b *testing.B) {
 		b.ReportAllocs()
 		c0 := cpuSeconds()
 		for i := 0; i < b.N; i++ {
-			dp.gradient(out, m)
+			if _, err := ps.gradient(ctx, out, m); err != nil {
+				b.Fatal(err)
+			}
 		}
 		reportCPU(b, c0)
 	})
@@ -156,7 +158,9 @@ func BenchmarkPass(b *testing.B) {
 		c0 := cpuSeconds()
 		defer reportCPU(b, c0)
 		for i := 0; i < b.N; i++ {
-			dp.clippedGradient(out, m, pt.U.RawMatrix().Data, mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, 2, 5)
+			if _, _, err := ps.clippedGradient(ctx, out, m, tangentOf(pt.U, pt.V), 5); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

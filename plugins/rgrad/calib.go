@@ -6,7 +6,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/sdk"
 )
 
 // Mode selects the variant of the estimator.
@@ -183,13 +182,4 @@ func basicSigma(sens, eps, delta float64) (float64, string, error) {
 // (DERIVATIONS.md §5), so they add nothing.
 func failureProbability(n, d1, d2 int) float64 {
 	return math.Min(math.Pow(float64(d1+d2), -10)+math.Pow(float64(n), -9), 1)
-}
-
-// checkPositive reports a named parameter that is not a positive finite
-// number.
-func checkPositive(name string, v float64) error {
-	if !(v > 0) || math.IsInf(v, 0) {
-		return sdk.BadRequest("parameter %s = %v must be positive and finite", name, v)
-	}
-	return nil
 }

@@ -17,23 +17,21 @@
 //   - rgrad-nonprivate: the non-private reference.
 //
 // DERIVATIONS.md holds the algorithm boxes and every sensitivity
-// derivation. The per-iteration work is one fused pass over the n×(d1·d2) design
-// (residuals and gradient together), parallel over row blocks, followed by a
-// retraction through two thin QRs and a 2r×2r SVD.
-//
-// Every estimator also runs on trace data it cannot read (sdk.RemoteEstimator,
-// dplr fit --engine beam): each of its passes over the samples becomes one
-// aggregation pass of engine/pass (trace.moment or trace.clipped_moment to
-// initialise, trace.gradient or trace.clipped_gradient per iteration) that
-// returns the sum over the samples, bounded per sample as the kind says; the
-// estimator divides by n, checks the result against the kind's bounds and
-// adds the same noise, in the same privacy steps, as on the rows
-// (DERIVATIONS.md §9).
+// derivation. The estimators read the samples only through aggregation
+// passes of engine/pass (trace.moment or trace.clipped_moment to
+// initialise, trace.gradient or trace.clipped_gradient per iteration), each
+// returning a sum over the samples bounded per sample as the kind says
+// (the kernels of engine/kernel): for a data set in a file pass.Local runs
+// them in process, parallel over row blocks; for shards (sdk.RemoteEstimator,
+// dplr fit --engine beam) a Beam pipeline does. The estimator divides by n,
+// checks each result against its kind's bounds and adds its noise, in the
+// same privacy steps either way (DERIVATIONS.md §9). Each iteration is one
+// fused pass (residuals and gradient together) followed by a retraction
+// through two thin QRs and a 2r×2r SVD.
 package rgrad
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
@@ -76,7 +74,7 @@ func (e *estimator) Info() sdk.Info {
 		info.Name = "rgrad-dp"
 		info.Summary = "DP low-rank trace regression: private spectral initialisation + DP Riemannian gradient descent (model-calibrated)"
 		info.Description = "Algorithms 1 and 2 of Zha (2024). The initialisation privatises the singular subspaces of the unbiased moment matrix L̂ = (1/n)Σ y_i Λ⁻¹X_i through symmetric Gaussian noise on ÛÛᵀ and V̂V̂ᵀ, then the r×r core with i.i.d. noise on all entries. T iterations of Riemannian gradient descent on the rank-r manifold follow, each adding Gaussian noise projected onto the tangent space before the retraction.\n\n" +
-			"The initialisation's sensitivities are high-probability bounds under the Gaussian design and need σ1, σr and σ_ξ as public inputs, so the guarantee is labelled as model-based (Kind model). The iterations clip each per-sample projected gradient to a public τ chosen from the same public parameters (one sample in expectation per iteration at ‖M_l − M‖_F = σr/4), so their sensitivity 2ητ/n holds for any data; the paper's unclipped model bound fails at the iterates the algorithm visits (DERIVATIONS.md §5). sensitivity=explicit (default) uses the corrected plug-ins (with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses), sensitivity=paper the paper's literal formulas; noise=exact (default) composes all 3 + T releases exactly as Gaussian DP (μ² split over them, σ from the grant's exact (ε, δ) curve), noise=zcdp composes them in zCDP (about 7 % more noise at (1, 1e-6)); both report the σ the paper's basic composition would have needed, noise=classical or analytic calibrates each release to its own (ε, δ) share as the paper does. (The former calibration= and gaussian= are refused with an error naming sensitivity= and noise=.)"
+			"The initialisation's sensitivities are high-probability bounds under the Gaussian design and need σ1, σr and σ_ξ as public inputs, so the guarantee is labelled as model-based (Kind model). The iterations clip each per-sample projected gradient to a public τ chosen from the same public parameters (one sample in expectation per iteration at ‖M_l − M‖_F = σr/4), so their sensitivity 2ητ/n holds for any data; the paper's unclipped model bound fails at the iterates the algorithm visits (DERIVATIONS.md §5). sensitivity=explicit (default) uses the corrected plug-ins (with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses), sensitivity=paper the paper's literal formulas; noise=exact (default) composes all 3 + T releases exactly as Gaussian DP (μ² split over them, σ from the grant's exact (ε, δ) curve), noise=zcdp composes them in zCDP (about 7 % more noise at (1, 1e-6)); both report the σ the paper's basic composition would have needed, noise=classical or analytic calibrates each release to its own (ε, δ) share as the paper does. The old calibration=explicit|paper still works for one release (deprecated)."
 		info.Guarantee = "(ε, δ)-DP with probability ≥ 1−β over data from the Gaussian trace-regression model, with σ1, σr, σ_ξ public; neighbours replace one (X_i, y_i)"
 		info.Grants = []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP}
 		info.Options = modelOptions{}
@@ -108,41 +106,22 @@ func (e *estimator) Info() sdk.Info {
 	return info
 }
 
-// Fit implements sdk.Estimator: bind the options, then run the mode's
-// algorithm (DERIVATIONS.md §2).
+// Fit implements sdk.Estimator: take the bound options, then run the
+// mode's algorithm (DERIVATIONS.md §2).
 func (e *estimator) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	cfg, err := e.config(run)
-	if err != nil {
-		return nil, err
-	}
-	cfg.observe = e.observe
-	return fit(ctx, run, cfg)
-}
-
-// config maps the run's bound options onto a configuration.
-func (e *estimator) config(run *sdk.Run) (Config, error) {
 	be := run.Backend
 	if be == nil {
 		be = backend.Default()
 	}
-	s := sdk.ShapeOf(run.Data)
-	switch e.mode {
-	case Standard:
-		if o := sdk.Opts[modelOptions](run); o != nil {
-			return o.config(e.mode, s, be)
-		}
-	case Weak:
-		if o := sdk.Opts[weakOptions](run); o != nil {
-			return o.config(e.mode, s, be)
-		}
-	case Strict:
-		if o := sdk.Opts[strictOptions](run); o != nil {
-			return o.config(s, be)
-		}
-	case NonPrivate:
-		if o := sdk.Opts[commonOptions](run); o != nil {
-			return o.config(e.mode, s, be)
-		}
+	cfg, notes, err := optionsOf(e.mode, run, be)
+	if err != nil {
+		return nil, err
 	}
-	return Config{}, fmt.Errorf("rgrad %s: the run carries no bound options", e.mode)
+	cfg.observe = e.observe
+	res, err := fit(ctx, run, be, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res.Notes = append(res.Notes, notes...)
+	return res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -18,7 +19,7 @@ func (e *fitEnv) moment() (*mat.Dense, error) {
 	if err := e.pass.moment(e.ctx, lvec); err != nil {
 		return nil, err
 	}
-	if err := e.cfg.Design.ApplyInv(lvec); err != nil {
+	if err := e.cfg.design.ApplyInv(lvec); err != nil {
 		return nil, err
 	}
 	if err := e.ctx.Err(); err != nil {
@@ -82,7 +83,7 @@ func privateSpectralInit(e *fitEnv, lhat *mat.Dense, sens Sensitivities, b priva
 
 // noisyProjector releases uhUhᵀ + E, E symmetric with its upper triangle
 // (diagonal included) i.i.d. Gaussian, and returns its r leading
-// eigenvectors and the noise σ. cfg.EigSelect "abs" ranks eigenvalues by
+// eigenvectors and the noise σ. eig_select "abs" ranks eigenvalues by
 // magnitude (the paper's SVD_r), "algebraic" by value.
 func noisyProjector(e *fitEnv, name string, uh *mat.Dense, sens float64, b privacy.Budget) (*mat.Dense, float64, error) {
 	d, r := uh.Dims()
@@ -95,7 +96,7 @@ func noisyProjector(e *fitEnv, name string, uh *mat.Dense, sens float64, b priva
 	if err := rel.AddSym(e.run.Rand, proj); err != nil {
 		return nil, 0, err
 	}
-	out, err := leadingEigenvectors(e.be, proj, r, e.cfg.EigSelect)
+	out, err := leadingEigenvectors(e.be, proj, r, e.cfg.model.EigSelect)
 	return out, rel.Scale(), err
 }
 
@@ -139,19 +140,20 @@ func leadingEigenvectors(be backend.Backend, s *mat.SymDense, r int, sel string)
 // soft-thresholded at the noise's operator-norm scale σ(√d1 + √d2) when
 // init_shrink is set (post-processing with public σ).
 func clippedMomentInit(e *fitEnv, b privacy.Budget) (Point, error) {
-	cfg := e.cfg
+	o, design := e.cfg.strict, e.cfg.design
+	cx := o.clipX(design, e.d1, e.d2)
 	lvec := make([]float64, e.d1*e.d2)
-	clipped, err := e.pass.clippedMoment(e.ctx, lvec, cfg.ClipX, cfg.ClipY)
+	clipped, err := e.pass.clippedMoment(e.ctx, lvec, cx, o.ClipY)
 	if err != nil {
 		return Point{}, err
 	}
-	if err := cfg.Design.ApplyInv(lvec); err != nil {
+	if err := design.ApplyInv(lvec); err != nil {
 		return Point{}, err
 	}
 	if err := e.ctx.Err(); err != nil {
 		return Point{}, err
 	}
-	sens := 2 * cfg.ClipX * cfg.ClipY / (cfg.Design.Cl * float64(e.n))
+	sens := kernel.ClippedMomentSensitivity(cx, o.ClipY) / (design.Cl * float64(e.n))
 	rel, err := e.run.Acct.Gaussian("init: clipped moment matrix L̂", sens, e.d1*e.d2, b)
 	if err != nil {
 		return Point{}, err
@@ -165,7 +167,7 @@ func clippedMomentInit(e *fitEnv, b privacy.Budget) (Point, error) {
 		return Point{}, fmt.Errorf("private initialisation: %w", err)
 	}
 	sigma := rel.Scale()
-	if cfg.InitShrink {
+	if o.InitShrink {
 		thr := sigma * (math.Sqrt(float64(e.d1)) + math.Sqrt(float64(e.d2)))
 		for k := range s {
 			s[k] = math.Max(s[k]-thr, 0)

@@ -31,7 +31,7 @@ type trajectory struct {
 	sigma   float64   // σ of the last iteration's noise
 }
 
-// riemannianGradient runs cfg.Iterations steps of (DP-)RGrad from start
+// riemannianGradient runs T steps of (DP-)RGrad from start
 // (DERIVATIONS.md §2.3): at M_l = U_l Σ_l V_lᵀ the (clipped) least-squares
 // gradient G_l, the tangent step B_l = M_l − η P_T(G_l), under DP the
 // Gaussian release of B_l (sensitivity 2ητ/n: every per-sample term of
@@ -39,7 +39,7 @@ type trajectory struct {
 // retraction M_{l+1} = SVD_r(P_T(B_l + N_l)).
 func riemannianGradient(e *fitEnv, start Point, rule iterationRule) (trajectory, error) {
 	cfg := e.cfg
-	T := cfg.Iterations
+	T := cfg.iterations
 	p := e.d1 * e.d2
 	tr := trajectory{end: start}
 	grad := make([]float64, p)
@@ -56,8 +56,7 @@ func riemannianGradient(e *fitEnv, start Point, rule iterationRule) (trajectory,
 		var err error
 		if rule.clip > 0 {
 			var nc int
-			loss, nc, err = e.pass.clippedGradient(e.ctx, grad, m.RawMatrix().Data, mat.DenseCopyOf(pt.U).RawMatrix().Data,
-				mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, e.r, rule.clip)
+			loss, nc, err = e.pass.clippedGradient(e.ctx, grad, m.RawMatrix().Data, tangentOf(pt.U, pt.V), rule.clip)
 			tr.clipped = append(tr.clipped, float64(nc))
 		} else {
 			loss, err = e.pass.gradient(e.ctx, grad, m.RawMatrix().Data)
@@ -69,7 +68,7 @@ func riemannianGradient(e *fitEnv, start Point, rule iterationRule) (trajectory,
 		// B_l = M_l − η P_T(G_l): the released statistic lies in the tangent
 		// space, so its sensitivity is that of ηP_T(G_l).
 		b := TangentProject(pt.U, pt.V, mat.NewDense(e.d1, e.d2, grad))
-		floats.AddScaledTo(b.RawMatrix().Data, m.RawMatrix().Data, -cfg.Step, b.RawMatrix().Data)
+		floats.AddScaledTo(b.RawMatrix().Data, m.RawMatrix().Data, -cfg.step(), b.RawMatrix().Data)
 		if rule.budget != nil {
 			rel, err := e.run.Acct.Gaussian(fmt.Sprintf("rgrad iteration %d/%d: gradient step", l+1, T), rule.sens, p, *rule.budget)
 			if err != nil {
@@ -80,7 +79,7 @@ func riemannianGradient(e *fitEnv, start Point, rule iterationRule) (trajectory,
 			}
 			tr.sigma = rel.Scale()
 		}
-		next, err := retract(e.be, cfg.Retraction, pt, b, e.r)
+		next, err := retract(e.be, cfg.common.Retraction, pt, b, e.r)
 		if err != nil {
 			return tr, fmt.Errorf("iteration %d: %w", l+1, err)
 		}

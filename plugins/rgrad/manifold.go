@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // Point is a rank-r matrix U·diag(S)·Vᵀ in factored form: U is d1×r and V is
@@ -37,19 +38,15 @@ func (p Point) Dense() *mat.Dense {
 // manifold at the point with column space U and row space V.
 func TangentProject(u, v *mat.Dense, a mat.Matrix) *mat.Dense {
 	d1, d2 := a.Dims()
-	var uta, av, uuta, uutav mat.Dense
-	uta.Mul(u.T(), a)  // r×d2
-	av.Mul(a, v)       // d1×r
-	uuta.Mul(u, &uta)  // d1×d2
-	uutav.Mul(&uta, v) // r×r
-	out := mat.NewDense(d1, d2, nil)
-	out.Mul(&av, v.T()) // aVVᵀ
-	out.Add(out, &uuta)
-	var corr, corr2 mat.Dense
-	corr.Mul(u, &uutav)
-	corr2.Mul(&corr, v.T())
-	out.Sub(out, &corr2)
-	return out
+	return mat.NewDense(d1, d2, tangentOf(u, v).Project(mat.DenseCopyOf(a).RawMatrix().Data))
+}
+
+// tangentOf returns the tangent space with column space u (d1×r) and row
+// space v (d2×r) as the kernels take it (row-major U and Vᵀ).
+func tangentOf(u, v *mat.Dense) kernel.Tangent {
+	d1, r := u.Dims()
+	d2, _ := v.Dims()
+	return kernel.Tangent{D1: d1, D2: d2, R: r, U: mat.DenseCopyOf(u).RawMatrix().Data, Vt: mat.DenseCopyOf(v.T()).RawMatrix().Data}
 }
 
 // TangentComplement returns P_T⊥(a) = (I − UUᵀ) a (I − VVᵀ).

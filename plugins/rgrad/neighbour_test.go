@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/gen"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -101,12 +102,11 @@ func checkNeighbours(t testing.TB, g *gen.Generated, pt Point, weak bool, tau, e
 	mvec := pt.Dense().RawMatrix().Data
 	truth := g.Truth["M"].RawMatrix().Data
 	sx := g.Scalars["sigma_xi"]
-	u := mat.DenseCopyOf(pt.U).RawMatrix().Data
-	vt := mat.DenseCopyOf(pt.V.T()).RawMatrix().Data
-	utx, xv := make([]float64, r*d2), make([]float64, d1*r)
+	tg := tangentOf(pt.U, pt.V)
+	scratch := make([]float64, r*(d1+d2))
 	weight := func(x []float64, y float64) (float64, float64, bool) {
 		res := floats.Dot(x, mvec) - y
-		w, c := clippedWeight(x, res, u, vt, d1, d2, r, tau, utx, xv)
+		w, c := tg.ProjectedWeight(x, res, tau, scratch)
 		return w, res, c
 	}
 	// Rank the rows by their unclipped per-sample projected gradient.
@@ -122,7 +122,7 @@ func checkNeighbours(t testing.TB, g *gen.Generated, pt Point, weak bool, tau, e
 		if c {
 			clipped++
 		}
-		all[i] = rowNorm{i, math.Abs(res) * projectedNorm(x, u, vt, d1, d2, r, utx, xv)}
+		all[i] = rowNorm{i, math.Abs(res) * tg.ProjectedNorm(x, scratch)}
 	}
 	sort.Slice(all, func(a, b int) bool { return all[a].g > all[b].g })
 	pick := make([]int, 0, rows)
@@ -184,7 +184,7 @@ func checkNeighbours(t testing.TB, g *gen.Generated, pt Point, weak bool, tau, e
 		for _, i := range pick {
 			x := d.X.RawRowView(i)
 			w, res, _ := weight(x, d.Y[i])
-			pn := projectedNorm(x, u, vt, d1, d2, r, utx, xv)
+			pn := tg.ProjectedNorm(x, scratch)
 			mean := floats.Dot(x, truth)
 			for j := 0; j < reps; j++ {
 				y := mean + sx*rng.NormFloat64()
@@ -208,34 +208,31 @@ func checkNeighbours(t testing.TB, g *gen.Generated, pt Point, weak bool, tau, e
 }
 
 // fullPassChange recomputes the released statistic's change for one
-// (row, replacement) pair through the design pass the fit uses and the
+// (row, replacement) pair through the kernel the fit's pass uses and the
 // dense tangent projection, as a cross-check of the coordinate shortcut.
 func fullPassChange(t testing.TB, g *gen.Generated, pt Point, tau, eta float64, i int, x []float64, y float64) (full, short float64) {
 	t.Helper()
 	d := g.Data
 	n, d1, d2 := d.N(), d.D1, d.D2
-	_, r := pt.U.Dims()
 	p := d1 * d2
 	m := pt.Dense().RawMatrix().Data
-	u := mat.DenseCopyOf(pt.U).RawMatrix().Data
-	vt := mat.DenseCopyOf(pt.V.T()).RawMatrix().Data
+	tg := tangentOf(pt.U, pt.V)
 	g0 := make([]float64, p)
-	newDesignPass(d.X, d.Y, d1, d2).clippedGradient(g0, m, u, vt, r, tau)
+	kernel.ProjectedGradient(g0, mat.DenseCopyOf(d.X).RawMatrix().Data, p, d.Y, m, tg, tau)
 	xn := mat.DenseCopyOf(d.X)
 	yn := append([]float64(nil), d.Y...)
 	xn.SetRow(i, x)
 	yn[i] = y
 	g1 := make([]float64, p)
-	newDesignPass(xn, yn, d1, d2).clippedGradient(g1, m, u, vt, r, tau)
+	kernel.ProjectedGradient(g1, xn.RawMatrix().Data, p, yn, m, tg, tau)
 	dg := mat.NewDense(d1, d2, nil)
 	for j := range g1 {
-		dg.RawMatrix().Data[j] = eta * (g1[j] - g0[j])
+		dg.RawMatrix().Data[j] = eta * (g1[j] - g0[j]) / float64(n) // the kernel's sums, not means
 	}
 	full = frob(TangentProject(pt.U, pt.V, dg))
-	utx, xv := make([]float64, r*d2), make([]float64, d1*r)
 	xi := d.X.RawRowView(i)
-	w0, _ := clippedWeight(xi, floats.Dot(xi, m)-d.Y[i], u, vt, d1, d2, r, tau, utx, xv)
-	w1, _ := clippedWeight(x, floats.Dot(x, m)-y, u, vt, d1, d2, r, tau, utx, xv)
+	w0, _ := tg.ProjectedWeight(xi, floats.Dot(xi, m)-d.Y[i], tau, nil)
+	w1, _ := tg.ProjectedWeight(x, floats.Dot(x, m)-y, tau, nil)
 	short = eta * changeNorm(w0, coordsOf(pt, xi), w1, coordsOf(pt, x)) / float64(n)
 	return full, short
 }

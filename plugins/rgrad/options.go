@@ -48,17 +48,6 @@ func (o *commonOptions) Footprint(s sdk.Shape) int64 {
 	return 8 * ((workers+20)*p + 3*sq)
 }
 
-// config returns the common part of a fit's configuration; the design is
-// parsed with be (a file design is read here).
-func (o *commonOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, error) {
-	design, err := ParseDesign(o.Design, s.D1*s.D2, be)
-	if err != nil {
-		return Config{}, err
-	}
-	return Config{Mode: mode, Rank: o.Rank.Value, Iterations: o.Iterations.Value, Step: o.Step.Value,
-		Design: design, Retraction: o.Retraction}, nil
-}
-
 // modelOptions are the parameters of rgrad-dp and rgrad-weak.
 type modelOptions struct {
 	commonOptions
@@ -67,14 +56,13 @@ type modelOptions struct {
 	SigmaXi         float64 `param:"sigma_xi" required:"true" min:"0" doc:"public value of the response-noise standard deviation σ_ξ"`
 	sdk.Sensitivity `default:"explicit" choices:"explicit,paper" doc:"how the initialisation's sensitivities are obtained: explicit (corrected plug-ins, with the √(d1∨d2) factor the paper's Δ⁽¹⁾ misses) or paper (the paper's literal formulas); both hold only under the model, and the iterations' clip follows the same choice (DERIVATIONS.md §2.4, §2.5)"`
 	sdk.Noise       `default:"exact" doc:"how each Gaussian release is calibrated: exact (the default: all 3 + T releases composed exactly as Gaussian DP, μ² split over them, σ from the grant's exact (ε, δ) curve; the least noise any valid accounting allows), zcdp (the same split in zCDP, about 7 % more noise), classical (each release at its own (ε, δ) share by the textbook formula, per-step ε ≤ 1, basic composition: the paper's) or analytic (the same with the analytic Gaussian mechanism)"`
-	C1              *float64 `param:"c1" gt:"0" doc:"constant of the subspace sensitivity Δ⁽¹⁾ (default 1)"`
-	C2              *float64 `param:"c2" gt:"0" doc:"constant of the core sensitivity Δ⁽²⁾ (default 2 with sensitivity=explicit, 1 with paper)"`
-	C3              *float64 `param:"c3" gt:"0" doc:"multiplier of the per-sample gradient clip τ chosen from the model (default 1: clipping rare near M); the iteration sensitivity is Δ_l = 2ητ/n. Any value keeps the guarantee; under DP a smaller clip is often far more accurate (c3 = 0.25 gave 1.7–3.4× lower error than c3 = 1 at n = 16000, ε ≤ 8), a too small one stalls a far start (DERIVATIONS.md §5.3)"`
-	InitShare       float64  `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the budget for the initialisation (split equally over Ũ, Ṽ, Σ̃); the rest is split equally over the T iterations"`
-	EigSelect       string   `param:"eig_select" default:"abs" choices:"abs,algebraic" doc:"how the private subspaces pick r eigenvectors of the noisy projector: largest |λ| (the paper's SVD_r) or largest λ"`
-
-	_ sdk.Renamed `param:"calibration" renamed:"sensitivity,noise"`
-	_ sdk.Renamed `param:"gaussian" renamed:"noise"`
+	C1              *float64    `param:"c1" gt:"0" doc:"constant of the subspace sensitivity Δ⁽¹⁾ (default 1)"`
+	C2              *float64    `param:"c2" gt:"0" doc:"constant of the core sensitivity Δ⁽²⁾ (default 2 with sensitivity=explicit, 1 with paper)"`
+	C3              *float64    `param:"c3" gt:"0" doc:"multiplier of the per-sample gradient clip τ chosen from the model (default 1: clipping rare near M); the iteration sensitivity is Δ_l = 2ητ/n. Any value keeps the guarantee; under DP a smaller clip is often far more accurate (c3 = 0.25 gave 1.7–3.4× lower error than c3 = 1 at n = 16000, ε ≤ 8), a too small one stalls a far start (DERIVATIONS.md §5.3)"`
+	InitShare       float64     `param:"init_share" default:"0.5" min:"0.001" max:"0.999" doc:"share of the budget for the initialisation (split equally over Ũ, Ṽ, Σ̃); the rest is split equally over the T iterations"`
+	EigSelect       string      `param:"eig_select" default:"abs" choices:"abs,algebraic" doc:"how the private subspaces pick r eigenvectors of the noisy projector: largest |λ| (the paper's SVD_r) or largest λ"`
+	_               sdk.Renamed `param:"calibration" renamed:"sensitivity,noise"`
+	_               sdk.Renamed `param:"gaussian" renamed:"noise"`
 }
 
 // Check refuses σ1 < σr besides the common checks.
@@ -88,28 +76,38 @@ func (o *modelOptions) Check(s sdk.Shape) error {
 	return nil
 }
 
-// config maps the options onto a configuration for mode Standard or Weak.
-func (o *modelOptions) config(mode Mode, s sdk.Shape, be backend.Backend) (Config, error) {
-	cfg, err := o.commonOptions.config(mode, s, be)
-	if err != nil {
-		return Config{}, err
-	}
-	cfg.Sigma1, cfg.SigmaR, cfg.SigmaXi = o.Sigma1, o.SigmaR, o.SigmaXi
-	cfg.Sensitivity, cfg.Noise = o.Sensitivity.Value, o.Noise.Value
-	cfg.InitShare, cfg.EigSelect = o.InitShare, o.EigSelect
-	cfg.C1, cfg.C2, cfg.C3 = 1, 2, 1
-	if cfg.Sensitivity == sdk.SensitivityPaper {
-		cfg.C2 = 1
+// calibration returns the sensitivity and noise choices.
+func (o *modelOptions) calibration() (sensitivity, noise string) {
+	return o.Sensitivity.Value, o.Noise.Value
+}
+
+// constants returns c1, c2, c3: the options, or the defaults 1, 2 (1 with
+// sensitivity=paper) and 1.
+func (o *modelOptions) constants() (c1, c2, c3 float64) {
+	sens, _ := o.calibration()
+	c1, c2, c3 = 1, 2, 1
+	if sens == sdk.SensitivityPaper {
+		c2 = 1
 	}
 	for _, c := range []struct {
 		v   *float64
 		dst *float64
-	}{{o.C1, &cfg.C1}, {o.C2, &cfg.C2}, {o.C3, &cfg.C3}} {
+	}{{o.C1, &c1}, {o.C2, &c2}, {o.C3, &c3}} {
 		if c.v != nil {
 			*c.dst = *c.v
 		}
 	}
-	return cfg, nil
+	return c1, c2, c3
+}
+
+// modelInputs are the public inputs of the model-calibrated sensitivities
+// of mode (Standard or Weak) on n samples of d1×d2 with the design.
+func (o *modelOptions) modelInputs(mode Mode, n, d1, d2 int, design Design) ModelInputs {
+	sens, _ := o.calibration()
+	c1, c2, c3 := o.constants()
+	return ModelInputs{N: n, D1: d1, D2: d2, Rank: o.Rank.Value, Sigma1: o.Sigma1, SigmaR: o.SigmaR,
+		SigmaXi: o.SigmaXi, Step: o.Step.Value, Cl: design.Cl, Cu: design.Cu, C1: c1, C2: c2, C3: c3,
+		Weak: mode == Weak, Paper: sens == sdk.SensitivityPaper}
 }
 
 // weakOptions are rgrad-weak's parameters: those of rgrad-dp, with σ_ξ > 0.
@@ -139,25 +137,18 @@ type strictOptions struct {
 	InitShrink bool `param:"init_shrink" default:"true" doc:"soft-threshold the singular values of the noisy L̂ by the noise's operator-norm scale σ(√d1+√d2) (post-processing)"`
 }
 
-// config maps the options onto a strict configuration.
-func (o *strictOptions) config(s sdk.Shape, be backend.Backend) (Config, error) {
-	cfg, err := o.commonOptions.config(Strict, s, be)
-	if err != nil {
-		return Config{}, err
-	}
-	cfg.ClipY, cfg.Clip, cfg.InitShare, cfg.InitShrink = o.ClipY, o.Clip.Value, o.InitShare, o.InitShrink
-	cfg.Noise = o.Noise.Value
+// clipX returns clip_x: the option, or sqrt(tr Λ) + 3·sqrt(C_u) for the
+// design on d1×d2 samples.
+func (o *strictOptions) clipX(design Design, d1, d2 int) float64 {
 	if o.ClipX != nil {
-		cfg.ClipX = *o.ClipX
-	} else {
-		tr := float64(s.D1 * s.D2)
-		if cfg.Design.Kind == "file" {
-			tr = 0
-			for i := 0; i < cfg.Design.Lambda.SymmetricDim(); i++ {
-				tr += cfg.Design.Lambda.At(i, i)
-			}
-		}
-		cfg.ClipX = math.Sqrt(tr) + 3*math.Sqrt(cfg.Design.Cu)
+		return *o.ClipX
 	}
-	return cfg, nil
+	tr := float64(d1 * d2)
+	if design.Kind == "file" {
+		tr = 0
+		for i := 0; i < design.Lambda.SymmetricDim(); i++ {
+			tr += design.Lambda.At(i, i)
+		}
+	}
+	return math.Sqrt(tr) + 3*math.Sqrt(design.Cu)
 }

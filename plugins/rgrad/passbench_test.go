@@ -12,12 +12,13 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 )
 
-// TestTimeTracePassesLocal times (median of 3 after a warm-up), per kind, the in-memory passes a
-// fit makes (designPass, parallel over GOMAXPROCS row blocks) and the
-// serial reference pass.Local, on the benchmark data of
+// TestTimeTracePassesLocal times (median of 3 after a warm-up), per kind,
+// the in-process passes a fit on a file makes (pass.Local, parallel over
+// GOMAXPROCS row blocks), on the benchmark data of
 // bench/results/rgrad-beam.md. It runs only with DPLR_PASS_BENCH_N set
 // (the sample count; d1 = d2 = 20, r = 2) and prints one PASSBENCH line
 // per timing; the Beam side is beam/stats TestTimeTracePassesBeam.
@@ -43,44 +44,24 @@ func TestTimeTracePassesLocal(t *testing.T) {
 		m[j] *= 0.9
 	}
 	const cx, cy, tau = 25.0, 3.0, 5.0
-	p := d1 * d2
-	dp := newDesignPass(g.Data.X, g.Data.Y, d1, d2)
-	out := make([]float64, p)
 	ref := pass.Local(g.Data)
 	ctx := context.Background()
-	arr := func(name string, rows, cols int, v []float64) data.Array {
-		return data.Array{Name: name, Rows: rows, Cols: cols, Data: v}
-	}
-	for _, tc := range []struct {
-		kind   string
-		design func()
-		req    data.PassRequest
-	}{
-		{pass.TraceMoment, func() { dp.moment(out) }, data.PassRequest{Kind: pass.TraceMoment}},
-		{pass.TraceClippedMoment, func() { dp.clippedMoment(out, cx, cy) },
-			data.PassRequest{Kind: pass.TraceClippedMoment, Params: map[string]float64{"cx": cx, "cy": cy}}},
-		{pass.TraceGradient, func() { dp.gradient(out, m) },
-			data.PassRequest{Kind: pass.TraceGradient, Inputs: []data.Array{arr("m", 1, p, m)}}},
-		{pass.TraceClippedGradient, func() { dp.clippedGradient(out, m, u, vt, r, tau) },
-			data.PassRequest{Kind: pass.TraceClippedGradient, Params: map[string]float64{"tau": tau, "rank": r},
-				Inputs: []data.Array{arr("m", 1, p, m), arr("u", d1, r, u), arr("vt", r, d2, vt)}}},
+	for _, req := range []data.PassRequest{
+		pass.TraceMomentRequest{}.Request(),
+		pass.TraceClippedMomentRequest{ClipX: cx, ClipY: cy}.Request(),
+		pass.TraceGradientRequest{M: m}.Request(),
+		pass.TraceClippedGradientRequest{Tau: tau, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
 	} {
-		tc.design() // warm up
-		_, err := ref.Pass(ctx, tc.req)
+		_, err := ref.Pass(ctx, req) // warm up
 		require.NoError(t, err)
-		var tds, trs []float64
+		var ts []float64
 		for range 3 {
 			t0 := time.Now()
-			tc.design()
-			tds = append(tds, time.Since(t0).Seconds())
-			t0 = time.Now()
-			_, err := ref.Pass(ctx, tc.req)
-			trs = append(trs, time.Since(t0).Seconds())
+			_, err := ref.Pass(ctx, req)
+			ts = append(ts, time.Since(t0).Seconds())
 			require.NoError(t, err)
 		}
-		td, tr := median3(tds), median3(trs)
-		fmt.Printf("PASSBENCH variant=design n=%d kind=%s seconds=%.6f\n", n, tc.kind, td)
-		fmt.Printf("PASSBENCH variant=reference n=%d kind=%s seconds=%.6f\n", n, tc.kind, tr)
+		fmt.Printf("PASSBENCH variant=local n=%d kind=%s seconds=%.6f\n", n, req.Kind, median3(ts))
 	}
 }
 

@@ -5,123 +5,89 @@ import (
 	"fmt"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// dataPass is the four passes over the samples every algorithm of this
-// package is written with: over the in-memory design (localPass, the
-// parallel designPass) or through aggregation passes over a data set held
-// elsewhere (remotePass, the kinds of engine/pass). Each returns means
-// (sums divided by n) exactly as designPass's methods document them.
-type dataPass interface {
-	// moment sets out = Σ_i y_i x_i / n.
-	moment(ctx context.Context, out []float64) error
-	// clippedMoment sets out = Σ_i clip(y_i, cy)·clip(x_i, cx) / n and
-	// returns the number of samples where some clip was active.
-	clippedMoment(ctx context.Context, out []float64, cx, cy float64) (int, error)
-	// gradient sets out = Σ_i res_i x_i / n at m and returns the loss
-	// Σ_i res_i² / (2n).
-	gradient(ctx context.Context, out, m []float64) (float64, error)
-	// clippedGradient sets out = Σ_i c_i res_i x_i / n with the per-sample
-	// projected terms clipped to τ at the tangent space (u, vt) and returns
-	// the loss and the number of clipped samples.
-	clippedGradient(ctx context.Context, out, m, u, vt []float64, r int, tau float64) (float64, int, error)
-}
+// passes are the four aggregation passes over the samples every algorithm
+// of this package is written with (the kinds of engine/pass, whose
+// per-sample terms are engine/kernel's trace kernels). A data set in a
+// file is served in process by pass.Local, parallel over row blocks; one
+// held elsewhere (shards) by the Passer the host hands the fit. Every
+// request and result is validated against its kind here too (as the host
+// does), so that a result breaking its kind's bounds is refused before any
+// noise is drawn from it, whatever Passer the run was given. Each method
+// returns means: the sum divided by n.
+type passes struct{ sh *data.Remote }
 
-// localPass runs the passes over the in-memory design.
-type localPass struct{ dp *designPass }
-
-func (l localPass) moment(_ context.Context, out []float64) error {
-	l.dp.moment(out)
-	return nil
-}
-
-func (l localPass) clippedMoment(_ context.Context, out []float64, cx, cy float64) (int, error) {
-	return l.dp.clippedMoment(out, cx, cy), nil
-}
-
-func (l localPass) gradient(_ context.Context, out, m []float64) (float64, error) {
-	return l.dp.gradient(out, m), nil
-}
-
-func (l localPass) clippedGradient(_ context.Context, out, m, u, vt []float64, r int, tau float64) (float64, int, error) {
-	loss, c := l.dp.clippedGradient(out, m, u, vt, r, tau)
-	return loss, c, nil
-}
-
-// remotePass runs the passes through the data set's Passer. It validates
-// every request and every result against the pass kind itself (as the
-// host does), so that a result breaking its kind's bounds is refused
-// before any noise is drawn from it, whatever Passer the run was given.
-type remotePass struct {
-	sh *data.Remote
-}
-
-// newDataPass returns the passes over d: remote when d is held elsewhere.
-func newDataPass(d *data.Dataset) dataPass {
+// newPasses returns the passes over d.
+func newPasses(d *data.Dataset) passes {
 	if d.Remote != nil {
-		return remotePass{sh: d.Remote}
+		return passes{sh: d.Remote}
 	}
-	return localPass{newDesignPass(d.X, d.Y, d.D1, d.D2)}
+	sh := *pass.ShapeOf(d)
+	sh.Passer = pass.Local(d)
+	return passes{sh: &sh}
 }
 
 // run validates req, runs it and checks the result; it returns the sum
 // divided by n in out and the result's scalars.
-func (rp remotePass) run(ctx context.Context, req data.PassRequest, out []float64) (map[string]float64, error) {
-	spec, err := pass.Validate(data.Trace, rp.sh, req)
+func (ps passes) run(ctx context.Context, req data.PassRequest, out []float64) (map[string]float64, error) {
+	spec, err := pass.Validate(data.Trace, ps.sh, req)
 	if err != nil {
 		return nil, fmt.Errorf("rgrad: %w", err)
 	}
-	res, err := rp.sh.Passer.Pass(ctx, req)
+	res, err := ps.sh.Passer.Pass(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("rgrad: pass %s: %w", req.Kind, err)
 	}
-	if err := pass.CheckResult(spec, rp.sh, req, res); err != nil {
+	if err := pass.CheckResult(spec, ps.sh, req, res); err != nil {
 		return nil, fmt.Errorf("rgrad: %w", err)
 	}
 	sum, _ := res.Output("sum")
-	n := float64(rp.sh.N)
+	n := float64(ps.sh.N)
 	for j, v := range sum.Data {
 		out[j] = v / n
 	}
 	return res.Scalars, nil
 }
 
-func row(name string, v []float64) data.Array {
-	return data.Array{Name: name, Rows: 1, Cols: len(v), Data: v}
-}
-
-func (rp remotePass) moment(ctx context.Context, out []float64) error {
-	_, err := rp.run(ctx, data.PassRequest{Kind: pass.TraceMoment}, out)
+// moment sets out = Σ_i y_i x_i / n.
+func (ps passes) moment(ctx context.Context, out []float64) error {
+	_, err := ps.run(ctx, pass.TraceMomentRequest{}.Request(), out)
 	return err
 }
 
-func (rp remotePass) clippedMoment(ctx context.Context, out []float64, cx, cy float64) (int, error) {
-	sc, err := rp.run(ctx, data.PassRequest{Kind: pass.TraceClippedMoment, Params: map[string]float64{"cx": cx, "cy": cy}}, out)
+// clippedMoment sets out = Σ_i clip(y_i, cy)·clip(x_i, cx) / n and returns
+// the number of samples where some clip was active.
+func (ps passes) clippedMoment(ctx context.Context, out []float64, cx, cy float64) (int, error) {
+	sc, err := ps.run(ctx, pass.TraceClippedMomentRequest{ClipX: cx, ClipY: cy}.Request(), out)
 	if err != nil {
 		return 0, err
 	}
 	return int(sc["clipped"]), nil
 }
 
-func (rp remotePass) gradient(ctx context.Context, out, m []float64) (float64, error) {
-	sc, err := rp.run(ctx, data.PassRequest{Kind: pass.TraceGradient, Inputs: []data.Array{row("m", m)}}, out)
+// gradient sets out = Σ_i res_i x_i / n at m and returns the loss
+// Σ_i res_i² / (2n).
+func (ps passes) gradient(ctx context.Context, out, m []float64) (float64, error) {
+	sc, err := ps.run(ctx, pass.TraceGradientRequest{M: m}.Request(), out)
 	if err != nil {
 		return 0, err
 	}
-	return sc["loss"] / (2 * float64(rp.sh.N)), nil
+	return sc["loss"] / (2 * float64(ps.sh.N)), nil
 }
 
-func (rp remotePass) clippedGradient(ctx context.Context, out, m, u, vt []float64, r int, tau float64) (float64, int, error) {
-	req := data.PassRequest{Kind: pass.TraceClippedGradient, Params: map[string]float64{"tau": tau, "rank": float64(r)},
-		Inputs: []data.Array{row("m", m),
-			{Name: "u", Rows: rp.sh.D1, Cols: r, Data: u}, {Name: "vt", Rows: r, Cols: rp.sh.D2, Data: vt}}}
-	sc, err := rp.run(ctx, req, out)
+// clippedGradient sets out = Σ_i w_i x_i / n with the per-sample projected
+// terms w_i·P_T(X_i) clipped to τ in the tangent space t and returns the
+// loss and the number of clipped samples.
+func (ps passes) clippedGradient(ctx context.Context, out, m []float64, t kernel.Tangent, tau float64) (float64, int, error) {
+	sc, err := ps.run(ctx, pass.TraceClippedGradientRequest{Tau: tau, M: m, Tangent: t}.Request(), out)
 	if err != nil {
 		return 0, 0, err
 	}
-	return sc["loss"] / (2 * float64(rp.sh.N)), int(sc["clipped"]), nil
+	return sc["loss"] / (2 * float64(ps.sh.N)), int(sc["clipped"]), nil
 }
 
 // Passes implements sdk.RemoteEstimator: the pass kinds a fit requests on

@@ -46,12 +46,11 @@ func relDiff(a, b []float64) float64 {
 // TestRemoteFitMatchesLocal: every estimator run on a data set it reaches
 // only through aggregation passes (pass.Local behind pass.RemoteOf, what
 // the Beam path hands it) declares exactly the privacy steps of the fit on
-// the rows — names, sensitivities, scales, ε, δ, ρ — and with the same seed
-// releases the same matrices, up to the summation order of the sums.
-// Measured on 11 CI data sets (n = 3000, 20×15, r = 2, T = 4): the
-// private releases are bit-identical unless the pre-noise rounding to the
-// noise grid (γ = σ·2⁻⁴⁰) of one coordinate flips, and then differ by
-// 1e-15 to 2.2e-13 relative; the non-private reference by 3e-16 to 3.4e-15.
+// the file — names, sensitivities, scales, ε, δ, ρ — and with the same
+// seed releases the same matrices. Both fits now read the samples through
+// the same in-process passes, so the releases are bit-identical (measured:
+// 0 for all four); the tolerance is that of a Passer summing in another
+// order (beam/stats TestRgradThroughBeam compares with the pipelines).
 // Scalars, series, notes and the guarantee are the same.
 func TestRemoteFitMatchesLocal(t *testing.T) {
 	g := genTrace(t, 31, nil)

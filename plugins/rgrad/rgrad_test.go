@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -430,11 +431,18 @@ func TestStrictEmpiricalSensitivity(t *testing.T) {
 	pt := randPoint(t, newRng(1), 20, 15, 2)
 	m := pt.Dense().RawMatrix().Data
 	const tau, eta, cx, cy = 3.0, 0.8, 18.0, 4.0
-	base := newDesignPass(d.X, d.Y, 20, 15)
-	g0 := make([]float64, p)
-	base.clippedGradient(g0, m, pt.U.RawMatrix().Data, mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, 2, tau)
-	l0 := make([]float64, p)
-	base.clippedMoment(l0, cx, cy)
+	ctx, tg := context.Background(), tangentOf(pt.U, pt.V)
+	// passesOf returns the fit's clipped gradient and clipped moment (means).
+	passesOf := func(x *mat.Dense, y []float64) (gr, mo []float64) {
+		ps := newPasses(&data.Dataset{Kind: data.Trace, X: x, Y: y, D1: 20, D2: 15})
+		gr, mo = make([]float64, p), make([]float64, p)
+		_, _, err := ps.clippedGradient(ctx, gr, m, tg, tau)
+		require.NoError(t, err)
+		_, err = ps.clippedMoment(ctx, mo, cx, cy)
+		require.NoError(t, err)
+		return gr, mo
+	}
+	g0, l0 := passesOf(d.X, d.Y)
 	rng := newRng(2)
 	worst, worstL := 0.0, 0.0
 	for trial := 0; trial < 30; trial++ {
@@ -446,16 +454,12 @@ func TestStrictEmpiricalSensitivity(t *testing.T) {
 			x.Set(i, j, scale*rng.NormFloat64())
 		}
 		y[i] = scale * 50 * rng.NormFloat64()
-		nb := newDesignPass(x, y, 20, 15)
-		g1 := make([]float64, p)
-		nb.clippedGradient(g1, m, pt.U.RawMatrix().Data, mat.DenseCopyOf(pt.V.T()).RawMatrix().Data, 2, tau)
+		g1, l1 := passesOf(x, y)
 		dg := mat.NewDense(20, 15, nil)
 		for j := range g1 {
 			dg.RawMatrix().Data[j] = eta * (g1[j] - g0[j])
 		}
 		worst = math.Max(worst, frob(TangentProject(pt.U, pt.V, dg)))
-		l1 := make([]float64, p)
-		nb.clippedMoment(l1, cx, cy)
 		var s float64
 		for j := range l1 {
 			s += (l1[j] - l0[j]) * (l1[j] - l0[j])
@@ -529,9 +533,8 @@ func TestPlugInsDominateLeaveOneOut(t *testing.T) {
 	p := d1 * d2
 	xf := fresh.Data.X.RawMatrix().Data
 	rng := newRng(3)
-	dp := newDesignPass(g.Data.X, g.Data.Y, d1, d2)
 	l := make([]float64, p)
-	dp.moment(l)
+	require.NoError(t, newPasses(g.Data).moment(context.Background(), l))
 	be := backendFor()
 	uh, _, vh, err := be.SVDTop(mat.NewDense(d1, d2, l), r)
 	require.NoError(t, err)
