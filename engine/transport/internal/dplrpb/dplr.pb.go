@@ -2673,7 +2673,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\tCatalogue\x12\x19.dplr.v1.CatalogueRequest\x1a\x1a.dplr.v1.CatalogueResponse\x126\n" +
 	"\x05Check\x12\x15.dplr.v1.CheckRequest\x1a\x16.dplr.v1.CheckResponse\x12/\n" +
 	"\x03Fit\x12\x13.dplr.v1.FitRequest\x1a\x11.dplr.v1.FitEvent0\x01\x125\n" +
-	"\tFitPasses\x12\x11.dplr.v1.FitInput\x1a\x11.dplr.v1.FitEvent(\x010\x01B*Z(github.com/dplr/dplr/engine/proto/dplrpbb\x06proto3"
+	"\tFitPasses\x12\x11.dplr.v1.FitInput\x1a\x11.dplr.v1.FitEvent(\x010\x01B7Z5github.com/dplr/dplr/engine/transport/internal/dplrpbb\x06proto3"
 
 var (
 	file_dplr_proto_rawDescOnce sync.Once
