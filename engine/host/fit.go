@@ -223,12 +223,7 @@ func (p *Plugin) handle(e transport.Event, grant privacy.Grant, out *FitOutcome,
 			ev.Step(st)
 		}
 	case transport.MatrixChunk:
-		if err := p.outputs.Admit(mats.byName, x); err != nil {
-			return fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
-		}
-		if err := mats.add(x); err != nil {
-			return fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
-		}
+		return p.takeChunk(mats, x)
 	case transport.Result:
 		if out.gotResult {
 			return fmt.Errorf("plugin %s: two results: %w", p.Name(), ErrPlugin)
@@ -236,6 +231,17 @@ func (p *Plugin) handle(e transport.Event, grant privacy.Grant, out *FitOutcome,
 		takeResult(out, x)
 	default:
 		return fmt.Errorf("plugin %s: unknown event %T: %w", p.Name(), x, ErrPlugin)
+	}
+	return nil
+}
+
+// takeChunk adds a chunk of a matrix output, within the output budget.
+func (p *Plugin) takeChunk(mats *matrixSet, c transport.MatrixChunk) error {
+	if err := p.outputs.Admit(mats.byName, c); err != nil {
+		return fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
+	}
+	if err := mats.add(c); err != nil {
+		return fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
 	}
 	return nil
 }

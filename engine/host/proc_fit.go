@@ -29,22 +29,28 @@ type fitEvents interface {
 // process. Concurrent fits each get their own process.
 func (p *Plugin) fitStream(ctx context.Context, c Call) (fitEvents, error) {
 	req := c.fitRequest()
-	open := func(rpc *transport.Client) (*transport.Stream, error) {
+	var paths []string
+	if c.Remote == nil {
+		paths = handlePaths(c.Data)
+	}
+	return p.stream(ctx, paths, func(rpc *transport.Client) (*transport.Stream, error) {
 		if c.Remote != nil {
 			return rpc.FitPasses(ctx, req)
 		}
 		return rpc.Fit(ctx, req)
-	}
+	})
+}
+
+// stream opens a stream with open, in a fresh process that may read paths
+// when the plugin is sandboxed (see fitStream), in the plugin's process
+// otherwise.
+func (p *Plugin) stream(ctx context.Context, paths []string, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
 	if !p.Sandboxed {
 		s, err := open(p.rpc)
 		if err != nil {
 			return nil, err
 		}
 		return &fitProcStream{Stream: s, p: p, pr: p.proc}, nil
-	}
-	var paths []string
-	if c.Remote == nil {
-		paths = handlePaths(c.Data)
 	}
 	pr, err := launch(ctx, p.Path, p.image.path, p.opt, paths)
 	if err != nil {

@@ -231,3 +231,25 @@ func (s *Stream) Reply(id uint64, res *data.PassResult, errText string) error {
 	}
 	return nil
 }
+
+// TransformRequest asks the estimator that fitted Model to map the rows of
+// Data through it, under the transform's own Options.
+type TransformRequest struct {
+	Model   sdk.Model
+	Options map[string]string
+	Data    dataio.Handle
+}
+
+// Transform starts a transform; its stream carries the output matrix.
+func (c *Client) Transform(ctx context.Context, req TransformRequest) (*Stream, error) {
+	m := req.Model
+	r := &dplrpb.TransformRequest{Estimator: m.Estimator, Params: m.Params, Scalars: m.Scalars, Options: req.Options, Data: handleToProto(req.Data)}
+	for _, o := range m.Outputs {
+		r.Outputs = append(r.Outputs, &dplrpb.ModelOutput{Name: o.Name, Rows: int64(o.Rows), Cols: int64(o.Cols), Path: o.File, Values: o.Value})
+	}
+	s, err := c.rpc.Transform(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{recv: s.Recv}, nil
+}

@@ -348,3 +348,37 @@ func openHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
 	}
 	return OpenHandle(handleFromProto(h))
 }
+
+// Transform implements dplrpb.EstimatorsServer: it maps the request's rows
+// through the model by the estimator's sdk.Transformer and sends the one
+// output matrix. No privacy step can be taken (there is no Run).
+func (s *Server) Transform(req *dplrpb.TransformRequest, stream dplrpb.Estimators_TransformServer) error {
+	est, ok := s.byName[req.GetEstimator()]
+	if !ok {
+		return status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
+	}
+	t, ok := est.(sdk.Transformer)
+	if !ok {
+		return status.Errorf(codes.InvalidArgument, "estimator %s has no transform", req.GetEstimator())
+	}
+	ds, closer, err := openHandle(req.GetData())
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "opening the rows: %v", err)
+	}
+	defer closer.Close()
+	if ds.X == nil {
+		return status.Errorf(codes.InvalidArgument, "a transform takes rows")
+	}
+	m := &sdk.Model{Estimator: req.GetEstimator(), Params: req.GetParams(), Scalars: req.GetScalars()}
+	for _, o := range req.GetOutputs() {
+		m.Outputs = append(m.Outputs, sdk.ModelOutput{Name: o.GetName(), Rows: int(o.GetRows()), Cols: int(o.GetCols()), File: o.GetPath(), Value: o.GetValues()})
+	}
+	y, err := t.Transform(stream.Context(), m, req.GetOptions(), ds.X)
+	if err != nil {
+		if sdk.IsBadRequest(err) {
+			return status.Errorf(codes.InvalidArgument, "%v", err)
+		}
+		return status.Errorf(codes.FailedPrecondition, "%v", err)
+	}
+	return sendMatrix(stream.Send, y)
+}
