@@ -23,12 +23,12 @@ endif
 all: build
 
 proto:
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I engine/proto \
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc -I engine/transport \
 	  --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
 	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
-	  --go_out=engine/proto/dplrpb --go_opt=paths=source_relative \
-	  --go-grpc_out=engine/proto/dplrpb --go-grpc_opt=paths=source_relative \
-	  engine/proto/dplr.proto
+	  --go_out=engine/transport/internal/dplrpb --go_opt=paths=source_relative \
+	  --go-grpc_out=engine/transport/internal/dplrpb --go-grpc_opt=paths=source_relative \
+	  engine/transport/dplr.proto
 
 GOFILES_CHECK = $(shell git ls-files '*.go' | grep -v '\.pb\.go$$')
 HAVE_OPENBLAS := $(shell test -e /usr/include/lapacke.h && (test -e /usr/lib/x86_64-linux-gnu/libopenblas.so || ls /usr/lib/*/libopenblas.so >/dev/null 2>&1) && echo yes)
@@ -59,7 +59,7 @@ endif
 proto-check:
 	@command -v protoc >/dev/null || { echo "proto-check: protoc missing: apt-get install protobuf-compiler"; exit 1; }
 	$(MAKE) proto
-	@git diff --exit-code -- engine/proto || { echo "proto-check: generated code is stale: run make proto and commit"; exit 1; }
+	@git diff --exit-code -- engine/transport/dplr.proto engine/transport/internal/dplrpb || { echo "proto-check: generated code is stale: run make proto and commit"; exit 1; }
 
 # race: the concurrent packages again under the race detector.
 race:

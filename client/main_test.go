@@ -32,7 +32,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(home)
 	pkgs := []string{"../examples/meanplugin/cmd/dplr-example", "../plugins/pca/cmd/dplr-pca",
-		"../plugins/rgrad/cmd/dplr-rgrad", "../plugins/fedrep/cmd/dplr-fedrep", "../engine/host/testdata/dplr-bad"}
+		"../plugins/rgrad/cmd/dplr-rgrad", "../plugins/fedrep/cmd/dplr-fedrep", "../engine/transport/testdata/dplr-bad"}
 	args := append([]string{"build", "-o", dir + "/"}, pkgs...)
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building plugins: %v\n%s", err, out)

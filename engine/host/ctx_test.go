@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/transport"
 )
 
 // deadlineCtx has a deadline whose timer has not fired: Err is nil. It is
@@ -27,7 +27,7 @@ func TestCtxErrAndWrap(t *testing.T) {
 	cancel()
 	past := deadlineCtx{context.Background(), time.Now().Add(-time.Hour)}
 	future := deadlineCtx{context.Background(), time.Now().Add(time.Hour)}
-	p := &Plugin{Catalogue: &dplrpb.CatalogueResponse{Plugin: "bad"}}
+	p := &Plugin{Catalogue: transport.Catalogue{Plugin: "bad"}}
 	rst := status.Error(codes.Canceled, "stream terminated by RST_STREAM with error code: CANCEL")
 
 	cases := []struct {

@@ -56,6 +56,12 @@
 // request the host refuses ends the fit (ErrPlugin); a pass its runner
 // fails ends it too (ErrPass). Either is settled by rule 6.
 //
+// Plugin.Transform maps new rows through a fitted model in the plugin of
+// the estimator that made it (sdk.Transformer), run as a fit is: it is
+// post-processing of released outputs, involves no ledger, and a plugin
+// that sends anything but one finite matrix fails.
+//
 // The package speaks SDK types (sdk.Info, privacy.Step, privacy.Guarantee,
-// sdk.Scalar, …); the wire forms stay in engine/transport.
+// sdk.Scalar, …) through transport.Client; the wire forms stay in
+// engine/transport.
 package host

@@ -9,13 +9,9 @@ import (
 	"reflect"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/transport"
 )
@@ -43,21 +39,8 @@ type Call struct {
 	ReplyTimeout time.Duration
 }
 
-func (c Call) fitRequest() *dplrpb.FitRequest {
-	h := transport.HandleToProto(c.Data)
-	if c.Remote != nil {
-		h = transport.RemoteHandleToProto(c.Data, c.Remote)
-	}
-	return &dplrpb.FitRequest{Estimator: c.Estimator, Params: c.Params, Grant: transport.GrantToProto(c.Grant),
-		Data: h, Seed: c.Seed}
-}
-
-// shape is the data set's public shape as the pre-flight check sees it.
-func (c Call) shape() *dplrpb.Shape {
-	if c.Remote != nil {
-		return transport.RemoteShapeOf(c.Data.Kind, c.Remote)
-	}
-	return transport.ShapeOf(c.Data)
+func (c Call) fitRequest() transport.FitRequest {
+	return transport.FitRequest{Estimator: c.Estimator, Params: c.Params, Grant: c.Grant, Data: c.Data, Remote: c.Remote, Seed: c.Seed}
 }
 
 // Events receives what a plugin reports while it fits. Every field may be
@@ -149,28 +132,23 @@ type CheckResult struct {
 // reserved. A declaration naming an unknown mechanism is a plugin error. A refusal wraps ErrRequest. ctx bounds
 // the call.
 func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
-	resp, err := p.rpc.Check(ctx, &dplrpb.CheckRequest{Estimator: c.Estimator, Params: c.Params,
-		Grant: transport.GrantToProto(c.Grant), Shape: c.shape()})
-	if status.Code(err) == codes.Unimplemented {
+	resp, err := p.rpc.Check(ctx, c.fitRequest())
+	if f, _ := transport.Classify(err); err != nil && f == transport.Unimplemented {
 		return CheckResult{}, nil
+	}
+	if errors.Is(err, transport.ErrMalformed) {
+		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: %w: %w", p.Name(), err, ErrPlugin)
 	}
 	if err != nil {
 		return CheckResult{}, p.wrap(ctx, "pre-flight check", err)
 	}
-	if resp.GetFootprintBytes() < 0 {
-		return CheckResult{}, fmt.Errorf("plugin %s: negative memory footprint %d: %w", p.Name(), resp.GetFootprintBytes(), ErrPlugin)
-	}
-	decl, err := transport.DeclarationFromProto(resp)
-	if err != nil {
-		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: malformed declaration of mechanisms: %w: %w", p.Name(), err, ErrPlugin)
-	}
-	chk := CheckResult{Supported: true, Footprint: resp.GetFootprintBytes(), Mechanisms: decl}
+	chk := CheckResult{Supported: true, Footprint: resp.Footprint, Mechanisms: resp.Mechanisms}
 	if c.Remote != nil {
-		if err := checkPasses(c.Data.Kind, resp.GetPasses()); err != nil {
+		if err := checkPasses(c.Data.Kind, resp.Passes); err != nil {
 			return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: %w: %w", p.Name(), err, ErrPlugin)
 		}
-		chk.Passes = resp.GetPasses()
-	} else if len(resp.GetPasses()) > 0 {
+		chk.Passes = resp.Passes
+	} else if len(resp.Passes) > 0 {
 		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: declares aggregation passes for a local data set: %w", p.Name(), ErrPlugin)
 	}
 	return chk, nil
@@ -190,7 +168,7 @@ func (p *Plugin) Fit(ctx context.Context, c Call, ev Events) (*FitOutcome, error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream (and the plugin's work) on an early return
 	out := &FitOutcome{}
-	stream, err := p.fitStream(ctx, c.fitRequest())
+	stream, err := p.fitStream(ctx, c)
 	if err != nil {
 		return out, p.wrap(ctx, "starting fit", err)
 	}
@@ -222,19 +200,18 @@ func (p *Plugin) Fit(ctx context.Context, c Call, ev Events) (*FitOutcome, error
 }
 
 // handle processes one event of a fit stream.
-func (p *Plugin) handle(e *dplrpb.FitEvent, grant privacy.Grant, out *FitOutcome, mats *matrixSet, ev Events) error {
-	switch x := e.GetEvent().(type) {
-	case *dplrpb.FitEvent_Progress:
+func (p *Plugin) handle(e transport.Event, grant privacy.Grant, out *FitOutcome, mats *matrixSet, ev Events) error {
+	switch x := e.(type) {
+	case sdk.Progress:
 		if ev.Progress != nil {
-			pr := x.Progress
-			ev.Progress(sdk.Progress{Stage: pr.GetStage(), Done: int(pr.GetDone()), Total: int(pr.GetTotal()), Message: pr.GetMessage()})
+			ev.Progress(x)
 		}
-	case *dplrpb.FitEvent_Log:
+	case transport.Log:
 		if ev.Log != nil {
-			ev.Log(x.Log)
+			ev.Log(string(x))
 		}
-	case *dplrpb.FitEvent_Step:
-		st := transport.StepFromProto(x.Step)
+	case privacy.Step:
+		st := x
 		out.Announced = append(out.Announced, st)
 		if err := privacy.VerifyStep(st); err != nil {
 			return fmt.Errorf("plugin %s announced an unverifiable privacy step: %w: %w", p.Name(), err, ErrPlugin)
@@ -245,48 +222,48 @@ func (p *Plugin) handle(e *dplrpb.FitEvent, grant privacy.Grant, out *FitOutcome
 		if ev.Step != nil {
 			ev.Step(st)
 		}
-	case *dplrpb.FitEvent_Matrix:
-		if err := p.outputs.Admit(mats.byName, x.Matrix); err != nil {
-			return fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
-		}
-		if err := mats.add(x.Matrix); err != nil {
-			return fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
-		}
-	case *dplrpb.FitEvent_Result:
+	case transport.MatrixChunk:
+		return p.takeChunk(mats, x)
+	case transport.Result:
 		if out.gotResult {
 			return fmt.Errorf("plugin %s: two results: %w", p.Name(), ErrPlugin)
 		}
-		takeResult(out, x.Result)
+		takeResult(out, x)
 	default:
 		return fmt.Errorf("plugin %s: unknown event %T: %w", p.Name(), x, ErrPlugin)
 	}
 	return nil
 }
 
-func takeResult(out *FitOutcome, r *dplrpb.FitResult) {
-	out.gotResult = true
-	out.Listed = transport.StepsFromProto(r.GetSteps())
-	out.Scalars = transport.ScalarsFromProto(r.GetScalars())
-	out.Series = transport.SeriesFromProto(r.GetSeries())
-	if r.GetGuarantee() != nil {
-		out.Guarantee = transport.GuaranteeFromProto(r.GetGuarantee())
+// takeChunk adds a chunk of a matrix output, within the output budget.
+func (p *Plugin) takeChunk(mats *matrixSet, c transport.MatrixChunk) error {
+	if err := p.outputs.Admit(mats.byName, c); err != nil {
+		return fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
 	}
-	out.Notes = r.GetNotes()
-	out.FitSeconds, out.LoadSeconds, out.MaxRSSKiB = r.GetFitSeconds(), r.GetLoadSeconds(), r.GetMaxRssKb()
+	if err := mats.add(c); err != nil {
+		return fmt.Errorf("plugin %s: malformed matrix output: %w: %w", p.Name(), err, ErrPlugin)
+	}
+	return nil
+}
+
+func takeResult(out *FitOutcome, r transport.Result) {
+	out.gotResult = true
+	out.Listed, out.Scalars, out.Series, out.Guarantee, out.Notes = r.Steps, r.Scalars, r.Series, r.Guarantee, r.Notes
+	out.FitSeconds, out.LoadSeconds, out.MaxRSSKiB = r.FitSeconds, r.LoadSeconds, r.MaxRSSKiB
 }
 
 func (p *Plugin) wrap(ctx context.Context, what string, err error) error {
 	if cerr := ctxErr(ctx); cerr != nil {
 		return fmt.Errorf("plugin %s: %s: %w", p.Name(), what, cerr)
 	}
-	st, _ := status.FromError(err)
-	switch st.Code() {
-	case codes.InvalidArgument:
+	f, msg := transport.Classify(err)
+	switch f {
+	case transport.Refused:
 		// The estimator refused the request itself (sdk.BadRequest).
-		return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, st.Message(), ErrRequest)
-	case codes.FailedPrecondition, codes.NotFound, codes.OutOfRange:
+		return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, msg, ErrRequest)
+	case transport.Failed:
 		// The plugin answered: the estimator failed the request.
-		return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, st.Message(), ErrEstimator)
+		return fmt.Errorf("plugin %s: %s: %s: %w", p.Name(), what, msg, ErrEstimator)
 	}
 	// Transport-level failure: give the process a moment to be reaped so
 	// the message can say it crashed.
@@ -294,9 +271,9 @@ func (p *Plugin) wrap(ctx context.Context, what string, err error) error {
 		time.Sleep(25 * time.Millisecond)
 	}
 	if p.Exited() {
-		return fmt.Errorf("plugin %s crashed during %s: %v: %w", p.Name(), what, st.Message(), ErrPlugin)
+		return fmt.Errorf("plugin %s crashed during %s: %v: %w", p.Name(), what, msg, ErrPlugin)
 	}
-	return fmt.Errorf("plugin %s: %s: %v: %w", p.Name(), what, st.Message(), ErrPlugin)
+	return fmt.Errorf("plugin %s: %s: %v: %w", p.Name(), what, msg, ErrPlugin)
 }
 
 // ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
@@ -333,25 +310,24 @@ type matrixSet struct {
 
 func newMatrixSet() *matrixSet { return &matrixSet{byName: map[string]*Matrix{}} }
 
-func (s *matrixSet) add(c *dplrpb.MatrixChunk) error {
-	if c.GetName() == "" || c.GetRows() <= 0 || c.GetCols() <= 0 || c.GetRows() > math.MaxInt32 || c.GetCols() > math.MaxInt32 {
-		return fmt.Errorf("matrix %q with shape %d×%d", c.GetName(), c.GetRows(), c.GetCols())
+func (s *matrixSet) add(c transport.MatrixChunk) error {
+	if c.Name == "" || c.Rows <= 0 || c.Cols <= 0 || c.Rows > math.MaxInt32 || c.Cols > math.MaxInt32 {
+		return fmt.Errorf("matrix %q with shape %d×%d", c.Name, c.Rows, c.Cols)
 	}
-	m, ok := s.byName[c.GetName()]
+	m, ok := s.byName[c.Name]
 	if !ok {
-		size := c.GetRows() * c.GetCols()
-		m = &Matrix{Name: c.GetName(), Rows: int(c.GetRows()), Cols: int(c.GetCols()), Release: sdk.Release(c.GetRelease()), Doc: c.GetDoc()}
-		m.Data = make([]float64, 0, size)
-		s.byName[c.GetName()] = m
-		s.order = append(s.order, c.GetName())
+		m = &Matrix{Name: c.Name, Rows: int(c.Rows), Cols: int(c.Cols), Release: c.Release, Doc: c.Doc}
+		m.Data = make([]float64, 0, c.Rows*c.Cols)
+		s.byName[c.Name] = m
+		s.order = append(s.order, c.Name)
 	}
-	if int64(m.Rows) != c.GetRows() || int64(m.Cols) != c.GetCols() {
-		return fmt.Errorf("matrix %q changed shape between chunks", c.GetName())
+	if int64(m.Rows) != c.Rows || int64(m.Cols) != c.Cols {
+		return fmt.Errorf("matrix %q changed shape between chunks", c.Name)
 	}
-	if c.GetOffset() != int64(len(m.Data)) || len(m.Data)+len(c.GetData()) > m.Rows*m.Cols {
-		return fmt.Errorf("matrix %q: chunk at offset %d out of order", c.GetName(), c.GetOffset())
+	if c.Offset != int64(len(m.Data)) || len(m.Data)+len(c.Data) > m.Rows*m.Cols {
+		return fmt.Errorf("matrix %q: chunk at offset %d out of order", c.Name, c.Offset)
 	}
-	m.Data = append(m.Data, c.GetData()...)
+	m.Data = append(m.Data, c.Data...)
 	return nil
 }
 

@@ -32,7 +32,7 @@ func buildPlugins(t testing.TB) string {
 			return
 		}
 		for _, b := range []struct{ out, pkg string }{
-			{"dplr-bad", "./testdata/dplr-bad"},
+			{"dplr-bad", "../transport/testdata/dplr-bad"},
 			{"dplr-remote", "./testdata/dplr-remote"},
 			{"dplr-example", "github.com/dplr/dplr/examples/meanplugin/cmd/dplr-example"},
 		} {

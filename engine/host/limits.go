@@ -3,7 +3,7 @@ package host
 import (
 	"fmt"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/transport"
 )
 
 // OutputBudget bounds the total size of one fit's output matrices: a
@@ -27,8 +27,8 @@ func (b OutputBudget) max() int64 {
 // values, refused when all declared matrices would exceed the bound.
 // Chunks of known matrices and malformed shapes are left to the chunk
 // checks.
-func (b OutputBudget) Admit(byName map[string]*Matrix, c *dplrpb.MatrixChunk) error {
-	if _, ok := byName[c.GetName()]; ok || c.GetRows() <= 0 || c.GetCols() <= 0 {
+func (b OutputBudget) Admit(byName map[string]*Matrix, c transport.MatrixChunk) error {
+	if _, ok := byName[c.Name]; ok || c.Rows <= 0 || c.Cols <= 0 {
 		return nil
 	}
 	limit := b.max() / 8
@@ -36,9 +36,9 @@ func (b OutputBudget) Admit(byName map[string]*Matrix, c *dplrpb.MatrixChunk) er
 	for _, m := range byName {
 		total += int64(m.Rows) * int64(m.Cols)
 	}
-	if c.GetRows() > limit || c.GetCols() > limit || c.GetRows()*c.GetCols() > limit-total {
+	if c.Rows > limit || c.Cols > limit || c.Rows*c.Cols > limit-total {
 		return fmt.Errorf("matrix %q (%d×%d) takes the outputs past the host's bound of %d bytes in all (%d values already declared)",
-			c.GetName(), c.GetRows(), c.GetCols(), b.max(), total)
+			c.Name, c.Rows, c.Cols, b.max(), total)
 	}
 	return nil
 }

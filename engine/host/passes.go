@@ -13,7 +13,6 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/pass"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/transport"
 )
@@ -57,66 +56,9 @@ func cleanText(s string) string {
 	return q[1 : len(q)-1]
 }
 
-// passStream is a FitPasses stream.
-type passStream interface {
-	Send(*dplrpb.FitInput) error
-	Recv() (*dplrpb.FitEvent, error)
-}
-
-// passStreamOf opens a FitPasses stream and sends it the fit request. A
-// sandboxed plugin runs the fit in a fresh process that may read no file
-// (the data set is remote), as fitStream does for a local one.
-func (p *Plugin) passStreamOf(ctx context.Context, req *dplrpb.FitRequest) (passStream, error) {
-	pr, own := p.proc, false
-	if p.Sandboxed {
-		var err error
-		if pr, err = launch(ctx, p.Path, p.image.path, p.opt, nil); err != nil {
-			return nil, fmt.Errorf("starting the fit's process: %w", err)
-		}
-		p.mu.Lock()
-		if p.fits == nil {
-			p.fits = map[*proc]bool{}
-		}
-		p.fits[pr] = true
-		p.fit = pr
-		p.mu.Unlock()
-		own = true
-	}
-	s, err := pr.rpc.FitPasses(ctx)
-	if err == nil {
-		err = s.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Request{Request: req}})
-	}
-	if err != nil {
-		if own {
-			p.noteFitError(pr)
-		}
-		return nil, err
-	}
-	return &passProcStream{Estimators_FitPassesClient: s, p: p, pr: pr, own: own}, nil
-}
-
-// passProcStream stops the fit's own process once its stream has ended,
-// as fitProcStream does.
-type passProcStream struct {
-	dplrpb.Estimators_FitPassesClient
-	p    *Plugin
-	pr   *proc
-	own  bool
-	once sync.Once
-}
-
-// Recv implements passStream.
-func (s *passProcStream) Recv() (*dplrpb.FitEvent, error) {
-	ev, err := s.Estimators_FitPassesClient.Recv()
-	if err == nil {
-		return ev, nil
-	}
-	return ev, s.p.streamEnded(s.pr, s.own, &s.once, err)
-}
-
 // received is one message (or the end) of a plugin's stream.
 type received struct {
-	ev  *dplrpb.FitEvent
+	ev  transport.Event
 	err error
 }
 
@@ -145,7 +87,7 @@ func (p *Plugin) fitPasses(ctx context.Context, c Call, ev Events) (*FitOutcome,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream, the plugin's work and any pass in flight
 	out := &FitOutcome{}
-	stream, err := p.passStreamOf(ctx, c.fitRequest())
+	stream, err := p.fitStream(ctx, c)
 	if err != nil {
 		return out, p.wrap(ctx, "starting fit", err)
 	}
@@ -154,7 +96,7 @@ func (p *Plugin) fitPasses(ctx context.Context, c Call, ev Events) (*FitOutcome,
 
 // runPasses is fitPasses over an open stream; cancel ends ctx (and the
 // stream).
-func (p *Plugin) runPasses(ctx context.Context, cancel context.CancelFunc, stream passStream, c Call, ev Events, out *FitOutcome) (*FitOutcome, error) {
+func (p *Plugin) runPasses(ctx context.Context, cancel context.CancelFunc, stream fitEvents, c Call, ev Events, out *FitOutcome) (*FitOutcome, error) {
 	events := make(chan received)
 	go func() {
 		for {
@@ -201,8 +143,8 @@ loop:
 			if m.err != nil {
 				return out, p.wrap(ctx, r.where(), m.err)
 			}
-			if pr, ok := m.ev.GetEvent().(*dplrpb.FitEvent_Pass); ok {
-				if err := r.take(ctx, pr.Pass, &wg); err != nil {
+			if part, ok := m.ev.(transport.PassPart); ok {
+				if err := r.take(ctx, part, &wg); err != nil {
 					return out, fmt.Errorf("plugin %s: %w", p.Name(), err)
 				}
 				continue
@@ -234,7 +176,7 @@ type passRun struct {
 	p      *Plugin
 	c      Call
 	ev     Events
-	stream passStream
+	stream fitEvents
 	out    *FitOutcome
 	max    int
 	// count is the number of passes requested so far; asm assembles the
@@ -258,7 +200,7 @@ const DefaultPassReplyTimeout = time.Minute
 // take handles one message of a pass request: the first is checked for a
 // declared kind, the cap and one pass at a time; the complete request is
 // validated against its kind and the public shape, then run.
-func (r *passRun) take(ctx context.Context, m *dplrpb.PassRequest, wg *sync.WaitGroup) error {
+func (r *passRun) take(ctx context.Context, m transport.PassPart, wg *sync.WaitGroup) error {
 	if r.asm == nil {
 		// A new request.
 		switch r.phase.Load() {
@@ -278,8 +220,8 @@ func (r *passRun) take(ctx context.Context, m *dplrpb.PassRequest, wg *sync.Wait
 		if r.count >= r.max {
 			return fmt.Errorf("requested more than %d aggregation passes in one fit: %w", r.max, ErrPlugin)
 		}
-		if !slices.Contains(r.c.Passes, m.GetKind()) {
-			return fmt.Errorf("requested pass kind %q, which its pre-flight check did not declare (declared: %v): %w", cleanText(m.GetKind()), r.c.Passes, ErrPlugin)
+		if !slices.Contains(r.c.Passes, m.Kind) {
+			return fmt.Errorf("requested pass kind %q, which its pre-flight check did not declare (declared: %v): %w", cleanText(m.Kind), r.c.Passes, ErrPlugin)
 		}
 		r.count++
 		r.asm = transport.NewPassRequestAssembler(uint64(r.count), transport.MaxPassValues(r.c.Remote))
@@ -324,7 +266,7 @@ func (r *passRun) run(ctx context.Context, id uint64, spec pass.Spec, req data.P
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		_ = r.reply(transport.PassReplyMessages(id, nil, "the host's pass runner failed"))
+		_ = r.stream.Reply(id, nil, "the host's pass runner failed")
 		return fmt.Errorf("pass %d (%s): %w: %w", id, req.Kind, err, ErrPass)
 	}
 	r.phase.Store(phaseReplying)
@@ -332,22 +274,13 @@ func (r *passRun) run(ctx context.Context, id uint64, spec pass.Spec, req data.P
 		r.replyLate.Store(true)
 		r.cancel()
 	})
-	err = r.reply(transport.PassReplyMessages(id, res, ""))
+	err = r.stream.Reply(id, res, "")
 	timer.Stop()
 	if r.replyLate.Load() {
 		return fmt.Errorf("the plugin did not read the reply to pass %d within %s: %w", id, r.replyTimeout, ErrPlugin)
 	}
 	if err != nil {
 		return fmt.Errorf("sending the result of pass %d to the plugin: %w", id, err)
-	}
-	return nil
-}
-
-func (r *passRun) reply(ms []*dplrpb.PassReply) error {
-	for _, m := range ms {
-		if err := r.stream.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Reply{Reply: m}}); err != nil {
-			return err
-		}
 	}
 	return nil
 }

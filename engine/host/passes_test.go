@@ -19,8 +19,8 @@ import (
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport"
 )
 
 // remoteRows is a small rows data set with rows above and below the clip.
@@ -313,15 +313,14 @@ type stuckStream struct {
 	sent atomic.Bool
 }
 
-func (s *stuckStream) Send(*dplrpb.FitInput) error {
+func (s *stuckStream) Reply(uint64, *data.PassResult, string) error {
 	<-s.ctx.Done()
 	return s.ctx.Err()
 }
 
-func (s *stuckStream) Recv() (*dplrpb.FitEvent, error) {
+func (s *stuckStream) Recv() (transport.Event, error) {
 	if !s.sent.Swap(true) {
-		return &dplrpb.FitEvent{Event: &dplrpb.FitEvent_Pass{Pass: &dplrpb.PassRequest{Id: 1, Kind: pass.RowsMoment,
-			Params: map[string]float64{"clip": 1}, Done: true}}}, nil
+		return transport.PassRequestMessages(1, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1}})[0], nil
 	}
 	<-s.ctx.Done()
 	return nil, s.ctx.Err()
@@ -333,7 +332,7 @@ func (s *stuckStream) Recv() (*dplrpb.FitEvent, error) {
 func TestRemoteFitReplyNeverRead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := &Plugin{Catalogue: &dplrpb.CatalogueResponse{Plugin: "stuck"}}
+	p := &Plugin{Catalogue: transport.Catalogue{Plugin: "stuck"}}
 	rm := remoteOf(remoteRows(), nil)
 	c := Call{Estimator: "x", Grant: zcdpGrant, Data: remoteHandle(rm), Remote: rm, Passes: []string{pass.RowsMoment}, ReplyTimeout: 50 * time.Millisecond}
 	out, err := p.runPasses(ctx, cancel, &stuckStream{ctx: ctx}, c, Events{}, &FitOutcome{})

@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/transport"
 )
@@ -78,7 +77,7 @@ func (o Options) ioLimits() ioLimits {
 // Plugin is a running plugin process.
 type Plugin struct {
 	Path       string
-	Catalogue  *dplrpb.CatalogueResponse
+	Catalogue  transport.Catalogue
 	Estimators []sdk.Info
 	// Sandboxed reports whether the plugin runs confined by Landlock.
 	Sandboxed bool
@@ -86,7 +85,7 @@ type Plugin struct {
 	opt     Options
 	image   *execImage
 	proc    *proc
-	rpc     dplrpb.EstimatorsClient
+	rpc     *transport.Client
 	outputs OutputBudget
 
 	mu   sync.Mutex
@@ -98,7 +97,7 @@ type Plugin struct {
 type proc struct {
 	client  *plugin.Client
 	run     *procRunner
-	rpc     dplrpb.EstimatorsClient
+	rpc     *transport.Client
 	release sync.Once // of the run directory
 }
 
@@ -126,7 +125,7 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 	}()
 	cctx, cancel := context.WithTimeout(ctx, opt.callTimeout())
 	defer cancel()
-	cat, err := pr.rpc.Catalogue(cctx, &dplrpb.CatalogueRequest{})
+	cat, err := pr.rpc.Catalogue(cctx)
 	if err != nil {
 		if ferr := pr.run.floodErr(); ferr != nil {
 			return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, ferr, ErrPlugin)
@@ -140,10 +139,7 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 		return nil, fmt.Errorf("plugin %s: malformed catalogue: %w: %w", path, err, ErrPlugin)
 	}
 	p = &Plugin{Path: path, Catalogue: cat, Sandboxed: pr.run.sandbox != nil, opt: opt, image: img, proc: pr, rpc: pr.rpc,
-		outputs: OutputBudget{MaxBytes: opt.MaxOutputBytes}}
-	for _, e := range cat.GetEstimators() {
-		p.Estimators = append(p.Estimators, transport.InfoFromProto(e))
-	}
+		Estimators: cat.Estimators, outputs: OutputBudget{MaxBytes: opt.MaxOutputBytes}}
 	return p, nil
 }
 
@@ -249,7 +245,7 @@ func clientConfig(name, execPath, base string, opt Options, sb *sandboxSpec, slo
 
 // connection is the outcome of connecting to a started plugin.
 type connection struct {
-	rpc dplrpb.EstimatorsClient
+	rpc *transport.Client
 	err error
 }
 
@@ -268,7 +264,7 @@ func connect(client *plugin.Client) <-chan connection {
 			resc <- connection{err: err}
 			return
 		}
-		est, ok := raw.(dplrpb.EstimatorsClient)
+		est, ok := raw.(*transport.Client)
 		if !ok {
 			resc <- connection{err: fmt.Errorf("unexpected client type %T", raw)}
 			return
@@ -399,34 +395,34 @@ func discardIfNil(w io.Writer) io.Writer {
 	return w
 }
 
-func checkCatalogue(c *dplrpb.CatalogueResponse) error {
-	if c.GetPlugin() == "" {
+func checkCatalogue(c transport.Catalogue) error {
+	if c.Plugin == "" {
 		return errors.New("no plugin name")
 	}
-	if c.GetProtocolVersion() != transport.ProtocolVersion {
-		return fmt.Errorf("protocol version %d, host speaks %d", c.GetProtocolVersion(), transport.ProtocolVersion)
+	if c.ProtocolVersion != transport.ProtocolVersion {
+		return fmt.Errorf("protocol version %d, host speaks %d", c.ProtocolVersion, transport.ProtocolVersion)
 	}
-	if len(c.GetEstimators()) == 0 {
+	if len(c.Estimators) == 0 {
 		return errors.New("no estimators")
 	}
 	seen := map[string]bool{}
-	for _, e := range c.GetEstimators() {
-		if e.GetName() == "" || seen[e.GetName()] {
-			return fmt.Errorf("estimator name %q empty or repeated", e.GetName())
+	for _, e := range c.Estimators {
+		if e.Name == "" || seen[e.Name] {
+			return fmt.Errorf("estimator name %q empty or repeated", e.Name)
 		}
-		seen[e.GetName()] = true
-		if err := sdk.CheckSpecs(transport.InfoFromProto(e).Params); err != nil {
-			return fmt.Errorf("estimator %s: %w", e.GetName(), err)
+		seen[e.Name] = true
+		if err := sdk.CheckSpecs(e.Params); err != nil {
+			return fmt.Errorf("estimator %s: %w", e.Name, err)
 		}
 	}
 	return nil
 }
 
 // Name is the plugin's name.
-func (p *Plugin) Name() string { return p.Catalogue.GetPlugin() }
+func (p *Plugin) Name() string { return p.Catalogue.Plugin }
 
 // Backend is the linear-algebra backend the plugin was built with.
-func (p *Plugin) Backend() string { return p.Catalogue.GetBackend() }
+func (p *Plugin) Backend() string { return p.Catalogue.Backend }
 
 // Estimator returns the catalogue entry of the named estimator.
 func (p *Plugin) Estimator(name string) (sdk.Info, bool) {

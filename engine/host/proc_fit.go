@@ -8,24 +8,51 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/transport"
 )
 
-// fitStream opens a fit's event stream. A sandboxed plugin runs each fit
-// in a fresh process of the same executable whose sandbox also lets it
-// read the data set's files (and no others): the process that answered
-// the catalogue was started before the data was known and can read no
-// data at all. Without a sandbox the fit runs in the plugin's process.
-// Concurrent fits each get their own process.
-func (p *Plugin) fitStream(ctx context.Context, req *dplrpb.FitRequest) (dplrpb.Estimators_FitClient, error) {
+// fitEvents is a fit's stream of events; a fit on remote data takes the
+// replies to the passes it requests.
+type fitEvents interface {
+	Recv() (transport.Event, error)
+	Reply(id uint64, res *data.PassResult, errText string) error
+}
+
+// fitStream opens the event stream of the fit c: over Fit, or over
+// FitPasses for remote data. A sandboxed plugin runs each fit in a fresh
+// process of the same executable whose sandbox also lets it read the
+// data set's files (and no others; none for remote data): the process
+// that answered the catalogue was started before the data was known and
+// can read no data at all. Without a sandbox the fit runs in the plugin's
+// process. Concurrent fits each get their own process.
+func (p *Plugin) fitStream(ctx context.Context, c Call) (fitEvents, error) {
+	req := c.fitRequest()
+	var paths []string
+	if c.Remote == nil {
+		paths = handlePaths(c.Data)
+	}
+	return p.stream(ctx, paths, func(rpc *transport.Client) (*transport.Stream, error) {
+		if c.Remote != nil {
+			return rpc.FitPasses(ctx, req)
+		}
+		return rpc.Fit(ctx, req)
+	})
+}
+
+// stream opens a stream with open, in a fresh process that may read paths
+// when the plugin is sandboxed (see fitStream), in the plugin's process
+// otherwise.
+func (p *Plugin) stream(ctx context.Context, paths []string, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
 	if !p.Sandboxed {
-		s, err := p.rpc.Fit(ctx, req)
+		s, err := open(p.rpc)
 		if err != nil {
 			return nil, err
 		}
-		return &fitProcStream{Estimators_FitClient: s, p: p, pr: p.proc}, nil
+		return &fitProcStream{Stream: s, p: p, pr: p.proc}, nil
 	}
-	pr, err := launch(ctx, p.Path, p.image.path, p.opt, handlePaths(req.GetData()))
+	pr, err := launch(ctx, p.Path, p.image.path, p.opt, paths)
 	if err != nil {
 		return nil, fmt.Errorf("starting the fit's process: %w", err)
 	}
@@ -36,12 +63,12 @@ func (p *Plugin) fitStream(ctx context.Context, req *dplrpb.FitRequest) (dplrpb.
 	p.fits[pr] = true
 	p.fit = pr
 	p.mu.Unlock()
-	s, err := pr.rpc.Fit(ctx, req)
+	s, err := open(pr.rpc)
 	if err != nil {
 		p.noteFitError(pr)
 		return nil, err
 	}
-	return &fitProcStream{Estimators_FitClient: s, p: p, pr: pr, own: true}, nil
+	return &fitProcStream{Stream: s, p: p, pr: pr, own: true}, nil
 }
 
 // fitErrorGrace is how long a fit's process is kept after its stream
@@ -72,49 +99,46 @@ func (p *Plugin) noteFitError(pr *proc) {
 // fitProcStream stops the fit's own process once its stream has ended:
 // at once after a normal end, fitErrorGrace after an error.
 type fitProcStream struct {
-	dplrpb.Estimators_FitClient
+	*transport.Stream
 	p    *Plugin
 	pr   *proc
 	own  bool // pr runs this fit only
 	once sync.Once
 }
 
-func (s *fitProcStream) Recv() (*dplrpb.FitEvent, error) {
-	ev, err := s.Estimators_FitClient.Recv()
+// Recv implements fitEvents. At the stream's end (err, io.EOF after a
+// normal end) a fit's own process is stopped, once; an error is reported
+// as a flood of the plugin's output when the process flooded it.
+func (s *fitProcStream) Recv() (transport.Event, error) {
+	ev, err := s.Stream.Recv()
 	if err == nil {
 		return ev, nil
 	}
-	return ev, s.p.streamEnded(s.pr, s.own, &s.once, err)
-}
-
-// streamEnded handles the end of a fit's stream (err, io.EOF after a
-// normal end): when the fit has its own process (own), that process is
-// stopped at once after a normal end and fitErrorGrace after an error,
-// once; an error is reported as a flood of the plugin's output when the
-// process flooded it.
-func (p *Plugin) streamEnded(pr *proc, own bool, once *sync.Once, err error) error {
-	if own {
-		once.Do(func() {
+	if s.own {
+		s.once.Do(func() {
 			if errors.Is(err, io.EOF) {
-				go p.endFit(pr)
+				go s.p.endFit(s.pr)
 			} else {
-				p.noteFitError(pr)
+				s.p.noteFitError(s.pr)
 			}
 		})
 	}
-	if ferr := pr.floodErr(); ferr != nil {
-		return fmt.Errorf("%w: %w", ferr, ErrPlugin)
+	if ferr := s.pr.floodErr(); ferr != nil {
+		return ev, fmt.Errorf("%w: %w", ferr, ErrPlugin)
 	}
-	return err
+	return ev, err
 }
 
 // handlePaths lists the files a data set handle refers to.
-func handlePaths(h *dplrpb.DatasetHandle) []string {
+func handlePaths(h dataio.Handle) []string {
+	refs := []*dataio.FileRef{&h.X, h.Y, h.UserStart, h.UserIDs, h.Labels}
+	if h.Stats != nil {
+		refs = append(refs, &h.Stats.Sum, &h.Stats.Moment)
+	}
 	var out []string
-	for _, r := range []*dplrpb.FileRef{h.GetX(), h.GetY(), h.GetUserStart(), h.GetUserIds(), h.GetLabels(),
-		h.GetStatistics().GetSum(), h.GetStatistics().GetMoment()} {
-		if r.GetPath() != "" {
-			out = append(out, r.GetPath())
+	for _, r := range refs {
+		if r != nil && r.Path != "" {
+			out = append(out, r.Path)
 		}
 	}
 	return out

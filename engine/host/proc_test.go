@@ -33,7 +33,7 @@ var (
 	hostileErr  error
 )
 
-// buildHostile compiles testdata/dplr-hostile once per test binary.
+// buildHostile compiles engine/transport/testdata/dplr-hostile once per test binary.
 func buildHostile(t *testing.T) string {
 	t.Helper()
 	hostileOnce.Do(func() {
@@ -43,7 +43,7 @@ func buildHostile(t *testing.T) string {
 			return
 		}
 		hostileBin = filepath.Join(dir, "dplr-hostile")
-		if out, err := exec.Command("go", "build", "-o", hostileBin, "./testdata/dplr-hostile").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", hostileBin, "../transport/testdata/dplr-hostile").CombinedOutput(); err != nil {
 			hostileErr = fmt.Errorf("%w: %s", err, out)
 		}
 	})
@@ -69,7 +69,7 @@ func within(t *testing.T, what string, f func()) {
 // versionField returns key's value in the hostile plugin's catalogue
 // version ("pid=1;home=;read=ok;child=2").
 func versionField(p *Plugin, key string) string {
-	for _, kv := range strings.Split(p.Catalogue.GetVersion(), ";") {
+	for _, kv := range strings.Split(p.Catalogue.Version, ";") {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
 			return v
 		}

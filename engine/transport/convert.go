@@ -8,12 +8,12 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
-// InfoToProto converts a catalogue entry to its wire form.
-func InfoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
+// infoToProto converts a catalogue entry to its wire form.
+func infoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
 	out := &dplrpb.EstimatorInfo{
 		Name: in.Name, Version: in.Version, Summary: in.Summary, Description: in.Description,
 		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References, NonPrivate: in.NonPrivate,
@@ -31,8 +31,8 @@ func InfoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
 	return out
 }
 
-// InfoFromProto converts a wire catalogue entry back (host side).
-func InfoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
+// infoFromProto converts a wire catalogue entry back (host side).
+func infoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
 	out := sdk.Info{
 		Name: in.GetName(), Version: in.GetVersion(), Summary: in.GetSummary(), Description: in.GetDescription(),
 		DataKind: data.Kind(in.GetDataKind()), Guarantee: in.GetGuarantee(), References: in.GetReferences(),
@@ -50,46 +50,46 @@ func InfoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
 	return out
 }
 
-// GrantToProto converts a grant to its wire form.
-func GrantToProto(g privacy.Grant) *dplrpb.Grant {
+// grantToProto converts a grant to its wire form.
+func grantToProto(g privacy.Grant) *dplrpb.Grant {
 	return &dplrpb.Grant{Kind: string(g.Kind), Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho}
 }
 
-// GrantFromProto converts a wire grant.
-func GrantFromProto(g *dplrpb.Grant) privacy.Grant {
+// grantFromProto converts a wire grant.
+func grantFromProto(g *dplrpb.Grant) privacy.Grant {
 	return privacy.Grant{Kind: privacy.GrantKind(g.GetKind()), Epsilon: g.GetEpsilon(), Delta: g.GetDelta(), Rho: g.GetRho()}
 }
 
-// StepToProto converts a privacy step to its wire form.
-func StepToProto(s privacy.Step) *dplrpb.Step {
+// stepToProto converts a privacy step to its wire form.
+func stepToProto(s privacy.Step) *dplrpb.Step {
 	return &dplrpb.Step{Name: s.Name, Mechanism: string(s.Mechanism), Calibration: s.Calibration,
 		Sensitivity: s.Sensitivity, Scale: s.Scale, Epsilon: s.Epsilon, Delta: s.Delta, Rho: s.Rho, Note: s.Note,
 		QuerySensitivity: s.QuerySensitivity, Dim: int64(s.Dim), Grid: s.Grid}
 }
 
-// StepFromProto converts a wire step.
-func StepFromProto(s *dplrpb.Step) privacy.Step {
+// stepFromProto converts a wire step.
+func stepFromProto(s *dplrpb.Step) privacy.Step {
 	return privacy.Step{Name: s.GetName(), Mechanism: privacy.Mechanism(s.GetMechanism()), Calibration: s.GetCalibration(),
 		Sensitivity: s.GetSensitivity(), Scale: s.GetScale(), Epsilon: s.GetEpsilon(), Delta: s.GetDelta(), Rho: s.GetRho(), Note: s.GetNote(),
 		QuerySensitivity: s.GetQuerySensitivity(), Dim: int(s.GetDim()), Grid: s.GetGrid()}
 }
 
-// GuaranteeToProto converts a guarantee to its wire form (with its text).
-func GuaranteeToProto(g privacy.Guarantee) *dplrpb.Guarantee {
+// guaranteeToProto converts a guarantee to its wire form (with its text).
+func guaranteeToProto(g privacy.Guarantee) *dplrpb.Guarantee {
 	return &dplrpb.Guarantee{Kind: string(g.Kind), Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model,
 		Beta: g.Beta, Assumptions: g.Assumptions, Neighbours: g.Neighbours, Seeded: g.Seeded, Text: g.String(),
 		Accounting: g.Accounting, Mu: g.Mu}
 }
 
-// GuaranteeFromProto converts a wire guarantee.
-func GuaranteeFromProto(g *dplrpb.Guarantee) privacy.Guarantee {
+// guaranteeFromProto converts a wire guarantee.
+func guaranteeFromProto(g *dplrpb.Guarantee) privacy.Guarantee {
 	return privacy.Guarantee{Kind: privacy.GuaranteeKind(g.GetKind()), Epsilon: g.GetEpsilon(), Delta: g.GetDelta(),
 		Rho: g.GetRho(), Model: g.GetModel(), Beta: g.GetBeta(), Assumptions: g.GetAssumptions(),
 		Neighbours: g.GetNeighbours(), Seeded: g.GetSeeded(), Accounting: g.GetAccounting(), Mu: g.GetMu()}
 }
 
-// HandleToProto converts a prepared data set handle to its wire form.
-func HandleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
+// handleToProto converts a prepared data set handle to its wire form.
+func handleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
 	return &dplrpb.DatasetHandle{
 		Version: int32(h.Version), Kind: string(h.Kind), Hash: h.Hash, Name: h.Name,
 		N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2),
@@ -99,8 +99,8 @@ func HandleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
 	}
 }
 
-// HandleFromProto converts a wire handle.
-func HandleFromProto(h *dplrpb.DatasetHandle) dataio.Handle {
+// handleFromProto converts a wire handle.
+func handleFromProto(h *dplrpb.DatasetHandle) dataio.Handle {
 	out := dataio.Handle{
 		Version: int(h.GetVersion()), Kind: data.Kind(h.GetKind()), Hash: h.GetHash(), Name: h.GetName(),
 		N: int(h.GetN()), P: int(h.GetP()), D1: int(h.GetD1()), D2: int(h.GetD2()),
@@ -128,9 +128,9 @@ func refFromProto(r *dplrpb.FileRef) *dataio.FileRef {
 	return &dataio.FileRef{Path: r.GetPath(), Offset: r.GetOffset(), DType: r.GetDtype(), Count: r.GetCount(), Size: r.GetSize(), ModTime: r.GetMtime()}
 }
 
-// ShapeOf is the public shape of a prepared data set: its kind and
+// shapeOf is the public shape of a prepared data set: its kind and
 // dimensions, never its content.
-func ShapeOf(h dataio.Handle) *dplrpb.Shape {
+func shapeOf(h dataio.Handle) *dplrpb.Shape {
 	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2), Statistics: h.Stats != nil}
 	if h.UserStart != nil && h.UserStart.Count > 0 {
 		s.Users = h.UserStart.Count - 1
@@ -138,29 +138,29 @@ func ShapeOf(h dataio.Handle) *dplrpb.Shape {
 	return s
 }
 
-// ShapeFromProto converts a wire shape to the SDK's.
-func ShapeFromProto(s *dplrpb.Shape) sdk.Shape {
+// shapeFromProto converts a wire shape to the SDK's.
+func shapeFromProto(s *dplrpb.Shape) sdk.Shape {
 	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers()),
 		Statistics: s.GetStatistics(), Remote: s.GetRemote()}
 }
 
-// RemoteHandleToProto is the wire handle of a data set held elsewhere:
+// remoteHandleToProto is the wire handle of a data set held elsewhere:
 // h's kind, hash (the source identity), name and shape, with r's shape as
 // its remote part and no file.
-func RemoteHandleToProto(h dataio.Handle, r *data.Remote) *dplrpb.DatasetHandle {
+func remoteHandleToProto(h dataio.Handle, r *data.Remote) *dplrpb.DatasetHandle {
 	return &dplrpb.DatasetHandle{
 		Version: int32(h.Version), Kind: string(h.Kind), Hash: h.Hash, Name: h.Name,
-		N: int64(r.N), P: int64(r.P), D1: int64(r.D1), D2: int64(r.D2), Remote: RemoteToProto(r),
+		N: int64(r.N), P: int64(r.P), D1: int64(r.D1), D2: int64(r.D2), Remote: remoteToProto(r),
 	}
 }
 
-// RemoteShapeOf is the public shape of a data set held elsewhere.
-func RemoteShapeOf(kind data.Kind, r *data.Remote) *dplrpb.Shape {
+// remoteShapeOf is the public shape of a data set held elsewhere.
+func remoteShapeOf(kind data.Kind, r *data.Remote) *dplrpb.Shape {
 	return &dplrpb.Shape{Kind: string(kind), N: int64(r.N), P: int64(r.P), D1: int64(r.D1), D2: int64(r.D2), Users: int64(r.Users), Remote: true}
 }
 
-// ScalarsFromProto converts a result's scalar outputs.
-func ScalarsFromProto(in []*dplrpb.Scalar) []sdk.Scalar {
+// scalarsFromProto converts a result's scalar outputs.
+func scalarsFromProto(in []*dplrpb.Scalar) []sdk.Scalar {
 	out := make([]sdk.Scalar, 0, len(in))
 	for _, s := range in {
 		out = append(out, sdk.Scalar{Name: s.GetName(), Value: s.GetValue(), Release: sdk.Release(s.GetRelease()), Doc: s.GetDoc()})
@@ -168,8 +168,8 @@ func ScalarsFromProto(in []*dplrpb.Scalar) []sdk.Scalar {
 	return out
 }
 
-// SeriesFromProto converts a result's series outputs.
-func SeriesFromProto(in []*dplrpb.Series) []sdk.Series {
+// seriesFromProto converts a result's series outputs.
+func seriesFromProto(in []*dplrpb.Series) []sdk.Series {
 	out := make([]sdk.Series, 0, len(in))
 	for _, s := range in {
 		out = append(out, sdk.Series{Name: s.GetName(), Values: s.GetValues(), Release: sdk.Release(s.GetRelease()), Doc: s.GetDoc()})
@@ -177,18 +177,18 @@ func SeriesFromProto(in []*dplrpb.Series) []sdk.Series {
 	return out
 }
 
-// StepsFromProto converts a list of wire steps.
-func StepsFromProto(in []*dplrpb.Step) []privacy.Step {
+// stepsFromProto converts a list of wire steps.
+func stepsFromProto(in []*dplrpb.Step) []privacy.Step {
 	out := make([]privacy.Step, 0, len(in))
 	for _, s := range in {
-		out = append(out, StepFromProto(s))
+		out = append(out, stepFromProto(s))
 	}
 	return out
 }
 
-// DeclarationToProto writes a pre-flight declaration of mechanisms into a
+// declarationToProto writes a pre-flight declaration of mechanisms into a
 // Check response.
-func DeclarationToProto(d sdk.Declaration, resp *dplrpb.CheckResponse) {
+func declarationToProto(d sdk.Declaration, resp *dplrpb.CheckResponse) {
 	resp.MechanismsDeclared = d.Declared
 	resp.Mechanisms = nil
 	for _, u := range d.Uses {
@@ -206,12 +206,12 @@ const (
 	purposeReplaceCtl = ' '
 )
 
-// DeclarationFromProto reads the declaration of a Check response,
+// declarationFromProto reads the declaration of a Check response,
 // normalised by sdk.NewDeclaration (an unknown mechanism name is an
 // error). A response without one is undeclared. Purposes are cleaned for
 // display: control characters become spaces and each is cut to
 // MaxPurposeRunes; more than MaxDeclaredUses uses is an error.
-func DeclarationFromProto(resp *dplrpb.CheckResponse) (sdk.Declaration, error) {
+func declarationFromProto(resp *dplrpb.CheckResponse) (sdk.Declaration, error) {
 	if !resp.GetMechanismsDeclared() {
 		if len(resp.GetMechanisms()) > 0 {
 			return sdk.Declaration{}, fmt.Errorf("lists %d mechanisms without declaring them (mechanisms_declared is false)", len(resp.GetMechanisms()))

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // A declaration survives the wire; a malformed or abusive one is refused
@@ -18,30 +18,30 @@ func TestDeclarationOverTheWire(t *testing.T) {
 	d, err := sdk.NewDeclaration([]sdk.MechanismUse{{Mechanism: privacy.MechGaussian, For: "moment"}, {Mechanism: privacy.MechExponential, For: "clip"}})
 	require.NoError(t, err)
 	resp := &dplrpb.CheckResponse{}
-	DeclarationToProto(d, resp)
-	back, err := DeclarationFromProto(resp)
+	declarationToProto(d, resp)
+	back, err := declarationFromProto(resp)
 	require.NoError(t, err)
 	assert.Equal(t, d, back)
 
-	undeclared, err := DeclarationFromProto(&dplrpb.CheckResponse{FootprintBytes: 1})
+	undeclared, err := declarationFromProto(&dplrpb.CheckResponse{FootprintBytes: 1})
 	require.NoError(t, err)
 	assert.False(t, undeclared.Declared)
 
 	use := func(m, p string) *dplrpb.CheckResponse_MechanismUse {
 		return &dplrpb.CheckResponse_MechanismUse{Mechanism: m, Purpose: p}
 	}
-	_, err = DeclarationFromProto(&dplrpb.CheckResponse{MechanismsDeclared: true, Mechanisms: []*dplrpb.CheckResponse_MechanismUse{use("quantum", "")}})
+	_, err = declarationFromProto(&dplrpb.CheckResponse{MechanismsDeclared: true, Mechanisms: []*dplrpb.CheckResponse_MechanismUse{use("quantum", "")}})
 	assert.ErrorContains(t, err, "unknown privacy mechanism")
-	_, err = DeclarationFromProto(&dplrpb.CheckResponse{Mechanisms: []*dplrpb.CheckResponse_MechanismUse{use("gaussian", "")}})
+	_, err = declarationFromProto(&dplrpb.CheckResponse{Mechanisms: []*dplrpb.CheckResponse_MechanismUse{use("gaussian", "")}})
 	assert.ErrorContains(t, err, "without declaring them")
 	many := make([]*dplrpb.CheckResponse_MechanismUse, MaxDeclaredUses+1)
 	for i := range many {
 		many[i] = use("gaussian", "x")
 	}
-	_, err = DeclarationFromProto(&dplrpb.CheckResponse{MechanismsDeclared: true, Mechanisms: many})
+	_, err = declarationFromProto(&dplrpb.CheckResponse{MechanismsDeclared: true, Mechanisms: many})
 	assert.ErrorContains(t, err, "more than")
 
-	got, err := DeclarationFromProto(&dplrpb.CheckResponse{MechanismsDeclared: true, Mechanisms: []*dplrpb.CheckResponse_MechanismUse{
+	got, err := declarationFromProto(&dplrpb.CheckResponse{MechanismsDeclared: true, Mechanisms: []*dplrpb.CheckResponse_MechanismUse{
 		use("laplace", "mean\x1b[2J\nrm -rf"+strings.Repeat("y", 500))}})
 	require.NoError(t, err)
 	p := got.Uses[0].For

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // MaxPassParams bounds the parameters of one pass request and the scalars
@@ -50,21 +50,21 @@ func splitArrays(arrays []data.Array) [][]*dplrpb.ArrayChunk {
 // PassRequestMessages splits the pass request req, numbered id, into the
 // messages that carry it (see dplr.proto's PassRequest): the first holds
 // the kind and parameters, the last has Done set.
-func PassRequestMessages(id uint64, req data.PassRequest) []*dplrpb.PassRequest {
+func PassRequestMessages(id uint64, req data.PassRequest) []PassPart {
 	groups := splitArrays(req.Inputs)
-	out := make([]*dplrpb.PassRequest, len(groups))
+	out := make([]PassPart, len(groups))
 	for i, g := range groups {
-		out[i] = &dplrpb.PassRequest{Id: id, Inputs: g}
+		out[i] = PassPart{ID: id, m: &dplrpb.PassRequest{Id: id, Inputs: g}}
 	}
-	out[0].Kind, out[0].Params = req.Kind, req.Params
-	out[len(out)-1].Done = true
+	out[0].Kind, out[0].m.Kind, out[0].m.Params = req.Kind, req.Kind, req.Params
+	out[len(out)-1].m.Done = true
 	return out
 }
 
-// PassReplyMessages splits the result of the pass numbered id (or, with
+// passReplyMessages splits the result of the pass numbered id (or, with
 // res nil, the error text errText) into the messages that carry it (see
 // dplr.proto's PassReply).
-func PassReplyMessages(id uint64, res *data.PassResult, errText string) []*dplrpb.PassReply {
+func passReplyMessages(id uint64, res *data.PassResult, errText string) []*dplrpb.PassReply {
 	if res == nil {
 		if errText == "" {
 			errText = "the pass returned no result"
@@ -171,7 +171,9 @@ func NewPassRequestAssembler(id uint64, maxValues int64) *PassRequestAssembler {
 // message arrived (nil before). Parameters travel in the first message
 // only; a message of another id, a parameter that is not finite or
 // chunks out of order are errors.
-func (r *PassRequestAssembler) Add(m *dplrpb.PassRequest) (*data.PassRequest, error) {
+func (r *PassRequestAssembler) Add(p PassPart) (*data.PassRequest, error) { return r.add(p.m) }
+
+func (r *PassRequestAssembler) add(m *dplrpb.PassRequest) (*data.PassRequest, error) {
 	if m.GetId() != r.id {
 		return nil, fmt.Errorf("pass request numbered %d, want %d", m.GetId(), r.id)
 	}
@@ -205,9 +207,9 @@ func (r *PassRequestAssembler) Add(m *dplrpb.PassRequest) (*data.PassRequest, er
 	return &r.req, nil
 }
 
-// PassReplyAssembler reassembles a pass reply split over messages (plugin
+// passReplyAssembler reassembles a pass reply split over messages (plugin
 // side).
-type PassReplyAssembler struct {
+type passReplyAssembler struct {
 	id      uint64
 	started bool
 	res     data.PassResult
@@ -215,16 +217,16 @@ type PassReplyAssembler struct {
 	arrays  arrayAssembler
 }
 
-// NewPassReplyAssembler returns an assembler for the reply to pass id
+// newPassReplyAssembler returns an assembler for the reply to pass id
 // whose outputs may hold at most maxValues values.
-func NewPassReplyAssembler(id uint64, maxValues int64) *PassReplyAssembler {
-	return &PassReplyAssembler{id: id, arrays: arrayAssembler{limit: maxValues}}
+func newPassReplyAssembler(id uint64, maxValues int64) *passReplyAssembler {
+	return &passReplyAssembler{id: id, arrays: arrayAssembler{limit: maxValues}}
 }
 
 // Add takes the next message; once the last arrived it returns the result
 // (done true), or the host's error text when the host refused or failed
 // the pass.
-func (r *PassReplyAssembler) Add(m *dplrpb.PassReply) (res *data.PassResult, errText string, done bool, err error) {
+func (r *passReplyAssembler) Add(m *dplrpb.PassReply) (res *data.PassResult, errText string, done bool, err error) {
 	if m.GetId() != r.id {
 		return nil, "", false, fmt.Errorf("reply to pass %d, want %d", m.GetId(), r.id)
 	}
@@ -253,16 +255,16 @@ func (r *PassReplyAssembler) Add(m *dplrpb.PassReply) (res *data.PassResult, err
 	return &r.res, "", true, nil
 }
 
-// RemoteToProto is the wire form of a remote data set's public shape.
-func RemoteToProto(r *data.Remote) *dplrpb.RemoteShape {
+// remoteToProto is the wire form of a remote data set's public shape.
+func remoteToProto(r *data.Remote) *dplrpb.RemoteShape {
 	if r == nil {
 		return nil
 	}
 	return &dplrpb.RemoteShape{N: int64(r.N), P: int64(r.P), D1: int64(r.D1), D2: int64(r.D2), Users: int64(r.Users)}
 }
 
-// RemoteFromProto converts a wire remote shape (its Passer is nil).
-func RemoteFromProto(r *dplrpb.RemoteShape) *data.Remote {
+// remoteFromProto converts a wire remote shape (its Passer is nil).
+func remoteFromProto(r *dplrpb.RemoteShape) *data.Remote {
 	if r == nil {
 		return nil
 	}

@@ -21,8 +21,8 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 func ramp(name string, rows, cols int) data.Array {
@@ -54,11 +54,11 @@ func TestPassMessagesRoundTrip(t *testing.T) {
 			var got *data.PassRequest
 			for i, m := range ms {
 				values := 0
-				for _, c := range m.GetInputs() {
+				for _, c := range m.m.GetInputs() {
 					values += len(c.GetData())
 				}
 				assert.LessOrEqual(t, values, MaxChunk)
-				assert.Less(t, proto.Size(m), 4<<20)
+				assert.Less(t, proto.Size(m.m), 4<<20)
 				r, err := asm.Add(m)
 				require.NoError(t, err)
 				if i < len(ms)-1 {
@@ -79,9 +79,9 @@ func TestPassMessagesRoundTrip(t *testing.T) {
 			}
 
 			res := &data.PassResult{Records: 9, Outputs: tc.arrays, Scalars: map[string]float64{"loss": 1.5}}
-			rasm := NewPassReplyAssembler(3, 1<<30)
+			rasm := newPassReplyAssembler(3, 1<<30)
 			var out *data.PassResult
-			for _, m := range PassReplyMessages(3, res, "") {
+			for _, m := range passReplyMessages(3, res, "") {
 				r, errText, done, err := rasm.Add(m)
 				require.NoError(t, err)
 				assert.Empty(t, errText)
@@ -95,7 +95,7 @@ func TestPassMessagesRoundTrip(t *testing.T) {
 			require.Len(t, out.Outputs, len(tc.arrays))
 		})
 	}
-	_, errText, done, err := NewPassReplyAssembler(1, 10).Add(PassReplyMessages(1, nil, "shard 3 is corrupt")[0])
+	_, errText, done, err := newPassReplyAssembler(1, 10).Add(passReplyMessages(1, nil, "shard 3 is corrupt")[0])
 	require.NoError(t, err)
 	assert.True(t, done)
 	assert.Equal(t, "shard 3 is corrupt", errText)
@@ -133,7 +133,7 @@ func TestPassRequestAssemblerRefuses(t *testing.T) {
 			asm := NewPassRequestAssembler(1, 100)
 			var err error
 			for _, m := range tc.ms {
-				if _, err = asm.Add(m); err != nil {
+				if _, err = asm.add(m); err != nil {
 					break
 				}
 			}
@@ -200,12 +200,12 @@ func TestServerFitPasses(t *testing.T) {
 	x := mat.NewDense(3, 2, []float64{3, 4, 0.3, 0.4, -1, 0})
 	ds := &data.Dataset{Kind: data.Rows, X: x}
 	rm := pass.ShapeOf(ds)
-	grant := GrantToProto(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1})
+	grant := grantToProto(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1})
 
-	resp, err := cl.Check(ctx, &dplrpb.CheckRequest{Estimator: "sum", Grant: grant, Shape: RemoteShapeOf(data.Rows, rm)})
+	resp, err := cl.Check(ctx, &dplrpb.CheckRequest{Estimator: "sum", Grant: grant, Shape: remoteShapeOf(data.Rows, rm)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{pass.RowsMoment}, resp.GetPasses())
-	_, err = cl.Check(ctx, &dplrpb.CheckRequest{Estimator: "sum", Params: map[string]string{"clip": "1000"}, Grant: grant, Shape: RemoteShapeOf(data.Rows, rm)})
+	_, err = cl.Check(ctx, &dplrpb.CheckRequest{Estimator: "sum", Params: map[string]string{"clip": "1000"}, Grant: grant, Shape: remoteShapeOf(data.Rows, rm)})
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))
 	assert.Contains(t, err.Error(), "needs the rows")
 	local, err := cl.Check(ctx, &dplrpb.CheckRequest{Estimator: "sum", Grant: grant, Shape: &dplrpb.Shape{Kind: "rows", N: 3, P: 2}})
@@ -214,7 +214,7 @@ func TestServerFitPasses(t *testing.T) {
 
 	st, err := cl.FitPasses(ctx)
 	require.NoError(t, err)
-	h := &dplrpb.DatasetHandle{Kind: "rows", Hash: "h", N: 3, P: 2, Remote: RemoteToProto(rm)}
+	h := &dplrpb.DatasetHandle{Kind: "rows", Hash: "h", N: 3, P: 2, Remote: remoteToProto(rm)}
 	require.NoError(t, st.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Request{Request: &dplrpb.FitRequest{Estimator: "sum", Grant: grant, Data: h}}}))
 	var sum []float64
 	passes := 0
@@ -227,11 +227,11 @@ func TestServerFitPasses(t *testing.T) {
 		switch e := ev.GetEvent().(type) {
 		case *dplrpb.FitEvent_Pass:
 			passes++
-			req, err := NewPassRequestAssembler(e.Pass.GetId(), 100).Add(e.Pass)
+			req, err := NewPassRequestAssembler(e.Pass.GetId(), 100).add(e.Pass)
 			require.NoError(t, err)
 			res, err := pass.Local(ds).Pass(ctx, *req)
 			require.NoError(t, err)
-			for _, m := range PassReplyMessages(e.Pass.GetId(), res, "") {
+			for _, m := range passReplyMessages(e.Pass.GetId(), res, "") {
 				require.NoError(t, st.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Reply{Reply: m}}))
 			}
 		case *dplrpb.FitEvent_Matrix:
@@ -252,7 +252,7 @@ func TestServerFitPasses(t *testing.T) {
 			break
 		}
 		if p := ev.GetPass(); p != nil {
-			require.NoError(t, st.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Reply{Reply: PassReplyMessages(p.GetId(), nil, "no")[0]}}))
+			require.NoError(t, st.Send(&dplrpb.FitInput{Input: &dplrpb.FitInput_Reply{Reply: passReplyMessages(p.GetId(), nil, "no")[0]}}))
 		}
 	}
 

@@ -21,8 +21,8 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // Serve runs the plugin server for ests and does not return. A plugin
@@ -99,7 +99,7 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 		ProtocolVersion: ProtocolVersion,
 	}
 	for _, info := range s.infos {
-		out.Estimators = append(out.Estimators, InfoToProto(wireInfo(info)))
+		out.Estimators = append(out.Estimators, infoToProto(wireInfo(info)))
 	}
 	return out, nil
 }
@@ -116,12 +116,12 @@ func (s *Server) Check(_ context.Context, req *dplrpb.CheckRequest) (*dplrpb.Che
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
 	}
-	pre, err := prepare(est, req.GetParams(), GrantFromProto(req.GetGrant()), ShapeFromProto(req.GetShape()))
+	pre, err := prepare(est, req.GetParams(), grantFromProto(req.GetGrant()), shapeFromProto(req.GetShape()))
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	resp := &dplrpb.CheckResponse{FootprintBytes: pre.footprint, Passes: pre.passes}
-	DeclarationToProto(pre.decl, resp)
+	declarationToProto(pre.decl, resp)
 	return resp, nil
 }
 
@@ -190,7 +190,7 @@ func (s *Server) Fit(req *dplrpb.FitRequest, stream dplrpb.Estimators_FitServer)
 		defer mu.Unlock()
 		return stream.Send(ev)
 	}
-	return s.fit(stream.Context(), est, req, send, func() (*data.Dataset, io.Closer, error) { return OpenHandle(req.GetData()) })
+	return s.fit(stream.Context(), est, req, send, func() (*data.Dataset, io.Closer, error) { return openHandle(req.GetData()) })
 }
 
 // fit runs est on the data set open returns and streams the fit's events
@@ -228,7 +228,7 @@ func (s *Server) fit(ctx context.Context, est sdk.Estimator, req *dplrpb.FitRequ
 			_ = send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Log{Log: fmt.Sprintf(format, args...)}})
 		},
 		OnStep: func(st privacy.Step) {
-			_ = send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Step{Step: StepToProto(st)}})
+			_ = send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Step{Step: stepToProto(st)}})
 		},
 	}
 	if req.Seed != nil {
@@ -236,7 +236,7 @@ func (s *Server) fit(ctx context.Context, est sdk.Estimator, req *dplrpb.FitRequ
 		opt.Seed = &seed
 	}
 	t1 := time.Now()
-	res, acct, err := sdk.RunLocal(ctx, est, ds, req.GetParams(), GrantFromProto(req.GetGrant()), opt)
+	res, acct, err := sdk.RunLocal(ctx, est, ds, req.GetParams(), grantFromProto(req.GetGrant()), opt)
 	fitSec := time.Since(t1).Seconds()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -261,11 +261,11 @@ func (s *Server) fit(ctx context.Context, est sdk.Estimator, req *dplrpb.FitRequ
 // them is ever labelled public.
 func finalResult(res *sdk.Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
 	final := &dplrpb.FitResult{
-		Guarantee: GuaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
+		Guarantee: guaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
 		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: sdk.MaxRSSKiB(),
 	}
 	for _, st := range acct.Steps() {
-		final.Steps = append(final.Steps, StepToProto(st))
+		final.Steps = append(final.Steps, stepToProto(st))
 	}
 	for _, sc := range res.Scalars {
 		final.Scalars = append(final.Scalars, &dplrpb.Scalar{Name: sc.Name, Value: sc.Value, Release: string(sc.Release), Doc: sc.Doc})
@@ -332,14 +332,53 @@ func sendMatrix(send func(*dplrpb.FitEvent) error, m sdk.Matrix) error {
 	return flush()
 }
 
-// OpenHandle opens the data set a host prepared: X memory-mapped read-only,
-// no copy. The Closer unmaps it.
-func OpenHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
+// OpenHandle opens the data set a host prepared, as a plugin does: X
+// memory-mapped read-only, no copy. The Closer unmaps it.
+func OpenHandle(h dataio.Handle) (*data.Dataset, io.Closer, error) {
+	if h.Stats != nil {
+		return openStats(h)
+	}
+	return dataio.Open(h)
+}
+
+// openHandle opens the data set of a request.
+func openHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
 	if h == nil {
 		return nil, nil, errors.New("request carries no data set")
 	}
-	if h.GetStatistics() != nil {
-		return openStats(HandleFromProto(h))
+	return OpenHandle(handleFromProto(h))
+}
+
+// Transform implements dplrpb.EstimatorsServer: it maps the request's rows
+// through the model by the estimator's sdk.Transformer and sends the one
+// output matrix. No privacy step can be taken (there is no Run).
+func (s *Server) Transform(req *dplrpb.TransformRequest, stream dplrpb.Estimators_TransformServer) error {
+	est, ok := s.byName[req.GetEstimator()]
+	if !ok {
+		return status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
 	}
-	return dataio.Open(HandleFromProto(h))
+	t, ok := est.(sdk.Transformer)
+	if !ok {
+		return status.Errorf(codes.InvalidArgument, "estimator %s has no transform", req.GetEstimator())
+	}
+	ds, closer, err := openHandle(req.GetData())
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "opening the rows: %v", err)
+	}
+	defer closer.Close()
+	if ds.X == nil {
+		return status.Errorf(codes.InvalidArgument, "a transform takes rows")
+	}
+	m := &sdk.Model{Estimator: req.GetEstimator(), Params: req.GetParams(), Scalars: req.GetScalars()}
+	for _, o := range req.GetOutputs() {
+		m.Outputs = append(m.Outputs, sdk.ModelOutput{Name: o.GetName(), Rows: int(o.GetRows()), Cols: int(o.GetCols()), File: o.GetPath(), Value: o.GetValues()})
+	}
+	y, err := t.Transform(stream.Context(), m, req.GetOptions(), ds.X)
+	if err != nil {
+		if sdk.IsBadRequest(err) {
+			return status.Errorf(codes.InvalidArgument, "%v", err)
+		}
+		return status.Errorf(codes.FailedPrecondition, "%v", err)
+	}
+	return sendMatrix(stream.Send, y)
 }

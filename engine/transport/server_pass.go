@@ -12,7 +12,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/pass"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // MaxPassValues bounds the values in the side inputs of one pass request
@@ -56,7 +56,7 @@ func (s *Server) FitPasses(stream dplrpb.Estimators_FitPassesServer) error {
 	}
 	h := req.GetData()
 	if h.GetRemote() == nil {
-		return s.fit(ctx, est, req, send, func() (*data.Dataset, io.Closer, error) { return OpenHandle(h) })
+		return s.fit(ctx, est, req, send, func() (*data.Dataset, io.Closer, error) { return openHandle(h) })
 	}
 	ps := newStreamPasser(send)
 	go ps.receive(ctx, stream)
@@ -72,7 +72,7 @@ func openRemote(h *dplrpb.DatasetHandle, p data.Passer) (*data.Dataset, error) {
 	if h.GetX() != nil || h.GetY() != nil || h.GetUserStart() != nil || h.GetUserIds() != nil || h.GetLabels() != nil || h.GetStatistics() != nil {
 		return nil, errors.New("remote handle also names files")
 	}
-	r := RemoteFromProto(h.GetRemote())
+	r := remoteFromProto(h.GetRemote())
 	if sp, ok := p.(*streamPasser); ok {
 		sh := *r
 		sp.sh = &sh
@@ -145,7 +145,7 @@ func (p *streamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.Pa
 	p.next++
 	id := p.next
 	for _, m := range PassRequestMessages(id, req) {
-		if err := p.send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Pass{Pass: m}}); err != nil {
+		if err := p.send(&dplrpb.FitEvent{Event: &dplrpb.FitEvent_Pass{Pass: m.m}}); err != nil {
 			return nil, fmt.Errorf("pass %s: sending the request: %w", req.Kind, err)
 		}
 	}
@@ -158,7 +158,7 @@ func (p *streamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.Pa
 			limit += int64(a.Rows) * int64(a.Cols)
 		}
 	}
-	asm := NewPassReplyAssembler(id, limit)
+	asm := newPassReplyAssembler(id, limit)
 	for {
 		var m *dplrpb.PassReply
 		select {

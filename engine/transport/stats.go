@@ -12,8 +12,8 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // MaxStatsP bounds the dimension of a statistics data set (its second

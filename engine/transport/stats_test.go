@@ -14,8 +14,8 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // statsEst is testEst with a from-statistics path that refuses clip 7.
@@ -46,11 +46,11 @@ func TestServerCheckStatistics(t *testing.T) {
 	require.NoError(t, err)
 	flags := map[string]bool{}
 	for _, e := range cat.GetEstimators() {
-		flags[e.GetName()] = InfoFromProto(e).Statistics
+		flags[e.GetName()] = infoFromProto(e).Statistics
 	}
 	assert.Equal(t, map[string]bool{"rows": false, "stats": true}, flags)
 
-	approx := GrantToProto(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6})
+	approx := grantToProto(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6})
 	shape := &dplrpb.Shape{Kind: "rows", N: 1e9, P: 100, Statistics: true}
 	check := func(est string, params map[string]string) (*dplrpb.CheckResponse, error) {
 		return srv.Check(context.Background(), &dplrpb.CheckRequest{Estimator: est, Params: params, Grant: approx, Shape: shape})
@@ -84,9 +84,9 @@ func TestOpenStatistics(t *testing.T) {
 	}
 	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, Hash: "00", N: 10, P: p,
 		Stats: &dataio.StatsRef{Clip: 2, Sum: write("sum.npy", sum), Moment: write("mom.npy", mom)}}
-	wire := HandleToProto(h)
+	wire := handleToProto(h)
 	require.NotNil(t, wire.GetStatistics())
-	ds, closer, err := OpenHandle(wire)
+	ds, closer, err := openHandle(wire)
 	require.NoError(t, err)
 	defer closer.Close()
 	require.NotNil(t, ds.Stats)
@@ -95,12 +95,12 @@ func TestOpenStatistics(t *testing.T) {
 	assert.Equal(t, 5.0, ds.Stats.Moment.At(1, 1))
 	assert.Equal(t, sdk.Shape{Kind: data.Rows, N: 10, P: p, Statistics: true}, sdk.ShapeOf(ds))
 
-	bad := HandleToProto(h)
+	bad := handleToProto(h)
 	bad.Statistics.Moment.Count = 4
-	_, _, err = OpenHandle(bad)
+	_, _, err = openHandle(bad)
 	require.Error(t, err)
-	bad = HandleToProto(h)
+	bad = handleToProto(h)
 	bad.P = MaxStatsP + 1
-	_, _, err = OpenHandle(bad)
+	_, _, err = openHandle(bad)
 	require.Error(t, err)
 }

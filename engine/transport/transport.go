@@ -1,9 +1,10 @@
 // Package transport holds what the dplr host and its plugins must agree on
-// to talk over HashiCorp go-plugin: the versioned handshake, the plugin
-// name, the gRPC glue that exposes the Estimators service, the plugin-side
-// server over SDK estimators (Serve, the one line of a plugin's main), and
-// every converter between the SDK's types and the generated protobuf ones.
-// No package above it (the host, the command line) sees generated code.
+// to talk over HashiCorp go-plugin: the protocol (dplr.proto, its
+// generated code in internal/dplrpb), the versioned handshake, the plugin
+// name, and both halves of the adapter: the plugin-side server over SDK
+// estimators (Serve, the one line of a plugin's main) and the host-side
+// Client. Both speak SDK types; the generated code is internal, so no
+// package above this one (the host, the command line) can see it.
 package transport
 
 import (
@@ -12,11 +13,11 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // ProtocolVersion is the plugin protocol version; it changes whenever
-// engine/proto/dplr.proto changes incompatibly.
+// engine/transport/dplr.proto changes incompatibly.
 const ProtocolVersion = 1
 
 // Handshake is the go-plugin handshake dplr hosts and plugins share. The
@@ -48,9 +49,9 @@ func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	return nil
 }
 
-// GRPCClient returns an Estimators client (host side).
+// GRPCClient returns a *Client (host side).
 func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
-	return dplrpb.NewEstimatorsClient(c), nil
+	return &Client{rpc: dplrpb.NewEstimatorsClient(c)}, nil
 }
 
 // PluginSet returns the go-plugin plugin set for a server (nil on the host).

@@ -14,8 +14,8 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/privacy"
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 // testOptions has a Check hook and a footprint of 8·p² bytes (a p×p
@@ -53,7 +53,7 @@ func newTestServer(t *testing.T) *Server {
 // Check hook on the public shape, the grant's form, and the footprint.
 func TestServerCheck(t *testing.T) {
 	srv := newTestServer(t)
-	approx := GrantToProto(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6})
+	approx := grantToProto(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6})
 	shape := &dplrpb.Shape{Kind: "rows", N: 100, P: 60000}
 	resp, err := srv.Check(context.Background(), &dplrpb.CheckRequest{Estimator: "t", Params: map[string]string{"rank": "2"}, Grant: approx, Shape: shape})
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestServerCheck(t *testing.T) {
 		{"wrong data kind", &dplrpb.CheckRequest{Estimator: "t", Params: map[string]string{"rank": "2"}, Grant: approx,
 			Shape: &dplrpb.Shape{Kind: "users", N: 10, P: 3}}, codes.InvalidArgument, "takes rows data"},
 		{"grant form", &dplrpb.CheckRequest{Estimator: "t", Params: map[string]string{"rank": "2"},
-			Grant: GrantToProto(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}), Shape: shape}, codes.InvalidArgument, "does not accept a zcdp budget"},
+			Grant: grantToProto(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}), Shape: shape}, codes.InvalidArgument, "does not accept a zcdp budget"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,44 +84,30 @@ func TestServerCheck(t *testing.T) {
 	}
 }
 
-// The catalogue a plugin server sends keeps the exclusive bounds in force
-// for a host that reads only inclusive ones.
-func TestServerCatalogueCarriesExclusiveBounds(t *testing.T) {
-	srv := newTestServer(t)
-	cat, err := srv.Catalogue(context.Background(), nil)
-	require.NoError(t, err)
-	host := InfoFromProto(cat.GetEstimators()[0])
-	require.NoError(t, sdk.CheckSpecs(host.Params))
-	_, err = sdk.ValidateParams(host.Params, map[string]string{"rank": "2", "clip": "0"})
-	assert.ErrorContains(t, err, "below its minimum")
-	_, err = sdk.ValidateParams(host.Params, map[string]string{"rank": "2", "clip": "1e-300"})
-	assert.NoError(t, err)
-}
-
 // The converters lose nothing between the SDK's types and the wire.
 func TestConvertersRoundTrip(t *testing.T) {
 	st := privacy.Step{Name: "s", Mechanism: privacy.MechGaussian, Calibration: "zcdp", Sensitivity: 1.5, Scale: 2, Epsilon: 0.5,
 		Delta: 1e-7, Rho: 0.3, Note: "n", QuerySensitivity: 1.4, Dim: 7, Grid: 0x1p-40}
-	assert.Equal(t, st, StepFromProto(StepToProto(st)))
-	assert.Equal(t, []privacy.Step{st, st}, StepsFromProto([]*dplrpb.Step{StepToProto(st), StepToProto(st)}))
+	assert.Equal(t, st, stepFromProto(stepToProto(st)))
+	assert.Equal(t, []privacy.Step{st, st}, stepsFromProto([]*dplrpb.Step{stepToProto(st), stepToProto(st)}))
 	g := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
-	assert.Equal(t, g, GrantFromProto(GrantToProto(g)))
+	assert.Equal(t, g, grantFromProto(grantToProto(g)))
 	gu := privacy.Guarantee{Kind: privacy.Approx, Epsilon: 0.9, Delta: 1e-6, Rho: 0.02, Model: "m", Beta: 0.01,
 		Assumptions: []string{"a"}, Neighbours: "one row replaced", Seeded: true, Accounting: "gdp", Mu: 0.2}
-	assert.Equal(t, gu, GuaranteeFromProto(GuaranteeToProto(gu)))
+	assert.Equal(t, gu, guaranteeFromProto(guaranteeToProto(gu)))
 	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Users, Hash: "ab", Name: "n", N: 10, P: 2,
 		X:         dataio.FileRef{Path: "x", DType: dataio.DTypeFloat64, Count: 20, Size: 160},
 		UserStart: &dataio.FileRef{Path: "s", DType: dataio.DTypeInt64, Count: 4, Size: 32},
 		UserIDs:   &dataio.FileRef{Path: "u", DType: dataio.DTypeInt64, Count: 3, Size: 24}}
-	assert.Equal(t, h, HandleFromProto(HandleToProto(h)))
-	assert.Equal(t, sdk.Shape{Kind: data.Users, N: 10, P: 2, Users: 3}, ShapeFromProto(ShapeOf(h)))
+	assert.Equal(t, h, handleFromProto(handleToProto(h)))
+	assert.Equal(t, sdk.Shape{Kind: data.Users, N: 10, P: 2, Users: 3}, shapeFromProto(shapeOf(h)))
 	info := sdk.Info{Name: "e", Version: "1", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, NonPrivate: true,
 		Params: []sdk.ParamSpec{{Name: "k", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Doc: "d"}}}
-	assert.Equal(t, info, InfoFromProto(InfoToProto(info)))
+	assert.Equal(t, info, infoFromProto(infoToProto(info)))
 	sc := []sdk.Scalar{{Name: "a", Value: 1, Release: sdk.Public, Doc: "d"}}
-	assert.Equal(t, sc, ScalarsFromProto([]*dplrpb.Scalar{{Name: "a", Value: 1, Release: "public", Doc: "d"}}))
+	assert.Equal(t, sc, scalarsFromProto([]*dplrpb.Scalar{{Name: "a", Value: 1, Release: "public", Doc: "d"}}))
 	se := []sdk.Series{{Name: "a", Values: []float64{1, 2}, Release: sdk.Evaluation}}
-	assert.Equal(t, se, SeriesFromProto([]*dplrpb.Series{{Name: "a", Values: []float64{1, 2}, Release: "evaluation"}}))
+	assert.Equal(t, se, seriesFromProto([]*dplrpb.Series{{Name: "a", Values: []float64{1, 2}, Release: "evaluation"}}))
 }
 
 // A budget no step can be calibrated to, met before any step, is a

@@ -50,7 +50,7 @@ Clipping bounds every user's contribution whatever its data, so the guarantee is
 the average moves by at most 2ψ/n per round (2ψ_init/n for the start). Rounds compose adaptively
 (exact Gaussian composition by default, or zCDP); the start and the rounds share one budget (init_share). Only U is published; each user's
 head v_i, fitted on its own rows, is returned as a per-user output (predict new rows of a user
-with plugins/fedrep/predict or dplr transform). The algorithm boxes, sensitivities and the
+with dplr transform, the plugin's own transform). The algorithm boxes, sensitivities and the
 neighbour relation are in the plugin's DERIVATIONS.md (§2–§4).
 
 Defaults that need no tuning (DERIVATIONS.md §12): when clip / init_clip are not given they are

@@ -229,7 +229,7 @@ func (r *remoteUsers) altminStats(ctx context.Context, u []float64, users []int3
 }
 
 // headsRefusal is the refusal of per-user heads on the remote path.
-const headsRefusal = "output_v=true: the per-user heads v_i are not gathered through the host on the remote path (each user fits its own head from the released U, e.g. with plugins/fedrep/predict); set output_v=false to release U alone (DERIVATIONS.md §14)"
+const headsRefusal = "output_v=true: the per-user heads v_i are not gathered through the host on the remote path (each user fits its own head from the released U, e.g. with dplr transform); set output_v=false to release U alone (DERIVATIONS.md §14)"
 
 // remotePasses returns the pass kinds a FedRep-type fit with configuration
 // c requests, or refuses, from the options alone, what the remote path

@@ -85,7 +85,7 @@ func statsOf(t *testing.T, glob string, clip float64) (dataio.Handle, *data.Data
 	require.Equal(t, 0, run([]string{"stats", "--data", glob, "--clip", formatClip(clip), "--out", out}))
 	h, err := host.LoadStatistics(out, t.TempDir())
 	require.NoError(t, err)
-	ds, closer, err := transport.OpenHandle(transport.HandleToProto(h))
+	ds, closer, err := transport.OpenHandle(h)
 	require.NoError(t, err)
 	t.Cleanup(func() { closer.Close() })
 	return h, ds
@@ -411,7 +411,7 @@ func statsArgs(t *testing.T, args ...string) (dataio.Handle, *data.Dataset) {
 	require.Equal(t, 0, run(append([]string{"stats", "--out", out}, args...)))
 	h, err := host.LoadStatistics(out, t.TempDir())
 	require.NoError(t, err)
-	ds, closer, err := transport.OpenHandle(transport.HandleToProto(h))
+	ds, closer, err := transport.OpenHandle(h)
 	require.NoError(t, err)
 	t.Cleanup(func() { closer.Close() })
 	return h, ds

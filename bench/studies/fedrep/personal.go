@@ -17,7 +17,6 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/fedrep"
-	"github.com/dplr/dplr/plugins/fedrep/predict"
 )
 
 // PersonalTask is the personalized Fashion-MNIST task of issue 18: every
@@ -164,18 +163,18 @@ func (t PersonalTask) heldOut(ds *data.Dataset, u int) (*mat.Dense, []float64) {
 }
 
 // Accuracy scores a released U and the per-user heads V on every user's
-// held-out rows through predict.Predict (sign of ⟨x, U v_user⟩, each user
+// held-out rows through fedrep.Predict (sign of ⟨x, U v_user⟩, each user
 // reading only its own head) and returns the mean over users of the
 // per-user accuracy.
 func (t PersonalTask) Accuracy(ds *data.Dataset, u, v, ids *mat.Dense) (float64, error) {
 	var tot float64
 	for i := 0; i < ds.NumUsers(); i++ {
-		head, err := predict.HeadOf(v, ids, ds.UserIDs[i])
+		head, err := fedrep.HeadOf(v, ids, ds.UserIDs[i])
 		if err != nil {
 			return 0, err
 		}
 		xs, ys := t.heldOut(ds, i)
-		pred, err := predict.Predict(u, head, xs, true)
+		pred, err := fedrep.Predict(u, head, xs, true)
 		if err != nil {
 			return 0, err
 		}
@@ -279,7 +278,7 @@ func (t PersonalTask) FitPersonal(ctx context.Context, ds *data.Dataset, est sdk
 // RandomRepAccuracy is the "random representation, local heads" reference:
 // a data-independent random orthonormal U (d×k, Q of a Gaussian matrix) and
 // every user's least-squares head on its Train rows, scored through
-// predict.Predict.
+// fedrep.Predict.
 func (t PersonalTask) RandomRepAccuracy(ds *data.Dataset, k int, seed uint64) (float64, error) {
 	d := ds.P()
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -302,7 +301,7 @@ func (t PersonalTask) RandomRepAccuracy(ds *data.Dataset, k int, seed uint64) (f
 			return 0, fmt.Errorf("random representation: user %d: %w", i, err)
 		}
 		xs, ys := t.heldOut(ds, i)
-		pred, err := predict.Predict(u, head.RawVector().Data, xs, true)
+		pred, err := fedrep.Predict(u, head.RawVector().Data, xs, true)
 		if err != nil {
 			return 0, err
 		}

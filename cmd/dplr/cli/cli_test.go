@@ -35,7 +35,7 @@ func plugins(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		for _, pkg := range []string{"github.com/dplr/dplr/examples/meanplugin/cmd/dplr-example", "github.com/dplr/dplr/engine/host/testdata/dplr-bad", "./testdata/dplr-leaky", "github.com/dplr/dplr/engine/host/testdata/dplr-remote"} {
+		for _, pkg := range []string{"github.com/dplr/dplr/examples/meanplugin/cmd/dplr-example", "github.com/dplr/dplr/engine/transport/testdata/dplr-bad", "./testdata/dplr-leaky", "github.com/dplr/dplr/engine/host/testdata/dplr-remote"} {
 			out, err := exec.Command("go", "build", "-o", plugDir+"/", pkg).CombinedOutput()
 			if err != nil {
 				buildErr = err

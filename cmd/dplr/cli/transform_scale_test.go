@@ -19,6 +19,7 @@ import (
 // each column by its scale before subtracting the mean and projecting:
 // ((4, 0, 0)/(2, 1, 1) − (1, 2, 3))·e₁ = 1.
 func TestTransformFeatureScale(t *testing.T) {
+	plug := transformPlugins(t)
 	dir := t.TempDir()
 	t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
 	model := filepath.Join(dir, "run")
@@ -37,7 +38,7 @@ func TestTransformFeatureScale(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, []byte("4,0,0\n10,5,5\n"), 0o644))
 	out := filepath.Join(dir, "y.csv")
 	var so, se bytes.Buffer
-	require.Equal(t, ExitOK, Main([]string{"transform", "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
+	require.Equal(t, ExitOK, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
 	got, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, "1\n4\n", string(got))
@@ -48,6 +49,7 @@ func TestTransformFeatureScale(t *testing.T) {
 // 3))·e₁ = 1 again, the scales coming from the model's data section.
 // Giving other scales to transform is refused.
 func TestTransformColumnScales(t *testing.T) {
+	plug := transformPlugins(t)
 	dir := t.TempDir()
 	t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
 	model := filepath.Join(dir, "run")
@@ -65,7 +67,7 @@ func TestTransformColumnScales(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, []byte("4,0,0\n10,5,5\n"), 0o644))
 	out := filepath.Join(dir, "y.csv")
 	var so, se bytes.Buffer
-	require.Equal(t, ExitOK, Main([]string{"transform", "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
+	require.Equal(t, ExitOK, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
 	got, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, "1\n4\n", string(got))
@@ -73,7 +75,7 @@ func TestTransformColumnScales(t *testing.T) {
 	other := filepath.Join(dir, "s.csv")
 	require.NoError(t, os.WriteFile(other, []byte("1,1,1\n"), 0o644))
 	se.Reset()
-	assert.Equal(t, ExitUsage, Main([]string{"transform", "--model", model, "--data", in, "--column-scales", other, "--out", out}, &so, &se))
+	assert.Equal(t, ExitUsage, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--column-scales", other, "--out", out}, &so, &se))
 	assert.Contains(t, se.String(), "differ from the scales the model was fitted with")
 }
 
@@ -129,6 +131,7 @@ func TestFitColumnScales(t *testing.T) {
 // uses them for that model (its user opted in with --non-private), never
 // the evaluation outputs of a private run.
 func TestTransformNonPrivateReference(t *testing.T) {
+	plug := transformPlugins(t)
 	for _, tc := range []struct {
 		guarantee string
 		code      int
@@ -148,7 +151,7 @@ func TestTransformNonPrivateReference(t *testing.T) {
 			require.NoError(t, os.WriteFile(in, []byte("4,7\n"), 0o644))
 			out := filepath.Join(dir, "y.csv")
 			var so, se bytes.Buffer
-			require.Equal(t, tc.code, Main([]string{"transform", "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
+			require.Equal(t, tc.code, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", out}, &so, &se), se.String())
 			if tc.code == ExitOK {
 				got, err := os.ReadFile(out)
 				require.NoError(t, err)
@@ -163,6 +166,7 @@ func TestTransformNonPrivateReference(t *testing.T) {
 // transform never overwrites its model or its input, and refuses model
 // files that are not regular files (a FIFO used to hang it).
 func TestTransformProtectsModelAndInputs(t *testing.T) {
+	plug := transformPlugins(t)
 	dir := t.TempDir()
 	t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
 	model := filepath.Join(dir, "run")
@@ -186,7 +190,7 @@ func TestTransformProtectsModelAndInputs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var so, se bytes.Buffer
-			assert.Equal(t, ExitUsage, Main([]string{"transform", "--model", model, "--data", in, "--out", tc.out}, &so, &se))
+			assert.Equal(t, ExitUsage, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", tc.out}, &so, &se))
 			assert.Contains(t, se.String(), tc.want)
 		})
 	}
@@ -201,7 +205,7 @@ func TestTransformProtectsModelAndInputs(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(model, "U.npy")))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(model, "U.npy"), 0o644))
 	var so, se bytes.Buffer
-	assert.Equal(t, ExitData, Main([]string{"transform", "--model", model, "--data", in, "--out", filepath.Join(dir, "y.csv")}, &so, &se))
+	assert.Equal(t, ExitData, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", filepath.Join(dir, "y.csv")}, &so, &se))
 	assert.Contains(t, se.String(), "not a regular file")
 }
 

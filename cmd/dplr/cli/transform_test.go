@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +15,29 @@ import (
 
 	"github.com/dplr/dplr/engine/dataio"
 )
+
+var (
+	transformOnce sync.Once
+	transformDir  string
+	transformErr  error
+)
+
+// transformPlugins builds, once, the plugins whose transforms these tests
+// run (pca, fedrep) and returns their directory.
+func transformPlugins(t *testing.T) string {
+	t.Helper()
+	transformOnce.Do(func() {
+		if transformDir, transformErr = os.MkdirTemp("", "dplr-transform-test"); transformErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", transformDir+"/", "../../../plugins/pca/cmd/dplr-pca", "../../../plugins/fedrep/cmd/dplr-fedrep").CombinedOutput()
+		if err != nil {
+			transformErr = fmt.Errorf("%w: %s", err, out)
+		}
+	})
+	require.NoError(t, transformErr)
+	return transformDir
+}
 
 // writeModel writes a minimal fit output directory: result.json naming U
 // (file) and mean (inline), as dplr fit does.
@@ -29,10 +55,11 @@ func writeModel(t *testing.T, dir, estimator string, withMean bool) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644))
 }
 
-// transform projects rows on U after subtracting the released mean, needs
-// no budget or ledger, and refuses a model without a transform or data of
-// the wrong width.
+// transform projects rows on U after subtracting the released mean, in the
+// pca plugin, needs no budget or ledger, and refuses a model without a
+// transform or data of the wrong width.
 func TestTransform(t *testing.T) {
+	plug := transformPlugins(t)
 	dir := t.TempDir()
 	t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
 	model := filepath.Join(dir, "run")
@@ -42,7 +69,7 @@ func TestTransform(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, []byte("4,0,0\n1,5,5\n"), 0o644))
 	out := filepath.Join(dir, "y.csv")
 	var so, se bytes.Buffer
-	code := Main([]string{"transform", "--model", model, "--data", in, "--out", out}, &so, &se)
+	code := Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", out}, &so, &se)
 	require.Equal(t, ExitOK, code, se.String())
 	got, err := os.ReadFile(out)
 	require.NoError(t, err)
@@ -52,7 +79,7 @@ func TestTransform(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "nothing recorded")
 
 	outNpy := filepath.Join(dir, "y.npy")
-	require.Equal(t, ExitOK, Main([]string{"transform", "--model", model, "--data", in, "--out", outNpy}, &so, &se), se.String())
+	require.Equal(t, ExitOK, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", outNpy}, &so, &se), se.String())
 	ds, err := dataio.Load(outNpy, dataio.LoadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []float64{3, 0}, []float64{ds.X.At(0, 0), ds.X.At(1, 0)})
@@ -60,10 +87,10 @@ func TestTransform(t *testing.T) {
 	other := filepath.Join(dir, "other")
 	require.NoError(t, os.MkdirAll(other, 0o755))
 	writeModel(t, other, "rgrad-dp", false)
-	assert.Equal(t, ExitUsage, Main([]string{"transform", "--model", other, "--data", in, "--out", out}, &so, &se))
+	assert.Equal(t, ExitUsage, Main([]string{"transform", "--plugin-dir", plug, "--model", other, "--data", in, "--out", out}, &so, &se))
 
 	wide := filepath.Join(dir, "w.csv")
 	require.NoError(t, os.WriteFile(wide, []byte("1,2\n3,4\n"), 0o644))
-	assert.Equal(t, ExitData, Main([]string{"transform", "--model", model, "--data", wide, "--out", out}, &so, &se))
-	assert.Equal(t, ExitUsage, Main([]string{"transform", "--model", model, "--data", in, "--out", filepath.Join(dir, "y.txt")}, &so, &se))
+	assert.Equal(t, ExitData, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", wide, "--out", out}, &so, &se))
+	assert.Equal(t, ExitUsage, Main([]string{"transform", "--plugin-dir", plug, "--model", model, "--data", in, "--out", filepath.Join(dir, "y.txt")}, &so, &se))
 }

@@ -37,6 +37,7 @@ const (
 	Estimators_Check_FullMethodName     = "/dplr.v1.Estimators/Check"
 	Estimators_Fit_FullMethodName       = "/dplr.v1.Estimators/Fit"
 	Estimators_FitPasses_FullMethodName = "/dplr.v1.Estimators/FitPasses"
+	Estimators_Transform_FullMethodName = "/dplr.v1.Estimators/Transform"
 )
 
 // EstimatorsClient is the client API for Estimators service.
@@ -82,6 +83,14 @@ type EstimatorsClient interface {
 	// of Fit. The plugin applies no deadline of its own while it waits for a
 	// reply: a pass over a large data set may take long.
 	FitPasses(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[FitInput, FitEvent], error)
+	// Transform maps new rows through a fitted model: post-processing of
+	// the model's released public outputs and the caller's own rows, which
+	// spends no budget. The stream carries the one output matrix in chunks
+	// (its doc says in a line what it is) and nothing else: a plugin that
+	// announces a privacy step fails the call. InvalidArgument when the
+	// estimator has no transform or refuses the model, options or rows;
+	// Unimplemented from plugins built before this call.
+	Transform(ctx context.Context, in *TransformRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FitEvent], error)
 }
 
 type estimatorsClient struct {
@@ -144,6 +153,25 @@ func (c *estimatorsClient) FitPasses(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Estimators_FitPassesClient = grpc.BidiStreamingClient[FitInput, FitEvent]
 
+func (c *estimatorsClient) Transform(ctx context.Context, in *TransformRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FitEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Estimators_ServiceDesc.Streams[2], Estimators_Transform_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TransformRequest, FitEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Estimators_TransformClient = grpc.ServerStreamingClient[FitEvent]
+
 // EstimatorsServer is the server API for Estimators service.
 // All implementations must embed UnimplementedEstimatorsServer
 // for forward compatibility.
@@ -187,6 +215,14 @@ type EstimatorsServer interface {
 	// of Fit. The plugin applies no deadline of its own while it waits for a
 	// reply: a pass over a large data set may take long.
 	FitPasses(grpc.BidiStreamingServer[FitInput, FitEvent]) error
+	// Transform maps new rows through a fitted model: post-processing of
+	// the model's released public outputs and the caller's own rows, which
+	// spends no budget. The stream carries the one output matrix in chunks
+	// (its doc says in a line what it is) and nothing else: a plugin that
+	// announces a privacy step fails the call. InvalidArgument when the
+	// estimator has no transform or refuses the model, options or rows;
+	// Unimplemented from plugins built before this call.
+	Transform(*TransformRequest, grpc.ServerStreamingServer[FitEvent]) error
 	mustEmbedUnimplementedEstimatorsServer()
 }
 
@@ -208,6 +244,9 @@ func (UnimplementedEstimatorsServer) Fit(*FitRequest, grpc.ServerStreamingServer
 }
 func (UnimplementedEstimatorsServer) FitPasses(grpc.BidiStreamingServer[FitInput, FitEvent]) error {
 	return status.Error(codes.Unimplemented, "method FitPasses not implemented")
+}
+func (UnimplementedEstimatorsServer) Transform(*TransformRequest, grpc.ServerStreamingServer[FitEvent]) error {
+	return status.Error(codes.Unimplemented, "method Transform not implemented")
 }
 func (UnimplementedEstimatorsServer) mustEmbedUnimplementedEstimatorsServer() {}
 func (UnimplementedEstimatorsServer) testEmbeddedByValue()                    {}
@@ -284,6 +323,17 @@ func _Estimators_FitPasses_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Estimators_FitPassesServer = grpc.BidiStreamingServer[FitInput, FitEvent]
 
+func _Estimators_Transform_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TransformRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(EstimatorsServer).Transform(m, &grpc.GenericServerStream[TransformRequest, FitEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Estimators_TransformServer = grpc.ServerStreamingServer[FitEvent]
+
 // Estimators_ServiceDesc is the grpc.ServiceDesc for Estimators service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -311,6 +361,11 @@ var Estimators_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _Estimators_FitPasses_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "Transform",
+			Handler:       _Estimators_Transform_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "dplr.proto",

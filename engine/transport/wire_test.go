@@ -1,4 +1,4 @@
-package sdk_test
+package transport
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/engine/transport"
 )
 
 type wireOptions struct {
@@ -33,11 +32,11 @@ func (wireEst) Fit(context.Context, *sdk.Run) (*sdk.Result, error) { return &sdk
 // parameter whose doc names the replacement: the plugin refuses it), and
 // carries the SDK's allow_large_delta.
 func TestCatalogueOnTheWire(t *testing.T) {
-	srv, err := transport.NewServer("p", "0", wireEst{})
+	srv, err := NewServer("p", "0", wireEst{})
 	require.NoError(t, err)
 	cat, err := srv.Catalogue(context.Background(), nil)
 	require.NoError(t, err)
-	host := transport.InfoFromProto(cat.GetEstimators()[0])
+	host := infoFromProto(cat.GetEstimators()[0])
 	require.NoError(t, sdk.CheckSpecs(host.Params))
 	_, err = sdk.ValidateParams(host.Params, map[string]string{"rank": "2", "clip": "0"})
 	assert.ErrorContains(t, err, "below its minimum")

@@ -17,8 +17,8 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/transport"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 type server struct {

@@ -2381,6 +2381,170 @@ func (x *PassReply) GetDone() bool {
 	return false
 }
 
+// ModelOutput is one released public matrix of a fitted model: in a .npy
+// file the fit wrote (path), or inline (values, row-major).
+type ModelOutput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Rows          int64                  `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          int64                  `protobuf:"varint,3,opt,name=cols,proto3" json:"cols,omitempty"`
+	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	Values        []float64              `protobuf:"fixed64,5,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelOutput) Reset() {
+	*x = ModelOutput{}
+	mi := &file_dplr_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelOutput) ProtoMessage() {}
+
+func (x *ModelOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
+func (*ModelOutput) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ModelOutput) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModelOutput) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *ModelOutput) GetCols() int64 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+func (x *ModelOutput) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ModelOutput) GetValues() []float64 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// TransformRequest asks an estimator to map new rows through a model it
+// fitted.
+type TransformRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Estimator     string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`                                                                         // the estimator that made the model
+	Params        map[string]string      `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`     // the fit's parameters, as recorded
+	Outputs       []*ModelOutput         `protobuf:"bytes,3,rep,name=outputs,proto3" json:"outputs,omitempty"`                                                                             // the model's released public matrices
+	Scalars       map[string]float64     `protobuf:"bytes,4,rep,name=scalars,proto3" json:"scalars,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"` // its released public scalars
+	Options       map[string]string      `protobuf:"bytes,5,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`   // the transform's own options (a user id, say)
+	Data          *DatasetHandle         `protobuf:"bytes,6,opt,name=data,proto3" json:"data,omitempty"`                                                                                   // the new rows
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransformRequest) Reset() {
+	*x = TransformRequest{}
+	mi := &file_dplr_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransformRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransformRequest) ProtoMessage() {}
+
+func (x *TransformRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransformRequest.ProtoReflect.Descriptor instead.
+func (*TransformRequest) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *TransformRequest) GetEstimator() string {
+	if x != nil {
+		return x.Estimator
+	}
+	return ""
+}
+
+func (x *TransformRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+func (x *TransformRequest) GetOutputs() []*ModelOutput {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *TransformRequest) GetScalars() map[string]float64 {
+	if x != nil {
+		return x.Scalars
+	}
+	return nil
+}
+
+func (x *TransformRequest) GetOptions() map[string]string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *TransformRequest) GetData() *DatasetHandle {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 // MechanismUse is one mechanism a fit will use, and what for.
 type CheckResponse_MechanismUse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2392,7 +2556,7 @@ type CheckResponse_MechanismUse struct {
 
 func (x *CheckResponse_MechanismUse) Reset() {
 	*x = CheckResponse_MechanismUse{}
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2404,7 +2568,7 @@ func (x *CheckResponse_MechanismUse) String() string {
 func (*CheckResponse_MechanismUse) ProtoMessage() {}
 
 func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,13 +2831,36 @@ const file_dplr_proto_rawDesc = "" +
 	"\x04done\x18\x06 \x01(\bR\x04done\x1a:\n" +
 	"\fScalarsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x012\xf0\x01\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"u\n" +
+	"\vModelOutput\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x12\n" +
+	"\x04cols\x18\x03 \x01(\x03R\x04cols\x12\x12\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\x12\x16\n" +
+	"\x06values\x18\x05 \x03(\x01R\x06values\"\x82\x04\n" +
+	"\x10TransformRequest\x12\x1c\n" +
+	"\testimator\x18\x01 \x01(\tR\testimator\x12=\n" +
+	"\x06params\x18\x02 \x03(\v2%.dplr.v1.TransformRequest.ParamsEntryR\x06params\x12.\n" +
+	"\aoutputs\x18\x03 \x03(\v2\x14.dplr.v1.ModelOutputR\aoutputs\x12@\n" +
+	"\ascalars\x18\x04 \x03(\v2&.dplr.v1.TransformRequest.ScalarsEntryR\ascalars\x12@\n" +
+	"\aoptions\x18\x05 \x03(\v2&.dplr.v1.TransformRequest.OptionsEntryR\aoptions\x12*\n" +
+	"\x04data\x18\x06 \x01(\v2\x16.dplr.v1.DatasetHandleR\x04data\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fScalarsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a:\n" +
+	"\fOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xad\x02\n" +
 	"\n" +
 	"Estimators\x12B\n" +
 	"\tCatalogue\x12\x19.dplr.v1.CatalogueRequest\x1a\x1a.dplr.v1.CatalogueResponse\x126\n" +
 	"\x05Check\x12\x15.dplr.v1.CheckRequest\x1a\x16.dplr.v1.CheckResponse\x12/\n" +
 	"\x03Fit\x12\x13.dplr.v1.FitRequest\x1a\x11.dplr.v1.FitEvent0\x01\x125\n" +
-	"\tFitPasses\x12\x11.dplr.v1.FitInput\x1a\x11.dplr.v1.FitEvent(\x010\x01B*Z(github.com/dplr/dplr/engine/proto/dplrpbb\x06proto3"
+	"\tFitPasses\x12\x11.dplr.v1.FitInput\x1a\x11.dplr.v1.FitEvent(\x010\x01\x12;\n" +
+	"\tTransform\x12\x19.dplr.v1.TransformRequest\x1a\x11.dplr.v1.FitEvent0\x01B7Z5github.com/dplr/dplr/engine/transport/internal/dplrpbb\x06proto3"
 
 var (
 	file_dplr_proto_rawDescOnce sync.Once
@@ -2687,7 +2874,7 @@ func file_dplr_proto_rawDescGZIP() []byte {
 	return file_dplr_proto_rawDescData
 }
 
-var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_dplr_proto_goTypes = []any{
 	(*CatalogueRequest)(nil),           // 0: dplr.v1.CatalogueRequest
 	(*CatalogueResponse)(nil),          // 1: dplr.v1.CatalogueResponse
@@ -2714,11 +2901,16 @@ var file_dplr_proto_goTypes = []any{
 	(*ArrayChunk)(nil),                 // 22: dplr.v1.ArrayChunk
 	(*PassRequest)(nil),                // 23: dplr.v1.PassRequest
 	(*PassReply)(nil),                  // 24: dplr.v1.PassReply
-	nil,                                // 25: dplr.v1.CheckRequest.ParamsEntry
-	(*CheckResponse_MechanismUse)(nil), // 26: dplr.v1.CheckResponse.MechanismUse
-	nil,                                // 27: dplr.v1.FitRequest.ParamsEntry
-	nil,                                // 28: dplr.v1.PassRequest.ParamsEntry
-	nil,                                // 29: dplr.v1.PassReply.ScalarsEntry
+	(*ModelOutput)(nil),                // 25: dplr.v1.ModelOutput
+	(*TransformRequest)(nil),           // 26: dplr.v1.TransformRequest
+	nil,                                // 27: dplr.v1.CheckRequest.ParamsEntry
+	(*CheckResponse_MechanismUse)(nil), // 28: dplr.v1.CheckResponse.MechanismUse
+	nil,                                // 29: dplr.v1.FitRequest.ParamsEntry
+	nil,                                // 30: dplr.v1.PassRequest.ParamsEntry
+	nil,                                // 31: dplr.v1.PassReply.ScalarsEntry
+	nil,                                // 32: dplr.v1.TransformRequest.ParamsEntry
+	nil,                                // 33: dplr.v1.TransformRequest.ScalarsEntry
+	nil,                                // 34: dplr.v1.TransformRequest.OptionsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
 	2,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
@@ -2732,11 +2924,11 @@ var file_dplr_proto_depIdxs = []int32{
 	7,  // 8: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
 	5,  // 9: dplr.v1.Statistics.sum:type_name -> dplr.v1.FileRef
 	5,  // 10: dplr.v1.Statistics.moment:type_name -> dplr.v1.FileRef
-	25, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
+	27, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
 	4,  // 12: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
 	9,  // 13: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
-	26, // 14: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
-	27, // 15: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	28, // 14: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
+	29, // 15: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
 	4,  // 16: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
 	6,  // 17: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
 	17, // 18: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
@@ -2750,23 +2942,30 @@ var file_dplr_proto_depIdxs = []int32{
 	23, // 26: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
 	12, // 27: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
 	24, // 28: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
-	28, // 29: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
+	30, // 29: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
 	22, // 30: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
 	22, // 31: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
-	29, // 32: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
-	0,  // 33: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	10, // 34: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
-	12, // 35: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	21, // 36: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
-	1,  // 37: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	11, // 38: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
-	20, // 39: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	20, // 40: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
-	37, // [37:41] is the sub-list for method output_type
-	33, // [33:37] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	31, // 32: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
+	32, // 33: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
+	25, // 34: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
+	33, // 35: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
+	34, // 36: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
+	6,  // 37: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
+	0,  // 38: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	10, // 39: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	12, // 40: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	21, // 41: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
+	26, // 42: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
+	1,  // 43: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	11, // 44: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	20, // 45: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	20, // 46: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
+	20, // 47: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
+	43, // [43:48] is the sub-list for method output_type
+	38, // [38:43] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -2794,7 +2993,7 @@ func file_dplr_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

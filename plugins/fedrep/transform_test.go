@@ -1,4 +1,4 @@
-package predict
+package fedrep
 
 import (
 	"os"

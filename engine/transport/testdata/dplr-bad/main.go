@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/dplr/dplr/engine/proto/dplrpb"
 	"github.com/dplr/dplr/engine/transport"
+	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
 )
 
 type server struct {

@@ -1,0 +1,77 @@
+// Package project is the transform of the PCA estimators (plugins pca and
+// orbit, which release the same outputs): new rows projected onto the
+// released components.
+package project
+
+import (
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Transform projects rows onto the released components: (x − mean)·U,
+// with the released private mean when the fit centred (center=private),
+// after dividing each column by the released feature_scale when the fit
+// scaled the features (feature_scale=private). It takes no options. A
+// model or rows that do not fit together are an error (not a BadRequest:
+// the data, not the request, is at fault).
+func Transform(m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
+	if len(opts) > 0 {
+		return sdk.Matrix{}, sdk.BadRequest("the transform of %s takes no options", m.Estimator)
+	}
+	u, err := m.Matrix("U")
+	if err != nil {
+		return sdk.Matrix{}, err
+	}
+	if u == nil {
+		return sdk.Matrix{}, errors.New("the model released no components U")
+	}
+	mean, err := m.Matrix("mean")
+	if err != nil {
+		return sdk.Matrix{}, err
+	}
+	scale, err := m.Matrix("feature_scale")
+	if err != nil {
+		return sdk.Matrix{}, err
+	}
+	if m.Params["center"] == "private" && mean == nil {
+		return sdk.Matrix{}, errors.New("the fit centred with a private mean but released none: refit with this version of dplr")
+	}
+	n, p := x.Dims()
+	if up, _ := u.Dims(); p != up {
+		return sdk.Matrix{}, fmt.Errorf("the data have %d columns, the model's components %d", p, up)
+	}
+	var div, sub []float64
+	if scale != nil {
+		if _, sp := scale.Dims(); sp != p {
+			return sdk.Matrix{}, fmt.Errorf("the model's feature_scale has %d entries, the data %d columns", sp, p)
+		}
+		div = scale.RawRowView(0)
+	}
+	if mean != nil {
+		if _, mp := mean.Dims(); mp != p {
+			return sdk.Matrix{}, fmt.Errorf("the model's mean has %d entries, the data %d columns", mp, p)
+		}
+		sub = mean.RawRowView(0)
+	}
+	xc := mat.NewDense(n, p, nil)
+	for i := 0; i < n; i++ {
+		dst := xc.RawRowView(i)
+		for j := range dst {
+			v := x.At(i, j)
+			if div != nil {
+				v /= div[j]
+			}
+			if sub != nil {
+				v -= sub[j]
+			}
+			dst[j] = v
+		}
+	}
+	var out mat.Dense
+	out.Mul(xc, u)
+	return sdk.Matrix{Name: "scores", M: &out, Doc: "n×r scores (x/feature_scale − mean)·U on the released components"}, nil
+}
