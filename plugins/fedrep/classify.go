@@ -95,6 +95,14 @@ func jlMatrix(src *privacy.Source, kp, d int) *mat.Dense {
 	return m
 }
 
+// signLabel is the ±1 label of a score: +1 where s > 0, −1 elsewhere.
+func signLabel(s float64) float64 {
+	if s > 0 {
+		return 1
+	}
+	return -1
+}
+
 // signLabels returns the labels the classifiers use: +1 where y > 0 and −1
 // elsewhere. The rule is applied row by row and never refuses: the responses
 // are private, so a refusal on a label that is not ±1 (or a message naming
@@ -102,10 +110,7 @@ func jlMatrix(src *privacy.Source, kp, d int) *mat.Dense {
 func signLabels(y []float64) []float64 {
 	out := make([]float64, len(y))
 	for i, v := range y {
-		out[i] = -1
-		if v > 0 {
-			out[i] = 1
-		}
+		out[i] = signLabel(v)
 	}
 	return out
 }
