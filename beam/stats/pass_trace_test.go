@@ -133,9 +133,10 @@ func (b traceBeamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.
 	return TracePass(ctx, b.glob, b.shape, ReadOptions{}, req, Options{})
 }
 
-// TestRgradThroughBeam: rgrad-strict and rgrad-dp fitted on shards they
-// reach only through prism pipelines declare the privacy steps of the fit
-// on the one file and, with the same seed, release the same estimate.
+// TestRgradThroughBeam: each trace estimator fitted on shards it reaches
+// only through prism pipelines declares the privacy steps of the fit on
+// the one file (served in process by pass.Local) and, with the same seed,
+// releases the same estimate.
 func TestRgradThroughBeam(t *testing.T) {
 	const d1, d2 = 6, 5
 	g := genTraceData(t, 1200, d1, d2)
@@ -150,6 +151,8 @@ func TestRgradThroughBeam(t *testing.T) {
 	}{
 		{"rgrad-strict", map[string]string{"rank": "2", "clip_y": "4", "clip": "5", "iterations": "2"}},
 		{"rgrad-dp", map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5", "iterations": "2"}},
+		{"rgrad-weak", map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5", "iterations": "2", "noise": "zcdp"}},
+		{"rgrad-nonprivate", map[string]string{"rank": "2", "iterations": "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var est sdk.Estimator
