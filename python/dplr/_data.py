@@ -258,7 +258,8 @@ def transform_with_cli(result: Dict[str, Any], outputs: Dict[str, Any], X: Array
         xpath = os.path.join(d, "X.npy")
         np.save(xpath, np.ascontiguousarray(a, dtype=np.float64))
         out = os.path.join(d, "Z.npy")
-        args = ["transform", "--model", model, "--data", xpath, "--out", out]
+        args = ["transform", "--model", model, "--data", xpath, "--out", out, *_cli.config.plugin_args(),
+                *_cli.config.home_args()]
         if scale is not None:
             args += ["--scale", repr(float(scale))]
         _cli.run(args)

@@ -123,7 +123,7 @@ func TestFitBeamRemoteRefusals(t *testing.T) {
 		want string
 	}{
 		{"describe fails", errors.New("shard 2 is corrupt"), []string{"remote-mean", "--set", "passes=2"}, ExitData, "shard 2 is corrupt; nothing was reserved or spent"},
-		{"no remote path", nil, []string{"example-mean"}, ExitUsage, "neither a path from aggregated statistics nor one through aggregation passes"},
+		{"no remote path", nil, []string{"leaky-mean"}, ExitUsage, "neither a path from aggregated statistics nor one through aggregation passes"},
 		{"wrong kind", nil, []string{"remote-mean", "--kind", "trace"}, ExitUsage, "takes rows data"},
 		{"d1 on rows", nil, []string{"remote-mean", "--d1", "2", "--d2", "2"}, ExitUsage, "for trace data"},
 		{"unsupported flag", nil, []string{"remote-mean", "--delimiter", ";"}, ExitUsage, "--delimiter is not supported"},
