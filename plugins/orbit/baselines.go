@@ -17,6 +17,7 @@ import (
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/project"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -24,7 +25,7 @@ import (
 // k successive exact rank-1 draws, each in the orthogonal complement of the
 // previous ones, with ε/k each (with k = d the last vector is determined
 // by the others and costs nothing).
-type Deflation struct{}
+type Deflation struct{ project.Projection }
 
 // Info implements sdk.Estimator.
 func (Deflation) Info() sdk.Info {
@@ -121,7 +122,7 @@ func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy
 
 // Gauss is the Gaussian mechanism on A ("Analyze Gauss"): release the top-k
 // eigenvectors of A + E, E symmetric Gaussian.
-type Gauss struct{}
+type Gauss struct{ project.Projection }
 
 // gaussSensitivity is the replace-one Frobenius sensitivity √2 of the upper
 // triangle of A = Σ x̃x̃ᵀ/clip² (rows of norm ≤ 1 after scaling; see
@@ -207,7 +208,7 @@ func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem,
 }
 
 // NonPrivate releases the exact top-k eigenvectors of A: the reference.
-type NonPrivate struct{}
+type NonPrivate struct{ project.Projection }
 
 // Info implements sdk.Estimator.
 func (NonPrivate) Info() sdk.Info {

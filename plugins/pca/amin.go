@@ -13,6 +13,7 @@ import (
 	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/project"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -29,7 +30,7 @@ import (
 // (default 1/(r+1)) goes to the eigenvalues, the rest is split evenly over
 // the r eigenvectors; with default settings every one of the r+1 releases
 // gets ε/(r+1), as in diffprivlib's split.
-type Amin struct{}
+type Amin struct{ project.Projection }
 
 // Info implements sdk.Estimator.
 func (Amin) Info() sdk.Info {

@@ -12,6 +12,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/project"
 )
 
 // AnalyzeGauss is the Analyze Gauss mechanism of Dwork, Talwar, Thakurta and
@@ -21,7 +22,7 @@ import (
 // i.i.d., and the top-r eigenvectors of the noisy matrix are returned.
 // Replacing one row changes Σ̂_γ by at most √2·γ²/n in Frobenius norm
 // (DERIVATIONS.md §4).
-type AnalyzeGauss struct{}
+type AnalyzeGauss struct{ project.Projection }
 
 // AnalyzeGaussSensitivity is the replace-one Frobenius sensitivity √2·γ²/n
 // of the clipped second-moment matrix (‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ −

@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/project"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -27,7 +28,7 @@ const (
 // PCA and Estimation for Spiked Covariance Matrices": Gaussian noise on the
 // sample spectral projector ÛÛᵀ gives Ũ, then Gaussian noise on the r×r
 // matrix Ũᵀ(Σ̂ − σ²I)Ũ gives Λ̃, and Σ̃ = ŨΛ̃Ũᵀ + σ²I.
-type CXZ struct{}
+type CXZ struct{ project.Projection }
 
 // Info implements sdk.Estimator.
 func (CXZ) Info() sdk.Info {

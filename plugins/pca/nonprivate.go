@@ -9,12 +9,13 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/project"
 )
 
 // NonPrivate is ordinary PCA: the top-r eigenvectors of Σ̂ = XᵀX/n (or of
 // the empirical covariance with center=empirical). It is the reference the
 // private estimators are compared against and carries no guarantee.
-type NonPrivate struct{}
+type NonPrivate struct{ project.Projection }
 
 // Info implements sdk.Estimator.
 func (NonPrivate) Info() sdk.Info {

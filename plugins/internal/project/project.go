@@ -4,6 +4,7 @@
 package project
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -74,4 +75,14 @@ func Transform(m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, 
 	var out mat.Dense
 	out.Mul(xc, u)
 	return sdk.Matrix{Name: "scores", M: &out, Doc: "n×r scores (x/feature_scale − mean)·U on the released components"}, nil
+}
+
+// Projection gives an estimator type the PCA transform by embedding it
+// (type AnalyzeGauss struct{ project.Projection }): every pca and orbit
+// estimator serves dplr transform with the one projection above.
+type Projection struct{}
+
+// Transform implements sdk.Transformer with Transform.
+func (Projection) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
+	return Transform(m, opts, x)
 }
