@@ -380,7 +380,7 @@ func TestFromCovMatchesFit(t *testing.T) {
 		fit func(context.Context, *sdk.Run, map[string]string, *mat.SymDense, int) (*sdk.Result, error)
 	}{
 		{CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20"}, CXZFromCov},
-		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "1000"}, AnalyzeGaussFromCov},
+		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "1000", "center": "none"}, AnalyzeGaussFromCov},
 	} {
 		want, _, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, approx(1, 1e-5), sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 		require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 // centerOptions are the private-centring parameters of the private
 // estimators (DERIVATIONS.md §5).
 type centerOptions struct {
-	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
+	sdk.Center `default:"private" doc:"private (the default: PCA is about the spread around the mean, and an uncentred fit's first component is the mean): subtract a private mean of the rows clipped to mean_clip (its own declared step); none: the data are already centred (with a public mean)"`
 	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
 	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
 	scaleOptions

@@ -136,7 +136,7 @@ func TestRemotePasses(t *testing.T) {
 	} {
 		for _, est := range []sdk.Estimator{AnalyzeGauss{}, Amin{}} {
 			t.Run(est.Info().Name+" "+tc.name, func(t *testing.T) {
-				opts, _, err := sdk.Prepare(est.Info(), tc.raw, sdk.ShapeOf(ds))
+				opts, _, err := sdk.Prepare(est.Info(), uncentred(est, tc.raw), sdk.ShapeOf(ds))
 				require.NoError(t, err)
 				kinds, err := sdk.PassesOf(est, opts, sdk.ShapeOf(pass.RemoteOf(ds, nil)))
 				if tc.err == "" {
@@ -223,7 +223,7 @@ func TestRemoteRefusesBrokenPasses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(1)
 			rd := pass.RemoteOf(ds, breaking{inner: pass.Local(ds), kind: tc.kind, break_: tc.break_})
-			_, acct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, rd, tc.raw, approx(1, 1e-6), sdk.LocalOptions{Seed: &seed})
+			_, acct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, rd, uncentred(AnalyzeGauss{}, tc.raw), approx(1, 1e-6), sdk.LocalOptions{Seed: &seed})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			require.NotNil(t, acct)
