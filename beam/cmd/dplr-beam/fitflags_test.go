@@ -58,7 +58,7 @@ func TestFitEngineBeamColumnFlags(t *testing.T) {
 		name, glob, whole, path string
 		flags                   []string
 	}{
-		{"statistics, scale", npyGlob, npyWhole, "beam: rows pipeline", []string{"--set", "clip=3"}},
+		{"statistics, scale", npyGlob, npyWhole, "beam: rows pipeline", []string{"--set", "clip=3", "--set", "center=none"}},
 		{"features", glob, whole, "aggregation pass", []string{"--set", "clip=3", "--features", "a,b,c,d"}},
 		{"features, center=private", glob, whole, "aggregation pass", []string{"--set", "clip=3", "--set", "center=private", "--features", "a,b,c,d"}},
 		{"features by index, clip=auto", glob, whole, "aggregation pass", []string{"--set", "clip=auto", "--header", "yes", "--features", "3,1,6,4"}},

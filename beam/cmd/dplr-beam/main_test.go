@@ -159,11 +159,11 @@ func TestReleaseEqualsSingleMachine(t *testing.T) {
 		raw   map[string]string
 		grant privacy.Grant
 	}{
-		{pca.AnalyzeGauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		{pca.AnalyzeGauss{}, 3, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
 		{pca.CXZ{}, 0, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
 		{pca.CXZ{}, 3, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
-		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
-		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}},
+		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}},
 		{orbit.Gauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
 		{orbit.EM{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 		{orbit.RankK{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
@@ -296,7 +296,7 @@ func TestFitEngineBeam(t *testing.T) {
 		require.NoError(t, err)
 		return st.Spent.Rho
 	}
-	common := []string{"--home", home, "--plugin-dir", plugins, "--rho", "0.25", "--set", "rank=2", "--set", "clip=3", "--seed", "5", "--json", "--quiet"}
+	common := []string{"--home", home, "--plugin-dir", plugins, "--rho", "0.25", "--set", "rank=2", "--set", "clip=3", "--set", "center=none", "--seed", "5", "--json", "--quiet"}
 
 	code, _, stderr := dplr(t, "budget", "set", "--home", home, "--data", whole, "--rho", "2")
 	require.Equal(t, 0, code, stderr)
@@ -356,12 +356,14 @@ func TestFitEngineBeam(t *testing.T) {
 	noClip := slices.Clone(common)
 	i := slices.Index(noClip, "clip=3")
 	noClip = slices.Delete(noClip, i-1, i+1)
+	centred := slices.Clone(common)
+	centred[slices.Index(centred, "center=none")] = "center=private"
 	for _, tc := range []struct {
 		name  string
 		flags []string
 	}{
 		{"clip=auto", append(noClip, "--set", "clip=auto")},
-		{"center=private", append(slices.Clone(common), "--set", "center=private")},
+		{"center=private", centred},
 	} {
 		before := spent()
 		code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, tc.flags...)...)
