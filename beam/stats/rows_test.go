@@ -130,7 +130,7 @@ func TestRowsMatchesSingleMachine(t *testing.T) {
 
 			seed := uint64(5)
 			grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
-			raw := map[string]string{"rank": "2", "clip": "3"}
+			raw := map[string]string{"rank": "2", "clip": "3", "center": "none"}
 			want, _, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 			require.NoError(t, err)
 			acct, err := privacy.NewAccountant(grant)
