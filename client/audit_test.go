@@ -1,12 +1,15 @@
 package client
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
 )
 
@@ -33,5 +36,30 @@ func TestAuditSaysWhatItCannotSee(t *testing.T) {
 		assert.Contains(t, rep.Verdict, tc.want)
 		assert.Greater(t, rep.Bound.Reach, 1.0)
 		assert.Less(t, rep.Bound.Reach, 10.0)
+	}
+}
+
+// A failure after the run was charged never gets the data class (exit 5,
+// "nothing spent"): a pass that fails, or data that changed between
+// passes, once a privacy step was announced is an estimator failure
+// (exit 6), and says charged.
+func TestChargedFailuresAreNeverDataErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		charged bool
+		want    error
+	}{
+		{"pass failure before any step", host.ErrPass, false, ErrData},
+		{"pass failure after a step", host.ErrPass, true, ErrEstimator},
+		{"data changed after a step", fmt.Errorf("%w: %w", host.ErrPass, host.ErrDataChanged), true, ErrEstimator},
+		{"damaged ledger before", fmt.Errorf("%w: %w", host.ErrLedger, ledger.ErrDamaged), false, ErrData},
+		{"damaged ledger after", fmt.Errorf("%w: %w", host.ErrLedger, ledger.ErrDamaged), true, ErrRuntime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := fitErr(&host.FitError{Err: tc.err, RunID: 7, Charged: tc.charged})
+			assert.ErrorIs(t, e, tc.want)
+			assert.Equal(t, tc.charged, e.Charged)
+		})
 	}
 }

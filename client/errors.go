@@ -166,9 +166,9 @@ func fitClass(err error) error {
 		return ErrBudget
 	case errors.Is(err, host.ErrPlugin):
 		return ErrPlugin
-	case errors.Is(err, host.ErrPass):
+	case errors.Is(err, host.ErrPass) && !charged:
 		return ErrData // the host's pass runner failed (a pipeline, shards that changed)
-	case errors.Is(err, host.ErrLedger) && errors.Is(err, ledger.ErrDamaged):
+	case errors.Is(err, host.ErrLedger) && errors.Is(err, ledger.ErrDamaged) && !charged:
 		return ErrData // the ledger cannot be trusted
 	case errors.Is(err, host.ErrLedger):
 		return ErrRuntime
@@ -176,7 +176,9 @@ func fitClass(err error) error {
 		return ErrUsage
 	}
 	// A refusal after a privacy step breaks the protocol's contract; the
-	// run stays charged and is not a mere usage error.
+	// run stays charged and is not a mere usage error. Likewise a pass or
+	// data failure once the run is charged: exit 5 means nothing was
+	// spent, so a charged failure is an estimator failure (exit 6).
 	return ErrEstimator
 }
 

@@ -121,8 +121,9 @@ class DataError(DplrError, ValueError):
 
 
 class EstimatorFailure(DplrError):
-    """Exit 6: the estimator failed while running. Refunded before its first
-    privacy step, charged its full grant after."""
+    """Exit 6: the estimator failed while running, or anything failed once
+    the run was charged (a failure after a charge is never exit 5). Refunded
+    before its first privacy step, charged its full grant after."""
 
     may_have_spent = True
 

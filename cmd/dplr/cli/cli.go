@@ -51,8 +51,9 @@ const exitCodesHelp = `Exit codes:
        result, refunded before
   5    the data could not be read or failed validation, or the budget ledger
        is damaged or was tampered with; nothing spent
-  6    the estimator failed while running; refunded if before its first
-       privacy step, charged its full grant after
+  6    the estimator failed while running, or anything failed once the run
+       was charged (never 5); refunded if before its first privacy step,
+       charged its full grant after
   130  interrupted (Ctrl-C, SIGTERM); refunded if before the first privacy
        step, charged its full grant after
 `
