@@ -424,3 +424,44 @@ func TestMarkerPointingAtOlderRecordIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrDamaged)
 	t.Log(err)
 }
+
+// A ledger file that cannot be this dplr's ledger is refused as damaged
+// (ErrDamaged: exit 5 at the command line, nothing spent), not as a
+// runtime error: a directory in its place, another application's SQLite
+// database, a ledger written by a newer dplr.
+func TestUnusableLedgerFileIsDamaged(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, path string)
+		want string
+	}{
+		{"a directory", func(t *testing.T, path string) { require.NoError(t, os.Mkdir(path, 0o755)) }, "not a regular file"},
+		{"another application's database", func(t *testing.T, path string) {
+			db, err := sql.Open("sqlite", path)
+			require.NoError(t, err)
+			_, err = db.Exec("PRAGMA application_id = 42; CREATE TABLE foo(x)")
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+		}, "another application"},
+		{"a newer schema", func(t *testing.T, path string) {
+			l, err := Open(ctx, filepath.Dir(path))
+			require.NoError(t, err)
+			require.NoError(t, l.Close())
+			db, err := sql.Open("sqlite", path)
+			require.NoError(t, err)
+			_, err = db.Exec("INSERT INTO schema_migrations VALUES (?, 'from the future', '2099-01-01')", SchemaVersion+1)
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+		}, "newer than this dplr supports"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.make(t, filepath.Join(dir, FileName))
+			_, err := Open(ctx, dir)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrDamaged)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

@@ -303,6 +303,13 @@ func precheck(path string) error {
 	if !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("ledger %s: %w", path, err)
 	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		what := "a directory"
+		if !st.IsDir() {
+			what = "a special file"
+		}
+		return fmt.Errorf("ledger %s: not a regular file but %s (move it away to start a new ledger): %w", path, what, ErrDamaged)
+	}
 	f, err = os.Open(path)
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", path, err)

@@ -130,7 +130,7 @@ func (l *Ledger) migrate(ctx context.Context, hadMarker bool) error {
 			return l.wrap("create schema_migrations", err)
 		}
 	case appID != applicationID:
-		return fmt.Errorf("ledger %s: an SQLite database of another application (application_id %#x): %w", l.path, appID, ErrCorrupt)
+		return fmt.Errorf("ledger %s: an SQLite database of another application (application_id %#x): %w (%w)", l.path, appID, ErrCorrupt, ErrDamaged)
 	}
 
 	var version int
@@ -138,7 +138,7 @@ func (l *Ledger) migrate(ctx context.Context, hadMarker bool) error {
 		return l.wrap("read schema version", err)
 	}
 	if version > SchemaVersion {
-		return fmt.Errorf("ledger %s: schema version %d is newer than this dplr supports (%d); upgrade dplr", l.path, version, SchemaVersion)
+		return fmt.Errorf("ledger %s: schema version %d is newer than this dplr supports (%d); upgrade dplr: %w", l.path, version, SchemaVersion, ErrDamaged)
 	}
 	for v := version; v < SchemaVersion; v++ {
 		m := migrations[v]
