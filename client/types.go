@@ -1,6 +1,9 @@
 package client
 
 import (
+	"context"
+
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/host"
@@ -123,4 +126,15 @@ func SandboxStatus() (bool, string) { return host.SandboxStatus() }
 type Shadowed struct {
 	Path string // the hidden executable
 	By   string // the executable used instead
+}
+
+// LoadData reads a data set in memory as opt says, interrupted by ctx:
+// what a command needs that maps new rows through a model (transform).
+func LoadData(ctx context.Context, path string, opt LoadOptions) (*data.Dataset, error) {
+	return dataio.Interruptible(ctx, func() (*data.Dataset, error) { return dataio.Load(path, opt) })
+}
+
+// SaveNPY writes a row-major float64 array of the given shape as .npy.
+func SaveNPY(path string, shape []int, values []float64) error {
+	return dataio.SaveNPYFloat64(path, shape, values)
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/dplr/dplr/client"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/dataio"
 )
 
 // cmdTransform is `dplr transform --model RUN_DIR --data FILE [--out FILE]`:
@@ -97,7 +96,7 @@ Flags:
 	case !slices.Equal(l.opt.ColumnScales, m.ColumnScales):
 		return usagef("transform: --column-scales differ from the scales the model was fitted with (%v): omit the flag to use the model's", m.ColumnScales)
 	}
-	ds, err := dataio.Interruptible(ctx, func() (*data.Dataset, error) { return dataio.Load(l.path, l.opt) })
+	ds, err := client.LoadData(ctx, l.path, l.opt)
 	if err != nil {
 		return fail(ExitData, fmt.Errorf("data: %w", err))
 	}
@@ -136,7 +135,7 @@ func writeMatrix(path string, m *mat.Dense) error {
 		for i := 0; i < r; i++ {
 			raw = append(raw, m.RawRowView(i)[:c]...)
 		}
-		if err := dataio.SaveNPYFloat64(path, []int{r, c}, raw); err != nil {
+		if err := client.SaveNPY(path, []int{r, c}, raw); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
 		return nil
