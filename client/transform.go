@@ -143,6 +143,9 @@ func ReadModel(dir string) (*Model, error) {
 		}
 		out := sdk.ModelOutput{Name: o.Name, Rows: o.Rows, Cols: o.Cols}
 		if o.File != "" {
+			if o.File != filepath.Base(o.File) || o.File == ".." || o.File == "." {
+				return nil, classedf(ErrUsage, "model output %s: file %q is not a file of the model directory", o.Name, o.File)
+			}
 			out.File = filepath.Join(abs, o.File)
 			if err := regularFile(out.File); err != nil {
 				return nil, classedf(ErrData, "model output %s: %w", o.Name, err)

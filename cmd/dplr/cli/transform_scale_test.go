@@ -232,3 +232,24 @@ func TestFitWarnsWithoutTotal(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	assert.NotContains(t, r.stderr, "no budget total")
 }
+
+// A model's result.json can name only files of its own directory: an
+// output file "../x.npy" (a model dir someone else wrote) is refused, so a
+// transform never reads a file outside the model.
+func TestTransformModelFilesStayInTheModel(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DPLR_HOME", filepath.Join(dir, "home"))
+	model := filepath.Join(dir, "run")
+	require.NoError(t, os.MkdirAll(model, 0o755))
+	require.NoError(t, dataio.SaveNPYFloat64(filepath.Join(dir, "outside.npy"), []int{2, 1}, []float64{0, 1}))
+	rep := FitReport{Estimator: "pca-analyze-gauss"}
+	rep.Outputs.Matrices = []MatrixReport{{Name: "U", Rows: 2, Cols: 1, Release: "public", File: "../outside.npy"}}
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(model, "result.json"), b, 0o644))
+	in := filepath.Join(dir, "x.csv")
+	require.NoError(t, os.WriteFile(in, []byte("4,7\n"), 0o644))
+	var so, se bytes.Buffer
+	assert.Equal(t, ExitUsage, Main([]string{"transform", "--model", model, "--data", in, "--out", filepath.Join(dir, "y.csv")}, &so, &se))
+	assert.Contains(t, se.String(), "not a file of the model directory")
+}
