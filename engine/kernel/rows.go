@@ -366,3 +366,35 @@ func FiniteRow(i int, row []float64) error {
 	}
 	return nil
 }
+
+// PairDifferences returns the ⌊n/2⌋×p matrix whose row k is
+// (x_a − x_b)/√2 for the pair (a, b) = (perm[2k], perm[2k+1]) of x's rows:
+// every row is in at most one pair, so replacing one row of x changes at
+// most one row of the result. The rows are free of any common offset
+// (translation invariant), and for independent rows of covariance Σ each
+// has covariance Σ (E[(x_a−x_b)(x_a−x_b)ᵀ]/2 = Σ). perm must be a
+// permutation of 0…n−1 drawn independently of the data.
+func PairDifferences(ctx context.Context, x *mat.Dense, perm []int) (*mat.Dense, error) {
+	n, p := x.Dims()
+	if len(perm) != n {
+		return nil, fmt.Errorf("pair differences: permutation of %d for %d rows", len(perm), n)
+	}
+	m := n / 2
+	if m < 1 {
+		return nil, fmt.Errorf("pair differences: need at least 2 rows, have %d", n)
+	}
+	out := mat.NewDense(m, p, nil)
+	for k := 0; k < m; k++ {
+		if k%8192 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("pair differences: %w", err)
+			}
+		}
+		a, b := x.RawRowView(perm[2*k]), x.RawRowView(perm[2*k+1])
+		dst := out.RawRowView(k)
+		for j := range dst {
+			dst[j] = (a[j] - b[j]) / math.Sqrt2
+		}
+	}
+	return out, nil
+}

@@ -41,6 +41,11 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if err != nil {
 		return nil, nil, err
 	}
+	// The pre-flight declaration, as the host asks for it before reserving:
+	// an estimator may refuse there what it can decide from the request.
+	if _, err := Declare(info, prep.opts, ShapeOf(d), grant); err != nil {
+		return nil, nil, err
+	}
 	acct, err = privacy.NewAccountant(grant)
 	if err != nil {
 		return nil, nil, err

@@ -78,11 +78,11 @@ ratio is released). Derivations: DERIVATIONS.md §3, §5, §6.`,
 // Fit implements sdk.Estimator: bind → plan → Amin et al.
 func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[aminOptions](run)
-	src, n, p, err := sourceOf(run.Data)
+	src, _, p, err := sourceOf(run.Data)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := aminPlan(run, o, p)
+	plan, err := aminPlan(run.Acct, o, p, features(run))
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +90,14 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	src = pre.src // divided by the private feature scales with feature_scale=private
+	src = pre.src // divided by the private feature scales, or pair differences (center=pairs)
 	run.Progress("gram", 0, 1)
 	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := aminCovariance(ctx, run, plan.Plan, sh, n, pre.clip, o)
+	res, err := aminCovariance(ctx, run, plan.Plan, sh, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
@@ -114,14 +114,14 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // them, p − 1 when r = p). Under an (ε, δ) grant noise=exact scales every
 // step's ε by the largest common factor the tightest valid accounting
 // certifies (privacy.NewPurePlan).
-func aminPlan(run *sdk.Run, o *aminOptions, p int) (*privacy.PurePlan, error) {
-	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+func aminPlan(acct *privacy.Accountant, o *aminOptions, p, features int) (*privacy.PurePlan, error) {
+	shares, rest := newPrepPlanFor(features, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
 	}
 	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
-	return privacy.NewPurePlan(run.Acct, o.Noise.Value, shares...)
+	return privacy.NewPurePlan(acct, o.Noise.Value, shares...)
 }
 
 // privateMeanLaplace releases the mean of the rows clipped to c with the

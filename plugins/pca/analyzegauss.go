@@ -75,11 +75,11 @@ DERIVATIONS.md §4–§7.`,
 // (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	src, n, _, err := sourceOf(run.Data)
+	src, _, _, err := sourceOf(run.Data)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := analyzeGaussPlan(run, o)
+	plan, err := analyzeGaussPlan(run.Acct, features(run), o)
 	if err != nil {
 		return nil, err
 	}
@@ -87,14 +87,14 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	src = pre.src // divided by the private feature scales with feature_scale=private
+	src = pre.src // divided by the private feature scales, or pair differences (center=pairs)
 	run.Progress("gram", 0, 1)
 	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
 	if err != nil {
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := analyzeGauss(ctx, run, plan, sh, n, pre.clip, o)
+	res, err := analyzeGauss(ctx, run, plan, sh, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +106,10 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 // analyzeGaussPlan splits the grant between the private preprocessing
 // (clip quantiles, mean) and the second-moment release, under the
 // requested noise calibration.
-func analyzeGaussPlan(run *sdk.Run, o *analyzeGaussOptions) (*privacy.Plan, error) {
-	shares, rest := newPrepPlanFor(run, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+func analyzeGaussPlan(acct *privacy.Accountant, p int, o *analyzeGaussOptions) (*privacy.Plan, error) {
+	shares, rest := newPrepPlanFor(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	shares = append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
-	return privacy.NewPlan(run.Acct, o.Noise.Value, shares...)
+	return privacy.NewPlan(acct, o.Noise.Value, shares...)
 }
 
 // AnalyzeGaussFromCov runs pca-analyze-gauss on a precomputed clipped
@@ -132,7 +132,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if o.Auto() {
 		return nil, fmt.Errorf("clip=auto needs the data rows: give the clip the rows were clipped to")
 	}
-	plan, err := analyzeGaussPlan(run, o)
+	plan, err := analyzeGaussPlan(run.Acct, 0, o)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,11 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 		return res, nil
 	}
 	c := pcaeval.CentringOf(res)
+	for _, sc := range res.Scalars {
+		if sc.Name == outPairRows {
+			c = pcaeval.Centred // center=pairs: the pair differences are free of the mean
+		}
+	}
 	if run.Acct != nil {
 		for _, s := range run.Acct.Steps() {
 			if s.Name == shareMean {

@@ -17,7 +17,20 @@ import (
 // moment (and on the mean with center=private), and the exponential
 // mechanism for each private norm quantile (clip=auto, or a mean clip
 // chosen privately).
-func (o *analyzeGaussOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
+func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	if o.scaled() {
+		acct, err := privacy.NewAccountant(g)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := analyzeGaussPlan(acct, s.P, o)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.checkScalesLocatable(s, plan, acct, privacy.MechGaussian); err != nil {
+			return nil, err
+		}
+	}
 	shares, _ := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	shares = append(shares, privacy.Share{Name: shareMoment, Mechanism: privacy.MechGaussian})
 	return withClipAuto(sdk.UsesOf(shares...), o.Auto()), nil
@@ -27,7 +40,20 @@ func (o *analyzeGaussOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.Mechan
 // for the eigenvectors (and any private norm quantile), the Laplace
 // mechanism for the eigenvalues (eigenvalue_share > 0) and for the mean
 // (center=private).
-func (o *aminOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
+func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	if o.scaled() {
+		acct, err := privacy.NewAccountant(g)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := aminPlan(acct, o, s.P, s.P)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.checkScalesLocatable(s, plan.Plan, acct, privacy.MechLaplace); err != nil {
+			return nil, err
+		}
+	}
 	shares, _ := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	if o.valueShare() > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Mechanism: privacy.MechLaplace})

@@ -3,10 +3,12 @@ package pca
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
@@ -36,7 +38,7 @@ type prepPlan struct {
 // the clip of the (centred) rows with clip=auto.
 func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
 	var pp prepPlan
-	if ctr.private() {
+	if ctr.private() { // center=pairs needs no mean
 		pp.meanShare = ctr.MeanShare
 		if ctr.MeanClip == nil && c.Auto() {
 			pp.meanAuto = true
@@ -55,14 +57,67 @@ func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
 	return pp
 }
 
-// newPrepPlanFor is newPrepPlan for a fit on run's data, whose public
-// dimension p is the number of per-feature scales.
-func newPrepPlanFor(run *sdk.Run, c *clipOptions, ctr *centerOptions) prepPlan {
-	pp := newPrepPlan(c, ctr)
+// features is the number of per-feature scales of a fit on run's data: its
+// public dimension p (0 for data held elsewhere, where scaling is refused).
+func features(run *sdk.Run) int {
 	if run != nil && run.Data != nil && run.Data.X != nil {
-		_, pp.features = run.Data.X.Dims()
+		_, p := run.Data.X.Dims()
+		return p
 	}
+	return 0
+}
+
+// newPrepPlanFor is newPrepPlan for p features.
+func newPrepPlanFor(p int, c *clipOptions, ctr *centerOptions) prepPlan {
+	pp := newPrepPlan(c, ctr)
+	pp.features = p
 	return pp
+}
+
+// checkScalesLocatable refuses, before anything is spent, feature_scale=private
+// where no column's scale can be located: even if all ⌊n/2⌋ pair differences
+// of a column were non-zero, fewer than locatable would be at the per-feature
+// budget plan gives (the public rule of DERIVATIONS.md §10, applied to n, p
+// and the grant only). The run would release the median scale for every
+// column, which scales nothing, and spend feature_scale_share for it.
+func (c *centerOptions) checkScalesLocatable(s sdk.Shape, plan *privacy.Plan, acct *privacy.Accountant, countMech privacy.Mechanism) error {
+	if !c.scaled() || s.N < 2 || s.P < 1 {
+		return nil
+	}
+	b, err := plan.Budget(shareScale)
+	if err != nil {
+		return err
+	}
+	e, err := acct.Exponential("feature scale (pre-flight)", 1, b)
+	if err != nil {
+		return err
+	}
+	bc, err := plan.Budget(shareScaleCounts)
+	if err != nil {
+		return err
+	}
+	var countScale float64
+	if countMech == privacy.MechLaplace {
+		r, err := acct.Laplace("feature scale counts (pre-flight)", float64(s.P), s.P, bc)
+		if err != nil {
+			return err
+		}
+		countScale = r.Scale()
+	} else {
+		r, err := acct.Gaussian("feature scale counts (pre-flight)", math.Sqrt(float64(s.P)), s.P, bc)
+		if err != nil {
+			return err
+		}
+		countScale = r.Scale()
+	}
+	need := locatable(e.Beta(), len(kernel.DefaultGrid()), countScale)
+	if pairs := float64(s.N / 2); pairs < need {
+		return fmt.Errorf("feature_scale=private cannot locate any column's scale at this size and budget: "+
+			"a column's median pair difference needs about %.0f pairs at its share of the budget (ε %.3g per column over %d columns), and %d rows give %.0f. "+
+			"Give public per-column scales instead (--column-scales FILE: each column's unit or typical spread, known to within a factor of a few, not computed from this data; "+
+			"with center=pairs when columns sit far from zero), or raise the budget or feature_scale_share", need, e.Beta(), s.P, s.N, pairs)
+	}
+	return nil
 }
 
 // check refuses shares that leave nothing for the estimator itself.
@@ -104,7 +159,9 @@ func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name str
 
 // preprocessed is the outcome of the private preprocessing.
 type preprocessed struct {
-	src      *rowsrc.Source // the rows the estimate uses (divided by scale when scaling)
+	src      *rowsrc.Source // the rows the estimate uses (divided by scale when scaling, pair differences with center=pairs)
+	n        int            // the number of rows src holds
+	pairs    bool           // src holds the differences of random pairs of rows (center=pairs)
 	scale    []float64      // the private per-feature scales (nil without scaling)
 	unscaled int            // scales set to the median because they could not be located
 	mu       []float64      // the private mean (nil without centring)
@@ -121,11 +178,13 @@ type preprocessed struct {
 // clip c with the plan's mean share. src is the rows in memory or the
 // passes over a remote data set (rowsrc), which cannot serve
 // feature_scale=private (refused before any step by the estimators'
-// Passes).
+// Passes). With center=pairs the rows are replaced by the differences of
+// disjoint random pairs (DERIVATIONS.md §5.1) before the clip quantile.
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions,
 	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
 	pp := newPrepPlan(c, ctr)
 	out := &preprocessed{src: src, clip: c.Value()}
+	out.n, _ = src.Dims()
 	if ctr.scaled() {
 		x := src.Rows()
 		if x == nil {
@@ -142,6 +201,14 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 			return nil, err
 		}
 		out.src, out.scale, out.unscaled = src, s, k
+	}
+	if ctr.pairs() {
+		d, err := pairRows(ctx, run, out.src)
+		if err != nil {
+			return nil, err
+		}
+		out.src, out.pairs = d, true
+		out.n, _ = d.Dims()
 	}
 	if ctr.private() {
 		switch {
@@ -161,13 +228,39 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		out.mu = mu
 	}
 	if c.Auto() {
-		cl, err := privateClip(ctx, run, plan, "clip quantile", src, out.mu, c.ClipQuantile)
+		cl, err := privateClip(ctx, run, plan, "clip quantile", out.src, out.mu, c.ClipQuantile)
 		if err != nil {
 			return nil, err
 		}
 		out.clip, out.autoClip = cl, true
 	}
 	return out, nil
+}
+
+// outPairRows is the output holding the number of pair-difference rows
+// (center=pairs).
+const outPairRows = "pair_rows"
+
+// pairRows returns the source of the differences (x_a − x_b)/√2 of
+// disjoint pairs of src's rows, paired by a permutation drawn from the
+// run's randomness (DERIVATIONS.md §5.1). It needs the rows in memory.
+func pairRows(ctx context.Context, run *sdk.Run, src *rowsrc.Source) (*rowsrc.Source, error) {
+	x := src.Rows()
+	if x == nil {
+		return nil, sdk.BadRequest("%w", errRemotePairs)
+	}
+	n, _ := x.Dims()
+	if n < 4 {
+		return nil, sdk.BadRequest("center=pairs needs at least 4 rows, have %d", n)
+	}
+	if err := kernel.Finite(x); err != nil { // an input error, before any step
+		return nil, sdk.BadRequest("%w", err)
+	}
+	d, err := kernel.PairDifferences(ctx, x, run.Rand.Rand().Perm(n))
+	if err != nil {
+		return nil, err
+	}
+	return rowsrc.Of(&data.Dataset{Kind: data.Rows, X: d})
 }
 
 // report adds the preprocessing's public outputs (clip, mean_clip, mean)
@@ -187,6 +280,10 @@ func (pr *preprocessed) report(res *sdk.Result) {
 		if pr.unscaled > 0 {
 			res.Notes = append(res.Notes, fmt.Sprintf("feature_scale: %d of %d features have too few non-zero differences for their scale to be located at this budget (private counts) and were given the median scale", pr.unscaled, len(pr.scale)))
 		}
+	}
+	if pr.pairs {
+		res.AddScalar(outPairRows, float64(pr.n), sdk.Public, "center=pairs: the number of pair-difference rows (x_a − x_b)/√2 the estimate used (⌊n/2⌋)")
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("centred by pair differences: the estimate uses the %d rows (x_a − x_b)/√2 of disjoint pairs drawn at random, independently of the data (one replaced row changes one of them); no mean is released", pr.n))
 	}
 	if pr.mu == nil {
 		return

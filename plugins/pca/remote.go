@@ -27,12 +27,18 @@ import (
 // errRemoteScale refuses feature_scale=private on a remote data set.
 var errRemoteScale = errors.New("feature_scale=private pairs rows by their position in the data, which aggregation passes do not see: use feature_scale=none")
 
+// errRemotePairs refuses center=pairs on a remote data set.
+var errRemotePairs = errors.New("center=pairs draws pairs of rows, which aggregation passes do not serve: fit the file locally, or use center=private")
+
 // remotePasses returns the pass kinds of a clipped estimator's fit with
 // these options on a remote data set, or refuses the options that need
 // the rows.
 func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string, error) {
 	if ctr.scaled() {
 		return nil, errRemoteScale
+	}
+	if ctr.pairs() {
+		return nil, errRemotePairs
 	}
 	kinds := rowsrc.Kinds(newPrepPlan(c, ctr).quantiles > 0, ctr.private())
 	if ev.Evaluate.Value {

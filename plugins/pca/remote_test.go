@@ -132,6 +132,7 @@ func TestRemotePasses(t *testing.T) {
 		{"clip=auto", map[string]string{"rank": "1"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram}, ""},
 		{"center=private", map[string]string{"rank": "1", "clip": "3", "center": "private"}, []string{pass.RowsCentredMoment, pass.RowsClippedSum}, ""},
 		{"feature_scale", map[string]string{"rank": "1", "feature_scale": "private"}, nil, "feature_scale=private"},
+		{"center=pairs", map[string]string{"rank": "1", "center": "pairs"}, nil, "center=pairs"},
 		{"evaluate", map[string]string{"rank": "1", "clip": "3", "evaluate": "true"}, []string{pass.RowsCentredMoment, pass.RowsMoment}, ""},
 	} {
 		for _, est := range []sdk.Estimator{AnalyzeGauss{}, Amin{}} {

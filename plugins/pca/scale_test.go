@@ -163,17 +163,24 @@ func TestFeatureScaleImprovesMultiScale(t *testing.T) {
 }
 
 // feature_scale=private passes the core conformance suite on both
-// estimators that offer it, and a share total leaving too little is
-// refused before any step.
+// estimators that offer it; a share total leaving too little, and a size
+// and budget at which no column's scale can be located (a table of 400
+// rows at ε = 1: it would release the median scale for every column and
+// spend feature_scale_share for nothing), are refused before any step.
 func TestFeatureScaleConformance(t *testing.T) {
-	x, _, _ := multiScale(3000, 8, []float64{12, 6}, 6)
+	x, _, _ := multiScale(5000, 8, []float64{12, 6}, 6)
 	ds := &data.Dataset{Kind: data.Rows, X: x}
+	small, _, _ := multiScale(400, 8, []float64{12, 6}, 6)
+	dsSmall := &data.Dataset{Kind: data.Rows, X: small}
+	scaled := map[string]string{"rank": "2", "center": "private", "feature_scale": "private"}
 	sdktest.Run(t, AnalyzeGauss{},
 		sdktest.Case{Name: "scaled, centred", Data: ds, Params: map[string]string{"rank": "2", "center": "private", "feature_scale": "private", "evaluate": "true"}, Grant: approx(1, 1e-6)},
 		sdktest.Case{Name: "shares too large", Data: ds, Params: map[string]string{"rank": "2", "center": "private", "feature_scale": "private", "feature_scale_share": "0.5", "clip_share": "0.3", "mean_share": "0.2"}, Grant: approx(1, 1e-6), Refuse: "feature_scale_share"},
+		sdktest.Case{Name: "scales cannot be located", Data: dsSmall, Params: scaled, Grant: approx(1, 1e-6), Refuse: "--column-scales"},
 	)
 	sdktest.Run(t, Amin{},
-		sdktest.Case{Name: "scaled", Data: ds, Params: map[string]string{"rank": "2", "feature_scale": "private"}, Grant: pure(2)},
+		sdktest.Case{Name: "scaled", Data: ds, Params: map[string]string{"rank": "2", "feature_scale": "private"}, Grant: pure(4)},
+		sdktest.Case{Name: "scales cannot be located", Data: dsSmall, Params: scaled, Grant: pure(1), Refuse: "--column-scales"},
 	)
 }
 

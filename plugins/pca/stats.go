@@ -81,7 +81,7 @@ func (AnalyzeGauss) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, er
 	if err != nil {
 		return nil, err
 	}
-	plan, err := analyzeGaussPlan(run, o)
+	plan, err := analyzeGaussPlan(run.Acct, 0, o)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (Amin) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := aminPlan(run, o, sh.SymmetricDim())
+	plan, err := aminPlan(run.Acct, o, sh.SymmetricDim(), 0)
 	if err != nil {
 		return nil, err
 	}
