@@ -70,7 +70,11 @@ func (OpenBLAS) EigSym(a mat.Symmetric) ([]float64, *mat.Dense, error) {
 		return nil, nil, fmt.Errorf("symmetric eigendecomposition: %w", ErrNonFinite)
 	}
 	w := make([]float64, n)
-	info, err := lapacke.Dsyevd(true, colMajorUplo(uplo), n, buf, n, w)
+	var (
+		info int
+		err  error
+	)
+	threaded(9*float64(n)*float64(n)*float64(n), func() { info, err = lapacke.Dsyevd(true, colMajorUplo(uplo), n, buf, n, w) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("symmetric eigendecomposition: %w", err)
 	}
@@ -123,7 +127,11 @@ func (OpenBLAS) EigSymRange(a mat.Symmetric, k int) ([]float64, *mat.Dense, erro
 	}
 	w := make([]float64, n)
 	z := make([]float64, n*k)
-	got, info, err := lapacke.DsyevrIndex(colMajorUplo(uplo), n, buf, n, n-k+1, n, w, z, n)
+	var (
+		got, info int
+		err       error
+	)
+	threaded(4*float64(n)*float64(n)*float64(n)/3, func() { got, info, err = lapacke.DsyevrIndex(colMajorUplo(uplo), n, buf, n, n-k+1, n, w, z, n) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("top-%d eigenpairs: %w", k, err)
 	}
@@ -157,7 +165,11 @@ func (OpenBLAS) SVD(a mat.Matrix) (*mat.Dense, []float64, *mat.Dense, error) {
 	s := make([]float64, r)
 	uu := make([]float64, n*r) // left vectors of Aᵀ = right vectors of A
 	vt := make([]float64, r*m) // right vectors of Aᵀ, transposed = U of A
-	info, err := lapacke.Dgesdd(n, m, buf, n, s, uu, n, vt, r)
+	var (
+		info int
+		err  error
+	)
+	threaded(4*float64(m)*float64(n)*float64(min(m, n)), func() { info, err = lapacke.Dgesdd(n, m, buf, n, s, uu, n, vt, r) })
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("thin SVD: %w", err)
 	}
