@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ func dplr(t *testing.T, home string, args ...string) run {
 	t.Helper()
 	var out, errb bytes.Buffer
 	full := append([]string{args[0], "--plugin-dir", plugins(t), "--home", home}, args[1:]...)
+	if args[0] == "fit" && !slices.Contains(args, "--out") {
+		full = append(full, "--out", filepath.Join(t.TempDir(), "out")) // not dplr-out in the source tree
+	}
 	if args[0] == "gen" || args[0] == "budget" || args[0] == "version" {
 		full = args
 		if args[0] == "budget" {
