@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
@@ -145,8 +146,16 @@ func (c *Client) SetBudget(ctx context.Context, r DatasetRef, total Grant, opt B
 			if err := led.ChangeBudget(ctx, h, total, opt.Note); err != nil {
 				return ledgerErr(err)
 			}
-		} else if err := setBudget(ctx, led, h, t, total, opt); err != nil {
-			return err
+		} else {
+			// A total on data that shares most of its rows with a
+			// budgeted data set would be a second budget for the same
+			// people: refused, with nothing written.
+			if err := host.CheckOverlap(ctx, led, h, &dataio.Identity{Sketch: t.sketch}); err != nil {
+				return classed(ErrBudget, fmt.Errorf("no total was set: %w", err))
+			}
+			if err := setBudget(ctx, led, h, t, total, opt); err != nil {
+				return err
+			}
 		}
 		// Record the rows' sketch with the total, so that near copies are
 		// recognised (refused by dplr fit and dplr audit) from the start,
