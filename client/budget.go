@@ -242,6 +242,44 @@ func (c *Client) Link(ctx context.Context, r DatasetRef, to, note string) (alias
 	return t.ref, dataset, err
 }
 
+// Merge makes the data set r part of the data set into (a name or hash),
+// for two budgets that cover the same people: into is charged every
+// charge of r, and r's key then counts against into. Charges that do not
+// fit into's total are refused (ErrBudget) unless force, which merges all
+// the same and returns the refusal's cause. It returns into's hash.
+func (c *Client) Merge(ctx context.Context, r DatasetRef, into, note string, force bool) (string, error) {
+	if into == "" {
+		return "", classedf(ErrUsage, "a merge needs the data set to merge into")
+	}
+	var h string
+	err := c.onDataset(ctx, r, func(led *ledger.Ledger, from string, _ target) error {
+		merr := ledgerErr(led.Merge(ctx, from, into, note, force))
+		var err error
+		h, err = led.Resolve(ctx, into)
+		if merr != nil {
+			return merr
+		}
+		return ledgerErr(err)
+	})
+	return h, err
+}
+
+// Unlink makes the file r, linked to a data set, a data set of its own,
+// charged all that data set was charged (see ledger.Ledger.Unlink). It
+// returns r's key.
+func (c *Client) Unlink(ctx context.Context, r DatasetRef, note string) (string, error) {
+	t, err := c.target(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	if !t.isHash {
+		return "", classedf(ErrUsage, "unlink names the linked file by its data or hash, not by a data set's name")
+	}
+	return t.ref, c.withLedger(ctx, func(led *ledger.Ledger) error {
+		return ledgerErr(led.Unlink(ctx, t.ref, note))
+	})
+}
+
 // ChargeOptions qualify Charge.
 type ChargeOptions struct {
 	// Note says what the spend was (required).

@@ -298,6 +298,20 @@ func (a *Tally) Add(c Charge) {
 	g.Rho += c.Rho
 }
 
+// Merge adds every charge of b to a (a keeps its Filter): the tally of the
+// union of the two sets of charges.
+func (a *Tally) Merge(b Tally) {
+	for _, g := range []struct{ to, from *tallyGroup }{{&a.P, &b.P}, {&a.A, &b.A}, {&a.B, &b.B}, {&a.C, &b.C}} {
+		g.to.N += g.from.N
+		g.to.Eps += g.from.Eps
+		g.to.Delta += g.from.Delta
+		g.to.Rho += g.from.Rho
+	}
+	a.NMu2 += b.NMu2
+	a.Mu2 += b.Mu2
+}
+
+// N is the number of charges in the tally.
 func (a Tally) N() int { return a.P.N + a.A.N + a.B.N + a.C.N }
 
 // allMu reports whether every charge carries a GDP statement.
