@@ -133,7 +133,13 @@
 //
 //   - succeeded: the run is charged what it achieved (its steps composed by
 //     [privacy.Compose], which never exceeds its grant), converted to the
-//     budget's neighbour relation;
+//     budget's neighbour relation. A run whose steps are all pure but whose
+//     composed statement is (ε, δ) (the privacy loss distribution of
+//     exactly calibrated exponential steps, say) also has its pure
+//     statement (Σ ε_i, with ρ = Σ ρ_i); under a total it is charged
+//     whichever of the two leaves the larger further run admissible
+//     ([privacy.Statements], [privacy.Roomiest]), a choice made from the
+//     history and the run's plan, not its output;
 //   - failed before any noise was drawn (Outcome.NoiseDrawn false): refunded,
 //     charged nothing, shown as failed;
 //   - failed after noise was drawn: stays charged its full grant, shown as

@@ -135,3 +135,40 @@ func TestUnlinkNeverUnderCounts(t *testing.T) {
 	l = openT(t, dir)
 	assert.InDelta(t, 3.5, spentEps(t, l, x), 1e-12)
 }
+
+// A run whose steps are all pure is charged the true statement that
+// leaves the most room: under a (3, 1e-6) total, ten exponential steps of
+// ε = 0.1371 (pure 1.371, and (0.958, 1e-6) by their privacy loss
+// distribution) granted (1, 1e-6) leave room for more runs instead of
+// spending all of δ (issue 26 §5).
+func TestPureRunChargedItsRoomiestStatement(t *testing.T) {
+	ctx := context.Background()
+	l := openT(t, t.TempDir())
+	h := hashOf("d")
+	total := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 3, Delta: 1e-6}
+	require.NoError(t, l.SetBudget(ctx, h, "d", total))
+	var steps []privacy.Step
+	for range 10 {
+		steps = append(steps, privacy.Step{Name: "q", Mechanism: privacy.MechExponential, Calibration: "pure", Epsilon: 0.1371})
+	}
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	id := reserve(t, l, h, grant)
+	require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: steps, Guarantee: privacy.Pure, Neighbours: "one row replaced"}))
+	run, err := l.Get(ctx, id)
+	require.NoError(t, err)
+	assert.InDelta(t, 1.371, run.Charge.Epsilon, 1e-12, "charged its pure statement")
+	assert.Zero(t, run.Charge.Delta)
+	assert.InDelta(t, 10*0.1371*0.1371/2, run.Charge.Rho, 1e-12, "with its steps' zCDP total")
+	reserve(t, l, h, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-7})
+
+	// Under a total its pure statement does not fit, the (ε, δ) one is
+	// charged.
+	h2 := hashOf("d2")
+	require.NoError(t, l.SetBudget(ctx, h2, "d2", privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1.2, Delta: 1e-6}))
+	id = reserve(t, l, h2, grant)
+	require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: steps, Guarantee: privacy.Pure, Neighbours: "one row replaced"}))
+	run, err = l.Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, 1e-6, run.Charge.Delta)
+	assert.Less(t, run.Charge.Epsilon, 1.0)
+}

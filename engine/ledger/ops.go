@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -755,9 +756,23 @@ func settleSuccess(g privacy.Grant, reserved Charge, st *dsState, id int64, out 
 		return refuse(re, reserved, err)
 	}
 	re.Relation = rel
-	conv, k, err := convert(c, rel, st.Relation)
-	if err != nil {
-		return refuse(re, reserved, err)
+	// Each true statement of the run, converted to the budget's relation;
+	// under a total, the one that leaves the most room is charged.
+	cands := privacy.Statements(c, out.Steps)
+	convs := make([]Charge, len(cands))
+	var k int
+	for i, x := range cands {
+		if convs[i], k, err = convert(x, rel, st.Relation); err != nil {
+			return refuse(re, reserved, err)
+		}
+	}
+	conv := convs[0]
+	if st.Total != nil && len(convs) > 1 {
+		conv = privacy.Roomiest(*st.Total, st.charged(id), convs)
+		if i := slices.Index(convs, conv); i > 0 {
+			c, re.Charge, re.Basis = cands[i], cands[i], "pure"
+			re.Note = strings.TrimSpace(re.Note + " charged its pure statement, which leaves the budget more room than its (ε, δ) one")
+		}
 	}
 	re.Factor = k
 	if k > 1 {
