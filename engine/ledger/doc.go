@@ -138,7 +138,7 @@
 //     exactly calibrated exponential steps, say) also has its pure
 //     statement (Σ ε_i, with ρ = Σ ρ_i); under a total it is charged
 //     whichever of the two leaves the larger further run admissible
-//     ([privacy.Statements], [privacy.Roomiest]), a choice made from the
+//     ([privacy.ChargeStatements], [privacy.Roomiest]), a choice made from the
 //     history and the run's plan, not its output;
 //   - failed before any noise was drawn (Outcome.NoiseDrawn false): refunded,
 //     charged nothing, shown as failed;

@@ -758,7 +758,7 @@ func settleSuccess(g privacy.Grant, reserved Charge, st *dsState, id int64, out 
 	re.Relation = rel
 	// Each true statement of the run, converted to the budget's relation;
 	// under a total, the one that leaves the most room is charged.
-	cands := privacy.Statements(c, out.Steps)
+	cands := privacy.ChargeStatements(c, out.Steps)
 	convs := make([]Charge, len(cands))
 	var k int
 	for i, x := range cands {

@@ -193,11 +193,11 @@ func AchievedCharge(g Grant, ach Achieved) Charge {
 	return Charge{Epsilon: ach.Epsilon, Delta: ach.Delta}
 }
 
-// Statements lists the charges a run's steps truly give: c, its composed
+// ChargeStatements lists the charges a run's steps truly give: c, its composed
 // charge, first; then, when every step is pure and c is not a pure
 // charge (an (ε, δ) statement of the privacy loss distribution, say), the
 // pure statement ε = Σ ε_i with the steps' zCDP total Σ ρ_i.
-func Statements(c Charge, steps []Step) []Charge {
+func ChargeStatements(c Charge, steps []Step) []Charge {
 	if c.IsPure() || len(steps) == 0 {
 		return []Charge{c}
 	}

@@ -237,7 +237,7 @@ func TestStatementsAndRoomiest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Statements(tc.c, tc.steps)
+			got := ChargeStatements(tc.c, tc.steps)
 			require.Len(t, got, len(tc.want))
 			for i := range got {
 				assert.InDelta(t, tc.want[i].Epsilon, got[i].Epsilon, 1e-12)
