@@ -22,6 +22,23 @@ var BeamRunners = host.BeamRunners
 // running executable, else in pluginDirs, else on $PATH.
 func FindBeam(pluginDirs []string) (string, error) { return host.FindBeam(pluginDirs) }
 
+// BeamWorkDir creates a fresh work directory for a Beam fit below the
+// data cache of the dplr home (see BeamShards.Work), named after this
+// process, and returns it with the cleanup that removes it. It first
+// removes the work directories of Beam fits whose process was killed.
+func BeamWorkDir(home string) (string, func(), error) {
+	base := CacheDir(home)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", nil, classed(ErrRuntime, err)
+	}
+	host.SweepDead(base, "beam-")
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("beam-%d-", os.Getpid()))
+	if err != nil {
+		return "", nil, classed(ErrRuntime, err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // BeamShards are the sharded files dplr-beam reads: the data of `dplr fit
 // EST --engine beam`.
 type BeamShards struct {

@@ -2,7 +2,12 @@ package client_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -126,4 +131,22 @@ func TestShippedEstimatorsThroughPasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The work directory of a Beam fit that was killed (its process gone) is
+// removed when the next Beam fit makes its own (issue 26 §3).
+func TestBeamWorkDirSweepsKilledFits(t *testing.T) {
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	home := t.TempDir()
+	left := filepath.Join(client.CacheDir(home), fmt.Sprintf("beam-%d-1", cmd.Process.Pid))
+	require.NoError(t, os.MkdirAll(filepath.Join(left, "pass-1"), 0o700))
+	dir, cleanup, err := client.BeamWorkDir(home)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(filepath.Base(dir), fmt.Sprintf("beam-%d-", os.Getpid())), dir)
+	_, err = os.Stat(left)
+	assert.True(t, os.IsNotExist(err), "the killed fit's directory is swept")
+	cleanup()
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err))
 }

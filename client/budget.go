@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
@@ -145,8 +146,16 @@ func (c *Client) SetBudget(ctx context.Context, r DatasetRef, total Grant, opt B
 			if err := led.ChangeBudget(ctx, h, total, opt.Note); err != nil {
 				return ledgerErr(err)
 			}
-		} else if err := setBudget(ctx, led, h, t, total, opt); err != nil {
-			return err
+		} else {
+			// A total on data that shares most of its rows with a
+			// budgeted data set would be a second budget for the same
+			// people: refused, with nothing written.
+			if err := host.CheckOverlap(ctx, led, h, &dataio.Identity{Sketch: t.sketch}); err != nil {
+				return classed(ErrBudget, fmt.Errorf("no total was set: %w", err))
+			}
+			if err := setBudget(ctx, led, h, t, total, opt); err != nil {
+				return err
+			}
 		}
 		// Record the rows' sketch with the total, so that near copies are
 		// recognised (refused by dplr fit and dplr audit) from the start,
@@ -231,6 +240,44 @@ func (c *Client) Link(ctx context.Context, r DatasetRef, to, note string) (alias
 		return ledgerErr(err)
 	})
 	return t.ref, dataset, err
+}
+
+// Merge makes the data set r part of the data set into (a name or hash),
+// for two budgets that cover the same people: into is charged every
+// charge of r, and r's key then counts against into. Charges that do not
+// fit into's total are refused (ErrBudget) unless force, which merges all
+// the same and returns the refusal's cause. It returns into's hash.
+func (c *Client) Merge(ctx context.Context, r DatasetRef, into, note string, force bool) (string, error) {
+	if into == "" {
+		return "", classedf(ErrUsage, "a merge needs the data set to merge into")
+	}
+	var h string
+	err := c.onDataset(ctx, r, func(led *ledger.Ledger, from string, _ target) error {
+		merr := ledgerErr(led.Merge(ctx, from, into, note, force))
+		var err error
+		h, err = led.Resolve(ctx, into)
+		if merr != nil {
+			return merr
+		}
+		return ledgerErr(err)
+	})
+	return h, err
+}
+
+// Unlink makes the file r, linked to a data set, a data set of its own,
+// charged all that data set was charged (see ledger.Ledger.Unlink). It
+// returns r's key.
+func (c *Client) Unlink(ctx context.Context, r DatasetRef, note string) (string, error) {
+	t, err := c.target(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	if !t.isHash {
+		return "", classedf(ErrUsage, "unlink names the linked file by its data or hash, not by a data set's name")
+	}
+	return t.ref, c.withLedger(ctx, func(led *ledger.Ledger) error {
+		return ledgerErr(led.Unlink(ctx, t.ref, note))
+	})
 }
 
 // ChargeOptions qualify Charge.

@@ -24,6 +24,9 @@ type (
 	Guarantee = privacy.Guarantee
 	// GuaranteeJSON is a guarantee's JSON form.
 	GuaranteeJSON = privacy.GuaranteeJSON
+	// Statements are a guarantee's true statements, each in its own
+	// fields: result.json's privacy.statements.
+	Statements = privacy.Statements
 	// Step is one verified privacy step of a run.
 	Step = privacy.Step
 

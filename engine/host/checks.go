@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dplr/dplr/engine/data"
@@ -55,15 +56,25 @@ const (
 	MaxParamMagnitude = 1e100
 )
 
-// saneParams refuses real-valued parameters outside the sanity bounds.
+// saneParams refuses real-valued parameters outside the sanity bounds: a
+// float parameter, or a text one given a number (pca's clip takes auto or
+// a number).
 func saneParams(specs []sdk.ParamSpec, p sdk.Params) error {
 	for _, s := range specs {
-		if s.Type != sdk.Float || !p.Has(s.Name) {
+		if !p.Has(s.Name) {
 			continue
 		}
-		v := math.Abs(p.Float(s.Name))
-		if v != 0 && (v < MinParamMagnitude || v > MaxParamMagnitude) {
-			return fmt.Errorf("%s = %g is outside the range dplr computes with (magnitude 0 or in [%g, %g])", s.Name, p.Float(s.Name), MinParamMagnitude, MaxParamMagnitude)
+		x := p.Float(s.Name)
+		if s.Type == sdk.String {
+			var err error
+			if x, err = strconv.ParseFloat(strings.TrimSpace(p.String(s.Name)), 64); err != nil {
+				continue
+			}
+		} else if s.Type != sdk.Float {
+			continue
+		}
+		if v := math.Abs(x); v != 0 && (v < MinParamMagnitude || v > MaxParamMagnitude) {
+			return fmt.Errorf("%s = %g is outside the range dplr computes with (magnitude 0 or in [%g, %g])", s.Name, x, MinParamMagnitude, MaxParamMagnitude)
 		}
 	}
 	return nil

@@ -86,7 +86,7 @@ func TestFormatBytes(t *testing.T) {
 }
 
 func TestSaneParams(t *testing.T) {
-	specs := []sdk.ParamSpec{{Name: "clip", Type: sdk.Float, Default: "1"}, {Name: "sigma_xi", Type: sdk.Float, Default: "0"}, {Name: "k", Type: sdk.Int, Default: "2"}}
+	specs := []sdk.ParamSpec{{Name: "clip", Type: sdk.Float, Default: "1"}, {Name: "sigma_xi", Type: sdk.Float, Default: "0"}, {Name: "k", Type: sdk.Int, Default: "2"}, {Name: "bound", Type: sdk.String, Default: "auto"}}
 	cases := []struct {
 		raw  map[string]string
 		want string
@@ -96,6 +96,11 @@ func TestSaneParams(t *testing.T) {
 		{map[string]string{"clip": "-3e50"}, ""},
 		{map[string]string{"clip": "1e-300"}, "clip = 1e-300"},
 		{map[string]string{"sigma_xi": "1e101"}, "sigma_xi = 1e+101"},
+		// A text parameter that takes a number or a word (pca's
+		// clip=auto) is bounded when it is given a number.
+		{map[string]string{"bound": "auto"}, ""},
+		{map[string]string{"bound": "2.5"}, ""},
+		{map[string]string{"bound": "1e-300"}, "bound = 1e-300"},
 	}
 	for _, tc := range cases {
 		p, err := sdk.ValidateParams(specs, tc.raw)

@@ -451,7 +451,7 @@ func acquireRunDir() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		sweepRunDirs(base)
+		SweepDead(base, "dplr-")
 		d, err := os.MkdirTemp(base, fmt.Sprintf("dplr-%d-", os.Getpid()))
 		if err != nil {
 			return "", fmt.Errorf("plugin run directory: %w", err)
@@ -474,15 +474,17 @@ func releaseRunDir() {
 	}
 }
 
-// sweepRunDirs removes the run directories in base left by hosts that no
-// longer run.
-func sweepRunDirs(base string) {
+// SweepDead removes the directories in base named prefix<pid>-… (the
+// private work directories of dplr processes, named after their process
+// id) whose process no longer runs and that belong to this user: what a
+// killed dplr leaves behind. Other entries are left alone.
+func SweepDead(base, prefix string) {
 	entries, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "dplr-")
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok || !e.IsDir() {
 			continue
 		}

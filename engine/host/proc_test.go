@@ -457,3 +457,33 @@ func TestConcurrentFitsOnOnePlugin(t *testing.T) {
 		assert.Contains(t, err.Error(), "without a result")
 	}
 }
+
+// A killed dplr's work directories (named after its process id) are
+// removed by the next sweep; those of running processes, and entries of
+// any other name, stay.
+func TestSweepDeadRemovesOnlyDeadProcessesDirectories(t *testing.T) {
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	dead := cmd.Process.Pid
+	base := t.TempDir()
+	names := map[string]bool{ // name: removed
+		fmt.Sprintf("beam-%d-123", dead):           true,
+		fmt.Sprintf("beam-%d-456", os.Getpid()):    false,
+		fmt.Sprintf("beam-%d-789", os.Getppid()):   false,
+		"beam-123456789":                           false, // no process id
+		fmt.Sprintf("other-%d-1", dead):            false,
+		fmt.Sprintf("beam-%d-file", dead) + ".txt": false,
+	}
+	for n := range names {
+		if strings.HasSuffix(n, ".txt") {
+			require.NoError(t, os.WriteFile(filepath.Join(base, n), nil, 0o600))
+			continue
+		}
+		require.NoError(t, os.Mkdir(filepath.Join(base, n), 0o700))
+	}
+	SweepDead(base, "beam-")
+	for n, removed := range names {
+		_, err := os.Stat(filepath.Join(base, n))
+		assert.Equal(t, removed, os.IsNotExist(err), n)
+	}
+}

@@ -230,6 +230,9 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	if err == nil {
 		err = checkDeclared(plug, req.Estimator, decl, out)
 	}
+	if err == nil {
+		err = checkNeighbours(plug, out)
+	}
 	if err != nil {
 		return nil, r.settleFailure(id, out, err)
 	}
@@ -296,6 +299,18 @@ func checkDeclared(plug *Plugin, estimator string, decl sdk.Declaration, out *Fi
 	if err := decl.CheckSteps(out.Steps); err != nil {
 		return fmt.Errorf("plugin %s: estimator %s broke its pre-flight declaration of mechanisms: %w; nothing is released: %w",
 			plug.Name(), estimator, err, ErrPlugin)
+	}
+	return nil
+}
+
+// checkNeighbours refuses a result whose guarantee states a neighbour
+// relation the ledger cannot read: the plugin's failure (its noise was
+// drawn, so it stays charged), not the ledger's.
+func checkNeighbours(plug *Plugin, out *FitOutcome) error {
+	if n := out.Guarantee.Neighbours; n != "" {
+		if _, err := ledger.ParseNeighbours(n); err != nil {
+			return fmt.Errorf("plugin %s: its guarantee's neighbour relation cannot be read: %w; nothing is released: %w", plug.Name(), err, ErrPlugin)
+		}
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/dplr/dplr/engine/privacy"
 )
 
 // eventVersion is the encoding version of the chain's records.
@@ -193,17 +195,75 @@ func (l *Ledger) replay(ctx context.Context, q rowQuerier, v *view, ev *event, h
 	if !reflect.DeepEqual(ev.State, got) {
 		return l.damaged("record %d states a budget position that its history does not give (totals or charges edited)", ev.Seq)
 	}
-	if ev.Kind == evLink {
+	switch ev.Kind {
+	case evLink:
 		if _, taken := v.keys[ev.Alias]; taken || ev.Alias == ev.Dataset {
 			return l.damaged("record %d links %s, which already has a record", ev.Seq, short(ev.Alias))
 		}
+	case evMerge:
+		if _, has := v.keys[ev.Alias]; !has || ev.Alias == ev.Dataset {
+			return l.damaged("record %d merges %s, which is no other data set", ev.Seq, short(ev.Alias))
+		}
+		if src, err := l.state(ctx, q, v, ev.Alias); err != nil || src == nil || len(src.Aliases) > 0 {
+			return l.damaged("record %d merges %s, which is no data set without linked files (%v)", ev.Seq, short(ev.Alias), err)
+		}
+	case evUnlink:
+		if v.aliases[ev.Alias] != ev.Dataset {
+			return l.damaged("record %d unlinks %s, which is not linked to data set %s", ev.Seq, short(ev.Alias), short(ev.Dataset))
+		}
+	}
+	if ev.Inherit != nil {
+		if err := l.checkInherit(ctx, q, v, ev); err != nil {
+			return err
+		}
+	}
+	v.record(ev, r)
+	return nil
+}
+
+// checkInherit checks that the charges a merge or an unlinked file's
+// registration carries are every charge of the data set they come from
+// (ev.Alias), at its verified position.
+func (l *Ledger) checkInherit(ctx context.Context, q rowQuerier, v *view, ev *event) error {
+	if _, isAlias := v.aliases[ev.Alias]; isAlias || ev.Alias == "" {
+		return l.damaged("record %d takes charges from %q, which is no data set", ev.Seq, short(ev.Alias))
+	}
+	src, err := l.state(ctx, q, v, ev.Alias)
+	if err != nil {
+		return err
+	}
+	if src == nil || !reflect.DeepEqual(inherited(src), *ev.Inherit) {
+		return l.damaged("record %d states charges that data set %s does not hold", ev.Seq, short(ev.Alias))
+	}
+	return nil
+}
+
+// inherited is what a data set passes on when merged into another or when
+// a file is unlinked from it: every charge, the open reservations' whole
+// grants included, without its rule.
+func inherited(s *dsState) privacy.Tally {
+	a := s.charged(0)
+	a.Filter = ""
+	return a
+}
+
+// record advances v past the verified or appended record ev (at r).
+func (v *view) record(ev *event, r ref) {
+	v.head = r
+	if ev.Kind == evGenesis {
+		return
+	}
+	switch ev.Kind {
+	case evLink, evMerge:
 		v.aliases[ev.Alias] = ev.Dataset
 		v.keys[ev.Alias] = r
+		delete(v.states, ev.Alias)
+	case evUnlink:
+		delete(v.aliases, ev.Alias)
+		delete(v.keys, ev.Alias)
 	}
 	v.keys[ev.Dataset] = r
-	v.states[ev.Dataset] = got
-	v.head = r
-	return nil
+	v.states[ev.Dataset] = ev.State
 }
 
 // advance verifies every record after v's head, in order, and moves v to
@@ -351,16 +411,7 @@ func (t *txn) emit(ctx context.Context, ev *event) error {
 	if _, err := t.tx.ExecContext(ctx, `INSERT INTO chain(seq, dataset, body, hash) VALUES (?, ?, ?, ?)`, ev.Seq, ev.Dataset, body, hash); err != nil {
 		return t.l.wrap("append record", err)
 	}
-	r := ref{Seq: ev.Seq, Hash: hash}
-	t.v.head = r
-	if ev.Kind != evGenesis {
-		t.v.keys[ev.Dataset] = r
-		t.v.states[ev.Dataset] = ev.State
-		if ev.Kind == evLink {
-			t.v.keys[ev.Alias] = r
-			t.v.aliases[ev.Alias] = ev.Dataset
-		}
-	}
+	t.v.record(ev, ref{Seq: ev.Seq, Hash: hash})
 	return nil
 }
 

@@ -97,9 +97,21 @@
 // ledger ([Ledger.Rename]; [Ledger.Resolve] maps a name or linked hash to
 // the data set). [Ledger.Link] records that another content hash holds the
 // same people; every operation given that hash then acts on the data set it
-// is linked to. A hash with records of its own is not linked (budgets are
-// not merged). [Ledger.SetSketch] stores a row sketch per data set for
-// overlap detection, as a plain column outside the chain.
+// is linked to. A hash with records of its own is not linked; two data
+// sets whose budgets turn out to cover the same people are joined by
+// [Ledger.Merge], which charges the one kept every charge of the other
+// (open reservations at their whole grant) and links the other's hash to
+// it. [Ledger.Unlink] undoes a link: the file becomes a data set of its
+// own, with no total, charged everything its former data set was charged.
+// Both records carry the charges they move, and the verifier checks them
+// against the source data set's verified position. Neither can
+// under-count: a data set's charges only ever grow, a merge adds to the
+// data set kept every charge made on the one merged (which then resolves
+// to it), and an unlinked file keeps every charge made through the link
+// or on the data set it left, which are all the runs that may have used
+// its rows (docs/ledger.md derives it). [Ledger.SetSketch] stores a row
+// sketch per data set for overlap detection, as a plain column outside
+// the chain.
 //
 // # Life of a run
 //
@@ -121,7 +133,13 @@
 //
 //   - succeeded: the run is charged what it achieved (its steps composed by
 //     [privacy.Compose], which never exceeds its grant), converted to the
-//     budget's neighbour relation;
+//     budget's neighbour relation. A run whose steps are all pure but whose
+//     composed statement is (ε, δ) (the privacy loss distribution of
+//     exactly calibrated exponential steps, say) also has its pure
+//     statement (Σ ε_i, with ρ = Σ ρ_i); under a total it is charged
+//     whichever of the two leaves the larger further run admissible
+//     ([privacy.ChargeStatements], [privacy.Roomiest]), a choice made from the
+//     history and the run's plan, not its output;
 //   - failed before any noise was drawn (Outcome.NoiseDrawn false): refunded,
 //     charged nothing, shown as failed;
 //   - failed after noise was drawn: stays charged its full grant, shown as

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -316,6 +317,99 @@ func (l *Ledger) Link(ctx context.Context, alias, target, note string) error {
 	})
 }
 
+// Merge makes the data set from (a hash, alias or name) part of the data
+// set into, for two budgets that turn out to cover the same people (a
+// total set on a subset copy, say): into is charged every charge of from,
+// its open reservations' whole grants included, and from's hash (which
+// keeps no total of its own) becomes linked to into. Every run charged to
+// either before is then counted against the one budget, so the merge
+// never under-counts. When the charges do not fit into's total it is
+// refused with nothing written (ErrBudgetExceeded, ErrIncompatible, the
+// error stating their cost), unless force, which records it all the same
+// (the data set then admits nothing more until its total is changed) and
+// returns the same cause. A data set with linked files of its own, or with
+// a run still running, is refused (ErrInvalid).
+func (l *Ledger) Merge(ctx context.Context, from, into, note string, force bool) error {
+	var over error
+	err := l.write(ctx, "merge", func(t *txn) error {
+		h, st, err := t.known(ctx, into)
+		if err != nil {
+			return err
+		}
+		b, src, err := t.known(ctx, from)
+		if err != nil {
+			return err
+		}
+		switch {
+		case b == h:
+			return fmt.Errorf("merge: %s is already data set %s: %w", from, short(h), ErrInvalid)
+		case len(src.Aliases) > 0:
+			return fmt.Errorf("merge: data set %s has linked files of its own; unlink them first (each then keeps its charges): %w", short(b), ErrInvalid)
+		}
+		for _, id := range src.openIDs() {
+			if l.stateOf(Reserved, src.Open[strconv.FormatInt(id, 10)].Owner) != Interrupted {
+				return fmt.Errorf("merge: run-%d on data set %s is still running; merge when it has ended: %w", id, short(b), ErrInvalid)
+			}
+		}
+		in := inherited(src)
+		if st.Total != nil {
+			before := st.charged(0)
+			after := before
+			after.Merge(in)
+			if _, err := compose(*st.Total, after); err != nil {
+				why := fmt.Errorf("data set %s: the %d charge(s) of data set %s do not fit its budget's rule (they cost %s): %w", short(h), in.N(), short(b), spentString(privacy.Uncomposed(in)), err)
+				if !force {
+					return fmt.Errorf("nothing was merged: %w", why)
+				}
+				over = fmt.Errorf("merged all the same; nothing more will be admitted until the total is changed: %w", why)
+			}
+		}
+		return t.emit(ctx, &event{Kind: evMerge, Dataset: h, Alias: b, Inherit: &in, Note: strings.TrimSpace(note)})
+	})
+	if err != nil {
+		return err
+	}
+	return over
+}
+
+// Unlink undoes a link: the file with content hash alias stops counting
+// against the data set it was linked to and becomes a data set of its own,
+// with no total, charged everything that data set was charged up to now
+// (its open reservations' whole grants included): runs charged through
+// the link, or on the data set itself, may have used the file's rows, so
+// its spending is never under-counted; the data set keeps its charges. A
+// hash that had records of its own before it was merged cannot be
+// unlinked (ErrInvalid), nor one that is not linked.
+func (l *Ledger) Unlink(ctx context.Context, alias, note string) error {
+	a, err := NormalizeHash(alias)
+	if err != nil {
+		return err
+	}
+	return l.write(ctx, "unlink", func(t *txn) error {
+		h, ok := t.v.aliases[a]
+		if !ok {
+			return fmt.Errorf("unlink: %s is not linked to a data set: %w", short(a), ErrInvalid)
+		}
+		var own int
+		if err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM chain WHERE dataset = ?`, a).Scan(&own); err != nil {
+			return l.wrap("unlink", err)
+		}
+		if own > 0 {
+			return fmt.Errorf("unlink: %s was merged into data set %s; its charges belong to it now: %w", short(a), short(h), ErrInvalid)
+		}
+		st, err := t.state(ctx, h)
+		if err != nil {
+			return err
+		}
+		note = strings.TrimSpace(note)
+		if err := t.emit(ctx, &event{Kind: evUnlink, Dataset: h, Alias: a, Note: note}); err != nil {
+			return err
+		}
+		in := inherited(st)
+		return t.emit(ctx, &event{Kind: evDataset, Dataset: a, Rel: st.Relation, Alias: h, Inherit: &in, Note: note})
+	})
+}
+
 // ChargeRequest is a spend made outside dplr on a data set.
 type ChargeRequest struct {
 	// Cost is what was spent, as a grant (pure ε, (ε, δ) or ρ); zero when
@@ -585,7 +679,7 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 		if rec.Kind != evReserve {
 			return fmt.Errorf("settle %v: %w", id, ErrNotFound)
 		}
-		h := rec.Dataset
+		h := t.v.resolve(rec.Dataset) // a merged data set's runs are its target's
 		st, err := t.state(ctx, h)
 		if err != nil {
 			return err
@@ -662,9 +756,23 @@ func settleSuccess(g privacy.Grant, reserved Charge, st *dsState, id int64, out 
 		return refuse(re, reserved, err)
 	}
 	re.Relation = rel
-	conv, k, err := convert(c, rel, st.Relation)
-	if err != nil {
-		return refuse(re, reserved, err)
+	// Each true statement of the run, converted to the budget's relation;
+	// under a total, the one that leaves the most room is charged.
+	cands := privacy.ChargeStatements(c, out.Steps)
+	convs := make([]Charge, len(cands))
+	var k int
+	for i, x := range cands {
+		if convs[i], k, err = convert(x, rel, st.Relation); err != nil {
+			return refuse(re, reserved, err)
+		}
+	}
+	conv := convs[0]
+	if st.Total != nil && len(convs) > 1 {
+		conv = privacy.Roomiest(*st.Total, st.charged(id), convs)
+		if i := slices.Index(convs, conv); i > 0 {
+			c, re.Charge, re.Basis = cands[i], cands[i], "pure"
+			re.Note = strings.TrimSpace(re.Note + " charged its pure statement, which leaves the budget more room than its (ε, δ) one")
+		}
 	}
 	re.Factor = k
 	if k > 1 {

@@ -110,7 +110,10 @@ func (l *Ledger) stateOf(status State, o owner) State {
 type Change struct {
 	Seq  int64     `json:"seq"`
 	Time time.Time `json:"time"`
-	// Kind is "registered", "budget", "name", "relation" or "link".
+	// Kind is "registered", "budget", "name", "relation", "link",
+	// "merge" (the data set Alias merged in) or "unlink" (the file Alias
+	// unlinked). A registration with an Alias is a file unlinked from
+	// that data set, charged all it was charged.
 	Kind     string         `json:"kind"`
 	Old      *privacy.Grant `json:"old,omitempty"`
 	New      *privacy.Grant `json:"new,omitempty"`
@@ -126,6 +129,9 @@ func (c Change) String() string {
 	switch c.Kind {
 	case "registered":
 		s = fmt.Sprintf("data set registered (neighbours: %s)", c.Relation)
+		if c.Alias != "" {
+			s = fmt.Sprintf("data set registered when unlinked from %s, charged all it was charged (neighbours: %s)", c.Alias, c.Relation)
+		}
 	case "budget":
 		if c.Old == nil {
 			s = "total set to " + GrantString(*c.New)
@@ -138,6 +144,10 @@ func (c Change) String() string {
 		s = fmt.Sprintf("neighbour relation set to %s", c.Relation)
 	case "link":
 		s = "linked " + c.Alias
+	case "merge":
+		s = "merged data set " + c.Alias + " in, with all its charges"
+	case "unlink":
+		s = "unlinked " + c.Alias
 	}
 	if c.Note != "" {
 		s += " (" + c.Note + ")"
@@ -189,15 +199,15 @@ func (l *Ledger) history(ctx context.Context, hash string) ([]Run, []Change, err
 		at, _ := time.Parse(time.RFC3339Nano, ev.Time)
 		switch ev.Kind {
 		case evDataset:
-			changes = append(changes, Change{Seq: ev.Seq, Time: at, Kind: "registered", Relation: ev.Rel, Name: ev.Name, Note: ev.Note})
+			changes = append(changes, Change{Seq: ev.Seq, Time: at, Kind: "registered", Relation: ev.Rel, Name: ev.Name, Alias: ev.Alias, Note: ev.Note})
 		case evBudget:
 			changes = append(changes, Change{Seq: ev.Seq, Time: at, Kind: "budget", Old: ev.Old, New: ev.New, Note: ev.Note})
 		case evName:
 			changes = append(changes, Change{Seq: ev.Seq, Time: at, Kind: "name", Name: ev.Name})
 		case evRelation:
 			changes = append(changes, Change{Seq: ev.Seq, Time: at, Kind: "relation", Relation: ev.Rel})
-		case evLink:
-			changes = append(changes, Change{Seq: ev.Seq, Time: at, Kind: "link", Alias: ev.Alias, Note: ev.Note})
+		case evLink, evMerge, evUnlink:
+			changes = append(changes, Change{Seq: ev.Seq, Time: at, Kind: ev.Kind, Alias: ev.Alias, Note: ev.Note})
 		case evReserve, evCharge:
 			r := ev.Run
 			run := Run{ID: RunID(ev.Seq), DataHash: h, Estimator: r.Estimator, Plugin: r.Plugin, Params: r.Params,

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -20,6 +21,8 @@ const (
 	evReserve  = "reserve"  // a run reserved, charged its grant
 	evSettle   = "settle"   // a reserved run settled
 	evCharge   = "charge"   // a spend made outside dplr
+	evMerge    = "merge"    // another data set merged in: its charges added, its hash linked
+	evUnlink   = "unlink"   // a linked hash unlinked (it becomes a data set of its own)
 )
 
 // event is one record of the chain. Its canonical encoding is its JSON
@@ -46,8 +49,13 @@ type event struct {
 	Note    string         `json:"note,omitempty"`
 	// Rule, on a budget event, is the admission rule the change fixes
 	// (filterClassic; "" keeps the rule).
-	Rule  string   `json:"rule,omitempty"`
-	State *dsState `json:"state,omitempty"`
+	Rule string `json:"rule,omitempty"`
+	// Inherit, on a merge record, is every charge of the data set merged
+	// in (Alias); on a registration, every charge of the data set Alias
+	// it was unlinked from. The verifier checks it against that data
+	// set's verified position.
+	Inherit *privacy.Tally `json:"inherit,omitempty"`
+	State   *dsState       `json:"state,omitempty"`
 }
 
 // runEvent is the run part of a reserve, settle or charge event.
@@ -158,6 +166,9 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			return nil, fmt.Errorf("event %d registers data set %s twice", ev.Seq, short(ev.Dataset))
 		}
 		s.Name, s.Relation = ev.Name, ev.Rel
+		if ev.Inherit != nil {
+			s.Final.Merge(*ev.Inherit)
+		}
 	case evName:
 		s.Name = ev.Name
 	case evRelation:
@@ -168,21 +179,30 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		}
 		t := *ev.New
 		s.Total, s.SetAt = &t, ev.Time
-		if ev.V >= filterVersion && s.approxTotal() && s.Final.Filter == "" && (s.Final.N() > 0 || len(s.Open) > 0) {
-			// A total set on an existing history: the rule is fixed now,
-			// by the data owner's act, not later by a run the analyst
-			// may have chosen from that history's outputs.
-			if s.Final.GaussianOnly() && s.Final.N() > 0 && len(s.Open) == 0 {
-				s.Final.Filter = privacy.FilterGDP
-			} else {
-				s.Final.Filter = privacy.FilterClassic
-			}
+		if ev.V >= filterVersion {
+			s.fixOnHistory()
 		}
 		if ev.Rule == privacy.FilterClassic && s.approxTotal() {
 			s.Final.Filter = privacy.FilterClassic // see setTotal
 		}
 	case evLink:
 		s.Aliases = append(s.Aliases, ev.Alias)
+	case evMerge:
+		if ev.Inherit == nil {
+			return nil, fmt.Errorf("event %d: merge without charges", ev.Seq)
+		}
+		s.Final.Merge(*ev.Inherit)
+		s.Aliases = append(s.Aliases, ev.Alias)
+		s.fixOnHistory()
+	case evUnlink:
+		i := slices.Index(s.Aliases, ev.Alias)
+		if i < 0 {
+			return nil, fmt.Errorf("event %d unlinks %s, which is not linked to data set %s", ev.Seq, short(ev.Alias), short(ev.Dataset))
+		}
+		s.Aliases = slices.Delete(s.Aliases, i, i+1)
+		if len(s.Aliases) == 0 {
+			s.Aliases = nil
+		}
 	case evReserve:
 		r := ev.Run
 		if r == nil || r.Grant == nil || r.Owner == nil || r.ID != ev.Seq {
@@ -242,6 +262,22 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 // approxTotal reports whether the data set has an (ε, δ) total.
 func (s *dsState) approxTotal() bool {
 	return s.Total != nil && s.Total.Kind == privacy.GrantApprox
+}
+
+// fixOnHistory fixes the admission rule of an (ε, δ) total still
+// undecided when the data owner acts on an existing history (sets a
+// total, merges another data set in): the rule is fixed then, by that
+// act, not later by a run the analyst may have chosen from that history's
+// outputs.
+func (s *dsState) fixOnHistory() {
+	if !s.approxTotal() || s.Final.Filter != "" || (s.Final.N() == 0 && len(s.Open) == 0) {
+		return
+	}
+	if s.Final.GaussianOnly() && s.Final.N() > 0 && len(s.Open) == 0 {
+		s.Final.Filter = privacy.FilterGDP
+	} else {
+		s.Final.Filter = privacy.FilterClassic
+	}
 }
 
 // decide fixes the admission rule of an (ε, δ) total when the first

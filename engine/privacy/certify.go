@@ -20,9 +20,9 @@ var ErrGuarantee = errors.New("privacy: guarantee does not follow from the compo
 //     grant is tighter (zCDP converted at an (ε, δ) grant's δ, or a ρ
 //     grant, or the privacy loss distribution, always tried for an (ε, δ)
 //     grant, with the exponential mechanism as bounded range), Rho
-//     carries the steps' zCDP total, Delta that δ and TightEpsilon the tighter ε, and the
-//     guarantee also states (TightEpsilon, δ)-DP (see Guarantee.Tighter):
-//     it never calls an ε pure that holds only with δ > 0.
+//     carries the steps' zCDP total and (TightEpsilon, TightDelta) the
+//     tighter statement (see Guarantee.Tighter); Delta stays 0: it never
+//     calls an ε pure that holds only with δ > 0, nor gives a pure ε a δ.
 //   - otherwise: the tightest valid accounting (Compose, with the privacy
 //     loss distribution always tried: connect-the-dots, exponential
 //     mechanism as bounded range, see RunPLD): ZCDP when that is zCDP (a ρ grant),
@@ -94,7 +94,7 @@ func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 			g.Rho = sumRho
 		case grant.Kind == GrantApprox && tight.Delta > 0 && tight.Epsilon < sumEps*(1-1e-12):
 			// A tighter (ε', δ) statement: zCDP's conversion or the PLD's.
-			g.Delta, g.Rho, g.TightEpsilon = tight.Delta, sumRho, tight.Epsilon
+			g.Rho, g.TightEpsilon, g.TightDelta = sumRho, tight.Epsilon, tight.Delta
 		}
 		return g, nil
 	}
@@ -116,19 +116,19 @@ func kindName(k GuaranteeKind) string {
 }
 
 // Tighter returns the (ε, δ) a Pure guarantee also satisfies, when it
-// states one (Delta > 0): TightEpsilon at Delta, or, when TightEpsilon was
-// not carried (a guarantee read back from a form without it), the
-// conversion EpsilonFromRho(Rho, Delta) of its steps' zCDP total, which is
-// valid though possibly less tight. ok is false otherwise.
+// states one (TightDelta > 0): TightEpsilon at TightDelta, or, when
+// TightEpsilon was not carried (a guarantee read back from a form without
+// it), the conversion EpsilonFromRho(Rho, TightDelta) of its steps' zCDP
+// total, which is valid though possibly less tight. ok is false otherwise.
 func (g Guarantee) Tighter() (eps, delta float64, ok bool) {
-	if g.Kind != Pure || !(g.Delta > 0) {
+	if g.Kind != Pure || !(g.TightDelta > 0) {
 		return 0, 0, false
 	}
 	if g.TightEpsilon > 0 {
-		return g.TightEpsilon, g.Delta, true
+		return g.TightEpsilon, g.TightDelta, true
 	}
 	if g.Rho > 0 {
-		return EpsilonFromRho(g.Rho, g.Delta), g.Delta, true
+		return EpsilonFromRho(g.Rho, g.TightDelta), g.TightDelta, true
 	}
 	return 0, 0, false
 }

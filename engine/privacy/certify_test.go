@@ -93,7 +93,7 @@ func TestCertify(t *testing.T) {
 		rho      float64
 	}{
 		{"pure grant, Laplace", Pure, Grant{Kind: GrantPure, Epsilon: 1}, []Step{lap(0.5), lap(0.5)}, Pure, 1, 0, 0},
-		{"(ε, δ) grant, pure steps met by pure composition, tighter (ε, δ) by the PLD", "", approx, []Step{lap(0.5), lap(0.5)}, Pure, 1, 1e-6, 0.25},
+		{"(ε, δ) grant, pure steps met by pure composition, tighter (ε, δ) by the PLD", "", approx, []Step{lap(0.5), lap(0.5)}, Pure, 1, 0, 0.25},
 		{"ρ grant, pure steps", "", Grant{Kind: GrantZCDP, Rho: 1}, []Step{lap(0.5)}, Pure, 0.5, 0, 0.125},
 		{"(ε, δ) grant, Gaussian: exact composition", "", approx, []Step{gauss(total / 2), gauss(total / 2)}, Approx, certTightEps(t, gauss(total/2), gauss(total/2)), 1e-6, gdpRho(gauss(total/2), gauss(total/2))},
 		{"declared approx, exact composition", Approx, approx, []Step{gauss(total)}, Approx, certTightEps(t, gauss(total)), 1e-6, gdpRho(gauss(total))},
@@ -116,6 +116,43 @@ func TestCertify(t *testing.T) {
 				assert.Contains(t, g.String(), "pure ε-differential privacy with ε = "+num(tc.eps))
 			}
 		})
+	}
+}
+
+// A run of exactly calibrated exponential steps under an (ε, δ) grant is
+// pure with an ε above the grant and (ε, δ) within it: each statement has
+// its own fields, and the pure one carries no δ (issue 26 §5).
+func TestCertifyStatementsDoNotContradict(t *testing.T) {
+	var steps []Step
+	for range 10 {
+		steps = append(steps, Step{Name: "q", Mechanism: MechExponential, Calibration: "pure", Epsilon: 0.1371})
+	}
+	g, err := Certify(Guarantee{Kind: Pure}, Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}, steps)
+	require.NoError(t, err)
+	assert.Equal(t, Pure, g.Kind)
+	assert.InDelta(t, 1.371, g.Epsilon, 1e-12)
+	assert.Zero(t, g.Delta, "a pure ε has no δ")
+	st := g.JSON().Statements
+	assert.InDelta(t, 1.371, st.PureEpsilon, 1e-12)
+	assert.Equal(t, 1e-6, st.Delta)
+	assert.LessOrEqual(t, st.Epsilon, 1.0, "the (ε, δ) statement is within the grant")
+	assert.InDelta(t, 10*0.1371*0.1371/2, st.Rho, 1e-12)
+	assert.Equal(t, g, g.JSON().Guarantee(), "the JSON form reads back")
+	assert.Contains(t, g.String(), "pure ε-differential privacy with ε = 1.371, and also (ε, δ)-differential privacy with ε = "+num(st.Epsilon)+", δ = 1e-06")
+
+	gauss, err := gaussianRhoStep("g", 1, 3, 0.01)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		grant Grant
+		want  func(Statements) bool
+	}{
+		{"exact Gaussian: (ε, δ) and μ", Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}, func(s Statements) bool { return s.PureEpsilon == 0 && s.Delta == 1e-6 && s.Mu > 0 }},
+		{"ρ grant: ρ", Grant{Kind: GrantZCDP, Rho: 0.01}, func(s Statements) bool { return s.PureEpsilon == 0 && s.Rho == 0.01 && s.Delta == 0 }},
+	} {
+		g, err := Certify(Guarantee{}, tc.grant, []Step{gauss})
+		require.NoError(t, err, tc.name)
+		assert.True(t, tc.want(g.Statements()), "%s: %+v", tc.name, g.Statements())
 	}
 }
 

@@ -193,6 +193,62 @@ func AchievedCharge(g Grant, ach Achieved) Charge {
 	return Charge{Epsilon: ach.Epsilon, Delta: ach.Delta}
 }
 
+// ChargeStatements lists the charges a run's steps truly give: c, its composed
+// charge, first; then, when every step is pure and c is not a pure
+// charge (an (ε, δ) statement of the privacy loss distribution, say), the
+// pure statement ε = Σ ε_i with the steps' zCDP total Σ ρ_i.
+func ChargeStatements(c Charge, steps []Step) []Charge {
+	if c.IsPure() || len(steps) == 0 {
+		return []Charge{c}
+	}
+	var p Charge
+	for _, s := range steps {
+		if !isPure(s) {
+			return []Charge{c}
+		}
+		p.Epsilon += s.Epsilon
+		p.Rho += stepRho(s)
+	}
+	return []Charge{c, p}
+}
+
+// Roomiest returns, among cands (true statements of one run), the one
+// after which the total, with the charges a, admits the largest further
+// run (see room); the first when none fits. The choice is a function of
+// the history's charges and of the run's steps (its plan, fixed by public
+// inputs before it ran), never of its output, so charging it is charging
+// an adaptively chosen valid statement, which the budget filters admit.
+func Roomiest(total Grant, a Tally, cands []Charge) Charge {
+	best, most := cands[0], -1.0
+	for _, c := range cands {
+		if Fits(total, a, c) != nil {
+			continue
+		}
+		after := a
+		after.Add(c)
+		if r := room(total, RemainingOf(total, after)); r > most {
+			best, most = c, r
+		}
+	}
+	return best
+}
+
+// room measures what remains as one number: μ under the Gaussian-DP
+// filter, ρ under a ρ total, ε under a pure one, and under an (ε, δ) total
+// the largest ε a further run could be granted, as (ε, δ) with the δ left
+// or as ρ converted at the total's δ.
+func room(total Grant, r Remaining) float64 {
+	switch {
+	case r.Mu > 0:
+		return r.Mu
+	case total.Kind == GrantZCDP:
+		return r.Rho
+	case total.Kind == GrantApprox && r.Rho > 0:
+		return max(r.Epsilon, EpsilonFromRho(r.Rho, total.Delta))
+	}
+	return r.Epsilon
+}
+
 // Spent is the composed privacy cost of a data set's charges.
 type Spent struct {
 	Epsilon float64 `json:"epsilon,omitempty"`
@@ -298,6 +354,20 @@ func (a *Tally) Add(c Charge) {
 	g.Rho += c.Rho
 }
 
+// Merge adds every charge of b to a (a keeps its Filter): the tally of the
+// union of the two sets of charges.
+func (a *Tally) Merge(b Tally) {
+	for _, g := range []struct{ to, from *tallyGroup }{{&a.P, &b.P}, {&a.A, &b.A}, {&a.B, &b.B}, {&a.C, &b.C}} {
+		g.to.N += g.from.N
+		g.to.Eps += g.from.Eps
+		g.to.Delta += g.from.Delta
+		g.to.Rho += g.from.Rho
+	}
+	a.NMu2 += b.NMu2
+	a.Mu2 += b.Mu2
+}
+
+// N is the number of charges in the tally.
 func (a Tally) N() int { return a.P.N + a.A.N + a.B.N + a.C.N }
 
 // allMu reports whether every charge carries a GDP statement.

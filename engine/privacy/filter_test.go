@@ -216,3 +216,39 @@ func TestPureMuIsTheTightGDPOfEpsDP(t *testing.T) {
 	assert.InDelta(t, 1.23204, PureMu(1), 1e-4)
 	assert.Zero(t, PureMu(0))
 }
+
+// A run of pure steps has its pure statement beside its composed one, and
+// the statement charged is the one after which the total admits most.
+func TestStatementsAndRoomiest(t *testing.T) {
+	lap := func(e float64) Step { return Step{Name: "l", Mechanism: MechLaplace, Calibration: "pure", Epsilon: e} }
+	gauss := Step{Name: "g", Mechanism: MechGaussian, Sensitivity: 1, Scale: 10, Rho: 0.005}
+	pld := Charge{Epsilon: 0.9, Delta: 1e-6}
+	pure := Charge{Epsilon: 1.2, Rho: 3 * 0.4 * 0.4 / 2}
+	tests := []struct {
+		name  string
+		c     Charge
+		steps []Step
+		want  []Charge
+	}{
+		{"pure steps, (ε, δ) charge", pld, []Step{lap(0.4), lap(0.4), lap(0.4)}, []Charge{pld, pure}},
+		{"a Gaussian step", pld, []Step{lap(0.4), gauss}, []Charge{pld}},
+		{"already pure", pure, []Step{lap(0.4), lap(0.4), lap(0.4)}, []Charge{pure}},
+		{"no steps", pld, nil, []Charge{pld}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ChargeStatements(tc.c, tc.steps)
+			require.Len(t, got, len(tc.want))
+			for i := range got {
+				assert.InDelta(t, tc.want[i].Epsilon, got[i].Epsilon, 1e-12)
+				assert.Equal(t, tc.want[i].Delta, got[i].Delta)
+				assert.InDelta(t, tc.want[i].Rho, got[i].Rho, 1e-12)
+			}
+		})
+	}
+	cands := []Charge{pld, pure}
+	var none Tally
+	assert.Equal(t, pure, Roomiest(Grant{Kind: GrantApprox, Epsilon: 3, Delta: 1e-6}, none, cands), "δ kept for later runs")
+	assert.Equal(t, pld, Roomiest(Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}, none, cands), "the pure statement does not fit")
+	assert.Equal(t, pld, Roomiest(Grant{Kind: GrantApprox, Epsilon: 0.5, Delta: 1e-6}, none, cands), "neither fits: the composed one")
+}

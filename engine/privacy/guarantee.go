@@ -30,10 +30,11 @@ const (
 
 // Guarantee is the privacy statement attached to a released result.
 //
-// For Pure, Epsilon is the pure ε; a Pure guarantee may also carry the
-// zCDP total Rho of its steps and, when the grant named one, the δ at which
-// that converts to a tighter (ε, δ) statement (see Tighter). Certify
-// computes the figures from the composition.
+// For Pure, Epsilon is the pure ε and Delta is 0; a Pure guarantee may
+// also carry the zCDP total Rho of its steps and, when the grant named a
+// δ, a tighter (ε, δ) statement (TightEpsilon, TightDelta; see Tighter).
+// Certify computes the figures from the composition; Statements lists
+// every statement the guarantee makes, each in its own fields.
 type Guarantee struct {
 	Kind        GuaranteeKind
 	Epsilon     float64
@@ -50,9 +51,50 @@ type Guarantee struct {
 	// Mu is the Gaussian-DP parameter when Accounting is "gdp": the run is
 	// then μ-GDP, equivalently ρ = μ²/2 zCDP.
 	Mu float64
-	// TightEpsilon is, for Pure, the ε of the tighter (ε, δ) statement at
-	// Delta that the steps also satisfy (0 when none is stated).
-	TightEpsilon float64
+	// TightEpsilon and TightDelta are, for Pure, the tighter (ε, δ)
+	// statement the steps also satisfy (0 when none is stated).
+	TightEpsilon, TightDelta float64
+}
+
+// Statements are the true statements of a guarantee, each in its own
+// fields: a field is set only when the run satisfies that statement, so
+// that no field qualifies another.
+type Statements struct {
+	// PureEpsilon: the run is ε′-DP (every step pure).
+	PureEpsilon float64 `json:"pure_epsilon,omitempty"`
+	// Epsilon and Delta: the run is (ε, δ)-DP with δ > 0.
+	Epsilon float64 `json:"epsilon,omitempty"`
+	Delta   float64 `json:"delta,omitempty"`
+	// Rho: the run is ρ-zCDP.
+	Rho float64 `json:"rho,omitempty"`
+	// Mu: the run is μ-GDP.
+	Mu float64 `json:"mu,omitempty"`
+}
+
+// Statements lists the worst-case statements of g (none for the model-based,
+// nominal and non-private kinds, whose figures hold only as qualified).
+func (g Guarantee) Statements() Statements {
+	switch g.Kind {
+	case Pure:
+		s := Statements{PureEpsilon: g.Epsilon, Rho: g.Rho}
+		if eps, delta, ok := g.Tighter(); ok {
+			s.Epsilon, s.Delta = eps, delta
+		}
+		return s
+	case Approx:
+		s := Statements{Epsilon: g.Epsilon, Delta: g.Delta}
+		if g.Accounting == "gdp" && g.Mu > 0 {
+			s.Mu, s.Rho = g.Mu, g.Mu*g.Mu/2
+		}
+		return s
+	case ZCDP:
+		s := Statements{Rho: g.Rho}
+		if g.Delta > 0 {
+			s.Epsilon, s.Delta = g.Epsilon, g.Delta
+		}
+		return s
+	}
+	return Statements{}
 }
 
 // String describes the guarantee in words a person can read, e.g.
@@ -181,23 +223,26 @@ type GuaranteeJSON struct {
 	Seeded      bool          `json:"seeded,omitempty"`
 	Accounting  string        `json:"accounting,omitempty"`
 	Mu          float64       `json:"mu,omitempty"`
-	// TightEpsilon: see Guarantee.TightEpsilon.
+	// TightEpsilon, TightDelta: see Guarantee.TightEpsilon.
 	TightEpsilon float64 `json:"tight_epsilon,omitempty"`
-	Text         string  `json:"text"`
+	TightDelta   float64 `json:"tight_delta,omitempty"`
+	// Statements: see Guarantee.Statements.
+	Statements Statements `json:"statements"`
+	Text       string     `json:"text"`
 }
 
 // JSON returns the JSON-friendly form of g.
 func (g Guarantee) JSON() GuaranteeJSON {
 	return GuaranteeJSON{Kind: g.Kind, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho, Model: g.Model, Beta: g.Beta,
 		Assumptions: append([]string(nil), g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
-		Accounting: g.Accounting, Mu: g.Mu, TightEpsilon: g.TightEpsilon, Text: g.String()}
+		Accounting: g.Accounting, Mu: g.Mu, TightEpsilon: g.TightEpsilon, TightDelta: g.TightDelta, Statements: g.Statements(), Text: g.String()}
 }
 
 // Guarantee converts the JSON form back (Text is ignored).
 func (j GuaranteeJSON) Guarantee() Guarantee {
 	return Guarantee{Kind: j.Kind, Epsilon: j.Epsilon, Delta: j.Delta, Rho: j.Rho, Model: j.Model, Beta: j.Beta,
 		Assumptions: append([]string(nil), j.Assumptions...), Neighbours: j.Neighbours, Seeded: j.Seeded,
-		Accounting: j.Accounting, Mu: j.Mu, TightEpsilon: j.TightEpsilon}
+		Accounting: j.Accounting, Mu: j.Mu, TightEpsilon: j.TightEpsilon, TightDelta: j.TightDelta}
 }
 
 // oneMinus writes 1 − β so that a tiny β stays visible ("1 − 1.2e-13"

@@ -43,7 +43,11 @@ class Privacy:
     Attributes:
         kind: ``pure``, ``approx`` ((ε, δ)-DP), ``zcdp``, ``model-based``,
             ``nominal`` or ``none``.
-        epsilon, delta, rho: the certified figures (``None`` when not stated).
+        epsilon, delta, rho: the certified figures (``None`` when not stated;
+            a ``pure`` guarantee has no δ).
+        statements: every true statement of the run, each in its own keys:
+            ``pure_epsilon`` (ε′-DP, when every step is pure), ``epsilon``
+            and ``delta`` ((ε, δ)-DP), ``rho`` (ρ-zCDP), ``mu`` (μ-GDP).
         neighbours: what a neighbouring data set is.
         assumptions: what the guarantee assumes (public parameters, models).
         steps: every privacy step (mechanism, sensitivity, scale, cost).
@@ -59,6 +63,7 @@ class Privacy:
     epsilon: Optional[float] = None
     delta: Optional[float] = None
     rho: Optional[float] = None
+    statements: Dict[str, float] = field(default_factory=dict)
     neighbours: str = ""
     assumptions: List[str] = field(default_factory=list)
     steps: List[Dict[str, Any]] = field(default_factory=list)
@@ -73,7 +78,8 @@ class Privacy:
         """The guarantee stated in a ``result.json`` object."""
         p = result.get("privacy") or {}
         return cls(kind=p.get("guarantee", ""), epsilon=p.get("epsilon"), delta=p.get("delta"),
-                   rho=p.get("rho"), neighbours=p.get("neighbours", ""),
+                   rho=p.get("rho"), statements=dict(p.get("statements") or {}),
+                   neighbours=p.get("neighbours", ""),
                    assumptions=list(p.get("assumptions") or []), steps=list(p.get("steps") or []),
                    text=p.get("text", ""), composition=p.get("composition", ""),
                    seeded=bool(p.get("seeded", False)), grant=dict(p.get("grant") or {}),

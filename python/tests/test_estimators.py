@@ -94,6 +94,16 @@ def test_pca_pure_and_rho_budgets(spiked):
         dplr.PCA(estimator="pca-amin", rho=0.1, rank=1, clip=12).fit(X)
 
 
+def test_privacy_statements_are_read_from_the_result():
+    # A pure run with a tighter (ε, δ) statement: each in its own keys.
+    result = {"privacy": {"guarantee": "pure", "epsilon": 1.371, "delta": 0, "rho": 0.094,
+                          "statements": {"pure_epsilon": 1.371, "epsilon": 0.958, "delta": 1e-6, "rho": 0.094}}}
+    p = dplr.Privacy.from_result(result)
+    assert p.kind == "pure" and p.epsilon == 1.371 and p.delta == 0
+    assert p.statements == {"pure_epsilon": 1.371, "epsilon": 0.958, "delta": 1e-6, "rho": 0.094}
+    assert dplr.Privacy.from_result({"privacy": {}}).statements == {}
+
+
 def test_nonprivate_reference_needs_opt_in(spiked):
     X, U = spiked
     with pytest.raises(dplr.ParameterError, match="give a budget"):

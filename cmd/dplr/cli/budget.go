@@ -16,7 +16,7 @@ import (
 )
 
 // budgetSubcommands are the subcommands of `dplr budget`.
-var budgetSubcommands = []string{"set", "show", "history", "link", "charge", "list", "verify"}
+var budgetSubcommands = []string{"set", "show", "history", "link", "unlink", "merge", "charge", "list", "verify"}
 
 const budgetUsage = `Usage:
   dplr budget set     DATA (--epsilon E [--delta D] | --rho R) [--name NAME] [--neighbours REL]
@@ -24,6 +24,8 @@ const budgetUsage = `Usage:
   dplr budget show    DATA [--json]
   dplr budget history DATA [--json [--changes]]
   dplr budget link    (--data PATH | --hash HEX) --to NAME|HEX [--note TEXT]
+  dplr budget unlink  (--data PATH | --hash HEX) [--note TEXT]
+  dplr budget merge   DATA --into NAME|HEX [--note TEXT] [--force]
   dplr budget charge  DATA (--epsilon E [--delta D] | --rho R | --mu M) --note TEXT [--neighbours REL] [--force]
   dplr budget list    [--json]
   dplr budget verify  [--adopt]
@@ -33,6 +35,15 @@ DATA is --data PATH (the file is read and hashed), --hash HEX, or
 SHA-256 of its content; "link" makes another file holding the same people
 (another format, a scaled or subset copy) count against the same budget,
 and every subcommand given that file acts on the data set it is linked to.
+"budget set" on a file that shares most of its rows with a budgeted data
+set (a subset or near copy) is refused (exit 3, nothing written), naming
+that data set: link the file to it instead. "unlink" makes a linked file a
+data set of its own, charged all the data set it leaves was charged (runs
+through the link may have used its rows); "merge" joins two data sets
+whose budgets turn out to cover the same people: the one named by --into
+is charged every charge of DATA, whose hash then counts against it (a
+merge that does not fit is refused, exit 3, or recorded with --force).
+Neither can lower what any data set is recorded as having spent.
 Once a total is set, every dplr fit on the data set reserves its grant
 inside one database transaction before any noise is drawn, and is refused
 (exit 3, nothing spent) if the total would be exceeded. Runs on a data set
@@ -159,7 +170,7 @@ func (b *budgetCmd) parse(args []string) error {
 		b.df.register(fs)
 		b.kind = fs.String("kind", "rows", "data kind for reading a --data file: rows, trace or users (a `dplr gen` directory says its own)")
 		b.hash = fs.String("hash", "", "identify the data set by its content hash instead of reading --data")
-		if b.sub != "link" {
+		if b.sub != "link" && b.sub != "unlink" {
 			b.dataset = fs.String("dataset", "", "identify the data set by its name (or a hash)")
 		}
 	}
@@ -180,6 +191,12 @@ func (b *budgetCmd) parse(args []string) error {
 	case "link":
 		b.to = fs.String("to", "", "the data set the file is linked to: its name or hash")
 		b.note = fs.String("note", "", "why the file holds the same people")
+	case "unlink":
+		b.note = fs.String("note", "", "why the file does not hold the same people")
+	case "merge":
+		b.to = fs.String("into", "", "the data set to merge into (it keeps its total and is charged every charge of DATA): its name or hash")
+		b.note = fs.String("note", "", "why the two data sets hold the same people")
+		b.force = fs.Bool("force", false, "merge even if the charges do not fit the total kept; the data set then admits nothing more until its total is changed with budget set --change")
 	}
 	if err := parse(fs, args); err != nil {
 		return err
@@ -272,6 +289,24 @@ func (b *budgetCmd) run(ctx context.Context) error {
 		return b.list(ctx, c)
 	case "link":
 		return b.link(ctx, c, ref)
+	case "unlink":
+		key, err := c.Unlink(ctx, ref, *b.note)
+		if err != nil {
+			return ledgerErr(err)
+		}
+		fmt.Fprintf(b.env.Stderr, "dplr: %s is now a data set of its own, charged all it counted against before\n", key)
+	case "merge":
+		if *b.to == "" {
+			return usagef("budget merge needs --into NAME|HEX: the data set to merge into")
+		}
+		h, err := c.Merge(ctx, ref, *b.to, *b.note, *b.force)
+		if err != nil && (h == "" || !*b.force || !errors.Is(err, client.ErrBudget)) {
+			return ledgerErr(err)
+		}
+		if err != nil {
+			fmt.Fprintf(b.env.Stderr, "dplr: warning: %v\n", err)
+		}
+		ref = client.ByHash(h)
 	case "history":
 		return b.history(ctx, c, ref)
 	case "set":

@@ -218,3 +218,61 @@ func TestBudgetChargeCannotDestroyABudget(t *testing.T) {
 	assert.Contains(t, r.stdout, "rule:      classic")
 	assert.NotContains(t, r.stdout, "none (no further run fits)")
 }
+
+// Two budgets found to cover the same people are merged, and a file
+// linked by mistake is unlinked; neither lowers what any data set is
+// recorded as having spent (issue 26 §2).
+func TestBudgetMergeAndUnlink(t *testing.T) {
+	home := t.TempDir()
+	hashC := strings.Repeat("c", 64)
+	spent := func(args ...string) (string, float64) {
+		t.Helper()
+		r := dplr(t, home, append([]string{"budget", "show", "--json"}, args...)...)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		var st struct {
+			Hash  string `json:"data_hash"`
+			Spent struct {
+				Epsilon float64 `json:"epsilon"`
+			} `json:"spent"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+		return st.Hash, st.Spent.Epsilon
+	}
+	for _, args := range [][]string{
+		{"set", "--hash", hashA, "--epsilon", "10", "--name", "a"},
+		{"charge", "--dataset", "a", "--epsilon", "1", "--note", "report"},
+		{"set", "--hash", hashB, "--epsilon", "5", "--name", "b"},
+		{"charge", "--dataset", "b", "--epsilon", "0.5", "--note", "report"},
+	} {
+		r := dplr(t, home, append([]string{"budget"}, args...)...)
+		require.Equal(t, ExitOK, r.code, "%v: %s", args, r.stderr)
+	}
+	r := dplr(t, home, "budget", "merge", "--dataset", "b")
+	assert.Equal(t, ExitUsage, r.code, "--into is required")
+	r = dplr(t, home, "budget", "merge", "--dataset", "b", "--into", "a", "--note", "same people")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	h, eps := spent("--hash", hashB)
+	assert.Equal(t, hashA, h, "b's hash counts against a")
+	assert.InDelta(t, 1.5, eps, 1e-12)
+	r = dplr(t, home, "budget", "unlink", "--hash", hashB)
+	assert.Equal(t, ExitUsage, r.code, "a merged data set cannot be unlinked")
+
+	r = dplr(t, home, "budget", "link", "--hash", hashC, "--to", "a")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "budget", "charge", "--hash", hashC, "--epsilon", "2", "--note", "through the link")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "budget", "unlink", "--hash", hashC, "--note", "other people")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	h, eps = spent("--hash", hashC)
+	assert.Equal(t, hashC, h)
+	assert.InDelta(t, 3.5, eps, 1e-12, "the unlinked file is charged all a was charged")
+	_, eps = spent("--dataset", "a")
+	assert.InDelta(t, 3.5, eps, 1e-12, "a keeps its charges")
+
+	r = dplr(t, home, "budget", "history", "--dataset", "a")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "merged data set "+hashB)
+	assert.Contains(t, r.stdout, "unlinked "+hashC)
+	r = dplr(t, home, "budget", "verify")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+}

@@ -321,6 +321,18 @@ func TestPluginCrashIsReportedAndStaysCharged(t *testing.T) {
 	r = dplr(t, home, "fit", "bad-late-refusal", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--quiet")
 	assert.Equal(t, ExitEstimator, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "charged its full grant")
+
+	// A guarantee whose neighbour relation cannot be read is a plugin
+	// failure after its noise was drawn: exit 4, charged.
+	t.Setenv("DPLR_BAD_MODE", "bad-neighbours")
+	r = dplr(t, home, "fit", "bad-bad-neighbours", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--quiet")
+	assert.Equal(t, ExitPlugin, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "neighbour relation")
+	assert.Contains(t, r.stderr, "charged")
+	runs = history(t, home, data)
+	last := runs[len(runs)-1]
+	assert.Equal(t, "failed", last["state"])
+	assert.Equal(t, true, last["noise_drawn"])
 }
 
 func TestPluginsListingAndHelp(t *testing.T) {

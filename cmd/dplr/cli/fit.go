@@ -75,6 +75,9 @@ type PrivacyReport struct {
 	Seeded      bool          `json:"seeded"`
 	Composition string        `json:"composition"`
 	Steps       []client.Step `json:"steps"`
+
+	// Statements are the run's true statements, each in its own fields.
+	Statements client.Statements `json:"statements"`
 }
 
 // OutputsReport lists a run's outputs.
@@ -481,7 +484,7 @@ func buildReport(res *client.Result) *FitReport {
 		Privacy: PrivacyReport{Grant: res.Grant, Epsilon: g.Epsilon, Delta: g.Delta, Rho: g.Rho,
 			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,
 			Assumptions: append([]string{}, g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
-			Composition: res.Composition, Steps: append([]client.Step{}, res.Steps...)},
+			Composition: res.Composition, Steps: append([]client.Step{}, res.Steps...), Statements: g.Statements()},
 		Notes:   res.Notes,
 		Metrics: append([]client.Metric{}, res.Metrics...),
 	}

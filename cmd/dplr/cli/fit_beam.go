@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -227,22 +226,17 @@ func beamShards(env *Env, f *fitFlags, kind data.Kind, home string) (client.Beam
 	if err != nil {
 		return client.BeamShards{}, nil, usagef("--engine beam: %v", err)
 	}
-	base := client.CacheDir(home)
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return client.BeamShards{}, nil, fail(ExitError, err)
-	}
-	dir, err := os.MkdirTemp(base, "beam-")
-	if err != nil {
-		return client.BeamShards{}, nil, fail(ExitError, err)
-	}
 	features, err := beamFeatures(f.df.features)
 	if err != nil {
-		os.RemoveAll(dir)
 		return client.BeamShards{}, nil, err
+	}
+	dir, cleanup, err := client.BeamWorkDir(home)
+	if err != nil {
+		return client.BeamShards{}, nil, fail(ExitError, err)
 	}
 	return client.BeamShards{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
 		Scale: f.df.scale, Features: features, FeatureList: f.beam.list, UserColumn: f.df.userCol, ResponseColumn: f.df.responseCol,
-		Kind: kind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}, func() { os.RemoveAll(dir) }, nil
+		Kind: kind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}, cleanup, nil
 }
 
 // beamClip is the clip the pipeline applies: the estimator's clip

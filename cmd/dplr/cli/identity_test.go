@@ -72,3 +72,38 @@ func TestBudgetFollowsTheSourceRecords(t *testing.T) {
 	assert.Equal(t, ExitBudget, r.code, r.stderr)
 	assert.NotContains(t, r.stderr, "shares about", "linked: refused by the spent budget itself")
 }
+
+// `budget set` on a copy of a budgeted data set's first rows is refused
+// before anything is written, naming the data set it overlaps, so the
+// original keeps what is left of its budget (issue 26 §2: a total of
+// ε = 10 with 1 spent, then a total set on the first 200 rows, locked the
+// remaining 9).
+func TestBudgetSetOnOverlappingDataIsRefused(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	x, err := dataio.Load(filepath.Join(genSpiked(t), "X.npy"), dataio.LoadOptions{})
+	require.NoError(t, err)
+	_, p := x.X.Dims()
+	a := filepath.Join(dir, "a.npy")
+	require.NoError(t, dataio.SaveNPY(a, x.X))
+	head := filepath.Join(dir, "head.npy")
+	require.NoError(t, dataio.SaveNPY(head, x.X.Slice(0, 200, 0, p)))
+
+	r := dplr(t, home, "budget", "set", "--data", a, "--epsilon", "10", "--delta", "1e-5", "--name", "a")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	r = dplr(t, home, "budget", "charge", "--dataset", "a", "--epsilon", "1", "--delta", "1e-6", "--note", "earlier release")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+
+	r = dplr(t, home, "budget", "set", "--data", head, "--epsilon", "5", "--delta", "1e-5")
+	assert.Equal(t, ExitBudget, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "budgeted data set a")
+	assert.Contains(t, r.stderr, "budget link")
+	r = dplr(t, home, "budget", "list", "--json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var sets []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sets))
+	assert.Len(t, sets, 1, "nothing was written for the refused data set")
+
+	r = dplr(t, home, "fit", "example-mean", "--data", a, "--epsilon", "8.99", "--delta", "8e-6", "--set", "clip=3", "--out", t.TempDir(), "--quiet")
+	assert.Equal(t, ExitOK, r.code, "ε = 9 remains usable on a: %s", r.stderr)
+}

@@ -171,6 +171,15 @@ func (s *server) hostile(req *dplrpb.FitRequest, st dplrpb.Estimators_FitServer)
 		_ = st.Send(announce(laplace()))
 		_ = st.Send(chunk(1, 2, 0, 1, 2))
 		return true, st.Send(resultOf("approx", laplace()))
+	case "bad-neighbours":
+		// A valid Gaussian step, and a guarantee whose neighbour relation
+		// says neither replace-one nor add/remove.
+		rho := grantRho(req.GetGrant())
+		_ = st.Send(announce(gauss(rho)))
+		_ = st.Send(chunk(1, 2, 0, 1, 2))
+		r := resultOf("zcdp", gauss(rho))
+		r.GetResult().Guarantee.Neighbours = "neighbouring data sets"
+		return true, st.Send(r)
 	case "hang-before-step":
 		// Loads forever without taking a step, until cancelled. It says
 		// so first, so that a test can interrupt it at that point.
