@@ -281,10 +281,10 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 }
 
 // meanClipQuantile and meanClipWeight fix mean_clip=auto: the mean's clip
-// is a private 0.9-quantile of the raw row norms, paid from a fifth of
+// is a private median of the raw row norms, paid from a fifth of
 // mean_share (DERIVATIONS.md §12.3).
 const (
-	meanClipQuantile = 0.9
+	meanClipQuantile = 0.5
 	meanClipWeight   = 0.2
 )
 

@@ -34,8 +34,8 @@ const (
 // estimateQuantile-quantile of their norms, so that under the spiked model
 // almost no row is shortened.
 const (
-	estimateQuantile   = 0.9
-	estimateClipFactor = 1.5
+	estimateQuantile   = 0.5
+	estimateClipFactor = 2.0
 )
 
 // Weights of the estimate's steps inside estimate_share (the clip quantile
