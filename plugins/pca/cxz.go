@@ -52,6 +52,14 @@ the failure probability of the bounds is added to β. If you give lambda yoursel
 summing to clip² or more) is refused before any spend. Without clip a given lambda cannot be
 checked, and overstating it silently shrinks the noise: the result then carries a warning.
 
+When the private estimate shows that the fit cannot go on (the noise variance is not positive, or
+a requested spike does not stand out of the noise) the fit stops before stage 1 as a success: it
+releases the estimate, how many spikes stand out (spikes) and their directions (U, from the
+estimate's noisy second moment), says why in a note, and is charged only the steps that ran
+(worst-case DP; DERIVATIONS.md §12). rank=auto keeps the spikes that stand out (up to max_rank)
+and fits them. With center=private the mean's clip is mean_clip, or by default a private median
+of the row norms.
+
 Algorithm 1 of Cai, Xia and Zha. Stage 1 adds a symmetric Gaussian matrix to the
 p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n; centred only with
 center=private, clipped only with clip) and returns the top-r algebraic eigenvectors Ũ. Stage 2 adds a symmetric r×r
