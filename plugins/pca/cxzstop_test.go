@@ -145,3 +145,15 @@ func TestDecideSpikes(t *testing.T) {
 	_, err = decideSpikes(SpikeStats{N: 10, P: 2, Top: []float64{1, 1}}, 1e-6, true)
 	require.Error(t, err, "not a spike statistic")
 }
+
+// A calibration that the released bounds cannot support (davis-kahan's
+// eigengap bound ≤ 0 at the private λ) is decided from released values
+// and public options too: a planned stop after the estimate, not a charged
+// failure.
+func TestCXZPlannedStopOnCalibration(t *testing.T) {
+	g := spiked(t, 4000, 12, 2, "24,20", "gaussian", 75)
+	res, acct := fit(t, CXZ{}, g, map[string]string{"rank": "2", "sensitivity": "davis-kahan", "dk_c": "100"}, approx(2, 1e-6), 8)
+	assert.Len(t, acct.Steps(), len(estimateSteps))
+	assert.Equal(t, 2.0, scalar(t, res, "spikes"))
+	assert.Contains(t, res.Notes[len(res.Notes)-1], "davis-kahan calibration")
+}

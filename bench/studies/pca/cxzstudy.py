@@ -21,7 +21,9 @@ Run from the repository root after building bin/dplr and the pca plugin
 
     DPLR_HOME=$(mktemp -d) /usr/bin/python3 bench/studies/pca/cxzstudy.py --reps 5 --eps 1,2,4
 
-Extra pca-cxz parameters: --set k=v (repeatable).
+Extra pca-cxz parameters: --set k=v (repeatable); --rank N fits a fixed
+rank instead (the "rank kept" column then shows N, and the planned stops
+are those of a requested spike that does not stand out).
 """
 import argparse
 import json
@@ -80,6 +82,7 @@ def main():
     ap.add_argument("--eps", default="1,2,4")
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--only", default="", help="comma-separated data set names")
+    ap.add_argument("--rank", default="auto", help="pca-cxz's rank: auto (the study) or a number")
     a = ap.parse_args()
     eps = [float(e) for e in a.eps.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,12 +97,12 @@ def main():
                 ranks, cxz, ag, spent = [], [], [], []
                 for rep in range(a.reps):
                     seed = 9100 + 31 * rep + int(100 * e)
-                    r = fit("pca-cxz", data, e, seed, ["rank=auto", "center=private", "evaluate=true"] + a.set, os.path.join(tmp, "cxz"))
+                    r = fit("pca-cxz", data, e, seed, ["rank=" + a.rank, "center=private", "evaluate=true"] + a.set, os.path.join(tmp, "cxz"))
                     if "error" in r:
                         fail += 1
                         print("<!-- %s ε=%g failure: %s -->" % (name, e, r["error"]))
                         continue
-                    k = int(r.get("rank", 0))
+                    k = int(r.get("rank", 0)) if a.rank == "auto" else int(a.rank)
                     if any("planned stop" in n for n in r["notes"]):
                         stop += 1
                     else:
@@ -108,7 +111,7 @@ def main():
                     ranks.append(k)
                     spent.append(r["epsilon_spent"])
                     g = fit("pca-analyze-gauss", data, e, seed, ["rank=%d" % max(k, 1), "center=private", "evaluate=true"], os.path.join(tmp, "ag"))
-                    if k > 0 and "captured_variance_ratio" in g:
+                    if (k > 0 or a.rank != "auto") and "captured_variance_ratio" in g:
                         ag.append(g["captured_variance_ratio"])
                 n = a.reps
                 print("| %s | %g | %d/%d | %d/%d | %d/%d | %s | %s | %s | %s |" % (
