@@ -344,15 +344,7 @@ func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64) *sdk.Resu
 		res.AddMatrix("U", mat.DenseCopyOf(e.v.Slice(0, p, 0, e.stand)), sdk.Public,
 			"the directions of the spikes that stand out: top eigenvectors of the released noisy clipped second moment (post-processing of the model estimate; p×spikes)")
 	}
-	steps := "the model estimate"
-	if mu != nil {
-		steps = "the private mean and the model estimate"
-	}
-	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions,
-		fmt.Sprintf("planned stop: only worst-case DP steps ran (%s, rows clipped to %.6g); nothing model-based was released", steps, e.clip))
-	if e.autoClip {
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the estimate's clip %.6g is %.3g × a private quantile of the row norms (a declared step)", e.clip, estimateClipFactor))
-	}
+	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("planned stop: only the worst-case DP steps before stage 1 ran (the mean with center=private, and the model estimate on rows clipped to %.6g); nothing model-based was released", e.clip))
 	if c.meanAuto {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", c.meanClip))
 	}

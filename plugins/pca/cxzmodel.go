@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -155,9 +156,7 @@ func (st SpikeStats) prefix(k int) SpikeStats {
 		if v == nil {
 			return nil
 		}
-		out := append([]float64(nil), v...)
-		sort.Sort(sort.Reverse(sort.Float64Slice(out)))
-		return out[:k]
+		return descending(v)[:k]
 	}
 	out := st
 	out.Looked = max(st.Looked, len(st.Top))
@@ -209,12 +208,7 @@ func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 	if !(beta > 0 && beta < 1) {
 		return SpikeEstimate{}, fmt.Errorf("spike estimate: failure probability %v outside (0, 1)", beta)
 	}
-	desc := func(v []float64) []float64 {
-		out := append([]float64(nil), v...)
-		sort.Sort(sort.Reverse(sort.Float64Slice(out)))
-		return out
-	}
-	top, inner := desc(st.Top), desc(st.Inner)
+	top, inner := descending(st.Top), descending(st.Inner)
 	looked, dIn := max(st.Looked, r), max(st.InnerDim, r)
 	est := SpikeEstimate{Z: math.Sqrt2 * math.Erfcinv(2*beta/float64(3*looked+2))}
 	// Point estimates: the larger of the two readings of each spike.
@@ -266,6 +260,13 @@ func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 		return est, &spikeStop{fmt.Sprintf("the private lower bound for spike %d is %.4g ≤ 0: at this budget component %d does not rise above the noise (σ² ≈ %.4g, spikes ≈ %s), so no model-based calibration can stand on it", r, est.LambdaLow[r-1], r, est.Sigma2, fmtFloats(est.Lambda))}
 	}
 	return est, nil
+}
+
+// descending returns a sorted copy of v, largest first.
+func descending(v []float64) []float64 {
+	out := append([]float64(nil), v...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(out)))
+	return out
 }
 
 // spikeFixedPoint returns σ² = (trace − Σλ_k)/p and λ_k = lam(k, σ²) at
@@ -560,17 +561,5 @@ func (e *modelEstimate) report(res *sdk.Result, cfg *cxzConfig) {
 	}
 	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions,
 		fmt.Sprintf("the bounds on %s are private estimates from worst-case DP steps (%s; trace and spectrum of the clipped second moment); they are valid bounds with probability ≥ 1 − %.3g over the data and the estimate's noise ONLY IF the rows follow the spiked Gaussian model (that failure probability is included in β); for other data the model-based calibration has no guarantee: use pca-analyze-gauss (worst-case DP)",
-			joinAnd(what), how, e.beta))
-}
-
-// joinAnd joins words with " and ".
-func joinAnd(w []string) string {
-	out := ""
-	for i, s := range w {
-		if i > 0 {
-			out += " and "
-		}
-		out += s
-	}
-	return out
+			strings.Join(what, " and "), how, e.beta))
 }

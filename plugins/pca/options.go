@@ -2,7 +2,6 @@ package pca
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -46,17 +45,14 @@ type cxzCenterOptions struct {
 // private reports center=private.
 func (c *cxzCenterOptions) private() bool { return c.Center.Value == sdk.CenterPrivate }
 
-// parseMeanClip reads mean_clip: auto or a positive finite number.
+// parseMeanClip reads mean_clip: auto or a positive finite number (the
+// shared clip parser).
 func (c *cxzCenterOptions) parseMeanClip() error {
-	c.meanClip = 0
-	if strings.TrimSpace(c.MeanClip) == rowclip.AutoValue {
-		return nil
+	o := rowclip.Options{Clip: c.MeanClip}
+	if err := o.Parse(); err != nil {
+		return sdk.BadRequest("mean_%w", err)
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(c.MeanClip), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
-		return sdk.BadRequest("mean_clip=%q: give auto or a positive finite number", c.MeanClip)
-	}
-	c.meanClip = f
+	c.meanClip = o.Value()
 	return nil
 }
 
