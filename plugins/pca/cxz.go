@@ -348,7 +348,7 @@ func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64) *sdk.Resu
 	if c.meanAuto {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", c.meanClip))
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("planned stop before stage 1: %s. Released: the private model estimate (σ², λ and their bounds), how many spikes stand out (%d) and their directions; charged only the steps that ran", e.stop, e.stand))
+	res.Notes = append(res.Notes, fmt.Sprintf("planned stop before stage 1: %s. Released: the private model estimate (σ², λ and their bounds), how many spikes stand out (%d) and their directions; charged only the steps that ran. To go further: a lower rank (or rank=auto), a larger budget or estimate_share, or pca-analyze-gauss (worst-case DP, no model)", e.stop, e.stand))
 	c.finish(run, o, res, mu)
 	return res
 }
