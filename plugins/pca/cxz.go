@@ -52,6 +52,14 @@ the failure probability of the bounds is added to β. If you give lambda yoursel
 summing to clip² or more) is refused before any spend. Without clip a given lambda cannot be
 checked, and overstating it silently shrinks the noise: the result then carries a warning.
 
+When the private estimate shows that the fit cannot go on (the noise variance is not positive, or
+a requested spike does not stand out of the noise) the fit stops before stage 1 as a success: it
+releases the estimate, how many spikes stand out (spikes) and their directions (U, from the
+estimate's noisy second moment), says why in a note, and is charged only the steps that ran
+(worst-case DP; DERIVATIONS.md §12). rank=auto keeps the spikes that stand out (up to max_rank)
+and fits them. With center=private the mean's clip is mean_clip, or by default a private median
+of the row norms.
+
 Algorithm 1 of Cai, Xia and Zha. Stage 1 adds a symmetric Gaussian matrix to the
 p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n; centred only with
 center=private, clipped only with clip) and returns the top-r algebraic eigenvectors Ũ. Stage 2 adds a symmetric r×r
@@ -99,8 +107,10 @@ type cxzConfig struct {
 	rotate, psd bool
 	outSigma    bool
 	center      bool
-	meanClip    float64
+	meanClip    float64 // 0: a private quantile (mean_clip=auto)
+	meanAuto    bool    // meanClip came from a private quantile
 	meanShare   float64
+	auto        bool // rank=auto: r is the most spikes looked for until the estimate decides
 
 	r                    int     // the rank
 	sub                  float64 // σ² subtracted in stage 2 (given, or the point estimate)
@@ -124,7 +134,12 @@ func (c *cxzConfig) shares() []privacy.Share {
 	rest := 1.0
 	var shares []privacy.Share
 	if c.center {
-		shares = append(shares, privacy.Share{Name: shareMean, Weight: c.meanShare, Mechanism: privacy.MechGaussian})
+		mean := c.meanShare
+		if c.meanClip == 0 {
+			shares = append(shares, privacy.Share{Name: shareClip, Weight: c.meanShare * meanClipWeight, Mechanism: privacy.MechExponential})
+			mean -= c.meanShare * meanClipWeight
+		}
+		shares = append(shares, privacy.Share{Name: shareMean, Weight: mean, Mechanism: privacy.MechGaussian})
 		rest -= c.meanShare
 	}
 	est, w := c.estimateShares(rest)
@@ -189,8 +204,8 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	res, err := fitCXZ(ctx, run, o, src, nil, n, p)
-	if err != nil {
-		return nil, err
+	if err != nil || !hasU(res) {
+		return res, err
 	}
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
@@ -217,7 +232,10 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 }
 
 // fitCXZ plans the budget and runs Algorithm 1 on the rows of src (or on Σ̂
-// when src is nil).
+// when src is nil). A decision made from the private model estimate alone
+// that the fit cannot go on is a planned stop (DERIVATIONS.md §12): the
+// result then holds what was released, and the run is charged the steps
+// that ran.
 func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
 	cfg := o.config(run.Acct.Grant(), n, p)
 	if src == nil && (cfg.center || cfg.guarded || cfg.estimate) {
@@ -236,8 +254,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 	}
 	var mu []float64
 	if cfg.center {
-		run.Progress("mean", 0, 1)
-		if mu, err = privateMeanGaussian(ctx, run, plan, src, cfg.meanClip); err != nil {
+		if mu, err = cfg.privateMean(ctx, run, plan, src); err != nil {
 			return nil, err
 		}
 	}
@@ -245,11 +262,15 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 		if cfg.est, err = estimateModel(ctx, run, plan, cfg, src, mu); err != nil {
 			return nil, err
 		}
-		if err := cfg.est.apply(cfg); err != nil {
-			return nil, err
+		if cfg.est.stop == "" {
+			if err := cfg.est.apply(cfg); err != nil {
+				cfg.est.stop = err.Error()
+			} else if d1, d2, betaEach, err = cfg.sensitivities(); err != nil {
+				cfg.est.stop = err.Error()
+			}
 		}
-		if d1, d2, betaEach, err = cfg.sensitivities(); err != nil {
-			return nil, err
+		if cfg.est.stop != "" {
+			return cfg.stopped(run, o, mu), nil
 		}
 	}
 	if sh == nil {
@@ -263,17 +284,84 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 	if err != nil {
 		return nil, err
 	}
-	if cfg.est != nil {
-		cfg.est.report(res, cfg)
+	cfg.finish(run, o, res, mu)
+	return res, nil
+}
+
+// meanClipQuantile and meanClipWeight fix mean_clip=auto: the mean's clip
+// is a private median of the raw row norms, paid from a fifth of
+// mean_share (DERIVATIONS.md §12.3).
+const (
+	meanClipQuantile = 0.5
+	meanClipWeight   = 0.2
+)
+
+// privateMean releases the clip of the mean (mean_clip=auto: a private
+// quantile of the raw row norms, from the plan's clip share) and the mean.
+func (c *cxzConfig) privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source) ([]float64, error) {
+	if c.meanClip == 0 {
+		q, err := privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, meanClipQuantile)
+		if err != nil {
+			return nil, err
+		}
+		c.meanClip, c.meanAuto = q, true
 	}
-	if cfg.clip > 0 {
-		res.AddScalar("clip", cfg.clip, sdk.Public, "row-norm bound used (given by the user)")
+	run.Progress("mean", 0, 1)
+	return privateMeanGaussian(ctx, run, plan, src, c.meanClip)
+}
+
+// finish adds the released preprocessing (the mean and its clip, the model
+// estimate, the clip) to res and logs its notes.
+func (c *cxzConfig) finish(run *sdk.Run, o *cxzOptions, res *sdk.Result, mu []float64) {
+	if mu != nil {
+		res.AddMatrix(pcaeval.MeanName, mat.NewDense(1, len(mu), append([]float64(nil), mu...)), sdk.Public,
+			"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
+		res.AddScalar("mean_clip", c.meanClip, sdk.Public, "row-norm bound used for the private mean")
+	}
+	if c.est != nil {
+		c.est.report(res, c)
+	}
+	if c.clip > 0 {
+		res.AddScalar("clip", c.clip, sdk.Public, "row-norm bound used (given by the user)")
 	}
 	res.Notes = append(append([]string(nil), o.notes...), res.Notes...)
 	for _, note := range res.Notes {
 		run.Logf("%s", note)
 	}
-	return res, nil
+}
+
+// stopped is the result of a planned stop (DERIVATIONS.md §12): the
+// decision was made from released values alone, so the result holds those
+// values (the mean, the model estimate, how many spikes stand out and
+// their directions: the top eigenvectors of the released noisy second
+// moment, post-processing), and the run is charged only the steps that
+// ran, all of them worst-case DP.
+func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64) *sdk.Result {
+	e := c.est
+	res := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced by an arbitrary row"}}
+	if e.stand > 0 {
+		p, _ := e.v.Dims()
+		res.AddMatrix("U", mat.DenseCopyOf(e.v.Slice(0, p, 0, e.stand)), sdk.Public,
+			"the directions of the spikes that stand out: top eigenvectors of the released noisy clipped second moment (post-processing of the model estimate; p×spikes)")
+	}
+	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("planned stop: only the worst-case DP steps before stage 1 ran (the mean with center=private, and the model estimate on rows clipped to %.6g); nothing model-based was released", e.clip))
+	if c.meanAuto {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", c.meanClip))
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("planned stop before stage 1: %s. Released: the private model estimate (σ², λ and their bounds), how many spikes stand out (%d) and their directions; charged only the steps that ran. To go further: a lower rank (or rank=auto), a larger budget or estimate_share, or pca-analyze-gauss (worst-case DP, no model)", e.stop, e.stand))
+	c.finish(run, o, res, mu)
+	return res
+}
+
+// hasU reports whether res releases components (a planned stop with no
+// spike standing out releases none).
+func hasU(res *sdk.Result) bool {
+	for _, m := range res.Matrices {
+		if m.Name == "U" {
+			return true
+		}
+	}
+	return false
 }
 
 // caiXiaZha is Algorithm 1 (DERIVATIONS.md §2.1): stage 1 releases the
@@ -518,6 +606,9 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 	}
 	if cfg.center {
 		g.Assumptions = append(g.Assumptions, fmt.Sprintf("centred with a private mean (rows clipped to norm %.4g, worst-case DP step); the spiked-model sensitivities ignore the error of that mean", cfg.meanClip))
+		if cfg.meanAuto {
+			g.Assumptions = append(g.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", cfg.meanClip))
+		}
 	}
 	return g
 }

@@ -410,7 +410,11 @@ func TestCXZBadInput(t *testing.T) {
 		{"lambda", g.Data.X, with(unitParams, "lambda", "24,abc"), approx(1, 1e-5), "lambda"},
 		{"lambda-count", g.Data.X, with(unitParams, "lambda", "24,20,3"), approx(1, 1e-5), "want 1 or 2"},
 		{"lambda-upper", g.Data.X, with(unitParams, "lambda_upper", "10"), approx(1, 1e-5), "below lower bound"},
-		{"center-no-clip", g.Data.X, with(unitParams, "center", "private"), approx(1, 1e-5), "mean_clip"},
+		{"mean-clip-zero", g.Data.X, with(unitParams, "center", "private", "mean_clip", "0"), approx(1, 1e-5), "mean_clip"},
+		{"mean-clip-text", g.Data.X, with(unitParams, "center", "private", "mean_clip", "wide"), approx(1, 1e-5), "mean_clip"},
+		{"rank-text", g.Data.X, with(unitParams, "rank", "two"), approx(1, 1e-5), "rank"},
+		{"rank-auto-given-lambda", g.Data.X, with(unitParams, "rank", "auto"), approx(1, 1e-5), "needs lambda=auto"},
+		{"max-rank-fixed", g.Data.X, with(unitParams, "max_rank", "3"), approx(1, 1e-5), "max_rank applies to rank=auto"},
 		{"classical-large-eps", g.Data.X, with(unitParams, "noise", "classical"), approx(3, 1e-5), "ε ≤ 1"},
 		{"zcdp-grant-classical", g.Data.X, with(unitParams, "noise", "classical"), zcdp(1), "needs an (ε, δ) grant"},
 	}

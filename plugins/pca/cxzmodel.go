@@ -2,9 +2,11 @@ package pca
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -13,8 +15,12 @@ import (
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
-// lambdaAuto is the lambda value that asks for private spike bounds.
-const lambdaAuto = "auto"
+// lambdaAuto is the lambda value that asks for private spike bounds;
+// rankAuto the rank value that keeps the spikes that stand out.
+const (
+	lambdaAuto = "auto"
+	rankAuto   = "auto"
+)
 
 // Plan shares of pca-cxz's private model estimate (DERIVATIONS.md §9).
 const (
@@ -29,8 +35,8 @@ const (
 // estimateQuantile-quantile of their norms, so that under the spiked model
 // almost no row is shortened.
 const (
-	estimateQuantile   = 0.9
-	estimateClipFactor = 1.5
+	estimateQuantile   = 0.5
+	estimateClipFactor = 2.0
 )
 
 // Weights of the estimate's steps inside estimate_share (the clip quantile
@@ -45,7 +51,7 @@ const (
 // parameters are estimated privately, and refuses, from the request and the
 // public shape alone, spike bounds that rows clipped to clip cannot have.
 func (o *cxzOptions) checkModel(s sdk.Shape) error {
-	r := o.Rank.Value
+	r := o.rank
 	o.estimate = o.Sigma2 == nil || o.Lambda == lambdaAuto
 	o.low, o.high = nil, nil
 	if o.Lambda == lambdaAuto {
@@ -126,7 +132,11 @@ func (c *cxzConfig) estimateShares(rest float64) ([]privacy.Share, float64) {
 // noise on the trace and on each released entry of the matrix (0: no
 // noise); and, optionally, the eigenvalues of a second release VᵀSV + E′
 // (V the top-r eigenvectors of S + E, E′ an r×r noise of entry deviation
-// InnerSD), which locate spikes the p×p noise hides.
+// InnerSD), which locate spikes the p×p noise hides. Looked is the number
+// of spikes the statistics were released for (InnerDim the side of the
+// inner release) when Top and Inner keep only their first entries (0: all
+// of them are kept); the failure probability is split over the statements
+// of all Looked spikes.
 type SpikeStats struct {
 	N, P       int
 	Trace      float64
@@ -135,7 +145,34 @@ type SpikeStats struct {
 	SpectrumSD float64
 	Inner      []float64
 	InnerSD    float64
+	Looked     int
+	InnerDim   int
 }
+
+// prefix returns the statistics of the k largest spikes alone (the
+// eigenvalues sorted in descending order first).
+func (st SpikeStats) prefix(k int) SpikeStats {
+	desc := func(v []float64) []float64 {
+		if v == nil {
+			return nil
+		}
+		return descending(v)[:k]
+	}
+	out := st
+	out.Looked = max(st.Looked, len(st.Top))
+	if st.Inner != nil {
+		out.InnerDim = max(st.InnerDim, len(st.Inner))
+	}
+	out.Top, out.Inner = desc(st.Top), desc(st.Inner)
+	return out
+}
+
+// spikeStop is EstimateSpikes' answer when the statistics cannot certify
+// the spikes above the noise: a decision on released values, which
+// pca-cxz turns into a planned stop.
+type spikeStop struct{ why string }
+
+func (e *spikeStop) Error() string { return "spike estimate: " + e.why }
 
 // SpikeEstimate holds point estimates of σ² and λ_1 ≥ … ≥ λ_r and the
 // confidence bounds pca-cxz calibrates with: an upper bound for σ², lower
@@ -160,7 +197,7 @@ type SpikeEstimate struct {
 // rise above the p×p noise. σ² is the fixed point of σ² = (trace − Σλ_k)/p.
 // The bounds move the trace and each eigenvalue by z standard deviations
 // (noise and Gaussian-model sampling), z the normal quantile at
-// beta/(3r + 2), in the direction that enlarges σ² and shrinks λ for the
+// beta/(3·Looked + 2), in the direction that enlarges σ² and shrinks λ for the
 // lower bounds (and the reverse for the upper ones). An error says that the
 // statistics cannot certify r spikes above the noise.
 func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
@@ -171,18 +208,14 @@ func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 	if !(beta > 0 && beta < 1) {
 		return SpikeEstimate{}, fmt.Errorf("spike estimate: failure probability %v outside (0, 1)", beta)
 	}
-	desc := func(v []float64) []float64 {
-		out := append([]float64(nil), v...)
-		sort.Sort(sort.Reverse(sort.Float64Slice(out)))
-		return out
-	}
-	top, inner := desc(st.Top), desc(st.Inner)
-	est := SpikeEstimate{Z: math.Sqrt2 * math.Erfcinv(2*beta/float64(3*r+2))}
+	top, inner := descending(st.Top), descending(st.Inner)
+	looked, dIn := max(st.Looked, r), max(st.InnerDim, r)
+	est := SpikeEstimate{Z: math.Sqrt2 * math.Erfcinv(2*beta/float64(3*looked+2))}
 	// Point estimates: the larger of the two readings of each spike.
 	point := func(k int, s2 float64) float64 {
 		l := spikeOf(st.P, st.P, st.N, st.SpectrumSD, top[k], s2)
 		if inner != nil {
-			l = math.Max(l, spikeOf(r, st.P, st.N, st.InnerSD, inner[k], s2))
+			l = math.Max(l, spikeOf(dIn, st.P, st.N, st.InnerSD, inner[k], s2))
 		}
 		return l
 	}
@@ -205,7 +238,7 @@ func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 	lower := func(k int, s2 float64) float64 {
 		l := spikeOf(st.P, st.P, st.N, st.SpectrumSD, top[k]-z*sd[k], s2)
 		if inner != nil {
-			l = math.Max(l, spikeOf(r, st.P, st.N, st.InnerSD, inner[k]-z*sdIn[k], s2))
+			l = math.Max(l, spikeOf(dIn, st.P, st.N, st.InnerSD, inner[k]-z*sdIn[k], s2))
 		}
 		return l
 	}
@@ -221,13 +254,19 @@ func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 		est.LambdaHigh[k] = math.Max(upper(k, math.Max(est.Sigma2Lower, 0)), est.LambdaLow[k])
 	}
 	if !(est.Sigma2Upper > 0) || !(est.Sigma2 > 0) {
-		return est, fmt.Errorf("spike estimate: the private noise variance σ² is not positive (%.4g): the released trace is below the released spikes", est.Sigma2)
+		return est, &spikeStop{fmt.Sprintf("the private noise variance σ² is not positive (%.4g): the released trace is below the released spikes", est.Sigma2)}
 	}
 	if !(est.LambdaLow[r-1] > 0) {
-		return est, fmt.Errorf("spike estimate: the private lower bound for spike %d is %.4g ≤ 0: at this budget component %d does not rise above the noise (σ² ≈ %.4g, spikes ≈ %s), so no model-based calibration can stand on it: lower rank, raise the budget or estimate_share, or use pca-analyze-gauss (worst-case DP, no model)",
-			r, est.LambdaLow[r-1], r, est.Sigma2, fmtFloats(est.Lambda))
+		return est, &spikeStop{fmt.Sprintf("the private lower bound for spike %d is %.4g ≤ 0: at this budget component %d does not rise above the noise (σ² ≈ %.4g, spikes ≈ %s), so no model-based calibration can stand on it", r, est.LambdaLow[r-1], r, est.Sigma2, fmtFloats(est.Lambda))}
 	}
 	return est, nil
+}
+
+// descending returns a sorted copy of v, largest first.
+func descending(v []float64) []float64 {
+	out := append([]float64(nil), v...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(out)))
+	return out
 }
 
 // spikeFixedPoint returns σ² = (trace − Σλ_k)/p and λ_k = lam(k, σ²) at
@@ -306,16 +345,19 @@ func spikeAbove(p, n int, s, m, s2 float64) float64 {
 
 // modelEstimate is the released outcome of the private model estimate.
 type modelEstimate struct {
-	SpikeEstimate
-	clip     float64 // the rows' clip in the estimate
-	autoClip bool    // clip came from a private quantile
-	beta     float64 // failure probability of the bounds
+	spikeDecision
+	stats    SpikeStats // the released statistics
+	v        *mat.Dense // the top eigenvectors of the released S_c + E (p × looked)
+	clip     float64    // the rows' clip in the estimate
+	autoClip bool       // clip came from a private quantile
+	beta     float64    // failure probability of the bounds
 }
 
 // estimateModel releases the trace and the spectrum of the clipped second
-// moment (after a private clip quantile when no clip is given) and turns
-// them into σ² and λ bounds (DERIVATIONS.md §9). Every step is worst-case
-// DP on the clipped rows.
+// moment (after a private clip quantile when no clip is given), the
+// statistics σ² and λ are read from (DERIVATIONS.md §9), and decides from
+// them alone how many spikes stand out (decideSpikes). Every step is
+// worst-case DP on the clipped rows.
 func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzConfig, src *rowsrc.Source, mu []float64) (*modelEstimate, error) {
 	n, p := src.Dims()
 	out := &modelEstimate{clip: cfg.clip, beta: cfg.betaEst}
@@ -370,12 +412,61 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 		return nil, err
 	}
 	run.Progress("model estimate", 1, 1)
-	out.SpikeEstimate, err = EstimateSpikes(SpikeStats{N: n, P: p, Trace: tr[0], Top: top, TraceSD: relT.Scale(), SpectrumSD: relS.Scale(),
-		Inner: inner, InnerSD: innerSD}, out.beta)
-	if err != nil {
+	out.v = v
+	out.stats = SpikeStats{N: n, P: p, Trace: tr[0], Top: top, TraceSD: relT.Scale(), SpectrumSD: relS.Scale(), Inner: inner, InnerSD: innerSD}
+	if out.spikeDecision, err = decideSpikes(out.stats, out.beta, cfg.auto); err != nil {
 		return nil, fmt.Errorf("pca-cxz: %w", err)
 	}
 	return out, nil
+}
+
+// spikeDecision is what pca-cxz decides from the released statistics of
+// its model estimate alone (DERIVATIONS.md §12): how many spikes stand
+// out, the rank it fits and, when it cannot go on, why it stops.
+type spikeDecision struct {
+	SpikeEstimate        // at the rank fitted (at the rank asked for when it stops)
+	stand         int    // how many spikes stand out
+	rank          int    // the rank to fit (0 when it stops)
+	stop          string // why the fit stops ("" when it goes on)
+}
+
+// decideSpikes counts the spikes that stand out: the largest k ≤ r (r the
+// number of spikes the statistics were released for) whose estimate
+// certifies k spikes above a positive noise level (EstimateSpikes succeeds
+// on the k largest eigenvalues, the failure probability split over all r
+// spikes' statements). With auto the fit keeps those k spikes and stops
+// when there are none; with a fixed rank it goes on only when all r
+// stand out. It reads nothing but st and the public beta: a decision on it
+// is post-processing of released values. An error is an input that is not
+// a spike statistic at all.
+func decideSpikes(st SpikeStats, beta float64, auto bool) (spikeDecision, error) {
+	r := len(st.Top)
+	full, err := EstimateSpikes(st.prefix(r), beta)
+	var stop *spikeStop
+	if err != nil && !errors.As(err, &stop) {
+		return spikeDecision{}, err
+	}
+	d := spikeDecision{SpikeEstimate: full}
+	if err == nil {
+		d.stand, d.rank = r, r
+		return d, nil
+	}
+	for k := r - 1; k >= 1 && d.stand == 0; k-- {
+		if e, err := EstimateSpikes(st.prefix(k), beta); err == nil {
+			d.stand = k
+			if auto {
+				d.SpikeEstimate, d.rank = e, k
+			}
+		}
+	}
+	switch {
+	case d.rank > 0:
+	case auto:
+		d.stop = fmt.Sprintf("no spike stands out of the noise at this budget (%v)", err)
+	default:
+		d.stop = fmt.Sprintf("%v; %d of the %d spikes asked for stand out (rank=auto keeps them)", err, d.stand, r)
+	}
+	return d, nil
 }
 
 // innerSpectrum releases VᵀS_cV + E′ (V public: the top-r eigenvectors of
@@ -420,6 +511,7 @@ func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat
 // σ² from the estimate when not given (its upper bound, its point estimate
 // subtracted in stage 2), λ bounds when lambda=auto.
 func (e *modelEstimate) apply(cfg *cxzConfig) error {
+	cfg.r = e.rank
 	if cfg.estSigma2 {
 		cfg.model.Sigma2, cfg.sub = e.Sigma2Upper, e.Sigma2
 	}
@@ -441,6 +533,15 @@ func (e *modelEstimate) report(res *sdk.Result, cfg *cxzConfig) {
 	res.AddSeries("lambda_lower", e.LambdaLow, sdk.Public, "private lower confidence bounds for the spikes (Δ1 uses them with lambda=auto)")
 	res.AddSeries("lambda_upper", e.LambdaHigh, sdk.Public, "private upper confidence bounds for the spikes (Δ2 and τ use them with lambda=auto)")
 	res.AddScalar("estimate_clip", e.clip, sdk.Public, "row-norm clip of the model estimate's steps")
+	st := e.stats
+	res.AddScalar("estimate_trace", st.Trace, sdk.Public, "the released noisy trace of the clipped second moment")
+	res.AddSeries("estimate_top_eigenvalues", st.Top, sdk.Public, "the top eigenvalues of the released noisy clipped second moment S_c + E")
+	res.AddSeries("estimate_inner_eigenvalues", st.Inner, sdk.Public, "the eigenvalues of the released block VᵀS_cV + E′")
+	res.AddSeries("estimate_noise_sd", []float64{st.TraceSD, st.SpectrumSD, st.InnerSD}, sdk.Public, "noise standard deviations of the trace, of each entry of E and of each entry of E′ (public: from the clip and the budget)")
+	res.AddScalar("spikes", float64(e.stand), sdk.Public, "how many spikes stand out of the noise: the largest k whose private lower bounds are all positive at a positive private σ² (post-processing of the model estimate)")
+	if cfg.auto {
+		res.AddScalar("rank", float64(e.rank), sdk.Public, "the rank kept by rank=auto: the spikes that stand out")
+	}
 	var what []string
 	if cfg.estSigma2 {
 		what = append(what, "σ²")
@@ -452,19 +553,13 @@ func (e *modelEstimate) report(res *sdk.Result, cfg *cxzConfig) {
 	if e.autoClip {
 		how = fmt.Sprintf("rows clipped to %.6g = %.3g × a private %.2g-quantile of the row norms", e.clip, estimateClipFactor, estimateQuantile)
 	}
+	if e.stop != "" {
+		return
+	}
+	if cfg.auto {
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("rank=auto: the rank %d is the number of spikes that stand out of the private estimate (post-processing); the model takes the rows to have exactly that many spikes", e.rank))
+	}
 	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions,
 		fmt.Sprintf("the bounds on %s are private estimates from worst-case DP steps (%s; trace and spectrum of the clipped second moment); they are valid bounds with probability ≥ 1 − %.3g over the data and the estimate's noise ONLY IF the rows follow the spiked Gaussian model (that failure probability is included in β); for other data the model-based calibration has no guarantee: use pca-analyze-gauss (worst-case DP)",
-			joinAnd(what), how, e.beta))
-}
-
-// joinAnd joins words with " and ".
-func joinAnd(w []string) string {
-	out := ""
-	for i, s := range w {
-		if i > 0 {
-			out += " and "
-		}
-		out += s
-	}
-	return out
+			strings.Join(what, " and "), how, e.beta))
 }

@@ -2,11 +2,13 @@ package pca
 
 import (
 	"fmt"
-	"math"
+	"strconv"
+	"strings"
 
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	rowclip "github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // centerOptions are the private-centring parameters of the private
@@ -37,23 +39,32 @@ func (c *centerOptions) meanClip(def float64) float64 {
 }
 
 // cxzCenterOptions are centerOptions for pca-cxz, which has no clip for
-// mean_clip to default to: mean_clip is required with center=private.
+// mean_clip to default to: mean_clip is a public bound or auto, a private
+// quantile of the row norms (DERIVATIONS.md §12.3).
 type cxzCenterOptions struct {
 	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
-	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (required with center=private)"`
-	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
+	MeanClip   string  `param:"mean_clip" default:"auto" doc:"with center=private: a public row-norm bound for the private mean, or auto (the default): a private median of the row norms, paid from a fifth of mean_share and released"`
+	MeanShare  float64 `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean (and its clip quantile with mean_clip=auto) when center=private"`
+
+	meanClip float64 // the public mean clip; 0 with mean_clip=auto
 }
 
 // private reports center=private.
 func (c *cxzCenterOptions) private() bool { return c.Center.Value == sdk.CenterPrivate }
 
-// meanClip is mean_clip, NaN when unset (refused by Check with center=private).
-func (c *cxzCenterOptions) meanClip() float64 {
-	if c.MeanClip != nil {
-		return *c.MeanClip
+// parseMeanClip reads mean_clip: auto or a positive finite number (the
+// shared clip parser).
+func (c *cxzCenterOptions) parseMeanClip() error {
+	o := rowclip.Options{Clip: c.MeanClip}
+	if err := o.Parse(); err != nil {
+		return sdk.BadRequest("mean_%w", err)
 	}
-	return math.NaN()
+	c.meanClip = o.Value()
+	return nil
 }
+
+// meanAuto reports a private mean whose clip is a private quantile.
+func (c *cxzCenterOptions) meanAuto() bool { return c.private() && c.meanClip == 0 }
 
 // outputSigma is the option to also return a p×p covariance estimate.
 type outputSigma struct {
@@ -138,7 +149,8 @@ func (o *aminOptions) Check(s sdk.Shape) error {
 
 // cxzOptions are pca-cxz's parameters.
 type cxzOptions struct {
-	sdk.Rank        `doc:"number of principal components r (2r < p)"`
+	Rank            string   `param:"rank" required:"true" doc:"number of principal components r (2r < p), or auto: keep the spikes that stand out, i.e. the largest r ≤ max_rank whose private spike lower bounds are all positive (decided from the private model estimate alone, DERIVATIONS.md §12.2; needs lambda=auto); the rank kept is released as output rank"`
+	MaxRank         *int     `param:"max_rank" min:"1" doc:"with rank=auto: the most spikes looked for (default min(10, ⌊(p−1)/2⌋))"`
 	Sigma2          *float64 `param:"sigma2" gt:"0" doc:"public upper bound for the noise variance σ² (it is also subtracted in stage 2). Unset (the default): estimated privately from estimate_share of the budget (DERIVATIONS.md §9); the estimate and the bound used are released"`
 	Lambda          string   `param:"lambda" default:"auto" doc:"public lower bounds for the spike strengths λ_1 ≥ … ≥ λ_r above σ²: one value for all or r comma-separated values. auto (the default): private lower and upper confidence bounds from estimate_share of the budget (DERIVATIONS.md §9), released. A value you give is checked against clip before any spend when you give a clip; without one it cannot be checked, and overstating it shrinks the noise and voids the guarantee"`
 	LambdaUpper     string   `param:"lambda_upper" default:"lambda" doc:"public upper bounds for the spikes (Δ2 and τ); lambda: the same as lambda (with lambda=auto: the private upper confidence bounds)"`
@@ -164,6 +176,8 @@ type cxzOptions struct {
 	_ sdk.Renamed `param:"gaussian" renamed:"noise"`
 
 	cal, gauss string
+	rank       int // the requested rank; with rank=auto, max_rank
+	auto       bool
 	low, high  []float64
 	notes      []string
 	estimate   bool // σ² or λ comes from the private estimate
@@ -172,8 +186,13 @@ type cxzOptions struct {
 // Check implements sdk.Checker: rank, spike lists, calibration constants
 // and option combinations, from the request and the public shape alone.
 func (o *cxzOptions) Check(s sdk.Shape) error {
-	r := o.Rank.Value
-	if err := checkShape(r, s, true); err != nil {
+	if err := o.parseRank(s.P); err != nil {
+		return err
+	}
+	if err := checkShape(o.rank, s, true); err != nil {
+		return err
+	}
+	if err := o.parseMeanClip(); err != nil {
 		return err
 	}
 	if err := o.resolveNames(); err != nil {
@@ -183,6 +202,36 @@ func (o *cxzOptions) Check(s sdk.Shape) error {
 		return err
 	}
 	return o.checkCombinations()
+}
+
+// parseRank reads rank: a positive integer, or auto (then the largest rank
+// looked for is max_rank, by default min(10, ⌊(p−1)/2⌋)).
+func (o *cxzOptions) parseRank(p int) error {
+	v := strings.TrimSpace(o.Rank)
+	o.auto = v == rankAuto
+	if !o.auto {
+		if o.MaxRank != nil {
+			return sdk.BadRequest("max_rank applies to rank=auto")
+		}
+		r, err := strconv.Atoi(v)
+		if err != nil {
+			return sdk.BadRequest("rank=%q: give a positive integer or auto", o.Rank)
+		}
+		o.rank = r
+		return nil
+	}
+	if o.Lambda != lambdaAuto {
+		return sdk.BadRequest("rank=auto decides the rank from the private spike estimate: it needs lambda=auto")
+	}
+	switch {
+	case o.MaxRank != nil:
+		o.rank = *o.MaxRank
+	case p > 0:
+		o.rank = max(min(10, (p-1)/2), 1)
+	default:
+		o.rank = 10
+	}
+	return nil
 }
 
 // resolveNames fills the noise default from the sensitivity.
@@ -219,9 +268,6 @@ func (o *cxzOptions) checkCombinations() error {
 			}
 		}
 	}
-	if o.private() && o.MeanClip == nil {
-		return fmt.Errorf("center=private needs mean_clip, a public row-norm bound for the private mean")
-	}
 	return nil
 }
 
@@ -245,8 +291,8 @@ func parseDescending(name, s string, r int) ([]float64, error) {
 func (o *cxzOptions) config(g privacy.Grant, n, p int) *cxzConfig {
 	c := &cxzConfig{cal: o.cal, gauss: o.gauss, split: o.Split, pcaOnly: o.PCAOnly,
 		c2: o.C2, c3: o.C3, dkc: o.DKC, guarded: o.Guarded, rotate: o.Rotate, psd: o.PSD,
-		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip(), meanShare: o.MeanShare}
-	c.r = o.Rank.Value
+		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip, meanShare: o.MeanShare}
+	c.r, c.auto = o.rank, o.auto
 	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high}
 	if o.Sigma2 != nil {
 		c.model.Sigma2 = *o.Sigma2

@@ -2,10 +2,13 @@ package pca
 
 import (
 	"context"
+	"math"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -66,7 +69,7 @@ func TestPositiveParametersHavePositiveMinimum(t *testing.T) {
 		"pca-nonprivate":    {"rank": "2"},
 	}
 	want := map[string][]string{
-		"pca-cxz":           {"sigma2", "mean_clip"},
+		"pca-cxz":           {"sigma2"},
 		"pca-analyze-gauss": {"mean_clip"},
 		"pca-amin":          {"mean_clip"},
 		"pca-nonprivate":    {"clip"},
@@ -101,28 +104,38 @@ func TestPositiveParametersHavePositiveMinimum(t *testing.T) {
 }
 
 // pca-cxz has no clip for mean_clip to default to: center=private without
-// mean_clip names the missing parameter (it used to report "mean_clip = NaN")
-// and spends nothing.
-func TestCXZPrivateCentringNeedsMeanClip(t *testing.T) {
+// mean_clip (mean_clip=auto) draws a private median of the raw row
+// norms from a fifth of mean_share before the mean (DERIVATIONS.md §12.3),
+// releases it as mean_clip, and the two steps cost exactly mean_share
+// between them; a given mean_clip draws no quantile.
+func TestCXZPrivateCentringMeanClipAuto(t *testing.T) {
 	g := spiked(t, 2000, 20, 2, "24,20", "gaussian", 44)
-	raw := map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private"}
-	_, acct, err := sdk.RunLocal(context.Background(), CXZ{}, g.Data, raw, approx(1, 1e-6), sdk.LocalOptions{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "center=private needs mean_clip")
-	assert.NotContains(t, err.Error(), "NaN")
-	if acct != nil {
-		assert.Empty(t, acct.Steps())
-	}
-	info, err := sdk.InfoOf(CXZ{})
+	raw := map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private", "noise": "zcdp"}
+	res, acct := fit(t, CXZ{}, g, raw, approx(1, 1e-6), 1)
+	steps := acct.Steps()
+	require.Len(t, steps, 4, "quantile + mean + two stages")
+	assert.Equal(t, []string{"clip quantile (mean)", "mean"}, []string{steps[0].Name, steps[1].Name})
+	rho, err := privacy.RhoForEpsDelta(1, 1e-6)
 	require.NoError(t, err)
-	for _, s := range info.Params {
-		if s.Name == "mean_clip" {
-			assert.NotContains(t, s.Doc, "default: clip", "pca-cxz has no clip parameter")
-		}
+	// The exponential step's ε under zCDP is √(8ρ_q) (bounded range ε²/8).
+	assert.InEpsilon(t, 0.1*0.2*rho, steps[0].Epsilon*steps[0].Epsilon/8, 1e-9)
+	assert.InEpsilon(t, 0.1*0.8*rho, steps[1].Rho, 1e-9)
+	mc := scalar(t, res, "mean_clip")
+	norms := make([]float64, 2000)
+	for i := range norms {
+		norms[i] = mat.Norm(g.Data.X.RowView(i), 2)
 	}
+	sort.Float64s(norms)
+	// At this budget (ε ≈ 0.07 for the quantile) the exponential mechanism
+	// lands within a few hundred rows of the median (its grid cell holds
+	// the norms up to it, one grid step 2^(1/16) wide).
+	assert.Greater(t, mc, norms[600])
+	assert.Less(t, mc, norms[1400]*math.Pow(2, 1.0/16))
+	assert.NotNil(t, matrix(t, res, "mean"))
 	raw["mean_clip"] = "12"
-	_, acct = fit(t, CXZ{}, g, raw, approx(1, 1e-6), 1)
+	res, acct = fit(t, CXZ{}, g, raw, approx(1, 1e-6), 1)
 	assert.Len(t, acct.Steps(), 3, "mean + two stages")
+	assert.Equal(t, 12.0, scalar(t, res, "mean_clip"))
 }
 
 // Requests the estimators refuse as such (conflicting parameters, a rank
@@ -145,7 +158,8 @@ func TestRefusedRequestsAreBadRequests(t *testing.T) {
 		{"analyze gauss classical under ρ", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "noise": "classical"}, func() privacy.Grant { return privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.1} }},
 		{"analyze gauss classical above ε = 1", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "10", "noise": "classical"}, func() privacy.Grant { return approx(4, 1e-6) }},
 		{"amin rank above p", Amin{}, map[string]string{"rank": "11", "clip": "10"}, func() privacy.Grant { return pure(1) }},
-		{"cxz private centring without mean_clip", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"cxz mean_clip 0", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "private", "mean_clip": "0"}, func() privacy.Grant { return approx(1, 1e-6) }},
+		{"cxz rank=auto with lambda", CXZ{}, map[string]string{"rank": "auto", "lambda": "24"}, func() privacy.Grant { return approx(1, 1e-6) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,11 +61,11 @@ func (Amin) Passes(opts any, _ sdk.Shape) ([]string, error) {
 
 // Passes implements sdk.RemoteEstimator: pca-cxz reads the clipped second
 // moment (also at the guard's bound √τ with guarded=true), the clipped sum
-// for center=private (mean_clip is public) and, for the private estimate
-// of σ² and λ without a clip, the norm counts of its quantile.
+// for center=private and, for the private estimate of σ² and λ without a
+// clip or for mean_clip=auto, the norm counts of a quantile.
 func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*cxzOptions)
-	kinds := rowsrc.Kinds(o.estimate && o.CXZClip == nil, o.private())
+	kinds := rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.meanAuto(), o.private())
 	if o.Evaluate.Value {
 		kinds = append(kinds, pass.RowsMoment)
 	}

@@ -159,7 +159,7 @@ func TestRemotePasses(t *testing.T) {
 }
 
 // pca-cxz requests the norm counts only for the private model estimate
-// without a clip, the clipped sum for center=private.
+// without a clip or for mean_clip=auto, the clipped sum for center=private.
 func TestRemotePassesCXZ(t *testing.T) {
 	ds := shifted(t, 200, 6, 1)
 	for _, tc := range []struct {
@@ -169,6 +169,7 @@ func TestRemotePassesCXZ(t *testing.T) {
 		{map[string]string{"rank": "1", "sigma2": "1", "lambda": "5"}, []string{pass.RowsCentredMoment}},
 		{map[string]string{"rank": "1"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram}},
 		{map[string]string{"rank": "1", "clip": "3", "center": "private", "mean_clip": "4", "evaluate": "true"}, []string{pass.RowsCentredMoment, pass.RowsClippedSum, pass.RowsMoment}},
+		{map[string]string{"rank": "1", "sigma2": "1", "lambda": "5", "center": "private"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram, pass.RowsClippedSum}},
 	} {
 		opts, _, err := sdk.Prepare(CXZ{}.Info(), tc.raw, sdk.ShapeOf(ds))
 		require.NoError(t, err)
