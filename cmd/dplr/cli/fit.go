@@ -144,8 +144,10 @@ type fitFlags struct {
 	beam       beamFlags
 }
 
-func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
-	fs := newFlags("fit", "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
+// parseFitFlags parses the flags of `dplr fit`, or of `dplr plan` (name
+// "plan"), which takes the same.
+func parseFitFlags(name string, env *Env, args []string) (*fitFlags, error) {
+	fs := newFlags(name, "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
 	f := &fitFlags{maxMemory: byteSize(client.DefaultMaxMemory())}
 	f.pf.register(fs)
 	f.df.register(fs)
@@ -164,7 +166,7 @@ func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 		return nil, err
 	}
 	if fs.NArg() != 1 {
-		return nil, usagef("fit takes one ESTIMATOR (see `dplr plugins`)")
+		return nil, usagef("%s takes one ESTIMATOR (see `dplr plugins`)", name)
 	}
 	if f.timeout < 0 {
 		return nil, usagef("--timeout %s is negative; give a positive duration, or 0 for no limit", f.timeout)
@@ -177,7 +179,7 @@ func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 }
 
 func cmdFit(ctx context.Context, env *Env, args []string) error {
-	f, err := parseFitFlags(env, args)
+	f, err := parseFitFlags("fit", env, args)
 	if err != nil {
 		return err
 	}
@@ -279,6 +281,8 @@ func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info c
 	if info.NonPrivate && f.nonPrivate {
 		fmt.Fprintf(env.Stderr, "dplr: warning: %s is NOT private; its output must not be published\n", f.estimator)
 	}
+	// The plan's warning comes before anything is reserved, even with --quiet.
+	req.Warning = func(line string) { fmt.Fprintf(env.Stderr, "dplr: warning: %s\n", line) }
 	res, err := c.Fit(ctx, req)
 	bar.finish()
 	return res, err

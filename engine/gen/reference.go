@@ -1,0 +1,62 @@
+package gen
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// Reference draws the public reference data set a plan's dry run fits
+// (sdk.Plan): a synthetic data set of the request's public shape, from a
+// fixed model that looks at nothing but that shape and the rank, with its
+// true subspace U. Every value is multiplied by scale (a second scale shows
+// which step sensitivities depend on the data). The models:
+//
+//   - rows: the spiked model with r equal spikes that hold half the
+//     variance, rescaled so that the typical row norm is 1 (λ = 1/(2r),
+//     σ² = 1/(2p));
+//   - trace: the trace-regression model with σ1 = 2, σr = 1, σ_ξ = 0.5 and
+//     the shape's d1, d2;
+//   - users: the shared-representation model with the shape's users, their
+//     mean number of rows and the dimension p.
+//
+// It is a model, not the user's data: a real data set may be easier or
+// harder than its reference.
+func Reference(s sdk.Shape, rank int, scale float64, seed uint64) (*data.Dataset, *mat.Dense, error) {
+	itoa := strconv.Itoa
+	var (
+		m   Model
+		raw map[string]string
+	)
+	switch s.Kind {
+	case data.Rows:
+		r := min(max(rank, 1), s.P-1)
+		m, raw = Spiked{}, map[string]string{"n": itoa(s.N), "p": itoa(s.P), "rank": itoa(r),
+			"lambda": fmt.Sprint(1 / (2 * float64(r))), "sigma2": fmt.Sprint(1 / (2 * float64(s.P)))}
+	case data.Trace:
+		m, raw = traceModel{}, map[string]string{"n": itoa(s.N), "d1": itoa(s.D1), "d2": itoa(s.D2),
+			"rank": itoa(min(max(rank, 1), s.D1, s.D2))}
+	case data.Users:
+		users := max(s.Users, 1)
+		m, raw = usersLowRank{}, map[string]string{"users": itoa(users), "samples": itoa(max(int(math.Round(float64(s.N)/float64(users))), 1)),
+			"dim": itoa(s.P), "rank": itoa(min(max(rank, 1), s.P))}
+	default:
+		return nil, nil, fmt.Errorf("no reference model for %s data", s.Kind)
+	}
+	g, err := Run(m, raw, seed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reference model: %w", err)
+	}
+	d := g.Data
+	d.Name = "public reference model"
+	d.X.Scale(scale, d.X)
+	for i := range d.Y {
+		d.Y[i] *= scale
+	}
+	return d, g.Truth["U"], nil
+}

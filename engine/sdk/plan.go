@@ -1,0 +1,172 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// Plan is what a fit would spend and an indication of what it would give,
+// computed before anything is reserved and without reading the data: the
+// estimator is run in process on a public reference data set of the
+// request's shape (see PlanOf).
+type Plan struct {
+	// Steps are the privacy steps the fit takes, in order. Their costs and
+	// noise multipliers depend only on the request; a step's Sensitivity
+	// and Scale are set only when the sensitivity is public (the same on
+	// every data set), zero when it comes from an earlier private release.
+	Steps []PlanStep `json:"steps"`
+	// Accounting names the composition of the steps' costs ("pure",
+	// "zcdp", ...).
+	Accounting string `json:"accounting"`
+	// Scored: the indicator below was computed.
+	Scored bool `json:"scored"`
+	// ExpectedScore is the dry runs' mean subspace score ‖ÛᵀU*‖²_F / r on
+	// the reference model (1: the true subspace), RandomScore a random
+	// r-subspace's r/p on the same scale.
+	ExpectedScore float64 `json:"expected_score"`
+	RandomScore   float64 `json:"random_score"`
+	// NearRandom: the expected score is within 5 % of the way from a
+	// random subspace's to a perfect one (ExpectedScore − RandomScore <
+	// 0.05·(1 − RandomScore)).
+	NearRandom bool `json:"near_random"`
+	// Note says what the indicator is, or why it was not computed.
+	Note string `json:"note"`
+}
+
+// PlanStep is one planned privacy step: the step as the dry run took it
+// and its noise multiplier (Scale / Sensitivity).
+type PlanStep struct {
+	privacy.Step
+	Multiplier float64 `json:"noise_multiplier"`
+}
+
+// Warning is the one-line warning a fit gives before it spends when the
+// plan says its result will be near random ("" otherwise).
+func (p Plan) Warning() string {
+	if !p.NearRandom {
+		return ""
+	}
+	return fmt.Sprintf("the plan expects a result near random: on a public reference model of this shape the estimator scores %.3f, "+
+		"a random subspace %.3f (1 is the true subspace); your data may be easier or harder, but consider a larger budget, "+
+		"fewer components or another estimator (see `dplr plan`)", p.ExpectedScore, p.RandomScore)
+}
+
+// Reference draws a public reference data set of shape s for a plan's dry
+// run: rank is the request's rank, scale multiplies every value, seed fixes
+// the draw. It returns the data set and its true subspace (p×r).
+type Reference func(s Shape, rank int, scale float64, seed uint64) (*data.Dataset, *mat.Dense, error)
+
+// Dry-run bounds: PlanMaxWork caps n·p·min(p, 100) of a dry run (above
+// it the indicator is not computed), PlanTimeout the time the dry runs may
+// take together.
+const (
+	PlanMaxWork = 5e7
+	PlanTimeout = 4 * time.Second
+)
+
+// planSeed is the dry runs' fixed, public seed.
+const planSeed = 0x706c616e
+
+// PlanOf plans est on request raw, grant g and the public shape s. It
+// spends nothing and reads no data: it runs est in process (RunLocal, with
+// a fresh accountant for g and a fixed public seed) on two draws of ref, at
+// scales 1 and 4. The first run's steps are the plan's steps (their costs
+// and multipliers do not depend on the data); a sensitivity is reported
+// when both runs took the same one. The runs' mean subspace score against
+// the model's truth is the expected-accuracy indicator, a model-based
+// indication only. Above PlanMaxWork, or when the runs do not finish
+// within PlanTimeout or fail, Plan.Note says why nothing was computed.
+// An error is a request the estimator refuses on its parameters and shape
+// (a dry run's failure is a note: it is about the reference data).
+func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference) (Plan, error) {
+	prep, err := prepare(est.Info(), raw, s)
+	if err != nil {
+		return Plan{}, err
+	}
+	if work := float64(s.N) * float64(s.P) * math.Min(float64(s.P), 100); work > PlanMaxWork {
+		return Plan{Note: fmt.Sprintf("not computed: the dry run's size n·p·min(p, 100) = %.3g is above its cap %.3g", work, PlanMaxWork)}, nil
+	}
+	rank := 1
+	for _, spec := range prep.info.Params {
+		if spec.Name == "rank" && spec.Type == Int {
+			rank = prep.params.Int("rank")
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, PlanTimeout)
+	defer cancel()
+	var (
+		runs   [2][]privacy.Step
+		scores [2]float64
+		random float64
+		acc    string
+	)
+	for i, scale := range []float64{1, 4} {
+		d, truth, err := ref(s, rank, scale, planSeed+uint64(i))
+		if err != nil {
+			return Plan{Note: fmt.Sprintf("not computed: %v", err)}, nil
+		}
+		seed := uint64(planSeed + i)
+		res, acct, err := RunLocal(ctx, est, d, raw, g, LocalOptions{Seed: &seed})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", PlanTimeout)}, nil
+			}
+			return Plan{Note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}, nil
+		}
+		runs[i] = acct.Steps()
+		if acc = res.Guarantee.Accounting; acc == "" {
+			acc = acct.Achieved().Composition
+		}
+		scores[i] = math.NaN()
+		for _, m := range res.Matrices {
+			if m.Name == "U" && truth != nil {
+				scores[i] = overlap(m.M, truth)
+				tp, tr := truth.Dims()
+				random = float64(tr) / float64(tp)
+			}
+		}
+	}
+	p := Plan{Accounting: acc}
+	for i, st := range runs[0] {
+		ps := PlanStep{Step: st}
+		if st.Sensitivity > 0 {
+			ps.Multiplier = st.Scale / st.Sensitivity
+		}
+		if len(runs[1]) != len(runs[0]) || runs[1][i].Name != st.Name || runs[1][i].Sensitivity != st.Sensitivity {
+			ps.Sensitivity, ps.Scale, ps.QuerySensitivity, ps.Grid = 0, 0, 0, 0
+		}
+		p.Steps = append(p.Steps, ps)
+	}
+	if math.IsNaN(scores[0]) || math.IsNaN(scores[1]) {
+		p.Note = "not computed: the estimator releases no subspace U to score"
+		return p, nil
+	}
+	p.Scored = true
+	p.ExpectedScore = (scores[0] + scores[1]) / 2
+	p.RandomScore = random
+	p.NearRandom = p.ExpectedScore-p.RandomScore < 0.05*(1-p.RandomScore)
+	p.Note = "model-based indicator: the mean subspace score ‖ÛᵀU*‖²_F/r of two dry runs on a public reference model of this shape " +
+		"(not your data: your data may be easier or harder)"
+	return p, nil
+}
+
+// overlap is the subspace score ‖ÛᵀU*‖²_F / r of an estimate u against a
+// true p×r basis truth, both taken by their column spans (NaN when u
+// cannot be compared).
+func overlap(u, truth *mat.Dense) float64 {
+	_, k := u.Dims()
+	_, r := truth.Dims()
+	_, sin, err := evaluate.SinTheta(u, truth)
+	if err != nil {
+		return math.NaN()
+	}
+	return (float64(min(k, r)) - sin*sin) / float64(r)
+}
