@@ -19,8 +19,8 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
