@@ -42,7 +42,10 @@ type Plan struct {
 }
 
 // PlanStep is one planned privacy step: the step as the dry run took it
-// and its noise multiplier (Scale / Sensitivity).
+// and, for an additive-noise mechanism (Gaussian, Laplace), its noise
+// multiplier Scale / Sensitivity (0 for the exponential mechanism, whose
+// cost ε alone fixes its randomness relative to the utility's
+// sensitivity).
 type PlanStep struct {
 	privacy.Step
 	Multiplier float64 `json:"noise_multiplier"`
@@ -137,7 +140,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	p := Plan{Accounting: acc}
 	for i, st := range runs[0] {
 		ps := PlanStep{Step: st}
-		if st.Sensitivity > 0 {
+		if st.Sensitivity > 0 && st.Mechanism != privacy.MechExponential {
 			ps.Multiplier = st.Scale / st.Sensitivity
 		}
 		if len(runs[1]) != len(runs[0]) || runs[1][i].Name != st.Name || runs[1][i].Sensitivity != st.Sensitivity {

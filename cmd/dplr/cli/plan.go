@@ -79,9 +79,10 @@ func printPlan(w io.Writer, estimator, path string, p *client.Plan) {
 		if s.Multiplier > 0 {
 			fmt.Fprintf(w, " noise multiplier=%.4g", s.Multiplier)
 		}
-		if s.Sensitivity > 0 {
+		switch {
+		case s.Sensitivity > 0:
 			fmt.Fprintf(w, " Δ=%.4g", s.Sensitivity)
-		} else {
+		case s.Mechanism != "exponential":
 			fmt.Fprintf(w, " Δ from an earlier private release")
 		}
 		fmt.Fprintln(w)
