@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 
 	"gonum.org/v1/gonum/mat"
@@ -18,8 +19,13 @@ import (
 // which step sensitivities depend on the data). The models:
 //
 //   - rows: the spiked model with r equal spikes that hold half the
-//     variance, rescaled so that the typical row norm is 1 (λ = 1/(2r),
-//     σ² = 1/(2p));
+//     variance (λ = 1/(2r), σ² = 1/(2p), so a centred row's typical norm
+//     is 1), shifted by a mean of norm 1 in a random direction, and
+//     rescaled by 1/√2 so that the typical row norm is 1. Raw features
+//     (intensities, counts, measurements) are rarely centred: with the
+//     mean as far from 0 as the rows' spread, an estimator that does not
+//     centre pays for it as it would on such data. U is the centred
+//     covariance's top-r subspace;
 //   - trace: the trace-regression model with σ1 = 2, σr = 1, σ_ξ = 0.5 and
 //     the shape's d1, d2;
 //   - users: the shared-representation model with the shape's users, their
@@ -54,6 +60,16 @@ func Reference(s sdk.Shape, rank int, scale float64, seed uint64) (*data.Dataset
 	}
 	d := g.Data
 	d.Name = "public reference model"
+	if s.Kind == data.Rows {
+		mean := RandomOrthonormal(s.P, 1, rand.New(rand.NewPCG(seed, 0x6d65616e))).RawMatrix().Data
+		for i := 0; i < s.N; i++ {
+			row := d.X.RawRowView(i)
+			for j := range row {
+				row[j] += mean[j]
+			}
+		}
+		scale /= math.Sqrt2
+	}
 	d.X.Scale(scale, d.X)
 	for i := range d.Y {
 		d.Y[i] *= scale
