@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -15,7 +13,7 @@ import (
 // Reference draws the public reference data set a plan's dry run fits
 // (sdk.Plan): a synthetic data set of the request's public shape, from a
 // fixed model that looks at nothing but that shape and the rank, with its
-// true subspace U. Every value is multiplied by scale (a second scale shows
+// truth (sdk.ReferenceData). Every value is multiplied by scale (a second scale shows
 // which step sensitivities depend on the data). The models:
 //
 //   - rows: the spiked model with r equal spikes that hold half the
@@ -33,7 +31,7 @@ import (
 //
 // It is a model, not the user's data: a real data set may be easier or
 // harder than its reference.
-func Reference(s sdk.Shape, rank int, scale float64, seed uint64) (*data.Dataset, *mat.Dense, error) {
+func Reference(s sdk.Shape, rank int, scale float64, seed uint64) (sdk.ReferenceData, error) {
 	itoa := strconv.Itoa
 	var (
 		m   Model
@@ -52,11 +50,11 @@ func Reference(s sdk.Shape, rank int, scale float64, seed uint64) (*data.Dataset
 		m, raw = usersLowRank{}, map[string]string{"users": itoa(users), "samples": itoa(max(int(math.Round(float64(s.N)/float64(users))), 1)),
 			"dim": itoa(s.P), "rank": itoa(min(max(rank, 1), s.P))}
 	default:
-		return nil, nil, fmt.Errorf("no reference model for %s data", s.Kind)
+		return sdk.ReferenceData{}, fmt.Errorf("no reference model for %s data", s.Kind)
 	}
 	g, err := Run(m, raw, seed)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reference model: %w", err)
+		return sdk.ReferenceData{}, fmt.Errorf("reference model: %w", err)
 	}
 	d := g.Data
 	d.Name = "public reference model"
@@ -74,5 +72,9 @@ func Reference(s sdk.Shape, rank int, scale float64, seed uint64) (*data.Dataset
 	for i := range d.Y {
 		d.Y[i] *= scale
 	}
-	return d, g.Truth["U"], nil
+	out := sdk.ReferenceData{Data: d, U: g.Truth["U"]}
+	if s.Kind == data.Rows {
+		out.Sigma = g.Truth["Sigma"]
+	}
+	return out, nil
 }

@@ -28,14 +28,14 @@ type Plan struct {
 	Accounting string `json:"accounting"`
 	// Scored: the indicator below was computed.
 	Scored bool `json:"scored"`
-	// ExpectedScore is the dry runs' mean subspace score ‖ÛᵀU*‖²_F / r on
-	// the reference model (1: the true subspace), RandomScore a random
-	// r-subspace's r/p on the same scale.
+	// ExpectedScore is the dry runs' mean score on the reference model (1:
+	// the true subspace): for rows data the captured-variance ratio, else
+	// the subspace overlap ‖ÛᵀU*‖²_F / r. RandomScore is a random
+	// r-subspace's expected score on the same scale.
 	ExpectedScore float64 `json:"expected_score"`
 	RandomScore   float64 `json:"random_score"`
-	// NearRandom: the expected score is within 5 % of the way from a
-	// random subspace's to a perfect one (ExpectedScore − RandomScore <
-	// 0.05·(1 − RandomScore)).
+	// NearRandom: the expected score is within NearRandomMargin of a
+	// random subspace's.
 	NearRandom bool `json:"near_random"`
 	// Note says what the indicator is, or why it was not computed.
 	Note string `json:"note"`
@@ -62,10 +62,24 @@ func (p Plan) Warning() string {
 		"fewer components or another estimator (see `dplr plan`)", p.ExpectedScore, p.RandomScore)
 }
 
+// ReferenceData is a public reference data set and its truth: U, the
+// true top-r subspace (p×r), and, for rows data, Sigma, the rows' centred
+// covariance (nil for other kinds).
+type ReferenceData struct {
+	Data  *data.Dataset
+	U     *mat.Dense
+	Sigma *mat.Dense
+}
+
 // Reference draws a public reference data set of shape s for a plan's dry
 // run: rank is the request's rank, scale multiplies every value, seed fixes
-// the draw. It returns the data set and its true subspace (p×r).
-type Reference func(s Shape, rank int, scale float64, seed uint64) (*data.Dataset, *mat.Dense, error)
+// the draw.
+type Reference func(s Shape, rank int, scale float64, seed uint64) (ReferenceData, error)
+
+// NearRandomMargin is how close to a random subspace's score an expected
+// score is near random: a result that captures less than 0.05 more of the
+// best rank-r variance than a random subspace does is of no use.
+const NearRandomMargin = 0.05
 
 // Dry-run bounds: PlanMaxWork caps n·p·min(p, 100) of a dry run (above
 // it the indicator is not computed), PlanTimeout the time the dry runs may
@@ -112,12 +126,12 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		acc    string
 	)
 	for i, scale := range []float64{1, 4} {
-		d, truth, err := ref(s, rank, scale, planSeed+uint64(i))
+		rd, err := ref(s, rank, scale, planSeed+uint64(i))
 		if err != nil {
 			return Plan{Note: fmt.Sprintf("not computed: %v", err)}, nil
 		}
 		seed := uint64(planSeed + i)
-		res, acct, err := RunLocal(ctx, est, d, raw, g, LocalOptions{Seed: &seed})
+		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
 		if err != nil {
 			if ctx.Err() != nil {
 				return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", PlanTimeout)}, nil
@@ -130,10 +144,8 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		}
 		scores[i] = math.NaN()
 		for _, m := range res.Matrices {
-			if m.Name == "U" && truth != nil {
-				scores[i] = overlap(m.M, truth)
-				tp, tr := truth.Dims()
-				random = float64(tr) / float64(tp)
+			if m.Name == "U" && rd.U != nil {
+				scores[i], random = score(m.M, rd)
 			}
 		}
 	}
@@ -155,21 +167,41 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	p.Scored = true
 	p.ExpectedScore = (scores[0] + scores[1]) / 2
 	p.RandomScore = random
-	p.NearRandom = p.ExpectedScore-p.RandomScore < 0.05*(1-p.RandomScore)
-	p.Note = "model-based indicator: the mean subspace score ‖ÛᵀU*‖²_F/r of two dry runs on a public reference model of this shape " +
+	p.NearRandom = p.ExpectedScore-p.RandomScore < NearRandomMargin
+	p.Note = "model-based indicator: the mean score of two dry runs on a public reference model of this shape " +
 		"(not your data: your data may be easier or harder)"
 	return p, nil
 }
 
-// overlap is the subspace score ‖ÛᵀU*‖²_F / r of an estimate u against a
-// true p×r basis truth, both taken by their column spans (NaN when u
-// cannot be compared).
-func overlap(u, truth *mat.Dense) float64 {
-	_, k := u.Dims()
-	_, r := truth.Dims()
-	_, sin, err := evaluate.SinTheta(u, truth)
-	if err != nil {
-		return math.NaN()
+// score is the score of an estimate u (its column span) against the
+// reference's truth, and a random subspace's expected score on the same
+// scale: for rows data the captured-variance ratio tr(QᵀΣQ) / tr(U*ᵀΣU*)
+// (Q an orthonormal basis of u; what users judge PCA by), whose random
+// value is (r/p)·tr(Σ) / tr(U*ᵀΣU*); otherwise the subspace overlap
+// ‖QᵀU*‖²_F / r, random r/p. NaN when u cannot be compared.
+func score(u *mat.Dense, rd ReferenceData) (got, random float64) {
+	p, k := u.Dims()
+	_, r := rd.U.Dims()
+	if pu, _ := rd.U.Dims(); pu != p || k > p {
+		return math.NaN(), math.NaN()
 	}
-	return (float64(min(k, r)) - sin*sin) / float64(r)
+	if rd.Sigma == nil {
+		_, sin, err := evaluate.SinTheta(u, rd.U)
+		if err != nil {
+			return math.NaN(), math.NaN()
+		}
+		return (float64(min(k, r)) - sin*sin) / float64(r), float64(r) / float64(p)
+	}
+	var qr mat.QR
+	qr.Factorize(u)
+	var q mat.Dense
+	qr.QTo(&q)
+	sigma := mat.NewSymDense(p, nil)
+	for i := 0; i < p; i++ {
+		for j := i; j < p; j++ {
+			sigma.SetSym(i, j, rd.Sigma.At(i, j))
+		}
+	}
+	best := evaluate.CapturedVariance(sigma, rd.U)
+	return evaluate.CapturedVariance(sigma, q.Slice(0, p, 0, k)) / best, float64(r) / float64(p) * mat.Trace(sigma) / best
 }

@@ -1149,9 +1149,9 @@ type Plan struct {
 	Steps         []*Plan_PlanStep `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
 	Accounting    string           `protobuf:"bytes,2,opt,name=accounting,proto3" json:"accounting,omitempty"`                              // composition of the costs: "pure", "zcdp", ...
 	Scored        bool             `protobuf:"varint,3,opt,name=scored,proto3" json:"scored,omitempty"`                                     // the indicator below was computed
-	ExpectedScore float64          `protobuf:"fixed64,4,opt,name=expected_score,json=expectedScore,proto3" json:"expected_score,omitempty"` // mean ‖ÛᵀU*‖²_F / r on the reference model
-	RandomScore   float64          `protobuf:"fixed64,5,opt,name=random_score,json=randomScore,proto3" json:"random_score,omitempty"`       // a random subspace's r/p
-	NearRandom    bool             `protobuf:"varint,6,opt,name=near_random,json=nearRandom,proto3" json:"near_random,omitempty"`           // expected − random < 0.05·(1 − random)
+	ExpectedScore float64          `protobuf:"fixed64,4,opt,name=expected_score,json=expectedScore,proto3" json:"expected_score,omitempty"` // mean score on the reference model (rows: captured-variance ratio)
+	RandomScore   float64          `protobuf:"fixed64,5,opt,name=random_score,json=randomScore,proto3" json:"random_score,omitempty"`       // a random subspace's expected score
+	NearRandom    bool             `protobuf:"varint,6,opt,name=near_random,json=nearRandom,proto3" json:"near_random,omitempty"`           // expected − random < 0.05
 	Note          string           `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`                                          // what the indicator is, or why it is missing
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
