@@ -94,10 +94,11 @@ const planSeed = 0x706c616e
 
 // PlanOf plans est on request raw, grant g and the public shape s. It
 // spends nothing and reads no data: it runs est in process (RunLocal, with
-// a fresh accountant for g and a fixed public seed) on two draws of ref, at
-// scales 1 and 4. The first run's steps are the plan's steps (their costs
+// a fresh accountant for g and a fixed public seed) on draws of ref at
+// scales 1 and 4 in turn: eight when they fit in PlanMaxWork, else two.
+// The first run's steps are the plan's steps (their costs
 // and multipliers do not depend on the data); a sensitivity is reported
-// when both runs took the same one. The runs' mean subspace score against
+// when the first two runs took the same one. The runs' mean score against
 // the model's truth is the expected-accuracy indicator, a model-based
 // indication only. Above PlanMaxWork, or when the runs do not finish
 // within PlanTimeout or fail, Plan.Note says why nothing was computed.
@@ -108,7 +109,8 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	if err != nil {
 		return Plan{}, err
 	}
-	if work := float64(s.N) * float64(s.P) * math.Min(float64(s.P), 100); work > PlanMaxWork {
+	work := float64(s.N) * float64(s.P) * math.Min(float64(s.P), 100)
+	if work > PlanMaxWork {
 		return Plan{Note: fmt.Sprintf("not computed: the dry run's size n·p·min(p, 100) = %.3g is above its cap %.3g", work, PlanMaxWork)}, nil
 	}
 	rank := 1
@@ -120,12 +122,17 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	ctx, cancel := context.WithTimeout(ctx, PlanTimeout)
 	defer cancel()
 	var (
+		n      = 2
 		runs   [2][]privacy.Step
-		scores [2]float64
+		scores []float64
 		random float64
 		acc    string
 	)
-	for i, scale := range []float64{1, 4} {
+	if 8*work <= PlanMaxWork {
+		n = 8
+	}
+	for i := range n {
+		scale := []float64{1, 4}[i%2]
 		rd, err := ref(s, rank, scale, planSeed+uint64(i))
 		if err != nil {
 			return Plan{Note: fmt.Sprintf("not computed: %v", err)}, nil
@@ -138,16 +145,19 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 			}
 			return Plan{Note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}, nil
 		}
-		runs[i] = acct.Steps()
+		if i < 2 {
+			runs[i] = acct.Steps()
+		}
 		if acc = res.Guarantee.Accounting; acc == "" {
 			acc = acct.Achieved().Composition
 		}
-		scores[i] = math.NaN()
+		got := math.NaN()
 		for _, m := range res.Matrices {
 			if m.Name == "U" && rd.U != nil {
-				scores[i], random = score(m.M, rd)
+				got, random = score(m.M, rd)
 			}
 		}
+		scores = append(scores, got)
 	}
 	p := Plan{Accounting: acc}
 	for i, st := range runs[0] {
@@ -160,16 +170,20 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		}
 		p.Steps = append(p.Steps, ps)
 	}
-	if math.IsNaN(scores[0]) || math.IsNaN(scores[1]) {
+	var sum float64
+	for _, v := range scores {
+		sum += v
+	}
+	if math.IsNaN(sum) {
 		p.Note = "not computed: the estimator releases no subspace U to score"
 		return p, nil
 	}
 	p.Scored = true
-	p.ExpectedScore = (scores[0] + scores[1]) / 2
+	p.ExpectedScore = sum / float64(len(scores))
 	p.RandomScore = random
 	p.NearRandom = p.ExpectedScore-p.RandomScore < NearRandomMargin
-	p.Note = "model-based indicator: the mean score of two dry runs on a public reference model of this shape " +
-		"(not your data: your data may be easier or harder)"
+	p.Note = fmt.Sprintf("model-based indicator: the mean score of %d dry runs on a public reference model of this shape "+
+		"(not your data: your data may be easier or harder)", len(scores))
 	return p, nil
 }
 
