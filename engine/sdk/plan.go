@@ -121,6 +121,27 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	}
 	ctx, cancel := context.WithTimeout(ctx, PlanTimeout)
 	defer cancel()
+	// The dry runs go on their own goroutine so that an estimator slow to
+	// notice the deadline cannot hold the pre-flight check past it.
+	done := make(chan Plan, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- Plan{Note: fmt.Sprintf("not computed: the dry run panicked: %v", r)}
+			}
+		}()
+		done <- dryRuns(ctx, est, raw, g, s, ref, rank, work)
+	}()
+	select {
+	case p := <-done:
+		return p, nil
+	case <-ctx.Done():
+		return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", PlanTimeout)}, nil
+	}
+}
+
+// dryRuns runs est on draws of ref (see PlanOf) and makes the plan.
+func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, rank int, work float64) Plan {
 	var (
 		n      = 2
 		runs   [2][]privacy.Step
@@ -135,15 +156,15 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		scale := []float64{1, 4}[i%2]
 		rd, err := ref(s, rank, scale, planSeed+uint64(i))
 		if err != nil {
-			return Plan{Note: fmt.Sprintf("not computed: %v", err)}, nil
+			return Plan{Note: fmt.Sprintf("not computed: %v", err)}
 		}
 		seed := uint64(planSeed + i)
 		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
 		if err != nil {
 			if ctx.Err() != nil {
-				return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", PlanTimeout)}, nil
+				return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", PlanTimeout)}
 			}
-			return Plan{Note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}, nil
+			return Plan{Note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}
 		}
 		if i < 2 {
 			runs[i] = acct.Steps()
@@ -176,7 +197,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	}
 	if math.IsNaN(sum) {
 		p.Note = "not computed: the estimator releases no subspace U to score"
-		return p, nil
+		return p
 	}
 	p.Scored = true
 	p.ExpectedScore = sum / float64(len(scores))
@@ -184,7 +205,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	p.NearRandom = p.ExpectedScore-p.RandomScore < NearRandomMargin
 	p.Note = fmt.Sprintf("model-based indicator: the mean score of %d dry runs on a public reference model of this shape "+
 		"(not your data: your data may be easier or harder)", len(scores))
-	return p, nil
+	return p
 }
 
 // score is the score of an estimate u (its column span) against the
