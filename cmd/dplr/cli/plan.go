@@ -14,42 +14,23 @@ import (
 // is read (and validated, as for fit) only for its public shape, which is
 // all the plugin sees.
 func cmdPlan(ctx context.Context, env *Env, args []string) error {
-	f, err := parseFitFlags("plan", env, args)
+	s, err := openFit(ctx, env, "plan", args)
 	if err != nil {
 		return err
 	}
+	defer s.c.Close()
+	f := s.f
 	if f.beam.on() {
 		return usagef("plan does not support --engine beam yet")
-	}
-	raw, err := parseSets(f.sets)
-	if err != nil {
-		return err
-	}
-	grant, err := f.gf.grant()
-	if err != nil {
-		return err
-	}
-	home, err := f.pf.checkedHome(env)
-	if err != nil {
-		return err
-	}
-	c, err := f.pf.newClient(env, home, int64(f.maxMemory))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	est, err := c.Describe(ctx, f.estimator)
-	if err != nil {
-		return lookupFailure(env, c, err)
 	}
 	opt, err := f.df.loadOptions()
 	if err != nil {
 		return err
 	}
-	p, err := c.Plan(ctx, client.FitRequest{Estimator: f.estimator, Params: raw, Grant: grant,
+	p, err := s.c.Plan(ctx, client.FitRequest{Estimator: f.estimator, Params: s.raw, Grant: s.grant,
 		Data: client.File(f.df.path, opt), NonPrivate: f.nonPrivate})
 	if err != nil {
-		return fitFailure(est.Info, grant, err)
+		return fitFailure(s.est.Info, s.grant, err)
 	}
 	if f.asJSON {
 		return writeJSON(env.Stdout, p)
