@@ -81,12 +81,15 @@ type Reference func(s Shape, rank int, scale float64, seed uint64) (ReferenceDat
 // best rank-r variance than a random subspace does is of no use.
 const NearRandomMargin = 0.05
 
-// Dry-run bounds: PlanMaxWork caps n·p·min(p, 100) of a dry run (above
-// it the indicator is not computed), PlanTimeout the time the dry runs may
-// take together.
+// Dry-run bounds: PlanMaxWork caps a dry run's work n·p·min(p, 100) + p³
+// (above it the indicator is not computed and the steps come from a run
+// on fewer rows; when even 2 rows exceed it, nothing is run), PlanTimeout
+// the time the dry runs may take together.
 const (
 	PlanMaxWork = 5e7
 	PlanTimeout = 4 * time.Second
+	// PlanMaxFootprint bounds any dry run's estimated memory.
+	PlanMaxFootprint = 256 << 20
 )
 
 // planSeed is the dry runs' fixed, public seed.
@@ -100,8 +103,10 @@ const planSeed = 0x706c616e
 // and multipliers do not depend on the data); a sensitivity is reported
 // when the first two runs took the same one. The runs' mean score against
 // the model's truth is the expected-accuracy indicator, a model-based
-// indication only. Above PlanMaxWork, or when the runs do not finish
-// within PlanTimeout or fail, Plan.Note says why nothing was computed.
+// indication only. Above PlanMaxWork only the steps are planned, from
+// one run on fewer rows; when no run fits PlanMaxWork or PlanMaxFootprint, or when
+// the runs do not finish within PlanTimeout or fail, nothing is, and
+// Plan.Note says why.
 // An error is a request the estimator refuses on its parameters and shape
 // (a dry run's failure is a note: it is about the reference data).
 func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference) (Plan, error) {
@@ -109,9 +114,22 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	if err != nil {
 		return Plan{}, err
 	}
-	work := float64(s.N) * float64(s.P) * math.Min(float64(s.P), 100)
+	// Above the cap the steps come from one run on fewer rows, and the
+	// indicator is not computed.
+	p3, perRow := math.Pow(float64(s.P), 3), float64(s.P)*math.Min(float64(s.P), 100)
+	run, work := s, float64(s.N)*perRow+p3
 	if work > PlanMaxWork {
-		return Plan{Note: fmt.Sprintf("not computed: the dry run's size n·p·min(p, 100) = %.3g is above its cap %.3g", work, PlanMaxWork)}, nil
+		run.N = int((PlanMaxWork - p3) / perRow)
+		if s.Users > 0 {
+			run.Users = max(1, int(float64(s.Users)*float64(run.N)/float64(s.N)))
+		}
+	}
+	var footprint int64
+	if run.N >= 2 {
+		_, footprint, err = Prepare(est.Info(), raw, run)
+	}
+	if run.N < 2 || err != nil || footprint > PlanMaxFootprint {
+		return Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}, nil
 	}
 	rank := 1
 	for _, spec := range prep.info.Params {
@@ -130,6 +148,10 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 				done <- Plan{Note: fmt.Sprintf("not computed: the dry run panicked: %v", r)}
 			}
 		}()
+		if run.N < s.N {
+			done <- reducedRun(ctx, est, raw, g, run, ref, rank, work)
+			return
+		}
 		done <- dryRuns(ctx, est, raw, g, s, ref, rank, work)
 	}()
 	select {
@@ -140,7 +162,27 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	}
 }
 
-// dryRuns runs est on draws of ref (see PlanOf) and makes the plan.
+// reducedRun plans from one run on a reference of run.N rows, fewer than
+// the data's: its steps (costs and multipliers, no sensitivity) and no
+// indicator.
+func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, run Shape, ref Reference, rank int, work float64) Plan {
+	p := dryRuns(ctx, est, raw, g, run, ref, rank, math.Inf(1))
+	if len(p.Steps) == 0 && p.Accounting == "" {
+		return p
+	}
+	for i := range p.Steps {
+		p.Steps[i].Sensitivity, p.Steps[i].Scale, p.Steps[i].QuerySensitivity, p.Steps[i].Grid = 0, 0, 0, 0
+	}
+	p.Scored, p.NearRandom, p.ExpectedScore, p.RandomScore = false, false, 0, 0
+	p.Note = fmt.Sprintf("indicator not computed: the data's size n·p·min(p, 100) = %.3g is above the dry run's cap %.3g; "+
+		"the steps come from one dry run on a reference of %d rows (their costs and noise multipliers do not depend "+
+		"on n for most estimators; sensitivities, which may, are not shown)", work, PlanMaxWork, run.N)
+	return p
+}
+
+// dryRuns runs est on draws of ref (see PlanOf) and makes the plan: eight
+// runs when 8·work fits in PlanMaxWork, one when work is infinite (a
+// reduced run), two otherwise.
 func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, rank int, work float64) Plan {
 	var (
 		n      = 2
@@ -149,7 +191,10 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 		random float64
 		acc    string
 	)
-	if 8*work <= PlanMaxWork {
+	switch {
+	case math.IsInf(work, 1):
+		n = 1
+	case 8*work <= PlanMaxWork:
 		n = 8
 	}
 	for i := range n {

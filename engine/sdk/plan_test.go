@@ -66,7 +66,8 @@ func TestPlanOf(t *testing.T) {
 		{name: "captured variance", u: e(1), sigma: mat.NewDense(4, 4, []float64{3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}),
 			shape: small, scored: true, near: true, score: 1.0 / 3, rnd: 0.25 * 6 / 3},
 		{name: "no subspace released", shape: small},
-		{name: "above the cap", u: e(0), shape: Shape{Kind: data.Rows, N: int(PlanMaxWork), P: 4}},
+		{name: "above the cap", u: e(0), shape: Shape{Kind: data.Rows, N: 100000, P: 100}},
+		{name: "too many columns (p³ above the cap)", u: e(0), shape: Shape{Kind: data.Rows, N: 10, P: 400}},
 		{name: "refused request", u: e(0), raw: map[string]string{"rank": "0"}, shape: small, wantErr: true},
 	}
 	for _, tc := range cases {
@@ -80,9 +81,17 @@ func TestPlanOf(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.scored, p.Scored, p.Note)
 			assert.Equal(t, tc.near, p.NearRandom)
-			if tc.shape.N > 8 {
-				assert.Empty(t, p.Steps, "nothing runs above the cap")
+			if tc.shape.P == 400 {
+				assert.Empty(t, p.Steps, "nothing runs")
 				assert.Contains(t, p.Note, "not computed")
+				return
+			}
+			if tc.shape.N > 8 {
+				// One run on fewer rows: the steps, no sensitivity, no indicator.
+				require.Len(t, p.Steps, 2, p.Note)
+				assert.Zero(t, p.Steps[0].Sensitivity)
+				assert.InDelta(t, 1/math.Sqrt(2*0.25), p.Steps[0].Multiplier, 1e-9)
+				assert.Contains(t, p.Note, "indicator not computed")
 				return
 			}
 			require.Len(t, p.Steps, 2)

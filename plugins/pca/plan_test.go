@@ -63,7 +63,8 @@ func TestPlanStepsAreTheFitsSteps(t *testing.T) {
 
 // TestPlanNearRandom: a pure-ε request on a tiny data set is near random;
 // a well-powered Analyze Gauss request is not; a Fashion-MNIST-sized one
-// is above the dry run's cap and says so without a warning.
+// is above the dry run's cap (p³ alone is) and says so, without a warning;
+// a tall one gets its steps from a run on fewer rows, and no indicator.
 func TestPlanNearRandom(t *testing.T) {
 	ctx := context.Background()
 	tiny, err := sdk.PlanOf(ctx, Amin{}, map[string]string{"rank": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 0.5},
@@ -86,4 +87,16 @@ func TestPlanNearRandom(t *testing.T) {
 	assert.False(t, fmnist.Scored)
 	assert.False(t, fmnist.NearRandom)
 	assert.Contains(t, fmnist.Note, "not computed")
+	assert.Empty(t, fmnist.Steps, "p³ alone is above the dry run's cap: nothing runs")
+
+	tall, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "3"}, approx, sdk.Shape{Kind: data.Rows, N: 1000000, P: 50}, gen.Reference)
+	require.NoError(t, err)
+	assert.False(t, tall.Scored)
+	assert.Contains(t, tall.Note, "indicator not computed")
+	if assert.NotEmpty(t, tall.Steps, "the steps come from a run on fewer rows") {
+		last := tall.Steps[len(tall.Steps)-1]
+		assert.Equal(t, privacy.MechGaussian, last.Mechanism)
+		assert.Positive(t, last.Multiplier)
+		assert.Zero(t, last.Sensitivity, "a sensitivity may depend on n: not shown")
+	}
 }
