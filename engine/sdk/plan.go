@@ -84,10 +84,11 @@ const NearRandomMargin = 0.05
 // Dry-run bounds: PlanMaxWork caps a dry run's work n·p·min(p, 100) + p³
 // (above it the indicator is not computed and the steps come from a run
 // on fewer rows; when even 2 rows exceed it, nothing is run), PlanTimeout
-// the time the dry runs may take together.
+// the time the dry runs may take together (at most 60 % of the time left
+// before the caller's deadline, so that the check itself still answers).
 const (
 	PlanMaxWork = 5e7
-	PlanTimeout = 4 * time.Second
+	PlanTimeout = 6 * time.Second
 	// PlanMaxFootprint bounds any dry run's estimated memory.
 	PlanMaxFootprint = 256 << 20
 )
@@ -137,7 +138,11 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 			rank = prep.params.Int("rank")
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, PlanTimeout)
+	limit := PlanTimeout
+	if d, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(d)*6/10)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	// The dry runs go on their own goroutine so that an estimator slow to
 	// notice the deadline cannot hold the pre-flight check past it.
@@ -158,7 +163,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	case p := <-done:
 		return p, nil
 	case <-ctx.Done():
-		return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", PlanTimeout)}, nil
+		return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", limit.Round(time.Millisecond))}, nil
 	}
 }
 
@@ -207,7 +212,7 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
 		if err != nil {
 			if ctx.Err() != nil {
-				return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", PlanTimeout)}
+				return Plan{Note: "not computed: the dry run did not finish in time"}
 			}
 			return Plan{Note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}
 		}
