@@ -107,7 +107,7 @@ func (c *Client) Audit(ctx context.Context, req AuditRequest) (*AuditReport, err
 		}
 		calls[i] = host.Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: h}
 	}
-	if _, err := plug.Check(ctx, calls[0]); err != nil {
+	if _, err := plug.Check(ctx, calls[0], false); err != nil {
 		return nil, classed(ErrUsage, err)
 	}
 	outs, claim, err := c.auditRuns(ctx, req, plug.Path, calls)

@@ -146,6 +146,6 @@ func (c *Client) StatisticsAccept(ctx context.Context, estimator string, params 
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, N: 1 << 20, P: 1 << 12, Stats: &dataio.StatsRef{}}
-	_, err = plug.Check(cctx, host.Call{Estimator: estimator, Params: params, Grant: grant, Data: h})
+	_, err = plug.Check(cctx, host.Call{Estimator: estimator, Params: params, Grant: grant, Data: h}, false)
 	return !errors.Is(err, host.ErrRequest)
 }

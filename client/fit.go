@@ -42,6 +42,9 @@ type FitRequest struct {
 	Progress func(Progress)
 	Log      func(string)
 	Step     func(Step)
+	// Warning, when set, sees before anything is reserved the warning the
+	// plan gives when it expects a result near random (one line; see Plan).
+	Warning func(string)
 	// Pass, when set, sees each aggregation pass the plugin requests on a
 	// remote data set (numbered from 1), validated, before the host runs it.
 	Pass func(n int, req data.PassRequest)
@@ -80,7 +83,7 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 	runner := &host.Runner{Ledger: led, Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout}
 	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
 		Seed: req.Seed, NonPrivate: req.NonPrivate, Timeout: req.Timeout, BeforeReserve: req.BeforeReserve,
-		Events: host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step, Pass: req.Pass}}
+		Events: host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step, Pass: req.Pass, Warning: req.Warning}}
 	if hreq.Params == nil {
 		hreq.Params = map[string]string{}
 	}
@@ -101,6 +104,37 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 		out.Ledger.Path = led.Path()
 	}
 	return out, nil
+}
+
+// Plan answers the plan of the fit req describes, without reserving or
+// recording anything: the privacy steps with their costs and noise
+// multipliers, the accounting, and a model-based accuracy indicator (see
+// Plan). The plugin sees only the data's public shape (n, p, and for trace
+// and users data their dimensions), never its values; the data are read
+// and validated as for Fit. req's callbacks, Seed and Timeout are unused.
+func (c *Client) Plan(ctx context.Context, req FitRequest) (*Plan, error) {
+	plug, est, err := c.lookup(ctx, req.Estimator)
+	if err != nil {
+		return nil, err
+	}
+	if !est.NonPrivate && req.Grant.Kind == "" {
+		return nil, classedf(ErrUsage, "%s needs a privacy budget (it accepts: %s)", est.Name, grantList(est.Grants))
+	}
+	prep, err := c.prepare(ctx, req.Data, est.DataKind)
+	if err != nil {
+		return nil, err
+	}
+	runner := &host.Runner{Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout}
+	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
+		NonPrivate: req.NonPrivate}
+	if hreq.Params == nil {
+		hreq.Params = map[string]string{}
+	}
+	p, err := runner.Plan(ctx, hreq)
+	if err != nil {
+		return nil, fitErr(err)
+	}
+	return p, nil
 }
 
 // beforeReserveErr returns the *Error a BeforeReserve hook returned (the

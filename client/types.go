@@ -29,6 +29,11 @@ type (
 	Statements = privacy.Statements
 	// Step is one verified privacy step of a run.
 	Step = privacy.Step
+	// Plan is what a fit would spend and an indication of what it would
+	// give, answered before anything is reserved (Client.Plan).
+	Plan = sdk.Plan
+	// PlanStep is one planned privacy step and its noise multiplier.
+	PlanStep = sdk.PlanStep
 
 	// EstimatorInfo is an estimator's catalogue entry.
 	EstimatorInfo = sdk.Info

@@ -51,6 +51,9 @@ type Events struct {
 	// Step sees each privacy step as the plugin announces it, before the
 	// plugin draws its noise.
 	Step func(privacy.Step)
+	// Warning sees, before anything is reserved, the warning the plan
+	// gives when it expects a result near random (one line).
+	Warning func(string)
 	// Pass sees each aggregation pass the plugin requests on remote data
 	// (numbered from 1), once the host has validated it and before it runs.
 	Pass func(n int, req data.PassRequest)
@@ -124,15 +127,20 @@ type CheckResult struct {
 	// fit will request (validated: kinds this host knows, reading the
 	// data's kind); the fit may request no other.
 	Passes []string
+	// Plan is the fit's plan when the check asked for one and the plugin
+	// answers plans (nil otherwise).
+	Plan *sdk.Plan
 }
 
 // Check asks the plugin to validate a request (estimator, parameters,
 // grant form, the data's public shape), estimate its memory footprint and
 // declare the privacy mechanisms its fit will use, before any budget is
-// reserved. A declaration naming an unknown mechanism is a plugin error. A refusal wraps ErrRequest. ctx bounds
-// the call.
-func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
-	resp, err := p.rpc.Check(ctx, c.fitRequest())
+// reserved, and with plan set answer the fit's plan (a dry run on a public
+// reference data set, spending nothing). A declaration naming an unknown
+// mechanism is a plugin error. A refusal wraps ErrRequest. ctx bounds the
+// call.
+func (p *Plugin) Check(ctx context.Context, c Call, plan bool) (CheckResult, error) {
+	resp, err := p.rpc.Check(ctx, c.fitRequest(), plan)
 	if f, _ := transport.Classify(err); err != nil && f == transport.Unimplemented {
 		return CheckResult{}, nil
 	}
@@ -142,7 +150,7 @@ func (p *Plugin) Check(ctx context.Context, c Call) (CheckResult, error) {
 	if err != nil {
 		return CheckResult{}, p.wrap(ctx, "pre-flight check", err)
 	}
-	chk := CheckResult{Supported: true, Footprint: resp.Footprint, Mechanisms: resp.Mechanisms}
+	chk := CheckResult{Supported: true, Footprint: resp.Footprint, Mechanisms: resp.Mechanisms, Plan: resp.Plan}
 	if c.Remote != nil {
 		if err := checkPasses(c.Data.Kind, resp.Passes); err != nil {
 			return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: %w: %w", p.Name(), err, ErrPlugin)

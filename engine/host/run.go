@@ -175,7 +175,7 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
 	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed,
 		Remote: req.Remote, MaxPasses: r.MaxPasses, ReplyTimeout: r.PassReplyTimeout}
-	if err := r.preflight(ctx, plug, call, res); err != nil {
+	if err := r.preflight(ctx, plug, call, !info.NonPrivate, res); err != nil {
 		return nil, err
 	}
 	if req.Remote != nil {
@@ -191,6 +191,9 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		if err := r.admitMechanisms(ctx, BudgetKey(req.Data), info, req.Grant, res.Check.Mechanisms); err != nil {
 			return nil, err
 		}
+	}
+	if p := res.Check.Plan; p != nil && p.NearRandom && req.Events.Warning != nil {
+		req.Events.Warning(p.Warning())
 	}
 	if req.BeforeReserve != nil {
 		if err := req.BeforeReserve(); err != nil {
@@ -405,9 +408,33 @@ func checkRemote(info sdk.Info, req FitRequest) error {
 // requested estimator.
 var ErrUnknownEstimator = errors.New("unknown estimator")
 
-// preflight asks the plugin to check the request and refuses a footprint
-// above the memory limit.
-func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, res *FitResult) error {
+// Plan answers the plan of a fit (sdk.PlanOf): the request is validated
+// and checked as Fit does before reserving, and the plugin dry-runs the
+// estimator on a public reference data set of the data's shape. Nothing is
+// reserved or recorded, and no data is sent to the plugin. Errors are
+// *FitError (ErrUsage for a refusal).
+func (r *Runner) Plan(ctx context.Context, req FitRequest) (*sdk.Plan, error) {
+	plug, info, err := r.validate(req)
+	if err != nil {
+		return nil, err
+	}
+	if info.NonPrivate {
+		return nil, usageErr("%s is a non-private reference estimator: it spends nothing and has no plan", req.Estimator)
+	}
+	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
+	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Remote: req.Remote}
+	if err := r.preflight(ctx, plug, call, true, res); err != nil {
+		return nil, err
+	}
+	if res.Check.Plan == nil {
+		return nil, &FitError{Err: fmt.Errorf("plugin %s answers no plans (built before plans?): %w", plug.Name(), ErrPlugin)}
+	}
+	return res.Check.Plan, nil
+}
+
+// preflight asks the plugin to check the request (and, with plan, for the
+// fit's plan) and refuses a footprint above the memory limit.
+func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan bool, res *FitResult) error {
 	t0 := time.Now()
 	timeout := r.CheckTimeout
 	if timeout <= 0 {
@@ -415,7 +442,7 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, res *Fi
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	chk, err := plug.Check(cctx, call)
+	chk, err := plug.Check(cctx, call, plan)
 	res.Timings["check_s"] = time.Since(t0).Seconds()
 	if err != nil {
 		switch {

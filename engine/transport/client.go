@@ -100,18 +100,22 @@ type CheckReply struct {
 	Footprint  int64 // estimated peak memory of the fit in bytes (0: unknown)
 	Mechanisms sdk.Declaration
 	Passes     []string // pass kinds a fit on remote data will request
+	// Plan is the fit's plan when Check was asked for one and the plugin
+	// answers plans (nil otherwise).
+	Plan *sdk.Plan
 }
 
 // Check asks for the pre-flight check of req on its data's public shape.
 // An answer with a negative footprint or a malformed declaration of
-// mechanisms is an error wrapping ErrMalformed.
-func (c *Client) Check(ctx context.Context, req FitRequest) (CheckReply, error) {
+// mechanisms is an error wrapping ErrMalformed. With plan set it also asks
+// for the fit's plan (sdk.PlanOf), a dry run that spends nothing.
+func (c *Client) Check(ctx context.Context, req FitRequest, plan bool) (CheckReply, error) {
 	shape := shapeOf(req.Data)
 	if req.Remote != nil {
 		shape = remoteShapeOf(req.Data.Kind, req.Remote)
 	}
 	resp, err := c.rpc.Check(ctx, &dplrpb.CheckRequest{Estimator: req.Estimator, Params: req.Params,
-		Grant: grantToProto(req.Grant), Shape: shape})
+		Grant: grantToProto(req.Grant), Shape: shape, Plan: plan})
 	if err != nil {
 		return CheckReply{}, err
 	}
@@ -122,7 +126,7 @@ func (c *Client) Check(ctx context.Context, req FitRequest) (CheckReply, error) 
 	if err != nil {
 		return CheckReply{}, fmt.Errorf("malformed declaration of mechanisms: %w: %w", err, ErrMalformed)
 	}
-	return CheckReply{Footprint: resp.GetFootprintBytes(), Mechanisms: decl, Passes: resp.GetPasses()}, nil
+	return CheckReply{Footprint: resp.GetFootprintBytes(), Mechanisms: decl, Passes: resp.GetPasses(), Plan: planFromProto(resp.GetPlan())}, nil
 }
 
 // Stream is the stream of a fit's events from the plugin.

@@ -242,3 +242,26 @@ func cleanPurpose(s string) string {
 	}
 	return string(out)
 }
+
+// planToProto converts a plan to its wire form.
+func planToProto(p sdk.Plan) *dplrpb.Plan {
+	out := &dplrpb.Plan{Accounting: p.Accounting, Scored: p.Scored, ExpectedScore: p.ExpectedScore,
+		RandomScore: p.RandomScore, NearRandom: p.NearRandom, Note: p.Note}
+	for _, st := range p.Steps {
+		out.Steps = append(out.Steps, &dplrpb.Plan_PlanStep{Step: stepToProto(st.Step), Multiplier: st.Multiplier})
+	}
+	return out
+}
+
+// planFromProto converts a wire plan (nil: none was sent).
+func planFromProto(p *dplrpb.Plan) *sdk.Plan {
+	if p == nil {
+		return nil
+	}
+	out := &sdk.Plan{Accounting: p.GetAccounting(), Scored: p.GetScored(), ExpectedScore: p.GetExpectedScore(),
+		RandomScore: p.GetRandomScore(), NearRandom: p.GetNearRandom(), Note: p.GetNote()}
+	for _, st := range p.GetSteps() {
+		out.Steps = append(out.Steps, sdk.PlanStep{Step: stepFromProto(st.GetStep()), Multiplier: st.GetMultiplier()})
+	}
+	return out
+}

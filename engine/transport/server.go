@@ -20,6 +20,7 @@ import (
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/transport/internal/dplrpb"
@@ -111,7 +112,11 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 // wrong kind. The footprint is the estimator's estimate of its peak memory
 // (0 when it gives none), and the mechanisms those its options declare
 // (sdk.MechanismDeclarer; mechanisms_declared false without the hook).
-func (s *Server) Check(_ context.Context, req *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
+//
+// With plan set it also answers the fit's plan (sdk.PlanOf): a dry run of
+// the estimator on a public reference data set of the request's shape
+// (gen.Reference), which spends nothing and reads no data.
+func (s *Server) Check(ctx context.Context, req *dplrpb.CheckRequest) (*dplrpb.CheckResponse, error) {
 	est, ok := s.byName[req.GetEstimator()]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "plugin %s has no estimator %q", s.name, req.GetEstimator())
@@ -122,6 +127,13 @@ func (s *Server) Check(_ context.Context, req *dplrpb.CheckRequest) (*dplrpb.Che
 	}
 	resp := &dplrpb.CheckResponse{FootprintBytes: pre.footprint, Passes: pre.passes}
 	declarationToProto(pre.decl, resp)
+	if req.GetPlan() {
+		p, err := sdk.PlanOf(ctx, est, req.GetParams(), grantFromProto(req.GetGrant()), shapeFromProto(req.GetShape()), gen.Reference)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%v", err)
+		}
+		resp.Plan = planToProto(p)
+	}
 	return resp, nil
 }
 

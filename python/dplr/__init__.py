@@ -33,8 +33,18 @@ __all__ = [
     "catalogue", "describe", "estimator_names", "EXIT_CODES", "BudgetRefused", "DataError", "DplrError",
     "DplrNotFound", "DplrWarning", "EstimatorFailure", "Interrupted", "ParameterError", "PluginFailure", "RuntimeFailure",
     "UsageError", "DPEstimator", "PCA", "Personalization", "Privacy", "TraceRegression", "class_name",
-    "estimator_class", "estimators",
+    "estimator_class", "estimators", "plan",
 ]
+
+
+def plan(estimator: str, X: Any, y: Any = None, users: Any = None, **kw: Any) -> dict:
+    """The plan of fitting ``estimator`` (with the keyword arguments of its
+    class: budget and parameters) on ``X`` (``y``, ``users``), spending
+    nothing: see :meth:`DPEstimator.plan`. ``d1`` and ``d2`` give trace
+    data's matrix shape. A fit whose plan has ``near_random`` set warns
+    (:class:`DplrWarning`) before it spends."""
+    d1, d2 = kw.pop("d1", None), kw.pop("d2", None)
+    return estimator_class(estimator)(**kw).plan(X, y, users, d1=d1, d2=d2)
 
 
 def estimators() -> List[str]:

@@ -216,24 +216,40 @@ class DPEstimator:
             out.append("--non-private")
         return out
 
-    def _run(self, spec: DataSpec, name: Optional[str] = None) -> Dict[str, Any]:
-        """Run ``dplr fit`` on ``spec`` and set the fitted attributes."""
+    def _args(self, command: str, spec: DataSpec, d: str) -> List[str]:
+        """The arguments of ``dplr fit`` or ``dplr plan`` (``command``) on
+        ``spec``, whose files go to the directory ``d``."""
         info = self.info
-        args = ["fit", self.estimator, *self._budget_args(), *info.encode(self.params)]
-        if self.seed is not None:
-            args += ["--seed", str(int(self.seed))]
-        if self.timeout is not None:
-            args += ["--timeout", f"{float(self.timeout)}s"]
-        if name is not None:
-            args += ["--name", name]
+        args = [command, self.estimator, *self._budget_args(), *info.encode(self.params)]
         spec.scale = self.scale
         spec.column_scales = self.column_scales
         spec.kind = info.data_kind
+        return args + spec.args(d) + ["--json", "--quiet", *_cli.config.plugin_args(), *_cli.config.home_args(),
+                                      *_cli.config.extra_args]
+
+    def plan(self, X: ArrayLike, y: Optional[ArrayLike] = None, users: Optional[ArrayLike] = None, *,
+             d1: Optional[int] = None, d2: Optional[int] = None) -> Dict[str, Any]:
+        """What ``fit`` on this data would spend and whether its result can
+        beat a random subspace, without reserving or spending anything
+        (``dplr plan --json``): a dict with ``steps`` (each with its costs and
+        ``noise_multiplier``), ``accounting``, ``expected_score``,
+        ``random_score`` and ``near_random``. The indicator comes from a dry
+        run on a public reference model of the data's shape (n, p), not from
+        the data: the data may be easier or harder."""
+        with tempdir() as d:
+            return _cli.run_json(self._args("plan", DataSpec(X, y, users, d1=d1, d2=d2), d))
+
+    def _run(self, spec: DataSpec, name: Optional[str] = None) -> Dict[str, Any]:
+        """Run ``dplr fit`` on ``spec`` and set the fitted attributes."""
         with tempdir() as d:
             out = os.path.join(d, "out")
-            args += spec.args(d)
-            args += ["--out", out, "--json", "--quiet", *_cli.config.plugin_args(), *_cli.config.home_args(),
-                     *_cli.config.extra_args]
+            args = self._args("fit", spec, d) + ["--out", out]
+            if self.seed is not None:
+                args += ["--seed", str(int(self.seed))]
+            if self.timeout is not None:
+                args += ["--timeout", f"{float(self.timeout)}s"]
+            if name is not None:
+                args += ["--name", name]
             try:
                 result = _cli.run_json(args)
             except DplrError as e:

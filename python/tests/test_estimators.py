@@ -283,6 +283,24 @@ def test_dplr_warnings_reach_python(spiked):
         dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12, seed=1).fit(X)
 
 
+def test_plan_spends_nothing_and_a_near_random_fit_warns_before_spending(spiked):
+    """dplr.plan answers the steps and the indicator with nothing recorded;
+    a fit the plan calls near random warns (a DplrWarning), a well-powered
+    one does not."""
+    X, _ = spiked
+    tiny = X[:100]
+    plan = dplr.plan("pca-amin", tiny, epsilon=0.05, rank=2)
+    assert {"steps", "accounting", "expected_score", "random_score", "near_random"} <= set(plan)
+    assert plan["near_random"] and plan["accounting"] == "pure"
+    assert sum(s["epsilon"] for s in plan["steps"]) == pytest.approx(0.05)
+    assert dplr.budget(tiny).history() == []  # nothing recorded
+    with pytest.warns(dplr.DplrWarning, match="near random"):
+        dplr.PcaAmin(epsilon=0.05, rank=2).fit(tiny)
+    assert len(dplr.budget(tiny).history()) == 1
+    good = dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2)
+    assert not good.plan(X)["near_random"]
+
+
 def test_column_scales_are_applied_before_the_fit_and_by_transform(spiked):
     """column_scales divide each column before the fit (a non-private PCA of
     a table with one column in other units equals the PCA of the rescaled

@@ -86,6 +86,7 @@ func commands() []command {
 	return []command{
 		{"plugins", "list the plugins found and the estimators they serve", cmdPlugins},
 		{"describe", "show an estimator's parameters, guarantee and references", cmdDescribe},
+		{"plan", "show what a fit would spend and whether it can beat a random answer, spending nothing", cmdPlan},
 		{"fit", "run an estimator on a data set under a privacy budget", cmdFit},
 		{"transform", "project new rows with a fitted model (post-processing: no budget)", cmdTransform},
 		{"gen", "generate a synthetic data set with ground truth", cmdGen},
@@ -178,6 +179,11 @@ var commandExamples = map[string]string{
 Estimator parameters (--set) differ by estimator: see "dplr describe ESTIMATOR".
 
 ` + exitCodesHelp,
+	"plan": `  dplr plan pca-amin --data digits.csv --epsilon 1 --set rank=5
+  dplr plan pca-analyze-gauss --data data/spiked --epsilon 1 --delta 1e-6 --set rank=2 --json
+
+plan takes the same arguments as fit (--out, --seed and --timeout are unused) and
+reserves nothing. The plugin sees only the data's shape (n, p), never its values.`,
 	"gen": `  dplr gen --list
   dplr gen spiked --out data/spiked --seed 1 --set n=5000 --set p=30 --set rank=2
   dplr gen trace-regression --out data/trace --set n=4000 --set d1=20 --set d2=10`,

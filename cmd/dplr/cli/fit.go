@@ -147,8 +147,10 @@ type fitFlags struct {
 	beam       beamFlags
 }
 
-func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
-	fs := newFlags("fit", "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
+// parseFitFlags parses the flags of `dplr fit`, or of `dplr plan` (name
+// "plan"), which takes the same.
+func parseFitFlags(name string, env *Env, args []string) (*fitFlags, error) {
+	fs := newFlags(name, "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
 	f := &fitFlags{maxMemory: byteSize(client.DefaultMaxMemory())}
 	f.pf.register(fs)
 	f.df.register(fs)
@@ -167,7 +169,7 @@ func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 		return nil, err
 	}
 	if fs.NArg() != 1 {
-		return nil, usagef("fit takes one ESTIMATOR (see `dplr plugins`)")
+		return nil, usagef("%s takes one ESTIMATOR (see `dplr plugins`)", name)
 	}
 	if f.timeout < 0 {
 		return nil, usagef("--timeout %s is negative; give a positive duration, or 0 for no limit", f.timeout)
@@ -179,41 +181,68 @@ func parseFitFlags(env *Env, args []string) (*fitFlags, error) {
 	return f, nil
 }
 
-func cmdFit(ctx context.Context, env *Env, args []string) error {
-	f, err := parseFitFlags(env, args)
+// fitSession is what `dplr fit` and `dplr plan` set up before they touch
+// the data: the flags, the parameters and budget, the dplr home, a client
+// (closed by the caller) and the estimator's catalogue entry.
+type fitSession struct {
+	f     *fitFlags
+	raw   map[string]string
+	grant client.Grant
+	home  string
+	c     *client.Client
+	est   client.Estimator
+}
+
+// openFit parses the flags of command name (fit or plan) and opens the
+// session: a budget is needed unless the estimator is non-private.
+func openFit(ctx context.Context, env *Env, name string, args []string) (*fitSession, error) {
+	f, err := parseFitFlags(name, env, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t0 := time.Now()
-	timings := map[string]float64{}
 	raw, err := parseSets(f.sets)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	grant, grantErr := f.gf.grant()
 	if grantErr != nil && budgetGiven(f.gf) {
-		return grantErr
+		return nil, grantErr
 	}
 	home, err := f.pf.checkedHome(env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c, err := f.pf.newClient(env, home, int64(f.maxMemory))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer c.Close()
 	est, err := c.Describe(ctx, f.estimator)
 	if err != nil {
-		return lookupFailure(env, c, err)
+		err = lookupFailure(env, c, err)
+		c.Close()
+		return nil, err
 	}
 	noteShadowed(env, c.Shadowed(), est.Plugin.Path)
 	if f.kind != "" && data.Kind(f.kind) != est.DataKind {
-		return usagef("--kind %s: %s takes %s data", f.kind, f.estimator, est.DataKind)
+		c.Close()
+		return nil, usagef("--kind %s: %s takes %s data", f.kind, f.estimator, est.DataKind)
 	}
 	if grantErr != nil && !est.NonPrivate {
-		return grantErr // a non-private estimator needs no budget
+		c.Close()
+		return nil, grantErr // a non-private estimator needs no budget
 	}
+	return &fitSession{f: f, raw: raw, grant: grant, home: home, c: c, est: est}, nil
+}
+
+func cmdFit(ctx context.Context, env *Env, args []string) error {
+	t0 := time.Now()
+	timings := map[string]float64{}
+	s, err := openFit(ctx, env, "fit", args)
+	if err != nil {
+		return err
+	}
+	defer s.c.Close()
+	f, raw, grant, home, c, est := s.f, s.raw, s.grant, s.home, s.c, s.est
 	timings["plugins_s"] = time.Since(t0).Seconds()
 	// The data are located, validated and hashed (by the client) before
 	// any budget is charged.
@@ -282,6 +311,8 @@ func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info c
 	if info.NonPrivate && f.nonPrivate {
 		fmt.Fprintf(env.Stderr, "dplr: warning: %s is NOT private; its output must not be published\n", f.estimator)
 	}
+	// The plan's warning comes before anything is reserved, even with --quiet.
+	req.Warning = func(line string) { fmt.Fprintf(env.Stderr, "dplr: warning: %s\n", line) }
 	res, err := c.Fit(ctx, req)
 	bar.finish()
 	return res, err

@@ -969,11 +969,15 @@ func (x *Shape) GetRemote() bool {
 // CheckRequest is the pre-flight check of a fit: everything of the
 // FitRequest except the data, whose public shape alone is sent.
 type CheckRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Estimator     string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
-	Params        map[string]string      `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Grant         *Grant                 `protobuf:"bytes,3,opt,name=grant,proto3" json:"grant,omitempty"`
-	Shape         *Shape                 `protobuf:"bytes,4,opt,name=shape,proto3" json:"shape,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Estimator string                 `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
+	Params    map[string]string      `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Grant     *Grant                 `protobuf:"bytes,3,opt,name=grant,proto3" json:"grant,omitempty"`
+	Shape     *Shape                 `protobuf:"bytes,4,opt,name=shape,proto3" json:"shape,omitempty"`
+	// plan asks for the fit's plan (CheckResponse.plan): a dry run of the
+	// estimator on a public reference data set of this shape, which spends
+	// nothing and reads no data.
+	Plan          bool `protobuf:"varint,5,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1036,6 +1040,13 @@ func (x *CheckRequest) GetShape() *Shape {
 	return nil
 }
 
+func (x *CheckRequest) GetPlan() bool {
+	if x != nil {
+		return x.Plan
+	}
+	return false
+}
+
 // CheckResponse is the plugin's answer to a pre-flight check it accepts
 // (a refusal is a gRPC InvalidArgument status instead).
 type CheckResponse struct {
@@ -1056,7 +1067,10 @@ type CheckResponse struct {
 	// over FitPasses may request no other. An estimator that needs the rows
 	// for these options refuses the check (InvalidArgument) instead. Empty
 	// for local data.
-	Passes        []string `protobuf:"bytes,4,rep,name=passes,proto3" json:"passes,omitempty"`
+	Passes []string `protobuf:"bytes,4,rep,name=passes,proto3" json:"passes,omitempty"`
+	// plan is the fit's plan when the request asked for it (unset from
+	// plugins built before plans).
+	Plan          *Plan `protobuf:"bytes,5,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1119,6 +1133,109 @@ func (x *CheckResponse) GetPasses() []string {
 	return nil
 }
 
+func (x *CheckResponse) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// Plan is what a fit would spend and an indication of what it would give,
+// from a dry run on a public reference data set of the request's shape.
+type Plan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// steps are the privacy steps the fit takes; a step's sensitivity and
+	// scale are zero when the sensitivity is not public.
+	Steps         []*Plan_PlanStep `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
+	Accounting    string           `protobuf:"bytes,2,opt,name=accounting,proto3" json:"accounting,omitempty"`                              // composition of the costs: "pure", "zcdp", ...
+	Scored        bool             `protobuf:"varint,3,opt,name=scored,proto3" json:"scored,omitempty"`                                     // the indicator below was computed
+	ExpectedScore float64          `protobuf:"fixed64,4,opt,name=expected_score,json=expectedScore,proto3" json:"expected_score,omitempty"` // mean score on the reference model (rows: captured-variance ratio)
+	RandomScore   float64          `protobuf:"fixed64,5,opt,name=random_score,json=randomScore,proto3" json:"random_score,omitempty"`       // a random subspace's expected score
+	NearRandom    bool             `protobuf:"varint,6,opt,name=near_random,json=nearRandom,proto3" json:"near_random,omitempty"`           // expected − random < 0.05
+	Note          string           `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`                                          // what the indicator is, or why it is missing
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Plan) Reset() {
+	*x = Plan{}
+	mi := &file_dplr_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Plan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Plan) ProtoMessage() {}
+
+func (x *Plan) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Plan.ProtoReflect.Descriptor instead.
+func (*Plan) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Plan) GetSteps() []*Plan_PlanStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *Plan) GetAccounting() string {
+	if x != nil {
+		return x.Accounting
+	}
+	return ""
+}
+
+func (x *Plan) GetScored() bool {
+	if x != nil {
+		return x.Scored
+	}
+	return false
+}
+
+func (x *Plan) GetExpectedScore() float64 {
+	if x != nil {
+		return x.ExpectedScore
+	}
+	return 0
+}
+
+func (x *Plan) GetRandomScore() float64 {
+	if x != nil {
+		return x.RandomScore
+	}
+	return 0
+}
+
+func (x *Plan) GetNearRandom() bool {
+	if x != nil {
+		return x.NearRandom
+	}
+	return false
+}
+
+func (x *Plan) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // FitRequest asks for one fit: the estimator, its parameters (as strings),
 // the run's privacy budget and the prepared data set.
 type FitRequest struct {
@@ -1136,7 +1253,7 @@ type FitRequest struct {
 
 func (x *FitRequest) Reset() {
 	*x = FitRequest{}
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1265,7 @@ func (x *FitRequest) String() string {
 func (*FitRequest) ProtoMessage() {}
 
 func (x *FitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1278,7 @@ func (x *FitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitRequest.ProtoReflect.Descriptor instead.
 func (*FitRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{12}
+	return file_dplr_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FitRequest) GetEstimator() string {
@@ -1223,7 +1340,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1352,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1365,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{13}
+	return file_dplr_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Step) GetName() string {
@@ -1357,7 +1474,7 @@ type Guarantee struct {
 
 func (x *Guarantee) Reset() {
 	*x = Guarantee{}
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1486,7 @@ func (x *Guarantee) String() string {
 func (*Guarantee) ProtoMessage() {}
 
 func (x *Guarantee) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1499,7 @@ func (x *Guarantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Guarantee.ProtoReflect.Descriptor instead.
 func (*Guarantee) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{14}
+	return file_dplr_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Guarantee) GetKind() string {
@@ -1482,7 +1599,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1611,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1624,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{15}
+	return file_dplr_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Progress) GetStage() string {
@@ -1555,7 +1672,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1684,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1697,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{16}
+	return file_dplr_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MatrixChunk) GetName() string {
@@ -1645,7 +1762,7 @@ type Scalar struct {
 
 func (x *Scalar) Reset() {
 	*x = Scalar{}
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1774,7 @@ func (x *Scalar) String() string {
 func (*Scalar) ProtoMessage() {}
 
 func (x *Scalar) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1787,7 @@ func (x *Scalar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scalar.ProtoReflect.Descriptor instead.
 func (*Scalar) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{17}
+	return file_dplr_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Scalar) GetName() string {
@@ -1715,7 +1832,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1844,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1857,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{18}
+	return file_dplr_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Series) GetName() string {
@@ -1791,7 +1908,7 @@ type FitResult struct {
 
 func (x *FitResult) Reset() {
 	*x = FitResult{}
-	mi := &file_dplr_proto_msgTypes[19]
+	mi := &file_dplr_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1920,7 @@ func (x *FitResult) String() string {
 func (*FitResult) ProtoMessage() {}
 
 func (x *FitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[19]
+	mi := &file_dplr_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1933,7 @@ func (x *FitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitResult.ProtoReflect.Descriptor instead.
 func (*FitResult) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{19}
+	return file_dplr_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FitResult) GetScalars() []*Scalar {
@@ -1901,7 +2018,7 @@ type FitEvent struct {
 
 func (x *FitEvent) Reset() {
 	*x = FitEvent{}
-	mi := &file_dplr_proto_msgTypes[20]
+	mi := &file_dplr_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2030,7 @@ func (x *FitEvent) String() string {
 func (*FitEvent) ProtoMessage() {}
 
 func (x *FitEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[20]
+	mi := &file_dplr_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2043,7 @@ func (x *FitEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitEvent.ProtoReflect.Descriptor instead.
 func (*FitEvent) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{20}
+	return file_dplr_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FitEvent) GetEvent() isFitEvent_Event {
@@ -2047,7 +2164,7 @@ type FitInput struct {
 
 func (x *FitInput) Reset() {
 	*x = FitInput{}
-	mi := &file_dplr_proto_msgTypes[21]
+	mi := &file_dplr_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2176,7 @@ func (x *FitInput) String() string {
 func (*FitInput) ProtoMessage() {}
 
 func (x *FitInput) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[21]
+	mi := &file_dplr_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2189,7 @@ func (x *FitInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitInput.ProtoReflect.Descriptor instead.
 func (*FitInput) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{21}
+	return file_dplr_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FitInput) GetInput() isFitInput_Input {
@@ -2137,7 +2254,7 @@ type ArrayChunk struct {
 
 func (x *ArrayChunk) Reset() {
 	*x = ArrayChunk{}
-	mi := &file_dplr_proto_msgTypes[22]
+	mi := &file_dplr_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2266,7 @@ func (x *ArrayChunk) String() string {
 func (*ArrayChunk) ProtoMessage() {}
 
 func (x *ArrayChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[22]
+	mi := &file_dplr_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2279,7 @@ func (x *ArrayChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayChunk.ProtoReflect.Descriptor instead.
 func (*ArrayChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{22}
+	return file_dplr_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ArrayChunk) GetName() string {
@@ -2224,7 +2341,7 @@ type PassRequest struct {
 
 func (x *PassRequest) Reset() {
 	*x = PassRequest{}
-	mi := &file_dplr_proto_msgTypes[23]
+	mi := &file_dplr_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2353,7 @@ func (x *PassRequest) String() string {
 func (*PassRequest) ProtoMessage() {}
 
 func (x *PassRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[23]
+	mi := &file_dplr_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2366,7 @@ func (x *PassRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassRequest.ProtoReflect.Descriptor instead.
 func (*PassRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{23}
+	return file_dplr_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PassRequest) GetId() uint64 {
@@ -2311,7 +2428,7 @@ type PassReply struct {
 
 func (x *PassReply) Reset() {
 	*x = PassReply{}
-	mi := &file_dplr_proto_msgTypes[24]
+	mi := &file_dplr_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2440,7 @@ func (x *PassReply) String() string {
 func (*PassReply) ProtoMessage() {}
 
 func (x *PassReply) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[24]
+	mi := &file_dplr_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2453,7 @@ func (x *PassReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassReply.ProtoReflect.Descriptor instead.
 func (*PassReply) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{24}
+	return file_dplr_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PassReply) GetId() uint64 {
@@ -2396,7 +2513,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dplr_proto_msgTypes[25]
+	mi := &file_dplr_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2525,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[25]
+	mi := &file_dplr_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2538,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{25}
+	return file_dplr_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModelOutput) GetName() string {
@@ -2475,7 +2592,7 @@ type TransformRequest struct {
 
 func (x *TransformRequest) Reset() {
 	*x = TransformRequest{}
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2604,7 @@ func (x *TransformRequest) String() string {
 func (*TransformRequest) ProtoMessage() {}
 
 func (x *TransformRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2617,7 @@ func (x *TransformRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformRequest.ProtoReflect.Descriptor instead.
 func (*TransformRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{26}
+	return file_dplr_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TransformRequest) GetEstimator() string {
@@ -2556,7 +2673,7 @@ type CheckResponse_MechanismUse struct {
 
 func (x *CheckResponse_MechanismUse) Reset() {
 	*x = CheckResponse_MechanismUse{}
-	mi := &file_dplr_proto_msgTypes[28]
+	mi := &file_dplr_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2685,7 @@ func (x *CheckResponse_MechanismUse) String() string {
 func (*CheckResponse_MechanismUse) ProtoMessage() {}
 
 func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[28]
+	mi := &file_dplr_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,6 +2713,60 @@ func (x *CheckResponse_MechanismUse) GetPurpose() string {
 		return x.Purpose
 	}
 	return ""
+}
+
+// PlanStep is one planned step and its noise multiplier (scale /
+// sensitivity).
+type Plan_PlanStep struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          *Step                  `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`
+	Multiplier    float64                `protobuf:"fixed64,2,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Plan_PlanStep) Reset() {
+	*x = Plan_PlanStep{}
+	mi := &file_dplr_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Plan_PlanStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Plan_PlanStep) ProtoMessage() {}
+
+func (x *Plan_PlanStep) ProtoReflect() protoreflect.Message {
+	mi := &file_dplr_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Plan_PlanStep.ProtoReflect.Descriptor instead.
+func (*Plan_PlanStep) Descriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{12, 0}
+}
+
+func (x *Plan_PlanStep) GetStep() *Step {
+	if x != nil {
+		return x.Step
+	}
+	return nil
+}
+
+func (x *Plan_PlanStep) GetMultiplier() float64 {
+	if x != nil {
+		return x.Multiplier
+	}
+	return 0
 }
 
 var File_dplr_proto protoreflect.FileDescriptor
@@ -2697,25 +2868,43 @@ const file_dplr_proto_rawDesc = "" +
 	"\n" +
 	"statistics\x18\a \x01(\bR\n" +
 	"statistics\x12\x16\n" +
-	"\x06remote\x18\b \x01(\bR\x06remote\"\xee\x01\n" +
+	"\x06remote\x18\b \x01(\bR\x06remote\"\x82\x02\n" +
 	"\fCheckRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x129\n" +
 	"\x06params\x18\x02 \x03(\v2!.dplr.v1.CheckRequest.ParamsEntryR\x06params\x12$\n" +
 	"\x05grant\x18\x03 \x01(\v2\x0e.dplr.v1.GrantR\x05grant\x12$\n" +
-	"\x05shape\x18\x04 \x01(\v2\x0e.dplr.v1.ShapeR\x05shape\x1a9\n" +
+	"\x05shape\x18\x04 \x01(\v2\x0e.dplr.v1.ShapeR\x05shape\x12\x12\n" +
+	"\x04plan\x18\x05 \x01(\bR\x04plan\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb1\x02\n" +
 	"\rCheckResponse\x12'\n" +
 	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x12/\n" +
 	"\x13mechanisms_declared\x18\x02 \x01(\bR\x12mechanismsDeclared\x12C\n" +
 	"\n" +
 	"mechanisms\x18\x03 \x03(\v2#.dplr.v1.CheckResponse.MechanismUseR\n" +
 	"mechanisms\x12\x16\n" +
-	"\x06passes\x18\x04 \x03(\tR\x06passes\x1aF\n" +
+	"\x06passes\x18\x04 \x03(\tR\x06passes\x12!\n" +
+	"\x04plan\x18\x05 \x01(\v2\r.dplr.v1.PlanR\x04plan\x1aF\n" +
 	"\fMechanismUse\x12\x1c\n" +
 	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x18\n" +
-	"\apurpose\x18\x02 \x01(\tR\apurpose\"\x92\x02\n" +
+	"\apurpose\x18\x02 \x01(\tR\apurpose\"\xba\x02\n" +
+	"\x04Plan\x12,\n" +
+	"\x05steps\x18\x01 \x03(\v2\x16.dplr.v1.Plan.PlanStepR\x05steps\x12\x1e\n" +
+	"\n" +
+	"accounting\x18\x02 \x01(\tR\n" +
+	"accounting\x12\x16\n" +
+	"\x06scored\x18\x03 \x01(\bR\x06scored\x12%\n" +
+	"\x0eexpected_score\x18\x04 \x01(\x01R\rexpectedScore\x12!\n" +
+	"\frandom_score\x18\x05 \x01(\x01R\vrandomScore\x12\x1f\n" +
+	"\vnear_random\x18\x06 \x01(\bR\n" +
+	"nearRandom\x12\x12\n" +
+	"\x04note\x18\a \x01(\tR\x04note\x1aM\n" +
+	"\bPlanStep\x12!\n" +
+	"\x04step\x18\x01 \x01(\v2\r.dplr.v1.StepR\x04step\x12\x1e\n" +
+	"\n" +
+	"multiplier\x18\x02 \x01(\x01R\n" +
+	"multiplier\"\x92\x02\n" +
 	"\n" +
 	"FitRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x127\n" +
@@ -2874,7 +3063,7 @@ func file_dplr_proto_rawDescGZIP() []byte {
 	return file_dplr_proto_rawDescData
 }
 
-var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_dplr_proto_goTypes = []any{
 	(*CatalogueRequest)(nil),           // 0: dplr.v1.CatalogueRequest
 	(*CatalogueResponse)(nil),          // 1: dplr.v1.CatalogueResponse
@@ -2888,29 +3077,31 @@ var file_dplr_proto_goTypes = []any{
 	(*Shape)(nil),                      // 9: dplr.v1.Shape
 	(*CheckRequest)(nil),               // 10: dplr.v1.CheckRequest
 	(*CheckResponse)(nil),              // 11: dplr.v1.CheckResponse
-	(*FitRequest)(nil),                 // 12: dplr.v1.FitRequest
-	(*Step)(nil),                       // 13: dplr.v1.Step
-	(*Guarantee)(nil),                  // 14: dplr.v1.Guarantee
-	(*Progress)(nil),                   // 15: dplr.v1.Progress
-	(*MatrixChunk)(nil),                // 16: dplr.v1.MatrixChunk
-	(*Scalar)(nil),                     // 17: dplr.v1.Scalar
-	(*Series)(nil),                     // 18: dplr.v1.Series
-	(*FitResult)(nil),                  // 19: dplr.v1.FitResult
-	(*FitEvent)(nil),                   // 20: dplr.v1.FitEvent
-	(*FitInput)(nil),                   // 21: dplr.v1.FitInput
-	(*ArrayChunk)(nil),                 // 22: dplr.v1.ArrayChunk
-	(*PassRequest)(nil),                // 23: dplr.v1.PassRequest
-	(*PassReply)(nil),                  // 24: dplr.v1.PassReply
-	(*ModelOutput)(nil),                // 25: dplr.v1.ModelOutput
-	(*TransformRequest)(nil),           // 26: dplr.v1.TransformRequest
-	nil,                                // 27: dplr.v1.CheckRequest.ParamsEntry
-	(*CheckResponse_MechanismUse)(nil), // 28: dplr.v1.CheckResponse.MechanismUse
-	nil,                                // 29: dplr.v1.FitRequest.ParamsEntry
-	nil,                                // 30: dplr.v1.PassRequest.ParamsEntry
-	nil,                                // 31: dplr.v1.PassReply.ScalarsEntry
-	nil,                                // 32: dplr.v1.TransformRequest.ParamsEntry
-	nil,                                // 33: dplr.v1.TransformRequest.ScalarsEntry
-	nil,                                // 34: dplr.v1.TransformRequest.OptionsEntry
+	(*Plan)(nil),                       // 12: dplr.v1.Plan
+	(*FitRequest)(nil),                 // 13: dplr.v1.FitRequest
+	(*Step)(nil),                       // 14: dplr.v1.Step
+	(*Guarantee)(nil),                  // 15: dplr.v1.Guarantee
+	(*Progress)(nil),                   // 16: dplr.v1.Progress
+	(*MatrixChunk)(nil),                // 17: dplr.v1.MatrixChunk
+	(*Scalar)(nil),                     // 18: dplr.v1.Scalar
+	(*Series)(nil),                     // 19: dplr.v1.Series
+	(*FitResult)(nil),                  // 20: dplr.v1.FitResult
+	(*FitEvent)(nil),                   // 21: dplr.v1.FitEvent
+	(*FitInput)(nil),                   // 22: dplr.v1.FitInput
+	(*ArrayChunk)(nil),                 // 23: dplr.v1.ArrayChunk
+	(*PassRequest)(nil),                // 24: dplr.v1.PassRequest
+	(*PassReply)(nil),                  // 25: dplr.v1.PassReply
+	(*ModelOutput)(nil),                // 26: dplr.v1.ModelOutput
+	(*TransformRequest)(nil),           // 27: dplr.v1.TransformRequest
+	nil,                                // 28: dplr.v1.CheckRequest.ParamsEntry
+	(*CheckResponse_MechanismUse)(nil), // 29: dplr.v1.CheckResponse.MechanismUse
+	(*Plan_PlanStep)(nil),              // 30: dplr.v1.Plan.PlanStep
+	nil,                                // 31: dplr.v1.FitRequest.ParamsEntry
+	nil,                                // 32: dplr.v1.PassRequest.ParamsEntry
+	nil,                                // 33: dplr.v1.PassReply.ScalarsEntry
+	nil,                                // 34: dplr.v1.TransformRequest.ParamsEntry
+	nil,                                // 35: dplr.v1.TransformRequest.ScalarsEntry
+	nil,                                // 36: dplr.v1.TransformRequest.OptionsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
 	2,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
@@ -2924,48 +3115,51 @@ var file_dplr_proto_depIdxs = []int32{
 	7,  // 8: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
 	5,  // 9: dplr.v1.Statistics.sum:type_name -> dplr.v1.FileRef
 	5,  // 10: dplr.v1.Statistics.moment:type_name -> dplr.v1.FileRef
-	27, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
+	28, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
 	4,  // 12: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
 	9,  // 13: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
-	28, // 14: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
-	29, // 15: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
-	4,  // 16: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
-	6,  // 17: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
-	17, // 18: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
-	18, // 19: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
-	14, // 20: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
-	13, // 21: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
-	15, // 22: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
-	13, // 23: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
-	16, // 24: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
-	19, // 25: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
-	23, // 26: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
-	12, // 27: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
-	24, // 28: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
-	30, // 29: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
-	22, // 30: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
-	22, // 31: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
-	31, // 32: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
-	32, // 33: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
-	25, // 34: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
-	33, // 35: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
-	34, // 36: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
-	6,  // 37: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
-	0,  // 38: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	10, // 39: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
-	12, // 40: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	21, // 41: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
-	26, // 42: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
-	1,  // 43: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	11, // 44: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
-	20, // 45: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	20, // 46: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
-	20, // 47: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
-	43, // [43:48] is the sub-list for method output_type
-	38, // [38:43] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	29, // 14: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
+	12, // 15: dplr.v1.CheckResponse.plan:type_name -> dplr.v1.Plan
+	30, // 16: dplr.v1.Plan.steps:type_name -> dplr.v1.Plan.PlanStep
+	31, // 17: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	4,  // 18: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
+	6,  // 19: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
+	18, // 20: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
+	19, // 21: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
+	15, // 22: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
+	14, // 23: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
+	16, // 24: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
+	14, // 25: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
+	17, // 26: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
+	20, // 27: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
+	24, // 28: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
+	13, // 29: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
+	25, // 30: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
+	32, // 31: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
+	23, // 32: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
+	23, // 33: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
+	33, // 34: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
+	34, // 35: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
+	26, // 36: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
+	35, // 37: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
+	36, // 38: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
+	6,  // 39: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
+	14, // 40: dplr.v1.Plan.PlanStep.step:type_name -> dplr.v1.Step
+	0,  // 41: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	10, // 42: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	13, // 43: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	22, // 44: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
+	27, // 45: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
+	1,  // 46: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	11, // 47: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	21, // 48: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	21, // 49: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
+	21, // 50: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
+	46, // [46:51] is the sub-list for method output_type
+	41, // [41:46] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -2974,8 +3168,8 @@ func file_dplr_proto_init() {
 		return
 	}
 	file_dplr_proto_msgTypes[3].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[12].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[20].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[13].OneofWrappers = []any{}
+	file_dplr_proto_msgTypes[21].OneofWrappers = []any{
 		(*FitEvent_Progress)(nil),
 		(*FitEvent_Log)(nil),
 		(*FitEvent_Step)(nil),
@@ -2983,7 +3177,7 @@ func file_dplr_proto_init() {
 		(*FitEvent_Result)(nil),
 		(*FitEvent_Pass)(nil),
 	}
-	file_dplr_proto_msgTypes[21].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[22].OneofWrappers = []any{
 		(*FitInput_Request)(nil),
 		(*FitInput_Reply)(nil),
 	}
@@ -2993,7 +3187,7 @@ func file_dplr_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,292 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// Plan is what a fit would spend and an indication of what it would give,
+// computed before anything is reserved and without reading the data: the
+// estimator is run in process on a public reference data set of the
+// request's shape (see PlanOf).
+type Plan struct {
+	// Steps are the privacy steps the fit takes, in order. Their costs and
+	// noise multipliers depend only on the request; a step's Sensitivity
+	// and Scale are set only when the sensitivity is public (the same on
+	// every data set), zero when it comes from an earlier private release.
+	Steps []PlanStep `json:"steps"`
+	// Accounting names the composition of the steps' costs ("pure",
+	// "zcdp", ...).
+	Accounting string `json:"accounting"`
+	// Scored: the indicator below was computed.
+	Scored bool `json:"scored"`
+	// ExpectedScore is the dry runs' mean score on the reference model (1:
+	// the true subspace): for rows data the captured-variance ratio, else
+	// the subspace overlap ‖ÛᵀU*‖²_F / r. RandomScore is a random
+	// r-subspace's expected score on the same scale.
+	ExpectedScore float64 `json:"expected_score"`
+	RandomScore   float64 `json:"random_score"`
+	// NearRandom: the expected score is within NearRandomMargin of a
+	// random subspace's.
+	NearRandom bool `json:"near_random"`
+	// Note says what the indicator is, or why it was not computed.
+	Note string `json:"note"`
+}
+
+// PlanStep is one planned privacy step: the step as the dry run took it
+// and, for an additive-noise mechanism (Gaussian, Laplace), its noise
+// multiplier Scale / Sensitivity (0 for the exponential mechanism, whose
+// cost ε alone fixes its randomness relative to the utility's
+// sensitivity).
+type PlanStep struct {
+	privacy.Step
+	Multiplier float64 `json:"noise_multiplier"`
+}
+
+// Warning is the one-line warning a fit gives before it spends when the
+// plan says its result will be near random ("" otherwise).
+func (p Plan) Warning() string {
+	if !p.NearRandom {
+		return ""
+	}
+	return fmt.Sprintf("the plan expects a result near random: on a public reference model of this shape the estimator scores %.3f, "+
+		"a random subspace %.3f (1 is the true subspace); your data may be easier or harder, but consider a larger budget, "+
+		"fewer components or another estimator (see `dplr plan`)", p.ExpectedScore, p.RandomScore)
+}
+
+// ReferenceData is a public reference data set and its truth: U, the
+// true top-r subspace (p×r), and, for rows data, Sigma, the rows' centred
+// covariance (nil for other kinds).
+type ReferenceData struct {
+	Data  *data.Dataset
+	U     *mat.Dense
+	Sigma *mat.Dense
+}
+
+// Reference draws a public reference data set of shape s for a plan's dry
+// run: rank is the request's rank, scale multiplies every value, seed fixes
+// the draw.
+type Reference func(s Shape, rank int, scale float64, seed uint64) (ReferenceData, error)
+
+// NearRandomMargin is how close to a random subspace's score an expected
+// score is near random: a result that captures less than 0.05 more of the
+// best rank-r variance than a random subspace does is of no use.
+const NearRandomMargin = 0.05
+
+// Dry-run bounds: PlanMaxWork caps a dry run's work n·p·min(p, 100) + p³
+// (above it the indicator is not computed and the steps come from a run
+// on fewer rows; when even 2 rows exceed it, nothing is run), PlanTimeout
+// the time the dry runs may take together (at most 60 % of the time left
+// before the caller's deadline, so that the check itself still answers).
+const (
+	PlanMaxWork = 5e7
+	PlanTimeout = 6 * time.Second
+	// PlanMaxFootprint bounds any dry run's estimated memory.
+	PlanMaxFootprint = 256 << 20
+)
+
+// planSeed is the dry runs' fixed, public seed.
+const planSeed = 0x706c616e
+
+// PlanOf plans est on request raw, grant g and the public shape s. It
+// spends nothing and reads no data: it runs est in process (RunLocal, with
+// a fresh accountant for g and a fixed public seed) on draws of ref at
+// scales 1 and 4 in turn: eight when they fit in PlanMaxWork, else two.
+// The first run's steps are the plan's steps (their costs
+// and multipliers do not depend on the data); a sensitivity is reported
+// when the first two runs took the same one. The runs' mean score against
+// the model's truth is the expected-accuracy indicator, a model-based
+// indication only. Above PlanMaxWork only the steps are planned, from
+// one run on fewer rows; when no run fits PlanMaxWork or PlanMaxFootprint, or when
+// the runs do not finish within PlanTimeout or fail, nothing is, and
+// Plan.Note says why.
+// An error is a request the estimator refuses on its parameters and shape
+// (a dry run's failure is a note: it is about the reference data).
+func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference) (Plan, error) {
+	prep, err := prepare(est.Info(), raw, s)
+	if err != nil {
+		return Plan{}, err
+	}
+	// Above the cap the steps come from one run on fewer rows, and the
+	// indicator is not computed.
+	p3, perRow := math.Pow(float64(s.P), 3), float64(s.P)*math.Min(float64(s.P), 100)
+	run, work := s, float64(s.N)*perRow+p3
+	if work > PlanMaxWork {
+		run.N = int((PlanMaxWork - p3) / perRow)
+		if s.Users > 0 {
+			run.Users = max(1, int(float64(s.Users)*float64(run.N)/float64(s.N)))
+		}
+	}
+	var footprint int64
+	if run.N >= 2 {
+		_, footprint, err = Prepare(est.Info(), raw, run)
+	}
+	if run.N < 2 || err != nil || footprint > PlanMaxFootprint {
+		return Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}, nil
+	}
+	rank := 1
+	for _, spec := range prep.info.Params {
+		if spec.Name == "rank" && spec.Type == Int {
+			rank = prep.params.Int("rank")
+		}
+	}
+	limit := PlanTimeout
+	if d, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(d)*6/10)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	// The dry runs go on their own goroutine so that an estimator slow to
+	// notice the deadline cannot hold the pre-flight check past it.
+	done := make(chan Plan, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- Plan{Note: fmt.Sprintf("not computed: the dry run panicked: %v", r)}
+			}
+		}()
+		if run.N < s.N {
+			done <- reducedRun(ctx, est, raw, g, run, ref, rank, work)
+			return
+		}
+		done <- dryRuns(ctx, est, raw, g, s, ref, rank, work)
+	}()
+	select {
+	case p := <-done:
+		return p, nil
+	case <-ctx.Done():
+		return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", limit.Round(time.Millisecond))}, nil
+	}
+}
+
+// reducedRun plans from one run on a reference of run.N rows, fewer than
+// the data's: its steps (costs and multipliers, no sensitivity) and no
+// indicator.
+func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, run Shape, ref Reference, rank int, work float64) Plan {
+	p := dryRuns(ctx, est, raw, g, run, ref, rank, math.Inf(1))
+	if len(p.Steps) == 0 && p.Accounting == "" {
+		return p
+	}
+	for i := range p.Steps {
+		p.Steps[i].Sensitivity, p.Steps[i].Scale, p.Steps[i].QuerySensitivity, p.Steps[i].Grid = 0, 0, 0, 0
+	}
+	p.Scored, p.NearRandom, p.ExpectedScore, p.RandomScore = false, false, 0, 0
+	p.Note = fmt.Sprintf("indicator not computed: the data's size n·p·min(p, 100) = %.3g is above the dry run's cap %.3g; "+
+		"the steps come from one dry run on a reference of %d rows (their costs and noise multipliers do not depend "+
+		"on n for most estimators; sensitivities, which may, are not shown)", work, PlanMaxWork, run.N)
+	return p
+}
+
+// dryRuns runs est on draws of ref (see PlanOf) and makes the plan: eight
+// runs when 8·work fits in PlanMaxWork, one when work is infinite (a
+// reduced run), two otherwise.
+func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, rank int, work float64) Plan {
+	var (
+		n      = 2
+		runs   [2][]privacy.Step
+		scores []float64
+		random float64
+		acc    string
+	)
+	switch {
+	case math.IsInf(work, 1):
+		n = 1
+	case 8*work <= PlanMaxWork:
+		n = 8
+	}
+	for i := range n {
+		scale := []float64{1, 4}[i%2]
+		rd, err := ref(s, rank, scale, planSeed+uint64(i))
+		if err != nil {
+			return Plan{Note: fmt.Sprintf("not computed: %v", err)}
+		}
+		seed := uint64(planSeed + i)
+		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Plan{Note: "not computed: the dry run did not finish in time"}
+			}
+			return Plan{Note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}
+		}
+		if i < 2 {
+			runs[i] = acct.Steps()
+		}
+		if acc = res.Guarantee.Accounting; acc == "" {
+			acc = acct.Achieved().Composition
+		}
+		got := math.NaN()
+		for _, m := range res.Matrices {
+			if m.Name == "U" && rd.U != nil {
+				got, random = score(m.M, rd)
+			}
+		}
+		scores = append(scores, got)
+	}
+	p := Plan{Accounting: acc}
+	for i, st := range runs[0] {
+		ps := PlanStep{Step: st}
+		if st.Sensitivity > 0 && st.Mechanism != privacy.MechExponential {
+			ps.Multiplier = st.Scale / st.Sensitivity
+		}
+		if len(runs[1]) != len(runs[0]) || runs[1][i].Name != st.Name || runs[1][i].Sensitivity != st.Sensitivity {
+			ps.Sensitivity, ps.Scale, ps.QuerySensitivity, ps.Grid = 0, 0, 0, 0
+		}
+		p.Steps = append(p.Steps, ps)
+	}
+	var sum float64
+	for _, v := range scores {
+		sum += v
+	}
+	if math.IsNaN(sum) {
+		p.Note = "not computed: the estimator releases no subspace U to score"
+		return p
+	}
+	p.Scored = true
+	p.ExpectedScore = sum / float64(len(scores))
+	p.RandomScore = random
+	p.NearRandom = p.ExpectedScore-p.RandomScore < NearRandomMargin
+	p.Note = fmt.Sprintf("model-based indicator: the mean score of %d dry runs on a public reference model of this shape "+
+		"(not your data: your data may be easier or harder)", len(scores))
+	return p
+}
+
+// score is the score of an estimate u (its column span) against the
+// reference's truth, and a random subspace's expected score on the same
+// scale: for rows data the captured-variance ratio tr(QᵀΣQ) / tr(U*ᵀΣU*)
+// (Q an orthonormal basis of u; what users judge PCA by), whose random
+// value is (r/p)·tr(Σ) / tr(U*ᵀΣU*); otherwise the subspace overlap
+// ‖QᵀU*‖²_F / r, random r/p. NaN when u cannot be compared.
+func score(u *mat.Dense, rd ReferenceData) (got, random float64) {
+	p, k := u.Dims()
+	_, r := rd.U.Dims()
+	if pu, _ := rd.U.Dims(); pu != p || k > p {
+		return math.NaN(), math.NaN()
+	}
+	if rd.Sigma == nil {
+		_, sin, err := evaluate.SinTheta(u, rd.U)
+		if err != nil {
+			return math.NaN(), math.NaN()
+		}
+		return (float64(min(k, r)) - sin*sin) / float64(r), float64(r) / float64(p)
+	}
+	var qr mat.QR
+	qr.Factorize(u)
+	var q mat.Dense
+	qr.QTo(&q)
+	sigma := mat.NewSymDense(p, nil)
+	for i := 0; i < p; i++ {
+		for j := i; j < p; j++ {
+			sigma.SetSym(i, j, rd.Sigma.At(i, j))
+		}
+	}
+	best := evaluate.CapturedVariance(sigma, rd.U)
+	return evaluate.CapturedVariance(sigma, q.Slice(0, p, 0, k)) / best, float64(r) / float64(p) * mat.Trace(sigma) / best
+}
