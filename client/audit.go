@@ -19,6 +19,7 @@ import (
 	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 // AuditRequest is an empirical check of an estimator's privacy claim:
@@ -107,7 +108,7 @@ func (c *Client) Audit(ctx context.Context, req AuditRequest) (*AuditReport, err
 		}
 		calls[i] = host.Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: h}
 	}
-	if _, err := plug.Check(ctx, calls[0], false); err != nil {
+	if _, err := plug.Check(ctx, calls[0], sdk.PlanNone); err != nil {
 		return nil, classed(ErrUsage, err)
 	}
 	outs, claim, err := c.auditRuns(ctx, req, plug.Path, calls)

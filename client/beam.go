@@ -12,6 +12,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 // BeamRunners are the Beam runners dplr-beam accepts (prism: embedded,
@@ -146,6 +147,6 @@ func (c *Client) StatisticsAccept(ctx context.Context, estimator string, params 
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, N: 1 << 20, P: 1 << 12, Stats: &dataio.StatsRef{}}
-	_, err = plug.Check(cctx, host.Call{Estimator: estimator, Params: params, Grant: grant, Data: h}, false)
+	_, err = plug.Check(cctx, host.Call{Estimator: estimator, Params: params, Grant: grant, Data: h}, sdk.PlanNone)
 	return !errors.Is(err, host.ErrRequest)
 }

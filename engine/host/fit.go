@@ -135,11 +135,11 @@ type CheckResult struct {
 // Check asks the plugin to validate a request (estimator, parameters,
 // grant form, the data's public shape), estimate its memory footprint and
 // declare the privacy mechanisms its fit will use, before any budget is
-// reserved, and with plan set answer the fit's plan (a dry run on a public
-// reference data set, spending nothing). A declaration naming an unknown
+// reserved, and with a plan mode other than sdk.PlanNone answer the fit's
+// plan (a dry run on a public reference data set, spending nothing). A declaration naming an unknown
 // mechanism is a plugin error. A refusal wraps ErrRequest. ctx bounds the
 // call.
-func (p *Plugin) Check(ctx context.Context, c Call, plan bool) (CheckResult, error) {
+func (p *Plugin) Check(ctx context.Context, c Call, plan sdk.PlanMode) (CheckResult, error) {
 	resp, err := p.rpc.Check(ctx, c.fitRequest(), plan)
 	if f, _ := transport.Classify(err); err != nil && f == transport.Unimplemented {
 		return CheckResult{}, nil

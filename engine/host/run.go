@@ -175,7 +175,11 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
 	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed,
 		Remote: req.Remote, MaxPasses: r.MaxPasses, ReplyTimeout: r.PassReplyTimeout}
-	if err := r.preflight(ctx, plug, call, !info.NonPrivate, res); err != nil {
+	mode := sdk.PlanIndicator // the near-random warning, where it is cheap
+	if info.NonPrivate {
+		mode = sdk.PlanNone
+	}
+	if err := r.preflight(ctx, plug, call, mode, res); err != nil {
 		return nil, err
 	}
 	if req.Remote != nil {
@@ -423,7 +427,7 @@ func (r *Runner) Plan(ctx context.Context, req FitRequest) (*sdk.Plan, error) {
 	}
 	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
 	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Remote: req.Remote}
-	if err := r.preflight(ctx, plug, call, true, res); err != nil {
+	if err := r.preflight(ctx, plug, call, sdk.PlanFull, res); err != nil {
 		return nil, err
 	}
 	if res.Check.Plan == nil {
@@ -434,7 +438,7 @@ func (r *Runner) Plan(ctx context.Context, req FitRequest) (*sdk.Plan, error) {
 
 // preflight asks the plugin to check the request (and, with plan, for the
 // fit's plan) and refuses a footprint above the memory limit.
-func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan bool, res *FitResult) error {
+func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan sdk.PlanMode, res *FitResult) error {
 	t0 := time.Now()
 	timeout := r.CheckTimeout
 	if timeout <= 0 {

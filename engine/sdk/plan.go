@@ -89,8 +89,27 @@ const NearRandomMargin = 0.05
 const (
 	PlanMaxWork = 5e7
 	PlanTimeout = 6 * time.Second
+	// PlanIndicatorTimeout is PlanTimeout for a fit's pre-flight
+	// (PlanIndicator), which should not hold the fit up.
+	PlanIndicatorTimeout = 2 * time.Second
 	// PlanMaxFootprint bounds any dry run's estimated memory.
 	PlanMaxFootprint = 256 << 20
+)
+
+// PlanMode says which plan is asked for.
+type PlanMode int
+
+// Plan modes.
+const (
+	// PlanNone asks for no plan.
+	PlanNone PlanMode = iota
+	// PlanFull is dplr plan's: the steps always (from a run on fewer rows
+	// above PlanMaxWork), the indicator where the dry runs fit the caps.
+	PlanFull
+	// PlanIndicator is a fit's pre-flight: only what the near-random
+	// warning needs, and only where it is cheap: no reduced run above
+	// PlanMaxWork, and PlanIndicatorTimeout.
+	PlanIndicator
 )
 
 // planSeed is the dry runs' fixed, public seed.
@@ -110,7 +129,7 @@ const planSeed = 0x706c616e
 // Plan.Note says why.
 // An error is a request the estimator refuses on its parameters and shape
 // (a dry run's failure is a note: it is about the reference data).
-func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference) (Plan, error) {
+func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, mode PlanMode) (Plan, error) {
 	prep, err := prepare(est.Info(), raw, s)
 	if err != nil {
 		return Plan{}, err
@@ -120,6 +139,9 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	p3, perRow := math.Pow(float64(s.P), 3), float64(s.P)*math.Min(float64(s.P), 100)
 	run, work := s, float64(s.N)*perRow+p3
 	if work > PlanMaxWork {
+		if mode == PlanIndicator {
+			return Plan{Note: fmt.Sprintf("not computed: a dry run at n = %d, p = %d is above the pre-flight's cap (see dplr plan)", s.N, s.P)}, nil
+		}
 		run.N = int((PlanMaxWork - p3) / perRow)
 		if s.Users > 0 {
 			run.Users = max(1, int(float64(s.Users)*float64(run.N)/float64(s.N)))
@@ -139,6 +161,9 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		}
 	}
 	limit := PlanTimeout
+	if mode == PlanIndicator {
+		limit = PlanIndicatorTimeout
+	}
 	if d, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(d)*6/10)
 	}

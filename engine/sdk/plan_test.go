@@ -73,7 +73,7 @@ func TestPlanOf(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			est := fakeEst{info: info, fit: fit(tc.u)}
-			p, err := PlanOf(context.Background(), est, tc.raw, grant, tc.shape, ref(tc.sigma))
+			p, err := PlanOf(context.Background(), est, tc.raw, grant, tc.shape, ref(tc.sigma), PlanFull)
 			if tc.wantErr {
 				assert.Error(t, err)
 				return

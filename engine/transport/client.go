@@ -107,15 +107,16 @@ type CheckReply struct {
 
 // Check asks for the pre-flight check of req on its data's public shape.
 // An answer with a negative footprint or a malformed declaration of
-// mechanisms is an error wrapping ErrMalformed. With plan set it also asks
-// for the fit's plan (sdk.PlanOf), a dry run that spends nothing.
-func (c *Client) Check(ctx context.Context, req FitRequest, plan bool) (CheckReply, error) {
+// mechanisms is an error wrapping ErrMalformed. With a plan mode other than
+// sdk.PlanNone it also asks for the fit's plan (sdk.PlanOf), a dry run
+// that spends nothing.
+func (c *Client) Check(ctx context.Context, req FitRequest, plan sdk.PlanMode) (CheckReply, error) {
 	shape := shapeOf(req.Data)
 	if req.Remote != nil {
 		shape = remoteShapeOf(req.Data.Kind, req.Remote)
 	}
 	resp, err := c.rpc.Check(ctx, &dplrpb.CheckRequest{Estimator: req.Estimator, Params: req.Params,
-		Grant: grantToProto(req.Grant), Shape: shape, Plan: plan})
+		Grant: grantToProto(req.Grant), Shape: shape, Plan: dplrpb.PlanMode(plan)})
 	if err != nil {
 		return CheckReply{}, err
 	}

@@ -127,8 +127,8 @@ func (s *Server) Check(ctx context.Context, req *dplrpb.CheckRequest) (*dplrpb.C
 	}
 	resp := &dplrpb.CheckResponse{FootprintBytes: pre.footprint, Passes: pre.passes}
 	declarationToProto(pre.decl, resp)
-	if req.GetPlan() {
-		p, err := sdk.PlanOf(ctx, est, req.GetParams(), grantFromProto(req.GetGrant()), shapeFromProto(req.GetShape()), gen.Reference)
+	if mode := sdk.PlanMode(req.GetPlan()); mode != sdk.PlanNone {
+		p, err := sdk.PlanOf(ctx, est, req.GetParams(), grantFromProto(req.GetGrant()), shapeFromProto(req.GetShape()), gen.Reference, mode)
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "%v", err)
 		}

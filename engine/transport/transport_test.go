@@ -143,3 +143,10 @@ func TestFinalResultTimingsAreDiagnostic(t *testing.T) {
 	}
 	assert.Equal(t, 1.5, final.GetFitSeconds())
 }
+
+// The SDK's plan modes are the protocol's enum values.
+func TestPlanModeValues(t *testing.T) {
+	assert.Equal(t, int32(dplrpb.PlanMode_PLAN_NONE), int32(sdk.PlanNone))
+	assert.Equal(t, int32(dplrpb.PlanMode_PLAN_FULL), int32(sdk.PlanFull))
+	assert.Equal(t, int32(dplrpb.PlanMode_PLAN_INDICATOR), int32(sdk.PlanIndicator))
+}

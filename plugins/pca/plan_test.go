@@ -29,7 +29,7 @@ func TestPlanStepsAreTheFitsSteps(t *testing.T) {
 	} {
 		t.Run(tc.est.Info().Name, func(t *testing.T) {
 			raw := map[string]string{"rank": "2"}
-			plan, err := sdk.PlanOf(context.Background(), tc.est, raw, tc.grant, sdk.ShapeOf(g.Data), gen.Reference)
+			plan, err := sdk.PlanOf(context.Background(), tc.est, raw, tc.grant, sdk.ShapeOf(g.Data), gen.Reference, sdk.PlanFull)
 			require.NoError(t, err)
 			seed := uint64(3)
 			_, acct, err := sdk.RunLocal(context.Background(), tc.est, g.Data, raw, tc.grant, sdk.LocalOptions{Seed: &seed})
@@ -68,28 +68,28 @@ func TestPlanStepsAreTheFitsSteps(t *testing.T) {
 func TestPlanNearRandom(t *testing.T) {
 	ctx := context.Background()
 	tiny, err := sdk.PlanOf(ctx, Amin{}, map[string]string{"rank": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 0.5},
-		sdk.Shape{Kind: data.Rows, N: 60, P: 30}, gen.Reference)
+		sdk.Shape{Kind: data.Rows, N: 60, P: 30}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)
 	assert.True(t, tiny.Scored)
 	assert.True(t, tiny.NearRandom, "expected %.3f against random %.3f", tiny.ExpectedScore, tiny.RandomScore)
 	assert.NotEmpty(t, tiny.Warning())
 
 	approx := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
-	big, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "3"}, approx, sdk.Shape{Kind: data.Rows, N: 20000, P: 30}, gen.Reference)
+	big, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "3"}, approx, sdk.Shape{Kind: data.Rows, N: 20000, P: 30}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)
 	assert.True(t, big.Scored)
 	assert.False(t, big.NearRandom)
 	assert.Greater(t, big.ExpectedScore, 0.8)
 	assert.Empty(t, big.Warning())
 
-	fmnist, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "10"}, approx, sdk.Shape{Kind: data.Rows, N: 60000, P: 784}, gen.Reference)
+	fmnist, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "10"}, approx, sdk.Shape{Kind: data.Rows, N: 60000, P: 784}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)
 	assert.False(t, fmnist.Scored)
 	assert.False(t, fmnist.NearRandom)
 	assert.Contains(t, fmnist.Note, "not computed")
 	assert.Empty(t, fmnist.Steps, "p³ alone is above the dry run's cap: nothing runs")
 
-	tall, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "3"}, approx, sdk.Shape{Kind: data.Rows, N: 1000000, P: 50}, gen.Reference)
+	tall, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "3"}, approx, sdk.Shape{Kind: data.Rows, N: 1000000, P: 50}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)
 	assert.False(t, tall.Scored)
 	assert.Contains(t, tall.Note, "indicator not computed")

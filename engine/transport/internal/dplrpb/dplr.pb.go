@@ -35,6 +35,56 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PlanMode says which plan a check asks for.
+type PlanMode int32
+
+const (
+	PlanMode_PLAN_NONE      PlanMode = 0 // no plan
+	PlanMode_PLAN_FULL      PlanMode = 1 // dplr plan: the steps always, the indicator where the dry runs fit their caps
+	PlanMode_PLAN_INDICATOR PlanMode = 2 // a fit's pre-flight: only the indicator, and only where it is cheap (no reduced run, a short time limit)
+)
+
+// Enum value maps for PlanMode.
+var (
+	PlanMode_name = map[int32]string{
+		0: "PLAN_NONE",
+		1: "PLAN_FULL",
+		2: "PLAN_INDICATOR",
+	}
+	PlanMode_value = map[string]int32{
+		"PLAN_NONE":      0,
+		"PLAN_FULL":      1,
+		"PLAN_INDICATOR": 2,
+	}
+)
+
+func (x PlanMode) Enum() *PlanMode {
+	p := new(PlanMode)
+	*p = x
+	return p
+}
+
+func (x PlanMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PlanMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_dplr_proto_enumTypes[0].Descriptor()
+}
+
+func (PlanMode) Type() protoreflect.EnumType {
+	return &file_dplr_proto_enumTypes[0]
+}
+
+func (x PlanMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PlanMode.Descriptor instead.
+func (PlanMode) EnumDescriptor() ([]byte, []int) {
+	return file_dplr_proto_rawDescGZIP(), []int{0}
+}
+
 // CatalogueRequest asks a plugin for its catalogue (no fields).
 type CatalogueRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -977,7 +1027,7 @@ type CheckRequest struct {
 	// plan asks for the fit's plan (CheckResponse.plan): a dry run of the
 	// estimator on a public reference data set of this shape, which spends
 	// nothing and reads no data.
-	Plan          bool `protobuf:"varint,5,opt,name=plan,proto3" json:"plan,omitempty"`
+	Plan          PlanMode `protobuf:"varint,5,opt,name=plan,proto3,enum=dplr.v1.PlanMode" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1040,11 +1090,11 @@ func (x *CheckRequest) GetShape() *Shape {
 	return nil
 }
 
-func (x *CheckRequest) GetPlan() bool {
+func (x *CheckRequest) GetPlan() PlanMode {
 	if x != nil {
 		return x.Plan
 	}
-	return false
+	return PlanMode_PLAN_NONE
 }
 
 // CheckResponse is the plugin's answer to a pre-flight check it accepts
@@ -2868,13 +2918,13 @@ const file_dplr_proto_rawDesc = "" +
 	"\n" +
 	"statistics\x18\a \x01(\bR\n" +
 	"statistics\x12\x16\n" +
-	"\x06remote\x18\b \x01(\bR\x06remote\"\x82\x02\n" +
+	"\x06remote\x18\b \x01(\bR\x06remote\"\x95\x02\n" +
 	"\fCheckRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x129\n" +
 	"\x06params\x18\x02 \x03(\v2!.dplr.v1.CheckRequest.ParamsEntryR\x06params\x12$\n" +
 	"\x05grant\x18\x03 \x01(\v2\x0e.dplr.v1.GrantR\x05grant\x12$\n" +
-	"\x05shape\x18\x04 \x01(\v2\x0e.dplr.v1.ShapeR\x05shape\x12\x12\n" +
-	"\x04plan\x18\x05 \x01(\bR\x04plan\x1a9\n" +
+	"\x05shape\x18\x04 \x01(\v2\x0e.dplr.v1.ShapeR\x05shape\x12%\n" +
+	"\x04plan\x18\x05 \x01(\x0e2\x11.dplr.v1.PlanModeR\x04plan\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb1\x02\n" +
@@ -3042,7 +3092,11 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xad\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*<\n" +
+	"\bPlanMode\x12\r\n" +
+	"\tPLAN_NONE\x10\x00\x12\r\n" +
+	"\tPLAN_FULL\x10\x01\x12\x12\n" +
+	"\x0ePLAN_INDICATOR\x10\x022\xad\x02\n" +
 	"\n" +
 	"Estimators\x12B\n" +
 	"\tCatalogue\x12\x19.dplr.v1.CatalogueRequest\x1a\x1a.dplr.v1.CatalogueResponse\x126\n" +
@@ -3063,103 +3117,106 @@ func file_dplr_proto_rawDescGZIP() []byte {
 	return file_dplr_proto_rawDescData
 }
 
+var file_dplr_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_dplr_proto_goTypes = []any{
-	(*CatalogueRequest)(nil),           // 0: dplr.v1.CatalogueRequest
-	(*CatalogueResponse)(nil),          // 1: dplr.v1.CatalogueResponse
-	(*EstimatorInfo)(nil),              // 2: dplr.v1.EstimatorInfo
-	(*ParamSpec)(nil),                  // 3: dplr.v1.ParamSpec
-	(*Grant)(nil),                      // 4: dplr.v1.Grant
-	(*FileRef)(nil),                    // 5: dplr.v1.FileRef
-	(*DatasetHandle)(nil),              // 6: dplr.v1.DatasetHandle
-	(*RemoteShape)(nil),                // 7: dplr.v1.RemoteShape
-	(*Statistics)(nil),                 // 8: dplr.v1.Statistics
-	(*Shape)(nil),                      // 9: dplr.v1.Shape
-	(*CheckRequest)(nil),               // 10: dplr.v1.CheckRequest
-	(*CheckResponse)(nil),              // 11: dplr.v1.CheckResponse
-	(*Plan)(nil),                       // 12: dplr.v1.Plan
-	(*FitRequest)(nil),                 // 13: dplr.v1.FitRequest
-	(*Step)(nil),                       // 14: dplr.v1.Step
-	(*Guarantee)(nil),                  // 15: dplr.v1.Guarantee
-	(*Progress)(nil),                   // 16: dplr.v1.Progress
-	(*MatrixChunk)(nil),                // 17: dplr.v1.MatrixChunk
-	(*Scalar)(nil),                     // 18: dplr.v1.Scalar
-	(*Series)(nil),                     // 19: dplr.v1.Series
-	(*FitResult)(nil),                  // 20: dplr.v1.FitResult
-	(*FitEvent)(nil),                   // 21: dplr.v1.FitEvent
-	(*FitInput)(nil),                   // 22: dplr.v1.FitInput
-	(*ArrayChunk)(nil),                 // 23: dplr.v1.ArrayChunk
-	(*PassRequest)(nil),                // 24: dplr.v1.PassRequest
-	(*PassReply)(nil),                  // 25: dplr.v1.PassReply
-	(*ModelOutput)(nil),                // 26: dplr.v1.ModelOutput
-	(*TransformRequest)(nil),           // 27: dplr.v1.TransformRequest
-	nil,                                // 28: dplr.v1.CheckRequest.ParamsEntry
-	(*CheckResponse_MechanismUse)(nil), // 29: dplr.v1.CheckResponse.MechanismUse
-	(*Plan_PlanStep)(nil),              // 30: dplr.v1.Plan.PlanStep
-	nil,                                // 31: dplr.v1.FitRequest.ParamsEntry
-	nil,                                // 32: dplr.v1.PassRequest.ParamsEntry
-	nil,                                // 33: dplr.v1.PassReply.ScalarsEntry
-	nil,                                // 34: dplr.v1.TransformRequest.ParamsEntry
-	nil,                                // 35: dplr.v1.TransformRequest.ScalarsEntry
-	nil,                                // 36: dplr.v1.TransformRequest.OptionsEntry
+	(PlanMode)(0),                      // 0: dplr.v1.PlanMode
+	(*CatalogueRequest)(nil),           // 1: dplr.v1.CatalogueRequest
+	(*CatalogueResponse)(nil),          // 2: dplr.v1.CatalogueResponse
+	(*EstimatorInfo)(nil),              // 3: dplr.v1.EstimatorInfo
+	(*ParamSpec)(nil),                  // 4: dplr.v1.ParamSpec
+	(*Grant)(nil),                      // 5: dplr.v1.Grant
+	(*FileRef)(nil),                    // 6: dplr.v1.FileRef
+	(*DatasetHandle)(nil),              // 7: dplr.v1.DatasetHandle
+	(*RemoteShape)(nil),                // 8: dplr.v1.RemoteShape
+	(*Statistics)(nil),                 // 9: dplr.v1.Statistics
+	(*Shape)(nil),                      // 10: dplr.v1.Shape
+	(*CheckRequest)(nil),               // 11: dplr.v1.CheckRequest
+	(*CheckResponse)(nil),              // 12: dplr.v1.CheckResponse
+	(*Plan)(nil),                       // 13: dplr.v1.Plan
+	(*FitRequest)(nil),                 // 14: dplr.v1.FitRequest
+	(*Step)(nil),                       // 15: dplr.v1.Step
+	(*Guarantee)(nil),                  // 16: dplr.v1.Guarantee
+	(*Progress)(nil),                   // 17: dplr.v1.Progress
+	(*MatrixChunk)(nil),                // 18: dplr.v1.MatrixChunk
+	(*Scalar)(nil),                     // 19: dplr.v1.Scalar
+	(*Series)(nil),                     // 20: dplr.v1.Series
+	(*FitResult)(nil),                  // 21: dplr.v1.FitResult
+	(*FitEvent)(nil),                   // 22: dplr.v1.FitEvent
+	(*FitInput)(nil),                   // 23: dplr.v1.FitInput
+	(*ArrayChunk)(nil),                 // 24: dplr.v1.ArrayChunk
+	(*PassRequest)(nil),                // 25: dplr.v1.PassRequest
+	(*PassReply)(nil),                  // 26: dplr.v1.PassReply
+	(*ModelOutput)(nil),                // 27: dplr.v1.ModelOutput
+	(*TransformRequest)(nil),           // 28: dplr.v1.TransformRequest
+	nil,                                // 29: dplr.v1.CheckRequest.ParamsEntry
+	(*CheckResponse_MechanismUse)(nil), // 30: dplr.v1.CheckResponse.MechanismUse
+	(*Plan_PlanStep)(nil),              // 31: dplr.v1.Plan.PlanStep
+	nil,                                // 32: dplr.v1.FitRequest.ParamsEntry
+	nil,                                // 33: dplr.v1.PassRequest.ParamsEntry
+	nil,                                // 34: dplr.v1.PassReply.ScalarsEntry
+	nil,                                // 35: dplr.v1.TransformRequest.ParamsEntry
+	nil,                                // 36: dplr.v1.TransformRequest.ScalarsEntry
+	nil,                                // 37: dplr.v1.TransformRequest.OptionsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
-	2,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
-	3,  // 1: dplr.v1.EstimatorInfo.params:type_name -> dplr.v1.ParamSpec
-	5,  // 2: dplr.v1.DatasetHandle.x:type_name -> dplr.v1.FileRef
-	5,  // 3: dplr.v1.DatasetHandle.y:type_name -> dplr.v1.FileRef
-	5,  // 4: dplr.v1.DatasetHandle.user_start:type_name -> dplr.v1.FileRef
-	5,  // 5: dplr.v1.DatasetHandle.user_ids:type_name -> dplr.v1.FileRef
-	5,  // 6: dplr.v1.DatasetHandle.labels:type_name -> dplr.v1.FileRef
-	8,  // 7: dplr.v1.DatasetHandle.statistics:type_name -> dplr.v1.Statistics
-	7,  // 8: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
-	5,  // 9: dplr.v1.Statistics.sum:type_name -> dplr.v1.FileRef
-	5,  // 10: dplr.v1.Statistics.moment:type_name -> dplr.v1.FileRef
-	28, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
-	4,  // 12: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
-	9,  // 13: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
-	29, // 14: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
-	12, // 15: dplr.v1.CheckResponse.plan:type_name -> dplr.v1.Plan
-	30, // 16: dplr.v1.Plan.steps:type_name -> dplr.v1.Plan.PlanStep
-	31, // 17: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
-	4,  // 18: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
-	6,  // 19: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
-	18, // 20: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
-	19, // 21: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
-	15, // 22: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
-	14, // 23: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
-	16, // 24: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
-	14, // 25: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
-	17, // 26: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
-	20, // 27: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
-	24, // 28: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
-	13, // 29: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
-	25, // 30: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
-	32, // 31: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
-	23, // 32: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
-	23, // 33: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
-	33, // 34: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
-	34, // 35: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
-	26, // 36: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
-	35, // 37: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
-	36, // 38: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
-	6,  // 39: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
-	14, // 40: dplr.v1.Plan.PlanStep.step:type_name -> dplr.v1.Step
-	0,  // 41: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	10, // 42: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
-	13, // 43: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	22, // 44: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
-	27, // 45: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
-	1,  // 46: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	11, // 47: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
-	21, // 48: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	21, // 49: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
-	21, // 50: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
-	46, // [46:51] is the sub-list for method output_type
-	41, // [41:46] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	3,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
+	4,  // 1: dplr.v1.EstimatorInfo.params:type_name -> dplr.v1.ParamSpec
+	6,  // 2: dplr.v1.DatasetHandle.x:type_name -> dplr.v1.FileRef
+	6,  // 3: dplr.v1.DatasetHandle.y:type_name -> dplr.v1.FileRef
+	6,  // 4: dplr.v1.DatasetHandle.user_start:type_name -> dplr.v1.FileRef
+	6,  // 5: dplr.v1.DatasetHandle.user_ids:type_name -> dplr.v1.FileRef
+	6,  // 6: dplr.v1.DatasetHandle.labels:type_name -> dplr.v1.FileRef
+	9,  // 7: dplr.v1.DatasetHandle.statistics:type_name -> dplr.v1.Statistics
+	8,  // 8: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
+	6,  // 9: dplr.v1.Statistics.sum:type_name -> dplr.v1.FileRef
+	6,  // 10: dplr.v1.Statistics.moment:type_name -> dplr.v1.FileRef
+	29, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
+	5,  // 12: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
+	10, // 13: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
+	0,  // 14: dplr.v1.CheckRequest.plan:type_name -> dplr.v1.PlanMode
+	30, // 15: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
+	13, // 16: dplr.v1.CheckResponse.plan:type_name -> dplr.v1.Plan
+	31, // 17: dplr.v1.Plan.steps:type_name -> dplr.v1.Plan.PlanStep
+	32, // 18: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	5,  // 19: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
+	7,  // 20: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
+	19, // 21: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
+	20, // 22: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
+	16, // 23: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
+	15, // 24: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
+	17, // 25: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
+	15, // 26: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
+	18, // 27: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
+	21, // 28: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
+	25, // 29: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
+	14, // 30: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
+	26, // 31: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
+	33, // 32: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
+	24, // 33: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
+	24, // 34: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
+	34, // 35: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
+	35, // 36: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
+	27, // 37: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
+	36, // 38: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
+	37, // 39: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
+	7,  // 40: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
+	15, // 41: dplr.v1.Plan.PlanStep.step:type_name -> dplr.v1.Step
+	1,  // 42: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	11, // 43: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	14, // 44: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	23, // 45: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
+	28, // 46: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
+	2,  // 47: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	12, // 48: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	22, // 49: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	22, // 50: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
+	22, // 51: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
+	47, // [47:52] is the sub-list for method output_type
+	42, // [42:47] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -3186,13 +3243,14 @@ func file_dplr_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_dplr_proto_goTypes,
 		DependencyIndexes: file_dplr_proto_depIdxs,
+		EnumInfos:         file_dplr_proto_enumTypes,
 		MessageInfos:      file_dplr_proto_msgTypes,
 	}.Build()
 	File_dplr_proto = out.File
