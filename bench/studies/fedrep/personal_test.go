@@ -2,6 +2,8 @@ package fedrepstudy
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -188,4 +190,53 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// TestPersonalDefaults (DPLR_STUDY=defaults) runs DefaultsPersonalStudy
+// and prints its tables: DPLR_ITERS (comma-separated T, default "5,10"),
+// DPLR_RANKS (fixed ranks, default "3,5,9"), DPLR_EPSLIST (default "1"),
+// DPLR_SEEDLIST (default "1,2,3") and DPLR_VARIANTS (indices, default all).
+func TestPersonalDefaults(t *testing.T) {
+	if os.Getenv("DPLR_STUDY") != "defaults" {
+		t.Skip("set DPLR_STUDY=defaults")
+	}
+	ints := func(env, def string) []int {
+		var out []int
+		s := os.Getenv(env)
+		if s == "" {
+			s = def
+		}
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			require.NoError(t, err, env)
+			out = append(out, v)
+		}
+		return out
+	}
+	cfg := DefaultsPersonalStudy(ints("DPLR_ITERS", "5,10"), ints("DPLR_RANKS", "3,5,9"))
+	cfg.SeedList = ints("DPLR_SEEDLIST", "1,2,3")
+	if s := os.Getenv("DPLR_EPSLIST"); s != "" {
+		cfg.Eps = nil
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			require.NoError(t, err)
+			cfg.Eps = append(cfg.Eps, v)
+		}
+	}
+	if os.Getenv("DPLR_VARIANTS") != "" {
+		var vs []PersonalVariant
+		for _, i := range ints("DPLR_VARIANTS", "") {
+			vs = append(vs, cfg.Variants[i])
+		}
+		cfg.Variants = vs
+	}
+	cfg.Progress = func(s string) { t.Log(s) }
+	rows, err := RunPersonalStudy(context.Background(), cfg)
+	require.NoError(t, err)
+	fmt.Print(PersonalMarkdown(rows))
+	if p := os.Getenv("DPLR_JSONOUT"); p != "" {
+		b, err := json.MarshalIndent(rows, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
 }
