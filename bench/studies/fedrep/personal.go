@@ -426,9 +426,10 @@ func DefaultPersonalStudy() PersonalStudyConfig {
 // fedrep-classify where users judge them (bench/results/fedrep-defaults.md):
 // the task (6 training rows per user) and its 2-row variant, at
 // the estimators' default rank with iterations (T) given explicitly at each
-// of iters, and the fixed ranks at the last T of iters, so that the rows
-// keep their meaning when a default changes.
-func DefaultsPersonalStudy(iters []int, ranks []int) PersonalStudyConfig {
+// of iters, the fixed ranks and (when selectRanks is not empty) the private
+// selection among selectRanks (scored by accuracy) at the last T of iters,
+// so that the rows keep their meaning when a default changes.
+func DefaultsPersonalStudy(iters, ranks []int, selectRanks string) PersonalStudyConfig {
 	var methods []PersonalMethod
 	for _, e := range []struct {
 		name string
@@ -440,6 +441,11 @@ func DefaultsPersonalStudy(iters []int, ranks []int) PersonalStudyConfig {
 		for _, r := range ranks {
 			t := iters[len(iters)-1]
 			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, rank=%d, iterations=%d", e.name, r, t), e.est, map[string]string{"rank": fmt.Sprint(r), "iterations": fmt.Sprint(t)}})
+		}
+		if selectRanks != "" {
+			t := iters[len(iters)-1]
+			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, select_rank=%s, iterations=%d", e.name, selectRanks, t), e.est,
+				map[string]string{"select_rank": selectRanks, "select_score": "accuracy", "iterations": fmt.Sprint(t)}})
 		}
 	}
 	base := DefaultPersonalTask()

@@ -194,8 +194,10 @@ func loadAvg() string {
 
 // TestPersonalDefaults (DPLR_STUDY=defaults) runs DefaultsPersonalStudy
 // and prints its tables: DPLR_ITERS (comma-separated T, default "5,10"),
-// DPLR_RANKS (fixed ranks, default "3,5,9"), DPLR_EPSLIST (default "1"),
-// DPLR_SEEDLIST (default "1,2,3") and DPLR_VARIANTS (indices, default all).
+// DPLR_RANKS (fixed ranks, default "3,5,9"; "none": no fixed ranks), DPLR_EPSLIST (default "1"),
+// DPLR_SEEDLIST (default "1,2,3"), DPLR_VARIANTS (indices, default all),
+// DPLR_SELECT (candidate ranks of a private selection, default none) and
+// DPLR_JSONOUT (also write the rows as JSON).
 func TestPersonalDefaults(t *testing.T) {
 	if os.Getenv("DPLR_STUDY") != "defaults" {
 		t.Skip("set DPLR_STUDY=defaults")
@@ -206,6 +208,9 @@ func TestPersonalDefaults(t *testing.T) {
 		if s == "" {
 			s = def
 		}
+		if s == "none" {
+			return nil
+		}
 		for _, f := range strings.Split(s, ",") {
 			v, err := strconv.Atoi(strings.TrimSpace(f))
 			require.NoError(t, err, env)
@@ -213,7 +218,7 @@ func TestPersonalDefaults(t *testing.T) {
 		}
 		return out
 	}
-	cfg := DefaultsPersonalStudy(ints("DPLR_ITERS", "5,10"), ints("DPLR_RANKS", "3,5,9"))
+	cfg := DefaultsPersonalStudy(ints("DPLR_ITERS", "5,10"), ints("DPLR_RANKS", "3,5,9"), os.Getenv("DPLR_SELECT"))
 	cfg.SeedList = ints("DPLR_SEEDLIST", "1,2,3")
 	if s := os.Getenv("DPLR_EPSLIST"); s != "" {
 		cfg.Eps = nil
