@@ -234,13 +234,12 @@ func (t PersonalTask) LocalRidgeAccuracy(ds *data.Dataset, lambda float64) (floa
 	return tot / float64(ds.NumUsers()), nil
 }
 
-// PersonalMethod is one estimator configuration of the personalization
-// study.
+// PersonalMethod is one private estimator configuration of the
+// personalization study, fitted at every ε of the study.
 type PersonalMethod struct {
 	Label     string
 	Estimator sdk.Estimator
-	Params    map[string]string
-	Private   bool // run once per ε
+	Params    map[string]string // over the variant's rank and Extra
 }
 
 // PersonalFit is the outcome of one fit: mean held-out accuracy, wall
@@ -331,7 +330,13 @@ func scalarOf(res *sdk.Result, name string) float64 {
 type PersonalVariant struct {
 	Name string
 	Task PersonalTask
+	// Rank is given to every fit (0: the estimators' own default rank, and
+	// no random-representation reference).
 	Rank int
+	// Methods, when set, are the private configurations run at every ε
+	// instead of the study's standard list (fedrep-private's defaults and
+	// the additions AltMin, CompareZCDP and the config's Classify ask for).
+	Methods []PersonalMethod
 	// Extra parameters every fedrep estimator of this variant gets
 	// (declared, public choices such as local_fraction).
 	Extra map[string]string
@@ -414,6 +419,44 @@ func DefaultPersonalStudy() PersonalStudyConfig {
 			{Name: "harder, twice the users: 10000 users, 2 training + 2 held-out rows, rank 9", Task: many, Rank: 9},
 		},
 		Eps: []float64{0.5, 1, 2, 4}, Delta: 1e-6, Seeds: 3, Classify: true,
+	}
+}
+
+// DefaultsPersonalStudy measures the defaults of fedrep-private and
+// fedrep-classify where users judge them (bench/results/fedrep-defaults.md):
+// the task (6 training rows per user) and its 2-row variant, at
+// the estimators' default rank with iterations (T) given explicitly at each
+// of iters, the fixed ranks and (when selectRanks is not empty) the private
+// selection among selectRanks (scored by accuracy) at the last T of iters,
+// so that the rows keep their meaning when a default changes.
+func DefaultsPersonalStudy(iters, ranks []int, selectRanks string) PersonalStudyConfig {
+	var methods []PersonalMethod
+	for _, e := range []struct {
+		name string
+		est  sdk.Estimator
+	}{{"fedrep-private", fedrep.PrivateFedRep{}}, {"fedrep-classify", fedrep.Classify{}}} {
+		for _, t := range iters {
+			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, default rank, iterations=%d", e.name, t), e.est, map[string]string{"iterations": fmt.Sprint(t)}})
+		}
+		for _, r := range ranks {
+			t := iters[len(iters)-1]
+			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, rank=%d, iterations=%d", e.name, r, t), e.est, map[string]string{"rank": fmt.Sprint(r), "iterations": fmt.Sprint(t)}})
+		}
+		if selectRanks != "" {
+			t := iters[len(iters)-1]
+			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, select_rank=%s, iterations=%d", e.name, selectRanks, t), e.est,
+				map[string]string{"select_rank": selectRanks, "select_score": "accuracy", "iterations": fmt.Sprint(t)}})
+		}
+	}
+	base := DefaultPersonalTask()
+	few := base
+	few.Train = 2
+	return PersonalStudyConfig{
+		Variants: []PersonalVariant{
+			{Name: "5000 users, 6 training + 4 held-out rows", Task: base, Methods: methods},
+			{Name: "5000 users, 2 training + 4 held-out rows", Task: few, Methods: methods},
+		},
+		Eps: []float64{1}, Delta: 1e-6, Seeds: 3,
 	}
 }
 
@@ -512,13 +555,6 @@ func (pc *personalCells) rows(eps []float64) []PersonalRow {
 	return rows
 }
 
-// personalRun is one private estimator configuration of the study.
-type personalRun struct {
-	name string
-	est  sdk.Estimator
-	over map[string]string
-}
-
 // runPersonalSeed builds variant v's task at seed s and records the
 // references (each user alone, a random representation, non-private
 // FedRep) and every private configuration at every ε.
@@ -532,12 +568,17 @@ func runPersonalSeed(ctx context.Context, cfg PersonalStudyConfig, v PersonalVar
 		return err
 	}
 	col.add("each user alone (ridge λ = 1)", 0, nil, a)
-	if a, err = v.Task.RandomRepAccuracy(ds, v.Rank, uint64(s)); err != nil {
-		return err
+	if v.Rank > 0 {
+		if a, err = v.Task.RandomRepAccuracy(ds, v.Rank, uint64(s)); err != nil {
+			return err
+		}
+		col.add("random representation, local heads", 0, nil, a)
 	}
-	col.add("random representation, local heads", 0, nil, a)
 	params := func(over map[string]string) map[string]string {
-		p := map[string]string{"rank": fmt.Sprint(v.Rank)}
+		p := map[string]string{}
+		if v.Rank > 0 {
+			p["rank"] = fmt.Sprint(v.Rank)
+		}
 		for k, x := range v.Extra {
 			p[k] = x
 		}
@@ -552,24 +593,27 @@ func runPersonalSeed(ctx context.Context, cfg PersonalStudyConfig, v PersonalVar
 		return fmt.Errorf("%s: non-private FedRep: %w", v.Name, err)
 	}
 	col.add("non-private FedRep", 0, f, f.Accuracy)
-	runs := []personalRun{{"fedrep-private, defaults", fedrep.PrivateFedRep{}, nil}}
-	if v.CompareZCDP {
-		runs = append(runs, personalRun{"fedrep-private, defaults with noise=zcdp (before)", fedrep.PrivateFedRep{}, map[string]string{"noise": "zcdp"}})
-	}
-	if v.AltMin {
-		runs = append(runs, personalRun{"fedrep-privaltmin, defaults", fedrep.PrivAltMin{}, nil})
-	}
-	if cfg.Classify {
-		runs = append(runs, personalRun{"fedrep-classify, defaults", fedrep.Classify{}, nil})
+	runs := v.Methods
+	if runs == nil {
+		runs = []PersonalMethod{{"fedrep-private, defaults", fedrep.PrivateFedRep{}, nil}}
+		if v.CompareZCDP {
+			runs = append(runs, PersonalMethod{"fedrep-private, defaults with noise=zcdp (before)", fedrep.PrivateFedRep{}, map[string]string{"noise": "zcdp"}})
+		}
+		if v.AltMin {
+			runs = append(runs, PersonalMethod{"fedrep-privaltmin, defaults", fedrep.PrivAltMin{}, nil})
+		}
+		if cfg.Classify {
+			runs = append(runs, PersonalMethod{"fedrep-classify, defaults", fedrep.Classify{}, nil})
+		}
 	}
 	for _, eps := range cfg.Eps {
 		grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}
 		for _, r := range runs {
-			f, err := v.Task.FitPersonal(ctx, ds, r.est, params(r.over), grant, seed+uint64(10*eps))
+			f, err := v.Task.FitPersonal(ctx, ds, r.Estimator, params(r.Params), grant, seed+uint64(10*eps))
 			if err != nil {
-				return fmt.Errorf("%s: %s at ε = %g: %w", v.Name, r.name, eps, err)
+				return fmt.Errorf("%s: %s at ε = %g: %w", v.Name, r.Label, eps, err)
 			}
-			col.add(r.name, eps, f, f.Accuracy)
+			col.add(r.Label, eps, f, f.Accuracy)
 		}
 		for _, pt := range v.Tunes {
 			if !pt.runsAt(eps) {

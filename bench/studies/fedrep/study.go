@@ -57,7 +57,7 @@ func PaperStudyConfig() StudyConfig {
 			{Label: "Private FedRep (defaults)", Estimator: fedrep.PrivateFedRep{}, Params: map[string]string{"head_data": "all", "local_fraction": "0"}, Private: true},
 			{Label: "Priv-AltMin (disjoint groups, exact)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"init_clip": "50"}, Private: true},
 			{Label: "Priv-AltMin (all users, code, exact)", Estimator: fedrep.PrivAltMin{}, Params: map[string]string{"groups": "all", "init_clip": "50"}, Private: true},
-			{Label: "Non-private FedRep", Estimator: fedrep.NonPrivateFedRep{}, Params: map[string]string{"step_guard": "false"}},
+			{Label: "Non-private FedRep", Estimator: fedrep.NonPrivateFedRep{}, Params: map[string]string{"iterations": "5", "step_guard": "false"}},
 		}}
 }
 
@@ -65,7 +65,7 @@ func PaperStudyConfig() StudyConfig {
 // ψ_init = 50, init share 0.2, no step guard) to a FedRep method's
 // parameters: the replication rows of bench/results/fedrep.md §1.
 func paperFedRep(p map[string]string) map[string]string {
-	out := map[string]string{"step": "2.5", "init_clip": "50", "init_share": "0.2", "step_guard": "false"}
+	out := map[string]string{"iterations": "5", "step": "2.5", "init_clip": "50", "init_share": "0.2", "step_guard": "false"}
 	for k, v := range p {
 		out[k] = v
 	}
