@@ -175,10 +175,6 @@ type EstimatorInfo struct {
 	// non_private marks a reference estimator that releases a non-private
 	// result; hosts must not present its output as private.
 	NonPrivate bool `protobuf:"varint,10,opt,name=non_private,json=nonPrivate,proto3" json:"non_private,omitempty"`
-	// statistics marks a rows estimator that also runs on the rows'
-	// aggregated statistics (a DatasetHandle with statistics set) in place
-	// of the rows; hosts send statistics only to such estimators.
-	Statistics bool `protobuf:"varint,11,opt,name=statistics,proto3" json:"statistics,omitempty"`
 	// remote marks an estimator that also runs on a data set it cannot read,
 	// reached only through aggregation passes (DatasetHandle.remote,
 	// FitPasses); hosts send remote data sets only to such estimators.
@@ -283,13 +279,6 @@ func (x *EstimatorInfo) GetReferences() []string {
 func (x *EstimatorInfo) GetNonPrivate() bool {
 	if x != nil {
 		return x.NonPrivate
-	}
-	return false
-}
-
-func (x *EstimatorInfo) GetStatistics() bool {
-	if x != nil {
-		return x.Statistics
 	}
 	return false
 }
@@ -573,10 +562,6 @@ type DatasetHandle struct {
 	UserIds   *FileRef               `protobuf:"bytes,11,opt,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
 	Labels    *FileRef               `protobuf:"bytes,12,opt,name=labels,proto3" json:"labels,omitempty"`
 	Version   int32                  `protobuf:"varint,13,opt,name=version,proto3" json:"version,omitempty"` // handle format version
-	// statistics, when set, replaces the rows (x is then unset): the data
-	// set is known only through aggregates computed elsewhere (a Beam
-	// pipeline) and validated by the host. kind is "rows".
-	Statistics *Statistics `protobuf:"bytes,14,opt,name=statistics,proto3" json:"statistics,omitempty"`
 	// remote, when set, replaces the rows and every side column (x, y,
 	// user_start, user_ids, labels unset): the data set is held elsewhere
 	// (shards a Beam pipeline reads) and the plugin reaches it only through
@@ -708,13 +693,6 @@ func (x *DatasetHandle) GetVersion() int32 {
 	return 0
 }
 
-func (x *DatasetHandle) GetStatistics() *Statistics {
-	if x != nil {
-		return x.Statistics
-	}
-	return nil
-}
-
 func (x *DatasetHandle) GetRemote() *RemoteShape {
 	if x != nil {
 		return x.Remote
@@ -801,88 +779,23 @@ func (x *RemoteShape) GetUsers() int64 {
 	return 0
 }
 
-// Statistics are a rows data set's aggregates: with w_i = min(1, clip/‖x_i‖)
-// (w_i = 1 when clip is 0), sum = Σ w_i x_i (p values) and moment =
-// Σ w_i² x_i x_iᵀ (p×p, row-major, symmetric, not divided by n); n is
-// DatasetHandle.n.
-type Statistics struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Clip          float64                `protobuf:"fixed64,1,opt,name=clip,proto3" json:"clip,omitempty"`   // the public row-norm bound applied before aggregation (0: none)
-	Sum           *FileRef               `protobuf:"bytes,2,opt,name=sum,proto3" json:"sum,omitempty"`       // p float64 values
-	Moment        *FileRef               `protobuf:"bytes,3,opt,name=moment,proto3" json:"moment,omitempty"` // p·p float64 values
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Statistics) Reset() {
-	*x = Statistics{}
-	mi := &file_dplr_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Statistics) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Statistics) ProtoMessage() {}
-
-func (x *Statistics) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Statistics.ProtoReflect.Descriptor instead.
-func (*Statistics) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *Statistics) GetClip() float64 {
-	if x != nil {
-		return x.Clip
-	}
-	return 0
-}
-
-func (x *Statistics) GetSum() *FileRef {
-	if x != nil {
-		return x.Sum
-	}
-	return nil
-}
-
-func (x *Statistics) GetMoment() *FileRef {
-	if x != nil {
-		return x.Moment
-	}
-	return nil
-}
-
 // Shape is a data set's public dimensions (never its content).
 type Shape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`              // "rows", "trace" or "users"
-	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`                   // rows (or observations)
-	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`                   // columns (features)
-	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`                 // trace regression: matrix rows
-	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`                 // trace regression: matrix columns
-	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"`           // users data: number of users
-	Statistics    bool                   `protobuf:"varint,7,opt,name=statistics,proto3" json:"statistics,omitempty"` // rows data known only through its statistics
-	Remote        bool                   `protobuf:"varint,8,opt,name=remote,proto3" json:"remote,omitempty"`         // data held elsewhere, reached only through passes (FitPasses)
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`      // "rows", "trace" or "users"
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`           // rows (or observations)
+	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`           // columns (features)
+	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`         // trace regression: matrix rows
+	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`         // trace regression: matrix columns
+	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"`   // users data: number of users
+	Remote        bool                   `protobuf:"varint,8,opt,name=remote,proto3" json:"remote,omitempty"` // data held elsewhere, reached only through passes (FitPasses)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +807,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +820,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{9}
+	return file_dplr_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Shape) GetKind() string {
@@ -952,13 +865,6 @@ func (x *Shape) GetUsers() int64 {
 	return 0
 }
 
-func (x *Shape) GetStatistics() bool {
-	if x != nil {
-		return x.Statistics
-	}
-	return false
-}
-
 func (x *Shape) GetRemote() bool {
 	if x != nil {
 		return x.Remote
@@ -980,7 +886,7 @@ type CheckRequest struct {
 
 func (x *CheckRequest) Reset() {
 	*x = CheckRequest{}
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +898,7 @@ func (x *CheckRequest) String() string {
 func (*CheckRequest) ProtoMessage() {}
 
 func (x *CheckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +911,7 @@ func (x *CheckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
 func (*CheckRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{10}
+	return file_dplr_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckRequest) GetEstimator() string {
@@ -1063,7 +969,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +981,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +994,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{11}
+	return file_dplr_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckResponse) GetFootprintBytes() int64 {
@@ -1136,7 +1042,7 @@ type FitRequest struct {
 
 func (x *FitRequest) Reset() {
 	*x = FitRequest{}
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1054,7 @@ func (x *FitRequest) String() string {
 func (*FitRequest) ProtoMessage() {}
 
 func (x *FitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1067,7 @@ func (x *FitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitRequest.ProtoReflect.Descriptor instead.
 func (*FitRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{12}
+	return file_dplr_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FitRequest) GetEstimator() string {
@@ -1223,7 +1129,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1141,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1154,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{13}
+	return file_dplr_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Step) GetName() string {
@@ -1357,7 +1263,7 @@ type Guarantee struct {
 
 func (x *Guarantee) Reset() {
 	*x = Guarantee{}
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1275,7 @@ func (x *Guarantee) String() string {
 func (*Guarantee) ProtoMessage() {}
 
 func (x *Guarantee) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1288,7 @@ func (x *Guarantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Guarantee.ProtoReflect.Descriptor instead.
 func (*Guarantee) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{14}
+	return file_dplr_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Guarantee) GetKind() string {
@@ -1482,7 +1388,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1400,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1413,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{15}
+	return file_dplr_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Progress) GetStage() string {
@@ -1555,7 +1461,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1473,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1486,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{16}
+	return file_dplr_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MatrixChunk) GetName() string {
@@ -1645,7 +1551,7 @@ type Scalar struct {
 
 func (x *Scalar) Reset() {
 	*x = Scalar{}
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1563,7 @@ func (x *Scalar) String() string {
 func (*Scalar) ProtoMessage() {}
 
 func (x *Scalar) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1576,7 @@ func (x *Scalar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scalar.ProtoReflect.Descriptor instead.
 func (*Scalar) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{17}
+	return file_dplr_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Scalar) GetName() string {
@@ -1715,7 +1621,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1633,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1646,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{18}
+	return file_dplr_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Series) GetName() string {
@@ -1791,7 +1697,7 @@ type FitResult struct {
 
 func (x *FitResult) Reset() {
 	*x = FitResult{}
-	mi := &file_dplr_proto_msgTypes[19]
+	mi := &file_dplr_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1709,7 @@ func (x *FitResult) String() string {
 func (*FitResult) ProtoMessage() {}
 
 func (x *FitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[19]
+	mi := &file_dplr_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1722,7 @@ func (x *FitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitResult.ProtoReflect.Descriptor instead.
 func (*FitResult) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{19}
+	return file_dplr_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FitResult) GetScalars() []*Scalar {
@@ -1901,7 +1807,7 @@ type FitEvent struct {
 
 func (x *FitEvent) Reset() {
 	*x = FitEvent{}
-	mi := &file_dplr_proto_msgTypes[20]
+	mi := &file_dplr_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +1819,7 @@ func (x *FitEvent) String() string {
 func (*FitEvent) ProtoMessage() {}
 
 func (x *FitEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[20]
+	mi := &file_dplr_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +1832,7 @@ func (x *FitEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitEvent.ProtoReflect.Descriptor instead.
 func (*FitEvent) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{20}
+	return file_dplr_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FitEvent) GetEvent() isFitEvent_Event {
@@ -2047,7 +1953,7 @@ type FitInput struct {
 
 func (x *FitInput) Reset() {
 	*x = FitInput{}
-	mi := &file_dplr_proto_msgTypes[21]
+	mi := &file_dplr_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +1965,7 @@ func (x *FitInput) String() string {
 func (*FitInput) ProtoMessage() {}
 
 func (x *FitInput) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[21]
+	mi := &file_dplr_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +1978,7 @@ func (x *FitInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitInput.ProtoReflect.Descriptor instead.
 func (*FitInput) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{21}
+	return file_dplr_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FitInput) GetInput() isFitInput_Input {
@@ -2137,7 +2043,7 @@ type ArrayChunk struct {
 
 func (x *ArrayChunk) Reset() {
 	*x = ArrayChunk{}
-	mi := &file_dplr_proto_msgTypes[22]
+	mi := &file_dplr_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2055,7 @@ func (x *ArrayChunk) String() string {
 func (*ArrayChunk) ProtoMessage() {}
 
 func (x *ArrayChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[22]
+	mi := &file_dplr_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2068,7 @@ func (x *ArrayChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayChunk.ProtoReflect.Descriptor instead.
 func (*ArrayChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{22}
+	return file_dplr_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ArrayChunk) GetName() string {
@@ -2224,7 +2130,7 @@ type PassRequest struct {
 
 func (x *PassRequest) Reset() {
 	*x = PassRequest{}
-	mi := &file_dplr_proto_msgTypes[23]
+	mi := &file_dplr_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2142,7 @@ func (x *PassRequest) String() string {
 func (*PassRequest) ProtoMessage() {}
 
 func (x *PassRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[23]
+	mi := &file_dplr_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2155,7 @@ func (x *PassRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassRequest.ProtoReflect.Descriptor instead.
 func (*PassRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{23}
+	return file_dplr_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PassRequest) GetId() uint64 {
@@ -2311,7 +2217,7 @@ type PassReply struct {
 
 func (x *PassReply) Reset() {
 	*x = PassReply{}
-	mi := &file_dplr_proto_msgTypes[24]
+	mi := &file_dplr_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2229,7 @@ func (x *PassReply) String() string {
 func (*PassReply) ProtoMessage() {}
 
 func (x *PassReply) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[24]
+	mi := &file_dplr_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2242,7 @@ func (x *PassReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassReply.ProtoReflect.Descriptor instead.
 func (*PassReply) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{24}
+	return file_dplr_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PassReply) GetId() uint64 {
@@ -2396,7 +2302,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dplr_proto_msgTypes[25]
+	mi := &file_dplr_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2314,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[25]
+	mi := &file_dplr_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2327,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{25}
+	return file_dplr_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ModelOutput) GetName() string {
@@ -2475,7 +2381,7 @@ type TransformRequest struct {
 
 func (x *TransformRequest) Reset() {
 	*x = TransformRequest{}
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2393,7 @@ func (x *TransformRequest) String() string {
 func (*TransformRequest) ProtoMessage() {}
 
 func (x *TransformRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2406,7 @@ func (x *TransformRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformRequest.ProtoReflect.Descriptor instead.
 func (*TransformRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{26}
+	return file_dplr_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TransformRequest) GetEstimator() string {
@@ -2556,7 +2462,7 @@ type CheckResponse_MechanismUse struct {
 
 func (x *CheckResponse_MechanismUse) Reset() {
 	*x = CheckResponse_MechanismUse{}
-	mi := &file_dplr_proto_msgTypes[28]
+	mi := &file_dplr_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2474,7 @@ func (x *CheckResponse_MechanismUse) String() string {
 func (*CheckResponse_MechanismUse) ProtoMessage() {}
 
 func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[28]
+	mi := &file_dplr_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +2487,7 @@ func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse_MechanismUse.ProtoReflect.Descriptor instead.
 func (*CheckResponse_MechanismUse) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{11, 0}
+	return file_dplr_proto_rawDescGZIP(), []int{10, 0}
 }
 
 func (x *CheckResponse_MechanismUse) GetMechanism() string {
@@ -2613,7 +2519,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\n" +
 	"estimators\x18\x05 \x03(\v2\x16.dplr.v1.EstimatorInfoR\n" +
 	"estimators\x12)\n" +
-	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xf1\x02\n" +
+	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xe3\x02\n" +
 	"\rEstimatorInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -2628,11 +2534,9 @@ const file_dplr_proto_rawDesc = "" +
 	"references\x12\x1f\n" +
 	"\vnon_private\x18\n" +
 	" \x01(\bR\n" +
-	"nonPrivate\x12\x1e\n" +
-	"\n" +
-	"statistics\x18\v \x01(\bR\n" +
-	"statistics\x12\x16\n" +
-	"\x06remote\x18\f \x01(\bR\x06remote\"\xde\x01\n" +
+	"nonPrivate\x12\x16\n" +
+	"\x06remote\x18\f \x01(\bR\x06remoteJ\x04\b\v\x10\fR\n" +
+	"statistics\"\xde\x01\n" +
 	"\tParamSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12#\n" +
@@ -2655,7 +2559,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05dtype\x18\x03 \x01(\tR\x05dtype\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x03R\x05count\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
-	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\xcc\x03\n" +
+	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\xa9\x03\n" +
 	"\rDatasetHandle\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x12\n" +
@@ -2671,33 +2575,24 @@ const file_dplr_proto_rawDesc = "" +
 	" \x01(\v2\x10.dplr.v1.FileRefR\tuserStart\x12+\n" +
 	"\buser_ids\x18\v \x01(\v2\x10.dplr.v1.FileRefR\auserIds\x12(\n" +
 	"\x06labels\x18\f \x01(\v2\x10.dplr.v1.FileRefR\x06labels\x12\x18\n" +
-	"\aversion\x18\r \x01(\x05R\aversion\x123\n" +
-	"\n" +
-	"statistics\x18\x0e \x01(\v2\x13.dplr.v1.StatisticsR\n" +
-	"statistics\x12,\n" +
-	"\x06remote\x18\x0f \x01(\v2\x14.dplr.v1.RemoteShapeR\x06remote\"_\n" +
+	"\aversion\x18\r \x01(\x05R\aversion\x12,\n" +
+	"\x06remote\x18\x0f \x01(\v2\x14.dplr.v1.RemoteShapeR\x06remoteJ\x04\b\x0e\x10\x0fR\n" +
+	"statistics\"_\n" +
 	"\vRemoteShape\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\f\n" +
 	"\x01p\x18\x02 \x01(\x03R\x01p\x12\x0e\n" +
 	"\x02d1\x18\x03 \x01(\x03R\x02d1\x12\x0e\n" +
 	"\x02d2\x18\x04 \x01(\x03R\x02d2\x12\x14\n" +
-	"\x05users\x18\x05 \x01(\x03R\x05users\"n\n" +
-	"\n" +
-	"Statistics\x12\x12\n" +
-	"\x04clip\x18\x01 \x01(\x01R\x04clip\x12\"\n" +
-	"\x03sum\x18\x02 \x01(\v2\x10.dplr.v1.FileRefR\x03sum\x12(\n" +
-	"\x06moment\x18\x03 \x01(\v2\x10.dplr.v1.FileRefR\x06moment\"\xa5\x01\n" +
+	"\x05users\x18\x05 \x01(\x03R\x05users\"\x97\x01\n" +
 	"\x05Shape\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\f\n" +
 	"\x01p\x18\x03 \x01(\x03R\x01p\x12\x0e\n" +
 	"\x02d1\x18\x04 \x01(\x03R\x02d1\x12\x0e\n" +
 	"\x02d2\x18\x05 \x01(\x03R\x02d2\x12\x14\n" +
-	"\x05users\x18\x06 \x01(\x03R\x05users\x12\x1e\n" +
-	"\n" +
-	"statistics\x18\a \x01(\bR\n" +
-	"statistics\x12\x16\n" +
-	"\x06remote\x18\b \x01(\bR\x06remote\"\xee\x01\n" +
+	"\x05users\x18\x06 \x01(\x03R\x05users\x12\x16\n" +
+	"\x06remote\x18\b \x01(\bR\x06remoteJ\x04\b\a\x10\bR\n" +
+	"statistics\"\xee\x01\n" +
 	"\fCheckRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x129\n" +
 	"\x06params\x18\x02 \x03(\v2!.dplr.v1.CheckRequest.ParamsEntryR\x06params\x12$\n" +
@@ -2874,7 +2769,7 @@ func file_dplr_proto_rawDescGZIP() []byte {
 	return file_dplr_proto_rawDescData
 }
 
-var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_dplr_proto_goTypes = []any{
 	(*CatalogueRequest)(nil),           // 0: dplr.v1.CatalogueRequest
 	(*CatalogueResponse)(nil),          // 1: dplr.v1.CatalogueResponse
@@ -2884,33 +2779,32 @@ var file_dplr_proto_goTypes = []any{
 	(*FileRef)(nil),                    // 5: dplr.v1.FileRef
 	(*DatasetHandle)(nil),              // 6: dplr.v1.DatasetHandle
 	(*RemoteShape)(nil),                // 7: dplr.v1.RemoteShape
-	(*Statistics)(nil),                 // 8: dplr.v1.Statistics
-	(*Shape)(nil),                      // 9: dplr.v1.Shape
-	(*CheckRequest)(nil),               // 10: dplr.v1.CheckRequest
-	(*CheckResponse)(nil),              // 11: dplr.v1.CheckResponse
-	(*FitRequest)(nil),                 // 12: dplr.v1.FitRequest
-	(*Step)(nil),                       // 13: dplr.v1.Step
-	(*Guarantee)(nil),                  // 14: dplr.v1.Guarantee
-	(*Progress)(nil),                   // 15: dplr.v1.Progress
-	(*MatrixChunk)(nil),                // 16: dplr.v1.MatrixChunk
-	(*Scalar)(nil),                     // 17: dplr.v1.Scalar
-	(*Series)(nil),                     // 18: dplr.v1.Series
-	(*FitResult)(nil),                  // 19: dplr.v1.FitResult
-	(*FitEvent)(nil),                   // 20: dplr.v1.FitEvent
-	(*FitInput)(nil),                   // 21: dplr.v1.FitInput
-	(*ArrayChunk)(nil),                 // 22: dplr.v1.ArrayChunk
-	(*PassRequest)(nil),                // 23: dplr.v1.PassRequest
-	(*PassReply)(nil),                  // 24: dplr.v1.PassReply
-	(*ModelOutput)(nil),                // 25: dplr.v1.ModelOutput
-	(*TransformRequest)(nil),           // 26: dplr.v1.TransformRequest
-	nil,                                // 27: dplr.v1.CheckRequest.ParamsEntry
-	(*CheckResponse_MechanismUse)(nil), // 28: dplr.v1.CheckResponse.MechanismUse
-	nil,                                // 29: dplr.v1.FitRequest.ParamsEntry
-	nil,                                // 30: dplr.v1.PassRequest.ParamsEntry
-	nil,                                // 31: dplr.v1.PassReply.ScalarsEntry
-	nil,                                // 32: dplr.v1.TransformRequest.ParamsEntry
-	nil,                                // 33: dplr.v1.TransformRequest.ScalarsEntry
-	nil,                                // 34: dplr.v1.TransformRequest.OptionsEntry
+	(*Shape)(nil),                      // 8: dplr.v1.Shape
+	(*CheckRequest)(nil),               // 9: dplr.v1.CheckRequest
+	(*CheckResponse)(nil),              // 10: dplr.v1.CheckResponse
+	(*FitRequest)(nil),                 // 11: dplr.v1.FitRequest
+	(*Step)(nil),                       // 12: dplr.v1.Step
+	(*Guarantee)(nil),                  // 13: dplr.v1.Guarantee
+	(*Progress)(nil),                   // 14: dplr.v1.Progress
+	(*MatrixChunk)(nil),                // 15: dplr.v1.MatrixChunk
+	(*Scalar)(nil),                     // 16: dplr.v1.Scalar
+	(*Series)(nil),                     // 17: dplr.v1.Series
+	(*FitResult)(nil),                  // 18: dplr.v1.FitResult
+	(*FitEvent)(nil),                   // 19: dplr.v1.FitEvent
+	(*FitInput)(nil),                   // 20: dplr.v1.FitInput
+	(*ArrayChunk)(nil),                 // 21: dplr.v1.ArrayChunk
+	(*PassRequest)(nil),                // 22: dplr.v1.PassRequest
+	(*PassReply)(nil),                  // 23: dplr.v1.PassReply
+	(*ModelOutput)(nil),                // 24: dplr.v1.ModelOutput
+	(*TransformRequest)(nil),           // 25: dplr.v1.TransformRequest
+	nil,                                // 26: dplr.v1.CheckRequest.ParamsEntry
+	(*CheckResponse_MechanismUse)(nil), // 27: dplr.v1.CheckResponse.MechanismUse
+	nil,                                // 28: dplr.v1.FitRequest.ParamsEntry
+	nil,                                // 29: dplr.v1.PassRequest.ParamsEntry
+	nil,                                // 30: dplr.v1.PassReply.ScalarsEntry
+	nil,                                // 31: dplr.v1.TransformRequest.ParamsEntry
+	nil,                                // 32: dplr.v1.TransformRequest.ScalarsEntry
+	nil,                                // 33: dplr.v1.TransformRequest.OptionsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
 	2,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
@@ -2920,52 +2814,49 @@ var file_dplr_proto_depIdxs = []int32{
 	5,  // 4: dplr.v1.DatasetHandle.user_start:type_name -> dplr.v1.FileRef
 	5,  // 5: dplr.v1.DatasetHandle.user_ids:type_name -> dplr.v1.FileRef
 	5,  // 6: dplr.v1.DatasetHandle.labels:type_name -> dplr.v1.FileRef
-	8,  // 7: dplr.v1.DatasetHandle.statistics:type_name -> dplr.v1.Statistics
-	7,  // 8: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
-	5,  // 9: dplr.v1.Statistics.sum:type_name -> dplr.v1.FileRef
-	5,  // 10: dplr.v1.Statistics.moment:type_name -> dplr.v1.FileRef
-	27, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
-	4,  // 12: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
-	9,  // 13: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
-	28, // 14: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
-	29, // 15: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
-	4,  // 16: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
-	6,  // 17: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
-	17, // 18: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
-	18, // 19: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
-	14, // 20: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
-	13, // 21: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
-	15, // 22: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
-	13, // 23: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
-	16, // 24: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
-	19, // 25: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
-	23, // 26: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
-	12, // 27: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
-	24, // 28: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
-	30, // 29: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
-	22, // 30: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
-	22, // 31: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
-	31, // 32: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
-	32, // 33: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
-	25, // 34: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
-	33, // 35: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
-	34, // 36: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
-	6,  // 37: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
-	0,  // 38: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	10, // 39: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
-	12, // 40: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	21, // 41: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
-	26, // 42: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
-	1,  // 43: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	11, // 44: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
-	20, // 45: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	20, // 46: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
-	20, // 47: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
-	43, // [43:48] is the sub-list for method output_type
-	38, // [38:43] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	7,  // 7: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
+	26, // 8: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
+	4,  // 9: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
+	8,  // 10: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
+	27, // 11: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
+	28, // 12: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	4,  // 13: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
+	6,  // 14: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
+	16, // 15: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
+	17, // 16: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
+	13, // 17: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
+	12, // 18: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
+	14, // 19: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
+	12, // 20: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
+	15, // 21: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
+	18, // 22: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
+	22, // 23: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
+	11, // 24: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
+	23, // 25: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
+	29, // 26: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
+	21, // 27: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
+	21, // 28: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
+	30, // 29: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
+	31, // 30: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
+	24, // 31: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
+	32, // 32: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
+	33, // 33: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
+	6,  // 34: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
+	0,  // 35: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	9,  // 36: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	11, // 37: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	20, // 38: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
+	25, // 39: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
+	1,  // 40: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	10, // 41: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	19, // 42: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	19, // 43: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
+	19, // 44: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
+	40, // [40:45] is the sub-list for method output_type
+	35, // [35:40] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -2974,8 +2865,8 @@ func file_dplr_proto_init() {
 		return
 	}
 	file_dplr_proto_msgTypes[3].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[12].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[20].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[11].OneofWrappers = []any{}
+	file_dplr_proto_msgTypes[19].OneofWrappers = []any{
 		(*FitEvent_Progress)(nil),
 		(*FitEvent_Log)(nil),
 		(*FitEvent_Step)(nil),
@@ -2983,7 +2874,7 @@ func file_dplr_proto_init() {
 		(*FitEvent_Result)(nil),
 		(*FitEvent_Pass)(nil),
 	}
-	file_dplr_proto_msgTypes[21].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[20].OneofWrappers = []any{
 		(*FitInput_Request)(nil),
 		(*FitInput_Reply)(nil),
 	}
@@ -2993,7 +2884,7 @@ func file_dplr_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
