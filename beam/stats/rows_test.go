@@ -86,13 +86,6 @@ func reference(x []float64, p int, c float64) (n int, sum []float64, moment *mat
 	return n, sum, moment
 }
 
-// clipRow returns a copy of x shrunk to norm c (kernel.Shrink) and
-// whether it was shrunk.
-func clipRow(x []float64, c float64) ([]float64, bool) {
-	y := append([]float64(nil), x...)
-	return y, kernel.Shrink(y, c)
-}
-
 func relErr(a, b mat.Matrix) float64 {
 	var d mat.Dense
 	d.Sub(a, b)

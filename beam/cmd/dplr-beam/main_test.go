@@ -271,7 +271,7 @@ func TestFitEngineBeam(t *testing.T) {
 
 	code, beamOut, stderr := dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, common...)...)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stderr, "beam: pass rows.moment", "pipeline progress on stderr")
+	assert.Contains(t, stderr, "beam: pass rows.centred_moment", "pipeline progress on stderr")
 	src, uBeam := fitU(t, beamOut)
 	assert.Equal(t, id.Hash, src)
 	afterBeam := spent()
