@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
-	"github.com/dplr/dplr/engine/sdk"
 )
 
 // BeamRunners are the Beam runners dplr-beam accepts (prism: embedded,
@@ -102,51 +99,4 @@ func RemoteOf(k data.Kind, sh *data.Remote, id Identity, p data.Passer, name str
 	h := dataio.Handle{Version: dataio.HandleVersion, Kind: k, Hash: id.Hash, Name: name,
 		N: r.N, P: r.P, D1: r.D1, D2: r.D2, Source: &id}
 	return RemoteData(h, &r), nil
-}
-
-// BeamStatistics runs the statistics pipeline over the rows shards with
-// the public row-norm bound clip (0: none) and validates its output,
-// returning the statistics as a prepared data set named name. Its files
-// go below b.Work. Errors are ErrData (ErrRuntime when the work directory
-// cannot be used, ErrInterrupted when ctx ends); nothing is spent.
-func BeamStatistics(ctx context.Context, b BeamShards, clip float64, name string) (Data, error) {
-	out, work := filepath.Join(b.Work, "pipeline"), filepath.Join(b.Work, "validated")
-	for _, d := range []string{out, work} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return Data{}, classed(ErrRuntime, err)
-		}
-	}
-	err := host.RunBeam(ctx, host.BeamRequest{Binary: b.Binary, Data: b.Data, Clip: clip, Runner: b.Runner, BeamFlags: b.BeamFlags,
-		Format: b.Format, Header: b.Header, Scale: b.Scale, Features: b.Features, FeatureList: b.FeatureList,
-		Out: out, Work: b.Work, Stderr: b.Stderr})
-	if err != nil {
-		if ctx.Err() != nil {
-			return Data{}, classed(ErrInterrupted, err)
-		}
-		return Data{}, classed(ErrData, err)
-	}
-	h, err := host.LoadStatistics(out, work)
-	if err != nil {
-		return Data{}, classed(ErrData, fmt.Errorf("%w; nothing was reserved or spent", err))
-	}
-	h.Name = name
-	return Prepared(h), nil
-}
-
-// StatisticsAccept asks the estimator's plugin whether its statistics
-// path serves the request: a pre-flight check on a statistics shape whose
-// dimensions are placeholders (the data are not described yet; what a
-// statistics path refuses, options that need the rows, does not depend
-// on them). Anything but a refusal counts as acceptance: the statistics
-// path checks the request again on the real shape.
-func (c *Client) StatisticsAccept(ctx context.Context, estimator string, params map[string]string, grant Grant) bool {
-	plug, _, err := c.lookup(ctx, estimator)
-	if err != nil {
-		return true
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	h := dataio.Handle{Version: dataio.HandleVersion, Kind: data.Rows, N: 1 << 20, P: 1 << 12, Stats: &dataio.StatsRef{}}
-	_, err = plug.Check(cctx, host.Call{Estimator: estimator, Params: params, Grant: grant, Data: h}, sdk.PlanNone)
-	return !errors.Is(err, host.ErrRequest)
 }

@@ -29,8 +29,7 @@ type Data struct {
 	// modified.
 	Dataset *data.Dataset
 	// Prepared is a handle prepared and validated already (instead of
-	// Path): the statistics of `dplr fit --engine beam`
-	// (BeamStatistics).
+	// Path); see RemoteData.
 	Prepared *Handle
 	// Remote, with Prepared, is a data set held elsewhere and reached only
 	// through aggregation passes (`dplr fit --engine beam` for estimators
@@ -45,10 +44,6 @@ type Data struct {
 // shape and the Passer that runs the aggregation passes an estimator
 // requests (see host.FitRequest.Remote).
 func RemoteData(h Handle, r *data.Remote) Data { return Data{Prepared: &h, Remote: r} }
-
-// Prepared is a data set the host prepared and validated already, such as
-// a pipeline's statistics (BeamStatistics).
-func Prepared(h Handle) Data { return Data{Prepared: &h} }
 
 // File is the data set read from path with opt.
 func File(path string, opt LoadOptions) Data { return Data{Path: path, Load: opt} }

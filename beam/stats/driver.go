@@ -16,8 +16,6 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
-
-	"github.com/dplr/dplr/engine/data"
 )
 
 // Runner names a Beam runner: "prism" (embedded, in-process, the only one
@@ -135,7 +133,7 @@ func readFile(ctx context.Context, path string) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-// Options configure a statistics run.
+// Options configure a pipeline run.
 type Options struct {
 	// Runner is the Beam runner (default prism).
 	Runner Runner
@@ -166,34 +164,6 @@ func (o Options) tempPath(name string) (string, func(), error) {
 		return "", nil, err
 	}
 	return filepath.Join(d, name), func() { os.RemoveAll(d) }, nil
-}
-
-// firstShardCols reads the column count of the first shard.
-func firstShardCols(ctx context.Context, path string, ro ReadOptions) (int, error) {
-	sh, err := readShard(ctx, path, data.Rows, ro, 0, 0)
-	if err != nil {
-		return 0, err
-	}
-	return sh.p, nil
-}
-
-// ComputeRows runs the rows pipeline over the files matching glob and
-// returns the aggregates. A failed pipeline returns an error and nothing
-// else; no budget is involved at this stage.
-func ComputeRows(ctx context.Context, glob string, clip float64, opt Options) (*RowStats, error) {
-	initBeam()
-	paths, err := Expand(ctx, glob)
-	if err != nil {
-		return nil, err
-	}
-	p, err := firstShardCols(ctx, paths[0], opt.Read)
-	if err != nil {
-		return nil, err
-	}
-	opt.progress("beam: rows pipeline over %d shard(s), p = %d, runner %s", len(paths), p, orDefault(opt.Runner))
-	return RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
-		return Rows(s, beam.CreateList(s, paths), p, clip, opt.Read)
-	}, opt)
 }
 
 // RunRows builds a pipeline whose source returns the combined statistics

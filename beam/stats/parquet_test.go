@@ -17,6 +17,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/pass"
 )
 
 // pqLayout is how a test writes a Parquet shard's features.
@@ -136,12 +137,15 @@ func TestParquetRowsMatchesSingleMachine(t *testing.T) {
 				}
 				writeParquet(t, filepath.Join(dir, fmt.Sprintf("s%d.parquet", k)), part, p, nil, nil, tc.lay)
 			}
-			got, err := ComputeRows(context.Background(), filepath.Join(dir, "s*"), c, Options{Read: ReadOptions{Parquet: tc.opt}})
+			ro := ReadOptions{Parquet: tc.opt}
+			gotN, gotSum, gotM, err := momentOf(filepath.Join(dir, "s*"), n, p, c, ro)
 			require.NoError(t, err)
-			require.EqualValues(t, wn, got.N)
-			assert.Less(t, relErr(mat.NewVecDense(p, got.Sum), mat.NewVecDense(p, wsum)), 1e-12)
-			assert.Less(t, relErr(got.SecondMoment(), wm), 1e-12)
-			assert.Equal(t, id, got.ID.Identity(), "source identity")
+			require.EqualValues(t, wn, gotN)
+			assert.Less(t, relErr(mat.NewVecDense(p, gotSum), mat.NewVecDense(p, wsum)), 1e-12)
+			assert.Less(t, relErr(gotM, wm), 1e-12)
+			desc, err := Describe(context.Background(), filepath.Join(dir, "s*"), data.Rows, 0, 0, Options{Read: ro})
+			require.NoError(t, err)
+			assert.Equal(t, id, desc.Identity.Identity(), "source identity")
 		})
 	}
 }
@@ -170,31 +174,26 @@ func TestParquetUsersAndTrace(t *testing.T) {
 			usersMatch(t, filepath.Join(dir, "u*.parquet"), whole, ustatRequest(2))
 
 			// The same files as trace data (d1·d2 = 2×2; the user column
-			// is ignored when the features are named).
+			// is ignored when the features are named): the trace.moment
+			// pass equals pass.Local on the one file's samples.
 			ro := ReadOptions{Parquet: ParquetSchema{List: "x"}}
 			if lay == pqScalars {
 				ro.Parquet = ParquetSchema{Features: []string{"f0", "f1", "f2", "f3"}}
 			}
-			st, err := SufficientStats(context.Background(), filepath.Join(dir, "u*.parquet"), TraceOptions{D1: 2, D2: 2}, 10, Options{Read: ro})
+			us, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
 			require.NoError(t, err)
-			ds, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
+			tr := &data.Dataset{Kind: data.Trace, X: us.X, Y: us.Y, D1: 2, D2: 2}
+			req := pass.TraceMomentRequest{}.Request()
+			want, err := pass.Local(tr).Pass(context.Background(), req)
 			require.NoError(t, err)
-			ref := make([]float64, (d+1)*(d+1))
-			for i := range ds.N() {
-				z, _ := clipRow(append(append([]float64(nil), ds.X.RawRowView(i)...), ds.Y[i]), 10)
-				for a := range d + 1 {
-					for b := a; b < d+1; b++ {
-						ref[a*(d+1)+b] += z[a] * z[b]
-					}
-				}
-			}
-			upper := make([]float64, len(ref))
-			for a := range d + 1 {
-				for b := a; b < d+1; b++ {
-					upper[a*(d+1)+b] = st.Moment[a*(d+1)+b]
-				}
-			}
-			assert.Less(t, relVec(upper, ref), 1e-12)
+			got, err := RunPass(context.Background(), filepath.Join(dir, "u*.parquet"), pass.ShapeOf(tr), ro, req, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, want.Records, got.Records)
+			ws, _ := want.Output("sum")
+			gs, ok := got.Output("sum")
+			require.True(t, ok)
+			assert.Less(t, relVec(gs.Data, ws.Data), 1e-12)
+
 		})
 	}
 }
@@ -255,7 +254,7 @@ func TestParquetReaderErrors(t *testing.T) {
 				}
 				assert.Contains(t, after, wantAfter, "single-machine message")
 			}
-			_, err := ComputeRows(context.Background(), filepath.Join(dir, "s*.parquet"), 1, Options{})
+			_, _, _, err := momentOf(filepath.Join(dir, "s*.parquet"), 22, p, 1, ReadOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "shard "+bad+": "+bad+": "+tc.want)
 		})

@@ -24,17 +24,6 @@ import (
 	"github.com/dplr/dplr/plugins/pca"
 )
 
-// quantileGrid is the private norm quantile's public grid (10⁻⁶ to 10⁶,
-// 16 points per octave), as the pca plugin requests it.
-func quantileGrid() []float64 {
-	steps := int(math.Ceil(math.Log2(1e12) * 16))
-	g := make([]float64, steps+1)
-	for k := range g {
-		g[k] = 1e-6 * math.Exp2(float64(k)/16)
-	}
-	return g
-}
-
 // maxRel is max |a − b| / max |b|.
 func maxRel(a, b []float64) float64 {
 	var d, m float64

@@ -1,10 +1,11 @@
-// Package stats holds dplr's statistics pipelines on Apache Beam: each
-// reads sharded files, bounds every record's (or user's) contribution
-// before any aggregation, and aggregates with associative combiners, so
-// that the same pipeline runs on the embedded prism runner or on a
-// Flink, Spark or Dataflow cluster. What leaves a pipeline is the few
-// aggregates an estimator needs before its privacy steps (and the data
-// set's source identity for the ledger), never a row.
+// Package stats holds dplr's aggregation passes on Apache Beam (the pass
+// kinds of engine/pass, RunPass) and the description of sharded data
+// (Describe: public shape and source identity): each pipeline reads
+// sharded files, bounds every record's (or user's) contribution before
+// any aggregation, and aggregates with associative combiners, so that the
+// same pipeline runs on the embedded prism runner or on a Flink, Spark or
+// Dataflow cluster. What leaves a pipeline is the few aggregates a pass
+// returns (or the data set's shape and source identity), never a row.
 //
 // Inputs are shards matched by a glob on any filesystem Beam knows: .npy,
 // IDX and CSV files are read by the single-machine reader (engine/dataio),
@@ -33,7 +34,7 @@ import (
 )
 
 // RowStats are the aggregates of rows data: the row count, the clipped
-// sum and the clipped second moment, and the source identity.
+// sum and the clipped second moment (the rows.moment pass).
 type RowStats struct {
 	// P is the number of columns.
 	P int
@@ -46,8 +47,6 @@ type RowStats struct {
 	// Moment is the upper triangle (row-major, full p×p storage) of
 	// Σ w_i² x_i x_iᵀ; divide by N for the second moment Σ̂.
 	Moment []float64
-	// ID is the source identity of the (unclipped) rows.
-	ID dataio.IdentityParts
 	// buf holds up to blockRows clipped rows not yet folded into Moment.
 	buf []float64
 }
@@ -96,7 +95,6 @@ func (f *rowsCombineFn) AddInput(a rowsAcc, r ClippedRow) rowsAcc {
 	if len(a.buf) >= blockRows*a.P {
 		a.flush()
 	}
-	a.ID.Merge(r.ID)
 	return a
 }
 
@@ -112,7 +110,6 @@ func (f *rowsCombineFn) MergeAccumulators(a, b rowsAcc) rowsAcc {
 	for j := range a.Moment {
 		a.Moment[j] += b.Moment[j]
 	}
-	a.ID.Merge(b.ID)
 	return a
 }
 
@@ -122,12 +119,10 @@ func (f *rowsCombineFn) ExtractOutput(a rowsAcc) *RowStats {
 	return a
 }
 
-// ClippedRow is one row after contribution bounding, with the identity
-// part of its source values.
+// ClippedRow is one row after contribution bounding.
 type ClippedRow struct {
 	X      []float64
 	Shrunk bool
-	ID     dataio.IdentityParts
 }
 
 // gob coders for the accumulator and rows (Beam's default coders do not
@@ -151,12 +146,11 @@ type wireStats struct {
 	N, Clipped int64
 	Sum        []float64
 	Moment     []float64
-	ID         dataio.IdentityParts
 	Buf        []float64
 }
 
 func encodeStats(s *RowStats) ([]byte, error) {
-	return encodeGob(wireStats{s.P, s.N, s.Clipped, s.Sum, s.Moment, s.ID, s.buf})
+	return encodeGob(wireStats{s.P, s.N, s.Clipped, s.Sum, s.Moment, s.buf})
 }
 
 func decodeStats(b []byte) (*RowStats, error) {
@@ -164,7 +158,7 @@ func decodeStats(b []byte) (*RowStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RowStats{P: w.P, N: w.N, Clipped: w.Clipped, Sum: w.Sum, Moment: w.Moment, ID: w.ID, buf: w.Buf}, nil
+	return &RowStats{P: w.P, N: w.N, Clipped: w.Clipped, Sum: w.Sum, Moment: w.Moment, buf: w.Buf}, nil
 }
 
 func init() {
@@ -194,21 +188,19 @@ func CombineRows(s beam.Scope, rows beam.PCollection, p int) beam.PCollection {
 }
 
 // NewClippedRow returns x (source values, before any scaling) as a record
-// of the rows pipeline: the identity part of x, then x multiplied by scale
-// (0: 1) and clipped to norm clip (≤ 0 or +Inf: unclipped). x is not
-// modified. It fails on a value that scaling made non-finite.
+// of the rows pipeline: x multiplied by scale (0: 1) and clipped to norm
+// clip (≤ 0 or +Inf: unclipped). x is not modified. It fails on a value
+// that scaling made non-finite.
 func NewClippedRow(x []float64, scale, clip float64) (ClippedRow, error) {
-	var id dataio.IdentityParts
-	id.AddRow(x)
 	cx, err := scaledRow(x, scale, make([]float64, len(x)))
 	if err != nil {
 		return ClippedRow{}, err
 	}
 	if kernel.ClipFactor(cx, clip) == 1 {
-		return ClippedRow{X: cx, ID: id}, nil // x itself when unscaled
+		return ClippedRow{X: cx}, nil // x itself when unscaled
 	}
 	cx = append([]float64(nil), cx...) // x is not modified
-	return ClippedRow{X: cx, Shrunk: kernel.Shrink(cx, clip), ID: id}, nil
+	return ClippedRow{X: cx, Shrunk: kernel.Shrink(cx, clip)}, nil
 }
 
 // ReadOptions says how a shard is read (a subset of dataio.LoadOptions
@@ -255,75 +247,22 @@ type readRowsFn struct {
 }
 
 // ProcessElement reads the shard at path.
-//
-// The rows' identity is that of the source records: the selected values
-// of each row, except for a CSV shard read with a column selection
-// (Opt.Parquet.Features), whose identity is that of its whole records as
-// dplr-beam describe and dplr fit take it (shardIdentity); those parts
-// ride on the shard's first row and the other rows carry none (merging
-// the zero IdentityParts changes nothing).
 func (f *readRowsFn) ProcessElement(ctx context.Context, path string, emit func(ClippedRow)) error {
-	local, cleanup, err := localCopy(ctx, path)
+	sh, err := readShard(ctx, path, data.Rows, f.Opt, 0, 0)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	sh, err := readLocal(local, data.Rows, f.Opt, 0, 0)
-	if err != nil {
-		return fmt.Errorf("shard %s: %w", path, err)
-	}
 	if sh.p != f.P {
-		return fmt.Errorf("shard %s: %d columns, the first shard has %d", path, sh.p, f.P)
-	}
-	var shardID *dataio.IdentityParts
-	csv, err := f.selectsCSVColumns(local)
-	if err != nil {
-		return fmt.Errorf("shard %s: %w", path, err)
-	}
-	if csv {
-		d, _, err := shardIdentity(ctx, local, data.Rows, f.Opt, 0, 0)
-		if err != nil {
-			return err
-		}
-		if d.N != int64(sh.n) {
-			return fmt.Errorf("shard %s: identity of %d records, %d rows read", path, d.N, sh.n)
-		}
-		shardID = &d.ID
+		return fmt.Errorf("shard %s: %d columns, the data set has %d", path, sh.p, f.P)
 	}
 	for i := range sh.n {
 		r, err := NewClippedRow(sh.row(i), f.Opt.Scale, f.Clip)
 		if err != nil {
 			return fmt.Errorf("shard %s: row %d: %w", path, i, err)
 		}
-		if shardID != nil {
-			r.ID = dataio.IdentityParts{}
-			if i == 0 {
-				r.ID = *shardID
-			}
-		}
 		emit(r)
 	}
 	return nil
-}
-
-// selectsCSVColumns reports whether the shard at local (a local file) is
-// a CSV file read with a column selection: the one case where the
-// selected values are not the source records.
-func (f *readRowsFn) selectsCSVColumns(local string) (bool, error) {
-	if len(f.Opt.Parquet.Features) == 0 || isParquet(local, f.Opt.Format) {
-		return false, nil
-	}
-	lo, err := f.Opt.load()
-	if err != nil {
-		return false, err
-	}
-	format := lo.Format
-	if format == dataio.FormatAuto {
-		if format, _, err = dataio.DetectFormat(local); err != nil {
-			return false, fmt.Errorf("%s: %w", local, err)
-		}
-	}
-	return format == dataio.FormatCSV, nil
 }
 
 func encodeClippedRow(v ClippedRow) ([]byte, error) { return encodeGob(v) }

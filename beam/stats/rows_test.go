@@ -14,8 +14,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/kernel"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/pca"
@@ -84,24 +86,37 @@ func reference(x []float64, p int, c float64) (n int, sum []float64, moment *mat
 	return n, sum, moment
 }
 
-// clipRow returns a copy of x shrunk to norm c (kernel.Shrink) and
-// whether it was shrunk.
-func clipRow(x []float64, c float64) ([]float64, bool) {
-	y := append([]float64(nil), x...)
-	return y, kernel.Shrink(y, c)
-}
-
 func relErr(a, b mat.Matrix) float64 {
 	var d mat.Dense
 	d.Sub(a, b)
 	return mat.Norm(&d, 2) / math.Max(mat.Norm(b, 2), 1e-300)
 }
 
-// TestRowsMatchesSingleMachine: on prism, the sharded pipeline's count,
-// clipped sum, clipped second moment and source identity equal the
-// single-machine path on the one file holding the same rows, and the
-// pca-analyze-gauss release from the pipeline's statistics with the same
-// seed is identical to the single-machine fit.
+// momentOf runs the rows.moment pass at clip c on prism over the shards
+// matching glob (n rows of p values) and returns its count, clipped sum
+// and clipped second moment divided by the count (shards read with ro).
+func momentOf(glob string, n, p int, c float64, ro ReadOptions) (int64, []float64, *mat.SymDense, error) {
+	req := pass.MomentRequest{Clip: c}.Request()
+	res, err := RunPass(context.Background(), glob, &data.Remote{N: n, P: p}, ro, req, Options{})
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	sum, _ := res.Output("sum")
+	mom, _ := res.Output("moment")
+	m := mat.NewSymDense(p, nil)
+	for i := range p {
+		for j := i; j < p; j++ {
+			m.SetSym(i, j, mom.Data[i*p+j]/float64(res.Records))
+		}
+	}
+	return res.Records, sum.Data, m, nil
+}
+
+// TestRowsMatchesSingleMachine: on prism, the sharded rows.moment pass's
+// count, clipped sum and clipped second moment and the description's
+// source identity equal the single-machine path on the one file holding
+// the same rows, and the pca-analyze-gauss release from the pass's second
+// moment with the same seed is identical to the single-machine fit.
 func TestRowsMatchesSingleMachine(t *testing.T) {
 	const n, p, c = 2000, 12, 3.0
 	x := synth(n, p, 1)
@@ -116,17 +131,20 @@ func TestRowsMatchesSingleMachine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			whole := writeShards(t, dir, x, p, tc.sizes, tc.mixed)
-			got, err := ComputeRows(context.Background(), filepath.Join(dir, "shard-*"), c, Options{})
+			glob := filepath.Join(dir, "shard-*")
+			gotN, gotSum, gotM, err := momentOf(glob, n, p, c, ReadOptions{})
 			require.NoError(t, err)
 
 			wn, wsum, wm := reference(x, p, c)
-			require.EqualValues(t, wn, got.N)
-			assert.Less(t, relErr(mat.NewVecDense(p, got.Sum), mat.NewVecDense(p, wsum)), 1e-12)
-			assert.Less(t, relErr(got.SecondMoment(), wm), 1e-12)
+			require.EqualValues(t, wn, gotN)
+			assert.Less(t, relErr(mat.NewVecDense(p, gotSum), mat.NewVecDense(p, wsum)), 1e-12)
+			assert.Less(t, relErr(gotM, wm), 1e-12)
 
 			ds, id, err := dataio.LoadIdentity(whole, dataio.LoadOptions{})
 			require.NoError(t, err)
-			assert.Equal(t, id, got.ID.Identity(), "source identity")
+			desc, err := Describe(context.Background(), glob, data.Rows, 0, 0, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, id, desc.Identity.Identity(), "source identity")
 
 			seed := uint64(5)
 			grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
@@ -135,7 +153,7 @@ func TestRowsMatchesSingleMachine(t *testing.T) {
 			require.NoError(t, err)
 			acct, err := privacy.NewAccountant(grant)
 			require.NoError(t, err)
-			rel, err := pca.AnalyzeGaussFromCov(context.Background(), &sdk.Run{Acct: acct, Rand: privacy.NewSeededSource(seed), Backend: backend.Gonum{}}, raw, got.SecondMoment(), int(got.N))
+			rel, err := pca.AnalyzeGaussFromCov(context.Background(), &sdk.Run{Acct: acct, Rand: privacy.NewSeededSource(seed), Backend: backend.Gonum{}}, raw, gotM, int(gotN))
 			require.NoError(t, err)
 			assert.True(t, mat.Equal(resultMatrix(t, want, "U"), resultMatrix(t, rel, "U")), "same seed, same release")
 		})
@@ -154,7 +172,7 @@ func resultMatrix(t *testing.T, res *sdk.Result, name string) *mat.Dense {
 }
 
 // TestRowsReaderErrors: an empty shard, a corrupt shard and a NaN row fail
-// the pipeline with the single-machine reader's error for that file.
+// the rows.moment pass with the single-machine reader's error for that file.
 func TestRowsReaderErrors(t *testing.T) {
 	const p = 4
 	x := synth(40, p, 2)
@@ -184,7 +202,7 @@ func TestRowsReaderErrors(t *testing.T) {
 			bad := tc.write(dir)
 			_, want := dataio.Load(bad, dataio.LoadOptions{})
 			require.Error(t, want)
-			_, err := ComputeRows(context.Background(), filepath.Join(dir, "shard-*"), 1, Options{})
+			_, _, _, err := momentOf(filepath.Join(dir, "shard-*"), 40, p, 1, ReadOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), want.Error())
 		})

@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"cmp"
 	"compress/gzip"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -19,81 +17,15 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
 )
 
-// UserRow is one record of users data: its features and response.
-type UserRow struct {
-	X []float64
-	Y float64
-}
-
-// clipFrob scales v to Frobenius norm at most c; it reports a shrink.
-func clipFrob(v []float64, c float64) bool {
-	if c <= 0 || math.IsInf(c, 1) {
-		return false
-	}
-	var s float64
-	for _, x := range v {
-		s += x * x
-	}
-	if s <= c*c {
-		return false
-	}
-	w := c / math.Sqrt(s)
-	for i := range v {
-		v[i] *= w
-	}
-	return true
-}
-
-// readUsersFn reads one users shard and emits (user key, row).
-type readUsersFn struct {
-	D   int
-	Opt ReadOptions
-}
-
-// ProcessElement reads the shard at path.
-func (f *readUsersFn) ProcessElement(ctx context.Context, path string, emit func(string, UserRow)) error {
-	sh, err := readShard(ctx, path, data.Users, f.Opt, 0, 0)
-	if err != nil {
-		return err
-	}
-	if sh.p != f.D {
-		return fmt.Errorf("shard %s: %d features, the first shard has %d", path, sh.p, f.D)
-	}
-	for i := range sh.n {
-		emit(sh.users[i], UserRow{X: slices.Clone(sh.row(i)), Y: sh.y[i]})
-	}
-	return nil
-}
-
-// UserRows adds to s the rows of the users shards named by shards (a
-// PCollection of paths), each keyed by its user's key (see UserKey):
-// a KV<string, UserRow> PCollection, ready for beam.GroupByKey. Every
-// shard must have d features. A user's rows in several shards share one
-// key, whatever the sharding and the shards' formats.
-func UserRows(s beam.Scope, shards beam.PCollection, d int, ro ReadOptions) beam.PCollection {
-	s = s.Scope("dplr.UserRows")
-	return beam.ParDo(s, &readUsersFn{D: d, Opt: ro}, shards)
-}
-
 func init() {
-	beam.RegisterCoder(reflect.TypeOf(UserRow{}), encodeUserRow, decodeUserRow)
 	beam.RegisterCoder(reflect.TypeOf(UserOrder{}), encodeUserOrder, decodeUserOrder)
 	beam.RegisterCoder(reflect.TypeOf(UserPos{}), encodeUserPos, decodeUserPos)
-	register.DoFn3x1[context.Context, string, func(string, UserRow), error](&readUsersFn{})
-	register.Emitter2[string, UserRow]()
-	register.Iter1[UserRow]()
 }
-
-// Coders: named functions (the SDK resolves coders by symbol name, which
-// instantiations of one generic function share).
-func encodeUserRow(v UserRow) ([]byte, error) { return encodeGob(v) }
-func decodeUserRow(b []byte) (UserRow, error) { return decodeGob[UserRow](b) }
 
 // errEmptyUserID refuses an empty user id.
 var errEmptyUserID = errors.New("empty user id")
@@ -260,6 +192,8 @@ func userIdentityInt(key string) int64 {
 	return int64(binary.LittleEndian.Uint64(h[:8]))
 }
 
+// Coders: named functions (the SDK resolves coders by symbol name, which
+// instantiations of one generic function share).
 func encodeUserOrder(v UserOrder) ([]byte, error) { return encodeGob(v) }
 func decodeUserOrder(b []byte) (UserOrder, error) { return decodeGob[UserOrder](b) }
 func encodeUserPos(v UserPos) ([]byte, error)     { return encodeGob(v) }

@@ -179,7 +179,7 @@ func TestUsersAndTraceReaderErrors(t *testing.T) {
 				if kind == data.Users {
 					_, err = RunUsersPass(context.Background(), glob, &data.Remote{N: 4, P: 4, Users: 4}, ReadOptions{}, ustatRequest(1), Options{})
 				} else {
-					_, err = SufficientStats(context.Background(), glob, TraceOptions{D1: 1, D2: 5}, 1, Options{})
+					_, err = RunPass(context.Background(), glob, &data.Remote{N: 4, P: 5, D1: 1, D2: 5}, ReadOptions{}, pass.TraceMomentRequest{}.Request(), Options{})
 				}
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
@@ -270,9 +270,9 @@ func writeUsersParquet(t *testing.T, path string, recs []trec, d int, text bool)
 
 // userSummary describes one user's group exactly: its key, its row count
 // and its responses in increasing order (bit patterns).
-func userSummary(key string, rows func(*UserRow) bool) string {
+func userSummary(key string, rows func(*PosRow) bool) string {
 	var ys []float64
-	var r UserRow
+	var r PosRow
 	for rows(&r) {
 		ys = append(ys, r.Y)
 	}
@@ -291,7 +291,7 @@ func groupSummary(ys []float64) string {
 }
 
 func init() {
-	register.Function2x1[string, func(*UserRow) bool, string](userSummary)
+	register.Function2x1[string, func(*PosRow) bool, string](userSummary)
 }
 
 // TestUsersTextIDsAcrossShards: users with text ids (names, integers or
@@ -357,7 +357,7 @@ func TestUsersTextIDsAcrossShards(t *testing.T) {
 		paths, err := Expand(context.Background(), glob)
 		require.NoError(t, err)
 		pl, s := beam.NewPipelineWithRoot()
-		rows := UserRows(s, beam.CreateList(s, paths), d, ReadOptions{})
+		rows := beam.ParDo(s, &readPosRowsFn{D: d, Paths: paths}, beam.CreateList(s, paths))
 		passert.Equals(s, beam.ParDo(s, userSummary, beam.GroupByKey(s, rows)), strAny(want)...)
 		require.NoError(t, execute(context.Background(), "", pl))
 	})
@@ -462,7 +462,7 @@ func TestUsersHeaderlessColumns(t *testing.T) {
 	paths, err := Expand(context.Background(), filepath.Join(dir, "*"))
 	require.NoError(t, err)
 	pl, s := beam.NewPipelineWithRoot()
-	keyed := UserRows(s, beam.CreateList(s, paths), 2, ro)
+	keyed := beam.ParDo(s, &readPosRowsFn{D: 2, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
 	passert.Equals(s, beam.ParDo(s, userSummary, beam.GroupByKey(s, keyed)), strAny(want)...)
 	require.NoError(t, execute(context.Background(), "", pl))
 }

@@ -43,10 +43,6 @@ type Dataset struct {
 	Labels    []int     // optional integer class label per row
 	Hash      string    // content hash identifying the data (hex SHA-256)
 	Name      string    // optional human name
-	// Stats, when set, replaces X for rows data: the data set is known only
-	// through these aggregates (X is nil). Only estimators that declare a
-	// from-statistics path (sdk.StatsEstimator) accept it.
-	Stats *Statistics
 	// Remote, when set, replaces X, Y and the side columns: the data set
 	// is held elsewhere and reachable only through aggregation passes
 	// (Remote.Passer). Only estimators that declare the pass kinds they
@@ -126,9 +122,6 @@ func (d *Dataset) N() int {
 	if d.X == nil && d.Remote != nil {
 		return d.Remote.N
 	}
-	if d.X == nil && d.Stats != nil {
-		return d.Stats.N
-	}
 	r, _ := d.X.Dims()
 	return r
 }
@@ -137,9 +130,6 @@ func (d *Dataset) N() int {
 func (d *Dataset) P() int {
 	if d.X == nil && d.Remote != nil {
 		return d.Remote.P
-	}
-	if d.X == nil && d.Stats != nil {
-		return d.Stats.P
 	}
 	_, c := d.X.Dims()
 	return c
@@ -164,8 +154,8 @@ func (d *Dataset) Validate() error {
 	if err := d.CheckShape(); err != nil {
 		return err
 	}
-	if d.Stats != nil || d.Remote != nil {
-		return nil // CheckShape checked the statistics' values too; remote values are checked per pass
+	if d.Remote != nil {
+		return nil // remote values are checked per pass
 	}
 	n, p := d.X.Dims()
 	raw := d.X.RawMatrix()
@@ -188,19 +178,13 @@ func (d *Dataset) Validate() error {
 // dimensions, responses, user boundaries, labels) but not the values.
 func (d *Dataset) CheckShape() error {
 	if d.Remote != nil {
-		if d.Stats != nil || d.X != nil || d.Y != nil || d.UserStart != nil || d.Labels != nil {
-			return fmt.Errorf("a remote data set carries no rows, statistics or side columns")
+		if d.X != nil || d.Y != nil || d.UserStart != nil || d.Labels != nil {
+			return fmt.Errorf("a remote data set carries no rows or side columns")
 		}
 		if d.Kind == Trace && (d.D1 != d.Remote.D1 || d.D2 != d.Remote.D2) {
 			return fmt.Errorf("remote trace data: shape %d×%d but the remote holds %d×%d", d.D1, d.D2, d.Remote.D1, d.Remote.D2)
 		}
 		return d.Remote.check(d.Kind)
-	}
-	if d.Stats != nil {
-		if d.Kind != Rows || d.X != nil || d.Y != nil || d.UserStart != nil || d.Labels != nil {
-			return fmt.Errorf("statistics stand for rows data alone (kind %q with rows or side columns given)", d.Kind)
-		}
-		return d.Stats.Check()
 	}
 	if d.X == nil || d.X.IsEmpty() {
 		return fmt.Errorf("data set has no rows")

@@ -45,16 +45,3 @@ func TestStatisticsCheck(t *testing.T) {
 	unclipped.Clip, unclipped.Sum = 0, []float64{100, 100}
 	assert.NoError(t, unclipped.Check(), "no clip: no bound")
 }
-
-// TestDatasetOfStatistics: a data set holding statistics has their shape
-// and no rows or side columns.
-func TestDatasetOfStatistics(t *testing.T) {
-	d := &Dataset{Kind: Rows, Stats: validStats()}
-	require.NoError(t, d.Validate())
-	assert.Equal(t, 2, d.N())
-	assert.Equal(t, 2, d.P())
-	d.Y = []float64{1, 2}
-	assert.Error(t, d.Validate())
-	d = &Dataset{Kind: Trace, Stats: validStats()}
-	assert.Error(t, d.CheckShape())
-}

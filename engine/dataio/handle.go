@@ -140,9 +140,6 @@ type Handle struct {
 	// View records how the source was read (nil for a data set prepared
 	// from memory).
 	View *View `json:"view,omitempty"`
-	// Stats, when set, stands in for the rows (X is then empty): see
-	// StatsRef.
-	Stats *StatsRef `json:"statistics,omitempty"`
 }
 
 // View records the loading choices that turned a source into the data

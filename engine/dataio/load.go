@@ -228,6 +228,35 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	return ds, nil
 }
 
+// streamHeader opens path and reads the header of the .npy or IDX n×cols
+// matrix it holds, for reading its rows as a stream. src is nil, and
+// nothing is left open, when the file is of another format, not
+// streamable or empty: the caller then reads it whole (or reports it).
+// The caller closes src.
+func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, cols int, err error) {
+	if src, err = openSource(path, opt.Format); err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	switch src.format {
+	case FormatNPY:
+		p, err = decodeNPYHeader(src.r, src.known, src.bound)
+	case FormatIDX:
+		p, err = decodeIDXHeader(src.r, src.known, src.bound)
+	}
+	if err == nil && p != nil && p.streamable() {
+		if err = p.checkClaim(opt.maxBytes()); err == nil {
+			if n, cols, err = matrixShape(p.shape); err == nil && n > 0 && cols > 0 {
+				return src, p, n, cols, nil
+			}
+		}
+	}
+	src.Close()
+	if err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return nil, nil, 0, 0, nil
+}
+
 // loadRowsStreamed loads a rows data set from a C-order .npy or IDX file
 // while hashing it: the payload is read (and decompressed) in one goroutine
 // while this one converts and hashes what has arrived. It returns a nil
@@ -237,36 +266,11 @@ func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset,
 	if (opt.SkipHash && !ids.want) || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return nil, nil, nil
 	}
-	src, err := openSource(path, opt.Format)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	src, p, n, cols, err := streamHeader(path, opt)
+	if src == nil || err != nil {
+		return nil, nil, err // nil, nil, nil: loadRows reads it whole (or reports it)
 	}
 	defer src.Close()
-	var p *pending
-	switch src.format {
-	case FormatNPY:
-		p, err = decodeNPYHeader(src.r, src.known, src.bound)
-	case FormatIDX:
-		p, err = decodeIDXHeader(src.r, src.known, src.bound)
-	default:
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !p.streamable() {
-		return nil, nil, nil
-	}
-	if err := p.checkClaim(opt.maxBytes()); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	n, cols, err := matrixShape(p.shape)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if n == 0 || cols == 0 {
-		return nil, nil, nil // loadRows reports it
-	}
 	ds := &data.Dataset{Kind: data.Rows}
 	// Labels first: they are part of each source row's identity.
 	if err := loadLabelsN(ds, opt, n); err != nil {

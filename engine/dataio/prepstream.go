@@ -49,36 +49,11 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	if opt.kind() != data.Rows || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return Handle{}, false, nil
 	}
-	src, err := openSource(path, opt.Format)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
+	src, p, n, cols, err := streamHeader(path, opt)
+	if src == nil || err != nil {
+		return Handle{}, false, err // not streamed: Load reads it whole (or reports it)
 	}
 	defer src.Close()
-	var p *pending
-	switch src.format {
-	case FormatNPY:
-		p, err = decodeNPYHeader(src.r, src.known, src.bound)
-	case FormatIDX:
-		p, err = decodeIDXHeader(src.r, src.known, src.bound)
-	default:
-		return Handle{}, false, nil
-	}
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
-	}
-	if !p.streamable() {
-		return Handle{}, false, nil
-	}
-	if err := p.checkClaim(opt.maxBytes()); err != nil {
-		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
-	}
-	n, cols, err := matrixShape(p.shape)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("%s: %w", path, err)
-	}
-	if n == 0 || cols == 0 {
-		return Handle{}, false, nil // Load reports it
-	}
 	if p.known >= 0 && p.nbytes > p.known {
 		return Handle{}, false, fmt.Errorf("%s: %w", path, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known)))
 	}

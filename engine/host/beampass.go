@@ -34,6 +34,7 @@ const BeamPassFormat = "dplr-pass/1"
 const (
 	maxBeamDescription = 1 << 20
 	maxPassManifest    = 1 << 20
+	npyHeaderSlack     = 1 << 16
 )
 
 // beamCancelDelay is how long a cancelled dplr-beam may take to stop

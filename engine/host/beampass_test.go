@@ -435,25 +435,18 @@ func TestBeamReadFlags(t *testing.T) {
 			require.NoError(t, err)
 			_, err = b.Passer(sh, id).Pass(context.Background(), req)
 			require.NoError(t, err)
-			stats := filepath.Join(t.TempDir(), "stats")
-			require.NoError(t, RunBeam(context.Background(), BeamRequest{Binary: bin, Data: "x/*.csv", Format: b.Format, Header: b.Header,
-				Scale: b.Scale, Features: b.Features, FeatureList: b.FeatureList, Out: stats, Stderr: &syncBuffer{}}))
 			args := lines(t, filepath.Join(dir, "args"))
-			require.Len(t, args, 3)
+			require.Len(t, args, 2)
 			assert.Equal(t, "describe --data x/*.csv --kind rows"+tc.want, args[0])
 			assert.True(t, strings.HasPrefix(args[1], "pass --data x/*.csv --kind rows"+tc.want+" --request "), args[1])
-			// stats reads rows: no user or response column.
-			want := strings.NewReplacer(" --user-column uid", "", " --response-column 0", "").Replace(tc.want)
-			assert.Equal(t, "stats --data x/*.csv --clip 0 --out "+stats+want, args[2])
 		})
 	}
 }
 
 // TestBeamTempDir: each dplr-beam run gets its own TMPDIR below the work
-// directory (the system's temporary directory for a statistics run
-// without one), removed when it exits, even when it failed: a describe,
-// a pass and a statistics run leave nothing in the temporary directory
-// nor in the work directory.
+// directory (the system's temporary directory for a run without one),
+// removed when it exits, even when it failed: a describe and a pass leave
+// nothing in the temporary directory nor in the work directory.
 func TestBeamTempDir(t *testing.T) {
 	bin, dir := fakeBeam(t)
 	work, tmp := t.TempDir(), t.TempDir()
@@ -473,28 +466,25 @@ func TestBeamTempDir(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.Passer(sh, id).Pass(ctx, req)
 	require.NoError(t, err)
-	stats := filepath.Join(t.TempDir(), "stats")
-	require.NoError(t, RunBeam(ctx, BeamRequest{Binary: bin, Data: "x/*.npy", Out: stats, Stderr: &syncBuffer{}}))
-	statsWork := t.TempDir()
-	require.NoError(t, RunBeam(ctx, BeamRequest{Binary: bin, Data: "x/*.npy", Out: stats, Work: statsWork, Stderr: &syncBuffer{}}))
+	noWork := b
+	noWork.Work = ""
+	_, _, err = DescribeBeam(ctx, noWork)
+	require.NoError(t, err)
 	t.Setenv("FAKE_EXIT", "1")
 	_, _, err = DescribeBeam(ctx, b)
 	require.Error(t, err)
 
 	dirs := lines(t, filepath.Join(dir, "tmpdirs"))
-	require.Len(t, dirs, 5)
+	require.Len(t, dirs, 4)
 	for i, d := range dirs {
 		parent := work
-		switch i {
-		case 2:
+		if i == 2 {
 			parent = tmp
-		case 3:
-			parent = statsWork
 		}
 		assert.Equal(t, parent, filepath.Dir(d), "run %d's TMPDIR", i)
 		assert.NoDirExists(t, d, "run %d's TMPDIR is removed", i)
 	}
-	for _, d := range []string{work, tmp, statsWork} {
+	for _, d := range []string{work, tmp} {
 		left, err := os.ReadDir(d)
 		require.NoError(t, err)
 		assert.Empty(t, left, d)

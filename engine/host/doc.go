@@ -36,15 +36,9 @@
 //  7. report: FitResult holds the outputs as SDK types, the host's
 //     certified guarantee and the ledger's position.
 //
-// Data too large for one machine reach the same pipeline as statistics:
-// RunBeam runs dplr-beam (an Apache Beam pipeline in the separate beam
-// module) before anything is reserved, LoadStatistics validates what it
-// wrote and returns a handle keyed to the pipeline's source identity, and
-// the Runner refuses statistics to an estimator without a from-statistics
-// path (sdk.StatsEstimator) before reserving. The host never sees a row.
-//
-// An estimator with a path through aggregation passes (sdk.RemoteEstimator,
-// Info.Remote) runs instead on a data set held remotely
+// Data too large for one machine never reach the host as rows. An
+// estimator with a path through aggregation passes (sdk.RemoteEstimator,
+// Info.Remote) runs on a data set held remotely
 // (FitRequest.Remote: a public shape, a source identity and a
 // data.Passer, e.g. one running dplr-beam for each pass). Its pre-flight
 // check declares the pass kinds the fit will request, and the fit goes

@@ -193,6 +193,12 @@ func (p *Plugin) Fit(ctx context.Context, c Call, ev Events) (*FitOutcome, error
 			return out, err
 		}
 	}
+	return p.finish(c, out, mats)
+}
+
+// finish completes a fit stream that ended: it needs a result, whose
+// matrices are assembled and whose outcome is validated against c.
+func (p *Plugin) finish(c Call, out *FitOutcome, mats *matrixSet) (*FitOutcome, error) {
 	if !out.gotResult {
 		return out, fmt.Errorf("plugin %s: stream ended without a result: %w", p.Name(), ErrPlugin)
 	}

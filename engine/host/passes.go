@@ -157,18 +157,7 @@ loop:
 	if r.phase.Load() == phaseRunning {
 		return out, fmt.Errorf("plugin %s: the fit ended while pass %d was running: %w", p.Name(), r.count, ErrPlugin)
 	}
-	if !out.gotResult {
-		return out, fmt.Errorf("plugin %s: stream ended without a result: %w", p.Name(), ErrPlugin)
-	}
-	ms, err := mats.complete()
-	if err == nil {
-		out.Matrices = ms
-		err = validateOutcome(c, out)
-	}
-	if err != nil {
-		return out, fmt.Errorf("plugin %s: %w: %w", p.Name(), err, ErrPlugin)
-	}
-	return out, nil
+	return p.finish(c, out, mats)
 }
 
 // passRun is the host's side of the passes of one fit.

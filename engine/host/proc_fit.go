@@ -132,9 +132,6 @@ func (s *fitProcStream) Recv() (transport.Event, error) {
 // handlePaths lists the files a data set handle refers to.
 func handlePaths(h dataio.Handle) []string {
 	refs := []*dataio.FileRef{&h.X, h.Y, h.UserStart, h.UserIDs, h.Labels}
-	if h.Stats != nil {
-		refs = append(refs, &h.Stats.Sum, &h.Stats.Moment)
-	}
 	var out []string
 	for _, r := range refs {
 		if r != nil && r.Path != "" {

@@ -359,9 +359,6 @@ func (r *Runner) validate(req FitRequest) (*Plugin, sdk.Info, error) {
 	if req.Data.Kind != info.DataKind {
 		return nil, info, usageErr("%s takes %s data, got %s data", req.Estimator, info.DataKind, req.Data.Kind)
 	}
-	if err := checkStatistics(info, req.Data); err != nil {
-		return nil, info, err
-	}
 	if err := checkRemote(info, req); err != nil {
 		return nil, info, err
 	}
@@ -395,7 +392,7 @@ func checkRemote(info sdk.Info, req FitRequest) error {
 			info.Name, ErrRemote, ErrUsage)}
 	}
 	h := req.Data
-	if h.Stats != nil || h.X.Path != "" || h.Y != nil || h.UserStart != nil || h.UserIDs != nil || h.Labels != nil {
+	if h.X.Path != "" || h.Y != nil || h.UserStart != nil || h.UserIDs != nil || h.Labels != nil {
 		return usageErr("a remote data set's handle names files")
 	}
 	if h.N != rm.N || h.P != rm.P || h.D1 != rm.D1 || h.D2 != rm.D2 {

@@ -19,7 +19,7 @@ import (
 const (
 	// RowsMoment is Σ w_i x_i (output "sum", 1×p) and Σ w_i² x_i x_iᵀ
 	// ("moment", p×p, not divided by n) with w_i = min(1, clip/‖x_i‖)
-	// (clip 0: w_i = 1): the statistics dplr-beam stats writes, as a pass.
+	// (clip 0: w_i = 1): the clipped second moment estimators start from.
 	RowsMoment = "rows.moment"
 	// RowsNormHistogram counts the norms ‖x_i − center‖ in the cells of a
 	// public grid g_0 < … < g_{G−1} (kernel.NormCounts, output "counts",

@@ -21,8 +21,8 @@
 // Run.Rand, reports progress with Run.Progress, and returns a Result whose
 // Guarantee the SDK states from the accountant's steps (privacy.Certify).
 //
-// A rows estimator built on aggregates (the clipped second moment) may also
-// implement StatsEstimator: it then runs on data.Statistics computed
-// elsewhere (a Beam pipeline, `dplr fit --engine beam`) with the same plan
-// and steps as on the rows.
+// An estimator that reads its data only through aggregation passes may
+// implement RemoteEstimator: it then also runs on data held elsewhere
+// (data.Remote, e.g. shards a Beam pipeline reads) with the same plan and
+// steps as on the rows.
 package sdk

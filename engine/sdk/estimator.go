@@ -35,10 +35,6 @@ type Info struct {
 	// host runs it only when asked explicitly and never on a data set whose
 	// owner set a budget.
 	NonPrivate bool
-	// Statistics says the estimator also runs on a rows data set's
-	// aggregated statistics (data.Statistics) instead of its rows. InfoOf
-	// sets it for an estimator implementing StatsEstimator.
-	Statistics bool
 	// Remote says the estimator also runs on a data set held elsewhere and
 	// reached only through aggregation passes (data.Remote). InfoOf sets
 	// it for an estimator implementing RemoteEstimator.

@@ -65,11 +65,6 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	}
 	run := &Run{Data: d, Params: prep.params, opts: prep.opts, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
 	fit := est.Fit
-	if d.Stats != nil {
-		if fit, err = statsFit(est, prep.opts); err != nil {
-			return nil, acct, err
-		}
-	}
 	if d.Remote != nil {
 		kinds, err := PassesOf(est, prep.opts, ShapeOf(d))
 		if err != nil {

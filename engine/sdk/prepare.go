@@ -18,9 +18,6 @@ type Shape struct {
 	D1    int // trace data: rows of each sample matrix
 	D2    int // trace data: columns of each sample matrix
 	Users int // users data: number of users
-	// Statistics: rows data known only through their aggregated
-	// statistics (data.Statistics), not row by row.
-	Statistics bool
 	// Remote: a data set held elsewhere and reached only through
 	// aggregation passes (data.Remote).
 	Remote bool
@@ -28,10 +25,10 @@ type Shape struct {
 
 // ShapeOf returns the shape of d.
 func ShapeOf(d *data.Dataset) Shape {
-	if d == nil || (d.X == nil && d.Stats == nil && d.Remote == nil) {
+	if d == nil || (d.X == nil && d.Remote == nil) {
 		return Shape{}
 	}
-	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Statistics: d.Stats != nil, Remote: d.Remote != nil}
+	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Remote: d.Remote != nil}
 	if d.Kind == data.Users {
 		s.Users = d.NumUsers()
 	}
@@ -61,9 +58,6 @@ type Footprinter interface {
 // (transport.Serve), RunLocal and Prepare all use it.
 func InfoOf(est Estimator) (Info, error) {
 	info, err := resolveInfo(est.Info())
-	if _, ok := est.(StatsEstimator); ok && err == nil {
-		info.Statistics = true
-	}
 	if _, ok := est.(RemoteEstimator); ok && err == nil {
 		info.Remote = true
 	}

@@ -17,7 +17,7 @@ func infoToProto(in sdk.Info) *dplrpb.EstimatorInfo {
 	out := &dplrpb.EstimatorInfo{
 		Name: in.Name, Version: in.Version, Summary: in.Summary, Description: in.Description,
 		DataKind: string(in.DataKind), Guarantee: in.Guarantee, References: in.References, NonPrivate: in.NonPrivate,
-		Statistics: in.Statistics, Remote: in.Remote,
+		Remote: in.Remote,
 	}
 	for _, g := range in.Grants {
 		out.Grants = append(out.Grants, string(g))
@@ -36,7 +36,7 @@ func infoFromProto(in *dplrpb.EstimatorInfo) sdk.Info {
 	out := sdk.Info{
 		Name: in.GetName(), Version: in.GetVersion(), Summary: in.GetSummary(), Description: in.GetDescription(),
 		DataKind: data.Kind(in.GetDataKind()), Guarantee: in.GetGuarantee(), References: in.GetReferences(),
-		NonPrivate: in.GetNonPrivate(), Statistics: in.GetStatistics(), Remote: in.GetRemote(),
+		NonPrivate: in.GetNonPrivate(), Remote: in.GetRemote(),
 	}
 	for _, g := range in.GetGrants() {
 		out.Grants = append(out.Grants, privacy.GrantKind(g))
@@ -95,7 +95,6 @@ func handleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
 		N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2),
 		X: refToProto(&h.X), Y: refToProto(h.Y), UserStart: refToProto(h.UserStart),
 		UserIds: refToProto(h.UserIDs), Labels: refToProto(h.Labels),
-		Statistics: statsToProto(h.Stats),
 	}
 }
 
@@ -106,7 +105,6 @@ func handleFromProto(h *dplrpb.DatasetHandle) dataio.Handle {
 		N: int(h.GetN()), P: int(h.GetP()), D1: int(h.GetD1()), D2: int(h.GetD2()),
 		Y: refFromProto(h.GetY()), UserStart: refFromProto(h.GetUserStart()),
 		UserIDs: refFromProto(h.GetUserIds()), Labels: refFromProto(h.GetLabels()),
-		Stats: statsFromProto(h.GetStatistics()),
 	}
 	if x := refFromProto(h.GetX()); x != nil {
 		out.X = *x
@@ -131,7 +129,7 @@ func refFromProto(r *dplrpb.FileRef) *dataio.FileRef {
 // shapeOf is the public shape of a prepared data set: its kind and
 // dimensions, never its content.
 func shapeOf(h dataio.Handle) *dplrpb.Shape {
-	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2), Statistics: h.Stats != nil}
+	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2)}
 	if h.UserStart != nil && h.UserStart.Count > 0 {
 		s.Users = h.UserStart.Count - 1
 	}
@@ -141,7 +139,7 @@ func shapeOf(h dataio.Handle) *dplrpb.Shape {
 // shapeFromProto converts a wire shape to the SDK's.
 func shapeFromProto(s *dplrpb.Shape) sdk.Shape {
 	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers()),
-		Statistics: s.GetStatistics(), Remote: s.GetRemote()}
+		Remote: s.GetRemote()}
 }
 
 // remoteHandleToProto is the wire handle of a data set held elsewhere:

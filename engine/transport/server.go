@@ -162,9 +162,6 @@ func prepare(est sdk.Estimator, raw map[string]string, grant privacy.Grant, shap
 		return none, fmt.Errorf("estimator %s takes %s data, got %s data", info.Name, info.DataKind, shape.Kind)
 	}
 	opts, footprint, err := sdk.Prepare(info, raw, shape)
-	if err == nil && shape.Statistics {
-		footprint, err = statsFootprint(est, info, raw, opts, shape)
-	}
 	if err != nil {
 		return none, err
 	}
@@ -344,21 +341,13 @@ func sendMatrix(send func(*dplrpb.FitEvent) error, m sdk.Matrix) error {
 	return flush()
 }
 
-// OpenHandle opens the data set a host prepared, as a plugin does: X
+// openHandle opens the data set of a request, as a plugin does: X
 // memory-mapped read-only, no copy. The Closer unmaps it.
-func OpenHandle(h dataio.Handle) (*data.Dataset, io.Closer, error) {
-	if h.Stats != nil {
-		return openStats(h)
-	}
-	return dataio.Open(h)
-}
-
-// openHandle opens the data set of a request.
 func openHandle(h *dplrpb.DatasetHandle) (*data.Dataset, io.Closer, error) {
 	if h == nil {
 		return nil, nil, errors.New("request carries no data set")
 	}
-	return OpenHandle(handleFromProto(h))
+	return dataio.Open(handleFromProto(h))
 }
 
 // Transform implements dplrpb.EstimatorsServer: it maps the request's rows

@@ -69,7 +69,7 @@ func (s *Server) FitPasses(stream dplrpb.Estimators_FitPassesServer) error {
 // openRemote is the data set a remote handle describes: its public shape,
 // no rows, and p to run its passes.
 func openRemote(h *dplrpb.DatasetHandle, p data.Passer) (*data.Dataset, error) {
-	if h.GetX() != nil || h.GetY() != nil || h.GetUserStart() != nil || h.GetUserIds() != nil || h.GetLabels() != nil || h.GetStatistics() != nil {
+	if h.GetX() != nil || h.GetY() != nil || h.GetUserStart() != nil || h.GetUserIds() != nil || h.GetLabels() != nil {
 		return nil, errors.New("remote handle also names files")
 	}
 	r := remoteFromProto(h.GetRemote())

@@ -274,9 +274,6 @@ func withClipShare(o *base, shares []privacy.Share) []privacy.Share {
 // clip=auto a private clip_quantile-quantile of the row norms released
 // first from the plan's clip share (plugins/pca/DERIVATIONS.md §6).
 func problemFor(ctx context.Context, run *sdk.Run, plan *privacy.Plan, o *base) (*problem, error) {
-	if run.Data != nil && run.Data.Stats != nil {
-		return problemFromStats(run, o) // stats.go: A from a pipeline's statistics
-	}
 	src, err := rowsrc.Of(run.Data) // the rows, or passes over a remote data set
 	if err != nil {
 		return nil, err

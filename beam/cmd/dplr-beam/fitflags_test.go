@@ -39,9 +39,7 @@ func wideCSV(t *testing.T, head string, recs []string, cuts ...int) (glob, whole
 // id, a label, a weight; the features out of order), read through `dplr
 // fit --engine beam` with --features and --scale, give the release and
 // the source identity of the fit on the one file with the same flags
-// (through aggregation passes: the statistics pipeline would key CSV
-// shards by the selected columns); --scale alone keeps the statistics
-// pipeline, with the same release and identity as the file.
+// (through aggregation passes); so do .npy shards with --scale alone.
 func TestFitEngineBeamColumnFlags(t *testing.T) {
 	const n, p = 240, 4
 	npyGlob, npyWhole, x := shards(t, n, p)
@@ -58,7 +56,7 @@ func TestFitEngineBeamColumnFlags(t *testing.T) {
 		name, glob, whole, path string
 		flags                   []string
 	}{
-		{"statistics, scale", npyGlob, npyWhole, "beam: rows pipeline", []string{"--set", "clip=3", "--set", "center=none"}},
+		{"npy, scale", npyGlob, npyWhole, "aggregation pass", []string{"--set", "clip=3", "--set", "center=none"}},
 		{"features", glob, whole, "aggregation pass", []string{"--set", "clip=3", "--features", "a,b,c,d"}},
 		{"features, center=private", glob, whole, "aggregation pass", []string{"--set", "clip=3", "--set", "center=private", "--features", "a,b,c,d"}},
 		{"features by index, clip=auto", glob, whole, "aggregation pass", []string{"--set", "clip=auto", "--header", "yes", "--features", "3,1,6,4"}},

@@ -23,16 +23,14 @@ import (
 	"github.com/xitongsys/parquet-go/writer"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/beam/stats"
 	"github.com/dplr/dplr/cmd/dplr/cli"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/host"
 	"github.com/dplr/dplr/engine/ledger"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/engine/transport"
 	"github.com/dplr/dplr/plugins/orbit"
 	"github.com/dplr/dplr/plugins/pca"
 )
@@ -77,25 +75,6 @@ func shards(t *testing.T, n, p int) (glob, whole string, x []float64) {
 	return filepath.Join(dir, "*.npy"), whole, x
 }
 
-// statsOf runs `dplr-beam stats` and opens its output as the plugin does
-// (host validation, then the handle the plugin reads).
-func statsOf(t *testing.T, glob string, clip float64) (dataio.Handle, *data.Dataset) {
-	t.Helper()
-	out := t.TempDir()
-	require.Equal(t, 0, run([]string{"stats", "--data", glob, "--clip", formatClip(clip), "--out", out}))
-	h, err := host.LoadStatistics(out, t.TempDir())
-	require.NoError(t, err)
-	ds, closer, err := transport.OpenHandle(h)
-	require.NoError(t, err)
-	t.Cleanup(func() { closer.Close() })
-	return h, ds
-}
-
-func formatClip(c float64) string {
-	b, _ := json.Marshal(c)
-	return string(b)
-}
-
 // relErr is max|a−b| / max|b|.
 func relErr(a, b mat.Matrix) float64 {
 	r, c := b.Dims()
@@ -109,44 +88,35 @@ func relErr(a, b mat.Matrix) float64 {
 	return d / m
 }
 
-// TestStatsEqualSingleMachine: the pipeline's statistics, after the host's
-// validation, equal the single-machine clipped second moment and sum to
-// 1e-12 relative, and its source identity is the one file's.
-func TestStatsEqualSingleMachine(t *testing.T) {
-	const n, p = 300, 6
-	glob, whole, x := shards(t, n, p)
-	_, id, err := dataio.LoadIdentity(whole, dataio.LoadOptions{})
-	require.NoError(t, err)
-	for _, clip := range []float64{0, 3} {
-		h, ds := statsOf(t, glob, clip)
-		assert.Equal(t, id.Hash, host.BudgetKey(h))
-		assert.Equal(t, id.Sketch, h.Source.Sketch)
-		require.NotNil(t, ds.Stats)
-		assert.Equal(t, n, ds.Stats.N)
-		g, _, err := pca.Gram(context.Background(), backend.Default(), mat.NewDense(n, p, x), nil, clip)
-		require.NoError(t, err)
-		got := mat.NewSymDense(p, nil)
-		got.ScaleSym(1/float64(n), ds.Stats.Moment)
-		assert.Less(t, relErr(got, g), 1e-12, "clip %g", clip)
-		want := make([]float64, p)
-		for i := 0; i < n; i++ {
-			row := x[i*p : (i+1)*p]
-			w := 1.0
-			if nr := mat.Norm(mat.NewVecDense(p, row), 2); clip > 0 && nr > clip {
-				w = clip / nr
-			}
-			for j, v := range row {
-				want[j] += w * v
-			}
-		}
-		assert.Less(t, relErr(mat.NewDense(1, p, ds.Stats.Sum), mat.NewDense(1, p, want)), 1e-12, "clip %g", clip)
-	}
+// beamPasser runs each pass as a Beam pipeline on prism over the shards
+// matching glob, as `dplr-beam pass` does.
+type beamPasser struct {
+	glob  string
+	shape *data.Remote
 }
 
-// TestReleaseEqualsSingleMachine: with the same seed, each estimator with
-// a from-statistics path releases from the pipeline's statistics what it
-// releases from the rows: the same privacy steps, the same guarantee and
-// the same outputs (to rounding).
+func (b beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
+	return stats.RunPass(ctx, b.glob, b.shape, stats.ReadOptions{}, req, stats.Options{})
+}
+
+// remoteOf is the rows data set of n×p values in the shards matching glob,
+// reached only through passes run on Beam.
+func remoteOf(glob string, n, p int) *data.Dataset {
+	return &data.Dataset{Kind: data.Rows, Remote: &data.Remote{N: n, P: p, Passer: beamPasser{glob, &data.Remote{N: n, P: p}}}}
+}
+
+// TestStatsRemoved: the former stats subcommand is refused as a usage
+// error (its aggregates are the rows.moment pass of a fit through passes).
+func TestStatsRemoved(t *testing.T) {
+	glob, _, _ := shards(t, 30, 3)
+	assert.Equal(t, 2, run([]string{"stats", "--data", glob, "--clip", "1", "--out", t.TempDir()}))
+	assert.Equal(t, 2, run([]string{"stats", "--help"}))
+}
+
+// TestReleaseEqualsSingleMachine: with the same seed, each estimator that
+// had a path from aggregated statistics releases, through passes run on
+// Beam over the shards, what it releases from the rows: the same privacy
+// steps, the same guarantee and the same outputs (to rounding).
 func TestReleaseEqualsSingleMachine(t *testing.T) {
 	const n, p = 300, 6
 	glob, whole, _ := shards(t, n, p)
@@ -155,23 +125,22 @@ func TestReleaseEqualsSingleMachine(t *testing.T) {
 	seed := uint64(11)
 	cases := []struct {
 		est   sdk.Estimator
-		clip  float64
 		raw   map[string]string
 		grant privacy.Grant
 	}{
-		{pca.AnalyzeGauss{}, 3, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
-		{pca.CXZ{}, 0, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
-		{pca.CXZ{}, 3, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
-		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
-		{pca.Amin{}, 3, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}},
-		{orbit.Gauss{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
-		{orbit.EM{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
-		{orbit.RankK{}, 3, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
-		{orbit.Deflation{}, 3, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{pca.AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		{pca.CXZ{}, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
+		{pca.CXZ{}, map[string]string{"rank": "1", "sigma2": "1", "lambda": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
+		{pca.Amin{}, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{pca.Amin{}, map[string]string{"rank": "2", "clip": "3", "center": "none"}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 2, Delta: 1e-6}},
+		{orbit.Gauss{}, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}},
+		{orbit.EM{}, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{orbit.RankK{}, map[string]string{"rank": "1", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
+		{orbit.Deflation{}, map[string]string{"rank": "2", "clip": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.est.Info().Name+"/"+string(c.grant.Kind), func(t *testing.T) {
-			_, ds := statsOf(t, glob, c.clip)
+			ds := remoteOf(glob, n, p)
 			a, acctA, err := sdk.RunLocal(context.Background(), c.est, ds, c.raw, c.grant, sdk.LocalOptions{Seed: &seed})
 			require.NoError(t, err)
 			b, acctB, err := sdk.RunLocal(context.Background(), c.est, rows, c.raw, c.grant, sdk.LocalOptions{Seed: &seed})
@@ -196,31 +165,6 @@ func TestReleaseEqualsSingleMachine(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestStatsRefusals: options that need the rows are refused before any
-// privacy step; so are statistics clipped to another bound than asked.
-func TestStatsRefusals(t *testing.T) {
-	glob, _, _ := shards(t, 60, 4)
-	_, ds := statsOf(t, glob, 3)
-	g := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}
-	for name, raw := range map[string]map[string]string{
-		"clip=auto":      {"rank": "1"},
-		"center=private": {"rank": "1", "clip": "3", "center": "private"},
-		"evaluate":       {"rank": "1", "clip": "3", "evaluate": "true"},
-		"other clip":     {"rank": "1", "clip": "2"},
-		"feature_scale":  {"rank": "1", "clip": "3", "feature_scale": "private"},
-	} {
-		_, acct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, ds, raw, g, sdk.LocalOptions{})
-		require.Error(t, err, name)
-		assert.True(t, sdk.IsBadRequest(err), "%s: %v", name, err)
-		if acct != nil {
-			assert.Empty(t, acct.Steps(), name)
-		}
-	}
-	_, _, err := sdk.RunLocal(context.Background(), pca.NonPrivate{}, ds, map[string]string{"rank": "1"}, g, sdk.LocalOptions{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "needs the rows")
 }
 
 var (
@@ -316,17 +260,18 @@ func TestFitEngineBeam(t *testing.T) {
 	code, _, stderr = dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir(), "--set", "feature_scale=private"}, common...)...)
 	assert.Equal(t, cli.ExitUsage, code, stderr)
 	assert.Contains(t, stderr, "feature_scale")
-	assert.NotContains(t, stderr, "rows pipeline")
+	assert.NotContains(t, stderr, "beam: pass")
 	assert.Zero(t, spent())
 
-	// The catalogue says which estimators run on statistics.
+	// The catalogue says which estimators run through passes.
 	code, cat, stderr := dplr(t, "plugins", "--json", "--home", home, "--plugin-dir", plugins)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, cat, `"statistics": true`)
+	assert.Contains(t, cat, `"remote": true`)
+	assert.NotContains(t, cat, `"statistics"`)
 
 	code, beamOut, stderr := dplr(t, append([]string{"fit", "pca-analyze-gauss", "--data", glob, "--engine", "beam", "--out", t.TempDir()}, common...)...)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stderr, "beam: rows pipeline", "pipeline progress on stderr")
+	assert.Contains(t, stderr, "beam: pass rows.centred_moment", "pipeline progress on stderr")
 	src, uBeam := fitU(t, beamOut)
 	assert.Equal(t, id.Hash, src)
 	afterBeam := spent()
@@ -351,8 +296,8 @@ func TestFitEngineBeam(t *testing.T) {
 	assert.Contains(t, stderr, "shares about")
 	assert.InDelta(t, 0.5, spent(), 1e-12)
 
-	// Options that need more than the statistics (a private clip, private
-	// centring) run through aggregation passes instead, charged as usual.
+	// A private clip or private centring takes more passes, charged as
+	// usual.
 	noClip := slices.Clone(common)
 	i := slices.Index(noClip, "clip=3")
 	noClip = slices.Delete(noClip, i-1, i+1)
@@ -405,32 +350,44 @@ func writeWideParquet(t *testing.T, path string, x []float64, first int) {
 	require.NoError(t, pw.WriteStop())
 }
 
-// statsArgs runs `dplr-beam stats` with args and opens its output as the
-// plugin does.
-func statsArgs(t *testing.T, args ...string) (dataio.Handle, *data.Dataset) {
-	t.Helper()
-	out := t.TempDir()
-	require.Equal(t, 0, run(append([]string{"stats", "--out", out}, args...)))
-	h, err := host.LoadStatistics(out, t.TempDir())
-	require.NoError(t, err)
-	ds, closer, err := transport.OpenHandle(h)
-	require.NoError(t, err)
-	t.Cleanup(func() { closer.Close() })
-	return h, ds
+// aggregates are a shards data set's source identity (describe) and its
+// clipped sum and second moment (the rows.moment pass).
+type aggregates struct {
+	id     dataio.Identity
+	n      int64
+	sum    *mat.Dense
+	moment *mat.Dense
 }
 
-// TestStatsColumnFlags: Parquet shards with extra columns (an id, a note,
-// a weight, a second list), and CSV shards with extra columns, read with
-// their feature columns named on the command line, give the statistics of
-// the same rows as one .npy file. The Parquet shards' source identity is
+// momentArgs parses the shard flags args as describe does, then describes
+// the shards and runs the rows.moment pass at clip 3 over them.
+func momentArgs(t *testing.T, args ...string) aggregates {
+	t.Helper()
+	f := newPassFlags("describe", false)
+	require.Equal(t, 0, f.parse(args))
+	opt, ro := f.options()
+	ctx := context.Background()
+	desc, err := stats.Describe(ctx, *f.data, data.Rows, 0, 0, opt)
+	require.NoError(t, err)
+	res, err := stats.RunPass(ctx, *f.data, desc.Remote(), ro, pass.MomentRequest{Clip: 3}.Request(), opt)
+	require.NoError(t, err)
+	sum, _ := res.Output("sum")
+	mom, _ := res.Output("moment")
+	return aggregates{id: desc.Identity.Identity(), n: res.Records, sum: mat.NewDense(1, desc.P, sum.Data), moment: mat.NewDense(desc.P, desc.P, mom.Data)}
+}
+
+// TestColumnFlags: Parquet shards with extra columns (an id, a note, a
+// weight, a second list), and CSV shards with extra columns, read with
+// their feature columns named on the command line, give the clipped sum
+// and second moment (rows.moment) of the same rows as one .npy file. The Parquet shards' source identity is
 // that of the .npy file (their records are the equivalent array source);
 // the CSV shards' is that of their whole records, as dplr fit computes it
 // for the one CSV file holding them with the same flags (and dplr-beam
 // describe for the shards), not that of the selected columns.
-func TestStatsColumnFlags(t *testing.T) {
+func TestColumnFlags(t *testing.T) {
 	const n, p = 240, 4
 	_, whole, x := shards(t, n, p)
-	hWant, want := statsArgs(t, "--data", whole, "--clip", "3")
+	want := momentArgs(t, "--data", whole)
 	k := n / 3
 	pqDir := t.TempDir()
 	writeWideParquet(t, filepath.Join(pqDir, "s0.parquet"), x[:k*p], 0)
@@ -467,28 +424,27 @@ func TestStatsColumnFlags(t *testing.T) {
 			&dataio.LoadOptions{Header: dataio.HeaderYes, FeatureColumns: []string{"3", "1", "5", "4"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, got := statsArgs(t, append(tc.args, "--clip", "3")...)
+			got := momentArgs(t, tc.args...)
 			if tc.csv == nil {
-				assert.Equal(t, hWant.Source, h.Source, "source identity")
+				assert.Equal(t, want.id, got.id, "source identity")
 			} else {
 				ds, id, err := dataio.LoadIdentity(oneCSV, *tc.csv)
 				require.NoError(t, err)
-				require.NotNil(t, h.Source)
-				assert.Equal(t, id, *h.Source, "source identity: the one CSV file's")
-				assert.NotEqual(t, hWant.Source.Hash, h.Source.Hash, "not the selected columns' identity")
+				assert.Equal(t, id, got.id, "source identity: the one CSV file's")
+				assert.NotEqual(t, want.id.Hash, got.id.Hash, "not the selected columns' identity")
 				assert.Less(t, relErr(ds.X, mat.NewDense(n, p, x)), 1e-15, "the one CSV file's rows")
 			}
-			require.NotNil(t, got.Stats)
-			assert.Equal(t, want.Stats.N, got.Stats.N)
-			assert.Less(t, relErr(got.Stats.Moment, want.Stats.Moment), 1e-12)
-			assert.Less(t, relErr(mat.NewDense(1, p, got.Stats.Sum), mat.NewDense(1, p, want.Stats.Sum)), 1e-12)
+			assert.Equal(t, want.n, got.n)
+			assert.Less(t, relErr(got.moment, want.moment), 1e-12)
+			assert.Less(t, relErr(got.sum, want.sum), 1e-12)
 		})
 	}
 	// Without the flags the features are ambiguous (scalar and list
 	// numeric columns): refused. In the CSV shards every column is one.
-	assert.Equal(t, 1, run([]string{"stats", "--data", filepath.Join(pqDir, "*.parquet"), "--out", t.TempDir()}))
-	_, got := statsArgs(t, "--data", filepath.Join(csvDir, "*.csv"))
-	assert.Equal(t, 6, got.Stats.Moment.SymmetricDim())
+	assert.Equal(t, 1, run([]string{"describe", "--data", filepath.Join(pqDir, "*.parquet")}))
+	got := momentArgs(t, "--data", filepath.Join(csvDir, "*.csv"))
+	_, cols := got.moment.Dims()
+	assert.Equal(t, 6, cols)
 }
 
 // TestReadFlags: the shard-reading flags give the read options, and
@@ -498,9 +454,6 @@ func TestReadFlags(t *testing.T) {
 	registerReadFlags(fs)
 	fs.VisitAll(func(f *flag.Flag) {
 		assert.Contains(t, readUsage, "--"+f.Name+" ")
-		if f.Name != "user-column" && f.Name != "response-column" {
-			assert.Contains(t, statsReadUsage, "--"+f.Name+" ")
-		}
 	})
 	for _, tc := range []struct {
 		args []string
@@ -540,29 +493,26 @@ func TestReadFlags(t *testing.T) {
 	}
 }
 
-// TestStatsReadFlagRefusals: stats refuses inconsistent read flags, and
-// the user and response columns (it reads rows), as usage errors; a column
-// name wrong for a CSV shard fails the pipeline with the reader's message.
-func TestStatsReadFlagRefusals(t *testing.T) {
+// TestReadFlagRefusals: describe refuses inconsistent read flags as
+// usage errors; a column name wrong for a CSV shard fails the pipeline
+// with the reader's message.
+func TestReadFlagRefusals(t *testing.T) {
 	glob, _, _ := shards(t, 30, 3)
 	for _, args := range [][]string{
-		{"--user-column", "u"},
-		{"--response-column", "y"},
 		{"--features", "a", "--feature-list", "x"},
 		{"--format", "xls"},
 	} {
-		assert.Equal(t, 2, run(append([]string{"stats", "--data", glob, "--out", t.TempDir()}, args...)), "%v", args)
+		assert.Equal(t, 2, run(append([]string{"describe", "--data", glob}, args...)), "%v", args)
 	}
-	assert.Equal(t, 0, run([]string{"stats", "--help"}))
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.csv"), []byte("a,b\n1,2\n3,4\n"), 0o644))
-	_, err := stats.ComputeRows(context.Background(), filepath.Join(dir, "*.csv"), 0, stats.Options{Read: stats.ReadOptions{Parquet: stats.ParquetSchema{Features: []string{"a", "c"}}}})
+	_, err := stats.Describe(context.Background(), filepath.Join(dir, "*.csv"), data.Rows, 0, 0, stats.Options{Read: stats.ReadOptions{Parquet: stats.ParquetSchema{Features: []string{"a", "c"}}}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no column named "c" (columns: a, b)`)
 }
 
 // TestPassReadFlags: describe and pass take the same shard-reading flags
-// as stats (registerReadFlags), refusing inconsistent ones as usage
+// (registerReadFlags), refusing inconsistent ones as usage
 // errors.
 func TestPassReadFlags(t *testing.T) {
 	f := newPassFlags("describe", false)

@@ -7,8 +7,8 @@ package main
 //	dplr-beam pass --data GLOB --kind K [...] --request FILE --out DIR
 //
 // The read flags (registerReadFlags: --format, --header, --scale,
-// --features, --feature-list, --user-column, --response-column) are those
-// of stats.
+// --features, --feature-list, --user-column, --response-column) are
+// described in main.go.
 //
 // describe prints (stdout, JSON, host.BeamDescription) the data set's
 // public shape and the source identity of all its rows, merged across

@@ -98,7 +98,3 @@ func (r *readFlags) options() (stats.ReadOptions, error) {
 	}
 	return ro, nil
 }
-
-// statsReadUsage is readUsage for the stats subcommand, which reads rows
-// (no user or response column).
-const statsReadUsage = "[--format npy|csv|idx|parquet] [--header auto|yes|no] [--scale S] [--features COL,COL,... | --feature-list COL]"

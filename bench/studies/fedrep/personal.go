@@ -173,20 +173,30 @@ func (t PersonalTask) Accuracy(ds *data.Dataset, u, v, ids *mat.Dense) (float64,
 		if err != nil {
 			return 0, err
 		}
-		xs, ys := t.heldOut(ds, i)
-		pred, err := fedrep.Predict(u, head, xs, true)
+		acc, err := t.accuracy(ds, i, u, head)
 		if err != nil {
 			return 0, err
 		}
-		var ok float64
-		for j, p := range pred {
-			if p == signOf(ys[j]) {
-				ok++
-			}
-		}
-		tot += ok / float64(len(ys))
+		tot += acc
 	}
 	return tot / float64(ds.NumUsers()), nil
+}
+
+// accuracy is the share of user i's held-out rows whose label the
+// representation u and the head classify right.
+func (t PersonalTask) accuracy(ds *data.Dataset, i int, u *mat.Dense, head []float64) (float64, error) {
+	xs, ys := t.heldOut(ds, i)
+	pred, err := fedrep.Predict(u, head, xs, true)
+	if err != nil {
+		return 0, err
+	}
+	var ok float64
+	for j, p := range pred {
+		if p == signOf(ys[j]) {
+			ok++
+		}
+	}
+	return ok / float64(len(ys)), nil
 }
 
 // signOf is +1 for y > 0 and −1 elsewhere (the labels' rule).
@@ -299,18 +309,11 @@ func (t PersonalTask) RandomRepAccuracy(ds *data.Dataset, k int, seed uint64) (f
 		if err := head.SolveVec(&a, mat.NewVecDense(t.Train, append([]float64(nil), ds.Y[s:s+t.Train]...))); err != nil {
 			return 0, fmt.Errorf("random representation: user %d: %w", i, err)
 		}
-		xs, ys := t.heldOut(ds, i)
-		pred, err := fedrep.Predict(u, head.RawVector().Data, xs, true)
+		acc, err := t.accuracy(ds, i, u, head.RawVector().Data)
 		if err != nil {
 			return 0, err
 		}
-		var ok float64
-		for j, p := range pred {
-			if p == signOf(ys[j]) {
-				ok++
-			}
-		}
-		tot += ok / float64(len(ys))
+		tot += acc
 	}
 	return tot / float64(ds.NumUsers()), nil
 }

@@ -67,16 +67,21 @@ type StudyRow struct {
 	Runs      int
 }
 
-// RunStudy runs the study: the same data set for every cell (drawn from the
-// orbit-spiked model with cfg.Seed), fresh mechanism randomness for each
-// run (seeds derived from cfg.Seed), all through sdk.RunLocal.
-func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
+// data draws cfg's data set from the orbit-spiked model with cfg.Seed.
+func (cfg StudyConfig) data() (*gen.Generated, error) {
 	m, err := gen.Lookup(gen.OrbitSpikedName)
 	if err != nil {
 		return nil, err
 	}
-	g, err := gen.Run(m, map[string]string{"n": strconv.Itoa(cfg.N), "d": strconv.Itoa(cfg.D), "rank": strconv.Itoa(cfg.K),
+	return gen.Run(m, map[string]string{"n": strconv.Itoa(cfg.N), "d": strconv.Itoa(cfg.D), "rank": strconv.Itoa(cfg.K),
 		"spike": strconv.FormatFloat(cfg.Spike, 'g', -1, 64)}, cfg.Seed)
+}
+
+// RunStudy runs the study: the same data set for every cell (drawn from the
+// orbit-spiked model with cfg.Seed), fresh mechanism randomness for each
+// run (seeds derived from cfg.Seed), all through sdk.RunLocal.
+func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
+	g, err := cfg.data()
 	if err != nil {
 		return nil, err
 	}
@@ -251,12 +256,7 @@ type MixingRow struct {
 // chains each, on the orbit-spiked data of cfg (a stability check: the law
 // at T and 4T must agree).
 func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]MixingRow, error) {
-	m, err := gen.Lookup(gen.OrbitSpikedName)
-	if err != nil {
-		return nil, err
-	}
-	g, err := gen.Run(m, map[string]string{"n": strconv.Itoa(cfg.N), "d": strconv.Itoa(cfg.D), "rank": strconv.Itoa(cfg.K),
-		"spike": strconv.FormatFloat(cfg.Spike, 'g', -1, 64)}, cfg.Seed)
+	g, err := cfg.data()
 	if err != nil {
 		return nil, err
 	}

@@ -252,10 +252,9 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 		if f.df.columnScales != "" {
 			return usagef("--column-scales is not supported with --engine beam yet: divide the columns when writing the shards")
 		}
-		// The pipeline aggregates the shards and the host validates the
-		// statistics, or describes them for a fit through passes, before
+		// dplr-beam describes the shards for a fit through passes before
 		// any budget is reserved.
-		d, cleanup, err := beamData(ctx, env, f, c, est.Info, raw, grant, home)
+		d, cleanup, err := beamData(ctx, env, f, est.Info, home)
 		if err != nil {
 			return err
 		}

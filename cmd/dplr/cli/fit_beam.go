@@ -7,7 +7,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/dplr/dplr/client"
@@ -23,7 +22,7 @@ type beamFlags struct {
 }
 
 func (b *beamFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, reads --data, a glob of .npy, CSV or Parquet shards, and computes the estimator's statistics, or each aggregation pass the estimator asks the host for; the host never sees a row; --format, --header, --scale, --features, --user-column and --response-column apply to every shard as to one file)")
+	fs.StringVar(&b.engine, "engine", "local", "where the data are aggregated: local (this machine reads the file) or beam (an Apache Beam pipeline, dplr-beam, reads --data, a glob of .npy, CSV or Parquet shards, and computes each aggregation pass the estimator asks the host for; the host never sees a row; --format, --header, --scale, --features, --user-column and --response-column apply to every shard as to one file)")
 	fs.StringVar(&b.runner, "runner", "", "with --engine beam: the Beam runner: prism (default; embedded, in-process, the only one tested here), flink, spark or dataflow")
 	fs.Var(&b.flags, "beam-flag", "with --engine beam: a flag passed through to the Beam runner, e.g. --beam-flag=--endpoint=localhost:8099 (repeatable)")
 	fs.StringVar(&b.list, "feature-list", "", "with --engine beam: the one list `COLUMN` of Parquet shards holding all the features of a row (instead of --features)")
@@ -119,35 +118,16 @@ func (df *dataFlags) checkColumns(k data.Kind, est string) error {
 	return nil
 }
 
-// beamData is the data set of `dplr fit --engine beam`: the estimator's
-// aggregated statistics when its statistics path accepts the request
-// (rows data, a public clip, options its plugin's check on statistics
-// accepts), else the shards held remotely and reached
-// through the aggregation passes the estimator requests, when it has
-// such a path (Info.Remote). Nothing is reserved here: a failure spends
-// nothing.
-func beamData(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info client.EstimatorInfo, raw map[string]string, grant client.Grant, home string) (client.Data, func(), error) {
+// beamData is the data set of `dplr fit --engine beam`: the shards held
+// remotely and reached through the aggregation passes the estimator
+// requests, when it has such a path (Info.Remote). Nothing is reserved
+// here: a failure spends nothing.
+func beamData(ctx context.Context, env *Env, f *fitFlags, info client.EstimatorInfo, home string) (client.Data, func(), error) {
 	if err := f.df.checkColumns(info.DataKind, info.Name); err != nil {
 		return client.Data{}, func() {}, err
 	}
-	if info.Statistics && f.df.d1 == 0 && f.df.d2 == 0 {
-		if f.df.features != "" {
-			// The statistics pipeline keys CSV shards read with --features
-			// by the selected columns, dplr fit (and describe) by the whole
-			// records: the fit goes through passes, whose identity is the
-			// one file's.
-			if !info.Remote {
-				return client.Data{}, func() {}, usagef("--engine beam: --features is not supported by the statistics pipeline (it would key the budget by the selected columns of CSV shards, not by their whole records as for the one file), and %s has no path through aggregation passes; nothing was run or spent", info.Name)
-			}
-		} else if _, err := beamClip(info, raw); !info.Remote || (err == nil && c.StatisticsAccept(ctx, info.Name, raw, grant)) {
-			return beamStatistics(ctx, env, f, info, raw, home)
-		}
-	}
 	if !info.Remote {
-		if info.Statistics {
-			return client.Data{}, func() {}, usagef("--engine beam computes %s's statistics from plain rows: --d1 and --d2 are not supported there; nothing was run or spent", info.Name)
-		}
-		return client.Data{}, func() {}, usagef("%s has neither a path from aggregated statistics nor one through aggregation passes, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\" or \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
+		return client.Data{}, func() {}, usagef("%s has no path through aggregation passes, so it cannot run with --engine beam (run it on a data file; those that can have \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
 	}
 	return beamRemote(ctx, env, f, info, home)
 }
@@ -189,35 +169,6 @@ func beamRemote(ctx context.Context, env *Env, f *fitFlags, info client.Estimato
 	return d, cleanup, nil
 }
 
-// beamStatistics runs the statistics pipeline for info over the shards and
-// validates its output, returning the prepared statistics and a cleanup.
-// The clip is public and fixed before the pipeline runs: the estimator's
-// clip parameter (its value, else its default) when it has one, none
-// otherwise. clip=auto needs a private quantile of the row norms, which the
-// pipeline does not release: it is refused. Nothing is reserved here: a
-// failed pipeline or refused statistics spend nothing.
-func beamStatistics(ctx context.Context, env *Env, f *fitFlags, info client.EstimatorInfo, raw map[string]string, home string) (client.Data, func(), error) {
-	none := func() {}
-	if !info.Statistics {
-		return client.Data{}, none, usagef("%s has no path from aggregated statistics, so it cannot run with --engine beam (run it on a data file; those that can have \"statistics\" or \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
-	}
-	clip, err := beamClip(info, raw)
-	if err != nil {
-		return client.Data{}, none, err
-	}
-	bd, cleanup, err := beamShards(env, f, info.DataKind, home)
-	if err != nil {
-		return client.Data{}, none, err
-	}
-	fmt.Fprintf(env.Stderr, "dplr: --engine beam: %s computes the statistics of %s (runner %s, clip %s)\n", filepath.Base(bd.Binary), f.df.path, f.beam.runner, clipText(clip))
-	d, err := client.BeamStatistics(ctx, bd, clip, f.df.name)
-	if err != nil {
-		cleanup()
-		return client.Data{}, none, exitOf(err)
-	}
-	return d, cleanup, nil
-}
-
 // beamShards are the shards the flags name, read with dplr-beam for an
 // estimator taking kind data, with a fresh work directory below the data
 // cache and the cleanup that removes it.
@@ -237,35 +188,4 @@ func beamShards(env *Env, f *fitFlags, kind data.Kind, home string) (client.Beam
 	return client.BeamShards{Binary: bin, Data: f.df.path, Runner: f.beam.runner, BeamFlags: f.beam.flags, Format: f.df.format, Header: f.df.header,
 		Scale: f.df.scale, Features: features, FeatureList: f.beam.list, UserColumn: f.df.userCol, ResponseColumn: f.df.responseCol,
 		Kind: kind, D1: f.df.d1, D2: f.df.d2, Stderr: env.Stderr, Work: dir}, cleanup, nil
-}
-
-// beamClip is the clip the pipeline applies: the estimator's clip
-// parameter when it has one (0: the estimator takes unclipped rows).
-func beamClip(info client.EstimatorInfo, raw map[string]string) (float64, error) {
-	i := slices.IndexFunc(info.Params, func(p client.ParamSpec) bool { return p.Name == "clip" })
-	if i < 0 {
-		return 0, nil
-	}
-	v, ok := raw["clip"]
-	if !ok {
-		v = info.Params[i].Default
-	}
-	if v == "" {
-		return 0, nil
-	}
-	if strings.TrimSpace(v) == "auto" {
-		return 0, usagef("--engine beam needs a public clip: clip=auto releases a private quantile of the row norms, which the pipeline does not compute yet; give --set clip=NUMBER, a bound chosen without looking at the data; nothing was run or spent")
-	}
-	c, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(c > 0) {
-		return 0, usagef("clip %q: want a positive number", v)
-	}
-	return c, nil
-}
-
-func clipText(c float64) string {
-	if c == 0 {
-		return "none"
-	}
-	return strconv.FormatFloat(c, 'g', -1, 64)
 }

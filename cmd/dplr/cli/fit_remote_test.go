@@ -91,8 +91,7 @@ func TestFitBeamRemote(t *testing.T) {
 	home := t.TempDir()
 	file := remoteRowsFile(t)
 	calls := standInPipeline(t, file, nil)
-	// passes=2: remote-mean's statistics path refuses it, so the fit goes
-	// through passes.
+	// passes=2: the fit asks for the same pass twice.
 	args := []string{"--rho", "0.5", "--seed", "3", "--set", "clip=1.5", "--set", "passes=2", "--json", "--quiet"}
 	r := dplr(t, home, append([]string{"fit", "remote-mean", "--data", "shards/*.npy", "--engine", "beam", "--out", t.TempDir()}, args...)...)
 	require.Equal(t, ExitOK, r.code, r.stderr)
@@ -108,7 +107,7 @@ func TestFitBeamRemote(t *testing.T) {
 	assert.Contains(t, r.stdout, `"remote": true`)
 	r = dplr(t, home, "describe", "remote-mean")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "--engine beam: from aggregated statistics, or through aggregation passes")
+	assert.Contains(t, r.stdout, "--engine beam: through aggregation passes")
 }
 
 // TestFitBeamRemoteRefusals: refusals before the reservation spend
@@ -123,7 +122,7 @@ func TestFitBeamRemoteRefusals(t *testing.T) {
 		want string
 	}{
 		{"describe fails", errors.New("shard 2 is corrupt"), []string{"remote-mean", "--set", "passes=2"}, ExitData, "shard 2 is corrupt; nothing was reserved or spent"},
-		{"no remote path", nil, []string{"leaky-mean"}, ExitUsage, "neither a path from aggregated statistics nor one through aggregation passes"},
+		{"no remote path", nil, []string{"leaky-mean"}, ExitUsage, "has no path through aggregation passes"},
 		{"wrong kind", nil, []string{"remote-mean", "--kind", "trace"}, ExitUsage, "takes rows data"},
 		{"d1 on rows", nil, []string{"remote-mean", "--d1", "2", "--d2", "2"}, ExitUsage, "for trace data"},
 		{"unsupported flag", nil, []string{"remote-mean", "--delimiter", ";"}, ExitUsage, "--delimiter is not supported"},
@@ -170,28 +169,21 @@ func TestFitBeamRemotePassFails(t *testing.T) {
 	assert.Equal(t, true, runs[0]["refunded"], runs[0])
 }
 
-// TestFitBeamPrefersStatistics: an estimator with both paths whose
-// statistics path accepts the request keeps today's statistics pipeline
-// (here a stand-in dplr-beam that writes nothing: the statistics are
-// refused, nothing spent) and never describes the shards for passes.
-func TestFitBeamPrefersStatistics(t *testing.T) {
+// TestFitBeamThroughPasses: every fit with --engine beam goes through
+// passes (there is no statistics pipeline): the default request and one
+// selecting CSV columns with --features each describe the shards once and
+// succeed.
+func TestFitBeamThroughPasses(t *testing.T) {
 	home := t.TempDir()
 	file := remoteRowsFile(t)
 	calls := standInPipeline(t, file, nil)
-	r := dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir())
-	assert.Equal(t, ExitData, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "computes the statistics")
-	assert.Contains(t, r.stderr, "statistics:")
-	assert.Equal(t, 0, *calls, "no describe for passes")
-	assert.Empty(t, history(t, home, file))
-
-	// --features: the statistics pipeline would key CSV shards by the
-	// selected columns, not by the whole records as for the one file; the
-	// fit goes through passes.
-	r = dplr(t, home, "fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir(), "--features", "0,1,2,3")
-	assert.Equal(t, ExitOK, r.code, r.stderr)
-	assert.NotContains(t, r.stderr, "computes the statistics")
-	assert.Equal(t, 1, *calls, "described for passes")
+	for i, extra := range [][]string{nil, {"--features", "0,1,2,3"}} {
+		args := append([]string{"fit", "remote-mean", "--data", "shards/*", "--engine", "beam", "--rho", "0.5", "--quiet", "--out", t.TempDir()}, extra...)
+		r := dplr(t, home, args...)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		assert.NotContains(t, r.stderr, "statistics")
+		assert.Equal(t, i+1, *calls, "described for passes")
+	}
 }
 
 // TestFitBeamReadFlags: the shard-reading flags of `dplr fit --engine

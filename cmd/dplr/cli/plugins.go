@@ -126,13 +126,8 @@ type estimatorJSON struct {
 	Grants     []string    `json:"grants"`
 	Params     []paramJSON `json:"params"`
 	References []string    `json:"references,omitempty"`
-	// Statistics: the estimator also runs on aggregated statistics
-	// (dplr fit --engine beam).
-	Statistics bool `json:"statistics,omitempty"`
 	// Remote: the estimator also runs on a data set it reaches only
-	// through aggregation passes the host runs (dplr fit --engine beam on
-	// trace and users data, and rows estimators without a statistics
-	// path).
+	// through aggregation passes the host runs (dplr fit --engine beam).
 	Remote bool `json:"remote,omitempty"`
 }
 
@@ -149,7 +144,7 @@ type paramJSON struct {
 
 func toEstimatorJSON(e client.EstimatorInfo) estimatorJSON {
 	out := estimatorJSON{Name: e.Name, Version: e.Version, Summary: e.Summary, DataKind: string(e.DataKind),
-		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Statistics: e.Statistics, Remote: e.Remote}
+		Guarantee: e.Guarantee, References: e.References, Params: []paramJSON{}, Grants: []string{}, Remote: e.Remote}
 	for _, g := range e.Grants {
 		out.Grants = append(out.Grants, string(g))
 	}
@@ -240,12 +235,7 @@ func cmdDescribe(ctx context.Context, env *Env, args []string) error {
 
 // engines says how --engine beam can reach an estimator's data.
 func engines(e client.EstimatorInfo) string {
-	switch {
-	case e.Statistics && e.Remote:
-		return " (--engine beam: from aggregated statistics, or through aggregation passes)"
-	case e.Statistics:
-		return " (--engine beam: from aggregated statistics)"
-	case e.Remote:
+	if e.Remote {
 		return " (--engine beam: through aggregation passes)"
 	}
 	return ""

@@ -135,23 +135,30 @@ func Main() {
 	fmt.Print(b.String())
 }
 
+// setup returns the estimator named estimator and the data model's draw
+// (seed 1) with these parameters, or fails.
+func setup(ests map[string]sdk.Estimator, estimator, model string, params map[string]string) (sdk.Estimator, *gen.Generated) {
+	est, ok := ests[estimator]
+	if !ok {
+		fail(fmt.Errorf("no estimator %s", estimator))
+	}
+	m, err := gen.Lookup(model)
+	if err != nil {
+		fail(err)
+	}
+	g, err := gen.Run(m, params, 1)
+	if err != nil {
+		fail(err)
+	}
+	return est, g
+}
+
 // compare writes the rows of one comparison: every step's scale under
 // exact, zCDP and the paper's calibration at each ε, collecting the
 // exact/zCDP ratios of Gaussian steps at ε = 1 into gaussRatios (runs
 // whose steps are all Gaussian) or mixedRatios (runs with pure steps too).
 func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, gaussRatios, mixedRatios *[]float64) {
-	est, ok := ests[c.estimator]
-	if !ok {
-		fail(fmt.Errorf("no estimator %s", c.estimator))
-	}
-	m, err := gen.Lookup(c.model)
-	if err != nil {
-		fail(err)
-	}
-	g, err := gen.Run(m, c.modelParams, 1)
-	if err != nil {
-		fail(err)
-	}
+	est, g := setup(ests, c.estimator, c.model, c.modelParams)
 	choices := noiseChoices(est)
 	for _, eps := range epsilons {
 		grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
@@ -164,6 +171,7 @@ func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, ga
 		}
 		zc := steps(est, g.Data, zp, grant)
 		var ex []privacy.Step
+		var err error
 		from := "run"
 		switch {
 		case c.pure:

@@ -34,7 +34,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 )
 
@@ -95,18 +94,7 @@ func MainPLD() {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var timings []string
 	for _, c := range configs {
-		est, ok := ests[c.estimator]
-		if !ok {
-			fail(fmt.Errorf("no estimator %s", c.estimator))
-		}
-		m, err := gen.Lookup(c.model)
-		if err != nil {
-			fail(err)
-		}
-		g, err := gen.Run(m, c.modelParams, 1)
-		if err != nil {
-			fail(err)
-		}
+		est, g := setup(ests, c.estimator, c.model, c.modelParams)
 		for _, eps := range epsilons {
 			grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
 			steps, err := trySteps(est, g.Data, c.params, grant)

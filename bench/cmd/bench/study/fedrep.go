@@ -65,13 +65,11 @@ func FedRep(args []string) {
 	}
 	cells, err := fedrep.RunStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-		os.Exit(1)
+		fail("fedrep", err)
 	}
 	if *plotPath != "" {
 		if err := plotStudy(cells, cfg, *plotPath); err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-			os.Exit(1)
+			fail("fedrep", err)
 		}
 	}
 	if *jsonPath != "" {
@@ -80,16 +78,14 @@ func FedRep(args []string) {
 			err = os.WriteFile(*jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-			os.Exit(1)
+			fail("fedrep", err)
 		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(cells); err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-			os.Exit(1)
+			fail("fedrep", err)
 		}
 		return
 	}
@@ -124,8 +120,7 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 	}
 	rows, err := fedrep.RunFMNISTStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-		os.Exit(1)
+		fail("fedrep", err)
 	}
 	fmt.Printf("Fashion-MNIST: %d users × %d images (two classes each, ±1), JL to %d, rank %d, T = %d, η = %g, ψ = %g, ψ_init = %g, hold-out %g, δ = %g, %d seeds\n\n",
 		cfg.Users, cfg.PerUser, cfg.Proj, cfg.Rank, cfg.Iterations, cfg.Step, cfg.Clip, cfg.InitClip, cfg.Holdout, cfg.Delta, cfg.Seeds)
@@ -150,8 +145,7 @@ func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool
 	}
 	rows, err := fedrep.RunPersonalStudy(context.Background(), cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-		os.Exit(1)
+		fail("fedrep", err)
 	}
 	if jsonPath != "" {
 		b, err := json.MarshalIndent(rows, "", "  ")
@@ -159,8 +153,7 @@ func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool
 			err = os.WriteFile(jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-			os.Exit(1)
+			fail("fedrep", err)
 		}
 	}
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g, %d seeds; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩)\n", cfg.Delta, cfg.Seeds)
@@ -175,13 +168,11 @@ func mergePersonal(files, jsonPath string) {
 	for _, f := range strings.Split(files, ",") {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-			os.Exit(1)
+			fail("fedrep", err)
 		}
 		var rows []fedrep.PersonalRow
 		if err := json.Unmarshal(b, &rows); err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep:", f, err)
-			os.Exit(1)
+			fail("fedrep", fmt.Errorf("%s: %w", f, err))
 		}
 		parts = append(parts, rows)
 	}
@@ -192,8 +183,7 @@ func mergePersonal(files, jsonPath string) {
 			err = os.WriteFile(jsonPath, b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep:", err)
-			os.Exit(1)
+			fail("fedrep", err)
 		}
 	}
 	cfg := fedrep.DefaultPersonalStudy()

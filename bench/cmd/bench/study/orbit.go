@@ -44,12 +44,10 @@ func Orbit(args []string) {
 		sweeps := must(parseList(*mixing, "sweep count", strconv.Atoi, func(v int) bool { return v >= 1 }))
 		rows, err := orbitstudy.RunMixingStudy(context.Background(), cfg, sweeps)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench study orbit:", err)
-			os.Exit(1)
+			fail("orbit", err)
 		}
 		if err := orbitstudy.WriteMixingMarkdown(os.Stdout, rows); err != nil {
-			fmt.Fprintln(os.Stderr, "bench study orbit:", err)
-			os.Exit(1)
+			fail("orbit", err)
 		}
 		return
 	}
@@ -66,20 +64,17 @@ func Orbit(args []string) {
 		rows, err = orbitstudy.RunStudy(context.Background(), cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench study orbit:", err)
-		os.Exit(1)
+		fail("orbit", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rows); err != nil {
-			fmt.Fprintln(os.Stderr, "bench study orbit:", err)
-			os.Exit(1)
+			fail("orbit", err)
 		}
 		return
 	}
 	if err := orbitstudy.WriteStudyMarkdown(os.Stdout, rows); err != nil {
-		fmt.Fprintln(os.Stderr, "bench study orbit:", err)
-		os.Exit(1)
+		fail("orbit", err)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 
 	pcastudy "github.com/dplr/dplr/bench/studies/pca"
@@ -38,14 +37,12 @@ func PCA(args []string) {
 	_ = fs.Parse(args)
 	if *heavy != "" {
 		if err := heavyTail(*heavy, 0.005, 10, 1); err != nil {
-			fmt.Fprintln(os.Stderr, "bench study pca:", err)
-			os.Exit(1)
+			fail("pca", err)
 		}
 		return
 	}
 	if err := runPCA(*config, *seeds, *epsList, *delta, *methods, *fm); err != nil {
-		fmt.Fprintln(os.Stderr, "bench study pca:", err)
-		os.Exit(1)
+		fail("pca", err)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dplr/dplr/bench/studies/rgrad"
+	rgradstudy "github.com/dplr/dplr/bench/studies/rgrad"
 )
 
 // RGrad runs "bench study rgrad" with the arguments that follow it.
@@ -44,18 +44,18 @@ func RGrad(args []string) {
 
 	nList, err := parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 })
 	if err != nil {
-		fail(err)
+		fail("rgrad", err)
 	}
 	eList, err := parseList(*eps, "ε", parseFloat, func(v float64) bool { return v > 0 })
 	if err != nil {
-		fail(err)
+		fail("rgrad", err)
 	}
 	if *set != "" {
 		c.ModelParams = map[string]string{}
 		for _, kv := range strings.Split(*set, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok {
-				fail(fmt.Errorf("bad -set entry %q: want key=value", kv))
+				fail("rgrad", fmt.Errorf("bad -set entry %q: want key=value", kv))
 			}
 			c.ModelParams[k] = v
 		}
@@ -76,11 +76,11 @@ func RGrad(args []string) {
 	}
 	cells, err := rgradstudy.RunStudy(context.Background(), c, nList, eList, vars, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	if err != nil {
-		fail(err)
+		fail("rgrad", err)
 	}
 	if *plotPrefix != "" {
 		if err := writePlots(*plotPrefix, c, cells, nList, eList, nList[len(nList)-1], *plotEps); err != nil {
-			fail(err)
+			fail("rgrad", err)
 		}
 	}
 	if *asJSON {
@@ -100,7 +100,7 @@ func RGrad(args []string) {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
-			fail(err)
+			fail("rgrad", err)
 		}
 		return
 	}
@@ -114,9 +114,4 @@ func iterLabel(t int) string {
 		return "ceil(ln n)"
 	}
 	return strconv.Itoa(t)
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench study rgrad:", err)
-	os.Exit(1)
 }

@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/dplr/dplr/bench/studies/rgrad"
+	rgradstudy "github.com/dplr/dplr/bench/studies/rgrad"
 )
 
 // writePlots draws median relative error against ε (at the largest n with

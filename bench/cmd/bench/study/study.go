@@ -36,6 +36,12 @@ func parseFloat(s string) (float64, error) {
 // anyValue accepts every value.
 func anyValue[T any](T) bool { return true }
 
+// fail reports err from the study named name and exits with status 1.
+func fail(name string, err error) {
+	fmt.Fprintf(os.Stderr, "bench study %s: %v\n", name, err)
+	os.Exit(1)
+}
+
 // must returns v, or reports err (a bad flag value) and exits with status 2.
 func must[T any](v T, err error) T {
 	if err != nil {

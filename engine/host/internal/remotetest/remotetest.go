@@ -1,8 +1,7 @@
-// Package remotetest is a small estimator that runs on local rows, on a
-// data set reached only through aggregation passes (sdk.RemoteEstimator)
-// and on aggregated statistics (sdk.StatsEstimator, only with passes=1):
-// the clipped mean of the rows, from the rows.moment pass (or the
-// statistics' clipped sum), released with Gaussian noise. The host's and the command line's tests
+// Package remotetest is a small estimator that runs on local rows and on a
+// data set reached only through aggregation passes (sdk.RemoteEstimator):
+// the clipped mean of the rows, from the rows.moment pass, released with
+// Gaussian noise. The host's and the command line's tests
 // run it through a real plugin process (testdata/dplr-remote).
 package remotetest
 
@@ -43,24 +42,6 @@ func (Mean) Info() sdk.Info {
 // Passes implements sdk.RemoteEstimator.
 func (Mean) Passes(opts any, s sdk.Shape) ([]string, error) {
 	return []string{pass.RowsMoment}, nil
-}
-
-// CheckStats implements sdk.StatsEstimator: the statistics path serves
-// passes=1 only (a request the command line then sends through passes).
-func (Mean) CheckStats(opts any) error {
-	if opts.(*options).Passes != 1 {
-		return fmt.Errorf("passes=%d needs aggregation passes", opts.(*options).Passes)
-	}
-	return nil
-}
-
-// FitStats implements sdk.StatsEstimator.
-func (m Mean) FitStats(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	st := run.Data.Stats
-	if st.Clip != sdk.Opts[options](run).Clip.Value {
-		return nil, fmt.Errorf("statistics clipped at %v, want %v", st.Clip, sdk.Opts[options](run).Clip.Value)
-	}
-	return m.release(run, &data.PassResult{Records: int64(st.N), Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: st.P, Data: st.Sum}}})
 }
 
 // Fit implements sdk.Estimator.

@@ -225,10 +225,6 @@ type EstimatorInfo struct {
 	// non_private marks a reference estimator that releases a non-private
 	// result; hosts must not present its output as private.
 	NonPrivate bool `protobuf:"varint,10,opt,name=non_private,json=nonPrivate,proto3" json:"non_private,omitempty"`
-	// statistics marks a rows estimator that also runs on the rows'
-	// aggregated statistics (a DatasetHandle with statistics set) in place
-	// of the rows; hosts send statistics only to such estimators.
-	Statistics bool `protobuf:"varint,11,opt,name=statistics,proto3" json:"statistics,omitempty"`
 	// remote marks an estimator that also runs on a data set it cannot read,
 	// reached only through aggregation passes (DatasetHandle.remote,
 	// FitPasses); hosts send remote data sets only to such estimators.
@@ -333,13 +329,6 @@ func (x *EstimatorInfo) GetReferences() []string {
 func (x *EstimatorInfo) GetNonPrivate() bool {
 	if x != nil {
 		return x.NonPrivate
-	}
-	return false
-}
-
-func (x *EstimatorInfo) GetStatistics() bool {
-	if x != nil {
-		return x.Statistics
 	}
 	return false
 }
@@ -623,10 +612,6 @@ type DatasetHandle struct {
 	UserIds   *FileRef               `protobuf:"bytes,11,opt,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
 	Labels    *FileRef               `protobuf:"bytes,12,opt,name=labels,proto3" json:"labels,omitempty"`
 	Version   int32                  `protobuf:"varint,13,opt,name=version,proto3" json:"version,omitempty"` // handle format version
-	// statistics, when set, replaces the rows (x is then unset): the data
-	// set is known only through aggregates computed elsewhere (a Beam
-	// pipeline) and validated by the host. kind is "rows".
-	Statistics *Statistics `protobuf:"bytes,14,opt,name=statistics,proto3" json:"statistics,omitempty"`
 	// remote, when set, replaces the rows and every side column (x, y,
 	// user_start, user_ids, labels unset): the data set is held elsewhere
 	// (shards a Beam pipeline reads) and the plugin reaches it only through
@@ -758,13 +743,6 @@ func (x *DatasetHandle) GetVersion() int32 {
 	return 0
 }
 
-func (x *DatasetHandle) GetStatistics() *Statistics {
-	if x != nil {
-		return x.Statistics
-	}
-	return nil
-}
-
 func (x *DatasetHandle) GetRemote() *RemoteShape {
 	if x != nil {
 		return x.Remote
@@ -851,88 +829,23 @@ func (x *RemoteShape) GetUsers() int64 {
 	return 0
 }
 
-// Statistics are a rows data set's aggregates: with w_i = min(1, clip/‖x_i‖)
-// (w_i = 1 when clip is 0), sum = Σ w_i x_i (p values) and moment =
-// Σ w_i² x_i x_iᵀ (p×p, row-major, symmetric, not divided by n); n is
-// DatasetHandle.n.
-type Statistics struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Clip          float64                `protobuf:"fixed64,1,opt,name=clip,proto3" json:"clip,omitempty"`   // the public row-norm bound applied before aggregation (0: none)
-	Sum           *FileRef               `protobuf:"bytes,2,opt,name=sum,proto3" json:"sum,omitempty"`       // p float64 values
-	Moment        *FileRef               `protobuf:"bytes,3,opt,name=moment,proto3" json:"moment,omitempty"` // p·p float64 values
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Statistics) Reset() {
-	*x = Statistics{}
-	mi := &file_dplr_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Statistics) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Statistics) ProtoMessage() {}
-
-func (x *Statistics) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Statistics.ProtoReflect.Descriptor instead.
-func (*Statistics) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *Statistics) GetClip() float64 {
-	if x != nil {
-		return x.Clip
-	}
-	return 0
-}
-
-func (x *Statistics) GetSum() *FileRef {
-	if x != nil {
-		return x.Sum
-	}
-	return nil
-}
-
-func (x *Statistics) GetMoment() *FileRef {
-	if x != nil {
-		return x.Moment
-	}
-	return nil
-}
-
 // Shape is a data set's public dimensions (never its content).
 type Shape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`              // "rows", "trace" or "users"
-	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`                   // rows (or observations)
-	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`                   // columns (features)
-	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`                 // trace regression: matrix rows
-	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`                 // trace regression: matrix columns
-	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"`           // users data: number of users
-	Statistics    bool                   `protobuf:"varint,7,opt,name=statistics,proto3" json:"statistics,omitempty"` // rows data known only through its statistics
-	Remote        bool                   `protobuf:"varint,8,opt,name=remote,proto3" json:"remote,omitempty"`         // data held elsewhere, reached only through passes (FitPasses)
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`      // "rows", "trace" or "users"
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`           // rows (or observations)
+	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`           // columns (features)
+	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`         // trace regression: matrix rows
+	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`         // trace regression: matrix columns
+	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"`   // users data: number of users
+	Remote        bool                   `protobuf:"varint,8,opt,name=remote,proto3" json:"remote,omitempty"` // data held elsewhere, reached only through passes (FitPasses)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +857,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[9]
+	mi := &file_dplr_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +870,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{9}
+	return file_dplr_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Shape) GetKind() string {
@@ -1002,13 +915,6 @@ func (x *Shape) GetUsers() int64 {
 	return 0
 }
 
-func (x *Shape) GetStatistics() bool {
-	if x != nil {
-		return x.Statistics
-	}
-	return false
-}
-
 func (x *Shape) GetRemote() bool {
 	if x != nil {
 		return x.Remote
@@ -1034,7 +940,7 @@ type CheckRequest struct {
 
 func (x *CheckRequest) Reset() {
 	*x = CheckRequest{}
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +952,7 @@ func (x *CheckRequest) String() string {
 func (*CheckRequest) ProtoMessage() {}
 
 func (x *CheckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[10]
+	mi := &file_dplr_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +965,7 @@ func (x *CheckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
 func (*CheckRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{10}
+	return file_dplr_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckRequest) GetEstimator() string {
@@ -1127,7 +1033,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1045,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[11]
+	mi := &file_dplr_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1058,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{11}
+	return file_dplr_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckResponse) GetFootprintBytes() int64 {
@@ -1209,7 +1115,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1127,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[12]
+	mi := &file_dplr_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1140,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{12}
+	return file_dplr_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Plan) GetSteps() []*Plan_PlanStep {
@@ -1303,7 +1209,7 @@ type FitRequest struct {
 
 func (x *FitRequest) Reset() {
 	*x = FitRequest{}
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1221,7 @@ func (x *FitRequest) String() string {
 func (*FitRequest) ProtoMessage() {}
 
 func (x *FitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[13]
+	mi := &file_dplr_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1234,7 @@ func (x *FitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitRequest.ProtoReflect.Descriptor instead.
 func (*FitRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{13}
+	return file_dplr_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FitRequest) GetEstimator() string {
@@ -1390,7 +1296,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1308,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[14]
+	mi := &file_dplr_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1321,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{14}
+	return file_dplr_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Step) GetName() string {
@@ -1524,7 +1430,7 @@ type Guarantee struct {
 
 func (x *Guarantee) Reset() {
 	*x = Guarantee{}
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1442,7 @@ func (x *Guarantee) String() string {
 func (*Guarantee) ProtoMessage() {}
 
 func (x *Guarantee) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[15]
+	mi := &file_dplr_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1455,7 @@ func (x *Guarantee) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Guarantee.ProtoReflect.Descriptor instead.
 func (*Guarantee) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{15}
+	return file_dplr_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Guarantee) GetKind() string {
@@ -1649,7 +1555,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1567,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[16]
+	mi := &file_dplr_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1580,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{16}
+	return file_dplr_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Progress) GetStage() string {
@@ -1722,7 +1628,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1640,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[17]
+	mi := &file_dplr_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1653,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{17}
+	return file_dplr_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MatrixChunk) GetName() string {
@@ -1812,7 +1718,7 @@ type Scalar struct {
 
 func (x *Scalar) Reset() {
 	*x = Scalar{}
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1730,7 @@ func (x *Scalar) String() string {
 func (*Scalar) ProtoMessage() {}
 
 func (x *Scalar) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[18]
+	mi := &file_dplr_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1743,7 @@ func (x *Scalar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scalar.ProtoReflect.Descriptor instead.
 func (*Scalar) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{18}
+	return file_dplr_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Scalar) GetName() string {
@@ -1882,7 +1788,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_dplr_proto_msgTypes[19]
+	mi := &file_dplr_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +1800,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[19]
+	mi := &file_dplr_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +1813,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{19}
+	return file_dplr_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Series) GetName() string {
@@ -1958,7 +1864,7 @@ type FitResult struct {
 
 func (x *FitResult) Reset() {
 	*x = FitResult{}
-	mi := &file_dplr_proto_msgTypes[20]
+	mi := &file_dplr_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +1876,7 @@ func (x *FitResult) String() string {
 func (*FitResult) ProtoMessage() {}
 
 func (x *FitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[20]
+	mi := &file_dplr_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +1889,7 @@ func (x *FitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitResult.ProtoReflect.Descriptor instead.
 func (*FitResult) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{20}
+	return file_dplr_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FitResult) GetScalars() []*Scalar {
@@ -2068,7 +1974,7 @@ type FitEvent struct {
 
 func (x *FitEvent) Reset() {
 	*x = FitEvent{}
-	mi := &file_dplr_proto_msgTypes[21]
+	mi := &file_dplr_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +1986,7 @@ func (x *FitEvent) String() string {
 func (*FitEvent) ProtoMessage() {}
 
 func (x *FitEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[21]
+	mi := &file_dplr_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +1999,7 @@ func (x *FitEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitEvent.ProtoReflect.Descriptor instead.
 func (*FitEvent) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{21}
+	return file_dplr_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FitEvent) GetEvent() isFitEvent_Event {
@@ -2214,7 +2120,7 @@ type FitInput struct {
 
 func (x *FitInput) Reset() {
 	*x = FitInput{}
-	mi := &file_dplr_proto_msgTypes[22]
+	mi := &file_dplr_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2132,7 @@ func (x *FitInput) String() string {
 func (*FitInput) ProtoMessage() {}
 
 func (x *FitInput) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[22]
+	mi := &file_dplr_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2145,7 @@ func (x *FitInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FitInput.ProtoReflect.Descriptor instead.
 func (*FitInput) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{22}
+	return file_dplr_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FitInput) GetInput() isFitInput_Input {
@@ -2304,7 +2210,7 @@ type ArrayChunk struct {
 
 func (x *ArrayChunk) Reset() {
 	*x = ArrayChunk{}
-	mi := &file_dplr_proto_msgTypes[23]
+	mi := &file_dplr_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2222,7 @@ func (x *ArrayChunk) String() string {
 func (*ArrayChunk) ProtoMessage() {}
 
 func (x *ArrayChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[23]
+	mi := &file_dplr_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2235,7 @@ func (x *ArrayChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrayChunk.ProtoReflect.Descriptor instead.
 func (*ArrayChunk) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{23}
+	return file_dplr_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ArrayChunk) GetName() string {
@@ -2391,7 +2297,7 @@ type PassRequest struct {
 
 func (x *PassRequest) Reset() {
 	*x = PassRequest{}
-	mi := &file_dplr_proto_msgTypes[24]
+	mi := &file_dplr_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2309,7 @@ func (x *PassRequest) String() string {
 func (*PassRequest) ProtoMessage() {}
 
 func (x *PassRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[24]
+	mi := &file_dplr_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2322,7 @@ func (x *PassRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassRequest.ProtoReflect.Descriptor instead.
 func (*PassRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{24}
+	return file_dplr_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PassRequest) GetId() uint64 {
@@ -2478,7 +2384,7 @@ type PassReply struct {
 
 func (x *PassReply) Reset() {
 	*x = PassReply{}
-	mi := &file_dplr_proto_msgTypes[25]
+	mi := &file_dplr_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2396,7 @@ func (x *PassReply) String() string {
 func (*PassReply) ProtoMessage() {}
 
 func (x *PassReply) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[25]
+	mi := &file_dplr_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2409,7 @@ func (x *PassReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassReply.ProtoReflect.Descriptor instead.
 func (*PassReply) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{25}
+	return file_dplr_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PassReply) GetId() uint64 {
@@ -2563,7 +2469,7 @@ type ModelOutput struct {
 
 func (x *ModelOutput) Reset() {
 	*x = ModelOutput{}
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2481,7 @@ func (x *ModelOutput) String() string {
 func (*ModelOutput) ProtoMessage() {}
 
 func (x *ModelOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[26]
+	mi := &file_dplr_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2494,7 @@ func (x *ModelOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
 func (*ModelOutput) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{26}
+	return file_dplr_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ModelOutput) GetName() string {
@@ -2642,7 +2548,7 @@ type TransformRequest struct {
 
 func (x *TransformRequest) Reset() {
 	*x = TransformRequest{}
-	mi := &file_dplr_proto_msgTypes[27]
+	mi := &file_dplr_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2560,7 @@ func (x *TransformRequest) String() string {
 func (*TransformRequest) ProtoMessage() {}
 
 func (x *TransformRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[27]
+	mi := &file_dplr_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2573,7 @@ func (x *TransformRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformRequest.ProtoReflect.Descriptor instead.
 func (*TransformRequest) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{27}
+	return file_dplr_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TransformRequest) GetEstimator() string {
@@ -2723,7 +2629,7 @@ type CheckResponse_MechanismUse struct {
 
 func (x *CheckResponse_MechanismUse) Reset() {
 	*x = CheckResponse_MechanismUse{}
-	mi := &file_dplr_proto_msgTypes[29]
+	mi := &file_dplr_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2641,7 @@ func (x *CheckResponse_MechanismUse) String() string {
 func (*CheckResponse_MechanismUse) ProtoMessage() {}
 
 func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[29]
+	mi := &file_dplr_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2654,7 @@ func (x *CheckResponse_MechanismUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse_MechanismUse.ProtoReflect.Descriptor instead.
 func (*CheckResponse_MechanismUse) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{11, 0}
+	return file_dplr_proto_rawDescGZIP(), []int{10, 0}
 }
 
 func (x *CheckResponse_MechanismUse) GetMechanism() string {
@@ -2777,7 +2683,7 @@ type Plan_PlanStep struct {
 
 func (x *Plan_PlanStep) Reset() {
 	*x = Plan_PlanStep{}
-	mi := &file_dplr_proto_msgTypes[30]
+	mi := &file_dplr_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +2695,7 @@ func (x *Plan_PlanStep) String() string {
 func (*Plan_PlanStep) ProtoMessage() {}
 
 func (x *Plan_PlanStep) ProtoReflect() protoreflect.Message {
-	mi := &file_dplr_proto_msgTypes[30]
+	mi := &file_dplr_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +2708,7 @@ func (x *Plan_PlanStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan_PlanStep.ProtoReflect.Descriptor instead.
 func (*Plan_PlanStep) Descriptor() ([]byte, []int) {
-	return file_dplr_proto_rawDescGZIP(), []int{12, 0}
+	return file_dplr_proto_rawDescGZIP(), []int{11, 0}
 }
 
 func (x *Plan_PlanStep) GetStep() *Step {
@@ -2834,7 +2740,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\n" +
 	"estimators\x18\x05 \x03(\v2\x16.dplr.v1.EstimatorInfoR\n" +
 	"estimators\x12)\n" +
-	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xf1\x02\n" +
+	"\x10protocol_version\x18\x06 \x01(\x05R\x0fprotocolVersion\"\xe3\x02\n" +
 	"\rEstimatorInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -2849,11 +2755,9 @@ const file_dplr_proto_rawDesc = "" +
 	"references\x12\x1f\n" +
 	"\vnon_private\x18\n" +
 	" \x01(\bR\n" +
-	"nonPrivate\x12\x1e\n" +
-	"\n" +
-	"statistics\x18\v \x01(\bR\n" +
-	"statistics\x12\x16\n" +
-	"\x06remote\x18\f \x01(\bR\x06remote\"\xde\x01\n" +
+	"nonPrivate\x12\x16\n" +
+	"\x06remote\x18\f \x01(\bR\x06remoteJ\x04\b\v\x10\fR\n" +
+	"statistics\"\xde\x01\n" +
 	"\tParamSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12#\n" +
@@ -2876,7 +2780,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05dtype\x18\x03 \x01(\tR\x05dtype\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x03R\x05count\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
-	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\xcc\x03\n" +
+	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\xa9\x03\n" +
 	"\rDatasetHandle\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x12\n" +
@@ -2892,33 +2796,24 @@ const file_dplr_proto_rawDesc = "" +
 	" \x01(\v2\x10.dplr.v1.FileRefR\tuserStart\x12+\n" +
 	"\buser_ids\x18\v \x01(\v2\x10.dplr.v1.FileRefR\auserIds\x12(\n" +
 	"\x06labels\x18\f \x01(\v2\x10.dplr.v1.FileRefR\x06labels\x12\x18\n" +
-	"\aversion\x18\r \x01(\x05R\aversion\x123\n" +
-	"\n" +
-	"statistics\x18\x0e \x01(\v2\x13.dplr.v1.StatisticsR\n" +
-	"statistics\x12,\n" +
-	"\x06remote\x18\x0f \x01(\v2\x14.dplr.v1.RemoteShapeR\x06remote\"_\n" +
+	"\aversion\x18\r \x01(\x05R\aversion\x12,\n" +
+	"\x06remote\x18\x0f \x01(\v2\x14.dplr.v1.RemoteShapeR\x06remoteJ\x04\b\x0e\x10\x0fR\n" +
+	"statistics\"_\n" +
 	"\vRemoteShape\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\f\n" +
 	"\x01p\x18\x02 \x01(\x03R\x01p\x12\x0e\n" +
 	"\x02d1\x18\x03 \x01(\x03R\x02d1\x12\x0e\n" +
 	"\x02d2\x18\x04 \x01(\x03R\x02d2\x12\x14\n" +
-	"\x05users\x18\x05 \x01(\x03R\x05users\"n\n" +
-	"\n" +
-	"Statistics\x12\x12\n" +
-	"\x04clip\x18\x01 \x01(\x01R\x04clip\x12\"\n" +
-	"\x03sum\x18\x02 \x01(\v2\x10.dplr.v1.FileRefR\x03sum\x12(\n" +
-	"\x06moment\x18\x03 \x01(\v2\x10.dplr.v1.FileRefR\x06moment\"\xa5\x01\n" +
+	"\x05users\x18\x05 \x01(\x03R\x05users\"\x97\x01\n" +
 	"\x05Shape\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\f\n" +
 	"\x01p\x18\x03 \x01(\x03R\x01p\x12\x0e\n" +
 	"\x02d1\x18\x04 \x01(\x03R\x02d1\x12\x0e\n" +
 	"\x02d2\x18\x05 \x01(\x03R\x02d2\x12\x14\n" +
-	"\x05users\x18\x06 \x01(\x03R\x05users\x12\x1e\n" +
-	"\n" +
-	"statistics\x18\a \x01(\bR\n" +
-	"statistics\x12\x16\n" +
-	"\x06remote\x18\b \x01(\bR\x06remote\"\x95\x02\n" +
+	"\x05users\x18\x06 \x01(\x03R\x05users\x12\x16\n" +
+	"\x06remote\x18\b \x01(\bR\x06remoteJ\x04\b\a\x10\bR\n" +
+	"statistics\"\x95\x02\n" +
 	"\fCheckRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x129\n" +
 	"\x06params\x18\x02 \x03(\v2!.dplr.v1.CheckRequest.ParamsEntryR\x06params\x12$\n" +
@@ -3118,7 +3013,7 @@ func file_dplr_proto_rawDescGZIP() []byte {
 }
 
 var file_dplr_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_dplr_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_dplr_proto_goTypes = []any{
 	(PlanMode)(0),                      // 0: dplr.v1.PlanMode
 	(*CatalogueRequest)(nil),           // 1: dplr.v1.CatalogueRequest
@@ -3129,35 +3024,34 @@ var file_dplr_proto_goTypes = []any{
 	(*FileRef)(nil),                    // 6: dplr.v1.FileRef
 	(*DatasetHandle)(nil),              // 7: dplr.v1.DatasetHandle
 	(*RemoteShape)(nil),                // 8: dplr.v1.RemoteShape
-	(*Statistics)(nil),                 // 9: dplr.v1.Statistics
-	(*Shape)(nil),                      // 10: dplr.v1.Shape
-	(*CheckRequest)(nil),               // 11: dplr.v1.CheckRequest
-	(*CheckResponse)(nil),              // 12: dplr.v1.CheckResponse
-	(*Plan)(nil),                       // 13: dplr.v1.Plan
-	(*FitRequest)(nil),                 // 14: dplr.v1.FitRequest
-	(*Step)(nil),                       // 15: dplr.v1.Step
-	(*Guarantee)(nil),                  // 16: dplr.v1.Guarantee
-	(*Progress)(nil),                   // 17: dplr.v1.Progress
-	(*MatrixChunk)(nil),                // 18: dplr.v1.MatrixChunk
-	(*Scalar)(nil),                     // 19: dplr.v1.Scalar
-	(*Series)(nil),                     // 20: dplr.v1.Series
-	(*FitResult)(nil),                  // 21: dplr.v1.FitResult
-	(*FitEvent)(nil),                   // 22: dplr.v1.FitEvent
-	(*FitInput)(nil),                   // 23: dplr.v1.FitInput
-	(*ArrayChunk)(nil),                 // 24: dplr.v1.ArrayChunk
-	(*PassRequest)(nil),                // 25: dplr.v1.PassRequest
-	(*PassReply)(nil),                  // 26: dplr.v1.PassReply
-	(*ModelOutput)(nil),                // 27: dplr.v1.ModelOutput
-	(*TransformRequest)(nil),           // 28: dplr.v1.TransformRequest
-	nil,                                // 29: dplr.v1.CheckRequest.ParamsEntry
-	(*CheckResponse_MechanismUse)(nil), // 30: dplr.v1.CheckResponse.MechanismUse
-	(*Plan_PlanStep)(nil),              // 31: dplr.v1.Plan.PlanStep
-	nil,                                // 32: dplr.v1.FitRequest.ParamsEntry
-	nil,                                // 33: dplr.v1.PassRequest.ParamsEntry
-	nil,                                // 34: dplr.v1.PassReply.ScalarsEntry
-	nil,                                // 35: dplr.v1.TransformRequest.ParamsEntry
-	nil,                                // 36: dplr.v1.TransformRequest.ScalarsEntry
-	nil,                                // 37: dplr.v1.TransformRequest.OptionsEntry
+	(*Shape)(nil),                      // 9: dplr.v1.Shape
+	(*CheckRequest)(nil),               // 10: dplr.v1.CheckRequest
+	(*CheckResponse)(nil),              // 11: dplr.v1.CheckResponse
+	(*Plan)(nil),                       // 12: dplr.v1.Plan
+	(*FitRequest)(nil),                 // 13: dplr.v1.FitRequest
+	(*Step)(nil),                       // 14: dplr.v1.Step
+	(*Guarantee)(nil),                  // 15: dplr.v1.Guarantee
+	(*Progress)(nil),                   // 16: dplr.v1.Progress
+	(*MatrixChunk)(nil),                // 17: dplr.v1.MatrixChunk
+	(*Scalar)(nil),                     // 18: dplr.v1.Scalar
+	(*Series)(nil),                     // 19: dplr.v1.Series
+	(*FitResult)(nil),                  // 20: dplr.v1.FitResult
+	(*FitEvent)(nil),                   // 21: dplr.v1.FitEvent
+	(*FitInput)(nil),                   // 22: dplr.v1.FitInput
+	(*ArrayChunk)(nil),                 // 23: dplr.v1.ArrayChunk
+	(*PassRequest)(nil),                // 24: dplr.v1.PassRequest
+	(*PassReply)(nil),                  // 25: dplr.v1.PassReply
+	(*ModelOutput)(nil),                // 26: dplr.v1.ModelOutput
+	(*TransformRequest)(nil),           // 27: dplr.v1.TransformRequest
+	nil,                                // 28: dplr.v1.CheckRequest.ParamsEntry
+	(*CheckResponse_MechanismUse)(nil), // 29: dplr.v1.CheckResponse.MechanismUse
+	(*Plan_PlanStep)(nil),              // 30: dplr.v1.Plan.PlanStep
+	nil,                                // 31: dplr.v1.FitRequest.ParamsEntry
+	nil,                                // 32: dplr.v1.PassRequest.ParamsEntry
+	nil,                                // 33: dplr.v1.PassReply.ScalarsEntry
+	nil,                                // 34: dplr.v1.TransformRequest.ParamsEntry
+	nil,                                // 35: dplr.v1.TransformRequest.ScalarsEntry
+	nil,                                // 36: dplr.v1.TransformRequest.OptionsEntry
 }
 var file_dplr_proto_depIdxs = []int32{
 	3,  // 0: dplr.v1.CatalogueResponse.estimators:type_name -> dplr.v1.EstimatorInfo
@@ -3167,56 +3061,53 @@ var file_dplr_proto_depIdxs = []int32{
 	6,  // 4: dplr.v1.DatasetHandle.user_start:type_name -> dplr.v1.FileRef
 	6,  // 5: dplr.v1.DatasetHandle.user_ids:type_name -> dplr.v1.FileRef
 	6,  // 6: dplr.v1.DatasetHandle.labels:type_name -> dplr.v1.FileRef
-	9,  // 7: dplr.v1.DatasetHandle.statistics:type_name -> dplr.v1.Statistics
-	8,  // 8: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
-	6,  // 9: dplr.v1.Statistics.sum:type_name -> dplr.v1.FileRef
-	6,  // 10: dplr.v1.Statistics.moment:type_name -> dplr.v1.FileRef
-	29, // 11: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
-	5,  // 12: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
-	10, // 13: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
-	0,  // 14: dplr.v1.CheckRequest.plan:type_name -> dplr.v1.PlanMode
-	30, // 15: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
-	13, // 16: dplr.v1.CheckResponse.plan:type_name -> dplr.v1.Plan
-	31, // 17: dplr.v1.Plan.steps:type_name -> dplr.v1.Plan.PlanStep
-	32, // 18: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
-	5,  // 19: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
-	7,  // 20: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
-	19, // 21: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
-	20, // 22: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
-	16, // 23: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
-	15, // 24: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
-	17, // 25: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
-	15, // 26: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
-	18, // 27: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
-	21, // 28: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
-	25, // 29: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
-	14, // 30: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
-	26, // 31: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
-	33, // 32: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
-	24, // 33: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
-	24, // 34: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
-	34, // 35: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
-	35, // 36: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
-	27, // 37: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
-	36, // 38: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
-	37, // 39: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
-	7,  // 40: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
-	15, // 41: dplr.v1.Plan.PlanStep.step:type_name -> dplr.v1.Step
-	1,  // 42: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
-	11, // 43: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
-	14, // 44: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
-	23, // 45: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
-	28, // 46: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
-	2,  // 47: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
-	12, // 48: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
-	22, // 49: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
-	22, // 50: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
-	22, // 51: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
-	47, // [47:52] is the sub-list for method output_type
-	42, // [42:47] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	8,  // 7: dplr.v1.DatasetHandle.remote:type_name -> dplr.v1.RemoteShape
+	28, // 8: dplr.v1.CheckRequest.params:type_name -> dplr.v1.CheckRequest.ParamsEntry
+	5,  // 9: dplr.v1.CheckRequest.grant:type_name -> dplr.v1.Grant
+	9,  // 10: dplr.v1.CheckRequest.shape:type_name -> dplr.v1.Shape
+	0,  // 11: dplr.v1.CheckRequest.plan:type_name -> dplr.v1.PlanMode
+	29, // 12: dplr.v1.CheckResponse.mechanisms:type_name -> dplr.v1.CheckResponse.MechanismUse
+	12, // 13: dplr.v1.CheckResponse.plan:type_name -> dplr.v1.Plan
+	30, // 14: dplr.v1.Plan.steps:type_name -> dplr.v1.Plan.PlanStep
+	31, // 15: dplr.v1.FitRequest.params:type_name -> dplr.v1.FitRequest.ParamsEntry
+	5,  // 16: dplr.v1.FitRequest.grant:type_name -> dplr.v1.Grant
+	7,  // 17: dplr.v1.FitRequest.data:type_name -> dplr.v1.DatasetHandle
+	18, // 18: dplr.v1.FitResult.scalars:type_name -> dplr.v1.Scalar
+	19, // 19: dplr.v1.FitResult.series:type_name -> dplr.v1.Series
+	15, // 20: dplr.v1.FitResult.guarantee:type_name -> dplr.v1.Guarantee
+	14, // 21: dplr.v1.FitResult.steps:type_name -> dplr.v1.Step
+	16, // 22: dplr.v1.FitEvent.progress:type_name -> dplr.v1.Progress
+	14, // 23: dplr.v1.FitEvent.step:type_name -> dplr.v1.Step
+	17, // 24: dplr.v1.FitEvent.matrix:type_name -> dplr.v1.MatrixChunk
+	20, // 25: dplr.v1.FitEvent.result:type_name -> dplr.v1.FitResult
+	24, // 26: dplr.v1.FitEvent.pass:type_name -> dplr.v1.PassRequest
+	13, // 27: dplr.v1.FitInput.request:type_name -> dplr.v1.FitRequest
+	25, // 28: dplr.v1.FitInput.reply:type_name -> dplr.v1.PassReply
+	32, // 29: dplr.v1.PassRequest.params:type_name -> dplr.v1.PassRequest.ParamsEntry
+	23, // 30: dplr.v1.PassRequest.inputs:type_name -> dplr.v1.ArrayChunk
+	23, // 31: dplr.v1.PassReply.outputs:type_name -> dplr.v1.ArrayChunk
+	33, // 32: dplr.v1.PassReply.scalars:type_name -> dplr.v1.PassReply.ScalarsEntry
+	34, // 33: dplr.v1.TransformRequest.params:type_name -> dplr.v1.TransformRequest.ParamsEntry
+	26, // 34: dplr.v1.TransformRequest.outputs:type_name -> dplr.v1.ModelOutput
+	35, // 35: dplr.v1.TransformRequest.scalars:type_name -> dplr.v1.TransformRequest.ScalarsEntry
+	36, // 36: dplr.v1.TransformRequest.options:type_name -> dplr.v1.TransformRequest.OptionsEntry
+	7,  // 37: dplr.v1.TransformRequest.data:type_name -> dplr.v1.DatasetHandle
+	14, // 38: dplr.v1.Plan.PlanStep.step:type_name -> dplr.v1.Step
+	1,  // 39: dplr.v1.Estimators.Catalogue:input_type -> dplr.v1.CatalogueRequest
+	10, // 40: dplr.v1.Estimators.Check:input_type -> dplr.v1.CheckRequest
+	13, // 41: dplr.v1.Estimators.Fit:input_type -> dplr.v1.FitRequest
+	22, // 42: dplr.v1.Estimators.FitPasses:input_type -> dplr.v1.FitInput
+	27, // 43: dplr.v1.Estimators.Transform:input_type -> dplr.v1.TransformRequest
+	2,  // 44: dplr.v1.Estimators.Catalogue:output_type -> dplr.v1.CatalogueResponse
+	11, // 45: dplr.v1.Estimators.Check:output_type -> dplr.v1.CheckResponse
+	21, // 46: dplr.v1.Estimators.Fit:output_type -> dplr.v1.FitEvent
+	21, // 47: dplr.v1.Estimators.FitPasses:output_type -> dplr.v1.FitEvent
+	21, // 48: dplr.v1.Estimators.Transform:output_type -> dplr.v1.FitEvent
+	44, // [44:49] is the sub-list for method output_type
+	39, // [39:44] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_dplr_proto_init() }
@@ -3225,8 +3116,8 @@ func file_dplr_proto_init() {
 		return
 	}
 	file_dplr_proto_msgTypes[3].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[13].OneofWrappers = []any{}
-	file_dplr_proto_msgTypes[21].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[12].OneofWrappers = []any{}
+	file_dplr_proto_msgTypes[20].OneofWrappers = []any{
 		(*FitEvent_Progress)(nil),
 		(*FitEvent_Log)(nil),
 		(*FitEvent_Step)(nil),
@@ -3234,7 +3125,7 @@ func file_dplr_proto_init() {
 		(*FitEvent_Result)(nil),
 		(*FitEvent_Pass)(nil),
 	}
-	file_dplr_proto_msgTypes[22].OneofWrappers = []any{
+	file_dplr_proto_msgTypes[21].OneofWrappers = []any{
 		(*FitInput_Request)(nil),
 		(*FitInput_Reply)(nil),
 	}
@@ -3244,7 +3135,7 @@ func file_dplr_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dplr_proto_rawDesc), len(file_dplr_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   37,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
