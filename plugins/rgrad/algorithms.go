@@ -3,6 +3,7 @@ package rgrad
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/kernel"
@@ -100,16 +101,23 @@ func modelDPRGrad(e *fitEnv) error {
 	if err != nil {
 		return err
 	}
+	worstSubspace := false
 	if o.tune() {
 		est, err := e.tuneModel(plan)
 		if err != nil {
 			return err
 		}
-		o.resolve(est, e.res)
+		worstSubspace = o.resolve(est, e.res)
 		e.estimated = true
 		e.run.Logf("rgrad: estimated σ1=%.4g σr=%.4g σ_ξ=%.4g (response scale %.4g)", *o.Sigma1, *o.SigmaR, *o.SigmaXi, est.scale)
 	}
 	sens := ModelSensitivities(o.modelInputs(e.cfg.mode, e.n, e.d1, e.d2, e.cfg.design))
+	if worstSubspace {
+		// σr was not located (DERIVATIONS.md §10.3): the projectors' change
+		// is bounded by √(2r) for any data, so no model bound is needed.
+		sens.Subspace = math.Sqrt(2 * float64(e.r))
+		e.res.Notes = append(e.res.Notes, "the private estimate did not locate σr above its noise: the subspace releases use the worst-case projector sensitivity √(2r) (any data), so the initialisation is mostly noise and the gradient iterations do the work; give sigmar or raise tune_share or ε for a sharper start (DERIVATIONS.md §10.3)")
+	}
 	e.reportSensitivities(sens)
 	if noise == privacy.NoiseZCDP || noise == privacy.NoiseExact {
 		e.reportBasicComposition(sens, bInit, bIter)

@@ -55,6 +55,10 @@ func tuneShares(w float64, moment bool) []privacy.Share {
 type estimate struct {
 	scale                   float64 // ŝ_y
 	sigma1, sigmaR, sigmaXi float64
+	// resolved is false when the r-th singular value of the release lies
+	// at or below the noise's edge: σr is then not located, and σ̂r is the
+	// detection threshold.
+	resolved bool
 }
 
 // tuneGridPerOctave is the resolution of the public grid of the released
@@ -112,7 +116,8 @@ func (e *fitEnv) spikes(s []float64, sigmaZ, cy, sy float64) estimate {
 	est := estimate{scale: sy}
 	var ss float64
 	for k := range s {
-		th := spikeInverse(s[k]/kappa, se, e.d1, e.d2)
+		th, ok := spikeInverse(s[k]/kappa, se, e.d1, e.d2)
+		est.resolved = ok
 		ss += th * th
 		if k == 0 {
 			est.sigma1 = th
@@ -128,14 +133,14 @@ func (e *fitEnv) spikes(s []float64, sigmaZ, cy, sy float64) estimate {
 // d1×d2 matrix is s: the solution of s² = (θ² + se²d1)(θ² + se²d2)/θ²
 // (Benaych-Georges and Nadakuditi 2012). Below the noise's edge
 // se(√d1 + √d2) no signal is identifiable, and the detection threshold
-// se(d1d2)^¼ is returned.
-func spikeInverse(s, se float64, d1, d2 int) float64 {
+// se(d1d2)^¼ is returned with ok false.
+func spikeInverse(s, se float64, d1, d2 int) (theta float64, ok bool) {
 	a, b := se*se*float64(d1), se*se*float64(d2)
 	if s <= math.Sqrt(a)+math.Sqrt(b) {
-		return math.Sqrt(math.Sqrt(a * b))
+		return math.Sqrt(math.Sqrt(a * b)), false
 	}
 	u := s*s - a - b
-	return math.Sqrt((u + math.Sqrt(math.Max(u*u-4*a*b, 0))) / 2)
+	return math.Sqrt((u + math.Sqrt(math.Max(u*u-4*a*b, 0))) / 2), true
 }
 
 // estimateModel releases the estimate of rgrad-dp and rgrad-weak: the
@@ -159,8 +164,10 @@ func (e *fitEnv) estimateModel(bq, bm privacy.Budget) (estimate, error) {
 }
 
 // resolve sets every model parameter the user left unset to its estimate
-// (σ1 ≥ σr kept when one of them was given) and reports the estimate.
-func (o *modelOptions) resolve(est estimate, res *sdk.Result) {
+// (σ1 ≥ σr kept when one of them was given) and reports the estimate. It
+// returns true when σr was left to an estimate that did not locate it.
+func (o *modelOptions) resolve(est estimate, res *sdk.Result) bool {
+	unresolved := o.SigmaR == nil && !est.resolved
 	set := func(p **float64, v float64) {
 		if *p == nil {
 			*p = &v
@@ -173,6 +180,7 @@ func (o *modelOptions) resolve(est estimate, res *sdk.Result) {
 	}
 	set(&o.SigmaXi, est.sigmaXi)
 	est.report(res)
+	return unresolved
 }
 
 // report adds the released estimate to res.
