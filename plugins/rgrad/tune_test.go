@@ -3,10 +3,12 @@ package rgrad
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
@@ -128,4 +130,41 @@ func TestTuneComposesToGrant(t *testing.T) {
 			assert.Greater(t, scalarOf(t, res, "response_scale"), 0.0)
 		}
 	}
+}
+
+// When the estimate cannot locate σr (small n, small ε), the subspaces are
+// released with the worst-case sensitivity √(2r), which bounds the change
+// of a rank-r projector for any pair of data sets (DERIVATIONS.md §10.4).
+func TestTuneUnresolvedUsesWorstCase(t *testing.T) {
+	g := genTrace(t, 43, map[string]string{"n": "600", "d1": "10", "d2": "8"})
+	res, _ := fitOK(t, "rgrad-dp", g, map[string]string{"rank": "2", "iterations": "2"}, approx(0.5, 1e-6), 5)
+	assert.InDelta(t, 2.0, scalarOf(t, res, "sensitivity_subspace"), 1e-12, "√(2r) at r = 2")
+	assert.Contains(t, strings.Join(res.Notes, "\n"), "did not locate σr")
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, tc := range []struct{ d, r int }{{10, 2}, {8, 3}, {20, 5}} {
+		for rep := 0; rep < 50; rep++ {
+			p, q := randomProjector(tc.d, tc.r, rng), randomProjector(tc.d, tc.r, rng)
+			var diff mat.Dense
+			diff.Sub(p, q)
+			assert.LessOrEqual(t, mat.Norm(&diff, 2), math.Sqrt(2*float64(tc.r))*(1+1e-12))
+		}
+	}
+}
+
+// randomProjector is UUᵀ for a d×r U with orthonormal columns.
+func randomProjector(d, r int, rng *rand.Rand) *mat.Dense {
+	a := mat.NewDense(d, r, nil)
+	for i := 0; i < d; i++ {
+		for j := 0; j < r; j++ {
+			a.Set(i, j, rng.NormFloat64())
+		}
+	}
+	var qr mat.QR
+	qr.Factorize(a)
+	var q mat.Dense
+	qr.QTo(&q)
+	u := q.Slice(0, d, 0, r)
+	out := mat.NewDense(d, d, nil)
+	out.Mul(u, u.T())
+	return out
 }
