@@ -21,9 +21,10 @@ var tracePassFuncs = map[string]PassFunc{
 	pass.TraceClippedMoment:   TracePass,
 	pass.TraceGradient:        TracePass,
 	pass.TraceClippedGradient: TracePass,
+	pass.TraceResponseCounts:  TracePass,
 }
 
-// TracePass runs one trace aggregation pass (trace.moment,
+// TracePass runs one trace aggregation pass (trace.moment, trace.response_counts,
 // trace.clipped_moment, trace.gradient or trace.clipped_gradient; see
 // engine/pass) over the trace shards matching glob, of public shape shape,
 // read with ro. The request is validated against its kind before the
@@ -78,7 +79,7 @@ func TracePass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 	if g.N == 0 {
 		return nil, fmt.Errorf("pass %s: beam pipeline: no samples", req.Kind)
 	}
-	res := gradResult(spec, shape, g)
+	res := gradResult(spec, shape, req, g)
 	if err := pass.CheckResult(spec, shape, req, res); err != nil {
 		return nil, err
 	}
@@ -86,10 +87,12 @@ func TracePass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 	return res, nil
 }
 
-// gradResult turns a combined GradSum into the kind's result: the sum and
-// the scalars the kind lists (loss, clipped).
-func gradResult(spec pass.Spec, shape *data.Remote, g GradSum) *data.PassResult {
-	res := &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: shape.P, Data: g.Sum}}}
+// gradResult turns a combined GradSum into the kind's result: its one
+// output (the sum, or the counts) and the scalars the kind lists (loss,
+// clipped).
+func gradResult(spec pass.Spec, shape *data.Remote, req data.PassRequest, g GradSum) *data.PassResult {
+	out := spec.Outputs(shape, req)[0]
+	res := &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: out.Name, Rows: 1, Cols: out.Cols, Data: g.Sum}}}
 	for _, name := range spec.Scalars {
 		if res.Scalars == nil {
 			res.Scalars = map[string]float64{}
@@ -150,7 +153,7 @@ func (f *shardPassFn) ProcessElement(ctx context.Context, path string, side func
 	if err != nil {
 		return fmt.Errorf("pass %s: shard %s: %w", f.Kind, path, err)
 	}
-	sum, _ := res.Output("sum")
+	sum := res.Outputs[0] // the kind's one output: the sum, or the counts
 	emit(GradSum{N: res.Records, Sum: sum.Data, Loss: res.Scalars["loss"], Clipped: int64(res.Scalars["clipped"])})
 	return nil
 }

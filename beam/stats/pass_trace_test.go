@@ -59,7 +59,8 @@ func genTraceData(t *testing.T, n, d1, d2 int) *gen.Generated {
 // on prism over three shards (TracePass, one partial sum per shard)
 // returns what pass.Local, the in-process runner of the same kernels,
 // returns on the one file: the same record count and clipped counts, sums
-// and losses equal to 1e-12 relative (only the order of the sums differs).
+// (and response counts) and losses equal to 1e-12 relative (only the order
+// of the sums differs).
 func TestTracePassesMatchLocal(t *testing.T) {
 	const d1, d2, r = 5, 4, 2
 	g := genTraceData(t, 900, d1, d2)
@@ -85,6 +86,7 @@ func TestTracePassesMatchLocal(t *testing.T) {
 		pass.TraceClippedMomentRequest{ClipX: 4.5, ClipY: 2}.Request(),
 		pass.TraceGradientRequest{M: m}.Request(),
 		pass.TraceClippedGradientRequest{Tau: 2, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
+		pass.TraceResponseCountsRequest{Grid: kernel.DefaultGrid()}.Request(),
 	}
 	ctx := context.Background()
 	require.Len(t, tracePassFuncs, len(reqs))
@@ -97,11 +99,11 @@ func TestTracePassesMatchLocal(t *testing.T) {
 			got, err := fn(ctx, glob, shape, ReadOptions{}, req, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, want.Records, got.Records)
-			ws, _ := want.Output("sum")
-			gs, ok := got.Output("sum")
+			ws := want.Outputs[0] // the sum, or the counts
+			gs, ok := got.Output(ws.Name)
 			require.True(t, ok)
 			d := relVec(gs.Data, ws.Data)
-			t.Logf("%s: relative difference of the sum %.2g", req.Kind, d)
+			t.Logf("%s: relative difference of the %s %.2g", req.Kind, ws.Name, d)
 			assert.Less(t, d, 1e-12)
 			require.Len(t, got.Scalars, len(want.Scalars))
 			for k, v := range want.Scalars {
@@ -153,6 +155,10 @@ func TestRgradThroughBeam(t *testing.T) {
 		{"rgrad-dp", map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5", "iterations": "2"}},
 		{"rgrad-weak", map[string]string{"rank": "2", "sigma1": "2", "sigmar": "1", "sigma_xi": "0.5", "iterations": "2", "noise": "zcdp"}},
 		{"rgrad-nonprivate", map[string]string{"rank": "2", "iterations": "2"}},
+		// Rank only: the private estimate of the model parameters or clips
+		// reads trace.response_counts through the pipelines too.
+		{"rgrad-dp", map[string]string{"rank": "2", "iterations": "2"}},
+		{"rgrad-strict", map[string]string{"rank": "2", "iterations": "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var est sdk.Estimator

@@ -265,3 +265,13 @@ func CheckProjectedGradient(sum []float64, n int64, t Tangent, tau float64) erro
 	}
 	return nil
 }
+
+// ResponseCounts adds to counts (len(grid)+1 of them) the number of
+// responses |y_i| of the block in each cell of the increasing grid (Cell).
+// Replacing one sample moves one unit between two cells: what a private
+// quantile of the responses' scale reads (CheckNormCounts checks a result).
+func ResponseCounts(counts, y, grid []float64) {
+	for _, v := range y {
+		counts[Cell(grid, math.Abs(v))]++
+	}
+}

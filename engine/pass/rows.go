@@ -120,6 +120,44 @@ func DecodeCentredMoment(req data.PassRequest) CentredMomentRequest {
 	return CentredMomentRequest{Clip: req.Params[keyClip], Center: centerOf(req)}
 }
 
+// gridIn is the input "grid" of a counts request with params: cells
+// points (none when cells is out of range, which checkGrid refuses).
+func gridIn(params map[string]float64) ArraySpec {
+	g := int(params[keyCells])
+	if g < 1 || g > MaxGridCells {
+		g = 0
+	}
+	return ArraySpec{Name: keyGrid, Rows: 1, Cols: g, Doc: "the public grid, increasing"}
+}
+
+// gridCounts is the output "counts" of a counts request: one count per
+// cell of the grid and one above its top.
+func gridCounts(_ *data.Remote, req data.PassRequest) []ArraySpec {
+	return []ArraySpec{{Name: "counts", Rows: 1, Cols: int(req.Params[keyCells]) + 1}}
+}
+
+// checkGrid checks a counts request's cells and grid: an integer number
+// of points in [1, MaxGridCells], positive and strictly increasing.
+func checkGrid(req data.PassRequest) error {
+	if g := req.Params[keyCells]; g != math.Trunc(g) || g < 1 || g > MaxGridCells {
+		return fmt.Errorf("cells = %v: want an integer in [1, %d]", g, MaxGridCells)
+	}
+	grid, _ := req.Input(keyGrid)
+	for k, v := range grid.Data {
+		if !(v > 0) || (k > 0 && !(v > grid.Data[k-1])) {
+			return fmt.Errorf("grid point %d = %v: the grid must be positive and strictly increasing", k, v)
+		}
+	}
+	return nil
+}
+
+// checkCounts checks a counts result: non-negative integers adding up to
+// the records.
+func checkCounts(_ *data.Remote, _ data.PassRequest, res *data.PassResult) error {
+	counts, _ := res.Output("counts")
+	return kernel.CheckNormCounts(counts.Data, res.Records)
+}
+
 // centerArray is the input "center": c, or zeros.
 func centerArray(c []float64, p int) data.Array {
 	d := make([]float64, p)
@@ -186,32 +224,12 @@ func init() {
 		Doc:    "counts of the row norms ‖x_i − center‖ in the cells (g_{k−1}, g_k] of the public grid g (and above its top)",
 		Params: []string{keyCells},
 		Inputs: func(sh *data.Remote, params map[string]float64) []ArraySpec {
-			g := int(params[keyCells])
-			if g < 1 || g > MaxGridCells {
-				g = 0 // refused by CheckRequest
-			}
-			return []ArraySpec{{Name: keyGrid, Rows: 1, Cols: g, Doc: "the public grid, increasing"}, centerIn(sh)}
+			return []ArraySpec{gridIn(params), centerIn(sh)}
 		},
-		Outputs: func(sh *data.Remote, req data.PassRequest) []ArraySpec {
-			return []ArraySpec{{Name: "counts", Rows: 1, Cols: int(req.Params[keyCells]) + 1}}
-		},
-		Records: allRows,
-		CheckRequest: func(_ *data.Remote, req data.PassRequest) error {
-			if g := req.Params[keyCells]; g != math.Trunc(g) || g < 1 || g > MaxGridCells {
-				return fmt.Errorf("cells = %v: want an integer in [1, %d]", g, MaxGridCells)
-			}
-			grid := DecodeNormHistogram(req).Grid
-			for k, v := range grid {
-				if !(v > 0) || (k > 0 && !(v > grid[k-1])) {
-					return fmt.Errorf("grid point %d = %v: the grid must be positive and strictly increasing", k, v)
-				}
-			}
-			return nil
-		},
-		CheckResult: func(_ *data.Remote, _ data.PassRequest, res *data.PassResult) error {
-			counts, _ := res.Output("counts")
-			return kernel.CheckNormCounts(counts.Data, res.Records)
-		},
+		Outputs:      gridCounts,
+		Records:      allRows,
+		CheckRequest: func(_ *data.Remote, req data.PassRequest) error { return checkGrid(req) },
+		CheckResult:  checkCounts,
 		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
 			r := DecodeNormHistogram(req)
 			counts, err := kernel.NormCounts(ctx, ds.X, r.Center, r.Grid)

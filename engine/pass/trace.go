@@ -11,7 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/kernel"
 )
 
-// The trace passes are the four aggregates the trace-regression estimators
+// The trace passes are the five aggregates the trace-regression estimators
 // (plugins/rgrad) read their data through, whether the data set is a file
 // (Local) or shards (a Beam pipeline). A sample is a d1×d2 matrix X_i,
 // flattened row-major to x_i (length p = d1·d2), and a response y_i. Every
@@ -42,6 +42,12 @@ const (
 	// Σ_i res_i² and "clipped" the number of samples whose weight was
 	// shrunk (the private gradient iterations).
 	TraceClippedGradient = "trace.clipped_gradient"
+	// TraceResponseCounts counts the responses |y_i| in the cells
+	// (g_{k−1}, g_k] of a public grid g (kernel.ResponseCounts, output
+	// "counts", G+1 of them, the last above the grid's top): what the
+	// private quantile of the responses' scale reads (rgrad's parameter
+	// estimate).
+	TraceResponseCounts = "trace.response_counts"
 )
 
 // TraceMomentRequest is a TraceMoment request.
@@ -100,6 +106,16 @@ func decodeClippedGradient(sh *data.Remote, req data.PassRequest) TraceClippedGr
 	vt, _ := req.Input("vt")
 	return TraceClippedGradientRequest{Tau: req.Params["tau"], M: m.Data,
 		Tangent: kernel.Tangent{D1: sh.D1, D2: sh.D2, R: rankOf(sh, req.Params), U: u.Data, Vt: vt.Data}}
+}
+
+// TraceResponseCountsRequest is a TraceResponseCounts request on the
+// public grid Grid (positive, strictly increasing).
+type TraceResponseCountsRequest struct{ Grid []float64 }
+
+// Request encodes r for the wire.
+func (r TraceResponseCountsRequest) Request() data.PassRequest {
+	return data.PassRequest{Kind: TraceResponseCounts, Params: map[string]float64{keyCells: float64(len(r.Grid))},
+		Inputs: []data.Array{{Name: keyGrid, Rows: 1, Cols: len(r.Grid), Data: append([]float64(nil), r.Grid...)}}}
 }
 
 func rowArray(name string, v []float64) data.Array {
@@ -162,6 +178,27 @@ func init() {
 			return traceLocal(ctx, ds, []string{"clipped"}, func(sum, x []float64, stride int, y []float64) (float64, int) {
 				return 0, kernel.ClippedMoment(sum, x, stride, y, r.ClipX, r.ClipY)
 			})
+		},
+	})
+	register(Spec{
+		Kind: TraceResponseCounts, Data: data.Trace,
+		Doc:    "counts of the responses |y_i| in the cells (g_{k−1}, g_k] of the public grid g (and above its top)",
+		Params: []string{keyCells},
+		Inputs: func(_ *data.Remote, params map[string]float64) []ArraySpec {
+			return []ArraySpec{gridIn(params)}
+		},
+		Outputs:      gridCounts,
+		Records:      allRecords,
+		CheckRequest: func(_ *data.Remote, req data.PassRequest) error { return checkGrid(req) },
+		CheckResult:  checkCounts,
+		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			grid, _ := req.Input(keyGrid)
+			counts := make([]float64, len(grid.Data)+1)
+			kernel.ResponseCounts(counts, ds.Y, grid.Data)
+			return &data.PassResult{Records: int64(ds.N()), Outputs: []data.Array{{Name: "counts", Rows: 1, Cols: len(counts), Data: counts}}}, nil
 		},
 	})
 	register(Spec{

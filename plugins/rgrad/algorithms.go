@@ -3,6 +3,7 @@ package rgrad
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/kernel"
@@ -21,6 +22,8 @@ type fitEnv struct {
 	pass         passes
 	n, d1, d2, r int
 	res          *sdk.Result
+	// estimated is set when some model parameter was privately estimated.
+	estimated bool
 }
 
 // fit runs the algorithm of cfg.mode (DERIVATIONS.md §2) on the run's
@@ -81,17 +84,39 @@ func nonPrivateRGrad(e *fitEnv) error {
 // instead and the whole run composes exactly as Gaussian DP.
 func modelDPRGrad(e *fitEnv) error {
 	o := e.cfg.model
-	sens := ModelSensitivities(o.modelInputs(e.cfg.mode, e.n, e.d1, e.d2, e.cfg.design))
 	_, noise := o.calibration()
-	plan, err := privacy.NewPlan(e.run.Acct, noise,
-		privacy.Share{Name: "init", Weight: o.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: 1 - o.InitShare, Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})
+	rest := 1.0
+	var shares []privacy.Share
+	if o.tune() {
+		shares = tuneShares(o.TuneShare, true)
+		rest -= o.TuneShare
+	}
+	plan, err := privacy.NewPlan(e.run.Acct, noise, append(shares,
+		privacy.Share{Name: "init", Weight: rest * o.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "iterations", Weight: rest * (1 - o.InitShare), Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})...)
 	if err != nil {
 		return err
 	}
 	bInit, bIter, err := planBudgets(plan)
 	if err != nil {
 		return err
+	}
+	worstSubspace := false
+	if o.tune() {
+		est, err := e.tuneModel(plan)
+		if err != nil {
+			return err
+		}
+		worstSubspace = o.resolve(est, e.res)
+		e.estimated = true
+		e.run.Logf("rgrad: estimated σ1=%.4g σr=%.4g σ_ξ=%.4g (response scale %.4g)", *o.Sigma1, *o.SigmaR, *o.SigmaXi, est.scale)
+	}
+	sens := ModelSensitivities(o.modelInputs(e.cfg.mode, e.n, e.d1, e.d2, e.cfg.design))
+	if worstSubspace {
+		// σr was not located (DERIVATIONS.md §10.3): the projectors' change
+		// is bounded by √(2r) for any data, so no model bound is needed.
+		sens.Subspace = math.Sqrt(2 * float64(e.r))
+		e.res.Notes = append(e.res.Notes, "the private estimate did not locate σr above its noise: the subspace releases use the worst-case projector sensitivity √(2r) (any data), so the initialisation is mostly noise and the gradient iterations do the work; give sigmar or raise tune_share or ε for a sharper start (DERIVATIONS.md §10.3)")
 	}
 	e.reportSensitivities(sens)
 	if noise == privacy.NoiseZCDP || noise == privacy.NoiseExact {
@@ -122,14 +147,19 @@ func modelDPRGrad(e *fitEnv) error {
 // Gaussian DP (noise=exact, the default) or in zCDP (noise=zcdp).
 func strictDPRGrad(e *fitEnv) error {
 	o := e.cfg.strict
-	sens := Sensitivities{Clip: o.Clip.Value, Iter: e.cfg.step() * kernel.ProjectedGradientSensitivity(o.Clip.Value) / float64(e.n)}
 	noise := o.Noise.Value
 	if noise == "" {
 		noise = privacy.NoiseExact
 	}
-	plan, err := privacy.NewPlan(e.run.Acct, noise,
-		privacy.Share{Name: "init", Weight: o.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: 1 - o.InitShare, Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})
+	rest := 1.0
+	var shares []privacy.Share
+	if o.tune() {
+		shares = tuneShares(o.TuneShare, false)
+		rest -= o.TuneShare
+	}
+	plan, err := privacy.NewPlan(e.run.Acct, noise, append(shares,
+		privacy.Share{Name: "init", Weight: rest * o.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "iterations", Weight: rest * (1 - o.InitShare), Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})...)
 	if err != nil {
 		return err
 	}
@@ -137,10 +167,33 @@ func strictDPRGrad(e *fitEnv) error {
 	if err != nil {
 		return err
 	}
-	start, err := clippedMomentInit(e, bInit)
+	var sy float64
+	if o.tune() {
+		b, err := plan.Budget(shareTuneQuantile)
+		if err != nil {
+			return fmt.Errorf("rgrad: %w", err)
+		}
+		if sy, err = e.responseScale(b); err != nil {
+			return err
+		}
+		if o.ClipY == nil {
+			o.ClipY = ptr(tuneClipY * sy)
+		}
+	}
+	start, top, sigmaInit, err := clippedMomentInit(e, *o.ClipY, bInit)
 	if err != nil {
 		return err
 	}
+	if o.tune() {
+		est := e.spikes(top, sigmaInit, *o.ClipY, sy)
+		if o.Tau == nil {
+			o.Tau = ptr(strictClip(est.sigmaXi, est.sigmaR, e.n, e.d1, e.d2, e.r))
+		}
+		est.report(e.res)
+		e.res.AddScalar("clip_y", *o.ClipY, sdk.Public, "bound on |y_i| used by the initialisation (given, or 2·ŝ_y)")
+		e.run.Logf("rgrad: clip_y=%.4g, clip=%.4g from the private estimate (σr≈%.4g, σ_ξ≈%.4g)", *o.ClipY, *o.Tau, est.sigmaR, est.sigmaXi)
+	}
+	sens := Sensitivities{Clip: *o.Tau, Iter: e.cfg.step() * kernel.ProjectedGradientSensitivity(*o.Tau) / float64(e.n)}
 	tr, err := riemannianGradient(e, start, iterationRule{clip: sens.Clip, sens: sens.Iter, budget: &bIter})
 	if err != nil {
 		return err
@@ -150,6 +203,22 @@ func strictDPRGrad(e *fitEnv) error {
 	e.strictGuarantee()
 	return nil
 }
+
+// tuneModel releases the private estimate of the model parameters from
+// the plan's tune shares (DERIVATIONS.md §10).
+func (e *fitEnv) tuneModel(plan *privacy.Plan) (estimate, error) {
+	bq, err := plan.Budget(shareTuneQuantile)
+	if err != nil {
+		return estimate{}, fmt.Errorf("rgrad: %w", err)
+	}
+	bm, err := plan.Budget(shareTuneMoment)
+	if err != nil {
+		return estimate{}, fmt.Errorf("rgrad: %w", err)
+	}
+	return e.estimateModel(bq, bm)
+}
+
+func ptr(v float64) *float64 { return &v }
 
 // planBudgets returns the per-step budgets of the plan's "init" and
 // "iterations" shares.

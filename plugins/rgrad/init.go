@@ -133,40 +133,54 @@ func leadingEigenvectors(be backend.Backend, s *mat.SymDense, r int, sel string)
 	return out, nil
 }
 
-// clippedMomentInit is rgrad-strict's start (DERIVATIONS.md §2.6, §6): the
-// moment matrix of clipped samples (‖X_i‖_F ≤ clip_x, |y_i| ≤ clip_y),
-// Λ⁻¹ applied, released whole by the Gaussian mechanism with sensitivity
-// 2·clip_x·clip_y/(C_l·n), then its rank-r SVD, the singular values
-// soft-thresholded at the noise's operator-norm scale σ(√d1 + √d2) when
-// init_shrink is set (post-processing with public σ).
-func clippedMomentInit(e *fitEnv, b privacy.Budget) (Point, error) {
-	o, design := e.cfg.strict, e.cfg.design
-	cx := o.clipX(design, e.d1, e.d2)
+// releaseClippedMoment releases, as the step called name at budget b, the
+// moment matrix of clipped samples (‖X_i‖_F ≤ cx, |y_i| ≤ cy), Λ⁻¹
+// applied, by the Gaussian mechanism with sensitivity 2·cx·cy/(C_l·n). It
+// returns the noisy matrix, the noise's entry deviation and the number of
+// clipped samples (evaluation only).
+func (e *fitEnv) releaseClippedMoment(name string, cx, cy float64, b privacy.Budget) (*mat.Dense, float64, int, error) {
+	design := e.cfg.design
 	lvec := make([]float64, e.d1*e.d2)
-	clipped, err := e.pass.clippedMoment(e.ctx, lvec, cx, o.ClipY)
+	clipped, err := e.pass.clippedMoment(e.ctx, lvec, cx, cy)
 	if err != nil {
-		return Point{}, err
+		return nil, 0, 0, err
 	}
 	if err := design.ApplyInv(lvec); err != nil {
-		return Point{}, err
+		return nil, 0, 0, err
 	}
 	if err := e.ctx.Err(); err != nil {
-		return Point{}, err
+		return nil, 0, 0, err
 	}
-	sens := kernel.ClippedMomentSensitivity(cx, o.ClipY) / (design.Cl * float64(e.n))
-	rel, err := e.run.Acct.Gaussian("init: clipped moment matrix L̂", sens, e.d1*e.d2, b)
+	sens := kernel.ClippedMomentSensitivity(cx, cy) / (design.Cl * float64(e.n))
+	rel, err := e.run.Acct.Gaussian(name, sens, e.d1*e.d2, b)
 	if err != nil {
-		return Point{}, err
+		return nil, 0, 0, err
 	}
 	noisy := mat.NewDense(e.d1, e.d2, lvec)
 	if err := rel.AddDense(e.run.Rand, noisy); err != nil {
-		return Point{}, err
+		return nil, 0, 0, err
+	}
+	return noisy, rel.Scale(), clipped, nil
+}
+
+// clippedMomentInit is rgrad-strict's start (DERIVATIONS.md §2.6, §6): the
+// clipped moment matrix L̃ (releaseClippedMoment, |y_i| ≤ cy), then its
+// rank-r SVD, the singular values soft-thresholded at the noise's
+// operator-norm scale σ(√d1 + √d2) when init_shrink is set
+// (post-processing with public σ). It also returns the top r singular
+// values of L̃ before the shrinkage, and σ.
+func clippedMomentInit(e *fitEnv, cy float64, b privacy.Budget) (Point, []float64, float64, error) {
+	o := e.cfg.strict
+	cx := o.clipX(e.cfg.design, e.d1, e.d2)
+	noisy, sigma, clipped, err := e.releaseClippedMoment("init: clipped moment matrix L̂", cx, cy, b)
+	if err != nil {
+		return Point{}, nil, 0, err
 	}
 	u, s, v, err := e.be.SVDTop(noisy, e.r)
 	if err != nil {
-		return Point{}, fmt.Errorf("private initialisation: %w", err)
+		return Point{}, nil, 0, fmt.Errorf("private initialisation: %w", err)
 	}
-	sigma := rel.Scale()
+	raw := append([]float64(nil), s...)
 	if o.InitShrink {
 		thr := sigma * (math.Sqrt(float64(e.d1)) + math.Sqrt(float64(e.d2)))
 		for k := range s {
@@ -174,8 +188,8 @@ func clippedMomentInit(e *fitEnv, b privacy.Budget) (Point, error) {
 		}
 	}
 	e.res.AddScalar("sigma_init", sigma, sdk.Public, "standard deviation of the Gaussian noise added to the clipped L̂")
-	e.res.AddScalar("sensitivity_init", sens, sdk.Public, "Frobenius replace-one sensitivity 2·clip_x·clip_y/(C_l·n) of the clipped L̂")
+	e.res.AddScalar("sensitivity_init", kernel.ClippedMomentSensitivity(cx, cy)/(e.cfg.design.Cl*float64(e.n)), sdk.Public, "Frobenius replace-one sensitivity 2·clip_x·clip_y/(C_l·n) of the clipped L̂")
 	e.res.AddScalar("init_clipped_samples", float64(clipped), sdk.Evaluation, "samples whose X_i or y_i was clipped in L̂ (NOT private)")
 	e.run.Progress("init", 1, 1)
-	return Point{U: u, S: s, V: v}, nil
+	return Point{U: u, S: s, V: v}, raw, sigma, nil
 }

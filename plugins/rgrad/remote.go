@@ -10,7 +10,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// passes are the four aggregation passes over the samples every algorithm
+// passes are the five aggregation passes over the samples every algorithm
 // of this package is written with (the kinds of engine/pass, whose
 // per-sample terms are engine/kernel's trace kernels). A data set in a
 // file is served in process by pass.Local, parallel over row blocks; one
@@ -31,9 +31,8 @@ func newPasses(d *data.Dataset) passes {
 	return passes{sh: &sh}
 }
 
-// run validates req, runs it and checks the result; it returns the sum
-// divided by n in out and the result's scalars.
-func (ps passes) run(ctx context.Context, req data.PassRequest, out []float64) (map[string]float64, error) {
+// exec validates req, runs it and checks the result.
+func (ps passes) exec(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	spec, err := pass.Validate(data.Trace, ps.sh, req)
 	if err != nil {
 		return nil, fmt.Errorf("rgrad: %w", err)
@@ -44,6 +43,16 @@ func (ps passes) run(ctx context.Context, req data.PassRequest, out []float64) (
 	}
 	if err := pass.CheckResult(spec, ps.sh, req, res); err != nil {
 		return nil, fmt.Errorf("rgrad: %w", err)
+	}
+	return res, nil
+}
+
+// run runs req as exec does; it returns the sum divided by n in out and
+// the result's scalars.
+func (ps passes) run(ctx context.Context, req data.PassRequest, out []float64) (map[string]float64, error) {
+	res, err := ps.exec(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	sum, _ := res.Output("sum")
 	n := float64(ps.sh.N)
@@ -96,7 +105,9 @@ func (ps passes) clippedGradient(ctx context.Context, out, m []float64, t kernel
 // non-private reference reads trace.moment and trace.gradient, rgrad-dp
 // and rgrad-weak trace.moment and trace.clipped_gradient, rgrad-strict
 // trace.clipped_moment and trace.clipped_gradient; one pass initialises
-// and each of the T iterations makes one more.
+// and each of the T iterations makes one more. The private estimate of
+// the model parameters or clips reads trace.response_counts (and, for
+// rgrad-dp and rgrad-weak, trace.clipped_moment) once more each.
 func (e *estimator) Passes(_ any, s sdk.Shape) ([]string, error) {
 	if s.Kind != data.Trace {
 		return nil, fmt.Errorf("rgrad reads trace data, not %s data", s.Kind)
@@ -105,8 +116,8 @@ func (e *estimator) Passes(_ any, s sdk.Shape) ([]string, error) {
 	case NonPrivate:
 		return []string{pass.TraceMoment, pass.TraceGradient}, nil
 	case Strict:
-		return []string{pass.TraceClippedMoment, pass.TraceClippedGradient}, nil
+		return []string{pass.TraceResponseCounts, pass.TraceClippedMoment, pass.TraceClippedGradient}, nil
 	default:
-		return []string{pass.TraceMoment, pass.TraceClippedGradient}, nil
+		return []string{pass.TraceResponseCounts, pass.TraceClippedMoment, pass.TraceMoment, pass.TraceClippedGradient}, nil
 	}
 }

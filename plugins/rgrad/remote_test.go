@@ -17,7 +17,8 @@ import (
 )
 
 // remoteCases are the four estimators with parameters that make every
-// clip bite at least once on genTrace's data.
+// clip bite at least once on genTrace's data, and rgrad-dp and
+// rgrad-strict given only the rank (the private estimate of §10 runs).
 func remoteCases(g *gen.Generated) []struct {
 	name   string
 	params map[string]string
@@ -30,6 +31,8 @@ func remoteCases(g *gen.Generated) []struct {
 		{"rgrad-weak", modelParamsFor(g, map[string]string{"iterations": "4", "noise": "zcdp"})},
 		{"rgrad-strict", map[string]string{"rank": "2", "clip_y": "3", "clip": "6", "iterations": "4"}},
 		{"rgrad-nonprivate", map[string]string{"rank": "2", "iterations": "4"}},
+		{"rgrad-dp", map[string]string{"rank": "2", "iterations": "4", "c3": "0.3"}},
+		{"rgrad-strict", map[string]string{"rank": "2", "iterations": "4", "tune_share": "0.1"}},
 	}
 }
 
@@ -123,9 +126,9 @@ func TestPassesDeclared(t *testing.T) {
 	g := genTrace(t, 3, map[string]string{"n": "400"})
 	s := sdk.ShapeOf(pass.RemoteOf(g.Data, nil))
 	want := map[string][]string{
-		"rgrad-dp":         {pass.TraceMoment, pass.TraceClippedGradient},
-		"rgrad-weak":       {pass.TraceMoment, pass.TraceClippedGradient},
-		"rgrad-strict":     {pass.TraceClippedMoment, pass.TraceClippedGradient},
+		"rgrad-dp":         {pass.TraceResponseCounts, pass.TraceClippedMoment, pass.TraceMoment, pass.TraceClippedGradient},
+		"rgrad-weak":       {pass.TraceResponseCounts, pass.TraceClippedMoment, pass.TraceMoment, pass.TraceClippedGradient},
+		"rgrad-strict":     {pass.TraceResponseCounts, pass.TraceClippedMoment, pass.TraceClippedGradient},
 		"rgrad-nonprivate": {pass.TraceMoment, pass.TraceGradient},
 	}
 	for name, kinds := range want {

@@ -150,8 +150,8 @@ def test_bad_parameter_is_a_usage_error_with_nothing_spent(spiked):
         dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=0, clip=12).fit(X)
     assert e.value.exit_code == 2 and "rank" in e.value.message
     with pytest.raises(dplr.UsageError) as e:  # required parameter missing
-        dplr.RgradStrict(epsilon=1, delta=1e-5, rank=2).fit(np.zeros((10, 2, 2)), np.zeros(10))
-    assert e.value.exit_code == 2 and "clip_y" in e.value.message
+        dplr.RgradStrict(epsilon=1, delta=1e-5, clip_y=10, clip=5).fit(np.zeros((10, 2, 2)), np.zeros(10))
+    assert e.value.exit_code == 2 and "rank" in e.value.message
     assert _runs(X) == 0
 
 

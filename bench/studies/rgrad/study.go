@@ -53,7 +53,9 @@ type Variant struct {
 // The strict mode's clipping bounds are chosen from the public model
 // parameters: clip_y = 4·sqrt(Σσ_k² + σ_ξ²) (four response standard
 // deviations) and clip = (σ_ξ + σr)·sqrt(r(d1+d2)·ln n)/2 (the paper's
-// Δ_l as a clip; plugins/rgrad/DERIVATIONS.md §6).
+// Δ_l as a clip; plugins/rgrad/DERIVATIONS.md §6). The "rank and budget
+// only" variants give neither model parameters nor clips: the estimators
+// estimate them privately (plugins/rgrad/DERIVATIONS.md §10).
 func DefaultVariants(c StudyConfig) []Variant {
 	model := func(extra map[string]string) func(int) map[string]string {
 		return func(int) map[string]string {
@@ -95,6 +97,8 @@ func DefaultVariants(c StudyConfig) []Variant {
 			tau := (c.SigmaXi + c.SigmaR) * math.Sqrt(float64(c.Rank*(c.D1+c.D2))*math.Log(float64(n))) / 2
 			return basic(map[string]string{"clip_y": ftoa(clipY), "clip": ftoa(tau)})(n)
 		}},
+		{Label: "rgrad-dp (rank and budget only)", Estimator: "rgrad-dp", Params: basic(c.ModelParams)},
+		{Label: "rgrad-strict (rank and budget only)", Estimator: "rgrad-strict", Params: basic(nil)},
 		{Label: "rgrad-nonprivate", Estimator: "rgrad-nonprivate", Params: basic(nil)},
 	}
 }

@@ -36,7 +36,7 @@ func RGrad(args []string) {
 	fs.Float64Var(&c.SigmaXi, "sigma-xi", c.SigmaXi, "response noise standard deviation")
 	fs.Float64Var(&c.Delta, "delta", c.Delta, "δ of the grant")
 	set := fs.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
-	only := fs.String("only", "", "comma-separated estimator names to run (default: all variants)")
+	only := fs.String("only", "", "comma-separated estimator names or beginnings of variant labels to run (default: all variants)")
 	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
 	plotPrefix := fs.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
 	plotEps := fs.Float64("plot-eps", 4, "ε of the error-vs-n plot")
@@ -68,8 +68,11 @@ func RGrad(args []string) {
 		}
 		var sel []rgradstudy.Variant
 		for _, v := range vars {
-			if keep[v.Estimator] {
-				sel = append(sel, v)
+			for k := range keep {
+				if k == v.Estimator || strings.HasPrefix(v.Label, k) {
+					sel = append(sel, v)
+					break
+				}
 			}
 		}
 		vars = sel
