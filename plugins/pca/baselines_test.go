@@ -367,8 +367,10 @@ func mustTop(t *testing.T, s *mat.SymDense, r int) *mat.Dense {
 	return v
 }
 
-// The FromCov entry points reproduce the estimators bit for bit when given
-// the same Gram matrix and seed.
+// The FromCov entry points reproduce the estimators when given the same
+// Gram matrix and seed, up to rounding: the fit's pass may sum the Gram in
+// another order than this test's single product (with OpenBLAS on one
+// thread, pca-cxz's U differs in the last bits).
 func TestFromCovMatchesFit(t *testing.T) {
 	g := spiked(t, 5000, 20, 2, "24,20", "gaussian", 37)
 	seed := uint64(8)
@@ -388,6 +390,6 @@ func TestFromCovMatchesFit(t *testing.T) {
 		require.NoError(t, err)
 		got, err := tc.fit(context.Background(), &sdk.Run{Acct: acct, Rand: privacy.NewSeededSource(seed), Backend: backend.Gonum{}}, tc.raw, sh, 5000)
 		require.NoError(t, err)
-		assert.True(t, mat.Equal(matrix(t, want, "U"), matrix(t, got, "U")))
+		assert.True(t, mat.EqualApprox(matrix(t, want, "U"), matrix(t, got, "U"), 1e-9), tc.est.Info().Name)
 	}
 }
