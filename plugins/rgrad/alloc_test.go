@@ -84,10 +84,12 @@ func TestFitAllocationPerIterationIndependentOfN(t *testing.T) {
 			b2, b10 := run(2), run(10)
 			per := (b10 - b2) / 8
 			t.Logf("%s: %.0f B per iteration (one n-vector is %d B)", name, per, 8*n)
-			// Measured 33–45 kB per iteration (d1×d2 temporaries of the
-			// pass, its checks, the step and the retraction); an n-sized
-			// float64 temporary alone would be 128 kB.
-			assert.Less(t, per, float64(8*n)/2, "per-iteration allocation %.0f B", per)
+			// Measured 35–53 kB per iteration alone and up to 84 kB inside
+			// the whole suite (d1×d2 temporaries of the pass, its checks,
+			// the step and the retraction, and the heap sampling's noise
+			// under load); an n-sized float64 temporary alone would be
+			// 128 kB on top of them.
+			assert.Less(t, per, float64(8*n), "per-iteration allocation %.0f B", per)
 		})
 	}
 }
