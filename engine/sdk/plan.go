@@ -182,7 +182,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 			done <- reducedRun(ctx, est, raw, g, run, ref, rank, work)
 			return
 		}
-		done <- dryRuns(ctx, est, raw, g, s, ref, rank, work)
+		done <- dryRuns(ctx, est, raw, g, s, ref, rank, work, mode)
 	}()
 	select {
 	case p := <-done:
@@ -196,7 +196,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 // the data's: its steps (costs and multipliers, no sensitivity) and no
 // indicator.
 func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, run Shape, ref Reference, rank int, work float64) Plan {
-	p := dryRuns(ctx, est, raw, g, run, ref, rank, math.Inf(1))
+	p := dryRuns(ctx, est, raw, g, run, ref, rank, math.Inf(1), PlanFull)
 	if len(p.Steps) == 0 && p.Accounting == "" {
 		return p
 	}
@@ -211,9 +211,12 @@ func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g pri
 }
 
 // dryRuns runs est on draws of ref (see PlanOf) and makes the plan: eight
-// runs when 8·work fits in PlanMaxWork, one when work is infinite (a
-// reduced run), two otherwise.
-func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, rank int, work float64) Plan {
+// runs when 8·work fits in PlanMaxWork (PlanFull only), one when work is
+// infinite (a reduced run), two otherwise; it stops early when the
+// estimator releases no subspace to score (after one run for a fit's
+// pre-flight, after the two that show which sensitivities are public for
+// dplr plan).
+func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, rank int, work float64, mode PlanMode) Plan {
 	var (
 		n      = 2
 		runs   [2][]privacy.Step
@@ -224,7 +227,7 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 	switch {
 	case math.IsInf(work, 1):
 		n = 1
-	case 8*work <= PlanMaxWork:
+	case 8*work <= PlanMaxWork && mode == PlanFull:
 		n = 8
 	}
 	for i := range n {
@@ -254,6 +257,9 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 			}
 		}
 		scores = append(scores, got)
+		if math.IsNaN(got) && (mode == PlanIndicator || i >= 1) {
+			break // no subspace to score: more runs would add nothing
+		}
 	}
 	p := Plan{Accounting: acc}
 	for i, st := range runs[0] {
