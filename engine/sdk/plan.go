@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -212,10 +214,7 @@ func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g pri
 
 // dryRuns runs est on draws of ref (see PlanOf) and makes the plan: eight
 // runs when 8·work fits in PlanMaxWork (PlanFull only), one when work is
-// infinite (a reduced run), two otherwise; it stops early when the
-// estimator releases no subspace to score (after one run for a fit's
-// pre-flight, after the two that show which sensitivities are public for
-// dplr plan).
+// infinite (a reduced run), two otherwise, side by side on the cores.
 func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, rank int, work float64, mode PlanMode) Plan {
 	var (
 		n      = 2
@@ -230,36 +229,67 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 	case 8*work <= PlanMaxWork && mode == PlanFull:
 		n = 8
 	}
-	for i := range n {
-		scale := []float64{1, 4}[i%2]
-		rd, err := ref(s, rank, scale, planSeed+uint64(i))
+	type outcome struct {
+		steps       []privacy.Step
+		acc         string
+		got, random float64
+		note        string
+	}
+	one := func(i int) outcome {
+		rd, err := ref(s, rank, []float64{1, 4}[i%2], planSeed+uint64(i))
 		if err != nil {
-			return Plan{Note: fmt.Sprintf("not computed: %v", err)}
+			return outcome{note: fmt.Sprintf("not computed: %v", err)}
 		}
 		seed := uint64(planSeed + i)
 		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
 		if err != nil {
 			if ctx.Err() != nil {
-				return Plan{Note: "not computed: the dry run did not finish in time"}
+				return outcome{note: "not computed: the dry run did not finish in time"}
 			}
-			return Plan{Note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}
+			return outcome{note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}
 		}
-		if i < 2 {
-			runs[i] = acct.Steps()
+		o := outcome{steps: acct.Steps(), acc: res.Guarantee.Accounting, got: math.NaN()}
+		if o.acc == "" {
+			o.acc = acct.Achieved().Composition
 		}
-		if acc = res.Guarantee.Accounting; acc == "" {
-			acc = acct.Achieved().Composition
-		}
-		got := math.NaN()
 		for _, m := range res.Matrices {
 			if m.Name == "U" && rd.U != nil {
-				got, random = score(m.M, rd)
+				o.got, o.random = score(m.M, rd)
 			}
 		}
-		scores = append(scores, got)
-		if math.IsNaN(got) && (mode == PlanIndicator || i >= 1) {
-			break // no subspace to score: more runs would add nothing
+		return o
+	}
+	// The runs go side by side, as many at once as there are cores.
+	outs := make([]outcome, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, runtime.NumCPU()))
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					outs[i] = outcome{note: fmt.Sprintf("not computed: the dry run panicked: %v", r)}
+				}
+				<-sem
+				wg.Done()
+			}()
+			outs[i] = one(i)
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs[:n] {
+		if o.note != "" {
+			return Plan{Note: o.note}
 		}
+		if i < 2 {
+			runs[i] = o.steps
+		}
+		acc = o.acc
+		if !math.IsNaN(o.got) {
+			random = o.random
+		}
+		scores = append(scores, o.got)
 	}
 	p := Plan{Accounting: acc}
 	for i, st := range runs[0] {
