@@ -379,15 +379,7 @@ func summarize(w io.Writer, r *FitReport) {
 	fmt.Fprintf(w, "spent: %d privacy step(s), composed as %s\n", len(r.Privacy.Steps), r.Privacy.Composition)
 	for _, s := range r.Privacy.Steps {
 		fmt.Fprintf(w, "  - %-28s %-11s Δ=%.4g scale=%.4g", s.Name, s.Mechanism, s.Sensitivity, s.Scale)
-		if s.Epsilon > 0 {
-			fmt.Fprintf(w, " ε=%.4g", s.Epsilon)
-		}
-		if s.Delta > 0 {
-			fmt.Fprintf(w, " δ=%.3g", s.Delta)
-		}
-		if s.Rho > 0 {
-			fmt.Fprintf(w, " ρ=%.4g", s.Rho)
-		}
+		writeCost(w, s.Epsilon, s.Delta, s.Rho)
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "outputs in %s:\n", r.OutDir)
@@ -588,4 +580,17 @@ func (o *optUint) Set(s string) error {
 	}
 	o.v, o.set = v, true
 	return nil
+}
+
+// writeCost writes a step's nonzero costs (ε, δ, ρ) on the current line.
+func writeCost(w io.Writer, eps, delta, rho float64) {
+	if eps > 0 {
+		fmt.Fprintf(w, " ε=%.4g", eps)
+	}
+	if delta > 0 {
+		fmt.Fprintf(w, " δ=%.3g", delta)
+	}
+	if rho > 0 {
+		fmt.Fprintf(w, " ρ=%.4g", rho)
+	}
 }

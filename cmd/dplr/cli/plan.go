@@ -48,15 +48,7 @@ func printPlan(w io.Writer, estimator, path string, p *client.Plan) {
 	fmt.Fprintf(w, "%d privacy step(s), composed as %s:\n", len(p.Steps), p.Accounting)
 	for _, s := range p.Steps {
 		fmt.Fprintf(w, "  - %-28s %-11s", s.Name, s.Mechanism)
-		if s.Epsilon > 0 {
-			fmt.Fprintf(w, " ε=%.4g", s.Epsilon)
-		}
-		if s.Delta > 0 {
-			fmt.Fprintf(w, " δ=%.3g", s.Delta)
-		}
-		if s.Rho > 0 {
-			fmt.Fprintf(w, " ρ=%.4g", s.Rho)
-		}
+		writeCost(w, s.Epsilon, s.Delta, s.Rho)
 		if s.Multiplier > 0 {
 			fmt.Fprintf(w, " noise multiplier=%.4g", s.Multiplier)
 		}
