@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -80,7 +81,8 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 		return nil, ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
-	runner := &host.Runner{Ledger: led, Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout}
+	runner := &host.Runner{Ledger: led, Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout,
+		PlanCache: filepath.Join(c.opt.Home, "plans")}
 	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
 		Seed: req.Seed, NonPrivate: req.NonPrivate, Timeout: req.Timeout, BeforeReserve: req.BeforeReserve,
 		Events: host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step, Pass: req.Pass, Warning: req.Warning}}
@@ -124,7 +126,8 @@ func (c *Client) Plan(ctx context.Context, req FitRequest) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	runner := &host.Runner{Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout}
+	runner := &host.Runner{Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout,
+		PlanCache: filepath.Join(c.opt.Home, "plans")}
 	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
 		NonPrivate: req.NonPrivate}
 	if hreq.Params == nil {

@@ -55,6 +55,10 @@ type Runner struct {
 	MaxMemory int64
 	// CheckTimeout bounds the pre-flight check (default 10 s).
 	CheckTimeout time.Duration
+	// PlanCache, when set, is the directory where the plans of pre-flight
+	// checks are kept, so that a repeated request does not dry-run its
+	// estimator again (plancache.go).
+	PlanCache string
 	// MaxPasses caps the aggregation passes one fit on remote data may
 	// request (0: sdk.MaxPasses).
 	MaxPasses int
@@ -443,6 +447,18 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan sd
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var (
+		key    string
+		cached *sdk.Plan
+	)
+	if r.PlanCache != "" && plan != sdk.PlanNone {
+		var ok bool
+		if key, ok = planKey(plug, call, plan); ok {
+			if cached = r.cachedPlan(key); cached != nil {
+				plan = sdk.PlanNone // the check alone; the plan is known
+			}
+		}
+	}
 	chk, err := plug.Check(cctx, call, plan)
 	res.Timings["check_s"] = time.Since(t0).Seconds()
 	if err != nil {
@@ -453,6 +469,12 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan sd
 			err = fmt.Errorf("no answer to the pre-flight check within %s: %w: %w", timeout, err, ErrPlugin)
 		}
 		return &FitError{Err: err}
+	}
+	switch {
+	case cached != nil:
+		chk.Plan = cached
+	case key != "" && chk.Plan != nil:
+		r.keepPlan(key, chk.Plan)
 	}
 	res.Check = chk
 	if r.MaxMemory > 0 && chk.Footprint > r.MaxMemory {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,4 +50,21 @@ func TestPlanSpendsNothingAndMatchesFit(t *testing.T) {
 	require.Equal(t, ExitOK, txt.code, txt.stderr)
 	assert.Contains(t, txt.stdout, "nothing reserved or spent")
 	assert.Equal(t, before, history(t, home, data))
+}
+
+// A fit keeps its pre-flight plan in home/plans, and a repeated fit of the
+// same request uses it instead of dry-running the estimator again (one
+// file after either fit); a different request keeps its own.
+func TestFitKeepsItsPlan(t *testing.T) {
+	home, data := t.TempDir(), genSpiked(t)
+	kept := func() []string {
+		k, err := filepath.Glob(filepath.Join(home, "plans", "*.json"))
+		require.NoError(t, err)
+		return k
+	}
+	for i, clip := range []string{"3", "3", "4"} {
+		r := dplr(t, home, "fit", "example-mean", "--data", data, "--rho", "0.05", "--set", "clip="+clip, "--quiet")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		assert.Len(t, kept(), []int{1, 1, 2}[i], "after fit %d", i+1)
+	}
 }
