@@ -381,7 +381,7 @@ func TestFromCovMatchesFit(t *testing.T) {
 		raw map[string]string
 		fit func(context.Context, *sdk.Run, map[string]string, *mat.SymDense, int) (*sdk.Result, error)
 	}{
-		{CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20"}, CXZFromCov},
+		{CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "none"}, CXZFromCov},
 		{AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "1000", "center": "none"}, AnalyzeGaussFromCov},
 	} {
 		want, _, err := sdk.RunLocal(context.Background(), tc.est, g.Data, tc.raw, approx(1, 1e-5), sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})

@@ -57,8 +57,9 @@ a requested spike does not stand out of the noise) the fit stops before stage 1 
 releases the estimate, how many spikes stand out (spikes) and their directions (U, from the
 estimate's noisy second moment), says why in a note, and is charged only the steps that ran
 (worst-case DP; DERIVATIONS.md §12). rank=auto keeps the spikes that stand out (up to max_rank)
-and fits them. With center=private the mean's clip is mean_clip, or by default a private median
-of the row norms.
+and fits them. center=private (the default, as for every PCA estimator) subtracts a private mean
+first, clipped to mean_clip, by default a private median of the row norms; say center=none for
+data drawn about zero.
 
 Algorithm 1 of Cai, Xia and Zha. Stage 1 adds a symmetric Gaussian matrix to the
 p×p sample spectral projector ÛÛᵀ (Û: top-r eigenvectors of Σ̂ = XᵀX/n; centred only with

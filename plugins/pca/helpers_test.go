@@ -33,7 +33,7 @@ func spiked(t testing.TB, n, p, r int, lambda string, noise string, seed uint64)
 // the default, center=private, has its own tests.
 func uncentred(est sdk.Estimator, raw map[string]string) map[string]string {
 	switch est.(type) {
-	case AnalyzeGauss, Amin:
+	case AnalyzeGauss, Amin, CXZ:
 	default:
 		return raw
 	}

@@ -39,7 +39,7 @@ func TestExactDefaultNeverMoreNoiseThanZCDP(t *testing.T) {
 		{"analyze gauss centred (1, 1e-6)", AnalyzeGauss{}, with(base, "center", "private"), approx(1, 1e-6), true},
 		{"analyze gauss (4, 1e-6)", AnalyzeGauss{}, base, approx(4, 1e-6), true},
 		{"analyze gauss clip=auto", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "auto", "center": "private"}, approx(1, 1e-6), false},
-		{"cxz explicit", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20"}, approx(1, 1e-6), true},
+		{"cxz explicit", CXZ{}, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "center": "none"}, approx(1, 1e-6), true},
 		{"amin clip=auto", Amin{}, map[string]string{"rank": "2", "clip": "auto"}, approx(1, 1e-6), false},
 		{"amin full rank", Amin{}, map[string]string{"rank": "10", "clip": "12"}, approx(1, 1e-6), false},
 	}

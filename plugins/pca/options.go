@@ -42,7 +42,7 @@ func (c *centerOptions) meanClip(def float64) float64 {
 // mean_clip to default to: mean_clip is a public bound or auto, a private
 // quantile of the row norms (DERIVATIONS.md §12.3).
 type cxzCenterOptions struct {
-	sdk.Center `doc:"none: the data are already centred (with a public mean); private: subtract a private mean of the rows clipped to mean_clip (its own declared step)"`
+	sdk.Center `default:"private" doc:"private (the default: PCA is about the spread around the mean): subtract a private mean of the rows clipped to mean_clip (its own declared step); none: the data are already centred (with a public mean), or follow the spiked model about zero"`
 	MeanClip   string  `param:"mean_clip" default:"auto" doc:"with center=private: a public row-norm bound for the private mean, or auto (the default): a private median of the row norms, paid from a fifth of mean_share and released"`
 	MeanShare  float64 `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean (and its clip quantile with mean_clip=auto) when center=private"`
 

@@ -159,15 +159,17 @@ func TestRemotePasses(t *testing.T) {
 }
 
 // pca-cxz requests the norm counts only for the private model estimate
-// without a clip or for mean_clip=auto, the clipped sum for center=private.
+// without a clip or for mean_clip=auto, the clipped sum for center=private
+// (the default).
 func TestRemotePassesCXZ(t *testing.T) {
 	ds := shifted(t, 200, 6, 1)
 	for _, tc := range []struct {
 		raw  map[string]string
 		want []string
 	}{
-		{map[string]string{"rank": "1", "sigma2": "1", "lambda": "5"}, []string{pass.RowsCentredMoment}},
-		{map[string]string{"rank": "1"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram}},
+		{map[string]string{"rank": "1", "sigma2": "1", "lambda": "5", "center": "none"}, []string{pass.RowsCentredMoment}},
+		{map[string]string{"rank": "1", "center": "none"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram}},
+		{map[string]string{"rank": "1"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram, pass.RowsClippedSum}},
 		{map[string]string{"rank": "1", "clip": "3", "center": "private", "mean_clip": "4", "evaluate": "true"}, []string{pass.RowsCentredMoment, pass.RowsClippedSum, pass.RowsMoment}},
 		{map[string]string{"rank": "1", "sigma2": "1", "lambda": "5", "center": "private"}, []string{pass.RowsCentredMoment, pass.RowsNormHistogram, pass.RowsClippedSum}},
 	} {

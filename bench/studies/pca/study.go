@@ -406,8 +406,8 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 				raw  map[string]string
 				fit  func(context.Context, *sdk.Run, map[string]string, *mat.SymDense, int) (*sdk.Result, error)
 			}{
-				{"cxz-pca-only", map[string]string{"rank": fmt.Sprint(r), "sigma2": fmt.Sprint(cfg.Sigma2), "lambda": fmtFloats(cfg.Lambda), "pca_only": "true"}, pca.CXZFromCov},
-				{"analyze-gauss", map[string]string{"rank": fmt.Sprint(r), "clip": fmt.Sprintf("%.17g", clip)}, pca.AnalyzeGaussFromCov},
+				{"cxz-pca-only", map[string]string{"rank": fmt.Sprint(r), "sigma2": fmt.Sprint(cfg.Sigma2), "lambda": fmtFloats(cfg.Lambda), "pca_only": "true", "center": "none"}, pca.CXZFromCov},
+				{"analyze-gauss", map[string]string{"rank": fmt.Sprint(r), "clip": fmt.Sprintf("%.17g", clip), "center": "none"}, pca.AnalyzeGaussFromCov},
 			} {
 				acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta})
 				if err != nil {
