@@ -58,7 +58,7 @@ class Budget:
         with tempdir() as d:
             if self._spec is not None:
                 ident = self._spec.args(d)
-                if self._kind and sub != "link":
+                if self._kind and sub not in ("link", "unlink"):
                     ident += ["--kind", self._kind]
             elif self.dataset is not None:
                 ident = ["--dataset", self.dataset]
@@ -110,6 +110,22 @@ class Budget:
     def link(self, to: str, *, note: Optional[str] = None) -> None:
         """Make this data count against the budget of data set ``to`` (a name or hash)."""
         self._run("link", ["--to", to] + (["--note", note] if note else []), json_out=False)
+
+    def unlink(self, *, note: Optional[str] = None) -> Dict[str, Any]:
+        """Make this linked data a data set of its own, charged everything the
+        data set it leaves was charged (dplr budget unlink). Returns :meth:`show`."""
+        self._run("unlink", ["--note", note] if note else [], json_out=False)
+        return self.show()
+
+    def merge(self, into: str, *, note: Optional[str] = None, force: bool = False) -> Dict[str, Any]:
+        """Join this data set into ``into`` (a name or hash) when both budgets
+        cover the same people: ``into`` is charged every charge of this one,
+        whose data then counts against it (dplr budget merge). A merge that
+        does not fit ``into``'s total raises :class:`BudgetRefused` unless
+        ``force``. Returns :meth:`show`, which now shows ``into``."""
+        args = ["--into", into] + (["--note", note] if note else []) + (["--force"] if force else [])
+        self._run("merge", args, json_out=False)
+        return self.show()
 
     def remaining(self) -> Dict[str, Any]:
         """What admission still allows (``show()["remaining"]``)."""

@@ -332,3 +332,26 @@ def test_edited_spool_file_is_rewritten_not_fitted(spiked, tmp_path, monkeypatch
     b = dplr.PcaNonprivate(non_private=True, rank=2).fit(X)
     assert b.content_hash_ == a.content_hash_, "the fit read the array, not the replaced file"
     np.testing.assert_array_equal(np.load(spool / f), X)
+
+
+def test_budget_merge_and_unlink(spiked, tmp_path):
+    """merge charges the kept data set with every charge of the other, whose
+    data then counts against it; unlink gives a linked file a data set of its
+    own charged what the one it leaves was charged: neither lowers a spend."""
+    X, _ = spiked
+    other = np.random.default_rng(5).normal(size=(400, X.shape[1]))  # the same people, collected apart
+    a, b = dplr.budget(X), dplr.budget(other)
+    a.set(epsilon=10, delta=1e-5, name="a")
+    b.set(epsilon=10, delta=1e-5, name="b")
+    a.charge(epsilon=1, delta=1e-6, note="an outside release")
+    b.charge(epsilon=2, delta=1e-6, note="another")
+    shown = b.merge("a", note="the same people")
+    assert shown["name"] == "a"
+    assert shown["spent"]["epsilon"] >= 3 - 1e-9
+    c = dplr.budget(X[:300] + 1.0)
+    c.link("a", note="a copy")
+    before = a.show()["spent"]["epsilon"]
+    own = c.unlink(note="not the same people after all")
+    assert own["data_hash"] != a.show()["data_hash"]
+    assert own["spent"]["epsilon"] >= before - 1e-9
+    assert a.show()["spent"]["epsilon"] >= before - 1e-9
