@@ -33,11 +33,21 @@ type OpenBLAS struct{}
 func (OpenBLAS) Name() string { return "openblas" }
 
 // Threads implements Backend: the number of threads OpenBLAS may use
-// (initially OPENBLAS_NUM_THREADS, or the number of cores).
-func (OpenBLAS) Threads() int { return lapacke.Threads() }
+// (OPENBLAS_NUM_THREADS when set, else one: threads_openblas.go). It waits
+// for a large call that raised the count to restore it, so that a caller
+// saving and restoring the count never saves the raised one.
+func (OpenBLAS) Threads() int {
+	threadMu.Lock()
+	defer threadMu.Unlock()
+	return lapacke.Threads()
+}
 
 // SetThreads sets the number of threads OpenBLAS may use (at least 1).
-func (OpenBLAS) SetThreads(n int) { lapacke.SetThreads(n) }
+func (OpenBLAS) SetThreads(n int) {
+	threadMu.Lock()
+	defer threadMu.Unlock()
+	lapacke.SetThreads(n)
+}
 
 // Gram implements Backend with OpenBLAS dsyrk on the operand's storage.
 func (OpenBLAS) Gram(alpha float64, a mat.Matrix) *mat.SymDense { return gram(alpha, a) }

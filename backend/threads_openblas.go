@@ -35,7 +35,8 @@ func init() {
 	}
 }
 
-// threadMu serialises the calls that raise the thread count.
+// threadMu serialises the calls that raise the thread count with every
+// read and change of it through OpenBLAS.Threads and SetThreads.
 var threadMu sync.Mutex
 
 // threaded runs f, a single LAPACK call of about work flops, with OpenBLAS

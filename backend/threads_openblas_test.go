@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/dplr/dplr/backend/internal/lapacke"
 )
 
 func TestThreadsFor(t *testing.T) {
@@ -36,4 +38,20 @@ func TestOneThreadByDefault(t *testing.T) {
 	threaded(1e12, func() {})
 	assert.Equal(t, 1, OpenBLAS{}.Threads())
 	assert.GreaterOrEqual(t, freeCores(), 1)
+}
+
+// A count read while a large call has raised it waits for the call to
+// restore it: a caller that saves and restores the count (the kernel's
+// second moment) never saves the raised one.
+func TestThreadsWaitsForRaisedCall(t *testing.T) {
+	if userThreads || threadsFor(1e12, freeCores()) < 2 {
+		t.Skip("no idle core to raise the count with")
+	}
+	inside, release := make(chan int), make(chan struct{})
+	go threaded(1e12, func() { inside <- lapacke.Threads(); <-release })
+	assert.GreaterOrEqual(t, <-inside, 2)
+	read := make(chan int)
+	go func() { read <- OpenBLAS{}.Threads() }()
+	close(release)
+	assert.Equal(t, 1, <-read)
 }

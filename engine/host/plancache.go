@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -70,7 +69,7 @@ func (r *Runner) cachedPlan(key string) *sdk.Plan {
 // loaded machine, not a property of the request). Failing to store is not
 // an error: the cache only saves time.
 func (r *Runner) keepPlan(key string, p *sdk.Plan) {
-	if p == nil || strings.Contains(p.Note, "in time") || strings.Contains(p.Note, "within") {
+	if p == nil || p.Late() {
 		return
 	}
 	b, err := json.Marshal(p)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,6 +115,14 @@ const (
 	PlanIndicator
 )
 
+// planNoteLate begins the note of a plan whose dry runs ran out of time.
+const planNoteLate = "not computed: the dry run did not finish"
+
+// Late reports whether the plan is missing because its dry runs ran out
+// of time: a property of the machine's load, not of the request, so such
+// a plan is not worth keeping.
+func (p Plan) Late() bool { return strings.HasPrefix(p.Note, planNoteLate) }
+
 // planSeed is the dry runs' fixed, public seed.
 const planSeed = 0x706c616e
 
@@ -190,7 +199,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	case p := <-done:
 		return p, nil
 	case <-ctx.Done():
-		return Plan{Note: fmt.Sprintf("not computed: the dry run did not finish within %s", limit.Round(time.Millisecond))}, nil
+		return Plan{Note: fmt.Sprintf("%s within %s", planNoteLate, limit.Round(time.Millisecond))}, nil
 	}
 }
 
@@ -244,7 +253,7 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
 		if err != nil {
 			if ctx.Err() != nil {
-				return outcome{note: "not computed: the dry run did not finish in time"}
+				return outcome{note: planNoteLate + " in time"}
 			}
 			return outcome{note: fmt.Sprintf("not computed: the dry run on the reference model failed: %v", err)}
 		}
