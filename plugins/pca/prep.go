@@ -3,7 +3,6 @@ package pca
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -92,25 +91,11 @@ func (c *centerOptions) checkScalesLocatable(s sdk.Shape, plan *privacy.Plan, ac
 	if err != nil {
 		return err
 	}
-	bc, err := plan.Budget(shareScaleCounts)
+	counts, err := scaleCounts(acct, plan, "feature scale counts (pre-flight)", s.P, countMech)
 	if err != nil {
 		return err
 	}
-	var countScale float64
-	if countMech == privacy.MechLaplace {
-		r, err := acct.Laplace("feature scale counts (pre-flight)", float64(s.P), s.P, bc)
-		if err != nil {
-			return err
-		}
-		countScale = r.Scale()
-	} else {
-		r, err := acct.Gaussian("feature scale counts (pre-flight)", math.Sqrt(float64(s.P)), s.P, bc)
-		if err != nil {
-			return err
-		}
-		countScale = r.Scale()
-	}
-	need := locatable(e.Beta(), len(kernel.DefaultGrid()), countScale)
+	need := locatable(e.Beta(), len(kernel.DefaultGrid()), counts.Scale())
 	if pairs := float64(s.N / 2); pairs < need {
 		return fmt.Errorf("feature_scale=private cannot locate any column's scale at this size and budget: "+
 			"a column's median pair difference needs about %.0f pairs at its share of the budget (ε %.3g per column over %d columns), and %d rows give %.0f. "+

@@ -107,16 +107,7 @@ func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat
 			return nil, 0, err
 		}
 	}
-	bc, err := plan.Budget(shareScaleCounts)
-	if err != nil {
-		return nil, 0, err
-	}
-	var rel *privacy.Release
-	if countMech == privacy.MechLaplace {
-		rel, err = run.Acct.Laplace("feature scale: non-zero pair counts", float64(p), p, bc)
-	} else {
-		rel, err = run.Acct.Gaussian("feature scale: non-zero pair counts", math.Sqrt(float64(p)), p, bc)
-	}
+	rel, err := scaleCounts(run.Acct, plan, "feature scale: non-zero pair counts", p, countMech)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -126,6 +117,21 @@ func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat
 	replaced := replaceUnlocated(scales, counts, locatable(beta, len(grid), rel.Scale()))
 	clampScales(scales)
 	return scales, replaced, nil
+}
+
+// scaleCounts declares the release of the p counts of non-zero paired
+// differences from the plan's counts share: Gaussian with ℓ2 sensitivity
+// √p, or Laplace with ℓ1 sensitivity p (one replaced row changes each count
+// by at most one).
+func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p int, mech privacy.Mechanism) (*privacy.Release, error) {
+	b, err := plan.Budget(shareScaleCounts)
+	if err != nil {
+		return nil, err
+	}
+	if mech == privacy.MechLaplace {
+		return acct.Laplace(name, float64(p), p, b)
+	}
+	return acct.Gaussian(name, math.Sqrt(float64(p)), p, b)
 }
 
 // locatable is the smallest noisy count of non-zero differences at which a
