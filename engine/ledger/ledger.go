@@ -138,8 +138,8 @@ func WithAdoptMarker() Option { return func(c *openConfig) { c.adopt = true; c.f
 
 // Open opens (creating if needed) the ledger <dir>/ledger.db, creating dir
 // with mode 0700 and the file with mode 0600, migrates its schema and
-// verifies its chain of records from the marker's checkpoint on (see the
-// package doc). A ledger that is not healthy gives an error naming the file
+// verifies its chain of records from the marker's checkpoint on (see
+// docs/ledger.md). A ledger that is not healthy gives an error naming the file
 // and wrapping ErrDamaged (and ErrCorrupt for SQLite-level damage); it is
 // never reset.
 func Open(ctx context.Context, dir string, opts ...Option) (*Ledger, error) {

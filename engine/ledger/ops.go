@@ -36,7 +36,7 @@ func validGrant(what string, g privacy.Grant) error {
 }
 
 // compatible checks that a run granted g can be charged to a total of its
-// form (see the package doc).
+// form (docs/ledger.md).
 func compatible(total, g privacy.Grant) error {
 	switch total.Kind {
 	case privacy.GrantPure:

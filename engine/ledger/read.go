@@ -159,7 +159,7 @@ func (c Change) String() string {
 // data set's), oldest first, including spends recorded from outside dplr
 // (Estimator "(outside dplr)"); empty for a data set the ledger has never
 // seen. The data set's records are verified as a sequence ending at its
-// verified position (see the package doc); Verify checks the whole chain.
+// verified position (docs/ledger.md); Verify checks the whole chain.
 func (l *Ledger) History(ctx context.Context, hash string) ([]Run, error) {
 	runs, _, err := l.history(ctx, hash)
 	return runs, err

@@ -68,7 +68,7 @@ type Outcome struct {
 	// for a success they determine the charge. Preferred over Achieved. A
 	// non-nil empty slice means nothing was spent. For a failure after
 	// noise was drawn they tell whether the run was Gaussian-only, which
-	// keeps its reservation's GDP statement (see the package doc); nil
+	// keeps its reservation's GDP statement (docs/ledger.md); nil
 	// means unknown.
 	Steps []privacy.Step
 	// Achieved is the accountant's composed cost (acct.Achieved()), used for
@@ -183,7 +183,7 @@ type Status struct {
 	Spent Spent `json:"spent"`
 	// Rule is the admission rule of the budget (RuleGDP, RuleClassic or
 	// RuleUndecided; "" without a budget); Spent and Remaining are stated
-	// under it. See the package doc.
+	// under it. See docs/ledger.md.
 	Rule string `json:"rule,omitempty"`
 	// Remaining is the headroom (zero without a budget); see Remaining.
 	Remaining Remaining `json:"remaining"`
@@ -257,7 +257,7 @@ func (s Status) String() string {
 	return b.String()
 }
 
-// Admission rules a budget follows (Status.Rule; see the package doc).
+// Admission rules a budget follows (Status.Rule; see docs/ledger.md).
 const (
 	// RuleGDP is the Gaussian-DP filter of an (ε, δ) total whose first
 	// charged run was Gaussian-only: every run must be Gaussian-only and

@@ -411,7 +411,7 @@ func (a Tally) Steps() []Step {
 // composition and returns what they spend. The error wraps ErrIncompatible
 // when some charge cannot be counted against a budget of that form (e.g. an
 // (ε, δ) charge against a pure total), and ErrBudgetExceeded when the charges
-// do not fit. The rules are in the package doc.
+// do not fit. The rules are in docs/ledger.md.
 func ComposeCharges(total Grant, charges []Charge) (Spent, error) {
 	if err := total.Validate(); err != nil {
 		return Spent{}, fmt.Errorf("budget: %w", err)

@@ -17,7 +17,7 @@ import (
 // are not private against anyone who knows the seed.
 //
 // Release noise (Gaussian, Laplace and the Add*/matrix helpers) is exact
-// discrete noise on a fine power-of-two grid; see the package documentation
+// discrete noise on a fine power-of-two grid; see docs/privacy.md
 // for the method and why it resists floating-point attacks.
 //
 // A Source is not safe for concurrent use; use Split to derive independent

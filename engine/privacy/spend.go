@@ -161,7 +161,7 @@ func (a *Accountant) spendGaussianRho(name string, sens float64, dim int, rho fl
 // (eps, delta) with calibration "classical" (ε ≤ 1 only) or "analytic", and
 // returns σ. The sensitivity is enlarged for the noise grid as in
 // spendGaussianRho, and σ carries a 1e-9 relative margin for the lattice
-// (see the package documentation). Its zCDP cost Δ²/(2σ²) is recorded too,
+// (see docs/privacy.md). Its zCDP cost Δ²/(2σ²) is recorded too,
 // so the step can also be accounted by zCDP.
 // It stays until every estimator has moved to Gaussian.
 func (a *Accountant) spendGaussianEpsDelta(name string, sens float64, dim int, eps, delta float64, calibration string) (float64, error) {
