@@ -108,15 +108,6 @@ func HomeDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "dplr"), nil
 }
 
-// OpenDefault opens the ledger in HomeDir().
-func OpenDefault(ctx context.Context) (*Ledger, error) {
-	dir, err := HomeDir()
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, dir)
-}
-
 // Option changes how Open opens a ledger.
 type Option func(*openConfig)
 

@@ -178,7 +178,7 @@ func (s *Source) AddGaussian(dst []float64, sigma float64) {
 // AddLaplace releases dst with Laplace noise of scale b: elements are
 // rounded to the grid Grid(b) and discrete Laplace noise on that grid is
 // added. Rounding adds at most γ per coordinate to the ℓ1 sensitivity,
-// which spendLaplace accounts for. For an invalid b every element is set to
+// which the Laplace release accounts for. For an invalid b every element is set to
 // NaN.
 func (s *Source) AddLaplace(dst []float64, b float64) {
 	addOnGrid(dst, b, s.discreteLaplace)

@@ -25,7 +25,7 @@ import (
 // the analytic calibration) covers with a wide margin.
 
 // PLDAccountingNote states, for result texts, how the default PLD
-// accountant discretises and its error bound (see doc.go).
+// accountant discretises and its error bound (see docs/privacy.md).
 //
 // What it bounds: the composition of the profiles it discretises, each a
 // step's worst case over every pair of neighbours (for an exponential step,
@@ -70,7 +70,7 @@ func stepPureEps(s Step) (float64, error) {
 
 // exponentialImpliedEps is the ε that an exponential-mechanism step's
 // sensitivity and inverse temperature imply (2Δβ, or Δβ for a monotone
-// utility; see doc.go), or 0 when they are not recorded. It is both the
+// utility; see docs/privacy.md), or 0 when they are not recorded. It is both the
 // step's pure ε and its bounded-range parameter.
 func exponentialImpliedEps(s Step) float64 {
 	if !(s.Sensitivity > 0) || !(s.Scale > 0) {
@@ -141,10 +141,10 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 // (μ² = Σ μ_i², lattice allowance included); Laplace steps become Laplace
 // factors at ε = Δ/b (with the same 1e-9 lattice allowance, for the
 // discrete Laplace), exponential-mechanism steps bounded-range factors at
-// their BR parameter (see doc.go: ε for Exponential and
+// their BR parameter (see docs/privacy.md: ε for Exponential and
 // ExponentialMonotone alike); identical factors are composed by repeated
 // squaring and all factors convolved. The result dominates the run's
-// composition (see doc.go for the error bound).
+// composition (see docs/privacy.md for the error bound).
 func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
 	h := o.Grid
 	if h == 0 {
