@@ -149,7 +149,7 @@ func TestRunPLDGaussianOnly(t *testing.T) {
 	assert.GreaterOrEqual(t, got, exact*(1-1e-9))
 	assert.LessOrEqual(t, got, exact+float64(p.Factors)*1e-4+1e-9)
 
-	eps, method, err := TightEpsilon(steps, 1e-6)
+	eps, method, err := tightEpsilon(steps, 1e-6)
 	require.NoError(t, err)
 	assert.Equal(t, MethodGDP, method)
 	assert.InDelta(t, exact, eps, 1e-12)
@@ -198,7 +198,7 @@ func TestTightNeverWorseThanZCDP(t *testing.T) {
 				pureSum += e
 			}
 		}
-		eps, _, err := TightEpsilon(steps, 1e-6)
+		eps, _, err := tightEpsilon(steps, 1e-6)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, eps, EpsilonFromRho(rho, 1e-6)+1e-9, "trial %d", trial)
 		if rho == RhoOfPure(pureSum) || allPure(steps) {
