@@ -394,13 +394,8 @@ func bestFit(g Grant, cands []Achieved) (Achieved, bool) {
 
 // gdpCandidate accounts an all-Gaussian list of steps exactly.
 func gdpCandidate(steps []Step, delta float64) (Achieved, bool) {
-	for _, s := range steps {
-		if s.Mechanism != MechGaussian || !(s.Scale > 0) || !(s.Sensitivity > 0) {
-			return Achieved{}, false
-		}
-	}
-	mu, _, err := RunGDP(steps)
-	if err != nil {
+	mu, ok, err := RunGDP(steps)
+	if err != nil || !ok || len(steps) == 0 {
 		return Achieved{}, false
 	}
 	eps, err := GDPEpsilon(mu, delta)

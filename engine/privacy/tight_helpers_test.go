@@ -13,3 +13,16 @@ func tightEpsilon(steps []Step, delta float64) (float64, string, error) {
 	}
 	return ach.Epsilon, ach.Composition, nil
 }
+
+// composeCharges tallies charges and composes them against total, as the
+// ledger does with a data set's history.
+func composeCharges(total Grant, charges []Charge) (Spent, error) {
+	var a Tally
+	for _, c := range charges {
+		if !c.Valid() {
+			return Spent{}, ErrInvalidBudget
+		}
+		a.Add(c)
+	}
+	return ComposeTally(total, a)
+}
