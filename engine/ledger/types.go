@@ -58,6 +58,9 @@ type ReserveRequest struct {
 	// its result at Settle. Undeclared runs are reserved as before.
 	MechanismsDeclared bool
 	Mechanisms         []privacy.Mechanism
+	// Sketch, if not empty, is stored as the data set's row sketch in the
+	// reservation's transaction (as SetSketch does).
+	Sketch []uint64
 }
 
 // Outcome is how a reserved run ended, given to Settle.
