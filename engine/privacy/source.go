@@ -209,31 +209,6 @@ func CheckScale(scale float64) error {
 	return nil
 }
 
-// GaussianMatrix returns an r×c matrix of i.i.d. Gaussian release noise of
-// scale sigma (grid values; see Gaussian). Add it to a matrix with
-// AddGaussian on the matrix's raw data when releasing a noised matrix, so
-// the matrix is rounded to the grid too.
-func (s *Source) GaussianMatrix(r, c int, sigma float64) *mat.Dense {
-	data := make([]float64, r*c)
-	s.AddGaussian(data, sigma)
-	return mat.NewDense(r, c, data)
-}
-
-// SymmetricGaussian returns an n×n symmetric noise matrix whose entries on
-// and above the diagonal are i.i.d. Gaussian release noise of scale sigma
-// (the same variance on the diagonal, not GOE scaling) and whose lower
-// triangle mirrors the upper exactly. Its dim for the Spend helpers is
-// n(n+1)/2.
-func (s *Source) SymmetricGaussian(n int, sigma float64) *mat.SymDense {
-	out := mat.NewSymDense(n, nil)
-	raw := out.RawSymmetric()
-	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride+i : i*raw.Stride+n]
-		s.AddGaussian(row, sigma)
-	}
-	return out
-}
-
 // AddSymmetricGaussian releases the symmetric matrix a in place: its upper
 // triangle (diagonal included) is rounded to the grid and noised with
 // i.i.d. Gaussian release noise of scale sigma; the lower triangle mirrors
