@@ -88,11 +88,6 @@ func BenchmarkConversions(b *testing.B) {
 			sinkF += EpsilonFromRho(0.025, 1e-6)
 		}
 	})
-	b.Run("DeltaFromRho", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			sinkF += DeltaFromRho(0.025, 1)
-		}
-	})
 	b.Run("RhoForEpsDelta", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			r, _ := RhoForEpsDelta(1, 1e-6)
