@@ -452,15 +452,6 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	return rep, l.writeMarker(now())
 }
 
-// LastFullCheck is the time of the last full verification recorded in the
-// marker (zero if none).
-func (l *Ledger) LastFullCheck() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, _ := time.Parse(time.RFC3339Nano, l.full)
-	return t
-}
-
 func (l *Ledger) integrityCheck(ctx context.Context) error {
 	rows, err := l.r.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
