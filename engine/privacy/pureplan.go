@@ -94,14 +94,6 @@ func NewPurePlan(a *Accountant, noise string, shares ...Share) (*PurePlan, error
 	return out, nil
 }
 
-// pureCost is the zCDP cost of a pure step of ε under mechanism m.
-func pureCost(m Mechanism, eps float64) float64 {
-	if m == MechExponential {
-		return eps * eps / 8
-	}
-	return eps * eps / 2
-}
-
 // zcdpWeights reweights shares (fractions of ε) by the zCDP cost of their
 // steps at the pure split, so that a zCDP or exact plan gives every step an
 // ε proportional to its pure-split ε.
@@ -117,7 +109,11 @@ func zcdpWeights(shares []Share) ([]Share, error) {
 		}
 		n := float64(max(s.Steps, 1))
 		out[i] = s
-		out[i].Weight = n * pureCost(s.Mechanism, s.Weight/n)
+		rho := RhoOfPure(s.Weight / n)
+		if s.Mechanism == MechExponential {
+			rho = RhoOfExponential(s.Weight / n)
+		}
+		out[i].Weight = n * rho
 		total += out[i].Weight
 	}
 	for i := range out {
