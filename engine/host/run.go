@@ -219,9 +219,13 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		}
 	}
 	decl := res.Check.Mechanisms
+	var sketch []uint64
+	if hasSketches && req.Data.Source != nil {
+		sketch = req.Data.Source.Sketch
+	}
 	id, err := r.Ledger.Reserve(ctx, key, ledger.ReserveRequest{
 		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
-		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms()})
+		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms(), Sketch: sketch})
 	if err != nil {
 		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
@@ -229,11 +233,6 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return nil, &FitError{Err: fmt.Errorf("reserving budget: %w: %w", err, ErrLedger)}
 	}
 	res.RunID = id
-	if hasSketches && req.Data.Source != nil && len(req.Data.Source.Sketch) > 0 {
-		if err := sl.SetSketch(ctx, key, req.Data.Source.Sketch); err != nil {
-			return nil, r.settleFailure(id, &FitOutcome{}, fmt.Errorf("recording the data set's row sketch: %w: %w", err, ErrLedger))
-		}
-	}
 	out, err := r.call(ctx, plug, call, req, res)
 	if err == nil {
 		err = checkRelease(info, out)

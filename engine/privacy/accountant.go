@@ -140,22 +140,6 @@ func (a *Accountant) TotalRho() (float64, error) {
 	return 0, fmt.Errorf("a pure ε-DP grant has no zCDP budget for Gaussian noise: %w", ErrInvalidBudget)
 }
 
-// RemainingRho is TotalRho minus the ρ of the accepted steps (never
-// negative). Steps accepted under another accounting (pure or basic) are
-// counted by their ρ.
-func (a *Accountant) RemainingRho() (float64, error) {
-	total, err := a.TotalRho()
-	if err != nil {
-		return 0, err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, s := range a.steps {
-		total -= stepRho(s)
-	}
-	return math.Max(total, 0), nil
-}
-
 // slack is the relative tolerance for float rounding at the grant boundary
 // (e.g. ε/3 spent three times). Achieved always reports the exact sums.
 const slack = 1e-12
@@ -410,13 +394,8 @@ func bestFit(g Grant, cands []Achieved) (Achieved, bool) {
 
 // gdpCandidate accounts an all-Gaussian list of steps exactly.
 func gdpCandidate(steps []Step, delta float64) (Achieved, bool) {
-	for _, s := range steps {
-		if s.Mechanism != MechGaussian || !(s.Scale > 0) || !(s.Sensitivity > 0) {
-			return Achieved{}, false
-		}
-	}
-	mu, _, err := RunGDP(steps)
-	if err != nil {
+	mu, ok, err := RunGDP(steps)
+	if err != nil || !ok || len(steps) == 0 {
 		return Achieved{}, false
 	}
 	eps, err := GDPEpsilon(mu, delta)
