@@ -67,6 +67,7 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	plug.Warm() // its check process starts while the data are read
 	if !est.NonPrivate && req.Grant.Kind == "" {
 		return nil, classedf(ErrUsage, "%s needs a privacy budget (it accepts: %s)", est.Name, grantList(est.Grants))
 	}
@@ -119,6 +120,7 @@ func (c *Client) Plan(ctx context.Context, req FitRequest) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	plug.Warm() // its check process starts while the data are read
 	if !est.NonPrivate && req.Grant.Kind == "" {
 		return nil, classedf(ErrUsage, "%s needs a privacy budget (it accepts: %s)", est.Name, grantList(est.Grants))
 	}

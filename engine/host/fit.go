@@ -37,6 +37,8 @@ type Call struct {
 	// ReplyTimeout bounds the delivery of each pass's reply to the plugin
 	// (0: DefaultPassReplyTimeout).
 	ReplyTimeout time.Duration
+	// pending is the fit's process, started ahead (Plugin.prelaunch).
+	pending *pendingProc
 }
 
 func (c Call) fitRequest() transport.FitRequest {
@@ -140,7 +142,11 @@ type CheckResult struct {
 // mechanism is a plugin error. A refusal wraps ErrRequest. ctx bounds the
 // call.
 func (p *Plugin) Check(ctx context.Context, c Call, plan sdk.PlanMode) (CheckResult, error) {
-	resp, err := p.rpc.Check(ctx, c.fitRequest(), plan)
+	_, rpc, err := p.process(ctx)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: %w", p.Name(), err)
+	}
+	resp, err := rpc.Check(ctx, c.fitRequest(), plan)
 	if f, _ := transport.Classify(err); err != nil && f == transport.Unimplemented {
 		return CheckResult{}, nil
 	}

@@ -33,7 +33,7 @@ func (p *Plugin) fitStream(ctx context.Context, c Call) (fitEvents, error) {
 	if c.Remote == nil {
 		paths = handlePaths(c.Data)
 	}
-	return p.stream(ctx, paths, func(rpc *transport.Client) (*transport.Stream, error) {
+	return p.stream(ctx, paths, c.pending, func(rpc *transport.Client) (*transport.Stream, error) {
 		if c.Remote != nil {
 			return rpc.FitPasses(ctx, req)
 		}
@@ -42,17 +42,24 @@ func (p *Plugin) fitStream(ctx context.Context, c Call) (fitEvents, error) {
 }
 
 // stream opens a stream with open, in a fresh process that may read paths
-// when the plugin is sandboxed (see fitStream), in the plugin's process
-// otherwise.
-func (p *Plugin) stream(ctx context.Context, paths []string, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
+// when the plugin is sandboxed (see fitStream; pending, when not nil, is
+// that process started ahead), in the plugin's process otherwise.
+func (p *Plugin) stream(ctx context.Context, paths []string, pending *pendingProc, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
 	if !p.Sandboxed {
-		s, err := open(p.rpc)
+		pr, rpc, err := p.process(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return &fitProcStream{Stream: s, p: p, pr: p.proc}, nil
+		s, err := open(rpc)
+		if err != nil {
+			return nil, err
+		}
+		return &fitProcStream{Stream: s, p: p, pr: pr}, nil
 	}
-	pr, err := launch(ctx, p.Path, p.image.path, p.opt, paths)
+	pr, err := pending.take(ctx)
+	if pending == nil {
+		pr, err = launch(ctx, p.Path, p.image.path, p.opt, paths)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting the fit's process: %w", err)
 	}
@@ -139,4 +146,55 @@ func handlePaths(h dataio.Handle) []string {
 		}
 	}
 	return out
+}
+
+// pendingProc is a fit's sandboxed process, started ahead of the fit so
+// that its start overlaps the pre-flight check and the reservation. It
+// receives no request until the fit takes it; a fit that is refused
+// drops it.
+type pendingProc struct {
+	done   chan struct{}
+	pr     *proc
+	err    error
+	taken  bool
+	plugin *Plugin
+}
+
+// prelaunch starts, for a sandboxed plugin, the process of a fit that
+// may read paths (nil when the plugin is not sandboxed: its fits run in
+// its own process). The caller drops it after the fit.
+func (p *Plugin) prelaunch(paths []string) *pendingProc {
+	if !p.Sandboxed {
+		return nil
+	}
+	pp := &pendingProc{done: make(chan struct{}), plugin: p}
+	go func() {
+		defer close(pp.done)
+		pp.pr, pp.err = launch(context.Background(), p.Path, p.image.path, p.opt, paths)
+	}()
+	return pp
+}
+
+// take returns the started process for the fit (its start error if it
+// did not start); ctx ends the wait.
+func (pp *pendingProc) take(ctx context.Context) (*proc, error) {
+	if pp == nil {
+		return nil, nil
+	}
+	select {
+	case <-pp.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	pp.taken = true
+	return pp.pr, pp.err
+}
+
+// drop stops the process if no fit took it.
+func (pp *pendingProc) drop() {
+	if pp == nil || pp.taken {
+		return
+	}
+	<-pp.done
+	pp.pr.kill(pp.plugin.opt.callTimeout())
 }

@@ -179,6 +179,12 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
 	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed,
 		Remote: req.Remote, MaxPasses: r.MaxPasses, ReplyTimeout: r.PassReplyTimeout}
+	if req.Remote == nil {
+		// The fit's own process starts while the request is checked and
+		// reserved; it gets no request unless the fit runs.
+		call.pending = plug.prelaunch(handlePaths(req.Data))
+		defer call.pending.drop()
+	}
 	mode := sdk.PlanIndicator // the near-random warning, where it is cheap
 	if info.NonPrivate {
 		mode = sdk.PlanNone
