@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"time"
@@ -176,30 +175,14 @@ func (p *Plugin) Check(ctx context.Context, c Call, plan sdk.PlanMode) (CheckRes
 // returned outcome (never nil) still lists what was announced, so the
 // caller can tell whether noise may have been drawn.
 func (p *Plugin) Fit(ctx context.Context, c Call, ev Events) (*FitOutcome, error) {
-	if c.Remote != nil {
-		return p.fitPasses(ctx, c, ev)
-	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the stream (and the plugin's work) on an early return
+	defer cancel() // ends the stream, the plugin's work and any pass in flight
 	out := &FitOutcome{}
 	stream, err := p.fitStream(ctx, c)
 	if err != nil {
 		return out, p.wrap(ctx, "starting fit", err)
 	}
-	mats := newMatrixSet()
-	for {
-		e, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return out, p.wrap(ctx, "fit", err)
-		}
-		if err := p.handle(e, c.Grant, out, mats, ev); err != nil {
-			return out, err
-		}
-	}
-	return p.finish(c, out, mats)
+	return p.runPasses(ctx, cancel, stream, c, ev, out)
 }
 
 // finish completes a fit stream that ended: it needs a result, whose
