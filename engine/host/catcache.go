@@ -8,14 +8,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/dplr/dplr/engine/transport"
 )
 
 // The catalogue cache keeps each plugin executable's catalogue in a file
 // of Options.CatalogueDir, keyed by the executable's identity (path,
-// device, inode, size, modification and change times) and the protocol
-// version, so that a command that only needs the catalogue starts no
+// device, inode, size, modification and change times), the environment
+// it is started with (a catalogue may depend on it: the backend's thread
+// count does) and the protocol version, so that a command that only needs the catalogue starts no
 // process, and a fit starts the process that answers its pre-flight check
 // while the host reads the data. Replacing or editing the executable
 // changes its identity and the catalogue is read again. A cached entry is
@@ -35,7 +37,12 @@ func catalogueKey(path string) (string, bool) {
 		return "", false
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %d %d %s %d", abs, st.Size(), st.ModTime().UnixNano(), fileIdentity(st), transport.ProtocolVersion)
+	fmt.Fprintf(h, "%q %d %d %s %d\n", abs, st.Size(), st.ModTime().UnixNano(), fileIdentity(st), transport.ProtocolVersion)
+	env := pluginEnv(os.Environ())
+	slices.Sort(env)
+	for _, kv := range env {
+		fmt.Fprintf(h, "%q\n", kv)
+	}
 	return hex.EncodeToString(h.Sum(nil)), true
 }
 

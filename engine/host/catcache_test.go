@@ -16,7 +16,8 @@ import (
 
 // A plugin's catalogue is cached by the executable's identity: a second
 // Start reads it without starting a process, a check then starts one;
-// an edited executable is read again; a cached entry the plugin no
+// an edited executable, or one started with another environment, is read
+// again; a cached entry the plugin no
 // longer answers is refused at the check and removed.
 func TestCatalogueCache(t *testing.T) {
 	src := filepath.Join(buildPlugins(t), "dplr-example")
@@ -52,6 +53,12 @@ func TestCatalogueCache(t *testing.T) {
 	key2, ok := catalogueKey(exe)
 	require.True(t, ok)
 	assert.NotEqual(t, key, key2)
+	// So does another environment for the plugin.
+	t.Setenv("DPLR_CATALOGUE_TEST", "1")
+	key3, ok := catalogueKey(exe)
+	require.True(t, ok)
+	assert.NotEqual(t, key2, key3)
+	require.NoError(t, os.Unsetenv("DPLR_CATALOGUE_TEST"))
 
 	// A cached entry the plugin does not answer is refused and removed.
 	stale := first.Catalogue
