@@ -70,8 +70,13 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 	}
 	runner, hreq, prep := st.runner, st.req, st.prep
 	prepareS := time.Since(t0).Seconds()
+	if prep.remote == nil {
+		// The fit's sandboxed process starts while the ledger is opened.
+		hreq.Process = st.plugin.StartFit(prep.handle)
+	}
 	led, err := ledger.Open(ctx, c.opt.Home)
 	if err != nil {
+		hreq.Process.Drop()
 		return nil, ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
@@ -115,11 +120,11 @@ func (c *Client) Plan(ctx context.Context, req FitRequest) (*Plan, error) {
 	return p, nil
 }
 
-// setup is what Fit and Plan share: the estimator's plugin (its check
-// process started while the data are read), the budget's presence, the
+// setup is what Fit and Plan share: the estimator's plugin, the budget's presence, the
 // data prepared, a runner without a ledger and the host's request
 // without callbacks.
 type setup struct {
+	plugin *host.Plugin
 	runner *host.Runner
 	req    host.FitRequest
 	prep   *prepared
@@ -131,7 +136,6 @@ func (c *Client) request(ctx context.Context, req FitRequest) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	plug.Warm()
 	if !est.NonPrivate && req.Grant.Kind == "" {
 		return nil, classedf(ErrUsage, "%s needs a privacy budget (it accepts: %s)", est.Name, grantList(est.Grants))
 	}
@@ -139,9 +143,9 @@ func (c *Client) request(ctx context.Context, req FitRequest) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &setup{prep: prep, grants: est.Grants,
+	st := &setup{plugin: plug, prep: prep, grants: est.Grants,
 		runner: &host.Runner{Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout,
-			PlanCache: filepath.Join(c.opt.Home, "plans")},
+			CheckCache: filepath.Join(c.opt.Home, "checks")},
 		req: host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
 			NonPrivate: req.NonPrivate}}
 	if st.req.Params == nil {

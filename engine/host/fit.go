@@ -36,8 +36,8 @@ type Call struct {
 	// ReplyTimeout bounds the delivery of each pass's reply to the plugin
 	// (0: DefaultPassReplyTimeout).
 	ReplyTimeout time.Duration
-	// pending is the fit's process, started ahead (Plugin.prelaunch).
-	pending *pendingProc
+	// pending is the fit's process, started ahead (Plugin.StartFit).
+	pending *FitProcess
 }
 
 func (c Call) fitRequest() transport.FitRequest {

@@ -90,7 +90,7 @@ type Plugin struct {
 	outputs OutputBudget
 
 	// The process that answers checks (and fits when not sandboxed),
-	// started by Start or, when the catalogue was cached, by Warm; ready
+	// started by Start or, when the catalogue was cached, by warm; ready
 	// is closed once proc or procErr is set.
 	starting sync.Once
 	ready    chan struct{}
@@ -177,10 +177,9 @@ func startCatalogue(ctx context.Context, path, execPath string, opt Options) (pr
 	return pr, cat, nil
 }
 
-// Warm starts, in the background, the process that answers the plugin's
-// checks (and its fits when it is not sandboxed), if it is not running:
-// a caller that will need it soon calls Warm before its own work.
-func (p *Plugin) Warm() {
+// warm starts, in the background, the process that answers the plugin's
+// checks (and its fits when it is not sandboxed), if it is not running.
+func (p *Plugin) warm() {
 	p.starting.Do(func() {
 		go func() {
 			pr, err := p.startChecked()
@@ -213,9 +212,9 @@ func (p *Plugin) startChecked() (*proc, error) {
 	return pr, nil
 }
 
-// process returns the plugin's process, started if needed (see Warm).
+// process returns the plugin's process, started if needed (see warm).
 func (p *Plugin) process(ctx context.Context) (*proc, *transport.Client, error) {
-	p.Warm()
+	p.warm()
 	select {
 	case <-p.ready:
 	case <-ctx.Done():
@@ -537,7 +536,7 @@ func (p *Plugin) Exited() bool {
 
 // Close stops the plugin's processes (with their process groups) and
 // removes the private copy of its executable. It returns within the call
-// timeout whatever the plugin does, once a process Warm is starting has
+// timeout whatever the plugin does, once a process warm is starting has
 // started or failed.
 func (p *Plugin) Close() {
 	p.starting.Do(func() { close(p.ready) })

@@ -44,7 +44,7 @@ func (p *Plugin) fitStream(ctx context.Context, c Call) (fitEvents, error) {
 // stream opens a stream with open, in a fresh process that may read paths
 // when the plugin is sandboxed (see fitStream; pending, when not nil, is
 // that process started ahead), in the plugin's process otherwise.
-func (p *Plugin) stream(ctx context.Context, paths []string, pending *pendingProc, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
+func (p *Plugin) stream(ctx context.Context, paths []string, pending *FitProcess, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
 	if !p.Sandboxed {
 		pr, rpc, err := p.process(ctx)
 		if err != nil {
@@ -56,8 +56,11 @@ func (p *Plugin) stream(ctx context.Context, paths []string, pending *pendingPro
 		}
 		return &fitProcStream{Stream: s, p: p, pr: pr}, nil
 	}
-	pr, err := pending.take(ctx)
-	if pending == nil {
+	var pr *proc
+	var err error
+	if pending != nil {
+		pr, err = pending.take(ctx)
+	} else {
 		pr, err = launch(ctx, p.Path, p.image.path, p.opt, paths)
 	}
 	if err != nil {
@@ -148,53 +151,53 @@ func handlePaths(h dataio.Handle) []string {
 	return out
 }
 
-// pendingProc is a fit's sandboxed process, started ahead of the fit so
-// that its start overlaps the pre-flight check and the reservation. It
-// receives no request until the fit takes it; a fit that is refused
-// drops it.
-type pendingProc struct {
+// FitProcess is a fit's sandboxed process, started ahead of the fit
+// (Plugin.StartFit) so that its start overlaps the ledger's work, the
+// pre-flight check and the reservation. It receives no request until the
+// fit takes it; a fit that is refused drops it.
+type FitProcess struct {
 	done   chan struct{}
 	pr     *proc
 	err    error
 	taken  bool
 	plugin *Plugin
+	paths  []string
 }
 
-// prelaunch starts, for a sandboxed plugin, the process of a fit that
-// may read paths (nil when the plugin is not sandboxed: its fits run in
-// its own process). The caller drops it after the fit.
-func (p *Plugin) prelaunch(paths []string) *pendingProc {
+// StartFit starts, for a sandboxed plugin, the process of a fit on the
+// local data set h, which may read h's files and no others (nil when the
+// plugin is not sandboxed: its fits run in its own process). Pass it as
+// FitRequest.Process; the runner drops it when the fit ends.
+func (p *Plugin) StartFit(h dataio.Handle) *FitProcess {
 	if !p.Sandboxed {
 		return nil
 	}
-	pp := &pendingProc{done: make(chan struct{}), plugin: p}
+	fp := &FitProcess{done: make(chan struct{}), plugin: p, paths: handlePaths(h)}
 	go func() {
-		defer close(pp.done)
-		pp.pr, pp.err = launch(context.Background(), p.Path, p.image.path, p.opt, paths)
+		defer close(fp.done)
+		fp.pr, fp.err = launch(context.Background(), p.Path, p.image.path, p.opt, fp.paths)
 	}()
-	return pp
+	return fp
 }
 
 // take returns the started process for the fit (its start error if it
 // did not start); ctx ends the wait.
-func (pp *pendingProc) take(ctx context.Context) (*proc, error) {
-	if pp == nil {
-		return nil, nil
-	}
+func (fp *FitProcess) take(ctx context.Context) (*proc, error) {
 	select {
-	case <-pp.done:
+	case <-fp.done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	pp.taken = true
-	return pp.pr, pp.err
+	fp.taken = true
+	return fp.pr, fp.err
 }
 
-// drop stops the process if no fit took it.
-func (pp *pendingProc) drop() {
-	if pp == nil || pp.taken {
+// Drop stops the process if no fit took it (or Drop did).
+func (fp *FitProcess) Drop() {
+	if fp == nil || fp.taken {
 		return
 	}
-	<-pp.done
-	pp.pr.kill(pp.plugin.opt.callTimeout())
+	<-fp.done
+	fp.taken = true
+	fp.pr.kill(fp.plugin.opt.callTimeout())
 }
