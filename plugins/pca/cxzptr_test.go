@@ -82,6 +82,7 @@ func TestCXZWorstCaseNeighbours(t *testing.T) {
 		diff.Sub(proj, proj2)
 		worstProj = math.Max(worstProj, mat.Norm(&diff, 2)/WorstCaseDelta1(n, r, c, math.Max(gap, gap2)))
 	}
+	t.Logf("largest gap change %.3g × 2C²/n, projector change %.3g × Δ1", worstGap, worstProj)
 	assert.LessOrEqual(t, worstGap, 1.0, "|Δĝ| ≤ 2C²/n")
 	assert.Greater(t, worstGap, 0.2, "the targeted rows come near the bound")
 	assert.LessOrEqual(t, worstProj, 1.0, "‖P̂ − P̂′‖_F ≤ Δ1")
