@@ -120,7 +120,7 @@ type cxzConfig struct {
 	meanClip    float64 // 0: a private quantile (mean_clip=auto)
 	meanAuto    bool    // meanClip came from a private quantile
 	meanShare   float64
-	auto        bool // rank=auto: r is the most spikes looked for until the estimate decides
+	auto        bool        // rank=auto: r is the most spikes looked for until the estimate decides
 	gap0        float64     // sensitivity=worst-case: the proposed eigengap (0: auto, until proposed)
 	ptrShare    float64     // sensitivity=worst-case: the test's share of ε
 	ptr         *ptrOutcome // the eigengap test's outcome, once it ran

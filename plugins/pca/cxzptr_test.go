@@ -209,4 +209,3 @@ func TestCXZWorstCaseConformance(t *testing.T) {
 		sdktest.Case{Name: "worst-case, centred, auto", Data: g.Data, Params: with(worstParams, "rank", "auto", "center", "private"), Grant: approx(2, 1e-6)},
 	)
 }
-
