@@ -237,8 +237,8 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // Σ̂ = XᵀX/n of n rows (run needs only Acct, Rand and Backend; raw is the
 // request, bound here against the estimator's options). It serves studies
 // that sample Σ̂ directly (e.g. with a Wishart sampler) at sizes where
-// materialising X is impractical. center=private and guarded need the rows
-// and are refused.
+// materialising X is impractical. center=private, guarded and
+// sensitivity=worst-case need the rows and are refused.
 func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *mat.SymDense, n int) (*sdk.Result, error) {
 	if sh == nil || n < 1 {
 		return nil, fmt.Errorf("CXZFromCov: need a covariance and n ≥ 1")
@@ -264,8 +264,8 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 	if _, err := cfg.uses(run.Acct.Grant()); err != nil { // before any step
 		return nil, err
 	}
-	if src == nil && (cfg.center || cfg.guarded || cfg.estimate) {
-		return nil, fmt.Errorf("center=private, guarded and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
+	if src == nil && (cfg.center || cfg.guarded || cfg.estimate || cfg.worst()) {
+		return nil, fmt.Errorf("center=private, guarded, sensitivity=worst-case (rows clipped to clip) and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
 	}
 	var d1, d2, betaEach float64
 	var err error
