@@ -112,7 +112,10 @@ func (e *modelEstimate) applyWorst(cfg *cxzConfig) string {
 		cfg.r = e.rank
 	}
 	if cfg.estSigma2 {
-		cfg.sub = math.Max(e.Sigma2, 0)
+		cfg.sub = 0 // a σ² estimate that is not positive subtracts nothing
+		if e.Sigma2 > 0 {
+			cfg.sub = e.Sigma2
+		}
 	}
 	if cfg.gap0 == 0 {
 		k := cfg.r
