@@ -273,7 +273,9 @@ func stepRho(s Step) float64 {
 //     ρ-zCDP step at most αρ, so adaptive Rényi composition bounds the
 //     total at order α by E + αρ, and the same CKS conversion gives
 //     ε = E + ε_tight(ρ, δ);
-//   - "basic": every step has an (ε, δ) claim and they add up;
+//   - "basic": every step has an (ε, δ) claim and they add up; a
+//     propose-test-release test (PTRTest) always adds this way to the
+//     tightest composition of the other steps (composePTR);
 //   - "gdp": every step Gaussian with a recorded sensitivity and scale:
 //     μ² = Σ (Δ_i/σ_i)² composes exactly (Gaussian DP; valid under fully
 //     adaptive choices of the μ_i, Smith & Thakurta 2022) and the analytic
@@ -291,6 +293,9 @@ func stepRho(s Step) float64 {
 func compose(g Grant, steps []Step) (Achieved, error) { return composeTight(g, steps, false) }
 
 func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
+	if ach, ok, err := composePTR(g, steps, tight); ok {
+		return ach, err
+	}
 	var sumEps, sumDelta, sumRho, pureEps, otherRho float64
 	allPure, allRho, allEps := true, true, true
 	nPure := 0
