@@ -148,6 +148,7 @@ type Model struct {
 // their usual path).
 type Scratch struct {
 	a, gk, h, v, w, g []float64
+	vh, h2, hb        []float64 // AddAltMin's
 	xs, lx            [][]float64
 	ys, ly            []float64
 }
@@ -163,6 +164,14 @@ func (s *Scratch) grow(rows int, m Model) {
 	if len(s.w) != m.D {
 		s.w, s.g = make([]float64, m.D), make([]float64, m.D)
 	}
+}
+
+// resize returns b with length n, reallocated only when too small.
+func resize(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
 }
 
 // Rows returns s's row buffers sized for n rows (views to fill, e.g.
@@ -582,14 +591,14 @@ func (s *Scratch) AddAltMin(m Model, x [][]float64, y []float64, cw, cy float64,
 	d, k := m.D, m.K
 	dk := d * k
 	v := s.Head(m, x, y)
-	vh := make([]float64, k)
+	s.vh, s.h2, s.hb = resize(s.vh, k), resize(s.h2, d*d), resize(s.hb, d)
+	vh, h, hb, g := s.vh, s.h2, s.hb, s.g // h: the upper triangle of H
 	nv, ok := UnitHead(v, vh)
 	if !ok {
 		return
 	}
-	h := make([]float64, d*d) // upper triangle of H
-	hb := make([]float64, d)
-	g := make([]float64, d)
+	clear(h)
+	clear(hb)
 	for r := 0; r < min(portion, len(y)); r++ {
 		yt, ok := AltMinRow(x[r][:d], y[r], nv, cw, cy, g)
 		if !ok {

@@ -8,10 +8,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// ustatAggregateLoop is the reference form of ustatAggregate (same inputs
-// and outputs): it forms the upper triangle of every user's d×d matrix
-// Σ_j ã_j r_jᵀ explicitly with plain loops and takes its Frobenius norm
-// directly. Tests check the blocked backend path against it.
+// ustatAggregateLoop is the reference form of the users.ustat pass's mean
+// (1/n) Σ_i clip(Z_i, ψ) and clipped count: it forms the upper triangle
+// of every user's d×d matrix Σ_j ã_j r_jᵀ explicitly with plain loops and
+// takes its Frobenius norm directly. Tests check the pass against it.
 func ustatAggregateLoop(ctx context.Context, x *mat.Dense, y []float64, lay *layout, psi float64) (*mat.SymDense, int, error) {
 	raw := x.RawMatrix()
 	d := raw.Cols
