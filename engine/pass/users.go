@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
 )
@@ -550,8 +553,7 @@ func (c *UsersConfig) NewPartial() *UsersPartial {
 	case UsersUstatHist, UsersGradientHist:
 		n = len(c.Edges) + 1
 	case UsersAltMin:
-		dk := c.D * c.Rank
-		n = dk*dk + dk
+		n = kernel.AltMinSize(c.D, c.Rank)
 	}
 	return &UsersPartial{Sum: make([]float64, n)}
 }
@@ -582,6 +584,12 @@ type UserScratch struct {
 	vx, gx               [][]float64
 	vy, gy               []float64
 	pcg                  rand.PCG
+	// blocked (the in-process runner): users.ustat stacks the users'
+	// scaled rows f·ã_j in bp and r_j in bq (brows rows) and adds them to
+	// the sum by one product bpᵀ bq per block (flushUstat).
+	blocked bool
+	bp, bq  []float64
+	brows   int
 }
 
 // grow returns b resized to n (reallocated when too small).
@@ -635,6 +643,16 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 		d := c.D
 		s.at, s.rt, s.prefix, s.prod = grow(s.at, m0*d), grow(s.rt, m0*d), grow(s.prefix, d), grow(s.prod, d*d)
 		at, rt := s.at, s.rt
+		stack := s.blocked && c.Kind == UsersUstat
+		if stack {
+			if (s.brows+m0)*d > len(s.bp) {
+				c.flushUstat(a, s)
+				if n := max(2048, m0) * d; len(s.bp) < n {
+					s.bp, s.bq = make([]float64, n), make([]float64, n)
+				}
+			}
+			at, rt = s.bp[s.brows*d:(s.brows+m0)*d], s.bq[s.brows*d:(s.brows+m0)*d]
+		}
 		f, z, clipped, ok := kernel.Ustat(x, y[:m0], d, c.Clip, at, rt, s.prefix, s.prod)
 		if c.Kind == UsersUstatHist {
 			a.Sum[kernel.HistBin(z, c.Edges)]++
@@ -645,6 +663,13 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 		}
 		if clipped {
 			a.Clipped++
+		}
+		if stack {
+			for i := range at {
+				at[i] *= f
+			}
+			s.brows += m0
+			return
 		}
 		for j := 0; j < m0; j++ {
 			rj := rt[j*d : (j+1)*d]
@@ -692,6 +717,20 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 	}
 }
 
+// flushUstat adds the stacked rows' product bpᵀ bq to the sum (d×d; its
+// upper triangle is what Result reads).
+func (c *UsersConfig) flushUstat(a *UsersPartial, s *UserScratch) {
+	if s.brows == 0 {
+		return
+	}
+	d := c.D
+	blas64.Gemm(blas.Trans, blas.NoTrans, 1,
+		blas64.General{Rows: s.brows, Cols: d, Stride: d, Data: s.bp[:s.brows*d]},
+		blas64.General{Rows: s.brows, Cols: d, Stride: d, Data: s.bq[:s.brows*d]},
+		1, blas64.General{Rows: d, Cols: d, Stride: d, Data: a.Sum})
+	s.brows = 0
+}
+
 // Result turns the total partial sum into the pass's result.
 func (c *UsersConfig) Result(a *UsersPartial) *data.PassResult {
 	res := &data.PassResult{Records: a.Users}
@@ -721,13 +760,8 @@ func (c *UsersConfig) Result(a *UsersPartial) *data.PassResult {
 		res.Scalars = map[string]float64{"score_sum": a.LossSum}
 	case UsersAltMin:
 		dk := c.D * c.Rank
-		am := a.Sum[:dk*dk]
-		for i := 0; i < dk; i++ {
-			for j := i + 1; j < dk; j++ {
-				am[j*dk+i] = am[i*dk+j]
-			}
-		}
-		res.Outputs = []data.Array{{Name: "a", Rows: dk, Cols: dk, Data: am}, {Name: "b", Rows: 1, Cols: dk, Data: a.Sum[dk*dk:]}}
+		am, b := kernel.AltMinA(a.Sum, c.D, c.Rank)
+		res.Outputs = []data.Array{{Name: "a", Rows: dk, Cols: dk, Data: am}, {Name: "b", Rows: 1, Cols: dk, Data: b}}
 	}
 	return res
 }
@@ -753,6 +787,9 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 	chunks := max(1, min(n, 64, int(4e6/float64(size+1))))
 	parts := make([]*UsersPartial, chunks)
 	scratch := make([]UserScratch, workers(chunks))
+	for w := range scratch {
+		scratch[w].blocked = true
+	}
 	err = parallelChunks(ctx, chunks, func(w, ch int) {
 		s := &scratch[w]
 		a := c.NewPartial()
@@ -765,6 +802,7 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 			}
 			c.Add(a, User{X: s.x, Y: ds.Y[r0:r1], Index: g}, s)
 		}
+		c.flushUstat(a, s)
 		parts[ch] = a
 	})
 	if err != nil {
