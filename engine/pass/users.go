@@ -790,7 +790,7 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 	for w := range scratch {
 		scratch[w].blocked = true
 	}
-	err = parallelChunks(ctx, chunks, func(w, ch int) {
+	err = ParallelChunks(ctx, chunks, func(w, ch int) {
 		s := &scratch[w]
 		a := c.NewPartial()
 		lo, hi := ch*n/chunks, (ch+1)*n/chunks
@@ -817,10 +817,11 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 // workers is the number of goroutines for chunks of work.
 func workers(chunks int) int { return max(1, min(runtime.GOMAXPROCS(0), chunks)) }
 
-// parallelChunks runs fn(worker, chunk) for every chunk on a fixed pool of
-// goroutines; worker indexes per-goroutine scratch. It stops early and
-// returns ctx.Err() when the context is cancelled.
-func parallelChunks(ctx context.Context, chunks int, fn func(worker, chunk int)) error {
+// ParallelChunks runs fn(worker, chunk) for every chunk on a fixed pool of
+// min(GOMAXPROCS, chunks) goroutines; worker indexes per-goroutine
+// scratch. It stops early and returns ctx.Err() when the context is
+// cancelled.
+func ParallelChunks(ctx context.Context, chunks int, fn func(worker, chunk int)) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers(chunks); w++ {

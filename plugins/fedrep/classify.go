@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -196,9 +197,8 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	thr := margin / bound
 	scores := make([]float64, len(net))
 	chunks := min(len(net), 64)
-	err := parallelChunks(ctx, chunks, func(_, c int) {
-		lo, hi := chunkBounds(len(net), chunks, c)
-		for q := lo; q < hi; q++ {
+	err := pass.ParallelChunks(ctx, chunks, func(_, c int) {
+		for q := c * len(net) / chunks; q < (c+1)*len(net)/chunks; q++ {
 			u := net[q]
 			var tot float64
 			for _, ur := range lay.users {

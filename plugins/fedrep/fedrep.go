@@ -72,8 +72,8 @@ noise=zcdp splits ρ; the result's guarantee names the accountant that produced 
 
 Remote data (dplr fit --engine beam): the same steps run on users passes computed by the pipeline
 (each user's term bounded after its rows are grouped), releasing with the same seed the same U;
-the per-user heads are not gathered through the host there (output_v=false is required), and
-mode=theory and the private selection are refused (DERIVATIONS.md §14).`,
+the per-user heads are not gathered through the host there (output_v=false is required;
+DERIVATIONS.md §14).`,
 		Guarantee:  "(ε, δ)-DP for U by exact Gaussian composition (noise=exact, the default) or ρ-zCDP (noise=zcdp), user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    privateFedRepOptions{},

@@ -279,22 +279,22 @@ func (r *usersData) validationScore(ctx context.Context, u []float64, k int, hea
 // headsRefusal is the refusal of per-user heads on the remote path.
 const headsRefusal = "output_v=true: the per-user heads v_i are not gathered through the host on the remote path (each user fits its own head from the released U, e.g. with dplr transform); set output_v=false to release U alone (DERIVATIONS.md §14)"
 
-// remotePasses returns the pass kinds a FedRep-type fit with configuration
-// c requests, or refuses, from the options alone, what the remote path
-// cannot do: the per-user heads (never gathered through the host), theory
-// mode (its per-user random batches would need the users' row counts) and
-// the private selection (its subsets and leave-one-out scores).
-func remotePasses(c *fedrepConfig) ([]string, error) {
+// remotePasses returns the pass kinds a FedRep-type fit with options opts
+// requests, or refuses, from the options alone, what the remote path does
+// not do: gather the per-user heads through the host (DERIVATIONS.md §14).
+func remotePasses(opts any) ([]string, error) {
+	o, ok := opts.(interface{ config() *fedrepConfig })
+	if !ok {
+		return nil, fmt.Errorf("internal error: options of type %T", opts)
+	}
+	c := o.config()
 	if c.split().OutputV {
 		return nil, sdk.BadRequest(headsRefusal)
 	}
-	if c.theory() {
-		return nil, sdk.BadRequest("mode=theory is not available on the remote path (its per-user random batches are drawn on the local rows); use mode=experiment")
-	}
-	if c.sel != nil {
-		return nil, sdk.BadRequest("the private selection (select_rank, select_clip_quantile) is not available on the remote path; fix rank and clip_quantile")
-	}
 	kinds := []string{pass.UsersGradient}
+	if c.sel != nil {
+		kinds = append(kinds, pass.UsersValidation)
+	}
 	if c.init == "private" || c.init == "ustat" {
 		kinds = append(kinds, pass.UsersUstat)
 	}
@@ -312,22 +312,13 @@ func remotePasses(c *fedrepConfig) ([]string, error) {
 }
 
 // Passes implements sdk.RemoteEstimator.
-func (PrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) {
-	o, ok := opts.(*privateFedRepOptions)
-	if !ok {
-		return nil, fmt.Errorf("internal error: options of type %T", opts)
-	}
-	return remotePasses(o.config())
-}
+func (PrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
 
 // Passes implements sdk.RemoteEstimator.
-func (NonPrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) {
-	o, ok := opts.(*nonPrivateFedRepOptions)
-	if !ok {
-		return nil, fmt.Errorf("internal error: options of type %T", opts)
-	}
-	return remotePasses(o.config())
-}
+func (NonPrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
+
+// Passes implements sdk.RemoteEstimator.
+func (Classify) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
 
 // Passes implements sdk.RemoteEstimator: Priv-AltMin's U-steps are
 // users.altmin passes (the group a public mask), its start the passes of
@@ -351,13 +342,4 @@ func (PrivAltMin) Passes(opts any, _ sdk.Shape) ([]string, error) {
 		kinds = append(kinds, pass.UsersHoldout)
 	}
 	return kinds, nil
-}
-
-// Passes implements sdk.RemoteEstimator.
-func (Classify) Passes(opts any, _ sdk.Shape) ([]string, error) {
-	o, ok := opts.(*classifyOptions)
-	if !ok {
-		return nil, fmt.Errorf("internal error: options of type %T", opts)
-	}
-	return remotePasses(o.config())
 }

@@ -72,6 +72,8 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"private given clips zcdp", PrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "clip": "0.5", "init_clip": "2", "noise": "zcdp", "holdout": "0.25"}},
 		{"private paper noise random start", PrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "noise": "paper", "init": "random"}},
 		{"nonprivate", NonPrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2"}},
+		{"private theory", PrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "mode": "theory", "batch": "2", "holdout": "0.2"}},
+		{"private selection", PrivateFedRep{}, ds, map[string]string{"iterations": "2", "output_v": "false", "select_rank": "1,2", "local_fraction": "0.3"}},
 		{"altmin disjoint", PrivAltMin{}, ds, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2", "clip_w": "1", "clip_y": "2"}},
 		{"altmin all users zcdp given clip", PrivAltMin{}, ds, map[string]string{"iterations": "2", "output_v": "false", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3"}},
 		{"classify", Classify{}, cls, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2"}},
@@ -127,8 +129,6 @@ func TestRemoteRefuses(t *testing.T) {
 		want string
 	}{
 		{"heads", map[string]string{}, "output_v=true"},
-		{"theory", map[string]string{"output_v": "false", "mode": "theory", "batch": "2"}, "mode=theory"},
-		{"selection", map[string]string{"output_v": "false", "select_rank": "1,2"}, "selection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(1)
