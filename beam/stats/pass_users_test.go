@@ -121,9 +121,10 @@ func TestUsersPassMatchesLocal(t *testing.T) {
 	assert.ErrorContains(t, err, "per-user heads")
 }
 
-// TestFedRepThroughBeam: fedrep-private and fedrep-privaltmin on prism
-// through the users passes take the local fit's privacy steps and, with
-// the same seed, release its U (to 1e-12 relative).
+// TestFedRepThroughBeam: fedrep-private (also in theory mode and with the
+// private selection) and fedrep-privaltmin on prism through the users
+// passes take the in-process fit's privacy steps and, with the same seed,
+// release its U (to 1e-12 relative).
 func TestFedRepThroughBeam(t *testing.T) {
 	const d = 4
 	glob, ds := usersShards(t, usersData(30, d, 8), d)
@@ -136,6 +137,8 @@ func TestFedRepThroughBeam(t *testing.T) {
 	}{
 		{"fedrep-private", fedrep.PrivateFedRep{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "holdout": "0.2"}},
 		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "clip_w": "1", "clip_y": "3"}},
+		{"fedrep-private theory", fedrep.PrivateFedRep{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "mode": "theory", "batch": "1", "clip": "1", "init_clip": "1"}},
+		{"fedrep-private selection", fedrep.PrivateFedRep{}, map[string]string{"iterations": "1", "select_rank": "1,2", "output_v": "false", "clip": "1", "init_clip": "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(3)

@@ -149,8 +149,8 @@ type Model struct {
 type Scratch struct {
 	a, gk, h, v, w, g []float64
 	vh, h2, hb        []float64 // AddAltMin's
-	xs, lx            [][]float64
-	ys, ly            []float64
+	lx                [][]float64
+	ly                []float64
 }
 
 // grow sizes the buffers for rows rows of a model.
@@ -172,15 +172,6 @@ func resize(b []float64, n int) []float64 {
 		return make([]float64, n)
 	}
 	return b[:n]
-}
-
-// Rows returns s's row buffers sized for n rows (views to fill, e.g.
-// with a user's rows picked out of a larger matrix).
-func (s *Scratch) Rows(n int) ([][]float64, []float64) {
-	if cap(s.xs) < n {
-		s.xs, s.ys = make([][]float64, n), make([]float64, n)
-	}
-	return s.xs[:n], s.ys[:n]
 }
 
 // Head fits the user's head v on the rows for U, into a buffer of s

@@ -576,17 +576,17 @@ func (a *UsersPartial) Merge(o *UsersPartial) {
 // UserScratch is one worker's buffers for UsersConfig.Add, reused across
 // users (a nil scratch allocates per user).
 type UserScratch struct {
-	ks                   kernel.Scratch
-	x, px                [][]float64 // the user's rows, its projected rows
-	w, y                 []float64   // projected features, signed responses
-	at, rt, prefix, prod []float64   // the U-statistic's
-	perm                 []int       // theory mode: the user's row order
-	vx, gx               [][]float64
-	vy, gy               []float64
-	pcg                  rand.PCG
-	// blocked (the in-process runner): users.ustat stacks the users'
-	// scaled rows f·ã_j in bp and r_j in bq (brows rows) and adds them to
-	// the sum by one product bpᵀ bq per block (flushUstat).
+	ks           kernel.Scratch
+	x, px        [][]float64 // the user's rows, its projected rows
+	w, y         []float64   // projected features, signed responses
+	prefix, prod []float64   // the U-statistic's
+	perm         []int       // theory mode: the user's row order
+	vx, gx       [][]float64
+	vy, gy       []float64
+	pcg          rand.PCG
+	// users.ustat stacks the scaled rows f·ã_j in bp and r_j in bq (brows
+	// rows) and adds them to the sum by one product bpᵀ bq (flushUstat):
+	// per user, or per block of users when blocked (the in-process runner).
 	blocked bool
 	bp, bq  []float64
 	brows   int
@@ -640,19 +640,21 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 	m := kernel.Model{U: c.U, D: c.D, K: c.Rank, Logistic: c.Logistic}
 	switch c.Kind {
 	case UsersUstat, UsersUstatHist:
+		// The term f·Σ_j ã_j r_jᵀ: its rows are stacked in bp and bq and
+		// summed by one product, per user or (blocked) per block of users.
 		d := c.D
-		s.at, s.rt, s.prefix, s.prod = grow(s.at, m0*d), grow(s.rt, m0*d), grow(s.prefix, d), grow(s.prod, d*d)
-		at, rt := s.at, s.rt
-		stack := s.blocked && c.Kind == UsersUstat
-		if stack {
-			if (s.brows+m0)*d > len(s.bp) {
-				c.flushUstat(a, s)
-				if n := max(2048, m0) * d; len(s.bp) < n {
-					s.bp, s.bq = make([]float64, n), make([]float64, n)
-				}
+		s.prefix, s.prod = grow(s.prefix, d), grow(s.prod, d*d)
+		if (s.brows+m0)*d > len(s.bp) {
+			c.flushUstat(a, s)
+			n := m0 * d
+			if s.blocked {
+				n = max(n, 2048*d)
 			}
-			at, rt = s.bp[s.brows*d:(s.brows+m0)*d], s.bq[s.brows*d:(s.brows+m0)*d]
+			if len(s.bp) < n {
+				s.bp, s.bq = make([]float64, n), make([]float64, n)
+			}
 		}
+		at, rt := s.bp[s.brows*d:(s.brows+m0)*d], s.bq[s.brows*d:(s.brows+m0)*d]
 		f, z, clipped, ok := kernel.Ustat(x, y[:m0], d, c.Clip, at, rt, s.prefix, s.prod)
 		if c.Kind == UsersUstatHist {
 			a.Sum[kernel.HistBin(z, c.Edges)]++
@@ -664,22 +666,12 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 		if clipped {
 			a.Clipped++
 		}
-		if stack {
-			for i := range at {
-				at[i] *= f
-			}
-			s.brows += m0
-			return
+		for i := range at {
+			at[i] *= f
 		}
-		for j := 0; j < m0; j++ {
-			rj := rt[j*d : (j+1)*d]
-			for p := 0; p < d; p++ {
-				ap := at[j*d+p] * f
-				row := a.Sum[p*d : (p+1)*d]
-				for q := p; q < d; q++ {
-					row[q] += ap * rj[q]
-				}
-			}
+		s.brows += m0
+		if !s.blocked {
+			c.flushUstat(a, s)
 		}
 	case UsersGradient, UsersGradientHist:
 		vx, vy, gx, gy := c.batches(s, u.Index, x[:m0], y[:m0])
