@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -122,10 +123,10 @@ const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (a
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[classifyOptions](run)
 	kp := o.KPrime
-	y := signLabels(run.Data.Y)
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
-		res, err := fitFedRep(ctx, run, o.config(), true, run.Data.X, y, nil, lossLogistic)
+		// the passes read the labels as signs (the logistic loss)
+		res, err := fitFedRep(ctx, run, o.config(), true, nil, lossLogistic)
 		if err != nil {
 			return nil, err
 		}
@@ -133,14 +134,8 @@ func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return res, nil
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
-	var xp *mat.Dense // on the remote path the passes project each row
-	if run.Data.Remote == nil {
-		xp = mat.NewDense(run.Data.N(), kp, nil)
-		if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
-			return nil, fmt.Errorf("projection: %w", err)
-		}
-	}
-	res, err := fitFedRep(ctx, run, o.config(), true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
+	// the passes project each row
+	res, err := fitFedRep(ctx, run, o.config(), true, mat.DenseCopyOf(m.T()), lossLogistic)
 	if err != nil {
 		return nil, err
 	}
@@ -202,9 +197,8 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	thr := margin / bound
 	scores := make([]float64, len(net))
 	chunks := min(len(net), 64)
-	err := parallelChunks(ctx, chunks, func(_, c int) {
-		lo, hi := chunkBounds(len(net), chunks, c)
-		for q := lo; q < hi; q++ {
+	err := pass.ParallelChunks(ctx, chunks, func(_, c int) {
+		for q := c * len(net) / chunks; q < (c+1)*len(net)/chunks; q++ {
 			u := net[q]
 			var tot float64
 			for _, ur := range lay.users {

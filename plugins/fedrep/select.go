@@ -116,13 +116,12 @@ func splitUsers(run *sdk.Run, n int, f float64) (fit, score []int) {
 
 // fitSelected runs the private selection and the final fit.
 func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedrepProblem) (*fedrepTrace, *fedrepConfig, *fedrepPlan, *selection, error) {
-	n := prob.lay.n()
+	n := prob.n()
 	if n < 2 {
 		return nil, nil, nil, nil, sdk.BadRequest("private selection needs at least 2 users (some fit the candidates, the others score them)")
 	}
 	fitIdx, scoreIdx := splitUsers(run, n, c.sel.users)
-	fitProb := &fedrepProblem{x: prob.x, y: prob.y, lay: prob.lay.subset(fitIdx), back: prob.back, loss: prob.loss}
-	scoreLay := prob.lay.subset(scoreIdx)
+	fitProb, scoreProb := prob.subset(fitIdx), prob.subset(scoreIdx)
 	nFit, nScore := len(fitIdx), len(scoreIdx)
 	cands := c.sel.candidates(c)
 	K := len(cands)
@@ -159,9 +158,7 @@ func fitSelected(ctx context.Context, run *sdk.Run, c *fedrepConfig, prob *fedre
 		if err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("selection, candidate %d: %w", j+1, err)
 		}
-		eng := newFedrepEngine(prob.x, prob.y, scoreLay, cc.rank(), math.Inf(1), prob.loss)
-		eng.headAll = cc.split().headAll()
-		if scores[j], err = eng.validationScore(ctx, tr.uWork.RawMatrix().Data, c.sel.accuracy || prob.loss == lossLogistic); err != nil {
+		if scores[j], err = scoreProb.data.validationScore(ctx, tr.uWork.RawMatrix().Data, cc.rank(), cc.split().headAll(), c.sel.accuracy || prob.loss == lossLogistic); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	}

@@ -2,7 +2,6 @@ package fedrep
 
 import (
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -22,8 +21,6 @@ type layout struct {
 	users []userRows
 	d     int
 	maxM0 int // largest training half
-	minM0 int // smallest training half
-	maxM  int // largest user
 }
 
 // newLayout validates a Users data set and splits every user's rows. It
@@ -44,15 +41,13 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64) (*layout, error) {
 	if len(ds.Y) != ds.N() {
 		return nil, fmt.Errorf("%d rows but %d responses", ds.N(), len(ds.Y))
 	}
-	lay := &layout{users: make([]userRows, n), d: ds.P(), minM0: math.MaxInt}
+	lay := &layout{users: make([]userRows, n), d: ds.P()}
 	for u := 0; u < n; u++ {
 		s, e := ds.UserStart[u], ds.UserStart[u+1]
 		m := e - s
 		m0, rest := pass.UserSplit(m, localFrac, holdout) // the passes split the same way
 		lay.users[u] = userRows{t0: s, t1: s + m0, f1: s + rest, h1: e}
 		lay.maxM0 = max(lay.maxM0, m0)
-		lay.minM0 = min(lay.minM0, m0)
-		lay.maxM = max(lay.maxM, m)
 	}
 	return lay, nil
 }
@@ -82,16 +77,4 @@ func addUserIDs(res *sdk.Result, ds *data.Dataset) {
 	}
 	res.AddMatrix("V_user_ids", mat.NewDense(len(ids), 1, ids), sdk.PerUser,
 		"row i is the id of the user whose head is row i of V (exact for ids below 2^53); for routing each head to its user, not for publication")
-}
-
-// subset returns the layout of the listed users (indices into l.users, in
-// the order given), for fits on part of the users: the private selection
-// fits its candidates on some users and scores them on the others. The
-// sizes it keeps bound the scratch only.
-func (l *layout) subset(idx []int) *layout {
-	s := &layout{users: make([]userRows, len(idx)), d: l.d, maxM0: l.maxM0, minM0: l.minM0, maxM: l.maxM}
-	for i, u := range idx {
-		s.users[i] = l.users[u]
-	}
-	return s
 }
