@@ -292,7 +292,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 		d1, d2 = ds.D1, ds.D2
 	}
 	// Write X to a temporary file while validating and hashing it.
-	sh := newStreamHasher(ds.Kind, n, p, d1, d2)
+	sh := newContentHash(ds.Kind, n, p, d1, d2)
 	tmp, err := os.CreateTemp(abs, ".x-*.f8")
 	if err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
@@ -300,7 +300,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	w := io.MultiWriter(bw, sh.h)
+	w := io.MultiWriter(bw, sh)
 	raw := ds.X.RawMatrix()
 	for i := 0; i < n; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
@@ -320,8 +320,8 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if err := tmp.Close(); err != nil {
 		return Handle{}, fmt.Errorf("prepare: close %s: %w", tmpName, err)
 	}
-	writeHashTail(sh.h, ds)
-	sum := hex.EncodeToString(sh.h.Sum(nil))
+	writeHashTail(sh, ds)
+	sum := hex.EncodeToString(sh.Sum(nil))
 	if ds.Hash != "" && ds.Hash != sum {
 		return Handle{}, fmt.Errorf("prepare: data set hash %s does not match its content (%s)", ds.Hash, sum)
 	}
@@ -758,29 +758,31 @@ func traceShapeInPlace(ds *data.Dataset, shape []int, p int, opt LoadOptions) er
 // mapped as m) chunk by chunk, releasing the pages already read, sets
 // ds.Hash and returns the source identity of the rows.
 func hashMapped(ctx context.Context, ds *data.Dataset, m []byte, x []float64, a inPlaceArray, rowIDs []int64) (Identity, error) {
-	sh := newStreamHasher(ds.Kind, a.n, a.p, ds.D1, ds.D2)
-	rs := &rowStream{b: newIDBuilder(sideCols(ds, rowIDs)...), p: a.p}
-	for off := 0; off < len(x); off += chunk {
-		if off%(chunk*64) == 0 {
+	sh := newContentHash(ds.Kind, a.n, a.p, ds.D1, ds.D2)
+	b := newIDBuilder(sideCols(ds, rowIDs)...)
+	step := max(1, chunk/a.p) // rows at a time
+	for i, k := 0, 0; i < a.n; i, k = i+step, k+1 {
+		if k%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return Identity{}, err
 			}
 			// Keep the host's footprint small: pages already hashed are
 			// released (they stay cached for the plugin that maps them).
-			if off > 0 {
-				dropPages(m, 0, int(a.hdr.dataOffset)+8*off)
-			}
+			dropPages(m, 0, int(a.hdr.dataOffset)+8*i*a.p)
 		}
-		part := x[off:min(off+chunk, len(x))]
-		if err := checkFinite(part, off, a.p); err != nil {
+		rows := min(step, a.n-i)
+		part := x[i*a.p : (i+rows)*a.p]
+		if err := checkFinite(part, i*a.p, a.p); err != nil {
 			return Identity{}, err
 		}
-		hashF64(sh.h, part)
-		rs.add(part)
+		hashF64(sh, part)
+		for r := range rows {
+			b.row(i+r, part[r*a.p:(r+1)*a.p], nil)
+		}
 	}
-	writeHashTail(sh.h, ds)
-	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
-	return rs.b.finish(), nil
+	writeHashTail(sh, ds)
+	ds.Hash = hex.EncodeToString(sh.Sum(nil))
+	return b.finish(), nil
 }
 
 // memoPath names the record of a preparation of the file at abs in its

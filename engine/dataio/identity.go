@@ -438,35 +438,6 @@ func (s *sketcher) sorted() []uint64 {
 	return out
 }
 
-// rowStream feeds a row-major stream of values arriving in chunks of any
-// length to an idBuilder, p values per row.
-type rowStream struct {
-	b       *idBuilder
-	p       int
-	partial []float64
-	next    int // index of the next row
-}
-
-func (r *rowStream) add(chunk []float64) {
-	if len(r.partial) > 0 {
-		k := min(r.p-len(r.partial), len(chunk))
-		r.partial = append(r.partial, chunk[:k]...)
-		chunk = chunk[k:]
-		if len(r.partial) < r.p {
-			return
-		}
-		r.b.row(r.next, r.partial, nil)
-		r.next++
-		r.partial = r.partial[:0]
-	}
-	for len(chunk) >= r.p {
-		r.b.row(r.next, chunk[:r.p], nil)
-		r.next++
-		chunk = chunk[r.p:]
-	}
-	r.partial = append(r.partial, chunk...)
-}
-
 // matrixIdentity returns the identity of an n×p row-major matrix of
 // unscaled source values with the given side columns.
 func matrixIdentity(x []float64, n, p int, sides ...sideCol) Identity {

@@ -1,9 +1,11 @@
 package dataio
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"slices"
 	"strconv"
@@ -191,7 +193,7 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	var ds *data.Dataset
-	var sh *streamHasher
+	var sh hash.Hash
 	var err error
 	switch opt.kind() {
 	case data.Rows:
@@ -217,8 +219,8 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	switch {
 	case opt.SkipHash:
 	case sh != nil:
-		writeHashTail(sh.h, ds)
-		ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
+		writeHashTail(sh, ds)
+		ds.Hash = hex.EncodeToString(sh.Sum(nil))
 	default:
 		ds.Hash = Hash(ds)
 	}
@@ -258,12 +260,13 @@ func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, col
 }
 
 // loadRowsStreamed loads a rows data set from a C-order .npy or IDX file
-// while hashing it: the payload is read (and decompressed) in one goroutine
-// while this one converts and hashes what has arrived. It returns a nil
-// data set when the input does not qualify (then loadRows reads it), and
-// the hasher, which has consumed the canonical header and X.
-func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, *streamHasher, error) {
-	if (opt.SkipHash && !ids.want) || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
+// through streamRows, which reads (and decompresses) the payload in one
+// goroutine while workers convert it and compute its identity and this one
+// hashes it. It returns a nil data set when the input does not qualify
+// (then loadRows reads it), and the content hash of the header and X.
+// Memory follows what arrives: behind gzip, X grows as growTo says.
+func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, hash.Hash, error) {
+	if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return nil, nil, nil
 	}
 	src, p, n, cols, err := streamHeader(path, opt)
@@ -276,45 +279,25 @@ func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset,
 	if err := loadLabelsN(ds, opt, n); err != nil {
 		return nil, nil, err
 	}
-	var rs *rowStream
-	if ids.want {
-		rs = &rowStream{b: newIDBuilder(labelSides(ds)...), p: cols}
+	total := n * cols
+	capacity := total
+	if p.known < 0 {
+		capacity = min(total, 1<<16)
 	}
-	var sh *streamHasher
-	if !opt.SkipHash {
-		sh = newStreamHasher(data.Rows, n, cols, 0, 0)
-	}
-	// Without an identity to compute, the conversion applies the scale
-	// itself (one pass); with one, the identity sees the values unscaled.
-	scale, convScale := opt.scale(), opt.scale()
-	if rs != nil {
-		convScale = 1
-	}
-	x, err := p.streamFloat64(convScale, func(chunk []float64) error {
-		if rs != nil {
-			rs.add(chunk)
+	x := make([]float64, 0, capacity)
+	sum, b, err := streamRows(context.Background(), p, n, cols, opt.scale(), labelSides(ds), func(out []float64) error {
+		if len(x)+len(out) > cap(x) {
+			x = append(make([]float64, 0, growTo(cap(x), len(x)+len(out), total)), x...)
 		}
-		if rs != nil && scale != 1 {
-			for i := range chunk {
-				chunk[i] *= scale
-			}
-			if i := firstNonFinite(chunk); i >= 0 {
-				return fmt.Errorf("value %v is not finite after scaling by %v", chunk[i], scale)
-			}
-		}
-		if sh != nil {
-			hashF64(sh.h, chunk)
-		}
+		x = append(x, out...)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	ds.X = mat.NewDense(n, cols, x)
-	if rs != nil {
-		ids.set(func() *idBuilder { return rs.b })
-	}
-	return ds, sh, nil
+	ids.set(func() *idBuilder { return b })
+	return ds, sum, nil
 }
 
 // labelSides returns the side columns of a rows data set: its labels if

@@ -1,17 +1,18 @@
 package dataio
 
 import (
+	"bufio"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
-	"unsafe"
-
+	
 	"github.com/dplr/dplr/engine/data"
 )
 
@@ -54,9 +55,6 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		return Handle{}, false, err // not streamed: Load reads it whole (or reports it)
 	}
 	defer src.Close()
-	if p.known >= 0 && p.nbytes > p.known {
-		return Handle{}, false, fmt.Errorf("%s: %w", path, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known)))
-	}
 	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
@@ -78,7 +76,16 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
-	sum, id, err := streamRows(ctx, p, n, cols, opt.scale(), labelSides(ds), tmp)
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	sum, id, err := streamRows(ctx, p, n, cols, opt.scale(), labelSides(ds), func(out []float64) error {
+		if err := writeF64LE(bw, out); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		return nil
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close %s: %w", tmpName, cerr)
 	}
@@ -110,21 +117,19 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		return Handle{}, false, fmt.Errorf("prepare: %w", err)
 	}
 	touch(dir)
-	h.Source, h.View = &id, opt.view()
+	src2 := id.finish()
+	h.Source, h.View = &src2, opt.view()
 	return h, true, nil
 }
 
-// hashWriter is the running content hash of a streamed preparation.
-type hashWriter interface {
-	io.Writer
-	Sum([]byte) []byte
-}
-
 // streamRows streams the n×cols payload of p through the pipeline described
-// at prepareStreamed, writing the scaled float64 rows to w. It returns the
-// content hash (header and X written; the caller adds the tail) and the
-// source identity of the rows with the side columns sides.
-func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sides []sideCol, w io.Writer) (hashWriter, Identity, error) {
+// at prepareStreamed, passing the scaled float64 rows to emit in order. It
+// returns the content hash (header and X written; the caller adds the
+// tail) and the source identity of the rows with the side columns sides.
+func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sides []sideCol, emit func([]float64) error) (hash.Hash, *idBuilder, error) {
+	if p.known >= 0 && p.nbytes > p.known {
+		return nil, nil, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rowBytes := cols * p.dt.size
@@ -195,7 +200,7 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 	go func() { wg.Wait(); close(done) }()
 
 	// Hash and write in order.
-	sh := newStreamHasher(data.Rows, n, cols, 0, 0)
+	sh := newContentHash(data.Rows, n, cols, 0, 0)
 	pendingBlocks := map[int]*streamBlock{}
 	next := 0
 	var failed error
@@ -221,9 +226,9 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 			case ctx.Err() != nil:
 				fail(ctx.Err())
 			default:
-				hashF64(sh.h, b.out)
-				if err := writeF64(w, b.out); err != nil {
-					fail(fmt.Errorf("write: %w", err))
+				hashF64(sh, b.out)
+				if err := emit(b.out); err != nil {
+					fail(err)
 				}
 			}
 			slots <- b
@@ -232,21 +237,21 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 	rerr := <-readErr
 	switch {
 	case failed != nil && !errors.Is(failed, context.Canceled):
-		return nil, Identity{}, failed
+		return nil, nil, failed
 	case rerr != nil:
-		return nil, Identity{}, rerr
+		return nil, nil, rerr
 	case failed != nil:
-		return nil, Identity{}, failed
+		return nil, nil, failed
 	case ctx.Err() != nil:
-		return nil, Identity{}, ctx.Err()
+		return nil, nil, ctx.Err()
 	case next*blockRows < n:
-		return nil, Identity{}, p.wrap(errors.New("internal: incomplete stream"))
+		return nil, nil, p.wrap(errors.New("internal: incomplete stream"))
 	}
 	id := parts[0]
 	for _, q := range parts[1:] {
 		id.merge(q)
 	}
-	return sh.h.(hashWriter), id.finish(), nil
+	return sh, id, nil
 }
 
 // streamWorker converts blocks for one worker goroutine.
@@ -329,16 +334,4 @@ func (b *idBuilder) merge(q *idBuilder) {
 	parts := IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.heap}
 	parts.Merge(IdentityParts{Rows: q.rows, Sum: q.sum, Heap: q.sk.heap})
 	b.rows, b.sum, b.sk.heap = parts.Rows, parts.Sum, parts.Heap
-}
-
-// writeF64 writes v as little-endian float64 bytes.
-func writeF64(w io.Writer, v []float64) error {
-	if len(v) == 0 {
-		return nil
-	}
-	if nativeLE {
-		_, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v)))
-		return err
-	}
-	return writeF64LE(w, v)
 }
