@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	
+
 	"github.com/dplr/dplr/engine/data"
 )
 
