@@ -293,32 +293,28 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	}
 	// Write X to a temporary file while validating and hashing it.
 	sh := newContentHash(ds.Kind, n, p, d1, d2)
-	tmp, err := os.CreateTemp(abs, ".x-*.f8")
+	tmp, err := createTempX(abs)
+	if err != nil {
+		return Handle{}, err
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	raw := ds.X.RawMatrix()
+	for i := 0; i < n && err == nil; i++ {
+		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
+		if err = checkFinite(row, i*p, p); err == nil {
+			hashF64(sh, row)
+			err = writeF64LE(bw, row)
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	w := io.MultiWriter(bw, sh)
-	raw := ds.X.RawMatrix()
-	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
-		if err := checkFinite(row, i*p, p); err != nil {
-			tmp.Close()
-			return Handle{}, fmt.Errorf("prepare: %w", err)
-		}
-		if err := writeF64LE(w, row); err != nil {
-			tmp.Close()
-			return Handle{}, fmt.Errorf("prepare: write %s: %w", tmpName, err)
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return Handle{}, fmt.Errorf("prepare: write %s: %w", tmpName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return Handle{}, fmt.Errorf("prepare: close %s: %w", tmpName, err)
 	}
 	writeHashTail(sh, ds)
 	sum := hex.EncodeToString(sh.Sum(nil))
@@ -326,36 +322,64 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 		return Handle{}, fmt.Errorf("prepare: data set hash %s does not match its content (%s)", ds.Hash, sum)
 	}
 	ds.Hash = sum
-	dir := filepath.Join(abs, sum)
-	_, unlock, err := claimEntry(dir)
-	if err != nil {
+	h := canonicalHandle(ds, filepath.Join(abs, sum))
+	if err := storeEntry(ds, &h, tmp.Name()); err != nil {
 		return Handle{}, err
 	}
-	defer unlock()
-	h := canonicalHandle(ds, dir)
-	if !sizeIs(h.X.Path, h.X.Size) {
-		if err := os.Rename(tmpName, h.X.Path); err != nil {
-			return Handle{}, fmt.Errorf("prepare: %w", err)
-		}
-	}
-	if err := writeSmall(ds, h); err != nil {
-		return Handle{}, fmt.Errorf("prepare: %w", err)
-	}
-	if err := stampRefs(&h); err != nil {
-		return Handle{}, err
-	}
-	// The entry's handle.json describes the content only: several sources
-	// or views can give the same content.
-	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
-		return Handle{}, fmt.Errorf("prepare: %w", err)
-	}
-	touch(dir)
 	if src == nil {
 		id := IdentityOf(ds)
 		src = &id
 	}
 	h.Source = src
 	return h, nil
+}
+
+// createTempX creates the temporary file X is written to before it is
+// renamed into its cache entry.
+func createTempX(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".x-*.f8")
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	return f, nil
+}
+
+// storeEntry completes the cache entry holding the files h describes
+// (filepath.Dir of its side arrays) under the entry's lock: X is renamed
+// from tmpX unless the entry holds it already ("" when X lives elsewhere),
+// the side arrays of ds are written, every file is stamped into h and
+// handle.json records h. The entry's handle.json describes the content
+// only (h has no source yet): several sources or views can give the same
+// content.
+func storeEntry(ds *data.Dataset, h *Handle, tmpX string) error {
+	dir := filepath.Dir(h.X.Path)
+	if tmpX == "" {
+		dir = filepath.Dir(h.refs()[1].Path)
+	}
+	_, unlock, err := claimEntry(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if tmpX != "" && !sizeIs(h.X.Path, h.X.Size) {
+		if err := os.Rename(tmpX, h.X.Path); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+	}
+	if err := writeSmall(ds, *h); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if err := stampRefs(h); err != nil {
+		return err
+	}
+	if err := writeHandleJSON(filepath.Join(dir, fileHandle), *h); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	touch(dir)
+	return nil
 }
 
 // canonicalHandle returns the handle of ds's canonical files in dir.
@@ -612,28 +636,15 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 	if err != nil {
 		return fail(err)
 	}
-	dir := filepath.Join(cdir, ds.Hash)
-	h := canonicalHandle(ds, dir)
-	h.Source, h.View = &id, opt.view()
+	h := canonicalHandle(ds, filepath.Join(cdir, ds.Hash))
 	h.X = FileRef{Path: abs, Offset: a.hdr.dataOffset, DType: DTypeFloat64, Count: a.count, Size: a.st.Size(), ModTime: a.st.ModTime().UnixNano(), Stamp: fileStamp(a.st)}
 	if len(h.refs()) > 1 {
-		// The small side arrays live in the cache entry: written unless the
-		// entry is intact, then stamped and recorded in its handle.json.
-		_, unlock, err := claimEntry(dir)
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
-		if err := writeSmall(ds, h); err != nil {
-			return fail(err)
-		}
-		if err := stampRefs(&h); err != nil {
-			return fail(err)
-		}
-		if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
+		// The small side arrays live in the cache entry.
+		if err := storeEntry(ds, &h, ""); err != nil {
 			return fail(err)
 		}
 	}
+	h.Source, h.View = &id, opt.view()
 	return h, true, nil
 }
 

@@ -2,10 +2,8 @@ package dataio
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"math"
 	"slices"
 	"strconv"
@@ -193,11 +191,10 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	var ds *data.Dataset
-	var sh hash.Hash
 	var err error
 	switch opt.kind() {
 	case data.Rows:
-		ds, sh, err = loadRowsStreamed(path, opt, ids)
+		ds, err = loadRowsStreamed(path, opt, ids)
 		if err == nil && ds == nil {
 			ds, err = loadRows(path, opt, ids)
 		}
@@ -218,10 +215,8 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	}
 	switch {
 	case opt.SkipHash:
-	case sh != nil:
-		writeHashTail(sh, ds)
-		ds.Hash = hex.EncodeToString(sh.Sum(nil))
-	default:
+		ds.Hash = ""
+	case ds.Hash == "":
 		ds.Hash = Hash(ds)
 	}
 	if ids.want && ids.id == nil {
@@ -259,45 +254,34 @@ func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, col
 	return nil, nil, 0, 0, nil
 }
 
-// loadRowsStreamed loads a rows data set from a C-order .npy or IDX file
-// through streamRows, which reads (and decompresses) the payload in one
-// goroutine while workers convert it and compute its identity and this one
-// hashes it. It returns a nil data set when the input does not qualify
-// (then loadRows reads it), and the content hash of the header and X.
+// loadRowsStreamed loads a rows data set through streamFile, or returns a
+// nil data set when the input does not qualify (then loadRows reads it).
 // Memory follows what arrives: behind gzip, X grows as growTo says.
-func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, hash.Hash, error) {
-	if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
-		return nil, nil, nil
-	}
-	src, p, n, cols, err := streamHeader(path, opt)
-	if src == nil || err != nil {
-		return nil, nil, err // nil, nil, nil: loadRows reads it whole (or reports it)
-	}
-	defer src.Close()
-	ds := &data.Dataset{Kind: data.Rows}
-	// Labels first: they are part of each source row's identity.
-	if err := loadLabelsN(ds, opt, n); err != nil {
-		return nil, nil, err
-	}
-	total := n * cols
-	capacity := total
-	if p.known < 0 {
-		capacity = min(total, 1<<16)
-	}
-	x := make([]float64, 0, capacity)
-	sum, b, err := streamRows(context.Background(), p, n, cols, opt.scale(), labelSides(ds), func(out []float64) error {
-		if len(x)+len(out) > cap(x) {
-			x = append(make([]float64, 0, growTo(cap(x), len(x)+len(out), total)), x...)
+func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
+	var x []float64
+	var n, cols int
+	ds, b, err := streamFile(context.Background(), path, opt, func(_ *data.Dataset, p *pending, rows, c int) (func([]float64) error, error) {
+		n, cols = rows, c
+		total := n * cols
+		capacity := total
+		if p.known < 0 {
+			capacity = min(total, 1<<16)
 		}
-		x = append(x, out...)
-		return nil
+		x = make([]float64, 0, capacity)
+		return func(out []float64) error {
+			if len(x)+len(out) > cap(x) {
+				x = append(make([]float64, 0, growTo(cap(x), len(x)+len(out), total)), x...)
+			}
+			x = append(x, out...)
+			return nil
+		}, nil
 	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	if ds == nil || err != nil {
+		return nil, err
 	}
 	ds.X = mat.NewDense(n, cols, x)
 	ids.set(func() *idBuilder { return b })
-	return ds, sum, nil
+	return ds, nil
 }
 
 // labelSides returns the side columns of a rows data set: its labels if

@@ -37,88 +37,91 @@ type streamBlock struct {
 	err  error     // a conversion error (the stream stops there)
 }
 
-// prepareStreamed prepares a rows data set read from a C-order .npy or IDX
-// file (plain or gzip) in one streaming pass, without holding the data set
-// in memory: one goroutine reads (and decompresses) blocks of whole rows;
-// workers convert each block to float64 and add its rows to their share of
-// the source identity (unscaled values, as Load computes it), then scale
-// it; the calling goroutine hashes the scaled blocks in order (the content
-// hash) and writes them to the cache file. The identity and the content
-// hash are those Load and Prepare would give; the source is read once.
-// ok is false if the input does not qualify (PrepareFile then loads it).
-func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
+// streamFile reads a rows data set from a C-order .npy or IDX file (plain
+// or gzip) in one streaming pass, without holding the source in memory: one
+// goroutine reads (and decompresses) blocks of whole rows; workers convert
+// each block to float64 and add its rows to their share of the source
+// identity (unscaled values), then scale it; the calling goroutine hashes
+// the scaled blocks in order (the content hash) and passes them to the
+// sink that start returns once the shape and labels are known. The returned
+// data set has everything but X, its hash set. A nil data set means the
+// input does not qualify (the caller then reads it whole, or reports it).
+func streamFile(ctx context.Context, path string, opt LoadOptions, start func(ds *data.Dataset, p *pending, n, cols int) (func([]float64) error, error)) (*data.Dataset, *idBuilder, error) {
 	if opt.kind() != data.Rows || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
-		return Handle{}, false, nil
+		return nil, nil, nil
 	}
 	src, p, n, cols, err := streamHeader(path, opt)
 	if src == nil || err != nil {
-		return Handle{}, false, err // not streamed: Load reads it whole (or reports it)
+		return nil, nil, err
 	}
 	defer src.Close()
 	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
+	// Labels first: they are part of each source row's identity.
+	if err := loadLabelsN(ds, opt, n); err != nil {
+		return nil, nil, err
+	}
+	emit, err := start(ds, p, n, cols)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, id, err := streamRows(ctx, p, n, cols, opt.scale(), labelSides(ds), emit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	writeHashTail(sum, ds)
+	ds.Hash = hex.EncodeToString(sum.Sum(nil))
+	return ds, id, nil
+}
+
+// prepareStreamed prepares a rows data set through streamFile, writing X
+// into the cache; ok is false if the input does not qualify.
+func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
+	var tmpX string
+	defer func() {
+		if tmpX != "" {
+			os.Remove(tmpX)
+		}
+	}()
+	var n, cols int
+	var bw *bufio.Writer
+	var tmp *os.File
+	ds, id, err := streamFile(ctx, path, opt, func(ds *data.Dataset, _ *pending, rows, c int) (func([]float64) error, error) {
+		n, cols = rows, c
+		need := 8*int64(n)*int64(cols) + 8*int64(len(ds.Labels))
+		if limit := opt.cacheMaxBytes(); need > limit {
+			return nil, fmt.Errorf("prepare %s: the data set takes %s in the cache %s, above its limit of %s (LoadOptions.CacheMaxBytes, DPLR_CACHE_MAX_BYTES)",
+				path, FormatBytes(need), cdir, FormatBytes(limit))
+		}
+		var err error
+		if tmp, err = createTempX(cdir); err != nil {
+			return nil, err
+		}
+		tmpX, bw = tmp.Name(), bufio.NewWriterSize(tmp, 1<<20)
+		return func(out []float64) error { return writeF64LE(bw, out) }, nil
+	})
+	if tmp != nil {
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := tmp.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	if ds == nil || err != nil {
+		if err != nil {
+			err = fmt.Errorf("prepare %s: %w", path, err)
+		}
+		return Handle{}, false, err
+	}
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
 	}
-	if err := loadLabelsN(ds, opt, n); err != nil {
+	h := canonicalHandleShape(ds, n, cols, filepath.Join(cdir, ds.Hash))
+	if err := storeEntry(ds, &h, tmpX); err != nil {
 		return Handle{}, false, err
 	}
-	need := 8*int64(n)*int64(cols) + 8*int64(len(ds.Labels))
-	if limit := opt.cacheMaxBytes(); need > limit {
-		return Handle{}, false, fmt.Errorf("prepare %s: the data set takes %s in the cache %s, above its limit of %s (LoadOptions.CacheMaxBytes, DPLR_CACHE_MAX_BYTES)",
-			path, FormatBytes(need), cdir, FormatBytes(limit))
-	}
-	if err := os.MkdirAll(cdir, 0o755); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	tmp, err := os.CreateTemp(cdir, ".x-*.f8")
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	sum, id, err := streamRows(ctx, p, n, cols, opt.scale(), labelSides(ds), func(out []float64) error {
-		if err := writeF64LE(bw, out); err != nil {
-			return fmt.Errorf("write: %w", err)
-		}
-		return nil
-	})
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close %s: %w", tmpName, cerr)
-	}
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	// The content hash ends with the side arrays (labels).
-	writeHashTail(sum, ds)
-	ds.Hash = hex.EncodeToString(sum.Sum(nil))
-	dir := filepath.Join(cdir, ds.Hash)
-	_, unlock, err := claimEntry(dir)
-	if err != nil {
-		return Handle{}, false, err
-	}
-	defer unlock()
-	h := canonicalHandleShape(ds, n, cols, dir)
-	if !sizeIs(h.X.Path, h.X.Size) {
-		if err := os.Rename(tmpName, h.X.Path); err != nil {
-			return Handle{}, false, fmt.Errorf("prepare: %w", err)
-		}
-	}
-	if err := writeSmall(ds, h); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	if err := stampRefs(&h); err != nil {
-		return Handle{}, false, err
-	}
-	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	touch(dir)
-	src2 := id.finish()
-	h.Source, h.View = &src2, opt.view()
+	source := id.finish()
+	h.Source, h.View = &source, opt.view()
 	return h, true, nil
 }
 
