@@ -996,28 +996,3 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[r.Offset])), r.Count)
 	return x, &unmapper{fn: unmap}, nil
 }
-
-// MarshalHandle encodes a handle as JSON, the form in which it crosses the
-// plugin boundary.
-func MarshalHandle(h Handle) ([]byte, error) {
-	if err := h.Check(); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("encode handle: %w", err)
-	}
-	return b, nil
-}
-
-// ParseHandle decodes and checks a handle encoded by MarshalHandle.
-func ParseHandle(b []byte) (Handle, error) {
-	var h Handle
-	if err := json.Unmarshal(b, &h); err != nil {
-		return h, fmt.Errorf("decode handle: %w", err)
-	}
-	if err := h.Check(); err != nil {
-		return h, err
-	}
-	return h, nil
-}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -133,22 +132,6 @@ func checkStructure(ds *data.Dataset) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("response %d: value %v is not finite", i, v)
 		}
-	}
-	return nil
-}
-
-// Verify recomputes the content hash of ds (one pass over the data) and
-// checks it against ds.Hash, for callers that want to confirm that opened
-// files still hold the data set the handle names.
-func Verify(ds *data.Dataset) error {
-	if ds == nil {
-		return errors.New("verify: no data set")
-	}
-	if ds.Hash == "" {
-		return errors.New("verify: data set has no hash")
-	}
-	if got := Hash(ds); got != ds.Hash {
-		return fmt.Errorf("verify: content hash %s does not match the recorded %s (data changed since it was prepared)", got, ds.Hash)
 	}
 	return nil
 }

@@ -24,11 +24,7 @@ type IdentityParts struct {
 }
 
 // AddRow hashes one source row (unscaled values, as the file holds them).
-func (p *IdentityParts) AddRow(x []float64) {
-	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{heap: p.Heap}}
-	b.row(-1, x, nil)
-	p.Rows, p.Sum, p.Heap = b.rows, b.sum, b.sk.heap
-}
+func (p *IdentityParts) AddRow(x []float64) { p.AddRecord(x, nil, nil) }
 
 // Merge adds the rows hashed by q.
 func (p *IdentityParts) Merge(q IdentityParts) {

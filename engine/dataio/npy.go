@@ -316,9 +316,25 @@ func npyHeaderBytes(descr string, shape []int) []byte {
 	return buf.Bytes()
 }
 
-// WriteNPYFloat64 writes data as a float64 little-endian C-order .npy
-// array of the given shape. The product of shape must equal len(data).
-func WriteNPYFloat64(w io.Writer, shape []int, data []float64) error {
+// SaveNPY writes m as a two-dimensional float64 C-order .npy file at
+// path, atomically (a temporary file in the same directory renamed into
+// place).
+func SaveNPY(path string, m mat.Matrix) error {
+	if m == nil {
+		return errors.New("write npy: nil matrix")
+	}
+	r, c := m.Dims()
+	d, ok := m.(*mat.Dense)
+	if !ok || d.RawMatrix().Stride != c {
+		d = mat.DenseCopyOf(m)
+	}
+	return SaveNPYFloat64(path, []int{r, c}, d.RawMatrix().Data[:r*c])
+}
+
+// SaveNPYFloat64 writes data with the given shape as a float64
+// little-endian C-order .npy file at path, atomically. The product of
+// shape must equal len(data).
+func SaveNPYFloat64(path string, shape []int, data []float64) error {
 	count, err := shapeCount(shape, 8)
 	if err != nil {
 		return fmt.Errorf("write npy: %w", err)
@@ -326,72 +342,19 @@ func WriteNPYFloat64(w io.Writer, shape []int, data []float64) error {
 	if count != int64(len(data)) {
 		return fmt.Errorf("write npy: shape %v holds %d values, got %d", shape, count, len(data))
 	}
-	if _, err := w.Write(npyHeaderBytes("<f8", shape)); err != nil {
-		return fmt.Errorf("write npy header: %w", err)
-	}
-	if err := writeF64LE(w, data); err != nil {
-		return fmt.Errorf("write npy data: %w", err)
-	}
-	return nil
+	return writeFileAtomic(path, func(w io.Writer) error {
+		w.Write(npyHeaderBytes("<f8", shape)) // a write error sticks in the buffered writer
+		return writeF64LE(w, data)
+	})
 }
 
-// WriteNPYInt64 writes v as a one-dimensional int64 little-endian .npy
-// array.
-func WriteNPYInt64(w io.Writer, v []int64) error {
-	if _, err := w.Write(npyHeaderBytes("<i8", []int{len(v)})); err != nil {
-		return fmt.Errorf("write npy header: %w", err)
-	}
-	if err := writeI64LE(w, v); err != nil {
-		return fmt.Errorf("write npy data: %w", err)
-	}
-	return nil
-}
-
-// WriteNPY writes m as a two-dimensional float64 C-order .npy array.
-func WriteNPY(w io.Writer, m mat.Matrix) error {
-	if m == nil {
-		return errors.New("write npy: nil matrix")
-	}
-	r, c := m.Dims()
-	if _, err := w.Write(npyHeaderBytes("<f8", []int{r, c})); err != nil {
-		return fmt.Errorf("write npy header: %w", err)
-	}
-	row := make([]float64, c)
-	if d, ok := m.(mat.RawMatrixer); ok {
-		raw := d.RawMatrix()
-		if raw.Stride == c {
-			if err := writeF64LE(w, raw.Data[:r*c]); err != nil {
-				return fmt.Errorf("write npy data: %w", err)
-			}
-			return nil
-		}
-	}
-	for i := 0; i < r; i++ {
-		for j := range row {
-			row[j] = m.At(i, j)
-		}
-		if err := writeF64LE(w, row); err != nil {
-			return fmt.Errorf("write npy data: %w", err)
-		}
-	}
-	return nil
-}
-
-// SaveNPY writes m as a float64 .npy file at path, atomically (a temporary
-// file in the same directory renamed into place).
-func SaveNPY(path string, m mat.Matrix) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPY(w, m) })
-}
-
-// SaveNPYFloat64 writes data with the given shape as a float64 .npy file at
-// path, atomically.
-func SaveNPYFloat64(path string, shape []int, data []float64) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPYFloat64(w, shape, data) })
-}
-
-// SaveNPYInt64 writes v as an int64 .npy file at path, atomically.
+// SaveNPYInt64 writes v as a one-dimensional int64 little-endian .npy file
+// at path, atomically.
 func SaveNPYInt64(path string, v []int64) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPYInt64(w, v) })
+	return writeFileAtomic(path, func(w io.Writer) error {
+		w.Write(npyHeaderBytes("<i8", []int{len(v)}))
+		return writeI64LE(w, v)
+	})
 }
 
 // writeFileAtomic writes a file through a temporary file and a rename.
