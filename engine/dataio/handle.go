@@ -615,12 +615,20 @@ func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
 	}
-	rowIDs, ok, err := readInPlaceSides(ds, a, opt)
+	rowIDs, err := arraySides(ds, a.hdr.shape, opt)
+	if err == nil && ds.Kind == data.Trace {
+		err = completeTraceShape(ds, a.p)
+	}
 	if err != nil {
 		return fail(err)
 	}
-	if !ok {
-		return Handle{}, false, nil // rows must be regrouped: copy
+	if ds.Kind == data.Users {
+		if !slices.IsSorted(rowIDs) {
+			return Handle{}, false, nil // rows must be regrouped: copy
+		}
+		if err := GroupByUser(ds, rowIDs); err != nil {
+			return fail(err)
+		}
 	}
 	m, unmap, err := mapFile(f, a.st.Size())
 	if err != nil {
@@ -708,61 +716,6 @@ func inPlaceArrayOf(f *os.File, path string, kind data.Kind) (inPlaceArray, bool
 		return inPlaceArray{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
 	}
 	return inPlaceArray{st: st, hdr: hdr, count: count, n: n, p: p}, true, nil
-}
-
-// readInPlaceSides reads the side files of a dataset whose X is a: trace
-// shape and response, user ids (returned, one per row) and response,
-// labels. ok is false if the user ids are not grouped, so that the rows
-// must be copied.
-func readInPlaceSides(ds *data.Dataset, a inPlaceArray, opt LoadOptions) (rowIDs []int64, ok bool, err error) {
-	n, p, shape := a.n, a.p, a.hdr.shape
-	switch ds.Kind {
-	case data.Trace:
-		if err := traceShapeInPlace(ds, shape, p, opt); err != nil {
-			return nil, false, err
-		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
-			return nil, false, err
-		}
-	case data.Users:
-		ids, err := readIntVector(opt.UsersPath, "user ids", n, opt.maxBytes())
-		if err != nil {
-			return nil, false, err
-		}
-		if !slices.IsSorted(ids) {
-			return nil, false, nil
-		}
-		rowIDs = ids
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
-			return nil, false, err
-		}
-		if err := GroupByUser(ds, ids); err != nil {
-			return nil, false, err
-		}
-	}
-	if opt.LabelsPath != "" {
-		ints, err := readIntVector(opt.LabelsPath, "labels", n, opt.maxBytes())
-		if err != nil {
-			return nil, false, err
-		}
-		if ds.Labels, err = toLabels(ints); err != nil {
-			return nil, false, fmt.Errorf("labels: %w", err)
-		}
-	}
-	return rowIDs, true, nil
-}
-
-// traceShapeInPlace sets ds.D1 and ds.D2 from the array's shape (rank 3)
-// or from opt, and completes them (completeTraceShape).
-func traceShapeInPlace(ds *data.Dataset, shape []int, p int, opt LoadOptions) error {
-	ds.D1, ds.D2 = opt.D1, opt.D2
-	if len(shape) == 3 {
-		if (opt.D1 != 0 && opt.D1 != shape[1]) || (opt.D2 != 0 && opt.D2 != shape[2]) {
-			return fmt.Errorf("array of shape %v does not hold %d×%d samples", shape, opt.D1, opt.D2)
-		}
-		ds.D1, ds.D2 = shape[1], shape[2]
-	}
-	return completeTraceShape(ds, p)
 }
 
 // hashMapped checks and hashes the mapped values x (the data of the file

@@ -192,16 +192,11 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	}
 	var ds *data.Dataset
 	var err error
-	switch opt.kind() {
-	case data.Rows:
+	if opt.kind() == data.Rows {
 		ds, err = loadRowsStreamed(path, opt, ids)
-		if err == nil && ds == nil {
-			ds, err = loadRows(path, opt, ids)
-		}
-	case data.Trace:
-		ds, err = loadTrace(path, opt, ids)
-	case data.Users:
-		ds, err = loadUsers(path, opt, ids)
+	}
+	if err == nil && ds == nil {
+		ds, err = loadWhole(path, opt, ids)
 	}
 	if err != nil {
 		return nil, err
@@ -359,21 +354,187 @@ func (o LoadOptions) csvConfig(textCols func([]string, int) ([]int, error)) csvC
 	return o.csvLimits(csvConfig{delim: o.Delimiter, header: o.Header, textCols: textCols})
 }
 
-// readMatrix reads an array file as an n×p matrix (see matrixShape),
-// scaled, and returns its original shape.
-func readMatrix(path string, a *array, scale float64) (*mat.Dense, []int, error) {
+// loadWhole reads a data set whose main file is held in memory whole: an
+// array (loadArray) or a CSV table (loadTable).
+func loadWhole(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
+	userCol := -1
+	var textCols func([]string, int) ([]int, error)
+	if opt.kind() == data.Users {
+		textCols = func(header []string, ncol int) ([]int, error) {
+			ref := opt.UserColumn
+			if ref == "" {
+				if header == nil {
+					return nil, ErrUserColumn
+				}
+				ref = "user"
+			}
+			c, err := resolveColumn(header, ncol, ref)
+			if err != nil {
+				if opt.UserColumn == "" {
+					return nil, fmt.Errorf("%w (%w)", ErrUserColumn, err)
+				}
+				return nil, fmt.Errorf("user column: %w", err)
+			}
+			userCol = c
+			return []int{c}, nil
+		}
+	}
+	l, err := readFile(path, opt.Format, opt.csvConfig(textCols))
+	if err != nil {
+		return nil, err
+	}
+	var ds *data.Dataset
+	var rowIDs []int64
+	if l.arr != nil {
+		ds, rowIDs, err = loadArray(l.arr, opt, ids)
+	} else {
+		ds, rowIDs, err = loadTable(l.tbl, opt, ids, userCol)
+	}
+	if err == nil && ds.Kind == data.Trace {
+		err = completeTraceShape(ds, ds.P())
+	}
+	if err == nil && ds.Kind == data.Users {
+		err = GroupByUser(ds, rowIDs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ds, nil
+}
+
+// loadArray builds a data set from an array main file and the side files
+// opt names; for users data it returns each row's user id.
+func loadArray(a *array, opt LoadOptions, ids *idSink) (*data.Dataset, []int64, error) {
+	ds := &data.Dataset{Kind: opt.kind()}
+	if ds.Kind == data.Rows && (opt.LabelColumn != "" || len(opt.FeatureColumns) > 0) {
+		return nil, nil, errors.New("column options apply to CSV files only")
+	}
 	n, p, err := matrixShape(a.shape)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
 	if n == 0 || p == 0 {
-		return nil, nil, fmt.Errorf("%s: empty array of shape %v", path, a.shape)
+		return nil, nil, fmt.Errorf("empty array of shape %v", a.shape)
 	}
-	x, err := a.float64s(scale)
+	rowIDs, err := arraySides(ds, a.shape, opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
-	return mat.NewDense(n, p, x), a.shape, nil
+	x, err := a.float64s(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	ds.X = mat.NewDense(n, p, x)
+	ids.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, rowIDs)...) })
+	return ds, rowIDs, scaleInPlace(x, opt.scale())
+}
+
+// arraySides reads the side files of a data set whose X is an array of
+// the given shape: for trace data the sample shape (from a rank-3 array or
+// opt) and the responses, for users data the responses and the user ids
+// (returned, one per row), and the labels.
+func arraySides(ds *data.Dataset, shape []int, opt LoadOptions) (rowIDs []int64, err error) {
+	n := shape[0]
+	switch ds.Kind {
+	case data.Trace:
+		ds.D1, ds.D2 = opt.D1, opt.D2
+		switch len(shape) {
+		case 3:
+			if (opt.D1 != 0 && opt.D1 != shape[1]) || (opt.D2 != 0 && opt.D2 != shape[2]) {
+				return nil, fmt.Errorf("array of shape %v does not hold %d×%d samples", shape, opt.D1, opt.D2)
+			}
+			ds.D1, ds.D2 = shape[1], shape[2]
+		case 2:
+		default:
+			return nil, fmt.Errorf("trace data needs an n×d1×d2 or n×(d1·d2) array, found shape %v", shape)
+		}
+		if opt.ResponsePath == "" {
+			return nil, errors.New("trace data from an array needs a response file")
+		}
+	case data.Users:
+		if opt.ResponsePath == "" || opt.UsersPath == "" {
+			return nil, errors.New("user data from an array needs a response file and a user id file")
+		}
+		if len(shape) != 2 {
+			return nil, fmt.Errorf("user data needs an n×p array, found shape %v", shape)
+		}
+		if rowIDs, err = readIntVector(opt.UsersPath, "user ids", n, opt.maxBytes()); err != nil {
+			return nil, err
+		}
+	}
+	if ds.Kind != data.Rows {
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
+			return nil, err
+		}
+	}
+	return rowIDs, loadLabelsN(ds, opt, n)
+}
+
+// loadTable builds a data set from a CSV table: the response from its
+// column (or opt's file), the labels from their column (rows data) or
+// file, the user ids (returned) from column userCol (-1 for none) and X
+// from the feature columns.
+func loadTable(t *table, opt LoadOptions, ids *idSink, userCol int) (*data.Dataset, []int64, error) {
+	ds := &data.Dataset{Kind: opt.kind()}
+	if ds.Kind == data.Trace {
+		ds.D1, ds.D2 = opt.D1, opt.D2
+	}
+	var skip []int
+	var fileSides []sideCol // side values read from files, part of the identity
+	if userCol >= 0 {
+		skip = append(skip, userCol)
+	}
+	var err error
+	switch {
+	case ds.Kind == data.Rows:
+	case opt.ResponsePath != "":
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
+			return nil, nil, err
+		}
+		fileSides = append(fileSides, sideCol{f: ds.Y})
+	default:
+		c, err := responseColumn(t, opt.ResponseColumn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("response column: %w", err)
+		}
+		if c == userCol {
+			return nil, nil, errors.New("the user column is also the response column")
+		}
+		ds.Y = t.col(c)
+		skip = append(skip, c)
+	}
+	if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+		return nil, nil, err
+	}
+	fileSides = append(fileSides, labelSides(ds)...)
+	ids.set(func() *idBuilder { return tableIDBuilder(t, fileSides...) })
+	if ds.Kind == data.Rows && opt.LabelColumn != "" {
+		if ds.Labels != nil {
+			return nil, nil, errors.New("labels given both as a column and as a file")
+		}
+		c, err := t.column(opt.LabelColumn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("label column: %w", err)
+		}
+		ints, err := floatsToInts(t.col(c))
+		if err != nil {
+			return nil, nil, fmt.Errorf("label column: %w", err)
+		}
+		if ds.Labels, err = toLabels(ints); err != nil {
+			return nil, nil, err
+		}
+		skip = append(skip, c)
+	}
+	var rowIDs []int64
+	if userCol >= 0 {
+		if rowIDs, err = parseUserIDs(t.text[userCol]); err != nil {
+			return nil, nil, fmt.Errorf("user column: %w", err)
+		}
+	}
+	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
+		return nil, nil, err
+	}
+	return ds, rowIDs, scaleInPlace(ds.X.RawMatrix().Data, opt.scale())
 }
 
 // ReadColumnScales reads public per-column scales from path: a .npy
@@ -503,74 +664,6 @@ func toLabels(v []int64) ([]int, error) {
 	return out, nil
 }
 
-// loadRows reads an n×p row matrix.
-func loadRows(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
-	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
-	if err != nil {
-		return nil, err
-	}
-	ds := &data.Dataset{Kind: data.Rows}
-	if l.arr != nil {
-		if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
-			return nil, fmt.Errorf("%s: column options apply to CSV files only", path)
-		}
-		if ds.X, _, err = readMatrix(path, l.arr, 1); err != nil {
-			return nil, err
-		}
-		if err := loadLabels(ds, opt); err != nil {
-			return nil, err
-		}
-		n, p := ds.X.Dims()
-		ids.set(func() *idBuilder { return matrixBuilder(ds.X.RawMatrix().Data, n, p, labelSides(ds)...) })
-		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return ds, nil
-	}
-	t := l.tbl
-	var fileLabels []int
-	if opt.LabelsPath != "" {
-		if err := loadLabelsN(ds, opt, t.nrow); err != nil {
-			return nil, err
-		}
-		fileLabels, ds.Labels = ds.Labels, nil
-	}
-	ids.set(func() *idBuilder { return tableIDBuilder(t, labelSides(&data.Dataset{Labels: fileLabels})...) })
-	skip := []int{}
-	if opt.LabelColumn != "" {
-		if fileLabels != nil {
-			return nil, errors.New("labels given both as a column and as a file")
-		}
-		c, err := t.column(opt.LabelColumn)
-		if err != nil {
-			return nil, fmt.Errorf("%s: label column: %w", path, err)
-		}
-		ints, err := floatsToInts(t.col(c))
-		if err != nil {
-			return nil, fmt.Errorf("%s: label column: %w", path, err)
-		}
-		if ds.Labels, err = toLabels(ints); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		skip = append(skip, c)
-	} else {
-		ds.Labels = fileLabels
-	}
-	x, err := t.features(opt.FeatureColumns, skip)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := scaleInPlace(x.RawMatrix().Data, opt.scale()); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	ds.X = x
-	return ds, nil
-}
-
-func loadLabels(ds *data.Dataset, opt LoadOptions) error {
-	return loadLabelsN(ds, opt, ds.N())
-}
-
 // loadLabelsN reads the labels file of n rows, if any, into ds.Labels.
 func loadLabelsN(ds *data.Dataset, opt LoadOptions, n int) error {
 	if opt.LabelsPath == "" {
@@ -635,59 +728,6 @@ func responseColumn(t *table, ref string) (int, error) {
 	return t.ncol - 1, nil
 }
 
-// loadTrace reads trace-regression samples.
-func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
-	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
-	if err != nil {
-		return nil, err
-	}
-	ds := &data.Dataset{Kind: data.Trace, D1: opt.D1, D2: opt.D2}
-	if l.arr != nil {
-		a := l.arr
-		switch len(a.shape) {
-		case 3:
-			if (opt.D1 != 0 && opt.D1 != a.shape[1]) || (opt.D2 != 0 && opt.D2 != a.shape[2]) {
-				return nil, fmt.Errorf("%s: array of shape %v does not hold %d×%d samples", path, a.shape, opt.D1, opt.D2)
-			}
-			ds.D1, ds.D2 = a.shape[1], a.shape[2]
-		case 2:
-		default:
-			return nil, fmt.Errorf("%s: trace data needs an n×d1×d2 or n×(d1·d2) array, found shape %v", path, a.shape)
-		}
-		if ds.X, _, err = readMatrix(path, a, 1); err != nil {
-			return nil, err
-		}
-		if opt.ResponsePath == "" {
-			return nil, fmt.Errorf("%s: trace data from an array needs a response file", path)
-		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N(), opt.maxBytes()); err != nil {
-			return nil, err
-		}
-		if err := loadLabels(ds, opt); err != nil {
-			return nil, err
-		}
-		n, p := ds.X.Dims()
-		x := ds.X.RawMatrix().Data
-		ids.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, nil)...) })
-		if err := scaleInPlace(x, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	} else {
-		t := l.tbl
-		fileY, skip, err := tableSides(path, t, ds, opt, -1)
-		if err != nil {
-			return nil, err
-		}
-		if err := tableFeatures(path, t, ds, opt, ids, fileY, skip); err != nil {
-			return nil, err
-		}
-	}
-	if err := completeTraceShape(ds, ds.P()); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ds, nil
-}
-
 // completeTraceShape completes ds.D1 or ds.D2 from the other and the row
 // length p, and checks that d1·d2 = p.
 func completeTraceShape(ds *data.Dataset, p int) error {
@@ -721,128 +761,6 @@ func sideCols(ds *data.Dataset, rowIDs []int64) []sideCol {
 // ErrUserColumn is returned when a users data set from CSV does not name
 // its user id column.
 var ErrUserColumn = errors.New("users data from CSV needs its user id column named: give the column (LoadOptions.UserColumn, --user-column) or a header with a column named \"user\"")
-
-// loadUsers reads user-grouped regression data and groups rows by user.
-func loadUsers(path string, opt LoadOptions, idsink *idSink) (*data.Dataset, error) {
-	var userCol int
-	textCols := func(header []string, ncol int) ([]int, error) {
-		ref := opt.UserColumn
-		if ref == "" {
-			if header == nil {
-				return nil, ErrUserColumn
-			}
-			ref = "user"
-		}
-		c, err := resolveColumn(header, ncol, ref)
-		if err != nil {
-			if opt.UserColumn == "" {
-				return nil, fmt.Errorf("%w (%w)", ErrUserColumn, err)
-			}
-			return nil, fmt.Errorf("user column: %w", err)
-		}
-		userCol = c
-		return []int{c}, nil
-	}
-	l, err := readFile(path, opt.Format, opt.csvConfig(textCols))
-	if err != nil {
-		return nil, err
-	}
-	ds := &data.Dataset{Kind: data.Users}
-	var ids []int64
-	if l.arr != nil {
-		if opt.ResponsePath == "" || opt.UsersPath == "" {
-			return nil, fmt.Errorf("%s: user data from an array needs a response file and a user id file", path)
-		}
-		if len(l.arr.shape) != 2 {
-			return nil, fmt.Errorf("%s: user data needs an n×p array, found shape %v", path, l.arr.shape)
-		}
-		if ds.X, _, err = readMatrix(path, l.arr, 1); err != nil {
-			return nil, err
-		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N(), opt.maxBytes()); err != nil {
-			return nil, err
-		}
-		if ids, err = readIntVector(opt.UsersPath, "user ids", ds.N(), opt.maxBytes()); err != nil {
-			return nil, err
-		}
-		if err := loadLabels(ds, opt); err != nil {
-			return nil, err
-		}
-		n, p := ds.X.Dims()
-		x := ds.X.RawMatrix().Data
-		idsink.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, ids)...) })
-		if err := scaleInPlace(x, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	} else {
-		t := l.tbl
-		fileY, skip, err := tableSides(path, t, ds, opt, userCol)
-		if err != nil {
-			return nil, err
-		}
-		if ids, err = parseUserIDs(t.text[userCol]); err != nil {
-			return nil, fmt.Errorf("%s: user column: %w", path, err)
-		}
-		if err := tableFeatures(path, t, ds, opt, idsink, fileY, skip); err != nil {
-			return nil, err
-		}
-	}
-	if err := GroupByUser(ds, ids); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ds, nil
-}
-
-// tableSides reads the response (from opt.ResponsePath, or from the
-// table's response column, which must differ from userCol, -1 for none)
-// and the labels of a table source. It returns the response read from a
-// file (nil for a column) and the columns that are not features.
-func tableSides(path string, t *table, ds *data.Dataset, opt LoadOptions, userCol int) (fileY []float64, skip []int, err error) {
-	if userCol >= 0 {
-		skip = append(skip, userCol)
-	}
-	if opt.ResponsePath == "" {
-		c, err := responseColumn(t, opt.ResponseColumn)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: response column: %w", path, err)
-		}
-		if c == userCol {
-			return nil, nil, fmt.Errorf("%s: the user column is also the response column", path)
-		}
-		ds.Y = t.col(c)
-		skip = append(skip, c)
-	} else {
-		if fileY, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
-			return nil, nil, err
-		}
-		ds.Y = fileY
-	}
-	if err := loadLabelsN(ds, opt, t.nrow); err != nil {
-		return nil, nil, err
-	}
-	return fileY, skip, nil
-}
-
-// tableFeatures records the identity of a table source (its records, the
-// response file fileY if any, the labels), then sets ds.X to the scaled
-// feature columns: those opt names, or all but skip.
-func tableFeatures(path string, t *table, ds *data.Dataset, opt LoadOptions, ids *idSink, fileY []float64, skip []int) error {
-	ids.set(func() *idBuilder {
-		var sides []sideCol
-		if fileY != nil {
-			sides = append(sides, sideCol{f: fileY})
-		}
-		return tableIDBuilder(t, append(sides, labelSides(ds)...)...)
-	})
-	var err error
-	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
 
 // parseUserIDs converts textual user ids. Ids that read as numbers must be
 // integers in canonical form ("7", "-3"; not "7.0", "07", "+7" or "7e0"),
