@@ -75,9 +75,8 @@ func (c *blockConverter) convert(chunk []float64, b []byte) {
 		}
 	default:
 		c.tmp.raw = b
-		get := c.tmp.getter()
 		for i := range chunk {
-			chunk[i] = get(i) * c.scale
+			chunk[i] = c.tmp.value(i) * c.scale
 		}
 	}
 }
