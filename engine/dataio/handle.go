@@ -79,16 +79,40 @@ func stampOK(r *FileRef, st os.FileInfo) bool {
 // written before stamps were recorded counts as not intact (rewritten).
 func entryIntact(dir string) bool {
 	rec, err := ReadHandle(filepath.Join(dir, fileHandle))
-	if err != nil {
-		return false
-	}
-	for _, r := range rec.refs() {
+	return err == nil && refsIntact(&rec)
+}
+
+// refsIntact reports whether every file h refers to is stamped and in the
+// state it recorded (refState).
+func refsIntact(h *Handle) bool {
+	for _, r := range h.refs() {
 		st, err := os.Stat(r.Path)
-		if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size || r.Stamp == "" || !stampOK(r, st) {
+		if err != nil || r.Stamp == "" || refState(r, st) != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// refState reports how the file r refers to (stat'ed as st) departs from
+// the state r recorded, or nil.
+func refState(r *FileRef, st os.FileInfo) error {
+	need := r.Offset + 8*r.Count
+	switch {
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s: not a regular file", r.Path)
+	case r.Offset < 0 || r.Count < 0 || need < r.Offset:
+		return fmt.Errorf("%s: bad offset %d or count %d", r.Path, r.Offset, r.Count)
+	case r.Size != 0 && st.Size() != r.Size:
+		return fmt.Errorf("%s: file has %d bytes, the handle says %d (truncated or replaced)", r.Path, st.Size(), r.Size)
+	case st.Size() < need:
+		return fmt.Errorf("%s: file has %d bytes, needs %d (truncated)", r.Path, st.Size(), need)
+	case r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime:
+		return fmt.Errorf("%s: file was modified after it was prepared", r.Path)
+	case !stampOK(r, st):
+		return fmt.Errorf("%s: file was changed or replaced after it was prepared (run again to prepare it anew)", r.Path)
+	}
+	return nil
 }
 
 // claimEntry locks the cache entry dir (created if missing) against other
@@ -493,25 +517,12 @@ func ReadHandle(path string) (Handle, error) {
 }
 
 // PrepareFile reads, validates and hashes the data set at path and returns
-// its handle, writing any files it needs into cacheDir/<hash>/.
-//
-// A float64, little-endian, C-order .npy file used as X without scaling
-// (rows; trace with a response file; users with response and user id files
-// whose ids are already in increasing order) is not copied: it is
-// memory-mapped, validated and hashed in one streaming pass, and the
-// handle's X refers to the original file at its data offset (with its size
-// and modification time, so that Open detects a changed file). Any other
-// rows data from a C-order .npy or IDX file (plain or gzip) is streamed
-// into the cache in one pass without being held in memory (see the package
-// documentation). Every other input is loaded into memory and passed to
-// Prepare.
-//
-// The handle is recorded under cacheDir/files/, keyed by the file's path
-// and state (size, modification time, device and inode), the options and
-// the state of the side files; a later PrepareFile of the same, unchanged
-// input reuses it without reading the data again, as long as the files it
-// references are still there and unchanged in size (and time, for files
-// referenced in place).
+// its handle, writing any files it needs into cacheDir/<hash>/. A float64
+// C-order .npy X read without scaling is used in place (memory-mapped,
+// never copied); other rows data from .npy or IDX is streamed into the
+// cache in one pass; anything else is loaded and passed to Prepare. The
+// handle is recorded under cacheDir/files/, so that preparing the same,
+// unchanged input again reads nothing (docs/data.md).
 func PrepareFile(path string, opt LoadOptions, cacheDir string) (Handle, error) {
 	return PrepareFileContext(context.Background(), path, opt, cacheDir)
 }
@@ -776,15 +787,8 @@ func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 // was recorded).
 func reusePrepared(memo string) (Handle, bool) {
 	h, err := ReadHandle(memo)
-	if err != nil || h.Source == nil || h.View == nil {
-		return Handle{}, false // unreadable, or recorded before identities
-	}
-	for _, r := range h.refs() {
-		st, err := os.Stat(r.Path)
-		if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size ||
-			(r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime) || r.Stamp == "" || !stampOK(r, st) {
-			return Handle{}, false
-		}
+	if err != nil || h.Source == nil || h.View == nil || !refsIntact(&h) {
+		return Handle{}, false // unreadable, recorded before identities, or stale
 	}
 	return h, true
 }
@@ -805,12 +809,12 @@ func Open(h Handle) (*data.Dataset, io.Closer, error) {
 	}
 	var err error
 	if h.Y != nil {
-		if ds.Y, err = readRefF64(h.Y); err != nil {
+		if ds.Y, err = readRef[float64](h.Y); err != nil {
 			return nil, nil, fmt.Errorf("open data set: responses: %w", err)
 		}
 	}
 	if h.UserStart != nil {
-		us, err := readRefI64(h.UserStart)
+		us, err := readRef[int64](h.UserStart)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open data set: user boundaries: %w", err)
 		}
@@ -821,12 +825,12 @@ func Open(h Handle) (*data.Dataset, io.Closer, error) {
 			}
 			ds.UserStart[i] = int(v)
 		}
-		if ds.UserIDs, err = readRefI64(h.UserIDs); err != nil {
+		if ds.UserIDs, err = readRef[int64](h.UserIDs); err != nil {
 			return nil, nil, fmt.Errorf("open data set: user ids: %w", err)
 		}
 	}
 	if h.Labels != nil {
-		lb, err := readRefI64(h.Labels)
+		lb, err := readRef[int64](h.Labels)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open data set: labels: %w", err)
 		}
@@ -857,28 +861,15 @@ func openRef(r *FileRef) (*os.File, int64, error) {
 		f.Close()
 		return nil, 0, err
 	}
-	need := r.Offset + 8*r.Count
-	switch {
-	case r.Offset < 0 || r.Count < 0 || need < r.Offset:
-		err = fmt.Errorf("%s: bad offset %d or count %d", r.Path, r.Offset, r.Count)
-	case r.Size != 0 && st.Size() != r.Size:
-		err = fmt.Errorf("%s: file has %d bytes, the handle says %d (truncated or replaced)", r.Path, st.Size(), r.Size)
-	case st.Size() < need:
-		err = fmt.Errorf("%s: file has %d bytes, needs %d (truncated)", r.Path, st.Size(), need)
-	case r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime:
-		err = fmt.Errorf("%s: file was modified after it was prepared", r.Path)
-	case !stampOK(r, st):
-		err = fmt.Errorf("%s: file was changed or replaced after it was prepared (run again to prepare it anew)", r.Path)
-	}
-	if err != nil {
+	if err = refState(r, st); err != nil {
 		f.Close()
 		return nil, 0, err
 	}
 	return f, st.Size(), nil
 }
 
-// readRef reads the bytes of a referenced array.
-func readRef(r *FileRef) ([]byte, error) {
+// readRef reads a referenced array of float64 or int64 values.
+func readRef[T float64 | int64](r *FileRef) ([]T, error) {
 	f, _, err := openRef(r)
 	if err != nil {
 		return nil, err
@@ -888,29 +879,10 @@ func readRef(r *FileRef) ([]byte, error) {
 	if _, err := f.ReadAt(b, r.Offset); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Path, err)
 	}
-	return b, nil
-}
-
-func readRefF64(r *FileRef) ([]float64, error) {
-	b, err := readRef(r)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, r.Count)
+	out := make([]T, r.Count)
 	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return out, nil
-}
-
-func readRefI64(r *FileRef) ([]int64, error) {
-	b, err := readRef(r)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, r.Count)
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		w := binary.LittleEndian.Uint64(b[8*i:])
+		out[i] = *(*T)(unsafe.Pointer(&w))
 	}
 	return out, nil
 }
@@ -936,7 +908,7 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 	}
 	defer f.Close() // the mapping stays valid after the file is closed
 	if !nativeLE || r.Offset%8 != 0 || !mmapSupported {
-		v, err := readRefF64(r)
+		v, err := readRef[float64](r)
 		if err != nil {
 			return nil, nil, err
 		}
