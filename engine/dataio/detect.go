@@ -99,6 +99,7 @@ type source struct {
 	bound  int64
 	format Format
 	gz     bool
+	st     os.FileInfo // the file's state when opened (nil for a reader)
 	closer []io.Closer
 }
 
@@ -134,6 +135,7 @@ func openSource(path string, override Format) (*source, error) {
 		return nil, err
 	}
 	src.closer = append([]io.Closer{f}, src.closer...)
+	src.st = st
 	return src, nil
 }
 

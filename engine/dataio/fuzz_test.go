@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dplr/dplr/engine/data"
 )
 
 // checkArray asserts the invariants of a successfully decoded array.
@@ -52,7 +54,7 @@ func checkStreamed(t *testing.T, b []byte, header func(io.Reader, int64, int64) 
 	p.r = bytes.NewReader(b[len(b)-int(p.known):])
 	var got []float64
 	var chunks int
-	_, _, serr := streamRows(context.Background(), p, n, cols, 0.5, nil, func(c []float64) error {
+	_, _, serr := streamRows(context.Background(), p, &data.Dataset{Kind: data.Rows}, n, cols, 0.5, nil, func(c []float64) error {
 		chunks++
 		got = append(got, c...)
 		return nil

@@ -13,7 +13,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -198,9 +197,6 @@ const (
 	fileLabels    = "labels.i8"
 	fileHandle    = "handle.json"
 )
-
-// chunk is the number of float64 values validated and hashed at a time.
-const chunk = 1 << 16
 
 // Check validates the handle's own consistency (not the files).
 func (h *Handle) Check() error {
@@ -518,7 +514,7 @@ func ReadHandle(path string) (Handle, error) {
 
 // PrepareFile reads, validates and hashes the data set at path and returns
 // its handle, writing any files it needs into cacheDir/<hash>/. A float64
-// C-order .npy X read without scaling is used in place (memory-mapped,
+// C-order .npy X read without scaling is used in place (read to hash it,
 // never copied); other rows data from .npy or IDX is streamed into the
 // cache in one pass; anything else is loaded and passed to Prepare. The
 // handle is recorded under cacheDir/files/, so that preparing the same,
@@ -558,14 +554,9 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 			return h, nil
 		}
 	}
-	h, ok, err := prepareInPlace(ctx, path, abs, opt, cdir)
+	h, ok, err := prepareStreamed(ctx, path, opt, cdir)
 	if err != nil {
 		return Handle{}, err
-	}
-	if !ok {
-		if h, ok, err = prepareStreamed(ctx, path, opt, cdir); err != nil {
-			return Handle{}, err
-		}
 	}
 	if !ok {
 		lo := opt
@@ -598,166 +589,6 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 	}
 	return h, nil
-}
-
-// prepareInPlace handles the zero-copy case; ok is false if path does not
-// qualify. Rows, trace (X an n×d1×d2 or n×(d1·d2) array plus a response
-// file) and users (X plus response and user id files whose ids are already
-// grouped in increasing order) qualify when X is a float64, little-endian,
-// C-order .npy file read without scaling.
-func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir string) (Handle, bool, error) {
-	if !inPlaceOptions(opt) {
-		return Handle{}, false, nil
-	}
-	kind := opt.kind()
-	f, err := os.Open(path)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	defer f.Close()
-	a, ok, err := inPlaceArrayOf(f, path, kind)
-	if !ok || err != nil {
-		return Handle{}, false, err
-	}
-	fail := func(err error) (Handle, bool, error) {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	ds := &data.Dataset{Kind: kind, Name: opt.Name}
-	if ds.Name == "" {
-		ds.Name = filepath.Base(path)
-	}
-	rowIDs, err := arraySides(ds, a.hdr.shape, opt)
-	if err == nil && ds.Kind == data.Trace {
-		err = completeTraceShape(ds, a.p)
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if ds.Kind == data.Users {
-		if !slices.IsSorted(rowIDs) {
-			return Handle{}, false, nil // rows must be regrouped: copy
-		}
-		if err := GroupByUser(ds, rowIDs); err != nil {
-			return fail(err)
-		}
-	}
-	m, unmap, err := mapFile(f, a.st.Size())
-	if err != nil {
-		return fail(err)
-	}
-	defer unmap()
-	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[a.hdr.dataOffset])), a.count)
-	ds.X = mat.NewDense(a.n, a.p, x) // valid until unmap; never written
-	if err := checkStructure(ds); err != nil {
-		return fail(err)
-	}
-	id, err := hashMapped(ctx, ds, m, x, a, rowIDs)
-	if err != nil {
-		return fail(err)
-	}
-	h := canonicalHandle(ds, filepath.Join(cdir, ds.Hash))
-	h.X = FileRef{Path: abs, Offset: a.hdr.dataOffset, DType: DTypeFloat64, Count: a.count, Size: a.st.Size(), ModTime: a.st.ModTime().UnixNano(), Stamp: fileStamp(a.st)}
-	if len(h.refs()) > 1 {
-		// The small side arrays live in the cache entry.
-		if err := storeEntry(ds, &h, ""); err != nil {
-			return fail(err)
-		}
-	}
-	h.Source, h.View = &id, opt.view()
-	return h, true, nil
-}
-
-// inPlaceOptions reports whether opt allows reading X in place: no
-// scaling, no column selection, a native little-endian machine that can
-// map files, an .npy (or undetermined) format and the side files the
-// kind needs.
-func inPlaceOptions(opt LoadOptions) bool {
-	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 ||
-		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
-		return false
-	}
-	switch kind := opt.kind(); {
-	case kind == data.Trace && opt.ResponsePath == "":
-		return false
-	case kind == data.Users && (opt.ResponsePath == "" || opt.UsersPath == ""):
-		return false
-	}
-	return true
-}
-
-// inPlaceArray is an .npy file whose data can be mapped as X.
-type inPlaceArray struct {
-	st    os.FileInfo
-	hdr   npyHeader
-	count int64 // number of values
-	n, p  int   // X's shape (trace: p = d1·d2)
-}
-
-// inPlaceArrayOf reads f's .npy header; ok is false if f is not a regular
-// file holding a float64, C-order array of a rank that suits kind. The
-// errors are those of a candidate whose header and size disagree.
-func inPlaceArrayOf(f *os.File, path string, kind data.Kind) (inPlaceArray, bool, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return inPlaceArray{}, false, nil
-	}
-	hdr, err := readNPYHeader(bufio.NewReader(io.NewSectionReader(f, 0, st.Size())))
-	if err != nil || hdr.dt != (dtype{kind: 'f', size: 8}) || hdr.fortran || hdr.dataOffset%8 != 0 {
-		return inPlaceArray{}, false, nil // not a candidate; Load reports any error
-	}
-	rank := len(hdr.shape)
-	if (kind == data.Trace && rank != 2 && rank != 3) || (kind == data.Users && rank != 2) {
-		return inPlaceArray{}, false, nil
-	}
-	count, err := shapeCount(hdr.shape, 8)
-	if err != nil {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: npy: %w", path, err)
-	}
-	if want := hdr.dataOffset + 8*count; st.Size() != want {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: npy (%s, shape %v): file has %d bytes, header implies %d", path, hdr.dt, hdr.shape, st.Size(), want)
-	}
-	n, p, err := matrixShape(hdr.shape)
-	if err != nil {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	if n == 0 || p == 0 {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
-	}
-	return inPlaceArray{st: st, hdr: hdr, count: count, n: n, p: p}, true, nil
-}
-
-// hashMapped checks and hashes the mapped values x (the data of the file
-// mapped as m) chunk by chunk, releasing the pages already read, sets
-// ds.Hash and returns the source identity of the rows.
-func hashMapped(ctx context.Context, ds *data.Dataset, m []byte, x []float64, a inPlaceArray, rowIDs []int64) (Identity, error) {
-	sh := newContentHash(ds.Kind, a.n, a.p, ds.D1, ds.D2)
-	b := newIDBuilder(sideCols(ds, rowIDs)...)
-	step := max(1, chunk/a.p) // rows at a time
-	for i, k := 0, 0; i < a.n; i, k = i+step, k+1 {
-		if k%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return Identity{}, err
-			}
-			// Keep the host's footprint small: pages already hashed are
-			// released (they stay cached for the plugin that maps them).
-			dropPages(m, 0, int(a.hdr.dataOffset)+8*i*a.p)
-		}
-		rows := min(step, a.n-i)
-		part := x[i*a.p : (i+rows)*a.p]
-		if err := checkFinite(part, i*a.p, a.p); err != nil {
-			return Identity{}, err
-		}
-		hashF64(sh, part)
-		for r := range rows {
-			b.row(i+r, part[r*a.p:(r+1)*a.p], nil)
-		}
-	}
-	writeHashTail(sh, ds)
-	ds.Hash = hex.EncodeToString(sh.Sum(nil))
-	return b.finish(), nil
 }
 
 // memoPath names the record of a preparation of the file at abs in its

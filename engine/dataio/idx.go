@@ -83,5 +83,5 @@ func decodeIDXHeader(r io.Reader, known, bound int64) (*pending, error) {
 	if bound >= 0 {
 		bound = max(bound-int64(4+4*rank), 0)
 	}
-	return &pending{what: "idx", shape: shape, dt: dt, r: r, nbytes: count * int64(dt.size), known: known, bound: bound}, nil
+	return &pending{what: "idx", offset: int64(4 + 4*rank), shape: shape, dt: dt, r: r, nbytes: count * int64(dt.size), known: known, bound: bound}, nil
 }

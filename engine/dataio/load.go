@@ -190,11 +190,7 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err := opt.check(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	var ds *data.Dataset
-	var err error
-	if opt.kind() == data.Rows {
-		ds, err = loadRowsStreamed(path, opt, ids)
-	}
+	ds, err := loadStreamed(path, opt, ids)
 	if err == nil && ds == nil {
 		ds, err = loadWhole(path, opt, ids)
 	}
@@ -249,20 +245,17 @@ func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, col
 	return nil, nil, 0, 0, nil
 }
 
-// loadRowsStreamed loads a rows data set through streamFile, or returns a
-// nil data set when the input does not qualify (then loadRows reads it).
+// loadStreamed loads a data set through streamFile, or returns a nil data
+// set when the input does not qualify (then loadWhole reads it).
 // Memory follows what arrives: behind gzip, X grows as growTo says.
-func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
+func loadStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
 	var x []float64
 	var n, cols int
-	ds, b, err := streamFile(context.Background(), path, opt, func(_ *data.Dataset, p *pending, rows, c int) (func([]float64) error, error) {
+	ds, b, err := streamFile(context.Background(), path, opt, true, func(_ *data.Dataset, _ *FileRef, rows, c int) (func([]float64) error, error) {
 		n, cols = rows, c
 		total := n * cols
-		capacity := total
-		if p.known < 0 {
-			capacity = min(total, 1<<16)
-		}
-		x = make([]float64, 0, capacity)
+		// X grows with what arrives (growTo): a lying header costs little.
+		x = make([]float64, 0, min(total, 1<<16))
 		return func(out []float64) error {
 			if len(x)+len(out) > cap(x) {
 				x = append(make([]float64, 0, growTo(cap(x), len(x)+len(out), total)), x...)

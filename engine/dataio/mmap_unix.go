@@ -33,18 +33,3 @@ func fileID(st os.FileInfo) string {
 	}
 	return ""
 }
-
-// dropPages tells the kernel this process no longer needs the mapped pages
-// wholly inside b[from:to]. For a read-only file mapping the pages stay in
-// the page cache (a plugin mapping the same file finds them there) but stop
-// counting towards this process's resident memory, so a streaming pass over
-// a large file keeps a small footprint. Errors are ignored: it is advice.
-func dropPages(b []byte, from, to int) {
-	page := os.Getpagesize()
-	from = (from + page - 1) / page * page
-	to = to / page * page
-	if to <= from || to > len(b) {
-		return
-	}
-	_ = syscall.Madvise(b[from:to], syscall.MADV_DONTNEED)
-}

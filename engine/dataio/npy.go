@@ -272,7 +272,7 @@ func decodeNPYHeader(r io.Reader, known, bound int64) (*pending, error) {
 	if bound >= 0 {
 		bound = max(bound-h.dataOffset, 0)
 	}
-	return &pending{what: "npy", shape: h.shape, dt: h.dt, fortran: h.fortran, r: r, nbytes: count * int64(h.dt.size), known: known, bound: bound}, nil
+	return &pending{what: "npy", offset: h.dataOffset, shape: h.shape, dt: h.dt, fortran: h.fortran, r: r, nbytes: count * int64(h.dt.size), known: known, bound: bound}, nil
 }
 
 // npyHeaderBytes returns a version 1.0 header (or 2.0 if it does not fit)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/dplr/dplr/engine/data"
@@ -37,17 +38,21 @@ type streamBlock struct {
 	err  error     // a conversion error (the stream stops there)
 }
 
-// streamFile reads a rows data set from a C-order .npy or IDX file (plain
+// streamFile reads a data set whose X is a C-order .npy or IDX file (plain
 // or gzip) in one streaming pass, without holding the source in memory: one
 // goroutine reads (and decompresses) blocks of whole rows; workers convert
 // each block to float64 and add its rows to their share of the source
 // identity (unscaled values), then scale it; the calling goroutine hashes
 // the scaled blocks in order (the content hash) and passes them to the
-// sink that start returns once the shape and labels are known. The returned
-// data set has everything but X, its hash set. A nil data set means the
-// input does not qualify (the caller then reads it whole, or reports it).
-func streamFile(ctx context.Context, path string, opt LoadOptions, start func(ds *data.Dataset, p *pending, n, cols int) (func([]float64) error, error)) (*data.Dataset, *idBuilder, error) {
-	if opt.kind() != data.Rows || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
+// sink that start returns once the shape and the side files are read
+// (ref, when not nil, locates X in the file itself, which can be
+// referenced in place). The returned data set
+// has everything but X, its hash set. A nil data set means the input does
+// not qualify (the caller then reads it whole, or reports it): CSV,
+// Fortran order, column options, or users whose ids are not in order.
+// holding says whether X will be held in memory (bounded by opt.MaxBytes).
+func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool, start func(ds *data.Dataset, ref *FileRef, n, cols int) (func([]float64) error, error)) (*data.Dataset, *idBuilder, error) {
+	if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return nil, nil, nil
 	}
 	src, p, n, cols, err := streamHeader(path, opt)
@@ -55,16 +60,42 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, start func(ds
 		return nil, nil, err
 	}
 	defer src.Close()
-	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
-	// Labels first: they are part of each source row's identity.
-	if err := loadLabelsN(ds, opt, n); err != nil {
-		return nil, nil, err
+	var ref *FileRef
+	if !src.gz && src.format == FormatNPY && src.st != nil && src.st.Mode().IsRegular() && p.dt == (dtype{kind: 'f', size: 8}) &&
+		nativeLE && mmapSupported && p.offset%8 == 0 && opt.scale() == 1 {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ref = &FileRef{Path: abs, Offset: p.offset, DType: DTypeFloat64, Count: int64(n) * int64(cols),
+			Size: src.st.Size(), ModTime: src.st.ModTime().UnixNano(), Stamp: fileStamp(src.st)}
 	}
-	emit, err := start(ds, p, n, cols)
+	if holding || ref == nil {
+		if err := p.checkClaim(opt.maxBytes()); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	ds := &data.Dataset{Kind: opt.kind(), Name: opt.Name}
+	rowIDs, err := arraySides(ds, p.shape, opt)
+	if err == nil && ds.Kind == data.Trace {
+		err = completeTraceShape(ds, cols)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ds.Kind == data.Users {
+		if !slices.IsSorted(rowIDs) {
+			return nil, nil, nil // rows must be regrouped
+		}
+		if err := GroupByUser(ds, rowIDs); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	emit, err := start(ds, ref, n, cols)
 	if err != nil {
 		return nil, nil, err
 	}
-	sum, id, err := streamRows(ctx, p, n, cols, opt.scale(), labelSides(ds), emit)
+	sum, id, err := streamRows(ctx, p, ds, n, cols, opt.scale(), sideCols(ds, rowIDs), emit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -73,9 +104,12 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, start func(ds
 	return ds, id, nil
 }
 
-// prepareStreamed prepares a rows data set through streamFile, writing X
-// into the cache; ok is false if the input does not qualify.
+// prepareStreamed prepares a data set through streamFile: X is referenced
+// in place when it is a float64, little-endian .npy file read unscaled (it
+// is then only read, never copied), and written into the cache otherwise.
+// ok is false if the input does not qualify.
 func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
+	var inPlace *FileRef
 	var tmpX string
 	defer func() {
 		if tmpX != "" {
@@ -85,9 +119,12 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	var n, cols int
 	var bw *bufio.Writer
 	var tmp *os.File
-	ds, id, err := streamFile(ctx, path, opt, func(ds *data.Dataset, _ *pending, rows, c int) (func([]float64) error, error) {
-		n, cols = rows, c
-		need := 8*int64(n)*int64(cols) + 8*int64(len(ds.Labels))
+	ds, id, err := streamFile(ctx, path, opt, false, func(ds *data.Dataset, ref *FileRef, rows, c int) (func([]float64) error, error) {
+		n, cols, inPlace = rows, c, ref
+		if ref != nil {
+			return func([]float64) error { return nil }, nil
+		}
+		need := 8*int64(n)*int64(cols) + 8*int64(len(ds.Y)+len(ds.UserStart)+len(ds.UserIDs)+len(ds.Labels))
 		if limit := opt.cacheMaxBytes(); need > limit {
 			return nil, fmt.Errorf("prepare %s: the data set takes %s in the cache %s, above its limit of %s (LoadOptions.CacheMaxBytes, DPLR_CACHE_MAX_BYTES)",
 				path, FormatBytes(need), cdir, FormatBytes(limit))
@@ -117,7 +154,15 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		ds.Name = filepath.Base(path)
 	}
 	h := canonicalHandleShape(ds, n, cols, filepath.Join(cdir, ds.Hash))
-	if err := storeEntry(ds, &h, tmpX); err != nil {
+	if inPlace != nil {
+		h.X = *inPlace
+		if len(h.refs()) > 1 { // the side arrays live in the cache entry
+			err = storeEntry(ds, &h, "")
+		}
+	} else {
+		err = storeEntry(ds, &h, tmpX)
+	}
+	if err != nil {
 		return Handle{}, false, err
 	}
 	source := id.finish()
@@ -129,7 +174,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 // at prepareStreamed, passing the scaled float64 rows to emit in order. It
 // returns the content hash (header and X written; the caller adds the
 // tail) and the source identity of the rows with the side columns sides.
-func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sides []sideCol, emit func([]float64) error) (hash.Hash, *idBuilder, error) {
+func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, scale float64, sides []sideCol, emit func([]float64) error) (hash.Hash, *idBuilder, error) {
 	if p.known >= 0 && p.nbytes > p.known {
 		return nil, nil, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
 	}
@@ -203,7 +248,7 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 	go func() { wg.Wait(); close(done) }()
 
 	// Hash and write in order.
-	sh := newContentHash(data.Rows, n, cols, 0, 0)
+	sh := newContentHash(ds.Kind, n, cols, ds.D1, ds.D2)
 	pendingBlocks := map[int]*streamBlock{}
 	next := 0
 	var failed error

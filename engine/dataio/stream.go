@@ -10,6 +10,7 @@ import (
 // not.
 type pending struct {
 	what    string // "npy" or "idx", for messages
+	offset  int64  // bytes from the start of the (decompressed) file to the payload
 	shape   []int
 	dt      dtype
 	fortran bool
