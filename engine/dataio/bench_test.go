@@ -122,11 +122,11 @@ func BenchmarkFashionMNIST(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ds, id, err := load(fashionTrain, opt, true)
+			ds, id, err := LoadIdentity(fashionTrain, opt)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := prepare(ds, cache, id); err != nil {
+			if _, err := prepare(ds, cache, &id); err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()

@@ -285,7 +285,7 @@ func FuzzIdentity(f *testing.F) {
 		if err != nil {
 			return
 		}
-		id := tableIdentity(tb)
+		id := tableIDBuilder(tb).finish()
 		if err := id.Check(); err != nil {
 			t.Fatalf("identity of a %d×%d table: %v", tb.nrow, tb.ncol, err)
 		}
@@ -307,7 +307,7 @@ func FuzzIdentity(f *testing.F) {
 			}
 			rev.text[c] = r
 		}
-		if got := tableIdentity(rev); got.Hash != id.Hash || len(got.Sketch) != len(id.Sketch) {
+		if got := tableIDBuilder(rev).finish(); got.Hash != id.Hash || len(got.Sketch) != len(id.Sketch) {
 			t.Fatalf("reversing the rows changed the identity")
 		}
 		if c, m := SketchContainmentSample(id.Sketch, id.Sketch); c != 1 || m != len(id.Sketch) {

@@ -515,7 +515,7 @@ func ReadHandle(path string) (Handle, error) {
 // PrepareFile reads, validates and hashes the data set at path and returns
 // its handle, writing any files it needs into cacheDir/<hash>/. A float64
 // C-order .npy X read without scaling is used in place (read to hash it,
-// never copied); other rows data from .npy or IDX is streamed into the
+// never copied); other data from a C-order .npy or IDX is streamed into the
 // cache in one pass; anything else is loaded and passed to Prepare. The
 // handle is recorded under cacheDir/files/, so that preparing the same,
 // unchanged input again reads nothing (docs/data.md).
@@ -561,17 +561,19 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 	if !ok {
 		lo := opt
 		lo.SkipHash = true
-		ds, id, err := load(path, lo, true)
+		ids := &idSink{want: true}
+		ds, err := loadWith(path, lo, ids)
 		if err != nil {
 			return Handle{}, err
 		}
+		id := ids.b.finish()
 		if ds.Name == "" {
 			ds.Name = filepath.Base(path)
 		}
-		if err := checkCacheRoom(cdir, ds, opt.cacheMaxBytes()); err != nil {
+		if err := checkCacheRoom(cdir, cacheNeed(ds, ds.N()*ds.P()), opt.cacheMaxBytes()); err != nil {
 			return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 		}
-		if h, err = prepare(ds, cdir, id); err != nil {
+		if h, err = prepare(ds, cdir, &id); err != nil {
 			return Handle{}, err
 		}
 		h.View = opt.view()
@@ -596,7 +598,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 // options (and the current state of the side files they name).
 func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	key := sha256.New()
-	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileID(st))
+	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileStamp(st))
 	optJSON, _ := json.Marshal(opt)
 	key.Write(optJSON)
 	for _, side := range []string{opt.LabelsPath, opt.ResponsePath, opt.UsersPath} {
@@ -607,7 +609,7 @@ func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 		sa, _ := filepath.Abs(side)
 		fmt.Fprintf(key, "%s", sa)
 		if ls, err := os.Stat(side); err == nil {
-			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), fileID(ls))
+			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), fileStamp(ls))
 		}
 	}
 	return filepath.Join(cacheDir, "files", hex.EncodeToString(key.Sum(nil))+".json")

@@ -115,3 +115,9 @@ func f32s(x []float64) []float32 {
 }
 
 var nan = math.NaN()
+
+// containment is SketchContainmentSample's estimate alone.
+func containment(a, b []uint64) float64 {
+	c, _ := SketchContainmentSample(a, b)
+	return c
+}

@@ -70,14 +70,6 @@ func (id Identity) Check() error {
 	return nil
 }
 
-// SketchContainment estimates the fraction of the (distinct, rounded) rows
-// of the source sketched by a that are also rows of the source sketched by
-// b. See SketchContainmentSample for the estimator and its error.
-func SketchContainment(a, b []uint64) float64 {
-	c, _ := SketchContainmentSample(a, b)
-	return c
-}
-
 // SketchContainmentSample estimates the fraction c of the distinct rounded
 // rows of source A that also occur in source B from their bottom-k
 // sketches a and b (sorted, distinct, as in Identity.Sketch), and returns
@@ -212,10 +204,6 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 		}
 		for _, tf := range texts {
 			h = mixText(h, tf.s)
-		}
-	case len(texts) == 0:
-		for _, v := range x {
-			h = mixWord(h, uint64(int64(math.Round(v*inv))))
 		}
 	default:
 		ti := 0
@@ -438,13 +426,8 @@ func (s *sketcher) sorted() []uint64 {
 	return out
 }
 
-// matrixIdentity returns the identity of an n×p row-major matrix of
-// unscaled source values with the given side columns.
-func matrixIdentity(x []float64, n, p int, sides ...sideCol) Identity {
-	return matrixBuilder(x, n, p, sides...).finish()
-}
-
-// matrixBuilder is matrixIdentity before finishing.
+// matrixBuilder hashes an n×p row-major matrix of unscaled source values
+// with the given side columns.
 func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
 	b := newIDBuilder(sides...)
 	for i := 0; i < n; i++ {
@@ -453,14 +436,9 @@ func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
 	return b
 }
 
-// tableIdentity returns the identity of a CSV table: every record (and a
-// numeric first record that a forced header hid), with its fields that
-// read as numbers as numbers and its other fields as text, in file order.
-func tableIdentity(t *table, sides ...sideCol) Identity {
-	return tableIDBuilder(t, sides...).finish()
-}
-
-// tableIDBuilder is tableIdentity before finishing.
+// tableIDBuilder hashes a CSV table: every record (and a numeric first
+// record that a forced header hid), with its fields that read as numbers as
+// numbers and its other fields as text, in file order.
 func tableIDBuilder(t *table, sides ...sideCol) *idBuilder {
 	b := newIDBuilder(sides...)
 	textCols := make([]int, 0, len(t.text))

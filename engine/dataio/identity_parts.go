@@ -81,5 +81,5 @@ func LoadIdentityParts(path string, opt LoadOptions) (*data.Dataset, IdentityPar
 	if err != nil {
 		return nil, IdentityParts{}, err
 	}
-	return ds, ids.parts, nil
+	return ds, ids.b.parts(), nil
 }

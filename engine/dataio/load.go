@@ -141,48 +141,33 @@ func (o LoadOptions) check() error {
 // (shapes, finiteness, kind structure) and, unless opt.SkipHash, computes
 // its content hash. Errors name the offending file.
 func Load(path string, opt LoadOptions) (*data.Dataset, error) {
-	ds, _, err := load(path, opt, false)
-	return ds, err
+	return loadWith(path, opt, &idSink{})
 }
 
 // LoadIdentity is Load that also returns the identity of the source
 // records (see Identity), computed from the values as the files hold them,
 // before scaling, column selection and the other choices of opt.
 func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error) {
-	ds, id, err := load(path, opt, true)
+	ids := &idSink{want: true}
+	ds, err := loadWith(path, opt, ids)
 	if err != nil {
 		return nil, Identity{}, err
 	}
-	return ds, *id, nil
+	return ds, ids.b.finish(), nil
 }
 
 // idSink collects a source identity when one is wanted.
 type idSink struct {
 	want bool
-	id   *Identity
-	// parts holds the identity's parts (LoadIdentityParts).
-	parts IdentityParts
+	b    *idBuilder
 }
 
-// set computes the identity now, if one is wanted (the loaders call it
-// before applying the view, on the unscaled source values).
+// set hashes the source rows now, if an identity is wanted (the loaders
+// call it before applying the view, on the unscaled source values).
 func (s *idSink) set(id func() *idBuilder) {
 	if s.want {
-		b := id()
-		s.parts = b.parts()
-		v := b.finish()
-		s.id = &v
+		s.b = id()
 	}
-}
-
-// load is Load, also returning the source identity when wantID.
-func load(path string, opt LoadOptions, wantID bool) (*data.Dataset, *Identity, error) {
-	ids := &idSink{want: wantID}
-	ds, err := loadWith(path, opt, ids)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ds, ids.id, nil
 }
 
 // loadWith is load, leaving the identity (when ids.want) in ids.
@@ -210,7 +195,7 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	case ds.Hash == "":
 		ds.Hash = Hash(ds)
 	}
-	if ids.want && ids.id == nil {
+	if ids.want && ids.b == nil {
 		return nil, fmt.Errorf("load %s: internal: no source identity computed", path)
 	}
 	return ds, nil

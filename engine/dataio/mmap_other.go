@@ -23,6 +23,3 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	}
 	return b, func() error { return nil }, nil
 }
-
-// fileID returns "" where device and inode numbers are not available.
-func fileID(st os.FileInfo) string { return "" }

@@ -24,12 +24,3 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
-
-// fileID returns the device and inode numbers of a file, to tell a file
-// replaced under the same name from the original.
-func fileID(st os.FileInfo) string {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return fmt.Sprintf("%d:%d", s.Dev, s.Ino)
-	}
-	return ""
-}

@@ -124,12 +124,10 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		if ref != nil {
 			return func([]float64) error { return nil }, nil
 		}
-		need := 8*int64(n)*int64(cols) + 8*int64(len(ds.Y)+len(ds.UserStart)+len(ds.UserIDs)+len(ds.Labels))
-		if limit := opt.cacheMaxBytes(); need > limit {
-			return nil, fmt.Errorf("prepare %s: the data set takes %s in the cache %s, above its limit of %s (LoadOptions.CacheMaxBytes, DPLR_CACHE_MAX_BYTES)",
-				path, FormatBytes(need), cdir, FormatBytes(limit))
+		err := checkCacheRoom(cdir, cacheNeed(ds, n*cols), opt.cacheMaxBytes())
+		if err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", path, err)
 		}
-		var err error
 		if tmp, err = createTempX(cdir); err != nil {
 			return nil, err
 		}

@@ -13,17 +13,19 @@ import (
 )
 
 // loadThenPrepare is the preparation PrepareFile did before the streamed
-// path: load the whole data set (with its source identity), then Prepare.
+// path: read the whole file with the plain decoder (with its source
+// identity), then Prepare.
 func loadThenPrepare(t *testing.T, path string, opt LoadOptions, cache string) Handle {
 	t.Helper()
-	lo := opt
-	lo.SkipHash = true
-	ds, id, err := load(path, lo, true)
+	ids := &idSink{want: true}
+	ds, err := loadWhole(path, opt, ids)
 	require.NoError(t, err)
+	ds.Name = opt.Name
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
 	}
-	h, err := prepare(ds, cache, id)
+	id := ids.b.finish()
+	h, err := prepare(ds, cache, &id)
 	require.NoError(t, err)
 	h.View = opt.view()
 	return h
