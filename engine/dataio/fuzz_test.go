@@ -126,7 +126,7 @@ func FuzzNPY(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, known := range []int64{int64(len(b)), -1} {
-			a, err := decodeNPY(bytes.NewReader(b), known, -1)
+			a, err := decodeWhole(decodeNPYHeader, bytes.NewReader(b), known)
 			if err == nil {
 				checkArray(t, a)
 			}
@@ -142,7 +142,7 @@ func FuzzIDX(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, known := range []int64{int64(len(b)), -1} {
-			a, err := decodeIDX(bytes.NewReader(b), known, -1)
+			a, err := decodeWhole(decodeIDXHeader, bytes.NewReader(b), known)
 			if err == nil {
 				checkArray(t, a)
 			}

@@ -301,7 +301,7 @@ func TestNPYWriters(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	st, _ := f.Stat()
-	ia, err := decodeNPY(f, st.Size(), -1)
+	ia, err := decodeWhole(decodeNPYHeader, f, st.Size())
 	require.NoError(t, err)
 	got, err := ia.int64s()
 	require.NoError(t, err)

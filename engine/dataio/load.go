@@ -828,19 +828,18 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 		}
 		ds.X = nx
 	}
-	if ds.Y != nil {
-		y := make([]float64, len(ds.Y))
-		for k, i := range order {
-			y[k] = ds.Y[i]
-		}
-		ds.Y = y
-	}
-	if ds.Labels != nil {
-		lb := make([]int, len(ds.Labels))
-		for k, i := range order {
-			lb[k] = ds.Labels[i]
-		}
-		ds.Labels = lb
-	}
+	ds.Y, ds.Labels = permute(ds.Y, order), permute(ds.Labels, order)
 	return nil
+}
+
+// permute returns v in the given order (nil stays nil).
+func permute[T any](v []T, order []int) []T {
+	if v == nil {
+		return nil
+	}
+	out := make([]T, len(v))
+	for k, i := range order {
+		out[k] = v[i]
+	}
+	return out
 }

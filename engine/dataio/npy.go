@@ -246,16 +246,6 @@ func (p *pyParser) tuple() ([]int, error) {
 	}
 }
 
-// decodeNPY reads a whole .npy stream. known is the number of bytes left
-// in r if known, -1 otherwise; bound is an upper bound on them, or -1.
-func decodeNPY(r io.Reader, known, bound int64) (*array, error) {
-	p, err := decodeNPYHeader(r, known, bound)
-	if err != nil {
-		return nil, err
-	}
-	return p.read()
-}
-
 // decodeNPYHeader reads a .npy header and returns the pending payload.
 func decodeNPYHeader(r io.Reader, known, bound int64) (*pending, error) {
 	h, err := readNPYHeader(r)
