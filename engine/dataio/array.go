@@ -101,7 +101,7 @@ var errTruncated = errors.New("truncated")
 // gzip reader verify its checksum).
 func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
 	if known >= 0 && n > known {
-		return nil, fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, n, known)
+		return nil, fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, n, known)
 	}
 	var buf []byte
 	if known >= 0 {

@@ -186,7 +186,7 @@ func TestPrepareFileInPlace(t *testing.T) {
 	assert.ErrorContains(t, err, "bad.npy")
 	short := writeTemp(t, dir, "short.npy", npyFile(1, "<f8", false, []int{2, 2}, encode(binary.LittleEndian, []float64{1, 2, 3})))
 	_, err = PrepareFile(short, LoadOptions{}, cache)
-	assert.ErrorContains(t, err, "truncated")
+	assert.ErrorContains(t, err, "header implies")
 	// Scaled input cannot be referenced in place: it is copied.
 	h, err := PrepareFile(p, LoadOptions{Scale: 2}, cache)
 	require.NoError(t, err)
@@ -259,7 +259,7 @@ func TestOpenDetectsChanges(t *testing.T) {
 	// Truncated.
 	require.NoError(t, os.Truncate(p, 100))
 	_, _, err = Open(h)
-	assert.ErrorContains(t, err, "truncated")
+	assert.ErrorContains(t, err, "header implies")
 }
 
 // TestNPYWriters round-trips the writers through the readers.

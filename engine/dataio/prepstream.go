@@ -174,7 +174,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 // tail) and the source identity of the rows with the side columns sides.
 func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, scale float64, sides []sideCol, emit func([]float64) error) (hash.Hash, *idBuilder, error) {
 	if p.known >= 0 && p.nbytes > p.known {
-		return nil, nil, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
+		return nil, nil, p.wrap(fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
