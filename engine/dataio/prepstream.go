@@ -1,7 +1,6 @@
 package dataio
 
 import (
-	"bufio"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -117,7 +116,6 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		}
 	}()
 	var n, cols int
-	var bw *bufio.Writer
 	var tmp *os.File
 	ds, id, err := streamFile(ctx, path, opt, false, func(ds *data.Dataset, ref *FileRef, rows, c int) (func([]float64) error, error) {
 		n, cols, inPlace = rows, c, ref
@@ -131,13 +129,11 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		if tmp, err = createTempX(cdir); err != nil {
 			return nil, err
 		}
-		tmpX, bw = tmp.Name(), bufio.NewWriterSize(tmp, 1<<20)
-		return func(out []float64) error { return writeF64LE(bw, out) }, nil
+		tmpX = tmp.Name()
+		// Blocks are large: they go to the file without another copy.
+		return func(out []float64) error { return writeF64LE(tmp, out) }, nil
 	})
 	if tmp != nil {
-		if err == nil {
-			err = bw.Flush()
-		}
 		if cerr := tmp.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
