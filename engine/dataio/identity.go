@@ -378,53 +378,27 @@ func (b *idBuilder) finish() Identity {
 	return Identity{Hash: hex.EncodeToString(h.Sum(nil)), Rows: b.rows, Sketch: b.sk.sorted()}
 }
 
-// sketcher keeps the SketchSize smallest distinct values added, in a
-// max-heap.
+// sketcher keeps the SketchSize smallest distinct values added, in
+// increasing order.
 type sketcher struct {
-	heap []uint64
+	vals []uint64
 }
 
 func (s *sketcher) add(h uint64) {
-	if len(s.heap) == SketchSize && h >= s.heap[0] {
+	if len(s.vals) == SketchSize && h >= s.vals[SketchSize-1] {
 		return
 	}
-	if slices.Contains(s.heap, h) {
+	i, found := slices.BinarySearch(s.vals, h)
+	if found {
 		return
 	}
-	if len(s.heap) < SketchSize {
-		s.heap = append(s.heap, h)
-		for i := len(s.heap) - 1; i > 0; {
-			p := (i - 1) / 2
-			if s.heap[p] >= s.heap[i] {
-				break
-			}
-			s.heap[p], s.heap[i] = s.heap[i], s.heap[p]
-			i = p
-		}
-		return
-	}
-	s.heap[0] = h
-	for i := 0; ; {
-		l, r, big := 2*i+1, 2*i+2, i
-		if l < len(s.heap) && s.heap[l] > s.heap[big] {
-			big = l
-		}
-		if r < len(s.heap) && s.heap[r] > s.heap[big] {
-			big = r
-		}
-		if big == i {
-			break
-		}
-		s.heap[i], s.heap[big] = s.heap[big], s.heap[i]
-		i = big
+	s.vals = slices.Insert(s.vals, i, h)
+	if len(s.vals) > SketchSize {
+		s.vals = s.vals[:SketchSize]
 	}
 }
 
-func (s *sketcher) sorted() []uint64 {
-	out := slices.Clone(s.heap)
-	slices.Sort(out)
-	return out
-}
+func (s *sketcher) sorted() []uint64 { return slices.Clone(s.vals) }
 
 // matrixBuilder hashes an n×p row-major matrix of unscaled source values
 // with the given side columns.

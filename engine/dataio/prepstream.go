@@ -373,7 +373,7 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 
 // merge adds the rows of q to b (the identity of the union of their rows).
 func (b *idBuilder) merge(q *idBuilder) {
-	parts := IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.heap}
-	parts.Merge(IdentityParts{Rows: q.rows, Sum: q.sum, Heap: q.sk.heap})
-	b.rows, b.sum, b.sk.heap = parts.Rows, parts.Sum, parts.Heap
+	parts := IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.vals}
+	parts.Merge(IdentityParts{Rows: q.rows, Sum: q.sum, Heap: q.sk.vals})
+	b.rows, b.sum, b.sk.vals = parts.Rows, parts.Sum, parts.Heap
 }
