@@ -113,6 +113,14 @@ func (s *source) Close() error {
 	return first
 }
 
+// header reads the header of an array source (.npy or IDX).
+func (s *source) header() (*pending, error) {
+	if s.format == FormatNPY {
+		return decodeNPYHeader(s.r, s.known, s.bound)
+	}
+	return decodeIDXHeader(s.r, s.known, s.bound)
+}
+
 // openSource opens path, unwraps gzip and determines the format (override
 // wins unless it is FormatAuto).
 func openSource(path string, override Format) (*source, error) {

@@ -295,7 +295,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
 	if ds.Hash != "" && entryIntact(filepath.Join(abs, ds.Hash)) {
-		h := canonicalHandle(ds, filepath.Join(abs, ds.Hash))
+		h := canonicalHandle(ds, ds.N(), ds.P(), filepath.Join(abs, ds.Hash))
 		if present(h) && stampRefs(&h) == nil {
 			if src == nil {
 				id := IdentityOf(ds)
@@ -342,7 +342,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 		return Handle{}, fmt.Errorf("prepare: data set hash %s does not match its content (%s)", ds.Hash, sum)
 	}
 	ds.Hash = sum
-	h := canonicalHandle(ds, filepath.Join(abs, sum))
+	h := canonicalHandle(ds, n, p, filepath.Join(abs, sum))
 	if err := storeEntry(ds, &h, tmp.Name()); err != nil {
 		return Handle{}, err
 	}
@@ -402,15 +402,9 @@ func storeEntry(ds *data.Dataset, h *Handle, tmpX string) error {
 	return nil
 }
 
-// canonicalHandle returns the handle of ds's canonical files in dir.
-func canonicalHandle(ds *data.Dataset, dir string) Handle {
-	n, p := ds.X.Dims()
-	return canonicalHandleShape(ds, n, p, dir)
-}
-
-// canonicalHandleShape is canonicalHandle for a data set whose X (n×p) is
-// not in memory.
-func canonicalHandleShape(ds *data.Dataset, n, p int, dir string) Handle {
+// canonicalHandle returns the handle of the canonical files in dir of ds,
+// whose X (n×p) need not be in memory.
+func canonicalHandle(ds *data.Dataset, n, p int, dir string) Handle {
 	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p}
 	if ds.Kind == data.Trace {
 		h.D1, h.D2 = ds.D1, ds.D2

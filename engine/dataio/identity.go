@@ -73,28 +73,9 @@ func (id Identity) Check() error {
 // SketchContainmentSample estimates the fraction c of the distinct rounded
 // rows of source A that also occur in source B from their bottom-k
 // sketches a and b (sorted, distinct, as in Identity.Sketch), and returns
-// the number m of A's rows the estimate rests on.
-//
-// Let t be the largest hash that both sketches would hold if present: the
-// largest of a, lowered to the largest of b when b is full (SketchSize
-// hashes). Every row of A whose hash is at most t is in a, and every row
-// of B whose hash is at most t is in b, so membership of those m rows in B
-// is known exactly; the estimate is the fraction of them found in b. As
-// the hash orders rows at random, those m rows are a uniform sample
-// without replacement of A's rows, and by Hoeffding's inequality (which
-// holds for sampling without replacement)
-//
-//	P(|ĉ − c| ≥ ε) ≤ 2·exp(−2mε²),
-//
-// so with m = 256 the error is below 0.085 with probability 0.95 and
-// below 0.102 with probability 0.99. m is about SketchSize·min(1, |A|/|B|)
-// (a sketch covers a fraction k/|B| of B's hash range): comparing a small
-// part A with a large whole B rests on fewer rows (a tenth of B: m ≈ 26,
-// error below 0.32 at 99%), though a part wholly contained in B still gives
-// exactly 1. m = 0 (no usable sample) gives c = 0. When
-// neither sketch is full, both hold every row and the result is exact.
-// Rows that are equal after rounding count once, and a row of A counts as
-// present in B when some row of B rounds to the same values.
+// the number m of A's rows the estimate rests on: with probability 0.99
+// the error is below sqrt(ln(200)/(2m)), 0.102 for m = 256. m = 0 gives
+// c = 0. docs/data.md derives the estimator and its error.
 func SketchContainmentSample(a, b []uint64) (c float64, m int) {
 	if len(a) == 0 || len(b) == 0 {
 		return 0, 0

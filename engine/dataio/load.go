@@ -210,11 +210,8 @@ func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, col
 	if src, err = openSource(path, opt.Format); err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	switch src.format {
-	case FormatNPY:
-		p, err = decodeNPYHeader(src.r, src.known, src.bound)
-	case FormatIDX:
-		p, err = decodeIDXHeader(src.r, src.known, src.bound)
+	if src.format == FormatNPY || src.format == FormatIDX {
+		p, err = src.header()
 	}
 	if err == nil && p != nil && p.streamable() {
 		if err = p.checkClaim(opt.maxBytes()); err == nil {
@@ -292,12 +289,7 @@ func decodeSource(src *source, path string, cfg csvConfig) (loaded, error) {
 	switch src.format {
 	case FormatNPY, FormatIDX:
 		var p *pending
-		if src.format == FormatNPY {
-			p, err = decodeNPYHeader(src.r, src.known, src.bound)
-		} else {
-			p, err = decodeIDXHeader(src.r, src.known, src.bound)
-		}
-		if err == nil {
+		if p, err = src.header(); err == nil {
 			err = p.checkClaim(cfg.maxBytes)
 		}
 		if err == nil {

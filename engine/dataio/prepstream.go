@@ -147,7 +147,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
 	}
-	h := canonicalHandleShape(ds, n, cols, filepath.Join(cdir, ds.Hash))
+	h := canonicalHandle(ds, n, cols, filepath.Join(cdir, ds.Hash))
 	if inPlace != nil {
 		h.X = *inPlace
 		if len(h.refs()) > 1 { // the side arrays live in the cache entry
