@@ -29,12 +29,12 @@ func streamSlots(workers int) int { return 2*workers + 2 }
 // streamBlock is one block of whole rows moving through a streamed
 // preparation.
 type streamBlock struct {
-	seq  int       // position in the stream
-	row0 int       // index of its first row
-	rows int       // number of rows
-	raw  []byte    // the rows as the file holds them
-	out  []float64 // the rows converted and scaled
-	err  error     // a conversion error (the stream stops there)
+	row0  int           // index of its first row
+	rows  int           // number of rows
+	raw   []byte        // the rows as the file holds them
+	out   []float64     // the rows converted and scaled
+	err   error         // a conversion error (the stream stops there)
+	ready chan struct{} // signalled once a worker is done with it
 }
 
 // streamFile reads a data set whose X is a C-order .npy or IDX file (plain
@@ -179,21 +179,18 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
 	slots := make(chan *streamBlock, streamSlots(workers))
 	for range cap(slots) {
-		slots <- &streamBlock{}
+		slots <- &streamBlock{ready: make(chan struct{}, 1)}
 	}
-	work := make(chan *streamBlock, cap(slots))
-	done := make(chan *streamBlock, cap(slots))
+	work := make(chan *streamBlock, cap(slots))  // to the workers
+	order := make(chan *streamBlock, cap(slots)) // to the hasher, in order
 	readErr := make(chan error, 1)
 
 	// Reader: whole rows, in order; a slot is taken before each read so
 	// that the blocks in flight never exceed the slots.
 	go func() {
 		defer close(work)
-		for seq, row := 0, 0; row < n; seq++ {
-			if ctx.Err() != nil {
-				readErr <- nil
-				return
-			}
+		defer close(order)
+		for row := 0; row < n; {
 			var b *streamBlock
 			select {
 			case b = <-slots:
@@ -201,7 +198,7 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 				readErr <- nil
 				return
 			}
-			b.seq, b.row0, b.rows, b.err = seq, row, min(blockRows, n-row), nil
+			b.row0, b.rows, b.err = row, min(blockRows, n-row), nil
 			k := b.rows * rowBytes
 			if cap(b.raw) < k {
 				b.raw = make([]byte, blockRows*rowBytes)
@@ -213,6 +210,7 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 				return
 			}
 			row += b.rows
+			order <- b
 			work <- b
 		}
 		if err := expectEOF(p.r); err != nil {
@@ -235,47 +233,34 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 				if ctx.Err() == nil {
 					blk.err = sw.block(blk)
 				}
-				done <- blk
+				blk.ready <- struct{}{}
 			}
 		}(parts[k])
 	}
-	go func() { wg.Wait(); close(done) }()
 
-	// Hash and write in order.
+	// Hash and emit in order.
 	sh := newContentHash(ds.Kind, n, cols, ds.D1, ds.D2)
-	pendingBlocks := map[int]*streamBlock{}
-	next := 0
+	rows := 0
 	var failed error
-	fail := func(err error) {
-		if failed == nil {
-			failed = err
+	for b := range order {
+		<-b.ready
+		switch {
+		case failed != nil:
+		case b.err != nil:
+			failed = b.err
+		case ctx.Err() != nil:
+			failed = ctx.Err()
+		default:
+			hashF64(sh, b.out)
+			failed = emit(b.out)
+			rows += b.rows
+		}
+		if failed != nil {
 			cancel()
 		}
+		slots <- b
 	}
-	for blk := range done {
-		pendingBlocks[blk.seq] = blk
-		for {
-			b, ok := pendingBlocks[next]
-			if !ok {
-				break
-			}
-			delete(pendingBlocks, next)
-			next++
-			switch {
-			case failed != nil:
-			case b.err != nil:
-				fail(b.err)
-			case ctx.Err() != nil:
-				fail(ctx.Err())
-			default:
-				hashF64(sh, b.out)
-				if err := emit(b.out); err != nil {
-					fail(err)
-				}
-			}
-			slots <- b
-		}
-	}
+	wg.Wait()
 	rerr := <-readErr
 	switch {
 	case failed != nil && !errors.Is(failed, context.Canceled):
@@ -286,7 +271,7 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 		return nil, nil, failed
 	case ctx.Err() != nil:
 		return nil, nil, ctx.Err()
-	case next*blockRows < n:
+	case rows < n:
 		return nil, nil, p.wrap(errors.New("internal: incomplete stream"))
 	}
 	id := parts[0]
@@ -300,8 +285,7 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 type streamWorker struct {
 	cols  int
 	scale float64
-	raw   *blockConverter // unscaled values, for the identity
-	lut   *[256]float64   // scaled bytes, when the source holds bytes
+	conv  *blockConverter // unscaled values, for the identity
 	unsc  []float64       // scratch for the unscaled values
 	id    *idBuilder
 	bytes *byteRounding // the sketch's rounding tables, for a source of bytes
@@ -309,12 +293,9 @@ type streamWorker struct {
 }
 
 func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *streamWorker {
-	sw := &streamWorker{cols: cols, scale: scale, raw: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
-	if sw.raw.lut != nil {
+	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
+	if sw.conv.lut != nil {
 		sw.bytes = new(byteRounding)
-		if scale != 1 {
-			sw.lut = newBlockConverter(p.dt, scale).lut
-		}
 	}
 	return sw
 }
@@ -337,29 +318,21 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 		}
 		u = sw.unsc[:m]
 	}
-	sw.raw.convert(u, blk.raw)
-	if sw.raw.lut == nil {
+	sw.conv.convert(u, blk.raw)
+	if sw.bytes == nil { // bytes are always finite
 		if i := firstNonFinite(u); i >= 0 {
 			return (&array{shape: sw.shape}).nonFinite(blk.row0*sw.cols+i, u[i])
 		}
 	}
-	if sw.bytes != nil {
-		for r := 0; r < blk.rows; r++ {
-			sw.id.byteRow(blk.row0+r, blk.raw[r*sw.cols:(r+1)*sw.cols], u[r*sw.cols:(r+1)*sw.cols], sw.bytes)
-		}
-	} else {
-		for r := 0; r < blk.rows; r++ {
-			sw.id.row(blk.row0+r, u[r*sw.cols:(r+1)*sw.cols], nil)
+	for r := 0; r < blk.rows; r++ {
+		x := u[r*sw.cols : (r+1)*sw.cols]
+		if sw.bytes != nil {
+			sw.id.byteRow(blk.row0+r, blk.raw[r*sw.cols:(r+1)*sw.cols], x, sw.bytes)
+		} else {
+			sw.id.row(blk.row0+r, x, nil)
 		}
 	}
 	if sw.scale == 1 {
-		return nil
-	}
-	if sw.lut != nil {
-		lut := sw.lut
-		for i, v := range blk.raw {
-			blk.out[i] = lut[v]
-		}
 		return nil
 	}
 	for i, v := range u {
