@@ -1,6 +1,7 @@
 package dataio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -787,15 +788,7 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case ids[a] < ids[b]:
-			return -1
-		case ids[a] > ids[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
 	ds.UserStart = ds.UserStart[:0]
 	ds.UserIDs = ds.UserIDs[:0]
 	for k, i := range order {
@@ -805,12 +798,8 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 		}
 	}
 	ds.UserStart = append(ds.UserStart, n)
-	sorted := true
-	for k, i := range order {
-		sorted = sorted && k == i
-	}
-	if sorted {
-		return nil
+	if slices.IsSorted(ids) {
+		return nil // no row moves
 	}
 	if ds.X != nil {
 		r, c := ds.X.Dims()
