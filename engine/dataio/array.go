@@ -94,45 +94,29 @@ var errTruncated = errors.New("truncated")
 // left in the source when it is known (a plain file) and -1 otherwise;
 // bound, if not -1, is an upper bound on the bytes left (e.g. from a gzip
 // file's compressed size): a header declaring more is refused at once.
-// Behind compression the buffer starts at min(n, 1 MiB) and grows with
-// the data actually read (growTo), so a header declaring a huge shape over
-// a short stream costs at most eight times what the stream holds.
-// After the payload it requires the end of the stream (which also makes a
-// gzip reader verify its checksum).
+// Behind compression the buffer grows with the data actually read, so a
+// header declaring a huge shape over a short stream costs about what the
+// stream holds. After the payload it requires the end of the stream
+// (which also makes a gzip reader verify its checksum).
 func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
-	if known >= 0 && n > known {
-		return nil, fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, n, known)
-	}
 	var buf []byte
-	if known >= 0 {
+	var err error
+	switch {
+	case known >= 0 && n > known:
+		return nil, fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, n, known)
+	case known >= 0:
 		buf = make([]byte, n)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, fmt.Errorf("%w: reading %d data bytes: %w", errTruncated, n, err)
 		}
-	} else {
-		if bound >= 0 && n > bound {
-			return nil, fmt.Errorf("%w: header declares %d data bytes but the compressed stream can hold at most %d", errTruncated, n, bound)
+	case bound >= 0 && n > bound:
+		return nil, fmt.Errorf("%w: header declares %d data bytes but the compressed stream can hold at most %d", errTruncated, n, bound)
+	default:
+		if buf, err = io.ReadAll(io.LimitReader(r, n)); err != nil {
+			return nil, fmt.Errorf("reading data after %d of %d bytes: %w", len(buf), n, err)
 		}
-		// Start small and double: memory follows what arrives, not what
-		// the header claims.
-		buf = make([]byte, 0, min(n, 1<<20))
-		for int64(len(buf)) < n {
-			if len(buf) == cap(buf) {
-				nb := make([]byte, len(buf), growTo(cap(buf), len(buf)+1, int(n)))
-				copy(nb, buf)
-				buf = nb
-			}
-			m, err := r.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+m]
-			if err == io.EOF {
-				if int64(len(buf)) < n {
-					return nil, fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d", errTruncated, n, len(buf))
-				}
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("reading data after %d of %d bytes: %w", len(buf), n, err)
-			}
+		if int64(len(buf)) < n {
+			return nil, fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d", errTruncated, n, len(buf))
 		}
 	}
 	if err := expectEOF(r); err != nil {

@@ -149,12 +149,11 @@ func Load(path string, opt LoadOptions) (*data.Dataset, error) {
 // records (see Identity), computed from the values as the files hold them,
 // before scaling, column selection and the other choices of opt.
 func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error) {
-	ids := &idSink{want: true}
-	ds, err := loadWith(path, opt, ids)
+	ds, parts, err := LoadIdentityParts(path, opt)
 	if err != nil {
 		return nil, Identity{}, err
 	}
-	return ds, ids.b.finish(), nil
+	return ds, parts.Identity(), nil
 }
 
 // idSink collects a source identity when one is wanted.
