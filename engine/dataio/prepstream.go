@@ -286,6 +286,7 @@ type streamWorker struct {
 	cols  int
 	scale float64
 	conv  *blockConverter // unscaled values, for the identity
+	lut   *[256]float64   // scaled bytes, when the source holds bytes
 	unsc  []float64       // scratch for the unscaled values
 	id    *idBuilder
 	bytes *byteRounding // the sketch's rounding tables, for a source of bytes
@@ -296,6 +297,7 @@ func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *stream
 	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
 	if sw.conv.lut != nil {
 		sw.bytes = new(byteRounding)
+		sw.lut = newBlockConverter(p.dt, scale).lut
 	}
 	return sw
 }
@@ -332,11 +334,20 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 			sw.id.row(blk.row0+r, x, nil)
 		}
 	}
-	if sw.scale == 1 {
+	switch {
+	case sw.scale == 1:
 		return nil
-	}
-	for i, v := range u {
-		blk.out[i] = v * sw.scale
+	case sw.lut != nil:
+		for i, v := range blk.raw {
+			blk.out[i] = sw.lut[v]
+		}
+		if isFinite(sw.lut[255]) {
+			return nil // every byte scales to a finite value
+		}
+	default:
+		for i, v := range u {
+			blk.out[i] = v * sw.scale
+		}
 	}
 	if i := firstNonFinite(blk.out); i >= 0 {
 		return fmt.Errorf("value %v is not finite after scaling by %v", blk.out[i], sw.scale)
