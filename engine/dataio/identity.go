@@ -43,7 +43,7 @@ type Identity struct {
 	Rows int64 `json:"rows"`
 	// Sketch holds the SketchSize smallest distinct 64-bit hashes of the
 	// rows after rounding (fewer if the source has fewer distinct rounded
-	// rows), in increasing order. SketchContainment compares two sketches
+	// rows), in increasing order. SketchContainmentSample compares two sketches
 	// to detect partial or slightly edited copies, which Hash cannot.
 	Sketch []uint64 `json:"sketch"`
 }
