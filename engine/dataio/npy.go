@@ -2,7 +2,6 @@ package dataio
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -268,42 +267,26 @@ func decodeNPYHeader(r io.Reader, known, bound int64) (*pending, error) {
 // npyHeaderBytes returns a version 1.0 header (or 2.0 if it does not fit)
 // padded so that the data starts at a multiple of 64 bytes.
 func npyHeaderBytes(descr string, shape []int) []byte {
-	var sb strings.Builder
-	sb.WriteString("{'descr': '")
-	sb.WriteString(descr)
-	sb.WriteString("', 'fortran_order': False, 'shape': (")
-	for i, s := range shape {
-		sb.WriteString(strconv.Itoa(s))
-		if i < len(shape)-1 || len(shape) == 1 {
-			sb.WriteString(",")
-		}
-		if i < len(shape)-1 {
-			sb.WriteString(" ")
-		}
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
 	}
-	sb.WriteString("), }")
-	dict := sb.String()
-	pre := 10
-	major := byte(1)
-	if len(dict)+1+pre > math.MaxUint16 {
-		pre, major = 12, 2
+	tuple := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		tuple += ","
 	}
-	total := pre + len(dict) + 1
-	pad := (64 - total%64) % 64
-	hlen := len(dict) + pad + 1
-	var buf bytes.Buffer
-	buf.WriteString(npyMagic)
-	buf.WriteByte(major)
-	buf.WriteByte(0)
-	if major == 1 {
-		binary.Write(&buf, binary.LittleEndian, uint16(hlen))
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, tuple)
+	b := []byte(npyMagic + "\x01\x00\x00\x00") // version 1.0, then the length (2 bytes)
+	if len(dict)+11 > math.MaxUint16 {
+		b = []byte(npyMagic + "\x02\x00\x00\x00\x00\x00") // version 2.0: 4 bytes
+	}
+	pad := (64 - (len(b)+len(dict)+1)%64) % 64
+	if hlen := len(dict) + pad + 1; b[6] == 1 {
+		binary.LittleEndian.PutUint16(b[8:], uint16(hlen))
 	} else {
-		binary.Write(&buf, binary.LittleEndian, uint32(hlen))
+		binary.LittleEndian.PutUint32(b[8:], uint32(hlen))
 	}
-	buf.WriteString(dict)
-	buf.WriteString(strings.Repeat(" ", pad))
-	buf.WriteByte('\n')
-	return buf.Bytes()
+	return append(append(b, dict+strings.Repeat(" ", pad)...), '\n')
 }
 
 // SaveNPY writes m as a two-dimensional float64 C-order .npy file at
