@@ -27,9 +27,6 @@ const (
 	FormatIDX  Format = "idx"
 )
 
-// Formats lists the explicit formats, for help texts.
-var Formats = []Format{FormatCSV, FormatNPY, FormatIDX}
-
 // ParseFormat parses a format name ("" or "auto" mean FormatAuto).
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
