@@ -396,45 +396,37 @@ func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
 // numbers and its other fields as text, in file order.
 func tableIDBuilder(t *table, sides ...sideCol) *idBuilder {
 	b := newIDBuilder(sides...)
-	textCols := make([]int, 0, len(t.text))
-	for c := range t.text {
-		textCols = append(textCols, c)
-	}
-	slices.Sort(textCols)
-	isText := make([]bool, t.ncol)
-	for _, c := range textCols {
-		isText[c] = true
-	}
 	x := make([]float64, 0, t.ncol)
-	texts := make([]textField, 0, len(textCols))
+	var texts []textField
+	// field adds one field: a number where it parses (a text column's
+	// numbers count as numbers, so that reading the file as another kind
+	// keeps its identity), else text.
+	field := func(f string) {
+		if v, ok := parseFinite(f); ok {
+			x = append(x, v)
+		} else {
+			texts = append(texts, textField{col: len(x), s: f})
+		}
+	}
 	if t.hidden != nil {
-		// The hidden record holds numbers wherever they parse; side files
-		// have no value for it.
-		x, texts = x[:0], texts[:0]
+		// The hidden record has no value in the side files.
 		for _, f := range t.hidden {
-			if v, ok := parseFinite(f); ok {
-				x = append(x, v)
-			} else {
-				texts = append(texts, textField{col: len(x), s: f})
-			}
+			field(f)
 		}
 		b.row(-1, x, texts)
 	}
+	textOf := make([][]string, t.ncol) // the text columns, by index
+	for c, col := range t.text {
+		textOf[c] = col
+	}
 	for i := 0; i < t.nrow; i++ {
 		x, texts = x[:0], texts[:0]
-		row := t.vals[i*t.ncol : (i+1)*t.ncol]
-		for j, v := range row {
-			if isText[j] {
-				// A text column's numbers count as numbers, so that
-				// reading the file as another kind keeps its identity.
-				if v, ok := parseFinite(t.text[j][i]); ok {
-					x = append(x, v)
-				} else {
-					texts = append(texts, textField{col: len(x), s: t.text[j][i]})
-				}
-				continue
+		for j, v := range t.vals[i*t.ncol : (i+1)*t.ncol] {
+			if col := textOf[j]; col != nil {
+				field(col[i])
+			} else {
+				x = append(x, v)
 			}
-			x = append(x, v)
 		}
 		b.row(i, x, texts)
 	}
