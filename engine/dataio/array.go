@@ -94,45 +94,29 @@ var errTruncated = errors.New("truncated")
 // left in the source when it is known (a plain file) and -1 otherwise;
 // bound, if not -1, is an upper bound on the bytes left (e.g. from a gzip
 // file's compressed size): a header declaring more is refused at once.
-// Behind compression the buffer starts at min(n, 1 MiB) and grows with
-// the data actually read (growTo), so a header declaring a huge shape over
-// a short stream costs at most eight times what the stream holds.
-// After the payload it requires the end of the stream (which also makes a
-// gzip reader verify its checksum).
+// Behind compression the buffer grows with the data actually read, so a
+// header declaring a huge shape over a short stream costs about what the
+// stream holds. After the payload it requires the end of the stream
+// (which also makes a gzip reader verify its checksum).
 func readPayload(r io.Reader, n, known, bound int64) ([]byte, error) {
-	if known >= 0 && n > known {
-		return nil, fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, n, known)
-	}
 	var buf []byte
-	if known >= 0 {
+	var err error
+	switch {
+	case known >= 0 && n > known:
+		return nil, fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, n, known)
+	case known >= 0:
 		buf = make([]byte, n)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, fmt.Errorf("%w: reading %d data bytes: %w", errTruncated, n, err)
 		}
-	} else {
-		if bound >= 0 && n > bound {
-			return nil, fmt.Errorf("%w: header declares %d data bytes but the compressed stream can hold at most %d", errTruncated, n, bound)
+	case bound >= 0 && n > bound:
+		return nil, fmt.Errorf("%w: header declares %d data bytes but the compressed stream can hold at most %d", errTruncated, n, bound)
+	default:
+		if buf, err = io.ReadAll(io.LimitReader(r, n)); err != nil {
+			return nil, fmt.Errorf("reading data after %d of %d bytes: %w", len(buf), n, err)
 		}
-		// Start small and double: memory follows what arrives, not what
-		// the header claims.
-		buf = make([]byte, 0, min(n, 1<<20))
-		for int64(len(buf)) < n {
-			if len(buf) == cap(buf) {
-				nb := make([]byte, len(buf), growTo(cap(buf), len(buf)+1, int(n)))
-				copy(nb, buf)
-				buf = nb
-			}
-			m, err := r.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+m]
-			if err == io.EOF {
-				if int64(len(buf)) < n {
-					return nil, fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d", errTruncated, n, len(buf))
-				}
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("reading data after %d of %d bytes: %w", len(buf), n, err)
-			}
+		if int64(len(buf)) < n {
+			return nil, fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d", errTruncated, n, len(buf))
 		}
 	}
 	if err := expectEOF(r); err != nil {
@@ -205,131 +189,91 @@ func (a *array) forEachC(f func(c, src int)) {
 
 // float64s converts the array to float64 values in C order multiplied by
 // scale, checking that every value is finite. When the array already holds
-// little-endian float64 in C order on a little-endian machine and scale is
-// 1, the raw buffer is reinterpreted without a copy.
+// little-endian float64 in C order on a little-endian machine, the raw
+// buffer is reinterpreted without a copy.
 func (a *array) float64s(scale float64) ([]float64, error) {
 	count := len(a.raw) / a.dt.size
 	if count == 0 {
 		return []float64{}, nil
 	}
-	dt := a.dt
-	if dt.kind == 'f' && dt.size == 8 && !dt.big && nativeLE && !a.fortran && uintptr(unsafe.Pointer(&a.raw[0]))%8 == 0 {
-		out := unsafe.Slice((*float64)(unsafe.Pointer(&a.raw[0])), count)
+	var out []float64
+	switch {
+	case a.fortran && len(a.shape) > 1:
+		out = make([]float64, count)
+		a.forEachC(func(c, src int) { out[c] = a.value(src) * scale })
+	case a.dt == dtype{kind: 'f', size: 8} && nativeLE && uintptr(unsafe.Pointer(&a.raw[0]))%8 == 0:
+		out = unsafe.Slice((*float64)(unsafe.Pointer(&a.raw[0])), count)
 		if scale != 1 {
 			for i := range out {
 				out[i] *= scale
 			}
 		}
-		if i := firstNonFinite(out); i >= 0 {
-			return nil, a.nonFinite(i, out[i])
-		}
-		return out, nil
-	}
-	out := make([]float64, count)
-	raw := a.raw
-	switch {
-	case dt.kind == 'u' && dt.size == 1 && !a.fortran:
-		// The common image case: a tight loop with a lookup table.
-		var lut [256]float64
-		for i := range lut {
-			lut[i] = float64(i) * scale
-		}
-		for i, b := range raw {
-			out[i] = lut[b]
-		}
-		return out, nil
-	case dt.kind == 'f' && dt.size == 4 && !a.fortran:
-		o := dt.order()
-		for i := range out {
-			out[i] = float64(math.Float32frombits(o.Uint32(raw[4*i:]))) * scale
-		}
 	default:
-		get := a.getter()
-		a.forEachC(func(c, src int) { out[c] = get(src) * scale })
+		out = make([]float64, count)
+		newBlockConverter(a.dt, scale).convert(out, a.raw)
 	}
-	if dt.kind == 'f' || !isFinite(scale) {
-		if i := firstNonFinite(out); i >= 0 {
-			return nil, a.nonFinite(i, out[i])
-		}
+	if i := firstNonFinite(out); i >= 0 {
+		return nil, a.nonFinite(i, out[i])
 	}
 	return out, nil
 }
 
-// getter returns a function reading element i as float64.
-func (a *array) getter() func(i int) float64 {
-	raw, o := a.raw, a.dt.order()
-	switch a.dt.kind {
-	case 'f':
-		if a.dt.size == 8 {
-			return func(i int) float64 { return math.Float64frombits(o.Uint64(raw[8*i:])) }
-		}
-		return func(i int) float64 { return float64(math.Float32frombits(o.Uint32(raw[4*i:]))) }
-	case 'b', 'u':
-		switch a.dt.size {
-		case 1:
-			return func(i int) float64 { return float64(raw[i]) }
-		case 2:
-			return func(i int) float64 { return float64(o.Uint16(raw[2*i:])) }
-		case 4:
-			return func(i int) float64 { return float64(o.Uint32(raw[4*i:])) }
-		default:
-			return func(i int) float64 { return float64(o.Uint64(raw[8*i:])) }
-		}
-	default:
-		switch a.dt.size {
-		case 1:
-			return func(i int) float64 { return float64(int8(raw[i])) }
-		case 2:
-			return func(i int) float64 { return float64(int16(o.Uint16(raw[2*i:]))) }
-		case 4:
-			return func(i int) float64 { return float64(int32(o.Uint32(raw[4*i:]))) }
-		default:
-			return func(i int) float64 { return float64(int64(o.Uint64(raw[8*i:]))) }
-		}
+// word returns the bits of element i (storage order) as an unsigned
+// integer.
+func (a *array) word(i int) uint64 {
+	b, o := a.raw[i*a.dt.size:], a.dt.order()
+	switch a.dt.size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(o.Uint16(b))
+	case 4:
+		return uint64(o.Uint32(b))
 	}
+	return o.Uint64(b)
+}
+
+// signed sign-extends a word of a signed integer dtype.
+func (a *array) signed(w uint64) int64 {
+	sh := 64 - 8*a.dt.size
+	return int64(w<<sh) >> sh
+}
+
+// value returns element i (storage order) as float64.
+func (a *array) value(i int) float64 {
+	w := a.word(i)
+	switch {
+	case a.dt.kind == 'f' && a.dt.size == 4:
+		return float64(math.Float32frombits(uint32(w)))
+	case a.dt.kind == 'f':
+		return math.Float64frombits(w)
+	case a.dt.kind == 'i':
+		return float64(a.signed(w))
+	}
+	return float64(w)
 }
 
 // int64s converts the array to int64 values in C order. Integer dtypes
 // convert exactly (uint64 values above MaxInt64 are an error); float dtypes
 // must hold integral values in the int64 range.
 func (a *array) int64s() ([]int64, error) {
-	count := len(a.raw) / a.dt.size
-	out := make([]int64, count)
-	raw, o := a.raw, a.dt.order()
+	out := make([]int64, len(a.raw)/a.dt.size)
 	var bad error
-	if a.dt.kind == 'f' {
-		get := a.getter()
-		a.forEachC(func(c, src int) {
-			v := get(src)
+	a.forEachC(func(c, src int) {
+		switch w := a.word(src); {
+		case a.dt.kind == 'f':
+			v := a.value(src)
 			if bad == nil && (v != math.Trunc(v) || math.Abs(v) >= 1<<63) {
 				bad = fmt.Errorf("element %d: value %v is not an integer", c, v)
 			}
 			out[c] = int64(v)
-		})
-		return out, bad
-	}
-	a.forEachC(func(c, src int) {
-		switch {
-		case a.dt.size == 1 && a.dt.kind == 'i':
-			out[c] = int64(int8(raw[src]))
-		case a.dt.size == 1:
-			out[c] = int64(raw[src])
-		case a.dt.size == 2 && a.dt.kind == 'i':
-			out[c] = int64(int16(o.Uint16(raw[2*src:])))
-		case a.dt.size == 2:
-			out[c] = int64(o.Uint16(raw[2*src:]))
-		case a.dt.size == 4 && a.dt.kind == 'i':
-			out[c] = int64(int32(o.Uint32(raw[4*src:])))
-		case a.dt.size == 4:
-			out[c] = int64(o.Uint32(raw[4*src:]))
 		case a.dt.kind == 'i':
-			out[c] = int64(o.Uint64(raw[8*src:]))
+			out[c] = a.signed(w)
 		default:
-			u := o.Uint64(raw[8*src:])
-			if u > math.MaxInt64 && bad == nil {
-				bad = fmt.Errorf("element %d: value %d does not fit in int64", c, u)
+			if w > math.MaxInt64 && bad == nil {
+				bad = fmt.Errorf("element %d: value %d does not fit in int64", c, w)
 			}
-			out[c] = int64(u)
+			out[c] = int64(w)
 		}
 	})
 	return out, bad

@@ -129,18 +129,16 @@ func CacheClear(cacheDir string) (int64, error) {
 	return freed, nil
 }
 
-// cacheNeed returns the bytes the canonical files of ds take.
-func cacheNeed(ds *data.Dataset) int64 {
-	n, p := ds.X.Dims()
-	need := 8 * int64(n) * int64(p)
-	need += 8 * int64(len(ds.Y)+len(ds.UserStart)+len(ds.UserIDs)+len(ds.Labels))
-	return need
+// cacheNeed returns the bytes the canonical files of ds take, X holding
+// count values.
+func cacheNeed(ds *data.Dataset, count int) int64 {
+	return 8 * int64(count+len(ds.Y)+len(ds.UserStart)+len(ds.UserIDs)+len(ds.Labels))
 }
 
-// checkCacheRoom refuses a data set whose canonical files alone exceed the
-// cache bound.
-func checkCacheRoom(cacheDir string, ds *data.Dataset, maxBytes int64) error {
-	if need := cacheNeed(ds); need > maxBytes {
+// checkCacheRoom refuses a data set whose canonical files alone (need
+// bytes) exceed the cache bound.
+func checkCacheRoom(cacheDir string, need, maxBytes int64) error {
+	if need > maxBytes {
 		return fmt.Errorf("the data set takes %s in the cache %s, above its limit of %s (LoadOptions.CacheMaxBytes, DPLR_CACHE_MAX_BYTES)",
 			FormatBytes(need), cacheDir, FormatBytes(maxBytes))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -131,30 +132,41 @@ func autoHeader(first, second []string) bool {
 
 // readCSV parses a delimited text file of numbers. Every record must have
 // the same number of fields; every numeric field must be a finite number.
+// The header is decided once the second record (or the end) is read.
 func readCSV(r io.Reader, cfg csvConfig) (*table, error) {
 	src := newCSVSource(r, cfg)
-	first, firstLine, second, secondLine, err := src.head()
-	if err != nil {
-		return nil, err
-	}
-	hasHeader, err := headerPresent(cfg.header, first, second)
-	if err != nil {
-		return nil, err
-	}
-	b, err := newTableBuilder(first, second, hasHeader, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if !hasHeader {
-		if err := b.addRow(first, firstLine); err != nil {
+	var first []string
+	var firstLine int
+	var b *tableBuilder
+	for {
+		rec, line, err := src.next(len(first))
+		if err != nil {
 			return nil, err
 		}
-	}
-	if second != nil {
-		if err := b.addRow(second, secondLine); err != nil {
-			return nil, err
+		switch {
+		case first == nil && rec == nil:
+			return nil, errors.New("csv: empty file")
+		case first == nil:
+			first, firstLine = slices.Clone(rec), line
+			continue
+		case b == nil:
+			hasHeader, err := headerPresent(cfg.header, first, rec)
+			if err != nil {
+				return nil, err
+			}
+			if b, err = newTableBuilder(first, rec, hasHeader, cfg); err != nil {
+				return nil, err
+			}
+			if !hasHeader {
+				if err := b.addRow(first, firstLine); err != nil {
+					return nil, err
+				}
+			}
 		}
-		if err := src.rest(b.t.ncol, b.addRow); err != nil {
+		if rec == nil {
+			break
+		}
+		if err := b.addRow(rec, line); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +199,7 @@ func newCSVSource(r io.Reader, cfg csvConfig) *csvSource {
 		cr.Comma = cfg.delim
 	}
 	cr.TrimLeadingSpace = true
-	cr.ReuseRecord = false
+	cr.ReuseRecord = true
 	return &csvSource{cr: cr, rb: rb, maxRecord: maxRecord}
 }
 
@@ -202,53 +214,24 @@ func (s *csvSource) wrap(err error) error {
 	return fmt.Errorf("csv: %w", err)
 }
 
-// head reads the first record and the second one (nil at the end of the
-// file), each with its line; the second is a copy the reader will not reuse.
-func (s *csvSource) head() (first []string, firstLine int, second []string, secondLine int, err error) {
-	first, err = s.cr.Read()
+// next reads the next record (nil at the end of the file) and its line;
+// ncol is the expected number of fields, for the ragged-row message. The
+// record is reused by the following call.
+func (s *csvSource) next(ncol int) ([]string, int, error) {
+	rec, err := s.cr.Read()
 	if err == io.EOF {
-		return nil, 0, nil, 0, errors.New("csv: empty file")
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, nil, 0, s.wrap(err)
+		var pe *csv.ParseError
+		if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
+			return nil, 0, fmt.Errorf("csv: line %d: ragged rows: %d fields, want %d", pe.StartLine, len(rec), ncol)
+		}
+		return nil, 0, s.wrap(err)
 	}
 	s.advance()
-	s.cr.ReuseRecord = true
-	firstLine, _ = s.cr.FieldPos(0)
-	rec, err := s.cr.Read()
-	switch {
-	case err == io.EOF:
-	case err != nil:
-		return nil, 0, nil, 0, s.wrap(err)
-	default:
-		s.advance()
-		second = append([]string(nil), rec...)
-		secondLine, _ = s.cr.FieldPos(0)
-	}
-	return first, firstLine, second, secondLine, nil
-}
-
-// rest passes every remaining record, with its line, to add; ncol is the
-// expected number of fields, for the ragged-row message.
-func (s *csvSource) rest(ncol int, add func(rec []string, line int) error) error {
-	for {
-		rec, err := s.cr.Read()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
-				return fmt.Errorf("csv: line %d: ragged rows: %d fields, want %d", pe.StartLine, len(rec), ncol)
-			}
-			return s.wrap(err)
-		}
-		s.advance()
-		line, _ := s.cr.FieldPos(0)
-		if err := add(rec, line); err != nil {
-			return err
-		}
-	}
+	line, _ := s.cr.FieldPos(0)
+	return rec, line, nil
 }
 
 // headerPresent decides from mode (and, for HeaderAuto, from the first
@@ -436,21 +419,11 @@ func CSVFirstRecord(path string, delim rune) ([]string, error) {
 	if src.format != FormatCSV {
 		return nil, nil
 	}
-	cr := csv.NewReader(&recordBound{r: src.r, limit: DefaultMaxRecordBytes})
-	cr.Comma = ','
-	if delim != 0 {
-		cr.Comma = delim
-	} else if hasExt(path, ".tsv") {
-		cr.Comma = '\t'
+	if delim == 0 && hasExt(path, ".tsv") {
+		delim = '\t'
 	}
-	cr.TrimLeadingSpace = true
-	cr.FieldsPerRecord = -1
-	rec, err := cr.Read()
-	if err == io.EOF {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("csv: %w", err)
-	}
-	return rec, nil
+	cs := newCSVSource(src.r, csvConfig{delim: delim})
+	cs.cr.FieldsPerRecord = -1
+	rec, _, err := cs.next(0)
+	return slices.Clone(rec), err
 }

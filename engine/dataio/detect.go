@@ -27,9 +27,6 @@ const (
 	FormatIDX  Format = "idx"
 )
 
-// Formats lists the explicit formats, for help texts.
-var Formats = []Format{FormatCSV, FormatNPY, FormatIDX}
-
 // ParseFormat parses a format name ("" or "auto" mean FormatAuto).
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
@@ -99,6 +96,7 @@ type source struct {
 	bound  int64
 	format Format
 	gz     bool
+	st     os.FileInfo // the file's state when opened (nil for a reader)
 	closer []io.Closer
 }
 
@@ -110,6 +108,14 @@ func (s *source) Close() error {
 		}
 	}
 	return first
+}
+
+// header reads the header of an array source (.npy or IDX).
+func (s *source) header() (*pending, error) {
+	if s.format == FormatNPY {
+		return decodeNPYHeader(s.r, s.known, s.bound)
+	}
+	return decodeIDXHeader(s.r, s.known, s.bound)
 }
 
 // openSource opens path, unwraps gzip and determines the format (override
@@ -134,6 +140,7 @@ func openSource(path string, override Format) (*source, error) {
 		return nil, err
 	}
 	src.closer = append([]io.Closer{f}, src.closer...)
+	src.st = st
 	return src, nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -79,16 +78,40 @@ func stampOK(r *FileRef, st os.FileInfo) bool {
 // written before stamps were recorded counts as not intact (rewritten).
 func entryIntact(dir string) bool {
 	rec, err := ReadHandle(filepath.Join(dir, fileHandle))
-	if err != nil {
-		return false
-	}
-	for _, r := range rec.refs() {
+	return err == nil && refsIntact(&rec)
+}
+
+// refsIntact reports whether every file h refers to is stamped and in the
+// state it recorded (refState).
+func refsIntact(h *Handle) bool {
+	for _, r := range h.refs() {
 		st, err := os.Stat(r.Path)
-		if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size || r.Stamp == "" || !stampOK(r, st) {
+		if err != nil || r.Stamp == "" || refState(r, st) != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// refState reports how the file r refers to (stat'ed as st) departs from
+// the state r recorded, or nil.
+func refState(r *FileRef, st os.FileInfo) error {
+	need := r.Offset + 8*r.Count
+	switch {
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s: not a regular file", r.Path)
+	case r.Offset < 0 || r.Count < 0 || need < r.Offset:
+		return fmt.Errorf("%s: bad offset %d or count %d", r.Path, r.Offset, r.Count)
+	case r.Size != 0 && st.Size() != r.Size:
+		return fmt.Errorf("%s: file has %d bytes, the handle says %d (truncated or replaced)", r.Path, st.Size(), r.Size)
+	case st.Size() < need:
+		return fmt.Errorf("%s: file has %d bytes, needs %d (truncated)", r.Path, st.Size(), need)
+	case r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime:
+		return fmt.Errorf("%s: file was modified after it was prepared", r.Path)
+	case !stampOK(r, st):
+		return fmt.Errorf("%s: file was changed or replaced after it was prepared (run again to prepare it anew)", r.Path)
+	}
+	return nil
 }
 
 // claimEntry locks the cache entry dir (created if missing) against other
@@ -174,9 +197,6 @@ const (
 	fileLabels    = "labels.i8"
 	fileHandle    = "handle.json"
 )
-
-// chunk is the number of float64 values validated and hashed at a time.
-const chunk = 1 << 16
 
 // Check validates the handle's own consistency (not the files).
 func (h *Handle) Check() error {
@@ -275,7 +295,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
 	if ds.Hash != "" && entryIntact(filepath.Join(abs, ds.Hash)) {
-		h := canonicalHandle(ds, filepath.Join(abs, ds.Hash))
+		h := canonicalHandle(ds, ds.N(), ds.P(), filepath.Join(abs, ds.Hash))
 		if present(h) && stampRefs(&h) == nil {
 			if src == nil {
 				id := IdentityOf(ds)
@@ -292,64 +312,40 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 		d1, d2 = ds.D1, ds.D2
 	}
 	// Write X to a temporary file while validating and hashing it.
-	sh := newStreamHasher(ds.Kind, n, p, d1, d2)
-	tmp, err := os.CreateTemp(abs, ".x-*.f8")
+	sh := newContentHash(ds.Kind, n, p, d1, d2)
+	tmp, err := createTempX(abs)
+	if err != nil {
+		return Handle{}, err
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	raw := ds.X.RawMatrix()
+	for i := 0; i < n && err == nil; i++ {
+		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
+		if err = checkFinite(row, i*p, p); err == nil {
+			hashF64(sh, row)
+			err = writeF64LE(bw, row)
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	w := io.MultiWriter(bw, sh.h)
-	raw := ds.X.RawMatrix()
-	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
-		if err := checkFinite(row, i*p, p); err != nil {
-			tmp.Close()
-			return Handle{}, fmt.Errorf("prepare: %w", err)
-		}
-		if err := writeF64LE(w, row); err != nil {
-			tmp.Close()
-			return Handle{}, fmt.Errorf("prepare: write %s: %w", tmpName, err)
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return Handle{}, fmt.Errorf("prepare: write %s: %w", tmpName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return Handle{}, fmt.Errorf("prepare: close %s: %w", tmpName, err)
-	}
-	writeHashTail(sh.h, ds)
-	sum := hex.EncodeToString(sh.h.Sum(nil))
+	writeHashTail(sh, ds)
+	sum := hex.EncodeToString(sh.Sum(nil))
 	if ds.Hash != "" && ds.Hash != sum {
 		return Handle{}, fmt.Errorf("prepare: data set hash %s does not match its content (%s)", ds.Hash, sum)
 	}
 	ds.Hash = sum
-	dir := filepath.Join(abs, sum)
-	_, unlock, err := claimEntry(dir)
-	if err != nil {
+	h := canonicalHandle(ds, n, p, filepath.Join(abs, sum))
+	if err := storeEntry(ds, &h, tmp.Name()); err != nil {
 		return Handle{}, err
 	}
-	defer unlock()
-	h := canonicalHandle(ds, dir)
-	if !sizeIs(h.X.Path, h.X.Size) {
-		if err := os.Rename(tmpName, h.X.Path); err != nil {
-			return Handle{}, fmt.Errorf("prepare: %w", err)
-		}
-	}
-	if err := writeSmall(ds, h); err != nil {
-		return Handle{}, fmt.Errorf("prepare: %w", err)
-	}
-	if err := stampRefs(&h); err != nil {
-		return Handle{}, err
-	}
-	// The entry's handle.json describes the content only: several sources
-	// or views can give the same content.
-	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
-		return Handle{}, fmt.Errorf("prepare: %w", err)
-	}
-	touch(dir)
 	if src == nil {
 		id := IdentityOf(ds)
 		src = &id
@@ -358,15 +354,57 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	return h, nil
 }
 
-// canonicalHandle returns the handle of ds's canonical files in dir.
-func canonicalHandle(ds *data.Dataset, dir string) Handle {
-	n, p := ds.X.Dims()
-	return canonicalHandleShape(ds, n, p, dir)
+// createTempX creates the temporary file X is written to before it is
+// renamed into its cache entry.
+func createTempX(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".x-*.f8")
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	return f, nil
 }
 
-// canonicalHandleShape is canonicalHandle for a data set whose X (n×p) is
-// not in memory.
-func canonicalHandleShape(ds *data.Dataset, n, p int, dir string) Handle {
+// storeEntry completes the cache entry holding the files h describes
+// (filepath.Dir of its side arrays) under the entry's lock: X is renamed
+// from tmpX unless the entry holds it already ("" when X lives elsewhere),
+// the side arrays of ds are written, every file is stamped into h and
+// handle.json records h. The entry's handle.json describes the content
+// only (h has no source yet): several sources or views can give the same
+// content.
+func storeEntry(ds *data.Dataset, h *Handle, tmpX string) error {
+	dir := filepath.Dir(h.X.Path)
+	if tmpX == "" {
+		dir = filepath.Dir(h.refs()[1].Path)
+	}
+	_, unlock, err := claimEntry(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if tmpX != "" && !sizeIs(h.X.Path, h.X.Size) {
+		if err := os.Rename(tmpX, h.X.Path); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+	}
+	if err := writeSmall(ds, *h); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if err := stampRefs(h); err != nil {
+		return err
+	}
+	if err := writeHandleJSON(filepath.Join(dir, fileHandle), *h); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	touch(dir)
+	return nil
+}
+
+// canonicalHandle returns the handle of the canonical files in dir of ds,
+// whose X (n×p) need not be in memory.
+func canonicalHandle(ds *data.Dataset, n, p int, dir string) Handle {
 	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p}
 	if ds.Kind == data.Trace {
 		h.D1, h.D2 = ds.D1, ds.D2
@@ -469,25 +507,12 @@ func ReadHandle(path string) (Handle, error) {
 }
 
 // PrepareFile reads, validates and hashes the data set at path and returns
-// its handle, writing any files it needs into cacheDir/<hash>/.
-//
-// A float64, little-endian, C-order .npy file used as X without scaling
-// (rows; trace with a response file; users with response and user id files
-// whose ids are already in increasing order) is not copied: it is
-// memory-mapped, validated and hashed in one streaming pass, and the
-// handle's X refers to the original file at its data offset (with its size
-// and modification time, so that Open detects a changed file). Any other
-// rows data from a C-order .npy or IDX file (plain or gzip) is streamed
-// into the cache in one pass without being held in memory (see the package
-// documentation). Every other input is loaded into memory and passed to
-// Prepare.
-//
-// The handle is recorded under cacheDir/files/, keyed by the file's path
-// and state (size, modification time, device and inode), the options and
-// the state of the side files; a later PrepareFile of the same, unchanged
-// input reuses it without reading the data again, as long as the files it
-// references are still there and unchanged in size (and time, for files
-// referenced in place).
+// its handle, writing any files it needs into cacheDir/<hash>/. A float64
+// C-order .npy X read without scaling is used in place (read to hash it,
+// never copied); other data from a C-order .npy or IDX is streamed into the
+// cache in one pass; anything else is loaded and passed to Prepare. The
+// handle is recorded under cacheDir/files/, so that preparing the same,
+// unchanged input again reads nothing (docs/data.md).
 func PrepareFile(path string, opt LoadOptions, cacheDir string) (Handle, error) {
 	return PrepareFileContext(context.Background(), path, opt, cacheDir)
 }
@@ -523,29 +548,26 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 			return h, nil
 		}
 	}
-	h, ok, err := prepareInPlace(ctx, path, abs, opt, cdir)
+	h, ok, err := prepareStreamed(ctx, path, opt, cdir)
 	if err != nil {
 		return Handle{}, err
 	}
 	if !ok {
-		if h, ok, err = prepareStreamed(ctx, path, opt, cdir); err != nil {
-			return Handle{}, err
-		}
-	}
-	if !ok {
 		lo := opt
 		lo.SkipHash = true
-		ds, id, err := load(path, lo, true)
+		ids := &idSink{want: true}
+		ds, err := loadWith(path, lo, ids)
 		if err != nil {
 			return Handle{}, err
 		}
+		id := ids.b.finish()
 		if ds.Name == "" {
 			ds.Name = filepath.Base(path)
 		}
-		if err := checkCacheRoom(cdir, ds, opt.cacheMaxBytes()); err != nil {
+		if err := checkCacheRoom(cdir, cacheNeed(ds, ds.N()*ds.P()), opt.cacheMaxBytes()); err != nil {
 			return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 		}
-		if h, err = prepare(ds, cdir, id); err != nil {
+		if h, err = prepare(ds, cdir, &id); err != nil {
 			return Handle{}, err
 		}
 		h.View = opt.view()
@@ -565,230 +587,12 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 	return h, nil
 }
 
-// prepareInPlace handles the zero-copy case; ok is false if path does not
-// qualify. Rows, trace (X an n×d1×d2 or n×(d1·d2) array plus a response
-// file) and users (X plus response and user id files whose ids are already
-// grouped in increasing order) qualify when X is a float64, little-endian,
-// C-order .npy file read without scaling.
-func prepareInPlace(ctx context.Context, path, abs string, opt LoadOptions, cdir string) (Handle, bool, error) {
-	if !inPlaceOptions(opt) {
-		return Handle{}, false, nil
-	}
-	kind := opt.kind()
-	f, err := os.Open(path)
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	defer f.Close()
-	a, ok, err := inPlaceArrayOf(f, path, kind)
-	if !ok || err != nil {
-		return Handle{}, false, err
-	}
-	fail := func(err error) (Handle, bool, error) {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	ds := &data.Dataset{Kind: kind, Name: opt.Name}
-	if ds.Name == "" {
-		ds.Name = filepath.Base(path)
-	}
-	rowIDs, ok, err := readInPlaceSides(ds, a, opt)
-	if err != nil {
-		return fail(err)
-	}
-	if !ok {
-		return Handle{}, false, nil // rows must be regrouped: copy
-	}
-	m, unmap, err := mapFile(f, a.st.Size())
-	if err != nil {
-		return fail(err)
-	}
-	defer unmap()
-	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[a.hdr.dataOffset])), a.count)
-	ds.X = mat.NewDense(a.n, a.p, x) // valid until unmap; never written
-	if err := checkStructure(ds); err != nil {
-		return fail(err)
-	}
-	id, err := hashMapped(ctx, ds, m, x, a, rowIDs)
-	if err != nil {
-		return fail(err)
-	}
-	dir := filepath.Join(cdir, ds.Hash)
-	h := canonicalHandle(ds, dir)
-	h.Source, h.View = &id, opt.view()
-	h.X = FileRef{Path: abs, Offset: a.hdr.dataOffset, DType: DTypeFloat64, Count: a.count, Size: a.st.Size(), ModTime: a.st.ModTime().UnixNano(), Stamp: fileStamp(a.st)}
-	if len(h.refs()) > 1 {
-		// The small side arrays live in the cache entry: written unless the
-		// entry is intact, then stamped and recorded in its handle.json.
-		_, unlock, err := claimEntry(dir)
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
-		if err := writeSmall(ds, h); err != nil {
-			return fail(err)
-		}
-		if err := stampRefs(&h); err != nil {
-			return fail(err)
-		}
-		if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
-			return fail(err)
-		}
-	}
-	return h, true, nil
-}
-
-// inPlaceOptions reports whether opt allows reading X in place: no
-// scaling, no column selection, a native little-endian machine that can
-// map files, an .npy (or undetermined) format and the side files the
-// kind needs.
-func inPlaceOptions(opt LoadOptions) bool {
-	if opt.scale() != 1 || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 ||
-		!nativeLE || !mmapSupported || (opt.Format != FormatAuto && opt.Format != FormatNPY) {
-		return false
-	}
-	switch kind := opt.kind(); {
-	case kind == data.Trace && opt.ResponsePath == "":
-		return false
-	case kind == data.Users && (opt.ResponsePath == "" || opt.UsersPath == ""):
-		return false
-	}
-	return true
-}
-
-// inPlaceArray is an .npy file whose data can be mapped as X.
-type inPlaceArray struct {
-	st    os.FileInfo
-	hdr   npyHeader
-	count int64 // number of values
-	n, p  int   // X's shape (trace: p = d1·d2)
-}
-
-// inPlaceArrayOf reads f's .npy header; ok is false if f is not a regular
-// file holding a float64, C-order array of a rank that suits kind. The
-// errors are those of a candidate whose header and size disagree.
-func inPlaceArrayOf(f *os.File, path string, kind data.Kind) (inPlaceArray, bool, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return inPlaceArray{}, false, nil
-	}
-	hdr, err := readNPYHeader(bufio.NewReader(io.NewSectionReader(f, 0, st.Size())))
-	if err != nil || hdr.dt != (dtype{kind: 'f', size: 8}) || hdr.fortran || hdr.dataOffset%8 != 0 {
-		return inPlaceArray{}, false, nil // not a candidate; Load reports any error
-	}
-	rank := len(hdr.shape)
-	if (kind == data.Trace && rank != 2 && rank != 3) || (kind == data.Users && rank != 2) {
-		return inPlaceArray{}, false, nil
-	}
-	count, err := shapeCount(hdr.shape, 8)
-	if err != nil {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: npy: %w", path, err)
-	}
-	if want := hdr.dataOffset + 8*count; st.Size() != want {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: npy (%s, shape %v): file has %d bytes, header implies %d", path, hdr.dt, hdr.shape, st.Size(), want)
-	}
-	n, p, err := matrixShape(hdr.shape)
-	if err != nil {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	if n == 0 || p == 0 {
-		return inPlaceArray{}, false, fmt.Errorf("prepare %s: empty array of shape %v", path, hdr.shape)
-	}
-	return inPlaceArray{st: st, hdr: hdr, count: count, n: n, p: p}, true, nil
-}
-
-// readInPlaceSides reads the side files of a dataset whose X is a: trace
-// shape and response, user ids (returned, one per row) and response,
-// labels. ok is false if the user ids are not grouped, so that the rows
-// must be copied.
-func readInPlaceSides(ds *data.Dataset, a inPlaceArray, opt LoadOptions) (rowIDs []int64, ok bool, err error) {
-	n, p, shape := a.n, a.p, a.hdr.shape
-	switch ds.Kind {
-	case data.Trace:
-		if err := traceShapeInPlace(ds, shape, p, opt); err != nil {
-			return nil, false, err
-		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
-			return nil, false, err
-		}
-	case data.Users:
-		ids, err := readIntVector(opt.UsersPath, "user ids", n, opt.maxBytes())
-		if err != nil {
-			return nil, false, err
-		}
-		if !slices.IsSorted(ids) {
-			return nil, false, nil
-		}
-		rowIDs = ids
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
-			return nil, false, err
-		}
-		if err := GroupByUser(ds, ids); err != nil {
-			return nil, false, err
-		}
-	}
-	if opt.LabelsPath != "" {
-		ints, err := readIntVector(opt.LabelsPath, "labels", n, opt.maxBytes())
-		if err != nil {
-			return nil, false, err
-		}
-		if ds.Labels, err = toLabels(ints); err != nil {
-			return nil, false, fmt.Errorf("labels: %w", err)
-		}
-	}
-	return rowIDs, true, nil
-}
-
-// traceShapeInPlace sets ds.D1 and ds.D2 from the array's shape (rank 3)
-// or from opt, and completes them (completeTraceShape).
-func traceShapeInPlace(ds *data.Dataset, shape []int, p int, opt LoadOptions) error {
-	ds.D1, ds.D2 = opt.D1, opt.D2
-	if len(shape) == 3 {
-		if (opt.D1 != 0 && opt.D1 != shape[1]) || (opt.D2 != 0 && opt.D2 != shape[2]) {
-			return fmt.Errorf("array of shape %v does not hold %d×%d samples", shape, opt.D1, opt.D2)
-		}
-		ds.D1, ds.D2 = shape[1], shape[2]
-	}
-	return completeTraceShape(ds, p)
-}
-
-// hashMapped checks and hashes the mapped values x (the data of the file
-// mapped as m) chunk by chunk, releasing the pages already read, sets
-// ds.Hash and returns the source identity of the rows.
-func hashMapped(ctx context.Context, ds *data.Dataset, m []byte, x []float64, a inPlaceArray, rowIDs []int64) (Identity, error) {
-	sh := newStreamHasher(ds.Kind, a.n, a.p, ds.D1, ds.D2)
-	rs := &rowStream{b: newIDBuilder(sideCols(ds, rowIDs)...), p: a.p}
-	for off := 0; off < len(x); off += chunk {
-		if off%(chunk*64) == 0 {
-			if err := ctx.Err(); err != nil {
-				return Identity{}, err
-			}
-			// Keep the host's footprint small: pages already hashed are
-			// released (they stay cached for the plugin that maps them).
-			if off > 0 {
-				dropPages(m, 0, int(a.hdr.dataOffset)+8*off)
-			}
-		}
-		part := x[off:min(off+chunk, len(x))]
-		if err := checkFinite(part, off, a.p); err != nil {
-			return Identity{}, err
-		}
-		hashF64(sh.h, part)
-		rs.add(part)
-	}
-	writeHashTail(sh.h, ds)
-	ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
-	return rs.b.finish(), nil
-}
-
 // memoPath names the record of a preparation of the file at abs in its
 // current state (size, modification time, device and inode) with the given
 // options (and the current state of the side files they name).
 func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	key := sha256.New()
-	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileID(st))
+	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileStamp(st))
 	optJSON, _ := json.Marshal(opt)
 	key.Write(optJSON)
 	for _, side := range []string{opt.LabelsPath, opt.ResponsePath, opt.UsersPath} {
@@ -799,7 +603,7 @@ func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 		sa, _ := filepath.Abs(side)
 		fmt.Fprintf(key, "%s", sa)
 		if ls, err := os.Stat(side); err == nil {
-			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), fileID(ls))
+			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), fileStamp(ls))
 		}
 	}
 	return filepath.Join(cacheDir, "files", hex.EncodeToString(key.Sum(nil))+".json")
@@ -810,15 +614,8 @@ func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 // was recorded).
 func reusePrepared(memo string) (Handle, bool) {
 	h, err := ReadHandle(memo)
-	if err != nil || h.Source == nil || h.View == nil {
-		return Handle{}, false // unreadable, or recorded before identities
-	}
-	for _, r := range h.refs() {
-		st, err := os.Stat(r.Path)
-		if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size ||
-			(r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime) || r.Stamp == "" || !stampOK(r, st) {
-			return Handle{}, false
-		}
+	if err != nil || h.Source == nil || h.View == nil || !refsIntact(&h) {
+		return Handle{}, false // unreadable, recorded before identities, or stale
 	}
 	return h, true
 }
@@ -839,12 +636,12 @@ func Open(h Handle) (*data.Dataset, io.Closer, error) {
 	}
 	var err error
 	if h.Y != nil {
-		if ds.Y, err = readRefF64(h.Y); err != nil {
+		if ds.Y, err = readRef[float64](h.Y); err != nil {
 			return nil, nil, fmt.Errorf("open data set: responses: %w", err)
 		}
 	}
 	if h.UserStart != nil {
-		us, err := readRefI64(h.UserStart)
+		us, err := readRef[int64](h.UserStart)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open data set: user boundaries: %w", err)
 		}
@@ -855,12 +652,12 @@ func Open(h Handle) (*data.Dataset, io.Closer, error) {
 			}
 			ds.UserStart[i] = int(v)
 		}
-		if ds.UserIDs, err = readRefI64(h.UserIDs); err != nil {
+		if ds.UserIDs, err = readRef[int64](h.UserIDs); err != nil {
 			return nil, nil, fmt.Errorf("open data set: user ids: %w", err)
 		}
 	}
 	if h.Labels != nil {
-		lb, err := readRefI64(h.Labels)
+		lb, err := readRef[int64](h.Labels)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open data set: labels: %w", err)
 		}
@@ -891,28 +688,15 @@ func openRef(r *FileRef) (*os.File, int64, error) {
 		f.Close()
 		return nil, 0, err
 	}
-	need := r.Offset + 8*r.Count
-	switch {
-	case r.Offset < 0 || r.Count < 0 || need < r.Offset:
-		err = fmt.Errorf("%s: bad offset %d or count %d", r.Path, r.Offset, r.Count)
-	case r.Size != 0 && st.Size() != r.Size:
-		err = fmt.Errorf("%s: file has %d bytes, the handle says %d (truncated or replaced)", r.Path, st.Size(), r.Size)
-	case st.Size() < need:
-		err = fmt.Errorf("%s: file has %d bytes, needs %d (truncated)", r.Path, st.Size(), need)
-	case r.ModTime != 0 && st.ModTime().UnixNano() != r.ModTime:
-		err = fmt.Errorf("%s: file was modified after it was prepared", r.Path)
-	case !stampOK(r, st):
-		err = fmt.Errorf("%s: file was changed or replaced after it was prepared (run again to prepare it anew)", r.Path)
-	}
-	if err != nil {
+	if err = refState(r, st); err != nil {
 		f.Close()
 		return nil, 0, err
 	}
 	return f, st.Size(), nil
 }
 
-// readRef reads the bytes of a referenced array.
-func readRef(r *FileRef) ([]byte, error) {
+// readRef reads a referenced array of float64 or int64 values.
+func readRef[T float64 | int64](r *FileRef) ([]T, error) {
 	f, _, err := openRef(r)
 	if err != nil {
 		return nil, err
@@ -922,29 +706,10 @@ func readRef(r *FileRef) ([]byte, error) {
 	if _, err := f.ReadAt(b, r.Offset); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Path, err)
 	}
-	return b, nil
-}
-
-func readRefF64(r *FileRef) ([]float64, error) {
-	b, err := readRef(r)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, r.Count)
+	out := make([]T, r.Count)
 	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return out, nil
-}
-
-func readRefI64(r *FileRef) ([]int64, error) {
-	b, err := readRef(r)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, r.Count)
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		w := binary.LittleEndian.Uint64(b[8*i:])
+		out[i] = *(*T)(unsafe.Pointer(&w))
 	}
 	return out, nil
 }
@@ -970,7 +735,7 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 	}
 	defer f.Close() // the mapping stays valid after the file is closed
 	if !nativeLE || r.Offset%8 != 0 || !mmapSupported {
-		v, err := readRefF64(r)
+		v, err := readRef[float64](r)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -982,29 +747,4 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 	}
 	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[r.Offset])), r.Count)
 	return x, &unmapper{fn: unmap}, nil
-}
-
-// MarshalHandle encodes a handle as JSON, the form in which it crosses the
-// plugin boundary.
-func MarshalHandle(h Handle) ([]byte, error) {
-	if err := h.Check(); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("encode handle: %w", err)
-	}
-	return b, nil
-}
-
-// ParseHandle decodes and checks a handle encoded by MarshalHandle.
-func ParseHandle(b []byte) (Handle, error) {
-	var h Handle
-	if err := json.Unmarshal(b, &h); err != nil {
-		return h, fmt.Errorf("decode handle: %w", err)
-	}
-	if err := h.Check(); err != nil {
-		return h, err
-	}
-	return h, nil
 }

@@ -4,12 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"math"
-	"unsafe"
 
 	"github.com/dplr/dplr/engine/data"
 )
@@ -21,7 +19,6 @@ const hashPrefix = "dplr-dataset-v1\n"
 // Hash returns the content hash of ds (see the package documentation for
 // the canonical encoding). It does not validate ds.
 func Hash(ds *data.Dataset) string {
-	h := sha256.New()
 	n, p := 0, 0
 	if ds.X != nil && !ds.X.IsEmpty() {
 		n, p = ds.X.Dims()
@@ -30,7 +27,7 @@ func Hash(ds *data.Dataset) string {
 	if ds.Kind == data.Trace {
 		d1, d2 = ds.D1, ds.D2
 	}
-	writeHashHeader(h, ds.Kind, n, p, d1, d2)
+	h := newContentHash(ds.Kind, n, p, d1, d2)
 	if n > 0 {
 		raw := ds.X.RawMatrix()
 		if raw.Stride == p {
@@ -100,25 +97,15 @@ func intsToInt64(v []int) []int64 {
 
 // hashF64 feeds little-endian float64 bytes of v to h.
 func hashF64(h io.Writer, v []float64) {
-	if len(v) == 0 {
-		return
-	}
-	if nativeLE {
-		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v)))
-		return
-	}
-	writeF64LE(h, v)
+	_ = writeF64LE(h, v) // a hash's Write never fails
 }
 
-// streamHasher validates and hashes X in chunks (used on memory maps).
-type streamHasher struct {
-	h hash.Hash
-}
-
-func newStreamHasher(kind data.Kind, n, p, d1, d2 int) *streamHasher {
-	s := &streamHasher{h: sha256.New()}
-	writeHashHeader(s.h, kind, n, p, d1, d2)
-	return s
+// newContentHash starts a content hash: the prefix, kind and shape
+// written, X and the tail (writeHashTail) to follow.
+func newContentHash(kind data.Kind, n, p, d1, d2 int) hash.Hash {
+	h := sha256.New()
+	writeHashHeader(h, kind, n, p, d1, d2)
+	return h
 }
 
 // checkFinite reports the first non-finite value of x (offset gives the
@@ -145,22 +132,6 @@ func checkStructure(ds *data.Dataset) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("response %d: value %v is not finite", i, v)
 		}
-	}
-	return nil
-}
-
-// Verify recomputes the content hash of ds (one pass over the data) and
-// checks it against ds.Hash, for callers that want to confirm that opened
-// files still hold the data set the handle names.
-func Verify(ds *data.Dataset) error {
-	if ds == nil {
-		return errors.New("verify: no data set")
-	}
-	if ds.Hash == "" {
-		return errors.New("verify: data set has no hash")
-	}
-	if got := Hash(ds); got != ds.Hash {
-		return fmt.Errorf("verify: content hash %s does not match the recorded %s (data changed since it was prepared)", got, ds.Hash)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -115,3 +116,18 @@ func f32s(x []float64) []float32 {
 }
 
 var nan = math.NaN()
+
+// containment is SketchContainmentSample's estimate alone.
+func containment(a, b []uint64) float64 {
+	c, _ := SketchContainmentSample(a, b)
+	return c
+}
+
+// decodeWhole reads a whole array stream through its header decoder.
+func decodeWhole(header func(io.Reader, int64, int64) (*pending, error), r io.Reader, known int64) (*array, error) {
+	p, err := header(r, known, -1)
+	if err != nil {
+		return nil, err
+	}
+	return p.read()
+}

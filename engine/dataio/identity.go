@@ -43,7 +43,7 @@ type Identity struct {
 	Rows int64 `json:"rows"`
 	// Sketch holds the SketchSize smallest distinct 64-bit hashes of the
 	// rows after rounding (fewer if the source has fewer distinct rounded
-	// rows), in increasing order. SketchContainment compares two sketches
+	// rows), in increasing order. SketchContainmentSample compares two sketches
 	// to detect partial or slightly edited copies, which Hash cannot.
 	Sketch []uint64 `json:"sketch"`
 }
@@ -70,39 +70,12 @@ func (id Identity) Check() error {
 	return nil
 }
 
-// SketchContainment estimates the fraction of the (distinct, rounded) rows
-// of the source sketched by a that are also rows of the source sketched by
-// b. See SketchContainmentSample for the estimator and its error.
-func SketchContainment(a, b []uint64) float64 {
-	c, _ := SketchContainmentSample(a, b)
-	return c
-}
-
 // SketchContainmentSample estimates the fraction c of the distinct rounded
 // rows of source A that also occur in source B from their bottom-k
 // sketches a and b (sorted, distinct, as in Identity.Sketch), and returns
-// the number m of A's rows the estimate rests on.
-//
-// Let t be the largest hash that both sketches would hold if present: the
-// largest of a, lowered to the largest of b when b is full (SketchSize
-// hashes). Every row of A whose hash is at most t is in a, and every row
-// of B whose hash is at most t is in b, so membership of those m rows in B
-// is known exactly; the estimate is the fraction of them found in b. As
-// the hash orders rows at random, those m rows are a uniform sample
-// without replacement of A's rows, and by Hoeffding's inequality (which
-// holds for sampling without replacement)
-//
-//	P(|ĉ − c| ≥ ε) ≤ 2·exp(−2mε²),
-//
-// so with m = 256 the error is below 0.085 with probability 0.95 and
-// below 0.102 with probability 0.99. m is about SketchSize·min(1, |A|/|B|)
-// (a sketch covers a fraction k/|B| of B's hash range): comparing a small
-// part A with a large whole B rests on fewer rows (a tenth of B: m ≈ 26,
-// error below 0.32 at 99%), though a part wholly contained in B still gives
-// exactly 1. m = 0 (no usable sample) gives c = 0. When
-// neither sketch is full, both hold every row and the result is exact.
-// Rows that are equal after rounding count once, and a row of A counts as
-// present in B when some row of B rounds to the same values.
+// the number m of A's rows the estimate rests on: with probability 0.99
+// the error is below sqrt(ln(200)/(2m)), 0.102 for m = 256. m = 0 gives
+// c = 0. docs/data.md derives the estimator and its error.
 func SketchContainmentSample(a, b []uint64) (c float64, m int) {
 	if len(a) == 0 || len(b) == 0 {
 		return 0, 0
@@ -212,10 +185,6 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 		}
 		for _, tf := range texts {
 			h = mixText(h, tf.s)
-		}
-	case len(texts) == 0:
-		for _, v := range x {
-			h = mixWord(h, uint64(int64(math.Round(v*inv))))
 		}
 	default:
 		ti := 0
@@ -390,90 +359,30 @@ func (b *idBuilder) finish() Identity {
 	return Identity{Hash: hex.EncodeToString(h.Sum(nil)), Rows: b.rows, Sketch: b.sk.sorted()}
 }
 
-// sketcher keeps the SketchSize smallest distinct values added, in a
-// max-heap.
+// sketcher keeps the SketchSize smallest distinct values added, in
+// increasing order.
 type sketcher struct {
-	heap []uint64
+	vals []uint64
 }
 
 func (s *sketcher) add(h uint64) {
-	if len(s.heap) == SketchSize && h >= s.heap[0] {
+	if len(s.vals) == SketchSize && h >= s.vals[SketchSize-1] {
 		return
 	}
-	if slices.Contains(s.heap, h) {
+	i, found := slices.BinarySearch(s.vals, h)
+	if found {
 		return
 	}
-	if len(s.heap) < SketchSize {
-		s.heap = append(s.heap, h)
-		for i := len(s.heap) - 1; i > 0; {
-			p := (i - 1) / 2
-			if s.heap[p] >= s.heap[i] {
-				break
-			}
-			s.heap[p], s.heap[i] = s.heap[i], s.heap[p]
-			i = p
-		}
-		return
-	}
-	s.heap[0] = h
-	for i := 0; ; {
-		l, r, big := 2*i+1, 2*i+2, i
-		if l < len(s.heap) && s.heap[l] > s.heap[big] {
-			big = l
-		}
-		if r < len(s.heap) && s.heap[r] > s.heap[big] {
-			big = r
-		}
-		if big == i {
-			break
-		}
-		s.heap[i], s.heap[big] = s.heap[big], s.heap[i]
-		i = big
+	s.vals = slices.Insert(s.vals, i, h)
+	if len(s.vals) > SketchSize {
+		s.vals = s.vals[:SketchSize]
 	}
 }
 
-func (s *sketcher) sorted() []uint64 {
-	out := slices.Clone(s.heap)
-	slices.Sort(out)
-	return out
-}
+func (s *sketcher) sorted() []uint64 { return slices.Clone(s.vals) }
 
-// rowStream feeds a row-major stream of values arriving in chunks of any
-// length to an idBuilder, p values per row.
-type rowStream struct {
-	b       *idBuilder
-	p       int
-	partial []float64
-	next    int // index of the next row
-}
-
-func (r *rowStream) add(chunk []float64) {
-	if len(r.partial) > 0 {
-		k := min(r.p-len(r.partial), len(chunk))
-		r.partial = append(r.partial, chunk[:k]...)
-		chunk = chunk[k:]
-		if len(r.partial) < r.p {
-			return
-		}
-		r.b.row(r.next, r.partial, nil)
-		r.next++
-		r.partial = r.partial[:0]
-	}
-	for len(chunk) >= r.p {
-		r.b.row(r.next, chunk[:r.p], nil)
-		r.next++
-		chunk = chunk[r.p:]
-	}
-	r.partial = append(r.partial, chunk...)
-}
-
-// matrixIdentity returns the identity of an n×p row-major matrix of
-// unscaled source values with the given side columns.
-func matrixIdentity(x []float64, n, p int, sides ...sideCol) Identity {
-	return matrixBuilder(x, n, p, sides...).finish()
-}
-
-// matrixBuilder is matrixIdentity before finishing.
+// matrixBuilder hashes an n×p row-major matrix of unscaled source values
+// with the given side columns.
 func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
 	b := newIDBuilder(sides...)
 	for i := 0; i < n; i++ {
@@ -482,55 +391,42 @@ func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
 	return b
 }
 
-// tableIdentity returns the identity of a CSV table: every record (and a
-// numeric first record that a forced header hid), with its fields that
-// read as numbers as numbers and its other fields as text, in file order.
-func tableIdentity(t *table, sides ...sideCol) Identity {
-	return tableIDBuilder(t, sides...).finish()
-}
-
-// tableIDBuilder is tableIdentity before finishing.
+// tableIDBuilder hashes a CSV table: every record (and a numeric first
+// record that a forced header hid), with its fields that read as numbers as
+// numbers and its other fields as text, in file order.
 func tableIDBuilder(t *table, sides ...sideCol) *idBuilder {
 	b := newIDBuilder(sides...)
-	textCols := make([]int, 0, len(t.text))
-	for c := range t.text {
-		textCols = append(textCols, c)
-	}
-	slices.Sort(textCols)
-	isText := make([]bool, t.ncol)
-	for _, c := range textCols {
-		isText[c] = true
-	}
 	x := make([]float64, 0, t.ncol)
-	texts := make([]textField, 0, len(textCols))
+	var texts []textField
+	// field adds one field: a number where it parses (a text column's
+	// numbers count as numbers, so that reading the file as another kind
+	// keeps its identity), else text.
+	field := func(f string) {
+		if v, ok := parseFinite(f); ok {
+			x = append(x, v)
+		} else {
+			texts = append(texts, textField{col: len(x), s: f})
+		}
+	}
 	if t.hidden != nil {
-		// The hidden record holds numbers wherever they parse; side files
-		// have no value for it.
-		x, texts = x[:0], texts[:0]
+		// The hidden record has no value in the side files.
 		for _, f := range t.hidden {
-			if v, ok := parseFinite(f); ok {
-				x = append(x, v)
-			} else {
-				texts = append(texts, textField{col: len(x), s: f})
-			}
+			field(f)
 		}
 		b.row(-1, x, texts)
 	}
+	textOf := make([][]string, t.ncol) // the text columns, by index
+	for c, col := range t.text {
+		textOf[c] = col
+	}
 	for i := 0; i < t.nrow; i++ {
 		x, texts = x[:0], texts[:0]
-		row := t.vals[i*t.ncol : (i+1)*t.ncol]
-		for j, v := range row {
-			if isText[j] {
-				// A text column's numbers count as numbers, so that
-				// reading the file as another kind keeps its identity.
-				if v, ok := parseFinite(t.text[j][i]); ok {
-					x = append(x, v)
-				} else {
-					texts = append(texts, textField{col: len(x), s: t.text[j][i]})
-				}
-				continue
+		for j, v := range t.vals[i*t.ncol : (i+1)*t.ncol] {
+			if col := textOf[j]; col != nil {
+				field(col[i])
+			} else {
+				x = append(x, v)
 			}
-			x = append(x, v)
 		}
 		b.row(i, x, texts)
 	}

@@ -76,7 +76,7 @@ func TestLoadIdentityPartsShards(t *testing.T) {
 		{"users", []sideCol{{f: y}, {i: ids}}, func(i int) ([]float64, []int64) { return []float64{y[i]}, []int64{ids[i]} }},
 	} {
 		t.Run(fmt.Sprint("array-", c.name), func(t *testing.T) {
-			want := matrixIdentity(x, n, d, c.sides...)
+			want := matrixBuilder(x, n, d, c.sides...).finish()
 			var q IdentityParts
 			for i := n - 1; i >= 0; i-- {
 				fl, in := c.f(i)

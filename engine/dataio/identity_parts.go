@@ -19,16 +19,12 @@ type IdentityParts struct {
 	Rows int64
 	// Sum is the sum of the rows' digests mod 2^256, little-endian limbs.
 	Sum [4]uint64
-	// Heap holds the part's bottom-k sketch hashes, in heap order.
+	// Heap holds the part's bottom-k sketch hashes, in increasing order.
 	Heap []uint64
 }
 
 // AddRow hashes one source row (unscaled values, as the file holds them).
-func (p *IdentityParts) AddRow(x []float64) {
-	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{heap: p.Heap}}
-	b.row(-1, x, nil)
-	p.Rows, p.Sum, p.Heap = b.rows, b.sum, b.sk.heap
-}
+func (p *IdentityParts) AddRow(x []float64) { p.AddRecord(x, nil, nil) }
 
 // Merge adds the rows hashed by q.
 func (p *IdentityParts) Merge(q IdentityParts) {
@@ -37,16 +33,16 @@ func (p *IdentityParts) Merge(q IdentityParts) {
 		p.Sum[k], c = bits.Add64(p.Sum[k], q.Sum[k], c)
 	}
 	p.Rows += q.Rows
-	sk := sketcher{heap: p.Heap}
+	sk := sketcher{vals: p.Heap}
 	for _, h := range q.Heap {
 		sk.add(h)
 	}
-	p.Heap = sk.heap
+	p.Heap = sk.vals
 }
 
 // Identity returns the identity of the rows hashed so far.
 func (p IdentityParts) Identity() Identity {
-	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{heap: p.Heap}}
+	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{vals: p.Heap}}
 	return b.finish()
 }
 
@@ -63,14 +59,14 @@ func (p *IdentityParts) AddRecord(x []float64, floats []float64, ints []int64) {
 	for _, v := range ints {
 		sides = append(sides, sideCol{i: []int64{v}})
 	}
-	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{heap: p.Heap}, sides: sides}
+	b := idBuilder{rows: p.Rows, sum: p.Sum, sk: sketcher{vals: p.Heap}, sides: sides}
 	b.row(0, x, nil)
-	p.Rows, p.Sum, p.Heap = b.rows, b.sum, b.sk.heap
+	p.Rows, p.Sum, p.Heap = b.rows, b.sum, b.sk.vals
 }
 
 // parts returns the builder's state as parts.
 func (b *idBuilder) parts() IdentityParts {
-	return IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.heap}
+	return IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.vals}
 }
 
 // LoadIdentityParts is LoadIdentity returning the identity's parts, so
@@ -85,5 +81,5 @@ func LoadIdentityParts(path string, opt LoadOptions) (*data.Dataset, IdentityPar
 	if err != nil {
 		return nil, IdentityParts{}, err
 	}
-	return ds, ids.parts, nil
+	return ds, ids.b.parts(), nil
 }

@@ -16,7 +16,7 @@ func TestIdentityPartsMerge(t *testing.T) {
 	for i := range x {
 		x[i] = r.NormFloat64()
 	}
-	want := matrixIdentity(x, n, p)
+	want := matrixBuilder(x, n, p).finish()
 	for _, cuts := range [][]int{{0, n}, {0, 1, 500, 999, n}, {0, 300, 300, 700, n}} {
 		var parts []IdentityParts
 		for k := 0; k+1 < len(cuts); k++ {

@@ -152,7 +152,7 @@ func TestSourceIdentityImages(t *testing.T) {
 	}
 	pre := sourceOf(t, writeTemp(t, dir, "pre.npy", npyFile(1, "<f8", false, []int{n, p}, encode(le, scaled))), LoadOptions{})
 	assert.NotEqual(t, want.Hash, pre.Hash, "different numbers are a different exact source")
-	assert.Equal(t, 1.0, SketchContainment(pre.Sketch, want.Sketch), "rows equal up to their scale match in the sketch")
+	assert.Equal(t, 1.0, containment(pre.Sketch, want.Sketch), "rows equal up to their scale match in the sketch")
 }
 
 // TestSourceIdentityNearCopies: a one-ulp edit or a partial copy has
@@ -183,7 +183,7 @@ func TestSourceIdentityNearCopies(t *testing.T) {
 	assert.InDelta(t, float64(m)/n, c, bound, "k = %d", k)
 
 	other := sourceOf(t, writeTemp(t, dir, "other.npy", npyFile(1, "<f8", false, []int{n, p}, encode(le, identityRows(n, p, 8)))), LoadOptions{})
-	assert.Equal(t, 0.0, SketchContainment(other.Sketch, full.Sketch))
+	assert.Equal(t, 0.0, containment(other.Sketch, full.Sketch))
 }
 
 // TestSketchContainment checks the estimator on sketches built from
@@ -223,12 +223,12 @@ func TestSketchContainment(t *testing.T) {
 			assert.InDelta(t, c.want, got, math.Sqrt(math.Log(200)/(2*float64(m))), "m = %d", m)
 		})
 	}
-	assert.Equal(t, 0.0, SketchContainment(nil, build(0, 10)))
+	assert.Equal(t, 0.0, containment(nil, build(0, 10)))
 }
 
 // TestIdentityCheck covers the identity's own validation.
 func TestIdentityCheck(t *testing.T) {
-	good := matrixIdentity([]float64{1, 2, 3, 4}, 2, 2)
+	good := matrixBuilder([]float64{1, 2, 3, 4}, 2, 2).finish()
 	require.NoError(t, good.Check())
 	bad := good
 	bad.Sketch = []uint64{good.Sketch[1], good.Sketch[0]}
@@ -241,10 +241,10 @@ func TestIdentityCheck(t *testing.T) {
 	bad = good
 	bad.Rows = 0
 	assert.Error(t, bad.Check())
-	assert.Equal(t, good, matrixIdentity([]float64{3, 4, 1, 2}, 2, 2), "row order does not matter")
-	assert.NotEqual(t, good.Hash, matrixIdentity([]float64{1, 2, 3, 4, 1, 2}, 3, 2).Hash, "multiplicity matters")
-	assert.Equal(t, good.Hash, matrixIdentity([]float64{1, 2, 3, 4}, 2, 2).Hash)
-	assert.Equal(t, matrixIdentity([]float64{0, 1}, 1, 2).Hash, matrixIdentity([]float64{math.Copysign(0, -1), 1}, 1, 2).Hash, "-0 and +0 are one value")
+	assert.Equal(t, good, matrixBuilder([]float64{3, 4, 1, 2}, 2, 2).finish(), "row order does not matter")
+	assert.NotEqual(t, good.Hash, matrixBuilder([]float64{1, 2, 3, 4, 1, 2}, 3, 2).finish().Hash, "multiplicity matters")
+	assert.Equal(t, good.Hash, matrixBuilder([]float64{1, 2, 3, 4}, 2, 2).finish().Hash)
+	assert.Equal(t, matrixBuilder([]float64{0, 1}, 1, 2).finish().Hash, matrixBuilder([]float64{math.Copysign(0, -1), 1}, 1, 2).finish().Hash, "-0 and +0 are one value")
 
 }
 
@@ -273,8 +273,8 @@ func TestSourceIdentityKinds(t *testing.T) {
 // TestSketchTinyRows: rows of subnormal magnitudes round like any other
 // row (no infinite reciprocal), so a scaled copy keeps its sketch.
 func TestSketchTinyRows(t *testing.T) {
-	tiny := matrixIdentity([]float64{5e-324, 1e-323, 0}, 1, 3)
-	big := matrixIdentity([]float64{1, 2, 0}, 1, 3)
+	tiny := matrixBuilder([]float64{5e-324, 1e-323, 0}, 1, 3).finish()
+	big := matrixBuilder([]float64{1, 2, 0}, 1, 3).finish()
 	require.NoError(t, tiny.Check())
 	assert.Equal(t, big.Sketch, tiny.Sketch, "the row is (1, 2, 0) up to its scale")
 	assert.NotEqual(t, big.Hash, tiny.Hash)
@@ -312,5 +312,5 @@ func TestFashionMNISTIdentity(t *testing.T) {
 	_, fromPre, err := LoadIdentity(pre, LoadOptions{})
 	require.NoError(t, err)
 	assert.NotEqual(t, id.Hash, fromPre.Hash)
-	assert.Equal(t, 1.0, SketchContainment(fromPre.Sketch, id.Sketch))
+	assert.Equal(t, 1.0, containment(fromPre.Sketch, id.Sketch))
 }

@@ -36,18 +36,6 @@ func isIDXMagic(b []byte) bool {
 	return ok && b[3] >= 1 && b[3] <= 32
 }
 
-// decodeIDX reads a whole IDX stream (the MNIST container: a 4-byte magic
-// 00 00 <type> <rank>, rank big-endian uint32 dimensions, then the data in
-// C order, big-endian). known is the number of bytes left in r if known,
-// -1 otherwise; bound is an upper bound on them, or -1.
-func decodeIDX(r io.Reader, known, bound int64) (*array, error) {
-	p, err := decodeIDXHeader(r, known, bound)
-	if err != nil {
-		return nil, err
-	}
-	return p.read()
-}
-
 // decodeIDXHeader reads an IDX header and returns the pending payload.
 func decodeIDXHeader(r io.Reader, known, bound int64) (*pending, error) {
 	var magic [4]byte
@@ -83,5 +71,5 @@ func decodeIDXHeader(r io.Reader, known, bound int64) (*pending, error) {
 	if bound >= 0 {
 		bound = max(bound-int64(4+4*rank), 0)
 	}
-	return &pending{what: "idx", shape: shape, dt: dt, r: r, nbytes: count * int64(dt.size), known: known, bound: bound}, nil
+	return &pending{what: "idx", offset: int64(4 + 4*rank), shape: shape, dt: dt, r: r, nbytes: count * int64(dt.size), known: known, bound: bound}, nil
 }

@@ -54,27 +54,19 @@ func (o LoadOptions) csvLimits(cfg csvConfig) csvConfig {
 	return cfg
 }
 
-// memoryClaim returns the bytes that loading the pending array as float64
-// values takes: the converted values, plus the raw payload unless the
-// values are the payload reinterpreted.
-func (p *pending) memoryClaim() int64 {
-	count := p.nbytes / int64(max(p.dt.size, 1))
-	if p.dt.kind == 'f' && p.dt.size == 8 {
-		return 8 * count
-	}
-	return 8*count + p.nbytes
-}
-
 // checkClaim refuses an array whose declared shape would take more than
 // limit bytes in memory (limit ≤ 0: no bound), before anything is
-// allocated for it.
+// allocated for it: the float64 values, plus the raw payload unless it is
+// float64 already.
 func (p *pending) checkClaim(limit int64) error {
-	if limit <= 0 {
-		return nil
+	count := p.nbytes / int64(max(p.dt.size, 1))
+	c := 8 * count
+	if p.dt.kind != 'f' || p.dt.size != 8 {
+		c += p.nbytes
 	}
-	if c := p.memoryClaim(); c > limit || c < 0 {
+	if limit > 0 && (c > limit || c < 0) {
 		return p.wrap(fmt.Errorf("the header declares %d values, which take %s in memory, above the loading limit of %s (LoadOptions.MaxBytes, --max-data-bytes)",
-			p.nbytes/int64(max(p.dt.size, 1)), FormatBytes(c), FormatBytes(limit)))
+			count, FormatBytes(c), FormatBytes(limit)))
 	}
 	return nil
 }

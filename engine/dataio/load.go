@@ -1,7 +1,8 @@
 package dataio
 
 import (
-	"encoding/hex"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -141,48 +142,32 @@ func (o LoadOptions) check() error {
 // (shapes, finiteness, kind structure) and, unless opt.SkipHash, computes
 // its content hash. Errors name the offending file.
 func Load(path string, opt LoadOptions) (*data.Dataset, error) {
-	ds, _, err := load(path, opt, false)
-	return ds, err
+	return loadWith(path, opt, &idSink{})
 }
 
 // LoadIdentity is Load that also returns the identity of the source
 // records (see Identity), computed from the values as the files hold them,
 // before scaling, column selection and the other choices of opt.
 func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error) {
-	ds, id, err := load(path, opt, true)
+	ds, parts, err := LoadIdentityParts(path, opt)
 	if err != nil {
 		return nil, Identity{}, err
 	}
-	return ds, *id, nil
+	return ds, parts.Identity(), nil
 }
 
 // idSink collects a source identity when one is wanted.
 type idSink struct {
 	want bool
-	id   *Identity
-	// parts holds the identity's parts (LoadIdentityParts).
-	parts IdentityParts
+	b    *idBuilder
 }
 
-// set computes the identity now, if one is wanted (the loaders call it
-// before applying the view, on the unscaled source values).
+// set hashes the source rows now, if an identity is wanted (the loaders
+// call it before applying the view, on the unscaled source values).
 func (s *idSink) set(id func() *idBuilder) {
 	if s.want {
-		b := id()
-		s.parts = b.parts()
-		v := b.finish()
-		s.id = &v
+		s.b = id()
 	}
-}
-
-// load is Load, also returning the source identity when wantID.
-func load(path string, opt LoadOptions, wantID bool) (*data.Dataset, *Identity, error) {
-	ids := &idSink{want: wantID}
-	ds, err := loadWith(path, opt, ids)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ds, ids.id, nil
 }
 
 // loadWith is load, leaving the identity (when ids.want) in ids.
@@ -190,19 +175,9 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err := opt.check(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	var ds *data.Dataset
-	var sh *streamHasher
-	var err error
-	switch opt.kind() {
-	case data.Rows:
-		ds, sh, err = loadRowsStreamed(path, opt, ids)
-		if err == nil && ds == nil {
-			ds, err = loadRows(path, opt, ids)
-		}
-	case data.Trace:
-		ds, err = loadTrace(path, opt, ids)
-	case data.Users:
-		ds, err = loadUsers(path, opt, ids)
+	ds, err := loadStreamed(path, opt, ids)
+	if err == nil && ds == nil {
+		ds, err = loadWhole(path, opt, ids)
 	}
 	if err != nil {
 		return nil, err
@@ -216,13 +191,11 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	}
 	switch {
 	case opt.SkipHash:
-	case sh != nil:
-		writeHashTail(sh.h, ds)
-		ds.Hash = hex.EncodeToString(sh.h.Sum(nil))
-	default:
+		ds.Hash = ""
+	case ds.Hash == "":
 		ds.Hash = Hash(ds)
 	}
-	if ids.want && ids.id == nil {
+	if ids.want && ids.b == nil {
 		return nil, fmt.Errorf("load %s: internal: no source identity computed", path)
 	}
 	return ds, nil
@@ -237,11 +210,8 @@ func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, col
 	if src, err = openSource(path, opt.Format); err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	switch src.format {
-	case FormatNPY:
-		p, err = decodeNPYHeader(src.r, src.known, src.bound)
-	case FormatIDX:
-		p, err = decodeIDXHeader(src.r, src.known, src.bound)
+	if src.format == FormatNPY || src.format == FormatIDX {
+		p, err = src.header()
 	}
 	if err == nil && p != nil && p.streamable() {
 		if err = p.checkClaim(opt.maxBytes()); err == nil {
@@ -257,64 +227,31 @@ func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, col
 	return nil, nil, 0, 0, nil
 }
 
-// loadRowsStreamed loads a rows data set from a C-order .npy or IDX file
-// while hashing it: the payload is read (and decompressed) in one goroutine
-// while this one converts and hashes what has arrived. It returns a nil
-// data set when the input does not qualify (then loadRows reads it), and
-// the hasher, which has consumed the canonical header and X.
-func loadRowsStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, *streamHasher, error) {
-	if (opt.SkipHash && !ids.want) || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
-		return nil, nil, nil
-	}
-	src, p, n, cols, err := streamHeader(path, opt)
-	if src == nil || err != nil {
-		return nil, nil, err // nil, nil, nil: loadRows reads it whole (or reports it)
-	}
-	defer src.Close()
-	ds := &data.Dataset{Kind: data.Rows}
-	// Labels first: they are part of each source row's identity.
-	if err := loadLabelsN(ds, opt, n); err != nil {
-		return nil, nil, err
-	}
-	var rs *rowStream
-	if ids.want {
-		rs = &rowStream{b: newIDBuilder(labelSides(ds)...), p: cols}
-	}
-	var sh *streamHasher
-	if !opt.SkipHash {
-		sh = newStreamHasher(data.Rows, n, cols, 0, 0)
-	}
-	// Without an identity to compute, the conversion applies the scale
-	// itself (one pass); with one, the identity sees the values unscaled.
-	scale, convScale := opt.scale(), opt.scale()
-	if rs != nil {
-		convScale = 1
-	}
-	x, err := p.streamFloat64(convScale, func(chunk []float64) error {
-		if rs != nil {
-			rs.add(chunk)
-		}
-		if rs != nil && scale != 1 {
-			for i := range chunk {
-				chunk[i] *= scale
+// loadStreamed loads a data set through streamFile, or returns a nil data
+// set when the input does not qualify (then loadWhole reads it).
+// Memory follows what arrives: behind gzip, X grows as growTo says.
+func loadStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
+	var x []float64
+	var n, cols int
+	ds, b, err := streamFile(context.Background(), path, opt, true, func(_ *data.Dataset, _ *FileRef, rows, c int) (func([]float64) error, error) {
+		n, cols = rows, c
+		total := n * cols
+		// X grows with what arrives (growTo): a lying header costs little.
+		x = make([]float64, 0, min(total, 1<<16))
+		return func(out []float64) error {
+			if len(x)+len(out) > cap(x) {
+				x = append(make([]float64, 0, growTo(cap(x), len(x)+len(out), total)), x...)
 			}
-			if i := firstNonFinite(chunk); i >= 0 {
-				return fmt.Errorf("value %v is not finite after scaling by %v", chunk[i], scale)
-			}
-		}
-		if sh != nil {
-			hashF64(sh.h, chunk)
-		}
-		return nil
+			x = append(x, out...)
+			return nil
+		}, nil
 	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	if ds == nil || err != nil {
+		return nil, err
 	}
 	ds.X = mat.NewDense(n, cols, x)
-	if rs != nil {
-		ids.set(func() *idBuilder { return rs.b })
-	}
-	return ds, sh, nil
+	ids.set(func() *idBuilder { return b })
+	return ds, nil
 }
 
 // labelSides returns the side columns of a rows data set: its labels if
@@ -352,12 +289,7 @@ func decodeSource(src *source, path string, cfg csvConfig) (loaded, error) {
 	switch src.format {
 	case FormatNPY, FormatIDX:
 		var p *pending
-		if src.format == FormatNPY {
-			p, err = decodeNPYHeader(src.r, src.known, src.bound)
-		} else {
-			p, err = decodeIDXHeader(src.r, src.known, src.bound)
-		}
-		if err == nil {
+		if p, err = src.header(); err == nil {
 			err = p.checkClaim(cfg.maxBytes)
 		}
 		if err == nil {
@@ -392,21 +324,187 @@ func (o LoadOptions) csvConfig(textCols func([]string, int) ([]int, error)) csvC
 	return o.csvLimits(csvConfig{delim: o.Delimiter, header: o.Header, textCols: textCols})
 }
 
-// readMatrix reads an array file as an n×p matrix (see matrixShape),
-// scaled, and returns its original shape.
-func readMatrix(path string, a *array, scale float64) (*mat.Dense, []int, error) {
+// loadWhole reads a data set whose main file is held in memory whole: an
+// array (loadArray) or a CSV table (loadTable).
+func loadWhole(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
+	userCol := -1
+	var textCols func([]string, int) ([]int, error)
+	if opt.kind() == data.Users {
+		textCols = func(header []string, ncol int) ([]int, error) {
+			ref := opt.UserColumn
+			if ref == "" {
+				if header == nil {
+					return nil, ErrUserColumn
+				}
+				ref = "user"
+			}
+			c, err := resolveColumn(header, ncol, ref)
+			if err != nil {
+				if opt.UserColumn == "" {
+					return nil, fmt.Errorf("%w (%w)", ErrUserColumn, err)
+				}
+				return nil, fmt.Errorf("user column: %w", err)
+			}
+			userCol = c
+			return []int{c}, nil
+		}
+	}
+	l, err := readFile(path, opt.Format, opt.csvConfig(textCols))
+	if err != nil {
+		return nil, err
+	}
+	var ds *data.Dataset
+	var rowIDs []int64
+	if l.arr != nil {
+		ds, rowIDs, err = loadArray(l.arr, opt, ids)
+	} else {
+		ds, rowIDs, err = loadTable(l.tbl, opt, ids, userCol)
+	}
+	if err == nil && ds.Kind == data.Trace {
+		err = completeTraceShape(ds, ds.P())
+	}
+	if err == nil && ds.Kind == data.Users {
+		err = GroupByUser(ds, rowIDs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ds, nil
+}
+
+// loadArray builds a data set from an array main file and the side files
+// opt names; for users data it returns each row's user id.
+func loadArray(a *array, opt LoadOptions, ids *idSink) (*data.Dataset, []int64, error) {
+	ds := &data.Dataset{Kind: opt.kind()}
+	if ds.Kind == data.Rows && (opt.LabelColumn != "" || len(opt.FeatureColumns) > 0) {
+		return nil, nil, errors.New("column options apply to CSV files only")
+	}
 	n, p, err := matrixShape(a.shape)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
 	if n == 0 || p == 0 {
-		return nil, nil, fmt.Errorf("%s: empty array of shape %v", path, a.shape)
+		return nil, nil, fmt.Errorf("empty array of shape %v", a.shape)
 	}
-	x, err := a.float64s(scale)
+	rowIDs, err := arraySides(ds, a.shape, opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
-	return mat.NewDense(n, p, x), a.shape, nil
+	x, err := a.float64s(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	ds.X = mat.NewDense(n, p, x)
+	ids.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, rowIDs)...) })
+	return ds, rowIDs, scaleInPlace(x, opt.scale())
+}
+
+// arraySides reads the side files of a data set whose X is an array of
+// the given shape: for trace data the sample shape (from a rank-3 array or
+// opt) and the responses, for users data the responses and the user ids
+// (returned, one per row), and the labels.
+func arraySides(ds *data.Dataset, shape []int, opt LoadOptions) (rowIDs []int64, err error) {
+	n := shape[0]
+	switch ds.Kind {
+	case data.Trace:
+		ds.D1, ds.D2 = opt.D1, opt.D2
+		switch len(shape) {
+		case 3:
+			if (opt.D1 != 0 && opt.D1 != shape[1]) || (opt.D2 != 0 && opt.D2 != shape[2]) {
+				return nil, fmt.Errorf("array of shape %v does not hold %d×%d samples", shape, opt.D1, opt.D2)
+			}
+			ds.D1, ds.D2 = shape[1], shape[2]
+		case 2:
+		default:
+			return nil, fmt.Errorf("trace data needs an n×d1×d2 or n×(d1·d2) array, found shape %v", shape)
+		}
+		if opt.ResponsePath == "" {
+			return nil, errors.New("trace data from an array needs a response file")
+		}
+	case data.Users:
+		if opt.ResponsePath == "" || opt.UsersPath == "" {
+			return nil, errors.New("user data from an array needs a response file and a user id file")
+		}
+		if len(shape) != 2 {
+			return nil, fmt.Errorf("user data needs an n×p array, found shape %v", shape)
+		}
+		if rowIDs, err = readIntVector(opt.UsersPath, "user ids", n, opt.maxBytes()); err != nil {
+			return nil, err
+		}
+	}
+	if ds.Kind != data.Rows {
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", n, opt.maxBytes()); err != nil {
+			return nil, err
+		}
+	}
+	return rowIDs, loadLabelsN(ds, opt, n)
+}
+
+// loadTable builds a data set from a CSV table: the response from its
+// column (or opt's file), the labels from their column (rows data) or
+// file, the user ids (returned) from column userCol (-1 for none) and X
+// from the feature columns.
+func loadTable(t *table, opt LoadOptions, ids *idSink, userCol int) (*data.Dataset, []int64, error) {
+	ds := &data.Dataset{Kind: opt.kind()}
+	if ds.Kind == data.Trace {
+		ds.D1, ds.D2 = opt.D1, opt.D2
+	}
+	var skip []int
+	var fileSides []sideCol // side values read from files, part of the identity
+	if userCol >= 0 {
+		skip = append(skip, userCol)
+	}
+	var err error
+	switch {
+	case ds.Kind == data.Rows:
+	case opt.ResponsePath != "":
+		if ds.Y, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
+			return nil, nil, err
+		}
+		fileSides = append(fileSides, sideCol{f: ds.Y})
+	default:
+		c, err := responseColumn(t, opt.ResponseColumn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("response column: %w", err)
+		}
+		if c == userCol {
+			return nil, nil, errors.New("the user column is also the response column")
+		}
+		ds.Y = t.col(c)
+		skip = append(skip, c)
+	}
+	if err := loadLabelsN(ds, opt, t.nrow); err != nil {
+		return nil, nil, err
+	}
+	fileSides = append(fileSides, labelSides(ds)...)
+	ids.set(func() *idBuilder { return tableIDBuilder(t, fileSides...) })
+	if ds.Kind == data.Rows && opt.LabelColumn != "" {
+		if ds.Labels != nil {
+			return nil, nil, errors.New("labels given both as a column and as a file")
+		}
+		c, err := t.column(opt.LabelColumn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("label column: %w", err)
+		}
+		ints, err := floatsToInts(t.col(c))
+		if err != nil {
+			return nil, nil, fmt.Errorf("label column: %w", err)
+		}
+		if ds.Labels, err = toLabels(ints); err != nil {
+			return nil, nil, err
+		}
+		skip = append(skip, c)
+	}
+	var rowIDs []int64
+	if userCol >= 0 {
+		if rowIDs, err = parseUserIDs(t.text[userCol]); err != nil {
+			return nil, nil, fmt.Errorf("user column: %w", err)
+		}
+	}
+	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
+		return nil, nil, err
+	}
+	return ds, rowIDs, scaleInPlace(ds.X.RawMatrix().Data, opt.scale())
 }
 
 // ReadColumnScales reads public per-column scales from path: a .npy
@@ -536,74 +634,6 @@ func toLabels(v []int64) ([]int, error) {
 	return out, nil
 }
 
-// loadRows reads an n×p row matrix.
-func loadRows(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
-	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
-	if err != nil {
-		return nil, err
-	}
-	ds := &data.Dataset{Kind: data.Rows}
-	if l.arr != nil {
-		if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 {
-			return nil, fmt.Errorf("%s: column options apply to CSV files only", path)
-		}
-		if ds.X, _, err = readMatrix(path, l.arr, 1); err != nil {
-			return nil, err
-		}
-		if err := loadLabels(ds, opt); err != nil {
-			return nil, err
-		}
-		n, p := ds.X.Dims()
-		ids.set(func() *idBuilder { return matrixBuilder(ds.X.RawMatrix().Data, n, p, labelSides(ds)...) })
-		if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return ds, nil
-	}
-	t := l.tbl
-	var fileLabels []int
-	if opt.LabelsPath != "" {
-		if err := loadLabelsN(ds, opt, t.nrow); err != nil {
-			return nil, err
-		}
-		fileLabels, ds.Labels = ds.Labels, nil
-	}
-	ids.set(func() *idBuilder { return tableIDBuilder(t, labelSides(&data.Dataset{Labels: fileLabels})...) })
-	skip := []int{}
-	if opt.LabelColumn != "" {
-		if fileLabels != nil {
-			return nil, errors.New("labels given both as a column and as a file")
-		}
-		c, err := t.column(opt.LabelColumn)
-		if err != nil {
-			return nil, fmt.Errorf("%s: label column: %w", path, err)
-		}
-		ints, err := floatsToInts(t.col(c))
-		if err != nil {
-			return nil, fmt.Errorf("%s: label column: %w", path, err)
-		}
-		if ds.Labels, err = toLabels(ints); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		skip = append(skip, c)
-	} else {
-		ds.Labels = fileLabels
-	}
-	x, err := t.features(opt.FeatureColumns, skip)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := scaleInPlace(x.RawMatrix().Data, opt.scale()); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	ds.X = x
-	return ds, nil
-}
-
-func loadLabels(ds *data.Dataset, opt LoadOptions) error {
-	return loadLabelsN(ds, opt, ds.N())
-}
-
 // loadLabelsN reads the labels file of n rows, if any, into ds.Labels.
 func loadLabelsN(ds *data.Dataset, opt LoadOptions, n int) error {
 	if opt.LabelsPath == "" {
@@ -668,59 +698,6 @@ func responseColumn(t *table, ref string) (int, error) {
 	return t.ncol - 1, nil
 }
 
-// loadTrace reads trace-regression samples.
-func loadTrace(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
-	l, err := readFile(path, opt.Format, opt.csvConfig(nil))
-	if err != nil {
-		return nil, err
-	}
-	ds := &data.Dataset{Kind: data.Trace, D1: opt.D1, D2: opt.D2}
-	if l.arr != nil {
-		a := l.arr
-		switch len(a.shape) {
-		case 3:
-			if (opt.D1 != 0 && opt.D1 != a.shape[1]) || (opt.D2 != 0 && opt.D2 != a.shape[2]) {
-				return nil, fmt.Errorf("%s: array of shape %v does not hold %d×%d samples", path, a.shape, opt.D1, opt.D2)
-			}
-			ds.D1, ds.D2 = a.shape[1], a.shape[2]
-		case 2:
-		default:
-			return nil, fmt.Errorf("%s: trace data needs an n×d1×d2 or n×(d1·d2) array, found shape %v", path, a.shape)
-		}
-		if ds.X, _, err = readMatrix(path, a, 1); err != nil {
-			return nil, err
-		}
-		if opt.ResponsePath == "" {
-			return nil, fmt.Errorf("%s: trace data from an array needs a response file", path)
-		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N(), opt.maxBytes()); err != nil {
-			return nil, err
-		}
-		if err := loadLabels(ds, opt); err != nil {
-			return nil, err
-		}
-		n, p := ds.X.Dims()
-		x := ds.X.RawMatrix().Data
-		ids.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, nil)...) })
-		if err := scaleInPlace(x, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	} else {
-		t := l.tbl
-		fileY, skip, err := tableSides(path, t, ds, opt, -1)
-		if err != nil {
-			return nil, err
-		}
-		if err := tableFeatures(path, t, ds, opt, ids, fileY, skip); err != nil {
-			return nil, err
-		}
-	}
-	if err := completeTraceShape(ds, ds.P()); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ds, nil
-}
-
 // completeTraceShape completes ds.D1 or ds.D2 from the other and the row
 // length p, and checks that d1·d2 = p.
 func completeTraceShape(ds *data.Dataset, p int) error {
@@ -754,128 +731,6 @@ func sideCols(ds *data.Dataset, rowIDs []int64) []sideCol {
 // ErrUserColumn is returned when a users data set from CSV does not name
 // its user id column.
 var ErrUserColumn = errors.New("users data from CSV needs its user id column named: give the column (LoadOptions.UserColumn, --user-column) or a header with a column named \"user\"")
-
-// loadUsers reads user-grouped regression data and groups rows by user.
-func loadUsers(path string, opt LoadOptions, idsink *idSink) (*data.Dataset, error) {
-	var userCol int
-	textCols := func(header []string, ncol int) ([]int, error) {
-		ref := opt.UserColumn
-		if ref == "" {
-			if header == nil {
-				return nil, ErrUserColumn
-			}
-			ref = "user"
-		}
-		c, err := resolveColumn(header, ncol, ref)
-		if err != nil {
-			if opt.UserColumn == "" {
-				return nil, fmt.Errorf("%w (%w)", ErrUserColumn, err)
-			}
-			return nil, fmt.Errorf("user column: %w", err)
-		}
-		userCol = c
-		return []int{c}, nil
-	}
-	l, err := readFile(path, opt.Format, opt.csvConfig(textCols))
-	if err != nil {
-		return nil, err
-	}
-	ds := &data.Dataset{Kind: data.Users}
-	var ids []int64
-	if l.arr != nil {
-		if opt.ResponsePath == "" || opt.UsersPath == "" {
-			return nil, fmt.Errorf("%s: user data from an array needs a response file and a user id file", path)
-		}
-		if len(l.arr.shape) != 2 {
-			return nil, fmt.Errorf("%s: user data needs an n×p array, found shape %v", path, l.arr.shape)
-		}
-		if ds.X, _, err = readMatrix(path, l.arr, 1); err != nil {
-			return nil, err
-		}
-		if ds.Y, _, err = readVector(opt.ResponsePath, "response", ds.N(), opt.maxBytes()); err != nil {
-			return nil, err
-		}
-		if ids, err = readIntVector(opt.UsersPath, "user ids", ds.N(), opt.maxBytes()); err != nil {
-			return nil, err
-		}
-		if err := loadLabels(ds, opt); err != nil {
-			return nil, err
-		}
-		n, p := ds.X.Dims()
-		x := ds.X.RawMatrix().Data
-		idsink.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, ids)...) })
-		if err := scaleInPlace(x, opt.scale()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	} else {
-		t := l.tbl
-		fileY, skip, err := tableSides(path, t, ds, opt, userCol)
-		if err != nil {
-			return nil, err
-		}
-		if ids, err = parseUserIDs(t.text[userCol]); err != nil {
-			return nil, fmt.Errorf("%s: user column: %w", path, err)
-		}
-		if err := tableFeatures(path, t, ds, opt, idsink, fileY, skip); err != nil {
-			return nil, err
-		}
-	}
-	if err := GroupByUser(ds, ids); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ds, nil
-}
-
-// tableSides reads the response (from opt.ResponsePath, or from the
-// table's response column, which must differ from userCol, -1 for none)
-// and the labels of a table source. It returns the response read from a
-// file (nil for a column) and the columns that are not features.
-func tableSides(path string, t *table, ds *data.Dataset, opt LoadOptions, userCol int) (fileY []float64, skip []int, err error) {
-	if userCol >= 0 {
-		skip = append(skip, userCol)
-	}
-	if opt.ResponsePath == "" {
-		c, err := responseColumn(t, opt.ResponseColumn)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: response column: %w", path, err)
-		}
-		if c == userCol {
-			return nil, nil, fmt.Errorf("%s: the user column is also the response column", path)
-		}
-		ds.Y = t.col(c)
-		skip = append(skip, c)
-	} else {
-		if fileY, _, err = readVector(opt.ResponsePath, "response", t.nrow, opt.maxBytes()); err != nil {
-			return nil, nil, err
-		}
-		ds.Y = fileY
-	}
-	if err := loadLabelsN(ds, opt, t.nrow); err != nil {
-		return nil, nil, err
-	}
-	return fileY, skip, nil
-}
-
-// tableFeatures records the identity of a table source (its records, the
-// response file fileY if any, the labels), then sets ds.X to the scaled
-// feature columns: those opt names, or all but skip.
-func tableFeatures(path string, t *table, ds *data.Dataset, opt LoadOptions, ids *idSink, fileY []float64, skip []int) error {
-	ids.set(func() *idBuilder {
-		var sides []sideCol
-		if fileY != nil {
-			sides = append(sides, sideCol{f: fileY})
-		}
-		return tableIDBuilder(t, append(sides, labelSides(ds)...)...)
-	})
-	var err error
-	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := scaleInPlace(ds.X.RawMatrix().Data, opt.scale()); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
 
 // parseUserIDs converts textual user ids. Ids that read as numbers must be
 // integers in canonical form ("7", "-3"; not "7.0", "07", "+7" or "7e0"),
@@ -932,15 +787,7 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case ids[a] < ids[b]:
-			return -1
-		case ids[a] > ids[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
 	ds.UserStart = ds.UserStart[:0]
 	ds.UserIDs = ds.UserIDs[:0]
 	for k, i := range order {
@@ -950,12 +797,8 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 		}
 	}
 	ds.UserStart = append(ds.UserStart, n)
-	sorted := true
-	for k, i := range order {
-		sorted = sorted && k == i
-	}
-	if sorted {
-		return nil
+	if slices.IsSorted(ids) {
+		return nil // no row moves
 	}
 	if ds.X != nil {
 		r, c := ds.X.Dims()
@@ -965,19 +808,18 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 		}
 		ds.X = nx
 	}
-	if ds.Y != nil {
-		y := make([]float64, len(ds.Y))
-		for k, i := range order {
-			y[k] = ds.Y[i]
-		}
-		ds.Y = y
-	}
-	if ds.Labels != nil {
-		lb := make([]int, len(ds.Labels))
-		for k, i := range order {
-			lb[k] = ds.Labels[i]
-		}
-		ds.Labels = lb
-	}
+	ds.Y, ds.Labels = permute(ds.Y, order), permute(ds.Labels, order)
 	return nil
+}
+
+// permute returns v in the given order (nil stays nil).
+func permute[T any](v []T, order []int) []T {
+	if v == nil {
+		return nil
+	}
+	out := make([]T, len(v))
+	for k, i := range order {
+		out[k] = v[i]
+	}
+	return out
 }

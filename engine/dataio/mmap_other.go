@@ -23,9 +23,3 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	}
 	return b, func() error { return nil }, nil
 }
-
-// fileID returns "" where device and inode numbers are not available.
-func fileID(st os.FileInfo) string { return "" }
-
-// dropPages is a no-op where files are read rather than mapped.
-func dropPages([]byte, int, int) {}

@@ -24,27 +24,3 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil
 }
-
-// fileID returns the device and inode numbers of a file, to tell a file
-// replaced under the same name from the original.
-func fileID(st os.FileInfo) string {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return fmt.Sprintf("%d:%d", s.Dev, s.Ino)
-	}
-	return ""
-}
-
-// dropPages tells the kernel this process no longer needs the mapped pages
-// wholly inside b[from:to]. For a read-only file mapping the pages stay in
-// the page cache (a plugin mapping the same file finds them there) but stop
-// counting towards this process's resident memory, so a streaming pass over
-// a large file keeps a small footprint. Errors are ignored: it is advice.
-func dropPages(b []byte, from, to int) {
-	page := os.Getpagesize()
-	from = (from + page - 1) / page * page
-	to = to / page * page
-	if to <= from || to > len(b) {
-		return
-	}
-	_ = syscall.Madvise(b[from:to], syscall.MADV_DONTNEED)
-}

@@ -2,7 +2,6 @@ package dataio
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -246,16 +245,6 @@ func (p *pyParser) tuple() ([]int, error) {
 	}
 }
 
-// decodeNPY reads a whole .npy stream. known is the number of bytes left
-// in r if known, -1 otherwise; bound is an upper bound on them, or -1.
-func decodeNPY(r io.Reader, known, bound int64) (*array, error) {
-	p, err := decodeNPYHeader(r, known, bound)
-	if err != nil {
-		return nil, err
-	}
-	return p.read()
-}
-
 // decodeNPYHeader reads a .npy header and returns the pending payload.
 func decodeNPYHeader(r io.Reader, known, bound int64) (*pending, error) {
 	h, err := readNPYHeader(r)
@@ -272,53 +261,53 @@ func decodeNPYHeader(r io.Reader, known, bound int64) (*pending, error) {
 	if bound >= 0 {
 		bound = max(bound-h.dataOffset, 0)
 	}
-	return &pending{what: "npy", shape: h.shape, dt: h.dt, fortran: h.fortran, r: r, nbytes: count * int64(h.dt.size), known: known, bound: bound}, nil
+	return &pending{what: "npy", offset: h.dataOffset, shape: h.shape, dt: h.dt, fortran: h.fortran, r: r, nbytes: count * int64(h.dt.size), known: known, bound: bound}, nil
 }
 
 // npyHeaderBytes returns a version 1.0 header (or 2.0 if it does not fit)
 // padded so that the data starts at a multiple of 64 bytes.
 func npyHeaderBytes(descr string, shape []int) []byte {
-	var sb strings.Builder
-	sb.WriteString("{'descr': '")
-	sb.WriteString(descr)
-	sb.WriteString("', 'fortran_order': False, 'shape': (")
-	for i, s := range shape {
-		sb.WriteString(strconv.Itoa(s))
-		if i < len(shape)-1 || len(shape) == 1 {
-			sb.WriteString(",")
-		}
-		if i < len(shape)-1 {
-			sb.WriteString(" ")
-		}
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
 	}
-	sb.WriteString("), }")
-	dict := sb.String()
-	pre := 10
-	major := byte(1)
-	if len(dict)+1+pre > math.MaxUint16 {
-		pre, major = 12, 2
+	tuple := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		tuple += ","
 	}
-	total := pre + len(dict) + 1
-	pad := (64 - total%64) % 64
-	hlen := len(dict) + pad + 1
-	var buf bytes.Buffer
-	buf.WriteString(npyMagic)
-	buf.WriteByte(major)
-	buf.WriteByte(0)
-	if major == 1 {
-		binary.Write(&buf, binary.LittleEndian, uint16(hlen))
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, tuple)
+	b := []byte(npyMagic + "\x01\x00\x00\x00") // version 1.0, then the length (2 bytes)
+	if len(dict)+11 > math.MaxUint16 {
+		b = []byte(npyMagic + "\x02\x00\x00\x00\x00\x00") // version 2.0: 4 bytes
+	}
+	pad := (64 - (len(b)+len(dict)+1)%64) % 64
+	if hlen := len(dict) + pad + 1; b[6] == 1 {
+		binary.LittleEndian.PutUint16(b[8:], uint16(hlen))
 	} else {
-		binary.Write(&buf, binary.LittleEndian, uint32(hlen))
+		binary.LittleEndian.PutUint32(b[8:], uint32(hlen))
 	}
-	buf.WriteString(dict)
-	buf.WriteString(strings.Repeat(" ", pad))
-	buf.WriteByte('\n')
-	return buf.Bytes()
+	return append(append(b, dict+strings.Repeat(" ", pad)...), '\n')
 }
 
-// WriteNPYFloat64 writes data as a float64 little-endian C-order .npy
-// array of the given shape. The product of shape must equal len(data).
-func WriteNPYFloat64(w io.Writer, shape []int, data []float64) error {
+// SaveNPY writes m as a two-dimensional float64 C-order .npy file at
+// path, atomically (a temporary file in the same directory renamed into
+// place).
+func SaveNPY(path string, m mat.Matrix) error {
+	if m == nil {
+		return errors.New("write npy: nil matrix")
+	}
+	r, c := m.Dims()
+	d, ok := m.(*mat.Dense)
+	if !ok || d.RawMatrix().Stride != c {
+		d = mat.DenseCopyOf(m)
+	}
+	return SaveNPYFloat64(path, []int{r, c}, d.RawMatrix().Data[:r*c])
+}
+
+// SaveNPYFloat64 writes data with the given shape as a float64
+// little-endian C-order .npy file at path, atomically. The product of
+// shape must equal len(data).
+func SaveNPYFloat64(path string, shape []int, data []float64) error {
 	count, err := shapeCount(shape, 8)
 	if err != nil {
 		return fmt.Errorf("write npy: %w", err)
@@ -326,72 +315,19 @@ func WriteNPYFloat64(w io.Writer, shape []int, data []float64) error {
 	if count != int64(len(data)) {
 		return fmt.Errorf("write npy: shape %v holds %d values, got %d", shape, count, len(data))
 	}
-	if _, err := w.Write(npyHeaderBytes("<f8", shape)); err != nil {
-		return fmt.Errorf("write npy header: %w", err)
-	}
-	if err := writeF64LE(w, data); err != nil {
-		return fmt.Errorf("write npy data: %w", err)
-	}
-	return nil
+	return writeFileAtomic(path, func(w io.Writer) error {
+		w.Write(npyHeaderBytes("<f8", shape)) // a write error sticks in the buffered writer
+		return writeF64LE(w, data)
+	})
 }
 
-// WriteNPYInt64 writes v as a one-dimensional int64 little-endian .npy
-// array.
-func WriteNPYInt64(w io.Writer, v []int64) error {
-	if _, err := w.Write(npyHeaderBytes("<i8", []int{len(v)})); err != nil {
-		return fmt.Errorf("write npy header: %w", err)
-	}
-	if err := writeI64LE(w, v); err != nil {
-		return fmt.Errorf("write npy data: %w", err)
-	}
-	return nil
-}
-
-// WriteNPY writes m as a two-dimensional float64 C-order .npy array.
-func WriteNPY(w io.Writer, m mat.Matrix) error {
-	if m == nil {
-		return errors.New("write npy: nil matrix")
-	}
-	r, c := m.Dims()
-	if _, err := w.Write(npyHeaderBytes("<f8", []int{r, c})); err != nil {
-		return fmt.Errorf("write npy header: %w", err)
-	}
-	row := make([]float64, c)
-	if d, ok := m.(mat.RawMatrixer); ok {
-		raw := d.RawMatrix()
-		if raw.Stride == c {
-			if err := writeF64LE(w, raw.Data[:r*c]); err != nil {
-				return fmt.Errorf("write npy data: %w", err)
-			}
-			return nil
-		}
-	}
-	for i := 0; i < r; i++ {
-		for j := range row {
-			row[j] = m.At(i, j)
-		}
-		if err := writeF64LE(w, row); err != nil {
-			return fmt.Errorf("write npy data: %w", err)
-		}
-	}
-	return nil
-}
-
-// SaveNPY writes m as a float64 .npy file at path, atomically (a temporary
-// file in the same directory renamed into place).
-func SaveNPY(path string, m mat.Matrix) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPY(w, m) })
-}
-
-// SaveNPYFloat64 writes data with the given shape as a float64 .npy file at
-// path, atomically.
-func SaveNPYFloat64(path string, shape []int, data []float64) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPYFloat64(w, shape, data) })
-}
-
-// SaveNPYInt64 writes v as an int64 .npy file at path, atomically.
+// SaveNPYInt64 writes v as a one-dimensional int64 little-endian .npy file
+// at path, atomically.
 func SaveNPYInt64(path string, v []int64) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteNPYInt64(w, v) })
+	return writeFileAtomic(path, func(w io.Writer) error {
+		w.Write(npyHeaderBytes("<i8", []int{len(v)}))
+		return writeI64LE(w, v)
+	})
 }
 
 // writeFileAtomic writes a file through a temporary file and a rename.

@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/dplr/dplr/engine/data"
 )
@@ -28,103 +29,149 @@ func streamSlots(workers int) int { return 2*workers + 2 }
 // streamBlock is one block of whole rows moving through a streamed
 // preparation.
 type streamBlock struct {
-	seq  int       // position in the stream
-	row0 int       // index of its first row
-	rows int       // number of rows
-	raw  []byte    // the rows as the file holds them
-	out  []float64 // the rows converted and scaled
-	err  error     // a conversion error (the stream stops there)
+	row0  int           // index of its first row
+	rows  int           // number of rows
+	raw   []byte        // the rows as the file holds them
+	out   []float64     // the rows converted and scaled
+	err   error         // a conversion error (the stream stops there)
+	ready chan struct{} // signalled once a worker is done with it
 }
 
-// prepareStreamed prepares a rows data set read from a C-order .npy or IDX
-// file (plain or gzip) in one streaming pass, without holding the data set
-// in memory: one goroutine reads (and decompresses) blocks of whole rows;
-// workers convert each block to float64 and add its rows to their share of
-// the source identity (unscaled values, as Load computes it), then scale
-// it; the calling goroutine hashes the scaled blocks in order (the content
-// hash) and writes them to the cache file. The identity and the content
-// hash are those Load and Prepare would give; the source is read once.
-// ok is false if the input does not qualify (PrepareFile then loads it).
-func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
-	if opt.kind() != data.Rows || opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
-		return Handle{}, false, nil
+// streamFile reads a data set whose X is a C-order .npy or IDX file (plain
+// or gzip) in one streaming pass, without holding the source in memory: one
+// goroutine reads (and decompresses) blocks of whole rows; workers convert
+// each block to float64 and add its rows to their share of the source
+// identity (unscaled values), then scale it; the calling goroutine hashes
+// the scaled blocks in order (the content hash) and passes them to the
+// sink that start returns once the shape and the side files are read
+// (ref, when not nil, locates X in the file itself, which can be
+// referenced in place). The returned data set
+// has everything but X, its hash set. A nil data set means the input does
+// not qualify (the caller then reads it whole, or reports it): CSV,
+// Fortran order, column options, or users whose ids are not in order.
+// holding says whether X will be held in memory (bounded by opt.MaxBytes).
+func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool, start func(ds *data.Dataset, ref *FileRef, n, cols int) (func([]float64) error, error)) (*data.Dataset, *idBuilder, error) {
+	if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
+		return nil, nil, nil
 	}
 	src, p, n, cols, err := streamHeader(path, opt)
 	if src == nil || err != nil {
-		return Handle{}, false, err // not streamed: Load reads it whole (or reports it)
+		return nil, nil, err
 	}
 	defer src.Close()
-	if p.known >= 0 && p.nbytes > p.known {
-		return Handle{}, false, fmt.Errorf("%s: %w", path, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known)))
+	var ref *FileRef
+	if !src.gz && src.format == FormatNPY && src.st != nil && src.st.Mode().IsRegular() && p.dt == (dtype{kind: 'f', size: 8}) &&
+		nativeLE && mmapSupported && p.offset%8 == 0 && opt.scale() == 1 {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ref = &FileRef{Path: abs, Offset: p.offset, DType: DTypeFloat64, Count: int64(n) * int64(cols),
+			Size: src.st.Size(), ModTime: src.st.ModTime().UnixNano(), Stamp: fileStamp(src.st)}
 	}
-	ds := &data.Dataset{Kind: data.Rows, Name: opt.Name}
+	if holding || ref == nil {
+		if err := p.checkClaim(opt.maxBytes()); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	ds := &data.Dataset{Kind: opt.kind(), Name: opt.Name}
+	rowIDs, err := arraySides(ds, p.shape, opt)
+	if err == nil && ds.Kind == data.Trace {
+		err = completeTraceShape(ds, cols)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ds.Kind == data.Users {
+		if !slices.IsSorted(rowIDs) {
+			return nil, nil, nil // rows must be regrouped
+		}
+		if err := GroupByUser(ds, rowIDs); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	emit, err := start(ds, ref, n, cols)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, id, err := streamRows(ctx, p, ds, n, cols, opt.scale(), sideCols(ds, rowIDs), emit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	writeHashTail(sum, ds)
+	ds.Hash = hex.EncodeToString(sum.Sum(nil))
+	return ds, id, nil
+}
+
+// prepareStreamed prepares a data set through streamFile: X is referenced
+// in place when it is a float64, little-endian .npy file read unscaled (it
+// is then only read, never copied), and written into the cache otherwise.
+// ok is false if the input does not qualify.
+func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
+	var inPlace *FileRef
+	var tmpX string
+	defer func() {
+		if tmpX != "" {
+			os.Remove(tmpX)
+		}
+	}()
+	var n, cols int
+	var tmp *os.File
+	ds, id, err := streamFile(ctx, path, opt, false, func(ds *data.Dataset, ref *FileRef, rows, c int) (func([]float64) error, error) {
+		n, cols, inPlace = rows, c, ref
+		if ref != nil {
+			return func([]float64) error { return nil }, nil
+		}
+		err := checkCacheRoom(cdir, cacheNeed(ds, n*cols), opt.cacheMaxBytes())
+		if err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", path, err)
+		}
+		if tmp, err = createTempX(cdir); err != nil {
+			return nil, err
+		}
+		tmpX = tmp.Name()
+		// Blocks are large: they go to the file without another copy.
+		return func(out []float64) error { return writeF64LE(tmp, out) }, nil
+	})
+	if tmp != nil {
+		if cerr := tmp.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	if ds == nil || err != nil {
+		if err != nil {
+			err = fmt.Errorf("prepare %s: %w", path, err)
+		}
+		return Handle{}, false, err
+	}
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
 	}
-	if err := loadLabelsN(ds, opt, n); err != nil {
-		return Handle{}, false, err
-	}
-	need := 8*int64(n)*int64(cols) + 8*int64(len(ds.Labels))
-	if limit := opt.cacheMaxBytes(); need > limit {
-		return Handle{}, false, fmt.Errorf("prepare %s: the data set takes %s in the cache %s, above its limit of %s (LoadOptions.CacheMaxBytes, DPLR_CACHE_MAX_BYTES)",
-			path, FormatBytes(need), cdir, FormatBytes(limit))
-	}
-	if err := os.MkdirAll(cdir, 0o755); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	tmp, err := os.CreateTemp(cdir, ".x-*.f8")
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	sum, id, err := streamRows(ctx, p, n, cols, opt.scale(), labelSides(ds), tmp)
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close %s: %w", tmpName, cerr)
-	}
-	if err != nil {
-		return Handle{}, false, fmt.Errorf("prepare %s: %w", path, err)
-	}
-	// The content hash ends with the side arrays (labels).
-	writeHashTail(sum, ds)
-	ds.Hash = hex.EncodeToString(sum.Sum(nil))
-	dir := filepath.Join(cdir, ds.Hash)
-	_, unlock, err := claimEntry(dir)
-	if err != nil {
-		return Handle{}, false, err
-	}
-	defer unlock()
-	h := canonicalHandleShape(ds, n, cols, dir)
-	if !sizeIs(h.X.Path, h.X.Size) {
-		if err := os.Rename(tmpName, h.X.Path); err != nil {
-			return Handle{}, false, fmt.Errorf("prepare: %w", err)
+	h := canonicalHandle(ds, n, cols, filepath.Join(cdir, ds.Hash))
+	if inPlace != nil {
+		h.X = *inPlace
+		if len(h.refs()) > 1 { // the side arrays live in the cache entry
+			err = storeEntry(ds, &h, "")
 		}
+	} else {
+		err = storeEntry(ds, &h, tmpX)
 	}
-	if err := writeSmall(ds, h); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	if err := stampRefs(&h); err != nil {
+	if err != nil {
 		return Handle{}, false, err
 	}
-	if err := writeHandleJSON(filepath.Join(dir, fileHandle), h); err != nil {
-		return Handle{}, false, fmt.Errorf("prepare: %w", err)
-	}
-	touch(dir)
-	h.Source, h.View = &id, opt.view()
+	source := id.finish()
+	h.Source, h.View = &source, opt.view()
 	return h, true, nil
 }
 
-// hashWriter is the running content hash of a streamed preparation.
-type hashWriter interface {
-	io.Writer
-	Sum([]byte) []byte
-}
-
 // streamRows streams the n×cols payload of p through the pipeline described
-// at prepareStreamed, writing the scaled float64 rows to w. It returns the
-// content hash (header and X written; the caller adds the tail) and the
-// source identity of the rows with the side columns sides.
-func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sides []sideCol, w io.Writer) (hashWriter, Identity, error) {
+// at prepareStreamed, passing the scaled float64 rows to emit in order. It
+// returns the content hash (header and X written; the caller adds the
+// tail) and the source identity of the rows with the side columns sides.
+func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, scale float64, sides []sideCol, emit func([]float64) error) (hash.Hash, *idBuilder, error) {
+	if p.known >= 0 && p.nbytes > p.known {
+		return nil, nil, p.wrap(fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rowBytes := cols * p.dt.size
@@ -132,21 +179,18 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
 	slots := make(chan *streamBlock, streamSlots(workers))
 	for range cap(slots) {
-		slots <- &streamBlock{}
+		slots <- &streamBlock{ready: make(chan struct{}, 1)}
 	}
-	work := make(chan *streamBlock, cap(slots))
-	done := make(chan *streamBlock, cap(slots))
+	work := make(chan *streamBlock, cap(slots))  // to the workers
+	order := make(chan *streamBlock, cap(slots)) // to the hasher, in order
 	readErr := make(chan error, 1)
 
 	// Reader: whole rows, in order; a slot is taken before each read so
 	// that the blocks in flight never exceed the slots.
 	go func() {
 		defer close(work)
-		for seq, row := 0, 0; row < n; seq++ {
-			if ctx.Err() != nil {
-				readErr <- nil
-				return
-			}
+		defer close(order)
+		for row := 0; row < n; {
 			var b *streamBlock
 			select {
 			case b = <-slots:
@@ -154,7 +198,7 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 				readErr <- nil
 				return
 			}
-			b.seq, b.row0, b.rows, b.err = seq, row, min(blockRows, n-row), nil
+			b.row0, b.rows, b.err = row, min(blockRows, n-row), nil
 			k := b.rows * rowBytes
 			if cap(b.raw) < k {
 				b.raw = make([]byte, blockRows*rowBytes)
@@ -166,6 +210,7 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 				return
 			}
 			row += b.rows
+			order <- b
 			work <- b
 		}
 		if err := expectEOF(p.r); err != nil {
@@ -188,72 +233,59 @@ func streamRows(ctx context.Context, p *pending, n, cols int, scale float64, sid
 				if ctx.Err() == nil {
 					blk.err = sw.block(blk)
 				}
-				done <- blk
+				blk.ready <- struct{}{}
 			}
 		}(parts[k])
 	}
-	go func() { wg.Wait(); close(done) }()
 
-	// Hash and write in order.
-	sh := newStreamHasher(data.Rows, n, cols, 0, 0)
-	pendingBlocks := map[int]*streamBlock{}
-	next := 0
+	// Hash and emit in order.
+	sh := newContentHash(ds.Kind, n, cols, ds.D1, ds.D2)
+	rows := 0
 	var failed error
-	fail := func(err error) {
-		if failed == nil {
-			failed = err
+	for b := range order {
+		<-b.ready
+		switch {
+		case failed != nil:
+		case b.err != nil:
+			failed = b.err
+		case ctx.Err() != nil:
+			failed = ctx.Err()
+		default:
+			hashF64(sh, b.out)
+			failed = emit(b.out)
+			rows += b.rows
+		}
+		if failed != nil {
 			cancel()
 		}
+		slots <- b
 	}
-	for blk := range done {
-		pendingBlocks[blk.seq] = blk
-		for {
-			b, ok := pendingBlocks[next]
-			if !ok {
-				break
-			}
-			delete(pendingBlocks, next)
-			next++
-			switch {
-			case failed != nil:
-			case b.err != nil:
-				fail(b.err)
-			case ctx.Err() != nil:
-				fail(ctx.Err())
-			default:
-				hashF64(sh.h, b.out)
-				if err := writeF64(w, b.out); err != nil {
-					fail(fmt.Errorf("write: %w", err))
-				}
-			}
-			slots <- b
-		}
-	}
+	wg.Wait()
 	rerr := <-readErr
 	switch {
 	case failed != nil && !errors.Is(failed, context.Canceled):
-		return nil, Identity{}, failed
+		return nil, nil, failed
 	case rerr != nil:
-		return nil, Identity{}, rerr
+		return nil, nil, rerr
 	case failed != nil:
-		return nil, Identity{}, failed
+		return nil, nil, failed
 	case ctx.Err() != nil:
-		return nil, Identity{}, ctx.Err()
-	case next*blockRows < n:
-		return nil, Identity{}, p.wrap(errors.New("internal: incomplete stream"))
+		return nil, nil, ctx.Err()
+	case rows < n:
+		return nil, nil, p.wrap(errors.New("internal: incomplete stream"))
 	}
 	id := parts[0]
 	for _, q := range parts[1:] {
 		id.merge(q)
 	}
-	return sh.h.(hashWriter), id.finish(), nil
+	return sh, id, nil
 }
 
 // streamWorker converts blocks for one worker goroutine.
 type streamWorker struct {
 	cols  int
 	scale float64
-	raw   *blockConverter // unscaled values, for the identity
+	conv  *blockConverter // unscaled values, for the identity
 	lut   *[256]float64   // scaled bytes, when the source holds bytes
 	unsc  []float64       // scratch for the unscaled values
 	id    *idBuilder
@@ -262,12 +294,10 @@ type streamWorker struct {
 }
 
 func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *streamWorker {
-	sw := &streamWorker{cols: cols, scale: scale, raw: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
-	if sw.raw.lut != nil {
+	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
+	if sw.conv.lut != nil {
 		sw.bytes = new(byteRounding)
-		if scale != 1 {
-			sw.lut = newBlockConverter(p.dt, scale).lut
-		}
+		sw.lut = newBlockConverter(p.dt, scale).lut
 	}
 	return sw
 }
@@ -290,33 +320,34 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 		}
 		u = sw.unsc[:m]
 	}
-	sw.raw.convert(u, blk.raw)
-	if sw.raw.lut == nil {
+	sw.conv.convert(u, blk.raw)
+	if sw.bytes == nil { // bytes are always finite
 		if i := firstNonFinite(u); i >= 0 {
 			return (&array{shape: sw.shape}).nonFinite(blk.row0*sw.cols+i, u[i])
 		}
 	}
-	if sw.bytes != nil {
-		for r := 0; r < blk.rows; r++ {
-			sw.id.byteRow(blk.row0+r, blk.raw[r*sw.cols:(r+1)*sw.cols], u[r*sw.cols:(r+1)*sw.cols], sw.bytes)
-		}
-	} else {
-		for r := 0; r < blk.rows; r++ {
-			sw.id.row(blk.row0+r, u[r*sw.cols:(r+1)*sw.cols], nil)
+	for r := 0; r < blk.rows; r++ {
+		x := u[r*sw.cols : (r+1)*sw.cols]
+		if sw.bytes != nil {
+			sw.id.byteRow(blk.row0+r, blk.raw[r*sw.cols:(r+1)*sw.cols], x, sw.bytes)
+		} else {
+			sw.id.row(blk.row0+r, x, nil)
 		}
 	}
-	if sw.scale == 1 {
+	switch {
+	case sw.scale == 1:
 		return nil
-	}
-	if sw.lut != nil {
-		lut := sw.lut
+	case sw.lut != nil:
 		for i, v := range blk.raw {
-			blk.out[i] = lut[v]
+			blk.out[i] = sw.lut[v]
 		}
-		return nil
-	}
-	for i, v := range u {
-		blk.out[i] = v * sw.scale
+		if isFinite(sw.lut[255]) {
+			return nil // every byte scales to a finite value
+		}
+	default:
+		for i, v := range u {
+			blk.out[i] = v * sw.scale
+		}
 	}
 	if i := firstNonFinite(blk.out); i >= 0 {
 		return fmt.Errorf("value %v is not finite after scaling by %v", blk.out[i], sw.scale)
@@ -326,19 +357,7 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 
 // merge adds the rows of q to b (the identity of the union of their rows).
 func (b *idBuilder) merge(q *idBuilder) {
-	parts := IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.heap}
-	parts.Merge(IdentityParts{Rows: q.rows, Sum: q.sum, Heap: q.sk.heap})
-	b.rows, b.sum, b.sk.heap = parts.Rows, parts.Sum, parts.Heap
-}
-
-// writeF64 writes v as little-endian float64 bytes.
-func writeF64(w io.Writer, v []float64) error {
-	if len(v) == 0 {
-		return nil
-	}
-	if nativeLE {
-		_, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v)))
-		return err
-	}
-	return writeF64LE(w, v)
+	parts := IdentityParts{Rows: b.rows, Sum: b.sum, Heap: b.sk.vals}
+	parts.Merge(IdentityParts{Rows: q.rows, Sum: q.sum, Heap: q.sk.vals})
+	b.rows, b.sum, b.sk.vals = parts.Rows, parts.Sum, parts.Heap
 }

@@ -1,7 +1,6 @@
 package dataio
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"unsafe"
@@ -11,6 +10,7 @@ import (
 // not.
 type pending struct {
 	what    string // "npy" or "idx", for messages
+	offset  int64  // bytes from the start of the (decompressed) file to the payload
 	shape   []int
 	dt      dtype
 	fortran bool
@@ -33,119 +33,10 @@ func (p *pending) wrap(err error) error {
 	return fmt.Errorf("%s (%s, shape %v): %w", p.what, p.dt, p.shape, err)
 }
 
-// streamable reports whether streamFloat64 can run: C order, and a payload
-// whose size is known or bounded so that the buffer can be allocated once.
+// streamable reports whether streamRows can read the payload: C order,
+// and a payload whose size is known or bounded.
 func (p *pending) streamable() bool {
 	return !p.fortran && p.nbytes > 0 && (p.known >= p.nbytes || p.bound >= p.nbytes)
-}
-
-// streamStep is how many bytes the reading goroutine reads before handing
-// them on.
-const streamStep = 1 << 20
-
-// streamFloat64 reads the payload in a goroutine while this goroutine
-// converts the bytes read so far to float64 (times scale, C order), checks
-// that they are finite and passes each converted chunk to sink, so that
-// decompression overlaps with conversion and hashing. It returns the
-// converted values. The caller must check streamable first.
-//
-// Memory grows with the data that actually arrives: the payload is read in
-// blocks of streamStep bytes, and the result is allocated in full only
-// when the file's size vouches for the header (a plain file); behind gzip
-// it grows as growTo says, so a header claiming more than the stream
-// delivers costs at most eight times what was delivered.
-func (p *pending) streamFloat64(scale float64, sink func(chunk []float64) error) ([]float64, error) {
-	if p.known >= 0 && p.nbytes > p.known {
-		return nil, p.wrap(fmt.Errorf("%w: header declares %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
-	}
-	size := p.dt.size
-	count := int(p.nbytes) / size
-	capacity := count
-	if p.known < 0 {
-		capacity = min(count, 1<<16)
-	}
-	out := make([]float64, 0, capacity)
-	blocks := make(chan []byte, 4)
-	free := make(chan []byte, 6)
-	stop := make(chan struct{})
-	errc := make(chan error, 1)
-	go p.readBlocks(blocks, free, stop, errc)
-	conv := newBlockConverter(p.dt, scale)
-	var failed error
-	for b := range blocks {
-		if failed != nil {
-			continue
-		}
-		m := len(b) / size
-		done := len(out)
-		if done+m > cap(out) {
-			grown := make([]float64, done, growTo(cap(out), done+m, count))
-			copy(grown, out)
-			out = grown
-		}
-		out = out[:done+m]
-		chunk := out[done:]
-		conv.convert(chunk, b)
-		select {
-		case free <- b[:cap(b)]:
-		default:
-		}
-		if conv.lut == nil {
-			if i := firstNonFinite(chunk); i >= 0 {
-				a := &array{shape: p.shape}
-				failed = a.nonFinite(done+i, chunk[i])
-				close(stop)
-				continue
-			}
-		}
-		if err := sink(chunk); err != nil {
-			failed = err
-			close(stop)
-			continue
-		}
-	}
-	err := <-errc
-	if failed != nil {
-		return nil, failed
-	}
-	if err != nil {
-		return nil, p.wrap(err)
-	}
-	if len(out) != count {
-		return nil, p.wrap(errors.New("internal: incomplete conversion"))
-	}
-	return out, nil
-}
-
-// readBlocks reads the payload in blocks of at most streamStep bytes
-// (reusing the buffers sent back on free) and sends them on blocks, which
-// it closes at the end. It sends the outcome on errc: a truncation, the
-// check that the stream ends there, or nil when stop closed first.
-func (p *pending) readBlocks(blocks chan<- []byte, free <-chan []byte, stop <-chan struct{}, errc chan<- error) {
-	defer close(blocks)
-	left := p.nbytes
-	for left > 0 {
-		var buf []byte
-		select {
-		case buf = <-free:
-		default:
-			buf = make([]byte, streamStep)
-		}
-		k := min(left, streamStep)
-		n, err := io.ReadFull(p.r, buf[:k])
-		if err != nil {
-			errc <- fmt.Errorf("%w: header declares %d data bytes but the stream ends after %d (%w)", errTruncated, p.nbytes, p.nbytes-left+int64(n), err)
-			return
-		}
-		left -= k
-		select {
-		case blocks <- buf[:k]:
-		case <-stop:
-			errc <- nil
-			return
-		}
-	}
-	errc <- expectEOF(p.r)
 }
 
 // blockConverter converts raw blocks of one dtype to float64 times scale:
@@ -185,9 +76,8 @@ func (c *blockConverter) convert(chunk []float64, b []byte) {
 		}
 	default:
 		c.tmp.raw = b
-		get := c.tmp.getter()
 		for i := range chunk {
-			chunk[i] = get(i) * c.scale
+			chunk[i] = c.tmp.value(i) * c.scale
 		}
 	}
 }
