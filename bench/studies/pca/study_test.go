@@ -1,7 +1,6 @@
 package pcastudy
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
-	"github.com/dplr/dplr/plugins/pca"
 )
 
 // Bartlett-sampled Σ̂ has mean Σ and Var(Σ̂_jj) = 2Σ_jj²/n (Wishart).
@@ -67,19 +65,4 @@ func lowRank(u *mat.Dense, d []float64, s float64) *mat.Dense {
 		out.Set(j, j, out.At(j, j)+s)
 	}
 	return &out
-}
-
-// A small spiked study runs every default method through the SDK and
-// reports one row per (method, ε) plus the non-private reference.
-func TestSpikedStudySmoke(t *testing.T) {
-	m := pca.SpikedModel{N: 2000, P: 12, LambdaLow: []float64{24, 20}, LambdaHigh: []float64{24, 20}, Sigma2: 1}
-	rows, err := SpikedStudy(context.Background(), SpikedStudyConfig{N: 2000, P: 12, Lambda: []float64{24, 20}, Sigma2: 1,
-		Eps: []float64{1, 4}, Delta: 1e-5, Seeds: 2, Methods: DefaultSpikedMethods(m, 1e-5), Backend: backend.Gonum{}})
-	require.NoError(t, err)
-	require.Len(t, rows, 1+4*2)
-	for _, r := range rows {
-		assert.Equal(t, 2, r.Runs, r.Method)
-		assert.GreaterOrEqual(t, r.SinSpec[1], 0.0, r.Method)
-	}
-	assert.Contains(t, Markdown(rows, false), "‖sin Θ‖₂")
 }
