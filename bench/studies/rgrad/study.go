@@ -8,13 +8,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
 
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -126,10 +125,10 @@ type StudyCell struct {
 }
 
 // Median returns the median final relative error.
-func (c StudyCell) Median() float64 { return medianOf(c.Rel) }
+func (c StudyCell) Median() float64 { return evaluate.Median(c.Rel) }
 
 // InitMedian returns the median relative error of the initial estimate.
-func (c StudyCell) InitMedian() float64 { return medianOf(c.InitRel) }
+func (c StudyCell) InitMedian() float64 { return evaluate.Median(c.InitRel) }
 
 // RateCurve is the theoretical rate σ_ξ·sqrt(r(d1+d2)/n) +
 // (σ_ξ + σr)·r(d1+d2)/(nε) of Theorem 3 without constants or logs, relative
@@ -288,7 +287,7 @@ func StudyMarkdown(c StudyConfig, cells []StudyCell, ns []int, eps []float64) st
 				for i, n := range ns {
 					xs[i], ys[i] = float64(n), idx[fmt.Sprintf("%s|%d|%g", l, n, e)].Median()
 				}
-				fmt.Fprintf(&b, " %.2f |", logSlope(xs, ys))
+				fmt.Fprintf(&b, " %.2f |", evaluate.LogSlope(xs, ys))
 			}
 			b.WriteString("\n")
 		}
@@ -313,27 +312,3 @@ func epsLabel(e float64) string {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-// medianOf is the median of v (the mean of the two middle values for an
-// even count).
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), v...)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// logSlope is the least-squares slope of log y on log x.
-func logSlope(x, y []float64) float64 {
-	lx, ly := make([]float64, len(x)), make([]float64, len(y))
-	for i := range x {
-		lx[i], ly[i] = math.Log(x[i]), math.Log(y[i])
-	}
-	_, beta := stat.LinearRegression(lx, ly, nil, false)
-	return beta
-}

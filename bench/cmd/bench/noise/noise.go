@@ -27,6 +27,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -377,7 +378,7 @@ func accuracy(b *strings.Builder, ests map[string]sdk.Estimator) {
 					errs[j] = append(errs[j], frob(res, g.Truth["M"]))
 				}
 			}
-			e, z := median(errs[0]), median(errs[1])
+			e, z := evaluate.Median(errs[0]), evaluate.Median(errs[1])
 			fmt.Fprintf(b, "| %s | %g | %.4f | %.4f | %.3f |\n", name, eps, e, z, e/z)
 		}
 	}
@@ -394,16 +395,6 @@ func frob(res *sdk.Result, truth *mat.Dense) float64 {
 	}
 	fail(fmt.Errorf("no output M"))
 	return 0
-}
-
-func median(x []float64) float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func ftoa(x float64) string { return fmt.Sprintf("%g", x) }
