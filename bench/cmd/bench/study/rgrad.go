@@ -10,7 +10,6 @@ package study
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -42,14 +41,8 @@ func RGrad(args []string) {
 	plotEps := fs.Float64("plot-eps", 4, "ε of the error-vs-n plot")
 	_ = fs.Parse(args)
 
-	nList, err := parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 })
-	if err != nil {
-		fail("rgrad", err)
-	}
-	eList, err := parseList(*eps, "ε", parseFloat, func(v float64) bool { return v > 0 })
-	if err != nil {
-		fail("rgrad", err)
-	}
+	nList := must(parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 }))
+	eList := must(parseList(*eps, "ε", parseFloat, func(v float64) bool { return v > 0 }))
 	if *set != "" {
 		c.ModelParams = map[string]string{}
 		for _, kv := range strings.Split(*set, ",") {
@@ -100,11 +93,7 @@ func RGrad(args []string) {
 		for _, cl := range cells {
 			out = append(out, row{cl.Variant, cl.N, strconv.FormatFloat(cl.Epsilon, 'g', -1, 64), cl.Median(), cl.InitMedian(), rgradstudy.RateCurve(c, cl.N, cl.Epsilon), cl.Rel})
 		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fail("rgrad", err)
-		}
+		writeJSON("rgrad", "-", out)
 		return
 	}
 	fmt.Printf("Configuration: d1=%d, d2=%d, r=%d, Σ=diag(%g…%g), σ_ξ=%g, grant (ε, δ=%g) for the whole run, T=%s, %d seeds\n",
