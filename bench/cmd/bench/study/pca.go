@@ -3,7 +3,6 @@
 // quartiles over seeds):
 //
 //	bench study pca -seeds 5                   # p=1000, n=1e6 on Wishart-sampled Σ̂
-//	bench study pca -heavytail DIR             # rewrite a `dplr gen spiked` DIR with heavy-tailed row norms
 //
 // The row-based configurations are scenarios (bench run
 // bench/scenarios/NAME.toml): pca-eps-small, pca-eps-unit,
@@ -31,14 +30,7 @@ func PCA(args []string) {
 	seeds := fs.Int("seeds", 10, "independent repetitions")
 	epsList := fs.String("eps", "0.25,0.5,1,2,4,8", "comma-separated total ε values")
 	delta := fs.Float64("delta", 1e-5, "δ of the (ε, δ) grants")
-	heavy := fs.String("heavytail", "", "`DIR` of `dplr gen spiked` data to rewrite with heavy-tailed row norms (0.5 % of rows 100× to 10000× longer, a mean of norm 10), then exit")
 	_ = fs.Parse(args)
-	if *heavy != "" {
-		if err := heavyTail(*heavy, 0.005, 10, 1); err != nil {
-			fail("pca", err)
-		}
-		return
-	}
 	if sc, ok := scenarioOf[*config]; ok {
 		fail("pca", fmt.Errorf("-config %s is the scenario %s: bin/bench run bench/scenarios/%s.toml", *config, sc, sc))
 	}
