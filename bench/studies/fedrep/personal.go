@@ -14,6 +14,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/fedrep"
@@ -290,16 +291,7 @@ func (t PersonalTask) FitPersonal(ctx context.Context, ds *data.Dataset, est sdk
 // fedrep.Predict.
 func (t PersonalTask) RandomRepAccuracy(ds *data.Dataset, k int, seed uint64) (float64, error) {
 	d := ds.P()
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	g := mat.NewDense(d, k, nil)
-	for i := range g.RawMatrix().Data {
-		g.RawMatrix().Data[i] = r.NormFloat64()
-	}
-	var qr mat.QR
-	qr.Factorize(g)
-	var q mat.Dense
-	qr.QTo(&q)
-	u := mat.DenseCopyOf(q.Slice(0, d, 0, k))
+	u := gen.RandomOrthonormal(d, k, rand.New(rand.NewPCG(seed, 0x5eed)))
 	var tot float64
 	for i := 0; i < ds.NumUsers(); i++ {
 		s := ds.UserStart[i]

@@ -23,12 +23,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/examples/meanplugin"
@@ -180,7 +181,7 @@ func run(runs int, bin, dataPath, outFile, only, plotPrefix, jsonOut string) err
 	var report strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&report, "# Transport overhead: plugin vs in-process (%s)\n\n", time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&report, "Data: %s (float64 .npy, used in place). %d interleaved runs per path, each a fresh process; machine %s, %d CPUs (noisy, shared).\n", filepath.Base(dataPath), runs, host, numCPU())
+	fmt.Fprintf(&report, "Data: %s (float64 .npy, used in place). %d interleaved runs per path, each a fresh process; machine %s, %d CPUs (noisy, shared).\n", filepath.Base(dataPath), runs, host, runtime.NumCPU())
 	fmt.Fprintf(&report, "Command: `go run ./bench/cmd/bench transport -runs %d` (after `make build`).\n\n", runs)
 	var all []measured
 	fmt.Fprintf(&report, "| estimator | in-process wall (median, min–max) | plugin wall (median, min–max) | wall ratio | in-process peak RSS | host + plugin peak RSS | plugin alone | memory ratio |\n|---|---|---|---|---|---|---|---|\n")
@@ -278,18 +279,13 @@ func timeCmd(cmd *exec.Cmd) (sample, error) {
 	return s, nil
 }
 
+// stats is the minimum, median and maximum of f over xs.
 func stats(xs []sample, f func(sample) float64) [3]float64 {
 	v := make([]float64, len(xs))
 	for i, x := range xs {
 		v[i] = f(x)
 	}
-	sort.Float64s(v)
-	n := len(v)
-	med := v[n/2]
-	if n%2 == 0 {
-		med = (v[n/2-1] + v[n/2]) / 2
-	}
-	return [3]float64{v[0], med, v[n-1]}
+	return [3]float64{evaluate.Quantile(0, v), evaluate.Median(v), evaluate.Quantile(1, v)}
 }
 
 func lastLines(s string) string {
@@ -298,12 +294,4 @@ func lastLines(s string) string {
 		lines = lines[len(lines)-5:]
 	}
 	return strings.Join(lines, " | ")
-}
-
-func numCPU() int {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return 0
-	}
-	return bytes.Count(b, []byte("processor\t:"))
 }
