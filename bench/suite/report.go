@@ -244,26 +244,11 @@ func writeTable(b *strings.Builder, s *Scenario, t *table, metric, label string,
 	for _, x := range t.xs {
 		fmt.Fprintf(b, "| %s |", x)
 		for _, v := range t.variants {
-			sm, ok := t.cells[metric][v+"|"+x]
-			if !ok {
-				b.WriteString(" — |")
-				continue
-			}
-			fmt.Fprintf(b, " %s (%s–%s)", g4(sm.Median), g4(sm.Min), g4(sm.Max))
-			if sm.Failed > 0 {
-				fmt.Fprintf(b, " [%d failed]", sm.Failed)
-			}
-			b.WriteString(" |")
+			fmt.Fprintf(b, " %s |", t.cellText(metric, v, x))
 		}
 		if ratios && len(t.variants) > 1 {
-			base, ok := t.cells[metric][t.variants[0]+"|"+x]
 			for _, v := range t.variants[1:] {
-				sm, ok2 := t.cells[metric][v+"|"+x]
-				if ok && ok2 && base.Median > 0 {
-					fmt.Fprintf(b, " %.3f |", sm.Median/base.Median)
-				} else {
-					b.WriteString(" — |")
-				}
+				fmt.Fprintf(b, " %s |", t.ratioText(metric, v, x))
 			}
 		}
 		b.WriteString("\n")
@@ -285,32 +270,37 @@ func writeColumn(b *strings.Builder, s *Scenario, t *table, metric, label string
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
-	base, okBase := t.cells[metric][t.variants[0]+"|"+x]
 	for _, v := range t.variants {
-		sm, ok := t.cells[metric][v+"|"+x]
-		if !ok {
-			fmt.Fprintf(b, "| %s | — |", v)
-			if ratios {
-				b.WriteString(" — |")
-			}
-			b.WriteString("\n")
-			continue
-		}
-		fmt.Fprintf(b, "| %s | %s (%s–%s)", v, g4(sm.Median), g4(sm.Min), g4(sm.Max))
-		if sm.Failed > 0 {
-			fmt.Fprintf(b, " [%d failed]", sm.Failed)
-		}
-		b.WriteString(" |")
+		fmt.Fprintf(b, "| %s | %s |", v, t.cellText(metric, v, x))
 		if ratios {
-			if okBase && base.Median > 0 {
-				fmt.Fprintf(b, " %.3f |", sm.Median/base.Median)
-			} else {
-				b.WriteString(" — |")
-			}
+			fmt.Fprintf(b, " %s |", t.ratioText(metric, v, x))
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+}
+
+// cellText is a cell's "median (min–max) [n failed]", or — when empty.
+func (t *table) cellText(metric, v, x string) string {
+	sm, ok := t.cells[metric][v+"|"+x]
+	if !ok {
+		return "—"
+	}
+	s := fmt.Sprintf("%s (%s–%s)", g4(sm.Median), g4(sm.Min), g4(sm.Max))
+	if sm.Failed > 0 {
+		s += fmt.Sprintf(" [%d failed]", sm.Failed)
+	}
+	return s
+}
+
+// ratioText is a cell's median over the first variant's at the same x.
+func (t *table) ratioText(metric, v, x string) string {
+	base, ok := t.cells[metric][t.variants[0]+"|"+x]
+	sm, ok2 := t.cells[metric][v+"|"+x]
+	if !ok || !ok2 || !(base.Median > 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", sm.Median/base.Median)
 }
 
 func g4(v float64) string {
