@@ -3,7 +3,7 @@
 against the slowdown of the NumPy Fashion-MNIST script in the same rounds.
 
 Every estimator is fitted on the fixed data set of its backends-*.toml
-scenario (bench/scenarios; data seed 1, the largest size of the scenario's
+scenario (bench/scenarios; data seed 1, the middle size of the scenario's
 sweep, the scenario's parameters, ε = 1 and the scenario's δ), with the
 OpenBLAS plugins when bin/plugins-openblas exists (the gonum ones otherwise).
 Each round runs every fit and bench/studies/pca/fmnist_numpy.py once at low
@@ -13,7 +13,7 @@ round to round. Every figure is the wall time of a whole process. Per
 estimator: median low-load time, median loaded time, slowdown (loaded /
 low-load medians) and the ratio of that slowdown to NumPy's. The goal of
 issue 27 is a ratio of at most 1.5 for every estimator. The 1-minute load
-average is recorded at the start of every phase.
+average is recorded at the start and the end of every phase.
 
 Run from the repository root after `make build` (and `make build
 BACKEND=openblas` where OpenBLAS is present):
@@ -54,7 +54,8 @@ def cells(plugin_dir: str, only: list[str]) -> list[dict]:
             continue
         data = dict(sc["data"].get("params", {}))
         if "sweep" in sc:
-            data[sc["sweep"]["param"]] = sc["sweep"]["values"][-1]
+            vals = sc["sweep"]["values"]
+            data[sc["sweep"]["param"]] = vals[len(vals) // 2]
         out.append({"estimator": v["estimator"], "model": sc["data"]["model"], "data": data,
                     "params": v.get("params", {}), "pure": v.get("pure", False),
                     "non_private": v.get("non_private", False), "delta": sc.get("delta", 1e-6)})
@@ -118,7 +119,7 @@ def main() -> None:
             if phase == "busy":
                 spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
                 time.sleep(2)
-            loads[phase].append(load())
+            start = load()
             try:
                 for n in order:
                     t = timed(fits[n], env)
@@ -129,8 +130,9 @@ def main() -> None:
                     print(f"round {r + 1} {phase} {n} {t} s", file=sys.stderr)
                     if args.log:
                         with open(args.log, "a") as f:
-                            f.write(json.dumps({"round": r + 1, "phase": phase, "fit": n, "wall_s": t, "load": loads[phase][-1]}) + "\n")
+                            f.write(json.dumps({"round": r + 1, "phase": phase, "fit": n, "wall_s": t, "load_start": start}) + "\n")
             finally:
+                loads[phase].append(f"{start:.1f}→{load():.1f}")
                 for p in spinners:
                     p.kill()
                     p.wait()
@@ -141,8 +143,8 @@ def main() -> None:
         "",
         f"{args.rounds} interleaved rounds on {os.cpu_count()} CPUs; plugins {plugins}; each round every fit at low load, "
         f"then the same fits beside {args.busy} CPU-spinning processes. Wall time of whole processes, medians over rounds. "
-        f"1-minute load average at the start of each phase: low {' '.join(f'{x:.1f}' for x in loads['low'])}; "
-        f"busy {' '.join(f'{x:.1f}' for x in loads['busy'])}.",
+        f"1-minute load average at the start and end of each phase: low {', '.join(loads['low'])}; "
+        f"busy {', '.join(loads['busy'])}.",
         "",
         f"Command: `/usr/bin/python3 bench/scripts/contention.py --rounds {args.rounds} --busy {args.busy}` (after `make build`"
         + (" and `make build BACKEND=openblas`)." if "openblas" in plugins else ")."),
