@@ -31,11 +31,6 @@ import (
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/examples/meanplugin"
-	"github.com/dplr/dplr/plugins/fedrep"
-	"github.com/dplr/dplr/plugins/orbit"
-	"github.com/dplr/dplr/plugins/pca"
-	"github.com/dplr/dplr/plugins/rgrad"
 )
 
 type comparison struct {
@@ -90,20 +85,9 @@ var epsilons = []float64{1, 4}
 
 const delta = 1e-6
 
-// estimators is every estimator in this repository, by name.
-func estimators() map[string]sdk.Estimator {
-	ests := map[string]sdk.Estimator{}
-	for _, list := range [][]sdk.Estimator{pca.Estimators(), rgrad.Estimators(), fedrep.Estimators(), orbit.Estimators(), meanplugin.Estimators()} {
-		for _, e := range list {
-			ests[e.Info().Name] = e
-		}
-	}
-	return ests
-}
-
-// Main runs "bench noise" (it takes no arguments).
-func Main() {
-	ests := estimators()
+// Main runs "bench noise" (it takes no arguments) over ests, every
+// estimator by name.
+func Main(ests map[string]sdk.Estimator) {
 	var b strings.Builder
 	b.WriteString("# Noise per step: exact accounting vs zCDP vs the papers' calibration\n\n")
 	b.WriteString("Every step's noise scale (σ for Gaussian steps, b for Laplace, the inverse temperature β for the exponential mechanism, where *larger* β means *less* randomisation) ")
