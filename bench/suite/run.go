@@ -161,7 +161,7 @@ func (s *Scenario) runCell(ctx context.Context, opt Options, work string, c Cell
 		bin, args = v.Command[0], slices.Clone(v.Command[1:])
 	}
 	args = append(args, v.Estimator, "--plugin-dir", v.PluginDir, "--home", filepath.Join(work, "home"),
-		"--out", filepath.Join(work, "out"), "--json", "--quiet", "--seed", strconv.Itoa(1000 + c.Rep))
+		"--out", filepath.Join(work, "out"), "--json", "--quiet", "--seed", strconv.Itoa(1000+c.Rep))
 	args = append(args, dataArgs...)
 	switch {
 	case v.NonPrivate:
