@@ -37,8 +37,6 @@ func RGrad(args []string) {
 	set := fs.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
 	only := fs.String("only", "", "comma-separated estimator names or beginnings of variant labels to run (default: all variants)")
 	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
-	plotPrefix := fs.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
-	plotEps := fs.Float64("plot-eps", 4, "ε of the error-vs-n plot")
 	_ = fs.Parse(args)
 
 	nList := must(parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 }))
@@ -73,11 +71,6 @@ func RGrad(args []string) {
 	cells, err := rgradstudy.RunStudy(context.Background(), c, nList, eList, vars, func(s string) { fmt.Fprintln(os.Stderr, s) })
 	if err != nil {
 		fail("rgrad", err)
-	}
-	if *plotPrefix != "" {
-		if err := writePlots(*plotPrefix, c, cells, nList, eList, nList[len(nList)-1], *plotEps); err != nil {
-			fail("rgrad", err)
-		}
 	}
 	if *asJSON {
 		type row struct {
