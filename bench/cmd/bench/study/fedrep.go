@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -145,18 +146,13 @@ func mergePersonal(files, jsonPath string) {
 	rows := fedrep.MergePersonalRows(parts...)
 	writeJSON("fedrep", jsonPath, rows)
 	cfg := fedrep.DefaultPersonalStudy()
-	eps := map[float64]bool{}
-	for _, r := range rows {
-		if r.Epsilon > 0 && !eps[r.Epsilon] {
-			eps[r.Epsilon] = true
-		}
-	}
 	cfg.Eps = nil
-	for _, e := range []float64{0.5, 1, 2, 4, 8} {
-		if eps[e] {
-			cfg.Eps = append(cfg.Eps, e)
+	for _, r := range rows {
+		if r.Epsilon > 0 && !slices.Contains(cfg.Eps, r.Epsilon) {
+			cfg.Eps = append(cfg.Eps, r.Epsilon)
 		}
 	}
+	slices.Sort(cfg.Eps)
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩); medians over the seeds run (Values in the JSON)\n", cfg.Delta)
 	fmt.Print(fedrep.PersonalMarkdown(rows))
 	fmt.Print(fedrep.PersonalTuningMarkdown(cfg, rows))
