@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -122,16 +123,23 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 	r := len(cfg.Lambda)
 	m := pca.SpikedModel{N: cfg.N, P: cfg.P, LambdaLow: cfg.Lambda, LambdaHigh: cfg.Lambda, Sigma2: cfg.Sigma2}
 	clip := math.Sqrt(pca.RowNormBound(m, cfg.Delta))
+	type key struct {
+		name string
+		eps  float64
+	}
 	type acc struct{ sp, fr, sec []float64 }
-	res := map[string]map[float64]*acc{}
-	get := func(name string, eps float64) *acc {
-		if res[name] == nil {
-			res[name] = map[float64]*acc{}
+	res := map[key]*acc{}
+	// add records one method's subspace uh against the truth u, fitted
+	// since t0.
+	add := func(name string, eps float64, u, uh *mat.Dense, t0 time.Time) error {
+		sp, fr, err := evaluate.SinTheta(u, uh)
+		a := res[key{name, eps}]
+		if a == nil {
+			a = &acc{}
+			res[key{name, eps}] = a
 		}
-		if res[name][eps] == nil {
-			res[name][eps] = &acc{}
-		}
-		return res[name][eps]
+		a.sp, a.fr, a.sec = append(a.sp, sp), append(a.fr, fr), append(a.sec, time.Since(t0).Seconds())
+		return err
 	}
 	for s := 0; s < cfg.Seeds; s++ {
 		rng := rand.New(rand.NewPCG(uint64(2000+s), 0x70636121))
@@ -145,9 +153,9 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		sp, fr, _ := evaluate.SinTheta(u, uh)
-		a := get("nonprivate", math.Inf(1))
-		a.sp, a.fr, a.sec = append(a.sp, sp), append(a.fr, fr), append(a.sec, time.Since(t0).Seconds())
+		if err := add("nonprivate", math.Inf(1), u, uh, t0); err != nil {
+			return nil, err
+		}
 		for _, eps := range cfg.Eps {
 			for _, meth := range []struct {
 				name string
@@ -167,26 +175,22 @@ func CovStudy(ctx context.Context, cfg CovStudyConfig) ([]StudyRow, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%s at ε = %g: %w", meth.name, eps, err)
 				}
-				sp, fr, err := evaluate.SinTheta(u, out.Matrices[0].M)
-				if err != nil {
+				if err := add(meth.name, eps, u, out.Matrices[0].M, t0); err != nil {
 					return nil, err
 				}
-				a := get(meth.name, eps)
-				a.sp, a.fr, a.sec = append(a.sp, sp), append(a.fr, fr), append(a.sec, time.Since(t0).Seconds())
 			}
 		}
 	}
+	eps := append([]float64{math.Inf(1)}, cfg.Eps...)
+	sort.Float64s(eps)
+	eps = slices.Compact(eps)
 	var rows []StudyRow
 	for _, name := range []string{"nonprivate", "cxz-pca-only", "analyze-gauss"} {
-		keys := make([]float64, 0, len(res[name]))
-		for e := range res[name] {
-			keys = append(keys, e)
-		}
-		sort.Float64s(keys)
-		for _, e := range keys {
-			a := res[name][e]
-			rows = append(rows, StudyRow{Method: name, Eps: e, SinSpec: evaluate.Quartiles(a.sp), SinFrob: evaluate.Quartiles(a.fr),
-				Seconds: evaluate.Quartiles(a.sec)[1], Runs: len(a.sp)})
+		for _, e := range eps {
+			if a := res[key{name, e}]; a != nil {
+				rows = append(rows, StudyRow{Method: name, Eps: e, SinSpec: evaluate.Quartiles(a.sp), SinFrob: evaluate.Quartiles(a.fr),
+					Seconds: evaluate.Quartiles(a.sec)[1], Runs: len(a.sp)})
+			}
 		}
 	}
 	return rows, nil

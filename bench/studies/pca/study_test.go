@@ -1,8 +1,10 @@
 package pcastudy
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +67,20 @@ func lowRank(u *mat.Dense, d []float64, s float64) *mat.Dense {
 		out.Set(j, j, out.At(j, j)+s)
 	}
 	return &out
+}
+
+// A small Wishart study reports the non-private reference, then each
+// private method at every ε in increasing ε.
+func TestCovStudyRows(t *testing.T) {
+	rows, err := CovStudy(context.Background(), CovStudyConfig{N: 5000, P: 20, Lambda: []float64{8, 6}, Sigma2: 1,
+		Eps: []float64{4, 1}, Delta: 1e-5, Seeds: 2, Backend: backend.Gonum{}})
+	require.NoError(t, err)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Method+" "+strconv.FormatFloat(r.Eps, 'g', -1, 64))
+		assert.Equal(t, 2, r.Runs)
+		assert.True(t, r.SinSpec[1] >= 0 && r.SinSpec[1] <= 1, r.Method)
+	}
+	assert.Equal(t, []string{"nonprivate +Inf", "cxz-pca-only 1", "cxz-pca-only 4", "analyze-gauss 1", "analyze-gauss 4"}, got)
+	assert.Contains(t, Markdown(rows), "| nonprivate | ∞ |")
 }
