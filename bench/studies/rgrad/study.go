@@ -7,6 +7,7 @@ package rgradstudy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -56,32 +57,23 @@ type Variant struct {
 // only" variants give neither model parameters nor clips: the estimators
 // estimate them privately (plugins/rgrad/DERIVATIONS.md §10).
 func DefaultVariants(c StudyConfig) []Variant {
-	model := func(extra map[string]string) func(int) map[string]string {
-		return func(int) map[string]string {
-			p := map[string]string{"rank": strconv.Itoa(c.Rank), "sigma1": ftoa(c.Sigma1), "sigmar": ftoa(c.SigmaR), "sigma_xi": ftoa(c.SigmaXi)}
-			if c.Iterations > 0 {
-				p["iterations"] = strconv.Itoa(c.Iterations)
-			}
-			for k, v := range c.ModelParams {
-				p[k] = v
-			}
-			for k, v := range extra {
-				p[k] = v
-			}
-			return p
-		}
-	}
+	// basic is the rank (and T when given) under extra; model adds the
+	// public model parameters and the study's ModelParams.
 	basic := func(extra map[string]string) func(int) map[string]string {
-		return func(n int) map[string]string {
+		return func(int) map[string]string {
 			p := map[string]string{"rank": strconv.Itoa(c.Rank)}
 			if c.Iterations > 0 {
 				p["iterations"] = strconv.Itoa(c.Iterations)
 			}
-			for k, v := range extra {
-				p[k] = v
-			}
+			maps.Copy(p, extra)
 			return p
 		}
+	}
+	model := func(extra map[string]string) func(int) map[string]string {
+		p := map[string]string{"sigma1": ftoa(c.Sigma1), "sigmar": ftoa(c.SigmaR), "sigma_xi": ftoa(c.SigmaXi)}
+		maps.Copy(p, c.ModelParams)
+		maps.Copy(p, extra)
+		return basic(p)
 	}
 	ssq := 0.0
 	for _, s := range singularValues(c) {
