@@ -84,7 +84,17 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated estimators (default: every backends scenario's)")
     ap.add_argument("--out", help="also write the markdown report here")
     ap.add_argument("--log", help="append every measurement here as JSON lines")
+    ap.add_argument("--from", dest="source", help="measure nothing: report the measurements of a --log file")
     args = ap.parse_args()
+    if args.source:
+        recs = [json.loads(line) for line in open(args.source)]
+        names = list(dict.fromkeys(r["fit"] for r in recs))
+        times = {n: {ph: [r["wall_s"] for r in recs if r["fit"] == n and r["phase"] == ph] for ph in ("low", "busy")} for n in names}
+        failed = {n: 0 for n in names}
+        loads = {ph: [f"{r['load_start']:.1f}" for r in recs if r["phase"] == ph and r["fit"] == names[0]] for ph in ("low", "busy")}
+        args.rounds = max(r["round"] for r in recs)
+        report(args, names, times, failed, loads, recs[0].get("plugins", "bin/plugins-openblas"))
+        return
     dplr = str(ROOT / "bin/dplr")
     plugins = "bin/plugins-openblas" if (ROOT / "bin/plugins-openblas").is_dir() else "bin/plugins"
     work = Path(tempfile.mkdtemp(prefix="dplr-contention-"))
@@ -130,12 +140,18 @@ def main() -> None:
                     print(f"round {r + 1} {phase} {n} {t} s", file=sys.stderr)
                     if args.log:
                         with open(args.log, "a") as f:
-                            f.write(json.dumps({"round": r + 1, "phase": phase, "fit": n, "wall_s": t, "load_start": start}) + "\n")
+                            f.write(json.dumps({"round": r + 1, "phase": phase, "fit": n, "wall_s": t, "load_start": start, "plugins": plugins}) + "\n")
             finally:
                 loads[phase].append(f"{start:.1f}→{load():.1f}")
                 for p in spinners:
                     p.kill()
                     p.wait()
+    report(args, names, times, failed, loads, plugins)
+    subprocess.run(["rm", "-rf", str(work)])
+
+
+def report(args, names, times, failed, loads, plugins) -> None:
+    """Print (and write to --out) the medians, slowdowns and ratios."""
     med = {n: {ph: st.median(v) if v else float("nan") for ph, v in times[n].items()} for n in names}
     np_slow = med["numpy-fmnist"]["busy"] / med["numpy-fmnist"]["low"]
     lines = [
@@ -161,11 +177,10 @@ def main() -> None:
         ok = "yes" if ratio <= 1.5 and failed[n] == 0 else "**no**"
         lines.append(f"| {n} | {med[n]['low']:.3f} | {med[n]['busy']:.3f} | {s:.2f}× | {ratio:.2f} | {ok} | {failed[n]} |")
     lines += ["", f"Largest ratio {worst:.2f} (∞: a run failed): the goal (every estimator ≤ 1.5× NumPy's slowdown) is {'met' if worst <= 1.5 else 'not met'}."]
-    report = "\n".join(lines) + "\n"
-    print(report)
+    text = "\n".join(lines) + "\n"
+    print(text)
     if args.out:
-        Path(args.out).write_text(report)
-    subprocess.run(["rm", "-rf", str(work)])
+        Path(args.out).write_text(text)
 
 
 if __name__ == "__main__":
