@@ -17,6 +17,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/dplr/dplr/engine/evaluate"
 )
 
 // Summary is the spread of one metric in one (variant, x) cell group.
@@ -26,17 +28,7 @@ type Summary struct {
 }
 
 func summarize(v []float64) Summary {
-	if len(v) == 0 {
-		return Summary{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	med := s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return Summary{Median: med, Min: s[0], Max: s[n-1], N: n}
+	return Summary{Median: evaluate.Median(v), Min: evaluate.Quantile(0, v), Max: evaluate.Quantile(1, v), N: len(v)}
 }
 
 // table is a scenario's aggregated results.
@@ -138,33 +130,20 @@ func num(s string) float64 {
 	return f
 }
 
-// slope is the least-squares slope of log(median) against log(x).
+// slope is the least-squares slope of log(median) against log(x), given
+// at least three positive points.
 func slope(t *table, metric, variant string) (float64, bool) {
-	var lx, ly []float64
+	var xs, ys []float64
 	for _, x := range t.xs {
-		sm, ok := t.cells[metric][variant+"|"+x]
-		if !ok || !(sm.Median > 0) || !(num(x) > 0) {
-			continue
+		if sm, ok := t.cells[metric][variant+"|"+x]; ok && sm.Median > 0 && num(x) > 0 {
+			xs, ys = append(xs, num(x)), append(ys, sm.Median)
 		}
-		lx = append(lx, math.Log(num(x)))
-		ly = append(ly, math.Log(sm.Median))
 	}
-	if len(lx) < 3 {
+	if len(xs) < 3 {
 		return 0, false
 	}
-	var mx, my float64
-	for i := range lx {
-		mx += lx[i]
-		my += ly[i]
-	}
-	mx /= float64(len(lx))
-	my /= float64(len(ly))
-	var sxy, sxx float64
-	for i := range lx {
-		sxy += (lx[i] - mx) * (ly[i] - my)
-		sxx += (lx[i] - mx) * (lx[i] - mx)
-	}
-	return sxy / sxx, sxx > 0
+	k := evaluate.LogSlope(xs, ys)
+	return k, !math.IsNaN(k) && !math.IsInf(k, 0)
 }
 
 // ReportScenario writes the scenario's markdown section (returned) and its
@@ -265,26 +244,11 @@ func writeTable(b *strings.Builder, s *Scenario, t *table, metric, label string,
 	for _, x := range t.xs {
 		fmt.Fprintf(b, "| %s |", x)
 		for _, v := range t.variants {
-			sm, ok := t.cells[metric][v+"|"+x]
-			if !ok {
-				b.WriteString(" — |")
-				continue
-			}
-			fmt.Fprintf(b, " %s (%s–%s)", g4(sm.Median), g4(sm.Min), g4(sm.Max))
-			if sm.Failed > 0 {
-				fmt.Fprintf(b, " [%d failed]", sm.Failed)
-			}
-			b.WriteString(" |")
+			fmt.Fprintf(b, " %s |", t.cellText(metric, v, x))
 		}
 		if ratios && len(t.variants) > 1 {
-			base, ok := t.cells[metric][t.variants[0]+"|"+x]
 			for _, v := range t.variants[1:] {
-				sm, ok2 := t.cells[metric][v+"|"+x]
-				if ok && ok2 && base.Median > 0 {
-					fmt.Fprintf(b, " %.3f |", sm.Median/base.Median)
-				} else {
-					b.WriteString(" — |")
-				}
+				fmt.Fprintf(b, " %s |", t.ratioText(metric, v, x))
 			}
 		}
 		b.WriteString("\n")
@@ -306,32 +270,37 @@ func writeColumn(b *strings.Builder, s *Scenario, t *table, metric, label string
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
-	base, okBase := t.cells[metric][t.variants[0]+"|"+x]
 	for _, v := range t.variants {
-		sm, ok := t.cells[metric][v+"|"+x]
-		if !ok {
-			fmt.Fprintf(b, "| %s | — |", v)
-			if ratios {
-				b.WriteString(" — |")
-			}
-			b.WriteString("\n")
-			continue
-		}
-		fmt.Fprintf(b, "| %s | %s (%s–%s)", v, g4(sm.Median), g4(sm.Min), g4(sm.Max))
-		if sm.Failed > 0 {
-			fmt.Fprintf(b, " [%d failed]", sm.Failed)
-		}
-		b.WriteString(" |")
+		fmt.Fprintf(b, "| %s | %s |", v, t.cellText(metric, v, x))
 		if ratios {
-			if okBase && base.Median > 0 {
-				fmt.Fprintf(b, " %.3f |", sm.Median/base.Median)
-			} else {
-				b.WriteString(" — |")
-			}
+			fmt.Fprintf(b, " %s |", t.ratioText(metric, v, x))
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+}
+
+// cellText is a cell's "median (min–max) [n failed]", or — when empty.
+func (t *table) cellText(metric, v, x string) string {
+	sm, ok := t.cells[metric][v+"|"+x]
+	if !ok {
+		return "—"
+	}
+	s := fmt.Sprintf("%s (%s–%s)", g4(sm.Median), g4(sm.Min), g4(sm.Max))
+	if sm.Failed > 0 {
+		s += fmt.Sprintf(" [%d failed]", sm.Failed)
+	}
+	return s
+}
+
+// ratioText is a cell's median over the first variant's at the same x.
+func (t *table) ratioText(metric, v, x string) string {
+	base, ok := t.cells[metric][t.variants[0]+"|"+x]
+	sm, ok2 := t.cells[metric][v+"|"+x]
+	if !ok || !ok2 || !(base.Median > 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", sm.Median/base.Median)
 }
 
 func g4(v float64) string {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -155,8 +156,12 @@ func (s *Scenario) runCell(ctx context.Context, opt Options, work string, c Cell
 	v := c.Variant
 	rec := Record{Scenario: s.Name, Variant: v.Name, Estimator: v.Estimator, PluginDir: v.PluginDir, XName: s.xName(),
 		X: c.X, Epsilon: c.Epsilon, Rep: c.Rep, Metrics: map[string]float64{}, When: time.Now().UTC()}
-	args := []string{"fit", v.Estimator, "--plugin-dir", v.PluginDir, "--home", filepath.Join(work, "home"),
-		"--out", filepath.Join(work, "out"), "--json", "--quiet", "--seed", strconv.Itoa(1000 + c.Rep)}
+	bin, args := opt.Dplr, []string{"fit"}
+	if len(v.Command) > 0 {
+		bin, args = v.Command[0], slices.Clone(v.Command[1:])
+	}
+	args = append(args, v.Estimator, "--plugin-dir", v.PluginDir, "--home", filepath.Join(work, "home"),
+		"--out", filepath.Join(work, "out"), "--json", "--quiet", "--seed", strconv.Itoa(1000+c.Rep))
 	args = append(args, dataArgs...)
 	switch {
 	case v.NonPrivate:
@@ -171,7 +176,7 @@ func (s *Scenario) runCell(ctx context.Context, opt Options, work string, c Cell
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(s.TimeoutSeconds*float64(time.Second)))
 	defer cancel()
-	cmd := exec.CommandContext(cctx, opt.Dplr, args...)
+	cmd := exec.CommandContext(cctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()

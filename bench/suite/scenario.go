@@ -68,6 +68,10 @@ type Variant struct {
 	NonPrivate bool              `toml:"non_private"`
 	// PureOnly variants get a pure ε budget (no δ).
 	PureOnly bool `toml:"pure"`
+	// Command, when set, runs instead of the host's "dplr fit" (its first
+	// element the program, relative to the repository root) with the same
+	// arguments, e.g. ["bin/bench", "inproc"] for an in-process fit.
+	Command []string `toml:"command"`
 }
 
 // Report says what to tabulate and draw.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/plugins/orbit"
 )
 
 // theory is a rate curve up to a constant: f(x) where x is ε or the swept
@@ -194,46 +196,25 @@ var formulas = map[string]struct {
 	// the orbit dimension (plugins/orbit/DERIVATIONS.md §8): k(d−k)/ε.
 	"orbit-em-mean": {func(x float64, xName string, p map[string]string, eps float64) float64 {
 		d, k := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3)
-		return k * (d - k) / epsAt(x, xName, eps)
+		ones := make([]float64, int(k))
+		for i := range ones {
+			ones[i] = 1
+		}
+		return orbit.PredictedEMLoss(ones, int(d), epsAt(x, xName, eps)/2)
 	}, "orbit EM prediction k(d−k)/ε, orbit DERIVATIONS.md §8"},
 	// Deflation with ε/k per vector (plugins/orbit/DERIVATIONS.md §8):
 	// Σ_{i=1..k} (d−i)·k/ε.
 	"orbit-deflation-mean": {func(x float64, xName string, p map[string]string, eps float64) float64 {
 		d, k := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3)
-		s := 0.0
-		for i := 1.0; i <= k; i++ {
-			s += (d - i) * k
-		}
-		return s / epsAt(x, xName, eps)
+		return orbit.PredictedDeflationLoss(int(d), int(k), epsAt(x, xName, eps))
 	}, "deflation prediction Σ(d−i)k/ε, orbit DERIVATIONS.md §8"},
 }
 
-// orbitUB is the τ* of plugins/orbit/DERIVATIONS.md §8 (exact calibration, PCA spectrum).
+// orbitUB is the τ* of plugins/orbit/DERIVATIONS.md §8 (exact calibration
+// β = ε/2, λ_1 = 1, Γ = n, m = dk, β_f = 0.05).
 func orbitUB(x float64, xName string, p map[string]string, eps float64) float64 {
 	d, k, n := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3), at(x, xName, p, "n", 2000)
-	e := epsAt(x, xName, eps)
-	const lam1, betaF = 1.0, 0.05
-	beta, m, gamma := e/(2*lam1), d*k, n
-	logP := func(tau float64) float64 { return -beta*tau/2 + m*math.Log1p(16*lam1*gamma/tau) }
-	lo, hi := lam1, lam1
-	if logP(lo) <= math.Log(betaF) {
-		return lo
-	}
-	for logP(hi) > math.Log(betaF) {
-		hi *= 2
-		if hi > 1e300 {
-			return math.NaN()
-		}
-	}
-	for i := 0; i < 200 && hi-lo > 1e-9*hi; i++ {
-		mid := (lo + hi) / 2
-		if logP(mid) > math.Log(betaF) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi
+	return orbit.TauStar(epsAt(x, xName, eps)/2, 1, n, int(d*k), 0, 0.05)
 }
 
 func theoryNames() []string {

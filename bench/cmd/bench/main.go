@@ -1,14 +1,14 @@
 // Command bench is dplr's one benchmark command: it runs the benchmark
 // scenarios through the real host and plugins, writes the report, and runs
-// the accuracy studies and noise and transport measurements whose figures
-// the report includes.
+// the accuracy studies and noise measurements whose figures the report
+// includes.
 //
 //	bench run [--quick] [--force] [SCENARIO.toml ...]   run (default: every scenario in bench/scenarios)
 //	bench report                                         write bench/RESULTS.md and bench/plots/
 //	bench study pca|fedrep|orbit|rgrad [flags]           an estimator family's accuracy study
 //	bench noise                                          noise per step: exact vs zCDP vs the papers' calibration
 //	bench pldnoise                                       noise per step under zCDP and the two PLD accountings
-//	bench transport [flags]                              the plugin boundary's cost
+//	bench inproc ESTIMATOR [dplr fit flags]              fit in this process (the transport scenarios' in-process half)
 //
 // "bench SUBCOMMAND -h" lists a subcommand's flags.
 //
@@ -28,7 +28,6 @@ import (
 
 	"github.com/dplr/dplr/bench/cmd/bench/noise"
 	"github.com/dplr/dplr/bench/cmd/bench/study"
-	"github.com/dplr/dplr/bench/cmd/bench/transport"
 	"github.com/dplr/dplr/bench/suite"
 )
 
@@ -60,11 +59,11 @@ func main() {
 		}
 		studies[os.Args[2]](os.Args[3:])
 	case "noise":
-		noise.Main()
+		noise.Main(estimators())
 	case "pldnoise":
-		noise.MainPLD()
-	case "transport":
-		transport.Main(os.Args[2:])
+		noise.MainPLD(estimators())
+	case "inproc":
+		err = inproc(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -85,7 +84,7 @@ func usage() {
   bench study pca|fedrep|orbit|rgrad [flags]   an accuracy study (bench study NAME -h: its flags)
   bench noise                                  noise per step: exact vs zCDP vs the papers' calibration
   bench pldnoise                               noise per step under zCDP and the two PLD accountings
-  bench transport [flags]                      the plugin boundary's cost (bench transport -h)
+  bench inproc ESTIMATOR [dplr fit flags]      fit in this process, no plugin or ledger (the transport scenarios)
 `)
 }
 

@@ -3,6 +3,8 @@ package fedrepstudy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 
@@ -126,55 +128,42 @@ func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) 
 		if err != nil {
 			return nil, err
 		}
-		raw := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "rank": fmt.Sprint(cfg.Rank), "iterations": fmt.Sprint(cfg.Iterations),
-			"step": fmt.Sprint(cfg.Step), "clip": fmt.Sprint(cfg.Clip), "init_clip": fmt.Sprint(cfg.InitClip), "holdout": fmt.Sprint(cfg.Holdout), "output_v": "false", "local_fraction": "0.5", "head_data": "local"}
-		run := func(grant privacy.Grant, over map[string]string) (float64, error) {
-			p := map[string]string{}
-			for k, v := range raw {
-				p[k] = v
-			}
-			for k, v := range over {
-				p[k] = v
-			}
-			seed := uint64(100 * s)
-			r, _, err := sdk.RunLocal(ctx, fedrep.Classify{}, ds, p, grant, sdk.LocalOptions{Seed: &seed})
-			if err != nil {
-				return 0, err
-			}
-			for _, sc := range r.Scalars {
-				if sc.Name == "holdout_loss" {
-					return 1 - sc.Value, nil
-				}
-			}
-			return 0, fmt.Errorf("no hold-out loss")
+		base := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "holdout": fmt.Sprint(cfg.Holdout), "output_v": "false", "local_fraction": "0.5", "head_data": "local"}
+		raw := with(base, map[string]string{"rank": fmt.Sprint(cfg.Rank), "iterations": fmt.Sprint(cfg.Iterations),
+			"step": fmt.Sprint(cfg.Step), "clip": fmt.Sprint(cfg.Clip), "init_clip": fmt.Sprint(cfg.InitClip)})
+		run := func(grant privacy.Grant, params, over map[string]string) (float64, error) {
+			return classifyAccuracy(ctx, ds, with(params, over), grant, uint64(100*s))
 		}
 		for _, eps := range cfg.Eps {
-			a, err := run(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, nil)
+			a, err := run(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, raw, nil)
 			if err != nil {
 				return nil, err
 			}
 			add("private shared representation (fedrep-classify), heads on S¹", eps, a)
-			a, err = run(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, map[string]string{"head_data": "all"})
+			a, err = run(privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: cfg.Delta}, raw, map[string]string{"head_data": "all"})
 			if err != nil {
 				return nil, err
 			}
 			add("private shared representation (fedrep-classify), heads on S⁰ ∪ S¹", eps, a)
 		}
-		a, err := run(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, nil)
+		a, err := run(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, raw, nil)
 		if err != nil {
 			return nil, err
 		}
 		add("ε → ∞ (same pipeline and clipping, no noise)", 0, a)
-		la, err := localBaseline(ctx, ds, cfg, uint64(100*s), false)
-		if err != nil {
-			return nil, err
+		// The purely local reference: fedrep-classify with rank k′, whose
+		// k′×k′ orthonormal U spans the whole projected space, so the shared
+		// representation constrains nothing and the heads are the users'
+		// local ridge-logistic classifiers (the ridge is rotation invariant).
+		local := with(base, map[string]string{"rank": fmt.Sprint(cfg.Proj), "iterations": "1", "init": "random"})
+		if a, err = run(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, local, nil); err != nil {
+			return nil, fmt.Errorf("local baseline: %w", err)
 		}
-		add("local only, same local half S¹ as the heads (logistic on the projected pixels)", 0, la)
-		la, err = localBaseline(ctx, ds, cfg, uint64(100*s), true)
-		if err != nil {
-			return nil, err
+		add("local only, same local half S¹ as the heads (logistic on the projected pixels)", 0, a)
+		if a, err = run(privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, local, map[string]string{"head_data": "all"}); err != nil {
+			return nil, fmt.Errorf("local baseline: %w", err)
 		}
-		add("local only, all of the user's non-hold-out images (S⁰ ∪ S¹)", 0, la)
+		add("local only, all of the user's non-hold-out images (S⁰ ∪ S¹)", 0, a)
 	}
 	var out []FMNISTRow
 	for _, m := range order {
@@ -188,28 +177,24 @@ func RunFMNISTStudy(ctx context.Context, cfg FMNISTConfig) ([]FMNISTRow, error) 
 	return out, nil
 }
 
-// localBaseline is the purely local reference: each user fits its own
-// ridge-logistic classifier on the projected features of its local half (or
-// of all its non-hold-out rows) and is scored on its hold-out rows. It runs
-// fedrep-classify with rank k′: a k′×k′ orthonormal U spans the whole
-// projected space, so the shared representation constrains nothing and the
-// heads are the users' local classifiers (the ridge is rotation invariant).
-func localBaseline(ctx context.Context, ds *data.Dataset, cfg FMNISTConfig, seed uint64, all bool) (float64, error) {
-	p := map[string]string{"kprime": fmt.Sprint(cfg.Proj), "rank": fmt.Sprint(cfg.Proj), "iterations": "1", "init": "random",
-		"holdout": fmt.Sprint(cfg.Holdout), "output_v": "false", "local_fraction": "0.5", "head_data": "local"}
-	if all {
-		p["head_data"] = "all"
-	}
-	r, _, err := sdk.RunLocal(ctx, fedrep.Classify{}, ds, p, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e12}, sdk.LocalOptions{Seed: &seed})
+// classifyAccuracy fits fedrep-classify with params under grant and
+// returns its hold-out accuracy.
+func classifyAccuracy(ctx context.Context, ds *data.Dataset, params map[string]string, grant privacy.Grant, seed uint64) (float64, error) {
+	r, _, err := sdk.RunLocal(ctx, fedrep.Classify{}, ds, params, grant, sdk.LocalOptions{Seed: &seed})
 	if err != nil {
-		return 0, fmt.Errorf("local baseline: %w", err)
+		return 0, err
 	}
-	for _, sc := range r.Scalars {
-		if sc.Name == "holdout_loss" {
-			return 1 - sc.Value, nil
-		}
+	if l := scalarOf(r, "holdout_loss"); !math.IsNaN(l) {
+		return 1 - l, nil
 	}
-	return 0, fmt.Errorf("local baseline: no hold-out loss")
+	return 0, fmt.Errorf("no hold-out loss")
+}
+
+// with returns base overridden by over.
+func with(base, over map[string]string) map[string]string {
+	p := maps.Clone(base)
+	maps.Copy(p, over)
+	return p
 }
 
 // FMNISTMarkdown renders the rows.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/fedrep"
@@ -263,10 +264,7 @@ type PersonalFit struct {
 // The task's holdout and head_data=all are added to the parameters unless
 // given.
 func (t PersonalTask) FitPersonal(ctx context.Context, ds *data.Dataset, est sdk.Estimator, params map[string]string, grant privacy.Grant, seed uint64) (*PersonalFit, error) {
-	p := map[string]string{"holdout": fmt.Sprint(t.holdoutFraction()), "head_data": "all"}
-	for k, v := range params {
-		p[k] = v
-	}
+	p := with(map[string]string{"holdout": fmt.Sprint(t.holdoutFraction()), "head_data": "all"}, params)
 	t0 := time.Now()
 	res, _, err := sdk.RunLocal(ctx, est, ds, p, grant, sdk.LocalOptions{Seed: &seed})
 	if err != nil {
@@ -290,16 +288,7 @@ func (t PersonalTask) FitPersonal(ctx context.Context, ds *data.Dataset, est sdk
 // fedrep.Predict.
 func (t PersonalTask) RandomRepAccuracy(ds *data.Dataset, k int, seed uint64) (float64, error) {
 	d := ds.P()
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	g := mat.NewDense(d, k, nil)
-	for i := range g.RawMatrix().Data {
-		g.RawMatrix().Data[i] = r.NormFloat64()
-	}
-	var qr mat.QR
-	qr.Factorize(g)
-	var q mat.Dense
-	qr.QTo(&q)
-	u := mat.DenseCopyOf(q.Slice(0, d, 0, k))
+	u := gen.RandomOrthonormal(d, k, rand.New(rand.NewPCG(seed, 0x5eed)))
 	var tot float64
 	for i := 0; i < ds.NumUsers(); i++ {
 		s := ds.UserStart[i]
@@ -582,13 +571,7 @@ func runPersonalSeed(ctx context.Context, cfg PersonalStudyConfig, v PersonalVar
 		if v.Rank > 0 {
 			p["rank"] = fmt.Sprint(v.Rank)
 		}
-		for k, x := range v.Extra {
-			p[k] = x
-		}
-		for k, x := range over {
-			p[k] = x
-		}
-		return p
+		return with(with(p, v.Extra), over)
 	}
 	seed := uint64(100 * s)
 	f, err := v.Task.FitPersonal(ctx, ds, fedrep.NonPrivateFedRep{}, params(nil), privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1}, seed)

@@ -191,18 +191,7 @@ func findMatrix(res *sdk.Result, name string) *mat.Dense {
 
 // medianRange returns the median, minimum and maximum of x (NaN when empty).
 func medianRange(x []float64) (med, lo, hi float64) {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return math.NaN(), math.NaN(), math.NaN()
-	}
-	if n%2 == 1 {
-		med = s[n/2]
-	} else {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return med, s[0], s[n-1]
+	return evaluate.Median(x), evaluate.Quantile(0, x), evaluate.Quantile(1, x)
 }
 
 // StudyMarkdown renders the cells as a markdown table (median [min–max]).

@@ -1,22 +1,28 @@
+// Package orbitstudy is the accuracy study of the orbit estimators on the
+// orbit-spiked model or a given rows data set: utility loss against ε
+// beside the predictions and bounds of plugins/orbit/DERIVATIONS.md §8, and
+// the Givens–Gibbs sampler's mixing. `bench study orbit` prints its tables.
 package orbitstudy
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/dplr/dplr/engine/evaluate"
-	"github.com/dplr/dplr/plugins/orbit"
-	"gonum.org/v1/gonum/stat"
 	"io"
 	"math"
 	"strconv"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/orbit"
 )
 
 // Study tasks.
@@ -77,6 +83,26 @@ func (cfg StudyConfig) data() (*gen.Generated, error) {
 		"spike": strconv.FormatFloat(cfg.Spike, 'g', -1, 64)}, cfg.Seed)
 }
 
+// spectrum returns the backend, the clipped second-moment matrix A of ds,
+// its spectrum γ (descending) and the PCA task's projection spectrum
+// λ = (1, …, 1) of length k.
+func (cfg StudyConfig) spectrum(ctx context.Context, ds *data.Dataset, clip float64) (backend.Backend, *mat.SymDense, []float64, []float64, error) {
+	be := cfg.Backend
+	if be == nil {
+		be = backend.Default()
+	}
+	a, _, err := orbit.ClippedMatrix(ctx, ds, clip)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	gamma, _, err := be.EigSym(a)
+	lambda := make([]float64, cfg.K)
+	for i := range lambda {
+		lambda[i] = 1
+	}
+	return be, a, gamma, lambda, err
+}
+
 // RunStudy runs the study: the same data set for every cell (drawn from the
 // orbit-spiked model with cfg.Seed), fresh mechanism randomness for each
 // run (seeds derived from cfg.Seed), all through sdk.RunLocal.
@@ -93,15 +119,7 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyRow, error) {
 // data set read with engine/dataio.
 func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip float64) ([]StudyRow, error) {
 	cfg.N, cfg.D = ds.X.Dims()
-	be := cfg.Backend
-	if be == nil {
-		be = backend.Default()
-	}
-	a, _, err := orbit.ClippedMatrix(ctx, ds, clip)
-	if err != nil {
-		return nil, err
-	}
-	gamma, _, err := be.EigSym(a)
+	be, a, gamma, lambda, err := cfg.spectrum(ctx, ds, clip)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +128,6 @@ func RunStudyData(ctx context.Context, cfg StudyConfig, ds *data.Dataset, clip f
 		trace += a.At(i, i)
 	}
 	clipS := strconv.FormatFloat(clip, 'g', -1, 64)
-	lambda := make([]float64, cfg.K)
-	for i := range lambda {
-		lambda[i] = 1
-	}
 	k := strconv.Itoa(cfg.K)
 	sweeps := strconv.Itoa(cfg.Sweeps)
 	var rows []StudyRow
@@ -260,21 +274,9 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 	if err != nil {
 		return nil, err
 	}
-	be := cfg.Backend
-	if be == nil {
-		be = backend.Default()
-	}
-	a, _, err := orbit.ClippedMatrix(ctx, g.Data, 1)
+	be, a, gamma, lambda, err := cfg.spectrum(ctx, g.Data, 1)
 	if err != nil {
 		return nil, err
-	}
-	gamma, _, err := be.EigSym(a)
-	if err != nil {
-		return nil, err
-	}
-	lambda := make([]float64, cfg.K)
-	for i := range lambda {
-		lambda[i] = 1
 	}
 	opt := orbit.Optimum(gamma, lambda)
 	var rows []MixingRow

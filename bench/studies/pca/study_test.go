@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +12,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
-	"github.com/dplr/dplr/plugins/pca"
 )
 
 // Bartlett-sampled Σ̂ has mean Σ and Var(Σ̂_jj) = 2Σ_jj²/n (Wishart).
@@ -69,17 +69,18 @@ func lowRank(u *mat.Dense, d []float64, s float64) *mat.Dense {
 	return &out
 }
 
-// A small spiked study runs every default method through the SDK and
-// reports one row per (method, ε) plus the non-private reference.
-func TestSpikedStudySmoke(t *testing.T) {
-	m := pca.SpikedModel{N: 2000, P: 12, LambdaLow: []float64{24, 20}, LambdaHigh: []float64{24, 20}, Sigma2: 1}
-	rows, err := SpikedStudy(context.Background(), SpikedStudyConfig{N: 2000, P: 12, Lambda: []float64{24, 20}, Sigma2: 1,
-		Eps: []float64{1, 4}, Delta: 1e-5, Seeds: 2, Methods: DefaultSpikedMethods(m, 1e-5), Backend: backend.Gonum{}})
+// A small Wishart study reports the non-private reference, then each
+// private method at every ε in increasing ε.
+func TestCovStudyRows(t *testing.T) {
+	rows, err := CovStudy(context.Background(), CovStudyConfig{N: 5000, P: 20, Lambda: []float64{8, 6}, Sigma2: 1,
+		Eps: []float64{4, 1}, Delta: 1e-5, Seeds: 2, Backend: backend.Gonum{}})
 	require.NoError(t, err)
-	require.Len(t, rows, 1+4*2)
+	var got []string
 	for _, r := range rows {
-		assert.Equal(t, 2, r.Runs, r.Method)
-		assert.GreaterOrEqual(t, r.SinSpec[1], 0.0, r.Method)
+		got = append(got, r.Method+" "+strconv.FormatFloat(r.Eps, 'g', -1, 64))
+		assert.Equal(t, 2, r.Runs)
+		assert.True(t, r.SinSpec[1] >= 0 && r.SinSpec[1] <= 1, r.Method)
 	}
-	assert.Contains(t, Markdown(rows, false), "‖sin Θ‖₂")
+	assert.Equal(t, []string{"nonprivate +Inf", "cxz-pca-only 1", "cxz-pca-only 4", "analyze-gauss 1", "analyze-gauss 4"}, got)
+	assert.Contains(t, Markdown(rows), "| nonprivate | ∞ |")
 }

@@ -7,14 +7,14 @@ package rgradstudy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
 
+	"github.com/dplr/dplr/engine/evaluate"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -57,32 +57,23 @@ type Variant struct {
 // only" variants give neither model parameters nor clips: the estimators
 // estimate them privately (plugins/rgrad/DERIVATIONS.md §10).
 func DefaultVariants(c StudyConfig) []Variant {
-	model := func(extra map[string]string) func(int) map[string]string {
-		return func(int) map[string]string {
-			p := map[string]string{"rank": strconv.Itoa(c.Rank), "sigma1": ftoa(c.Sigma1), "sigmar": ftoa(c.SigmaR), "sigma_xi": ftoa(c.SigmaXi)}
-			if c.Iterations > 0 {
-				p["iterations"] = strconv.Itoa(c.Iterations)
-			}
-			for k, v := range c.ModelParams {
-				p[k] = v
-			}
-			for k, v := range extra {
-				p[k] = v
-			}
-			return p
-		}
-	}
+	// basic is the rank (and T when given) under extra; model adds the
+	// public model parameters and the study's ModelParams.
 	basic := func(extra map[string]string) func(int) map[string]string {
-		return func(n int) map[string]string {
+		return func(int) map[string]string {
 			p := map[string]string{"rank": strconv.Itoa(c.Rank)}
 			if c.Iterations > 0 {
 				p["iterations"] = strconv.Itoa(c.Iterations)
 			}
-			for k, v := range extra {
-				p[k] = v
-			}
+			maps.Copy(p, extra)
 			return p
 		}
+	}
+	model := func(extra map[string]string) func(int) map[string]string {
+		p := map[string]string{"sigma1": ftoa(c.Sigma1), "sigmar": ftoa(c.SigmaR), "sigma_xi": ftoa(c.SigmaXi)}
+		maps.Copy(p, c.ModelParams)
+		maps.Copy(p, extra)
+		return basic(p)
 	}
 	ssq := 0.0
 	for _, s := range singularValues(c) {
@@ -126,10 +117,10 @@ type StudyCell struct {
 }
 
 // Median returns the median final relative error.
-func (c StudyCell) Median() float64 { return medianOf(c.Rel) }
+func (c StudyCell) Median() float64 { return evaluate.Median(c.Rel) }
 
 // InitMedian returns the median relative error of the initial estimate.
-func (c StudyCell) InitMedian() float64 { return medianOf(c.InitRel) }
+func (c StudyCell) InitMedian() float64 { return evaluate.Median(c.InitRel) }
 
 // RateCurve is the theoretical rate σ_ξ·sqrt(r(d1+d2)/n) +
 // (σ_ξ + σr)·r(d1+d2)/(nε) of Theorem 3 without constants or logs, relative
@@ -288,7 +279,7 @@ func StudyMarkdown(c StudyConfig, cells []StudyCell, ns []int, eps []float64) st
 				for i, n := range ns {
 					xs[i], ys[i] = float64(n), idx[fmt.Sprintf("%s|%d|%g", l, n, e)].Median()
 				}
-				fmt.Fprintf(&b, " %.2f |", logSlope(xs, ys))
+				fmt.Fprintf(&b, " %.2f |", evaluate.LogSlope(xs, ys))
 			}
 			b.WriteString("\n")
 		}
@@ -313,27 +304,3 @@ func epsLabel(e float64) string {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-// medianOf is the median of v (the mean of the two middle values for an
-// even count).
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), v...)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// logSlope is the least-squares slope of log y on log x.
-func logSlope(x, y []float64) float64 {
-	lx, ly := make([]float64, len(x)), make([]float64, len(y))
-	for i := range x {
-		lx[i], ly[i] = math.Log(x[i]), math.Log(y[i])
-	}
-	_, beta := stat.LinearRegression(lx, ly, nil, false)
-	return beta
-}

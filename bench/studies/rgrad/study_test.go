@@ -10,13 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMedianAndSlope(t *testing.T) {
-	assert.Equal(t, 2.5, medianOf([]float64{4, 1, 3, 2}))
-	assert.Equal(t, 3.0, medianOf([]float64{5, 1, 3}))
-	assert.True(t, math.IsNaN(medianOf(nil)))
-	assert.InDelta(t, -0.5, logSlope([]float64{1, 4, 16}, []float64{1, 0.5, 0.25}), 1e-12)
-}
-
 // A one-seed study at a small size runs every variant and renders its
 // tables.
 func TestSmallStudy(t *testing.T) {

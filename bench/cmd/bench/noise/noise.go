@@ -7,10 +7,10 @@
 // paper's own calibration, side by side. Estimators that do not offer
 // noise=exact yet get the figure exact would give, computed from their
 // zCDP run's steps with privacy.NewPlan(NoiseExact) directly (labelled
-// "derived"). It then reports the accuracy gained by noise=exact on the
-// rgrad accuracy study's setting and the number of ε = 1 runs the ledger
-// admits under a (3, 1e-6) total. Fits run in-process on small synthetic
-// data sets; deterministic.
+// "derived"). The accuracy noise=exact gains is the scenario
+// rgrad-eps-exact's, and the runs the ledger admits are the ledger's
+// TestGDPFilterCounts. Fits run in-process on small synthetic data sets;
+// deterministic.
 //
 //	go run ./bench/cmd/bench noise > bench/results/noise.md
 package noise
@@ -24,17 +24,10 @@ import (
 	"sort"
 	"strings"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/examples/meanplugin"
-	"github.com/dplr/dplr/plugins/fedrep"
-	"github.com/dplr/dplr/plugins/orbit"
-	"github.com/dplr/dplr/plugins/pca"
-	"github.com/dplr/dplr/plugins/rgrad"
 )
 
 type comparison struct {
@@ -89,20 +82,9 @@ var epsilons = []float64{1, 4}
 
 const delta = 1e-6
 
-// estimators is every estimator in this repository, by name.
-func estimators() map[string]sdk.Estimator {
-	ests := map[string]sdk.Estimator{}
-	for _, list := range [][]sdk.Estimator{pca.Estimators(), rgrad.Estimators(), fedrep.Estimators(), orbit.Estimators(), meanplugin.Estimators()} {
-		for _, e := range list {
-			ests[e.Info().Name] = e
-		}
-	}
-	return ests
-}
-
-// Main runs "bench noise" (it takes no arguments).
-func Main() {
-	ests := estimators()
+// Main runs "bench noise" (it takes no arguments) over ests, every
+// estimator by name.
+func Main(ests map[string]sdk.Estimator) {
 	var b strings.Builder
 	b.WriteString("# Noise per step: exact accounting vs zCDP vs the papers' calibration\n\n")
 	b.WriteString("Every step's noise scale (σ for Gaussian steps, b for Laplace, the inverse temperature β for the exponential mechanism, where *larger* β means *less* randomisation) ")
@@ -130,8 +112,8 @@ func Main() {
 		}
 		b.WriteString("\n\n")
 	}
-	accuracy(&b, ests)
-	ledgerCounts(&b)
+	b.WriteString("The accuracy exact gains over zCDP: scenario `rgrad-eps-exact` (trace regression) and bench/results/pca.md, section \"exact vs zCDP accounting\" (Fashion-MNIST PCA). ")
+	b.WriteString("How many ε = 1 runs the ledger admits under a (3, 1e-6) total under each rule: `go test ./engine/ledger -run TestGDPFilterCounts -v`.\n")
 	fmt.Print(b.String())
 }
 
@@ -340,102 +322,6 @@ func derived(zc []privacy.Step, grant privacy.Grant) ([]privacy.Step, error) {
 		}
 	}
 	return out, nil
-}
-
-// accuracy reruns the rgrad accuracy study's setting (trace regression,
-// n = 16000, d1 = d2 = 20 by default, rank 2, T = 5) under noise=exact and
-// noise=zcdp, median ‖M̂ − M‖_F over seeds.
-func accuracy(b *strings.Builder, ests map[string]sdk.Estimator) {
-	const seeds = 9
-	b.WriteString("## Accuracy gained (rgrad accuracy study's setting)\n\n")
-	b.WriteString("The accuracy gained on Fashion-MNIST PCA (Analyze Gauss and pca-amin through the host) is in bench/results/pca.md, section \"exact vs zCDP accounting\".\n\n")
-	b.WriteString("Trace regression (`trace-regression`, n = 16000), rank 2, T = 5 iterations; median ‖M̂ − M‖_F over 9 seeds (data and noise both vary), same seeds for both calibrations.\n\n")
-	b.WriteString("| estimator | ε (δ = 1e-6) | exact | zCDP | exact / zCDP |\n|---|---|---|---|---|\n")
-	m, err := gen.Lookup("trace-regression")
-	if err != nil {
-		fail(err)
-	}
-	for _, name := range []string{"rgrad-dp", "rgrad-strict"} {
-		for _, eps := range []float64{1, 4} {
-			var errs [2][]float64
-			for s := 1; s <= seeds; s++ {
-				g, err := gen.Run(m, map[string]string{"n": "16000"}, uint64(s))
-				if err != nil {
-					fail(err)
-				}
-				p := map[string]string{"rank": "2", "iterations": "5", "sigma1": ftoa(g.Scalars["sigma1"]), "sigmar": ftoa(g.Scalars["sigmar"]), "sigma_xi": ftoa(g.Scalars["sigma_xi"])}
-				if name == "rgrad-strict" {
-					p = map[string]string{"rank": "2", "iterations": "5", "clip_y": "8", "clip": "6"}
-				}
-				for j, noise := range []string{"exact", "zcdp"} {
-					seed := uint64(100 + s)
-					res, _, err := sdk.RunLocal(context.Background(), ests[name], g.Data, with(p, map[string]string{"noise": noise}),
-						privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}, sdk.LocalOptions{Seed: &seed})
-					if err != nil {
-						fail(fmt.Errorf("%s: %w", name, err))
-					}
-					errs[j] = append(errs[j], frob(res, g.Truth["M"]))
-				}
-			}
-			e, z := median(errs[0]), median(errs[1])
-			fmt.Fprintf(b, "| %s | %g | %.4f | %.4f | %.3f |\n", name, eps, e, z, e/z)
-		}
-	}
-	b.WriteString("\n")
-}
-
-func frob(res *sdk.Result, truth *mat.Dense) float64 {
-	for _, m := range res.Matrices {
-		if m.Name == "M" {
-			var d mat.Dense
-			d.Sub(m.M, truth)
-			return mat.Norm(&d, 2)
-		}
-	}
-	fail(fmt.Errorf("no output M"))
-	return 0
-}
-
-func median(x []float64) float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func ftoa(x float64) string { return fmt.Sprintf("%g", x) }
-
-// ledgerCounts reports how many ε = 1 (δ = 1e-7) runs a (3, 1e-6) total
-// admits, in closed form (engine/ledger's TestGDPFilterCounts checks the
-// same counts against the ledger itself).
-func ledgerCounts(b *strings.Builder) {
-	muT, err1 := privacy.GDPMu(3, 1e-6)
-	muG, err2 := privacy.GDPMu(1, 1e-7)
-	rhoT, err3 := privacy.RhoForEpsDelta(3, 1e-6)
-	rhoG, err4 := privacy.RhoForEpsDelta(1, 1e-7)
-	if err := firstErr(err1, err2, err3, err4); err != nil {
-		fail(err)
-	}
-	b.WriteString("## Ledger: ε = 1 runs under an ε = 3 total\n\n")
-	b.WriteString("A data set with total (ε, δ) = (3, 1e-6) and runs granted (1, 1e-7) each, Gaussian-only, settled one after another (closed forms; `go test ./engine/ledger -run TestGDPFilterCounts -v` reproduces them through the ledger).\n\n")
-	b.WriteString("| rule | runs | figure |\n|---|---|---|\n")
-	fmt.Fprintf(b, "| before: zCDP filter, zCDP-calibrated runs | %d | ⌊ρ_T/ρ_g⌋ = ⌊%.5f/%.5f⌋ |\n", int(math.Floor(rhoT/rhoG)), rhoT, rhoG)
-	b.WriteString("| before: exact-calibrated runs (charged (ε, δ), basic composition) | 3 | ⌊3/1⌋ |\n")
-	fmt.Fprintf(b, "| now: Gaussian-DP filter, exact-calibrated runs (7 %% less noise each) | %d | ⌊μ_T²/μ_g²⌋ = ⌊%.5f/%.5f⌋ |\n", int(math.Floor(muT*muT/(muG*muG))), muT*muT, muG*muG)
-	fmt.Fprintf(b, "| now: Gaussian-DP filter, zCDP-calibrated runs | %d | ⌊μ_T²/(2ρ_g)⌋ = ⌊%.5f/%.5f⌋ |\n", int(math.Floor(muT*muT/(2*rhoG))), muT*muT, 2*rhoG)
-	b.WriteString("\nThe Gaussian-DP filter applies once the data set's first charged run is Gaussian-only (engine/ledger/doc.go says why that choice keeps the filter valid); a history that starts with a mixed run keeps the classic rule.\n")
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }
 
 func fail(err error) {

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 type config struct {
@@ -86,9 +87,9 @@ var accountings = []accounting{
 	}},
 }
 
-// MainPLD runs "bench pldnoise" (it takes no arguments).
-func MainPLD() {
-	ests := estimators()
+// MainPLD runs "bench pldnoise" (it takes no arguments) over ests, every
+// estimator by name.
+func MainPLD(ests map[string]sdk.Estimator) {
 	var b strings.Builder
 	b.WriteString("| estimator | step | mechanism | ε | pure | zCDP | old PLD (round-up + RR) | new PLD (CTD + BR) | default (best valid) | new PLD / zCDP | new PLD / old PLD |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")

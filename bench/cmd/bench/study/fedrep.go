@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,18 +52,8 @@ func FedRep(args []string) {
 		return
 	}
 	cfg.Users, cfg.Seeds = *users, *seeds
-	cfg.Eps = nil
-	for _, f := range strings.Split(*eps, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench study fedrep: bad ε:", f)
-			os.Exit(2)
-		}
-		cfg.Eps = append(cfg.Eps, v)
-	}
-	if !*quiet {
-		cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, s) }
-	}
+	cfg.Eps = must(parseList(*eps, "ε", parseFloat, anyValue[float64]))
+	cfg.Progress = progress(*quiet)
 	cells, err := fedrep.RunStudy(context.Background(), cfg)
 	if err != nil {
 		fail("fedrep", err)
@@ -72,21 +63,9 @@ func FedRep(args []string) {
 			fail("fedrep", err)
 		}
 	}
-	if *jsonPath != "" {
-		b, err := json.MarshalIndent(cells, "", "  ")
-		if err == nil {
-			err = os.WriteFile(*jsonPath, b, 0o644)
-		}
-		if err != nil {
-			fail("fedrep", err)
-		}
-	}
+	writeJSON("fedrep", *jsonPath, cells)
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(cells); err != nil {
-			fail("fedrep", err)
-		}
+		writeJSON("fedrep", "-", cells)
 		return
 	}
 	fmt.Printf("n = %d, d = %d, k = %d, m = %d, R = %g, δ = %g, %d seeds\n\n", cfg.Users, cfg.Dim, cfg.Rank, cfg.Samples, cfg.Noise, cfg.Delta, cfg.Seeds)
@@ -115,9 +94,7 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 	if users != fedrep.PaperStudyConfig().Users {
 		cfg.Users = users
 	}
-	if !quiet {
-		cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, s) }
-	}
+	cfg.Progress = progress(quiet)
 	rows, err := fedrep.RunFMNISTStudy(context.Background(), cfg)
 	if err != nil {
 		fail("fedrep", err)
@@ -140,22 +117,12 @@ func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool
 	if seedList != "" {
 		cfg.SeedList = must(parseList(seedList, "seed", strconv.Atoi, anyValue[int]))
 	}
-	if !quiet {
-		cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, s) }
-	}
+	cfg.Progress = progress(quiet)
 	rows, err := fedrep.RunPersonalStudy(context.Background(), cfg)
 	if err != nil {
 		fail("fedrep", err)
 	}
-	if jsonPath != "" {
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err == nil {
-			err = os.WriteFile(jsonPath, b, 0o644)
-		}
-		if err != nil {
-			fail("fedrep", err)
-		}
-	}
+	writeJSON("fedrep", jsonPath, rows)
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g, %d seeds; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩)\n", cfg.Delta, cfg.Seeds)
 	fmt.Print(fedrep.PersonalMarkdown(rows))
 	fmt.Print(fedrep.PersonalTuningMarkdown(cfg, rows))
@@ -177,28 +144,15 @@ func mergePersonal(files, jsonPath string) {
 		parts = append(parts, rows)
 	}
 	rows := fedrep.MergePersonalRows(parts...)
-	if jsonPath != "" {
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err == nil {
-			err = os.WriteFile(jsonPath, b, 0o644)
-		}
-		if err != nil {
-			fail("fedrep", err)
-		}
-	}
+	writeJSON("fedrep", jsonPath, rows)
 	cfg := fedrep.DefaultPersonalStudy()
-	eps := map[float64]bool{}
-	for _, r := range rows {
-		if r.Epsilon > 0 && !eps[r.Epsilon] {
-			eps[r.Epsilon] = true
-		}
-	}
 	cfg.Eps = nil
-	for _, e := range []float64{0.5, 1, 2, 4, 8} {
-		if eps[e] {
-			cfg.Eps = append(cfg.Eps, e)
+	for _, r := range rows {
+		if r.Epsilon > 0 && !slices.Contains(cfg.Eps, r.Epsilon) {
+			cfg.Eps = append(cfg.Eps, r.Epsilon)
 		}
 	}
+	slices.Sort(cfg.Eps)
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩); medians over the seeds run (Values in the JSON)\n", cfg.Delta)
 	fmt.Print(fedrep.PersonalMarkdown(rows))
 	fmt.Print(fedrep.PersonalTuningMarkdown(cfg, rows))

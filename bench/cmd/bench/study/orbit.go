@@ -10,9 +10,7 @@ package study
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"strconv"
 
@@ -56,8 +54,7 @@ func Orbit(args []string) {
 	if *dataPath != "" {
 		ds, lerr := dataio.Load(*dataPath, dataio.LoadOptions{Scale: *scale, SkipHash: true})
 		if lerr != nil {
-			fmt.Fprintln(os.Stderr, "bench study orbit:", lerr)
-			os.Exit(1)
+			fail("orbit", lerr)
 		}
 		rows, err = orbitstudy.RunStudyData(context.Background(), cfg, ds, *clip)
 	} else {
@@ -67,11 +64,7 @@ func Orbit(args []string) {
 		fail("orbit", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
-			fail("orbit", err)
-		}
+		writeJSON("orbit", "-", rows)
 		return
 	}
 	if err := orbitstudy.WriteStudyMarkdown(os.Stdout, rows); err != nil {

@@ -10,7 +10,6 @@ package study
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -38,18 +37,10 @@ func RGrad(args []string) {
 	set := fs.String("set", "", "comma-separated key=value parameters of the model-calibrated variants (rgrad-dp, rgrad-weak), e.g. c3=0.5")
 	only := fs.String("only", "", "comma-separated estimator names or beginnings of variant labels to run (default: all variants)")
 	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
-	plotPrefix := fs.String("plot", "", "also write PREFIX-eps.png (error vs ε at the largest n) and PREFIX-n.png (error vs n at ε = -plot-eps)")
-	plotEps := fs.Float64("plot-eps", 4, "ε of the error-vs-n plot")
 	_ = fs.Parse(args)
 
-	nList, err := parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 })
-	if err != nil {
-		fail("rgrad", err)
-	}
-	eList, err := parseList(*eps, "ε", parseFloat, func(v float64) bool { return v > 0 })
-	if err != nil {
-		fail("rgrad", err)
-	}
+	nList := must(parseList(*ns, "sample size", strconv.Atoi, func(v int) bool { return v >= 2 }))
+	eList := must(parseList(*eps, "ε", parseFloat, func(v float64) bool { return v > 0 }))
 	if *set != "" {
 		c.ModelParams = map[string]string{}
 		for _, kv := range strings.Split(*set, ",") {
@@ -81,11 +72,6 @@ func RGrad(args []string) {
 	if err != nil {
 		fail("rgrad", err)
 	}
-	if *plotPrefix != "" {
-		if err := writePlots(*plotPrefix, c, cells, nList, eList, nList[len(nList)-1], *plotEps); err != nil {
-			fail("rgrad", err)
-		}
-	}
 	if *asJSON {
 		type row struct {
 			Variant    string    `json:"variant"`
@@ -100,11 +86,7 @@ func RGrad(args []string) {
 		for _, cl := range cells {
 			out = append(out, row{cl.Variant, cl.N, strconv.FormatFloat(cl.Epsilon, 'g', -1, 64), cl.Median(), cl.InitMedian(), rgradstudy.RateCurve(c, cl.N, cl.Epsilon), cl.Rel})
 		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fail("rgrad", err)
-		}
+		writeJSON("rgrad", "-", out)
 		return
 	}
 	fmt.Printf("Configuration: d1=%d, d2=%d, r=%d, Σ=diag(%g…%g), σ_ξ=%g, grant (ε, δ=%g) for the whole run, T=%s, %d seeds\n",

@@ -4,6 +4,7 @@
 package study
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -49,4 +50,29 @@ func must[T any](v T, err error) T {
 		os.Exit(2)
 	}
 	return v
+}
+
+// writeJSON writes v as indented JSON to path ("-": standard output, "":
+// nowhere), or reports the failure of the study named name and exits.
+func writeJSON(name, path string, v any) {
+	if path == "" {
+		return
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err == nil && path == "-" {
+		_, err = os.Stdout.Write(append(b, '\n'))
+	} else if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		fail(name, err)
+	}
+}
+
+// progress prints progress lines on standard error unless quiet.
+func progress(quiet bool) func(string) {
+	if quiet {
+		return nil
+	}
+	return func(s string) { fmt.Fprintln(os.Stderr, s) }
 }
