@@ -120,33 +120,42 @@ const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (a
 
 // Fit implements sdk.Estimator.
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	res, _, err := Classify{}.SelectFit(ctx, run, nil)
+	return res, err
+}
+
+// SelectFit implements sdk.Selectable (plan nil: a fit of its own, which
+// plans the whole grant).
+func (Classify) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, sdk.Scorer, error) {
 	o := sdk.Opts[classifyOptions](run)
+	c := o.config()
+	c.plan = plan
 	kp := o.KPrime
 	y := signLabels(run.Data.Y)
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
-		res, err := fitFedRep(ctx, run, o.config(), true, run.Data.X, y, nil, lossLogistic)
+		res, tr, err := fitFedRep(ctx, run, c, true, run.Data.X, y, nil, lossLogistic)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res.Notes = append(res.Notes, labelNote)
-		return res, nil
+		return res, scorer(c, tr, lossLogistic, true, nil), nil
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
 	var xp *mat.Dense // on the remote path the passes project each row
 	if run.Data.Remote == nil {
 		xp = mat.NewDense(run.Data.N(), kp, nil)
 		if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
-			return nil, fmt.Errorf("projection: %w", err)
+			return nil, nil, fmt.Errorf("projection: %w", err)
 		}
 	}
-	res, err := fitFedRep(ctx, run, o.config(), true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
+	res, tr, err := fitFedRep(ctx, run, c, true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
 	res.Notes = append(res.Notes, labelNote, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
-	return res, nil
+	return res, scorer(c, tr, lossLogistic, true, m), nil
 }
 
 // netPoints enumerates the cubic grid of step 2γ/√D in R^D (D = k′) whose

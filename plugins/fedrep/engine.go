@@ -249,7 +249,7 @@ func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]flo
 	return out, err
 }
 
-// validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's
+// validationScores returns s_i ∈ [0, 1], each user i's
 // leave-one-out score for U on the rows its final head is fitted on (S⁰ ∪
 // S¹, or S¹ alone with head_data=local; S⁰ when S¹ is empty): for each of
 // those m rows in turn, the head is fitted on the other m − 1 rows and the
@@ -259,29 +259,21 @@ func (e *fedrepEngine) gradNorms(ctx context.Context, u []float64, t int) ([]flo
 // candidates as the final heads will be judged on new rows (a split into
 // halves would fit the heads on half the rows, which favours small ranks).
 // A user with fewer than 2 such rows, or whose computation is not finite,
-// scores 0. Each s_i depends on user i's rows (and U) only, so the score
+// scores 0. Each s_i depends on user i's rows (and U) only, so their mean
 // moves by at most 1/n when one user is replaced (DERIVATIONS.md §13).
-func (e *fedrepEngine) validationScore(ctx context.Context, u []float64, accuracy bool) (float64, error) {
+func (e *fedrepEngine) validationScores(ctx context.Context, u []float64, accuracy bool) ([]float64, error) {
 	n := e.lay.n()
 	m := e.model(u, e.loss)
-	sums := make([]float64, e.chunks)
+	out := make([]float64, n)
 	err := parallelChunks(ctx, e.chunks, func(w, c int) {
 		ws := e.ws[w]
-		sums[c] = 0
 		lo, hi := chunkBounds(n, e.chunks, c)
 		for i := lo; i < hi; i++ {
 			ur := e.lay.users[i]
 			s, f := kernel.HeadRows(ur.t1-ur.t0, ur.f1-ur.t0, e.headAll)
 			x, y := e.span(ws, ur.t0+s, ur.t0+f)
-			sums[c] += ws.ks.LeaveOneOut(m, x, y, accuracy)
+			out[i] = ws.ks.LeaveOneOut(m, x, y, accuracy)
 		}
 	})
-	if err != nil {
-		return 0, err
-	}
-	var tot float64
-	for _, s := range sums {
-		tot += s
-	}
-	return tot / float64(n), nil
+	return out, err
 }

@@ -109,7 +109,7 @@ type fedrepConfig struct {
 	// quantile a private clip sits at, and the budget share for the quantiles.
 	stepScale, clipQ, tuneShare float64
 	label                       string // prefix of the release names (a selection candidate)
-	sel                         *selectConfig
+	plan                        *privacy.Plan // a private selection's view of its plan (nil: plan the whole grant)
 	noise                       string // exact, zcdp or paper (private estimators)
 }
 
@@ -346,43 +346,42 @@ func fedrepBudgets(plan *privacy.Plan, c *fedrepConfig, prefix string) (*fedrepP
 // Fit implements sdk.Estimator.
 func (PrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[privateFedRepOptions](run)
-	return fitFedRep(ctx, run, o.config(), true, run.Data.X, run.Data.Y, nil, lossSquared)
+	res, _, err := fitFedRep(ctx, run, o.config(), true, run.Data.X, run.Data.Y, nil, lossSquared)
+	return res, err
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateFedRepOptions](run)
-	return fitFedRep(ctx, run, o.config(), false, run.Data.X, run.Data.Y, nil, lossSquared)
+	res, _, err := fitFedRep(ctx, run, o.config(), false, run.Data.X, run.Data.Y, nil, lossSquared)
+	return res, err
 }
 
 // fitFedRep is bind → plan → algorithm for the FedRep estimators: it runs
 // (Private) FedRep on features x and responses y, with U returned as
-// back·U when back is not nil.
-func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*sdk.Result, error) {
+// back·U when back is not nil. A private selection's fit (c.plan set)
+// spends from that plan, its release names prefixed by the plan's prefix.
+func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*sdk.Result, *fedrepTrace, error) {
 	prob, err := newFedrepProblem(run, c, x, y, back, loss)
 	if err != nil {
-		return nil, err
-	}
-	if private && c.sel != nil {
-		tr, chosen, plan, sel, err := fitSelected(ctx, run, c, prob)
-		if err != nil {
-			return nil, err
-		}
-		res := tr.result(run, prob, chosen, plan)
-		sel.addSelection(res)
-		return res, nil
+		return nil, nil, err
 	}
 	var plan *fedrepPlan // nil for the non-private reference
-	if private {
-		if plan, err = planFedRep(run, c, prob.n()); err != nil {
-			return nil, err
-		}
+	switch {
+	case private && c.plan != nil:
+		c.label = c.plan.Prefix()
+		plan, err = fedrepBudgets(c.plan, c, "")
+	case private:
+		plan, err = planFedRep(run, c, prob.n())
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	tr, err := privateFedRep(ctx, run, prob, c, plan)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tr.result(run, prob, c, plan), nil
+	return tr.result(run, prob, c, plan), tr, nil
 }
 
 // fedrepTrace is what a FedRep run produces: the released U, the per-user

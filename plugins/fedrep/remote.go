@@ -233,18 +233,15 @@ const headsRefusal = "output_v=true: the per-user heads v_i are not gathered thr
 
 // remotePasses returns the pass kinds a FedRep-type fit with configuration
 // c requests, or refuses, from the options alone, what the remote path
-// cannot do: the per-user heads (never gathered through the host), theory
-// mode (its per-user random batches would need the users' row counts) and
-// the private selection (its subsets and leave-one-out scores).
+// cannot do: the per-user heads (never gathered through the host) and theory
+// mode (its per-user random batches would need the users' row counts); the
+// SDK refuses a private selection there.
 func remotePasses(c *fedrepConfig) ([]string, error) {
 	if c.split().OutputV {
 		return nil, sdk.BadRequest(headsRefusal)
 	}
 	if c.theory() {
 		return nil, sdk.BadRequest("mode=theory is not available on the remote path (its per-user random batches are drawn on the local rows); use mode=experiment")
-	}
-	if c.sel != nil {
-		return nil, sdk.BadRequest("the private selection (select_rank, select_clip_quantile) is not available on the remote path; fix rank and clip_quantile")
 	}
 	kinds := []string{pass.UsersGradient}
 	if c.init == "private" || c.init == "ustat" {

@@ -127,7 +127,7 @@ func TestRemoteRefuses(t *testing.T) {
 	}{
 		{"heads", map[string]string{}, "output_v=true"},
 		{"theory", map[string]string{"output_v": "false", "mode": "theory", "batch": "2"}, "mode=theory"},
-		{"selection", map[string]string{"output_v": "false", "select_rank": "1,2"}, "selection"},
+		{"selection", map[string]string{"output_v": "false", "select": "rank=1,2"}, "selection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(1)

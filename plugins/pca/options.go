@@ -96,6 +96,7 @@ type analyzeGaussOptions struct {
 	outputSigma
 	centerOptions
 	evaluation
+	sdk.Selection
 
 	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
