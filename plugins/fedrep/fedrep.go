@@ -108,9 +108,9 @@ type fedrepConfig struct {
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
 	stepScale, clipQ, tuneShare float64
-	label                       string // prefix of the release names (a selection candidate)
+	label                       string        // prefix of the release names (a selection candidate)
 	plan                        *privacy.Plan // a private selection's view of its plan (nil: plan the whole grant)
-	noise                       string // exact, zcdp or paper (private estimators)
+	noise                       string        // exact, zcdp or paper (private estimators)
 }
 
 // rank, iterations, theory and split read the bound options.
