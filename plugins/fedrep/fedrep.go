@@ -61,7 +61,7 @@ and are reported. T = 10 rounds by default: with 5 the error grew with ε on a s
 shared-representation task, 20 gained nothing (§12). The default rank 2 suits users with many
 rows for a low-rank truth; with very few rows per user a larger rank pays (Fashion-MNIST users with
 2 rows each: rank 9 beat rank 2 by 0.1 in accuracy at ε = 1, bench/results/fedrep-defaults.md).
-Rank and clip can be chosen privately too (select_rank, select_clip_quantile;
+Rank and clip can be chosen privately too (select=rank=2,3,5 or select=clip_quantile=…;
 §13): candidates fitted on slices of the budget and on part of the users, one chosen by the
 exponential mechanism on the other users' leave-one-out validation score, refitted on every user
 with the rest; the whole cost is in the plan.
