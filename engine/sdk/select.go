@@ -146,6 +146,27 @@ func parseGrid(s string) ([]gridParam, error) {
 	return grid, nil
 }
 
+// firstCandidate is raw with the first value of each selected parameter
+// that raw does not set, so that the request binds as a whole (a required
+// parameter may be given only in select).
+func firstCandidate(info Info, raw map[string]string) map[string]string {
+	v, ok := raw["select"]
+	if !ok || v == "none" || !hasParam(info.Params, "select") {
+		return raw
+	}
+	grid, err := parseGrid(v)
+	if err != nil {
+		return raw
+	}
+	out := maps.Clone(raw)
+	for _, g := range grid {
+		if _, given := raw[g.name]; !given && hasParam(info.Params, g.name) {
+			out[g.name] = g.values[0]
+		}
+	}
+	return out
+}
+
 // expandSelection binds every candidate of an active selection (each a
 // full request: raw with the grid's values, without select*), so that a
 // bad value is refused before anything is spent.
@@ -160,7 +181,7 @@ func expandSelection(info Info, raw map[string]string, s Shape, opts any) error 
 	}
 	base := maps.Clone(raw)
 	for k := range base {
-		if strings.HasPrefix(k, "select") && hasParam(info.Params, k) && (k == "select" || k == "select_share" || k == "select_holdout") {
+		if k == "select" || k == "select_share" || k == "select_holdout" {
 			delete(base, k)
 		}
 	}
