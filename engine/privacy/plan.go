@@ -304,10 +304,6 @@ func (p *Plan) Prefixed(prefix string) *Plan {
 	return &q
 }
 
-// Prefix is the prefix of a Prefixed view ("" for the whole plan): a fit
-// may start its release names with it.
-func (p *Plan) Prefix() string { return p.prefix }
-
 // Budget returns the per-step budget of the named share: its weight times
 // the grant, divided by its number of steps.
 func (p *Plan) Budget(name string) (Budget, error) {

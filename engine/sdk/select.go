@@ -36,6 +36,15 @@ type Selection struct {
 	Share   float64 `param:"select_share" default:"0.3" min:"0.01" max:"0.9" doc:"fraction of the budget spent on the selection: the candidates' fits (4/5 of it, split evenly) and the exponential mechanism (1/5); the chosen candidate is refitted on every unit with the rest"`
 	Holdout float64 `param:"select_holdout" default:"0.3" min:"0.05" max:"0.9" doc:"fraction of the units (rows, or users), a data-independent random draw, held out of the candidates' fits and used only to score them"`
 	cands   []candidate
+	planned *privacy.Plan // the plan, made once (see plan)
+	key     planKey       // what planned was made for
+}
+
+// planKey is what a selection's plan depends on.
+type planKey struct {
+	grant privacy.Grant
+	shape Shape
+	nFit  int
 }
 
 // candidate is one setting of a selection: the values it sets and the
@@ -109,8 +118,9 @@ type Scorer func(ctx context.Context, held *data.Dataset) ([]float64, error)
 // Selectable is implemented by an estimator whose options embed Selection.
 // SelectFit fits on run.Data (the fitting part for a candidate, every unit
 // for the final fit) with the options of run, spending the shares its
-// options' SelectShares named, read from plan by those names; it returns
-// the fit's result and a Scorer for held-out units.
+// options' SelectShares named, read from plan by those names (run.Acct
+// records its steps under the candidate's prefix); it returns the fit's
+// result and a Scorer for held-out units.
 type Selectable interface {
 	Estimator
 	SelectFit(ctx context.Context, run *Run, plan *privacy.Plan) (*Result, Scorer, error)
@@ -326,13 +336,23 @@ func scaleShares(shares []privacy.Share, prefix string, w float64) ([]privacy.Sh
 	return out, nil
 }
 
-// plan is the plan of a whole selection, the final fit included.
+// plan is the plan of a whole selection, the final fit included. A plan
+// depends on the grant, the shape and the split only, so the pre-flight
+// check's plan serves the run (the exact calibration of many shares is costly).
 func (sel *Selection) plan(acct *privacy.Accountant, s Shape, nFit int) (*privacy.Plan, error) {
+	key := planKey{acct.Grant(), s, nFit}
+	if sel.planned != nil && sel.key == key {
+		return sel.planned, nil
+	}
 	noise, shares, err := sel.shares(s, nFit)
 	if err != nil {
 		return nil, err
 	}
-	return privacy.NewPlan(acct, noise, shares...)
+	p, err := privacy.NewPlan(acct, noise, shares...)
+	if err == nil {
+		sel.planned, sel.key = p, key
+	}
+	return p, err
 }
 
 // fitUnits is the size of the fitting part of n units.
@@ -429,7 +449,7 @@ func runSelection(ctx context.Context, est Estimator, run *Run, sel *Selection) 
 	}
 	for j, c := range sel.cands {
 		cr := *run
-		cr.Data, cr.Params, cr.opts = fitData, c.params, c.opts
+		cr.Data, cr.Params, cr.opts, cr.Acct = fitData, c.params, c.opts, run.Acct.Prefixed(candidatePrefix(j))
 		_, scorer, err := se.SelectFit(ctx, &cr, plan.Prefixed(candidatePrefix(j)))
 		if err != nil {
 			return nil, fmt.Errorf("selection, candidate %s: %w", c.label(), err)
@@ -465,7 +485,7 @@ func runSelection(ctx context.Context, est Estimator, run *Run, sel *Selection) 
 	}
 	c := sel.cands[best]
 	fr := *run
-	fr.Params, fr.opts = c.params, c.opts
+	fr.Params, fr.opts, fr.Acct = c.params, c.opts, run.Acct.Prefixed("final/")
 	res, _, err := se.SelectFit(ctx, &fr, plan.Prefixed("final/"))
 	if err != nil {
 		return nil, fmt.Errorf("selection, final fit with %s: %w", c.label(), err)

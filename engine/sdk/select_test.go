@@ -55,7 +55,7 @@ func (levelEst) SelectFit(_ context.Context, run *Run, plan *privacy.Plan) (*Res
 	}
 	res := &Result{}
 	for s := 0; s < o.Steps; s++ {
-		rel, err := run.Acct.Gaussian(plan.Prefix()+"mean", 1/float64(n), 1, b)
+		rel, err := run.Acct.Gaussian("mean", 1/float64(n), 1, b)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -108,7 +108,6 @@ type fedrepConfig struct {
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
 	stepScale, clipQ, tuneShare float64
-	label                       string        // prefix of the release names (a selection candidate)
 	plan                        *privacy.Plan // a private selection's view of its plan (nil: plan the whole grant)
 	noise                       string        // exact, zcdp or paper (private estimators)
 }
@@ -360,7 +359,7 @@ func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, err
 // fitFedRep is bind → plan → algorithm for the FedRep estimators: it runs
 // (Private) FedRep on features x and responses y, with U returned as
 // back·U when back is not nil. A private selection's fit (c.plan set)
-// spends from that plan, its release names prefixed by the plan's prefix.
+// spends from that plan.
 func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*sdk.Result, *fedrepTrace, error) {
 	prob, err := newFedrepProblem(run, c, x, y, back, loss)
 	if err != nil {
@@ -369,7 +368,6 @@ func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool,
 	var plan *fedrepPlan // nil for the non-private reference
 	switch {
 	case private && c.plan != nil:
-		c.label = c.plan.Prefix()
 		plan, err = fedrepBudgets(c.plan, c, "")
 	case private:
 		plan, err = planFedRep(run, c, prob.n())
@@ -464,7 +462,7 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, 
 			return fmt.Errorf("clip quantile: %w", err)
 		}
 		n, _, _ := eng.dims()
-		if c.clip, err = privateQuantileCounts(run, c.label+fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
+		if c.clip, err = privateQuantileCounts(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
 			return err
 		}
 		eng.setClip(c.clip)
@@ -495,7 +493,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense,
 		sum[i] /= float64(n)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian(c.label+fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
+		rel, err := run.Acct.Gaussian(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
 		if err != nil {
 			return nil, err
 		}
@@ -674,7 +672,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 			hist = quantileHistogram(norms, quantileEdges())
 		}
 		var err error
-		if c.initClip, err = privateQuantileCounts(run, c.label+fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
+		if c.initClip, err = privateQuantileCounts(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 	}
@@ -690,7 +688,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		return nil, fmt.Errorf("initialization: %w", err)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian(c.label+"init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
+		rel, err := run.Acct.Gaussian("init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}

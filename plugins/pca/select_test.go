@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/gen"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -60,5 +61,23 @@ func TestAnalyzeGaussSelection(t *testing.T) {
 		res, _ := fit(t, AnalyzeGauss{}, g, map[string]string{"select": "rank=1,3,2", "clip": "100"}, big, seed)
 		assert.Equal(t, 3.0, scalar(t, res, "selected_rank"))
 		assert.Equal(t, 3, matrix(t, res, "U").RawMatrix().Cols)
+	}
+}
+
+// TestSelectionPlan: the plan of a selection lists every step the
+// selection takes (what dplr plan shows before anything is reserved).
+func TestSelectionPlan(t *testing.T) {
+	g := spiked(t, 1000, 8, 2, "20,10", "gaussian", 3)
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	raw := map[string]string{"rank": "2", "select": "clip_quantile=0.5,0.9"}
+	plan, err := sdk.PlanOf(context.Background(), AnalyzeGauss{}, raw, grant, sdk.ShapeOf(g.Data), gen.Reference, sdk.PlanFull)
+	require.NoError(t, err)
+	seed := uint64(1)
+	_, acct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, g.Data, raw, grant, sdk.LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	require.Len(t, plan.Steps, len(acct.Steps()), plan.Note)
+	for i, s := range acct.Steps() {
+		assert.Equal(t, s.Name, plan.Steps[i].Name)
+		assert.InDelta(t, s.Rho, plan.Steps[i].Rho, 1e-12)
 	}
 }
