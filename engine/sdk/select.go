@@ -139,7 +139,7 @@ func parseGrid(s string) ([]gridParam, error) {
 		name, vals, ok := strings.Cut(strings.TrimSpace(part), "=")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" || strings.TrimSpace(vals) == "" {
-			return nil, fmt.Errorf("select: %q is not PARAM=v1,v2,...", part)
+			return nil, fmt.Errorf("select: %q is not of the form PARAM=v1,v2", part)
 		}
 		if slices.ContainsFunc(grid, func(g gridParam) bool { return g.name == name }) {
 			return nil, fmt.Errorf("select: parameter %s is listed twice", name)

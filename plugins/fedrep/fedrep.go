@@ -208,14 +208,6 @@ func maxOf(v []float64) float64 {
 	return m
 }
 
-// checkRank refuses a rank above the working dimension (public).
-func (p *fedrepProblem) checkRank(k int) error {
-	if d := p.dim(); k > d {
-		return sdk.BadRequest("rank %d exceeds the working dimension %d", k, d)
-	}
-	return nil
-}
-
 // theoryPerm draws, for every user, a random order of its training rows
 // (data-independent randomness, used to carve the disjoint batches).
 func theoryPerm(lay *layout, src *privacy.Source, rows int) []int32 {

@@ -83,15 +83,3 @@ func addUserIDs(res *sdk.Result, ds *data.Dataset) {
 	res.AddMatrix("V_user_ids", mat.NewDense(len(ids), 1, ids), sdk.PerUser,
 		"row i is the id of the user whose head is row i of V (exact for ids below 2^53); for routing each head to its user, not for publication")
 }
-
-// subset returns the layout of the listed users (indices into l.users, in
-// the order given), for fits on part of the users: the private selection
-// fits its candidates on some users and scores them on the others. The
-// sizes it keeps bound the scratch only.
-func (l *layout) subset(idx []int) *layout {
-	s := &layout{users: make([]userRows, len(idx)), d: l.d, maxM0: l.maxM0, minM0: l.minM0, maxM: l.maxM}
-	for i, u := range idx {
-		s.users[i] = l.users[u]
-	}
-	return s
-}
