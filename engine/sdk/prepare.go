@@ -138,7 +138,7 @@ func prepare(info Info, raw map[string]string, s Shape) (*prepared, error) {
 	if s.Kind != "" && s.Kind != info.DataKind {
 		return nil, BadRequest("estimator %s takes %s data, got %s data", info.Name, info.DataKind, s.Kind)
 	}
-	params, err := ValidateParams(info.Params, firstCandidate(info, raw))
+	params, err := ValidateParams(info.Params, raw)
 	if err != nil {
 		return nil, BadRequest("estimator %s: %w", info.Name, err)
 	}

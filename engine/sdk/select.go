@@ -157,11 +157,11 @@ func parseGrid(s string) ([]gridParam, error) {
 }
 
 // firstCandidate is raw with the first value of each selected parameter
-// that raw does not set, so that the request binds as a whole (a required
-// parameter may be given only in select).
-func firstCandidate(info Info, raw map[string]string) map[string]string {
+// that raw does not set, so that the request validates as a whole (a
+// required parameter may be given only in select).
+func firstCandidate(specs []ParamSpec, raw map[string]string) map[string]string {
 	v, ok := raw["select"]
-	if !ok || v == "none" || !hasParam(info.Params, "select") {
+	if !ok || v == "none" || !hasParam(specs, "select") {
 		return raw
 	}
 	grid, err := parseGrid(v)
@@ -170,7 +170,7 @@ func firstCandidate(info Info, raw map[string]string) map[string]string {
 	}
 	out := maps.Clone(raw)
 	for _, g := range grid {
-		if _, given := raw[g.name]; !given && hasParam(info.Params, g.name) {
+		if _, given := raw[g.name]; !given && hasParam(specs, g.name) {
 			out[g.name] = g.values[0]
 		}
 	}
