@@ -63,32 +63,26 @@ type FitRequest struct {
 // refunded when no privacy step was announced, charged its full grant
 // otherwise ((*Error).Charged).
 func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
-	plug, est, err := c.lookup(ctx, req.Estimator)
-	if err != nil {
-		return nil, err
-	}
-	if !est.NonPrivate && req.Grant.Kind == "" {
-		return nil, classedf(ErrUsage, "%s needs a privacy budget (it accepts: %s)", est.Name, grantList(est.Grants))
-	}
 	t0 := time.Now()
-	prep, err := c.prepare(ctx, req.Data, est.DataKind)
+	st, err := c.request(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	runner, hreq, prep := st.runner, st.req, st.prep
 	prepareS := time.Since(t0).Seconds()
+	if prep.remote == nil {
+		// The fit's sandboxed process starts while the ledger is opened.
+		hreq.Process = st.plugin.StartFit(prep.handle)
+	}
 	led, err := ledger.Open(ctx, c.opt.Home)
 	if err != nil {
+		hreq.Process.Drop()
 		return nil, ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
 	defer led.Close()
-	runner := &host.Runner{Ledger: led, Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout,
-		PlanCache: filepath.Join(c.opt.Home, "plans")}
-	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
-		Seed: req.Seed, NonPrivate: req.NonPrivate, Timeout: req.Timeout, BeforeReserve: req.BeforeReserve,
-		Events: host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step, Pass: req.Pass, Warning: req.Warning}}
-	if hreq.Params == nil {
-		hreq.Params = map[string]string{}
-	}
+	runner.Ledger = led
+	hreq.Seed, hreq.Timeout, hreq.BeforeReserve = req.Seed, req.Timeout, req.BeforeReserve
+	hreq.Events = host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step, Pass: req.Pass, Warning: req.Warning}
 	res, err := runner.Fit(ctx, hreq)
 	if err != nil {
 		e := beforeReserveErr(err)
@@ -96,7 +90,7 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 			e = fitErr(err)
 		}
 		if errors.Is(e.Class, ErrBudget) && !errors.Is(err, ledger.ErrMechanism) {
-			e.SuggestedRho = suggestRho(ctx, led, host.BudgetKey(prep.handle), req.Grant, est.Grants)
+			e.SuggestedRho = suggestRho(ctx, led, host.BudgetKey(prep.handle), req.Grant, st.grants)
 		}
 		return nil, e
 	}
@@ -115,6 +109,29 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 // and users data their dimensions), never its values; the data are read
 // and validated as for Fit. req's callbacks, Seed and Timeout are unused.
 func (c *Client) Plan(ctx context.Context, req FitRequest) (*Plan, error) {
+	st, err := c.request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	p, err := st.runner.Plan(ctx, st.req)
+	if err != nil {
+		return nil, fitErr(err)
+	}
+	return p, nil
+}
+
+// setup is what Fit and Plan share: the estimator's plugin, the budget's presence, the
+// data prepared, a runner without a ledger and the host's request
+// without callbacks.
+type setup struct {
+	plugin *host.Plugin
+	runner *host.Runner
+	req    host.FitRequest
+	prep   *prepared
+	grants []privacy.GrantKind // the estimator accepts
+}
+
+func (c *Client) request(ctx context.Context, req FitRequest) (*setup, error) {
 	plug, est, err := c.lookup(ctx, req.Estimator)
 	if err != nil {
 		return nil, err
@@ -126,18 +143,15 @@ func (c *Client) Plan(ctx context.Context, req FitRequest) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	runner := &host.Runner{Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout,
-		PlanCache: filepath.Join(c.opt.Home, "plans")}
-	hreq := host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
-		NonPrivate: req.NonPrivate}
-	if hreq.Params == nil {
-		hreq.Params = map[string]string{}
+	st := &setup{plugin: plug, prep: prep, grants: est.Grants,
+		runner: &host.Runner{Plugins: host.Plugins{plug}, MaxMemory: c.opt.memoryLimit(), CheckTimeout: c.opt.PluginTimeout,
+			CheckCache: filepath.Join(c.opt.Home, "checks")},
+		req: host.FitRequest{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: prep.handle, Remote: prep.remote,
+			NonPrivate: req.NonPrivate}}
+	if st.req.Params == nil {
+		st.req.Params = map[string]string{}
 	}
-	p, err := runner.Plan(ctx, hreq)
-	if err != nil {
-		return nil, fitErr(err)
-	}
-	return p, nil
+	return st, nil
 }
 
 // beforeReserveErr returns the *Error a BeforeReserve hook returned (the

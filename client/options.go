@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/dplr/dplr/engine/host"
@@ -80,7 +81,7 @@ func (o *Options) validate() error {
 // hostOptions are the options plugins are started with.
 func (o *Options) hostOptions() (host.Options, error) {
 	opt := host.Options{StartTimeout: o.PluginTimeout, CallTimeout: o.PluginTimeout, MaxOutputBytes: o.MaxOutputBytes,
-		Stderr: o.PluginLog, NoSandbox: o.NoSandbox}
+		Stderr: o.PluginLog, NoSandbox: o.NoSandbox, CatalogueDir: filepath.Join(o.Home, "catalogues")}
 	if o.Manifest != "" {
 		m, err := host.ReadManifest(o.Manifest)
 		if err != nil {

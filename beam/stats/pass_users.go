@@ -25,9 +25,10 @@ import (
 // then row in the shard's file), the user's term is computed and bounded
 // after grouping by the same code as pass.Local (pass.UsersConfig.Add),
 // and the terms are summed (the combiner computes each user's term into
-// its accumulator: nothing d×d is formed per user). users.altmin, whose
-// group is a mask over user indices, also co-groups each user's rows with
-// its index in the single-machine data set's order (UserOrder); no kind
+// its accumulator: nothing d×d is formed per user). A request with a
+// group (a mask over user indices) or theory-mode batches (row orders
+// drawn per user index) also co-groups each user's rows with its index in
+// the single-machine data set's order (UserOrder); no kind
 // reads a side input per user (the runner served one through its state
 // channel, about 4 ms per user). The result equals pass.Local on the data
 // set the shards form up to the order of the float sum over users.
@@ -40,6 +41,7 @@ var UsersPasses = map[string]PassFunc{
 	pass.UsersGradient:     RunUsersPass,
 	pass.UsersGradientHist: RunUsersPass,
 	pass.UsersHoldout:      RunUsersPass,
+	pass.UsersValidation:   RunUsersPass,
 	pass.UsersAltMin:       RunUsersPass,
 }
 
@@ -208,7 +210,7 @@ func (f *usersCombineFn) CreateAccumulator() usersAcc { return f.config().NewPar
 
 // AddInput adds one user's bounded term.
 func (f *usersCombineFn) AddInput(a usersAcc, u pass.User) usersAcc {
-	f.config().Add(a, u)
+	f.config().Add(a, u, nil)
 	return a
 }
 
@@ -270,6 +272,9 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Heads {
+		return nil, fmt.Errorf("users pass: the per-user heads are not gathered from shards")
+	}
 	paths, err := Expand(ctx, glob)
 	if err != nil {
 		return nil, err
@@ -284,7 +289,7 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	rows := beam.ParDo(s, &readPosRowsFn{D: shape.P, Paths: paths, Opt: ro}, beam.CreateList(s, paths))
 	grouped := beam.GroupByKey(s, rows)
 	var users beam.PCollection
-	if req.Kind == pass.UsersAltMin {
+	if cfg.Group != nil || cfg.Batch > 0 { // the users' indices are needed
 		order := beam.Combine(s, &idsCombineFn{}, beam.ParDo(s, &userKeyFn{}, grouped))
 		index := beam.ParDo(s, &indexUsersFn{}, order)
 		users = beam.ParDo(s, &indexedUserFn{}, beam.CoGroupByKey(s, rows, index))

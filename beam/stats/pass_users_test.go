@@ -69,27 +69,36 @@ func TestUsersPassMatchesLocal(t *testing.T) {
 	const d, k = 4, 2
 	glob, ds := usersShards(t, usersData(24, d, 5), d)
 	shape := pass.ShapeOf(ds)
-	u := data.Array{Name: "u", Rows: d, Cols: k, Data: []float64{0.6, 0, 0, 0.8, 0.8, 0, 0, -0.6}}
+	u := []float64{0.6, 0, 0, 0.8, 0.8, 0, 0, -0.6}
 	var edges []float64
 	for j := -40; j <= 40; j++ {
 		edges = append(edges, math.Exp2(float64(j)))
 	}
-	e := data.Array{Name: "edges", Rows: 1, Cols: len(edges), Data: edges}
-	common := func(extra map[string]float64) map[string]float64 {
-		p := map[string]float64{"local_fraction": 0.25, "holdout": 0.2, "sign": 0, "proj": 0}
-		for k, v := range extra {
-			p[k] = v
+	half := make([]float64, shape.Users)
+	for i := 0; i < shape.Users; i += 2 {
+		half[i] = 1
+	}
+	base := pass.UsersRequest{LocalFraction: 0.25, Holdout: 0.2, U: u, Rank: k}
+	with := func(f func(r *pass.UsersRequest)) data.PassRequest {
+		r := base
+		f(&r)
+		if r.Kind == pass.UsersUstat || r.Kind == pass.UsersUstatHist {
+			r.U, r.Rank = nil, 0
 		}
-		return p
+		return r.Encode()
 	}
 	for _, req := range []data.PassRequest{
-		{Kind: pass.UsersUstat, Params: common(map[string]float64{"clip": 0.5})},
-		{Kind: pass.UsersUstatHist, Params: common(map[string]float64{"bins": float64(len(edges))}), Inputs: []data.Array{e}},
-		{Kind: pass.UsersGradient, Params: common(map[string]float64{"clip": 1, "rank": k, "loss": 0}), Inputs: []data.Array{u}},
-		{Kind: pass.UsersGradientHist, Params: common(map[string]float64{"bins": float64(len(edges)), "rank": k, "loss": 0}), Inputs: []data.Array{u, e}},
-		{Kind: pass.UsersAltMin, Params: common(map[string]float64{"rank": k, "loss": 0, "clip_w": 0.7, "clip_y": 3, "portion": 4}),
-			Inputs: []data.Array{u, {Name: "group", Rows: 1, Cols: shape.Users, Data: groupMask(shape.Users)}}},
-		{Kind: pass.UsersHoldout, Params: common(map[string]float64{"rank": k, "loss": 1, "sign": 1, "head_all": 0}), Inputs: []data.Array{u}},
+		with(func(r *pass.UsersRequest) { r.Kind, r.Clip = pass.UsersUstat, 0.5 }),
+		with(func(r *pass.UsersRequest) { r.Kind, r.Clip, r.Group = pass.UsersUstat, 0.5, half }),
+		with(func(r *pass.UsersRequest) { r.Kind, r.Edges = pass.UsersUstatHist, edges }),
+		with(func(r *pass.UsersRequest) { r.Kind, r.Clip = pass.UsersGradient, 1 }),
+		with(func(r *pass.UsersRequest) { r.Kind, r.Clip, r.Batch, r.Round, r.Seed = pass.UsersGradient, 1, 1, 0, 77 }),
+		with(func(r *pass.UsersRequest) { r.Kind, r.Edges = pass.UsersGradientHist, edges }),
+		with(func(r *pass.UsersRequest) {
+			r.Kind, r.ClipW, r.ClipY, r.Portion, r.Group = pass.UsersAltMin, 0.7, 3, 4, groupMask(shape.Users)
+		}),
+		with(func(r *pass.UsersRequest) { r.Kind, r.Logistic, r.Sign = pass.UsersHoldout, true, true }),
+		with(func(r *pass.UsersRequest) { r.Kind, r.HeadAll, r.Group = pass.UsersValidation, true, half }),
 	} {
 		t.Run(req.Kind, func(t *testing.T) {
 			got, err := RunUsersPass(context.Background(), glob, shape, ReadOptions{}, req, Options{})
@@ -108,11 +117,14 @@ func TestUsersPassMatchesLocal(t *testing.T) {
 			}
 		})
 	}
+	_, err := RunUsersPass(context.Background(), glob, shape, ReadOptions{}, with(func(r *pass.UsersRequest) { r.Kind, r.Heads = pass.UsersHoldout, true }), Options{})
+	assert.ErrorContains(t, err, "per-user heads")
 }
 
-// TestFedRepThroughBeam: fedrep-private and fedrep-privaltmin on prism
-// through the users passes take the local fit's privacy steps and, with
-// the same seed, release its U (to 1e-12 relative).
+// TestFedRepThroughBeam: fedrep-private (also in theory mode and with the
+// private selection) and fedrep-privaltmin on prism through the users
+// passes take the in-process fit's privacy steps and, with the same seed,
+// release its U (to 1e-12 relative).
 func TestFedRepThroughBeam(t *testing.T) {
 	const d = 4
 	glob, ds := usersShards(t, usersData(30, d, 8), d)
@@ -125,6 +137,7 @@ func TestFedRepThroughBeam(t *testing.T) {
 	}{
 		{"fedrep-private", fedrep.PrivateFedRep{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "holdout": "0.2"}},
 		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "clip_w": "1", "clip_y": "3"}},
+		{"fedrep-private theory", fedrep.PrivateFedRep{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "mode": "theory", "batch": "2", "clip": "1", "init_clip": "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(3)

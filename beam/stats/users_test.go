@@ -76,7 +76,7 @@ func usersData(nu, d int, seed uint64) []urec {
 // ustatRequest is a users.ustat request over whole users (no split)
 // clipping each user's term to clip.
 func ustatRequest(clip float64) data.PassRequest {
-	return data.PassRequest{Kind: pass.UsersUstat, Params: map[string]float64{"local_fraction": 0, "holdout": 0, "sign": 0, "proj": 0, "clip": clip}}
+	return pass.UsersRequest{Kind: pass.UsersUstat, Clip: clip}.Encode()
 }
 
 // usersMatch runs req over the shards of glob and checks that it equals
@@ -126,11 +126,9 @@ func TestUsersMatchesSingleMachine(t *testing.T) {
 	without := filepath.Join(t.TempDir(), "without.csv")
 	require.NoError(t, os.WriteFile(without, []byte(usersCSV(noBig, d)), 0o644))
 
-	u := data.Array{Name: "u", Rows: d, Cols: k, Data: make([]float64, d*k)}
-	u.Data[0], u.Data[k+1] = 1, 1
-	grad := ustatRequest(2)
-	grad.Kind, grad.Inputs = pass.UsersGradient, []data.Array{u}
-	grad.Params["rank"], grad.Params["loss"] = k, 0
+	u := make([]float64, d*k)
+	u[0], u[k+1] = 1, 1
+	grad := pass.UsersRequest{Kind: pass.UsersGradient, Clip: 2, U: u, Rank: k}.Encode()
 	for _, tc := range []struct {
 		name string
 		req  data.PassRequest
@@ -498,11 +496,11 @@ func TestUsersPassTextIDs(t *testing.T) {
 	ds, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
 	require.NoError(t, err)
 	shape := pass.ShapeOf(ds)
-	u := data.Array{Name: "u", Rows: d, Cols: k, Data: []float64{0.6, 0, 0, 0.8, 0.8, 0}}
+	u := []float64{0.6, 0, 0, 0.8, 0.8, 0}
 	reqs := []data.PassRequest{
-		{Kind: pass.UsersUstat, Params: map[string]float64{"clip": 0.5, "local_fraction": 0.25, "holdout": 0.2, "sign": 0, "proj": 0}},
-		{Kind: pass.UsersAltMin, Params: map[string]float64{"rank": k, "loss": 0, "clip_w": 0.7, "clip_y": 3, "portion": 4, "local_fraction": 0.25, "holdout": 0.2, "sign": 0, "proj": 0},
-			Inputs: []data.Array{u, {Name: "group", Rows: 1, Cols: shape.Users, Data: groupMask(shape.Users)}}},
+		pass.UsersRequest{Kind: pass.UsersUstat, Clip: 0.5, LocalFraction: 0.25, Holdout: 0.2}.Encode(),
+		pass.UsersRequest{Kind: pass.UsersAltMin, U: u, Rank: k, ClipW: 0.7, ClipY: 3, Portion: 4, LocalFraction: 0.25, Holdout: 0.2,
+			Group: groupMask(shape.Users)}.Encode(),
 	}
 	for _, withParquet := range []bool{false, true} {
 		t.Run(fmt.Sprint("parquet ", withParquet), func(t *testing.T) {

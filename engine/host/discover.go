@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,15 +39,6 @@ func DefaultDirs(home string) []string {
 	return dirs
 }
 
-// Discover lists plugin executables (files named dplr-* with an execute
-// bit) in dirs. When two directories hold a plugin of the same name, the
-// earlier directory wins (see DiscoverAll for the ones it hides). Missing
-// directories are skipped.
-func Discover(dirs []string) []string {
-	found, _ := DiscoverAll(dirs)
-	return found
-}
-
 // Shadowed is a plugin executable hidden by one of the same name found
 // earlier in the search path.
 type Shadowed struct {
@@ -56,9 +46,11 @@ type Shadowed struct {
 	By   string // the executable used instead
 }
 
-// DiscoverAll is Discover that also reports the executables it skips
-// because an earlier directory holds a plugin of the same name, so that a
-// user who installs a plugin where it is never used can be told why.
+// DiscoverAll lists plugin executables (files named dplr-* with an
+// execute bit) in dirs; when two directories hold a plugin of the same
+// name, the earlier one wins, and the executables it hides are reported
+// so that a user who installs a plugin where it is never used can be told
+// why. Missing directories are skipped.
 func DiscoverAll(dirs []string) (found []string, shadowed []Shadowed) {
 	seen := map[string]string{}
 	for _, d := range dirs {
@@ -136,18 +128,4 @@ func ReadManifest(path string) (Manifest, error) {
 		return nil, fmt.Errorf("reading plugin manifest %s: %w", path, err)
 	}
 	return m, nil
-}
-
-// FileSHA256 returns the SHA-256 digest of a file.
-func FileSHA256(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return nil, err
-	}
-	return h.Sum(nil), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"time"
@@ -37,6 +36,8 @@ type Call struct {
 	// ReplyTimeout bounds the delivery of each pass's reply to the plugin
 	// (0: DefaultPassReplyTimeout).
 	ReplyTimeout time.Duration
+	// pending is the fit's process, started ahead (Plugin.StartFit).
+	pending *FitProcess
 }
 
 func (c Call) fitRequest() transport.FitRequest {
@@ -140,7 +141,11 @@ type CheckResult struct {
 // mechanism is a plugin error. A refusal wraps ErrRequest. ctx bounds the
 // call.
 func (p *Plugin) Check(ctx context.Context, c Call, plan sdk.PlanMode) (CheckResult, error) {
-	resp, err := p.rpc.Check(ctx, c.fitRequest(), plan)
+	_, rpc, err := p.process(ctx)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("plugin %s: pre-flight check: %w", p.Name(), err)
+	}
+	resp, err := rpc.Check(ctx, c.fitRequest(), plan)
 	if f, _ := transport.Classify(err); err != nil && f == transport.Unimplemented {
 		return CheckResult{}, nil
 	}
@@ -170,30 +175,14 @@ func (p *Plugin) Check(ctx context.Context, c Call, plan sdk.PlanMode) (CheckRes
 // returned outcome (never nil) still lists what was announced, so the
 // caller can tell whether noise may have been drawn.
 func (p *Plugin) Fit(ctx context.Context, c Call, ev Events) (*FitOutcome, error) {
-	if c.Remote != nil {
-		return p.fitPasses(ctx, c, ev)
-	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the stream (and the plugin's work) on an early return
+	defer cancel() // ends the stream, the plugin's work and any pass in flight
 	out := &FitOutcome{}
 	stream, err := p.fitStream(ctx, c)
 	if err != nil {
 		return out, p.wrap(ctx, "starting fit", err)
 	}
-	mats := newMatrixSet()
-	for {
-		e, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return out, p.wrap(ctx, "fit", err)
-		}
-		if err := p.handle(e, c.Grant, out, mats, ev); err != nil {
-			return out, err
-		}
-	}
-	return p.finish(c, out, mats)
+	return p.runPasses(ctx, cancel, stream, c, ev, out)
 }
 
 // finish completes a fit stream that ended: it needs a result, whose

@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,7 +152,7 @@ func TestDiscoverAndManifest(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(other, "tool"), []byte("x"), 0o755))
 	// A plugin of the same name in a later directory is shadowed.
 	require.NoError(t, os.WriteFile(filepath.Join(other, "dplr-example"), []byte("x"), 0o755))
-	got := Discover([]string{dir, other, filepath.Join(other, "missing")})
+	got, _ := DiscoverAll([]string{dir, other, filepath.Join(other, "missing")})
 	assert.Equal(t, []string{filepath.Join(dir, "dplr-bad"), filepath.Join(dir, "dplr-example"), filepath.Join(dir, "dplr-remote")}, got)
 	found, shadowed := DiscoverAll([]string{dir, other, dir})
 	assert.Equal(t, got, found)
@@ -158,7 +160,7 @@ func TestDiscoverAndManifest(t *testing.T) {
 		"the hidden plugin is reported once; a directory listed twice hides nothing")
 
 	ex := filepath.Join(dir, "dplr-example")
-	sum, err := FileSHA256(ex)
+	sum, err := fileSHA256(ex)
 	require.NoError(t, err)
 	good := filepath.Join(t.TempDir(), "SHA256SUMS")
 	require.NoError(t, os.WriteFile(good, []byte(hex.EncodeToString(sum)+"  dplr-example\n"), 0o644))
@@ -184,4 +186,18 @@ func TestDiscoverAndManifest(t *testing.T) {
 	require.NoError(t, os.WriteFile(corrupt, []byte("zz dplr-example\n"), 0o644))
 	_, err = ReadManifest(corrupt)
 	assert.ErrorContains(t, err, "not a SHA-256 digest")
+}
+
+// fileSHA256 returns the SHA-256 digest of a file.
+func fileSHA256(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
 }

@@ -76,26 +76,15 @@ const (
 	phaseReplying
 )
 
-// fitPasses runs a fit on remote data over FitPasses: the plugin's events
-// are handled as in Fit, and each pass it requests is checked (a declared
-// kind, within the cap on passes, valid for the kind and the public
-// shape, one at a time) and run by c.Remote.Passer; its result is checked
-// against the kind's bounds and sent back. A request the host refuses
-// ends the fit with an error naming the problem (ErrPlugin); a pass the
-// host's runner fails ends it too (ErrPass).
-func (p *Plugin) fitPasses(ctx context.Context, c Call, ev Events) (*FitOutcome, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the stream, the plugin's work and any pass in flight
-	out := &FitOutcome{}
-	stream, err := p.fitStream(ctx, c)
-	if err != nil {
-		return out, p.wrap(ctx, "starting fit", err)
-	}
-	return p.runPasses(ctx, cancel, stream, c, ev, out)
-}
-
-// runPasses is fitPasses over an open stream; cancel ends ctx (and the
-// stream).
+// runPasses reads the events of a fit's open stream (cancel ends ctx
+// and the stream) and handles them as Fit says. On remote data each pass
+// the plugin requests is checked (a declared kind, within the cap on
+// passes, valid for the kind and the public shape, one at a time) and run
+// by c.Remote.Passer; its result is checked against the kind's bounds and
+// sent back. A request the host refuses ends the fit with an error naming
+// the problem (ErrPlugin); a pass the host's runner fails ends it too
+// (ErrPass). A fit on a local data set declares no passes, so it may
+// request none.
 func (p *Plugin) runPasses(ctx context.Context, cancel context.CancelFunc, stream fitEvents, c Call, ev Events, out *FitOutcome) (*FitOutcome, error) {
 	events := make(chan received)
 	go func() {

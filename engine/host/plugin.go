@@ -47,6 +47,9 @@ type Options struct {
 	// NoSandbox starts plugins without Landlock confinement even where the
 	// kernel supports it.
 	NoSandbox bool
+	// CatalogueDir, when set, caches each plugin executable's catalogue
+	// (see Start).
+	CatalogueDir string
 }
 
 func (o Options) startTimeout() time.Duration {
@@ -74,7 +77,7 @@ func (o Options) ioLimits() ioLimits {
 	return l
 }
 
-// Plugin is a running plugin process.
+// Plugin is a plugin executable, its catalogue and the processes it runs.
 type Plugin struct {
 	Path       string
 	Catalogue  transport.Catalogue
@@ -84,9 +87,17 @@ type Plugin struct {
 
 	opt     Options
 	image   *execImage
-	proc    *proc
-	rpc     *transport.Client
 	outputs OutputBudget
+
+	// The process that answers checks (and fits when not sandboxed),
+	// started by Start or, when the catalogue was cached, by warm; ready
+	// is closed once proc or procErr is set.
+	starting sync.Once
+	ready    chan struct{}
+	proc     *proc
+	rpc      *transport.Client
+	procErr  error
+	closed   bool
 
 	mu   sync.Mutex
 	fits map[*proc]bool // processes running fits (sandboxed plugins)
@@ -101,22 +112,47 @@ type proc struct {
 	release sync.Once // of the run directory
 }
 
-// Start launches the plugin at path, completes the handshake and fetches
-// its catalogue. Every phase is bounded (Options.StartTimeout,
-// CallTimeout); whatever fails, no process is left behind.
+// Start returns the plugin at path with its catalogue: read from the
+// catalogue cache (Options.CatalogueDir) when it holds the executable's,
+// else from a started process (kept to answer checks), then cached. Every
+// phase is bounded (Options.StartTimeout, CallTimeout); whatever fails, no
+// process is left behind.
 func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error) {
 	img, err := prepareExec(path, opt.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w: %w", path, err, ErrPlugin)
 	}
-	defer func() {
-		if err != nil {
-			img.remove()
-		}
-	}()
-	pr, err := launch(ctx, path, img.path, opt, nil)
+	if cat, ok := cachedCatalogue(opt.CatalogueDir, path); ok {
+		return newPlugin(path, cat, opt, img), nil
+	}
+	pr, cat, err := startCatalogue(ctx, path, img.path, opt)
 	if err != nil {
+		img.remove()
 		return nil, err
+	}
+	keepCatalogue(opt.CatalogueDir, path, cat)
+	p = newPlugin(path, cat, opt, img)
+	p.starting.Do(func() { p.proc, p.rpc = pr, pr.rpc; close(p.ready) })
+	return p, nil
+}
+
+func newPlugin(path string, cat transport.Catalogue, opt Options, img *execImage) *Plugin {
+	return &Plugin{Path: path, Catalogue: cat, Sandboxed: sandboxed(opt), opt: opt, image: img,
+		Estimators: cat.Estimators, outputs: OutputBudget{MaxBytes: opt.MaxOutputBytes}, ready: make(chan struct{})}
+}
+
+// sandboxed reports whether plugins started with opt are confined.
+func sandboxed(opt Options) bool {
+	_, err := landlockABI()
+	return !opt.NoSandbox && err == nil
+}
+
+// startCatalogue starts a process of the executable execPath (shown as
+// path) and reads its catalogue; on error nothing is left running.
+func startCatalogue(ctx context.Context, path, execPath string, opt Options) (pr *proc, cat transport.Catalogue, err error) {
+	pr, err = launch(ctx, path, execPath, opt, nil)
+	if err != nil {
+		return nil, cat, err
 	}
 	defer func() {
 		if err != nil {
@@ -125,22 +161,71 @@ func Start(ctx context.Context, path string, opt Options) (p *Plugin, err error)
 	}()
 	cctx, cancel := context.WithTimeout(ctx, opt.callTimeout())
 	defer cancel()
-	cat, err := pr.rpc.Catalogue(cctx)
+	cat, err = pr.rpc.Catalogue(cctx)
 	if err != nil {
 		if ferr := pr.run.floodErr(); ferr != nil {
-			return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, ferr, ErrPlugin)
+			return nil, cat, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, ferr, ErrPlugin)
 		}
 		if ctx.Err() == nil && pr.run.Exited() {
-			return nil, fmt.Errorf("plugin %s: catalogue call: %w (%s): %w", path, err, pr.run.exitSummary(), ErrPlugin)
+			return nil, cat, fmt.Errorf("plugin %s: catalogue call: %w (%s): %w", path, err, pr.run.exitSummary(), ErrPlugin)
 		}
-		return nil, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, err, ErrPlugin)
+		return nil, cat, fmt.Errorf("plugin %s: catalogue call: %w: %w", path, err, ErrPlugin)
 	}
 	if err := checkCatalogue(cat); err != nil {
-		return nil, fmt.Errorf("plugin %s: malformed catalogue: %w: %w", path, err, ErrPlugin)
+		return nil, cat, fmt.Errorf("plugin %s: malformed catalogue: %w: %w", path, err, ErrPlugin)
 	}
-	p = &Plugin{Path: path, Catalogue: cat, Sandboxed: pr.run.sandbox != nil, opt: opt, image: img, proc: pr, rpc: pr.rpc,
-		Estimators: cat.Estimators, outputs: OutputBudget{MaxBytes: opt.MaxOutputBytes}}
-	return p, nil
+	return pr, cat, nil
+}
+
+// warm starts, in the background, the process that answers the plugin's
+// checks (and its fits when it is not sandboxed), if it is not running.
+func (p *Plugin) warm() {
+	p.starting.Do(func() {
+		go func() {
+			pr, err := p.startChecked()
+			p.mu.Lock()
+			p.proc, p.procErr = pr, err
+			if pr != nil {
+				p.rpc = pr.rpc
+			}
+			p.mu.Unlock()
+			close(p.ready)
+		}()
+	})
+}
+
+// startChecked starts the process for a plugin whose catalogue was cached
+// and checks that it answers the same catalogue (else the entry is
+// removed and the plugin refused: it changed since it was cached).
+func (p *Plugin) startChecked() (*proc, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opt.startTimeout()+p.opt.callTimeout())
+	defer cancel()
+	pr, cat, err := startCatalogue(ctx, p.Path, p.image.path, p.opt)
+	if err != nil {
+		return nil, err
+	}
+	if !sameCatalogue(cat, p.Catalogue) {
+		pr.kill(p.opt.callTimeout())
+		forgetCatalogue(p.opt.CatalogueDir, p.Path)
+		return nil, fmt.Errorf("plugin %s changed since its catalogue was read; run the command again: %w", p.Path, ErrPlugin)
+	}
+	return pr, nil
+}
+
+// process returns the plugin's process, started if needed (see warm).
+func (p *Plugin) process(ctx context.Context) (*proc, *transport.Client, error) {
+	p.warm()
+	select {
+	case <-p.ready:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nil, fmt.Errorf("plugin %s: closed: %w", p.Name(), ErrPlugin)
+	}
+	return p.proc, p.rpc, p.procErr
 }
 
 // launch starts one process of the plugin executable execPath (shown as
@@ -439,10 +524,10 @@ func (p *Plugin) Estimator(name string) (sdk.Info, bool) {
 func (p *Plugin) Exited() bool {
 	p.mu.Lock()
 	pr := p.fit
-	p.mu.Unlock()
 	if pr == nil {
 		pr = p.proc
 	}
+	p.mu.Unlock()
 	if pr == nil || pr.run == nil {
 		return false
 	}
@@ -451,16 +536,19 @@ func (p *Plugin) Exited() bool {
 
 // Close stops the plugin's processes (with their process groups) and
 // removes the private copy of its executable. It returns within the call
-// timeout whatever the plugin does.
+// timeout whatever the plugin does, once a process warm is starting has
+// started or failed.
 func (p *Plugin) Close() {
+	p.starting.Do(func() { close(p.ready) })
+	<-p.ready
 	p.mu.Lock()
-	fits := p.fits
-	p.fits, p.fit = nil, nil
+	fits, pr := p.fits, p.proc
+	p.fits, p.fit, p.proc, p.rpc, p.closed = nil, nil, nil, nil, true
 	p.mu.Unlock()
-	for pr := range fits {
-		pr.kill(p.opt.callTimeout())
+	for f := range fits {
+		f.kill(p.opt.callTimeout())
 	}
-	p.proc.kill(p.opt.callTimeout())
+	pr.kill(p.opt.callTimeout())
 	p.image.remove()
 }
 

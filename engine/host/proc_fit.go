@@ -33,7 +33,7 @@ func (p *Plugin) fitStream(ctx context.Context, c Call) (fitEvents, error) {
 	if c.Remote == nil {
 		paths = handlePaths(c.Data)
 	}
-	return p.stream(ctx, paths, func(rpc *transport.Client) (*transport.Stream, error) {
+	return p.stream(ctx, paths, c.pending, func(rpc *transport.Client) (*transport.Stream, error) {
 		if c.Remote != nil {
 			return rpc.FitPasses(ctx, req)
 		}
@@ -42,17 +42,27 @@ func (p *Plugin) fitStream(ctx context.Context, c Call) (fitEvents, error) {
 }
 
 // stream opens a stream with open, in a fresh process that may read paths
-// when the plugin is sandboxed (see fitStream), in the plugin's process
-// otherwise.
-func (p *Plugin) stream(ctx context.Context, paths []string, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
+// when the plugin is sandboxed (see fitStream; pending, when not nil, is
+// that process started ahead), in the plugin's process otherwise.
+func (p *Plugin) stream(ctx context.Context, paths []string, pending *FitProcess, open func(*transport.Client) (*transport.Stream, error)) (fitEvents, error) {
 	if !p.Sandboxed {
-		s, err := open(p.rpc)
+		pr, rpc, err := p.process(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return &fitProcStream{Stream: s, p: p, pr: p.proc}, nil
+		s, err := open(rpc)
+		if err != nil {
+			return nil, err
+		}
+		return &fitProcStream{Stream: s, p: p, pr: pr}, nil
 	}
-	pr, err := launch(ctx, p.Path, p.image.path, p.opt, paths)
+	var pr *proc
+	var err error
+	if pending != nil {
+		pr, err = pending.take(ctx)
+	} else {
+		pr, err = launch(ctx, p.Path, p.image.path, p.opt, paths)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting the fit's process: %w", err)
 	}
@@ -139,4 +149,55 @@ func handlePaths(h dataio.Handle) []string {
 		}
 	}
 	return out
+}
+
+// FitProcess is a fit's sandboxed process, started ahead of the fit
+// (Plugin.StartFit) so that its start overlaps the ledger's work, the
+// pre-flight check and the reservation. It receives no request until the
+// fit takes it; a fit that is refused drops it.
+type FitProcess struct {
+	done   chan struct{}
+	pr     *proc
+	err    error
+	taken  bool
+	plugin *Plugin
+	paths  []string
+}
+
+// StartFit starts, for a sandboxed plugin, the process of a fit on the
+// local data set h, which may read h's files and no others (nil when the
+// plugin is not sandboxed: its fits run in its own process). Pass it as
+// FitRequest.Process; the runner drops it when the fit ends.
+func (p *Plugin) StartFit(h dataio.Handle) *FitProcess {
+	if !p.Sandboxed {
+		return nil
+	}
+	fp := &FitProcess{done: make(chan struct{}), plugin: p, paths: handlePaths(h)}
+	go func() {
+		defer close(fp.done)
+		fp.pr, fp.err = launch(context.Background(), p.Path, p.image.path, p.opt, fp.paths)
+	}()
+	return fp
+}
+
+// take returns the started process for the fit (its start error if it
+// did not start); ctx ends the wait.
+func (fp *FitProcess) take(ctx context.Context) (*proc, error) {
+	select {
+	case <-fp.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	fp.taken = true
+	return fp.pr, fp.err
+}
+
+// Drop stops the process if no fit took it (or Drop did).
+func (fp *FitProcess) Drop() {
+	if fp == nil || fp.taken {
+		return
+	}
+	<-fp.done
+	fp.taken = true
+	fp.pr.kill(fp.plugin.opt.callTimeout())
 }

@@ -289,3 +289,13 @@ var systemReadPaths = []string{
 	"/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
 	"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
 }
+
+// fileIdentity is what tells a file apart beyond its size and
+// modification time: its device, inode and change time.
+func fileIdentity(st os.FileInfo) string {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d %d %d.%d", s.Dev, s.Ino, s.Ctim.Sec, s.Ctim.Nsec)
+}

@@ -332,7 +332,7 @@ func TestManifestExecutesTheVerifiedBytes(t *testing.T) {
 	bad := filepath.Join(work, "bad")
 	copyFile(t, filepath.Join(dir, "dplr-example"), good)
 	copyFile(t, filepath.Join(dir, "dplr-bad"), bad)
-	sum, err := FileSHA256(good)
+	sum, err := fileSHA256(good)
 	require.NoError(t, err)
 	mf := filepath.Join(work, "SHA256SUMS")
 	require.NoError(t, os.WriteFile(mf, []byte(hex.EncodeToString(sum)+"  dplr-example\n"), 0o644))

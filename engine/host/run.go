@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,10 +56,10 @@ type Runner struct {
 	MaxMemory int64
 	// CheckTimeout bounds the pre-flight check (default 10 s).
 	CheckTimeout time.Duration
-	// PlanCache, when set, is the directory where the plans of pre-flight
-	// checks are kept, so that a repeated request does not dry-run its
-	// estimator again (plancache.go).
-	PlanCache string
+	// CheckCache, when set, is the directory where the answers of
+	// pre-flight checks are kept, so that a repeated request is not
+	// checked, nor its estimator dry-run, again (checkcache.go).
+	CheckCache string
 	// MaxPasses caps the aggregation passes one fit on remote data may
 	// request (0: sdk.MaxPasses).
 	MaxPasses int
@@ -95,6 +96,10 @@ type FitRequest struct {
 	// budget is reserved (e.g. to create the output location); its error
 	// refuses the run with nothing spent.
 	BeforeReserve func() error
+	// Process, when set, is the fit's process started ahead by the caller
+	// (Plugin.StartFit on this plugin and data); the runner starts one
+	// when it is nil or for other data, and drops it when Fit returns.
+	Process *FitProcess
 	// Events sees the plugin's progress, logs and announced steps.
 	Events Events
 }
@@ -168,6 +173,7 @@ func usageErr(format string, args ...any) error {
 // plugin announced no privacy step and returned no result, charged its
 // full grant otherwise. Errors are *FitError.
 func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
+	defer req.Process.Drop() // unless the fit took it
 	plug, info, err := r.validate(req)
 	if err != nil {
 		return nil, err
@@ -179,6 +185,15 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	res := &FitResult{Plugin: plug, Info: info, Timings: map[string]float64{}}
 	call := Call{Estimator: req.Estimator, Params: req.Params, Grant: req.Grant, Data: req.Data, Seed: req.Seed,
 		Remote: req.Remote, MaxPasses: r.MaxPasses, ReplyTimeout: r.PassReplyTimeout}
+	if req.Remote == nil {
+		// The fit's own process starts while the request is checked and
+		// reserved; it gets no request unless the fit runs.
+		call.pending = req.Process
+		if fp := req.Process; fp == nil || fp.plugin != plug || !slices.Equal(fp.paths, handlePaths(req.Data)) {
+			call.pending = plug.StartFit(req.Data)
+			defer call.pending.Drop()
+		}
+	}
 	mode := sdk.PlanIndicator // the near-random warning, where it is cheap
 	if info.NonPrivate {
 		mode = sdk.PlanNone
@@ -219,9 +234,13 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		}
 	}
 	decl := res.Check.Mechanisms
+	var sketch []uint64
+	if hasSketches && req.Data.Source != nil {
+		sketch = req.Data.Source.Sketch
+	}
 	id, err := r.Ledger.Reserve(ctx, key, ledger.ReserveRequest{
 		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
-		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms()})
+		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms(), Sketch: sketch})
 	if err != nil {
 		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
@@ -229,11 +248,6 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return nil, &FitError{Err: fmt.Errorf("reserving budget: %w: %w", err, ErrLedger)}
 	}
 	res.RunID = id
-	if hasSketches && req.Data.Source != nil && len(req.Data.Source.Sketch) > 0 {
-		if err := sl.SetSketch(ctx, key, req.Data.Source.Sketch); err != nil {
-			return nil, r.settleFailure(id, &FitOutcome{}, fmt.Errorf("recording the data set's row sketch: %w: %w", err, ErrLedger))
-		}
-	}
 	out, err := r.call(ctx, plug, call, req, res)
 	if err == nil {
 		err = checkRelease(info, out)
@@ -438,7 +452,8 @@ func (r *Runner) Plan(ctx context.Context, req FitRequest) (*sdk.Plan, error) {
 }
 
 // preflight asks the plugin to check the request (and, with plan, for the
-// fit's plan) and refuses a footprint above the memory limit.
+// fit's plan), unless its answer is kept (checkcache.go), and refuses a
+// footprint above the memory limit.
 func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan sdk.PlanMode, res *FitResult) error {
 	t0 := time.Now()
 	timeout := r.CheckTimeout
@@ -447,19 +462,18 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan sd
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var (
-		key    string
-		cached *sdk.Plan
-	)
-	if r.PlanCache != "" && plan != sdk.PlanNone {
-		var ok bool
-		if key, ok = planKey(plug, call, plan); ok {
-			if cached = r.cachedPlan(key); cached != nil {
-				plan = sdk.PlanNone // the check alone; the plan is known
-			}
-		}
+	key, cacheable := "", false
+	if r.CheckCache != "" {
+		key, cacheable = checkKey(plug, call, plan)
 	}
-	chk, err := plug.Check(cctx, call, plan)
+	chk, cached := CheckResult{}, false
+	if cacheable {
+		chk, cached = r.cachedCheck(key)
+	}
+	var err error
+	if !cached {
+		chk, err = plug.Check(cctx, call, plan)
+	}
 	res.Timings["check_s"] = time.Since(t0).Seconds()
 	if err != nil {
 		switch {
@@ -470,11 +484,8 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan sd
 		}
 		return &FitError{Err: err}
 	}
-	switch {
-	case cached != nil:
-		chk.Plan = cached
-	case key != "" && chk.Plan != nil:
-		r.keepPlan(key, chk.Plan)
+	if cacheable && !cached {
+		r.keepCheck(key, chk)
 	}
 	res.Check = chk
 	if r.MaxMemory > 0 && chk.Footprint > r.MaxMemory {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -188,4 +189,36 @@ func TestRunnerPreflightTimeout(t *testing.T) {
 	assert.ErrorIs(t, err, ErrPlugin)
 	assert.Contains(t, err.Error(), "pre-flight")
 	assert.Empty(t, history(t, led))
+}
+
+// A fit's process started by the caller (StartFit) runs the fit; one
+// given to a refused request, or for other data, is stopped when Fit
+// returns, so no process is left behind.
+func TestRunnerUsesOrDropsAStartedFitProcess(t *testing.T) {
+	r, led := runnerFor(t, "ok")
+	p := r.Plugins.(Plugins)[0]
+	if !p.Sandboxed {
+		t.Skip("fits run in the plugin's own process without a sandbox")
+	}
+	fp := p.StartFit(fakeHandle())
+	_, err := r.Fit(context.Background(), FitRequest{Estimator: "bad-ok", Grant: zcdpGrant, Data: fakeHandle(), Process: fp})
+	require.NoError(t, err)
+	assert.True(t, fp.taken, "the fit ran in the started process")
+	require.Len(t, history(t, led), 1)
+
+	refused := p.StartFit(fakeHandle())
+	_, err = r.Fit(context.Background(), FitRequest{Estimator: "bad-ok", Grant: zcdpGrant, Data: fakeHandle(), Process: refused,
+		BeforeReserve: func() error { return errors.New("refused") }})
+	require.ErrorIs(t, err, ErrUsage)
+	require.NoError(t, refused.err)
+	assert.Eventually(t, refused.pr.run.Exited, 5*time.Second, 10*time.Millisecond, "the refused fit's process is stopped")
+
+	other := fakeHandle()
+	other.X.Path = filepath.Join(t.TempDir(), "X.npy")
+	require.NoError(t, os.WriteFile(other.X.Path, nil, 0o600))
+	elsewhere := p.StartFit(other)
+	_, err = r.Fit(context.Background(), FitRequest{Estimator: "bad-ok", Grant: zcdpGrant, Data: fakeHandle(), Process: elsewhere})
+	require.NoError(t, err)
+	require.NoError(t, elsewhere.err)
+	assert.Eventually(t, elsewhere.pr.run.Exited, 5*time.Second, 10*time.Millisecond, "a process for other data is not used")
 }

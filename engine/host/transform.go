@@ -28,7 +28,7 @@ func (p *Plugin) Transform(ctx context.Context, m sdk.Model, opts map[string]str
 		}
 	}
 	req := transport.TransformRequest{Model: m, Options: opts, Data: rows}
-	stream, err := p.stream(ctx, paths, func(rpc *transport.Client) (*transport.Stream, error) { return rpc.Transform(ctx, req) })
+	stream, err := p.stream(ctx, paths, nil, func(rpc *transport.Client) (*transport.Stream, error) { return rpc.Transform(ctx, req) })
 	if err != nil {
 		return Matrix{}, p.wrap(ctx, "starting transform", err)
 	}

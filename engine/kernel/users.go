@@ -148,8 +148,9 @@ type Model struct {
 // their usual path).
 type Scratch struct {
 	a, gk, h, v, w, g []float64
-	xs, lx            [][]float64
-	ys, ly            []float64
+	vh, h2, hb        []float64 // AddAltMin's
+	lx                [][]float64
+	ly                []float64
 }
 
 // grow sizes the buffers for rows rows of a model.
@@ -165,13 +166,12 @@ func (s *Scratch) grow(rows int, m Model) {
 	}
 }
 
-// Rows returns s's row buffers sized for n rows (views to fill, e.g.
-// with a user's rows picked out of a larger matrix).
-func (s *Scratch) Rows(n int) ([][]float64, []float64) {
-	if cap(s.xs) < n {
-		s.xs, s.ys = make([][]float64, n), make([]float64, n)
+// resize returns b with length n, reallocated only when too small.
+func resize(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
 	}
-	return s.xs[:n], s.ys[:n]
+	return b[:n]
 }
 
 // Head fits the user's head v on the rows for U, into a buffer of s
@@ -571,65 +571,92 @@ func AltMinRow(x []float64, y, nv, cw, cy float64, g []float64) (yt float64, ok 
 	return yt, true
 }
 
-// AddAltMin adds a member's Priv-AltMin statistics to acc (the upper
-// triangle of a = Σ W Wᵀ, dk×dk row-major, then b = Σ ỹ W, dk; vec index
-// p·k + a) for its head v fitted on its training rows (x, y), over its
-// first min(portion, m0) rows: a_j = H ⊗ v̂v̂ᵀ with H = Σ_r g_r g_rᵀ and
-// b_j = (Σ_r ỹ_r g_r) ⊗ v̂ (AltMinRow). A member whose head is zero or not
+// AltMinSize is the length of AddAltMin's accumulator for dimension d
+// and rank k: the k(k+1)/2 pair sums Σ_j v̂_a v̂_b H_j (a ≤ b), each the
+// packed upper triangle of a d×d matrix (d(d+1)/2 values, row-major),
+// then b (d·k).
+func AltMinSize(d, k int) int { return k*(k+1)/2*d*(d+1)/2 + d*k }
+
+// AddAltMin adds a member's Priv-AltMin statistics to acc (AltMinSize)
+// for its head v fitted on its training rows (x, y), over its first
+// min(portion, m0) rows: a_j = H ⊗ v̂v̂ᵀ with H = Σ_r g_r g_rᵀ, kept as its
+// pair sums v̂_a v̂_b H (AltMinA expands them), and b_j = (Σ_r ỹ_r g_r) ⊗ v̂
+// (AltMinRow; vec index p·k + a). A member whose head is zero or not
 // finite adds nothing. The per-member term of users.altmin: with m
 // members, ‖a‖_F ≤ m·portion·cw² and ‖b‖ ≤ m·portion·cw·cy.
 func (s *Scratch) AddAltMin(m Model, x [][]float64, y []float64, cw, cy float64, portion int, acc []float64) {
 	d, k := m.D, m.K
-	dk := d * k
+	tri := d * (d + 1) / 2
 	v := s.Head(m, x, y)
-	vh := make([]float64, k)
+	s.vh, s.h2, s.hb = resize(s.vh, k), resize(s.h2, tri), resize(s.hb, d)
+	vh, h, hb, g := s.vh, s.h2, s.hb, s.g // h: H, packed upper triangle
 	nv, ok := UnitHead(v, vh)
 	if !ok {
 		return
 	}
-	h := make([]float64, d*d) // upper triangle of H
-	hb := make([]float64, d)
-	g := make([]float64, d)
+	clear(h)
+	clear(hb)
 	for r := 0; r < min(portion, len(y)); r++ {
 		yt, ok := AltMinRow(x[r][:d], y[r], nv, cw, cy, g)
 		if !ok {
 			continue
 		}
+		o := 0
 		for p := 0; p < d; p++ {
-			hb[p] += yt * g[p]
-			if g[p] == 0 {
-				continue
-			}
-			row := h[p*d : (p+1)*d]
-			for q := p; q < d; q++ {
-				row[q] += g[p] * g[q]
-			}
-		}
-	}
-	for p := 0; p < d; p++ {
-		for q := p; q < d; q++ {
-			hpq := h[p*d+q]
-			if hpq == 0 {
-				continue
-			}
-			for a := 0; a < k; a++ {
-				i := p*k + a
-				b0 := 0
-				if q == p {
-					b0 = a
-				}
-				for b := b0; b < k; b++ {
-					acc[i*dk+q*k+b] += hpq * vh[a] * vh[b]
+			gp := g[p]
+			hb[p] += yt * gp
+			if gp != 0 {
+				row := h[o : o+d-p]
+				for q, gq := range g[p:d] {
+					row[q] += gp * gq
 				}
 			}
+			o += d - p
 		}
 	}
-	bs := acc[dk*dk:]
+	pi := 0
+	for a := 0; a < k; a++ {
+		for b := a; b < k; b++ {
+			f := vh[a] * vh[b]
+			blk := acc[pi*tri : (pi+1)*tri]
+			for i, hv := range h {
+				blk[i] += f * hv
+			}
+			pi++
+		}
+	}
+	bs := acc[k*(k+1)/2*tri:]
 	for p := 0; p < d; p++ {
 		for a := 0; a < k; a++ {
 			bs[p*k+a] += hb[p] * vh[a]
 		}
 	}
+}
+
+// AltMinA expands AddAltMin's pair sums into a = Σ_j H_j ⊗ v̂_j v̂_jᵀ
+// (dk×dk, row-major, exactly symmetric; vec index p·k + a) and returns it
+// with b (a view of acc).
+func AltMinA(acc []float64, d, k int) (a, b []float64) {
+	dk, tri := d*k, d*(d+1)/2
+	a = make([]float64, dk*dk)
+	pair := func(x, y int) int { // index of the pair (min, max)
+		x, y = min(x, y), max(x, y)
+		return x*k - x*(x-1)/2 + (y - x)
+	}
+	o := 0
+	for p := 0; p < d; p++ {
+		for q := p; q < d; q++ {
+			for x := 0; x < k; x++ {
+				for y := 0; y < k; y++ {
+					v := acc[pair(x, y)*tri+o+q-p]
+					a[(p*k+x)*dk+q*k+y] = v
+					a[(q*k+y)*dk+p*k+x] = v
+				}
+			}
+		}
+		o += d - p
+	}
+	return a, acc[k*(k+1)/2*tri:]
 }
 
 // HistBin is the bin of v on public, increasing edges: 0 for v ≤ edges[0]

@@ -353,9 +353,10 @@ func (l *Ledger) walk(ctx context.Context, q rowQuerier, fn func(*event)) (*view
 // part of the ledger's verified view only once it commits.
 type txn struct {
 	l *Ledger
-	// lazyMarker skips the marker rewrite after commit (Reserve: the
-	// settle that follows checkpoints both records, saving an fsync on
-	// the path before a fit starts).
+	// lazyMarker skips the marker rewrite after commit (Reserve and
+	// Settle, a fit's two records: Close checkpoints them once, after the
+	// WAL is copied into the database file, which also makes a settle's
+	// unsynced commit durable before the marker can name it).
 	lazyMarker bool
 	tx         *sql.Tx
 	v          *view // a copy of the ledger's view, advanced to the chain head
@@ -365,8 +366,8 @@ type txn struct {
 // begin starts a write transaction (BEGIN IMMEDIATE: writers from every
 // process are serialised) and verifies the records appended since this
 // process last looked: admission only ever sees verified records.
-func (l *Ledger) begin(ctx context.Context, op string) (*txn, error) {
-	tx, err := l.w.BeginTx(ctx, nil)
+func (l *Ledger) begin(ctx context.Context, db *sql.DB, op string) (*txn, error) {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, l.wrap(op, err)
 	}
@@ -423,6 +424,7 @@ func (t *txn) commit(op string) error {
 	}
 	t.l.view = t.v
 	if t.lazyMarker {
+		t.l.lag = true
 		return nil
 	}
 	// A marker that lags behind is harmless (the next Open verifies from

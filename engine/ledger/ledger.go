@@ -78,12 +78,14 @@ type Ledger struct {
 	marker string
 	w      *sql.DB // writers: every transaction is BEGIN IMMEDIATE
 	r      *sql.DB // readers: deferred transactions (WAL snapshots)
+	s      *sql.DB // settles: BEGIN IMMEDIATE, commits not synced
 	self   owner
 
 	mu   sync.Mutex // guards id, view and the marker file
 	id   string     // the ledger's id, from its genesis record
 	view *view      // the verified position of the chain
 	full string     // time of the last full verification ("" unknown)
+	lag  bool       // a settle was committed since the marker was written
 }
 
 // HomeDir returns the default ledger directory: $DPLR_HOME if set, else
@@ -108,15 +110,6 @@ func HomeDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "dplr"), nil
 }
 
-// OpenDefault opens the ledger in HomeDir().
-func OpenDefault(ctx context.Context) (*Ledger, error) {
-	dir, err := HomeDir()
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, dir)
-}
-
 // Option changes how Open opens a ledger.
 type Option func(*openConfig)
 
@@ -138,8 +131,8 @@ func WithAdoptMarker() Option { return func(c *openConfig) { c.adopt = true; c.f
 
 // Open opens (creating if needed) the ledger <dir>/ledger.db, creating dir
 // with mode 0700 and the file with mode 0600, migrates its schema and
-// verifies its chain of records from the marker's checkpoint on (see the
-// package doc). A ledger that is not healthy gives an error naming the file
+// verifies its chain of records from the marker's checkpoint on (see
+// docs/ledger.md). A ledger that is not healthy gives an error naming the file
 // and wrapping ErrDamaged (and ErrCorrupt for SQLite-level damage); it is
 // never reset.
 func Open(ctx context.Context, dir string, opts ...Option) (*Ledger, error) {
@@ -186,7 +179,15 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Ledger, error) {
 		l.w.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
+	// Settles commit with synchronous=NORMAL: durable when the process
+	// dies, not necessarily when the machine loses power (docs/ledger.md).
+	if l.s, err = sql.Open("sqlite", strings.Replace(base, "_synchronous=FULL", "_synchronous=NORMAL", 1)+"&_txlock=immediate"); err != nil {
+		l.w.Close()
+		l.r.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
 	l.w.SetMaxOpenConns(2)
+	l.s.SetMaxOpenConns(1)
 	l.r.SetMaxOpenConns(4)
 	if err := l.init(ctx, m, cfg); err != nil {
 		l.Close()
@@ -275,14 +276,24 @@ func mSeq(m *marker) int64 {
 // Path returns the database file's path.
 func (l *Ledger) Path() string { return l.path }
 
-// Close closes the database.
+// Close closes the database. When a settle was committed since the marker
+// was last written, it first checkpoints the WAL into the database file
+// (which syncs both) and, if every frame was copied, writes the marker, so
+// that a ledger closed normally has its last settle checkpointed.
 func (l *Ledger) Close() error {
 	var errs []error
-	if l.w != nil {
-		errs = append(errs, l.w.Close())
+	l.mu.Lock()
+	if l.lag && l.w != nil {
+		var busy, frames, copied int
+		if err := l.w.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err == nil && busy == 0 && frames >= 0 && copied == frames {
+			_ = l.writeMarker("")
+		}
 	}
-	if l.r != nil {
-		errs = append(errs, l.r.Close())
+	l.mu.Unlock()
+	for _, db := range []*sql.DB{l.w, l.r, l.s} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ledger %s: close: %w", l.path, err)

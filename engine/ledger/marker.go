@@ -79,5 +79,6 @@ func (l *Ledger) writeMarker(full string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("ledger marker %s: %w", l.marker, err)
 	}
+	l.lag = false
 	return nil
 }

@@ -36,7 +36,7 @@ func validGrant(what string, g privacy.Grant) error {
 }
 
 // compatible checks that a run granted g can be charged to a total of its
-// form (see the package doc).
+// form (docs/ledger.md).
 func compatible(total, g privacy.Grant) error {
 	switch total.Kind {
 	case privacy.GrantPure:
@@ -107,11 +107,17 @@ func (t *txn) known(ctx context.Context, ref string) (string, *dsState, error) {
 	return h, st, nil
 }
 
-// write runs fn in a write transaction and commits it.
+// write runs fn in a write transaction and commits it durably.
 func (l *Ledger) write(ctx context.Context, op string, fn func(t *txn) error) error {
+	return l.writeOn(ctx, l.w, op, fn)
+}
+
+// writeOn runs fn in a write transaction on db (l.w, or l.s for a commit
+// that may be lost to a power failure) and commits it.
+func (l *Ledger) writeOn(ctx context.Context, db *sql.DB, op string, fn func(t *txn) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, err := l.begin(ctx, op)
+	t, err := l.begin(ctx, db, op)
 	if err != nil {
 		return err
 	}
@@ -552,13 +558,19 @@ func (l *Ledger) SetSketch(ctx context.Context, hash string, sketch []uint64) er
 		if err != nil {
 			return err
 		}
-		b := make([]byte, 8*len(sketch))
-		for i, x := range sketch {
-			binary.LittleEndian.PutUint64(b[8*i:], x)
-		}
-		_, err = t.tx.ExecContext(ctx, `INSERT INTO sketches(hash, sketch) VALUES (?, ?) ON CONFLICT(hash) DO UPDATE SET sketch = excluded.sketch`, h, b)
-		return t.l.wrap("set sketch", err)
+		return t.setSketch(ctx, h, sketch)
 	})
+}
+
+// setSketch stores data set h's row sketch (a plain column, outside the
+// chain).
+func (t *txn) setSketch(ctx context.Context, h string, sketch []uint64) error {
+	b := make([]byte, 8*len(sketch))
+	for i, x := range sketch {
+		binary.LittleEndian.PutUint64(b[8*i:], x)
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO sketches(hash, sketch) VALUES (?, ?) ON CONFLICT(hash) DO UPDATE SET sketch = excluded.sketch`, h, b)
+	return t.l.wrap("set sketch", err)
 }
 
 func decodeSketch(b []byte) []uint64 {
@@ -640,6 +652,9 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 			return err
 		}
 		id = RunID(ev.Seq)
+		if len(req.Sketch) > 0 {
+			return t.setSketch(ctx, h, req.Sketch)
+		}
 		return nil
 	})
 	if err != nil {
@@ -668,7 +683,8 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 		return fmt.Errorf("settle %v: a successful outcome needs Steps or Achieved: %w", id, ErrInvalid)
 	}
 	var refused error
-	err := l.write(ctx, "settle", func(t *txn) error {
+	err := l.writeOn(ctx, l.s, "settle", func(t *txn) error {
+		t.lazyMarker = true
 		if int64(id) < 1 || int64(id) > t.v.head.Seq {
 			return fmt.Errorf("settle %v: %w", id, ErrNotFound)
 		}

@@ -159,7 +159,7 @@ func (c Change) String() string {
 // data set's), oldest first, including spends recorded from outside dplr
 // (Estimator "(outside dplr)"); empty for a data set the ledger has never
 // seen. The data set's records are verified as a sequence ending at its
-// verified position (see the package doc); Verify checks the whole chain.
+// verified position (docs/ledger.md); Verify checks the whole chain.
 func (l *Ledger) History(ctx context.Context, hash string) ([]Run, error) {
 	runs, _, err := l.history(ctx, hash)
 	return runs, err
@@ -450,15 +450,6 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	l.view = full
 	rep := VerifyReport{Records: full.head.Seq, Aliases: len(full.aliases), Datasets: len(full.keys) - len(full.aliases)}
 	return rep, l.writeMarker(now())
-}
-
-// LastFullCheck is the time of the last full verification recorded in the
-// marker (zero if none).
-func (l *Ledger) LastFullCheck() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, _ := time.Parse(time.RFC3339Nano, l.full)
-	return t
 }
 
 func (l *Ledger) integrityCheck(ctx context.Context) error {

@@ -213,8 +213,8 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 		}
 		if ev.V >= filterVersion && s.approxTotal() && s.Final.Filter == "" && len(s.Open) > 0 {
 			// A second run reserved while the rule is undecided: the
-			// first run's kind cannot decide it any more (see the
-			// package doc), so the classic rule applies from now on.
+			// first run's kind cannot decide it any more (see
+			// docs/ledger.md), so the classic rule applies from now on.
 			s.Final.Filter = privacy.FilterClassic
 		}
 		s.Open[strconv.FormatInt(r.ID, 10)] = openRun{Charge: r.Charge, Grant: *r.Grant, Owner: *r.Owner}

@@ -58,6 +58,9 @@ type ReserveRequest struct {
 	// its result at Settle. Undeclared runs are reserved as before.
 	MechanismsDeclared bool
 	Mechanisms         []privacy.Mechanism
+	// Sketch, if not empty, is stored as the data set's row sketch in the
+	// reservation's transaction (as SetSketch does).
+	Sketch []uint64
 }
 
 // Outcome is how a reserved run ended, given to Settle.
@@ -68,7 +71,7 @@ type Outcome struct {
 	// for a success they determine the charge. Preferred over Achieved. A
 	// non-nil empty slice means nothing was spent. For a failure after
 	// noise was drawn they tell whether the run was Gaussian-only, which
-	// keeps its reservation's GDP statement (see the package doc); nil
+	// keeps its reservation's GDP statement (docs/ledger.md); nil
 	// means unknown.
 	Steps []privacy.Step
 	// Achieved is the accountant's composed cost (acct.Achieved()), used for
@@ -87,28 +90,6 @@ type Outcome struct {
 	// Empty: the run is counted as made under the budget's relation, with a
 	// note saying so.
 	Neighbours string
-}
-
-// OutcomeOf is the Outcome of a run that ended with runErr (nil: success)
-// after its accountant accepted steps. Estimators spend before they draw
-// noise, so a failed run whose accountant accepted no step drew none and is
-// refunded. Pass nil steps when they are unknown (say, the plugin process
-// died): a failure is then charged its full grant, and a success is refused
-// by Settle (ErrInvalid) rather than guessed at; pass a non-nil empty slice
-// for a run known to have spent nothing (it failed validation).
-func OutcomeOf(runErr error, steps []privacy.Step) Outcome {
-	if runErr == nil {
-		return Outcome{Status: Succeeded, Steps: steps}
-	}
-	return Outcome{Status: Failed, Steps: steps, NoiseDrawn: steps == nil || len(steps) > 0, Error: runErr.Error()}
-}
-
-// WithGuarantee returns o with the guarantee's kind and neighbour relation
-// filled in, as Settle needs them to charge the run for the budget's
-// relation and to show its class.
-func (o Outcome) WithGuarantee(g privacy.Guarantee) Outcome {
-	o.Guarantee, o.Neighbours = g.Kind, g.Neighbours
-	return o
 }
 
 // Run is one run's record, as History returns it.
@@ -183,7 +164,7 @@ type Status struct {
 	Spent Spent `json:"spent"`
 	// Rule is the admission rule of the budget (RuleGDP, RuleClassic or
 	// RuleUndecided; "" without a budget); Spent and Remaining are stated
-	// under it. See the package doc.
+	// under it. See docs/ledger.md.
 	Rule string `json:"rule,omitempty"`
 	// Remaining is the headroom (zero without a budget); see Remaining.
 	Remaining Remaining `json:"remaining"`
@@ -257,7 +238,7 @@ func (s Status) String() string {
 	return b.String()
 }
 
-// Admission rules a budget follows (Status.Rule; see the package doc).
+// Admission rules a budget follows (Status.Rule; see docs/ledger.md).
 const (
 	// RuleGDP is the Gaussian-DP filter of an (ε, δ) total whose first
 	// charged run was Gaussian-only: every run must be Gaussian-only and

@@ -4,6 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
@@ -22,6 +29,8 @@ import (
 //	local_fraction, holdout  the per-user split (UserSplit)
 //	sign                     1: responses are read as sign(y) (±1 labels), 0: as given
 //	proj                     k′ > 0: features are the public projection M x (input "m", k′×p); 0: x
+//	grouped                  1: only the users of input "group" (1×users, 1 for a member by the
+//	                         user's index in increasing id order) contribute; 0: every user
 //
 // (the histogram kinds also take bins, the length of their input "edges")
 // and works in the dimension d = proj (or p). The kinds that take the
@@ -40,6 +49,12 @@ const (
 	// head v_i on its training rows for U and returns the gradient of its
 	// mean loss over those rows with respect to U (GradientTerm); scalar
 	// "clipped" counts the users the clip shrank. clip 0: no clipping.
+	// batch > 0 is theory mode: in round "round" each user takes the rows
+	// [2·batch·round, 2·batch·round + 2·batch) of a random order of its
+	// training rows (drawn from the public "seed" and the user's index),
+	// fits its head on the first batch and takes the gradient on the
+	// second; a user without those rows sits the round out (scalar
+	// "skipped").
 	UsersGradient = "users.gradient"
 	// UsersGradientHist is the histogram, on the public edges of input
 	// "edges", of the users' unclipped ‖∇_i(U)‖_F (0 for a user without a
@@ -51,8 +66,16 @@ const (
 	// and scores its hold-out rows (mean squared error, or mean 0-1 error
 	// for the logistic loss); scalars "loss_sum" (the sum of those per-user
 	// means) and "loss_users" (the users with hold-out rows). Not bounded
-	// and not private: an evaluation output.
+	// and not private: an evaluation output. heads 1 also returns every
+	// user's head (output "heads", users×rank, zero rows for non-members):
+	// per-user material, served in process only (the pipelines refuse it).
 	UsersHoldout = "users.holdout"
+	// UsersValidation is the sum over the users of their leave-one-out
+	// scores s_i ∈ [0, 1] of U on their head rows (kernel.LeaveOneOut;
+	// accuracy 1: the fraction of signs right, 0: 1 − the mean of
+	// min(1, squared error)), scalar "score_sum": a user's term moves it by
+	// at most 1.
+	UsersValidation = "users.validation"
 	// UsersAltMin is Priv-AltMin's U-step statistics over the users of one
 	// group (input "group", 1×users: 1 for a member, by the user's index
 	// in increasing id order): each member fits its head v on its training
@@ -64,7 +87,7 @@ const (
 )
 
 // usersCommon are the parameters every users kind takes.
-var usersCommon = []string{"local_fraction", "holdout", "sign", "proj"}
+var usersCommon = []string{"local_fraction", "holdout", "sign", "proj", "grouped"}
 
 func init() {
 	withU := append(append([]string{}, usersCommon...), "rank", "loss")
@@ -109,12 +132,12 @@ func init() {
 	register(Spec{
 		Kind: UsersGradient, Data: data.Users,
 		Doc:    "Σ_i clip(g_i v_iᵀ, clip): v_i the head user i fits on its training rows for U, g_i v_iᵀ the gradient in U of its mean loss over those rows; clip 0: none",
-		Params: append(append([]string{}, withU...), "clip"),
+		Params: append(append([]string{}, withU...), "clip", "batch", "round", "seed"),
 		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
 		Outputs: sumOut(func(sh *data.Remote, req data.PassRequest) (int, int) {
 			return workDim(sh, req.Params), int(req.Params["rank"])
 		}),
-		Scalars:      []string{"clipped"},
+		Scalars:      []string{"clipped", "skipped"},
 		Records:      records,
 		CheckRequest: checkUsersRequest,
 		CheckResult:  checkUsersSum(false),
@@ -123,7 +146,7 @@ func init() {
 	register(Spec{
 		Kind: UsersGradientHist, Data: data.Users,
 		Doc:    "histogram of the users' unclipped gradient norms ‖g_i v_iᵀ‖_F at U on the public edges (one count per user)",
-		Params: append(append([]string{}, withU...), "bins"),
+		Params: append(append([]string{}, withU...), "bins", "batch", "round", "seed"),
 		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec {
 			return uInputs(sh, p, []ArraySpec{edgesSpec(p)})
 		},
@@ -137,9 +160,7 @@ func init() {
 		Kind: UsersAltMin, Data: data.Users,
 		Doc:    "Priv-AltMin U-step statistics of the group's users: a = Σ W Wᵀ, b = Σ ỹ W over each member's first portion training rows, W = clip₂(vec(x vᵀ), clip_w), ỹ = clip(y, clip_y)",
 		Params: append(append([]string{}, withU...), "clip_w", "clip_y", "portion"),
-		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec {
-			return uInputs(sh, p, []ArraySpec{{Name: "group", Rows: 1, Cols: sh.Users, Doc: "1 for the users of the group (index in increasing id order), 0 elsewhere"}})
-		},
+		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
 		Outputs: func(sh *data.Remote, req data.PassRequest) []ArraySpec {
 			dk := workDim(sh, req.Params) * int(req.Params["rank"])
 			return []ArraySpec{{Name: "a", Rows: dk, Cols: dk, Doc: "Σ W Wᵀ"}, {Name: "b", Rows: 1, Cols: dk, Doc: "Σ ỹ W"}}
@@ -151,15 +172,37 @@ func init() {
 	})
 	register(Spec{
 		Kind: UsersHoldout, Data: data.Users,
-		Doc:          "evaluation of U on the hold-out rows: Σ over users with hold-out rows of their mean hold-out loss (loss_sum) and their number (loss_users); not private",
-		Params:       append(append([]string{}, withU...), "head_all"),
-		Inputs:       func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
-		Outputs:      func(*data.Remote, data.PassRequest) []ArraySpec { return nil },
+		Doc:    "evaluation of U on the hold-out rows: Σ over users with hold-out rows of their mean hold-out loss (loss_sum) and their number (loss_users); not private",
+		Params: append(append([]string{}, withU...), "head_all", "heads"),
+		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
+		Outputs: func(sh *data.Remote, req data.PassRequest) []ArraySpec {
+			if req.Params["heads"] != 1 {
+				return nil
+			}
+			return []ArraySpec{{Name: "heads", Rows: sh.Users, Cols: int(req.Params["rank"]), Doc: "row i: user i's head (zero for a non-member)"}}
+		},
 		Scalars:      []string{"loss_sum", "loss_users"},
 		Records:      records,
 		CheckRequest: checkUsersRequest,
 		CheckResult:  checkUsersHoldout,
 		Local:        usersLocal,
+	})
+	register(Spec{
+		Kind: UsersValidation, Data: data.Users,
+		Doc:          "Σ over users of their leave-one-out scores s_i ∈ [0, 1] of U on their head rows (score_sum)",
+		Params:       append(append([]string{}, withU...), "head_all", "accuracy"),
+		Inputs:       func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
+		Outputs:      func(*data.Remote, data.PassRequest) []ArraySpec { return nil },
+		Scalars:      []string{"score_sum"},
+		Records:      records,
+		CheckRequest: checkUsersRequest,
+		CheckResult: func(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
+			if v := res.Scalars["score_sum"]; !(v >= 0 && v <= float64(members(req, res.Records))) {
+				return fmt.Errorf("score_sum %v is outside [0, users]", v)
+			}
+			return nil
+		},
+		Local: usersLocal,
 	})
 }
 
@@ -177,9 +220,13 @@ func workDim(sh *data.Remote, p map[string]float64) int {
 	return sh.P
 }
 
-// projInputs lists the projection input (when proj > 0) after extra.
+// projInputs lists the group (when grouped) after extra, then the
+// projection input (when proj > 0).
 func projInputs(sh *data.Remote, p map[string]float64, extra []ArraySpec) []ArraySpec {
 	out := append([]ArraySpec{}, extra...)
+	if p["grouped"] == 1 {
+		out = append(out, ArraySpec{Name: "group", Rows: 1, Cols: sh.Users, Doc: "1 for the users of the group (index in increasing id order), 0 elsewhere"})
+	}
 	if k := int(p["proj"]); k > 0 {
 		out = append(out, ArraySpec{Name: "m", Rows: k, Cols: sh.P, Doc: "public projection M (k′×p): features are M x"})
 	}
@@ -204,7 +251,7 @@ func checkUsersRequest(sh *data.Remote, req data.PassRequest) error {
 			return fmt.Errorf("%s %v is outside [0, 0.9]", name, v)
 		}
 	}
-	for _, name := range []string{"sign", "loss", "head_all"} {
+	for _, name := range []string{"sign", "loss", "head_all", "heads", "accuracy", "grouped"} {
 		if v, ok := p[name]; ok && !isFlag(v) {
 			return fmt.Errorf("%s %v is not 0 or 1", name, v)
 		}
@@ -223,6 +270,18 @@ func checkUsersRequest(sh *data.Remote, req data.PassRequest) error {
 			return fmt.Errorf("rank %v is not an integer in [1, %d]", r, workDim(sh, p))
 		}
 	}
+	for _, name := range []string{"batch", "round", "seed"} {
+		if v := p[name]; v < 0 || v != math.Trunc(v) || v >= 1<<53 {
+			return fmt.Errorf("%s %v is not an integer in [0, 2⁵³)", name, v)
+		}
+	}
+	if g, ok := req.Input("group"); ok {
+		for _, v := range g.Data {
+			if !isFlag(v) {
+				return fmt.Errorf("group holds %v, not 0 or 1", v)
+			}
+		}
+	}
 	if req.Kind == UsersAltMin {
 		if p["loss"] != 0 {
 			return fmt.Errorf("the Priv-AltMin statistics use the squared loss (loss 0)")
@@ -235,12 +294,6 @@ func checkUsersRequest(sh *data.Remote, req data.PassRequest) error {
 		}
 		if dk := workDim(sh, p) * int(p["rank"]); dk > 4096 {
 			return fmt.Errorf("d·rank = %d exceeds 4096", dk)
-		}
-		g, _ := req.Input("group")
-		for _, v := range g.Data {
-			if !isFlag(v) {
-				return fmt.Errorf("group holds %v, not 0 or 1", v)
-			}
 		}
 	}
 	if e, ok := req.Input("edges"); ok {
@@ -262,24 +315,35 @@ func checkUsersSum(sym bool) func(sh *data.Remote, req data.PassRequest, res *da
 	}
 }
 
+// members is the number of users a request aggregates: the group's
+// members, or every user.
+func members(req data.PassRequest, users int64) int64 {
+	g, ok := req.Input("group")
+	if !ok {
+		return users
+	}
+	var m int64
+	for _, v := range g.Data {
+		if v == 1 {
+			m++
+		}
+	}
+	return m
+}
+
 // checkAltMin checks the U-step statistics (kernel.CheckAltMin) of the
 // group's members.
 func checkAltMin(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
 	a, _ := res.Output("a")
 	b, _ := res.Output("b")
-	g, _ := req.Input("group")
-	var m float64
-	for _, v := range g.Data {
-		m += v
-	}
 	p := req.Params
-	return kernel.CheckAltMin(a.Data, b.Data, a.Rows, m, p["portion"], p["clip_w"], p["clip_y"])
+	return kernel.CheckAltMin(a.Data, b.Data, a.Rows, float64(members(req, res.Records)), p["portion"], p["clip_w"], p["clip_y"])
 }
 
-// checkUsersHist checks a histogram: one count per user.
-func checkUsersHist(_ *data.Remote, _ data.PassRequest, res *data.PassResult) error {
+// checkUsersHist checks a histogram: one count per member.
+func checkUsersHist(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
 	c, _ := res.Output("counts")
-	return kernel.CheckHist(c.Data, res.Records)
+	return kernel.CheckHist(c.Data, members(req, res.Records))
 }
 
 // checkUsersHoldout checks the hold-out scalars.
@@ -315,13 +379,14 @@ type User struct {
 // and pipelines read one back with DecodeUsers; nothing else reads a users
 // request's parameters. Kind selects the kind, which reads
 //
-//	every kind          LocalFraction, Holdout, Sign, M (Proj×p)
+//	every kind          LocalFraction, Holdout, Sign, M (Proj×p), Group
 //	users.ustat         Clip
 //	users.ustat_hist    Edges
-//	users.gradient      U (d×Rank), Rank, Logistic, Clip
-//	users.gradient_hist U, Rank, Logistic, Edges
-//	users.holdout       U, Rank, Logistic, HeadAll
-//	users.altmin        U, Rank, ClipW, ClipY, Portion, Group
+//	users.gradient      U (d×Rank), Rank, Logistic, Clip, Batch, Round, Seed
+//	users.gradient_hist U, Rank, Logistic, Edges, Batch, Round, Seed
+//	users.holdout       U, Rank, Logistic, HeadAll, Heads
+//	users.validation    U, Rank, Logistic, HeadAll, Accuracy
+//	users.altmin        U, Rank, ClipW, ClipY, Portion
 //
 // and ignores the other fields.
 type UsersRequest struct {
@@ -330,15 +395,19 @@ type UsersRequest struct {
 	Sign                   bool      // responses read as sign(y)
 	Proj                   int       // k′ > 0: features are M x
 	M                      []float64 // the public projection, Proj×p row-major (nil: none)
+	Group                  []float64 // the contributing users, a 0/1 mask over the users (nil: all)
 	U                      []float64 // the representation, d×Rank row-major
 	Rank                   int
 	Logistic               bool      // the logistic loss (else squared)
 	Clip                   float64   // the per-user Frobenius clip (0 or +Inf: none)
+	Batch, Round           int       // theory mode (Batch > 0): the batch size and the round
+	Seed                   uint64    // theory mode: the public seed of the users' row orders (< 2⁵³)
 	Edges                  []float64 // the histogram's public edges
-	HeadAll                bool      // hold-out heads on the training and local rows
+	HeadAll                bool      // heads on the training and local rows
+	Heads                  bool      // holdout: return every user's head (in process only)
+	Accuracy               bool      // validation: score signs (else squared error)
 	ClipW, ClipY           float64   // Priv-AltMin's row clips
 	Portion                int       // Priv-AltMin's rows per member
-	Group                  []float64 // Priv-AltMin's members, a 0/1 mask over the users
 }
 
 // flag is a boolean as a parameter.
@@ -351,7 +420,7 @@ func flag(b bool) float64 {
 
 // Encode returns the wire request of r.
 func (r UsersRequest) Encode() data.PassRequest {
-	prm := map[string]float64{"local_fraction": r.LocalFraction, "holdout": r.Holdout, "sign": flag(r.Sign), "proj": float64(r.Proj)}
+	prm := map[string]float64{"local_fraction": r.LocalFraction, "holdout": r.Holdout, "sign": flag(r.Sign), "proj": float64(r.Proj), "grouped": flag(r.Group != nil)}
 	req := data.PassRequest{Kind: r.Kind, Params: prm}
 	add := func(name string, rows int, v []float64) {
 		cols := 0
@@ -375,10 +444,20 @@ func (r UsersRequest) Encode() data.PassRequest {
 	case UsersUstatHist, UsersGradientHist:
 		prm["bins"] = float64(len(r.Edges))
 		add("edges", 1, r.Edges)
-	case UsersHoldout:
+	case UsersHoldout, UsersValidation:
 		prm["head_all"] = flag(r.HeadAll)
+		if r.Kind == UsersHoldout {
+			prm["heads"] = flag(r.Heads)
+		} else {
+			prm["accuracy"] = flag(r.Accuracy)
+		}
 	case UsersAltMin:
 		prm["clip_w"], prm["clip_y"], prm["portion"] = r.ClipW, r.ClipY, float64(r.Portion)
+	}
+	if r.Kind == UsersGradient || r.Kind == UsersGradientHist {
+		prm["batch"], prm["round"], prm["seed"] = float64(r.Batch), float64(r.Round), float64(r.Seed)
+	}
+	if r.Group != nil {
 		add("group", 1, r.Group)
 	}
 	if r.Proj > 0 {
@@ -393,9 +472,10 @@ func DecodeUsers(p int, req data.PassRequest) (UsersRequest, error) {
 	prm := req.Params
 	r := UsersRequest{Kind: req.Kind, LocalFraction: prm["local_fraction"], Holdout: prm["holdout"], Sign: prm["sign"] == 1,
 		Proj: int(prm["proj"]), Rank: int(prm["rank"]), Logistic: prm["loss"] == 1, Clip: math.Inf(1), HeadAll: prm["head_all"] == 1,
+		Heads: prm["heads"] == 1, Accuracy: prm["accuracy"] == 1, Batch: int(prm["batch"]), Round: int(prm["round"]), Seed: uint64(prm["seed"]),
 		ClipW: prm["clip_w"], ClipY: prm["clip_y"], Portion: int(prm["portion"])}
 	switch req.Kind {
-	case UsersUstat, UsersUstatHist, UsersGradient, UsersGradientHist, UsersHoldout, UsersAltMin:
+	case UsersUstat, UsersUstatHist, UsersGradient, UsersGradientHist, UsersHoldout, UsersValidation, UsersAltMin:
 	default:
 		return r, fmt.Errorf("%q is not a users pass", req.Kind)
 	}
@@ -419,11 +499,7 @@ func DecodeUsers(p int, req data.PassRequest) (UsersRequest, error) {
 	if e, ok := req.Input("edges"); ok {
 		r.Edges = e.Data
 	}
-	if req.Kind == UsersAltMin {
-		g, ok := req.Input("group")
-		if !ok {
-			return r, fmt.Errorf("input group missing")
-		}
+	if g, ok := req.Input("group"); ok {
 		r.Group = g.Data
 	}
 	return r, nil
@@ -436,6 +512,9 @@ func DecodeUsers(p int, req data.PassRequest) (UsersRequest, error) {
 type UsersConfig struct {
 	UsersRequest
 	P, D int
+	// heads, when not nil, receives every member's head (row Index,
+	// users×Rank): the in-process runner's output of users.holdout.
+	heads []float64
 }
 
 // UsersConfigOf decodes a users request (validated by Validate) for data
@@ -457,6 +536,7 @@ func UsersConfigOf(p int, req data.PassRequest) (*UsersConfig, error) {
 type UsersPartial struct {
 	Users     int64
 	Clipped   int64
+	Skipped   int64
 	Sum       []float64
 	LossSum   float64
 	LossUsers int64
@@ -473,8 +553,7 @@ func (c *UsersConfig) NewPartial() *UsersPartial {
 	case UsersUstatHist, UsersGradientHist:
 		n = len(c.Edges) + 1
 	case UsersAltMin:
-		dk := c.D * c.Rank
-		n = dk*dk + dk
+		n = kernel.AltMinSize(c.D, c.Rank)
 	}
 	return &UsersPartial{Sum: make([]float64, n)}
 }
@@ -483,6 +562,7 @@ func (c *UsersConfig) NewPartial() *UsersPartial {
 func (a *UsersPartial) Merge(o *UsersPartial) {
 	a.Users += o.Users
 	a.Clipped += o.Clipped
+	a.Skipped += o.Skipped
 	if len(a.Sum) < len(o.Sum) { // a decoded empty partial
 		a.Sum = append(a.Sum, make([]float64, len(o.Sum)-len(a.Sum))...)
 	}
@@ -493,18 +573,89 @@ func (a *UsersPartial) Merge(o *UsersPartial) {
 	a.LossUsers += o.LossUsers
 }
 
-// Add adds user u's bounded term to a.
-func (c *UsersConfig) Add(a *UsersPartial, u User) {
+// UserScratch is one worker's buffers for UsersConfig.Add, reused across
+// users (a nil scratch allocates per user).
+type UserScratch struct {
+	ks           kernel.Scratch
+	x, px        [][]float64 // the user's rows, its projected rows
+	w, y         []float64   // projected features, signed responses
+	prefix, prod []float64   // the U-statistic's
+	perm         []int       // theory mode: the user's row order
+	vx, gx       [][]float64
+	vy, gy       []float64
+	pcg          rand.PCG
+	// users.ustat stacks the scaled rows f·ã_j in bp and r_j in bq (brows
+	// rows) and adds them to the sum by one product bpᵀ bq (flushUstat):
+	// per user, or per block of users when blocked (the in-process runner).
+	blocked bool
+	bp, bq  []float64
+	brows   int
+}
+
+// grow returns b resized to n (reallocated when too small).
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// batches returns the rows user u fits its head on and the rows of its
+// gradient: its training rows, or in theory mode the round's two batches
+// of its random row order (none when its training rows cannot feed them).
+func (c *UsersConfig) batches(s *UserScratch, index int, x [][]float64, y []float64) (vx [][]float64, vy []float64, gx [][]float64, gy []float64) {
+	if c.Batch == 0 {
+		return x, y, x, y
+	}
+	b, t := c.Batch, c.Round
+	if 2*b*(t+1) > len(y) {
+		return nil, nil, nil, nil
+	}
+	s.perm = grow(s.perm, len(y))
+	for j := range s.perm {
+		s.perm[j] = j
+	}
+	s.pcg.Seed(c.Seed, uint64(index))
+	rand.New(&s.pcg).Shuffle(len(s.perm), func(i, j int) { s.perm[i], s.perm[j] = s.perm[j], s.perm[i] })
+	s.vx, s.vy, s.gx, s.gy = grow(s.vx, b), grow(s.vy, b), grow(s.gx, b), grow(s.gy, b)
+	for j := 0; j < b; j++ {
+		rv, rg := s.perm[2*b*t+j], s.perm[2*b*t+b+j]
+		s.vx[j], s.vy[j], s.gx[j], s.gy[j] = x[rv], y[rv], x[rg], y[rg]
+	}
+	return s.vx, s.vy, s.gx, s.gy
+}
+
+// Add adds user u's bounded term to a; s is the caller's scratch (nil:
+// fresh buffers).
+func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 	a.Users++
-	x, y := c.features(u)
+	if c.Group != nil && (u.Index < 0 || u.Index >= len(c.Group) || c.Group[u.Index] != 1) {
+		return
+	}
+	if s == nil {
+		s = &UserScratch{}
+	}
+	x, y := c.features(u, s)
 	m0, rest := UserSplit(len(y), c.LocalFraction, c.Holdout)
 	m := kernel.Model{U: c.U, D: c.D, K: c.Rank, Logistic: c.Logistic}
-	var s kernel.Scratch
 	switch c.Kind {
 	case UsersUstat, UsersUstatHist:
+		// The term f·Σ_j ã_j r_jᵀ: its rows are stacked in bp and bq and
+		// summed by one product, per user or (blocked) per block of users.
 		d := c.D
-		at, rt := make([]float64, m0*d), make([]float64, m0*d)
-		f, z, clipped, ok := kernel.Ustat(x, y[:m0], d, c.Clip, at, rt, make([]float64, d), make([]float64, d*d))
+		s.prefix, s.prod = grow(s.prefix, d), grow(s.prod, d*d)
+		if (s.brows+m0)*d > len(s.bp) {
+			c.flushUstat(a, s)
+			n := m0 * d
+			if s.blocked {
+				n = max(n, 2048*d)
+			}
+			if len(s.bp) < n {
+				s.bp, s.bq = make([]float64, n), make([]float64, n)
+			}
+		}
+		at, rt := s.bp[s.brows*d:(s.brows+m0)*d], s.bq[s.brows*d:(s.brows+m0)*d]
+		f, z, clipped, ok := kernel.Ustat(x, y[:m0], d, c.Clip, at, rt, s.prefix, s.prod)
 		if c.Kind == UsersUstatHist {
 			a.Sum[kernel.HistBin(z, c.Edges)]++
 			return
@@ -515,41 +666,61 @@ func (c *UsersConfig) Add(a *UsersPartial, u User) {
 		if clipped {
 			a.Clipped++
 		}
-		for j := 0; j < m0; j++ {
-			rj := rt[j*d : (j+1)*d]
-			for p := 0; p < d; p++ {
-				ap := at[j*d+p] * f
-				row := a.Sum[p*d : (p+1)*d]
-				for q := p; q < d; q++ {
-					row[q] += ap * rj[q]
-				}
-			}
+		for i := range at {
+			at[i] *= f
+		}
+		s.brows += m0
+		if !s.blocked {
+			c.flushUstat(a, s)
 		}
 	case UsersGradient, UsersGradientHist:
-		if m0 == 0 {
+		vx, vy, gx, gy := c.batches(s, u.Index, x[:m0], y[:m0])
+		if len(gy) == 0 {
+			a.Skipped++
 			if c.Kind == UsersGradientHist {
 				a.Sum[0]++
 			}
 			return
 		}
-		g, v := s.UserGradient(m, x[:m0], y[:m0], x[:m0], y[:m0])
+		g, v := s.ks.UserGradient(m, vx, vy, gx, gy)
 		if c.Kind == UsersGradientHist {
 			a.Sum[kernel.HistBin(kernel.OuterNorm(g, v), c.Edges)]++
 		} else if kernel.AddClippedOuter(a.Sum, g, v, c.Clip) {
 			a.Clipped++
 		}
 	case UsersAltMin:
-		if u.Index >= 0 && u.Index < len(c.Group) && c.Group[u.Index] == 1 {
-			s.AddAltMin(m, x[:m0], y[:m0], c.ClipW, c.ClipY, c.Portion, a.Sum)
-		}
+		s.ks.AddAltMin(m, x[:m0], y[:m0], c.ClipW, c.ClipY, c.Portion, a.Sum)
 	case UsersHoldout:
+		if rest == len(y) && c.heads == nil {
+			return
+		}
+		lo, hi := kernel.HeadRows(m0, rest, c.HeadAll)
+		v := s.ks.Head(m, x[lo:hi], y[lo:hi])
+		if c.heads != nil {
+			copy(c.heads[u.Index*c.Rank:(u.Index+1)*c.Rank], v)
+		}
 		if rest < len(y) {
-			lo, hi := kernel.HeadRows(m0, rest, c.HeadAll)
-			v := s.Head(m, x[lo:hi], y[lo:hi])
-			a.LossSum += s.MeanLoss(m, v, x[rest:], y[rest:])
+			a.LossSum += s.ks.MeanLoss(m, v, x[rest:], y[rest:])
 			a.LossUsers++
 		}
+	case UsersValidation:
+		lo, hi := kernel.HeadRows(m0, rest, c.HeadAll)
+		a.LossSum += s.ks.LeaveOneOut(m, x[lo:hi], y[lo:hi], c.Accuracy)
 	}
+}
+
+// flushUstat adds the stacked rows' product bpᵀ bq to the sum (d×d; its
+// upper triangle is what Result reads).
+func (c *UsersConfig) flushUstat(a *UsersPartial, s *UserScratch) {
+	if s.brows == 0 {
+		return
+	}
+	d := c.D
+	blas64.Gemm(blas.Trans, blas.NoTrans, 1,
+		blas64.General{Rows: s.brows, Cols: d, Stride: d, Data: s.bp[:s.brows*d]},
+		blas64.General{Rows: s.brows, Cols: d, Stride: d, Data: s.bq[:s.brows*d]},
+		1, blas64.General{Rows: d, Cols: d, Stride: d, Data: a.Sum})
+	s.brows = 0
 }
 
 // Result turns the total partial sum into the pass's result.
@@ -569,26 +740,29 @@ func (c *UsersConfig) Result(a *UsersPartial) *data.PassResult {
 		res.Scalars = map[string]float64{"clipped": float64(a.Clipped)}
 	case UsersGradient:
 		res.Outputs = []data.Array{{Name: "sum", Rows: c.D, Cols: c.Rank, Data: a.Sum}}
-		res.Scalars = map[string]float64{"clipped": float64(a.Clipped)}
+		res.Scalars = map[string]float64{"clipped": float64(a.Clipped), "skipped": float64(a.Skipped)}
 	case UsersUstatHist, UsersGradientHist:
 		res.Outputs = []data.Array{{Name: "counts", Rows: 1, Cols: len(a.Sum), Data: a.Sum}}
 	case UsersHoldout:
 		res.Scalars = map[string]float64{"loss_sum": a.LossSum, "loss_users": float64(a.LossUsers)}
+		if c.heads != nil {
+			res.Outputs = []data.Array{{Name: "heads", Rows: len(c.heads) / c.Rank, Cols: c.Rank, Data: c.heads}}
+		}
+	case UsersValidation:
+		res.Scalars = map[string]float64{"score_sum": a.LossSum}
 	case UsersAltMin:
 		dk := c.D * c.Rank
-		am := a.Sum[:dk*dk]
-		for i := 0; i < dk; i++ {
-			for j := i + 1; j < dk; j++ {
-				am[j*dk+i] = am[i*dk+j]
-			}
-		}
-		res.Outputs = []data.Array{{Name: "a", Rows: dk, Cols: dk, Data: am}, {Name: "b", Rows: 1, Cols: dk, Data: a.Sum[dk*dk:]}}
+		am, b := kernel.AltMinA(a.Sum, c.D, c.Rank)
+		res.Outputs = []data.Array{{Name: "a", Rows: dk, Cols: dk, Data: am}, {Name: "b", Rows: 1, Cols: dk, Data: b}}
 	}
 	return res
 }
 
-// usersLocal is every users kind over an in-memory data set: users in
-// data order, each user's term added in turn.
+// usersLocal is every users kind over an in-memory data set: the users
+// in fixed contiguous chunks (a function of the number of users and the
+// size of a partial sum only), the chunks on a pool of workers with one
+// scratch each, and the chunks' partial sums added in chunk order, so
+// that the result does not depend on the number of threads.
 func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
 	if len(ds.UserStart) < 2 || ds.X == nil || len(ds.Y) != ds.N() {
 		return nil, fmt.Errorf("the data set holds no users rows")
@@ -597,45 +771,93 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 	if err != nil {
 		return nil, err
 	}
-	a := c.NewPartial()
-	for g := 0; g+1 < len(ds.UserStart); g++ {
-		if g%256 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		lo, hi := ds.UserStart[g], ds.UserStart[g+1]
-		u := User{X: make([][]float64, hi-lo), Y: ds.Y[lo:hi]}
-		for i := lo; i < hi; i++ {
-			u.X[i-lo] = ds.X.RawRowView(i)
-		}
-		u.Index = g
-		c.Add(a, u)
+	n := len(ds.UserStart) - 1
+	if c.Heads {
+		c.heads = make([]float64, n*c.Rank)
 	}
-	return c.Result(a), nil
+	size := len(c.NewPartial().Sum)
+	chunks := max(1, min(n, 64, int(4e6/float64(size+1))))
+	parts := make([]*UsersPartial, chunks)
+	scratch := make([]UserScratch, workers(chunks))
+	for w := range scratch {
+		scratch[w].blocked = true
+	}
+	err = ParallelChunks(ctx, chunks, func(w, ch int) {
+		s := &scratch[w]
+		a := c.NewPartial()
+		lo, hi := ch*n/chunks, (ch+1)*n/chunks
+		for g := lo; g < hi; g++ {
+			r0, r1 := ds.UserStart[g], ds.UserStart[g+1]
+			s.x = grow(s.x, r1-r0)
+			for i := r0; i < r1; i++ {
+				s.x[i-r0] = ds.X.RawRowView(i)
+			}
+			c.Add(a, User{X: s.x, Y: ds.Y[r0:r1], Index: g}, s)
+		}
+		c.flushUstat(a, s)
+		parts[ch] = a
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parts[1:] {
+		parts[0].Merge(p)
+	}
+	return c.Result(parts[0]), nil
+}
+
+// workers is the number of goroutines for chunks of work.
+func workers(chunks int) int { return max(1, min(runtime.GOMAXPROCS(0), chunks)) }
+
+// ParallelChunks runs fn(worker, chunk) for every chunk on a fixed pool of
+// min(GOMAXPROCS, chunks) goroutines; worker indexes per-goroutine
+// scratch. It stops early and returns ctx.Err() when the context is
+// cancelled.
+func ParallelChunks(ctx context.Context, chunks int, fn func(worker, chunk int)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers(chunks); w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks || ctx.Err() != nil {
+					return
+				}
+				fn(w, c)
+			}
+		}(w)
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 // features returns the user's working features (projected when the
-// request carries M) and responses (signs when asked), as fresh slices.
-func (c *UsersConfig) features(u User) ([][]float64, []float64) {
-	x := make([][]float64, len(u.X))
-	for j, r := range u.X {
-		if c.M == nil {
-			x[j] = r
-			continue
-		}
-		w := make([]float64, c.D)
-		for a := range w {
-			mr := c.M[a*c.P : (a+1)*c.P]
-			var s float64
-			for q, v := range r {
-				s += mr[q] * v
+// request carries M) and responses (signs when asked), in s's buffers or
+// as views of u.
+func (c *UsersConfig) features(u User, s *UserScratch) ([][]float64, []float64) {
+	x := u.X
+	if c.M != nil {
+		s.w, s.px = grow(s.w, len(u.X)*c.D), grow(s.px, len(u.X))
+		x = s.px
+		for j, r := range u.X {
+			w := s.w[j*c.D : (j+1)*c.D]
+			for a := range w {
+				mr := c.M[a*c.P : (a+1)*c.P]
+				var t float64
+				for q, v := range r {
+					t += mr[q] * v
+				}
+				w[a] = t
 			}
-			w[a] = s
+			x[j] = w
 		}
-		x[j] = w
 	}
 	y := u.Y
 	if c.Sign {
-		y = make([]float64, len(u.Y))
+		s.y = grow(s.y, len(u.Y))
+		y = s.y
 		for j, v := range u.Y {
 			y[j] = -1
 			if v > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,9 +81,26 @@ func ones(n int) []float64 {
 
 // usersReq builds a users request with the common parameters.
 func usersReq(kind string, extra map[string]float64, inputs ...data.Array) data.PassRequest {
-	p := map[string]float64{"local_fraction": 0.2, "holdout": 0.2, "sign": 0, "proj": 0}
+	p := map[string]float64{"local_fraction": 0.2, "holdout": 0.2, "sign": 0, "proj": 0, "grouped": 0}
+	if kind == UsersGradient || kind == UsersGradientHist {
+		p["batch"], p["round"], p["seed"] = 0, 0, 0
+	}
+	if kind == UsersHoldout || kind == UsersValidation {
+		p["head_all"] = 0
+	}
+	if kind == UsersHoldout {
+		p["heads"] = 0
+	}
+	if kind == UsersValidation {
+		p["accuracy"] = 0
+	}
 	for k, v := range extra {
 		p[k] = v
+	}
+	for _, in := range inputs {
+		if in.Name == "group" {
+			p["grouped"] = 1
+		}
 	}
 	return data.PassRequest{Kind: kind, Params: p, Inputs: inputs}
 }
@@ -154,6 +172,11 @@ func TestUsersLocal(t *testing.T) {
 		{"gradient", usersReq(UsersGradient, merge(withU, map[string]float64{"clip": 0.3}), u)},
 		{"gradient hist", usersReq(UsersGradientHist, merge(withU, map[string]float64{"bins": float64(e.Cols)}), u, e)},
 		{"holdout", usersReq(UsersHoldout, merge(withU, map[string]float64{"head_all": 1}), u)},
+		{"holdout heads", usersReq(UsersHoldout, merge(withU, map[string]float64{"heads": 1}), u)},
+		{"validation", usersReq(UsersValidation, merge(withU, map[string]float64{"accuracy": 0}), u)},
+		{"theory gradient", usersReq(UsersGradient, merge(withU, map[string]float64{"clip": 0.3, "batch": 1, "round": 1, "seed": 12}), u)},
+		{"grouped ustat", usersReq(UsersUstat, map[string]float64{"clip": 0.5},
+			data.Array{Name: "group", Rows: 1, Cols: 40, Data: append(ones(20), make([]float64, 20)...)})},
 		{"altmin", usersReq(UsersAltMin, merge(withU, map[string]float64{"clip_w": 0.5, "clip_y": 1, "portion": 4}), u,
 			data.Array{Name: "group", Rows: 1, Cols: 40, Data: ones(40)})},
 		{"logistic projected", usersReq(UsersGradient, map[string]float64{"rank": 1, "loss": 1, "clip": 0.3, "sign": 1, "proj": 3},
@@ -179,9 +202,62 @@ func TestUsersLocal(t *testing.T) {
 			if tc.req.Kind == UsersHoldout {
 				assert.Greater(t, res.Scalars["loss_users"], 0.0)
 				assert.Greater(t, res.Scalars["loss_sum"], 0.0)
+				if h, ok := res.Output("heads"); ok {
+					assert.Equal(t, 40, h.Rows)
+					assert.Greater(t, Norm(h.Data), 0.0)
+				}
 			}
+			if tc.req.Kind == UsersValidation {
+				assert.Greater(t, res.Scalars["score_sum"], 0.0)
+				assert.LessOrEqual(t, res.Scalars["score_sum"], 40.0)
+			}
+			if tc.req.Params["batch"] > 0 {
+				// users of fewer than 4 training rows sit round 1 out
+				assert.Greater(t, res.Scalars["skipped"], 0.0)
+				assert.Less(t, res.Scalars["skipped"], 40.0)
+			}
+			// The in-process runner equals the users' terms added one by
+			// one in data order (its chunks change the order of the sum
+			// only) and does not depend on the number of threads.
+			c, err := UsersConfigOf(d, tc.req)
+			require.NoError(t, err)
+			a := c.NewPartial()
+			for g := 0; g < 40; g++ {
+				lo, hi := ds.UserStart[g], ds.UserStart[g+1]
+				x := make([][]float64, hi-lo)
+				for i := range x {
+					x[i] = ds.X.RawRowView(lo + i)
+				}
+				c.Add(a, User{X: x, Y: ds.Y[lo:hi], Index: g}, nil)
+			}
+			ref := c.Result(a)
+			for _, o := range ref.Outputs {
+				got, _ := res.Output(o.Name)
+				assert.InDelta(t, 0, relDiffOrZero(got.Data, o.Data), 1e-12, o.Name)
+			}
+			for name, v := range ref.Scalars {
+				assert.InDelta(t, v, res.Scalars[name], 1e-12*math.Max(1, math.Abs(v)), name)
+			}
+			prev := runtime.GOMAXPROCS(1)
+			one, err := Local(ds).Pass(context.Background(), tc.req)
+			runtime.GOMAXPROCS(prev)
+			require.NoError(t, err)
+			assert.Equal(t, res, one)
 		})
 	}
+}
+
+// relDiffOrZero is ‖a − b‖/‖b‖, or ‖a‖ when b is zero.
+func relDiffOrZero(a, b []float64) float64 {
+	var num, den float64
+	for i := range b {
+		num += (a[i] - b[i]) * (a[i] - b[i])
+		den += b[i] * b[i]
+	}
+	if den == 0 {
+		return math.Sqrt(num)
+	}
+	return math.Sqrt(num / den)
 }
 
 // TestUsersBound: one user holding many rows of huge values moves each
@@ -321,13 +397,16 @@ func TestUsersRequestRoundTrip(t *testing.T) {
 		{Kind: UsersUstatHist, Edges: edges},
 		{Kind: UsersGradient, U: u, Rank: k, Logistic: true, Clip: 0.5},
 		{Kind: UsersGradientHist, U: u, Rank: k, Logistic: true, Edges: edges},
-		{Kind: UsersHoldout, U: u, Rank: k, Logistic: true, HeadAll: true},
+		{Kind: UsersHoldout, U: u, Rank: k, Logistic: true, HeadAll: true, Heads: true},
+		{Kind: UsersValidation, U: u, Rank: k, Logistic: true, HeadAll: true, Accuracy: true, Group: []float64{1, 1, 0, 1, 0, 0, 1, 0}},
+		{Kind: UsersGradient, U: u, Rank: k, Logistic: true, Clip: 0.5, Batch: 2, Round: 3, Seed: 1<<53 - 1},
 		{Kind: UsersAltMin, U: u, Rank: k, ClipW: 0.7, ClipY: 3, Portion: 4, Group: []float64{1, 0, 1, 1, 0, 0, 1, 0}},
 	} {
 		t.Run(r.Kind, func(t *testing.T) {
 			want := base
 			want.Kind, want.U, want.Rank, want.Edges, want.HeadAll = r.Kind, r.U, r.Rank, r.Edges, r.HeadAll
 			want.ClipW, want.ClipY, want.Portion, want.Group = r.ClipW, r.ClipY, r.Portion, r.Group
+			want.Heads, want.Accuracy, want.Batch, want.Round, want.Seed = r.Heads, r.Accuracy, r.Batch, r.Round, r.Seed
 			if r.Clip > 0 {
 				want.Clip = r.Clip
 			}

@@ -153,22 +153,6 @@ func (a *Accountant) TotalRho() (float64, error) {
 	return 0, fmt.Errorf("a pure ε-DP grant has no zCDP budget for Gaussian noise: %w", ErrInvalidBudget)
 }
 
-// RemainingRho is TotalRho minus the ρ of the accepted steps (never
-// negative). Steps accepted under another accounting (pure or basic) are
-// counted by their ρ.
-func (a *Accountant) RemainingRho() (float64, error) {
-	total, err := a.TotalRho()
-	if err != nil {
-		return 0, err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, s := range a.steps {
-		total -= stepRho(s)
-	}
-	return math.Max(total, 0), nil
-}
-
 // slack is the relative tolerance for float rounding at the grant boundary
 // (e.g. ε/3 spent three times). Achieved always reports the exact sums.
 const slack = 1e-12
@@ -303,7 +287,9 @@ func stepRho(s Step) float64 {
 //     ρ-zCDP step at most αρ, so adaptive Rényi composition bounds the
 //     total at order α by E + αρ, and the same CKS conversion gives
 //     ε = E + ε_tight(ρ, δ);
-//   - "basic": every step has an (ε, δ) claim and they add up;
+//   - "basic": every step has an (ε, δ) claim and they add up; a
+//     propose-test-release test (PTRTest) always adds this way to the
+//     tightest composition of the other steps (composePTR);
 //   - "gdp": every step Gaussian with a recorded sensitivity and scale:
 //     μ² = Σ (Δ_i/σ_i)² composes exactly (Gaussian DP; valid under fully
 //     adaptive choices of the μ_i, Smith & Thakurta 2022) and the analytic
@@ -321,6 +307,9 @@ func stepRho(s Step) float64 {
 func compose(g Grant, steps []Step) (Achieved, error) { return composeTight(g, steps, false) }
 
 func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {
+	if ach, ok, err := composePTR(g, steps, tight); ok {
+		return ach, err
+	}
 	var sumEps, sumDelta, sumRho, pureEps, otherRho float64
 	allPure, allRho, allEps := true, true, true
 	nPure := 0
@@ -424,13 +413,8 @@ func bestFit(g Grant, cands []Achieved) (Achieved, bool) {
 
 // gdpCandidate accounts an all-Gaussian list of steps exactly.
 func gdpCandidate(steps []Step, delta float64) (Achieved, bool) {
-	for _, s := range steps {
-		if s.Mechanism != MechGaussian || !(s.Scale > 0) || !(s.Sensitivity > 0) {
-			return Achieved{}, false
-		}
-	}
-	mu, _, err := RunGDP(steps)
-	if err != nil {
+	mu, ok, err := RunGDP(steps)
+	if err != nil || !ok || len(steps) == 0 {
 		return Achieved{}, false
 	}
 	eps, err := GDPEpsilon(mu, delta)

@@ -169,54 +169,6 @@ func bisectGeometric(f func(float64) float64, lo, hi float64) float64 {
 	return hi
 }
 
-// DeltaFromRhoSimple is the δ for which ρ-zCDP gives (ε, δ)-DP by the
-// simple bound, exp(−(ε−ρ)²/(4ρ)) for ε ≥ ρ (and 1 otherwise).
-func DeltaFromRhoSimple(rho, eps float64) float64 {
-	if !(rho >= 0) || !(eps >= 0) {
-		return math.NaN()
-	}
-	if rho == 0 {
-		return 0
-	}
-	if eps <= rho {
-		return 1
-	}
-	return math.Exp(-(eps - rho) * (eps - rho) / (4 * rho))
-}
-
-// DeltaFromRho is the smallest δ the tight conversion (Canonne, Kamath &
-// Steinke 2020, Prop. 12) gives for ρ-zCDP at ε:
-//
-//	δ = inf_{α>1} exp((α−1)(αρ−ε)) (1−1/α)^α / (α−1).
-func DeltaFromRho(rho, eps float64) float64 {
-	if !(rho >= 0) || math.IsInf(rho, 0) || !(eps >= 0) || math.IsInf(eps, 0) {
-		return math.NaN()
-	}
-	if rho == 0 {
-		return 0
-	}
-	// log δ(u), α = 1+u; its derivative (2α−1)ρ − ε + ln(1−1/α) increases.
-	logd := func(u float64) float64 {
-		a := 1 + u
-		return u*(a*rho-eps) - a*math.Log1p(1/u) - math.Log(u)
-	}
-	g := func(u float64) float64 { return (2*u+1)*rho - eps - math.Log1p(1/u) }
-	hi := 1.0
-	for g(hi) < 0 && hi < 1e300 {
-		hi *= 2
-	}
-	lo := hi
-	for g(lo) >= 0 && lo > 1e-300 {
-		lo /= 16
-	}
-	u := bisectGeometric(g, lo, hi)
-	d := math.Exp(logd(u))
-	if s := DeltaFromRhoSimple(rho, eps); s < d {
-		d = s
-	}
-	return math.Min(d, 1)
-}
-
 // RhoForEpsDelta returns the largest ρ whose tight conversion
 // (EpsilonFromRho) meets the target (ε, δ), found by a bracketed geometric
 // bisection to 1e-14 relative; the returned ρ always satisfies

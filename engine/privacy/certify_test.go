@@ -63,7 +63,7 @@ func TestCertifyOrbitDeflation(t *testing.T) {
 
 func certTightEps(t *testing.T, steps ...Step) float64 {
 	t.Helper()
-	eps, _, err := TightEpsilon(steps, 1e-6)
+	eps, _, err := tightEpsilon(steps, 1e-6)
 	require.NoError(t, err)
 	return eps
 }

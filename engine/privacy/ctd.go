@@ -7,7 +7,7 @@ import (
 
 // Connect-the-dots privacy loss distributions (Doroshenko, Ghazi, Kamath,
 // Kumar & Manurangsi, "Connect the dots: tighter discrete approximations
-// of privacy loss distributions", PETS 2022). See doc.go, "Privacy loss
+// of privacy loss distributions", PETS 2022). See docs/privacy.md, "Privacy loss
 // distributions", for the construction and its error bound.
 
 // profileInflation is the relative amount by which profile values are
@@ -197,7 +197,7 @@ func RandomizedResponseDelta(eps, e float64) float64 {
 }
 
 // BoundedRangeDelta is the least upper bound on the privacy profile of
-// every eps-bounded-range mechanism at ε' ≥ 0 (see doc.go, "The
+// every eps-bounded-range mechanism at ε' ≥ 0 (see docs/privacy.md, "The
 // exponential mechanism as bounded range"):
 //
 //	δ(ε') = (e^(ε/2) − e^(ε'/2))² / (e^ε − 1)   for 0 ≤ ε' < ε, 0 beyond,

@@ -210,7 +210,7 @@ func TestBoundedRangeComposition(t *testing.T) {
 			}
 			// TightEpsilon is never worse than any of them (it takes the
 			// zCDP figure when the supremum pairs compose worse).
-			tight, _, err := TightEpsilon(steps, delta)
+			tight, _, err := tightEpsilon(steps, delta)
 			require.NoError(t, err)
 			assert.LessOrEqual(t, tight, math.Min(math.Min(pure, zc), math.Min(rr, got))*(1+1e-12), "ε=%v k=%d", eps, k)
 			// Lower bound: at every ε' the accountant's δ is at least that
@@ -322,7 +322,7 @@ func TestPLDPropertyMixed(t *testing.T) {
 		if !hasExp {
 			assert.LessOrEqual(t, got-lowEps, 2*float64(p.Factors)*h+1e-9, "trial %d: outside the stated error", trial)
 		}
-		tight, _, err := TightEpsilon(steps, delta)
+		tight, _, err := tightEpsilon(steps, delta)
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, tight, lowEps, "trial %d: TightEpsilon", trial)
 		cert, err := Certify(Guarantee{Kind: Approx}, Grant{Kind: GrantApprox, Epsilon: 100, Delta: delta}, steps)
@@ -355,7 +355,7 @@ func TestPureRunTighterAndExactPlan(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 1e-6, d)
 	assert.Less(t, e, 0.75)
-	pe, _, err := TightEpsilon(steps, 1e-6)
+	pe, _, err := tightEpsilon(steps, 1e-6)
 	require.NoError(t, err)
 	assert.InDelta(t, pe, e, 1e-12)
 

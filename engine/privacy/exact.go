@@ -11,7 +11,7 @@ import (
 //
 // A Gaussian-only plan composes exactly: its steps are together μ-GDP with
 // μ² = 2cρ_Z, so c = μ_g²/(2ρ_Z) with μ_g = GDPMu(ε, δ). The lattice
-// allowance (1e-9 on every μ, see TightEpsilon) is taken off μ_g first.
+// allowance (1e-9 on every μ, see RunGDP) is taken off μ_g first.
 //
 // A plan with pure shares (Laplace, exponential mechanism) is scaled by
 // bisection on c: the steps it would declare (Gaussian μ = sqrt(2ρ), Laplace

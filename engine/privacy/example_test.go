@@ -14,9 +14,8 @@ import (
 func ExampleRhoForEpsDelta() {
 	eps, delta := 1.0, 1e-6
 	for _, k := range []int{1, 4, 16} {
-		part, _ := privacy.SplitEpsDelta(eps, delta, k)
-		classical, _ := privacy.ClassicalGaussianSigma(1, part.Epsilon, part.Delta)
-		analytic, _ := privacy.AnalyticGaussianSigma(1, part.Epsilon, part.Delta)
+		classical, _ := privacy.ClassicalGaussianSigma(1, eps/float64(k), delta/float64(k))
+		analytic, _ := privacy.AnalyticGaussianSigma(1, eps/float64(k), delta/float64(k))
 		rs, _ := privacy.RhoForEpsDeltaSimple(eps, delta)
 		rt, _ := privacy.RhoForEpsDelta(eps, delta)
 		simple, _ := privacy.GaussianSigmaForRho(1, rs/float64(k))

@@ -140,16 +140,8 @@ func ReserveCharge(g Grant) Charge {
 // StepsMu2 is μ² of a list of steps that are all Gaussian with a recorded
 // sensitivity and scale (RunGDP), and false otherwise.
 func StepsMu2(steps []Step) (float64, bool) {
-	if len(steps) == 0 {
-		return 0, false
-	}
-	for _, s := range steps {
-		if s.Mechanism != MechGaussian || !(s.Scale > 0) || !(s.Sensitivity > 0) {
-			return 0, false
-		}
-	}
 	mu, ok, err := RunGDP(steps)
-	if err != nil || !ok || !(mu > 0) || math.IsInf(mu, 0) {
+	if len(steps) == 0 || err != nil || !ok || !(mu > 0) || math.IsInf(mu, 0) {
 		return 0, false
 	}
 	return mu * mu, true
@@ -407,25 +399,6 @@ func (a Tally) Steps() []Step {
 	return s
 }
 
-// ComposeCharges composes charges against total with the privacy package's
-// composition and returns what they spend. The error wraps ErrIncompatible
-// when some charge cannot be counted against a budget of that form (e.g. an
-// (ε, δ) charge against a pure total), and ErrBudgetExceeded when the charges
-// do not fit. The rules are in the package doc.
-func ComposeCharges(total Grant, charges []Charge) (Spent, error) {
-	if err := total.Validate(); err != nil {
-		return Spent{}, fmt.Errorf("budget: %w", err)
-	}
-	var a Tally
-	for _, c := range charges {
-		if !c.Valid() {
-			return Spent{}, fmt.Errorf("charge %v: %w", c, ErrInvalidBudget)
-		}
-		a.Add(c)
-	}
-	return ComposeTally(total, a)
-}
-
 // ComposeTally is the admission rule: the charges fit the total iff
 // Compose accepts them as steps under the total as a grant.
 func ComposeTally(total Grant, a Tally) (Spent, error) {
@@ -568,31 +541,26 @@ func remainingGDP(total Grant, a Tally) Remaining {
 	if mu == 0 {
 		return r
 	}
-	admitted := func(g Grant) bool { return Fits(total, a, ReserveCharge(g)) == nil }
-	if e, err := GDPEpsilon(mu, total.Delta); err == nil {
-		e = math.Min(e, total.Epsilon)
-		for i := 0; i < 8 && !admitted(Grant{Kind: GrantApprox, Epsilon: e, Delta: total.Delta}); i++ {
-			e *= 1 - 1e-9*math.Pow(10, float64(i))
+	// nudge lowers x by float-rounding steps until the grant it makes is
+	// admitted; 0 when it never is.
+	nudge := func(x, step float64, grant func(float64) Grant) float64 {
+		for i := 0; i < 9; i++ {
+			if Fits(total, a, ReserveCharge(grant(x))) == nil {
+				return x
+			}
+			x *= 1 - step*math.Pow(10, float64(i))
 		}
-		if admitted(Grant{Kind: GrantApprox, Epsilon: e, Delta: total.Delta}) {
+		return 0
+	}
+	if e, err := GDPEpsilon(mu, total.Delta); err == nil {
+		if e = nudge(math.Min(e, total.Epsilon), 1e-9, func(e float64) Grant { return Grant{Kind: GrantApprox, Epsilon: e, Delta: total.Delta} }); e > 0 {
 			r.Epsilon, r.Delta, r.Mu = e, total.Delta, mu
 		}
 	}
 	if e := PureEpsilonForMu(mu); e > 0 {
-		for i := 0; i < 8 && !admitted(Grant{Kind: GrantPure, Epsilon: e}); i++ {
-			e *= 1 - 1e-9*math.Pow(10, float64(i))
-		}
-		if admitted(Grant{Kind: GrantPure, Epsilon: e}) {
-			r.PureEpsilon = e
-		}
+		r.PureEpsilon = nudge(e, 1e-9, func(e float64) Grant { return Grant{Kind: GrantPure, Epsilon: e} })
 	}
-	rho := mu * mu / 2
-	for i := 0; i < 8 && !admitted(Grant{Kind: GrantZCDP, Rho: rho}); i++ {
-		rho *= 1 - 1e-12*math.Pow(10, float64(i))
-	}
-	if admitted(Grant{Kind: GrantZCDP, Rho: rho}) {
-		r.Rho = rho
-	}
+	r.Rho = nudge(mu*mu/2, 1e-12, func(rho float64) Grant { return Grant{Kind: GrantZCDP, Rho: rho} })
 	return r
 }
 
@@ -715,21 +683,30 @@ func PureEpsilonForMu(mu float64) float64 {
 func PureRunMu2(eps float64, steps []Step) float64 {
 	best := PureMu(eps)
 	best *= best
+	if sum, ok := stepsMu2(steps, false); ok && len(steps) > 0 && sum < best {
+		return sum
+	}
+	return best
+}
+
+// stepsMu2 is Σ μ_j² over steps, each a pure Laplace or exponential step
+// (μ_{ε_j}, PureMu) or, when gaussian is set, a Gaussian step with a
+// recorded sensitivity and scale (Δ/σ); false when some step is neither.
+func stepsMu2(steps []Step, gaussian bool) (float64, bool) {
 	var sum float64
 	for _, s := range steps {
 		var mu float64
 		switch {
+		case gaussian && s.Mechanism == MechGaussian && s.Scale > 0 && s.Sensitivity > 0:
+			mu = s.Sensitivity / s.Scale
 		case (s.Mechanism == MechLaplace || s.Mechanism == MechExponential) && s.Epsilon > 0 && s.Delta == 0:
 			mu = PureMu(s.Epsilon)
 		default:
-			return best
+			return 0, false
 		}
 		sum += mu * mu
 	}
-	if len(steps) > 0 && sum < best {
-		return sum
-	}
-	return best
+	return sum, true
 }
 
 // DrawnMu2 is the GDP statement of a run that is not Gaussian-only and
@@ -741,23 +718,8 @@ func PureRunMu2(eps float64, steps []Step) float64 {
 // run is charged that sum, never less than its reservation's. A step
 // without one, or unknown steps (nil), give 0: no GDP statement.
 func DrawnMu2(reserved float64, steps []Step) float64 {
-	if len(steps) == 0 {
-		return 0
-	}
-	var sum float64
-	for _, s := range steps {
-		var mu float64
-		switch {
-		case s.Mechanism == MechGaussian && s.Scale > 0 && s.Sensitivity > 0:
-			mu = s.Sensitivity / s.Scale
-		case (s.Mechanism == MechLaplace || s.Mechanism == MechExponential) && s.Epsilon > 0 && s.Delta == 0:
-			mu = PureMu(s.Epsilon)
-		default:
-			return 0
-		}
-		sum += mu * mu
-	}
-	if math.IsInf(sum, 0) || math.IsNaN(sum) {
+	sum, ok := stepsMu2(steps, true)
+	if len(steps) == 0 || !ok || math.IsInf(sum, 0) || math.IsNaN(sum) {
 		return 0
 	}
 	return math.Max(sum, reserved)

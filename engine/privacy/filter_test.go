@@ -54,7 +54,7 @@ func TestComposeForms(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sp, err := ComposeCharges(tc.total, tc.charges)
+			sp, err := composeCharges(tc.total, tc.charges)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
 				return
@@ -93,7 +93,7 @@ func TestComposeIsPrivacyCompose(t *testing.T) {
 			charges = append(charges, c)
 			steps = append(steps, Step{Name: "run", Epsilon: c.Epsilon, Delta: c.Delta, Rho: c.Rho})
 		}
-		sp, err := ComposeCharges(total, charges)
+		sp, err := composeCharges(total, charges)
 		ach, aerr := Compose(total, steps)
 		require.Equal(t, aerr == nil, err == nil, "case %d: ledger %v, privacy %v", i, err, aerr)
 		if err == nil {
@@ -128,7 +128,7 @@ func TestComposeAgreesWithAccountant(t *testing.T) {
 		if !pure {
 			total = zcdpG(0.1)
 		}
-		sp, err := ComposeCharges(total, charges)
+		sp, err := composeCharges(total, charges)
 		ach, aerr := Compose(total, steps)
 		require.Equal(t, aerr == nil, err == nil, "case %d: ledger %v, accountant %v", i, err, aerr)
 		if err == nil {

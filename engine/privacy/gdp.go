@@ -112,25 +112,3 @@ func gdpMu(eps, delta float64) (float64, error) {
 	}
 	return lo, nil
 }
-
-// ComposeGDP returns μ = sqrt(Σ μ_i²), the exact GDP parameter of the
-// adaptive composition of μ_i-GDP mechanisms.
-func ComposeGDP(mus ...float64) float64 {
-	var s float64
-	for _, m := range mus {
-		s += m * m
-	}
-	return math.Sqrt(s)
-}
-
-// GaussianSigmaForMu is the noise standard deviation at which a Gaussian
-// step of ℓ2 sensitivity sens is μ-GDP: σ = Δ/μ.
-func GaussianSigmaForMu(sens, mu float64) (float64, error) {
-	if err := checkSens(sens); err != nil {
-		return 0, err
-	}
-	if !(mu > 0) || math.IsInf(mu, 0) {
-		return 0, fmt.Errorf("GDP parameter μ = %v must be positive and finite: %w", mu, ErrInvalidBudget)
-	}
-	return sens / mu, nil
-}

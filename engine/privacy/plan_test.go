@@ -107,7 +107,7 @@ func TestPlanBudgets(t *testing.T) {
 	// rgrad paper mode: (ε/2, δ/2) per phase, split 3 and T ways.
 	p, err = NewPlan(a, NoiseAnalytic, Share{Name: "init", Weight: 0.5, Steps: 3}, Share{Name: "iter", Weight: 0.5, Steps: T})
 	require.NoError(t, err)
-	want, _ := SplitEpsDelta(approxGrant.Epsilon/2, approxGrant.Delta/2, 3)
+	want := struct{ Epsilon, Delta float64 }{approxGrant.Epsilon / 6, approxGrant.Delta / 6}
 	b, _ = p.Budget("init")
 	assert.InDelta(t, want.Epsilon, b.Epsilon, 1e-15)
 	assert.InDelta(t, want.Delta, b.Delta, 1e-21)

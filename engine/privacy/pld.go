@@ -10,7 +10,7 @@ import (
 
 // Privacy loss distributions: the PLD type, its δ(ε) and ε(δ), and
 // composition. The theory (dominating pairs, the two discretisations and
-// their error bounds) is in doc.go, "Privacy loss distributions". This
+// their error bounds) is in docs/privacy.md, "Privacy loss distributions". This
 // file keeps the round-up ("privacy buckets") constructors GaussianPLD,
 // LaplacePLD and PurePLD; ctd.go has the connect-the-dots ones RunPLD uses
 // by default.

@@ -15,8 +15,15 @@ func TestGDPClosedForms(t *testing.T) {
 	for _, c := range []struct{ mu, eps float64 }{{0.3, 0.1}, {1, 1}, {2, 3}, {0.05, 0.5}} {
 		assert.InDelta(t, AnalyticGaussianDelta(1, 1/c.mu, c.eps), GDPDelta(c.mu, c.eps), 1e-15)
 	}
-	// k identical steps compose to μ√k.
-	assert.InDelta(t, 0.7*math.Sqrt(9), ComposeGDP(0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7), 1e-12)
+	// k identical steps compose to μ√k (StepsMu2 adds the lattice allowance).
+	nine := make([]Step, 9)
+	for i := range nine {
+		nine[i] = Step{Mechanism: MechGaussian, Sensitivity: 0.7, Scale: 1}
+	}
+	mu2, ok := StepsMu2(nine)
+	require.True(t, ok)
+	assert.InEpsilon(t, 0.7*math.Sqrt(9), math.Sqrt(mu2), 1.1e-9, "up to the 1e-9 lattice allowance")
+	assert.GreaterOrEqual(t, math.Sqrt(mu2), 0.7*math.Sqrt(9))
 
 	mu, err := GDPMu(1, 1e-6)
 	require.NoError(t, err)
@@ -142,7 +149,7 @@ func TestRunPLDGaussianOnly(t *testing.T) {
 	assert.GreaterOrEqual(t, got, exact*(1-1e-9))
 	assert.LessOrEqual(t, got, exact+float64(p.Factors)*1e-4+1e-9)
 
-	eps, method, err := TightEpsilon(steps, 1e-6)
+	eps, method, err := tightEpsilon(steps, 1e-6)
 	require.NoError(t, err)
 	assert.Equal(t, MethodGDP, method)
 	assert.InDelta(t, exact, eps, 1e-12)
@@ -191,7 +198,7 @@ func TestTightNeverWorseThanZCDP(t *testing.T) {
 				pureSum += e
 			}
 		}
-		eps, _, err := TightEpsilon(steps, 1e-6)
+		eps, _, err := tightEpsilon(steps, 1e-6)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, eps, EpsilonFromRho(rho, 1e-6)+1e-9, "trial %d", trial)
 		if rho == RhoOfPure(pureSum) || allPure(steps) {

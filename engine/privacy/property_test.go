@@ -37,7 +37,7 @@ func TestNoAccountantBelowExactCurve(t *testing.T) {
 
 		zc := EpsilonFromRho(rho, delta)
 		assert.GreaterOrEqual(t, zc, floor, "zCDP, trial %d", trial)
-		tight, method, err := TightEpsilon(steps, delta)
+		tight, method, err := tightEpsilon(steps, delta)
 		require.NoError(t, err)
 		assert.Equal(t, MethodGDP, method)
 		assert.GreaterOrEqual(t, tight, floor, "gdp, trial %d", trial)

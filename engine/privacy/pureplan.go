@@ -1,9 +1,6 @@
 package privacy
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // Pure plans and the notes on calibration: the plan of an estimator whose
 // steps are all pure (Laplace, exponential mechanism: pca-amin and the orbit
@@ -94,14 +91,6 @@ func NewPurePlan(a *Accountant, noise string, shares ...Share) (*PurePlan, error
 	return out, nil
 }
 
-// pureCost is the zCDP cost of a pure step of ε under mechanism m.
-func pureCost(m Mechanism, eps float64) float64 {
-	if m == MechExponential {
-		return eps * eps / 8
-	}
-	return eps * eps / 2
-}
-
 // zcdpWeights reweights shares (fractions of ε) by the zCDP cost of their
 // steps at the pure split, so that a zCDP or exact plan gives every step an
 // ε proportional to its pure-split ε.
@@ -117,7 +106,11 @@ func zcdpWeights(shares []Share) ([]Share, error) {
 		}
 		n := float64(max(s.Steps, 1))
 		out[i] = s
-		out[i].Weight = n * pureCost(s.Mechanism, s.Weight/n)
+		rho := RhoOfPure(s.Weight / n)
+		if s.Mechanism == MechExponential {
+			rho = RhoOfExponential(s.Weight / n)
+		}
+		out[i].Weight = n * rho
 		total += out[i].Weight
 	}
 	for i := range out {
@@ -139,15 +132,10 @@ func pureFactor(p *Plan, shares []Share, eps float64) (float64, error) {
 // StepEpsilon is the pure ε a Laplace or exponential step of budget b
 // spends: b.Epsilon for a pure budget, or for a zCDP or exact budget the ε
 // whose zCDP cost is b.Rho (ε²/2 for Laplace, ε²/8 for the exponential
-// mechanism, its bounded range).
+// mechanism, its bounded range); 0 for an invalid budget.
 func StepEpsilon(b Budget, m Mechanism) float64 {
-	if b.Noise != NoiseZCDP && b.Noise != NoiseExact {
-		return b.Epsilon
-	}
-	if m == MechExponential {
-		return math.Sqrt(8 * b.Rho)
-	}
-	return math.Sqrt(2 * b.Rho)
+	eps, _ := b.pureEpsilon(m)
+	return eps
 }
 
 // Note is the sentence a result carries about the plan: which split was

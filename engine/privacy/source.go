@@ -17,7 +17,7 @@ import (
 // are not private against anyone who knows the seed.
 //
 // Release noise (Gaussian, Laplace and the Add*/matrix helpers) is exact
-// discrete noise on a fine power-of-two grid; see the package documentation
+// discrete noise on a fine power-of-two grid; see docs/privacy.md
 // for the method and why it resists floating-point attacks.
 //
 // A Source is not safe for concurrent use; use Split to derive independent
@@ -178,7 +178,7 @@ func (s *Source) AddGaussian(dst []float64, sigma float64) {
 // AddLaplace releases dst with Laplace noise of scale b: elements are
 // rounded to the grid Grid(b) and discrete Laplace noise on that grid is
 // added. Rounding adds at most γ per coordinate to the ℓ1 sensitivity,
-// which spendLaplace accounts for. For an invalid b every element is set to
+// which the Laplace release accounts for. For an invalid b every element is set to
 // NaN.
 func (s *Source) AddLaplace(dst []float64, b float64) {
 	addOnGrid(dst, b, s.discreteLaplace)
@@ -207,31 +207,6 @@ func CheckScale(scale float64) error {
 		return fmt.Errorf("noise scale %v outside [%g, %g]: %w", scale, MinNoiseScale, MaxNoiseScale, ErrInvalidBudget)
 	}
 	return nil
-}
-
-// GaussianMatrix returns an r×c matrix of i.i.d. Gaussian release noise of
-// scale sigma (grid values; see Gaussian). Add it to a matrix with
-// AddGaussian on the matrix's raw data when releasing a noised matrix, so
-// the matrix is rounded to the grid too.
-func (s *Source) GaussianMatrix(r, c int, sigma float64) *mat.Dense {
-	data := make([]float64, r*c)
-	s.AddGaussian(data, sigma)
-	return mat.NewDense(r, c, data)
-}
-
-// SymmetricGaussian returns an n×n symmetric noise matrix whose entries on
-// and above the diagonal are i.i.d. Gaussian release noise of scale sigma
-// (the same variance on the diagonal, not GOE scaling) and whose lower
-// triangle mirrors the upper exactly. Its dim for the Spend helpers is
-// n(n+1)/2.
-func (s *Source) SymmetricGaussian(n int, sigma float64) *mat.SymDense {
-	out := mat.NewSymDense(n, nil)
-	raw := out.RawSymmetric()
-	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride+i : i*raw.Stride+n]
-		s.AddGaussian(row, sigma)
-	}
-	return out
 }
 
 // AddSymmetricGaussian releases the symmetric matrix a in place: its upper

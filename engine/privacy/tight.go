@@ -5,27 +5,15 @@ import (
 	"math"
 )
 
-// Tight accounting of a run's steps.
-//
-// TightEpsilon is the smallest ε at a given δ that dplr can certify for a
-// list of steps without any model assumption:
-//
-//   - all steps Gaussian: exactly, through Gaussian differential privacy
-//     (μ² = Σ (Δ_i/σ_i)², then the analytic Gaussian curve);
-//   - otherwise: the Gaussian steps are first composed exactly into one
-//     μ-GDP factor, the Laplace steps and the remaining pure steps (the
-//     exponential mechanism among them, dominated by randomized response)
-//     each become a discretised PLD, identical ones composed by repeated
-//     squaring, and the convolution of all factors gives the curve, on the
-//     safe side by construction (see PLD).
-//
-// The Gaussian noise is drawn on a lattice (the discrete Gaussian); its
-// privacy curve differs from the continuous one by a relative amount of
-// order (γ/σ)² ≈ 1e-24, which the 1e-9 relative allowance on μ (as on σ for
-// the analytic calibration) covers with a wide margin.
+// Tight accounting of a run's steps: exact Gaussian composition (RunGDP)
+// and the privacy loss distribution of Gaussian and pure steps (RunPLD),
+// which Compose and Certify try as candidates. The Gaussian noise is drawn
+// on a lattice; its privacy curve differs from the continuous one by a
+// relative amount of order (γ/σ)² ≈ 1e-24, which the 1e-9 relative
+// allowance on μ (as on σ for the analytic calibration) covers.
 
 // PLDAccountingNote states, for result texts, how the default PLD
-// accountant discretises and its error bound (see doc.go).
+// accountant discretises and its error bound (see docs/privacy.md).
 //
 // What it bounds: the composition of the profiles it discretises, each a
 // step's worst case over every pair of neighbours (for an exponential step,
@@ -37,7 +25,7 @@ const PLDAccountingNote = "connect-the-dots on a 0.001 loss grid, each exponenti
 	"never below the true ε, and at most 0.001 per pure step plus 0.001 above the exact composition of those per-step profiles " +
 	"(for exponential steps chosen independently of each other the optimal composition can be smaller)"
 
-// Accounting methods reported by TightEpsilon.
+// Accounting methods of the tight candidates (Achieved.Composition).
 const (
 	MethodGDP = "gdp" // exact Gaussian composition
 	MethodPLD = "pld" // discretised privacy loss distributions
@@ -70,7 +58,7 @@ func stepPureEps(s Step) (float64, error) {
 
 // exponentialImpliedEps is the ε that an exponential-mechanism step's
 // sensitivity and inverse temperature imply (2Δβ, or Δβ for a monotone
-// utility; see doc.go), or 0 when they are not recorded. It is both the
+// utility; see docs/privacy.md), or 0 when they are not recorded. It is both the
 // step's pure ε and its bounded-range parameter.
 func exponentialImpliedEps(s Step) float64 {
 	if !(s.Sensitivity > 0) || !(s.Scale > 0) {
@@ -141,10 +129,10 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 // (μ² = Σ μ_i², lattice allowance included); Laplace steps become Laplace
 // factors at ε = Δ/b (with the same 1e-9 lattice allowance, for the
 // discrete Laplace), exponential-mechanism steps bounded-range factors at
-// their BR parameter (see doc.go: ε for Exponential and
+// their BR parameter (see docs/privacy.md: ε for Exponential and
 // ExponentialMonotone alike); identical factors are composed by repeated
 // squaring and all factors convolved. The result dominates the run's
-// composition (see doc.go for the error bound).
+// composition (see docs/privacy.md for the error bound).
 func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
 	h := o.Grid
 	if h == 0 {
@@ -254,54 +242,4 @@ func roundUpBR(eps, h float64) (*PLD, error) {
 		p.Mass[j] += m
 	}
 	return p, nil
-}
-
-// TightEpsilon is the smallest ε at δ certified for steps, with the method
-// that produced it: MethodGDP for a Gaussian-only run; otherwise the
-// smallest of the PLD's ε (MethodPLD), the zCDP conversion of the steps'
-// total ρ ("zcdp", the exponential mechanism at ε²/8) and, for an all-pure
-// run, Σε ("pure"). Each is valid, so their minimum is: composing the
-// bounded-range supremum pairs is looser than ε²/8-zCDP for many
-// exponential steps (about 40 at ε = 0.05 to 1, δ = 1e-6), and the zCDP
-// figure then wins.
-func TightEpsilon(steps []Step, delta float64) (float64, string, error) {
-	mu, gaussian, err := RunGDP(steps)
-	if err != nil {
-		return 0, "", err
-	}
-	if gaussian && len(steps) > 0 {
-		eps, err := GDPEpsilon(mu, delta)
-		return eps, MethodGDP, err
-	}
-	p, err := RunPLD(steps, DefaultPLDGrid)
-	if err != nil {
-		return 0, "", err
-	}
-	eps, err := p.Epsilon(delta)
-	if err != nil {
-		return 0, "", err
-	}
-	method := MethodPLD
-	var rho, sum float64
-	allRho, allPure := true, true
-	for _, s := range steps {
-		r := stepRho(s)
-		if r == 0 {
-			allRho = false
-		}
-		rho += r
-		if !isPure(s) {
-			allPure = false
-		}
-		sum += s.Epsilon
-	}
-	if allRho {
-		if z := EpsilonFromRho(rho, delta); z < eps {
-			eps, method = z, "zcdp"
-		}
-	}
-	if allPure && sum < eps {
-		eps, method = sum, "pure"
-	}
-	return eps, method, nil
 }

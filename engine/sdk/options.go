@@ -325,7 +325,8 @@ func applyTags(s *ParamSpec, tag reflect.StructTag, override bool) error {
 }
 
 // bindOptions returns a pointer to a fresh options struct of the
-// prototype's type holding the validated values of p.
+// prototype's type holding the values of p (validated by ValidateParams
+// against the same specs).
 func bindOptions(proto any, fields []paramField, p Params) (any, error) {
 	t, err := optionsType(proto)
 	if err != nil {
@@ -333,8 +334,7 @@ func bindOptions(proto any, fields []paramField, p Params) (any, error) {
 	}
 	v := reflect.New(t).Elem()
 	for _, f := range fields {
-		raw, ok := p.values[f.spec.Name]
-		if !ok || f.index == nil {
+		if !p.Has(f.spec.Name) || f.index == nil {
 			continue
 		}
 		fv := v.FieldByIndex(f.index)
@@ -342,27 +342,15 @@ func bindOptions(proto any, fields []paramField, p Params) (any, error) {
 			fv.Set(reflect.New(f.typ.Elem()))
 			fv = fv.Elem()
 		}
-		switch f.spec.Type {
+		switch name := f.spec.Name; f.spec.Type {
 		case Int:
-			i, err := strconv.ParseInt(raw, 10, 0)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %q: %q is not an integer", f.spec.Name, raw)
-			}
-			fv.SetInt(i)
+			fv.SetInt(int64(p.Int(name)))
 		case Float:
-			x, err := strconv.ParseFloat(raw, 64)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %q: %q is not a number", f.spec.Name, raw)
-			}
-			fv.SetFloat(x)
+			fv.SetFloat(p.Float(name))
 		case String:
-			fv.SetString(raw)
+			fv.SetString(p.String(name))
 		case Bool:
-			b, err := strconv.ParseBool(raw)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %q: %q is not true or false", f.spec.Name, raw)
-			}
-			fv.SetBool(b)
+			fv.SetBool(p.Bool(name))
 		}
 	}
 	return v.Addr().Interface(), nil

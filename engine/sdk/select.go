@@ -111,9 +111,12 @@ type SelectPlanner interface {
 	SelectShares(s Shape) (noise string, shares []privacy.Share, err error)
 }
 
-// Scorer scores a fitted candidate on held-out units: one score in [0, 1]
-// per unit of held, in order (values outside are clamped).
-type Scorer func(ctx context.Context, held *data.Dataset) ([]float64, error)
+// Scorer scores a fitted candidate on held-out units: the mean over the
+// units of held of a per-unit score in [0, 1] that depends on that unit
+// and the candidate alone, so that replacing one held-out unit moves the
+// mean by at most 1/m (the exponential mechanism's sensitivity). The mean
+// is clamped to [0, 1] (NaN to 0).
+type Scorer func(ctx context.Context, held *data.Dataset) (float64, error)
 
 // Selectable is implemented by an estimator whose options embed Selection.
 // SelectFit fits on run.Data (the fitting part for a candidate, every unit
@@ -454,19 +457,14 @@ func runSelection(ctx context.Context, est Estimator, run *Run, sel *Selection) 
 		if err != nil {
 			return nil, fmt.Errorf("selection, candidate %s: %w", c.label(), err)
 		}
-		per, err := scorer(ctx, held)
+		v, err := scorer(ctx, held)
 		if err != nil {
 			return nil, fmt.Errorf("selection, scoring candidate %s: %w", c.label(), err)
 		}
-		if len(per) != m {
-			return nil, fmt.Errorf("selection, candidate %s: %d scores for %d held-out units", c.label(), len(per), m)
+		if !(v >= 0) { // NaN too
+			v = 0
 		}
-		for _, v := range per {
-			if !(v >= 0) { // NaN too
-				v = 0
-			}
-			scores[j] += min(v, 1) / float64(m)
-		}
+		scores[j] = min(v, 1)
 	}
 	b, err := plan.Budget("select")
 	if err != nil {

@@ -66,12 +66,8 @@ func (levelEst) SelectFit(_ context.Context, run *Run, plan *privacy.Plan) (*Res
 	}
 	res.AddScalar("level", o.Level, Public, "level")
 	res.AddScalar("rows", float64(n), Public, "rows fitted")
-	score := func(_ context.Context, held *data.Dataset) ([]float64, error) {
-		out := make([]float64, held.N())
-		for i := range out {
-			out[i] = 1 - math.Abs(o.Level-0.7)
-		}
-		return out, nil
+	score := func(_ context.Context, held *data.Dataset) (float64, error) {
+		return 1 - math.Abs(o.Level-0.7), nil
 	}
 	return res, score, nil
 }

@@ -135,20 +135,11 @@ func paperAltMinWeights(run *sdk.Run, o *altminOptions, steps int) (wA, wB float
 // Fit implements sdk.Estimator.
 func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[altminOptions](run)
-	var prob *fedrepProblem
-	if run.Data.Remote != nil {
-		rem, err := newRemoteUsers(run.Data, &o.splitOptions, o.Rank.Value, math.Inf(1), nil, lossSquared)
-		if err != nil {
-			return nil, err
-		}
-		prob = &fedrepProblem{loss: lossSquared, rem: rem}
-	} else {
-		lay, err := newLayout(run.Data, o.LocalFraction, o.Holdout)
-		if err != nil {
-			return nil, err
-		}
-		prob = &fedrepProblem{x: run.Data.X, y: run.Data.Y, lay: lay, loss: lossSquared}
+	ud, err := newUsersData(run.Data, &o.splitOptions, nil, lossSquared)
+	if err != nil {
+		return nil, err
 	}
+	prob := &fedrepProblem{data: ud, loss: lossSquared}
 	plan, err := planAltMin(run, o)
 	if err != nil {
 		return nil, err
@@ -179,12 +170,8 @@ func privAltMin(ctx context.Context, run *sdk.Run, prob *fedrepProblem, o *altmi
 			startPlan.tunes = 1
 		}
 	}
-	var eng fedrepAgg = prob.rem
-	if prob.rem == nil {
-		e := newFedrepEngine(prob.x, prob.y, prob.lay, k, math.Inf(1), lossSquared)
-		e.headAll = o.headAll()
-		eng = e
-	}
+	eng := prob.data
+	eng.psi, eng.k = math.Inf(1), k
 	run.Progress("init", 0, 1)
 	u, err := initialU(ctx, run, prob, start, startPlan, tr)
 	if err != nil {
@@ -242,8 +229,7 @@ func altminGroups(run *sdk.Run, n, T int, disjoint bool) [][]int32 {
 	r := run.Rand.Split().Rand()
 	r.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
 	for t := range out {
-		lo, hi := chunkBounds(n, T, t)
-		out[t] = order[lo:hi]
+		out[t] = order[t*n/T : (t+1)*n/T]
 	}
 	return out
 }
@@ -303,18 +289,8 @@ func (r *altminRelease) noise(run *sdk.Run, a *mat.SymDense, b []float64) error 
 
 // altminStep is one private U-step: the statistics of the group, their
 // noise, the ridge solve in public units (DERIVATIONS.md §5.5) and a QR.
-func altminStep(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, group []int32, o *altminOptions, rel *altminRelease) (*mat.Dense, error) {
-	var a *mat.SymDense
-	var b []float64
-	var err error
-	switch e := eng.(type) {
-	case *fedrepEngine:
-		a, b, err = altminStats(ctx, e, u.RawMatrix().Data, group, o.ClipW, o.ClipY, o.Portion)
-	case *remoteUsers:
-		a, b, err = e.altminStats(ctx, u.RawMatrix().Data, group, o.ClipW, o.ClipY, o.Portion)
-	default:
-		err = fmt.Errorf("internal error: statistics from %T", eng)
-	}
+func altminStep(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense, group []int32, o *altminOptions, rel *altminRelease) (*mat.Dense, error) {
+	a, b, err := eng.altminStats(ctx, u.RawMatrix().Data, group, o.ClipW, o.ClipY, o.Portion)
 	if err != nil {
 		return nil, err
 	}
@@ -328,8 +304,7 @@ func altminStep(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, 
 	if err != nil {
 		return nil, err
 	}
-	_, d, k := eng.dims()
-	return orthonormalize(run.Backend, mat.NewDense(d, k, vecU))
+	return orthonormalize(run.Backend, mat.NewDense(eng.d, eng.k, vecU))
 }
 
 // altminResult assembles the outputs, guarantee and notes of a run.

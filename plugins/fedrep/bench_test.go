@@ -67,41 +67,30 @@ func BenchmarkPaperConfig(b *testing.B) {
 	}
 }
 
-// BenchmarkKernels times the per-round kernels at the paper size.
+// BenchmarkKernels times the per-round passes at the paper size.
 func BenchmarkKernels(b *testing.B) {
 	g := paperData(b, 20000)
-	lay := testLayout(b, g.Data, 0.5)
-	eng := newFedrepEngine(g.Data.X, g.Data.Y, lay, 2, 10, lossSquared)
+	eng := testUsers(b, g.Data, 0.5, 2, 10, lossSquared)
 	u := g.Truth["U"].RawMatrix().Data
+	ctx := context.Background()
 	b.Run("fedrep-round", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, _, err := eng.aggregate(context.Background(), u, 0); err != nil {
+			if _, _, err := eng.aggregate(ctx, u, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("ustat-init", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, _, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, 50, nil); err != nil {
+			if _, _, err := eng.ustatMean(ctx, 50); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	b.Run("ustat-init-loop", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if _, _, err := ustatAggregateLoop(context.Background(), g.Data.X, g.Data.Y, lay, 50); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	users := make([]int32, 20000)
-	for i := range users {
-		users[i] = int32(i)
-	}
+	users := allUsers(20000)
 	b.Run(fmt.Sprintf("altmin-stats/users=%d", len(users)), func(b *testing.B) {
-		eng.psi = 1e300
 		for i := 0; i < b.N; i++ {
-			if _, _, err := altminStats(context.Background(), eng, u, users, 1e-4, 1e-4, 5); err != nil {
+			if _, _, err := eng.altminStats(ctx, u, users, 1e-4, 1e-4, 5); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -167,32 +156,23 @@ func fmnistUsers(b *testing.B) *data.Dataset {
 	return out
 }
 
-// benchAltMinStats times one Priv-AltMin U-step's statistics by stats at
-// the Fashion-MNIST task's size (5000 users × 6 rows, d = 197, k = 3: A is
-// 591 × 591), with every user in the group (groups=all), in CPU seconds
-// beside the wall time (the machine is shared).
-func benchAltMinStats(b *testing.B, stats func(context.Context, *fedrepEngine, []float64, []int32, float64, float64, int) (*mat.SymDense, []float64, error)) {
-	ds := fmnistUsers(b)
-	lay := testLayout(b, ds, 0)
-	eng := newFedrepEngine(ds.X, ds.Y, lay, 3, math.Inf(1), lossSquared)
+// BenchmarkAltMinStatsPixels times one Priv-AltMin U-step's statistics
+// at the Fashion-MNIST task's size (5000 users × 6 rows, d = 197, k = 3: A
+// is 591 × 591), with every user in the group (groups=all), in CPU
+// seconds beside the wall time (the machine is shared).
+func BenchmarkAltMinStatsPixels(b *testing.B) {
+	eng := testUsers(b, fmnistUsers(b), 0, 3, math.Inf(1), lossSquared)
 	u := mat.NewDense(197, 3, nil)
 	for i := 0; i < 3; i++ {
 		u.Set(40+i*50, i, 1)
 	}
-	users := make([]int32, 5000)
-	for i := range users {
-		users[i] = int32(i)
-	}
+	users := allUsers(5000)
 	b.ResetTimer()
 	c0 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := stats(context.Background(), eng, u.RawMatrix().Data, users, 1, 1, 5); err != nil {
+		if _, _, err := eng.altminStats(context.Background(), u.RawMatrix().Data, users, 1, 1, 5); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric((cpuSeconds()-c0)/float64(b.N), "cpu-s/op")
 }
-
-// BenchmarkAltMinStatsPixels times the statistics' kernel (see
-// benchAltMinStats).
-func BenchmarkAltMinStatsPixels(b *testing.B) { benchAltMinStats(b, altminStats) }

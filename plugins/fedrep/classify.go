@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -131,10 +132,10 @@ func (Classify) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan)
 	c := o.config()
 	c.plan = plan
 	kp := o.KPrime
-	y := signLabels(run.Data.Y)
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
-		res, tr, err := fitFedRep(ctx, run, c, true, run.Data.X, y, nil, lossLogistic)
+		// the passes read the labels as signs (the logistic loss)
+		res, tr, err := fitFedRep(ctx, run, c, true, nil, lossLogistic)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -142,20 +143,15 @@ func (Classify) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan)
 		return res, scorer(c, tr, lossLogistic, true, nil), nil
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
-	var xp *mat.Dense // on the remote path the passes project each row
-	if run.Data.Remote == nil {
-		xp = mat.NewDense(run.Data.N(), kp, nil)
-		if err := run.Backend.Mul(xp, run.Data.X, false, m, true); err != nil {
-			return nil, nil, fmt.Errorf("projection: %w", err)
-		}
-	}
-	res, tr, err := fitFedRep(ctx, run, c, true, xp, y, mat.DenseCopyOf(m.T()), lossLogistic)
+	back := mat.DenseCopyOf(m.T())
+	// the passes project each row
+	res, tr, err := fitFedRep(ctx, run, c, true, back, lossLogistic)
 	if err != nil {
 		return nil, nil, err
 	}
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
 	res.Notes = append(res.Notes, labelNote, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
-	return res, scorer(c, tr, lossLogistic, true, m), nil
+	return res, scorer(c, tr, lossLogistic, true, back), nil
 }
 
 // netPoints enumerates the cubic grid of step 2γ/√D in R^D (D = k′) whose
@@ -211,9 +207,8 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	thr := margin / bound
 	scores := make([]float64, len(net))
 	chunks := min(len(net), 64)
-	err := parallelChunks(ctx, chunks, func(_, c int) {
-		lo, hi := chunkBounds(len(net), chunks, c)
-		for q := lo; q < hi; q++ {
+	err := pass.ParallelChunks(ctx, chunks, func(_, c int) {
+		for q := c * len(net) / chunks; q < (c+1)*len(net)/chunks; q++ {
 			u := net[q]
 			var tot float64
 			for _, ur := range lay.users {

@@ -72,8 +72,8 @@ noise=zcdp splits ρ; the result's guarantee names the accountant that produced 
 
 Remote data (dplr fit --engine beam): the same steps run on users passes computed by the pipeline
 (each user's term bounded after its rows are grouped), releasing with the same seed the same U;
-the per-user heads are not gathered through the host there (output_v=false is required), and
-mode=theory and the private selection are refused (DERIVATIONS.md §14).`,
+the per-user heads are not gathered through the host there (output_v=false is required;
+DERIVATIONS.md §14).`,
 		Guarantee:  "(ε, δ)-DP for U by exact Gaussian composition (noise=exact, the default) or ρ-zCDP (noise=zcdp), user level, worst case (replace one user's whole data)",
 		Grants:     []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
 		Options:    privateFedRepOptions{},
@@ -118,57 +118,38 @@ func (c *fedrepConfig) iterations() int      { return c.rounds.Iterations.Value 
 func (c *fedrepConfig) theory() bool         { return c.rounds.Mode == "theory" }
 func (c *fedrepConfig) split() *splitOptions { return c.splitOpts }
 
-// fedrepProblem is what a FedRep fit runs on: the working features (the
-// data set's X or a public projection of it), the responses, the per-user
-// split and, for a projection, the map back to the data's dimension.
+// fedrepProblem is what a FedRep fit runs on: the users' data reached
+// through passes (users.go), in the data set's features or a public
+// projection of them, the loss and, for a projection, the map back to the
+// data's dimension.
 type fedrepProblem struct {
-	x    *mat.Dense
-	y    []float64
-	lay  *layout
+	data *usersData
 	back *mat.Dense // d×k′ (Mᵀ), nil without projection
 	loss lossKind
-	// rem, when set, replaces x, y and lay: the data set is remote and
-	// reached through users passes (remote.go).
-	rem *remoteUsers
 }
 
 // n is the number of users.
-func (p *fedrepProblem) n() int {
-	if p.rem != nil {
-		return p.rem.n
-	}
-	return p.lay.n()
-}
+func (p *fedrepProblem) n() int { return p.data.n }
 
 // dim is the working dimension.
-func (p *fedrepProblem) dim() int {
-	if p.rem != nil {
-		return p.rem.d
-	}
-	return p.x.RawMatrix().Cols
+func (p *fedrepProblem) dim() int { return p.data.d }
+
+// subset is the problem on the listed users alone.
+func (p *fedrepProblem) subset(idx []int) *fedrepProblem {
+	return &fedrepProblem{data: p.data.subset(idx), back: p.back, loss: p.loss}
 }
 
-// newFedrepProblem splits the users' rows and checks the options against
+// newFedrepProblem reaches the users' data and checks the options against
 // the working dimension.
-func newFedrepProblem(run *sdk.Run, c *fedrepConfig, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {
-	if run.Data.Remote != nil {
-		rem, err := newRemoteUsers(run.Data, c.split(), c.rank(), c.clip, back, loss)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.rounds.check(rem.d); err != nil {
-			return nil, err
-		}
-		return &fedrepProblem{back: back, loss: loss, rem: rem}, nil
-	}
-	if err := c.rounds.check(x.RawMatrix().Cols); err != nil {
-		return nil, err
-	}
-	lay, err := newLayout(run.Data, c.split().LocalFraction, c.split().Holdout)
+func newFedrepProblem(run *sdk.Run, c *fedrepConfig, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {
+	ud, err := newUsersData(run.Data, c.split(), back, loss)
 	if err != nil {
 		return nil, err
 	}
-	return &fedrepProblem{x: x, y: y, lay: lay, back: back, loss: loss}, nil
+	if err := c.rounds.check(ud.d); err != nil {
+		return nil, err
+	}
+	return &fedrepProblem{data: ud, back: back, loss: loss}, nil
 }
 
 // stepCosine returns the cosine between the steps q Uᵀ and q′ U′ᵀ (d×d,
@@ -206,21 +187,6 @@ func maxOf(v []float64) float64 {
 		m = math.Max(m, x)
 	}
 	return m
-}
-
-// theoryPerm draws, for every user, a random order of its training rows
-// (data-independent randomness, used to carve the disjoint batches).
-func theoryPerm(lay *layout, src *privacy.Source, rows int) []int32 {
-	perm := make([]int32, rows)
-	r := src.Rand()
-	for _, u := range lay.users {
-		seg := perm[u.t0:u.t1]
-		for j := range seg {
-			seg[j] = int32(u.t0 + j)
-		}
-		r.Shuffle(len(seg), func(a, b int) { seg[a], seg[b] = seg[b], seg[a] })
-	}
-	return perm
 }
 
 // randomOrthonormal draws a data-independent random d×k orthonormal matrix.
@@ -337,23 +303,23 @@ func fedrepBudgets(plan *privacy.Plan, c *fedrepConfig, prefix string) (*fedrepP
 // Fit implements sdk.Estimator.
 func (PrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[privateFedRepOptions](run)
-	res, _, err := fitFedRep(ctx, run, o.config(), true, run.Data.X, run.Data.Y, nil, lossSquared)
+	res, _, err := fitFedRep(ctx, run, o.config(), true, nil, lossSquared)
 	return res, err
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateFedRepOptions](run)
-	res, _, err := fitFedRep(ctx, run, o.config(), false, run.Data.X, run.Data.Y, nil, lossSquared)
+	res, _, err := fitFedRep(ctx, run, o.config(), false, nil, lossSquared)
 	return res, err
 }
 
 // fitFedRep is bind → plan → algorithm for the FedRep estimators: it runs
-// (Private) FedRep on features x and responses y, with U returned as
-// back·U when back is not nil. A private selection's fit (c.plan set)
-// spends from that plan.
-func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, x *mat.Dense, y []float64, back *mat.Dense, loss lossKind) (*sdk.Result, *fedrepTrace, error) {
-	prob, err := newFedrepProblem(run, c, x, y, back, loss)
+// (Private) FedRep on the data set's features (projected by the public
+// Mᵀ = back when not nil), with U returned as back·U. A private
+// selection's fit (c.plan set) spends from that plan.
+func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, back *mat.Dense, loss lossKind) (*sdk.Result, *fedrepTrace, error) {
+	prob, err := newFedrepProblem(run, c, back, loss)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -398,18 +364,13 @@ type fedrepTrace struct {
 // non-private reference (no clipping, no noise).
 func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepConfig, plan *fedrepPlan) (*fedrepTrace, error) {
 	tr := &fedrepTrace{}
-	var eng fedrepAgg
-	if prob.rem != nil {
-		prob.rem.psi, prob.rem.k = c.clip, c.rank()
-		eng = prob.rem
-	} else {
-		e := newFedrepEngine(prob.x, prob.y, prob.lay, c.rank(), c.clip, prob.loss)
-		e.headAll = c.split().headAll()
-		if c.theory() {
-			e.theory, e.batch = true, c.rounds.Batch
-			e.perm = theoryPerm(prob.lay, run.Rand.Split(), run.Data.N())
-		}
-		eng = e
+	eng := prob.data
+	eng.psi, eng.k = c.clip, c.rank()
+	eng.theory(0, 0)
+	if c.theory() {
+		// Data-independent randomness: the seed of every user's random
+		// order of its training rows, which carves the disjoint batches.
+		eng.theory(c.rounds.Batch, run.Rand.Split().Uint64()>>11)
 	}
 	run.Progress("init", 0, 1)
 	u, err := initialU(ctx, run, prob, c, plan, tr)
@@ -444,7 +405,7 @@ func privateFedRep(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fe
 // post-processing of the earlier releases, so the norms are a function of
 // each user's own rows and public quantities; DERIVATIONS.md §12), and the
 // step, when not given, to step_scale/ψ.
-func chooseClip(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) error {
+func chooseClip(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) error {
 	if c.clip == 0 {
 		if plan == nil {
 			return fmt.Errorf("internal error: a private clip without a plan")
@@ -453,11 +414,10 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, 
 		if err != nil {
 			return fmt.Errorf("clip quantile: %w", err)
 		}
-		n, _, _ := eng.dims()
-		if c.clip, err = privateQuantileCounts(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
+		if c.clip, err = privateQuantileCounts(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, eng.n, plan.tune); err != nil {
 			return err
 		}
-		eng.setClip(c.clip)
+		eng.psi = c.clip
 	}
 	if c.step == 0 {
 		c.step = c.stepScale / c.clip
@@ -472,8 +432,8 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, 
 // fedrepRound is one round of the box of DERIVATIONS.md §3: the mean of the
 // users' clipped gradients (sensitivity 2ψ/n, §3.2 there), Gaussian noise
 // when private, a step of size η and a QR.
-func fedrepRound(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, t int, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) (*mat.Dense, error) {
-	n, d, k := eng.dims()
+func fedrepRound(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense, t int, c *fedrepConfig, plan *fedrepPlan, tr *fedrepTrace) (*mat.Dense, error) {
+	n, d, k := eng.n, eng.d, eng.k
 	sum, clipped, err := eng.aggregate(ctx, u.RawMatrix().Data, t)
 	if err != nil {
 		return nil, err
@@ -524,7 +484,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense,
 }
 
 // evaluate appends the hold-out loss at U to the curve (with hold-out rows).
-func (tr *fedrepTrace) evaluate(ctx context.Context, eng fedrepAgg, u *mat.Dense, sp *splitOptions) error {
+func (tr *fedrepTrace) evaluate(ctx context.Context, eng *usersData, u *mat.Dense, sp *splitOptions) error {
 	if sp.Holdout <= 0 {
 		return nil
 	}
@@ -538,7 +498,7 @@ func (tr *fedrepTrace) evaluate(ctx context.Context, eng fedrepAgg, u *mat.Dense
 
 // finish fits every user's final head for U and maps U back through the
 // public projection.
-func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng fedrepAgg, u *mat.Dense, prob *fedrepProblem, sp *splitOptions, k int) error {
+func (tr *fedrepTrace) finish(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense, prob *fedrepProblem, sp *splitOptions, k int) error {
 	if sp.OutputV {
 		tr.heads = mat.NewDense(prob.n(), k, nil)
 	}
@@ -650,32 +610,15 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		if plan == nil {
 			return nil, fmt.Errorf("internal error: a private start clip without a plan")
 		}
-		var hist []float64
-		if prob.rem != nil {
-			var err error
-			if hist, err = prob.rem.ustatHist(ctx); err != nil {
-				return nil, fmt.Errorf("initialization: %w", err)
-			}
-		} else {
-			norms := make([]float64, n)
-			if _, _, err := ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, math.Inf(1), norms); err != nil {
-				return nil, fmt.Errorf("initialization: %w", err)
-			}
-			hist = quantileHistogram(norms, quantileEdges())
+		hist, err := prob.data.ustatHist(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("initialization: %w", err)
 		}
-		var err error
 		if c.initClip, err = privateQuantileCounts(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 	}
-	var z *mat.SymDense
-	var clipped int
-	var err error
-	if prob.rem != nil {
-		z, clipped, err = prob.rem.ustatMean(ctx, c.initClip)
-	} else {
-		z, clipped, err = ustatAggregate(ctx, run.Backend, prob.x, prob.y, prob.lay, c.initClip, nil)
-	}
+	z, clipped, err := prob.data.ustatMean(ctx, c.initClip)
 	if err != nil {
 		return nil, fmt.Errorf("initialization: %w", err)
 	}

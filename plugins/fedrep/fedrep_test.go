@@ -12,6 +12,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -80,13 +81,20 @@ func b2f(b bool) float64 {
 // orthogonal to span(U) when v is the exact least squares on the same batch.
 func TestGradientFiniteDifference(t *testing.T) {
 	g := genUsers(t, 3, 12, 8, 2, 0.3, 5)
-	lay := testLayout(t, g.Data, 0.5)
-	eng := newFedrepEngine(g.Data.X, g.Data.Y, lay, 2, math.Inf(1), lossSquared)
 	r := rand.New(rand.NewPCG(9, 9))
 	u, _ := orthonormalize(be, randDense(r, 8, 2))
-	ws := eng.ws[0]
-	vRows, gRows := eng.batches(ws, 1, 0)
-	g0, v0 := eng.userGradient(ws, u.RawMatrix().Data, vRows, gRows)
+	// user 1's training half (the passes' rows of its term)
+	lo := g.Data.UserStart[1]
+	m0, _ := pass.UserSplit(g.Data.UserStart[2]-lo, 0.5, 0)
+	gRows := make([]int, m0)
+	xs := make([][]float64, m0)
+	for j := range gRows {
+		gRows[j] = lo + j
+		xs[j] = g.Data.X.RawRowView(lo + j)
+	}
+	ys := g.Data.Y[lo : lo+m0]
+	var ks kernel.Scratch
+	g0, v0 := ks.UserGradient(kernel.Model{U: u.RawMatrix().Data, D: 8, K: 2}, xs, ys, xs, ys)
 	v := append([]float64(nil), v0...)
 	grad := mat.NewDense(8, 2, nil)
 	for p := 0; p < 8; p++ {
@@ -97,7 +105,7 @@ func TestGradientFiniteDifference(t *testing.T) {
 	loss := func(um *mat.Dense) float64 {
 		var s float64
 		for _, rr := range gRows {
-			x := eng.row(rr)
+			x := g.Data.X.RawRowView(rr)
 			var pred float64
 			for p := 0; p < 8; p++ {
 				for a := 0; a < 2; a++ {
@@ -178,10 +186,9 @@ func TestSensitivityAdversarial(t *testing.T) {
 		for _, victim := range []int{0, 17, 39} {
 			adv := adversarial(g.Data, victim, kind)
 			require.NoError(t, adv.Validate())
-			lay, lay2 := testLayout(t, g.Data, 0.5), testLayout(t, adv, 0.5)
 			// FedRep rounds.
-			e1 := newFedrepEngine(g.Data.X, g.Data.Y, lay, 2, psi, lossSquared)
-			e2 := newFedrepEngine(adv.X, adv.Y, lay2, 2, psi, lossSquared)
+			e1 := testUsers(t, g.Data, 0.5, 2, psi, lossSquared)
+			e2 := testUsers(t, adv, 0.5, 2, psi, lossSquared)
 			s1, _, err := e1.aggregate(context.Background(), ur, 0)
 			require.NoError(t, err)
 			s2, _, err := e2.aggregate(context.Background(), ur, 0)
@@ -193,23 +200,19 @@ func TestSensitivityAdversarial(t *testing.T) {
 			assert.True(t, kernel.AllFinite(s2))
 			assert.LessOrEqual(t, kernel.SafeNorm(diff), 2*psi/float64(n)*(1+1e-9), "FedRep kind %d victim %d", kind, victim)
 			// Initialization.
-			z1, _, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, psiInit, nil)
+			z1, _, err := e1.ustatMean(context.Background(), psiInit)
 			require.NoError(t, err)
-			z2, _, err := ustatAggregate(context.Background(), be, adv.X, adv.Y, lay2, psiInit, nil)
+			z2, _, err := e2.ustatMean(context.Background(), psiInit)
 			require.NoError(t, err)
 			var dz mat.Dense
 			dz.Sub(z1, z2)
 			assert.True(t, kernel.AllFinite(z2.RawSymmetric().Data))
 			assert.LessOrEqual(t, mat.Norm(&dz, 2), 2*psiInit/float64(n)*(1+1e-9), "init kind %d victim %d", kind, victim)
 			// Priv-AltMin statistics.
-			users := make([]int32, n)
-			for i := range users {
-				users[i] = int32(i)
-			}
-			e1.psi, e2.psi = math.Inf(1), math.Inf(1)
-			a1, b1, err := altminStats(context.Background(), e1, ur, users, cw, cy, portion)
+			users := allUsers(n)
+			a1, b1, err := e1.altminStats(context.Background(), ur, users, cw, cy, portion)
 			require.NoError(t, err)
-			a2, b2, err := altminStats(context.Background(), e2, ur, users, cw, cy, portion)
+			a2, b2, err := e2.altminStats(context.Background(), ur, users, cw, cy, portion)
 			require.NoError(t, err)
 			var da mat.Dense
 			da.Sub(a1, a2)

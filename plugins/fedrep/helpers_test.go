@@ -61,12 +61,32 @@ func scalar(t testing.TB, res *sdk.Result, name string) float64 {
 	return 0
 }
 
-// testRun builds an sdk.Run for internal-function tests.
+// testLayout is the per-user split of ds (the exact classifier's).
 func testLayout(t testing.TB, ds *data.Dataset, localFrac float64) *layout {
 	t.Helper()
 	lay, err := newLayout(ds, localFrac, 0)
 	require.NoError(t, err)
 	return lay
+}
+
+// testUsers reaches ds through the in-process users passes with the local
+// fraction, rank k, clip psi (+Inf: none) and the loss; the heads are
+// fitted on every non-hold-out row.
+func testUsers(t testing.TB, ds *data.Dataset, localFrac float64, k int, psi float64, loss lossKind) *usersData {
+	t.Helper()
+	ud, err := newUsersData(ds, &splitOptions{LocalFraction: localFrac, HeadData: "all"}, nil, loss)
+	require.NoError(t, err)
+	ud.k, ud.psi = k, psi
+	return ud
+}
+
+// allUsers is the index list 0, …, n−1.
+func allUsers(n int) []int32 {
+	users := make([]int32, n)
+	for i := range users {
+		users[i] = int32(i)
+	}
+	return users
 }
 
 var be = backend.Default()

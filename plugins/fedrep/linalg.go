@@ -1,12 +1,8 @@
 package fedrep
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -41,36 +37,4 @@ func orthonormalize(be backend.Backend, a *mat.Dense) (*mat.Dense, error) {
 	out := mat.NewDense(d, k, nil)
 	out.Mul(u, v.T())
 	return out, nil
-}
-
-// chunkBounds splits n users into c contiguous chunks; chunk i is
-// [lo, hi). Chunks depend only on n and c, never on the number of threads,
-// so sums reduced chunk by chunk in order are bit-reproducible.
-func chunkBounds(n, c, i int) (lo, hi int) { return i * n / c, (i + 1) * n / c }
-
-// workers is the number of goroutines used for per-user work.
-func workers(chunks int) int { return max(1, min(runtime.GOMAXPROCS(0), chunks)) }
-
-// parallelChunks runs fn(worker, chunk) for every chunk on a fixed pool of
-// goroutines; worker indexes per-goroutine scratch. It stops early and
-// returns ctx.Err() when the context is cancelled.
-func parallelChunks(ctx context.Context, chunks int, fn func(worker, chunk int)) error {
-	nw := workers(chunks)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < nw; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks || ctx.Err() != nil {
-					return
-				}
-				fn(w, c)
-			}
-		}(w)
-	}
-	wg.Wait()
-	return ctx.Err()
 }

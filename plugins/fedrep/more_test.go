@@ -13,6 +13,7 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -43,9 +44,7 @@ func TestUStatistic(t *testing.T) {
 		start[u] = u * m0
 	}
 	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start}
-	lay, err := newLayout(ds, 0, 0)
-	require.NoError(t, err)
-	z, _, err := ustatAggregate(context.Background(), be, x, y, lay, math.Inf(1), nil)
+	z, _, err := testUsers(t, ds, 0, 2, math.Inf(1), lossSquared).ustatMean(context.Background(), math.Inf(1))
 	require.NoError(t, err)
 	// Textbook per-user pair sums, their mean and standard errors.
 	mean := make([]float64, d*d)
@@ -210,22 +209,25 @@ func TestPopulationMSE(t *testing.T) {
 func TestAltMinKronecker(t *testing.T) {
 	const d, k = 6, 3
 	g := genUsers(t, 30, 8, d, k, 0.2, 12)
-	lay := testLayout(t, g.Data, 0.5)
-	eng := newFedrepEngine(g.Data.X, g.Data.Y, lay, k, math.Inf(1), lossSquared)
+	eng := testUsers(t, g.Data, 0.5, k, math.Inf(1), lossSquared)
 	r := rand.New(rand.NewPCG(4, 4))
 	u, _ := orthonormalize(be, randDense(r, d, k))
 	users := []int32{0, 3, 5, 7, 8, 20, 29}
+	var ks kernel.Scratch
 	for _, clip := range []struct{ cw, cy float64 }{{0.5, 0.3}, {1e9, 1e9}} {
-		a, b, err := altminStats(context.Background(), eng, u.RawMatrix().Data, users, clip.cw, clip.cy, 3)
+		a, b, err := eng.altminStats(context.Background(), u.RawMatrix().Data, users, clip.cw, clip.cy, 3)
 		require.NoError(t, err)
 		na := mat.NewDense(d*k, d*k, nil)
 		nb := make([]float64, d*k)
-		ws := eng.ws[0]
 		for _, ui := range users {
-			ur := lay.users[ui]
-			vRows, _ := eng.batches(ws, int(ui), 0)
-			v := eng.localFit(ws, u.RawMatrix().Data, vRows, lossSquared)
-			for row := ur.t0; row < ur.t0+min(3, ur.t1-ur.t0); row++ {
+			t0 := g.Data.UserStart[ui]
+			m0, _ := pass.UserSplit(g.Data.UserStart[ui+1]-t0, 0.5, 0)
+			xs := make([][]float64, m0)
+			for j := range xs {
+				xs[j] = g.Data.X.RawRowView(t0 + j)
+			}
+			v := ks.Head(kernel.Model{U: u.RawMatrix().Data, D: d, K: k}, xs, g.Data.Y[t0:t0+m0])
+			for row := t0; row < t0+min(3, m0); row++ {
 				wv := make([]float64, d*k)
 				for p := 0; p < d; p++ {
 					for c := 0; c < k; c++ {
@@ -333,14 +335,15 @@ func TestCancel(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-// The blocked backend path of the U-statistic aggregate equals the explicit
-// per-user loop (with and without clipping, few and many rows per user).
-func TestUStatGemmEqualsLoop(t *testing.T) {
+// The users.ustat pass equals the explicit per-user loop that forms every
+// user's matrix (with and without clipping, few and many rows per user).
+func TestUStatPassEqualsLoop(t *testing.T) {
 	for _, tc := range []struct{ n, m, d int }{{300, 10, 12}, {40, 60, 8}, {5000, 6, 20}} {
 		g := genUsers(t, tc.n, tc.m, tc.d, 2, 0.1, 3)
 		lay := testLayout(t, g.Data, 0.5)
+		eng := testUsers(t, g.Data, 0.5, 2, math.Inf(1), lossSquared)
 		for _, psi := range []float64{math.Inf(1), 0.5} {
-			z1, c1, err := ustatAggregate(context.Background(), be, g.Data.X, g.Data.Y, lay, psi, nil)
+			z1, c1, err := eng.ustatMean(context.Background(), psi)
 			require.NoError(t, err)
 			z2, c2, err := ustatAggregateLoop(context.Background(), g.Data.X, g.Data.Y, lay, psi)
 			require.NoError(t, err)

@@ -107,7 +107,7 @@ func TestOutcomeDoesNotDependOnPrivateData(t *testing.T) {
 	}
 }
 
-// Theory mode: with fixed row orders, the round-t sum of clipped gradients
+// Theory mode: with the same seed of the users' row orders, the round-t sum of clipped gradients
 // moves by at most 2ψ when one user's data is replaced by a smaller data
 // set that cannot feed every round (the user then contributes zero), so
 // the mean moves by at most 2ψ/n, whatever the round.
@@ -115,21 +115,12 @@ func TestTheoryModeSensitivityWithShortUsers(t *testing.T) {
 	g := genUsers(t, 30, 40, 5, 2, 0.5, 12)
 	few := shrinkUser(t, g.Data, 7, 9) // training half 4 or 5 rows: feeds round 0 only with b = 2
 	const psi, b, T = 0.05, 2, 5
-	identity := func(lay *layout, rows int) []int32 {
-		p := make([]int32, rows)
-		for i := range p {
-			p[i] = int32(i)
-		}
-		return p
-	}
 	u0, err := orthonormalize(be, mat.NewDense(5, 2, []float64{1, 0.2, 0, 1, 0.3, 0, 0, 0.4, 0.1, 0.1}))
 	require.NoError(t, err)
-	var engs [2]*fedrepEngine
+	var engs [2]*usersData
 	for i, ds := range []*data.Dataset{g.Data, few} {
-		lay := testLayout(t, ds, 0.5)
-		e := newFedrepEngine(ds.X, ds.Y, lay, 2, psi, lossSquared)
-		e.theory, e.batch, e.perm = true, b, identity(lay, ds.N())
-		engs[i] = e
+		engs[i] = testUsers(t, ds, 0.5, 2, psi, lossSquared)
+		engs[i].theory(b, 12345)
 	}
 	for r := 0; r < T; r++ {
 		s1, _, err := engs[0].aggregate(context.Background(), u0.RawMatrix().Data, r)

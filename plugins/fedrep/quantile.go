@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -30,15 +29,6 @@ func quantileEdges() []float64 {
 		e = append(e, math.Exp2(float64(j)/quantileBinsPerOctave))
 	}
 	return e
-}
-
-// quantileHistogram counts the values per bin of the grid.
-func quantileHistogram(vals []float64, edges []float64) []float64 {
-	h := make([]float64, len(edges)+1)
-	for _, v := range vals {
-		h[kernel.HistBin(v, edges)]++
-	}
-	return h
 }
 
 // quantileFromCounts reads the q-quantile from (noisy) bin counts: the

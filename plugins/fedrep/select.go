@@ -2,7 +2,6 @@ package fedrep
 
 import (
 	"context"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -62,31 +61,23 @@ func (PrivateFedRep) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.
 	o := sdk.Opts[privateFedRepOptions](run)
 	c := o.config()
 	c.plan = plan
-	res, tr, err := fitFedRep(ctx, run, c, true, run.Data.X, run.Data.Y, nil, lossSquared)
+	res, tr, err := fitFedRep(ctx, run, c, true, nil, lossSquared)
 	if err != nil {
 		return nil, nil, err
 	}
 	return res, scorer(c, tr, lossSquared, o.SelectScore == "accuracy", nil), nil
 }
 
-// scorer scores U on held-out users: each user's leave-one-out validation
-// on its own rows (features mapped by project when not nil).
-func scorer(c *fedrepConfig, tr *fedrepTrace, loss lossKind, accuracy bool, project *mat.Dense) sdk.Scorer {
-	return func(ctx context.Context, held *data.Dataset) ([]float64, error) {
-		lay, err := newLayout(held, c.split().LocalFraction, c.split().Holdout)
+// scorer scores U on held-out users: the mean over them of each user's
+// leave-one-out validation on its own rows, in [0, 1] per user (the
+// users.validation pass; features mapped by the public Mᵀ = back when not
+// nil).
+func scorer(c *fedrepConfig, tr *fedrepTrace, loss lossKind, accuracy bool, back *mat.Dense) sdk.Scorer {
+	return func(ctx context.Context, held *data.Dataset) (float64, error) {
+		ud, err := newUsersData(held, c.split(), back, loss)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		x, y := held.X, held.Y
-		if project != nil {
-			x = mat.NewDense(held.N(), project.RawMatrix().Rows, nil)
-			x.Mul(held.X, project.T())
-		}
-		if loss == lossLogistic {
-			y = signLabels(y)
-		}
-		eng := newFedrepEngine(x, y, lay, c.rank(), math.Inf(1), loss)
-		eng.headAll = c.split().headAll()
-		return eng.validationScores(ctx, tr.uWork.RawMatrix().Data, accuracy || loss == lossLogistic)
+		return ud.validationScore(ctx, tr.uWork.RawMatrix().Data, c.rank(), c.split().headAll(), accuracy || loss == lossLogistic)
 	}
 }

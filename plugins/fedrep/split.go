@@ -2,7 +2,6 @@ package fedrep
 
 import (
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -22,8 +21,6 @@ type layout struct {
 	users []userRows
 	d     int
 	maxM0 int // largest training half
-	minM0 int // smallest training half
-	maxM  int // largest user
 }
 
 // newLayout validates a Users data set and splits every user's rows. It
@@ -44,15 +41,13 @@ func newLayout(ds *data.Dataset, localFrac, holdout float64) (*layout, error) {
 	if len(ds.Y) != ds.N() {
 		return nil, fmt.Errorf("%d rows but %d responses", ds.N(), len(ds.Y))
 	}
-	lay := &layout{users: make([]userRows, n), d: ds.P(), minM0: math.MaxInt}
+	lay := &layout{users: make([]userRows, n), d: ds.P()}
 	for u := 0; u < n; u++ {
 		s, e := ds.UserStart[u], ds.UserStart[u+1]
 		m := e - s
 		m0, rest := pass.UserSplit(m, localFrac, holdout) // the passes split the same way
 		lay.users[u] = userRows{t0: s, t1: s + m0, f1: s + rest, h1: e}
 		lay.maxM0 = max(lay.maxM0, m0)
-		lay.minM0 = min(lay.minM0, m0)
-		lay.maxM = max(lay.maxM, m)
 	}
 	return lay, nil
 }

@@ -6,33 +6,34 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/pass"
 )
 
-// ustatAggregateLoop is the reference form of ustatAggregate (same inputs
-// and outputs): it forms the upper triangle of every user's d×d matrix
-// Σ_j ã_j r_jᵀ explicitly with plain loops and takes its Frobenius norm
-// directly. Tests check the blocked backend path against it.
+// ustatAggregateLoop is the reference form of the users.ustat pass's mean
+// (1/n) Σ_i clip(Z_i, ψ) and clipped count: it forms the upper triangle
+// of every user's d×d matrix Σ_j ã_j r_jᵀ explicitly with plain loops and
+// takes its Frobenius norm directly. Tests check the pass against it.
 func ustatAggregateLoop(ctx context.Context, x *mat.Dense, y []float64, lay *layout, psi float64) (*mat.SymDense, int, error) {
 	raw := x.RawMatrix()
 	d := raw.Cols
 	n := lay.n()
 	// Bound the per-chunk d×d accumulators to ~64 MB in total.
 	chunks := max(1, min(n, 32, int(8e6/float64(d*d))))
-	nw := workers(chunks)
 	part := make([][]float64, chunks)
 	nclip := make([]int, chunks)
 	type scratch struct{ at, r, prefix, m []float64 }
-	ws := make([]scratch, nw)
+	ws := make([]scratch, chunks)
 	for w := range ws {
 		ws[w] = scratch{at: make([]float64, lay.maxM0*d), r: make([]float64, lay.maxM0*d), prefix: make([]float64, d), m: make([]float64, d*d)}
 	}
-	err := parallelChunks(ctx, chunks, func(w, c int) {
+	err := pass.ParallelChunks(ctx, chunks, func(_, c int) {
 		if part[c] == nil {
 			part[c] = make([]float64, d*d)
 		}
 		acc := part[c]
-		s := ws[w]
-		lo, hi := chunkBounds(n, chunks, c)
+		s := ws[c]
+		lo, hi := c*n/chunks, (c+1)*n/chunks
 		for i := lo; i < hi; i++ {
 			ur := lay.users[i]
 			m0 := ur.t1 - ur.t0

@@ -157,8 +157,8 @@ func setGuarantee(res *sdk.Result, exact bool, cal string, sweeps int) {
 	g.Assumptions = []string{"the clip is public or a private quantile of the row norms (clip=auto, a declared step)", "the target spectrum Λ is public or released"}
 	if exact {
 		// The kind and the numbers follow the composition the accountant
-		// used (pure, or zCDP converted at the grant's δ when tighter), so
-		// the kind is left for the SDK to fill in.
+		// used (an all-pure run is labelled pure, with the tighter (ε, δ)
+		// stated beside it), so the kind is left for the SDK to fill in.
 		g.Assumptions = append(g.Assumptions, exactSamplerCaveat)
 		return
 	}

@@ -72,15 +72,24 @@ sets differ by replacing one row with an independent draw from the model. The gu
 is therefore (ε, δ)-DP with probability ≥ 1−β over such data, not worst-case DP: use
 pca-analyze-gauss when the model is in doubt.
 
+sensitivity=worst-case drops the model from the guarantee: with a public clip and an (ε, δ)
+grant, a propose-test-release test (ptr_share of ε, half of δ) checks privately that the
+eigengap after component r of the clipped second moment is far from below a proposed gap
+(ptr_gap, by default half the gap of the private estimate's noisy spectrum); if it passes, both
+stages use sensitivities that hold for any data set with that gap, and the result is (ε, δ)-DP
+for any data; if not, the fit stops as above, charged only the steps that ran (DERIVATIONS.md
+§13). It pays for the guarantee with more noise than the model-based mode.
+
 Sensitivities (sensitivity=, formerly calibration=): explicit (default;
 closed-form first-order sensitivities with exact Gaussian tails, DERIVATIONS.md §2.2–2.3), paper (the paper's forms with user constants c2, c3 and its
 (ε/2, δ/2) split with the classical Gaussian mechanism), diverging (Corollary 1, growing
 condition number), subgaussian (Corollary 2: explicit bounds times a safety factor),
-davis-kahan (ablation: the Davis–Kahan projector sensitivity the paper improves upon).
+davis-kahan (ablation: the Davis–Kahan projector sensitivity the paper improves upon),
+worst-case (above).
 The default budget accounting composes the steps in zCDP from the grant; split sets the
 share of stage 1.`,
 		DataKind:  data.Rows,
-		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r public and σ², λ public or privately estimated bounds; neighbours replace one row by an independent model draw",
+		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r public and σ², λ public or privately estimated bounds; neighbours replace one row by an independent model draw. sensitivity=worst-case: (ε,δ)-DP for any data set (propose-test-release on the eigengap, rows clipped to a public norm)",
 		// (ε, δ) grants (the steps are composed in zCDP inside the grant by
 		// default) and ρ grants (the model guarantee then states ρ, and β
 		// defaults to 1e-6 since there is no δ to borrow). No pure grant: the
@@ -111,7 +120,10 @@ type cxzConfig struct {
 	meanClip    float64 // 0: a private quantile (mean_clip=auto)
 	meanAuto    bool    // meanClip came from a private quantile
 	meanShare   float64
-	auto        bool // rank=auto: r is the most spikes looked for until the estimate decides
+	auto        bool        // rank=auto: r is the most spikes looked for until the estimate decides
+	gap0        float64     // sensitivity=worst-case: the proposed eigengap (0: auto, until proposed)
+	ptrShare    float64     // sensitivity=worst-case: the test's share of ε
+	ptr         *ptrOutcome // the eigengap test's outcome, once it ran
 
 	r                    int     // the rank
 	sub                  float64 // σ² subtracted in stage 2 (given, or the point estimate)
@@ -126,6 +138,10 @@ type cxzConfig struct {
 // plan splits the grant into the steps [mean], [model estimate], stage 1,
 // [stage 2].
 func (c *cxzConfig) plan(run *sdk.Run) (*privacy.Plan, error) {
+	if c.worst() { // the plan spans what the eigengap test leaves
+		eps, delta := c.ptrCost(run.Acct.Grant())
+		return privacy.NewPTRPlan(run.Acct, c.gauss, eps, delta, c.shares()...)
+	}
 	return privacy.NewPlan(run.Acct, c.gauss, c.shares()...)
 }
 
@@ -174,6 +190,12 @@ func (c *cxzConfig) sensitivities() (d1, d2, betaEach float64, err error) {
 		d1, err = DavisKahanDelta1(m, betaEach, c.dkc)
 		d1 *= c.safety
 		d2 = c.safety * ExplicitDelta2(m, betaEach)
+	case CalWorstCase:
+		if !(c.gap0 > 0) {
+			return 0, 0, 0, fmt.Errorf("worst-case sensitivities need a positive proposed gap (ptr_gap), got %v", c.gap0)
+		}
+		d1, d2 = WorstCaseDelta1(m.N, c.r, c.clip, c.gap0), WorstCaseDelta2(m.N, c.r, c.clip)
+		betaEach = 0
 	default:
 		err = sdk.BadRequest("unknown calibration %q", c.cal)
 	}
@@ -215,8 +237,8 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // Σ̂ = XᵀX/n of n rows (run needs only Acct, Rand and Backend; raw is the
 // request, bound here against the estimator's options). It serves studies
 // that sample Σ̂ directly (e.g. with a Wishart sampler) at sizes where
-// materialising X is impractical. center=private and guarded need the rows
-// and are refused.
+// materialising X is impractical. center=private, guarded and
+// sensitivity=worst-case need the rows and are refused.
 func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *mat.SymDense, n int) (*sdk.Result, error) {
 	if sh == nil || n < 1 {
 		return nil, fmt.Errorf("CXZFromCov: need a covariance and n ≥ 1")
@@ -239,8 +261,11 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 // that ran.
 func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
 	cfg := o.config(run.Acct.Grant(), n, p)
-	if src == nil && (cfg.center || cfg.guarded || cfg.estimate) {
-		return nil, fmt.Errorf("center=private, guarded and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
+	if _, err := cfg.uses(run.Acct.Grant()); err != nil { // before any step
+		return nil, err
+	}
+	if src == nil && (cfg.center || cfg.guarded || cfg.estimate || cfg.worst()) {
+		return nil, fmt.Errorf("center=private, guarded, sensitivity=worst-case (rows clipped to clip) and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
 	}
 	var d1, d2, betaEach float64
 	var err error
@@ -263,7 +288,9 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 		if cfg.est, err = estimateModel(ctx, run, plan, cfg, src, mu); err != nil {
 			return nil, err
 		}
-		if cfg.est.stop == "" {
+		if cfg.worst() {
+			cfg.est.stop = cfg.est.applyWorst(cfg)
+		} else if cfg.est.stop == "" {
 			if err := cfg.est.apply(cfg); err != nil {
 				cfg.est.stop = err.Error()
 			} else if d1, d2, betaEach, err = cfg.sensitivities(); err != nil {
@@ -271,7 +298,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 			}
 		}
 		if cfg.est.stop != "" {
-			return cfg.stopped(run, o, mu), nil
+			return cfg.stopped(run, o, mu, cfg.est.stop), nil
 		}
 	}
 	if sh == nil {
@@ -280,6 +307,17 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 			return nil, err
 		}
 		run.Progress("gram", 1, 1)
+	}
+	if cfg.worst() {
+		if err := cfg.ptrTest(ctx, run, sh); err != nil {
+			return nil, err
+		}
+		if !cfg.ptr.passed {
+			return cfg.stopped(run, o, mu, fmt.Sprintf("the eigengap test did not pass (released distance %.4g ≤ threshold %.4g at the proposed gap %.4g): the data are not shown to have an eigengap after component %d that the worst-case calibration can stand on", cfg.ptr.dist, cfg.ptr.threshold, cfg.gap0, cfg.r)), nil
+		}
+		if d1, d2, betaEach, err = cfg.sensitivities(); err != nil {
+			return nil, err
+		}
 	}
 	res, err := caiXiaZha(ctx, run, plan, cfg, src, mu, sh, d1, d2, betaEach)
 	if err != nil {
@@ -325,31 +363,45 @@ func (c *cxzConfig) finish(run *sdk.Run, o *cxzOptions, res *sdk.Result, mu []fl
 	if c.clip > 0 {
 		res.AddScalar("clip", c.clip, sdk.Public, "row-norm bound used (given by the user)")
 	}
+	if c.ptr != nil {
+		c.ptr.report(res)
+	}
 	res.Notes = append(append([]string(nil), o.notes...), res.Notes...)
 	for _, note := range res.Notes {
 		run.Logf("%s", note)
 	}
 }
 
-// stopped is the result of a planned stop (DERIVATIONS.md §12): the
-// decision was made from released values alone, so the result holds those
-// values (the mean, the model estimate, how many spikes stand out and
-// their directions: the top eigenvectors of the released noisy second
-// moment, post-processing), and the run is charged only the steps that
-// ran, all of them worst-case DP.
-func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64) *sdk.Result {
+// stopped is the result of a planned stop (DERIVATIONS.md §12, §13): the
+// decision (why) was made from released values alone, so the result holds
+// those values (the mean, the model estimate, how many spikes stand out
+// and their directions: the top eigenvectors of the released noisy second
+// moment, post-processing; the eigengap test's outcome), and the run is
+// charged only the steps that ran, all of them worst-case DP.
+func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64, why string) *sdk.Result {
 	e := c.est
 	res := &sdk.Result{Guarantee: privacy.Guarantee{Neighbours: "one row replaced by an arbitrary row"}}
-	if e.stand > 0 {
-		p, _ := e.v.Dims()
-		res.AddMatrix("U", mat.DenseCopyOf(e.v.Slice(0, p, 0, e.stand)), sdk.Public,
-			"the directions of the spikes that stand out: top eigenvectors of the released noisy clipped second moment (post-processing of the model estimate; p×spikes)")
+	ran, released := "the mean with center=private", "the eigengap test's distance"
+	if e != nil {
+		ran += fmt.Sprintf(", the model estimate on rows clipped to %.6g", e.clip)
+		released = fmt.Sprintf("the private model estimate (σ², λ and their bounds), how many spikes stand out (%d) and their directions", e.stand)
+		if e.stand > 0 {
+			p, _ := e.v.Dims()
+			res.AddMatrix("U", mat.DenseCopyOf(e.v.Slice(0, p, 0, e.stand)), sdk.Public,
+				"the directions of the spikes that stand out: top eigenvectors of the released noisy clipped second moment (post-processing of the model estimate; p×spikes)")
+		}
 	}
-	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("planned stop: only the worst-case DP steps before stage 1 ran (the mean with center=private, and the model estimate on rows clipped to %.6g); nothing model-based was released", e.clip))
+	if c.ptr != nil {
+		ran += ", the eigengap test"
+		if e != nil {
+			released += ", the eigengap test's distance"
+		}
+	}
+	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("planned stop: only the worst-case DP steps before stage 1 ran (%s); nothing model-based was released", ran))
 	if c.meanAuto {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", c.meanClip))
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("planned stop before stage 1: %s. Released: the private model estimate (σ², λ and their bounds), how many spikes stand out (%d) and their directions; charged only the steps that ran. To go further: a lower rank (or rank=auto), a larger budget or estimate_share, or pca-analyze-gauss (worst-case DP, no model)", e.stop, e.stand))
+	res.Notes = append(res.Notes, fmt.Sprintf("planned stop before stage 1: %s. Released: %s; charged only the steps that ran. To go further: a lower rank (or rank=auto), a larger budget or estimate_share, or pca-analyze-gauss (worst-case DP, no model)", why, released))
 	c.finish(run, o, res, mu)
 	return res
 }
@@ -382,6 +434,10 @@ func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzCo
 	}
 	if err := cxzOutputs(run, res, cfg, ut, lt); err != nil {
 		return nil, err
+	}
+	if cfg.worst() {
+		res.Guarantee = worstGuarantee(cfg)
+		return res, nil
 	}
 	res.Guarantee = cxzGuarantee(cfg, betaEach)
 	res.Notes = append(res.Notes, conditionNotes(cfg.model)...)

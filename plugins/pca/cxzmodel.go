@@ -347,6 +347,7 @@ func spikeAbove(p, n int, s, m, s2 float64) float64 {
 type modelEstimate struct {
 	spikeDecision
 	stats    SpikeStats // the released statistics
+	spectrum []float64  // the top eigenvalues of the released S_c + E (one more than stats.Top)
 	v        *mat.Dense // the top eigenvectors of the released S_c + E (p × looked)
 	clip     float64    // the rows' clip in the estimate
 	autoClip bool       // clip came from a private quantile
@@ -403,10 +404,11 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	if err := relS.AddSym(run.Rand, s); err != nil {
 		return nil, err
 	}
-	top, v, err := topEigen(ctx, run.Backend, s, cfg.r)
+	top, v, err := topEigen(ctx, run.Backend, s, cfg.r+1)
 	if err != nil {
 		return nil, err
 	}
+	out.spectrum, top, v = descending(top), top[:cfg.r], v.Slice(0, p, 0, cfg.r).(*mat.Dense)
 	inner, innerSD, err := innerSpectrum(ctx, run, plan, clean, v, math.Sqrt2*c2n)
 	if err != nil {
 		return nil, err
@@ -553,7 +555,7 @@ func (e *modelEstimate) report(res *sdk.Result, cfg *cxzConfig) {
 	if e.autoClip {
 		how = fmt.Sprintf("rows clipped to %.6g = %.3g × a private %.2g-quantile of the row norms", e.clip, estimateClipFactor, estimateQuantile)
 	}
-	if e.stop != "" {
+	if e.stop != "" || cfg.worst() {
 		return
 	}
 	if cfg.auto {

@@ -67,9 +67,10 @@ func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismU
 // pca_only) and on the mean (center=private); with the private model
 // estimate (σ² or λ unset), Gaussian noise on its trace, spectrum and
 // inner statistics and, without a given clip, an exponential-mechanism
-// norm quantile.
+// norm quantile; with sensitivity=worst-case, a Laplace test (refused
+// before any spend under a grant that is not (ε, δ)).
 func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
-	return sdk.UsesOf(o.config(g, s.N, s.P).shares()...), nil
+	return o.config(g, s.N, s.P).uses(g)
 }
 
 // withClipAuto names the option behind a private norm quantile, so that a

@@ -2,6 +2,7 @@ package pca
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -157,8 +158,10 @@ type cxzOptions struct {
 	LambdaUpper     string   `param:"lambda_upper" default:"lambda" doc:"public upper bounds for the spikes (Δ2 and τ); lambda: the same as lambda (with lambda=auto: the private upper confidence bounds)"`
 	CXZClip         *float64 `param:"clip" gt:"0" doc:"optional public row-norm bound, chosen without looking at the data: rows longer are scaled down to it in every step (under the spiked model choose it above the rows' norms). With it, a given lambda is refused before any spend when its spikes sum to clip² or more (rows of norm ≤ clip have a second moment of trace ≤ clip²), and the private estimate of σ² and λ needs no clip quantile"`
 	EstimateShare   float64  `param:"estimate_share" default:"0.2" min:"0.01" max:"0.8" doc:"with sigma2 unset or lambda=auto: the fraction of the budget (of what the mean leaves, with center=private) spent on privately estimating σ² and λ (worst-case DP steps on clipped rows: a clip quantile unless clip is given, the trace, the spectrum and its top-r block)"`
-	sdk.Sensitivity `choices:"explicit,paper,diverging,subgaussian,davis-kahan" default:"explicit" doc:"how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4): explicit (closed-form first-order bounds with exact Gaussian tails), paper (the paper's forms with constants c2, c3), diverging (Corollary 1), subgaussian (explicit times a safety factor), davis-kahan (ablation)"`
-	sdk.Noise       `choices:"auto,exact,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: exact composes the Gaussian steps exactly as Gaussian DP (σ from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6)); zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: exact for explicit, subgaussian and davis-kahan, classical (the paper's) for paper and diverging"`
+	sdk.Sensitivity `choices:"explicit,paper,diverging,subgaussian,davis-kahan,worst-case" default:"explicit" doc:"how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4, §13): explicit (closed-form first-order bounds with exact Gaussian tails), paper (the paper's forms with constants c2, c3), diverging (Corollary 1), subgaussian (explicit times a safety factor), davis-kahan (ablation); worst-case: (ε, δ)-DP for any data set (needs clip and an (ε, δ) grant): a propose-test-release test on the sample eigengap (ptr_gap, ptr_share), then sensitivities that hold for every data set whose gap is at least the proposed one"`
+	PTRGap          string  `param:"ptr_gap" default:"auto" doc:"with sensitivity=worst-case: the proposed lower bound g₀ for the eigengap λ_r − λ_{r+1} of the clipped second moment, or auto: half the gap of the released noisy spectrum of the private model estimate (needs sigma2 unset or lambda=auto). The fit goes on only if a private test finds the data far enough from a gap below g₀ (DERIVATIONS.md §13); otherwise it stops, charged only the steps that ran"`
+	PTRShare        float64 `param:"ptr_share" default:"0.1" min:"0.01" max:"0.5" doc:"with sensitivity=worst-case: the share of ε spent on the propose-test-release test (which also takes half of δ)"`
+	sdk.Noise       `choices:"auto,exact,zcdp,classical,analytic" default:"auto" doc:"Gaussian calibration: exact composes the Gaussian steps exactly as Gaussian DP (σ from the grant's exact (ε, δ) curve, about 7 % less noise than zcdp at (1, 1e-6)); zcdp composes ρ from the grant; classical is the paper's Lemma 1 with per-step ε ≤ 1; analytic is Balle–Wang; auto: exact for explicit, subgaussian, davis-kahan and worst-case, classical (the paper's) for paper and diverging"`
 	Split           float64  `param:"split" default:"0.5" min:"0.01" max:"0.99" doc:"share of the budget left after the mean and the model estimate spent on stage 1 (eigenvectors); the paper uses 0.5"`
 	PCAOnly         bool     `param:"pca_only" default:"false" doc:"run stage 1 only, spending the whole budget on the eigenvectors"`
 	Beta            *float64 `param:"beta" gt:"0" max:"0.5" doc:"failure probability over the data of the explicit bounds (default: the grant's δ, or 1e-6 under a ρ grant)"`
@@ -177,7 +180,8 @@ type cxzOptions struct {
 	_ sdk.Renamed `param:"gaussian" renamed:"noise"`
 
 	cal, gauss string
-	rank       int // the requested rank; with rank=auto, max_rank
+	ptrGap     float64 // a given ptr_gap (0: auto)
+	rank       int     // the requested rank; with rank=auto, max_rank
 	auto       bool
 	low, high  []float64
 	notes      []string
@@ -257,6 +261,9 @@ func (o *cxzOptions) checkCombinations() error {
 	if o.cal == CalDavisKahan && o.DKC <= 0 {
 		return fmt.Errorf("sensitivity davis-kahan needs a positive dk_c")
 	}
+	if err := o.checkWorstCase(); err != nil {
+		return err
+	}
 	if o.Guarded && o.PCAOnly {
 		return fmt.Errorf("guarded applies to stage 2, which pca_only skips")
 	}
@@ -269,6 +276,38 @@ func (o *cxzOptions) checkCombinations() error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkWorstCase checks sensitivity=worst-case's needs from the request
+// alone: a public clip (the sensitivities are bounds on clipped rows), a
+// proposed gap or the private estimate to propose it, and no guard (the
+// clip already bounds stage 2 for any data).
+func (o *cxzOptions) checkWorstCase() error {
+	o.ptrGap = 0
+	if o.cal != CalWorstCase {
+		if o.PTRGap != lambdaAuto {
+			return sdk.BadRequest("ptr_gap applies to sensitivity=worst-case")
+		}
+		return nil
+	}
+	if o.CXZClip == nil {
+		return sdk.BadRequest("sensitivity=worst-case needs clip, a public row-norm bound: its sensitivities bound the change of one row of norm ≤ clip")
+	}
+	if o.Guarded {
+		return sdk.BadRequest("guarded is a model-based option: with sensitivity=worst-case the clip already makes stage 2 worst-case DP")
+	}
+	if o.PTRGap == lambdaAuto {
+		if !o.estimate {
+			return sdk.BadRequest("ptr_gap=auto proposes the gap from the private model estimate, which does not run when sigma2 and lambda are given: give ptr_gap")
+		}
+		return nil
+	}
+	g, err := strconv.ParseFloat(strings.TrimSpace(o.PTRGap), 64)
+	if err != nil || !(g > 0) || math.IsInf(g, 0) {
+		return sdk.BadRequest("ptr_gap=%q: give a positive number or auto", o.PTRGap)
+	}
+	o.ptrGap = g
 	return nil
 }
 
@@ -294,6 +333,7 @@ func (o *cxzOptions) config(g privacy.Grant, n, p int) *cxzConfig {
 		c2: o.C2, c3: o.C3, dkc: o.DKC, guarded: o.Guarded, rotate: o.Rotate, psd: o.PSD,
 		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip, meanShare: o.MeanShare}
 	c.r, c.auto = o.rank, o.auto
+	c.gap0, c.ptrShare = o.ptrGap, o.PTRShare
 	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high}
 	if o.Sigma2 != nil {
 		c.model.Sigma2 = *o.Sigma2

@@ -23,7 +23,7 @@ func TestRenamedParameters(t *testing.T) {
 		raw  map[string]string
 		want string
 	}{
-		{"cxz calibration", CXZ{}, with(cxz, "calibration", "paper"), "calibration= was renamed sensitivity= (values: explicit, paper, diverging, subgaussian, davis-kahan)"},
+		{"cxz calibration", CXZ{}, with(cxz, "calibration", "paper"), "calibration= was renamed sensitivity= (values: explicit, paper, diverging, subgaussian, davis-kahan, worst-case)"},
 		{"cxz gaussian", CXZ{}, with(cxz, "gaussian", "analytic"), "gaussian= was renamed noise= (values: auto, exact, zcdp, classical, analytic)"},
 		{"cxz both names", CXZ{}, with(cxz, "sensitivity", "paper", "calibration", "paper"), "calibration= was renamed sensitivity="},
 		{"analyze gauss calibration", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "12", "calibration": "analytic"}, "calibration= was renamed noise= (values: exact, zcdp, classical, analytic)"},

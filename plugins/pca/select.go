@@ -33,8 +33,9 @@ func (AnalyzeGauss) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.P
 	return res, capturedScorer(res, run.Params.Raw()), nil
 }
 
-// capturedScorer scores held-out rows by the fraction of each that the
-// components of res capture.
+// capturedScorer scores held-out rows by the mean over them of the
+// fraction of each row (prepared as transform prepares it) that the
+// components of res capture, in [0, 1] per row (1 for a zero row).
 func capturedScorer(res *sdk.Result, params map[string]string) sdk.Scorer {
 	m := &sdk.Model{Params: params}
 	for _, o := range res.Matrices {
@@ -43,25 +44,25 @@ func capturedScorer(res *sdk.Result, params map[string]string) sdk.Scorer {
 			m.Outputs = append(m.Outputs, sdk.ModelOutput{Name: o.Name, Rows: r, Cols: c, Value: o.M.RawMatrix().Data})
 		}
 	}
-	return func(ctx context.Context, held *data.Dataset) ([]float64, error) {
+	return func(ctx context.Context, held *data.Dataset) (float64, error) {
 		y, u, err := project.Prepared(m, held.X)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		n, _ := y.Dims()
 		_, k := u.Dims()
 		proj := make([]float64, k)
-		out := make([]float64, n)
-		for i := range out {
+		var sum float64
+		for i := 0; i < n; i++ {
 			if i%1024 == 0 {
 				if err := ctx.Err(); err != nil {
-					return nil, err
+					return 0, err
 				}
 			}
 			row := y.RawRowView(i)
 			total := floats.Dot(row, row)
 			if total == 0 {
-				out[i] = 1
+				sum++
 				continue
 			}
 			for j := range proj {
@@ -72,8 +73,8 @@ func capturedScorer(res *sdk.Result, params map[string]string) sdk.Scorer {
 					floats.AddScaled(proj, v, u.RawRowView(a))
 				}
 			}
-			out[i] = floats.Dot(proj, proj) / total
+			sum += min(floats.Dot(proj, proj)/total, 1)
 		}
-		return out, nil
+		return sum / float64(n), nil
 	}
 }

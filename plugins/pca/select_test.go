@@ -15,8 +15,9 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// TestCapturedScorer: each held-out row scores ‖Uᵀy‖²/‖y‖² with y = x −
-// mean (1 for y = 0), from its own row only.
+// TestCapturedScorer: the score is the mean over held-out rows of
+// ‖Uᵀy‖²/‖y‖² with y = x − mean (1 for y = 0), each row's from its own row
+// only.
 func TestCapturedScorer(t *testing.T) {
 	res := &sdk.Result{}
 	res.AddMatrix("U", mat.NewDense(3, 1, []float64{1, 0, 0}), sdk.Public, "")
@@ -29,7 +30,12 @@ func TestCapturedScorer(t *testing.T) {
 	})}
 	got, err := capturedScorer(res, map[string]string{"center": "private"})(context.Background(), held)
 	require.NoError(t, err)
-	assert.InDeltaSlice(t, []float64{1, 0, 0.5, 1}, got, 1e-12)
+	assert.InDelta(t, (1+0+0.5+1)/4.0, got, 1e-12)
+	// One row replaced moves the mean by at most 1/m.
+	held.X.SetRow(1, []float64{9, 1, 0}) // y = (8, 0, 0): 1
+	moved, err := capturedScorer(res, map[string]string{"center": "private"})(context.Background(), held)
+	require.NoError(t, err)
+	assert.InDelta(t, got+0.25, moved, 1e-12)
 }
 
 // TestAnalyzeGaussSelection: a selection of pca-analyze-gauss is one run

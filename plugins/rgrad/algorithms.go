@@ -113,7 +113,7 @@ func modelDPRGrad(e *fitEnv) error {
 	}
 	sens := ModelSensitivities(o.modelInputs(e.cfg.mode, e.n, e.d1, e.d2, e.cfg.design))
 	if worstSubspace {
-		// σr was not located (DERIVATIONS.md §10.3): the projectors' change
+		// σr was not located (DERIVATIONS.md §10.3, §10.4): the projectors' change
 		// is bounded by √(2r) for any data, so no model bound is needed.
 		sens.Subspace = math.Sqrt(2 * float64(e.r))
 		e.res.Notes = append(e.res.Notes, "the private estimate did not locate σr above its noise: the subspace releases use the worst-case projector sensitivity √(2r) (any data), so the initialisation is mostly noise and the gradient iterations do the work; give sigmar or raise tune_share or ε for a sharper start (DERIVATIONS.md §10.3)")

@@ -177,7 +177,7 @@ func basicSigma(sens, eps, delta float64) (float64, string, error) {
 
 // failureProbability is the probability, under the model, that the
 // initialisation's sensitivity bounds Δ⁽¹⁾ and Δ⁽²⁾ fail: the event of
-// Theorem 1 of the paper, (d1+d2)^−10 + n^−9 (DERIVATIONS.md §4.3). The
+// Theorem 1 of the paper, (d1+d2)^−10 + n^−9 (DERIVATIONS.md §4.5). The
 // gradient iterations are clipped and their sensitivity holds for any data
 // (DERIVATIONS.md §5), so they add nothing.
 func failureProbability(n, d1, d2 int) float64 {

@@ -63,43 +63,19 @@ replace-one), or refused when no conversion holds.
 
 Runs on one data set are chosen adaptively, so admission is a privacy
 filter, and "show" reports the rule in force and the remaining budget
-under that same rule:
-  gaussian-dp  an (ε, δ) total whose first charged run was Gaussian-only:
-               every run must be Gaussian-only and Σ μ_i² ≤ μ_T², μ_T the
-               Gaussian-DP parameter of the total (valid for adaptively
-               chosen runs: Smith & Thakurta 2022, fully adaptive
-               composition for Gaussian DP; μ_T-GDP gives (ε_T, δ_T) by the
-               exact Gaussian curve). A run granted a pure ε is admitted
-               too, whatever its mechanisms: it is ε-DP, hence μ-GDP with
-               μ = 2Φ⁻¹(e^ε/(1+e^ε)) ≈ 1.25ε. A fit granted (ε, δ) or ρ
-               whose estimator declares a Laplace or exponential step
-               (pca's clip=auto quantile, pca-amin, orbit-rank-k, ...) is
-               refused before anything is reserved (exit 3, nothing
-               spent); an estimator that does not declare its mechanisms
-               is run, and a non-Gaussian result is withheld and charged
-               its reservation.
-  classic      any other history, and pure or ρ totals: the runs' statements
-               composed in zCDP where each run's ρ is known (the Rényi/zCDP
-               filter, Feldman & Zrnic 2021), pure or basic composition
-               otherwise.
-  undecided    an (ε, δ) total before its first charged run, which fixes the
-               rule (gaussian-dp if that run is Gaussian-only and no other
-               run is open); until then a run must fit both rules.
-The rule is fixed by the first charged run, requested before any output of
-the data set existed (or when a total is set on an existing history), and
-does not change with the outputs: switching rules on their strength would
-not be a valid filter. Under gaussian-dp an outside spend is recorded as
---mu (Gaussian) or a pure --epsilon; one stated as (ε, δ) or ρ has no
-Gaussian-DP statement and is refused. If such a charge was recorded all
-the same (--force, or a run whose steps are unknown failed after drawing
-noise), the rule admits nothing more; "budget set --change" (with the same
-or a larger total) is then the way back: the history is counted under the
-classic rule from then on, which counts every charge.
+under it: gaussian-dp (an (ε, δ) total whose first charged run was
+Gaussian-only: Σ μ_i² ≤ μ_T², pure-ε runs admitted as μ ≈ 1.25ε, and a
+fit declaring a Laplace or exponential step refused before anything is
+reserved), classic (any other history, and pure or ρ totals: zCDP where
+each run's ρ is known, pure or basic composition otherwise) or undecided
+(an (ε, δ) total before its first charged run, which fixes the rule).
+Under gaussian-dp an outside spend is charged as --mu or a pure
+--epsilon; after a forced charge the rule admits nothing more until
+"budget set --change". docs/ledger.md states each rule and its proof.
 
-The ledger's records are chained by SHA-256 hashes and checked, from the
-last checkpoint on, whenever it is opened and before each admission;
-"verify" checks everything (exit 5 if the ledger is damaged or was
-tampered with; a damaged ledger is never reset).
+The ledger's records are chained by SHA-256 hashes and checked whenever
+it is opened and before each admission; "verify" checks everything (exit
+5 if the ledger is damaged or was tampered with; it is never reset).
 
 Examples:
   dplr budget set --data data/spiked --epsilon 3 --delta 1e-5 --name spiked

@@ -52,13 +52,14 @@ func TestPlanSpendsNothingAndMatchesFit(t *testing.T) {
 	assert.Equal(t, before, history(t, home, data))
 }
 
-// A fit keeps its pre-flight plan in home/plans, and a repeated fit of the
-// same request uses it instead of dry-running the estimator again (one
+// A fit keeps its pre-flight check (and plan) in home/checks, and a
+// repeated fit of the same request uses it instead of checking and
+// dry-running the estimator again (one
 // file after either fit); a different request keeps its own.
 func TestFitKeepsItsPlan(t *testing.T) {
 	home, data := t.TempDir(), genSpiked(t)
 	kept := func() []string {
-		k, err := filepath.Glob(filepath.Join(home, "plans", "*.json"))
+		k, err := filepath.Glob(filepath.Join(home, "checks", "*.json"))
 		require.NoError(t, err)
 		return k
 	}

@@ -16,11 +16,12 @@ import (
 	"github.com/dplr/dplr/engine/transport"
 )
 
-// The plan cache's key changes with everything a plan depends on (the
+// The check cache's key changes with everything a check depends on (the
 // plugin executable, the mode, the estimator, a parameter, the grant, the
-// data) and nothing else; a kept plan reads back equal; a plan whose dry
-// runs ran out of time is not kept; data held elsewhere is not cached.
-func TestPlanCache(t *testing.T) {
+// data) and nothing else; a kept answer reads back equal; one whose plan
+// ran out of time, or a plugin's that answers no checks, is not kept;
+// data held elsewhere is not cached.
+func TestCheckCache(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "dplr-x")
 	require.NoError(t, os.WriteFile(exe, []byte("binary"), 0o700))
@@ -29,7 +30,7 @@ func TestPlanCache(t *testing.T) {
 		Grant: privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1},
 		Data:  dataio.Handle{Kind: data.Rows, Hash: "h", N: 100, P: 5}}
 	key := func(c Call, m sdk.PlanMode) string {
-		k, ok := planKey(plug, c, m)
+		k, ok := checkKey(plug, c, m)
 		require.True(t, ok)
 		return k
 	}
@@ -53,16 +54,25 @@ func TestPlanCache(t *testing.T) {
 	assert.NotEqual(t, base, key(call, sdk.PlanIndicator), "a rebuilt plugin")
 	remote := call
 	remote.Remote = &data.Remote{N: 100, P: 5}
-	_, ok := planKey(plug, remote, sdk.PlanIndicator)
+	_, ok := checkKey(plug, remote, sdk.PlanIndicator)
 	assert.False(t, ok)
 
-	r := &Runner{PlanCache: filepath.Join(dir, "plans")}
-	assert.Nil(t, r.cachedPlan(base))
+	r := &Runner{CheckCache: filepath.Join(dir, "checks")}
+	_, ok = r.cachedCheck(base)
+	assert.False(t, ok)
 	p := &sdk.Plan{Accounting: "pure", Scored: true, ExpectedScore: 0.2, RandomScore: 0.18, NearRandom: true, Note: "model-based indicator",
 		Steps: []sdk.PlanStep{{Step: privacy.Step{Name: "s", Mechanism: privacy.MechLaplace, Epsilon: 1}, Multiplier: 2}}}
-	r.keepPlan(base, p)
-	assert.Equal(t, p, r.cachedPlan(base))
-	late := &sdk.Plan{Note: "not computed: the dry run did not finish in time"}
-	r.keepPlan("late", late)
-	assert.Nil(t, r.cachedPlan("late"))
+	decl, err := sdk.NewDeclaration([]sdk.MechanismUse{{Mechanism: privacy.MechLaplace, For: "the mean"}})
+	require.NoError(t, err)
+	chk := CheckResult{Supported: true, Footprint: 1 << 20, Mechanisms: decl, Plan: p}
+	r.keepCheck(base, chk)
+	got, ok := r.cachedCheck(base)
+	require.True(t, ok)
+	assert.Equal(t, chk, got)
+	r.keepCheck("late", CheckResult{Supported: true, Plan: &sdk.Plan{Note: "not computed: the dry run did not finish in time"}})
+	_, ok = r.cachedCheck("late")
+	assert.False(t, ok, "a plan that ran out of time is not kept")
+	r.keepCheck("old", CheckResult{})
+	_, ok = r.cachedCheck("old")
+	assert.False(t, ok, "a plugin that answers no checks is not kept")
 }

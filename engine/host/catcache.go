@@ -1,0 +1,99 @@
+package host
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/dplr/dplr/engine/transport"
+)
+
+// The catalogue cache keeps each plugin executable's catalogue in a file
+// of Options.CatalogueDir, keyed by the executable's identity (path,
+// device, inode, size, modification and change times), the environment
+// it is started with (a catalogue may depend on it: the backend's thread
+// count does) and the protocol version, so that a command that only needs the catalogue starts no
+// process, and a fit starts the process that answers its pre-flight check
+// while the host reads the data. Replacing or editing the executable
+// changes its identity and the catalogue is read again. A cached entry is
+// also compared with the catalogue of the process started from it (see
+// Plugin.process): a plugin that answers otherwise is refused and its
+// entry removed.
+
+// catalogueKey names the cache entry of the executable at path (false
+// when it cannot be identified).
+func catalogueKey(path string) (string, bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %d %d %s %d\n", abs, st.Size(), st.ModTime().UnixNano(), fileIdentity(st), transport.ProtocolVersion)
+	env := pluginEnv(os.Environ())
+	slices.Sort(env)
+	for _, kv := range env {
+		fmt.Fprintf(h, "%q\n", kv)
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+// cachedCatalogue returns the cached catalogue of the executable at path.
+func cachedCatalogue(dir, path string) (transport.Catalogue, bool) {
+	var cat transport.Catalogue
+	key, ok := catalogueKey(path)
+	if dir == "" || !ok {
+		return cat, false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, key+".json"))
+	if err != nil || json.Unmarshal(b, &cat) != nil || checkCatalogue(cat) != nil {
+		return transport.Catalogue{}, false
+	}
+	return cat, true
+}
+
+// keepCatalogue caches the catalogue of the executable at path (best
+// effort: a cache that cannot be written only costs a process next time).
+func keepCatalogue(dir, path string, cat transport.Catalogue) {
+	key, ok := catalogueKey(path)
+	if dir == "" || !ok {
+		return
+	}
+	b, err := json.Marshal(cat)
+	if err != nil || os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil && cerr == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, key+".json"))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// forgetCatalogue removes the cache entry of the executable at path.
+func forgetCatalogue(dir, path string) {
+	if key, ok := catalogueKey(path); dir != "" && ok {
+		os.Remove(filepath.Join(dir, key+".json"))
+	}
+}
+
+// sameCatalogue reports whether two catalogues are the same (as cached).
+func sameCatalogue(a, b transport.Catalogue) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}

@@ -1,0 +1,90 @@
+package fedrep
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/kernel"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden.json from the current code")
+
+// goldenFit is one recorded fit: the released matrices and series.
+type goldenFit struct {
+	Matrices map[string][]float64 `json:"matrices"`
+	Series   map[string][]float64 `json:"series"`
+}
+
+// TestGoldenFits: with a fixed seed every FedRep-type estimator releases
+// what it released before its data path went through the users passes
+// (testdata/golden.json, recorded at c6b5cd7 from the in-memory path), up
+// to the order of the float sums (measured: below 1e-12 relative). Theory
+// mode is not recorded: its per-user batch orders are drawn per user now.
+func TestGoldenFits(t *testing.T) {
+	g := genUsers(t, 80, 12, 6, 2, 0.05, 41)
+	ds := unevenUsers(t, g.Data)
+	cls := unevenUsers(t, signed(g.Data))
+	cases := []struct {
+		name string
+		est  sdk.Estimator
+		cls  bool
+		raw  map[string]string
+	}{
+		{"private defaults with heads", PrivateFedRep{}, false, map[string]string{"iterations": "4", "holdout": "0.2"}},
+		{"private split local heads", PrivateFedRep{}, false, map[string]string{"iterations": "3", "local_fraction": "0.3", "holdout": "0.2", "head_data": "local"}},
+		{"nonprivate", NonPrivateFedRep{}, false, map[string]string{"iterations": "3", "holdout": "0.2"}},
+		{"altmin", PrivAltMin{}, false, map[string]string{"iterations": "3", "holdout": "0.2", "clip_w": "1", "clip_y": "2"}},
+		{"altmin all users", PrivAltMin{}, false, map[string]string{"iterations": "2", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3"}},
+		{"classify", Classify{}, true, map[string]string{"iterations": "3", "holdout": "0.2"}},
+		{"classify projected", Classify{}, true, map[string]string{"iterations": "3", "kprime": "4"}},
+	}
+	got := map[string]goldenFit{}
+	for _, tc := range cases {
+		d := ds
+		if tc.cls {
+			d = cls
+		}
+		res, _ := fit(t, tc.est, d, tc.raw, approx(4), 7)
+		f := goldenFit{Matrices: map[string][]float64{}, Series: map[string][]float64{}}
+		for _, m := range res.Matrices {
+			f.Matrices[m.Name] = mat.DenseCopyOf(m.M).RawMatrix().Data
+		}
+		for _, s := range res.Series {
+			if kernel.AllFinite(s.Values) {
+				f.Series[s.Name] = s.Values
+			}
+		}
+		got[tc.name] = f
+	}
+	path := filepath.Join("testdata", "golden.json")
+	if *updateGolden {
+		b, err := json.MarshalIndent(got, "", " ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		return
+	}
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var want map[string]goldenFit
+	require.NoError(t, json.Unmarshal(b, &want))
+	for _, tc := range cases {
+		w, gf := want[tc.name], got[tc.name]
+		require.Equal(t, len(w.Matrices), len(gf.Matrices), tc.name)
+		for name, v := range w.Matrices {
+			require.Len(t, gf.Matrices[name], len(v), "%s %s", tc.name, name)
+			assert.Less(t, relDiff(gf.Matrices[name], v), 1e-9, "%s %s", tc.name, name)
+		}
+		for name, v := range w.Series {
+			require.Len(t, gf.Series[name], len(v), "%s %s", tc.name, name)
+			assert.Less(t, relDiff(gf.Series[name], v), 1e-9, "%s %s", tc.name, name)
+		}
+	}
+}

@@ -1,0 +1,342 @@
+package fedrep
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/sdk"
+)
+
+// The one data path of the FedRep estimators (DERIVATIONS.md §14): every
+// statistic a fit reads from the users' rows comes back from a users pass
+// (engine/pass/users.go), computed per user, bounded per user and summed
+// over users. For a data set in memory the passes are served in process
+// (pass.Local); for one held in shards, by its pass runner (the Beam
+// path); the privacy steps are the same either way.
+
+// lossKind selects the per-sample loss of the FedRep rounds.
+type lossKind int
+
+const (
+	// lossSquared is (y − ⟨x, Uv⟩)², the regression loss of Private FedRep.
+	lossSquared lossKind = iota
+	// lossLogistic is log(1 + exp(−y⟨x, Uv⟩)) for ±1 labels (the smooth
+	// surrogate of DERIVATIONS.md §6).
+	lossLogistic
+)
+
+// usersData reaches a users data set through passes: the public shape,
+// the split, feature and loss fields every request carries, the users
+// that contribute, and the current clip, rank and theory-mode batches.
+type usersData struct {
+	passer data.Passer
+	total  int               // users in the data set
+	n, d   int               // contributing users, working dimension
+	base   pass.UsersRequest // the split, the projection, the loss, the heads' rows, the group
+	k      int
+	psi    float64 // +Inf: no clipping
+	batch  int     // theory mode: rows per batch (0: experiment mode)
+	seed   uint64  // theory mode: the public seed of the users' row orders
+	skip   int     // users who sat out the last round
+}
+
+// newUsersData reads the public shape of a users data set, in memory or
+// remote. back is the map back from a public projection (Mᵀ, p×k′), nil
+// without one.
+func newUsersData(ds *data.Dataset, sp *splitOptions, back *mat.Dense, loss lossKind) (*usersData, error) {
+	if ds == nil || ds.Kind != data.Users {
+		return nil, fmt.Errorf("need a users data set")
+	}
+	sh, passer := ds.Remote, data.Passer(nil)
+	if sh != nil {
+		passer = sh.Passer
+	} else {
+		if err := ds.Validate(); err != nil {
+			return nil, fmt.Errorf("invalid data: %w", err)
+		}
+		if len(ds.Y) != ds.N() {
+			return nil, fmt.Errorf("%d rows but %d responses", ds.N(), len(ds.Y))
+		}
+		sh, passer = pass.ShapeOf(ds), pass.Local(ds)
+	}
+	if passer == nil {
+		return nil, fmt.Errorf("the data set holds no rows and no pass runner")
+	}
+	if sh.Users < 1 {
+		return nil, fmt.Errorf("data set has no users")
+	}
+	logistic := loss == lossLogistic
+	ud := &usersData{passer: passer, total: sh.Users, n: sh.Users, d: sh.P, psi: math.Inf(1),
+		base: pass.UsersRequest{LocalFraction: sp.LocalFraction, Holdout: sp.Holdout, Sign: logistic, Logistic: logistic, HeadAll: sp.headAll()}}
+	if back != nil {
+		p, kp := back.Dims()
+		if p != sh.P {
+			return nil, fmt.Errorf("projection for %d features, the data has %d", p, sh.P)
+		}
+		ud.base.M, ud.base.Proj = mat.DenseCopyOf(back.T()).RawMatrix().Data, kp
+		ud.d = kp
+	}
+	return ud, nil
+}
+
+// subset returns a view of the listed users alone (indices in increasing
+// user-id order): the private selection fits its candidates on some users
+// and scores them on the others.
+func (r *usersData) subset(idx []int) *usersData {
+	s := *r
+	s.base.Group = make([]float64, r.total)
+	for _, i := range idx {
+		s.base.Group[i] = 1
+	}
+	s.n = len(idx)
+	return &s
+}
+
+// request returns a request of the kind with the common fields, U (nil
+// for the U-statistic kinds) and the rank.
+func (r *usersData) request(kind string, u []float64) pass.UsersRequest {
+	q := r.base
+	q.Kind, q.U, q.Rank = kind, u, r.k
+	return q
+}
+
+// run runs one pass and checks that it went over every user.
+func (r *usersData) run(ctx context.Context, q pass.UsersRequest) (*data.PassResult, error) {
+	res, err := r.passer.Pass(ctx, q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", q.Kind, err)
+	}
+	if res.Records != int64(r.total) {
+		return nil, fmt.Errorf("pass %s aggregated %d users, the data set has %d", q.Kind, res.Records, r.total)
+	}
+	return res, nil
+}
+
+// output reads a named output of a pass result.
+func output(res *data.PassResult, name string) ([]float64, error) {
+	a, ok := res.Output(name)
+	if !ok {
+		return nil, fmt.Errorf("pass result without %s", name)
+	}
+	return a.Data, nil
+}
+
+// theory sets the rounds' batches: theory mode with batch rows and the
+// public seed of the users' row orders, or experiment mode (batch 0).
+func (r *usersData) theory(batch int, seed uint64) { r.batch, r.seed = batch, seed }
+
+// gradient returns a gradient request at U for round t.
+func (r *usersData) gradient(kind string, u []float64, t int) pass.UsersRequest {
+	q := r.request(kind, u)
+	if r.batch > 0 {
+		q.Batch, q.Round, q.Seed = r.batch, t, r.seed
+	}
+	return q
+}
+
+// aggregate returns Σ_i clip(∇_i(U), ψ) (d×k) over round t's rows and the
+// number of users whose gradient was clipped.
+func (r *usersData) aggregate(ctx context.Context, u []float64, t int) ([]float64, int, error) {
+	q := r.gradient(pass.UsersGradient, u, t)
+	q.Clip = r.psi
+	res, err := r.run(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	sum, err := output(res, "sum")
+	if err != nil {
+		return nil, 0, err
+	}
+	r.skip = int(res.Scalars["skipped"])
+	return sum, int(res.Scalars["clipped"]), nil
+}
+
+// skipped is the number of users who sat out the last round.
+func (r *usersData) skipped() int { return r.skip }
+
+// fitHeads fits the heads for U (into heads, users×k, when not nil) and
+// returns the mean hold-out loss (NaN without hold-out rows).
+func (r *usersData) fitHeads(ctx context.Context, u []float64, heads *mat.Dense) (float64, error) {
+	if heads == nil && r.base.Holdout == 0 {
+		return math.NaN(), nil
+	}
+	q := r.request(pass.UsersHoldout, u)
+	q.Heads = heads != nil
+	res, err := r.run(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	if heads != nil {
+		v, err := output(res, "heads")
+		if err != nil {
+			return 0, err
+		}
+		copy(heads.RawMatrix().Data, v)
+	}
+	n := res.Scalars["loss_users"]
+	if n == 0 {
+		return math.NaN(), nil
+	}
+	return res.Scalars["loss_sum"] / n, nil
+}
+
+// gradHist is the histogram of the users' gradient norms at U (round 0's
+// rows) on the quantile grid.
+func (r *usersData) gradHist(ctx context.Context, u []float64) ([]float64, error) {
+	q := r.gradient(pass.UsersGradientHist, u, 0)
+	q.Edges = quantileEdges()
+	res, err := r.run(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return output(res, "counts")
+}
+
+// ustatHist is the histogram of the users' unclipped ‖Z_i‖_F on the
+// quantile grid.
+func (r *usersData) ustatHist(ctx context.Context) ([]float64, error) {
+	q := r.request(pass.UsersUstatHist, nil)
+	q.Edges = quantileEdges()
+	res, err := r.run(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return output(res, "counts")
+}
+
+// ustatMean is (1/n) Σ_i clip(Z_i, ψ_init) and the clipped count.
+func (r *usersData) ustatMean(ctx context.Context, psi float64) (*mat.SymDense, int, error) {
+	q := r.request(pass.UsersUstat, nil)
+	q.Clip = psi
+	res, err := r.run(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	sum, err := output(res, "sum")
+	if err != nil {
+		return nil, 0, err
+	}
+	inv := 1 / float64(r.n)
+	for i := range sum {
+		sum[i] *= inv
+	}
+	return mat.NewSymDense(r.d, sum), int(res.Scalars["clipped"]), nil
+}
+
+// altminStats returns Priv-AltMin's U-step statistics A (dk×dk) and b of
+// the listed users through a users.altmin pass (the group as a mask over
+// the users in increasing id order; the squared loss).
+func (r *usersData) altminStats(ctx context.Context, u []float64, users []int32, cw, cy float64, portion int) (*mat.SymDense, []float64, error) {
+	q := r.request(pass.UsersAltMin, u)
+	q.Group = make([]float64, r.total)
+	for _, i := range users {
+		q.Group[i] = 1
+	}
+	q.Logistic, q.ClipW, q.ClipY, q.Portion = false, cw, cy, portion
+	res, err := r.run(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := output(res, "a")
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := output(res, "b")
+	if err != nil {
+		return nil, nil, err
+	}
+	return mat.NewSymDense(r.d*r.k, a), b, nil
+}
+
+// validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's
+// leave-one-out score for U (rank k) on the rows its final head is fitted
+// on (S⁰ ∪ S¹, or S¹ alone with head_data=local; S⁰ when S¹ is empty):
+// for each of those m rows in turn, the head is fitted on the other m − 1
+// rows and the held-back row is predicted; s_i is the fraction of signs
+// predicted right (accuracy) or 1 − the mean of min(1, squared error)
+// (squared). The head of each fold sees one row fewer than the final
+// head, so the score ranks candidates as the final heads will be judged
+// on new rows (a split into halves would fit the heads on half the rows,
+// which favours small ranks). A user with fewer than 2 such rows, or whose
+// computation is not finite, scores 0. Each s_i depends on user i's rows
+// (and U) only, so the score moves by at most 1/n when one user is
+// replaced (DERIVATIONS.md §13).
+func (r *usersData) validationScore(ctx context.Context, u []float64, k int, headAll, accuracy bool) (float64, error) {
+	q := r.request(pass.UsersValidation, u)
+	q.Rank, q.HeadAll, q.Accuracy = k, headAll, accuracy
+	res, err := r.run(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	return res.Scalars["score_sum"] / float64(r.n), nil
+}
+
+// headsRefusal is the refusal of per-user heads on the remote path.
+const headsRefusal = "output_v=true: the per-user heads v_i are not gathered through the host on the remote path (each user fits its own head from the released U, e.g. with dplr transform); set output_v=false to release U alone (DERIVATIONS.md §14)"
+
+// remotePasses returns the pass kinds a FedRep-type fit with options opts
+// requests, or refuses, from the options alone, what the remote path does
+// not do: gather the per-user heads through the host (DERIVATIONS.md §14).
+func remotePasses(opts any) ([]string, error) {
+	o, ok := opts.(interface{ config() *fedrepConfig })
+	if !ok {
+		return nil, fmt.Errorf("internal error: options of type %T", opts)
+	}
+	c := o.config()
+	if c.split().OutputV {
+		return nil, sdk.BadRequest(headsRefusal)
+	}
+	kinds := []string{pass.UsersGradient}
+	if c.init == "private" || c.init == "ustat" {
+		kinds = append(kinds, pass.UsersUstat)
+	}
+	autoClip, autoInit := c.autoClips()
+	if autoInit {
+		kinds = append(kinds, pass.UsersUstatHist)
+	}
+	if autoClip {
+		kinds = append(kinds, pass.UsersGradientHist)
+	}
+	if c.split().Holdout > 0 {
+		kinds = append(kinds, pass.UsersHoldout)
+	}
+	return kinds, nil
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (PrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
+
+// Passes implements sdk.RemoteEstimator.
+func (NonPrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
+
+// Passes implements sdk.RemoteEstimator.
+func (Classify) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
+
+// Passes implements sdk.RemoteEstimator: Priv-AltMin's U-steps are
+// users.altmin passes (the group a public mask), its start the passes of
+// fedrep-private's; the per-user heads are refused as there.
+func (PrivAltMin) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o, ok := opts.(*altminOptions)
+	if !ok {
+		return nil, fmt.Errorf("internal error: options of type %T", opts)
+	}
+	if o.OutputV {
+		return nil, sdk.BadRequest(headsRefusal)
+	}
+	kinds := []string{pass.UsersAltMin}
+	if o.Init == "private" {
+		kinds = append(kinds, pass.UsersUstat)
+	}
+	if o.autoInitClip() {
+		kinds = append(kinds, pass.UsersUstatHist)
+	}
+	if o.Holdout > 0 {
+		kinds = append(kinds, pass.UsersHoldout)
+	}
+	return kinds, nil
+}
