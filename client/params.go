@@ -2,6 +2,7 @@ package client
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -39,6 +40,26 @@ func (p Params) Bool(name string, v bool) Params { return p.set(name, strconv.Fo
 
 // String sets a string parameter (a choice, a file reference, …).
 func (p Params) String(name, v string) Params { return p.set(name, v) }
+
+// Select adds a parameter to the private selection (the select parameter
+// of the estimators that have one): the candidates are every combination
+// of the values of the selected parameters, fitted, scored on held-out
+// units and chosen privately in one run with one stated cost, recorded as
+// one ledger run (docs/privacy.md "Private model selection"). The result's
+// selected_NAME and candidates_NAME name the choice and the candidates.
+//
+//	client.Params{}.Int("rank", 10).Select("clip_quantile", 0.5, 0.75, 0.9)
+func (p Params) Select(name string, values ...float64) Params {
+	vals := make([]string, len(values))
+	for i, v := range values {
+		vals[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	grid := name + "=" + strings.Join(vals, ",")
+	if prev, ok := p["select"]; ok && prev != "" && prev != "none" {
+		grid = prev + ";" + grid
+	}
+	return p.set("select", grid)
+}
 
 // ApproxDP is an (ε, δ)-DP budget.
 func ApproxDP(epsilon, delta float64) Grant {

@@ -138,7 +138,6 @@ func TestFedRepThroughBeam(t *testing.T) {
 		{"fedrep-private", fedrep.PrivateFedRep{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "holdout": "0.2"}},
 		{"fedrep-privaltmin", fedrep.PrivAltMin{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "clip_w": "1", "clip_y": "3"}},
 		{"fedrep-private theory", fedrep.PrivateFedRep{}, map[string]string{"iterations": "2", "rank": "2", "output_v": "false", "mode": "theory", "batch": "2", "clip": "1", "init_clip": "1"}},
-		{"fedrep-private selection", fedrep.PrivateFedRep{}, map[string]string{"iterations": "1", "select_rank": "1,2", "output_v": "false", "clip": "1", "init_clip": "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := uint64(3)

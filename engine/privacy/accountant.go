@@ -102,6 +102,12 @@ type Achieved struct {
 // Accountant checks each declared step against a Grant and records it. It is
 // safe for concurrent use.
 type Accountant struct {
+	*books
+	prefix string // see Prefixed
+}
+
+// books are an accountant's records, shared by its Prefixed views.
+type books struct {
 	mu      sync.Mutex
 	grant   Grant
 	steps   []Step
@@ -118,7 +124,14 @@ func NewAccountant(g Grant) (*Accountant, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	return &Accountant{grant: g}, nil
+	return &Accountant{books: &books{grant: g}}, nil
+}
+
+// Prefixed returns a view of a that records every step with its name
+// prefixed by prefix, in a's records (one fit among several of a run:
+// the candidates of a private selection).
+func (a *Accountant) Prefixed(prefix string) *Accountant {
+	return &Accountant{books: a.books, prefix: a.prefix + prefix}
 }
 
 // Grant returns the grant.
@@ -158,6 +171,7 @@ func (a *Accountant) Spend(step Step) error {
 // spend is Spend; with release it also registers a release for the step,
 // under the same lock, and returns its id.
 func (a *Accountant) spend(step Step, release bool) (int, error) {
+	step.Name = a.prefix + step.Name
 	if err := checkStep(step); err != nil {
 		return 0, fmt.Errorf("step %q: %w", step.Name, err)
 	}

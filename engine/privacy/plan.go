@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Noise calibrations: how a Plan turns a grant into per-step budgets, and
@@ -102,6 +103,7 @@ type Plan struct {
 	noise  string
 	total  Budget
 	shares []Share
+	prefix string // see Prefixed
 }
 
 // NewPlan splits the grant of a into shares under the noise calibration
@@ -280,12 +282,32 @@ func (p *Plan) Noise() string { return p.noise }
 func (p *Plan) Total() Budget { return p.total }
 
 // Shares returns the plan's shares (Steps filled in: never 0; Weight
-// filled in for Fixed and Rest shares).
-func (p *Plan) Shares() []Share { return slices.Clone(p.shares) }
+// filled in for Fixed and Rest shares); on a Prefixed view, those whose
+// names start with the prefix, named without it.
+func (p *Plan) Shares() []Share {
+	var out []Share
+	for _, s := range p.shares {
+		if name, ok := strings.CutPrefix(s.Name, p.prefix); ok {
+			s.Name = name
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Prefixed returns a view of p whose Budget(name) is p's Budget(prefix +
+// name): one fit among several planned together (the candidates of a
+// private selection) reads its shares by their own names.
+func (p *Plan) Prefixed(prefix string) *Plan {
+	q := *p
+	q.prefix = p.prefix + prefix
+	return &q
+}
 
 // Budget returns the per-step budget of the named share: its weight times
 // the grant, divided by its number of steps.
 func (p *Plan) Budget(name string) (Budget, error) {
+	name = p.prefix + name
 	for _, s := range p.shares {
 		if s.Name == name {
 			return p.perStep(s), nil

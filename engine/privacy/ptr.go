@@ -68,7 +68,7 @@ func NewPTRPlan(a *Accountant, noise string, eps, delta float64, shares ...Share
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	return NewPlan(&Accountant{grant: rest}, noise, shares...)
+	return NewPlan(&Accountant{books: &books{grant: rest}}, noise, shares...)
 }
 
 // composePTR composes steps holding propose-test-release tests under an

@@ -65,6 +65,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	}
 	run := &Run{Data: d, Params: prep.params, opts: prep.opts, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
 	fit := est.Fit
+	if sel := selectionOf(prep.opts); sel != nil {
+		fit = func(ctx context.Context, run *Run) (*Result, error) { return runSelection(ctx, est, run, sel) }
+	}
 	if d.Remote != nil {
 		kinds, err := PassesOf(est, prep.opts, ShapeOf(d))
 		if err != nil {

@@ -196,8 +196,14 @@ func Declare(info Info, opts any, s Shape, g privacy.Grant) (Declaration, error)
 		}
 		uses = append(uses, got...)
 	}
+	if err := checkSelection(opts, s, g); err != nil {
+		return Declaration{}, fmt.Errorf("estimator %s: %w", info.Name, err)
+	}
 	if !declared {
 		return Declaration{}, nil
+	}
+	if selectionOf(opts) != nil {
+		uses = append(uses, MechanismUse{Mechanism: privacy.MechExponential, For: "private selection among candidates"})
 	}
 	d, err := NewDeclaration(uses)
 	if err != nil {

@@ -142,8 +142,10 @@ func valuesOf(s ParamSpec) string {
 // defaults and returns the typed parameters. Unknown names, former names
 // (an error naming the replacement), values of the wrong type, non-finite
 // or out-of-range numbers and missing required values (a
-// *MissingParamError) are errors.
+// *MissingParamError) are errors. A parameter set by a private
+// selection's grid (select=) takes the grid's first value here.
 func ValidateParams(specs []ParamSpec, raw map[string]string) (Params, error) {
+	raw = firstCandidate(specs, raw)
 	p := Params{specs: map[string]ParamSpec{}, values: map[string]string{}}
 	for _, s := range specs {
 		p.specs[s.Name] = s

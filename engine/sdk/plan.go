@@ -149,6 +149,9 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	// indicator is not computed.
 	p3, perRow := math.Pow(float64(s.P), 3), float64(s.P)*math.Min(float64(s.P), 100)
 	run, work := s, float64(s.N)*perRow+p3
+	if sel := selectionOf(prep.opts); sel != nil {
+		work *= float64(len(sel.cands) + 1) // a private selection fits every candidate and the chosen one
+	}
 	if work > PlanMaxWork {
 		if mode == PlanIndicator {
 			return Plan{Note: fmt.Sprintf("not computed: a dry run at n = %d, p = %d is above the pre-flight's cap (see dplr plan)", s.N, s.P)}, nil

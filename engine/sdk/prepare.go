@@ -160,6 +160,9 @@ func prepare(info Info, raw map[string]string, s Shape) (*prepared, error) {
 	} else {
 		p.opts = bound
 	}
+	if err := expandSelection(info, raw, s, p.opts); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

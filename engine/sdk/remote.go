@@ -33,6 +33,9 @@ type RemoteEstimator interface {
 // shape s. It returns the pass kinds the fit may request; its errors are
 // BadRequests.
 func PassesOf(est Estimator, opts any, s Shape) ([]string, error) {
+	if selectionOf(opts) != nil {
+		return nil, BadRequest(selectRemoteRefusal)
+	}
 	re, ok := est.(RemoteEstimator)
 	if !ok {
 		return nil, BadRequest("estimator %s needs the rows: it has no path through aggregation passes (run it on the data file, not through Beam)", est.Info().Name)

@@ -121,27 +121,37 @@ const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (a
 
 // Fit implements sdk.Estimator.
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
+	res, _, err := Classify{}.SelectFit(ctx, run, nil)
+	return res, err
+}
+
+// SelectFit implements sdk.Selectable (plan nil: a fit of its own, which
+// plans the whole grant).
+func (Classify) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, sdk.Scorer, error) {
 	o := sdk.Opts[classifyOptions](run)
+	c := o.config()
+	c.plan = plan
 	kp := o.KPrime
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
 		// the passes read the labels as signs (the logistic loss)
-		res, err := fitFedRep(ctx, run, o.config(), true, nil, lossLogistic)
+		res, tr, err := fitFedRep(ctx, run, c, true, nil, lossLogistic)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res.Notes = append(res.Notes, labelNote)
-		return res, nil
+		return res, scorer(c, tr, lossLogistic, true, nil), nil
 	}
 	m := jlMatrix(run.Rand.Split(), kp, d)
+	back := mat.DenseCopyOf(m.T())
 	// the passes project each row
-	res, err := fitFedRep(ctx, run, o.config(), true, mat.DenseCopyOf(m.T()), lossLogistic)
+	res, tr, err := fitFedRep(ctx, run, c, true, back, lossLogistic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.AddMatrix("M", m, sdk.Public, "the public JL projection (k′×d, data independent)")
 	res.Notes = append(res.Notes, labelNote, "heads v_i act on the projected features Mx: user i predicts sign(⟨x, U v_i⟩) with U = MᵀŨ")
-	return res, nil
+	return res, scorer(c, tr, lossLogistic, true, back), nil
 }
 
 // netPoints enumerates the cubic grid of step 2γ/√D in R^D (D = k′) whose

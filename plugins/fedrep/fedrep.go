@@ -61,7 +61,7 @@ and are reported. T = 10 rounds by default: with 5 the error grew with ε on a s
 shared-representation task, 20 gained nothing (§12). The default rank 2 suits users with many
 rows for a low-rank truth; with very few rows per user a larger rank pays (Fashion-MNIST users with
 2 rows each: rank 9 beat rank 2 by 0.1 in accuracy at ε = 1, bench/results/fedrep-defaults.md).
-Rank and clip can be chosen privately too (select_rank, select_clip_quantile;
+Rank and clip can be chosen privately too (select=rank=2,3,5 or select=clip_quantile=…;
 §13): candidates fitted on slices of the budget and on part of the users, one chosen by the
 exponential mechanism on the other users' leave-one-out validation score, refitted on every user
 with the rest; the whole cost is in the plan.
@@ -108,9 +108,8 @@ type fedrepConfig struct {
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
 	stepScale, clipQ, tuneShare float64
-	label                       string // prefix of the release names (a selection candidate)
-	sel                         *selectConfig
-	noise                       string // exact, zcdp or paper (private estimators)
+	plan                        *privacy.Plan // a private selection's view of its plan (nil: plan the whole grant)
+	noise                       string        // exact, zcdp or paper (private estimators)
 }
 
 // rank, iterations, theory and split read the bound options.
@@ -188,14 +187,6 @@ func maxOf(v []float64) float64 {
 		m = math.Max(m, x)
 	}
 	return m
-}
-
-// checkRank refuses a rank above the working dimension (public).
-func (p *fedrepProblem) checkRank(k int) error {
-	if d := p.dim(); k > d {
-		return sdk.BadRequest("rank %d exceeds the working dimension %d", k, d)
-	}
-	return nil
 }
 
 // randomOrthonormal draws a data-independent random d×k orthonormal matrix.
@@ -312,43 +303,41 @@ func fedrepBudgets(plan *privacy.Plan, c *fedrepConfig, prefix string) (*fedrepP
 // Fit implements sdk.Estimator.
 func (PrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[privateFedRepOptions](run)
-	return fitFedRep(ctx, run, o.config(), true, nil, lossSquared)
+	res, _, err := fitFedRep(ctx, run, o.config(), true, nil, lossSquared)
+	return res, err
 }
 
 // Fit implements sdk.Estimator.
 func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateFedRepOptions](run)
-	return fitFedRep(ctx, run, o.config(), false, nil, lossSquared)
+	res, _, err := fitFedRep(ctx, run, o.config(), false, nil, lossSquared)
+	return res, err
 }
 
 // fitFedRep is bind → plan → algorithm for the FedRep estimators: it runs
 // (Private) FedRep on the data set's features (projected by the public
-// Mᵀ = back when not nil), with U returned as back·U.
-func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, back *mat.Dense, loss lossKind) (*sdk.Result, error) {
+// Mᵀ = back when not nil), with U returned as back·U. A private
+// selection's fit (c.plan set) spends from that plan.
+func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, back *mat.Dense, loss lossKind) (*sdk.Result, *fedrepTrace, error) {
 	prob, err := newFedrepProblem(run, c, back, loss)
 	if err != nil {
-		return nil, err
-	}
-	if private && c.sel != nil {
-		tr, chosen, plan, sel, err := fitSelected(ctx, run, c, prob)
-		if err != nil {
-			return nil, err
-		}
-		res := tr.result(run, prob, chosen, plan)
-		sel.addSelection(res)
-		return res, nil
+		return nil, nil, err
 	}
 	var plan *fedrepPlan // nil for the non-private reference
-	if private {
-		if plan, err = planFedRep(run, c, prob.n()); err != nil {
-			return nil, err
-		}
+	switch {
+	case private && c.plan != nil:
+		plan, err = fedrepBudgets(c.plan, c, "")
+	case private:
+		plan, err = planFedRep(run, c, prob.n())
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	tr, err := privateFedRep(ctx, run, prob, c, plan)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tr.result(run, prob, c, plan), nil
+	return tr.result(run, prob, c, plan), tr, nil
 }
 
 // fedrepTrace is what a FedRep run produces: the released U, the per-user
@@ -425,7 +414,7 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense,
 		if err != nil {
 			return fmt.Errorf("clip quantile: %w", err)
 		}
-		if c.clip, err = privateQuantileCounts(run, c.label+fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, eng.n, plan.tune); err != nil {
+		if c.clip, err = privateQuantileCounts(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, eng.n, plan.tune); err != nil {
 			return err
 		}
 		eng.psi = c.clip
@@ -456,7 +445,7 @@ func fedrepRound(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense
 		sum[i] /= float64(n)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian(c.label+fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
+		rel, err := run.Acct.Gaussian(fmt.Sprintf("round %d: mean of clipped gradients", t+1), 2*c.clip/float64(n), len(sum), plan.round)
 		if err != nil {
 			return nil, err
 		}
@@ -625,7 +614,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
-		if c.initClip, err = privateQuantileCounts(run, c.label+fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
+		if c.initClip, err = privateQuantileCounts(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 	}
@@ -634,7 +623,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		return nil, fmt.Errorf("initialization: %w", err)
 	}
 	if plan != nil {
-		rel, err := run.Acct.Gaussian(c.label+"init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
+		rel, err := run.Acct.Gaussian("init: mean of clipped U-statistics Z_i (upper triangle)", 2*c.initClip/float64(n), d*(d+1)/2, plan.init)
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}

@@ -40,7 +40,6 @@ func TestGoldenFits(t *testing.T) {
 	}{
 		{"private defaults with heads", PrivateFedRep{}, false, map[string]string{"iterations": "4", "holdout": "0.2"}},
 		{"private split local heads", PrivateFedRep{}, false, map[string]string{"iterations": "3", "local_fraction": "0.3", "holdout": "0.2", "head_data": "local"}},
-		{"private selection", PrivateFedRep{}, false, map[string]string{"iterations": "2", "select_rank": "1,2", "select_clip_quantile": "0.3,0.7"}},
 		{"nonprivate", NonPrivateFedRep{}, false, map[string]string{"iterations": "3", "holdout": "0.2"}},
 		{"altmin", PrivAltMin{}, false, map[string]string{"iterations": "3", "holdout": "0.2", "clip_w": "1", "clip_y": "2"}},
 		{"altmin all users", PrivAltMin{}, false, map[string]string{"iterations": "2", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3"}},

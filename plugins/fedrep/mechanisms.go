@@ -12,24 +12,20 @@ import (
 // settings adds one exponential-mechanism step; fedrep-classify-exact is a
 // single exponential mechanism over a net.
 
-// fedrepUses are the uses of a FedRep fit: Gaussian releases, and the
-// exponential mechanism when a private selection runs (sel set by Check).
-func fedrepUses(sel *selectConfig) []sdk.MechanismUse {
-	uses := sdk.UsesOf(privacy.Share{Name: "clip quantiles, start and rounds", Mechanism: privacy.MechGaussian})
-	if sel != nil {
-		uses = append(uses, sdk.MechanismUse{Mechanism: privacy.MechExponential, For: "private selection among candidates"})
-	}
-	return uses
+// fedrepUses are the uses of a FedRep fit: Gaussian releases (the SDK
+// adds the exponential mechanism of a private selection).
+func fedrepUses() []sdk.MechanismUse {
+	return sdk.UsesOf(privacy.Share{Name: "clip quantiles, start and rounds", Mechanism: privacy.MechGaussian})
 }
 
 // Mechanisms implements sdk.MechanismDeclarer for fedrep-private.
 func (o *privateFedRepOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
-	return fedrepUses(o.sel), nil
+	return fedrepUses(), nil
 }
 
 // Mechanisms implements sdk.MechanismDeclarer for fedrep-classify.
 func (o *classifyOptions) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
-	return fedrepUses(o.sel), nil
+	return fedrepUses(), nil
 }
 
 // Mechanisms implements sdk.MechanismDeclarer for fedrep-altmin: the

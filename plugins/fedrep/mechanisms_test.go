@@ -16,7 +16,7 @@ func TestMechanismsDeclaredExactly(t *testing.T) {
 	zcdp := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}
 	sdktest.RunDeclared(t, PrivateFedRep{},
 		sdktest.Case{Name: "default (private clips)", Data: g.Data, Params: map[string]string{"iterations": "2"}, Grant: approx(1)},
-		sdktest.Case{Name: "private selection", Data: g.Data, Params: map[string]string{"iterations": "2", "select_rank": "1,2", "local_fraction": "0.5"}, Grant: approx(4)})
+		sdktest.Case{Name: "private selection", Data: g.Data, Params: map[string]string{"iterations": "2", "select": "rank=1,2", "local_fraction": "0.5"}, Grant: approx(4)})
 	sdktest.RunDeclared(t, PrivAltMin{},
 		sdktest.Case{Name: "disjoint groups", Data: g.Data, Params: map[string]string{"iterations": "3"}, Grant: approx(1)})
 	sdktest.RunDeclared(t, Classify{},

@@ -86,8 +86,8 @@ func TestOutcomeDoesNotDependOnPrivateData(t *testing.T) {
 		{"classify, a label that is not ±1", Classify{}, cls, odd, nil},
 		{"classify-exact, a label that is not ±1", ClassifyExact{}, cls, odd, nil},
 		{"classify-exact, few rows", ClassifyExact{}, cls, clsFew, nil},
-		{"private selection", PrivateFedRep{}, reg, few, map[string]string{"select_rank": "1,2", "iterations": "2"}},
-		{"private selection, rank above d", PrivateFedRep{}, reg, few, map[string]string{"select_rank": "1,7"}},
+		{"private selection", PrivateFedRep{}, reg, few, map[string]string{"select": "rank=1,2", "iterations": "2"}},
+		{"private selection, rank above d", PrivateFedRep{}, reg, few, map[string]string{"select": "rank=1,7"}},
 		{"privaltmin, few rows", PrivAltMin{}, reg, few, nil},
 		{"privaltmin all groups, few rows", PrivAltMin{}, reg, few, map[string]string{"groups": "all"}},
 	}

@@ -116,7 +116,6 @@ type privateFedRepOptions struct {
 	sdk.Noise `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T, in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection, whose exponential mechanism is not Gaussian, the split is scaled by the privacy loss distribution): the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
 	selectOptions
 	splitOptions
-	sel *selectConfig // parsed by Check
 
 	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
@@ -126,14 +125,7 @@ func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 	if err := o.roundOptions.check(s.P); err != nil {
 		return err
 	}
-	var err error
-	if o.sel, err = o.selectOptions.parse(s.P, o.Rank.Value, o.ClipQuantile, o.Clip != nil); err != nil {
-		return err
-	}
-	if o.sel != nil && o.Noise.Value == "paper" {
-		return sdk.BadRequest("private selection needs noise=exact or noise=zcdp (the paper's fixed σ̂ cannot be split among candidates)")
-	}
-	return nil
+	return o.selectOptions.check(o.Clip != nil, o.Noise.Value)
 }
 
 // config is the algorithm's view of the options.
@@ -144,7 +136,6 @@ func (o *privateFedRepOptions) config() *fedrepConfig {
 		c.clip, c.initClip = 10, 50 // the paper experiment's values
 	}
 	o.autoOptions.fill(c)
-	c.sel = o.sel
 	return c
 }
 
@@ -174,7 +165,6 @@ type classifyOptions struct {
 	KPrime    int `param:"kprime" default:"0" min:"0" doc:"k′: dimension of the public Johnson–Lindenstrauss projection M (entries ±1/√k′, data independent); 0 = no projection"`
 	selectOptions
 	splitOptions
-	sel *selectConfig // parsed by Check
 
 	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
@@ -191,9 +181,7 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 	if err := o.roundOptions.check(d); err != nil {
 		return err
 	}
-	var err error
-	o.sel, err = o.selectOptions.parse(d, o.Rank.Value, o.ClipQuantile, o.Clip != nil)
-	return err
+	return o.selectOptions.check(o.Clip != nil, o.Noise.Value)
 }
 
 // config is the algorithm's view of the options.
@@ -201,7 +189,6 @@ func (o *classifyOptions) config() *fedrepConfig {
 	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
 	o.autoOptions.fill(c)
-	c.sel = o.sel
 	return c
 }
 

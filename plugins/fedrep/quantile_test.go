@@ -109,7 +109,7 @@ func TestValidationScoreNeighbours(t *testing.T) {
 // declared release is drawn.
 func TestPrivateSelection(t *testing.T) {
 	g := genUsers(t, 300, 10, 10, 2, 0.01, 5)
-	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "2", "select_rank": "1,2", "select_clip_quantile": "0.3,0.7", "init_clip": "5"}, approx(4), 1)
+	res, acct := fit(t, PrivateFedRep{}, g.Data, map[string]string{"iterations": "2", "select": "rank=1,2;clip_quantile=0.3,0.7", "init_clip": "5"}, approx(4), 1)
 	var exp int
 	for _, s := range acct.Steps() {
 		if strings.HasPrefix(s.Name, "select:") {
@@ -132,8 +132,15 @@ func TestPrivateSelection(t *testing.T) {
 	assert.Contains(t, []float64{1, 2}, r)
 	assert.Equal(t, int(r), matrix(t, res, "U").M.RawMatrix().Cols)
 	// Refusals from public quantities, before any spend.
-	_, _, err := sdk.RunLocal(context.Background(), PrivateFedRep{}, g.Data, map[string]string{"select_rank": "2,99"}, approx(1), sdk.LocalOptions{})
+	_, _, err := sdk.RunLocal(context.Background(), PrivateFedRep{}, g.Data, map[string]string{"select": "rank=2,99"}, approx(1), sdk.LocalOptions{})
 	require.Error(t, err)
-	_, _, err = sdk.RunLocal(context.Background(), PrivateFedRep{}, g.Data, map[string]string{"select_clip_quantile": "0.5", "clip": "1"}, approx(1), sdk.LocalOptions{})
+	_, _, err = sdk.RunLocal(context.Background(), PrivateFedRep{}, g.Data, map[string]string{"select": "clip_quantile=0.5,0.6", "clip": "1"}, approx(1), sdk.LocalOptions{})
 	require.Error(t, err)
+	// The former names name their replacement.
+	for _, old := range []string{"select_rank", "select_clip_quantile", "select_users"} {
+		_, _, err = sdk.RunLocal(context.Background(), PrivateFedRep{}, g.Data, map[string]string{old: "1,2"}, approx(1), sdk.LocalOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "select")
+		assert.Contains(t, err.Error(), "renamed")
+	}
 }

@@ -292,9 +292,6 @@ func remotePasses(opts any) ([]string, error) {
 		return nil, sdk.BadRequest(headsRefusal)
 	}
 	kinds := []string{pass.UsersGradient}
-	if c.sel != nil {
-		kinds = append(kinds, pass.UsersValidation)
-	}
 	if c.init == "private" || c.init == "ustat" {
 		kinds = append(kinds, pass.UsersUstat)
 	}

@@ -73,7 +73,6 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"private paper noise random start", PrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "noise": "paper", "init": "random"}},
 		{"nonprivate", NonPrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2"}},
 		{"private theory", PrivateFedRep{}, ds, map[string]string{"iterations": "3", "output_v": "false", "mode": "theory", "batch": "2", "holdout": "0.2"}},
-		{"private selection", PrivateFedRep{}, ds, map[string]string{"iterations": "2", "output_v": "false", "select_rank": "1,2", "local_fraction": "0.3"}},
 		{"altmin disjoint", PrivAltMin{}, ds, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2", "clip_w": "1", "clip_y": "2"}},
 		{"altmin all users zcdp given clip", PrivAltMin{}, ds, map[string]string{"iterations": "2", "output_v": "false", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3"}},
 		{"classify", Classify{}, cls, map[string]string{"iterations": "3", "output_v": "false", "holdout": "0.2"}},

@@ -75,11 +75,18 @@ DERIVATIONS.md §4–§7.`,
 // (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	src, _, _, err := sourceOf(run.Data)
+	plan, err := analyzeGaussPlan(run.Acct, features(run), o)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := analyzeGaussPlan(run.Acct, features(run), o)
+	return analyzeGaussFit(ctx, run, plan)
+}
+
+// analyzeGaussFit is the fit spending from plan (the run's own, or a
+// private selection's view of its plan).
+func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, error) {
+	o := sdk.Opts[analyzeGaussOptions](run)
+	src, _, _, err := sourceOf(run.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +114,13 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 // (clip quantiles, mean) and the second-moment release, under the
 // requested noise calibration.
 func analyzeGaussPlan(acct *privacy.Accountant, p int, o *analyzeGaussOptions) (*privacy.Plan, error) {
+	return privacy.NewPlan(acct, o.Noise.Value, analyzeGaussShares(p, o)...)
+}
+
+// analyzeGaussShares are the shares of analyzeGaussPlan.
+func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
 	shares, rest := newPrepPlanFor(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
-	shares = append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
-	return privacy.NewPlan(acct, o.Noise.Value, shares...)
+	return append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
 }
 
 // AnalyzeGaussFromCov runs pca-analyze-gauss on a precomputed clipped

@@ -97,6 +97,7 @@ type analyzeGaussOptions struct {
 	outputSigma
 	centerOptions
 	evaluation
+	sdk.Selection
 
 	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }

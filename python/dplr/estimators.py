@@ -19,6 +19,7 @@ parameters. After ``fit``, ``privacy_`` holds the guarantee dplr certified.
 from __future__ import annotations
 
 import inspect
+import itertools
 import keyword
 import os
 from dataclasses import dataclass, field
@@ -121,13 +122,18 @@ class DPEstimator:
         **params: the estimator's parameters (see ``help()`` of the class or
             ``dplr describe``), checked against the catalogue. A parameter
             named like a Python keyword takes a trailing underscore
-            (``lambda_=`` for ``lambda``).
+            (``lambda_=`` for ``lambda``). ``select={"clip_quantile": [0.5,
+            0.9]}`` (estimators with a ``select`` parameter) chooses among
+            candidate values privately in one fit with one stated cost, one
+            ledger run (dplr's ``--select``; every combination of the listed
+            values is a candidate).
 
     After ``fit``: ``privacy_`` (:class:`Privacy`), ``outputs_`` (every
     output by name), ``releases_`` (each output's release class),
     ``result_`` (the whole ``result.json``), ``n_features_in_``,
     ``data_hash_`` (the data set's source identity, which the ledger keys
-    budgets on) and ``content_hash_`` (the hash of the data the plugin read).
+    budgets on) and ``content_hash_`` (the hash of the data the plugin read);
+    with ``select``, ``selection_``: ``{"chosen": {...}, "candidates": [...]}``.
     """
 
     _estimator: Optional[str] = None
@@ -177,12 +183,28 @@ class DPEstimator:
             elif k == "estimator":
                 if v != self.estimator:
                     raise ParameterError("the estimator cannot be changed by set_params; make a new object")
+            elif k == "select" and isinstance(v, dict):
+                for name, values in v.items():
+                    if name.startswith("select") or not list(values):
+                        raise ParameterError(f"{self.estimator}: select: {name!r} needs a list of candidate values")
+                    for x in values:
+                        info.encode({name: x})  # raises ParameterError
+                info.encode({"select": "none"})  # the estimator has a selection
+                self.params[k] = {name: list(values) for name, values in v.items()}
             else:
                 if k.endswith("_") and keyword.iskeyword(k[:-1]):
                     k = k[:-1]  # lambda_=... for the parameter "lambda"
                 info.encode({k: v})  # raises ParameterError
                 self.params[k] = v
         return self
+
+    def _select_args(self) -> List[str]:
+        """``--select name=v1,v2`` flags of a ``select`` dict."""
+        out: List[str] = []
+        for name, values in (self.params.get("select") or {}).items():
+            text = [self.info.encode({name: x})[1].split("=", 1)[1] for x in values]
+            out += ["--select", f"{name}={','.join(text)}"]
+        return out
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()
@@ -220,7 +242,10 @@ class DPEstimator:
         """The arguments of ``dplr fit`` or ``dplr plan`` (``command``) on
         ``spec``, whose files go to the directory ``d``."""
         info = self.info
-        args = [command, self.estimator, *self._budget_args(), *info.encode(self.params)]
+        sel = isinstance(self.params.get("select"), dict)
+        params = {k: v for k, v in self.params.items() if not (sel and k == "select")}
+        args = [command, self.estimator, *self._budget_args(), *info.encode(params),
+                *(self._select_args() if sel else [])]
         spec.scale = self.scale
         spec.column_scales = self.column_scales
         spec.kind = info.data_kind
@@ -268,6 +293,10 @@ class DPEstimator:
         self.n_features_in_ = data.get("p") or (data.get("d1", 0) * data.get("d2", 0)) or None
         self.data_hash_ = data.get("source_hash") or data.get("hash")  # the ledger's data-set id
         self.content_hash_ = data.get("hash")
+        if isinstance(self.params.get("select"), dict) and "selected_candidate" in outputs:
+            grid = self.params["select"]
+            cands = [dict(zip(grid, c)) for c in itertools.product(*grid.values())]
+            self.selection_ = {"chosen": cands[int(outputs["selected_candidate"]) - 1], "candidates": cands}
         self._set_attributes()
         return result
 

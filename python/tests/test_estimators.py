@@ -355,3 +355,20 @@ def test_budget_merge_and_unlink(spiked, tmp_path):
     assert own["data_hash"] != a.show()["data_hash"]
     assert own["spent"]["epsilon"] >= before - 1e-9
     assert a.show()["spent"]["epsilon"] >= before - 1e-9
+
+
+def test_private_selection_is_one_run(spiked):
+    X, _ = spiked
+    b = dplr.budget(X)
+    b.set(epsilon=3, delta=1e-5, name="spiked")
+    p = dplr.PCA(epsilon=1, delta=1e-6, rank=2, select={"clip_quantile": [0.5, 0.9]})
+    p.fit(X)
+    cands = [{"clip_quantile": 0.5}, {"clip_quantile": 0.9}]
+    assert p.selection_["candidates"] == cands
+    assert p.selection_["chosen"] in cands
+    assert p.outputs_["selected_clip_quantile"] == p.selection_["chosen"]["clip_quantile"]
+    hist = b.history()
+    assert len(hist) == 1 and hist[0]["state"] == "succeeded"  # one ledger run
+    assert b.show()["spent"]["epsilon"] <= 1 + 1e-9
+    with pytest.raises(dplr.ParameterError):
+        dplr.PCA(epsilon=1, delta=1e-6, select={"no_such": [1, 2]})

@@ -343,12 +343,10 @@ type PersonalVariant struct {
 }
 
 // PersonalTune is one private selection of the study: fedrep-private with
-// Select (select_rank or select_clip_quantile) set to Values, and, as its
-// reference, every candidate (Key = one of Values) fitted alone with the
-// whole grant.
+// select=Key=Values, and, as its reference, every candidate (Key = one of
+// Values) fitted alone with the whole grant.
 type PersonalTune struct {
 	Label  string
-	Select string // select_rank or select_clip_quantile
 	Key    string // rank or clip_quantile
 	Values string // comma-separated candidates
 	// Eps are the ε at which the selection runs (nil: every ε of the study).
@@ -403,8 +401,8 @@ func DefaultPersonalStudy() PersonalStudyConfig {
 	return PersonalStudyConfig{
 		Variants: []PersonalVariant{
 			{Name: "issue task: 5000 users, 6 training + 4 held-out rows, rank 3", Task: base, Rank: 3, AltMin: true, CompareZCDP: true, Tunes: []PersonalTune{
-				{Label: "rank", Select: "select_rank", Key: "rank", Values: "2,3,5,9", Eps: []float64{0.5, 1}, CandidateEps: []float64{1}},
-				{Label: "clip quantile", Select: "select_clip_quantile", Key: "clip_quantile", Values: "0.25,0.5,0.75,0.9", Eps: []float64{1}},
+				{Label: "rank", Key: "rank", Values: "2,3,5,9", Eps: []float64{0.5, 1}, CandidateEps: []float64{1}},
+				{Label: "clip quantile", Key: "clip_quantile", Values: "0.25,0.5,0.75,0.9", Eps: []float64{1}},
 			}},
 			{Name: "harder: 5000 users, 2 training + 4 held-out rows, rank 9", Task: few, Rank: 9},
 			{Name: "harder: 5000 users, two classes on each side, 4 training + 4 held-out rows, rank 9", Task: wide, Rank: 9},
@@ -436,8 +434,8 @@ func DefaultsPersonalStudy(iters, ranks []int, selectRanks string) PersonalStudy
 		}
 		if selectRanks != "" {
 			t := iters[len(iters)-1]
-			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, select_rank=%s, iterations=%d", e.name, selectRanks, t), e.est,
-				map[string]string{"select_rank": selectRanks, "select_score": "accuracy", "iterations": fmt.Sprint(t)}})
+			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, select=rank=%s, iterations=%d", e.name, selectRanks, t), e.est,
+				map[string]string{"select": "rank=" + selectRanks, "select_score": "accuracy", "iterations": fmt.Sprint(t)}})
 		}
 	}
 	base := DefaultPersonalTask()
@@ -616,7 +614,7 @@ func runPersonalSeed(ctx context.Context, cfg PersonalStudyConfig, v PersonalVar
 // runPersonalTune runs one private selection at one grant, and every
 // candidate alone with the whole grant.
 func runPersonalTune(ctx context.Context, v PersonalVariant, pt PersonalTune, ds *data.Dataset, grant privacy.Grant, seed uint64, params func(map[string]string) map[string]string, col *personalCells) error {
-	f, err := v.Task.FitPersonal(ctx, ds, fedrep.PrivateFedRep{}, params(map[string]string{pt.Select: pt.Values, "select_score": "accuracy"}), grant, seed)
+	f, err := v.Task.FitPersonal(ctx, ds, fedrep.PrivateFedRep{}, params(map[string]string{"select": pt.Key + "=" + pt.Values, "select_score": "accuracy"}), grant, seed)
 	if err != nil {
 		return fmt.Errorf("%s: selection of %s at ε = %g: %w", v.Name, pt.Label, grant.Epsilon, err)
 	}

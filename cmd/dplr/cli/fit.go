@@ -135,6 +135,7 @@ type fitFlags struct {
 	df         dataFlags
 	gf         grantFlags
 	sets       multiFlag
+	selects    multiFlag
 	outDir     string
 	seed       optUint
 	asJSON     bool
@@ -150,12 +151,13 @@ type fitFlags struct {
 // parseFitFlags parses the flags of `dplr fit`, or of `dplr plan` (name
 // "plan"), which takes the same.
 func parseFitFlags(name string, env *Env, args []string) (*fitFlags, error) {
-	fs := newFlags(name, "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--out DIR] [--seed N] [--json]", env)
+	fs := newFlags(name, "ESTIMATOR --data PATH [--format F] (--epsilon E [--delta D] | --rho R) [--set key=value ...] [--select PARAM=v1,v2,...] [--out DIR] [--seed N] [--json]", env)
 	f := &fitFlags{maxMemory: byteSize(client.DefaultMaxMemory())}
 	f.pf.register(fs)
 	f.df.register(fs)
 	f.gf.register(fs, "privacy budget of this run")
 	fs.Var(&f.sets, "set", "estimator parameter `key=value` (repeatable; see \"dplr describe ESTIMATOR\")")
+	fs.Var(&f.selects, "select", "private selection among candidate values `PARAM=v1,v2,...` (repeatable: every combination is a candidate), one run at one stated cost, for estimators with a select parameter (docs/privacy.md)")
 	fs.StringVar(&f.outDir, "out", "", "`DIR` for result.json and one .npy per matrix (default dplr-out/ESTIMATOR-TIME); created and checked before any budget is reserved")
 	fs.Var(&f.seed, "seed", "draw noise from seed `N`: reproducible, and NOT private against anyone who knows it")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as one JSON object on stdout")
@@ -203,6 +205,12 @@ func openFit(ctx context.Context, env *Env, name string, args []string) (*fitSes
 	raw, err := parseSets(f.sets)
 	if err != nil {
 		return nil, err
+	}
+	if len(f.selects) > 0 {
+		if _, given := raw["select"]; given {
+			return nil, usagef("give the selection either with --select or with --set select=, not both")
+		}
+		raw["select"] = strings.Join(f.selects, ";")
 	}
 	grant, grantErr := f.gf.grant()
 	if grantErr != nil && budgetGiven(f.gf) {

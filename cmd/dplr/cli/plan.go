@@ -35,12 +35,12 @@ func cmdPlan(ctx context.Context, env *Env, args []string) error {
 	if f.asJSON {
 		return writeJSON(env.Stdout, p)
 	}
-	printPlan(env.Stdout, f.estimator, f.df.path, p)
+	printPlan(env.Stdout, f.estimator, f.df.path, p, s.grant)
 	return nil
 }
 
 // printPlan writes a plan for a reader.
-func printPlan(w io.Writer, estimator, path string, p *client.Plan) {
+func printPlan(w io.Writer, estimator, path string, p *client.Plan, g client.Grant) {
 	fmt.Fprintf(w, "plan: %s on %s (nothing reserved or spent; the plugin saw only the data's shape)\n", estimator, path)
 	if p.NearRandom {
 		fmt.Fprintf(w, "warning: %s\n", p.Warning())
@@ -59,6 +59,11 @@ func printPlan(w io.Writer, estimator, path string, p *client.Plan) {
 			fmt.Fprintf(w, " Δ from an earlier private release")
 		}
 		fmt.Fprintln(w)
+	}
+	if len(p.Steps) > 0 {
+		fmt.Fprint(w, "total: at most the grant,")
+		writeCost(w, g.Epsilon, g.Delta, g.Rho)
+		fmt.Fprintln(w, " (one run, one ledger record; the steps compose within it, and the ledger charges the run's tightest statement)")
 	}
 	if p.Scored {
 		fmt.Fprintf(w, "expected score: %.3f (a random subspace: %.3f; the true subspace: 1)\n", p.ExpectedScore, p.RandomScore)

@@ -23,42 +23,53 @@ func Transform(m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, 
 	if len(opts) > 0 {
 		return sdk.Matrix{}, sdk.BadRequest("the transform of %s takes no options", m.Estimator)
 	}
-	u, err := m.Matrix("U")
+	xc, u, err := Prepared(m, x)
 	if err != nil {
 		return sdk.Matrix{}, err
 	}
+	var out mat.Dense
+	out.Mul(xc, u)
+	return sdk.Matrix{Name: "scores", M: &out, Doc: "n×r scores (x/feature_scale − mean)·U on the released components"}, nil
+}
+
+// Prepared returns the rows x with the model's released preprocessing
+// applied (x/feature_scale − mean, each part when released), and U.
+func Prepared(m *sdk.Model, x *mat.Dense) (xc, u *mat.Dense, err error) {
+	if u, err = m.Matrix("U"); err != nil {
+		return nil, nil, err
+	}
 	if u == nil {
-		return sdk.Matrix{}, errors.New("the model released no components U")
+		return nil, nil, errors.New("the model released no components U")
 	}
 	mean, err := m.Matrix("mean")
 	if err != nil {
-		return sdk.Matrix{}, err
+		return nil, nil, err
 	}
 	scale, err := m.Matrix("feature_scale")
 	if err != nil {
-		return sdk.Matrix{}, err
+		return nil, nil, err
 	}
 	if m.Params["center"] == "private" && mean == nil {
-		return sdk.Matrix{}, errors.New("the fit centred with a private mean but released none: refit with this version of dplr")
+		return nil, nil, errors.New("the fit centred with a private mean but released none: refit with this version of dplr")
 	}
 	n, p := x.Dims()
 	if up, _ := u.Dims(); p != up {
-		return sdk.Matrix{}, fmt.Errorf("the data have %d columns, the model's components %d", p, up)
+		return nil, nil, fmt.Errorf("the data have %d columns, the model's components %d", p, up)
 	}
 	var div, sub []float64
 	if scale != nil {
 		if _, sp := scale.Dims(); sp != p {
-			return sdk.Matrix{}, fmt.Errorf("the model's feature_scale has %d entries, the data %d columns", sp, p)
+			return nil, nil, fmt.Errorf("the model's feature_scale has %d entries, the data %d columns", sp, p)
 		}
 		div = scale.RawRowView(0)
 	}
 	if mean != nil {
 		if _, mp := mean.Dims(); mp != p {
-			return sdk.Matrix{}, fmt.Errorf("the model's mean has %d entries, the data %d columns", mp, p)
+			return nil, nil, fmt.Errorf("the model's mean has %d entries, the data %d columns", mp, p)
 		}
 		sub = mean.RawRowView(0)
 	}
-	xc := mat.NewDense(n, p, nil)
+	xc = mat.NewDense(n, p, nil)
 	for i := 0; i < n; i++ {
 		dst := xc.RawRowView(i)
 		for j := range dst {
@@ -72,9 +83,7 @@ func Transform(m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, 
 			dst[j] = v
 		}
 	}
-	var out mat.Dense
-	out.Mul(xc, u)
-	return sdk.Matrix{Name: "scores", M: &out, Doc: "n×r scores (x/feature_scale − mean)·U on the released components"}, nil
+	return xc, u, nil
 }
 
 // Projection gives an estimator type the PCA transform by embedding it
