@@ -134,11 +134,6 @@ func (p *fedrepProblem) n() int { return p.data.n }
 // dim is the working dimension.
 func (p *fedrepProblem) dim() int { return p.data.d }
 
-// subset is the problem on the listed users alone.
-func (p *fedrepProblem) subset(idx []int) *fedrepProblem {
-	return &fedrepProblem{data: p.data.subset(idx), back: p.back, loss: p.loss}
-}
-
 // newFedrepProblem reaches the users' data and checks the options against
 // the working dimension.
 func newFedrepProblem(run *sdk.Run, c *fedrepConfig, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {

@@ -84,19 +84,6 @@ func newUsersData(ds *data.Dataset, sp *splitOptions, back *mat.Dense, loss loss
 	return ud, nil
 }
 
-// subset returns a view of the listed users alone (indices in increasing
-// user-id order): the private selection fits its candidates on some users
-// and scores them on the others.
-func (r *usersData) subset(idx []int) *usersData {
-	s := *r
-	s.base.Group = make([]float64, r.total)
-	for _, i := range idx {
-		s.base.Group[i] = 1
-	}
-	s.n = len(idx)
-	return &s
-}
-
 // request returns a request of the kind with the common fields, U (nil
 // for the U-statistic kinds) and the rank.
 func (r *usersData) request(kind string, u []float64) pass.UsersRequest {
