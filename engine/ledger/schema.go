@@ -89,6 +89,26 @@ CREATE TABLE sketches (
 	},
 }
 
+// beginCreating begins the write transaction of migrate. While processes
+// create (or switch to WAL) the same new database file at once, SQLite can
+// answer SQLITE_BUSY at once, without waiting in the busy handler (the
+// switch of journal mode and WAL recovery do not wait); such a begin is
+// retried, with a growing pause, for at most the busy timeout.
+func (l *Ledger) beginCreating(ctx context.Context) (*sql.Tx, error) {
+	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		tx, err := l.w.BeginTx(ctx, nil)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return tx, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
 // SchemaVersion is the schema version this build writes.
 var SchemaVersion = len(migrations)
 
@@ -101,7 +121,7 @@ var SchemaVersion = len(migrations)
 // chain. hadMarker says the marker file exists: an empty database is then
 // a ledger that was emptied or replaced, not a new one.
 func (l *Ledger) migrate(ctx context.Context, hadMarker bool) error {
-	tx, err := l.w.BeginTx(ctx, nil)
+	tx, err := l.beginCreating(ctx)
 	if err != nil {
 		return l.wrap("open", err)
 	}
