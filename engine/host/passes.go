@@ -130,6 +130,9 @@ loop:
 				break loop
 			}
 			if m.err != nil {
+				if err := r.pending(); err != nil {
+					return out, err
+				}
 				return out, p.wrap(ctx, r.where(), m.err)
 			}
 			if part, ok := m.ev.(transport.PassPart); ok {
@@ -228,6 +231,12 @@ func (r *passRun) take(ctx context.Context, m transport.PassPart, wg *sync.WaitG
 		t0 := time.Now()
 		err := r.run(ctx, id, spec, *req)
 		r.done <- passDone{id: id, err: err, seconds: time.Since(t0).Seconds()}
+		if errors.Is(err, ErrPass) {
+			// The plugin learns of the failure only once the host holds
+			// it, so the fit ends as the pass's failure, not as the
+			// plugin's reaction to it (see pending).
+			_ = r.stream.Reply(id, nil, "the host's pass runner failed")
+		}
 	}()
 	return nil
 }
@@ -244,7 +253,6 @@ func (r *passRun) run(ctx context.Context, id uint64, spec pass.Spec, req data.P
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		_ = r.stream.Reply(id, nil, "the host's pass runner failed")
 		return fmt.Errorf("pass %d (%s): %w: %w", id, req.Kind, err, ErrPass)
 	}
 	r.phase.Store(phaseReplying)
@@ -276,6 +284,18 @@ func (r *passRun) where() string {
 		return fmt.Sprintf("fit (while the host ran pass %d)", r.count)
 	}
 	return fmt.Sprintf("fit (after the host's reply to pass %d: did the plugin read it?)", r.count)
+}
+
+// pending takes the end of a pass that has already arrived, if any: the
+// error of a failed pass, which the plugin may have reacted to before the
+// loop read it.
+func (r *passRun) pending() error {
+	select {
+	case d := <-r.done:
+		return r.finish(d)
+	default:
+		return nil
+	}
 }
 
 // finish takes the end of a pass: its error ends the fit.
