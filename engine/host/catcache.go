@@ -50,11 +50,7 @@ func catalogueKey(path string) (string, bool) {
 func cachedCatalogue(dir, path string) (transport.Catalogue, bool) {
 	var cat transport.Catalogue
 	key, ok := catalogueKey(path)
-	if dir == "" || !ok {
-		return cat, false
-	}
-	b, err := os.ReadFile(filepath.Join(dir, key+".json"))
-	if err != nil || json.Unmarshal(b, &cat) != nil || checkCatalogue(cat) != nil {
+	if !ok || !readKept(dir, key, &cat) || checkCatalogue(cat) != nil {
 		return transport.Catalogue{}, false
 	}
 	return cat, true
@@ -63,11 +59,29 @@ func cachedCatalogue(dir, path string) (transport.Catalogue, bool) {
 // keepCatalogue caches the catalogue of the executable at path (best
 // effort: a cache that cannot be written only costs a process next time).
 func keepCatalogue(dir, path string, cat transport.Catalogue) {
-	key, ok := catalogueKey(path)
-	if dir == "" || !ok {
+	if key, ok := catalogueKey(path); ok {
+		keep(dir, key, cat)
+	}
+}
+
+// readKept reads the entry key of the cache directory dir into v; false
+// when there is none or it does not decode.
+func readKept(dir, key string, v any) bool {
+	if dir == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, key+".json"))
+	return err == nil && json.Unmarshal(b, v) == nil
+}
+
+// keep writes v as the entry key of the cache directory dir, whole or not
+// at all (a temporary file renamed into place). Failing is not an error:
+// the host's caches only save time.
+func keep(dir, key string, v any) {
+	if dir == "" {
 		return
 	}
-	b, err := json.Marshal(cat)
+	b, err := json.Marshal(v)
 	if err != nil || os.MkdirAll(dir, 0o700) != nil {
 		return
 	}

@@ -3,10 +3,7 @@ package host
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/dplr/dplr/engine/sdk"
@@ -63,35 +60,18 @@ func checkKey(plug *Plugin, call Call, mode sdk.PlanMode) (string, bool) {
 
 // cachedCheck returns the kept answer of key, if any.
 func (r *Runner) cachedCheck(key string) (CheckResult, bool) {
-	b, err := os.ReadFile(filepath.Join(r.CheckCache, key+".json"))
 	var k keptCheck
-	if err != nil || json.Unmarshal(b, &k) != nil {
+	if !readKept(r.CheckCache, key, &k) {
 		return CheckResult{}, false
 	}
 	return CheckResult{Supported: true, Footprint: k.Footprint, Mechanisms: k.Mechanisms, Plan: k.Plan}, true
 }
 
 // keepCheck stores the answer c under key, unless it is a plugin's that
-// answers no checks or its plan ran out of time. Failing to store is not
-// an error: the cache only saves time.
+// answers no checks or its plan ran out of time.
 func (r *Runner) keepCheck(key string, c CheckResult) {
 	if !c.Supported || (c.Plan != nil && c.Plan.Late()) {
 		return
 	}
-	b, err := json.Marshal(keptCheck{Footprint: c.Footprint, Mechanisms: c.Mechanisms, Plan: c.Plan})
-	if err != nil || os.MkdirAll(r.CheckCache, 0o700) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(r.CheckCache, "check-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr != nil || cerr != nil {
-		os.Remove(tmp.Name())
-		return
-	}
-	if os.Rename(tmp.Name(), filepath.Join(r.CheckCache, key+".json")) != nil {
-		os.Remove(tmp.Name())
-	}
+	keep(r.CheckCache, key, keptCheck{Footprint: c.Footprint, Mechanisms: c.Mechanisms, Plan: c.Plan})
 }
