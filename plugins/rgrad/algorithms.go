@@ -85,19 +85,7 @@ func nonPrivateRGrad(e *fitEnv) error {
 func modelDPRGrad(e *fitEnv) error {
 	o := e.cfg.model
 	_, noise := o.calibration()
-	rest := 1.0
-	var shares []privacy.Share
-	if o.tune() {
-		shares = tuneShares(o.TuneShare, true)
-		rest -= o.TuneShare
-	}
-	plan, err := privacy.NewPlan(e.run.Acct, noise, append(shares,
-		privacy.Share{Name: "init", Weight: rest * o.InitShare, Steps: 3, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: rest * (1 - o.InitShare), Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})...)
-	if err != nil {
-		return err
-	}
-	bInit, bIter, err := planBudgets(plan)
+	plan, bInit, bIter, err := e.plan(noise, o.tune(), o.TuneShare, true, o.InitShare, 3)
 	if err != nil {
 		return err
 	}
@@ -151,19 +139,7 @@ func strictDPRGrad(e *fitEnv) error {
 	if noise == "" {
 		noise = privacy.NoiseExact
 	}
-	rest := 1.0
-	var shares []privacy.Share
-	if o.tune() {
-		shares = tuneShares(o.TuneShare, false)
-		rest -= o.TuneShare
-	}
-	plan, err := privacy.NewPlan(e.run.Acct, noise, append(shares,
-		privacy.Share{Name: "init", Weight: rest * o.InitShare, Steps: 1, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: rest * (1 - o.InitShare), Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})...)
-	if err != nil {
-		return err
-	}
-	bInit, bIter, err := planBudgets(plan)
+	plan, bInit, bIter, err := e.plan(noise, o.tune(), o.TuneShare, false, o.InitShare, 1)
 	if err != nil {
 		return err
 	}
@@ -220,14 +196,29 @@ func (e *fitEnv) tuneModel(plan *privacy.Plan) (estimate, error) {
 
 func ptr(v float64) *float64 { return &v }
 
-// planBudgets returns the per-step budgets of the plan's "init" and
-// "iterations" shares.
-func planBudgets(plan *privacy.Plan) (bInit, bIter privacy.Budget, err error) {
-	if bInit, err = plan.Budget("init"); err != nil {
-		return bInit, bIter, fmt.Errorf("rgrad: %w", err)
+// plan is the plan of a private fit: with tune, the private estimate's
+// shares (tuneShares, tune_share of the budget; moment: with the moment
+// matrix), then initShare of the rest over initSteps initialisation
+// releases and the rest over the iterations. It returns the plan and the
+// per-step budgets of the two.
+func (e *fitEnv) plan(noise string, tune bool, tuneShare float64, moment bool, initShare float64, initSteps int) (plan *privacy.Plan, bInit, bIter privacy.Budget, err error) {
+	rest := 1.0
+	var shares []privacy.Share
+	if tune {
+		shares = tuneShares(tuneShare, moment)
+		rest -= tuneShare
 	}
-	if bIter, err = plan.Budget("iterations"); err != nil {
-		return bInit, bIter, fmt.Errorf("rgrad: %w", err)
+	plan, err = privacy.NewPlan(e.run.Acct, noise, append(shares,
+		privacy.Share{Name: "init", Weight: rest * initShare, Steps: initSteps, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "iterations", Weight: rest * (1 - initShare), Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})...)
+	if err != nil {
+		return nil, bInit, bIter, err
 	}
-	return bInit, bIter, nil
+	if bInit, err = plan.Budget("init"); err == nil {
+		bIter, err = plan.Budget("iterations")
+	}
+	if err != nil {
+		return nil, bInit, bIter, fmt.Errorf("rgrad: %w", err)
+	}
+	return plan, bInit, bIter, nil
 }
