@@ -160,9 +160,11 @@ func prepare(info Info, raw map[string]string, s Shape) (*prepared, error) {
 	} else {
 		p.opts = bound
 	}
-	if err := expandSelection(info, raw, s, p.opts); err != nil {
+	extra, err := expandSelection(info, raw, s, p.opts, p.footprint)
+	if err != nil {
 		return nil, err
 	}
+	p.footprint += extra
 	return p, nil
 }
 

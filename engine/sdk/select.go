@@ -183,47 +183,53 @@ func firstCandidate(specs []ParamSpec, raw map[string]string) map[string]string 
 // expandSelection binds every candidate of an active selection (each a
 // full request: raw with the grid's values, without select*), so that a
 // bad value is refused before anything is spent.
-func expandSelection(info Info, raw map[string]string, s Shape, opts any) error {
+//
+// It returns the selection's memory beyond the base request's footprint:
+// the copy of the rows it splits into the fitting and scoring parts, and
+// what its largest candidate needs above the base request.
+func expandSelection(info Info, raw map[string]string, s Shape, opts any, base int64) (int64, error) {
 	sel := selectionOf(opts)
 	if sel == nil {
-		return nil
+		return 0, nil
 	}
+	extra := int64(s.N) * int64(s.P+1) * 8 // the split rows (X and y)
 	grid, err := parseGrid(sel.Grid)
 	if err != nil {
-		return BadRequest("estimator %s: %w", info.Name, err)
+		return 0, BadRequest("estimator %s: %w", info.Name, err)
 	}
-	base := maps.Clone(raw)
-	for k := range base {
+	fixed := maps.Clone(raw)
+	for k := range fixed {
 		if k == "select" || k == "select_share" || k == "select_holdout" {
-			delete(base, k)
+			delete(fixed, k)
 		}
 	}
 	count := 1
 	for _, g := range grid {
 		if strings.HasPrefix(g.name, "select") || !hasParam(info.Params, g.name) {
-			return BadRequest("estimator %s: select: %s is not a parameter that can be selected", info.Name, g.name)
+			return 0, BadRequest("estimator %s: select: %s is not a parameter that can be selected", info.Name, g.name)
 		}
-		if _, given := base[g.name]; given {
-			return BadRequest("estimator %s: select: %s is also given on its own; give it only in select", info.Name, g.name)
+		if _, given := fixed[g.name]; given {
+			return 0, BadRequest("estimator %s: select: %s is also given on its own; give it only in select", info.Name, g.name)
 		}
 		count *= len(g.values)
 		if count > maxCandidates {
-			return BadRequest("estimator %s: select: more than %d candidates", info.Name, maxCandidates)
+			return 0, BadRequest("estimator %s: select: more than %d candidates", info.Name, maxCandidates)
 		}
 	}
 	sel.cands = nil
 	idx := make([]int, len(grid))
 	for {
 		c := candidate{}
-		req := maps.Clone(base)
+		req := maps.Clone(fixed)
 		for i, g := range grid {
 			c.values = append(c.values, [2]string{g.name, g.values[idx[i]]})
 			req[g.name] = g.values[idx[i]]
 		}
 		p, err := prepare(info, req, s)
 		if err != nil {
-			return fmt.Errorf("select: candidate %s: %w", c.label(), err)
+			return 0, fmt.Errorf("select: candidate %s: %w", c.label(), err)
 		}
+		extra = max(extra, int64(s.N)*int64(s.P+1)*8+p.footprint-base)
 		c.params, c.opts = p.params, p.opts
 		sel.cands = append(sel.cands, c)
 		i := len(grid) - 1
@@ -234,7 +240,7 @@ func expandSelection(info Info, raw map[string]string, s Shape, opts any) error 
 			idx[i] = 0
 		}
 		if i < 0 {
-			return nil
+			return extra, nil
 		}
 	}
 }

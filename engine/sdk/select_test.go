@@ -217,3 +217,15 @@ func TestSubsetOf(t *testing.T) {
 	r := subsetOf(levelData(6), []int{1, 5})
 	assert.Equal(t, []float64{1.0 / 3, 0, 2.0 / 3, 0}, r.X.RawMatrix().Data)
 }
+
+// TestSelectionFootprint: a selection's memory estimate counts the copy of
+// the rows it splits (n·(p+1) float64s) beside the fit's own, so the host
+// bounds what the selection holds, not only what one fit holds.
+func TestSelectionFootprint(t *testing.T) {
+	s := Shape{Kind: data.Rows, N: 1000, P: 2}
+	_, base, err := Prepare(levelEst{}.Info(), map[string]string{}, s)
+	require.NoError(t, err)
+	_, sel, err := Prepare(levelEst{}.Info(), map[string]string{"select": "level=0.1,0.7"}, s)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000*3*8), sel-base)
+}
