@@ -44,7 +44,34 @@ func (c *cxzConfig) uses(g privacy.Grant) ([]sdk.MechanismUse, error) {
 	if g.Kind != privacy.GrantApprox {
 		return nil, sdk.BadRequest("sensitivity=worst-case needs an (ε, δ) grant (its eigengap test is (ε, δ)-DP, not pure or zCDP), not a %s grant", g.Kind)
 	}
+	if err := c.testCanPass(g); err != nil {
+		return nil, err
+	}
 	return append(uses, sdk.MechanismUse{Mechanism: privacy.MechLaplace, For: sharePTR}), nil
+}
+
+// ptrPassOdds is the chance below which the eigengap test is refused
+// before anything is spent: a test that passes less often than this on
+// every data set of the request's size would mostly charge its steps for
+// a planned stop.
+const ptrPassOdds = 0.05
+
+// testCanPass refuses, from n, ε and δ alone, a request whose eigengap
+// test passes with probability below ptrPassOdds on every data set: the
+// gap of rows clipped to C is at most C², so the distance d is below n/2,
+// and the test passes with probability ½·exp(−(T − d)/b) for the
+// threshold T = b·ln(1/δ_t), b ≥ 1/ε_t (DERIVATIONS.md §13.1).
+func (c *cxzConfig) testCanPass(g privacy.Grant) error {
+	n := c.model.N
+	if n <= 0 {
+		return nil
+	}
+	eps, delta := c.ptrCost(g)
+	b := 1 / eps
+	if dmax, need := float64(n)/2, b*math.Log(1/delta)-b*math.Log(0.5/ptrPassOdds); dmax < need {
+		return sdk.BadRequest("sensitivity=worst-case: %d rows are too few for the eigengap test at ε_t = %.3g, δ_t = %.3g (ptr_share of the grant): even the largest gap the clip allows is fewer than %.0f row replacements from failing, and the test needs about %.0f to pass with probability %.2g; raise ε or ptr_share, or use the model-based mode or pca-analyze-gauss", n, eps, delta, dmax, need, ptrPassOdds)
+	}
+	return nil
 }
 
 // ptrCost is the test's (ε_t, δ_t): ptr_share of ε and half of δ.

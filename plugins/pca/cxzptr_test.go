@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/sdk/sdktest"
@@ -199,6 +200,33 @@ func TestCXZWorstCaseRefusals(t *testing.T) {
 	}
 	_, err := (&cxzOptions{cal: CalWorstCase}).Mechanisms(sdk.Shape{N: 10, P: 5}, zcdp(1))
 	require.Error(t, err)
+}
+
+// Too few rows for the eigengap test to pass on any data set is refused
+// before any spend, from n, ε and δ alone: at (1, 1e-6) with ptr_share 0.1
+// the test needs a distance of about b·(ln(1/δ_t) − ln 10) = 122.1 rows
+// to pass with probability 0.05, and the distance is below n/2.
+func TestCXZWorstCaseTooFewRows(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		refuse bool
+	}{{200, true}, {250, false}} {
+		o, _, err := sdk.Prepare(CXZ{}.Info(), uncentred(CXZ{}, worstParams), sdk.Shape{Kind: data.Rows, N: tc.n, P: 12})
+		require.NoError(t, err)
+		_, err = o.(sdk.MechanismDeclarer).Mechanisms(sdk.Shape{Kind: data.Rows, N: tc.n, P: 12}, approx(1, 1e-6))
+		if tc.refuse {
+			require.Error(t, err, "n = %d", tc.n)
+			assert.Contains(t, err.Error(), "too few for the eigengap test")
+		} else {
+			assert.NoError(t, err, "n = %d", tc.n)
+		}
+	}
+	g := spiked(t, 200, 12, 2, "24,20", "gaussian", 86)
+	_, acct, err := sdk.RunLocal(context.Background(), CXZ{}, g.Data, uncentred(CXZ{}, worstParams), approx(1, 1e-6), sdk.LocalOptions{})
+	require.Error(t, err)
+	if acct != nil {
+		assert.Empty(t, acct.Steps(), "nothing spent")
+	}
 }
 
 // The worst-case mode, centred and not, passes the conformance suite.
