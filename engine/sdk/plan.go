@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -153,9 +154,6 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		work *= float64(len(sel.cands) + 1) // a private selection fits every candidate and the chosen one
 	}
 	if work > PlanMaxWork {
-		if mode == PlanIndicator {
-			return Plan{Note: fmt.Sprintf("not computed: a dry run at n = %d, p = %d is above the pre-flight's cap (see dplr plan)", s.N, s.P)}, nil
-		}
 		run.N = int((PlanMaxWork - p3) / perRow)
 		if s.Users > 0 {
 			run.Users = max(1, int(float64(s.Users)*float64(run.N)/float64(s.N)))
@@ -193,7 +191,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 			}
 		}()
 		if run.N < s.N {
-			done <- reducedRun(ctx, est, raw, g, run, ref, rank, work)
+			done <- reducedRun(ctx, est, raw, g, s, run, ref, rank, perRow, p3, mode)
 			return
 		}
 		done <- dryRuns(ctx, est, raw, g, s, ref, rank, work, mode)
@@ -206,10 +204,41 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	}
 }
 
-// reducedRun plans from one run on a reference of run.N rows, fewer than
-// the data's: its steps (costs and multipliers, no sensitivity) and no
-// indicator.
-func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, run Shape, ref Reference, rank int, work float64) Plan {
+// reducedRun plans a request above PlanMaxWork from runs on references
+// with fewer rows (and users) than the data's. The indicator comes from
+// dry runs at a budget scaled so that the noise per record is what the
+// full data set would get (scaledGrant; k = n/n′, or the users' ratio):
+// every step's noise enters the estimate as its sensitivity over the
+// number of records, which grows by k at k times fewer records. Eight runs
+// on n′ rows when n′ ≥ 4p fits an eighth of the cap, else two at the cap.
+// The smaller references carry more sampling error than the data's size
+// would, which the reference's strong spikes keep small. For dplr plan
+// (PlanFull) the steps come from one more run at the grant itself: their
+// costs and multipliers, without sensitivities (which may depend on n).
+func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s, run Shape, ref Reference, rank int, perRow, p3 float64, mode PlanMode) Plan {
+	small := run
+	if m := int((PlanMaxWork/8 - p3) / perRow); m >= 4*s.P && m >= 2 {
+		small.N = m
+		if s.Users > 0 {
+			small.Users = max(1, int(float64(s.Users)*float64(m)/float64(s.N)))
+		}
+	}
+	k := float64(s.N) / float64(small.N)
+	if s.Users > 0 && small.Users > 0 {
+		k = float64(s.Users) / float64(small.Users)
+	}
+	ind := Plan{Note: "indicator not computed: no budget gives the reference the data's noise per record"}
+	if sg, err := scaledGrant(g, k, est.Info().Grants); err == nil {
+		if ind = dryRuns(ctx, est, raw, sg, small, ref, rank, float64(small.N)*perRow+p3, PlanFull); ind.Scored {
+			ind.Note = fmt.Sprintf("model-based indicator: the mean score of dry runs on a public reference model of %d rows, "+
+				"with the budget scaled so that its noise per row is what your %d rows would get (%s); "+
+				"not your data: your data may be easier or harder", small.N, s.N, grantText(sg))
+		}
+	}
+	if mode == PlanIndicator {
+		ind.Steps, ind.Accounting = nil, ""
+		return ind
+	}
 	p := dryRuns(ctx, est, raw, g, run, ref, rank, math.Inf(1), PlanFull)
 	if len(p.Steps) == 0 && p.Accounting == "" {
 		return p
@@ -217,11 +246,49 @@ func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g pri
 	for i := range p.Steps {
 		p.Steps[i].Sensitivity, p.Steps[i].Scale, p.Steps[i].QuerySensitivity, p.Steps[i].Grid = 0, 0, 0, 0
 	}
-	p.Scored, p.NearRandom, p.ExpectedScore, p.RandomScore = false, false, 0, 0
-	p.Note = fmt.Sprintf("indicator not computed: the data's size n·p·min(p, 100) = %.3g is above the dry run's cap %.3g; "+
-		"the steps come from one dry run on a reference of %d rows (their costs and noise multipliers do not depend "+
-		"on n for most estimators; sensitivities, which may, are not shown)", work, PlanMaxWork, run.N)
+	p.Scored, p.NearRandom, p.ExpectedScore, p.RandomScore = ind.Scored, ind.NearRandom, ind.ExpectedScore, ind.RandomScore
+	p.Note = fmt.Sprintf("%s; the steps come from one dry run on a reference of %d rows (their costs and noise multipliers do not "+
+		"depend on n for most estimators; sensitivities, which may, are not shown)", ind.Note, run.N)
 	return p
+}
+
+// scaledGrant is g with the noise of every step divided by k: a pure ε
+// times k, ρ times k², and an (ε, δ) grant through its Gaussian-DP
+// parameter μ times k (a Gaussian step's noise multiplier is 1/μ of its
+// share): as the ρ = (kμ)²/2 zCDP grant, whose Gaussian noise is the same
+// and whose calibration stays fast at large μ, when the estimator takes
+// one; else at the same δ, with μ at most 30 (more noise than the data's
+// where noise is already negligible, so the indicator errs low).
+func scaledGrant(g privacy.Grant, k float64, accepts []privacy.GrantKind) (privacy.Grant, error) {
+	switch g.Kind {
+	case privacy.GrantPure:
+		g.Epsilon *= k
+	case privacy.GrantZCDP:
+		g.Rho *= k * k
+	case privacy.GrantApprox:
+		mu, err := privacy.GDPMu(g.Epsilon, g.Delta)
+		if err != nil {
+			return g, err
+		}
+		if slices.Contains(accepts, privacy.GrantZCDP) {
+			return privacy.Grant{Kind: privacy.GrantZCDP, Rho: k * k * mu * mu / 2}, nil
+		}
+		if g.Epsilon, err = privacy.GDPEpsilon(min(k*mu, 30), g.Delta); err != nil {
+			return g, err
+		}
+	}
+	return g, g.Validate()
+}
+
+// grantText writes g as a user gives it.
+func grantText(g privacy.Grant) string {
+	switch g.Kind {
+	case privacy.GrantPure:
+		return fmt.Sprintf("ε = %.3g", g.Epsilon)
+	case privacy.GrantZCDP:
+		return fmt.Sprintf("ρ = %.3g", g.Rho)
+	}
+	return fmt.Sprintf("ε = %.3g, δ = %.3g", g.Epsilon, g.Delta)
 }
 
 // dryRuns runs est on draws of ref (see PlanOf) and makes the plan: eight
@@ -252,7 +319,7 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 		if err != nil {
 			return outcome{note: fmt.Sprintf("not computed: %v", err)}
 		}
-		seed := uint64(planSeed + i)
+		seed := uint64(planSeed + 1000 + i)
 		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
 		if err != nil {
 			if ctx.Err() != nil {

@@ -66,7 +66,7 @@ func TestPlanOf(t *testing.T) {
 		{name: "captured variance", u: e(1), sigma: mat.NewDense(4, 4, []float64{3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}),
 			shape: small, scored: true, near: true, score: 1.0 / 3, rnd: 0.25 * 6 / 3},
 		{name: "no subspace released", shape: small},
-		{name: "above the cap", u: e(0), shape: Shape{Kind: data.Rows, N: 100000, P: 100}},
+		{name: "above the cap", u: e(0), shape: Shape{Kind: data.Rows, N: 100000, P: 100}, scored: true},
 		{name: "too many columns (p³ above the cap)", u: e(0), shape: Shape{Kind: data.Rows, N: 10, P: 400}},
 		{name: "refused request", u: e(0), raw: map[string]string{"rank": "0"}, shape: small, wantErr: true},
 	}
@@ -87,11 +87,13 @@ func TestPlanOf(t *testing.T) {
 				return
 			}
 			if tc.shape.N > 8 {
-				// One run on fewer rows: the steps, no sensitivity, no indicator.
+				// One run on fewer rows for the steps (no sensitivity), and
+				// the indicator from runs on fewer rows at a scaled budget.
 				require.Len(t, p.Steps, 2, p.Note)
 				assert.Zero(t, p.Steps[0].Sensitivity)
 				assert.InDelta(t, 1/math.Sqrt(2*0.25), p.Steps[0].Multiplier, 1e-9)
-				assert.Contains(t, p.Note, "indicator not computed")
+				assert.Contains(t, p.Note, "budget scaled")
+				assert.InDelta(t, 1.0, p.ExpectedScore, 1e-12)
 				return
 			}
 			require.Len(t, p.Steps, 2)
