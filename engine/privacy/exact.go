@@ -18,7 +18,8 @@ import (
 // ε = sqrt(2ρ), exponential ε = sqrt(8ρ), ρ = c·ρ_Z·weight/steps) are
 // composed by RunPLD (connect-the-dots; exponential steps as ε-bounded-
 // range factors, so a plan with exponential shares gains most) and the
-// largest c whose ε at δ meets the grant is kept, to 1e-4 relative. c = 1,
+// largest c whose ε at δ meets the grant is kept, to 1e-4 relative
+// (largestFitting). c = 1,
 // the zCDP split itself, is the floor: the PLD of these steps lies below
 // the zCDP conversion in every case dplr has met (TestExactNeverMoreNoise-
 // ThanZCDP), and c = 1 is kept when it would not.
@@ -40,28 +41,82 @@ func exactBoost(g Grant, rhoZ float64, shares []Share) (float64, error) {
 		mu /= latticeMargin * latticeMargin
 		return math.Max(1, mu*mu/(2*rhoZ)), nil
 	}
-	fits := func(c float64) bool {
-		steps := exactSteps(rhoZ*c, shares)
-		p, err := RunPLD(steps, DefaultPLDGrid)
+	// gap(c) is the ε the steps paid c times their zCDP budget reach at δ,
+	// less the grant's (with a 1e-9 relative allowance): increasing in c,
+	// +Inf when the PLD cannot be built.
+	target := g.Epsilon * (1 - 1e-9)
+	gap := func(c float64) float64 {
+		p, err := RunPLD(exactSteps(rhoZ*c, shares), DefaultPLDGrid)
 		if err != nil {
-			return false
+			return math.Inf(1)
 		}
 		eps, err := p.Epsilon(g.Delta)
-		return err == nil && eps <= g.Epsilon*(1-1e-9)
+		if err != nil {
+			return math.Inf(1)
+		}
+		return eps - target
 	}
+	return largestFitting(gap, 64, 1e-4), nil
+}
+
+// largestFitting returns the largest c in [1, max] with gap(c) ≤ 0, to a
+// relative tolerance tol (1 when no larger c fits; gap(1) is not
+// evaluated: 1 is the floor). gap must increase in c. The bracket is
+// found by doubling and narrowed by the Illinois variant of false
+// position, which keeps the bracket [fitting, not fitting], with a
+// bisection step whenever two steps did not halve the bracket; a step is
+// kept at least tol/2 from either end, so that once false position is
+// within the tolerance of the root one more step closes the bracket.
+func largestFitting(gap func(float64) float64, max, tol float64) float64 {
 	lo, hi := 1.0, 2.0
-	for fits(hi) && hi < 64 {
-		lo, hi = hi, 2*hi
+	flo, fhi := math.NaN(), gap(hi)
+	for fhi <= 0 && hi < max {
+		lo, flo = hi, fhi
+		hi *= 2
+		fhi = gap(hi)
 	}
-	for i := 0; i < 30 && hi-lo > 1e-4*lo; i++ {
-		m := (lo + hi) / 2
-		if fits(m) {
-			lo = m
-		} else {
-			hi = m
+	if fhi <= 0 {
+		return hi
+	}
+	if math.IsNaN(flo) {
+		flo = gap(lo)
+		if flo > 0 {
+			return 1 // the floor: the zCDP split
 		}
 	}
-	return lo, nil
+	side := 0 // which end the last step kept (-1 lo, +1 hi), for Illinois
+	w1, w2 := math.Inf(1), math.Inf(1) // the bracket's width one and two steps ago
+	for i := 0; i < 60 && hi-lo > tol*lo; i++ {
+		m, w := (lo+hi)/2, hi-lo
+		// False position while the last two steps together at least
+		// halved the bracket; else a bisection step.
+		if w <= w2/2 && !math.IsInf(fhi, 1) && fhi > flo {
+			if fp := lo - flo*(hi-lo)/(fhi-flo); fp >= lo && fp <= hi {
+				m = fp
+			}
+		}
+		w1, w2 = w, w1
+		// At least half the tolerance from either end: near the root one
+		// step then closes the bracket from the side false position
+		// does not move.
+		d := tol * lo / 2
+		m = math.Min(math.Max(m, lo+d), hi-d)
+		fm := gap(m)
+		if fm <= 0 {
+			lo, flo = m, fm
+			if side == -1 {
+				fhi /= 2
+			}
+			side = -1
+		} else {
+			hi, fhi = m, fm
+			if side == 1 {
+				flo /= 2
+			}
+			side = 1
+		}
+	}
+	return lo
 }
 
 // exactSteps lists the steps an exact plan with total ρ would declare, at

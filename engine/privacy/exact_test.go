@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +90,66 @@ func TestExactPlanOtherGrants(t *testing.T) {
 	a2, _ := NewAccountant(Grant{Kind: GrantPure, Epsilon: 1})
 	_, err = NewPlan(a2, NoiseExact, Share{Name: "g", Weight: 1})
 	assert.ErrorIs(t, err, ErrInvalidBudget)
+}
+
+// largestFitting finds the same c as a bisection to the same tolerance,
+// never one that does not fit, on smooth and on steep, kinked and flat
+// gaps, and on the plans' own ε curves (within 1e-4 of a fine bisection).
+func TestLargestFitting(t *testing.T) {
+	bisect := func(gap func(float64) float64) float64 {
+		lo, hi := 1.0, 64.0
+		if gap(hi) <= 0 {
+			return hi
+		}
+		for i := 0; i < 200 && hi-lo > 1e-12*lo; i++ {
+			if m := (lo + hi) / 2; gap(m) <= 0 {
+				lo = m
+			} else {
+				hi = m
+			}
+		}
+		return lo
+	}
+	curves := map[string]func(float64) float64{
+		"linear":    func(c float64) float64 { return c - 3.7 },
+		"steep":     func(c float64) float64 { return math.Exp(10*c) - math.Exp(10*1.3) },
+		"kinked":    func(c float64) float64 { return math.Max(c-2.2, 100*(c-2.2)) },
+		"flat then": func(c float64) float64 { return math.Max(-1e-6, c-5) },
+		"none fit":  func(c float64) float64 { return c },
+		"all fit":   func(c float64) float64 { return -1 },
+		"inf above 9": func(c float64) float64 {
+			if c > 9 {
+				return math.Inf(1)
+			}
+			return c - 20
+		},
+	}
+	g := Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}
+	for _, shares := range [][]Share{
+		{{Name: "mean", Weight: 0.1, Mechanism: MechLaplace}, {Name: "cov", Weight: 0.9, Steps: 3}},
+		{{Name: "q", Weight: 0.1, Mechanism: MechExponential, Steps: 20}, {Name: "cov", Weight: 0.9}},
+	} {
+		curves["plan "+shares[0].Name] = func(c float64) float64 {
+			p, err := RunPLD(exactSteps(0.01*c, shares), DefaultPLDGrid)
+			require.NoError(t, err)
+			eps, err := p.Epsilon(g.Delta)
+			require.NoError(t, err)
+			return eps - g.Epsilon*(1-1e-9)
+		}
+	}
+	for name, gap := range curves {
+		t.Run(name, func(t *testing.T) {
+			calls := 0
+			counted := func(c float64) float64 { calls++; return gap(c) }
+			got, want := largestFitting(counted, 64, 1e-4), bisect(gap)
+			t.Logf("c = %.6g (bisection %.6g) in %d evaluations", got, want, calls)
+			if gap(1) > 0 {
+				assert.Equal(t, 1.0, got, "the floor")
+				return
+			}
+			assert.LessOrEqual(t, gap(got), 0.0, "c fits")
+			assert.InDelta(t, want, got, 1e-4*want)
+			assert.LessOrEqual(t, calls, 60)
+		})
+	}
 }
