@@ -84,7 +84,7 @@ func largestFitting(gap func(float64) float64, max, tol float64) float64 {
 			return 1 // the floor: the zCDP split
 		}
 	}
-	side := 0 // which end the last step kept (-1 lo, +1 hi), for Illinois
+	side := 0                          // which end the last step kept (-1 lo, +1 hi), for Illinois
 	w1, w2 := math.Inf(1), math.Inf(1) // the bracket's width one and two steps ago
 	for i := 0; i < 60 && hi-lo > tol*lo; i++ {
 		m, w := (lo+hi)/2, hi-lo
