@@ -307,20 +307,58 @@ func (l *Ledger) Link(ctx context.Context, alias, target, note string) error {
 		if err != nil {
 			return err
 		}
-		if d, ok := t.v.aliases[a]; ok {
-			if d == h {
-				return nil
-			}
-			return fmt.Errorf("link: %s is already linked to data set %s: %w", short(a), short(d), ErrInvalid)
-		}
-		if a == h {
-			return fmt.Errorf("link: %s is the data set itself: %w", short(a), ErrInvalid)
-		}
-		if _, has := t.v.keys[a]; has {
-			return fmt.Errorf("link: %s has budget records of its own; budgets are not merged: %w", short(a), ErrInvalid)
-		}
-		return t.emit(ctx, &event{Kind: evLink, Dataset: h, Alias: a, Note: strings.TrimSpace(note)})
+		return t.link(ctx, a, h, &event{Kind: evLink, Dataset: h, Alias: a, Note: strings.TrimSpace(note)})
 	})
+}
+
+// link appends ev, the link of alias a to data set h, unless a is linked
+// to h already; an alias of another data set, h itself, or a hash with
+// records of its own is refused (ErrInvalid).
+func (t *txn) link(ctx context.Context, a, h string, ev *event) error {
+	if d, ok := t.v.aliases[a]; ok {
+		if d == h {
+			return nil
+		}
+		return fmt.Errorf("link: %s is already linked to data set %s: %w", short(a), short(d), ErrInvalid)
+	}
+	if a == h {
+		return fmt.Errorf("link: %s is the data set itself: %w", short(a), ErrInvalid)
+	}
+	if _, has := t.v.keys[a]; has {
+		return fmt.Errorf("link: %s has budget records of its own; budgets are not merged: %w", short(a), ErrInvalid)
+	}
+	return t.emit(ctx, ev)
+}
+
+// autoLink links a, the data a run is about to read, to the budgeted data
+// set target whose rows it mostly is (ReserveRequest.LinkTo), and returns
+// the data set the run is charged to. It refuses (ErrOverlap) when a has
+// records of its own (it was unlinked, or had runs before target's total
+// was set: merge it instead) or target has no total.
+func (t *txn) autoLink(ctx context.Context, a, target string) (string, error) {
+	tn, err := NormalizeHash(target)
+	if err != nil {
+		return "", err
+	}
+	h, st, err := t.known(ctx, tn)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", err, ErrOverlap)
+	}
+	if d, ok := t.v.aliases[a]; ok && d == h {
+		return h, nil
+	}
+	if st.Total == nil {
+		return "", fmt.Errorf("data set %s has no total to count the run against: %w", short(h), ErrOverlap)
+	}
+	if _, has := t.v.keys[a]; has {
+		return "", fmt.Errorf("this data (%s) has budget records of its own (it was unlinked, or ran before the total was set), so it is not linked automatically; "+
+			"`dplr budget merge --hash %s --into %s` charges its earlier runs to that data set too: %w", short(a), a, h, ErrOverlap)
+	}
+	ev := &event{Kind: evLink, Dataset: h, Alias: a, Auto: true, Note: "linked by the run that read it: its rows are rows of this data set"}
+	if err := t.link(ctx, a, h, ev); err != nil {
+		return "", fmt.Errorf("%w: %w", err, ErrOverlap)
+	}
+	return h, nil
 }
 
 // Merge makes the data set from (a hash, alias or name) part of the data
@@ -611,9 +649,18 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 	var id RunID
 	err = l.write(ctx, "reserve", func(t *txn) error {
 		t.lazyMarker = true
+		data := h
+		if req.LinkTo != "" {
+			if _, err := t.autoLink(ctx, data, req.LinkTo); err != nil {
+				return err
+			}
+		}
 		h, st, err := t.register(ctx, h, req.Name, req.Relation)
 		if err != nil {
 			return err
+		}
+		if data == h {
+			data = "" // the data set's own data
 		}
 		charge := privacy.ReserveCharge(req.Grant)
 		var (
@@ -647,12 +694,12 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		}
 		g, o := req.Grant, l.self
 		ev := &event{Kind: evReserve, Dataset: h, Run: &runEvent{Estimator: req.Estimator, Plugin: req.Plugin, Params: req.Params,
-			Grant: &g, Owner: &o, Charge: charge, Basis: "grant", Neighbours: req.Neighbours, Relation: runRel, Factor: factor}}
+			Grant: &g, Owner: &o, Charge: charge, Basis: "grant", Neighbours: req.Neighbours, Relation: runRel, Factor: factor, Data: data}}
 		if err := t.emit(ctx, ev); err != nil {
 			return err
 		}
 		id = RunID(ev.Seq)
-		if len(req.Sketch) > 0 {
+		if len(req.Sketch) > 0 && data == "" { // a linked file's rows are not the data set's
 			return t.setSketch(ctx, h, req.Sketch)
 		}
 		return nil

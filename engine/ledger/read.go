@@ -212,7 +212,7 @@ func (l *Ledger) history(ctx context.Context, hash string) ([]Run, []Change, err
 			r := ev.Run
 			run := Run{ID: RunID(ev.Seq), DataHash: h, Estimator: r.Estimator, Plugin: r.Plugin, Params: r.Params,
 				State: Reserved, Charge: r.Charge, Basis: r.Basis, Note: strings.TrimSpace(ev.Note + " " + r.Note), ReservedAt: at,
-				Relation: r.Relation, Factor: r.Factor}
+				Relation: r.Relation, Factor: r.Factor, Data: r.Data}
 			if r.Grant != nil {
 				run.Grant = *r.Grant
 			}

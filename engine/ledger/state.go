@@ -55,7 +55,10 @@ type event struct {
 	// it was unlinked from. The verifier checks it against that data
 	// set's verified position.
 	Inherit *privacy.Tally `json:"inherit,omitempty"`
-	State   *dsState       `json:"state,omitempty"`
+	// Auto, on a link record, says that the link was made by a run whose
+	// data are mostly rows of the data set (ReserveRequest.LinkTo).
+	Auto  bool     `json:"auto,omitempty"`
+	State *dsState `json:"state,omitempty"`
 }
 
 // runEvent is the run part of a reserve, settle or charge event.
@@ -76,6 +79,9 @@ type runEvent struct {
 	Relation   Relation          `json:"run_relation,omitempty"`
 	Class      string            `json:"class,omitempty"`
 	Factor     int               `json:"factor,omitempty"`
+	// Data, on a reservation, is the content hash the run read when it is
+	// not the data set's own (a file linked to it).
+	Data string `json:"data,omitempty"`
 }
 
 // openRun is a reservation not settled yet: charged its grant.

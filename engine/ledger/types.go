@@ -59,8 +59,17 @@ type ReserveRequest struct {
 	MechanismsDeclared bool
 	Mechanisms         []privacy.Mechanism
 	// Sketch, if not empty, is stored as the data set's row sketch in the
-	// reservation's transaction (as SetSketch does).
+	// reservation's transaction (as SetSketch does), unless the hash is a
+	// file linked to the data set: its rows are not all of the data set's.
 	Sketch []uint64
+	// LinkTo, when set, is the budgeted data set whose rows the run's data
+	// mostly are (a subset or a cross-validation fold; the host's sketch
+	// test finds it). The reservation's transaction links the run's hash
+	// to it, as Link does, and charges the run there, so there is no
+	// moment at which the run's data is unlinked. Refused (ErrOverlap,
+	// nothing written) when the hash has records of its own or LinkTo has
+	// no total.
+	LinkTo string
 }
 
 // Outcome is how a reserved run ended, given to Settle.
@@ -112,14 +121,18 @@ type Run struct {
 	// its cost was multiplied by for the budget's relation (1: none), and
 	// Class the guarantee's class: worst-case, model-based or nominal
 	// (empty while reserved).
-	Relation   Relation  `json:"relation,omitempty"`
-	Neighbours string    `json:"neighbours,omitempty"`
-	Factor     int       `json:"factor,omitempty"`
-	Class      string    `json:"guarantee_class,omitempty"`
-	NoiseDrawn bool      `json:"noise_drawn,omitempty"`
-	Refunded   bool      `json:"refunded,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	Note       string    `json:"note,omitempty"`
+	Relation   Relation `json:"relation,omitempty"`
+	Neighbours string   `json:"neighbours,omitempty"`
+	Factor     int      `json:"factor,omitempty"`
+	Class      string   `json:"guarantee_class,omitempty"`
+	NoiseDrawn bool     `json:"noise_drawn,omitempty"`
+	Refunded   bool     `json:"refunded,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Note       string   `json:"note,omitempty"`
+	// Data is the content hash of the data the run read when it is not
+	// the data set's own: a file linked to it (by a user, or by the run
+	// itself when its rows were rows of the data set).
+	Data       string    `json:"data,omitempty"`
 	Host       string    `json:"host"`
 	PID        int       `json:"pid"`
 	ReservedAt time.Time `json:"reserved_at"`

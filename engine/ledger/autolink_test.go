@@ -1,0 +1,120 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dplr/dplr/engine/privacy"
+)
+
+// linkRun reserves grant on data fold, linked to the budgeted data set to
+// in the reservation's transaction.
+func linkRun(l *Ledger, fold, to string, eps float64) (RunID, error) {
+	return l.Reserve(context.Background(), fold, ReserveRequest{Estimator: "e", Grant: pureG(eps), LinkTo: to})
+}
+
+// A run on a fold of a budgeted data set is linked there and charged there
+// in one transaction: the history of the data set shows the run and the
+// rows it read; a refused run links nothing; a fold with records of its
+// own (unlinked, or run before) is never linked automatically, so
+// unlinking cannot be used to spend on the fold outside the budget.
+func TestReserveLinksAFoldToItsDataSet(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := openT(t, dir)
+	d, f1, f2, g := hashOf("d"), hashOf("fold 1"), hashOf("fold 2"), hashOf("ran before")
+	require.NoError(t, l.SetBudget(ctx, d, "d", pureG(3)))
+
+	id, err := linkRun(l, f1, d, 1)
+	require.NoError(t, err)
+	settleOK(t, l, id, []privacy.Step{pureStep(1)}, "one row replaced")
+	_, err = linkRun(l, f1, d, 1)
+	require.NoError(t, err, "a fold already linked is charged there again")
+	st, err := l.Show(ctx, f1)
+	require.NoError(t, err)
+	assert.Equal(t, d, st.DataHash, "the fold has no budget of its own")
+	assert.Equal(t, []string{f1}, st.Aliases)
+	assert.InDelta(t, 2, st.Spent.Epsilon, 1e-12)
+	runs, err := l.History(ctx, d)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	assert.Equal(t, f1, runs[0].Data, "the history names the rows the run read")
+	ch, err := l.Changes(ctx, d)
+	require.NoError(t, err)
+	assert.Equal(t, "link", ch[len(ch)-1].Kind)
+	assert.Equal(t, f1, ch[len(ch)-1].Alias)
+
+	_, err = linkRun(l, f2, d, 1.5)
+	require.ErrorIs(t, err, ErrBudgetExceeded)
+	got, err := l.Resolve(ctx, f2)
+	require.NoError(t, err)
+	assert.Equal(t, f2, got, "a refused run links nothing")
+
+	reserve(t, l, g, pureG(0.1))
+	_, err = linkRun(l, g, d, 0.5)
+	require.ErrorIs(t, err, ErrOverlap, "records of its own: merge, never an automatic link")
+	_, err = linkRun(l, hashOf("x"), g, 0.5)
+	require.ErrorIs(t, err, ErrOverlap, "no total to count against")
+
+	require.NoError(t, l.Unlink(ctx, f1, "other people"))
+	assert.InDelta(t, 2, spentEps(t, l, f1), 1e-12, "unlinked: charged all d was charged")
+	_, err = linkRun(l, f1, d, 0.5)
+	require.ErrorIs(t, err, ErrOverlap, "an unlinked fold is not linked again behind the owner's back")
+	assert.InDelta(t, 2, spentEps(t, l, d), 1e-12, "nothing written by the refusals")
+
+	_, err = l.Verify(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	l = openT(t, dir)
+	assert.InDelta(t, 2, spentEps(t, l, d), 1e-12)
+}
+
+// Folds racing to link themselves, from two ledger handles (as two
+// processes), never overspend: the reservations are serialised with their
+// links, and a fold is linked only by a run that was admitted.
+func TestFoldsLinkingConcurrently(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ls := []*Ledger{openT(t, dir), openT(t, dir)}
+	d := hashOf("d")
+	require.NoError(t, ls[0].SetBudget(ctx, d, "d", pureG(1)))
+	folds := []string{hashOf("f0"), hashOf("f1"), hashOf("f2"), hashOf("f3")}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		ok      int
+		charged = map[string]bool{}
+	)
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f := folds[i%4]
+			_, err := linkRun(ls[i%2], f, d, 0.125)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				ok++
+				charged[f] = true
+			} else {
+				assert.ErrorIs(t, err, ErrBudgetExceeded, fmt.Sprint(i))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 8, ok)
+	st, err := ls[1].Show(ctx, d)
+	require.NoError(t, err)
+	assert.InDelta(t, 1, st.Spent.Epsilon, 1e-12)
+	assert.Len(t, st.Aliases, len(charged), "exactly the folds with an admitted run are linked")
+	for _, a := range st.Aliases {
+		assert.True(t, charged[a])
+	}
+	_, err = ls[0].Verify(ctx)
+	require.NoError(t, err)
+}
