@@ -258,6 +258,8 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	if err != nil {
 		if linked != "" {
 			err = fmt.Errorf("%s: %w", linked, err)
+		} else if st, serr := r.Ledger.Show(ctx, key); serr == nil && st.Name != "" {
+			err = fmt.Errorf("data set %s: %w", st.Name, err)
 		}
 		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) || errors.Is(err, ledger.ErrOverlap) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
