@@ -94,10 +94,22 @@ def test_a_fold_has_no_budget_of_its_own(spiked):
     with pytest.raises(dplr.BudgetRefused) as e:
         dplr.budget(fold).set(epsilon=5, delta=1e-5)
     assert "linked to the data set cv" in e.value.message and ".npy" not in e.value.message
+    assert "dplr.budget(X).unlink()" in e.value.message
     # A superset with most of its rows elsewhere is refused; the advice names
     # the data set, not a temporary file.
     other = np.random.default_rng(3).normal(size=(2000, X.shape[1]))
     with pytest.raises(dplr.BudgetRefused) as e:
         dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-6, rank=2, clip=12).fit(np.vstack([X, other]))
-    assert "budget link --to cv" in e.value.message and ".npy" not in e.value.message
+    assert 'dplr.budget(X).link("cv")' in e.value.message and ".npy" not in e.value.message
     assert b.show()["runs"]["total"] == 1
+
+
+def test_messages_name_the_array_not_a_temporary_file(dplr_config):
+    X = np.random.default_rng(1).normal(size=(100, 4))
+    X[3, 2] = np.nan
+    for call in (lambda: dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-6, rank=2, clip=5).fit(X),
+                 lambda: dplr.budget(X).set(epsilon=1)):
+        with pytest.raises(dplr.DataError) as e:
+            call()
+        assert "the array" in e.value.message and "row 3, column 2" in e.value.message
+        assert str(dplr_config.tmpdir) not in str(e.value)
