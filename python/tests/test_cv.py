@@ -95,6 +95,8 @@ def test_a_fold_has_no_budget_of_its_own(spiked):
         dplr.budget(fold).set(epsilon=5, delta=1e-5)
     assert "linked to the data set cv" in e.value.message and ".npy" not in e.value.message
     assert "dplr.budget(X).unlink()" in e.value.message
+    with pytest.raises(dplr.BudgetRefused):  # a fold is budgeted data: no non-private reference on it
+        dplr.PcaNonprivate(non_private=True, rank=2).fit(X[100:500])
     # A superset with most of its rows elsewhere is refused; the advice names
     # the data set, not a temporary file.
     other = np.random.default_rng(3).normal(size=(2000, X.shape[1]))
