@@ -331,34 +331,24 @@ func (t *txn) link(ctx context.Context, a, h string, ev *event) error {
 }
 
 // autoLink links a, the data a run is about to read, to the budgeted data
-// set target whose rows it mostly is (ReserveRequest.LinkTo), and returns
-// the data set the run is charged to. It refuses (ErrOverlap) when a has
-// records of its own (it was unlinked, or had runs before target's total
-// was set: merge it instead) or target has no total.
-func (t *txn) autoLink(ctx context.Context, a, target string) (string, error) {
-	tn, err := NormalizeHash(target)
-	if err != nil {
-		return "", err
-	}
-	h, st, err := t.known(ctx, tn)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", err, ErrOverlap)
-	}
-	if d, ok := t.v.aliases[a]; ok && d == h {
-		return h, nil
-	}
-	if st.Total == nil {
-		return "", fmt.Errorf("data set %s has no total to count the run against: %w", short(h), ErrOverlap)
+// set target whose rows it mostly is (ReserveRequest.LinkTo). It refuses
+// (ErrOverlap) when a has records of its own (it was unlinked, or had runs
+// before target's total was set: merge it instead) or target has no total.
+func (t *txn) autoLink(ctx context.Context, a, target string) error {
+	h, st, err := t.known(ctx, target)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", err, ErrOverlap)
+	case t.v.aliases[a] == h:
+		return nil
+	case st.Total == nil:
+		return fmt.Errorf("data set %s has no total to count the run against: %w", short(h), ErrOverlap)
 	}
 	if _, has := t.v.keys[a]; has {
-		return "", fmt.Errorf("this data (%s) has budget records of its own (it was unlinked, or ran before the total was set), so it is not linked automatically; "+
+		return fmt.Errorf("this data (%s) has ledger records of its own (it was unlinked, is linked elsewhere, or ran before the total was set), so it is not linked automatically; "+
 			"`dplr budget merge --hash %s --into %s` charges its earlier runs to that data set too: %w", short(a), a, h, ErrOverlap)
 	}
-	ev := &event{Kind: evLink, Dataset: h, Alias: a, Auto: true, Note: "linked by the run that read it: its rows are rows of this data set"}
-	if err := t.link(ctx, a, h, ev); err != nil {
-		return "", fmt.Errorf("%w: %w", err, ErrOverlap)
-	}
-	return h, nil
+	return t.emit(ctx, &event{Kind: evLink, Dataset: h, Alias: a, Auto: true, Note: "linked by the run that read it: its rows are rows of this data set"})
 }
 
 // Merge makes the data set from (a hash, alias or name) part of the data
@@ -651,7 +641,7 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		t.lazyMarker = true
 		data := h
 		if req.LinkTo != "" {
-			if _, err := t.autoLink(ctx, data, req.LinkTo); err != nil {
+			if err := t.autoLink(ctx, data, req.LinkTo); err != nil {
 				return err
 			}
 		}
