@@ -35,7 +35,6 @@ const (
 // SketchLedger is the part of *ledger.Ledger the overlap check uses.
 type SketchLedger interface {
 	Datasets(ctx context.Context) ([]ledger.Dataset, error)
-	SetSketch(ctx context.Context, hash string, sketch []uint64) error
 }
 
 // Overlap is a budgeted data set some rows of a new data set are rows of.

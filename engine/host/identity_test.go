@@ -18,7 +18,6 @@ import (
 type sketchSets []ledger.Dataset
 
 func (s sketchSets) Datasets(context.Context) ([]ledger.Dataset, error) { return s, nil }
-func (s sketchSets) SetSketch(context.Context, string, []uint64) error  { return nil }
 
 // sketchOf is the bottom-k sketch of a set of row hashes.
 func sketchOf(rows ...[]uint64) []uint64 {

@@ -243,7 +243,7 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	decl := res.Check.Mechanisms
 	rreq := ledger.ReserveRequest{Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
 		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms()}
-	if _, ok := r.Ledger.(SketchLedger); ok && req.Data.Source != nil {
+	if req.Data.Source != nil {
 		rreq.Sketch = req.Data.Source.Sketch
 	}
 	var linked string

@@ -45,6 +45,8 @@ func TestReserveLinksAFoldToItsDataSet(t *testing.T) {
 	assert.Equal(t, d, st.DataHash, "the fold has no budget of its own")
 	assert.Equal(t, []string{f1}, st.Aliases)
 	assert.InDelta(t, 2, st.Spent.Epsilon, 1e-12)
+	assert.Equal(t, 2, st.Runs.Linked)
+	assert.Contains(t, st.String(), "via links: 2 of the runs")
 	runs, err := l.History(ctx, d)
 	require.NoError(t, err)
 	require.Len(t, runs, 2)

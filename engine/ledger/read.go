@@ -79,7 +79,7 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 		st.Spent = privacy.Uncomposed(st.charged)
 	}
 	c := ds.Counts
-	st.Runs = RunCounts{Succeeded: c.Succeeded, Failed: c.Failed, Refunded: c.Refunded, External: c.External}
+	st.Runs = RunCounts{Succeeded: c.Succeeded, Failed: c.Failed, Refunded: c.Refunded, External: c.External, Linked: c.Linked}
 	for _, id := range ds.openIDs() {
 		if t.l.stateOf(Reserved, ds.Open[strconv.FormatInt(id, 10)].Owner) == Interrupted {
 			st.Runs.Interrupted++

@@ -97,6 +97,7 @@ type counts struct {
 	Failed    int `json:"failed,omitempty"`
 	Refunded  int `json:"refunded,omitempty"`
 	External  int `json:"external,omitempty"`
+	Linked    int `json:"linked,omitempty"` // runs reserved on a file linked to the data set
 }
 
 // dsState is a data set's position after an event: what admission needs,
@@ -224,6 +225,9 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			s.Final.Filter = privacy.FilterClassic
 		}
 		s.Open[strconv.FormatInt(r.ID, 10)] = openRun{Charge: r.Charge, Grant: *r.Grant, Owner: *r.Owner}
+		if r.Data != "" {
+			s.Counts.Linked++
+		}
 	case evSettle:
 		r := ev.Run
 		key := ""

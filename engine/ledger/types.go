@@ -157,6 +157,7 @@ type RunCounts struct {
 	Failed      int `json:"failed"`
 	Refunded    int `json:"refunded"` // failed before drawing noise (included in Failed)
 	External    int `json:"external"` // spends recorded from outside dplr (in Total, not in Succeeded)
+	Linked      int `json:"linked"`   // runs that read a file linked to the data set (a fold, a subset; in Total)
 }
 
 // Status is a data set's budget position, as Show returns it.
@@ -244,6 +245,9 @@ func (s Status) String() string {
 		c.Total-c.External, c.Succeeded, c.Failed, c.Refunded, c.Reserved, c.Interrupted)
 	if c.External > 0 {
 		fmt.Fprintf(&b, "  outside:   %d spend(s) recorded from outside dplr\n", c.External)
+	}
+	if c.Linked > 0 {
+		fmt.Fprintf(&b, "  via links: %d of the runs read a file linked to it (a fold or subset of its rows)\n", c.Linked)
 	}
 	for _, a := range s.Aliases {
 		fmt.Fprintf(&b, "  linked:    %s\n", a)

@@ -54,6 +54,7 @@ def test_budgeted_grid_search_is_charged_to_the_array(spiked, dplr_config):
 
     shown = b.show()
     assert shown["runs"]["total"] == 5 and shown["runs"]["succeeded"] == 5  # 2 ranks × 2 folds + refit
+    assert shown["runs"]["linked"] == 4, "the four fold fits ran on files linked to X"
     # Gaussian-DP filter: five exactly calibrated (1, 1e-6) runs compose to √5·μ(1, 1e-6).
     assert shown["rule"] == "gaussian-dp"
     assert shown["spent"]["mu"] == pytest.approx(math.sqrt(5) * _gdp_mu(1.0, 1e-6), rel=1e-6)

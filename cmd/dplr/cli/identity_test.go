@@ -149,6 +149,9 @@ func TestFitOnAFoldIsChargedToItsDataSet(t *testing.T) {
 	assert.Equal(t, rep.Data.Source, runs[0]["data"], "the history names the rows the run read")
 	assert.Equal(t, "succeeded", runs[0]["state"])
 	assert.Equal(t, st["data_hash"], show(fold)["data_hash"], "the fold has no budget of its own")
+	r = dplr(t, home, "budget", "show", "--data", orig)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "via links: 1 of the runs read a file linked to it")
 
 	r = dplr(t, home, "budget", "set", "--data", fold, "--epsilon", "5", "--delta", "1e-5")
 	assert.Equal(t, ExitBudget, r.code, r.stderr)
