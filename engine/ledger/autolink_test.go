@@ -20,9 +20,10 @@ func linkRun(l *Ledger, fold, to string, eps float64) (RunID, error) {
 
 // A run on a fold of a budgeted data set is linked there and charged there
 // in one transaction: the history of the data set shows the run and the
-// rows it read; a refused run links nothing; a fold with records of its
-// own (unlinked, or run before) is never linked automatically, so
-// unlinking cannot be used to spend on the fold outside the budget.
+// rows it read; a refused run links nothing; a fold that ran before the
+// total was set is merged (its runs charged too); an unlinked fold is
+// neither, so unlinking cannot be used to spend on the fold outside the
+// budget, nor to count its charges twice.
 func TestReserveLinksAFoldToItsDataSet(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -62,23 +63,38 @@ func TestReserveLinksAFoldToItsDataSet(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, f2, got, "a refused run links nothing")
 
-	reserve(t, l, g, pureG(0.1))
+	// A fold that ran before d had a total is merged in: d is charged
+	// those runs too, in the same transaction as the new one.
+	open := reserve(t, l, g, pureG(0.1))
 	_, err = linkRun(l, g, d, 0.5)
-	require.ErrorIs(t, err, ErrOverlap, "records of its own: merge, never an automatic link")
-	_, err = linkRun(l, hashOf("x"), g, 0.5)
-	require.ErrorIs(t, err, ErrOverlap, "no total to count against")
+	require.ErrorIs(t, err, ErrOverlap, "a run still open on it: not merged")
+	settleOK(t, l, open, []privacy.Step{pureStep(0.1)}, "one row replaced")
+	_, err = linkRun(l, g, d, 0.95)
+	require.ErrorIs(t, err, ErrBudgetExceeded, "2 + 0.1 + 0.95 does not fit 3")
+	assert.InDelta(t, 2, spentEps(t, l, d), 1e-12, "a refused run merges nothing")
+	_, err = linkRun(l, g, d, 0.5)
+	require.NoError(t, err)
+	assert.InDelta(t, 2.6, spentEps(t, l, d), 1e-12)
+	assert.InDelta(t, 2.6, spentEps(t, l, g), 1e-12, "g resolves to d")
+	_, err = linkRun(l, hashOf("x"), hashOf("no total"), 0.5)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, ErrOverlap, "no data set to count against")
+	budgeted := hashOf("own total")
+	require.NoError(t, l.SetBudget(ctx, budgeted, "", pureG(1)))
+	_, err = linkRun(l, budgeted, d, 0.1)
+	require.ErrorIs(t, err, ErrOverlap, "a total of its own: an explicit merge only")
 
 	require.NoError(t, l.Unlink(ctx, f1, "other people"))
-	assert.InDelta(t, 2, spentEps(t, l, f1), 1e-12, "unlinked: charged all d was charged")
-	_, err = linkRun(l, f1, d, 0.5)
-	require.ErrorIs(t, err, ErrOverlap, "an unlinked fold is not linked again behind the owner's back")
-	assert.InDelta(t, 2, spentEps(t, l, d), 1e-12, "nothing written by the refusals")
+	assert.InDelta(t, 2.6, spentEps(t, l, f1), 1e-12, "unlinked: charged all d was charged")
+	_, err = linkRun(l, f1, d, 0.1)
+	require.ErrorIs(t, err, ErrOverlap, "an unlinked fold is neither linked again nor merged (its charges are d's)")
+	assert.InDelta(t, 2.6, spentEps(t, l, d), 1e-12, "nothing written by the refusals")
 
 	_, err = l.Verify(ctx)
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
 	l = openT(t, dir)
-	assert.InDelta(t, 2, spentEps(t, l, d), 1e-12)
+	assert.InDelta(t, 2.6, spentEps(t, l, d), 1e-12)
 }
 
 // Folds racing to link themselves, from two ledger handles (as two

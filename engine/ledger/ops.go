@@ -331,9 +331,9 @@ func (t *txn) link(ctx context.Context, a, h string, ev *event) error {
 }
 
 // autoLink links a, the data a run is about to read, to the budgeted data
-// set target whose rows it mostly is (ReserveRequest.LinkTo). It refuses
-// (ErrOverlap) when a has records of its own (it was unlinked, or had runs
-// before target's total was set: merge it instead) or target has no total.
+// set target whose rows it mostly is (ReserveRequest.LinkTo), or merges
+// it there when it has runs of its own (autoMerge). It refuses
+// (ErrOverlap) when target has no total.
 func (t *txn) autoLink(ctx context.Context, a, target string) error {
 	h, st, err := t.known(ctx, target)
 	switch {
@@ -345,10 +345,45 @@ func (t *txn) autoLink(ctx context.Context, a, target string) error {
 		return fmt.Errorf("data set %s has no total to count the run against: %w", short(h), ErrOverlap)
 	}
 	if _, has := t.v.keys[a]; has {
-		return fmt.Errorf("this data (%s) has ledger records of its own (it was unlinked, is linked elsewhere, or ran before the total was set), so it is not linked automatically; "+
-			"`dplr budget merge --hash %s --into %s` charges its earlier runs to that data set too: %w", short(a), a, h, ErrOverlap)
+		return t.autoMerge(ctx, a, h, st)
 	}
 	return t.emit(ctx, &event{Kind: evLink, Dataset: h, Alias: a, Auto: true, Note: "linked by the run that read it: its rows are rows of this data set"})
+}
+
+// autoMerge merges a, a data set with runs of its own and no total (runs
+// made before data set h, whose rows it mostly is, had a total), into h:
+// those runs used h's rows too, so h is charged them as Merge would. It
+// refuses (ErrOverlap) a hash linked elsewhere, a data set with a total,
+// linked files or an open run, one made by an unlink (its charges are
+// those of the data set it left already: merging would count them
+// twice), and charges that do not fit h's total.
+func (t *txn) autoMerge(ctx context.Context, a, h string, st *dsState) error {
+	refuse := func(why string, err error) error {
+		return fmt.Errorf("this data (%s) %s, so it is not counted against data set %s automatically: %w: %w", short(a), why, short(h), err, ErrOverlap)
+	}
+	if _, alias := t.v.aliases[a]; alias {
+		return refuse("is linked to another data set", ErrInvalid)
+	}
+	src, err := t.state(ctx, a)
+	if err != nil {
+		return err
+	}
+	if src.Total != nil || len(src.Aliases) > 0 || len(src.Open) > 0 {
+		return refuse("has a total, linked files or a run still open of its own (`dplr budget merge` joins it explicitly)", ErrInvalid)
+	}
+	if evs, err := t.l.datasetRecords(ctx, t, a); err != nil {
+		return err
+	} else if len(evs) > 0 && evs[0].Alias != "" {
+		return refuse("was unlinked from a data set, whose charges it holds", ErrInvalid)
+	}
+	in := inherited(src)
+	after := st.charged(0)
+	after.Merge(in)
+	if _, err := compose(*st.Total, after); err != nil {
+		return refuse(fmt.Sprintf("ran %d time(s) before the total was set; those runs (%s) do not fit what is left", in.N(), spentString(privacy.Uncomposed(in))), err)
+	}
+	return t.emit(ctx, &event{Kind: evMerge, Dataset: h, Alias: a, Inherit: &in, Auto: true,
+		Note: "merged by a run that read it: its rows are rows of this data set, and its earlier runs are counted here"})
 }
 
 // Merge makes the data set from (a hash, alias or name) part of the data

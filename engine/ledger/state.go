@@ -55,8 +55,8 @@ type event struct {
 	// it was unlinked from. The verifier checks it against that data
 	// set's verified position.
 	Inherit *privacy.Tally `json:"inherit,omitempty"`
-	// Auto, on a link record, says that the link was made by a run whose
-	// data are mostly rows of the data set (ReserveRequest.LinkTo).
+	// Auto, on a link or merge record, says that it was made by a run
+	// whose data are mostly rows of the data set (ReserveRequest.LinkTo).
 	Auto  bool     `json:"auto,omitempty"`
 	State *dsState `json:"state,omitempty"`
 }

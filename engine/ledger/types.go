@@ -65,10 +65,11 @@ type ReserveRequest struct {
 	// LinkTo, when set, is the budgeted data set whose rows the run's data
 	// mostly are (a subset or a cross-validation fold; the host's sketch
 	// test finds it). The reservation's transaction links the run's hash
-	// to it, as Link does, and charges the run there, so there is no
+	// to it, as Link does (or merges it, as Merge does, when it has runs
+	// of its own and no total), and charges the run there, so there is no
 	// moment at which the run's data is unlinked. Refused (ErrOverlap,
-	// nothing written) when the hash has records of its own or LinkTo has
-	// no total.
+	// nothing written) when LinkTo has no total, or the hash cannot be
+	// merged (see autoMerge).
 	LinkTo string
 }
 

@@ -191,7 +191,6 @@ def _message(stderr: str) -> str:
 #: the same (the file dplr read is a temporary copy of the caller's array).
 _ADVICE = [
     (re.compile(r"`budget link --to ([^`]+)` on this data"), r'dplr.budget(X).link("\1") on this array'),
-    (re.compile(r"`dplr budget merge --hash (\w+) --into (\w+)`"), r'dplr.budget(hash="\1").merge("\2")'),
     (re.compile(r"`budget unlink` this data"), "dplr.budget(X).unlink() this array"),
 ]
 

@@ -116,3 +116,22 @@ def test_messages_name_the_array_not_a_temporary_file(dplr_config):
             call()
         assert "the array" in e.value.message and "row 3, column 2" in e.value.message
         assert str(dplr_config.tmpdir) not in str(e.value)
+
+
+def test_grid_search_before_and_after_the_total(spiked):
+    """Folds fitted before the array had a total are merged into its data set
+    on their next fit: the earlier fold runs used its rows, and are charged."""
+    X, _ = spiked
+    X = X[:600]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dplr.DplrWarning)
+        _grid(1.0).fit(X)  # no total yet: five runs on three data sets
+        b = dplr.budget(X)
+        b.set(epsilon=10, delta=1e-5, name="cv")
+        assert b.show()["runs"]["total"] == 1  # the refit on X itself
+        _grid(1.0).fit(X)
+    shown = b.show()
+    assert shown["rule"] == "gaussian-dp"
+    # all ten runs, the four earlier fold runs merged in: √10·μ(1, 1e-6)
+    assert shown["spent"]["mu"] == pytest.approx(math.sqrt(10) * _gdp_mu(1.0, 1e-6), rel=1e-6)
+    assert len(shown["aliases"]) == 2
