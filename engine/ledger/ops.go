@@ -351,39 +351,35 @@ func (t *txn) autoLink(ctx context.Context, a, target string) error {
 }
 
 // autoMerge merges a, a data set with runs of its own and no total (runs
-// made before data set h, whose rows it mostly is, had a total), into h:
-// those runs used h's rows too, so h is charged them as Merge would. It
-// refuses (ErrOverlap) a hash linked elsewhere, a data set with a total,
-// linked files or an open run, one made by an unlink (its charges are
-// those of the data set it left already: merging would count them
-// twice), and charges that do not fit h's total.
+// made before data set h, whose rows it mostly is, had a total), into h
+// as Merge does: those runs used h's rows too. It refuses (ErrOverlap) a
+// hash linked elsewhere, a data set with a total, one made by an unlink
+// (it holds the charges of the data set it left already: merging would
+// count them twice), and whatever Merge refuses.
 func (t *txn) autoMerge(ctx context.Context, a, h string, st *dsState) error {
-	refuse := func(why string, err error) error {
-		return fmt.Errorf("this data (%s) %s, so it is not counted against data set %s automatically: %w: %w", short(a), why, short(h), err, ErrOverlap)
-	}
-	if _, alias := t.v.aliases[a]; alias {
-		return refuse("is linked to another data set", ErrInvalid)
-	}
 	src, err := t.state(ctx, a)
 	if err != nil {
 		return err
 	}
-	if src.Total != nil || len(src.Aliases) > 0 || len(src.Open) > 0 {
-		return refuse("has a total, linked files or a run still open of its own (`dplr budget merge` joins it explicitly)", ErrInvalid)
-	}
-	if evs, err := t.l.datasetRecords(ctx, t, a); err != nil {
+	why := ""
+	if _, alias := t.v.aliases[a]; alias {
+		why = "is linked to another data set"
+	} else if src.Total != nil {
+		why = "has a total of its own (`dplr budget merge` joins two budgets)"
+	} else if evs, err := t.l.datasetRecords(ctx, t, a); err != nil {
 		return err
 	} else if len(evs) > 0 && evs[0].Alias != "" {
-		return refuse("was unlinked from a data set, whose charges it holds", ErrInvalid)
+		why = "was unlinked from a data set, whose charges it holds"
 	}
-	in := inherited(src)
-	after := st.charged(0)
-	after.Merge(in)
-	if _, err := compose(*st.Total, after); err != nil {
-		return refuse(fmt.Sprintf("ran %d time(s) before the total was set; those runs (%s) do not fit what is left", in.N(), spentString(privacy.Uncomposed(in))), err)
+	if why == "" {
+		_, err = t.merge(ctx, a, src, h, st, &event{Auto: true,
+			Note: "merged by a run that read it: its rows are rows of this data set, and its earlier runs are counted here"}, false)
+		if err == nil {
+			return nil
+		}
+		why = fmt.Sprintf("ran before the total was set and cannot be merged (%v)", err)
 	}
-	return t.emit(ctx, &event{Kind: evMerge, Dataset: h, Alias: a, Inherit: &in, Auto: true,
-		Note: "merged by a run that read it: its rows are rows of this data set, and its earlier runs are counted here"})
+	return fmt.Errorf("this data (%s) %s, so it is not counted against data set %s automatically: %w", short(a), why, short(h), ErrOverlap)
 }
 
 // Merge makes the data set from (a hash, alias or name) part of the data
@@ -409,36 +405,46 @@ func (l *Ledger) Merge(ctx context.Context, from, into, note string, force bool)
 		if err != nil {
 			return err
 		}
-		switch {
-		case b == h:
+		if b == h {
 			return fmt.Errorf("merge: %s is already data set %s: %w", from, short(h), ErrInvalid)
-		case len(src.Aliases) > 0:
-			return fmt.Errorf("merge: data set %s has linked files of its own; unlink them first (each then keeps its charges): %w", short(b), ErrInvalid)
 		}
-		for _, id := range src.openIDs() {
-			if l.stateOf(Reserved, src.Open[strconv.FormatInt(id, 10)].Owner) != Interrupted {
-				return fmt.Errorf("merge: run-%d on data set %s is still running; merge when it has ended: %w", id, short(b), ErrInvalid)
-			}
-		}
-		in := inherited(src)
-		if st.Total != nil {
-			before := st.charged(0)
-			after := before
-			after.Merge(in)
-			if _, err := compose(*st.Total, after); err != nil {
-				why := fmt.Errorf("data set %s: the %d charge(s) of data set %s do not fit its budget's rule (they cost %s): %w", short(h), in.N(), short(b), spentString(privacy.Uncomposed(in)), err)
-				if !force {
-					return fmt.Errorf("nothing was merged: %w", why)
-				}
-				over = fmt.Errorf("merged all the same; nothing more will be admitted until the total is changed: %w", why)
-			}
-		}
-		return t.emit(ctx, &event{Kind: evMerge, Dataset: h, Alias: b, Inherit: &in, Note: strings.TrimSpace(note)})
+		over, err = t.merge(ctx, b, src, h, st, &event{Note: strings.TrimSpace(note)}, force)
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	return over
+}
+
+// merge appends ev, completed as the merge of data set b (at position
+// src) into data set h (at st), for Merge and autoMerge. It refuses
+// (ErrInvalid) a data set with linked files or a run still running, and
+// charges that do not fit h's total unless force, when it returns why
+// as over.
+func (t *txn) merge(ctx context.Context, b string, src *dsState, h string, st *dsState, ev *event, force bool) (over, err error) {
+	if len(src.Aliases) > 0 {
+		return nil, fmt.Errorf("merge: data set %s has linked files of its own; unlink them first (each then keeps its charges): %w", short(b), ErrInvalid)
+	}
+	for _, id := range src.openIDs() {
+		if t.l.stateOf(Reserved, src.Open[strconv.FormatInt(id, 10)].Owner) != Interrupted {
+			return nil, fmt.Errorf("merge: run-%d on data set %s is still running; merge when it has ended: %w", id, short(b), ErrInvalid)
+		}
+	}
+	in := inherited(src)
+	if st.Total != nil {
+		after := st.charged(0)
+		after.Merge(in)
+		if _, err := compose(*st.Total, after); err != nil {
+			why := fmt.Errorf("data set %s: the %d charge(s) of data set %s do not fit its budget's rule (they cost %s): %w", short(h), in.N(), short(b), spentString(privacy.Uncomposed(in)), err)
+			if !force {
+				return nil, fmt.Errorf("nothing was merged: %w", why)
+			}
+			over = fmt.Errorf("merged all the same; nothing more will be admitted until the total is changed: %w", why)
+		}
+	}
+	ev.Kind, ev.Dataset, ev.Alias, ev.Inherit = evMerge, h, b, &in
+	return over, t.emit(ctx, ev)
 }
 
 // Unlink undoes a link: the file with content hash alias stops counting
