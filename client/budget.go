@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -148,8 +149,13 @@ func (c *Client) SetBudget(ctx context.Context, r DatasetRef, total Grant, opt B
 			}
 		} else {
 			// A total on data that shares most of its rows with a
-			// budgeted data set would be a second budget for the same
-			// people: refused, with nothing written.
+			// budgeted data set, or that is linked to one, would be a
+			// second budget for the same people: refused, with nothing
+			// written.
+			if st, err := led.Show(ctx, h); err == nil && st.DataHash != h {
+				return classedf(ErrBudget, "no total was set: this data is linked to the data set %s (its rows are counted against that budget), so it has no total of its own; "+
+					"change that data set's total with `budget set --change`, or `budget unlink` this data first", cmp.Or(st.Name, st.DataHash))
+			}
 			if err := host.CheckOverlap(ctx, led, h, &dataio.Identity{Sketch: t.sketch}); err != nil {
 				return classed(ErrBudget, fmt.Errorf("no total was set: %w", err))
 			}

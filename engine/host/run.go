@@ -121,6 +121,9 @@ type FitResult struct {
 	// Status is the data set's budget position after the run (nil when it
 	// could not be read).
 	Status *ledger.Status
+	// Notes are the host's remarks on the run: that it was counted against
+	// another data set's budget because its rows are that data set's.
+	Notes []string
 	// Timings in seconds: "check_s" (pre-flight) and "fit_s" (the plugin
 	// call); on remote data also "passes" (how many aggregation passes the
 	// host ran, a count) and "passes_s" (their wall time, within fit_s).
@@ -207,11 +210,22 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		}
 		call.Passes = res.Check.Passes
 	}
-	if err := r.admitNonPrivate(ctx, info, req); err != nil {
+	key := BudgetKey(req.Data)
+	var into *Overlap // the budgeted data set the data's rows mostly are
+	if sl, ok := r.Ledger.(SketchLedger); ok {
+		if into, err = Overlaps(ctx, sl, key, req.Data.Source); err != nil {
+			return nil, err
+		}
+	}
+	budgetKey := key // the data set the run is counted against
+	if into != nil {
+		budgetKey = into.Dataset.Hash
+	}
+	if err := r.admitNonPrivate(ctx, info, budgetKey); err != nil {
 		return nil, err
 	}
 	if !info.NonPrivate {
-		if err := r.admitMechanisms(ctx, BudgetKey(req.Data), info, req.Grant, res.Check.Mechanisms); err != nil {
+		if err := r.admitMechanisms(ctx, budgetKey, info, req.Grant, res.Check.Mechanisms); err != nil {
 			return nil, err
 		}
 	}
@@ -226,28 +240,39 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 	if info.NonPrivate {
 		return r.fitNonPrivate(ctx, plug, call, req, res)
 	}
-	key := BudgetKey(req.Data)
-	sl, hasSketches := r.Ledger.(SketchLedger)
-	if hasSketches {
-		if err := CheckOverlap(ctx, sl, key, req.Data.Source); err != nil {
-			return nil, err
-		}
-	}
 	decl := res.Check.Mechanisms
-	var sketch []uint64
-	if hasSketches && req.Data.Source != nil {
-		sketch = req.Data.Source.Sketch
+	rreq := ledger.ReserveRequest{Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
+		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms()}
+	if req.Data.Source != nil {
+		rreq.Sketch = req.Data.Source.Sketch
 	}
-	id, err := r.Ledger.Reserve(ctx, key, ledger.ReserveRequest{
-		Estimator: req.Estimator, Plugin: plug.Path, Params: req.Params, Grant: req.Grant, Name: req.Data.Name,
-		Relation: relationOf(req.Data), MechanismsDeclared: decl.Declared, Mechanisms: decl.Mechanisms(), Sketch: sketch})
+	var linked string
+	if into != nil {
+		// Its rows are rows of a budgeted data set: the reservation links
+		// it there in its own transaction and charges the run to it.
+		rreq.LinkTo = into.Dataset.Hash
+		linked = fmt.Sprintf("counted against the budgeted data set %s: about %.0f%% of this data's rows are its rows",
+			datasetName(into.Dataset), 100*into.In)
+	}
+	id, err := r.Ledger.Reserve(ctx, key, rreq)
 	if err != nil {
-		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) {
+		if linked != "" {
+			err = fmt.Errorf("%s: %w", linked, err)
+		} else if st, serr := r.Ledger.Show(ctx, key); serr == nil && st.Name != "" {
+			err = fmt.Errorf("data set %s: %w", st.Name, err)
+		}
+		if errors.Is(err, ledger.ErrBudgetExceeded) || errors.Is(err, ledger.ErrIncompatible) || errors.Is(err, ledger.ErrRelation) || errors.Is(err, ledger.ErrOverlap) {
 			return nil, &FitError{Err: fmt.Errorf("%w, nothing was run or spent: %w", ErrBudget, err)}
 		}
 		return nil, &FitError{Err: fmt.Errorf("reserving budget: %w: %w", err, ErrLedger)}
 	}
 	res.RunID = id
+	if linked != "" {
+		res.Notes = append(res.Notes, linked)
+		if req.Events.Warning != nil {
+			req.Events.Warning(linked)
+		}
+	}
 	out, err := r.call(ctx, plug, call, req, res)
 	if err == nil {
 		err = checkRelease(info, out)
@@ -495,19 +520,20 @@ func (r *Runner) preflight(ctx context.Context, plug *Plugin, call Call, plan sd
 	return nil
 }
 
-// admitNonPrivate reads the data set's budget position and refuses a
-// non-private estimator on a data set whose owner set a budget.
-func (r *Runner) admitNonPrivate(ctx context.Context, info sdk.Info, req FitRequest) error {
+// admitNonPrivate reads the budget position of the data set key (the one
+// the data's rows count against) and refuses a non-private estimator on a
+// data set whose owner set a budget.
+func (r *Runner) admitNonPrivate(ctx context.Context, info sdk.Info, key string) error {
 	if !info.NonPrivate {
 		return nil
 	}
-	st, err := r.Ledger.Show(ctx, BudgetKey(req.Data))
+	st, err := r.Ledger.Show(ctx, key)
 	if err != nil {
 		return &FitError{Err: fmt.Errorf("reading the data set's budget: %w: %w", err, ErrLedger)}
 	}
 	if st.HasBudget {
 		return &FitError{Err: fmt.Errorf("%w: refusing to run the non-private %s on data set %s: its owner set a privacy budget",
-			ErrBudget, info.Name, short(BudgetKey(req.Data)))}
+			ErrBudget, info.Name, short(key))}
 	}
 	return nil
 }

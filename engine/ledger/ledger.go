@@ -56,6 +56,9 @@ var (
 	// ErrBudgetSet: SetBudget on a data set whose total is already set to
 	// another value; change it explicitly with ChangeBudget.
 	ErrBudgetSet = errors.New("ledger: the data set already has a total")
+	// ErrOverlap: a run's data is mostly rows of a budgeted data set
+	// (ReserveRequest.LinkTo) but cannot be linked to it.
+	ErrOverlap = errors.New("ledger: the data overlaps a budgeted data set it cannot be linked to")
 	// ErrCorrupt: the database file is damaged at the SQLite level or is
 	// not a dplr ledger. Errors wrapping it also wrap ErrDamaged.
 	ErrCorrupt = errors.New("ledger: database corrupt or not a dplr ledger")

@@ -307,20 +307,79 @@ func (l *Ledger) Link(ctx context.Context, alias, target, note string) error {
 		if err != nil {
 			return err
 		}
-		if d, ok := t.v.aliases[a]; ok {
-			if d == h {
-				return nil
-			}
-			return fmt.Errorf("link: %s is already linked to data set %s: %w", short(a), short(d), ErrInvalid)
-		}
-		if a == h {
-			return fmt.Errorf("link: %s is the data set itself: %w", short(a), ErrInvalid)
-		}
-		if _, has := t.v.keys[a]; has {
-			return fmt.Errorf("link: %s has budget records of its own; budgets are not merged: %w", short(a), ErrInvalid)
-		}
-		return t.emit(ctx, &event{Kind: evLink, Dataset: h, Alias: a, Note: strings.TrimSpace(note)})
+		return t.link(ctx, a, h, &event{Kind: evLink, Dataset: h, Alias: a, Note: strings.TrimSpace(note)})
 	})
+}
+
+// link appends ev, the link of alias a to data set h, unless a is linked
+// to h already; an alias of another data set, h itself, or a hash with
+// records of its own is refused (ErrInvalid).
+func (t *txn) link(ctx context.Context, a, h string, ev *event) error {
+	if d, ok := t.v.aliases[a]; ok {
+		if d == h {
+			return nil
+		}
+		return fmt.Errorf("link: %s is already linked to data set %s: %w", short(a), short(d), ErrInvalid)
+	}
+	if a == h {
+		return fmt.Errorf("link: %s is the data set itself: %w", short(a), ErrInvalid)
+	}
+	if _, has := t.v.keys[a]; has {
+		return fmt.Errorf("link: %s has budget records of its own; budgets are not merged: %w", short(a), ErrInvalid)
+	}
+	return t.emit(ctx, ev)
+}
+
+// autoLink links a, the data a run is about to read, to the budgeted data
+// set target whose rows it mostly is (ReserveRequest.LinkTo), or merges
+// it there when it has runs of its own (autoMerge). It refuses
+// (ErrOverlap) when target has no total.
+func (t *txn) autoLink(ctx context.Context, a, target string) error {
+	h, st, err := t.known(ctx, target)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", err, ErrOverlap)
+	case t.v.aliases[a] == h:
+		return nil
+	case st.Total == nil:
+		return fmt.Errorf("data set %s has no total to count the run against: %w", short(h), ErrOverlap)
+	}
+	if _, has := t.v.keys[a]; has {
+		return t.autoMerge(ctx, a, h, st)
+	}
+	return t.emit(ctx, &event{Kind: evLink, Dataset: h, Alias: a, Auto: true, Note: "linked by the run that read it: its rows are rows of this data set"})
+}
+
+// autoMerge merges a, a data set with runs of its own and no total (runs
+// made before data set h, whose rows it mostly is, had a total), into h
+// as Merge does: those runs used h's rows too. It refuses (ErrOverlap) a
+// hash linked elsewhere, a data set with a total, one made by an unlink
+// (it holds the charges of the data set it left already: merging would
+// count them twice), and whatever Merge refuses.
+func (t *txn) autoMerge(ctx context.Context, a, h string, st *dsState) error {
+	src, err := t.state(ctx, a)
+	if err != nil {
+		return err
+	}
+	why := ""
+	if _, alias := t.v.aliases[a]; alias {
+		why = "is linked to another data set"
+	} else if src.Total != nil {
+		why = "has a total of its own (`dplr budget merge` joins two budgets)"
+	} else if evs, err := t.l.datasetRecords(ctx, t, a); err != nil {
+		return err
+	} else if len(evs) > 0 && evs[0].Alias != "" {
+		why = "was unlinked from a data set, whose charges it holds"
+	}
+	if why == "" {
+		_, err = t.merge(ctx, a, src, h, st, &event{Auto: true,
+			Note: "merged by a run that read it: its rows are rows of this data set, and its earlier runs are counted here"}, false)
+		if err == nil {
+			return nil
+		}
+		why = fmt.Sprintf("ran before the total was set and cannot be merged (%v)", err)
+	}
+	return fmt.Errorf("this data (%s) %s, so it is not counted against data set %s automatically: %w", short(a), why, short(h), ErrOverlap)
 }
 
 // Merge makes the data set from (a hash, alias or name) part of the data
@@ -346,36 +405,46 @@ func (l *Ledger) Merge(ctx context.Context, from, into, note string, force bool)
 		if err != nil {
 			return err
 		}
-		switch {
-		case b == h:
+		if b == h {
 			return fmt.Errorf("merge: %s is already data set %s: %w", from, short(h), ErrInvalid)
-		case len(src.Aliases) > 0:
-			return fmt.Errorf("merge: data set %s has linked files of its own; unlink them first (each then keeps its charges): %w", short(b), ErrInvalid)
 		}
-		for _, id := range src.openIDs() {
-			if l.stateOf(Reserved, src.Open[strconv.FormatInt(id, 10)].Owner) != Interrupted {
-				return fmt.Errorf("merge: run-%d on data set %s is still running; merge when it has ended: %w", id, short(b), ErrInvalid)
-			}
-		}
-		in := inherited(src)
-		if st.Total != nil {
-			before := st.charged(0)
-			after := before
-			after.Merge(in)
-			if _, err := compose(*st.Total, after); err != nil {
-				why := fmt.Errorf("data set %s: the %d charge(s) of data set %s do not fit its budget's rule (they cost %s): %w", short(h), in.N(), short(b), spentString(privacy.Uncomposed(in)), err)
-				if !force {
-					return fmt.Errorf("nothing was merged: %w", why)
-				}
-				over = fmt.Errorf("merged all the same; nothing more will be admitted until the total is changed: %w", why)
-			}
-		}
-		return t.emit(ctx, &event{Kind: evMerge, Dataset: h, Alias: b, Inherit: &in, Note: strings.TrimSpace(note)})
+		over, err = t.merge(ctx, b, src, h, st, &event{Note: strings.TrimSpace(note)}, force)
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	return over
+}
+
+// merge appends ev, completed as the merge of data set b (at position
+// src) into data set h (at st), for Merge and autoMerge. It refuses
+// (ErrInvalid) a data set with linked files or a run still running, and
+// charges that do not fit h's total unless force, when it returns why
+// as over.
+func (t *txn) merge(ctx context.Context, b string, src *dsState, h string, st *dsState, ev *event, force bool) (over, err error) {
+	if len(src.Aliases) > 0 {
+		return nil, fmt.Errorf("merge: data set %s has linked files of its own; unlink them first (each then keeps its charges): %w", short(b), ErrInvalid)
+	}
+	for _, id := range src.openIDs() {
+		if t.l.stateOf(Reserved, src.Open[strconv.FormatInt(id, 10)].Owner) != Interrupted {
+			return nil, fmt.Errorf("merge: run-%d on data set %s is still running; merge when it has ended: %w", id, short(b), ErrInvalid)
+		}
+	}
+	in := inherited(src)
+	if st.Total != nil {
+		after := st.charged(0)
+		after.Merge(in)
+		if _, err := compose(*st.Total, after); err != nil {
+			why := fmt.Errorf("data set %s: the %d charge(s) of data set %s do not fit its budget's rule (they cost %s): %w", short(h), in.N(), short(b), spentString(privacy.Uncomposed(in)), err)
+			if !force {
+				return nil, fmt.Errorf("nothing was merged: %w", why)
+			}
+			over = fmt.Errorf("merged all the same; nothing more will be admitted until the total is changed: %w", why)
+		}
+	}
+	ev.Kind, ev.Dataset, ev.Alias, ev.Inherit = evMerge, h, b, &in
+	return over, t.emit(ctx, ev)
 }
 
 // Unlink undoes a link: the file with content hash alias stops counting
@@ -611,9 +680,18 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 	var id RunID
 	err = l.write(ctx, "reserve", func(t *txn) error {
 		t.lazyMarker = true
+		data := h
+		if req.LinkTo != "" {
+			if err := t.autoLink(ctx, data, req.LinkTo); err != nil {
+				return err
+			}
+		}
 		h, st, err := t.register(ctx, h, req.Name, req.Relation)
 		if err != nil {
 			return err
+		}
+		if data == h {
+			data = "" // the data set's own data
 		}
 		charge := privacy.ReserveCharge(req.Grant)
 		var (
@@ -647,12 +725,12 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 		}
 		g, o := req.Grant, l.self
 		ev := &event{Kind: evReserve, Dataset: h, Run: &runEvent{Estimator: req.Estimator, Plugin: req.Plugin, Params: req.Params,
-			Grant: &g, Owner: &o, Charge: charge, Basis: "grant", Neighbours: req.Neighbours, Relation: runRel, Factor: factor}}
+			Grant: &g, Owner: &o, Charge: charge, Basis: "grant", Neighbours: req.Neighbours, Relation: runRel, Factor: factor, Data: data}}
 		if err := t.emit(ctx, ev); err != nil {
 			return err
 		}
 		id = RunID(ev.Seq)
-		if len(req.Sketch) > 0 {
+		if len(req.Sketch) > 0 && data == "" { // a linked file's rows are not the data set's
 			return t.setSketch(ctx, h, req.Sketch)
 		}
 		return nil

@@ -79,7 +79,7 @@ func (t *txn) status(ctx context.Context, h string, ds *dsState) (Status, error)
 		st.Spent = privacy.Uncomposed(st.charged)
 	}
 	c := ds.Counts
-	st.Runs = RunCounts{Succeeded: c.Succeeded, Failed: c.Failed, Refunded: c.Refunded, External: c.External}
+	st.Runs = RunCounts{Succeeded: c.Succeeded, Failed: c.Failed, Refunded: c.Refunded, External: c.External, Linked: c.Linked}
 	for _, id := range ds.openIDs() {
 		if t.l.stateOf(Reserved, ds.Open[strconv.FormatInt(id, 10)].Owner) == Interrupted {
 			st.Runs.Interrupted++
@@ -212,7 +212,7 @@ func (l *Ledger) history(ctx context.Context, hash string) ([]Run, []Change, err
 			r := ev.Run
 			run := Run{ID: RunID(ev.Seq), DataHash: h, Estimator: r.Estimator, Plugin: r.Plugin, Params: r.Params,
 				State: Reserved, Charge: r.Charge, Basis: r.Basis, Note: strings.TrimSpace(ev.Note + " " + r.Note), ReservedAt: at,
-				Relation: r.Relation, Factor: r.Factor}
+				Relation: r.Relation, Factor: r.Factor, Data: r.Data}
 			if r.Grant != nil {
 				run.Grant = *r.Grant
 			}

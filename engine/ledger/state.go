@@ -55,7 +55,10 @@ type event struct {
 	// it was unlinked from. The verifier checks it against that data
 	// set's verified position.
 	Inherit *privacy.Tally `json:"inherit,omitempty"`
-	State   *dsState       `json:"state,omitempty"`
+	// Auto, on a link or merge record, says that it was made by a run
+	// whose data are mostly rows of the data set (ReserveRequest.LinkTo).
+	Auto  bool     `json:"auto,omitempty"`
+	State *dsState `json:"state,omitempty"`
 }
 
 // runEvent is the run part of a reserve, settle or charge event.
@@ -76,6 +79,9 @@ type runEvent struct {
 	Relation   Relation          `json:"run_relation,omitempty"`
 	Class      string            `json:"class,omitempty"`
 	Factor     int               `json:"factor,omitempty"`
+	// Data, on a reservation, is the content hash the run read when it is
+	// not the data set's own (a file linked to it).
+	Data string `json:"data,omitempty"`
 }
 
 // openRun is a reservation not settled yet: charged its grant.
@@ -91,6 +97,7 @@ type counts struct {
 	Failed    int `json:"failed,omitempty"`
 	Refunded  int `json:"refunded,omitempty"`
 	External  int `json:"external,omitempty"`
+	Linked    int `json:"linked,omitempty"` // runs reserved on a file linked to the data set
 }
 
 // dsState is a data set's position after an event: what admission needs,
@@ -218,6 +225,9 @@ func apply(prev *dsState, ev *event) (*dsState, error) {
 			s.Final.Filter = privacy.FilterClassic
 		}
 		s.Open[strconv.FormatInt(r.ID, 10)] = openRun{Charge: r.Charge, Grant: *r.Grant, Owner: *r.Owner}
+		if r.Data != "" {
+			s.Counts.Linked++
+		}
 	case evSettle:
 		r := ev.Run
 		key := ""

@@ -59,8 +59,18 @@ type ReserveRequest struct {
 	MechanismsDeclared bool
 	Mechanisms         []privacy.Mechanism
 	// Sketch, if not empty, is stored as the data set's row sketch in the
-	// reservation's transaction (as SetSketch does).
+	// reservation's transaction (as SetSketch does), unless the hash is a
+	// file linked to the data set: its rows are not all of the data set's.
 	Sketch []uint64
+	// LinkTo, when set, is the budgeted data set whose rows the run's data
+	// mostly are (a subset or a cross-validation fold; the host's sketch
+	// test finds it). The reservation's transaction links the run's hash
+	// to it, as Link does (or merges it, as Merge does, when it has runs
+	// of its own and no total), and charges the run there, so there is no
+	// moment at which the run's data is unlinked. Refused (ErrOverlap,
+	// nothing written) when LinkTo has no total, or the hash cannot be
+	// merged (see autoMerge).
+	LinkTo string
 }
 
 // Outcome is how a reserved run ended, given to Settle.
@@ -112,14 +122,18 @@ type Run struct {
 	// its cost was multiplied by for the budget's relation (1: none), and
 	// Class the guarantee's class: worst-case, model-based or nominal
 	// (empty while reserved).
-	Relation   Relation  `json:"relation,omitempty"`
-	Neighbours string    `json:"neighbours,omitempty"`
-	Factor     int       `json:"factor,omitempty"`
-	Class      string    `json:"guarantee_class,omitempty"`
-	NoiseDrawn bool      `json:"noise_drawn,omitempty"`
-	Refunded   bool      `json:"refunded,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	Note       string    `json:"note,omitempty"`
+	Relation   Relation `json:"relation,omitempty"`
+	Neighbours string   `json:"neighbours,omitempty"`
+	Factor     int      `json:"factor,omitempty"`
+	Class      string   `json:"guarantee_class,omitempty"`
+	NoiseDrawn bool     `json:"noise_drawn,omitempty"`
+	Refunded   bool     `json:"refunded,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Note       string   `json:"note,omitempty"`
+	// Data is the content hash of the data the run read when it is not
+	// the data set's own: a file linked to it (by a user, or by the run
+	// itself when its rows were rows of the data set).
+	Data       string    `json:"data,omitempty"`
 	Host       string    `json:"host"`
 	PID        int       `json:"pid"`
 	ReservedAt time.Time `json:"reserved_at"`
@@ -144,6 +158,7 @@ type RunCounts struct {
 	Failed      int `json:"failed"`
 	Refunded    int `json:"refunded"` // failed before drawing noise (included in Failed)
 	External    int `json:"external"` // spends recorded from outside dplr (in Total, not in Succeeded)
+	Linked      int `json:"linked"`   // runs that read a file linked to the data set (a fold, a subset; in Total)
 }
 
 // Status is a data set's budget position, as Show returns it.
@@ -231,6 +246,9 @@ func (s Status) String() string {
 		c.Total-c.External, c.Succeeded, c.Failed, c.Refunded, c.Reserved, c.Interrupted)
 	if c.External > 0 {
 		fmt.Fprintf(&b, "  outside:   %d spend(s) recorded from outside dplr\n", c.External)
+	}
+	if c.Linked > 0 {
+		fmt.Fprintf(&b, "  via links: %d of the runs read a file linked to it (a fold or subset of its rows)\n", c.Linked)
 	}
 	for _, a := range s.Aliases {
 		fmt.Fprintf(&b, "  linked:    %s\n", a)

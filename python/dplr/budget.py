@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from . import _cli
 from ._data import ArrayLike, DataSpec, tempdir
-from .errors import ParameterError
+from .errors import DplrError, ParameterError, hide_tempdir
 
 __all__ = ["Budget", "budget", "ledger_list", "ledger_verify"]
 
@@ -65,9 +65,13 @@ class Budget:
             else:
                 ident = ["--hash", str(self.hash)]
             full = ["budget", sub, *ident, *args, *_cli.config.home_args()]
-            if json_out:
-                return _cli.run_json(full + ["--json"])
-            return _cli.run(full).stdout
+            try:
+                if json_out:
+                    return _cli.run_json(full + ["--json"])
+                return _cli.run(full).stdout
+            except DplrError as e:
+                hide_tempdir(e, d)
+                raise
 
     def set(self, epsilon: Optional[float] = None, delta: Optional[float] = None, rho: Optional[float] = None,
             *, name: Optional[str] = None, neighbours: Optional[str] = None, change: bool = False,

@@ -11,6 +11,7 @@ exit-code table in docs/ledger.md says: usage, budget and data errors spend noth
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional, Sequence, Type
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "DplrNotFound",
     "DplrWarning",
     "warn_from_stderr",
+    "hide_tempdir",
     "EXIT_CODES",
     "error_for_exit",
 ]
@@ -185,12 +187,35 @@ def _message(stderr: str) -> str:
     return lines[-1]
 
 
+#: dplr's advice on the data it was given, and the package's call that does
+#: the same (the file dplr read is a temporary copy of the caller's array).
+_ADVICE = [
+    (re.compile(r"`budget link --to ([^`]+)` on this data"), r'dplr.budget(X).link("\1") on this array'),
+    (re.compile(r"`budget unlink` this data"), "dplr.budget(X).unlink() this array"),
+]
+
+
+def _for_python(message: str) -> str:
+    """``message`` with dplr's command-line advice given as package calls."""
+    for pat, call in _ADVICE:
+        message = pat.sub(call, message)
+    return message
+
+
+def hide_tempdir(e: DplrError, tempdir: str) -> None:
+    """Name the caller's array, not the temporary file dplr read it from
+    (removed once the call returns), in ``e``'s message."""
+    e.message = re.sub(re.escape(tempdir) + r"[^\s:'\"`,;)]*", "the array", e.message)
+    e.args = (e.message,)
+
+
 def error_for_exit(code: int, stderr: str, command: Optional[Sequence[str]] = None,
                    pid: Optional[int] = None) -> DplrError:
     """The exception for a dplr process (``pid``) that exited with ``code``."""
     cls = EXIT_CODES.get(code, DplrError)
+    msg = _for_python(_message(stderr))
     if code < 0:  # killed by a signal: it may have reserved and never settled
-        e = DplrError(f"dplr was killed by signal {-code}: {_message(stderr)}", code, stderr, command, pid)
+        e = DplrError(f"dplr was killed by signal {-code}: {msg}", code, stderr, command, pid)
         e.may_have_spent = True
         return e
-    return cls(_message(stderr), code, stderr, command, pid)
+    return cls(msg, code, stderr, command, pid)

@@ -31,7 +31,7 @@ from . import _cli
 from ._data import transform_with_cli, ArrayLike, DataSpec, load_outputs, releases, tempdir
 from .catalogue import EstimatorInfo, describe
 from .budget import ledger_run_of
-from .errors import DplrError, ParameterError
+from .errors import DplrError, ParameterError, hide_tempdir
 
 __all__ = ["Privacy", "DPEstimator", "PCA", "TraceRegression", "Personalization",
            "estimator_class", "class_name"]
@@ -278,6 +278,7 @@ class DPEstimator:
             try:
                 result = _cli.run_json(args)
             except DplrError as e:
+                hide_tempdir(e, d)
                 if e.pid is not None:  # what the ledger recorded for this run, not the exit code alone
                     e.settle_from_ledger(ledger_run_of(spec, e.pid))
                 raise
