@@ -346,20 +346,11 @@ func addNote(res *sdk.Result, note string) {
 	}
 }
 
-// NoisySpectrum declares a Laplace release at budget b for the top-k
-// eigenvalues gamma[:k] (replace-one ℓ1 sensitivity SpectrumSensitivity(k):
-// 1 for k = 1, 2 otherwise), then sorts them decreasingly and clamps them
-// at 0.
-func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, error) {
-	l, _, _, err := noisySpectrum(acct, rnd, gamma, k, b)
-	return l, err
-}
-
-// noisySpectrum is NoisySpectrum whose release, when 2 ≤ k < d (d =
-// len(gamma), the whole spectrum of A), also carries the sum of the other
-// d − k eigenvalues at the same sensitivity 2 (their changes under a
-// neighbour have the same sign as the rest: DERIVATIONS.md §3); it returns
-// that noisy tail and whether it was released.
+// noisySpectrum declares a Laplace release at budget b for the top-k
+// eigenvalues gamma[:k] (ℓ1 sensitivity SpectrumSensitivity(k)), sorted
+// decreasingly and clamped at 0. When 2 ≤ k < len(gamma) the release also
+// carries the sum of the other eigenvalues at the same sensitivity
+// (DERIVATIONS.md §3); it returns that noisy tail and whether it was released.
 func noisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, float64, bool, error) {
 	out := slices.Clone(gamma[:k])
 	tail := k >= 2 && k < len(gamma)
