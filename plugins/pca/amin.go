@@ -17,19 +17,9 @@ import (
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
-// Amin is the iterative eigenvector sampling method of Amin, Dick, Kulesza,
-// Muñoz Medina and Vassilvitskii (2019), the method behind diffprivlib's and
-// OpenDP's DP PCA. Rows are clipped to a public norm γ; the top-r
-// eigenvalues of Σ̂_γ = Σ x_ix_iᵀ/n get Laplace noise; the eigenvectors are
-// drawn one at a time from the exponential mechanism with utility uᵀC_iu on
-// the unit sphere of the orthogonal complement of the vectors already
-// drawn (a vector Bingham law, sampled exactly), where C_i is Σ̂_γ
-// compressed to that complement.
-//
-// Budget (pure ε, after an optional mean share): a fraction eigenvalue_share
-// (default 1/(r+1)) goes to the eigenvalues, the rest is split evenly over
-// the r eigenvectors; with default settings every one of the r+1 releases
-// gets ε/(r+1), as in diffprivlib's split.
+// Amin is pca-amin, the iterative eigenvector sampling of Amin, Dick,
+// Kulesza, Muñoz Medina and Vassilvitskii (2019) behind diffprivlib's and
+// OpenDP's DP PCA (its description and DERIVATIONS.md §3 say how it works).
 type Amin struct{ project.Projection }
 
 // Info implements sdk.Estimator.
