@@ -112,7 +112,7 @@ func (c *cxzConfig) estimateShares(rest float64) ([]privacy.Share, float64) {
 	if !c.estimate {
 		return nil, 0
 	}
-	e := rest * c.estShare
+	e := rest * c.EstimateShare
 	var out []privacy.Share
 	spectrum := e * (1 - estTraceWeight)
 	if c.clip == 0 {
@@ -514,10 +514,10 @@ func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat
 // subtracted in stage 2), λ bounds when lambda=auto.
 func (e *modelEstimate) apply(cfg *cxzConfig) error {
 	cfg.r = e.rank
-	if cfg.estSigma2 {
+	if cfg.Sigma2 == nil {
 		cfg.model.Sigma2, cfg.sub = e.Sigma2Upper, e.Sigma2
 	}
-	if cfg.estLambda {
+	if cfg.Lambda == lambdaAuto {
 		cfg.model.LambdaLow, cfg.model.LambdaHigh = e.LambdaLow, e.LambdaHigh
 	}
 	if err := cfg.model.Validate(); err != nil {
@@ -545,10 +545,10 @@ func (e *modelEstimate) report(res *sdk.Result, cfg *cxzConfig) {
 		res.AddScalar("rank", float64(e.rank), sdk.Public, "the rank kept by rank=auto: the spikes that stand out")
 	}
 	var what []string
-	if cfg.estSigma2 {
+	if cfg.Sigma2 == nil {
 		what = append(what, "σ²")
 	}
-	if cfg.estLambda {
+	if cfg.Lambda == lambdaAuto {
 		what = append(what, "λ")
 	}
 	how := fmt.Sprintf("rows clipped to the public clip %.6g", e.clip)

@@ -329,18 +329,12 @@ func parseDescending(name, s string, r int) ([]float64, error) {
 // config is the fit's configuration: the model on n rows and p columns,
 // the failure probability β (default: the grant's δ) and the safety factor.
 func (o *cxzOptions) config(g privacy.Grant, n, p int) *cxzConfig {
-	c := &cxzConfig{cal: o.cal, gauss: o.gauss, split: o.Split, pcaOnly: o.PCAOnly,
-		c2: o.C2, c3: o.C3, dkc: o.DKC, guarded: o.Guarded, rotate: o.Rotate, psd: o.PSD,
-		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip, meanShare: o.MeanShare}
-	c.r, c.auto = o.rank, o.auto
-	c.gap0, c.ptrShare = o.ptrGap, o.PTRShare
+	c := &cxzConfig{cxzOptions: o, meanClip: o.meanClip, r: o.rank, gap0: o.ptrGap}
 	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high}
 	if o.Sigma2 != nil {
 		c.model.Sigma2 = *o.Sigma2
 	}
 	c.sub = c.model.Sigma2
-	c.estimate, c.estSigma2, c.estLambda = o.estimate, o.Sigma2 == nil, o.Lambda == lambdaAuto
-	c.estShare = o.EstimateShare
 	if o.CXZClip != nil {
 		c.clip = *o.CXZClip
 	}
