@@ -358,11 +358,8 @@ func (c *cxzConfig) finish(run *sdk.Run, o *cxzOptions, res *sdk.Result, mu []fl
 	}
 }
 
-// stopped is the result of a planned stop (DERIVATIONS.md §12, §13): the
-// decision (why) was made from released values alone, so the result holds
-// those values (the mean, the model estimate, how many spikes stand out
-// and their directions: the top eigenvectors of the released noisy second
-// moment, post-processing; the eigengap test's outcome), and the run is
+// stopped is the result of a planned stop (DERIVATIONS.md §12, §13),
+// decided from released values alone: it holds those values and the run is
 // charged only the steps that ran, all of them worst-case DP.
 func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64, why string) *sdk.Result {
 	e := c.est
