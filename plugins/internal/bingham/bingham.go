@@ -4,24 +4,12 @@
 // the circle, its d = 2 special case.
 //
 // The vector sampler is the rejection sampler of Kent, Ganeiber and Mardia
-// (2018, "A new unified approach for the simulation of a wide class of
-// directional distributions", JCGS 27(2)) with an angular central Gaussian
-// (ACG) envelope. Every draw goes through a real accept/reject step with a
-// uniform variate, so the output law is exactly the Bingham law (in exact
-// arithmetic): the exponential mechanism built on it keeps its pure ε-DP
-// guarantee without a sampler-error term.
-//
-// Conventions.
-//   - A is symmetric; only its upper triangle is read (mat.Symmetric).
-//   - β may be any finite real; β = 0 gives the uniform law on the sphere.
-//     Only the product β·A matters.
-//   - A Sampler is built once with New (which eigendecomposes with a
-//     backend.Backend) or FromEigen (from an eigendecomposition the caller
-//     already has); Sample then draws repeatedly.
-//   - Randomness comes only from the privacy.Source passed in: proposals use
-//     its normal draws (not release noise), the accept step its uniforms.
-//   - The output is a unit vector x; x and −x have the same density, and the
-//     sign is whatever the proposal produced (uniformly random by symmetry).
+// (2018, JCGS 27(2)) with an angular central Gaussian envelope: every draw
+// has a real accept/reject step, so the law is exactly Bingham's in exact
+// arithmetic and the exponential mechanism built on it keeps its pure ε-DP
+// guarantee (plugins/orbit/DERIVATIONS.md §7.1). A Sampler is built once
+// with New or FromEigen; Sample then draws with the randomness of the
+// privacy.Source passed in.
 package bingham
 
 import (
