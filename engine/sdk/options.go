@@ -18,9 +18,9 @@ import (
 // every request against it and binds the values into a fresh struct before
 // Fit runs; Fit reads them with Opts.
 
-// Renamed is the type of a marker field that keeps a former parameter name
-// in the catalogue, `_ sdk.Renamed `param:"old" renamed:"new"``, so that a
-// request using it is refused with an error naming its replacement.
+// Renamed is the type of a marker field (_ sdk.Renamed, tagged
+// param:"old" renamed:"new") that keeps a former parameter name in the
+// catalogue, so that a request using it is refused naming its replacement.
 type Renamed struct{}
 
 // renamedType is the reflect type of Renamed.
