@@ -65,10 +65,7 @@ type emSampling struct {
 var sensitivityCalib = map[string]string{sdk.SensitivityWorstCase: CalibExact, sdk.SensitivityPaper: CalibPaper, CalibAddRemove: CalibAddRemove}
 
 // resolve maps sensitivity= onto the calibration names.
-func (e *emSampling) resolve() error {
-	e.cal = sensitivityCalib[e.Sensitivity.Value]
-	return nil
-}
+func (e *emSampling) resolve() { e.cal = sensitivityCalib[e.Sensitivity.Value] }
 
 // emOptions are orbit-em's parameters.
 type emOptions struct {
@@ -83,10 +80,8 @@ func (o *emOptions) Check(s sdk.Shape) error {
 	if err := o.checkRank(s); err != nil {
 		return err
 	}
-	if err := o.parse(o.Rank.Value, ""); err != nil {
-		return err
-	}
-	return o.resolve()
+	o.resolve()
+	return o.parse(o.Rank.Value, "")
 }
 
 // rankKOptions are orbit-rank-k's parameters.
@@ -97,10 +92,8 @@ type rankKOptions struct {
 
 // Check implements sdk.Checker.
 func (o *rankKOptions) Check(s sdk.Shape) error {
-	if err := o.checkRank(s); err != nil {
-		return err
-	}
-	return o.resolve()
+	o.resolve()
+	return o.checkRank(s)
 }
 
 // deflationOptions are orbit-deflation's parameters.
