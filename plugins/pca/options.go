@@ -200,9 +200,7 @@ func (o *cxzOptions) Check(s sdk.Shape) error {
 	if err := o.parseMeanClip(); err != nil {
 		return err
 	}
-	if err := o.resolveNames(); err != nil {
-		return err
-	}
+	o.resolveNames()
 	if err := o.checkModel(s); err != nil {
 		return err
 	}
@@ -240,7 +238,7 @@ func (o *cxzOptions) parseRank(p int) error {
 }
 
 // resolveNames fills the noise default from the sensitivity.
-func (o *cxzOptions) resolveNames() error {
+func (o *cxzOptions) resolveNames() {
 	o.cal = o.Sensitivity.Value
 	o.gauss = o.Noise.Value
 	if o.gauss == "auto" {
@@ -249,7 +247,6 @@ func (o *cxzOptions) resolveNames() error {
 			o.gauss = privacy.NoiseClassical
 		}
 	}
-	return nil
 }
 
 // checkCombinations refuses options that contradict each other, before any
