@@ -31,6 +31,20 @@ type Model interface {
 	Generate(p sdk.Params, rng *rand.Rand) (*Generated, error)
 }
 
+// model is a Model given by its parts.
+type model struct {
+	name, summary string
+	params        []sdk.ParamSpec
+	generate      func(sdk.Params, *rand.Rand) (*Generated, error)
+}
+
+func (m model) Name() string            { return m.name }
+func (m model) Summary() string         { return m.summary }
+func (m model) Params() []sdk.ParamSpec { return m.params }
+func (m model) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
+	return m.generate(p, rng)
+}
+
 var models = map[string]Model{}
 
 // Register adds a model; it is called from init functions.

@@ -15,39 +15,28 @@ import (
 // by the orbit estimators.
 const OrbitSpikedName = "orbit-spiked"
 
-func init() { Register(OrbitSpiked{}) }
+func init() {
+	Register(model{name: OrbitSpikedName,
+		summary: "unit-norm rows x = g/‖g‖, g ~ N(0, Q diag(s) Qᵀ) with k spikes (orbit benchmark); truth U, Sigma, A",
+		params: []sdk.ParamSpec{
+			{Name: "n", Type: sdk.Int, Default: "2000", Min: sdk.Bound(1), Max: sdk.Bound(1e8), Doc: "number of rows (users)"},
+			{Name: "d", Type: sdk.Int, Default: "20", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "dimension"},
+			{Name: "rank", Type: sdk.Int, Default: "3", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "number of spikes k (k ≤ d)"},
+			{Name: "spike", Type: sdk.Float, Default: "10", Min: sdk.Bound(1e-12), Max: sdk.Bound(1e12), Doc: "largest spike variance (the j-th is spike·(k−j+1)/k; the bulk has variance 1)"},
+			{Name: "shape", Type: sdk.String, Default: "spiked", Choices: []string{"spiked", "projection", "isotropic"}, Doc: "spectrum shape"},
+			{Name: "rotate", Type: sdk.Bool, Default: "true", Doc: "rotate the spikes by a Haar-random Q (false: coordinate axes)"},
+		},
+		generate: generateOrbitSpiked})
+}
 
-// OrbitSpiked draws n rows of norm exactly 1 (so the orbit estimators'
+// generateOrbitSpiked draws n rows of norm exactly 1 (so the orbit estimators'
 // clip = 1 never binds and tr(A) = n): g ~ N(0, Q diag(s) Qᵀ) with
 // s_j = spike·(k−j+1)/k for j ≤ k and s_j = 1 otherwise, and x = g/‖g‖
 // (the orbit studies' benchmark model). Q is a Haar rotation (or the
 // identity with rotate=false). Shapes: "spiked" as above; "projection"
 // draws x uniform on the unit sphere of the span of Q's first k columns
 // (A ≈ (n/k)·projection); "isotropic" sets every s_j = 1.
-type OrbitSpiked struct{}
-
-// Name implements Model.
-func (OrbitSpiked) Name() string { return OrbitSpikedName }
-
-// Summary implements Model.
-func (OrbitSpiked) Summary() string {
-	return "unit-norm rows x = g/‖g‖, g ~ N(0, Q diag(s) Qᵀ) with k spikes (orbit benchmark); truth U, Sigma, A"
-}
-
-// Params implements Model.
-func (OrbitSpiked) Params() []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "n", Type: sdk.Int, Default: "2000", Min: sdk.Bound(1), Max: sdk.Bound(1e8), Doc: "number of rows (users)"},
-		{Name: "d", Type: sdk.Int, Default: "20", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "dimension"},
-		{Name: "rank", Type: sdk.Int, Default: "3", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "number of spikes k (k ≤ d)"},
-		{Name: "spike", Type: sdk.Float, Default: "10", Min: sdk.Bound(1e-12), Max: sdk.Bound(1e12), Doc: "largest spike variance (the j-th is spike·(k−j+1)/k; the bulk has variance 1)"},
-		{Name: "shape", Type: sdk.String, Default: "spiked", Choices: []string{"spiked", "projection", "isotropic"}, Doc: "spectrum shape"},
-		{Name: "rotate", Type: sdk.Bool, Default: "true", Doc: "rotate the spikes by a Haar-random Q (false: coordinate axes)"},
-	}
-}
-
-// Generate implements Model.
-func (OrbitSpiked) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
+func generateOrbitSpiked(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	n, d, k := p.Int("n"), p.Int("d"), p.Int("rank")
 	if k > d {
 		return nil, fmt.Errorf("rank %d exceeds the dimension %d", k, d)

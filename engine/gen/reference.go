@@ -34,25 +34,25 @@ import (
 func Reference(s sdk.Shape, rank int, scale float64, seed uint64) (sdk.ReferenceData, error) {
 	itoa := strconv.Itoa
 	var (
-		m   Model
-		raw map[string]string
+		name string
+		raw  map[string]string
 	)
 	switch s.Kind {
 	case data.Rows:
 		r := min(max(rank, 1), s.P-1)
-		m, raw = Spiked{}, map[string]string{"n": itoa(s.N), "p": itoa(s.P), "rank": itoa(r),
+		name, raw = SpikedName, map[string]string{"n": itoa(s.N), "p": itoa(s.P), "rank": itoa(r),
 			"lambda": fmt.Sprint(1 / (2 * float64(r))), "sigma2": fmt.Sprint(1 / (2 * float64(s.P)))}
 	case data.Trace:
-		m, raw = traceModel{}, map[string]string{"n": itoa(s.N), "d1": itoa(s.D1), "d2": itoa(s.D2),
+		name, raw = TraceModelName, map[string]string{"n": itoa(s.N), "d1": itoa(s.D1), "d2": itoa(s.D2),
 			"rank": itoa(min(max(rank, 1), s.D1, s.D2))}
 	case data.Users:
 		users := max(s.Users, 1)
-		m, raw = usersLowRank{}, map[string]string{"users": itoa(users), "samples": itoa(max(int(math.Round(float64(s.N)/float64(users))), 1)),
+		name, raw = UsersLowRankName, map[string]string{"users": itoa(users), "samples": itoa(max(int(math.Round(float64(s.N)/float64(users))), 1)),
 			"dim": itoa(s.P), "rank": itoa(min(max(rank, 1), s.P))}
 	default:
 		return sdk.ReferenceData{}, fmt.Errorf("no reference model for %s data", s.Kind)
 	}
-	g, err := Run(m, raw, seed)
+	g, err := Run(models[name], raw, seed)
 	if err != nil {
 		return sdk.ReferenceData{}, fmt.Errorf("reference model: %w", err)
 	}

@@ -13,35 +13,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 )
 
-// Spiked is the spiked covariance model of Cai, Xia and Zha: n centred rows
-// X_i = U·(√λ ∘ h_i) + σ·g_i in ℝ^p, so that Cov(X_i) = U·diag(λ)·Uᵀ + σ²I
-// with U a random p×r matrix with orthonormal columns. With noise=gaussian
-// h and g are standard normal; with rademacher or uniform (on [−√3, √3])
-// they are sub-Gaussian with the same covariance.
-type Spiked struct{}
-
-func init() { Register(Spiked{}) }
-
-// Name implements Model.
-func (Spiked) Name() string { return "spiked" }
-
-// Summary implements Model.
-func (Spiked) Summary() string {
-	return "spiked covariance rows X = U(√λ∘h) + σg (Cai–Xia–Zha); truth U, Sigma, lambda, sigma2"
-}
-
-// Params implements Model.
-func (Spiked) Params() []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "n", Type: sdk.Int, Default: "10000", Min: sdk.Bound(1), Doc: "number of rows (observations)"},
-		{Name: "p", Type: sdk.Int, Default: "30", Min: sdk.Bound(2), Doc: "dimension"},
-		{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Doc: "number of spikes r"},
-		{Name: "lambda", Type: sdk.String, Default: "24,20", Doc: "spike strengths above the noise floor, descending: one value (used for every spike) or r comma-separated values"},
-		{Name: "sigma2", Type: sdk.Float, Default: "1", Min: sdk.Bound(0), Doc: "noise variance σ²"},
-		{Name: "noise", Type: sdk.String, Default: "gaussian", Choices: []string{"gaussian", "rademacher", "uniform"}, Doc: "law of the standardised factors h and g"},
-	}
-}
-
 // ParseSpikes parses a spike list: one value (repeated r times) or r
 // comma-separated positive finite values.
 func ParseSpikes(s string, r int) ([]float64, error) {
@@ -64,8 +35,29 @@ func ParseSpikes(s string, r int) ([]float64, error) {
 	return out, nil
 }
 
-// Generate implements Model.
-func (Spiked) Generate(ps sdk.Params, rng *rand.Rand) (*Generated, error) {
+// SpikedName is the registered name of the spiked covariance model.
+const SpikedName = "spiked"
+
+func init() {
+	Register(model{name: SpikedName,
+		summary: "spiked covariance rows X = U(√λ∘h) + σg (Cai–Xia–Zha); truth U, Sigma, lambda, sigma2",
+		params: []sdk.ParamSpec{
+			{Name: "n", Type: sdk.Int, Default: "10000", Min: sdk.Bound(1), Doc: "number of rows (observations)"},
+			{Name: "p", Type: sdk.Int, Default: "30", Min: sdk.Bound(2), Doc: "dimension"},
+			{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Doc: "number of spikes r"},
+			{Name: "lambda", Type: sdk.String, Default: "24,20", Doc: "spike strengths above the noise floor, descending: one value (used for every spike) or r comma-separated values"},
+			{Name: "sigma2", Type: sdk.Float, Default: "1", Min: sdk.Bound(0), Doc: "noise variance σ²"},
+			{Name: "noise", Type: sdk.String, Default: "gaussian", Choices: []string{"gaussian", "rademacher", "uniform"}, Doc: "law of the standardised factors h and g"},
+		},
+		generate: generateSpiked})
+}
+
+// generateSpiked is the spiked covariance model of Cai, Xia and Zha: n centred rows
+// X_i = U·(√λ ∘ h_i) + σ·g_i in ℝ^p, so that Cov(X_i) = U·diag(λ)·Uᵀ + σ²I
+// with U a random p×r matrix with orthonormal columns. With noise=gaussian
+// h and g are standard normal; with rademacher or uniform (on [−√3, √3])
+// they are sub-Gaussian with the same covariance.
+func generateSpiked(ps sdk.Params, rng *rand.Rand) (*Generated, error) {
 	n, p, r := ps.Int("n"), ps.Int("p"), ps.Int("rank")
 	if r >= p {
 		return nil, fmt.Errorf("rank %d must be below the dimension %d", r, p)

@@ -15,36 +15,29 @@ import (
 // model.
 const TraceModelName = "trace-regression"
 
-func init() { Register(traceModel{}) }
+func init() {
+	Register(model{name: TraceModelName,
+		summary: "low-rank trace regression y_i = <X_i, M> + noise with a Gaussian design (data kind trace)",
+		params: []sdk.ParamSpec{
+			{Name: "n", Type: sdk.Int, Default: "16000", Min: sdk.Bound(1), Doc: "number of samples"},
+			{Name: "d1", Type: sdk.Int, Default: "30", Min: sdk.Bound(1), Doc: "rows of each sample matrix X_i and of M"},
+			{Name: "d2", Type: sdk.Int, Default: "20", Min: sdk.Bound(1), Doc: "columns of each sample matrix X_i and of M"},
+			{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Doc: "rank r of M (at most min(d1, d2))"},
+			{Name: "sigma1", Type: sdk.Float, Default: "2", Min: sdk.Bound(0), Doc: "largest singular value σ1 of M"},
+			{Name: "sigmar", Type: sdk.Float, Default: "1", Min: sdk.Bound(0), Doc: "smallest non-zero singular value σr of M (σ1 ≥ σr > 0); the others are spaced linearly between"},
+			{Name: "sigma_xi", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Doc: "standard deviation σ_ξ of the response noise"},
+			{Name: "design_rho", Type: sdk.Float, Default: "0", Min: sdk.Bound(-0.95), Max: sdk.Bound(0.95),
+				Doc: "AR(1) correlation of the design over the row-major flattened coordinates (0: i.i.d. N(0,1) entries, Λ = I)"},
+		},
+		generate: generateTrace})
+}
 
-// traceModel draws low-rank trace-regression data: y_i = <X_i, M> + ξ_i with
+// generateTrace draws low-rank trace-regression data: y_i = <X_i, M> + ξ_i with
 // M = U Σ Vᵀ of rank r (U, V Haar-distributed, Σ = diag(σ1 … σr) spaced
 // linearly from σ1 down to σr), vec(X_i) ~ N(0, Λ) and ξ_i ~ N(0, σ_ξ²).
 // Λ is the identity, or an AR(1) correlation ρ^|j−k| over the row-major
 // flattened coordinates when design_rho ≠ 0.
-type traceModel struct{}
-
-func (traceModel) Name() string { return TraceModelName }
-
-func (traceModel) Summary() string {
-	return "low-rank trace regression y_i = <X_i, M> + noise with a Gaussian design (data kind trace)"
-}
-
-func (traceModel) Params() []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "n", Type: sdk.Int, Default: "16000", Min: sdk.Bound(1), Doc: "number of samples"},
-		{Name: "d1", Type: sdk.Int, Default: "30", Min: sdk.Bound(1), Doc: "rows of each sample matrix X_i and of M"},
-		{Name: "d2", Type: sdk.Int, Default: "20", Min: sdk.Bound(1), Doc: "columns of each sample matrix X_i and of M"},
-		{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Doc: "rank r of M (at most min(d1, d2))"},
-		{Name: "sigma1", Type: sdk.Float, Default: "2", Min: sdk.Bound(0), Doc: "largest singular value σ1 of M"},
-		{Name: "sigmar", Type: sdk.Float, Default: "1", Min: sdk.Bound(0), Doc: "smallest non-zero singular value σr of M (σ1 ≥ σr > 0); the others are spaced linearly between"},
-		{Name: "sigma_xi", Type: sdk.Float, Default: "0.5", Min: sdk.Bound(0), Doc: "standard deviation σ_ξ of the response noise"},
-		{Name: "design_rho", Type: sdk.Float, Default: "0", Min: sdk.Bound(-0.95), Max: sdk.Bound(0.95),
-			Doc: "AR(1) correlation of the design over the row-major flattened coordinates (0: i.i.d. N(0,1) entries, Λ = I)"},
-	}
-}
-
-func (traceModel) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
+func generateTrace(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	n, d1, d2, r := p.Int("n"), p.Int("d1"), p.Int("d2"), p.Int("rank")
 	s1, sr, sxi, rho := p.Float("sigma1"), p.Float("sigmar"), p.Float("sigma_xi"), p.Float("design_rho")
 	if r > min(d1, d2) {

@@ -15,37 +15,30 @@ import (
 // personalization model.
 const UsersLowRankName = "users-lowrank"
 
-func init() { Register(usersLowRank{}) }
+func init() {
+	Register(model{name: UsersLowRankName,
+		summary: "users sharing a d×k representation: n users × m samples, y = ⟨x, U* v_i*⟩ + N(0, R²) (rows grouped by user)",
+		params: []sdk.ParamSpec{
+			{Name: "users", Type: sdk.Int, Default: "2000", Min: sdk.Bound(1), Max: sdk.Bound(1e7), Doc: "number of users n"},
+			{Name: "samples", Type: sdk.Int, Default: "10", Min: sdk.Bound(1), Max: sdk.Bound(1e6), Doc: "samples per user m"},
+			{Name: "dim", Type: sdk.Int, Default: "50", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "feature dimension d"},
+			{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Max: sdk.Bound(1e4), Doc: "shared representation rank k (k ≤ d)"},
+			{Name: "noise", Type: sdk.Float, Default: "0.01", Min: sdk.Bound(0), Max: sdk.Bound(1e6), Doc: "label noise standard deviation R"},
+			{Name: "heads", Type: sdk.String, Default: "unit", Choices: []string{"unit", "gaussian"},
+				Doc: "distribution of the user heads v_i*: unit (uniform on the unit sphere, as the paper's public code) or gaussian (N(0, I_k), as the paper's text)"},
+			{Name: "labels", Type: sdk.String, Default: "regression", Choices: []string{"regression", "classification"},
+				Doc: "regression: y = ⟨x, U* v_i*⟩ + noise; classification: y = sign of that (±1)"},
+		},
+		generate: generateUsers})
+}
 
-// usersLowRank draws n users with m samples each from the shared low-rank
+// generateUsers draws n users with m samples each from the shared low-rank
 // linear model of personalized federated learning: x ~ N(0, I_d) and
 // y = ⟨x, U* v_i*⟩ + ζ with ζ ~ N(0, R²), U* a d×k orthonormal matrix shared
 // by all users and v_i* user-specific (Snedeker, Zhou & Bassily 2025 §3.4;
 // Jain et al. 2021). With labels=classification the response is the sign of
 // the same linear score (a ±1 label).
-type usersLowRank struct{}
-
-func (usersLowRank) Name() string { return UsersLowRankName }
-
-func (usersLowRank) Summary() string {
-	return "users sharing a d×k representation: n users × m samples, y = ⟨x, U* v_i*⟩ + N(0, R²) (rows grouped by user)"
-}
-
-func (usersLowRank) Params() []sdk.ParamSpec {
-	return []sdk.ParamSpec{
-		{Name: "users", Type: sdk.Int, Default: "2000", Min: sdk.Bound(1), Max: sdk.Bound(1e7), Doc: "number of users n"},
-		{Name: "samples", Type: sdk.Int, Default: "10", Min: sdk.Bound(1), Max: sdk.Bound(1e6), Doc: "samples per user m"},
-		{Name: "dim", Type: sdk.Int, Default: "50", Min: sdk.Bound(1), Max: sdk.Bound(1e5), Doc: "feature dimension d"},
-		{Name: "rank", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Max: sdk.Bound(1e4), Doc: "shared representation rank k (k ≤ d)"},
-		{Name: "noise", Type: sdk.Float, Default: "0.01", Min: sdk.Bound(0), Max: sdk.Bound(1e6), Doc: "label noise standard deviation R"},
-		{Name: "heads", Type: sdk.String, Default: "unit", Choices: []string{"unit", "gaussian"},
-			Doc: "distribution of the user heads v_i*: unit (uniform on the unit sphere, as the paper's public code) or gaussian (N(0, I_k), as the paper's text)"},
-		{Name: "labels", Type: sdk.String, Default: "regression", Choices: []string{"regression", "classification"},
-			Doc: "regression: y = ⟨x, U* v_i*⟩ + noise; classification: y = sign of that (±1)"},
-	}
-}
-
-func (usersLowRank) Generate(p sdk.Params, rng *rand.Rand) (*Generated, error) {
+func generateUsers(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	n, m, d, k := p.Int("users"), p.Int("samples"), p.Int("dim"), p.Int("rank")
 	noise := p.Float("noise")
 	if k > d {

@@ -27,26 +27,12 @@ func (u MechanismUse) String() string {
 }
 
 // MechanismDeclarer is implemented by an options type that says, before
-// anything is spent, which privacy mechanisms a fit with its bound values
-// will use, given the data's public shape and the run's grant. It is a
-// promise the host holds the run to: every privacy step the fit declares
-// must use one of the mechanisms listed (a step of another mechanism is a
-// false declaration: the host withholds the result and the run stays
-// charged). Listing a mechanism the fit may end up not using is allowed;
-// list every mechanism it may use.
-//
-// The host uses the answer before it reserves any budget: a data set whose
-// ledger follows the Gaussian-DP filter admits only Gaussian-only runs, and
-// a request declared to use another mechanism is refused there with nothing
-// spent. An estimator whose options do not implement the hook is
-// undeclared: the host runs it, verifies its steps and charges it as
-// before, and a ledger rule that cannot admit its steps withholds the
-// result after the fit (charged its reservation).
-//
-// Mechanisms runs after the options' Check hook, on the same bound value,
-// and must look only at the options, s and g (never at data). An error
-// refuses the request (a BadRequest). A non-private estimator declares no
-// mechanism without implementing the hook.
+// anything is spent, every privacy mechanism a fit with its bound values
+// may use, from the options, the public shape s and the grant g alone (never
+// the data). The host refuses before reserving a request the data set's
+// budget rule cannot admit, and withholds (charged) a result with a step
+// of an undeclared mechanism; docs/plugins.md says more. Mechanisms runs
+// after the Check hook; an error refuses the request (a BadRequest).
 type MechanismDeclarer interface {
 	Mechanisms(s Shape, g privacy.Grant) ([]MechanismUse, error)
 }

@@ -10,45 +10,17 @@ import (
 	"strings"
 )
 
-// Typed, declarative parameters.
-//
-// An estimator describes its parameters once, as an options struct whose
-// exported fields carry tags, and sets Info.Options to a value of that
-// type. The SDK derives the catalogue from it (SpecsOf), validates every
-// request against it and binds the values into a fresh struct before Fit
-// runs; Fit reads them with Opts. Tags:
-//
-//	param:"name"     the parameter's name (fields without it are skipped,
-//	                 except embedded structs, which are flattened)
-//	default:"v"      the value used when the request does not set it
-//	required:"true"  the request must set it
-//	min:"x" max:"x"  inclusive numeric bounds
-//	gt:"x"  lt:"x"   exclusive numeric bounds
-//	choices:"a,b"    the allowed values of a string
-//	doc:"text"       the help text
-//	renamed:"a,b"    only on a field of type Renamed: the parameters that
-//	                 replaced the former name param (see Renamed)
-//
-// Field types: int, float64, string, bool, and *int, *float64, *string for
-// an optional value (nil when the request does not set it; no default). A
-// non-pointer field needs a default or required:"true" (a bool defaults to
-// false), so that no value is ever a silent zero.
-//
-// An embedded struct is flattened. When it holds exactly one parameter
-// (the shared ones in shared.go do), tags on the embedding field override
-// that parameter's: `sdk.Clip `default:"1"`` keeps the shared name, doc
-// and bound and sets a default (a default override also lifts required).
+// Typed, declarative parameters: an estimator describes its parameters
+// once, as an options struct whose exported fields carry tags (param,
+// default, required, min, max, gt, lt, choices, doc, renamed; their rules
+// are in docs/plugins.md, "Parameters"), and sets Info.Options to a value
+// of that type. The SDK derives the catalogue from it (SpecsOf), validates
+// every request against it and binds the values into a fresh struct before
+// Fit runs; Fit reads them with Opts.
 
-// Renamed is the type of a marker field that keeps a former parameter
-// name in the catalogue, so that a request using it is refused with an
-// error naming its replacement and the values it takes instead of a bare
-// "unknown parameter":
-//
-//	_ sdk.Renamed `param:"calibration" renamed:"noise"`
-//
-// refuses calibration= with "calibration= was renamed noise= (values: …)".
-// renamed may list several parameters when the old one was split. The
-// replacements must be parameters of the same options struct.
+// Renamed is the type of a marker field (_ sdk.Renamed, tagged
+// param:"old" renamed:"new") that keeps a former parameter name in the
+// catalogue, so that a request using it is refused naming its replacement.
 type Renamed struct{}
 
 // renamedType is the reflect type of Renamed.

@@ -16,17 +16,10 @@ import (
 )
 
 // Private model selection, one run for every estimator that can score a
-// held-out part of its units (rows, or users): the units are split at
-// random, independently of the data, into a fitting part and a scoring
-// part; every candidate setting is fitted on the fitting part with an even
-// slice of the selection's share of the budget; each is scored by the mean
-// over the scoring units of a per-unit score in [0, 1]; the exponential
-// mechanism picks one (sensitivity 1/m for m scoring units, one unit
-// replaced); the chosen setting is fitted again on every unit with the rest
-// of the budget. All steps are planned together before the first one and
-// go to the run's accountant, so the selection is one reservation and one
-// ledger record. The privacy of the whole is derived in docs/privacy.md
-// ("Private model selection").
+// held-out part of its units: every candidate is fitted on a random part
+// and scored on the rest, the exponential mechanism picks one, and it is
+// refitted on every unit, all planned together as one reservation and one
+// ledger record (docs/privacy.md, "Private model selection").
 
 // Selection is the embeddable options block of a private selection. An
 // estimator whose options embed it implements Selectable, and each

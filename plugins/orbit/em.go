@@ -42,13 +42,9 @@ const (
 )
 
 // emSensitivity is the utility sensitivity declared for calibration cal
-// and score sensitivity λ_1, chosen so that the release's β = ε/(2Δ) is the
-// calibration's inverse temperature (DERIVATIONS.md §4.1): exact declares
-// λ_1 (β = ε/(2λ_1)); paper declares 2λ_1 (β = ε/(4λ_1): the printed
-// algorithm reserves half of ε for a sampler's error, and ε is charged in
-// full); add-remove declares λ_1/2 (β = ε/λ_1: a score that moves in one
-// direction only, by at most λ_1, under add/remove neighbours, is as private
-// as a two-sided score of sensitivity λ_1/2).
+// and score sensitivity λ_1, so that the release's β = ε/(2Δ) is the
+// calibration's inverse temperature: λ_1 (exact), 2λ_1 (paper) or λ_1/2
+// (add-remove; DERIVATIONS.md §4.1).
 func emSensitivity(cal string, lambda1 float64) float64 {
 	switch cal {
 	case CalibPaper:
@@ -346,20 +342,11 @@ func addNote(res *sdk.Result, note string) {
 	}
 }
 
-// NoisySpectrum declares a Laplace release at budget b for the top-k
-// eigenvalues gamma[:k] (replace-one ℓ1 sensitivity SpectrumSensitivity(k):
-// 1 for k = 1, 2 otherwise), then sorts them decreasingly and clamps them
-// at 0.
-func NoisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, error) {
-	l, _, _, err := noisySpectrum(acct, rnd, gamma, k, b)
-	return l, err
-}
-
-// noisySpectrum is NoisySpectrum whose release, when 2 ≤ k < d (d =
-// len(gamma), the whole spectrum of A), also carries the sum of the other
-// d − k eigenvalues at the same sensitivity 2 (their changes under a
-// neighbour have the same sign as the rest: DERIVATIONS.md §3); it returns
-// that noisy tail and whether it was released.
+// noisySpectrum declares a Laplace release at budget b for the top-k
+// eigenvalues gamma[:k] (ℓ1 sensitivity SpectrumSensitivity(k)), sorted
+// decreasingly and clamped at 0. When 2 ≤ k < len(gamma) the release also
+// carries the sum of the other eigenvalues at the same sensitivity
+// (DERIVATIONS.md §3); it returns that noisy tail and whether it was released.
 func noisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float64, k int, b privacy.Budget) ([]float64, float64, bool, error) {
 	out := slices.Clone(gamma[:k])
 	tail := k >= 2 && k < len(gamma)
@@ -389,11 +376,8 @@ func noisySpectrum(acct *privacy.Accountant, rnd *privacy.Source, gamma []float6
 }
 
 // SpectrumSensitivity is the replace-one ℓ1 sensitivity of the top-k
-// eigenvalues of A = Σ x̃x̃ᵀ when every row contributes a PSD rank-one term
-// of trace ≤ 1: removing a row lowers the eigenvalues by a total of at most
-// 1, adding one raises them by at most 1, so the vector moves by at most 2
-// in ℓ1; a single eigenvalue moves down then up by at most 1 each, so for
-// k = 1 the change is at most 1 (see DERIVATIONS.md §3).
+// eigenvalues of A = Σ x̃x̃ᵀ with rows of trace ≤ 1: 2, or 1 for k = 1
+// (DERIVATIONS.md §3).
 func SpectrumSensitivity(k int) float64 {
 	if k == 1 {
 		return 1

@@ -25,6 +25,22 @@ func (b *base) checkRank(s sdk.Shape) error {
 	return nil
 }
 
+// spectrum is the target spectrum Λ of an orbit estimator.
+type spectrum struct {
+	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"`
+
+	lambda []float64
+}
+
+// parse reads the spectrum for rank k, unless it is the estimator's
+// alternative named special ("" for none).
+func (sp *spectrum) parse(k int, special string) (err error) {
+	if special == "" || sp.Spectrum != special {
+		sp.lambda, err = parseSpectrum(sp.Spectrum, k)
+	}
+	return err
+}
+
 // pureNoise is the noise option of the pure estimators (orbit-em,
 // orbit-rank-k, orbit-deflation): how ε is split among their pure steps
 // (privacy.NewPurePlan).
@@ -49,18 +65,13 @@ type emSampling struct {
 var sensitivityCalib = map[string]string{sdk.SensitivityWorstCase: CalibExact, sdk.SensitivityPaper: CalibPaper, CalibAddRemove: CalibAddRemove}
 
 // resolve maps sensitivity= onto the calibration names.
-func (e *emSampling) resolve() error {
-	e.cal = sensitivityCalib[e.Sensitivity.Value]
-	return nil
-}
+func (e *emSampling) resolve() { e.cal = sensitivityCalib[e.Sensitivity.Value] }
 
 // emOptions are orbit-em's parameters.
 type emOptions struct {
 	base
-	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"`
+	spectrum
 	emSampling
-
-	lambda []float64
 }
 
 // Check implements sdk.Checker: rank against d, the spectrum, the
@@ -69,11 +80,8 @@ func (o *emOptions) Check(s sdk.Shape) error {
 	if err := o.checkRank(s); err != nil {
 		return err
 	}
-	var err error
-	if o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value); err != nil {
-		return err
-	}
-	return o.resolve()
+	o.resolve()
+	return o.parse(o.Rank.Value, "")
 }
 
 // rankKOptions are orbit-rank-k's parameters.
@@ -84,19 +92,15 @@ type rankKOptions struct {
 
 // Check implements sdk.Checker.
 func (o *rankKOptions) Check(s sdk.Shape) error {
-	if err := o.checkRank(s); err != nil {
-		return err
-	}
-	return o.resolve()
+	o.resolve()
+	return o.checkRank(s)
 }
 
 // deflationOptions are orbit-deflation's parameters.
 type deflationOptions struct {
 	base
-	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0"`
+	spectrum
 	pureNoise
-
-	lambda []float64
 }
 
 // Check implements sdk.Checker.
@@ -104,21 +108,18 @@ func (o *deflationOptions) Check(s sdk.Shape) error {
 	if err := o.checkRank(s); err != nil {
 		return err
 	}
-	var err error
-	o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value)
-	return err
+	return o.parse(o.Rank.Value, "")
 }
 
 // gaussOptions are orbit-gauss's parameters.
 type gaussOptions struct {
 	base
-	Spectrum  string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
+	spectrum  `doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or private: the top-k eigenvalues of A + E clamped at 0"`
 	sdk.Noise `choices:"exact,zcdp,classical,analytic" default:"exact" doc:"σ of E: exact (the default) = √2/μ with μ from the grant's exact Gaussian-DP (ε, δ) curve when the clip is a number (about 7 % less noise than zcdp at (1, 1e-6)); with clip=auto the pure quantile step is composed in by the privacy loss distribution (the exponential mechanism as bounded range), which saves a little less; zcdp = √2/sqrt(2ρ) with ρ the grant's zCDP budget; classical = √2·sqrt(2 ln(1.25/δ))/ε (ε ≤ 1); analytic: Balle–Wang"`
 
 	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 
 	private bool
-	lambda  []float64
 }
 
 // Check implements sdk.Checker.
@@ -127,21 +128,13 @@ func (o *gaussOptions) Check(s sdk.Shape) error {
 		return err
 	}
 	o.private = o.Spectrum == "private"
-	if !o.private {
-		var err error
-		if o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.parse(o.Rank.Value, "private")
 }
 
 // nonPrivateOptions are orbit-nonprivate's parameters.
 type nonPrivateOptions struct {
 	base
-	Spectrum string `param:"spectrum" default:"projection" doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or true: A's own top-k eigenvalues"`
-
-	lambda []float64
+	spectrum `doc:"public target spectrum λ_1 ≥ … ≥ λ_k ≥ 0: projection (all ones: rank-k PCA) or a comma-separated list of k non-negative numbers in decreasing order with λ_1 > 0; or true: A's own top-k eigenvalues"`
 }
 
 // Check implements sdk.Checker.
@@ -149,10 +142,5 @@ func (o *nonPrivateOptions) Check(s sdk.Shape) error {
 	if err := o.checkRank(s); err != nil {
 		return err
 	}
-	if o.Spectrum == "true" {
-		return nil
-	}
-	var err error
-	o.lambda, err = parseSpectrum(o.Spectrum, o.Rank.Value)
-	return err
+	return o.parse(o.Rank.Value, "true")
 }

@@ -15,17 +15,10 @@
 //     Its stationary law is the ε-DP exponential mechanism, but a finite
 //     run is not certified, so results carry a Nominal guarantee.
 //
-// Baselines: iterative deflation with exact rank-1 draws (Amin et al.
-// 2019, pure ε-DP), the Gaussian mechanism on A (Dwork, Talwar, Thakurta &
-// Zhang 2014, (ε, δ)-DP or zCDP) and the non-private top-k eigenvectors.
-//
-// Scaling convention: rows are clipped to Euclidean norm ≤ clip (a public
-// parameter) and A = Σ x̃ x̃ᵀ / clip², so that every user contributes a PSD
-// matrix of trace ≤ 1, as the paper assumes. All utilities, losses and
-// released eigenvalues are on this normalised scale.
-//
-// Every sensitivity, algorithm box and bound is derived in DERIVATIONS.md in
-// this directory.
+// Baselines: iterative deflation, the Gaussian mechanism on A and the
+// non-private top-k eigenvectors. Rows are clipped to a public norm and
+// A = Σ x̃ x̃ᵀ / clip², so every user contributes trace ≤ 1 as the paper
+// assumes. DERIVATIONS.md derives every sensitivity, algorithm and bound.
 package orbit
 
 import (

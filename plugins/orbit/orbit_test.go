@@ -472,7 +472,7 @@ func TestLaplaceSpectrumTail(t *testing.T) {
 	for i := 0; i < n; i++ {
 		acct, err := privacy.NewAccountant(pure(eps))
 		require.NoError(t, err)
-		l, err := NoisySpectrum(acct, src, gamma, 2, privacy.Budget{Noise: privacy.NoisePure, Epsilon: eps / 2})
+		l, _, _, err := noisySpectrum(acct, src, gamma, 2, privacy.Budget{Noise: privacy.NoisePure, Epsilon: eps / 2})
 		require.NoError(t, err)
 		if math.Abs(l[0]-gamma[0]) > tt {
 			exceed++

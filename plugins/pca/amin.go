@@ -17,19 +17,9 @@ import (
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
-// Amin is the iterative eigenvector sampling method of Amin, Dick, Kulesza,
-// Muñoz Medina and Vassilvitskii (2019), the method behind diffprivlib's and
-// OpenDP's DP PCA. Rows are clipped to a public norm γ; the top-r
-// eigenvalues of Σ̂_γ = Σ x_ix_iᵀ/n get Laplace noise; the eigenvectors are
-// drawn one at a time from the exponential mechanism with utility uᵀC_iu on
-// the unit sphere of the orthogonal complement of the vectors already
-// drawn (a vector Bingham law, sampled exactly), where C_i is Σ̂_γ
-// compressed to that complement.
-//
-// Budget (pure ε, after an optional mean share): a fraction eigenvalue_share
-// (default 1/(r+1)) goes to the eigenvalues, the rest is split evenly over
-// the r eigenvectors; with default settings every one of the r+1 releases
-// gets ε/(r+1), as in diffprivlib's split.
+// Amin is pca-amin, the iterative eigenvector sampling of Amin, Dick,
+// Kulesza, Muñoz Medina and Vassilvitskii (2019) behind diffprivlib's and
+// OpenDP's DP PCA (its description and DERIVATIONS.md §3 say how it works).
 type Amin struct{ project.Projection }
 
 // Info implements sdk.Estimator.
@@ -107,13 +97,10 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// aminPlan splits the grant, in fractions of ε: clip_share for the private
-// clip quantiles (and feature_scale's quantiles), mean_share for the
-// optional Laplace mean, then eigenvalue_share of the rest for the
-// eigenvalues and the remainder evenly over the sampled eigenvectors (r of
-// them, p − 1 when r = p). Under an (ε, δ) grant noise=exact scales every
-// step's ε by the largest common factor the tightest valid accounting
-// certifies (privacy.NewPurePlan).
+// aminPlan splits the grant in fractions of ε: the preprocessing shares,
+// then eigenvalue_share of the rest for the eigenvalues and the remainder
+// evenly over the sampled eigenvectors (DERIVATIONS.md §3.1); noise=exact
+// scales the pure split as privacy.NewPurePlan allows.
 func aminPlan(acct *privacy.Accountant, o *aminOptions, p, features int) (*privacy.PurePlan, error) {
 	shares, rest := newPrepPlanFor(features, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
@@ -169,13 +156,10 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	return res, nil
 }
 
-// aminEigenvalues is the eigenvalue step (DERIVATIONS.md §3.2): the top-r
-// eigenvalues of Σ̂_γ plus Laplace noise, and, when 2 ≤ r < p, in the same
-// release at the same sensitivity and ε, the sum of the other p − r
-// eigenvalues (tr Σ̂_γ minus the top r), from which the explained-variance
-// ratios follow by post-processing. It adds the outputs laplace_scale,
-// eigenvalue_tail and explained_variance_ratio to res and returns the
-// noisy top-r eigenvalues.
+// aminEigenvalues is the eigenvalue step (DERIVATIONS.md §3.2): Laplace
+// noise on the top-r eigenvalues of Σ̂_γ and, when 2 ≤ r < p, in the same
+// release, the sum of the others. It adds laplace_scale, eigenvalue_tail
+// and explained_variance_ratio to res and returns the noisy eigenvalues.
 func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, sh *mat.SymDense, n int, clip float64, r int) ([]float64, error) {
 	p := sh.SymmetricDim()
 	b, err := plan.Budget(shareValues)
@@ -241,12 +225,8 @@ func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r
 }
 
 // EigenvalueSensitivity is the replace-one ℓ1 sensitivity of the top-r
-// eigenvalues of Σ̂_γ = Σ x_ix_iᵀ/n with rows of norm ≤ γ: 2γ²/n, or γ²/n
-// for r = 1 (removing a row lowers every eigenvalue, by a total of at most
-// γ²/n; adding one raises them, by a total of at most γ²/n; a single
-// eigenvalue therefore moves by at most γ²/n). For r ≥ 2 the bound also
-// covers the vector extended by the sum of the other eigenvalues, whose
-// changes have the same sign as the rest. See DERIVATIONS.md §3.
+// eigenvalues of Σ̂_γ with rows of norm ≤ γ, also covering the sum of the
+// others for r ≥ 2: 2γ²/n, or γ²/n for r = 1 (DERIVATIONS.md §3.2).
 func EigenvalueSensitivity(clip float64, n, r int) float64 {
 	s := clip * clip / float64(n)
 	if r == 1 {

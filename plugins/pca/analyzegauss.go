@@ -15,13 +15,8 @@ import (
 	"github.com/dplr/dplr/plugins/internal/project"
 )
 
-// AnalyzeGauss is the Analyze Gauss mechanism of Dwork, Talwar, Thakurta and
-// Zhang (2014) in its normalised replace-one form: rows are clipped to a
-// public norm γ, the second-moment matrix Σ̂_γ = Σ x_ix_iᵀ/n receives a
-// symmetric Gaussian matrix whose upper triangle (diagonal included) is
-// i.i.d., and the top-r eigenvectors of the noisy matrix are returned.
-// Replacing one row changes Σ̂_γ by at most √2·γ²/n in Frobenius norm
-// (DERIVATIONS.md §4).
+// AnalyzeGauss is pca-analyze-gauss, the Analyze Gauss mechanism of Dwork,
+// Talwar, Thakurta and Zhang (2014) on clipped rows (DERIVATIONS.md §4).
 type AnalyzeGauss struct{ project.Projection }
 
 // AnalyzeGaussSensitivity is the replace-one Frobenius sensitivity √2·γ²/n

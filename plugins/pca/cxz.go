@@ -105,34 +105,20 @@ share of stage 1.`,
 
 // cxzConfig is the validated configuration of one CXZ fit.
 type cxzConfig struct {
-	model       SpikedModel
-	cal         string
-	gauss       string
-	split       float64
-	pcaOnly     bool
-	beta        float64
-	safety      float64
-	c2, c3, dkc float64
-	guarded     bool
-	rotate, psd bool
-	outSigma    bool
-	center      bool
-	meanClip    float64 // 0: a private quantile (mean_clip=auto)
-	meanAuto    bool    // meanClip came from a private quantile
-	meanShare   float64
-	auto        bool        // rank=auto: r is the most spikes looked for until the estimate decides
-	gap0        float64     // sensitivity=worst-case: the proposed eigengap (0: auto, until proposed)
-	ptrShare    float64     // sensitivity=worst-case: the test's share of ε
-	ptr         *ptrOutcome // the eigengap test's outcome, once it ran
+	*cxzOptions
+	model    SpikedModel
+	beta     float64
+	safety   float64
+	meanClip float64     // 0: a private quantile (mean_clip=auto)
+	meanAuto bool        // meanClip came from a private quantile
+	gap0     float64     // sensitivity=worst-case: the proposed eigengap (0: auto, until proposed)
+	ptr      *ptrOutcome // the eigengap test's outcome, once it ran
 
-	r                    int     // the rank
-	sub                  float64 // σ² subtracted in stage 2 (given, or the point estimate)
-	clip                 float64 // public row-norm clip (0: none)
-	estimate             bool    // σ² or λ is estimated privately (DERIVATIONS.md §9)
-	estSigma2, estLambda bool    // which of them
-	estShare             float64 // estimate_share
-	betaEst              float64 // failure probability of the estimated bounds
-	est                  *modelEstimate
+	r       int     // the rank
+	sub     float64 // σ² subtracted in stage 2 (given, or the point estimate)
+	clip    float64 // public row-norm clip (0: none)
+	betaEst float64 // failure probability of the estimated bounds
+	est     *modelEstimate
 }
 
 // plan splits the grant into the steps [mean], [model estimate], stage 1,
@@ -150,23 +136,23 @@ func (c *cxzConfig) plan(run *sdk.Run) (*privacy.Plan, error) {
 func (c *cxzConfig) shares() []privacy.Share {
 	rest := 1.0
 	var shares []privacy.Share
-	if c.center {
-		mean := c.meanShare
+	if c.private() {
+		mean := c.MeanShare
 		if c.meanClip == 0 {
-			shares = append(shares, privacy.Share{Name: shareClip, Weight: c.meanShare * meanClipWeight, Mechanism: privacy.MechExponential})
-			mean -= c.meanShare * meanClipWeight
+			shares = append(shares, privacy.Share{Name: shareClip, Weight: c.MeanShare * meanClipWeight, Mechanism: privacy.MechExponential})
+			mean -= c.MeanShare * meanClipWeight
 		}
 		shares = append(shares, privacy.Share{Name: shareMean, Weight: mean, Mechanism: privacy.MechGaussian})
-		rest -= c.meanShare
+		rest -= c.MeanShare
 	}
 	est, w := c.estimateShares(rest)
 	shares = append(shares, est...)
 	rest -= w
-	if c.pcaOnly {
+	if c.PCAOnly {
 		shares = append(shares, privacy.Share{Name: shareStage1, Weight: rest, Mechanism: privacy.MechGaussian})
 	} else {
-		shares = append(shares, privacy.Share{Name: shareStage1, Weight: rest * c.split, Mechanism: privacy.MechGaussian},
-			privacy.Share{Name: shareStage2, Weight: rest * (1 - c.split), Mechanism: privacy.MechGaussian})
+		shares = append(shares, privacy.Share{Name: shareStage1, Weight: rest * c.Split, Mechanism: privacy.MechGaussian},
+			privacy.Share{Name: shareStage2, Weight: rest * (1 - c.Split), Mechanism: privacy.MechGaussian})
 	}
 	return shares
 }
@@ -174,7 +160,7 @@ func (c *cxzConfig) shares() []privacy.Share {
 // sensitivities returns Δ1, Δ2 and the per-bound failure probability.
 func (c *cxzConfig) sensitivities() (d1, d2, betaEach float64, err error) {
 	betaEach = c.beta
-	if !c.pcaOnly {
+	if !c.PCAOnly {
 		betaEach = c.beta / 2
 	}
 	m := c.model
@@ -183,11 +169,11 @@ func (c *cxzConfig) sensitivities() (d1, d2, betaEach float64, err error) {
 		d1 = c.safety * ExplicitDelta1(m, betaEach)
 		d2 = c.safety * ExplicitDelta2(m, betaEach)
 	case CalPaper:
-		d1, d2 = PaperDelta1(m, c.c2), PaperDelta2(m, c.c3)
+		d1, d2 = PaperDelta1(m, c.C2), PaperDelta2(m, c.C3)
 	case CalDiverging:
-		d1, d2 = DivergingDelta1(m, c.c2), PaperDelta2(m, c.c3)
+		d1, d2 = DivergingDelta1(m, c.C2), PaperDelta2(m, c.C3)
 	case CalDavisKahan:
-		d1, err = DavisKahanDelta1(m, betaEach, c.dkc)
+		d1, err = DavisKahanDelta1(m, betaEach, c.DKC)
 		d1 *= c.safety
 		d2 = c.safety * ExplicitDelta2(m, betaEach)
 	case CalWorstCase:
@@ -264,7 +250,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 	if _, err := cfg.uses(run.Acct.Grant()); err != nil { // before any step
 		return nil, err
 	}
-	if src == nil && (cfg.center || cfg.guarded || cfg.estimate || cfg.worst()) {
+	if src == nil && (cfg.private() || cfg.Guarded || cfg.estimate || cfg.worst()) {
 		return nil, fmt.Errorf("center=private, guarded, sensitivity=worst-case (rows clipped to clip) and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
 	}
 	var d1, d2, betaEach float64
@@ -279,7 +265,7 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 		return nil, err
 	}
 	var mu []float64
-	if cfg.center {
+	if cfg.private() {
 		if mu, err = cfg.privateMean(ctx, run, plan, src); err != nil {
 			return nil, err
 		}
@@ -372,11 +358,8 @@ func (c *cxzConfig) finish(run *sdk.Run, o *cxzOptions, res *sdk.Result, mu []fl
 	}
 }
 
-// stopped is the result of a planned stop (DERIVATIONS.md §12, §13): the
-// decision (why) was made from released values alone, so the result holds
-// those values (the mean, the model estimate, how many spikes stand out
-// and their directions: the top eigenvectors of the released noisy second
-// moment, post-processing; the eigengap test's outcome), and the run is
+// stopped is the result of a planned stop (DERIVATIONS.md §12, §13),
+// decided from released values alone: it holds those values and the run is
 // charged only the steps that ran, all of them worst-case DP.
 func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64, why string) *sdk.Result {
 	e := c.est
@@ -427,7 +410,7 @@ func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzCo
 		return nil, err
 	}
 	var lt *mat.SymDense
-	if !cfg.pcaOnly {
+	if !cfg.PCAOnly {
 		if lt, err = cxzStage2(ctx, run, plan, res, cfg, src, mu, sh, ut, d2, betaEach); err != nil {
 			return nil, err
 		}
@@ -507,7 +490,7 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 	}
 	res.AddScalar("delta2", d2, sdk.Public, "eigenvalue-stage sensitivity Δ2 (from public parameters)")
 	res.AddScalar("noise_sd_eigen", rel.Scale(), sdk.Public, "standard deviation of each entry of E")
-	if cfg.guarded {
+	if cfg.Guarded {
 		res.AddScalar("tau", tau, sdk.Public, "row-norm² bound τ used by the guard")
 		res.AddScalar("guard_clipped_rows", float64(nClip), sdk.Evaluation, "rows the guard shrank (computed from raw data: do not publish)")
 	}
@@ -530,7 +513,7 @@ func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []floa
 		}
 		return out, nil
 	}
-	if !cfg.guarded {
+	if !cfg.Guarded {
 		out, err := compress(sh)
 		return out, 0, 0, err
 	}
@@ -574,7 +557,7 @@ func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt
 			wd.Set(i, j, w.At(i, r-1-j))
 		}
 	}
-	if cfg.psd {
+	if cfg.PSD {
 		for j := range dvals {
 			dvals[j] = math.Max(dvals[j], 0)
 		}
@@ -589,7 +572,7 @@ func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt
 		}
 	}
 	u, lam := ut, mat.DenseCopyOf(lt)
-	if cfg.rotate {
+	if cfg.Rotate {
 		u = mat.NewDense(ut.RawMatrix().Rows, r, nil)
 		u.Mul(ut, wd)
 		lam = mat.NewDense(r, r, nil)
@@ -608,7 +591,7 @@ func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt
 	if evr, ok := pcaeval.ExplainedRatio(ev, float64(p-r)*cfg.sub); ok {
 		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues of Σ̃ over its trace Σ_k eigenvalue_k + (p − r)σ² (negative values counted as 0): a model-based estimate of each component's share of the variance (post-processing of Λ̃ and σ²; meaningful for data from the spiked model)")
 	}
-	if cfg.outSigma {
+	if cfg.OutputSigma {
 		res.AddMatrix("Sigma", lowRank(u, lam, cfg.sub), sdk.Public, "Σ̃ = ŨΛ̃Ũᵀ + σ²I (p×p)")
 	}
 	return nil
@@ -635,7 +618,7 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 		if cfg.cal != CalDavisKahan {
 			g.Assumptions = append(g.Assumptions, "Δ1 bounds the first-order term of the projector perturbation; higher-order terms are smaller by a factor of order (σ²/λ)(√(p/n)+p/n) and are covered by the measured slack (largest observed change ≈ 0.26–0.29·Δ1; DERIVATIONS.md §2.5)")
 		} else {
-			g.Assumptions = append(g.Assumptions, fmt.Sprintf("the sample eigengap exceeds λ_r − 2C·√((λ_1+σ²)(rλ_1+pσ²)/n) with C = %.3g", cfg.dkc))
+			g.Assumptions = append(g.Assumptions, fmt.Sprintf("the sample eigengap exceeds λ_r − 2C·√((λ_1+σ²)(rλ_1+pσ²)/n) with C = %.3g", cfg.DKC))
 		}
 		if cfg.safety != 1 {
 			g.Assumptions = append(g.Assumptions, fmt.Sprintf("sensitivities multiplied by a safety factor %.3g", cfg.safety))
@@ -643,14 +626,14 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 	case CalPaper, CalDiverging:
 		g.Beta = PaperFailureProb(m)
 		g.Assumptions = append(g.Assumptions,
-			fmt.Sprintf("the paper's unspecified absolute constants are at most C2 = %.4g, C3 = %.4g", cfg.c2, cfg.c3),
+			fmt.Sprintf("the paper's unspecified absolute constants are at most C2 = %.4g, C3 = %.4g", cfg.C2, cfg.C3),
 			"failure probability also includes e^(−c1·p) for the paper's unspecified constant c1")
 	}
 	if cfg.cal == CalSubGaussian {
 		g.Model = "spiked sub-Gaussian covariance"
 		g.Assumptions[0] = fmt.Sprintf("rows i.i.d. centred sub-Gaussian with covariance UΛUᵀ + σ²I and public rank r = %d; sensitivities derived for Gaussian rows and inflated by the safety factor (validated empirically for Rademacher and uniform factors only)", m.r())
 	}
-	if cfg.guarded {
+	if cfg.Guarded {
 		g.Assumptions = append(g.Assumptions, "stage 2 is worst-case DP (rows clipped to ‖x‖² ≤ τ); stage 1 remains model-based")
 	}
 	if cfg.clip > 0 {
@@ -661,7 +644,7 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 	} else if cfg.clip == 0 {
 		g.Assumptions = append(g.Assumptions, "σ² and λ were given by the user and could not be checked against any public bound (no clip): if they overstate the data's spikes, the noise is too small and this guarantee does not hold")
 	}
-	if cfg.center {
+	if cfg.private() {
 		g.Assumptions = append(g.Assumptions, fmt.Sprintf("centred with a private mean (rows clipped to norm %.4g, worst-case DP step); the spiked-model sensitivities ignore the error of that mean", cfg.meanClip))
 		if cfg.meanAuto {
 			g.Assumptions = append(g.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", cfg.meanClip))

@@ -112,7 +112,7 @@ func (c *cxzConfig) estimateShares(rest float64) ([]privacy.Share, float64) {
 	if !c.estimate {
 		return nil, 0
 	}
-	e := rest * c.estShare
+	e := rest * c.EstimateShare
 	var out []privacy.Share
 	spectrum := e * (1 - estTraceWeight)
 	if c.clip == 0 {
@@ -187,19 +187,10 @@ type SpikeEstimate struct {
 }
 
 // EstimateSpikes turns released spectrum statistics into σ², λ and their
-// confidence bounds at total failure probability beta (post-processing,
-// DERIVATIONS.md §9.2–9.3). The p×p eigenvalues m_k are corrected for the
-// noise matrix, which pushes a spike θ to about θ + p·s²/(θ − σ²), and for
-// sampling, which pushes a population spike λ + σ² to about
-// (λ + σ²)(1 + γσ²/λ) with γ = p/n. The inner eigenvalues (when given) are
-// at most the sample's top eigenvalues (V is only an estimate of the top
-// eigenvectors), so they give lower bounds that do not need the spike to
-// rise above the p×p noise. σ² is the fixed point of σ² = (trace − Σλ_k)/p.
-// The bounds move the trace and each eigenvalue by z standard deviations
-// (noise and Gaussian-model sampling), z the normal quantile at
-// beta/(3·Looked + 2), in the direction that enlarges σ² and shrinks λ for the
-// lower bounds (and the reverse for the upper ones). An error says that the
-// statistics cannot certify r spikes above the noise.
+// confidence bounds at total failure probability beta (post-processing:
+// the noise and sampling corrections and the bounds of DERIVATIONS.md
+// §9.2–9.3). An error says that the statistics cannot certify r spikes
+// above the noise.
 func EstimateSpikes(st SpikeStats, beta float64) (SpikeEstimate, error) {
 	r := len(st.Top)
 	if r < 1 || st.N < 1 || st.P <= r || (st.Inner != nil && len(st.Inner) != r) {
@@ -302,12 +293,8 @@ func spikeFixedPoint(p int, trace float64, r int, lam func(k int, s2 float64) fl
 }
 
 // spikeOf maps a released eigenvalue m of a d×d noisy matrix (entry
-// deviation s; d = p for the second moment, r for the inner release) to a
-// spike λ at noise level σ²: first the noise bias (m = θ + d·s²/(θ − σ²)
-// solved for the larger root θ), then the sampling bias of the p-column
-// sample (θ = (λ + σ²)(1 + γσ²/λ), γ = p/n, solved for λ). It returns 0
-// when m does not rise above the noise or the sampling bulk edge
-// σ²(1 + √γ)².
+// deviation s) to a spike λ at noise level σ², undoing the noise and the
+// sampling bias (DERIVATIONS.md §9.2); 0 when m does not rise above them.
 func spikeOf(d, p, n int, s, m, s2 float64) float64 {
 	theta := m
 	if s > 0 {
@@ -432,15 +419,11 @@ type spikeDecision struct {
 	stop          string // why the fit stops ("" when it goes on)
 }
 
-// decideSpikes counts the spikes that stand out: the largest k ≤ r (r the
-// number of spikes the statistics were released for) whose estimate
-// certifies k spikes above a positive noise level (EstimateSpikes succeeds
-// on the k largest eigenvalues, the failure probability split over all r
-// spikes' statements). With auto the fit keeps those k spikes and stops
-// when there are none; with a fixed rank it goes on only when all r
-// stand out. It reads nothing but st and the public beta: a decision on it
-// is post-processing of released values. An error is an input that is not
-// a spike statistic at all.
+// decideSpikes counts the spikes that stand out: the largest k ≤ r whose
+// estimate EstimateSpikes certifies (DERIVATIONS.md §12.2). With auto the
+// fit keeps those k and stops when there are none; with a fixed rank it
+// goes on only when all r stand out. It reads only released values and
+// the public beta.
 func decideSpikes(st SpikeStats, beta float64, auto bool) (spikeDecision, error) {
 	r := len(st.Top)
 	full, err := EstimateSpikes(st.prefix(r), beta)
@@ -514,10 +497,10 @@ func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat
 // subtracted in stage 2), λ bounds when lambda=auto.
 func (e *modelEstimate) apply(cfg *cxzConfig) error {
 	cfg.r = e.rank
-	if cfg.estSigma2 {
+	if cfg.Sigma2 == nil {
 		cfg.model.Sigma2, cfg.sub = e.Sigma2Upper, e.Sigma2
 	}
-	if cfg.estLambda {
+	if cfg.Lambda == lambdaAuto {
 		cfg.model.LambdaLow, cfg.model.LambdaHigh = e.LambdaLow, e.LambdaHigh
 	}
 	if err := cfg.model.Validate(); err != nil {
@@ -545,10 +528,10 @@ func (e *modelEstimate) report(res *sdk.Result, cfg *cxzConfig) {
 		res.AddScalar("rank", float64(e.rank), sdk.Public, "the rank kept by rank=auto: the spikes that stand out")
 	}
 	var what []string
-	if cfg.estSigma2 {
+	if cfg.Sigma2 == nil {
 		what = append(what, "σ²")
 	}
-	if cfg.estLambda {
+	if cfg.Lambda == lambdaAuto {
 		what = append(what, "λ")
 	}
 	how := fmt.Sprintf("rows clipped to the public clip %.6g", e.clip)

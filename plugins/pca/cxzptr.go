@@ -76,7 +76,7 @@ func (c *cxzConfig) testCanPass(g privacy.Grant) error {
 
 // ptrCost is the test's (ε_t, δ_t): ptr_share of ε and half of δ.
 func (c *cxzConfig) ptrCost(g privacy.Grant) (eps, delta float64) {
-	return c.ptrShare * g.Epsilon, ptrDeltaShare * g.Delta
+	return c.PTRShare * g.Epsilon, ptrDeltaShare * g.Delta
 }
 
 // WorstCaseDelta1 is the Frobenius sensitivity of the projector onto the
@@ -138,7 +138,7 @@ func (e *modelEstimate) applyWorst(cfg *cxzConfig) string {
 		}
 		cfg.r = e.rank
 	}
-	if cfg.estSigma2 {
+	if cfg.Sigma2 == nil {
 		cfg.sub = 0 // a σ² estimate that is not positive subtracts nothing
 		if e.Sigma2 > 0 {
 			cfg.sub = e.Sigma2
@@ -175,7 +175,7 @@ func worstGuarantee(cfg *cxzConfig) privacy.Guarantee {
 	if cfg.est != nil {
 		g.Assumptions = append(g.Assumptions, "the private model estimate (worst-case DP steps) only proposes the gap, the rank (rank=auto) and the σ² subtracted in stage 2; no model assumption enters the guarantee")
 	}
-	if cfg.center {
+	if cfg.private() {
 		g.Assumptions = append(g.Assumptions, fmt.Sprintf("centred with a private mean (rows clipped to norm %.4g, worst-case DP step)", cfg.meanClip))
 	}
 	return g

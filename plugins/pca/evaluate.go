@@ -9,12 +9,8 @@ import (
 )
 
 // withEvaluation implements the evaluate option of the private estimators
-// through the shared plugins/internal/pcaeval: the centred captured-variance
-// ratio always, and the uncentred one, named as such, when the estimator
-// did not centre (no released mean and no private mean step). With a
-// released feature_scale (feature_scale=private) the rows are first divided
-// by it, so the ratios score the space the estimate worked in. Both are
-// labelled sdk.Evaluation: computed from the raw data, never private.
+// through plugins/internal/pcaeval, on the rows divided by a released
+// feature_scale (the space the estimate worked in); evaluation only.
 func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool) (*sdk.Result, error) {
 	if !on {
 		return res, nil

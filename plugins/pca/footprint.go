@@ -2,13 +2,8 @@ package pca
 
 import "github.com/dplr/dplr/engine/sdk"
 
-// footprint estimates a PCA fit's peak memory: the rows themselves when
-// they are not mapped in place (n·p values), and a handful of p×p matrices
-// (the second moment, its noisy copy, the eigendecomposition's workspace
-// and the evaluation's copy). n and p are public (the replace-one
-// relation keeps n), so refusing on this estimate reveals nothing private.
-// The host refuses, before reserving, a fit whose estimate exceeds its
-// memory limit (a 3×60,000 CSV would need about 115 GB).
+// footprint estimates a PCA fit's peak memory from the public n and p: the
+// rows when they are not mapped in place, and a handful of p×p matrices.
 func footprint(s sdk.Shape) int64 {
 	n, p := int64(s.N), int64(s.P)
 	return 8 * (n*p + 4*p*p)

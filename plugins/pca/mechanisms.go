@@ -6,12 +6,8 @@ import (
 )
 
 // The pre-flight declarations of the privacy mechanisms each estimator's
-// fit will use (sdk.MechanismDeclarer). They are derived from the same
-// plan shares the fits build, so they list exactly what the plan pays
-// for: the host refuses before reserving a request the data set's budget
-// rule cannot admit (a clip=auto quantile, an exponential-mechanism step,
-// under the Gaussian-DP filter), and the conformance suite checks every
-// fit's steps against them.
+// fit will use (sdk.MechanismDeclarer), derived from the plan shares the
+// fits build.
 
 // Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the second
 // moment (and on the mean with center=private), and the exponential

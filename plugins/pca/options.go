@@ -200,9 +200,7 @@ func (o *cxzOptions) Check(s sdk.Shape) error {
 	if err := o.parseMeanClip(); err != nil {
 		return err
 	}
-	if err := o.resolveNames(); err != nil {
-		return err
-	}
+	o.resolveNames()
 	if err := o.checkModel(s); err != nil {
 		return err
 	}
@@ -240,7 +238,7 @@ func (o *cxzOptions) parseRank(p int) error {
 }
 
 // resolveNames fills the noise default from the sensitivity.
-func (o *cxzOptions) resolveNames() error {
+func (o *cxzOptions) resolveNames() {
 	o.cal = o.Sensitivity.Value
 	o.gauss = o.Noise.Value
 	if o.gauss == "auto" {
@@ -249,7 +247,6 @@ func (o *cxzOptions) resolveNames() error {
 			o.gauss = privacy.NoiseClassical
 		}
 	}
-	return nil
 }
 
 // checkCombinations refuses options that contradict each other, before any
@@ -329,18 +326,12 @@ func parseDescending(name, s string, r int) ([]float64, error) {
 // config is the fit's configuration: the model on n rows and p columns,
 // the failure probability β (default: the grant's δ) and the safety factor.
 func (o *cxzOptions) config(g privacy.Grant, n, p int) *cxzConfig {
-	c := &cxzConfig{cal: o.cal, gauss: o.gauss, split: o.Split, pcaOnly: o.PCAOnly,
-		c2: o.C2, c3: o.C3, dkc: o.DKC, guarded: o.Guarded, rotate: o.Rotate, psd: o.PSD,
-		outSigma: o.OutputSigma, center: o.private(), meanClip: o.meanClip, meanShare: o.MeanShare}
-	c.r, c.auto = o.rank, o.auto
-	c.gap0, c.ptrShare = o.ptrGap, o.PTRShare
+	c := &cxzConfig{cxzOptions: o, meanClip: o.meanClip, r: o.rank, gap0: o.ptrGap}
 	c.model = SpikedModel{N: n, P: p, LambdaLow: o.low, LambdaHigh: o.high}
 	if o.Sigma2 != nil {
 		c.model.Sigma2 = *o.Sigma2
 	}
 	c.sub = c.model.Sigma2
-	c.estimate, c.estSigma2, c.estLambda = o.estimate, o.Sigma2 == nil, o.Lambda == lambdaAuto
-	c.estShare = o.EstimateShare
 	if o.CXZClip != nil {
 		c.clip = *o.CXZClip
 	}

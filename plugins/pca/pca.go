@@ -17,18 +17,10 @@
 //     in real arithmetic (run in float64).
 //   - pca-nonprivate: the non-private reference (no guarantee).
 //
-// Every estimator takes data of kind rows and returns "U" (p×r, orthonormal
-// columns) and "eigenvalues"; the private ones optionally return a covariance
-// estimate "Sigma" (p×p). Exported functions give the sensitivities and
-// the algorithms on a precomputed second moment (CXZFromCov,
-// AnalyzeGaussFromCov) so that the accuracy studies in bench/studies/pca
-// can reuse them; subspace metrics live in engine/evaluate. Derivations:
-// DERIVATIONS.md in this directory.
-//
-// Each estimator's parameters are a typed options struct (options.go)
-// bound and checked by the SDK before Fit; each Fit reads bind → plan →
-// the algorithm (caiXiaZha, analyzeGauss, aminCovariance). The shared
-// algorithms live in plugins/internal (clip, amin, analyzegauss).
+// Every estimator takes rows and returns "U" (p×r) and "eigenvalues". The
+// exported sensitivities and the algorithms on a precomputed second moment
+// (CXZFromCov, AnalyzeGaussFromCov) serve the studies in bench/studies/pca.
+// Derivations: DERIVATIONS.md in this directory.
 package pca
 
 import (

@@ -73,12 +73,10 @@ func newPrepPlanFor(p int, c *clipOptions, ctr *centerOptions) prepPlan {
 	return pp
 }
 
-// checkScalesLocatable refuses, before anything is spent, feature_scale=private
-// where no column's scale can be located: even if all ⌊n/2⌋ pair differences
-// of a column were non-zero, fewer than locatable would be at the per-feature
-// budget plan gives (the public rule of DERIVATIONS.md §10, applied to n, p
-// and the grant only). The run would release the median scale for every
-// column, which scales nothing, and spend feature_scale_share for it.
+// checkScalesLocatable refuses, before anything is spent,
+// feature_scale=private where no column's scale can be located even if all
+// ⌊n/2⌋ pair differences were non-zero (DERIVATIONS.md §10, from n, p and
+// the grant only): the run would spend feature_scale_share for nothing.
 func (c *centerOptions) checkScalesLocatable(s sdk.Shape, plan *privacy.Plan, acct *privacy.Accountant, countMech privacy.Mechanism) error {
 	if !c.scaled() || s.N < 2 || s.P < 1 {
 		return nil
@@ -156,15 +154,10 @@ type preprocessed struct {
 	autoClip bool           // clip came from a private quantile
 }
 
-// preprocess runs the planned preprocessing: the per-feature scales
-// (feature_scale=private; the rows are then divided by them), the mean's clip and the
-// private mean (center=private), then the rows' clip (clip=auto: a private
-// quantile of the norms of the centred rows). mean releases the mean at
-// clip c with the plan's mean share. src is the rows in memory or the
-// passes over a remote data set (rowsrc), which cannot serve
-// feature_scale=private (refused before any step by the estimators'
-// Passes). With center=pairs the rows are replaced by the differences of
-// disjoint random pairs (DERIVATIONS.md §5.1) before the clip quantile.
+// preprocess runs the planned preprocessing in order: the per-feature
+// scales, the mean's clip and the private mean (mean releases it at clip c
+// with the plan's mean share), or the pair differences of center=pairs,
+// then the rows' clip (DERIVATIONS.md §5, §6, §10).
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions,
 	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
 	pp := newPrepPlan(c, ctr)

@@ -61,14 +61,10 @@ func pairDiffs(x *mat.Dense, j int, buf []float64) []float64 {
 	return buf
 }
 
-// privateScales releases one scale per feature: the exponential-mechanism
-// median of the non-zero paired differences on the public log grid (one
-// declared step per feature, each of sensitivity 1), and the numbers of
-// those differences (one step under countMech: Gaussian, ℓ2 sensitivity
-// √p, or Laplace, ℓ1 sensitivity p). A feature whose noisy count is too
-// small for its quantile to be located (DERIVATIONS.md §10) gets the median
-// of the located scales instead, and all scales are clamped around their
-// median (post-processing). It returns the scales and how many were
+// privateScales releases one scale per feature, the private median of its
+// non-zero paired differences, and the numbers of those differences under
+// countMech (DERIVATIONS.md §10). A feature whose scale cannot be located
+// gets the median of the others; it returns the scales and how many were
 // replaced.
 func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, countMech privacy.Mechanism) ([]float64, int, error) {
 	n, p := x.Dims()
@@ -135,11 +131,8 @@ func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p in
 }
 
 // locatable is the smallest noisy count of non-zero differences at which a
-// feature's released median is trusted: with m scores, the released cell
-// lies within q·m/2 ranks of the target (between the quartiles for the
-// median) unless some of the G grid points further away wins, which has
-// probability ≤ G·exp(−β·q·m/2); that is ≤ 5 % when m ≥ 2·ln(20G)/(β·q).
-// Two standard deviations of the count's noise are added.
+// feature's released median is trusted, 2·ln(20G)/(β·q) plus two standard
+// deviations of the count's noise (DERIVATIONS.md §10).
 func locatable(beta float64, gridSize int, countSD float64) float64 {
 	const q = 0.5
 	return 2*math.Log(20*float64(gridSize))/(beta*q) + 2*countSD

@@ -67,14 +67,10 @@ func (m SpikedModel) lambdaMaxHigh() float64 {
 	return v
 }
 
-// ExplicitDelta1 is the closed-form, high-probability bound on the
-// Frobenius change of the sample spectral projector ÛÛᵀ when one row is
-// replaced by an independent model draw (DERIVATIONS.md §2.2): with t = log(4n/β),
-// a_k = (λ_k+σ²)/λ_k², A = Σa + 2√(tΣa²) + 2t·max a,
-// B = σ²((p−r) + 2√((p−r)t) + 2t), Δ1 = 2√2·√(AB)/n. It bounds the
-// first-order term of the perturbation expansion, with Laurent–Massart
-// tails for the χ²-type norms of the replaced rows, holding for all rows at
-// once with probability ≥ 1−β.
+// ExplicitDelta1 is the closed-form bound, holding for all rows at once
+// with probability ≥ 1−β, on the Frobenius change of the sample spectral
+// projector ÛÛᵀ when one row is replaced by a model draw: Δ1 = 2√2·√(AB)/n
+// with A and B as in DERIVATIONS.md §2.2.
 func ExplicitDelta1(m SpikedModel, beta float64) float64 {
 	r := m.r()
 	t := math.Log(4 * float64(m.N) / beta)

@@ -73,15 +73,10 @@ func nonPrivateRGrad(e *fitEnv) error {
 }
 
 // modelDPRGrad is rgrad-dp and rgrad-weak (DERIVATIONS.md §2.4, §2.5): the
-// private spectral initialisation with the model sensitivities Δ⁽¹⁾, Δ⁽²⁾
-// (explicit plug-ins, or the paper's literal formulas with
-// sensitivity=paper), then T clipped DP-RGrad iterations with the clip τ
-// chosen from the public model parameters (or the paper's Δ_l as a clip).
-// The budget is split init_share over the 3 initialisation releases and the
-// rest over the T iterations, in zCDP (noise=zcdp) or, as in the paper, by
-// basic composition with each release calibrated to its own (ε, δ) share
-// (noise=classical or analytic); by default (noise=exact) μ² is split
-// instead and the whole run composes exactly as Gaussian DP.
+// private spectral initialisation with the model sensitivities, then T
+// clipped DP-RGrad iterations with τ chosen from the public model
+// parameters; init_share of the budget goes to the 3 initialisation
+// releases and the rest to the iterations, composed as noise= says (§3).
 func modelDPRGrad(e *fitEnv) error {
 	o := e.cfg.model
 	_, noise := o.calibration()

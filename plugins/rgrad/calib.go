@@ -64,17 +64,10 @@ func ClipRadiusOf(in ModelInputs) float64 {
 }
 
 // ModelSensitivities evaluates the sensitivities of the model-calibrated
-// modes (DERIVATIONS.md §4–§5). In the explicit (default) calibration the
-// initialisation uses the corrected plug-ins
-//
-//	Δ⁽¹⁾ = c1 √(d1∨d2) √(1/C_l) √r (√(C_u r) σ1 + σ_ξ) ln n / (n σr)
-//	Δ⁽²⁾ = c2 √(1/C_l) √r (√(C_u r) σ1 + σ_ξ) ln n / n
-//
-// (with Paper set the √(d1∨d2) factor is dropped, as published; in weak DP
-// √(C_u r)σ1 + σ_ξ becomes σ_ξ), and every iteration clips the per-sample
-// projected gradients to τ = c3·ModelClip (explicit) or to τ = n·Δ_l/(2η)
-// with the paper's Δ_l = c3 η (σ_ξ + √C_u σr) √(C_u r (d1+d2) ln n) / n
-// (Paper; σ_ξ alone in weak DP), so that Δ_l = 2ητ/n holds for any data.
+// modes: the initialisation's Δ⁽¹⁾ and Δ⁽²⁾ (the corrected plug-ins, or the
+// paper's literal formulas with Paper; DERIVATIONS.md §4) and the
+// iterations' clip τ (c3·ModelClip, or the paper's Δ_l as a clip), so that
+// Δ_l = 2ητ/n holds for any data (§5).
 func ModelSensitivities(in ModelInputs) Sensitivities {
 	n := float64(in.N)
 	r := float64(in.Rank)

@@ -26,9 +26,8 @@ type fitOptions struct {
 }
 
 // optionsOf returns the fit configuration of mode from the run's bound
-// options, with the deprecation note of any old parameter used; the
-// design is parsed with be (a file design is read here).
-func optionsOf(mode Mode, run *sdk.Run, be backend.Backend) (fitOptions, []string, error) {
+// options; the design is parsed with be (a file design is read here).
+func optionsOf(mode Mode, run *sdk.Run, be backend.Backend) (fitOptions, error) {
 	cfg := fitOptions{mode: mode}
 	switch mode {
 	case Standard:
@@ -42,7 +41,6 @@ func optionsOf(mode Mode, run *sdk.Run, be backend.Backend) (fitOptions, []strin
 	case NonPrivate:
 		cfg.common = sdk.Opts[commonOptions](run)
 	}
-	var notes []string
 	switch {
 	case cfg.model != nil:
 		cfg.common = &cfg.model.commonOptions
@@ -50,19 +48,19 @@ func optionsOf(mode Mode, run *sdk.Run, be backend.Backend) (fitOptions, []strin
 		cfg.common = &cfg.strict.commonOptions
 	}
 	if cfg.common == nil {
-		return cfg, nil, fmt.Errorf("rgrad %s: the run carries no bound options", mode)
+		return cfg, fmt.Errorf("rgrad %s: the run carries no bound options", mode)
 	}
 	s := sdk.ShapeOf(run.Data)
 	design, err := ParseDesign(cfg.common.Design, s.D1*s.D2, be)
 	if err != nil {
-		return cfg, nil, err
+		return cfg, err
 	}
 	cfg.design = design
 	cfg.iterations = cfg.common.Iterations.Value
 	if cfg.iterations == 0 {
 		cfg.iterations = int(math.Ceil(math.Log(float64(s.N))))
 	}
-	return cfg, notes, nil
+	return cfg, nil
 }
 
 // step is η.

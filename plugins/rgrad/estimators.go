@@ -17,17 +17,9 @@
 //   - rgrad-nonprivate: the non-private reference.
 //
 // DERIVATIONS.md holds the algorithm boxes and every sensitivity
-// derivation. The estimators read the samples only through aggregation
-// passes of engine/pass (trace.moment or trace.clipped_moment to
-// initialise, trace.gradient or trace.clipped_gradient per iteration), each
-// returning a sum over the samples bounded per sample as the kind says
-// (the kernels of engine/kernel): for a data set in a file pass.Local runs
-// them in process, parallel over row blocks; for shards (sdk.RemoteEstimator,
-// dplr fit --engine beam) a Beam pipeline does. The estimator divides by n,
-// checks each result against its kind's bounds and adds its noise, in the
-// same privacy steps either way (DERIVATIONS.md §9). Each iteration is one
-// fused pass (residuals and gradient together) followed by a retraction
-// through two thin QRs and a 2r×2r SVD.
+// derivation. The estimators read the samples only through the trace
+// aggregation passes of engine/pass, served in process for a file and by
+// Beam for shards, with the same privacy steps either way (§9).
 package rgrad
 
 import (
@@ -101,8 +93,6 @@ func (e *estimator) Info() sdk.Info {
 		info.Guarantee = "none (non-private reference)"
 		info.NonPrivate = true
 		info.Grants = []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP, privacy.GrantPure}
-	}
-	if e.mode == NonPrivate {
 		info.Options = commonOptions{}
 	}
 	return info
@@ -115,15 +105,10 @@ func (e *estimator) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 	if be == nil {
 		be = backend.Default()
 	}
-	cfg, notes, err := optionsOf(e.mode, run, be)
+	cfg, err := optionsOf(e.mode, run, be)
 	if err != nil {
 		return nil, err
 	}
 	cfg.observe = e.observe
-	res, err := fit(ctx, run, be, cfg)
-	if err != nil {
-		return nil, err
-	}
-	res.Notes = append(res.Notes, notes...)
-	return res, nil
+	return fit(ctx, run, be, cfg)
 }

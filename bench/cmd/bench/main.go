@@ -1,20 +1,7 @@
-// Command bench is dplr's one benchmark command: it runs the benchmark
-// scenarios through the real host and plugins, writes the report, and runs
-// the accuracy studies and noise measurements whose figures the report
-// includes.
-//
-//	bench run [--quick] [--force] [SCENARIO.toml ...]   run (default: every scenario in bench/scenarios)
-//	bench report                                         write bench/RESULTS.md and bench/plots/
-//	bench study pca|fedrep|orbit|rgrad [flags]           an estimator family's accuracy study
-//	bench noise                                          noise per step: exact vs zCDP vs the papers' calibration
-//	bench pldnoise                                       noise per step under zCDP and the two PLD accountings
-//	bench inproc ESTIMATOR [dplr fit flags]              fit in this process (the transport scenarios' in-process half)
-//
-// "bench SUBCOMMAND -h" lists a subcommand's flags.
-//
-// Build the host and plugins first (make build, and make build
-// BACKEND=openblas for backend comparisons). Finished cells are kept in
-// bench/out/<scenario>/results.jsonl and skipped on re-runs unless --force.
+// Command bench is dplr's one benchmark command: the scenarios through the
+// real host and plugins, the report, the accuracy studies and the noise
+// measurements. Its subcommands are listed by usage and in
+// docs/benchmarks.md; "bench SUBCOMMAND -h" lists a subcommand's flags.
 package main
 
 import (

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -152,9 +151,7 @@ Usage: dplr COMMAND [flags] [arguments]
 
 Commands:
 `)
-	cmds := commands()
-	sort.SliceStable(cmds, func(i, j int) bool { return false })
-	for _, c := range cmds {
+	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `

@@ -392,24 +392,12 @@ func summarize(w io.Writer, r *FitReport) {
 	}
 	fmt.Fprintf(w, "outputs in %s:\n", r.OutDir)
 	for _, m := range r.Outputs.Matrices {
-		note := ""
-		if m.Release != string(client.Public) {
-			note = "  [" + releaseNote(m.Release) + "]"
-		}
-		fmt.Fprintf(w, "  %-12s %d×%d  %s%s\n", m.Name, m.Rows, m.Cols, m.File, note)
+		fmt.Fprintf(w, "  %-12s %d×%d  %s%s\n", m.Name, m.Rows, m.Cols, m.File, releaseNote(m.Release))
 	}
 	for _, s := range r.Outputs.Scalars {
-		note := ""
-		if s.Release != string(client.Public) {
-			note = "  [" + releaseNote(s.Release) + "]"
-		}
-		fmt.Fprintf(w, "  %-12s %.6g%s\n", s.Name, s.Value, note)
+		fmt.Fprintf(w, "  %-12s %.6g%s\n", s.Name, s.Value, releaseNote(s.Release))
 	}
 	for _, se := range r.Outputs.Series {
-		note := ""
-		if se.Release != string(client.Public) {
-			note = "  [" + releaseNote(se.Release) + "]"
-		}
 		vals := se.Values
 		more := ""
 		if len(vals) > 6 {
@@ -419,7 +407,7 @@ func summarize(w io.Writer, r *FitReport) {
 		for i, v := range vals {
 			parts[i] = fmt.Sprintf("%.4g", v)
 		}
-		fmt.Fprintf(w, "  %-12s [%s%s]%s\n", se.Name, strings.Join(parts, ", "), more, note)
+		fmt.Fprintf(w, "  %-12s [%s%s]%s\n", se.Name, strings.Join(parts, ", "), more, releaseNote(se.Release))
 	}
 	if len(r.Metrics) > 0 {
 		fmt.Fprintf(w, "evaluation against the generating truth (not private, for evaluation only):\n")
@@ -456,7 +444,13 @@ func dataShape(r *FitReport) string {
 	return fmt.Sprintf("users data: %d rows over all users, p=%d", r.Data.N, r.Data.P)
 }
 
-func releaseNote(rel string) string { return client.Release(rel).Note() }
+// releaseNote is the summary's mark of an output that is not public.
+func releaseNote(rel string) string {
+	if rel == string(client.Public) {
+		return ""
+	}
+	return "  [" + client.Release(rel).Note() + "]"
+}
 
 // release writes the outputs and result.json and prints the report.
 func release(env *Env, rep *FitReport, res *client.Result, dir string, asJSON bool, t0 time.Time, timings map[string]float64) error {

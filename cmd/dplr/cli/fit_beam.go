@@ -118,30 +118,24 @@ func (df *dataFlags) checkColumns(k data.Kind, est string) error {
 	return nil
 }
 
-// beamData is the data set of `dplr fit --engine beam`: the shards held
-// remotely and reached through the aggregation passes the estimator
-// requests, when it has such a path (Info.Remote). Nothing is reserved
-// here: a failure spends nothing.
-func beamData(ctx context.Context, env *Env, f *fitFlags, info client.EstimatorInfo, home string) (client.Data, func(), error) {
-	if err := f.df.checkColumns(info.DataKind, info.Name); err != nil {
-		return client.Data{}, func() {}, err
-	}
-	if !info.Remote {
-		return client.Data{}, func() {}, usagef("%s has no path through aggregation passes, so it cannot run with --engine beam (run it on a data file; those that can have \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
-	}
-	return beamRemote(ctx, env, f, info, home)
-}
-
 // describeRemote runs `dplr-beam describe` and returns the shards' public
 // shape, their source identity and the Passer that runs passes over them
 // (a variable so that tests can stand in for the pipeline).
 var describeRemote = client.DescribeBeam
 
-// beamRemote describes the shards (public shape and source identity,
-// before anything is reserved) and returns the remote data set whose
-// passes the host runs with dplr-beam while the estimator fits.
-func beamRemote(ctx context.Context, env *Env, f *fitFlags, info client.EstimatorInfo, home string) (client.Data, func(), error) {
+// beamData is the data set of `dplr fit --engine beam` for an estimator
+// with a path through aggregation passes (Info.Remote): the shards are
+// described (public shape and source identity) and the host runs the
+// passes with dplr-beam while the estimator fits. Nothing is reserved
+// here: a failure spends nothing.
+func beamData(ctx context.Context, env *Env, f *fitFlags, info client.EstimatorInfo, home string) (client.Data, func(), error) {
 	none := func() {}
+	if err := f.df.checkColumns(info.DataKind, info.Name); err != nil {
+		return client.Data{}, none, err
+	}
+	if !info.Remote {
+		return client.Data{}, none, usagef("%s has no path through aggregation passes, so it cannot run with --engine beam (run it on a data file; those that can have \"remote\": true in dplr plugins --json); nothing was run or spent", info.Name)
+	}
 	if info.DataKind == data.Trace && (f.df.d1 < 1 || f.df.d2 < 1) {
 		return client.Data{}, none, usagef("trace data through --engine beam need the sample matrices' shape: --d1 and --d2; nothing was run or spent")
 	}

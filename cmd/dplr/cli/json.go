@@ -112,16 +112,6 @@ var (
 	matrixType    = reflect.TypeFor[mat.Matrix]()
 )
 
-func nonFinite(f float64) any {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case f > 0:
-		return "Infinity"
-	}
-	return "-Infinity"
-}
-
 // jsonTree converts v into values encoding/json can marshal.
 func jsonTree(v reflect.Value, depth int) (any, error) {
 	if depth > 200 {
@@ -204,9 +194,15 @@ func jsonTree(v reflect.Value, depth int) (any, error) {
 	return v.Interface(), nil
 }
 
+// floatValue is f, or the string that spells a non-finite f.
 func floatValue(f float64) any {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nonFinite(f)
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
 	}
 	return f
 }

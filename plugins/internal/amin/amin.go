@@ -1,15 +1,8 @@
 // Package amin is the iterative eigenvector sampler of Amin, Dick, Kulesza,
-// Muñoz Medina and Vassilvitskii (2019), shared by pca-amin and
-// orbit-deflation: r unit vectors drawn one after the other, vector k from
-// the density ∝ exp(β_k·uᵀC_ku) on the unit sphere of the orthogonal
-// complement of the vectors already drawn, C_k being the matrix compressed
-// to that complement. Each draw is an exact vector-Bingham draw
-// (plugins/internal/bingham). The complement bases are updated with
-// Householder reflections, so each step costs O(p²) besides the sampler.
-//
-// The privacy cost is declared by the caller through Config.Declare, once
-// per sampled vector: with utility sensitivity Δ (γ²/n for pca-amin, 1 for
-// orbit-deflation) the draw at inverse temperature β is 2βΔ-DP.
+// Muñoz Medina and Vassilvitskii (2019) shared by pca-amin and
+// orbit-deflation (plugins/pca/DERIVATIONS.md §3.1): r exact vector-Bingham
+// draws, each in the complement of the vectors already drawn. The caller
+// declares each draw's privacy cost through Config.Declare.
 package amin
 
 import (

@@ -1,12 +1,8 @@
 // Package analyzegauss is the Analyze Gauss mechanism of Dwork, Talwar,
-// Thakurta and Zhang (2014), shared by pca-analyze-gauss and orbit-gauss:
-// a symmetric matrix S (a clipped second moment) is released as S + E,
-// where E is symmetric and its upper triangle, diagonal included, is i.i.d.
-// Gaussian; the top-k eigenvectors of S + E are the private subspace.
-//
-// The noise is drawn by the declared privacy.Release on its grid, and S's
-// upper triangle is rounded to that grid first, like every other Gaussian
-// release (the release's sensitivity includes the rounding).
+// Thakurta and Zhang (2014) shared by pca-analyze-gauss and orbit-gauss: a
+// clipped second moment S is released as S + E, E symmetric Gaussian drawn
+// by the declared privacy.Release (S rounded to its grid first), and the
+// top-k eigenvectors of S + E are the private subspace.
 package analyzegauss
 
 import (

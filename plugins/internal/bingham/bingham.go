@@ -4,26 +4,12 @@
 // the circle, its d = 2 special case.
 //
 // The vector sampler is the rejection sampler of Kent, Ganeiber and Mardia
-// (2018, "A new unified approach for the simulation of a wide class of
-// directional distributions", JCGS 27(2)) with an angular central Gaussian
-// (ACG) envelope. Every draw goes through a real accept/reject step with a
-// uniform variate, so the output law is exactly the Bingham law (in exact
-// arithmetic): the exponential mechanism built on it keeps its pure ε-DP
-// guarantee without a sampler-error term.
-//
-// Conventions.
-//   - A is symmetric; only its upper triangle is read (mat.Symmetric).
-//   - β may be any finite real; β = 0 gives the uniform law on the sphere.
-//     Only the product β·A matters.
-//   - SampleVector eigendecomposes β·A with gonum (mat.EigenSym) on every
-//     call. To draw many vectors from one matrix, or to route the
-//     eigendecomposition through an OpenBLAS backend, build a Sampler once
-//     with New (which takes a backend.Backend) or FromEigen (which takes an
-//     eigendecomposition the caller already has) and call Sample repeatedly.
-//   - Randomness comes only from the privacy.Source passed in: proposals use
-//     its normal draws (not release noise), the accept step its uniforms.
-//   - The output is a unit vector x; x and −x have the same density, and the
-//     sign is whatever the proposal produced (uniformly random by symmetry).
+// (2018, JCGS 27(2)) with an angular central Gaussian envelope: every draw
+// has a real accept/reject step, so the law is exactly Bingham's in exact
+// arithmetic and the exponential mechanism built on it keeps its pure ε-DP
+// guarantee (plugins/orbit/DERIVATIONS.md §7.1). A Sampler is built once
+// with New or FromEigen; Sample then draws with the randomness of the
+// privacy.Source passed in.
 package bingham
 
 import (
@@ -69,14 +55,6 @@ type Diagnostics struct {
 	Dim int
 }
 
-func (d *Diagnostics) add(o Diagnostics) {
-	d.Draws += o.Draws
-	d.Proposals += o.Proposals
-	if d.Proposals > 0 {
-		d.AcceptanceRate = float64(d.Draws) / float64(d.Proposals)
-	}
-}
-
 // Sampler draws from one fixed vector Bingham law. It is immutable after
 // construction and safe for concurrent use with distinct Sources.
 type Sampler struct {
@@ -87,20 +65,6 @@ type Sampler struct {
 	omega []float64 // Ω_i = 1 + 2a_i/b
 	b     float64
 	logM  float64
-}
-
-// SampleVector draws one unit vector x ∈ ℝ^d with density proportional to
-// exp(beta·xᵀ a x) on the unit sphere. It eigendecomposes a with gonum; see
-// the package documentation for the reusable Sampler.
-func SampleVector(ctx context.Context, rnd *privacy.Source, a *mat.SymDense, beta float64) ([]float64, Diagnostics, error) {
-	if a == nil {
-		return nil, Diagnostics{}, fmt.Errorf("nil matrix: %w", ErrInput)
-	}
-	s, err := New(a, beta, backend.Gonum{})
-	if err != nil {
-		return nil, Diagnostics{}, err
-	}
-	return s.Sample(ctx, rnd)
 }
 
 // New prepares a sampler for the density ∝ exp(beta·xᵀax) on the unit
@@ -213,9 +177,6 @@ func solveB(a []float64) float64 {
 	return hi
 }
 
-// Dim returns the dimension of the ambient space.
-func (s *Sampler) Dim() int { return s.dim }
-
 // Sample draws one unit vector.
 func (s *Sampler) Sample(ctx context.Context, rnd *privacy.Source) ([]float64, Diagnostics, error) {
 	if rnd == nil {
@@ -228,34 +189,6 @@ func (s *Sampler) Sample(ctx context.Context, rnd *privacy.Source) ([]float64, D
 		return nil, diag, err
 	}
 	return out, diag, nil
-}
-
-// SampleN draws n independent unit vectors, returned as the rows of an n×d
-// matrix, with the batch's cumulative diagnostics.
-func (s *Sampler) SampleN(ctx context.Context, rnd *privacy.Source, n int) (*mat.Dense, Diagnostics, error) {
-	if rnd == nil {
-		return nil, Diagnostics{}, fmt.Errorf("nil random source: %w", ErrInput)
-	}
-	if n < 1 {
-		return nil, Diagnostics{}, fmt.Errorf("sample count %d must be positive: %w", n, ErrInput)
-	}
-	out := mat.NewDense(n, s.dim, nil)
-	y := make([]float64, s.dim)
-	r := rnd.Rand()
-	total := s.diagBase()
-	for i := 0; i < n; i++ {
-		if i%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, total, fmt.Errorf("bingham: after %d draws: %w", i, err)
-			}
-		}
-		d, err := s.sampleInto(ctx, r, out.RawRowView(i), y)
-		total.add(d)
-		if err != nil {
-			return nil, total, fmt.Errorf("draw %d: %w", i, err)
-		}
-	}
-	return out, total, nil
 }
 
 func (s *Sampler) diagBase() Diagnostics {
@@ -311,25 +244,4 @@ func (s *Sampler) sampleInto(ctx context.Context, r *rand.Rand, out, y []float64
 	}
 	diag.Proposals = MaxProposals
 	return diag, fmt.Errorf("%d proposals without acceptance: %w", MaxProposals, ErrTooManyProposals)
-}
-
-// rawProposal returns one ACG proposal without the accept step. It exists
-// only so the tests can show that their goodness-of-fit checks reject a
-// sampler that skips rejection.
-func (s *Sampler) rawProposal(r *rand.Rand, out []float64) {
-	d := s.dim
-	y := make([]float64, d)
-	var nrm2 float64
-	for i := range y {
-		y[i] = s.sd[i] * r.NormFloat64()
-		nrm2 += y[i] * y[i]
-	}
-	inv := 1 / math.Sqrt(nrm2)
-	for i := 0; i < d; i++ {
-		var v float64
-		for j, yj := range y {
-			v += s.w[i*d+j] * yj
-		}
-		out[i] = v * inv
-	}
 }

@@ -4,17 +4,11 @@
 // also holds the one public figure they derive alike from their private
 // releases, the explained-variance ratio (ExplainedRatio).
 //
-// The figure to quote is the centred ratio, tr(ŨᵀCŨ)/tr(ÛᵀCÛ) with C the
-// covariance of the raw rows about their empirical mean and Û its top-r
-// eigenvectors: the objective scikit-learn's PCA optimises, 1 for a
-// subspace as good as non-private PCA. It is named captured_variance_ratio.
-//
-// The estimator's centring is respected: an estimator that centred its rows
-// (a released private mean, or the reference's empirical centring) is
-// scored on the centred ratio alone; one that worked on the uncentred
-// second moment XᵀX/n also gets that objective's ratio, named
-// captured_variance_ratio_uncentred, which flatters a subspace that mostly
-// holds the mean direction.
+// The figure to quote is the centred ratio captured_variance_ratio,
+// tr(ŨᵀCŨ)/tr(ÛᵀCÛ) with C the rows' covariance and Û its top-r
+// eigenvectors (scikit-learn's objective; 1 is as good as non-private PCA).
+// An estimator that did not centre also gets the uncentred ratio,
+// captured_variance_ratio_uncentred (plugins/pca/DERIVATIONS.md §8).
 package pcaeval
 
 import (

@@ -13,14 +13,13 @@
 // the max norm, so every utility moves by at most Δu = 1 (n is public under
 // the replace-one relation). Sampling k with probability ∝ exp(β·u_k) with β = ε/(2Δu) is
 // ε-DP (McSherry & Talwar 2007); the caller declares that step with its
-// accountant and hands β over. The derivation is in
-// plugins/pca/DERIVATIONS.md §6.
+// accountant and hands β over.
 //
 // The grid is data-independent (kernel.Grid): geometric with a fixed
 // number of points per octave between public bounds; the counting is
 // kernel.Counts. A score above the grid's top is
 // counted at no grid point, so the top of the grid is the largest clip the
-// mechanism can choose.
+// mechanism can choose. The derivation is in plugins/pca/DERIVATIONS.md §6.
 package quantile
 
 import (
@@ -96,23 +95,9 @@ func Sample(u []float64, beta float64, rnd Uniform) (int, error) {
 	return len(w) - 1, nil
 }
 
-// Release draws the private q-quantile of scores on grid at inverse
-// temperature β (see the package doc for the privacy argument).
-func Release(scores []float64, q float64, grid []float64, beta float64, rnd Uniform) (float64, error) {
-	if !(q > 0 && q < 1) {
-		return 0, fmt.Errorf("quantile: q = %v must lie in (0, 1)", q)
-	}
-	for i, s := range scores {
-		if math.IsNaN(s) || s < 0 {
-			return 0, fmt.Errorf("quantile: score %d = %v is not a non-negative number", i, s)
-		}
-	}
-	return ReleaseCounts(kernel.Counts(scores, grid), q, grid, beta, rnd)
-}
-
-// ReleaseCounts is Release from the scores' cell counts on grid
-// (kernel.Counts):
-// the same draw from the same uniform variate.
+// ReleaseCounts draws the private q-quantile of the scores whose cell
+// counts on grid (kernel.Counts) are counts, at inverse temperature β
+// (see the package doc for the privacy argument).
 func ReleaseCounts(counts []int64, q float64, grid []float64, beta float64, rnd Uniform) (float64, error) {
 	if !(q > 0 && q < 1) {
 		return 0, fmt.Errorf("quantile: q = %v must lie in (0, 1)", q)

@@ -1,6 +1,7 @@
 package quantile
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -175,4 +176,18 @@ func TestCountsCarryTheRelease(t *testing.T) {
 	assert.ErrorContains(t, err, "negative")
 	_, err = ReleaseCounts([]int64{1, 2}, 0.5, grid, 1, rand.New(rand.NewPCG(1, 1)))
 	assert.ErrorContains(t, err, "cell counts")
+}
+
+// Release is ReleaseCounts on the scores themselves, the reference the
+// tests compare the counted draw with.
+func Release(scores []float64, q float64, grid []float64, beta float64, rnd Uniform) (float64, error) {
+	if !(q > 0 && q < 1) {
+		return 0, fmt.Errorf("quantile: q = %v must lie in (0, 1)", q)
+	}
+	for i, s := range scores {
+		if math.IsNaN(s) || s < 0 {
+			return 0, fmt.Errorf("quantile: score %d = %v is not a non-negative number", i, s)
+		}
+	}
+	return ReleaseCounts(kernel.Counts(scores, grid), q, grid, beta, rnd)
 }

@@ -1,16 +1,7 @@
 // Package noise holds the subcommands "bench noise" and "bench pldnoise"
-// (pld.go). "bench noise" tabulates, for every private estimator, the noise scale of
-// every privacy step at (ε, δ) = (1, 1e-6) and (4, 1e-6) under the exact
-// accounting (noise=exact: exact Gaussian composition, or the privacy loss
-// distribution when pure steps are mixed in), under zCDP (noise=zcdp: all
-// steps composed in zero-concentrated DP, tight conversion) and under the
-// paper's own calibration, side by side. Estimators that do not offer
-// noise=exact yet get the figure exact would give, computed from their
-// zCDP run's steps with privacy.NewPlan(NoiseExact) directly (labelled
-// "derived"). The accuracy noise=exact gains is the scenario
-// rgrad-eps-exact's, and the runs the ledger admits are the ledger's
-// TestGDPFilterCounts. Fits run in-process on small synthetic data sets;
-// deterministic.
+// (pld.go). "bench noise" tabulates, for every private estimator, the noise
+// scale of every privacy step under the exact accounting, zCDP and the
+// paper's own calibration, side by side; the table's header explains it.
 //
 //	go run ./bench/cmd/bench noise > bench/results/noise.md
 package noise

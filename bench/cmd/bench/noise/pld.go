@@ -1,27 +1,9 @@
-// "bench pldnoise" measures, for dplr's estimators that mix Gaussian,
-// Laplace and exponential-mechanism steps, how much noise each step needs
-// at (ε, δ) = (1, 1e-6) and (4, 1e-6) under three accountings of the same
-// run:
-//
-//   - zCDP: every step's ρ adds up (the exponential mechanism at ε²/8),
-//     tight conversion;
-//   - old PLD: privacy loss distributions discretised by rounding losses
-//     up, every pure step (the exponential mechanism included) as
-//     randomized response at its ε — dplr's PLD before connect-the-dots;
-//   - new PLD: connect-the-dots, the exponential mechanism as bounded
-//     range (privacy.RunPLD's default);
-//
-// and, for all-pure runs, pure composition (ε add up); "default" is the
-// least noise any of the valid accountings allows (for runs with a
-// Gaussian step what privacy.NewPlan(NoiseExact) gives: the zCDP split
-// scaled by the largest factor the PLD allows, never below 1).
-//
-// Each estimator is run once (in-process, small synthetic data, fixed
-// seed) to record its steps; every accounting then scales all the steps'
-// zCDP costs by one common factor c, the largest its ε at δ allows
-// (bisection to 1e-6 relative), so the split between steps is the
-// estimator's own. A Gaussian step's figure is σ/Δ ∝ 1/√c, a pure step's
-// its ε ∝ √c.
+// "bench pldnoise" measures how much noise each step of the estimators
+// that mix Gaussian, Laplace and exponential-mechanism steps needs at
+// (ε, δ) = (1, 1e-6) and (4, 1e-6) under zCDP, the old and the new privacy
+// loss distribution accounting and (all-pure runs) pure composition: every
+// accounting scales all of one run's zCDP costs by the largest common
+// factor its ε at δ allows. bench/results/privacy.md explains the table.
 //
 //	go run ./bench/cmd/bench pldnoise
 
