@@ -408,13 +408,19 @@ func HeadRows(m0, rest int, headAll bool) (lo, hi int) {
 // LeaveOneOut is a user's leave-one-out score s ∈ [0, 1] of U on the rows
 // (x, y): for each row in turn the head is fitted on the other rows and
 // the row is predicted; s is the fraction of signs predicted right
-// (accuracy) or 1 − the mean of min(1, squared error). A user with fewer
-// than two rows, or whose score is not a number in [0, 1], scores 0: the
-// score moves by at most 1 when the user's data is replaced.
+// (accuracy) or 1 − the mean of min(1, squared error). A user with exactly
+// two rows scores their contrast instead (Contrast: a head fitted on one
+// row cannot tell two labels apart, so its prediction says nothing about
+// U). A user with fewer than two rows, or whose score is not a number in
+// [0, 1], scores 0: the score moves by at most 1 when the user's data is
+// replaced.
 func (s *Scratch) LeaveOneOut(m Model, x [][]float64, y []float64, accuracy bool) float64 {
 	n := len(y)
 	if n < 2 {
 		return 0
+	}
+	if n == 2 {
+		return s.Contrast(m, x[0], x[1], y[0] != y[1])
 	}
 	var sc float64
 	for out := 0; out < n; out++ {
@@ -438,6 +444,36 @@ func (s *Scratch) LeaveOneOut(m Model, x [][]float64, y []float64, accuracy bool
 		return 0
 	}
 	return sc
+}
+
+// Contrast is the score of a user with two rows x1, x2 whose labels
+// differ: the cosine of the angle between x1 − x2 and span(U),
+// ‖Uᵀ(x1 − x2)‖/‖x1 − x2‖ for orthonormal U, clamped to [0, 1] (0 when
+// the labels agree or the rows are equal). The head fitted on both rows
+// separates them only along what U keeps of their difference.
+func (s *Scratch) Contrast(m Model, x1, x2 []float64, differ bool) float64 {
+	k := m.K
+	s.grow(1, m)
+	a := s.a[:k]
+	clear(a)
+	var dd float64
+	for p := 0; p < m.D; p++ {
+		dp := x1[p] - x2[p]
+		dd += dp * dp
+		up := m.U[p*k : (p+1)*k]
+		for q := range a {
+			a[q] += dp * up[q]
+		}
+	}
+	var pp float64
+	for _, v := range a {
+		pp += v * v
+	}
+	c := math.Sqrt(pp / dd)
+	if !differ || !(c >= 0) {
+		return 0
+	}
+	return math.Min(c, 1)
 }
 
 // Ustat prepares a user's U-statistic term of users.ustat from its m0
