@@ -141,7 +141,7 @@ func newFedrepProblem(run *sdk.Run, c *fedrepConfig, back *mat.Dense, loss lossK
 	if err != nil {
 		return nil, err
 	}
-	if err := c.rounds.check(ud.d); err != nil {
+	if err := c.rounds.check(ud.d, c.rank()); err != nil {
 		return nil, err
 	}
 	return &fedrepProblem{data: ud, back: back, loss: loss}, nil
