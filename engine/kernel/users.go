@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -166,6 +167,21 @@ func (s *Scratch) grow(rows int, m Model) {
 	}
 }
 
+// project sets a (length k) to Uᵀx for a row x of length d.
+func project(m Model, x, a []float64) {
+	k := m.K
+	clear(a)
+	for p, xp := range x[:m.D] {
+		if xp == 0 {
+			continue
+		}
+		up := m.U[p*k : (p+1)*k]
+		for q := range a {
+			a[q] += xp * up[q]
+		}
+	}
+}
+
 // resize returns b with length n, reallocated only when too small.
 func resize(b []float64, n int) []float64 {
 	if cap(b) < n {
@@ -180,24 +196,12 @@ func resize(b []float64, n int) []float64 {
 // fewer rows than k), or ridge logistic regression (LogisticRidge). Rows
 // and responses are not modified.
 func (s *Scratch) Head(m Model, x [][]float64, y []float64) []float64 {
-	k, d := m.K, m.D
+	k := m.K
 	b := len(y)
 	s.grow(b, m)
 	a := s.a[:b*k]
 	for j := 0; j < b; j++ {
-		aj := a[j*k : (j+1)*k]
-		clear(aj)
-		xr := x[j]
-		for p := 0; p < d; p++ {
-			xp := xr[p]
-			if xp == 0 {
-				continue
-			}
-			up := m.U[p*k : (p+1)*k]
-			for q := range aj {
-				aj[q] += xp * up[q]
-			}
-		}
+		project(m, x[j], a[j*k:(j+1)*k])
 	}
 	if m.Logistic {
 		s.logisticNewton(b, k, y)
@@ -452,24 +456,13 @@ func (s *Scratch) LeaveOneOut(m Model, x [][]float64, y []float64, accuracy bool
 // the labels agree or the rows are equal). The head fitted on both rows
 // separates them only along what U keeps of their difference.
 func (s *Scratch) Contrast(m Model, x1, x2 []float64, differ bool) float64 {
-	k := m.K
 	s.grow(1, m)
-	a := s.a[:k]
-	clear(a)
-	var dd float64
-	for p := 0; p < m.D; p++ {
-		dp := x1[p] - x2[p]
-		dd += dp * dp
-		up := m.U[p*k : (p+1)*k]
-		for q := range a {
-			a[q] += dp * up[q]
-		}
+	diff, a := s.g, s.a[:m.K]
+	for p := range diff {
+		diff[p] = x1[p] - x2[p]
 	}
-	var pp float64
-	for _, v := range a {
-		pp += v * v
-	}
-	c := math.Sqrt(pp / dd)
+	project(m, diff, a)
+	c := math.Sqrt(floats.Dot(a, a) / floats.Dot(diff, diff))
 	if !differ || !(c >= 0) {
 		return 0
 	}
