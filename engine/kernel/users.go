@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -166,6 +167,21 @@ func (s *Scratch) grow(rows int, m Model) {
 	}
 }
 
+// project sets a (length k) to Uᵀx for a row x of length d.
+func project(m Model, x, a []float64) {
+	k := m.K
+	clear(a)
+	for p, xp := range x[:m.D] {
+		if xp == 0 {
+			continue
+		}
+		up := m.U[p*k : (p+1)*k]
+		for q := range a {
+			a[q] += xp * up[q]
+		}
+	}
+}
+
 // resize returns b with length n, reallocated only when too small.
 func resize(b []float64, n int) []float64 {
 	if cap(b) < n {
@@ -180,24 +196,12 @@ func resize(b []float64, n int) []float64 {
 // fewer rows than k), or ridge logistic regression (LogisticRidge). Rows
 // and responses are not modified.
 func (s *Scratch) Head(m Model, x [][]float64, y []float64) []float64 {
-	k, d := m.K, m.D
+	k := m.K
 	b := len(y)
 	s.grow(b, m)
 	a := s.a[:b*k]
 	for j := 0; j < b; j++ {
-		aj := a[j*k : (j+1)*k]
-		clear(aj)
-		xr := x[j]
-		for p := 0; p < d; p++ {
-			xp := xr[p]
-			if xp == 0 {
-				continue
-			}
-			up := m.U[p*k : (p+1)*k]
-			for q := range aj {
-				aj[q] += xp * up[q]
-			}
-		}
+		project(m, x[j], a[j*k:(j+1)*k])
 	}
 	if m.Logistic {
 		s.logisticNewton(b, k, y)
@@ -408,13 +412,19 @@ func HeadRows(m0, rest int, headAll bool) (lo, hi int) {
 // LeaveOneOut is a user's leave-one-out score s ∈ [0, 1] of U on the rows
 // (x, y): for each row in turn the head is fitted on the other rows and
 // the row is predicted; s is the fraction of signs predicted right
-// (accuracy) or 1 − the mean of min(1, squared error). A user with fewer
-// than two rows, or whose score is not a number in [0, 1], scores 0: the
-// score moves by at most 1 when the user's data is replaced.
+// (accuracy) or 1 − the mean of min(1, squared error). A user with exactly
+// two rows scores their contrast instead (Contrast: a head fitted on one
+// row cannot tell two labels apart, so its prediction says nothing about
+// U). A user with fewer than two rows, or whose score is not a number in
+// [0, 1], scores 0: the score moves by at most 1 when the user's data is
+// replaced.
 func (s *Scratch) LeaveOneOut(m Model, x [][]float64, y []float64, accuracy bool) float64 {
 	n := len(y)
 	if n < 2 {
 		return 0
+	}
+	if n == 2 {
+		return s.Contrast(m, x[0], x[1], y[0] != y[1])
 	}
 	var sc float64
 	for out := 0; out < n; out++ {
@@ -438,6 +448,25 @@ func (s *Scratch) LeaveOneOut(m Model, x [][]float64, y []float64, accuracy bool
 		return 0
 	}
 	return sc
+}
+
+// Contrast is the score of a user with two rows x1, x2 whose labels
+// differ: the cosine of the angle between x1 − x2 and span(U),
+// ‖Uᵀ(x1 − x2)‖/‖x1 − x2‖ for orthonormal U, clamped to [0, 1] (0 when
+// the labels agree or the rows are equal). The head fitted on both rows
+// separates them only along what U keeps of their difference.
+func (s *Scratch) Contrast(m Model, x1, x2 []float64, differ bool) float64 {
+	s.grow(1, m)
+	diff, a := s.g, s.a[:m.K]
+	for p := range diff {
+		diff[p] = x1[p] - x2[p]
+	}
+	project(m, diff, a)
+	c := math.Sqrt(floats.Dot(a, a) / floats.Dot(diff, diff))
+	if !differ || !(c >= 0) {
+		return 0
+	}
+	return math.Min(c, 1)
 }
 
 // Ustat prepares a user's U-statistic term of users.ustat from its m0

@@ -168,3 +168,30 @@ func TestHistBinAndChecks(t *testing.T) {
 		assert.Equal(t, tc.ok, tc.err == nil, tc.name)
 	}
 }
+
+// TestLeaveOneOutTwoRows: a user with two rows scores the cosine between
+// their difference and span(U) (closed form), 0 when the labels agree, and
+// the same for squared and accuracy scores.
+func TestLeaveOneOutTwoRows(t *testing.T) {
+	u := []float64{1, 0, 0, 1, 0, 0} // d = 3, k = 2: the first two axes
+	m := Model{U: u, D: 3, K: 2}
+	for _, tc := range []struct {
+		name   string
+		x1, x2 []float64
+		y      []float64
+		want   float64
+	}{
+		{"difference in span", []float64{1, 2, 0}, []float64{0, 0, 0}, []float64{1, -1}, 1},
+		{"difference orthogonal", []float64{1, 1, 3}, []float64{1, 1, 0}, []float64{1, -1}, 0},
+		{"45 degrees", []float64{1, 0, 1}, []float64{0, 0, 0}, []float64{0.5, -2}, 1 / math.Sqrt2},
+		{"labels agree", []float64{1, 2, 0}, []float64{0, 0, 0}, []float64{1, 1}, 0},
+		{"equal rows", []float64{1, 2, 0}, []float64{1, 2, 0}, []float64{1, -1}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s Scratch
+			for _, acc := range []bool{false, true} {
+				assert.InDelta(t, tc.want, s.LeaveOneOut(m, [][]float64{tc.x1, tc.x2}, tc.y, acc), 1e-12)
+			}
+		})
+	}
+}

@@ -73,8 +73,9 @@ const (
 	// UsersValidation is the sum over the users of their leave-one-out
 	// scores s_i ∈ [0, 1] of U on their head rows (kernel.LeaveOneOut;
 	// accuracy 1: the fraction of signs right, 0: 1 − the mean of
-	// min(1, squared error)), scalar "score_sum": a user's term moves it by
-	// at most 1.
+	// min(1, squared error); a user with two head rows: their contrast,
+	// kernel.Contrast), scalar "score_sum": a user's term moves it by at
+	// most 1.
 	UsersValidation = "users.validation"
 	// UsersAltMin is Priv-AltMin's U-step statistics over the users of one
 	// group (input "group", 1×users: 1 for a member, by the user's index

@@ -113,7 +113,7 @@ func TestClassifyUtility(t *testing.T) {
 
 	gc := genClass(t, 2000, 40, 20, 2, 5)
 	for _, kp := range []string{"0", "10"} {
-		res, _ := fit(t, Classify{}, gc.Data, map[string]string{"holdout": "0.25", "kprime": kp, "iterations": "10"}, approx(8), 1)
+		res, _ := fit(t, Classify{}, gc.Data, map[string]string{"rank": "2", "holdout": "0.25", "kprime": kp, "iterations": "10"}, approx(8), 1)
 		e := scalar(t, res, "holdout_loss")
 		t.Logf("surrogate k′=%s: holdout 0-1 error %.3f", kp, e)
 		if kp == "0" {

@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/engine/sdk"
 )
 
 // TestDefaultsErrorFallsWithEpsilon checks fedrep-private with its defaults
@@ -39,5 +41,36 @@ func TestDefaultsErrorFallsWithEpsilon(t *testing.T) {
 		t.Logf("ε = %g: ‖sin Θ‖_F %v", eps, errs)
 		assert.LessOrEqual(t, med, prev+tol, fmt.Sprintf("median error at ε = %g above the one before", eps))
 		prev = med
+	}
+}
+
+// TestDefaultRank: rank 0 (the default) becomes each estimator's default
+// rank, at most the working dimension (k′ when projected); a given rank is
+// kept.
+func TestDefaultRank(t *testing.T) {
+	users := sdk.Shape{Kind: data.Users, N: 600, P: 20, Users: 100}
+	small := users
+	small.P = 6
+	for _, tc := range []struct {
+		name  string
+		est   sdk.Estimator
+		raw   map[string]string
+		shape sdk.Shape
+		want  int
+	}{
+		{"private", PrivateFedRep{}, nil, users, 2},
+		{"nonprivate", NonPrivateFedRep{}, nil, users, 2},
+		{"classify", Classify{}, nil, users, 9},
+		{"classify, d = 6", Classify{}, nil, small, 6},
+		{"classify, k′ = 4", Classify{}, map[string]string{"kprime": "4"}, users, 4},
+		{"classify, rank given", Classify{}, map[string]string{"rank": "3"}, users, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts, _, err := sdk.Prepare(tc.est.Info(), tc.raw, tc.shape)
+			require.NoError(t, err)
+			o, ok := opts.(interface{ config() *fedrepConfig })
+			require.True(t, ok)
+			assert.Equal(t, tc.want, o.config().rank())
+		})
 	}
 }

@@ -58,9 +58,10 @@ chosen privately, as the clip_quantile quantile of the users' norms (a noisy his
 tune_share), and the step is step_scale/ψ; a released step that opposes the previous one halves
 the step, and a step longer than max_move·√k is shortened (§3.6). Both guards are post-processing
 and are reported. T = 10 rounds by default: with 5 the error grew with ε on a synthetic
-shared-representation task, 20 gained nothing (§12). The default rank 2 suits users with many
-rows for a low-rank truth; with very few rows per user a larger rank pays (Fashion-MNIST users with
-2 rows each: rank 9 beat rank 2 by 0.1 in accuracy at ε = 1, bench/results/fedrep-defaults.md).
+shared-representation task, 20 gained nothing (§12). The default rank 2 suits a low-rank truth
+and was the best of 2, 3, 5, 9 on Fashion-MNIST users with 6 rows each; each user's head is a least
+squares on its rows, whose error peaks where the rank is near the number of rows, so the best rank
+moves with the rows per user (9 with 2 rows, 5 with 20; bench/results/fedrep-defaults.md).
 Rank and clip can be chosen privately too (select=rank=2,3,5 or select=clip_quantile=…;
 §13): candidates fitted on slices of the budget and on part of the users, one chosen by the
 exponential mechanism on the other users' leave-one-out validation score, refitted on every user
@@ -141,7 +142,7 @@ func newFedrepProblem(run *sdk.Run, c *fedrepConfig, back *mat.Dense, loss lossK
 	if err != nil {
 		return nil, err
 	}
-	if err := c.rounds.check(ud.d); err != nil {
+	if err := c.rounds.check(ud.d, c.rank()); err != nil {
 		return nil, err
 	}
 	return &fedrepProblem{data: ud, back: back, loss: loss}, nil

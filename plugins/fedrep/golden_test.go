@@ -52,8 +52,8 @@ func TestGoldenFits(t *testing.T) {
 		{"nonprivate", NonPrivateFedRep{}, false, map[string]string{"iterations": "3", "holdout": "0.2"}},
 		{"altmin", PrivAltMin{}, false, map[string]string{"iterations": "3", "holdout": "0.2", "clip_w": "1", "clip_y": "2"}},
 		{"altmin all users", PrivAltMin{}, false, map[string]string{"iterations": "2", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3"}},
-		{"classify", Classify{}, true, map[string]string{"iterations": "3", "holdout": "0.2"}},
-		{"classify projected", Classify{}, true, map[string]string{"iterations": "3", "kprime": "4"}},
+		{"classify", Classify{}, true, map[string]string{"rank": "2", "iterations": "3", "holdout": "0.2"}},
+		{"classify projected", Classify{}, true, map[string]string{"rank": "2", "iterations": "3", "kprime": "4"}},
 	}
 	got := map[string]goldenFit{}
 	for _, tc := range cases {

@@ -30,7 +30,7 @@ func (s *splitOptions) headAll() bool { return s.HeadData == "all" }
 // fedrep-private, fedrep-nonprivate and fedrep-classify (the step, whose
 // default differs, is in each estimator's options).
 type roundOptions struct {
-	sdk.Rank       `default:"2" doc:"rank k of the shared representation U (d×k); k ≤ d"`
+	sdk.Rank       `default:"0" min:"0" doc:"rank k of the shared representation U (d×k); k ≤ d. 0 (the default) = the estimator's default rank: 2 for fedrep-private and fedrep-nonprivate, min(9, d) for fedrep-classify (measured on image users tasks, bench/results/fedrep-defaults.md)"`
 	sdk.Iterations `default:"10" max:"1e5" doc:"number of rounds T (10: on the synthetic shared-representation task T = 5 left the error growing with ε and T = 20 gained nothing, DERIVATIONS.md §12)"`
 	Mode           string  `param:"mode" default:"experiment" choices:"experiment,theory" doc:"experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (the paper's Algorithm 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (DERIVATIONS.md §3.3)"`
 	StepGuard      bool    `param:"step_guard" default:"true" doc:"guards of the step (DERIVATIONS.md §3.6): halve η when a released step opposes the previous one, and shorten a step longer than max_move·√k; false = the plain update (the paper's)"`
@@ -38,9 +38,24 @@ type roundOptions struct {
 	Batch          int     `param:"batch" default:"0" min:"0" doc:"theory mode: the public batch size b (b ≥ rank), required with mode=theory; choose it from what every user is expected to hold (2·b·iterations training rows), never from the data"`
 }
 
-// check refuses, from public quantities only (the rank, the working
-// dimension d and the declared batch), the requests FedRep cannot run.
-func (o *roundOptions) check(d int) error {
+// Default ranks (rank=0): 2 for the squared loss, whose heads interpolate
+// near k = rows − 1; 9 for the classifier, the best or within 0.003 of it
+// on every image users task measured (bench/results/fedrep-defaults.md).
+const (
+	defaultRank         = 2
+	defaultRankClassify = 9
+)
+
+// check sets rank 0 to def (at most d, when d is known) and refuses, from
+// public quantities only (the rank, the working dimension d and the
+// declared batch), the requests FedRep cannot run.
+func (o *roundOptions) check(d, def int) error {
+	if o.Rank.Value == 0 {
+		o.Rank.Value = def
+		if d > 0 {
+			o.Rank.Value = min(def, d)
+		}
+	}
 	if o.Rank.Value > d {
 		return sdk.BadRequest("rank %d exceeds the working dimension %d", o.Rank.Value, d)
 	}
@@ -122,7 +137,7 @@ type privateFedRepOptions struct {
 
 // Check implements sdk.Checker.
 func (o *privateFedRepOptions) Check(s sdk.Shape) error {
-	if err := o.roundOptions.check(s.P); err != nil {
+	if err := o.roundOptions.check(s.P, defaultRank); err != nil {
 		return err
 	}
 	return o.selectOptions.check(o.Clip != nil, o.Noise.Value)
@@ -148,7 +163,9 @@ type nonPrivateFedRepOptions struct {
 }
 
 // Check implements sdk.Checker.
-func (o *nonPrivateFedRepOptions) Check(s sdk.Shape) error { return o.roundOptions.check(s.P) }
+func (o *nonPrivateFedRepOptions) Check(s sdk.Shape) error {
+	return o.roundOptions.check(s.P, defaultRank)
+}
 
 // config is the algorithm's view of the options.
 func (o *nonPrivateFedRepOptions) config() *fedrepConfig {
@@ -173,12 +190,9 @@ type classifyOptions struct {
 func (o *classifyOptions) Check(s sdk.Shape) error {
 	d := s.P
 	if o.KPrime > 0 && o.KPrime < d {
-		if o.Rank.Value > o.KPrime {
-			return sdk.BadRequest("rank %d exceeds the projected dimension k′ = %d", o.Rank.Value, o.KPrime)
-		}
-		d = o.KPrime
+		d = o.KPrime // the projected dimension k′
 	}
-	if err := o.roundOptions.check(d); err != nil {
+	if err := o.roundOptions.check(d, defaultRankClassify); err != nil {
 		return err
 	}
 	return o.selectOptions.check(o.Clip != nil, o.Noise.Value)

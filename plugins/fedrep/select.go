@@ -19,7 +19,7 @@ import (
 // estimators: the SDK's, FedRep's score, and the former names.
 type selectOptions struct {
 	sdk.Selection
-	SelectScore string `param:"select_score" default:"squared" choices:"squared,accuracy" doc:"each held-out user's leave-one-out validation score in [0, 1] on the rows its final head is fitted on (each row predicted by the head fitted on the user's other rows): squared = 1 − mean min(1, squared error); accuracy = fraction of signs predicted (±1 labels)"`
+	SelectScore string `param:"select_score" default:"squared" choices:"squared,accuracy" doc:"each held-out user's leave-one-out validation score in [0, 1] on the rows its final head is fitted on (each row predicted by the head fitted on the user's other rows): squared = 1 − mean min(1, squared error); accuracy = fraction of signs predicted (±1 labels); a user with exactly 2 such rows scores the cosine between their difference and span(U) under either (0 when their labels agree)"`
 
 	_ sdk.Renamed `param:"select_rank" renamed:"select"`
 	_ sdk.Renamed `param:"select_clip_quantile" renamed:"select"`

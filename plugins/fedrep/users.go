@@ -249,7 +249,12 @@ func (r *usersData) altminStats(ctx context.Context, u []float64, users []int32,
 // (squared). The head of each fold sees one row fewer than the final
 // head, so the score ranks candidates as the final heads will be judged
 // on new rows (a split into halves would fit the heads on half the rows,
-// which favours small ranks). A user with fewer than 2 such rows, or whose
+// which favours small ranks). A user with exactly 2 such rows scores
+// instead the cosine between their difference and span(U) (0 when their
+// labels agree): a head fitted on one row predicts the other's label by
+// the sign of one inner product, which ranks candidates by nothing the
+// final two-row head uses (DERIVATIONS.md §13, users with two rows). A
+// user with fewer than 2 such rows, or whose
 // computation is not finite, scores 0. Each s_i depends on user i's rows
 // (and U) only, so the score moves by at most 1/n when one user is
 // replaced (DERIVATIONS.md §13).

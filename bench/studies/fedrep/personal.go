@@ -20,22 +20,35 @@ import (
 	"github.com/dplr/dplr/plugins/fedrep"
 )
 
-// PersonalTask is the personalized Fashion-MNIST task of issue 18: every
-// user holds its own binary problem (a set of classes labelled +1 against a
-// disjoint set labelled −1), Train rows it trains on and Holdout rows it is
-// scored on, features the 2×2-pooled pixels in [0, 1] plus a constant 1
-// (d = 197).
+// PersonalTask is a personalized image task (issue 18): every user holds
+// its own binary problem (a set of classes labelled +1 against a disjoint
+// set labelled −1), Train rows it trains on and Holdout rows it is scored
+// on, features the image's pixels in [0, 1] plus a constant 1: Fashion-MNIST
+// pooled 2×2 (d = 197), or scikit-learn's 8×8 digits (Digits, d = 65).
 type PersonalTask struct {
-	Dir            string // directory of the Debian dataset-fashion-mnist files
+	Dir            string // Fashion-MNIST: directory of the Debian dataset-fashion-mnist files; digits: scikit-learn's digits.csv.gz
 	Users          int    // number of users n
 	Train, Holdout int    // rows per user: training rows, held-out rows
 	ClassesPerSide int    // classes labelled +1 (and as many labelled −1)
+	// Digits reads Dir as scikit-learn's digits. Its 1797 images are too
+	// few for one image per row, so every class's images are split once
+	// (seeded) into halves: training rows are drawn with replacement from
+	// the first half, held-out rows from the second (users share images,
+	// a test image never trains).
+	Digits bool
 }
 
 // DefaultPersonalTask is the task of issue 18: 5000 users, each with its own
 // pair of classes, 6 training and 4 held-out rows per user.
 func DefaultPersonalTask() PersonalTask {
 	return PersonalTask{Dir: "/usr/share/datasets/fashion-mnist", Users: 5000, Train: 6, Holdout: 4, ClassesPerSide: 1}
+}
+
+// DigitsPersonalTask is the same task built from scikit-learn's digits:
+// 2000 users, each with its own pair of digits, 6 training and 4 held-out
+// rows per user.
+func DigitsPersonalTask() PersonalTask {
+	return PersonalTask{Dir: "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz", Users: 2000, Train: 6, Holdout: 4, ClassesPerSide: 1, Digits: true}
 }
 
 // rowsPerUser is the number of rows every user holds.
@@ -48,26 +61,46 @@ func (t PersonalTask) holdoutFraction() float64 {
 	return (float64(t.Holdout) + 0.5) / float64(t.rowsPerUser())
 }
 
-// fmnistPool caches the pooled images per directory (loading and pooling
-// the 70000 images takes a few seconds).
-var fmnistPool = map[string]*pooled{}
+// imagePool caches the images per source (loading and pooling the 70000
+// Fashion-MNIST images takes a few seconds).
+var imagePool = map[string]*pooled{}
 
-// pooled is Fashion-MNIST pooled 2×2: rows of 196 pooled pixels in [0, 1]
-// and their class labels.
+// pooled is an image set: rows of pixels in [0, 1] and their class labels.
 type pooled struct {
 	x      [][]float64
 	labels []int
 }
 
-// loadPooled reads the training and test images and pools them 2×2.
-func loadPooled(dir string) (*pooled, error) {
-	if p := fmnistPool[dir]; p != nil {
+// load reads the task's images: Fashion-MNIST's training and test images
+// pooled 2×2, or the digits' 8×8 images (pixels/16).
+func (t PersonalTask) load() (*pooled, error) {
+	if p := imagePool[t.Dir]; p != nil {
 		return p, nil
 	}
 	p := &pooled{}
+	if t.Digits {
+		ds, err := dataio.Load(t.Dir, dataio.LoadOptions{Kind: data.Rows, SkipHash: true})
+		if err != nil {
+			return nil, fmt.Errorf("loading digits: %w", err)
+		}
+		if ds.P() != 65 {
+			return nil, fmt.Errorf("digits: want 64 pixels and a label, got %d columns", ds.P())
+		}
+		for i := 0; i < ds.N(); i++ {
+			src := ds.X.RawRowView(i)
+			row := make([]float64, 64)
+			for j := range row {
+				row[j] = src[j] / 16
+			}
+			p.x = append(p.x, row)
+			p.labels = append(p.labels, int(src[64]))
+		}
+		imagePool[t.Dir] = p
+		return p, nil
+	}
 	for _, part := range []string{"train", "t10k"} {
-		ds, err := dataio.Load(filepath.Join(dir, part+"-images-idx3-ubyte.gz"), dataio.LoadOptions{Kind: data.Rows, Scale: 1.0 / 255,
-			LabelsPath: filepath.Join(dir, part+"-labels-idx1-ubyte.gz"), SkipHash: true})
+		ds, err := dataio.Load(filepath.Join(t.Dir, part+"-images-idx3-ubyte.gz"), dataio.LoadOptions{Kind: data.Rows, Scale: 1.0 / 255,
+			LabelsPath: filepath.Join(t.Dir, part+"-labels-idx1-ubyte.gz"), SkipHash: true})
 		if err != nil {
 			return nil, fmt.Errorf("loading Fashion-MNIST %s: %w", part, err)
 		}
@@ -86,7 +119,7 @@ func loadPooled(dir string) (*pooled, error) {
 			p.labels = append(p.labels, ds.Labels[i])
 		}
 	}
-	fmnistPool[dir] = p
+	imagePool[t.Dir] = p
 	return p, nil
 }
 
@@ -95,7 +128,7 @@ func loadPooled(dir string) (*pooled, error) {
 // so that the training rows and the held-out rows are both balanced; the
 // held-out rows are the last Holdout rows.
 func (t PersonalTask) Build(seed uint64) (*data.Dataset, error) {
-	p, err := loadPooled(t.Dir)
+	p, err := t.load()
 	if err != nil {
 		return nil, err
 	}
@@ -111,13 +144,29 @@ func (t PersonalTask) Build(seed uint64) (*data.Dataset, error) {
 		idx := byClass[c]
 		r.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
 	}
+	// image returns the next image of class c for row j of a user.
+	next := map[int]int{}
+	image := func(c, j int) ([]float64, error) {
+		pool := byClass[c]
+		if t.Digits {
+			half := len(pool) / 2
+			if j < t.Train {
+				return p.x[pool[r.IntN(half)]], nil
+			}
+			return p.x[pool[half+r.IntN(len(pool)-half)]], nil
+		}
+		if next[c] >= len(pool) {
+			return nil, fmt.Errorf("class %d exhausted; use fewer users or rows per user", c)
+		}
+		next[c]++
+		return p.x[pool[next[c]-1]], nil
+	}
 	m := t.rowsPerUser()
-	const d = 197
+	d := len(p.x[0]) + 1
 	x := mat.NewDense(t.Users*m, d, nil)
 	y := make([]float64, t.Users*m)
 	start := make([]int, t.Users+1)
 	ids := make([]int64, t.Users)
-	next := map[int]int{}
 	row := 0
 	for u := 0; u < t.Users; u++ {
 		start[u], ids[u] = row, int64(u)
@@ -136,13 +185,10 @@ func (t PersonalTask) Build(seed uint64) (*data.Dataset, error) {
 			if lab < 0 {
 				side = neg
 			}
-			c := side[r.IntN(len(side))]
-			pool := byClass[c]
-			if next[c] >= len(pool) {
-				return nil, fmt.Errorf("fashion-MNIST: class %d exhausted; use fewer users or rows per user", c)
+			src, err := image(side[r.IntN(len(side))], j)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Base(t.Dir), err)
 			}
-			src := p.x[pool[next[c]]]
-			next[c]++
 			dst := x.RawRowView(row)
 			copy(dst, src)
 			dst[d-1] = 1
@@ -151,8 +197,12 @@ func (t PersonalTask) Build(seed uint64) (*data.Dataset, error) {
 		}
 	}
 	start[t.Users] = row
+	name := "fashion-mnist"
+	if t.Digits {
+		name = "digits"
+	}
 	ds := &data.Dataset{Kind: data.Users, X: x, Y: y, UserStart: start, UserIDs: ids,
-		Name: fmt.Sprintf("fashion-mnist personal users=%d train=%d holdout=%d classes=%d", t.Users, t.Train, t.Holdout, t.ClassesPerSide)}
+		Name: fmt.Sprintf("%s personal users=%d train=%d holdout=%d classes=%d", name, t.Users, t.Train, t.Holdout, t.ClassesPerSide)}
 	return ds, ds.Validate()
 }
 
@@ -414,7 +464,8 @@ func DefaultPersonalStudy() PersonalStudyConfig {
 
 // DefaultsPersonalStudy measures the defaults of fedrep-private and
 // fedrep-classify where users judge them (bench/results/fedrep-defaults.md):
-// the issue's task (6 training rows per user) and its 2-row variant, at
+// the issue's task (Fashion-MNIST, 6 training rows per user), its 2- and
+// 20-row variants and the same three on the digits (variants 0–5), at
 // the estimators' default rank with iterations (T) given explicitly at each
 // of iters, the fixed ranks and (when selectRanks is not empty) the private
 // selection among selectRanks (scored by accuracy) at the last T of iters,
@@ -438,16 +489,25 @@ func DefaultsPersonalStudy(iters, ranks []int, selectRanks string) PersonalStudy
 				map[string]string{"select": "rank=" + selectRanks, "select_score": "accuracy", "iterations": fmt.Sprint(t)}})
 		}
 	}
-	base := DefaultPersonalTask()
-	few := base
-	few.Train = 2
-	return PersonalStudyConfig{
-		Variants: []PersonalVariant{
-			{Name: "5000 users, 6 training + 4 held-out rows", Task: base, Methods: methods},
-			{Name: "5000 users, 2 training + 4 held-out rows", Task: few, Methods: methods},
-		},
-		Eps: []float64{1}, Delta: 1e-6, Seeds: 3,
+	var variants []PersonalVariant
+	add := func(t PersonalTask, train, users int) {
+		t.Train, t.Users = train, users
+		name := "Fashion-MNIST"
+		if t.Digits {
+			name = "digits"
+		}
+		variants = append(variants, PersonalVariant{Name: fmt.Sprintf("%s: %d users, %d training + %d held-out rows", name, users, train, t.Holdout), Task: t, Methods: methods})
 	}
+	// Fashion-MNIST holds 7000 images a class, each used once: 20 rows
+	// per user fit 2000 users.
+	fm, dg := DefaultPersonalTask(), DigitsPersonalTask()
+	add(fm, 6, 5000)
+	add(fm, 2, 5000)
+	add(fm, 20, 2000)
+	for _, m := range []int{2, 6, 20} {
+		add(dg, m, 2000)
+	}
+	return PersonalStudyConfig{Variants: variants, Eps: []float64{1}, Delta: 1e-6, Seeds: 3}
 }
 
 // PersonalRow is one method at one ε (0: non-private) on one variant:

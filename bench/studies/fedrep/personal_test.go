@@ -19,13 +19,17 @@ import (
 )
 
 // TestPersonalExplore (DPLR_STUDY=personal) prints held-out accuracies on
-// the personalized Fashion-MNIST task for the parameter sets in
-// DPLR_PARAMS (";"-separated, each "k=v,k=v"), at ε = 1.
+// the personalized Fashion-MNIST task (the digits with DPLR_DIGITS set) for
+// the parameter sets in DPLR_PARAMS (";"-separated, each "k=v,k=v"), at
+// ε = 1.
 func TestPersonalExplore(t *testing.T) {
 	if os.Getenv("DPLR_STUDY") != "personal" {
 		t.Skip("set DPLR_STUDY=personal")
 	}
 	task := DefaultPersonalTask()
+	if os.Getenv("DPLR_DIGITS") != "" {
+		task = DigitsPersonalTask()
+	}
 	if v, err := strconv.Atoi(os.Getenv("DPLR_TRAIN")); err == nil {
 		task.Train = v
 	}
