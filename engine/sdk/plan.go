@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -166,12 +167,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	if run.N < 2 || err != nil || footprint > PlanMaxFootprint {
 		return Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}, nil
 	}
-	rank := 1
-	for _, spec := range prep.info.Params {
-		if spec.Name == "rank" && spec.Type == Int {
-			rank = prep.params.Int("rank")
-		}
-	}
+	rank := max(1, boundRank(prep.opts))
 	limit := PlanTimeout
 	if mode == PlanIndicator {
 		limit = PlanIndicatorTimeout
@@ -429,4 +425,40 @@ func score(u *mat.Dense, rd ReferenceData) (got, random float64) {
 	}
 	best := evaluate.CapturedVariance(sigma, rd.U)
 	return evaluate.CapturedVariance(sigma, q.Slice(0, p, 0, k)) / best, float64(r) / float64(p) * mat.Trace(sigma) / best
+}
+
+// boundRank is the rank the bound options resolved (the Value of an
+// embedded Rank, after the options' Check hook has set a default such as
+// FedRep's rank 0 = the estimator's own), or 0 when they have none.
+func boundRank(opts any) int {
+	v := reflect.ValueOf(opts)
+	if v.Kind() == reflect.Slice && v.Len() > 0 {
+		v = v.Index(0)
+	}
+	return rankIn(v)
+}
+
+// rankIn looks for a Rank among v's fields and its embedded structs'.
+func rankIn(v reflect.Value) int {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return 0
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return 0
+	}
+	for i := range v.NumField() {
+		f, sf := v.Field(i), v.Type().Field(i)
+		switch { // unexported fields are read, not used as interfaces
+		case sf.Type == reflect.TypeFor[Rank]():
+			return int(f.Field(0).Int())
+		case sf.Anonymous:
+			if r := rankIn(f); r > 0 {
+				return r
+			}
+		}
+	}
+	return 0
 }
