@@ -6,16 +6,10 @@ import (
 )
 
 // Exact samplers for the discrete Gaussian and discrete Laplace on the
-// integers. Every random decision is an exact comparison between uniformly
-// random bits and either the binary expansion of a rational number or the
-// bits of another uniform deviate, carried out in integer arithmetic; no
-// floating-point value decides anything.
-//
-// Uniform deviates in [0, 1) are generated lazily, bit by bit: a comparison
-// reads only as many bits as it needs (two on average), so the samplers
-// consume few random bits. The fast path keeps a deviate's known bits in one
-// 64-bit word; a comparison still tied after 64 bits (probability about
-// 2^-56 per comparison) continues on an exact bit-by-bit slow path.
+// integers (docs/privacy.md, "Release noise and the floating-point
+// attack"): every random decision compares random bits exactly, in integer
+// arithmetic. Deviates are read lazily, one 64-bit word on the fast path and
+// bit by bit once a comparison is still tied after 64 bits (about 2^-56).
 
 // lazy is a uniform deviate in [0, 1) of which the leading n bits are known:
 // the top n bits of b (n ≤ 64), or, when long is non-nil, the bits in long
