@@ -12,8 +12,8 @@ import (
 // by one of two rules, the classic one (Compose of the summed statements)
 // or the Gaussian-DP filter (Σ μ_i² ≤ μ_T², Smith & Thakurta 2022). The
 // ledger stores the tallies and asks these functions whether a charge is
-// admitted; the rules and why they are valid are in the ledger's package
-// doc.
+// admitted; the rules and why they are valid are in docs/ledger.md
+// ("Composition across runs").
 
 // ErrIncompatible is wrapped when a charge cannot be counted against a
 // total of its form under the total's rule (an (ε, δ) charge against a
