@@ -612,21 +612,10 @@ func RemainingOf(total Grant, a Tally) Remaining {
 }
 
 // PureMu is the GDP parameter an ε-DP run is known to have: every ε-DP
-// mechanism is μ_ε-GDP with
-//
-//	μ_ε = 2 Φ⁻¹(e^ε / (1 + e^ε)),
-//
-// and no smaller μ holds for all of them (randomized response attains the
-// bound). Proof: an ε-DP mechanism's trade-off curve lies above
-// f_ε(α) = max(1 − e^ε α, e^{−ε}(1 − α)) (Dong, Roth & Su 2022, Prop. 2.5),
-// two lines meeting at α* = 1/(1 + e^ε), where f_ε(α*) = α*. The Gaussian
-// trade-off G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) is convex with G_μ(0) = 1 = f_ε(0)
-// and G_μ(1) = 0 = f_ε(1), so on each of [0, α*] and [α*, 1] the convex
-// G_μ − f_ε is at most its larger endpoint value: G_μ ≤ f_ε everywhere iff
-// G_μ(α*) ≤ α*, i.e. μ ≥ Φ⁻¹(1 − α*) − Φ⁻¹(α*) = 2x* with Φ(−x*) = α*.
-// x* is found by bisection on Φ(−x) = erfc(x/√2)/2, accurate in the far
-// tail (math.Erfcinv is not: it computes Erfinv(1 − y)), taking the upper
-// end of the bracket so that μ is never understated. For small ε,
+// mechanism is μ_ε-GDP with μ_ε = 2 Φ⁻¹(e^ε / (1 + e^ε)), and randomized
+// response shows no smaller μ holds. The proof, and why x* is bisected on
+// erfc rather than taken from math.Erfcinv, are in docs/ledger.md
+// ("Composition across runs"); μ is never understated. For small ε,
 // μ_ε ≈ √(π/2)·ε.
 func PureMu(eps float64) float64 {
 	if !(eps > 0) {
@@ -671,15 +660,9 @@ func PureEpsilonForMu(mu float64) float64 {
 
 // PureRunMu2 is μ² of a run whose steps compose to a pure ε under the pure
 // grant it was given: the smaller of two valid GDP statements, μ_ε² of the
-// whole run (it is ε-DP) and Σ μ_j² over its steps (each pure ε_j step,
-// Laplace or exponential mechanism, is μ_{ε_j}-GDP, and GDP composes by
-// adding μ², Dong, Roth & Su 2022, Cor. 3.3; a pure grant admits no
-// Gaussian step). Both are at most μ² of the grant's ε, which its
-// reservation held. As for a Gaussian-only run's μ² = Σ (Δ_i/σ_i)², the
-// per-step sum relies on the run's plan fixing each step's ε_j from public
-// inputs before any noise is drawn (sdk/privacy plans span the whole grant
-// up front), so that the settled μ² is one the ledger could have reserved
-// exactly.
+// whole run and Σ μ_{ε_j}² over its steps (GDP composes by adding μ²; the
+// plan fixes each ε_j from public inputs), both at most the reservation's
+// μ² (docs/ledger.md, "Composition across runs").
 func PureRunMu2(eps float64, steps []Step) float64 {
 	best := PureMu(eps)
 	best *= best
