@@ -251,19 +251,11 @@ func (s *Source) uniformN(n uint64) uint64 {
 
 // discreteGaussian returns an exact draw from the discrete Gaussian
 // N_Z(0, m²), P(v) ∝ exp(−v²/(2m²)), for an integer 1 ≤ m ≤ 2^42, by
-// Karney's algorithm D (Karney 2016, "Sampling exactly from the normal
-// distribution", ACM TOMS 42(1)) specialised to integer scale and zero
-// mean, with its first two steps (a geometric k kept with probability
-// exp(−k(k−1)/2), which together give P(k) ∝ exp(−k²/2)) replaced by exact
-// inversion for the same distribution of k (sampleK):
-//
-//  1. k ≥ 0 with P(k) ∝ exp(−k²/2);
-//  2. a sign, and j uniform in [0, m); x = j/m; reject −0;
-//  3. keep with probability exp(−x(2k+x)/2) (algorithm B, k+1 times);
-//  4. return ±(k·m + j).
-//
-// The product of the step probabilities is ∝ exp(−(k+x)²/2) =
-// exp(−(km+j)²/(2m²)), the target; every test is exact.
+// Karney's algorithm D (ACM TOMS 2016) at integer scale and zero mean, with
+// k drawn by exact inversion (sampleK): k ≥ 0 with P(k) ∝ exp(−k²/2); a
+// sign and j uniform in [0, m), x = j/m, rejecting −0; keep with
+// probability exp(−x(2k+x)/2); return ±(k·m + j). The product of the step
+// probabilities is ∝ exp(−(km+j)²/(2m²)); docs/privacy.md gives the method.
 func (s *Source) discreteGaussian(m uint64) int64 {
 	for {
 		k := s.sampleK()

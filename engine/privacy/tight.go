@@ -124,15 +124,11 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	return RunPLDWith(steps, PLDOptions{Grid: h})
 }
 
-// RunPLDWith returns the PLD of a list of steps, built as o says. The
-// Gaussian steps are first composed exactly into one μ-GDP factor
-// (μ² = Σ μ_i², lattice allowance included); Laplace steps become Laplace
-// factors at ε = Δ/b (with the same 1e-9 lattice allowance, for the
-// discrete Laplace), exponential-mechanism steps bounded-range factors at
-// their BR parameter (see docs/privacy.md: ε for Exponential and
-// ExponentialMonotone alike); identical factors are composed by repeated
-// squaring and all factors convolved. The result dominates the run's
-// composition (see docs/privacy.md for the error bound).
+// RunPLDWith returns the PLD of a list of steps, built as o says: Gaussian
+// steps composed exactly into one μ-GDP factor, Laplace and bounded-range
+// exponential factors, all convolved (docs/privacy.md, "Privacy loss
+// distributions", for the factors and the error bound). The result
+// dominates the run's composition.
 func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
 	h := o.Grid
 	if h == 0 {
