@@ -13,14 +13,10 @@ import (
 // allowance on μ (as on σ for the analytic calibration) covers.
 
 // PLDAccountingNote states, for result texts, how the default PLD
-// accountant discretises and its error bound (see docs/privacy.md).
-//
-// What it bounds: the composition of the profiles it discretises, each a
-// step's worst case over every pair of neighbours (for an exponential step,
-// the supremum over bounded-range mechanisms, which holds whatever earlier
-// outputs chose). That composition is not the optimum for exponential
-// steps chosen non-adaptively (Dong, Durfee & Rogers 2020): ten steps of
-// ε = 0.1 at δ = 1e-5 are stated as 0.612 where the optimum is 0.555.
+// accountant discretises and its error bound. It bounds the composition of
+// each step's worst-case profile (the bounded-range supremum for an
+// exponential step, valid under adaptive choices), which is not optimal for
+// non-adaptive exponential steps (docs/privacy.md, "Accounting").
 const PLDAccountingNote = "connect-the-dots on a 0.001 loss grid, each exponential step by the supremum privacy profile of bounded-range mechanisms, valid when steps depend on earlier outputs: " +
 	"never below the true ε, and at most 0.001 per pure step plus 0.001 above the exact composition of those per-step profiles " +
 	"(for exponential steps chosen independently of each other the optimal composition can be smaller)"
