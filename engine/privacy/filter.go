@@ -99,16 +99,11 @@ func (c Charge) Valid() bool {
 	return ok(c.Epsilon) && ok(c.Rho) && ok(c.Mu2) && c.Delta >= 0 && c.Delta < 1
 }
 
-// GrantMu2 is the largest μ² a run granted g can spend when it is
-// admitted under the Gaussian-DP filter: a Gaussian-only run whose steps
-// meet an (ε, δ) grant is μ-GDP with δ_μ(ε) ≤ δ, and δ_μ(ε) increases in
-// μ, so μ ≤ GDPMu(ε, δ) (this holds whichever valid accounting
-// admitted the steps, since the GDP curve of the composition is exact and
-// every valid bound lies above it); a Gaussian run within ρ-zCDP has
-// μ² = 2ρ exactly (a Gaussian step is Δ²/2σ²-zCDP and (Δ/σ)-GDP). A run
-// granted a pure ε, whatever its (pure) mechanisms, is ε-DP and hence
-// μ_ε-GDP (PureMu): the fallback that lets Laplace and exponential-
-// mechanism runs join a Gaussian-DP history.
+// GrantMu2 is the largest μ² a run granted g can spend when admitted under
+// the Gaussian-DP filter: GDPMu(ε, δ)² for a Gaussian-only run within an
+// (ε, δ) grant (δ_μ(ε) increases in μ), 2ρ within a ρ grant, and μ_ε²
+// (PureMu) for a run granted a pure ε, whatever its mechanisms
+// (docs/ledger.md, "Composition across runs").
 func GrantMu2(g Grant) float64 {
 	switch g.Kind {
 	case GrantPure:
@@ -694,12 +689,9 @@ func stepsMu2(steps []Step, gaussian bool) (float64, bool) {
 
 // DrawnMu2 is the GDP statement of a run that is not Gaussian-only and
 // drew noise in steps (a failure after noise, or a result withheld at
-// settle); reserved is the μ² its reservation held. Every step has a GDP
-// statement of its own — a Gaussian step (Δ/σ)-GDP, a pure Laplace or
-// exponential step of ε_j μ_{ε_j}-GDP — and GDP composes by adding μ²
-// (with each step's cost fixed by the run's plan, as for PureRunMu2); the
-// run is charged that sum, never less than its reservation's. A step
-// without one, or unknown steps (nil), give 0: no GDP statement.
+// settle): Σ μ_j² over its steps (Gaussian Δ/σ, pure ε_j as μ_{ε_j}),
+// never less than reserved, its reservation's μ²; 0 (no statement) when a
+// step has none or the steps are unknown (nil). See docs/ledger.md.
 func DrawnMu2(reserved float64, steps []Step) float64 {
 	sum, ok := stepsMu2(steps, true)
 	if len(steps) == 0 || !ok || math.IsInf(sum, 0) || math.IsNaN(sum) {
