@@ -1,33 +1,13 @@
-// Package backend is dplr's dense linear-algebra layer: the handful of kernels
-// the estimators spend their time in (Gram matrices, products, symmetric
-// eigendecompositions, thin and truncated SVDs, thin QR and SPD solves),
-// behind one interface with two implementations chosen at build time.
-//
-// The default build uses pure-Go gonum. Building with the "openblas" tag
-// routes BLAS through OpenBLAS and the LAPACK hot paths through cgo bindings to
-// LAPACKE. Estimator code calls Default() and never needs to know which.
-//
-// Conventions shared by every implementation:
-//   - eigenvalues and singular values are returned in descending order, with
-//     the matching vectors in the same column order;
-//   - "thin" factors have min(m, n) columns;
-//   - inputs are never modified (a read-only memory-mapped *mat.Dense is
-//     safe to pass);
-//   - inputs containing NaN or ±Inf are rejected with ErrNonFinite, bad
-//     shapes with ErrShape, before any work;
-//   - truncated solvers either meet their stated tolerance or return an error
-//     wrapping ErrNotConverged; they never return a poor subspace silently.
-//
-// Truncated solvers: EigSymTopKrylov and SVDTopKrylov run a block Krylov
-// (thick-restarted block Lanczos) iteration on any Backend's kernels, stop on
-// an a posteriori bound of the subspace error (TruncOptions), and report it
-// (TruncInfo). The Backend methods EigSymTop and SVDTop use them when k is
-// small against the dimension (UseTruncatedEig, UseTruncatedSVD) and otherwise, or when they do
-// not converge, an exact solver; so those methods always return the exact
-// answer to DefaultTruncTol.
-//
-// Threads: the OpenBLAS backend honours OPENBLAS_NUM_THREADS and
-// SetThreads; Threads reports the count in effect.
+// Package backend is dplr's dense linear-algebra layer: the kernels the
+// estimators spend their time in (Gram matrices, products, symmetric
+// eigendecompositions, thin and truncated SVDs, thin QR, SPD solves) behind
+// one interface, implemented by pure-Go gonum by default and by OpenBLAS and
+// LAPACKE with the "openblas" build tag; estimator code calls Default().
+// OPENBLAS_NUM_THREADS and SetThreads set the OpenBLAS thread count. The
+// conventions every implementation keeps (descending order, inputs never
+// modified, ErrNonFinite/ErrShape before any work, ErrNotConverged rather
+// than a poor subspace) and the block Krylov solvers' stopping rule are in
+// docs/benchmarks.md ("Inside backend").
 package backend
 
 import (

@@ -97,29 +97,40 @@ func (Gonum) EigSym(a mat.Symmetric) (vals []float64, vecs *mat.Dense, err error
 	return w, mat.NewDense(n, n, buf), nil
 }
 
-// EigSymTop implements Backend. When k is small against the dimension it
-// uses the block Krylov solver (EigSymTopKrylov with default options) and
-// falls back to the full decomposition if that does not converge, so the
-// answer always meets the default tolerance.
+// EigSymTop implements Backend: eigSymTop with the full decomposition as
+// the exact solver.
 func (g Gonum) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) {
+	return eigSymTop(g, a, k, func() ([]float64, *mat.Dense, error) {
+		vals, vecs, err := g.EigSym(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		return vals[:k], mat.DenseCopyOf(vecs.Slice(0, a.SymmetricDim(), 0, k)), nil
+	})
+}
+
+// eigSymTop returns the k largest eigenpairs of a for any backend: by the
+// block Krylov solver (EigSymTopKrylov, default options) when k is small
+// against the dimension, else, or when that does not converge, by exact;
+// so the answer always meets the default tolerance. Signs are canonical.
+func eigSymTop(be Backend, a mat.Symmetric, k int, exact func() ([]float64, *mat.Dense, error)) ([]float64, *mat.Dense, error) {
 	n := a.SymmetricDim()
 	if err := checkTopK("top-k eigenpairs", k, n, n); err != nil {
 		return nil, nil, err
 	}
-	if UseTruncatedEig(g, n, k) {
-		vals, vecs, _, err := EigSymTopKrylov(g, a, k, TruncOptions{})
-		if err == nil || !errors.Is(err, ErrNotConverged) {
-			canonicalSigns(vecs)
-			return vals, vecs, err
-		}
+	var (
+		vals []float64
+		vecs *mat.Dense
+		err  = ErrNotConverged
+	)
+	if UseTruncatedEig(be, n, k) {
+		vals, vecs, _, err = EigSymTopKrylov(be, a, k, TruncOptions{})
 	}
-	vals, vecs, err := g.EigSym(a)
-	if err != nil {
-		return nil, nil, err
+	if errors.Is(err, ErrNotConverged) {
+		vals, vecs, err = exact()
 	}
-	top := mat.DenseCopyOf(vecs.Slice(0, n, 0, k))
-	canonicalSigns(top)
-	return vals[:k], top, nil
+	canonicalSigns(vecs)
+	return vals, vecs, err
 }
 
 // SVD implements Backend with LAPACK dgesvd.

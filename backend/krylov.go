@@ -22,25 +22,9 @@ const (
 )
 
 // TruncOptions tunes the block Krylov solvers EigSymTopKrylov and
-// SVDTopKrylov. The zero value selects the defaults.
-//
-// The solvers run a thick-restarted block Lanczos iteration with full
-// reorthogonalisation and Rayleigh–Ritz extraction. After each block they
-// measure the Ritz residuals R = A·V − V·Λ of the k leading Ritz pairs and
-// estimate the gap δ between the k-th Ritz value and the rest of the spectrum
-// (the (k+1)-th Ritz value plus its residual norm). They stop when the
-// Davis–Kahan bound ‖R‖_F/δ on the Frobenius norm of sin Θ(V, V_exact) is at
-// most Tol, re-checking that bound with a freshly computed product before
-// returning. For the SVD the same test is applied to Wedin's bound, with the
-// right residuals AᵀU − V·S and the gap between singular values. The bound is
-// a posteriori and assumes, as every randomised Krylov method does, that the
-// random start block is not deficient in the leading eigendirections (an
-// event of probability zero).
-//
-// When the k-th and (k+1)-th eigenvalues coincide to working precision the
-// top-k subspace is not unique; the solvers then return an orthonormal basis
-// of Ritz vectors whose residuals are at roundoff level and report
-// TruncInfo.Degenerate, just as an exact solver returns an arbitrary basis.
+// SVDTopKrylov (thick-restarted block Lanczos, stopped on the Davis–Kahan or
+// Wedin bound; docs/benchmarks.md "Inside backend"). The zero value selects
+// the defaults.
 type TruncOptions struct {
 	// Tol bounds ‖sin Θ‖_F between the returned and the exact leading
 	// subspace (default DefaultTruncTol; must lie in [1e-14, 0.1]).

@@ -3,7 +3,6 @@
 package backend
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -99,25 +98,10 @@ func (OpenBLAS) EigSym(a mat.Symmetric) ([]float64, *mat.Dense, error) {
 	return w, mat.NewDense(n, n, buf), nil
 }
 
-// EigSymTop implements Backend. For k small against the dimension it uses
-// the block Krylov solver (EigSymTopKrylov, default options); otherwise, or
-// if that does not converge, LAPACKE dsyevr restricted to the index range of
-// the k largest eigenvalues.
+// EigSymTop implements Backend: eigSymTop with LAPACKE dsyevr restricted
+// to the k largest eigenvalues (EigSymRange) as the exact solver.
 func (o OpenBLAS) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) {
-	n := a.SymmetricDim()
-	if err := checkTopK("top-k eigenpairs", k, n, n); err != nil {
-		return nil, nil, err
-	}
-	if UseTruncatedEig(o, n, k) {
-		vals, vecs, _, err := EigSymTopKrylov(o, a, k, TruncOptions{})
-		if err == nil || !errors.Is(err, ErrNotConverged) {
-			canonicalSigns(vecs)
-			return vals, vecs, err
-		}
-	}
-	vals, vecs, err := o.EigSymRange(a, k)
-	canonicalSigns(vecs)
-	return vals, vecs, err
+	return eigSymTop(o, a, k, func() ([]float64, *mat.Dense, error) { return o.EigSymRange(a, k) })
 }
 
 // EigSymRange returns the k largest eigenpairs of a (descending) with

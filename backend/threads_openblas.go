@@ -12,15 +12,8 @@ import (
 	"github.com/dplr/dplr/backend/internal/lapacke"
 )
 
-// OpenBLAS threads. A dplr process runs OpenBLAS on one thread unless the
-// user set OPENBLAS_NUM_THREADS: parallelism comes from Go (the blocked
-// second moment runs its chunks on goroutines), and OpenBLAS's own threads,
-// which spin while they wait, are what slowed fits down by an order of
-// magnitude on a loaded machine. A single large LAPACK call (an
-// eigendecomposition or SVD of a large matrix) is the exception: it runs on
-// as many threads as its size warrants and the machine has idle cores for,
-// judged from the one-minute load average when the call starts, and the
-// count returns to one after it.
+// OpenBLAS threads: one unless OPENBLAS_NUM_THREADS is set, more only for a
+// single large LAPACK call on an idle machine (docs/benchmarks.md).
 
 // threadWork is the work (flops) per thread below which another thread is
 // not worth starting.

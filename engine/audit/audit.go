@@ -1,38 +1,10 @@
 // Package audit holds the statistics of dplr's empirical privacy audit: from
 // the outputs of many fresh-noise runs of an estimator on two neighbouring
-// data sets, it computes a statistically valid lower bound on the ε the
-// estimator can claim, and for Gaussian releases the measured
-// shift-over-noise ratio that the calibration predicts as μ = Δ/σ.
-//
-// # Lower bound on ε
-//
-// Any test that tells the two data sets apart bounds ε from below: if a
-// mechanism is (ε, δ)-DP then for every event S, P(M(D) ∈ S) ≤
-// e^ε P(M(D') ∈ S) + δ. The audit reduces each run to a scalar statistic
-// and uses threshold events S = {statistic > t} (and their mirror images).
-// The threshold and direction are chosen on one half of the runs; the
-// other half estimates p = P(M(D) ∈ S) and q = P(M(D') ∈ S) with one-sided
-// Clopper–Pearson bounds at level α/2 each, so that with probability at
-// least 1 − α
-//
-//	ε ≥ ln((p_lo − δ) / q_hi),
-//
-// which is the reported lower bound (0 when the ratio is at most 1). This
-// is the method of Jagielski, Ullman & Oprea (NeurIPS 2020) and Nasr et al.
-// (IEEE S&P 2021), without their poisoning: the neighbours are chosen by
-// the caller to move the output as much as the neighbour relation allows.
-//
-// # Gaussian shift over noise
-//
-// For a Gaussian release the projection of the output on the direction in
-// which the noiseless outputs differ is normal with the same variance under
-// both data sets and means that differ by the projected shift. Its ratio
-// to the noise standard deviation estimates μ = Δ/σ when the neighbours
-// attain the sensitivity; a ratio significantly above the calibrated μ
-// means the declared sensitivity is too small. ShiftRatio reports the
-// estimate with a confidence interval from the normal approximation of the
-// two sample means and a χ² interval for the pooled deviation, combined by
-// Bonferroni.
+// data sets, it computes a Clopper–Pearson lower bound on the ε the
+// estimator can claim (threshold tests, Jagielski et al. 2020, Nasr et al.
+// 2021) and, for Gaussian releases, the measured shift-over-noise ratio the
+// calibration predicts as μ = Δ/σ. The method is in docs/privacy.md
+// ("Inside engine/audit").
 package audit
 
 import (

@@ -11,17 +11,11 @@ import (
 	"github.com/dplr/dplr/engine/data"
 )
 
-// Neighbours returns two data sets that differ in one record, as the
-// replace-one relations of dplr's data kinds define it, chosen to move an
-// estimator's output as far as its sensitivity allows:
-//
-//   - rows: row 0 is set to −c·e in one set and +c·e in the other, e the
-//     coordinate axis along which the data vary least, c = canary (a row
-//     norm at or above the estimator's clip makes the clip bind);
-//   - trace: sample 0 keeps its design and gets the response −c and +c;
-//   - users: every response of user 0 becomes −c and +c (the user-level
-//     relation replaces a whole user's data).
-//
+// Neighbours returns two data sets that differ in one record under the
+// replace-one relation of ds's kind, the record set to ∓canary along the
+// direction the data vary least (rows), as the response (trace), or as
+// every response of user 0 (users), so that the estimator's output moves as
+// far as its sensitivity allows (docs/privacy.md, "Inside engine/audit").
 // The input is not modified.
 func Neighbours(ds *data.Dataset, canary float64) (a, b *data.Dataset, err error) {
 	if ds == nil || ds.X == nil || ds.X.IsEmpty() {

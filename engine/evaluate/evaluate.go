@@ -14,21 +14,10 @@ import (
 )
 
 // SinTheta returns the spectral and Frobenius norms of sin Θ(U, V), the
-// diagonal matrix of the sines of the principal angles between the column
-// spaces of U and V (same number of rows, full column rank).
-//
-// Convention (the only sin-θ in dplr): with k = min(cols U, cols V) and
-// orthonormal bases, the sines are the k singular values of
-// (I − Q_big Q_bigᵀ)Q_small, so ‖sin Θ‖₂ = max_k sin θ_k and
-// ‖sin Θ‖_F = √(Σ_k sin² θ_k). For equal ranks the projector distances are
-// ‖UUᵀ − VVᵀ‖₂ = ‖sin Θ‖₂ and ‖UUᵀ − VVᵀ‖_F = √2·‖sin Θ‖_F; dplr reports
-// ‖sin Θ‖, never the projector's Frobenius distance.
-//
-// Inputs need not be orthonormal: each is first replaced by an orthonormal
-// basis of its column span (thin QR), so a non-orthonormal output such as
-// the users' heads of a personalization estimator is compared by its span.
-// The sines are computed directly, which keeps full relative accuracy for
-// tiny angles (√(1 − cos²) would not).
+// sines of the principal angles between the column spans of U and V (same
+// number of rows, full column rank, not necessarily orthonormal), computed
+// directly for full relative accuracy at tiny angles. It is the only sin θ
+// in dplr; the convention is in docs/estimators.md ("Subspace errors").
 func SinTheta(u, v mat.Matrix) (spectral, frobenius float64, err error) {
 	ur, uc := u.Dims()
 	vr, vc := v.Dims()

@@ -15,15 +15,10 @@ import (
 
 // The catalogue cache keeps each plugin executable's catalogue in a file
 // of Options.CatalogueDir, keyed by the executable's identity (path,
-// device, inode, size, modification and change times), the environment
-// it is started with (a catalogue may depend on it: the backend's thread
-// count does) and the protocol version, so that a command that only needs the catalogue starts no
-// process, and a fit starts the process that answers its pre-flight check
-// while the host reads the data. Replacing or editing the executable
-// changes its identity and the catalogue is read again. A cached entry is
-// also compared with the catalogue of the process started from it (see
-// Plugin.process): a plugin that answers otherwise is refused and its
-// entry removed.
+// device, inode, size, modification and change times), the environment it
+// gets (the backend's thread count may change the catalogue) and the
+// protocol version (docs/plugins.md, "Catalogue cache"); a process started
+// from an entry must answer the same catalogue (see Plugin.process).
 
 // catalogueKey names the cache entry of the executable at path (false
 // when it cannot be identified).

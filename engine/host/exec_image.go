@@ -20,12 +20,9 @@ type execImage struct {
 }
 
 // prepareExec returns the file to execute for the plugin at path. With a
-// manifest, the plugin is read once: its bytes are hashed while they are
-// copied into the host's run directory, which only this user can enter
-// (mode 0700), and
-// the copy is executed only if the digest matches. Replacing the plugin
-// file between the check and the start, the race a check-then-exec of the
-// path is open to, therefore cannot run an unlisted binary.
+// manifest, the plugin is read once, hashed while copied into the host's
+// 0700 run directory, and the copy is executed only if the digest matches,
+// so replacing the file after the check cannot run an unlisted binary.
 func prepareExec(path string, m Manifest) (*execImage, error) {
 	if m == nil {
 		return &execImage{path: path}, nil

@@ -76,15 +76,11 @@ const (
 	phaseReplying
 )
 
-// runPasses reads the events of a fit's open stream (cancel ends ctx
-// and the stream) and handles them as Fit says. On remote data each pass
-// the plugin requests is checked (a declared kind, within the cap on
-// passes, valid for the kind and the public shape, one at a time) and run
-// by c.Remote.Passer; its result is checked against the kind's bounds and
-// sent back. A request the host refuses ends the fit with an error naming
-// the problem (ErrPlugin); a pass the host's runner fails ends it too
-// (ErrPass). A fit on a local data set declares no passes, so it may
-// request none.
+// runPasses reads the events of a fit's open stream (cancel ends ctx and
+// the stream) and handles them as Fit says, checking, running and checking
+// the result of each pass a fit on remote data requests (docs/plugins.md,
+// "Inside engine/host"; refused: ErrPlugin, failed: ErrPass). A fit on a
+// local data set declares no passes, so it may request none.
 func (p *Plugin) runPasses(ctx context.Context, cancel context.CancelFunc, stream fitEvents, c Call, ev Events, out *FitOutcome) (*FitOutcome, error) {
 	events := make(chan received)
 	go func() {

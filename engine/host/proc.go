@@ -37,18 +37,11 @@ const (
 var errFlood = errors.New("output flood")
 
 // procRunner runs one plugin process for go-plugin (it implements
-// runner.Runner). Unlike go-plugin's own runner it
-//   - starts the process from a dedicated OS thread that lives exactly as
-//     long as the process, so that the parent-death signal (Linux) kills the
-//     plugin when the host dies, however it dies;
-//   - puts the plugin in its own process group and kills the whole group,
-//     so a grandchild holding the plugin's pipes cannot keep the host
-//     waiting;
-//   - optionally confines the plugin with Landlock before it executes;
-//   - bounds what it reads from stdout and stderr and keeps stderr's tail
-//     for error messages;
-//   - reaps the process itself, so its exit is known even while a
-//     grandchild holds its pipes open.
+// runner.Runner). Unlike go-plugin's own runner it starts the process from
+// a dedicated OS thread (spawn), optionally confined with Landlock, in its
+// own process group that it kills whole; bounds what it reads from stdout
+// and stderr, keeping stderr's tail for errors; and reaps the process
+// itself, so its exit is known even while a grandchild holds its pipes.
 type procRunner struct {
 	cmd     *exec.Cmd
 	name    string // the plugin path shown to users

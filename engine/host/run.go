@@ -294,7 +294,7 @@ func (r *Runner) Fit(ctx context.Context, req FitRequest) (*FitResult, error) {
 		return nil, &FitError{Err: fmt.Errorf("settling the ledger (the run stays charged; results not released): %w: %w", err, ErrLedger),
 			RunID: id, Charged: true, Outcome: out}
 	}
-	res.Outcome, res.Guarantee = out, hostGuarantee(out)
+	res.Outcome, res.Guarantee = out, out.Certified // the host's figures, from the verified steps
 	if st, err := r.Ledger.Show(ctx, key); err == nil {
 		res.Status = &st
 	}
@@ -608,10 +608,6 @@ func (r *Runner) settleFailure(id ledger.RunID, out *FitOutcome, fitErr error) e
 	}
 	return &FitError{Err: fitErr, RunID: id, Charged: noise, Outcome: out}
 }
-
-// hostGuarantee is the estimator's guarantee with the host's figures:
-// those the verified steps certify under the grant.
-func hostGuarantee(out *FitOutcome) privacy.Guarantee { return out.Certified }
 
 // fitNonPrivate runs a non-private reference estimator: never recorded as
 // a private release, and refused if it claims privacy or spends.

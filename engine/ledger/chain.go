@@ -266,10 +266,11 @@ func (v *view) record(ev *event, r ref) {
 	v.states[ev.Dataset] = ev.State
 }
 
-// advance verifies every record after v's head, in order, and moves v to
-// the chain's head. It also checks that v's head record is still there and
-// unchanged, so that a truncated or rewritten tail is found.
-func (l *Ledger) advance(ctx context.Context, q rowQuerier, v *view) error {
+// advance verifies every record after v's head, in order, calling fn (if
+// not nil) on each verified event, and moves v to the chain's head. It also
+// checks that v's head record is still there and unchanged, so that a
+// truncated or rewritten tail is found.
+func (l *Ledger) advance(ctx context.Context, q rowQuerier, v *view, fn func(*event)) error {
 	if v.head.Seq > 0 {
 		var hash string
 		err := q.QueryRowContext(ctx, `SELECT hash FROM chain WHERE seq = ?`, v.head.Seq).Scan(&hash)
@@ -307,6 +308,9 @@ func (l *Ledger) advance(ctx context.Context, q rowQuerier, v *view) error {
 		if err := l.replay(ctx, q, v, ev, hash); err != nil {
 			return err
 		}
+		if fn != nil {
+			fn(ev)
+		}
 	}
 	return l.wrap("read chain", rows.Err())
 }
@@ -315,36 +319,8 @@ func (l *Ledger) advance(ctx context.Context, q rowQuerier, v *view) error {
 // nil) on each verified event, and returns the resulting view.
 func (l *Ledger) walk(ctx context.Context, q rowQuerier, fn func(*event)) (*view, error) {
 	v := newView()
-	rows, err := q.QueryContext(ctx, `SELECT seq, body, hash FROM chain ORDER BY seq`)
-	if err != nil {
-		return nil, l.wrap("read chain", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			seq  int64
-			body []byte
-			hash string
-		)
-		if err := rows.Scan(&seq, &body, &hash); err != nil {
-			return nil, l.wrap("read chain", err)
-		}
-		if seq != v.head.Seq+1 {
-			return nil, l.damaged("record %d is missing", v.head.Seq+1)
-		}
-		ev, err := l.decodeRow(seq, body, hash, v.head.Hash, true)
-		if err != nil {
-			return nil, err
-		}
-		if err := l.replay(ctx, q, v, ev, hash); err != nil {
-			return nil, err
-		}
-		if fn != nil {
-			fn(ev)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, l.wrap("read chain", err)
+	if err := l.advance(ctx, q, v, fn); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -372,7 +348,7 @@ func (l *Ledger) begin(ctx context.Context, db *sql.DB, op string) (*txn, error)
 		return nil, l.wrap(op, err)
 	}
 	v := l.view.clone()
-	if err := l.advance(ctx, tx, v); err != nil {
+	if err := l.advance(ctx, tx, v, nil); err != nil {
 		tx.Rollback()
 		return nil, err
 	}

@@ -260,7 +260,7 @@ func (l *Ledger) init(ctx context.Context, m *marker, cfg openConfig) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.advance(ctx, l.r, l.view); err != nil {
+	if err := l.advance(ctx, l.r, l.view, nil); err != nil {
 		return err
 	}
 	if m == nil || m.Seq != l.view.head.Seq {

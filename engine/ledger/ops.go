@@ -383,17 +383,13 @@ func (t *txn) autoMerge(ctx context.Context, a, h string, st *dsState) error {
 }
 
 // Merge makes the data set from (a hash, alias or name) part of the data
-// set into, for two budgets that turn out to cover the same people (a
-// total set on a subset copy, say): into is charged every charge of from,
-// its open reservations' whole grants included, and from's hash (which
-// keeps no total of its own) becomes linked to into. Every run charged to
-// either before is then counted against the one budget, so the merge
-// never under-counts. When the charges do not fit into's total it is
-// refused with nothing written (ErrBudgetExceeded, ErrIncompatible, the
-// error stating their cost), unless force, which records it all the same
-// (the data set then admits nothing more until its total is changed) and
-// returns the same cause. A data set with linked files of its own, or with
-// a run still running, is refused (ErrInvalid).
+// set into: into is charged every charge of from (open reservations at
+// their whole grant) and from's hash becomes linked to into, so the merge
+// never under-counts (docs/ledger.md, "Overlapping data sets"). Charges
+// that do not fit into's total are refused with nothing written
+// (ErrBudgetExceeded, ErrIncompatible, stating their cost) unless force,
+// which records them and returns the same cause. A data set with linked
+// files of its own, or a run still running, is refused (ErrInvalid).
 func (l *Ledger) Merge(ctx context.Context, from, into, note string, force bool) error {
 	var over error
 	err := l.write(ctx, "merge", func(t *txn) error {
@@ -447,14 +443,11 @@ func (t *txn) merge(ctx context.Context, b string, src *dsState, h string, st *d
 	return over, t.emit(ctx, ev)
 }
 
-// Unlink undoes a link: the file with content hash alias stops counting
-// against the data set it was linked to and becomes a data set of its own,
-// with no total, charged everything that data set was charged up to now
-// (its open reservations' whole grants included): runs charged through
-// the link, or on the data set itself, may have used the file's rows, so
-// its spending is never under-counted; the data set keeps its charges. A
-// hash that had records of its own before it was merged cannot be
-// unlinked (ErrInvalid), nor one that is not linked.
+// Unlink undoes a link: the file with content hash alias becomes a data
+// set of its own, with no total, charged everything its data set was
+// charged up to now (open reservations at their whole grant), so its
+// spending is never under-counted (docs/ledger.md, "Overlapping data
+// sets"). A hash merged in, or one not linked, is refused (ErrInvalid).
 func (l *Ledger) Unlink(ctx context.Context, alias, note string) error {
 	a, err := NormalizeHash(alias)
 	if err != nil {
@@ -530,13 +523,11 @@ func (r ChargeRequest) charge() (Charge, error) {
 }
 
 // RecordCharge records a spend made outside dplr against the data set ref
-// (a hash, alias or name; a hash the ledger has not seen is registered).
-// A spend the budget's rule cannot admit (it does not fit, or the rule
-// cannot count it) is refused with nothing written, the error stating what
-// it would cost under the rule (ErrBudgetExceeded or ErrIncompatible);
-// with req.Force it is recorded all the same (it happened), the data set
-// then admits nothing more until its total is changed, and the error
-// wraps the same cause together with the recorded id.
+// (a hash, alias or name; an unseen hash is registered). One the budget's
+// rule cannot admit is refused with nothing written, stating its cost
+// (ErrBudgetExceeded or ErrIncompatible); with req.Force it is recorded all
+// the same and the error wraps the cause with the recorded id
+// (docs/ledger.md, "Life of a run").
 func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest) (RunID, error) {
 	base, err := req.charge()
 	if err != nil {
@@ -654,13 +645,12 @@ func decodeSketch(b []byte) []uint64 {
 }
 
 // Reserve charges a run's full grant against the data set's budget before
-// the run draws any noise. In one write transaction it verifies the records
-// appended since this process last looked, checks that all existing charges
-// plus req.Grant compose within the total, and records the run as reserved.
-// It errors, with nothing written, on a malformed request (ErrInvalid), a
-// grant of the wrong form (ErrIncompatible), one that does not fit
-// (ErrBudgetExceeded) or a damaged ledger (ErrDamaged). A data set with no
-// budget is registered if new and the run is recorded. hash may be an alias.
+// the run draws any noise, in one write transaction that first verifies the
+// records appended since this process last looked (docs/ledger.md, "Life
+// of a run"). It errors, with nothing written, on a malformed request
+// (ErrInvalid), a grant of the wrong form (ErrIncompatible), one that does
+// not fit (ErrBudgetExceeded) or a damaged ledger (ErrDamaged). hash may be
+// an alias; a data set with no budget is registered and the run recorded.
 func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (RunID, error) {
 	h, err := NormalizeHash(hash)
 	if err != nil {
@@ -741,18 +731,14 @@ func (l *Ledger) Reserve(ctx context.Context, hash string, req ReserveRequest) (
 	return id, nil
 }
 
-// Settle records how a reserved run ended (see Outcome and the package
-// doc). Settling a run that is not reserved gives ErrAlreadySettled, one
-// whose reserving process is gone ErrInterrupted (nobody can vouch for what
-// it released), an unknown id ErrNotFound, and a malformed outcome
-// ErrInvalid; none of them changes anything.
-//
-// A success whose guarantee holds for another neighbour relation than the
-// budget's is charged its cost converted to the budget's relation (see
-// convert). When that is impossible (ErrRelation) or the converted cost
-// does not fit the budget (ErrBudgetExceeded), the run is recorded as failed
-// and charged its full grant, and Settle returns the error: the caller must
-// not release the result.
+// Settle records how a reserved run ended (docs/ledger.md, "Life of a
+// run"). A run not reserved gives ErrAlreadySettled, one whose reserving
+// process is gone ErrInterrupted, an unknown id ErrNotFound, a malformed
+// outcome ErrInvalid, and none of them changes anything. A success whose
+// cost, converted to the budget's neighbour relation, cannot be stated
+// (ErrRelation) or does not fit (ErrBudgetExceeded) is recorded as failed,
+// charged its full grant, and Settle returns the error: the caller must not
+// release the result.
 func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 	if out.Status != Succeeded && out.Status != Failed {
 		return fmt.Errorf("settle %v: outcome status %q: want %q or %q: %w", id, out.Status, Succeeded, Failed, ErrInvalid)

@@ -25,7 +25,7 @@ func (l *Ledger) read(ctx context.Context, op string, fn func(t *txn) error) err
 	}
 	defer tx.Rollback()
 	v := l.view.clone()
-	if err := l.advance(ctx, tx, v); err != nil {
+	if err := l.advance(ctx, tx, v, nil); err != nil {
 		return err
 	}
 	l.view = v
@@ -440,7 +440,7 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 		// The checkpoint's position must be on the chain: the records it
 		// names are the latest about their keys as of its head.
 		inc := l.view.clone()
-		if err := l.advance(ctx, tx, inc); err != nil {
+		if err := l.advance(ctx, tx, inc, nil); err != nil {
 			return VerifyReport{}, err
 		}
 		if err := l.sameView(full, inc); err != nil {

@@ -273,37 +273,12 @@ func stepRho(s Step) float64 {
 	return 0
 }
 
-// compose finds the tightest valid accounting of steps that fits g.
-//
-// Valid accountings: a pure grant admits only pure steps, whose ε add up.
-// A zCDP grant adds the steps' ρ. An (ε, δ) grant may be met by
-//
-//   - "pure": every step pure, ε add up, δ = 0;
-//   - "zcdp": every step's ρ add up (adaptive composition of zCDP, Bun &
-//     Steinke 2016) and the total is converted at the grant's δ with the
-//     tight conversion (Canonne, Kamath & Steinke 2020, Prop. 12);
-//   - "mixed": pure steps contribute their ε and the other steps their ρ.
-//     A pure step has Rényi divergence at most ε at every order and a
-//     ρ-zCDP step at most αρ, so adaptive Rényi composition bounds the
-//     total at order α by E + αρ, and the same CKS conversion gives
-//     ε = E + ε_tight(ρ, δ);
-//   - "basic": every step has an (ε, δ) claim and they add up; a
-//     propose-test-release test (PTRTest) always adds this way to the
-//     tightest composition of the other steps (composePTR);
-//   - "gdp": every step Gaussian with a recorded sensitivity and scale:
-//     μ² = Σ (Δ_i/σ_i)² composes exactly (Gaussian DP; valid under fully
-//     adaptive choices of the μ_i, Smith & Thakurta 2022) and the analytic
-//     Gaussian curve gives ε at the grant's δ;
-//   - "pld": every step Gaussian (with sensitivity and scale) or pure: the
-//     pessimistic discretised privacy loss distribution (RunPLD). It
-//     assumes the list of mechanisms and their parameters is fixed by
-//     public inputs, as every dplr estimator's plan is.
-//
-// Among those that fit, the smallest ε wins (then the smallest δ). The
-// "gdp" and "pld" candidates are tried only when tight is set (Achieved,
-// Certify: the figures a result states) or nothing else fits (Spend of an
-// exact plan); Compose, which the ledger charges runs with, keeps the
-// composable zCDP/pure/basic figures whenever one fits.
+// compose finds the tightest valid accounting of steps that fits g, among
+// "pure", "zcdp", "mixed" and "basic" composition, and "gdp" and "pld" when
+// tight is set (Achieved, Certify) or nothing else fits (Spend of an exact
+// plan); Compose, which the ledger charges with, keeps the composable
+// figures whenever one fits. Each candidate and its justification:
+// docs/privacy.md, "Which accountings a grant admits".
 func compose(g Grant, steps []Step) (Achieved, error) { return composeTight(g, steps, false) }
 
 func composeTight(g Grant, steps []Step, tight bool) (Achieved, error) {

@@ -112,15 +112,11 @@ func EpsilonFromRhoSimple(rho, delta float64) float64 {
 }
 
 // EpsilonFromRho converts ρ-zCDP to (ε, δ)-DP with the tight conversion of
-// Canonne, Kamath & Steinke (2020, Prop. 12 and Cor. 13):
-//
-//	ε = inf_{α>1} αρ + (ln(1/δ) − ln α)/(α−1) + ln(1 − 1/α).
-//
-// The minimising α solves ρ(α−1)² + ln α = ln(1/δ), which is found by
-// bisection; any α gives a valid ε, and the result is never above the
-// simple bound. For small ρ and large δ the bound falls below zero, meaning
-// (0, δ)-DP already holds; the result is then 0. It returns NaN for ρ < 0
-// or δ ∉ (0, 1], and 0 for ρ = 0.
+// Canonne, Kamath & Steinke (2020, Prop. 12, Cor. 13),
+// ε = inf_{α>1} αρ + (ln(1/δ) − ln α)/(α−1) + ln(1 − 1/α), its minimiser
+// bisected on ρ(α−1)² + ln α = ln(1/δ) (any α is valid; never above the
+// simple bound). A negative bound means (0, δ)-DP and gives 0. It returns
+// NaN for ρ < 0 or δ ∉ (0, 1], and 0 for ρ = 0.
 func EpsilonFromRho(rho, delta float64) float64 {
 	if !(rho >= 0) || math.IsInf(rho, 0) || !(delta > 0 && delta <= 1) {
 		return math.NaN()

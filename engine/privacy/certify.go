@@ -10,28 +10,14 @@ import (
 var ErrGuarantee = errors.New("privacy: guarantee does not follow from the composition")
 
 // Certify states the guarantee that steps, composed under grant, actually
-// give. From declared it keeps what only the estimator knows (its Model,
-// Beta, Assumptions, Neighbours, Seeded) and the qualifying kinds Model and
-// Nominal; the figures, and for worst-case kinds the kind itself, come from
-// the composition:
-//
-//   - every step pure (Laplace, exponential): Pure, with ε = Σ ε_i, the
-//     only ε for which pure DP holds. When the tightest accounting of the
-//     grant is tighter (zCDP converted at an (ε, δ) grant's δ, or a ρ
-//     grant, or the privacy loss distribution, always tried for an (ε, δ)
-//     grant, with the exponential mechanism as bounded range), Rho
-//     carries the steps' zCDP total and (TightEpsilon, TightDelta) the
-//     tighter statement (see Guarantee.Tighter); Delta stays 0: it never
-//     calls an ε pure that holds only with δ > 0, nor gives a pure ε a δ.
-//   - otherwise: the tightest valid accounting (Compose, with the privacy
-//     loss distribution always tried: connect-the-dots, exponential
-//     mechanism as bounded range, see RunPLD): ZCDP when that is zCDP (a ρ grant),
-//     Approx for "gdp", "pld", "mixed" or "basic" composition, with
-//     Accounting naming it and Mu the GDP parameter of a "gdp" one.
-//
-// A declared Pure guarantee with a non-pure step, a None guarantee with a
-// step, or a private one with no step is an error wrapping ErrGuarantee;
-// steps that do not fit the grant give Compose's error.
+// give. From declared it keeps what only the estimator knows (Model, Beta,
+// Assumptions, Neighbours, Seeded); the figures, and for worst-case kinds
+// the kind itself, come from the composition: Pure with ε = Σ ε_i when
+// every step is pure (a tighter statement in TightEpsilon/TightDelta, never
+// a δ on the pure ε), else the tightest valid accounting (docs/privacy.md,
+// "Guarantees"). A declared Pure guarantee with a non-pure step, a None
+// guarantee with a step, or a private one with no step is an error wrapping
+// ErrGuarantee; steps that do not fit the grant give Compose's error.
 func Certify(declared Guarantee, grant Grant, steps []Step) (Guarantee, error) {
 	g := declared
 	g.Epsilon, g.Delta, g.Rho = 0, 0, 0

@@ -16,19 +16,13 @@ import (
 const profileInflation = 1e-12
 
 // PLDFromProfile builds the pessimistic connect-the-dots PLD of a privacy
-// profile on the grid hℤ ∩ [lo, hi] (lo ≤ 0 ≤ hi, both rounded outwards to
-// the grid).
-//
-// delta(ε), called for ε ≥ 0 only, must be an upper bound on the hockey-
-// stick divergence H_{e^ε}(M(D) ‖ M(D')) for every pair of neighbouring
-// data sets, in both orders: the usual (ε, δ(ε))-DP statement of a
-// mechanism. It need not be exact, convex or smooth. The returned PLD is
-// that of a symmetric pair whose profile is at least delta at every grid
-// point, and hence (its profile being convex in e^ε and linear in e^ε
-// between grid points) at least the mechanism's profile everywhere: it
-// dominates the mechanism and may be composed with other dominating PLDs
-// (see PLD). Mass δ(hi) is put at +∞; choose hi where delta is negligible
-// (or zero, for a mechanism whose privacy loss is bounded).
+// profile on the grid hℤ ∩ [lo, hi] (lo ≤ 0 ≤ hi, both rounded outwards).
+// delta(ε), called for ε ≥ 0 only, must bound the hockey-stick divergence
+// H_{e^ε}(M(D) ‖ M(D')) for every neighbouring pair in both orders (it need
+// not be exact, convex or smooth); the result is a symmetric pair that
+// dominates the mechanism everywhere (docs/privacy.md, "Privacy loss
+// distributions"). Mass δ(hi) is put at +∞; choose hi where delta is
+// negligible (or zero, for a bounded privacy loss).
 func PLDFromProfile(delta func(eps float64) float64, lo, hi, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
@@ -61,18 +55,11 @@ func PLDFromProfile(delta func(eps float64) float64, lo, hi, h float64) (*PLD, e
 	for i := 1; i <= z; i++ {
 		d[i] = math.Max(d[i], d[i-1])
 	}
-	// The profile as a function of x = e^ε is h(x) = δ(ln x), convex and
-	// decreasing; connect-the-dots replaces it by its chords between grid
-	// points (and the chord from (0, 1) to the first point), which lie
-	// above it. A chord's slope is −m_k (m_k ≥ 0); a PLD supported on the
-	// grid with P-mass p_k at ε_k has exactly this chord function when
-	// p_k = e^(ε_k)(m_k − m_(k+1)), with m_n = 0 after the last point.
-	//
-	// For ε ≤ 0 the profile is h(x) = 1 − x + x·δ(−ln x) (the profile of
-	// the swapped pair, which the symmetric statement also bounds), so
-	// m_k = 1 − G_k with G_k the chord slope of x·δ(−ln x): G is computed
-	// directly, never as 1 − m, so that the tiny masses far below 0 keep
-	// their relative precision. em1 = 1 − e^(−h), ep1 = e^h − 1.
+	// Chords of the profile h(x) = δ(ln x) have slopes −m_k, and the masses
+	// are p_k = e^(ε_k)(m_k − m_(k+1)) (docs/privacy.md). For ε ≤ 0,
+	// m_k = 1 − G_k with G_k the chord slope of x·δ(−ln x), computed
+	// directly so that the tiny masses far below 0 keep their relative
+	// precision. em1 = 1 − e^(−h), ep1 = e^h − 1.
 	em1, ep1 := -math.Expm1(-h), math.Expm1(h)
 	// Chord k joins grid points k−1 and k (k = 1..n−1); chord 0 joins
 	// (0, 1) to point 0. Negative-side chords (point k ≤ z) carry G,

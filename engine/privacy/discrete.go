@@ -6,16 +6,10 @@ import (
 )
 
 // Exact samplers for the discrete Gaussian and discrete Laplace on the
-// integers. Every random decision is an exact comparison between uniformly
-// random bits and either the binary expansion of a rational number or the
-// bits of another uniform deviate, carried out in integer arithmetic; no
-// floating-point value decides anything.
-//
-// Uniform deviates in [0, 1) are generated lazily, bit by bit: a comparison
-// reads only as many bits as it needs (two on average), so the samplers
-// consume few random bits. The fast path keeps a deviate's known bits in one
-// 64-bit word; a comparison still tied after 64 bits (probability about
-// 2^-56 per comparison) continues on an exact bit-by-bit slow path.
+// integers (docs/privacy.md, "Release noise and the floating-point
+// attack"): every random decision compares random bits exactly, in integer
+// arithmetic. Deviates are read lazily, one 64-bit word on the fast path and
+// bit by bit once a comparison is still tied after 64 bits (about 2^-56).
 
 // lazy is a uniform deviate in [0, 1) of which the leading n bits are known:
 // the top n bits of b (n ≤ 64), or, when long is non-nil, the bits in long
@@ -257,19 +251,11 @@ func (s *Source) uniformN(n uint64) uint64 {
 
 // discreteGaussian returns an exact draw from the discrete Gaussian
 // N_Z(0, m²), P(v) ∝ exp(−v²/(2m²)), for an integer 1 ≤ m ≤ 2^42, by
-// Karney's algorithm D (Karney 2016, "Sampling exactly from the normal
-// distribution", ACM TOMS 42(1)) specialised to integer scale and zero
-// mean, with its first two steps (a geometric k kept with probability
-// exp(−k(k−1)/2), which together give P(k) ∝ exp(−k²/2)) replaced by exact
-// inversion for the same distribution of k (sampleK):
-//
-//  1. k ≥ 0 with P(k) ∝ exp(−k²/2);
-//  2. a sign, and j uniform in [0, m); x = j/m; reject −0;
-//  3. keep with probability exp(−x(2k+x)/2) (algorithm B, k+1 times);
-//  4. return ±(k·m + j).
-//
-// The product of the step probabilities is ∝ exp(−(k+x)²/2) =
-// exp(−(km+j)²/(2m²)), the target; every test is exact.
+// Karney's algorithm D (ACM TOMS 2016) at integer scale and zero mean, with
+// k drawn by exact inversion (sampleK): k ≥ 0 with P(k) ∝ exp(−k²/2); a
+// sign and j uniform in [0, m), x = j/m, rejecting −0; keep with
+// probability exp(−x(2k+x)/2); return ±(k·m + j). The product of the step
+// probabilities is ∝ exp(−(km+j)²/(2m²)); docs/privacy.md gives the method.
 func (s *Source) discreteGaussian(m uint64) int64 {
 	for {
 		k := s.sampleK()

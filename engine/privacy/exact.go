@@ -5,24 +5,11 @@ import (
 )
 
 // exactBoost is the factor by which an exact plan may scale up the zCDP
-// split rhoZ of an (ε, δ) grant g: the largest c such that the plan's steps,
-// each paid c times its zCDP budget, still meet g under the tightest valid
-// accounting.
-//
-// A Gaussian-only plan composes exactly: its steps are together μ-GDP with
-// μ² = 2cρ_Z, so c = μ_g²/(2ρ_Z) with μ_g = GDPMu(ε, δ). The lattice
-// allowance (1e-9 on every μ, see RunGDP) is taken off μ_g first.
-//
-// A plan with pure shares (Laplace, exponential mechanism) is scaled by
-// bisection on c: the steps it would declare (Gaussian μ = sqrt(2ρ), Laplace
-// ε = sqrt(2ρ), exponential ε = sqrt(8ρ), ρ = c·ρ_Z·weight/steps) are
-// composed by RunPLD (connect-the-dots; exponential steps as ε-bounded-
-// range factors, so a plan with exponential shares gains most) and the
-// largest c whose ε at δ meets the grant is kept, to 1e-4 relative
-// (largestFitting). c = 1,
-// the zCDP split itself, is the floor: the PLD of these steps lies below
-// the zCDP conversion in every case dplr has met (TestExactNeverMoreNoise-
-// ThanZCDP), and c = 1 is kept when it would not.
+// split rhoZ of an (ε, δ) grant g: the largest c ≥ 1 such that the plan's
+// steps, each paid c times its zCDP budget, still meet g under the tightest
+// valid accounting; closed form through GDP for a Gaussian-only plan, else
+// RunPLD and largestFitting to 1e-4 (docs/privacy.md, "Pure plans and exact
+// scaling").
 func exactBoost(g Grant, rhoZ float64, shares []Share) (float64, error) {
 	gaussianOnly := true
 	for _, s := range shares {

@@ -12,8 +12,8 @@ import (
 // by one of two rules, the classic one (Compose of the summed statements)
 // or the Gaussian-DP filter (Σ μ_i² ≤ μ_T², Smith & Thakurta 2022). The
 // ledger stores the tallies and asks these functions whether a charge is
-// admitted; the rules and why they are valid are in the ledger's package
-// doc.
+// admitted; the rules and why they are valid are in docs/ledger.md
+// ("Composition across runs").
 
 // ErrIncompatible is wrapped when a charge cannot be counted against a
 // total of its form under the total's rule (an (ε, δ) charge against a
@@ -99,16 +99,11 @@ func (c Charge) Valid() bool {
 	return ok(c.Epsilon) && ok(c.Rho) && ok(c.Mu2) && c.Delta >= 0 && c.Delta < 1
 }
 
-// GrantMu2 is the largest μ² a run granted g can spend when it is
-// admitted under the Gaussian-DP filter: a Gaussian-only run whose steps
-// meet an (ε, δ) grant is μ-GDP with δ_μ(ε) ≤ δ, and δ_μ(ε) increases in
-// μ, so μ ≤ GDPMu(ε, δ) (this holds whichever valid accounting
-// admitted the steps, since the GDP curve of the composition is exact and
-// every valid bound lies above it); a Gaussian run within ρ-zCDP has
-// μ² = 2ρ exactly (a Gaussian step is Δ²/2σ²-zCDP and (Δ/σ)-GDP). A run
-// granted a pure ε, whatever its (pure) mechanisms, is ε-DP and hence
-// μ_ε-GDP (PureMu): the fallback that lets Laplace and exponential-
-// mechanism runs join a Gaussian-DP history.
+// GrantMu2 is the largest μ² a run granted g can spend when admitted under
+// the Gaussian-DP filter: GDPMu(ε, δ)² for a Gaussian-only run within an
+// (ε, δ) grant (δ_μ(ε) increases in μ), 2ρ within a ρ grant, and μ_ε²
+// (PureMu) for a run granted a pure ε, whatever its mechanisms
+// (docs/ledger.md, "Composition across runs").
 func GrantMu2(g Grant) float64 {
 	switch g.Kind {
 	case GrantPure:
@@ -612,21 +607,10 @@ func RemainingOf(total Grant, a Tally) Remaining {
 }
 
 // PureMu is the GDP parameter an ε-DP run is known to have: every ε-DP
-// mechanism is μ_ε-GDP with
-//
-//	μ_ε = 2 Φ⁻¹(e^ε / (1 + e^ε)),
-//
-// and no smaller μ holds for all of them (randomized response attains the
-// bound). Proof: an ε-DP mechanism's trade-off curve lies above
-// f_ε(α) = max(1 − e^ε α, e^{−ε}(1 − α)) (Dong, Roth & Su 2022, Prop. 2.5),
-// two lines meeting at α* = 1/(1 + e^ε), where f_ε(α*) = α*. The Gaussian
-// trade-off G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) is convex with G_μ(0) = 1 = f_ε(0)
-// and G_μ(1) = 0 = f_ε(1), so on each of [0, α*] and [α*, 1] the convex
-// G_μ − f_ε is at most its larger endpoint value: G_μ ≤ f_ε everywhere iff
-// G_μ(α*) ≤ α*, i.e. μ ≥ Φ⁻¹(1 − α*) − Φ⁻¹(α*) = 2x* with Φ(−x*) = α*.
-// x* is found by bisection on Φ(−x) = erfc(x/√2)/2, accurate in the far
-// tail (math.Erfcinv is not: it computes Erfinv(1 − y)), taking the upper
-// end of the bracket so that μ is never understated. For small ε,
+// mechanism is μ_ε-GDP with μ_ε = 2 Φ⁻¹(e^ε / (1 + e^ε)), and randomized
+// response shows no smaller μ holds. The proof, and why x* is bisected on
+// erfc rather than taken from math.Erfcinv, are in docs/ledger.md
+// ("Composition across runs"); μ is never understated. For small ε,
 // μ_ε ≈ √(π/2)·ε.
 func PureMu(eps float64) float64 {
 	if !(eps > 0) {
@@ -671,15 +655,9 @@ func PureEpsilonForMu(mu float64) float64 {
 
 // PureRunMu2 is μ² of a run whose steps compose to a pure ε under the pure
 // grant it was given: the smaller of two valid GDP statements, μ_ε² of the
-// whole run (it is ε-DP) and Σ μ_j² over its steps (each pure ε_j step,
-// Laplace or exponential mechanism, is μ_{ε_j}-GDP, and GDP composes by
-// adding μ², Dong, Roth & Su 2022, Cor. 3.3; a pure grant admits no
-// Gaussian step). Both are at most μ² of the grant's ε, which its
-// reservation held. As for a Gaussian-only run's μ² = Σ (Δ_i/σ_i)², the
-// per-step sum relies on the run's plan fixing each step's ε_j from public
-// inputs before any noise is drawn (sdk/privacy plans span the whole grant
-// up front), so that the settled μ² is one the ledger could have reserved
-// exactly.
+// whole run and Σ μ_{ε_j}² over its steps (GDP composes by adding μ²; the
+// plan fixes each ε_j from public inputs), both at most the reservation's
+// μ² (docs/ledger.md, "Composition across runs").
 func PureRunMu2(eps float64, steps []Step) float64 {
 	best := PureMu(eps)
 	best *= best
@@ -711,12 +689,9 @@ func stepsMu2(steps []Step, gaussian bool) (float64, bool) {
 
 // DrawnMu2 is the GDP statement of a run that is not Gaussian-only and
 // drew noise in steps (a failure after noise, or a result withheld at
-// settle); reserved is the μ² its reservation held. Every step has a GDP
-// statement of its own — a Gaussian step (Δ/σ)-GDP, a pure Laplace or
-// exponential step of ε_j μ_{ε_j}-GDP — and GDP composes by adding μ²
-// (with each step's cost fixed by the run's plan, as for PureRunMu2); the
-// run is charged that sum, never less than its reservation's. A step
-// without one, or unknown steps (nil), give 0: no GDP statement.
+// settle): Σ μ_j² over its steps (Gaussian Δ/σ, pure ε_j as μ_{ε_j}),
+// never less than reserved, its reservation's μ²; 0 (no statement) when a
+// step has none or the steps are unknown (nil). See docs/ledger.md.
 func DrawnMu2(reserved float64, steps []Step) float64 {
 	sum, ok := stepsMu2(steps, true)
 	if len(steps) == 0 || !ok || math.IsInf(sum, 0) || math.IsNaN(sum) {

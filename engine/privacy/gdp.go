@@ -6,23 +6,9 @@ import (
 	"sync"
 )
 
-// Gaussian differential privacy (Dong, Roth & Su, "Gaussian Differential
-// Privacy", JRSS B 2022).
-//
-// A mechanism is μ-GDP when telling neighbouring data sets apart from its
-// output is no easier than telling N(0, 1) from N(μ, 1). A Gaussian step
-// with ℓ2 sensitivity Δ and noise N(0, σ²) is exactly (Δ/σ)-GDP, and k such
-// steps, chosen adaptively, are together μ-GDP with μ² = Σ μ_i² (their
-// Corollary 3.3): for Gaussian-only runs this is the exact composition, no
-// slack at all. The (ε, δ) curve of a μ-GDP mechanism is the analytic
-// Gaussian one (Balle & Wang 2018):
-//
-//	δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2),
-//
-// which is AnalyticGaussianDelta with Δ/σ = μ. zCDP sees the same steps as
-// ρ = μ²/2 and converts to (ε, δ) with the Canonne–Kamath–Steinke bound, which
-// lies above this curve: at (1, 1e-6) the zCDP route needs σ/Δ = 4.53 where
-// the GDP curve needs 4.22.
+// Gaussian differential privacy (Dong, Roth & Su, JRSS B 2022): Gaussian
+// steps compose exactly as μ² = Σ (Δ_i/σ_i)², and a μ-GDP mechanism's
+// (ε, δ) curve is the analytic Gaussian one; docs/privacy.md, "Accounting".
 
 // GDPDelta is the smallest δ for which a μ-GDP mechanism is (ε, δ)-DP, for
 // μ > 0 and ε ≥ 0.

@@ -5,26 +5,11 @@ import (
 )
 
 // Exact sampling of the integer part k ≥ 0 of the discrete Gaussian in
-// units of its scale: P(k) = w_k/Z with w_k = e^(−k²/2) and
-// Z = Σ_{i≥0} e^(−i²/2). Algorithm D draws this k by a geometric proposal
-// and a rejection step that wastes a third of the candidates; here k is
-// drawn by inversion instead, k = #{j ≥ 1 : F_j ≤ U} for a uniform U and
-// the boundaries F_j = Σ_{i<j} w_i / Z, which gives exactly the same
-// distribution.
-//
-// The boundaries are irrational, so they are handled with rigorous
-// intervals lo ≤ F_j ≤ hi computed in big.Float with directed rounding, and
-// U is compared lazily:
-//
-//   - a 16-bit table gives k for every 2^-16-wide cell of U that lies
-//     strictly between two boundaries' intervals (all but a handful);
-//   - otherwise 64 bits of U are compared with 64-bit outward-rounded
-//     bounds of the boundaries;
-//   - if U's 64-bit cell still meets a boundary's interval (probability
-//     about 2^-50), more bits of U are drawn and the boundary is recomputed
-//     at doubled precision until the comparison is settled.
-//
-// No floating-point (float64) value takes part in any decision.
+// units of its scale, P(k) ∝ e^(−k²/2), by inversion against rigorous
+// big.Float bounds of the boundaries F_j = Σ_{i<j} e^(−i²/2)/Z (a 16-bit
+// table, then 64-bit bounds, then more bits of U at doubled precision); no
+// float64 value decides anything. docs/privacy.md, "Release noise and the
+// floating-point attack", gives the method.
 
 // kBounds returns outward-rounded bounds of F_1 … F_n at prec bits.
 func kBounds(n int, prec uint) (lo, hi []*big.Float) {

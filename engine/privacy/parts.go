@@ -7,14 +7,10 @@ import (
 )
 
 // PartedRelease is a declared Gaussian step over a vector released in
-// parts, one part at a time: the concatenation of parts blocks of partDim
-// values each is one Gaussian mechanism of the declared sensitivity, and
-// block j may be computed after blocks 0 … j−1 were released. This is the
-// release form of parallel composition over a data-independent partition
-// (one person's data enters one block only, so the concatenation moves by at
-// most the sensitivity of one block, and later blocks depend on the person
-// only through the noised earlier ones). Each part is drawn once, in order,
-// on the step's grid; the release counts as drawn when the last part is.
+// parts, one at a time, each part computable after the earlier ones were
+// released: parallel composition over a data-independent partition
+// (docs/privacy.md, "Plans and releases"). Each part is drawn once, in
+// order; the release counts as drawn when the last part is.
 type PartedRelease struct {
 	rel     *Release
 	partDim int

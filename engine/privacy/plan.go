@@ -25,14 +25,11 @@ const (
 	// (Laplace, exponential mechanism) only; δ is not used.
 	NoisePure = "pure"
 	// NoiseExact calibrates with the tightest accounting dplr can certify:
-	// a Gaussian-only plan under an (ε, δ) grant splits μ² of Gaussian
-	// differential privacy (exact composition, then the analytic Gaussian
-	// curve); a plan mixing Gaussian and pure steps scales the zCDP split
-	// up by the largest factor whose composed privacy loss distribution
-	// still meets the grant. Budgets are then paid like zCDP budgets (σ =
-	// Δ/sqrt(2ρ), pure ε from ρ), and the accountant admits them by the
-	// GDP or PLD composition (see Compose). Under a ρ grant it equals
-	// NoiseZCDP; a pure grant needs NoisePure.
+	// μ² of Gaussian DP for a Gaussian-only plan under an (ε, δ) grant, the
+	// zCDP split scaled up as far as the PLD allows for a mixed one
+	// (docs/privacy.md, "Pure plans and exact scaling"); budgets are paid
+	// like zCDP budgets and admitted by the GDP or PLD composition. Under a
+	// ρ grant it equals NoiseZCDP; a pure grant needs NoisePure.
 	NoiseExact = "exact"
 )
 
@@ -107,15 +104,12 @@ type Plan struct {
 }
 
 // NewPlan splits the grant of a into shares under the noise calibration
-// noise (NoiseZCDP, NoiseClassical, NoiseAnalytic or NoisePure). It checks
-// the whole plan: the grant's kind against noise (zCDP needs an (ε, δ) or
-// ρ grant, classical and analytic an (ε, δ) grant, pure a pure or (ε, δ)
-// grant), unique non-empty share names, positive finite weights adding up
-// to at most 1, non-negative step counts, and that every per-step budget is
-// positive and usable (classical: per-step ε ≤ 1). Fixed costs that
-// exceed the grant, or leave nothing for a Rest share, are refused. A plan
-// spans the whole grant: make it before the first step. Errors wrap
-// ErrInvalidBudget.
+// noise, checking the whole plan before anything is spent (docs/privacy.md,
+// "Plans and releases"): the grant's kind against noise, unique non-empty
+// names, positive finite weights adding up to at most 1, non-negative step
+// counts, usable per-step budgets (classical: ε ≤ 1), and fixed costs that
+// fit the grant and leave something for a Rest share. A plan spans the
+// whole grant: make it before the first step. Errors wrap ErrInvalidBudget.
 func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if a == nil {
 		return nil, fmt.Errorf("plan: no accountant: %w", ErrInvalidBudget)

@@ -42,14 +42,10 @@ type PLD struct {
 	Err float64
 }
 
-// deltaRounding is the relative allowance Delta adds, per composed
-// factor, for rounding: a connect-the-dots factor may fall short of its
-// profile by half of it (see PLDFromProfile's check), and a relative
-// shortfall of one factor is the same relative shortfall of a composition
-// (δ of a product is an average of one factor's δ at shifted ε); the other
-// half covers the compensated sums of Delta and the direct convolutions
-// (sums of non-negative terms, relative error below 1e-12 at the sizes
-// used here).
+// deltaRounding is the relative allowance Delta adds, per composed factor,
+// for rounding: half for a connect-the-dots factor's shortfall (which
+// composes to the same relative shortfall), half for compensated sums and
+// direct convolutions (relative error below 1e-12 at these sizes).
 const deltaRounding = 1e-10
 
 // allowance is the relative rounding allowance of p's δ.

@@ -14,15 +14,11 @@ const CalibPTR = "ptr"
 func isPTR(s Step) bool { return s.Calibration == CalibPTR }
 
 // PTRTest declares the Laplace test of propose-test-release under an
-// (ε, δ) grant: one value, the distance d ≥ 0 (an integer of sensitivity
-// 1) to the nearest data set where the proposed bound fails, released as
-// d + Lap(b) at cost eps, with the test's δ = delta. It returns the
-// release and the threshold T = b·ln(1/delta): the caller proceeds only
-// when the released distance exceeds T. A data set with d = 0 passes with
-// probability P(noise > T) ≤ e^{−T/b} = delta (for the discrete Laplace
-// on the release grid as for the continuous one), which is the δ the step
-// declares. The step composes with the others by basic composition
-// (composePTR).
+// (ε, δ) grant: the distance d ≥ 0 (sensitivity 1) to the nearest data set
+// where the proposed bound fails, released as d + Lap(b) at cost eps with
+// δ = delta. It returns the release and the threshold T = b·ln(1/delta)
+// the released distance must exceed; why that costs δ is in
+// docs/privacy.md ("Plans and releases"). It composes by basic composition.
 func (a *Accountant) PTRTest(name string, eps, delta float64) (*Release, float64, error) {
 	if g := a.Grant(); g.Kind != GrantApprox {
 		return nil, 0, fmt.Errorf("step %q: propose-test-release needs an (ε, δ) grant, not a %s grant: %w", name, g.Kind, ErrInvalidBudget)

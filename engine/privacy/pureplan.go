@@ -2,28 +2,10 @@ package privacy
 
 import "fmt"
 
-// Pure plans and the notes on calibration: the plan of an estimator whose
-// steps are all pure (Laplace, exponential mechanism: pca-amin and the orbit
-// exponential-mechanism estimators), and the sentence a result carries
-// about its calibration and the accountant behind its figures.
-//
-// Their shares are written as fractions of ε, as in the
-// papers; under an (ε, δ) grant the default (noise=exact)
-// keeps those proportions and scales every step's ε by the largest common
-// factor the tightest valid accounting certifies, never below the pure
-// split itself.
-//
-// Why a common factor. Under an (ε, δ) grant a pure run may be accounted
-// three valid ways: basic composition (Σ ε_i ≤ ε, δ unused), zCDP (a
-// Laplace step costs ε_i²/2, an exponential-mechanism step ε_i²/8, its
-// bounded range; the total converted at δ), and the privacy loss
-// distribution. Scaling the pure split by one factor s keeps the user's
-// allocation (eigenvalue_share, clip_share, …) and makes the comparison a
-// single number: s > 1 means every step gets more ε than the pure split
-// gives it. NewPlan(NoiseExact) on shares weighted by the zCDP
-// costs of the pure split's steps returns exactly such a scaled plan (the
-// zCDP split, scaled up further when the privacy loss distribution allows
-// it); its factor is compared with 1 and the better plan is used.
+// Pure plans (Laplace and exponential steps, shares as fractions of ε,
+// scaled under an (ε, δ) grant by the largest common factor the tightest
+// accounting certifies; docs/privacy.md, "Pure plans and exact scaling")
+// and the sentence a result carries about its calibration.
 
 // PureChoices are the values of a pure estimator's noise option.
 const PureChoices = "exact, pure or zcdp"

@@ -236,12 +236,10 @@ const CalibMonotone = "monotone"
 
 // ExponentialMonotone declares an exponential-mechanism step whose utility
 // is monotone: between neighbouring data sets every candidate's utility
-// moves in the same direction, by at most sens (e.g. a sum of
-// non-negative per-row scores under adding or removing a row). Then
-// β = ε/Δ, twice the general β, is ε-DP (McSherry & Talwar 2007, Thm 6),
-// and the log-ratio of neighbours' output probabilities still spans an
-// interval of length βΔ = ε, so the zCDP cost is ε²/8 as for the general
-// mechanism. The step records Calibration CalibMonotone.
+// moves in the same direction, by at most sens. Then β = ε/Δ, twice the
+// general β, is ε-DP (McSherry & Talwar 2007, Thm 6) and ε-bounded-range
+// (docs/privacy.md), so the zCDP cost is ε²/8 as for the general mechanism.
+// The step records Calibration CalibMonotone.
 func (a *Accountant) ExponentialMonotone(name string, sens float64, b Budget) (*ExponentialRelease, error) {
 	return a.exponential(name, sens, b, true)
 }

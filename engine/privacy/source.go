@@ -11,17 +11,12 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Source is the randomness every dplr mechanism draws from. By default it is
-// a ChaCha8 stream keyed once from the operating system's CSPRNG; with a
-// user seed it is reproducible, and results produced from it must say they
-// are not private against anyone who knows the seed.
-//
-// Release noise (Gaussian, Laplace and the Add*/matrix helpers) is exact
-// discrete noise on a fine power-of-two grid; see docs/privacy.md
-// for the method and why it resists floating-point attacks.
-//
-// A Source is not safe for concurrent use; use Split to derive independent
-// streams for goroutines.
+// Source is the randomness every dplr mechanism draws from: a ChaCha8
+// stream keyed once from the operating system's CSPRNG or, reproducibly,
+// from a user seed (results must then say they are not private against
+// anyone who knows it). Release noise is exact discrete noise on a
+// power-of-two grid (docs/privacy.md, "Randomness" and "Release noise").
+// A Source is not safe for concurrent use; Split derives streams.
 type Source struct {
 	rng    *rand.ChaCha8
 	seeded bool

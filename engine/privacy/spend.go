@@ -11,13 +11,9 @@ import (
 const roundUp = 1 + 0x1p-48
 
 // latticeMargin is the extra relative noise given to Gaussian steps
-// calibrated directly to (ε, δ) ("classical", "analytic"). Those formulas
-// are proved for the continuous Gaussian; the discrete Gaussian with
-// σ/γ ≥ 2^40 grid points per standard deviation has a privacy curve that
-// differs from the continuous one by a relative amount of order (γ/σ)²
-// (Canonne, Kamath & Steinke 2020, §3); 1e-9 more noise lowers δ by far
-// more than that. zCDP steps need no margin: the discrete Gaussian's ρ is
-// exactly Δ²/(2σ²).
+// calibrated directly to (ε, δ) ("classical", "analytic"), whose proofs are
+// for the continuous Gaussian; zCDP steps need none (docs/privacy.md,
+// "Release noise and the floating-point attack").
 const latticeMargin = 1 + 1e-9
 
 func checkDim(dim int) error {

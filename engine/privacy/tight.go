@@ -13,14 +13,10 @@ import (
 // allowance on μ (as on σ for the analytic calibration) covers.
 
 // PLDAccountingNote states, for result texts, how the default PLD
-// accountant discretises and its error bound (see docs/privacy.md).
-//
-// What it bounds: the composition of the profiles it discretises, each a
-// step's worst case over every pair of neighbours (for an exponential step,
-// the supremum over bounded-range mechanisms, which holds whatever earlier
-// outputs chose). That composition is not the optimum for exponential
-// steps chosen non-adaptively (Dong, Durfee & Rogers 2020): ten steps of
-// ε = 0.1 at δ = 1e-5 are stated as 0.612 where the optimum is 0.555.
+// accountant discretises and its error bound. It bounds the composition of
+// each step's worst-case profile (the bounded-range supremum for an
+// exponential step, valid under adaptive choices), which is not optimal for
+// non-adaptive exponential steps (docs/privacy.md, "Accounting").
 const PLDAccountingNote = "connect-the-dots on a 0.001 loss grid, each exponential step by the supremum privacy profile of bounded-range mechanisms, valid when steps depend on earlier outputs: " +
 	"never below the true ε, and at most 0.001 per pure step plus 0.001 above the exact composition of those per-step profiles " +
 	"(for exponential steps chosen independently of each other the optimal composition can be smaller)"
@@ -124,15 +120,11 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	return RunPLDWith(steps, PLDOptions{Grid: h})
 }
 
-// RunPLDWith returns the PLD of a list of steps, built as o says. The
-// Gaussian steps are first composed exactly into one μ-GDP factor
-// (μ² = Σ μ_i², lattice allowance included); Laplace steps become Laplace
-// factors at ε = Δ/b (with the same 1e-9 lattice allowance, for the
-// discrete Laplace), exponential-mechanism steps bounded-range factors at
-// their BR parameter (see docs/privacy.md: ε for Exponential and
-// ExponentialMonotone alike); identical factors are composed by repeated
-// squaring and all factors convolved. The result dominates the run's
-// composition (see docs/privacy.md for the error bound).
+// RunPLDWith returns the PLD of a list of steps, built as o says: Gaussian
+// steps composed exactly into one μ-GDP factor, Laplace and bounded-range
+// exponential factors, all convolved (docs/privacy.md, "Privacy loss
+// distributions", for the factors and the error bound). The result
+// dominates the run's composition.
 func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
 	h := o.Grid
 	if h == 0 {

@@ -11,37 +11,13 @@ import (
 // names a mechanism whose cost cannot be derived.
 var ErrUnverifiable = errors.New("privacy cost does not follow from the mechanism")
 
-// VerifyStep checks that the cost a step declares is implied by what it
-// says it drew: its mechanism, its sensitivity Δ and its noise scale. A
-// host calls it on every step a plugin reports, so that a plugin cannot
-// declare a cheaper cost than the noise it describes (or a cost with no
-// noise behind it). Costs may be overstated, never understated.
-//
-// The implied costs, each compared with the package's rounding slack:
-//
-//   - Gaussian N(0, σ²) on an ℓ2-sensitivity-Δ query: a declared ρ must
-//     satisfy ρ ≥ Δ²/(2σ²) (zCDP of the Gaussian mechanism, also exact for
-//     the discrete Gaussian on a grid containing the sensitivity vectors);
-//     a declared (ε, δ) must satisfy δ ≥ δ(ε; Δ/σ), the exact privacy curve
-//     of the Gaussian mechanism (Balle & Wang 2018, AnalyticGaussianDelta),
-//     whatever the calibration that produced σ (the classical formula gives
-//     more noise than the curve needs, so it passes too). A Gaussian step
-//     cannot be pure: ε without δ is refused.
-//   - Laplace with scale b on an ℓ1-sensitivity-Δ query: ε ≥ Δ/b, and a
-//     declared ρ ≥ (Δ/b)²/2 (pure ε-DP implies ε²/2-zCDP).
-//   - Exponential mechanism sampling exp(β·u) for a utility u of
-//     sensitivity Δ: it is ε-DP for ε = 2Δβ, so ε ≥ 2Δβ (β ≤ ε/(2Δ)), and
-//     a declared ρ ≥ (2Δβ)²/8 (bounded range, Cesar & Rogers 2021). A
-//     step calibrated CalibMonotone declares a monotone utility, for which
-//     ε = Δβ (ExponentialMonotone): then ε ≥ Δβ and ρ ≥ (Δβ)²/8.
-//
-// Like the sensitivity itself, what a step says about its query (its
-// sensitivity, a monotone utility) is the estimator's claim; VerifyStep
-// checks that the declared cost follows from it.
-//
-// Δ and the scale must be positive and finite, and a recorded query
-// sensitivity may not exceed the sensitivity the noise is calibrated to.
-// Errors wrap ErrUnverifiable.
+// VerifyStep checks that the cost a step declares is implied by its
+// mechanism, its sensitivity Δ and its noise scale, so that a plugin cannot
+// declare a cheaper cost than the noise it describes: Gaussian ρ ≥ Δ²/2σ²
+// and δ on the exact Gaussian curve (never pure), Laplace ε ≥ Δ/b, the
+// exponential mechanism ε ≥ 2Δβ (Δβ when monotone) with ρ ≥ ε²/8. Costs may
+// be overstated, never understated; docs/privacy.md, "Verifying a step's
+// cost", gives the rules. Errors wrap ErrUnverifiable.
 func VerifyStep(s Step) error {
 	if err := checkStep(s); err != nil {
 		return fmt.Errorf("step %q: %w: %w", s.Name, err, ErrUnverifiable)
