@@ -156,17 +156,23 @@ func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error)
 	return ds, parts.Identity(), nil
 }
 
-// idSink collects a source identity when one is wanted.
+// idSink says what the loaders hash of the source rows and collects it:
+// the identity (want) and the row digests the content hash is made of
+// (hash).
 type idSink struct {
-	want bool
-	b    *idBuilder
+	want, hash bool
+	b          *idBuilder
+	feats      []int // the source fields forming X (nil: the first p)
 }
 
-// set hashes the source rows now, if an identity is wanted (the loaders
-// call it before applying the view, on the unscaled source values).
-func (s *idSink) set(id func() *idBuilder) {
-	if s.want {
-		s.b = id()
+// set hashes the source rows with side columns sides now (add adds them
+// to the builder), if anything is wanted; the loaders call it before
+// applying the view, on the unscaled source values.
+func (s *idSink) set(sides []sideCol, add func(*idBuilder)) {
+	if s.want || s.hash {
+		s.b = newIDBuilder(sides...)
+		s.b.keep, s.b.noSketch = s.hash, !s.want
+		add(s.b)
 	}
 }
 
@@ -175,6 +181,7 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err := opt.check(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
+	ids.hash = !opt.SkipHash
 	ds, err := loadStreamed(path, opt, ids)
 	if err == nil && ds == nil {
 		ds, err = loadWhole(path, opt, ids)
@@ -189,11 +196,8 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err := checkStructure(ds); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	switch {
-	case opt.SkipHash:
+	if opt.SkipHash {
 		ds.Hash = ""
-	case ds.Hash == "":
-		ds.Hash = Hash(ds)
 	}
 	if ids.want && ids.b == nil {
 		return nil, fmt.Errorf("load %s: internal: no source identity computed", path)
@@ -250,7 +254,7 @@ func loadStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, err
 		return nil, err
 	}
 	ds.X = mat.NewDense(n, cols, x)
-	ids.set(func() *idBuilder { return b })
+	ids.b = b
 	return ds, nil
 }
 
@@ -363,11 +367,24 @@ func loadWhole(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 	if err == nil && ds.Kind == data.Trace {
 		err = completeTraceShape(ds, ds.P())
 	}
+	var order []int
 	if err == nil && ds.Kind == data.Users {
-		err = GroupByUser(ds, rowIDs)
+		order, err = groupByUser(ds, rowIDs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ids.hash {
+		// The digests in the order of X's rows: a user's rows moved
+		// together take their digests along.
+		digs := ids.b.digs
+		if order != nil {
+			digs = make([]byte, 0, len(ids.b.digs))
+			for _, i := range order {
+				digs = append(digs, ids.b.digs[32*i:32*i+32]...)
+			}
+		}
+		ds.Hash = contentHash(ds, hashView{scale: opt.scale(), colScales: opt.ColumnScales, feats: ids.feats}, digs)
 	}
 	return ds, nil
 }
@@ -395,7 +412,7 @@ func loadArray(a *array, opt LoadOptions, ids *idSink) (*data.Dataset, []int64, 
 		return nil, nil, err
 	}
 	ds.X = mat.NewDense(n, p, x)
-	ids.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, rowIDs)...) })
+	ids.set(sideCols(ds, rowIDs), func(b *idBuilder) { b.addMatrix(x, n, p) })
 	return ds, rowIDs, scaleInPlace(x, opt.scale())
 }
 
@@ -477,7 +494,7 @@ func loadTable(t *table, opt LoadOptions, ids *idSink, userCol int) (*data.Datas
 		return nil, nil, err
 	}
 	fileSides = append(fileSides, labelSides(ds)...)
-	ids.set(func() *idBuilder { return tableIDBuilder(t, fileSides...) })
+	ids.set(fileSides, func(b *idBuilder) { b.addTable(t) })
 	if ds.Kind == data.Rows && opt.LabelColumn != "" {
 		if ds.Labels != nil {
 			return nil, nil, errors.New("labels given both as a column and as a file")
@@ -501,7 +518,7 @@ func loadTable(t *table, opt LoadOptions, ids *idSink, userCol int) (*data.Datas
 			return nil, nil, fmt.Errorf("user column: %w", err)
 		}
 	}
-	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
+	if ds.X, ids.feats, err = t.features(opt.FeatureColumns, skip); err != nil {
 		return nil, nil, err
 	}
 	return ds, rowIDs, scaleInPlace(ds.X.RawMatrix().Data, opt.scale())
@@ -653,17 +670,17 @@ func loadLabelsN(ds *data.Dataset, opt LoadOptions, n int) error {
 }
 
 // features builds X from the named columns, or from every column not in
-// skip.
-func (t *table) features(names []string, skip []int) (*mat.Dense, error) {
+// skip, and returns the columns it took.
+func (t *table) features(names []string, skip []int) (*mat.Dense, []int, error) {
 	var cols []int
 	if len(names) > 0 {
 		for _, nm := range names {
 			c, err := t.column(nm)
 			if err != nil {
-				return nil, fmt.Errorf("feature column: %w", err)
+				return nil, nil, fmt.Errorf("feature column: %w", err)
 			}
 			if slices.Contains(skip, c) {
-				return nil, fmt.Errorf("column %q is both a feature and a user, response or label column", nm)
+				return nil, nil, fmt.Errorf("column %q is both a feature and a user, response or label column", nm)
 			}
 			cols = append(cols, c)
 		}
@@ -676,13 +693,13 @@ func (t *table) features(names []string, skip []int) (*mat.Dense, error) {
 	}
 	for _, c := range cols {
 		if _, ok := t.text[c]; ok {
-			return nil, fmt.Errorf("column %d holds text, not numbers", c)
+			return nil, nil, fmt.Errorf("column %d holds text, not numbers", c)
 		}
 	}
 	if len(cols) == 0 {
-		return nil, errors.New("no feature columns")
+		return nil, nil, errors.New("no feature columns")
 	}
-	return mat.NewDense(t.nrow, len(cols), t.gather(cols)), nil
+	return mat.NewDense(t.nrow, len(cols), t.gather(cols)), cols, nil
 }
 
 // responseColumn picks the response column of a CSV table.
@@ -773,15 +790,22 @@ func parseUserIDs(text []string) ([]int64, error) {
 // rows move, reordered copies replace them (so a memory-mapped X is fine).
 // It fails if ids, Y or Labels do not have one entry per row of X.
 func GroupByUser(ds *data.Dataset, ids []int64) error {
+	_, err := groupByUser(ds, ids)
+	return err
+}
+
+// groupByUser is GroupByUser returning the new order of the rows (the
+// old index of each row), nil when no row moves.
+func groupByUser(ds *data.Dataset, ids []int64) ([]int, error) {
 	n := len(ids)
 	if ds.X != nil && !ds.X.IsEmpty() && ds.N() != n {
-		return fmt.Errorf("%d user ids for %d rows", n, ds.N())
+		return nil, fmt.Errorf("%d user ids for %d rows", n, ds.N())
 	}
 	if ds.Y != nil && len(ds.Y) != n {
-		return fmt.Errorf("%d user ids for %d responses", n, len(ds.Y))
+		return nil, fmt.Errorf("%d user ids for %d responses", n, len(ds.Y))
 	}
 	if ds.Labels != nil && len(ds.Labels) != n {
-		return fmt.Errorf("%d user ids for %d labels", n, len(ds.Labels))
+		return nil, fmt.Errorf("%d user ids for %d labels", n, len(ds.Labels))
 	}
 	order := make([]int, n)
 	for i := range order {
@@ -798,7 +822,7 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 	}
 	ds.UserStart = append(ds.UserStart, n)
 	if slices.IsSorted(ids) {
-		return nil // no row moves
+		return nil, nil // no row moves
 	}
 	if ds.X != nil {
 		r, c := ds.X.Dims()
@@ -809,7 +833,7 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 		ds.X = nx
 	}
 	ds.Y, ds.Labels = permute(ds.Y, order), permute(ds.Labels, order)
-	return nil
+	return order, nil
 }
 
 // permute returns v in the given order (nil stays nil).
