@@ -587,6 +587,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 // options (and the current state of the side files they name).
 func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	key := sha256.New()
+	key.Write([]byte(hashPrefix)) // a record of an older encoding is not reused
 	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileStamp(st))
 	optJSON, _ := json.Marshal(opt)
 	key.Write(optJSON)
