@@ -269,11 +269,8 @@ func (h *Handle) Check() error {
 // file is written to a temporary name and renamed into place, and files
 // already present with the right size are kept, so concurrent or repeated
 // calls are safe and cheap. A data set held in memory is its own source:
-// its hash is Hash(ds) and the handle's Source is IdentityOf(ds), both from
-// one pass over its rows. If ds.Hash is set and the cache already holds
-// that data set, nothing is written (the hash is trusted, as Load computed
-// it); otherwise the hash is computed and replaces the one set, which
-// Load may have derived from a source other than ds itself.
+// its hash is Hash(ds) (replacing any hash set) and the handle's Source is
+// IdentityOf(ds), both from one pass over its rows.
 func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
 	return prepare(ds, cacheDir, nil)
 }
@@ -294,23 +291,16 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
-	own := func() {
+	if src == nil {
 		b := ownBuilder(ds, true, true)
 		id := b.finish()
 		src, ds.Hash = &id, contentHash(ds, hashView{scale: 1}, b.digs)
-	}
-	if src == nil && (ds.Hash == "" || !entryIntact(filepath.Join(abs, ds.Hash))) {
-		own()
 	}
 	n, p := ds.X.Dims()
 	dir := filepath.Join(abs, ds.Hash)
 	if entryIntact(dir) {
 		h := canonicalHandle(ds, n, p, dir)
 		if present(h) && stampRefs(&h) == nil {
-			if src == nil {
-				id := IdentityOf(ds)
-				src = &id
-			}
 			h.Source = src
 			touch(dir)
 			return h, nil
@@ -338,10 +328,6 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	}
 	if err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
-	}
-	if src == nil { // a trusted hash whose entry is not intact: hash ds
-		own()
-		dir = filepath.Join(abs, ds.Hash)
 	}
 	h := canonicalHandle(ds, n, p, dir)
 	if err := storeEntry(ds, &h, tmp.Name()); err != nil {

@@ -56,45 +56,33 @@ func newContentHash(ds *data.Dataset, n, p int, v hashView) hash.Hash {
 		d1, d2 = ds.D1, ds.D2
 	}
 	var b []byte
+	put := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }
 	for _, u := range []int{n, p, d1, d2} {
-		b = binary.LittleEndian.AppendUint64(b, uint64(u))
+		put(uint64(u))
 	}
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.scale))
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(v.colScales)))
+	put(math.Float64bits(v.scale))
+	put(uint64(len(v.colScales)))
 	for _, s := range v.colScales {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s))
+		put(math.Float64bits(s))
 	}
-	b = binary.LittleEndian.AppendUint64(b, uint64(p))
+	put(uint64(p))
 	for j := range p {
-		f := j
 		if v.feats != nil {
-			f = v.feats[j]
+			put(uint64(v.feats[j]))
+		} else {
+			put(uint64(j))
 		}
-		b = binary.LittleEndian.AppendUint64(b, uint64(f))
 	}
 	h.Write(b)
 	return h
 }
 
-// finishContentHash writes the tail (writeHashTail) and returns the hash.
+// finishContentHash writes the tail (Y, users, labels) and returns the
+// hash.
 func finishContentHash(h hash.Hash, ds *data.Dataset) string {
-	writeHashTail(h, ds)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// writeHashTail writes everything after X: Y, users, labels.
-func writeHashTail(h io.Writer, ds *data.Dataset) {
-	var b [8]byte
-	putU := func(v uint64) {
-		binary.LittleEndian.PutUint64(b[:], v)
-		h.Write(b[:])
-	}
-	if ds.Y != nil {
-		putU(1)
-		hashF64(h, ds.Y)
-	} else {
-		putU(0)
-	}
+	putU := func(v uint64) { h.Write(binary.LittleEndian.AppendUint64(nil, v)) }
+	putU(b2u(ds.Y != nil))
+	_ = writeF64LE(h, ds.Y) // a hash's Write never fails
 	u := ds.NumUsers()
 	putU(uint64(u))
 	if u > 0 {
@@ -106,12 +94,16 @@ func writeHashTail(h io.Writer, ds *data.Dataset) {
 		}
 		writeI64LE(h, ids)
 	}
-	if ds.Labels != nil {
-		putU(1)
-		writeI64LE(h, intsToInt64(ds.Labels))
-	} else {
-		putU(0)
+	putU(b2u(ds.Labels != nil))
+	writeI64LE(h, intsToInt64(ds.Labels))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
 	}
+	return 0
 }
 
 func intsToInt64(v []int) []int64 {
@@ -120,11 +112,6 @@ func intsToInt64(v []int) []int64 {
 		out[i] = int64(x)
 	}
 	return out
-}
-
-// hashF64 feeds little-endian float64 bytes of v to h.
-func hashF64(h io.Writer, v []float64) {
-	_ = writeF64LE(h, v) // a hash's Write never fails
 }
 
 // checkFinite reports the first non-finite value of x (offset gives the

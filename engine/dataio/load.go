@@ -369,7 +369,7 @@ func loadWhole(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 	}
 	var order []int
 	if err == nil && ds.Kind == data.Users {
-		order, err = groupByUser(ds, rowIDs)
+		order, err = GroupByUser(ds, rowIDs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -787,16 +787,11 @@ func parseUserIDs(text []string) ([]int64, error) {
 // rows are contiguous, users in increasing id order and rows within a user
 // in their original order, and fills UserStart and UserIDs. ids holds the
 // user id of each row. Nothing is written into the old X, Y or Labels: if
-// rows move, reordered copies replace them (so a memory-mapped X is fine).
-// It fails if ids, Y or Labels do not have one entry per row of X.
-func GroupByUser(ds *data.Dataset, ids []int64) error {
-	_, err := groupByUser(ds, ids)
-	return err
-}
-
-// groupByUser is GroupByUser returning the new order of the rows (the
-// old index of each row), nil when no row moves.
-func groupByUser(ds *data.Dataset, ids []int64) ([]int, error) {
+// rows move, reordered copies replace them (so a memory-mapped X is fine),
+// and the new order is returned (the old index of each row; nil when no
+// row moves). It fails if ids, Y or Labels do not have one entry per row
+// of X.
+func GroupByUser(ds *data.Dataset, ids []int64) ([]int, error) {
 	n := len(ids)
 	if ds.X != nil && !ds.X.IsEmpty() && ds.N() != n {
 		return nil, fmt.Errorf("%d user ids for %d rows", n, ds.N())

@@ -86,7 +86,7 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 		if !slices.IsSorted(rowIDs) {
 			return nil, nil, nil // rows must be regrouped
 		}
-		if err := GroupByUser(ds, rowIDs); err != nil {
+		if _, err := GroupByUser(ds, rowIDs); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}

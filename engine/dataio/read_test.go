@@ -523,11 +523,15 @@ func TestStreamedLoadMatchesPlain(t *testing.T) {
 // TestGroupByUserErrors: mismatched lengths are errors, not panics.
 func TestGroupByUserErrors(t *testing.T) {
 	ds := &data.Dataset{Kind: data.Users, X: mat.NewDense(2, 1, []float64{1, 2}), Y: []float64{1, 2}}
-	assert.ErrorContains(t, GroupByUser(ds, []int64{1}), "1 user ids for 2 rows")
+	_, err := GroupByUser(ds, []int64{1})
+	assert.ErrorContains(t, err, "1 user ids for 2 rows")
 	ds.Labels = []int{1}
-	assert.ErrorContains(t, GroupByUser(ds, []int64{1, 2}), "2 user ids for 1 labels")
+	_, err = GroupByUser(ds, []int64{1, 2})
+	assert.ErrorContains(t, err, "2 user ids for 1 labels")
 	ds.Labels = nil
-	require.NoError(t, GroupByUser(ds, []int64{7, 3}))
+	order, err := GroupByUser(ds, []int64{7, 3})
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 0}, order)
 	assert.Equal(t, []float64{2, 1}, ds.X.RawMatrix().Data)
 	assert.Equal(t, []int64{3, 7}, ds.UserIDs)
 	assert.Equal(t, []int{0, 1, 2}, ds.UserStart)
