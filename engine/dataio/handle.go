@@ -292,7 +292,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
 	if src == nil {
-		b := ownBuilder(ds, true, true)
+		b := ownBuilder(ds, true)
 		id := b.finish()
 		src, ds.Hash = &id, contentHash(ds, hashView{scale: 1}, b.digs)
 	}

@@ -27,8 +27,7 @@ type hashView struct {
 // of X with its response, user id and label (the rows IdentityOf hashes),
 // read unscaled. It does not validate ds.
 func Hash(ds *data.Dataset) string {
-	b := ownBuilder(ds, true, false)
-	return contentHash(ds, hashView{scale: 1}, b.digs)
+	return contentHash(ds, hashView{scale: 1}, ownBuilder(ds, true).digs)
 }
 
 // contentHash returns the content hash of ds read from source rows whose
@@ -48,9 +47,7 @@ func contentHash(ds *data.Dataset, v hashView, digs []byte) string {
 // written, the row digests and the tail (finishContentHash) to follow.
 func newContentHash(ds *data.Dataset, n, p int, v hashView) hash.Hash {
 	h := sha256.New()
-	io.WriteString(h, hashPrefix)
-	io.WriteString(h, string(ds.Kind))
-	io.WriteString(h, "\n")
+	io.WriteString(h, hashPrefix+string(ds.Kind)+"\n")
 	d1, d2 := 0, 0
 	if ds.Kind == data.Trace {
 		d1, d2 = ds.D1, ds.D2
@@ -68,10 +65,9 @@ func newContentHash(ds *data.Dataset, n, p int, v hashView) hash.Hash {
 	put(uint64(p))
 	for j := range p {
 		if v.feats != nil {
-			put(uint64(v.feats[j]))
-		} else {
-			put(uint64(j))
+			j = v.feats[j]
 		}
+		put(uint64(j))
 	}
 	h.Write(b)
 	return h

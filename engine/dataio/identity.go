@@ -129,9 +129,6 @@ type idBuilder struct {
 	// digs, in the order the rows are added: the content hash reads them.
 	keep bool
 	digs []byte
-	// noSketch skips the sketch (the identity is not wanted, only the
-	// digests).
-	noSketch bool
 }
 
 func newIDBuilder(sides ...sideCol) *idBuilder {
@@ -178,9 +175,6 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 		}
 	}
 	b.addDigest(i, b.digest(i, x, texts, sides, negZero))
-	if b.noSketch {
-		return
-	}
 	// Rounded hash for the sketch: each value as round(v/s·2^sketchBits).
 	inv := 0.0
 	if s > 0 {
@@ -226,14 +220,11 @@ func (b *idBuilder) byteRow(i int, raw []byte, x []float64, r *byteRounding) {
 	if i < 0 {
 		sides = nil
 	}
-	b.addDigest(i, b.digest(i, x, nil, sides, false))
-	if b.noSketch {
-		return
-	}
 	var mx byte
 	for _, v := range raw {
 		mx = max(mx, v)
 	}
+	b.addDigest(i, b.digest(i, x, nil, sides, false))
 	t := r.tab[mx]
 	if t == nil {
 		t = new([256]uint64)
@@ -449,11 +440,11 @@ func (b *idBuilder) addTable(t *table) {
 // IdentityOf returns the identity of an in-memory data set taken as its
 // own source: its rows of X with, per row, the response, the user id and
 // the label where present (the order array sources use).
-func IdentityOf(ds *data.Dataset) Identity { return ownBuilder(ds, false, true).finish() }
+func IdentityOf(ds *data.Dataset) Identity { return ownBuilder(ds, false).finish() }
 
 // ownBuilder hashes the rows of ds taken as its own source (IdentityOf),
-// keeping the row digests if keep, and the sketch if sketch.
-func ownBuilder(ds *data.Dataset, keep, sketch bool) *idBuilder {
+// keeping the row digests if keep.
+func ownBuilder(ds *data.Dataset, keep bool) *idBuilder {
 	if ds == nil || ds.X == nil || ds.X.IsEmpty() {
 		return newIDBuilder()
 	}
@@ -475,10 +466,7 @@ func ownBuilder(ds *data.Dataset, keep, sketch bool) *idBuilder {
 		}
 	}
 	b := newIDBuilder(sides...)
-	b.keep, b.noSketch = keep, !sketch
-	if keep {
-		b.digs = make([]byte, 0, 32*n)
-	}
+	b.keep = keep
 	raw := ds.X.RawMatrix()
 	for i := 0; i < n; i++ {
 		b.row(i, raw.Data[i*raw.Stride:i*raw.Stride+p], nil)

@@ -69,8 +69,8 @@ type LoadOptions struct {
 	UsersPath string
 	// Name is an optional human name stored in the data set.
 	Name string
-	// SkipHash leaves Dataset.Hash empty (Prepare computes it anyway while
-	// writing, so callers that prepare right away can skip one pass).
+	// SkipHash leaves Dataset.Hash empty (a file read whole then need not
+	// hash its rows unless its identity is wanted).
 	SkipHash bool
 	// MaxBytes bounds the memory the loaded data may take; a header that
 	// declares more is refused before anything is allocated for it, and a
@@ -156,22 +156,20 @@ func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error)
 	return ds, parts.Identity(), nil
 }
 
-// idSink says what the loaders hash of the source rows and collects it:
-// the identity (want) and the row digests the content hash is made of
-// (hash).
+// idSink says what the loaders hash of the source rows (the identity, the
+// row digests of the content hash) and collects it.
 type idSink struct {
 	want, hash bool
 	b          *idBuilder
 	feats      []int // the source fields forming X (nil: the first p)
 }
 
-// set hashes the source rows with side columns sides now (add adds them
-// to the builder), if anything is wanted; the loaders call it before
-// applying the view, on the unscaled source values.
+// set hashes the source rows (add adds them, with side columns sides), if
+// anything is wanted; the loaders call it on the unscaled source values.
 func (s *idSink) set(sides []sideCol, add func(*idBuilder)) {
 	if s.want || s.hash {
 		s.b = newIDBuilder(sides...)
-		s.b.keep, s.b.noSketch = s.hash, !s.want
+		s.b.keep = s.hash
 		add(s.b)
 	}
 }
@@ -375,14 +373,9 @@ func loadWhole(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if ids.hash {
-		// The digests in the order of X's rows: a user's rows moved
-		// together take their digests along.
-		digs := ids.b.digs
-		if order != nil {
-			digs = make([]byte, 0, len(ids.b.digs))
-			for _, i := range order {
-				digs = append(digs, ids.b.digs[32*i:32*i+32]...)
-			}
+		digs := slices.Clone(ids.b.digs) // in X's row order: each follows its row
+		for k, i := range order {
+			copy(digs[32*k:], ids.b.digs[32*i:32*i+32])
 		}
 		ds.Hash = contentHash(ds, hashView{scale: opt.scale(), colScales: opt.ColumnScales, feats: ids.feats}, digs)
 	}

@@ -42,14 +42,14 @@ type streamBlock struct {
 // goroutine reads (and decompresses) blocks of whole rows; workers convert
 // each block to float64 and add its rows to their share of the source
 // identity (unscaled values), keeping each row's digest, then scale it; the
-// calling goroutine feeds the digests to the content hash in row order
-// and passes the scaled blocks to the sink that start returns once the shape and the side files are read
-// (ref, when not nil, locates X in the file itself, which can be
-// referenced in place). The returned data set
-// has everything but X, its hash set. A nil data set means the input does
-// not qualify (the caller then reads it whole, or reports it): CSV,
-// Fortran order, column options, or users whose ids are not in order.
-// holding says whether X will be held in memory (bounded by opt.MaxBytes).
+// calling goroutine feeds the digests to the content hash in row order and
+// passes the scaled blocks to the sink that start returns once the shape
+// and the side files are read (ref, when not nil, locates X in the file
+// itself, which can be referenced in place). The returned data set has
+// everything but X, its hash set. A nil data set means the input does not
+// qualify (the caller then reads it whole, or reports it): CSV, Fortran
+// order, column options, or users whose ids are not in order. holding
+// says whether X will be held in memory (bounded by opt.MaxBytes).
 func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool, start func(ds *data.Dataset, ref *FileRef, n, cols int) (func([]float64) error, error)) (*data.Dataset, *idBuilder, error) {
 	if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return nil, nil, nil
