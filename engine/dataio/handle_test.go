@@ -298,7 +298,7 @@ func TestNPYWriters(t *testing.T) {
 	require.NoError(t, SaveNPY(vp, view))
 	l, err := readFile(vp, FormatNPY, csvConfig{})
 	require.NoError(t, err)
-	v, err := l.arr.float64s(1)
+	v, err := l.arr.float64s()
 	require.NoError(t, err)
 	assert.Equal(t, []float64{1, 2, 5, 6, 9, 10}, v)
 

@@ -400,7 +400,7 @@ func loadArray(a *array, opt LoadOptions, ids *idSink) (*data.Dataset, []int64, 
 	if err != nil {
 		return nil, nil, err
 	}
-	x, err := a.float64s(1)
+	x, err := a.float64s()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -595,7 +595,7 @@ func readVector(path, what string, n int, maxBytes int64) ([]float64, *array, er
 	if a.shape[0] != n {
 		return nil, nil, fmt.Errorf("%s: %s: %d values for %d rows", what, path, a.shape[0], n)
 	}
-	v, err := a.float64s(1)
+	v, err := a.float64s()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %s: %w", what, path, err)
 	}

@@ -287,7 +287,6 @@ type streamWorker struct {
 	cols  int
 	scale float64
 	conv  *blockConverter // unscaled values, for the identity
-	lut   *[256]float64   // scaled bytes, when the source holds bytes
 	unsc  []float64       // scratch for the unscaled values
 	id    *idBuilder
 	bytes *byteRounding // the sketch's rounding tables, for a source of bytes
@@ -295,10 +294,9 @@ type streamWorker struct {
 }
 
 func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *streamWorker {
-	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
+	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt), id: id, shape: p.shape}
 	if sw.conv.lut != nil {
 		sw.bytes = new(byteRounding)
-		sw.lut = newBlockConverter(p.dt, scale).lut
 	}
 	return sw
 }
@@ -337,20 +335,14 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 		}
 	}
 	blk.dig = sw.id.digs
-	switch {
-	case sw.scale == 1:
+	if sw.scale == 1 {
 		return nil
-	case sw.lut != nil:
-		for i, v := range blk.raw {
-			blk.out[i] = sw.lut[v]
-		}
-		if isFinite(sw.lut[255]) {
-			return nil // every byte scales to a finite value
-		}
-	default:
-		for i, v := range u {
-			blk.out[i] = v * sw.scale
-		}
+	}
+	for i, v := range u {
+		blk.out[i] = v * sw.scale
+	}
+	if sw.bytes != nil && isFinite(255*sw.scale) {
+		return nil // every byte scales to a finite value
 	}
 	if i := firstNonFinite(blk.out); i >= 0 {
 		return fmt.Errorf("value %v is not finite after scaling by %v", blk.out[i], sw.scale)
