@@ -116,7 +116,7 @@ func csvUserKeys(path string, lo dataio.LoadOptions, ds *data.Dataset) (keys []s
 	for i := range order.Y {
 		order.Y[i] = float64(i)
 	}
-	if err := dataio.GroupByUser(order, ids); err != nil {
+	if _, err := dataio.GroupByUser(order, ids); err != nil {
 		return nil, nil, err
 	}
 	if !slices.Equal(order.UserStart, ds.UserStart) || !slices.Equal(order.UserIDs, ds.UserIDs) {

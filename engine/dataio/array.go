@@ -187,11 +187,11 @@ func (a *array) forEachC(f func(c, src int)) {
 	}
 }
 
-// float64s converts the array to float64 values in C order multiplied by
-// scale, checking that every value is finite. When the array already holds
-// little-endian float64 in C order on a little-endian machine, the raw
-// buffer is reinterpreted without a copy.
-func (a *array) float64s(scale float64) ([]float64, error) {
+// float64s converts the array to float64 values in C order, checking that
+// every value is finite. When the array already holds little-endian
+// float64 in C order on a little-endian machine, the raw buffer is
+// reinterpreted without a copy.
+func (a *array) float64s() ([]float64, error) {
 	count := len(a.raw) / a.dt.size
 	if count == 0 {
 		return []float64{}, nil
@@ -200,17 +200,12 @@ func (a *array) float64s(scale float64) ([]float64, error) {
 	switch {
 	case a.fortran && len(a.shape) > 1:
 		out = make([]float64, count)
-		a.forEachC(func(c, src int) { out[c] = a.value(src) * scale })
+		a.forEachC(func(c, src int) { out[c] = a.value(src) })
 	case a.dt == dtype{kind: 'f', size: 8} && nativeLE && uintptr(unsafe.Pointer(&a.raw[0]))%8 == 0:
 		out = unsafe.Slice((*float64)(unsafe.Pointer(&a.raw[0])), count)
-		if scale != 1 {
-			for i := range out {
-				out[i] *= scale
-			}
-		}
 	default:
 		out = make([]float64, count)
-		newBlockConverter(a.dt, scale).convert(out, a.raw)
+		newBlockConverter(a.dt).convert(out, a.raw)
 	}
 	if i := firstNonFinite(out); i >= 0 {
 		return nil, a.nonFinite(i, out[i])

@@ -268,18 +268,15 @@ func (h *Handle) Check() error {
 // (raw little-endian arrays and handle.json) into cacheDir/<hash>/. Each
 // file is written to a temporary name and renamed into place, and files
 // already present with the right size are kept, so concurrent or repeated
-// calls are safe and cheap. If ds.Hash is set and the cache already holds
-// that data set, nothing is written (the hash is trusted); if it is set
-// but does not match the content, Prepare fails. An empty ds.Hash is
-// filled in.
-//
-// The handle's Source is the identity of ds itself (IdentityOf, one pass
-// over the data): a data set held in memory is its own source.
+// calls are safe and cheap. A data set held in memory is its own source:
+// its hash is Hash(ds) (replacing any hash set) and the handle's Source is
+// IdentityOf(ds), both from one pass over its rows.
 func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
 	return prepare(ds, cacheDir, nil)
 }
 
-// prepare is Prepare with the source identity given (nil: IdentityOf(ds)).
+// prepare is Prepare with the source identity given (nil: ds is its own
+// source); a given identity comes with ds.Hash computed from that source.
 func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if ds == nil {
 		return Handle{}, errors.New("prepare: no data set")
@@ -294,25 +291,22 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
-	if ds.Hash != "" && entryIntact(filepath.Join(abs, ds.Hash)) {
-		h := canonicalHandle(ds, ds.N(), ds.P(), filepath.Join(abs, ds.Hash))
+	if src == nil {
+		b := ownBuilder(ds, true)
+		id := b.finish()
+		src, ds.Hash = &id, contentHash(ds, hashView{scale: 1}, b.digs)
+	}
+	n, p := ds.X.Dims()
+	dir := filepath.Join(abs, ds.Hash)
+	if entryIntact(dir) {
+		h := canonicalHandle(ds, n, p, dir)
 		if present(h) && stampRefs(&h) == nil {
-			if src == nil {
-				id := IdentityOf(ds)
-				src = &id
-			}
 			h.Source = src
-			touch(filepath.Join(abs, ds.Hash))
+			touch(dir)
 			return h, nil
 		}
 	}
-	n, p := ds.X.Dims()
-	d1, d2 := 0, 0
-	if ds.Kind == data.Trace {
-		d1, d2 = ds.D1, ds.D2
-	}
-	// Write X to a temporary file while validating and hashing it.
-	sh := newContentHash(ds.Kind, n, p, d1, d2)
+	// Write X to a temporary file while validating it.
 	tmp, err := createTempX(abs)
 	if err != nil {
 		return Handle{}, err
@@ -323,7 +317,6 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	for i := 0; i < n && err == nil; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
 		if err = checkFinite(row, i*p, p); err == nil {
-			hashF64(sh, row)
 			err = writeF64LE(bw, row)
 		}
 	}
@@ -336,19 +329,9 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
-	writeHashTail(sh, ds)
-	sum := hex.EncodeToString(sh.Sum(nil))
-	if ds.Hash != "" && ds.Hash != sum {
-		return Handle{}, fmt.Errorf("prepare: data set hash %s does not match its content (%s)", ds.Hash, sum)
-	}
-	ds.Hash = sum
-	h := canonicalHandle(ds, n, p, filepath.Join(abs, sum))
+	h := canonicalHandle(ds, n, p, dir)
 	if err := storeEntry(ds, &h, tmp.Name()); err != nil {
 		return Handle{}, err
-	}
-	if src == nil {
-		id := IdentityOf(ds)
-		src = &id
 	}
 	h.Source = src
 	return h, nil
@@ -553,10 +536,8 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 		return Handle{}, err
 	}
 	if !ok {
-		lo := opt
-		lo.SkipHash = true
 		ids := &idSink{want: true}
-		ds, err := loadWith(path, lo, ids)
+		ds, err := loadWith(path, opt, ids)
 		if err != nil {
 			return Handle{}, err
 		}
@@ -592,6 +573,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 // options (and the current state of the side files they name).
 func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	key := sha256.New()
+	key.Write([]byte(hashPrefix)) // a record of an older encoding is not reused
 	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileStamp(st))
 	optJSON, _ := json.Marshal(opt)
 	key.Write(optJSON)
@@ -624,7 +606,8 @@ func reusePrepared(memo string) (Handle, bool) {
 // wrapped in a *mat.Dense without copying (writing to it faults); the small
 // arrays are read into memory. Every file's size (and, where recorded, its
 // modification time) must match the handle. The content is not re-hashed
-// (use Hash for that); it was validated when the handle was prepared. The
+// (its hash names the source rows it was read from, which the handle does
+// not hold); it was validated when the handle was prepared. The
 // returned Closer unmaps X: the data set must not be used after Close.
 func Open(h Handle) (*data.Dataset, io.Closer, error) {
 	if err := h.Check(); err != nil {

@@ -12,62 +12,73 @@ import (
 	"github.com/dplr/dplr/engine/data"
 )
 
-// hashPrefix versions the canonical encoding documented in the package
-// comment.
-const hashPrefix = "dplr-dataset-v1\n"
+// hashPrefix versions the canonical encoding documented in docs/data.md.
+const hashPrefix = "dplr-dataset-v2\n"
 
-// Hash returns the content hash of ds (see the package documentation for
-// the canonical encoding). It does not validate ds.
+// hashView is the part of a view the content hash encodes besides the
+// kind and shape: what turns the fields of a source row into a row of X.
+type hashView struct {
+	scale     float64   // the scale (1 when none)
+	colScales []float64 // the column scales (none: nil)
+	feats     []int     // the source fields forming X, in order (nil: the first p)
+}
+
+// Hash returns the content hash of ds taken as its own source: each row
+// of X with its response, user id and label (the rows IdentityOf hashes),
+// read unscaled. It does not validate ds.
 func Hash(ds *data.Dataset) string {
+	return contentHash(ds, hashView{scale: 1}, ownBuilder(ds, true).digs)
+}
+
+// contentHash returns the content hash of ds read from source rows whose
+// digests, in the order of ds's rows, are digs (32 bytes each), through
+// view v.
+func contentHash(ds *data.Dataset, v hashView, digs []byte) string {
 	n, p := 0, 0
 	if ds.X != nil && !ds.X.IsEmpty() {
 		n, p = ds.X.Dims()
 	}
+	h := newContentHash(ds, n, p, v)
+	h.Write(digs)
+	return finishContentHash(h, ds)
+}
+
+// newContentHash starts a content hash: the prefix, kind, shape and view
+// written, the row digests and the tail (finishContentHash) to follow.
+func newContentHash(ds *data.Dataset, n, p int, v hashView) hash.Hash {
+	h := sha256.New()
+	io.WriteString(h, hashPrefix+string(ds.Kind)+"\n")
 	d1, d2 := 0, 0
 	if ds.Kind == data.Trace {
 		d1, d2 = ds.D1, ds.D2
 	}
-	h := newContentHash(ds.Kind, n, p, d1, d2)
-	if n > 0 {
-		raw := ds.X.RawMatrix()
-		if raw.Stride == p {
-			hashF64(h, raw.Data[:n*p])
-		} else {
-			for i := 0; i < n; i++ {
-				hashF64(h, raw.Data[i*raw.Stride:i*raw.Stride+p])
-			}
+	var b []byte
+	put := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }
+	for _, u := range []int{n, p, d1, d2} {
+		put(uint64(u))
+	}
+	put(math.Float64bits(v.scale))
+	put(uint64(len(v.colScales)))
+	for _, s := range v.colScales {
+		put(math.Float64bits(s))
+	}
+	put(uint64(p))
+	for j := range p {
+		if v.feats != nil {
+			j = v.feats[j]
 		}
+		put(uint64(j))
 	}
-	writeHashTail(h, ds)
-	return hex.EncodeToString(h.Sum(nil))
+	h.Write(b)
+	return h
 }
 
-// writeHashHeader writes the prefix, kind and shape.
-func writeHashHeader(h io.Writer, kind data.Kind, n, p, d1, d2 int) {
-	io.WriteString(h, hashPrefix)
-	io.WriteString(h, string(kind))
-	io.WriteString(h, "\n")
-	var b [32]byte
-	binary.LittleEndian.PutUint64(b[0:], uint64(n))
-	binary.LittleEndian.PutUint64(b[8:], uint64(p))
-	binary.LittleEndian.PutUint64(b[16:], uint64(d1))
-	binary.LittleEndian.PutUint64(b[24:], uint64(d2))
-	h.Write(b[:])
-}
-
-// writeHashTail writes everything after X: Y, users, labels.
-func writeHashTail(h io.Writer, ds *data.Dataset) {
-	var b [8]byte
-	putU := func(v uint64) {
-		binary.LittleEndian.PutUint64(b[:], v)
-		h.Write(b[:])
-	}
-	if ds.Y != nil {
-		putU(1)
-		hashF64(h, ds.Y)
-	} else {
-		putU(0)
-	}
+// finishContentHash writes the tail (Y, users, labels) and returns the
+// hash.
+func finishContentHash(h hash.Hash, ds *data.Dataset) string {
+	putU := func(v uint64) { h.Write(binary.LittleEndian.AppendUint64(nil, v)) }
+	putU(b2u(ds.Y != nil))
+	_ = writeF64LE(h, ds.Y) // a hash's Write never fails
 	u := ds.NumUsers()
 	putU(uint64(u))
 	if u > 0 {
@@ -79,12 +90,16 @@ func writeHashTail(h io.Writer, ds *data.Dataset) {
 		}
 		writeI64LE(h, ids)
 	}
-	if ds.Labels != nil {
-		putU(1)
-		writeI64LE(h, intsToInt64(ds.Labels))
-	} else {
-		putU(0)
+	putU(b2u(ds.Labels != nil))
+	writeI64LE(h, intsToInt64(ds.Labels))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
 	}
+	return 0
 }
 
 func intsToInt64(v []int) []int64 {
@@ -93,19 +108,6 @@ func intsToInt64(v []int) []int64 {
 		out[i] = int64(x)
 	}
 	return out
-}
-
-// hashF64 feeds little-endian float64 bytes of v to h.
-func hashF64(h io.Writer, v []float64) {
-	_ = writeF64LE(h, v) // a hash's Write never fails
-}
-
-// newContentHash starts a content hash: the prefix, kind and shape
-// written, X and the tail (writeHashTail) to follow.
-func newContentHash(kind data.Kind, n, p, d1, d2 int) hash.Hash {
-	h := sha256.New()
-	writeHashHeader(h, kind, n, p, d1, d2)
-	return h
 }
 
 // checkFinite reports the first non-finite value of x (offset gives the

@@ -131,3 +131,18 @@ func decodeWhole(header func(io.Reader, int64, int64) (*pending, error), r io.Re
 	}
 	return p.read()
 }
+
+// matrixBuilder hashes an n×p row-major matrix of unscaled source values
+// with the given side columns.
+func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
+	b := newIDBuilder(sides...)
+	b.addMatrix(x, n, p)
+	return b
+}
+
+// tableIDBuilder hashes a CSV table (idBuilder.addTable).
+func tableIDBuilder(t *table, sides ...sideCol) *idBuilder {
+	b := newIDBuilder(sides...)
+	b.addTable(t)
+	return b
+}

@@ -125,6 +125,10 @@ type idBuilder struct {
 	buf   []byte
 	sk    sketcher
 	sides []sideCol
+	// keep appends the digest of every row (not of a hidden record) to
+	// digs, in the order the rows are added: the content hash reads them.
+	keep bool
+	digs []byte
 }
 
 func newIDBuilder(sides ...sideCol) *idBuilder {
@@ -170,7 +174,7 @@ func (b *idBuilder) row(i int, x []float64, texts []textField) {
 			negZero = true
 		}
 	}
-	b.addDigest(b.digest(i, x, texts, sides, negZero))
+	b.addDigest(i, b.digest(i, x, texts, sides, negZero))
 	// Rounded hash for the sketch: each value as round(v/s·2^sketchBits).
 	inv := 0.0
 	if s > 0 {
@@ -220,7 +224,7 @@ func (b *idBuilder) byteRow(i int, raw []byte, x []float64, r *byteRounding) {
 	for _, v := range raw {
 		mx = max(mx, v)
 	}
-	b.addDigest(b.digest(i, x, nil, sides, false))
+	b.addDigest(i, b.digest(i, x, nil, sides, false))
 	t := r.tab[mx]
 	if t == nil {
 		t = new([256]uint64)
@@ -273,8 +277,12 @@ func (b *idBuilder) digest(i int, x []float64, texts []textField, sides []sideCo
 	return sha256.Sum256(buf)
 }
 
-// addDigest adds a row digest to the running sum and counts the row.
-func (b *idBuilder) addDigest(d [32]byte) {
+// addDigest adds the digest of row i to the running sum, counts the row
+// and keeps the digest if asked (not for a hidden record, i < 0).
+func (b *idBuilder) addDigest(i int, d [32]byte) {
+	if b.keep && i >= 0 {
+		b.digs = append(b.digs, d[:]...)
+	}
 	var c uint64
 	for k := 0; k < 4; k++ {
 		b.sum[k], c = bits.Add64(b.sum[k], binary.LittleEndian.Uint64(d[8*k:]), c)
@@ -381,21 +389,18 @@ func (s *sketcher) add(h uint64) {
 
 func (s *sketcher) sorted() []uint64 { return slices.Clone(s.vals) }
 
-// matrixBuilder hashes an n×p row-major matrix of unscaled source values
-// with the given side columns.
-func matrixBuilder(x []float64, n, p int, sides ...sideCol) *idBuilder {
-	b := newIDBuilder(sides...)
+// addMatrix hashes the rows of an n×p row-major matrix of unscaled
+// source values.
+func (b *idBuilder) addMatrix(x []float64, n, p int) {
 	for i := 0; i < n; i++ {
 		b.row(i, x[i*p:(i+1)*p], nil)
 	}
-	return b
 }
 
-// tableIDBuilder hashes a CSV table: every record (and a numeric first
-// record that a forced header hid), with its fields that read as numbers as
+// addTable hashes a CSV table: every record (and a numeric first record
+// that a forced header hid), with its fields that read as numbers as
 // numbers and its other fields as text, in file order.
-func tableIDBuilder(t *table, sides ...sideCol) *idBuilder {
-	b := newIDBuilder(sides...)
+func (b *idBuilder) addTable(t *table) {
 	x := make([]float64, 0, t.ncol)
 	var texts []textField
 	// field adds one field: a number where it parses (a text column's
@@ -430,15 +435,18 @@ func tableIDBuilder(t *table, sides ...sideCol) *idBuilder {
 		}
 		b.row(i, x, texts)
 	}
-	return b
 }
 
 // IdentityOf returns the identity of an in-memory data set taken as its
 // own source: its rows of X with, per row, the response, the user id and
 // the label where present (the order array sources use).
-func IdentityOf(ds *data.Dataset) Identity {
+func IdentityOf(ds *data.Dataset) Identity { return ownBuilder(ds, false).finish() }
+
+// ownBuilder hashes the rows of ds taken as its own source (IdentityOf),
+// keeping the row digests if keep.
+func ownBuilder(ds *data.Dataset, keep bool) *idBuilder {
 	if ds == nil || ds.X == nil || ds.X.IsEmpty() {
-		return newIDBuilder().finish()
+		return newIDBuilder()
 	}
 	var rowIDs []int64
 	if u := ds.NumUsers(); u > 0 && len(ds.UserIDs) == u && len(ds.UserStart) == u+1 {
@@ -458,9 +466,10 @@ func IdentityOf(ds *data.Dataset) Identity {
 		}
 	}
 	b := newIDBuilder(sides...)
+	b.keep = keep
 	raw := ds.X.RawMatrix()
 	for i := 0; i < n; i++ {
 		b.row(i, raw.Data[i*raw.Stride:i*raw.Stride+p], nil)
 	}
-	return b.finish()
+	return b
 }

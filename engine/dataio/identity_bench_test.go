@@ -16,16 +16,17 @@ func withCPU(b *testing.B, bytes int64, f func()) {
 	b.ReportMetric(float64(cpuTime()-c0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
-// BenchmarkIdentityFashionMNIST measures the source identity on the
-// Fashion-MNIST training images (60000×784, IDX gzip) against the view
-// content hash it comes in addition to:
+// BenchmarkIdentityFashionMNIST measures the source identity and the
+// content hash on the Fashion-MNIST training images (60000×784, IDX gzip):
 //
-//   - hash/*: one pass over the loaded matrix in memory: Hash (the view's
-//     SHA-256) and IdentityOf (per-row SHA-256 summed mod 2^256, plus the
-//     rounded row hash and the bottom-k sketch);
+//   - hash/*: one pass over the loaded matrix in memory: Hash (the per-row
+//     SHA-256 digests, then one SHA-256 over them) and IdentityOf (the
+//     same digests summed mod 2^256, plus the rounded row hash and the
+//     bottom-k sketch);
 //   - load/*: the whole load from the gzip file, as dplr fit does it: Load
-//     (decompress, convert, view hash) and LoadIdentity (the same plus the
-//     identity, computed in the converting goroutine).
+//     (decompress, convert, digests and sketch in the converting
+//     goroutines, the content hash over the digests) and LoadIdentity
+//     (the same, returning the identity).
 //
 // go test ./engine/dataio -run '^$' -bench IdentityFashionMNIST -benchtime 5x -count 3
 func BenchmarkIdentityFashionMNIST(b *testing.B) {

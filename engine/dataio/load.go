@@ -69,8 +69,8 @@ type LoadOptions struct {
 	UsersPath string
 	// Name is an optional human name stored in the data set.
 	Name string
-	// SkipHash leaves Dataset.Hash empty (Prepare computes it anyway while
-	// writing, so callers that prepare right away can skip one pass).
+	// SkipHash leaves Dataset.Hash empty (a file read whole then need not
+	// hash its rows unless its identity is wanted).
 	SkipHash bool
 	// MaxBytes bounds the memory the loaded data may take; a header that
 	// declares more is refused before anything is allocated for it, and a
@@ -156,17 +156,21 @@ func LoadIdentity(path string, opt LoadOptions) (*data.Dataset, Identity, error)
 	return ds, parts.Identity(), nil
 }
 
-// idSink collects a source identity when one is wanted.
+// idSink says what the loaders hash of the source rows (the identity, the
+// row digests of the content hash) and collects it.
 type idSink struct {
-	want bool
-	b    *idBuilder
+	want, hash bool
+	b          *idBuilder
+	feats      []int // the source fields forming X (nil: the first p)
 }
 
-// set hashes the source rows now, if an identity is wanted (the loaders
-// call it before applying the view, on the unscaled source values).
-func (s *idSink) set(id func() *idBuilder) {
-	if s.want {
-		s.b = id()
+// set hashes the source rows (add adds them, with side columns sides), if
+// anything is wanted; the loaders call it on the unscaled source values.
+func (s *idSink) set(sides []sideCol, add func(*idBuilder)) {
+	if s.want || s.hash {
+		s.b = newIDBuilder(sides...)
+		s.b.keep = s.hash
+		add(s.b)
 	}
 }
 
@@ -175,6 +179,7 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err := opt.check(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
+	ids.hash = !opt.SkipHash
 	ds, err := loadStreamed(path, opt, ids)
 	if err == nil && ds == nil {
 		ds, err = loadWhole(path, opt, ids)
@@ -189,11 +194,8 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err := checkStructure(ds); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	switch {
-	case opt.SkipHash:
+	if opt.SkipHash {
 		ds.Hash = ""
-	case ds.Hash == "":
-		ds.Hash = Hash(ds)
 	}
 	if ids.want && ids.b == nil {
 		return nil, fmt.Errorf("load %s: internal: no source identity computed", path)
@@ -250,7 +252,7 @@ func loadStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, err
 		return nil, err
 	}
 	ds.X = mat.NewDense(n, cols, x)
-	ids.set(func() *idBuilder { return b })
+	ids.b = b
 	return ds, nil
 }
 
@@ -363,11 +365,19 @@ func loadWhole(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error)
 	if err == nil && ds.Kind == data.Trace {
 		err = completeTraceShape(ds, ds.P())
 	}
+	var order []int
 	if err == nil && ds.Kind == data.Users {
-		err = GroupByUser(ds, rowIDs)
+		order, err = GroupByUser(ds, rowIDs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ids.hash {
+		digs := slices.Clone(ids.b.digs) // in X's row order: each follows its row
+		for k, i := range order {
+			copy(digs[32*k:], ids.b.digs[32*i:32*i+32])
+		}
+		ds.Hash = contentHash(ds, hashView{scale: opt.scale(), colScales: opt.ColumnScales, feats: ids.feats}, digs)
 	}
 	return ds, nil
 }
@@ -390,12 +400,12 @@ func loadArray(a *array, opt LoadOptions, ids *idSink) (*data.Dataset, []int64, 
 	if err != nil {
 		return nil, nil, err
 	}
-	x, err := a.float64s(1)
+	x, err := a.float64s()
 	if err != nil {
 		return nil, nil, err
 	}
 	ds.X = mat.NewDense(n, p, x)
-	ids.set(func() *idBuilder { return matrixBuilder(x, n, p, sideCols(ds, rowIDs)...) })
+	ids.set(sideCols(ds, rowIDs), func(b *idBuilder) { b.addMatrix(x, n, p) })
 	return ds, rowIDs, scaleInPlace(x, opt.scale())
 }
 
@@ -477,7 +487,7 @@ func loadTable(t *table, opt LoadOptions, ids *idSink, userCol int) (*data.Datas
 		return nil, nil, err
 	}
 	fileSides = append(fileSides, labelSides(ds)...)
-	ids.set(func() *idBuilder { return tableIDBuilder(t, fileSides...) })
+	ids.set(fileSides, func(b *idBuilder) { b.addTable(t) })
 	if ds.Kind == data.Rows && opt.LabelColumn != "" {
 		if ds.Labels != nil {
 			return nil, nil, errors.New("labels given both as a column and as a file")
@@ -501,7 +511,7 @@ func loadTable(t *table, opt LoadOptions, ids *idSink, userCol int) (*data.Datas
 			return nil, nil, fmt.Errorf("user column: %w", err)
 		}
 	}
-	if ds.X, err = t.features(opt.FeatureColumns, skip); err != nil {
+	if ds.X, ids.feats, err = t.features(opt.FeatureColumns, skip); err != nil {
 		return nil, nil, err
 	}
 	return ds, rowIDs, scaleInPlace(ds.X.RawMatrix().Data, opt.scale())
@@ -585,7 +595,7 @@ func readVector(path, what string, n int, maxBytes int64) ([]float64, *array, er
 	if a.shape[0] != n {
 		return nil, nil, fmt.Errorf("%s: %s: %d values for %d rows", what, path, a.shape[0], n)
 	}
-	v, err := a.float64s(1)
+	v, err := a.float64s()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %s: %w", what, path, err)
 	}
@@ -653,17 +663,17 @@ func loadLabelsN(ds *data.Dataset, opt LoadOptions, n int) error {
 }
 
 // features builds X from the named columns, or from every column not in
-// skip.
-func (t *table) features(names []string, skip []int) (*mat.Dense, error) {
+// skip, and returns the columns it took.
+func (t *table) features(names []string, skip []int) (*mat.Dense, []int, error) {
 	var cols []int
 	if len(names) > 0 {
 		for _, nm := range names {
 			c, err := t.column(nm)
 			if err != nil {
-				return nil, fmt.Errorf("feature column: %w", err)
+				return nil, nil, fmt.Errorf("feature column: %w", err)
 			}
 			if slices.Contains(skip, c) {
-				return nil, fmt.Errorf("column %q is both a feature and a user, response or label column", nm)
+				return nil, nil, fmt.Errorf("column %q is both a feature and a user, response or label column", nm)
 			}
 			cols = append(cols, c)
 		}
@@ -676,13 +686,13 @@ func (t *table) features(names []string, skip []int) (*mat.Dense, error) {
 	}
 	for _, c := range cols {
 		if _, ok := t.text[c]; ok {
-			return nil, fmt.Errorf("column %d holds text, not numbers", c)
+			return nil, nil, fmt.Errorf("column %d holds text, not numbers", c)
 		}
 	}
 	if len(cols) == 0 {
-		return nil, errors.New("no feature columns")
+		return nil, nil, errors.New("no feature columns")
 	}
-	return mat.NewDense(t.nrow, len(cols), t.gather(cols)), nil
+	return mat.NewDense(t.nrow, len(cols), t.gather(cols)), cols, nil
 }
 
 // responseColumn picks the response column of a CSV table.
@@ -770,18 +780,20 @@ func parseUserIDs(text []string) ([]int64, error) {
 // rows are contiguous, users in increasing id order and rows within a user
 // in their original order, and fills UserStart and UserIDs. ids holds the
 // user id of each row. Nothing is written into the old X, Y or Labels: if
-// rows move, reordered copies replace them (so a memory-mapped X is fine).
-// It fails if ids, Y or Labels do not have one entry per row of X.
-func GroupByUser(ds *data.Dataset, ids []int64) error {
+// rows move, reordered copies replace them (so a memory-mapped X is fine),
+// and the new order is returned (the old index of each row; nil when no
+// row moves). It fails if ids, Y or Labels do not have one entry per row
+// of X.
+func GroupByUser(ds *data.Dataset, ids []int64) ([]int, error) {
 	n := len(ids)
 	if ds.X != nil && !ds.X.IsEmpty() && ds.N() != n {
-		return fmt.Errorf("%d user ids for %d rows", n, ds.N())
+		return nil, fmt.Errorf("%d user ids for %d rows", n, ds.N())
 	}
 	if ds.Y != nil && len(ds.Y) != n {
-		return fmt.Errorf("%d user ids for %d responses", n, len(ds.Y))
+		return nil, fmt.Errorf("%d user ids for %d responses", n, len(ds.Y))
 	}
 	if ds.Labels != nil && len(ds.Labels) != n {
-		return fmt.Errorf("%d user ids for %d labels", n, len(ds.Labels))
+		return nil, fmt.Errorf("%d user ids for %d labels", n, len(ds.Labels))
 	}
 	order := make([]int, n)
 	for i := range order {
@@ -798,7 +810,7 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 	}
 	ds.UserStart = append(ds.UserStart, n)
 	if slices.IsSorted(ids) {
-		return nil // no row moves
+		return nil, nil // no row moves
 	}
 	if ds.X != nil {
 		r, c := ds.X.Dims()
@@ -809,7 +821,7 @@ func GroupByUser(ds *data.Dataset, ids []int64) error {
 		ds.X = nx
 	}
 	ds.Y, ds.Labels = permute(ds.Y, order), permute(ds.Labels, order)
-	return nil
+	return order, nil
 }
 
 // permute returns v in the given order (nil stays nil).

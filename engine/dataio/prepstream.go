@@ -2,7 +2,6 @@ package dataio
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -33,6 +32,7 @@ type streamBlock struct {
 	rows  int           // number of rows
 	raw   []byte        // the rows as the file holds them
 	out   []float64     // the rows converted and scaled
+	dig   []byte        // the rows' source digests, 32 bytes each
 	err   error         // a conversion error (the stream stops there)
 	ready chan struct{} // signalled once a worker is done with it
 }
@@ -41,15 +41,15 @@ type streamBlock struct {
 // or gzip) in one streaming pass, without holding the source in memory: one
 // goroutine reads (and decompresses) blocks of whole rows; workers convert
 // each block to float64 and add its rows to their share of the source
-// identity (unscaled values), then scale it; the calling goroutine hashes
-// the scaled blocks in order (the content hash) and passes them to the
-// sink that start returns once the shape and the side files are read
-// (ref, when not nil, locates X in the file itself, which can be
-// referenced in place). The returned data set
-// has everything but X, its hash set. A nil data set means the input does
-// not qualify (the caller then reads it whole, or reports it): CSV,
-// Fortran order, column options, or users whose ids are not in order.
-// holding says whether X will be held in memory (bounded by opt.MaxBytes).
+// identity (unscaled values), keeping each row's digest, then scale it; the
+// calling goroutine feeds the digests to the content hash in row order and
+// passes the scaled blocks to the sink that start returns once the shape
+// and the side files are read (ref, when not nil, locates X in the file
+// itself, which can be referenced in place). The returned data set has
+// everything but X, its hash set. A nil data set means the input does not
+// qualify (the caller then reads it whole, or reports it): CSV, Fortran
+// order, column options, or users whose ids are not in order. holding
+// says whether X will be held in memory (bounded by opt.MaxBytes).
 func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool, start func(ds *data.Dataset, ref *FileRef, n, cols int) (func([]float64) error, error)) (*data.Dataset, *idBuilder, error) {
 	if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return nil, nil, nil
@@ -86,7 +86,7 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 		if !slices.IsSorted(rowIDs) {
 			return nil, nil, nil // rows must be regrouped
 		}
-		if err := GroupByUser(ds, rowIDs); err != nil {
+		if _, err := GroupByUser(ds, rowIDs); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
@@ -98,8 +98,7 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	writeHashTail(sum, ds)
-	ds.Hash = hex.EncodeToString(sum.Sum(nil))
+	ds.Hash = finishContentHash(sum, ds)
 	return ds, id, nil
 }
 
@@ -165,9 +164,10 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 }
 
 // streamRows streams the n×cols payload of p through the pipeline described
-// at prepareStreamed, passing the scaled float64 rows to emit in order. It
-// returns the content hash (header and X written; the caller adds the
-// tail) and the source identity of the rows with the side columns sides.
+// at streamFile, passing the scaled float64 rows to emit in order. It
+// returns the content hash (header, view and row digests written; the
+// caller adds the tail) and the source identity of the rows with the side
+// columns sides.
 func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, scale float64, sides []sideCol, emit func([]float64) error) (hash.Hash, *idBuilder, error) {
 	if p.known >= 0 && p.nbytes > p.known {
 		return nil, nil, p.wrap(fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
@@ -225,6 +225,7 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 	var wg sync.WaitGroup
 	for k := range workers {
 		parts[k] = newIDBuilder(sides...)
+		parts[k].keep = true
 		wg.Add(1)
 		go func(b *idBuilder) {
 			defer wg.Done()
@@ -238,8 +239,8 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 		}(parts[k])
 	}
 
-	// Hash and emit in order.
-	sh := newContentHash(ds.Kind, n, cols, ds.D1, ds.D2)
+	// Hash the digests and emit the rows in order.
+	sh := newContentHash(ds, n, cols, hashView{scale: scale})
 	rows := 0
 	var failed error
 	for b := range order {
@@ -251,7 +252,7 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 		case ctx.Err() != nil:
 			failed = ctx.Err()
 		default:
-			hashF64(sh, b.out)
+			sh.Write(b.dig)
 			failed = emit(b.out)
 			rows += b.rows
 		}
@@ -286,7 +287,6 @@ type streamWorker struct {
 	cols  int
 	scale float64
 	conv  *blockConverter // unscaled values, for the identity
-	lut   *[256]float64   // scaled bytes, when the source holds bytes
 	unsc  []float64       // scratch for the unscaled values
 	id    *idBuilder
 	bytes *byteRounding // the sketch's rounding tables, for a source of bytes
@@ -294,10 +294,9 @@ type streamWorker struct {
 }
 
 func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *streamWorker {
-	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt, 1), id: id, shape: p.shape}
+	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt), id: id, shape: p.shape}
 	if sw.conv.lut != nil {
 		sw.bytes = new(byteRounding)
-		sw.lut = newBlockConverter(p.dt, scale).lut
 	}
 	return sw
 }
@@ -326,6 +325,7 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 			return (&array{shape: sw.shape}).nonFinite(blk.row0*sw.cols+i, u[i])
 		}
 	}
+	sw.id.digs = blk.dig[:0]
 	for r := 0; r < blk.rows; r++ {
 		x := u[r*sw.cols : (r+1)*sw.cols]
 		if sw.bytes != nil {
@@ -334,20 +334,15 @@ func (sw *streamWorker) block(blk *streamBlock) error {
 			sw.id.row(blk.row0+r, x, nil)
 		}
 	}
-	switch {
-	case sw.scale == 1:
+	blk.dig = sw.id.digs
+	if sw.scale == 1 {
 		return nil
-	case sw.lut != nil:
-		for i, v := range blk.raw {
-			blk.out[i] = sw.lut[v]
-		}
-		if isFinite(sw.lut[255]) {
-			return nil // every byte scales to a finite value
-		}
-	default:
-		for i, v := range u {
-			blk.out[i] = v * sw.scale
-		}
+	}
+	for i, v := range u {
+		blk.out[i] = v * sw.scale
+	}
+	if sw.bytes != nil && isFinite(255*sw.scale) {
+		return nil // every byte scales to a finite value
 	}
 	if i := firstNonFinite(blk.out); i >= 0 {
 		return fmt.Errorf("value %v is not finite after scaling by %v", blk.out[i], sw.scale)

@@ -17,7 +17,7 @@ import (
 // identity), then Prepare.
 func loadThenPrepare(t *testing.T, path string, opt LoadOptions, cache string) Handle {
 	t.Helper()
-	ids := &idSink{want: true}
+	ids := &idSink{want: true, hash: true}
 	ds, err := loadWhole(path, opt, ids)
 	require.NoError(t, err)
 	ds.Name = opt.Name
@@ -101,7 +101,9 @@ func TestPrepareStreamedMatchesLoad(t *testing.T) {
 				ds, closer, err := Open(got)
 				require.NoError(t, err)
 				defer closer.Close()
-				assert.Equal(t, ds.Hash, Hash(ds))
+				if opt.Scale == 0 {
+					assert.Equal(t, ds.Hash, Hash(ds), "an unscaled array source is its own source")
+				}
 				// Nothing but the entry is left in the cache.
 				left, err := filepath.Glob(filepath.Join(cache, ".x-*"))
 				require.NoError(t, err)

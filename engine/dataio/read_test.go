@@ -281,7 +281,8 @@ func TestUsers(t *testing.T) {
 	require.ErrorIs(t, err, ErrUserColumn)
 	ds2, err := Load(q, LoadOptions{Kind: data.Users, UserColumn: "0"})
 	require.NoError(t, err)
-	assert.Equal(t, ds.Hash, ds2.Hash)
+	assert.Equal(t, Hash(ds), Hash(ds2), "the same content")
+	assert.NotEqual(t, ds.Hash, ds2.Hash, "read from records laid out otherwise")
 
 	// Named columns and string ids (numbered by first appearance).
 	r := writeTemp(t, dir, "u3.csv", []byte("id,resp,f\nbob,1,7\nalice,2,8\nbob,3,9\n"))
@@ -297,7 +298,11 @@ func TestUsers(t *testing.T) {
 	up := writeTemp(t, dir, "u.npy", npyFile(1, "<i4", false, []int{5}, encode(le, []int32{20, 10, 20, 30, 10})))
 	ds4, err := Load(xp, LoadOptions{Kind: data.Users, ResponsePath: yp, UsersPath: up})
 	require.NoError(t, err)
-	assert.Equal(t, ds.Hash, ds4.Hash, "CSV and npy of the same user data hash alike")
+	assert.Equal(t, Hash(ds), Hash(ds4), "the same content")
+	last := writeTemp(t, dir, "u4.csv", []byte("x1,x2,y,user\n1,1,0.1,20\n2,2,0.2,10\n3,3,0.3,20\n4,4,0.4,30\n5,5,0.5,10\n"))
+	ds5, err := Load(last, LoadOptions{Kind: data.Users})
+	require.NoError(t, err)
+	assert.Equal(t, ds5.Hash, ds4.Hash, "CSV and npy of the same records hash alike")
 
 	_, err = Load(p, LoadOptions{Kind: data.Users, UserColumn: "nope"})
 	assert.ErrorContains(t, err, `no column named "nope"`)
@@ -464,7 +469,7 @@ func TestColumnsAndIntegers(t *testing.T) {
 
 // TestStreamedLoadMatchesPlain: the pipelined rows reader (several 1 MiB
 // chunks, gzip and plain, u8 and f4 and f8) gives the same values and hash
-// as the plain reader followed by Hash.
+// as the whole-file reader, whatever the number of workers.
 func TestStreamedLoadMatchesPlain(t *testing.T) {
 	dir := t.TempDir()
 	const n, p = 1400, 784 // 1.1 MB of bytes, 4.4 MB of f4
@@ -489,12 +494,16 @@ func TestStreamedLoadMatchesPlain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := writeTemp(t, dir, name, content)
 			for _, scale := range []float64{1, 1.0 / 255} {
-				streamed, err := Load(path, LoadOptions{Scale: scale})
+				plain, err := loadWhole(path, LoadOptions{Scale: scale}, &idSink{hash: true})
 				require.NoError(t, err)
-				plain, err := Load(path, LoadOptions{Scale: scale, SkipHash: true})
-				require.NoError(t, err)
-				assert.True(t, slices.Equal(plain.X.RawMatrix().Data, streamed.X.RawMatrix().Data))
-				assert.Equal(t, Hash(plain), streamed.Hash)
+				for _, procs := range []int{1, 2, 5} {
+					old := runtime.GOMAXPROCS(procs)
+					streamed, err := Load(path, LoadOptions{Scale: scale})
+					runtime.GOMAXPROCS(old)
+					require.NoError(t, err)
+					assert.True(t, slices.Equal(plain.X.RawMatrix().Data, streamed.X.RawMatrix().Data))
+					assert.Equal(t, plain.Hash, streamed.Hash, "%d workers", procs)
+				}
 			}
 		})
 	}
@@ -514,11 +523,15 @@ func TestStreamedLoadMatchesPlain(t *testing.T) {
 // TestGroupByUserErrors: mismatched lengths are errors, not panics.
 func TestGroupByUserErrors(t *testing.T) {
 	ds := &data.Dataset{Kind: data.Users, X: mat.NewDense(2, 1, []float64{1, 2}), Y: []float64{1, 2}}
-	assert.ErrorContains(t, GroupByUser(ds, []int64{1}), "1 user ids for 2 rows")
+	_, err := GroupByUser(ds, []int64{1})
+	assert.ErrorContains(t, err, "1 user ids for 2 rows")
 	ds.Labels = []int{1}
-	assert.ErrorContains(t, GroupByUser(ds, []int64{1, 2}), "2 user ids for 1 labels")
+	_, err = GroupByUser(ds, []int64{1, 2})
+	assert.ErrorContains(t, err, "2 user ids for 1 labels")
 	ds.Labels = nil
-	require.NoError(t, GroupByUser(ds, []int64{7, 3}))
+	order, err := GroupByUser(ds, []int64{7, 3})
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 0}, order)
 	assert.Equal(t, []float64{2, 1}, ds.X.RawMatrix().Data)
 	assert.Equal(t, []int64{3, 7}, ds.UserIDs)
 	assert.Equal(t, []int{0, 1, 2}, ds.UserStart)

@@ -39,22 +39,21 @@ func (p *pending) streamable() bool {
 	return !p.fortran && p.nbytes > 0 && (p.known >= p.nbytes || p.bound >= p.nbytes)
 }
 
-// blockConverter converts raw blocks of one dtype to float64 times scale:
-// through a lookup table for bytes (whose values are always finite), by a
-// copy for native float64, by the array getter otherwise.
+// blockConverter converts raw blocks of one dtype to float64: through a
+// lookup table for bytes (whose values are always finite), by a copy for
+// native float64, by the array getter otherwise.
 type blockConverter struct {
-	scale    float64
 	lut      *[256]float64
 	nativeF8 bool
 	tmp      *array
 }
 
-func newBlockConverter(dt dtype, scale float64) *blockConverter {
-	c := &blockConverter{scale: scale, nativeF8: dt.kind == 'f' && dt.size == 8 && !dt.big && nativeLE, tmp: &array{dt: dt}}
+func newBlockConverter(dt dtype) *blockConverter {
+	c := &blockConverter{nativeF8: dt.kind == 'f' && dt.size == 8 && !dt.big && nativeLE, tmp: &array{dt: dt}}
 	if dt.size == 1 && dt.kind == 'u' {
 		c.lut = new([256]float64)
 		for i := range c.lut {
-			c.lut[i] = float64(i) * scale
+			c.lut[i] = float64(i)
 		}
 	}
 	return c
@@ -69,15 +68,10 @@ func (c *blockConverter) convert(chunk []float64, b []byte) {
 		}
 	case c.nativeF8:
 		copy(unsafe.Slice((*byte)(unsafe.Pointer(&chunk[0])), len(b)), b)
-		if c.scale != 1 {
-			for i := range chunk {
-				chunk[i] *= c.scale
-			}
-		}
 	default:
 		c.tmp.raw = b
 		for i := range chunk {
-			chunk[i] = c.tmp.value(i) * c.scale
+			chunk[i] = c.tmp.value(i)
 		}
 	}
 }
