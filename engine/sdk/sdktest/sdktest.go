@@ -13,7 +13,7 @@
 // every step uses a mechanism the estimator declared before the fit (when
 // its options implement sdk.MechanismDeclarer: the host withholds a result
 // that breaks its declaration); that the result's guarantee is the one
-// its steps compose to (privacy.Certify); and that a rows estimator that
+// its steps compose to (privacy.Certify); and that an estimator that
 // runs on remote data releases through aggregation passes exactly what it
 // releases on the rows with the same seed. Check returns the findings instead of failing a test.
 package sdktest
@@ -191,7 +191,7 @@ func checkCase(est sdk.Estimator, info sdk.Info, c Case) []error {
 	second := fit(est, c)
 	if second.err != nil {
 		fail("second fit with the same seed failed: %v", second.err)
-	} else if err := sameFit(first, second); err != nil {
+	} else if err := sameFit(first, second, 0); err != nil {
 		fail("the same seed did not reproduce the fit: %v", err)
 	}
 	if err := checkThroughPasses(est, c, first); err != nil {
@@ -200,24 +200,54 @@ func checkCase(est sdk.Estimator, info sdk.Info, c Case) []error {
 	return errs
 }
 
-// checkThroughPasses requires a rows estimator that runs on remote data
+// checkThroughPasses requires an estimator that runs on remote data
 // (sdk.RemoteEstimator) to release, through aggregation passes over c's
-// rows (pass.RemoteOf, the passes run in process), exactly the fit on the
-// rows with the same seed. Options it refuses on remote data are skipped.
+// data run in process, exactly the fit on the data with the same seed.
+// Options it refuses on remote data are skipped.
 func checkThroughPasses(est sdk.Estimator, c Case, local outcome) error {
-	if _, ok := est.(sdk.RemoteEstimator); !ok || c.Data == nil || c.Data.Kind != data.Rows || c.Data.X == nil {
-		return nil
+	if err := checkThrough(est, c, nil, 0, &local); err != nil && !errors.Is(err, ErrNeedsData) {
+		return err
+	}
+	return nil
+}
+
+// ErrNeedsData is CheckThrough's answer for a request that cannot run on
+// remote data: the estimator has no pass path, or refuses one of the
+// request's options there as a bad request.
+var ErrNeedsData = errors.New("the request needs the data itself")
+
+// CheckThrough fits c on its in-memory data and on the same data reached
+// only through aggregation passes served by p (nil: in process, by
+// pass.Local), with c's seed, and reports how they differ: the privacy
+// steps and the guarantee must be equal, the outputs equal to tol relative
+// (|a − b| ≤ tol·max(1, |b|) for each value; 0: bit for bit). A pass
+// runner that sums in another order (a Beam pipeline over shards) differs
+// by rounding. ErrNeedsData when the request cannot run remotely.
+func CheckThrough(est sdk.Estimator, c Case, p data.Passer, tol float64) error {
+	return checkThrough(est, c, p, tol, nil)
+}
+
+func checkThrough(est sdk.Estimator, c Case, p data.Passer, tol float64, local *outcome) error {
+	if _, ok := est.(sdk.RemoteEstimator); !ok || c.Data == nil || c.Data.X == nil {
+		return ErrNeedsData
+	}
+	if local == nil {
+		l := fit(est, c)
+		if l.err != nil {
+			return fmt.Errorf("fit on the data failed: %w", l.err)
+		}
+		local = &l
 	}
 	rc := c
-	rc.Data = pass.RemoteOf(c.Data, nil)
+	rc.Data = pass.RemoteOf(c.Data, p)
 	remote := fit(est, rc)
 	if sdk.IsBadRequest(remote.err) {
-		return nil // an option that needs the rows themselves
+		return fmt.Errorf("%w: %w", ErrNeedsData, remote.err)
 	}
 	if remote.err != nil {
-		return fmt.Errorf("fit failed: %w", remote.err)
+		return fmt.Errorf("fit through passes failed: %w", remote.err)
 	}
-	return sameFit(local, remote)
+	return sameFit(*local, remote, tol)
 }
 
 // checkDeclared holds a fit to its pre-flight declaration of mechanisms
@@ -251,8 +281,12 @@ func checkGuarantee(g privacy.Guarantee, grant privacy.Grant, steps []privacy.St
 	return nil
 }
 
-// sameFit compares two fits bit for bit.
-func sameFit(a, b outcome) error {
+// sameFit compares two fits: steps and guarantees exactly, values to tol
+// relative (0: bit for bit).
+func sameFit(a, b outcome, tol float64) error {
+	same := func(x, y float64) bool {
+		return math.Float64bits(x) == math.Float64bits(y) || tol > 0 && math.Abs(x-y) <= tol*math.Max(1, math.Abs(y))
+	}
 	if !reflect.DeepEqual(a.acct.Steps(), b.acct.Steps()) {
 		return errors.New("different privacy steps")
 	}
@@ -298,9 +332,6 @@ func sameFit(a, b outcome) error {
 	}
 	return nil
 }
-
-// same compares bit for bit (so NaN equals NaN).
-func same(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
 
 // badRequest is a request the catalogue must refuse.
 type badRequest struct {
