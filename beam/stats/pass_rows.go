@@ -220,10 +220,14 @@ func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro Rea
 	if err != nil {
 		return nil, err
 	}
+	q, err := pass.RowsMomentKind.DecodeRequest(shape, req)
+	if err != nil {
+		return nil, err
+	}
 	p := shape.P
 	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
 	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
-		return Rows(s, beam.CreateList(s, paths), p, pass.DecodeMoment(req).Clip, ro)
+		return Rows(s, beam.CreateList(s, paths), p, q.Clip, ro)
 	}, opt)
 	if err != nil {
 		return nil, err
@@ -231,9 +235,7 @@ func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro Rea
 	if err := sameRows(st.N, shape); err != nil {
 		return nil, err
 	}
-	return &data.PassResult{Records: st.N, Outputs: []data.Array{
-		{Name: "sum", Rows: 1, Cols: p, Data: st.Sum},
-		{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}}}, nil
+	return pass.RowsMomentKind.EncodeResult(shape, q, &pass.MomentResult{Records: st.N, Sum: st.Sum, Moment: fullMoment(p, st.Moment)}), nil
 }
 
 // rowsCentredMomentPass is pass.RowsCentredMoment on Beam: centred,
@@ -244,10 +246,13 @@ func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote,
 	if err != nil {
 		return nil, err
 	}
+	q, err := pass.RowsCentredMomentKind.DecodeRequest(shape, req)
+	if err != nil {
+		return nil, err
+	}
 	p := shape.P
 	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
-	r := pass.DecodeCentredMoment(req)
-	fn := &centredRowsFn{P: p, Clip: r.Clip, Center: r.Center, Opt: ro}
+	fn := &centredRowsFn{P: p, Clip: q.Clip, Center: q.Center, Opt: ro}
 	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
 		return CombineRows(s, beam.ParDo(s, fn, beam.CreateList(s, paths)), p)
 	}, opt)
@@ -257,34 +262,39 @@ func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote,
 	if err := sameRows(st.N, shape); err != nil {
 		return nil, err
 	}
-	return &data.PassResult{Records: st.N,
-		Outputs: []data.Array{{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}},
-		Scalars: map[string]float64{"clipped": float64(st.Clipped)}}, nil
+	return pass.RowsCentredMomentKind.EncodeResult(shape, q, &pass.CentredMomentResult{Records: st.N, Moment: fullMoment(p, st.Moment), Clipped: st.Clipped}), nil
 }
 
 // rowsClippedSumPass is pass.RowsClippedSum on Beam.
 func rowsClippedSumPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	q, err := pass.RowsClippedSumKind.DecodeRequest(shape, req)
+	if err != nil {
+		return nil, err
+	}
 	opt.progress("beam: pass %s", req.Kind)
-	g, err := sumPass(ctx, glob, &clippedSumFn{P: shape.P, Clip: pass.DecodeClippedSum(req).Clip, Opt: ro}, opt)
+	g, err := sumPass(ctx, glob, &clippedSumFn{P: shape.P, Clip: q.Clip, Opt: ro}, opt)
 	if err != nil {
 		return nil, err
 	}
 	if err := sameRows(g.N, shape); err != nil {
 		return nil, err
 	}
-	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: shape.P, Data: g.Sum}}}, nil
+	return pass.RowsClippedSumKind.EncodeResult(shape, q, &pass.SumResult{Records: g.N, Sum: g.Sum}), nil
 }
 
 // rowsNormHistogramPass is pass.RowsNormHistogram on Beam.
 func rowsNormHistogramPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	r := pass.DecodeNormHistogram(req)
+	q, err := pass.RowsNormHistogramKind.DecodeRequest(shape, req)
+	if err != nil {
+		return nil, err
+	}
 	opt.progress("beam: pass %s", req.Kind)
-	g, err := sumPass(ctx, glob, &histogramFn{P: shape.P, Grid: r.Grid, Center: r.Center, Opt: ro}, opt)
+	g, err := sumPass(ctx, glob, &histogramFn{P: shape.P, Grid: q.Grid, Center: q.Center, Opt: ro}, opt)
 	if err != nil {
 		return nil, err
 	}
 	if err := sameRows(g.N, shape); err != nil {
 		return nil, err
 	}
-	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "counts", Rows: 1, Cols: len(g.Sum), Data: g.Sum}}}, nil
+	return pass.RowsNormHistogramKind.EncodeResult(shape, q, &pass.CountsResult{Records: g.N, Counts: g.Sum}), nil
 }
