@@ -82,11 +82,11 @@ func TestTracePassesMatchLocal(t *testing.T) {
 		m[j] = 0.8 * v
 	}
 	reqs := []data.PassRequest{
-		pass.TraceMomentRequest{}.Request(),
-		pass.TraceClippedMomentRequest{ClipX: 4.5, ClipY: 2}.Request(),
-		pass.TraceGradientRequest{M: m}.Request(),
-		pass.TraceClippedGradientRequest{Tau: 2, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
-		pass.TraceResponseCountsRequest{Grid: kernel.DefaultGrid()}.Request(),
+		pass.TraceMomentKind.EncodeRequest(shape, pass.TraceMomentRequest{}),
+		pass.TraceClippedMomentKind.EncodeRequest(shape, pass.TraceClippedMomentRequest{ClipX: 4.5, ClipY: 2}),
+		pass.TraceGradientKind.EncodeRequest(shape, pass.TraceGradientRequest{M: m}),
+		pass.TraceClippedGradientKind.EncodeRequest(shape, pass.TraceClippedGradientRequest{Tau: 2, Rank: r, M: m, U: u, Vt: vt}),
+		pass.TraceResponseCountsKind.EncodeRequest(shape, pass.TraceResponseCountsRequest{Grid: kernel.DefaultGrid()}),
 	}
 	ctx := context.Background()
 	require.Len(t, tracePassFuncs, len(reqs))
