@@ -18,32 +18,35 @@ import (
 // engine/pass (plugins/rgrad reads its data through them), by kind; init
 // in pass.go registers them.
 var tracePassFuncs = map[string]PassFunc{
-	pass.TraceMoment:          TracePass,
-	pass.TraceClippedMoment:   TracePass,
-	pass.TraceGradient:        TracePass,
-	pass.TraceClippedGradient: TracePass,
-	pass.TraceResponseCounts:  TracePass,
+	pass.TraceMoment:          ShardPass,
+	pass.TraceClippedMoment:   ShardPass,
+	pass.TraceGradient:        ShardPass,
+	pass.TraceClippedGradient: ShardPass,
+	pass.TraceResponseCounts:  ShardPass,
 }
 
-// TracePass runs one trace aggregation pass (trace.moment, trace.response_counts,
-// trace.clipped_moment, trace.gradient or trace.clipped_gradient; see
-// engine/pass) over the trace shards matching glob, of public shape shape,
-// read with ro. The request is validated against its kind before the
-// pipeline is built and the result checked against the kind's bounds
-// before it is returned.
+// ShardPass runs one aggregation pass whose result is a sum over records
+// (the trace kinds, rows.norm_histogram and rows.clipped_sum; see
+// engine/pass) over the shards matching glob, of public shape shape, read
+// with ro. The request is validated against its kind before the pipeline
+// is built and the result checked against the kind's bounds before it is
+// returned.
 //
 // The pipeline reads each shard in one DoFn and runs the kind's
-// in-process runner (engine/pass, Spec.Local, which calls the trace
-// kernels of engine/kernel) over the shard's samples: every sample is
-// bounded as the kind says before it enters the shard's partial result,
-// and the combiner adds one partial result per shard (pass.AddResults).
-// So the result is exactly pass.Local's on the whole data set up to the
-// order of the sums, and no per-sample element crosses a stage boundary
-// (2–4× faster on prism than one element per sample at n = 10⁵, p = 400,
+// in-process runner (engine/pass, Spec.Local, which calls the kernels of
+// engine/kernel) over the shard's records: every record is bounded as the
+// kind says before it enters the shard's partial result, and the combiner
+// adds one partial result per shard (pass.AddResults). So the result is
+// exactly pass.Local's on the whole data set up to the order of the sums,
+// and no per-record element crosses a stage boundary (2–4× faster on
+// prism than one element per sample at n = 10⁵, p = 400,
 // bench/results/rgrad-beam.md).
-func TracePass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	spec, err := pass.Validate(data.Trace, shape, req)
-	if err != nil {
+func ShardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	spec, ok := pass.Lookup(req.Kind)
+	if !ok {
+		return nil, fmt.Errorf("pass %q: unknown kind", req.Kind)
+	}
+	if _, err := pass.Validate(spec.Data, shape, req); err != nil {
 		return nil, err
 	}
 	initBeam()
@@ -57,7 +60,7 @@ func TracePass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 	}
 	defer done()
 	pl, s := beam.NewPipelineWithRoot()
-	parts := beam.ParDo(s, &shardPassFn{Req: req, D1: shape.D1, D2: shape.D2, Opt: ro}, beam.CreateList(s, paths))
+	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro}, beam.CreateList(s, paths))
 	beam.ParDo0(s, &writeResultFn{Path: out}, beam.Combine(s, &sumResultsFn{}, parts))
 	opt.progress("beam: pass %s over %d shard(s), runner %s", req.Kind, len(paths), orDefault(opt.Runner))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
@@ -72,38 +75,52 @@ func TracePass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 		return nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
 	}
 	if res.Records == 0 {
-		return nil, fmt.Errorf("pass %s: beam pipeline: no samples", req.Kind)
+		return nil, fmt.Errorf("pass %s: beam pipeline: no records", req.Kind)
+	}
+	if err := sameRows(res.Records, shape); err != nil {
+		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
 	if err := pass.CheckResult(spec, shape, req, &res); err != nil {
 		return nil, err
 	}
-	opt.progress("beam: pass %s: %d samples aggregated", req.Kind, res.Records)
+	opt.progress("beam: pass %s: %d records aggregated", req.Kind, res.Records)
 	return &res, nil
 }
 
-// shardPassFn reads one trace shard and emits the partial result of the
-// request Req over its samples (the kind's reference implementation on
-// the shard).
+// shardPassFn reads one shard of data kind Kind (P columns; rows scaled
+// by Opt.Scale) and emits the partial result of the request Req over its
+// records (the kind's reference implementation on the shard).
 type shardPassFn struct {
-	Req    data.PassRequest
-	D1, D2 int
-	Opt    ReadOptions
+	Req       data.PassRequest
+	Kind      data.Kind
+	P, D1, D2 int
+	Opt       ReadOptions
 }
 
 // ProcessElement reads the shard at path and emits its partial result.
 func (f *shardPassFn) ProcessElement(ctx context.Context, path string, emit func(data.PassResult)) error {
-	sh, err := readShard(ctx, path, data.Trace, f.Opt, f.D1, f.D2)
+	sh, err := readShard(ctx, path, f.Kind, f.Opt, f.D1, f.D2)
 	if err != nil {
 		return err
 	}
 	if sh.n == 0 {
 		return nil
 	}
+	if sh.p != f.P {
+		return fmt.Errorf("shard %s: %d columns, the data set has %d", path, sh.p, f.P)
+	}
+	if f.Kind == data.Rows {
+		for i := range sh.n {
+			if _, err := scaledRow(sh.row(i), f.Opt.Scale, sh.row(i)); err != nil {
+				return fmt.Errorf("shard %s: row %d: %w", path, i, err)
+			}
+		}
+	}
 	spec, ok := pass.Lookup(f.Req.Kind)
 	if !ok {
 		return fmt.Errorf("pass %s: unknown kind", f.Req.Kind)
 	}
-	ds := &data.Dataset{Kind: data.Trace, X: mat.NewDense(sh.n, sh.p, sh.x), Y: sh.y, D1: f.D1, D2: f.D2}
+	ds := &data.Dataset{Kind: f.Kind, X: mat.NewDense(sh.n, sh.p, sh.x), Y: sh.y, D1: f.D1, D2: f.D2}
 	res, err := spec.Local(ctx, ds, f.Req)
 	if err != nil {
 		return fmt.Errorf("pass %s: shard %s: %w", f.Req.Kind, path, err)

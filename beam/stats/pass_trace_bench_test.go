@@ -104,7 +104,7 @@ func TestTimeTracePassesBeam(t *testing.T) {
 		require.NoError(t, err)
 		ws, _ := want.Output("sum")
 		t0 := time.Now()
-		res, err := TracePass(ctx, glob, shape, ro, req, Options{})
+		res, err := ShardPass(ctx, glob, shape, ro, req, Options{})
 		sec := time.Since(t0).Seconds()
 		require.NoError(t, err)
 		require.Equal(t, int64(n), res.Records)
@@ -141,7 +141,7 @@ func TestTimeTracePassesBeam(t *testing.T) {
 		relVec(rem.Matrices[0].M.RawMatrix().Data, loc.Matrices[0].M.RawMatrix().Data))
 }
 
-// benchPasser runs every pass with TracePass over the benchmark shards.
+// benchPasser runs every pass with ShardPass over the benchmark shards.
 type benchPasser struct {
 	glob  string
 	shape *data.Remote
@@ -149,5 +149,5 @@ type benchPasser struct {
 }
 
 func (b benchPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
-	return TracePass(ctx, b.glob, b.shape, b.ro, req, Options{})
+	return ShardPass(ctx, b.glob, b.shape, b.ro, req, Options{})
 }
