@@ -89,26 +89,25 @@ func (k *Kind[Q, R]) DecodeRequest(sh *data.Remote, req data.PassRequest) (*Q, e
 	q := new(Q)
 	v := reflect.ValueOf(q).Elem()
 	c := codecOf(v.Type())
+	err := c.setScalars("parameter", v, req.Params)
 	if req.Kind != k.Name {
-		return nil, fmt.Errorf("pass %s: a %q request", k.Name, req.Kind)
+		err = fmt.Errorf("a %q request", req.Kind)
 	}
-	if err := c.setScalars("parameter", v, req.Params); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	if err == nil {
+		err = c.setArrays("input", v, req.Inputs)
 	}
-	if err := c.setArrays("input", v, req.Inputs); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
-	}
-	var want []ArraySpec
-	if k.Inputs != nil {
-		want = k.Inputs(sh, q)
-	}
-	if err := checkArrays("input", want, req.Inputs); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
-	}
-	if k.Check != nil {
-		if err := k.Check(sh, q); err != nil {
-			return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	if err == nil {
+		var want []ArraySpec
+		if k.Inputs != nil {
+			want = k.Inputs(sh, q)
 		}
+		err = checkArrays("input", want, req.Inputs)
+	}
+	if err == nil && k.Check != nil {
+		err = k.Check(sh, q)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
 	}
 	return q, nil
 }
@@ -139,19 +138,18 @@ func (k *Kind[Q, R]) DecodeResult(sh *data.Remote, q *Q, res *data.PassResult) (
 	v := reflect.ValueOf(r).Elem()
 	c := codecOf(v.Type())
 	v.FieldByIndex(c.records).SetInt(res.Records)
-	if err := c.setScalars("scalar", v, res.Scalars); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	err := c.setScalars("scalar", v, res.Scalars)
+	if err == nil {
+		err = c.setArrays("output", v, res.Outputs)
 	}
-	if err := c.setArrays("output", v, res.Outputs); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	if err == nil {
+		err = checkArrays("output", k.Outputs(sh, q), res.Outputs)
 	}
-	if err := checkArrays("output", k.Outputs(sh, q), res.Outputs); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	if err == nil && k.CheckResult != nil {
+		err = k.CheckResult(sh, q, r)
 	}
-	if k.CheckResult != nil {
-		if err := k.CheckResult(sh, q, r); err != nil {
-			return nil, fmt.Errorf("pass %s: %w", k.Name, err)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
 	}
 	return r, nil
 }

@@ -2,7 +2,6 @@ package pass
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -197,9 +196,65 @@ type AltMinResult struct {
 var usersResults = map[string]func(c *UsersConfig, a *UsersPartial) *data.PassResult{}
 
 // usersKind completes and registers the users kind k: its data kind, its
-// reference implementation and its result from the total partial sum res.
+// inputs (U when the request has a model, the edges of a histogram, the
+// group, the projection), the checks every users request gets before the
+// kind's own Check, its reference implementation and its result from the
+// total partial sum res.
 func usersKind[Q, R any](k *Kind[Q, R], res func(c *UsersConfig, a *UsersPartial) *R) *Kind[Q, R] {
 	k.Data = data.Users
+	parts := func(q *Q) (u *UsersData, m *UsersModel, r *UsersRounds, e *[]float64) {
+		var a any = q
+		u = a.(interface{ usersData() *UsersData }).usersData()
+		if x, ok := a.(interface{ usersModel() *UsersModel }); ok {
+			m = x.usersModel()
+		}
+		if x, ok := a.(interface{ usersRounds() *UsersRounds }); ok {
+			r = x.usersRounds()
+		}
+		if x, ok := a.(interface{ edges() *[]float64 }); ok {
+			e = x.edges()
+		}
+		return u, m, r, e
+	}
+	k.Inputs = func(sh *data.Remote, q *Q) []ArraySpec {
+		u, m, _, e := parts(q)
+		var in []ArraySpec
+		if m != nil {
+			in = append(in, ArraySpec{Name: "u", Rows: u.dim(sh), Cols: m.Rank, Doc: "the current representation U"})
+		}
+		if e != nil {
+			in = append(in, row("edges", len(*e), "public, strictly increasing, positive bin edges"))
+		}
+		if u.Group != nil {
+			in = append(in, row("group", sh.Users, "1 for the users of the group (index in increasing id order), 0 elsewhere"))
+		}
+		if u.Proj > 0 {
+			in = append(in, ArraySpec{Name: "m", Rows: u.Proj, Cols: sh.P, Doc: "public projection M (k′×p): features are M x"})
+		}
+		return in
+	}
+	own := k.Check
+	k.Check = func(sh *data.Remote, q *Q) error {
+		u, m, r, e := parts(q)
+		if err := u.check(sh); err != nil {
+			return err
+		}
+		if m != nil && (m.Rank < 1 || m.Rank > u.dim(sh)) {
+			return fmt.Errorf("rank %v is not an integer in [1, %d]", m.Rank, u.dim(sh))
+		}
+		if r != nil && (r.Batch < 0 || r.Round < 0) {
+			return fmt.Errorf("batch %v and round %v must be non-negative integers", r.Batch, r.Round)
+		}
+		if e != nil {
+			if err := checkEdges(*e); err != nil {
+				return err
+			}
+		}
+		if own != nil {
+			return own(sh, q)
+		}
+		return nil
+	}
 	k.Local = func(ctx context.Context, ds *data.Dataset, q *Q) (*R, error) {
 		c := usersConfig(ShapeOf(ds), q)
 		a, err := c.local(ctx, ds)
@@ -209,24 +264,28 @@ func usersKind[Q, R any](k *Kind[Q, R], res func(c *UsersConfig, a *UsersPartial
 		return res(c, a), nil
 	}
 	usersResults[k.Name] = func(c *UsersConfig, a *UsersPartial) *data.PassResult {
-		q := c.q.(*Q)
-		return k.EncodeResult(c.sh, q, res(c, a))
+		return k.EncodeResult(c.sh, c.q.(*Q), res(c, a))
 	}
 	return register(k)
 }
+
+func (u *UsersData) usersData() *UsersData       { return u }
+func (m *UsersModel) usersModel() *UsersModel    { return m }
+func (r *UsersRounds) usersRounds() *UsersRounds { return r }
+func (q *UstatHistRequest) edges() *[]float64    { return &q.Edges }
+func (q *GradientHistRequest) edges() *[]float64 { return &q.Edges }
 
 // The users kinds.
 var (
 	// UsersUstatKind is the kind UsersUstat.
 	UsersUstatKind = usersKind(&Kind[UstatRequest, ClippedSumResult]{
-		Name:   UsersUstat,
-		Doc:    "Σ_i clip(Z_i, clip), Z_i = (s sᵀ − Σ_j y_j² x_j x_jᵀ)/(m0(m0−1)) over user i's m0 training rows (s = Σ_j y_j x_j; no term below 2 rows); clip 0: none",
-		Inputs: func(sh *data.Remote, q *UstatRequest) []ArraySpec { return q.inputs(sh) },
+		Name: UsersUstat,
+		Doc:  "Σ_i clip(Z_i, clip), Z_i = (s sᵀ − Σ_j y_j² x_j x_jᵀ)/(m0(m0−1)) over user i's m0 training rows (s = Σ_j y_j x_j; no term below 2 rows); clip 0: none",
 		Outputs: func(sh *data.Remote, q *UstatRequest) []ArraySpec {
 			d := q.dim(sh)
 			return []ArraySpec{{Name: "sum", Rows: d, Cols: d, Doc: "sum over users of the clipped per-user terms"}}
 		},
-		Check: func(sh *data.Remote, q *UstatRequest) error { return q.UsersData.check(sh, q.Clip) },
+		Check: func(_ *data.Remote, q *UstatRequest) error { return nonNegative(q.Clip) },
 		CheckResult: func(sh *data.Remote, q *UstatRequest, r *ClippedSumResult) error {
 			return kernel.CheckUsersSum(r.Sum, q.dim(sh), true, r.Records, float64(r.Clipped), q.Clip)
 		},
@@ -245,11 +304,7 @@ var (
 	UsersUstatHistKind = usersKind(&Kind[UstatHistRequest, CountsResult]{
 		Name:    UsersUstatHist,
 		Doc:     "histogram of the users' unclipped ‖Z_i‖_F on the public edges (one count per user)",
-		Inputs:  func(sh *data.Remote, q *UstatHistRequest) []ArraySpec { return q.inputs(sh, edgesIn(q.Edges)) },
 		Outputs: func(_ *data.Remote, q *UstatHistRequest) []ArraySpec { return histOut(q.Edges) },
-		Check: func(sh *data.Remote, q *UstatHistRequest) error {
-			return errors.Join(q.UsersData.check(sh, 0), checkEdges(q.Edges))
-		},
 		CheckResult: func(_ *data.Remote, q *UstatHistRequest, r *CountsResult) error {
 			return kernel.CheckHist(r.Counts, q.members(r.Records))
 		},
@@ -258,15 +313,10 @@ var (
 	UsersGradientKind = usersKind(&Kind[UsersGradientRequest, UsersGradientResult]{
 		Name: UsersGradient,
 		Doc:  "Σ_i clip(g_i v_iᵀ, clip): v_i the head user i fits on its training rows for U, g_i v_iᵀ the gradient in U of its mean loss over those rows; clip 0: none",
-		Inputs: func(sh *data.Remote, q *UsersGradientRequest) []ArraySpec {
-			return q.inputs(sh, q.uIn(sh, &q.UsersData))
-		},
 		Outputs: func(sh *data.Remote, q *UsersGradientRequest) []ArraySpec {
 			return []ArraySpec{{Name: "sum", Rows: q.dim(sh), Cols: q.Rank, Doc: "sum over users of the clipped per-user terms"}}
 		},
-		Check: func(sh *data.Remote, q *UsersGradientRequest) error {
-			return errors.Join(q.UsersData.check(sh, q.Clip), q.UsersModel.check(sh, &q.UsersData), q.UsersRounds.check())
-		},
+		Check: func(_ *data.Remote, q *UsersGradientRequest) error { return nonNegative(q.Clip) },
 		CheckResult: func(sh *data.Remote, q *UsersGradientRequest, r *UsersGradientResult) error {
 			return kernel.CheckUsersSum(r.Sum, q.dim(sh), false, r.Records, float64(r.Clipped), q.Clip)
 		},
@@ -275,42 +325,30 @@ var (
 	})
 	// UsersGradientHistKind is the kind UsersGradientHist.
 	UsersGradientHistKind = usersKind(&Kind[GradientHistRequest, CountsResult]{
-		Name: UsersGradientHist,
-		Doc:  "histogram of the users' unclipped gradient norms ‖g_i v_iᵀ‖_F at U on the public edges (one count per user)",
-		Inputs: func(sh *data.Remote, q *GradientHistRequest) []ArraySpec {
-			return q.inputs(sh, q.uIn(sh, &q.UsersData), edgesIn(q.Edges))
-		},
+		Name:    UsersGradientHist,
+		Doc:     "histogram of the users' unclipped gradient norms ‖g_i v_iᵀ‖_F at U on the public edges (one count per user)",
 		Outputs: func(_ *data.Remote, q *GradientHistRequest) []ArraySpec { return histOut(q.Edges) },
-		Check: func(sh *data.Remote, q *GradientHistRequest) error {
-			return errors.Join(q.UsersData.check(sh, 0), checkEdges(q.Edges), q.UsersModel.check(sh, &q.UsersData), q.UsersRounds.check())
-		},
 		CheckResult: func(_ *data.Remote, q *GradientHistRequest, r *CountsResult) error {
 			return kernel.CheckHist(r.Counts, q.members(r.Records))
 		},
 	}, countsOf)
 	// UsersAltMinKind is the kind UsersAltMin.
 	UsersAltMinKind = usersKind(&Kind[AltMinRequest, AltMinResult]{
-		Name:   UsersAltMin,
-		Doc:    "Priv-AltMin U-step statistics of the group's users: a = Σ W Wᵀ, b = Σ ỹ W over each member's first portion training rows, W = clip₂(vec(x vᵀ), clip_w), ỹ = clip(y, clip_y)",
-		Inputs: func(sh *data.Remote, q *AltMinRequest) []ArraySpec { return q.inputs(sh, q.uIn(sh, &q.UsersData)) },
+		Name: UsersAltMin,
+		Doc:  "Priv-AltMin U-step statistics of the group's users: a = Σ W Wᵀ, b = Σ ỹ W over each member's first portion training rows, W = clip₂(vec(x vᵀ), clip_w), ỹ = clip(y, clip_y)",
 		Outputs: func(sh *data.Remote, q *AltMinRequest) []ArraySpec {
 			dk := q.dim(sh) * q.Rank
 			return []ArraySpec{{Name: "a", Rows: dk, Cols: dk, Doc: "Σ W Wᵀ"}, {Name: "b", Rows: 1, Cols: dk, Doc: "Σ ỹ W"}}
 		},
 		Check: func(sh *data.Remote, q *AltMinRequest) error {
-			if err := errors.Join(q.UsersData.check(sh, 0), q.UsersModel.check(sh, &q.UsersData)); err != nil {
-				return err
-			}
-			if q.Logistic {
+			switch dk := q.dim(sh) * q.Rank; {
+			case q.Logistic:
 				return fmt.Errorf("the Priv-AltMin statistics use the squared loss (loss 0)")
-			}
-			if !(q.ClipW > 0) || !(q.ClipY > 0) {
+			case !(q.ClipW > 0) || !(q.ClipY > 0):
 				return fmt.Errorf("clip_w %v and clip_y %v must be positive", q.ClipW, q.ClipY)
-			}
-			if q.Portion < 1 || q.Portion > 1e6 {
+			case q.Portion < 1 || q.Portion > 1e6:
 				return fmt.Errorf("portion %v is not an integer in [1, 10⁶]", q.Portion)
-			}
-			if dk := q.dim(sh) * q.Rank; dk > 4096 {
+			case dk > 4096:
 				return fmt.Errorf("d·rank = %d exceeds 4096", dk)
 			}
 			return nil
@@ -324,17 +362,13 @@ var (
 	})
 	// UsersHoldoutKind is the kind UsersHoldout.
 	UsersHoldoutKind = usersKind(&Kind[HoldoutRequest, HoldoutResult]{
-		Name:   UsersHoldout,
-		Doc:    "evaluation of U on the hold-out rows: Σ over users with hold-out rows of their mean hold-out loss (loss_sum) and their number (loss_users); not private",
-		Inputs: func(sh *data.Remote, q *HoldoutRequest) []ArraySpec { return q.inputs(sh, q.uIn(sh, &q.UsersData)) },
+		Name: UsersHoldout,
+		Doc:  "evaluation of U on the hold-out rows: Σ over users with hold-out rows of their mean hold-out loss (loss_sum) and their number (loss_users); not private",
 		Outputs: func(sh *data.Remote, q *HoldoutRequest) []ArraySpec {
 			if !q.Heads {
 				return nil
 			}
 			return []ArraySpec{{Name: "heads", Rows: sh.Users, Cols: q.Rank, Doc: "row i: user i's head (zero for a non-member)"}}
-		},
-		Check: func(sh *data.Remote, q *HoldoutRequest) error {
-			return errors.Join(q.UsersData.check(sh, 0), q.UsersModel.check(sh, &q.UsersData))
 		},
 		CheckResult: func(_ *data.Remote, q *HoldoutRequest, r *HoldoutResult) error {
 			return kernel.CheckHoldout(r.LossSum, float64(r.LossUsers), r.Records, q.Logistic)
@@ -346,11 +380,7 @@ var (
 	UsersValidationKind = usersKind(&Kind[ValidationRequest, ScoreResult]{
 		Name:    UsersValidation,
 		Doc:     "Σ over users of their leave-one-out scores s_i ∈ [0, 1] of U on their head rows (score_sum)",
-		Inputs:  func(sh *data.Remote, q *ValidationRequest) []ArraySpec { return q.inputs(sh, q.uIn(sh, &q.UsersData)) },
 		Outputs: func(*data.Remote, *ValidationRequest) []ArraySpec { return nil },
-		Check: func(sh *data.Remote, q *ValidationRequest) error {
-			return errors.Join(q.UsersData.check(sh, 0), q.UsersModel.check(sh, &q.UsersData))
-		},
 		CheckResult: func(_ *data.Remote, q *ValidationRequest, r *ScoreResult) error {
 			if v := r.ScoreSum; !(v >= 0 && v <= float64(q.members(r.Records))) {
 				return fmt.Errorf("score_sum %v is outside [0, users]", v)
@@ -367,11 +397,6 @@ func countsOf(_ *UsersConfig, a *UsersPartial) *CountsResult {
 	return &CountsResult{Records: a.Users, Counts: a.Sum}
 }
 
-// edgesIn is the histogram's edges input.
-func edgesIn(edges []float64) ArraySpec {
-	return row("edges", len(edges), "public, strictly increasing, positive bin edges")
-}
-
 // histOut is the histograms' output.
 func histOut(edges []float64) []ArraySpec {
 	return []ArraySpec{row("counts", len(edges)+1, "users per bin: bin 0 ≤ edges[0], bin j ∈ (edges[j−1], edges[j]], the last above the largest edge")}
@@ -383,19 +408,6 @@ func (u *UsersData) dim(sh *data.Remote) int {
 		return u.Proj
 	}
 	return sh.P
-}
-
-// inputs lists extra, then the group (when set), then the projection
-// (when Proj > 0).
-func (u *UsersData) inputs(sh *data.Remote, extra ...ArraySpec) []ArraySpec {
-	out := extra
-	if u.Group != nil {
-		out = append(out, row("group", sh.Users, "1 for the users of the group (index in increasing id order), 0 elsewhere"))
-	}
-	if u.Proj > 0 {
-		out = append(out, ArraySpec{Name: "m", Rows: u.Proj, Cols: sh.P, Doc: "public projection M (k′×p): features are M x"})
-	}
-	return out
 }
 
 // members is the number of users a request aggregates: the group's
@@ -413,18 +425,13 @@ func (u *UsersData) members(users int64) int64 {
 	return m
 }
 
-// check checks the common fields and the clip.
-func (u *UsersData) check(sh *data.Remote, clip float64) error {
-	for _, v := range []float64{u.LocalFraction, u.Holdout} {
-		if v < 0 || v > 0.9 {
-			return fmt.Errorf("local_fraction %v or holdout %v is outside [0, 0.9]", u.LocalFraction, u.Holdout)
-		}
-	}
-	if u.Proj < 0 || u.Proj > sh.P {
+// check checks the common fields.
+func (u *UsersData) check(sh *data.Remote) error {
+	switch {
+	case u.LocalFraction < 0 || u.LocalFraction > 0.9 || u.Holdout < 0 || u.Holdout > 0.9:
+		return fmt.Errorf("local_fraction %v or holdout %v is outside [0, 0.9]", u.LocalFraction, u.Holdout)
+	case u.Proj < 0 || u.Proj > sh.P:
 		return fmt.Errorf("proj %v is not an integer in [0, %d]", u.Proj, sh.P)
-	}
-	if clip < 0 {
-		return fmt.Errorf("clip %v is negative", clip)
 	}
 	for _, v := range u.Group {
 		if v != 0 && v != 1 {
@@ -444,27 +451,6 @@ func checkEdges(edges []float64) error {
 		if !(v > 0) || (j > 0 && v <= edges[j-1]) {
 			return fmt.Errorf("edges are not positive and strictly increasing")
 		}
-	}
-	return nil
-}
-
-// uIn is the input "u", d×Rank.
-func (m *UsersModel) uIn(sh *data.Remote, u *UsersData) ArraySpec {
-	return ArraySpec{Name: "u", Rows: u.dim(sh), Cols: m.Rank, Doc: "the current representation U"}
-}
-
-// check checks the rank.
-func (m *UsersModel) check(sh *data.Remote, u *UsersData) error {
-	if m.Rank < 1 || m.Rank > u.dim(sh) {
-		return fmt.Errorf("rank %v is not an integer in [1, %d]", m.Rank, u.dim(sh))
-	}
-	return nil
-}
-
-// check checks theory mode's integers.
-func (r *UsersRounds) check() error {
-	if r.Batch < 0 || r.Round < 0 {
-		return fmt.Errorf("batch %v and round %v must be non-negative integers", r.Batch, r.Round)
 	}
 	return nil
 }
