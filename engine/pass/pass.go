@@ -185,10 +185,6 @@ type Spec struct {
 	local   func(ctx context.Context, ds *data.Dataset, q any) (*data.PassResult, error)
 }
 
-// Decode validates a wire request of this kind (Kind.DecodeRequest) and
-// returns the typed request (a pointer to the kind's request type).
-func (s Spec) Decode(sh *data.Remote, req data.PassRequest) (any, error) { return s.decode(sh, req) }
-
 // Outputs lists the outputs of a result of req (none when req is not a
 // valid request of this kind).
 func (s Spec) Outputs(sh *data.Remote, req data.PassRequest) []ArraySpec {
@@ -267,15 +263,21 @@ func ShapeOf(ds *data.Dataset) *data.Remote {
 // shape sh: the kind exists and reads k, and the request decodes
 // (Kind.DecodeRequest).
 func Validate(k data.Kind, sh *data.Remote, req data.PassRequest) (Spec, error) {
+	s, _, err := validate(k, sh, req)
+	return s, err
+}
+
+// validate is Validate, returning the decoded request too.
+func validate(k data.Kind, sh *data.Remote, req data.PassRequest) (Spec, any, error) {
 	s, ok := specs[req.Kind]
 	if !ok {
-		return s, fmt.Errorf("pass %q: unknown kind (known: %v)", req.Kind, Kinds())
+		return s, nil, fmt.Errorf("pass %q: unknown kind (known: %v)", req.Kind, Kinds())
 	}
 	if s.Data != k {
-		return s, fmt.Errorf("pass %s reads %s data, the data set holds %s data", s.Kind, s.Data, k)
+		return s, nil, fmt.Errorf("pass %s reads %s data, the data set holds %s data", s.Kind, s.Data, k)
 	}
-	_, err := s.decode(sh, req)
-	return s, err
+	q, err := s.decode(sh, req)
+	return s, q, err
 }
 
 // CheckResult checks a result against the request's kind
@@ -303,23 +305,18 @@ func Local(ds *data.Dataset) data.Passer { return local{ds} }
 // Pass implements data.Passer.
 func (l local) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	sh := ShapeOf(l.ds)
-	s, ok := specs[req.Kind]
-	if !ok || s.Data != l.ds.Kind {
-		_, err := Validate(l.ds.Kind, sh, req)
-		return nil, err
+	s, q, err := validate(l.ds.Kind, sh, req)
+	if err == nil {
+		err = ctx.Err()
 	}
-	q, err := s.decode(sh, req)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	res, err := s.local(ctx, l.ds, q)
 	if err != nil {
 		return nil, fmt.Errorf("pass %s: %w", s.Kind, err)
 	}
-	if err := CheckResult(s, sh, req, res); err != nil {
+	if err := s.check(sh, q, res); err != nil {
 		return nil, err
 	}
 	return res, nil
