@@ -183,7 +183,7 @@ func TestParquetUsersAndTrace(t *testing.T) {
 			us, err := dataio.Load(whole, dataio.LoadOptions{Kind: data.Users})
 			require.NoError(t, err)
 			tr := &data.Dataset{Kind: data.Trace, X: us.X, Y: us.Y, D1: 2, D2: 2}
-			req := pass.TraceMomentRequest{}.Request()
+			req := pass.TraceMomentKind.EncodeRequest(pass.ShapeOf(tr), pass.TraceMomentRequest{})
 			want, err := pass.Local(tr).Pass(context.Background(), req)
 			require.NoError(t, err)
 			got, err := RunPass(context.Background(), filepath.Join(dir, "u*.parquet"), pass.ShapeOf(tr), ro, req, Options{})

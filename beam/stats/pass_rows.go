@@ -1,9 +1,7 @@
 package stats
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -20,18 +18,19 @@ import (
 // the shards as the rows pipeline does (the single-machine reader, then
 // ReadOptions.Scale), bounds every row before aggregation with the
 // kernels of engine/kernel the reference implementation (pass.Local) runs
-// — kernel.CentredNorm and kernel.Cell, kernel.ClipFactor, kernel.Shrink
-// and kernel.Fold — and aggregates with associative combiners, so that its
-// result equals the reference's up to floating-point summation order (the
-// norm counts exactly).
+// and aggregates with associative combiners, so that its result equals
+// the reference's up to floating-point summation order (the norm counts
+// exactly): the norm histogram and the clipped sum run the reference on
+// each shard (ShardPass), the moments fold kernel.Shrink'd rows with the
+// rows combiner (kernel.Fold).
 
 // rowsPasses are the Beam implementations of the rows pass kinds, by kind
 // (pass.go's init registers them; RunPass runs them).
 var rowsPasses = map[string]PassFunc{
 	pass.RowsMoment:        rowsMomentPass,
 	pass.RowsCentredMoment: rowsCentredMomentPass,
-	pass.RowsClippedSum:    rowsClippedSumPass,
-	pass.RowsNormHistogram: rowsNormHistogramPass,
+	pass.RowsClippedSum:    ShardPass,
+	pass.RowsNormHistogram: ShardPass,
 }
 
 // sameRows refuses a pass that aggregated another number of rows than the
@@ -83,60 +82,6 @@ func shardRows(ctx context.Context, path string, p int, ro ReadOptions, fn func(
 	return nil
 }
 
-// histogramFn counts one shard's row norms ‖x_i − Center‖ in the cells of
-// Grid (kernel.Cell), emitting the counts as a GradSum (N rows, Sum the
-// len(Grid)+1 counts).
-type histogramFn struct {
-	P      int
-	Grid   []float64
-	Center []float64
-	Opt    ReadOptions
-}
-
-// ProcessElement counts the shard at path.
-func (f *histogramFn) ProcessElement(ctx context.Context, path string, emit func(GradSum)) error {
-	out := GradSum{Sum: make([]float64, len(f.Grid)+1)}
-	err := shardRows(ctx, path, f.P, f.Opt, func(i int, row []float64) error {
-		s := kernel.CentredNorm(row, f.Center)
-		if math.IsNaN(s) || math.IsInf(s, 0) {
-			return fmt.Errorf("row %d: its norm is not finite (entries near 1e154 or larger)", i)
-		}
-		out.Sum[kernel.Cell(f.Grid, s)]++
-		out.N++
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	emit(out)
-	return nil
-}
-
-// clippedSumFn sums one shard's rows weighted by kernel.ClipFactor.
-type clippedSumFn struct {
-	P    int
-	Clip float64
-	Opt  ReadOptions
-}
-
-// ProcessElement sums the shard at path.
-func (f *clippedSumFn) ProcessElement(ctx context.Context, path string, emit func(GradSum)) error {
-	out := GradSum{Sum: make([]float64, f.P)}
-	err := shardRows(ctx, path, f.P, f.Opt, func(_ int, row []float64) error {
-		w := kernel.ClipFactor(row, f.Clip)
-		for j, v := range row {
-			out.Sum[j] += w * v
-		}
-		out.N++
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	emit(out)
-	return nil
-}
-
 // centredRowsFn emits one shard's rows centred at Center and shrunk to
 // norm Clip (kernel.Shrink) as records of the rows combiner.
 type centredRowsFn struct {
@@ -162,42 +107,7 @@ func (f *centredRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 }
 
 func init() {
-	register.DoFn3x1[context.Context, string, func(GradSum), error](&histogramFn{})
-	register.DoFn3x1[context.Context, string, func(GradSum), error](&clippedSumFn{})
 	register.DoFn3x1[context.Context, string, func(ClippedRow), error](&centredRowsFn{})
-}
-
-// sumPass runs fn (a DoFn from a shard path to one GradSum) over the
-// shards matching glob and returns the sum of its outputs.
-func sumPass(ctx context.Context, glob string, fn any, opt Options) (*GradSum, error) {
-	initBeam()
-	paths, err := Expand(ctx, glob)
-	if err != nil {
-		return nil, err
-	}
-	out, done, err := opt.tempPath("pass.sum")
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	pl, s := beam.NewPipelineWithRoot()
-	parts := beam.ParDo(s, fn, beam.CreateList(s, paths))
-	beam.ParDo0(s, &writeGradFn{Path: out}, beam.Combine(s, &sumGradFn{}, parts))
-	if err := execute(ctx, opt.Runner, pl); err != nil {
-		return nil, fmt.Errorf("beam pipeline failed: %w", err)
-	}
-	b, err := readFile(ctx, out)
-	if err != nil {
-		return nil, fmt.Errorf("beam pipeline output: %w", err)
-	}
-	g, err := decodeGob[GradSum](bytes.Clone(b))
-	if err != nil {
-		return nil, fmt.Errorf("beam pipeline output: %w", err)
-	}
-	if g.N == 0 {
-		return nil, errors.New("beam pipeline: no rows")
-	}
-	return &g, nil
 }
 
 // fullMoment returns the p×p row-major matrix whose upper triangle is
@@ -220,10 +130,14 @@ func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro Rea
 	if err != nil {
 		return nil, err
 	}
+	q, err := pass.RowsMomentKind.DecodeRequest(shape, req)
+	if err != nil {
+		return nil, err
+	}
 	p := shape.P
 	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
 	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
-		return Rows(s, beam.CreateList(s, paths), p, pass.DecodeMoment(req).Clip, ro)
+		return Rows(s, beam.CreateList(s, paths), p, q.Clip, ro)
 	}, opt)
 	if err != nil {
 		return nil, err
@@ -231,9 +145,7 @@ func rowsMomentPass(ctx context.Context, glob string, shape *data.Remote, ro Rea
 	if err := sameRows(st.N, shape); err != nil {
 		return nil, err
 	}
-	return &data.PassResult{Records: st.N, Outputs: []data.Array{
-		{Name: "sum", Rows: 1, Cols: p, Data: st.Sum},
-		{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}}}, nil
+	return pass.RowsMomentKind.EncodeResult(shape, q, &pass.MomentResult{Records: st.N, Sum: st.Sum, Moment: fullMoment(p, st.Moment)}), nil
 }
 
 // rowsCentredMomentPass is pass.RowsCentredMoment on Beam: centred,
@@ -244,10 +156,13 @@ func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote,
 	if err != nil {
 		return nil, err
 	}
+	q, err := pass.RowsCentredMomentKind.DecodeRequest(shape, req)
+	if err != nil {
+		return nil, err
+	}
 	p := shape.P
 	opt.progress("beam: pass %s over %d shard(s)", req.Kind, len(paths))
-	r := pass.DecodeCentredMoment(req)
-	fn := &centredRowsFn{P: p, Clip: r.Clip, Center: r.Center, Opt: ro}
+	fn := &centredRowsFn{P: p, Clip: q.Clip, Center: q.Center, Opt: ro}
 	st, err := RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
 		return CombineRows(s, beam.ParDo(s, fn, beam.CreateList(s, paths)), p)
 	}, opt)
@@ -257,34 +172,5 @@ func rowsCentredMomentPass(ctx context.Context, glob string, shape *data.Remote,
 	if err := sameRows(st.N, shape); err != nil {
 		return nil, err
 	}
-	return &data.PassResult{Records: st.N,
-		Outputs: []data.Array{{Name: "moment", Rows: p, Cols: p, Data: fullMoment(p, st.Moment)}},
-		Scalars: map[string]float64{"clipped": float64(st.Clipped)}}, nil
-}
-
-// rowsClippedSumPass is pass.RowsClippedSum on Beam.
-func rowsClippedSumPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	opt.progress("beam: pass %s", req.Kind)
-	g, err := sumPass(ctx, glob, &clippedSumFn{P: shape.P, Clip: pass.DecodeClippedSum(req).Clip, Opt: ro}, opt)
-	if err != nil {
-		return nil, err
-	}
-	if err := sameRows(g.N, shape); err != nil {
-		return nil, err
-	}
-	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: shape.P, Data: g.Sum}}}, nil
-}
-
-// rowsNormHistogramPass is pass.RowsNormHistogram on Beam.
-func rowsNormHistogramPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	r := pass.DecodeNormHistogram(req)
-	opt.progress("beam: pass %s", req.Kind)
-	g, err := sumPass(ctx, glob, &histogramFn{P: shape.P, Grid: r.Grid, Center: r.Center, Opt: ro}, opt)
-	if err != nil {
-		return nil, err
-	}
-	if err := sameRows(g.N, shape); err != nil {
-		return nil, err
-	}
-	return &data.PassResult{Records: g.N, Outputs: []data.Array{{Name: "counts", Rows: 1, Cols: len(g.Sum), Data: g.Sum}}}, nil
+	return pass.RowsCentredMomentKind.EncodeResult(shape, q, &pass.CentredMomentResult{Records: st.N, Moment: fullMoment(p, st.Moment), Clipped: st.Clipped}), nil
 }

@@ -70,13 +70,13 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 		name string
 		req  data.PassRequest
 	}{
-		{"moment", pass.MomentRequest{Clip: 3}.Request()},
-		{"histogram", pass.NormHistogramRequest{Grid: grid}.Request(p)},
-		{"centred histogram", pass.NormHistogramRequest{Grid: grid, Center: mu}.Request(p)},
-		{"clipped sum", pass.ClippedSumRequest{Clip: 2.5}.Request()},
-		{"plain sum", pass.ClippedSumRequest{}.Request()},
-		{"centred moment", pass.CentredMomentRequest{Clip: 3, Center: mu}.Request(p)},
-		{"unclipped moment", pass.CentredMomentRequest{}.Request(p)},
+		{"moment", pass.RowsMomentKind.EncodeRequest(shape, pass.MomentRequest{Clip: 3})},
+		{"histogram", pass.RowsNormHistogramKind.EncodeRequest(shape, pass.NormHistogramRequest{Grid: grid})},
+		{"centred histogram", pass.RowsNormHistogramKind.EncodeRequest(shape, pass.NormHistogramRequest{Grid: grid, Center: mu})},
+		{"clipped sum", pass.RowsClippedSumKind.EncodeRequest(shape, pass.ClippedSumRequest{Clip: 2.5})},
+		{"plain sum", pass.RowsClippedSumKind.EncodeRequest(shape, pass.ClippedSumRequest{})},
+		{"centred moment", pass.RowsCentredMomentKind.EncodeRequest(shape, pass.CentredMomentRequest{Clip: 3, Center: mu})},
+		{"unclipped moment", pass.RowsCentredMomentKind.EncodeRequest(shape, pass.CentredMomentRequest{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, err := pass.Local(ds).Pass(context.Background(), tc.req)
@@ -106,7 +106,7 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 func TestRowsPassRefusesBadRequest(t *testing.T) {
 	shape := &data.Remote{N: 10, P: 3}
 	_, err := RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
-		pass.ClippedSumRequest{Clip: -1}.Request(), Options{})
+		pass.RowsClippedSumKind.EncodeRequest(nil, pass.ClippedSumRequest{Clip: -1}), Options{})
 	assert.ErrorContains(t, err, "negative")
 	_, err = RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: "rows.nothing"}, Options{})
@@ -115,7 +115,7 @@ func TestRowsPassRefusesBadRequest(t *testing.T) {
 	dir := t.TempDir()
 	writeShards(t, dir, synth(30, 3, 1), 3, []int{10, 20}, false)
 	_, err = RunPass(context.Background(), filepath.Join(dir, "shard-*"), &data.Remote{N: 31, P: 3}, ReadOptions{},
-		pass.ClippedSumRequest{Clip: 1}.Request(), Options{})
+		pass.RowsClippedSumKind.EncodeRequest(nil, pass.ClippedSumRequest{Clip: 1}), Options{})
 	assert.ErrorContains(t, err, "the data changed")
 }
 

@@ -122,7 +122,7 @@ func TestRunPassRefusals(t *testing.T) {
 		{"negative clip", data.Rows, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": -1}}, "negative"},
 		{"NaN clip", data.Rows, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": math.NaN()}}, "not finite"},
 		{"extra input", data.Rows, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1},
-			Inputs: []data.Array{{Name: "x", Rows: 1, Cols: 1, Data: []float64{1}}}}, "inputs"},
+			Inputs: []data.Array{{Name: "x", Rows: 1, Cols: 1, Data: []float64{1}}}}, `unknown input "x"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RunPass(ctx, "/nonexistent/*.npy", sh, ReadOptions{}, tc.req, Options{})

@@ -14,7 +14,6 @@ import (
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/gen"
-	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -96,16 +95,16 @@ func TestTimeTracePassesBeam(t *testing.T) {
 	const cx, cy, tau = 25.0, 3.0, 5.0
 	ctx := context.Background()
 	for _, req := range []data.PassRequest{
-		pass.TraceMomentRequest{}.Request(),
-		pass.TraceClippedMomentRequest{ClipX: cx, ClipY: cy}.Request(),
-		pass.TraceGradientRequest{M: m}.Request(),
-		pass.TraceClippedGradientRequest{Tau: tau, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
+		pass.TraceMomentKind.EncodeRequest(shape, pass.TraceMomentRequest{}),
+		pass.TraceClippedMomentKind.EncodeRequest(shape, pass.TraceClippedMomentRequest{ClipX: cx, ClipY: cy}),
+		pass.TraceGradientKind.EncodeRequest(shape, pass.TraceGradientRequest{M: m}),
+		pass.TraceClippedGradientKind.EncodeRequest(shape, pass.TraceClippedGradientRequest{Tau: tau, Rank: r, M: m, U: u, Vt: vt}),
 	} {
 		want, err := pass.Local(g.Data).Pass(ctx, req)
 		require.NoError(t, err)
 		ws, _ := want.Output("sum")
 		t0 := time.Now()
-		res, err := TracePass(ctx, glob, shape, ro, req, Options{})
+		res, err := ShardPass(ctx, glob, shape, ro, req, Options{})
 		sec := time.Since(t0).Seconds()
 		require.NoError(t, err)
 		require.Equal(t, int64(n), res.Records)
@@ -142,7 +141,7 @@ func TestTimeTracePassesBeam(t *testing.T) {
 		relVec(rem.Matrices[0].M.RawMatrix().Data, loc.Matrices[0].M.RawMatrix().Data))
 }
 
-// benchPasser runs every pass with TracePass over the benchmark shards.
+// benchPasser runs every pass with ShardPass over the benchmark shards.
 type benchPasser struct {
 	glob  string
 	shape *data.Remote
@@ -150,5 +149,5 @@ type benchPasser struct {
 }
 
 func (b benchPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
-	return TracePass(ctx, b.glob, b.shape, b.ro, req, Options{})
+	return ShardPass(ctx, b.glob, b.shape, b.ro, req, Options{})
 }

@@ -56,7 +56,7 @@ func genTraceData(t *testing.T, n, d1, d2 int) *gen.Generated {
 }
 
 // TestTracePassesMatchLocal: each trace pass kind run as a Beam pipeline
-// on prism over three shards (TracePass, one partial sum per shard)
+// on prism over three shards (ShardPass, one partial sum per shard)
 // returns what pass.Local, the in-process runner of the same kernels,
 // returns on the one file: the same record count and clipped counts, sums
 // (and response counts) and losses equal to 1e-12 relative (only the order
@@ -82,11 +82,11 @@ func TestTracePassesMatchLocal(t *testing.T) {
 		m[j] = 0.8 * v
 	}
 	reqs := []data.PassRequest{
-		pass.TraceMomentRequest{}.Request(),
-		pass.TraceClippedMomentRequest{ClipX: 4.5, ClipY: 2}.Request(),
-		pass.TraceGradientRequest{M: m}.Request(),
-		pass.TraceClippedGradientRequest{Tau: 2, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
-		pass.TraceResponseCountsRequest{Grid: kernel.DefaultGrid()}.Request(),
+		pass.TraceMomentKind.EncodeRequest(shape, pass.TraceMomentRequest{}),
+		pass.TraceClippedMomentKind.EncodeRequest(shape, pass.TraceClippedMomentRequest{ClipX: 4.5, ClipY: 2}),
+		pass.TraceGradientKind.EncodeRequest(shape, pass.TraceGradientRequest{M: m}),
+		pass.TraceClippedGradientKind.EncodeRequest(shape, pass.TraceClippedGradientRequest{Tau: 2, Rank: r, M: m, U: u, Vt: vt}),
+		pass.TraceResponseCountsKind.EncodeRequest(shape, pass.TraceResponseCountsRequest{Grid: kernel.DefaultGrid()}),
 	}
 	ctx := context.Background()
 	require.Len(t, tracePassFuncs, len(reqs))
@@ -120,7 +120,7 @@ func TestTracePassesMatchLocal(t *testing.T) {
 	// A request outside its kind is refused before any pipeline runs.
 	bad := reqs[3]
 	bad.Params = map[string]float64{"tau": -1, "rank": r}
-	_, err := TracePass(ctx, glob, shape, ReadOptions{}, bad, Options{})
+	_, err := ShardPass(ctx, glob, shape, ReadOptions{}, bad, Options{})
 	assert.ErrorContains(t, err, "tau = -1")
 }
 
@@ -132,7 +132,7 @@ type traceBeamPasser struct {
 }
 
 func (b traceBeamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
-	return TracePass(ctx, b.glob, b.shape, ReadOptions{}, req, Options{})
+	return ShardPass(ctx, b.glob, b.shape, ReadOptions{}, req, Options{})
 }
 
 // TestRgradThroughBeam: each trace estimator fitted on shards it reaches

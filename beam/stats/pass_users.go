@@ -187,16 +187,16 @@ type usersAcc = *pass.UsersPartial
 // term is computed there, by pass.UsersConfig.Add, so that nothing d×d is
 // formed per user) and merges accumulators.
 type usersCombineFn struct {
-	P   int
-	Req data.PassRequest
-	cfg *pass.UsersConfig
+	N, P, Users int // the data's public shape
+	Req         data.PassRequest
+	cfg         *pass.UsersConfig
 }
 
 // config reads the request once per combiner instance (validated by the
 // driver before the pipeline runs).
 func (f *usersCombineFn) config() *pass.UsersConfig {
 	if f.cfg == nil {
-		c, err := pass.UsersConfigOf(f.P, f.Req)
+		c, err := pass.UsersConfigOf(&data.Remote{N: f.N, P: f.P, Users: f.Users}, f.Req)
 		if err != nil {
 			panic(fmt.Sprintf("dplr: users pass: %v", err)) // checked by RunUsersPass
 		}
@@ -268,7 +268,7 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pass.UsersConfigOf(shape.P, req)
+	cfg, err := pass.UsersConfigOf(shape, req)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func RunUsersPass(ctx context.Context, glob string, shape *data.Remote, ro ReadO
 	} else {
 		users = beam.ParDo(s, &userRowsFn{}, grouped)
 	}
-	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &usersCombineFn{P: shape.P, Req: req}, users))
+	beam.ParDo0(s, &writePartialFn{Path: out}, beam.Combine(s, &usersCombineFn{N: shape.N, P: shape.P, Users: shape.Users, Req: req}, users))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
 		return nil, fmt.Errorf("beam pipeline failed: %w", err)
 	}

@@ -78,27 +78,25 @@ func TestUsersPassMatchesLocal(t *testing.T) {
 	for i := 0; i < shape.Users; i += 2 {
 		half[i] = 1
 	}
-	base := pass.UsersRequest{LocalFraction: 0.25, Holdout: 0.2, U: u, Rank: k}
-	with := func(f func(r *pass.UsersRequest)) data.PassRequest {
-		r := base
-		f(&r)
-		if r.Kind == pass.UsersUstat || r.Kind == pass.UsersUstatHist {
-			r.U, r.Rank = nil, 0
-		}
-		return r.Encode()
-	}
+	base := pass.UsersData{LocalFraction: 0.25, Holdout: 0.2}
+	halfBase := base
+	halfBase.Group = half
+	model := pass.UsersModel{U: u, Rank: k}
+	altmin := base
+	altmin.Group = groupMask(shape.Users)
+	signs := base
+	signs.Sign = true
 	for _, req := range []data.PassRequest{
-		with(func(r *pass.UsersRequest) { r.Kind, r.Clip = pass.UsersUstat, 0.5 }),
-		with(func(r *pass.UsersRequest) { r.Kind, r.Clip, r.Group = pass.UsersUstat, 0.5, half }),
-		with(func(r *pass.UsersRequest) { r.Kind, r.Edges = pass.UsersUstatHist, edges }),
-		with(func(r *pass.UsersRequest) { r.Kind, r.Clip = pass.UsersGradient, 1 }),
-		with(func(r *pass.UsersRequest) { r.Kind, r.Clip, r.Batch, r.Round, r.Seed = pass.UsersGradient, 1, 1, 0, 77 }),
-		with(func(r *pass.UsersRequest) { r.Kind, r.Edges = pass.UsersGradientHist, edges }),
-		with(func(r *pass.UsersRequest) {
-			r.Kind, r.ClipW, r.ClipY, r.Portion, r.Group = pass.UsersAltMin, 0.7, 3, 4, groupMask(shape.Users)
-		}),
-		with(func(r *pass.UsersRequest) { r.Kind, r.Logistic, r.Sign = pass.UsersHoldout, true, true }),
-		with(func(r *pass.UsersRequest) { r.Kind, r.HeadAll, r.Group = pass.UsersValidation, true, half }),
+		pass.UsersUstatKind.EncodeRequest(shape, pass.UstatRequest{UsersData: base, Clip: 0.5}),
+		pass.UsersUstatKind.EncodeRequest(shape, pass.UstatRequest{UsersData: halfBase, Clip: 0.5}),
+		pass.UsersUstatHistKind.EncodeRequest(shape, pass.UstatHistRequest{UsersData: base, Edges: edges}),
+		pass.UsersGradientKind.EncodeRequest(shape, pass.UsersGradientRequest{UsersData: base, UsersModel: model, Clip: 1}),
+		pass.UsersGradientKind.EncodeRequest(shape, pass.UsersGradientRequest{UsersData: base, UsersModel: model, Clip: 1,
+			UsersRounds: pass.UsersRounds{Batch: 1, Round: 0, Seed: 77}}),
+		pass.UsersGradientHistKind.EncodeRequest(shape, pass.GradientHistRequest{UsersData: base, UsersModel: model, Edges: edges}),
+		pass.UsersAltMinKind.EncodeRequest(shape, pass.AltMinRequest{UsersData: altmin, UsersModel: model, ClipW: 0.7, ClipY: 3, Portion: 4}),
+		pass.UsersHoldoutKind.EncodeRequest(shape, pass.HoldoutRequest{UsersData: signs, UsersModel: pass.UsersModel{U: u, Rank: k, Logistic: true}}),
+		pass.UsersValidationKind.EncodeRequest(shape, pass.ValidationRequest{UsersData: halfBase, UsersModel: model, HeadAll: true}),
 	} {
 		t.Run(req.Kind, func(t *testing.T) {
 			got, err := RunUsersPass(context.Background(), glob, shape, ReadOptions{}, req, Options{})
@@ -117,7 +115,7 @@ func TestUsersPassMatchesLocal(t *testing.T) {
 			}
 		})
 	}
-	_, err := RunUsersPass(context.Background(), glob, shape, ReadOptions{}, with(func(r *pass.UsersRequest) { r.Kind, r.Heads = pass.UsersHoldout, true }), Options{})
+	_, err := RunUsersPass(context.Background(), glob, shape, ReadOptions{}, pass.UsersHoldoutKind.EncodeRequest(shape, pass.HoldoutRequest{UsersData: base, UsersModel: model, Heads: true}), Options{})
 	assert.ErrorContains(t, err, "per-user heads")
 }
 

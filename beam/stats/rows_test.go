@@ -96,7 +96,7 @@ func relErr(a, b mat.Matrix) float64 {
 // matching glob (n rows of p values) and returns its count, clipped sum
 // and clipped second moment divided by the count (shards read with ro).
 func momentOf(glob string, n, p int, c float64, ro ReadOptions) (int64, []float64, *mat.SymDense, error) {
-	req := pass.MomentRequest{Clip: c}.Request()
+	req := pass.RowsMomentKind.EncodeRequest(nil, pass.MomentRequest{Clip: c})
 	res, err := RunPass(context.Background(), glob, &data.Remote{N: n, P: p}, ro, req, Options{})
 	if err != nil {
 		return 0, nil, nil, err

@@ -76,7 +76,7 @@ func usersData(nu, d int, seed uint64) []urec {
 // ustatRequest is a users.ustat request over whole users (no split)
 // clipping each user's term to clip.
 func ustatRequest(clip float64) data.PassRequest {
-	return pass.UsersRequest{Kind: pass.UsersUstat, Clip: clip}.Encode()
+	return pass.UsersUstatKind.EncodeRequest(nil, pass.UstatRequest{Clip: clip})
 }
 
 // usersMatch runs req over the shards of glob and checks that it equals
@@ -128,7 +128,7 @@ func TestUsersMatchesSingleMachine(t *testing.T) {
 
 	u := make([]float64, d*k)
 	u[0], u[k+1] = 1, 1
-	grad := pass.UsersRequest{Kind: pass.UsersGradient, Clip: 2, U: u, Rank: k}.Encode()
+	grad := pass.UsersGradientKind.EncodeRequest(&data.Remote{P: d}, pass.UsersGradientRequest{UsersModel: pass.UsersModel{U: u, Rank: k}, Clip: 2})
 	for _, tc := range []struct {
 		name string
 		req  data.PassRequest
@@ -177,7 +177,7 @@ func TestUsersAndTraceReaderErrors(t *testing.T) {
 				if kind == data.Users {
 					_, err = RunUsersPass(context.Background(), glob, &data.Remote{N: 4, P: 4, Users: 4}, ReadOptions{}, ustatRequest(1), Options{})
 				} else {
-					_, err = RunPass(context.Background(), glob, &data.Remote{N: 4, P: 5, D1: 1, D2: 5}, ReadOptions{}, pass.TraceMomentRequest{}.Request(), Options{})
+					_, err = RunPass(context.Background(), glob, &data.Remote{N: 4, P: 5, D1: 1, D2: 5}, ReadOptions{}, pass.TraceMomentKind.EncodeRequest(nil, pass.TraceMomentRequest{}), Options{})
 				}
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "shard "+bad+": "+want.Error())
@@ -498,9 +498,9 @@ func TestUsersPassTextIDs(t *testing.T) {
 	shape := pass.ShapeOf(ds)
 	u := []float64{0.6, 0, 0, 0.8, 0.8, 0}
 	reqs := []data.PassRequest{
-		pass.UsersRequest{Kind: pass.UsersUstat, Clip: 0.5, LocalFraction: 0.25, Holdout: 0.2}.Encode(),
-		pass.UsersRequest{Kind: pass.UsersAltMin, U: u, Rank: k, ClipW: 0.7, ClipY: 3, Portion: 4, LocalFraction: 0.25, Holdout: 0.2,
-			Group: groupMask(shape.Users)}.Encode(),
+		pass.UsersUstatKind.EncodeRequest(shape, pass.UstatRequest{UsersData: pass.UsersData{LocalFraction: 0.25, Holdout: 0.2}, Clip: 0.5}),
+		pass.UsersAltMinKind.EncodeRequest(shape, pass.AltMinRequest{UsersData: pass.UsersData{LocalFraction: 0.25, Holdout: 0.2, Group: groupMask(shape.Users)},
+			UsersModel: pass.UsersModel{U: u, Rank: k}, ClipW: 0.7, ClipY: 3, Portion: 4}),
 	}
 	for _, withParquet := range []bool{false, true} {
 		t.Run(fmt.Sprint("parquet ", withParquet), func(t *testing.T) {

@@ -237,7 +237,7 @@ func TestBeamPasser(t *testing.T) {
 		"records":   {setup: func(t *testing.T) { editManifest(t, func(m *BeamPassResult) { m.Records = 39 }) }, want: "39 records"},
 		"scalar": {setup: func(t *testing.T) {
 			editManifest(t, func(m *BeamPassResult) { m.Scalars = map[string]float64{"x": 1} })
-		}, want: "scalars"},
+		}, want: `unknown scalar "x"`},
 		"path": {setup: func(t *testing.T) {
 			editManifest(t, func(m *BeamPassResult) { m.Outputs[0].File = "../out/output-0.npy" })
 		}, want: "plain file name"},

@@ -3,7 +3,7 @@
 // pipeline reads (dplr fit --engine beam), and the estimator reaches it
 // only through a data.Passer the host hands it.
 //
-// A pass kind (Spec) fixes, in public terms, what one pass computes: its
+// A pass kind (Kind) fixes, in public terms, what one pass computes: its
 // parameters (clip bounds), its side inputs (the current iterate, as a
 // Beam side input), its outputs (sums of per-record or per-user terms,
 // each bounded before aggregation) and the bounds those outputs must
@@ -26,8 +26,7 @@ package pass
 import (
 	"context"
 	"fmt"
-	"math"
-	"slices"
+	"reflect"
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
@@ -43,48 +42,196 @@ type ArraySpec struct {
 	Doc        string
 }
 
-// Spec is one pass kind.
-type Spec struct {
-	// Kind is the pass's name, "<data kind>.<what>" (e.g. "trace.gradient").
-	Kind string
+// Kind is one pass kind over its typed request Q and result R (structs
+// whose tagged fields travel, see the codec): declared once, it encodes and
+// decodes both, checks them, and runs the reference implementation.
+type Kind[Q, R any] struct {
+	// Name is the kind's wire name, "<data kind>.<what>" (e.g.
+	// "trace.gradient").
+	Name string
 	// Data is the data kind the pass reads.
 	Data data.Kind
 	// Doc says what the pass computes, in words and formulas.
 	Doc string
-	// Params are the names of the required scalar parameters; each must be
-	// a finite number, and Check may restrict it further.
-	Params []string
-	// Inputs returns the side inputs a request must carry for a data set of
-	// shape sh and the given parameters.
-	Inputs func(sh *data.Remote, params map[string]float64) []ArraySpec
-	// Outputs returns the outputs a result must carry.
-	Outputs func(sh *data.Remote, req data.PassRequest) []ArraySpec
-	// Scalars are the names of the scalars a result carries (all of them,
-	// finite).
-	Scalars []string
-	// CheckRequest, when set, checks the parameters' ranges and the inputs'
+	// Inputs lists the side inputs of q (fields of Q) in wire order with
+	// their shapes for a data set of shape sh (nil: none).
+	Inputs func(sh *data.Remote, q *Q) []ArraySpec
+	// Outputs lists the outputs of a result of q (fields of R) likewise.
+	Outputs func(sh *data.Remote, q *Q) []ArraySpec
+	// Check, when set, checks the parameters' ranges and the inputs'
 	// values beyond their shapes.
-	CheckRequest func(sh *data.Remote, req data.PassRequest) error
-	// CheckResult, when set, checks the bounds the outputs must satisfy
+	Check func(sh *data.Remote, q *Q) error
+	// CheckResult, when set, checks the bounds a result must satisfy
 	// (norms within Records times the per-record bound).
-	CheckResult func(sh *data.Remote, req data.PassRequest, res *data.PassResult) error
-	// Records returns the number of records a result must report (-1: any
-	// number in [0, sh.N]).
-	Records func(sh *data.Remote) int64
+	CheckResult func(sh *data.Remote, q *Q, r *R) error
 	// Local is the reference implementation over an in-memory data set of
 	// kind Data (X set).
-	Local func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error)
+	Local func(ctx context.Context, ds *data.Dataset, q *Q) (*R, error)
+}
+
+// EncodeRequest returns the wire request of q for a data set of shape sh
+// (a nil input travels as zeros of its shape).
+func (k *Kind[Q, R]) EncodeRequest(sh *data.Remote, q Q) data.PassRequest {
+	v := reflect.ValueOf(q)
+	c := codecOf(v.Type())
+	req := data.PassRequest{Kind: k.Name, Params: c.scalarsOf(v)}
+	if k.Inputs != nil {
+		req.Inputs = c.arraysOf(v, k.Inputs(sh, &q))
+	}
+	return req
+}
+
+// DecodeRequest reads and validates a wire request of this kind for a
+// data set of shape sh: every parameter present, finite and of its type
+// (and no other), every input of its shape and finite, and the kind's
+// Check. The result shares the request's arrays.
+func (k *Kind[Q, R]) DecodeRequest(sh *data.Remote, req data.PassRequest) (*Q, error) {
+	q := new(Q)
+	v := reflect.ValueOf(q).Elem()
+	c := codecOf(v.Type())
+	err := c.setScalars("parameter", v, req.Params)
+	if req.Kind != k.Name {
+		err = fmt.Errorf("a %q request", req.Kind)
+	}
+	if err == nil {
+		err = c.setArrays("input", v, req.Inputs)
+	}
+	if err == nil {
+		var want []ArraySpec
+		if k.Inputs != nil {
+			want = k.Inputs(sh, q)
+		}
+		err = checkArrays("input", want, req.Inputs)
+	}
+	if err == nil && k.Check != nil {
+		err = k.Check(sh, q)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	}
+	return q, nil
+}
+
+// EncodeResult returns the wire result r of the request q.
+func (k *Kind[Q, R]) EncodeResult(sh *data.Remote, q *Q, r *R) *data.PassResult {
+	v := reflect.ValueOf(r).Elem()
+	c := codecOf(v.Type())
+	return &data.PassResult{Records: v.FieldByIndex(c.records).Int(), Scalars: c.scalarsOf(v), Outputs: c.arraysOf(v, k.Outputs(sh, q))}
+}
+
+// DecodeResult reads and checks a wire result of the request q: the record
+// count (every record, or user, of the data set), every output present
+// with its shape and finite values, every scalar present, finite and of
+// its type, and the kind's bounds.
+func (k *Kind[Q, R]) DecodeResult(sh *data.Remote, q *Q, res *data.PassResult) (*R, error) {
+	if res == nil {
+		return nil, fmt.Errorf("pass %s: no result", k.Name)
+	}
+	want := int64(sh.N)
+	if k.Data == data.Users {
+		want = int64(sh.Users)
+	}
+	if res.Records != want {
+		return nil, fmt.Errorf("pass %s: the result aggregates %d records, want %d", k.Name, res.Records, want)
+	}
+	r := new(R)
+	v := reflect.ValueOf(r).Elem()
+	c := codecOf(v.Type())
+	v.FieldByIndex(c.records).SetInt(res.Records)
+	err := c.setScalars("scalar", v, res.Scalars)
+	if err == nil {
+		err = c.setArrays("output", v, res.Outputs)
+	}
+	if err == nil {
+		err = checkArrays("output", k.Outputs(sh, q), res.Outputs)
+	}
+	if err == nil && k.CheckResult != nil {
+		err = k.CheckResult(sh, q, r)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	}
+	return r, nil
+}
+
+// Run runs the pass q over ds (pass.Run: in process when ds holds its
+// rows, otherwise by its Passer; the request validated and the result
+// checked either way) and returns the typed result.
+func (k *Kind[Q, R]) Run(ctx context.Context, ds *data.Dataset, q Q) (*R, error) {
+	if ds == nil {
+		return nil, fmt.Errorf("pass %s: no data set", k.Name)
+	}
+	sh := ShapeOf(ds)
+	res, err := Run(ctx, ds, k.EncodeRequest(sh, q))
+	if err != nil {
+		return nil, err
+	}
+	return k.DecodeResult(sh, &q, res)
+}
+
+// Spec is a registered kind on the wire, what the host and the pipelines
+// see of it.
+type Spec struct {
+	// Kind is the pass's wire name.
+	Kind string
+	// Data is the data kind the pass reads.
+	Data data.Kind
+	// Doc says what the pass computes.
+	Doc string
+
+	decode  func(sh *data.Remote, req data.PassRequest) (any, error)
+	check   func(sh *data.Remote, q any, res *data.PassResult) error
+	outputs func(sh *data.Remote, q any) []ArraySpec
+	local   func(ctx context.Context, ds *data.Dataset, q any) (*data.PassResult, error)
+}
+
+// Outputs lists the outputs of a result of req (none when req is not a
+// valid request of this kind).
+func (s Spec) Outputs(sh *data.Remote, req data.PassRequest) []ArraySpec {
+	q, err := s.decode(sh, req)
+	if err != nil {
+		return nil
+	}
+	return s.outputs(sh, q)
+}
+
+// Local validates req and runs the kind's reference implementation over
+// the in-memory data set ds; the result is not checked.
+func (s Spec) Local(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+	q, err := s.decode(ShapeOf(ds), req)
+	if err != nil {
+		return nil, err
+	}
+	return s.local(ctx, ds, q)
 }
 
 var specs = map[string]Spec{}
 
-// register adds a kind; it is called from the init functions of this
-// package's files, one per data kind.
-func register(s Spec) {
-	if _, dup := specs[s.Kind]; dup || s.Kind == "" || s.Local == nil || s.Outputs == nil {
-		panic("pass: bad or duplicate kind " + s.Kind)
+// register adds the kind k and returns it; the kinds are package variables
+// of this package's files, one file per data kind.
+func register[Q, R any](k *Kind[Q, R]) *Kind[Q, R] {
+	if _, dup := specs[k.Name]; dup || k.Name == "" || k.Local == nil || k.Outputs == nil {
+		panic("pass: bad or duplicate kind " + k.Name)
 	}
-	specs[s.Kind] = s
+	codecOf(reflect.TypeFor[Q]())
+	if codecOf(reflect.TypeFor[R]()).records == nil {
+		panic("pass: result of " + k.Name + " without Records")
+	}
+	specs[k.Name] = Spec{Kind: k.Name, Data: k.Data, Doc: k.Doc,
+		decode: func(sh *data.Remote, req data.PassRequest) (any, error) { return k.DecodeRequest(sh, req) },
+		check: func(sh *data.Remote, q any, res *data.PassResult) error {
+			_, err := k.DecodeResult(sh, q.(*Q), res)
+			return err
+		},
+		outputs: func(sh *data.Remote, q any) []ArraySpec { return k.Outputs(sh, q.(*Q)) },
+		local: func(ctx context.Context, ds *data.Dataset, q any) (*data.PassResult, error) {
+			r, err := k.Local(ctx, ds, q.(*Q))
+			if err != nil {
+				return nil, err
+			}
+			return k.EncodeResult(ShapeOf(ds), q.(*Q), r), nil
+		}}
+	return k
 }
 
 // Lookup returns the kind called name.
@@ -113,106 +260,34 @@ func ShapeOf(ds *data.Dataset) *data.Remote {
 }
 
 // Validate checks a request against its kind for a data set of kind k and
-// shape sh: the kind exists and reads k, every parameter is present and
-// finite (and no unknown one is given), every input has the right shape
-// and finite values, and the kind's own checks pass.
+// shape sh: the kind exists and reads k, and the request decodes
+// (Kind.DecodeRequest).
 func Validate(k data.Kind, sh *data.Remote, req data.PassRequest) (Spec, error) {
+	s, _, err := validate(k, sh, req)
+	return s, err
+}
+
+// validate is Validate, returning the decoded request too.
+func validate(k data.Kind, sh *data.Remote, req data.PassRequest) (Spec, any, error) {
 	s, ok := specs[req.Kind]
 	if !ok {
-		return s, fmt.Errorf("pass %q: unknown kind (known: %v)", req.Kind, Kinds())
+		return s, nil, fmt.Errorf("pass %q: unknown kind (known: %v)", req.Kind, Kinds())
 	}
 	if s.Data != k {
-		return s, fmt.Errorf("pass %s reads %s data, the data set holds %s data", s.Kind, s.Data, k)
+		return s, nil, fmt.Errorf("pass %s reads %s data, the data set holds %s data", s.Kind, s.Data, k)
 	}
-	for name, v := range req.Params {
-		if !slices.Contains(s.Params, name) {
-			return s, fmt.Errorf("pass %s: unknown parameter %q", s.Kind, name)
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return s, fmt.Errorf("pass %s: parameter %s = %v is not finite", s.Kind, name, v)
-		}
-	}
-	for _, name := range s.Params {
-		if _, ok := req.Params[name]; !ok {
-			return s, fmt.Errorf("pass %s: parameter %s missing", s.Kind, name)
-		}
-	}
-	var want []ArraySpec
-	if s.Inputs != nil {
-		want = s.Inputs(sh, req.Params)
-	}
-	if err := checkArrays("input", s.Kind, want, req.Inputs); err != nil {
-		return s, err
-	}
-	if s.CheckRequest != nil {
-		if err := s.CheckRequest(sh, req); err != nil {
-			return s, fmt.Errorf("pass %s: %w", s.Kind, err)
-		}
-	}
-	return s, nil
+	q, err := s.decode(sh, req)
+	return s, q, err
 }
 
-// CheckResult checks a result against the request's kind: the record
-// count, every output present with its shape and finite values, every
-// scalar present and finite, and the kind's bounds.
+// CheckResult checks a result against the request's kind
+// (Kind.DecodeResult).
 func CheckResult(s Spec, sh *data.Remote, req data.PassRequest, res *data.PassResult) error {
-	if res == nil {
-		return fmt.Errorf("pass %s: no result", s.Kind)
-	}
-	if s.Records != nil {
-		if want := s.Records(sh); want >= 0 && res.Records != want {
-			return fmt.Errorf("pass %s: the result aggregates %d records, want %d", s.Kind, res.Records, want)
-		}
-	}
-	if res.Records < 0 || res.Records > int64(sh.N) {
-		return fmt.Errorf("pass %s: the result aggregates %d records of %d", s.Kind, res.Records, sh.N)
-	}
-	if err := checkArrays("output", s.Kind, s.Outputs(sh, req), res.Outputs); err != nil {
+	q, err := s.decode(sh, req)
+	if err != nil {
 		return err
 	}
-	if len(res.Scalars) != len(s.Scalars) {
-		return fmt.Errorf("pass %s: %d scalars, want %v", s.Kind, len(res.Scalars), s.Scalars)
-	}
-	for _, name := range s.Scalars {
-		v, ok := res.Scalars[name]
-		if !ok {
-			return fmt.Errorf("pass %s: scalar %s missing", s.Kind, name)
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("pass %s: scalar %s = %v is not finite", s.Kind, name, v)
-		}
-	}
-	if s.CheckResult != nil {
-		if err := s.CheckResult(sh, req, res); err != nil {
-			return fmt.Errorf("pass %s: %w", s.Kind, err)
-		}
-	}
-	return nil
-}
-
-// checkArrays checks that got holds exactly the arrays want lists, in
-// order, each finite.
-func checkArrays(what, kind string, want []ArraySpec, got []data.Array) error {
-	if len(got) != len(want) {
-		names := make([]string, len(want))
-		for i, w := range want {
-			names[i] = w.Name
-		}
-		return fmt.Errorf("pass %s: %d %ss, want %v", kind, len(got), what, names)
-	}
-	for i, w := range want {
-		g := got[i]
-		if g.Name != w.Name {
-			return fmt.Errorf("pass %s: %s %d is %q, want %q", kind, what, i, g.Name, w.Name)
-		}
-		if g.Rows != w.Rows || g.Cols != w.Cols {
-			return fmt.Errorf("pass %s: %s %s is %d×%d, want %d×%d", kind, what, w.Name, g.Rows, g.Cols, w.Rows, w.Cols)
-		}
-		if err := g.Check(); err != nil {
-			return fmt.Errorf("pass %s: %s: %w", kind, what, err)
-		}
-	}
-	return nil
+	return s.check(sh, q, res)
 }
 
 // Norm returns the Euclidean (Frobenius) norm of v (kernel.Norm).
@@ -230,18 +305,18 @@ func Local(ds *data.Dataset) data.Passer { return local{ds} }
 // Pass implements data.Passer.
 func (l local) Pass(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
 	sh := ShapeOf(l.ds)
-	s, err := Validate(l.ds.Kind, sh, req)
+	s, q, err := validate(l.ds.Kind, sh, req)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	res, err := s.Local(ctx, l.ds, req)
+	res, err := s.local(ctx, l.ds, q)
 	if err != nil {
 		return nil, fmt.Errorf("pass %s: %w", s.Kind, err)
 	}
-	if err := CheckResult(s, sh, req, res); err != nil {
+	if err := s.check(sh, q, res); err != nil {
 		return nil, err
 	}
 	return res, nil

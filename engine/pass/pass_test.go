@@ -54,7 +54,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"NaN parameter", data.Rows, data.PassRequest{Kind: RowsMoment, Params: map[string]float64{"clip": math.NaN()}}, "not finite"},
 		{"negative clip", data.Rows, data.PassRequest{Kind: RowsMoment, Params: map[string]float64{"clip": -1}}, "negative"},
 		{"unexpected input", data.Rows, data.PassRequest{Kind: RowsMoment, Params: map[string]float64{"clip": 1},
-			Inputs: []data.Array{{Name: "m", Rows: 1, Cols: 1, Data: []float64{1}}}}, "inputs"},
+			Inputs: []data.Array{{Name: "m", Rows: 1, Cols: 1, Data: []float64{1}}}}, `unknown input "m"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Validate(tc.kind, sh, tc.req)
@@ -79,7 +79,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"NaN output", func(r *data.PassResult) { r.Outputs[0].Data[0] = math.NaN() }, "not finite"},
 		{"unclipped sum", func(r *data.PassResult) { r.Outputs[0].Data[0] = 10 }, "not clipped"},
 		{"asymmetric moment", func(r *data.PassResult) { r.Outputs[1].Data[1] += 1e-9 }, "symmetric"},
-		{"extra scalar", func(r *data.PassResult) { r.Scalars = map[string]float64{"loss": 1} }, "scalars"},
+		{"extra scalar", func(r *data.PassResult) { r.Scalars = map[string]float64{"loss": 1} }, `unknown scalar "loss"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := &data.PassResult{Records: good.Records}

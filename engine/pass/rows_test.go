@@ -30,23 +30,7 @@ func randomRows(n, p int, seed uint64) *data.Dataset {
 }
 
 func histogramRequest(grid, center []float64) data.PassRequest {
-	return NormHistogramRequest{Grid: grid, Center: center}.Request(len(center))
-}
-
-// Every typed request survives its wire form: Decode(r.Request()) == r
-// (a zero centre decodes as nil).
-func TestRowsRequestsRoundTrip(t *testing.T) {
-	c := []float64{1, 0, -2}
-	assert.Equal(t, MomentRequest{Clip: 2}, DecodeMoment(MomentRequest{Clip: 2}.Request()))
-	assert.Equal(t, ClippedSumRequest{Clip: 3}, DecodeClippedSum(ClippedSumRequest{Clip: 3}.Request()))
-	assert.Equal(t, CentredMomentRequest{Clip: 1, Center: c}, DecodeCentredMoment(CentredMomentRequest{Clip: 1, Center: c}.Request(3)))
-	assert.Equal(t, CentredMomentRequest{Clip: 1}, DecodeCentredMoment(CentredMomentRequest{Clip: 1, Center: make([]float64, 3)}.Request(3)))
-	h := NormHistogramRequest{Grid: []float64{1, 2}, Center: c}
-	assert.Equal(t, h, DecodeNormHistogram(h.Request(3)))
-	for _, req := range []data.PassRequest{MomentRequest{}.Request(), ClippedSumRequest{}.Request(), CentredMomentRequest{}.Request(3), h.Request(3)} {
-		_, err := Validate(data.Rows, &data.Remote{N: 5, P: 3}, req)
-		assert.NoError(t, err, req.Kind)
-	}
+	return RowsNormHistogramKind.EncodeRequest(&data.Remote{P: len(center)}, NormHistogramRequest{Grid: grid, Center: center})
 }
 
 // TestRowsPreprocessingPasses: the reference passes compute, row by row,
@@ -86,7 +70,7 @@ func TestRowsPreprocessingPasses(t *testing.T) {
 	assert.EqualValues(t, n, total)
 
 	const c = 3.0
-	res, err = Local(ds).Pass(ctx, ClippedSumRequest{Clip: c}.Request())
+	res, err = Local(ds).Pass(ctx, RowsClippedSumKind.EncodeRequest(ShapeOf(ds), ClippedSumRequest{Clip: c}))
 	require.NoError(t, err)
 	sum, _ := res.Output("sum")
 	wsum := make([]float64, p)
@@ -99,7 +83,7 @@ func TestRowsPreprocessingPasses(t *testing.T) {
 	}
 	assert.InDeltaSlice(t, wsum, sum.Data, 1e-12)
 
-	res, err = Local(ds).Pass(ctx, CentredMomentRequest{Clip: c, Center: mu}.Request(p))
+	res, err = Local(ds).Pass(ctx, RowsCentredMomentKind.EncodeRequest(ShapeOf(ds), CentredMomentRequest{Clip: c, Center: mu}))
 	require.NoError(t, err)
 	mom, _ := res.Output("moment")
 	wm := mat.NewSymDense(p, nil)
@@ -119,7 +103,7 @@ func TestRowsPreprocessingPasses(t *testing.T) {
 	assert.EqualValues(t, clipped, res.Scalars["clipped"])
 
 	// clip 0: unclipped, none counted.
-	res, err = Local(ds).Pass(ctx, CentredMomentRequest{}.Request(p))
+	res, err = Local(ds).Pass(ctx, RowsCentredMomentKind.EncodeRequest(ShapeOf(ds), CentredMomentRequest{}))
 	require.NoError(t, err)
 	mom, _ = res.Output("moment")
 	var g mat.SymDense
@@ -178,10 +162,12 @@ func TestRowsPreprocessingRefuses(t *testing.T) {
 	}{
 		{"grid not increasing", histogramRequest([]float64{1, 3, 2}, zero), "strictly increasing"},
 		{"grid not positive", histogramRequest([]float64{0, 1}, zero), "positive"},
-		{"fractional cells", data.PassRequest{Kind: RowsNormHistogram, Params: map[string]float64{"cells": 1.5},
-			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: 1, Data: []float64{1}}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "integer"},
-		{"grid of the wrong length", data.PassRequest{Kind: RowsNormHistogram, Params: map[string]float64{"cells": 3},
-			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: 2, Data: []float64{1, 2}}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "grid is 1×2, want 1×3"},
+		{"unknown parameter", data.PassRequest{Kind: RowsNormHistogram, Params: map[string]float64{"cells": 1},
+			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: 1, Data: []float64{1}}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, `unknown parameter "cells"`},
+		{"grid of the wrong shape", data.PassRequest{Kind: RowsNormHistogram,
+			Inputs: []data.Array{{Name: "grid", Rows: 2, Cols: 1, Data: []float64{1, 2}}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "grid is 2×1, want 1×2"},
+		{"empty grid", data.PassRequest{Kind: RowsNormHistogram,
+			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: 0}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "want 1 to 100000"},
 		{"centre missing", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}}, "inputs"},
 		{"negative sum clip", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": -1}}, "negative"},
 		{"negative moment clip", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": -1},
@@ -213,7 +199,9 @@ func TestRowsPreprocessingRefuses(t *testing.T) {
 		{"clipped count", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}},
 			func(r *data.PassResult) { r.Scalars["clipped"] = 51 }, "clipped"},
 		{"clipped missing", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}},
-			func(r *data.PassResult) { r.Scalars = nil }, "scalars"},
+			func(r *data.PassResult) { r.Scalars = nil }, "scalar clipped missing"},
+		{"fractional clipped", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}},
+			func(r *data.PassResult) { r.Scalars["clipped"] = 0.5 }, "not an integer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Validate(data.Rows, sh, tc.req)

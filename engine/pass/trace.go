@@ -3,7 +3,6 @@ package pass
 import (
 	"context"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 
@@ -53,235 +52,194 @@ const (
 // TraceMomentRequest is a TraceMoment request.
 type TraceMomentRequest struct{}
 
-// Request encodes r for the wire.
-func (TraceMomentRequest) Request() data.PassRequest { return data.PassRequest{Kind: TraceMoment} }
-
 // TraceClippedMomentRequest is a TraceClippedMoment request: the bounds
 // ‖x_i‖₂ ≤ ClipX and |y_i| ≤ ClipY.
-type TraceClippedMomentRequest struct{ ClipX, ClipY float64 }
-
-// Request encodes r for the wire.
-func (r TraceClippedMomentRequest) Request() data.PassRequest {
-	return data.PassRequest{Kind: TraceClippedMoment, Params: map[string]float64{"cx": r.ClipX, "cy": r.ClipY}}
+type TraceClippedMomentRequest struct {
+	ClipX float64 `pass:"cx"`
+	ClipY float64 `pass:"cy"`
 }
 
-func decodeClippedMoment(req data.PassRequest) TraceClippedMomentRequest {
-	return TraceClippedMomentRequest{ClipX: req.Params["cx"], ClipY: req.Params["cy"]}
+// ClippedSumResult is the result of the kinds whose outputs are the sum
+// and the count of records the clip shrank.
+type ClippedSumResult struct {
+	Records int64
+	Sum     []float64 `pass:"sum"`
+	Clipped int64     `pass:"clipped"`
 }
 
 // TraceGradientRequest is a TraceGradient request at the iterate M
 // (flattened d1×d2).
-type TraceGradientRequest struct{ M []float64 }
-
-// Request encodes r for the wire.
-func (r TraceGradientRequest) Request() data.PassRequest {
-	return data.PassRequest{Kind: TraceGradient, Inputs: []data.Array{rowArray("m", r.M)}}
+type TraceGradientRequest struct {
+	M []float64 `pass:"m"`
 }
 
-func decodeGradient(req data.PassRequest) TraceGradientRequest {
-	m, _ := req.Input("m")
-	return TraceGradientRequest{M: m.Data}
+// GradientResult is a TraceGradient result.
+type GradientResult struct {
+	Records int64
+	Sum     []float64 `pass:"sum"`
+	Loss    float64   `pass:"loss"` // Σ_i res_i²
 }
 
 // TraceClippedGradientRequest is a TraceClippedGradient request at the
-// iterate M (flattened d1×d2) with the tangent space T there and the
-// per-sample bound Tau.
+// iterate M (flattened d1×d2) with the tangent space T there (of rank Rank:
+// U d1×Rank, Vt Rank×d2) and the per-sample bound Tau.
 type TraceClippedGradientRequest struct {
-	Tau     float64
-	M       []float64
-	Tangent kernel.Tangent
+	Tau  float64   `pass:"tau"`
+	Rank int       `pass:"rank"`
+	M    []float64 `pass:"m"`
+	U    []float64 `pass:"u"`
+	Vt   []float64 `pass:"vt"`
 }
 
-// Request encodes r for the wire.
-func (r TraceClippedGradientRequest) Request() data.PassRequest {
-	t := r.Tangent
-	return data.PassRequest{Kind: TraceClippedGradient, Params: map[string]float64{"tau": r.Tau, "rank": float64(t.R)},
-		Inputs: []data.Array{rowArray("m", r.M),
-			{Name: "u", Rows: t.D1, Cols: t.R, Data: t.U}, {Name: "vt", Rows: t.R, Cols: t.D2, Data: t.Vt}}}
+// Tangent returns the tangent space of q for data of shape sh.
+func (q *TraceClippedGradientRequest) Tangent(sh *data.Remote) kernel.Tangent {
+	return kernel.Tangent{D1: sh.D1, D2: sh.D2, R: q.Rank, U: q.U, Vt: q.Vt}
 }
 
-func decodeClippedGradient(sh *data.Remote, req data.PassRequest) TraceClippedGradientRequest {
-	m, _ := req.Input("m")
-	u, _ := req.Input("u")
-	vt, _ := req.Input("vt")
-	return TraceClippedGradientRequest{Tau: req.Params["tau"], M: m.Data,
-		Tangent: kernel.Tangent{D1: sh.D1, D2: sh.D2, R: rankOf(sh, req.Params), U: u.Data, Vt: vt.Data}}
+// ClippedGradientResult is a TraceClippedGradient result.
+type ClippedGradientResult struct {
+	Records int64
+	Sum     []float64 `pass:"sum"`
+	Loss    float64   `pass:"loss"`    // Σ_i res_i²
+	Clipped int64     `pass:"clipped"` // samples whose weight was shrunk
 }
 
 // TraceResponseCountsRequest is a TraceResponseCounts request on the
 // public grid Grid (positive, strictly increasing).
-type TraceResponseCountsRequest struct{ Grid []float64 }
-
-// Request encodes r for the wire.
-func (r TraceResponseCountsRequest) Request() data.PassRequest {
-	return data.PassRequest{Kind: TraceResponseCounts, Params: map[string]float64{keyCells: float64(len(r.Grid))},
-		Inputs: []data.Array{{Name: keyGrid, Rows: 1, Cols: len(r.Grid), Data: append([]float64(nil), r.Grid...)}}}
+type TraceResponseCountsRequest struct {
+	Grid []float64 `pass:"grid"`
 }
 
-func rowArray(name string, v []float64) data.Array {
-	return data.Array{Name: name, Rows: 1, Cols: len(v), Data: v}
-}
+// traceSum is the one output of the trace sum kinds.
+func traceSum[Q any](sh *data.Remote, _ *Q) []ArraySpec { return []ArraySpec{sumOut(sh)} }
 
-func traceSum(sh *data.Remote, _ data.PassRequest) []ArraySpec {
-	return []ArraySpec{{Name: "sum", Rows: 1, Cols: sh.P, Doc: "the flattened d1×d2 sum, not divided by n"}}
-}
+// iterate is the input "m".
+func iterate(sh *data.Remote) ArraySpec { return row("m", sh.P, "the iterate, flattened d1×d2") }
 
-func allRecords(sh *data.Remote) int64 { return int64(sh.N) }
-
-func nonNegativeLoss(_ *data.Remote, _ data.PassRequest, res *data.PassResult) error {
-	if res.Scalars["loss"] < 0 {
+// nonNegativeLoss checks a loss, a sum of squares.
+func nonNegativeLoss(loss float64) error {
+	if loss < 0 {
 		return fmt.Errorf("the loss, a sum of squares, is negative")
 	}
 	return nil
 }
 
-func init() {
-	register(Spec{
-		Kind: TraceMoment, Data: data.Trace,
+// The trace kinds.
+var (
+	// TraceMomentKind is the kind TraceMoment.
+	TraceMomentKind = register(&Kind[TraceMomentRequest, SumResult]{
+		Name: TraceMoment, Data: data.Trace,
 		Doc:     "moment sum Σ y_i x_i (1×p, x_i = vec(X_i) row-major; not divided by n)",
-		Outputs: traceSum,
-		Records: allRecords,
-		Local: func(ctx context.Context, ds *data.Dataset, _ data.PassRequest) (*data.PassResult, error) {
-			return traceLocal(ctx, ds, nil, func(sum, x []float64, stride int, y []float64) (float64, int) {
+		Outputs: traceSum[TraceMomentRequest],
+		Local: func(ctx context.Context, ds *data.Dataset, _ *TraceMomentRequest) (*SumResult, error) {
+			sum, _, _, err := traceLocal(ctx, ds, func(sum, x []float64, stride int, y []float64) (float64, int) {
 				kernel.Moment(sum, x, stride, y)
 				return 0, 0
 			})
+			return &SumResult{Records: int64(ds.N()), Sum: sum}, err
 		},
 	})
-	register(Spec{
-		Kind: TraceClippedMoment, Data: data.Trace,
+	// TraceClippedMomentKind is the kind TraceClippedMoment.
+	TraceClippedMomentKind = register(&Kind[TraceClippedMomentRequest, ClippedSumResult]{
+		Name: TraceClippedMoment, Data: data.Trace,
 		Doc:     "clipped moment sum Σ clip(y_i, cy)·x_i·min(1, cx/‖x_i‖₂) (1×p); scalar clipped: samples where either clip was active",
-		Params:  []string{"cx", "cy"},
-		Outputs: traceSum,
-		Scalars: []string{"clipped"},
-		Records: allRecords,
-		CheckRequest: func(_ *data.Remote, req data.PassRequest) error {
-			r := decodeClippedMoment(req)
-			if !(r.ClipX > 0) {
-				return fmt.Errorf("cx = %v must be positive", r.ClipX)
+		Outputs: traceSum[TraceClippedMomentRequest],
+		Check: func(_ *data.Remote, q *TraceClippedMomentRequest) error {
+			if !(q.ClipX > 0) {
+				return fmt.Errorf("cx = %v must be positive", q.ClipX)
 			}
-			if !(r.ClipY > 0) {
-				return fmt.Errorf("cy = %v must be positive", r.ClipY)
+			if !(q.ClipY > 0) {
+				return fmt.Errorf("cy = %v must be positive", q.ClipY)
 			}
 			return nil
 		},
-		CheckResult: func(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
-			if err := checkCount(res, "clipped"); err != nil {
+		CheckResult: func(_ *data.Remote, q *TraceClippedMomentRequest, r *ClippedSumResult) error {
+			if err := checkCount("clipped", r.Clipped, r.Records); err != nil {
 				return err
 			}
-			r := decodeClippedMoment(req)
-			sum, _ := res.Output("sum")
-			return kernel.CheckClippedMoment(sum.Data, res.Records, r.ClipX, r.ClipY)
+			return kernel.CheckClippedMoment(r.Sum, r.Records, q.ClipX, q.ClipY)
 		},
-		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
-			r := decodeClippedMoment(req)
-			return traceLocal(ctx, ds, []string{"clipped"}, func(sum, x []float64, stride int, y []float64) (float64, int) {
-				return 0, kernel.ClippedMoment(sum, x, stride, y, r.ClipX, r.ClipY)
+		Local: func(ctx context.Context, ds *data.Dataset, q *TraceClippedMomentRequest) (*ClippedSumResult, error) {
+			sum, _, nc, err := traceLocal(ctx, ds, func(sum, x []float64, stride int, y []float64) (float64, int) {
+				return 0, kernel.ClippedMoment(sum, x, stride, y, q.ClipX, q.ClipY)
 			})
+			return &ClippedSumResult{Records: int64(ds.N()), Sum: sum, Clipped: int64(nc)}, err
 		},
 	})
-	register(Spec{
-		Kind: TraceResponseCounts, Data: data.Trace,
-		Doc:    "counts of the responses |y_i| in the cells (g_{k−1}, g_k] of the public grid g (and above its top)",
-		Params: []string{keyCells},
-		Inputs: func(_ *data.Remote, params map[string]float64) []ArraySpec {
-			return []ArraySpec{gridIn(params)}
+	// TraceResponseCountsKind is the kind TraceResponseCounts.
+	TraceResponseCountsKind = register(&Kind[TraceResponseCountsRequest, CountsResult]{
+		Name: TraceResponseCounts, Data: data.Trace,
+		Doc:     "counts of the responses |y_i| in the cells (g_{k−1}, g_k] of the public grid g (and above its top)",
+		Inputs:  func(_ *data.Remote, q *TraceResponseCountsRequest) []ArraySpec { return []ArraySpec{gridIn(q.Grid)} },
+		Outputs: func(_ *data.Remote, q *TraceResponseCountsRequest) []ArraySpec { return gridCounts(q.Grid) },
+		Check:   func(_ *data.Remote, q *TraceResponseCountsRequest) error { return checkGrid(q.Grid) },
+		CheckResult: func(_ *data.Remote, _ *TraceResponseCountsRequest, r *CountsResult) error {
+			return kernel.CheckNormCounts(r.Counts, r.Records)
 		},
-		Outputs:      gridCounts,
-		Records:      allRecords,
-		CheckRequest: func(_ *data.Remote, req data.PassRequest) error { return checkGrid(req) },
-		CheckResult:  checkCounts,
-		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+		Local: func(ctx context.Context, ds *data.Dataset, q *TraceResponseCountsRequest) (*CountsResult, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			grid, _ := req.Input(keyGrid)
-			counts := make([]float64, len(grid.Data)+1)
-			kernel.ResponseCounts(counts, ds.Y, grid.Data)
-			return &data.PassResult{Records: int64(ds.N()), Outputs: []data.Array{{Name: "counts", Rows: 1, Cols: len(counts), Data: counts}}}, nil
+			counts := make([]float64, len(q.Grid)+1)
+			kernel.ResponseCounts(counts, ds.Y, q.Grid)
+			return &CountsResult{Records: int64(ds.N()), Counts: counts}, nil
 		},
 	})
-	register(Spec{
-		Kind: TraceGradient, Data: data.Trace,
-		Doc: "gradient sum Σ res_i x_i, res_i = <x_i, m> − y_i at the iterate m (1×p); scalar loss: Σ res_i²",
-		Inputs: func(sh *data.Remote, _ map[string]float64) []ArraySpec {
-			return []ArraySpec{{Name: "m", Rows: 1, Cols: sh.P, Doc: "the iterate, flattened d1×d2"}}
-		},
-		Outputs:     traceSum,
-		Scalars:     []string{"loss"},
-		Records:     allRecords,
-		CheckResult: nonNegativeLoss,
-		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
-			r := decodeGradient(req)
-			return traceLocal(ctx, ds, []string{"loss"}, func(sum, x []float64, stride int, y []float64) (float64, int) {
-				return kernel.Gradient(sum, x, stride, y, r.M), 0
+	// TraceGradientKind is the kind TraceGradient.
+	TraceGradientKind = register(&Kind[TraceGradientRequest, GradientResult]{
+		Name: TraceGradient, Data: data.Trace,
+		Doc:         "gradient sum Σ res_i x_i, res_i = <x_i, m> − y_i at the iterate m (1×p); scalar loss: Σ res_i²",
+		Inputs:      func(sh *data.Remote, _ *TraceGradientRequest) []ArraySpec { return []ArraySpec{iterate(sh)} },
+		Outputs:     traceSum[TraceGradientRequest],
+		CheckResult: func(_ *data.Remote, _ *TraceGradientRequest, r *GradientResult) error { return nonNegativeLoss(r.Loss) },
+		Local: func(ctx context.Context, ds *data.Dataset, q *TraceGradientRequest) (*GradientResult, error) {
+			sum, loss, _, err := traceLocal(ctx, ds, func(sum, x []float64, stride int, y []float64) (float64, int) {
+				return kernel.Gradient(sum, x, stride, y, q.M), 0
 			})
+			return &GradientResult{Records: int64(ds.N()), Sum: sum, Loss: loss}, err
 		},
 	})
-	register(Spec{
-		Kind: TraceClippedGradient, Data: data.Trace,
+	// TraceClippedGradientKind is the kind TraceClippedGradient.
+	TraceClippedGradientKind = register(&Kind[TraceClippedGradientRequest, ClippedGradientResult]{
+		Name: TraceClippedGradient, Data: data.Trace,
 		Doc: "clipped gradient sum Σ w_i x_i, res_i = <x_i, m> − y_i, w_i = res_i·min(1, τ/(|res_i|·‖P_T(X_i)‖_F)), P_T the tangent projection at (u, vt) (1×p); " +
 			"scalars loss: Σ res_i², clipped: samples whose weight was shrunk",
-		Params: []string{"tau", "rank"},
-		Inputs: func(sh *data.Remote, params map[string]float64) []ArraySpec {
-			r := rankOf(sh, params) // 0 for a bad rank: the shapes then fail to match
+		Inputs: func(sh *data.Remote, q *TraceClippedGradientRequest) []ArraySpec {
+			r := q.Rank
+			if r < 1 || r > min(sh.D1, sh.D2) {
+				r = 0 // the shapes then fail to match
+			}
 			return []ArraySpec{
-				{Name: "m", Rows: 1, Cols: sh.P, Doc: "the iterate, flattened d1×d2"},
+				iterate(sh),
 				{Name: "u", Rows: sh.D1, Cols: r, Doc: "column space U of the tangent space (orthonormal columns)"},
 				{Name: "vt", Rows: r, Cols: sh.D2, Doc: "row space Vᵀ of the tangent space (orthonormal rows)"},
 			}
 		},
-		Outputs: traceSum,
-		Scalars: []string{"loss", "clipped"},
-		Records: allRecords,
-		CheckRequest: func(sh *data.Remote, req data.PassRequest) error {
-			r := decodeClippedGradient(sh, req)
-			if !(r.Tau > 0) {
-				return fmt.Errorf("tau = %v must be positive", r.Tau)
+		Outputs: traceSum[TraceClippedGradientRequest],
+		Check: func(sh *data.Remote, q *TraceClippedGradientRequest) error {
+			if !(q.Tau > 0) {
+				return fmt.Errorf("tau = %v must be positive", q.Tau)
 			}
-			if r.Tangent.R == 0 {
-				return fmt.Errorf("rank %v must be an integer in [1, min(d1, d2) = %d]", req.Params["rank"], min(sh.D1, sh.D2))
-			}
-			return r.Tangent.Check()
+			return q.Tangent(sh).Check()
 		},
-		CheckResult: func(sh *data.Remote, req data.PassRequest, res *data.PassResult) error {
-			if err := nonNegativeLoss(sh, req, res); err != nil {
+		CheckResult: func(sh *data.Remote, q *TraceClippedGradientRequest, r *ClippedGradientResult) error {
+			if err := nonNegativeLoss(r.Loss); err != nil {
 				return err
 			}
-			if err := checkCount(res, "clipped"); err != nil {
+			if err := checkCount("clipped", r.Clipped, r.Records); err != nil {
 				return err
 			}
-			r := decodeClippedGradient(sh, req)
-			sum, _ := res.Output("sum")
-			return kernel.CheckProjectedGradient(sum.Data, res.Records, r.Tangent, r.Tau)
+			return kernel.CheckProjectedGradient(r.Sum, r.Records, q.Tangent(sh), q.Tau)
 		},
-		Local: func(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
-			r := decodeClippedGradient(ShapeOf(ds), req)
-			return traceLocal(ctx, ds, []string{"loss", "clipped"}, func(sum, x []float64, stride int, y []float64) (float64, int) {
-				return kernel.ProjectedGradient(sum, x, stride, y, r.M, r.Tangent, r.Tau)
+		Local: func(ctx context.Context, ds *data.Dataset, q *TraceClippedGradientRequest) (*ClippedGradientResult, error) {
+			t := q.Tangent(ShapeOf(ds))
+			sum, loss, nc, err := traceLocal(ctx, ds, func(sum, x []float64, stride int, y []float64) (float64, int) {
+				return kernel.ProjectedGradient(sum, x, stride, y, q.M, t, q.Tau)
 			})
+			return &ClippedGradientResult{Records: int64(ds.N()), Sum: sum, Loss: loss, Clipped: int64(nc)}, err
 		},
 	})
-}
-
-// rankOf returns the "rank" parameter when it is an integer in [1,
-// min(d1, d2)], else 0.
-func rankOf(sh *data.Remote, params map[string]float64) int {
-	v := params["rank"]
-	if v != math.Trunc(v) || v < 1 || v > float64(min(sh.D1, sh.D2)) {
-		return 0
-	}
-	return int(v)
-}
-
-// checkCount checks that scalar name is an integer count in [0, Records].
-func checkCount(res *data.PassResult, name string) error {
-	v := res.Scalars[name]
-	if v != math.Trunc(v) || v < 0 || v > float64(res.Records) {
-		return fmt.Errorf("scalar %s is not a count of records in [0, %d]", name, res.Records)
-	}
-	return nil
-}
+)
 
 // traceChunk is the number of rows a worker aggregates between two looks
 // at the context.
@@ -293,10 +251,10 @@ type traceKernel func(sum, x []float64, stride int, y []float64) (float64, int)
 
 // traceLocal runs f over the in-memory samples of ds, in parallel over
 // contiguous row blocks (one per worker, GOMAXPROCS of them), and returns
-// the sum, with the scalars named (loss, clipped). The workers' sums are
-// added in block order, so the result depends only on the data and the
-// number of workers.
-func traceLocal(ctx context.Context, ds *data.Dataset, scalars []string, f traceKernel) (*data.PassResult, error) {
+// the sum, the loss and the clipped count. The workers' sums are added in
+// block order, so the result depends only on the data and the number of
+// workers.
+func traceLocal(ctx context.Context, ds *data.Dataset, f traceKernel) ([]float64, float64, int, error) {
 	raw := ds.X.RawMatrix()
 	n, p := raw.Rows, raw.Cols
 	workers := max(1, min(runtime.GOMAXPROCS(0), n))
@@ -328,7 +286,7 @@ func traceLocal(ctx context.Context, ds *data.Dataset, scalars []string, f trace
 	var nc int
 	for w := range workers {
 		if errs[w] != nil {
-			return nil, errs[w]
+			return nil, 0, 0, errs[w]
 		}
 		if w > 0 {
 			for j, v := range sums[w] {
@@ -338,12 +296,5 @@ func traceLocal(ctx context.Context, ds *data.Dataset, scalars []string, f trace
 		loss += losses[w]
 		nc += clipped[w]
 	}
-	res := &data.PassResult{Records: int64(n), Outputs: []data.Array{{Name: "sum", Rows: 1, Cols: p, Data: sum}}}
-	for _, name := range scalars {
-		if res.Scalars == nil {
-			res.Scalars = map[string]float64{}
-		}
-		res.Scalars[name] = map[string]float64{"loss": loss, "clipped": float64(nc)}[name]
-	}
-	return res, nil
+	return sum, loss, nc, nil
 }

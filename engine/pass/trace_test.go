@@ -74,8 +74,11 @@ func projDense(a, u, vt []float64) []float64 {
 	return mat.DenseCopyOf(&t1).RawMatrix().Data
 }
 
+// traceShape is the shape of traceData.
+var traceShape = &data.Remote{N: 1, P: traceD1 * traceD2, D1: traceD1, D2: traceD2}
+
 func clipGradReq(m, u, vt []float64, tau float64) data.PassRequest {
-	return TraceClippedGradientRequest{Tau: tau, M: m, Tangent: tangentOf(u, vt)}.Request()
+	return TraceClippedGradientKind.EncodeRequest(traceShape, TraceClippedGradientRequest{Tau: tau, Rank: traceR, M: m, U: u, Vt: vt})
 }
 
 func tangentOf(u, vt []float64) kernel.Tangent {
@@ -126,10 +129,10 @@ func TestTracePassesLocal(t *testing.T) {
 		want    []float64
 		scalars map[string]float64
 	}{
-		{"moment", TraceMomentRequest{}.Request(), wantMom, nil},
-		{"clipped moment", TraceClippedMomentRequest{ClipX: cx, ClipY: cy}.Request(), wantCM,
+		{"moment", TraceMomentKind.EncodeRequest(traceShape, TraceMomentRequest{}), wantMom, nil},
+		{"clipped moment", TraceClippedMomentKind.EncodeRequest(traceShape, TraceClippedMomentRequest{ClipX: cx, ClipY: cy}), wantCM,
 			map[string]float64{"clipped": float64(cmClipped)}},
-		{"gradient", TraceGradientRequest{M: m}.Request(), wantGrad, map[string]float64{"loss": loss}},
+		{"gradient", TraceGradientKind.EncodeRequest(traceShape, TraceGradientRequest{M: m}), wantGrad, map[string]float64{"loss": loss}},
 		{"clipped gradient", clipGradReq(m, u, vt, tau), wantCG, map[string]float64{"loss": loss, "clipped": float64(cgClipped)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,9 +172,10 @@ func TestTraceRefusals(t *testing.T) {
 		want string
 	}{
 		{"zero cx", data.PassRequest{Kind: TraceClippedMoment, Params: map[string]float64{"cx": 0, "cy": 1}}, "cx = 0 must be positive"},
-		{"gradient without iterate", data.PassRequest{Kind: TraceGradient}, "inputs"},
+		{"gradient without iterate", data.PassRequest{Kind: TraceGradient}, "0 inputs, want [m]"},
 		{"zero tau", bad(func(r *data.PassRequest) { r.Params["tau"] = 0 }), "tau = 0"},
-		{"fractional rank", bad(func(r *data.PassRequest) { r.Params["rank"] = 1.5 }), "is 4×2, want 4×0"},
+		{"fractional rank", bad(func(r *data.PassRequest) { r.Params["rank"] = 1.5 }), "rank = 1.5 is not an integer"},
+		{"rank too large", bad(func(r *data.PassRequest) { r.Params["rank"] = 4 }), "is 4×2, want 4×0"},
 		{"u not orthonormal", bad(func(r *data.PassRequest) {
 			r.Inputs[1] = data.Array{Name: "u", Rows: traceD1, Cols: traceR, Data: skewed}
 		}), "orthonormal columns"},
@@ -194,7 +198,9 @@ func TestTraceRefusals(t *testing.T) {
 		{"unclipped moment", data.PassRequest{Kind: TraceClippedMoment, Params: map[string]float64{"cx": 1, "cy": 1}},
 			func(r *data.PassResult) { r.Outputs[0].Data[0] = 51 }, "exceeds n·cx·cy"},
 		{"fractional count", data.PassRequest{Kind: TraceClippedMoment, Params: map[string]float64{"cx": 1, "cy": 1}},
-			func(r *data.PassResult) { r.Scalars["clipped"] = 0.5 }, "not a count"},
+			func(r *data.PassResult) { r.Scalars["clipped"] = 0.5 }, "not an integer"},
+		{"count above n", data.PassRequest{Kind: TraceClippedMoment, Params: map[string]float64{"cx": 1, "cy": 1}},
+			func(r *data.PassResult) { r.Scalars["clipped"] = 51 }, "not a count"},
 		{"negative loss", data.PassRequest{Kind: TraceGradient, Inputs: []data.Array{{Name: "m", Rows: 1, Cols: 12, Data: m}}},
 			func(r *data.PassResult) { r.Scalars["loss"] = -1 }, "negative"},
 		{"unclipped gradient", clipGradReq(m, u, vt, 0.1),
@@ -207,7 +213,7 @@ func TestTraceRefusals(t *testing.T) {
 					}
 				}
 			}, "above n·τ"},
-		{"missing loss", clipGradReq(m, u, vt, 0.1), func(r *data.PassResult) { delete(r.Scalars, "loss") }, "scalars"},
+		{"missing loss", clipGradReq(m, u, vt, 0.1), func(r *data.PassResult) { delete(r.Scalars, "loss") }, "scalar loss missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Validate(data.Trace, sh, tc.req)
@@ -235,21 +241,4 @@ func TestTraceRefusals(t *testing.T) {
 	floats.Sub(perp, tangentOf(u, vt).Project(a))
 	floats.Add(res.Outputs[0].Data, perp)
 	assert.NoError(t, CheckResult(s, sh, req, res))
-}
-
-// TestTraceRequestsRoundTrip: each typed request encodes to a wire request
-// its kind accepts and decodes back to itself.
-func TestTraceRequestsRoundTrip(t *testing.T) {
-	sh := ShapeOf(traceData(10, 3))
-	m, u, vt := tangentPoint(6)
-	cm := TraceClippedMomentRequest{ClipX: 2, ClipY: 0.5}
-	g := TraceGradientRequest{M: m}
-	cg := TraceClippedGradientRequest{Tau: 0.7, M: m, Tangent: tangentOf(u, vt)}
-	for _, req := range []data.PassRequest{TraceMomentRequest{}.Request(), cm.Request(), g.Request(), cg.Request()} {
-		_, err := Validate(data.Trace, sh, req)
-		require.NoError(t, err, req.Kind)
-	}
-	assert.Equal(t, cm, decodeClippedMoment(cm.Request()))
-	assert.Equal(t, g, decodeGradient(g.Request()))
-	assert.Equal(t, cg, decodeClippedGradient(sh, cg.Request()))
 }

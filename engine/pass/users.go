@@ -24,18 +24,10 @@ import (
 // user's own row count, so that the pass and the local fit use the same
 // rows for the same purpose.
 //
-// Every users kind takes the parameters
-//
-//	local_fraction, holdout  the per-user split (UserSplit)
-//	sign                     1: responses are read as sign(y) (±1 labels), 0: as given
-//	proj                     k′ > 0: features are the public projection M x (input "m", k′×p); 0: x
-//	grouped                  1: only the users of input "group" (1×users, 1 for a member by the
-//	                         user's index in increasing id order) contribute; 0: every user
-//
-// (the histogram kinds also take bins, the length of their input "edges")
-// and works in the dimension d = proj (or p). The kinds that take the
-// representation U also take rank (U is the d×rank input "u") and loss
-// (0: squared, 1: logistic).
+// Every users request embeds UsersData (the per-user split, the signs,
+// the public projection M and the group of contributing users) and works
+// in the dimension d = Proj (or p); the kinds that fit heads also embed
+// UsersModel (the representation U, d×Rank, and the loss).
 const (
 	// UsersUstat is Σ_i clip(Z_i, clip) over the users (d×d, symmetric),
 	// Z_i the unbiased U-statistic of w_i w_iᵀ on user i's training rows
@@ -87,244 +79,346 @@ const (
 	UsersAltMin = "users.altmin"
 )
 
-// usersCommon are the parameters every users kind takes.
-var usersCommon = []string{"local_fraction", "holdout", "sign", "proj", "grouped"}
+// UsersData are the fields of every users request.
+type UsersData struct {
+	// LocalFraction and Holdout are the per-user split (UserSplit).
+	LocalFraction float64 `pass:"local_fraction"`
+	Holdout       float64 `pass:"holdout"`
+	// Sign reads the responses as sign(y) (±1 labels).
+	Sign bool `pass:"sign"`
+	// Proj > 0: the features are the public projection M x (M Proj×p
+	// row-major); 0: x.
+	Proj int       `pass:"proj"`
+	M    []float64 `pass:"m"`
+	// Group, when set, is a 0/1 mask over the users (by index in
+	// increasing id order): only its members contribute.
+	Group []float64 `pass:"group"`
+}
 
-func init() {
-	withU := append(append([]string{}, usersCommon...), "rank", "loss")
-	sumOut := func(cols func(sh *data.Remote, req data.PassRequest) (int, int)) func(sh *data.Remote, req data.PassRequest) []ArraySpec {
-		return func(sh *data.Remote, req data.PassRequest) []ArraySpec {
-			r, c := cols(sh, req)
-			return []ArraySpec{{Name: "sum", Rows: r, Cols: c, Doc: "sum over users of the clipped per-user terms"}}
+// UsersModel is the representation the kinds that fit heads take.
+type UsersModel struct {
+	U        []float64 `pass:"u"` // d×Rank row-major
+	Rank     int       `pass:"rank"`
+	Logistic bool      `pass:"loss"` // the logistic loss (else squared)
+}
+
+// UsersRounds is the theory mode of the gradient kinds (Batch > 0: the
+// batch size, the round and the public seed of the users' row orders).
+type UsersRounds struct {
+	Batch int    `pass:"batch"`
+	Round int    `pass:"round"`
+	Seed  uint64 `pass:"seed"`
+}
+
+// UstatRequest is a UsersUstat request.
+type UstatRequest struct {
+	UsersData
+	Clip float64 `pass:"clip"` // the per-user Frobenius clip (0: none)
+}
+
+// UstatHistRequest is a UsersUstatHist request.
+type UstatHistRequest struct {
+	UsersData
+	Edges []float64 `pass:"edges"` // the histogram's public edges
+}
+
+// UsersGradientRequest is a UsersGradient request.
+type UsersGradientRequest struct {
+	UsersData
+	UsersModel
+	UsersRounds
+	Clip float64 `pass:"clip"` // the per-user Frobenius clip (0: none)
+}
+
+// GradientHistRequest is a UsersGradientHist request.
+type GradientHistRequest struct {
+	UsersData
+	UsersModel
+	UsersRounds
+	Edges []float64 `pass:"edges"`
+}
+
+// HoldoutRequest is a UsersHoldout request.
+type HoldoutRequest struct {
+	UsersData
+	UsersModel
+	HeadAll bool `pass:"head_all"` // heads on the training and local rows
+	Heads   bool `pass:"heads"`    // return every user's head (in process only)
+}
+
+// ValidationRequest is a UsersValidation request.
+type ValidationRequest struct {
+	UsersData
+	UsersModel
+	HeadAll  bool `pass:"head_all"`
+	Accuracy bool `pass:"accuracy"` // score signs (else squared error)
+}
+
+// AltMinRequest is a UsersAltMin request (the squared loss).
+type AltMinRequest struct {
+	UsersData
+	UsersModel
+	ClipW   float64 `pass:"clip_w"`
+	ClipY   float64 `pass:"clip_y"`
+	Portion int     `pass:"portion"` // rows per member
+}
+
+// UsersGradientResult is a UsersGradient result.
+type UsersGradientResult struct {
+	Records int64
+	Sum     []float64 `pass:"sum"` // d×Rank
+	Clipped int64     `pass:"clipped"`
+	Skipped int64     `pass:"skipped"` // users who sat the round out
+}
+
+// HoldoutResult is a UsersHoldout result.
+type HoldoutResult struct {
+	Records   int64
+	LossSum   float64   `pass:"loss_sum"`
+	LossUsers int64     `pass:"loss_users"`
+	Heads     []float64 `pass:"heads"` // users×Rank, when asked
+}
+
+// ScoreResult is a UsersValidation result.
+type ScoreResult struct {
+	Records  int64
+	ScoreSum float64 `pass:"score_sum"`
+}
+
+// AltMinResult is a UsersAltMin result.
+type AltMinResult struct {
+	Records int64
+	A       []float64 `pass:"a"` // d·Rank × d·Rank
+	B       []float64 `pass:"b"` // 1 × d·Rank
+}
+
+// usersResults turn a users kind's total partial sum into its wire
+// result, by kind.
+var usersResults = map[string]func(c *UsersConfig, a *UsersPartial) *data.PassResult{}
+
+// usersKind completes and registers the users kind k: its data kind, its
+// inputs (U when the request has a model, the edges of a histogram, the
+// group, the projection), the checks every users request gets before the
+// kind's own Check, its reference implementation and its result from the
+// total partial sum res.
+func usersKind[Q, R any](k *Kind[Q, R], res func(c *UsersConfig, a *UsersPartial) *R) *Kind[Q, R] {
+	k.Data = data.Users
+	parts := func(q *Q) (u *UsersData, m *UsersModel, r *UsersRounds, e *[]float64) {
+		var a any = q
+		u = a.(interface{ usersData() *UsersData }).usersData()
+		if x, ok := a.(interface{ usersModel() *UsersModel }); ok {
+			m = x.usersModel()
 		}
+		if x, ok := a.(interface{ usersRounds() *UsersRounds }); ok {
+			r = x.usersRounds()
+		}
+		if x, ok := a.(interface{ edges() *[]float64 }); ok {
+			e = x.edges()
+		}
+		return u, m, r, e
 	}
-	histOut := func(sh *data.Remote, req data.PassRequest) []ArraySpec {
-		return []ArraySpec{{Name: "counts", Rows: 1, Cols: int(req.Params["bins"]) + 1, Doc: "users per bin: bin 0 ≤ edges[0], bin j ∈ (edges[j−1], edges[j]], the last above the largest edge"}}
+	k.Inputs = func(sh *data.Remote, q *Q) []ArraySpec {
+		u, m, _, e := parts(q)
+		var in []ArraySpec
+		if m != nil {
+			in = append(in, ArraySpec{Name: "u", Rows: u.dim(sh), Cols: m.Rank, Doc: "the current representation U"})
+		}
+		if e != nil {
+			in = append(in, row("edges", len(*e), "public, strictly increasing, positive bin edges"))
+		}
+		if u.Group != nil {
+			in = append(in, row("group", sh.Users, "1 for the users of the group (index in increasing id order), 0 elsewhere"))
+		}
+		if u.Proj > 0 {
+			in = append(in, ArraySpec{Name: "m", Rows: u.Proj, Cols: sh.P, Doc: "public projection M (k′×p): features are M x"})
+		}
+		return in
 	}
-	records := func(sh *data.Remote) int64 { return int64(sh.Users) }
-	register(Spec{
-		Kind: UsersUstat, Data: data.Users,
-		Doc:    "Σ_i clip(Z_i, clip), Z_i = (s sᵀ − Σ_j y_j² x_j x_jᵀ)/(m0(m0−1)) over user i's m0 training rows (s = Σ_j y_j x_j; no term below 2 rows); clip 0: none",
-		Params: append(append([]string{}, usersCommon...), "clip"),
-		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec { return projInputs(sh, p, nil) },
-		Outputs: sumOut(func(sh *data.Remote, req data.PassRequest) (int, int) {
-			d := workDim(sh, req.Params)
-			return d, d
-		}),
-		Scalars:      []string{"clipped"},
-		Records:      records,
-		CheckRequest: checkUsersRequest,
-		CheckResult:  checkUsersSum(true),
-		Local:        usersLocal,
-	})
-	register(Spec{
-		Kind: UsersUstatHist, Data: data.Users,
-		Doc:    "histogram of the users' unclipped ‖Z_i‖_F on the public edges (one count per user)",
-		Params: append(append([]string{}, usersCommon...), "bins"),
-		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec {
-			return projInputs(sh, p, []ArraySpec{edgesSpec(p)})
+	own := k.Check
+	k.Check = func(sh *data.Remote, q *Q) error {
+		u, m, r, e := parts(q)
+		if err := u.check(sh); err != nil {
+			return err
+		}
+		if m != nil && (m.Rank < 1 || m.Rank > u.dim(sh)) {
+			return fmt.Errorf("rank %v is not an integer in [1, %d]", m.Rank, u.dim(sh))
+		}
+		if r != nil && (r.Batch < 0 || r.Round < 0) {
+			return fmt.Errorf("batch %v and round %v must be non-negative integers", r.Batch, r.Round)
+		}
+		if e != nil {
+			if err := checkEdges(*e); err != nil {
+				return err
+			}
+		}
+		if own != nil {
+			return own(sh, q)
+		}
+		return nil
+	}
+	k.Local = func(ctx context.Context, ds *data.Dataset, q *Q) (*R, error) {
+		c := usersConfig(ShapeOf(ds), q)
+		a, err := c.local(ctx, ds)
+		if err != nil {
+			return nil, err
+		}
+		return res(c, a), nil
+	}
+	usersResults[k.Name] = func(c *UsersConfig, a *UsersPartial) *data.PassResult {
+		return k.EncodeResult(c.sh, c.q.(*Q), res(c, a))
+	}
+	return register(k)
+}
+
+func (u *UsersData) usersData() *UsersData       { return u }
+func (m *UsersModel) usersModel() *UsersModel    { return m }
+func (r *UsersRounds) usersRounds() *UsersRounds { return r }
+func (q *UstatHistRequest) edges() *[]float64    { return &q.Edges }
+func (q *GradientHistRequest) edges() *[]float64 { return &q.Edges }
+
+// The users kinds.
+var (
+	// UsersUstatKind is the kind UsersUstat.
+	UsersUstatKind = usersKind(&Kind[UstatRequest, ClippedSumResult]{
+		Name: UsersUstat,
+		Doc:  "Σ_i clip(Z_i, clip), Z_i = (s sᵀ − Σ_j y_j² x_j x_jᵀ)/(m0(m0−1)) over user i's m0 training rows (s = Σ_j y_j x_j; no term below 2 rows); clip 0: none",
+		Outputs: func(sh *data.Remote, q *UstatRequest) []ArraySpec {
+			d := q.dim(sh)
+			return []ArraySpec{{Name: "sum", Rows: d, Cols: d, Doc: "sum over users of the clipped per-user terms"}}
 		},
-		Outputs:      histOut,
-		Records:      records,
-		CheckRequest: checkUsersRequest,
-		CheckResult:  checkUsersHist,
-		Local:        usersLocal,
-	})
-	register(Spec{
-		Kind: UsersGradient, Data: data.Users,
-		Doc:    "Σ_i clip(g_i v_iᵀ, clip): v_i the head user i fits on its training rows for U, g_i v_iᵀ the gradient in U of its mean loss over those rows; clip 0: none",
-		Params: append(append([]string{}, withU...), "clip", "batch", "round", "seed"),
-		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
-		Outputs: sumOut(func(sh *data.Remote, req data.PassRequest) (int, int) {
-			return workDim(sh, req.Params), int(req.Params["rank"])
-		}),
-		Scalars:      []string{"clipped", "skipped"},
-		Records:      records,
-		CheckRequest: checkUsersRequest,
-		CheckResult:  checkUsersSum(false),
-		Local:        usersLocal,
-	})
-	register(Spec{
-		Kind: UsersGradientHist, Data: data.Users,
-		Doc:    "histogram of the users' unclipped gradient norms ‖g_i v_iᵀ‖_F at U on the public edges (one count per user)",
-		Params: append(append([]string{}, withU...), "bins", "batch", "round", "seed"),
-		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec {
-			return uInputs(sh, p, []ArraySpec{edgesSpec(p)})
+		Check: func(_ *data.Remote, q *UstatRequest) error { return nonNegative(q.Clip) },
+		CheckResult: func(sh *data.Remote, q *UstatRequest, r *ClippedSumResult) error {
+			return kernel.CheckUsersSum(r.Sum, q.dim(sh), true, r.Records, float64(r.Clipped), q.Clip)
 		},
-		Outputs:      histOut,
-		Records:      records,
-		CheckRequest: checkUsersRequest,
-		CheckResult:  checkUsersHist,
-		Local:        usersLocal,
+	}, func(c *UsersConfig, a *UsersPartial) *ClippedSumResult {
+		d := c.D
+		// Mirror the upper triangle (the terms fill it) so that the sum is
+		// exactly symmetric.
+		for i := 0; i < d; i++ {
+			for j := i + 1; j < d; j++ {
+				a.Sum[j*d+i] = a.Sum[i*d+j]
+			}
+		}
+		return &ClippedSumResult{Records: a.Users, Sum: a.Sum, Clipped: a.Clipped}
 	})
-	register(Spec{
-		Kind: UsersAltMin, Data: data.Users,
-		Doc:    "Priv-AltMin U-step statistics of the group's users: a = Σ W Wᵀ, b = Σ ỹ W over each member's first portion training rows, W = clip₂(vec(x vᵀ), clip_w), ỹ = clip(y, clip_y)",
-		Params: append(append([]string{}, withU...), "clip_w", "clip_y", "portion"),
-		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
-		Outputs: func(sh *data.Remote, req data.PassRequest) []ArraySpec {
-			dk := workDim(sh, req.Params) * int(req.Params["rank"])
+	// UsersUstatHistKind is the kind UsersUstatHist.
+	UsersUstatHistKind = usersKind(&Kind[UstatHistRequest, CountsResult]{
+		Name:    UsersUstatHist,
+		Doc:     "histogram of the users' unclipped ‖Z_i‖_F on the public edges (one count per user)",
+		Outputs: func(_ *data.Remote, q *UstatHistRequest) []ArraySpec { return histOut(q.Edges) },
+		CheckResult: func(_ *data.Remote, q *UstatHistRequest, r *CountsResult) error {
+			return kernel.CheckHist(r.Counts, q.members(r.Records))
+		},
+	}, countsOf)
+	// UsersGradientKind is the kind UsersGradient.
+	UsersGradientKind = usersKind(&Kind[UsersGradientRequest, UsersGradientResult]{
+		Name: UsersGradient,
+		Doc:  "Σ_i clip(g_i v_iᵀ, clip): v_i the head user i fits on its training rows for U, g_i v_iᵀ the gradient in U of its mean loss over those rows; clip 0: none",
+		Outputs: func(sh *data.Remote, q *UsersGradientRequest) []ArraySpec {
+			return []ArraySpec{{Name: "sum", Rows: q.dim(sh), Cols: q.Rank, Doc: "sum over users of the clipped per-user terms"}}
+		},
+		Check: func(_ *data.Remote, q *UsersGradientRequest) error { return nonNegative(q.Clip) },
+		CheckResult: func(sh *data.Remote, q *UsersGradientRequest, r *UsersGradientResult) error {
+			return kernel.CheckUsersSum(r.Sum, q.dim(sh), false, r.Records, float64(r.Clipped), q.Clip)
+		},
+	}, func(c *UsersConfig, a *UsersPartial) *UsersGradientResult {
+		return &UsersGradientResult{Records: a.Users, Sum: a.Sum, Clipped: a.Clipped, Skipped: a.Skipped}
+	})
+	// UsersGradientHistKind is the kind UsersGradientHist.
+	UsersGradientHistKind = usersKind(&Kind[GradientHistRequest, CountsResult]{
+		Name:    UsersGradientHist,
+		Doc:     "histogram of the users' unclipped gradient norms ‖g_i v_iᵀ‖_F at U on the public edges (one count per user)",
+		Outputs: func(_ *data.Remote, q *GradientHistRequest) []ArraySpec { return histOut(q.Edges) },
+		CheckResult: func(_ *data.Remote, q *GradientHistRequest, r *CountsResult) error {
+			return kernel.CheckHist(r.Counts, q.members(r.Records))
+		},
+	}, countsOf)
+	// UsersAltMinKind is the kind UsersAltMin.
+	UsersAltMinKind = usersKind(&Kind[AltMinRequest, AltMinResult]{
+		Name: UsersAltMin,
+		Doc:  "Priv-AltMin U-step statistics of the group's users: a = Σ W Wᵀ, b = Σ ỹ W over each member's first portion training rows, W = clip₂(vec(x vᵀ), clip_w), ỹ = clip(y, clip_y)",
+		Outputs: func(sh *data.Remote, q *AltMinRequest) []ArraySpec {
+			dk := q.dim(sh) * q.Rank
 			return []ArraySpec{{Name: "a", Rows: dk, Cols: dk, Doc: "Σ W Wᵀ"}, {Name: "b", Rows: 1, Cols: dk, Doc: "Σ ỹ W"}}
 		},
-		Records:      records,
-		CheckRequest: checkUsersRequest,
-		CheckResult:  checkAltMin,
-		Local:        usersLocal,
+		Check: func(sh *data.Remote, q *AltMinRequest) error {
+			switch dk := q.dim(sh) * q.Rank; {
+			case q.Logistic:
+				return fmt.Errorf("the Priv-AltMin statistics use the squared loss (loss 0)")
+			case !(q.ClipW > 0) || !(q.ClipY > 0):
+				return fmt.Errorf("clip_w %v and clip_y %v must be positive", q.ClipW, q.ClipY)
+			case q.Portion < 1 || q.Portion > 1e6:
+				return fmt.Errorf("portion %v is not an integer in [1, 10⁶]", q.Portion)
+			case dk > 4096:
+				return fmt.Errorf("d·rank = %d exceeds 4096", dk)
+			}
+			return nil
+		},
+		CheckResult: func(sh *data.Remote, q *AltMinRequest, r *AltMinResult) error {
+			return kernel.CheckAltMin(r.A, r.B, q.dim(sh)*q.Rank, float64(q.members(r.Records)), float64(q.Portion), q.ClipW, q.ClipY)
+		},
+	}, func(c *UsersConfig, a *UsersPartial) *AltMinResult {
+		am, b := kernel.AltMinA(a.Sum, c.D, c.Rank)
+		return &AltMinResult{Records: a.Users, A: am, B: b}
 	})
-	register(Spec{
-		Kind: UsersHoldout, Data: data.Users,
-		Doc:    "evaluation of U on the hold-out rows: Σ over users with hold-out rows of their mean hold-out loss (loss_sum) and their number (loss_users); not private",
-		Params: append(append([]string{}, withU...), "head_all", "heads"),
-		Inputs: func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
-		Outputs: func(sh *data.Remote, req data.PassRequest) []ArraySpec {
-			if req.Params["heads"] != 1 {
+	// UsersHoldoutKind is the kind UsersHoldout.
+	UsersHoldoutKind = usersKind(&Kind[HoldoutRequest, HoldoutResult]{
+		Name: UsersHoldout,
+		Doc:  "evaluation of U on the hold-out rows: Σ over users with hold-out rows of their mean hold-out loss (loss_sum) and their number (loss_users); not private",
+		Outputs: func(sh *data.Remote, q *HoldoutRequest) []ArraySpec {
+			if !q.Heads {
 				return nil
 			}
-			return []ArraySpec{{Name: "heads", Rows: sh.Users, Cols: int(req.Params["rank"]), Doc: "row i: user i's head (zero for a non-member)"}}
+			return []ArraySpec{{Name: "heads", Rows: sh.Users, Cols: q.Rank, Doc: "row i: user i's head (zero for a non-member)"}}
 		},
-		Scalars:      []string{"loss_sum", "loss_users"},
-		Records:      records,
-		CheckRequest: checkUsersRequest,
-		CheckResult:  checkUsersHoldout,
-		Local:        usersLocal,
+		CheckResult: func(_ *data.Remote, q *HoldoutRequest, r *HoldoutResult) error {
+			return kernel.CheckHoldout(r.LossSum, float64(r.LossUsers), r.Records, q.Logistic)
+		},
+	}, func(c *UsersConfig, a *UsersPartial) *HoldoutResult {
+		return &HoldoutResult{Records: a.Users, LossSum: a.LossSum, LossUsers: a.LossUsers, Heads: c.heads}
 	})
-	register(Spec{
-		Kind: UsersValidation, Data: data.Users,
-		Doc:          "Σ over users of their leave-one-out scores s_i ∈ [0, 1] of U on their head rows (score_sum)",
-		Params:       append(append([]string{}, withU...), "head_all", "accuracy"),
-		Inputs:       func(sh *data.Remote, p map[string]float64) []ArraySpec { return uInputs(sh, p, nil) },
-		Outputs:      func(*data.Remote, data.PassRequest) []ArraySpec { return nil },
-		Scalars:      []string{"score_sum"},
-		Records:      records,
-		CheckRequest: checkUsersRequest,
-		CheckResult: func(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
-			if v := res.Scalars["score_sum"]; !(v >= 0 && v <= float64(members(req, res.Records))) {
+	// UsersValidationKind is the kind UsersValidation.
+	UsersValidationKind = usersKind(&Kind[ValidationRequest, ScoreResult]{
+		Name:    UsersValidation,
+		Doc:     "Σ over users of their leave-one-out scores s_i ∈ [0, 1] of U on their head rows (score_sum)",
+		Outputs: func(*data.Remote, *ValidationRequest) []ArraySpec { return nil },
+		CheckResult: func(_ *data.Remote, q *ValidationRequest, r *ScoreResult) error {
+			if v := r.ScoreSum; !(v >= 0 && v <= float64(q.members(r.Records))) {
 				return fmt.Errorf("score_sum %v is outside [0, users]", v)
 			}
 			return nil
 		},
-		Local: usersLocal,
+	}, func(c *UsersConfig, a *UsersPartial) *ScoreResult {
+		return &ScoreResult{Records: a.Users, ScoreSum: a.LossSum}
 	})
+)
+
+// countsOf is the result of the histogram kinds.
+func countsOf(_ *UsersConfig, a *UsersPartial) *CountsResult {
+	return &CountsResult{Records: a.Users, Counts: a.Sum}
 }
 
-// edgesSpec is the histogram's edges input: bins public, strictly
-// increasing, positive edges.
-func edgesSpec(p map[string]float64) ArraySpec {
-	return ArraySpec{Name: "edges", Rows: 1, Cols: int(p["bins"]), Doc: "public, strictly increasing, positive bin edges"}
+// histOut is the histograms' output.
+func histOut(edges []float64) []ArraySpec {
+	return []ArraySpec{row("counts", len(edges)+1, "users per bin: bin 0 ≤ edges[0], bin j ∈ (edges[j−1], edges[j]], the last above the largest edge")}
 }
 
-// workDim is the working dimension of a users request: proj, or p.
-func workDim(sh *data.Remote, p map[string]float64) int {
-	if k := int(p["proj"]); k > 0 {
-		return k
+// dim is the working dimension of a users request: Proj, or p.
+func (u *UsersData) dim(sh *data.Remote) int {
+	if u.Proj > 0 {
+		return u.Proj
 	}
 	return sh.P
 }
 
-// projInputs lists the group (when grouped) after extra, then the
-// projection input (when proj > 0).
-func projInputs(sh *data.Remote, p map[string]float64, extra []ArraySpec) []ArraySpec {
-	out := append([]ArraySpec{}, extra...)
-	if p["grouped"] == 1 {
-		out = append(out, ArraySpec{Name: "group", Rows: 1, Cols: sh.Users, Doc: "1 for the users of the group (index in increasing id order), 0 elsewhere"})
-	}
-	if k := int(p["proj"]); k > 0 {
-		out = append(out, ArraySpec{Name: "m", Rows: k, Cols: sh.P, Doc: "public projection M (k′×p): features are M x"})
-	}
-	return out
-}
-
-// uInputs lists U (d×rank) first, then extra, then the projection.
-func uInputs(sh *data.Remote, p map[string]float64, extra []ArraySpec) []ArraySpec {
-	u := ArraySpec{Name: "u", Rows: workDim(sh, p), Cols: int(p["rank"]), Doc: "the current representation U"}
-	return projInputs(sh, p, append([]ArraySpec{u}, extra...))
-}
-
-// isFlag reports whether v is 0 or 1.
-func isFlag(v float64) bool { return v == 0 || v == 1 }
-
-// checkUsersRequest checks the parameters' ranges and the side inputs'
-// values of a users request.
-func checkUsersRequest(sh *data.Remote, req data.PassRequest) error {
-	p := req.Params
-	for _, name := range []string{"local_fraction", "holdout"} {
-		if v := p[name]; v < 0 || v > 0.9 {
-			return fmt.Errorf("%s %v is outside [0, 0.9]", name, v)
-		}
-	}
-	for _, name := range []string{"sign", "loss", "head_all", "heads", "accuracy", "grouped"} {
-		if v, ok := p[name]; ok && !isFlag(v) {
-			return fmt.Errorf("%s %v is not 0 or 1", name, v)
-		}
-	}
-	if k := p["proj"]; k < 0 || k != math.Trunc(k) || k > float64(sh.P) {
-		return fmt.Errorf("proj %v is not an integer in [0, %d]", k, sh.P)
-	}
-	if c, ok := p["clip"]; ok && c < 0 {
-		return fmt.Errorf("clip %v is negative", c)
-	}
-	if b, ok := p["bins"]; ok && (b < 1 || b != math.Trunc(b) || b > 1e5) {
-		return fmt.Errorf("bins %v is not an integer in [1, 100000]", b)
-	}
-	if r, ok := p["rank"]; ok {
-		if r < 1 || r != math.Trunc(r) || int(r) > workDim(sh, p) {
-			return fmt.Errorf("rank %v is not an integer in [1, %d]", r, workDim(sh, p))
-		}
-	}
-	for _, name := range []string{"batch", "round", "seed"} {
-		if v := p[name]; v < 0 || v != math.Trunc(v) || v >= 1<<53 {
-			return fmt.Errorf("%s %v is not an integer in [0, 2⁵³)", name, v)
-		}
-	}
-	if g, ok := req.Input("group"); ok {
-		for _, v := range g.Data {
-			if !isFlag(v) {
-				return fmt.Errorf("group holds %v, not 0 or 1", v)
-			}
-		}
-	}
-	if req.Kind == UsersAltMin {
-		if p["loss"] != 0 {
-			return fmt.Errorf("the Priv-AltMin statistics use the squared loss (loss 0)")
-		}
-		if !(p["clip_w"] > 0) || !(p["clip_y"] > 0) {
-			return fmt.Errorf("clip_w %v and clip_y %v must be positive", p["clip_w"], p["clip_y"])
-		}
-		if po := p["portion"]; po < 1 || po != math.Trunc(po) || po > 1e6 {
-			return fmt.Errorf("portion %v is not an integer in [1, 10⁶]", po)
-		}
-		if dk := workDim(sh, p) * int(p["rank"]); dk > 4096 {
-			return fmt.Errorf("d·rank = %d exceeds 4096", dk)
-		}
-	}
-	if e, ok := req.Input("edges"); ok {
-		for j, v := range e.Data {
-			if !(v > 0) || (j > 0 && v <= e.Data[j-1]) {
-				return fmt.Errorf("edges are not positive and strictly increasing")
-			}
-		}
-	}
-	return nil
-}
-
-// checkUsersSum checks a sum of clipped per-user terms
-// (kernel.CheckClippedSum).
-func checkUsersSum(sym bool) func(sh *data.Remote, req data.PassRequest, res *data.PassResult) error {
-	return func(sh *data.Remote, req data.PassRequest, res *data.PassResult) error {
-		sum, _ := res.Output("sum")
-		return kernel.CheckUsersSum(sum.Data, sum.Rows, sym, res.Records, res.Scalars["clipped"], req.Params["clip"])
-	}
-}
-
 // members is the number of users a request aggregates: the group's
 // members, or every user.
-func members(req data.PassRequest, users int64) int64 {
-	g, ok := req.Input("group")
-	if !ok {
+func (u *UsersData) members(users int64) int64 {
+	if u.Group == nil {
 		return users
 	}
 	var m int64
-	for _, v := range g.Data {
+	for _, v := range u.Group {
 		if v == 1 {
 			m++
 		}
@@ -332,24 +426,34 @@ func members(req data.PassRequest, users int64) int64 {
 	return m
 }
 
-// checkAltMin checks the U-step statistics (kernel.CheckAltMin) of the
-// group's members.
-func checkAltMin(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
-	a, _ := res.Output("a")
-	b, _ := res.Output("b")
-	p := req.Params
-	return kernel.CheckAltMin(a.Data, b.Data, a.Rows, float64(members(req, res.Records)), p["portion"], p["clip_w"], p["clip_y"])
+// check checks the common fields.
+func (u *UsersData) check(sh *data.Remote) error {
+	switch {
+	case u.LocalFraction < 0 || u.LocalFraction > 0.9 || u.Holdout < 0 || u.Holdout > 0.9:
+		return fmt.Errorf("local_fraction %v or holdout %v is outside [0, 0.9]", u.LocalFraction, u.Holdout)
+	case u.Proj < 0 || u.Proj > sh.P:
+		return fmt.Errorf("proj %v is not an integer in [0, %d]", u.Proj, sh.P)
+	}
+	for _, v := range u.Group {
+		if v != 0 && v != 1 {
+			return fmt.Errorf("group holds %v, not 0 or 1", v)
+		}
+	}
+	return nil
 }
 
-// checkUsersHist checks a histogram: one count per member.
-func checkUsersHist(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
-	c, _ := res.Output("counts")
-	return kernel.CheckHist(c.Data, members(req, res.Records))
-}
-
-// checkUsersHoldout checks the hold-out scalars.
-func checkUsersHoldout(_ *data.Remote, req data.PassRequest, res *data.PassResult) error {
-	return kernel.CheckHoldout(res.Scalars["loss_sum"], res.Scalars["loss_users"], res.Records, req.Params["loss"] == 1)
+// checkEdges checks a histogram's edges: 1 to 10⁵ of them, positive and
+// strictly increasing.
+func checkEdges(edges []float64) error {
+	if len(edges) < 1 || len(edges) > 1e5 {
+		return fmt.Errorf("%d edges: want 1 to 100000", len(edges))
+	}
+	for j, v := range edges {
+		if !(v > 0) || (j > 0 && v <= edges[j-1]) {
+			return fmt.Errorf("edges are not positive and strictly increasing")
+		}
+	}
+	return nil
 }
 
 // UserSplit is the per-user split of the personalization estimators: of a
@@ -375,161 +479,70 @@ type User struct {
 	Index int
 }
 
-// UsersRequest is a users pass request in typed form: estimators build
-// one and Encode it to the wire request, and the Local implementations
-// and pipelines read one back with DecodeUsers; nothing else reads a users
-// request's parameters. Kind selects the kind, which reads
-//
-//	every kind          LocalFraction, Holdout, Sign, M (Proj×p), Group
-//	users.ustat         Clip
-//	users.ustat_hist    Edges
-//	users.gradient      U (d×Rank), Rank, Logistic, Clip, Batch, Round, Seed
-//	users.gradient_hist U, Rank, Logistic, Edges, Batch, Round, Seed
-//	users.holdout       U, Rank, Logistic, HeadAll, Heads
-//	users.validation    U, Rank, Logistic, HeadAll, Accuracy
-//	users.altmin        U, Rank, ClipW, ClipY, Portion
-//
-// and ignores the other fields.
-type UsersRequest struct {
-	Kind                   string
-	LocalFraction, Holdout float64   // the per-user split (UserSplit)
-	Sign                   bool      // responses read as sign(y)
-	Proj                   int       // k′ > 0: features are M x
-	M                      []float64 // the public projection, Proj×p row-major (nil: none)
-	Group                  []float64 // the contributing users, a 0/1 mask over the users (nil: all)
-	U                      []float64 // the representation, d×Rank row-major
-	Rank                   int
-	Logistic               bool      // the logistic loss (else squared)
-	Clip                   float64   // the per-user Frobenius clip (0 or +Inf: none)
-	Batch, Round           int       // theory mode (Batch > 0): the batch size and the round
-	Seed                   uint64    // theory mode: the public seed of the users' row orders (< 2⁵³)
-	Edges                  []float64 // the histogram's public edges
-	HeadAll                bool      // heads on the training and local rows
-	Heads                  bool      // holdout: return every user's head (in process only)
-	Accuracy               bool      // validation: score signs (else squared error)
-	ClipW, ClipY           float64   // Priv-AltMin's row clips
-	Portion                int       // Priv-AltMin's rows per member
-}
-
-// flag is a boolean as a parameter.
-func flag(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// Encode returns the wire request of r.
-func (r UsersRequest) Encode() data.PassRequest {
-	prm := map[string]float64{"local_fraction": r.LocalFraction, "holdout": r.Holdout, "sign": flag(r.Sign), "proj": float64(r.Proj), "grouped": flag(r.Group != nil)}
-	req := data.PassRequest{Kind: r.Kind, Params: prm}
-	add := func(name string, rows int, v []float64) {
-		cols := 0
-		if rows > 0 {
-			cols = len(v) / rows
-		}
-		req.Inputs = append(req.Inputs, data.Array{Name: name, Rows: rows, Cols: cols, Data: v})
-	}
-	if r.Kind != UsersUstat && r.Kind != UsersUstatHist {
-		prm["rank"], prm["loss"] = float64(r.Rank), flag(r.Logistic)
-		if r.Rank > 0 {
-			add("u", len(r.U)/r.Rank, r.U)
-		}
-	}
-	switch r.Kind {
-	case UsersUstat, UsersGradient:
-		prm["clip"] = r.Clip
-		if math.IsInf(r.Clip, 1) {
-			prm["clip"] = 0
-		}
-	case UsersUstatHist, UsersGradientHist:
-		prm["bins"] = float64(len(r.Edges))
-		add("edges", 1, r.Edges)
-	case UsersHoldout, UsersValidation:
-		prm["head_all"] = flag(r.HeadAll)
-		if r.Kind == UsersHoldout {
-			prm["heads"] = flag(r.Heads)
-		} else {
-			prm["accuracy"] = flag(r.Accuracy)
-		}
-	case UsersAltMin:
-		prm["clip_w"], prm["clip_y"], prm["portion"] = r.ClipW, r.ClipY, float64(r.Portion)
-	}
-	if r.Kind == UsersGradient || r.Kind == UsersGradientHist {
-		prm["batch"], prm["round"], prm["seed"] = float64(r.Batch), float64(r.Round), float64(r.Seed)
-	}
-	if r.Group != nil {
-		add("group", 1, r.Group)
-	}
-	if r.Proj > 0 {
-		add("m", r.Proj, r.M)
-	}
-	return req
-}
-
-// DecodeUsers reads a users request (validated by Validate) for data of p
-// features; a clip of 0 reads as +Inf (none).
-func DecodeUsers(p int, req data.PassRequest) (UsersRequest, error) {
-	prm := req.Params
-	r := UsersRequest{Kind: req.Kind, LocalFraction: prm["local_fraction"], Holdout: prm["holdout"], Sign: prm["sign"] == 1,
-		Proj: int(prm["proj"]), Rank: int(prm["rank"]), Logistic: prm["loss"] == 1, Clip: math.Inf(1), HeadAll: prm["head_all"] == 1,
-		Heads: prm["heads"] == 1, Accuracy: prm["accuracy"] == 1, Batch: int(prm["batch"]), Round: int(prm["round"]), Seed: uint64(prm["seed"]),
-		ClipW: prm["clip_w"], ClipY: prm["clip_y"], Portion: int(prm["portion"])}
-	switch req.Kind {
-	case UsersUstat, UsersUstatHist, UsersGradient, UsersGradientHist, UsersHoldout, UsersValidation, UsersAltMin:
-	default:
-		return r, fmt.Errorf("%q is not a users pass", req.Kind)
-	}
-	if v := prm["clip"]; v > 0 {
-		r.Clip = v
-	}
-	d := p
-	if r.Proj > 0 {
-		m, ok := req.Input("m")
-		if !ok || m.Rows != r.Proj || m.Cols != p {
-			return r, fmt.Errorf("projection input m missing or not %d×%d", r.Proj, p)
-		}
-		r.M, d = m.Data, r.Proj
-	}
-	if u, ok := req.Input("u"); ok {
-		if u.Rows != d || u.Cols != r.Rank {
-			return r, fmt.Errorf("input u is %d×%d, want %d×%d", u.Rows, u.Cols, d, r.Rank)
-		}
-		r.U = u.Data
-	}
-	if e, ok := req.Input("edges"); ok {
-		r.Edges = e.Data
-	}
-	if g, ok := req.Input("group"); ok {
-		r.Group = g.Data
-	}
-	return r, nil
-}
-
-// UsersConfig is a decoded users request with the data's dimension p and
-// the working dimension D (Proj, or p): both pass.Local and the Beam
-// pipelines compute every per-user term through it, so that they agree up
-// to the order of the sum over users.
+// UsersConfig is a decoded users request of any users kind (the fields
+// the kind does not take are zero) with the data's dimension p and the
+// working dimension D (Proj, or p): both pass.Local and the Beam pipelines
+// compute every per-user term through it, so that they agree up to the
+// order of the sum over users.
 type UsersConfig struct {
-	UsersRequest
-	P, D int
-	// heads, when not nil, receives every member's head (row Index,
+	Kind string
+	UsersData
+	UsersModel
+	UsersRounds
+	Clip                     float64 // the per-user clip (+Inf: none)
+	Edges                    []float64
+	HeadAll, Heads, Accuracy bool
+	ClipW, ClipY             float64
+	Portion                  int
+	P, D                     int
+	// heads, when Heads is set, receives every member's head (row Index,
 	// users×Rank): the in-process runner's output of users.holdout.
 	heads []float64
+	sh    *data.Remote
+	q     any
 }
 
-// UsersConfigOf decodes a users request (validated by Validate) for data
-// of p features.
-func UsersConfigOf(p int, req data.PassRequest) (*UsersConfig, error) {
-	r, err := DecodeUsers(p, req)
+// UsersConfigOf decodes and validates a users request for data of shape
+// sh.
+func UsersConfigOf(sh *data.Remote, req data.PassRequest) (*UsersConfig, error) {
+	if _, ok := usersResults[req.Kind]; !ok {
+		return nil, fmt.Errorf("%q is not a users pass", req.Kind)
+	}
+	q, err := specs[req.Kind].decode(sh, req)
 	if err != nil {
 		return nil, err
 	}
-	c := &UsersConfig{UsersRequest: r, P: p, D: p}
-	if r.Proj > 0 {
-		c.D = r.Proj
+	return usersConfig(sh, q), nil
+}
+
+// usersConfig returns the config of the typed users request q.
+func usersConfig(sh *data.Remote, q any) *UsersConfig {
+	c := &UsersConfig{P: sh.P, sh: sh, q: q}
+	clip := 0.0
+	switch q := q.(type) {
+	case *UstatRequest:
+		c.Kind, c.UsersData, clip = UsersUstat, q.UsersData, q.Clip
+	case *UstatHistRequest:
+		c.Kind, c.UsersData, c.Edges = UsersUstatHist, q.UsersData, q.Edges
+	case *UsersGradientRequest:
+		c.Kind, c.UsersData, c.UsersModel, c.UsersRounds, clip = UsersGradient, q.UsersData, q.UsersModel, q.UsersRounds, q.Clip
+	case *GradientHistRequest:
+		c.Kind, c.UsersData, c.UsersModel, c.UsersRounds, c.Edges = UsersGradientHist, q.UsersData, q.UsersModel, q.UsersRounds, q.Edges
+	case *HoldoutRequest:
+		c.Kind, c.UsersData, c.UsersModel, c.HeadAll, c.Heads = UsersHoldout, q.UsersData, q.UsersModel, q.HeadAll, q.Heads
+	case *ValidationRequest:
+		c.Kind, c.UsersData, c.UsersModel, c.HeadAll, c.Accuracy = UsersValidation, q.UsersData, q.UsersModel, q.HeadAll, q.Accuracy
+	case *AltMinRequest:
+		c.Kind, c.UsersData, c.UsersModel, c.ClipW, c.ClipY, c.Portion = UsersAltMin, q.UsersData, q.UsersModel, q.ClipW, q.ClipY, q.Portion
 	}
-	return c, nil
+	c.Clip, c.D = math.Inf(1), c.dim(sh)
+	if clip > 0 {
+		c.Clip = clip
+	}
+	if c.Heads {
+		c.heads = make([]float64, sh.Users*c.Rank)
+	}
+	return c
 }
 
 // UsersPartial is a partial sum of per-user terms: what a combiner
@@ -724,58 +737,19 @@ func (c *UsersConfig) flushUstat(a *UsersPartial, s *UserScratch) {
 	s.brows = 0
 }
 
-// Result turns the total partial sum into the pass's result.
-func (c *UsersConfig) Result(a *UsersPartial) *data.PassResult {
-	res := &data.PassResult{Records: a.Users}
-	switch c.Kind {
-	case UsersUstat:
-		d := c.D
-		// Mirror the upper triangle (the terms fill it) so that the sum is
-		// exactly symmetric.
-		for i := 0; i < d; i++ {
-			for j := i + 1; j < d; j++ {
-				a.Sum[j*d+i] = a.Sum[i*d+j]
-			}
-		}
-		res.Outputs = []data.Array{{Name: "sum", Rows: d, Cols: d, Data: a.Sum}}
-		res.Scalars = map[string]float64{"clipped": float64(a.Clipped)}
-	case UsersGradient:
-		res.Outputs = []data.Array{{Name: "sum", Rows: c.D, Cols: c.Rank, Data: a.Sum}}
-		res.Scalars = map[string]float64{"clipped": float64(a.Clipped), "skipped": float64(a.Skipped)}
-	case UsersUstatHist, UsersGradientHist:
-		res.Outputs = []data.Array{{Name: "counts", Rows: 1, Cols: len(a.Sum), Data: a.Sum}}
-	case UsersHoldout:
-		res.Scalars = map[string]float64{"loss_sum": a.LossSum, "loss_users": float64(a.LossUsers)}
-		if c.heads != nil {
-			res.Outputs = []data.Array{{Name: "heads", Rows: len(c.heads) / c.Rank, Cols: c.Rank, Data: c.heads}}
-		}
-	case UsersValidation:
-		res.Scalars = map[string]float64{"score_sum": a.LossSum}
-	case UsersAltMin:
-		dk := c.D * c.Rank
-		am, b := kernel.AltMinA(a.Sum, c.D, c.Rank)
-		res.Outputs = []data.Array{{Name: "a", Rows: dk, Cols: dk, Data: am}, {Name: "b", Rows: 1, Cols: dk, Data: b}}
-	}
-	return res
-}
+// Result turns the total partial sum into the pass's wire result.
+func (c *UsersConfig) Result(a *UsersPartial) *data.PassResult { return usersResults[c.Kind](c, a) }
 
-// usersLocal is every users kind over an in-memory data set: the users
-// in fixed contiguous chunks (a function of the number of users and the
-// size of a partial sum only), the chunks on a pool of workers with one
-// scratch each, and the chunks' partial sums added in chunk order, so
-// that the result does not depend on the number of threads.
-func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.PassResult, error) {
+// local aggregates every user of an in-memory data set: the users in
+// fixed contiguous chunks (a function of the number of users and the size
+// of a partial sum only), the chunks on a pool of workers with one scratch
+// each, and the chunks' partial sums added in chunk order, so that the
+// result does not depend on the number of threads.
+func (c *UsersConfig) local(ctx context.Context, ds *data.Dataset) (*UsersPartial, error) {
 	if len(ds.UserStart) < 2 || ds.X == nil || len(ds.Y) != ds.N() {
 		return nil, fmt.Errorf("the data set holds no users rows")
 	}
-	c, err := UsersConfigOf(ds.P(), req)
-	if err != nil {
-		return nil, err
-	}
 	n := len(ds.UserStart) - 1
-	if c.Heads {
-		c.heads = make([]float64, n*c.Rank)
-	}
 	size := len(c.NewPartial().Sum)
 	chunks := max(1, min(n, 64, int(4e6/float64(size+1))))
 	parts := make([]*UsersPartial, chunks)
@@ -783,7 +757,7 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 	for w := range scratch {
 		scratch[w].blocked = true
 	}
-	err = ParallelChunks(ctx, chunks, func(w, ch int) {
+	err := ParallelChunks(ctx, chunks, func(w, ch int) {
 		s := &scratch[w]
 		a := c.NewPartial()
 		lo, hi := ch*n/chunks, (ch+1)*n/chunks
@@ -804,7 +778,7 @@ func usersLocal(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*d
 	for _, p := range parts[1:] {
 		parts[0].Merge(p)
 	}
-	return c.Result(parts[0]), nil
+	return parts[0], nil
 }
 
 // workers is the number of goroutines for chunks of work.

@@ -81,7 +81,7 @@ func ones(n int) []float64 {
 
 // usersReq builds a users request with the common parameters.
 func usersReq(kind string, extra map[string]float64, inputs ...data.Array) data.PassRequest {
-	p := map[string]float64{"local_fraction": 0.2, "holdout": 0.2, "sign": 0, "proj": 0, "grouped": 0}
+	p := map[string]float64{"local_fraction": 0.2, "holdout": 0.2, "sign": 0, "proj": 0}
 	if kind == UsersGradient || kind == UsersGradientHist {
 		p["batch"], p["round"], p["seed"] = 0, 0, 0
 	}
@@ -96,11 +96,6 @@ func usersReq(kind string, extra map[string]float64, inputs ...data.Array) data.
 	}
 	for k, v := range extra {
 		p[k] = v
-	}
-	for _, in := range inputs {
-		if in.Name == "group" {
-			p["grouped"] = 1
-		}
 	}
 	return data.PassRequest{Kind: kind, Params: p, Inputs: inputs}
 }
@@ -168,9 +163,9 @@ func TestUsersLocal(t *testing.T) {
 	}{
 		{"ustat", usersReq(UsersUstat, map[string]float64{"clip": 0.5})},
 		{"ustat unclipped", usersReq(UsersUstat, map[string]float64{"clip": 0})},
-		{"ustat hist", usersReq(UsersUstatHist, map[string]float64{"bins": float64(e.Cols)}, e)},
+		{"ustat hist", usersReq(UsersUstatHist, nil, e)},
 		{"gradient", usersReq(UsersGradient, merge(withU, map[string]float64{"clip": 0.3}), u)},
-		{"gradient hist", usersReq(UsersGradientHist, merge(withU, map[string]float64{"bins": float64(e.Cols)}), u, e)},
+		{"gradient hist", usersReq(UsersGradientHist, withU, u, e)},
 		{"holdout", usersReq(UsersHoldout, merge(withU, map[string]float64{"head_all": 1}), u)},
 		{"holdout heads", usersReq(UsersHoldout, merge(withU, map[string]float64{"heads": 1}), u)},
 		{"validation", usersReq(UsersValidation, merge(withU, map[string]float64{"accuracy": 0}), u)},
@@ -219,7 +214,7 @@ func TestUsersLocal(t *testing.T) {
 			// The in-process runner equals the users' terms added one by
 			// one in data order (its chunks change the order of the sum
 			// only) and does not depend on the number of threads.
-			c, err := UsersConfigOf(d, tc.req)
+			c, err := UsersConfigOf(ShapeOf(ds), tc.req)
 			require.NoError(t, err)
 			a := c.NewPartial()
 			for g := 0; g < 40; g++ {
@@ -279,8 +274,8 @@ func TestUsersBound(t *testing.T) {
 		{"gradient logistic", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 1, "sign": 1, "clip": 0.2}, u), 0.2},
 		{"altmin", usersReq(UsersAltMin, map[string]float64{"rank": float64(k), "loss": 0, "clip_w": 0.5, "clip_y": 2, "portion": 3}, u,
 			data.Array{Name: "group", Rows: 1, Cols: 30, Data: ones(30)}), 0.5},
-		{"ustat hist", usersReq(UsersUstatHist, map[string]float64{"bins": float64(e.Cols)}, e), 0},
-		{"gradient hist", usersReq(UsersGradientHist, map[string]float64{"rank": float64(k), "loss": 0, "bins": float64(e.Cols)}, u, e), 0},
+		{"ustat hist", usersReq(UsersUstatHist, nil, e), 0},
+		{"gradient hist", usersReq(UsersGradientHist, map[string]float64{"rank": float64(k), "loss": 0}, u, e), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := Local(base).Pass(context.Background(), tc.req)
@@ -343,7 +338,7 @@ func TestUsersRefuses(t *testing.T) {
 		{"bad sign", usersReq(UsersUstat, map[string]float64{"clip": 1, "sign": 2}), "not 0 or 1"},
 		{"rank above d", usersReq(UsersGradient, map[string]float64{"rank": 5, "loss": 0, "clip": 1}, data.Array{Name: "u", Rows: d, Cols: 5, Data: make([]float64, 20)}), "rank"},
 		{"u shape", usersReq(UsersGradient, map[string]float64{"rank": 3, "loss": 0, "clip": 1}, u), "input u is 4×2, want 4×3"},
-		{"edges not increasing", usersReq(UsersUstatHist, map[string]float64{"bins": 2}, data.Array{Name: "edges", Rows: 1, Cols: 2, Data: []float64{2, 1}}), "strictly increasing"},
+		{"edges not increasing", usersReq(UsersUstatHist, nil, data.Array{Name: "edges", Rows: 1, Cols: 2, Data: []float64{2, 1}}), "strictly increasing"},
 		{"altmin group not a mask", usersReq(UsersAltMin, map[string]float64{"rank": 2, "loss": 0, "clip_w": 1, "clip_y": 1, "portion": 2}, u,
 			data.Array{Name: "group", Rows: 1, Cols: 10, Data: append(make([]float64, 9), 2)}), "not 0 or 1"},
 		{"missing projection", usersReq(UsersUstat, map[string]float64{"clip": 1, "proj": 2}), "inputs"},
@@ -372,7 +367,7 @@ func TestUsersRefuses(t *testing.T) {
 	require.Error(t, CheckResult(s, sh, req, &bad))
 
 	e := edgesArray()
-	hreq := usersReq(UsersUstatHist, map[string]float64{"bins": float64(e.Cols)}, e)
+	hreq := usersReq(UsersUstatHist, nil, e)
 	hs, err := Validate(data.Users, sh, hreq)
 	require.NoError(t, err)
 	h, err := hs.Local(context.Background(), ds, hreq)
@@ -381,47 +376,4 @@ func TestUsersRefuses(t *testing.T) {
 	err = CheckResult(hs, sh, hreq, h)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "one count per user")
-}
-
-// TestUsersRequestRoundTrip: every users kind's typed request encodes to a
-// wire request the host accepts and decodes back to itself.
-func TestUsersRequestRoundTrip(t *testing.T) {
-	const p, kp, k = 5, 3, 2
-	sh := &data.Remote{N: 40, P: p, Users: 8}
-	m := orthonormal(p, kp, 3) // any kp×p values
-	base := UsersRequest{LocalFraction: 0.25, Holdout: 0.1, Sign: true, Logistic: true, Proj: kp, M: m, Clip: math.Inf(1)}
-	u := orthonormal(kp, k, 4)
-	edges := edgesArray().Data
-	for _, r := range []UsersRequest{
-		{Kind: UsersUstat, Clip: 2},
-		{Kind: UsersUstatHist, Edges: edges},
-		{Kind: UsersGradient, U: u, Rank: k, Logistic: true, Clip: 0.5},
-		{Kind: UsersGradientHist, U: u, Rank: k, Logistic: true, Edges: edges},
-		{Kind: UsersHoldout, U: u, Rank: k, Logistic: true, HeadAll: true, Heads: true},
-		{Kind: UsersValidation, U: u, Rank: k, Logistic: true, HeadAll: true, Accuracy: true, Group: []float64{1, 1, 0, 1, 0, 0, 1, 0}},
-		{Kind: UsersGradient, U: u, Rank: k, Logistic: true, Clip: 0.5, Batch: 2, Round: 3, Seed: 1<<53 - 1},
-		{Kind: UsersAltMin, U: u, Rank: k, ClipW: 0.7, ClipY: 3, Portion: 4, Group: []float64{1, 0, 1, 1, 0, 0, 1, 0}},
-	} {
-		t.Run(r.Kind, func(t *testing.T) {
-			want := base
-			want.Kind, want.U, want.Rank, want.Edges, want.HeadAll = r.Kind, r.U, r.Rank, r.Edges, r.HeadAll
-			want.ClipW, want.ClipY, want.Portion, want.Group = r.ClipW, r.ClipY, r.Portion, r.Group
-			want.Heads, want.Accuracy, want.Batch, want.Round, want.Seed = r.Heads, r.Accuracy, r.Batch, r.Round, r.Seed
-			if r.Clip > 0 {
-				want.Clip = r.Clip
-			}
-			if r.Kind == UsersAltMin {
-				want.Logistic, want.Sign = false, false
-			}
-			if r.Kind == UsersUstat || r.Kind == UsersUstatHist {
-				want.Logistic = false // the U-statistic kinds carry no loss
-			}
-			req := want.Encode()
-			_, err := Validate(data.Users, sh, req)
-			require.NoError(t, err)
-			got, err := DecodeUsers(p, req)
-			require.NoError(t, err)
-			assert.Equal(t, want, got)
-		})
-	}
 }

@@ -116,16 +116,15 @@ func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 func (Mean) Passes(any, sdk.Shape) ([]string, error) { return []string{pass.RowsClippedSum}, nil }
 
 // clippedMean returns the mean of the rows, each scaled down to ℓ2 norm at
-// most clip (0: unclipped), from one rows.clipped_sum pass (run.Pass: in
+// most clip (0: unclipped), from one rows.clipped_sum pass (in
 // process for a data file, through the host's runner for shards).
 func clippedMean(ctx context.Context, run *sdk.Run, clip float64) ([]float64, error) {
-	res, err := run.Pass(ctx, pass.ClippedSumRequest{Clip: clip}.Request())
+	res, err := pass.RowsClippedSumKind.Run(ctx, run.Data, pass.ClippedSumRequest{Clip: clip})
 	if err != nil {
 		return nil, err
 	}
-	sum, _ := res.Output("sum")
-	for j := range sum.Data {
-		sum.Data[j] /= float64(res.Records)
+	for j := range res.Sum {
+		res.Sum[j] /= float64(res.Records)
 	}
-	return sum.Data, nil
+	return res.Sum, nil
 }

@@ -34,15 +34,17 @@ const (
 // the split, feature and loss fields every request carries, the users
 // that contribute, and the current clip, rank and theory-mode batches.
 type usersData struct {
-	passer data.Passer
-	total  int               // users in the data set
-	n, d   int               // contributing users, working dimension
-	base   pass.UsersRequest // the split, the projection, the loss, the heads' rows, the group
-	k      int
-	psi    float64 // +Inf: no clipping
-	batch  int     // theory mode: rows per batch (0: experiment mode)
-	seed   uint64  // theory mode: the public seed of the users' row orders
-	skip   int     // users who sat out the last round
+	ds       *data.Dataset
+	total    int            // users in the data set
+	n, d     int            // contributing users, working dimension
+	base     pass.UsersData // the split, the signs, the projection
+	logistic bool
+	headAll  bool // heads on the training and local rows
+	k        int
+	psi      float64 // +Inf: no clipping
+	batch    int     // theory mode: rows per batch (0: experiment mode)
+	seed     uint64  // theory mode: the public seed of the users' row orders
+	skip     int     // users who sat out the last round
 }
 
 // newUsersData reads the public shape of a users data set, in memory or
@@ -52,27 +54,24 @@ func newUsersData(ds *data.Dataset, sp *splitOptions, back *mat.Dense, loss loss
 	if ds == nil || ds.Kind != data.Users {
 		return nil, fmt.Errorf("need a users data set")
 	}
-	sh, passer := ds.Remote, data.Passer(nil)
-	if sh != nil {
-		passer = sh.Passer
-	} else {
+	sh := ds.Remote
+	if sh == nil {
 		if err := ds.Validate(); err != nil {
 			return nil, fmt.Errorf("invalid data: %w", err)
 		}
 		if len(ds.Y) != ds.N() {
 			return nil, fmt.Errorf("%d rows but %d responses", ds.N(), len(ds.Y))
 		}
-		sh, passer = pass.ShapeOf(ds), pass.Local(ds)
-	}
-	if passer == nil {
+		sh = pass.ShapeOf(ds)
+	} else if sh.Passer == nil {
 		return nil, fmt.Errorf("the data set holds no rows and no pass runner")
 	}
 	if sh.Users < 1 {
 		return nil, fmt.Errorf("data set has no users")
 	}
 	logistic := loss == lossLogistic
-	ud := &usersData{passer: passer, total: sh.Users, n: sh.Users, d: sh.P, psi: math.Inf(1),
-		base: pass.UsersRequest{LocalFraction: sp.LocalFraction, Holdout: sp.Holdout, Sign: logistic, Logistic: logistic, HeadAll: sp.headAll()}}
+	ud := &usersData{ds: ds, total: sh.Users, n: sh.Users, d: sh.P, psi: math.Inf(1), logistic: logistic, headAll: sp.headAll(),
+		base: pass.UsersData{LocalFraction: sp.LocalFraction, Holdout: sp.Holdout, Sign: logistic}}
 	if back != nil {
 		p, kp := back.Dims()
 		if p != sh.P {
@@ -84,63 +83,40 @@ func newUsersData(ds *data.Dataset, sp *splitOptions, back *mat.Dense, loss loss
 	return ud, nil
 }
 
-// request returns a request of the kind with the common fields, U (nil
-// for the U-statistic kinds) and the rank.
-func (r *usersData) request(kind string, u []float64) pass.UsersRequest {
-	q := r.base
-	q.Kind, q.U, q.Rank = kind, u, r.k
-	return q
+// model returns the representation fields of a request at U.
+func (r *usersData) model(u []float64) pass.UsersModel {
+	return pass.UsersModel{U: u, Rank: r.k, Logistic: r.logistic}
 }
 
-// run runs one pass and checks that it went over every user.
-func (r *usersData) run(ctx context.Context, q pass.UsersRequest) (*data.PassResult, error) {
-	res, err := r.passer.Pass(ctx, q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("pass %s: %w", q.Kind, err)
+// wireClip is the clip ψ as a request carries it (0: none).
+func (r *usersData) wireClip() float64 {
+	if math.IsInf(r.psi, 1) {
+		return 0
 	}
-	if res.Records != int64(r.total) {
-		return nil, fmt.Errorf("pass %s aggregated %d users, the data set has %d", q.Kind, res.Records, r.total)
-	}
-	return res, nil
-}
-
-// output reads a named output of a pass result.
-func output(res *data.PassResult, name string) ([]float64, error) {
-	a, ok := res.Output(name)
-	if !ok {
-		return nil, fmt.Errorf("pass result without %s", name)
-	}
-	return a.Data, nil
+	return r.psi
 }
 
 // theory sets the rounds' batches: theory mode with batch rows and the
 // public seed of the users' row orders, or experiment mode (batch 0).
 func (r *usersData) theory(batch int, seed uint64) { r.batch, r.seed = batch, seed }
 
-// gradient returns a gradient request at U for round t.
-func (r *usersData) gradient(kind string, u []float64, t int) pass.UsersRequest {
-	q := r.request(kind, u)
+// rounds returns round t's theory-mode fields (none in experiment mode).
+func (r *usersData) rounds(t int) pass.UsersRounds {
 	if r.batch > 0 {
-		q.Batch, q.Round, q.Seed = r.batch, t, r.seed
+		return pass.UsersRounds{Batch: r.batch, Round: t, Seed: r.seed}
 	}
-	return q
+	return pass.UsersRounds{}
 }
 
 // aggregate returns Σ_i clip(∇_i(U), ψ) (d×k) over round t's rows and the
 // number of users whose gradient was clipped.
 func (r *usersData) aggregate(ctx context.Context, u []float64, t int) ([]float64, int, error) {
-	q := r.gradient(pass.UsersGradient, u, t)
-	q.Clip = r.psi
-	res, err := r.run(ctx, q)
+	res, err := pass.UsersGradientKind.Run(ctx, r.ds, pass.UsersGradientRequest{UsersData: r.base, UsersModel: r.model(u), UsersRounds: r.rounds(t), Clip: r.wireClip()})
 	if err != nil {
 		return nil, 0, err
 	}
-	sum, err := output(res, "sum")
-	if err != nil {
-		return nil, 0, err
-	}
-	r.skip = int(res.Scalars["skipped"])
-	return sum, int(res.Scalars["clipped"]), nil
+	r.skip = int(res.Skipped)
+	return res.Sum, int(res.Clipped), nil
 }
 
 // skipped is the number of users who sat out the last round.
@@ -152,92 +128,71 @@ func (r *usersData) fitHeads(ctx context.Context, u []float64, heads *mat.Dense)
 	if heads == nil && r.base.Holdout == 0 {
 		return math.NaN(), nil
 	}
-	q := r.request(pass.UsersHoldout, u)
-	q.Heads = heads != nil
-	res, err := r.run(ctx, q)
+	res, err := pass.UsersHoldoutKind.Run(ctx, r.ds, pass.HoldoutRequest{UsersData: r.base, UsersModel: r.model(u), HeadAll: r.headAll, Heads: heads != nil})
 	if err != nil {
 		return 0, err
 	}
 	if heads != nil {
-		v, err := output(res, "heads")
-		if err != nil {
-			return 0, err
-		}
-		copy(heads.RawMatrix().Data, v)
+		copy(heads.RawMatrix().Data, res.Heads)
 	}
-	n := res.Scalars["loss_users"]
-	if n == 0 {
+	if res.LossUsers == 0 {
 		return math.NaN(), nil
 	}
-	return res.Scalars["loss_sum"] / n, nil
+	return res.LossSum / float64(res.LossUsers), nil
 }
 
 // gradHist is the histogram of the users' gradient norms at U (round 0's
 // rows) on the quantile grid.
 func (r *usersData) gradHist(ctx context.Context, u []float64) ([]float64, error) {
-	q := r.gradient(pass.UsersGradientHist, u, 0)
-	q.Edges = quantileEdges()
-	res, err := r.run(ctx, q)
+	res, err := pass.UsersGradientHistKind.Run(ctx, r.ds, pass.GradientHistRequest{UsersData: r.base, UsersModel: r.model(u), UsersRounds: r.rounds(0), Edges: quantileEdges()})
 	if err != nil {
 		return nil, err
 	}
-	return output(res, "counts")
+	return res.Counts, nil
 }
 
 // ustatHist is the histogram of the users' unclipped ‖Z_i‖_F on the
 // quantile grid.
 func (r *usersData) ustatHist(ctx context.Context) ([]float64, error) {
-	q := r.request(pass.UsersUstatHist, nil)
-	q.Edges = quantileEdges()
-	res, err := r.run(ctx, q)
+	res, err := pass.UsersUstatHistKind.Run(ctx, r.ds, pass.UstatHistRequest{UsersData: r.base, Edges: quantileEdges()})
 	if err != nil {
 		return nil, err
 	}
-	return output(res, "counts")
+	return res.Counts, nil
 }
 
 // ustatMean is (1/n) Σ_i clip(Z_i, ψ_init) and the clipped count.
 func (r *usersData) ustatMean(ctx context.Context, psi float64) (*mat.SymDense, int, error) {
-	q := r.request(pass.UsersUstat, nil)
-	q.Clip = psi
-	res, err := r.run(ctx, q)
+	if math.IsInf(psi, 1) {
+		psi = 0
+	}
+	res, err := pass.UsersUstatKind.Run(ctx, r.ds, pass.UstatRequest{UsersData: r.base, Clip: psi})
 	if err != nil {
 		return nil, 0, err
 	}
-	sum, err := output(res, "sum")
-	if err != nil {
-		return nil, 0, err
-	}
+	sum := res.Sum
 	inv := 1 / float64(r.n)
 	for i := range sum {
 		sum[i] *= inv
 	}
-	return mat.NewSymDense(r.d, sum), int(res.Scalars["clipped"]), nil
+	return mat.NewSymDense(r.d, sum), int(res.Clipped), nil
 }
 
 // altminStats returns Priv-AltMin's U-step statistics A (dk×dk) and b of
 // the listed users through a users.altmin pass (the group as a mask over
 // the users in increasing id order; the squared loss).
 func (r *usersData) altminStats(ctx context.Context, u []float64, users []int32, cw, cy float64, portion int) (*mat.SymDense, []float64, error) {
-	q := r.request(pass.UsersAltMin, u)
+	q := pass.AltMinRequest{UsersData: r.base, UsersModel: r.model(u), ClipW: cw, ClipY: cy, Portion: portion}
 	q.Group = make([]float64, r.total)
 	for _, i := range users {
 		q.Group[i] = 1
 	}
-	q.Logistic, q.ClipW, q.ClipY, q.Portion = false, cw, cy, portion
-	res, err := r.run(ctx, q)
+	q.Logistic = false
+	res, err := pass.UsersAltMinKind.Run(ctx, r.ds, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := output(res, "a")
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := output(res, "b")
-	if err != nil {
-		return nil, nil, err
-	}
-	return mat.NewSymDense(r.d*r.k, a), b, nil
+	return mat.NewSymDense(r.d*r.k, res.A), res.B, nil
 }
 
 // validationScore returns (1/n) Σ_i s_i with s_i ∈ [0, 1] user i's
@@ -259,13 +214,13 @@ func (r *usersData) altminStats(ctx context.Context, u []float64, users []int32,
 // (and U) only, so the score moves by at most 1/n when one user is
 // replaced (DERIVATIONS.md §13).
 func (r *usersData) validationScore(ctx context.Context, u []float64, k int, headAll, accuracy bool) (float64, error) {
-	q := r.request(pass.UsersValidation, u)
-	q.Rank, q.HeadAll, q.Accuracy = k, headAll, accuracy
-	res, err := r.run(ctx, q)
+	m := r.model(u)
+	m.Rank = k
+	res, err := pass.UsersValidationKind.Run(ctx, r.ds, pass.ValidationRequest{UsersData: r.base, UsersModel: m, HeadAll: headAll, Accuracy: accuracy})
 	if err != nil {
 		return 0, err
 	}
-	return res.Scalars["score_sum"] / float64(r.n), nil
+	return res.ScoreSum / float64(r.n), nil
 }
 
 // headsRefusal is the refusal of per-user heads on the remote path.

@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
 )
 
@@ -46,11 +45,12 @@ func TestTimeTracePassesLocal(t *testing.T) {
 	const cx, cy, tau = 25.0, 3.0, 5.0
 	ref := pass.Local(g.Data)
 	ctx := context.Background()
+	sh := pass.ShapeOf(g.Data)
 	for _, req := range []data.PassRequest{
-		pass.TraceMomentRequest{}.Request(),
-		pass.TraceClippedMomentRequest{ClipX: cx, ClipY: cy}.Request(),
-		pass.TraceGradientRequest{M: m}.Request(),
-		pass.TraceClippedGradientRequest{Tau: tau, M: m, Tangent: kernel.Tangent{D1: d1, D2: d2, R: r, U: u, Vt: vt}}.Request(),
+		pass.TraceMomentKind.EncodeRequest(sh, pass.TraceMomentRequest{}),
+		pass.TraceClippedMomentKind.EncodeRequest(sh, pass.TraceClippedMomentRequest{ClipX: cx, ClipY: cy}),
+		pass.TraceGradientKind.EncodeRequest(sh, pass.TraceGradientRequest{M: m}),
+		pass.TraceClippedGradientKind.EncodeRequest(sh, pass.TraceClippedGradientRequest{Tau: tau, Rank: r, M: m, U: u, Vt: vt}),
 	} {
 		_, err := ref.Pass(ctx, req) // warm up
 		require.NoError(t, err)

@@ -77,13 +77,12 @@ func (e *fitEnv) responseScale(b privacy.Budget) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := e.pass.exec(e.ctx, pass.TraceResponseCountsRequest{Grid: grid}.Request())
+	res, err := pass.TraceResponseCountsKind.Run(e.ctx, e.pass.ds, pass.TraceResponseCountsRequest{Grid: grid})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("rgrad: %w", err)
 	}
-	out, _ := res.Output("counts")
-	counts := make([]int64, len(out.Data))
-	for k, v := range out.Data {
+	counts := make([]int64, len(res.Counts))
+	for k, v := range res.Counts {
 		counts[k] = int64(v) // integers, checked by pass.CheckResult
 	}
 	rel, err := e.run.Acct.Exponential(shareTuneQuantile, 1, b)

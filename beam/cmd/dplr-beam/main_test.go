@@ -370,7 +370,7 @@ func momentArgs(t *testing.T, args ...string) aggregates {
 	ctx := context.Background()
 	desc, err := stats.Describe(ctx, *f.data, data.Rows, 0, 0, opt)
 	require.NoError(t, err)
-	res, err := stats.RunPass(ctx, *f.data, desc.Remote(), ro, pass.MomentRequest{Clip: 3}.Request(), opt)
+	res, err := stats.RunPass(ctx, *f.data, desc.Remote(), ro, pass.RowsMomentKind.EncodeRequest(nil, pass.MomentRequest{Clip: 3}), opt)
 	require.NoError(t, err)
 	sum, _ := res.Output("sum")
 	mom, _ := res.Output("moment")

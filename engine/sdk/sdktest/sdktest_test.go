@@ -196,7 +196,7 @@ func (remoteEst) Info() sdk.Info {
 func (remoteEst) Passes(any, sdk.Shape) ([]string, error) { return []string{pass.RowsClippedSum}, nil }
 
 func (e remoteEst) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	r, err := run.Pass(ctx, pass.ClippedSumRequest{Clip: 1}.Request())
+	r, err := run.Pass(ctx, pass.RowsClippedSumKind.EncodeRequest(pass.ShapeOf(run.Data), pass.ClippedSumRequest{Clip: 1}))
 	if err != nil {
 		return nil, err
 	}

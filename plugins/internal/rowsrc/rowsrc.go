@@ -60,11 +60,6 @@ func (s *Source) Dims() (n, p int) { return s.n, s.p }
 // set before any step.
 func (s *Source) Rows() *mat.Dense { return s.ds.X }
 
-// run runs one pass.
-func (s *Source) run(ctx context.Context, req data.PassRequest) (*data.PassResult, error) {
-	return pass.Run(ctx, s.ds, req)
-}
-
 // PrivateNorm releases the q-quantile of the norms ‖x_i − μ‖ (μ public:
 // nil or an earlier private release) with the exponential mechanism on the
 // default public grid (clip.PrivateNorm, one declared step at budget b;
@@ -72,13 +67,12 @@ func (s *Source) run(ctx context.Context, req data.PassRequest) (*data.PassResul
 // pass (a non-finite row) stops it before the step.
 func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, mu []float64, q float64) (float64, error) {
 	grid := kernel.DefaultGrid()
-	res, err := s.run(ctx, pass.NormHistogramRequest{Grid: grid, Center: mu}.Request(s.p))
+	res, err := pass.RowsNormHistogramKind.Run(ctx, s.ds, pass.NormHistogramRequest{Grid: grid, Center: mu})
 	if err != nil {
 		return 0, err
 	}
-	out, _ := res.Output("counts")
-	counts := make([]int64, len(out.Data))
-	for k, v := range out.Data {
+	counts := make([]int64, len(res.Counts))
+	for k, v := range res.Counts {
 		counts[k] = int64(v) // integers, checked by pass.CheckResult
 	}
 	return clip.PrivateNorm(acct, rnd, name, b, counts, q)
@@ -86,12 +80,11 @@ func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd 
 
 // Sum returns Σ_i min(1, c/‖x_i‖)·x_i (c ≤ 0: the plain sum Σ_i x_i).
 func (s *Source) Sum(ctx context.Context, c float64) ([]float64, error) {
-	res, err := s.run(ctx, pass.ClippedSumRequest{Clip: max(c, 0)}.Request())
+	res, err := pass.RowsClippedSumKind.Run(ctx, s.ds, pass.ClippedSumRequest{Clip: max(c, 0)})
 	if err != nil {
 		return nil, err
 	}
-	out, _ := res.Output("sum")
-	return out.Data, nil
+	return res.Sum, nil
 }
 
 // SecondMoment returns scale·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with
@@ -101,12 +94,11 @@ func (s *Source) SecondMoment(ctx context.Context, mu []float64, c, scale float6
 	if !(c > 0) || c > math.MaxFloat64 {
 		c = 0
 	}
-	res, err := s.run(ctx, pass.CentredMomentRequest{Clip: c, Center: mu}.Request(s.p))
+	res, err := pass.RowsCentredMomentKind.Run(ctx, s.ds, pass.CentredMomentRequest{Clip: c, Center: mu})
 	if err != nil {
 		return nil, 0, err
 	}
-	out, _ := res.Output("moment")
-	return symScaled(s.p, out.Data, scale), int(res.Scalars["clipped"]), nil
+	return symScaled(s.p, res.Moment, scale), int(res.Clipped), nil
 }
 
 // symScaled returns scale times the upper triangle of the p×p row-major m
@@ -126,18 +118,16 @@ func symScaled(p int, m []float64, scale float64) *mat.SymDense {
 // Σ_i x_i x_iᵀ/n of the rows: one pass of kind pass.RowsMoment with clip
 // 0. It is what the evaluation figures (evaluate=true, never private) read.
 func (s *Source) Moments(ctx context.Context) ([]float64, *mat.SymDense, error) {
-	res, err := s.run(ctx, pass.MomentRequest{}.Request())
+	res, err := pass.RowsMomentKind.Run(ctx, s.ds, pass.MomentRequest{})
 	if err != nil {
 		return nil, nil, err
 	}
-	sum, _ := res.Output("sum")
-	mom, _ := res.Output("moment")
 	n := float64(res.Records)
 	mean := make([]float64, s.p)
-	for j, v := range sum.Data {
+	for j, v := range res.Sum {
 		mean[j] = v / n
 	}
-	return mean, symScaled(s.p, mom.Data, 1/n), nil
+	return mean, symScaled(s.p, res.Moment, 1/n), nil
 }
 
 // Kinds returns the pass kinds a fit that reads the given aggregates

@@ -51,18 +51,23 @@ func (m Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if run.Data.Remote != nil {
 		passer = run.Data.Remote.Passer
 	}
+	sh, q := pass.ShapeOf(run.Data), pass.MomentRequest{Clip: o.Clip.Value}
 	var res *data.PassResult
 	var err error
 	for range o.Passes {
-		if res, err = passer.Pass(ctx, data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": o.Clip.Value}}); err != nil {
+		if res, err = passer.Pass(ctx, pass.RowsMomentKind.EncodeRequest(sh, q)); err != nil {
 			return nil, err
 		}
 	}
-	return m.release(run, res)
+	r, err := pass.RowsMomentKind.DecodeResult(sh, &q, res)
+	if err != nil {
+		return nil, err
+	}
+	return m.release(run, r)
 }
 
 // release releases the mean from the clipped sum.
-func (Mean) release(run *sdk.Run, res *data.PassResult) (*sdk.Result, error) {
+func (Mean) release(run *sdk.Run, res *pass.MomentResult) (*sdk.Result, error) {
 	o := sdk.Opts[options](run)
 	plan, err := privacy.NewPlan(run.Acct, "zcdp", privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
 	if err != nil {
@@ -72,10 +77,9 @@ func (Mean) release(run *sdk.Run, res *data.PassResult) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum, _ := res.Output("sum")
 	n, p := run.Data.N(), run.Data.P()
 	mean := make([]float64, p)
-	for j, v := range sum.Data {
+	for j, v := range res.Sum {
 		mean[j] = v / float64(n)
 	}
 	rel, err := run.Acct.Gaussian("mean", 2*o.Clip.Value/float64(n), p, budget)
