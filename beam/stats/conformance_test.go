@@ -119,4 +119,3 @@ func grantFor(info sdk.Info) privacy.Grant {
 	}
 	return privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}
 }
-
