@@ -97,10 +97,18 @@ func (Gonum) EigSym(a mat.Symmetric) (vals []float64, vecs *mat.Dense, err error
 	return w, mat.NewDense(n, n, buf), nil
 }
 
-// EigSymTop implements Backend: eigSymTop with the full decomposition as
-// the exact solver.
+// EigSymTop implements Backend: eigSymTop with, as the exact solver, the
+// tridiagonal top-k path (eigSymTopTridiag) when k is small against a
+// large n, else or when that path does not meet its residual bound the
+// full decomposition.
 func (g Gonum) EigSymTop(a mat.Symmetric, k int) ([]float64, *mat.Dense, error) {
 	return eigSymTop(g, a, k, func() ([]float64, *mat.Dense, error) {
+		if n := a.SymmetricDim(); n >= 64 && 8*k <= n {
+			vals, vecs, err := eigSymTopTridiag(a, k)
+			if !errors.Is(err, ErrNotConverged) {
+				return vals, vecs, err
+			}
+		}
 		vals, vecs, err := g.EigSym(a)
 		if err != nil {
 			return nil, nil, err
