@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -149,11 +148,14 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	}
 	// Above the cap the steps come from one run on fewer rows, and the
 	// indicator is not computed.
-	p3, perRow := math.Pow(float64(s.P), 3), float64(s.P)*math.Min(float64(s.P), 100)
-	run, work := s, float64(s.N)*perRow+p3
+	fits := 1.0
 	if sel := selectionOf(prep.opts); sel != nil {
-		work *= float64(len(sel.cands) + 1) // a private selection fits every candidate and the chosen one
+		fits = float64(len(sel.cands) + 1) // a private selection fits every candidate and the chosen one
 	}
+	// A run's work, per row and fixed, so that the reduced runs' sizes
+	// count a selection's fits too.
+	p3, perRow := fits*math.Pow(float64(s.P), 3), fits*float64(s.P)*math.Min(float64(s.P), 100)
+	run, work := s, float64(s.N)*perRow+p3
 	if work > PlanMaxWork {
 		run.N = int((PlanMaxWork - p3) / perRow)
 		if s.Users > 0 {
@@ -427,37 +429,24 @@ func score(u *mat.Dense, rd ReferenceData) (got, random float64) {
 	return evaluate.CapturedVariance(sigma, q.Slice(0, p, 0, k)) / best, float64(r) / float64(p) * mat.Trace(sigma) / best
 }
 
-// boundRank is the rank the bound options resolved (the Value of an
-// embedded Rank, after the options' Check hook has set a default such as
-// FedRep's rank 0 = the estimator's own), or 0 when they have none.
-func boundRank(opts any) int {
-	v := reflect.ValueOf(opts)
-	if v.Kind() == reflect.Slice && v.Len() > 0 {
-		v = v.Index(0)
-	}
-	return rankIn(v)
-}
+// ranked is implemented by bound options that embed Rank (the method is
+// promoted through embedding, as selector is).
+type ranked interface{ rankValue() int }
 
-// rankIn looks for a Rank among v's fields and its embedded structs'.
-func rankIn(v reflect.Value) int {
-	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-		if v.IsNil() {
-			return 0
-		}
-		v = v.Elem()
+// rankValue is the rank the options hold once bound.
+func (r Rank) rankValue() int { return r.Value }
+
+// boundRank is the rank the bound options resolved (after the options'
+// Check hook has set a default such as FedRep's rank 0 = the estimator's
+// own), or 0 when they have none.
+func boundRank(opts any) int {
+	members := []any{opts}
+	if set, ok := opts.(OptionSet); ok {
+		members = set
 	}
-	if v.Kind() != reflect.Struct {
-		return 0
-	}
-	for i := range v.NumField() {
-		f, sf := v.Field(i), v.Type().Field(i)
-		switch { // unexported fields are read, not used as interfaces
-		case sf.Type == reflect.TypeFor[Rank]():
-			return int(f.Field(0).Int())
-		case sf.Anonymous:
-			if r := rankIn(f); r > 0 {
-				return r
-			}
+	for _, m := range members {
+		if r, ok := m.(ranked); ok {
+			return r.rankValue()
 		}
 	}
 	return 0

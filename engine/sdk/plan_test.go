@@ -113,23 +113,23 @@ func TestPlanOf(t *testing.T) {
 }
 
 // boundRank reads the resolved rank from bound options, through pointers,
-// embedding and a list of bound options, and 0 where there is none.
+// embedding (exported or not) and an option set, and 0 where there is none.
 func TestBoundRank(t *testing.T) {
 	type inner struct{ Rank }
 	type outer struct {
 		inner
 		Other int
 	}
-	type exported struct{ Inner inner }
+	type named struct{ Inner inner }
 	for _, tc := range []struct {
 		opts any
 		want int
 	}{
 		{&struct{ Rank }{Rank{Value: 9}}, 9},
 		{struct{ Rank }{Rank{Value: 3}}, 3},
-		{[]any{&struct{ Rank }{Rank{Value: 4}}}, 4},
+		{OptionSet{&struct{ Rank }{Rank{Value: 4}}}, 4},
 		{&outer{inner: inner{Rank{Value: 7}}}, 7},
-		{&exported{Inner: inner{Rank{Value: 5}}}, 0},
+		{&named{Inner: inner{Rank{Value: 5}}}, 0},
 		{nil, 0},
 		{42, 0},
 	} {
