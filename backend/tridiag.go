@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/lapack/gonum"
 	"gonum.org/v1/gonum/mat"
 )
@@ -88,7 +89,7 @@ func eigSymTopTridiag(a mat.Symmetric, k int) (vals []float64, vecs *mat.Dense, 
 					col[i] -= dot * x.At(i, p)
 				}
 			}
-			if nrm := norm2(col); nrm > 0 && !math.IsInf(nrm, 0) {
+			if nrm := floats.Norm(col, 2); nrm > 0 && !math.IsInf(nrm, 0) {
 				for i := range col {
 					col[i] /= nrm
 				}
@@ -108,15 +109,6 @@ func eigSymTopTridiag(a mat.Symmetric, k int) (vals []float64, vecs *mat.Dense, 
 
 // eps is the float64 unit roundoff.
 const eps = 0x1p-53
-
-// norm2 is the Euclidean norm of v.
-func norm2(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x * x
-	}
-	return math.Sqrt(s)
-}
 
 // tridiagResidual is ‖T x − λ x‖₂ for the symmetric tridiagonal T with
 // diagonal d and off-diagonal e.
