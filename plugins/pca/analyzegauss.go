@@ -96,9 +96,16 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := analyzeGauss(ctx, run, plan, sh, pre.n, pre.clip, o)
+	res, scale, err := analyzeGauss(ctx, run, plan, sh, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
+	}
+	if scale != nil && pre.mu != nil { // transform divides by feature_scale, then subtracts the mean
+		mu := make([]float64, len(pre.mu))
+		for j, v := range pre.mu {
+			mu[j] = v / scale[j]
+		}
+		pre.mu = mu
 	}
 	pre.report(res)
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
@@ -147,7 +154,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if err := checkGram(cp); err != nil {
 		return nil, err
 	}
-	res, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)
+	res, _, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)
 	if err != nil {
 		return nil, err
 	}
@@ -157,26 +164,41 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 
 // analyzeGauss is the mechanism (DERIVATIONS.md §4): release Σ̂_γ + E with
 // Frobenius sensitivity √2γ²/n and return its top-r eigenpairs.
-func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, error) {
+func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, []float64, error) {
 	p := sh.SymmetricDim()
 	b, err := plan.Budget(shareMoment)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sens := AnalyzeGaussSensitivity(clip, n)
 	rel, err := run.Acct.Gaussian("second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p), b)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	noisy, vals, u, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, sh, o.Rank.Value)
+	noisy, err := analyzegauss.Noisy(run.Rand, rel, sh)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	m, scale := noisy, []float64(nil)
+	if o.released() { // correlation PCA of the release: post-processing (DERIVATIONS.md §10.1)
+		m, scale = correlation(noisy, releasedFloor*rel.Scale())
+	}
+	vals, u, err := run.Backend.EigSymTop(m, o.Rank.Value)
+	if err != nil {
+		return nil, nil, fmt.Errorf("top-%d eigenvectors of the released second moment: %w", o.Rank.Value, err)
 	}
 	res := &sdk.Result{}
-	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal)")
-	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix (of the centred rows with center=private), descending: private estimates of the component variances of the clipped rows")
-	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(noisy, vals)); ok {
+	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal; with feature_scale=released, of the released matrix standardised by its diagonal)")
+	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix (of the centred rows with center=private; standardised with feature_scale=released), descending: private estimates of the component variances of the clipped rows")
+	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(m, vals)); ok {
 		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix (negative values counted as 0): a private estimate of the share of the (clipped) variance each component explains (post-processing)")
+	}
+	if scale != nil {
+		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(scale), scale), sdk.Public,
+			"feature_scale=released: the square roots of the released matrix's diagonal, floored at twice the noise deviation (post-processing, no budget); dplr transform divides new rows by them before subtracting the released mean")
 	}
 	if o.OutputSigma {
 		res.AddMatrix("Sigma", mat.DenseCopyOf(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p)")
@@ -185,5 +207,5 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	res.AddScalar("noise_sd", rel.Scale(), sdk.Public, "standard deviation of each noise entry")
 	res.Guarantee = privacy.Guarantee{Neighbours: "one row replaced by an arbitrary row"}
 	res.Notes = append(res.Notes, privacy.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
-	return res, nil
+	return res, scale, nil
 }

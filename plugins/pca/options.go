@@ -143,6 +143,9 @@ func (o *aminOptions) Check(s sdk.Shape) error {
 	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
 		return err
 	}
+	if o.released() {
+		return sdk.BadRequest("feature_scale=released reads the variances off a released noisy covariance, which pca-amin does not release: use pca-analyze-gauss, or feature_scale=none with --column-scales")
+	}
 	if o.OutputSigma && !(o.valueShare() > 0) {
 		return fmt.Errorf("output_sigma needs eigenvalues (eigenvalue_share > 0)")
 	}

@@ -11,13 +11,15 @@ import (
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/quantile"
 )
 
 // Feature scaling choices.
 const (
-	scaleNone    = "none"
-	scalePrivate = "private"
+	scaleNone     = "none"
+	scalePrivate  = "private"
+	scaleReleased = "released"
 )
 
 // Plan shares of the per-feature scales: the quantiles (one exponential
@@ -40,12 +42,40 @@ const scaleClamp = 1e4
 // scaleOptions is the private per-feature scaling of the worst-case
 // estimators (DERIVATIONS.md §10).
 type scaleOptions struct {
-	FeatureScale      string  `param:"feature_scale" default:"none" choices:"none,private" doc:"none: use the features as they are; private: for features on very different scales, divide each feature by a private estimate of its spread (the median absolute difference between paired rows, from feature_scale_share of the budget) before centring and clipping, so that PCA works on comparable features without standardising with the empirical mean and deviation. The scales are released as output feature_scale (1×p) and dplr transform divides new rows by them. Use it when the columns have different units; when they share one (pixels) it reweights them and can cost accuracy"`
+	FeatureScale      string  `param:"feature_scale" default:"none" choices:"none,private,released" doc:"none: use the features as they are; released (pca-analyze-gauss; the choice for tables in mixed units, best with --column-scales): correlation PCA at no extra cost: divide each feature by the square root of its variance read off the released noisy covariance (its diagonal, floored at twice the noise deviation), post-processing that spends nothing; private: divide each feature by a private estimate of its spread (the median absolute difference between paired rows, from feature_scale_share of the budget) before centring and clipping; it needs thousands of rows per feature and is refused before spending where it cannot locate any scale. The scales are released as output feature_scale (1×p) and dplr transform divides new rows by them. When all columns share one unit (pixels), scaling reweights them and can cost accuracy"`
 	FeatureScaleShare float64 `param:"feature_scale_share" default:"0.1" min:"0.001" max:"0.5" doc:"with feature_scale=private: the fraction of the budget spent on the p per-feature scales (split evenly over the features)"`
 }
 
 // scaled reports feature_scale=private.
 func (s *scaleOptions) scaled() bool { return s.FeatureScale == scalePrivate }
+
+// released reports feature_scale=released.
+func (s *scaleOptions) released() bool { return s.FeatureScale == scaleReleased }
+
+// releasedFloor is the floor of the released variances, in deviations of
+// the noise on each entry of the released matrix (DERIVATIONS.md §10.1).
+const releasedFloor = 2
+
+// correlation returns D^{-1/2}·S·D^{-1/2} and √D, D the diagonal of the
+// released matrix S floored at floor (post-processing, DERIVATIONS.md
+// §10.1).
+func correlation(s *mat.SymDense, floor float64) (*mat.SymDense, []float64) {
+	p := s.SymmetricDim()
+	sd := make([]float64, p)
+	for j := range sd {
+		sd[j] = math.Sqrt(math.Max(s.At(j, j), floor))
+		if !(sd[j] > 0) { // a zero column released without noise
+			sd[j] = 1
+		}
+	}
+	out := mat.NewSymDense(p, nil)
+	for i := 0; i < p; i++ {
+		for j := i; j < p; j++ {
+			out.SetSym(i, j, s.At(i, j)/(sd[i]*sd[j]))
+		}
+	}
+	return out, sd
+}
 
 // pairDiffs returns, for feature j, the non-zero |x_i,j − x_(i+h),j| over
 // the pairs (i, i + h), h = ⌊n/2⌋, i < h: every row is in at most one pair.
@@ -197,27 +227,5 @@ func divideColumns(ctx context.Context, x *mat.Dense, s []float64) (*mat.Dense, 
 	return out, nil
 }
 
-// scaledRows returns the rows an evaluation should score: the raw rows, or
-// with a released feature_scale output, the rows divided by it (the space
-// the estimator worked in).
-func scaledRows(ctx context.Context, x *mat.Dense, res *sdk.Result) (*mat.Dense, error) {
-	for _, m := range res.Matrices {
-		if m.Name == outFeatureScale {
-			return divideColumns(ctx, x, m.M.RawRowView(0))
-		}
-	}
-	return x, nil
-}
-
-// scaled reports whether res released feature scales.
-func scaled(res *sdk.Result) bool {
-	for _, m := range res.Matrices {
-		if m.Name == outFeatureScale {
-			return true
-		}
-	}
-	return false
-}
-
 // outFeatureScale is the output holding the released per-feature scales.
-const outFeatureScale = "feature_scale"
+const outFeatureScale = pcaeval.FeatureScaleName
