@@ -105,11 +105,8 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 		return nil, err
 	}
 	if scale != nil && pre.mu != nil { // transform divides by feature_scale, then subtracts the mean
-		mu := make([]float64, len(pre.mu))
-		for j, v := range pre.mu {
-			mu[j] = v / scale[j]
-		}
-		pre.mu = mu
+		pre.mu = append([]float64(nil), pre.mu...)
+		pcaeval.DivideMoments(scale, pre.mu, nil)
 	}
 	pre.report(res)
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
@@ -183,16 +180,15 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
 	m, scale := noisy, []float64(nil)
 	if o.released() { // correlation PCA of the release: post-processing (DERIVATIONS.md §10.1)
-		m, scale = correlation(noisy, releasedFloor*rel.Scale())
+		scale, m = releasedScales(noisy, releasedFloor*rel.Scale()), mat.NewSymDense(p, nil)
+		m.CopySym(noisy)
+		pcaeval.DivideMoments(scale, nil, m)
 	}
-	vals, u, err := run.Backend.EigSymTop(m, o.Rank.Value)
+	vals, u, err := topEigen(ctx, run.Backend, m, o.Rank.Value)
 	if err != nil {
-		return nil, nil, fmt.Errorf("top-%d eigenvectors of the released second moment: %w", o.Rank.Value, err)
+		return nil, nil, err
 	}
 	res := &sdk.Result{}
 	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal; with feature_scale=released, of the released matrix standardised by its diagonal)")

@@ -56,25 +56,17 @@ func (s *scaleOptions) released() bool { return s.FeatureScale == scaleReleased 
 // the noise on each entry of the released matrix (DERIVATIONS.md §10.1).
 const releasedFloor = 2
 
-// correlation returns D^{-1/2}·S·D^{-1/2} and √D, D the diagonal of the
-// released matrix S floored at floor (post-processing, DERIVATIONS.md
-// §10.1).
-func correlation(s *mat.SymDense, floor float64) (*mat.SymDense, []float64) {
-	p := s.SymmetricDim()
-	sd := make([]float64, p)
+// releasedScales returns √D, D the diagonal of the released matrix s
+// floored at floor (post-processing, DERIVATIONS.md §10.1).
+func releasedScales(s mat.Symmetric, floor float64) []float64 {
+	sd := make([]float64, s.SymmetricDim())
 	for j := range sd {
 		sd[j] = math.Sqrt(math.Max(s.At(j, j), floor))
 		if !(sd[j] > 0) { // a zero column released without noise
 			sd[j] = 1
 		}
 	}
-	out := mat.NewSymDense(p, nil)
-	for i := 0; i < p; i++ {
-		for j := i; j < p; j++ {
-			out.SetSym(i, j, s.At(i, j)/(sd[i]*sd[j]))
-		}
-	}
-	return out, sd
+	return sd
 }
 
 // pairDiffs returns, for feature j, the non-zero |x_i,j − x_(i+h),j| over

@@ -309,8 +309,17 @@ func TestFeatureScaleReleasedIsPostProcessing(t *testing.T) {
 				sym.SetSym(i, j, sigma.At(i, j))
 			}
 		}
-		corr, fs := correlation(sym, releasedFloor*scalar(t, rel, "noise_sd"))
+		fs := make([]float64, 6)
+		for j := range fs {
+			fs[j] = math.Sqrt(math.Max(sym.At(j, j), 2*scalar(t, rel, "noise_sd")))
+		}
 		assert.Equal(t, fs, matrix(t, rel, outFeatureScale).RawRowView(0))
+		corr := mat.NewSymDense(6, nil)
+		for i := 0; i < 6; i++ {
+			for j := i; j < 6; j++ {
+				corr.SetSym(i, j, sym.At(i, j)/(fs[i]*fs[j]))
+			}
+		}
 		_, v, err := backend.Gonum{}.EigSymTop(corr, 2)
 		require.NoError(t, err)
 		assert.Less(t, projDist(matrix(t, rel, "U"), v), 1e-9)

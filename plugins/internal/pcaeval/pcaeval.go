@@ -136,25 +136,29 @@ const FeatureScaleName = "feature_scale"
 // divideByScale turns the moments of the rows x into those of x/f, f res's
 // output FeatureScaleName, when it has one.
 func divideByScale(res *sdk.Result, mean []float64, s *mat.SymDense) error {
-	var f []float64
 	for _, m := range res.Matrices {
-		if m.Name == FeatureScaleName {
-			f = mat.Row(nil, 0, m.M)
+		if m.Name != FeatureScaleName {
+			continue
 		}
+		if _, c := m.M.Dims(); c != len(mean) {
+			return fmt.Errorf("evaluate: %d feature scales for %d columns", c, len(mean))
+		}
+		DivideMoments(mat.Row(nil, 0, m.M), mean, s)
 	}
-	if f == nil {
-		return nil
-	}
-	if len(f) != len(mean) {
-		return fmt.Errorf("evaluate: %d feature scales for %d columns", len(f), len(mean))
-	}
+	return nil
+}
+
+// DivideMoments turns a mean and a second moment of rows x (either may be
+// nil) into those of x/f, in place: mean_j/f_j and s_ij/(f_i·f_j).
+func DivideMoments(f, mean []float64, s *mat.SymDense) {
 	for i, fi := range f {
-		mean[i] /= fi
-		for j := i; j < len(f); j++ {
+		if mean != nil {
+			mean[i] /= fi
+		}
+		for j := i; s != nil && j < len(f); j++ {
 			s.SetSym(i, j, s.At(i, j)/(fi*f[j]))
 		}
 	}
-	return nil
 }
 
 // pOf is the number of columns of src.
