@@ -51,9 +51,9 @@ first (released as output mean, so dplr transform can project new rows). A clip 
 must be chosen without looking at the data; the largest possible row norm is always safe but
 usually adds far more noise than needed.
 
-Tables whose columns are in different units: give public per-column scales (--column-scales) and,
-from a few thousand rows at ε = 1, feature_scale=released (correlation PCA of the released matrix,
-no extra budget; bench/results/tables.md).
+Tables whose columns are in different units: give public per-column scales (--column-scales), use
+center=pairs up to a few thousand rows, and add feature_scale=released (correlation PCA of the
+released matrix, no extra budget) once n·ε reaches several thousand (bench/results/tables.md).
 
 When it works: when n·ε is large against the dimension p (on Fashion-MNIST, n = 60000 and
 p = 784, it keeps about 99 % of the non-private captured variance at ε = 1 and about 97 % at
