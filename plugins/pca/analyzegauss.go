@@ -176,24 +176,14 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	if err != nil {
 		return nil, nil, err
 	}
-	noisy, err := analyzegauss.Noisy(run.Rand, rel, sh)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, scale := noisy, []float64(nil)
-	if o.released() { // correlation PCA of the release: post-processing (DERIVATIONS.md §10.1)
-		scale, m = releasedScales(noisy, releasedFloor*rel.Scale()), mat.NewSymDense(p, nil)
-		m.CopySym(noisy)
-		pcaeval.DivideMoments(scale, nil, m)
-	}
-	vals, u, err := topEigen(ctx, run.Backend, m, o.Rank.Value)
+	noisy, vals, u, scale, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, sh, o.Rank.Value, o.released())
 	if err != nil {
 		return nil, nil, err
 	}
 	res := &sdk.Result{}
 	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal; with feature_scale=released, of the released matrix standardised by its diagonal)")
 	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix (of the centred rows with center=private; standardised with feature_scale=released), descending: private estimates of the component variances of the clipped rows")
-	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(m, vals)); ok {
+	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(noisy, vals)); ok {
 		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix (negative values counted as 0): a private estimate of the share of the (clipped) variance each component explains (post-processing)")
 	}
 	if scale != nil {
@@ -201,7 +191,7 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 			"feature_scale=released: the square roots of the released matrix's diagonal, floored at twice the noise deviation (post-processing, no budget); dplr transform divides new rows by them before subtracting the released mean")
 	}
 	if o.OutputSigma {
-		res.AddMatrix("Sigma", mat.DenseCopyOf(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p)")
+		res.AddMatrix("Sigma", mat.DenseCopyOf(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p; with feature_scale=released, divided by feature_scale on both sides)")
 	}
 	res.AddScalar("sensitivity", sens, sdk.Public, "Frobenius sensitivity √2·clip²/n")
 	res.AddScalar("noise_sd", rel.Scale(), sdk.Public, "standard deviation of each noise entry")

@@ -52,23 +52,6 @@ func (s *scaleOptions) scaled() bool { return s.FeatureScale == scalePrivate }
 // released reports feature_scale=released.
 func (s *scaleOptions) released() bool { return s.FeatureScale == scaleReleased }
 
-// releasedFloor is the floor of the released variances, in deviations of
-// the noise on each entry of the released matrix (DERIVATIONS.md §10.1).
-const releasedFloor = 2
-
-// releasedScales returns √D, D the diagonal of the released matrix s
-// floored at floor (post-processing, DERIVATIONS.md §10.1).
-func releasedScales(s mat.Symmetric, floor float64) []float64 {
-	sd := make([]float64, s.SymmetricDim())
-	for j := range sd {
-		sd[j] = math.Sqrt(math.Max(s.At(j, j), floor))
-		if !(sd[j] > 0) { // a zero column released without noise
-			sd[j] = 1
-		}
-	}
-	return sd
-}
-
 // pairDiffs returns, for feature j, the non-zero |x_i,j − x_(i+h),j| over
 // the pairs (i, i + h), h = ⌊n/2⌋, i < h: every row is in at most one pair.
 func pairDiffs(x *mat.Dense, j int, buf []float64) []float64 {
