@@ -76,10 +76,19 @@ func newPrepPlanFor(p int, c *clipOptions, ctr *centerOptions) prepPlan {
 // checkScalesLocatable refuses, before anything is spent,
 // feature_scale=private where no column's scale can be located even if all
 // ⌊n/2⌋ pair differences were non-zero (DERIVATIONS.md §10, from n, p and
-// the grant only): the run would spend feature_scale_share for nothing.
-func (c *centerOptions) checkScalesLocatable(s sdk.Shape, plan *privacy.Plan, acct *privacy.Accountant, countMech privacy.Mechanism) error {
+// the grant only, on the plan newPlan makes): the run would spend
+// feature_scale_share for nothing.
+func (c *centerOptions) checkScalesLocatable(s sdk.Shape, g privacy.Grant, newPlan func(*privacy.Accountant) (*privacy.Plan, error)) error {
 	if !c.scaled() || s.N < 2 || s.P < 1 {
 		return nil
+	}
+	acct, err := privacy.NewAccountant(g)
+	if err != nil {
+		return err
+	}
+	plan, err := newPlan(acct)
+	if err != nil {
+		return err
 	}
 	b, err := plan.Budget(shareScale)
 	if err != nil {
@@ -89,7 +98,7 @@ func (c *centerOptions) checkScalesLocatable(s sdk.Shape, plan *privacy.Plan, ac
 	if err != nil {
 		return err
 	}
-	counts, err := scaleCounts(acct, plan, "feature scale counts (pre-flight)", s.P, countMech)
+	counts, err := scaleCounts(acct, plan, "feature scale counts (pre-flight)", s.P)
 	if err != nil {
 		return err
 	}
@@ -168,7 +177,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		if x == nil {
 			return nil, sdk.BadRequest("%w", errRemoteScale)
 		}
-		s, k, err := privateScales(ctx, run, plan, x, meanMechOf(plan))
+		s, k, err := privateScales(ctx, run, plan, x)
 		if err != nil {
 			return nil, err
 		}

@@ -68,10 +68,10 @@ func pairDiffs(x *mat.Dense, j int, buf []float64) []float64 {
 
 // privateScales releases one scale per feature, the private median of its
 // non-zero paired differences, and the numbers of those differences under
-// countMech (DERIVATIONS.md §10). A feature whose scale cannot be located
+// the plan's counts mechanism (DERIVATIONS.md §10). A feature whose scale cannot be located
 // gets the median of the others; it returns the scales and how many were
 // replaced.
-func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, countMech privacy.Mechanism) ([]float64, int, error) {
+func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense) ([]float64, int, error) {
 	n, p := x.Dims()
 	if n < 2 {
 		return nil, 0, fmt.Errorf("feature_scale=private needs at least 2 rows")
@@ -108,7 +108,7 @@ func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat
 			return nil, 0, err
 		}
 	}
-	rel, err := scaleCounts(run.Acct, plan, "feature scale: non-zero pair counts", p, countMech)
+	rel, err := scaleCounts(run.Acct, plan, "feature scale: non-zero pair counts", p)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -124,12 +124,12 @@ func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat
 // differences from the plan's counts share: Gaussian with ℓ2 sensitivity
 // √p, or Laplace with ℓ1 sensitivity p (one replaced row changes each count
 // by at most one).
-func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p int, mech privacy.Mechanism) (*privacy.Release, error) {
+func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p int) (*privacy.Release, error) {
 	b, err := plan.Budget(shareScaleCounts)
 	if err != nil {
 		return nil, err
 	}
-	if mech == privacy.MechLaplace {
+	if meanMechOf(plan) == privacy.MechLaplace {
 		return acct.Laplace(name, float64(p), p, b)
 	}
 	return acct.Gaussian(name, math.Sqrt(float64(p)), p, b)
