@@ -74,7 +74,7 @@ DERIVATIONS.md §4–§7.`,
 // (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	plan, err := analyzeGaussPlan(run.Acct, features(run), o)
+	plan, err := analyzeGaussPlan(run.Acct, sdk.ShapeOf(run.Data).P, o)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func analyzeGaussPlan(acct *privacy.Accountant, p int, o *analyzeGaussOptions) (
 
 // analyzeGaussShares are the shares of analyzeGaussPlan.
 func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
-	shares, rest := newPrepPlanFor(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	return append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
 }
 

@@ -17,7 +17,7 @@ func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.Me
 	if err := o.checkScalesLocatable(s, g, func(a *privacy.Accountant) (*privacy.Plan, error) { return analyzeGaussPlan(a, s.P, o) }); err != nil {
 		return nil, err
 	}
-	shares, _ := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+	shares, _ := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	shares = append(shares, privacy.Share{Name: shareMoment, Mechanism: privacy.MechGaussian})
 	return withClipAuto(sdk.UsesOf(shares...), o.Auto()), nil
 }
@@ -28,7 +28,7 @@ func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.Me
 // (center=private).
 func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
 	plan := func(a *privacy.Accountant) (*privacy.Plan, error) {
-		pp, err := aminPlan(a, o, s.P, s.P)
+		pp, err := aminPlan(a, o, s.P)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +37,7 @@ func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismU
 	if err := o.checkScalesLocatable(s, g, plan); err != nil {
 		return nil, err
 	}
-	shares, _ := newPrepPlan(&o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+	shares, _ := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	if o.valueShare() > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Mechanism: privacy.MechLaplace})
 	}

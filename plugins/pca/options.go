@@ -110,7 +110,7 @@ func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
 	if err := o.Parse(); err != nil {
 		return err
 	}
-	return newPrepPlan(&o.clipOptions, &o.centerOptions).check()
+	return newPrepPlan(0, &o.clipOptions, &o.centerOptions).check()
 }
 
 // aminOptions are pca-amin's parameters.
@@ -140,7 +140,7 @@ func (o *aminOptions) Check(s sdk.Shape) error {
 	if err := o.Parse(); err != nil {
 		return err
 	}
-	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
+	if err := newPrepPlan(0, &o.clipOptions, &o.centerOptions).check(); err != nil {
 		return err
 	}
 	if o.released() {

@@ -32,11 +32,11 @@ type prepPlan struct {
 	features   int     // the number of scales (p) when scaling
 }
 
-// newPrepPlan counts the private quantiles a fit needs: one for the mean's
-// clip when centring without mean_clip and without a numeric clip, one for
-// the clip of the (centred) rows with clip=auto.
-func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
-	var pp prepPlan
+// newPrepPlan counts the private quantiles a fit on p features needs: one
+// for the mean's clip when centring without mean_clip and without a numeric
+// clip, one for the clip of the (centred) rows with clip=auto.
+func newPrepPlan(p int, c *clipOptions, ctr *centerOptions) prepPlan {
+	pp := prepPlan{features: p}
 	if ctr.private() { // center=pairs needs no mean
 		pp.meanShare = ctr.MeanShare
 		if ctr.MeanClip == nil && c.Auto() {
@@ -53,23 +53,6 @@ func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
 	if ctr.scaled() {
 		pp.scaleShare = ctr.FeatureScaleShare
 	}
-	return pp
-}
-
-// features is the number of per-feature scales of a fit on run's data: its
-// public dimension p (0 for data held elsewhere, where scaling is refused).
-func features(run *sdk.Run) int {
-	if run != nil && run.Data != nil && run.Data.X != nil {
-		_, p := run.Data.X.Dims()
-		return p
-	}
-	return 0
-}
-
-// newPrepPlanFor is newPrepPlan for p features.
-func newPrepPlanFor(p int, c *clipOptions, ctr *centerOptions) prepPlan {
-	pp := newPrepPlan(c, ctr)
-	pp.features = p
 	return pp
 }
 
@@ -169,7 +152,7 @@ type preprocessed struct {
 // then the rows' clip (DERIVATIONS.md §5, §6, §10).
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions,
 	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
-	pp := newPrepPlan(c, ctr)
+	pp := newPrepPlan(0, c, ctr)
 	out := &preprocessed{src: src, clip: c.Value()}
 	out.n, _ = src.Dims()
 	if ctr.scaled() {
