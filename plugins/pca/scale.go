@@ -68,9 +68,9 @@ func pairDiffs(x *mat.Dense, j int, buf []float64) []float64 {
 
 // privateScales releases one scale per feature, the private median of its
 // non-zero paired differences, and the numbers of those differences under
-// the plan's counts mechanism (DERIVATIONS.md §10). A feature whose scale cannot be located
-// gets the median of the others; it returns the scales and how many were
-// replaced.
+// the plan's counts mechanism (DERIVATIONS.md §10). A feature whose scale
+// cannot be located gets the median of the others; it returns the scales
+// and how many were replaced.
 func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense) ([]float64, int, error) {
 	n, p := x.Dims()
 	if n < 2 {
