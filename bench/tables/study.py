@@ -12,13 +12,19 @@ table in several ways and scores every released subspace there:
 * ``public-x2``: the raw table with public per-column scales
   (``column_scales``) known only to within a factor of 2: each scale is the
   column's deviation times 2**u, u uniform on [-1, 1], drawn afresh per run;
+* ``public-x2-released``: the same public scales with
+  ``feature_scale=released`` (correlation PCA of the released covariance:
+  each column divided by the square root of its released variance, no
+  extra budget), and ``public-x2-pairs-released`` with both;
 * ``raw``: the raw table, no scales (what a user gets by default);
+* ``raw-released``: the raw table with ``feature_scale=released``;
 * ``feature-scale-private``: the raw table with ``feature_scale=private``.
 
 Score: the captured-variance ratio tr(QᵀCQ) / (sum of the top-k eigenvalues
 of C), C the correlation matrix (covariance of the standardised table) and
 Q an orthonormal basis of the released subspace mapped into the
-standardised space (a fit on x/s maps to z by diag(s/σ)). 1 is what
+standardised space (a fit on x/s maps to z by diag(s/σ); a released
+feature_scale f multiplies s by f). 1 is what
 StandardScaler + PCA gets; a random k-subspace's median is printed beside.
 
 Run from the repository root after `make build`:
@@ -44,6 +50,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 import dplr  # noqa: E402
+
+
+MODES = ["standardised", "public-x2", "public-x2-pairs", "public-x2-released", "public-x2-pairs-released", "raw",
+         "raw-released",
+         "feature-scale-private"]
 
 
 def tables() -> dict:
@@ -93,10 +104,12 @@ def random_subspace(C: np.ndarray, k: int, rng: np.random.Generator, draws: int 
 
 def run(args) -> dict:
     rng = np.random.default_rng(args.seed)
-    results = {"estimator": args.estimator, "rank": args.rank, "runs": args.runs, "params": args.set, "tables": {}}
+    results = {"estimator": args.estimator, "rank": args.rank, "runs": args.runs, "params": args.set, "tile": args.tile,
+               "tables": {}}
     params = dict(kv.split("=", 1) for kv in args.set) if args.set else {}
     cls = dplr.estimator_class(args.estimator)
     for name, (X, cols) in tables().items():
+        X = np.tile(X, (args.tile, 1))
         n, p = X.shape
         mu, sd = X.mean(axis=0), X.std(axis=0)
         Z = (X - mu) / sd
@@ -112,11 +125,13 @@ def run(args) -> dict:
                     data, D = X, 1 / sd
                     if mode == "standardised":
                         data, D = Z, np.ones(p)
-                    elif mode in ("public-x2", "public-x2-pairs"):
+                    elif mode.startswith("public-x2"):
                         s = sd * 2.0 ** rng.uniform(-1, 1, size=p)
                         kw["column_scales"], D = s, s / sd
-                        if mode == "public-x2-pairs":
+                        if mode.startswith("public-x2-pairs"):
                             kw["center"] = "pairs"
+                    if mode.endswith("-released"):
+                        kw["feature_scale"] = "released"
                     elif mode == "feature-scale-private":
                         kw["feature_scale"] = "private"
                     try:
@@ -127,9 +142,9 @@ def run(args) -> dict:
                         scores.append(None)
                         print(f"  {mode} ε={eps}: {e}", file=sys.stderr)
                         continue
-                    if mode == "feature-scale-private":
-                        fs = est.outputs_.get("feature_scale")
-                        D = (np.ones(p) if fs is None else np.asarray(fs).ravel()) / sd
+                    fs = est.outputs_.get("feature_scale")
+                    if fs is not None:  # the fit divided its input by fs too
+                        D = D * np.asarray(fs).ravel()
                     U = est.components_.T  # p×k in the fitted space
                     scores.append(captured(C, D[:, None] * U, k))
                 ok = [s for s in scores if s is not None]
@@ -144,20 +159,22 @@ def run(args) -> dict:
 
 def markdown(res: dict) -> str:
     modes = sorted({c["mode"] for t in res["tables"].values() for c in t["cells"]},
-                   key=["standardised", "public-x2", "public-x2-pairs", "raw", "feature-scale-private"].index)
+                   key=MODES.index)
     lines = [f"{res['estimator']}, rank {res['rank']}, median of {res['runs']} fresh-noise runs; "
              "captured-variance ratio in the standardised space (1 = StandardScaler + PCA)", "",
-             "| table | n×p | ε | random | " + " | ".join(modes) + " | best public-x2 − standardised |",
-             "|---|---|---|---|" + "---|" * len(modes) + "---|"]
+             "| table | n×p | ε | random | " + " | ".join(modes)
+             + " | public-x2-released − standardised | best public-x2 − standardised |",
+             "|---|---|---|---|" + "---|" * len(modes) + "---|---|"]
     for name, t in res["tables"].items():
         for eps in sorted({c["epsilon"] for c in t["cells"]}):
             cells = {c["mode"]: c["median"] for c in t["cells"] if c["epsilon"] == eps}
             fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
-            pub = [cells[m] for m in ("public-x2", "public-x2-pairs") if cells.get(m) is not None]
-            diff = (None if not pub or cells.get("standardised") is None
-                    else max(pub) - cells["standardised"])
+            pub = [cells[m] for m in MODES if m.startswith("public-x2") and cells.get(m) is not None]
+            ref, rel = cells.get("standardised"), cells.get("public-x2-released")
+            diff = None if not pub or ref is None else max(pub) - ref
+            gap = None if rel is None or ref is None else rel - ref
             lines.append(f"| {name} | {t['n']}×{t['p']} | {eps} | {t['random']:.3f} | "
-                         + " | ".join(fmt(cells.get(m)) for m in modes) + f" | {fmt(diff)} |")
+                         + " | ".join(fmt(cells.get(m)) for m in modes) + f" | {fmt(gap)} | {fmt(diff)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -168,10 +185,11 @@ def main() -> None:
     ap.add_argument("--eps", type=lambda s: [float(v) for v in s.split(",")], default=[1.0])
     ap.add_argument("--delta", type=float, default=1e-6)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--modes", type=lambda s: s.split(","), default=["standardised", "public-x2", "public-x2-pairs",
-                                                                      "raw", "feature-scale-private"])
+    ap.add_argument("--modes", type=lambda s: s.split(","), default=MODES)
     ap.add_argument("--set", action="append", default=[], help="estimator parameter key=value")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tile", type=int, default=1,
+                    help="repeat every row this many times: the same population at k times the rows")
     ap.add_argument("--out", help="JSON results (a .md table is written beside it)")
     args = ap.parse_args()
     dplr.config.binary = str(ROOT / "bin" / "dplr")

@@ -188,7 +188,7 @@ func gaussOrbit(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem,
 	if err != nil {
 		return err
 	}
-	noisy, vals, vecs, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, pr.a, o.Rank.Value)
+	noisy, vals, vecs, _, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, pr.a, o.Rank.Value, false)
 	if err != nil {
 		return fmt.Errorf("orbit-gauss: %w", err)
 	}

@@ -72,7 +72,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := aminPlan(run.Acct, o, p, features(run))
+	plan, err := aminPlan(run.Acct, o, p)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +101,8 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // then eigenvalue_share of the rest for the eigenvalues and the remainder
 // evenly over the sampled eigenvectors (DERIVATIONS.md §3.1); noise=exact
 // scales the pure split as privacy.NewPurePlan allows.
-func aminPlan(acct *privacy.Accountant, o *aminOptions, p, features int) (*privacy.PurePlan, error) {
-	shares, rest := newPrepPlanFor(features, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+func aminPlan(acct *privacy.Accountant, o *aminOptions, p int) (*privacy.PurePlan, error) {
+	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	vs := o.valueShare()
 	if vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})

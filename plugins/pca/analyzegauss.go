@@ -51,6 +51,10 @@ first (released as output mean, so dplr transform can project new rows). A clip 
 must be chosen without looking at the data; the largest possible row norm is always safe but
 usually adds far more noise than needed.
 
+Tables whose columns are in different units: give public per-column scales (--column-scales), use
+center=pairs up to a few thousand rows, and add feature_scale=released (correlation PCA of the
+released matrix, no extra budget) once n·ε reaches several thousand (bench/results/tables.md).
+
 When it works: when n·ε is large against the dimension p (on Fashion-MNIST, n = 60000 and
 p = 784, it keeps about 99 % of the non-private captured variance at ε = 1 and about 97 % at
 ε = 0.5). Outputs: U, eigenvalues, explained_variance_ratio (private estimates), clip, and mean
@@ -70,7 +74,7 @@ DERIVATIONS.md §4–§7.`,
 // (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	plan, err := analyzeGaussPlan(run.Acct, features(run), o)
+	plan, err := analyzeGaussPlan(run.Acct, sdk.ShapeOf(run.Data).P, o)
 	if err != nil {
 		return nil, err
 	}
@@ -96,9 +100,13 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 		return nil, err
 	}
 	run.Progress("gram", 1, 1)
-	res, err := analyzeGauss(ctx, run, plan, sh, pre.n, pre.clip, o)
+	res, scale, err := analyzeGauss(ctx, run, plan, sh, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
+	}
+	if scale != nil && pre.mu != nil { // transform divides by feature_scale, then subtracts the mean
+		pre.mu = append([]float64(nil), pre.mu...)
+		pcaeval.DivideMoments(scale, pre.mu, nil)
 	}
 	pre.report(res)
 	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
@@ -114,7 +122,7 @@ func analyzeGaussPlan(acct *privacy.Accountant, p int, o *analyzeGaussOptions) (
 
 // analyzeGaussShares are the shares of analyzeGaussPlan.
 func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
-	shares, rest := newPrepPlanFor(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	return append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
 }
 
@@ -147,7 +155,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if err := checkGram(cp); err != nil {
 		return nil, err
 	}
-	res, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)
+	res, _, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)
 	if err != nil {
 		return nil, err
 	}
@@ -157,33 +165,37 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 
 // analyzeGauss is the mechanism (DERIVATIONS.md §4): release Σ̂_γ + E with
 // Frobenius sensitivity √2γ²/n and return its top-r eigenpairs.
-func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, error) {
+func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, []float64, error) {
 	p := sh.SymmetricDim()
 	b, err := plan.Budget(shareMoment)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sens := AnalyzeGaussSensitivity(clip, n)
 	rel, err := run.Acct.Gaussian("second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p), b)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	noisy, vals, u, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, sh, o.Rank.Value)
+	noisy, vals, u, scale, err := analyzegauss.Release(ctx, run.Backend, run.Rand, rel, sh, o.Rank.Value, o.released())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := &sdk.Result{}
-	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal)")
-	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix (of the centred rows with center=private), descending: private estimates of the component variances of the clipped rows")
+	res.AddMatrix("U", u, sdk.Public, "private top-r eigenvectors (p×r, orthonormal; with feature_scale=released, of the released matrix standardised by its diagonal)")
+	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Public, "top-r eigenvalues of the noisy second-moment matrix (of the centred rows with center=private; standardised with feature_scale=released), descending: private estimates of the component variances of the clipped rows")
 	if evr, ok := pcaeval.ExplainedRatio(vals, analyzegauss.RestOfTrace(noisy, vals)); ok {
 		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix (negative values counted as 0): a private estimate of the share of the (clipped) variance each component explains (post-processing)")
 	}
+	if scale != nil {
+		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(scale), scale), sdk.Public,
+			"feature_scale=released: the square roots of the released matrix's diagonal, floored at twice the noise deviation (post-processing, no budget); dplr transform divides new rows by them before subtracting the released mean")
+	}
 	if o.OutputSigma {
-		res.AddMatrix("Sigma", mat.DenseCopyOf(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p)")
+		res.AddMatrix("Sigma", mat.DenseCopyOf(noisy), sdk.Public, "the released noisy second-moment matrix Σ̂_γ + E (p×p; with feature_scale=released, divided by feature_scale on both sides)")
 	}
 	res.AddScalar("sensitivity", sens, sdk.Public, "Frobenius sensitivity √2·clip²/n")
 	res.AddScalar("noise_sd", rel.Scale(), sdk.Public, "standard deviation of each noise entry")
 	res.Guarantee = privacy.Guarantee{Neighbours: "one row replaced by an arbitrary row"}
 	res.Notes = append(res.Notes, privacy.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
-	return res, nil
+	return res, scale, nil
 }

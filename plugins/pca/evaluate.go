@@ -2,15 +2,14 @@ package pca
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // withEvaluation implements the evaluate option of the private estimators
-// through plugins/internal/pcaeval, on the rows divided by a released
-// feature_scale (the space the estimate worked in); evaluation only.
+// through plugins/internal/pcaeval (on the rows divided by a released
+// feature_scale: the space the estimate worked in); evaluation only.
 func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool) (*sdk.Result, error) {
 	if !on {
 		return res, nil
@@ -28,12 +27,5 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 			}
 		}
 	}
-	if run.Data == nil || run.Data.X == nil || !scaled(res) {
-		return pcaeval.Add(ctx, run, res, true, c) // one more pass
-	}
-	x, err := scaledRows(ctx, run.Data.X, res) // the space the estimate worked in
-	if err != nil {
-		return nil, fmt.Errorf("evaluate: %w", err)
-	}
-	return pcaeval.AddRows(ctx, run, x, res, c)
+	return pcaeval.Add(ctx, run, res, true, c) // one more pass
 }

@@ -110,7 +110,7 @@ func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
 	if err := o.Parse(); err != nil {
 		return err
 	}
-	return newPrepPlan(&o.clipOptions, &o.centerOptions).check()
+	return newPrepPlan(0, &o.clipOptions, &o.centerOptions).check()
 }
 
 // aminOptions are pca-amin's parameters.
@@ -140,8 +140,11 @@ func (o *aminOptions) Check(s sdk.Shape) error {
 	if err := o.Parse(); err != nil {
 		return err
 	}
-	if err := newPrepPlan(&o.clipOptions, &o.centerOptions).check(); err != nil {
+	if err := newPrepPlan(0, &o.clipOptions, &o.centerOptions).check(); err != nil {
 		return err
+	}
+	if o.released() {
+		return sdk.BadRequest("feature_scale=released reads the variances off a released noisy covariance, which pca-amin does not release: use pca-analyze-gauss, or feature_scale=none with --column-scales")
 	}
 	if o.OutputSigma && !(o.valueShare() > 0) {
 		return fmt.Errorf("output_sigma needs eigenvalues (eigenvalue_share > 0)")

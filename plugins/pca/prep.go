@@ -32,11 +32,11 @@ type prepPlan struct {
 	features   int     // the number of scales (p) when scaling
 }
 
-// newPrepPlan counts the private quantiles a fit needs: one for the mean's
-// clip when centring without mean_clip and without a numeric clip, one for
-// the clip of the (centred) rows with clip=auto.
-func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
-	var pp prepPlan
+// newPrepPlan counts the private quantiles a fit on p features needs: one
+// for the mean's clip when centring without mean_clip and without a numeric
+// clip, one for the clip of the (centred) rows with clip=auto.
+func newPrepPlan(p int, c *clipOptions, ctr *centerOptions) prepPlan {
+	pp := prepPlan{features: p}
 	if ctr.private() { // center=pairs needs no mean
 		pp.meanShare = ctr.MeanShare
 		if ctr.MeanClip == nil && c.Auto() {
@@ -56,30 +56,22 @@ func newPrepPlan(c *clipOptions, ctr *centerOptions) prepPlan {
 	return pp
 }
 
-// features is the number of per-feature scales of a fit on run's data: its
-// public dimension p (0 for data held elsewhere, where scaling is refused).
-func features(run *sdk.Run) int {
-	if run != nil && run.Data != nil && run.Data.X != nil {
-		_, p := run.Data.X.Dims()
-		return p
-	}
-	return 0
-}
-
-// newPrepPlanFor is newPrepPlan for p features.
-func newPrepPlanFor(p int, c *clipOptions, ctr *centerOptions) prepPlan {
-	pp := newPrepPlan(c, ctr)
-	pp.features = p
-	return pp
-}
-
 // checkScalesLocatable refuses, before anything is spent,
 // feature_scale=private where no column's scale can be located even if all
 // ⌊n/2⌋ pair differences were non-zero (DERIVATIONS.md §10, from n, p and
-// the grant only): the run would spend feature_scale_share for nothing.
-func (c *centerOptions) checkScalesLocatable(s sdk.Shape, plan *privacy.Plan, acct *privacy.Accountant, countMech privacy.Mechanism) error {
+// the grant only, on the plan newPlan makes): the run would spend
+// feature_scale_share for nothing.
+func (c *centerOptions) checkScalesLocatable(s sdk.Shape, g privacy.Grant, newPlan func(*privacy.Accountant) (*privacy.Plan, error)) error {
 	if !c.scaled() || s.N < 2 || s.P < 1 {
 		return nil
+	}
+	acct, err := privacy.NewAccountant(g)
+	if err != nil {
+		return err
+	}
+	plan, err := newPlan(acct)
+	if err != nil {
+		return err
 	}
 	b, err := plan.Budget(shareScale)
 	if err != nil {
@@ -89,7 +81,7 @@ func (c *centerOptions) checkScalesLocatable(s sdk.Shape, plan *privacy.Plan, ac
 	if err != nil {
 		return err
 	}
-	counts, err := scaleCounts(acct, plan, "feature scale counts (pre-flight)", s.P, countMech)
+	counts, err := scaleCounts(acct, plan, "feature scale counts (pre-flight)", s.P)
 	if err != nil {
 		return err
 	}
@@ -160,7 +152,7 @@ type preprocessed struct {
 // then the rows' clip (DERIVATIONS.md §5, §6, §10).
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions,
 	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
-	pp := newPrepPlan(c, ctr)
+	pp := newPrepPlan(0, c, ctr)
 	out := &preprocessed{src: src, clip: c.Value()}
 	out.n, _ = src.Dims()
 	if ctr.scaled() {
@@ -168,7 +160,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		if x == nil {
 			return nil, sdk.BadRequest("%w", errRemoteScale)
 		}
-		s, k, err := privateScales(ctx, run, plan, x, meanMechOf(plan))
+		s, k, err := privateScales(ctx, run, plan, x)
 		if err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string,
 	if ctr.pairs() {
 		return nil, errRemotePairs
 	}
-	kinds := rowsrc.Kinds(newPrepPlan(c, ctr).quantiles > 0, ctr.private())
+	kinds := rowsrc.Kinds(newPrepPlan(0, c, ctr).quantiles > 0, ctr.private())
 	if ev.Evaluate.Value {
 		kinds = append(kinds, pass.RowsMoment)
 	}

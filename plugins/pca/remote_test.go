@@ -91,6 +91,7 @@ func TestRemoteEqualsLocal(t *testing.T) {
 		{"analyze-gauss center=private auto mean clip", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private"}, approx(1, 1e-6)},
 		{"analyze-gauss center=private numeric clip", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private", "clip": "8", "mean_clip": "10"}, approx(2, 1e-6)},
 		{"analyze-gauss numeric clip", AnalyzeGauss{}, map[string]string{"rank": "2", "clip": "5"}, approx(1, 1e-6)},
+		{"analyze-gauss feature_scale=released", AnalyzeGauss{}, map[string]string{"rank": "2", "center": "private", "feature_scale": "released", "evaluate": "true", "output_sigma": "true"}, approx(1, 1e-6)},
 		{"amin clip=auto pure", Amin{}, map[string]string{"rank": "2"}, pure(4)},
 		{"amin center=private approx", Amin{}, map[string]string{"rank": "3", "center": "private", "output_sigma": "true"}, approx(4, 1e-6)},
 		{"analyze-gauss evaluate", AnalyzeGauss{}, map[string]string{"rank": "2", "evaluate": "true"}, approx(1, 1e-6)},

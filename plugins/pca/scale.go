@@ -11,13 +11,15 @@ import (
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/quantile"
 )
 
 // Feature scaling choices.
 const (
-	scaleNone    = "none"
-	scalePrivate = "private"
+	scaleNone     = "none"
+	scalePrivate  = "private"
+	scaleReleased = "released"
 )
 
 // Plan shares of the per-feature scales: the quantiles (one exponential
@@ -40,12 +42,15 @@ const scaleClamp = 1e4
 // scaleOptions is the private per-feature scaling of the worst-case
 // estimators (DERIVATIONS.md §10).
 type scaleOptions struct {
-	FeatureScale      string  `param:"feature_scale" default:"none" choices:"none,private" doc:"none: use the features as they are; private: for features on very different scales, divide each feature by a private estimate of its spread (the median absolute difference between paired rows, from feature_scale_share of the budget) before centring and clipping, so that PCA works on comparable features without standardising with the empirical mean and deviation. The scales are released as output feature_scale (1×p) and dplr transform divides new rows by them. Use it when the columns have different units; when they share one (pixels) it reweights them and can cost accuracy"`
+	FeatureScale      string  `param:"feature_scale" default:"none" choices:"none,private,released" doc:"none: use the features as they are; released (pca-analyze-gauss): correlation PCA at no extra cost: divide each feature by the square root of its variance read off the released noisy covariance (its diagonal, floored at twice the noise deviation), post-processing that spends nothing; for tables in mixed units, with --column-scales, once the variances stand well above the noise (n·ε of several thousand; with center=pairs when columns sit far from zero); private: divide each feature by a private estimate of its spread (the median absolute difference between paired rows, from feature_scale_share of the budget) before centring and clipping; it needs thousands of rows per feature and is refused before spending where it cannot locate any scale. The scales are released as output feature_scale (1×p) and dplr transform divides new rows by them. When all columns share one unit (pixels), scaling reweights them and can cost accuracy"`
 	FeatureScaleShare float64 `param:"feature_scale_share" default:"0.1" min:"0.001" max:"0.5" doc:"with feature_scale=private: the fraction of the budget spent on the p per-feature scales (split evenly over the features)"`
 }
 
 // scaled reports feature_scale=private.
 func (s *scaleOptions) scaled() bool { return s.FeatureScale == scalePrivate }
+
+// released reports feature_scale=released.
+func (s *scaleOptions) released() bool { return s.FeatureScale == scaleReleased }
 
 // pairDiffs returns, for feature j, the non-zero |x_i,j − x_(i+h),j| over
 // the pairs (i, i + h), h = ⌊n/2⌋, i < h: every row is in at most one pair.
@@ -63,10 +68,10 @@ func pairDiffs(x *mat.Dense, j int, buf []float64) []float64 {
 
 // privateScales releases one scale per feature, the private median of its
 // non-zero paired differences, and the numbers of those differences under
-// countMech (DERIVATIONS.md §10). A feature whose scale cannot be located
-// gets the median of the others; it returns the scales and how many were
-// replaced.
-func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense, countMech privacy.Mechanism) ([]float64, int, error) {
+// the plan's counts mechanism (DERIVATIONS.md §10). A feature whose scale
+// cannot be located gets the median of the others; it returns the scales
+// and how many were replaced.
+func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense) ([]float64, int, error) {
 	n, p := x.Dims()
 	if n < 2 {
 		return nil, 0, fmt.Errorf("feature_scale=private needs at least 2 rows")
@@ -103,7 +108,7 @@ func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat
 			return nil, 0, err
 		}
 	}
-	rel, err := scaleCounts(run.Acct, plan, "feature scale: non-zero pair counts", p, countMech)
+	rel, err := scaleCounts(run.Acct, plan, "feature scale: non-zero pair counts", p)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -119,12 +124,12 @@ func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat
 // differences from the plan's counts share: Gaussian with ℓ2 sensitivity
 // √p, or Laplace with ℓ1 sensitivity p (one replaced row changes each count
 // by at most one).
-func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p int, mech privacy.Mechanism) (*privacy.Release, error) {
+func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p int) (*privacy.Release, error) {
 	b, err := plan.Budget(shareScaleCounts)
 	if err != nil {
 		return nil, err
 	}
-	if mech == privacy.MechLaplace {
+	if meanMechOf(plan) == privacy.MechLaplace {
 		return acct.Laplace(name, float64(p), p, b)
 	}
 	return acct.Gaussian(name, math.Sqrt(float64(p)), p, b)
@@ -197,27 +202,5 @@ func divideColumns(ctx context.Context, x *mat.Dense, s []float64) (*mat.Dense, 
 	return out, nil
 }
 
-// scaledRows returns the rows an evaluation should score: the raw rows, or
-// with a released feature_scale output, the rows divided by it (the space
-// the estimator worked in).
-func scaledRows(ctx context.Context, x *mat.Dense, res *sdk.Result) (*mat.Dense, error) {
-	for _, m := range res.Matrices {
-		if m.Name == outFeatureScale {
-			return divideColumns(ctx, x, m.M.RawRowView(0))
-		}
-	}
-	return x, nil
-}
-
-// scaled reports whether res released feature scales.
-func scaled(res *sdk.Result) bool {
-	for _, m := range res.Matrices {
-		if m.Name == outFeatureScale {
-			return true
-		}
-	}
-	return false
-}
-
 // outFeatureScale is the output holding the released per-feature scales.
-const outFeatureScale = "feature_scale"
+const outFeatureScale = pcaeval.FeatureScaleName

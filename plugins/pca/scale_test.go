@@ -17,6 +17,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/sdk/sdktest"
+	"github.com/dplr/dplr/plugins/internal/project"
 )
 
 // multiScale draws n rows z = f·Wᵀ + e in p columns (W a random p×r
@@ -166,7 +167,9 @@ func TestFeatureScaleImprovesMultiScale(t *testing.T) {
 // estimators that offer it; a share total leaving too little, and a size
 // and budget at which no column's scale can be located (a table of 400
 // rows at ε = 1: it would release the median scale for every column and
-// spend feature_scale_share for nothing), are refused before any step.
+// spend feature_scale_share for nothing), are refused before any step, and
+// so is feature_scale=released on pca-amin, which releases no noisy
+// covariance to read the variances from.
 func TestFeatureScaleConformance(t *testing.T) {
 	x, _, _ := multiScale(5000, 8, []float64{12, 6}, 6)
 	ds := &data.Dataset{Kind: data.Rows, X: x}
@@ -181,6 +184,7 @@ func TestFeatureScaleConformance(t *testing.T) {
 	sdktest.Run(t, Amin{},
 		sdktest.Case{Name: "scaled", Data: ds, Params: map[string]string{"rank": "2", "feature_scale": "private"}, Grant: pure(4)},
 		sdktest.Case{Name: "scales cannot be located", Data: dsSmall, Params: scaled, Grant: pure(1), Refuse: "--column-scales"},
+		sdktest.Case{Name: "released", Data: ds, Params: map[string]string{"rank": "2", "feature_scale": scaleReleased}, Grant: pure(1), Refuse: "feature_scale=released"},
 	)
 }
 
@@ -254,4 +258,149 @@ func TestReplaceUnlocated(t *testing.T) {
 	s = []float64{1, 4}
 	assert.Equal(t, 2, replaceUnlocated(s, []float64{3, 3}, 10))
 	assert.Equal(t, []float64{1, 1}, s)
+}
+
+// mixedUnits is multiScale's latent z (a 2-spike structure in 6 columns)
+// with each column then given its own unit and offset: a table in mixed
+// units, every column's variance well above the noise of the tests below.
+func mixedUnits(n int, seed uint64) *mat.Dense {
+	_, z, _ := multiScale(n, 6, []float64{12, 6}, seed)
+	unit := []float64{1, 3, 0.5, 10, 0.2, 2}
+	x := mat.NewDense(n, 6, nil)
+	for i := 0; i < n; i++ {
+		for j, u := range unit {
+			x.Set(i, j, (z.At(i, j)+5)*u)
+		}
+	}
+	return x
+}
+
+// projDist is ‖UUᵀ − VVᵀ‖_F for orthonormal U and V.
+func projDist(u, v *mat.Dense) float64 {
+	var a, b mat.Dense
+	a.Mul(u, u.T())
+	b.Mul(v, v.T())
+	a.Sub(&a, &b)
+	return mat.Norm(&a, 2)
+}
+
+// feature_scale=released is post-processing of the released second moment:
+// with the same seed its privacy steps and guarantee are exactly
+// feature_scale=none's, and its outputs follow from none's release Σ̂ + E
+// alone: feature_scale = √max(diag, 2σ), Sigma that matrix standardised by
+// it, U its top eigenvectors, and the mean divided by feature_scale.
+func TestFeatureScaleReleasedIsPostProcessing(t *testing.T) {
+	ds := &data.Dataset{Kind: data.Rows, X: mixedUnits(2000, 1)}
+	for _, g := range []privacy.Grant{approx(1, 1e-6), zcdp(0.05)} {
+		seed := uint64(5)
+		raw := map[string]string{"rank": "2", "center": "private", "output_sigma": "true"}
+		none, nacct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, ds, raw, g, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		raw["feature_scale"] = scaleReleased
+		rel, racct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, ds, raw, g, sdk.LocalOptions{Seed: &seed})
+		require.NoError(t, err)
+		assert.Equal(t, nacct.Steps(), racct.Steps(), "the same steps and charges")
+		assert.Equal(t, none.Guarantee, rel.Guarantee)
+		sigma := matrix(t, none, "Sigma") // the release
+		fs := make([]float64, 6)
+		for j := range fs {
+			fs[j] = math.Sqrt(math.Max(sigma.At(j, j), 2*scalar(t, rel, "noise_sd")))
+		}
+		assert.Equal(t, fs, matrix(t, rel, outFeatureScale).RawRowView(0))
+		corr := mat.NewSymDense(6, nil)
+		for i := 0; i < 6; i++ {
+			for j := i; j < 6; j++ {
+				corr.SetSym(i, j, sigma.At(i, j)/(fs[i]*fs[j]))
+				assert.InDelta(t, corr.At(i, j), matrix(t, rel, "Sigma").At(i, j), 1e-12, "the same release, standardised")
+			}
+		}
+		_, v, err := backend.Gonum{}.EigSymTop(corr, 2)
+		require.NoError(t, err)
+		assert.Less(t, projDist(matrix(t, rel, "U"), v), 1e-9)
+		for j, m := range matrix(t, none, "mean").RawRowView(0) {
+			assert.InDelta(t, m/fs[j], matrix(t, rel, "mean").At(0, j), 1e-12)
+		}
+	}
+	sdktest.Run(t, AnalyzeGauss{},
+		sdktest.Case{Name: "released, centred", Data: ds, Params: map[string]string{"rank": "2", "center": "private", "feature_scale": scaleReleased, "evaluate": "true"}, Grant: approx(1, 1e-6)},
+	)
+}
+
+// As ε → ∞ (ρ = 10¹², a clip above every row norm) feature_scale=released
+// is correlation PCA, StandardScaler + PCA: the released scales are the
+// columns' deviations, the components span the correlation matrix's top
+// eigenvectors, and dplr transform's scores of new rows are the
+// standardised rows' projections on them, up to each component's sign.
+func TestFeatureScaleReleasedLimit(t *testing.T) {
+	x := mixedUnits(2000, 2)
+	raw := map[string]string{"rank": "2", "center": "private", "clip": "500", "mean_clip": "500", "feature_scale": scaleReleased}
+	seed := uint64(6)
+	res, _, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, &data.Dataset{Kind: data.Rows, X: x}, raw, zcdp(1e12), sdk.LocalOptions{Seed: &seed})
+	require.NoError(t, err)
+	z, sdv := standardised(x)
+	_, v, err := backend.Gonum{}.EigSymTop(centredCov(t, z), 2)
+	require.NoError(t, err)
+	fs := matrix(t, res, outFeatureScale).RawRowView(0)
+	for j := range sdv {
+		assert.InEpsilon(t, sdv[j], fs[j], 1e-4, "column %d", j)
+	}
+	d := projDist(matrix(t, res, "U"), v)
+	t.Logf("‖UUᵀ − VVᵀ‖ against StandardScaler + PCA: %.3g", d)
+	assert.Less(t, d, 1e-3)
+
+	xn := mixedUnits(300, 3)
+	got, err := project.Transform(modelOf(res, raw), nil, xn)
+	require.NoError(t, err)
+	n, p := xn.Dims()
+	mu := make([]float64, p)
+	for j := range mu {
+		mu[j] = mat.Sum(x.ColView(j)) / 2000
+	}
+	zn := mat.NewDense(n, p, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < p; j++ {
+			zn.Set(i, j, (xn.At(i, j)-mu[j])/sdv[j])
+		}
+	}
+	var want mat.Dense
+	want.Mul(zn, v)
+	for k := 0; k < 2; k++ {
+		sign := math.Copysign(1, mat.Dot(got.M.ColView(k), want.ColView(k)))
+		for i := 0; i < n; i++ {
+			assert.InDelta(t, want.At(i, k), sign*got.M.At(i, k), 1e-2*(1+math.Abs(want.At(i, k))), "row %d, component %d", i, k)
+		}
+	}
+}
+
+// With public column scales known only to within a factor of 2 (what
+// --column-scales gives on a mixed-unit table), feature_scale=released
+// recovers the standardised structure that the mis-scaled fit misses, at
+// the same cost: scored in the standardised space, medians of 10
+// fresh-noise runs of Analyze Gauss (clip=auto, center=private, ε = 1).
+func TestFeatureScaleReleasedMisScaled(t *testing.T) {
+	x := mixedUnits(1000, 4)
+	n, p := x.Dims()
+	rng := rand.New(rand.NewPCG(4, 4))
+	_, sdv := standardised(x)
+	pub := make([]float64, p)
+	for j := range pub {
+		pub[j] = sdv[j] * math.Pow(2, 2*rng.Float64()-1)
+	}
+	xs, _ := divideColumns(context.Background(), x, pub)
+	z, sd2 := standardised(xs)
+	ds := &data.Dataset{Kind: data.Rows, X: xs}
+	var with, without []float64
+	for seed := uint64(1); seed <= 10; seed++ {
+		s := seed
+		raw := map[string]string{"rank": "2", "center": "private"}
+		res, _, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, ds, raw, approx(1, 1e-6), sdk.LocalOptions{Seed: &s})
+		require.NoError(t, err)
+		without = append(without, standardRatio(t, z, sd2, ones(p), matrix(t, res, "U")))
+		raw["feature_scale"] = scaleReleased
+		res, _, err = sdk.RunLocal(context.Background(), AnalyzeGauss{}, ds, raw, approx(1, 1e-6), sdk.LocalOptions{Seed: &s})
+		require.NoError(t, err)
+		with = append(with, standardRatio(t, z, sd2, matrix(t, res, outFeatureScale).RawRowView(0), matrix(t, res, "U")))
+	}
+	t.Logf("n = %d: standardised captured-variance ratio, median of 10: released %.4f, none %.4f", n, medianOf(with), medianOf(without))
+	assert.Greater(t, medianOf(with), medianOf(without))
 }

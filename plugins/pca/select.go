@@ -37,13 +37,7 @@ func (AnalyzeGauss) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.P
 // fraction of each row (prepared as transform prepares it) that the
 // components of res capture, in [0, 1] per row (1 for a zero row).
 func capturedScorer(res *sdk.Result, params map[string]string) sdk.Scorer {
-	m := &sdk.Model{Params: params}
-	for _, o := range res.Matrices {
-		if o.Release == sdk.Public {
-			r, c := o.M.Dims()
-			m.Outputs = append(m.Outputs, sdk.ModelOutput{Name: o.Name, Rows: r, Cols: c, Value: o.M.RawMatrix().Data})
-		}
-	}
+	m := modelOf(res, params)
 	return func(ctx context.Context, held *data.Dataset) (float64, error) {
 		y, u, err := project.Prepared(m, held.X)
 		if err != nil {
@@ -77,4 +71,16 @@ func capturedScorer(res *sdk.Result, params map[string]string) sdk.Scorer {
 		}
 		return sum / float64(n), nil
 	}
+}
+
+// modelOf is the model dplr transform reads from res: its public matrices.
+func modelOf(res *sdk.Result, params map[string]string) *sdk.Model {
+	m := &sdk.Model{Params: params}
+	for _, o := range res.Matrices {
+		if o.Release == sdk.Public {
+			r, c := o.M.Dims()
+			m.Outputs = append(m.Outputs, sdk.ModelOutput{Name: o.Name, Rows: r, Cols: c, Value: o.M.RawMatrix().Data})
+		}
+	}
+	return m
 }

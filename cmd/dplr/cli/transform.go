@@ -41,7 +41,7 @@ func cmdTransform(ctx context.Context, env *Env, args []string) error {
 Maps new rows through a released model, in the plugin of the estimator
 that fitted it. For PCA estimators: the scores (x − mean)·U with the
 released components U and, when the fit used center=private, the released
-private mean (with feature_scale=private, each column is first divided by
+private mean (with feature_scale=private or released, each column is first divided by
 the released feature_scale). For a personalization model (fedrep-*): the
 predictions ⟨x, U v_user⟩ for the rows of ONE user (--user), or their
 signs for a classifier; only that user's row of V is read. This is

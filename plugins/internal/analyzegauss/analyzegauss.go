@@ -8,11 +8,13 @@ package analyzegauss
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/privacy"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 )
 
 // Dim is the number of noised coordinates of a p×p symmetric release: its
@@ -32,20 +34,34 @@ func Noisy(rnd *privacy.Source, rel *privacy.Release, s mat.Symmetric) (*mat.Sym
 }
 
 // Release is the mechanism: S + E (Noisy) and its top-k eigenpairs
-// (eigenvalues descending, eigenvectors p×k orthonormal).
-func Release(ctx context.Context, be backend.Backend, rnd *privacy.Source, rel *privacy.Release, s mat.Symmetric, k int) (*mat.SymDense, []float64, *mat.Dense, error) {
+// (eigenvalues descending, eigenvectors p×k orthonormal). With standardise
+// it returns instead D^{-1/2}(S + E)D^{-1/2}, D the diagonal of S + E
+// floored at twice the noise deviation, its top-k eigenpairs and √D:
+// correlation PCA of the release, post-processing (plugins/pca's
+// DERIVATIONS.md §10.1).
+func Release(ctx context.Context, be backend.Backend, rnd *privacy.Source, rel *privacy.Release, s mat.Symmetric, k int, standardise bool) (*mat.SymDense, []float64, *mat.Dense, []float64, error) {
 	noisy, err := Noisy(rnd, rel, s)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
+	}
+	var scale []float64
+	if standardise {
+		scale = make([]float64, noisy.SymmetricDim())
+		for j := range scale {
+			if scale[j] = math.Sqrt(math.Max(noisy.At(j, j), 2*rel.Scale())); !(scale[j] > 0) {
+				scale[j] = 1 // a zero column released without noise
+			}
+		}
+		pcaeval.DivideMoments(scale, nil, noisy)
 	}
 	vals, vecs, err := be.EigSymTop(noisy, k)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("top-%d eigenvectors of S + E: %w", k, err)
+		return nil, nil, nil, nil, fmt.Errorf("top-%d eigenvectors of S + E: %w", k, err)
 	}
-	return noisy, vals, vecs, nil
+	return noisy, vals, vecs, scale, nil
 }
 
 // RestOfTrace is tr(m) minus the sum of vals: for the released S + E and

@@ -23,11 +23,11 @@ func TestReleaseOnGrid(t *testing.T) {
 	require.NoError(t, err)
 	rel, err := acct.Gaussian("S + E", 0.01, Dim(3), privacy.Budget{Noise: privacy.NoiseZCDP, Rho: 1})
 	require.NoError(t, err)
-	noisy, vals, vecs, err := Release(context.Background(), backend.Gonum{}, privacy.NewSeededSource(3), rel, s, 2)
+	noisy, vals, vecs, _, err := Release(context.Background(), backend.Gonum{}, privacy.NewSeededSource(3), rel, s, 2, false)
 	require.NoError(t, err)
 	assert.True(t, mat.Equal(orig, s))
 	assert.Empty(t, acct.Undrawn())
-	_, _, _, err = Release(context.Background(), backend.Gonum{}, privacy.NewSeededSource(3), rel, s, 2)
+	_, _, _, _, err = Release(context.Background(), backend.Gonum{}, privacy.NewSeededSource(3), rel, s, 2, false)
 	assert.ErrorIs(t, err, privacy.ErrDraw, "a release draws once")
 	g := rel.Grid()
 	for i := 0; i < 3; i++ {

@@ -49,8 +49,8 @@ func CentringOf(res *sdk.Result) Centring {
 }
 
 // Add implements evaluate=true (on): the captured-variance ratios of res's
-// released U on run's raw rows (on a remote data set, on their mean and
-// second moment, one aggregation pass: AddRemote), added to res as
+// released U on run's raw rows (divided by a released feature_scale), from
+// their mean and second moment (one aggregation pass), added to res as
 // evaluation-only scalars. With on false res is returned unchanged.
 func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring) (*sdk.Result, error) {
 	if !on {
@@ -88,44 +88,10 @@ func addRatios(run *sdk.Run, res *sdk.Result, c Centring, ratio, un float64) *sd
 	return res
 }
 
-// AddRows is Add on the rows x instead of run's raw rows: the rows an
-// estimator worked on when it released a transformation of them (e.g.
-// private per-feature scales), so the ratios score the space the estimate
-// lives in.
-func AddRows(ctx context.Context, run *sdk.Run, x *mat.Dense, res *sdk.Result, c Centring) (*sdk.Result, error) {
-	u, err := releasedU(res)
-	if err != nil {
-		return nil, err
-	}
-	if x == nil {
-		return nil, fmt.Errorf("evaluate: no rows")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	run.Progress("evaluation", 0, 1)
-	gram := func(s float64, x *mat.Dense) *mat.SymDense { return run.Backend.Gram(s, x) }
-	top := func(a mat.Symmetric, r int) ([]float64, error) {
-		v, _, err := run.Backend.EigSymTop(a, r)
-		return v, err
-	}
-	if c == Centred {
-		ratio, err := evaluate.RowsCentredRatio(x, u, gram, top)
-		if err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
-		}
-		return addRatios(run, res, c, ratio, math.NaN()), nil
-	}
-	ratio, un, err := evaluate.RowsCapturedRatios(x, u, gram, top)
-	if err != nil {
-		return nil, fmt.Errorf("evaluate: %w", err)
-	}
-	return addRatios(run, res, c, ratio, un), nil
-}
-
 // addMoments is Add on the rows of src: the ratios from the unclipped
 // mean and second moment of its rows (Source.Moments, one pass of kind
-// rows.moment with clip 0), equal to AddRows's up to summation order.
+// rows.moment with clip 0), divided by the released feature_scale when
+// res has one, so that the ratios score the space the estimate lives in.
 func addMoments(ctx context.Context, run *sdk.Run, src *rowsrc.Source, res *sdk.Result, c Centring) (*sdk.Result, error) {
 	u, err := releasedU(res)
 	if err != nil {
@@ -139,6 +105,9 @@ func addMoments(ctx context.Context, run *sdk.Run, src *rowsrc.Source, res *sdk.
 	mean, s, err := src.Moments(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	if err := divideByScale(res, mean, s); err != nil {
+		return nil, err
 	}
 	ratio := func(a mat.Symmetric) (float64, error) {
 		t, _, err := run.Backend.EigSymTop(a, rank)
@@ -158,6 +127,38 @@ func addMoments(ctx context.Context, run *sdk.Run, src *rowsrc.Source, res *sdk.
 		}
 	}
 	return addRatios(run, res, c, cr, un), nil
+}
+
+// FeatureScaleName is the output an estimator that divided every column by
+// a released scale (1×p) releases the scales as.
+const FeatureScaleName = "feature_scale"
+
+// divideByScale turns the moments of the rows x into those of x/f, f res's
+// output FeatureScaleName, when it has one.
+func divideByScale(res *sdk.Result, mean []float64, s *mat.SymDense) error {
+	for _, m := range res.Matrices {
+		if m.Name != FeatureScaleName {
+			continue
+		}
+		if _, c := m.M.Dims(); c != len(mean) {
+			return fmt.Errorf("evaluate: %d feature scales for %d columns", c, len(mean))
+		}
+		DivideMoments(mat.Row(nil, 0, m.M), mean, s)
+	}
+	return nil
+}
+
+// DivideMoments turns a mean and a second moment of rows x (either may be
+// nil) into those of x/f, in place: mean_j/f_j and s_ij/(f_i·f_j).
+func DivideMoments(f, mean []float64, s *mat.SymDense) {
+	for i, fi := range f {
+		if mean != nil {
+			mean[i] /= fi
+		}
+		for j := i; s != nil && j < len(f); j++ {
+			s.SetSym(i, j, s.At(i, j)/(fi*f[j]))
+		}
+	}
 }
 
 // pOf is the number of columns of src.

@@ -16,9 +16,9 @@ import (
 // Transform projects rows onto the released components: (x − mean)·U,
 // with the released private mean when the fit centred (center=private),
 // after dividing each column by the released feature_scale when the fit
-// scaled the features (feature_scale=private). It takes no options. A
-// model or rows that do not fit together are an error (not a BadRequest:
-// the data, not the request, is at fault).
+// scaled the features (feature_scale=private or released). It takes no
+// options. A model or rows that do not fit together are an error (not a
+// BadRequest: the data, not the request, is at fault).
 func Transform(m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
 	if len(opts) > 0 {
 		return sdk.Matrix{}, sdk.BadRequest("the transform of %s takes no options", m.Estimator)
