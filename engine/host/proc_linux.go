@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -107,6 +109,24 @@ func startInNamespace(cmd *exec.Cmd) (*exec.Cmd, error) {
 // (false until a plugin has been started, or where user namespaces are
 // unavailable).
 func PIDNamespaces() bool { return !noPIDNamespaces.Load() }
+
+// runBase returns d/dplr-u<uid>, this user's directory for the run
+// directories of dplr processes, creating it (mode 0700) if needed; false
+// when it cannot be created or is not a directory of this user's that only
+// this user can enter (another user may have taken the name first). Kept
+// apart from the rest of d, the sweep of dead hosts' directories reads a
+// handful of entries, not a shared /tmp's thousands.
+func runBase(d string) (string, bool) {
+	p := filepath.Join(d, fmt.Sprintf("dplr-u%d", os.Getuid()))
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", false
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() || !ownedByUs(fi) || fi.Mode().Perm()&0o077 != 0 {
+		return "", false
+	}
+	return p, true
+}
 
 // pidAlive reports whether a process with this pid exists.
 func pidAlive(pid int) bool {
