@@ -5,8 +5,8 @@ package host
 import (
 	"errors"
 	"fmt"
-	"os"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
