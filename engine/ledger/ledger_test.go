@@ -74,11 +74,11 @@ func TestOpenCreatesPrivateFileAndMigratesOnce(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, filepath.Join(dir, FileName), l.Path())
 		var n, v int
-		require.NoError(t, l.r.QueryRowContext(ctx, "SELECT count(*), max(version) FROM schema_migrations").Scan(&n, &v))
+		require.NoError(t, l.db.QueryRowContext(ctx, "SELECT count(*), max(version) FROM schema_migrations").Scan(&n, &v))
 		assert.Equal(t, SchemaVersion, n)
 		assert.Equal(t, SchemaVersion, v)
 		var mode string
-		require.NoError(t, l.r.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
+		require.NoError(t, l.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
 		assert.Equal(t, "wal", mode)
 		require.NoError(t, l.Close())
 	}
@@ -479,7 +479,7 @@ func TestCorruptFiles(t *testing.T) {
 			id := reserve(t, l, h, pureG(0.5))
 			require.NoError(t, l.Settle(ctx, id, Outcome{Status: Failed, NoiseDrawn: true, Error: strings.Repeat("x", 200)}))
 		}
-		_, err = l.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+		_, err = l.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 		require.NoError(t, err)
 		require.NoError(t, l.Close())
 		path := filepath.Join(dir, FileName)
@@ -517,7 +517,7 @@ func TestCorruptFiles(t *testing.T) {
 		dir := t.TempDir()
 		l, err := Open(ctx, dir)
 		require.NoError(t, err)
-		_, err = l.w.ExecContext(ctx, "INSERT INTO schema_migrations(version, description, applied_at) VALUES (?, 'future', 'now')", SchemaVersion+1)
+		_, err = l.db.ExecContext(ctx, "INSERT INTO schema_migrations(version, description, applied_at) VALUES (?, 'future', 'now')", SchemaVersion+1)
 		require.NoError(t, err)
 		require.NoError(t, l.Close())
 		_, err = Open(ctx, dir)
