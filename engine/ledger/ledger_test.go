@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -408,6 +409,50 @@ func TestConcurrentGoroutines(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, 8, ok)
 	assert.Equal(t, 4, refused)
+}
+
+// Settles, reservations and reads from many goroutines share one pool of
+// two connections: none may wait for a connection while holding the
+// ledger's lock that another, holding a connection, waits for.
+func TestConcurrentSettlesAndReads(t *testing.T) {
+	ctx := context.Background()
+	l := openT(t, t.TempDir())
+	h := hashOf("settles")
+	require.NoError(t, l.SetBudget(ctx, h, "", pureG(100)))
+	ids := make([]RunID, 16)
+	for i := range ids {
+		ids[i] = reserve(t, l, h, pureG(1))
+	}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: []privacy.Step{pureStep(0.5)}}))
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := l.Show(ctx, h)
+			assert.NoError(t, err)
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := l.Reserve(ctx, h, ReserveRequest{Estimator: "e", Grant: pureG(1)})
+			assert.NoError(t, err)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a failure bound for a deadlock, not a timing claim
+		t.Fatal("concurrent settles and reads did not finish")
+	}
+	st, err := l.Show(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, 16, st.Runs.Succeeded)
+	assert.Equal(t, 16, st.Runs.Reserved)
+	assert.InDelta(t, 16*0.5+16*1, st.Spent.Epsilon, 1e-9, "settled runs at their steps, open ones at their grants")
 }
 
 func TestStatusJSON(t *testing.T) {

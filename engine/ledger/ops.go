@@ -110,6 +110,8 @@ func (t *txn) known(ctx context.Context, ref string) (string, *dsState, error) {
 
 // write runs fn in a write transaction and commits it durably.
 func (l *Ledger) write(ctx context.Context, op string, fn func(t *txn) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.writeOn(ctx, l.db, op, fn)
 }
 
@@ -118,8 +120,12 @@ func (l *Ledger) write(ctx context.Context, op string, fn func(t *txn) error) er
 // process being killed, not necessarily a power failure (a settle; see
 // docs/ledger.md, Durability). It runs on a connection of its own for the
 // transaction, set back to synchronous=FULL afterwards, or closed if that
-// fails, so that no later commit is lazy by mistake.
+// fails, so that no later commit is lazy by mistake. The connection is
+// taken under l.mu, as every transaction's is, so that writers waiting for
+// l.mu cannot hold every connection of the pool.
 func (l *Ledger) writeLazy(ctx context.Context, op string, fn func(t *txn) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	c, err := l.db.Conn(ctx)
 	if err != nil {
 		return l.wrap(op, err)
@@ -143,10 +149,9 @@ type beginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// writeOn runs fn in a write transaction on db and commits it.
+// writeOn runs fn in a write transaction on db and commits it. The caller
+// holds l.mu.
 func (l *Ledger) writeOn(ctx context.Context, db beginner, op string, fn func(t *txn) error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	t, err := l.begin(ctx, db, op)
 	if err != nil {
 		return err
