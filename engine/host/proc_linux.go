@@ -110,12 +110,10 @@ func startInNamespace(cmd *exec.Cmd) (*exec.Cmd, error) {
 // unavailable).
 func PIDNamespaces() bool { return !noPIDNamespaces.Load() }
 
-// runBase returns d/dplr-u<uid>, this user's directory for the run
-// directories of dplr processes, creating it (mode 0700) if needed; false
-// when it cannot be created or is not a directory of this user's that only
-// this user can enter (another user may have taken the name first). Kept
-// apart from the rest of d, the sweep of dead hosts' directories reads a
-// handful of entries, not a shared /tmp's thousands.
+// runBase returns d/dplr-u<uid> (mode 0700), this user's directory for
+// dplr's run directories, so that the sweep of dead hosts' reads a few
+// entries, not a shared /tmp's thousands; false when it cannot be made or
+// is not this user's alone (another user may have taken the name first).
 func runBase(d string) (string, bool) {
 	p := filepath.Join(d, fmt.Sprintf("dplr-u%d", os.Getuid()))
 	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {

@@ -115,14 +115,11 @@ func (l *Ledger) write(ctx context.Context, op string, fn func(t *txn) error) er
 	return l.writeOn(ctx, l.db, op, fn)
 }
 
-// writeLazy runs fn in a write transaction whose commit reaches the
-// operating system but is not synced (synchronous=NORMAL): it survives the
-// process being killed, not necessarily a power failure (a settle; see
-// docs/ledger.md, Durability). It runs on a connection of its own for the
-// transaction, set back to synchronous=FULL afterwards, or closed if that
-// fails, so that no later commit is lazy by mistake. The connection is
-// taken under l.mu, as every transaction's is, so that writers waiting for
-// l.mu cannot hold every connection of the pool.
+// writeLazy runs fn in a write transaction committed without a sync
+// (synchronous=NORMAL: a settle, see docs/ledger.md, Durability) on a
+// connection set back to FULL afterwards, or closed if that fails, so that
+// no later commit is lazy by mistake. Like every transaction's, it is taken
+// under l.mu, so that writers waiting for l.mu cannot hold the whole pool.
 func (l *Ledger) writeLazy(ctx context.Context, op string, fn func(t *txn) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -143,8 +140,7 @@ func (l *Ledger) writeLazy(ctx context.Context, op string, fn func(t *txn) error
 	return l.writeOn(ctx, c, op, fn)
 }
 
-// beginner is what starts a transaction: the pool or one of its
-// connections.
+// beginner starts transactions: the pool or one of its connections.
 type beginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
