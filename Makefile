@@ -35,10 +35,12 @@ HAVE_OPENBLAS := $(shell test -e /usr/include/lapacke.h && (test -e /usr/lib/x86
 
 # build: the host in bin/ and every plugin in bin/plugins (gonum) or
 # bin/plugins-openblas (BACKEND=openblas), so both can sit side by side.
+# Without cgo (only OpenBLAS needs it) the binaries are static: no dynamic
+# loader at each start, about 1 ms per process (bench/results/host.md).
 build:
 	@mkdir -p $(BIN) $(PLUGIN_DIR)
-	$(GO) build -o $(BIN)/dplr ./cmd/dplr
-	$(GO) build $(TAGS) -o $(PLUGIN_DIR)/ $(PLUGIN_MAINS)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/dplr ./cmd/dplr
+	$(if $(TAGS),,CGO_ENABLED=0 )$(GO) build $(TAGS) -o $(PLUGIN_DIR)/ $(PLUGIN_MAINS)
 
 deps-check:
 	@test "$(HAVE_OPENBLAS)" = yes || { echo "OpenBLAS/LAPACKE missing: apt-get install libopenblas-dev liblapacke-dev"; exit 1; }

@@ -397,29 +397,26 @@ func hiddenFromPlugins(name string) bool {
 	return false
 }
 
-// socketBase returns a directory under which the host's run directory,
-// go-plugin's socket directory and the socket fit in a unix socket path
-// (108 bytes on Linux, 104 on macOS): "dplr-PID-NNNNNNNNNN/" (up to 24
-// bytes), "plugin-dirNNNNNNNNNN/" (21) and "pluginNNNNNNNNNN" (16) leave
-// 40 bytes for the base. A longer TMPDIR is skipped for the next
-// candidate.
+// socketBase returns the directory under which this host makes its run
+// directory: this user's directory for dplr processes (runBase) in the
+// first candidate short enough for a unix socket path (108 bytes on
+// Linux, 104 on macOS). "dplr-uUUUUUUUUUU/" (up to 17 bytes, Linux only),
+// "dplr-PID-NNNNNNNNNN/" (24), "plugin-dirNNNNNNNNNN/" (21) and
+// "pluginNNNNNNNNNN" (16) leave 24 bytes for the candidate; a longer
+// TMPDIR is skipped for the next candidate.
 func socketBase() (string, error) {
-	const maxBase = 40
+	const maxBase = 24
 	cands := []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR"), "/tmp", "/dev/shm", "/var/tmp"}
 	for _, d := range cands {
 		if d == "" || len(d) > maxBase {
 			continue
 		}
-		st, err := os.Stat(d)
-		if err != nil || !st.IsDir() {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
 			continue
 		}
-		probe, err := os.MkdirTemp(d, "dplr-probe")
-		if err != nil {
-			continue
+		if b, ok := runBase(d); ok {
+			return b, nil
 		}
-		os.Remove(probe)
-		return d, nil
 	}
 	return "", fmt.Errorf("no writable temporary directory with a path under %d bytes for the plugin socket (TMPDIR=%q is too long for a unix socket path; set TMPDIR to a short directory)", maxBase, os.TempDir())
 }

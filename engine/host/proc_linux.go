@@ -5,8 +5,10 @@ package host
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -107,6 +109,22 @@ func startInNamespace(cmd *exec.Cmd) (*exec.Cmd, error) {
 // (false until a plugin has been started, or where user namespaces are
 // unavailable).
 func PIDNamespaces() bool { return !noPIDNamespaces.Load() }
+
+// runBase returns d/dplr-u<uid> (mode 0700), this user's directory for
+// dplr's run directories, so that the sweep of dead hosts' reads a few
+// entries, not a shared /tmp's thousands; false when it cannot be made or
+// is not this user's alone (another user may have taken the name first).
+func runBase(d string) (string, bool) {
+	p := filepath.Join(d, fmt.Sprintf("dplr-u%d", os.Getuid()))
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", false
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() || !ownedByUs(fi) || fi.Mode().Perm()&0o077 != 0 {
+		return "", false
+	}
+	return p, true
+}
 
 // pidAlive reports whether a process with this pid exists.
 func pidAlive(pid int) bool {

@@ -458,6 +458,31 @@ func TestConcurrentFitsOnOnePlugin(t *testing.T) {
 	}
 }
 
+// The run directories live in this user's own directory of the temporary
+// directory, so the sweep reads only dplr's entries; a name another user
+// (or a careless mode) made first is not used.
+func TestRunBaseIsThisUsersPrivateDirectory(t *testing.T) {
+	d := t.TempDir()
+	p, ok := runBase(d)
+	require.True(t, ok)
+	assert.Equal(t, filepath.Join(d, fmt.Sprintf("dplr-u%d", os.Getuid())), p)
+	fi, err := os.Lstat(p)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	again, ok := runBase(d)
+	assert.True(t, ok, "an existing directory of ours is reused")
+	assert.Equal(t, p, again)
+
+	require.NoError(t, os.Chmod(p, 0o755))
+	_, ok = runBase(d)
+	assert.False(t, ok, "a directory others can enter is refused")
+
+	other := t.TempDir()
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(other, fmt.Sprintf("dplr-u%d", os.Getuid()))))
+	_, ok = runBase(other)
+	assert.False(t, ok, "a symbolic link is refused")
+}
+
 // A killed dplr's work directories (named after its process id) are
 // removed by the next sweep; those of running processes, and entries of
 // any other name, stay.

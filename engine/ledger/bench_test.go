@@ -51,7 +51,7 @@ func newBenchLedger(b *testing.B, history int) (string, string) {
 		b.Fatal(err)
 	}
 	prefill(b, l, h, history)
-	if _, err := l.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if _, err := l.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		b.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
@@ -139,14 +139,14 @@ func BenchmarkFullCheck(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("quick_check/history=%d", history), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := l.r.ExecContext(ctx, "PRAGMA quick_check"); err != nil {
+				if _, err := l.db.ExecContext(ctx, "PRAGMA quick_check"); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(fmt.Sprintf("chain/history=%d", history), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := l.walk(ctx, l.r, nil); err != nil {
+				if _, err := l.walk(ctx, l.db, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

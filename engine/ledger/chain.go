@@ -342,7 +342,7 @@ type txn struct {
 // begin starts a write transaction (BEGIN IMMEDIATE: writers from every
 // process are serialised) and verifies the records appended since this
 // process last looked: admission only ever sees verified records.
-func (l *Ledger) begin(ctx context.Context, db *sql.DB, op string) (*txn, error) {
+func (l *Ledger) begin(ctx context.Context, db beginner, op string) (*txn, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, l.wrap(op, err)

@@ -32,7 +32,7 @@ func smallLedger(t *testing.T) (dir, h string) {
 		id := reserve(t, l, h, pureG(1))
 		require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: []privacy.Step{pureStep(1)}}))
 	}
-	_, err = l.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	_, err = l.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
 	return dir, h
@@ -324,7 +324,7 @@ func TestBitFlipsNeverChangeFiguresSilently(t *testing.T) {
 	h2 := hashOf("other")
 	require.NoError(t, l.SetBudget(ctx, h2, "other", approxG(2, 1e-6)))
 	reserve(t, l, h2, approxG(0.5, 1e-7))
-	_, err = l.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	_, err = l.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	require.NoError(t, err)
 	want1, err := l.Show(ctx, h)
 	require.NoError(t, err)

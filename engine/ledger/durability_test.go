@@ -66,3 +66,31 @@ func TestLostSettleCountsTheWholeGrant(t *testing.T) {
 	assert.InDelta(t, 2, st.Spent.Epsilon, 1e-12, "charged the whole grant")
 	assert.Equal(t, 1, st.Runs.Reserved+st.Runs.Interrupted)
 }
+
+// A settle's commit is the only lazy one: it runs with synchronous=NORMAL
+// (1), every other write with FULL (2), and the connection the settle used
+// is FULL again afterwards, so a later reservation on it is durable.
+func TestOnlySettlesCommitLazily(t *testing.T) {
+	ctx := context.Background()
+	l := openT(t, t.TempDir())
+	var lazy, durable int
+	require.NoError(t, l.writeLazy(ctx, "test", func(t *txn) error {
+		return t.tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&lazy)
+	}))
+	require.NoError(t, l.write(ctx, "test", func(t *txn) error {
+		return t.tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&durable)
+	}))
+	assert.Equal(t, 1, lazy, "a settle commits with synchronous=NORMAL")
+	assert.Equal(t, 2, durable, "other writes commit with synchronous=FULL")
+	// Every connection of the pool (at most two) is back to FULL.
+	var conns []int
+	for range 2 {
+		c, err := l.db.Conn(ctx)
+		require.NoError(t, err)
+		defer c.Close()
+		var v int
+		require.NoError(t, c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&v))
+		conns = append(conns, v)
+	}
+	assert.Equal(t, []int{2, 2}, conns)
+}

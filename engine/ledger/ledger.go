@@ -79,10 +79,12 @@ const busyTimeoutMS = 60000
 type Ledger struct {
 	path   string
 	marker string
-	w      *sql.DB // writers: every transaction is BEGIN IMMEDIATE
-	r      *sql.DB // readers: deferred transactions (WAL snapshots)
-	s      *sql.DB // settles: BEGIN IMMEDIATE, commits not synced
-	self   owner
+	// db is the one connection pool: a write transaction is BEGIN
+	// IMMEDIATE, a read-only one deferred (a WAL snapshot); commits sync
+	// (synchronous=FULL) except a settle's (writeLazy). l.mu serialises a
+	// Ledger's transactions, so a fit opens one connection.
+	db   *sql.DB
+	self owner
 
 	mu   sync.Mutex // guards id, view and the marker file
 	id   string     // the ledger's id, from its genesis record
@@ -175,23 +177,12 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Ledger, error) {
 	}
 	base := "file:" + uriEscape(path) + "?_busy_timeout=" + fmt.Sprint(busyTimeoutMS) +
 		"&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=1"
-	if l.w, err = sql.Open("sqlite", base+"&_txlock=immediate"); err != nil {
+	// The driver begins read-only transactions deferred whatever _txlock
+	// says.
+	if l.db, err = sql.Open("sqlite", base+"&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
-	if l.r, err = sql.Open("sqlite", base+"&_txlock=deferred"); err != nil {
-		l.w.Close()
-		return nil, fmt.Errorf("ledger %s: %w", path, err)
-	}
-	// Settles commit with synchronous=NORMAL: durable when the process
-	// dies, not necessarily when the machine loses power (docs/ledger.md).
-	if l.s, err = sql.Open("sqlite", strings.Replace(base, "_synchronous=FULL", "_synchronous=NORMAL", 1)+"&_txlock=immediate"); err != nil {
-		l.w.Close()
-		l.r.Close()
-		return nil, fmt.Errorf("ledger %s: %w", path, err)
-	}
-	l.w.SetMaxOpenConns(2)
-	l.s.SetMaxOpenConns(1)
-	l.r.SetMaxOpenConns(4)
+	l.db.SetMaxOpenConns(2)
 	if err := l.init(ctx, m, cfg); err != nil {
 		l.Close()
 		return nil, err
@@ -208,7 +199,7 @@ func (l *Ledger) init(ctx context.Context, m *marker, cfg openConfig) error {
 	var id string
 	var body []byte
 	var hash string
-	err := l.r.QueryRowContext(ctx, `SELECT body, hash FROM chain WHERE seq = 1`).Scan(&body, &hash)
+	err := l.db.QueryRowContext(ctx, `SELECT body, hash FROM chain WHERE seq = 1`).Scan(&body, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l.damaged("the ledger has no records, but %s says it had %d", l.marker, mSeq(m))
 	}
@@ -246,7 +237,7 @@ func (l *Ledger) init(ctx context.Context, m *marker, cfg openConfig) error {
 		}
 	default:
 		var n int64
-		if err := l.r.QueryRowContext(ctx, `SELECT max(seq) FROM chain`).Scan(&n); err != nil {
+		if err := l.db.QueryRowContext(ctx, `SELECT max(seq) FROM chain`).Scan(&n); err != nil {
 			return l.wrap("read chain", err)
 		}
 		if n > 1 && !cfg.adopt {
@@ -260,7 +251,7 @@ func (l *Ledger) init(ctx context.Context, m *marker, cfg openConfig) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.advance(ctx, l.r, l.view, nil); err != nil {
+	if err := l.advance(ctx, l.db, l.view, nil); err != nil {
 		return err
 	}
 	if m == nil || m.Seq != l.view.head.Seq {
@@ -286,17 +277,15 @@ func (l *Ledger) Path() string { return l.path }
 func (l *Ledger) Close() error {
 	var errs []error
 	l.mu.Lock()
-	if l.lag && l.w != nil {
+	if l.lag && l.db != nil {
 		var busy, frames, copied int
-		if err := l.w.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err == nil && busy == 0 && frames >= 0 && copied == frames {
+		if err := l.db.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err == nil && busy == 0 && frames >= 0 && copied == frames {
 			_ = l.writeMarker("")
 		}
 	}
 	l.mu.Unlock()
-	for _, db := range []*sql.DB{l.w, l.r, l.s} {
-		if db != nil {
-			errs = append(errs, db.Close())
-		}
+	if l.db != nil {
+		errs = append(errs, l.db.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("ledger %s: close: %w", l.path, err)

@@ -152,7 +152,7 @@ func TestProcessesCreateLedgerOnce(t *testing.T) {
 	}
 	l := openT(t, dir)
 	var n int
-	require.NoError(t, l.r.QueryRow("SELECT count(*) FROM schema_migrations").Scan(&n))
+	require.NoError(t, l.db.QueryRow("SELECT count(*) FROM schema_migrations").Scan(&n))
 	assert.Equal(t, SchemaVersion, n)
 }
 

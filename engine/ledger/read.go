@@ -19,7 +19,7 @@ import (
 func (l *Ledger) read(ctx context.Context, op string, fn func(t *txn) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	tx, err := l.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return l.wrap(op, err)
 	}
@@ -427,7 +427,7 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	tx, err := l.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return VerifyReport{}, l.wrap("verify", err)
 	}
@@ -453,7 +453,7 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 }
 
 func (l *Ledger) integrityCheck(ctx context.Context) error {
-	rows, err := l.r.QueryContext(ctx, "PRAGMA integrity_check")
+	rows, err := l.db.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
 		return l.wrap("integrity check", err)
 	}

@@ -97,7 +97,7 @@ CREATE TABLE sketches (
 func (l *Ledger) beginCreating(ctx context.Context) (*sql.Tx, error) {
 	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
 	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		tx, err := l.w.BeginTx(ctx, nil)
+		tx, err := l.db.BeginTx(ctx, nil)
 		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
 			return tx, err
 		}
