@@ -20,28 +20,11 @@ import (
 // The personalization estimators' transform (sdk.Transformer): predictions
 // for new rows of one user from the released U and that user's own head.
 
-// Transform implements sdk.Transformer (see transformUser).
-func (PrivateFedRep) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
+// personal gives every personalization estimator its transform.
+type personal struct{}
 
 // Transform implements sdk.Transformer (see transformUser).
-func (NonPrivateFedRep) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
-
-// Transform implements sdk.Transformer (see transformUser).
-func (PrivAltMin) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
-
-// Transform implements sdk.Transformer (see transformUser).
-func (ClassifyExact) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
-
-// Transform implements sdk.Transformer (see transformUser).
-func (Classify) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
+func (personal) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
 	return transformUser(m, opts, x)
 }
 
