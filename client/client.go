@@ -40,9 +40,6 @@ func New(opts Options) (*Client, error) {
 	return &Client{opt: opts, hopt: hopt, failed: map[string]error{}}, nil
 }
 
-// Home is the dplr home the client uses.
-func (c *Client) Home() string { return c.opt.Home }
-
 // Close stops every plugin the client started. The client is unusable
 // afterwards.
 func (c *Client) Close() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -211,9 +212,7 @@ func newResult(res *host.FitResult, prep *prepared, raw map[string]string, grant
 	if res.Info.NonPrivate {
 		r.Grant = privacy.Grant{}
 	}
-	for k, v := range res.Timings {
-		r.Timings[k] = v
-	}
+	maps.Copy(r.Timings, res.Timings)
 	r.Timings["plugin_fit_s"], r.Timings["plugin_load_s"] = o.FitSeconds, o.LoadSeconds
 	r.Timings["plugin_max_rss_kib"] = float64(o.MaxRSSKiB)
 	if res.Check.Footprint > 0 {

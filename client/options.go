@@ -2,7 +2,6 @@ package client
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,9 +102,4 @@ func (o *Options) memoryLimit() int64 {
 // pluginDirs is the plugin search path, first match first.
 func (o *Options) pluginDirs() []string {
 	return append(append([]string(nil), o.PluginDirs...), host.DefaultDirs(o.Home)...)
-}
-
-// String describes the options (for logs).
-func (o Options) String() string {
-	return fmt.Sprintf("home %s, plugin dirs %v", o.Home, o.pluginDirs())
 }

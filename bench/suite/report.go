@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -471,9 +472,7 @@ func termsCurve(s *Scenario, t *table, tf terms) plotter.XYs {
 // parameters plus "delta", and the sweep's ε (0 on an ε axis).
 func (s *Scenario) theoryArgs() (map[string]string, float64) {
 	params := map[string]string{"delta": strconv.FormatFloat(s.Delta, 'g', -1, 64)}
-	for k, v := range s.Data.Params {
-		params[k] = v
-	}
+	maps.Copy(params, s.Data.Params)
 	eps := 0.0
 	if s.Sweep != nil {
 		eps = s.Sweep.Epsilon

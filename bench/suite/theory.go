@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/plugins/orbit"
@@ -72,9 +73,8 @@ var theories = map[string]theory{
 	"pca": pcaRate,
 }
 
-func pcaRate(x float64, xName string, p map[string]string, eps float64) float64 {
-	return sumOf(pcaTerms)(x, xName, p, eps)
-}
+// pcaRate is the sum of pcaTerms.
+var pcaRate = sumOf(pcaTerms)
 
 // terms is a rate split into additive terms (statistical, privacy).
 type terms func(x float64, xName string, params map[string]string, eps float64) []float64
@@ -89,11 +89,7 @@ var rateTerms = map[string]terms{
 
 func sumOf(f terms) theory {
 	return func(x float64, xName string, p map[string]string, eps float64) float64 {
-		s := 0.0
-		for _, v := range f(x, xName, p, eps) {
-			s += v
-		}
-		return s
+		return floats.Sum(f(x, xName, p, eps))
 	}
 }
 

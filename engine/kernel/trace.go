@@ -80,29 +80,6 @@ func Gradient(sum, x []float64, stride int, y, m []float64) float64 {
 	return loss
 }
 
-// ClippedGradient adds Σ_i res_i x_i·min(1, clip/‖res_i x_i‖) over the
-// block to sum (each per-sample gradient clipped to norm clip; clip ≤ 0
-// or +Inf: no clipping) and returns the unclipped loss Σ_i res_i² and the
-// number of samples whose gradient was shrunk. Every term has norm ≤ clip.
-func ClippedGradient(sum, x []float64, stride int, y, m []float64, clip float64) (float64, int) {
-	p := len(sum)
-	var loss float64
-	clipped := 0
-	bounded := clip > 0 && !math.IsInf(clip, 1)
-	for i, yi := range y {
-		xi := x[i*stride : i*stride+p]
-		res := Residual(xi, m, yi)
-		loss += res * res
-		w := res
-		if g := math.Abs(res) * Norm(xi); bounded && g > clip {
-			w = res * clip / g
-			clipped++
-		}
-		floats.AddScaled(sum, w, xi)
-	}
-	return loss, clipped
-}
-
 // Tangent is the tangent space of the rank-r manifold of d1×d2 matrices at
 // a point with column space U and row space V: U is d1×r with orthonormal
 // columns, Vt = Vᵀ is r×d2 with orthonormal rows, both row-major.

@@ -111,11 +111,11 @@ func TestTraceKernels(t *testing.T) {
 	p := tD1 * tD2
 	x, y := traceBlock(n, 1)
 	m, tg := tangentPoint(5)
-	const cx, cy, tau, clip = 3.5, 1.5, 2.0, 4.0
+	const cx, cy, tau = 3.5, 1.5, 2.0
 	row := func(i int) []float64 { return x[i*p : (i+1)*p] }
 	want := map[string][]float64{}
 	wantLoss, wantClipped := map[string]float64{}, map[string]int{}
-	for _, name := range []string{"moment", "clipped moment", "gradient", "clipped gradient", "projected gradient"} {
+	for _, name := range []string{"moment", "clipped moment", "gradient", "projected gradient"} {
 		want[name] = make([]float64, p)
 	}
 	for i := 0; i < n; i++ {
@@ -128,16 +128,10 @@ func TestTraceKernels(t *testing.T) {
 		}
 		floats.AddScaled(want["clipped moment"], cxi*cyi, xi)
 		res := floats.Dot(xi, m) - yi
-		for _, k := range []string{"gradient", "clipped gradient", "projected gradient"} {
+		for _, k := range []string{"gradient", "projected gradient"} {
 			wantLoss[k] += res * res
 		}
 		floats.AddScaled(want["gradient"], res, xi)
-		if g := math.Abs(res) * nx; g > clip {
-			wantClipped["clipped gradient"]++
-			floats.AddScaled(want["clipped gradient"], res*clip/g, xi)
-		} else {
-			floats.AddScaled(want["clipped gradient"], res, xi)
-		}
 		if g := math.Abs(res) * Norm(projDense(xi, tg)); g > tau {
 			wantClipped["projected gradient"]++
 			floats.AddScaled(want["projected gradient"], res*tau/g, xi)
@@ -149,9 +143,6 @@ func TestTraceKernels(t *testing.T) {
 		"moment":         func(sum, x, y []float64) (float64, int) { Moment(sum, x, p, y); return 0, 0 },
 		"clipped moment": func(sum, x, y []float64) (float64, int) { return 0, ClippedMoment(sum, x, p, y, cx, cy) },
 		"gradient":       func(sum, x, y []float64) (float64, int) { return Gradient(sum, x, p, y, m), 0 },
-		"clipped gradient": func(sum, x, y []float64) (float64, int) {
-			return ClippedGradient(sum, x, p, y, m, clip)
-		},
 		"projected gradient": func(sum, x, y []float64) (float64, int) {
 			return ProjectedGradient(sum, x, p, y, m, tg, tau)
 		},
@@ -185,26 +176,24 @@ func TestTraceKernels(t *testing.T) {
 
 // TestTraceSensitivity: replacing one sample by an arbitrary one (scaled
 // designs, extreme responses) changes the clipped moment sum by at most
-// ClippedMomentSensitivity, the projection of the projected-gradient sum
-// by at most ProjectedGradientSensitivity and the clipped-gradient sum by
-// at most 2·clip; the bounds are attained to within 25 % by the worst
-// replacement.
+// ClippedMomentSensitivity and the projection of the projected-gradient
+// sum by at most ProjectedGradientSensitivity; the bounds are attained to
+// within 25 % by the worst replacement.
 func TestTraceSensitivity(t *testing.T) {
 	const n = 60
 	p := tD1 * tD2
 	x, y := traceBlock(n, 9)
 	m, tg := tangentPoint(3)
-	const cx, cy, tau, clip = 2.0, 1.0, 1.5, 2.5
+	const cx, cy, tau = 2.0, 1.0, 1.5
 	rng := rand.New(rand.NewPCG(4, 4))
-	sums := func(x, y []float64) (cm, pg, cg []float64) {
-		cm, pg, cg = make([]float64, p), make([]float64, p), make([]float64, p)
+	sums := func(x, y []float64) (cm, pg []float64) {
+		cm, pg = make([]float64, p), make([]float64, p)
 		ClippedMoment(cm, x, p, y, cx, cy)
 		ProjectedGradient(pg, x, p, y, m, tg, tau)
-		ClippedGradient(cg, x, p, y, m, clip)
-		return cm, pg, cg
+		return cm, pg
 	}
-	cm0, pg0, cg0 := sums(x, y)
-	var worst [3]float64
+	cm0, pg0 := sums(x, y)
+	var worst [2]float64
 	for k := 0; k < 300; k++ {
 		i := rng.IntN(n)
 		x1, y1 := append([]float64(nil), x...), append([]float64(nil), y...)
@@ -213,16 +202,14 @@ func TestTraceSensitivity(t *testing.T) {
 			x1[i*p+j] = scale * rng.NormFloat64()
 		}
 		y1[i] = math.Copysign(math.Pow(10, float64(k%5)), rng.NormFloat64())
-		cm1, pg1, cg1 := sums(x1, y1)
+		cm1, pg1 := sums(x1, y1)
 		d := make([]float64, p)
 		floats.SubTo(d, cm1, cm0)
 		worst[0] = math.Max(worst[0], Norm(d)/ClippedMomentSensitivity(cx, cy))
 		floats.SubTo(d, pg1, pg0)
 		worst[1] = math.Max(worst[1], Norm(tg.Project(d))/ProjectedGradientSensitivity(tau))
-		floats.SubTo(d, cg1, cg0)
-		worst[2] = math.Max(worst[2], Norm(d)/(2*clip))
 	}
-	t.Logf("largest change / sensitivity: clipped moment %.3f, projected gradient %.3f, clipped gradient %.3f", worst[0], worst[1], worst[2])
+	t.Logf("largest change / sensitivity: clipped moment %.3f, projected gradient %.3f", worst[0], worst[1])
 	for _, w := range worst {
 		assert.LessOrEqual(t, w, 1+1e-12)
 		assert.Greater(t, w, 0.75)

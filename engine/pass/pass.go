@@ -32,7 +32,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/kernel"
 )
 
 // ArraySpec is the expected shape of an input or output.
@@ -289,9 +288,6 @@ func CheckResult(s Spec, sh *data.Remote, req data.PassRequest, res *data.PassRe
 	}
 	return s.check(sh, q, res)
 }
-
-// Norm returns the Euclidean (Frobenius) norm of v (kernel.Norm).
-func Norm(v []float64) float64 { return kernel.Norm(v) }
 
 // local runs passes over an in-memory data set.
 type local struct{ ds *data.Dataset }

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // randomRows returns n×p Gaussian rows, every fifth one long.
@@ -142,7 +143,7 @@ func countShort(ds *data.Dataset, c float64) int {
 	n, _ := ds.X.Dims()
 	k := 0
 	for i := 0; i < n; i++ {
-		if Norm(ds.X.RawRowView(i)) <= c {
+		if kernel.Norm(ds.X.RawRowView(i)) <= c {
 			k++
 		}
 	}

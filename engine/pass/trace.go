@@ -3,11 +3,10 @@ package pass
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
+	"gonum.org/v1/gonum/floats"
 )
 
 // The trace passes are the five aggregates the trace-regression estimators
@@ -251,48 +250,30 @@ type traceKernel func(sum, x []float64, stride int, y []float64) (float64, int)
 
 // traceLocal runs f over the in-memory samples of ds, in parallel over
 // contiguous row blocks (one per worker, GOMAXPROCS of them), and returns
-// the sum, the loss and the clipped count. The workers' sums are added in
+// the sum, the loss and the clipped count. The blocks' sums are added in
 // block order, so the result depends only on the data and the number of
 // workers.
 func traceLocal(ctx context.Context, ds *data.Dataset, f traceKernel) ([]float64, float64, int, error) {
 	raw := ds.X.RawMatrix()
 	n, p := raw.Rows, raw.Cols
-	workers := max(1, min(runtime.GOMAXPROCS(0), n))
-	sums := make([][]float64, workers)
-	losses := make([]float64, workers)
-	clipped := make([]int, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*n/workers, (w+1)*n/workers
+	blocks := workers(n)
+	sums := make([][]float64, blocks)
+	losses := make([]float64, blocks)
+	clipped := make([]int, blocks)
+	err := ParallelChunks(ctx, blocks, func(_, w int) {
 		sums[w] = make([]float64, p)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a := lo; a < hi; a += traceChunk {
-				if errs[w] = ctx.Err(); errs[w] != nil {
-					return
-				}
-				b := min(a+traceChunk, hi)
-				l, c := f(sums[w], raw.Data[a*raw.Stride:], raw.Stride, ds.Y[a:b])
-				losses[w] += l
-				clipped[w] += c
-			}
-		}()
+		for a, hi := w*n/blocks, (w+1)*n/blocks; a < hi && ctx.Err() == nil; a += traceChunk {
+			l, c := f(sums[w], raw.Data[a*raw.Stride:], raw.Stride, ds.Y[a:min(a+traceChunk, hi)])
+			losses[w] += l
+			clipped[w] += c
+		}
+	})
+	if err != nil {
+		return nil, 0, 0, err
 	}
-	wg.Wait()
-	sum := sums[0]
-	var loss float64
-	var nc int
-	for w := range workers {
-		if errs[w] != nil {
-			return nil, 0, 0, errs[w]
-		}
-		if w > 0 {
-			for j, v := range sums[w] {
-				sum[j] += v
-			}
-		}
+	sum, loss, nc := sums[0], losses[0], clipped[0]
+	for w := 1; w < blocks; w++ {
+		floats.Add(sum, sums[w])
 		loss += losses[w]
 		nc += clipped[w]
 	}

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // usersData returns n users of d features with 2…9 rows each (user 0:
@@ -184,7 +185,7 @@ func TestUsersLocal(t *testing.T) {
 			assert.Equal(t, int64(40), res.Records)
 			if c := tc.req.Params["clip"]; c > 0 {
 				sum, _ := res.Output("sum")
-				assert.LessOrEqual(t, Norm(sum.Data), 40*c*(1+1e-12))
+				assert.LessOrEqual(t, kernel.Norm(sum.Data), 40*c*(1+1e-12))
 				assert.Greater(t, res.Scalars["clipped"], 0.0)
 			}
 			if h, ok := res.Output("counts"); ok {
@@ -199,7 +200,7 @@ func TestUsersLocal(t *testing.T) {
 				assert.Greater(t, res.Scalars["loss_sum"], 0.0)
 				if h, ok := res.Output("heads"); ok {
 					assert.Equal(t, 40, h.Rows)
-					assert.Greater(t, Norm(h.Data), 0.0)
+					assert.Greater(t, kernel.Norm(h.Data), 0.0)
 				}
 			}
 			if tc.req.Kind == UsersValidation {
@@ -298,8 +299,8 @@ func TestUsersBound(t *testing.T) {
 					for i := range diff {
 						diff[i] = sa.Data[i] - sb.Data[i]
 					}
-					assert.LessOrEqual(t, Norm(diff), o.lim*(1+1e-12), o.name)
-					assert.Greater(t, Norm(diff), 0.0, o.name)
+					assert.LessOrEqual(t, kernel.Norm(diff), o.lim*(1+1e-12), o.name)
+					assert.Greater(t, kernel.Norm(diff), 0.0, o.name)
 				}
 				return
 			}
@@ -312,8 +313,8 @@ func TestUsersBound(t *testing.T) {
 				l1 += math.Abs(diff[i])
 			}
 			if tc.clip > 0 {
-				assert.LessOrEqual(t, Norm(diff), 2*tc.clip*(1+1e-12))
-				assert.Greater(t, Norm(diff), 0.0)
+				assert.LessOrEqual(t, kernel.Norm(diff), 2*tc.clip*(1+1e-12))
+				assert.Greater(t, kernel.Norm(diff), 0.0)
 			} else {
 				assert.LessOrEqual(t, l1, 2.0)
 			}

@@ -100,20 +100,6 @@ type PLDOptions struct {
 	ExponentialAsPure bool
 }
 
-// Method names the accounting RunPLDWith performs, for reports:
-// "connect-the-dots" or "round-up", with "+ randomized response" when the
-// exponential mechanism is accounted as a generic pure step.
-func (o PLDOptions) Method() string {
-	m := "connect-the-dots"
-	if o.RoundUp {
-		m = "round-up"
-	}
-	if o.ExponentialAsPure {
-		m += " + randomized response"
-	}
-	return m
-}
-
 // RunPLD returns the default (connect-the-dots, bounded-range) PLD of a
 // list of steps on grid h.
 func RunPLD(steps []Step, h float64) (*PLD, error) {

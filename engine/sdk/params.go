@@ -305,9 +305,7 @@ func (p Params) Has(name string) bool { _, ok := p.values[name]; return ok }
 // Raw returns the validated values as strings.
 func (p Params) Raw() map[string]string {
 	out := make(map[string]string, len(p.values))
-	for k, v := range p.values {
-		out[k] = v
-	}
+	maps.Copy(out, p.values)
 	return out
 }
 

@@ -21,7 +21,7 @@ const NamePrivAltMin = "fedrep-privaltmin"
 // each iteration takes a fresh, disjoint group of users, fits their heads
 // v_j locally, and solves the U-step as an exact least squares in vec(U)
 // from noised dk×dk and dk sufficient statistics.
-type PrivAltMin struct{}
+type PrivAltMin struct{ personal }
 
 // Info implements sdk.Estimator.
 func (PrivAltMin) Info() sdk.Info {

@@ -25,12 +25,12 @@ const (
 // by the users' best margin loss. The net has (√k/γ)^{k′k} points, so the
 // cost is exponential in k′·k; this implementation is limited to k = 1 and
 // a net of at most max_net points (a toy and a test of the mechanism).
-type ClassifyExact struct{}
+type ClassifyExact struct{ personal }
 
 // Classify is the practical surrogate of Algorithm 3 (not in the paper,
 // DERIVATIONS.md §6): the same public JL projection, then Private FedRep with the
 // logistic loss in the projected space, mapped back by Mᵀ.
-type Classify struct{}
+type Classify struct{ rounds }
 
 // Info implements sdk.Estimator.
 func (ClassifyExact) Info() sdk.Info {

@@ -27,10 +27,10 @@ var refFedRep = []string{
 // PrivateFedRep is Private FedRep (Snedeker, Zhou & Bassily 2025, Alg. 1)
 // with the private U-statistic initialization of their Alg. 2, user-level
 // zCDP.
-type PrivateFedRep struct{}
+type PrivateFedRep struct{ rounds }
 
 // NonPrivateFedRep is FedRep without clipping or noise: the reference.
-type NonPrivateFedRep struct{}
+type NonPrivateFedRep struct{ rounds }
 
 // Info implements sdk.Estimator.
 func (PrivateFedRep) Info() sdk.Info {

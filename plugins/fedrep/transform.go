@@ -20,28 +20,11 @@ import (
 // The personalization estimators' transform (sdk.Transformer): predictions
 // for new rows of one user from the released U and that user's own head.
 
-// Transform implements sdk.Transformer (see transformUser).
-func (PrivateFedRep) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
+// personal gives every personalization estimator its transform.
+type personal struct{}
 
 // Transform implements sdk.Transformer (see transformUser).
-func (NonPrivateFedRep) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
-
-// Transform implements sdk.Transformer (see transformUser).
-func (PrivAltMin) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
-
-// Transform implements sdk.Transformer (see transformUser).
-func (ClassifyExact) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
-	return transformUser(m, opts, x)
-}
-
-// Transform implements sdk.Transformer (see transformUser).
-func (Classify) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
+func (personal) Transform(_ context.Context, m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matrix, error) {
 	return transformUser(m, opts, x)
 }
 
@@ -87,9 +70,9 @@ func transformUser(m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matr
 	if err != nil {
 		return sdk.Matrix{}, err
 	}
-	row, err := headRow(ids, id)
-	if err != nil {
-		return sdk.Matrix{}, err
+	row, ok := headRow(ids, id, math.MaxInt)
+	if !ok {
+		return sdk.Matrix{}, sdk.BadRequest("user %d has no head in the model", id)
 	}
 	f, err := os.Open(v.File)
 	if err != nil {
@@ -107,19 +90,19 @@ func transformUser(m *sdk.Model, opts map[string]string, x *mat.Dense) (sdk.Matr
 	return sdk.Matrix{Name: "predictions", M: mat.NewDense(len(pred), 1, pred), Doc: fmt.Sprintf("predictions for user %d", id)}, nil
 }
 
-// headRow is the row of V that holds user id's head: the user's position
-// in ids (V_user_ids) when the fit released them, the id itself otherwise.
-func headRow(ids *mat.Dense, id int64) (int, error) {
+// headRow is the row of V that holds user's head: the user's position in
+// ids (V_user_ids) when the fit released them, the id itself among V's n
+// rows otherwise; false when no row holds it.
+func headRow(ids *mat.Dense, user int64, n int) (int, bool) {
 	if ids == nil {
-		return int(id), nil
+		return int(user), user >= 0 && user < int64(n)
 	}
-	n, _ := ids.Dims()
-	for i := 0; i < n; i++ {
-		if ids.At(i, 0) == float64(id) {
-			return i, nil
+	for i := 0; i < ids.RawMatrix().Rows; i++ {
+		if ids.At(i, 0) == float64(user) {
+			return i, true
 		}
 	}
-	return 0, sdk.BadRequest("user %d has no head in the model", id)
+	return 0, false
 }
 
 // ErrUnknownUser is returned by HeadOf when the requested user has no head.
@@ -136,24 +119,13 @@ func HeadOf(v, ids *mat.Dense, user int64) ([]float64, error) {
 		return nil, errors.New("head lookup: no V matrix")
 	}
 	n, k := v.Dims()
-	row := -1
-	if ids == nil {
-		if user >= 0 && user < int64(n) {
-			row = int(user)
-		}
-	} else {
-		r, c := ids.Dims()
-		if r != n || c != 1 {
+	if ids != nil {
+		if r, c := ids.Dims(); r != n || c != 1 {
 			return nil, fmt.Errorf("head lookup: ids are %d×%d, want %d×1", r, c, n)
 		}
-		for i := 0; i < n; i++ {
-			if ids.At(i, 0) == float64(user) {
-				row = i
-				break
-			}
-		}
 	}
-	if row < 0 {
+	row, ok := headRow(ids, user, n)
+	if !ok {
 		return nil, fmt.Errorf("head lookup: user %d: %w", user, ErrUnknownUser)
 	}
 	out := make([]float64, k)

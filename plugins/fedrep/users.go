@@ -255,14 +255,13 @@ func remotePasses(opts any) ([]string, error) {
 	return kinds, nil
 }
 
-// Passes implements sdk.RemoteEstimator.
-func (PrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
+// rounds gives the FedRep-type estimators (fedrep-private, its
+// non-private reference and fedrep-classify) their transform and remote
+// path.
+type rounds struct{ personal }
 
 // Passes implements sdk.RemoteEstimator.
-func (NonPrivateFedRep) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
-
-// Passes implements sdk.RemoteEstimator.
-func (Classify) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
+func (rounds) Passes(opts any, _ sdk.Shape) ([]string, error) { return remotePasses(opts) }
 
 // Passes implements sdk.RemoteEstimator: Priv-AltMin's U-steps are
 // users.altmin passes (the group a public mask), its start the passes of

@@ -25,7 +25,7 @@ import (
 // k successive exact rank-1 draws, each in the orthogonal complement of the
 // previous ones, with ε/k each (with k = d the last vector is determined
 // by the others and costs nothing).
-type Deflation struct{ project.Projection }
+type Deflation struct{ remote }
 
 // Info implements sdk.Estimator.
 func (Deflation) Info() sdk.Info {
@@ -122,7 +122,7 @@ func DeflationSample(ctx context.Context, acct *privacy.Accountant, rnd *privacy
 
 // Gauss is the Gaussian mechanism on A ("Analyze Gauss"): release the top-k
 // eigenvectors of A + E, E symmetric Gaussian.
-type Gauss struct{ project.Projection }
+type Gauss struct{ remote }
 
 // gaussSensitivity is the replace-one Frobenius sensitivity √2 of the upper
 // triangle of A = Σ x̃x̃ᵀ/clip² (rows of norm ≤ 1 after scaling; see

@@ -37,12 +37,6 @@ func TauStar(beta, lambda1, trace float64, m int, xi, betaF float64) float64 {
 	return hi
 }
 
-// TauStarClosed is the closed-form sufficient value
-// max(λ_1, (2/β)(ξ + m·log(1+16Γ) + log(1/β_f))) (DERIVATIONS.md §8).
-func TauStarClosed(beta, lambda1, trace float64, m int, xi, betaF float64) float64 {
-	return math.Max(lambda1, 2/beta*(xi+float64(m)*math.Log1p(16*trace)+math.Log(1/betaF)))
-}
-
 // UB23 is the benchmark form of Mangoubi et al. Thm 2.3 (DERIVATIONS.md §8) for
 // Algorithm 2 with exact calibration: with probability ≥ 1 − β_f,
 // ‖A − H‖_F² ≤ Σ_{ℓ>k} γ_ℓ² + k·(b·log(2k/β_f))² + 2τ*, where b = 4/ε,

@@ -15,7 +15,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
-	"github.com/dplr/dplr/plugins/internal/project"
 )
 
 // Calibrations of the exponential mechanism's inverse temperature β
@@ -164,7 +163,7 @@ func setGuarantee(res *sdk.Result, exact bool, cal string, sweeps int) {
 
 // EM is Algorithm 1 of Mangoubi et al.: the orbit exponential mechanism with
 // a public spectrum.
-type EM struct{ project.Projection }
+type EM struct{ remote }
 
 // Info implements sdk.Estimator.
 func (EM) Info() sdk.Info {
@@ -241,7 +240,7 @@ func orbitEM(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *problem, la
 
 // RankK is Algorithm 2 of Mangoubi et al.: Laplace-noised top-k eigenvalues,
 // then the orbit exponential mechanism with the noisy spectrum.
-type RankK struct{ project.Projection }
+type RankK struct{ remote }
 
 // Info implements sdk.Estimator.
 func (RankK) Info() sdk.Info {

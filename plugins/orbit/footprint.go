@@ -11,17 +11,6 @@ func footprint(s sdk.Shape) int64 {
 	return 8 * (n*d + 5*d*d)
 }
 
-// Footprint implements sdk's memory-estimate hook.
-func (o *emOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }
-
-// Footprint implements sdk's memory-estimate hook.
-func (o *rankKOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }
-
-// Footprint implements sdk's memory-estimate hook.
-func (o *deflationOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }
-
-// Footprint implements sdk's memory-estimate hook.
-func (o *gaussOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }
-
-// Footprint implements sdk's memory-estimate hook.
-func (o *nonPrivateOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }
+// Footprint implements sdk's memory-estimate hook for every orbit
+// estimator's options.
+func (b *base) Footprint(s sdk.Shape) int64 { return footprint(s) }

@@ -32,11 +32,15 @@ type spectrum struct {
 	lambda []float64
 }
 
-// parse reads the spectrum for rank k, unless it is the estimator's
-// alternative named special ("" for none).
-func (sp *spectrum) parse(k int, special string) (err error) {
+// check checks the base parameters (checkRank) and reads the spectrum for
+// their rank, unless it is the estimator's alternative named special (""
+// for none).
+func (sp *spectrum) check(b *base, s sdk.Shape, special string) (err error) {
+	if err := b.checkRank(s); err != nil {
+		return err
+	}
 	if special == "" || sp.Spectrum != special {
-		sp.lambda, err = parseSpectrum(sp.Spectrum, k)
+		sp.lambda, err = parseSpectrum(sp.Spectrum, b.Rank.Value)
 	}
 	return err
 }
@@ -77,11 +81,8 @@ type emOptions struct {
 // Check implements sdk.Checker: rank against d, the spectrum, the
 // calibration.
 func (o *emOptions) Check(s sdk.Shape) error {
-	if err := o.checkRank(s); err != nil {
-		return err
-	}
 	o.resolve()
-	return o.parse(o.Rank.Value, "")
+	return o.spectrum.check(&o.base, s, "")
 }
 
 // rankKOptions are orbit-rank-k's parameters.
@@ -104,12 +105,7 @@ type deflationOptions struct {
 }
 
 // Check implements sdk.Checker.
-func (o *deflationOptions) Check(s sdk.Shape) error {
-	if err := o.checkRank(s); err != nil {
-		return err
-	}
-	return o.parse(o.Rank.Value, "")
-}
+func (o *deflationOptions) Check(s sdk.Shape) error { return o.spectrum.check(&o.base, s, "") }
 
 // gaussOptions are orbit-gauss's parameters.
 type gaussOptions struct {
@@ -124,11 +120,8 @@ type gaussOptions struct {
 
 // Check implements sdk.Checker.
 func (o *gaussOptions) Check(s sdk.Shape) error {
-	if err := o.checkRank(s); err != nil {
-		return err
-	}
 	o.private = o.Spectrum == "private"
-	return o.parse(o.Rank.Value, "private")
+	return o.spectrum.check(&o.base, s, "private")
 }
 
 // nonPrivateOptions are orbit-nonprivate's parameters.
@@ -138,9 +131,4 @@ type nonPrivateOptions struct {
 }
 
 // Check implements sdk.Checker.
-func (o *nonPrivateOptions) Check(s sdk.Shape) error {
-	if err := o.checkRank(s); err != nil {
-		return err
-	}
-	return o.parse(o.Rank.Value, "true")
-}
+func (o *nonPrivateOptions) Check(s sdk.Shape) error { return o.spectrum.check(&o.base, s, "true") }

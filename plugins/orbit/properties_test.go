@@ -327,3 +327,9 @@ func TestFullRankAndCancellation(t *testing.T) {
 	_, _, err = sdk.RunLocal(ctx, EM{}, ds, pinned(map[string]string{"rank": "2"}), pure(1), sdk.LocalOptions{Seed: &seed})
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// TauStarClosed is the closed-form sufficient value
+// max(λ_1, (2/β)(ξ + m·log(1+16Γ) + log(1/β_f))) (DERIVATIONS.md §8).
+func TauStarClosed(beta, lambda1, trace float64, m int, xi, betaF float64) float64 {
+	return math.Max(lambda1, 2/beta*(xi+float64(m)*math.Log1p(16*trace)+math.Log(1/betaF)))
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/project"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -29,25 +30,17 @@ func remotePasses(o *base) ([]string, error) {
 	return kinds, nil
 }
 
-// Passes implements sdk.RemoteEstimator.
-func (Gauss) Passes(opts any, _ sdk.Shape) ([]string, error) {
-	return remotePasses(&opts.(*gaussOptions).base)
-}
+// remote is what the private orbit estimators share: the transform of
+// their projection and the sdk.RemoteEstimator method.
+type remote struct{ project.Projection }
 
 // Passes implements sdk.RemoteEstimator.
-func (EM) Passes(opts any, _ sdk.Shape) ([]string, error) {
-	return remotePasses(&opts.(*emOptions).base)
+func (remote) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	return remotePasses(opts.(interface{ orbitBase() *base }).orbitBase())
 }
 
-// Passes implements sdk.RemoteEstimator.
-func (RankK) Passes(opts any, _ sdk.Shape) ([]string, error) {
-	return remotePasses(&opts.(*rankKOptions).base)
-}
-
-// Passes implements sdk.RemoteEstimator.
-func (Deflation) Passes(opts any, _ sdk.Shape) ([]string, error) {
-	return remotePasses(&opts.(*deflationOptions).base)
-}
+// orbitBase returns the parameters every orbit estimator takes.
+func (b *base) orbitBase() *base { return b }
 
 // errRemoteExactQuantile refuses orbit-nonprivate's clip=auto on a remote
 // data set.

@@ -148,7 +148,7 @@ func strictDPRGrad(e *fitEnv) error {
 			return err
 		}
 		if o.ClipY == nil {
-			o.ClipY = ptr(tuneClipY * sy)
+			o.ClipY = new(tuneClipY * sy)
 		}
 	}
 	start, top, sigmaInit, err := clippedMomentInit(e, *o.ClipY, bInit)
@@ -158,7 +158,7 @@ func strictDPRGrad(e *fitEnv) error {
 	if o.tune() {
 		est := e.spikes(top, sigmaInit, *o.ClipY, sy)
 		if o.Tau == nil {
-			o.Tau = ptr(strictClip(est.sigmaXi, est.sigmaR, e.n, e.d1, e.d2, e.r))
+			o.Tau = new(strictClip(est.sigmaXi, est.sigmaR, e.n, e.d1, e.d2, e.r))
 		}
 		est.report(e.res)
 		e.res.AddScalar("clip_y", *o.ClipY, sdk.Public, "bound on |y_i| used by the initialisation (given, or 2·ŝ_y)")
@@ -188,8 +188,6 @@ func (e *fitEnv) tuneModel(plan *privacy.Plan) (estimate, error) {
 	}
 	return e.estimateModel(bq, bm)
 }
-
-func ptr(v float64) *float64 { return &v }
 
 // plan is the plan of a private fit: with tune, the private estimate's
 // shares (tuneShares, tune_share of the budget; moment: with the moment

@@ -49,13 +49,6 @@ func tangentOf(u, v *mat.Dense) kernel.Tangent {
 	return kernel.Tangent{D1: d1, D2: d2, R: r, U: mat.DenseCopyOf(u).RawMatrix().Data, Vt: mat.DenseCopyOf(v.T()).RawMatrix().Data}
 }
 
-// TangentComplement returns P_T⊥(a) = (I − UUᵀ) a (I − VVᵀ).
-func TangentComplement(u, v *mat.Dense, a mat.Matrix) *mat.Dense {
-	out := mat.DenseCopyOf(a)
-	out.Sub(out, TangentProject(u, v, a))
-	return out
-}
-
 // RetractFull returns SVD_r(P_T(b)) by a full SVD of the projected d1×d2
 // matrix: the reference implementation the fast retraction is tested
 // against.

@@ -260,3 +260,10 @@ func TestFileDesign(t *testing.T) {
 	_, err = ParseDesign("file:"+path, 2, backend.Gonum{})
 	assert.Error(t, err)
 }
+
+// TangentComplement returns P_T⊥(a) = (I − UUᵀ) a (I − VVᵀ).
+func TangentComplement(u, v *mat.Dense, a mat.Matrix) *mat.Dense {
+	out := mat.DenseCopyOf(a)
+	out.Sub(out, TangentProject(u, v, a))
+	return out
+}

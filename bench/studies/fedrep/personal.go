@@ -44,13 +44,6 @@ func DefaultPersonalTask() PersonalTask {
 	return PersonalTask{Dir: "/usr/share/datasets/fashion-mnist", Users: 5000, Train: 6, Holdout: 4, ClassesPerSide: 1}
 }
 
-// DigitsPersonalTask is the same task built from scikit-learn's digits:
-// 2000 users, each with its own pair of digits, 6 training and 4 held-out
-// rows per user.
-func DigitsPersonalTask() PersonalTask {
-	return PersonalTask{Dir: "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz", Users: 2000, Train: 6, Holdout: 4, ClassesPerSide: 1, Digits: true}
-}
-
 // rowsPerUser is the number of rows every user holds.
 func (t PersonalTask) rowsPerUser() int { return t.Train + t.Holdout }
 
@@ -460,54 +453,6 @@ func DefaultPersonalStudy() PersonalStudyConfig {
 		},
 		Eps: []float64{0.5, 1, 2, 4}, Delta: 1e-6, Seeds: 3, Classify: true,
 	}
-}
-
-// DefaultsPersonalStudy measures the defaults of fedrep-private and
-// fedrep-classify where users judge them (bench/results/fedrep-defaults.md):
-// the task (Fashion-MNIST, 6 training rows per user), its 2- and
-// 20-row variants and the same three on the digits (variants 0–5), at
-// the estimators' default rank with iterations (T) given explicitly at each
-// of iters, the fixed ranks and (when selectRanks is not empty) the private
-// selection among selectRanks (scored by accuracy) at the last T of iters,
-// so that the rows keep their meaning when a default changes.
-func DefaultsPersonalStudy(iters, ranks []int, selectRanks string) PersonalStudyConfig {
-	var methods []PersonalMethod
-	for _, e := range []struct {
-		name string
-		est  sdk.Estimator
-	}{{"fedrep-private", fedrep.PrivateFedRep{}}, {"fedrep-classify", fedrep.Classify{}}} {
-		for _, t := range iters {
-			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, default rank, iterations=%d", e.name, t), e.est, map[string]string{"iterations": fmt.Sprint(t)}})
-		}
-		for _, r := range ranks {
-			t := iters[len(iters)-1]
-			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, rank=%d, iterations=%d", e.name, r, t), e.est, map[string]string{"rank": fmt.Sprint(r), "iterations": fmt.Sprint(t)}})
-		}
-		if selectRanks != "" {
-			t := iters[len(iters)-1]
-			methods = append(methods, PersonalMethod{fmt.Sprintf("%s, select=rank=%s, iterations=%d", e.name, selectRanks, t), e.est,
-				map[string]string{"select": "rank=" + selectRanks, "select_score": "accuracy", "iterations": fmt.Sprint(t)}})
-		}
-	}
-	var variants []PersonalVariant
-	add := func(t PersonalTask, train, users int) {
-		t.Train, t.Users = train, users
-		name := "Fashion-MNIST"
-		if t.Digits {
-			name = "digits"
-		}
-		variants = append(variants, PersonalVariant{Name: fmt.Sprintf("%s: %d users, %d training + %d held-out rows", name, users, train, t.Holdout), Task: t, Methods: methods})
-	}
-	// Fashion-MNIST holds 7000 images a class, each used once: 20 rows
-	// per user fit 2000 users.
-	fm, dg := DefaultPersonalTask(), DigitsPersonalTask()
-	add(fm, 6, 5000)
-	add(fm, 2, 5000)
-	add(fm, 20, 2000)
-	for _, m := range []int{2, 6, 20} {
-		add(dg, m, 2000)
-	}
-	return PersonalStudyConfig{Variants: variants, Eps: []float64{1}, Delta: 1e-6, Seeds: 3}
 }
 
 // PersonalRow is one method at one ε (0: non-private) on one variant:

@@ -8,6 +8,7 @@ package fedrepstudy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -66,9 +67,7 @@ func PaperStudyConfig() StudyConfig {
 // parameters: the replication rows of bench/results/fedrep.md §1.
 func paperFedRep(p map[string]string) map[string]string {
 	out := map[string]string{"iterations": "5", "step": "2.5", "init_clip": "50", "init_share": "0.2", "step_guard": "false"}
-	for k, v := range p {
-		out[k] = v
-	}
+	maps.Copy(out, p)
 	if out["noise"] == "paper" {
 		delete(out, "init_clip")
 	}
@@ -123,9 +122,7 @@ func RunStudy(ctx context.Context, cfg StudyConfig) ([]StudyCell, error) {
 				grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: math.Max(eps, 1), Delta: cfg.Delta}
 				seed := uint64(1000*s + 10*mi + ei)
 				raw := map[string]string{"rank": fmt.Sprint(cfg.Rank), "head_data": "local", "local_fraction": "0.5"} // the paper's halves; heads on S¹ only
-				for k, v := range m.Params {
-					raw[k] = v
-				}
+				maps.Copy(raw, m.Params)
 				t0 := time.Now()
 				res, _, err := sdk.RunLocal(ctx, m.Estimator, g.Data, raw, grant, sdk.LocalOptions{Seed: &seed})
 				if err != nil {

@@ -88,20 +88,7 @@ Examples:
 
 func cmdBudget(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 || !slices.Contains(budgetSubcommands, args[0]) {
-		// Asked for help: stdout, exit 0. Otherwise a usage error: stderr, exit 2.
-		helpAsked := len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
-		w := env.Stderr
-		if helpAsked {
-			w = env.Stdout
-		}
-		fmt.Fprint(w, budgetUsage)
-		switch {
-		case helpAsked:
-			return nil
-		case len(args) == 0:
-			return usagef("budget needs a subcommand: set, show or history (or link, charge, list, verify)")
-		}
-		return usagef("budget: unknown subcommand %q (want %s)", args[0], strings.Join(budgetSubcommands, ", "))
+		return subcommandHelp(env, "budget", budgetUsage, "set, show or history (or link, charge, list, verify)", budgetSubcommands, args)
 	}
 	b := &budgetCmd{env: env, sub: args[0]}
 	if err := b.parse(args[1:]); err != nil {

@@ -27,7 +27,7 @@ all (budgets are not affected: the ledger does not live in the cache).
 // $DPLR_HOME/cache.
 func cmdCache(_ context.Context, env *Env, args []string) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "clear") {
-		return cacheHelp(env, args)
+		return subcommandHelp(env, "cache", cacheUsage, "list or clear", []string{"list", "clear"}, args)
 	}
 	sub := args[0]
 	fs := newFlags("cache "+sub, "[--home DIR]", env)
@@ -67,24 +67,6 @@ func cmdCache(_ context.Context, env *Env, args []string) error {
 		return cacheJSON(env, entries)
 	}
 	return cacheTable(env, cache, entries)
-}
-
-// cacheHelp prints the usage (to stdout when asked for, to stderr
-// otherwise) for a missing, unknown or help subcommand.
-func cacheHelp(env *Env, args []string) error {
-	helpAsked := len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
-	w := env.Stderr
-	if helpAsked {
-		w = env.Stdout
-	}
-	fmt.Fprint(w, cacheUsage)
-	switch {
-	case helpAsked:
-		return nil
-	case len(args) == 0:
-		return usagef("cache needs a subcommand: list or clear")
-	}
-	return usagef("cache: unknown subcommand %q (want list or clear)", args[0])
 }
 
 // cacheJSON prints the cache entries as a JSON array.

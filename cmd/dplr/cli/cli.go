@@ -70,6 +70,21 @@ func fail(code int, err error) error { return &exitError{code: code, err: err} }
 
 func usagef(format string, args ...any) error { return fail(ExitUsage, fmt.Errorf(format, args...)) }
 
+// subcommandHelp answers a command with subcommands called without a known
+// one: its usage on stdout and success when help was asked for, else the
+// usage on stderr and a usage error (missing says what is needed).
+func subcommandHelp(env *Env, name, usage, missing string, subs []string, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprint(env.Stdout, usage)
+		return nil
+	}
+	fmt.Fprint(env.Stderr, usage)
+	if len(args) == 0 {
+		return usagef("%s needs a subcommand: %s", name, missing)
+	}
+	return usagef("%s: unknown subcommand %q (want %s)", name, args[0], strings.Join(subs, ", "))
+}
+
 // Env is what a command runs with.
 type Env struct {
 	Stdout, Stderr io.Writer

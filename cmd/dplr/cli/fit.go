@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -280,9 +281,7 @@ func cmdFit(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fitFailure(est.Info, grant, err)
 	}
-	for k, v := range res.Timings {
-		timings[k] = v
-	}
+	maps.Copy(timings, res.Timings)
 	rep := buildReport(res)
 	rep.Data.Path = f.df.path
 	rep.Data.Scale, rep.Data.ColumnScales = view.Scale, view.ColumnScales

@@ -8,11 +8,11 @@ package amin
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 )
@@ -159,7 +159,7 @@ func (st *state) deflate(uh []float64) {
 	if v[0] < 0 {
 		sgn = -1
 	}
-	v[0] += sgn * norm(v)
+	v[0] += sgn * kernel.Norm(v)
 	normalize(v)
 	w := make([]float64, m)
 	for i := 0; i < m; i++ {
@@ -212,16 +212,8 @@ func identity(p int) *mat.Dense {
 	return q
 }
 
-func norm(v []float64) float64 {
-	var s float64
-	for _, a := range v {
-		s += a * a
-	}
-	return math.Sqrt(s)
-}
-
 func normalize(v []float64) {
-	if s := norm(v); s > 0 {
+	if s := kernel.Norm(v); s > 0 {
 		for i := range v {
 			v[i] /= s
 		}

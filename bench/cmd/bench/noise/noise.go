@@ -9,6 +9,7 @@ package noise
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -235,12 +236,8 @@ func noiseChoices(est sdk.Estimator) []string {
 
 func with(base, over map[string]string) map[string]string {
 	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range over {
-		out[k] = v
-	}
+	maps.Copy(out, base)
+	maps.Copy(out, over)
 	return out
 }
 

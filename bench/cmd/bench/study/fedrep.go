@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	fedrep "github.com/dplr/dplr/bench/studies/fedrep"
+	"github.com/dplr/dplr/client"
 )
 
 // FedRep runs "bench study fedrep" with the arguments that follow it.
@@ -38,7 +39,14 @@ func FedRep(args []string) {
 	variants := fs.String("variants", "", "personal study: comma-separated indices of the variants to run (default all)")
 	seedList := fs.String("seedlist", "", "personal study: comma-separated seeds to run (default 1…seeds)")
 	merge := fs.String("merge", "", "personal study: merge the comma-separated JSON files of runs in parts and print the tables (nothing is run)")
+	selectDir := fs.String("select", "", "instead, measure fedrep-private's private rank selection on the personal task through the host, with the plugins in this `DIR`, over -seeds seeds: one JSON line per seed (bench/results/select.md)")
 	_ = fs.Parse(args)
+	if *selectDir != "" {
+		if err := runSelect(context.Background(), *selectDir, *seeds); err != nil {
+			fail("fedrep", err)
+		}
+		return
+	}
 	if *merge != "" {
 		mergePersonal(*merge, *jsonPath)
 		return
@@ -156,4 +164,57 @@ func mergePersonal(files, jsonPath string) {
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩); medians over the seeds run (Values in the JSON)\n", cfg.Delta)
 	fmt.Print(fedrep.PersonalMarkdown(rows))
 	fmt.Print(fedrep.PersonalTuningMarkdown(cfg, rows))
+}
+
+// runSelect measures the private rank selection of fedrep-private on the
+// Fashion-MNIST users task through the host with the plugins in dir: for
+// each seed, one fit with select=rank=2,3,5,9 at (ε, δ) = (1, 1e-6) and
+// every candidate rank fitted alone with the same grant, each scored,
+// non-privately, by the users' held-out accuracy.
+func runSelect(ctx context.Context, dir string, seeds int) error {
+	home, err := os.MkdirTemp("", "select-fedrep")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	c, err := client.New(client.Options{Home: home, PluginDirs: []string{dir}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	task := fedrep.DefaultPersonalTask()
+	ranks := []string{"2", "3", "5", "9"}
+	for s := 1; s <= seeds; s++ {
+		ds, err := task.Build(uint64(s))
+		if err != nil {
+			return err
+		}
+		fit := func(p client.Params) (float64, *client.Result, error) {
+			p = p.Float("holdout", (float64(task.Holdout)+0.5)/float64(task.Train+task.Holdout)).String("head_data", "all")
+			res, err := c.Fit(ctx, client.FitRequest{Estimator: "fedrep-private", Params: p, Grant: client.ApproxDP(1, 1e-6), Data: client.InMemory(ds)})
+			if err != nil {
+				return 0, nil, err
+			}
+			u, _ := res.Matrix("U")
+			v, _ := res.Matrix("V")
+			ids, _ := res.Matrix("V_user_ids")
+			acc, err := task.Accuracy(ds, u, v, ids)
+			return acc, res, err
+		}
+		row := map[string]any{"seed": s}
+		acc, res, err := fit(client.Params{}.String("select", "rank="+strings.Join(ranks, ",")).String("select_score", "accuracy"))
+		if err != nil {
+			return fmt.Errorf("seed %d, selection: %w", s, err)
+		}
+		row["selected_rank"], _ = res.Scalar("selected_rank")
+		row["selected"] = acc
+		for _, r := range ranks {
+			if row["rank "+r], _, err = fit(client.Params{}.String("rank", r)); err != nil {
+				return fmt.Errorf("seed %d, rank %s: %w", s, r, err)
+			}
+		}
+		b, _ := json.Marshal(row)
+		fmt.Println(string(b))
+	}
+	return nil
 }
