@@ -137,11 +137,14 @@ func mixedRun() []Step {
 // default) against the round-up + randomized response PLD it replaces.
 func BenchmarkMixedRunAccounting(b *testing.B) {
 	steps := mixedRun()
-	for _, o := range []PLDOptions{{}, {RoundUp: true, ExponentialAsPure: true}} {
-		b.Run(method(o), func(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		run  func([]Step, float64) (*PLD, error)
+	}{{"connect-the-dots", RunPLD}, {"round-up + randomized response", roundUpRun}} {
+		b.Run(m.name, func(b *testing.B) {
 			c := cpuTime()
 			for i := 0; i < b.N; i++ {
-				p, err := RunPLDWith(steps, o)
+				p, err := m.run(steps, DefaultPLDGrid)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -180,18 +183,4 @@ func BenchmarkExactPlanMixed(b *testing.B) {
 		sinkF += p.Total().Rho
 	}
 	reportCPU(b, c)
-}
-
-// method names the accounting RunPLDWith performs, for the benchmarks:
-// "connect-the-dots" or "round-up", with "+ randomized response" when the
-// exponential mechanism is accounted as a generic pure step.
-func method(o PLDOptions) string {
-	m := "connect-the-dots"
-	if o.RoundUp {
-		m = "round-up"
-	}
-	if o.ExponentialAsPure {
-		m += " + randomized response"
-	}
-	return m
 }

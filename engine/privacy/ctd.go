@@ -218,15 +218,6 @@ func CTDLaplace(eps, h float64) (*PLD, error) {
 	return PLDFromProfile(func(e float64) float64 { return LaplaceDelta(eps, e) }, -eps, eps, h)
 }
 
-// CTDRandomizedResponse is the connect-the-dots PLD of randomized response
-// at eps on grid h: exact when eps is a multiple of h.
-func CTDRandomizedResponse(eps, h float64) (*PLD, error) {
-	if err := checkEps(eps); err != nil {
-		return nil, err
-	}
-	return PLDFromProfile(func(e float64) float64 { return RandomizedResponseDelta(eps, e) }, -eps, eps, h)
-}
-
 // CTDBoundedRange is the connect-the-dots PLD of the supremum profile
 // BoundedRangeDelta of eps-bounded-range mechanisms (the exponential
 // mechanism among them) on grid h.

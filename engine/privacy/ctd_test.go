@@ -102,7 +102,7 @@ func TestCTDGaussianAgainstGDP(t *testing.T) {
 		const h = 1e-3
 		p, err := CTDGaussian(mu, h)
 		require.NoError(t, err)
-		old, err := GaussianPLD(mu, h)
+		old, err := roundUpGaussian(mu, h)
 		require.NoError(t, err)
 		assert.Less(t, p.Inf, 1e-20)
 		for _, e := range []float64{0, 0.25, 0.5, 1, 2, 4, 8} {
@@ -200,7 +200,7 @@ func TestBoundedRangeComposition(t *testing.T) {
 			got := mustEps(t, p, delta)
 			pure := float64(k) * eps
 			zc := EpsilonFromRho(float64(k)*RhoOfExponential(eps), delta)
-			old, err := RunPLDWith(steps, PLDOptions{RoundUp: true, ExponentialAsPure: true})
+			old, err := roundUpRun(steps, DefaultPLDGrid)
 			require.NoError(t, err)
 			rr := mustEps(t, old, delta)
 			assert.LessOrEqual(t, got, pure, "ε=%v k=%d", eps, k)
@@ -277,7 +277,7 @@ func TestPLDPropertyMixed(t *testing.T) {
 				steps = append(steps, Step{Name: "l", Mechanism: MechLaplace, Sensitivity: 1, Scale: 1 / e, Epsilon: e, Rho: RhoOfPure(e)})
 				rho += RhoOfPure(e)
 				pureSum += e
-				f, err := LaplacePLD(e, h)
+				f, err := roundUpLaplace(e, h)
 				require.NoError(t, err)
 				lowFactors = append(lowFactors, roundDown(f))
 			default:
@@ -286,13 +286,13 @@ func TestPLDPropertyMixed(t *testing.T) {
 				rho += RhoOfExponential(e)
 				pureSum += e
 				hasExp = true
-				f, err := PurePLD(e/2, h)
+				f, err := roundUpPure(e/2, h)
 				require.NoError(t, err)
 				lowFactors = append(lowFactors, roundDown(f))
 			}
 		}
 		if hasGauss {
-			f, err := GaussianPLD(math.Sqrt(gmu2), h)
+			f, err := roundUpGaussian(math.Sqrt(gmu2), h)
 			require.NoError(t, err)
 			lowFactors = append(lowFactors, roundDown(f))
 		}
@@ -306,7 +306,7 @@ func TestPLDPropertyMixed(t *testing.T) {
 		require.NoError(t, err)
 		got, err := p.Epsilon(delta)
 		require.NoError(t, err)
-		old, err := RunPLDWith(steps, PLDOptions{RoundUp: true, ExponentialAsPure: true})
+		old, err := roundUpRun(steps, DefaultPLDGrid)
 		require.NoError(t, err)
 		oldEps := mustEps(t, old, delta)
 		lowEps := 0.0

@@ -9,11 +9,9 @@ import (
 )
 
 // Privacy loss distributions: the PLD type, its δ(ε) and ε(δ), and
-// composition. The theory (dominating pairs, the two discretisations and
-// their error bounds) is in docs/privacy.md, "Privacy loss distributions". This
-// file keeps the round-up ("privacy buckets") constructors GaussianPLD,
-// LaplacePLD and PurePLD; ctd.go has the connect-the-dots ones RunPLD uses
-// by default.
+// composition. The theory (dominating pairs, the discretisation and its
+// error bound) is in docs/privacy.md, "Privacy loss distributions"; ctd.go
+// has the connect-the-dots constructors RunPLD uses.
 
 // DefaultPLDGrid is the loss grid width h used when a caller gives none:
 // a composition of k discretised factors overstates ε by at most k·1e-3.
@@ -56,102 +54,6 @@ func checkGrid(h float64) error {
 		return fmt.Errorf("PLD grid h = %v must lie in (0, 1]: %w", h, ErrInvalidBudget)
 	}
 	return nil
-}
-
-// fromCDF discretises a loss with CDF F and survival function S = 1 − F
-// (both given, so that each tail is computed without cancellation) on
-// [lo, hi]: losses below lo are folded into lo's bucket, those above hi go
-// to +∞, and every loss is rounded up to hℤ. Bucket masses are differences
-// of F below the median mid and of S above it.
-func fromCDF(F, S func(float64) float64, mid, lo, hi, h float64) (*PLD, error) {
-	a, b := int(math.Floor(lo/h)), int(math.Ceil(hi/h))
-	if b-a+1 > maxPLDBuckets {
-		return nil, fmt.Errorf("PLD on [%g, %g] with grid %g needs %d buckets (limit %d): use a coarser grid: %w", lo, hi, h, b-a+1, maxPLDBuckets, ErrInvalidBudget)
-	}
-	p := &PLD{H: h, Offset: a, Mass: make([]float64, b-a+1), Factors: 1}
-	// Bucket i holds the losses in ((a+i−1)h, (a+i)h]; bucket 0 everything
-	// at or below a·h.
-	p.Mass[0] = F(float64(a) * h)
-	for i := 1; i < len(p.Mass); i++ {
-		l, r := float64(a+i-1)*h, float64(a+i)*h
-		if r <= mid {
-			p.Mass[i] = math.Max(0, F(r)-F(l))
-		} else {
-			p.Mass[i] = math.Max(0, S(l)-S(r))
-		}
-	}
-	p.Inf = S(float64(b) * h)
-	return p, nil
-}
-
-// GaussianPLD is the round-up discretised PLD of a μ-GDP Gaussian step
-// (Δ/σ = μ); CTDGaussian is the tighter connect-the-dots one.
-func GaussianPLD(mu, h float64) (*PLD, error) {
-	if err := checkGrid(h); err != nil {
-		return nil, err
-	}
-	if !(mu > 0) || math.IsInf(mu, 0) {
-		return nil, fmt.Errorf("Gaussian PLD: μ = %v must be positive and finite: %w", mu, ErrInvalidBudget)
-	}
-	m := mu * mu / 2
-	// ±10 standard deviations: the upper tail sent to +∞ is below 1e-23.
-	lo, hi := m-10*mu, m+10*mu
-	F := func(t float64) float64 { return math.Exp(logNormCDF((t - m) / mu)) }
-	S := func(t float64) float64 { return math.Exp(logNormCDF((m - t) / mu)) }
-	return fromCDF(F, S, m, lo, hi, h)
-}
-
-// LaplacePLD is the round-up discretised PLD of a Laplace step with
-// Δ/b = ε; CTDLaplace is the tighter connect-the-dots one.
-func LaplacePLD(eps, h float64) (*PLD, error) {
-	if err := checkGrid(h); err != nil {
-		return nil, err
-	}
-	if err := checkEps(eps); err != nil {
-		return nil, err
-	}
-	F := func(t float64) float64 {
-		switch {
-		case t < -eps:
-			return 0
-		case t >= eps:
-			return 1
-		}
-		// P(L ≤ t) = ½e^(−ε) + ∫_{−ε}^{t} ¼e^(−(ε−s)/2) ds.
-		return 0.5*math.Exp(-eps) + 0.5*(math.Exp(-(eps-t)/2)-math.Exp(-eps))
-	}
-	// S(t) for t < ε: the atom ½ at ε plus the density's mass above t.
-	S := func(t float64) float64 {
-		switch {
-		case t < -eps:
-			return 1
-		case t >= eps:
-			return 0
-		}
-		return 0.5 - 0.5*math.Expm1(-(eps-t)/2)
-	}
-	return fromCDF(F, S, eps, -eps, eps, h)
-}
-
-// PurePLD is the round-up discretised PLD of randomized response at ε,
-// which dominates every pure ε-DP mechanism (CTDRandomizedResponse is the
-// connect-the-dots one; CTDBoundedRange is much tighter for the
-// exponential mechanism).
-func PurePLD(eps, h float64) (*PLD, error) {
-	if err := checkGrid(h); err != nil {
-		return nil, err
-	}
-	if err := checkEps(eps); err != nil {
-		return nil, err
-	}
-	a, b := int(math.Ceil(-eps/h)), int(math.Ceil(eps/h))
-	if b-a+1 > maxPLDBuckets {
-		return nil, fmt.Errorf("pure PLD at ε = %g with grid %g is too long: %w", eps, h, ErrInvalidBudget)
-	}
-	p := &PLD{H: h, Offset: a, Mass: make([]float64, b-a+1), Factors: 1}
-	p.Mass[0] = 1 / (1 + math.Exp(eps))
-	p.Mass[b-a] += 1 / (1 + math.Exp(-eps))
-	return p, nil
 }
 
 // Delta is the δ at which the PLD's pair is (ε, δ)-DP, with the rounding

@@ -56,7 +56,7 @@ func mustRho(t *testing.T, eps, delta float64) float64 {
 func TestGaussianPLDAgainstGDP(t *testing.T) {
 	for _, mu := range []float64{0.2, 1, 3} {
 		for _, h := range []float64{1e-3, 1e-4} {
-			p, err := GaussianPLD(mu, h)
+			p, err := roundUpGaussian(mu, h)
 			require.NoError(t, err)
 			assert.Less(t, p.Inf, 1e-20)
 			for _, eps := range []float64{0, 0.5, 1, 2, 5} {
@@ -74,9 +74,9 @@ func TestGaussianPLDAgainstGDP(t *testing.T) {
 func TestPurePLDsClosedForm(t *testing.T) {
 	const h = 1e-5
 	for _, eps := range []float64{0.1, 1, 3} {
-		lap, err := LaplacePLD(eps, h)
+		lap, err := roundUpLaplace(eps, h)
 		require.NoError(t, err)
-		rr, err := PurePLD(eps, h)
+		rr, err := roundUpPure(eps, h)
 		require.NoError(t, err)
 		for _, f := range []float64{0, 0.25, 0.5, 0.9, 1} {
 			e := f * eps
@@ -98,7 +98,7 @@ func TestPurePLDsClosedForm(t *testing.T) {
 func TestPureCompositionExact(t *testing.T) {
 	const eps, h = 0.3, 1e-4
 	for _, k := range []int{1, 2, 5, 10} {
-		rr, err := PurePLD(eps, h)
+		rr, err := roundUpPure(eps, h)
 		require.NoError(t, err)
 		p, err := rr.SelfCompose(k)
 		require.NoError(t, err)

@@ -83,36 +83,12 @@ func RunGDP(steps []Step) (float64, bool, error) {
 	return math.Sqrt(sum), true, nil
 }
 
-// PLDOptions choose how RunPLDWith builds a run's PLD. The zero value is
-// the default: connect-the-dots on DefaultPLDGrid, the exponential
-// mechanism as bounded range.
-type PLDOptions struct {
-	// Grid is the loss grid h (0: DefaultPLDGrid).
-	Grid float64
-	// RoundUp discretises by rounding every loss up to the grid ("privacy
-	// buckets", dplr's method before connect-the-dots) instead of
-	// connecting the dots. Both are pessimistic; connect-the-dots is never
-	// looser.
-	RoundUp bool
-	// ExponentialAsPure accounts exponential-mechanism steps as generic
-	// pure ε-DP steps (randomized response at ε) instead of as
-	// ε-bounded-range mechanisms.
-	ExponentialAsPure bool
-}
-
-// RunPLD returns the default (connect-the-dots, bounded-range) PLD of a
-// list of steps on grid h.
+// RunPLD returns the connect-the-dots PLD of a list of steps on grid h
+// (0: DefaultPLDGrid): Gaussian steps composed exactly into one μ-GDP
+// factor, Laplace and bounded-range exponential factors, all convolved
+// (docs/privacy.md, "Privacy loss distributions", for the factors and the
+// error bound). The result dominates the run's composition.
 func RunPLD(steps []Step, h float64) (*PLD, error) {
-	return RunPLDWith(steps, PLDOptions{Grid: h})
-}
-
-// RunPLDWith returns the PLD of a list of steps, built as o says: Gaussian
-// steps composed exactly into one μ-GDP factor, Laplace and bounded-range
-// exponential factors, all convolved (docs/privacy.md, "Privacy loss
-// distributions", for the factors and the error bound). The result
-// dominates the run's composition.
-func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
-	h := o.Grid
 	if h == 0 {
 		h = DefaultPLDGrid
 	}
@@ -156,12 +132,7 @@ func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
 		if err != nil {
 			return nil, err
 		}
-		var p *PLD
-		if o.RoundUp {
-			p, err = GaussianPLD(mu, h)
-		} else {
-			p, err = CTDGaussian(mu, h)
-		}
+		p, err := CTDGaussian(mu, h)
 		if err != nil {
 			return nil, err
 		}
@@ -172,20 +143,9 @@ func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
 	for _, k := range order {
 		var p *PLD
 		var err error
-		switch {
-		case k.mech == MechLaplace && o.RoundUp:
-			p, err = LaplacePLD(k.eps*latticeMargin, h)
-		case k.mech == MechLaplace:
+		if k.mech == MechLaplace {
 			p, err = CTDLaplace(k.eps*latticeMargin, h)
-		case o.ExponentialAsPure && o.RoundUp:
-			p, err = PurePLD(k.eps, h)
-		case o.ExponentialAsPure:
-			p, err = CTDRandomizedResponse(k.eps, h)
-		case o.RoundUp:
-			// Round-up of the bounded-range sup pair: its CTD PLD on a
-			// grid 16 times finer, rounded up to h.
-			p, err = roundUpBR(k.eps, h)
-		default:
+		} else {
 			p, err = CTDBoundedRange(k.eps, h)
 		}
 		if err == nil {
@@ -202,22 +162,4 @@ func RunPLDWith(steps []Step, o PLDOptions) (*PLD, error) {
 		return nil, fmt.Errorf("no steps to account: %w", ErrInvalidBudget)
 	}
 	return acc, nil
-}
-
-// roundUpBR is a round-up PLD of the bounded-range sup pair at eps: the
-// connect-the-dots PLD on the grid h/16 (which dominates the pair) with
-// every loss rounded up to h (which dominates that).
-func roundUpBR(eps, h float64) (*PLD, error) {
-	fine, err := CTDBoundedRange(eps, h/16)
-	if err != nil {
-		return nil, err
-	}
-	a := int(math.Ceil(float64(fine.Offset) / 16))
-	b := int(math.Ceil(float64(fine.Offset+len(fine.Mass)-1) / 16))
-	p := &PLD{H: h, Offset: a, Mass: make([]float64, b-a+1), Inf: fine.Inf, Factors: 1}
-	for i, m := range fine.Mass {
-		j := int(math.Ceil(float64(fine.Offset+i)/16)) - a
-		p.Mass[j] += m
-	}
-	return p, nil
 }

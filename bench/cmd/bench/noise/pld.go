@@ -1,7 +1,7 @@
 // "bench pldnoise" measures how much noise each step of the estimators
 // that mix Gaussian, Laplace and exponential-mechanism steps needs at
-// (ε, δ) = (1, 1e-6) and (4, 1e-6) under zCDP, the old and the new privacy
-// loss distribution accounting and (all-pure runs) pure composition: every
+// (ε, δ) = (1, 1e-6) and (4, 1e-6) under zCDP, the privacy loss distribution
+// accounting and (all-pure runs) pure composition: every
 // accounting scales all of one run's zCDP costs by the largest common
 // factor its ε at δ allows. bench/results/privacy.md explains the table.
 //
@@ -53,13 +53,6 @@ var accountings = []accounting{
 		}
 		return privacy.EpsilonFromRho(rho, delta), nil
 	}},
-	{"old PLD (round-up + RR)", func(s []privacy.Step) (float64, error) {
-		p, err := privacy.RunPLDWith(s, privacy.PLDOptions{RoundUp: true, ExponentialAsPure: true})
-		if err != nil {
-			return 0, err
-		}
-		return p.Epsilon(delta)
-	}},
 	{"new PLD (CTD + BR)", func(s []privacy.Step) (float64, error) {
 		p, err := privacy.RunPLD(s, privacy.DefaultPLDGrid)
 		if err != nil {
@@ -73,8 +66,8 @@ var accountings = []accounting{
 // estimator by name.
 func MainPLD(ests map[string]sdk.Estimator) {
 	var b strings.Builder
-	b.WriteString("| estimator | step | mechanism | ε | pure | zCDP | old PLD (round-up + RR) | new PLD (CTD + BR) | default (best valid) | new PLD / zCDP | new PLD / old PLD |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| estimator | step | mechanism | ε | pure | zCDP | PLD (CTD + BR) | default (best valid) | PLD / zCDP |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	var timings []string
 	for _, c := range configs {
 		est, g := setup(ests, c.estimator, c.model, c.modelParams)
@@ -93,25 +86,22 @@ func MainPLD(ests map[string]sdk.Estimator) {
 			}
 			// The default: every valid accounting's c, the largest wins
 			// (pure composition too, for an all-pure run).
-			best := math.Max(cs[0], cs[2])
+			best := math.Max(cs[0], cs[1])
 			pureCell := "—"
 			if cp, ok := pureScale(base, eps); ok {
 				best = math.Max(best, cp)
 				pureCell = "%"
 			}
 			if eps == 1 {
-				var ms [2]float64
-				for j, a := range []accounting{accountings[2], accountings[1]} {
-					t0 := time.Now()
-					const reps = 5
-					for r := 0; r < reps; r++ {
-						if _, err := a.eps(scaled(base, cs[2])); err != nil {
-							fail(err)
-						}
+				t0 := time.Now()
+				const reps = 5
+				for r := 0; r < reps; r++ {
+					if _, err := accountings[1].eps(scaled(base, cs[1])); err != nil {
+						fail(err)
 					}
-					ms[j] = float64(time.Since(t0).Microseconds()) / 1000 / reps
 				}
-				timings = append(timings, fmt.Sprintf("%s: %d steps, new %.1f ms, old %.1f ms", c.label, len(steps), ms[0], ms[1]))
+				ms := float64(time.Since(t0).Microseconds()) / 1000 / reps
+				timings = append(timings, fmt.Sprintf("%s: %d steps, %.1f ms", c.label, len(steps), ms))
 			}
 			for _, row := range rows(base) {
 				cell := func(c float64) string { return fmt.Sprintf("%.4g", row.value(c)) }
@@ -120,8 +110,8 @@ func MainPLD(ests map[string]sdk.Estimator) {
 					cp, _ := pureScale(base, eps)
 					pc = cell(cp)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %g | %s | %s | %s | %s | %s | %.3f | %.3f |\n", c.label, row.name, row.mech, eps,
-					pc, cell(cs[0]), cell(cs[1]), cell(cs[2]), cell(best), row.value(cs[2])/row.value(cs[0]), row.value(cs[2])/row.value(cs[1]))
+				fmt.Fprintf(&b, "| %s | %s | %s | %g | %s | %s | %s | %s | %.3f |\n", c.label, row.name, row.mech, eps,
+					pc, cell(cs[0]), cell(cs[1]), cell(best), row.value(cs[1])/row.value(cs[0]))
 			}
 		}
 	}
