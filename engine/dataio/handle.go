@@ -13,7 +13,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -295,6 +294,11 @@ func Prepare(ds *data.Dataset, cacheDir string) (Handle, error) {
 func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if ds == nil {
 		return Handle{}, errors.New("prepare: no data set")
+	}
+	if dense := ds.WithDenseX(); dense != ds {
+		h, err := prepare(dense, cacheDir, src)
+		ds.Hash = dense.Hash
+		return h, err
 	}
 	if err := checkStructure(ds); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
@@ -623,8 +627,9 @@ func reusePrepared(memo string) (Handle, bool) {
 
 // Open turns a handle into a data set. A float64 X is memory-mapped
 // read-only and wrapped in a *mat.Dense without copying (writing to it
-// faults); an X of bytes is decoded into memory (decodeBytes); the small
-// arrays are read into memory. Every file's size (and, where recorded, its
+// faults); an X of bytes is mapped likewise and kept as bytes
+// (data.Dataset.XBytes) for rows data, decoded into memory for the other
+// kinds; the small arrays are read into memory. Every file's size (and, where recorded, its
 // modification time) must match the handle. The content is not re-hashed
 // (its hash names the source rows it was read from, which the handle does
 // not hold); it was validated when the handle was prepared. The
@@ -668,17 +673,10 @@ func Open(h Handle) (*data.Dataset, io.Closer, error) {
 			return nil, nil, fmt.Errorf("open data set: %w", err)
 		}
 	}
-	var x []float64
-	var closer io.Closer
-	if h.X.DType == DTypeUint8 {
-		x, closer, err = decodeBytes(&h.X)
-	} else {
-		x, closer, err = mapRef(&h.X)
-	}
+	closer, err := openX(ds, &h)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open data set: X: %w", err)
 	}
-	ds.X = mat.NewDense(h.N, h.P, x)
 	if err := checkStructure(ds); err != nil {
 		closer.Close()
 		return nil, nil, fmt.Errorf("open data set: %w", err)
@@ -738,11 +736,6 @@ func (u *unmapper) Close() error {
 // mapRef maps a float64 array read-only, falling back to reading it into
 // memory where mapping cannot give an aligned little-endian view.
 func mapRef(r *FileRef) ([]float64, io.Closer, error) {
-	f, size, err := openRef(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close() // the mapping stays valid after the file is closed
 	if !nativeLE || r.Offset%8 != 0 || !mmapSupported {
 		v, err := readRef[float64](r)
 		if err != nil {
@@ -750,12 +743,34 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 		}
 		return v, &unmapper{fn: func() error { return nil }}, nil
 	}
+	m, closer, err := mapBytes(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(&m[0])), r.Count), closer, nil
+}
+
+// mapBytes maps the bytes of the array r refers to read-only (reads them
+// into memory where files cannot be mapped).
+func mapBytes(r *FileRef) ([]byte, io.Closer, error) {
+	f, size, err := openRef(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close() // the mapping stays valid after the file is closed
+	n := r.elemSize() * r.Count
+	if !mmapSupported {
+		b := make([]byte, n)
+		if _, err := f.ReadAt(b, r.Offset); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
+		}
+		return b, &unmapper{fn: func() error { return nil }}, nil
+	}
 	m, unmap, err := mapFile(f, size)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
 	}
-	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[r.Offset])), r.Count)
-	return x, &unmapper{fn: unmap}, nil
+	return m[r.Offset : r.Offset+n], &unmapper{fn: unmap}, nil
 }
 
 // elemSize is the size in bytes of one element of the array r refers to.
@@ -766,56 +781,28 @@ func (r *FileRef) elemSize() int64 {
 	return 8
 }
 
-// decodeBytes reads the bytes r refers to (mapped where possible) and
-// returns their values float64(b)·r.Scale, the arithmetic of the streamed
-// reading, so the rows are bit for bit those a float64 cache held. The
-// bytes are converted in parallel blocks through a table of the 256
-// values.
-func decodeBytes(r *FileRef) ([]float64, io.Closer, error) {
-	f, size, err := openRef(r)
+// openX maps the X of h into ds and returns what unmaps it.
+func openX(ds *data.Dataset, h *Handle) (io.Closer, error) {
+	if h.X.DType != DTypeUint8 {
+		x, closer, err := mapRef(&h.X)
+		if err == nil {
+			ds.X = mat.NewDense(h.N, h.P, x)
+		}
+		return closer, err
+	}
+	b, closer, err := mapBytes(&h.X)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer f.Close()
-	var raw []byte
-	if mmapSupported {
-		m, unmap, err := mapFile(f, size)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
-		}
-		defer unmap()
-		raw = m[r.Offset : r.Offset+r.Count]
-	} else {
-		raw = make([]byte, r.Count)
-		if _, err := f.ReadAt(raw, r.Offset); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
-		}
+	xb, err := data.NewBytes(h.N, h.P, b, h.X.Scale)
+	if err != nil {
+		closer.Close()
+		return nil, err
 	}
-	var lut [256]float64
-	for i := range lut {
-		lut[i] = float64(i) * r.Scale
+	if ds.Kind == data.Rows {
+		ds.XBytes = xb
+		return closer, nil
 	}
-	x := make([]float64, len(raw))
-	const block = 1 << 18
-	var wg sync.WaitGroup
-	next := make(chan int, 1)
-	go func() {
-		defer close(next)
-		for a := 0; a < len(raw); a += block {
-			next <- a
-		}
-	}()
-	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a := range next {
-				for i, v := range raw[a:min(a+block, len(raw))] {
-					x[a+i] = lut[v]
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return x, &unmapper{fn: func() error { return nil }}, nil
+	ds.X = xb.Dense()
+	return closer, closer.Close()
 }

@@ -40,9 +40,8 @@ func Of(d *data.Dataset) (*Source, error) {
 		return nil, errors.New("empty data set")
 	case d.Kind != data.Rows:
 		return nil, fmt.Errorf("need rows data, got %s", d.Kind)
-	case d.X != nil && !d.X.IsEmpty():
-		n, p := d.X.Dims()
-		return &Source{ds: d, n: n, p: p}, nil
+	case d.X != nil && !d.X.IsEmpty() || d.XBytes != nil:
+		return &Source{ds: d, n: d.N(), p: d.P()}, nil
 	case d.Remote != nil:
 		if d.Remote.Passer == nil || d.Remote.N < 1 || d.Remote.P < 1 {
 			return nil, errors.New("remote data set without rows or pass runner")
