@@ -1,5 +1,6 @@
 // Package data defines the in-memory data sets dplr's estimators read: a
-// kind, a dense design matrix (possibly backed by a read-only memory map),
+// kind, a dense design matrix (possibly backed by a read-only memory map,
+// or kept as the bytes of its source with a scale: Bytes),
 // responses and, for user-grouped data, the user boundaries; or, for rows
 // data aggregated elsewhere (a Beam pipeline), only the rows' statistics.
 package data

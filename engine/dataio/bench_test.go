@@ -331,27 +331,3 @@ func BenchmarkLoadFMNISTCold(b *testing.B) {
 	}
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 }
-
-// BenchmarkOpenFMNIST opens the prepared Fashion-MNIST training images (a
-// cache of bytes with their scale) as a plugin does before a warm fit,
-// and reports the CPU time per opening (cpu-s/op): mapping the 47 MB of
-// bytes and decoding them into float64 rows.
-func BenchmarkOpenFMNIST(b *testing.B) {
-	needFashion(b)
-	cache := b.TempDir()
-	h, err := PrepareFile(fashionTrain, LoadOptions{Scale: 1.0 / 255}, cache)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var cpu time.Duration
-	for b.Loop() {
-		c0 := cpuTime()
-		_, closer, err := Open(h)
-		cpu += cpuTime() - c0
-		if err != nil {
-			b.Fatal(err)
-		}
-		closer.Close()
-	}
-	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-}
