@@ -628,9 +628,9 @@ func reusePrepared(memo string) (Handle, bool) {
 // Open turns a handle into a data set. A float64 X is memory-mapped
 // read-only and wrapped in a *mat.Dense without copying (writing to it
 // faults); an X of bytes is mapped likewise and kept as bytes
-// (data.Dataset.XBytes) for rows data, decoded into memory for the other
-// kinds; the small arrays are read into memory. Every file's size (and, where recorded, its
-// modification time) must match the handle. The content is not re-hashed
+// (data.Dataset.XBytes) for rows data, decoded for the other kinds; the
+// small arrays are read into memory. Every file's size (and, where
+// recorded, its modification time) must match the handle. The content is not re-hashed
 // (its hash names the source rows it was read from, which the handle does
 // not hold); it was validated when the handle was prepared. The
 // returned Closer unmaps X: the data set must not be used after Close.
@@ -750,27 +750,19 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 	return unsafe.Slice((*float64)(unsafe.Pointer(&m[0])), r.Count), closer, nil
 }
 
-// mapBytes maps the bytes of the array r refers to read-only (reads them
-// into memory where files cannot be mapped).
+// mapBytes maps the bytes of the array r refers to read-only (mapFile
+// reads them where files cannot be mapped).
 func mapBytes(r *FileRef) ([]byte, io.Closer, error) {
 	f, size, err := openRef(r)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close() // the mapping stays valid after the file is closed
-	n := r.elemSize() * r.Count
-	if !mmapSupported {
-		b := make([]byte, n)
-		if _, err := f.ReadAt(b, r.Offset); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
-		}
-		return b, &unmapper{fn: func() error { return nil }}, nil
-	}
 	m, unmap, err := mapFile(f, size)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
 	}
-	return m[r.Offset : r.Offset+n], &unmapper{fn: unmap}, nil
+	return m[r.Offset : r.Offset+r.elemSize()*r.Count], &unmapper{fn: unmap}, nil
 }
 
 // elemSize is the size in bytes of one element of the array r refers to.

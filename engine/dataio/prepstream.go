@@ -94,8 +94,7 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 			ref.DType, ref.Scale = DTypeUint8, cs
 		}
 	}
-	if holding || ref == nil || ref.DType != DTypeFloat64 { // a plugin holds the floats of bytes
-
+	if holding || ref == nil || ref.DType != DTypeFloat64 { // a fit may decode bytes to floats
 		if err := p.checkClaim(opt.maxBytes()); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}

@@ -85,6 +85,7 @@ type rowsOf struct {
 	n, p int
 }
 
+// rowsFrom returns how the rows of x are read.
 func rowsFrom(x Matrix) rowsOf {
 	n, p := x.Dims()
 	d, _ := x.(*mat.Dense)
@@ -98,14 +99,6 @@ func (x rowsOf) row(i int, buf []float64) []float64 {
 		return x.d.RawRowView(i)
 	}
 	return x.r.Row(i, buf)
-}
-
-// buf returns a row buffer for row (nil when rows are views).
-func (x rowsOf) buf() []float64 {
-	if x.d != nil {
-		return nil
-	}
-	return make([]float64, x.p)
 }
 
 // check reports a Matrix that is neither a *mat.Dense nor a RowReader.
@@ -125,7 +118,7 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float6
 	if err := x.check("norm counts"); err != nil {
 		return nil, err
 	}
-	buf := x.buf()
+	buf := make([]float64, x.p)
 	counts := make([]float64, len(grid)+1)
 	for i := 0; i < x.n; i++ {
 		if i%8192 == 0 && ctx.Err() != nil {
@@ -168,7 +161,7 @@ func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) 
 	if err := x.check("clipped sum"); err != nil {
 		return nil, err
 	}
-	buf := x.buf()
+	buf := make([]float64, x.p)
 	sum := make([]float64, x.p)
 	for i := 0; i < x.n; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -348,7 +341,7 @@ func Fold(upper []float64, p int, rows blas64.General, alpha float64) {
 
 // anyLonger reports whether some row of x has norm above c.
 func anyLonger(x rowsOf, c float64) bool {
-	buf := x.buf()
+	buf := make([]float64, x.p)
 	for i := 0; i < x.n; i++ {
 		var s float64
 		for _, v := range x.row(i, buf) {
@@ -369,11 +362,8 @@ func finiteMoment(g *mat.SymDense, x rowsOf) error {
 	for j := 0; j < p; j++ {
 		for k := j; k < p; k++ {
 			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
-				buf := x.buf()
-				for i := 0; i < x.n; i++ {
-					if err := FiniteRow(i, x.row(i, buf)); err != nil {
-						return err
-					}
+				if err := x.finite(); err != nil {
+					return err
 				}
 				return fmt.Errorf("second moment of columns %d and %d overflows (%v): rescale the data", j, k, v)
 			}
@@ -414,10 +404,13 @@ func CheckMoment(p int, mom []float64, records int64, clip float64) error {
 }
 
 // Finite names the first non-finite entry of x, if any.
-func Finite(x *mat.Dense) error {
-	n, p := x.Dims()
-	for i := 0; i < n; i++ {
-		if err := FiniteRow(i, x.RawRowView(i)[:p]); err != nil {
+func Finite(x *mat.Dense) error { return rowsFrom(x).finite() }
+
+// finite names the first non-finite entry of x, if any.
+func (x rowsOf) finite() error {
+	buf := make([]float64, x.p)
+	for i := 0; i < x.n; i++ {
+		if err := FiniteRow(i, x.row(i, buf)); err != nil {
 			return err
 		}
 	}
