@@ -146,6 +146,7 @@ func TestPrepareStreamedErrors(t *testing.T) {
 		{"trailing", "x.idx.gz", gz(append(append([]byte(nil), full...), 1, 2, 3)), LoadOptions{}, nil, "trailing"},
 		{"infinite", "i.idx", idxFile(0x0E, []int{n, p}, encode(binary.BigEndian, bad)), LoadOptions{}, nil, "row 250, column 3"},
 		{"overflow", "o.idx", idxFile(0x0E, []int{n, p}, encode(binary.BigEndian, huge)), LoadOptions{Scale: 10}, nil, "after scaling"},
+		{"bytes overflow", "b.idx.gz", gz(idxFile(0x08, []int{2, 2}, []byte{0, 1, 200, 3})), LoadOptions{Scale: 1e307}, nil, "not finite after scaling by 1e+307"},
 		{"cancelled", "c.idx", full, LoadOptions{}, func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
