@@ -65,8 +65,8 @@ func Counts(scores, grid []float64) []int64 {
 	return c
 }
 
-// RowReader is a matrix whose rows are decoded into a buffer its reader
-// reuses rather than held as float64 (data.Bytes).
+// RowReader is a matrix of finite values whose rows are decoded into a
+// buffer its reader reuses rather than held as float64 (data.Bytes).
 type RowReader interface {
 	Dims() (r, c int)
 	// Row writes row i into dst (of length at least c) and returns it.
@@ -99,6 +99,15 @@ func (x rowsOf) row(i int, buf []float64) []float64 {
 		return x.d.RawRowView(i)
 	}
 	return x.r.Row(i, buf)
+}
+
+// finiteRow names the first non-finite entry of row i, if any (a
+// RowReader's rows are finite).
+func (x rowsOf) finiteRow(i int, row []float64) error {
+	if x.d == nil {
+		return nil
+	}
+	return FiniteRow(i, row)
 }
 
 // check reports a Matrix that is neither a *mat.Dense nor a RowReader.
@@ -168,7 +177,7 @@ func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) 
 			return nil, fmt.Errorf("clipped sum: %w", ctx.Err())
 		}
 		row := x.row(i, buf)
-		if err := FiniteRow(i, row); err != nil {
+		if err := x.finiteRow(i, row); err != nil {
 			return nil, err
 		}
 		f := ClipFactor(row, clip)
@@ -410,7 +419,7 @@ func Finite(x *mat.Dense) error { return rowsFrom(x).finite() }
 func (x rowsOf) finite() error {
 	buf := make([]float64, x.p)
 	for i := 0; i < x.n; i++ {
-		if err := FiniteRow(i, x.row(i, buf)); err != nil {
+		if err := x.finiteRow(i, x.row(i, buf)); err != nil {
 			return err
 		}
 	}
