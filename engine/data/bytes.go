@@ -3,8 +3,6 @@ package data
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -55,29 +53,11 @@ func (x *Bytes) Row(i int, dst []float64) []float64 {
 	return dst
 }
 
-// Dense returns the matrix as float64, decoded in parallel blocks.
+// Dense returns the matrix as float64.
 func (x *Bytes) Dense() *mat.Dense {
 	out := make([]float64, len(x.b))
-	const block = 1 << 18
-	next := make(chan int, 1)
-	go func() {
-		defer close(next)
-		for a := 0; a < len(out); a += block {
-			next <- a
-		}
-	}()
-	var wg sync.WaitGroup
-	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a := range next {
-				for i, v := range x.b[a:min(a+block, len(out))] {
-					out[a+i] = x.lut[v]
-				}
-			}
-		}()
+	for i, v := range x.b {
+		out[i] = x.lut[v]
 	}
-	wg.Wait()
 	return mat.NewDense(x.n, x.p, out)
 }
