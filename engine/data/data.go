@@ -124,29 +124,20 @@ func (s *Statistics) Check() error {
 }
 
 // N returns the number of rows.
-func (d *Dataset) N() int {
-	switch {
-	case d.X == nil && d.XBytes != nil:
-		r, _ := d.XBytes.Dims()
-		return r
-	case d.X == nil && d.Remote != nil:
-		return d.Remote.N
-	}
-	r, _ := d.X.Dims()
-	return r
-}
+func (d *Dataset) N() int { n, _ := d.dims(); return n }
 
 // P returns the number of columns of X.
-func (d *Dataset) P() int {
+func (d *Dataset) P() int { _, p := d.dims(); return p }
+
+// dims returns the shape of X, wherever it is held.
+func (d *Dataset) dims() (n, p int) {
 	switch {
 	case d.X == nil && d.XBytes != nil:
-		_, c := d.XBytes.Dims()
-		return c
+		return d.XBytes.Dims()
 	case d.X == nil && d.Remote != nil:
-		return d.Remote.P
+		return d.Remote.N, d.Remote.P
 	}
-	_, c := d.X.Dims()
-	return c
+	return d.X.Dims()
 }
 
 // WithDenseX returns d itself when X is held as float64, else a copy
