@@ -33,7 +33,8 @@ type Source struct {
 }
 
 // Of returns the source of a rows data set: passes run in process over
-// its rows, or by its Passer when it is held elsewhere.
+// its rows (float64, or bytes decoded block by block), or by its Passer
+// when it is held elsewhere.
 func Of(d *data.Dataset) (*Source, error) {
 	switch {
 	case d == nil:
@@ -54,9 +55,10 @@ func Of(d *data.Dataset) (*Source, error) {
 // Dims returns the public shape n×p.
 func (s *Source) Dims() (n, p int) { return s.n, s.p }
 
-// Rows returns the rows when they are in memory, nil otherwise: only for
-// the options no pass serves, which the estimators refuse on a remote data
-// set before any step.
+// Rows returns the rows when they are in memory as float64, nil otherwise:
+// only for the options no pass serves, which the estimators refuse on a
+// remote data set before any step (and for which the SDK decodes rows kept
+// as bytes).
 func (s *Source) Rows() *mat.Dense { return s.ds.X }
 
 // PrivateNorm releases the q-quantile of the norms ‖x_i − μ‖ (μ public:
