@@ -1,5 +1,6 @@
 // Package data defines the in-memory data sets dplr's estimators read: a
-// kind, a dense design matrix (possibly backed by a read-only memory map),
+// kind, a dense design matrix (possibly backed by a read-only memory map,
+// or kept as the bytes of its source with a scale: Bytes),
 // responses and, for user-grouped data, the user boundaries; or, for rows
 // data aggregated elsewhere (a Beam pipeline), only the rows' statistics.
 package data
@@ -34,8 +35,13 @@ var Kinds = []Kind{Rows, Trace, Users}
 // Dataset is a validated data set. X may be backed by a read-only memory
 // map: estimators must treat it (and Y) as read-only.
 type Dataset struct {
-	Kind      Kind
-	X         *mat.Dense
+	Kind Kind
+	X    *mat.Dense
+	// XBytes, when set on a rows data set, holds X compactly in its place
+	// (X nil): the rows of a source of bytes, served to aggregation passes
+	// decoded block by block. A fit that needs X itself gets
+	// WithDenseX's copy.
+	XBytes    *Bytes
 	Y         []float64 // Trace, Users: one response per row
 	D1, D2    int       // Trace: the shape of each sample matrix
 	UserStart []int     // Users: len = number of users + 1
@@ -118,21 +124,31 @@ func (s *Statistics) Check() error {
 }
 
 // N returns the number of rows.
-func (d *Dataset) N() int {
-	if d.X == nil && d.Remote != nil {
-		return d.Remote.N
-	}
-	r, _ := d.X.Dims()
-	return r
-}
+func (d *Dataset) N() int { n, _ := d.dims(); return n }
 
 // P returns the number of columns of X.
-func (d *Dataset) P() int {
-	if d.X == nil && d.Remote != nil {
-		return d.Remote.P
+func (d *Dataset) P() int { _, p := d.dims(); return p }
+
+// dims returns the shape of X, wherever it is held.
+func (d *Dataset) dims() (n, p int) {
+	switch {
+	case d.X == nil && d.XBytes != nil:
+		return d.XBytes.Dims()
+	case d.X == nil && d.Remote != nil:
+		return d.Remote.N, d.Remote.P
 	}
-	_, c := d.X.Dims()
-	return c
+	return d.X.Dims()
+}
+
+// WithDenseX returns d itself when X is held as float64, else a copy
+// whose X is XBytes decoded.
+func (d *Dataset) WithDenseX() *Dataset {
+	if d == nil || d.X != nil || d.XBytes == nil {
+		return d
+	}
+	cp := *d
+	cp.X, cp.XBytes = d.XBytes.Dense(), nil
+	return &cp
 }
 
 // NumUsers returns the number of users of a Users data set.
@@ -154,8 +170,8 @@ func (d *Dataset) Validate() error {
 	if err := d.CheckShape(); err != nil {
 		return err
 	}
-	if d.Remote != nil {
-		return nil // remote values are checked per pass
+	if d.Remote != nil || d.X == nil && d.XBytes != nil {
+		return nil // remote values are checked per pass; bytes are finite
 	}
 	n, p := d.X.Dims()
 	raw := d.X.RawMatrix()
@@ -186,10 +202,21 @@ func (d *Dataset) CheckShape() error {
 		}
 		return d.Remote.check(d.Kind)
 	}
-	if d.X == nil || d.X.IsEmpty() {
+	var n, p int
+	switch {
+	case d.X != nil && !d.X.IsEmpty():
+		n, p = d.X.Dims()
+	case d.X == nil && d.XBytes != nil:
+		if err := d.XBytes.check(); err != nil {
+			return err
+		}
+		n, p = d.XBytes.Dims()
+		if d.Kind != Rows {
+			return fmt.Errorf("%s data held as bytes (only rows data is)", d.Kind)
+		}
+	default:
 		return fmt.Errorf("data set has no rows")
 	}
-	n, p := d.X.Dims()
 	switch d.Kind {
 	case Rows:
 	case Trace:

@@ -129,10 +129,10 @@ func CacheClear(cacheDir string) (int64, error) {
 	return freed, nil
 }
 
-// cacheNeed returns the bytes the canonical files of ds take, X holding
-// count values.
-func cacheNeed(ds *data.Dataset, count int) int64 {
-	return 8 * int64(count+len(ds.Y)+len(ds.UserStart)+len(ds.UserIDs)+len(ds.Labels))
+// cacheNeed returns the bytes the canonical files of ds take, X taking
+// xBytes.
+func cacheNeed(ds *data.Dataset, xBytes int64) int64 {
+	return xBytes + 8*int64(len(ds.Y)+len(ds.UserStart)+len(ds.UserIDs)+len(ds.Labels))
 }
 
 // checkCacheRoom refuses a data set whose canonical files alone (need

@@ -54,11 +54,11 @@ func checkStreamed(t *testing.T, b []byte, header func(io.Reader, int64, int64) 
 	p.r = bytes.NewReader(b[len(b)-int(p.known):])
 	var got []float64
 	var chunks int
-	_, _, serr := streamRows(context.Background(), p, &data.Dataset{Kind: data.Rows}, n, cols, 0.5, nil, func(c []float64) error {
+	_, _, serr := streamRows(context.Background(), p, &data.Dataset{Kind: data.Rows}, n, cols, 0.5, nil, rowSink{floats: func(c []float64) error {
 		chunks++
 		got = append(got, c...)
 		return nil
-	})
+	}})
 	q, err := header(bytes.NewReader(b), int64(len(b)), -1)
 	if err != nil {
 		t.Fatalf("header decodes once but not twice: %v", err)

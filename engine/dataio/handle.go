@@ -21,13 +21,18 @@ import (
 	"github.com/dplr/dplr/engine/data"
 )
 
-// HandleVersion is the version of the Handle layout.
-const HandleVersion = 1
+// HandleVersion is the version of the Handle layout. Version 2 keeps X
+// of a source of bytes as bytes with its scale (DTypeUint8); entries and
+// records of version 1 are prepared again.
+const HandleVersion = 2
 
 // DType names of the raw arrays a FileRef points at.
 const (
 	DTypeFloat64 = "<f8" // little-endian IEEE-754 float64
 	DTypeInt64   = "<i8" // little-endian int64
+	// DTypeUint8 is an X of bytes standing for the float64 values
+	// float64(b)·FileRef.Scale: a source of bytes kept compact.
+	DTypeUint8 = "|u1"
 )
 
 // FileRef locates one raw little-endian array inside a file.
@@ -36,8 +41,11 @@ type FileRef struct {
 	Path string `json:"path"`
 	// Offset is the byte offset of the first element.
 	Offset int64 `json:"offset"`
-	// DType is DTypeFloat64 or DTypeInt64.
+	// DType is DTypeFloat64, DTypeInt64 or (X only) DTypeUint8.
 	DType string `json:"dtype"`
+	// Scale, for DTypeUint8, is what each byte is multiplied by: element k
+	// is float64(b_k)·Scale, exactly the value the view holds.
+	Scale float64 `json:"scale,omitempty"`
 	// Count is the number of elements.
 	Count int64 `json:"count"`
 	// Size is the expected size of the whole file in bytes; Open refuses a
@@ -96,7 +104,7 @@ func refsIntact(h *Handle) bool {
 // refState reports how the file r refers to (stat'ed as st) departs from
 // the state r recorded, or nil.
 func refState(r *FileRef, st os.FileInfo) error {
-	need := r.Offset + 8*r.Count
+	need := r.Offset + r.elemSize()*r.Count
 	switch {
 	case !st.Mode().IsRegular():
 		return fmt.Errorf("%s: not a regular file", r.Path)
@@ -131,7 +139,7 @@ func claimEntry(dir string) (intact bool, unlock func(), err error) {
 	if entryIntact(dir) {
 		return true, unlock, nil
 	}
-	for _, name := range []string{fileX, fileY, fileUserStart, fileUserIDs, fileLabels, fileHandle} {
+	for _, name := range []string{fileX, fileXU8, fileY, fileUserStart, fileUserIDs, fileLabels, fileHandle} {
 		_ = os.Remove(filepath.Join(dir, name))
 	}
 	return false, unlock, nil
@@ -191,6 +199,7 @@ func (o LoadOptions) view() *View {
 // Canonical file names inside cacheDir/<hash>/.
 const (
 	fileX         = "x.f8"
+	fileXU8       = "x.u1"
 	fileY         = "y.f8"
 	fileUserStart = "user_start.i8"
 	fileUserIDs   = "user_ids.i8"
@@ -212,8 +221,13 @@ func (h *Handle) Check() error {
 	if int64(h.N) > math.MaxInt64/int64(h.P) || h.X.Count != int64(h.N)*int64(h.P) {
 		return fmt.Errorf("handle: X has %d values, shape %d×%d", h.X.Count, h.N, h.P)
 	}
-	if h.X.DType != DTypeFloat64 {
-		return fmt.Errorf("handle: X dtype %q, want %q", h.X.DType, DTypeFloat64)
+	switch {
+	case h.X.DType == DTypeUint8:
+		if !isFinite(h.X.Scale) || !isFinite(255*h.X.Scale) {
+			return fmt.Errorf("handle: X of bytes with scale %v: its values are not all finite", h.X.Scale)
+		}
+	case h.X.DType != DTypeFloat64:
+		return fmt.Errorf("handle: X dtype %q, want %q or %q", h.X.DType, DTypeFloat64, DTypeUint8)
 	}
 	check := func(name string, r *FileRef, dt string, count int64) error {
 		if r == nil {
@@ -281,6 +295,11 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if ds == nil {
 		return Handle{}, errors.New("prepare: no data set")
 	}
+	if dense := ds.WithDenseX(); dense != ds {
+		h, err := prepare(dense, cacheDir, src)
+		ds.Hash = dense.Hash
+		return h, err
+	}
 	if err := checkStructure(ds); err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
@@ -299,7 +318,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	n, p := ds.X.Dims()
 	dir := filepath.Join(abs, ds.Hash)
 	if entryIntact(dir) {
-		h := canonicalHandle(ds, n, p, dir)
+		h := canonicalHandle(ds, n, p, dir, 0)
 		if present(h) && stampRefs(&h) == nil {
 			h.Source = src
 			touch(dir)
@@ -329,7 +348,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	if err != nil {
 		return Handle{}, fmt.Errorf("prepare: %w", err)
 	}
-	h := canonicalHandle(ds, n, p, dir)
+	h := canonicalHandle(ds, n, p, dir, 0)
 	if err := storeEntry(ds, &h, tmp.Name()); err != nil {
 		return Handle{}, err
 	}
@@ -386,8 +405,9 @@ func storeEntry(ds *data.Dataset, h *Handle, tmpX string) error {
 }
 
 // canonicalHandle returns the handle of the canonical files in dir of ds,
-// whose X (n×p) need not be in memory.
-func canonicalHandle(ds *data.Dataset, n, p int, dir string) Handle {
+// whose X (n×p) need not be in memory: X is float64, or bytes standing for
+// float64(b)·xScale when xScale is not 0.
+func canonicalHandle(ds *data.Dataset, n, p int, dir string, xScale float64) Handle {
 	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p}
 	if ds.Kind == data.Trace {
 		h.D1, h.D2 = ds.D1, ds.D2
@@ -396,6 +416,9 @@ func canonicalHandle(ds *data.Dataset, n, p int, dir string) Handle {
 		return &FileRef{Path: filepath.Join(dir, name), DType: dt, Count: int64(count), Size: 8 * int64(count)}
 	}
 	h.X = *ref(fileX, DTypeFloat64, n*p)
+	if xScale != 0 {
+		h.X = FileRef{Path: filepath.Join(dir, fileXU8), DType: DTypeUint8, Count: int64(n * p), Size: int64(n * p), Scale: xScale}
+	}
 	if ds.Y != nil {
 		h.Y = ref(fileY, DTypeFloat64, len(ds.Y))
 	}
@@ -545,7 +568,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 		if ds.Name == "" {
 			ds.Name = filepath.Base(path)
 		}
-		if err := checkCacheRoom(cdir, cacheNeed(ds, ds.N()*ds.P()), opt.cacheMaxBytes()); err != nil {
+		if err := checkCacheRoom(cdir, cacheNeed(ds, 8*int64(ds.N()*ds.P())), opt.cacheMaxBytes()); err != nil {
 			return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 		}
 		if h, err = prepare(ds, cdir, &id); err != nil {
@@ -602,10 +625,12 @@ func reusePrepared(memo string) (Handle, bool) {
 	return h, true
 }
 
-// Open turns a handle into a data set. X is memory-mapped read-only and
-// wrapped in a *mat.Dense without copying (writing to it faults); the small
-// arrays are read into memory. Every file's size (and, where recorded, its
-// modification time) must match the handle. The content is not re-hashed
+// Open turns a handle into a data set. A float64 X is memory-mapped
+// read-only and wrapped in a *mat.Dense without copying (writing to it
+// faults); an X of bytes is mapped likewise and kept as bytes
+// (data.Dataset.XBytes) for rows data, decoded for the other kinds; the
+// small arrays are read into memory. Every file's size (and, where
+// recorded, its modification time) must match the handle. The content is not re-hashed
 // (its hash names the source rows it was read from, which the handle does
 // not hold); it was validated when the handle was prepared. The
 // returned Closer unmaps X: the data set must not be used after Close.
@@ -648,11 +673,10 @@ func Open(h Handle) (*data.Dataset, io.Closer, error) {
 			return nil, nil, fmt.Errorf("open data set: %w", err)
 		}
 	}
-	x, closer, err := mapRef(&h.X)
+	closer, err := openX(ds, &h)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open data set: X: %w", err)
 	}
-	ds.X = mat.NewDense(h.N, h.P, x)
 	if err := checkStructure(ds); err != nil {
 		closer.Close()
 		return nil, nil, fmt.Errorf("open data set: %w", err)
@@ -712,11 +736,6 @@ func (u *unmapper) Close() error {
 // mapRef maps a float64 array read-only, falling back to reading it into
 // memory where mapping cannot give an aligned little-endian view.
 func mapRef(r *FileRef) ([]float64, io.Closer, error) {
-	f, size, err := openRef(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close() // the mapping stays valid after the file is closed
 	if !nativeLE || r.Offset%8 != 0 || !mmapSupported {
 		v, err := readRef[float64](r)
 		if err != nil {
@@ -724,10 +743,58 @@ func mapRef(r *FileRef) ([]float64, io.Closer, error) {
 		}
 		return v, &unmapper{fn: func() error { return nil }}, nil
 	}
+	m, closer, err := mapBytes(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(&m[0])), r.Count), closer, nil
+}
+
+// mapBytes maps the bytes of the array r refers to read-only (mapFile
+// reads them where files cannot be mapped).
+func mapBytes(r *FileRef) ([]byte, io.Closer, error) {
+	f, size, err := openRef(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close() // the mapping stays valid after the file is closed
 	m, unmap, err := mapFile(f, size)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", r.Path, err)
 	}
-	x := unsafe.Slice((*float64)(unsafe.Pointer(&m[r.Offset])), r.Count)
-	return x, &unmapper{fn: unmap}, nil
+	return m[r.Offset : r.Offset+r.elemSize()*r.Count], &unmapper{fn: unmap}, nil
+}
+
+// elemSize is the size in bytes of one element of the array r refers to.
+func (r *FileRef) elemSize() int64 {
+	if r.DType == DTypeUint8 {
+		return 1
+	}
+	return 8
+}
+
+// openX maps the X of h into ds and returns what unmaps it.
+func openX(ds *data.Dataset, h *Handle) (io.Closer, error) {
+	if h.X.DType != DTypeUint8 {
+		x, closer, err := mapRef(&h.X)
+		if err == nil {
+			ds.X = mat.NewDense(h.N, h.P, x)
+		}
+		return closer, err
+	}
+	b, closer, err := mapBytes(&h.X)
+	if err != nil {
+		return nil, err
+	}
+	xb, err := data.NewBytes(h.N, h.P, b, h.X.Scale)
+	if err != nil {
+		closer.Close()
+		return nil, err
+	}
+	if ds.Kind == data.Rows {
+		ds.XBytes = xb
+		return closer, nil
+	}
+	ds.X = xb.Dense()
+	return closer, closer.Close()
 }

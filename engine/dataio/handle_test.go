@@ -449,5 +449,5 @@ func TestPrepareFileReuse(t *testing.T) {
 	ds, closer, err := Open(fresh)
 	require.NoError(t, err)
 	defer closer.Close()
-	assert.Equal(t, 6.0, ds.X.At(2, 3))
+	assert.Equal(t, 6.0, ds.WithDenseX().X.At(2, 3))
 }

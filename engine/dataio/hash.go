@@ -27,6 +27,7 @@ type hashView struct {
 // of X with its response, user id and label (the rows IdentityOf hashes),
 // read unscaled. It does not validate ds.
 func Hash(ds *data.Dataset) string {
+	ds = ds.WithDenseX()
 	return contentHash(ds, hashView{scale: 1}, ownBuilder(ds, true).digs)
 }
 

@@ -440,7 +440,7 @@ func (b *idBuilder) addTable(t *table) {
 // IdentityOf returns the identity of an in-memory data set taken as its
 // own source: its rows of X with, per row, the response, the user id and
 // the label where present (the order array sources use).
-func IdentityOf(ds *data.Dataset) Identity { return ownBuilder(ds, false).finish() }
+func IdentityOf(ds *data.Dataset) Identity { return ownBuilder(ds.WithDenseX(), false).finish() }
 
 // ownBuilder hashes the rows of ds taken as its own source (IdentityOf),
 // keeping the row digests if keep.

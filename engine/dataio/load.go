@@ -235,18 +235,18 @@ func streamHeader(path string, opt LoadOptions) (src *source, p *pending, n, col
 func loadStreamed(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) {
 	var x []float64
 	var n, cols int
-	ds, b, err := streamFile(context.Background(), path, opt, true, func(_ *data.Dataset, _ *FileRef, rows, c int) (func([]float64) error, error) {
+	ds, b, err := streamFile(context.Background(), path, opt, true, func(_ *data.Dataset, _ *FileRef, rows, c int, _ dtype) (rowSink, error) {
 		n, cols = rows, c
 		total := n * cols
 		// X grows with what arrives (growTo): a lying header costs little.
 		x = make([]float64, 0, min(total, 1<<16))
-		return func(out []float64) error {
+		return rowSink{floats: func(out []float64) error {
 			if len(x)+len(out) > cap(x) {
 				x = append(make([]float64, 0, growTo(cap(x), len(x)+len(out), total)), x...)
 			}
 			x = append(x, out...)
 			return nil
-		}, nil
+		}}, nil
 	})
 	if ds == nil || err != nil {
 		return nil, err

@@ -25,6 +25,26 @@ const streamBlockBytes = 1 << 19
 // memory stays a few MiB whatever the data set's size.
 func streamSlots(workers int) int { return 2*workers + 2 }
 
+// rowSink takes the rows of a streamed reading, in order: scaled to
+// float64 (floats), or as the bytes of a source of bytes (raw, when set:
+// the rows are then never converted to scaled float64s).
+type rowSink struct {
+	floats func([]float64) error
+	raw    func([]byte) error
+}
+
+// compactScale returns the scale a source of dtype dt read at scale s is
+// kept compact with (a DTypeUint8 X), or 0 when it is not kept compact:
+// only unsigned bytes, and only at a scale under which every byte stays
+// finite (the others go through the float path, which names the value
+// that overflows).
+func compactScale(dt dtype, s float64) float64 {
+	if dt == (dtype{kind: 'u', size: 1}) && isFinite(255*s) {
+		return s
+	}
+	return 0
+}
+
 // streamBlock is one block of whole rows moving through a streamed
 // preparation.
 type streamBlock struct {
@@ -43,14 +63,15 @@ type streamBlock struct {
 // each block to float64 and add its rows to their share of the source
 // identity (unscaled values), keeping each row's digest, then scale it; the
 // calling goroutine feeds the digests to the content hash in row order and
-// passes the scaled blocks to the sink that start returns once the shape
-// and the side files are read (ref, when not nil, locates X in the file
-// itself, which can be referenced in place). The returned data set has
+// passes the blocks to the sink that start returns once the shape and the
+// side files are read (ref, when not nil, locates X in the file itself,
+// which can be referenced in place: a float64 X read unscaled, or an X of
+// bytes kept compact). The returned data set has
 // everything but X, its hash set. A nil data set means the input does not
 // qualify (the caller then reads it whole, or reports it): CSV, Fortran
 // order, column options, or users whose ids are not in order. holding
 // says whether X will be held in memory (bounded by opt.MaxBytes).
-func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool, start func(ds *data.Dataset, ref *FileRef, n, cols int) (func([]float64) error, error)) (*data.Dataset, *idBuilder, error) {
+func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool, start func(ds *data.Dataset, ref *FileRef, n, cols int, dt dtype) (rowSink, error)) (*data.Dataset, *idBuilder, error) {
 	if opt.LabelColumn != "" || len(opt.FeatureColumns) > 0 || len(opt.ColumnScales) > 0 {
 		return nil, nil, nil
 	}
@@ -60,16 +81,20 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 	}
 	defer src.Close()
 	var ref *FileRef
-	if !src.gz && src.format == FormatNPY && src.st != nil && src.st.Mode().IsRegular() && p.dt == (dtype{kind: 'f', size: 8}) &&
-		nativeLE && mmapSupported && p.offset%8 == 0 && opt.scale() == 1 {
+	plain := !src.gz && src.st != nil && src.st.Mode().IsRegular()
+	f8 := src.format == FormatNPY && p.dt == (dtype{kind: 'f', size: 8}) && nativeLE && mmapSupported && p.offset%8 == 0 && opt.scale() == 1
+	if cs := compactScale(p.dt, opt.scale()); plain && (f8 || cs != 0) {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		ref = &FileRef{Path: abs, Offset: p.offset, DType: DTypeFloat64, Count: int64(n) * int64(cols),
 			Size: src.st.Size(), ModTime: src.st.ModTime().UnixNano(), Stamp: fileStamp(src.st)}
+		if !f8 {
+			ref.DType, ref.Scale = DTypeUint8, cs
+		}
 	}
-	if holding || ref == nil {
+	if holding || ref == nil || ref.DType != DTypeFloat64 { // a fit may decode bytes to floats
 		if err := p.checkClaim(opt.maxBytes()); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -90,11 +115,11 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	emit, err := start(ds, ref, n, cols)
+	sink, err := start(ds, ref, n, cols, p.dt)
 	if err != nil {
 		return nil, nil, err
 	}
-	sum, id, err := streamRows(ctx, p, ds, n, cols, opt.scale(), sideCols(ds, rowIDs), emit)
+	sum, id, err := streamRows(ctx, p, ds, n, cols, opt.scale(), sideCols(ds, rowIDs), sink)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -103,9 +128,11 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 }
 
 // prepareStreamed prepares a data set through streamFile: X is referenced
-// in place when it is a float64, little-endian .npy file read unscaled (it
-// is then only read, never copied), and written into the cache otherwise.
-// ok is false if the input does not qualify.
+// in place when it is a float64, little-endian .npy file read unscaled or
+// an uncompressed file of bytes (it is then only read, never copied), and
+// written into the cache otherwise: as bytes with their scale for a source
+// of bytes (compactScale), never expanded to float64 on disk, else as
+// float64. ok is false if the input does not qualify.
 func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir string) (Handle, bool, error) {
 	var inPlace *FileRef
 	var tmpX string
@@ -115,22 +142,31 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		}
 	}()
 	var n, cols int
+	var xScale float64
 	var tmp *os.File
-	ds, id, err := streamFile(ctx, path, opt, false, func(ds *data.Dataset, ref *FileRef, rows, c int) (func([]float64) error, error) {
+	ds, id, err := streamFile(ctx, path, opt, false, func(ds *data.Dataset, ref *FileRef, rows, c int, dt dtype) (rowSink, error) {
 		n, cols, inPlace = rows, c, ref
 		if ref != nil {
-			return func([]float64) error { return nil }, nil
+			return rowSink{raw: func([]byte) error { return nil }}, nil
 		}
-		err := checkCacheRoom(cdir, cacheNeed(ds, n*cols), opt.cacheMaxBytes())
+		xScale = compactScale(dt, opt.scale())
+		xBytes := 8 * int64(n*cols)
+		if xScale != 0 {
+			xBytes /= 8
+		}
+		err := checkCacheRoom(cdir, cacheNeed(ds, xBytes), opt.cacheMaxBytes())
 		if err != nil {
-			return nil, fmt.Errorf("prepare %s: %w", path, err)
+			return rowSink{}, fmt.Errorf("prepare %s: %w", path, err)
 		}
 		if tmp, err = createTempX(cdir); err != nil {
-			return nil, err
+			return rowSink{}, err
 		}
 		tmpX = tmp.Name()
 		// Blocks are large: they go to the file without another copy.
-		return func(out []float64) error { return writeF64LE(tmp, out) }, nil
+		if xScale != 0 {
+			return rowSink{raw: func(b []byte) error { _, err := tmp.Write(b); return err }}, nil
+		}
+		return rowSink{floats: func(out []float64) error { return writeF64LE(tmp, out) }}, nil
 	})
 	if tmp != nil {
 		if cerr := tmp.Close(); err == nil && cerr != nil {
@@ -146,7 +182,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 	if ds.Name == "" {
 		ds.Name = filepath.Base(path)
 	}
-	h := canonicalHandle(ds, n, cols, filepath.Join(cdir, ds.Hash))
+	h := canonicalHandle(ds, n, cols, filepath.Join(cdir, ds.Hash), xScale)
 	if inPlace != nil {
 		h.X = *inPlace
 		if len(h.refs()) > 1 { // the side arrays live in the cache entry
@@ -164,11 +200,11 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 }
 
 // streamRows streams the n×cols payload of p through the pipeline described
-// at streamFile, passing the scaled float64 rows to emit in order. It
+// at streamFile, passing the rows to sink in order. It
 // returns the content hash (header, view and row digests written; the
 // caller adds the tail) and the source identity of the rows with the side
 // columns sides.
-func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, scale float64, sides []sideCol, emit func([]float64) error) (hash.Hash, *idBuilder, error) {
+func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, scale float64, sides []sideCol, sink rowSink) (hash.Hash, *idBuilder, error) {
 	if p.known >= 0 && p.nbytes > p.known {
 		return nil, nil, p.wrap(fmt.Errorf("%w: the header implies %d data bytes but only %d are present", errTruncated, p.nbytes, p.known))
 	}
@@ -230,6 +266,9 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 		go func(b *idBuilder) {
 			defer wg.Done()
 			sw := newStreamWorker(p, cols, scale, b)
+			if sink.raw != nil {
+				sw.scale = 1 // the floats are not kept: only their identity
+			}
 			for blk := range work {
 				if ctx.Err() == nil {
 					blk.err = sw.block(blk)
@@ -253,7 +292,11 @@ func streamRows(ctx context.Context, p *pending, ds *data.Dataset, n, cols int, 
 			failed = ctx.Err()
 		default:
 			sh.Write(b.dig)
-			failed = emit(b.out)
+			if sink.raw != nil {
+				failed = sink.raw(b.raw)
+			} else {
+				failed = sink.floats(b.out)
+			}
 			rows += b.rows
 		}
 		if failed != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,15 +93,24 @@ func TestPrepareStreamedMatchesLoad(t *testing.T) {
 				assert.Equal(t, want.View, got.View)
 				assert.Equal(t, want.Name, got.Name)
 				assert.Equal(t, [2]int{want.N, want.P}, [2]int{got.N, got.P})
-				wx, err := os.ReadFile(want.X.Path)
-				require.NoError(t, err)
-				gx, err := os.ReadFile(got.X.Path)
-				require.NoError(t, err)
-				assert.Equal(t, wx[want.X.Offset:], gx[got.X.Offset:], "the same values, in the cache or in place")
 				assert.Equal(t, want.Labels != nil, got.Labels != nil)
 				ds, closer, err := Open(got)
 				require.NoError(t, err)
 				defer closer.Close()
+				wds, wcloser, err := Open(want)
+				require.NoError(t, err)
+				defer wcloser.Close()
+				assert.Equal(t, f64bits(wds.X.RawMatrix().Data), f64bits(ds.WithDenseX().X.RawMatrix().Data), "the same values, bit for bit, in the cache or in place")
+				if strings.HasPrefix(c.name, "u8") {
+					// Bytes stay bytes, with their scale: in place when
+					// uncompressed, else a cache file of n·p bytes.
+					assert.Equal(t, DTypeUint8, got.X.DType)
+					assert.Equal(t, int64(n*p), got.X.Count)
+					assert.Equal(t, !strings.HasSuffix(c.name, ".gz"), got.X.Path == path)
+					if st, err := os.Stat(got.X.Path); assert.NoError(t, err) && strings.HasSuffix(c.name, ".gz") {
+						assert.Equal(t, int64(n*p), st.Size())
+					}
+				}
 				if opt.Scale == 0 {
 					assert.Equal(t, ds.Hash, Hash(ds), "an unscaled array source is its own source")
 				}
@@ -136,6 +146,7 @@ func TestPrepareStreamedErrors(t *testing.T) {
 		{"trailing", "x.idx.gz", gz(append(append([]byte(nil), full...), 1, 2, 3)), LoadOptions{}, nil, "trailing"},
 		{"infinite", "i.idx", idxFile(0x0E, []int{n, p}, encode(binary.BigEndian, bad)), LoadOptions{}, nil, "row 250, column 3"},
 		{"overflow", "o.idx", idxFile(0x0E, []int{n, p}, encode(binary.BigEndian, huge)), LoadOptions{Scale: 10}, nil, "after scaling"},
+		{"bytes overflow", "b.idx.gz", gz(idxFile(0x08, []int{2, 2}, []byte{0, 1, 200, 3})), LoadOptions{Scale: 1e307}, nil, "not finite after scaling by 1e+307"},
 		{"cancelled", "c.idx", full, LoadOptions{}, func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -208,4 +219,13 @@ func TestByteRowMatchesRow(t *testing.T) {
 		}
 		assert.Equal(t, a.finish(), b.finish())
 	}
+}
+
+// f64bits returns the bit patterns of v, to compare values exactly (-0, NaN).
+func f64bits(v []float64) []uint64 {
+	out := make([]uint64, len(v))
+	for i, x := range v {
+		out[i] = math.Float64bits(x)
+	}
+	return out
 }

@@ -65,18 +65,75 @@ func Counts(scores, grid []float64) []int64 {
 	return c
 }
 
+// RowReader is a matrix of finite values whose rows are decoded into a
+// buffer its reader reuses rather than held as float64 (data.Bytes).
+type RowReader interface {
+	Dims() (r, c int)
+	// Row writes row i into dst (of length at least c) and returns it.
+	Row(i int, dst []float64) []float64
+}
+
+// Matrix is what the rows kernels read: a *mat.Dense or a RowReader.
+type Matrix interface {
+	Dims() (r, c int)
+}
+
+// rowsOf is x read row by row: from a *mat.Dense's storage, or decoded.
+type rowsOf struct {
+	d    *mat.Dense
+	r    RowReader
+	n, p int
+}
+
+// rowsFrom returns how the rows of x are read.
+func rowsFrom(x Matrix) rowsOf {
+	n, p := x.Dims()
+	d, _ := x.(*mat.Dense)
+	r, _ := x.(RowReader)
+	return rowsOf{d: d, r: r, n: n, p: p}
+}
+
+// row returns row i: a view of the storage, or buf (of length p) filled.
+func (x rowsOf) row(i int, buf []float64) []float64 {
+	if x.d != nil {
+		return x.d.RawRowView(i)
+	}
+	return x.r.Row(i, buf)
+}
+
+// finiteRow names the first non-finite entry of row i, if any (a
+// RowReader's rows are finite).
+func (x rowsOf) finiteRow(i int, row []float64) error {
+	if x.d == nil {
+		return nil
+	}
+	return FiniteRow(i, row)
+}
+
+// check reports a Matrix that is neither a *mat.Dense nor a RowReader.
+func (x rowsOf) check(what string) error {
+	if x.d == nil && x.r == nil {
+		return fmt.Errorf("%s: rows of an unknown matrix type", what)
+	}
+	return nil
+}
+
 // NormCounts returns the counts of the norms ‖x_i − center‖ (center nil:
 // 0) in the cells of the increasing grid, as Counts (as floats, the
 // counts a pass result carries). It fails on a row whose norm is not
 // finite.
-func NormCounts(ctx context.Context, x *mat.Dense, center, grid []float64) ([]float64, error) {
-	n, p := x.Dims()
+func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float64, error) {
+	x := rowsFrom(m)
+	if err := x.check("norm counts"); err != nil {
+		return nil, err
+	}
+	buf := make([]float64, x.p)
 	counts := make([]float64, len(grid)+1)
-	for i := 0; i < n; i++ {
+	for i := 0; i < x.n; i++ {
 		if i%8192 == 0 && ctx.Err() != nil {
 			return nil, fmt.Errorf("norm counts: %w", ctx.Err())
 		}
-		row := x.RawRowView(i)[:p]
+		row := x.row(i, buf)
 		s := CentredNorm(row, center)
 		if math.IsNaN(s) || math.IsInf(s, 0) {
 			if err := FiniteRow(i, row); err != nil {
@@ -108,15 +165,19 @@ func CheckNormCounts(counts []float64, records int64) error {
 // ClippedSum returns Σ_i min(1, clip/‖x_i‖)·x_i (ClipFactor; clip ≤ 0 or
 // +Inf: the plain sum). It fails on a non-finite entry; a row whose norm
 // merely overflows gets weight zero.
-func ClippedSum(ctx context.Context, x *mat.Dense, clip float64) ([]float64, error) {
-	n, p := x.Dims()
-	sum := make([]float64, p)
-	for i := 0; i < n; i++ {
+func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) {
+	x := rowsFrom(m)
+	if err := x.check("clipped sum"); err != nil {
+		return nil, err
+	}
+	buf := make([]float64, x.p)
+	sum := make([]float64, x.p)
+	for i := 0; i < x.n; i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, fmt.Errorf("clipped sum: %w", ctx.Err())
 		}
-		row := x.RawRowView(i)[:p]
-		if err := FiniteRow(i, row); err != nil {
+		row := x.row(i, buf)
+		if err := x.finiteRow(i, row); err != nil {
 			return nil, err
 		}
 		f := ClipFactor(row, clip)
@@ -166,9 +227,10 @@ var setMu sync.Mutex
 // w_i = min(1, c/‖x_i−μ‖) (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and
 // the number of rows the clip shrank by more than rounding (Shrink).
 //
-// When no row is centred or clipped, the product is a BLAS syrk on x's own
-// storage; otherwise rows are copied, centred and shrunk in blocks of
-// bounded size, each folded in by a rank-k update. A large product is
+// When no row is centred or clipped and x is a *mat.Dense, the product is
+// a BLAS syrk on x's own storage; otherwise rows are copied (or decoded,
+// from a RowReader), centred and shrunk in blocks of bounded size, each
+// folded in by a rank-k update. A large product is
 // split into a fixed number of row chunks computed concurrently: with a
 // single-threaded BLAS (th nil or th.Threads() ≤ 1), or when rows are
 // copied and th can set its thread count — the BLAS then runs one thread
@@ -176,13 +238,17 @@ var setMu sync.Mutex
 // multiplies on its own instead of waiting for the BLAS's threads at each
 // block. The chunks are summed in a fixed order. A non-finite result is
 // traced to its entry in x. x is never written.
-func SecondMoment(ctx context.Context, x *mat.Dense, mu []float64, c, scale float64, th Threads) (*mat.SymDense, int, error) {
-	n, p := x.Dims()
+func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64, th Threads) (*mat.SymDense, int, error) {
+	x := rowsFrom(m)
+	if err := x.check("second moment"); err != nil {
+		return nil, 0, err
+	}
+	n, p := x.n, x.p
 	if mu != nil && len(mu) != p {
 		return nil, 0, fmt.Errorf("second moment: mean of length %d for %d columns", len(mu), p)
 	}
 	doClip := c > 0 && !math.IsInf(c, 1)
-	needCopy := mu != nil || (doClip && anyLonger(x, c))
+	needCopy := x.d == nil || mu != nil || (doClip && anyLonger(x, c))
 	threads := 1
 	if th != nil {
 		threads = th.Threads()
@@ -213,7 +279,7 @@ func SecondMoment(ctx context.Context, x *mat.Dense, mu []float64, c, scale floa
 		parts[k].g = g
 		if !needCopy {
 			if b > a {
-				raw := x.RawMatrix()
+				raw := x.d.RawMatrix()
 				Fold(g.RawSymmetric().Data, p, blas64.General{Rows: b - a, Cols: p, Stride: raw.Stride, Data: raw.Data[a*raw.Stride:]}, scale)
 			}
 			return
@@ -227,7 +293,7 @@ func SecondMoment(ctx context.Context, x *mat.Dense, mu []float64, c, scale floa
 			m := min(bs, b-start)
 			for i := 0; i < m; i++ {
 				row := buf[i*p : (i+1)*p]
-				src := x.RawRowView(start + i)[:p]
+				src := x.row(start+i, row) // decoded in place from a RowReader
 				if mu == nil {
 					copy(row, src)
 				} else {
@@ -283,11 +349,11 @@ func Fold(upper []float64, p int, rows blas64.General, alpha float64) {
 }
 
 // anyLonger reports whether some row of x has norm above c.
-func anyLonger(x *mat.Dense, c float64) bool {
-	n, p := x.Dims()
-	for i := 0; i < n; i++ {
+func anyLonger(x rowsOf, c float64) bool {
+	buf := make([]float64, x.p)
+	for i := 0; i < x.n; i++ {
 		var s float64
-		for _, v := range x.RawRowView(i)[:p] {
+		for _, v := range x.row(i, buf) {
 			s += v * v
 		}
 		if s > c*c {
@@ -300,12 +366,12 @@ func anyLonger(x *mat.Dense, c float64) bool {
 // finiteMoment checks that the second moment g is finite; a non-finite
 // entry means the data hold a NaN or Inf (or overflow) in that column,
 // which is then located in x.
-func finiteMoment(g *mat.SymDense, x *mat.Dense) error {
+func finiteMoment(g *mat.SymDense, x rowsOf) error {
 	p := g.SymmetricDim()
 	for j := 0; j < p; j++ {
 		for k := j; k < p; k++ {
 			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
-				if err := Finite(x); err != nil {
+				if err := x.finite(); err != nil {
 					return err
 				}
 				return fmt.Errorf("second moment of columns %d and %d overflows (%v): rescale the data", j, k, v)
@@ -347,10 +413,13 @@ func CheckMoment(p int, mom []float64, records int64, clip float64) error {
 }
 
 // Finite names the first non-finite entry of x, if any.
-func Finite(x *mat.Dense) error {
-	n, p := x.Dims()
-	for i := 0; i < n; i++ {
-		if err := FiniteRow(i, x.RawRowView(i)[:p]); err != nil {
+func Finite(x *mat.Dense) error { return rowsFrom(x).finite() }
+
+// finite names the first non-finite entry of x, if any.
+func (x rowsOf) finite() error {
+	buf := make([]float64, x.p)
+	for i := 0; i < x.n; i++ {
+		if err := x.finiteRow(i, x.row(i, buf)); err != nil {
 			return err
 		}
 	}

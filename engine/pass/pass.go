@@ -325,7 +325,7 @@ func Run(ctx context.Context, ds *data.Dataset, req data.PassRequest) (*data.Pas
 	if ds == nil {
 		return nil, fmt.Errorf("pass %s: no data set", req.Kind)
 	}
-	if ds.X != nil && !ds.X.IsEmpty() {
+	if ds.X != nil && !ds.X.IsEmpty() || ds.XBytes != nil {
 		return Local(ds).Pass(ctx, req)
 	}
 	if ds.Remote == nil || ds.Remote.Passer == nil {

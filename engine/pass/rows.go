@@ -165,7 +165,7 @@ var (
 			return st.Check()
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *MomentRequest) (*MomentResult, error) {
-			sum, err := kernel.ClippedSum(ctx, ds.X, q.Clip)
+			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), q.Clip)
 			if err != nil {
 				return nil, err
 			}
@@ -186,7 +186,7 @@ var (
 			return kernel.CheckNormCounts(r.Counts, r.Records)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *NormHistogramRequest) (*CountsResult, error) {
-			counts, err := kernel.NormCounts(ctx, ds.X, centerOf(q.Center), q.Grid)
+			counts, err := kernel.NormCounts(ctx, rowsMatrix(ds), centerOf(q.Center), q.Grid)
 			return &CountsResult{Records: int64(ds.N()), Counts: counts}, err
 		},
 	})
@@ -200,7 +200,7 @@ var (
 			return kernel.CheckClippedSum(r.Sum, r.Records, q.Clip)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *ClippedSumRequest) (*SumResult, error) {
-			sum, err := kernel.ClippedSum(ctx, ds.X, q.Clip)
+			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), q.Clip)
 			return &SumResult{Records: int64(ds.N()), Sum: sum}, err
 		},
 	})
@@ -232,11 +232,20 @@ func checkCount(name string, v, records int64) error {
 	return nil
 }
 
+// rowsMatrix is the X of a rows data set as the kernels read it: held as
+// float64, or as bytes decoded block by block (data.Dataset.XBytes).
+func rowsMatrix(ds *data.Dataset) kernel.Matrix {
+	if ds.X == nil && ds.XBytes != nil {
+		return ds.XBytes
+	}
+	return ds.X
+}
+
 // centredMoment runs kernel.SecondMoment on ds's rows (on the default
 // backend's BLAS threads) and returns it p×p row-major with the number of
 // rows the clip shrank.
 func centredMoment(ctx context.Context, ds *data.Dataset, center []float64, clip float64) ([]float64, int, error) {
-	m, clipped, err := kernel.SecondMoment(ctx, ds.X, center, clip, 1, backend.Default())
+	m, clipped, err := kernel.SecondMoment(ctx, rowsMatrix(ds), center, clip, 1, backend.Default())
 	if err != nil {
 		return nil, 0, err
 	}

@@ -75,6 +75,13 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 		}
 		run.Data = remoteView(d, kinds)
 	}
+	if d.X == nil && d.XBytes != nil {
+		// Rows kept as bytes are read through passes, decoded block by
+		// block; a fit that reads X itself gets it decoded whole.
+		if _, err := PassesOf(est, prep.opts, ShapeOf(d)); err != nil {
+			run.Data = d.WithDenseX()
+		}
+	}
 	res, err = safeFit(ctx, fit, run)
 	if err != nil {
 		if errors.Is(err, privacy.ErrInvalidBudget) && len(acct.Steps()) == 0 && !IsBadRequest(err) {

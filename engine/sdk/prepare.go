@@ -25,7 +25,7 @@ type Shape struct {
 
 // ShapeOf returns the shape of d.
 func ShapeOf(d *data.Dataset) Shape {
-	if d == nil || (d.X == nil && d.Remote == nil) {
+	if d == nil || (d.X == nil && d.XBytes == nil && d.Remote == nil) {
 		return Shape{}
 	}
 	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Remote: d.Remote != nil}

@@ -192,3 +192,33 @@ func TestBadRequest(t *testing.T) {
 	assert.False(t, IsBadRequest(base))
 	assert.False(t, IsBadRequest(nil))
 }
+
+// fakeRemote is a fakeEst with a path through aggregation passes.
+type fakeRemote struct{ fakeEst }
+
+func (fakeRemote) Passes(any, Shape) ([]string, error) { return []string{"rows.clipped_sum"}, nil }
+
+// TestRunLocalBytes: rows kept as bytes reach an estimator with a path
+// through passes as they are (X nil, read by its passes), and one without
+// such a path as X decoded; both see the same shape.
+func TestRunLocalBytes(t *testing.T) {
+	xb, err := data.NewBytes(2, 2, []byte{1, 2, 3, 4}, 0.5)
+	require.NoError(t, err)
+	d := &data.Dataset{Kind: data.Rows, XBytes: xb}
+	info := Info{Name: "fake", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantApprox}, NonPrivate: true}
+	var seen *data.Dataset
+	fit := func(_ context.Context, run *Run) (*Result, error) {
+		seen = run.Data
+		return &Result{}, nil
+	}
+	grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}
+	_, _, err = RunLocal(context.Background(), fakeEst{info: info, fit: fit}, d, nil, grant, LocalOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, seen.X)
+	assert.Equal(t, []float64{0.5, 1, 1.5, 2}, seen.X.RawMatrix().Data)
+	assert.Nil(t, d.X, "the caller's data set is not changed")
+	_, _, err = RunLocal(context.Background(), fakeRemote{fakeEst{info: info, fit: fit}}, d, nil, grant, LocalOptions{})
+	require.NoError(t, err)
+	assert.Same(t, d, seen)
+	assert.Equal(t, Shape{Kind: data.Rows, N: 2, P: 2}, ShapeOf(d))
+}

@@ -116,14 +116,14 @@ func refToProto(r *dataio.FileRef) *dplrpb.FileRef {
 	if r == nil {
 		return nil
 	}
-	return &dplrpb.FileRef{Path: r.Path, Offset: r.Offset, Dtype: r.DType, Count: r.Count, Size: r.Size, Mtime: r.ModTime}
+	return &dplrpb.FileRef{Path: r.Path, Offset: r.Offset, Dtype: r.DType, Count: r.Count, Size: r.Size, Mtime: r.ModTime, Scale: r.Scale}
 }
 
 func refFromProto(r *dplrpb.FileRef) *dataio.FileRef {
 	if r == nil {
 		return nil
 	}
-	return &dataio.FileRef{Path: r.GetPath(), Offset: r.GetOffset(), DType: r.GetDtype(), Count: r.GetCount(), Size: r.GetSize(), ModTime: r.GetMtime()}
+	return &dataio.FileRef{Path: r.GetPath(), Offset: r.GetOffset(), DType: r.GetDtype(), Count: r.GetCount(), Size: r.GetSize(), ModTime: r.GetMtime(), Scale: r.GetScale()}
 }
 
 // shapeOf is the public shape of a prepared data set: its kind and

@@ -367,7 +367,7 @@ func (s *Server) Transform(req *dplrpb.TransformRequest, stream dplrpb.Estimator
 		return status.Errorf(codes.InvalidArgument, "opening the rows: %v", err)
 	}
 	defer closer.Close()
-	if ds.X == nil {
+	if ds = ds.WithDenseX(); ds.X == nil {
 		return status.Errorf(codes.InvalidArgument, "a transform takes rows")
 	}
 	m := &sdk.Model{Estimator: req.GetEstimator(), Params: req.GetParams(), Scalars: req.GetScalars()}

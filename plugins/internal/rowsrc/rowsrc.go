@@ -33,16 +33,16 @@ type Source struct {
 }
 
 // Of returns the source of a rows data set: passes run in process over
-// its rows, or by its Passer when it is held elsewhere.
+// its rows (float64, or bytes decoded block by block), or by its Passer
+// when it is held elsewhere.
 func Of(d *data.Dataset) (*Source, error) {
 	switch {
 	case d == nil:
 		return nil, errors.New("empty data set")
 	case d.Kind != data.Rows:
 		return nil, fmt.Errorf("need rows data, got %s", d.Kind)
-	case d.X != nil && !d.X.IsEmpty():
-		n, p := d.X.Dims()
-		return &Source{ds: d, n: n, p: p}, nil
+	case d.X != nil && !d.X.IsEmpty() || d.XBytes != nil:
+		return &Source{ds: d, n: d.N(), p: d.P()}, nil
 	case d.Remote != nil:
 		if d.Remote.Passer == nil || d.Remote.N < 1 || d.Remote.P < 1 {
 			return nil, errors.New("remote data set without rows or pass runner")
@@ -55,9 +55,10 @@ func Of(d *data.Dataset) (*Source, error) {
 // Dims returns the public shape n×p.
 func (s *Source) Dims() (n, p int) { return s.n, s.p }
 
-// Rows returns the rows when they are in memory, nil otherwise: only for
-// the options no pass serves, which the estimators refuse on a remote data
-// set before any step.
+// Rows returns the rows when they are in memory as float64, nil otherwise:
+// only for the options no pass serves, which the estimators refuse on a
+// remote data set before any step (and for which the SDK decodes rows kept
+// as bytes).
 func (s *Source) Rows() *mat.Dense { return s.ds.X }
 
 // PrivateNorm releases the q-quantile of the norms ‖x_i − μ‖ (μ public:

@@ -110,3 +110,72 @@ func TestPrivateNormRefusesBeforeAnyStep(t *testing.T) {
 		})
 	}
 }
+
+// TestBytesAndFloatsAgree: a source over rows kept as bytes with a scale
+// (data.Bytes, decoded block by block) gives the aggregates of the same
+// rows decoded into float64, bit for bit wherever rows are centred or
+// clipped (both then copy rows into blocks alike), and up to summation
+// order for the plain second moment (which a float64 X multiplies in
+// place); the same private clip from the same seed.
+func TestBytesAndFloatsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const n, p = 600, 9
+	raw := make([]byte, n*p)
+	for i := range raw {
+		raw[i] = byte(r.IntN(256))
+	}
+	xb, err := data.NewBytes(n, p, raw, 1.0/255)
+	require.NoError(t, err)
+	bds := &data.Dataset{Kind: data.Rows, XBytes: xb}
+	require.NoError(t, bds.CheckShape())
+	fds := bds.WithDenseX()
+	require.NotNil(t, fds.X)
+	assert.Nil(t, bds.X, "WithDenseX copies")
+	for i, v := range fds.X.RawMatrix().Data {
+		require.Equal(t, float64(raw[i])*(1.0/255), v)
+	}
+	bs, err := Of(bds)
+	require.NoError(t, err)
+	fs, err := Of(fds)
+	require.NoError(t, err)
+	ctx := context.Background()
+	mu := make([]float64, p)
+	for j := range mu {
+		mu[j] = 0.5
+	}
+	for _, c := range []float64{0, 1, 2.5} {
+		a, err := bs.Sum(ctx, c)
+		require.NoError(t, err)
+		b, err := fs.Sum(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, b, a, "sum, clip %v", c)
+		for _, m := range [][]float64{nil, mu} {
+			ga, ka, err := bs.SecondMoment(ctx, m, c, 1.0/n)
+			require.NoError(t, err)
+			gb, kb, err := fs.SecondMoment(ctx, m, c, 1.0/n)
+			require.NoError(t, err)
+			assert.Equal(t, kb, ka)
+			if m != nil || c > 0 {
+				assert.Equal(t, gb, ga, "second moment, clip %v, centred %v", c, m != nil)
+			} else {
+				assert.True(t, mat.EqualApprox(gb, ga, 1e-13), "plain second moment")
+			}
+		}
+	}
+	ma, sa, err := bs.Moments(ctx)
+	require.NoError(t, err)
+	mb, sb, err := fs.Moments(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, mb, ma)
+	assert.True(t, mat.EqualApprox(sb, sa, 1e-13))
+	for _, m := range [][]float64{nil, mu} {
+		clip := func(s *Source) float64 {
+			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
+			require.NoError(t, err)
+			c, err := s.PrivateNorm(ctx, acct, privacy.NewSeededSource(5), "clip quantile", privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.5}, m, 0.5)
+			require.NoError(t, err)
+			return c
+		}
+		assert.Equal(t, clip(fs), clip(bs))
+	}
+}

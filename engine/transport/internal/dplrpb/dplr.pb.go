@@ -516,10 +516,11 @@ type FileRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"` // byte offset of the first element
-	Dtype         string                 `protobuf:"bytes,3,opt,name=dtype,proto3" json:"dtype,omitempty"`    // "<f8" (float64) or "<i8" (int64), little-endian
+	Dtype         string                 `protobuf:"bytes,3,opt,name=dtype,proto3" json:"dtype,omitempty"`    // "<f8" (float64), "<i8" (int64), little-endian, or "|u1" (bytes)
 	Count         int64                  `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`   // number of elements
 	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`     // expected size of the whole file in bytes
 	Mtime         int64                  `protobuf:"varint,6,opt,name=mtime,proto3" json:"mtime,omitempty"`   // if non-zero: modification time (Unix ns) when hashed
+	Scale         float64                `protobuf:"fixed64,7,opt,name=scale,proto3" json:"scale,omitempty"`  // dtype "|u1" (bytes): element k is byte k times scale
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -592,6 +593,13 @@ func (x *FileRef) GetSize() int64 {
 func (x *FileRef) GetMtime() int64 {
 	if x != nil {
 		return x.Mtime
+	}
+	return 0
+}
+
+func (x *FileRef) GetScale() float64 {
+	if x != nil {
+		return x.Scale
 	}
 	return 0
 }
@@ -2773,14 +2781,15 @@ const file_dplr_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12\x10\n" +
-	"\x03rho\x18\x04 \x01(\x01R\x03rho\"\x8b\x01\n" +
+	"\x03rho\x18\x04 \x01(\x01R\x03rho\"\xa1\x01\n" +
 	"\aFileRef\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x14\n" +
 	"\x05dtype\x18\x03 \x01(\tR\x05dtype\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x03R\x05count\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
-	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\"\xa9\x03\n" +
+	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\x12\x14\n" +
+	"\x05scale\x18\a \x01(\x01R\x05scale\"\xa9\x03\n" +
 	"\rDatasetHandle\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x12\n" +
