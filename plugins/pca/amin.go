@@ -14,7 +14,6 @@ import (
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/project"
-	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // Amin is pca-amin, the iterative eigenvector sampling of Amin, Dick,
@@ -76,7 +75,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan.Plan, src, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	pre, err := preprocess(ctx, run, plan.Plan, src, &o.clipOptions, &o.centerOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -109,15 +108,6 @@ func aminPlan(acct *privacy.Accountant, o *aminOptions, p int) (*privacy.PurePla
 	}
 	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
 	return privacy.NewPurePlan(acct, o.Noise.Value, shares...)
-}
-
-// privateMeanLaplace releases the mean of the rows clipped to c with the
-// Laplace mechanism (ℓ1 sensitivity 2c√p/n, DERIVATIONS.md §5).
-func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
-	n, p := src.Dims()
-	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
-		return run.Acct.Laplace("mean", 2*c*math.Sqrt(float64(p))/float64(n), p, b)
-	})
 }
 
 // aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace

@@ -89,7 +89,7 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan, src, &o.clipOptions, &o.centerOptions, privateMeanGaussian)
+	pre, err := preprocess(ctx, run, plan, src, &o.clipOptions, &o.centerOptions)
 	if err != nil {
 		return nil, err
 	}

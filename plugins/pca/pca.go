@@ -101,23 +101,12 @@ const (
 	shareStage2  = "stage 2 (eigenvalues)"
 )
 
-// privateMeanGaussian releases the mean of the rows clipped to norm c with
-// the Gaussian mechanism at the plan's mean share (replace-one ℓ2
-// sensitivity 2c/n, DERIVATIONS.md §5) and returns it.
-func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
+// privateMean releases the mean of src's rows clipped to norm c at the
+// plan's mean share, under that share's mechanism (DERIVATIONS.md §5:
+// Gaussian with ℓ2 sensitivity 2c/n, or Laplace with ℓ1 sensitivity
+// 2c√p/n). An input error, or a failed pass, stops it before any step.
+func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
 	n, p := src.Dims()
-	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
-		return run.Acct.Gaussian("mean", kernel.SumSensitivity(c)/float64(n), p, b)
-	})
-}
-
-// clippedMeanRelease computes the mean of src's rows clipped to c (an
-// input error, or a failed pass, stops it before any step), declares the
-// mean's step at the plan's mean share with declare and draws its noise
-// on the mean.
-func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64,
-	declare func(b privacy.Budget) (*privacy.Release, error)) ([]float64, error) {
-	n, _ := src.Dims()
 	b, err := plan.Budget(shareMean)
 	if err != nil {
 		return nil, err
@@ -129,7 +118,12 @@ func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s
 	for j := range sum {
 		sum[j] /= float64(n)
 	}
-	rel, err := declare(b)
+	sens := kernel.SumSensitivity(c) / float64(n)
+	declare := run.Acct.Gaussian
+	if b.Mechanism == privacy.MechLaplace {
+		sens, declare = sens*math.Sqrt(float64(p)), run.Acct.Laplace
+	}
+	rel, err := declare("mean", sens, p, b)
 	if err != nil {
 		return nil, err
 	}

@@ -147,11 +147,9 @@ type preprocessed struct {
 }
 
 // preprocess runs the planned preprocessing in order: the per-feature
-// scales, the mean's clip and the private mean (mean releases it at clip c
-// with the plan's mean share), or the pair differences of center=pairs,
-// then the rows' clip (DERIVATIONS.md §5, §6, §10).
-func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions,
-	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
+// scales, the mean's clip and the private mean, or the pair differences of
+// center=pairs, then the rows' clip (DERIVATIONS.md §5, §6, §10).
+func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions) (*preprocessed, error) {
 	pp := newPrepPlan(0, c, ctr)
 	out := &preprocessed{src: src, clip: c.Value()}
 	out.n, _ = src.Dims()
@@ -191,7 +189,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		default:
 			out.meanClip = ctr.meanClip(c.Value())
 		}
-		mu, err := mean(ctx, run, plan, src, out.meanClip)
+		mu, err := privateMean(ctx, run, plan, src, out.meanClip)
 		if err != nil {
 			return nil, err
 		}
@@ -266,14 +264,4 @@ func (pr *preprocessed) report(res *sdk.Result) {
 	} else {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g was chosen without looking at the data", pr.meanClip))
 	}
-}
-
-// meanMechOf is the mechanism of the plan's feature-scale counts share.
-func meanMechOf(plan *privacy.Plan) privacy.Mechanism {
-	for _, sh := range plan.Shares() {
-		if sh.Name == shareScaleCounts {
-			return sh.Mechanism
-		}
-	}
-	return privacy.MechGaussian
 }

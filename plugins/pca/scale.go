@@ -129,7 +129,7 @@ func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p in
 	if err != nil {
 		return nil, err
 	}
-	if meanMechOf(plan) == privacy.MechLaplace {
+	if b.Mechanism == privacy.MechLaplace {
 		return acct.Laplace(name, float64(p), p, b)
 	}
 	return acct.Gaussian(name, math.Sqrt(float64(p)), p, b)
