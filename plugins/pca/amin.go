@@ -96,18 +96,21 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// aminPlan splits the grant in fractions of ε: the preprocessing shares,
-// then eigenvalue_share of the rest for the eigenvalues and the remainder
-// evenly over the sampled eigenvectors (DERIVATIONS.md §3.1); noise=exact
+// aminPlan splits the grant in fractions of ε (aminShares); noise=exact
 // scales the pure split as privacy.NewPurePlan allows.
 func aminPlan(acct *privacy.Accountant, o *aminOptions, p int) (*privacy.PurePlan, error) {
+	return privacy.NewPurePlan(acct, o.Noise.Value, aminShares(o, p)...)
+}
+
+// aminShares are the preprocessing shares, then eigenvalue_share of the
+// rest for the eigenvalues and the remainder evenly over the sampled
+// eigenvectors (DERIVATIONS.md §3.1).
+func aminShares(o *aminOptions, p int) []privacy.Share {
 	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
-	vs := o.valueShare()
-	if vs > 0 {
+	if vs := o.valueShare(); vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
 	}
-	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
-	return privacy.NewPurePlan(acct, o.Noise.Value, shares...)
+	return append(shares, privacy.Share{Name: shareVectors, Weight: (1 - o.valueShare()) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
 }
 
 // aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace

@@ -17,9 +17,7 @@ func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.Me
 	if err := o.checkScalesLocatable(s, g, func(a *privacy.Accountant) (*privacy.Plan, error) { return analyzeGaussPlan(a, s.P, o) }); err != nil {
 		return nil, err
 	}
-	shares, _ := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
-	shares = append(shares, privacy.Share{Name: shareMoment, Mechanism: privacy.MechGaussian})
-	return withClipAuto(sdk.UsesOf(shares...), o.Auto()), nil
+	return withClipAuto(sdk.UsesOf(analyzeGaussShares(s.P, o)...), o.Auto()), nil
 }
 
 // Mechanisms implements sdk.MechanismDeclarer: the exponential mechanism
@@ -37,12 +35,7 @@ func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismU
 	if err := o.checkScalesLocatable(s, g, plan); err != nil {
 		return nil, err
 	}
-	shares, _ := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
-	if o.valueShare() > 0 {
-		shares = append(shares, privacy.Share{Name: shareValues, Mechanism: privacy.MechLaplace})
-	}
-	shares = append(shares, privacy.Share{Name: shareVectors, Mechanism: privacy.MechExponential})
-	return withClipAuto(sdk.UsesOf(shares...), o.Auto()), nil
+	return withClipAuto(sdk.UsesOf(aminShares(o, s.P)...), o.Auto()), nil
 }
 
 // Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the
