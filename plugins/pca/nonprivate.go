@@ -38,7 +38,7 @@ marked for evaluation only. Use it as the ε = ∞ reference.`,
 // Fit implements sdk.Estimator.
 func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateOptions](run)
-	src, n, p, err := sourceOf(run.Data) // the rows, or passes over a remote data set
+	src, n, _, err := sourceOf(run.Data) // the rows, or passes over a remote data set
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +67,7 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res := &sdk.Result{Guarantee: privacy.Guarantee{Kind: privacy.None}}
 	res.AddMatrix("U", u, sdk.Evaluation, "top-r eigenvectors of Σ̂ (NOT private)")
 	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Evaluation, "top-r eigenvalues of Σ̂, descending (NOT private)")
-	var tr float64
-	for j := 0; j < p; j++ {
-		tr += sh.At(j, j)
-	}
-	res.AddScalar("trace", tr, sdk.Evaluation, "tr Σ̂ (NOT private)")
+	res.AddScalar("trace", mat.Trace(sh), sdk.Evaluation, "tr Σ̂ (NOT private)")
 	if o.OutputSigma {
 		res.AddMatrix("Sigma", mat.DenseCopyOf(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
 	}

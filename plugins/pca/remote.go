@@ -8,21 +8,10 @@ import (
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
-// Remote paths (sdk.RemoteEstimator): pca-analyze-gauss, pca-amin and
-// pca-cxz also run on a rows data set held elsewhere (shards a Beam
-// pipeline reads, dplr fit --engine beam), reaching it only through
-// aggregation passes (package engine/pass): the counts of the row norms on
-// the public quantile grid for clip=auto (and for the mean's automatic
-// clip), the clipped sum for center=private, and the clipped second moment
-// about the released mean. The fit is the same code as on local rows (Fit
-// reads the rows through a rowsrc.Source), so its plan, steps and releases
-// are those of the fit on the rows the passes aggregate; with the same seed
-// the release equals the local one up to floating-point summation order
-// (DERIVATIONS.md §11). evaluate=true reads the unclipped mean and second
-// moment of the rows (one pass of kind rows.moment with clip 0; the figures
-// are evaluation-only, never private). Refused before any budget is
-// reserved: feature_scale=private, whose scales pair rows by their
-// position in the file.
+// Remote paths (sdk.RemoteEstimator): the estimators also fit a rows data
+// set held elsewhere through aggregation passes, with the same code, plan
+// and steps as on local rows (DERIVATIONS.md §11). feature_scale=private
+// and center=pairs need the rows and are refused before any reservation.
 
 // errRemoteScale refuses feature_scale=private on a remote data set.
 var errRemoteScale = errors.New("feature_scale=private pairs rows by their position in the data, which aggregation passes do not see: use feature_scale=none")
@@ -40,11 +29,16 @@ func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string,
 	if ctr.pairs() {
 		return nil, errRemotePairs
 	}
-	kinds := rowsrc.Kinds(newPrepPlan(0, c, ctr).quantiles > 0, ctr.private())
-	if ev.Evaluate.Value {
-		kinds = append(kinds, pass.RowsMoment)
+	return ev.passes(rowsrc.Kinds(newPrepPlan(0, c, ctr).quantiles > 0, ctr.private())), nil
+}
+
+// passes adds evaluate=true's pass (the unclipped moment, rows.moment) to
+// kinds.
+func (e *evaluation) passes(kinds []string) []string {
+	if e.Evaluate.Value {
+		return append(kinds, pass.RowsMoment)
 	}
-	return kinds, nil
+	return kinds
 }
 
 // Passes implements sdk.RemoteEstimator.
@@ -65,11 +59,7 @@ func (Amin) Passes(opts any, _ sdk.Shape) ([]string, error) {
 // clip or for mean_clip=auto, the norm counts of a quantile.
 func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*cxzOptions)
-	kinds := rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.meanAuto(), o.private())
-	if o.Evaluate.Value {
-		kinds = append(kinds, pass.RowsMoment)
-	}
-	return kinds, nil
+	return o.passes(rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.meanAuto(), o.private())), nil
 }
 
 // Passes implements sdk.RemoteEstimator: the non-private reference reads
@@ -77,9 +67,5 @@ func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
 // plain sum of the rows (rows.clipped_sum with clip 0).
 func (NonPrivate) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*nonPrivateOptions)
-	kinds := rowsrc.Kinds(false, o.Center == "empirical")
-	if o.Evaluate.Value {
-		kinds = append(kinds, pass.RowsMoment)
-	}
-	return kinds, nil
+	return o.passes(rowsrc.Kinds(false, o.Center == "empirical")), nil
 }
