@@ -415,7 +415,7 @@ func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzCo
 			return nil, err
 		}
 	}
-	if err := cxzOutputs(run, res, cfg, ut, lt); err != nil {
+	if err := cxzOutputs(ctx, run, res, cfg, ut, lt); err != nil {
 		return nil, err
 	}
 	if cfg.worst() {
@@ -535,39 +535,24 @@ func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []floa
 
 // cxzOutputs adds U, Lambda, eigenvalues and Sigma (all post-processing of
 // the two noisy releases).
-func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt *mat.SymDense) error {
+func cxzOutputs(ctx context.Context, run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt *mat.SymDense) error {
 	if lt == nil {
 		res.AddMatrix("U", ut, sdk.Public, "private top-r eigenvectors Ũ (p×r, orthonormal)")
 		return nil
 	}
 	r := lt.SymmetricDim()
-	var es mat.EigenSym
-	if !es.Factorize(lt, true) {
-		return fmt.Errorf("eigendecomposition of Λ̃ failed")
-	}
-	vals := es.Values(nil) // ascending
-	var w mat.Dense
-	es.VectorsTo(&w)
-	// Descending order.
-	dvals := make([]float64, r)
-	wd := mat.NewDense(r, r, nil)
-	for j := 0; j < r; j++ {
-		dvals[j] = vals[r-1-j]
-		for i := 0; i < r; i++ {
-			wd.Set(i, j, w.At(i, r-1-j))
-		}
+	dvals, wd, err := topEigen(ctx, run.Backend, lt, r) // descending
+	if err != nil {
+		return err
 	}
 	if cfg.PSD {
 		for j := range dvals {
 			dvals[j] = math.Max(dvals[j], 0)
 		}
-		var m mat.Dense
-		m.Mul(wd, mat.NewDiagDense(r, dvals))
-		full := mat.NewDense(r, r, nil)
-		full.Mul(&m, wd.T())
+		full := lowRank(wd, mat.NewDiagDense(r, dvals), 0) // W·max(D, 0)·Wᵀ, symmetric
 		for i := 0; i < r; i++ {
 			for j := i; j < r; j++ {
-				lt.SetSym(i, j, 0.5*(full.At(i, j)+full.At(j, i)))
+				lt.SetSym(i, j, full.At(i, j))
 			}
 		}
 	}

@@ -149,12 +149,6 @@ func DavisKahanDelta1(m SpikedModel, beta, c float64) (float64, error) {
 	return 2 * math.Sqrt2 * ExplicitDelta2(m, beta) / g, nil
 }
 
-// PaperNoiseSD is the paper's noise level for a step of sensitivity sens
-// run at (ε/2, δ/2): s = √(8Δ²·log(2.5/δ))/ε.
-func PaperNoiseSD(sens, eps, delta float64) float64 {
-	return math.Sqrt(8 * sens * sens * math.Log(2.5/delta) / (eps * eps))
-}
-
 // PaperFailureProb is the part of the paper's failure probability that has
 // explicit constants, 4n⁻⁹ + 10^(−20·r̃) with r̃ = tr Σ/‖Σ‖ (the e^(−c1·p)
 // term has an unspecified constant and is listed as an assumption).
