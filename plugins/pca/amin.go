@@ -79,20 +79,12 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	src = pre.src // divided by the private feature scales, or pair differences (center=pairs)
-	run.Progress("gram", 0, 1)
-	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
-	if err != nil {
-		return nil, err
-	}
-	run.Progress("gram", 1, 1)
-	res, err := aminCovariance(ctx, run, plan.Plan, sh, pre.n, pre.clip, o)
+	res, err := aminCovariance(ctx, run, plan.Plan, pre.gram, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
 	pre.report(res)
 	res.Notes = append(res.Notes, plan.Note(o.Noise.Value))
-	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 

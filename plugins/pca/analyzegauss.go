@@ -93,14 +93,7 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 	if err != nil {
 		return nil, err
 	}
-	src = pre.src // divided by the private feature scales, or pair differences (center=pairs)
-	run.Progress("gram", 0, 1)
-	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
-	if err != nil {
-		return nil, err
-	}
-	run.Progress("gram", 1, 1)
-	res, scale, err := analyzeGauss(ctx, run, plan, sh, pre.n, pre.clip, o)
+	res, scale, err := analyzeGauss(ctx, run, plan, pre.gram, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +102,6 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 		pcaeval.DivideMoments(scale, pre.mu, nil)
 	}
 	pre.report(res)
-	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 

@@ -144,11 +144,14 @@ type preprocessed struct {
 	clip     float64        // the clip of the (centred) rows
 	autoMean bool           // meanClip came from a private quantile
 	autoClip bool           // clip came from a private quantile
+	gram     *mat.SymDense  // the second moment of src's rows about mu, clipped to clip (nil: not computed here)
+	clipped  int            // the rows the clip shrank (evaluation only)
 }
 
 // preprocess runs the planned preprocessing in order: the per-feature
 // scales, the mean's clip and the private mean, or the pair differences of
-// center=pairs, then the rows' clip (DERIVATIONS.md §5, §6, §10).
+// center=pairs, then the rows' clip (DERIVATIONS.md §5, §6, §10), and
+// last the clipped second moment the estimate reads.
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions) (*preprocessed, error) {
 	pp := newPrepPlan(0, c, ctr)
 	out := &preprocessed{src: src, clip: c.Value()}
@@ -202,6 +205,13 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		}
 		out.clip, out.autoClip = cl, true
 	}
+	run.Progress("gram", 0, 1)
+	g, k, err := gramOf(ctx, out.src, out.mu, out.clip)
+	if err != nil {
+		return nil, err
+	}
+	run.Progress("gram", 1, 1)
+	out.gram, out.clipped = g, k
 	return out, nil
 }
 
@@ -253,15 +263,17 @@ func (pr *preprocessed) report(res *sdk.Result) {
 		res.AddScalar(outPairRows, float64(pr.n), sdk.Public, "center=pairs: the number of pair-difference rows (x_a − x_b)/√2 the estimate used (⌊n/2⌋)")
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("centred by pair differences: the estimate uses the %d rows (x_a − x_b)/√2 of disjoint pairs drawn at random, independently of the data (one replaced row changes one of them); no mean is released", pr.n))
 	}
-	if pr.mu == nil {
-		return
+	if pr.mu != nil {
+		res.AddMatrix("mean", mat.NewDense(1, len(pr.mu), append([]float64(nil), pr.mu...)), sdk.Public,
+			"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
+		res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound used for the private mean")
+		how := "was chosen without looking at the data"
+		if pr.autoMean {
+			how = "is a private quantile of the row norms (a declared step)"
+		}
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g %s", pr.meanClip, how))
 	}
-	res.AddMatrix("mean", mat.NewDense(1, len(pr.mu), append([]float64(nil), pr.mu...)), sdk.Public,
-		"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
-	res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound used for the private mean")
-	if pr.autoMean {
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", pr.meanClip))
-	} else {
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g was chosen without looking at the data", pr.meanClip))
+	if pr.gram != nil {
+		res.AddScalar("clipped_rows", float64(pr.clipped), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	}
 }
