@@ -9,22 +9,15 @@ func footprint(s sdk.Shape) int64 {
 	return 8 * (n*p + 4*p*p)
 }
 
-// scaledFootprint adds the divided copy of the rows that
-// feature_scale=private makes.
-func scaledFootprint(s sdk.Shape, ctr *centerOptions) int64 {
-	if ctr.scaled() {
+// Footprint implements sdk's memory-estimate hook for the clipped
+// estimators, whose options embed centerOptions: feature_scale=private adds
+// a divided copy of the rows.
+func (c *centerOptions) Footprint(s sdk.Shape) int64 {
+	if c.scaled() {
 		return footprint(s) + 8*int64(s.N)*int64(s.P)
 	}
 	return footprint(s)
 }
-
-// Footprint implements sdk's memory-estimate hook.
-func (o *analyzeGaussOptions) Footprint(s sdk.Shape) int64 {
-	return scaledFootprint(s, &o.centerOptions)
-}
-
-// Footprint implements sdk's memory-estimate hook.
-func (o *aminOptions) Footprint(s sdk.Shape) int64 { return scaledFootprint(s, &o.centerOptions) }
 
 // Footprint implements sdk's memory-estimate hook (the spectral projector
 // adds one more p×p matrix).

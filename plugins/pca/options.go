@@ -104,13 +104,19 @@ type analyzeGaussOptions struct {
 
 // Check implements sdk.Checker.
 func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
-	if err := checkShape(o.Rank.Value, s, false); err != nil {
+	return checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions)
+}
+
+// checkClipped checks the rank and the preprocessing options of a clipped
+// estimator.
+func checkClipped(r int, s sdk.Shape, c *clipOptions, ctr *centerOptions) error {
+	if err := checkShape(r, s, false); err != nil {
 		return err
 	}
-	if err := o.Parse(); err != nil {
+	if err := c.Parse(); err != nil {
 		return err
 	}
-	return newPrepPlan(0, &o.clipOptions, &o.centerOptions).check()
+	return newPrepPlan(0, c, ctr).check()
 }
 
 // aminOptions are pca-amin's parameters.
@@ -134,13 +140,7 @@ func (o *aminOptions) valueShare() float64 {
 
 // Check implements sdk.Checker.
 func (o *aminOptions) Check(s sdk.Shape) error {
-	if err := checkShape(o.Rank.Value, s, false); err != nil {
-		return err
-	}
-	if err := o.Parse(); err != nil {
-		return err
-	}
-	if err := newPrepPlan(0, &o.clipOptions, &o.centerOptions).check(); err != nil {
+	if err := checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions); err != nil {
 		return err
 	}
 	if o.released() {
