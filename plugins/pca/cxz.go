@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -463,19 +464,12 @@ func cxzStage1(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 // with the guard, rows clipped to ‖x‖² ≤ τ first).
 func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, cfg *cxzConfig, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, d2, betaEach float64) (*mat.SymDense, error) {
 	_, r := ut.Dims()
-	comp, nClip, tau, err := compressed(ctx, run, src, mu, sh, ut, cfg, betaEach)
+	lt, nClip, tau, err := compressed(ctx, run, src, mu, sh, ut, cfg, betaEach)
 	if err != nil {
 		return nil, err
 	}
-	lt := mat.NewSymDense(r, nil)
 	for i := 0; i < r; i++ {
-		for j := i; j < r; j++ {
-			v := 0.5 * (comp.At(i, j) + comp.At(j, i))
-			if i == j {
-				v -= cfg.sub
-			}
-			lt.SetSym(i, j, v)
-		}
+		lt.SetSym(i, i, lt.At(i, i)-cfg.sub)
 	}
 	b, err := plan.Budget(shareStage2)
 	if err != nil {
@@ -500,21 +494,9 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 // compressed returns Ũᵀ Σ̂ Ũ, or with the guard Ũᵀ Σ̂_τ Ũ where rows are
 // clipped to ‖x‖² ≤ τ (from the second moment of the rows clipped to √τ,
 // one more pass).
-func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.Dense, int, float64, error) {
-	p, r := ut.Dims()
-	compress := func(s mat.Symmetric) (*mat.Dense, error) {
-		su := mat.NewDense(p, r, nil)
-		if err := run.Backend.Mul(su, s, false, ut, false); err != nil {
-			return nil, err
-		}
-		out := mat.NewDense(r, r, nil)
-		if err := run.Backend.Mul(out, ut, true, su, false); err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
+func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.SymDense, int, float64, error) {
 	if !cfg.Guarded {
-		out, err := compress(sh)
+		out, err := compress(run.Backend, sh, ut)
 		return out, 0, 0, err
 	}
 	tau := RowNormBound(cfg.model, betaEach)
@@ -529,8 +511,28 @@ func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []floa
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	out, err := compress(st)
+	out, err := compress(run.Backend, st, ut)
 	return out, nClip, tau, err
+}
+
+// compress returns VᵀSV for a p×r frame V, symmetrised exactly.
+func compress(be backend.Backend, s mat.Symmetric, v *mat.Dense) (*mat.SymDense, error) {
+	p, r := v.Dims()
+	sv := mat.NewDense(p, r, nil)
+	if err := be.Mul(sv, s, false, v, false); err != nil {
+		return nil, err
+	}
+	g := mat.NewDense(r, r, nil)
+	if err := be.Mul(g, v, true, sv, false); err != nil {
+		return nil, err
+	}
+	out := mat.NewSymDense(r, nil)
+	for i := 0; i < r; i++ {
+		for j := i; j < r; j++ {
+			out.SetSym(i, j, 0.5*(g.At(i, j)+g.At(j, i)))
+		}
+	}
+	return out, nil
 }
 
 // cxzOutputs adds U, Lambda, eigenvalues and Sigma (all post-processing of

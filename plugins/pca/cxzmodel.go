@@ -459,20 +459,10 @@ func decideSpikes(st SpikeStats, beta float64, auto bool) (spikeDecision, error)
 // since V has orthonormal columns) and returns its eigenvalues and the
 // noise's entry deviation.
 func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat.SymDense, v *mat.Dense, sens float64) ([]float64, float64, error) {
-	p, r := v.Dims()
-	sv := mat.NewDense(p, r, nil)
-	if err := run.Backend.Mul(sv, s, false, v, false); err != nil {
+	_, r := v.Dims()
+	in, err := compress(run.Backend, s, v)
+	if err != nil {
 		return nil, 0, err
-	}
-	g := mat.NewDense(r, r, nil)
-	if err := run.Backend.Mul(g, v, true, sv, false); err != nil {
-		return nil, 0, err
-	}
-	in := mat.NewSymDense(r, nil)
-	for i := 0; i < r; i++ {
-		for j := i; j < r; j++ {
-			in.SetSym(i, j, 0.5*(g.At(i, j)+g.At(j, i)))
-		}
 	}
 	b, err := plan.Budget(shareEstInner)
 	if err != nil {
