@@ -159,12 +159,8 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 // Frobenius sensitivity √2γ²/n and return its top-r eigenpairs.
 func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, []float64, error) {
 	p := sh.SymmetricDim()
-	b, err := plan.Budget(shareMoment)
-	if err != nil {
-		return nil, nil, err
-	}
 	sens := AnalyzeGaussSensitivity(clip, n)
-	rel, err := run.Acct.Gaussian("second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p), b)
+	rel, err := gaussianAt(run, plan, shareMoment, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -436,11 +436,7 @@ func cxzStage1(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 	if err != nil {
 		return nil, err
 	}
-	b, err := plan.Budget(shareStage1)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := run.Acct.Gaussian("eigenvectors (projector ÛÛᵀ + Z)", d1, p*(p+1)/2, b)
+	rel, err := gaussianAt(run, plan, shareStage1, "eigenvectors (projector ÛÛᵀ + Z)", d1, p*(p+1)/2)
 	if err != nil {
 		return nil, err
 	}
@@ -471,11 +467,7 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 	for i := 0; i < r; i++ {
 		lt.SetSym(i, i, lt.At(i, i)-cfg.sub)
 	}
-	b, err := plan.Budget(shareStage2)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := run.Acct.Gaussian("eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2, b)
+	rel, err := gaussianAt(run, plan, shareStage2, "eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2)
 	if err != nil {
 		return nil, err
 	}

@@ -366,11 +366,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 		return nil, err
 	}
 	c2n := out.clip * out.clip / float64(n)
-	bT, err := plan.Budget(shareEstTrace)
-	if err != nil {
-		return nil, err
-	}
-	relT, err := run.Acct.Gaussian("estimate: trace of the clipped second moment", c2n, 1, bT)
+	relT, err := gaussianAt(run, plan, shareEstTrace, "estimate: trace of the clipped second moment", c2n, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -380,11 +376,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	}
 	clean := mat.NewSymDense(p, nil)
 	clean.CopySym(s)
-	bS, err := plan.Budget(shareEstSpectrum)
-	if err != nil {
-		return nil, err
-	}
-	relS, err := run.Acct.Gaussian("estimate: clipped second moment (spectrum)", math.Sqrt2*c2n, p*(p+1)/2, bS)
+	relS, err := gaussianAt(run, plan, shareEstSpectrum, "estimate: clipped second moment (spectrum)", math.Sqrt2*c2n, p*(p+1)/2)
 	if err != nil {
 		return nil, err
 	}
@@ -464,11 +456,7 @@ func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat
 	if err != nil {
 		return nil, 0, err
 	}
-	b, err := plan.Budget(shareEstInner)
-	if err != nil {
-		return nil, 0, err
-	}
-	rel, err := run.Acct.Gaussian("estimate: top-r block VᵀS_cV", sens, r*(r+1)/2, b)
+	rel, err := gaussianAt(run, plan, shareEstInner, "estimate: top-r block VᵀS_cV", sens, r*(r+1)/2)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -133,6 +133,16 @@ func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *row
 	return sum, nil
 }
 
+// gaussianAt declares a Gaussian release (name, sensitivity sens, dim
+// coordinates) at the per-step budget of the plan's share.
+func gaussianAt(run *sdk.Run, plan *privacy.Plan, share, name string, sens float64, dim int) (*privacy.Release, error) {
+	b, err := plan.Budget(share)
+	if err != nil {
+		return nil, err
+	}
+	return run.Acct.Gaussian(name, sens, dim, b)
+}
+
 // sourceOf returns the rows source of the run's data set (in memory or
 // remote) after checking its kind and shape.
 func sourceOf(d *data.Dataset) (*rowsrc.Source, int, int, error) {
