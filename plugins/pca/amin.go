@@ -219,3 +219,27 @@ func EigenvalueSensitivity(clip float64, n, r int) float64 {
 	}
 	return 2 * s
 }
+
+// Mechanisms implements sdk.MechanismDeclarer: the exponential mechanism
+// for the eigenvectors (and any private norm quantile), the Laplace
+// mechanism for the eigenvalues (eigenvalue_share > 0) and for the mean
+// (center=private).
+func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	plan := func(a *privacy.Accountant) (*privacy.Plan, error) {
+		pp, err := aminPlan(a, o, s.P)
+		if err != nil {
+			return nil, err
+		}
+		return pp.Plan, nil
+	}
+	if err := o.checkScalesLocatable(s, g, plan); err != nil {
+		return nil, err
+	}
+	return withClipAuto(sdk.UsesOf(aminShares(o, s.P)...), o.Auto()), nil
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (Amin) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*aminOptions)
+	return remotePasses(&o.clipOptions, &o.centerOptions, &o.evaluation)
+}

@@ -631,3 +631,23 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 	}
 	return g
 }
+
+// Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the
+// projector (stage 1), on the compressed covariance (stage 2, unless
+// pca_only) and on the mean (center=private); with the private model
+// estimate (σ² or λ unset), Gaussian noise on its trace, spectrum and
+// inner statistics and, without a given clip, an exponential-mechanism
+// norm quantile; with sensitivity=worst-case, a Laplace test (refused
+// before any spend under a grant that is not (ε, δ)).
+func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	return o.config(g, s.N, s.P).uses(g)
+}
+
+// Passes implements sdk.RemoteEstimator: pca-cxz reads the clipped second
+// moment (also at the guard's bound √τ with guarded=true), the clipped sum
+// for center=private and, for the private estimate of σ² and λ without a
+// clip or for mean_clip=auto, the norm counts of a quantile.
+func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*cxzOptions)
+	return o.passes(rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.meanAuto(), o.private())), nil
+}

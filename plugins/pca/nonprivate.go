@@ -10,6 +10,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/project"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // NonPrivate is ordinary PCA: the top-r eigenvectors of Σ̂ = XᵀX/n (or of
@@ -76,4 +77,12 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		centring = pcaeval.Centred
 	}
 	return pcaeval.Add(ctx, run, res, o.Evaluate.Value, centring)
+}
+
+// Passes implements sdk.RemoteEstimator: the non-private reference reads
+// the (optionally clipped) second moment and, with center=empirical, the
+// plain sum of the rows (rows.clipped_sum with clip 0).
+func (NonPrivate) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*nonPrivateOptions)
+	return o.passes(rowsrc.Kinds(false, o.Center == "empirical")), nil
 }

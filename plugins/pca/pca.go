@@ -35,6 +35,7 @@ import (
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -206,4 +207,27 @@ func fmtFloats(v []float64) string {
 		s += fmt.Sprintf("%.6g", x)
 	}
 	return s
+}
+
+// withEvaluation implements the evaluate option of the private estimators
+// through plugins/internal/pcaeval (on the rows divided by a released
+// feature_scale: the space the estimate worked in); evaluation only.
+func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool) (*sdk.Result, error) {
+	if !on {
+		return res, nil
+	}
+	c := pcaeval.CentringOf(res)
+	for _, sc := range res.Scalars {
+		if sc.Name == outPairRows {
+			c = pcaeval.Centred // center=pairs: the pair differences are free of the mean
+		}
+	}
+	if run.Acct != nil {
+		for _, s := range run.Acct.Steps() {
+			if s.Name == shareMean {
+				c = pcaeval.Centred
+			}
+		}
+	}
+	return pcaeval.Add(ctx, run, res, true, c) // one more pass
 }

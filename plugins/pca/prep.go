@@ -2,12 +2,14 @@ package pca
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
@@ -276,4 +278,48 @@ func (pr *preprocessed) report(res *sdk.Result) {
 	if pr.gram != nil {
 		res.AddScalar("clipped_rows", float64(pr.clipped), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	}
+}
+
+// withClipAuto names the option behind a private norm quantile, so that a
+// refusal tells the user what to change.
+func withClipAuto(uses []sdk.MechanismUse, auto bool) []sdk.MechanismUse {
+	for i, u := range uses {
+		if u.For == shareClip && auto {
+			uses[i].For = "private norm quantile (clip=auto)"
+		}
+	}
+	return uses
+}
+
+// Remote paths (sdk.RemoteEstimator): the estimators also fit a rows data
+// set held elsewhere through aggregation passes, with the same code, plan
+// and steps as on local rows (DERIVATIONS.md §11). feature_scale=private
+// and center=pairs need the rows and are refused before any reservation.
+
+// errRemoteScale refuses feature_scale=private on a remote data set.
+var errRemoteScale = errors.New("feature_scale=private pairs rows by their position in the data, which aggregation passes do not see: use feature_scale=none")
+
+// errRemotePairs refuses center=pairs on a remote data set.
+var errRemotePairs = errors.New("center=pairs draws pairs of rows, which aggregation passes do not serve: fit the file locally, or use center=private")
+
+// remotePasses returns the pass kinds of a clipped estimator's fit with
+// these options on a remote data set, or refuses the options that need
+// the rows.
+func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string, error) {
+	if ctr.scaled() {
+		return nil, errRemoteScale
+	}
+	if ctr.pairs() {
+		return nil, errRemotePairs
+	}
+	return ev.passes(rowsrc.Kinds(newPrepPlan(0, c, ctr).quantiles > 0, ctr.private())), nil
+}
+
+// passes adds evaluate=true's pass (the unclipped moment, rows.moment) to
+// kinds.
+func (e *evaluation) passes(kinds []string) []string {
+	if e.Evaluate.Value {
+		return append(kinds, pass.RowsMoment)
+	}
+	return kinds
 }
