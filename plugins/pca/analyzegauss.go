@@ -238,31 +238,20 @@ func capturedScorer(res *sdk.Result, params map[string]string) sdk.Scorer {
 		if err != nil {
 			return 0, err
 		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		n, _ := y.Dims()
-		_, k := u.Dims()
-		proj := make([]float64, k)
+		var proj mat.Dense
+		proj.Mul(y, u)
 		var sum float64
 		for i := 0; i < n; i++ {
-			if i%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					return 0, err
-				}
-			}
-			row := y.RawRowView(i)
-			total := floats.Dot(row, row)
-			if total == 0 {
+			row, pr := y.RawRowView(i), proj.RawRowView(i)
+			if total := floats.Dot(row, row); total > 0 {
+				sum += min(floats.Dot(pr, pr)/total, 1)
+			} else {
 				sum++
-				continue
 			}
-			for j := range proj {
-				proj[j] = 0
-			}
-			for a, v := range row {
-				if v != 0 {
-					floats.AddScaled(proj, v, u.RawRowView(a))
-				}
-			}
-			sum += min(floats.Dot(proj, proj)/total, 1)
 		}
 		return sum / float64(n), nil
 	}
