@@ -80,13 +80,19 @@ type evaluation struct {
 // checkShape validates the rank against the public dimension (strict: the
 // spiked-model analysis needs 2r < p).
 func checkShape(r int, s sdk.Shape, strict bool) error {
-	if s.P == 0 {
+	switch p := s.P; {
+	case p == 0:
 		return nil
+	case p < 2:
+		return fmt.Errorf("dimension %d: PCA needs at least 2 columns", p)
+	case r < 1:
+		return sdk.BadRequest("rank %d must be at least 1", r)
+	case strict && 2*r >= p:
+		return sdk.BadRequest("rank %d too large for dimension %d: the spiked-model analysis needs 2r < p", r, p)
+	case r > p:
+		return sdk.BadRequest("rank %d exceeds the dimension %d", r, p)
 	}
-	if s.P < 2 {
-		return fmt.Errorf("dimension %d: PCA needs at least 2 columns", s.P)
-	}
-	return checkRank(r, s.P, strict)
+	return nil
 }
 
 // analyzeGaussOptions are pca-analyze-gauss's parameters.

@@ -47,21 +47,6 @@ func Estimators() []sdk.Estimator {
 	return []sdk.Estimator{CXZ{}, AnalyzeGauss{}, Amin{}, NonPrivate{}}
 }
 
-// checkRank validates r against the data's dimension (maxFrac: r ≤ p, or
-// 2r < p when strict).
-func checkRank(r, p int, strict bool) error {
-	if r < 1 {
-		return sdk.BadRequest("rank %d must be at least 1", r)
-	}
-	if strict && 2*r >= p {
-		return sdk.BadRequest("rank %d too large for dimension %d: the spiked-model analysis needs 2r < p", r, p)
-	}
-	if r > p {
-		return sdk.BadRequest("rank %d exceeds the dimension %d", r, p)
-	}
-	return nil
-}
-
 // finitePositive checks a public parameter.
 func finitePositive(name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
