@@ -125,10 +125,7 @@ func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
 // the estimator's options). The worst-case guarantee holds only if the
 // caller really clipped the rows. center=private is refused.
 func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *mat.SymDense, n int) (*sdk.Result, error) {
-	if sh == nil || n < 1 {
-		return nil, fmt.Errorf("AnalyzeGaussFromCov: need a covariance and n ≥ 1")
-	}
-	opts, _, err := sdk.Prepare(AnalyzeGauss{}.Info(), raw, sdk.Shape{Kind: data.Rows, N: n, P: sh.SymmetricDim()})
+	opts, err := bindCov(AnalyzeGauss{}.Info(), raw, sh, n)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +142,6 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	}
 	cp := mat.NewSymDense(sh.SymmetricDim(), nil)
 	cp.CopySym(sh)
-	if err := checkGram(cp); err != nil {
-		return nil, err
-	}
 	res, _, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)
 	if err != nil {
 		return nil, err

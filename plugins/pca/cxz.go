@@ -227,18 +227,11 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // materialising X is impractical. center=private, guarded and
 // sensitivity=worst-case need the rows and are refused.
 func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *mat.SymDense, n int) (*sdk.Result, error) {
-	if sh == nil || n < 1 {
-		return nil, fmt.Errorf("CXZFromCov: need a covariance and n ≥ 1")
-	}
-	if err := checkGram(sh); err != nil {
-		return nil, err
-	}
-	p := sh.SymmetricDim()
-	opts, _, err := sdk.Prepare(CXZ{}.Info(), raw, sdk.Shape{Kind: data.Rows, N: n, P: p})
+	opts, err := bindCov(CXZ{}.Info(), raw, sh, n)
 	if err != nil {
 		return nil, err
 	}
-	return fitCXZ(ctx, run, opts.(*cxzOptions), nil, sh, n, p)
+	return fitCXZ(ctx, run, opts.(*cxzOptions), nil, sh, n, sh.SymmetricDim())
 }
 
 // fitCXZ plans the budget and runs Algorithm 1 on the rows of src (or on Σ̂

@@ -55,18 +55,22 @@ func finitePositive(name string, v float64) error {
 	return nil
 }
 
-// checkGram verifies that a second-moment matrix given to the estimator
-// (statistics, or a covariance) is finite.
-func checkGram(g *mat.SymDense) error {
-	p := g.SymmetricDim()
+// bindCov checks a precomputed second moment of n rows (present and
+// finite) and binds the request raw against info's options at its shape.
+func bindCov(info sdk.Info, raw map[string]string, sh *mat.SymDense, n int) (any, error) {
+	if sh == nil || n < 1 {
+		return nil, fmt.Errorf("%s on a second moment: need the matrix and n ≥ 1", info.Name)
+	}
+	p := sh.SymmetricDim()
 	for j := 0; j < p; j++ {
 		for k := j; k < p; k++ {
-			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
+			if v := sh.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
 			}
 		}
 	}
-	return nil
+	opts, _, err := sdk.Prepare(info, raw, sdk.Shape{Kind: data.Rows, N: n, P: p})
+	return opts, err
 }
 
 // Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, c/‖x_i−μ‖)
