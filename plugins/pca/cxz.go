@@ -644,3 +644,330 @@ func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*cxzOptions)
 	return o.passes(rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.meanAuto(), o.private())), nil
 }
+
+// SpikedModel holds the public parameters of the spiked covariance model
+// Σ = U·diag(λ)·Uᵀ + σ²I_p that the Cai–Xia–Zha sensitivities depend on.
+type SpikedModel struct {
+	N, P int
+	// LambdaLow are public lower bounds for the spikes λ_1..λ_r (one per
+	// component); they enter the projector sensitivity Δ1, which decreases
+	// in λ.
+	LambdaLow []float64
+	// LambdaHigh are public upper bounds for the spikes; they enter the
+	// eigenvalue sensitivity Δ2 and the row-norm bound τ.
+	LambdaHigh []float64
+	// Sigma2 is a public upper bound for the noise variance σ².
+	Sigma2 float64
+}
+
+// Validate checks the model's numbers.
+func (m SpikedModel) Validate() error {
+	r := len(m.LambdaLow)
+	if m.N < 1 || m.P < 2 {
+		return fmt.Errorf("spiked model: n = %d, p = %d", m.N, m.P)
+	}
+	if r < 1 || len(m.LambdaHigh) != r {
+		return fmt.Errorf("spiked model: %d lower and %d upper spike bounds", r, len(m.LambdaHigh))
+	}
+	if 2*r >= m.P {
+		return fmt.Errorf("spiked model: rank %d too large for dimension %d (need 2r < p)", r, m.P)
+	}
+	if err := finitePositive("sigma2", m.Sigma2); err != nil {
+		return err
+	}
+	for k := 0; k < r; k++ {
+		if err := finitePositive("lambda", m.LambdaLow[k]); err != nil {
+			return err
+		}
+		if err := finitePositive("lambda_upper", m.LambdaHigh[k]); err != nil {
+			return err
+		}
+		if m.LambdaHigh[k] < m.LambdaLow[k] {
+			return fmt.Errorf("spike %d: upper bound %v below lower bound %v", k+1, m.LambdaHigh[k], m.LambdaLow[k])
+		}
+	}
+	return nil
+}
+
+func (m SpikedModel) r() int { return len(m.LambdaLow) }
+
+func (m SpikedModel) lambdaMinLow() float64 {
+	v := math.Inf(1)
+	for _, l := range m.LambdaLow {
+		v = math.Min(v, l)
+	}
+	return v
+}
+
+func (m SpikedModel) lambdaMaxHigh() float64 {
+	v := 0.0
+	for _, l := range m.LambdaHigh {
+		v = math.Max(v, l)
+	}
+	return v
+}
+
+// ExplicitDelta1 is the closed-form bound, holding for all rows at once
+// with probability ≥ 1−β, on the Frobenius change of the sample spectral
+// projector ÛÛᵀ when one row is replaced by a model draw: Δ1 = 2√2·√(AB)/n
+// with A and B as in DERIVATIONS.md §2.2.
+func ExplicitDelta1(m SpikedModel, beta float64) float64 {
+	r := m.r()
+	t := math.Log(4 * float64(m.N) / beta)
+	var sa, sa2, amax float64
+	for _, l := range m.LambdaLow {
+		a := (l + m.Sigma2) / (l * l)
+		sa += a
+		sa2 += a * a
+		amax = math.Max(amax, a)
+	}
+	A := sa + 2*math.Sqrt(t*sa2) + 2*t*amax
+	q := float64(m.P - r)
+	B := m.Sigma2 * (q + 2*math.Sqrt(q*t) + 2*t)
+	return 2 * math.Sqrt2 * math.Sqrt(A*B) / float64(m.N)
+}
+
+// RowNormBound is τ, a bound on max ‖X_i‖² over all 2n rows of a data set
+// and its neighbours holding with probability ≥ 1−β under the Gaussian
+// model: τ = T + 2F√t + 2Mt with t = log(2n/β), T = tr Σ, F = ‖Σ‖_F,
+// M = ‖Σ‖ (computed from the upper spike bounds).
+func RowNormBound(m SpikedModel, beta float64) float64 {
+	r := m.r()
+	t := math.Log(2 * float64(m.N) / beta)
+	s2 := m.Sigma2
+	var T, F2 float64
+	for _, l := range m.LambdaHigh {
+		T += l
+		F2 += (l + s2) * (l + s2)
+	}
+	T += float64(m.P) * s2
+	F2 += float64(m.P-r) * s2 * s2
+	M := m.lambdaMaxHigh() + s2
+	return T + 2*math.Sqrt(F2*t) + 2*M*t
+}
+
+// ExplicitDelta2 is the high-probability bound √2·τ/n on
+// ‖Σ̂ − Σ̂'‖_F ≥ ‖Ũᵀ(Σ̂ − Σ̂')Ũ‖_F for one replaced row (DERIVATIONS.md §2.3).
+func ExplicitDelta2(m SpikedModel, beta float64) float64 {
+	return math.Sqrt2 * RowNormBound(m, beta) / float64(m.N)
+}
+
+// PaperDelta1 is the paper's Lemma 3 form
+// Δ1 = C2·(σ²/λ + √(σ²/λ))·√(p(r + log n))/n, with λ the smallest lower
+// spike bound and a user constant C2 (the paper leaves it unspecified).
+func PaperDelta1(m SpikedModel, c2 float64) float64 {
+	q := m.Sigma2 / m.lambdaMinLow()
+	return c2 * (q + math.Sqrt(q)) * math.Sqrt(float64(m.P)*(float64(m.r())+math.Log(float64(m.N)))) / float64(m.N)
+}
+
+// PaperDelta2 is the paper's Lemma 4 form Δ2 = C3·(λ(r + log n) + σ²p)/n
+// with λ the largest upper spike bound.
+func PaperDelta2(m SpikedModel, c3 float64) float64 {
+	return c3 * (m.lambdaMaxHigh()*(float64(m.r())+math.Log(float64(m.N))) + m.Sigma2*float64(m.P)) / float64(m.N)
+}
+
+// DivergingDelta1 is Corollary 1's form for a growing condition number
+// κ0 = λ_1/λ_r: Δ1 = C2·(σ²/λ_r + √(κ0σ²/λ_r))·√(p(r + log n))/n, with λ_r
+// the smallest lower bound and λ_1 the largest upper bound.
+func DivergingDelta1(m SpikedModel, c2 float64) float64 {
+	lr := m.lambdaMinLow()
+	k0 := m.lambdaMaxHigh() / lr
+	q := m.Sigma2 / lr
+	return c2 * (q + math.Sqrt(k0*q)) * math.Sqrt(float64(m.P)*(float64(m.r())+math.Log(float64(m.N)))) / float64(m.N)
+}
+
+// DavisKahanDelta1 is the ablation bound the paper improves upon:
+// Δ1 = 2√2·Δ2/g with Δ2 = √2τ/n and g = λ_r − 2D̂ a lower bound on the
+// sample eigengap, D̂ = C·√((λ_1+σ²)(rλ_1+pσ²)/n). It errors when g ≤ 0.
+func DavisKahanDelta1(m SpikedModel, beta, c float64) (float64, error) {
+	l1 := m.lambdaMaxHigh()
+	d := c * math.Sqrt((l1+m.Sigma2)*(float64(m.r())*l1+float64(m.P)*m.Sigma2)/float64(m.N))
+	g := m.lambdaMinLow() - 2*d
+	if !(g > 0) {
+		return 0, fmt.Errorf("davis-kahan calibration: eigengap bound λ_r − 2D̂ = %.4g ≤ 0 (n too small for this λ)", g)
+	}
+	return 2 * math.Sqrt2 * ExplicitDelta2(m, beta) / g, nil
+}
+
+// PaperFailureProb is the part of the paper's failure probability that has
+// explicit constants, 4n⁻⁹ + 10^(−20·r̃) with r̃ = tr Σ/‖Σ‖ (the e^(−c1·p)
+// term has an unspecified constant and is listed as an assumption).
+func PaperFailureProb(m SpikedModel) float64 {
+	var T float64
+	for _, l := range m.LambdaLow {
+		T += l
+	}
+	T += float64(m.P) * m.Sigma2
+	rt := T / (m.lambdaMaxHigh() + m.Sigma2)
+	return 4*math.Pow(float64(m.N), -9) + math.Pow(10, -20*rt)
+}
+
+// CalWorstCase is pca-cxz's worst-case mode (DERIVATIONS.md §13): a
+// propose-test-release test on the eigengap of the clipped second moment,
+// then sensitivities that hold for every data set whose gap is at least
+// the proposed one.
+const CalWorstCase = "worst-case"
+
+// sharePTR names the test in the pre-flight declaration (it is paid from
+// its own part of the grant, outside the plan); ptrDeltaShare is the part
+// of δ the test takes.
+const (
+	sharePTR      = "eigengap test (propose-test-release)"
+	ptrDeltaShare = 0.5
+)
+
+// ptrOutcome is the released outcome of the eigengap test.
+type ptrOutcome struct {
+	gap0, dist, threshold float64
+	passed                bool
+}
+
+// worst reports sensitivity=worst-case.
+func (c *cxzConfig) worst() bool { return c.cal == CalWorstCase }
+
+// uses is the pre-flight declaration of the mechanisms; the worst-case
+// mode is refused under a grant that is not (ε, δ), before any spend.
+func (c *cxzConfig) uses(g privacy.Grant) ([]sdk.MechanismUse, error) {
+	uses := sdk.UsesOf(c.shares()...)
+	if !c.worst() {
+		return uses, nil
+	}
+	if g.Kind != privacy.GrantApprox {
+		return nil, sdk.BadRequest("sensitivity=worst-case needs an (ε, δ) grant (its eigengap test is (ε, δ)-DP, not pure or zCDP), not a %s grant", g.Kind)
+	}
+	if err := c.testCanPass(g); err != nil {
+		return nil, err
+	}
+	return append(uses, sdk.MechanismUse{Mechanism: privacy.MechLaplace, For: sharePTR}), nil
+}
+
+// ptrPassOdds is the chance below which the eigengap test is refused
+// before anything is spent: a test that passes less often than this on
+// every data set of the request's size would mostly charge its steps for
+// a planned stop.
+const ptrPassOdds = 0.05
+
+// testCanPass refuses, from n, ε and δ alone, a request whose eigengap
+// test passes with probability below ptrPassOdds on every data set: the
+// gap of rows clipped to C is at most C², so the distance d is below n/2,
+// and the test passes with probability ½·exp(−(T − d)/b) for the
+// threshold T = b·ln(1/δ_t), b ≥ 1/ε_t (DERIVATIONS.md §13.1).
+func (c *cxzConfig) testCanPass(g privacy.Grant) error {
+	n := c.model.N
+	if n <= 0 {
+		return nil
+	}
+	eps, delta := c.ptrCost(g)
+	b := 1 / eps
+	if dmax, need := float64(n)/2, b*math.Log(1/delta)-b*math.Log(0.5/ptrPassOdds); dmax < need {
+		return sdk.BadRequest("sensitivity=worst-case: %d rows are too few for the eigengap test at ε_t = %.3g, δ_t = %.3g (ptr_share of the grant): even the largest gap the clip allows is fewer than %.0f row replacements from failing, and the test needs about %.0f to pass with probability %.2g; raise ε or ptr_share, or use the model-based mode or pca-analyze-gauss", n, eps, delta, dmax, need, ptrPassOdds)
+	}
+	return nil
+}
+
+// ptrCost is the test's (ε_t, δ_t): ptr_share of ε and half of δ.
+func (c *cxzConfig) ptrCost(g privacy.Grant) (eps, delta float64) {
+	return c.PTRShare * g.Epsilon, ptrDeltaShare * g.Delta
+}
+
+// WorstCaseDelta1 is the Frobenius sensitivity of the projector onto the
+// top-r eigenvectors of the second moment of n rows clipped to clip, for
+// a data set whose eigengap λ_r − λ_{r+1} is at least gap
+// (DERIVATIONS.md §13.2): 2√2·min(√r, √2)·clip²/(n·gap).
+func WorstCaseDelta1(n, r int, clip, gap float64) float64 {
+	return 2 * math.Sqrt2 * WorstCaseDelta2(n, r, clip) / gap
+}
+
+// WorstCaseDelta2 is the Frobenius sensitivity of Ũᵀ Σ̂ Ũ (Ũ any p×r
+// orthonormal frame) for n rows clipped to clip: min(√r, √2)·clip²/n
+// (DERIVATIONS.md §13.3).
+func WorstCaseDelta2(n, r int, clip float64) float64 {
+	return math.Min(math.Sqrt(float64(r)), math.Sqrt2) * clip * clip / float64(n)
+}
+
+// GapDistance is the distance to instability of the eigengap test: with
+// vals the eigenvalues of the clipped second moment (at least r + 1 of
+// them, in any order), d = max(0, ⌊(ĝ − gap0)/(2·clip²/n)⌋), ĝ = λ_r −
+// λ_{r+1}. Replacing one row moves ĝ by at most 2·clip²/n, so d changes by
+// at most 1 (DERIVATIONS.md §13.1).
+func GapDistance(vals []float64, r, n int, clip, gap0 float64) float64 {
+	v := descending(vals)
+	d := math.Floor((v[r-1] - v[r] - gap0) / (2 * clip * clip / float64(n)))
+	return math.Max(d, 0)
+}
+
+// ptrTest releases the distance to a gap below the proposed gap0 with
+// Laplace noise and decides whether the fit goes on (DERIVATIONS.md
+// §13.1); sh is the second moment of the clipped rows.
+func (c *cxzConfig) ptrTest(ctx context.Context, run *sdk.Run, sh *mat.SymDense) error {
+	vals, _, err := topEigen(ctx, run.Backend, sh, c.r+1)
+	if err != nil {
+		return err
+	}
+	eps, delta := c.ptrCost(run.Acct.Grant())
+	rel, thr, err := run.Acct.PTRTest(sharePTR, eps, delta)
+	if err != nil {
+		return err
+	}
+	x := []float64{GapDistance(vals, c.r, c.model.N, c.clip, c.gap0)}
+	if err := rel.Add(run.Rand, x); err != nil {
+		return err
+	}
+	c.ptr = &ptrOutcome{gap0: c.gap0, dist: x[0], threshold: thr, passed: x[0] > thr}
+	return nil
+}
+
+// applyWorst takes from the released model estimate what the worst-case
+// mode uses (post-processing): the rank (rank=auto), the σ² subtracted in
+// stage 2 and, with ptr_gap=auto, the proposed gap, half the gap of the
+// released noisy spectrum at the rank fitted. It returns why the fit
+// stops ("" when it goes on). The model's spike bounds are not used.
+func (e *modelEstimate) applyWorst(cfg *cxzConfig) string {
+	if cfg.auto {
+		if e.rank == 0 {
+			return e.stop
+		}
+		cfg.r = e.rank
+	}
+	if cfg.Sigma2 == nil {
+		cfg.sub = 0 // a σ² estimate that is not positive subtracts nothing
+		if e.Sigma2 > 0 {
+			cfg.sub = e.Sigma2
+		}
+	}
+	if cfg.gap0 == 0 {
+		k := cfg.r
+		cfg.gap0 = (e.spectrum[k-1] - e.spectrum[k]) / 2
+		if !(cfg.gap0 > 0) {
+			return fmt.Sprintf("the released noisy spectrum shows no gap after component %d (ptr_gap=auto): no eigengap to test", k)
+		}
+	}
+	return ""
+}
+
+// report releases the test's outcome.
+func (p *ptrOutcome) report(res *sdk.Result) {
+	res.AddScalar("ptr_gap", p.gap0, sdk.Public, "the proposed lower bound g₀ for the eigengap of the clipped second moment")
+	res.AddScalar("ptr_distance", p.dist, sdk.Public, "the released noisy distance to a data set whose gap is below g₀ (in replaced rows)")
+	res.AddScalar("ptr_threshold", p.threshold, sdk.Public, "the distance the test needed to exceed to go on")
+}
+
+// worstGuarantee is the worst-case mode's guarantee: (ε, δ)-DP for every
+// data set under replace-one neighbours (DERIVATIONS.md §13.4).
+func worstGuarantee(cfg *cxzConfig) privacy.Guarantee {
+	g := privacy.Guarantee{
+		Neighbours: "one row replaced by an arbitrary row",
+		Assumptions: []string{
+			fmt.Sprintf("rows clipped to the public norm %.6g in every step", cfg.clip),
+			fmt.Sprintf("propose-test-release on the eigengap λ_%d − λ_%d of the clipped second moment: proposed gap %.6g, released distance %.4g > threshold %.4g; the stages are calibrated to every data set with at least that gap, and the test's δ covers the others",
+				cfg.r, cfg.r+1, cfg.ptr.gap0, cfg.ptr.dist, cfg.ptr.threshold),
+		},
+	}
+	if cfg.est != nil {
+		g.Assumptions = append(g.Assumptions, "the private model estimate (worst-case DP steps) only proposes the gap, the rank (rank=auto) and the σ² subtracted in stage 2; no model assumption enters the guarantee")
+	}
+	if cfg.private() {
+		g.Assumptions = append(g.Assumptions, fmt.Sprintf("centred with a private mean (rows clipped to norm %.4g, worst-case DP step)", cfg.meanClip))
+	}
+	return g
+}
