@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/amin"
+	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/project"
@@ -157,12 +158,8 @@ func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res 
 	}
 	tail := withTail(r, p)
 	out := append([]float64(nil), vals...)
-	if tail {
-		rest := mat.Trace(sh)
-		for _, v := range vals {
-			rest -= v
-		}
-		out = append(out, math.Max(rest, 0))
+	if tail { // the sum of the other eigenvalues
+		out = append(out, math.Max(analyzegauss.RestOfTrace(sh, vals), 0))
 	}
 	rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), len(out), b)
 	if err != nil {

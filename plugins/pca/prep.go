@@ -478,11 +478,6 @@ func replaceUnlocated(scales, counts []float64, min float64) int {
 			replaced++
 		}
 	}
-	if len(ok) == 0 {
-		for j := range scales {
-			scales[j] = 1
-		}
-	}
 	return replaced
 }
 
