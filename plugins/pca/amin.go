@@ -217,10 +217,8 @@ func EigenvalueSensitivity(clip float64, n, r int) float64 {
 	return 2 * s
 }
 
-// Mechanisms implements sdk.MechanismDeclarer: the exponential mechanism
-// for the eigenvectors (and any private norm quantile), the Laplace
-// mechanism for the eigenvalues (eigenvalue_share > 0) and for the mean
-// (center=private).
+// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
+// plan's shares.
 func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
 	plan := func(a *privacy.Accountant) (*privacy.Plan, error) {
 		pp, err := aminPlan(a, o, s.P)

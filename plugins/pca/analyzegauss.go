@@ -183,10 +183,8 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	return res, scale, nil
 }
 
-// Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the second
-// moment (and on the mean with center=private), and the exponential
-// mechanism for each private norm quantile (clip=auto, or a mean clip
-// chosen privately).
+// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
+// plan's shares.
 func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
 	if err := o.checkScalesLocatable(s, g, func(a *privacy.Accountant) (*privacy.Plan, error) { return analyzeGaussPlan(a, s.P, o) }); err != nil {
 		return nil, err

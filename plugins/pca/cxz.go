@@ -625,21 +625,14 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 	return g
 }
 
-// Mechanisms implements sdk.MechanismDeclarer: Gaussian noise on the
-// projector (stage 1), on the compressed covariance (stage 2, unless
-// pca_only) and on the mean (center=private); with the private model
-// estimate (σ² or λ unset), Gaussian noise on its trace, spectrum and
-// inner statistics and, without a given clip, an exponential-mechanism
-// norm quantile; with sensitivity=worst-case, a Laplace test (refused
-// before any spend under a grant that is not (ε, δ)).
+// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
+// plan's shares and of the eigengap test (cxzConfig.uses).
 func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
 	return o.config(g, s.N, s.P).uses(g)
 }
 
-// Passes implements sdk.RemoteEstimator: pca-cxz reads the clipped second
-// moment (also at the guard's bound √τ with guarded=true), the clipped sum
-// for center=private and, for the private estimate of σ² and λ without a
-// clip or for mean_clip=auto, the norm counts of a quantile.
+// Passes implements sdk.RemoteEstimator (the passes of each step:
+// DERIVATIONS.md §11).
 func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*cxzOptions)
 	return o.passes(rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.meanAuto(), o.private())), nil
@@ -848,10 +841,8 @@ func (c *cxzConfig) uses(g privacy.Grant) ([]sdk.MechanismUse, error) {
 const ptrPassOdds = 0.05
 
 // testCanPass refuses, from n, ε and δ alone, a request whose eigengap
-// test passes with probability below ptrPassOdds on every data set: the
-// gap of rows clipped to C is at most C², so the distance d is below n/2,
-// and the test passes with probability ½·exp(−(T − d)/b) for the
-// threshold T = b·ln(1/δ_t), b ≥ 1/ε_t (DERIVATIONS.md §13.1).
+// test passes with probability below ptrPassOdds on every data set
+// (DERIVATIONS.md §13.1).
 func (c *cxzConfig) testCanPass(g privacy.Grant) error {
 	n := c.model.N
 	if n <= 0 {

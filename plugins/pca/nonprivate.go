@@ -79,9 +79,7 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	return pcaeval.Add(ctx, run, res, o.Evaluate.Value, centring)
 }
 
-// Passes implements sdk.RemoteEstimator: the non-private reference reads
-// the (optionally clipped) second moment and, with center=empirical, the
-// plain sum of the rows (rows.clipped_sum with clip 0).
+// Passes implements sdk.RemoteEstimator (DERIVATIONS.md §11).
 func (NonPrivate) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*nonPrivateOptions)
 	return o.passes(rowsrc.Kinds(false, o.Center == "empirical")), nil
