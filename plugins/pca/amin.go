@@ -12,7 +12,6 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/amin"
 	"github.com/dplr/dplr/plugins/internal/analyzegauss"
-	"github.com/dplr/dplr/plugins/internal/bingham"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/project"
 )
@@ -122,7 +121,16 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	if err != nil {
 		return nil, err
 	}
-	u, diag, err := IterativeEigenvectors(ctx, run, sh, r, bv, clip*clip/float64(n))
+	// Amin et al.'s iterative exponential mechanism, one release per draw
+	// (with r = p the last vector is determined and costs nothing).
+	u, diag, err := amin.Sample(ctx, run.Rand, sh, amin.Config{
+		Rank:    r,
+		Backend: run.Backend,
+		Declare: func(k int) (amin.Exponential, error) {
+			return run.Acct.Exponential(fmt.Sprintf("eigenvector %d", k+1), clip*clip/float64(n), bv)
+		},
+		Progress: func(done, total int) { run.Progress("eigenvectors", done, total) },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -189,22 +197,6 @@ func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res 
 // sensitivity 2γ²/n unchanged (for r = 1 it would double it; for r = p
 // there is no tail).
 func withTail(r, p int) bool { return r >= 2 && r < p }
-
-// IterativeEigenvectors draws r orthonormal vectors by Amin et al.'s
-// iterative exponential mechanism on the symmetric p×p matrix c (the shared
-// sampler of plugins/internal/amin), declaring one exponential release per
-// sampled vector at the per-draw budget b (utility sensitivity sens). With
-// r = p the last vector is determined by the others and costs nothing.
-func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r int, b privacy.Budget, sens float64) (*mat.Dense, bingham.Diagnostics, error) {
-	return amin.Sample(ctx, run.Rand, c, amin.Config{
-		Rank:    r,
-		Backend: run.Backend,
-		Declare: func(k int) (amin.Exponential, error) {
-			return run.Acct.Exponential(fmt.Sprintf("eigenvector %d", k+1), sens, b)
-		},
-		Progress: func(done, total int) { run.Progress("eigenvectors", done, total) },
-	})
-}
 
 // EigenvalueSensitivity is the replace-one ℓ1 sensitivity of the top-r
 // eigenvalues of Σ̂_γ with rows of norm ≤ γ, also covering the sum of the
