@@ -547,10 +547,7 @@ func cxzOutputs(ctx context.Context, run *sdk.Run, res *sdk.Result, cfg *cxzConf
 	if cfg.Rotate {
 		u = mat.NewDense(ut.RawMatrix().Rows, r, nil)
 		u.Mul(ut, wd)
-		lam = mat.NewDense(r, r, nil)
-		for j := 0; j < r; j++ {
-			lam.Set(j, j, dvals[j])
-		}
+		lam = mat.DenseCopyOf(mat.NewDiagDense(r, dvals))
 	}
 	ev := make([]float64, r)
 	for j := range ev {

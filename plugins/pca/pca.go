@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -188,14 +189,11 @@ func lowRank(u *mat.Dense, mid mat.Matrix, s float64) *mat.Dense {
 }
 
 func fmtFloats(v []float64) string {
-	s := ""
+	s := make([]string, len(v))
 	for i, x := range v {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprintf("%.6g", x)
+		s[i] = fmt.Sprintf("%.6g", x)
 	}
-	return s
+	return strings.Join(s, ",")
 }
 
 // withEvaluation implements the evaluate option of the private estimators
@@ -209,13 +207,6 @@ func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool)
 	for _, sc := range res.Scalars {
 		if sc.Name == outPairRows {
 			c = pcaeval.Centred // center=pairs: the pair differences are free of the mean
-		}
-	}
-	if run.Acct != nil {
-		for _, s := range run.Acct.Steps() {
-			if s.Name == shareMean {
-				c = pcaeval.Centred
-			}
 		}
 	}
 	return pcaeval.Add(ctx, run, res, true, c) // one more pass
