@@ -164,7 +164,7 @@ func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res 
 	if err != nil {
 		return nil, err
 	}
-	tail := withTail(r, p)
+	tail := r >= 2 && r < p // the sum of the others leaves the ℓ1 sensitivity unchanged only for r ≥ 2 (DERIVATIONS.md §3.2)
 	out := append([]float64(nil), vals...)
 	if tail { // the sum of the other eigenvalues
 		out = append(out, math.Max(analyzegauss.RestOfTrace(sh, vals), 0))
@@ -191,12 +191,6 @@ func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res 
 	}
 	return noisy, nil
 }
-
-// withTail reports whether the eigenvalue release also carries the sum of
-// the other eigenvalues: for 2 ≤ r < p, where it leaves the ℓ1
-// sensitivity 2γ²/n unchanged (for r = 1 it would double it; for r = p
-// there is no tail).
-func withTail(r, p int) bool { return r >= 2 && r < p }
 
 // EigenvalueSensitivity is the replace-one ℓ1 sensitivity of the top-r
 // eigenvalues of Σ̂_γ with rows of norm ≤ γ, also covering the sum of the

@@ -20,13 +20,6 @@ import (
 // Talwar, Thakurta and Zhang (2014) on clipped rows (DERIVATIONS.md §4).
 type AnalyzeGauss struct{ project.Projection }
 
-// AnalyzeGaussSensitivity is the replace-one Frobenius sensitivity √2·γ²/n
-// of the clipped second-moment matrix (‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ −
-// 2(xᵀy)² ≤ 2γ⁴).
-func AnalyzeGaussSensitivity(clip float64, n int) float64 {
-	return kernel.MomentSensitivity(clip, 1/float64(n))
-}
-
 // Info implements sdk.Estimator.
 func (AnalyzeGauss) Info() sdk.Info {
 	return sdk.Info{
@@ -154,7 +147,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 // Frobenius sensitivity √2γ²/n and return its top-r eigenpairs.
 func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, []float64, error) {
 	p := sh.SymmetricDim()
-	sens := AnalyzeGaussSensitivity(clip, n)
+	sens := kernel.MomentSensitivity(clip, 1/float64(n)) // √2·γ²/n, DERIVATIONS.md §4
 	rel, err := gaussianAt(run, plan, shareMoment, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
 	if err != nil {
 		return nil, nil, err
