@@ -72,11 +72,7 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if o.OutputSigma {
 		res.AddMatrix("Sigma", mat.DenseCopyOf(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
 	}
-	centring := pcaeval.Uncentred
-	if o.Center == "empirical" {
-		centring = pcaeval.Centred
-	}
-	return pcaeval.Add(ctx, run, res, o.Evaluate.Value, centring)
+	return pcaeval.Add(ctx, run, res, o.Evaluate.Value, pcaeval.Centring(o.Center == "empirical"))
 }
 
 // Passes implements sdk.RemoteEstimator (DERIVATIONS.md §11).
