@@ -81,18 +81,11 @@ stages use sensitivities that hold for any data set with that gap, and the resul
 for any data; if not, the fit stops as above, charged only the steps that ran (DERIVATIONS.md
 §13). It pays for the guarantee with more noise than the model-based mode.
 
-Sensitivities (sensitivity=, formerly calibration=): explicit (default;
-closed-form first-order sensitivities with exact Gaussian tails, DERIVATIONS.md §2.2–2.3), paper (the paper's forms with user constants c2, c3 and its
-(ε/2, δ/2) split with the classical Gaussian mechanism), diverging (Corollary 1, growing
-condition number), subgaussian (Corollary 2: explicit bounds times a safety factor),
-davis-kahan (ablation: the Davis–Kahan projector sensitivity the paper improves upon),
-worst-case (above).
-The default budget accounting composes the steps in zCDP from the grant; split sets the
-share of stage 1.`,
+The sensitivity option chooses how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4), noise
+how the Gaussian steps are calibrated, and split the share of stage 1.`,
 		DataKind:  data.Rows,
 		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r public and σ², λ public or privately estimated bounds; neighbours replace one row by an independent model draw. sensitivity=worst-case: (ε,δ)-DP for any data set (propose-test-release on the eigengap, rows clipped to a public norm)",
-		// (ε, δ) grants (the steps are composed in zCDP inside the grant by
-		// default) and ρ grants (the model guarantee then states ρ, and β
+		// (ε, δ) grants and ρ grants (the model guarantee then states ρ, and β
 		// defaults to 1e-6 since there is no δ to borrow). No pure grant: the
 		// mechanism is Gaussian.
 		Grants:  []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
