@@ -4,18 +4,11 @@
 // today beside the optimal one so that a report can compare them on the
 // same data.
 //
-// Estimators:
-//   - pca-cxz: Cai, Xia and Zha's Algorithm 1 (Gaussian noise on the sample
-//     spectral projector, then on the r×r compressed covariance). Its
-//     sensitivities hold only with high probability over data from the
-//     spiked Gaussian model with public r, σ², λ, so its guarantee is of
-//     kind Model.
-//   - pca-analyze-gauss: Analyze Gauss (Dwork, Talwar, Thakurta, Zhang 2014),
-//     worst-case (ε, δ)-DP after clipping rows to a public norm.
-//   - pca-amin: iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz
-//     Medina, Vassilvitskii 2019), pure ε-DP, with a Bingham sampler exact
-//     in real arithmetic (run in float64).
-//   - pca-nonprivate: the non-private reference (no guarantee).
+// Estimators, one file each: pca-analyze-gauss (worst-case (ε, δ)-DP),
+// pca-amin (pure ε-DP), pca-cxz (Cai, Xia and Zha's optimal estimator,
+// private with high probability over spiked-model data, with a worst-case
+// mode; its private model estimate in cxzmodel.go) and pca-nonprivate
+// (the reference); prep.go holds the shared private preprocessing.
 //
 // Every estimator takes rows and returns "U" (p×r) and "eigenvalues". The
 // exported sensitivities and the algorithms on a precomputed second moment

@@ -188,21 +188,16 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		out.n, _ = d.Dims()
 	}
 	if ctr.private() {
-		switch {
-		case pp.meanAuto:
-			mc, err := privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, c.ClipQuantile)
-			if err != nil {
+		out.meanClip, out.autoMean = ctr.meanClip(c.Value()), pp.meanAuto
+		var err error
+		if pp.meanAuto {
+			if out.meanClip, err = privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
 				return nil, err
 			}
-			out.meanClip, out.autoMean = mc, true
-		default:
-			out.meanClip = ctr.meanClip(c.Value())
 		}
-		mu, err := privateMean(ctx, run, plan, src, out.meanClip)
-		if err != nil {
+		if out.mu, err = privateMean(ctx, run, plan, src, out.meanClip); err != nil {
 			return nil, err
 		}
-		out.mu = mu
 	}
 	if c.Auto() {
 		cl, err := privateClip(ctx, run, plan, "clip quantile", out.src, out.mu, c.ClipQuantile)
