@@ -312,7 +312,7 @@ const (
 // quantile of the raw row norms, from the plan's clip share) and the mean.
 func (c *cxzConfig) privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source) ([]float64, error) {
 	if c.meanClip == 0 {
-		q, err := privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, meanClipQuantile)
+		q, err := privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, meanClipQuantile)
 		if err != nil {
 			return nil, err
 		}

@@ -350,11 +350,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	n, p := src.Dims()
 	out := &modelEstimate{clip: cfg.clip, beta: cfg.betaEst}
 	if out.clip == 0 {
-		b, err := plan.Budget(shareEstClip)
-		if err != nil {
-			return nil, err
-		}
-		q, err := src.PrivateNorm(ctx, run.Acct, run.Rand, "estimate: clip quantile", b, mu, estimateQuantile)
+		q, err := privateClip(ctx, run, plan, shareEstClip, "estimate: clip quantile", src, mu, estimateQuantile)
 		if err != nil {
 			return nil, err
 		}

@@ -129,9 +129,9 @@ func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64)
 }
 
 // privateClip releases the q-quantile of the norms ‖x_i − μ‖ of src's
-// rows as one declared step of the plan's clip share (DERIVATIONS.md §6).
-func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, src *rowsrc.Source, mu []float64, q float64) (float64, error) {
-	b, err := plan.Budget(shareClip)
+// rows as the step name of the plan's share (DERIVATIONS.md §6).
+func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, share, name string, src *rowsrc.Source, mu []float64, q float64) (float64, error) {
+	b, err := plan.Budget(share)
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +191,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		out.meanClip, out.autoMean = ctr.meanClip(c.Value()), pp.meanAuto
 		var err error
 		if pp.meanAuto {
-			if out.meanClip, err = privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
+			if out.meanClip, err = privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
 				return nil, err
 			}
 		}
@@ -200,7 +200,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		}
 	}
 	if c.Auto() {
-		cl, err := privateClip(ctx, run, plan, "clip quantile", out.src, out.mu, c.ClipQuantile)
+		cl, err := privateClip(ctx, run, plan, shareClip, "clip quantile", out.src, out.mu, c.ClipQuantile)
 		if err != nil {
 			return nil, err
 		}
