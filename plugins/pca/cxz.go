@@ -16,13 +16,15 @@ import (
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
-// CXZ calibrations.
+// CXZ calibrations (the sensitivity option); CalWorstCase is the
+// worst-case mode (DERIVATIONS.md §13).
 const (
 	CalExplicit    = "explicit"
 	CalPaper       = "paper"
 	CalDiverging   = "diverging"
 	CalSubGaussian = "subgaussian"
 	CalDavisKahan  = "davis-kahan"
+	CalWorstCase   = "worst-case"
 )
 
 // CXZ is Algorithm 1 of Cai, Xia and Zha, "Optimal Differentially Private
@@ -785,18 +787,15 @@ func PaperFailureProb(m SpikedModel) float64 {
 	return 4*math.Pow(float64(m.N), -9) + math.Pow(10, -20*rt)
 }
 
-// CalWorstCase is pca-cxz's worst-case mode (DERIVATIONS.md §13): a
-// propose-test-release test on the eigengap of the clipped second moment,
-// then sensitivities that hold for every data set whose gap is at least
-// the proposed one.
-const CalWorstCase = "worst-case"
-
-// sharePTR names the test in the pre-flight declaration (it is paid from
-// its own part of the grant, outside the plan); ptrDeltaShare is the part
-// of δ the test takes.
+// sharePTR names the eigengap test in the pre-flight declaration (it is
+// paid from its own part of the grant, outside the plan); ptrDeltaShare is
+// the part of δ the test takes; below ptrPassOdds, the chance that the
+// test passes on any data set of the request's size, it is refused before
+// anything is spent (it would mostly charge its steps for a planned stop).
 const (
 	sharePTR      = "eigengap test (propose-test-release)"
 	ptrDeltaShare = 0.5
+	ptrPassOdds   = 0.05
 )
 
 // ptrOutcome is the released outcome of the eigengap test.
@@ -823,12 +822,6 @@ func (c *cxzConfig) uses(g privacy.Grant) ([]sdk.MechanismUse, error) {
 	}
 	return append(uses, sdk.MechanismUse{Mechanism: privacy.MechLaplace, For: sharePTR}), nil
 }
-
-// ptrPassOdds is the chance below which the eigengap test is refused
-// before anything is spent: a test that passes less often than this on
-// every data set of the request's size would mostly charge its steps for
-// a planned stop.
-const ptrPassOdds = 0.05
 
 // testCanPass refuses, from n, ε and δ alone, a request whose eigengap
 // test passes with probability below ptrPassOdds on every data set
