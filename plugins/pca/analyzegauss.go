@@ -68,7 +68,7 @@ DERIVATIONS.md §4–§7.`,
 // (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	plan, err := analyzeGaussPlan(run.Acct, sdk.ShapeOf(run.Data).P, o)
+	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, analyzeGaussShares(sdk.ShapeOf(run.Data).P, o)...)
 	if err != nil {
 		return nil, err
 	}
@@ -99,14 +99,8 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// analyzeGaussPlan splits the grant between the private preprocessing
-// (clip quantiles, mean) and the second-moment release, under the
-// requested noise calibration.
-func analyzeGaussPlan(acct *privacy.Accountant, p int, o *analyzeGaussOptions) (*privacy.Plan, error) {
-	return privacy.NewPlan(acct, o.Noise.Value, analyzeGaussShares(p, o)...)
-}
-
-// analyzeGaussShares are the shares of analyzeGaussPlan.
+// analyzeGaussShares split the grant between the private preprocessing
+// and the second-moment release.
 func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
 	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	return append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
@@ -129,7 +123,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if o.Auto() {
 		return nil, fmt.Errorf("clip=auto needs the data rows: give the clip the rows were clipped to")
 	}
-	plan, err := analyzeGaussPlan(run.Acct, 0, o)
+	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, analyzeGaussShares(0, o)...)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +173,9 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 // Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
 // plan's shares.
 func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
-	if err := o.checkScalesLocatable(s, g, func(a *privacy.Accountant) (*privacy.Plan, error) { return analyzeGaussPlan(a, s.P, o) }); err != nil {
+	if err := o.checkScalesLocatable(s, g, func(a *privacy.Accountant) (*privacy.Plan, error) {
+		return privacy.NewPlan(a, o.Noise.Value, analyzeGaussShares(s.P, o)...)
+	}); err != nil {
 		return nil, err
 	}
 	return withClipAuto(sdk.UsesOf(analyzeGaussShares(s.P, o)...), o.Auto()), nil
