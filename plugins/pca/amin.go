@@ -156,10 +156,6 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 // and explained_variance_ratio to res and returns the noisy eigenvalues.
 func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, sh *mat.SymDense, n int, clip float64, r int) ([]float64, error) {
 	p := sh.SymmetricDim()
-	b, err := plan.Budget(shareValues)
-	if err != nil {
-		return nil, err
-	}
 	vals, _, err := topEigen(ctx, run.Backend, sh, r)
 	if err != nil {
 		return nil, err
@@ -169,7 +165,7 @@ func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res 
 	if tail { // the sum of the other eigenvalues
 		out = append(out, math.Max(analyzegauss.RestOfTrace(sh, vals), 0))
 	}
-	rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), len(out), b)
+	rel, err := releaseAt(run, plan, shareValues, "eigenvalues", EigenvalueSensitivity(clip, n, r), len(out))
 	if err != nil {
 		return nil, err
 	}

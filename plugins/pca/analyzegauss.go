@@ -142,7 +142,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, []float64, error) {
 	p := sh.SymmetricDim()
 	sens := kernel.MomentSensitivity(clip, 1/float64(n)) // √2·γ²/n, DERIVATIONS.md §4
-	rel, err := gaussianAt(run, plan, shareMoment, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
+	rel, err := releaseAt(run, plan, shareMoment, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -424,7 +424,7 @@ func cxzStage1(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 	if err != nil {
 		return nil, err
 	}
-	rel, err := gaussianAt(run, plan, shareStage1, "eigenvectors (projector ÛÛᵀ + Z)", d1, p*(p+1)/2)
+	rel, err := releaseAt(run, plan, shareStage1, "eigenvectors (projector ÛÛᵀ + Z)", d1, p*(p+1)/2)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +455,7 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 	for i := 0; i < r; i++ {
 		lt.SetSym(i, i, lt.At(i, i)-cfg.sub)
 	}
-	rel, err := gaussianAt(run, plan, shareStage2, "eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2)
+	rel, err := releaseAt(run, plan, shareStage2, "eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2)
 	if err != nil {
 		return nil, err
 	}

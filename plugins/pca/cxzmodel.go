@@ -362,7 +362,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 		return nil, err
 	}
 	c2n := out.clip * out.clip / float64(n)
-	relT, err := gaussianAt(run, plan, shareEstTrace, "estimate: trace of the clipped second moment", c2n, 1)
+	relT, err := releaseAt(run, plan, shareEstTrace, "estimate: trace of the clipped second moment", c2n, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	}
 	clean := mat.NewSymDense(p, nil)
 	clean.CopySym(s)
-	relS, err := gaussianAt(run, plan, shareEstSpectrum, "estimate: clipped second moment (spectrum)", math.Sqrt2*c2n, p*(p+1)/2)
+	relS, err := releaseAt(run, plan, shareEstSpectrum, "estimate: clipped second moment (spectrum)", math.Sqrt2*c2n, p*(p+1)/2)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +452,7 @@ func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat
 	if err != nil {
 		return nil, 0, err
 	}
-	rel, err := gaussianAt(run, plan, shareEstInner, "estimate: top-r block VᵀS_cV", sens, r*(r+1)/2)
+	rel, err := releaseAt(run, plan, shareEstInner, "estimate: top-r block VᵀS_cV", sens, r*(r+1)/2)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -117,12 +117,16 @@ func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *row
 	return sum, nil
 }
 
-// gaussianAt declares a Gaussian release (name, sensitivity sens, dim
-// coordinates) at the per-step budget of the plan's share.
-func gaussianAt(run *sdk.Run, plan *privacy.Plan, share, name string, sens float64, dim int) (*privacy.Release, error) {
+// releaseAt declares a release (name, sensitivity sens in the norm of
+// the share's mechanism, dim coordinates) at the per-step budget of the
+// plan's share, Laplace or Gaussian as the share says.
+func releaseAt(run *sdk.Run, plan *privacy.Plan, share, name string, sens float64, dim int) (*privacy.Release, error) {
 	b, err := plan.Budget(share)
 	if err != nil {
 		return nil, err
+	}
+	if b.Mechanism == privacy.MechLaplace {
+		return run.Acct.Laplace(name, sens, dim, b)
 	}
 	return run.Acct.Gaussian(name, sens, dim, b)
 }
