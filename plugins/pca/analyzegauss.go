@@ -157,7 +157,7 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix (negative values counted as 0): a private estimate of the share of the (clipped) variance each component explains (post-processing)")
 	}
 	if scale != nil {
-		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(scale), scale), sdk.Public,
+		res.AddMatrix(pcaeval.FeatureScaleName, mat.NewDense(1, len(scale), scale), sdk.Public,
 			"feature_scale=released: the square roots of the released matrix's diagonal, floored at twice the noise deviation (post-processing, no budget); dplr transform divides new rows by them before subtracting the released mean")
 	}
 	if o.OutputSigma {

@@ -245,15 +245,14 @@ func pairRows(ctx context.Context, run *sdk.Run, src *rowsrc.Source) (*rowsrc.So
 // report adds the preprocessing's public outputs (clip, mean_clip, mean)
 // and guarantee assumptions to res.
 func (pr *preprocessed) report(res *sdk.Result) {
+	doc, how := "row-norm bound used (given by the user)", fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", pr.clip)
 	if pr.autoClip {
-		res.AddScalar("clip", pr.clip, sdk.Public, "row-norm bound used: a private quantile of the row norms (clip=auto), released")
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the clip %.6g is a private quantile of the row norms (a declared step)", pr.clip))
-	} else {
-		res.AddScalar("clip", pr.clip, sdk.Public, "row-norm bound used (given by the user)")
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", pr.clip))
+		doc, how = "row-norm bound used: a private quantile of the row norms (clip=auto), released", fmt.Sprintf("the clip %.6g is a private quantile of the row norms (a declared step)", pr.clip)
 	}
+	res.AddScalar("clip", pr.clip, sdk.Public, doc)
+	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, how)
 	if pr.scale != nil {
-		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(pr.scale), append([]float64(nil), pr.scale...)), sdk.Public,
+		res.AddMatrix(pcaeval.FeatureScaleName, mat.NewDense(1, len(pr.scale), append([]float64(nil), pr.scale...)), sdk.Public,
 			"private per-feature scales (1×p): every column was divided by its scale before centring and clipping; dplr transform divides new rows by them")
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, "each feature was divided by a private scale (the median absolute difference of paired rows, a declared step per feature)")
 		if pr.unscaled > 0 {
@@ -504,6 +503,3 @@ func divideColumns(ctx context.Context, x *mat.Dense, s []float64) (*mat.Dense, 
 	}
 	return out, nil
 }
-
-// outFeatureScale is the output holding the released per-feature scales.
-const outFeatureScale = pcaeval.FeatureScaleName
