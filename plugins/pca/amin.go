@@ -111,8 +111,8 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	r := o.Rank.Value
 	res := &sdk.Result{}
 	var noisyVals []float64
+	var err error
 	if o.valueShare() > 0 {
-		var err error
 		if noisyVals, err = aminEigenvalues(ctx, run, plan, res, sh, n, clip, r); err != nil {
 			return nil, err
 		}

@@ -174,15 +174,10 @@ func lowRank(u *mat.Dense, mid mat.Matrix, s float64) *mat.Dense {
 	for j := 0; j < p; j++ {
 		out.Set(j, j, out.At(j, j)+s)
 	}
-	// Symmetrise exactly.
-	for i := 0; i < p; i++ {
-		for j := i + 1; j < p; j++ {
-			v := 0.5 * (out.At(i, j) + out.At(j, i))
-			out.Set(i, j, v)
-			out.Set(j, i, v)
-		}
-	}
-	return out
+	sym := mat.NewDense(p, p, nil) // (out + outᵀ)/2: symmetric exactly
+	sym.Add(out, out.T())
+	sym.Scale(0.5, sym)
+	return sym
 }
 
 func fmtFloats(v []float64) string {
