@@ -627,7 +627,7 @@ func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUs
 // DERIVATIONS.md §11).
 func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*cxzOptions)
-	return o.passes(rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.meanAuto(), o.private())), nil
+	return o.passes(rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.private() && o.meanClip == 0, o.private())), nil
 }
 
 // SpikedModel holds the public parameters of the spiked covariance model

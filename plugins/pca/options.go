@@ -31,14 +31,6 @@ const centerPairs = "pairs"
 // pairs reports center=pairs.
 func (c *centerOptions) pairs() bool { return c.Center.Value == centerPairs }
 
-// meanClip is the mean's row-norm bound: mean_clip, or def.
-func (c *centerOptions) meanClip(def float64) float64 {
-	if c.MeanClip != nil {
-		return *c.MeanClip
-	}
-	return def
-}
-
 // cxzCenterOptions are centerOptions for pca-cxz, which has no clip for
 // mean_clip to default to: mean_clip is a public bound or auto, a private
 // quantile of the row norms (DERIVATIONS.md §12.3).
@@ -63,9 +55,6 @@ func (c *cxzCenterOptions) parseMeanClip() error {
 	c.meanClip = o.Value()
 	return nil
 }
-
-// meanAuto reports a private mean whose clip is a private quantile.
-func (c *cxzCenterOptions) meanAuto() bool { return c.private() && c.meanClip == 0 }
 
 // outputSigma is the option to also return a p×p covariance estimate.
 type outputSigma struct {

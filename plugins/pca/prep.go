@@ -188,7 +188,10 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		out.n, _ = d.Dims()
 	}
 	if ctr.private() {
-		out.meanClip, out.autoMean = ctr.meanClip(c.Value()), pp.meanAuto
+		out.meanClip, out.autoMean = c.Value(), pp.meanAuto // mean_clip, else a numeric clip, else a private quantile
+		if ctr.MeanClip != nil {
+			out.meanClip = *ctr.MeanClip
+		}
 		var err error
 		if pp.meanAuto {
 			if out.meanClip, err = privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
