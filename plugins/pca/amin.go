@@ -11,10 +11,9 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/amin"
-	"github.com/dplr/dplr/plugins/internal/bingham"
+	"github.com/dplr/dplr/plugins/internal/analyzegauss"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/project"
-	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // Amin is pca-amin, the iterative eigenvector sampling of Amin, Dick,
@@ -76,48 +75,34 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan.Plan, src, &o.clipOptions, &o.centerOptions, privateMeanLaplace)
+	pre, err := preprocess(ctx, run, plan.Plan, src, &o.clipOptions, &o.centerOptions)
 	if err != nil {
 		return nil, err
 	}
-	src = pre.src // divided by the private feature scales, or pair differences (center=pairs)
-	run.Progress("gram", 0, 1)
-	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
-	if err != nil {
-		return nil, err
-	}
-	run.Progress("gram", 1, 1)
-	res, err := aminCovariance(ctx, run, plan.Plan, sh, pre.n, pre.clip, o)
+	res, err := aminCovariance(ctx, run, plan.Plan, pre.gram, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
 	pre.report(res)
 	res.Notes = append(res.Notes, plan.Note(o.Noise.Value))
-	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// aminPlan splits the grant in fractions of ε: the preprocessing shares,
-// then eigenvalue_share of the rest for the eigenvalues and the remainder
-// evenly over the sampled eigenvectors (DERIVATIONS.md §3.1); noise=exact
+// aminPlan splits the grant in fractions of ε (aminShares); noise=exact
 // scales the pure split as privacy.NewPurePlan allows.
 func aminPlan(acct *privacy.Accountant, o *aminOptions, p int) (*privacy.PurePlan, error) {
-	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
-	vs := o.valueShare()
-	if vs > 0 {
-		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
-	}
-	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - vs) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
-	return privacy.NewPurePlan(acct, o.Noise.Value, shares...)
+	return privacy.NewPurePlan(acct, o.Noise.Value, aminShares(o, p)...)
 }
 
-// privateMeanLaplace releases the mean of the rows clipped to c with the
-// Laplace mechanism (ℓ1 sensitivity 2c√p/n, DERIVATIONS.md §5).
-func privateMeanLaplace(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
-	n, p := src.Dims()
-	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
-		return run.Acct.Laplace("mean", 2*c*math.Sqrt(float64(p))/float64(n), p, b)
-	})
+// aminShares are the preprocessing shares, then eigenvalue_share of the
+// rest for the eigenvalues and the remainder evenly over the sampled
+// eigenvectors (DERIVATIONS.md §3.1).
+func aminShares(o *aminOptions, p int) []privacy.Share {
+	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+	if vs := o.valueShare(); vs > 0 {
+		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
+	}
+	return append(shares, privacy.Share{Name: shareVectors, Weight: (1 - o.valueShare()) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
 }
 
 // aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace
@@ -126,8 +111,8 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	r := o.Rank.Value
 	res := &sdk.Result{}
 	var noisyVals []float64
+	var err error
 	if o.valueShare() > 0 {
-		var err error
 		if noisyVals, err = aminEigenvalues(ctx, run, plan, res, sh, n, clip, r); err != nil {
 			return nil, err
 		}
@@ -136,7 +121,16 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 	if err != nil {
 		return nil, err
 	}
-	u, diag, err := IterativeEigenvectors(ctx, run, sh, r, bv, clip*clip/float64(n))
+	// Amin et al.'s iterative exponential mechanism, one release per draw
+	// (with r = p the last vector is determined and costs nothing).
+	u, diag, err := amin.Sample(ctx, run.Rand, sh, amin.Config{
+		Rank:    r,
+		Backend: run.Backend,
+		Declare: func(k int) (amin.Exponential, error) {
+			return run.Acct.Exponential(fmt.Sprintf("eigenvector %d", k+1), clip*clip/float64(n), bv)
+		},
+		Progress: func(done, total int) { run.Progress("eigenvectors", done, total) },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -162,24 +156,16 @@ func aminCovariance(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *m
 // and explained_variance_ratio to res and returns the noisy eigenvalues.
 func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, sh *mat.SymDense, n int, clip float64, r int) ([]float64, error) {
 	p := sh.SymmetricDim()
-	b, err := plan.Budget(shareValues)
-	if err != nil {
-		return nil, err
-	}
 	vals, _, err := topEigen(ctx, run.Backend, sh, r)
 	if err != nil {
 		return nil, err
 	}
-	tail := withTail(r, p)
+	tail := r >= 2 && r < p // the sum of the others leaves the ℓ1 sensitivity unchanged only for r ≥ 2 (DERIVATIONS.md §3.2)
 	out := append([]float64(nil), vals...)
-	if tail {
-		rest := mat.Trace(sh)
-		for _, v := range vals {
-			rest -= v
-		}
-		out = append(out, math.Max(rest, 0))
+	if tail { // the sum of the other eigenvalues
+		out = append(out, math.Max(analyzegauss.RestOfTrace(sh, vals), 0))
 	}
-	rel, err := run.Acct.Laplace("eigenvalues", EigenvalueSensitivity(clip, n, r), len(out), b)
+	rel, err := releaseAt(run, plan, shareValues, "eigenvalues", EigenvalueSensitivity(clip, n, r), len(out))
 	if err != nil {
 		return nil, err
 	}
@@ -202,28 +188,6 @@ func aminEigenvalues(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res 
 	return noisy, nil
 }
 
-// withTail reports whether the eigenvalue release also carries the sum of
-// the other eigenvalues: for 2 ≤ r < p, where it leaves the ℓ1
-// sensitivity 2γ²/n unchanged (for r = 1 it would double it; for r = p
-// there is no tail).
-func withTail(r, p int) bool { return r >= 2 && r < p }
-
-// IterativeEigenvectors draws r orthonormal vectors by Amin et al.'s
-// iterative exponential mechanism on the symmetric p×p matrix c (the shared
-// sampler of plugins/internal/amin), declaring one exponential release per
-// sampled vector at the per-draw budget b (utility sensitivity sens). With
-// r = p the last vector is determined by the others and costs nothing.
-func IterativeEigenvectors(ctx context.Context, run *sdk.Run, c *mat.SymDense, r int, b privacy.Budget, sens float64) (*mat.Dense, bingham.Diagnostics, error) {
-	return amin.Sample(ctx, run.Rand, c, amin.Config{
-		Rank:    r,
-		Backend: run.Backend,
-		Declare: func(k int) (amin.Exponential, error) {
-			return run.Acct.Exponential(fmt.Sprintf("eigenvector %d", k+1), sens, b)
-		},
-		Progress: func(done, total int) { run.Progress("eigenvectors", done, total) },
-	})
-}
-
 // EigenvalueSensitivity is the replace-one ℓ1 sensitivity of the top-r
 // eigenvalues of Σ̂_γ with rows of norm ≤ γ, also covering the sum of the
 // others for r ≥ 2: 2γ²/n, or γ²/n for r = 1 (DERIVATIONS.md §3.2).
@@ -233,4 +197,26 @@ func EigenvalueSensitivity(clip float64, n, r int) float64 {
 		return s
 	}
 	return 2 * s
+}
+
+// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
+// plan's shares.
+func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	plan := func(a *privacy.Accountant) (*privacy.Plan, error) {
+		pp, err := aminPlan(a, o, s.P)
+		if err != nil {
+			return nil, err
+		}
+		return pp.Plan, nil
+	}
+	if err := o.checkScalesLocatable(s, g, plan); err != nil {
+		return nil, err
+	}
+	return withClipAuto(sdk.UsesOf(aminShares(o, s.P)...), o.Auto()), nil
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (Amin) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*aminOptions)
+	return remotePasses(&o.clipOptions, &o.centerOptions, &o.evaluation)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
@@ -18,13 +19,6 @@ import (
 // AnalyzeGauss is pca-analyze-gauss, the Analyze Gauss mechanism of Dwork,
 // Talwar, Thakurta and Zhang (2014) on clipped rows (DERIVATIONS.md §4).
 type AnalyzeGauss struct{ project.Projection }
-
-// AnalyzeGaussSensitivity is the replace-one Frobenius sensitivity √2·γ²/n
-// of the clipped second-moment matrix (‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ −
-// 2(xᵀy)² ≤ 2γ⁴).
-func AnalyzeGaussSensitivity(clip float64, n int) float64 {
-	return kernel.MomentSensitivity(clip, 1/float64(n))
-}
 
 // Info implements sdk.Estimator.
 func (AnalyzeGauss) Info() sdk.Info {
@@ -74,7 +68,7 @@ DERIVATIONS.md §4–§7.`,
 // (clip quantiles, mean) → Analyze Gauss.
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	plan, err := analyzeGaussPlan(run.Acct, sdk.ShapeOf(run.Data).P, o)
+	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, analyzeGaussShares(sdk.ShapeOf(run.Data).P, o)...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,18 +83,11 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan, src, &o.clipOptions, &o.centerOptions, privateMeanGaussian)
+	pre, err := preprocess(ctx, run, plan, src, &o.clipOptions, &o.centerOptions)
 	if err != nil {
 		return nil, err
 	}
-	src = pre.src // divided by the private feature scales, or pair differences (center=pairs)
-	run.Progress("gram", 0, 1)
-	sh, nClip, err := gramOf(ctx, src, pre.mu, pre.clip)
-	if err != nil {
-		return nil, err
-	}
-	run.Progress("gram", 1, 1)
-	res, scale, err := analyzeGauss(ctx, run, plan, sh, pre.n, pre.clip, o)
+	res, scale, err := analyzeGauss(ctx, run, plan, pre.gram, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
@@ -109,18 +96,11 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 		pcaeval.DivideMoments(scale, pre.mu, nil)
 	}
 	pre.report(res)
-	res.AddScalar("clipped_rows", float64(nClip), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// analyzeGaussPlan splits the grant between the private preprocessing
-// (clip quantiles, mean) and the second-moment release, under the
-// requested noise calibration.
-func analyzeGaussPlan(acct *privacy.Accountant, p int, o *analyzeGaussOptions) (*privacy.Plan, error) {
-	return privacy.NewPlan(acct, o.Noise.Value, analyzeGaussShares(p, o)...)
-}
-
-// analyzeGaussShares are the shares of analyzeGaussPlan.
+// analyzeGaussShares split the grant between the private preprocessing
+// and the second-moment release.
 func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
 	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
 	return append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
@@ -132,10 +112,7 @@ func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
 // the estimator's options). The worst-case guarantee holds only if the
 // caller really clipped the rows. center=private is refused.
 func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *mat.SymDense, n int) (*sdk.Result, error) {
-	if sh == nil || n < 1 {
-		return nil, fmt.Errorf("AnalyzeGaussFromCov: need a covariance and n ≥ 1")
-	}
-	opts, _, err := sdk.Prepare(AnalyzeGauss{}.Info(), raw, sdk.Shape{Kind: data.Rows, N: n, P: sh.SymmetricDim()})
+	opts, err := bindCov(AnalyzeGauss{}.Info(), raw, sh, n)
 	if err != nil {
 		return nil, err
 	}
@@ -146,15 +123,12 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if o.Auto() {
 		return nil, fmt.Errorf("clip=auto needs the data rows: give the clip the rows were clipped to")
 	}
-	plan, err := analyzeGaussPlan(run.Acct, 0, o)
+	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, analyzeGaussShares(0, o)...)
 	if err != nil {
 		return nil, err
 	}
 	cp := mat.NewSymDense(sh.SymmetricDim(), nil)
 	cp.CopySym(sh)
-	if err := checkGram(cp); err != nil {
-		return nil, err
-	}
 	res, _, err := analyzeGauss(ctx, run, plan, cp, n, o.clipOptions.Value(), o)
 	if err != nil {
 		return nil, err
@@ -167,12 +141,8 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 // Frobenius sensitivity √2γ²/n and return its top-r eigenpairs.
 func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat.SymDense, n int, clip float64, o *analyzeGaussOptions) (*sdk.Result, []float64, error) {
 	p := sh.SymmetricDim()
-	b, err := plan.Budget(shareMoment)
-	if err != nil {
-		return nil, nil, err
-	}
-	sens := AnalyzeGaussSensitivity(clip, n)
-	rel, err := run.Acct.Gaussian("second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p), b)
+	sens := kernel.MomentSensitivity(clip, 1/float64(n)) // √2·γ²/n, DERIVATIONS.md §4
+	rel, err := releaseAt(run, plan, shareMoment, "second-moment matrix Σ̂ + E", sens, analyzegauss.Dim(p))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -187,7 +157,7 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 		res.AddSeries("explained_variance_ratio", evr, sdk.Public, "eigenvalues / trace of the noisy matrix (negative values counted as 0): a private estimate of the share of the (clipped) variance each component explains (post-processing)")
 	}
 	if scale != nil {
-		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(scale), scale), sdk.Public,
+		res.AddMatrix(pcaeval.FeatureScaleName, mat.NewDense(1, len(scale), scale), sdk.Public,
 			"feature_scale=released: the square roots of the released matrix's diagonal, floored at twice the noise deviation (post-processing, no budget); dplr transform divides new rows by them before subtracting the released mean")
 	}
 	if o.OutputSigma {
@@ -198,4 +168,84 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	res.Guarantee = privacy.Guarantee{Neighbours: "one row replaced by an arbitrary row"}
 	res.Notes = append(res.Notes, privacy.GaussianNote(o.Noise.Value, run.Acct.Grant().Kind))
 	return res, scale, nil
+}
+
+// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
+// plan's shares.
+func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	if err := o.checkScalesLocatable(s, g, func(a *privacy.Accountant) (*privacy.Plan, error) {
+		return privacy.NewPlan(a, o.Noise.Value, analyzeGaussShares(s.P, o)...)
+	}); err != nil {
+		return nil, err
+	}
+	return withClipAuto(sdk.UsesOf(analyzeGaussShares(s.P, o)...), o.Auto()), nil
+}
+
+// Passes implements sdk.RemoteEstimator.
+func (AnalyzeGauss) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*analyzeGaussOptions)
+	return remotePasses(&o.clipOptions, &o.centerOptions, &o.evaluation)
+}
+
+// PCA's part in the SDK's private selection (sdk.Selection): the units are
+// rows; a candidate is fitted on the fitting rows and scored on each
+// held-out row x by the fraction of it the released components capture,
+// ‖Ûᵀy‖²/‖y‖² with y = x/feature_scale − mean as dplr transform prepares
+// it (1 for y = 0). Û is orthonormal, so the score is in [0, 1], and it
+// depends on its own row only: the mean over m held-out rows moves by at
+// most 1/m when one row is replaced.
+
+// SelectShares implements sdk.SelectPlanner for pca-analyze-gauss.
+func (o *analyzeGaussOptions) SelectShares(s sdk.Shape) (string, []privacy.Share, error) {
+	return o.Noise.Value, analyzeGaussShares(s.P, o), nil
+}
+
+// SelectFit implements sdk.Selectable for pca-analyze-gauss.
+func (AnalyzeGauss) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, sdk.Scorer, error) {
+	res, err := analyzeGaussFit(ctx, run, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, capturedScorer(res, run.Params.Raw()), nil
+}
+
+// capturedScorer scores held-out rows by the mean over them of the
+// fraction of each row (prepared as transform prepares it) that the
+// components of res capture, in [0, 1] per row (1 for a zero row).
+func capturedScorer(res *sdk.Result, params map[string]string) sdk.Scorer {
+	m := modelOf(res, params)
+	return func(ctx context.Context, held *data.Dataset) (float64, error) {
+		y, u, err := project.Prepared(m, held.X)
+		if err != nil {
+			return 0, err
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		n, _ := y.Dims()
+		var proj mat.Dense
+		proj.Mul(y, u)
+		var sum float64
+		for i := 0; i < n; i++ {
+			row, pr := y.RawRowView(i), proj.RawRowView(i)
+			if total := floats.Dot(row, row); total > 0 {
+				sum += min(floats.Dot(pr, pr)/total, 1)
+			} else {
+				sum++
+			}
+		}
+		return sum / float64(n), nil
+	}
+}
+
+// modelOf is the model dplr transform reads from res: its public matrices.
+func modelOf(res *sdk.Result, params map[string]string) *sdk.Model {
+	m := &sdk.Model{Params: params}
+	for _, o := range res.Matrices {
+		if o.Release == sdk.Public {
+			r, c := o.M.Dims()
+			m.Outputs = append(m.Outputs, sdk.ModelOutput{Name: o.Name, Rows: r, Cols: c, Value: o.M.RawMatrix().Data})
+		}
+	}
+	return m
 }

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
@@ -15,13 +16,15 @@ import (
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
-// CXZ calibrations.
+// CXZ calibrations (the sensitivity option); CalWorstCase is the
+// worst-case mode (DERIVATIONS.md §13).
 const (
 	CalExplicit    = "explicit"
 	CalPaper       = "paper"
 	CalDiverging   = "diverging"
 	CalSubGaussian = "subgaussian"
 	CalDavisKahan  = "davis-kahan"
+	CalWorstCase   = "worst-case"
 )
 
 // CXZ is Algorithm 1 of Cai, Xia and Zha, "Optimal Differentially Private
@@ -80,18 +83,11 @@ stages use sensitivities that hold for any data set with that gap, and the resul
 for any data; if not, the fit stops as above, charged only the steps that ran (DERIVATIONS.md
 §13). It pays for the guarantee with more noise than the model-based mode.
 
-Sensitivities (sensitivity=, formerly calibration=): explicit (default;
-closed-form first-order sensitivities with exact Gaussian tails, DERIVATIONS.md §2.2–2.3), paper (the paper's forms with user constants c2, c3 and its
-(ε/2, δ/2) split with the classical Gaussian mechanism), diverging (Corollary 1, growing
-condition number), subgaussian (Corollary 2: explicit bounds times a safety factor),
-davis-kahan (ablation: the Davis–Kahan projector sensitivity the paper improves upon),
-worst-case (above).
-The default budget accounting composes the steps in zCDP from the grant; split sets the
-share of stage 1.`,
+The sensitivity option chooses how Δ1 and Δ2 are obtained (DERIVATIONS.md §2.2–2.4), noise
+how the Gaussian steps are calibrated, and split the share of stage 1.`,
 		DataKind:  data.Rows,
 		Guarantee: "(ε,δ)-DP w.p. ≥ 1−β over data from the spiked Gaussian model, with r public and σ², λ public or privately estimated bounds; neighbours replace one row by an independent model draw. sensitivity=worst-case: (ε,δ)-DP for any data set (propose-test-release on the eigengap, rows clipped to a public norm)",
-		// (ε, δ) grants (the steps are composed in zCDP inside the grant by
-		// default) and ρ grants (the model guarantee then states ρ, and β
+		// (ε, δ) grants and ρ grants (the model guarantee then states ρ, and β
 		// defaults to 1e-6 since there is no δ to borrow). No pure grant: the
 		// mechanism is Gaussian.
 		Grants:  []privacy.GrantKind{privacy.GrantApprox, privacy.GrantZCDP},
@@ -226,18 +222,11 @@ func (CXZ) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // materialising X is impractical. center=private, guarded and
 // sensitivity=worst-case need the rows and are refused.
 func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *mat.SymDense, n int) (*sdk.Result, error) {
-	if sh == nil || n < 1 {
-		return nil, fmt.Errorf("CXZFromCov: need a covariance and n ≥ 1")
-	}
-	if err := checkGram(sh); err != nil {
-		return nil, err
-	}
-	p := sh.SymmetricDim()
-	opts, _, err := sdk.Prepare(CXZ{}.Info(), raw, sdk.Shape{Kind: data.Rows, N: n, P: p})
+	opts, err := bindCov(CXZ{}.Info(), raw, sh, n)
 	if err != nil {
 		return nil, err
 	}
-	return fitCXZ(ctx, run, opts.(*cxzOptions), nil, sh, n, p)
+	return fitCXZ(ctx, run, opts.(*cxzOptions), nil, sh, n, sh.SymmetricDim())
 }
 
 // fitCXZ plans the budget and runs Algorithm 1 on the rows of src (or on Σ̂
@@ -325,14 +314,14 @@ const (
 // quantile of the raw row norms, from the plan's clip share) and the mean.
 func (c *cxzConfig) privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source) ([]float64, error) {
 	if c.meanClip == 0 {
-		q, err := privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, meanClipQuantile)
+		q, err := privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, meanClipQuantile)
 		if err != nil {
 			return nil, err
 		}
 		c.meanClip, c.meanAuto = q, true
 	}
 	run.Progress("mean", 0, 1)
-	return privateMeanGaussian(ctx, run, plan, src, c.meanClip)
+	return privateMean(ctx, run, plan, src, c.meanClip)
 }
 
 // finish adds the released preprocessing (the mean and its clip, the model
@@ -415,7 +404,7 @@ func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzCo
 			return nil, err
 		}
 	}
-	if err := cxzOutputs(run, res, cfg, ut, lt); err != nil {
+	if err := cxzOutputs(ctx, run, res, cfg, ut, lt); err != nil {
 		return nil, err
 	}
 	if cfg.worst() {
@@ -435,11 +424,7 @@ func cxzStage1(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 	if err != nil {
 		return nil, err
 	}
-	b, err := plan.Budget(shareStage1)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := run.Acct.Gaussian("eigenvectors (projector ÛÛᵀ + Z)", d1, p*(p+1)/2, b)
+	rel, err := releaseAt(run, plan, shareStage1, "eigenvectors (projector ÛÛᵀ + Z)", d1, p*(p+1)/2)
 	if err != nil {
 		return nil, err
 	}
@@ -463,25 +448,14 @@ func cxzStage1(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 // with the guard, rows clipped to ‖x‖² ≤ τ first).
 func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.Result, cfg *cxzConfig, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, d2, betaEach float64) (*mat.SymDense, error) {
 	_, r := ut.Dims()
-	comp, nClip, tau, err := compressed(ctx, run, src, mu, sh, ut, cfg, betaEach)
+	lt, nClip, tau, err := compressed(ctx, run, src, mu, sh, ut, cfg, betaEach)
 	if err != nil {
 		return nil, err
 	}
-	lt := mat.NewSymDense(r, nil)
 	for i := 0; i < r; i++ {
-		for j := i; j < r; j++ {
-			v := 0.5 * (comp.At(i, j) + comp.At(j, i))
-			if i == j {
-				v -= cfg.sub
-			}
-			lt.SetSym(i, j, v)
-		}
+		lt.SetSym(i, i, lt.At(i, i)-cfg.sub)
 	}
-	b, err := plan.Budget(shareStage2)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := run.Acct.Gaussian("eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2, b)
+	rel, err := releaseAt(run, plan, shareStage2, "eigenvalues (Ũᵀ(Σ̂−σ²I)Ũ + E)", d2, r*(r+1)/2)
 	if err != nil {
 		return nil, err
 	}
@@ -500,21 +474,9 @@ func cxzStage2(ctx context.Context, run *sdk.Run, plan *privacy.Plan, res *sdk.R
 // compressed returns Ũᵀ Σ̂ Ũ, or with the guard Ũᵀ Σ̂_τ Ũ where rows are
 // clipped to ‖x‖² ≤ τ (from the second moment of the rows clipped to √τ,
 // one more pass).
-func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.Dense, int, float64, error) {
-	p, r := ut.Dims()
-	compress := func(s mat.Symmetric) (*mat.Dense, error) {
-		su := mat.NewDense(p, r, nil)
-		if err := run.Backend.Mul(su, s, false, ut, false); err != nil {
-			return nil, err
-		}
-		out := mat.NewDense(r, r, nil)
-		if err := run.Backend.Mul(out, ut, true, su, false); err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
+func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []float64, sh *mat.SymDense, ut *mat.Dense, cfg *cxzConfig, betaEach float64) (*mat.SymDense, int, float64, error) {
 	if !cfg.Guarded {
-		out, err := compress(sh)
+		out, err := compress(run.Backend, sh, ut)
 		return out, 0, 0, err
 	}
 	tau := RowNormBound(cfg.model, betaEach)
@@ -529,45 +491,50 @@ func compressed(ctx context.Context, run *sdk.Run, src *rowsrc.Source, mu []floa
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	out, err := compress(st)
+	out, err := compress(run.Backend, st, ut)
 	return out, nClip, tau, err
+}
+
+// compress returns VᵀSV for a p×r frame V, symmetrised exactly.
+func compress(be backend.Backend, s mat.Symmetric, v *mat.Dense) (*mat.SymDense, error) {
+	p, r := v.Dims()
+	sv := mat.NewDense(p, r, nil)
+	if err := be.Mul(sv, s, false, v, false); err != nil {
+		return nil, err
+	}
+	g := mat.NewDense(r, r, nil)
+	if err := be.Mul(g, v, true, sv, false); err != nil {
+		return nil, err
+	}
+	out := mat.NewSymDense(r, nil)
+	for i := 0; i < r; i++ {
+		for j := i; j < r; j++ {
+			out.SetSym(i, j, 0.5*(g.At(i, j)+g.At(j, i)))
+		}
+	}
+	return out, nil
 }
 
 // cxzOutputs adds U, Lambda, eigenvalues and Sigma (all post-processing of
 // the two noisy releases).
-func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt *mat.SymDense) error {
+func cxzOutputs(ctx context.Context, run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt *mat.SymDense) error {
 	if lt == nil {
 		res.AddMatrix("U", ut, sdk.Public, "private top-r eigenvectors Ũ (p×r, orthonormal)")
 		return nil
 	}
 	r := lt.SymmetricDim()
-	var es mat.EigenSym
-	if !es.Factorize(lt, true) {
-		return fmt.Errorf("eigendecomposition of Λ̃ failed")
-	}
-	vals := es.Values(nil) // ascending
-	var w mat.Dense
-	es.VectorsTo(&w)
-	// Descending order.
-	dvals := make([]float64, r)
-	wd := mat.NewDense(r, r, nil)
-	for j := 0; j < r; j++ {
-		dvals[j] = vals[r-1-j]
-		for i := 0; i < r; i++ {
-			wd.Set(i, j, w.At(i, r-1-j))
-		}
+	dvals, wd, err := topEigen(ctx, run.Backend, lt, r) // descending
+	if err != nil {
+		return err
 	}
 	if cfg.PSD {
 		for j := range dvals {
 			dvals[j] = math.Max(dvals[j], 0)
 		}
-		var m mat.Dense
-		m.Mul(wd, mat.NewDiagDense(r, dvals))
-		full := mat.NewDense(r, r, nil)
-		full.Mul(&m, wd.T())
+		full := lowRank(wd, mat.NewDiagDense(r, dvals), 0) // W·max(D, 0)·Wᵀ, symmetric
 		for i := 0; i < r; i++ {
 			for j := i; j < r; j++ {
-				lt.SetSym(i, j, 0.5*(full.At(i, j)+full.At(j, i)))
+				lt.SetSym(i, j, full.At(i, j))
 			}
 		}
 	}
@@ -575,10 +542,7 @@ func cxzOutputs(run *sdk.Run, res *sdk.Result, cfg *cxzConfig, ut *mat.Dense, lt
 	if cfg.Rotate {
 		u = mat.NewDense(ut.RawMatrix().Rows, r, nil)
 		u.Mul(ut, wd)
-		lam = mat.NewDense(r, r, nil)
-		for j := 0; j < r; j++ {
-			lam.Set(j, j, dvals[j])
-		}
+		lam = mat.DenseCopyOf(mat.NewDiagDense(r, dvals))
 	}
 	ev := make([]float64, r)
 	for j := range ev {
@@ -649,6 +613,335 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 		if cfg.meanAuto {
 			g.Assumptions = append(g.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", cfg.meanClip))
 		}
+	}
+	return g
+}
+
+// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
+// plan's shares and of the eigengap test (cxzConfig.uses).
+func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
+	return o.config(g, s.N, s.P).uses(g)
+}
+
+// Passes implements sdk.RemoteEstimator (the passes of each step:
+// DERIVATIONS.md §11).
+func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*cxzOptions)
+	return o.passes(rowsrc.Kinds(o.estimate && o.CXZClip == nil || o.private() && o.meanClip == 0, o.private())), nil
+}
+
+// SpikedModel holds the public parameters of the spiked covariance model
+// Σ = U·diag(λ)·Uᵀ + σ²I_p that the Cai–Xia–Zha sensitivities depend on.
+type SpikedModel struct {
+	N, P int
+	// LambdaLow are public lower bounds for the spikes λ_1..λ_r (one per
+	// component); they enter the projector sensitivity Δ1, which decreases
+	// in λ.
+	LambdaLow []float64
+	// LambdaHigh are public upper bounds for the spikes; they enter the
+	// eigenvalue sensitivity Δ2 and the row-norm bound τ.
+	LambdaHigh []float64
+	// Sigma2 is a public upper bound for the noise variance σ².
+	Sigma2 float64
+}
+
+// Validate checks the model's numbers.
+func (m SpikedModel) Validate() error {
+	r := len(m.LambdaLow)
+	if m.N < 1 || m.P < 2 {
+		return fmt.Errorf("spiked model: n = %d, p = %d", m.N, m.P)
+	}
+	if r < 1 || len(m.LambdaHigh) != r {
+		return fmt.Errorf("spiked model: %d lower and %d upper spike bounds", r, len(m.LambdaHigh))
+	}
+	if 2*r >= m.P {
+		return fmt.Errorf("spiked model: rank %d too large for dimension %d (need 2r < p)", r, m.P)
+	}
+	if err := finitePositive("sigma2", m.Sigma2); err != nil {
+		return err
+	}
+	for k := 0; k < r; k++ {
+		if err := finitePositive("lambda", m.LambdaLow[k]); err != nil {
+			return err
+		}
+		if err := finitePositive("lambda_upper", m.LambdaHigh[k]); err != nil {
+			return err
+		}
+		if m.LambdaHigh[k] < m.LambdaLow[k] {
+			return fmt.Errorf("spike %d: upper bound %v below lower bound %v", k+1, m.LambdaHigh[k], m.LambdaLow[k])
+		}
+	}
+	return nil
+}
+
+func (m SpikedModel) r() int { return len(m.LambdaLow) }
+
+func (m SpikedModel) lambdaMinLow() float64 {
+	v := math.Inf(1)
+	for _, l := range m.LambdaLow {
+		v = math.Min(v, l)
+	}
+	return v
+}
+
+func (m SpikedModel) lambdaMaxHigh() float64 {
+	v := 0.0
+	for _, l := range m.LambdaHigh {
+		v = math.Max(v, l)
+	}
+	return v
+}
+
+// ExplicitDelta1 is the closed-form bound, holding for all rows at once
+// with probability ≥ 1−β, on the Frobenius change of the sample spectral
+// projector ÛÛᵀ when one row is replaced by a model draw: Δ1 = 2√2·√(AB)/n
+// with A and B as in DERIVATIONS.md §2.2.
+func ExplicitDelta1(m SpikedModel, beta float64) float64 {
+	r := m.r()
+	t := math.Log(4 * float64(m.N) / beta)
+	var sa, sa2, amax float64
+	for _, l := range m.LambdaLow {
+		a := (l + m.Sigma2) / (l * l)
+		sa += a
+		sa2 += a * a
+		amax = math.Max(amax, a)
+	}
+	A := sa + 2*math.Sqrt(t*sa2) + 2*t*amax
+	q := float64(m.P - r)
+	B := m.Sigma2 * (q + 2*math.Sqrt(q*t) + 2*t)
+	return 2 * math.Sqrt2 * math.Sqrt(A*B) / float64(m.N)
+}
+
+// RowNormBound is τ, a bound on max ‖X_i‖² over all 2n rows of a data set
+// and its neighbours holding with probability ≥ 1−β under the Gaussian
+// model: τ = T + 2F√t + 2Mt with t = log(2n/β), T = tr Σ, F = ‖Σ‖_F,
+// M = ‖Σ‖ (computed from the upper spike bounds).
+func RowNormBound(m SpikedModel, beta float64) float64 {
+	r := m.r()
+	t := math.Log(2 * float64(m.N) / beta)
+	s2 := m.Sigma2
+	var T, F2 float64
+	for _, l := range m.LambdaHigh {
+		T += l
+		F2 += (l + s2) * (l + s2)
+	}
+	T += float64(m.P) * s2
+	F2 += float64(m.P-r) * s2 * s2
+	M := m.lambdaMaxHigh() + s2
+	return T + 2*math.Sqrt(F2*t) + 2*M*t
+}
+
+// ExplicitDelta2 is the high-probability bound √2·τ/n on
+// ‖Σ̂ − Σ̂'‖_F ≥ ‖Ũᵀ(Σ̂ − Σ̂')Ũ‖_F for one replaced row (DERIVATIONS.md §2.3).
+func ExplicitDelta2(m SpikedModel, beta float64) float64 {
+	return math.Sqrt2 * RowNormBound(m, beta) / float64(m.N)
+}
+
+// PaperDelta1 is the paper's Lemma 3 form
+// Δ1 = C2·(σ²/λ + √(σ²/λ))·√(p(r + log n))/n, with λ the smallest lower
+// spike bound and a user constant C2 (the paper leaves it unspecified).
+func PaperDelta1(m SpikedModel, c2 float64) float64 {
+	q := m.Sigma2 / m.lambdaMinLow()
+	return c2 * (q + math.Sqrt(q)) * math.Sqrt(float64(m.P)*(float64(m.r())+math.Log(float64(m.N)))) / float64(m.N)
+}
+
+// PaperDelta2 is the paper's Lemma 4 form Δ2 = C3·(λ(r + log n) + σ²p)/n
+// with λ the largest upper spike bound.
+func PaperDelta2(m SpikedModel, c3 float64) float64 {
+	return c3 * (m.lambdaMaxHigh()*(float64(m.r())+math.Log(float64(m.N))) + m.Sigma2*float64(m.P)) / float64(m.N)
+}
+
+// DivergingDelta1 is Corollary 1's form for a growing condition number
+// κ0 = λ_1/λ_r: Δ1 = C2·(σ²/λ_r + √(κ0σ²/λ_r))·√(p(r + log n))/n, with λ_r
+// the smallest lower bound and λ_1 the largest upper bound.
+func DivergingDelta1(m SpikedModel, c2 float64) float64 {
+	lr := m.lambdaMinLow()
+	k0 := m.lambdaMaxHigh() / lr
+	q := m.Sigma2 / lr
+	return c2 * (q + math.Sqrt(k0*q)) * math.Sqrt(float64(m.P)*(float64(m.r())+math.Log(float64(m.N)))) / float64(m.N)
+}
+
+// DavisKahanDelta1 is the ablation bound the paper improves upon:
+// Δ1 = 2√2·Δ2/g with Δ2 = √2τ/n and g = λ_r − 2D̂ a lower bound on the
+// sample eigengap, D̂ = C·√((λ_1+σ²)(rλ_1+pσ²)/n). It errors when g ≤ 0.
+func DavisKahanDelta1(m SpikedModel, beta, c float64) (float64, error) {
+	l1 := m.lambdaMaxHigh()
+	d := c * math.Sqrt((l1+m.Sigma2)*(float64(m.r())*l1+float64(m.P)*m.Sigma2)/float64(m.N))
+	g := m.lambdaMinLow() - 2*d
+	if !(g > 0) {
+		return 0, fmt.Errorf("davis-kahan calibration: eigengap bound λ_r − 2D̂ = %.4g ≤ 0 (n too small for this λ)", g)
+	}
+	return 2 * math.Sqrt2 * ExplicitDelta2(m, beta) / g, nil
+}
+
+// PaperFailureProb is the part of the paper's failure probability that has
+// explicit constants, 4n⁻⁹ + 10^(−20·r̃) with r̃ = tr Σ/‖Σ‖ (the e^(−c1·p)
+// term has an unspecified constant and is listed as an assumption).
+func PaperFailureProb(m SpikedModel) float64 {
+	var T float64
+	for _, l := range m.LambdaLow {
+		T += l
+	}
+	T += float64(m.P) * m.Sigma2
+	rt := T / (m.lambdaMaxHigh() + m.Sigma2)
+	return 4*math.Pow(float64(m.N), -9) + math.Pow(10, -20*rt)
+}
+
+// sharePTR names the eigengap test in the pre-flight declaration (it is
+// paid from its own part of the grant, outside the plan); ptrDeltaShare is
+// the part of δ the test takes; below ptrPassOdds, the chance that the
+// test passes on any data set of the request's size, it is refused before
+// anything is spent (it would mostly charge its steps for a planned stop).
+const (
+	sharePTR      = "eigengap test (propose-test-release)"
+	ptrDeltaShare = 0.5
+	ptrPassOdds   = 0.05
+)
+
+// ptrOutcome is the released outcome of the eigengap test.
+type ptrOutcome struct {
+	gap0, dist, threshold float64
+	passed                bool
+}
+
+// worst reports sensitivity=worst-case.
+func (c *cxzConfig) worst() bool { return c.cal == CalWorstCase }
+
+// uses is the pre-flight declaration of the mechanisms; the worst-case
+// mode is refused under a grant that is not (ε, δ), before any spend.
+func (c *cxzConfig) uses(g privacy.Grant) ([]sdk.MechanismUse, error) {
+	uses := sdk.UsesOf(c.shares()...)
+	if !c.worst() {
+		return uses, nil
+	}
+	if g.Kind != privacy.GrantApprox {
+		return nil, sdk.BadRequest("sensitivity=worst-case needs an (ε, δ) grant (its eigengap test is (ε, δ)-DP, not pure or zCDP), not a %s grant", g.Kind)
+	}
+	if err := c.testCanPass(g); err != nil {
+		return nil, err
+	}
+	return append(uses, sdk.MechanismUse{Mechanism: privacy.MechLaplace, For: sharePTR}), nil
+}
+
+// testCanPass refuses, from n, ε and δ alone, a request whose eigengap
+// test passes with probability below ptrPassOdds on every data set
+// (DERIVATIONS.md §13.1).
+func (c *cxzConfig) testCanPass(g privacy.Grant) error {
+	n := c.model.N
+	if n <= 0 {
+		return nil
+	}
+	eps, delta := c.ptrCost(g)
+	b := 1 / eps
+	if dmax, need := float64(n)/2, b*math.Log(1/delta)-b*math.Log(0.5/ptrPassOdds); dmax < need {
+		return sdk.BadRequest("sensitivity=worst-case: %d rows are too few for the eigengap test at ε_t = %.3g, δ_t = %.3g (ptr_share of the grant): even the largest gap the clip allows is fewer than %.0f row replacements from failing, and the test needs about %.0f to pass with probability %.2g; raise ε or ptr_share, or use the model-based mode or pca-analyze-gauss", n, eps, delta, dmax, need, ptrPassOdds)
+	}
+	return nil
+}
+
+// ptrCost is the test's (ε_t, δ_t): ptr_share of ε and half of δ.
+func (c *cxzConfig) ptrCost(g privacy.Grant) (eps, delta float64) {
+	return c.PTRShare * g.Epsilon, ptrDeltaShare * g.Delta
+}
+
+// WorstCaseDelta1 is the Frobenius sensitivity of the projector onto the
+// top-r eigenvectors of the second moment of n rows clipped to clip, for
+// a data set whose eigengap λ_r − λ_{r+1} is at least gap
+// (DERIVATIONS.md §13.2): 2√2·min(√r, √2)·clip²/(n·gap).
+func WorstCaseDelta1(n, r int, clip, gap float64) float64 {
+	return 2 * math.Sqrt2 * WorstCaseDelta2(n, r, clip) / gap
+}
+
+// WorstCaseDelta2 is the Frobenius sensitivity of Ũᵀ Σ̂ Ũ (Ũ any p×r
+// orthonormal frame) for n rows clipped to clip: min(√r, √2)·clip²/n
+// (DERIVATIONS.md §13.3).
+func WorstCaseDelta2(n, r int, clip float64) float64 {
+	return math.Min(math.Sqrt(float64(r)), math.Sqrt2) * clip * clip / float64(n)
+}
+
+// GapDistance is the distance to instability of the eigengap test: with
+// vals the eigenvalues of the clipped second moment (at least r + 1 of
+// them, in any order), d = max(0, ⌊(ĝ − gap0)/(2·clip²/n)⌋), ĝ = λ_r −
+// λ_{r+1}. Replacing one row moves ĝ by at most 2·clip²/n, so d changes by
+// at most 1 (DERIVATIONS.md §13.1).
+func GapDistance(vals []float64, r, n int, clip, gap0 float64) float64 {
+	v := descending(vals)
+	d := math.Floor((v[r-1] - v[r] - gap0) / (2 * clip * clip / float64(n)))
+	return math.Max(d, 0)
+}
+
+// ptrTest releases the distance to a gap below the proposed gap0 with
+// Laplace noise and decides whether the fit goes on (DERIVATIONS.md
+// §13.1); sh is the second moment of the clipped rows.
+func (c *cxzConfig) ptrTest(ctx context.Context, run *sdk.Run, sh *mat.SymDense) error {
+	vals, _, err := topEigen(ctx, run.Backend, sh, c.r+1)
+	if err != nil {
+		return err
+	}
+	eps, delta := c.ptrCost(run.Acct.Grant())
+	rel, thr, err := run.Acct.PTRTest(sharePTR, eps, delta)
+	if err != nil {
+		return err
+	}
+	x := []float64{GapDistance(vals, c.r, c.model.N, c.clip, c.gap0)}
+	if err := rel.Add(run.Rand, x); err != nil {
+		return err
+	}
+	c.ptr = &ptrOutcome{gap0: c.gap0, dist: x[0], threshold: thr, passed: x[0] > thr}
+	return nil
+}
+
+// applyWorst takes from the released model estimate what the worst-case
+// mode uses (post-processing): the rank (rank=auto), the σ² subtracted in
+// stage 2 and, with ptr_gap=auto, the proposed gap, half the gap of the
+// released noisy spectrum at the rank fitted. It returns why the fit
+// stops ("" when it goes on). The model's spike bounds are not used.
+func (e *modelEstimate) applyWorst(cfg *cxzConfig) string {
+	if cfg.auto {
+		if e.rank == 0 {
+			return e.stop
+		}
+		cfg.r = e.rank
+	}
+	if cfg.Sigma2 == nil {
+		cfg.sub = 0 // a σ² estimate that is not positive subtracts nothing
+		if e.Sigma2 > 0 {
+			cfg.sub = e.Sigma2
+		}
+	}
+	if cfg.gap0 == 0 {
+		k := cfg.r
+		cfg.gap0 = (e.spectrum[k-1] - e.spectrum[k]) / 2
+		if !(cfg.gap0 > 0) {
+			return fmt.Sprintf("the released noisy spectrum shows no gap after component %d (ptr_gap=auto): no eigengap to test", k)
+		}
+	}
+	return ""
+}
+
+// report releases the test's outcome.
+func (p *ptrOutcome) report(res *sdk.Result) {
+	res.AddScalar("ptr_gap", p.gap0, sdk.Public, "the proposed lower bound g₀ for the eigengap of the clipped second moment")
+	res.AddScalar("ptr_distance", p.dist, sdk.Public, "the released noisy distance to a data set whose gap is below g₀ (in replaced rows)")
+	res.AddScalar("ptr_threshold", p.threshold, sdk.Public, "the distance the test needed to exceed to go on")
+}
+
+// worstGuarantee is the worst-case mode's guarantee: (ε, δ)-DP for every
+// data set under replace-one neighbours (DERIVATIONS.md §13.4).
+func worstGuarantee(cfg *cxzConfig) privacy.Guarantee {
+	g := privacy.Guarantee{
+		Neighbours: "one row replaced by an arbitrary row",
+		Assumptions: []string{
+			fmt.Sprintf("rows clipped to the public norm %.6g in every step", cfg.clip),
+			fmt.Sprintf("propose-test-release on the eigengap λ_%d − λ_%d of the clipped second moment: proposed gap %.6g, released distance %.4g > threshold %.4g; the stages are calibrated to every data set with at least that gap, and the test's δ covers the others",
+				cfg.r, cfg.r+1, cfg.ptr.gap0, cfg.ptr.dist, cfg.ptr.threshold),
+		},
+	}
+	if cfg.est != nil {
+		g.Assumptions = append(g.Assumptions, "the private model estimate (worst-case DP steps) only proposes the gap, the rank (rank=auto) and the σ² subtracted in stage 2; no model assumption enters the guarantee")
+	}
+	if cfg.private() {
+		g.Assumptions = append(g.Assumptions, fmt.Sprintf("centred with a private mean (rows clipped to norm %.4g, worst-case DP step)", cfg.meanClip))
 	}
 	return g
 }

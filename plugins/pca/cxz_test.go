@@ -508,3 +508,10 @@ func TestCXZZCDPGrant(t *testing.T) {
 	assert.Equal(t, privacy.Model, res.Guarantee.Kind)
 	assert.Contains(t, res.Guarantee.String(), "ρ = 0.05, holding with probability at least 1 − 1e-06")
 }
+
+// PaperNoiseSD is the paper's noise level for a step of sensitivity sens
+// run at (ε/2, δ/2), the reference the classical calibration is checked
+// against: s = √(8Δ²·log(2.5/δ))/ε.
+func PaperNoiseSD(sens, eps, delta float64) float64 {
+	return math.Sqrt(8 * sens * sens * math.Log(2.5/delta) / (eps * eps))
+}

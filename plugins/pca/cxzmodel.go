@@ -350,11 +350,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	n, p := src.Dims()
 	out := &modelEstimate{clip: cfg.clip, beta: cfg.betaEst}
 	if out.clip == 0 {
-		b, err := plan.Budget(shareEstClip)
-		if err != nil {
-			return nil, err
-		}
-		q, err := src.PrivateNorm(ctx, run.Acct, run.Rand, "estimate: clip quantile", b, mu, estimateQuantile)
+		q, err := privateClip(ctx, run, plan, shareEstClip, "estimate: clip quantile", src, mu, estimateQuantile)
 		if err != nil {
 			return nil, err
 		}
@@ -366,11 +362,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 		return nil, err
 	}
 	c2n := out.clip * out.clip / float64(n)
-	bT, err := plan.Budget(shareEstTrace)
-	if err != nil {
-		return nil, err
-	}
-	relT, err := run.Acct.Gaussian("estimate: trace of the clipped second moment", c2n, 1, bT)
+	relT, err := releaseAt(run, plan, shareEstTrace, "estimate: trace of the clipped second moment", c2n, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -380,11 +372,7 @@ func estimateModel(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *c
 	}
 	clean := mat.NewSymDense(p, nil)
 	clean.CopySym(s)
-	bS, err := plan.Budget(shareEstSpectrum)
-	if err != nil {
-		return nil, err
-	}
-	relS, err := run.Acct.Gaussian("estimate: clipped second moment (spectrum)", math.Sqrt2*c2n, p*(p+1)/2, bS)
+	relS, err := releaseAt(run, plan, shareEstSpectrum, "estimate: clipped second moment (spectrum)", math.Sqrt2*c2n, p*(p+1)/2)
 	if err != nil {
 		return nil, err
 	}
@@ -459,26 +447,12 @@ func decideSpikes(st SpikeStats, beta float64, auto bool) (spikeDecision, error)
 // since V has orthonormal columns) and returns its eigenvalues and the
 // noise's entry deviation.
 func innerSpectrum(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s *mat.SymDense, v *mat.Dense, sens float64) ([]float64, float64, error) {
-	p, r := v.Dims()
-	sv := mat.NewDense(p, r, nil)
-	if err := run.Backend.Mul(sv, s, false, v, false); err != nil {
-		return nil, 0, err
-	}
-	g := mat.NewDense(r, r, nil)
-	if err := run.Backend.Mul(g, v, true, sv, false); err != nil {
-		return nil, 0, err
-	}
-	in := mat.NewSymDense(r, nil)
-	for i := 0; i < r; i++ {
-		for j := i; j < r; j++ {
-			in.SetSym(i, j, 0.5*(g.At(i, j)+g.At(j, i)))
-		}
-	}
-	b, err := plan.Budget(shareEstInner)
+	_, r := v.Dims()
+	in, err := compress(run.Backend, s, v)
 	if err != nil {
 		return nil, 0, err
 	}
-	rel, err := run.Acct.Gaussian("estimate: top-r block VᵀS_cV", sens, r*(r+1)/2, b)
+	rel, err := releaseAt(run, plan, shareEstInner, "estimate: top-r block VᵀS_cV", sens, r*(r+1)/2)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/project"
+	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
 // NonPrivate is ordinary PCA: the top-r eigenvectors of Σ̂ = XᵀX/n (or of
@@ -38,7 +39,7 @@ marked for evaluation only. Use it as the ε = ∞ reference.`,
 // Fit implements sdk.Estimator.
 func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[nonPrivateOptions](run)
-	src, n, p, err := sourceOf(run.Data) // the rows, or passes over a remote data set
+	src, n, _, err := sourceOf(run.Data) // the rows, or passes over a remote data set
 	if err != nil {
 		return nil, err
 	}
@@ -67,17 +68,15 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	res := &sdk.Result{Guarantee: privacy.Guarantee{Kind: privacy.None}}
 	res.AddMatrix("U", u, sdk.Evaluation, "top-r eigenvectors of Σ̂ (NOT private)")
 	res.AddSeries("eigenvalues", append([]float64(nil), vals...), sdk.Evaluation, "top-r eigenvalues of Σ̂, descending (NOT private)")
-	var tr float64
-	for j := 0; j < p; j++ {
-		tr += sh.At(j, j)
-	}
-	res.AddScalar("trace", tr, sdk.Evaluation, "tr Σ̂ (NOT private)")
+	res.AddScalar("trace", mat.Trace(sh), sdk.Evaluation, "tr Σ̂ (NOT private)")
 	if o.OutputSigma {
 		res.AddMatrix("Sigma", mat.DenseCopyOf(sh), sdk.Evaluation, "Σ̂ (p×p, NOT private)")
 	}
-	centring := pcaeval.Uncentred
-	if o.Center == "empirical" {
-		centring = pcaeval.Centred
-	}
-	return pcaeval.Add(ctx, run, res, o.Evaluate.Value, centring)
+	return pcaeval.Add(ctx, run, res, o.Evaluate.Value, pcaeval.Centring(o.Center == "empirical"))
+}
+
+// Passes implements sdk.RemoteEstimator (DERIVATIONS.md §11).
+func (NonPrivate) Passes(opts any, _ sdk.Shape) ([]string, error) {
+	o := opts.(*nonPrivateOptions)
+	return o.passes(rowsrc.Kinds(false, o.Center == "empirical")), nil
 }

@@ -31,14 +31,6 @@ const centerPairs = "pairs"
 // pairs reports center=pairs.
 func (c *centerOptions) pairs() bool { return c.Center.Value == centerPairs }
 
-// meanClip is the mean's row-norm bound: mean_clip, or def.
-func (c *centerOptions) meanClip(def float64) float64 {
-	if c.MeanClip != nil {
-		return *c.MeanClip
-	}
-	return def
-}
-
 // cxzCenterOptions are centerOptions for pca-cxz, which has no clip for
 // mean_clip to default to: mean_clip is a public bound or auto, a private
 // quantile of the row norms (DERIVATIONS.md §12.3).
@@ -64,9 +56,6 @@ func (c *cxzCenterOptions) parseMeanClip() error {
 	return nil
 }
 
-// meanAuto reports a private mean whose clip is a private quantile.
-func (c *cxzCenterOptions) meanAuto() bool { return c.private() && c.meanClip == 0 }
-
 // outputSigma is the option to also return a p×p covariance estimate.
 type outputSigma struct {
 	OutputSigma bool `param:"output_sigma" default:"false" doc:"also return the p×p covariance estimate Sigma"`
@@ -80,13 +69,19 @@ type evaluation struct {
 // checkShape validates the rank against the public dimension (strict: the
 // spiked-model analysis needs 2r < p).
 func checkShape(r int, s sdk.Shape, strict bool) error {
-	if s.P == 0 {
+	switch p := s.P; {
+	case p == 0:
 		return nil
+	case p < 2:
+		return fmt.Errorf("dimension %d: PCA needs at least 2 columns", p)
+	case r < 1:
+		return sdk.BadRequest("rank %d must be at least 1", r)
+	case strict && 2*r >= p:
+		return sdk.BadRequest("rank %d too large for dimension %d: the spiked-model analysis needs 2r < p", r, p)
+	case r > p:
+		return sdk.BadRequest("rank %d exceeds the dimension %d", r, p)
 	}
-	if s.P < 2 {
-		return fmt.Errorf("dimension %d: PCA needs at least 2 columns", s.P)
-	}
-	return checkRank(r, s.P, strict)
+	return nil
 }
 
 // analyzeGaussOptions are pca-analyze-gauss's parameters.
@@ -104,13 +99,19 @@ type analyzeGaussOptions struct {
 
 // Check implements sdk.Checker.
 func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
-	if err := checkShape(o.Rank.Value, s, false); err != nil {
+	return checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions)
+}
+
+// checkClipped checks the rank and the preprocessing options of a clipped
+// estimator.
+func checkClipped(r int, s sdk.Shape, c *clipOptions, ctr *centerOptions) error {
+	if err := checkShape(r, s, false); err != nil {
 		return err
 	}
-	if err := o.Parse(); err != nil {
+	if err := c.Parse(); err != nil {
 		return err
 	}
-	return newPrepPlan(0, &o.clipOptions, &o.centerOptions).check()
+	return newPrepPlan(0, c, ctr).check()
 }
 
 // aminOptions are pca-amin's parameters.
@@ -134,13 +135,7 @@ func (o *aminOptions) valueShare() float64 {
 
 // Check implements sdk.Checker.
 func (o *aminOptions) Check(s sdk.Shape) error {
-	if err := checkShape(o.Rank.Value, s, false); err != nil {
-		return err
-	}
-	if err := o.Parse(); err != nil {
-		return err
-	}
-	if err := newPrepPlan(0, &o.clipOptions, &o.centerOptions).check(); err != nil {
+	if err := checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions); err != nil {
 		return err
 	}
 	if o.released() {
@@ -371,3 +366,27 @@ type nonPrivateOptions struct {
 func (o *nonPrivateOptions) Check(s sdk.Shape) error {
 	return checkShape(o.Rank.Value, s, false)
 }
+
+// footprint estimates a PCA fit's peak memory from the public n and p: the
+// rows when they are not mapped in place, and a handful of p×p matrices.
+func footprint(s sdk.Shape) int64 {
+	n, p := int64(s.N), int64(s.P)
+	return 8 * (n*p + 4*p*p)
+}
+
+// Footprint implements sdk's memory-estimate hook for the clipped
+// estimators, whose options embed centerOptions: feature_scale=private adds
+// a divided copy of the rows.
+func (c *centerOptions) Footprint(s sdk.Shape) int64 {
+	if c.scaled() {
+		return footprint(s) + 8*int64(s.N)*int64(s.P)
+	}
+	return footprint(s)
+}
+
+// Footprint implements sdk's memory-estimate hook (the spectral projector
+// adds one more p×p matrix).
+func (o *cxzOptions) Footprint(s sdk.Shape) int64 { return footprint(s) + 8*int64(s.P)*int64(s.P) }
+
+// Footprint implements sdk's memory-estimate hook.
+func (o *nonPrivateOptions) Footprint(s sdk.Shape) int64 { return footprint(s) }

@@ -4,18 +4,11 @@
 // today beside the optimal one so that a report can compare them on the
 // same data.
 //
-// Estimators:
-//   - pca-cxz: Cai, Xia and Zha's Algorithm 1 (Gaussian noise on the sample
-//     spectral projector, then on the r×r compressed covariance). Its
-//     sensitivities hold only with high probability over data from the
-//     spiked Gaussian model with public r, σ², λ, so its guarantee is of
-//     kind Model.
-//   - pca-analyze-gauss: Analyze Gauss (Dwork, Talwar, Thakurta, Zhang 2014),
-//     worst-case (ε, δ)-DP after clipping rows to a public norm.
-//   - pca-amin: iterative eigenvector sampling (Amin, Dick, Kulesza, Muñoz
-//     Medina, Vassilvitskii 2019), pure ε-DP, with a Bingham sampler exact
-//     in real arithmetic (run in float64).
-//   - pca-nonprivate: the non-private reference (no guarantee).
+// Estimators, one file each: pca-analyze-gauss (worst-case (ε, δ)-DP),
+// pca-amin (pure ε-DP), pca-cxz (Cai, Xia and Zha's optimal estimator,
+// private with high probability over spiked-model data, with a worst-case
+// mode; its private model estimate in cxzmodel.go) and pca-nonprivate
+// (the reference); prep.go holds the shared private preprocessing.
 //
 // Every estimator takes rows and returns "U" (p×r) and "eigenvalues". The
 // exported sensitivities and the algorithms on a precomputed second moment
@@ -27,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -35,6 +29,7 @@ import (
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -46,21 +41,6 @@ func Estimators() []sdk.Estimator {
 	return []sdk.Estimator{CXZ{}, AnalyzeGauss{}, Amin{}, NonPrivate{}}
 }
 
-// checkRank validates r against the data's dimension (maxFrac: r ≤ p, or
-// 2r < p when strict).
-func checkRank(r, p int, strict bool) error {
-	if r < 1 {
-		return sdk.BadRequest("rank %d must be at least 1", r)
-	}
-	if strict && 2*r >= p {
-		return sdk.BadRequest("rank %d too large for dimension %d: the spiked-model analysis needs 2r < p", r, p)
-	}
-	if r > p {
-		return sdk.BadRequest("rank %d exceeds the dimension %d", r, p)
-	}
-	return nil
-}
-
 // finitePositive checks a public parameter.
 func finitePositive(name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
@@ -69,18 +49,22 @@ func finitePositive(name string, v float64) error {
 	return nil
 }
 
-// checkGram verifies that a second-moment matrix given to the estimator
-// (statistics, or a covariance) is finite.
-func checkGram(g *mat.SymDense) error {
-	p := g.SymmetricDim()
+// bindCov checks a precomputed second moment of n rows (present and
+// finite) and binds the request raw against info's options at its shape.
+func bindCov(info sdk.Info, raw map[string]string, sh *mat.SymDense, n int) (any, error) {
+	if sh == nil || n < 1 {
+		return nil, fmt.Errorf("%s on a second moment: need the matrix and n ≥ 1", info.Name)
+	}
+	p := sh.SymmetricDim()
 	for j := 0; j < p; j++ {
 		for k := j; k < p; k++ {
-			if v := g.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
+			if v := sh.At(j, k); math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("second-moment entry (%d, %d) = %v is not finite", j, k, v)
 			}
 		}
 	}
-	return nil
+	opts, _, err := sdk.Prepare(info, raw, sdk.Shape{Kind: data.Rows, N: n, P: p})
+	return opts, err
 }
 
 // Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, c/‖x_i−μ‖)
@@ -101,23 +85,12 @@ const (
 	shareStage2  = "stage 2 (eigenvalues)"
 )
 
-// privateMeanGaussian releases the mean of the rows clipped to norm c with
-// the Gaussian mechanism at the plan's mean share (replace-one ℓ2
-// sensitivity 2c/n, DERIVATIONS.md §5) and returns it.
-func privateMeanGaussian(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
+// privateMean releases the mean of src's rows clipped to norm c at the
+// plan's mean share, under that share's mechanism (DERIVATIONS.md §5:
+// Gaussian with ℓ2 sensitivity 2c/n, or Laplace with ℓ1 sensitivity
+// 2c√p/n). An input error, or a failed pass, stops it before any step.
+func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
 	n, p := src.Dims()
-	return clippedMeanRelease(ctx, run, plan, src, c, func(b privacy.Budget) (*privacy.Release, error) {
-		return run.Acct.Gaussian("mean", kernel.SumSensitivity(c)/float64(n), p, b)
-	})
-}
-
-// clippedMeanRelease computes the mean of src's rows clipped to c (an
-// input error, or a failed pass, stops it before any step), declares the
-// mean's step at the plan's mean share with declare and draws its noise
-// on the mean.
-func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64,
-	declare func(b privacy.Budget) (*privacy.Release, error)) ([]float64, error) {
-	n, _ := src.Dims()
 	b, err := plan.Budget(shareMean)
 	if err != nil {
 		return nil, err
@@ -129,7 +102,12 @@ func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s
 	for j := range sum {
 		sum[j] /= float64(n)
 	}
-	rel, err := declare(b)
+	sens := kernel.SumSensitivity(c) / float64(n)
+	declare := run.Acct.Gaussian
+	if b.Mechanism == privacy.MechLaplace {
+		sens, declare = sens*math.Sqrt(float64(p)), run.Acct.Laplace
+	}
+	rel, err := declare("mean", sens, p, b)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +115,20 @@ func clippedMeanRelease(ctx context.Context, run *sdk.Run, plan *privacy.Plan, s
 		return nil, err
 	}
 	return sum, nil
+}
+
+// releaseAt declares a release (name, sensitivity sens in the norm of
+// the share's mechanism, dim coordinates) at the per-step budget of the
+// plan's share, Laplace or Gaussian as the share says.
+func releaseAt(run *sdk.Run, plan *privacy.Plan, share, name string, sens float64, dim int) (*privacy.Release, error) {
+	b, err := plan.Budget(share)
+	if err != nil {
+		return nil, err
+	}
+	if b.Mechanism == privacy.MechLaplace {
+		return run.Acct.Laplace(name, sens, dim, b)
+	}
+	return run.Acct.Gaussian(name, sens, dim, b)
 }
 
 // sourceOf returns the rows source of the run's data set (in memory or
@@ -182,24 +174,32 @@ func lowRank(u *mat.Dense, mid mat.Matrix, s float64) *mat.Dense {
 	for j := 0; j < p; j++ {
 		out.Set(j, j, out.At(j, j)+s)
 	}
-	// Symmetrise exactly.
-	for i := 0; i < p; i++ {
-		for j := i + 1; j < p; j++ {
-			v := 0.5 * (out.At(i, j) + out.At(j, i))
-			out.Set(i, j, v)
-			out.Set(j, i, v)
-		}
-	}
-	return out
+	sym := mat.NewDense(p, p, nil) // (out + outᵀ)/2: symmetric exactly
+	sym.Add(out, out.T())
+	sym.Scale(0.5, sym)
+	return sym
 }
 
 func fmtFloats(v []float64) string {
-	s := ""
+	s := make([]string, len(v))
 	for i, x := range v {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprintf("%.6g", x)
+		s[i] = fmt.Sprintf("%.6g", x)
 	}
-	return s
+	return strings.Join(s, ",")
+}
+
+// withEvaluation implements the evaluate option of the private estimators
+// through plugins/internal/pcaeval (on the rows divided by a released
+// feature_scale: the space the estimate worked in); evaluation only.
+func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool) (*sdk.Result, error) {
+	if !on {
+		return res, nil
+	}
+	c := pcaeval.CentringOf(res)
+	for _, sc := range res.Scalars {
+		if sc.Name == outPairRows {
+			c = pcaeval.Centred // center=pairs: the pair differences are free of the mean
+		}
+	}
+	return pcaeval.Add(ctx, run, res, true, c) // one more pass
 }

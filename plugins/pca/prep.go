@@ -2,15 +2,21 @@ package pca
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"sort"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
+	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	rowclip "github.com/dplr/dplr/plugins/internal/clip"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
+	"github.com/dplr/dplr/plugins/internal/quantile"
 	"github.com/dplr/dplr/plugins/internal/rowsrc"
 )
 
@@ -123,9 +129,9 @@ func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64)
 }
 
 // privateClip releases the q-quantile of the norms ‖x_i − μ‖ of src's
-// rows as one declared step of the plan's clip share (DERIVATIONS.md §6).
-func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, name string, src *rowsrc.Source, mu []float64, q float64) (float64, error) {
-	b, err := plan.Budget(shareClip)
+// rows as the step name of the plan's share (DERIVATIONS.md §6).
+func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, share, name string, src *rowsrc.Source, mu []float64, q float64) (float64, error) {
+	b, err := plan.Budget(share)
 	if err != nil {
 		return 0, err
 	}
@@ -144,14 +150,15 @@ type preprocessed struct {
 	clip     float64        // the clip of the (centred) rows
 	autoMean bool           // meanClip came from a private quantile
 	autoClip bool           // clip came from a private quantile
+	gram     *mat.SymDense  // the second moment of src's rows about mu, clipped to clip (nil: not computed here)
+	clipped  int            // the rows the clip shrank (evaluation only)
 }
 
 // preprocess runs the planned preprocessing in order: the per-feature
-// scales, the mean's clip and the private mean (mean releases it at clip c
-// with the plan's mean share), or the pair differences of center=pairs,
-// then the rows' clip (DERIVATIONS.md §5, §6, §10).
-func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions,
-	mean func(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error)) (*preprocessed, error) {
+// scales, the mean's clip and the private mean, or the pair differences of
+// center=pairs, then the rows' clip (DERIVATIONS.md §5, §6, §10), and
+// last the clipped second moment the estimate reads.
+func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions) (*preprocessed, error) {
 	pp := newPrepPlan(0, c, ctr)
 	out := &preprocessed{src: src, clip: c.Value()}
 	out.n, _ = src.Dims()
@@ -181,29 +188,34 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		out.n, _ = d.Dims()
 	}
 	if ctr.private() {
-		switch {
-		case pp.meanAuto:
-			mc, err := privateClip(ctx, run, plan, "clip quantile (mean)", src, nil, c.ClipQuantile)
-			if err != nil {
+		out.meanClip, out.autoMean = c.Value(), pp.meanAuto // mean_clip, else a numeric clip, else a private quantile
+		if ctr.MeanClip != nil {
+			out.meanClip = *ctr.MeanClip
+		}
+		var err error
+		if pp.meanAuto {
+			if out.meanClip, err = privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
 				return nil, err
 			}
-			out.meanClip, out.autoMean = mc, true
-		default:
-			out.meanClip = ctr.meanClip(c.Value())
 		}
-		mu, err := mean(ctx, run, plan, src, out.meanClip)
-		if err != nil {
+		if out.mu, err = privateMean(ctx, run, plan, src, out.meanClip); err != nil {
 			return nil, err
 		}
-		out.mu = mu
 	}
 	if c.Auto() {
-		cl, err := privateClip(ctx, run, plan, "clip quantile", out.src, out.mu, c.ClipQuantile)
+		cl, err := privateClip(ctx, run, plan, shareClip, "clip quantile", out.src, out.mu, c.ClipQuantile)
 		if err != nil {
 			return nil, err
 		}
 		out.clip, out.autoClip = cl, true
 	}
+	run.Progress("gram", 0, 1)
+	g, k, err := gramOf(ctx, out.src, out.mu, out.clip)
+	if err != nil {
+		return nil, err
+	}
+	run.Progress("gram", 1, 1)
+	out.gram, out.clipped = g, k
 	return out, nil
 }
 
@@ -236,15 +248,14 @@ func pairRows(ctx context.Context, run *sdk.Run, src *rowsrc.Source) (*rowsrc.So
 // report adds the preprocessing's public outputs (clip, mean_clip, mean)
 // and guarantee assumptions to res.
 func (pr *preprocessed) report(res *sdk.Result) {
+	doc, how := "row-norm bound used (given by the user)", fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", pr.clip)
 	if pr.autoClip {
-		res.AddScalar("clip", pr.clip, sdk.Public, "row-norm bound used: a private quantile of the row norms (clip=auto), released")
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the clip %.6g is a private quantile of the row norms (a declared step)", pr.clip))
-	} else {
-		res.AddScalar("clip", pr.clip, sdk.Public, "row-norm bound used (given by the user)")
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the clip γ = %.6g was chosen without looking at the data", pr.clip))
+		doc, how = "row-norm bound used: a private quantile of the row norms (clip=auto), released", fmt.Sprintf("the clip %.6g is a private quantile of the row norms (a declared step)", pr.clip)
 	}
+	res.AddScalar("clip", pr.clip, sdk.Public, doc)
+	res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, how)
 	if pr.scale != nil {
-		res.AddMatrix(outFeatureScale, mat.NewDense(1, len(pr.scale), append([]float64(nil), pr.scale...)), sdk.Public,
+		res.AddMatrix(pcaeval.FeatureScaleName, mat.NewDense(1, len(pr.scale), append([]float64(nil), pr.scale...)), sdk.Public,
 			"private per-feature scales (1×p): every column was divided by its scale before centring and clipping; dplr transform divides new rows by them")
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, "each feature was divided by a private scale (the median absolute difference of paired rows, a declared step per feature)")
 		if pr.unscaled > 0 {
@@ -255,25 +266,243 @@ func (pr *preprocessed) report(res *sdk.Result) {
 		res.AddScalar(outPairRows, float64(pr.n), sdk.Public, "center=pairs: the number of pair-difference rows (x_a − x_b)/√2 the estimate used (⌊n/2⌋)")
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("centred by pair differences: the estimate uses the %d rows (x_a − x_b)/√2 of disjoint pairs drawn at random, independently of the data (one replaced row changes one of them); no mean is released", pr.n))
 	}
-	if pr.mu == nil {
-		return
+	if pr.mu != nil {
+		res.AddMatrix("mean", mat.NewDense(1, len(pr.mu), append([]float64(nil), pr.mu...)), sdk.Public,
+			"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
+		res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound used for the private mean")
+		how := "was chosen without looking at the data"
+		if pr.autoMean {
+			how = "is a private quantile of the row norms (a declared step)"
+		}
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g %s", pr.meanClip, how))
 	}
-	res.AddMatrix("mean", mat.NewDense(1, len(pr.mu), append([]float64(nil), pr.mu...)), sdk.Public,
-		"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
-	res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound used for the private mean")
-	if pr.autoMean {
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", pr.meanClip))
-	} else {
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g was chosen without looking at the data", pr.meanClip))
+	if pr.gram != nil {
+		res.AddScalar("clipped_rows", float64(pr.clipped), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	}
 }
 
-// meanMechOf is the mechanism of the plan's feature-scale counts share.
-func meanMechOf(plan *privacy.Plan) privacy.Mechanism {
-	for _, sh := range plan.Shares() {
-		if sh.Name == shareScaleCounts {
-			return sh.Mechanism
+// withClipAuto names the option behind a private norm quantile, so that a
+// refusal tells the user what to change.
+func withClipAuto(uses []sdk.MechanismUse, auto bool) []sdk.MechanismUse {
+	for i, u := range uses {
+		if u.For == shareClip && auto {
+			uses[i].For = "private norm quantile (clip=auto)"
 		}
 	}
-	return privacy.MechGaussian
+	return uses
+}
+
+// Remote paths (sdk.RemoteEstimator): the estimators also fit a rows data
+// set held elsewhere through aggregation passes, with the same code, plan
+// and steps as on local rows (DERIVATIONS.md §11). feature_scale=private
+// and center=pairs need the rows and are refused before any reservation.
+
+// errRemoteScale refuses feature_scale=private on a remote data set.
+var errRemoteScale = errors.New("feature_scale=private pairs rows by their position in the data, which aggregation passes do not see: use feature_scale=none")
+
+// errRemotePairs refuses center=pairs on a remote data set.
+var errRemotePairs = errors.New("center=pairs draws pairs of rows, which aggregation passes do not serve: fit the file locally, or use center=private")
+
+// remotePasses returns the pass kinds of a clipped estimator's fit with
+// these options on a remote data set, or refuses the options that need
+// the rows.
+func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string, error) {
+	if ctr.scaled() {
+		return nil, errRemoteScale
+	}
+	if ctr.pairs() {
+		return nil, errRemotePairs
+	}
+	return ev.passes(rowsrc.Kinds(newPrepPlan(0, c, ctr).quantiles > 0, ctr.private())), nil
+}
+
+// passes adds evaluate=true's pass (the unclipped moment, rows.moment) to
+// kinds.
+func (e *evaluation) passes(kinds []string) []string {
+	if e.Evaluate.Value {
+		return append(kinds, pass.RowsMoment)
+	}
+	return kinds
+}
+
+// Feature scaling choices.
+const (
+	scaleNone     = "none"
+	scalePrivate  = "private"
+	scaleReleased = "released"
+)
+
+// Plan shares of the per-feature scales: the quantiles (one exponential
+// step per feature) and the counts of non-zero paired differences that
+// say which quantiles are informative.
+const (
+	shareScale       = "feature scale"
+	shareScaleCounts = "feature scale counts"
+)
+
+// scaleCountWeight is the counts' part of feature_scale_share.
+const scaleCountWeight = 0.2
+
+// scaleClamp bounds the released scales to [m/scaleClamp, m·scaleClamp], m
+// their median (post-processing): a feature whose scale the mechanism could
+// not locate (a constant one, whose utility is flat) cannot blow up the
+// rows (DERIVATIONS.md §10).
+const scaleClamp = 1e4
+
+// scaleOptions is the private per-feature scaling of the worst-case
+// estimators (DERIVATIONS.md §10).
+type scaleOptions struct {
+	FeatureScale      string  `param:"feature_scale" default:"none" choices:"none,private,released" doc:"none: use the features as they are; released (pca-analyze-gauss): correlation PCA at no extra cost: divide each feature by the square root of its variance read off the released noisy covariance (its diagonal, floored at twice the noise deviation), post-processing that spends nothing; for tables in mixed units, with --column-scales, once the variances stand well above the noise (n·ε of several thousand; with center=pairs when columns sit far from zero); private: divide each feature by a private estimate of its spread (the median absolute difference between paired rows, from feature_scale_share of the budget) before centring and clipping; it needs thousands of rows per feature and is refused before spending where it cannot locate any scale. The scales are released as output feature_scale (1×p) and dplr transform divides new rows by them. When all columns share one unit (pixels), scaling reweights them and can cost accuracy"`
+	FeatureScaleShare float64 `param:"feature_scale_share" default:"0.1" min:"0.001" max:"0.5" doc:"with feature_scale=private: the fraction of the budget spent on the p per-feature scales (split evenly over the features)"`
+}
+
+// scaled reports feature_scale=private.
+func (s *scaleOptions) scaled() bool { return s.FeatureScale == scalePrivate }
+
+// released reports feature_scale=released.
+func (s *scaleOptions) released() bool { return s.FeatureScale == scaleReleased }
+
+// pairDiffs returns, for feature j, the non-zero |x_i,j − x_(i+h),j| over
+// the pairs (i, i + h), h = ⌊n/2⌋, i < h: every row is in at most one pair.
+func pairDiffs(x *mat.Dense, j int, buf []float64) []float64 {
+	n, _ := x.Dims()
+	h := n / 2
+	buf = buf[:0]
+	for i := 0; i < h; i++ {
+		if d := math.Abs(x.At(i, j) - x.At(i+h, j)); d > 0 {
+			buf = append(buf, d)
+		}
+	}
+	return buf
+}
+
+// privateScales releases one scale per feature, the private median of its
+// non-zero paired differences, and the numbers of those differences under
+// the plan's counts mechanism (DERIVATIONS.md §10). A feature whose scale
+// cannot be located gets the median of the others; it returns the scales
+// and how many were replaced.
+func privateScales(ctx context.Context, run *sdk.Run, plan *privacy.Plan, x *mat.Dense) ([]float64, int, error) {
+	n, p := x.Dims()
+	if n < 2 {
+		return nil, 0, fmt.Errorf("feature_scale=private needs at least 2 rows")
+	}
+	if err := kernel.Finite(x); err != nil { // an input error, before any step
+		return nil, 0, err
+	}
+	grid := kernel.DefaultGrid()
+	b, err := plan.Budget(shareScale)
+	if err != nil {
+		return nil, 0, err
+	}
+	scales := make([]float64, p)
+	counts := make([]float64, p)
+	buf := make([]float64, 0, n/2)
+	var beta float64
+	for j := 0; j < p; j++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, fmt.Errorf("feature scales: %w", err)
+		}
+		d := pairDiffs(x, j, buf)
+		counts[j] = float64(len(d))
+		rel, err := run.Acct.Exponential(fmt.Sprintf("feature scale %d", j+1), 1, b)
+		if err != nil {
+			return nil, 0, err
+		}
+		err = rel.Sample(func(bt float64) error {
+			beta = bt
+			k, err := quantile.Sample(quantile.Utilities(d, 0.5, grid), bt, run.Rand)
+			scales[j] = grid[k]
+			return err
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	rel, err := scaleCounts(run.Acct, plan, "feature scale: non-zero pair counts", p)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rel.Add(run.Rand, counts); err != nil {
+		return nil, 0, err
+	}
+	replaced := replaceUnlocated(scales, counts, locatable(beta, len(grid), rel.Scale()))
+	clampScales(scales)
+	return scales, replaced, nil
+}
+
+// scaleCounts declares the release of the p counts of non-zero paired
+// differences from the plan's counts share: Gaussian with ℓ2 sensitivity
+// √p, or Laplace with ℓ1 sensitivity p (one replaced row changes each count
+// by at most one).
+func scaleCounts(acct *privacy.Accountant, plan *privacy.Plan, name string, p int) (*privacy.Release, error) {
+	b, err := plan.Budget(shareScaleCounts)
+	if err != nil {
+		return nil, err
+	}
+	if b.Mechanism == privacy.MechLaplace {
+		return acct.Laplace(name, float64(p), p, b)
+	}
+	return acct.Gaussian(name, math.Sqrt(float64(p)), p, b)
+}
+
+// locatable is the smallest noisy count of non-zero differences at which a
+// feature's released median is trusted, 2·ln(20G)/(β·q) plus two standard
+// deviations of the count's noise (DERIVATIONS.md §10).
+func locatable(beta float64, gridSize int, countSD float64) float64 {
+	const q = 0.5
+	return 2*math.Log(20*float64(gridSize))/(beta*q) + 2*countSD
+}
+
+// replaceUnlocated sets every scale whose noisy count is below min to the
+// median of the others (all to 1 when none is located) and returns how
+// many it replaced.
+func replaceUnlocated(scales, counts []float64, min float64) int {
+	var ok []float64
+	for j, c := range counts {
+		if c >= min {
+			ok = append(ok, scales[j])
+		}
+	}
+	fill := 1.0
+	if len(ok) > 0 {
+		sort.Float64s(ok)
+		fill = ok[len(ok)/2]
+	}
+	replaced := 0
+	for j, c := range counts {
+		if c < min {
+			scales[j] = fill
+			replaced++
+		}
+	}
+	return replaced
+}
+
+// clampScales limits every scale to [m/scaleClamp, m·scaleClamp], m the
+// median scale.
+func clampScales(s []float64) {
+	sorted := append([]float64(nil), s...)
+	sort.Float64s(sorted)
+	m := sorted[len(sorted)/2]
+	for j, v := range s {
+		s[j] = math.Min(math.Max(v, m/scaleClamp), m*scaleClamp)
+	}
+}
+
+// divideColumns returns a copy of x with column j divided by s[j].
+func divideColumns(ctx context.Context, x *mat.Dense, s []float64) (*mat.Dense, error) {
+	n, p := x.Dims()
+	out := mat.NewDense(n, p, nil)
+	for i := 0; i < n; i++ {
+		if i%8192 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("feature scaling: %w", err)
+			}
+		}
+		dst := out.RawRowView(i)
+		for j, v := range x.RawRowView(i)[:p] {
+			dst[j] = v / s[j]
+		}
+	}
+	return out, nil
 }

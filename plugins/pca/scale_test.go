@@ -17,6 +17,7 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 	"github.com/dplr/dplr/engine/sdk/sdktest"
+	"github.com/dplr/dplr/plugins/internal/pcaeval"
 	"github.com/dplr/dplr/plugins/internal/project"
 )
 
@@ -306,7 +307,7 @@ func TestFeatureScaleReleasedIsPostProcessing(t *testing.T) {
 		for j := range fs {
 			fs[j] = math.Sqrt(math.Max(sigma.At(j, j), 2*scalar(t, rel, "noise_sd")))
 		}
-		assert.Equal(t, fs, matrix(t, rel, outFeatureScale).RawRowView(0))
+		assert.Equal(t, fs, matrix(t, rel, pcaeval.FeatureScaleName).RawRowView(0))
 		corr := mat.NewSymDense(6, nil)
 		for i := 0; i < 6; i++ {
 			for j := i; j < 6; j++ {
@@ -340,7 +341,7 @@ func TestFeatureScaleReleasedLimit(t *testing.T) {
 	z, sdv := standardised(x)
 	_, v, err := backend.Gonum{}.EigSymTop(centredCov(t, z), 2)
 	require.NoError(t, err)
-	fs := matrix(t, res, outFeatureScale).RawRowView(0)
+	fs := matrix(t, res, pcaeval.FeatureScaleName).RawRowView(0)
 	for j := range sdv {
 		assert.InEpsilon(t, sdv[j], fs[j], 1e-4, "column %d", j)
 	}
@@ -399,7 +400,7 @@ func TestFeatureScaleReleasedMisScaled(t *testing.T) {
 		raw["feature_scale"] = scaleReleased
 		res, _, err = sdk.RunLocal(context.Background(), AnalyzeGauss{}, ds, raw, approx(1, 1e-6), sdk.LocalOptions{Seed: &s})
 		require.NoError(t, err)
-		with = append(with, standardRatio(t, z, sd2, matrix(t, res, outFeatureScale).RawRowView(0), matrix(t, res, "U")))
+		with = append(with, standardRatio(t, z, sd2, matrix(t, res, pcaeval.FeatureScaleName).RawRowView(0), matrix(t, res, "U")))
 	}
 	t.Logf("n = %d: standardised captured-variance ratio, median of 10: released %.4f, none %.4f", n, medianOf(with), medianOf(without))
 	assert.Greater(t, medianOf(with), medianOf(without))
