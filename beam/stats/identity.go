@@ -116,9 +116,21 @@ type describeShardFn struct {
 	Opt    ReadOptions
 }
 
-// ProcessElement reads the shard at path.
-func (f *describeShardFn) ProcessElement(ctx context.Context, path string, emit func(shardDesc), emitUser func(string)) error {
-	d, users, err := shardIdentity(ctx, path, f.Kind, f.Opt, f.D1, f.D2)
+// ProcessElement reads sp: a range of rows counts as a shard if it is the
+// file's first.
+func (f *describeShardFn) ProcessElement(ctx context.Context, sp split, emit func(shardDesc), emitUser func(string)) error {
+	if sp.Ranged {
+		d := shardDesc{N: int64(sp.Hi - sp.Lo), P: sp.File.P}
+		if sp.Lo == 0 {
+			d.Shards = 1
+		}
+		if err := sp.File.ReadRange(ctx, sp.Lo, sp.Hi, &d.ID, func(int, []float64) error { return nil }); err != nil {
+			return fmt.Errorf("shard %s: %w", sp.Path, err)
+		}
+		emit(d)
+		return nil
+	}
+	d, users, err := shardIdentity(ctx, sp.Path, f.Kind, f.Opt, f.D1, f.D2)
 	if err != nil {
 		return err
 	}
@@ -134,10 +146,10 @@ type mergeDescFn struct{}
 
 // MergeAccumulators adds b to a, noting a shape disagreement.
 func (mergeDescFn) MergeAccumulators(a, b shardDesc) shardDesc {
-	if a.Shards == 0 {
+	if a.Shards == 0 && a.N == 0 {
 		return b
 	}
-	if b.Shards == 0 {
+	if b.Shards == 0 && b.N == 0 {
 		return a
 	}
 	if a.Mismatch == "" && b.Mismatch != "" {
@@ -179,7 +191,7 @@ func decodeShardDesc(b []byte) (shardDesc, error) { return decodeGob[shardDesc](
 
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(shardDesc{}), encodeShardDesc, decodeShardDesc)
-	register.DoFn4x1[context.Context, string, func(shardDesc), func(string), error](&describeShardFn{})
+	register.DoFn4x1[context.Context, split, func(shardDesc), func(string), error](&describeShardFn{})
 	register.Emitter1[shardDesc]()
 	register.Emitter1[string]()
 	register.Combiner1[shardDesc](&mergeDescFn{})
@@ -213,7 +225,7 @@ func Describe(ctx context.Context, glob string, kind data.Kind, d1, d2 int, opt 
 	defer done()
 	opt.progress("beam: describe %s data over %d shard(s), runner %s", kind, len(paths), orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
-	descs, users := beam.ParDo2(s, &describeShardFn{Kind: kind, D1: d1, D2: d2, Opt: opt.Read}, beam.CreateList(s, paths))
+	descs, users := beam.ParDo2(s, &describeShardFn{Kind: kind, D1: d1, D2: d2, Opt: opt.Read}, splitsOf(s, paths, kind, opt.Read))
 	count := beam.Create(s, 0)
 	if kind == data.Users {
 		count = beamstats.CountElms(s, filter.Distinct(s, users))

@@ -60,7 +60,7 @@ func ShardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 	}
 	defer done()
 	pl, s := beam.NewPipelineWithRoot()
-	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro}, beam.CreateList(s, paths))
+	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro}, splitsOf(s, paths, spec.Data, ro))
 	beam.ParDo0(s, &writeResultFn{Path: out}, beam.Combine(s, &sumResultsFn{}, parts))
 	opt.progress("beam: pass %s over %d shard(s), runner %s", req.Kind, len(paths), orDefault(opt.Runner))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
@@ -87,9 +87,10 @@ func ShardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 	return &res, nil
 }
 
-// shardPassFn reads one shard of data kind Kind (P columns; rows scaled
-// by Opt.Scale) and emits the partial result of the request Req over its
-// records (the kind's reference implementation on the shard).
+// shardPassFn reads one split (a shard, or a range of a rows file) of data
+// kind Kind (P columns; rows scaled by Opt.Scale) and emits the partial
+// result of the request Req over its records (the kind's reference
+// implementation on the split).
 type shardPassFn struct {
 	Req       data.PassRequest
 	Kind      data.Kind
@@ -97,9 +98,10 @@ type shardPassFn struct {
 	Opt       ReadOptions
 }
 
-// ProcessElement reads the shard at path and emits its partial result.
-func (f *shardPassFn) ProcessElement(ctx context.Context, path string, emit func(data.PassResult)) error {
-	sh, err := readShard(ctx, path, f.Kind, f.Opt, f.D1, f.D2)
+// ProcessElement reads sp and emits its partial result.
+func (f *shardPassFn) ProcessElement(ctx context.Context, sp split, emit func(data.PassResult)) error {
+	path := sp.Path
+	sh, err := readSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2, nil)
 	if err != nil {
 		return err
 	}
@@ -112,7 +114,7 @@ func (f *shardPassFn) ProcessElement(ctx context.Context, path string, emit func
 	if f.Kind == data.Rows {
 		for i := range sh.n {
 			if _, err := scaledRow(sh.row(i), f.Opt.Scale, sh.row(i)); err != nil {
-				return fmt.Errorf("shard %s: row %d: %w", path, i, err)
+				return fmt.Errorf("shard %s: row %d: %w", path, sp.Lo+i, err)
 			}
 		}
 	}
@@ -157,6 +159,6 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf(data.PassResult{}), encodePassResult, decodePassResult)
 	register.Emitter1[data.PassResult]()
 	register.Combiner1[data.PassResult](&sumResultsFn{})
-	register.DoFn3x1[context.Context, string, func(data.PassResult), error](&shardPassFn{})
+	register.DoFn3x1[context.Context, split, func(data.PassResult), error](&shardPassFn{})
 	register.DoFn2x1[context.Context, data.PassResult, error](&writeResultFn{})
 }
