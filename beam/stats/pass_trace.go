@@ -42,49 +42,63 @@ var tracePassFuncs = map[string]PassFunc{
 // prism than one element per sample at n = 10⁵, p = 400,
 // bench/results/rgrad-beam.md).
 func ShardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	res, _, err := shardPass(ctx, glob, shape, ro, req, opt)
+	return res, err
+}
+
+// shardPass is ShardPass also returning the description of the records
+// it read (Describe's, for rows and trace data), taken in the same read:
+// each split's source identity is hashed as its records are read, so a
+// pass and its identity check read the data once.
+func shardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, *Description, error) {
 	spec, ok := pass.Lookup(req.Kind)
 	if !ok {
-		return nil, fmt.Errorf("pass %q: unknown kind", req.Kind)
+		return nil, nil, fmt.Errorf("pass %q: unknown kind", req.Kind)
 	}
 	if _, err := pass.Validate(spec.Data, shape, req); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	initBeam()
 	paths, err := Expand(ctx, glob)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, done, err := opt.tempPath("pass.stats")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer done()
 	pl, s := beam.NewPipelineWithRoot()
 	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro}, splitsOf(s, paths, spec.Data, ro))
-	beam.ParDo0(s, &writeResultFn{Path: out}, beam.Combine(s, &sumResultsFn{}, parts))
+	beam.ParDo0(s, &writeResultFn{Path: out}, beam.Combine(s, &sumPartsFn{}, parts))
 	opt.progress("beam: pass %s over %d shard(s), runner %s", req.Kind, len(paths), orDefault(opt.Runner))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
-		return nil, fmt.Errorf("pass %s: beam pipeline failed: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline failed: %w", req.Kind, err)
 	}
 	b, err := readFile(ctx, out)
 	if err != nil {
-		return nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
 	}
-	res, err := decodeGob[data.PassResult](bytes.Clone(b))
+	part, err := decodeGob[passPart](bytes.Clone(b))
 	if err != nil {
-		return nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
 	}
+	res := &part.Res
 	if res.Records == 0 {
-		return nil, fmt.Errorf("pass %s: beam pipeline: no records", req.Kind)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline: no records", req.Kind)
 	}
 	if err := sameRows(res.Records, shape); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
-	if err := pass.CheckResult(spec, shape, req, &res); err != nil {
-		return nil, err
+	if err := pass.CheckResult(spec, shape, req, res); err != nil {
+		return nil, nil, err
+	}
+	desc, err := part.D.description(spec.Data, 0, len(paths))
+	if err != nil {
+		return nil, nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
 	opt.progress("beam: pass %s: %d records aggregated", req.Kind, res.Records)
-	return &res, nil
+	return res, desc, nil
 }
 
 // shardPassFn reads one split (a shard, or a range of a rows file) of data
@@ -98,10 +112,17 @@ type shardPassFn struct {
 	Opt       ReadOptions
 }
 
+// passPart is the partial result of one split, or of several added, and
+// their description.
+type passPart struct {
+	Res data.PassResult
+	D   shardDesc
+}
+
 // ProcessElement reads sp and emits its partial result.
-func (f *shardPassFn) ProcessElement(ctx context.Context, sp split, emit func(data.PassResult)) error {
+func (f *shardPassFn) ProcessElement(ctx context.Context, sp split, emit func(passPart)) error {
 	path := sp.Path
-	sh, err := readSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2, nil)
+	d, sh, _, err := describeSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2)
 	if err != nil {
 		return err
 	}
@@ -127,16 +148,18 @@ func (f *shardPassFn) ProcessElement(ctx context.Context, sp split, emit func(da
 	if err != nil {
 		return fmt.Errorf("pass %s: shard %s: %w", f.Req.Kind, path, err)
 	}
-	emit(*res)
+	emit(passPart{Res: *res, D: d})
 	return nil
 }
 
-// sumResultsFn adds the shards' partial results.
-type sumResultsFn struct{}
+// sumPartsFn adds the splits' partial results and merges their
+// descriptions.
+type sumPartsFn struct{}
 
 // MergeAccumulators adds b to a.
-func (sumResultsFn) MergeAccumulators(a, b data.PassResult) data.PassResult {
-	pass.AddResults(&a, b)
+func (sumPartsFn) MergeAccumulators(a, b passPart) passPart {
+	pass.AddResults(&a.Res, b.Res)
+	a.D = mergeDescFn{}.MergeAccumulators(a.D, b.D)
 	return a
 }
 
@@ -144,7 +167,7 @@ func (sumResultsFn) MergeAccumulators(a, b data.PassResult) data.PassResult {
 type writeResultFn struct{ Path string }
 
 // ProcessElement writes r.
-func (f *writeResultFn) ProcessElement(ctx context.Context, r data.PassResult) error {
+func (f *writeResultFn) ProcessElement(ctx context.Context, r passPart) error {
 	b, err := encodeGob(r)
 	if err != nil {
 		return err
@@ -152,13 +175,13 @@ func (f *writeResultFn) ProcessElement(ctx context.Context, r data.PassResult) e
 	return writeFile(ctx, f.Path, b)
 }
 
-func encodePassResult(v data.PassResult) ([]byte, error) { return encodeGob(v) }
-func decodePassResult(b []byte) (data.PassResult, error) { return decodeGob[data.PassResult](b) }
+func encodePassPart(v passPart) ([]byte, error) { return encodeGob(v) }
+func decodePassPart(b []byte) (passPart, error) { return decodeGob[passPart](b) }
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf(data.PassResult{}), encodePassResult, decodePassResult)
-	register.Emitter1[data.PassResult]()
-	register.Combiner1[data.PassResult](&sumResultsFn{})
-	register.DoFn3x1[context.Context, split, func(data.PassResult), error](&shardPassFn{})
-	register.DoFn2x1[context.Context, data.PassResult, error](&writeResultFn{})
+	beam.RegisterCoder(reflect.TypeOf(passPart{}), encodePassPart, decodePassPart)
+	register.Emitter1[passPart]()
+	register.Combiner1[passPart](&sumPartsFn{})
+	register.DoFn3x1[context.Context, split, func(passPart), error](&shardPassFn{})
+	register.DoFn2x1[context.Context, passPart, error](&writeResultFn{})
 }

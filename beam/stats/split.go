@@ -70,10 +70,10 @@ func splitsOf(s beam.Scope, paths []string, kind data.Kind, ro ReadOptions) beam
 }
 
 // readSplit reads the records of sp as readShard reads a shard (rows
-// unscaled); for a range, with id not nil, it adds the rows to id.
+// unscaled), adding their source identity to id when it is not nil.
 func readSplit(ctx context.Context, sp split, kind data.Kind, ro ReadOptions, d1, d2 int, id *dataio.IdentityParts) (*shard, error) {
 	if !sp.Ranged {
-		return readShard(ctx, sp.Path, kind, ro, d1, d2)
+		return readShard(ctx, sp.Path, kind, ro, d1, d2, id)
 	}
 	p := sp.File.P
 	sh := &shard{n: sp.Hi - sp.Lo, p: p, x: make([]float64, (sp.Hi-sp.Lo)*p)}
