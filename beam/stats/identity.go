@@ -79,10 +79,11 @@ type describeShardFn struct {
 
 // ProcessElement reads sp.
 func (f *describeShardFn) ProcessElement(ctx context.Context, sp split, emit func(shardDesc), emitUser func(string)) error {
-	d, _, users, err := describeSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2)
+	d, sh, users, err := describeSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2)
 	if err != nil {
 		return err
 	}
+	sh.release()
 	for _, u := range users {
 		emitUser(u)
 	}

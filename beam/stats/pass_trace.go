@@ -126,6 +126,7 @@ func (f *shardPassFn) ProcessElement(ctx context.Context, sp split, emit func(pa
 	if err != nil {
 		return err
 	}
+	defer sh.release()
 	if sh.n == 0 {
 		return nil
 	}

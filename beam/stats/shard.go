@@ -19,6 +19,8 @@ type shard struct {
 	y      []float64
 	users  []string
 	pos    []int
+	// pooled says x is a range's buffer (readSplit, release).
+	pooled bool
 }
 
 // row returns row i's features.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
@@ -70,21 +71,38 @@ func splitsOf(s beam.Scope, paths []string, kind data.Kind, ro ReadOptions) beam
 }
 
 // readSplit reads the records of sp as readShard reads a shard (rows
-// unscaled), adding their source identity to id when it is not nil.
+// unscaled), adding their source identity to id when it is not nil. A
+// range's rows are in a buffer that release returns for reuse.
 func readSplit(ctx context.Context, sp split, kind data.Kind, ro ReadOptions, d1, d2 int, id *dataio.IdentityParts) (*shard, error) {
 	if !sp.Ranged {
 		return readShard(ctx, sp.Path, kind, ro, d1, d2, id)
 	}
-	p := sp.File.P
-	sh := &shard{n: sp.Hi - sp.Lo, p: p, x: make([]float64, (sp.Hi-sp.Lo)*p)}
-	err := sp.File.ReadRange(ctx, sp.Lo, sp.Hi, id, func(row0 int, x []float64) error {
-		copy(sh.x[(row0-sp.Lo)*p:], x)
-		return nil
-	})
-	if err != nil {
+	m := (sp.Hi - sp.Lo) * sp.File.P
+	var x []float64
+	if b, ok := rangeBufs.Get().(*[]float64); ok {
+		x = *b
+	}
+	if cap(x) < m {
+		x = make([]float64, m)
+	}
+	sh := &shard{n: sp.Hi - sp.Lo, p: sp.File.P, x: x[:m], pooled: true}
+	if err := sp.File.ReadRange(ctx, sp.Lo, sp.Hi, id, sh.x); err != nil {
+		sh.release()
 		return nil, fmt.Errorf("shard %s: %w", sp.Path, err)
 	}
 	return sh, nil
+}
+
+// rangeBufs holds the buffers of ranges read and released.
+var rangeBufs sync.Pool
+
+// release returns a range's buffer for reuse; sh is not used after.
+func (sh *shard) release() {
+	if sh.pooled {
+		x := sh.x[:0]
+		rangeBufs.Put(&x)
+		sh.x, sh.pooled = nil, false
+	}
 }
 
 func encodeSplit(v split) ([]byte, error) { return encodeGob(v) }

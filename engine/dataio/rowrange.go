@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
 
 	"github.com/dplr/dplr/engine/data"
 )
@@ -48,15 +49,14 @@ func SplitRows(path string, opt LoadOptions) (f RowFile, ok bool, err error) {
 	return RowFile{Path: path, N: n, P: cols, Offset: p.offset, Size: src.st.Size(), DType: p.dt.String(), Shape: p.shape, What: p.what}, true, nil
 }
 
-// ReadRange reads rows [lo, hi) of f and calls fn with blocks of whole
-// rows (unscaled, row-major; fn must not keep the slice), row0 being the
-// index of a block's first row in the file. Values are checked to be
-// finite with Load's messages. When id is not nil the rows are added to
-// it, as LoadIdentityParts hashes them: the parts of a file's ranges merge
-// into the file's.
-func (f RowFile) ReadRange(ctx context.Context, lo, hi int, id *IdentityParts, fn func(row0 int, x []float64) error) error {
+// ReadRange reads rows [lo, hi) of f into x ((hi−lo)·P values,
+// row-major, unscaled), checking that they are finite with Load's
+// messages. When id is not nil the rows are added to it, as
+// LoadIdentityParts hashes them: the parts of a file's ranges merge into
+// the file's.
+func (f RowFile) ReadRange(ctx context.Context, lo, hi int, id *IdentityParts, x []float64) error {
 	dt, err := parseDescr(f.DType)
-	if err != nil || lo < 0 || hi > f.N || lo > hi || f.P < 1 {
+	if err != nil || lo < 0 || hi > f.N || lo > hi || f.P < 1 || len(x) != (hi-lo)*f.P {
 		return fmt.Errorf("%s: bad range [%d, %d) of %d rows (%v)", f.Path, lo, hi, f.N, err)
 	}
 	file, err := os.Open(f.Path)
@@ -75,25 +75,32 @@ func (f RowFile) ReadRange(ctx context.Context, lo, hi int, id *IdentityParts, f
 		b = &idBuilder{rows: id.Rows, sum: id.Sum, sk: sketcher{vals: id.Heap}}
 	}
 	block := max(1, streamBlockBytes/(8*f.P))
-	raw, x := make([]byte, int64(block)*rowBytes), make([]float64, block*f.P)
+	var raw, buf []byte
 	for row := lo; row < hi; row += block {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		k := min(block, hi-row)
-		if _, err := io.ReadFull(r, raw[:int64(k)*rowBytes]); err != nil {
+		u := x[(row-lo)*f.P : (row-lo+k)*f.P]
+		if conv.nativeF8 { // the file's bytes are the values
+			raw = unsafe.Slice((*byte)(unsafe.Pointer(&u[0])), 8*len(u))
+		} else {
+			if int64(cap(buf)) < int64(k)*rowBytes {
+				buf = make([]byte, int64(block)*rowBytes)
+			}
+			raw = buf[:int64(k)*rowBytes]
+		}
+		if _, err := io.ReadFull(r, raw); err != nil {
 			return fmt.Errorf("%s: %s: reading rows %d to %d: %w", f.Path, f.What, row, row+k, err)
 		}
-		u := x[:k*f.P]
-		conv.convert(u, raw[:int64(k)*rowBytes])
+		if !conv.nativeF8 {
+			conv.convert(u, raw)
+		}
 		if i := firstNonFinite(u); i >= 0 {
 			return fmt.Errorf("%s: %w", f.Path, arr.nonFinite(row*f.P+i, u[i]))
 		}
 		for j := 0; b != nil && j < k; j++ {
 			b.row(row+j, u[j*f.P:(j+1)*f.P], nil)
-		}
-		if err := fn(row, u); err != nil {
-			return err
 		}
 	}
 	if b != nil {

@@ -41,10 +41,7 @@ func TestReadRange(t *testing.T) {
 			var id IdentityParts
 			for _, r := range [][2]int{{700, n}, {0, 1}, {1, 700}} {
 				var part IdentityParts
-				require.NoError(t, f.ReadRange(context.Background(), r[0], r[1], &part, func(row0 int, blk []float64) error {
-					copy(got[row0*p:], blk)
-					return nil
-				}))
+				require.NoError(t, f.ReadRange(context.Background(), r[0], r[1], &part, got[r[0]*p:r[1]*p]))
 				id.Merge(part)
 			}
 			assert.Equal(t, ds.X.RawMatrix().Data, got)
@@ -73,7 +70,7 @@ func TestReadRange(t *testing.T) {
 	f, ok, err := SplitRows(nan, LoadOptions{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	err = f.ReadRange(context.Background(), 400, 600, nil, func(int, []float64) error { return nil })
+	err = f.ReadRange(context.Background(), 400, 600, nil, make([]float64, 200*p))
 	require.Error(t, err)
 	assert.Equal(t, lerr.Error(), err.Error())
 }
