@@ -26,17 +26,18 @@ var tracePassFuncs = map[string]PassFunc{
 }
 
 // ShardPass runs one aggregation pass whose result is a sum over records
-// (the trace kinds, rows.norm_histogram and rows.clipped_sum; see
+// (the rows and trace kinds; see
 // engine/pass) over the shards matching glob, of public shape shape, read
 // with ro. The request is validated against its kind before the pipeline
 // is built and the result checked against the kind's bounds before it is
 // returned.
 //
-// The pipeline reads each shard in one DoFn and runs the kind's
+// The pipeline reads each split (a whole shard, or a range of rows of a
+// large .npy or IDX file: splitShards) in one DoFn and runs the kind's
 // in-process runner (engine/pass, Spec.Local, which calls the kernels of
-// engine/kernel) over the shard's records: every record is bounded as the
-// kind says before it enters the shard's partial result, and the combiner
-// adds one partial result per shard (pass.AddResults). So the result is
+// engine/kernel) over its records: every record is bounded as the kind
+// says before it enters the split's partial result, and the combiner adds
+// one partial result per split (pass.AddResults). So the result is
 // exactly pass.Local's on the whole data set up to the order of the sums,
 // and no per-record element crosses a stage boundary (2–4× faster on
 // prism than one element per sample at n = 10⁵, p = 400,
