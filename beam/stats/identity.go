@@ -41,61 +41,22 @@ func (d *Description) Remote() *data.Remote {
 	return &data.Remote{N: int(d.N), P: d.P, D1: d.D1, D2: d.D2, Users: int(d.Users)}
 }
 
-// shardIdentity reads the shard at path as data of the given kind and
-// returns its description (with, for users data, its distinct user ids) and the parts of its source identity: for .npy, IDX and CSV files
-// those the single-machine reader computes for the file
-// (dataio.LoadIdentityParts), so that the merged parts of all shards are
-// the identity of the one file holding their records; for Parquet files
-// those of the equivalent array source (the features, then the response,
-// then the user id of each row, as dataio.IdentityOf orders them).
-func shardIdentity(ctx context.Context, path string, kind data.Kind, ro ReadOptions, d1, d2 int) (d shardDesc, users []string, err error) {
-	local, cleanup, err := localCopy(ctx, path)
-	if err != nil {
-		return d, nil, err
+// describeSplit reads sp as data of the given kind and returns its
+// description, with the parts of its source identity (readSplit), and for
+// users data its distinct user ids. A range of rows counts as a shard if
+// it is its file's first.
+func describeSplit(ctx context.Context, sp split, kind data.Kind, ro ReadOptions, d1, d2 int) (d shardDesc, sh *shard, users []string, err error) {
+	if sh, err = readSplit(ctx, sp, kind, ro, d1, d2, &d.ID); err != nil {
+		return d, nil, nil, err
 	}
-	defer cleanup()
-	d.Shards = 1
-	if isParquet(local, ro.Format) {
-		sh, err := readLocal(local, kind, ReadOptions{Format: ro.Format, Parquet: ro.Parquet}, d1, d2)
-		if err != nil {
-			return d, nil, fmt.Errorf("shard %s: %w", path, err)
-		}
-		var fl []float64
-		var ints []int64
-		for i := range sh.n {
-			fl, ints = fl[:0], ints[:0]
-			if sh.y != nil {
-				fl = append(fl, sh.y[i])
-			}
-			if sh.users != nil {
-				ints = append(ints, userIdentityInt(sh.users[i]))
-			}
-			d.ID.AddRecord(sh.row(i), fl, ints)
-		}
-		d.N, d.P, d.D1, d.D2 = int64(sh.n), sh.p, d1, d2
-		if sh.users != nil {
-			users = slices.Compact(slices.Sorted(slices.Values(sh.users)))
-		}
-		return d, users, nil
+	d.N, d.P, d.D1, d.D2 = int64(sh.n), sh.p, sh.d1, sh.d2
+	if !sp.Ranged || sp.Lo == 0 {
+		d.Shards = 1
 	}
-	lo, err := ro.loadFor(local, kind, d1, d2)
-	if err != nil {
-		return d, nil, err
+	if sh.users != nil {
+		users = slices.Compact(slices.Sorted(slices.Values(sh.users)))
 	}
-	ds, id, err := dataio.LoadIdentityParts(local, lo)
-	if err != nil {
-		return d, nil, fmt.Errorf("shard %s: %w", path, err)
-	}
-	n, p := ds.X.Dims()
-	d.N, d.P, d.D1, d.D2, d.ID = int64(n), p, ds.D1, ds.D2, id
-	if kind == data.Users {
-		// The loader numbers text ids per file: the keys are the ids' text.
-		if users, _, err = csvUserKeys(local, lo, ds); err != nil {
-			return d, nil, fmt.Errorf("shard %s: %s: %w", path, local, err)
-		}
-		users = slices.Compact(slices.Sorted(slices.Values(users)))
-	}
-	return d, users, nil
+	return d, sh, users, nil
 }
 
 // shardDesc is one shard's (or a merge of shards') description.
@@ -116,12 +77,13 @@ type describeShardFn struct {
 	Opt    ReadOptions
 }
 
-// ProcessElement reads the shard at path.
-func (f *describeShardFn) ProcessElement(ctx context.Context, path string, emit func(shardDesc), emitUser func(string)) error {
-	d, users, err := shardIdentity(ctx, path, f.Kind, f.Opt, f.D1, f.D2)
+// ProcessElement reads sp.
+func (f *describeShardFn) ProcessElement(ctx context.Context, sp split, emit func(shardDesc), emitUser func(string)) error {
+	d, sh, users, err := describeSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2)
 	if err != nil {
 		return err
 	}
+	sh.release()
 	for _, u := range users {
 		emitUser(u)
 	}
@@ -134,10 +96,10 @@ type mergeDescFn struct{}
 
 // MergeAccumulators adds b to a, noting a shape disagreement.
 func (mergeDescFn) MergeAccumulators(a, b shardDesc) shardDesc {
-	if a.Shards == 0 {
+	if a.Shards == 0 && a.N == 0 {
 		return b
 	}
-	if b.Shards == 0 {
+	if b.Shards == 0 && b.N == 0 {
 		return a
 	}
 	if a.Mismatch == "" && b.Mismatch != "" {
@@ -179,7 +141,7 @@ func decodeShardDesc(b []byte) (shardDesc, error) { return decodeGob[shardDesc](
 
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(shardDesc{}), encodeShardDesc, decodeShardDesc)
-	register.DoFn4x1[context.Context, string, func(shardDesc), func(string), error](&describeShardFn{})
+	register.DoFn4x1[context.Context, split, func(shardDesc), func(string), error](&describeShardFn{})
 	register.Emitter1[shardDesc]()
 	register.Emitter1[string]()
 	register.Combiner1[shardDesc](&mergeDescFn{})
@@ -213,7 +175,7 @@ func Describe(ctx context.Context, glob string, kind data.Kind, d1, d2 int, opt 
 	defer done()
 	opt.progress("beam: describe %s data over %d shard(s), runner %s", kind, len(paths), orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
-	descs, users := beam.ParDo2(s, &describeShardFn{Kind: kind, D1: d1, D2: d2, Opt: opt.Read}, beam.CreateList(s, paths))
+	descs, users := beam.ParDo2(s, &describeShardFn{Kind: kind, D1: d1, D2: d2, Opt: opt.Read}, splitsOf(s, paths, kind, opt.Read))
 	count := beam.Create(s, 0)
 	if kind == data.Users {
 		count = beamstats.CountElms(s, filter.Distinct(s, users))
@@ -231,12 +193,23 @@ func Describe(ctx context.Context, glob string, kind data.Kind, d1, d2 int, opt 
 	if err != nil {
 		return nil, fmt.Errorf("beam pipeline output: %w", err)
 	}
-	d := w.D
+	desc, err := w.D.description(kind, w.Users, len(paths))
+	if err != nil {
+		return nil, err
+	}
+	opt.progress("beam: %d rows of %d values in %d shard(s)", desc.N, desc.P, desc.Shards)
+	return desc, nil
+}
+
+// description checks the merged description d of the splits of shards
+// files read as data of the given kind (users distinct users) and returns
+// it as a Description.
+func (d shardDesc) description(kind data.Kind, users int64, shards int) (*Description, error) {
 	switch {
 	case d.Mismatch != "":
 		return nil, errors.New(d.Mismatch)
-	case d.Shards != len(paths):
-		return nil, fmt.Errorf("beam pipeline output: %d shards described, %d match", d.Shards, len(paths))
+	case d.Shards != shards:
+		return nil, fmt.Errorf("beam pipeline output: %d shards described, %d match", d.Shards, shards)
 	case d.N == 0 || d.ID.Rows != d.N:
 		return nil, fmt.Errorf("beam pipeline output: %d rows, identity of %d", d.N, d.ID.Rows)
 	}
@@ -245,11 +218,10 @@ func Describe(ctx context.Context, glob string, kind data.Kind, d1, d2 int, opt 
 	}
 	desc := &Description{Kind: kind, N: d.N, P: d.P, D1: d.D1, D2: d.D2, Shards: d.Shards, Identity: d.ID}
 	if kind == data.Users {
-		desc.Users = w.Users
+		desc.Users = users
 	}
 	if kind != data.Trace {
 		desc.D1, desc.D2 = 0, 0
 	}
-	opt.progress("beam: %d rows of %d values in %d shard(s)", d.N, d.P, d.Shards)
 	return desc, nil
 }

@@ -58,32 +58,60 @@ func PassKinds() []string {
 // kind's norm bounds). A failed pipeline returns an error and nothing
 // else.
 func RunPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	res, _, err := runPass(ctx, glob, shape, ro, req, 0, 0, false, opt)
+	return res, err
+}
+
+// DescribedPass is RunPass also returning the description of the shards
+// as the pass read them (Describe's, with d1 and d2): data changed before
+// or during the pass give another shape or identity. The rows and trace
+// kinds take it in the pass's own read (each split is hashed as it is
+// read); the users kinds run the description pipeline after the pass.
+func DescribedPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, d1, d2 int, opt Options) (*data.PassResult, *Description, error) {
+	return runPass(ctx, glob, shape, ro, req, d1, d2, true, opt)
+}
+
+func runPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, d1, d2 int, describe bool, opt Options) (*data.PassResult, *Description, error) {
 	initBeam()
 	if shape == nil {
-		return nil, fmt.Errorf("pass %s: no data shape", req.Kind)
+		return nil, nil, fmt.Errorf("pass %s: no data shape", req.Kind)
 	}
 	spec, ok := pass.Lookup(req.Kind)
 	if !ok {
-		return nil, fmt.Errorf("pass %q: unknown kind (known: %v)", req.Kind, pass.Kinds())
+		return nil, nil, fmt.Errorf("pass %q: unknown kind (known: %v)", req.Kind, pass.Kinds())
 	}
 	if _, err := pass.Validate(spec.Data, shape, req); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	passMu.RLock()
 	fn := passFns[req.Kind]
 	passMu.RUnlock()
 	if fn == nil {
-		return nil, fmt.Errorf("pass %s: no Beam implementation (Beam runs %v)", req.Kind, PassKinds())
+		return nil, nil, fmt.Errorf("pass %s: no Beam implementation (Beam runs %v)", req.Kind, PassKinds())
 	}
 	opt.Read = ro
-	res, err := fn(ctx, glob, shape, ro, req, opt)
+	var res *data.PassResult
+	var desc *Description
+	var err error
+	_, rows := rowsPasses[req.Kind]
+	_, trace := tracePassFuncs[req.Kind]
+	if describe && (rows || trace) {
+		res, desc, err = shardPass(ctx, glob, shape, ro, req, opt)
+	} else {
+		res, err = fn(ctx, glob, shape, ro, req, opt)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
 	if err := pass.CheckResult(spec, shape, req, res); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return res, nil
+	if describe && desc == nil {
+		if desc, err = Describe(ctx, glob, spec.Data, d1, d2, opt); err != nil {
+			return nil, nil, err
+		}
+	}
+	return res, desc, nil
 }
 
 // init registers the Beam implementations of every data kind's passes

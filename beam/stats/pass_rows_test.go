@@ -168,6 +168,8 @@ func TestFashionMNISTAutoClipThroughBeam(t *testing.T) {
 	if path == "" {
 		t.Skip("DPLR_FMNIST not set")
 	}
+	defer func(b int) { splitBytes = b }(splitBytes)
+	splitBytes = 32 << 20
 	rawds, err := dataio.Load(path, dataio.LoadOptions{})
 	require.NoError(t, err)
 	n, p := rawds.X.Dims()

@@ -131,7 +131,7 @@ func TestRunPassRefusals(t *testing.T) {
 		})
 	}
 	assert.Contains(t, PassKinds(), pass.RowsMoment)
-	assert.Panics(t, func() { RegisterPass(pass.RowsMoment, rowsMomentPass) })
+	assert.Panics(t, func() { RegisterPass(pass.RowsMoment, ShardPass) })
 }
 
 // TestDescribeIdentity: for every data kind, the description of CSV

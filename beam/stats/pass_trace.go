@@ -26,70 +26,86 @@ var tracePassFuncs = map[string]PassFunc{
 }
 
 // ShardPass runs one aggregation pass whose result is a sum over records
-// (the trace kinds, rows.norm_histogram and rows.clipped_sum; see
+// (the rows and trace kinds; see
 // engine/pass) over the shards matching glob, of public shape shape, read
 // with ro. The request is validated against its kind before the pipeline
 // is built and the result checked against the kind's bounds before it is
 // returned.
 //
-// The pipeline reads each shard in one DoFn and runs the kind's
+// The pipeline reads each split (a whole shard, or a range of rows of a
+// large .npy or IDX file: splitShards) in one DoFn and runs the kind's
 // in-process runner (engine/pass, Spec.Local, which calls the kernels of
-// engine/kernel) over the shard's records: every record is bounded as the
-// kind says before it enters the shard's partial result, and the combiner
-// adds one partial result per shard (pass.AddResults). So the result is
+// engine/kernel) over its records: every record is bounded as the kind
+// says before it enters the split's partial result, and the combiner adds
+// one partial result per split (pass.AddResults). So the result is
 // exactly pass.Local's on the whole data set up to the order of the sums,
 // and no per-record element crosses a stage boundary (2–4× faster on
 // prism than one element per sample at n = 10⁵, p = 400,
 // bench/results/rgrad-beam.md).
 func ShardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
+	res, _, err := shardPass(ctx, glob, shape, ro, req, opt)
+	return res, err
+}
+
+// shardPass is ShardPass also returning the description of the records
+// it read (Describe's, for rows and trace data), taken in the same read:
+// each split's source identity is hashed as its records are read, so a
+// pass and its identity check read the data once.
+func shardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, *Description, error) {
 	spec, ok := pass.Lookup(req.Kind)
 	if !ok {
-		return nil, fmt.Errorf("pass %q: unknown kind", req.Kind)
+		return nil, nil, fmt.Errorf("pass %q: unknown kind", req.Kind)
 	}
 	if _, err := pass.Validate(spec.Data, shape, req); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	initBeam()
 	paths, err := Expand(ctx, glob)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, done, err := opt.tempPath("pass.stats")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer done()
 	pl, s := beam.NewPipelineWithRoot()
-	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro}, beam.CreateList(s, paths))
-	beam.ParDo0(s, &writeResultFn{Path: out}, beam.Combine(s, &sumResultsFn{}, parts))
+	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro}, splitsOf(s, paths, spec.Data, ro))
+	beam.ParDo0(s, &writeResultFn{Path: out}, beam.Combine(s, &sumPartsFn{}, parts))
 	opt.progress("beam: pass %s over %d shard(s), runner %s", req.Kind, len(paths), orDefault(opt.Runner))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
-		return nil, fmt.Errorf("pass %s: beam pipeline failed: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline failed: %w", req.Kind, err)
 	}
 	b, err := readFile(ctx, out)
 	if err != nil {
-		return nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
 	}
-	res, err := decodeGob[data.PassResult](bytes.Clone(b))
+	part, err := decodeGob[passPart](bytes.Clone(b))
 	if err != nil {
-		return nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline output: %w", req.Kind, err)
 	}
+	res := &part.Res
 	if res.Records == 0 {
-		return nil, fmt.Errorf("pass %s: beam pipeline: no records", req.Kind)
+		return nil, nil, fmt.Errorf("pass %s: beam pipeline: no records", req.Kind)
 	}
 	if err := sameRows(res.Records, shape); err != nil {
-		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
+		return nil, nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
-	if err := pass.CheckResult(spec, shape, req, &res); err != nil {
-		return nil, err
+	if err := pass.CheckResult(spec, shape, req, res); err != nil {
+		return nil, nil, err
+	}
+	desc, err := part.D.description(spec.Data, 0, len(paths))
+	if err != nil {
+		return nil, nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
 	opt.progress("beam: pass %s: %d records aggregated", req.Kind, res.Records)
-	return &res, nil
+	return res, desc, nil
 }
 
-// shardPassFn reads one shard of data kind Kind (P columns; rows scaled
-// by Opt.Scale) and emits the partial result of the request Req over its
-// records (the kind's reference implementation on the shard).
+// shardPassFn reads one split (a shard, or a range of a rows file) of data
+// kind Kind (P columns; rows scaled by Opt.Scale) and emits the partial
+// result of the request Req over its records (the kind's reference
+// implementation on the split).
 type shardPassFn struct {
 	Req       data.PassRequest
 	Kind      data.Kind
@@ -97,12 +113,21 @@ type shardPassFn struct {
 	Opt       ReadOptions
 }
 
-// ProcessElement reads the shard at path and emits its partial result.
-func (f *shardPassFn) ProcessElement(ctx context.Context, path string, emit func(data.PassResult)) error {
-	sh, err := readShard(ctx, path, f.Kind, f.Opt, f.D1, f.D2)
+// passPart is the partial result of one split, or of several added, and
+// their description.
+type passPart struct {
+	Res data.PassResult
+	D   shardDesc
+}
+
+// ProcessElement reads sp and emits its partial result.
+func (f *shardPassFn) ProcessElement(ctx context.Context, sp split, emit func(passPart)) error {
+	path := sp.Path
+	d, sh, _, err := describeSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2)
 	if err != nil {
 		return err
 	}
+	defer sh.release()
 	if sh.n == 0 {
 		return nil
 	}
@@ -112,7 +137,7 @@ func (f *shardPassFn) ProcessElement(ctx context.Context, path string, emit func
 	if f.Kind == data.Rows {
 		for i := range sh.n {
 			if _, err := scaledRow(sh.row(i), f.Opt.Scale, sh.row(i)); err != nil {
-				return fmt.Errorf("shard %s: row %d: %w", path, i, err)
+				return fmt.Errorf("shard %s: row %d: %w", path, sp.Lo+i, err)
 			}
 		}
 	}
@@ -125,16 +150,18 @@ func (f *shardPassFn) ProcessElement(ctx context.Context, path string, emit func
 	if err != nil {
 		return fmt.Errorf("pass %s: shard %s: %w", f.Req.Kind, path, err)
 	}
-	emit(*res)
+	emit(passPart{Res: *res, D: d})
 	return nil
 }
 
-// sumResultsFn adds the shards' partial results.
-type sumResultsFn struct{}
+// sumPartsFn adds the splits' partial results and merges their
+// descriptions.
+type sumPartsFn struct{}
 
 // MergeAccumulators adds b to a.
-func (sumResultsFn) MergeAccumulators(a, b data.PassResult) data.PassResult {
-	pass.AddResults(&a, b)
+func (sumPartsFn) MergeAccumulators(a, b passPart) passPart {
+	pass.AddResults(&a.Res, b.Res)
+	a.D = mergeDescFn{}.MergeAccumulators(a.D, b.D)
 	return a
 }
 
@@ -142,7 +169,7 @@ func (sumResultsFn) MergeAccumulators(a, b data.PassResult) data.PassResult {
 type writeResultFn struct{ Path string }
 
 // ProcessElement writes r.
-func (f *writeResultFn) ProcessElement(ctx context.Context, r data.PassResult) error {
+func (f *writeResultFn) ProcessElement(ctx context.Context, r passPart) error {
 	b, err := encodeGob(r)
 	if err != nil {
 		return err
@@ -150,13 +177,13 @@ func (f *writeResultFn) ProcessElement(ctx context.Context, r data.PassResult) e
 	return writeFile(ctx, f.Path, b)
 }
 
-func encodePassResult(v data.PassResult) ([]byte, error) { return encodeGob(v) }
-func decodePassResult(b []byte) (data.PassResult, error) { return decodeGob[data.PassResult](b) }
+func encodePassPart(v passPart) ([]byte, error) { return encodeGob(v) }
+func decodePassPart(b []byte) (passPart, error) { return decodeGob[passPart](b) }
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf(data.PassResult{}), encodePassResult, decodePassResult)
-	register.Emitter1[data.PassResult]()
-	register.Combiner1[data.PassResult](&sumResultsFn{})
-	register.DoFn3x1[context.Context, string, func(data.PassResult), error](&shardPassFn{})
-	register.DoFn2x1[context.Context, data.PassResult, error](&writeResultFn{})
+	beam.RegisterCoder(reflect.TypeOf(passPart{}), encodePassPart, decodePassPart)
+	register.Emitter1[passPart]()
+	register.Combiner1[passPart](&sumPartsFn{})
+	register.DoFn3x1[context.Context, split, func(passPart), error](&shardPassFn{})
+	register.DoFn2x1[context.Context, passPart, error](&writeResultFn{})
 }

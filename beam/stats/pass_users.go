@@ -67,7 +67,7 @@ func (f *readPosRowsFn) ProcessElement(ctx context.Context, path string, emit fu
 	if idx < 0 {
 		return fmt.Errorf("shard %s is not among the expanded paths", path)
 	}
-	sh, err := readShard(ctx, path, data.Users, f.Opt, 0, 0)
+	sh, err := readShard(ctx, path, data.Users, f.Opt, 0, 0, nil)
 	if err != nil {
 		return err
 	}

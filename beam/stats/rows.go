@@ -248,7 +248,7 @@ type readRowsFn struct {
 
 // ProcessElement reads the shard at path.
 func (f *readRowsFn) ProcessElement(ctx context.Context, path string, emit func(ClippedRow)) error {
-	sh, err := readShard(ctx, path, data.Rows, f.Opt, 0, 0)
+	sh, err := readShard(ctx, path, data.Rows, f.Opt, 0, 0, nil)
 	if err != nil {
 		return err
 	}

@@ -11,13 +11,16 @@ import (
 // shard is the content of one input file: n rows of p features
 // (row-major), and for trace and users data the responses, for users data
 // each row's user key (UserKey) and its index in the file (the loader
-// groups a CSV file's rows by user).
+// groups a CSV file's rows by user); d1, d2 are the trace samples' shape.
 type shard struct {
-	n, p  int
-	x     []float64
-	y     []float64
-	users []string
-	pos   []int
+	n, p   int
+	d1, d2 int
+	x      []float64
+	y      []float64
+	users  []string
+	pos    []int
+	// pooled says x is a range's buffer (readSplit, release).
+	pooled bool
 }
 
 // row returns row i's features.
@@ -26,22 +29,28 @@ func (s *shard) row(i int) []float64 { return s.x[i*s.p : (i+1)*s.p] }
 // readShard reads the shard at path (any Beam filesystem) as data of the
 // given kind: Parquet with readParquet, every other format with the
 // single-machine reader (dataio.Load), so that a bad shard fails with that
-// reader's message. Rows features are returned unscaled (the source
-// identity is taken before scaling); trace and users features are scaled.
-func readShard(ctx context.Context, path string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard, error) {
+// reader's message. Rows features are returned unscaled; trace and users
+// features are scaled. With id not nil it adds to id, in the same read,
+// the source identity of the shard's records (before scaling): for .npy,
+// IDX and CSV files the parts the single-machine reader computes
+// (dataio.LoadIdentityParts), so that the merged parts of all shards are
+// the identity of the one file holding their records; for Parquet files
+// those of the equivalent array source (the features, then the response,
+// then the user id of each row, as dataio.IdentityOf orders them).
+func readShard(ctx context.Context, path string, kind data.Kind, ro ReadOptions, d1, d2 int, id *dataio.IdentityParts) (*shard, error) {
 	local, cleanup, err := localCopy(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	sh, err := readLocal(local, kind, ro, d1, d2)
+	sh, err := readLocal(local, kind, ro, d1, d2, id)
 	if err != nil {
 		return nil, fmt.Errorf("shard %s: %w", path, err)
 	}
 	return sh, nil
 }
 
-func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard, error) {
+func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int, id *dataio.IdentityParts) (*shard, error) {
 	if isParquet(local, ro.Format) {
 		sh, err := readParquet(local, kind, ro.Parquet)
 		if err != nil {
@@ -49,6 +58,21 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 		}
 		if kind == data.Trace && sh.p != d1*d2 {
 			return nil, fmt.Errorf("%s: %d features, want d1·d2 = %d×%d", local, sh.p, d1, d2)
+		}
+		sh.d1, sh.d2 = d1, d2
+		if id != nil {
+			var fl []float64
+			var ints []int64
+			for i := range sh.n {
+				fl, ints = fl[:0], ints[:0]
+				if sh.y != nil {
+					fl = append(fl, sh.y[i])
+				}
+				if sh.users != nil {
+					ints = append(ints, userIdentityInt(sh.users[i]))
+				}
+				id.AddRecord(sh.row(i), fl, ints)
+			}
 		}
 		if kind != data.Rows && ro.Scale != 0 && ro.Scale != 1 {
 			for i := range sh.x {
@@ -64,13 +88,20 @@ func readLocal(local string, kind data.Kind, ro ReadOptions, d1, d2 int) (*shard
 	if kind != data.Rows {
 		lo.Scale = ro.Scale
 	}
-	ds, err := dataio.Load(local, lo)
+	var ds *data.Dataset
+	if id != nil {
+		var parts dataio.IdentityParts
+		ds, parts, err = dataio.LoadIdentityParts(local, lo)
+		id.Merge(parts)
+	} else {
+		ds, err = dataio.Load(local, lo)
+	}
 	if err != nil {
 		return nil, err
 	}
 	n, p := ds.X.Dims()
 	raw := ds.X.RawMatrix()
-	sh := &shard{n: n, p: p, x: raw.Data[:n*p], y: ds.Y}
+	sh := &shard{n: n, p: p, d1: ds.D1, d2: ds.D2, x: raw.Data[:n*p], y: ds.Y}
 	if raw.Stride != p {
 		sh.x = make([]float64, 0, n*p)
 		for i := range n {

@@ -566,7 +566,7 @@ func BenchmarkUsersCSVShard(b *testing.B) {
 	})
 	b.Run("pipeline reader", func(b *testing.B) {
 		for b.Loop() {
-			_, err := readLocal(path, data.Users, ReadOptions{}, 0, 0)
+			_, err := readLocal(path, data.Users, ReadOptions{}, 0, 0, nil)
 			require.NoError(b, err)
 		}
 	})

@@ -14,7 +14,9 @@ package main
 // public shape and the source identity of all its rows, merged across
 // shards into the identity of the one file holding them. pass reads a
 // request written by the host (host.BeamPassRequest), runs the pass kind's
-// pipeline (stats.RunPass) and then the description pipeline, and writes
+// pipeline, which also reads the shards' description (stats.DescribedPass:
+// in the same read for rows and trace data, by the description pipeline
+// after the pass for users data), and writes
 // DIR/result.json (host.BeamPassResult) beside one .npy file per output:
 // the host checks the shape and identity it reports against those of
 // describe, so that data changed between passes are refused.
@@ -163,15 +165,9 @@ func runPass(args []string) int {
 	defer stop()
 	opt, ro := f.options()
 	t0 := time.Now()
-	res, err := stats.RunPass(ctx, *f.data, sh, ro, req, opt)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
-		return 1
-	}
-	progress("beam: pass %s in %.1f s", req.Kind, time.Since(t0).Seconds())
-	// The identity of what was read, taken after the pass: data changed
+	// The identity of what was read, taken with the pass: data changed
 	// before or during it give another identity.
-	d, err := stats.Describe(ctx, *f.data, kind, *f.d1, *f.d2, opt)
+	res, d, err := stats.DescribedPass(ctx, *f.data, sh, ro, req, *f.d1, *f.d2, opt)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
 		return 1
