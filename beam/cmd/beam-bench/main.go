@@ -1,7 +1,8 @@
 // Command beam-bench measures the rows statistics (count, clipped sum,
-// clipped second moment, source identity) computed on Beam by the path a
-// fit through passes takes — the description pipeline (source identity)
-// and the rows.moment pass's pipeline — on the embedded prism runner
+// clipped second moment, source identity) computed on Beam — the
+// description pipeline (source identity) and a per-row combine of the
+// clipped moments (stats.Rows; fits now take stats.ShardPass over row
+// ranges, which bench/results/beam-split.sh measures) — on the embedded prism runner
 // against the single-machine path (one
 // matrix in memory, second moment by pca.Gram), at several n with
 // p = 784: throughput (rows/s), CPU time and peak resident memory, each
