@@ -60,23 +60,33 @@ func threadsFor(work float64, free int) int {
 	return max(1, min(n, free))
 }
 
-// freeCores estimates the idle cores: the processor count less the
-// one-minute load average (which counts this process's own running
-// thread, hence the +1), at least one. Without /proc/loadavg every core
-// counts as free.
+// freeCores estimates the idle cores from /proc/loadavg (freeCoresFrom).
+// Without it (a sandbox that hides it) no core counts as free: threads
+// that spin beside busy processes cost far more than they save.
 func freeCores() int {
-	cpus := runtime.NumCPU()
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return cpus
+		return 1
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return cpus
+	return freeCoresFrom(runtime.NumCPU(), string(b))
+}
+
+// freeCoresFrom is the processor count less the busier of two readings of
+// the other work, at least one: the one-minute load average less this
+// process's own running thread, which lags a minute behind processes that
+// just started, and the entities runnable right now (the fourth field's
+// numerator) less this one. An unreadable line leaves one core.
+func freeCoresFrom(cpus int, loadavg string) int {
+	f := strings.Fields(loadavg)
+	if len(f) < 4 {
+		return 1
 	}
 	load, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return cpus
+	running, _, ok := strings.Cut(f[3], "/")
+	r, err2 := strconv.Atoi(running)
+	if err != nil || err2 != nil || !ok {
+		return 1
 	}
-	return max(1, min(cpus, cpus-int(load+0.5)+1))
+	others := max(load-1, float64(r-1))
+	return max(1, min(cpus, cpus-int(others+0.5)))
 }

@@ -55,3 +55,25 @@ func TestThreadsWaitsForRaisedCall(t *testing.T) {
 	close(release)
 	assert.Equal(t, 1, <-read)
 }
+
+// The free cores follow the busier of the lagging load average and the
+// entities runnable now, so busy processes that just started count at once.
+func TestFreeCoresFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cpus    int
+		loadavg string
+		want    int
+	}{
+		{"idle", 2, "0.00 0.01 0.05 1/99 123", 2},
+		{"this process only", 2, "1.00 1.00 1.00 1/99 123", 2},
+		{"one other by the load average", 2, "2.10 1.00 1.00 1/99 123", 1},
+		{"six spinners just started", 2, "0.40 0.20 0.10 7/105 123", 1},
+		{"eight cores, three others running", 8, "0.50 0.50 0.50 4/300 123", 5},
+		{"busy beyond the cores", 4, "12.0 9.0 5.0 13/300 123", 1},
+		{"malformed", 4, "garbage", 1},
+		{"no running field", 4, "0.1 0.1 0.1", 1},
+	} {
+		assert.Equal(t, tc.want, freeCoresFrom(tc.cpus, tc.loadavg), tc.name)
+	}
+}

@@ -297,14 +297,15 @@ func addPathRule(rulesetFD int, path string, access uint64) error {
 
 // systemReadPaths are what a plugin process needs from the system: the
 // dynamic loader and shared libraries (cgo/OpenBLAS builds), CPU topology
-// and cgroup limits read by the Go runtime and BLAS libraries, and the
-// harmless device files.
+// and cgroup limits read by the Go runtime and BLAS libraries, the load
+// the OpenBLAS backend reads before it threads a call (which it never does
+// blind), and the harmless device files.
 var systemReadPaths = []string{
 	"/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib", "/lib64", "/lib32",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
 	"/usr/share/zoneinfo",
 	"/sys/devices/system/cpu", "/sys/fs/cgroup", "/sys/kernel/mm/transparent_hugepage",
-	"/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+	"/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg",
 	"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
 }
 
