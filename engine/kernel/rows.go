@@ -50,8 +50,10 @@ func DefaultGrid() []float64 {
 }
 
 // Cell returns the grid cell of score s: the first k with s ≤ g_k, or
-// len(grid) when s lies above the grid's top (NaN: len(grid)). The cells
-// are (g_{k−1}, g_k] with g_{−1} = −∞.
+// len(grid) when s lies above the grid's top. The cells are (g_{k−1}, g_k]
+// with g_{−1} = −∞. Every score has one cell: a NaN falls above the top,
+// though no caller sees one (dataio refuses non-finite data, and the norm
+// kernels turn a NaN norm into 0 or a refusal).
 func Cell(grid []float64, s float64) int { return sort.SearchFloat64s(grid, s) }
 
 // Counts returns the number of scores in each cell of the grid (Cell):

@@ -671,7 +671,7 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 		at, rt := s.bp[s.brows*d:(s.brows+m0)*d], s.bq[s.brows*d:(s.brows+m0)*d]
 		f, z, clipped, ok := kernel.Ustat(x, y[:m0], d, c.Clip, at, rt, s.prefix, s.prod)
 		if c.Kind == UsersUstatHist {
-			a.Sum[kernel.HistBin(z, c.Edges)]++
+			a.Sum[kernel.Cell(c.Edges, z)]++
 			return
 		}
 		if !ok {
@@ -698,7 +698,7 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 		}
 		g, v := s.ks.UserGradient(m, vx, vy, gx, gy)
 		if c.Kind == UsersGradientHist {
-			a.Sum[kernel.HistBin(kernel.OuterNorm(g, v), c.Edges)]++
+			a.Sum[kernel.Cell(c.Edges, kernel.OuterNorm(g, v))]++
 		} else if kernel.AddClippedOuter(a.Sum, g, v, c.Clip) {
 			a.Clipped++
 		}
