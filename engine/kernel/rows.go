@@ -148,8 +148,9 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float6
 	return counts, nil
 }
 
-// CheckNormCounts checks counts claiming to be NormCounts of records
-// rows: non-negative integers summing to records.
+// CheckNormCounts checks counts claiming to be the norm counts on a grid of
+// records rows or users (NormCounts, a users histogram): non-negative
+// integers summing to records, one count per record.
 func CheckNormCounts(counts []float64, records int64) error {
 	var total float64
 	for k, c := range counts {
@@ -159,7 +160,7 @@ func CheckNormCounts(counts []float64, records int64) error {
 		total += c
 	}
 	if total != float64(records) {
-		return fmt.Errorf("the counts sum to %v, not to the %d records", total, records)
+		return fmt.Errorf("the counts sum to %v, not to the %d records (one count per record)", total, records)
 	}
 	return nil
 }

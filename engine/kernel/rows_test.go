@@ -276,7 +276,8 @@ func TestNormCounts(t *testing.T) {
 	}
 	assert.Equal(t, 2, Cell(grid, 4))
 	assert.Equal(t, len(grid), Cell(grid, 17))
-	assert.ErrorContains(t, CheckNormCounts([]float64{1, 2}, 4), "sum to")
+	assert.NoError(t, CheckNormCounts([]float64{1, 2}, 3))
+	assert.ErrorContains(t, CheckNormCounts([]float64{1, 2}, 4), "one count per record")
 	assert.ErrorContains(t, CheckNormCounts([]float64{-1, 5}, 4), "non-negative integer")
 	assert.ErrorContains(t, CheckNormCounts([]float64{1.5, 2.5}, 4), "non-negative integer")
 }

@@ -741,21 +741,6 @@ func CheckAltMin(a, b []float64, dk int, members, portion, cw, cy float64) error
 	return nil
 }
 
-// CheckHist checks a norm histogram: one count per user.
-func CheckHist(counts []float64, users int64) error {
-	var tot float64
-	for j, v := range counts {
-		if err := checkCount(fmt.Sprintf("count %d", j), v, users); err != nil {
-			return err
-		}
-		tot += v
-	}
-	if tot != float64(users) {
-		return fmt.Errorf("the histogram counts %v users, not %d (one count per user)", tot, users)
-	}
-	return nil
-}
-
 // CheckHoldout checks the hold-out scalars: lossUsers a count of users,
 // lossSum non-negative and, for the 0-1 loss, at most lossUsers.
 func CheckHoldout(lossSum, lossUsers float64, users int64, zeroOne bool) error {
