@@ -50,8 +50,10 @@ func DefaultGrid() []float64 {
 }
 
 // Cell returns the grid cell of score s: the first k with s ≤ g_k, or
-// len(grid) when s lies above the grid's top (NaN: len(grid)). The cells
-// are (g_{k−1}, g_k] with g_{−1} = −∞.
+// len(grid) when s lies above the grid's top. The cells are (g_{k−1}, g_k]
+// with g_{−1} = −∞. Every score has one cell: a NaN falls above the top,
+// though no caller sees one (dataio refuses non-finite data, and the norm
+// kernels turn a NaN norm into 0 or a refusal).
 func Cell(grid []float64, s float64) int { return sort.SearchFloat64s(grid, s) }
 
 // Counts returns the number of scores in each cell of the grid (Cell):
@@ -146,8 +148,9 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float6
 	return counts, nil
 }
 
-// CheckNormCounts checks counts claiming to be NormCounts of records
-// rows: non-negative integers summing to records.
+// CheckNormCounts checks counts claiming to be the norm counts on a grid of
+// records rows or users (NormCounts, a users histogram): non-negative
+// integers summing to records, one count per record.
 func CheckNormCounts(counts []float64, records int64) error {
 	var total float64
 	for k, c := range counts {
@@ -157,7 +160,7 @@ func CheckNormCounts(counts []float64, records int64) error {
 		total += c
 	}
 	if total != float64(records) {
-		return fmt.Errorf("the counts sum to %v, not to the %d records", total, records)
+		return fmt.Errorf("the counts sum to %v, not to the %d records (one count per record)", total, records)
 	}
 	return nil
 }

@@ -224,6 +224,23 @@ func TestGrid(t *testing.T) {
 	assert.GreaterOrEqual(t, d[len(d)-1], GridHigh)
 }
 
+// Cell puts a score in the first cell whose grid point is at or above it:
+// everything at or below the first point (zero, negatives, −∞) in cell 0,
+// a score on a grid point in that point's cell, and +∞ and NaN above the
+// top (the one NaN rule of every count on a grid).
+func TestCell(t *testing.T) {
+	grid := []float64{1, 2, 4}
+	for _, tc := range []struct {
+		s    float64
+		want int
+	}{
+		{math.Inf(-1), 0}, {-4, 0}, {0, 0}, {1, 0}, {1.5, 1}, {2, 1}, {3, 2}, {4, 2},
+		{math.Nextafter(4, 5), 3}, {5, 3}, {math.Inf(1), 3}, {math.NaN(), 3},
+	} {
+		assert.Equal(t, tc.want, Cell(grid, tc.s), "s = %v", tc.s)
+	}
+}
+
 // The norm counts put a norm on a grid point in that point's cell, count
 // the norms above the top in the last cell, and equal Counts of the
 // (centred) norms; CheckNormCounts accepts them and refuses counts that
@@ -259,7 +276,8 @@ func TestNormCounts(t *testing.T) {
 	}
 	assert.Equal(t, 2, Cell(grid, 4))
 	assert.Equal(t, len(grid), Cell(grid, 17))
-	assert.ErrorContains(t, CheckNormCounts([]float64{1, 2}, 4), "sum to")
+	assert.NoError(t, CheckNormCounts([]float64{1, 2}, 3))
+	assert.ErrorContains(t, CheckNormCounts([]float64{1, 2}, 4), "one count per record")
 	assert.ErrorContains(t, CheckNormCounts([]float64{-1, 5}, 4), "non-negative integer")
 	assert.ErrorContains(t, CheckNormCounts([]float64{1.5, 2.5}, 4), "non-negative integer")
 }

@@ -688,25 +688,6 @@ func AltMinA(acc []float64, d, k int) (a, b []float64) {
 	return a, acc[k*(k+1)/2*tri:]
 }
 
-// HistBin is the bin of v on public, increasing edges: 0 for v ≤ edges[0]
-// or NaN, j for v in (edges[j−1], edges[j]], len(edges) above the last
-// edge. A norm histogram holds one count per user.
-func HistBin(v float64, edges []float64) int {
-	if math.IsNaN(v) || v <= edges[0] {
-		return 0
-	}
-	lo, hi := 0, len(edges) // edges[lo] < v; find the first edge ≥ v
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if edges[mid] >= v {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
-}
-
 // The checks a host applies to a result claiming to sum these terms.
 
 // checkCount checks that v is an integer count in [0, max].
@@ -756,21 +737,6 @@ func CheckAltMin(a, b []float64, dk int, members, portion, cw, cy float64) error
 	}
 	if nrm, lim := Norm(b), members*portion*cw*cy; nrm > lim*(1+1e-9) {
 		return fmt.Errorf("b has norm %.6g > members·portion·clip_w·clip_y = %.6g: the rows were not clipped", nrm, lim)
-	}
-	return nil
-}
-
-// CheckHist checks a norm histogram: one count per user.
-func CheckHist(counts []float64, users int64) error {
-	var tot float64
-	for j, v := range counts {
-		if err := checkCount(fmt.Sprintf("count %d", j), v, users); err != nil {
-			return err
-		}
-		tot += v
-	}
-	if tot != float64(users) {
-		return fmt.Errorf("the histogram counts %v users, not %d (one count per user)", tot, users)
 	}
 	return nil
 }

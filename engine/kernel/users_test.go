@@ -145,12 +145,7 @@ func TestAltMinRow(t *testing.T) {
 	assert.False(t, ok)
 }
 
-func TestHistBinAndChecks(t *testing.T) {
-	edges := []float64{1, 2, 4}
-	for v, want := range map[float64]int{0: 0, 1: 0, 1.5: 1, 2: 1, 3: 2, 5: 3} {
-		assert.Equal(t, want, HistBin(v, edges), "v = %g", v)
-	}
-	assert.Equal(t, 0, HistBin(math.NaN(), edges))
+func TestUsersChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -159,8 +154,6 @@ func TestHistBinAndChecks(t *testing.T) {
 		{"clipped sum within users·clip", CheckUsersSum([]float64{1, 0, 0, 1}, 2, true, 2, 1, 1), true},
 		{"clipped sum too long", CheckUsersSum([]float64{3, 0, 0, 3}, 2, true, 2, 0, 1), false},
 		{"asymmetric U-statistic", CheckUsersSum([]float64{0, 1, 0, 0}, 2, true, 2, 0, 0), false},
-		{"histogram one count per user", CheckHist([]float64{1, 2}, 3), true},
-		{"histogram miscounts", CheckHist([]float64{1, 1}, 3), false},
 		{"0-1 loss above the users", CheckHoldout(3, 2, 5, true), false},
 		{"altmin within bounds", CheckAltMin([]float64{1}, []float64{1}, 1, 1, 1, 1, 1), true},
 		{"altmin b too long", CheckAltMin([]float64{1}, []float64{2}, 1, 1, 1, 1, 1), false},

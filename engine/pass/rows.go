@@ -99,7 +99,9 @@ func gridIn(grid []float64) ArraySpec { return row("grid", len(grid), "the publi
 
 // gridCounts is the output "counts" of a counts request on grid: one
 // count per cell of the grid and one above its top.
-func gridCounts(grid []float64) []ArraySpec { return []ArraySpec{row("counts", len(grid)+1, "")} }
+func gridCounts(grid []float64) []ArraySpec {
+	return []ArraySpec{row("counts", len(grid)+1, "records per cell (kernel.Cell): cell 0 ≤ grid[0], cell k ∈ (grid[k−1], grid[k]], the last above the top")}
+}
 
 // checkGrid checks a counts request's grid: 1 to MaxGridCells points,
 // positive and strictly increasing.

@@ -247,7 +247,7 @@ func usersKind[Q, R any](k *Kind[Q, R], res func(c *UsersConfig, a *UsersPartial
 			return fmt.Errorf("batch %v and round %v must be non-negative integers", r.Batch, r.Round)
 		}
 		if e != nil {
-			if err := checkEdges(*e); err != nil {
+			if err := checkGrid(*e); err != nil {
 				return err
 			}
 		}
@@ -305,9 +305,9 @@ var (
 	UsersUstatHistKind = usersKind(&Kind[UstatHistRequest, CountsResult]{
 		Name:    UsersUstatHist,
 		Doc:     "histogram of the users' unclipped ‖Z_i‖_F on the public edges (one count per user)",
-		Outputs: func(_ *data.Remote, q *UstatHistRequest) []ArraySpec { return histOut(q.Edges) },
+		Outputs: func(_ *data.Remote, q *UstatHistRequest) []ArraySpec { return gridCounts(q.Edges) },
 		CheckResult: func(_ *data.Remote, q *UstatHistRequest, r *CountsResult) error {
-			return kernel.CheckHist(r.Counts, q.members(r.Records))
+			return kernel.CheckNormCounts(r.Counts, q.members(r.Records))
 		},
 	}, countsOf)
 	// UsersGradientKind is the kind UsersGradient.
@@ -328,9 +328,9 @@ var (
 	UsersGradientHistKind = usersKind(&Kind[GradientHistRequest, CountsResult]{
 		Name:    UsersGradientHist,
 		Doc:     "histogram of the users' unclipped gradient norms ‖g_i v_iᵀ‖_F at U on the public edges (one count per user)",
-		Outputs: func(_ *data.Remote, q *GradientHistRequest) []ArraySpec { return histOut(q.Edges) },
+		Outputs: func(_ *data.Remote, q *GradientHistRequest) []ArraySpec { return gridCounts(q.Edges) },
 		CheckResult: func(_ *data.Remote, q *GradientHistRequest, r *CountsResult) error {
-			return kernel.CheckHist(r.Counts, q.members(r.Records))
+			return kernel.CheckNormCounts(r.Counts, q.members(r.Records))
 		},
 	}, countsOf)
 	// UsersAltMinKind is the kind UsersAltMin.
@@ -398,11 +398,6 @@ func countsOf(_ *UsersConfig, a *UsersPartial) *CountsResult {
 	return &CountsResult{Records: a.Users, Counts: a.Sum}
 }
 
-// histOut is the histograms' output.
-func histOut(edges []float64) []ArraySpec {
-	return []ArraySpec{row("counts", len(edges)+1, "users per bin: bin 0 ≤ edges[0], bin j ∈ (edges[j−1], edges[j]], the last above the largest edge")}
-}
-
 // dim is the working dimension of a users request: Proj, or p.
 func (u *UsersData) dim(sh *data.Remote) int {
 	if u.Proj > 0 {
@@ -437,20 +432,6 @@ func (u *UsersData) check(sh *data.Remote) error {
 	for _, v := range u.Group {
 		if v != 0 && v != 1 {
 			return fmt.Errorf("group holds %v, not 0 or 1", v)
-		}
-	}
-	return nil
-}
-
-// checkEdges checks a histogram's edges: 1 to 10⁵ of them, positive and
-// strictly increasing.
-func checkEdges(edges []float64) error {
-	if len(edges) < 1 || len(edges) > 1e5 {
-		return fmt.Errorf("%d edges: want 1 to 100000", len(edges))
-	}
-	for j, v := range edges {
-		if !(v > 0) || (j > 0 && v <= edges[j-1]) {
-			return fmt.Errorf("edges are not positive and strictly increasing")
 		}
 	}
 	return nil
@@ -671,7 +652,7 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 		at, rt := s.bp[s.brows*d:(s.brows+m0)*d], s.bq[s.brows*d:(s.brows+m0)*d]
 		f, z, clipped, ok := kernel.Ustat(x, y[:m0], d, c.Clip, at, rt, s.prefix, s.prod)
 		if c.Kind == UsersUstatHist {
-			a.Sum[kernel.HistBin(z, c.Edges)]++
+			a.Sum[kernel.Cell(c.Edges, z)]++
 			return
 		}
 		if !ok {
@@ -698,7 +679,7 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 		}
 		g, v := s.ks.UserGradient(m, vx, vy, gx, gy)
 		if c.Kind == UsersGradientHist {
-			a.Sum[kernel.HistBin(kernel.OuterNorm(g, v), c.Edges)]++
+			a.Sum[kernel.Cell(c.Edges, kernel.OuterNorm(g, v))]++
 		} else if kernel.AddClippedOuter(a.Sum, g, v, c.Clip) {
 			a.Clipped++
 		}

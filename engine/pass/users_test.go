@@ -376,5 +376,5 @@ func TestUsersRefuses(t *testing.T) {
 	h.Outputs[0].Data[3]++
 	err = CheckResult(hs, sh, hreq, h)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "one count per user")
+	assert.Contains(t, err.Error(), "one count per record")
 }

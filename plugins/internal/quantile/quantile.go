@@ -1,25 +1,37 @@
-// Package quantile releases a quantile of non-negative per-row scores (row
-// norms, in practice) with the exponential mechanism on a public
-// logarithmic grid. It is how the pca and orbit plugins choose a clip
-// without the user looking at the data (clip=auto).
-//
-// Mechanism. Let g_0 < g_1 < … < g_G be a public grid and c_k = #{i : s_i ≤ g_k}
-// the number of scores at or below g_k (c_{−1} = 0). The candidate g_k
-// stands for the cell (g_{k−1}, g_k] and has utility
-// u_k = −dist(q·n, [c_{k−1}, c_k]): zero when the target rank q·n falls in
-// the cell, so that a point mass (every row of norm 1, say) still has a
-// cell of utility 0. Replacing one row moves each c_k by at most one, and
-// dist(t, [a, b]) = max(0, a − t, t − b) is 1-Lipschitz in (a, b) under
-// the max norm, so every utility moves by at most Δu = 1 (n is public under
-// the replace-one relation). Sampling k with probability ∝ exp(β·u_k) with β = ε/(2Δu) is
-// ε-DP (McSherry & Talwar 2007); the caller declares that step with its
-// accountant and hands β over.
+// Package quantile releases a quantile of non-negative per-record scores
+// (row or user norms, in practice) on a public logarithmic grid: how the
+// plugins choose a clip without the user looking at the data. Both
+// mechanisms read the scores only through their cell counts on the grid
+// (kernel.Counts, one cell per score by kernel.Cell: the cells are
+// (g_{k−1}, g_k] with g_{−1} = −∞, and one more above the top), so the
+// counts can come from a local count or from an aggregation pass.
 //
 // The grid is data-independent (kernel.Grid): geometric with a fixed
-// number of points per octave between public bounds; the counting is
-// kernel.Counts. A score above the grid's top is
-// counted at no grid point, so the top of the grid is the largest clip the
-// mechanism can choose. The derivation is in plugins/pca/DERIVATIONS.md §6.
+// number of points per octave between public bounds. Replacing one score
+// by any other moves at most one unit of count from one cell to another;
+// n is public under the replace-one relation. A score above the grid's
+// top lies in no cell at or below a grid point, so the top of the grid is
+// the largest clip either mechanism can choose.
+//
+// Exponential mechanism (ReleaseCounts; pca, orbit, rgrad). With
+// c_k = #{i : s_i ≤ g_k} (c_{−1} = 0) the candidate g_k stands for the
+// cell (g_{k−1}, g_k] and has utility u_k = −dist(q·n, [c_{k−1}, c_k]):
+// zero when the target rank q·n falls in the cell, so that a point mass
+// (every row of norm 1, say) still has a cell of utility 0. Each c_k moves
+// by at most one under a replacement, and dist(t, [a, b]) =
+// max(0, a − t, t − b) is 1-Lipschitz in (a, b) under the max norm, so
+// every utility moves by at most Δu = 1. Sampling k with probability
+// ∝ exp(β·u_k) with β = ε/(2Δu) is ε-DP (McSherry & Talwar 2007); the
+// caller declares that step with its accountant and hands β over.
+//
+// Gaussian histogram (FromNoisyCounts; fedrep). The vector of cell counts
+// has ℓ2 sensitivity HistogramSensitivity = √2 under a replacement (one
+// count down, another up, or no change). The caller releases the counts
+// with Gaussian noise calibrated to √2 through its accountant (one
+// Gaussian step, so the fit stays Gaussian-only); reading the quantile
+// from the noisy counts is post-processing.
+//
+// The derivations are in plugins/pca/DERIVATIONS.md §6.
 package quantile
 
 import (
@@ -114,4 +126,28 @@ func ReleaseCounts(counts []int64, q float64, grid []float64, beta float64, rnd 
 		return 0, err
 	}
 	return grid[k], nil
+}
+
+// HistogramSensitivity is the ℓ2 sensitivity of the cell counts
+// (kernel.Counts) under replacing one score: one unit leaves a cell and
+// enters another.
+const HistogramSensitivity = math.Sqrt2
+
+// FromNoisyCounts reads the q-quantile of n scores from their noisy cell
+// counts on grid (kernel.Counts plus noise, len(grid)+1 counts): the
+// smallest grid point whose cumulative count reaches q·n, the grid's top
+// when none does. It is post-processing of the counts.
+func FromNoisyCounts(counts, grid []float64, q float64, n int) (float64, error) {
+	if len(grid) == 0 || len(counts) != len(grid)+1 {
+		return 0, fmt.Errorf("quantile: %d cell counts for a grid of %d points, want %d", len(counts), len(grid), len(grid)+1)
+	}
+	target := q * float64(n)
+	var cum float64
+	for k, g := range grid {
+		cum += counts[k]
+		if cum >= target {
+			return g, nil
+		}
+	}
+	return grid[len(grid)-1], nil
 }

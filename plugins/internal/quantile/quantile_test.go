@@ -191,3 +191,52 @@ func Release(scores []float64, q float64, grid []float64, beta float64, rnd Unif
 	}
 	return ReleaseCounts(kernel.Counts(scores, grid), q, grid, beta, rnd)
 }
+
+// The cell counts move by at most √2 in ℓ2 when one score is replaced by
+// any other (zero, negative, not finite, far outside the grid, on a grid
+// point), and the bound is met: the sensitivity of the Gaussian histogram.
+func TestHistogramSensitivity(t *testing.T) {
+	grid, err := kernel.Grid(0x1p-40, 0x1p40, 4)
+	require.NoError(t, err)
+	base := []float64{1e-3, 0.5, 0.5, 2, 3, 7, 1e5}
+	repl := []float64{0, math.NaN(), math.Inf(1), math.Inf(-1), 1e-300, 1e300, 0.5, 2, 2.0001, -4}
+	h0 := kernel.Counts(base, grid)
+	worst := 0.0
+	for i := range base {
+		for _, r := range repl {
+			nb := append([]float64(nil), base...)
+			nb[i] = r
+			h1 := kernel.Counts(nb, grid)
+			var s float64
+			for k := range h0 {
+				d := float64(h0[k] - h1[k])
+				s += d * d
+			}
+			worst = math.Max(worst, math.Sqrt(s))
+		}
+	}
+	assert.LessOrEqual(t, worst, HistogramSensitivity)
+	assert.InDelta(t, HistogramSensitivity, worst, 1e-12, "the bound is met")
+}
+
+// Without noise FromNoisyCounts returns the smallest grid point at or above
+// the q-quantile; counts that never reach q·n give the grid's top; counts
+// of the wrong length are refused.
+func TestFromNoisyCounts(t *testing.T) {
+	grid, err := kernel.Grid(0x1p-40, 0x1p40, 4)
+	require.NoError(t, err)
+	vals := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	h := make([]float64, len(grid)+1)
+	for k, c := range kernel.Counts(vals, grid) {
+		h[k] = float64(c)
+	}
+	q, err := FromNoisyCounts(h, grid, 0.5, len(vals))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, q, 5.0)
+	assert.Less(t, q, 5*math.Exp2(0.25))
+	q, err = FromNoisyCounts(make([]float64, len(h)), grid, 0.5, 10)
+	require.NoError(t, err)
+	assert.Equal(t, grid[len(grid)-1], q)
+	_, err = FromNoisyCounts(h[1:], grid, 0.5, 10)
+	assert.ErrorContains(t, err, "cell counts")
+}
