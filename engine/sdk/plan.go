@@ -85,13 +85,16 @@ type Reference func(s Shape, rank int, scale float64, seed uint64) (ReferenceDat
 // best rank-r variance than a random subspace does is of no use.
 const NearRandomMargin = 0.05
 
-// Dry-run bounds: PlanMaxWork caps a dry run's work n·p·min(p, 100) + p³
-// (above it the indicator is not computed and the steps come from a run
-// on fewer rows; when even 2 rows exceed it, nothing is run), PlanTimeout
-// the time the dry runs may take together (at most 60 % of the time left
-// before the caller's deadline, so that the check itself still answers).
+// Dry-run bounds: PlanMaxWork caps a dry run's work over its rows,
+// n·p·min(p, 100) (above it the runs are on fewer rows: see PlanOf), and
+// PlanMaxCube its work over the p×p matrices, p³ (p up to 1024; above
+// it nothing is run; a fit's pre-flight, PlanIndicator, allows only
+// p³ ≤ PlanMaxWork), PlanTimeout the time the dry runs may take together
+// (at most 60 % of the time left before the caller's deadline, so that the
+// check itself still answers).
 const (
 	PlanMaxWork = 5e7
+	PlanMaxCube = 1 << 30
 	PlanTimeout = 6 * time.Second
 	// PlanIndicatorTimeout is PlanTimeout for a fit's pre-flight
 	// (PlanIndicator), which should not hold the fit up.
@@ -130,15 +133,15 @@ const planSeed = 0x706c616e
 // PlanOf plans est on request raw, grant g and the public shape s. It
 // spends nothing and reads no data: it runs est in process (RunLocal, with
 // a fresh accountant for g and a fixed public seed) on draws of ref at
-// scales 1 and 4 in turn: eight when they fit in PlanMaxWork, else two.
+// scales 1 and 4 in turn: eight when they fit in the caps, else two.
 // The first run's steps are the plan's steps (their costs
 // and multipliers do not depend on the data); a sensitivity is reported
 // when the first two runs took the same one. The runs' mean score against
 // the model's truth is the expected-accuracy indicator, a model-based
-// indication only. Above PlanMaxWork only the steps are planned, from
-// one run on fewer rows; when no run fits PlanMaxWork or PlanMaxFootprint, or when
-// the runs do not finish within PlanTimeout or fail, nothing is, and
-// Plan.Note says why.
+// indication only. Above PlanMaxWork the runs are on fewer rows
+// (reducedRun); when p³ is above PlanMaxCube, no run fits
+// PlanMaxFootprint, or the runs do not finish within PlanTimeout or fail,
+// nothing is planned, and Plan.Note says why.
 // An error is a request the estimator refuses on its parameters and shape
 // (a dry run's failure is a note: it is about the reference data).
 func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, mode PlanMode) (Plan, error) {
@@ -146,8 +149,6 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	if err != nil {
 		return Plan{}, err
 	}
-	// Above the cap the steps come from one run on fewer rows, and the
-	// indicator is not computed.
 	fits := 1.0
 	if sel := selectionOf(prep.opts); sel != nil {
 		fits = float64(len(sel.cands) + 1) // a private selection fits every candidate and the chosen one
@@ -155,18 +156,23 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	// A run's work, per row and fixed, so that the reduced runs' sizes
 	// count a selection's fits too.
 	p3, perRow := fits*math.Pow(float64(s.P), 3), fits*float64(s.P)*math.Min(float64(s.P), 100)
-	run, work := s, float64(s.N)*perRow+p3
-	if work > PlanMaxWork {
-		run.N = int((PlanMaxWork - p3) / perRow)
+	run := s
+	if float64(s.N)*perRow > PlanMaxWork {
+		run.N = int(PlanMaxWork / perRow)
 		if s.Users > 0 {
 			run.Users = max(1, int(float64(s.Users)*float64(run.N)/float64(s.N)))
 		}
 	}
+	// A fit's pre-flight stays cheap: its p³ is capped at PlanMaxWork.
+	cube := float64(PlanMaxCube)
+	if mode == PlanIndicator {
+		cube = PlanMaxWork
+	}
 	var footprint int64
-	if run.N >= 2 {
+	if run.N >= 2 && p3 <= cube {
 		_, footprint, err = Prepare(est.Info(), raw, run)
 	}
-	if run.N < 2 || err != nil || footprint > PlanMaxFootprint {
+	if run.N < 2 || p3 > cube || err != nil || footprint > PlanMaxFootprint {
 		return Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}, nil
 	}
 	rank := max(1, boundRank(prep.opts))
@@ -192,7 +198,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 			done <- reducedRun(ctx, est, raw, g, s, run, ref, rank, perRow, p3, mode)
 			return
 		}
-		done <- dryRuns(ctx, est, raw, g, s, ref, rank, work, mode)
+		done <- dryRuns(ctx, est, raw, g, s, ref, rank, workShare(s.N, perRow, p3), mode)
 	}()
 	select {
 	case p := <-done:
@@ -215,7 +221,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 // costs and multipliers, without sensitivities (which may depend on n).
 func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s, run Shape, ref Reference, rank int, perRow, p3 float64, mode PlanMode) Plan {
 	small := run
-	if m := int((PlanMaxWork/8 - p3) / perRow); m >= 4*s.P && m >= 2 {
+	if m := int(PlanMaxWork / 8 / perRow); m >= 4*s.P && m >= 2 && 8*p3 <= PlanMaxCube {
 		small.N = m
 		if s.Users > 0 {
 			small.Users = max(1, int(float64(s.Users)*float64(m)/float64(s.N)))
@@ -227,7 +233,7 @@ func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g pri
 	}
 	ind := Plan{Note: "indicator not computed: no budget gives the reference the data's noise per record"}
 	if sg, err := scaledGrant(g, k, est.Info().Grants); err == nil {
-		if ind = dryRuns(ctx, est, raw, sg, small, ref, rank, float64(small.N)*perRow+p3, PlanFull); ind.Scored {
+		if ind = dryRuns(ctx, est, raw, sg, small, ref, rank, workShare(small.N, perRow, p3), PlanFull); ind.Scored {
 			ind.Note = fmt.Sprintf("model-based indicator: the mean score of dry runs on a public reference model of %d rows, "+
 				"with the budget scaled so that its noise per row is what your %d rows would get (%s); "+
 				"not your data: your data may be easier or harder", small.N, s.N, grantText(sg))
@@ -289,9 +295,16 @@ func grantText(g privacy.Grant) string {
 	return fmt.Sprintf("ε = %.3g, δ = %.3g", g.Epsilon, g.Delta)
 }
 
+// workShare is the larger share of its cap that a dry run on n rows takes
+// (PlanMaxWork for the rows, PlanMaxCube for p³).
+func workShare(n int, perRow, p3 float64) float64 {
+	return max(float64(n)*perRow/PlanMaxWork, p3/PlanMaxCube)
+}
+
 // dryRuns runs est on draws of ref (see PlanOf) and makes the plan: eight
-// runs when 8·work fits in PlanMaxWork (PlanFull only), one when work is
-// infinite (a reduced run), two otherwise, side by side on the cores.
+// runs when eight fit in the caps (work is a run's share of them, see
+// workShare; PlanFull only), one when work is infinite (a reduced run),
+// two otherwise, side by side on the cores.
 func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, rank int, work float64, mode PlanMode) Plan {
 	var (
 		n      = 2
@@ -303,7 +316,7 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 	switch {
 	case math.IsInf(work, 1):
 		n = 1
-	case 8*work <= PlanMaxWork && mode == PlanFull:
+	case 8*work <= 1 && mode == PlanFull:
 		n = 8
 	}
 	type outcome struct {

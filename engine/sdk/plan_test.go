@@ -67,7 +67,7 @@ func TestPlanOf(t *testing.T) {
 			shape: small, scored: true, near: true, score: 1.0 / 3, rnd: 0.25 * 6 / 3},
 		{name: "no subspace released", shape: small},
 		{name: "above the cap", u: e(0), shape: Shape{Kind: data.Rows, N: 100000, P: 100}, scored: true},
-		{name: "too many columns (p³ above the cap)", u: e(0), shape: Shape{Kind: data.Rows, N: 10, P: 400}},
+		{name: "too many columns (p³ above the cap)", u: e(0), shape: Shape{Kind: data.Rows, N: 10, P: 1100}},
 		{name: "refused request", u: e(0), raw: map[string]string{"rank": "0"}, shape: small, wantErr: true},
 	}
 	for _, tc := range cases {
@@ -81,7 +81,7 @@ func TestPlanOf(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.scored, p.Scored, p.Note)
 			assert.Equal(t, tc.near, p.NearRandom)
-			if tc.shape.P == 400 {
+			if tc.shape.P == 1100 {
 				assert.Empty(t, p.Steps, "nothing runs")
 				assert.Contains(t, p.Note, "not computed")
 				return
