@@ -135,14 +135,28 @@ const HistogramSensitivity = math.Sqrt2
 
 // FromNoisyCounts reads the q-quantile of n scores from their noisy cell
 // counts on grid (kernel.Counts plus noise, len(grid)+1 counts): the
-// smallest grid point whose cumulative count reaches q·n, the grid's top
-// when none does. It is post-processing of the counts.
+// smallest grid point whose cumulative count reaches q·m, the grid's top
+// when none does, where m = min(n, the largest cumulative count) when
+// that is positive, else n. Noise in the many empty cells can leave the
+// noisy total below q·n, and the read-out at q·n then lands on the grid's
+// top whatever the data; m takes the noisy counts' own total in that case
+// and changes nothing when the cumulative count reaches n. It is
+// post-processing of the counts.
 func FromNoisyCounts(counts, grid []float64, q float64, n int) (float64, error) {
 	if len(grid) == 0 || len(counts) != len(grid)+1 {
 		return 0, fmt.Errorf("quantile: %d cell counts for a grid of %d points, want %d", len(counts), len(grid), len(grid)+1)
 	}
-	target := q * float64(n)
-	var cum float64
+	m, cum := float64(n), 0.0
+	peak := math.Inf(-1)
+	for _, c := range counts {
+		cum += c
+		peak = max(peak, cum)
+	}
+	if peak > 0 {
+		m = min(m, peak)
+	}
+	target := q * m
+	cum = 0
 	for k, g := range grid {
 		cum += counts[k]
 		if cum >= target {
