@@ -22,9 +22,9 @@ type levelOptions struct {
 	Selection
 }
 
-// SelectShares implements SelectPlanner: Steps Gaussian steps.
-func (o *levelOptions) SelectShares(Shape) (string, []privacy.Share, error) {
-	return o.Noise.Value, []privacy.Share{{Name: "mean", Rest: true, Steps: o.Steps, Mechanism: privacy.MechGaussian}}, nil
+// Plan implements Planner: Steps Gaussian steps.
+func (o *levelOptions) Plan(Shape, privacy.Grant) (PlanSpec, error) {
+	return PlanSpec{Noise: o.Noise.Value, Shares: []privacy.Share{{Name: "mean", Rest: true, Steps: o.Steps, Mechanism: privacy.MechGaussian}}}, nil
 }
 
 // levelEst releases the noisy mean of the rows' first column in Steps
@@ -37,19 +37,14 @@ func (levelEst) Info() Info {
 }
 
 func (e levelEst) Fit(ctx context.Context, run *Run) (*Result, error) {
-	o := Opts[levelOptions](run)
-	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, privacy.Share{Name: "mean", Weight: 1, Steps: o.Steps, Mechanism: privacy.MechGaussian})
-	if err != nil {
-		return nil, err
-	}
-	res, _, err := e.SelectFit(ctx, run, plan)
+	res, _, err := e.SelectFit(ctx, run)
 	return res, err
 }
 
-func (levelEst) SelectFit(_ context.Context, run *Run, plan *privacy.Plan) (*Result, Scorer, error) {
+func (levelEst) SelectFit(_ context.Context, run *Run) (*Result, Scorer, error) {
 	o := Opts[levelOptions](run)
 	n, _ := run.Data.X.Dims()
-	b, err := plan.Budget("mean")
+	b, err := run.Plan.Budget("mean")
 	if err != nil {
 		return nil, nil, err
 	}
