@@ -65,7 +65,8 @@ func TestPlanStepsAreTheFitsSteps(t *testing.T) {
 
 // TestPlanNearRandom: a pure-ε request on a tiny data set is near random;
 // a well-powered Analyze Gauss request is not; a Fashion-MNIST-sized one
-// is above the dry run's cap (p³ alone is) and says so, without a warning;
+// is above the dry run's cap (p³ alone is) and says so, without a warning,
+// its steps those of the declared plan;
 // a tall one gets its steps from a run on fewer rows and its indicator
 // from runs on fewer rows at a scaled budget, in a fit's pre-flight too.
 func TestPlanNearRandom(t *testing.T) {
@@ -90,7 +91,14 @@ func TestPlanNearRandom(t *testing.T) {
 	assert.False(t, fmnist.Scored)
 	assert.False(t, fmnist.NearRandom)
 	assert.Contains(t, fmnist.Note, "not computed")
-	assert.Empty(t, fmnist.Steps, "p³ alone is above the dry run's cap: nothing runs")
+	assert.Contains(t, fmnist.Note, "declared plan", "p³ alone is above the dry run's cap: the steps are the plan's")
+	if assert.NotEmpty(t, fmnist.Steps) {
+		last := fmnist.Steps[len(fmnist.Steps)-1]
+		assert.Equal(t, shareMoment, last.Name)
+		assert.Equal(t, privacy.MechGaussian, last.Mechanism)
+		assert.Positive(t, last.Rho)
+		assert.Zero(t, last.Sensitivity)
+	}
 
 	tall, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "3"}, approx, sdk.Shape{Kind: data.Rows, N: 1000000, P: 50}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)
