@@ -196,38 +196,39 @@ type Planner interface {
 // returns them) on data of shape s for a's grant; nil, nil for options
 // that are not a Planner. Errors are BadRequests.
 func PlanFor(opts any, s Shape, a *privacy.Accountant) (*privacy.Plan, error) {
-	pl := plannerOf(opts)
-	if pl == nil {
+	spec, ok, err := specOf(opts, s, a.Grant())
+	if !ok {
 		return nil, nil
 	}
-	var spec PlanSpec
-	if err := safeHook(func() error {
-		var err error
-		spec, err = pl.Plan(s, a.Grant())
-		return err
-	}); err != nil {
-		return nil, BadRequest("%w", err)
+	var p *privacy.Plan
+	if err == nil {
+		p, err = spec.New(a)
 	}
-	p, err := spec.New(a)
 	if err != nil {
 		return nil, BadRequest("%w", err)
 	}
 	return p, nil
 }
 
-// plannerOf is the Planner among bound options (or the first among an
-// OptionSet's members), or nil.
-func plannerOf(opts any) Planner {
+// specOf is the answer of the Planner among bound options (or the first
+// among an OptionSet's members) for shape s and grant g; ok is false when
+// there is none.
+func specOf(opts any, s Shape, g privacy.Grant) (spec PlanSpec, ok bool, err error) {
 	members := []any{opts}
-	if set, ok := opts.(OptionSet); ok {
+	if set, isSet := opts.(OptionSet); isSet {
 		members = set
 	}
 	for _, m := range members {
-		if pl, ok := m.(Planner); ok {
-			return pl
+		if pl, isPlanner := m.(Planner); isPlanner {
+			err = safeHook(func() error {
+				var err error
+				spec, err = pl.Plan(s, g)
+				return err
+			})
+			return spec, true, err
 		}
 	}
-	return nil
+	return PlanSpec{}, false, nil
 }
 
 // Declare is the pre-flight answer about mechanisms for a request that
@@ -252,39 +253,24 @@ func declare(info Info, opts any, s Shape, g privacy.Grant) (Declaration, *priva
 	if err != nil {
 		return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
 	}
-	var (
-		uses     []MechanismUse
-		declared bool
-		plan     *privacy.Plan
-	)
-	sel := selectionOf(opts)
-	if pl := plannerOf(opts); pl != nil {
-		declared = true
-		var spec PlanSpec
-		if err := safeHook(func() error {
-			var err error
-			spec, err = pl.Plan(s, g)
-			return err
-		}); err != nil {
-			return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
-		}
-		uses = spec.uses()
-		if sel == nil {
-			if plan, err = spec.New(acct); err != nil {
-				return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
-			}
-		}
+	spec, declared, err := specOf(opts, s, g)
+	if err != nil {
+		return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
 	}
-	if sel != nil {
+	var plan *privacy.Plan
+	uses := spec.uses()
+	if sel := selectionOf(opts); sel != nil {
 		if plan, err = checkSelection(sel, s, acct); err != nil {
 			return Declaration{}, nil, fmt.Errorf("estimator %s: %w", info.Name, err)
+		}
+		uses = append(uses, MechanismUse{Mechanism: privacy.MechExponential, For: "private selection among candidates"})
+	} else if declared {
+		if plan, err = spec.New(acct); err != nil {
+			return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
 		}
 	}
 	if !declared {
 		return Declaration{}, plan, nil
-	}
-	if sel != nil {
-		uses = append(uses, MechanismUse{Mechanism: privacy.MechExponential, For: "private selection among candidates"})
 	}
 	d, err := NewDeclaration(uses)
 	if err != nil {

@@ -252,13 +252,12 @@ func (sel *Selection) shares(s Shape, g privacy.Grant, nFit int) (string, []priv
 		all   []privacy.Share
 	)
 	add := func(c candidate, sh Shape, prefix string, weight float64) error {
-		pl := plannerOf(c.opts)
-		if pl == nil {
-			return BadRequest("this estimator cannot take part in a private selection")
-		}
-		spec, err := pl.Plan(sh, g)
+		spec, ok, err := specOf(c.opts, sh, g)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			return BadRequest("this estimator cannot take part in a private selection")
 		}
 		if spec.Pure || spec.TestEpsilon > 0 {
 			return BadRequest("this estimator's plan (a pure split, or a test paid outside the plan) cannot be split among candidates")
