@@ -100,7 +100,8 @@ type Plan struct {
 	noise  string
 	total  Budget
 	shares []Share
-	prefix string // see Prefixed
+	prefix string  // see Prefixed
+	factor float64 // see Factor
 }
 
 // NewPlan splits the grant of a into shares under the noise calibration

@@ -10,33 +10,23 @@ import "fmt"
 // PureChoices are the values of a pure estimator's noise option.
 const PureChoices = "exact, pure or zcdp"
 
-// PurePlan is a pure estimator's plan with the calibration actually used.
-type PurePlan struct {
-	*Plan
-	// Used is the calibration of the plan: NoisePure,
-	// NoiseExact or NoiseZCDP.
-	Used string
-	// Factor is the common factor by which each step's ε exceeds its ε
-	// in the pure split of the grant's ε: 1 for the pure plan, 0 under a
-	// ρ grant (which has no ε to split).
-	Factor float64
-}
-
 // NewPurePlan plans shares, whose weights are fractions of ε, under noise
 // (one of PureChoices) for a's grant; every share must name its Mechanism
-// (Laplace or exponential). It is NewPlan under the calibration it picks;
-// errors wrap ErrInvalidBudget when the plan cannot be made.
-func NewPurePlan(a *Accountant, noise string, shares ...Share) (*PurePlan, error) {
+// (Laplace or exponential). It is NewPlan under the calibration it picks
+// (the plan's Noise: NoisePure, NoiseExact or NoiseZCDP), with the plan's
+// Factor set; errors wrap ErrInvalidBudget when the plan cannot be made.
+func NewPurePlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if a == nil {
 		return nil, fmt.Errorf("plan: no accountant: %w", ErrInvalidBudget)
 	}
 	g := a.Grant()
-	pure := func() (*PurePlan, error) {
+	pure := func() (*Plan, error) {
 		p, err := NewPlan(a, NoisePure, shares...)
 		if err != nil {
 			return nil, err
 		}
-		return &PurePlan{Plan: p, Used: NoisePure, Factor: 1}, nil
+		p.factor = 1
+		return p, nil
 	}
 	switch noise {
 	case NoisePure:
@@ -59,18 +49,17 @@ func NewPurePlan(a *Accountant, noise string, shares ...Share) (*PurePlan, error
 	if err != nil {
 		return nil, err
 	}
-	out := &PurePlan{Plan: p, Used: noise}
 	if g.Kind == GrantApprox {
 		f, err := pureFactor(p, shares, g.Epsilon)
 		if err != nil {
 			return nil, err
 		}
-		out.Factor = f
+		p.factor = f
 		if noise == NoiseExact && !(f > 1) {
 			return pure()
 		}
 	}
-	return out, nil
+	return p, nil
 }
 
 // zcdpWeights reweights shares (fractions of ε) by the zCDP cost of their
@@ -120,14 +109,21 @@ func StepEpsilon(b Budget, m Mechanism) float64 {
 	return eps
 }
 
-// Note is the sentence a result carries about the plan: which split was
-// used and which accountant states the guarantee's figures.
-func (p *PurePlan) Note(requested string) string {
-	switch p.Used {
+// Factor is, for a plan made by NewPurePlan, the common factor by which
+// each step's ε exceeds its ε in the pure split of the grant's ε: 1 for
+// the pure split, 0 under a ρ grant (which has no ε to split) and for a
+// plan made by NewPlan.
+func (p *Plan) Factor() float64 { return p.factor }
+
+// PureNote is the sentence the result of a plan made by NewPurePlan
+// carries about it: which split was used and which accountant states the
+// guarantee's figures.
+func (p *Plan) PureNote(requested string) string {
+	switch p.noise {
 	case NoiseExact:
-		return fmt.Sprintf("noise=exact: every pure step gets %.4g× its share of ε in the pure split, the largest common factor the tightest valid accounting certifies for the grant; the guarantee states its (ε, δ) figures from that accounting (its accounting field and tighter ε)", p.Factor)
+		return fmt.Sprintf("noise=exact: every pure step gets %.4g× its share of ε in the pure split, the largest common factor the tightest valid accounting certifies for the grant; the guarantee states its (ε, δ) figures from that accounting (its accounting field and tighter ε)", p.factor)
 	case NoiseZCDP:
-		return fmt.Sprintf("noise=zcdp: the pure split's proportions scaled to the grant's zCDP budget (%.4g× the pure split's ε per step); the guarantee's figures come from the tightest valid accounting of the steps", p.Factor)
+		return fmt.Sprintf("noise=zcdp: the pure split's proportions scaled to the grant's zCDP budget (%.4g× the pure split's ε per step); the guarantee's figures come from the tightest valid accounting of the steps", p.factor)
 	}
 	if requested == NoiseExact {
 		return "noise=exact: the pure split (ε divided by basic composition) is the tightest choice here (a pure grant, or no larger factor certified); the guarantee is pure ε-DP, with a tighter (ε, δ) statement when one holds"

@@ -16,7 +16,7 @@ func acctOf(t *testing.T, g Grant) *Accountant {
 }
 
 // epsOf is the per-step ε of a share of p.
-func epsOf(t *testing.T, p *PurePlan, s Share) float64 {
+func epsOf(t *testing.T, p *Plan, s Share) float64 {
 	t.Helper()
 	b, err := p.Budget(s.Name)
 	require.NoError(t, err)
@@ -62,17 +62,17 @@ func TestNewPurePlan(t *testing.T) {
 			p, err := NewPurePlan(acctOf(t, tc.grant), tc.noise, tc.shares...)
 			require.NoError(t, err)
 			if tc.used != "" {
-				assert.Equal(t, tc.used, p.Used)
+				assert.Equal(t, tc.used, p.Noise())
 			}
-			assert.GreaterOrEqual(t, p.Factor, 1.0, "never below the pure split")
+			assert.GreaterOrEqual(t, p.Factor(), 1.0, "never below the pure split")
 			if tc.above1 {
-				assert.Greater(t, p.Factor, 1.0)
+				assert.Greater(t, p.Factor(), 1.0)
 			}
 			for _, s := range tc.shares {
 				pureEps := tc.grant.Epsilon * s.Weight / float64(max(s.Steps, 1))
-				assert.InEpsilon(t, p.Factor, epsOf(t, p, s)/pureEps, 1e-9, s.Name)
+				assert.InEpsilon(t, p.Factor(), epsOf(t, p, s)/pureEps, 1e-9, s.Name)
 			}
-			assert.NotEmpty(t, p.Note(tc.noise))
+			assert.NotEmpty(t, p.PureNote(tc.noise))
 		})
 	}
 	_, err := NewPurePlan(acctOf(t, Grant{Kind: GrantPure, Epsilon: 1}), NoiseZCDP, amin(2)...)

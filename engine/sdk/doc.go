@@ -9,14 +9,15 @@
 // runs, Prepare validates the request, binds it into a fresh options value
 // and calls the options' Check hook on the data's public Shape; every
 // refusal there is a BadRequest, decided before any budget is touched. The
-// optional Footprint hook estimates the fit's memory, and the optional
-// Mechanisms hook (MechanismDeclarer; Declare) says which privacy
-// mechanisms the fit will use, so that the host can refuse, before
-// reserving, a request the data set's budget rule cannot admit; the host
+// optional Footprint hook estimates the fit's memory, and the Plan hook
+// (Planner; Declare) gives the fit's plan as data, from which the SDK
+// declares the privacy mechanisms the fit will use and checks the whole
+// plan against the grant, so that the host can refuse, before reserving, a
+// request the grant or the data set's budget rule cannot admit; the host
 // then holds the fit's steps to that declaration.
 //
-// During a fit the estimator reads its options with Opts, splits its grant
-// with NewPlan, declares each privacy step through Run.Acct (Gaussian,
+// During a fit the estimator reads its options with Opts, its budgets
+// from Run.Plan (built from the same answer), declares each privacy step through Run.Acct (Gaussian,
 // Laplace, Exponential), whose release draws the step's noise from
 // Run.Rand, reports progress with Run.Progress, and returns a Result whose
 // Guarantee the SDK states from the accountant's steps (privacy.Certify).

@@ -46,15 +46,21 @@ type Estimator interface {
 	Info() Info
 	// Fit runs the estimator. It must honour ctx cancellation, declare each
 	// privacy step to run.Acct before drawing that step's noise from
-	// run.Rand, and return an error (never panic) on bad input.
+	// run.Rand (with the budgets of run.Plan when its options are a
+	// Planner), and return an error (never panic) on bad input.
 	Fit(ctx context.Context, run *Run) (*Result, error)
 }
 
 // Run is everything a fit needs.
 type Run struct {
-	Data    *data.Dataset
-	Params  Params
-	Acct    *privacy.Accountant
+	Data   *data.Dataset
+	Params Params
+	Acct   *privacy.Accountant
+	// Plan is the fit's plan, built by the SDK from its options' Planner
+	// answer and checked in full before Fit (nil for options that are not
+	// a Planner); a candidate of a private selection gets its view of the
+	// selection's plan (privacy.Plan.Prefixed).
+	Plan    *privacy.Plan
 	Rand    *privacy.Source
 	Backend backend.Backend
 	// opts is the bound options struct (a pointer), nil for an estimator

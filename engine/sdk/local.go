@@ -41,9 +41,11 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if err != nil {
 		return nil, nil, err
 	}
-	// The pre-flight declaration, as the host asks for it before reserving:
-	// an estimator may refuse there what it can decide from the request.
-	if _, err := Declare(info, prep.opts, ShapeOf(d), grant); err != nil {
+	// The pre-flight declaration and plan, as the host asks for them before
+	// reserving: an estimator may refuse there what it can decide from the
+	// request, before any accountant exists.
+	_, plan, err := declare(info, prep.opts, ShapeOf(d), grant)
+	if err != nil {
 		return nil, nil, err
 	}
 	acct, err = privacy.NewAccountant(grant)
@@ -63,7 +65,7 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	if be == nil {
 		be = backend.Default()
 	}
-	run := &Run{Data: d, Params: prep.params, opts: prep.opts, Acct: acct, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
+	run := &Run{Data: d, Params: prep.params, opts: prep.opts, Acct: acct, Plan: plan, Rand: src, Backend: be, progress: opt.Progress, logf: opt.Logf}
 	fit := est.Fit
 	if sel := selectionOf(prep.opts); sel != nil {
 		fit = func(ctx context.Context, run *Run) (*Result, error) { return runSelection(ctx, est, run, sel) }

@@ -26,22 +26,14 @@ func (u MechanismUse) String() string {
 	return fmt.Sprintf("%s (%s)", u.Mechanism, u.For)
 }
 
-// MechanismDeclarer is implemented by an options type that says, before
-// anything is spent, every privacy mechanism a fit with its bound values
-// may use, from the options, the public shape s and the grant g alone (never
-// the data). The host refuses before reserving a request the data set's
-// budget rule cannot admit, and withholds (charged) a result with a step
-// of an undeclared mechanism; docs/plugins.md says more. Mechanisms runs
-// after the Check hook; an error refuses the request (a BadRequest).
-type MechanismDeclarer interface {
-	Mechanisms(s Shape, g privacy.Grant) ([]MechanismUse, error)
-}
-
 // Declaration is the pre-flight answer about mechanisms: whether the
-// estimator declared them, and which.
+// estimator declared them, and which. The host refuses before reserving a
+// request the data set's budget rule cannot admit, and withholds (charged)
+// a result with a step of an undeclared mechanism; docs/plugins.md says
+// more.
 type Declaration struct {
-	// Declared is false when the estimator does not implement
-	// MechanismDeclarer (its mechanisms are unknown before the fit).
+	// Declared is false when the estimator's options do not implement
+	// Planner (its mechanisms are unknown before the fit).
 	Declared bool
 	// Uses lists the mechanisms the fit may use (each mechanism once,
 	// with the purposes of its uses joined), sorted by mechanism name.
@@ -131,13 +123,8 @@ func mechList(ms []privacy.Mechanism) string {
 	return strings.Join(s, ", ")
 }
 
-// UsesOf turns plan shares into mechanism uses (a share without a
-// Mechanism is skipped): an estimator that builds its privacy.Plan shares
-// from its options alone can declare exactly what its plan will pay for,
-//
-//	func (o *options) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
-//		return sdk.UsesOf(o.shares()...), nil
-//	}
+// UsesOf turns plan shares into mechanism uses, named by their shares (a
+// share without a Mechanism is skipped).
 func UsesOf(shares ...privacy.Share) []MechanismUse {
 	out := make([]MechanismUse, 0, len(shares))
 	for _, s := range shares {
@@ -148,54 +135,148 @@ func UsesOf(shares ...privacy.Share) []MechanismUse {
 	return out
 }
 
-// Declare is the pre-flight answer about mechanisms for a request that
-// Prepare bound into opts (see MechanismDeclarer): a non-private estimator
-// declares none; an options value (or each member of an OptionSet) that
-// implements MechanismDeclarer is asked, and the answers are merged; with
-// no implementation the estimator is undeclared. An error (from the hook,
-// or an unknown mechanism name) is a BadRequest.
-func Declare(info Info, opts any, s Shape, g privacy.Grant) (Declaration, error) {
-	if info.NonPrivate {
-		return Declaration{Declared: true, Uses: []MechanismUse{}}, nil
+// PlanSpec is a fit's privacy plan as data: the shares it splits the
+// grant into, each naming its mechanism, decided from the options, the
+// public shape and the grant alone (never the data). The SDK checks it in
+// full before anything is reserved and builds the run's plan from it
+// before Fit (Run.Plan).
+type PlanSpec struct {
+	// Noise is the calibration the shares are planned under (privacy.Noise*;
+	// for a Pure spec one of privacy.PureChoices).
+	Noise string
+	// Shares split the grant; every share names its Mechanism.
+	Shares []privacy.Share
+	// Pure: the shares are fractions of ε of Laplace and exponential
+	// steps, planned by privacy.NewPurePlan.
+	Pure bool
+	// TestEpsilon and TestDelta, when TestEpsilon is positive, are the cost
+	// of a propose-test-release test paid outside the shares, which then
+	// span what it leaves (privacy.NewPTRPlan); Test names its mechanism.
+	TestEpsilon, TestDelta float64
+	Test                   MechanismUse
+}
+
+// New builds the plan spec describes for a's grant.
+func (spec PlanSpec) New(a *privacy.Accountant) (*privacy.Plan, error) {
+	for _, s := range spec.Shares {
+		if !KnownMechanism(s.Mechanism) {
+			return nil, fmt.Errorf("plan: share %q names no known privacy mechanism (%q; known: %s): %w", s.Name, s.Mechanism, mechList(knownMechanisms), privacy.ErrInvalidBudget)
+		}
 	}
+	switch {
+	case spec.Pure:
+		return privacy.NewPurePlan(a, spec.Noise, spec.Shares...)
+	case spec.TestEpsilon > 0:
+		return privacy.NewPTRPlan(a, spec.Noise, spec.TestEpsilon, spec.TestDelta, spec.Shares...)
+	}
+	return privacy.NewPlan(a, spec.Noise, spec.Shares...)
+}
+
+// uses are the mechanism uses of the spec: its shares' and its test's.
+func (spec PlanSpec) uses() []MechanismUse {
+	uses := UsesOf(spec.Shares...)
+	if spec.TestEpsilon > 0 {
+		uses = append(uses, spec.Test)
+	}
+	return uses
+}
+
+// Planner is implemented by the options type of an estimator whose plan
+// is data: Plan answers, from the bound options, the public shape s and
+// the grant g, the plan of a fit (an error refuses the request, a
+// BadRequest). Pre-flight, the SDK declares the mechanisms of its shares
+// and checks the whole plan against the grant, so a plan the grant or the
+// data set's budget rule cannot admit is refused before anything is
+// reserved; the run's plan (Run.Plan) is built from the same answer.
+type Planner interface {
+	Plan(s Shape, g privacy.Grant) (PlanSpec, error)
+}
+
+// PlanFor is the plan of a fit with the bound options opts (as Opts
+// returns them) on data of shape s for a's grant; nil, nil for options
+// that are not a Planner. Errors are BadRequests.
+func PlanFor(opts any, s Shape, a *privacy.Accountant) (*privacy.Plan, error) {
+	spec, ok, err := specOf(opts, s, a.Grant())
+	if !ok {
+		return nil, nil
+	}
+	var p *privacy.Plan
+	if err == nil {
+		p, err = spec.New(a)
+	}
+	if err != nil {
+		return nil, BadRequest("%w", err)
+	}
+	return p, nil
+}
+
+// specOf is the answer of the Planner among bound options (or the first
+// among an OptionSet's members) for shape s and grant g; ok is false when
+// there is none.
+func specOf(opts any, s Shape, g privacy.Grant) (spec PlanSpec, ok bool, err error) {
 	members := []any{opts}
-	if set, ok := opts.(OptionSet); ok {
+	if set, isSet := opts.(OptionSet); isSet {
 		members = set
 	}
-	var (
-		uses     []MechanismUse
-		declared bool
-	)
 	for _, m := range members {
-		md, ok := m.(MechanismDeclarer)
-		if !ok {
-			continue
+		if pl, isPlanner := m.(Planner); isPlanner {
+			err = safeHook(func() error {
+				var err error
+				spec, err = pl.Plan(s, g)
+				return err
+			})
+			return spec, true, err
 		}
-		declared = true
-		var got []MechanismUse
-		if err := safeHook(func() error {
-			var err error
-			got, err = md.Mechanisms(s, g)
-			return err
-		}); err != nil {
-			return Declaration{}, BadRequest("estimator %s: %w", info.Name, err)
-		}
-		uses = append(uses, got...)
 	}
-	if err := checkSelection(opts, s, g); err != nil {
-		return Declaration{}, fmt.Errorf("estimator %s: %w", info.Name, err)
+	return PlanSpec{}, false, nil
+}
+
+// Declare is the pre-flight answer about mechanisms for a request that
+// Prepare bound into opts: a non-private estimator declares none; options
+// that implement Planner (or an OptionSet's first member that does)
+// declare the mechanisms of their plan's shares, after the whole plan is
+// checked against the grant g; otherwise the estimator is undeclared. An
+// error (from the hook, an unknown mechanism name, a plan the grant cannot
+// pay for) is a BadRequest.
+func Declare(info Info, opts any, s Shape, g privacy.Grant) (Declaration, error) {
+	d, _, err := declare(info, opts, s, g)
+	return d, err
+}
+
+// declare is Declare that also returns the checked plan of the run (the
+// whole selection's under an active selection; nil when not planned).
+func declare(info Info, opts any, s Shape, g privacy.Grant) (Declaration, *privacy.Plan, error) {
+	if info.NonPrivate {
+		return Declaration{Declared: true, Uses: []MechanismUse{}}, nil, nil
+	}
+	acct, err := privacy.NewAccountant(g)
+	if err != nil {
+		return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
+	}
+	spec, declared, err := specOf(opts, s, g)
+	if err != nil {
+		return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
+	}
+	var plan *privacy.Plan
+	uses := spec.uses()
+	if sel := selectionOf(opts); sel != nil {
+		if plan, err = checkSelection(sel, s, acct); err != nil {
+			return Declaration{}, nil, fmt.Errorf("estimator %s: %w", info.Name, err)
+		}
+		uses = append(uses, MechanismUse{Mechanism: privacy.MechExponential, For: "private selection among candidates"})
+	} else if declared {
+		if plan, err = spec.New(acct); err != nil {
+			return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
+		}
 	}
 	if !declared {
-		return Declaration{}, nil
-	}
-	if selectionOf(opts) != nil {
-		uses = append(uses, MechanismUse{Mechanism: privacy.MechExponential, For: "private selection among candidates"})
+		return Declaration{}, plan, nil
 	}
 	d, err := NewDeclaration(uses)
 	if err != nil {
-		return Declaration{}, BadRequest("estimator %s: %w", info.Name, err)
+		return Declaration{}, nil, BadRequest("estimator %s: %w", info.Name, err)
 	}
-	return d, nil
+	return d, plan, nil
 }
 
 // PrepareDeclared is Prepare followed by Declare: the whole pre-flight

@@ -139,9 +139,11 @@ const planSeed = 0x706c616e
 // when the first two runs took the same one. The runs' mean score against
 // the model's truth is the expected-accuracy indicator, a model-based
 // indication only. Above PlanMaxWork the runs are on fewer rows
-// (reducedRun); when p³ is above PlanMaxCube, no run fits
-// PlanMaxFootprint, or the runs do not finish within PlanTimeout or fail,
-// nothing is planned, and Plan.Note says why.
+// (reducedRun); when p³ is above PlanMaxCube or no run fits
+// PlanMaxFootprint, dplr plan's steps (PlanFull) are the declared plan's
+// (declaredSteps) and the indicator is not computed; when the runs do not
+// finish within PlanTimeout or fail, nothing is planned, and Plan.Note
+// says why.
 // An error is a request the estimator refuses on its parameters and shape
 // (a dry run's failure is a note: it is about the reference data).
 func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, mode PlanMode) (Plan, error) {
@@ -173,7 +175,11 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		_, footprint, err = Prepare(est.Info(), raw, run)
 	}
 	if run.N < 2 || p3 > cube || err != nil || footprint > PlanMaxFootprint {
-		return Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}, nil
+		p := Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}
+		if mode == PlanFull {
+			p = declaredSteps(prep, s, g, p)
+		}
+		return p, nil
 	}
 	rank := max(1, boundRank(prep.opts))
 	limit := PlanTimeout
@@ -253,6 +259,34 @@ func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g pri
 	p.Scored, p.NearRandom, p.ExpectedScore, p.RandomScore = ind.Scored, ind.NearRandom, ind.ExpectedScore, ind.RandomScore
 	p.Note = fmt.Sprintf("%s; the steps come from one dry run on a reference of %d rows (their costs and noise multipliers do not "+
 		"depend on n for most estimators; sensitivities, which may, are not shown)", ind.Note, run.N)
+	return p
+}
+
+// declaredSteps is p with the steps of the estimator's declared plan
+// (Planner) on shape s under g, one per step of each share with its
+// budget, when no dry run can be made: their mechanisms and costs, without
+// sensitivities or noise (which the dry run alone shows). p is returned
+// unchanged for an undeclared estimator.
+func declaredSteps(prep *prepared, s Shape, g privacy.Grant, p Plan) Plan {
+	_, plan, err := declare(prep.info, prep.opts, s, g)
+	if err != nil || plan == nil {
+		return p
+	}
+	for _, sh := range plan.Shares() {
+		b, err := plan.Budget(sh.Name)
+		if err != nil {
+			return p
+		}
+		for i := range sh.Steps {
+			name := sh.Name
+			if sh.Steps > 1 {
+				name = fmt.Sprintf("%s (%d of %d)", sh.Name, i+1, sh.Steps)
+			}
+			p.Steps = append(p.Steps, PlanStep{Step: privacy.Step{Name: name, Mechanism: sh.Mechanism, Calibration: plan.Noise(), Rho: b.Rho, Epsilon: b.Epsilon, Delta: b.Delta}})
+		}
+	}
+	p.Accounting = plan.Noise()
+	p.Note += fmt.Sprintf("; the steps are the shares of the estimator's declared plan (noise=%s): each step's budget, without its sensitivity or noise, which only a dry run shows", plan.Noise())
 	return p
 }
 

@@ -136,3 +136,28 @@ func TestBoundRank(t *testing.T) {
 		assert.Equal(t, tc.want, boundRank(tc.opts), "%#v", tc.opts)
 	}
 }
+
+// Where no dry run fits the caps, dplr plan still lists the steps of a
+// Planner's declared plan: each share's steps with their budgets, without
+// sensitivities; a fit's pre-flight (PlanIndicator) gets none.
+func TestPlanOfDeclaredAboveTheCap(t *testing.T) {
+	wide := Shape{Kind: data.Rows, N: 10, P: 1100}
+	rho := privacy.Grant{Kind: privacy.GrantZCDP, Rho: 0.5}
+	p, err := PlanOf(context.Background(), plannedEst{}, map[string]string{"auto": "true"}, rho, wide, nil, PlanFull)
+	require.NoError(t, err)
+	require.Len(t, p.Steps, 2, p.Note)
+	assert.Equal(t, "moment", p.Steps[0].Name)
+	assert.Equal(t, privacy.MechGaussian, p.Steps[0].Mechanism)
+	assert.InDelta(t, 0.45, p.Steps[0].Rho, 1e-12, "what the clip share leaves")
+	assert.Equal(t, "clip quantile", p.Steps[1].Name)
+	assert.Equal(t, privacy.MechExponential, p.Steps[1].Mechanism)
+	assert.InDelta(t, 0.05, p.Steps[1].Rho, 1e-12)
+	assert.Zero(t, p.Steps[0].Sensitivity)
+	assert.Equal(t, privacy.NoiseZCDP, p.Accounting)
+	assert.Contains(t, p.Note, "declared plan")
+	assert.False(t, p.Scored)
+
+	p, err = PlanOf(context.Background(), plannedEst{}, nil, rho, wide, nil, PlanIndicator)
+	require.NoError(t, err)
+	assert.Empty(t, p.Steps)
+}

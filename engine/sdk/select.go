@@ -23,21 +23,13 @@ import (
 
 // Selection is the embeddable options block of a private selection. An
 // estimator whose options embed it implements Selectable, and each
-// candidate's options implement SelectPlanner.
+// candidate's options implement Planner (a plan of shares by weight, no
+// pure split or test).
 type Selection struct {
 	Grid    string  `param:"select" default:"none" doc:"private selection among candidate settings, one run at one stated cost: PARAM=v1,v2,... with several parameters joined by ';' (every combination is a candidate, at most 64); each candidate is fitted on a data-independent random part of the units with an even slice of select_share of the budget, scored on the other units (select_holdout), one is chosen by the exponential mechanism and refitted on every unit with the rest; none = no selection"`
 	Share   float64 `param:"select_share" default:"0.3" min:"0.01" max:"0.9" doc:"fraction of the budget spent on the selection: the candidates' fits (4/5 of it, split evenly) and the exponential mechanism (1/5); the chosen candidate is refitted on every unit with the rest"`
 	Holdout float64 `param:"select_holdout" default:"0.3" min:"0.05" max:"0.9" doc:"fraction of the units (rows, or users), a data-independent random draw, held out of the candidates' fits and used only to score them"`
 	cands   []candidate
-	planned *privacy.Plan // the plan, made once (see plan)
-	key     planKey       // what planned was made for
-}
-
-// planKey is what a selection's plan depends on.
-type planKey struct {
-	grant privacy.Grant
-	shape Shape
-	nFit  int
 }
 
 // candidate is one setting of a selection: the values it sets and the
@@ -96,14 +88,6 @@ func selectionOf(opts any) *Selection {
 	return nil
 }
 
-// SelectPlanner is implemented by the options of an estimator that can
-// take part in a selection: the plan shares of one fit on data of shape s
-// (weights are fractions of that fit's budget, a Rest share allowed, no
-// Fixed share) and the noise calibration they are planned under.
-type SelectPlanner interface {
-	SelectShares(s Shape) (noise string, shares []privacy.Share, err error)
-}
-
 // Scorer scores a fitted candidate on held-out units: the mean over the
 // units of held of a per-unit score in [0, 1] that depends on that unit
 // and the candidate alone, so that replacing one held-out unit moves the
@@ -114,12 +98,12 @@ type Scorer func(ctx context.Context, held *data.Dataset) (float64, error)
 // Selectable is implemented by an estimator whose options embed Selection.
 // SelectFit fits on run.Data (the fitting part for a candidate, every unit
 // for the final fit) with the options of run, spending the shares its
-// options' SelectShares named, read from plan by those names (run.Acct
-// records its steps under the candidate's prefix); it returns the fit's
-// result and a Scorer for held-out units.
+// options' Plan named, read from run.Plan by those names (a view of the
+// selection's plan; run.Acct records its steps under the candidate's
+// prefix); it returns the fit's result and a Scorer for held-out units.
 type Selectable interface {
 	Estimator
-	SelectFit(ctx context.Context, run *Run, plan *privacy.Plan) (*Result, Scorer, error)
+	SelectFit(ctx context.Context, run *Run) (*Result, Scorer, error)
 }
 
 // gridParam is one parameter of a grid and its candidate values.
@@ -249,13 +233,13 @@ func selectionUnits(s Shape) (int, error) {
 	return 0, BadRequest("private selection needs rows or users data, not %s data", s.Kind)
 }
 
-// selectionShares returns the whole selection's plan for data of shape s:
+// shares returns the whole selection's plan for data of shape s under g:
 // every candidate's shares on nFit units, prefixed "candidate j/" and
 // scaled to an even slice of 4/5 of the selection's share, the
 // exponential mechanism's share "select", and the final fit's shares on
 // every unit, prefixed "final/", on the rest. It is decided from public
 // quantities only.
-func (sel *Selection) shares(s Shape, nFit int) (string, []privacy.Share, error) {
+func (sel *Selection) shares(s Shape, g privacy.Grant, nFit int) (string, []privacy.Share, error) {
 	fitShape := s
 	if s.Kind == data.Users {
 		fitShape.Users = nFit
@@ -268,14 +252,17 @@ func (sel *Selection) shares(s Shape, nFit int) (string, []privacy.Share, error)
 		all   []privacy.Share
 	)
 	add := func(c candidate, sh Shape, prefix string, weight float64) error {
-		sp, ok := c.opts.(SelectPlanner)
-		if !ok {
-			return BadRequest("this estimator cannot take part in a private selection")
-		}
-		nz, shares, err := sp.SelectShares(sh)
+		spec, ok, err := specOf(c.opts, sh, g)
 		if err != nil {
 			return err
 		}
+		if !ok {
+			return BadRequest("this estimator cannot take part in a private selection")
+		}
+		if spec.Pure || spec.TestEpsilon > 0 {
+			return BadRequest("this estimator's plan (a pure split, or a test paid outside the plan) cannot be split among candidates")
+		}
+		nz, shares := spec.Noise, spec.Shares
 		if noise != "" && nz != noise {
 			return BadRequest("select: the candidates are planned under different noise calibrations (%s, %s); select among settings with the same noise", noise, nz)
 		}
@@ -338,56 +325,35 @@ func scaleShares(shares []privacy.Share, prefix string, w float64) ([]privacy.Sh
 	return out, nil
 }
 
-// plan is the plan of a whole selection, the final fit included. A plan
-// depends on the grant, the shape and the split only, so the pre-flight
-// check's plan serves the run (the exact calibration of many shares is costly).
-func (sel *Selection) plan(acct *privacy.Accountant, s Shape, nFit int) (*privacy.Plan, error) {
-	key := planKey{acct.Grant(), s, nFit}
-	if sel.planned != nil && sel.key == key {
-		return sel.planned, nil
-	}
-	noise, shares, err := sel.shares(s, nFit)
-	if err != nil {
-		return nil, err
-	}
-	p, err := privacy.NewPlan(acct, noise, shares...)
-	if err == nil {
-		sel.planned, sel.key = p, key
-	}
-	return p, err
-}
-
 // fitUnits is the size of the fitting part of n units.
 func (sel *Selection) fitUnits(n int) int {
 	return n - min(max(1, int(math.Round(sel.Holdout*float64(n)))), n-1)
 }
 
-// checkSelection is the pre-flight check of a selection: the whole plan,
-// for every candidate as the final one, is usable under the grant (nothing
-// is reserved otherwise).
-func checkSelection(opts any, s Shape, g privacy.Grant) error {
-	sel := selectionOf(opts)
-	if sel == nil {
-		return nil
-	}
+// checkSelection is the pre-flight check of a selection: the whole plan
+// of the selection, the final fit included and alike for every candidate
+// as the final one, is usable under acct's grant (nothing is reserved
+// otherwise). It returns that plan, which the run spends.
+func checkSelection(sel *Selection, s Shape, acct *privacy.Accountant) (*privacy.Plan, error) {
 	if s.Remote {
-		return BadRequest(selectRemoteRefusal)
+		return nil, BadRequest(selectRemoteRefusal)
 	}
 	n, err := selectionUnits(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n < 2 {
-		return BadRequest("private selection needs at least 2 units (some fit the candidates, the others score them)")
+		return nil, BadRequest("private selection needs at least 2 units (some fit the candidates, the others score them)")
 	}
-	acct, err := privacy.NewAccountant(g)
+	noise, shares, err := sel.shares(s, acct.Grant(), sel.fitUnits(n))
 	if err != nil {
-		return BadRequest("%w", err)
+		return nil, BadRequest("private selection: %w", err)
 	}
-	if _, err := sel.plan(acct, s, sel.fitUnits(n)); err != nil {
-		return BadRequest("private selection: %w", err)
+	p, err := privacy.NewPlan(acct, noise, shares...)
+	if err != nil {
+		return nil, BadRequest("private selection: %w", err)
 	}
-	return nil
+	return p, nil
 }
 
 // subsetOf returns the units idx of d (rows, or whole users) as a data set.
@@ -426,7 +392,8 @@ func subsetOf(d *data.Dataset, idx []int) *data.Dataset {
 }
 
 // runSelection runs the selection of an estimator whose bound options hold
-// the active selection sel: candidates, exponential mechanism, final fit.
+// the active selection sel, spending run.Plan (the selection's plan):
+// candidates, exponential mechanism, final fit.
 func runSelection(ctx context.Context, est Estimator, run *Run, sel *Selection) (*Result, error) {
 	se, ok := est.(Selectable)
 	if !ok {
@@ -445,14 +412,15 @@ func runSelection(ctx context.Context, est Estimator, run *Run, sel *Selection) 
 	fitData, held := subsetOf(run.Data, fitIdx), subsetOf(run.Data, scoreIdx)
 	K, m := len(sel.cands), len(scoreIdx)
 	scores := make([]float64, K)
-	plan, err := sel.plan(run.Acct, s, nFit)
-	if err != nil {
-		return nil, err
+	plan := run.Plan
+	if plan == nil {
+		return nil, fmt.Errorf("selection: no plan")
 	}
 	for j, c := range sel.cands {
 		cr := *run
-		cr.Data, cr.Params, cr.opts, cr.Acct = fitData, c.params, c.opts, run.Acct.Prefixed(candidatePrefix(j))
-		_, scorer, err := se.SelectFit(ctx, &cr, plan.Prefixed(candidatePrefix(j)))
+		cr.Data, cr.Params, cr.opts = fitData, c.params, c.opts
+		cr.Acct, cr.Plan = run.Acct.Prefixed(candidatePrefix(j)), plan.Prefixed(candidatePrefix(j))
+		_, scorer, err := se.SelectFit(ctx, &cr)
 		if err != nil {
 			return nil, fmt.Errorf("selection, candidate %s: %w", c.label(), err)
 		}
@@ -482,8 +450,8 @@ func runSelection(ctx context.Context, est Estimator, run *Run, sel *Selection) 
 	}
 	c := sel.cands[best]
 	fr := *run
-	fr.Params, fr.opts, fr.Acct = c.params, c.opts, run.Acct.Prefixed("final/")
-	res, _, err := se.SelectFit(ctx, &fr, plan.Prefixed("final/"))
+	fr.Params, fr.opts, fr.Acct, fr.Plan = c.params, c.opts, run.Acct.Prefixed("final/"), plan.Prefixed("final/")
+	res, _, err := se.SelectFit(ctx, &fr)
 	if err != nil {
 		return nil, fmt.Errorf("selection, final fit with %s: %w", c.label(), err)
 	}

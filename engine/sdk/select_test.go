@@ -18,13 +18,17 @@ import (
 type levelOptions struct {
 	Level float64 `param:"level" default:"0.5" min:"0" max:"1" doc:"the candidate's level"`
 	Steps int     `param:"steps" default:"1" min:"1" doc:"Gaussian steps of a fit"`
+	Pure  bool    `param:"pure" default:"false" doc:"plan a pure split of ε instead (which a selection cannot split)"`
 	Noise `choices:"zcdp,exact" default:"zcdp"`
 	Selection
 }
 
-// SelectShares implements SelectPlanner: Steps Gaussian steps.
-func (o *levelOptions) SelectShares(Shape) (string, []privacy.Share, error) {
-	return o.Noise.Value, []privacy.Share{{Name: "mean", Rest: true, Steps: o.Steps, Mechanism: privacy.MechGaussian}}, nil
+// Plan implements Planner: Steps Gaussian steps.
+func (o *levelOptions) Plan(Shape, privacy.Grant) (PlanSpec, error) {
+	if o.Pure {
+		return PlanSpec{Noise: privacy.NoisePure, Pure: true, Shares: []privacy.Share{{Name: "mean", Weight: 1, Mechanism: privacy.MechLaplace}}}, nil
+	}
+	return PlanSpec{Noise: o.Noise.Value, Shares: []privacy.Share{{Name: "mean", Rest: true, Steps: o.Steps, Mechanism: privacy.MechGaussian}}}, nil
 }
 
 // levelEst releases the noisy mean of the rows' first column in Steps
@@ -37,19 +41,14 @@ func (levelEst) Info() Info {
 }
 
 func (e levelEst) Fit(ctx context.Context, run *Run) (*Result, error) {
-	o := Opts[levelOptions](run)
-	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, privacy.Share{Name: "mean", Weight: 1, Steps: o.Steps, Mechanism: privacy.MechGaussian})
-	if err != nil {
-		return nil, err
-	}
-	res, _, err := e.SelectFit(ctx, run, plan)
+	res, _, err := e.SelectFit(ctx, run)
 	return res, err
 }
 
-func (levelEst) SelectFit(_ context.Context, run *Run, plan *privacy.Plan) (*Result, Scorer, error) {
+func (levelEst) SelectFit(_ context.Context, run *Run) (*Result, Scorer, error) {
 	o := Opts[levelOptions](run)
 	n, _ := run.Data.X.Dims()
-	b, err := plan.Budget("mean")
+	b, err := run.Plan.Budget("mean")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,6 +180,7 @@ func TestSelectionRefusals(t *testing.T) {
 		{"malformed", map[string]string{"select": "level"}, zcdp, d, "PARAM=v1,v2"},
 		{"too many", map[string]string{"select": "level=0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8;steps=1,2,3,4,5,6,7,8"}, zcdp, d, "more than 64"},
 		{"one unit", map[string]string{"select": "level=0.1,0.7"}, zcdp, levelData(1), "at least 2 units"},
+		{"a pure split", map[string]string{"select": "level=0.1,0.7", "pure": "true"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, d, "cannot be split among candidates"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -111,7 +111,7 @@ func (s *Server) Catalogue(context.Context, *dplrpb.CatalogueRequest) (*dplrpb.C
 // catalogue, a grant of a form the estimator does not accept, data of the
 // wrong kind. The footprint is the estimator's estimate of its peak memory
 // (0 when it gives none), and the mechanisms those its options declare
-// (sdk.MechanismDeclarer; mechanisms_declared false without the hook).
+// (the shares of their sdk.Planner; mechanisms_declared false without it).
 //
 // With plan set it also answers the fit's plan (sdk.PlanOf): a dry run of
 // the estimator on a public reference data set of the request's shape

@@ -82,12 +82,9 @@ func (Mean) Info() sdk.Info {
 // Fit implements sdk.Estimator.
 func (Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[meanOptions](run)
-	// Plan the whole budget before touching the data: one Gaussian release.
-	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, meanShare())
-	if err != nil {
-		return nil, err
-	}
-	budget, err := plan.Budget("mean")
+	// The SDK planned the whole budget before Fit (see Plan): read the
+	// release's budget from it.
+	budget, err := run.Plan.Budget("mean")
 	if err != nil {
 		return nil, err
 	}

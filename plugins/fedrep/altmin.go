@@ -56,13 +56,15 @@ type altminPlan struct {
 	tune       privacy.Budget // the private init_clip quantile (zero when given)
 }
 
-// planAltMin splits the grant (DERIVATIONS.md §5.3, §5.4): with noise=zcdp
+// Plan implements sdk.Planner for fedrep-altmin: the grant split
+// (DERIVATIONS.md §5.3, §5.4) between the private init_clip quantile, the
+// start and the statistics A and b, all Gaussian releases: with noise=zcdp
 // init_share / (1 − init_share) and the loop's part a_share / (1 − a_share);
 // with noise=paper the statistics get Jain et al.'s noise multiplier
 // Δ = √(8 ln(1/δ))/ε (×√T with every user in every iteration), charged at
 // its true zCDP cost, and the start gets what remains. Every refusal is
 // decided from public quantities, before any spend.
-func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
+func (o *altminOptions) Plan(_ sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
 	share := o.InitShare
 	privInit := o.Init == "private"
 	if !privInit {
@@ -76,26 +78,30 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 	var shares []privacy.Share
 	if o.autoInitClip() {
 		rest = 1 - o.TuneShare
-		shares = append(shares, privacy.Share{Name: "tune", Weight: o.TuneShare})
+		shares = append(shares, privacy.Share{Name: "tune", Weight: o.TuneShare, Mechanism: privacy.MechGaussian})
 	}
 	wA, wB := o.AShare*(1-share)*rest, (1-o.AShare)*(1-share)*rest
 	wInit := share * rest
 	if o.Noise.Value == "paper" {
 		var err error
-		if wA, wB, err = paperAltMinWeights(run, o, steps); err != nil {
-			return nil, err
+		if wA, wB, err = paperAltMinWeights(g, o, steps); err != nil {
+			return sdk.PlanSpec{}, err
 		}
 		wInit = (1 - wA - wB) * (1 - 1e-9)
 	}
-	shares = append(shares, privacy.Share{Name: "A", Weight: wA, Steps: steps}, privacy.Share{Name: "b", Weight: wB, Steps: steps})
+	shares = append(shares, privacy.Share{Name: "A", Weight: wA, Steps: steps, Mechanism: privacy.MechGaussian},
+		privacy.Share{Name: "b", Weight: wB, Steps: steps, Mechanism: privacy.MechGaussian})
 	if privInit {
-		shares = append(shares, privacy.Share{Name: "init", Weight: wInit})
+		shares = append(shares, privacy.Share{Name: "init", Weight: wInit, Mechanism: privacy.MechGaussian})
 	}
-	plan, err := privacy.NewPlan(run.Acct, planNoise(o.Noise.Value), shares...)
-	if err != nil {
-		return nil, err
-	}
+	return sdk.PlanSpec{Noise: planNoise(o.Noise.Value), Shares: shares}, nil
+}
+
+// altminBudgets reads the per-step budgets of a fit from its plan.
+func altminBudgets(plan *privacy.Plan, o *altminOptions) (*altminPlan, error) {
+	privInit := o.Init == "private"
 	p := &altminPlan{}
+	var err error
 	if p.a, err = plan.Budget("A"); err == nil {
 		p.b, err = plan.Budget("b")
 	}
@@ -110,15 +116,14 @@ func planAltMin(run *sdk.Run, o *altminOptions) (*altminPlan, error) {
 
 // paperAltMinWeights returns the shares of the grant's ρ that Jain et al.'s
 // noise multiplier costs on A and b over steps releases each.
-func paperAltMinWeights(run *sdk.Run, o *altminOptions, steps int) (wA, wB float64, err error) {
-	g := run.Acct.Grant()
+func paperAltMinWeights(g privacy.Grant, o *altminOptions, steps int) (wA, wB float64, err error) {
 	if g.Kind != privacy.GrantApprox {
 		return 0, 0, sdk.BadRequest("noise=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
 	}
 	if g.Epsilon > math.Log(1/g.Delta) {
 		return 0, 0, sdk.BadRequest("noise=paper: Jain et al.'s multiplier √(8 ln(1/δ))/ε needs ε ≤ ln(1/δ) = %.4g, got ε = %g: %w", math.Log(1/g.Delta), g.Epsilon, privacy.ErrInvalidBudget)
 	}
-	rho, err := run.Acct.TotalRho()
+	rho, err := totalRho(g)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -140,7 +145,7 @@ func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return nil, err
 	}
 	prob := &fedrepProblem{data: ud, loss: lossSquared}
-	plan, err := planAltMin(run, o)
+	plan, err := altminBudgets(run.Plan, o)
 	if err != nil {
 		return nil, err
 	}

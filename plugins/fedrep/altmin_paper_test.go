@@ -40,7 +40,7 @@ func TestAltMinPaperCalibration(t *testing.T) {
 				_, acct, err := sdk.RunLocal(context.Background(), PrivAltMin{}, g.Data, raw, tc.grant, sdk.LocalOptions{Seed: &seed})
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
-				assert.Empty(t, acct.Steps(), "a refused calibration must spend nothing")
+				assert.Nil(t, acct, "a refused calibration is refused pre-flight, spending nothing")
 				return
 			}
 			_, acct := fit(t, PrivAltMin{}, g.Data, raw, tc.grant, 1)

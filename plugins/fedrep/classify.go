@@ -126,16 +126,14 @@ const labelNote = "labels are read as sign(y): +1 where y > 0, −1 elsewhere (a
 
 // Fit implements sdk.Estimator.
 func (Classify) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
-	res, _, err := Classify{}.SelectFit(ctx, run, nil)
+	res, _, err := Classify{}.SelectFit(ctx, run)
 	return res, err
 }
 
-// SelectFit implements sdk.Selectable (plan nil: a fit of its own, which
-// plans the whole grant).
-func (Classify) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, sdk.Scorer, error) {
+// SelectFit implements sdk.Selectable.
+func (Classify) SelectFit(ctx context.Context, run *sdk.Run) (*sdk.Result, sdk.Scorer, error) {
 	o := sdk.Opts[classifyOptions](run)
 	c := o.config()
-	c.plan = plan
 	kp := o.KPrime
 	d := run.Data.P()
 	if kp == 0 || kp >= d {
@@ -243,21 +241,6 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	return scores, err
 }
 
-// planExact is the budget of the one exponential-mechanism step: the
-// grant's ε for a pure or (ε, δ) grant, ε = √(8ρ) for a zCDP grant (an
-// ε-DP exponential mechanism is ε²/8-zCDP; DERIVATIONS.md §7).
-func planExact(run *sdk.Run) (privacy.Budget, error) {
-	noise := privacy.NoisePure
-	if run.Acct.Grant().Kind == privacy.GrantZCDP {
-		noise = privacy.NoiseZCDP
-	}
-	plan, err := privacy.NewPlan(run.Acct, noise, privacy.Share{Name: "net", Weight: 1, Mechanism: privacy.MechExponential})
-	if err != nil {
-		return privacy.Budget{}, err
-	}
-	return plan.Budget("net")
-}
-
 // Fit implements sdk.Estimator.
 func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[exactOptions](run)
@@ -271,7 +254,7 @@ func (ClassifyExact) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error)
 	if err != nil {
 		return nil, err
 	}
-	b, err := planExact(run)
+	b, err := run.Plan.Budget("net")
 	if err != nil {
 		return nil, err
 	}

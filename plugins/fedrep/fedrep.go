@@ -109,8 +109,7 @@ type fedrepConfig struct {
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
 	stepScale, clipQ, tuneShare float64
-	plan                        *privacy.Plan // a private selection's view of its plan (nil: plan the whole grant)
-	noise                       string        // exact, zcdp or paper (private estimators)
+	noise                       string // exact, zcdp or paper (private estimators)
 }
 
 // rank, iterations, theory and split read the bound options.
@@ -206,60 +205,58 @@ func (c *fedrepConfig) autoClips() (clip, initClip bool) {
 	return c.clip == 0, c.initClip == 0 && c.init == "private"
 }
 
-// planFedRep splits the grant between the start and the rounds
-// (DERIVATIONS.md §3.4, §4). Every refusal here is decided from public
-// quantities, before any spend.
-func planFedRep(run *sdk.Run, c *fedrepConfig, n int) (*fedrepPlan, error) {
-	shares, err := fedrepShares(run, c, n, "", 1)
-	if err != nil {
-		return nil, err
+// fedrepSpec is the plan of a private FedRep fit on n users under g: the
+// grant split between the private clips, the start and the rounds
+// (DERIVATIONS.md §3.4, §4), every step a Gaussian release. Every refusal
+// here is decided from public quantities, before any spend.
+func fedrepSpec(c *fedrepConfig, n int, g privacy.Grant) (sdk.PlanSpec, error) {
+	gauss := func(name string, weight float64, steps int) privacy.Share {
+		return privacy.Share{Name: name, Weight: weight, Steps: steps, Mechanism: privacy.MechGaussian}
 	}
-	plan, err := privacy.NewPlan(run.Acct, planNoise(c.noise), shares...)
-	if err != nil {
-		return nil, err
-	}
-	return fedrepBudgets(plan, c, "")
-}
-
-// fedrepShares returns the plan shares of one private FedRep fit that gets
-// the fraction weight of the grant, their names prefixed by prefix.
-func fedrepShares(run *sdk.Run, c *fedrepConfig, n int, prefix string, weight float64) ([]privacy.Share, error) {
 	T := c.iterations()
 	privInit := c.init == "private"
 	var shares []privacy.Share
 	tunes := c.tunes()
-	rest := weight // the share left for the start and the rounds
+	rest := 1.0 // the share left for the start and the rounds
 	if tunes > 0 {
-		shares = append(shares, privacy.Share{Name: prefix + "tune", Weight: weight * c.tuneShare, Steps: tunes})
-		rest = weight * (1 - c.tuneShare)
+		shares = append(shares, gauss("tune", c.tuneShare, tunes))
+		rest = 1 - c.tuneShare
 	}
 	switch c.noise {
 	case "paper":
-		g := run.Acct.Grant()
 		if g.Kind != privacy.GrantApprox {
-			return nil, sdk.BadRequest("noise=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
+			return sdk.PlanSpec{}, sdk.BadRequest("noise=paper needs an (ε, δ) grant, got a %s grant", g.Kind)
 		}
-		rho, err := run.Acct.TotalRho()
+		rho, err := totalRho(g)
 		if err != nil {
-			return nil, err
+			return sdk.PlanSpec{}, err
 		}
 		sigma := c.clip * math.Sqrt(48*float64(T)*math.Log(1.25/g.Delta)) / (float64(n) * g.Epsilon)
 		w := float64(T) * privacy.RhoOfGaussian(2*c.clip/float64(n), sigma) / rho
 		if w >= rest {
-			return nil, sdk.BadRequest("noise=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, w*rho, T, rho, privacy.ErrOverBudget)
+			return sdk.PlanSpec{}, sdk.BadRequest("noise=paper: the paper's σ̂ = %.4g costs ρ = %.4g over %d rounds, more than the grant's ρ = %.4g under replace-one neighbours: %w", sigma, w*rho, T, rho, privacy.ErrOverBudget)
 		}
-		shares = append(shares, privacy.Share{Name: prefix + "rounds", Weight: w, Steps: T})
+		shares = append(shares, gauss("rounds", w, T))
 		if privInit {
-			shares = append(shares, privacy.Share{Name: prefix + "init", Weight: (rest - w) * (1 - 1e-9)})
+			shares = append(shares, gauss("init", (rest-w)*(1-1e-9), 0))
 		}
 	default:
 		if !privInit {
-			shares = append(shares, privacy.Share{Name: prefix + "rounds", Weight: rest, Steps: T})
+			shares = append(shares, gauss("rounds", rest, T))
 			break
 		}
-		shares = append(shares, privacy.Share{Name: prefix + "init", Weight: rest * c.initShare}, privacy.Share{Name: prefix + "rounds", Weight: rest * (1 - c.initShare), Steps: T})
+		shares = append(shares, gauss("init", rest*c.initShare, 0), gauss("rounds", rest*(1-c.initShare), T))
 	}
-	return shares, nil
+	return sdk.PlanSpec{Noise: planNoise(c.noise), Shares: shares}, nil
+}
+
+// totalRho is the zCDP budget of grant g (privacy.Accountant.TotalRho).
+func totalRho(g privacy.Grant) (float64, error) {
+	a, err := privacy.NewAccountant(g)
+	if err != nil {
+		return 0, err
+	}
+	return a.TotalRho()
 }
 
 // tunes is the number of clips the run chooses privately.
@@ -275,21 +272,20 @@ func (c *fedrepConfig) tunes() int {
 	return t
 }
 
-// fedrepBudgets reads the per-step budgets of the fit whose shares carry
-// the prefix.
-func fedrepBudgets(plan *privacy.Plan, c *fedrepConfig, prefix string) (*fedrepPlan, error) {
+// fedrepBudgets reads the per-step budgets of a fit from its plan.
+func fedrepBudgets(plan *privacy.Plan, c *fedrepConfig) (*fedrepPlan, error) {
 	p := &fedrepPlan{tunes: c.tunes()}
 	var err error
-	if p.round, err = plan.Budget(prefix + "rounds"); err != nil {
+	if p.round, err = plan.Budget("rounds"); err != nil {
 		return nil, err
 	}
 	if p.tunes > 0 {
-		if p.tune, err = plan.Budget(prefix + "tune"); err != nil {
+		if p.tune, err = plan.Budget("tune"); err != nil {
 			return nil, err
 		}
 	}
 	if c.init == "private" {
-		if p.init, err = plan.Budget(prefix + "init"); err != nil {
+		if p.init, err = plan.Budget("init"); err != nil {
 			return nil, err
 		}
 	}
@@ -312,22 +308,18 @@ func (NonPrivateFedRep) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, err
 
 // fitFedRep is bind → plan → algorithm for the FedRep estimators: it runs
 // (Private) FedRep on the data set's features (projected by the public
-// Mᵀ = back when not nil), with U returned as back·U. A private
-// selection's fit (c.plan set) spends from that plan.
+// Mᵀ = back when not nil), with U returned as back·U, spending run.Plan
+// (a private selection's fit: its view of the selection's plan).
 func fitFedRep(ctx context.Context, run *sdk.Run, c *fedrepConfig, private bool, back *mat.Dense, loss lossKind) (*sdk.Result, *fedrepTrace, error) {
 	prob, err := newFedrepProblem(run, c, back, loss)
 	if err != nil {
 		return nil, nil, err
 	}
 	var plan *fedrepPlan // nil for the non-private reference
-	switch {
-	case private && c.plan != nil:
-		plan, err = fedrepBudgets(c.plan, c, "")
-	case private:
-		plan, err = planFedRep(run, c, prob.n())
-	}
-	if err != nil {
-		return nil, nil, err
+	if private {
+		if plan, err = fedrepBudgets(run.Plan, c); err != nil {
+			return nil, nil, err
+		}
 	}
 	tr, err := privateFedRep(ctx, run, prob, c, plan)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -40,27 +39,10 @@ func (o *selectOptions) check(clipGiven bool, noise string) error {
 	return nil
 }
 
-// selectShares is SelectShares for a FedRep configuration on s.Users users.
-func selectShares(c *fedrepConfig, s sdk.Shape) (string, []privacy.Share, error) {
-	shares, err := fedrepShares(nil, c, s.Users, "", 1)
-	return planNoise(c.noise), shares, err
-}
-
-// SelectShares implements sdk.SelectPlanner for fedrep-private.
-func (o *privateFedRepOptions) SelectShares(s sdk.Shape) (string, []privacy.Share, error) {
-	return selectShares(o.config(), s)
-}
-
-// SelectShares implements sdk.SelectPlanner for fedrep-classify.
-func (o *classifyOptions) SelectShares(s sdk.Shape) (string, []privacy.Share, error) {
-	return selectShares(o.config(), s)
-}
-
 // SelectFit implements sdk.Selectable for fedrep-private.
-func (PrivateFedRep) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, sdk.Scorer, error) {
+func (PrivateFedRep) SelectFit(ctx context.Context, run *sdk.Run) (*sdk.Result, sdk.Scorer, error) {
 	o := sdk.Opts[privateFedRepOptions](run)
 	c := o.config()
-	c.plan = plan
 	res, tr, err := fitFedRep(ctx, run, c, true, nil, lossSquared)
 	if err != nil {
 		return nil, nil, err

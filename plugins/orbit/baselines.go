@@ -49,20 +49,15 @@ func (Deflation) Info() sdk.Info {
 	}
 }
 
-// Fit implements sdk.Estimator: bind → plan → iterative deflation.
+// Fit implements sdk.Estimator: run.Plan → iterative deflation.
 func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[deflationOptions](run)
-	k, d := o.Rank.Value, run.Data.P()
-	plan, err := newPurePlan(run, o.Noise.Value, &o.base,
-		privacy.Share{Name: shareVectors, Weight: 1, Steps: amin.Draws(k, d), Mechanism: privacy.MechExponential})
-	if err != nil {
-		return nil, err
-	}
+	k, plan := o.Rank.Value, run.Plan
 	b, err := plan.Budget(shareVectors)
 	if err != nil {
 		return nil, err
 	}
-	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +75,7 @@ func (Deflation) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	// composition can give a smaller ε at the grant's δ than the pure sum.
 	res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr), "the target spectrum Λ is public", exactSamplerCaveat}}
 	addClippedRows(res, pr.clipped)
-	addNote(res, plan.Note(o.Noise.Value))
+	addNote(res, plan.PureNote(o.Noise.Value))
 	res.Notes = append(res.Notes, "orbit-deflation runs the same sampler as pca-amin (Amin et al., shared code in plugins/internal/amin) on A = Σ x̃x̃ᵀ/clip²; pca-amin is the maintained entry point (it also centres and releases eigenvalues) and orbit-deflation may be removed in a later release")
 	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
@@ -153,13 +148,10 @@ func (Gauss) Info() sdk.Info {
 // shareNoisyA names orbit-gauss's single Gaussian share.
 const shareNoisyA = "A + E"
 
-// Fit implements sdk.Estimator: bind → plan → Analyze Gauss on A.
+// Fit implements sdk.Estimator: run.Plan → Analyze Gauss on A.
 func (Gauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[gaussOptions](run)
-	plan, err := newPlan(run, o.Noise.Value, &o.base, privacy.Share{Name: shareNoisyA, Weight: 1, Mechanism: privacy.MechGaussian})
-	if err != nil {
-		return nil, err
-	}
+	plan := run.Plan
 	b, err := plan.Budget(shareNoisyA)
 	if err != nil {
 		return nil, err

@@ -187,14 +187,11 @@ func (EM) Info() sdk.Info {
 	}
 }
 
-// Fit implements sdk.Estimator: bind → plan → Algorithm 1.
+// Fit implements sdk.Estimator: run.Plan → Algorithm 1.
 func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[emOptions](run)
-	plan, err := newPurePlan(run, o.Noise.Value, &o.base, privacy.Share{Name: shareFrame, Weight: 1, Mechanism: privacy.MechExponential})
-	if err != nil {
-		return nil, err
-	}
-	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
+	plan := run.Plan
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +207,7 @@ func (EM) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	if o.cal == CalibPaper && len(o.lambda) == 1 && o.Sampler != SamplerGibbs {
 		res.Notes = append(res.Notes, "sensitivity=paper with the exact sampler: the draw is in fact ε/2-DP; the full ε is charged as in the paper")
 	}
-	addNote(res, plan.Note(o.Noise.Value))
+	addNote(res, plan.PureNote(o.Noise.Value))
 	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 
@@ -266,25 +263,20 @@ func (RankK) Info() sdk.Info {
 	}
 }
 
-// Fit implements sdk.Estimator: bind → plan → Algorithm 2.
+// Fit implements sdk.Estimator: run.Plan → Algorithm 2.
 func (RankK) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[rankKOptions](run)
-	plan, err := newPurePlan(run, o.Noise.Value, &o.base,
-		privacy.Share{Name: shareSpectrum, Weight: 0.5, Mechanism: privacy.MechLaplace},
-		privacy.Share{Name: shareFrame, Weight: 0.5, Mechanism: privacy.MechExponential})
-	if err != nil {
-		return nil, err
-	}
-	pr, err := problemFor(ctx, run, plan.Plan, &o.base)
+	plan := run.Plan
+	pr, err := problemFor(ctx, run, plan, &o.base)
 	if err != nil {
 		return nil, err
 	}
 	res := &sdk.Result{}
 	addClippedRows(res, pr.clipped)
-	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan.Plan, &o.emSampling); err != nil {
+	if err := rankKApproximation(ctx, run, res, pr, o.Rank.Value, plan, &o.emSampling); err != nil {
 		return nil, err
 	}
-	addNote(res, plan.Note(o.Noise.Value))
+	addNote(res, plan.PureNote(o.Noise.Value))
 	return pcaeval.Add(ctx, run, res, pr.eval, pcaeval.Uncentred)
 }
 

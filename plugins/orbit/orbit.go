@@ -237,30 +237,20 @@ func clippedMatrix(ctx context.Context, src *rowsrc.Source, clip float64) (*mat.
 	return a, clipped, nil
 }
 
-// newPlan is privacy.NewPlan with, under clip=auto, a first share clip_share
-// for the private norm quantile (the other weights scaled to the rest).
-func newPlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*privacy.Plan, error) {
-	return privacy.NewPlan(run.Acct, noise, withClipShare(o, shares)...)
-}
-
-// newPurePlan is newPlan for the pure estimators: the shares (fractions of
-// ε) planned by privacy.NewPurePlan under the noise option.
-func newPurePlan(run *sdk.Run, noise string, o *base, shares ...privacy.Share) (*privacy.PurePlan, error) {
-	return privacy.NewPurePlan(run.Acct, noise, withClipShare(o, shares)...)
-}
-
-// withClipShare prepends, under clip=auto, the share clip_share of the
-// private norm quantile and scales the other weights to the rest.
-func withClipShare(o *base, shares []privacy.Share) []privacy.Share {
+// spec is the plan of an orbit fit: shares under noise (pure: fractions
+// of ε, planned by privacy.NewPurePlan) with, under clip=auto, a first
+// share clip_share for the private norm quantile (the other weights scaled
+// to the rest).
+func (o *base) spec(noise string, pure bool, shares ...privacy.Share) sdk.PlanSpec {
 	if !o.Options.Auto() {
-		return shares
+		return sdk.PlanSpec{Noise: noise, Pure: pure, Shares: shares}
 	}
 	out := []privacy.Share{{Name: rowclip.ShareName, Weight: o.ClipShare, Mechanism: privacy.MechExponential}}
 	for _, s := range shares {
 		s.Weight *= 1 - o.ClipShare
 		out = append(out, s)
 	}
-	return out
+	return sdk.PlanSpec{Noise: noise, Pure: pure, Shares: out}
 }
 
 // problemFor is newProblem at the options' clip: the given one, or under

@@ -64,45 +64,40 @@ ratio is released). Derivations: DERIVATIONS.md §3, §5, §6.`,
 	}
 }
 
-// Fit implements sdk.Estimator: bind → plan → Amin et al.
+// Fit implements sdk.Estimator: run.Plan → Amin et al.
 func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[aminOptions](run)
-	src, _, p, err := sourceOf(run.Data)
+	src, _, _, err := sourceOf(run.Data)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := aminPlan(run.Acct, o, p)
+	pre, err := preprocess(ctx, run, run.Plan, src, &o.clipOptions, &o.centerOptions)
 	if err != nil {
 		return nil, err
 	}
-	pre, err := preprocess(ctx, run, plan.Plan, src, &o.clipOptions, &o.centerOptions)
-	if err != nil {
-		return nil, err
-	}
-	res, err := aminCovariance(ctx, run, plan.Plan, pre.gram, pre.n, pre.clip, o)
+	res, err := aminCovariance(ctx, run, run.Plan, pre.gram, pre.n, pre.clip, o)
 	if err != nil {
 		return nil, err
 	}
 	pre.report(res)
-	res.Notes = append(res.Notes, plan.Note(o.Noise.Value))
+	res.Notes = append(res.Notes, run.Plan.PureNote(o.Noise.Value))
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// aminPlan splits the grant in fractions of ε (aminShares); noise=exact
-// scales the pure split as privacy.NewPurePlan allows.
-func aminPlan(acct *privacy.Accountant, o *aminOptions, p int) (*privacy.PurePlan, error) {
-	return privacy.NewPurePlan(acct, o.Noise.Value, aminShares(o, p)...)
-}
-
-// aminShares are the preprocessing shares, then eigenvalue_share of the
-// rest for the eigenvalues and the remainder evenly over the sampled
-// eigenvectors (DERIVATIONS.md §3.1).
-func aminShares(o *aminOptions, p int) []privacy.Share {
-	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
+// Plan implements sdk.Planner: the grant split in fractions of ε (a pure
+// plan, which noise=exact scales as privacy.NewPurePlan allows): the
+// preprocessing shares, then eigenvalue_share of the rest for the
+// eigenvalues and the remainder evenly over the sampled eigenvectors
+// (DERIVATIONS.md §3.1); feature_scale=private is refused when it cannot
+// locate any column's scale.
+func (o *aminOptions) Plan(s sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
+	shares, rest := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions).shares(privacy.MechLaplace)
 	if vs := o.valueShare(); vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
 	}
-	return append(shares, privacy.Share{Name: shareVectors, Weight: (1 - o.valueShare()) * rest, Steps: amin.Draws(o.Rank.Value, p), Mechanism: privacy.MechExponential})
+	shares = append(shares, privacy.Share{Name: shareVectors, Weight: (1 - o.valueShare()) * rest, Steps: amin.Draws(o.Rank.Value, s.P), Mechanism: privacy.MechExponential})
+	spec := sdk.PlanSpec{Noise: o.Noise.Value, Shares: shares, Pure: true}
+	return spec, o.checkScalesLocatable(s, g, spec.New)
 }
 
 // aminCovariance is Amin et al.'s algorithm (DERIVATIONS.md §3): Laplace
@@ -197,22 +192,6 @@ func EigenvalueSensitivity(clip float64, n, r int) float64 {
 		return s
 	}
 	return 2 * s
-}
-
-// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
-// plan's shares.
-func (o *aminOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
-	plan := func(a *privacy.Accountant) (*privacy.Plan, error) {
-		pp, err := aminPlan(a, o, s.P)
-		if err != nil {
-			return nil, err
-		}
-		return pp.Plan, nil
-	}
-	if err := o.checkScalesLocatable(s, g, plan); err != nil {
-		return nil, err
-	}
-	return withClipAuto(sdk.UsesOf(aminShares(o, s.P)...), o.Auto()), nil
 }
 
 // Passes implements sdk.RemoteEstimator.

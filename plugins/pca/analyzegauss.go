@@ -64,21 +64,12 @@ DERIVATIONS.md §4–§7.`,
 	}
 }
 
-// Fit implements sdk.Estimator: bind → plan → private preprocessing
-// (clip quantiles, mean) → Analyze Gauss.
+// Fit implements sdk.Estimator: private preprocessing (clip quantiles,
+// mean) → Analyze Gauss, spending run.Plan (the run's own, or a private
+// selection's view of its plan).
 func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[analyzeGaussOptions](run)
-	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, analyzeGaussShares(sdk.ShapeOf(run.Data).P, o)...)
-	if err != nil {
-		return nil, err
-	}
-	return analyzeGaussFit(ctx, run, plan)
-}
-
-// analyzeGaussFit is the fit spending from plan (the run's own, or a
-// private selection's view of its plan).
-func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, error) {
-	o := sdk.Opts[analyzeGaussOptions](run)
+	plan := run.Plan
 	src, _, _, err := sourceOf(run.Data)
 	if err != nil {
 		return nil, err
@@ -99,11 +90,13 @@ func analyzeGaussFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sd
 	return withEvaluation(ctx, run, res, o.Evaluate.Value)
 }
 
-// analyzeGaussShares split the grant between the private preprocessing
-// and the second-moment release.
-func analyzeGaussShares(p int, o *analyzeGaussOptions) []privacy.Share {
-	shares, rest := newPrepPlan(p, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
-	return append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})
+// Plan implements sdk.Planner: the grant split between the private
+// preprocessing and the second-moment release; feature_scale=private is
+// refused when it cannot locate any column's scale.
+func (o *analyzeGaussOptions) Plan(s sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
+	shares, rest := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions).shares(privacy.MechGaussian)
+	spec := sdk.PlanSpec{Noise: o.Noise.Value, Shares: append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})}
+	return spec, o.checkScalesLocatable(s, g, spec.New)
 }
 
 // AnalyzeGaussFromCov runs pca-analyze-gauss on a precomputed clipped
@@ -123,7 +116,7 @@ func AnalyzeGaussFromCov(ctx context.Context, run *sdk.Run, raw map[string]strin
 	if o.Auto() {
 		return nil, fmt.Errorf("clip=auto needs the data rows: give the clip the rows were clipped to")
 	}
-	plan, err := privacy.NewPlan(run.Acct, o.Noise.Value, analyzeGaussShares(0, o)...)
+	plan, err := sdk.PlanFor(o, sdk.Shape{Kind: data.Rows, N: n}, run.Acct)
 	if err != nil {
 		return nil, err
 	}
@@ -170,17 +163,6 @@ func analyzeGauss(ctx context.Context, run *sdk.Run, plan *privacy.Plan, sh *mat
 	return res, scale, nil
 }
 
-// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
-// plan's shares.
-func (o *analyzeGaussOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
-	if err := o.checkScalesLocatable(s, g, func(a *privacy.Accountant) (*privacy.Plan, error) {
-		return privacy.NewPlan(a, o.Noise.Value, analyzeGaussShares(s.P, o)...)
-	}); err != nil {
-		return nil, err
-	}
-	return withClipAuto(sdk.UsesOf(analyzeGaussShares(s.P, o)...), o.Auto()), nil
-}
-
 // Passes implements sdk.RemoteEstimator.
 func (AnalyzeGauss) Passes(opts any, _ sdk.Shape) ([]string, error) {
 	o := opts.(*analyzeGaussOptions)
@@ -195,14 +177,9 @@ func (AnalyzeGauss) Passes(opts any, _ sdk.Shape) ([]string, error) {
 // depends on its own row only: the mean over m held-out rows moves by at
 // most 1/m when one row is replaced.
 
-// SelectShares implements sdk.SelectPlanner for pca-analyze-gauss.
-func (o *analyzeGaussOptions) SelectShares(s sdk.Shape) (string, []privacy.Share, error) {
-	return o.Noise.Value, analyzeGaussShares(s.P, o), nil
-}
-
 // SelectFit implements sdk.Selectable for pca-analyze-gauss.
-func (AnalyzeGauss) SelectFit(ctx context.Context, run *sdk.Run, plan *privacy.Plan) (*sdk.Result, sdk.Scorer, error) {
-	res, err := analyzeGaussFit(ctx, run, plan)
+func (AnalyzeGauss) SelectFit(ctx context.Context, run *sdk.Run) (*sdk.Result, sdk.Scorer, error) {
+	res, err := AnalyzeGauss{}.Fit(ctx, run)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -117,18 +117,33 @@ type cxzConfig struct {
 	est     *modelEstimate
 }
 
-// plan splits the grant into the steps [mean], [model estimate], stage 1,
-// [stage 2].
-func (c *cxzConfig) plan(run *sdk.Run) (*privacy.Plan, error) {
-	if c.worst() { // the plan spans what the eigengap test leaves
-		eps, delta := c.ptrCost(run.Acct.Grant())
-		return privacy.NewPTRPlan(run.Acct, c.gauss, eps, delta, c.shares()...)
-	}
-	return privacy.NewPlan(run.Acct, c.gauss, c.shares()...)
+// Plan implements sdk.Planner: the grant split into the steps [mean],
+// [model estimate], stage 1, [stage 2]; with sensitivity=worst-case the
+// shares span what the eigengap test leaves, and a request whose test
+// cannot pass is refused (cxzConfig.spec).
+func (o *cxzOptions) Plan(s sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
+	return o.config(g, s.N, s.P).spec(g)
 }
 
-// shares lists the plan's shares (plan and the pre-flight declaration
-// build on the same list).
+// spec is the plan of the configuration under grant g; the worst-case
+// mode is refused under a grant that is not (ε, δ), before any spend.
+func (c *cxzConfig) spec(g privacy.Grant) (sdk.PlanSpec, error) {
+	spec := sdk.PlanSpec{Noise: c.gauss, Shares: c.shares()}
+	if !c.worst() {
+		return spec, nil
+	}
+	if g.Kind != privacy.GrantApprox {
+		return spec, sdk.BadRequest("sensitivity=worst-case needs an (ε, δ) grant (its eigengap test is (ε, δ)-DP, not pure or zCDP), not a %s grant", g.Kind)
+	}
+	if err := c.testCanPass(g); err != nil {
+		return spec, err
+	}
+	spec.TestEpsilon, spec.TestDelta = c.ptrCost(g)
+	spec.Test = sdk.MechanismUse{Mechanism: privacy.MechLaplace, For: sharePTR}
+	return spec, nil
+}
+
+// shares lists the plan's shares.
 func (c *cxzConfig) shares() []privacy.Share {
 	rest := 1.0
 	var shares []privacy.Share
@@ -236,8 +251,12 @@ func CXZFromCov(ctx context.Context, run *sdk.Run, raw map[string]string, sh *ma
 // that ran.
 func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source, sh *mat.SymDense, n, p int) (*sdk.Result, error) {
 	cfg := o.config(run.Acct.Grant(), n, p)
-	if _, err := cfg.uses(run.Acct.Grant()); err != nil { // before any step
-		return nil, err
+	plan := run.Plan
+	if plan == nil { // a fit from a given second moment plans here, before any step
+		var err error
+		if plan, err = sdk.PlanFor(o, sdk.Shape{Kind: data.Rows, N: n, P: p}, run.Acct); err != nil {
+			return nil, err
+		}
 	}
 	if src == nil && (cfg.private() || cfg.Guarded || cfg.estimate || cfg.worst()) {
 		return nil, fmt.Errorf("center=private, guarded, sensitivity=worst-case (rows clipped to clip) and the private estimate of σ² and λ (sigma2 unset or lambda=auto) need the data rows")
@@ -248,10 +267,6 @@ func fitCXZ(ctx context.Context, run *sdk.Run, o *cxzOptions, src *rowsrc.Source
 		if d1, d2, betaEach, err = cfg.sensitivities(); err != nil {
 			return nil, err
 		}
-	}
-	plan, err := cfg.plan(run)
-	if err != nil {
-		return nil, err
 	}
 	var mu []float64
 	if cfg.private() {
@@ -617,12 +632,6 @@ func cxzGuarantee(cfg *cxzConfig, betaEach float64) privacy.Guarantee {
 	return g
 }
 
-// Mechanisms implements sdk.MechanismDeclarer: the mechanisms of the
-// plan's shares and of the eigengap test (cxzConfig.uses).
-func (o *cxzOptions) Mechanisms(s sdk.Shape, g privacy.Grant) ([]sdk.MechanismUse, error) {
-	return o.config(g, s.N, s.P).uses(g)
-}
-
 // Passes implements sdk.RemoteEstimator (the passes of each step:
 // DERIVATIONS.md §11).
 func (CXZ) Passes(opts any, _ sdk.Shape) ([]string, error) {
@@ -806,22 +815,6 @@ type ptrOutcome struct {
 
 // worst reports sensitivity=worst-case.
 func (c *cxzConfig) worst() bool { return c.cal == CalWorstCase }
-
-// uses is the pre-flight declaration of the mechanisms; the worst-case
-// mode is refused under a grant that is not (ε, δ), before any spend.
-func (c *cxzConfig) uses(g privacy.Grant) ([]sdk.MechanismUse, error) {
-	uses := sdk.UsesOf(c.shares()...)
-	if !c.worst() {
-		return uses, nil
-	}
-	if g.Kind != privacy.GrantApprox {
-		return nil, sdk.BadRequest("sensitivity=worst-case needs an (ε, δ) grant (its eigengap test is (ε, δ)-DP, not pure or zCDP), not a %s grant", g.Kind)
-	}
-	if err := c.testCanPass(g); err != nil {
-		return nil, err
-	}
-	return append(uses, sdk.MechanismUse{Mechanism: privacy.MechLaplace, For: sharePTR}), nil
-}
 
 // testCanPass refuses, from n, ε and δ alone, a request whose eigengap
 // test passes with probability below ptrPassOdds on every data set

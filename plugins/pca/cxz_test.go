@@ -158,7 +158,7 @@ func TestCXZPaperNoiseScale(t *testing.T) {
 	_, acct, err := sdk.RunLocal(context.Background(), CXZ{}, g.Data, with(unitParams, "sensitivity", CalPaper), approx(4, 1e-5), sdk.LocalOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ε ≤ 1")
-	assert.Empty(t, acct.Steps())
+	assert.Nil(t, acct, "refused pre-flight: nothing spent")
 	fit(t, CXZ{}, g, with(unitParams, "sensitivity", CalPaper, "noise", "analytic"), approx(4, 1e-5), 5)
 }
 

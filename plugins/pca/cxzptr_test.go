@@ -198,7 +198,7 @@ func TestCXZWorstCaseRefusals(t *testing.T) {
 			}
 		})
 	}
-	_, err := (&cxzOptions{cal: CalWorstCase}).Mechanisms(sdk.Shape{N: 10, P: 5}, zcdp(1))
+	_, err := (&cxzOptions{cal: CalWorstCase}).Plan(sdk.Shape{N: 10, P: 5}, zcdp(1))
 	require.Error(t, err)
 }
 
@@ -213,7 +213,7 @@ func TestCXZWorstCaseTooFewRows(t *testing.T) {
 	}{{200, true}, {250, false}} {
 		o, _, err := sdk.Prepare(CXZ{}.Info(), uncentred(CXZ{}, worstParams), sdk.Shape{Kind: data.Rows, N: tc.n, P: 12})
 		require.NoError(t, err)
-		_, err = o.(sdk.MechanismDeclarer).Mechanisms(sdk.Shape{Kind: data.Rows, N: tc.n, P: 12}, approx(1, 1e-6))
+		_, err = o.(sdk.Planner).Plan(sdk.Shape{Kind: data.Rows, N: tc.n, P: 12}, approx(1, 1e-6))
 		if tc.refuse {
 			require.Error(t, err, "n = %d", tc.n)
 			assert.Contains(t, err.Error(), "too few for the eigengap test")

@@ -66,7 +66,8 @@ func TestPlanStepsAreTheFitsSteps(t *testing.T) {
 // TestPlanNearRandom: a pure-ε request on a tiny data set is near random;
 // a well-powered Analyze Gauss request is not; a Fashion-MNIST-sized one
 // is planned from runs on fewer rows, except in a fit's pre-flight (p³ is
-// above its cap), and a wider one is above every cap and says so;
+// above its cap), and a wider one is above every cap and says so, its
+// steps those of the declared plan;
 // a tall one gets its steps from a run on fewer rows and its indicator
 // from runs on fewer rows at a scaled budget, in a fit's pre-flight too.
 func TestPlanNearRandom(t *testing.T) {
@@ -105,8 +106,16 @@ func TestPlanNearRandom(t *testing.T) {
 	wide, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "10"}, approx, sdk.Shape{Kind: data.Rows, N: 60000, P: 1100}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)
 	assert.False(t, wide.Scored)
+	assert.False(t, wide.NearRandom)
 	assert.Contains(t, wide.Note, "not computed")
-	assert.Empty(t, wide.Steps, "p³ alone is above the dry run's cap: nothing runs")
+	assert.Contains(t, wide.Note, "declared plan", "p³ alone is above the dry run's cap: the steps are the plan's")
+	if assert.NotEmpty(t, wide.Steps) {
+		last := wide.Steps[len(wide.Steps)-1]
+		assert.Equal(t, shareMoment, last.Name)
+		assert.Equal(t, privacy.MechGaussian, last.Mechanism)
+		assert.Positive(t, last.Rho)
+		assert.Zero(t, last.Sensitivity)
+	}
 
 	tall, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "3"}, approx, sdk.Shape{Kind: data.Rows, N: 1000000, P: 50}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)

@@ -281,17 +281,6 @@ func (pr *preprocessed) report(res *sdk.Result) {
 	}
 }
 
-// withClipAuto names the option behind a private norm quantile, so that a
-// refusal tells the user what to change.
-func withClipAuto(uses []sdk.MechanismUse, auto bool) []sdk.MechanismUse {
-	for i, u := range uses {
-		if u.For == shareClip && auto {
-			uses[i].For = "private norm quantile (clip=auto)"
-		}
-	}
-	return uses
-}
-
 // Remote paths (sdk.RemoteEstimator): the estimators also fit a rows data
 // set held elsewhere through aggregation passes, with the same code, plan
 // and steps as on local rows (DERIVATIONS.md §11). feature_scale=private

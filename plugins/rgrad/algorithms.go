@@ -80,7 +80,7 @@ func nonPrivateRGrad(e *fitEnv) error {
 func modelDPRGrad(e *fitEnv) error {
 	o := e.cfg.model
 	_, noise := o.calibration()
-	plan, bInit, bIter, err := e.plan(noise, o.tune(), o.TuneShare, true, o.InitShare, 3)
+	plan, bInit, bIter, err := e.budgets()
 	if err != nil {
 		return err
 	}
@@ -130,11 +130,7 @@ func modelDPRGrad(e *fitEnv) error {
 // Gaussian DP (noise=exact, the default) or in zCDP (noise=zcdp).
 func strictDPRGrad(e *fitEnv) error {
 	o := e.cfg.strict
-	noise := o.Noise.Value
-	if noise == "" {
-		noise = privacy.NoiseExact
-	}
-	plan, bInit, bIter, err := e.plan(noise, o.tune(), o.TuneShare, false, o.InitShare, 1)
+	plan, bInit, bIter, err := e.budgets()
 	if err != nil {
 		return err
 	}
@@ -189,24 +185,27 @@ func (e *fitEnv) tuneModel(plan *privacy.Plan) (estimate, error) {
 	return e.estimateModel(bq, bm)
 }
 
-// plan is the plan of a private fit: with tune, the private estimate's
-// shares (tuneShares, tune_share of the budget; moment: with the moment
-// matrix), then initShare of the rest over initSteps initialisation
-// releases and the rest over the iterations. It returns the plan and the
-// per-step budgets of the two.
-func (e *fitEnv) plan(noise string, tune bool, tuneShare float64, moment bool, initShare float64, initSteps int) (plan *privacy.Plan, bInit, bIter privacy.Budget, err error) {
+// planSpec is the plan of a private fit with T iterations: with tune, the
+// private estimate's shares (tuneShares, tune_share of the budget;
+// moment: with the moment matrix), then initShare of the rest over
+// initSteps initialisation releases and the rest over the iterations, all
+// Gaussian but the estimate's quantile.
+func planSpec(noise string, tune bool, tuneShare float64, moment bool, initShare float64, initSteps, T int) sdk.PlanSpec {
 	rest := 1.0
 	var shares []privacy.Share
 	if tune {
 		shares = tuneShares(tuneShare, moment)
 		rest -= tuneShare
 	}
-	plan, err = privacy.NewPlan(e.run.Acct, noise, append(shares,
+	return sdk.PlanSpec{Noise: noise, Shares: append(shares,
 		privacy.Share{Name: "init", Weight: rest * initShare, Steps: initSteps, Mechanism: privacy.MechGaussian},
-		privacy.Share{Name: "iterations", Weight: rest * (1 - initShare), Steps: e.cfg.iterations, Mechanism: privacy.MechGaussian})...)
-	if err != nil {
-		return nil, bInit, bIter, err
-	}
+		privacy.Share{Name: "iterations", Weight: rest * (1 - initShare), Steps: T, Mechanism: privacy.MechGaussian})}
+}
+
+// budgets returns the run's plan and the per-step budgets of the
+// initialisation and the iterations.
+func (e *fitEnv) budgets() (plan *privacy.Plan, bInit, bIter privacy.Budget, err error) {
+	plan = e.run.Plan
 	if bInit, err = plan.Budget("init"); err == nil {
 		bIter, err = plan.Budget("iterations")
 	}

@@ -2,7 +2,6 @@ package rgrad
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/sdk"
@@ -56,10 +55,7 @@ func optionsOf(mode Mode, run *sdk.Run, be backend.Backend) (fitOptions, error) 
 		return cfg, err
 	}
 	cfg.design = design
-	cfg.iterations = cfg.common.Iterations.Value
-	if cfg.iterations == 0 {
-		cfg.iterations = int(math.Ceil(math.Log(float64(s.N))))
-	}
+	cfg.iterations = cfg.common.iterations(s.N)
 	return cfg, nil
 }
 

@@ -11,8 +11,8 @@
 // fit exactly; that every privacy step went through a release and every
 // release was drawn; that every output carries a release class; that
 // every step uses a mechanism the estimator declared before the fit (when
-// its options implement sdk.MechanismDeclarer: the host withholds a result
-// that breaks its declaration); that the result's guarantee is the one
+// its options implement sdk.Planner: the host withholds a result that
+// breaks its declaration); that the result's guarantee is the one
 // its steps compose to (privacy.Certify); and that an estimator that
 // runs on remote data releases through aggregation passes exactly what it
 // releases on the rows with the same seed. Check returns the findings instead of failing a test.
@@ -251,7 +251,7 @@ func checkThrough(est sdk.Estimator, c Case, p data.Passer, tol float64, local *
 }
 
 // checkDeclared holds a fit to its pre-flight declaration of mechanisms
-// (sdk.MechanismDeclarer): every step must use a declared mechanism, as
+// (the shares of its sdk.Planner): every step must use a declared mechanism, as
 // the host requires before it releases a result. An undeclared estimator
 // passes.
 func checkDeclared(info sdk.Info, c Case, steps []privacy.Step) error {
@@ -476,7 +476,7 @@ func CheckDeclaredExactly(est sdk.Estimator, cases ...Case) []error {
 			continue
 		}
 		if !d.Declared {
-			errs = append(errs, fmt.Errorf("case %q: %s declares no mechanisms (implement sdk.MechanismDeclarer on its options)", c.Name, info.Name))
+			errs = append(errs, fmt.Errorf("case %q: %s declares no mechanisms (implement sdk.Planner on its options)", c.Name, info.Name))
 			continue
 		}
 		o := fit(est, c)

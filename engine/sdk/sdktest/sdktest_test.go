@@ -23,13 +23,14 @@ type opts struct {
 	K        *int    `param:"k" min:"1" lt:"10" doc:"optional"`
 }
 
-// Mechanisms implements sdk.MechanismDeclarer: one Gaussian release,
-// except in mode lie, which declares a Laplace step instead.
-func (o *opts) Mechanisms(sdk.Shape, privacy.Grant) ([]sdk.MechanismUse, error) {
+// Plan implements sdk.Planner: one Gaussian release, except in mode lie,
+// which plans a Laplace step instead (and spends outside its plan).
+func (o *opts) Plan(sdk.Shape, privacy.Grant) (sdk.PlanSpec, error) {
+	m := privacy.MechGaussian
 	if o.Mode == "lie" {
-		return []sdk.MechanismUse{{Mechanism: privacy.MechLaplace, For: "v"}}, nil
+		m = privacy.MechLaplace
 	}
-	return []sdk.MechanismUse{{Mechanism: privacy.MechGaussian, For: "v"}}, nil
+	return sdk.PlanSpec{Noise: privacy.NoiseZCDP, Shares: []privacy.Share{{Name: "v", Weight: o.Share, Mechanism: m}}}, nil
 }
 
 // est is a configurable estimator: good by default, misbehaving on request.
@@ -66,9 +67,12 @@ func (e est) Fit(_ context.Context, run *sdk.Run) (*sdk.Result, error) {
 		return res, nil
 	}
 	o := sdk.Opts[opts](run)
-	plan, err := privacy.NewPlan(run.Acct, privacy.NoiseZCDP, privacy.Share{Name: "v", Weight: o.Share})
-	if err != nil {
-		return nil, err
+	plan := run.Plan
+	if o.Mode == "lie" {
+		var err error
+		if plan, err = privacy.NewPlan(run.Acct, privacy.NoiseZCDP, privacy.Share{Name: "v", Weight: o.Share}); err != nil {
+			return nil, err
+		}
 	}
 	b, _ := plan.Budget("v")
 	rel, err := run.Acct.Gaussian("v", o.Clip.Value, 2, b)

@@ -27,6 +27,11 @@ type options struct {
 	Passes int `param:"passes" default:"1" min:"1" doc:"how many times the clipped sum is requested (tests)"`
 }
 
+// Plan implements sdk.Planner: the whole grant on the Gaussian mean.
+func (o *options) Plan(sdk.Shape, privacy.Grant) (sdk.PlanSpec, error) {
+	return sdk.PlanSpec{Noise: privacy.NoiseZCDP, Shares: []privacy.Share{{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian}}}, nil
+}
+
 // Info implements sdk.Estimator.
 func (Mean) Info() sdk.Info {
 	return sdk.Info{
@@ -69,11 +74,7 @@ func (m Mean) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // release releases the mean from the clipped sum.
 func (Mean) release(run *sdk.Run, res *pass.MomentResult) (*sdk.Result, error) {
 	o := sdk.Opts[options](run)
-	plan, err := privacy.NewPlan(run.Acct, "zcdp", privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
-	if err != nil {
-		return nil, err
-	}
-	budget, err := plan.Budget("mean")
+	budget, err := run.Plan.Budget("mean")
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,11 @@ type leakyOptions struct {
 	sdk.Clip `default:"1"`
 }
 
+// Plan implements sdk.Planner: the whole grant on the Gaussian mean.
+func (o *leakyOptions) Plan(sdk.Shape, privacy.Grant) (sdk.PlanSpec, error) {
+	return sdk.PlanSpec{Noise: privacy.NoiseZCDP, Shares: []privacy.Share{{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian}}}, nil
+}
+
 type leaky struct{}
 
 func (leaky) Info() sdk.Info {
@@ -36,11 +41,7 @@ func (leaky) Info() sdk.Info {
 
 func (leaky) Fit(_ context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[leakyOptions](run)
-	plan, err := privacy.NewPlan(run.Acct, privacy.NoiseZCDP, privacy.Share{Name: "mean", Weight: 1, Mechanism: privacy.MechGaussian})
-	if err != nil {
-		return nil, err
-	}
-	b, err := plan.Budget("mean")
+	b, err := run.Plan.Budget("mean")
 	if err != nil {
 		return nil, err
 	}
