@@ -1,8 +1,26 @@
+// Package stats holds dplr's aggregation passes on Apache Beam (the pass
+// kinds of engine/pass, RunPass) and the description of sharded data
+// (Describe: public shape and source identity): each pipeline reads
+// sharded files, bounds every record's (or user's) contribution before
+// any aggregation, and aggregates with associative combiners, so that the
+// same pipeline runs on the embedded prism runner or on a Flink, Spark or
+// Dataflow cluster. What leaves a pipeline is the few aggregates a pass
+// returns (or the data set's shape and source identity), never a row.
+//
+// Inputs are shards matched by a glob on any filesystem Beam knows: .npy,
+// IDX and CSV files are read by the single-machine reader (engine/dataio),
+// so a bad shard fails with its message; Parquet files (.parquet, or
+// ReadOptions.Format "parquet") are read with the Parquet library Beam's
+// parquetio uses, with the columns described by ParquetSchema. A user's
+// rows are grouped across shards by the text of their id under the
+// single-machine loader's rules (UserKey), so that the grouping does not
+// depend on the sharding.
 package stats
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/gob"
 	"fmt"
 	"io"
 	"os"
@@ -88,18 +106,20 @@ func localCopy(ctx context.Context, path string) (string, func(), error) {
 	return f.Name(), func() { os.Remove(f.Name()) }, nil
 }
 
-// writeStatsFn writes the one aggregate to Path (any Beam filesystem).
-type writeStatsFn struct {
-	Path string
+// encodeGob and decodeGob are the coders of the pipelines' own types
+// (Beam's default coders do not cover fixed-size arrays).
+func encodeGob[T any](v T) ([]byte, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
-// ProcessElement writes s.
-func (f *writeStatsFn) ProcessElement(ctx context.Context, s *RowStats) error {
-	b, err := encodeStats(s)
-	if err != nil {
-		return err
-	}
-	return writeFile(ctx, f.Path, b)
+func decodeGob[T any](b []byte) (T, error) {
+	var v T
+	err := gob.NewDecoder(bytes.NewReader(b)).Decode(&v)
+	return v, err
 }
 
 func writeFile(ctx context.Context, path string, b []byte) error {
@@ -164,40 +184,6 @@ func (o Options) tempPath(name string) (string, func(), error) {
 		return "", nil, err
 	}
 	return filepath.Join(d, name), func() { os.RemoveAll(d) }, nil
-}
-
-// RunRows builds a pipeline whose source returns the combined statistics
-// of rows of p values (Rows over some shards, or CombineRows over a
-// caller's own source of NewClippedRow records), runs it and returns the
-// aggregates.
-func RunRows(ctx context.Context, p int, source func(s beam.Scope) beam.PCollection, opt Options) (*RowStats, error) {
-	initBeam()
-	out, done, err := opt.tempPath("rows.stats")
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	pl, s := beam.NewPipelineWithRoot()
-	beam.ParDo0(s, &writeStatsFn{Path: out}, source(s))
-	if err := execute(ctx, opt.Runner, pl); err != nil {
-		return nil, fmt.Errorf("beam pipeline failed: %w", err)
-	}
-	b, err := readFile(ctx, out)
-	if err != nil {
-		return nil, fmt.Errorf("beam pipeline output: %w", err)
-	}
-	res, err := decodeStats(b)
-	if err != nil {
-		return nil, fmt.Errorf("beam pipeline output: %w", err)
-	}
-	if res.P != p {
-		return nil, fmt.Errorf("beam pipeline output: %d columns, want %d", res.P, p)
-	}
-	if res.N == 0 {
-		return nil, errors.New("beam pipeline: no rows")
-	}
-	opt.progress("beam: %d rows aggregated", res.N)
-	return res, nil
 }
 
 func orDefault(r Runner) Runner {

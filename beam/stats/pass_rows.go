@@ -38,7 +38,7 @@ func sameRows(n int64, shape *data.Remote) error {
 }
 
 // scaledRow returns row multiplied by scale (0 or 1: row itself) in buf,
-// failing on a value that scaling made non-finite (as NewClippedRow).
+// failing on a value that scaling made non-finite.
 func scaledRow(row []float64, scale float64, buf []float64) ([]float64, error) {
 	if scale == 0 || scale == 1 {
 		return row, nil

@@ -153,3 +153,39 @@ func csvColumns(local string, lo *dataio.LoadOptions, ps ParquetSchema) error {
 	}
 	return nil
 }
+
+// ReadOptions says how a shard is read (a subset of dataio.LoadOptions
+// that is serialisable).
+type ReadOptions struct {
+	// Format forces the shard format ("npy", "csv", ...); empty: detected.
+	Format string
+	// Header is "auto", "yes" or "no" for CSV shards.
+	Header string
+	// Scale multiplies every feature value after the source identity is
+	// taken (as dplr fit's --scale); 0 means 1.
+	Scale float64
+	// Parquet names the columns of Parquet shards, and its User, Response
+	// and Features those of CSV shards (see ParquetSchema).
+	Parquet ParquetSchema
+}
+
+func (o ReadOptions) load() (dataio.LoadOptions, error) {
+	lo := dataio.LoadOptions{SkipHash: true}
+	if o.Format != "" {
+		f, err := dataio.ParseFormat(o.Format)
+		if err != nil {
+			return lo, err
+		}
+		lo.Format = f
+	}
+	switch o.Header {
+	case "", "auto":
+	case "yes":
+		lo.Header = dataio.HeaderYes
+	case "no":
+		lo.Header = dataio.HeaderNo
+	default:
+		return lo, fmt.Errorf("header %q: want auto, yes or no", o.Header)
+	}
+	return lo, nil
+}

@@ -1,24 +1,27 @@
-// Command beam-bench measures the rows statistics (count, clipped sum,
-// clipped second moment, source identity) computed on Beam — the
-// description pipeline (source identity) and a per-row combine of the
-// clipped moments (stats.Rows; fits now take stats.ShardPass over row
-// ranges, which bench/results/beam-split.sh measures) — on the embedded prism runner
-// against the single-machine path (one
-// matrix in memory, second moment by pca.Gram), at several n with
-// p = 784: throughput (rows/s), CPU time and peak resident memory, each
-// cell in its own process, the compared paths interleaved round by round,
-// with the load average before and after every cell.
+// Command beam-bench measures the Beam rows pass a fit runs against the
+// same pass run on one machine, at several n with p = 784: on the
+// embedded prism runner, the description pipeline (stats.Describe: shape
+// and source identity, what the host asks before it reserves budget) and
+// then the clipped second-moment pass with the identity of what it read
+// (stats.DescribedPass of a rows.centred_moment request, clip c, no
+// center: the pass pca-analyze-gauss with center=none sends), against the
+// single-machine reference (dataio.LoadIdentity and the same request run
+// in process by pass.Run, what a local fit does). It reports throughput
+// (rows/s), CPU time and peak resident memory, each cell in its own
+// process, the two paths interleaved round by round (the order alternating),
+// with the load average before and after every cell, and after the first
+// round of each pair it compares the two results (record count, every
+// output and scalar, source identity).
 //
-// Sources (-source): "synthetic" generates Gaussian rows inside the
-// pipeline (a DoFn per block of 10 000 rows; nothing is written to disk;
-// no source identity: generated rows have no source to describe), and the
-// single-machine path generates the same rows into one in-memory matrix; "files" writes .npy shards of 10 000 rows plus one whole .npy,
-// read by the pipeline and by dataio.LoadIdentity (deleted afterwards).
-// -fmnist adds the Fashion-MNIST training images (IDX, gzip, scaled by
-// 1/255), read by the same reader on both paths, and checks that the two
-// paths' statistics agree.
+// Data: Gaussian rows (norm ≈ 1.2, so the clip c = 1 bites) written as one
+// .npy file, read by the single-machine path, and as .npy shards of
+// -shard-rows rows, read by the pipeline (-shard-rows 0: the pipeline
+// reads the one file, in ranges of rows); both deleted afterwards. The
+// rows are no longer generated inside the pipeline: a fit's pass reads
+// files, so the bench does too. -fmnist adds the Fashion-MNIST training
+// images (IDX, gzip, scaled by 1/255, clip 10), read by both paths.
 //
-//	go run ./cmd/beam-bench [-n 100000,1000000] [-p 784] [-source synthetic|files]
+//	go run ./cmd/beam-bench [-n 100000,1000000] [-p 784] [-shard-rows 10000]
 //	    [-single-max 1000000] [-rounds 1] [-fmnist PATH] [-out ../bench/results/beam.md]
 package main
 
@@ -38,20 +41,18 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/beam/stats"
-	dplrdata "github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
-	"github.com/dplr/dplr/engine/kernel"
-	"github.com/dplr/dplr/plugins/pca"
+	"github.com/dplr/dplr/engine/pass"
 )
 
 const (
-	shardRows = 10000
-	// clip is the per-row bound of the synthetic cells (rows have norm ≈ 1.2).
+	// blockRows is the generator's block (the same rows for every n and
+	// sharding).
+	blockRows = 10000
+	// clip is the per-row bound of the generated rows (norms ≈ 1.2).
 	clip = 1.0
 	// fmnistClip is the per-row bound of the Fashion-MNIST cells (pixels in
 	// [0, 1]; row norms are about 5 to 20, so many rows are clipped).
@@ -59,48 +60,46 @@ const (
 	fmnistScale = 1.0 / 255
 )
 
-func init() {
-	register.DoFn2x1[int, func(stats.ClippedRow), error](&genFn{})
-}
-
 func main() {
 	beam.Init()
 	ns := flag.String("n", "100000,1000000", "row counts (10000000 runs the Beam path alone: see -single-max)")
 	p := flag.Int("p", 784, "columns")
-	source := flag.String("source", "synthetic", "synthetic (generated in the pipeline) or files (.npy shards on disk)")
+	shardRows := flag.Int("shard-rows", 10000, "rows per .npy shard the pipeline reads (0: it reads the one file)")
 	singleMax := flag.Int("single-max", 1000000, "largest n run on the single-machine path (n·p·8 bytes must fit in memory)")
-	rounds := flag.Int("rounds", 1, "rounds of each compared pair (medians reported)")
+	rounds := flag.Int("rounds", 1, "rounds of each compared pair")
 	fmnist := flag.String("fmnist", "", "Fashion-MNIST training images (IDX) to compare on, e.g. /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
-	dir := flag.String("dir", "", "scratch directory for -source files (default a temporary one)")
+	dir := flag.String("dir", "", "scratch directory for the generated files (default a temporary one)")
 	out := flag.String("out", "", "append the results to this file")
 	cell := flag.String("cell", "", "internal: run one cell")
 	dataArg := flag.String("data", "", "internal: the cell's data")
-	statsOut := flag.String("stats", "", "internal: write the cell's statistics here")
+	statsOut := flag.String("stats", "", "internal: write the cell's result here")
 	flag.Parse()
 	if *cell != "" {
-		if err := runCell(*cell, *dataArg, *p, *statsOut); err != nil {
+		if err := runCell(*cell, *dataArg, *statsOut); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		return
 	}
-	b := &bencher{p: *p, out: *out, dir: *dir, rounds: max(1, *rounds)}
-	if err := b.run(*ns, *source, *singleMax, *fmnist); err != nil {
+	if *shardRows < 0 {
+		fmt.Fprintln(os.Stderr, "beam-bench: -shard-rows must be non-negative")
+		os.Exit(2)
+	}
+	b := &bencher{p: *p, out: *out, dir: *dir, rounds: max(1, *rounds), shardRows: *shardRows}
+	if err := b.run(*ns, *singleMax, *fmnist); err != nil {
 		fmt.Fprintln(os.Stderr, "beam-bench:", err)
 		os.Exit(1)
 	}
 }
 
-// cellStats is what a cell computed, for the equality check.
-type cellStats struct {
-	N      int64
-	Sum    []float64
-	Moment []float64 // full p×p, divided by N
-	Hash   string
+// cellResult is what a cell computed, for the equality check.
+type cellResult struct {
+	Res  *data.PassResult
+	Hash string
 }
 
-// synthRows fills x (m×p) with block k's rows: the same values on both
-// paths and for every n (block k of a larger n is block k of a smaller).
+// synthRows fills x (m×p) with block k's rows: the same values for every
+// n (block k of a larger n is block k of a smaller).
 func synthRows(x []float64, k, p int) {
 	r := rand.New(rand.NewPCG(uint64(k), 784))
 	s := 1.2 / math.Sqrt(float64(p))
@@ -109,104 +108,48 @@ func synthRows(x []float64, k, p int) {
 	}
 }
 
-// genFn is the pipeline's synthetic source: block k of shardRows rows.
-type genFn struct {
-	P, N int
+// request is the pass both paths run: the clipped second moment about 0.
+func request(sh *data.Remote, c float64) data.PassRequest {
+	return pass.RowsCentredMomentKind.EncodeRequest(sh, pass.CentredMomentRequest{Clip: c})
 }
 
-// ProcessElement emits block k's rows, clipped.
-func (f *genFn) ProcessElement(k int, emit func(stats.ClippedRow)) error {
-	m := min(shardRows, f.N-k*shardRows)
-	x := make([]float64, m*f.P)
-	synthRows(x, k, f.P)
-	for i := range m {
-		r, err := stats.NewClippedRow(x[i*f.P:(i+1)*f.P], 1, clip)
-		if err != nil {
-			return err
-		}
-		emit(r)
-	}
-	return nil
-}
-
-// runCell computes the statistics one way and prints "rows seconds".
-func runCell(kind, data string, p int, statsOut string) error {
+// runCell runs one path ("beam" or "single", "-fmnist" for the
+// Fashion-MNIST scale and clip) on the data and prints "rows seconds".
+func runCell(kind, path, statsOut string) error {
 	ctx := context.Background()
 	t0 := time.Now()
-	var cs cellStats
-	switch kind {
-	case "beam-synth":
-		n, err := strconv.Atoi(data)
-		if err != nil {
-			return err
-		}
-		blocks := make([]int, (n+shardRows-1)/shardRows)
-		for k := range blocks {
-			blocks[k] = k
-		}
-		st, err := stats.RunRows(ctx, p, func(s beam.Scope) beam.PCollection {
-			rows := beam.ParDo(s, &genFn{P: p, N: n}, beam.Reshuffle(s, beam.CreateList(s, blocks)))
-			return stats.CombineRows(s, rows, p)
-		}, stats.Options{})
-		if err != nil {
-			return err
-		}
-		cs = fromRowStats(st)
-	case "beam-file", "beam-fmnist":
-		ro := stats.ReadOptions{}
-		c := clip
-		if kind == "beam-fmnist" {
-			ro.Scale, c = fmnistScale, fmnistClip
-		}
+	scale, c := 0.0, clip
+	if strings.HasSuffix(kind, "-fmnist") {
+		scale, c = fmnistScale, fmnistClip
+	}
+	var cr cellResult
+	switch strings.TrimSuffix(kind, "-fmnist") {
+	case "beam":
+		ro := stats.ReadOptions{Scale: scale}
 		opt := stats.Options{Read: ro}
-		desc, err := stats.Describe(ctx, data, dplrdata.Rows, 0, 0, opt)
+		desc, err := stats.Describe(ctx, path, data.Rows, 0, 0, opt)
 		if err != nil {
 			return err
 		}
-		paths, err := stats.Expand(ctx, data)
+		sh := desc.Remote()
+		res, got, err := stats.DescribedPass(ctx, path, sh, ro, request(sh, c), 0, 0, opt)
 		if err != nil {
 			return err
 		}
-		st, err := stats.RunRows(ctx, desc.P, func(s beam.Scope) beam.PCollection {
-			return stats.Rows(s, beam.CreateList(s, paths), desc.P, c, ro)
-		}, opt)
+		cr = cellResult{res, got.Identity.Identity().Hash}
+		if d := desc.Identity.Identity().Hash; cr.Hash != d {
+			return fmt.Errorf("the pass read data of identity %s, described %s", cr.Hash, d)
+		}
+	case "single":
+		ds, id, err := dataio.LoadIdentity(path, dataio.LoadOptions{Scale: scale})
 		if err != nil {
 			return err
 		}
-		cs = fromRowStats(st)
-		cs.Hash = desc.Identity.Identity().Hash
-	case "single-synth":
-		n, err := strconv.Atoi(data)
+		res, err := pass.Run(ctx, ds, request(pass.ShapeOf(ds), c))
 		if err != nil {
 			return err
 		}
-		x := make([]float64, n*p)
-		var id dataio.IdentityParts
-		for k := 0; k*shardRows < n; k++ {
-			blk := x[k*shardRows*p : min(n, (k+1)*shardRows)*p]
-			synthRows(blk, k, p)
-		}
-		for i := range n {
-			id.AddRow(x[i*p : (i+1)*p])
-		}
-		if cs, err = single(ctx, mat.NewDense(n, p, x), clip); err != nil {
-			return err
-		}
-		cs.Hash = id.Identity().Hash
-	case "single-file", "single-fmnist":
-		lo := dataio.LoadOptions{}
-		c := clip
-		if kind == "single-fmnist" {
-			lo.Scale, c = fmnistScale, fmnistClip
-		}
-		ds, id, err := dataio.LoadIdentity(data, lo)
-		if err != nil {
-			return err
-		}
-		if cs, err = single(ctx, ds.X, c); err != nil {
-			return err
-		}
-		cs.Hash = id.Hash
+		cr = cellResult{res, id.Hash}
 	default:
 		return fmt.Errorf("cell %q", kind)
 	}
@@ -216,7 +159,7 @@ func runCell(kind, data string, p int, statsOut string) error {
 		if err != nil {
 			return err
 		}
-		if err := gob.NewEncoder(f).Encode(cs); err != nil {
+		if err := gob.NewEncoder(f).Encode(cr); err != nil {
 			f.Close()
 			return err
 		}
@@ -224,60 +167,22 @@ func runCell(kind, data string, p int, statsOut string) error {
 			return err
 		}
 	}
-	fmt.Printf("%d %.3f\n", cs.N, secs)
+	fmt.Printf("%d %.3f\n", cr.Res.Records, secs)
 	return nil
-}
-
-// single is the single-machine path on x: pca.Gram (the plugin's kernel)
-// and the clipped sum.
-func single(ctx context.Context, x *mat.Dense, c float64) (cellStats, error) {
-	g, _, err := pca.Gram(ctx, backend.Default(), x, nil, c)
-	if err != nil {
-		return cellStats{}, err
-	}
-	n, p := x.Dims()
-	sum, err := kernel.ClippedSum(ctx, x, c)
-	if err != nil {
-		return cellStats{}, err
-	}
-	m := make([]float64, p*p)
-	for i := range p {
-		for j := range p {
-			m[i*p+j] = g.At(i, j)
-		}
-	}
-	return cellStats{N: int64(n), Sum: sum, Moment: m}, nil
-}
-
-func fromRowStats(st *stats.RowStats) cellStats {
-	p := st.P
-	m := make([]float64, p*p)
-	for i := range p {
-		for j := i; j < p; j++ {
-			v := st.Moment[i*p+j] / float64(st.N)
-			m[i*p+j], m[j*p+i] = v, v
-		}
-	}
-	return cellStats{N: st.N, Sum: st.Sum, Moment: m}
 }
 
 // bencher runs cells and writes the table.
 type bencher struct {
-	p      int
-	out    string
-	dir    string
-	rounds int
-	self   string
-	tmp    string
+	p, rounds, shardRows int
+	out, dir, self, tmp  string
 }
 
 // result is one cell's measurement.
 type result struct {
-	rows      int64
-	secs, cpu float64
-	rssMiB    float64
-	load0     string
-	load1     string
+	rows         int64
+	secs, cpu    float64
+	rssMiB       float64
+	load0, load1 string
 }
 
 func loadavg() string {
@@ -304,36 +209,33 @@ func (b *bencher) emit(s string) error {
 	return f.Close()
 }
 
-// cell runs one cell in its own process.
-func (b *bencher) cell(kind, data, statsOut string) (result, error) {
+// cell runs one cell in its own process and writes its line.
+func (b *bencher) cell(label, kind, path, statsOut string) error {
 	r := result{load0: loadavg()}
-	cmd := exec.Command(b.self, "-cell", kind, "-data", data, "-p", strconv.Itoa(b.p), "-stats", statsOut)
+	cmd := exec.Command(b.self, "-cell", kind, "-data", path, "-stats", statsOut)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return r, fmt.Errorf("%s %s: %w", kind, data, err)
+		return fmt.Errorf("%s %s: %w", kind, path, err)
 	}
 	if _, err := fmt.Sscan(string(out), &r.rows, &r.secs); err != nil {
-		return r, fmt.Errorf("%s %s: output %q", kind, data, out)
+		return fmt.Errorf("%s %s: output %q", kind, path, out)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	r.rssMiB = float64(ru.Maxrss) / 1024
 	r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	r.load1 = loadavg()
-	return r, nil
-}
-
-func (b *bencher) line(label string, p int, path string, r result) error {
+	name := map[bool]string{true: "beam (prism)", false: "single machine"}[strings.HasPrefix(kind, "beam")]
 	return b.emit(fmt.Sprintf("| %s | %d | %s | %.1f | %.0f | %.1f | %.0f | %s → %s |\n",
-		label, p, path, r.secs, float64(r.rows)/r.secs, r.cpu, r.rssMiB, r.load0, r.load1))
+		label, b.p, name, r.secs, float64(r.rows)/r.secs, r.cpu, r.rssMiB, r.load0, r.load1))
 }
 
-// compare reports the relative differences of two cells' statistics.
+// compare reports the relative differences of two cells' results.
 func compare(a, b string) (string, error) {
-	var x, y cellStats
+	var x, y cellResult
 	for _, c := range []struct {
 		path string
-		v    *cellStats
+		v    *cellResult
 	}{{a, &x}, {b, &y}} {
 		f, err := os.Open(c.path)
 		if err != nil {
@@ -345,6 +247,9 @@ func compare(a, b string) (string, error) {
 			return "", err
 		}
 	}
+	if x.Res.Records != y.Res.Records || len(x.Res.Outputs) != len(y.Res.Outputs) {
+		return fmt.Sprintf("**differ**: %d vs %d rows", x.Res.Records, y.Res.Records), nil
+	}
 	rel := func(u, v []float64) float64 {
 		var num, den float64
 		for i := range u {
@@ -353,18 +258,19 @@ func compare(a, b string) (string, error) {
 		}
 		return math.Sqrt(num / den)
 	}
-	if x.N != y.N || len(x.Sum) != len(y.Sum) {
-		return fmt.Sprintf("**differ**: %d vs %d rows", x.N, y.N), nil
+	var s strings.Builder
+	s.WriteString("same n")
+	for i, o := range y.Res.Outputs {
+		fmt.Fprintf(&s, "; %s rel. diff (Frobenius) %.1e", o.Name, rel(x.Res.Outputs[i].Data, o.Data))
 	}
-	id := map[bool]string{true: "equal", false: "**differs**"}[x.Hash == y.Hash]
-	if x.Hash == "" || y.Hash == "" {
-		id = "not compared (generated rows)"
+	for name, v := range y.Res.Scalars {
+		fmt.Fprintf(&s, "; %s %v vs %v", name, x.Res.Scalars[name], v)
 	}
-	return fmt.Sprintf("same n; clipped sum rel. diff %.1e; second moment rel. diff (Frobenius) %.1e; source identity %s",
-		rel(x.Sum, y.Sum), rel(x.Moment, y.Moment), id), nil
+	fmt.Fprintf(&s, "; source identity %s", map[bool]string{true: "equal", false: "**differs**"}[x.Hash == y.Hash])
+	return s.String(), nil
 }
 
-func (b *bencher) run(nsArg, source string, singleMax int, fmnist string) error {
+func (b *bencher) run(nsArg string, singleMax int, fmnist string) error {
 	var err error
 	if b.self, err = os.Executable(); err != nil {
 		return err
@@ -374,14 +280,14 @@ func (b *bencher) run(nsArg, source string, singleMax int, fmnist string) error 
 	}
 	defer os.RemoveAll(b.tmp)
 	host, _ := os.Hostname()
-	if err := b.emit(fmt.Sprintf("\nRun %s UTC on %s, source %s, %d round(s), GOMAXPROCS default:\n\n"+
+	if err := b.emit(fmt.Sprintf("\nRun %s UTC on %s, shards of %d rows (0: one file), %d round(s), GOMAXPROCS default:\n\n"+
 		"| n | p | path | wall s | rows/s | CPU s | peak RSS (MiB) | load 1-min (start → end) |\n|---|---:|---|---:|---:|---:|---:|---|\n",
-		time.Now().UTC().Format("2006-01-02 15:04"), host, source, b.rounds)); err != nil {
+		time.Now().UTC().Format("2006-01-02 15:04"), host, b.shardRows, b.rounds)); err != nil {
 		return err
 	}
 	var notes []string
 	if fmnist != "" {
-		note, err := b.pair("Fashion-MNIST 60000", fmnist, fmnist, "single-fmnist", "beam-fmnist")
+		note, err := b.pair("Fashion-MNIST 60000", fmnist, fmnist, "-fmnist")
 		if err != nil {
 			return err
 		}
@@ -392,13 +298,11 @@ func (b *bencher) run(nsArg, source string, singleMax int, fmnist string) error 
 		if err != nil {
 			return err
 		}
-		note, err := b.size(n, source, singleMax)
+		note, err := b.size(n, singleMax)
 		if err != nil {
 			return err
 		}
-		if note != "" {
-			notes = append(notes, fmt.Sprintf("n = %d: %s", n, note))
-		}
+		notes = append(notes, fmt.Sprintf("n = %d: %s", n, note))
 	}
 	var tail strings.Builder
 	tail.WriteString("\n")
@@ -408,73 +312,60 @@ func (b *bencher) run(nsArg, source string, singleMax int, fmnist string) error 
 	return b.emit(tail.String())
 }
 
-// size runs the cells of one n.
-func (b *bencher) size(n int, source string, singleMax int) (string, error) {
-	single, beamData, singleData := "single-synth", strconv.Itoa(n), strconv.Itoa(n)
-	var cleanup func()
-	if source == "files" {
-		dir := b.dir
-		if dir == "" {
-			d, err := os.MkdirTemp("", "beam-bench-*")
-			if err != nil {
-				return "", err
-			}
-			dir = d
-		}
-		sdir := filepath.Join(dir, fmt.Sprintf("n%d", n))
-		whole := filepath.Join(dir, fmt.Sprintf("whole-%d.npy", n))
-		fmt.Fprintf(os.Stderr, "generating %d×%d rows in shards of %d ...\n", n, b.p, shardRows)
-		if err := generate(sdir, whole, n, b.p); err != nil {
-			return "", err
-		}
-		cleanup = func() { os.RemoveAll(sdir); os.Remove(whole) }
-		single, beamData, singleData = "single-file", filepath.Join(sdir, "*.npy"), whole
-	} else if source != "synthetic" {
-		return "", fmt.Errorf("source %q: want synthetic or files", source)
-	}
-	if cleanup != nil {
-		defer cleanup()
-	}
-	label := strconv.Itoa(n)
-	if n > singleMax {
-		r, err := b.cell("beam-"+strings.TrimPrefix(single, "single-"), beamData, "")
+// size generates the files of one n and runs its cells.
+func (b *bencher) size(n, singleMax int) (string, error) {
+	dir := b.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "beam-bench-*")
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("single machine not run: the n×p float64 matrix alone takes %.0f GB, above this machine's 23 GB", float64(n)*float64(b.p)*8/1e9),
-			b.line(label, b.p, "beam (prism)", r)
+		defer os.RemoveAll(d)
+		dir = d
 	}
-	return b.pair(label, singleData, beamData, single, "beam-"+strings.TrimPrefix(single, "single-"))
+	sdir := filepath.Join(dir, fmt.Sprintf("n%d", n))
+	whole := filepath.Join(dir, fmt.Sprintf("whole-%d.npy", n))
+	defer os.RemoveAll(sdir)
+	defer os.Remove(whole)
+	fmt.Fprintf(os.Stderr, "generating %d×%d rows ...\n", n, b.p)
+	if err := b.generate(sdir, whole, n); err != nil {
+		return "", err
+	}
+	shards := filepath.Join(sdir, "*.npy")
+	if b.shardRows == 0 {
+		shards = whole
+	}
+	label := strconv.Itoa(n)
+	if n > singleMax {
+		return fmt.Sprintf("single machine not run: the n×p float64 matrix alone takes %.0f GB", float64(n)*float64(b.p)*8/1e9),
+			b.cell(label, "beam", shards, "")
+	}
+	return b.pair(label, whole, shards, "")
 }
 
 // pair runs the single-machine and Beam cells of one data set, interleaved
-// (the order alternating by round), and compares their statistics.
-func (b *bencher) pair(label, singleData, beamData, single, beamKind string) (string, error) {
+// (the order alternating by round), and compares their results.
+func (b *bencher) pair(label, whole, shards, suffix string) (string, error) {
 	var note string
 	for r := range b.rounds {
-		order := []string{single, beamKind}
+		kinds := []string{"single", "beam"}
 		if r%2 == 1 {
-			order = []string{beamKind, single}
+			kinds[0], kinds[1] = kinds[1], kinds[0]
 		}
 		files := map[string]string{}
-		for _, kind := range order {
-			data := singleData
-			path := "single machine"
-			if kind == beamKind {
-				data, path = beamData, "beam (prism)"
+		for _, kind := range kinds {
+			path := whole
+			if kind == "beam" {
+				path = shards
 			}
 			files[kind] = filepath.Join(b.tmp, kind+".gob")
-			res, err := b.cell(kind, data, files[kind])
-			if err != nil {
-				return "", err
-			}
-			if err := b.line(label, b.p, path, res); err != nil {
+			if err := b.cell(label, kind+suffix, path, files[kind]); err != nil {
 				return "", err
 			}
 		}
 		if r == 0 {
 			var err error
-			if note, err = compare(files[beamKind], files[single]); err != nil {
+			if note, err = compare(files["beam"], files["single"]); err != nil {
 				return "", err
 			}
 		}
@@ -482,31 +373,45 @@ func (b *bencher) pair(label, singleData, beamData, single, beamKind string) (st
 	return note, nil
 }
 
-// generate writes n×p synthetic rows as shards of shardRows rows and as
-// one file.
-func generate(sdir, whole string, n, p int) error {
+// generate writes n×p generated rows as one file and, unless the pipeline
+// reads that file, as shards of shardRows rows, one block in memory at a
+// time.
+func (b *bencher) generate(sdir, whole string, n int) error {
+	p := b.p
 	if err := os.MkdirAll(sdir, 0o755); err != nil {
 		return err
 	}
-	w, err := os.Create(whole)
+	w, err := newNPY(whole, n, p)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	if err := writeHeader(w, n, p); err != nil {
+	var shard *npyFile
+	done, blk := 0, make([]float64, blockRows*p)
+	for k := 0; k*blockRows < n; k++ {
+		rest := blk[:min(blockRows, n-k*blockRows)*p]
+		synthRows(rest, k, p)
+		if err := w.write(rest); err != nil {
+			return err
+		}
+		for b.shardRows > 0 && len(rest) > 0 {
+			if shard == nil || shard.left == 0 {
+				if err := shard.close(); err != nil {
+					return err
+				}
+				name := filepath.Join(sdir, fmt.Sprintf("shard-%05d.npy", done/b.shardRows))
+				if shard, err = newNPY(name, min(b.shardRows, n-done), p); err != nil {
+					return err
+				}
+			}
+			m := min(shard.left, len(rest)/p)
+			if err := shard.write(rest[:m*p]); err != nil {
+				return err
+			}
+			rest, done = rest[m*p:], done+m
+		}
+	}
+	if err := shard.close(); err != nil {
 		return err
 	}
-	buf := make([]float64, shardRows*p)
-	for k := 0; k*shardRows < n; k++ {
-		m := min(shardRows, n-k*shardRows)
-		x := buf[:m*p]
-		synthRows(x, k, p)
-		if err := dataio.SaveNPYFloat64(filepath.Join(sdir, fmt.Sprintf("shard-%05d.npy", k)), []int{m, p}, x); err != nil {
-			return err
-		}
-		if _, err := w.Write(f64bytes(x)); err != nil {
-			return err
-		}
-	}
-	return w.Close()
+	return w.close()
 }
