@@ -46,8 +46,9 @@ func (x *Bytes) Dims() (r, c int) { return x.n, x.p }
 
 // Row writes row i into dst (of length at least p) and returns it.
 func (x *Bytes) Row(i int, dst []float64) []float64 {
-	dst = dst[:x.p]
-	for j, v := range x.b[i*x.p : (i+1)*x.p] {
+	src := x.b[i*x.p : (i+1)*x.p]
+	dst = dst[:len(src)]
+	for j, v := range src {
 		dst[j] = x.lut[v]
 	}
 	return dst

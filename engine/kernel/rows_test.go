@@ -346,3 +346,24 @@ func TestPairDifferences(t *testing.T) {
 	_, err = PairDifferences(ctx, mat.NewDense(1, 2, nil), []int{0})
 	assert.ErrorContains(t, err, "at least 2 rows")
 }
+
+// The block norms equal the one-row norms bit for bit, with and without a
+// centre, for any number of rows.
+func TestSqNorms(t *testing.T) {
+	x := randRows(11, 13, 3, 5)
+	rows := make([][]float64, 11)
+	for i := range rows {
+		rows[i] = x.RawRowView(i)
+	}
+	c := x.RawRowView(10)
+	for _, centre := range [][]float64{nil, c} {
+		for m := 0; m <= len(rows); m++ {
+			got := make([]float64, m)
+			sqNorms(got, rows[:m], centre)
+			for k := range got {
+				assert.Equal(t, math.Float64bits(sqNorm(rows[k], centre)), math.Float64bits(got[k]), "row %d of %d", k, m)
+				assert.Equal(t, CentredNorm(rows[k], centre), math.Sqrt(got[k]))
+			}
+		}
+	}
+}
