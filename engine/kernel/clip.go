@@ -48,24 +48,12 @@ func sqNorm(x, c []float64) float64 {
 }
 
 // sqNorms sets s[k] = sqNorm(rows[k], c) for rows of equal length, bit for
-// bit, four rows at a time: each row keeps its own sum in column order,
-// and the four independent sums keep the processor's adders busy where one
-// sum waits on each addition.
+// bit (c must not be nil: zeros stand for none, as v − 0 = v), four rows
+// at a time: each row keeps its own sum in column order, and the four
+// independent sums keep the processor's adders busy where one sum waits on
+// each addition.
 func sqNorms(s []float64, rows [][]float64, c []float64) {
 	k := 0
-	for ; k+4 <= len(rows) && c == nil; k += 4 {
-		a := rows[k]
-		b, d, e := rows[k+1][:len(a)], rows[k+2][:len(a)], rows[k+3][:len(a)]
-		var s0, s1, s2, s3 float64
-		for j, v := range a {
-			w, y, z := b[j], d[j], e[j]
-			s0 += v * v
-			s1 += w * w
-			s2 += y * y
-			s3 += z * z
-		}
-		s[k], s[k+1], s[k+2], s[k+3] = s0, s1, s2, s3
-	}
 	for ; k+4 <= len(rows); k += 4 {
 		a := rows[k]
 		b, d, e, cc := rows[k+1][:len(a)], rows[k+2][:len(a)], rows[k+3][:len(a)], c[:len(a)]

@@ -116,34 +116,28 @@ func (x rowsOf) finiteRow(i int, row []float64) error {
 // rowBlock is the number of rows the norms and sums read at a time.
 const rowBlock = 64
 
-// block is a reader of blocks of up to rowBlock rows of x with their
-// squared norms, in buffers it reuses.
+// block reads up to rowBlock rows of x at a time with their squared
+// norms, in buffers it reuses.
 type block struct {
-	x    rowsOf
-	buf  []float64
-	rows [][]float64
-	sq   []float64
+	x             rowsOf
+	buf, zero, sq []float64
+	rows          [][]float64
 }
 
 // newBlock returns a block reader of x.
 func (x rowsOf) newBlock() *block {
-	b := &block{x: x, rows: make([][]float64, rowBlock), sq: make([]float64, rowBlock)}
-	if x.d == nil {
-		b.buf = make([]float64, rowBlock*x.p)
-	}
-	return b
+	return &block{x: x, buf: make([]float64, rowBlock*x.p), zero: make([]float64, x.p), sq: make([]float64, rowBlock), rows: make([][]float64, rowBlock)}
 }
 
 // read returns rows lo…hi−1 (hi − lo ≤ rowBlock: views of a *mat.Dense's
-// storage, or decoded) and their squared norms about c (sqNorm).
+// storage, or decoded) and their squared norms about c (nil: 0; sqNorm).
 func (b *block) read(lo, hi int, c []float64) ([][]float64, []float64) {
+	if c == nil {
+		c = b.zero
+	}
 	rows, p := b.rows[:hi-lo], b.x.p
 	for k := range rows {
-		if b.x.d != nil {
-			rows[k] = b.x.d.RawRowView(lo + k)
-		} else {
-			rows[k] = b.x.r.Row(lo+k, b.buf[k*p:(k+1)*p])
-		}
+		rows[k] = b.x.row(lo+k, b.buf[k*p:(k+1)*p])
 	}
 	sqNorms(b.sq, rows, c)
 	return rows, b.sq[:len(rows)]
@@ -428,7 +422,7 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 			return pt, nil
 		}
 		buf := make([]float64, min(bs, max(b-a, 1))*p)
-		rows, sq := make([][]float64, bs), make([]float64, bs)
+		rows, sq, zero := make([][]float64, bs), make([]float64, bs), make([]float64, p)
 		for start := a; start < b; start += bs {
 			if err := ctx.Err(); err != nil {
 				return pt, fmt.Errorf("second moment: %w", err)
@@ -447,7 +441,7 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 				rows[i] = row
 			}
 			if doClip {
-				sqNorms(sq, rows[:m], nil)
+				sqNorms(sq, rows[:m], zero)
 				for i, row := range rows[:m] {
 					if shrink(row, sq[i], c) {
 						pt.nClipped++

@@ -359,7 +359,11 @@ func TestSqNorms(t *testing.T) {
 	for _, centre := range [][]float64{nil, c} {
 		for m := 0; m <= len(rows); m++ {
 			got := make([]float64, m)
-			sqNorms(got, rows[:m], centre)
+			if centre == nil {
+				sqNorms(got, rows[:m], make([]float64, 13))
+			} else {
+				sqNorms(got, rows[:m], centre)
+			}
 			for k := range got {
 				assert.Equal(t, math.Float64bits(sqNorm(rows[k], centre)), math.Float64bits(got[k]), "row %d of %d", k, m)
 				assert.Equal(t, CentredNorm(rows[k], centre), math.Sqrt(got[k]))
