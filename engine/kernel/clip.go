@@ -25,12 +25,10 @@ const CountSlack = 1 + 2e-9
 // Norm returns the Euclidean (Frobenius) norm of v, summed in index order.
 func Norm(v []float64) float64 { return math.Sqrt(sqNorm(v, nil)) }
 
-// CentredNorm returns ‖x − c‖, summed in column order (c nil: ‖x‖): the
-// norm every implementation of a norm histogram must compute, so that a
-// norm on a grid point falls in the same cell everywhere.
-func CentredNorm(x, c []float64) float64 { return math.Sqrt(sqNorm(x, c)) }
-
-// sqNorm is Σ_j (x_j − c_j)² summed in column order (c nil: Σ_j x_j²).
+// sqNorm is ‖x − c‖² = Σ_j (x_j − c_j)² summed in column order (c nil:
+// ‖x‖²): its square root is the norm every implementation of a norm
+// histogram must compute, so that a norm on a grid point falls in the same
+// cell everywhere.
 func sqNorm(x, c []float64) float64 {
 	var s float64
 	if c == nil {

@@ -223,9 +223,11 @@ func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) 
 				if err := x.finiteRow(i+k, row); err != nil {
 					return nil, err
 				}
-				sq[k] = clipFactor(sq[k], clip)
+				f := clipFactor(sq[k], clip)
+				for j, v := range row {
+					sum[j] += f * v
+				}
 			}
-			addWeighted(sum, rows, sq)
 		}
 		return sum, nil
 	})
@@ -233,31 +235,6 @@ func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) 
 		return nil, err
 	}
 	return addParts(parts), nil
-}
-
-// addWeighted adds Σ_k w_k·rows[k] to sum, each entry's terms added in
-// row order as one row at a time would (bit for bit), four rows per
-// sweep of sum.
-func addWeighted(sum []float64, rows [][]float64, w []float64) {
-	k := 0
-	for ; k+4 <= len(rows); k += 4 {
-		a := rows[k][:len(sum)]
-		b, d, e := rows[k+1][:len(sum)], rows[k+2][:len(sum)], rows[k+3][:len(sum)]
-		f0, f1, f2, f3 := w[k], w[k+1], w[k+2], w[k+3]
-		for j, t := range sum {
-			t += f0 * a[j]
-			t += f1 * b[j]
-			t += f2 * d[j]
-			t += f3 * e[j]
-			sum[j] = t
-		}
-	}
-	for ; k < len(rows); k++ {
-		f, r := w[k], rows[k][:len(sum)]
-		for j, v := range r {
-			sum[j] += f * v
-		}
-	}
 }
 
 // SumSensitivity is the replace-one ℓ2 sensitivity 2·clip of ClippedSum.
