@@ -113,36 +113,6 @@ func (x rowsOf) finiteRow(i int, row []float64) error {
 	return FiniteRow(i, row)
 }
 
-// rowBlock is the number of rows the norms and sums read at a time.
-const rowBlock = 64
-
-// block reads up to rowBlock rows of x at a time with their squared
-// norms, in buffers it reuses.
-type block struct {
-	x             rowsOf
-	buf, zero, sq []float64
-	rows          [][]float64
-}
-
-// newBlock returns a block reader of x.
-func (x rowsOf) newBlock() *block {
-	return &block{x: x, buf: make([]float64, rowBlock*x.p), zero: make([]float64, x.p), sq: make([]float64, rowBlock), rows: make([][]float64, rowBlock)}
-}
-
-// read returns rows lo…hi−1 (hi − lo ≤ rowBlock: views of a *mat.Dense's
-// storage, or decoded) and their squared norms about c (nil: 0; sqNorm).
-func (b *block) read(lo, hi int, c []float64) ([][]float64, []float64) {
-	if c == nil {
-		c = b.zero
-	}
-	rows, p := b.rows[:hi-lo], b.x.p
-	for k := range rows {
-		rows[k] = b.x.row(lo+k, b.buf[k*p:(k+1)*p])
-	}
-	sqNorms(b.sq, rows, c)
-	return rows, b.sq[:len(rows)]
-}
-
 // check reports a Matrix that is neither a *mat.Dense nor a RowReader.
 func (x rowsOf) check(what string) error {
 	if x.d == nil && x.r == nil {
@@ -160,31 +130,19 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float6
 	if err := x.check("norm counts"); err != nil {
 		return nil, err
 	}
-	parts, err := inChunks(ctx, "norm counts", x.chunks(), x.n, func(a, b int) ([]float64, error) {
-		blk := x.newBlock()
-		counts := make([]float64, len(grid)+1)
-		for i := a; i < b; i += rowBlock {
-			if (i-a)%8192 == 0 && ctx.Err() != nil {
-				return nil, fmt.Errorf("norm counts: %w", ctx.Err())
-			}
-			rows, sq := blk.read(i, min(i+rowBlock, b), center)
-			for k, v := range sq {
-				s := math.Sqrt(v)
-				if math.IsNaN(s) || math.IsInf(s, 0) {
-					if err := FiniteRow(i+k, rows[k]); err != nil {
-						return nil, err
-					}
-					return nil, fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i+k)
+	return x.sumBlocks(ctx, "norm counts", len(grid)+1, center, func(counts []float64, i int, rows [][]float64, sq []float64) error {
+		for k, v := range sq {
+			s := math.Sqrt(v)
+			if math.IsNaN(s) || math.IsInf(s, 0) {
+				if err := FiniteRow(i+k, rows[k]); err != nil {
+					return err
 				}
-				counts[Cell(grid, s)]++
+				return fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i+k)
 			}
+			counts[Cell(grid, s)]++
 		}
-		return counts, nil
+		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return addParts(parts), nil
 }
 
 // CheckNormCounts checks counts claiming to be NormCounts of records
@@ -211,30 +169,18 @@ func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) 
 	if err := x.check("clipped sum"); err != nil {
 		return nil, err
 	}
-	parts, err := inChunks(ctx, "clipped sum", x.chunks(), x.n, func(a, b int) ([]float64, error) {
-		blk := x.newBlock()
-		sum := make([]float64, x.p)
-		for i := a; i < b; i += rowBlock {
-			if (i-a)%4096 == 0 && ctx.Err() != nil {
-				return nil, fmt.Errorf("clipped sum: %w", ctx.Err())
+	return x.sumBlocks(ctx, "clipped sum", x.p, nil, func(sum []float64, i int, rows [][]float64, sq []float64) error {
+		for k, row := range rows {
+			if err := x.finiteRow(i+k, row); err != nil {
+				return err
 			}
-			rows, sq := blk.read(i, min(i+rowBlock, b), nil)
-			for k, row := range rows {
-				if err := x.finiteRow(i+k, row); err != nil {
-					return nil, err
-				}
-				f := clipFactor(sq[k], clip)
-				for j, v := range row {
-					sum[j] += f * v
-				}
+			f := clipFactor(sq[k], clip)
+			for j, v := range row {
+				sum[j] += f * v
 			}
 		}
-		return sum, nil
+		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return addParts(parts), nil
 }
 
 // SumSensitivity is the replace-one ℓ2 sensitivity 2·clip of ClippedSum.
@@ -274,6 +220,46 @@ func (x rowsOf) chunks() int {
 	return 1
 }
 
+// rowBlock is the number of rows sumBlocks reads at a time.
+const rowBlock = 64
+
+// sumBlocks returns the sum over x's rows of what f adds to an accumulator
+// of length size: the rows split in chunks on several goroutines
+// (inChunks), each read rowBlock rows at a time (views of a *mat.Dense's
+// storage, or decoded) with their squared norms about c (nil: 0; sqNorms)
+// and handed to f with the index of the first and the chunk's
+// accumulator; the chunks' accumulators are added in chunk order.
+func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
+	if c == nil {
+		c = make([]float64, x.p) // v − 0 = v: the rows' own squared norms
+	}
+	parts, err := inChunks(ctx, what, x.chunks(), x.n, func(a, b int) ([]float64, error) {
+		acc, buf := make([]float64, size), make([]float64, rowBlock*x.p)
+		rows, sq := make([][]float64, rowBlock), make([]float64, rowBlock)
+		for i := a; i < b; i += rowBlock {
+			if (i-a)%4096 == 0 && ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: %w", what, ctx.Err())
+			}
+			m := min(rowBlock, b-i)
+			for k := range m {
+				rows[k] = x.row(i+k, buf[k*x.p:(k+1)*x.p])
+			}
+			sqNorms(sq[:m], rows[:m], c)
+			if err := f(acc, i, rows[:m], sq[:m]); err != nil {
+				return nil, err
+			}
+		}
+		return acc, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range parts[1:] {
+		floats.Add(parts[0], v)
+	}
+	return parts[0], nil
+}
+
 // inChunks splits the rows 0…n−1 into nc contiguous chunks, runs
 // f(a, b) on each chunk [a, b) concurrently (ParallelChunks) and returns
 // the chunks' results in row order, or the error of the first chunk that
@@ -292,15 +278,6 @@ func inChunks[T any](ctx context.Context, what string, nc, n int, f func(a, b in
 		return nil, fmt.Errorf("%s: %w", what, cerr)
 	}
 	return out, nil
-}
-
-// addParts returns the sum of the chunks' vectors, added in chunk order
-// into the first.
-func addParts(parts [][]float64) []float64 {
-	for _, v := range parts[1:] {
-		floats.Add(parts[0], v)
-	}
-	return parts[0]
 }
 
 // Workers is the number of goroutines ParallelChunks runs for chunks of
