@@ -375,8 +375,8 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 			}
 			return pt, nil
 		}
-		buf := make([]float64, min(bs, max(b-a, 1))*p)
-		rows, sq, zero := make([][]float64, bs), make([]float64, bs), make([]float64, p)
+		k := min(bs, max(b-a, 1))
+		buf, rows, sq, zero := make([]float64, k*p), make([][]float64, k), make([]float64, k), make([]float64, p)
 		for start := a; start < b; start += bs {
 			if err := ctx.Err(); err != nil {
 				return pt, fmt.Errorf("second moment: %w", err)
