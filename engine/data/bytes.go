@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -44,11 +45,19 @@ func (x *Bytes) check() error {
 // Dims returns the shape n×p.
 func (x *Bytes) Dims() (r, c int) { return x.n, x.p }
 
-// Row writes row i into dst (of length at least p) and returns it.
+// Row writes row i into dst (of length at least p) and returns it. It
+// reads the bytes eight at a time (one load instead of eight).
 func (x *Bytes) Row(i int, dst []float64) []float64 {
-	dst = dst[:x.p]
-	for j, v := range x.b[i*x.p : (i+1)*x.p] {
-		dst[j] = x.lut[v]
+	src := x.b[i*x.p : (i+1)*x.p]
+	dst = dst[:len(src)]
+	j := 0
+	for ; j+8 <= len(src); j += 8 {
+		w, d := binary.LittleEndian.Uint64(src[j:]), dst[j:j+8:j+8]
+		d[0], d[1], d[2], d[3] = x.lut[byte(w)], x.lut[byte(w>>8)], x.lut[byte(w>>16)], x.lut[byte(w>>24)]
+		d[4], d[5], d[6], d[7] = x.lut[byte(w>>32)], x.lut[byte(w>>40)], x.lut[byte(w>>48)], x.lut[byte(w>>56)]
+	}
+	for ; j < len(src); j++ {
+		dst[j] = x.lut[src[j]]
 	}
 	return dst
 }
@@ -56,8 +65,8 @@ func (x *Bytes) Row(i int, dst []float64) []float64 {
 // Dense returns the matrix as float64.
 func (x *Bytes) Dense() *mat.Dense {
 	out := make([]float64, len(x.b))
-	for i, v := range x.b {
-		out[i] = x.lut[v]
+	for i := range x.n {
+		x.Row(i, out[i*x.p:])
 	}
 	return mat.NewDense(x.n, x.p, out)
 }

@@ -23,40 +23,61 @@ import "math"
 const CountSlack = 1 + 2e-9
 
 // Norm returns the Euclidean (Frobenius) norm of v, summed in index order.
-func Norm(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x * x
-	}
-	return math.Sqrt(s)
-}
+func Norm(v []float64) float64 { return math.Sqrt(sqNorm(v, nil)) }
 
-// CentredNorm returns ‖x − c‖, summed in column order (c nil: ‖x‖): the
-// norm every implementation of a norm histogram must compute, so that a
-// norm on a grid point falls in the same cell everywhere.
-func CentredNorm(x, c []float64) float64 {
-	if c == nil {
-		return Norm(x)
-	}
+// sqNorm is ‖x − c‖² = Σ_j (x_j − c_j)² summed in column order (c nil:
+// ‖x‖²): its square root is the norm every implementation of a norm
+// histogram must compute, so that a norm on a grid point falls in the same
+// cell everywhere.
+func sqNorm(x, c []float64) float64 {
 	var s float64
+	if c == nil {
+		for _, v := range x {
+			s += v * v
+		}
+		return s
+	}
+	c = c[:len(x)]
 	for j, v := range x {
 		v -= c[j]
 		s += v * v
 	}
-	return math.Sqrt(s)
+	return s
+}
+
+// sqNorms sets s[k] = sqNorm(rows[k], c) for rows of equal length, bit for
+// bit (c must not be nil: zeros stand for none, as v − 0 = v), four rows
+// at a time: each row keeps its own sum in column order, and the four
+// independent sums keep the processor's adders busy where one sum waits on
+// each addition.
+func sqNorms(s []float64, rows [][]float64, c []float64) {
+	k := 0
+	for ; k+4 <= len(rows); k += 4 {
+		a := rows[k]
+		b, d, e, cc := rows[k+1][:len(a)], rows[k+2][:len(a)], rows[k+3][:len(a)], c[:len(a)]
+		var s0, s1, s2, s3 float64
+		for j, v := range a {
+			m := cc[j]
+			v, w, y, z := v-m, b[j]-m, d[j]-m, e[j]-m
+			s0 += v * v
+			s1 += w * w
+			s2 += y * y
+			s3 += z * z
+		}
+		s[k], s[k+1], s[k+2], s[k+3] = s0, s1, s2, s3
+	}
+	for ; k < len(rows); k++ {
+		s[k] = sqNorm(rows[k], c)
+	}
 }
 
 // ClipFactor returns min(1, clip/‖x‖) for clip > 0 and finite, and 1
 // otherwise (no clipping): the weight of x in a clipped sum.
-func ClipFactor(x []float64, clip float64) float64 {
-	if !(clip > 0) || math.IsInf(clip, 1) {
-		return 1
-	}
-	var s float64
-	for _, v := range x {
-		s += v * v
-	}
-	if s > clip*clip {
+func ClipFactor(x []float64, clip float64) float64 { return clipFactor(sqNorm(x, nil), clip) }
+
+// clipFactor is ClipFactor of a row of squared norm s.
+func clipFactor(s, clip float64) float64 {
+	if clip > 0 && !math.IsInf(clip, 1) && s > clip*clip {
 		return clip / math.Sqrt(s)
 	}
 	return 1
@@ -65,18 +86,14 @@ func ClipFactor(x []float64, clip float64) float64 {
 // Shrink scales x in place to norm clip when it is longer (clip ≤ 0 or
 // +Inf: unchanged), and reports whether it was longer by more than
 // rounding (CountSlack).
-func Shrink(x []float64, clip float64) bool {
-	if !(clip > 0) || math.IsInf(clip, 1) {
+func Shrink(x []float64, clip float64) bool { return shrink(x, sqNorm(x, nil), clip) }
+
+// shrink is Shrink of a row x of squared norm s.
+func shrink(x []float64, s, clip float64) bool {
+	f := clipFactor(s, clip)
+	if f == 1 {
 		return false
 	}
-	var s float64
-	for _, v := range x {
-		s += v * v
-	}
-	if s <= clip*clip {
-		return false
-	}
-	f := clip / math.Sqrt(s)
 	for j := range x {
 		x[j] *= f
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -129,23 +132,19 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float6
 	if err := x.check("norm counts"); err != nil {
 		return nil, err
 	}
-	buf := make([]float64, x.p)
-	counts := make([]float64, len(grid)+1)
-	for i := 0; i < x.n; i++ {
-		if i%8192 == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("norm counts: %w", ctx.Err())
-		}
-		row := x.row(i, buf)
-		s := CentredNorm(row, center)
-		if math.IsNaN(s) || math.IsInf(s, 0) {
-			if err := FiniteRow(i, row); err != nil {
-				return nil, err
+	return x.sumBlocks(ctx, "norm counts", len(grid)+1, center, func(counts []float64, i int, rows [][]float64, sq []float64) error {
+		for k, v := range sq {
+			s := math.Sqrt(v)
+			if math.IsNaN(s) || math.IsInf(s, 0) {
+				if err := FiniteRow(i+k, rows[k]); err != nil {
+					return err
+				}
+				return fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i+k)
 			}
-			return nil, fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i)
+			counts[Cell(grid, s)]++
 		}
-		counts[Cell(grid, s)]++
-	}
-	return counts, nil
+		return nil
+	})
 }
 
 // CheckNormCounts checks counts claiming to be the norm counts on a grid of
@@ -173,22 +172,18 @@ func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) 
 	if err := x.check("clipped sum"); err != nil {
 		return nil, err
 	}
-	buf := make([]float64, x.p)
-	sum := make([]float64, x.p)
-	for i := 0; i < x.n; i++ {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("clipped sum: %w", ctx.Err())
+	return x.sumBlocks(ctx, "clipped sum", x.p, nil, func(sum []float64, i int, rows [][]float64, sq []float64) error {
+		for k, row := range rows {
+			if err := x.finiteRow(i+k, row); err != nil {
+				return err
+			}
+			f := clipFactor(sq[k], clip)
+			for j, v := range row {
+				sum[j] += f * v
+			}
 		}
-		row := x.row(i, buf)
-		if err := x.finiteRow(i, row); err != nil {
-			return nil, err
-		}
-		f := ClipFactor(row, clip)
-		for j, v := range row {
-			sum[j] += f * v
-		}
-	}
-	return sum, nil
+		return nil
+	})
 }
 
 // SumSensitivity is the replace-one ℓ2 sensitivity 2·clip of ClippedSum.
@@ -203,6 +198,118 @@ func CheckClippedSum(sum []float64, records int64, clip float64) error {
 	return nil
 }
 
+// Tuning of the rows kernels.
+const (
+	// blockFloats bounds the copy buffer of each running chunk (floats).
+	blockFloats = 1 << 20
+	// chunks is the fixed number of row chunks a large pass is split
+	// into, computed concurrently and added in order, so that the result
+	// does not depend on the number of threads.
+	chunks = 4
+	// parallelWork is the n·p² below which splitting a second moment is
+	// not worth it.
+	parallelWork = 5e7
+	// parallelEntries is the n·p below which splitting a pass that reads
+	// each entry a few times (norms, sums) is not worth it.
+	parallelEntries = 1 << 20
+)
+
+// chunks is the number of row chunks of a pass over x that reads each
+// entry a few times: chunks when it is large, else 1.
+func (x rowsOf) chunks() int {
+	if float64(x.n)*float64(x.p) >= parallelEntries && x.n >= 4*chunks {
+		return chunks
+	}
+	return 1
+}
+
+// rowBlock is the number of rows sumBlocks reads at a time.
+const rowBlock = 64
+
+// sumBlocks returns the sum over x's rows of what f adds to an accumulator
+// of length size: the rows split in chunks on several goroutines
+// (inChunks), each read rowBlock rows at a time (views of a *mat.Dense's
+// storage, or decoded) with their squared norms about c (nil: 0; sqNorms)
+// and handed to f with the index of the first and the chunk's
+// accumulator; the chunks' accumulators are added in chunk order.
+func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
+	if c == nil {
+		c = make([]float64, x.p) // v − 0 = v: the rows' own squared norms
+	}
+	parts, err := inChunks(ctx, what, x.chunks(), x.n, func(a, b int) ([]float64, error) {
+		acc, buf := make([]float64, size), make([]float64, rowBlock*x.p)
+		rows, sq := make([][]float64, rowBlock), make([]float64, rowBlock)
+		for i := a; i < b; i += rowBlock {
+			if (i-a)%4096 == 0 && ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: %w", what, ctx.Err())
+			}
+			m := min(rowBlock, b-i)
+			for k := range m {
+				rows[k] = x.row(i+k, buf[k*x.p:(k+1)*x.p])
+			}
+			sqNorms(sq[:m], rows[:m], c)
+			if err := f(acc, i, rows[:m], sq[:m]); err != nil {
+				return nil, err
+			}
+		}
+		return acc, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range parts[1:] {
+		floats.Add(parts[0], v)
+	}
+	return parts[0], nil
+}
+
+// inChunks splits the rows 0…n−1 into nc contiguous chunks, runs
+// f(a, b) on each chunk [a, b) concurrently (ParallelChunks) and returns
+// the chunks' results in row order, or the error of the first chunk that
+// failed (the first bad row, since each chunk stops at its own), or the
+// context's error wrapped in what.
+func inChunks[T any](ctx context.Context, what string, nc, n int, f func(a, b int) (T, error)) ([]T, error) {
+	out := make([]T, nc)
+	errs := make([]error, nc)
+	cerr := ParallelChunks(ctx, nc, func(_, k int) { out[k], errs[k] = f(k*n/nc, (k+1)*n/nc) })
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cerr != nil {
+		return nil, fmt.Errorf("%s: %w", what, cerr)
+	}
+	return out, nil
+}
+
+// Workers is the number of goroutines ParallelChunks runs for chunks of
+// work: min(GOMAXPROCS, chunks), at least one.
+func Workers(chunks int) int { return max(1, min(runtime.GOMAXPROCS(0), chunks)) }
+
+// ParallelChunks runs fn(worker, chunk) for every chunk on a fixed pool of
+// Workers(chunks) goroutines; worker indexes per-goroutine scratch. It
+// stops early and returns ctx.Err() when the context is cancelled.
+func ParallelChunks(ctx context.Context, chunks int, fn func(worker, chunk int)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < Workers(chunks); w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks || ctx.Err() != nil {
+					return
+				}
+				fn(w, c)
+			}
+		}(w)
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
 // Threads is the BLAS thread count SecondMoment may use (a backend);
 // when it also has SetThreads(int), SecondMoment may set it to one while
 // it runs its own goroutines.
@@ -210,18 +317,6 @@ type Threads interface{ Threads() int }
 
 // threadSetter is a Threads whose count can be changed (OpenBLAS).
 type threadSetter interface{ SetThreads(n int) }
-
-// Tuning of SecondMoment.
-const (
-	// blockFloats bounds the copy buffer of each running chunk (floats).
-	blockFloats = 1 << 20
-	// chunks is the fixed number of row chunks a large product is split
-	// into, multiplied separately and summed in order, so that the result
-	// does not depend on the number of threads.
-	chunks = 4
-	// parallelWork is the n·p² below which splitting is not worth it.
-	parallelWork = 5e7
-)
 
 // setMu serialises the products that change the BLAS thread count.
 var setMu sync.Mutex
@@ -233,8 +328,8 @@ var setMu sync.Mutex
 // When no row is centred or clipped and x is a *mat.Dense, the product is
 // a BLAS syrk on x's own storage; otherwise rows are copied (or decoded,
 // from a RowReader), centred and shrunk in blocks of bounded size, each
-// folded in by a rank-k update. A large product is
-// split into a fixed number of row chunks computed concurrently: with a
+// folded in by a rank-k update. A large product is split into a fixed
+// number of row chunks computed concurrently (ParallelChunks): with a
 // single-threaded BLAS (th nil or th.Threads() ≤ 1), or when rows are
 // copied and th can set its thread count — the BLAS then runs one thread
 // per chunk while the product runs, so that every core copies and
@@ -257,13 +352,13 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 		threads = th.Threads()
 	}
 	set, settable := th.(threadSetter)
-	nc, sem := 1, chunks
+	nc := 1
 	if float64(n)*float64(p)*float64(p) >= parallelWork && n >= 4*chunks {
 		switch {
 		case threads <= 1:
 			nc = chunks
 		case needCopy && settable:
-			nc, sem = chunks, threads
+			nc = chunks
 			setMu.Lock()
 			set.SetThreads(1)
 			defer func() { set.SetThreads(threads); setMu.Unlock() }()
@@ -273,25 +368,21 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 	type part struct {
 		g        *mat.SymDense
 		nClipped int
-		err      error
 	}
-	parts := make([]part, nc)
-	run := func(k int) {
-		a, b := k*n/nc, (k+1)*n/nc
-		g := mat.NewSymDense(p, nil)
-		parts[k].g = g
+	parts, err := inChunks(ctx, "second moment", nc, n, func(a, b int) (part, error) {
+		pt := part{g: mat.NewSymDense(p, nil)}
 		if !needCopy {
 			if b > a {
 				raw := x.d.RawMatrix()
-				Fold(g.RawSymmetric().Data, p, blas64.General{Rows: b - a, Cols: p, Stride: raw.Stride, Data: raw.Data[a*raw.Stride:]}, scale)
+				Fold(pt.g.RawSymmetric().Data, p, blas64.General{Rows: b - a, Cols: p, Stride: raw.Stride, Data: raw.Data[a*raw.Stride:]}, scale)
 			}
-			return
+			return pt, nil
 		}
-		buf := make([]float64, min(bs, max(b-a, 1))*p)
+		k := min(bs, max(b-a, 1))
+		buf, rows, sq, zero := make([]float64, k*p), make([][]float64, k), make([]float64, k), make([]float64, p)
 		for start := a; start < b; start += bs {
 			if err := ctx.Err(); err != nil {
-				parts[k].err = fmt.Errorf("second moment: %w", err)
-				return
+				return pt, fmt.Errorf("second moment: %w", err)
 			}
 			m := min(bs, b-start)
 			for i := 0; i < m; i++ {
@@ -304,35 +395,26 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 						row[j] = v - mu[j]
 					}
 				}
-				if doClip && Shrink(row, c) {
-					parts[k].nClipped++
+				rows[i] = row
+			}
+			if doClip {
+				sqNorms(sq, rows[:m], zero)
+				for i, row := range rows[:m] {
+					if shrink(row, sq[i], c) {
+						pt.nClipped++
+					}
 				}
 			}
-			Fold(g.RawSymmetric().Data, p, blas64.General{Rows: m, Cols: p, Stride: p, Data: buf[:m*p]}, scale)
+			Fold(pt.g.RawSymmetric().Data, p, blas64.General{Rows: m, Cols: p, Stride: p, Data: buf[:m*p]}, scale)
 		}
-	}
-	if nc == 1 {
-		run(0)
-	} else {
-		ch := make(chan struct{}, max(1, sem))
-		var wg sync.WaitGroup
-		for k := range nc {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ch <- struct{}{}
-				defer func() { <-ch }()
-				run(k)
-			}()
-		}
-		wg.Wait()
+		return pt, nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	out := parts[0].g
 	nClipped := 0
 	for k, pt := range parts {
-		if pt.err != nil {
-			return nil, 0, pt.err
-		}
 		nClipped += pt.nClipped
 		if k > 0 {
 			out.AddSym(out, pt.g)
@@ -355,11 +437,7 @@ func Fold(upper []float64, p int, rows blas64.General, alpha float64) {
 func anyLonger(x rowsOf, c float64) bool {
 	buf := make([]float64, x.p)
 	for i := 0; i < x.n; i++ {
-		var s float64
-		for _, v := range x.row(i, buf) {
-			s += v * v
-		}
-		if s > c*c {
+		if sqNorm(x.row(i, buf), nil) > c*c {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -363,4 +364,69 @@ func TestPairDifferences(t *testing.T) {
 	assert.ErrorContains(t, err, "permutation")
 	_, err = PairDifferences(ctx, mat.NewDense(1, 2, nil), []int{0})
 	assert.ErrorContains(t, err, "at least 2 rows")
+}
+
+// The block norms equal the one-row norms bit for bit, with and without a
+// centre, for any number of rows.
+func TestSqNorms(t *testing.T) {
+	x := randRows(11, 13, 3, 5)
+	rows := make([][]float64, 11)
+	for i := range rows {
+		rows[i] = x.RawRowView(i)
+	}
+	c := x.RawRowView(10)
+	for _, centre := range [][]float64{nil, c} {
+		for m := 0; m <= len(rows); m++ {
+			got := make([]float64, m)
+			if centre == nil {
+				sqNorms(got, rows[:m], make([]float64, 13))
+			} else {
+				sqNorms(got, rows[:m], centre)
+			}
+			for k := range got {
+				assert.Equal(t, math.Float64bits(sqNorm(rows[k], centre)), math.Float64bits(got[k]), "row %d of %d", k, m)
+			}
+		}
+	}
+}
+
+// Above the splitting threshold the norm counts and the clipped sum are
+// computed in row chunks on several goroutines: the counts equal the
+// one-row-at-a-time counts, the sum equals the row-by-row sum to the
+// rounding of another summation order, and neither depends on the number
+// of threads (GOMAXPROCS 1 and 2 give the same bits).
+func TestChunkedPasses(t *testing.T) {
+	x := randRows(9000, 120, 2, 7) // n·p above parallelEntries
+	require.Greater(t, rowsFrom(x).chunks(), 1)
+	n, p := x.Dims()
+	grid := []float64{20, 21, 22, 23, 24}
+	const clip = 21.5
+	wantSum := make([]float64, p)
+	norms := make([]float64, n)
+	for i := range n {
+		row := x.RawRowView(i)
+		norms[i] = Norm(row)
+		f := ClipFactor(row, clip)
+		for j, v := range row {
+			wantSum[j] += f * v
+		}
+	}
+	var first [][]float64
+	for _, procs := range []int{1, 2} {
+		prev := runtime.GOMAXPROCS(procs)
+		counts, err := NormCounts(context.Background(), x, nil, grid)
+		require.NoError(t, err)
+		sum, err := ClippedSum(context.Background(), x, clip)
+		require.NoError(t, err)
+		runtime.GOMAXPROCS(prev)
+		for k, c := range Counts(norms, grid) {
+			assert.EqualValues(t, c, counts[k])
+		}
+		assert.InDeltaSlice(t, wantSum, sum, 1e-9*Norm(wantSum))
+		if first == nil {
+			first = [][]float64{counts, sum}
+		} else {
+			assert.Equal(t, first, [][]float64{counts, sum}, "independent of the number of threads")
+		}
+	}
 }

@@ -244,20 +244,18 @@ func rowsMatrix(ds *data.Dataset) kernel.Matrix {
 }
 
 // centredMoment runs kernel.SecondMoment on ds's rows (on the default
-// backend's BLAS threads) and returns it p×p row-major with the number of
-// rows the clip shrank.
+// backend's BLAS threads) and returns it p×p row-major (its storage, the
+// lower triangle filled) with the number of rows the clip shrank.
 func centredMoment(ctx context.Context, ds *data.Dataset, center []float64, clip float64) ([]float64, int, error) {
 	m, clipped, err := kernel.SecondMoment(ctx, rowsMatrix(ds), center, clip, 1, backend.Default())
 	if err != nil {
 		return nil, 0, err
 	}
-	p := m.SymmetricDim()
-	full := make([]float64, p*p)
-	raw := m.RawSymmetric().Data
+	p, raw := m.SymmetricDim(), m.RawSymmetric().Data // stride p; the lower triangle is free
 	for a := 0; a < p; a++ {
-		for b := a; b < p; b++ {
-			full[a*p+b], full[b*p+a] = raw[a*p+b], raw[a*p+b]
+		for b := a + 1; b < p; b++ {
+			raw[b*p+a] = raw[a*p+b]
 		}
 	}
-	return full, clipped, nil
+	return raw, clipped, nil
 }

@@ -256,11 +256,11 @@ type traceKernel func(sum, x []float64, stride int, y []float64) (float64, int)
 func traceLocal(ctx context.Context, ds *data.Dataset, f traceKernel) ([]float64, float64, int, error) {
 	raw := ds.X.RawMatrix()
 	n, p := raw.Rows, raw.Cols
-	blocks := workers(n)
+	blocks := kernel.Workers(n)
 	sums := make([][]float64, blocks)
 	losses := make([]float64, blocks)
 	clipped := make([]int, blocks)
-	err := ParallelChunks(ctx, blocks, func(_, w int) {
+	err := kernel.ParallelChunks(ctx, blocks, func(_, w int) {
 		sums[w] = make([]float64, p)
 		for a, hi := w*n/blocks, (w+1)*n/blocks; a < hi && ctx.Err() == nil; a += traceChunk {
 			l, c := f(sums[w], raw.Data[a*raw.Stride:], raw.Stride, ds.Y[a:min(a+traceChunk, hi)])

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -734,11 +731,11 @@ func (c *UsersConfig) local(ctx context.Context, ds *data.Dataset) (*UsersPartia
 	size := len(c.NewPartial().Sum)
 	chunks := max(1, min(n, 64, int(4e6/float64(size+1))))
 	parts := make([]*UsersPartial, chunks)
-	scratch := make([]UserScratch, workers(chunks))
+	scratch := make([]UserScratch, kernel.Workers(chunks))
 	for w := range scratch {
 		scratch[w].blocked = true
 	}
-	err := ParallelChunks(ctx, chunks, func(w, ch int) {
+	err := kernel.ParallelChunks(ctx, chunks, func(w, ch int) {
 		s := &scratch[w]
 		a := c.NewPartial()
 		lo, hi := ch*n/chunks, (ch+1)*n/chunks
@@ -760,33 +757,6 @@ func (c *UsersConfig) local(ctx context.Context, ds *data.Dataset) (*UsersPartia
 		parts[0].Merge(p)
 	}
 	return parts[0], nil
-}
-
-// workers is the number of goroutines for chunks of work.
-func workers(chunks int) int { return max(1, min(runtime.GOMAXPROCS(0), chunks)) }
-
-// ParallelChunks runs fn(worker, chunk) for every chunk on a fixed pool of
-// min(GOMAXPROCS, chunks) goroutines; worker indexes per-goroutine
-// scratch. It stops early and returns ctx.Err() when the context is
-// cancelled.
-func ParallelChunks(ctx context.Context, chunks int, fn func(worker, chunk int)) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers(chunks); w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks || ctx.Err() != nil {
-					return
-				}
-				fn(w, c)
-			}
-		}(w)
-	}
-	wg.Wait()
-	return ctx.Err()
 }
 
 // features returns the user's working features (projected when the

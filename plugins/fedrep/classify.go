@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/engine/data"
-	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -210,7 +210,7 @@ func exactScores(ctx context.Context, z *mat.Dense, y []float64, lay *layout, ne
 	thr := margin / bound
 	scores := make([]float64, len(net))
 	chunks := min(len(net), 64)
-	err := pass.ParallelChunks(ctx, chunks, func(_, c int) {
+	err := kernel.ParallelChunks(ctx, chunks, func(_, c int) {
 		for q := c * len(net) / chunks; q < (c+1)*len(net)/chunks; q++ {
 			u := net[q]
 			var tot float64

@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/engine/pass"
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // ustatAggregateLoop is the reference form of the users.ustat pass's mean
@@ -27,7 +27,7 @@ func ustatAggregateLoop(ctx context.Context, x *mat.Dense, y []float64, lay *lay
 	for w := range ws {
 		ws[w] = scratch{at: make([]float64, lay.maxM0*d), r: make([]float64, lay.maxM0*d), prefix: make([]float64, d), m: make([]float64, d*d)}
 	}
-	err := pass.ParallelChunks(ctx, chunks, func(_, c int) {
+	err := kernel.ParallelChunks(ctx, chunks, func(_, c int) {
 		if part[c] == nil {
 			part[c] = make([]float64, d*d)
 		}
