@@ -481,7 +481,7 @@ func writeSmall(ds *data.Dataset, h Handle) error {
 		if sizeIs(it.ref.Path, it.ref.Size) {
 			continue
 		}
-		if err := writeFileAtomic(it.ref.Path, it.write); err != nil {
+		if err := WriteFileAtomic(it.ref.Path, it.write); err != nil {
 			return err
 		}
 	}
@@ -489,7 +489,7 @@ func writeSmall(ds *data.Dataset, h Handle) error {
 }
 
 func writeHandleJSON(path string, h Handle) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(h)

@@ -315,7 +315,7 @@ func SaveNPYFloat64(path string, shape []int, data []float64) error {
 	if count != int64(len(data)) {
 		return fmt.Errorf("write npy: shape %v holds %d values, got %d", shape, count, len(data))
 	}
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
 		w.Write(npyHeaderBytes("<f8", shape)) // a write error sticks in the buffered writer
 		return writeF64LE(w, data)
 	})
@@ -324,14 +324,16 @@ func SaveNPYFloat64(path string, shape []int, data []float64) error {
 // SaveNPYInt64 writes v as a one-dimensional int64 little-endian .npy file
 // at path, atomically.
 func SaveNPYInt64(path string, v []int64) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
 		w.Write(npyHeaderBytes("<i8", []int{len(v)}))
 		return writeI64LE(w, v)
 	})
 }
 
-// writeFileAtomic writes a file through a temporary file and a rename.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+// WriteFileAtomic writes the file at path through write, atomically: into a
+// temporary file in the same directory, renamed into place once complete
+// (removed on failure).
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/dataio"
 )
 
 // writeJSON writes v as indented JSON (HTML characters unescaped), for
@@ -54,26 +54,7 @@ func writeReportJSON(w io.Writer, v any) error {
 // saveReportJSON writes v as writeReportJSON does to path, atomically (a
 // temporary file in the same directory renamed into place).
 func saveReportJSON(path string, v any) error {
-	var buf bytes.Buffer
-	if err := writeReportJSON(&buf, v); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	_, err = f.Write(buf.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return dataio.WriteFileAtomic(path, func(w io.Writer) error { return writeReportJSON(w, v) })
 }
 
 // orderedObject is a JSON object that keeps its key order.
