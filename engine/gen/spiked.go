@@ -99,13 +99,9 @@ func generateSpiked(ps sdk.Params, rng *rand.Rand) (*Generated, error) {
 			row[j] += s
 		}
 	}
-	sigma := mat.NewDense(p, p, nil)
 	var ul mat.Dense
-	ul.Scale(1, u)
-	for k := 0; k < r; k++ {
-		col := ul.Slice(0, p, k, k+1).(*mat.Dense)
-		col.Scale(lam[k], col)
-	}
+	ul.Mul(u, mat.NewDiagDense(r, lam))
+	sigma := mat.NewDense(p, p, nil)
 	sigma.Mul(&ul, u.T())
 	for j := 0; j < p; j++ {
 		sigma.Set(j, j, sigma.At(j, j)+s2)

@@ -89,13 +89,9 @@ func generateTrace(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	}
 	ds := &data.Dataset{Kind: data.Trace, X: mat.NewDense(n, pdim, x), Y: y, D1: d1, D2: d2,
 		Name: fmt.Sprintf("trace-regression n=%d d1=%d d2=%d r=%d", n, d1, d2, r)}
-	sdiag := mat.NewDense(r, r, nil)
-	for k, s := range sig {
-		sdiag.Set(k, k, s)
-	}
 	return &Generated{
 		Data:  ds,
-		Truth: map[string]*mat.Dense{"M": &m, "U": u, "V": v, "Sigma": sdiag},
+		Truth: map[string]*mat.Dense{"M": &m, "U": u, "V": v, "Sigma": mat.DenseCopyOf(sigma)},
 		Scalars: map[string]float64{
 			"n": float64(n), "d1": float64(d1), "d2": float64(d2), "rank": float64(r),
 			"sigma1": s1, "sigmar": sr, "sigma_xi": sxi, "design_rho": rho,
