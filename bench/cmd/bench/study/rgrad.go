@@ -46,7 +46,7 @@ func RGrad(args []string) {
 		for _, kv := range strings.Split(*set, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok {
-				fail("rgrad", fmt.Errorf("bad -set entry %q: want key=value", kv))
+				check("rgrad", fmt.Errorf("bad -set entry %q: want key=value", kv))
 			}
 			c.ModelParams[k] = v
 		}
@@ -69,9 +69,7 @@ func RGrad(args []string) {
 		vars = sel
 	}
 	cells, err := rgradstudy.RunStudy(context.Background(), c, nList, eList, vars, func(s string) { fmt.Fprintln(os.Stderr, s) })
-	if err != nil {
-		fail("rgrad", err)
-	}
+	check("rgrad", err)
 	if *asJSON {
 		type row struct {
 			Variant    string    `json:"variant"`
