@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"io"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
@@ -145,4 +146,10 @@ func LoadData(ctx context.Context, path string, opt LoadOptions) (*data.Dataset,
 // SaveNPY writes a row-major float64 array of the given shape as .npy.
 func SaveNPY(path string, shape []int, values []float64) error {
 	return dataio.SaveNPYFloat64(path, shape, values)
+}
+
+// WriteFileAtomic writes the file at path through write, atomically (a
+// temporary file beside it, renamed into place once complete).
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	return dataio.WriteFileAtomic(path, write)
 }

@@ -71,20 +71,10 @@ func cmdCache(_ context.Context, env *Env, args []string) error {
 
 // cacheJSON prints the cache entries as a JSON array.
 func cacheJSON(env *Env, entries []client.CacheEntry) error {
-	type entry struct {
-		Hash     string    `json:"hash"`
-		Name     string    `json:"name,omitempty"`
-		Kind     string    `json:"kind,omitempty"`
-		N        int       `json:"n"`
-		P        int       `json:"p"`
-		Bytes    int64     `json:"bytes"`
-		LastUsed time.Time `json:"last_used"`
+	if entries == nil {
+		entries = []client.CacheEntry{}
 	}
-	out := []entry{}
-	for _, e := range entries {
-		out = append(out, entry{e.Hash, e.Name, string(e.Kind), e.N, e.P, e.Bytes, e.LastUsed.UTC()})
-	}
-	return writeReportJSON(env.Stdout, out)
+	return writeReportJSON(env.Stdout, entries)
 }
 
 // cacheTable prints the entries of the cache directory as a table and a
@@ -100,7 +90,7 @@ func cacheTable(env *Env, cache string, entries []client.CacheEntry) error {
 	for _, e := range entries {
 		total += e.Bytes
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%s\t%s\n", e.Hash[:16], e.Name, e.Kind, e.N, e.P,
-			client.FormatBytes(e.Bytes), e.LastUsed.UTC().Format(time.RFC3339))
+			client.FormatBytes(e.Bytes), e.LastUsed.Format(time.RFC3339))
 	}
 	tw.Flush()
 	limit, err := client.CacheMaxBytes()

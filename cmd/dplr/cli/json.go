@@ -11,7 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/engine/dataio"
+	"github.com/dplr/dplr/client"
 )
 
 // writeJSON writes v as indented JSON (HTML characters unescaped), for
@@ -54,7 +54,7 @@ func writeReportJSON(w io.Writer, v any) error {
 // saveReportJSON writes v as writeReportJSON does to path, atomically (a
 // temporary file in the same directory renamed into place).
 func saveReportJSON(path string, v any) error {
-	return dataio.WriteFileAtomic(path, func(w io.Writer) error { return writeReportJSON(w, v) })
+	return client.WriteFileAtomic(path, func(w io.Writer) error { return writeReportJSON(w, v) })
 }
 
 // orderedObject is a JSON object that keeps its key order.
