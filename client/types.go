@@ -105,7 +105,7 @@ func HomeDir() (string, error) { return ledger.HomeDir() }
 // ParseFormat parses a data format's name (csv, npy, idx; empty: detect).
 func ParseFormat(s string) (dataio.Format, error) { return dataio.ParseFormat(s) }
 
-// ParseBytes parses a byte count with an optional unit (K, M, G, T).
+// ParseBytes parses a byte count with an optional unit (K, M, G, T, P).
 func ParseBytes(s string) (int64, error) { return dataio.ParseBytes(s) }
 
 // ReadColumnScales reads public per-column scales (one CSV line, or a .npy
