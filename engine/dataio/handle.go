@@ -336,7 +336,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	for i := 0; i < n && err == nil; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
 		if err = checkFinite(row, i*p, p); err == nil {
-			err = writeF64LE(bw, row)
+			err = writeLE(bw, row)
 		}
 	}
 	if err == nil {
@@ -467,15 +467,15 @@ func writeSmall(ds *data.Dataset, h Handle) error {
 	}
 	items := []item{}
 	if h.Y != nil {
-		items = append(items, item{h.Y, func(w io.Writer) error { return writeF64LE(w, ds.Y) }})
+		items = append(items, item{h.Y, func(w io.Writer) error { return writeLE(w, ds.Y) }})
 	}
 	if h.UserStart != nil {
 		items = append(items,
-			item{h.UserStart, func(w io.Writer) error { return writeI64LE(w, intsToInt64(ds.UserStart)) }},
-			item{h.UserIDs, func(w io.Writer) error { return writeI64LE(w, ds.UserIDs) }})
+			item{h.UserStart, func(w io.Writer) error { return writeLE(w, intsToInt64(ds.UserStart)) }},
+			item{h.UserIDs, func(w io.Writer) error { return writeLE(w, ds.UserIDs) }})
 	}
 	if h.Labels != nil {
-		items = append(items, item{h.Labels, func(w io.Writer) error { return writeI64LE(w, intsToInt64(ds.Labels)) }})
+		items = append(items, item{h.Labels, func(w io.Writer) error { return writeLE(w, intsToInt64(ds.Labels)) }})
 	}
 	for _, it := range items {
 		if sizeIs(it.ref.Path, it.ref.Size) {

@@ -166,7 +166,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		if xScale != 0 {
 			return rowSink{raw: func(b []byte) error { _, err := tmp.Write(b); return err }}, nil
 		}
-		return rowSink{floats: func(out []float64) error { return writeF64LE(tmp, out) }}, nil
+		return rowSink{floats: func(out []float64) error { return writeLE(tmp, out) }}, nil
 	})
 	if tmp != nil {
 		if cerr := tmp.Close(); err == nil && cerr != nil {
