@@ -223,13 +223,10 @@ func (b *budgetCmd) datasetFlag() string {
 // code (its class: a damaged ledger exit 5, a refused budget exit 3, a bad
 // argument exit 2), saying what to do about a damaged ledger.
 func ledgerErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, client.ErrLedgerDamaged):
+	if errors.Is(err, client.ErrLedgerDamaged) {
 		return fail(ExitData, fmt.Errorf("%w\nthe budget ledger cannot be trusted; it was left untouched: restore it from a backup or ask its owner (see \"dplr budget verify\")", err))
 	}
-	return fail(client.ExitCode(err), err)
+	return err
 }
 
 func (b *budgetCmd) run(ctx context.Context) error {

@@ -351,10 +351,9 @@ func prepareOutDir(dir string) error {
 // pointer to the catalogue for a refused request.
 func fitFailure(info client.EstimatorInfo, grant client.Grant, err error) error {
 	var ee *exitError
-	if errors.As(err, &ee) {
-		return fail(ee.code, err)
-	}
 	switch {
+	case errors.As(err, &ee):
+		return err // it has its exit code
 	case errors.Is(err, client.ErrUnknownEstimator):
 		return fail(ExitUsage, err)
 	case !client.FitFailed(err):
@@ -365,7 +364,7 @@ func fitFailure(info client.EstimatorInfo, grant client.Grant, err error) error 
 	case errors.Is(err, client.ErrRefused):
 		return fail(ExitUsage, fmt.Errorf("%w (see `dplr describe %s`)", err, info.Name))
 	}
-	return fail(client.ExitCode(err), err)
+	return err
 }
 
 // rhoHint explains, when an (ε, δ) request is refused but the same

@@ -77,7 +77,7 @@ Flags:
 	}
 	m, err := client.ReadModel(*model)
 	if err != nil {
-		return fail(client.ExitCode(err), fmt.Errorf("transform: %w", err))
+		return fmt.Errorf("transform: %w", err)
 	}
 	opts := map[string]string{}
 	if *user != "" {
@@ -111,7 +111,7 @@ Flags:
 	defer c.Close()
 	res, err := c.Transform(ctx, client.TransformRequest{Model: *model, Data: client.Data{Dataset: ds}, Options: opts})
 	if err != nil {
-		return fail(client.ExitCode(err), fmt.Errorf("transform: %w", err))
+		return fmt.Errorf("transform: %w", err)
 	}
 	if *out == "" {
 		if err := writeCSV(env.Stdout, res.Y); err != nil {
