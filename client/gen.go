@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -120,12 +121,7 @@ func writeGenerated(dir, model string, raw map[string]string, seed uint64, g *ge
 			return nil, err
 		}
 	}
-	names := make([]string, 0, len(g.Truth))
-	for k := range g.Truth {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(g.Truth)) {
 		file, err := SaveMatrix(filepath.Join(dir, "truth"), k, g.Truth[k])
 		if err != nil {
 			return nil, fmt.Errorf("writing truth %s: %w", k, err)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,13 +211,8 @@ func dataLine(s *Scenario) string {
 	if s.Data.Path != "" {
 		return "data " + s.Data.Path
 	}
-	keys := make([]string, 0, len(s.Data.Params))
-	for k := range s.Data.Params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var kv []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.Data.Params)) {
 		kv = append(kv, k+"="+s.Data.Params[k])
 	}
 	return fmt.Sprintf("data `dplr gen %s` (%s)", s.Data.Model, strings.Join(kv, ", "))

@@ -8,8 +8,10 @@ package suite
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -190,12 +192,12 @@ func (s *Scenario) validate() error {
 	}
 	if s.Report.Theory != "" {
 		if _, ok := theories[s.Report.Theory]; !ok {
-			return fmt.Errorf("unknown theory curve %q (known: %s)", s.Report.Theory, strings.Join(theoryNames(), ", "))
+			return fmt.Errorf("unknown theory curve %q (known: %s)", s.Report.Theory, strings.Join(slices.Sorted(maps.Keys(theories)), ", "))
 		}
 	}
 	for _, f := range s.Report.Formulas {
 		if _, ok := formulas[f]; !ok {
-			return fmt.Errorf("unknown formula curve %q (known: %s)", f, strings.Join(formulaNames(), ", "))
+			return fmt.Errorf("unknown formula curve %q (known: %s)", f, strings.Join(slices.Sorted(maps.Keys(formulas)), ", "))
 		}
 	}
 	if s.TimeoutSeconds == 0 {

@@ -7,8 +7,9 @@ package evaluate
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -113,13 +114,8 @@ type Metric struct {
 // bases ("U", "V", "U_star") get sin-θ distances, other matrices a
 // relative Frobenius error. Truth matrices without an output are skipped.
 func Against(outputs, truth map[string]*mat.Dense) []Metric {
-	names := make([]string, 0, len(truth))
-	for k := range truth {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	var out []Metric
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(truth)) {
 		o, ok := outputs[k]
 		if !ok {
 			continue
