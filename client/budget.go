@@ -189,9 +189,7 @@ func setBudget(ctx context.Context, led *ledger.Ledger, h string, t target, tota
 		}
 	}
 	name := opt.Name
-	if name == "" {
-		name = t.name
-	}
+	name = cmp.Or(name, t.name)
 	return ledgerErr(led.SetBudget(ctx, h, name, total))
 }
 

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"maps"
@@ -169,9 +170,7 @@ func ReportScenario(s *Scenario, recs []Record, plotDir, plotRel string) (string
 		return b.String(), nil
 	}
 	label := s.Report.Label
-	if label == "" {
-		label = s.Report.Metric
-	}
+	label = cmp.Or(label, s.Report.Metric)
 	writeTable(&b, s, t, s.Report.Metric, label, s.Kind == "timing")
 	for _, m := range s.Report.Extra {
 		writeTable(&b, s, t, m, m, false)

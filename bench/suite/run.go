@@ -3,6 +3,7 @@ package suite
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) error {
 		}
 	}
 	work := opt.WorkDir
-	if work == "" {
-		work = filepath.Join(dir, "work")
-	}
+	work = cmp.Or(work, filepath.Join(dir, "work"))
 	reps := s.Repetitions
 	if opt.Quick {
 		reps = s.QuickRepetitions

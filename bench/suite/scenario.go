@@ -7,6 +7,7 @@
 package suite
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -143,9 +144,7 @@ func (s *Scenario) validate() error {
 	if s.QuickRepetitions < 1 {
 		s.QuickRepetitions = min(2, s.Repetitions)
 	}
-	if s.Delta == 0 {
-		s.Delta = 1e-6
-	}
+	s.Delta = cmp.Or(s.Delta, 1e-6)
 	if !(s.Delta > 0 && s.Delta < 1) {
 		return fmt.Errorf("delta %v not in (0, 1)", s.Delta)
 	}
@@ -179,9 +178,7 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("variant %q twice", v.Name)
 		}
 		seen[v.Name] = true
-		if v.PluginDir == "" {
-			v.PluginDir = "bin/plugins"
-		}
+		v.PluginDir = cmp.Or(v.PluginDir, "bin/plugins")
 	}
 	if s.Report.Metric == "" {
 		if s.Kind == "timing" {
@@ -200,9 +197,7 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("unknown formula curve %q (known: %s)", f, strings.Join(slices.Sorted(maps.Keys(formulas)), ", "))
 		}
 	}
-	if s.TimeoutSeconds == 0 {
-		s.TimeoutSeconds = 600
-	}
+	s.TimeoutSeconds = cmp.Or(s.TimeoutSeconds, 600)
 	return nil
 }
 

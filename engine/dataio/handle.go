@@ -2,6 +2,7 @@ package dataio
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -565,9 +566,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 			return Handle{}, err
 		}
 		id := ids.b.finish()
-		if ds.Name == "" {
-			ds.Name = filepath.Base(path)
-		}
+		ds.Name = cmp.Or(ds.Name, filepath.Base(path))
 		if err := checkCacheRoom(cdir, cacheNeed(ds, 8*int64(ds.N()*ds.P())), opt.cacheMaxBytes()); err != nil {
 			return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 		}

@@ -1,6 +1,7 @@
 package dataio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,9 +180,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		}
 		return Handle{}, false, err
 	}
-	if ds.Name == "" {
-		ds.Name = filepath.Base(path)
-	}
+	ds.Name = cmp.Or(ds.Name, filepath.Base(path))
 	h := canonicalHandle(ds, n, cols, filepath.Join(cdir, ds.Hash), xScale)
 	if inPlace != nil {
 		h.X = *inPlace

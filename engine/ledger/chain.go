@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -365,9 +366,7 @@ func (t *txn) state(ctx context.Context, ds string) (*dsState, error) {
 // emit computes ev's resulting state, chains it to the head and appends it.
 func (t *txn) emit(ctx context.Context, ev *event) error {
 	ev.V, ev.Ledger, ev.Seq, ev.Prev = eventVersion, t.l.id, t.v.head.Seq+1, t.v.head.Hash
-	if ev.Time == "" {
-		ev.Time = t.time
-	}
+	ev.Time = cmp.Or(ev.Time, t.time)
 	if ev.Run != nil && ev.Kind == evReserve {
 		ev.Run.ID = ev.Seq
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"text/tabwriter"
@@ -97,9 +98,7 @@ func cacheTable(env *Env, cache string, entries []client.CacheEntry) error {
 	if err != nil {
 		return fail(ExitUsage, err)
 	}
-	if limit == 0 {
-		limit = client.DefaultCacheMaxBytes()
-	}
+	limit = cmp.Or(limit, client.DefaultCacheMaxBytes())
 	noun := "entries"
 	if len(entries) == 1 {
 		noun = "entry"

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -298,9 +299,7 @@ func budgetGiven(g grantFlags) bool {
 // created and checked before anything is reserved and the plugin's
 // progress drawn on stderr.
 func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info client.EstimatorInfo, req client.FitRequest) (*client.Result, error) {
-	if f.outDir == "" {
-		f.outDir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", f.estimator, time.Now().UTC().Format("20060102-150405.000")))
-	}
+	f.outDir = cmp.Or(f.outDir, filepath.Join("dplr-out", fmt.Sprintf("%s-%s", f.estimator, time.Now().UTC().Format("20060102-150405.000"))))
 	req.BeforeReserve = func() error { return prepareOutDir(f.outDir) }
 	if f.seed.set {
 		req.Seed = &f.seed.v

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -230,9 +231,7 @@ func structFields(v reflect.Value, depth int, obj *orderedObject) error {
 		if !f.IsExported() {
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
+		name = cmp.Or(name, f.Name)
 		if strings.Contains(","+opts+",", ",omitempty,") && isEmptyValue(fv) {
 			continue
 		}

@@ -7,6 +7,7 @@
 package noise
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -173,9 +174,7 @@ func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, ga
 				if i >= len(s) {
 					return "—"
 				}
-				if name == "" {
-					name = s[i].Name
-				}
+				name = cmp.Or(name, s[i].Name)
 				return fmt.Sprintf("%.4g", s[i].Scale)
 			}
 			es, zs, ps := cell(ex), cell(zc), cell(pap)
