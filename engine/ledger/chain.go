@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 
 	"github.com/dplr/dplr/engine/privacy"
@@ -94,17 +95,7 @@ func newView() *view {
 }
 
 func (v *view) clone() *view {
-	c := &view{head: v.head, keys: make(map[string]ref, len(v.keys)), states: make(map[string]*dsState, len(v.states)), aliases: make(map[string]string, len(v.aliases))}
-	for k, x := range v.keys {
-		c.keys[k] = x
-	}
-	for k, x := range v.states {
-		c.states[k] = x
-	}
-	for k, x := range v.aliases {
-		c.aliases[k] = x
-	}
-	return c
+	return &view{head: v.head, keys: maps.Clone(v.keys), states: maps.Clone(v.states), aliases: maps.Clone(v.aliases)}
 }
 
 // state returns the verified state of data set ds (nil if unknown),
