@@ -375,10 +375,7 @@ func (b *budgetCmd) list(ctx context.Context, c *client.Client) error {
 		return ledgerErr(err)
 	}
 	if b.asJSON {
-		if ds == nil {
-			ds = []client.DatasetEntry{}
-		}
-		return writeReportJSON(b.env.Stdout, ds)
+		return writeListJSON(b.env.Stdout, ds)
 	}
 	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "data set\tname\tbudget\tneighbours\tlinked files\n")
@@ -399,16 +396,10 @@ func (b *budgetCmd) history(ctx context.Context, c *client.Client, ref client.Da
 	}
 	runs, changes := hist.Runs, hist.Changes
 	if b.asJSON && b.changes {
-		if changes == nil {
-			changes = []client.Change{}
-		}
-		return writeReportJSON(b.env.Stdout, changes)
+		return writeListJSON(b.env.Stdout, changes)
 	}
 	if b.asJSON {
-		if runs == nil {
-			runs = []client.Run{}
-		}
-		return writeReportJSON(b.env.Stdout, runs)
+		return writeListJSON(b.env.Stdout, runs)
 	}
 	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")

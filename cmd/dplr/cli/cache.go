@@ -65,17 +65,9 @@ func cmdCache(_ context.Context, env *Env, args []string) error {
 		return fail(ExitError, err)
 	}
 	if asJSON {
-		return cacheJSON(env, entries)
+		return writeListJSON(env.Stdout, entries)
 	}
 	return cacheTable(env, cache, entries)
-}
-
-// cacheJSON prints the cache entries as a JSON array.
-func cacheJSON(env *Env, entries []client.CacheEntry) error {
-	if entries == nil {
-		entries = []client.CacheEntry{}
-	}
-	return writeReportJSON(env.Stdout, entries)
 }
 
 // cacheTable prints the entries of the cache directory as a table and a

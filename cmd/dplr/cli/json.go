@@ -52,6 +52,15 @@ func writeReportJSON(w io.Writer, v any) error {
 	return nil
 }
 
+// writeListJSON is writeReportJSON for a list: an empty one is [], not
+// null.
+func writeListJSON[T any](w io.Writer, v []T) error {
+	if v == nil {
+		v = []T{}
+	}
+	return writeReportJSON(w, v)
+}
+
 // saveReportJSON writes v as writeReportJSON does to path, atomically (a
 // temporary file in the same directory renamed into place).
 func saveReportJSON(path string, v any) error {
