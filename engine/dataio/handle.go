@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -436,12 +437,7 @@ func canonicalHandle(ds *data.Dataset, n, p int, dir string, xScale float64) Han
 // present reports whether every file of a canonical handle exists with the
 // expected size.
 func present(h Handle) bool {
-	for _, r := range h.refs() {
-		if !sizeIs(r.Path, r.Size) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(h.refs(), func(r *FileRef) bool { return !sizeIs(r.Path, r.Size) })
 }
 
 func (h *Handle) refs() []*FileRef {

@@ -204,12 +204,7 @@ func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, ga
 
 // allGaussian reports whether every step is Gaussian.
 func allGaussian(steps []privacy.Step) bool {
-	for _, s := range steps {
-		if s.Mechanism != privacy.MechGaussian {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(steps, func(s privacy.Step) bool { return s.Mechanism != privacy.MechGaussian })
 }
 
 // noiseChoices are the values the estimator's noise parameter accepts.
