@@ -50,8 +50,8 @@ func generateTrace(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	if float64(n)*float64(pdim) > 4e9 {
 		return nil, fmt.Errorf("n·d1·d2 = %.3g doubles is too large to generate in memory", float64(n)*float64(pdim))
 	}
-	u := traceHaar(d1, r, rng)
-	v := traceHaar(d2, r, rng)
+	u := haar(d1, r, rng, true)
+	v := haar(d2, r, rng, true)
 	sig := make([]float64, r)
 	for k := range sig {
 		if r == 1 {
@@ -98,22 +98,4 @@ func generateTrace(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 			"kappa": s1 / sr, "norm_M_F": mat.Norm(&m, 2),
 		},
 	}, nil
-}
-
-// traceHaar returns a d×r matrix with orthonormal columns drawn from the Haar
-// measure (QR of a Gaussian matrix with the sign of R's diagonal fixed).
-func traceHaar(d, r int, rng *rand.Rand) *mat.Dense {
-	qr := gaussianQR(d, r, rng)
-	var q, rr mat.Dense
-	qr.QTo(&q)
-	qr.RTo(&rr)
-	out := mat.DenseCopyOf(q.Slice(0, d, 0, r))
-	for j := 0; j < r; j++ {
-		if rr.At(j, j) < 0 {
-			for i := 0; i < d; i++ {
-				out.Set(i, j, -out.At(i, j))
-			}
-		}
-	}
-	return out
 }
