@@ -13,7 +13,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -119,13 +118,13 @@ func Load(paths ...string) ([]*Scenario, error) {
 	return out, nil
 }
 
-// LoadDir reads every *.toml scenario in dir.
+// LoadDir reads every *.toml scenario in dir, in name order (filepath.Glob
+// sorts).
 func LoadDir(dir string) ([]*Scenario, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.toml"))
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
 	return Load(paths...)
 }
 
