@@ -188,11 +188,7 @@ func setBudget(ctx context.Context, led *ledger.Ledger, h string, t target, tota
 			return ledgerErr(err)
 		}
 	}
-	name := opt.Name
-	if name == "" {
-		name = t.name
-	}
-	return ledgerErr(led.SetBudget(ctx, h, name, total))
+	return ledgerErr(led.SetBudget(ctx, h, cmp.Or(opt.Name, t.name), total))
 }
 
 // ShowBudget returns the data set's budget position.

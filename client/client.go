@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -183,7 +183,7 @@ func (c *Client) startPrefix(ctx context.Context, estimator string) (prefixErr, 
 	}
 	prefix, _, _ := strings.Cut(estimator, "-")
 	for _, path := range paths {
-		if filepath.Base(path) != host.PluginPrefix+prefix || c.started(path) {
+		if filepath.Base(path) != host.PluginPrefix+prefix || slices.ContainsFunc(c.plugins, func(p *host.Plugin) bool { return p.Path == path }) {
 			continue
 		}
 		p, err := host.Start(ctx, path, c.hopt)
@@ -200,15 +200,6 @@ func (c *Client) startPrefix(ctx context.Context, estimator string) (prefixErr, 
 	return nil, nil
 }
 
-func (c *Client) started(path string) bool {
-	for _, p := range c.plugins {
-		if p.Path == path {
-			return true
-		}
-	}
-	return false
-}
-
 // unserved is the error for an estimator no started plugin serves.
 func (c *Client) unserved(estimator string) error {
 	prefix, _, _ := strings.Cut(estimator, "-")
@@ -223,7 +214,7 @@ func (c *Client) unserved(estimator string) error {
 			names = append(names, e.Name)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	msg := fmt.Errorf("no plugin serves estimator %q (known: %s)", estimator, strings.Join(names, ", "))
 	return classed(ErrUsage, also{msg, host.ErrUnknownEstimator})
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,9 +134,7 @@ func Locate(path string, opt LoadOptions, kind data.Kind) (*Located, error) {
 	}
 	opt.ResponsePath, opt.UsersPath, opt.LabelsPath = in("y"), in("users"), in("labels")
 	opt.D1, opt.D2 = man.D1, man.D2
-	if opt.Name == "" {
-		opt.Name = man.Model
-	}
+	opt.Name = cmp.Or(opt.Name, man.Model)
 	l := &Located{Path: in("x"), Options: opt, Manifest: man, Truth: map[string]*mat.Dense{}}
 	for k, f := range man.Truth {
 		m, err := dataio.Load(filepath.Join(path, f), dataio.LoadOptions{MaxBytes: opt.MaxBytes})

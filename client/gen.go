@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -75,57 +76,37 @@ func writeGenerated(dir, model string, raw map[string]string, seed uint64, g *ge
 	if man.Params == nil {
 		man.Params = map[string]string{}
 	}
-	save := func(key, name string, f func(path string) error) error {
-		if err := f(filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
-		}
-		man.Files[key] = name
-		return nil
-	}
 	xShape := []int{n, p}
 	if d.Kind == data.Trace {
 		xShape = []int{n, d.D1, d.D2}
 	}
-	if err := save("x", "X.npy", func(path string) error {
-		return dataio.SaveNPYFloat64(path, xShape, mat.DenseCopyOf(d.X).RawMatrix().Data)
-	}); err != nil {
-		return nil, err
+	type file struct {
+		key, name string
+		write     func(path string) error
 	}
+	files := []file{{"x", "X.npy", func(path string) error {
+		return dataio.SaveNPYFloat64(path, xShape, mat.DenseCopyOf(d.X).RawMatrix().Data)
+	}}}
 	if d.Y != nil {
-		if err := save("y", "y.npy", func(path string) error { return dataio.SaveNPYFloat64(path, []int{n}, d.Y) }); err != nil {
-			return nil, err
-		}
+		files = append(files, file{"y", "y.npy", func(path string) error { return dataio.SaveNPYFloat64(path, []int{n}, d.Y) }})
 	}
 	if d.Kind == data.Users {
-		ids := make([]int64, n)
-		for u := 0; u < d.NumUsers(); u++ {
-			id := int64(u)
-			if u < len(d.UserIDs) {
-				id = d.UserIDs[u]
-			}
-			for i := d.UserStart[u]; i < d.UserStart[u+1]; i++ {
-				ids[i] = id
-			}
-		}
-		if err := save("users", "users.npy", func(path string) error { return dataio.SaveNPYInt64(path, ids) }); err != nil {
-			return nil, err
-		}
+		files = append(files, file{"users", "users.npy", func(path string) error { return dataio.SaveNPYInt64(path, dataio.RowUserIDs(d)) }})
 	}
 	if d.Labels != nil {
 		lab := make([]int64, len(d.Labels))
 		for i, l := range d.Labels {
 			lab[i] = int64(l)
 		}
-		if err := save("labels", "labels.npy", func(path string) error { return dataio.SaveNPYInt64(path, lab) }); err != nil {
-			return nil, err
+		files = append(files, file{"labels", "labels.npy", func(path string) error { return dataio.SaveNPYInt64(path, lab) }})
+	}
+	for _, f := range files {
+		if err := f.write(filepath.Join(dir, f.name)); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
 		}
+		man.Files[f.key] = f.name
 	}
-	names := make([]string, 0, len(g.Truth))
-	for k := range g.Truth {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(g.Truth)) {
 		file, err := SaveMatrix(filepath.Join(dir, "truth"), k, g.Truth[k])
 		if err != nil {
 			return nil, fmt.Errorf("writing truth %s: %w", k, err)

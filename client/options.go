@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -68,12 +69,8 @@ func (o *Options) validate() error {
 	case o.MaxMemory < NoMemoryLimit:
 		return classedf(ErrUsage, "memory limit %d is negative (NoMemoryLimit turns the check off)", o.MaxMemory)
 	}
-	if o.PluginTimeout == 0 {
-		o.PluginTimeout = 10 * time.Second
-	}
-	if o.MaxMemory == 0 {
-		o.MaxMemory = DefaultMaxMemory()
-	}
+	o.PluginTimeout = cmp.Or(o.PluginTimeout, 10*time.Second)
+	o.MaxMemory = cmp.Or(o.MaxMemory, DefaultMaxMemory())
 	return nil
 }
 

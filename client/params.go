@@ -1,6 +1,7 @@
 package client
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 
@@ -20,9 +21,7 @@ type Params map[string]string
 
 func (p Params) set(name, v string) Params {
 	out := make(Params, len(p)+1)
-	for k, x := range p {
-		out[k] = x
-	}
+	maps.Copy(out, p)
 	out[name] = v
 	return out
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"io"
 
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/dataio"
@@ -104,7 +105,7 @@ func HomeDir() (string, error) { return ledger.HomeDir() }
 // ParseFormat parses a data format's name (csv, npy, idx; empty: detect).
 func ParseFormat(s string) (dataio.Format, error) { return dataio.ParseFormat(s) }
 
-// ParseBytes parses a byte count with an optional unit (K, M, G, T).
+// ParseBytes parses a byte count with an optional unit (K, M, G, T, P).
 func ParseBytes(s string) (int64, error) { return dataio.ParseBytes(s) }
 
 // ReadColumnScales reads public per-column scales (one CSV line, or a .npy
@@ -145,4 +146,10 @@ func LoadData(ctx context.Context, path string, opt LoadOptions) (*data.Dataset,
 // SaveNPY writes a row-major float64 array of the given shape as .npy.
 func SaveNPY(path string, shape []int, values []float64) error {
 	return dataio.SaveNPYFloat64(path, shape, values)
+}
+
+// WriteFileAtomic writes the file at path through write, atomically (a
+// temporary file beside it, renamed into place once complete).
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	return dataio.WriteFileAtomic(path, write)
 }

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,9 +170,7 @@ func ReportScenario(s *Scenario, recs []Record, plotDir, plotRel string) (string
 		return b.String(), nil
 	}
 	label := s.Report.Label
-	if label == "" {
-		label = s.Report.Metric
-	}
+	label = cmp.Or(label, s.Report.Metric)
 	writeTable(&b, s, t, s.Report.Metric, label, s.Kind == "timing")
 	for _, m := range s.Report.Extra {
 		writeTable(&b, s, t, m, m, false)
@@ -210,13 +210,8 @@ func dataLine(s *Scenario) string {
 	if s.Data.Path != "" {
 		return "data " + s.Data.Path
 	}
-	keys := make([]string, 0, len(s.Data.Params))
-	for k := range s.Data.Params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var kv []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.Data.Params)) {
 		kv = append(kv, k+"="+s.Data.Params[k])
 	}
 	return fmt.Sprintf("data `dplr gen %s` (%s)", s.Data.Model, strings.Join(kv, ", "))

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -62,7 +61,6 @@ func WriteResults(path string, scenarios []*Scenario, outDir, areaDir string) er
 		return nil
 	}
 	areas, _ := filepath.Glob(filepath.Join(areaDir, "*.md"))
-	sort.Strings(areas)
 	// Cross-cutting area figures go to the top, beside the headline.
 	top := map[string]bool{"transport.md": true, "noise.md": true}
 	if err := section("Headline", headline); err != nil {

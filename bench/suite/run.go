@@ -3,6 +3,7 @@ package suite
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) error {
 		}
 	}
 	work := opt.WorkDir
-	if work == "" {
-		work = filepath.Join(dir, "work")
-	}
+	work = cmp.Or(work, filepath.Join(dir, "work"))
 	reps := s.Repetitions
 	if opt.Quick {
 		reps = s.QuickRepetitions
@@ -192,17 +191,15 @@ func (s *Scenario) runCell(ctx context.Context, opt Options, work string, c Cell
 		rec.Error = fmt.Sprintf("%v: %s", err, lastLine(stderr.String()))
 		return rec
 	}
+	type named []struct {
+		Name  string  `json:"name"`
+		Value float64 `json:"value"`
+	}
 	var rep struct {
 		Backend string `json:"backend"`
-		Metrics []struct {
-			Name  string  `json:"name"`
-			Value float64 `json:"value"`
-		} `json:"metrics"`
+		Metrics named  `json:"metrics"`
 		Outputs struct {
-			Scalars []struct {
-				Name  string  `json:"name"`
-				Value float64 `json:"value"`
-			} `json:"scalars"`
+			Scalars named `json:"scalars"`
 		} `json:"outputs"`
 		Privacy struct {
 			Epsilon, Delta, Rho float64
@@ -257,9 +254,7 @@ func ReadResults(path string) ([]Record, error) {
 	var out []Record
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	line := 0
 	for sc.Scan() {
-		line++
 		var r Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			// A run killed mid-write leaves a partial last line: skip it.

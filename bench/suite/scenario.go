@@ -7,10 +7,12 @@
 package suite
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -116,13 +118,13 @@ func Load(paths ...string) ([]*Scenario, error) {
 	return out, nil
 }
 
-// LoadDir reads every *.toml scenario in dir.
+// LoadDir reads every *.toml scenario in dir, in name order (filepath.Glob
+// sorts).
 func LoadDir(dir string) ([]*Scenario, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.toml"))
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
 	return Load(paths...)
 }
 
@@ -141,9 +143,7 @@ func (s *Scenario) validate() error {
 	if s.QuickRepetitions < 1 {
 		s.QuickRepetitions = min(2, s.Repetitions)
 	}
-	if s.Delta == 0 {
-		s.Delta = 1e-6
-	}
+	s.Delta = cmp.Or(s.Delta, 1e-6)
 	if !(s.Delta > 0 && s.Delta < 1) {
 		return fmt.Errorf("delta %v not in (0, 1)", s.Delta)
 	}
@@ -177,9 +177,7 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("variant %q twice", v.Name)
 		}
 		seen[v.Name] = true
-		if v.PluginDir == "" {
-			v.PluginDir = "bin/plugins"
-		}
+		v.PluginDir = cmp.Or(v.PluginDir, "bin/plugins")
 	}
 	if s.Report.Metric == "" {
 		if s.Kind == "timing" {
@@ -190,17 +188,15 @@ func (s *Scenario) validate() error {
 	}
 	if s.Report.Theory != "" {
 		if _, ok := theories[s.Report.Theory]; !ok {
-			return fmt.Errorf("unknown theory curve %q (known: %s)", s.Report.Theory, strings.Join(theoryNames(), ", "))
+			return fmt.Errorf("unknown theory curve %q (known: %s)", s.Report.Theory, strings.Join(slices.Sorted(maps.Keys(theories)), ", "))
 		}
 	}
 	for _, f := range s.Report.Formulas {
 		if _, ok := formulas[f]; !ok {
-			return fmt.Errorf("unknown formula curve %q (known: %s)", f, strings.Join(formulaNames(), ", "))
+			return fmt.Errorf("unknown formula curve %q (known: %s)", f, strings.Join(slices.Sorted(maps.Keys(formulas)), ", "))
 		}
 	}
-	if s.TimeoutSeconds == 0 {
-		s.TimeoutSeconds = 600
-	}
+	s.TimeoutSeconds = cmp.Or(s.TimeoutSeconds, 600)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -211,22 +210,4 @@ var formulas = map[string]struct {
 func orbitUB(x float64, xName string, p map[string]string, eps float64) float64 {
 	d, k, n := at(x, xName, p, "d", 20), at(x, xName, p, "rank", 3), at(x, xName, p, "n", 2000)
 	return orbit.TauStar(epsAt(x, xName, eps)/2, 1, n, int(d*k), 0, 0.05)
-}
-
-func theoryNames() []string {
-	var out []string
-	for k := range theories {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func formulaNames() []string {
-	var out []string
-	for k := range formulas {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

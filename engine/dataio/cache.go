@@ -31,16 +31,18 @@ func (o LoadOptions) cacheMaxBytes() int64 {
 // CacheEntry describes one prepared data set in a cache directory.
 type CacheEntry struct {
 	// Hash is the content hash naming the entry (cacheDir/<hash>/).
-	Hash string
+	Hash string `json:"hash"`
 	// Name, Kind, N and P come from the entry's handle.json (empty or zero
 	// when it is missing or unreadable).
-	Name string
-	Kind data.Kind
-	N, P int
+	Name string    `json:"name,omitempty"`
+	Kind data.Kind `json:"kind,omitempty"`
+	N    int       `json:"n"`
+	P    int       `json:"p"`
 	// Bytes is the total size of the entry's files.
-	Bytes int64
-	// LastUsed is when a preparation last created or reused the entry.
-	LastUsed time.Time
+	Bytes int64 `json:"bytes"`
+	// LastUsed is when a preparation last created or reused the entry
+	// (UTC).
+	LastUsed time.Time `json:"last_used"`
 }
 
 // isEntryName reports whether name is a cache entry directory's name (a
@@ -86,7 +88,7 @@ func CacheList(cacheDir string) ([]CacheEntry, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		e := CacheEntry{Hash: de.Name(), LastUsed: st.ModTime()}
+		e := CacheEntry{Hash: de.Name(), LastUsed: st.ModTime().UTC()}
 		files, _ := os.ReadDir(dir)
 		for _, f := range files {
 			if fi, err := f.Info(); err == nil && fi.Mode().IsRegular() {

@@ -354,15 +354,11 @@ func (t *table) column(ref string) (int, error) {
 }
 
 func resolveColumn(header []string, ncol int, ref string) (int, error) {
-	for j, h := range header {
-		if h == ref {
-			return j, nil
-		}
+	if j := slices.Index(header, ref); j >= 0 {
+		return j, nil
 	}
-	for j, h := range header {
-		if strings.EqualFold(h, ref) {
-			return j, nil
-		}
+	if j := slices.IndexFunc(header, func(h string) bool { return strings.EqualFold(h, ref) }); j >= 0 {
+		return j, nil
 	}
 	if i, err := strconv.Atoi(ref); err == nil {
 		if i < 0 || i >= ncol {

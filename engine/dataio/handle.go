@@ -2,6 +2,7 @@ package dataio
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -13,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -336,7 +338,7 @@ func prepare(ds *data.Dataset, cacheDir string, src *Identity) (Handle, error) {
 	for i := 0; i < n && err == nil; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+p]
 		if err = checkFinite(row, i*p, p); err == nil {
-			err = writeF64LE(bw, row)
+			err = writeLE(bw, row)
 		}
 	}
 	if err == nil {
@@ -435,12 +437,7 @@ func canonicalHandle(ds *data.Dataset, n, p int, dir string, xScale float64) Han
 // present reports whether every file of a canonical handle exists with the
 // expected size.
 func present(h Handle) bool {
-	for _, r := range h.refs() {
-		if !sizeIs(r.Path, r.Size) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(h.refs(), func(r *FileRef) bool { return !sizeIs(r.Path, r.Size) })
 }
 
 func (h *Handle) refs() []*FileRef {
@@ -467,21 +464,21 @@ func writeSmall(ds *data.Dataset, h Handle) error {
 	}
 	items := []item{}
 	if h.Y != nil {
-		items = append(items, item{h.Y, func(w io.Writer) error { return writeF64LE(w, ds.Y) }})
+		items = append(items, item{h.Y, func(w io.Writer) error { return writeLE(w, ds.Y) }})
 	}
 	if h.UserStart != nil {
 		items = append(items,
-			item{h.UserStart, func(w io.Writer) error { return writeI64LE(w, intsToInt64(ds.UserStart)) }},
-			item{h.UserIDs, func(w io.Writer) error { return writeI64LE(w, ds.UserIDs) }})
+			item{h.UserStart, func(w io.Writer) error { return writeLE(w, intsToInt64(ds.UserStart)) }},
+			item{h.UserIDs, func(w io.Writer) error { return writeLE(w, ds.UserIDs) }})
 	}
 	if h.Labels != nil {
-		items = append(items, item{h.Labels, func(w io.Writer) error { return writeI64LE(w, intsToInt64(ds.Labels)) }})
+		items = append(items, item{h.Labels, func(w io.Writer) error { return writeLE(w, intsToInt64(ds.Labels)) }})
 	}
 	for _, it := range items {
 		if sizeIs(it.ref.Path, it.ref.Size) {
 			continue
 		}
-		if err := writeFileAtomic(it.ref.Path, it.write); err != nil {
+		if err := WriteFileAtomic(it.ref.Path, it.write); err != nil {
 			return err
 		}
 	}
@@ -489,7 +486,7 @@ func writeSmall(ds *data.Dataset, h Handle) error {
 }
 
 func writeHandleJSON(path string, h Handle) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(h)
@@ -565,9 +562,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 			return Handle{}, err
 		}
 		id := ids.b.finish()
-		if ds.Name == "" {
-			ds.Name = filepath.Base(path)
-		}
+		ds.Name = cmp.Or(ds.Name, filepath.Base(path))
 		if err := checkCacheRoom(cdir, cacheNeed(ds, 8*int64(ds.N()*ds.P())), opt.cacheMaxBytes()); err != nil {
 			return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 		}

@@ -249,7 +249,7 @@ func TestOpenDetectsChanges(t *testing.T) {
 
 	// Bad user boundaries on disk.
 	var buf bytes.Buffer
-	require.NoError(t, writeI64LE(&buf, []int64{0, 3, 3}))
+	require.NoError(t, writeLE(&buf, []int64{0, 3, 3}))
 	require.NoError(t, os.WriteFile(hu.UserStart.Path, buf.Bytes(), 0o644))
 	_, _, err = Open(hu)
 	assert.ErrorContains(t, err, "changed or replaced after it was prepared", "the stamp catches the edit")

@@ -79,20 +79,20 @@ func newContentHash(ds *data.Dataset, n, p int, v hashView) hash.Hash {
 func finishContentHash(h hash.Hash, ds *data.Dataset) string {
 	putU := func(v uint64) { h.Write(binary.LittleEndian.AppendUint64(nil, v)) }
 	putU(b2u(ds.Y != nil))
-	_ = writeF64LE(h, ds.Y) // a hash's Write never fails
+	_ = writeLE(h, ds.Y) // a hash's Write never fails
 	u := ds.NumUsers()
 	putU(uint64(u))
 	if u > 0 {
-		writeI64LE(h, intsToInt64(ds.UserStart))
+		writeLE(h, intsToInt64(ds.UserStart))
 		ids := ds.UserIDs
 		if len(ids) != u {
 			// Malformed; hash what is there so that Hash never panics.
 			ids = append(append([]int64(nil), ids...), make([]int64, max(u-len(ids), 0))...)[:u]
 		}
-		writeI64LE(h, ids)
+		writeLE(h, ids)
 	}
 	putU(b2u(ds.Labels != nil))
-	writeI64LE(h, intsToInt64(ds.Labels))
+	writeLE(h, intsToInt64(ds.Labels))
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -442,22 +442,29 @@ func (b *idBuilder) addTable(t *table) {
 // the label where present (the order array sources use).
 func IdentityOf(ds *data.Dataset) Identity { return ownBuilder(ds.WithDenseX(), false).finish() }
 
+// RowUserIDs returns the user id of each row of ds: nil unless ds has
+// users, one id for each.
+func RowUserIDs(ds *data.Dataset) []int64 {
+	u := ds.NumUsers()
+	if u == 0 || len(ds.UserIDs) != u || len(ds.UserStart) != u+1 {
+		return nil
+	}
+	ids := make([]int64, ds.N())
+	for k := 0; k < u; k++ {
+		for i := ds.UserStart[k]; i < ds.UserStart[k+1] && i < len(ids); i++ {
+			ids[i] = ds.UserIDs[k]
+		}
+	}
+	return ids
+}
+
 // ownBuilder hashes the rows of ds taken as its own source (IdentityOf),
 // keeping the row digests if keep.
 func ownBuilder(ds *data.Dataset, keep bool) *idBuilder {
 	if ds == nil || ds.X == nil || ds.X.IsEmpty() {
 		return newIDBuilder()
 	}
-	var rowIDs []int64
-	if u := ds.NumUsers(); u > 0 && len(ds.UserIDs) == u && len(ds.UserStart) == u+1 {
-		rowIDs = make([]int64, ds.N())
-		for k := 0; k < u; k++ {
-			for i := ds.UserStart[k]; i < ds.UserStart[k+1] && i < len(rowIDs); i++ {
-				rowIDs[i] = ds.UserIDs[k]
-			}
-		}
-	}
-	sides := sideCols(ds, rowIDs)
+	sides := sideCols(ds, RowUserIDs(ds))
 	n, p := ds.X.Dims()
 	for _, s := range sides {
 		if (s.f != nil && len(s.f) != n) || (s.i != nil && len(s.i) != n) {

@@ -86,8 +86,8 @@ func FormatBytes(n int64) string {
 }
 
 // ParseBytes parses a byte count with an optional unit: a plain number of
-// bytes, or one followed by K, M, G or T (powers of 1024, with an optional
-// "iB" or "B"), e.g. "512M", "4GiB".
+// bytes, or one followed by K, M, G, T or P (powers of 1024, with an
+// optional "iB" or "B"), e.g. "512M", "4GiB".
 func ParseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
@@ -103,6 +103,8 @@ func ParseBytes(s string) (int64, error) {
 			mult = 1 << 30
 		case 'T':
 			mult = 1 << 40
+		case 'P':
+			mult = 1 << 50
 		}
 		if mult > 1 {
 			up = up[:len(up)-1]
@@ -110,7 +112,7 @@ func ParseBytes(s string) (int64, error) {
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(up), 64)
 	if err != nil || v <= 0 || v*float64(mult) > 1<<62 || strings.ContainsAny(up, "_xX") {
-		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with K, M, G or T", s)
+		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with K, M, G, T or P", s)
 	}
 	return int64(v * float64(mult)), nil
 }

@@ -608,14 +608,12 @@ func readIntVector(path, what string, n int, maxBytes int64) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	var out []int64
 	if a != nil && a.dt.integer() {
-		out, err := a.int64s()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", what, path, err)
-		}
-		return out, nil
+		out, err = a.int64s()
+	} else {
+		out, err = floatsToInts(v)
 	}
-	out, err := floatsToInts(v)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", what, path, err)
 	}

@@ -315,23 +315,25 @@ func SaveNPYFloat64(path string, shape []int, data []float64) error {
 	if count != int64(len(data)) {
 		return fmt.Errorf("write npy: shape %v holds %d values, got %d", shape, count, len(data))
 	}
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
 		w.Write(npyHeaderBytes("<f8", shape)) // a write error sticks in the buffered writer
-		return writeF64LE(w, data)
+		return writeLE(w, data)
 	})
 }
 
 // SaveNPYInt64 writes v as a one-dimensional int64 little-endian .npy file
 // at path, atomically.
 func SaveNPYInt64(path string, v []int64) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
 		w.Write(npyHeaderBytes("<i8", []int{len(v)}))
-		return writeI64LE(w, v)
+		return writeLE(w, v)
 	})
 }
 
-// writeFileAtomic writes a file through a temporary file and a rename.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+// WriteFileAtomic writes the file at path through write, atomically: into a
+// temporary file in the same directory, renamed into place once complete
+// (removed on failure).
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
@@ -358,8 +360,8 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 	return nil
 }
 
-// writeF64LE writes v as little-endian float64 bytes.
-func writeF64LE(w io.Writer, v []float64) error {
+// writeLE writes v as little-endian 8-byte words.
+func writeLE[T float64 | int64](w io.Writer, v []T) error {
 	if len(v) == 0 {
 		return nil
 	}
@@ -371,25 +373,8 @@ func writeF64LE(w io.Writer, v []float64) error {
 	for len(v) > 0 {
 		k := min(len(v), 8192)
 		buf = buf[:0]
-		for _, x := range v[:k] {
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(x))
-		}
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-		v = v[k:]
-	}
-	return nil
-}
-
-// writeI64LE writes v as little-endian int64 bytes.
-func writeI64LE(w io.Writer, v []int64) error {
-	buf := make([]byte, 0, 8*min(len(v), 8192))
-	for len(v) > 0 {
-		k := min(len(v), 8192)
-		buf = buf[:0]
-		for _, x := range v[:k] {
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(x))
+		for i := range v[:k] {
+			buf = binary.LittleEndian.AppendUint64(buf, *(*uint64)(unsafe.Pointer(&v[i])))
 		}
 		if _, err := w.Write(buf); err != nil {
 			return err

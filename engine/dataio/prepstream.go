@@ -1,6 +1,7 @@
 package dataio
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,7 +167,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		if xScale != 0 {
 			return rowSink{raw: func(b []byte) error { _, err := tmp.Write(b); return err }}, nil
 		}
-		return rowSink{floats: func(out []float64) error { return writeF64LE(tmp, out) }}, nil
+		return rowSink{floats: func(out []float64) error { return writeLE(tmp, out) }}, nil
 	})
 	if tmp != nil {
 		if cerr := tmp.Close(); err == nil && cerr != nil {
@@ -179,9 +180,7 @@ func prepareStreamed(ctx context.Context, path string, opt LoadOptions, cdir str
 		}
 		return Handle{}, false, err
 	}
-	if ds.Name == "" {
-		ds.Name = filepath.Base(path)
-	}
+	ds.Name = cmp.Or(ds.Name, filepath.Base(path))
 	h := canonicalHandle(ds, n, cols, filepath.Join(cdir, ds.Hash), xScale)
 	if inPlace != nil {
 		h.X = *inPlace

@@ -7,8 +7,9 @@ package evaluate
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -113,13 +114,8 @@ type Metric struct {
 // bases ("U", "V", "U_star") get sin-θ distances, other matrices a
 // relative Frobenius error. Truth matrices without an output are skipped.
 func Against(outputs, truth map[string]*mat.Dense) []Metric {
-	names := make([]string, 0, len(truth))
-	for k := range truth {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	var out []Metric
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(truth)) {
 		o, ok := outputs[k]
 		if !ok {
 			continue
@@ -227,62 +223,4 @@ func Centre(s mat.Symmetric, m []float64) *mat.SymDense {
 		}
 	}
 	return out
-}
-
-// RowsCapturedRatios returns the centred and uncentred captured-variance
-// ratios (CapturedRatio) of the p×r basis u on the rows of x: centred on the
-// covariance of the rows about their empirical mean, uncentred on XᵀX/n.
-// gram(s, x) must return s·XᵀX and top(a, r) the r largest eigenvalues of a
-// (a backend's Gram and EigSymTop), so that callers keep their fast kernels.
-func RowsCapturedRatios(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *mat.Dense) *mat.SymDense,
-	top func(a mat.Symmetric, r int) ([]float64, error)) (centred, uncentred float64, err error) {
-	return rowsRatios(x, u, true, gram, top)
-}
-
-// RowsCentredRatio is the centred ratio of RowsCapturedRatios alone (one
-// eigendecomposition fewer), for estimators that centre their rows and
-// for which the uncentred figure means nothing.
-func RowsCentredRatio(x *mat.Dense, u mat.Matrix, gram func(scale float64, x *mat.Dense) *mat.SymDense,
-	top func(a mat.Symmetric, r int) ([]float64, error)) (float64, error) {
-	c, _, err := rowsRatios(x, u, false, gram, top)
-	return c, err
-}
-
-// rowsRatios computes the centred ratio and, when uncentred is set, the
-// uncentred one (NaN otherwise) from one Gram matrix.
-func rowsRatios(x *mat.Dense, u mat.Matrix, uncentred bool, gram func(scale float64, x *mat.Dense) *mat.SymDense,
-	top func(a mat.Symmetric, r int) ([]float64, error)) (float64, float64, error) {
-	n, p := x.Dims()
-	if up, _ := u.Dims(); up != p {
-		return 0, 0, fmt.Errorf("captured variance: basis with %d rows for %d columns", up, p)
-	}
-	_, r := u.Dims()
-	s := gram(1/float64(n), x)
-	mean := make([]float64, p)
-	for i := 0; i < n; i++ {
-		for j, v := range x.RawRowView(i)[:p] {
-			mean[j] += v
-		}
-	}
-	for j := range mean {
-		mean[j] /= float64(n)
-	}
-	ratio := func(a mat.Symmetric) (float64, error) {
-		t, err := top(a, r)
-		if err != nil {
-			return 0, fmt.Errorf("captured variance: %w", err)
-		}
-		return CapturedRatio(a, u, t), nil
-	}
-	c, err := ratio(Centre(s, mean))
-	if err != nil {
-		return 0, 0, err
-	}
-	un := math.NaN()
-	if uncentred {
-		if un, err = ratio(s); err != nil {
-			return 0, 0, err
-		}
-	}
-	return c, un, nil
 }

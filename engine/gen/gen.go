@@ -5,8 +5,9 @@ package gen
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -61,12 +62,7 @@ func Lookup(name string) (Model, error) {
 
 // Names lists the registered models.
 func Names() []string {
-	out := make([]string, 0, len(models))
-	for n := range models {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(models))
 }
 
 // Run validates raw parameters against m and generates with a seeded RNG.

@@ -89,21 +89,16 @@ func generateOrbitSpiked(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 			row[r] /= nrm
 		}
 	}
-	sigma := mat.NewDense(d, d, nil)
-	qs := mat.DenseCopyOf(q)
-	for j := 0; j < d; j++ {
-		for r := 0; r < d; r++ {
-			qs.Set(r, j, q.At(r, j)*s[j])
-		}
-	}
-	sigma.Mul(qs, q.T())
+	var qs, sigma mat.Dense
+	qs.Mul(q, mat.NewDiagDense(d, s))
+	sigma.Mul(&qs, q.T())
 	var a mat.Dense
 	a.Mul(x.T(), x)
 	return &Generated{
 		Data: &data.Dataset{Kind: data.Rows, X: x, Name: fmt.Sprintf("%s(n=%d, d=%d, k=%d, %s)", OrbitSpikedName, n, d, k, shape)},
 		Truth: map[string]*mat.Dense{
 			"U":     mat.DenseCopyOf(q.Slice(0, d, 0, k)),
-			"Sigma": sigma,
+			"Sigma": &sigma,
 			"A":     &a,
 		},
 		Scalars: map[string]float64{"n": float64(n), "d": float64(d), "rank": float64(k), "spike": spike, "clip": 1, "trace_A": float64(n)},

@@ -99,13 +99,9 @@ func generateSpiked(ps sdk.Params, rng *rand.Rand) (*Generated, error) {
 			row[j] += s
 		}
 	}
-	sigma := mat.NewDense(p, p, nil)
 	var ul mat.Dense
-	ul.Scale(1, u)
-	for k := 0; k < r; k++ {
-		col := ul.Slice(0, p, k, k+1).(*mat.Dense)
-		col.Scale(lam[k], col)
-	}
+	ul.Mul(u, mat.NewDiagDense(r, lam))
+	sigma := mat.NewDense(p, p, nil)
 	sigma.Mul(&ul, u.T())
 	for j := 0; j < p; j++ {
 		sigma.Set(j, j, sigma.At(j, j)+s2)
@@ -123,16 +119,13 @@ func generateSpiked(ps sdk.Params, rng *rand.Rand) (*Generated, error) {
 
 // RandomOrthonormal returns the Q factor of a p×r standard Gaussian matrix
 // (Haar-distributed up to column signs).
-func RandomOrthonormal(p, r int, rng *rand.Rand) *mat.Dense {
-	qr := gaussianQR(p, r, rng)
-	var q mat.Dense
-	qr.QTo(&q)
-	return mat.DenseCopyOf(q.Slice(0, p, 0, r))
-}
+func RandomOrthonormal(p, r int, rng *rand.Rand) *mat.Dense { return haar(p, r, rng, false) }
 
-// gaussianQR returns the QR factorisation of a p×r matrix of independent
-// standard normal entries, drawn row by row.
-func gaussianQR(p, r int, rng *rand.Rand) *mat.QR {
+// haar returns the first r columns of the Q factor of the QR factorisation
+// of a p×r matrix of independent standard normal entries, drawn row by
+// row; with signs, each column's sign follows R's diagonal, which makes
+// them exactly Haar-distributed.
+func haar(p, r int, rng *rand.Rand, signs bool) *mat.Dense {
 	g := mat.NewDense(p, r, nil)
 	for i := 0; i < p; i++ {
 		for k := 0; k < r; k++ {
@@ -141,7 +134,18 @@ func gaussianQR(p, r int, rng *rand.Rand) *mat.QR {
 	}
 	var qr mat.QR
 	qr.Factorize(g)
-	return &qr
+	var q, rr mat.Dense
+	qr.QTo(&q)
+	qr.RTo(&rr)
+	out := mat.DenseCopyOf(q.Slice(0, p, 0, r))
+	for j := 0; signs && j < r; j++ {
+		if rr.At(j, j) < 0 {
+			for i := 0; i < p; i++ {
+				out.Set(i, j, -out.At(i, j))
+			}
+		}
+	}
+	return out
 }
 
 func factorSampler(kind string, rng *rand.Rand) func() float64 {

@@ -50,8 +50,8 @@ func generateTrace(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	if float64(n)*float64(pdim) > 4e9 {
 		return nil, fmt.Errorf("n·d1·d2 = %.3g doubles is too large to generate in memory", float64(n)*float64(pdim))
 	}
-	u := traceHaar(d1, r, rng)
-	v := traceHaar(d2, r, rng)
+	u := haar(d1, r, rng, true)
+	v := haar(d2, r, rng, true)
 	sig := make([]float64, r)
 	for k := range sig {
 		if r == 1 {
@@ -89,35 +89,13 @@ func generateTrace(p sdk.Params, rng *rand.Rand) (*Generated, error) {
 	}
 	ds := &data.Dataset{Kind: data.Trace, X: mat.NewDense(n, pdim, x), Y: y, D1: d1, D2: d2,
 		Name: fmt.Sprintf("trace-regression n=%d d1=%d d2=%d r=%d", n, d1, d2, r)}
-	sdiag := mat.NewDense(r, r, nil)
-	for k, s := range sig {
-		sdiag.Set(k, k, s)
-	}
 	return &Generated{
 		Data:  ds,
-		Truth: map[string]*mat.Dense{"M": &m, "U": u, "V": v, "Sigma": sdiag},
+		Truth: map[string]*mat.Dense{"M": &m, "U": u, "V": v, "Sigma": mat.DenseCopyOf(sigma)},
 		Scalars: map[string]float64{
 			"n": float64(n), "d1": float64(d1), "d2": float64(d2), "rank": float64(r),
 			"sigma1": s1, "sigmar": sr, "sigma_xi": sxi, "design_rho": rho,
 			"kappa": s1 / sr, "norm_M_F": mat.Norm(&m, 2),
 		},
 	}, nil
-}
-
-// traceHaar returns a d×r matrix with orthonormal columns drawn from the Haar
-// measure (QR of a Gaussian matrix with the sign of R's diagonal fixed).
-func traceHaar(d, r int, rng *rand.Rand) *mat.Dense {
-	qr := gaussianQR(d, r, rng)
-	var q, rr mat.Dense
-	qr.QTo(&q)
-	qr.RTo(&rr)
-	out := mat.DenseCopyOf(q.Slice(0, d, 0, r))
-	for j := 0; j < r; j++ {
-		if rr.At(j, j) < 0 {
-			for i := 0; i < d; i++ {
-				out.Set(i, j, -out.At(i, j))
-			}
-		}
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 
 	"github.com/dplr/dplr/engine/privacy"
@@ -93,17 +95,7 @@ func newView() *view {
 }
 
 func (v *view) clone() *view {
-	c := &view{head: v.head, keys: make(map[string]ref, len(v.keys)), states: make(map[string]*dsState, len(v.states)), aliases: make(map[string]string, len(v.aliases))}
-	for k, x := range v.keys {
-		c.keys[k] = x
-	}
-	for k, x := range v.states {
-		c.states[k] = x
-	}
-	for k, x := range v.aliases {
-		c.aliases[k] = x
-	}
-	return c
+	return &view{head: v.head, keys: maps.Clone(v.keys), states: maps.Clone(v.states), aliases: maps.Clone(v.aliases)}
 }
 
 // state returns the verified state of data set ds (nil if unknown),
@@ -365,9 +357,7 @@ func (t *txn) state(ctx context.Context, ds string) (*dsState, error) {
 // emit computes ev's resulting state, chains it to the head and appends it.
 func (t *txn) emit(ctx context.Context, ev *event) error {
 	ev.V, ev.Ledger, ev.Seq, ev.Prev = eventVersion, t.l.id, t.v.head.Seq+1, t.v.head.Hash
-	if ev.Time == "" {
-		ev.Time = t.time
-	}
+	ev.Time = cmp.Or(ev.Time, t.time)
 	if ev.Run != nil && ev.Kind == evReserve {
 		ev.Run.ID = ev.Seq
 	}

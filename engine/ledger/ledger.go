@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -229,12 +230,8 @@ func (l *Ledger) init(ctx context.Context, m *marker, cfg openConfig) error {
 		}
 		l.full = m.FullCheck
 		l.view.head = ref{Seq: m.Seq, Hash: m.Head}
-		for k, r := range m.Keys {
-			l.view.keys[k] = r
-		}
-		for a, d := range m.Aliases {
-			l.view.aliases[a] = d
-		}
+		maps.Copy(l.view.keys, m.Keys)
+		maps.Copy(l.view.aliases, m.Aliases)
 	default:
 		var n int64
 		if err := l.db.QueryRowContext(ctx, `SELECT max(seq) FROM chain`).Scan(&n); err != nil {

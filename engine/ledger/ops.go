@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -60,9 +61,7 @@ func (t *txn) register(ctx context.Context, hash, name string, rel Relation) (st
 	if err != nil || st != nil {
 		return h, st, err
 	}
-	if rel == "" {
-		rel = ReplaceRow
-	}
+	rel = cmp.Or(rel, ReplaceRow)
 	name = strings.TrimSpace(name)
 	if name != "" {
 		if other := t.byName(ctx, name); other != "" {
@@ -584,9 +583,7 @@ func (l *Ledger) RecordCharge(ctx context.Context, ref string, req ChargeRequest
 			return err
 		}
 		rel := req.Relation
-		if rel == "" {
-			rel = st.Relation
-		}
+		rel = cmp.Or(rel, st.Relation)
 		c, k, err := convert(base, rel, st.Relation)
 		if err != nil {
 			return fmt.Errorf("data set %s: %w", short(h), err)

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dplr/dplr/engine/privacy"
@@ -32,10 +33,8 @@ var Relations = []Relation{ReplaceRow, AddRemoveRow, ReplaceUser, AddRemoveUser}
 
 // ParseRelation checks a relation name.
 func ParseRelation(s string) (Relation, error) {
-	for _, r := range Relations {
-		if string(r) == s {
-			return r, nil
-		}
+	if slices.Contains(Relations, Relation(s)) {
+		return Relation(s), nil
 	}
 	return "", fmt.Errorf("neighbour relation %q: want one of %s: %w", s, relationNames(), ErrInvalid)
 }

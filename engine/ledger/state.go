@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -119,12 +120,7 @@ func (s *dsState) clone() *dsState {
 		return nil
 	}
 	c := *s
-	if s.Open != nil {
-		c.Open = make(map[string]openRun, len(s.Open))
-		for k, v := range s.Open {
-			c.Open[k] = v
-		}
-	}
+	c.Open = maps.Clone(s.Open)
 	c.Aliases = append([]string(nil), s.Aliases...)
 	if s.Total != nil {
 		t := *s.Total

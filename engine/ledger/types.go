@@ -193,13 +193,10 @@ type Status struct {
 func (s Status) MarshalJSON() ([]byte, error) {
 	type plain Status
 	var total *grantJSON
-	if s.HasBudget {
-		g := toGrantJSON(s.Total)
-		total = &g
-	}
 	var rem *Remaining
 	if s.HasBudget {
-		rem = &s.Remaining
+		g := toGrantJSON(s.Total)
+		total, rem = &g, &s.Remaining
 	}
 	return json.Marshal(struct {
 		plain

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -236,9 +237,8 @@ func (r StudyRow) MarshalJSON() ([]byte, error) {
 
 // WriteStudyMarkdown prints rows as a markdown table.
 func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
-	if _, err := fmt.Fprintln(w, "| d | k | n | ε | mechanism | guarantee | metric | median | mean | q90 | predicted | upper bound (τ* or UB23) | LB24 (c=1) | reference | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"); err != nil {
-		return err
-	}
+	var b strings.Builder
+	b.WriteString("| d | k | n | ε | mechanism | guarantee | metric | median | mean | q90 | predicted | upper bound (τ* or UB23) | LB24 (c=1) | reference | s/run (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	f := func(v float64) string {
 		if math.IsNaN(v) {
 			return "–"
@@ -246,12 +246,11 @@ func WriteStudyMarkdown(w io.Writer, rows []StudyRow) error {
 		return strconv.FormatFloat(v, 'g', 4, 64)
 	}
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "| %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.D, r.K, r.N, r.Eps, r.Mechanism, r.Guarantee,
-			r.Metric, f(r.Median), f(r.Mean), f(r.Q90), f(r.Predicted), f(r.Upper), f(r.LB), f(r.Reference), f(r.SecPerRun)); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "| %d | %d | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.D, r.K, r.N, r.Eps, r.Mechanism, r.Guarantee,
+			r.Metric, f(r.Median), f(r.Mean), f(r.Q90), f(r.Predicted), f(r.Upper), f(r.LB), f(r.Reference), f(r.SecPerRun))
 	}
-	return nil
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // MixingRow is the loss distribution after a given number of Givens–Gibbs
@@ -307,13 +306,11 @@ func RunMixingStudy(ctx context.Context, cfg StudyConfig, sweeps []int) ([]Mixin
 
 // WriteMixingMarkdown prints mixing rows as a markdown table.
 func WriteMixingMarkdown(w io.Writer, rows []MixingRow) error {
-	if _, err := fmt.Fprintln(w, "| d | k | ε | sweeps T | mean loss | s.e. | q90 | D/(2β) | runs |\n|---|---|---|---|---|---|---|---|---|"); err != nil {
-		return err
-	}
+	var b strings.Builder
+	b.WriteString("| d | k | ε | sweeps T | mean loss | s.e. | q90 | D/(2β) | runs |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "| %d | %d | %g | %d | %.4g | %.3g | %.4g | %.4g | %d |\n", r.D, r.K, r.Eps, r.Sweeps, r.Mean, r.SE, r.Q90, r.Predicted, r.Runs); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "| %d | %d | %g | %d | %.4g | %.3g | %.4g | %.4g | %d |\n", r.D, r.K, r.Eps, r.Sweeps, r.Mean, r.SE, r.Q90, r.Predicted, r.Runs)
 	}
-	return nil
+	_, err := io.WriteString(w, b.String())
+	return err
 }

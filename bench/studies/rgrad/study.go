@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -240,14 +241,8 @@ func StudyMarkdown(c StudyConfig, cells []StudyCell, ns []int, eps []float64) st
 	for _, cell := range cells {
 		k := fmt.Sprintf("%s|%d|%g", cell.Variant, cell.N, cell.Epsilon)
 		idx[k] = cell
-		if len(labels) == 0 || labels[len(labels)-1] != cell.Variant {
-			seen := false
-			for _, l := range labels {
-				seen = seen || l == cell.Variant
-			}
-			if !seen {
-				labels = append(labels, cell.Variant)
-			}
+		if !slices.Contains(labels, cell.Variant) {
+			labels = append(labels, cell.Variant)
 		}
 	}
 	head := func() {
@@ -255,11 +250,7 @@ func StudyMarkdown(c StudyConfig, cells []StudyCell, ns []int, eps []float64) st
 		for _, e := range eps {
 			fmt.Fprintf(&b, " ε=%s |", epsLabel(e))
 		}
-		b.WriteString("\n|---|")
-		for range eps {
-			b.WriteString("---|")
-		}
-		b.WriteString("\n")
+		b.WriteString("\n|---|" + strings.Repeat("---|", len(eps)) + "\n")
 	}
 	for _, l := range labels {
 		fmt.Fprintf(&b, "\n**%s** — median ‖M̂−M‖_F/‖M‖_F over %d seeds (initial estimate in parentheses)\n\n", l, c.Seeds)

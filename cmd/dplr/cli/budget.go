@@ -97,74 +97,65 @@ func cmdBudget(ctx context.Context, env *Env, args []string) error {
 	return b.run(ctx)
 }
 
-// budgetCmd is one `dplr budget` invocation.
+// budgetCmd is one `dplr budget` invocation: its flags (those its
+// subcommand does not register stay zero).
 type budgetCmd struct {
-	env     *Env
-	sub     string
-	fs      *flag.FlagSet
-	df      dataFlags
-	gf      grantFlags
-	kind    *string
-	hash    *string
-	dataset *string
-	home    *string
-	asJSON  *bool
-	change  *bool
-	note    *string
-	rel     *string
-	to      *string
-	adopt   *bool
-	changes *bool
-	mu      *float64
-	force   *bool
-	dir     string
+	env                                      *Env
+	sub                                      string
+	fs                                       *flag.FlagSet
+	df                                       dataFlags
+	gf                                       grantFlags
+	kind, hash, dataset, home, note, rel, to string
+	asJSON, change, adopt, changes, force    bool
+	mu                                       float64
+	dir                                      string
 }
 
 func (b *budgetCmd) parse(args []string) error {
 	fs := newFlags("budget "+b.sub, "(--data PATH | --hash HEX | --dataset NAME) ...", b.env)
 	b.fs = fs
-	b.home = fs.String("home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
-	b.asJSON = fs.Bool("json", false, "print as JSON")
+	fs.StringVar(&b.home, "home", "", "dplr home directory (default $DPLR_HOME, else the user data directory)")
+	fs.BoolVar(&b.asJSON, "json", false, "print as JSON")
 	switch b.sub {
 	case "list":
 	case "verify":
-		b.adopt = fs.Bool("adopt", false, "accept a ledger whose marker file is missing, after a full check, and write a new marker (only if you know why it went)")
+		fs.BoolVar(&b.adopt, "adopt", false, "accept a ledger whose marker file is missing, after a full check, and write a new marker (only if you know why it went)")
 	default:
 		b.df.register(fs)
-		b.kind = fs.String("kind", "rows", "data kind for reading a --data file: rows, trace or users (a `dplr gen` directory says its own)")
-		b.hash = fs.String("hash", "", "identify the data set by its content hash instead of reading --data")
+		fs.StringVar(&b.kind, "kind", "rows", "data kind for reading a --data file: rows, trace or users (a `dplr gen` directory says its own)")
+		fs.StringVar(&b.hash, "hash", "", "identify the data set by its content hash instead of reading --data")
 		if b.sub != "link" && b.sub != "unlink" {
-			b.dataset = fs.String("dataset", "", "identify the data set by its name (or a hash)")
+			fs.StringVar(&b.dataset, "dataset", "", "identify the data set by its name (or a hash)")
 		}
 	}
 	switch b.sub {
 	case "set":
 		b.gf.register(fs, "total budget of the data set")
-		b.change = fs.Bool("change", false, "change an existing total (recorded with its old and new values)")
-		b.note = fs.String("note", "", "why the total changes (with --change)")
-		b.rel = fs.String("neighbours", "", "neighbour relation the budget counts in: "+relationList()+" (default: replace-one-user for users data, else replace-one-row)")
+		fs.BoolVar(&b.change, "change", false, "change an existing total (recorded with its old and new values)")
+		fs.StringVar(&b.note, "note", "", "why the total changes (with --change)")
+		fs.StringVar(&b.rel, "neighbours", "", "neighbour relation the budget counts in: "+relationList()+" (default: replace-one-user for users data, else replace-one-row)")
 	case "charge":
 		b.gf.register(fs, "the spend made outside dplr")
-		b.mu = fs.Float64("mu", 0, "the spend made outside dplr as μ-GDP, μ = `M` (a Gaussian mechanism of sensitivity Δ and noise σ is Δ/σ-GDP): the form the gaussian-dp rule counts (instead of --epsilon/--delta/--rho)")
-		b.force = fs.Bool("force", false, "record a spend the budget's rule cannot admit (its cost under the rule is stated when it is refused); the data set then admits nothing more until its total is changed with budget set --change")
-		b.note = fs.String("note", "", "what the spend was (required)")
-		b.rel = fs.String("neighbours", "", "neighbour relation the spend's guarantee holds for (default: the budget's)")
+		fs.Float64Var(&b.mu, "mu", 0, "the spend made outside dplr as μ-GDP, μ = `M` (a Gaussian mechanism of sensitivity Δ and noise σ is Δ/σ-GDP): the form the gaussian-dp rule counts (instead of --epsilon/--delta/--rho)")
+		fs.BoolVar(&b.force, "force", false, "record a spend the budget's rule cannot admit (its cost under the rule is stated when it is refused); the data set then admits nothing more until its total is changed with budget set --change")
+		fs.StringVar(&b.note, "note", "", "what the spend was (required)")
+		fs.StringVar(&b.rel, "neighbours", "", "neighbour relation the spend's guarantee holds for (default: the budget's)")
 	case "history":
-		b.changes = fs.Bool("changes", false, "with --json: print the budget's changes (totals with old and new values, names, relations, links) instead of its runs")
+		fs.BoolVar(&b.changes, "changes", false, "with --json: print the budget's changes (totals with old and new values, names, relations, links) instead of its runs")
 	case "link":
-		b.to = fs.String("to", "", "the data set the file is linked to: its name or hash")
-		b.note = fs.String("note", "", "why the file holds the same people")
+		fs.StringVar(&b.to, "to", "", "the data set the file is linked to: its name or hash")
+		fs.StringVar(&b.note, "note", "", "why the file holds the same people")
 	case "unlink":
-		b.note = fs.String("note", "", "why the file does not hold the same people")
+		fs.StringVar(&b.note, "note", "", "why the file does not hold the same people")
 	case "merge":
-		b.to = fs.String("into", "", "the data set to merge into (it keeps its total and is charged every charge of DATA): its name or hash")
-		b.note = fs.String("note", "", "why the two data sets hold the same people")
-		b.force = fs.Bool("force", false, "merge even if the charges do not fit the total kept; the data set then admits nothing more until its total is changed with budget set --change")
+		fs.StringVar(&b.to, "into", "", "the data set to merge into (it keeps its total and is charged every charge of DATA): its name or hash")
+		fs.StringVar(&b.note, "note", "", "why the two data sets hold the same people")
+		fs.BoolVar(&b.force, "force", false, "merge even if the charges do not fit the total kept; the data set then admits nothing more until its total is changed with budget set --change")
 	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	dir, err := (&pluginFlags{home: *b.home}).checkedHome(b.env)
+	dir, err := (&pluginFlags{home: b.home}).checkedHome(b.env)
 	b.dir = dir
 	return err
 }
@@ -182,7 +173,7 @@ func relationList() string {
 // --dataset.
 func (b *budgetCmd) target() (client.DatasetRef, error) {
 	given := 0
-	for _, s := range []string{b.df.path, *b.hash, b.datasetFlag()} {
+	for _, s := range []string{b.df.path, b.hash, b.dataset} {
 		if s != "" {
 			given++
 		}
@@ -191,12 +182,12 @@ func (b *budgetCmd) target() (client.DatasetRef, error) {
 		return client.DatasetRef{}, usagef("budget %s needs exactly one of --data PATH, --hash HEX or --dataset NAME", b.sub)
 	}
 	switch {
-	case *b.hash != "":
-		return client.ByHash(*b.hash), nil
-	case b.datasetFlag() != "":
-		return client.ByName(b.datasetFlag()), nil
+	case b.hash != "":
+		return client.ByHash(b.hash), nil
+	case b.dataset != "":
+		return client.ByName(b.dataset), nil
 	}
-	k := data.Kind(*b.kind)
+	k := data.Kind(b.kind)
 	if !flagGiven(b.fs, "kind") {
 		var why string
 		k, why = b.df.inferKind()
@@ -212,24 +203,14 @@ func (b *budgetCmd) target() (client.DatasetRef, error) {
 	return client.ByData(client.File(b.df.path, opt)), nil
 }
 
-func (b *budgetCmd) datasetFlag() string {
-	if b.dataset == nil {
-		return ""
-	}
-	return *b.dataset
-}
-
 // ledgerErr maps an error of the client's budget operations to its exit
 // code (its class: a damaged ledger exit 5, a refused budget exit 3, a bad
 // argument exit 2), saying what to do about a damaged ledger.
 func ledgerErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, client.ErrLedgerDamaged):
+	if errors.Is(err, client.ErrLedgerDamaged) {
 		return fail(ExitData, fmt.Errorf("%w\nthe budget ledger cannot be trusted; it was left untouched: restore it from a backup or ask its owner (see \"dplr budget verify\")", err))
 	}
-	return fail(client.ExitCode(err), err)
+	return err
 }
 
 func (b *budgetCmd) run(ctx context.Context) error {
@@ -253,17 +234,17 @@ func (b *budgetCmd) run(ctx context.Context) error {
 	case "link":
 		return b.link(ctx, c, ref)
 	case "unlink":
-		key, err := c.Unlink(ctx, ref, *b.note)
+		key, err := c.Unlink(ctx, ref, b.note)
 		if err != nil {
 			return ledgerErr(err)
 		}
 		fmt.Fprintf(b.env.Stderr, "dplr: %s is now a data set of its own, charged all it counted against before\n", key)
 	case "merge":
-		if *b.to == "" {
+		if b.to == "" {
 			return usagef("budget merge needs --into NAME|HEX: the data set to merge into")
 		}
-		h, err := c.Merge(ctx, ref, *b.to, *b.note, *b.force)
-		if err != nil && (h == "" || !*b.force || !errors.Is(err, client.ErrBudget)) {
+		h, err := c.Merge(ctx, ref, b.to, b.note, b.force)
+		if err != nil && (h == "" || !b.force || !errors.Is(err, client.ErrBudget)) {
 			return ledgerErr(err)
 		}
 		if err != nil {
@@ -289,7 +270,7 @@ func (b *budgetCmd) run(ctx context.Context) error {
 }
 
 func (b *budgetCmd) printStatus(st client.BudgetStatus) error {
-	if *b.asJSON {
+	if b.asJSON {
 		return writeReportJSON(b.env.Stdout, st)
 	}
 	fmt.Fprintln(b.env.Stdout, st.String())
@@ -298,7 +279,7 @@ func (b *budgetCmd) printStatus(st client.BudgetStatus) error {
 
 func (b *budgetCmd) verify(ctx context.Context, c *client.Client) error {
 	t0 := time.Now()
-	rep, path, err := c.VerifyLedger(ctx, *b.adopt)
+	rep, path, err := c.VerifyLedger(ctx, b.adopt)
 	if err != nil {
 		return ledgerErr(err)
 	}
@@ -309,19 +290,19 @@ func (b *budgetCmd) verify(ctx context.Context, c *client.Client) error {
 
 func (b *budgetCmd) charge(ctx context.Context, c *client.Client, ref client.DatasetRef) error {
 	var g client.Grant
-	if *b.mu == 0 {
+	if b.mu == 0 {
 		var err error
 		if g, err = b.gf.grant(); err != nil {
 			return err
 		}
-	} else if _, err := b.gf.grant(); err == nil || !(*b.mu > 0) || math.IsInf(*b.mu, 0) {
+	} else if _, err := b.gf.grant(); err == nil || !(b.mu > 0) || math.IsInf(b.mu, 0) {
 		return usagef("--mu M > 0 states the spend alone, without --epsilon, --delta or --rho")
 	}
 	rel, err := b.relation()
 	if err != nil {
 		return err
 	}
-	id, err := c.Charge(ctx, ref, g, client.ChargeOptions{Relation: rel, Note: *b.note, Mu: *b.mu, Force: *b.force})
+	id, err := c.Charge(ctx, ref, g, client.ChargeOptions{Relation: rel, Note: b.note, Mu: b.mu, Force: b.force})
 	refused := errors.Is(err, client.ErrBudgetExceeded) || errors.Is(err, client.ErrIncompatible)
 	switch {
 	case err != nil && id == 0 && refused:
@@ -339,10 +320,10 @@ func (b *budgetCmd) charge(ctx context.Context, c *client.Client, ref client.Dat
 }
 
 func (b *budgetCmd) relation() (client.Relation, error) {
-	if b.rel == nil || *b.rel == "" {
+	if b.rel == "" {
 		return "", nil
 	}
-	r, err := client.ParseRelation(*b.rel)
+	r, err := client.ParseRelation(b.rel)
 	if err != nil {
 		return "", fail(ExitUsage, err)
 	}
@@ -354,15 +335,15 @@ func (b *budgetCmd) set(ctx context.Context, c *client.Client, ref client.Datase
 	if err != nil {
 		return err
 	}
-	if *b.change && strings.TrimSpace(*b.note) == "" {
+	if b.change && strings.TrimSpace(b.note) == "" {
 		return usagef("budget set --change needs --note saying why the total changes")
 	}
 	rel, err := b.relation()
 	if err != nil {
 		return err
 	}
-	opt := client.BudgetOptions{Name: b.df.name, Relation: rel, Change: *b.change, Note: *b.note}
-	if *b.change {
+	opt := client.BudgetOptions{Name: b.df.name, Relation: rel, Change: b.change, Note: b.note}
+	if b.change {
 		opt.Relation = ""
 	}
 	_, err = c.SetBudget(ctx, ref, g, opt)
@@ -373,10 +354,10 @@ func (b *budgetCmd) set(ctx context.Context, c *client.Client, ref client.Datase
 }
 
 func (b *budgetCmd) link(ctx context.Context, c *client.Client, ref client.DatasetRef) error {
-	if *b.to == "" {
+	if b.to == "" {
 		return usagef("budget link needs --to NAME|HEX: the data set the file holds the same people as")
 	}
-	alias, h, err := c.Link(ctx, ref, *b.to, *b.note)
+	alias, h, err := c.Link(ctx, ref, b.to, b.note)
 	if err != nil {
 		return ledgerErr(err)
 	}
@@ -393,11 +374,8 @@ func (b *budgetCmd) list(ctx context.Context, c *client.Client) error {
 	if err != nil {
 		return ledgerErr(err)
 	}
-	if *b.asJSON {
-		if ds == nil {
-			ds = []client.DatasetEntry{}
-		}
-		return writeReportJSON(b.env.Stdout, ds)
+	if b.asJSON {
+		return writeListJSON(b.env.Stdout, ds)
 	}
 	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "data set\tname\tbudget\tneighbours\tlinked files\n")
@@ -417,17 +395,11 @@ func (b *budgetCmd) history(ctx context.Context, c *client.Client, ref client.Da
 		return ledgerErr(err)
 	}
 	runs, changes := hist.Runs, hist.Changes
-	if *b.asJSON && *b.changes {
-		if changes == nil {
-			changes = []client.Change{}
-		}
-		return writeReportJSON(b.env.Stdout, changes)
+	if b.asJSON && b.changes {
+		return writeListJSON(b.env.Stdout, changes)
 	}
-	if *b.asJSON {
-		if runs == nil {
-			runs = []client.Run{}
-		}
-		return writeReportJSON(b.env.Stdout, runs)
+	if b.asJSON {
+		return writeListJSON(b.env.Stdout, runs)
 	}
 	tw := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\twhen (UTC)\testimator\tstate\tguarantee\tneighbours\tgrant\tcharged\n")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"text/tabwriter"
@@ -64,27 +65,9 @@ func cmdCache(_ context.Context, env *Env, args []string) error {
 		return fail(ExitError, err)
 	}
 	if asJSON {
-		return cacheJSON(env, entries)
+		return writeListJSON(env.Stdout, entries)
 	}
 	return cacheTable(env, cache, entries)
-}
-
-// cacheJSON prints the cache entries as a JSON array.
-func cacheJSON(env *Env, entries []client.CacheEntry) error {
-	type entry struct {
-		Hash     string    `json:"hash"`
-		Name     string    `json:"name,omitempty"`
-		Kind     string    `json:"kind,omitempty"`
-		N        int       `json:"n"`
-		P        int       `json:"p"`
-		Bytes    int64     `json:"bytes"`
-		LastUsed time.Time `json:"last_used"`
-	}
-	out := []entry{}
-	for _, e := range entries {
-		out = append(out, entry{e.Hash, e.Name, string(e.Kind), e.N, e.P, e.Bytes, e.LastUsed.UTC()})
-	}
-	return writeReportJSON(env.Stdout, out)
 }
 
 // cacheTable prints the entries of the cache directory as a table and a
@@ -100,16 +83,14 @@ func cacheTable(env *Env, cache string, entries []client.CacheEntry) error {
 	for _, e := range entries {
 		total += e.Bytes
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d\t%s\t%s\n", e.Hash[:16], e.Name, e.Kind, e.N, e.P,
-			client.FormatBytes(e.Bytes), e.LastUsed.UTC().Format(time.RFC3339))
+			client.FormatBytes(e.Bytes), e.LastUsed.Format(time.RFC3339))
 	}
 	tw.Flush()
 	limit, err := client.CacheMaxBytes()
 	if err != nil {
 		return fail(ExitUsage, err)
 	}
-	if limit == 0 {
-		limit = client.DefaultCacheMaxBytes()
-	}
+	limit = cmp.Or(limit, client.DefaultCacheMaxBytes())
 	noun := "entries"
 	if len(entries) == 1 {
 		noun = "entry"

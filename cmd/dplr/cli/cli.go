@@ -150,13 +150,18 @@ func report(env *Env, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
-	code := client.ExitCode(err) // the class of an error from the client package
+	fmt.Fprintf(env.Stderr, "dplr: %v\n", err)
+	return exitCode(err)
+}
+
+// exitCode is err's exit code: the one fail gave it, else the class of an
+// error from the client package.
+func exitCode(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
-		code = ee.code
+		return ee.code
 	}
-	fmt.Fprintf(env.Stderr, "dplr: %v\n", err)
-	return code
+	return client.ExitCode(err)
 }
 
 func usage(w io.Writer) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -99,17 +98,7 @@ func (df *dataFlags) locate(kind data.Kind) (*loaded, error) {
 	}
 	l, err := client.Locate(df.path, opt, kind)
 	if err != nil {
-		return nil, exitOf(err)
+		return nil, err // its class gives the exit code
 	}
 	return &loaded{path: l.Path, opt: l.Options}, nil
-}
-
-// exitOf gives an error from the client package the exit code of its
-// class (nil stays nil; an error with an exit code keeps it).
-func exitOf(err error) error {
-	var ee *exitError
-	if err == nil || errors.As(err, &ee) {
-		return err
-	}
-	return fail(client.ExitCode(err), err)
 }

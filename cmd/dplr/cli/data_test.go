@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,9 +99,7 @@ func TestDataRefusals(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.ErrorContains(t, err, c.want)
-			var ee *exitError
-			require.True(t, errors.As(err, &ee))
-			assert.Equal(t, c.code, ee.code)
+			assert.Equal(t, c.code, exitCode(err))
 		})
 	}
 	// Named, the same file is users data.
@@ -115,9 +112,7 @@ func TestDataRefusals(t *testing.T) {
 }
 
 // prepare validates, hashes and (if needed) converts the located data set
-// into home's cache (client.Located.Prepare), with the exit code of its
-// failure.
+// into home's cache (client.Located.Prepare).
 func prepare(l *loaded, home string) (client.Handle, error) {
-	h, err := (&client.Located{Path: l.path, Options: l.opt}).Prepare(context.Background(), home)
-	return h, exitOf(err)
+	return (&client.Located{Path: l.path, Options: l.opt}).Prepare(context.Background(), home)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -298,9 +299,7 @@ func budgetGiven(g grantFlags) bool {
 // created and checked before anything is reserved and the plugin's
 // progress drawn on stderr.
 func runFit(ctx context.Context, env *Env, f *fitFlags, c *client.Client, info client.EstimatorInfo, req client.FitRequest) (*client.Result, error) {
-	if f.outDir == "" {
-		f.outDir = filepath.Join("dplr-out", fmt.Sprintf("%s-%s", f.estimator, time.Now().UTC().Format("20060102-150405.000")))
-	}
+	f.outDir = cmp.Or(f.outDir, filepath.Join("dplr-out", fmt.Sprintf("%s-%s", f.estimator, time.Now().UTC().Format("20060102-150405.000"))))
 	req.BeforeReserve = func() error { return prepareOutDir(f.outDir) }
 	if f.seed.set {
 		req.Seed = &f.seed.v
@@ -351,10 +350,9 @@ func prepareOutDir(dir string) error {
 // pointer to the catalogue for a refused request.
 func fitFailure(info client.EstimatorInfo, grant client.Grant, err error) error {
 	var ee *exitError
-	if errors.As(err, &ee) {
-		return fail(ee.code, err)
-	}
 	switch {
+	case errors.As(err, &ee):
+		return err // it has its exit code
 	case errors.Is(err, client.ErrUnknownEstimator):
 		return fail(ExitUsage, err)
 	case !client.FitFailed(err):
@@ -365,7 +363,7 @@ func fitFailure(info client.EstimatorInfo, grant client.Grant, err error) error 
 	case errors.Is(err, client.ErrRefused):
 		return fail(ExitUsage, fmt.Errorf("%w (see `dplr describe %s`)", err, info.Name))
 	}
-	return fail(client.ExitCode(err), err)
+	return err
 }
 
 // rhoHint explains, when an (ε, δ) request is refused but the same

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -43,9 +44,7 @@ func (b *beamFlags) check(df *dataFlags) error {
 	default:
 		return usagef("--engine %q: want local or beam", b.engine)
 	}
-	if b.runner == "" {
-		b.runner = "prism"
-	}
+	b.runner = cmp.Or(b.runner, "prism")
 	if !slices.Contains(client.BeamRunners, b.runner) {
 		return usagef("--runner %q: want one of %s", b.runner, strings.Join(client.BeamRunners, ", "))
 	}

@@ -2,16 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/client"
 )
 
 // writeJSON writes v as indented JSON (HTML characters unescaped), for
@@ -51,29 +52,19 @@ func writeReportJSON(w io.Writer, v any) error {
 	return nil
 }
 
+// writeListJSON is writeReportJSON for a list: an empty one is [], not
+// null.
+func writeListJSON[T any](w io.Writer, v []T) error {
+	if v == nil {
+		v = []T{}
+	}
+	return writeReportJSON(w, v)
+}
+
 // saveReportJSON writes v as writeReportJSON does to path, atomically (a
 // temporary file in the same directory renamed into place).
 func saveReportJSON(path string, v any) error {
-	var buf bytes.Buffer
-	if err := writeReportJSON(&buf, v); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	_, err = f.Write(buf.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return client.WriteFileAtomic(path, func(w io.Writer) error { return writeReportJSON(w, v) })
 }
 
 // orderedObject is a JSON object that keeps its key order.
@@ -249,9 +240,7 @@ func structFields(v reflect.Value, depth int, obj *orderedObject) error {
 		if !f.IsExported() {
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
+		name = cmp.Or(name, f.Name)
 		if strings.Contains(","+opts+",", ",omitempty,") && isEmptyValue(fv) {
 			continue
 		}

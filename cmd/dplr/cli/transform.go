@@ -77,7 +77,7 @@ Flags:
 	}
 	m, err := client.ReadModel(*model)
 	if err != nil {
-		return fail(client.ExitCode(err), fmt.Errorf("transform: %w", err))
+		return fmt.Errorf("transform: %w", err)
 	}
 	opts := map[string]string{}
 	if *user != "" {
@@ -111,7 +111,7 @@ Flags:
 	defer c.Close()
 	res, err := c.Transform(ctx, client.TransformRequest{Model: *model, Data: client.Data{Dataset: ds}, Options: opts})
 	if err != nil {
-		return fail(client.ExitCode(err), fmt.Errorf("transform: %w", err))
+		return fmt.Errorf("transform: %w", err)
 	}
 	if *out == "" {
 		if err := writeCSV(env.Stdout, res.Y); err != nil {
@@ -127,31 +127,16 @@ Flags:
 	return nil
 }
 
-// writeMatrix writes m as .npy or .csv by the file's extension.
+// writeMatrix writes m as .npy or .csv by the file's extension, atomically.
 func writeMatrix(path string, m *mat.Dense) error {
 	r, c := m.Dims()
 	if strings.ToLower(filepath.Ext(path)) == ".npy" {
-		raw := make([]float64, 0, r*c)
-		for i := 0; i < r; i++ {
-			raw = append(raw, m.RawRowView(i)[:c]...)
-		}
-		if err := client.SaveNPY(path, []int{r, c}, raw); err != nil {
+		if err := client.SaveNPY(path, []int{r, c}, mat.DenseCopyOf(m).RawMatrix().Data); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
 		return nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := writeCSV(f, m); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return client.WriteFileAtomic(path, func(w io.Writer) error { return writeCSV(w, m) })
 }
 
 // writeCSV writes m to w, a row a line.

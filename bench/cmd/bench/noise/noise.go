@@ -7,6 +7,7 @@
 package noise
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -114,16 +115,12 @@ func Main(ests map[string]sdk.Estimator) {
 func setup(ests map[string]sdk.Estimator, estimator, model string, params map[string]string) (sdk.Estimator, *gen.Generated) {
 	est, ok := ests[estimator]
 	if !ok {
-		fail(fmt.Errorf("no estimator %s", estimator))
+		check(fmt.Errorf("no estimator %s", estimator))
 	}
 	m, err := gen.Lookup(model)
-	if err != nil {
-		fail(err)
-	}
+	check(err)
 	g, err := gen.Run(m, params, 1)
-	if err != nil {
-		fail(err)
-	}
+	check(err)
 	return est, g
 }
 
@@ -155,7 +152,7 @@ func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, ga
 		default:
 			ex, err = derived(zc, grant)
 			if err != nil {
-				fail(fmt.Errorf("%s: %w", c.estimator, err))
+				check(fmt.Errorf("%s: %w", c.estimator, err))
 			}
 			from = "derived"
 		}
@@ -168,9 +165,7 @@ func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, ga
 				pap, err = trySteps(est, g.Data, with(c.params, with(c.paper, map[string]string{"noise": "analytic"})), grant)
 				paperNote = " (analytic Gaussian here: the classical formula is not valid for a step's ε > 1)"
 			}
-			if err != nil {
-				fail(err)
-			}
+			check(err)
 		}
 		n := max(len(ex), len(zc), len(pap))
 		for i := 0; i < n; i++ {
@@ -179,9 +174,7 @@ func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, ga
 				if i >= len(s) {
 					return "—"
 				}
-				if name == "" {
-					name = s[i].Name
-				}
+				name = cmp.Or(name, s[i].Name)
 				return fmt.Sprintf("%.4g", s[i].Scale)
 			}
 			es, zs, ps := cell(ex), cell(zc), cell(pap)
@@ -211,12 +204,7 @@ func compare(b *strings.Builder, c comparison, ests map[string]sdk.Estimator, ga
 
 // allGaussian reports whether every step is Gaussian.
 func allGaussian(steps []privacy.Step) bool {
-	for _, s := range steps {
-		if s.Mechanism != privacy.MechGaussian {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(steps, func(s privacy.Step) bool { return s.Mechanism != privacy.MechGaussian })
 }
 
 // noiseChoices are the values the estimator's noise parameter accepts.
@@ -243,9 +231,7 @@ func with(base, over map[string]string) map[string]string {
 
 func steps(est sdk.Estimator, d *data.Dataset, params map[string]string, grant privacy.Grant) []privacy.Step {
 	st, err := trySteps(est, d, params, grant)
-	if err != nil {
-		fail(err)
-	}
+	check(err)
 	return st
 }
 
@@ -312,7 +298,10 @@ func derived(zc []privacy.Step, grant privacy.Grant) ([]privacy.Step, error) {
 	return out, nil
 }
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench:", err)
-	os.Exit(1)
+// check reports a non-nil err and exits with status 1.
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
 }

@@ -75,13 +75,13 @@ func MainPLD(ests map[string]sdk.Estimator) {
 			grant := privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: delta}
 			steps, err := trySteps(est, g.Data, c.params, grant)
 			if err != nil {
-				fail(fmt.Errorf("%s: %w", c.label, err))
+				check(fmt.Errorf("%s: %w", c.label, err))
 			}
 			base := unitCosts(steps)
 			cs := make([]float64, len(accountings))
 			for i, a := range accountings {
 				if cs[i], err = largestScale(base, eps, a.eps); err != nil {
-					fail(fmt.Errorf("%s, %s: %w", c.label, a.name, err))
+					check(fmt.Errorf("%s, %s: %w", c.label, a.name, err))
 				}
 			}
 			// The default: every valid accounting's c, the largest wins
@@ -97,7 +97,7 @@ func MainPLD(ests map[string]sdk.Estimator) {
 				const reps = 5
 				for r := 0; r < reps; r++ {
 					if _, err := accountings[1].eps(scaled(base, cs[1])); err != nil {
-						fail(err)
+						check(err)
 					}
 				}
 				ms := float64(time.Since(t0).Microseconds()) / 1000 / reps

@@ -42,9 +42,7 @@ func FedRep(args []string) {
 	selectDir := fs.String("select", "", "instead, measure fedrep-private's private rank selection on the personal task through the host, with the plugins in this `DIR`, over -seeds seeds: one JSON line per seed (bench/results/select.md)")
 	_ = fs.Parse(args)
 	if *selectDir != "" {
-		if err := runSelect(context.Background(), *selectDir, *seeds); err != nil {
-			fail("fedrep", err)
-		}
+		check("fedrep", runSelect(context.Background(), *selectDir, *seeds))
 		return
 	}
 	if *merge != "" {
@@ -63,13 +61,9 @@ func FedRep(args []string) {
 	cfg.Eps = must(parseList(*eps, "ε", parseFloat, anyValue[float64]))
 	cfg.Progress = progress(*quiet)
 	cells, err := fedrep.RunStudy(context.Background(), cfg)
-	if err != nil {
-		fail("fedrep", err)
-	}
+	check("fedrep", err)
 	if *plotPath != "" {
-		if err := plotStudy(cells, cfg, *plotPath); err != nil {
-			fail("fedrep", err)
-		}
+		check("fedrep", plotStudy(cells, cfg, *plotPath))
 	}
 	writeJSON("fedrep", *jsonPath, cells)
 	if *asJSON {
@@ -104,9 +98,7 @@ func runFMNIST(seeds int, eps string, users, perUser, proj, rank int, quiet bool
 	}
 	cfg.Progress = progress(quiet)
 	rows, err := fedrep.RunFMNISTStudy(context.Background(), cfg)
-	if err != nil {
-		fail("fedrep", err)
-	}
+	check("fedrep", err)
 	fmt.Printf("Fashion-MNIST: %d users × %d images (two classes each, ±1), JL to %d, rank %d, T = %d, η = %g, ψ = %g, ψ_init = %g, hold-out %g, δ = %g, %d seeds\n\n",
 		cfg.Users, cfg.PerUser, cfg.Proj, cfg.Rank, cfg.Iterations, cfg.Step, cfg.Clip, cfg.InitClip, cfg.Holdout, cfg.Delta, cfg.Seeds)
 	fmt.Print(fedrep.FMNISTMarkdown(rows))
@@ -127,9 +119,7 @@ func runPersonal(seeds int, eps, variants, seedList, jsonPath string, quiet bool
 	}
 	cfg.Progress = progress(quiet)
 	rows, err := fedrep.RunPersonalStudy(context.Background(), cfg)
-	if err != nil {
-		fail("fedrep", err)
-	}
+	check("fedrep", err)
 	writeJSON("fedrep", jsonPath, rows)
 	fmt.Printf("Personalized Fashion-MNIST: 2×2-pooled pixels + constant (d = 197), each user its own classes ±1, δ = %g, %d seeds; accuracy = mean over users of the held-out accuracy of sign(⟨x, U v_user⟩)\n", cfg.Delta, cfg.Seeds)
 	fmt.Print(fedrep.PersonalMarkdown(rows))
@@ -142,12 +132,10 @@ func mergePersonal(files, jsonPath string) {
 	var parts [][]fedrep.PersonalRow
 	for _, f := range strings.Split(files, ",") {
 		b, err := os.ReadFile(f)
-		if err != nil {
-			fail("fedrep", err)
-		}
+		check("fedrep", err)
 		var rows []fedrep.PersonalRow
 		if err := json.Unmarshal(b, &rows); err != nil {
-			fail("fedrep", fmt.Errorf("%s: %w", f, err))
+			check("fedrep", fmt.Errorf("%s: %w", f, err))
 		}
 		parts = append(parts, rows)
 	}

@@ -41,33 +41,23 @@ func Orbit(args []string) {
 	if *mixing != "" {
 		sweeps := must(parseList(*mixing, "sweep count", strconv.Atoi, func(v int) bool { return v >= 1 }))
 		rows, err := orbitstudy.RunMixingStudy(context.Background(), cfg, sweeps)
-		if err != nil {
-			fail("orbit", err)
-		}
-		if err := orbitstudy.WriteMixingMarkdown(os.Stdout, rows); err != nil {
-			fail("orbit", err)
-		}
+		check("orbit", err)
+		check("orbit", orbitstudy.WriteMixingMarkdown(os.Stdout, rows))
 		return
 	}
 	var rows []orbitstudy.StudyRow
 	var err error
 	if *dataPath != "" {
 		ds, lerr := dataio.Load(*dataPath, dataio.LoadOptions{Scale: *scale, SkipHash: true})
-		if lerr != nil {
-			fail("orbit", lerr)
-		}
+		check("orbit", lerr)
 		rows, err = orbitstudy.RunStudyData(context.Background(), cfg, ds, *clip)
 	} else {
 		rows, err = orbitstudy.RunStudy(context.Background(), cfg)
 	}
-	if err != nil {
-		fail("orbit", err)
-	}
+	check("orbit", err)
 	if *asJSON {
 		writeJSON("orbit", "-", rows)
 		return
 	}
-	if err := orbitstudy.WriteStudyMarkdown(os.Stdout, rows); err != nil {
-		fail("orbit", err)
-	}
+	check("orbit", orbitstudy.WriteStudyMarkdown(os.Stdout, rows))
 }

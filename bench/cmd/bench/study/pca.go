@@ -32,18 +32,16 @@ func PCA(args []string) {
 	delta := fs.Float64("delta", 1e-5, "δ of the (ε, δ) grants")
 	_ = fs.Parse(args)
 	if sc, ok := scenarioOf[*config]; ok {
-		fail("pca", fmt.Errorf("-config %s is the scenario %s: bin/bench run bench/scenarios/%s.toml", *config, sc, sc))
+		check("pca", fmt.Errorf("-config %s is the scenario %s: bin/bench run bench/scenarios/%s.toml", *config, sc, sc))
 	}
 	if *config != "pwin-big" {
-		fail("pca", fmt.Errorf("unknown config %q", *config))
+		check("pca", fmt.Errorf("unknown config %q", *config))
 	}
 	eps := must(parseList(*epsList, "ε", parseFloat, func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }))
 	// The "paper wins" point on Bartlett-sampled Σ̂ (no rows).
 	cfg := pcastudy.CovStudyConfig{N: 1000000, P: 1000, Lambda: []float64{1.12, 0.96, 0.8}, Sigma2: 1, Eps: eps, Delta: *delta, Seeds: *seeds}
 	rows, err := pcastudy.CovStudy(context.Background(), cfg)
-	if err != nil {
-		fail("pca", err)
-	}
+	check("pca", err)
 	fmt.Printf("config pwin-big: Wishart-sampled Σ̂, n=%d p=%d λ=%v σ²=1 δ=%g, %d seeds; both methods spend the full (ε, δ) on the subspace\n\n", cfg.N, cfg.P, cfg.Lambda, *delta, *seeds)
 	fmt.Print(pcastudy.Markdown(rows))
 }

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,32 +47,20 @@ func RGrad(args []string) {
 		for _, kv := range strings.Split(*set, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok {
-				fail("rgrad", fmt.Errorf("bad -set entry %q: want key=value", kv))
+				check("rgrad", fmt.Errorf("bad -set entry %q: want key=value", kv))
 			}
 			c.ModelParams[k] = v
 		}
 	}
 	vars := rgradstudy.DefaultVariants(c)
 	if *only != "" {
-		keep := map[string]bool{}
-		for _, s := range strings.Split(*only, ",") {
-			keep[strings.TrimSpace(s)] = true
-		}
-		var sel []rgradstudy.Variant
-		for _, v := range vars {
-			for k := range keep {
-				if k == v.Estimator || strings.HasPrefix(v.Label, k) {
-					sel = append(sel, v)
-					break
-				}
-			}
-		}
-		vars = sel
+		keep := must(parseList(*only, "variant", func(s string) (string, error) { return s, nil }, anyValue[string]))
+		vars = slices.DeleteFunc(vars, func(v rgradstudy.Variant) bool {
+			return !slices.ContainsFunc(keep, func(k string) bool { return k == v.Estimator || strings.HasPrefix(v.Label, k) })
+		})
 	}
 	cells, err := rgradstudy.RunStudy(context.Background(), c, nList, eList, vars, func(s string) { fmt.Fprintln(os.Stderr, s) })
-	if err != nil {
-		fail("rgrad", err)
-	}
+	check("rgrad", err)
 	if *asJSON {
 		type row struct {
 			Variant    string    `json:"variant"`

@@ -37,10 +37,13 @@ func parseFloat(s string) (float64, error) {
 // anyValue accepts every value.
 func anyValue[T any](T) bool { return true }
 
-// fail reports err from the study named name and exits with status 1.
-func fail(name string, err error) {
-	fmt.Fprintf(os.Stderr, "bench study %s: %v\n", name, err)
-	os.Exit(1)
+// check reports a non-nil err from the study named name and exits with
+// status 1.
+func check(name string, err error) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench study %s: %v\n", name, err)
+		os.Exit(1)
+	}
 }
 
 // must returns v, or reports err (a bad flag value) and exits with status 2.
@@ -64,9 +67,7 @@ func writeJSON(name, path string, v any) {
 	} else if err == nil {
 		err = os.WriteFile(path, b, 0o644)
 	}
-	if err != nil {
-		fail(name, err)
-	}
+	check(name, err)
 }
 
 // progress prints progress lines on standard error unless quiet.
