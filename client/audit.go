@@ -76,6 +76,16 @@ type AuditReport struct {
 // Gaussian runs, the measured shift over noise against μ. It charges
 // nothing. A report with Violation set is evidence against the claim.
 func (c *Client) Audit(ctx context.Context, req AuditRequest) (*AuditReport, error) {
+	switch {
+	case req.Runs < 60:
+		return nil, classedf(ErrUsage, "audit runs %d: at least 60 runs per data set are needed", req.Runs)
+	case req.Workers < 1:
+		return nil, classedf(ErrUsage, "audit workers %d must be at least 1", req.Workers)
+	case !(req.Alpha > 0 && req.Alpha < 0.5):
+		return nil, classedf(ErrUsage, "audit alpha %v must lie in (0, 0.5)", req.Alpha)
+	case req.Canary < 0 || math.IsNaN(req.Canary) || math.IsInf(req.Canary, 0):
+		return nil, classedf(ErrUsage, "audit canary %v must be positive and finite (0: the default)", req.Canary)
+	}
 	plug, info, err := c.lookup(ctx, req.Estimator)
 	if err != nil {
 		return nil, err

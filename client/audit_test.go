@@ -1,7 +1,9 @@
 package client
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -60,6 +62,34 @@ func TestChargedFailuresAreNeverDataErrors(t *testing.T) {
 			e := fitErr(&host.FitError{Err: tc.err, RunID: 7, Charged: tc.charged})
 			assert.ErrorIs(t, e, tc.want)
 			assert.Equal(t, tc.charged, e.Charged)
+		})
+	}
+}
+
+// An audit request with too few runs, no workers, an alpha outside
+// (0, 0.5) or an unusable canary is a usage error before any plugin is
+// looked up or any fit runs (a Go caller gets the CLI's checks).
+func TestAuditRefusesBadRequests(t *testing.T) {
+	ok := AuditRequest{Estimator: "no-such-estimator", Runs: 60, Workers: 1, Alpha: 0.05}
+	for _, tc := range []struct {
+		name string
+		edit func(*AuditRequest)
+		want string
+	}{
+		{"few runs", func(r *AuditRequest) { r.Runs = 59 }, "at least 60 runs"},
+		{"no workers", func(r *AuditRequest) { r.Workers = 0 }, "workers 0"},
+		{"alpha 0", func(r *AuditRequest) { r.Alpha = 0 }, "alpha 0"},
+		{"alpha 0.5", func(r *AuditRequest) { r.Alpha = 0.5 }, "alpha 0.5"},
+		{"negative canary", func(r *AuditRequest) { r.Canary = -1 }, "canary -1"},
+		{"NaN canary", func(r *AuditRequest) { r.Canary = math.NaN() }, "canary NaN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := ok
+			tc.edit(&req)
+			_, err := (&Client{}).Audit(context.Background(), req)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrUsage)
+			assert.ErrorContains(t, err, tc.want)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/dplr/dplr/client"
@@ -50,16 +49,7 @@ func parseAuditFlags(env *Env, args []string) (*auditFlags, error) {
 		return nil, usagef("audit takes one ESTIMATOR")
 	}
 	f.estimator = fs.Arg(0)
-	switch {
-	case f.runs < 60:
-		return nil, usagef("--runs %d: at least 60 runs per data set are needed", f.runs)
-	case f.workers < 1:
-		return nil, usagef("--workers %d must be at least 1", f.workers)
-	case !(f.alpha > 0 && f.alpha < 0.5):
-		return nil, usagef("--alpha %v must lie in (0, 0.5)", f.alpha)
-	case f.canary < 0 || math.IsNaN(f.canary) || math.IsInf(f.canary, 0):
-		return nil, usagef("--canary %v must be positive and finite", f.canary)
-	case f.df.path != "" && !f.public:
+	if f.df.path != "" && !f.public {
 		return nil, usagef("dplr audit fits --data hundreds of times and charges no budget: use it on data that is not private, and say so with --public (or omit --data for synthetic data)")
 	}
 	return f, nil
