@@ -150,7 +150,7 @@ func (c *cxzConfig) shares() []privacy.Share {
 	if c.private() {
 		mean := c.MeanShare
 		if c.meanClip == 0 {
-			shares = append(shares, privacy.Share{Name: shareClip, Weight: c.MeanShare * meanClipWeight, Mechanism: privacy.MechExponential})
+			shares = append(shares, privacy.Share{Name: shareMeanClip, Weight: c.MeanShare * meanClipWeight, Mechanism: privacy.MechExponential})
 			mean -= c.MeanShare * meanClipWeight
 		}
 		shares = append(shares, privacy.Share{Name: shareMean, Weight: mean, Mechanism: privacy.MechGaussian})
@@ -329,7 +329,7 @@ const (
 // quantile of the raw row norms, from the plan's clip share) and the mean.
 func (c *cxzConfig) privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source) ([]float64, error) {
 	if c.meanClip == 0 {
-		q, err := privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, meanClipQuantile)
+		q, err := privateClip(ctx, run, plan, shareMeanClip, "clip quantile (mean)", src, nil, meanClipQuantile)
 		if err != nil {
 			return nil, err
 		}

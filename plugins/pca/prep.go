@@ -23,6 +23,10 @@ import (
 // shareClip names the plan share that pays for the private clip quantiles.
 const shareClip = rowclip.ShareName
 
+// shareMeanClip names pca-cxz's share for its private mean clip
+// (mean_clip=auto).
+const shareMeanClip = "norm quantile (mean_clip=auto)"
+
 // clipOptions are the shared clipping parameters (clip, clip_share,
 // clip_quantile) of plugins/internal/clip.
 type clipOptions = rowclip.Options

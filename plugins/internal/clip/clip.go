@@ -21,7 +21,7 @@ import (
 const AutoValue = "auto"
 
 // ShareName names the plan share that pays for the private clip quantiles.
-const ShareName = "clip"
+const ShareName = "norm quantile (clip=auto)"
 
 // Options are the clipping parameters every worst-case rows estimator of
 // the pca and orbit plugins embeds: a public clip, or clip=auto (a private
