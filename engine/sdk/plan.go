@@ -88,8 +88,9 @@ const NearRandomMargin = 0.05
 // Dry-run bounds: PlanMaxWork caps a dry run's work over its rows,
 // n·p·min(p, 100) (above it the runs are on fewer rows: see PlanOf), and
 // PlanMaxCube its work over the p×p matrices, p³ (p up to 1024; above
-// it nothing is run; a fit's pre-flight, PlanIndicator, allows only
-// p³ ≤ PlanMaxWork), PlanTimeout the time the dry runs may take together
+// it nothing is run; a fit's pre-flight, PlanIndicator, counts the rows'
+// work and p³ together against PlanMaxWork: see workShare), PlanTimeout
+// the time the dry runs may take together
 // (at most 60 % of the time left before the caller's deadline, so that the
 // check itself still answers).
 const (
@@ -159,22 +160,17 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	// count a selection's fits too.
 	p3, perRow := fits*math.Pow(float64(s.P), 3), fits*float64(s.P)*math.Min(float64(s.P), 100)
 	run := s
-	if float64(s.N)*perRow > PlanMaxWork {
-		run.N = int(PlanMaxWork / perRow)
+	if m := rowsFor(1, perRow, p3, mode); m < s.N {
+		run.N = m
 		if s.Users > 0 {
 			run.Users = max(1, int(float64(s.Users)*float64(run.N)/float64(s.N)))
 		}
 	}
-	// A fit's pre-flight stays cheap: its p³ is capped at PlanMaxWork.
-	cube := float64(PlanMaxCube)
-	if mode == PlanIndicator {
-		cube = PlanMaxWork
-	}
 	var footprint int64
-	if run.N >= 2 && p3 <= cube {
+	if run.N >= 2 {
 		_, footprint, err = Prepare(est.Info(), raw, run)
 	}
-	if run.N < 2 || p3 > cube || err != nil || footprint > PlanMaxFootprint {
+	if run.N < 2 || err != nil || footprint > PlanMaxFootprint {
 		p := Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}
 		if mode == PlanFull {
 			p = declaredSteps(prep, s, g, p)
@@ -204,7 +200,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 			done <- reducedRun(ctx, est, raw, g, s, run, ref, rank, perRow, p3, mode)
 			return
 		}
-		done <- dryRuns(ctx, est, raw, g, s, ref, rank, workShare(s.N, perRow, p3), mode)
+		done <- dryRuns(ctx, est, raw, g, s, ref, rank, workShare(s.N, perRow, p3, mode), mode)
 	}()
 	select {
 	case p := <-done:
@@ -227,7 +223,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 // costs and multipliers, without sensitivities (which may depend on n).
 func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s, run Shape, ref Reference, rank int, perRow, p3 float64, mode PlanMode) Plan {
 	small := run
-	if m := int(PlanMaxWork / 8 / perRow); m >= 4*s.P && m >= 2 && 8*p3 <= PlanMaxCube {
+	if m := rowsFor(1.0/8, perRow, p3, mode); m >= 4*s.P && m >= 2 {
 		small.N = m
 		if s.Users > 0 {
 			small.Users = max(1, int(float64(s.Users)*float64(m)/float64(s.N)))
@@ -239,7 +235,7 @@ func reducedRun(ctx context.Context, est Estimator, raw map[string]string, g pri
 	}
 	ind := Plan{Note: "indicator not computed: no budget gives the reference the data's noise per record"}
 	if sg, err := scaledGrant(g, k, est.Info().Grants); err == nil {
-		if ind = dryRuns(ctx, est, raw, sg, small, ref, rank, workShare(small.N, perRow, p3), PlanFull); ind.Scored {
+		if ind = dryRuns(ctx, est, raw, sg, small, ref, rank, workShare(small.N, perRow, p3, mode), PlanFull); ind.Scored {
 			ind.Note = fmt.Sprintf("model-based indicator: the mean score of dry runs on a public reference model of %d rows, "+
 				"with the budget scaled so that its noise per row is what your %d rows would get (%s); "+
 				"not your data: your data may be easier or harder", small.N, s.N, grantText(sg))
@@ -329,10 +325,27 @@ func grantText(g privacy.Grant) string {
 	return fmt.Sprintf("ε = %.3g, δ = %.3g", g.Epsilon, g.Delta)
 }
 
-// workShare is the larger share of its cap that a dry run on n rows takes
-// (PlanMaxWork for the rows, PlanMaxCube for p³).
-func workShare(n int, perRow, p3 float64) float64 {
+// workShare is the share of the caps that a dry run on n rows takes: for
+// dplr plan (PlanFull) the larger of its rows' work over PlanMaxWork and
+// its p³ over PlanMaxCube; for a fit's pre-flight, which stays cheap, both
+// together over PlanMaxWork.
+func workShare(n int, perRow, p3 float64, mode PlanMode) float64 {
+	if mode == PlanIndicator {
+		return (float64(n)*perRow + p3) / PlanMaxWork
+	}
 	return max(float64(n)*perRow/PlanMaxWork, p3/PlanMaxCube)
+}
+
+// rowsFor is the most rows a dry run may have within share of the caps
+// (workShare), 0 when its p³ alone exceeds them.
+func rowsFor(share, perRow, p3 float64, mode PlanMode) int {
+	if mode == PlanIndicator {
+		return max(0, int((share*PlanMaxWork-p3)/perRow))
+	}
+	if p3 > share*PlanMaxCube {
+		return 0
+	}
+	return int(share * PlanMaxWork / perRow)
 }
 
 // dryRuns runs est on draws of ref (see PlanOf) and makes the plan: eight

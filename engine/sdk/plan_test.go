@@ -161,3 +161,38 @@ func TestPlanOfDeclaredAboveTheCap(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, p.Steps)
 }
+
+// The rows a dry run may have keep its work within the caps: in a fit's
+// pre-flight the rows' work and p³ together stay within PlanMaxWork (as
+// they always did), for dplr plan each within its own cap; p³ above the
+// cap leaves no row.
+func TestRowsForKeepsWithinTheCaps(t *testing.T) {
+	for _, tc := range []struct {
+		p     float64
+		share float64
+		mode  PlanMode
+		none  bool
+	}{
+		{30, 1, PlanIndicator, false},
+		{300, 1, PlanIndicator, false},
+		{300, 1.0 / 8, PlanIndicator, true},
+		{370, 1, PlanIndicator, true},
+		{300, 1, PlanFull, false},
+		{784, 1, PlanFull, false},
+		{784, 1.0 / 8, PlanFull, true},
+		{1100, 1, PlanFull, true},
+	} {
+		perRow, p3 := tc.p*min(tc.p, 100), tc.p*tc.p*tc.p
+		m := rowsFor(tc.share, perRow, p3, tc.mode)
+		if tc.none {
+			assert.Less(t, m, 2, "p=%v share=%v mode=%v", tc.p, tc.share, tc.mode)
+			continue
+		}
+		require.GreaterOrEqual(t, m, 2, "p=%v share=%v mode=%v", tc.p, tc.share, tc.mode)
+		assert.LessOrEqual(t, workShare(m, perRow, p3, tc.mode), tc.share+1e-12)
+		assert.Greater(t, workShare(m+1, perRow, p3, tc.mode), tc.share, "the most rows that fit")
+		if tc.mode == PlanIndicator {
+			assert.LessOrEqual(t, float64(m)*perRow+p3, tc.share*PlanMaxWork)
+		}
+	}
+}
