@@ -50,6 +50,18 @@ func buildPlugins(t testing.TB) string {
 	return binDir
 }
 
+// TestMain removes the built plugins (this file's and proc_test.go's) when the package's tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildErr == nil && binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	if hostileErr == nil && hostileBin != "" {
+		os.RemoveAll(filepath.Dir(hostileBin))
+	}
+	os.Exit(code)
+}
+
 func fitReq(est string) Call {
 	return Call{Estimator: est, Grant: privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}}
 }

@@ -49,6 +49,18 @@ func plugins(t *testing.T) string {
 	return plugDir
 }
 
+// TestMain removes the built plugins (this file's and transform_test.go's) when the package's tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildErr == nil && plugDir != "" {
+		os.RemoveAll(plugDir)
+	}
+	if transformErr == nil && transformDir != "" {
+		os.RemoveAll(transformDir)
+	}
+	os.Exit(code)
+}
+
 type run struct {
 	code           int
 	stdout, stderr string
