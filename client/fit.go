@@ -208,7 +208,7 @@ func newResult(res *host.FitResult, prep *prepared, raw map[string]string, grant
 		Data:   DataInfo{Kind: h.Kind, Hash: h.Hash, Source: host.BudgetKey(h), Name: h.Name, N: h.N, P: h.P, D1: h.D1, D2: h.D2},
 		Params: TypedParams(res.Info, raw), RawParams: raw, Grant: grant, Guarantee: res.Guarantee,
 		Composition: composition(res.Guarantee, o.Achieved), Steps: append([]privacy.Step{}, o.Steps...),
-		Notes: append(slices.Clip(o.Notes), res.Notes...), Footprint: res.Check.Footprint, Timings: map[string]float64{}}
+		Notes: append(slices.Clip(o.Notes), res.Notes...), Warnings: o.Warnings, Footprint: res.Check.Footprint, Timings: map[string]float64{}}
 	if res.Info.NonPrivate {
 		r.Grant = privacy.Grant{}
 	}

@@ -39,7 +39,11 @@ type Result struct {
 	Matrices []Matrix
 	Scalars  []sdk.Scalar
 	Series   []sdk.Series
-	// Notes are the estimator's remarks (deprecations, clipping, …).
+	// Warnings are the notes that change what a user should conclude
+	// (nothing model-based was released, a fallback to the worst case, a
+	// component that is one column alone): show them first.
+	Warnings []string
+	// Notes are the other remarks (deprecations, clipping, budget splits).
 	Notes []string
 	// Metrics are the errors against a generated data set's truth
 	// (evaluation only; empty for other data).

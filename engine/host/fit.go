@@ -78,6 +78,9 @@ type FitOutcome struct {
 	// replaced by the host's composition of Steps (see Runner).
 	Guarantee privacy.Guarantee
 	Notes     []string
+	// Warnings are the plugin's notes that change the conclusion
+	// (sdk.Result.Warnings).
+	Warnings []string
 	// Announced are the privacy steps the plugin announced while running
 	// (before drawing their noise). They are known even when the fit fails.
 	Announced []privacy.Step
@@ -251,7 +254,7 @@ func (p *Plugin) takeChunk(mats *matrixSet, c transport.MatrixChunk) error {
 
 func takeResult(out *FitOutcome, r transport.Result) {
 	out.gotResult = true
-	out.Listed, out.Scalars, out.Series, out.Guarantee, out.Notes = r.Steps, r.Scalars, r.Series, r.Guarantee, r.Notes
+	out.Listed, out.Scalars, out.Series, out.Guarantee, out.Notes, out.Warnings = r.Steps, r.Scalars, r.Series, r.Guarantee, r.Notes, r.Warnings
 	out.FitSeconds, out.LoadSeconds, out.MaxRSSKiB = r.FitSeconds, r.LoadSeconds, r.MaxRSSKiB
 }
 

@@ -193,6 +193,11 @@ type Result struct {
 	// the random source.
 	Guarantee privacy.Guarantee
 	Notes     []string
+	// Warnings are the notes that change what a user should conclude from
+	// the result (nothing model-based was released, a fallback to the
+	// worst case, a component that is one column alone). Hosts show them
+	// before anything else and on stderr; keep the rest in Notes.
+	Warnings []string
 }
 
 // AddMatrix appends a matrix output.
@@ -215,6 +220,13 @@ func (r *Result) AddNote(text string, rel Release) {
 		text = "[" + n + "] " + text
 	}
 	r.Notes = append(r.Notes, text)
+}
+
+// AddWarning appends a warning: a note that changes what a user should
+// conclude. Like a note, its text must not depend on the private data
+// beyond what the result releases.
+func (r *Result) AddWarning(text string) {
+	r.Warnings = append(r.Warnings, text)
 }
 
 // AddTiming appends a timing (release class Diagnostic).

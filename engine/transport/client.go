@@ -182,6 +182,7 @@ type Result struct {
 	Series                  []sdk.Series
 	Guarantee               privacy.Guarantee // zero when the plugin stated none
 	Notes                   []string
+	Warnings                []string // notes that change the conclusion (sdk.Result.Warnings)
 	FitSeconds, LoadSeconds float64
 	MaxRSSKiB               int64
 }
@@ -215,7 +216,7 @@ func (s *Stream) Recv() (Event, error) {
 	case *dplrpb.FitEvent_Result:
 		r := x.Result
 		return Result{Steps: stepsFromProto(r.GetSteps()), Scalars: scalarsFromProto(r.GetScalars()), Series: seriesFromProto(r.GetSeries()),
-			Guarantee: guaranteeFromProto(r.GetGuarantee()), Notes: r.GetNotes(),
+			Guarantee: guaranteeFromProto(r.GetGuarantee()), Notes: r.GetNotes(), Warnings: r.GetWarnings(),
 			FitSeconds: r.GetFitSeconds(), LoadSeconds: r.GetLoadSeconds(), MaxRSSKiB: r.GetMaxRssKb()}, nil
 	case *dplrpb.FitEvent_Pass:
 		return PassPart{ID: x.Pass.GetId(), Kind: x.Pass.GetKind(), m: x.Pass}, nil

@@ -271,7 +271,7 @@ func (s *Server) fit(ctx context.Context, est sdk.Estimator, req *dplrpb.FitRequ
 func finalResult(res *sdk.Result, acct *privacy.Accountant, fitSec, loadSec float64) *dplrpb.FitResult {
 	final := &dplrpb.FitResult{
 		Guarantee: guaranteeToProto(res.Guarantee), Composition: acct.Achieved().Composition,
-		Notes: res.Notes, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: sdk.MaxRSSKiB(),
+		Notes: res.Notes, Warnings: res.Warnings, FitSeconds: fitSec, LoadSeconds: loadSec, MaxRssKb: sdk.MaxRSSKiB(),
 	}
 	for _, st := range acct.Steps() {
 		final.Steps = append(final.Steps, stepToProto(st))

@@ -38,8 +38,11 @@ type FitReport struct {
 	TimingsRelease client.Release `json:"timings_release"`
 	TimingsNote    string         `json:"timings_note"`
 	Ledger         *LedgerReport  `json:"ledger,omitempty"`
-	Notes          []string       `json:"notes,omitempty"`
-	OutDir         string         `json:"out_dir,omitempty"`
+	// Warnings are the notes that change what a user should conclude:
+	// first in the summary and on stderr even with --quiet.
+	Warnings []string `json:"warnings,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+	OutDir   string   `json:"out_dir,omitempty"`
 }
 
 // DataReport describes the data a run used.
@@ -380,6 +383,9 @@ func rhoHint(err error, grant client.Grant) string {
 
 func summarize(w io.Writer, r *FitReport) {
 	fmt.Fprintf(w, "%s on %s (%s) via plugin %s (%s backend)\n", r.Estimator, r.Data.Path, dataShape(r), r.Plugin, r.Backend)
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
 	fmt.Fprintf(w, "guarantee: %s\n", r.Privacy.Text)
 	fmt.Fprintf(w, "spent: %d privacy step(s), composed as %s\n", len(r.Privacy.Steps), r.Privacy.Composition)
 	for _, s := range r.Privacy.Steps {
@@ -462,6 +468,9 @@ func release(env *Env, rep *FitReport, res *client.Result, dir string, asJSON bo
 		return fail(ExitError, fmt.Errorf("writing result.json (the run stays charged): %w", err))
 	}
 	warnNoTotal(env, rep.Ledger)
+	for _, s := range rep.Warnings {
+		fmt.Fprintf(env.Stderr, "dplr: warning: %s\n", s)
+	}
 	if asJSON {
 		return writeReportJSON(env.Stdout, rep)
 	}
@@ -506,8 +515,9 @@ func buildReport(res *client.Result) *FitReport {
 			Guarantee: string(g.Kind), Text: g.String(), Model: g.Model, Beta: g.Beta,
 			Assumptions: append([]string{}, g.Assumptions...), Neighbours: g.Neighbours, Seeded: g.Seeded,
 			Composition: res.Composition, Steps: append([]client.Step{}, res.Steps...), Statements: g.Statements()},
-		Notes:   res.Notes,
-		Metrics: append([]client.Metric{}, res.Metrics...),
+		Warnings: res.Warnings,
+		Notes:    res.Notes,
+		Metrics:  append([]client.Metric{}, res.Metrics...),
 	}
 	rep.Outputs.Matrices = []MatrixReport{}
 	rep.Outputs.Scalars = []ScalarReport{}

@@ -1856,16 +1856,20 @@ func (x *Series) GetDoc() string {
 // guarantee and every privacy step it took (which must equal those
 // announced during the fit), with diagnostics about the plugin process.
 type FitResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Scalars       []*Scalar              `protobuf:"bytes,1,rep,name=scalars,proto3" json:"scalars,omitempty"`
-	Series        []*Series              `protobuf:"bytes,2,rep,name=series,proto3" json:"series,omitempty"`
-	Guarantee     *Guarantee             `protobuf:"bytes,3,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
-	Steps         []*Step                `protobuf:"bytes,4,rep,name=steps,proto3" json:"steps,omitempty"`
-	Composition   string                 `protobuf:"bytes,5,opt,name=composition,proto3" json:"composition,omitempty"` // how the steps were composed: "pure", "zcdp", "basic"
-	Notes         []string               `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
-	FitSeconds    float64                `protobuf:"fixed64,7,opt,name=fit_seconds,json=fitSeconds,proto3" json:"fit_seconds,omitempty"`    // wall time inside the plugin
-	LoadSeconds   float64                `protobuf:"fixed64,8,opt,name=load_seconds,json=loadSeconds,proto3" json:"load_seconds,omitempty"` // time to open the data set
-	MaxRssKb      int64                  `protobuf:"varint,9,opt,name=max_rss_kb,json=maxRssKb,proto3" json:"max_rss_kb,omitempty"`         // the plugin process's peak resident set size (KiB), 0 if unknown
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Scalars     []*Scalar              `protobuf:"bytes,1,rep,name=scalars,proto3" json:"scalars,omitempty"`
+	Series      []*Series              `protobuf:"bytes,2,rep,name=series,proto3" json:"series,omitempty"`
+	Guarantee   *Guarantee             `protobuf:"bytes,3,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
+	Steps       []*Step                `protobuf:"bytes,4,rep,name=steps,proto3" json:"steps,omitempty"`
+	Composition string                 `protobuf:"bytes,5,opt,name=composition,proto3" json:"composition,omitempty"` // how the steps were composed: "pure", "zcdp", "basic"
+	Notes       []string               `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
+	FitSeconds  float64                `protobuf:"fixed64,7,opt,name=fit_seconds,json=fitSeconds,proto3" json:"fit_seconds,omitempty"`    // wall time inside the plugin
+	LoadSeconds float64                `protobuf:"fixed64,8,opt,name=load_seconds,json=loadSeconds,proto3" json:"load_seconds,omitempty"` // time to open the data set
+	MaxRssKb    int64                  `protobuf:"varint,9,opt,name=max_rss_kb,json=maxRssKb,proto3" json:"max_rss_kb,omitempty"`         // the plugin process's peak resident set size (KiB), 0 if unknown
+	// warnings are the notes that change what a user should conclude from
+	// the result (nothing model-based released, a fallback to worst case);
+	// hosts show them first and on stderr.
+	Warnings      []string `protobuf:"bytes,10,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1961,6 +1965,13 @@ func (x *FitResult) GetMaxRssKb() int64 {
 		return x.MaxRssKb
 	}
 	return 0
+}
+
+func (x *FitResult) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 // FitEvent is one message of a fit's stream from the plugin (Fit and
@@ -2924,7 +2935,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\x01R\x06values\x12\x18\n" +
 	"\arelease\x18\x03 \x01(\tR\arelease\x12\x10\n" +
-	"\x03doc\x18\x04 \x01(\tR\x03doc\"\xd0\x02\n" +
+	"\x03doc\x18\x04 \x01(\tR\x03doc\"\xec\x02\n" +
 	"\tFitResult\x12)\n" +
 	"\ascalars\x18\x01 \x03(\v2\x0f.dplr.v1.ScalarR\ascalars\x12'\n" +
 	"\x06series\x18\x02 \x03(\v2\x0f.dplr.v1.SeriesR\x06series\x120\n" +
@@ -2936,7 +2947,9 @@ const file_dplr_proto_rawDesc = "" +
 	"fitSeconds\x12!\n" +
 	"\fload_seconds\x18\b \x01(\x01R\vloadSeconds\x12\x1c\n" +
 	"\n" +
-	"max_rss_kb\x18\t \x01(\x03R\bmaxRssKb\"\x87\x02\n" +
+	"max_rss_kb\x18\t \x01(\x03R\bmaxRssKb\x12\x1a\n" +
+	"\bwarnings\x18\n" +
+	" \x03(\tR\bwarnings\"\x87\x02\n" +
 	"\bFitEvent\x12/\n" +
 	"\bprogress\x18\x01 \x01(\v2\x11.dplr.v1.ProgressH\x00R\bprogress\x12\x12\n" +
 	"\x03log\x18\x02 \x01(\tH\x00R\x03log\x12#\n" +
