@@ -156,9 +156,7 @@ func (r *Release) AddParts(src *Source, parts ...[]float64) error {
 	if err := r.start(src, n, "the noised vector"); err != nil {
 		return err
 	}
-	for _, p := range parts {
-		r.add(src, p, r.step.Scale)
-	}
+	src.addAll(r.add, r.step.Scale, parts...)
 	return nil
 }
 
@@ -170,10 +168,7 @@ func (r *Release) AddSym(src *Source, m *mat.SymDense) error {
 	if err := r.start(src, n*(n+1)/2, "the upper triangle"); err != nil {
 		return err
 	}
-	raw := m.RawSymmetric()
-	for i := 0; i < n; i++ {
-		r.add(src, raw.Data[i*raw.Stride+i:i*raw.Stride+n], r.step.Scale)
-	}
+	src.addAll(r.add, r.step.Scale, upperRows(m)...)
 	return nil
 }
 
@@ -184,9 +179,11 @@ func (r *Release) AddDense(src *Source, m *mat.Dense) error {
 		return err
 	}
 	raw := m.RawMatrix()
-	for i := 0; i < rows; i++ {
-		r.add(src, raw.Data[i*raw.Stride:i*raw.Stride+cols], r.step.Scale)
+	parts := make([][]float64, rows)
+	for i := range parts {
+		parts[i] = raw.Data[i*raw.Stride : i*raw.Stride+cols]
 	}
+	src.addAll(r.add, r.step.Scale, parts...)
 	return nil
 }
 

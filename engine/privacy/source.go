@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,6 +10,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // Source is the randomness every dplr mechanism draws from: a ChaCha8
@@ -209,10 +212,67 @@ func CheckScale(scale float64) error {
 // i.i.d. Gaussian release noise of scale sigma; the lower triangle mirrors
 // it. Declare dim = n(n+1)/2 to the accountant.
 func (s *Source) AddSymmetricGaussian(a *mat.SymDense, sigma float64) {
+	s.addAll((*Source).AddGaussian, sigma, upperRows(a)...)
+}
+
+// upperRows returns the rows of a's stored upper triangle, diagonal
+// included: the n(n+1)/2 values a symmetric release noises.
+func upperRows(a *mat.SymDense) [][]float64 {
 	n := a.SymmetricDim()
 	raw := a.RawSymmetric()
-	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride+i : i*raw.Stride+n]
-		s.AddGaussian(row, sigma)
+	rows := make([][]float64, n)
+	for i := range rows {
+		rows[i] = raw.Data[i*raw.Stride+i : i*raw.Stride+n]
 	}
+	return rows
+}
+
+// drawChunk is the number of values per chunk when a release of at least
+// two chunks draws its noise on several goroutines.
+const drawChunk = 1 << 15
+
+// addAll releases the values of parts in place with add (AddGaussian or
+// AddLaplace) at scale. Fewer than 2·drawChunk values are drawn in order
+// from s. More are cut, in order, into fixed chunks of drawChunk values
+// (the last one shorter); chunk k draws from the k-th stream split from s
+// (Split, so the streams are as secure and as reproducible as s) and the
+// chunks run on up to GOMAXPROCS goroutines. Each value is still one
+// independent draw of the same sampler, and the values depend on s and
+// the parts' lengths only, not on the number of threads.
+func (s *Source) addAll(add func(*Source, []float64, float64), scale float64, parts ...[]float64) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n < 2*drawChunk {
+		for _, p := range parts {
+			add(s, p, scale)
+		}
+		return
+	}
+	var chunks [][][]float64
+	var cur [][]float64
+	room := drawChunk
+	for _, p := range parts {
+		for len(p) > 0 {
+			k := min(room, len(p))
+			cur, p, room = append(cur, p[:k]), p[k:], room-k
+			if room == 0 {
+				chunks, cur, room = append(chunks, cur), nil, drawChunk
+			}
+		}
+	}
+	if cur != nil {
+		chunks = append(chunks, cur)
+	}
+	srcs := make([]*Source, len(chunks))
+	for k := range srcs {
+		srcs[k] = s.Split()
+	}
+	// Never cancelled: every chunk is drawn before addAll returns.
+	_ = kernel.ParallelChunks(context.Background(), len(chunks), func(_, k int) {
+		for _, p := range chunks[k] {
+			add(srcs[k], p, scale)
+		}
+	})
 }
