@@ -46,7 +46,7 @@ func TestNonReleaseSamplersKS(t *testing.T) {
 }
 
 // The matrix and vector helpers draw release noise element by element (in
-// chunks from split streams from 2·drawChunk values on); their
+// chunks from split streams above 2·drawChunk values); their
 // entries (the upper triangle with the diagonal for the symmetric ones) must
 // follow N(0, σ²) (Laplace(0, b) for AddLaplace) at every scale, and the
 // noised value must be centred on the input.

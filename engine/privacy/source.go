@@ -227,50 +227,39 @@ func upperRows(a *mat.SymDense) [][]float64 {
 	return rows
 }
 
-// drawChunk is the number of values per chunk when a release of at least
-// two chunks draws its noise on several goroutines.
+// drawChunk is the number of values per chunk of a release drawn on
+// several goroutines.
 const drawChunk = 1 << 15
 
 // addAll releases the values of parts in place with add (AddGaussian or
-// AddLaplace) at scale. Fewer than 2·drawChunk values are drawn in order
-// from s. More are cut, in order, into fixed chunks of drawChunk values
-// (the last one shorter); chunk k draws from the k-th stream split from s
-// (Split, so the streams are as secure and as reproducible as s) and the
-// chunks run on up to GOMAXPROCS goroutines. Each value is still one
-// independent draw of the same sampler, and the values depend on s and
-// the parts' lengths only, not on the number of threads.
+// AddLaplace) at scale. They are cut, in order, into chunks of drawChunk
+// values (the last one shorter). Up to two chunks are drawn in order from
+// s; more are drawn on up to GOMAXPROCS goroutines, chunk k from the k-th
+// stream split from s (as secure and as reproducible as s). Each value is
+// one independent draw of the same sampler either way, and which values s
+// gives depends on the parts' lengths only, not on the number of threads.
 func (s *Source) addAll(add func(*Source, []float64, float64), scale float64, parts ...[]float64) {
-	n := 0
+	chunks, room := [][][]float64{nil}, drawChunk
 	for _, p := range parts {
-		n += len(p)
+		for len(p) > 0 {
+			if room == 0 {
+				chunks, room = append(chunks, nil), drawChunk
+			}
+			k, last := min(room, len(p)), len(chunks)-1
+			chunks[last], p, room = append(chunks[last], p[:k]), p[k:], room-k
+		}
 	}
-	if n < 2*drawChunk {
+	if len(chunks) <= 2 {
 		for _, p := range parts {
 			add(s, p, scale)
 		}
 		return
 	}
-	var chunks [][][]float64
-	var cur [][]float64
-	room := drawChunk
-	for _, p := range parts {
-		for len(p) > 0 {
-			k := min(room, len(p))
-			cur, p, room = append(cur, p[:k]), p[k:], room-k
-			if room == 0 {
-				chunks, cur, room = append(chunks, cur), nil, drawChunk
-			}
-		}
-	}
-	if cur != nil {
-		chunks = append(chunks, cur)
-	}
 	srcs := make([]*Source, len(chunks))
 	for k := range srcs {
 		srcs[k] = s.Split()
 	}
-	// Never cancelled: every chunk is drawn before addAll returns.
-	_ = kernel.ParallelChunks(context.Background(), len(chunks), func(_, k int) {
+	_ = kernel.ParallelChunks(context.Background(), len(chunks), func(_, k int) { // never cancelled
 		for _, p := range chunks[k] {
 			add(srcs[k], p, scale)
 		}

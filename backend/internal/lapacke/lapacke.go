@@ -11,15 +11,13 @@ package lapacke
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 
-// stop_pool ends the worker threads of a threaded OpenBLAS, if it has
-// them; its next threaded call starts them again.
+// stop_pool ends a threaded OpenBLAS's worker threads (see StopPool).
 static void stop_pool(void) {
 	int (*stop)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
 	if (stop) stop();
 }
 
-// pool_running reports whether a threaded OpenBLAS has its worker threads
-// (-1: not a threaded OpenBLAS).
+// pool_running: 1 with worker threads, 0 without, -1 without a pool.
 static int pool_running(void) {
 	int *avail = (int *)dlsym(RTLD_DEFAULT, "blas_server_avail");
 	return avail ? *avail : -1;
