@@ -102,9 +102,10 @@ func (NonPrivateFedRep) Info() sdk.Info {
 type fedrepConfig struct {
 	rounds     *roundOptions
 	splitOpts  *splitOptions
-	step, clip float64 // η (0: step_scale/ψ); ψ (+Inf: no clipping; 0: chosen privately)
-	initClip   float64 // ψ_init (+Inf: no clipping; 0: chosen privately)
-	init       string  // private, random or ustat
+	ridges     *ridgeOptions // nil: logistic heads (kernel.LogisticRidge)
+	step, clip float64       // η (0: step_scale/ψ); ψ (+Inf: no clipping; 0: chosen privately)
+	initClip   float64       // ψ_init (+Inf: no clipping; 0: chosen privately)
+	init       string        // private, random or ustat
 	initShare  float64
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
@@ -137,7 +138,7 @@ func (p *fedrepProblem) dim() int { return p.data.d }
 // newFedrepProblem reaches the users' data and checks the options against
 // the working dimension.
 func newFedrepProblem(run *sdk.Run, c *fedrepConfig, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {
-	ud, err := newUsersData(run.Data, c.split(), back, loss)
+	ud, err := newUsersData(run.Data, c.split(), c.ridges, back, loss)
 	if err != nil {
 		return nil, err
 	}
