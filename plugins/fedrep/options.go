@@ -209,7 +209,7 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *classifyOptions) config() *fedrepConfig {
-	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
+	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
 	o.autoOptions.fill(c)
 	return c
 }
