@@ -13,7 +13,10 @@ import (
 )
 
 // OpenBLAS threads: one unless OPENBLAS_NUM_THREADS is set, more only for a
-// single large LAPACK call on an idle machine (docs/benchmarks.md).
+// single large LAPACK call on an idle machine (docs/benchmarks.md). The
+// worker threads OpenBLAS starts when it loads are stopped at once: idle,
+// they would spin on a core for about 0.1 s while the process starts; a
+// raised call starts them again.
 
 // threadWork is the work (flops) per thread below which another thread is
 // not worth starting.
@@ -25,6 +28,7 @@ var userThreads = os.Getenv("OPENBLAS_NUM_THREADS") != ""
 func init() {
 	if !userThreads {
 		lapacke.SetThreads(1)
+		lapacke.StopPool()
 	}
 }
 

@@ -10,7 +10,9 @@
 # cache of the home is cleared first; warm: the same fit again. Every figure
 # is the wall time of a whole process. With OLD_BIN_DIR (a second build's
 # bin/ directory, e.g. of main) its cold and warm fits run in the same
-# rounds, in their own home.
+# rounds, in their own home, and the two builds take turns going first: the
+# first cold fit after NumPy's run is about 0.15 s slower, whichever build
+# it is.
 #
 # Prints one line per round: the load average, then per variant
 # "wall,cpu,prepare,plugin_fit" (seconds: the process's wall time, the CPU
@@ -58,7 +60,9 @@ variants=(new)
 [ -n "$old" ] && variants+=(old)
 for i in $(seq "$rounds"); do
 	line="round $i load $(cut -d' ' -f1 /proc/loadavg)"
-	for v in "${variants[@]}"; do
+	order=("${variants[@]}")
+	[ -n "$old" ] && [ $((i % 2)) = 0 ] && order=(old new)
+	for v in "${order[@]}"; do
 		bin=$new
 		[ "$v" = old ] && bin=$old
 		home="$work/home-$v"

@@ -142,6 +142,11 @@ type Model struct {
 	U        []float64
 	D, K     int
 	Logistic bool // false: squared loss; true: logistic loss on ±1 labels
+	// Ridge is the squared-loss head's ridge relative to its features'
+	// scale: Head adds λ = Ridge·tr(AᵀA)/K to AᵀA, A the user's rows
+	// projected on U (0: plain least squares). It is scale-free, so a
+	// public constant serves every data scale.
+	Ridge float64
 }
 
 // Scratch is one worker's buffers for the per-user kernels, grown on
@@ -193,8 +198,9 @@ func resize(b []float64, n int) []float64 {
 // Head fits the user's head v on the rows for U, into a buffer of s
 // (valid until s is used again): least squares through the k×k normal
 // equations (the pseudo-inverse when they are singular or there are
-// fewer rows than k), or ridge logistic regression (LogisticRidge). Rows
-// and responses are not modified.
+// fewer rows than k; ridge regression with m.Ridge > 0), or ridge
+// logistic regression (LogisticRidge). Rows and responses are not
+// modified.
 func (s *Scratch) Head(m Model, x [][]float64, y []float64) []float64 {
 	k := m.K
 	b := len(y)
@@ -224,7 +230,18 @@ func (s *Scratch) Head(m Model, x [][]float64, y []float64) []float64 {
 			gk[r*k+q] = gk[q*k+r]
 		}
 	}
-	if b >= k && SolveSPD(gk, h, k) {
+	ridged := false
+	if m.Ridge > 0 {
+		var tr float64
+		for q := 0; q < k; q++ {
+			tr += gk[q*k+q]
+		}
+		for q := 0; q < k; q++ {
+			gk[q*k+q] += m.Ridge * tr / float64(k)
+		}
+		ridged = tr > 0
+	}
+	if (ridged || b >= k) && SolveSPD(gk, h, k) {
 		copy(s.v, h)
 		return s.v
 	}

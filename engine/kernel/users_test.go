@@ -82,6 +82,61 @@ func TestSolves(t *testing.T) {
 	assert.False(t, SolveSPD([]float64{1, 2, 2, 1}, []float64{1, 1}, 2), "an indefinite matrix is refused")
 }
 
+// The ridge head is (AᵀA + λI)⁻¹Aᵀy with λ = Ridge·tr(AᵀA)/k, A the rows
+// projected on U, with more rows than k and with fewer; it does not depend
+// on the rows' scale (λ scales with AᵀA); a user with fewer rows than k
+// (least squares interpolates them, so its residual and gradient vanish)
+// keeps a residual and a gradient under the ridge.
+func TestRidgeHead(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 5))
+	const d, k = 6, 3
+	u := make([]float64, d*k)
+	for i := range u {
+		u[i] = r.NormFloat64()
+	}
+	for _, tc := range []struct {
+		name  string
+		m     int
+		ridge float64
+	}{{"more rows than k", 9, 0.1}, {"fewer rows than k", 2, 0.1}, {"tiny ridge", 2, 1e-3}, {"large ridge", 5, 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, y := randUserRows(r, tc.m, d)
+			a := mat.NewDense(tc.m, k, nil)
+			a.Mul(mat.NewDense(tc.m, d, flat(x)), mat.NewDense(d, k, u))
+			var g mat.SymDense
+			g.SymOuterK(1, a.T())
+			lam := tc.ridge * mat.Trace(&g) / k
+			for q := 0; q < k; q++ {
+				g.SetSym(q, q, g.At(q, q)+lam)
+			}
+			var aty, want mat.VecDense
+			aty.MulVec(a.T(), mat.NewVecDense(tc.m, y))
+			require.NoError(t, want.SolveVec(&g, &aty))
+			var s Scratch
+			m := Model{U: u, D: d, K: k, Ridge: tc.ridge}
+			v := append([]float64(nil), s.Head(m, x, y)...)
+			assert.InDeltaSlice(t, want.RawVector().Data, v, 1e-9)
+			big := make([][]float64, len(x))
+			for j := range x {
+				big[j] = make([]float64, d)
+				for p := range x[j] {
+					big[j][p] = 1e3 * x[j][p]
+				}
+			}
+			vb := s.Head(m, big, y)
+			for q := range v {
+				assert.InDelta(t, v[q]/1e3, vb[q], 1e-9*math.Abs(v[q]), "scale-free: rows ×1000, head ÷1000")
+			}
+			if tc.m < k {
+				g0, _ := s.UserGradient(Model{U: u, D: d, K: k}, x, y, x, y)
+				assert.Less(t, SafeNorm(g0), 1e-9, "least squares interpolates: no gradient")
+				g1, _ := s.UserGradient(m, x, y, x, y)
+				assert.Greater(t, SafeNorm(g1), 1e-6, "the ridge keeps a gradient")
+			}
+		})
+	}
+}
+
 // flat concatenates rows.
 func flat(x [][]float64) []float64 {
 	var out []float64

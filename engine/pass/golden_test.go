@@ -135,7 +135,7 @@ func TestGoldenPasses(t *testing.T) {
 	ea := arr("edges", 1, len(edges), edges)
 	ga := arr("group", 1, 30, group)
 	bins := float64(len(edges))
-	th := map[string]float64{"rank": 2, "loss": 0, "batch": 0, "round": 0, "seed": 0}
+	th := map[string]float64{"rank": 2, "loss": 0, "ridge": 0, "batch": 0, "round": 0, "seed": 0}
 	with := func(a, b map[string]float64) map[string]float64 {
 		o := map[string]float64{}
 		for x, y := range a {
@@ -152,9 +152,9 @@ func TestGoldenPasses(t *testing.T) {
 	run(t, users, data.PassRequest{Kind: UsersGradient, Params: common(with(th, map[string]float64{"clip": 0.3}), false), Inputs: []data.Array{ua}})
 	run(t, users, data.PassRequest{Kind: UsersGradient, Params: common(with(th, map[string]float64{"clip": 0.3, "batch": 1, "round": 1, "seed": 9}), false), Inputs: []data.Array{ua}})
 	run(t, users, data.PassRequest{Kind: UsersGradientHist, Params: common(with(th, map[string]float64{"bins": bins}), false), Inputs: []data.Array{ua, ea}})
-	run(t, users, data.PassRequest{Kind: UsersHoldout, Params: common(map[string]float64{"rank": 2, "loss": 0, "head_all": 1, "heads": 1}, false), Inputs: []data.Array{ua}})
-	run(t, users, data.PassRequest{Kind: UsersValidation, Params: common(map[string]float64{"rank": 2, "loss": 0, "head_all": 0, "accuracy": 0}, true), Inputs: []data.Array{ua, ga}})
-	run(t, users, data.PassRequest{Kind: UsersAltMin, Params: common(map[string]float64{"rank": 2, "loss": 0, "clip_w": 0.5, "clip_y": 1, "portion": 3}, true), Inputs: []data.Array{ua, ga}})
+	run(t, users, data.PassRequest{Kind: UsersHoldout, Params: common(map[string]float64{"rank": 2, "loss": 0, "ridge": 0, "head_all": 1, "heads": 1}, false), Inputs: []data.Array{ua}})
+	run(t, users, data.PassRequest{Kind: UsersValidation, Params: common(map[string]float64{"rank": 2, "loss": 0, "ridge": 0, "head_all": 0, "accuracy": 0}, true), Inputs: []data.Array{ua, ga}})
+	run(t, users, data.PassRequest{Kind: UsersAltMin, Params: common(map[string]float64{"rank": 2, "loss": 0, "ridge": 0, "clip_w": 0.5, "clip_y": 1, "portion": 3}, true), Inputs: []data.Array{ua, ga}})
 
 	assert.Equal(t, goldenPasses, got)
 }

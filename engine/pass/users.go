@@ -97,6 +97,9 @@ type UsersModel struct {
 	U        []float64 `pass:"u"` // d×Rank row-major
 	Rank     int       `pass:"rank"`
 	Logistic bool      `pass:"loss"` // the logistic loss (else squared)
+	// Ridge is the squared-loss heads' relative ridge (kernel.Model.Ridge;
+	// 0: least squares, as in the rounds).
+	Ridge float64 `pass:"ridge"`
 }
 
 // UsersRounds is the theory mode of the gradient kinds (Batch > 0: the
@@ -239,6 +242,9 @@ func usersKind[Q, R any](k *Kind[Q, R], res func(c *UsersConfig, a *UsersPartial
 		}
 		if m != nil && (m.Rank < 1 || m.Rank > u.dim(sh)) {
 			return fmt.Errorf("rank %v is not an integer in [1, %d]", m.Rank, u.dim(sh))
+		}
+		if m != nil && !(m.Ridge >= 0 && m.Ridge <= 1e6) {
+			return fmt.Errorf("ridge %v is not in [0, 10⁶]", m.Ridge)
 		}
 		if r != nil && (r.Batch < 0 || r.Round < 0) {
 			return fmt.Errorf("batch %v and round %v must be non-negative integers", r.Batch, r.Round)
@@ -629,7 +635,7 @@ func (c *UsersConfig) Add(a *UsersPartial, u User, s *UserScratch) {
 	}
 	x, y := c.features(u, s)
 	m0, rest := UserSplit(len(y), c.LocalFraction, c.Holdout)
-	m := kernel.Model{U: c.U, D: c.D, K: c.Rank, Logistic: c.Logistic}
+	m := kernel.Model{U: c.U, D: c.D, K: c.Rank, Logistic: c.Logistic, Ridge: c.Ridge}
 	switch c.Kind {
 	case UsersUstat, UsersUstatHist:
 		// The term f·Σ_j ã_j r_jᵀ: its rows are stacked in bp and bq and

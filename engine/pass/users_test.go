@@ -147,7 +147,7 @@ func TestUsersLocal(t *testing.T) {
 	ds := usersData(40, d, 30, 1, 3)
 	u := data.Array{Name: "u", Rows: d, Cols: k, Data: orthonormal(d, k, 2)}
 	e := edgesArray()
-	withU := map[string]float64{"rank": float64(k), "loss": 0}
+	withU := map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0}
 	merge := func(a, b map[string]float64) map[string]float64 {
 		out := map[string]float64{}
 		for k, v := range a {
@@ -175,7 +175,7 @@ func TestUsersLocal(t *testing.T) {
 			data.Array{Name: "group", Rows: 1, Cols: 40, Data: append(ones(20), make([]float64, 20)...)})},
 		{"altmin", usersReq(UsersAltMin, merge(withU, map[string]float64{"clip_w": 0.5, "clip_y": 1, "portion": 4}), u,
 			data.Array{Name: "group", Rows: 1, Cols: 40, Data: ones(40)})},
-		{"logistic projected", usersReq(UsersGradient, map[string]float64{"rank": 1, "loss": 1, "clip": 0.3, "sign": 1, "proj": 3},
+		{"logistic projected", usersReq(UsersGradient, map[string]float64{"rank": 1, "loss": 1, "ridge": 0, "clip": 0.3, "sign": 1, "proj": 3},
 			data.Array{Name: "u", Rows: 3, Cols: 1, Data: []float64{0.6, 0.8, 0}},
 			data.Array{Name: "m", Rows: 3, Cols: d, Data: mat.DenseCopyOf(mat.NewDense(d, 3, orthonormal(d, 3, 9)).T()).RawMatrix().Data})},
 	} {
@@ -271,12 +271,12 @@ func TestUsersBound(t *testing.T) {
 		clip float64
 	}{
 		{"ustat", usersReq(UsersUstat, map[string]float64{"clip": 0.7}), 0.7},
-		{"gradient", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 0, "clip": 0.2}, u), 0.2},
-		{"gradient logistic", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 1, "sign": 1, "clip": 0.2}, u), 0.2},
-		{"altmin", usersReq(UsersAltMin, map[string]float64{"rank": float64(k), "loss": 0, "clip_w": 0.5, "clip_y": 2, "portion": 3}, u,
+		{"gradient", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0, "clip": 0.2}, u), 0.2},
+		{"gradient logistic", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 1, "ridge": 0, "sign": 1, "clip": 0.2}, u), 0.2},
+		{"altmin", usersReq(UsersAltMin, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0, "clip_w": 0.5, "clip_y": 2, "portion": 3}, u,
 			data.Array{Name: "group", Rows: 1, Cols: 30, Data: ones(30)}), 0.5},
 		{"ustat hist", usersReq(UsersUstatHist, nil, e), 0},
-		{"gradient hist", usersReq(UsersGradientHist, map[string]float64{"rank": float64(k), "loss": 0}, u, e), 0},
+		{"gradient hist", usersReq(UsersGradientHist, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0}, u, e), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := Local(base).Pass(context.Background(), tc.req)
@@ -337,10 +337,11 @@ func TestUsersRefuses(t *testing.T) {
 		{"holdout too large", usersReq(UsersUstat, map[string]float64{"clip": 1, "holdout": 0.95}), "outside [0, 0.9]"},
 		{"negative clip", usersReq(UsersUstat, map[string]float64{"clip": -1}), "negative"},
 		{"bad sign", usersReq(UsersUstat, map[string]float64{"clip": 1, "sign": 2}), "not 0 or 1"},
-		{"rank above d", usersReq(UsersGradient, map[string]float64{"rank": 5, "loss": 0, "clip": 1}, data.Array{Name: "u", Rows: d, Cols: 5, Data: make([]float64, 20)}), "rank"},
-		{"u shape", usersReq(UsersGradient, map[string]float64{"rank": 3, "loss": 0, "clip": 1}, u), "input u is 4×2, want 4×3"},
+		{"rank above d", usersReq(UsersGradient, map[string]float64{"rank": 5, "loss": 0, "ridge": 0, "clip": 1}, data.Array{Name: "u", Rows: d, Cols: 5, Data: make([]float64, 20)}), "rank"},
+		{"negative ridge", usersReq(UsersGradient, map[string]float64{"rank": 2, "loss": 0, "ridge": -1, "clip": 1}, u), "ridge -1 is not in [0, 10⁶]"},
+		{"u shape", usersReq(UsersGradient, map[string]float64{"rank": 3, "loss": 0, "ridge": 0, "clip": 1}, u), "input u is 4×2, want 4×3"},
 		{"edges not increasing", usersReq(UsersUstatHist, nil, data.Array{Name: "edges", Rows: 1, Cols: 2, Data: []float64{2, 1}}), "strictly increasing"},
-		{"altmin group not a mask", usersReq(UsersAltMin, map[string]float64{"rank": 2, "loss": 0, "clip_w": 1, "clip_y": 1, "portion": 2}, u,
+		{"altmin group not a mask", usersReq(UsersAltMin, map[string]float64{"rank": 2, "loss": 0, "ridge": 0, "clip_w": 1, "clip_y": 1, "portion": 2}, u,
 			data.Array{Name: "group", Rows: 1, Cols: 10, Data: append(make([]float64, 9), 2)}), "not 0 or 1"},
 		{"missing projection", usersReq(UsersUstat, map[string]float64{"clip": 1, "proj": 2}), "inputs"},
 	} {
@@ -351,7 +352,7 @@ func TestUsersRefuses(t *testing.T) {
 		})
 	}
 
-	req := usersReq(UsersGradient, map[string]float64{"rank": 2, "loss": 0, "clip": 0.1}, u)
+	req := usersReq(UsersGradient, map[string]float64{"rank": 2, "loss": 0, "ridge": 0, "clip": 0.1}, u)
 	s, err := Validate(data.Users, sh, req)
 	require.NoError(t, err)
 	good, err := s.Local(context.Background(), ds, req)

@@ -129,17 +129,6 @@ func (r *Release) Dim() int { return r.step.Dim }
 // Step returns the declared step.
 func (r *Release) Step() Step { return r.step }
 
-// start checks a draw of n values and marks the release drawn.
-func (r *Release) start(src *Source, n int, what string) error {
-	if src == nil {
-		return fmt.Errorf("release %q: no random source: %w", r.step.Name, ErrDraw)
-	}
-	if n != r.step.Dim {
-		return fmt.Errorf("release %q: %s has %d values, but the step was declared for %d: %w", r.step.Name, what, n, r.step.Dim, ErrDraw)
-	}
-	return r.acct.claim(r.id)
-}
-
 // Add rounds x to the grid and adds the noise, in place. len(x) must equal
 // the declared dim.
 func (r *Release) Add(src *Source, x []float64) error {
@@ -149,44 +138,44 @@ func (r *Release) Add(src *Source, x []float64) error {
 // AddParts releases several slices as one step: their lengths must add up
 // to the declared dim.
 func (r *Release) AddParts(src *Source, parts ...[]float64) error {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	if err := r.start(src, n, "the noised vector"); err != nil {
-		return err
-	}
-	for _, p := range parts {
-		r.add(src, p, r.step.Scale)
-	}
-	return nil
+	return r.draw(src, "the noised vector", parts)
 }
 
 // AddSym releases the symmetric matrix m in place: its upper triangle
 // (diagonal included), n(n+1)/2 values, is rounded and noised and the lower
 // triangle mirrors it.
 func (r *Release) AddSym(src *Source, m *mat.SymDense) error {
-	n := m.SymmetricDim()
-	if err := r.start(src, n*(n+1)/2, "the upper triangle"); err != nil {
-		return err
-	}
-	raw := m.RawSymmetric()
-	for i := 0; i < n; i++ {
-		r.add(src, raw.Data[i*raw.Stride+i:i*raw.Stride+n], r.step.Scale)
-	}
-	return nil
+	return r.draw(src, "the upper triangle", upperRows(m))
 }
 
 // AddDense releases the r×c matrix m in place (r·c values).
 func (r *Release) AddDense(src *Source, m *mat.Dense) error {
 	rows, cols := m.Dims()
-	if err := r.start(src, rows*cols, "the matrix"); err != nil {
+	raw := m.RawMatrix()
+	parts := make([][]float64, rows)
+	for i := range parts {
+		parts[i] = raw.Data[i*raw.Stride : i*raw.Stride+cols]
+	}
+	return r.draw(src, "the matrix", parts)
+}
+
+// draw checks that parts (what, in an error) hold the declared number of
+// values, marks the release drawn and rounds and noises them in place.
+func (r *Release) draw(src *Source, what string, parts [][]float64) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if src == nil {
+		return fmt.Errorf("release %q: no random source: %w", r.step.Name, ErrDraw)
+	}
+	if n != r.step.Dim {
+		return fmt.Errorf("release %q: %s has %d values, but the step was declared for %d: %w", r.step.Name, what, n, r.step.Dim, ErrDraw)
+	}
+	if err := r.acct.claim(r.id); err != nil {
 		return err
 	}
-	raw := m.RawMatrix()
-	for i := 0; i < rows; i++ {
-		r.add(src, raw.Data[i*raw.Stride:i*raw.Stride+cols], r.step.Scale)
-	}
+	src.addAll(r.add, r.step.Scale, parts...)
 	return nil
 }
 

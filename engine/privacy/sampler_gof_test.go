@@ -45,7 +45,8 @@ func TestNonReleaseSamplersKS(t *testing.T) {
 	}
 }
 
-// The matrix and vector helpers draw release noise element by element; their
+// The matrix and vector helpers draw release noise element by element (in
+// chunks from split streams above 2·drawChunk values); their
 // entries (the upper triangle with the diagonal for the symmetric ones) must
 // follow N(0, σ²) (Laplace(0, b) for AddLaplace) at every scale, and the
 // noised value must be centred on the input.
@@ -105,6 +106,16 @@ func TestNoiseHelpersKS(t *testing.T) {
 			}
 			s.AddLaplace(v, sc)
 			return scaled(v, 1, sc)
+		}, distuv.Laplace{Mu: 0, Scale: 1}.CDF},
+		{"AddSymmetricGaussian in chunks", func(s *Source, sc float64) []float64 {
+			a := mat.NewSymDense(400, nil) // 80,200 values: three chunks on several goroutines
+			s.AddSymmetricGaussian(a, sc)
+			return scaled(upper(a), 0, sc)
+		}, distuv.UnitNormal.CDF},
+		{"Laplace in chunks", func(s *Source, sc float64) []float64 {
+			v := make([]float64, 3*drawChunk)
+			s.addAll((*Source).AddLaplace, sc, v[:100], v[100:])
+			return scaled(v, 0, sc)
 		}, distuv.Laplace{Mu: 0, Scale: 1}.CDF},
 	}
 	for hi, h := range helpers {

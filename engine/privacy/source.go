@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,6 +10,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplr/dplr/engine/kernel"
 )
 
 // Source is the randomness every dplr mechanism draws from: a ChaCha8
@@ -209,10 +212,56 @@ func CheckScale(scale float64) error {
 // i.i.d. Gaussian release noise of scale sigma; the lower triangle mirrors
 // it. Declare dim = n(n+1)/2 to the accountant.
 func (s *Source) AddSymmetricGaussian(a *mat.SymDense, sigma float64) {
+	s.addAll((*Source).AddGaussian, sigma, upperRows(a)...)
+}
+
+// upperRows returns the rows of a's stored upper triangle, diagonal
+// included: the n(n+1)/2 values a symmetric release noises.
+func upperRows(a *mat.SymDense) [][]float64 {
 	n := a.SymmetricDim()
 	raw := a.RawSymmetric()
-	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride+i : i*raw.Stride+n]
-		s.AddGaussian(row, sigma)
+	rows := make([][]float64, n)
+	for i := range rows {
+		rows[i] = raw.Data[i*raw.Stride+i : i*raw.Stride+n]
 	}
+	return rows
+}
+
+// drawChunk is the number of values per chunk of a release drawn on
+// several goroutines.
+const drawChunk = 1 << 15
+
+// addAll releases the values of parts in place with add (AddGaussian or
+// AddLaplace) at scale. They are cut, in order, into chunks of drawChunk
+// values (the last one shorter). Up to two chunks are drawn in order from
+// s; more are drawn on up to GOMAXPROCS goroutines, chunk k from the k-th
+// stream split from s (as secure and as reproducible as s). Each value is
+// one independent draw of the same sampler either way, and which values s
+// gives depends on the parts' lengths only, not on the number of threads.
+func (s *Source) addAll(add func(*Source, []float64, float64), scale float64, parts ...[]float64) {
+	chunks, room := [][][]float64{nil}, drawChunk
+	for _, p := range parts {
+		for len(p) > 0 {
+			if room == 0 {
+				chunks, room = append(chunks, nil), drawChunk
+			}
+			k, last := min(room, len(p)), len(chunks)-1
+			chunks[last], p, room = append(chunks[last], p[:k]), p[k:], room-k
+		}
+	}
+	if len(chunks) <= 2 {
+		for _, p := range parts {
+			add(s, p, scale)
+		}
+		return
+	}
+	srcs := make([]*Source, len(chunks))
+	for k := range srcs {
+		srcs[k] = s.Split()
+	}
+	_ = kernel.ParallelChunks(context.Background(), len(chunks), func(_, k int) { // never cancelled
+		for _, p := range chunks[k] {
+			add(srcs[k], p, scale)
+		}
+	})
 }

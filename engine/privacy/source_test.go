@@ -3,6 +3,7 @@ package privacy
 import (
 	"math"
 	"math/big"
+	"runtime"
 	"sort"
 	"testing"
 
@@ -228,6 +229,42 @@ func TestSeedsReproduceSecureDiffers(t *testing.T) {
 	assert.Equal(t, draw(c1), draw(c2))
 	assert.NotEqual(t, draw(c1), draw(p1))
 	assert.False(t, a.Split().Seeded())
+}
+
+// A release of more than two chunks draws them on several goroutines from
+// streams split in chunk order: for a seeded source the same values for
+// any GOMAXPROCS, the same values however the parts cut the chunks, and
+// chunks that are not copies or correlated images of one another.
+func TestChunkedNoiseIndependentOfThreads(t *testing.T) {
+	const n = 400 // 80,200 values: chunks of 32,768, 32,768 and 14,664
+	sym := func(procs int) *mat.SymDense {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		m := mat.NewSymDense(n, nil)
+		NewSeededSource(11).AddSymmetricGaussian(m, 1.5)
+		return m
+	}
+	ref := sym(1)
+	for _, procs := range []int{2, 4} {
+		assert.True(t, mat.Equal(ref, sym(procs)), "GOMAXPROCS %d", procs)
+	}
+	var upper []float64
+	for _, row := range upperRows(ref) {
+		upper = append(upper, row...)
+	}
+	flat := make([]float64, len(upper))
+	NewSeededSource(11).addAll((*Source).AddGaussian, 1.5, flat)
+	assert.Equal(t, upper, flat, "the rows' cuts do not change the draws")
+	small := make([]float64, 2*drawChunk)
+	NewSeededSource(11).addAll((*Source).AddGaussian, 1.5, small)
+	serial := make([]float64, len(small))
+	NewSeededSource(11).AddGaussian(serial, 1.5)
+	assert.Equal(t, serial, small, "up to two chunks: one stream, as before")
+	c0, c1, c2 := upper[:drawChunk], upper[drawChunk:2*drawChunk], upper[2*drawChunk:]
+	assert.NotEqual(t, c0, c1)
+	bound := 4 / math.Sqrt(float64(len(c2))) // four standard errors of a null correlation
+	assert.Less(t, math.Abs(stat.Correlation(c0, c1, nil)), bound)
+	assert.Less(t, math.Abs(stat.Correlation(c0[:len(c2)], c2, nil)), bound)
+	assert.Less(t, math.Abs(stat.Correlation(c1[:len(c2)], c2, nil)), bound)
 }
 
 // The comparison slow paths (ties on all 64 fast bits) must be exact too:

@@ -140,7 +140,7 @@ func paperAltMinWeights(g privacy.Grant, o *altminOptions, steps int) (wA, wB fl
 // Fit implements sdk.Estimator.
 func (PrivAltMin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	o := sdk.Opts[altminOptions](run)
-	ud, err := newUsersData(run.Data, &o.splitOptions, nil, lossSquared)
+	ud, err := newUsersData(run.Data, &o.splitOptions, &o.ridgeOptions, nil, lossSquared)
 	if err != nil {
 		return nil, err
 	}

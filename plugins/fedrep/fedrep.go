@@ -39,8 +39,8 @@ func (PrivateFedRep) Info() sdk.Info {
 		Summary:  "Private FedRep: user-level DP shared d×k representation for personalized linear regression (clipped gradients + Gaussian noise, private spectral init)",
 		DataKind: data.Users,
 		Description: `Private FedRep (Snedeker, Zhou & Bassily 2025, Algorithm 1). n users hold m samples each with
-y ≈ ⟨x, U* v_i*⟩. Each round every user fits its head v_i by a k-dimensional least squares on its
-training half for the current U and computes the gradient of its squared loss with respect to U;
+y ≈ ⟨x, U* v_i*⟩. Each round every user fits its head v_i by a k-dimensional least squares (here a lightly
+ridged one, §3.7) on its training half for the current U and computes the gradient of its squared loss with respect to U;
 the server clips each d×k gradient to Frobenius norm ψ, averages, adds N(0, σ̂²) noise per entry,
 steps by η and re-orthonormalizes by QR. The start is Algorithm 2: the noisy average of clipped
 U-statistics Z_i (unbiased for w_i w_iᵀ), symmetric noise, top-k eigenvectors by algebraic eigenvalue.
@@ -58,10 +58,12 @@ chosen privately, as the clip_quantile quantile of the users' norms (a noisy his
 tune_share), and the step is step_scale/ψ; a released step that opposes the previous one halves
 the step, and a step longer than max_move·√k is shortened (§3.6). Both guards are post-processing
 and are reported. T = 10 rounds by default: with 5 the error grew with ε on a synthetic
-shared-representation task, 20 gained nothing (§12). The default rank 2 suits a low-rank truth
-and was the best of 2, 3, 5, 9 on Fashion-MNIST users with 6 rows each; each user's head is a least
-squares on its rows, whose error peaks where the rank is near the number of rows, so the best rank
-moves with the rows per user (9 with 2 rows, 5 with 20; bench/results/fedrep-defaults.md).
+shared-representation task, 20 gained nothing (§12). The heads are ridge regressions
+(head_ridge for the heads users keep, a small round_ridge inside the rounds; 0 and 0 give the
+paper's least squares, which interpolate a user with at most k rows so that its gradient vanishes;
+§3.7). The default rank min(9, d) was the best of 2, 3, 5, 9 on Fashion-MNIST and digits users with
+2, 6 and 20 rows each (bench/results/fedrep-defaults.md §6); give the rank when the truth is known
+to be low-rank.
 Rank and clip can be chosen privately too (select=rank=2,3,5 or select=clip_quantile=…;
 §13): candidates fitted on slices of the budget and on part of the users, one chosen by the
 exponential mechanism on the other users' leave-one-out validation score, refitted on every user
@@ -102,9 +104,10 @@ func (NonPrivateFedRep) Info() sdk.Info {
 type fedrepConfig struct {
 	rounds     *roundOptions
 	splitOpts  *splitOptions
-	step, clip float64 // η (0: step_scale/ψ); ψ (+Inf: no clipping; 0: chosen privately)
-	initClip   float64 // ψ_init (+Inf: no clipping; 0: chosen privately)
-	init       string  // private, random or ustat
+	ridges     *ridgeOptions // nil: logistic heads (kernel.LogisticRidge)
+	step, clip float64       // η (0: step_scale/ψ); ψ (+Inf: no clipping; 0: chosen privately)
+	initClip   float64       // ψ_init (+Inf: no clipping; 0: chosen privately)
+	init       string        // private, random or ustat
 	initShare  float64
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
@@ -137,7 +140,7 @@ func (p *fedrepProblem) dim() int { return p.data.d }
 // newFedrepProblem reaches the users' data and checks the options against
 // the working dimension.
 func newFedrepProblem(run *sdk.Run, c *fedrepConfig, back *mat.Dense, loss lossKind) (*fedrepProblem, error) {
-	ud, err := newUsersData(run.Data, c.split(), back, loss)
+	ud, err := newUsersData(run.Data, c.split(), c.ridges, back, loss)
 	if err != nil {
 		return nil, err
 	}

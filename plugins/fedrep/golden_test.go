@@ -24,8 +24,10 @@ type goldenFit struct {
 	Series   map[string][]float64 `json:"series"`
 }
 
-// TestGoldenFits: with a fixed seed every FedRep-type estimator releases
-// what it released before its data path went through the users passes
+// TestGoldenFits: with a fixed seed every FedRep-type estimator releases,
+// on the paper's settings (rank 2, least-squares heads: head_ridge and
+// round_ridge 0), what it released before its data path went through the
+// users passes
 // (testdata/golden.json, recorded at c6b5cd7 from the in-memory path), up
 // to the order of the float sums (measured: below 1e-12 relative). Theory
 // mode is not recorded: its per-user batch orders are drawn per user now.
@@ -47,11 +49,11 @@ func TestGoldenFits(t *testing.T) {
 		cls  bool
 		raw  map[string]string
 	}{
-		{"private defaults with heads", PrivateFedRep{}, false, map[string]string{"iterations": "4", "holdout": "0.2"}},
-		{"private split local heads", PrivateFedRep{}, false, map[string]string{"iterations": "3", "local_fraction": "0.3", "holdout": "0.2", "head_data": "local"}},
-		{"nonprivate", NonPrivateFedRep{}, false, map[string]string{"iterations": "3", "holdout": "0.2"}},
-		{"altmin", PrivAltMin{}, false, map[string]string{"iterations": "3", "holdout": "0.2", "clip_w": "1", "clip_y": "2"}},
-		{"altmin all users", PrivAltMin{}, false, map[string]string{"iterations": "2", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3"}},
+		{"private defaults with heads", PrivateFedRep{}, false, map[string]string{"iterations": "4", "holdout": "0.2", "rank": "2", "head_ridge": "0", "round_ridge": "0"}},
+		{"private split local heads", PrivateFedRep{}, false, map[string]string{"iterations": "3", "local_fraction": "0.3", "holdout": "0.2", "head_data": "local", "rank": "2", "head_ridge": "0", "round_ridge": "0"}},
+		{"nonprivate", NonPrivateFedRep{}, false, map[string]string{"iterations": "3", "holdout": "0.2", "rank": "2", "head_ridge": "0", "round_ridge": "0"}},
+		{"altmin", PrivAltMin{}, false, map[string]string{"iterations": "3", "holdout": "0.2", "clip_w": "1", "clip_y": "2", "head_ridge": "0", "round_ridge": "0"}},
+		{"altmin all users", PrivAltMin{}, false, map[string]string{"iterations": "2", "groups": "all", "noise": "zcdp", "init_clip": "1", "portion": "3", "head_ridge": "0", "round_ridge": "0"}},
 		{"classify", Classify{}, true, map[string]string{"rank": "2", "iterations": "3", "holdout": "0.2"}},
 		{"classify projected", Classify{}, true, map[string]string{"rank": "2", "iterations": "3", "kprime": "4"}},
 	}

@@ -74,7 +74,7 @@ func testLayout(t testing.TB, ds *data.Dataset, localFrac float64) *layout {
 // fitted on every non-hold-out row.
 func testUsers(t testing.TB, ds *data.Dataset, localFrac float64, k int, psi float64, loss lossKind) *usersData {
 	t.Helper()
-	ud, err := newUsersData(ds, &splitOptions{LocalFraction: localFrac, HeadData: "all"}, nil, loss)
+	ud, err := newUsersData(ds, &splitOptions{LocalFraction: localFrac, HeadData: "all"}, nil, nil, loss)
 	require.NoError(t, err)
 	ud.k, ud.psi = k, psi
 	return ud

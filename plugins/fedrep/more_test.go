@@ -108,14 +108,14 @@ func TestNonPrivateConvergence(t *testing.T) {
 		T          string
 	}{{0, 1e-6, "50"}, {0.01, 1e-2, "15"}} {
 		g := genUsers(t, 2000, 20, 20, 2, tc.noise, 4)
-		res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": tc.T, "step": "1"}, approx(1), 1)
+		res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": tc.T, "step": "1", "rank": "2", "head_ridge": "0", "round_ridge": "0"}, approx(1), 1)
 		dd := subspaceDist(t, matrix(t, res, "U").M, g.Truth["U"])
 		assert.Less(t, dd, tc.tol, "noise %g", tc.noise)
 		assert.Equal(t, privacy.None, res.Guarantee.Kind)
 	}
 	// Theory mode (fresh batches) converges too.
 	g := genUsers(t, 2000, 200, 20, 2, 0, 4)
-	res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1", "mode": "theory", "batch": "5"}, approx(1), 1)
+	res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1", "mode": "theory", "batch": "5", "rank": "2", "head_ridge": "0", "round_ridge": "0"}, approx(1), 1)
 	dd := subspaceDist(t, matrix(t, res, "U").M, g.Truth["U"])
 	assert.Less(t, dd, 1e-3)
 }
@@ -123,8 +123,8 @@ func TestNonPrivateConvergence(t *testing.T) {
 // ε → ∞ (and clipping inactive) gives the non-private estimator.
 func TestLargeEpsilonLimit(t *testing.T) {
 	g := genUsers(t, 1000, 10, 15, 2, 0.01, 8)
-	np, _ := fit(t, NonPrivateFedRep{}, g.Data, nil, approx(1), 1)
-	pr, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"clip": "1e9", "init_clip": "1e9", "step": "2.5"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e30}, 1)
+	np, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"rank": "2"}, approx(1), 1)
+	pr, _ := fit(t, PrivateFedRep{}, g.Data, map[string]string{"rank": "2", "clip": "1e9", "init_clip": "1e9", "step": "2.5"}, privacy.Grant{Kind: privacy.GrantZCDP, Rho: 1e30}, 1)
 	dd := subspaceDist(t, matrix(t, np, "U").M, matrix(t, pr, "U").M)
 	assert.Less(t, dd, 1e-6)
 }
@@ -136,7 +136,7 @@ func TestMSEMonotoneInEpsilon(t *testing.T) {
 	eps := []float64{1, 2, 4, 8}
 	means := make([]float64, len(eps))
 	var npMean float64
-	raw := map[string]string{"iterations": "10", "step": "1", "clip": "1", "init_clip": "20"}
+	raw := map[string]string{"iterations": "10", "step": "1", "clip": "1", "init_clip": "20", "rank": "2", "head_ridge": "0", "round_ridge": "0"}
 	for seed := uint64(1); seed <= seeds; seed++ {
 		g := genUsers(t, 3000, 20, 20, 2, 0.01, 100+seed)
 		for i, e := range eps {
@@ -145,7 +145,7 @@ func TestMSEMonotoneInEpsilon(t *testing.T) {
 			require.NoError(t, err)
 			means[i] += mse / seeds
 		}
-		res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1"}, approx(1), seed)
+		res, _ := fit(t, NonPrivateFedRep{}, g.Data, map[string]string{"iterations": "10", "step": "1", "rank": "2", "head_ridge": "0", "round_ridge": "0"}, approx(1), seed)
 		mse, _ := PopulationMSE(matrix(t, res, "U").M, matrix(t, res, "V").M, g.Truth["U"], g.Truth["V"], 0.01)
 		npMean += mse / seeds
 	}

@@ -23,6 +23,13 @@ type splitOptions struct {
 	OutputV       bool    `param:"output_v" default:"true" doc:"return the users' heads v_i (n×k) fitted on their own rows (see head_data), one row per user in increasing user-id order (non-integer ids: order of first appearance); each row is meant only for its user (release class per-user)"`
 }
 
+// ridgeOptions are the heads' ridges of the squared-loss estimators
+// (fedrep-classify's logistic heads carry their own, kernel.LogisticRidge).
+type ridgeOptions struct {
+	HeadRidge  float64 `param:"head_ridge" default:"0.1" min:"0" max:"1e6" doc:"ridge of each user's final head relative to the user's rows projected on U: λ = head_ridge·tr(AᵀA)/k. It removes the least-squares heads' error peak where the rank is near the user's row count; each user computes it from its own rows and the released U, so the guarantee on U is unchanged (DERIVATIONS.md §3.7). 0 = plain least squares (the paper's)"`
+	RoundRidge float64 `param:"round_ridge" default:"0.001" min:"0" max:"1e6" doc:"the same relative ridge for the heads fitted inside the rounds. The paper's least squares (0) interpolates a user with at most k rows exactly, so its gradient is zero and the rounds add noise only; a small ridge keeps their signal and hardly moves the heads of users with many rows (DERIVATIONS.md §3.7). The per-user clip bounds the sensitivity whatever it is"`
+}
+
 // headAll reports whether the heads are fitted on S⁰ ∪ S¹.
 func (s *splitOptions) headAll() bool { return s.HeadData == "all" }
 
@@ -30,7 +37,7 @@ func (s *splitOptions) headAll() bool { return s.HeadData == "all" }
 // fedrep-private, fedrep-nonprivate and fedrep-classify (the step, whose
 // default differs, is in each estimator's options).
 type roundOptions struct {
-	sdk.Rank       `default:"0" min:"0" doc:"rank k of the shared representation U (d×k); k ≤ d. 0 (the default) = the estimator's default rank: 2 for fedrep-private and fedrep-nonprivate, min(9, d) for fedrep-classify (measured on image users tasks, bench/results/fedrep-defaults.md)"`
+	sdk.Rank       `default:"0" min:"0" doc:"rank k of the shared representation U (d×k); k ≤ d. 0 (the default) = min(9, d) (and at most batch in theory mode): the best rank measured, or within 0.003 of it, on every image users task with 2, 6 and 20 rows per user once the heads carry a ridge (bench/results/fedrep-defaults.md §6); give the rank when the truth is known to be low-rank"`
 	sdk.Iterations `default:"10" max:"1e5" doc:"number of rounds T (10: on the synthetic shared-representation task T = 5 left the error growing with ε and T = 20 gained nothing, DERIVATIONS.md §12)"`
 	Mode           string  `param:"mode" default:"experiment" choices:"experiment,theory" doc:"experiment: each round fits v and takes the gradient on the whole training half (as the paper's experiment code); theory: fresh disjoint batches B, B′ of size batch every round (the paper's Algorithm 1); a user whose training half holds fewer than 2·batch·(t+1) rows sits out round t (DERIVATIONS.md §3.3)"`
 	StepGuard      bool    `param:"step_guard" default:"true" doc:"guards of the step (DERIVATIONS.md §3.6): halve η when a released step opposes the previous one, and shorten a step longer than max_move·√k; false = the plain update (the paper's)"`
@@ -38,13 +45,10 @@ type roundOptions struct {
 	Batch          int     `param:"batch" default:"0" min:"0" doc:"theory mode: the public batch size b (b ≥ rank), required with mode=theory; choose it from what every user is expected to hold (2·b·iterations training rows), never from the data"`
 }
 
-// Default ranks (rank=0): 2 for the squared loss, whose heads interpolate
-// near k = rows − 1; 9 for the classifier, the best or within 0.003 of it
-// on every image users task measured (bench/results/fedrep-defaults.md).
-const (
-	defaultRank         = 2
-	defaultRankClassify = 9
-)
+// defaultRank is the rank of rank=0, at most the working dimension: the
+// best measured, or within 0.003 of it, on every image users task
+// (bench/results/fedrep-defaults.md §4–§6).
+const defaultRank = 9
 
 // check sets rank 0 to def (at most d, when d is known) and refuses, from
 // public quantities only (the rank, the working dimension d and the
@@ -54,6 +58,9 @@ func (o *roundOptions) check(d, def int) error {
 		o.Rank.Value = def
 		if d > 0 {
 			o.Rank.Value = min(def, d)
+		}
+		if o.Mode == "theory" && o.Batch > 0 {
+			o.Rank.Value = min(o.Rank.Value, o.Batch) // a batch's least squares needs b ≥ k
 		}
 	}
 	if o.Rank.Value > d {
@@ -131,6 +138,7 @@ type privateFedRepOptions struct {
 	sdk.Noise `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split tune_share, then init_share / (1 − init_share), the rounds' share evenly over T, in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve; with a private selection, whose exponential mechanism is not Gaussian, the split is scaled by the privacy loss distribution): the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: the rounds use the paper experiment's σ̂ = ψ√(48T ln(1.25/δ))/(nε) (needs an (ε, δ) grant; it over-noises, and its true zCDP cost under the worst-case sensitivity 2ψ/n is what is charged), the initialization gets the rest; the paper's ψ = 10 and ψ_init = 50 are then the defaults (DERIVATIONS.md §3.4)"`
 	selectOptions
 	splitOptions
+	ridgeOptions
 
 	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }
@@ -145,7 +153,7 @@ func (o *privateFedRepOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *privateFedRepOptions) config() *fedrepConfig {
-	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
+	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, ridges: &o.ridgeOptions,
 		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
 	if o.Noise.Value == "paper" {
 		c.clip, c.initClip = 10, 50 // the paper experiment's values
@@ -160,6 +168,7 @@ type nonPrivateFedRepOptions struct {
 	sdk.Step `default:"2.5" max:"1e6" doc:"step size η of the U update"`
 	Init     string `param:"init" default:"ustat" choices:"ustat,random" doc:"ustat: top-k eigenvectors of the average U-statistic (the paper's Algorithm 2 without clipping or noise); random: a random orthonormal U"`
 	splitOptions
+	ridgeOptions
 }
 
 // Check implements sdk.Checker.
@@ -169,7 +178,7 @@ func (o *nonPrivateFedRepOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *nonPrivateFedRepOptions) config() *fedrepConfig {
-	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, step: o.Step.Value, clip: math.Inf(1), initClip: math.Inf(1), init: o.Init}
+	return &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, ridges: &o.ridgeOptions, step: o.Step.Value, clip: math.Inf(1), initClip: math.Inf(1), init: o.Init}
 }
 
 // classifyOptions are the parameters of fedrep-classify.
@@ -192,7 +201,7 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 	if o.KPrime > 0 && o.KPrime < d {
 		d = o.KPrime // the projected dimension k′
 	}
-	if err := o.roundOptions.check(d, defaultRankClassify); err != nil {
+	if err := o.roundOptions.check(d, defaultRank); err != nil {
 		return err
 	}
 	return o.selectOptions.check(o.Clip != nil, o.Noise.Value)
@@ -200,8 +209,7 @@ func (o *classifyOptions) Check(s sdk.Shape) error {
 
 // config is the algorithm's view of the options.
 func (o *classifyOptions) config() *fedrepConfig {
-	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions,
-		init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
+	c := &fedrepConfig{rounds: &o.roundOptions, splitOpts: &o.splitOptions, init: o.Init, initShare: o.InitShare, noise: o.Noise.Value}
 	o.autoOptions.fill(c)
 	return c
 }
@@ -223,6 +231,7 @@ type altminOptions struct {
 	sdk.Noise      `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split init_share / (1 − init_share) and a_share between A and b in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve), the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`
 	Ridge          float64 `param:"ridge" default:"1" min:"0" doc:"ridge added to the noisy A before the solve, in units of c_W²·portion per user of the group (public quantities only; post-processing; DERIVATIONS.md §5.5). 1 matches the public experiment code (ridge 1e-8 on its normalized statistics with c = 1e-4); it dominates the noisy A, so the U-step then behaves like U ∝ reshape(b). 0 = plain solve, which the noise ruins at n = 20000"`
 	splitOptions
+	ridgeOptions
 
 	_ sdk.Renamed `param:"calibration" renamed:"noise"`
 }

@@ -56,7 +56,7 @@ func (PrivateFedRep) SelectFit(ctx context.Context, run *sdk.Run) (*sdk.Result, 
 // nil).
 func scorer(c *fedrepConfig, tr *fedrepTrace, loss lossKind, accuracy bool, back *mat.Dense) sdk.Scorer {
 	return func(ctx context.Context, held *data.Dataset) (float64, error) {
-		ud, err := newUsersData(held, c.split(), back, loss)
+		ud, err := newUsersData(held, c.split(), c.ridges, back, loss)
 		if err != nil {
 			return 0, err
 		}

@@ -43,17 +43,21 @@ type usersData struct {
 	base     pass.UsersData // the split, the signs, the projection
 	logistic bool
 	headAll  bool // heads on the training and local rows
-	k        int
-	psi      float64 // +Inf: no clipping
-	batch    int     // theory mode: rows per batch (0: experiment mode)
-	seed     uint64  // theory mode: the public seed of the users' row orders
-	skip     int     // users who sat out the last round
+	// ridge and roundRidge are the relative ridges of the users' final
+	// heads and of their heads inside the rounds (head_ridge,
+	// round_ridge; kernel.Model.Ridge).
+	ridge, roundRidge float64
+	k                 int
+	psi               float64 // +Inf: no clipping
+	batch             int     // theory mode: rows per batch (0: experiment mode)
+	seed              uint64  // theory mode: the public seed of the users' row orders
+	skip              int     // users who sat out the last round
 }
 
 // newUsersData reads the public shape of a users data set, in memory or
-// remote. back is the map back from a public projection (Mᵀ, p×k′), nil
-// without one.
-func newUsersData(ds *data.Dataset, sp *splitOptions, back *mat.Dense, loss lossKind) (*usersData, error) {
+// remote. ridges are the squared-loss heads' ridges (nil: none); back is
+// the map back from a public projection (Mᵀ, p×k′), nil without one.
+func newUsersData(ds *data.Dataset, sp *splitOptions, ridges *ridgeOptions, back *mat.Dense, loss lossKind) (*usersData, error) {
 	if ds == nil || ds.Kind != data.Users {
 		return nil, fmt.Errorf("need a users data set")
 	}
@@ -75,6 +79,9 @@ func newUsersData(ds *data.Dataset, sp *splitOptions, back *mat.Dense, loss loss
 	logistic := loss == lossLogistic
 	ud := &usersData{ds: ds, total: sh.Users, n: sh.Users, d: sh.P, psi: math.Inf(1), logistic: logistic, headAll: sp.headAll(),
 		base: pass.UsersData{LocalFraction: sp.LocalFraction, Holdout: sp.Holdout, Sign: logistic}}
+	if ridges != nil {
+		ud.ridge, ud.roundRidge = ridges.HeadRidge, ridges.RoundRidge
+	}
 	if back != nil {
 		p, kp := back.Dims()
 		if p != sh.P {
@@ -86,9 +93,18 @@ func newUsersData(ds *data.Dataset, sp *splitOptions, back *mat.Dense, loss loss
 	return ud, nil
 }
 
-// model returns the representation fields of a request at U.
+// model returns the representation fields of a request at U for the
+// rounds and the statistics fitted inside them.
 func (r *usersData) model(u []float64) pass.UsersModel {
-	return pass.UsersModel{U: u, Rank: r.k, Logistic: r.logistic}
+	return pass.UsersModel{U: u, Rank: r.k, Logistic: r.logistic, Ridge: r.roundRidge}
+}
+
+// headModel is model with the final heads' ridge: the heads users keep,
+// score candidates with and are evaluated by (DERIVATIONS.md §3.7).
+func (r *usersData) headModel(u []float64) pass.UsersModel {
+	m := r.model(u)
+	m.Ridge = r.ridge
+	return m
 }
 
 // wireClip is the clip ψ as a request carries it (0: none).
@@ -131,7 +147,7 @@ func (r *usersData) fitHeads(ctx context.Context, u []float64, heads *mat.Dense)
 	if heads == nil && r.base.Holdout == 0 {
 		return math.NaN(), nil
 	}
-	res, err := pass.UsersHoldoutKind.Run(ctx, r.ds, pass.HoldoutRequest{UsersData: r.base, UsersModel: r.model(u), HeadAll: r.headAll, Heads: heads != nil})
+	res, err := pass.UsersHoldoutKind.Run(ctx, r.ds, pass.HoldoutRequest{UsersData: r.base, UsersModel: r.headModel(u), HeadAll: r.headAll, Heads: heads != nil})
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +258,7 @@ func (r *usersData) altminStats(ctx context.Context, u []float64, users []int32,
 // (and U) only, so the score moves by at most 1/n when one user is
 // replaced (DERIVATIONS.md §13).
 func (r *usersData) validationScore(ctx context.Context, u []float64, k int, headAll, accuracy bool) (float64, error) {
-	m := r.model(u)
+	m := r.headModel(u)
 	m.Rank = k
 	res, err := pass.UsersValidationKind.Run(ctx, r.ds, pass.ValidationRequest{UsersData: r.base, UsersModel: m, HeadAll: headAll, Accuracy: accuracy})
 	if err != nil {

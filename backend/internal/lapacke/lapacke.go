@@ -3,11 +3,25 @@
 package lapacke
 
 /*
-#cgo LDFLAGS: -llapacke -lopenblas
+#cgo LDFLAGS: -llapacke -lopenblas -ldl
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <lapacke.h>
 
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
+
+// stop_pool ends a threaded OpenBLAS's worker threads (see StopPool).
+static void stop_pool(void) {
+	int (*stop)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+	if (stop) stop();
+}
+
+// pool_running: 1 with worker threads, 0 without, -1 without a pool.
+static int pool_running(void) {
+	int *avail = (int *)dlsym(RTLD_DEFAULT, "blas_server_avail");
+	return avail ? *avail : -1;
+}
 */
 import "C"
 
@@ -24,6 +38,19 @@ func SetThreads(n int) {
 		n = 1
 	}
 	C.openblas_set_num_threads(C.int(n))
+}
+
+// StopPool ends OpenBLAS's idle worker threads, which spin on a core for
+// a while after the library loads and after each threaded call before
+// they sleep. The next threaded call starts them again. It must not run
+// beside another OpenBLAS call.
+func StopPool() { C.stop_pool() }
+
+// Pool reports whether OpenBLAS's worker threads exist (running) and
+// whether this OpenBLAS has such a pool at all (ok).
+func Pool() (running, ok bool) {
+	r := C.pool_running()
+	return r > 0, r >= 0
 }
 
 func ptr(s []float64) *C.double {
