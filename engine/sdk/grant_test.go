@@ -65,7 +65,7 @@ func TestLargeDeltaRefusedUnlessAllowed(t *testing.T) {
 			assert.Equal(t, tc.note, len(res.Guarantee.Assumptions) > 0, txt)
 			if tc.note {
 				assert.Contains(t, txt, "permits publishing one person's data outright")
-				assert.Contains(t, res.Notes[0], "allow_large_delta=true")
+				assert.Contains(t, res.Warnings[0], "allow_large_delta=true")
 			}
 		})
 	}

@@ -111,7 +111,7 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 	}
 	if largeDelta != "" && res.Guarantee.Kind != privacy.None {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, largeDelta)
-		res.Notes = append(res.Notes, largeDelta)
+		res.AddWarning(largeDelta)
 	}
 	return res, acct, nil
 }

@@ -541,7 +541,7 @@ func (tr *fedrepTrace) result(run *sdk.Run, prob *fedrepProblem, c *fedrepConfig
 		res.Notes = append(res.Notes, fmt.Sprintf("oscillation guard: the released step of round(s) %v opposed the previous one (the step size was too large for the data); η was halved each time, from %.4g to %.4g (DERIVATIONS.md §3.6)", tr.halved, c.step, tr.eta))
 	}
 	if len(tr.capped) > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("diverging step guard: in round(s) %v the step would have moved U by more than %g·√k (largest relative step %.3g); it was shortened to that length. A step that long is dominated by noise or too large for the data: a smaller step_scale (or step), more users or a larger budget avoid it", tr.capped, c.rounds.MaxMove, maxOf(tr.moves)))
+		res.AddWarning(fmt.Sprintf("diverging step guard: in round(s) %v the step would have moved U by more than %g·√k (largest relative step %.3g); it was shortened to that length. A step that long is dominated by noise or too large for the data: a smaller step_scale (or step), more users or a larger budget avoid it", tr.capped, c.rounds.MaxMove, maxOf(tr.moves)))
 	}
 	if c.theory() {
 		res.AddSeries("skipped_fraction", tr.skipFrac, sdk.Diagnostic, "theory mode: per round, the fraction of users whose training half could not feed the round's two fresh batches and who contributed zero (computed from raw data: NOT private)")

@@ -308,7 +308,7 @@ func rankKApproximation(ctx context.Context, run *sdk.Run, res *sdk.Result, pr *
 		}
 		addCommonOutputs(res, pr, mat.DenseCopyOf(q.Slice(0, d, 0, k)), lambda, sdk.Public)
 		res.Guarantee = privacy.Guarantee{Neighbours: neighboursReplace, Assumptions: []string{clipAssumption(pr)}}
-		res.Notes = append(res.Notes, "all noisy eigenvalues clamped to 0: released H = 0 (U is a data-independent random frame)")
+		res.AddWarning("all noisy eigenvalues clamped to 0: released H = 0, and U is a data-independent random frame (a larger budget or a lower rank)")
 		return nil
 	}
 	bf, err := plan.Budget(shareFrame)

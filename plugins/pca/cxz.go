@@ -205,13 +205,13 @@ func conditionNotes(m SpikedModel) []string {
 	n, p, r := float64(m.N), float64(m.P), float64(m.r())
 	ln := math.Log(n)
 	if n < r*ln+ln*ln {
-		out = append(out, fmt.Sprintf("warning: sample-size condition n ≥ r·log n + log² n fails (n = %.0f < %.0f, C1 = 1)", n, r*ln+ln*ln))
+		out = append(out, fmt.Sprintf("sample-size condition n ≥ r·log n + log² n fails (n = %.0f < %.0f, C1 = 1)", n, r*ln+ln*ln))
 	}
 	if 2*r+ln > p {
-		out = append(out, fmt.Sprintf("warning: dimension condition 2r + log n ≤ p fails (%.1f > %.0f, C1 = 1)", 2*r+ln, p))
+		out = append(out, fmt.Sprintf("dimension condition 2r + log n ≤ p fails (%.1f > %.0f, C1 = 1)", 2*r+ln, p))
 	}
 	if snr, need := m.lambdaMinLow()/m.Sigma2, p/n+math.Sqrt(p/n); snr < need {
-		out = append(out, fmt.Sprintf("warning: SNR condition λ/σ² ≥ p/n + √(p/n) fails (%.4g < %.4g, C1 = 1): no estimator is consistent here", snr, need))
+		out = append(out, fmt.Sprintf("SNR condition λ/σ² ≥ p/n + √(p/n) fails (%.4g < %.4g, C1 = 1): no estimator is consistent here", snr, need))
 	}
 	return out
 }
@@ -356,7 +356,7 @@ func (c *cxzConfig) finish(run *sdk.Run, o *cxzOptions, res *sdk.Result, mu []fl
 	if c.ptr != nil {
 		c.ptr.report(res)
 	}
-	res.Notes = append(append([]string(nil), o.notes...), res.Notes...)
+	res.Warnings = append(append([]string(nil), o.warnings...), res.Warnings...)
 	for _, note := range res.Notes {
 		run.Logf("%s", note)
 	}
@@ -388,7 +388,7 @@ func (c *cxzConfig) stopped(run *sdk.Run, o *cxzOptions, mu []float64, why strin
 	if c.meanAuto {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g is a private quantile of the row norms (a declared step)", c.meanClip))
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("planned stop before stage 1: %s. Released: %s; charged only the steps that ran. To go further: a lower rank (or rank=auto), a larger budget or estimate_share, or pca-analyze-gauss (worst-case DP, no model)", why, released))
+	res.AddWarning(fmt.Sprintf("planned stop before stage 1: %s. Released: %s; charged only the steps that ran. To go further: a lower rank (or rank=auto), a larger budget or estimate_share, or pca-analyze-gauss (worst-case DP, no model)", why, released))
 	c.finish(run, o, res, mu)
 	return res
 }
@@ -427,7 +427,7 @@ func caiXiaZha(ctx context.Context, run *sdk.Run, plan *privacy.Plan, cfg *cxzCo
 		return res, nil
 	}
 	res.Guarantee = cxzGuarantee(cfg, betaEach)
-	res.Notes = append(res.Notes, conditionNotes(cfg.model)...)
+	res.Warnings = append(res.Warnings, conditionNotes(cfg.model)...)
 	return res, nil
 }
 

@@ -440,8 +440,8 @@ func TestCXZBadInput(t *testing.T) {
 func TestCXZConditionWarnings(t *testing.T) {
 	g := spiked(t, 300, 40, 2, "1,1", "gaussian", 14)
 	res, _ := fit(t, CXZ{}, g, map[string]string{"rank": "2", "sigma2": "1", "lambda": "0.3"}, approx(1, 1e-5), 1)
-	require.NotEmpty(t, res.Notes)
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "SNR")
+	require.NotEmpty(t, res.Warnings)
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "SNR")
 }
 
 // P10: the same seed gives bit-identical outputs; ledger and the private mean.

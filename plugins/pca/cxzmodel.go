@@ -73,7 +73,7 @@ func (o *cxzOptions) checkModel(s sdk.Shape) error {
 			return err
 		}
 		if o.CXZClip == nil {
-			o.notes = append(o.notes, "warning: lambda was given without clip, so nothing could check it: a λ above the data's real spikes shrinks the noise and voids the model guarantee (leave lambda unset for a private estimate, or give a public clip)")
+			o.warnings = append(o.warnings, "lambda was given without clip, so nothing could check it: a λ above the data's real spikes shrinks the noise and voids the model guarantee (leave lambda unset for a private estimate, or give a public clip)")
 		}
 	}
 	if !o.estimate && s.N > 0 && s.P > 0 {

@@ -189,7 +189,7 @@ func TestCXZLambdaPlausibility(t *testing.T) {
 	res, _ := fit(t, CXZ{}, g, map[string]string{"rank": "2", "sigma2": "1", "lambda": "24,20", "clip": "30"}, approx(1, 1e-6), 1)
 	assert.Equal(t, 30.0, scalar(t, res, "clip"))
 	res, _ = fit(t, CXZ{}, g, map[string]string{"rank": "2", "sigma2": "1", "lambda": "1e6"}, approx(1, 1e-6), 1)
-	assert.Contains(t, res.Notes[0], "lambda was given without clip")
+	assert.Contains(t, res.Warnings[0], "lambda was given without clip")
 	assert.Contains(t, res.Guarantee.Assumptions[len(res.Guarantee.Assumptions)-1], "could not be checked")
 }
 

@@ -155,8 +155,8 @@ func TestCXZWorstCaseStop(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, privacy.Achieved{Epsilon: 0.1, Delta: 5e-7, Composition: "basic"}, ach)
 	assert.LessOrEqual(t, scalar(t, res, "ptr_distance"), scalar(t, res, "ptr_threshold"))
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "planned stop")
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "eigengap test did not pass")
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "planned stop")
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "eigengap test did not pass")
 	for _, m := range res.Matrices {
 		assert.NotEqual(t, "U", m.Name)
 	}
@@ -167,7 +167,7 @@ func TestCXZWorstCaseStop(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, ach.Epsilon, 0.6*grant.Epsilon, "the estimate's part of what the test leaves, plus the test")
 	assert.Greater(t, ach.Epsilon, 0.1)
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "planned stop")
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "planned stop")
 }
 
 // The worst-case mode is refused before any spend without a clip, under

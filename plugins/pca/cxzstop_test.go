@@ -72,13 +72,13 @@ func TestCXZPlannedStop(t *testing.T) {
 	_, k := u.Dims()
 	assert.Equal(t, spikes, k)
 	assert.Less(t, maxAbsOffIdentity(u), 1e-9)
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "planned stop")
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "planned stop")
 	// The decision from the released values alone.
 	d, err := decideSpikes(releasedStats(t, res, n, p), 1e-6, false)
 	require.NoError(t, err)
 	assert.Equal(t, spikes, d.stand)
 	assert.Zero(t, d.rank)
-	assert.Contains(t, res.Notes[len(res.Notes)-1], d.stop)
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], d.stop)
 	assert.Equal(t, scalar(t, res, "sigma2_estimate"), d.Sigma2)
 	assert.Equal(t, series(t, res, "lambda_lower"), d.LambdaLow)
 }
@@ -108,7 +108,7 @@ func TestCXZRankAuto(t *testing.T) {
 	for _, m := range res.Matrices {
 		assert.NotEqual(t, "U", m.Name)
 	}
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "no spike stands out")
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "no spike stands out")
 }
 
 // The planned stops and rank=auto pass the conformance suite (steps
@@ -155,5 +155,5 @@ func TestCXZPlannedStopOnCalibration(t *testing.T) {
 	res, acct := fit(t, CXZ{}, g, map[string]string{"rank": "2", "sensitivity": "davis-kahan", "dk_c": "100"}, approx(2, 1e-6), 8)
 	assert.Len(t, acct.Steps(), len(estimateSteps))
 	assert.Equal(t, 2.0, scalar(t, res, "spikes"))
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "davis-kahan calibration")
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "davis-kahan calibration")
 }

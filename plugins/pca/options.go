@@ -182,8 +182,8 @@ type cxzOptions struct {
 	rank       int     // the requested rank; with rank=auto, max_rank
 	auto       bool
 	low, high  []float64
-	notes      []string
-	estimate   bool // σ² or λ comes from the private estimate
+	warnings   []string // for the result (sdk.Result.Warnings)
+	estimate   bool     // σ² or λ comes from the private estimate
 }
 
 // Check implements sdk.Checker: rank, spike lists, calibration constants

@@ -263,7 +263,7 @@ func (pr *preprocessed) report(res *sdk.Result) {
 			"private per-feature scales (1×p): every column was divided by its scale before centring and clipping; dplr transform divides new rows by them")
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, "each feature was divided by a private scale (the median absolute difference of paired rows, a declared step per feature)")
 		if pr.unscaled > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("feature_scale: %d of %d features have too few non-zero differences for their scale to be located at this budget (private counts) and were given the median scale", pr.unscaled, len(pr.scale)))
+			res.AddWarning(fmt.Sprintf("feature_scale: %d of %d features have too few non-zero differences for their scale to be located at this budget (private counts) and were given the median scale", pr.unscaled, len(pr.scale)))
 		}
 	}
 	if pr.pairs {

@@ -247,7 +247,7 @@ func TestFeatureScaleSparseFeature(t *testing.T) {
 	require.NoError(t, err)
 	sc := matrix(t, res, "feature_scale").RawRowView(0)
 	assert.Equal(t, medianOf(sc[:7]), sc[7], "the sparse feature gets the median of the located scales")
-	assert.Contains(t, res.Notes[len(res.Notes)-1], "1 of 8 features")
+	assert.Contains(t, res.Warnings[len(res.Warnings)-1], "1 of 8 features")
 }
 
 // replaceUnlocated fills unlocated scales with the located ones' median,

@@ -99,7 +99,7 @@ func modelDPRGrad(e *fitEnv) error {
 		// σr was not located (DERIVATIONS.md §10.3, §10.4): the projectors' change
 		// is bounded by √(2r) for any data, so no model bound is needed.
 		sens.Subspace = math.Sqrt(2 * float64(e.r))
-		e.res.Notes = append(e.res.Notes, "the private estimate did not locate σr above its noise: the subspace releases use the worst-case projector sensitivity √(2r) (any data), so the initialisation is mostly noise and the gradient iterations do the work; give sigmar or raise tune_share or ε for a sharper start (DERIVATIONS.md §10.3)")
+		e.res.AddWarning("the private estimate did not locate σr above its noise: the subspace releases use the worst-case projector sensitivity √(2r) (any data), so the initialisation is mostly noise and the gradient iterations do the work; give sigmar or raise tune_share or ε for a sharper start (DERIVATIONS.md §10.3)")
 	}
 	e.reportSensitivities(sens)
 	if noise == privacy.NoiseZCDP || noise == privacy.NoiseExact {

@@ -139,7 +139,7 @@ func TestTuneUnresolvedUsesWorstCase(t *testing.T) {
 	g := genTrace(t, 43, map[string]string{"n": "600", "d1": "10", "d2": "8"})
 	res, _ := fitOK(t, "rgrad-dp", g, map[string]string{"rank": "2", "iterations": "2"}, approx(0.5, 1e-6), 5)
 	assert.InDelta(t, 2.0, scalarOf(t, res, "sensitivity_subspace"), 1e-12, "√(2r) at r = 2")
-	assert.Contains(t, strings.Join(res.Notes, "\n"), "did not locate σr")
+	assert.Contains(t, strings.Join(res.Warnings, "\n"), "did not locate σr")
 	rng := rand.New(rand.NewPCG(8, 9))
 	for _, tc := range []struct{ d, r int }{{10, 2}, {8, 3}, {20, 5}} {
 		for rep := 0; rep < 50; rep++ {
