@@ -193,6 +193,7 @@ func fmtFloats(v []float64) string {
 // feature_scale: the space the estimate worked in); evaluation only.
 func withEvaluation(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool) (*sdk.Result, error) {
 	if !on {
+		pcaeval.WarnFewColumns(res)
 		return res, nil
 	}
 	c := pcaeval.CentringOf(res)

@@ -51,8 +51,10 @@ func CentringOf(res *sdk.Result) Centring {
 // Add implements evaluate=true (on): the captured-variance ratios of res's
 // released U on run's raw rows (divided by a released feature_scale), from
 // their mean and second moment (one aggregation pass), added to res as
-// evaluation-only scalars. With on false res is returned unchanged.
+// evaluation-only scalars. With on false res is returned without them.
+// Either way res gets the few-columns warning (WarnFewColumns).
 func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring) (*sdk.Result, error) {
+	WarnFewColumns(res)
 	if !on {
 		return res, nil
 	}
@@ -61,6 +63,58 @@ func Add(ctx context.Context, run *sdk.Run, res *sdk.Result, on bool, c Centring
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	return addMoments(ctx, run, src, res, c)
+}
+
+// FewColumnsWeight is the share of the first released component's squared
+// weight above which it counts as carried by its one or two largest
+// loadings (WarnFewColumns).
+const FewColumnsWeight = 0.95
+
+// WarnFewColumns adds a warning to res when the first released component
+// (of output U) is carried by one column alone (p ≥ 3) or by two (p ≥ 5):
+// FewColumnsWeight of its squared weight. PCA returns this when one or two
+// columns' variance dwarfs the others', as when the columns are in
+// different units (on raw tables in mixed units it fires, standardised it
+// needs four columns or more: bench/results/tables.md). It reads only the
+// released U, so it is post-processing and spends nothing; a result
+// without U (a planned stop) gets none.
+func WarnFewColumns(res *sdk.Result) {
+	u, err := releasedU(res)
+	if err != nil {
+		return
+	}
+	p, k := u.Dims()
+	if p < 3 || k < 1 {
+		return
+	}
+	first, second := -1, -1 // the columns of the two largest loadings
+	for j := 0; j < p; j++ {
+		switch v := math.Abs(u.At(j, 0)); {
+		case first < 0 || v > math.Abs(u.At(first, 0)):
+			first, second = j, first
+		case second < 0 || v > math.Abs(u.At(second, 0)):
+			second = j
+		}
+	}
+	var total float64
+	for j := 0; j < p; j++ {
+		total += u.At(j, 0) * u.At(j, 0)
+	}
+	w1 := u.At(first, 0) * u.At(first, 0) / total
+	w2 := w1 + u.At(second, 0)*u.At(second, 0)/total
+	var which string
+	var w float64
+	switch {
+	case w1 >= FewColumnsWeight:
+		which, w = fmt.Sprintf("column %d alone", first+1), w1
+	case p >= 5 && w2 >= FewColumnsWeight:
+		which, w = fmt.Sprintf("columns %d and %d alone", first+1, second+1), w2
+	default:
+		return
+	}
+	res.AddWarning(fmt.Sprintf("component 1 is %s (%.0f%% of its squared weight; columns counted from 1): PCA returns this when a column's variance dwarfs the others', "+
+		"as when the columns are in different units. If they are, give public per-column scales (--column-scales FILE, or column_scales in Python) and fit again; "+
+		"if those columns truly dominate, the component is right", which, 100*w))
 }
 
 // releasedU returns res's output U.
