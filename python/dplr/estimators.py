@@ -290,6 +290,8 @@ class DPEstimator:
         self.releases_ = releases(result)
         self.privacy_ = Privacy.from_result(result)
         self.metrics_ = {m["name"]: m.get("value") for m in result.get("metrics") or []}
+        # The notes that change what to conclude (also raised as DplrWarning).
+        self.warnings_ = list(result.get("warnings") or [])
         data = result.get("data") or {}
         self.n_features_in_ = data.get("p") or (data.get("d1", 0) * data.get("d2", 0)) or None
         self.data_hash_ = data.get("source_hash") or data.get("hash")  # the ledger's data-set id

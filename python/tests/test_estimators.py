@@ -283,6 +283,18 @@ def test_dplr_warnings_reach_python(spiked):
         dplr.PcaAnalyzeGauss(epsilon=1, delta=1e-5, rank=2, clip=12, seed=1).fit(X)
 
 
+def test_a_result_warning_reaches_python():
+    """A table whose first column's variance dwarfs the others' (units): the
+    released first component is that column alone, and the fit's warning
+    is a DplrWarning and in warnings_ (not only a note)."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((4000, 6))
+    X[:, 0] *= 1000.0
+    with pytest.warns(dplr.DplrWarning, match="component 1 is column 1 alone"):
+        est = dplr.PcaAnalyzeGauss(epsilon=4, delta=1e-6, rank=2).fit(X)
+    assert any("--column-scales" in w for w in est.warnings_)
+
+
 def test_plan_spends_nothing_and_a_near_random_fit_warns_before_spending(spiked):
     """dplr.plan answers the steps and the indicator with nothing recorded;
     a fit the plan calls near random warns (a DplrWarning), a well-powered
