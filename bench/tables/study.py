@@ -107,6 +107,11 @@ def run(args) -> dict:
     results = {"estimator": args.estimator, "rank": args.rank, "runs": args.runs, "params": args.set, "tile": args.tile,
                "tables": {}}
     params = dict(kv.split("=", 1) for kv in args.set) if args.set else {}
+    for key, v in params.items():  # numbers as numbers: the package checks types
+        try:
+            params[key] = float(v)
+        except ValueError:
+            pass
     cls = dplr.estimator_class(args.estimator)
     for name, (X, cols) in tables().items():
         X = np.tile(X, (args.tile, 1))
