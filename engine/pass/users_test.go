@@ -272,8 +272,11 @@ func TestUsersBound(t *testing.T) {
 	}{
 		{"ustat", usersReq(UsersUstat, map[string]float64{"clip": 0.7}), 0.7},
 		{"gradient", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0, "clip": 0.2}, u), 0.2},
+		{"gradient ridge heads", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0.1, "clip": 0.2}, u), 0.2},
 		{"gradient logistic", usersReq(UsersGradient, map[string]float64{"rank": float64(k), "loss": 1, "ridge": 0, "sign": 1, "clip": 0.2}, u), 0.2},
 		{"altmin", usersReq(UsersAltMin, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0, "clip_w": 0.5, "clip_y": 2, "portion": 3}, u,
+			data.Array{Name: "group", Rows: 1, Cols: 30, Data: ones(30)}), 0.5},
+		{"altmin ridge heads", usersReq(UsersAltMin, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 1e-3, "clip_w": 0.5, "clip_y": 2, "portion": 3}, u,
 			data.Array{Name: "group", Rows: 1, Cols: 30, Data: ones(30)}), 0.5},
 		{"ustat hist", usersReq(UsersUstatHist, nil, e), 0},
 		{"gradient hist", usersReq(UsersGradientHist, map[string]float64{"rank": float64(k), "loss": 0, "ridge": 0}, u, e), 0},
