@@ -107,7 +107,7 @@ func TestRowsPassesMatchLocal(t *testing.T) {
 func TestRowsPassRefusesBadRequest(t *testing.T) {
 	shape := &data.Remote{N: 10, P: 3}
 	_, err := RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
-		pass.RowsClippedSumKind.EncodeRequest(nil, pass.ClippedSumRequest{Clip: -1}), Options{})
+		pass.RowsClippedSumKind.EncodeRequest(shape, pass.ClippedSumRequest{Clip: -1}), Options{})
 	assert.ErrorContains(t, err, "negative")
 	_, err = RunPass(context.Background(), "/nonexistent/*", shape, ReadOptions{},
 		data.PassRequest{Kind: "rows.nothing"}, Options{})
@@ -116,13 +116,13 @@ func TestRowsPassRefusesBadRequest(t *testing.T) {
 	dir := t.TempDir()
 	writeShards(t, dir, synth(30, 3, 1), 3, []int{10, 20}, false)
 	_, err = RunPass(context.Background(), filepath.Join(dir, "shard-*"), &data.Remote{N: 31, P: 3}, ReadOptions{},
-		pass.RowsClippedSumKind.EncodeRequest(nil, pass.ClippedSumRequest{Clip: 1}), Options{})
+		pass.RowsClippedSumKind.EncodeRequest(&data.Remote{N: 31, P: 3}, pass.ClippedSumRequest{Clip: 1}), Options{})
 	assert.ErrorContains(t, err, "the data changed")
 }
 
 // TestAnalyzeGaussAutoClipThroughBeam: pca-analyze-gauss with clip=auto
-// and center=private (an automatic mean clip: two private quantiles, a
-// private mean, the second moment) run with every pass on prism declares
+// and center=private (an automatic mean clip: three private quantiles, a
+// private mean in two steps, the second moment) run with every pass on prism declares
 // the single-machine fit's steps and releases its values to 1e-12
 // relative with the same seed.
 func TestAnalyzeGaussAutoClipThroughBeam(t *testing.T) {
@@ -143,7 +143,7 @@ func TestAnalyzeGaussAutoClipThroughBeam(t *testing.T) {
 	bp := &rowsBeamPasser{glob: filepath.Join(dir, "shard-*"), shape: pass.ShapeOf(ds)}
 	got, gacct, err := sdk.RunLocal(context.Background(), pca.AnalyzeGauss{}, pass.RemoteOf(ds, bp), raw, grant, sdk.LocalOptions{Seed: &seed, Backend: backend.Gonum{}})
 	require.NoError(t, err)
-	assert.Equal(t, []string{pass.RowsNormHistogram, pass.RowsClippedSum, pass.RowsNormHistogram, pass.RowsCentredMoment}, bp.kinds)
+	assert.Equal(t, []string{pass.RowsNormHistogram, pass.RowsClippedSum, pass.RowsNormHistogram, pass.RowsClippedSum, pass.RowsNormHistogram, pass.RowsCentredMoment}, bp.kinds)
 	assert.Equal(t, wacct.Steps(), gacct.Steps())
 	for _, name := range []string{"U", "mean"} {
 		rel := maxRel(mat.DenseCopyOf(resultMatrix(t, got, name)).RawMatrix().Data, mat.DenseCopyOf(resultMatrix(t, want, name)).RawMatrix().Data)
@@ -267,7 +267,7 @@ func formatFloat(v float64) string { return strconvFormat(v) }
 func reference(x []float64, p int, c float64) (n int, sum []float64, moment *mat.SymDense) {
 	n = len(x) / p
 	xm := mat.NewDense(n, p, x)
-	sum, err := kernel.ClippedSum(context.Background(), xm, c)
+	sum, err := kernel.ClippedSum(context.Background(), xm, nil, c)
 	if err != nil {
 		panic(err)
 	}

@@ -164,22 +164,29 @@ func CheckNormCounts(counts []float64, records int64) error {
 	return nil
 }
 
-// ClippedSum returns Σ_i min(1, clip/‖x_i‖)·x_i (ClipFactor; clip ≤ 0 or
-// +Inf: the plain sum). It fails on a non-finite entry; a row whose norm
-// merely overflows gets weight zero.
-func ClippedSum(ctx context.Context, m Matrix, clip float64) ([]float64, error) {
+// ClippedSum returns Σ_i min(1, clip/‖x_i − center‖)·(x_i − center)
+// (ClipFactor; center nil: zeros; clip ≤ 0 or +Inf: the plain sum of the
+// centred rows). It fails on a non-finite entry; a row whose norm merely
+// overflows gets weight zero.
+func ClippedSum(ctx context.Context, m Matrix, center []float64, clip float64) ([]float64, error) {
 	x := rowsFrom(m)
 	if err := x.check("clipped sum"); err != nil {
 		return nil, err
 	}
-	return x.sumBlocks(ctx, "clipped sum", x.p, nil, func(sum []float64, i int, rows [][]float64, sq []float64) error {
+	return x.sumBlocks(ctx, "clipped sum", x.p, center, func(sum []float64, i int, rows [][]float64, sq []float64) error {
 		for k, row := range rows {
 			if err := x.finiteRow(i+k, row); err != nil {
 				return err
 			}
 			f := clipFactor(sq[k], clip)
+			if center == nil {
+				for j, v := range row {
+					sum[j] += f * v
+				}
+				continue
+			}
 			for j, v := range row {
-				sum[j] += f * v
+				sum[j] += f * (v - center[j])
 			}
 		}
 		return nil
@@ -235,6 +242,8 @@ const rowBlock = 64
 func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
 	if c == nil {
 		c = make([]float64, x.p) // v − 0 = v: the rows' own squared norms
+	} else if len(c) != x.p {
+		return nil, fmt.Errorf("%s: a centre of length %d for rows of %d columns", what, len(c), x.p)
 	}
 	parts, err := inChunks(ctx, what, x.chunks(), x.n, func(a, b int) ([]float64, error) {
 		acc, buf := make([]float64, size), make([]float64, rowBlock*x.p)

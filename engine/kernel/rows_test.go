@@ -161,20 +161,35 @@ func TestMomentSensitivity(t *testing.T) {
 // moves it by at most SumSensitivity.
 func TestClippedSum(t *testing.T) {
 	x := mat.NewDense(3, 2, []float64{3, 4, 0.3, 0.4, -1, 0})
-	s, err := ClippedSum(context.Background(), x, 1)
+	s, err := ClippedSum(context.Background(), x, nil, 1)
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, []float64{0.6 + 0.3 - 1, 0.8 + 0.4}, s, 1e-15)
-	s, err = ClippedSum(context.Background(), x, 0)
+	s, err = ClippedSum(context.Background(), x, nil, 0)
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, []float64{2.3, 4.4}, s, 1e-15)
 	y := mat.DenseCopyOf(x)
 	y.SetRow(0, []float64{-30, -40})
-	t2, err := ClippedSum(context.Background(), y, 1)
+	t2, err := ClippedSum(context.Background(), y, nil, 1)
 	require.NoError(t, err)
-	s, _ = ClippedSum(context.Background(), x, 1)
+	s, _ = ClippedSum(context.Background(), x, nil, 1)
 	assert.InDelta(t, SumSensitivity(1), math.Hypot(s[0]-t2[0], s[1]-t2[1]), 1e-12, "opposite rows of norm ≥ clip attain the bound")
 	assert.NoError(t, CheckClippedSum(s, 3, 1))
 	assert.ErrorContains(t, CheckClippedSum([]float64{4, 0}, 3, 1), "not clipped")
+
+	// About a centre c: the rows x_i − c, clipped; the same sensitivity.
+	c := []float64{1, 1}
+	s, err = ClippedSum(context.Background(), x, c, 1)
+	require.NoError(t, err)
+	d := mat.NewDense(3, 2, []float64{2, 3, -0.7, -0.6, -2, -1})
+	want, err := ClippedSum(context.Background(), d, nil, 1)
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, want, s, 1e-15)
+	y.SetRow(0, []float64{-29, -39}) // x_0 − c = (2, 3) replaced by (−30, −40)
+	t2, err = ClippedSum(context.Background(), y, c, 1)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, math.Hypot(s[0]-t2[0], s[1]-t2[1]), SumSensitivity(1)+1e-12)
+	_, err = ClippedSum(context.Background(), x, []float64{1}, 1)
+	assert.ErrorContains(t, err, "a centre of length 1 for rows of 2 columns")
 }
 
 // A non-finite entry is named by every kernel; a row whose norm merely
@@ -186,7 +201,7 @@ func TestNonFinite(t *testing.T) {
 	x.Set(4, 2, math.NaN())
 	_, err := NormCounts(ctx, x, nil, []float64{1, 2})
 	assert.ErrorContains(t, err, "data row 4, column 2")
-	_, err = ClippedSum(ctx, x, 1)
+	_, err = ClippedSum(ctx, x, nil, 1)
 	assert.ErrorContains(t, err, "data row 4, column 2: value NaN is not finite")
 	for _, c := range []float64{0, 1} {
 		_, _, err = SecondMoment(ctx, x, nil, c, 1, nil)
@@ -197,7 +212,7 @@ func TestNonFinite(t *testing.T) {
 	x.Set(4, 2, 1e300)
 	_, err = NormCounts(ctx, x, nil, []float64{1, 2})
 	assert.ErrorContains(t, err, "overflows")
-	s, err := ClippedSum(ctx, x, 1)
+	s, err := ClippedSum(ctx, x, nil, 1)
 	require.NoError(t, err)
 	assert.False(t, math.IsNaN(s[2]) || math.IsInf(s[2], 0))
 	m, nClip, err := SecondMoment(ctx, x, nil, 1, 1, nil)
@@ -416,7 +431,7 @@ func TestChunkedPasses(t *testing.T) {
 		prev := runtime.GOMAXPROCS(procs)
 		counts, err := NormCounts(context.Background(), x, nil, grid)
 		require.NoError(t, err)
-		sum, err := ClippedSum(context.Background(), x, clip)
+		sum, err := ClippedSum(context.Background(), x, nil, clip)
 		require.NoError(t, err)
 		runtime.GOMAXPROCS(prev)
 		for k, c := range Counts(norms, grid) {

@@ -152,7 +152,7 @@ func TestRequestsRoundTrip(t *testing.T) {
 	rows := &data.Remote{N: 5, P: 3}
 	c := []float64{1, 0, -2}
 	roundTrip(t, RowsMomentKind, rows, MomentRequest{Clip: 2})
-	roundTrip(t, RowsClippedSumKind, rows, ClippedSumRequest{Clip: 3})
+	roundTrip(t, RowsClippedSumKind, rows, ClippedSumRequest{Clip: 3, Center: c})
 	roundTrip(t, RowsCentredMomentKind, rows, CentredMomentRequest{Clip: 1, Center: c})
 	roundTrip(t, RowsNormHistogramKind, rows, NormHistogramRequest{Grid: []float64{1, 2}, Center: c})
 

@@ -86,7 +86,7 @@ func TestGoldenPasses(t *testing.T) {
 	grid := []float64{0.5, 1, 2, 4, 8, 16}
 	var gp map[string]float64
 	run(t, rows, data.PassRequest{Kind: RowsMoment, Params: map[string]float64{"clip": 2}})
-	run(t, rows, data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": 2}})
+	run(t, rows, data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": 2}, Inputs: []data.Array{arr("center", 1, p, make([]float64, p))}})
 	run(t, rows, data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 2}, Inputs: []data.Array{arr("center", 1, p, center)}})
 	run(t, rows, data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 0}, Inputs: []data.Array{arr("center", 1, p, make([]float64, p))}})
 	run(t, rows, data.PassRequest{Kind: RowsNormHistogram, Params: gp, Inputs: []data.Array{arr("grid", 1, len(grid), grid), arr("center", 1, p, center)}})

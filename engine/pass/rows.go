@@ -21,8 +21,9 @@ const (
 	// public grid g_0 < … < g_{G−1} (kernel.NormCounts, output "counts",
 	// G+1 of them): what the private norm quantile reads.
 	RowsNormHistogram = "rows.norm_histogram"
-	// RowsClippedSum is Σ_i min(1, clip/‖x_i‖)·x_i ("sum", 1×p;
-	// kernel.ClippedSum; clip 0: the plain sum): what a private mean noises.
+	// RowsClippedSum is Σ_i min(1, clip/‖x_i − center‖)·(x_i − center)
+	// ("sum", 1×p; kernel.ClippedSum; clip 0: the plain sum): what a
+	// private mean noises.
 	RowsClippedSum = "rows.clipped_sum"
 	// RowsCentredMoment is Σ_i w_i² (x_i − center)(x_i − center)ᵀ
 	// ("moment", p×p, not divided by n) with w_i = min(1, clip/‖x_i −
@@ -64,8 +65,10 @@ type CountsResult struct {
 
 // ClippedSumRequest is a RowsClippedSum request.
 type ClippedSumRequest struct {
-	// Clip is the row-norm bound (0: none).
+	// Clip is the bound on the centred rows' norms (0: none).
 	Clip float64 `pass:"clip"`
+	// Center is subtracted from every row (nil: zeros).
+	Center []float64 `pass:"center"`
 }
 
 // SumResult is the result of the kinds whose one output is the 1×p sum.
@@ -167,7 +170,7 @@ var (
 			return st.Check()
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *MomentRequest) (*MomentResult, error) {
-			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), q.Clip)
+			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), nil, q.Clip)
 			if err != nil {
 				return nil, err
 			}
@@ -195,14 +198,15 @@ var (
 	// RowsClippedSumKind is the kind RowsClippedSum.
 	RowsClippedSumKind = register(&Kind[ClippedSumRequest, SumResult]{
 		Name: RowsClippedSum, Data: data.Rows,
-		Doc:     "clipped sum Σ_i min(1, clip/‖x_i‖)·x_i (clip 0: none)",
+		Doc:     "clipped sum Σ_i min(1, clip/‖x_i − center‖)·(x_i − center) (clip 0: none)",
+		Inputs:  func(sh *data.Remote, _ *ClippedSumRequest) []ArraySpec { return []ArraySpec{centerIn(sh)} },
 		Outputs: func(sh *data.Remote, _ *ClippedSumRequest) []ArraySpec { return []ArraySpec{sumOut(sh)} },
 		Check:   func(_ *data.Remote, q *ClippedSumRequest) error { return nonNegative(q.Clip) },
 		CheckResult: func(_ *data.Remote, q *ClippedSumRequest, r *SumResult) error {
 			return kernel.CheckClippedSum(r.Sum, r.Records, q.Clip)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *ClippedSumRequest) (*SumResult, error) {
-			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), q.Clip)
+			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), centerOf(q.Center), q.Clip)
 			return &SumResult{Records: int64(ds.N()), Sum: sum}, err
 		},
 	})

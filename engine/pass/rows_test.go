@@ -120,7 +120,7 @@ func TestRowsNormHistogramNonFinite(t *testing.T) {
 	_, err := Local(ds).Pass(context.Background(), histogramRequest([]float64{1, 2}, make([]float64, 3)))
 	assert.ErrorContains(t, err, "data row 4, column 2")
 	for _, req := range []data.PassRequest{
-		{Kind: RowsClippedSum, Params: map[string]float64{"clip": 1}},
+		{Kind: RowsClippedSum, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: make([]float64, 3)}}},
 		{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: make([]float64, 3)}}},
 	} {
 		_, err = Local(ds).Pass(context.Background(), req)
@@ -170,7 +170,9 @@ func TestRowsPreprocessingRefuses(t *testing.T) {
 		{"empty grid", data.PassRequest{Kind: RowsNormHistogram,
 			Inputs: []data.Array{{Name: "grid", Rows: 1, Cols: 0}, {Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "want 1 to 100000"},
 		{"centre missing", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}}, "inputs"},
-		{"negative sum clip", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": -1}}, "negative"},
+		{"negative sum clip", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": -1},
+			Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "negative"},
+		{"sum centre missing", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": 1}}, "inputs"},
 		{"negative moment clip", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": -1},
 			Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}}, "negative"},
 	} {
@@ -190,7 +192,7 @@ func TestRowsPreprocessingRefuses(t *testing.T) {
 		{"counts short of n", histogramRequest([]float64{1, 2, 4}, zero), func(r *data.PassResult) { r.Outputs[0].Data[0]-- }, "sum to"},
 		{"negative count", histogramRequest([]float64{1, 2, 4}, zero), func(r *data.PassResult) { r.Outputs[0].Data[0] = -1 }, "non-negative integer"},
 		{"fractional count", histogramRequest([]float64{1, 2, 4}, zero), func(r *data.PassResult) { r.Outputs[0].Data[0] += 0.5 }, "non-negative integer"},
-		{"unclipped sum", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": 1}}, func(r *data.PassResult) { r.Outputs[0].Data[0] = 51 }, "not clipped"},
+		{"unclipped sum", data.PassRequest{Kind: RowsClippedSum, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}}, func(r *data.PassResult) { r.Outputs[0].Data[0] = 51 }, "not clipped"},
 		{"moment trace", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 1}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}},
 			func(r *data.PassResult) { r.Outputs[0].Data[0] = 51 }, "not clipped"},
 		{"negative diagonal", data.PassRequest{Kind: RowsCentredMoment, Params: map[string]float64{"clip": 0}, Inputs: []data.Array{{Name: "center", Rows: 1, Cols: 3, Data: zero}}},

@@ -201,8 +201,9 @@ func TestAnalyzeGaussCentredAndBadInput(t *testing.T) {
 	seed := uint64(5)
 	res, acct, err := sdk.RunLocal(context.Background(), AnalyzeGauss{}, &d, map[string]string{"rank": "2", "clip": "25", "center": "private"}, zcdp(50), sdk.LocalOptions{Seed: &seed})
 	require.NoError(t, err)
-	require.Len(t, acct.Steps(), 2)
-	assert.InEpsilon(t, 5.0, acct.Steps()[0].Rho, 1e-12)
+	require.Len(t, acct.Steps(), 3, "the mean's two steps and the second moment")
+	assert.InEpsilon(t, 5.0, acct.Steps()[0].Rho, 1e-12, "half of mean_share 0.2 of ρ = 50")
+	assert.InEpsilon(t, 5.0, acct.Steps()[1].Rho, 1e-12)
 	sp, _, err := evaluate.SinTheta(g.Truth["U"], matrix(t, res, "U"))
 	require.NoError(t, err)
 	assert.Less(t, sp, 0.2)
@@ -288,7 +289,7 @@ func TestAminFullBasisAndCentring(t *testing.T) {
 	u := matrix(t, res, "U")
 	assert.Less(t, maxAbsOffIdentity(u), 1e-10, "the Householder deflation keeps a full orthonormal basis")
 	steps := acct.Steps()
-	require.Len(t, steps, 1+5, "mean + p−1 sampled vectors (the last is determined)")
+	require.Len(t, steps, 2+5, "the mean's two steps + p−1 sampled vectors (the last is determined)")
 	var tot float64
 	for _, s := range steps {
 		tot += s.Epsilon

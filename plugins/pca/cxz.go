@@ -336,7 +336,7 @@ func (c *cxzConfig) privateMean(ctx context.Context, run *sdk.Run, plan *privacy
 		c.meanClip, c.meanAuto = q, true
 	}
 	run.Progress("mean", 0, 1)
-	return privateMean(ctx, run, plan, src, c.meanClip)
+	return privateMean(ctx, run, plan, src, "mean", nil, c.meanClip)
 }
 
 // finish adds the released preprocessing (the mean and its clip, the model

@@ -46,7 +46,7 @@ func (NonPrivate) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 	r := o.Rank.Value
 	var mu []float64
 	if o.Center == "empirical" {
-		if mu, err = src.Sum(ctx, 0); err != nil {
+		if mu, err = src.Sum(ctx, nil, 0); err != nil {
 			return nil, err
 		}
 		for j := range mu {

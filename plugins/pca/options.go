@@ -15,9 +15,9 @@ import (
 // centerOptions are the private-centring parameters of the private
 // estimators (DERIVATIONS.md §5).
 type centerOptions struct {
-	sdk.Center `default:"private" choices:"none,private,pairs" doc:"private (the default: PCA is about the spread around the mean, and an uncentred fit's first component is the mean): subtract a private mean of the rows clipped to mean_clip (its own declared step); pairs: for tables whose columns sit far from zero (a year, a temperature in kelvin): fit the differences (x_a − x_b)/√2 of disjoint random pairs of rows, which need no mean and are unchanged by any offset, at the price of half as many rows (no mean is released, so dplr transform projects rows as given); none: the data are already centred (with a public mean)"`
-	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
-	MeanShare  float64  `param:"mean_share" default:"0.1" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private"`
+	sdk.Center `default:"private" choices:"none,private,pairs" doc:"private (the default: PCA is about the spread around the mean, and an uncentred fit's first component is the mean): subtract a private mean of the rows, released in two declared steps (the rows clipped to mean_clip, then their offsets from that first mean clipped to clip or its own private quantile, so that rows far from zero cost little accuracy); pairs: for tables whose columns sit far from zero (a year, a temperature in kelvin): fit the differences (x_a − x_b)/√2 of disjoint random pairs of rows, which need no mean and are unchanged by any offset, at the price of half as many rows (no mean is released, so dplr transform projects rows as given); none: the data are already centred (with a public mean)"`
+	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean's first step (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
+	MeanShare  float64  `param:"mean_share" default:"0.2" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private (half on each of its two steps)"`
 	scaleOptions
 }
 

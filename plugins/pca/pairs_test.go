@@ -42,13 +42,17 @@ func offsetTable(n, p int, seed uint64) (x, z *mat.Dense, d, s []float64) {
 	return x, z, d, s
 }
 
-// center=pairs is unaffected by offsets: on a table whose columns sit 300
-// deviations from zero, it keeps most of the standardised structure at
-// ε = 1 (rank 2, 1000 rows, 10 columns), where a private mean (whose clip
-// must cover the offsets) loses most of it. Medians of 7 fresh-noise runs;
-// measured 0.73 against 0.29 (the factor-2 scale errors cost some of the
-// standardised structure whatever the centring).
-func TestCenterPairsOffsets(t *testing.T) {
+// On a table whose columns sit 300 deviations from zero, center=pairs (no
+// mean) keeps most of the standardised structure at ε = 1 (rank 2, 1000
+// rows, 10 columns), and center=private (a mean in two steps: the second
+// clips the offsets from the first, not from zero) keeps more than half.
+// Medians of 7 fresh-noise runs; measured 0.73 (pairs) and 0.55 (private,
+// runs 0.49–0.76); a one-step private mean, whose clip must cover the
+// offsets, scored 0.29 (the factor-2 scale errors cost some of the
+// standardised structure whatever the centring). Offsets this large still
+// favour pairs: the first step's error is what the second step's clip
+// must cover.
+func TestCenterOffsets(t *testing.T) {
 	var pairs, private []float64
 	for seed := uint64(1); seed <= 7; seed++ {
 		x, z, d, s := offsetTable(1000, 10, seed)
@@ -63,9 +67,9 @@ func TestCenterPairsOffsets(t *testing.T) {
 			*c.out = append(*c.out, standardRatio(t, z, d, s, matrix(t, res, "U")))
 		}
 	}
-	t.Logf("standardised centred captured-variance ratio, median of 7: center=pairs %.3f, center=private %.3f", medianOf(pairs), medianOf(private))
+	t.Logf("standardised centred captured-variance ratio, median of 7: center=pairs %.3f, center=private %.3f (%.3f)", medianOf(pairs), medianOf(private), private)
 	assert.Greater(t, medianOf(pairs), 0.6)
-	assert.Greater(t, medianOf(pairs), medianOf(private)+0.25)
+	assert.Greater(t, medianOf(private), 0.45)
 }
 
 // The release of center=pairs is invariant under a common offset of the

@@ -22,6 +22,7 @@ import (
 	"math"
 	"strings"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplr/dplr/backend"
@@ -85,34 +86,39 @@ const (
 	shareStage2  = "stage 2 (eigenvalues)"
 )
 
-// privateMean releases the mean of src's rows clipped to norm c at the
-// plan's mean share, under that share's mechanism (DERIVATIONS.md §5:
-// Gaussian with ℓ2 sensitivity 2c/n, or Laplace with ℓ1 sensitivity
-// 2c√p/n). An input error, or a failed pass, stops it before any step.
-func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c float64) ([]float64, error) {
+// privateMean releases the mean of src's rows about the public centre c
+// (nil: 0), c + (1/n)·Σ_i clip_r(x_i − c), the rows' offsets from c
+// clipped to norm r, as the step name at one step of the plan's mean share,
+// under that share's mechanism (DERIVATIONS.md §5: Gaussian with ℓ2
+// sensitivity 2r/n, or Laplace with ℓ1 sensitivity 2r√p/n). An input
+// error, or a failed pass, stops it before any step.
+func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, name string, c []float64, r float64) ([]float64, error) {
 	n, p := src.Dims()
 	b, err := plan.Budget(shareMean)
 	if err != nil {
 		return nil, err
 	}
-	sum, err := src.Sum(ctx, c)
+	sum, err := src.Sum(ctx, c, r)
 	if err != nil {
 		return nil, err
 	}
 	for j := range sum {
 		sum[j] /= float64(n)
 	}
-	sens := kernel.SumSensitivity(c) / float64(n)
+	sens := kernel.SumSensitivity(r) / float64(n)
 	declare := run.Acct.Gaussian
 	if b.Mechanism == privacy.MechLaplace {
 		sens, declare = sens*math.Sqrt(float64(p)), run.Acct.Laplace
 	}
-	rel, err := declare("mean", sens, p, b)
+	rel, err := declare(name, sens, p, b)
 	if err != nil {
 		return nil, err
 	}
 	if err := rel.Add(run.Rand, sum); err != nil {
 		return nil, err
+	}
+	if c != nil {
+		floats.Add(sum, c)
 	}
 	return sum, nil
 }

@@ -34,7 +34,7 @@ type clipOptions = rowclip.Options
 // prepPlan is the private preprocessing of a rows estimator: how many
 // quantiles clip_share pays for, and the mean share.
 type prepPlan struct {
-	quantiles  int     // private norm quantiles to draw (0, 1 or 2)
+	quantiles  int     // private norm quantiles to draw (0 to 3)
 	meanAuto   bool    // the mean's clip is a private quantile of the raw norms
 	clipShare  float64 // total weight of the quantiles
 	meanShare  float64 // weight of the mean (0 without centring)
@@ -43,14 +43,18 @@ type prepPlan struct {
 }
 
 // newPrepPlan counts the private quantiles a fit on p features needs: one
-// for the mean's clip when centring without mean_clip and without a numeric
-// clip, one for the clip of the (centred) rows with clip=auto.
+// for the mean's first clip when centring without mean_clip and without a
+// numeric clip, one for its second (about the first mean) and one for the
+// clip of the centred rows with clip=auto.
 func newPrepPlan(p int, c *clipOptions, ctr *centerOptions) prepPlan {
 	pp := prepPlan{features: p}
 	if ctr.private() { // center=pairs needs no mean
 		pp.meanShare = ctr.MeanShare
 		if ctr.MeanClip == nil && c.Auto() {
 			pp.meanAuto = true
+			pp.quantiles++
+		}
+		if c.Auto() {
 			pp.quantiles++
 		}
 	}
@@ -127,7 +131,7 @@ func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64)
 		out = append(out, privacy.Share{Name: shareClip, Weight: pp.clipShare, Steps: pp.quantiles, Mechanism: privacy.MechExponential})
 	}
 	if pp.meanShare > 0 {
-		out = append(out, privacy.Share{Name: shareMean, Weight: pp.meanShare, Mechanism: meanMech})
+		out = append(out, privacy.Share{Name: shareMean, Weight: pp.meanShare, Steps: meanSteps, Mechanism: meanMech})
 	}
 	return out, 1 - pp.clipShare - pp.meanShare - pp.scaleShare
 }
@@ -144,18 +148,19 @@ func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, share, n
 
 // preprocessed is the outcome of the private preprocessing.
 type preprocessed struct {
-	src      *rowsrc.Source // the rows the estimate uses (divided by scale when scaling, pair differences with center=pairs)
-	n        int            // the number of rows src holds
-	pairs    bool           // src holds the differences of random pairs of rows (center=pairs)
-	scale    []float64      // the private per-feature scales (nil without scaling)
-	unscaled int            // scales set to the median because they could not be located
-	mu       []float64      // the private mean (nil without centring)
-	meanClip float64        // the mean's clip (0 without centring)
-	clip     float64        // the clip of the (centred) rows
-	autoMean bool           // meanClip came from a private quantile
-	autoClip bool           // clip came from a private quantile
-	gram     *mat.SymDense  // the second moment of src's rows about mu, clipped to clip (nil: not computed here)
-	clipped  int            // the rows the clip shrank (evaluation only)
+	src        *rowsrc.Source // the rows the estimate uses (divided by scale when scaling, pair differences with center=pairs)
+	n          int            // the number of rows src holds
+	pairs      bool           // src holds the differences of random pairs of rows (center=pairs)
+	scale      []float64      // the private per-feature scales (nil without scaling)
+	unscaled   int            // scales set to the median because they could not be located
+	mu         []float64      // the private mean (nil without centring)
+	meanClip   float64        // the mean's first clip (0 without centring)
+	meanRadius float64        // the clip of the second step, about the first mean
+	clip       float64        // the clip of the (centred) rows
+	autoMean   bool           // meanClip came from a private quantile
+	autoClip   bool           // clip came from a private quantile
+	gram       *mat.SymDense  // the second moment of src's rows about mu, clipped to clip (nil: not computed here)
+	clipped    int            // the rows the clip shrank (evaluation only)
 }
 
 // preprocess runs the planned preprocessing in order: the per-feature
@@ -192,17 +197,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		out.n, _ = d.Dims()
 	}
 	if ctr.private() {
-		out.meanClip, out.autoMean = c.Value(), pp.meanAuto // mean_clip, else a numeric clip, else a private quantile
-		if ctr.MeanClip != nil {
-			out.meanClip = *ctr.MeanClip
-		}
-		var err error
-		if pp.meanAuto {
-			if out.meanClip, err = privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
-				return nil, err
-			}
-		}
-		if out.mu, err = privateMean(ctx, run, plan, src, out.meanClip); err != nil {
+		if err := out.center(ctx, run, plan, c, ctr, pp.meanAuto); err != nil {
 			return nil, err
 		}
 	}
@@ -221,6 +216,42 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 	run.Progress("gram", 1, 1)
 	out.gram, out.clipped = g, k
 	return out, nil
+}
+
+// meanSteps is the number of steps of the private mean (center=private):
+// a first mean of the rows clipped about 0, then a second of their offsets
+// from the first, clipped to a radius that no longer carries the data's
+// distance from the origin (DERIVATIONS.md §5.2).
+const meanSteps = 2
+
+// center releases the private mean in meanSteps steps: the first clipped
+// to the mean clip (mean_clip, else a numeric clip, else a private
+// quantile of the raw norms), the second about the first, clipped to the
+// numeric clip or a private quantile of the norms about the first mean.
+func (out *preprocessed) center(ctx context.Context, run *sdk.Run, plan *privacy.Plan, c *clipOptions, ctr *centerOptions, auto bool) error {
+	src := out.src
+	out.meanClip, out.autoMean = c.Value(), auto
+	if ctr.MeanClip != nil {
+		out.meanClip = *ctr.MeanClip
+	}
+	var err error
+	if auto {
+		if out.meanClip, err = privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
+			return err
+		}
+	}
+	first, err := privateMean(ctx, run, plan, src, "mean (first step)", nil, out.meanClip)
+	if err != nil {
+		return err
+	}
+	out.meanRadius = c.Value()
+	if c.Auto() {
+		if out.meanRadius, err = privateClip(ctx, run, plan, shareClip, "clip quantile (mean, about the first step)", src, first, c.ClipQuantile); err != nil {
+			return err
+		}
+	}
+	out.mu, err = privateMean(ctx, run, plan, src, "mean (second step, about the first)", first, out.meanRadius)
+	return err
 }
 
 // outPairRows is the output holding the number of pair-difference rows
@@ -273,12 +304,14 @@ func (pr *preprocessed) report(res *sdk.Result) {
 	if pr.mu != nil {
 		res.AddMatrix("mean", mat.NewDense(1, len(pr.mu), append([]float64(nil), pr.mu...)), sdk.Public,
 			"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
-		res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound used for the private mean")
+		res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound of the private mean's first step (about 0)")
+		res.AddScalar("mean_radius", pr.meanRadius, sdk.Public, "norm bound of the private mean's second step, on the rows' offsets from the first step's mean")
 		how := "was chosen without looking at the data"
 		if pr.autoMean {
 			how = "is a private quantile of the row norms (a declared step)"
 		}
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g %s", pr.meanClip, how))
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g %s", pr.meanClip, how),
+			fmt.Sprintf("the mean's second step clips the offsets from the first step's (released) mean to %.6g", pr.meanRadius))
 	}
 	if pr.gram != nil {
 		res.AddScalar("clipped_rows", float64(pr.clipped), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")

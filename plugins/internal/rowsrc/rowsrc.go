@@ -79,9 +79,10 @@ func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd 
 	return clip.PrivateNorm(acct, rnd, name, b, counts, q)
 }
 
-// Sum returns Σ_i min(1, c/‖x_i‖)·x_i (c ≤ 0: the plain sum Σ_i x_i).
-func (s *Source) Sum(ctx context.Context, c float64) ([]float64, error) {
-	res, err := pass.RowsClippedSumKind.Run(ctx, s.ds, pass.ClippedSumRequest{Clip: max(c, 0)})
+// Sum returns Σ_i min(1, c/‖x_i − μ‖)·(x_i − μ) (μ nil: 0; c ≤ 0: the
+// plain sum of the centred rows).
+func (s *Source) Sum(ctx context.Context, mu []float64, c float64) ([]float64, error) {
+	res, err := pass.RowsClippedSumKind.Run(ctx, s.ds, pass.ClippedSumRequest{Clip: max(c, 0), Center: mu})
 	if err != nil {
 		return nil, err
 	}

@@ -38,14 +38,16 @@ func TestFileAndPassesAgree(t *testing.T) {
 	ctx := context.Background()
 	mu := []float64{1, 0, -1, 0.5, 0, 0, 2}
 
-	a, err := loc.Sum(ctx, 2)
-	require.NoError(t, err)
-	b, err := rem.Sum(ctx, 2)
-	require.NoError(t, err)
-	assert.Equal(t, a, b)
-	want, err := kernel.ClippedSum(ctx, x, 2)
-	require.NoError(t, err)
-	assert.Equal(t, want, a)
+	for _, c := range [][]float64{nil, mu} {
+		a, err := loc.Sum(ctx, c, 2)
+		require.NoError(t, err)
+		b, err := rem.Sum(ctx, c, 2)
+		require.NoError(t, err)
+		assert.Equal(t, a, b)
+		want, err := kernel.ClippedSum(ctx, x, c, 2)
+		require.NoError(t, err)
+		assert.Equal(t, want, a)
+	}
 
 	for _, c := range []float64{0, 3, math.Inf(1)} {
 		ga, ka, err := loc.SecondMoment(ctx, mu, c, 1.0/500)
@@ -144,12 +146,12 @@ func TestBytesAndFloatsAgree(t *testing.T) {
 		mu[j] = 0.5
 	}
 	for _, c := range []float64{0, 1, 2.5} {
-		a, err := bs.Sum(ctx, c)
-		require.NoError(t, err)
-		b, err := fs.Sum(ctx, c)
-		require.NoError(t, err)
-		assert.Equal(t, b, a, "sum, clip %v", c)
 		for _, m := range [][]float64{nil, mu} {
+			a, err := bs.Sum(ctx, m, c)
+			require.NoError(t, err)
+			b, err := fs.Sum(ctx, m, c)
+			require.NoError(t, err)
+			assert.Equal(t, b, a, "sum, clip %v", c)
 			ga, ka, err := bs.SecondMoment(ctx, m, c, 1.0/n)
 			require.NoError(t, err)
 			gb, kb, err := fs.SecondMoment(ctx, m, c, 1.0/n)
