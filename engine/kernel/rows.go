@@ -173,24 +173,30 @@ func ClippedSum(ctx context.Context, m Matrix, center []float64, clip float64) (
 	if err := x.check("clipped sum"); err != nil {
 		return nil, err
 	}
-	return x.sumBlocks(ctx, "clipped sum", x.p, center, func(sum []float64, i int, rows [][]float64, sq []float64) error {
+	// acc holds Σ f_i·x_i and, last, Σ f_i: Σ f_i·(x_i − c) is the
+	// first less the second times c.
+	acc, err := x.sumBlocks(ctx, "clipped sum", x.p+1, center, func(acc []float64, i int, rows [][]float64, sq []float64) error {
+		sum := acc[:x.p]
 		for k, row := range rows {
-			if err := x.finiteRow(i+k, row); err != nil {
-				return err
+			if math.IsNaN(sq[k]) || math.IsInf(sq[k], 0) { // a non-finite entry, or a norm that overflows (weight 0)
+				if err := x.finiteRow(i+k, row); err != nil {
+					return err
+				}
 			}
 			f := clipFactor(sq[k], clip)
-			if center == nil {
-				for j, v := range row {
-					sum[j] += f * v
-				}
-				continue
-			}
-			for j, v := range row {
-				sum[j] += f * (v - center[j])
-			}
+			floats.AddScaled(sum, f, row)
+			acc[x.p] += f
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	sum := acc[:x.p:x.p]
+	if center != nil {
+		floats.AddScaled(sum, -acc[x.p], center)
+	}
+	return sum, nil
 }
 
 // SumSensitivity is the replace-one ℓ2 sensitivity 2·clip of ClippedSum.
