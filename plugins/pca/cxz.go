@@ -336,7 +336,8 @@ func (c *cxzConfig) privateMean(ctx context.Context, run *sdk.Run, plan *privacy
 		c.meanClip, c.meanAuto = q, true
 	}
 	run.Progress("mean", 0, 1)
-	return privateMean(ctx, run, plan, src, "mean", nil, c.meanClip)
+	mu, _, err := privateMean(ctx, run, plan, src, "mean", nil, c.meanClip)
+	return mu, err
 }
 
 // finish adds the released preprocessing (the mean and its clip, the model

@@ -90,17 +90,18 @@ const (
 // (nil: 0), c + (1/n)·Σ_i clip_r(x_i − c), the rows' offsets from c
 // clipped to norm r, as the step name at one step of the plan's mean share,
 // under that share's mechanism (DERIVATIONS.md §5: Gaussian with ℓ2
-// sensitivity 2r/n, or Laplace with ℓ1 sensitivity 2r√p/n). An input
-// error, or a failed pass, stops it before any step.
-func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, name string, c []float64, r float64) ([]float64, error) {
+// sensitivity 2r/n, or Laplace with ℓ1 sensitivity 2r√p/n), with the
+// variance of each coordinate's noise (public). An input error, or a
+// failed pass, stops it before any step.
+func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, name string, c []float64, r float64) ([]float64, float64, error) {
 	n, p := src.Dims()
 	b, err := plan.Budget(shareMean)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	sum, err := src.Sum(ctx, c, r)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for j := range sum {
 		sum[j] /= float64(n)
@@ -112,15 +113,19 @@ func privateMean(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *row
 	}
 	rel, err := declare(name, sens, p, b)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := rel.Add(run.Rand, sum); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if c != nil {
 		floats.Add(sum, c)
 	}
-	return sum, nil
+	v := rel.Scale() * rel.Scale()
+	if b.Mechanism == privacy.MechLaplace {
+		v *= 2 // Laplace(b): variance 2b²
+	}
+	return sum, v, nil
 }
 
 // releaseAt declares a release (name, sensitivity sens in the norm of

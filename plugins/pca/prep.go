@@ -156,6 +156,7 @@ type preprocessed struct {
 	mu         []float64      // the private mean (nil without centring)
 	meanClip   float64        // the mean's first clip (0 without centring)
 	meanRadius float64        // the clip of the second step, about the first mean
+	meanVar    float64        // the variance of each coordinate of the mean's noise (public)
 	clip       float64        // the clip of the (centred) rows
 	autoMean   bool           // meanClip came from a private quantile
 	autoClip   bool           // clip came from a private quantile
@@ -240,7 +241,7 @@ func (out *preprocessed) center(ctx context.Context, run *sdk.Run, plan *privacy
 			return err
 		}
 	}
-	first, err := privateMean(ctx, run, plan, src, "mean (first step)", nil, out.meanClip)
+	first, _, err := privateMean(ctx, run, plan, src, "mean (first step)", nil, out.meanClip)
 	if err != nil {
 		return err
 	}
@@ -250,7 +251,7 @@ func (out *preprocessed) center(ctx context.Context, run *sdk.Run, plan *privacy
 			return err
 		}
 	}
-	out.mu, err = privateMean(ctx, run, plan, src, "mean (second step, about the first)", first, out.meanRadius)
+	out.mu, out.meanVar, err = privateMean(ctx, run, plan, src, "mean (second step, about the first)", first, out.meanRadius)
 	return err
 }
 
@@ -313,9 +314,44 @@ func (pr *preprocessed) report(res *sdk.Result) {
 		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g %s", pr.meanClip, how),
 			fmt.Sprintf("the mean's second step clips the offsets from the first step's (released) mean to %.6g", pr.meanRadius))
 	}
+	pr.warnMeanError(res)
 	if pr.gram != nil {
 		res.AddScalar("clipped_rows", float64(pr.clipped), sdk.Evaluation, "rows shrunk by the clip (computed from raw data: do not publish)")
 	}
+}
+
+// warnMeanError warns when the private mean's expected squared error
+// p·v (v its per-coordinate noise variance, public) is at least half the
+// largest released eigenvalue: subtracting μ + e leaves e·eᵀ in the
+// centred second moment, an eigenvalue of about ‖e‖² that then competes
+// with the leading component (DERIVATIONS.md §5.2). Post-processing of
+// released values only. Skipped where the eigenvalues are of a rescaled
+// matrix (feature_scale=released) or were not released.
+func (pr *preprocessed) warnMeanError(res *sdk.Result) {
+	if pr.mu == nil || pr.meanVar <= 0 {
+		return
+	}
+	var vals []float64
+	for _, s := range res.Series {
+		if s.Name == "eigenvalues" {
+			vals = s.Values
+		}
+	}
+	for _, m := range res.Matrices {
+		if m.Name == pcaeval.FeatureScaleName && pr.scale == nil {
+			return
+		}
+	}
+	if len(vals) == 0 {
+		return
+	}
+	e, top := float64(len(pr.mu))*pr.meanVar, vals[0]
+	if top <= 0 || e < top/2 {
+		return
+	}
+	res.AddWarning(fmt.Sprintf("the private mean's expected squared error (%.3g, from its released noise) is at least half the largest released eigenvalue (%.3g): "+
+		"the leading components may follow the mean's error rather than the data. Columns that sit far from zero against their spread cause this; "+
+		"center=pairs needs no mean, or subtract a public offset from each column first, or raise the budget or mean_share", e, top))
 }
 
 // Remote paths (sdk.RemoteEstimator): the estimators also fit a rows data
