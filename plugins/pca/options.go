@@ -17,8 +17,21 @@ import (
 type centerOptions struct {
 	sdk.Center `default:"private" choices:"none,private,pairs" doc:"private (the default: PCA is about the spread around the mean, and an uncentred fit's first component is the mean): subtract a private mean of the rows, released in two declared steps (the rows clipped to mean_clip, then their offsets from that first mean clipped to clip or its own private quantile, so that rows far from zero cost little accuracy); pairs: for tables whose columns sit far from zero (a year, a temperature in kelvin): fit the differences (x_a − x_b)/√2 of disjoint random pairs of rows, which need no mean and are unchanged by any offset, at the price of half as many rows (no mean is released, so dplr transform projects rows as given); none: the data are already centred (with a public mean)"`
 	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean's first step (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
-	MeanShare  float64  `param:"mean_share" default:"0.2" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private (half on each of its two steps)"`
+	MeanShare  *float64 `param:"mean_share" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private, half on each of its two steps (default 0.2 of ρ for pca-analyze-gauss's Gaussian steps; 0.1 of ε for pca-amin's pure split, where noise falls as 1/share rather than 1/√share)"`
 	scaleOptions
+}
+
+// meanShare is mean_share, or its default for a mean released under mech:
+// 0.2 for a Gaussian plan (shares of ρ: the noise falls as the share's
+// square root), 0.1 for a pure Laplace split (shares of ε).
+func (c *centerOptions) meanShare(mech privacy.Mechanism) float64 {
+	switch {
+	case c.MeanShare != nil:
+		return *c.MeanShare
+	case mech == privacy.MechLaplace:
+		return 0.1
+	}
+	return 0.2
 }
 
 // private reports center=private.
@@ -99,19 +112,19 @@ type analyzeGaussOptions struct {
 
 // Check implements sdk.Checker.
 func (o *analyzeGaussOptions) Check(s sdk.Shape) error {
-	return checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions)
+	return checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions, privacy.MechGaussian)
 }
 
 // checkClipped checks the rank and the preprocessing options of a clipped
 // estimator.
-func checkClipped(r int, s sdk.Shape, c *clipOptions, ctr *centerOptions) error {
+func checkClipped(r int, s sdk.Shape, c *clipOptions, ctr *centerOptions, mech privacy.Mechanism) error {
 	if err := checkShape(r, s, false); err != nil {
 		return err
 	}
 	if err := c.Parse(); err != nil {
 		return err
 	}
-	return newPrepPlan(0, c, ctr).check()
+	return newPrepPlan(0, c, ctr, mech).check()
 }
 
 // aminOptions are pca-amin's parameters.
@@ -135,7 +148,7 @@ func (o *aminOptions) valueShare() float64 {
 
 // Check implements sdk.Checker.
 func (o *aminOptions) Check(s sdk.Shape) error {
-	if err := checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions); err != nil {
+	if err := checkClipped(o.Rank.Value, s, &o.clipOptions, &o.centerOptions, privacy.MechLaplace); err != nil {
 		return err
 	}
 	if o.released() {

@@ -38,23 +38,25 @@ type prepPlan struct {
 	meanAuto   bool    // the mean's clip is a private quantile of the raw norms
 	clipShare  float64 // total weight of the quantiles
 	meanShare  float64 // weight of the mean (0 without centring)
+	meanSteps  int     // the mean's steps (meanStepsFor)
 	scaleShare float64 // weight of the per-feature scales (0 without scaling)
 	features   int     // the number of scales (p) when scaling
 }
 
-// newPrepPlan counts the private quantiles a fit on p features needs: one
-// for the mean's first clip when centring without mean_clip and without a
-// numeric clip, one for its second (about the first mean) and one for the
-// clip of the centred rows with clip=auto.
-func newPrepPlan(p int, c *clipOptions, ctr *centerOptions) prepPlan {
+// newPrepPlan counts the private quantiles a fit on p features whose mean
+// is released under meanMech needs: one for the mean's first clip when
+// centring without mean_clip and without a numeric clip, one for its
+// second step's clip (about the first mean) when it has two, and one for
+// the clip of the centred rows with clip=auto.
+func newPrepPlan(p int, c *clipOptions, ctr *centerOptions, meanMech privacy.Mechanism) prepPlan {
 	pp := prepPlan{features: p}
 	if ctr.private() { // center=pairs needs no mean
-		pp.meanShare = ctr.MeanShare
+		pp.meanShare, pp.meanSteps = ctr.meanShare(meanMech), meanStepsFor(meanMech)
 		if ctr.MeanClip == nil && c.Auto() {
 			pp.meanAuto = true
 			pp.quantiles++
 		}
-		if c.Auto() {
+		if c.Auto() && pp.meanSteps == 2 {
 			pp.quantiles++
 		}
 	}
@@ -131,7 +133,7 @@ func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64)
 		out = append(out, privacy.Share{Name: shareClip, Weight: pp.clipShare, Steps: pp.quantiles, Mechanism: privacy.MechExponential})
 	}
 	if pp.meanShare > 0 {
-		out = append(out, privacy.Share{Name: shareMean, Weight: pp.meanShare, Steps: meanSteps, Mechanism: meanMech})
+		out = append(out, privacy.Share{Name: shareMean, Weight: pp.meanShare, Steps: pp.meanSteps, Mechanism: meanMech})
 	}
 	return out, 1 - pp.clipShare - pp.meanShare - pp.scaleShare
 }
@@ -169,7 +171,11 @@ type preprocessed struct {
 // center=pairs, then the rows' clip (DERIVATIONS.md §5, §6, §10), and
 // last the clipped second moment the estimate reads.
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions) (*preprocessed, error) {
-	pp := newPrepPlan(0, c, ctr)
+	mech := privacy.MechGaussian // the mean's mechanism, as planned
+	if b, err := plan.Budget(shareMean); err == nil {
+		mech = b.Mechanism
+	}
+	pp := newPrepPlan(0, c, ctr, mech)
 	out := &preprocessed{src: src, clip: c.Value()}
 	out.n, _ = src.Dims()
 	if ctr.scaled() {
@@ -198,7 +204,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 		out.n, _ = d.Dims()
 	}
 	if ctr.private() {
-		if err := out.center(ctx, run, plan, c, ctr, pp.meanAuto); err != nil {
+		if err := out.center(ctx, run, plan, c, ctr, pp); err != nil {
 			return nil, err
 		}
 	}
@@ -219,27 +225,39 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 	return out, nil
 }
 
-// meanSteps is the number of steps of the private mean (center=private):
-// a first mean of the rows clipped about 0, then a second of their offsets
-// from the first, clipped to a radius that no longer carries the data's
-// distance from the origin (DERIVATIONS.md §5.2).
-const meanSteps = 2
+// meanStepsFor is the number of steps of a private mean released under
+// mech (center=private). Under a Gaussian plan two: a first mean of the
+// rows clipped about 0, then a second of their offsets from the first,
+// clipped to a radius that no longer carries the data's distance from the
+// origin (DERIVATIONS.md §5.2). Under a pure Laplace split one: there
+// halving a share doubles its noise (√2 under ρ), which the smaller radius
+// repays only for rows far from zero.
+func meanStepsFor(mech privacy.Mechanism) int {
+	if mech == privacy.MechLaplace {
+		return 1
+	}
+	return 2
+}
 
-// center releases the private mean in meanSteps steps: the first clipped
-// to the mean clip (mean_clip, else a numeric clip, else a private
+// center releases the private mean in pp.meanSteps steps: the first
+// clipped to the mean clip (mean_clip, else a numeric clip, else a private
 // quantile of the raw norms), the second about the first, clipped to the
 // numeric clip or a private quantile of the norms about the first mean.
-func (out *preprocessed) center(ctx context.Context, run *sdk.Run, plan *privacy.Plan, c *clipOptions, ctr *centerOptions, auto bool) error {
+func (out *preprocessed) center(ctx context.Context, run *sdk.Run, plan *privacy.Plan, c *clipOptions, ctr *centerOptions, pp prepPlan) error {
 	src := out.src
-	out.meanClip, out.autoMean = c.Value(), auto
+	out.meanClip, out.autoMean = c.Value(), pp.meanAuto
 	if ctr.MeanClip != nil {
 		out.meanClip = *ctr.MeanClip
 	}
 	var err error
-	if auto {
+	if pp.meanAuto {
 		if out.meanClip, err = privateClip(ctx, run, plan, shareClip, "clip quantile (mean)", src, nil, c.ClipQuantile); err != nil {
 			return err
 		}
+	}
+	if pp.meanSteps == 1 {
+		out.mu, out.meanVar, err = privateMean(ctx, run, plan, src, "mean", nil, out.meanClip)
+		return err
 	}
 	first, _, err := privateMean(ctx, run, plan, src, "mean (first step)", nil, out.meanClip)
 	if err != nil {
@@ -306,13 +324,15 @@ func (pr *preprocessed) report(res *sdk.Result) {
 		res.AddMatrix("mean", mat.NewDense(1, len(pr.mu), append([]float64(nil), pr.mu...)), sdk.Public,
 			"private mean of the rows (1×p), subtracted before the estimate; dplr transform subtracts it from new rows")
 		res.AddScalar("mean_clip", pr.meanClip, sdk.Public, "row-norm bound of the private mean's first step (about 0)")
-		res.AddScalar("mean_radius", pr.meanRadius, sdk.Public, "norm bound of the private mean's second step, on the rows' offsets from the first step's mean")
 		how := "was chosen without looking at the data"
 		if pr.autoMean {
 			how = "is a private quantile of the row norms (a declared step)"
 		}
-		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g %s", pr.meanClip, how),
-			fmt.Sprintf("the mean's second step clips the offsets from the first step's (released) mean to %.6g", pr.meanRadius))
+		res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean clip %.6g %s", pr.meanClip, how))
+		if pr.meanRadius > 0 {
+			res.AddScalar("mean_radius", pr.meanRadius, sdk.Public, "norm bound of the private mean's second step, on the rows' offsets from the first step's mean")
+			res.Guarantee.Assumptions = append(res.Guarantee.Assumptions, fmt.Sprintf("the mean's second step clips the offsets from the first step's (released) mean to %.6g", pr.meanRadius))
+		}
 	}
 	pr.warnMeanError(res)
 	if pr.gram != nil {
@@ -375,7 +395,7 @@ func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string,
 	if ctr.pairs() {
 		return nil, errRemotePairs
 	}
-	return ev.passes(rowsrc.Kinds(newPrepPlan(0, c, ctr).quantiles > 0, ctr.private())), nil
+	return ev.passes(rowsrc.Kinds(newPrepPlan(0, c, ctr, privacy.MechGaussian).quantiles > 0, ctr.private())), nil
 }
 
 // passes adds evaluate=true's pass (the unclipped moment, rows.moment) to
