@@ -1,0 +1,46 @@
+"""The centred captured-variance ratio of private rank-10 PCA on the
+Fashion-MNIST training images (pixels / 255) with each estimator's
+defaults (δ = 1e-6), through the Python client and the host: the median of
+RUNS fresh-noise fits per ε (1 = non-private centred PCA at rank 10).
+
+    make build BACKEND=openblas
+    PATH=$PWD/bin:$PATH EST=pca-analyze-gauss python3 bench/studies/pca/fmnist_defaults.py 10 0.5,1,4
+"""
+import gzip
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../python"))
+import dplr  # noqa: E402
+
+IMAGES = os.environ.get("FMNIST", "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+
+
+def main() -> None:
+    runs, eps_list = int(sys.argv[1]), [float(e) for e in sys.argv[2].split(",")]
+    with gzip.open(IMAGES) as f:
+        X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784).astype(np.float64) / 255
+    Xc = X - X.mean(0)
+    C = Xc.T @ Xc / len(X)
+    k = 10
+    top = np.linalg.eigvalsh(C)[::-1][:k].sum()
+    path = os.path.join(tempfile.mkdtemp(), "fmnist.npy")
+    np.save(path, X)
+    for est in os.environ.get("EST", "pca-analyze-gauss,pca-amin").split(","):
+        for eps in eps_list:
+            scores = []
+            for _ in range(runs):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", dplr.DplrWarning)
+                    fit = dplr.estimator_class(est)(epsilon=eps, delta=1e-6, rank=k).fit(path)
+                Q, _ = np.linalg.qr(fit.components_.T)
+                scores.append(np.trace(Q.T @ C @ Q) / top)
+            print(f"{est} ε={eps}: median {np.median(scores):.3f} (range {min(scores):.3f}–{max(scores):.3f}, {runs} fits)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
