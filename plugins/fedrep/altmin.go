@@ -78,7 +78,7 @@ func (o *altminOptions) Plan(_ sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error)
 	var shares []privacy.Share
 	if o.autoInitClip() {
 		rest = 1 - o.TuneShare
-		shares = append(shares, privacy.Share{Name: "tune", Weight: o.TuneShare, Mechanism: privacy.MechGaussian})
+		shares = append(shares, privacy.Share{Name: "tune", Weight: o.TuneShare, Mechanism: privacy.MechExponential})
 	}
 	wA, wB := o.AShare*(1-share)*rest, (1-o.AShare)*(1-share)*rest
 	wInit := share * rest
@@ -330,7 +330,7 @@ func altminResult(run *sdk.Run, prob *fedrepProblem, o *altminOptions, plan *alt
 		res.AddScalar("init_clipped_fraction", tr.initClipFrac, sdk.Diagnostic, "fraction of users whose U-statistic was clipped (computed from raw data: not private)")
 		how := "given"
 		if o.autoInitClip() {
-			how = fmt.Sprintf("chosen privately: the %g-quantile of the users' norms from a noisy histogram, ρ = %.4g (DERIVATIONS.md §12)", o.ClipQuantile, plan.tune.Rho)
+			how = fmt.Sprintf("chosen privately: the %g-quantile of the users' norms by the exponential mechanism, ρ = %.4g (DERIVATIONS.md §12)", o.ClipQuantile, plan.tune.Rho)
 		}
 		res.AddScalar("init_clip", tr.initClip, sdk.Public, "ψ_init, the bound on each user's U-statistic ("+how+")")
 	}

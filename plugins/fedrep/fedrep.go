@@ -54,7 +54,7 @@ with dplr transform, the plugin's own transform). The algorithm boxes, sensitivi
 neighbour relation are in the plugin's DERIVATIONS.md (§2–§4).
 
 Defaults that need no tuning (DERIVATIONS.md §12): when clip / init_clip are not given they are
-chosen privately, as the clip_quantile quantile of the users' norms (a noisy histogram paid from
+chosen privately, as the clip_quantile quantile of the users' norms (the exponential mechanism on a public log grid, paid from
 tune_share), and the step is step_scale/ψ; a released step that opposes the previous one halves
 the step, and a step longer than max_move·√k is shortened (§3.6). Both guards are post-processing
 and are reported. T = 10 rounds by default: with 5 the error grew with ε on a synthetic
@@ -210,7 +210,8 @@ func (c *fedrepConfig) autoClips() (clip, initClip bool) {
 
 // fedrepSpec is the plan of a private FedRep fit on n users under g: the
 // grant split between the private clips, the start and the rounds
-// (DERIVATIONS.md §3.4, §4), every step a Gaussian release. Every refusal
+// (DERIVATIONS.md §3.4, §4): the clips are exponential-mechanism quantiles,
+// every other step a Gaussian release. Every refusal
 // here is decided from public quantities, before any spend.
 func fedrepSpec(c *fedrepConfig, n int, g privacy.Grant) (sdk.PlanSpec, error) {
 	gauss := func(name string, weight float64, steps int) privacy.Share {
@@ -222,7 +223,7 @@ func fedrepSpec(c *fedrepConfig, n int, g privacy.Grant) (sdk.PlanSpec, error) {
 	tunes := c.tunes()
 	rest := 1.0 // the share left for the start and the rounds
 	if tunes > 0 {
-		shares = append(shares, gauss("tune", c.tuneShare, tunes))
+		shares = append(shares, privacy.Share{Name: "tune", Weight: c.tuneShare, Steps: tunes, Mechanism: privacy.MechExponential})
 		rest = 1 - c.tuneShare
 	}
 	switch c.noise {
@@ -405,7 +406,7 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense,
 		if err != nil {
 			return fmt.Errorf("clip quantile: %w", err)
 		}
-		if c.clip, err = privateQuantileCounts(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start (noisy log-histogram)", c.clipQ), hist, c.clipQ, eng.n, plan.tune); err != nil {
+		if c.clip, err = privateQuantile(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start", c.clipQ), hist, c.clipQ, plan.tune); err != nil {
 			return err
 		}
 		eng.psi = c.clip
@@ -562,7 +563,7 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	autoClip, autoInit := c.autoClips()
 	how := func(auto bool) string {
 		if auto {
-			return fmt.Sprintf("chosen privately: the %g-quantile of the users' norms from a noisy histogram (DERIVATIONS.md §12)", c.clipQ)
+			return fmt.Sprintf("chosen privately: the %g-quantile of the users' norms by the exponential mechanism (DERIVATIONS.md §12)", c.clipQ)
 		}
 		return "given"
 	}
@@ -573,7 +574,7 @@ func (tr *fedrepTrace) addPrivate(res *sdk.Result, prob *fedrepProblem, c *fedre
 	res.AddScalar("step", c.step, sdk.Public, "η, the step of the U update (step_scale/ψ unless given)")
 	if plan.tunes > 0 {
 		res.AddScalar("rho_tune", plan.tune.Rho*float64(plan.tunes), sdk.Public, "cost of the private clip quantiles in zCDP units (ρ; with noise=exact, μ²/2 of their Gaussian-DP share)")
-		res.Notes = append(res.Notes, fmt.Sprintf("private defaults: %d clip(s) chosen as the %g-quantile of the users' norms (noisy log-histograms, ρ = %.4g each); ψ = %.4g, ψ_init = %.4g, η = %.4g (DERIVATIONS.md §12)", plan.tunes, c.clipQ, plan.tune.Rho, c.clip, c.initClip, c.step))
+		res.Notes = append(res.Notes, fmt.Sprintf("private defaults: %d clip(s) chosen as the %g-quantile of the users' norms (exponential mechanism on a log grid, ρ = %.4g each); ψ = %.4g, ψ_init = %.4g, η = %.4g (DERIVATIONS.md §12)", plan.tunes, c.clipQ, plan.tune.Rho, c.clip, c.initClip, c.step))
 	}
 	res.AddScalar("rho_init", plan.init.Rho, sdk.Public, "cost of the initialization in zCDP units (ρ; with noise=exact, μ²/2 of its Gaussian-DP share)")
 	res.AddScalar("rho_rounds", plan.round.Rho*float64(T), sdk.Public, "cost of the T rounds in zCDP units (ρ; with noise=exact, μ²/2 of their Gaussian-DP share)")
@@ -605,7 +606,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
-		if c.initClip, err = privateQuantileCounts(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms (noisy log-histogram)", c.clipQ), hist, c.clipQ, n, plan.tune); err != nil {
+		if c.initClip, err = privateQuantile(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms", c.clipQ), hist, c.clipQ, plan.tune); err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 	}

@@ -28,8 +28,10 @@ type goldenFit struct {
 // on the paper's settings (rank 2, least-squares heads: head_ridge and
 // round_ridge 0), what it released before its data path went through the
 // users passes
-// (testdata/golden.json, recorded at c6b5cd7 from the in-memory path), up
-// to the order of the float sums (measured: below 1e-12 relative). Theory
+// (testdata/golden.json, recorded at c6b5cd7 from the in-memory path, and
+// re-recorded when the private clips became exponential-mechanism
+// quantiles: a different mechanism, different draws), up to the order of
+// the float sums (measured: below 1e-12 relative). Theory
 // mode is not recorded: its per-user batch orders are drawn per user now.
 //
 // The values were recorded on the pure-Go backend; another backend's

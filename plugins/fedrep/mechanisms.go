@@ -6,9 +6,9 @@ import (
 )
 
 // The plans of the private estimators (sdk.Planner), from which the SDK
-// declares their mechanisms before anything is reserved. FedRep's releases
-// — the private clip quantiles (noisy histograms), the private start and
-// every round's mean gradient — are Gaussian; a private selection among
+// declares their mechanisms before anything is reserved. FedRep's private
+// clip quantiles are exponential-mechanism steps; the private start and
+// every round's mean gradient are Gaussian; a private selection among
 // candidate settings adds one exponential-mechanism step;
 // fedrep-classify-exact is a single exponential mechanism over a net.
 

@@ -109,7 +109,7 @@ func noiseNote(noise string) string {
 type autoOptions struct {
 	Step         *float64 `param:"step" gt:"0" max:"1e6" doc:"step size η of the U update (default: step_scale/ψ, matched to the clip ψ)"`
 	StepScale    float64  `param:"step_scale" default:"1" gt:"0" max:"1e6" doc:"η·ψ when step is not given: the largest move of U per round that the mean clipped gradient can cause (1 = at most the size of one column of U)"`
-	Clip         *float64 `param:"clip" gt:"0" doc:"ψ: Frobenius bound on each user's gradient (default: chosen privately as the clip_quantile quantile of the users' gradient norms at the start, from a noisy histogram paid from tune_share; DERIVATIONS.md §12)"`
+	Clip         *float64 `param:"clip" gt:"0" doc:"ψ: Frobenius bound on each user's gradient (default: chosen privately as the clip_quantile quantile of the users' gradient norms at the start, by the exponential mechanism paid from tune_share; DERIVATIONS.md §12)"`
 	InitClip     *float64 `param:"init_clip" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (default: chosen privately as the clip_quantile quantile of the users' ‖Z_i‖_F, paid from tune_share; DERIVATIONS.md §12)"`
 	ClipQuantile float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"quantile of the users' norms a privately chosen clip sits at (0.5: half the users are clipped)"`
 	TuneShare    float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private clip quantiles (split evenly between them; nothing is spent when both clips are given)"`

@@ -12,7 +12,7 @@ import (
 	"github.com/dplr/dplr/engine/pass"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/plugins/internal/quantile"
+	"github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // The one data path of the FedRep estimators (DERIVATIONS.md §14): every
@@ -161,48 +161,39 @@ func (r *usersData) fitHeads(ctx context.Context, u []float64, heads *mat.Dense)
 }
 
 // gradHist is the histogram of the users' gradient norms at U (round 0's
-// rows) on the quantile grid.
+// rows) on kernel.DefaultGrid.
 func (r *usersData) gradHist(ctx context.Context, u []float64) ([]float64, error) {
-	res, err := pass.UsersGradientHistKind.Run(ctx, r.ds, pass.GradientHistRequest{UsersData: r.base, UsersModel: r.model(u), UsersRounds: r.rounds(0), Edges: quantileGrid()})
+	res, err := pass.UsersGradientHistKind.Run(ctx, r.ds, pass.GradientHistRequest{UsersData: r.base, UsersModel: r.model(u), UsersRounds: r.rounds(0), Edges: kernel.DefaultGrid()})
 	if err != nil {
 		return nil, err
 	}
 	return res.Counts, nil
 }
 
-// ustatHist is the histogram of the users' unclipped ‖Z_i‖_F on the
-// quantile grid.
+// ustatHist is the histogram of the users' unclipped ‖Z_i‖_F on
+// kernel.DefaultGrid.
 func (r *usersData) ustatHist(ctx context.Context) ([]float64, error) {
-	res, err := pass.UsersUstatHistKind.Run(ctx, r.ds, pass.UstatHistRequest{UsersData: r.base, Edges: quantileGrid()})
+	res, err := pass.UsersUstatHistKind.Run(ctx, r.ds, pass.UstatHistRequest{UsersData: r.base, Edges: kernel.DefaultGrid()})
 	if err != nil {
 		return nil, err
 	}
 	return res.Counts, nil
 }
 
-// quantileGrid is the public grid of the users' norm histograms,
-// 2^(j/4) for j = −160 … 160 (DERIVATIONS.md §12).
-func quantileGrid() []float64 {
-	g, _ := kernel.Grid(0x1p-40, 0x1p40, 4) // valid constants
-	return g
-}
-
-// privateQuantileCounts releases the histogram h of n users' norms on
-// quantileGrid (gradHist, ustatHist) as one Gaussian step and returns its
-// q-quantile read from the noisy counts (package quantile).
-func privateQuantileCounts(run *sdk.Run, name string, h []float64, q float64, n int, b privacy.Budget) (float64, error) {
-	grid := quantileGrid()
-	if len(h) != len(grid)+1 {
-		return 0, fmt.Errorf("%s: %d bin counts for %d bins", name, len(h), len(grid)+1)
+// privateQuantile releases the q-quantile of the users' norms whose
+// counts on kernel.DefaultGrid are h (gradHist, ustatHist) with the
+// exponential mechanism, one declared step at budget b (clip.PrivateNorm:
+// replacing a user moves each count by at most one; DERIVATIONS.md §12).
+func privateQuantile(run *sdk.Run, name string, h []float64, q float64, b privacy.Budget) (float64, error) {
+	counts := make([]int64, len(h))
+	for k, v := range h {
+		counts[k] = int64(v) // integers, checked by pass.CheckResult
 	}
-	rel, err := run.Acct.Gaussian(name, quantile.HistogramSensitivity, len(h), b)
+	v, err := clip.PrivateNorm(run.Acct, run.Rand, name, b, counts, q)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := rel.Add(run.Rand, h); err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
-	}
-	return quantile.FromNoisyCounts(h, grid, q, n)
+	return v, nil
 }
 
 // ustatMean is (1/n) Σ_i clip(Z_i, ψ_init) and the clipped count.

@@ -1,7 +1,7 @@
 // Package quantile releases a quantile of non-negative per-record scores
 // (row or user norms, in practice) on a public logarithmic grid: how the
-// plugins choose a clip without the user looking at the data. Both
-// mechanisms read the scores only through their cell counts on the grid
+// plugins choose a clip without the user looking at the data. The
+// mechanism reads the scores only through their cell counts on the grid
 // (kernel.Counts, one cell per score by kernel.Cell: the cells are
 // (g_{k−1}, g_k] with g_{−1} = −∞, and one more above the top), so the
 // counts can come from a local count or from an aggregation pass.
@@ -11,9 +11,9 @@
 // by any other moves at most one unit of count from one cell to another;
 // n is public under the replace-one relation. A score above the grid's
 // top lies in no cell at or below a grid point, so the top of the grid is
-// the largest clip either mechanism can choose.
+// the largest clip the mechanism can choose.
 //
-// Exponential mechanism (ReleaseCounts; pca, orbit, rgrad). With
+// Exponential mechanism (ReleaseCounts; pca, orbit, rgrad, fedrep). With
 // c_k = #{i : s_i ≤ g_k} (c_{−1} = 0) the candidate g_k stands for the
 // cell (g_{k−1}, g_k] and has utility u_k = −dist(q·n, [c_{k−1}, c_k]):
 // zero when the target rank q·n falls in the cell, so that a point mass
@@ -23,13 +23,6 @@
 // every utility moves by at most Δu = 1. Sampling k with probability
 // ∝ exp(β·u_k) with β = ε/(2Δu) is ε-DP (McSherry & Talwar 2007); the
 // caller declares that step with its accountant and hands β over.
-//
-// Gaussian histogram (FromNoisyCounts; fedrep). The vector of cell counts
-// has ℓ2 sensitivity HistogramSensitivity = √2 under a replacement (one
-// count down, another up, or no change). The caller releases the counts
-// with Gaussian noise calibrated to √2 through its accountant (one
-// Gaussian step, so the fit stays Gaussian-only); reading the quantile
-// from the noisy counts is post-processing.
 //
 // The derivations are in plugins/pca/DERIVATIONS.md §6.
 package quantile
@@ -126,42 +119,4 @@ func ReleaseCounts(counts []int64, q float64, grid []float64, beta float64, rnd 
 		return 0, err
 	}
 	return grid[k], nil
-}
-
-// HistogramSensitivity is the ℓ2 sensitivity of the cell counts
-// (kernel.Counts) under replacing one score: one unit leaves a cell and
-// enters another.
-const HistogramSensitivity = math.Sqrt2
-
-// FromNoisyCounts reads the q-quantile of n scores from their noisy cell
-// counts on grid (kernel.Counts plus noise, len(grid)+1 counts): the
-// smallest grid point whose cumulative count reaches q·m, the grid's top
-// when none does, where m = min(n, the largest cumulative count) when
-// that is positive, else n. Noise in the many empty cells can leave the
-// noisy total below q·n, and the read-out at q·n then lands on the grid's
-// top whatever the data; m takes the noisy counts' own total in that case
-// and changes nothing when the cumulative count reaches n. It is
-// post-processing of the counts.
-func FromNoisyCounts(counts, grid []float64, q float64, n int) (float64, error) {
-	if len(grid) == 0 || len(counts) != len(grid)+1 {
-		return 0, fmt.Errorf("quantile: %d cell counts for a grid of %d points, want %d", len(counts), len(grid), len(grid)+1)
-	}
-	m, cum := float64(n), 0.0
-	peak := math.Inf(-1)
-	for _, c := range counts {
-		cum += c
-		peak = max(peak, cum)
-	}
-	if peak > 0 {
-		m = min(m, peak)
-	}
-	target := q * m
-	cum = 0
-	for k, g := range grid {
-		cum += counts[k]
-		if cum >= target {
-			return g, nil
-		}
-	}
-	return grid[len(grid)-1], nil
 }
