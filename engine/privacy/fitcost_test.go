@@ -1,0 +1,191 @@
+package privacy
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The accounting of three whole fits, pinned to the bit: the per-step
+// budgets and noise scales their plans calibrate, and the figures the
+// composition charges and the certification states. A change that only
+// makes the accounting faster must leave every one of them as it was.
+
+// fitCase is a fit's plan and the releases it makes from it, in order.
+type fitCase struct {
+	name   string
+	grant  Grant
+	plan   func(*Accountant) (*Plan, error)
+	spends func(*Accountant, *Plan) error
+}
+
+func gaussianSpend(a *Accountant, p *Plan, share, name string, sens float64, dim int) error {
+	b, err := p.Budget(share)
+	if err == nil {
+		_, err = a.Gaussian(name, sens, dim, b)
+	}
+	return err
+}
+
+func exponentialSpend(a *Accountant, p *Plan, share, name string) error {
+	b, err := p.Budget(share)
+	if err == nil {
+		_, err = a.Exponential(name, 1, b)
+	}
+	return err
+}
+
+// readmeShares is the plan of the README's Fashion-MNIST fit
+// (pca-analyze-gauss, clip=auto, center=private): two private quantiles,
+// the private mean and the second moment, under noise=exact.
+var readmeShares = []Share{
+	{Name: "clip", Weight: 0.1, Steps: 2, Mechanism: MechExponential},
+	{Name: "mean", Weight: 0.1, Mechanism: MechGaussian},
+	{Name: "moment", Weight: 0.8, Mechanism: MechGaussian},
+}
+
+var fitCases = []fitCase{{
+	name:  "readme",
+	grant: approxGrant,
+	plan:  func(a *Accountant) (*Plan, error) { return NewPlan(a, NoiseExact, readmeShares...) },
+	spends: func(a *Accountant, p *Plan) error {
+		for _, err := range []error{
+			exponentialSpend(a, p, "clip", "mean clip"),
+			gaussianSpend(a, p, "mean", "mean", 2.0/60000, 784),
+			exponentialSpend(a, p, "clip", "clip"),
+			gaussianSpend(a, p, "moment", "moment", 1.4142/60000, 784*785/2),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+}, {
+	name:  "pure-exact",
+	grant: approxGrant,
+	plan: func(a *Accountant) (*Plan, error) {
+		return NewPurePlan(a, NoiseExact,
+			Share{Name: "counts", Weight: 0.5, Mechanism: MechLaplace},
+			Share{Name: "pick", Weight: 0.5, Steps: 10, Mechanism: MechExponential})
+	},
+	spends: func(a *Accountant, p *Plan) error {
+		b, err := p.Budget("counts")
+		if err == nil {
+			_, err = a.Laplace("counts", 2, 10, b)
+		}
+		for i := 0; i < 10 && err == nil; i++ {
+			err = exponentialSpend(a, p, "pick", fmt.Sprintf("pick %d", i))
+		}
+		return err
+	},
+}, {
+	name:  "pure-grant",
+	grant: Grant{Kind: GrantPure, Epsilon: 1},
+	plan: func(a *Accountant) (*Plan, error) {
+		return NewPurePlan(a, NoiseExact, Share{Name: "pick", Weight: 1, Steps: 3, Mechanism: MechExponential})
+	},
+	spends: func(a *Accountant, p *Plan) error {
+		var err error
+		for i := 0; i < 3 && err == nil; i++ {
+			err = exponentialSpend(a, p, "pick", fmt.Sprintf("pick %d", i))
+		}
+		return err
+	},
+}, {
+	name:  "fedrep",
+	grant: approxGrant,
+	plan: func(a *Accountant) (*Plan, error) {
+		return NewPlan(a, NoiseExact,
+			Share{Name: "tune", Weight: 0.1, Steps: 2, Mechanism: MechGaussian},
+			Share{Name: "init", Weight: 0.27, Mechanism: MechGaussian},
+			Share{Name: "rounds", Weight: 0.63, Steps: 20, Mechanism: MechGaussian})
+	},
+	spends: func(a *Accountant, p *Plan) error {
+		err := gaussianSpend(a, p, "tune", "tune 1", 0.5, 40)
+		if err == nil {
+			err = gaussianSpend(a, p, "tune", "tune 2", 0.5, 40)
+		}
+		if err == nil {
+			err = gaussianSpend(a, p, "init", "init", 0.01, 200)
+		}
+		for i := 0; i < 20 && err == nil; i++ {
+			err = gaussianSpend(a, p, "rounds", fmt.Sprintf("round %d", i), 0.02, 200)
+		}
+		return err
+	},
+}}
+
+// run makes c's plan, spends it and certifies the steps as the SDK and
+// the host do; it returns every figure a user sees or the ledger records,
+// keyed by name.
+func (c fitCase) run(tb testing.TB) map[string]float64 {
+	a, err := NewAccountant(c.grant)
+	require.NoError(tb, err)
+	p, err := c.plan(a)
+	require.NoError(tb, err)
+	require.NoError(tb, c.spends(a, p))
+	out := map[string]float64{"factor": p.Factor()}
+	t := p.Total()
+	out["total rho"], out["total eps"] = t.Rho, t.Epsilon
+	for _, s := range p.Shares() {
+		b, err := p.Budget(s.Name)
+		require.NoError(tb, err)
+		out["budget "+s.Name+" rho"], out["budget "+s.Name+" eps"], out["budget "+s.Name+" delta"] = b.Rho, b.Epsilon, b.Delta
+	}
+	for _, s := range a.Steps() {
+		out["step "+s.Name+" scale"], out["step "+s.Name+" sens"] = s.Scale, s.Sensitivity
+		out["step "+s.Name+" eps"], out["step "+s.Name+" rho"] = s.Epsilon, s.Rho
+	}
+	ach, err := Compose(c.grant, a.Steps())
+	require.NoError(tb, err)
+	out["charged eps"], out["charged delta"], out["charged rho"] = ach.Epsilon, ach.Delta, ach.Rho
+	g, err := Certify(Guarantee{}, c.grant, a.Steps())
+	require.NoError(tb, err)
+	out["certified eps"], out["certified delta"], out["certified rho"], out["certified mu"] = g.Epsilon, g.Delta, g.Rho, g.Mu
+	out["certified tight eps"], out["certified tight delta"] = g.TightEpsilon, g.TightDelta
+	out["accounting "+ach.Composition+" "+g.Accounting+" "+string(g.Kind)] = 1
+	return out
+}
+
+// TestFitAccountingPinned compares every figure of the fit cases with
+// the values main computed before the accounting was memoised (exact
+// float64 bits, hexadecimal). DPLR_PIN_PRINT=1 prints the current values.
+func TestFitAccountingPinned(t *testing.T) {
+	for _, c := range fitCases {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.run(t)
+			hex := map[string]string{}
+			for k, v := range got {
+				hex[k] = strconv.FormatFloat(v, 'x', -1, 64)
+			}
+			if os.Getenv("DPLR_PIN_PRINT") != "" {
+				keys := make([]string, 0, len(hex))
+				for k := range hex {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				fmt.Printf("\t%q: {\n", c.name)
+				defer fmt.Printf("\t},\n")
+				for _, k := range keys {
+					fmt.Printf("\t\t%q: %q,\n", k, hex[k])
+				}
+			}
+			require.Equal(t, pinnedFits[c.name], hex)
+		})
+	}
+}
+
+func BenchmarkFitAccounting(b *testing.B) {
+	for _, c := range fitCases {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				c.run(b)
+			}
+		})
+	}
+}
