@@ -33,11 +33,7 @@ func exactBoost(g Grant, rhoZ float64, shares []Share) (float64, error) {
 	// +Inf when the PLD cannot be built.
 	target := g.Epsilon * (1 - 1e-9)
 	gap := func(c float64) float64 {
-		p, err := RunPLD(exactSteps(rhoZ*c, shares), DefaultPLDGrid)
-		if err != nil {
-			return math.Inf(1)
-		}
-		eps, err := p.Epsilon(g.Delta)
+		eps, err := pldEpsilon(exactSteps(rhoZ*c, shares), g.Delta)
 		if err != nil {
 			return math.Inf(1)
 		}

@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -180,12 +181,78 @@ func TestFitAccountingPinned(t *testing.T) {
 	}
 }
 
+// BenchmarkFitAccounting times the accounting of each fit case in a
+// fresh process (memoised results forgotten first) and, "again", when the
+// same fit is accounted a second time in the process.
 func BenchmarkFitAccounting(b *testing.B) {
 	for _, c := range fitCases {
 		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				forgetMemos()
+				c.run(b)
+			}
+		})
+		b.Run(c.name+"/again", func(b *testing.B) {
+			c.run(b)
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				c.run(b)
 			}
 		})
 	}
+}
+
+// forgetMemos empties the process's memoised accounting.
+func forgetMemos() {
+	pldMemo.Lock()
+	clear(pldMemo.m)
+	pldMemo.Unlock()
+	gdpMuCache.Clear()
+}
+
+// TestPLDEpsilonMemo checks that the memoised ε is RunPLD's, on a first
+// call and on a repeated one, and that steps or a δ that differ in any
+// figure, or list pure factors in another order, get their own entry.
+func TestPLDEpsilonMemo(t *testing.T) {
+	gauss := func(mu float64) Step {
+		return Step{Mechanism: MechGaussian, Sensitivity: 1, Scale: 1 / mu, Rho: mu * mu / 2}
+	}
+	expo := func(eps float64) Step { return Step{Mechanism: MechExponential, Epsilon: eps} }
+	lap := func(eps float64) Step {
+		return Step{Mechanism: MechLaplace, Sensitivity: 1, Scale: 1 / eps, Epsilon: eps}
+	}
+	cases := []struct {
+		name  string
+		steps []Step
+		delta float64
+	}{
+		{"readme-like", []Step{expo(0.1), gauss(0.05), expo(0.1), gauss(0.2)}, 1e-6},
+		{"other delta", []Step{expo(0.1), gauss(0.05), expo(0.1), gauss(0.2)}, 1e-5},
+		{"a little more noise", []Step{expo(0.1), gauss(0.05), expo(0.1), gauss(0.2 * (1 - 1e-12))}, 1e-6},
+		{"order of pure factors", []Step{lap(0.2), expo(0.1), lap(0.2)}, 1e-6},
+		{"order swapped", []Step{expo(0.1), lap(0.2), lap(0.2)}, 1e-6},
+		{"gaussian only", []Step{gauss(0.3), gauss(0.4)}, 1e-6},
+	}
+	forgetMemos()
+	seen := map[string]string{}
+	for _, c := range cases {
+		p, err := RunPLD(c.steps, DefaultPLDGrid)
+		require.NoError(t, err, c.name)
+		want, err := p.Epsilon(c.delta)
+		require.NoError(t, err, c.name)
+		for range 2 {
+			got, err := pldEpsilon(c.steps, c.delta)
+			require.NoError(t, err, c.name)
+			require.Equal(t, math.Float64bits(want), math.Float64bits(got), c.name)
+		}
+		f, err := factorsOf(c.steps)
+		require.NoError(t, err, c.name)
+		k := f.key(c.delta)
+		if prev, ok := seen[k]; ok {
+			t.Errorf("%s and %s share the memo key %q", prev, c.name, k)
+		}
+		seen[k] = c.name
+	}
+	_, err := pldEpsilon(nil, 1e-6)
+	require.ErrorIs(t, err, ErrInvalidBudget)
 }

@@ -3,6 +3,9 @@ package privacy
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"sync"
 )
 
 // Tight accounting of a run's steps: exact Gaussian composition (RunGDP)
@@ -95,13 +98,32 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
 	}
-	var gauss []Step
-	type key struct {
-		mech Mechanism
-		eps  float64
+	f, err := factorsOf(steps)
+	if err != nil {
+		return nil, err
 	}
-	counts := map[key]int{}
-	var order []key
+	return f.build(h)
+}
+
+// pldFactors are what RunPLD composes: the Gaussian steps' joint μ (0
+// when there are none) and the pure factors, each with its number of
+// steps, in the order of their first step. The PLD is a function of them
+// and the grid alone.
+type pldFactors struct {
+	mu   float64
+	pure []pldPure
+}
+
+type pldPure struct {
+	mech  Mechanism
+	eps   float64
+	count int
+}
+
+// factorsOf groups steps into the factors of their PLD.
+func factorsOf(steps []Step) (pldFactors, error) {
+	var f pldFactors
+	var gauss []Step
 	for _, s := range steps {
 		if s.Mechanism == MechGaussian {
 			gauss = append(gauss, s)
@@ -109,14 +131,30 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 		}
 		eps, err := stepPureEps(s)
 		if err != nil {
-			return nil, err
+			return f, err
 		}
-		k := key{s.Mechanism, eps}
-		if counts[k] == 0 {
-			order = append(order, k)
+		i := slices.IndexFunc(f.pure, func(p pldPure) bool { return p.mech == s.Mechanism && p.eps == eps })
+		if i < 0 {
+			f.pure = append(f.pure, pldPure{mech: s.Mechanism, eps: eps})
+			i = len(f.pure) - 1
 		}
-		counts[k]++
+		f.pure[i].count++
 	}
+	if len(gauss) > 0 {
+		var err error
+		if f.mu, _, err = RunGDP(gauss); err != nil {
+			return f, err
+		}
+	}
+	if f.mu == 0 && len(f.pure) == 0 {
+		return f, fmt.Errorf("no steps to account: %w", ErrInvalidBudget)
+	}
+	return f, nil
+}
+
+// build convolves the factors' PLDs on grid h: the Gaussian one first,
+// then the pure ones in order.
+func (f pldFactors) build(h float64) (*PLD, error) {
 	var acc *PLD
 	add := func(p *PLD) error {
 		if acc == nil {
@@ -127,12 +165,8 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 		acc, err = acc.Compose(p)
 		return err
 	}
-	if len(gauss) > 0 {
-		mu, _, err := RunGDP(gauss)
-		if err != nil {
-			return nil, err
-		}
-		p, err := CTDGaussian(mu, h)
+	if f.mu > 0 {
+		p, err := CTDGaussian(f.mu, h)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +174,7 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 			return nil, err
 		}
 	}
-	for _, k := range order {
+	for _, k := range f.pure {
 		var p *PLD
 		var err error
 		if k.mech == MechLaplace {
@@ -149,7 +183,7 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 			p, err = CTDBoundedRange(k.eps, h)
 		}
 		if err == nil {
-			p, err = p.SelfCompose(counts[k])
+			p, err = p.SelfCompose(k.count)
 		}
 		if err == nil {
 			err = add(p)
@@ -158,8 +192,62 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 			return nil, err
 		}
 	}
-	if acc == nil {
-		return nil, fmt.Errorf("no steps to account: %w", ErrInvalidBudget)
-	}
 	return acc, nil
+}
+
+// pldEpsilon is RunPLD(steps, DefaultPLDGrid).Epsilon(delta), memoised in
+// the process on the factors and δ, of which it is a deterministic
+// function: the steps a run spends are composed again, with the same
+// figures, when the next step is admitted, when the SDK certifies the
+// result and when the host checks it, and a plan's calibration
+// (exactBoost) repeats when the same request is checked and then fitted.
+// A PLD costs milliseconds, a lookup microseconds.
+func pldEpsilon(steps []Step, delta float64) (float64, error) {
+	f, err := factorsOf(steps)
+	if err != nil {
+		return 0, err
+	}
+	key := f.key(delta)
+	pldMemo.Lock()
+	eps, ok := pldMemo.m[key]
+	pldMemo.Unlock()
+	if ok {
+		return eps, nil
+	}
+	p, err := f.build(DefaultPLDGrid)
+	if err == nil {
+		eps, err = p.Epsilon(delta)
+	}
+	if err != nil {
+		return 0, err
+	}
+	pldMemo.Lock()
+	if len(pldMemo.m) >= pldMemoSize {
+		clear(pldMemo.m) // a long-lived process keeps only recent entries
+	}
+	pldMemo.m[key] = eps
+	pldMemo.Unlock()
+	return eps, nil
+}
+
+// pldMemoSize bounds pldMemo (an entry is about 100 bytes).
+const pldMemoSize = 4096
+
+// pldMemo maps pldFactors.key to ε.
+var pldMemo = struct {
+	sync.Mutex
+	m map[string]float64
+}{m: map[string]float64{}}
+
+// key is the exact identity (float bits, not printed decimals) of the
+// factors and δ.
+func (f pldFactors) key(delta float64) string {
+	b := strconv.AppendUint(nil, math.Float64bits(f.mu), 16)
+	b = strconv.AppendUint(append(b, ' '), math.Float64bits(delta), 16)
+	for _, p := range f.pure {
+		b = append(append(b, ' '), p.mech...)
+		b = strconv.AppendUint(append(b, ' '), math.Float64bits(p.eps), 16)
+		b = strconv.AppendInt(append(b, 'x'), int64(p.count), 10)
+	}
+	return string(b)
 }
