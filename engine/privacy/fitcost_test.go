@@ -260,3 +260,29 @@ func TestPLDEpsilonMemo(t *testing.T) {
 	_, err := pldEpsilon(nil, 1e-6)
 	require.ErrorIs(t, err, ErrInvalidBudget)
 }
+
+// TestExactPlanScaledOnFirstUse checks that an exact plan with a pure
+// share runs no PLD until its budgets are read, and that a prefixed view
+// and the plan then read the same scaled budgets.
+func TestExactPlanScaledOnFirstUse(t *testing.T) {
+	forgetMemos()
+	a, err := NewAccountant(approxGrant)
+	require.NoError(t, err)
+	shares := append([]Share(nil), readmeShares...)
+	for i := range shares {
+		shares[i].Name = "fit/" + shares[i].Name
+	}
+	p, err := NewPlan(a, NoiseExact, shares...)
+	require.NoError(t, err)
+	pldMemo.Lock()
+	n := len(pldMemo.m)
+	pldMemo.Unlock()
+	require.Zero(t, n, "NewPlan ran the calibration")
+	view, err := p.Prefixed("fit/").Budget("moment")
+	require.NoError(t, err)
+	whole, err := p.Budget("fit/moment")
+	require.NoError(t, err)
+	require.Equal(t, whole, view)
+	require.Equal(t, pinnedFits["readme"]["budget moment rho"], strconv.FormatFloat(whole.Rho, 'x', -1, 64))
+	require.Equal(t, pinnedFits["readme"]["total rho"], strconv.FormatFloat(p.Total().Rho, 'x', -1, 64))
+}
