@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 )
 
@@ -239,15 +238,6 @@ var pldMemo = struct {
 	m map[string]float64
 }{m: map[string]float64{}}
 
-// key is the exact identity (float bits, not printed decimals) of the
-// factors and δ.
-func (f pldFactors) key(delta float64) string {
-	b := strconv.AppendUint(nil, math.Float64bits(f.mu), 16)
-	b = strconv.AppendUint(append(b, ' '), math.Float64bits(delta), 16)
-	for _, p := range f.pure {
-		b = append(append(b, ' '), p.mech...)
-		b = strconv.AppendUint(append(b, ' '), math.Float64bits(p.eps), 16)
-		b = strconv.AppendInt(append(b, 'x'), int64(p.count), 10)
-	}
-	return string(b)
-}
+// key identifies the factors and δ exactly (%v prints a float64 in the
+// shortest form that reads back to the same bits).
+func (f pldFactors) key(delta float64) string { return fmt.Sprint(f.mu, delta, f.pure) }
