@@ -104,13 +104,13 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	return f.build(h)
 }
 
-// pldFactors are what RunPLD composes: the Gaussian steps' joint μ (0
-// when there are none) and the pure factors, each with its number of
-// steps, in the order of their first step. The PLD is a function of them
-// and the grid alone.
+// pldFactors are what RunPLD composes: the Gaussian steps' joint μ (when
+// gauss) and the pure factors, each with its number of steps, in the order
+// of their first step. The PLD is a function of them and the grid alone.
 type pldFactors struct {
-	mu   float64
-	pure []pldPure
+	gauss bool
+	mu    float64
+	pure  []pldPure
 }
 
 type pldPure struct {
@@ -139,13 +139,13 @@ func factorsOf(steps []Step) (pldFactors, error) {
 		}
 		f.pure[i].count++
 	}
-	if len(gauss) > 0 {
+	if f.gauss = len(gauss) > 0; f.gauss {
 		var err error
 		if f.mu, _, err = RunGDP(gauss); err != nil {
 			return f, err
 		}
 	}
-	if f.mu == 0 && len(f.pure) == 0 {
+	if !f.gauss && len(f.pure) == 0 {
 		return f, fmt.Errorf("no steps to account: %w", ErrInvalidBudget)
 	}
 	return f, nil
@@ -164,7 +164,7 @@ func (f pldFactors) build(h float64) (*PLD, error) {
 		acc, err = acc.Compose(p)
 		return err
 	}
-	if f.mu > 0 {
+	if f.gauss {
 		p, err := CTDGaussian(f.mu, h)
 		if err != nil {
 			return nil, err
