@@ -3,7 +3,6 @@ package privacy
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 )
 
@@ -97,32 +96,13 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	if err := checkGrid(h); err != nil {
 		return nil, err
 	}
-	f, err := factorsOf(steps)
-	if err != nil {
-		return nil, err
-	}
-	return f.build(h)
-}
-
-// pldFactors are what RunPLD composes: the Gaussian steps' joint μ (when
-// gauss) and the pure factors, each with its number of steps, in the order
-// of their first step. The PLD is a function of them and the grid alone.
-type pldFactors struct {
-	gauss bool
-	mu    float64
-	pure  []pldPure
-}
-
-type pldPure struct {
-	mech  Mechanism
-	eps   float64
-	count int
-}
-
-// factorsOf groups steps into the factors of their PLD.
-func factorsOf(steps []Step) (pldFactors, error) {
-	var f pldFactors
 	var gauss []Step
+	type key struct {
+		mech Mechanism
+		eps  float64
+	}
+	counts := map[key]int{}
+	var order []key
 	for _, s := range steps {
 		if s.Mechanism == MechGaussian {
 			gauss = append(gauss, s)
@@ -130,30 +110,14 @@ func factorsOf(steps []Step) (pldFactors, error) {
 		}
 		eps, err := stepPureEps(s)
 		if err != nil {
-			return f, err
+			return nil, err
 		}
-		i := slices.IndexFunc(f.pure, func(p pldPure) bool { return p.mech == s.Mechanism && p.eps == eps })
-		if i < 0 {
-			f.pure = append(f.pure, pldPure{mech: s.Mechanism, eps: eps})
-			i = len(f.pure) - 1
+		k := key{s.Mechanism, eps}
+		if counts[k] == 0 {
+			order = append(order, k)
 		}
-		f.pure[i].count++
+		counts[k]++
 	}
-	if f.gauss = len(gauss) > 0; f.gauss {
-		var err error
-		if f.mu, _, err = RunGDP(gauss); err != nil {
-			return f, err
-		}
-	}
-	if !f.gauss && len(f.pure) == 0 {
-		return f, fmt.Errorf("no steps to account: %w", ErrInvalidBudget)
-	}
-	return f, nil
-}
-
-// build convolves the factors' PLDs on grid h: the Gaussian one first,
-// then the pure ones in order.
-func (f pldFactors) build(h float64) (*PLD, error) {
 	var acc *PLD
 	add := func(p *PLD) error {
 		if acc == nil {
@@ -164,8 +128,12 @@ func (f pldFactors) build(h float64) (*PLD, error) {
 		acc, err = acc.Compose(p)
 		return err
 	}
-	if f.gauss {
-		p, err := CTDGaussian(f.mu, h)
+	if len(gauss) > 0 {
+		mu, _, err := RunGDP(gauss)
+		if err != nil {
+			return nil, err
+		}
+		p, err := CTDGaussian(mu, h)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +141,7 @@ func (f pldFactors) build(h float64) (*PLD, error) {
 			return nil, err
 		}
 	}
-	for _, k := range f.pure {
+	for _, k := range order {
 		var p *PLD
 		var err error
 		if k.mech == MechLaplace {
@@ -182,7 +150,7 @@ func (f pldFactors) build(h float64) (*PLD, error) {
 			p, err = CTDBoundedRange(k.eps, h)
 		}
 		if err == nil {
-			p, err = p.SelfCompose(k.count)
+			p, err = p.SelfCompose(counts[k])
 		}
 		if err == nil {
 			err = add(p)
@@ -191,29 +159,30 @@ func (f pldFactors) build(h float64) (*PLD, error) {
 			return nil, err
 		}
 	}
+	if acc == nil {
+		return nil, fmt.Errorf("no steps to account: %w", ErrInvalidBudget)
+	}
 	return acc, nil
 }
 
 // pldEpsilon is RunPLD(steps, DefaultPLDGrid).Epsilon(delta), memoised in
-// the process on the factors and δ, of which it is a deterministic
-// function: the steps a run spends are composed again, with the same
-// figures, when the next step is admitted, when the SDK certifies the
-// result and when the host checks it, and a plan's calibration
-// (exactBoost) repeats when the same request is checked and then fitted.
-// A PLD costs milliseconds, a lookup microseconds.
+// the process on δ and the steps, of which it is a deterministic function:
+// the steps a run spends are composed again, with the same figures, when
+// the next step is admitted, when the SDK certifies the result and when
+// the host checks it, and an exact plan's calibration (exactBoost) repeats
+// when the same request is planned twice in one process. A PLD takes
+// milliseconds, a lookup microseconds.
 func pldEpsilon(steps []Step, delta float64) (float64, error) {
-	f, err := factorsOf(steps)
-	if err != nil {
-		return 0, err
-	}
-	key := f.key(delta)
+	// Every field of a Step is a plain value, which %v prints exactly
+	// (floats in the shortest form that reads back to the same bits).
+	key := fmt.Sprint(delta, steps)
 	pldMemo.Lock()
 	eps, ok := pldMemo.m[key]
 	pldMemo.Unlock()
 	if ok {
 		return eps, nil
 	}
-	p, err := f.build(DefaultPLDGrid)
+	p, err := RunPLD(steps, DefaultPLDGrid)
 	if err == nil {
 		eps, err = p.Epsilon(delta)
 	}
@@ -221,7 +190,7 @@ func pldEpsilon(steps []Step, delta float64) (float64, error) {
 		return 0, err
 	}
 	pldMemo.Lock()
-	if len(pldMemo.m) >= pldMemoSize {
+	if len(pldMemo.m) >= 1024 {
 		clear(pldMemo.m) // a long-lived process keeps only recent entries
 	}
 	pldMemo.m[key] = eps
@@ -229,15 +198,8 @@ func pldEpsilon(steps []Step, delta float64) (float64, error) {
 	return eps, nil
 }
 
-// pldMemoSize bounds pldMemo (an entry is about 100 bytes).
-const pldMemoSize = 4096
-
-// pldMemo maps pldFactors.key to ε.
+// pldMemo maps pldEpsilon's keys to ε.
 var pldMemo = struct {
 	sync.Mutex
 	m map[string]float64
 }{m: map[string]float64{}}
-
-// key identifies the factors and δ exactly (%v prints a float64 in the
-// shortest form that reads back to the same bits).
-func (f pldFactors) key(delta float64) string { return fmt.Sprint(f.mu, delta, f.pure) }
