@@ -4,16 +4,20 @@
 # fresh empty ledgers), two builds interleaved round by round so that
 # machine load hits both alike. Prints one "build milliseconds" line per
 # fit and the medians; also keeps each build's last result.json timings.
+# FIT replaces the estimator and its settings, e.g.
+# FIT="pca-analyze-gauss --set rank=2" (the README fit's plan on the small
+# rows: its privacy accounting is most of its cost).
 set -euo pipefail
 new=${1:?new bin dir}; old=${2:?old bin dir}; rounds=${3:-15}
+read -r -a fit <<< "${FIT:-example-mean --set clip=3}"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 "$new/dplr" gen spiked --out "$work/d" --set n=2000 --set p=10 --seed 3 >/dev/null 2>&1
 for i in $(seq 1 "$rounds"); do
   for v in new old; do
     b=$new; [ "$v" = old ] && b=$old
     t0=$(date +%s%N)
-    DPLR_HOME="$work/home-$v" "$b/dplr" fit example-mean --data "$work/d/X.npy" --epsilon 1 --delta 1e-6 \
-      --set clip=3 --out "$work/out-$v" --quiet --plugin-dir "$b/plugins" >/dev/null
+    DPLR_HOME="$work/home-$v" "$b/dplr" fit "${fit[@]}" --data "$work/d/X.npy" --epsilon 1 --delta 1e-6 \
+      --out "$work/out-$v" --quiet --plugin-dir "$b/plugins" >/dev/null
     t1=$(date +%s%N)
     echo "$v $(( (t1 - t0) / 1000 ))"
   done

@@ -409,11 +409,7 @@ func pldCandidate(steps []Step, delta float64) (Achieved, bool) {
 			return Achieved{}, false
 		}
 	}
-	p, err := RunPLD(steps, DefaultPLDGrid)
-	if err != nil {
-		return Achieved{}, false
-	}
-	eps, err := p.Epsilon(delta)
+	eps, err := pldEpsilon(steps, delta)
 	if err != nil {
 		return Achieved{}, false
 	}

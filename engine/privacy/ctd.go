@@ -41,13 +41,19 @@ func PLDFromProfile(delta func(eps float64) float64, lo, hi, h float64) (*PLD, e
 	z := -a // index of the grid point 0
 	// d[i] = δ(|ε_i|), raised for rounding and made non-increasing in |ε|
 	// (raising values keeps them upper bounds).
+	// The grid is symmetric about 0 and |−k·h| = k·h exactly, so δ is
+	// evaluated once for each |ε| = k·h.
+	at := make([]float64, max(-a, b)+1)
+	for k := range at {
+		v := delta(float64(k) * h)
+		if math.IsNaN(v) || v < 0 {
+			return nil, fmt.Errorf("PLD from a profile: δ(%g) = %v: %w", float64(k)*h, v, ErrInvalidBudget)
+		}
+		at[k] = math.Min(1, v*(1+profileInflation))
+	}
 	d := make([]float64, n)
 	for i := range d {
-		v := delta(math.Abs(float64(a+i) * h))
-		if math.IsNaN(v) || v < 0 {
-			return nil, fmt.Errorf("PLD from a profile: δ(%g) = %v: %w", math.Abs(float64(a+i)*h), v, ErrInvalidBudget)
-		}
-		d[i] = math.Min(1, v*(1+profileInflation))
+		d[i] = at[max(a+i, -(a+i))]
 	}
 	for i := n - 2; i >= z; i-- {
 		d[i] = math.Max(d[i], d[i+1])
@@ -60,7 +66,12 @@ func PLDFromProfile(delta func(eps float64) float64, lo, hi, h float64) (*PLD, e
 	// m_k = 1 − G_k with G_k the chord slope of x·δ(−ln x), computed
 	// directly so that the tiny masses far below 0 keep their relative
 	// precision. em1 = 1 − e^(−h), ep1 = e^h − 1.
-	em1, ep1 := -math.Expm1(-h), math.Expm1(h)
+	em1, ep1, eh := -math.Expm1(-h), math.Expm1(h), math.Exp(-h)
+	// x[k] = e^(ε_k), each computed once.
+	x := make([]float64, n)
+	for k := range x {
+		x[k] = math.Exp(float64(a+k) * h)
+	}
 	// Chord k joins grid points k−1 and k (k = 1..n−1); chord 0 joins
 	// (0, 1) to point 0. Negative-side chords (point k ≤ z) carry G,
 	// others m.
@@ -68,12 +79,11 @@ func PLDFromProfile(delta func(eps float64) float64, lo, hi, h float64) (*PLD, e
 	m := make([]float64, n+1)
 	g[0] = d[0]
 	for k := 1; k <= z; k++ {
-		g[k] = math.Max(g[k-1], (d[k]-math.Exp(-h)*d[k-1])/em1)
+		g[k] = math.Max(g[k-1], (d[k]-eh*d[k-1])/em1)
 	}
 	prev := 1 - g[z]
 	for k := z + 1; k < n; k++ {
-		xk1 := math.Exp(float64(a+k-1) * h)
-		prev = math.Min(prev, math.Max(0, (d[k-1]-d[k])/(xk1*ep1)))
+		prev = math.Min(prev, math.Max(0, (d[k-1]-d[k])/(x[k-1]*ep1)))
 		m[k] = prev
 	}
 	p := &PLD{H: h, Offset: a, Mass: make([]float64, n), Factors: 1}
@@ -94,7 +104,7 @@ func PLDFromProfile(delta func(eps float64) float64, lo, hi, h float64) (*PLD, e
 			}
 		}
 		if q > 0 {
-			p.Mass[k] = q * math.Exp(float64(a+k)*h)
+			p.Mass[k] = q * x[k]
 		}
 	}
 	p.Inf = d[n-1]
@@ -106,10 +116,9 @@ func PLDFromProfile(delta func(eps float64) float64, lo, hi, h float64) (*PLD, e
 	// which is at most 1/(1 − e^(−h)) times δ there.)
 	var short float64
 	p.gridDeltas(func(j int, dj float64) {
-		eps := float64(a+j) * h
 		want := d[j]
 		if j < z {
-			want = 1 - math.Exp(eps)*(1-d[j])
+			want = 1 - x[j]*(1-d[j])
 		}
 		short = math.Max(short, want*(1-deltaRounding/2)-dj)
 	})

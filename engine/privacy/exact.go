@@ -10,7 +10,7 @@ import (
 // valid accounting; closed form through GDP for a Gaussian-only plan, else
 // RunPLD and largestFitting to 1e-4 (docs/privacy.md, "Pure plans and exact
 // scaling").
-func exactBoost(g Grant, rhoZ float64, shares []Share) (float64, error) {
+func exactBoost(g Grant, rhoZ float64, shares []Share) float64 {
 	gaussianOnly := true
 	for _, s := range shares {
 		if s.Mechanism != "" && s.Mechanism != MechGaussian {
@@ -23,27 +23,23 @@ func exactBoost(g Grant, rhoZ float64, shares []Share) (float64, error) {
 			// A grant so large that μ has no finite bracket (ε ≳ 1e11):
 			// the zCDP split (c = 1) meets it, and the noise is
 			// negligible either way.
-			return 1, nil //nolint:nilerr // fallback documented above
+			return 1
 		}
 		mu /= latticeMargin * latticeMargin
-		return math.Max(1, mu*mu/(2*rhoZ)), nil
+		return math.Max(1, mu*mu/(2*rhoZ))
 	}
 	// gap(c) is the ε the steps paid c times their zCDP budget reach at δ,
 	// less the grant's (with a 1e-9 relative allowance): increasing in c,
 	// +Inf when the PLD cannot be built.
 	target := g.Epsilon * (1 - 1e-9)
 	gap := func(c float64) float64 {
-		p, err := RunPLD(exactSteps(rhoZ*c, shares), DefaultPLDGrid)
-		if err != nil {
-			return math.Inf(1)
-		}
-		eps, err := p.Epsilon(g.Delta)
+		eps, err := pldEpsilon(exactSteps(rhoZ*c, shares), g.Delta)
 		if err != nil {
 			return math.Inf(1)
 		}
 		return eps - target
 	}
-	return largestFitting(gap, 64, 1e-4), nil
+	return largestFitting(gap, 64, 1e-4)
 }
 
 // largestFitting returns the largest c in [1, max] with gap(c) ≤ 0, to a

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Noise calibrations: how a Plan turns a grant into per-step budgets, and
@@ -98,10 +99,33 @@ type Share struct {
 // because a later step's budget is unusable.
 type Plan struct {
 	noise  string
-	total  Budget
+	total  Budget // for an exact plan under an (ε, δ) grant, before scaling
 	shares []Share
-	prefix string  // see Prefixed
-	factor float64 // see Factor
+	prefix string        // see Prefixed
+	factor float64       // see Factor
+	exact  *exactScaling // set for an exact plan under an (ε, δ) grant
+}
+
+// exactScaling is the scaling of an exact plan's zCDP split (exactBoost),
+// made on the first use of the plan's budgets rather than by NewPlan: a
+// plan made only to be checked (a fit's pre-flight declaration, answered
+// by another process than the fit's) then pays for no PLD search. The
+// scaling cannot make a checked split unusable (its factor lies in
+// [1, 64]) short of overflow, which Budget reports.
+type exactScaling struct {
+	once  sync.Once
+	grant Grant
+	rho   float64 // the zCDP split's total ρ, then the scaled one
+}
+
+// totalBudget is the plan's whole budget, an exact plan's scaled.
+func (p *Plan) totalBudget() Budget {
+	t := p.total
+	if e := p.exact; e != nil {
+		e.once.Do(func() { e.rho *= exactBoost(e.grant, e.rho, p.shares) })
+		t.Rho = e.rho
+	}
+	return t
 }
 
 // NewPlan splits the grant of a into shares under the noise calibration
@@ -111,6 +135,9 @@ type Plan struct {
 // counts, usable per-step budgets (classical: ε ≤ 1), and fixed costs that
 // fit the grant and leave something for a Rest share. A plan spans the
 // whole grant: make it before the first step. Errors wrap ErrInvalidBudget.
+// An exact plan under an (ε, δ) grant is scaled on the first use of its
+// budgets (Budget, Total), so that a plan made only to be checked costs
+// no calibration.
 func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if a == nil {
 		return nil, fmt.Errorf("plan: no accountant: %w", ErrInvalidBudget)
@@ -161,17 +188,13 @@ func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if !within(sum, 1) {
 		return nil, fmt.Errorf("plan: the shares use %.6g of the grant, more than all of it: %w", sum, ErrInvalidBudget)
 	}
-	if noise == NoiseExact && g.Kind == GrantApprox {
-		boost, err := exactBoost(g, p.total.Rho, p.shares)
-		if err != nil {
-			return nil, err
-		}
-		p.total.Rho *= boost
-	}
 	for _, s := range p.shares {
-		if err := p.checkStep(s.Name, p.perStep(s)); err != nil {
+		if err := p.checkStep(s.Name, p.perStepOf(p.total, s)); err != nil {
 			return nil, err
 		}
+	}
+	if noise == NoiseExact && g.Kind == GrantApprox {
+		p.exact = &exactScaling{grant: g, rho: p.total.Rho}
 	}
 	return p, nil
 }
@@ -233,10 +256,11 @@ func (p *Plan) checkShare(s *Share, i int, rest *int) error {
 	return nil
 }
 
-// perStep is the budget of one step of share s.
-func (p *Plan) perStep(s Share) Budget {
+// perStepOf is the budget of one step of share s when the plan's whole
+// budget is total.
+func (p *Plan) perStepOf(total Budget, s Share) Budget {
 	f := s.Weight / float64(s.Steps)
-	b := Budget{Noise: p.noise, Rho: p.total.Rho * f, Epsilon: p.total.Epsilon * f, Delta: p.total.Delta * f, Mechanism: s.Mechanism}
+	b := Budget{Noise: p.noise, Rho: total.Rho * f, Epsilon: total.Epsilon * f, Delta: total.Delta * f, Mechanism: s.Mechanism}
 	if s.Fixed > 0 {
 		// The formula's cost exactly, not its round trip through a weight.
 		if p.noise == NoiseZCDP {
@@ -274,7 +298,7 @@ func (p *Plan) checkStep(name string, b Budget) error {
 func (p *Plan) Noise() string { return p.noise }
 
 // Total returns the whole grant in the plan's currency.
-func (p *Plan) Total() Budget { return p.total }
+func (p *Plan) Total() Budget { return p.totalBudget() }
 
 // Shares returns the plan's shares (Steps filled in: never 0; Weight
 // filled in for Fixed and Rest shares); on a Prefixed view, those whose
@@ -305,7 +329,13 @@ func (p *Plan) Budget(name string) (Budget, error) {
 	name = p.prefix + name
 	for _, s := range p.shares {
 		if s.Name == name {
-			return p.perStep(s), nil
+			b := p.perStepOf(p.totalBudget(), s)
+			if p.exact != nil {
+				if err := p.checkStep(name, b); err != nil {
+					return Budget{}, err
+				}
+			}
+			return b, nil
 		}
 	}
 	return Budget{}, fmt.Errorf("plan has no share %q: %w", name, ErrInvalidBudget)

@@ -3,6 +3,7 @@ package privacy
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Tight accounting of a run's steps: exact Gaussian composition (RunGDP)
@@ -163,3 +164,42 @@ func RunPLD(steps []Step, h float64) (*PLD, error) {
 	}
 	return acc, nil
 }
+
+// pldEpsilon is RunPLD(steps, DefaultPLDGrid).Epsilon(delta), memoised in
+// the process on δ and the steps, of which it is a deterministic function:
+// the steps a run spends are composed again, with the same figures, when
+// the next step is admitted, when the SDK certifies the result and when
+// the host checks it, and an exact plan's calibration (exactBoost) repeats
+// when the same request is planned twice in one process. A PLD takes
+// milliseconds, a lookup microseconds.
+func pldEpsilon(steps []Step, delta float64) (float64, error) {
+	// Every field of a Step is a plain value, which %v prints exactly
+	// (floats in the shortest form that reads back to the same bits).
+	key := fmt.Sprint(delta, steps)
+	pldMemo.Lock()
+	eps, ok := pldMemo.m[key]
+	pldMemo.Unlock()
+	if ok {
+		return eps, nil
+	}
+	p, err := RunPLD(steps, DefaultPLDGrid)
+	if err == nil {
+		eps, err = p.Epsilon(delta)
+	}
+	if err != nil {
+		return 0, err
+	}
+	pldMemo.Lock()
+	if len(pldMemo.m) >= 1024 {
+		clear(pldMemo.m) // a long-lived process keeps only recent entries
+	}
+	pldMemo.m[key] = eps
+	pldMemo.Unlock()
+	return eps, nil
+}
+
+// pldMemo maps pldEpsilon's keys to ε.
+var pldMemo = struct {
+	sync.Mutex
+	m map[string]float64
+}{m: map[string]float64{}}
