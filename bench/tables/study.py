@@ -195,7 +195,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tile", type=int, default=1,
                     help="repeat every row this many times: the same population at k times the rows")
-    ap.add_argument("--out", help="JSON results (a .md table is written beside it)")
+    ap.add_argument("--out", help="JSON results (the markdown table goes to stdout)")
     args = ap.parse_args()
     dplr.config.binary = str(ROOT / "bin" / "dplr")
     dplr.config.plugin_dirs = [str(ROOT / "bin" / "plugins")]
@@ -206,7 +206,6 @@ def main() -> None:
     print(md)
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=1))
-        Path(args.out).with_suffix(".md").write_text(md)
 
 
 if __name__ == "__main__":
