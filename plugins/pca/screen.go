@@ -193,9 +193,11 @@ type screenRef struct {
 // about zero with the mean (of norm 1/√2) added.
 func screenReference(r, p int, centred bool) screenRef {
 	rnd := rand.New(rand.NewPCG(0x73637265, uint64(r)<<20|uint64(p)))
-	chi2 := func(k int) float64 {
-		if k > 64 {
-			return max(0, float64(k)+math.Sqrt(2*float64(k))*rnd.NormFloat64())
+	chi2 := func(k int) float64 { // exact up to 8 degrees of freedom, else Wilson–Hilferty
+		if k > 8 {
+			h := 2 / (9 * float64(k))
+			c := 1 - h + math.Sqrt(h)*rnd.NormFloat64()
+			return float64(k) * max(c, 0) * max(c, 0) * max(c, 0)
 		}
 		var v float64
 		for range k {
