@@ -27,8 +27,7 @@ const (
 	// middle of the reference's norms (quantile ± screenRanks).
 	screenMiss = 1e-4
 	// screenRanks is how far in rank, as a share of n, a clip quantile may
-	// stray for the screen to call a fit far: the norm quantiles it uses
-	// are clip_quantile ± 0.3 (0.25 and a margin for the sampled norms).
+	// stray for the screen to call a fit far.
 	screenRanks = 0.25
 	// screenDraws is the number of reference rows the screen draws (with a
 	// fixed seed) for the norm quantiles and the clipped eigengap.
@@ -42,19 +41,11 @@ func (o *analyzeGaussOptions) Screen(s sdk.Shape, plan *privacy.Plan, g privacy.
 	if o.released() {
 		return sdk.Screen{}, nil // a standardised release: not screened
 	}
-	b, err := plan.Budget(shareMoment)
+	sd, err := screenScale(plan, g, shareMoment, kernel.MomentSensitivity(1, 1/float64(s.N)), analyzegauss.Dim(s.P))
 	if err != nil {
 		return sdk.Screen{}, err
 	}
-	acct, err := privacy.NewAccountant(g)
-	if err != nil {
-		return sdk.Screen{}, err
-	}
-	rel, err := acct.Gaussian("screen", kernel.MomentSensitivity(1, 1/float64(s.N)), analyzegauss.Dim(s.P), b)
-	if err != nil {
-		return sdk.Screen{}, err
-	}
-	return screenRows(s, plan, g, o.Rank.Value, 2*rel.Scale()*math.Sqrt(float64(s.P)), &o.clipOptions, &o.centerOptions)
+	return screenRows(s, plan, g, o.Rank.Value, 2*sd*math.Sqrt(float64(s.P)), &o.clipOptions, &o.centerOptions)
 }
 
 // Screen implements sdk.Screener for pca-amin: each eigenvector is drawn
@@ -62,19 +53,39 @@ func (o *analyzeGaussOptions) Screen(s sdk.Shape, plan *privacy.Plan, g privacy.
 // only when βθ exceeds about p/2: its edge is p/β on the same scale as
 // Analyze Gauss's (the threshold is half the edge).
 func (o *aminOptions) Screen(s sdk.Shape, plan *privacy.Plan, g privacy.Grant) (sdk.Screen, error) {
-	b, err := plan.Budget(shareVectors)
+	beta, err := screenScale(plan, g, shareVectors, 1/float64(s.N), 1)
 	if err != nil {
 		return sdk.Screen{}, err
+	}
+	return screenRows(s, plan, g, o.Rank.Value, float64(s.P)/beta, &o.clipOptions, &o.centerOptions)
+}
+
+// screenScale is the noise of a release at the plan's share (sensitivity
+// sens in its mechanism's norm, dim coordinates), declared on a throwaway
+// accountant for g as the fit declares it: the Gaussian's deviation, the
+// Laplace scale, or the exponential mechanism's β.
+func screenScale(plan *privacy.Plan, g privacy.Grant, share string, sens float64, dim int) (float64, error) {
+	b, err := plan.Budget(share)
+	if err != nil {
+		return 0, err
 	}
 	acct, err := privacy.NewAccountant(g)
 	if err != nil {
-		return sdk.Screen{}, err
+		return 0, err
 	}
-	e, err := acct.Exponential("screen", 1/float64(s.N), b)
+	var rel interface{ Step() privacy.Step }
+	switch b.Mechanism {
+	case privacy.MechExponential:
+		rel, err = acct.Exponential(share, sens, b)
+	case privacy.MechLaplace:
+		rel, err = acct.Laplace(share, sens, dim, b)
+	default:
+		rel, err = acct.Gaussian(share, sens, dim, b)
+	}
 	if err != nil {
-		return sdk.Screen{}, err
+		return 0, err
 	}
-	return screenRows(s, plan, g, o.Rank.Value, float64(s.P)/e.Beta(), &o.clipOptions, &o.centerOptions)
+	return rel.Step().Scale, nil
 }
 
 // screenRows decides a rows estimator's screen from edge, the spectral
@@ -98,53 +109,41 @@ func screenRows(s sdk.Shape, plan *privacy.Plan, g privacy.Grant, rank int, edge
 	}
 	// Far: only with private clips (public ones are set against the data,
 	// not the reference) that land in the middle of the norms.
-	if !c.Auto() || ctr.MeanClip != nil || c.ClipQuantile-screenRanks-0.05 <= 0 || c.ClipQuantile+screenRanks+0.05 >= 1 || (!ctr.private() && rank < 2) {
+	qlo, qhi := c.ClipQuantile-screenRanks-0.05, c.ClipQuantile+screenRanks+0.05 // 0.05 for the sampled norms
+	if !c.Auto() || ctr.MeanClip != nil || qlo <= 0 || qhi >= 1 || (!ctr.private() && rank < 2) {
 		return sdk.Screen{}, nil
 	}
-	clipBudget, err := plan.Budget(shareClip)
+	beta, err := screenScale(plan, g, shareClip, 1, 1)
 	if err != nil {
 		return sdk.Screen{}, err
 	}
-	acct, err := privacy.NewAccountant(g)
-	if err != nil {
-		return sdk.Screen{}, err
-	}
-	q, err := acct.Exponential("screen quantile", 1, clipBudget)
-	if err != nil {
-		return sdk.Screen{}, err
-	}
-	if q.Beta()*screenRanks*n < math.Log(float64(len(kernel.DefaultGrid())+1)/screenMiss) {
+	if beta*screenRanks*n < math.Log(float64(len(kernel.DefaultGrid())+1)/screenMiss) {
 		return sdk.Screen{}, nil
 	}
 	ref := screenReference(rank, s.P, ctr.private())
-	lo, hi := ref.quantile(c.ClipQuantile-screenRanks-0.05)/gridStep, ref.quantile(c.ClipQuantile+screenRanks+0.05)*gridStep
-	gap := ref.gap(lo)
+	gap, hi := ref.gap(ref.quantile(qlo)/gridStep), ref.quantile(qhi)*gridStep
 	// The perturbations: the noise, the sampling error of n rows, and the
 	// private mean's error (or, uncentred, the mean's cross terms).
 	pert, mean := edge*hi+theta*(2*math.Sqrt(r/n)+r/n)+(2*math.Sqrt(p/n)+p/n)/(4*p), 2/math.Sqrt(n)
 	if ctr.private() {
 		raw := screenReference(rank, s.P, false)
-		mc := raw.quantile(c.ClipQuantile+screenRanks+0.05) * gridStep
+		mc := raw.quantile(qhi) * gridStep
 		mb, err := plan.Budget(shareMean)
 		if err != nil {
 			return sdk.Screen{}, err
 		}
-		sens := kernel.SumSensitivity(math.Sqrt(mc)) / n
-		var sd float64
-		if mb.Mechanism == privacy.MechLaplace {
-			rel, err := acct.Laplace("screen mean", sens*math.Sqrt(p), s.P, mb)
-			if err != nil {
-				return sdk.Screen{}, err
-			}
-			sd = math.Sqrt2 * rel.Scale()
-		} else {
-			rel, err := acct.Gaussian("screen mean", sens, s.P, mb)
-			if err != nil {
-				return sdk.Screen{}, err
-			}
-			sd = rel.Scale()
+		sens, laplace := kernel.SumSensitivity(math.Sqrt(mc))/n, mb.Mechanism == privacy.MechLaplace
+		if laplace {
+			sens *= math.Sqrt(p) // ℓ1 (DERIVATIONS.md §5)
 		}
-		mean = 2 * (p*sd*sd + raw.meanBias(raw.quantile(c.ClipQuantile-screenRanks-0.05)/gridStep))
+		sd, err := screenScale(plan, g, shareMean, sens, s.P)
+		if err != nil {
+			return sdk.Screen{}, err
+		}
+		if laplace {
+			sd *= math.Sqrt2
+		}
+		mean = 2 * (p*sd*sd + raw.meanBias(raw.quantile(qlo)/gridStep))
 	}
 	// The score this leaves at least (the captured-variance ratio, as the
 	// dry runs score it): every angle's sine² is at most max(t, (t/(1−t))²)
