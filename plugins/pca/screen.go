@@ -29,6 +29,11 @@ const (
 	// screenRanks is how far in rank, as a share of n, a clip quantile may
 	// stray for the screen to call a fit far.
 	screenRanks = 0.25
+	// screenMinP is the least dimension the screen calls near random at:
+	// below it a random subspace's own score spreads by more than the
+	// margin (at p = 10, r = 3 the dry runs of a hopeless pca-amin fit
+	// scored 0.063 above random), and the dry runs are cheap there.
+	screenMinP = 64
 	// screenDraws is the number of reference rows the screen draws (with a
 	// fixed seed) for the norm quantiles and the clipped eigengap.
 	screenDraws = 4000
@@ -102,7 +107,7 @@ func screenRows(s sdk.Shape, plan *privacy.Plan, g privacy.Grant, rank int, edge
 	// Near random, at any clip γ: the noise's edge is edge·γ², a spike of
 	// the clipped rows at most min(θ, 4θγ²) (a clipped row's square along
 	// a direction is at most γ² times its share of the row, about 2θ).
-	if ratio := edge / (4 * theta); ratio >= screenNearRandom {
+	if ratio := edge / (4 * theta); ratio >= screenNearRandom && s.P >= screenMinP {
 		return sdk.Screen{Verdict: sdk.CertainlyNearRandom, Why: fmt.Sprintf(
 			"the noise's spectral edge is %.3g times the largest spike the clip lets the reference model hold, "+
 				"above which no component stands out", ratio)}, nil

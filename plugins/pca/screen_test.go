@@ -22,10 +22,11 @@ type screenCase struct {
 	n, p   int
 	rank   int
 	center string
+	clip   string // "" for the default (auto)
 }
 
 func (c screenCase) String() string {
-	return fmt.Sprintf("%s %s n=%d p=%d r=%d center=%s", c.est.Info().Name, grantText(c.grant), c.n, c.p, c.rank, c.center)
+	return fmt.Sprintf("%s %s n=%d p=%d r=%d center=%s clip=%s", c.est.Info().Name, grantText(c.grant), c.n, c.p, c.rank, c.center, c.clip)
 }
 
 // grantText writes g for a test's name.
@@ -36,8 +37,8 @@ func grantText(g privacy.Grant) string {
 	return fmt.Sprintf("(ε=%g, δ=%g)", g.Epsilon, g.Delta)
 }
 
-// screenGrid is a grid of shapes, budgets, ranks and centrings on which
-// dplr plan's dry runs finish, wide shapes (p = 400) included.
+// screenGrid is a grid of shapes, budgets, ranks, centrings and clips on
+// which dplr plan's dry runs finish, wide shapes (p = 400) included.
 func screenGrid() []screenCase {
 	var out []screenCase
 	shapes := [][2]int{{200, 10}, {2000, 30}, {1000, 100}, {20000, 30}, {1797, 64}, {1000, 400}}
@@ -48,14 +49,26 @@ func screenGrid() []screenCase {
 			}
 			for _, center := range []string{"private", "none"} {
 				for _, eps := range []float64{0.1, 1, 8} {
-					out = append(out, screenCase{AnalyzeGauss{}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: 1e-6}, sh[0], sh[1], r, center})
+					out = append(out, screenCase{AnalyzeGauss{}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: eps, Delta: 1e-6}, sh[0], sh[1], r, center, ""})
 				}
 				if sh[1] > 100 {
 					continue // pca-amin's dry runs at p = 400 take longer than the plan's time limit
 				}
 				for _, eps := range []float64{0.5, 8} {
-					out = append(out, screenCase{Amin{}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}, sh[0], sh[1], r, center})
+					out = append(out, screenCase{Amin{}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: eps}, sh[0], sh[1], r, center, ""})
 				}
+			}
+		}
+	}
+	// Public clips (applied to the reference as given), on small n.
+	for _, clip := range []string{"0.3", "3"} {
+		for _, sh := range [][2]int{{200, 100}, {400, 200}} {
+			for _, r := range []int{3, 10} {
+				out = append(out,
+					screenCase{AnalyzeGauss{}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 0.1, Delta: 1e-6}, sh[0], sh[1], r, "private", clip},
+					screenCase{AnalyzeGauss{}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 0.5, Delta: 1e-6}, sh[0], sh[1], r, "none", clip},
+					screenCase{Amin{}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 0.5}, sh[0], sh[1], r, "private", clip},
+					screenCase{Amin{}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 0.1}, sh[0], sh[1], r, "none", clip})
 			}
 		}
 	}
@@ -74,6 +87,9 @@ func TestScreenAgreesWithDryRuns(t *testing.T) {
 	decided := map[sdk.Verdict]int{}
 	for _, c := range screenGrid() {
 		raw := map[string]string{"rank": fmt.Sprint(c.rank), "center": c.center}
+		if c.clip != "" {
+			raw["clip"] = c.clip
+		}
 		shape := sdk.Shape{Kind: data.Rows, N: c.n, P: c.p}
 		check, err := sdk.PlanOf(ctx, c.est, raw, c.grant, shape, gen.Reference, sdk.PlanIndicator)
 		require.NoError(t, err, c)
