@@ -39,7 +39,8 @@ type Plan struct {
 	ExpectedScore float64 `json:"expected_score"`
 	RandomScore   float64 `json:"random_score"`
 	// NearRandom: the expected score is within NearRandomMargin of a
-	// random subspace's.
+	// random subspace's (or, when not Scored, the public screen says so:
+	// see Screener).
 	NearRandom bool `json:"near_random"`
 	// Note says what the indicator is, or why it was not computed.
 	Note string `json:"note"`
@@ -60,6 +61,9 @@ type PlanStep struct {
 func (p Plan) Warning() string {
 	if !p.NearRandom {
 		return ""
+	}
+	if !p.Scored { // the public screen decided (Screener)
+		return fmt.Sprintf("the plan expects a result near random: %s; consider a larger budget, fewer components or another estimator (see `dplr plan`)", p.Note)
 	}
 	return fmt.Sprintf("the plan expects a result near random: on a public reference model of this shape the estimator scores %.3f, "+
 		"a random subspace %.3f (1 is the true subspace); your data may be easier or harder, but consider a larger budget, "+
@@ -145,6 +149,11 @@ const planSeed = 0x706c616e
 // (declaredSteps) and the indicator is not computed; when the runs do not
 // finish within PlanTimeout or fail, nothing is planned, and Plan.Note
 // says why.
+// Before any dry run the estimator's public screen (Screener), where it
+// has one, may decide the indicator from the plan's noise alone: a fit's
+// pre-flight (PlanIndicator) then runs no dry run, and dplr plan takes
+// its verdict where the dry runs give none; Plan.Note says which way the
+// indicator was decided.
 // An error is a request the estimator refuses on its parameters and shape
 // (a dry run's failure is a note: it is about the reference data).
 func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, mode PlanMode) (Plan, error) {
@@ -152,6 +161,15 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	if err != nil {
 		return Plan{}, err
 	}
+	sc := screenOf(prep, s, g)
+	if mode == PlanIndicator && sc.Verdict != Undecided {
+		return Plan{NearRandom: sc.Verdict == CertainlyNearRandom, Note: screenNote(sc)}, nil
+	}
+	return screened(runPlan(ctx, est, raw, g, s, ref, mode, prep), sc), nil
+}
+
+// runPlan is PlanOf's plan from dry runs, within the caps.
+func runPlan(ctx context.Context, est Estimator, raw map[string]string, g privacy.Grant, s Shape, ref Reference, mode PlanMode, prep *prepared) Plan {
 	fits := 1.0
 	if sel := selectionOf(prep.opts); sel != nil {
 		fits = float64(len(sel.cands) + 1) // a private selection fits every candidate and the chosen one
@@ -167,6 +185,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		}
 	}
 	var footprint int64
+	var err error
 	if run.N >= 2 {
 		_, footprint, err = Prepare(est.Info(), raw, run)
 	}
@@ -175,7 +194,7 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 		if mode == PlanFull {
 			p = declaredSteps(prep, s, g, p)
 		}
-		return p, nil
+		return p
 	}
 	rank := max(1, boundRank(prep.opts))
 	limit := PlanTimeout
@@ -204,9 +223,9 @@ func PlanOf(ctx context.Context, est Estimator, raw map[string]string, g privacy
 	}()
 	select {
 	case p := <-done:
-		return p, nil
+		return p
 	case <-ctx.Done():
-		return Plan{Note: fmt.Sprintf("%s within %s", planNoteLate, limit.Round(time.Millisecond))}, nil
+		return Plan{Note: fmt.Sprintf("%s within %s", planNoteLate, limit.Round(time.Millisecond))}
 	}
 }
 

@@ -2,6 +2,7 @@ package pca
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,8 +66,8 @@ func TestPlanStepsAreTheFitsSteps(t *testing.T) {
 
 // TestPlanNearRandom: a pure-ε request on a tiny data set is near random;
 // a well-powered Analyze Gauss request is not; a Fashion-MNIST-sized one
-// is planned from runs on fewer rows, except in a fit's pre-flight (p³ is
-// above its cap), and a wider one is above every cap and says so, its
+// is planned from runs on fewer rows, except in a fit's pre-flight, which
+// the public screen decides far from random, and a wider one is above every cap and says so, its
 // steps those of the declared plan;
 // a tall one gets its steps from a run on fewer rows and its indicator
 // from runs on fewer rows at a scaled budget, in a fit's pre-flight too.
@@ -99,10 +100,17 @@ func TestPlanNearRandom(t *testing.T) {
 		assert.Greater(t, fmnist.ExpectedScore, 0.8)
 		assert.NotEmpty(t, fmnist.Steps, "the steps come from a run on fewer rows")
 	}
+	// The README's Fashion-MNIST fit (clip=auto, center=private): its
+	// pre-flight is decided far from random by the public screen, without
+	// a dry run.
 	check, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "10"}, approx, fmnistShape, gen.Reference, sdk.PlanIndicator)
 	require.NoError(t, err)
 	assert.False(t, check.Scored)
-	assert.Contains(t, check.Note, "not computed")
+	assert.False(t, check.NearRandom)
+	assert.True(t, strings.HasPrefix(check.Note, sdk.ScreenDecided+", without a dry run: far from random"), check.Note)
+	if !fmnist.Late() {
+		assert.Contains(t, fmnist.Note, "the public screen agrees")
+	}
 	wide, err := sdk.PlanOf(ctx, AnalyzeGauss{}, map[string]string{"rank": "10"}, approx, sdk.Shape{Kind: data.Rows, N: 60000, P: 1100}, gen.Reference, sdk.PlanFull)
 	require.NoError(t, err)
 	assert.False(t, wide.Scored)
@@ -130,7 +138,8 @@ func TestPlanNearRandom(t *testing.T) {
 	}
 
 	// A fit's pre-flight on a tall data set warns when its budget is far
-	// too small, and computes no steps.
+	// too small, and computes no steps (p = 50 is below the public
+	// screen's floor for near random: the scaled dry runs decide).
 	hopeless, err := sdk.PlanOf(ctx, Amin{}, map[string]string{"rank": "3"}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1e-4},
 		sdk.Shape{Kind: data.Rows, N: 1000000, P: 50}, gen.Reference, sdk.PlanIndicator)
 	require.NoError(t, err)

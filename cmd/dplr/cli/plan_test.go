@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -68,4 +70,30 @@ func TestFitKeepsItsPlan(t *testing.T) {
 		require.Equal(t, ExitOK, r.code, r.stderr)
 		assert.Len(t, kept(), []int{1, 1, 2}[i], "after fit %d", i+1)
 	}
+}
+
+// TestFitWarnsNearRandomOnWideData: a pure-ε fit on wide data (pca-amin,
+// 1000×784, ε = 0.5, rank 10: above the dry runs' caps) prints the
+// near-random warning even with --quiet, before anything is reserved: a
+// fit refused there (its output cannot be written) has warned and spent
+// nothing. The public screen decided it (the kept check says so).
+func TestFitWarnsNearRandomOnWideData(t *testing.T) {
+	plug, home := transformPlugins(t), t.TempDir()
+	data := filepath.Join(t.TempDir(), "wide")
+	g := dplr(t, "", "gen", "spiked", "--out", data, "--set", "n=1000", "--set", "p=784", "--seed", "7")
+	require.Equal(t, ExitOK, g.code, g.stderr)
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	var so, se bytes.Buffer
+	code := Main([]string{"fit", "--plugin-dir", plug, "--home", home, "pca-amin", "--data", data,
+		"--epsilon", "0.5", "--set", "rank=10", "--out", filepath.Join(file, "o"), "--quiet"}, &so, &se)
+	assert.NotEqual(t, ExitOK, code)
+	assert.Contains(t, se.String(), "dplr: warning: the plan expects a result near random")
+	assert.Empty(t, history(t, home, data))
+	kept, err := filepath.Glob(filepath.Join(home, "checks", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	check, err := os.ReadFile(kept[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(check), "decided by the public screen, without a dry run: near random")
 }
