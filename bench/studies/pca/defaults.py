@@ -1,10 +1,13 @@
-"""The centred captured-variance ratio of private rank-10 PCA on the
-Fashion-MNIST training images (pixels / 255) with each estimator's
-defaults (δ = 1e-6), through the Python client and the host: the median of
-RUNS fresh-noise fits per ε (1 = non-private centred PCA at rank 10).
+"""The centred captured-variance ratio of private PCA with each
+estimator's defaults (δ = 1e-6; the rank and the budget only), through the
+Python client and the host: the median of RUNS fresh-noise fits per ε
+(1 = non-private centred PCA at that rank). DATA=fmnist (the default): the
+Fashion-MNIST training images (pixels / 255) at rank 10; DATA=digits:
+scikit-learn's digits at rank 5.
 
     make build BACKEND=openblas
-    PATH=$PWD/bin:$PATH EST=pca-analyze-gauss python3 bench/studies/pca/fmnist_defaults.py 10 0.5,1,4
+    PATH=$PWD/bin:$PATH EST=pca-analyze-gauss python3 bench/studies/pca/defaults.py 10 0.5,1,4
+    PATH=$PWD/bin:$PATH EST=pca-analyze-gauss DATA=digits python3 bench/studies/pca/defaults.py 9 1
 """
 import gzip
 import os
@@ -22,13 +25,18 @@ IMAGES = os.environ.get("FMNIST", "/usr/share/datasets/fashion-mnist/train-image
 
 def main() -> None:
     runs, eps_list = int(sys.argv[1]), [float(e) for e in sys.argv[2].split(",")]
-    with gzip.open(IMAGES) as f:
-        X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784).astype(np.float64) / 255
+    if os.environ.get("DATA", "fmnist") == "digits":
+        from sklearn.datasets import load_digits
+
+        X, k = load_digits().data.astype(np.float64), 5
+    else:
+        with gzip.open(IMAGES) as f:
+            X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784).astype(np.float64) / 255
+        k = 10
     Xc = X - X.mean(0)
     C = Xc.T @ Xc / len(X)
-    k = 10
     top = np.linalg.eigvalsh(C)[::-1][:k].sum()
-    path = os.path.join(tempfile.mkdtemp(), "fmnist.npy")
+    path = os.path.join(tempfile.mkdtemp(), "data.npy")
     np.save(path, X)
     for est in os.environ.get("EST", "pca-analyze-gauss,pca-amin").split(","):
         for eps in eps_list:
