@@ -11,6 +11,7 @@ import (
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // Names of the FedRep estimators.
@@ -406,7 +407,7 @@ func chooseClip(ctx context.Context, run *sdk.Run, eng *usersData, u *mat.Dense,
 		if err != nil {
 			return fmt.Errorf("clip quantile: %w", err)
 		}
-		if c.clip, err = privateQuantile(run, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start", c.clipQ), hist, c.clipQ, plan.tune); err != nil {
+		if c.clip, err = clip.PrivateNorm(run.Acct, run.Rand, fmt.Sprintf("clip: %g-quantile of the users' gradient norms at the start", c.clipQ), plan.tune, hist, c.clipQ); err != nil {
 			return err
 		}
 		eng.psi = c.clip
@@ -606,7 +607,7 @@ func initialU(ctx context.Context, run *sdk.Run, prob *fedrepProblem, c *fedrepC
 		if err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
-		if c.initClip, err = privateQuantile(run, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms", c.clipQ), hist, c.clipQ, plan.tune); err != nil {
+		if c.initClip, err = clip.PrivateNorm(run.Acct, run.Rand, fmt.Sprintf("init_clip: %g-quantile of the users' U-statistic norms", c.clipQ), plan.tune, hist, c.clipQ); err != nil {
 			return nil, fmt.Errorf("initialization: %w", err)
 		}
 	}

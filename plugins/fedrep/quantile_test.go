@@ -12,6 +12,7 @@ import (
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
+	"github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // TestPrivateClipDefaults: with neither clip given, fedrep-private declares
@@ -70,7 +71,7 @@ func TestPrivateClipFewUsers(t *testing.T) {
 		run := &sdk.Run{Acct: acct, Rand: privacy.NewSeededSource(uint64(n))}
 		var off []float64
 		for i := 0; i < 200; i++ {
-			q, err := privateQuantile(run, "median", h, 0.5, b)
+			q, err := clip.PrivateNorm(run.Acct, run.Rand, "median", b, h, 0.5)
 			require.NoError(t, err)
 			off = append(off, math.Abs(math.Log2(q/median)))
 		}

@@ -10,9 +10,7 @@ import (
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
-	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
-	"github.com/dplr/dplr/plugins/internal/clip"
 )
 
 // The one data path of the FedRep estimators (DERIVATIONS.md §14): every
@@ -161,7 +159,8 @@ func (r *usersData) fitHeads(ctx context.Context, u []float64, heads *mat.Dense)
 }
 
 // gradHist is the histogram of the users' gradient norms at U (round 0's
-// rows) on kernel.DefaultGrid.
+// rows) on kernel.DefaultGrid, which clip.PrivateNorm reads (replacing a
+// user moves each count by at most one; DERIVATIONS.md §12).
 func (r *usersData) gradHist(ctx context.Context, u []float64) ([]float64, error) {
 	res, err := pass.UsersGradientHistKind.Run(ctx, r.ds, pass.GradientHistRequest{UsersData: r.base, UsersModel: r.model(u), UsersRounds: r.rounds(0), Edges: kernel.DefaultGrid()})
 	if err != nil {
@@ -178,22 +177,6 @@ func (r *usersData) ustatHist(ctx context.Context) ([]float64, error) {
 		return nil, err
 	}
 	return res.Counts, nil
-}
-
-// privateQuantile releases the q-quantile of the users' norms whose
-// counts on kernel.DefaultGrid are h (gradHist, ustatHist) with the
-// exponential mechanism, one declared step at budget b (clip.PrivateNorm:
-// replacing a user moves each count by at most one; DERIVATIONS.md §12).
-func privateQuantile(run *sdk.Run, name string, h []float64, q float64, b privacy.Budget) (float64, error) {
-	counts := make([]int64, len(h))
-	for k, v := range h {
-		counts[k] = int64(v) // integers, checked by pass.CheckResult
-	}
-	v, err := clip.PrivateNorm(run.Acct, run.Rand, name, b, counts, q)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
-	}
-	return v, nil
 }
 
 // ustatMean is (1/n) Σ_i clip(Z_i, ψ_init) and the clipped count.

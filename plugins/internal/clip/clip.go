@@ -62,17 +62,20 @@ func (o *Options) Value() float64 { return o.value }
 // pass) with the exponential mechanism (quantile.ReleaseCounts), declared
 // with acct as the exponential step name at budget b. Replacing a row
 // moves each count by at most one, so the utility's sensitivity is 1
-// (plugins/pca/DERIVATIONS.md §6). It declares the step only when the
-// counts are well formed (non-negative, len(grid)+1 of them).
-func PrivateNorm(acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, counts []int64, q float64) (float64, error) {
+// (plugins/pca/DERIVATIONS.md §6). The counts are a pass's (rows or
+// users): it declares the step only when they are well formed
+// (non-negative integers, len(grid)+1 of them).
+func PrivateNorm(acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, cells []float64, q float64) (float64, error) {
 	grid := kernel.DefaultGrid()
-	if len(counts) != len(grid)+1 {
-		return 0, fmt.Errorf("norm quantile: %d cell counts for a grid of %d points", len(counts), len(grid))
+	if len(cells) != len(grid)+1 {
+		return 0, fmt.Errorf("%s: %d cell counts for a grid of %d points", name, len(cells), len(grid))
 	}
-	for k, c := range counts {
-		if c < 0 {
-			return 0, fmt.Errorf("norm quantile: cell count %d = %d is negative", k, c)
+	counts := make([]int64, len(cells))
+	for k, c := range cells {
+		if c < 0 || c != math.Trunc(c) || c > math.MaxInt64/2 {
+			return 0, fmt.Errorf("%s: cell count %d = %v is not a non-negative integer", name, k, c)
 		}
+		counts[k] = int64(c)
 	}
 	rel, err := acct.Exponential(name, 1, b)
 	if err != nil {

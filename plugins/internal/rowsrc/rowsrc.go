@@ -72,11 +72,7 @@ func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd 
 	if err != nil {
 		return 0, err
 	}
-	counts := make([]int64, len(res.Counts))
-	for k, v := range res.Counts {
-		counts[k] = int64(v) // integers, checked by pass.CheckResult
-	}
-	return clip.PrivateNorm(acct, rnd, name, b, counts, q)
+	return clip.PrivateNorm(acct, rnd, name, b, res.Counts, q)
 }
 
 // Sum returns Σ_i min(1, c/‖x_i − μ‖)·(x_i − μ) (μ nil: 0; c ≤ 0: the
