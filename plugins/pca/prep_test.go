@@ -57,7 +57,19 @@ func TestClipAutoPlanAndOutputs(t *testing.T) {
 				assert.Equal(t, []int{1, 8}, []int{r, p})
 				assert.Positive(t, scalar(t, res, "mean_clip"))
 				if _, ok := c.est.(AnalyzeGauss); ok { // two steps under a Gaussian plan, one under pca-amin's pure split
-					assert.Positive(t, scalar(t, res, "mean_radius"))
+					// Each step's declared sensitivity is 2·(its clip)/n:
+					// the first clips the rows about 0 to mean_clip, the
+					// second their offsets from the first (public) mean to
+					// mean_radius (DERIVATIONS.md §5.2).
+					n := float64(g.Data.N())
+					for _, s := range acct.Steps() {
+						switch s.Name {
+						case "mean (first step)":
+							assert.InEpsilon(t, 2*scalar(t, res, "mean_clip")/n, s.QuerySensitivity, 1e-12)
+						case "mean (second step, about the first)":
+							assert.InEpsilon(t, 2*scalar(t, res, "mean_radius")/n, s.QuerySensitivity, 1e-12)
+						}
+					}
 				}
 			}
 		})
