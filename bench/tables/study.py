@@ -32,6 +32,7 @@ Run from the repository root after `make build`:
     python3 bench/tables/study.py --runs 5 --eps 0.5,1,2,4 --out bench/results/tables.json
 
 It needs python3-sklearn, python3-vega-datasets and r-cran-mass (Debian).
+``--tables small`` fits seven smaller MASS tables and iris instead.
 """
 
 from __future__ import annotations
@@ -90,6 +91,29 @@ def tables() -> dict:
     return out
 
 
+SMALL = ["Pima.tr", "crabs", "birthwt", "fgl", "UScereal", "Cars93", "biopsy"]
+
+
+def small_tables() -> dict:
+    """Smaller public tables: MASS's numeric columns (rows with a missing value dropped) and iris."""
+    from sklearn import datasets as sk
+
+    out = {}
+    with tempfile.TemporaryDirectory() as t:
+        for name in SMALL:
+            path = os.path.join(t, name + ".csv")
+            subprocess.run(["Rscript", "-e", f'd <- MASS::{name}; d <- na.omit(d[sapply(d, is.numeric)]); '
+                            f'write.csv(d, "{path}", row.names=FALSE)'], check=True, capture_output=True)
+            with open(path) as f:
+                header = [h.strip('"') for h in f.readline().strip().split(",")]
+            X = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+            keep = X.std(axis=0) > 0
+            out[name] = (X[:, keep], [h for h, k in zip(header, keep) if k])
+    i = sk.load_iris()
+    out["iris"] = (i.data, list(i.feature_names))
+    return out
+
+
 def captured(C: np.ndarray, basis: np.ndarray, k: int) -> float:
     """tr(QᵀCQ) / (top-k eigenvalues of C) for Q an orthonormal basis of span(basis)."""
     q, _ = np.linalg.qr(basis)
@@ -113,7 +137,7 @@ def run(args) -> dict:
         except ValueError:
             pass
     cls = dplr.estimator_class(args.estimator)
-    for name, (X, cols) in tables().items():
+    for name, (X, cols) in (small_tables() if args.tables == "small" else tables()).items():
         X = np.tile(X, (args.tile, 1))
         n, p = X.shape
         mu, sd = X.mean(axis=0), X.std(axis=0)
@@ -195,6 +219,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tile", type=int, default=1,
                     help="repeat every row this many times: the same population at k times the rows")
+    ap.add_argument("--tables", choices=["main", "small"], default="main",
+                    help="main: diabetes, wine, breast cancer, cars, Boston; small: 65-683 rows from MASS and iris")
     ap.add_argument("--out", help="JSON results (the markdown table goes to stdout)")
     args = ap.parse_args()
     dplr.config.binary = str(ROOT / "bin" / "dplr")

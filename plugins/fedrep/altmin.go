@@ -64,7 +64,7 @@ type altminPlan struct {
 // Δ = √(8 ln(1/δ))/ε (×√T with every user in every iteration), charged at
 // its true zCDP cost, and the start gets what remains. Every refusal is
 // decided from public quantities, before any spend.
-func (o *altminOptions) Plan(_ sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
+func (o *altminOptions) Plan(s sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
 	share := o.InitShare
 	privInit := o.Init == "private"
 	if !privInit {
@@ -77,8 +77,9 @@ func (o *altminOptions) Plan(_ sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error)
 	rest := 1.0
 	var shares []privacy.Share
 	if o.autoInitClip() {
-		rest = 1 - o.TuneShare
-		shares = append(shares, privacy.Share{Name: "tune", Weight: o.TuneShare, Mechanism: privacy.MechExponential})
+		w := tuneWeight(o.TuneShare, s.Users, 1, g)
+		rest = 1 - w
+		shares = append(shares, privacy.Share{Name: "tune", Weight: w, Mechanism: privacy.MechExponential})
 	}
 	wA, wB := o.AShare*(1-share)*rest, (1-o.AShare)*(1-share)*rest
 	wInit := share * rest

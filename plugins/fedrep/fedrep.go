@@ -112,7 +112,8 @@ type fedrepConfig struct {
 	initShare  float64
 	// The private defaults (DERIVATIONS.md §12): the step's scale η·ψ, the
 	// quantile a private clip sits at, and the budget share for the quantiles.
-	stepScale, clipQ, tuneShare float64
+	stepScale, clipQ float64
+	tuneShare        *float64 // tune_share, or nil for tuneWeight's default
 	noise                       string // exact, zcdp or paper (private estimators)
 }
 
@@ -224,8 +225,9 @@ func fedrepSpec(c *fedrepConfig, n int, g privacy.Grant) (sdk.PlanSpec, error) {
 	tunes := c.tunes()
 	rest := 1.0 // the share left for the start and the rounds
 	if tunes > 0 {
-		shares = append(shares, privacy.Share{Name: "tune", Weight: c.tuneShare, Steps: tunes, Mechanism: privacy.MechExponential})
-		rest = 1 - c.tuneShare
+		w := tuneWeight(c.tuneShare, n, tunes, g)
+		shares = append(shares, privacy.Share{Name: "tune", Weight: w, Steps: tunes, Mechanism: privacy.MechExponential})
+		rest = 1 - w
 	}
 	switch c.noise {
 	case "paper":
@@ -253,6 +255,22 @@ func fedrepSpec(c *fedrepConfig, n int, g privacy.Grant) (sdk.PlanSpec, error) {
 		shares = append(shares, gauss("init", rest*c.initShare, 0), gauss("rounds", rest*(1-c.initShare), T))
 	}
 	return sdk.PlanSpec{Noise: planNoise(c.noise), Shares: shares}, nil
+}
+
+// The bounds of tune_share's default (tuneWeight).
+const (
+	tuneShareMin = 0.04
+	tuneShareMax = 0.2
+)
+
+// tuneWeight is tune_share, or its default for k private clip quantiles
+// over n users under g: clip.DefaultShare between tuneShareMin and
+// tuneShareMax (DERIVATIONS.md §12).
+func tuneWeight(share *float64, n, k int, g privacy.Grant) float64 {
+	if share != nil {
+		return *share
+	}
+	return clip.DefaultShare(n, k, g, false, tuneShareMin, tuneShareMax)
 }
 
 // totalRho is the zCDP budget of grant g (privacy.Accountant.TotalRho).

@@ -112,7 +112,7 @@ type autoOptions struct {
 	Clip         *float64 `param:"clip" gt:"0" doc:"ψ: Frobenius bound on each user's gradient (default: chosen privately as the clip_quantile quantile of the users' gradient norms at the start, by the exponential mechanism paid from tune_share; DERIVATIONS.md §12)"`
 	InitClip     *float64 `param:"init_clip" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic Z_i (default: chosen privately as the clip_quantile quantile of the users' ‖Z_i‖_F, paid from tune_share; DERIVATIONS.md §12)"`
 	ClipQuantile float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"quantile of the users' norms a privately chosen clip sits at (0.5: half the users are clipped)"`
-	TuneShare    float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private clip quantiles (split evenly between them; nothing is spent when both clips are given)"`
+	TuneShare    *float64 `param:"tune_share" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private clip quantiles (split evenly between them; nothing is spent when both clips are given). Default: 0.04, raised up to 0.2 when the users are too few for each quantile to find its value at 0.04 (a function of the number of users, the quantiles and the grant only; DERIVATIONS.md §12)"`
 }
 
 // fill copies the auto options into the algorithm's configuration.
@@ -225,7 +225,7 @@ type altminOptions struct {
 	Init           string   `param:"init" default:"private" choices:"private,random" doc:"private: the same private U-statistic start as fedrep-private (DERIVATIONS.md §2); random: data-independent"`
 	InitClip       *float64 `param:"init_clip" gt:"0" doc:"ψ_init: Frobenius bound on each user's U-statistic (default: chosen privately as the clip_quantile quantile of the users' ‖Z_i‖_F, paid from tune_share, DERIVATIONS.md §12; noise=paper: 50)"`
 	ClipQuantile   float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"quantile of the users' U-statistic norms a privately chosen init_clip sits at"`
-	TuneShare      float64  `param:"tune_share" default:"0.04" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private init_clip quantile (nothing when init_clip is given or init=random)"`
+	TuneShare      *float64 `param:"tune_share" min:"0.001" max:"0.5" doc:"fraction of the budget spent on the private init_clip quantile (nothing when init_clip is given or init=random). Default: 0.04, raised up to 0.2 when the users are too few for the quantile to find its value at 0.04 (DERIVATIONS.md §12)"`
 	InitShare      float64  `param:"init_share" default:"0.2" min:"0.001" max:"0.999" doc:"fraction of the budget spent on the initialization"`
 	AShare         float64  `param:"a_share" default:"0.5" min:"0.01" max:"0.99" doc:"fraction of the loop's budget spent on the dk×dk statistic A (the rest goes to b)"`
 	sdk.Noise      `choices:"exact,zcdp,paper" default:"exact" doc:"exact (the default): the budget split init_share / (1 − init_share) and a_share between A and b in Gaussian DP (μ² split, σ from the grant's exact (ε, δ) curve), the least noise any valid accounting allows; zcdp: the same split in replace-one zCDP (about 7 % more noise at (1, 1e-6)); paper: Jain et al.'s noise multiplier √(8 ln(1/δ))/ε on both statistics (σ = sensitivity × multiplier; needs an (ε, δ) grant with ε ≤ ln(1/δ), and with groups=all it is multiplied by √T); their true zCDP cost is what is charged and the initialization gets the rest (DERIVATIONS.md §5.4)"`

@@ -237,18 +237,20 @@ func clippedMatrix(ctx context.Context, src *rowsrc.Source, clip float64) (*mat.
 	return a, clipped, nil
 }
 
-// spec is the plan of an orbit fit: shares under noise (pure: fractions
-// of ε, planned by privacy.NewPurePlan) with, under clip=auto, a first
-// share clip_share for the private norm quantile (the other weights scaled
-// to the rest).
-func (o *base) spec(noise string, pure bool, shares ...privacy.Share) sdk.PlanSpec {
+// spec is the plan of an orbit fit on data of shape s under grant g:
+// shares under noise (pure: fractions of ε, planned by
+// privacy.NewPurePlan) with, under clip=auto, a first share clip_share
+// (its default sized to s.N and g: rowclip.Options.Share) for the private
+// norm quantile, the other weights scaled to the rest.
+func (o *base) spec(s sdk.Shape, g privacy.Grant, noise string, pure bool, shares ...privacy.Share) sdk.PlanSpec {
 	if !o.Options.Auto() {
 		return sdk.PlanSpec{Noise: noise, Pure: pure, Shares: shares}
 	}
-	out := []privacy.Share{{Name: rowclip.ShareName, Weight: o.ClipShare, Mechanism: privacy.MechExponential}}
-	for _, s := range shares {
-		s.Weight *= 1 - o.ClipShare
-		out = append(out, s)
+	w := o.Options.Share(s.N, 1, g, pure, 0)
+	out := []privacy.Share{{Name: rowclip.ShareName, Weight: w, Mechanism: privacy.MechExponential}}
+	for _, sh := range shares {
+		sh.Weight *= 1 - w
+		out = append(out, sh)
 	}
 	return sdk.PlanSpec{Noise: noise, Pure: pure, Shares: out}
 }

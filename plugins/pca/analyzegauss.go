@@ -39,8 +39,9 @@ numeric clip the plan is Gaussian only and the exact Gaussian-DP curve gives abo
 than zero-concentrated DP, noise=zcdp, at ε = 1, δ = 1e-6; with clip=auto the pure quantile step
 joins through the privacy loss distribution and σ is about 6 % below zCDP's; the result's
 guarantee names the accountant that produced its figures);
-clip=auto spends 10 % of the budget (clip_share) on a private median of the row norms and uses
-it as the clip (released as output clip); center=private subtracts a privately estimated mean
+clip=auto spends 10 % of the budget (clip_share; up to 30 % on a few hundred rows, where 10 %
+cannot find the median) on a private median of the row norms and uses it as the clip (released
+as output clip); center=private subtracts a privately estimated mean
 first (released as output mean, so dplr transform can project new rows). A clip you give yourself
 must be chosen without looking at the data; the largest possible row norm is always safe but
 usually adds far more noise than needed.
@@ -94,7 +95,7 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 // preprocessing and the second-moment release; feature_scale=private is
 // refused when it cannot locate any column's scale.
 func (o *analyzeGaussOptions) Plan(s sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
-	shares, rest := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions, privacy.MechGaussian).shares(privacy.MechGaussian)
+	shares, rest := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions, privacy.MechGaussian).sized(&o.clipOptions, s.N, g, false).shares(privacy.MechGaussian)
 	spec := sdk.PlanSpec{Noise: o.Noise.Value, Shares: append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})}
 	return spec, o.checkScalesLocatable(s, g, spec.New)
 }

@@ -64,10 +64,19 @@ func newPrepPlan(p int, c *clipOptions, ctr *centerOptions, meanMech privacy.Mec
 		pp.quantiles++
 	}
 	if pp.quantiles > 0 {
-		pp.clipShare = c.ClipShare
+		pp.clipShare = c.Share(0, 0, privacy.Grant{}, false, 0) // clip_share, or MinShare until sized
 	}
 	if ctr.scaled() {
 		pp.scaleShare = ctr.FeatureScaleShare
+	}
+	return pp
+}
+
+// sized sets clip_share's default for n rows under grant g (pure: the
+// plan's weights are fractions of ε; clip.Options.Share).
+func (pp prepPlan) sized(c *clipOptions, n int, g privacy.Grant, pure bool) prepPlan {
+	if pp.quantiles > 0 {
+		pp.clipShare = c.Share(n, pp.quantiles, g, pure, pp.meanShare+pp.scaleShare)
 	}
 	return pp
 }

@@ -29,10 +29,68 @@ const ShareName = "norm quantile (clip=auto)"
 // released as the output "clip"). Call Parse in the options' Check.
 type Options struct {
 	Clip         string  `param:"clip" default:"auto" doc:"row-norm bound: rows longer than it are scaled down to it, which is what bounds one person's influence. auto (the default): spend clip_share of the budget on a private clip_quantile-quantile of the row norms (of the centred rows with center=private) and use it; the chosen value is released as output clip. A number: your own public bound, chosen without looking at the private data (it then costs nothing)"`
-	ClipShare    float64 `param:"clip_share" default:"0.1" min:"0.001" max:"0.5" doc:"with clip=auto (or an automatic mean clip): the fraction of the budget spent on the private norm quantiles"`
+	ClipShare    *float64 `param:"clip_share" min:"0.001" max:"0.5" doc:"with clip=auto (or an automatic mean clip): the fraction of the budget spent on the private norm quantiles (default: 0.1, raised up to 0.3 when the rows are too few for each quantile to find its value at 0.1; a function of n, the number of quantiles and the grant only)"`
 	ClipQuantile float64 `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"with clip=auto: which quantile of the row norms becomes the clip (0.5: the median norm)"`
 
 	value float64 // the public clip; 0 with clip=auto
+}
+
+// The bounds of clip_share's default (Share).
+const (
+	MinShare = 0.1 // the default wherever the quantiles locate their values at it
+	MaxShare = 0.3 // the most the default takes on small data
+)
+
+// Share is clip_share, or its default for k private quantiles of n rows
+// (DefaultShare between MinShare and MaxShare, in a plan whose weights are
+// fractions of the grant's ε when pure, of its ρ otherwise). others is the
+// weight the plan's other preprocessing shares take: the default never
+// leaves the estimate less than half of the grant (nor goes below
+// MinShare).
+func (o *Options) Share(n, k int, g privacy.Grant, pure bool, others float64) float64 {
+	if o.ClipShare != nil {
+		return *o.ClipShare
+	}
+	return DefaultShare(n, k, g, pure, MinShare, max(MinShare, min(MaxShare, 0.5-others)))
+}
+
+// DefaultShare is the smallest weight in [lo, hi] at which each of k
+// private medians of n records, drawn with the exponential mechanism on
+// kernel.DefaultGrid from an equal part of the weight, reaches the inverse
+// temperature quantile.LocatingBeta at its nominal conversion:
+// β = ε/(2k) of the weight's ε in a pure plan, √(2ρ/k) of its ρ otherwise
+// (an exact plan's scaling only raises β). It is sized for the median
+// whatever quantile is asked, so that fits which differ only in their
+// quantile are planned alike (a private selection among them needs that);
+// a quantile far from the median needs a larger clip_share. Everything
+// it reads is public, so the share is too (plugins/pca/DERIVATIONS.md §6).
+func DefaultShare(n, k int, g privacy.Grant, pure bool, lo, hi float64) float64 {
+	if k < 1 {
+		return lo
+	}
+	beta := quantile.LocatingBeta(0.5, n, len(kernel.DefaultGrid()))
+	var need float64
+	if pure {
+		eps := g.Epsilon
+		if g.Kind == privacy.GrantZCDP {
+			eps = math.Sqrt(2 * g.Rho)
+		}
+		need = 2 * beta * float64(k) / eps
+	} else {
+		rho := g.Rho
+		if g.Kind != privacy.GrantZCDP {
+			r, err := privacy.RhoForEpsDelta(g.Epsilon, g.Delta)
+			if err != nil {
+				return lo // the grant is refused elsewhere
+			}
+			rho = r
+		}
+		need = beta * beta * float64(k) / (2 * rho)
+	}
+	if math.IsNaN(need) {
+		return lo
+	}
+	return min(hi, max(lo, need))
 }
 
 // Parse reads clip=auto or a positive finite number.

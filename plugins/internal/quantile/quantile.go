@@ -100,6 +100,19 @@ func Sample(u []float64, beta float64, rnd Uniform) (int, error) {
 	return len(w) - 1, nil
 }
 
+// LocatingBeta is the inverse temperature at which the exponential
+// mechanism finds the q-quantile of n scores on a grid of gridSize points
+// rather than an empty stretch of the grid. A cell that holds no score
+// and lies below (above) all of them has utility −q·n (−(1−q)·n), so all
+// such cells together weigh at most gridSize·exp(−β·min(q, 1−q)·n)
+// against one cell of utility 0; at β = ln(20·gridSize)/(min(q, 1−q)·n)
+// that is at most 1/20. It is a function of public quantities only (n is
+// public under replace-one). plugins/pca/DERIVATIONS.md §6.
+func LocatingBeta(q float64, n, gridSize int) float64 {
+	m := math.Min(q, 1-q) * float64(max(n, 1))
+	return math.Log(20*float64(max(gridSize, 1))) / m
+}
+
 // ReleaseCounts draws the private q-quantile of the scores whose cell
 // counts on grid (kernel.Counts) are counts, at inverse temperature β
 // (see the package doc for the privacy argument).

@@ -191,3 +191,37 @@ func Release(scores []float64, q float64, grid []float64, beta float64, rnd Unif
 	}
 	return ReleaseCounts(kernel.Counts(scores, grid), q, grid, beta, rnd)
 }
+
+// At LocatingBeta every cell of the grid's empty stretches together weighs
+// at most 1/20 of the whole, for point masses anywhere on the grid and for
+// q on either side of the median (the bound LocatingBeta is derived from).
+func TestLocatingBetaBoundsTheEmptyCells(t *testing.T) {
+	grid := kernel.DefaultGrid()
+	for _, c := range []struct {
+		n     int
+		q     float64
+		score float64
+	}{{50, 0.5, 1}, {200, 0.5, 1e-5}, {200, 0.9, 3e5}, {400, 0.1, 20}, {5000, 0.5, 0.7}} {
+		scores := make([]float64, c.n)
+		for i := range scores {
+			scores[i] = c.score * (1 + 0.01*float64(i%7))
+		}
+		slices.Sort(scores)
+		u := Utilities(scores, c.q, grid)
+		beta := LocatingBeta(c.q, c.n, len(grid))
+		var empty, total float64
+		for k, v := range u {
+			w := math.Exp(beta * v)
+			total += w
+			lo := 0.0
+			if k > 0 {
+				lo = grid[k-1]
+			}
+			if scores[0] > grid[k] || scores[len(scores)-1] <= lo { // no score in (g_{k−1}, g_k]
+				empty += w
+			}
+		}
+		assert.LessOrEqual(t, empty/total, 1.0/20, "n=%d q=%v at %v", c.n, c.q, c.score)
+		assert.InDelta(t, math.Log(20*float64(len(grid)))/(math.Min(c.q, 1-c.q)*float64(c.n)), beta, 1e-15)
+	}
+}
