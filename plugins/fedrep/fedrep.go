@@ -114,7 +114,7 @@ type fedrepConfig struct {
 	// quantile a private clip sits at, and the budget share for the quantiles.
 	stepScale, clipQ float64
 	tuneShare        *float64 // tune_share, or nil for tuneWeight's default
-	noise                       string // exact, zcdp or paper (private estimators)
+	noise            string   // exact, zcdp or paper (private estimators)
 }
 
 // rank, iterations, theory and split read the bound options.
