@@ -6,6 +6,69 @@ import (
 	"github.com/dplr/dplr/engine/privacy"
 )
 
+// The near-random half of a rows estimator's screen (RowsNearRandom;
+// plugins/pca/DERIVATIONS.md §14).
+const (
+	// screenNearRandom: near random when the noise's spectral edge is at
+	// least this many times the largest spike the clip lets the reference
+	// hold (twice the spike-detection threshold, which is half the edge).
+	screenNearRandom = 4.0
+	// screenMinP is the least dimension RowsNearRandom decides at: below
+	// it a random subspace's own score spreads by more than the margin (at
+	// p = 10, r = 3 the dry runs of a hopeless pca-amin fit scored 0.063
+	// above random), and the dry runs are cheap there.
+	screenMinP = 64
+)
+
+// RowsNearRandom is the near-random verdict of a rows estimator of rank r
+// on p features whose noise has spectral edge edge at clip 1 on the
+// scale of the rows reference model (rows of typical norm 1, r equal
+// spikes θ = 1/(4r) + 1/(4p) over a bulk 1/(4p)): at any clip γ the
+// noise's edge is edge·γ² and the clipped rows hold a spike of at most
+// min(θ, 4θγ²), so when edge/(4θ) ≥ 4 no component stands out (the
+// detection threshold is half the edge) whatever the clip. Undecided
+// otherwise, or below 64 features.
+func RowsNearRandom(p, rank int, edge float64) Screen {
+	if rank < 1 || rank >= p || p < screenMinP {
+		return Screen{}
+	}
+	theta := 1/(4*float64(rank)) + 1/(4*float64(p))
+	if ratio := edge / (4 * theta); ratio >= screenNearRandom {
+		return Screen{Verdict: CertainlyNearRandom, Why: fmt.Sprintf(
+			"the noise's spectral edge is %.3g times the largest spike the clip lets the reference model hold, "+
+				"above which no component stands out", ratio)}
+	}
+	return Screen{}
+}
+
+// ShareScale is the noise of one step of a plan's share under grant g
+// (sensitivity sens in its mechanism's norm, dim coordinates), declared on
+// a throwaway accountant as a fit declares it: the Gaussian's deviation,
+// the Laplace scale, or the exponential mechanism's β.
+func ShareScale(plan *privacy.Plan, g privacy.Grant, share string, sens float64, dim int) (float64, error) {
+	b, err := plan.Budget(share)
+	if err != nil {
+		return 0, err
+	}
+	acct, err := privacy.NewAccountant(g)
+	if err != nil {
+		return 0, err
+	}
+	var rel interface{ Step() privacy.Step }
+	switch b.Mechanism {
+	case privacy.MechExponential:
+		rel, err = acct.Exponential(share, sens, b)
+	case privacy.MechLaplace:
+		rel, err = acct.Laplace(share, sens, dim, b)
+	default:
+		rel, err = acct.Gaussian(share, sens, dim, b)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return rel.Step().Scale, nil
+}
+
 // Verdict is a public screen's answer about a fit's expected accuracy on
 // the public reference model (Reference).
 type Verdict int

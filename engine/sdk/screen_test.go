@@ -116,3 +116,32 @@ func TestPlanOfScreen(t *testing.T) {
 		}
 	}
 }
+
+// RowsNearRandom decides near random exactly when the edge is at least
+// four times the reference's spike θ = 1/(4r) + 1/(4p) (16θ), from 64
+// features and for 1 ≤ r < p; otherwise it is undecided, never far.
+func TestRowsNearRandom(t *testing.T) {
+	theta := func(p, r int) float64 { return 1/(4*float64(r)) + 1/(4*float64(p)) }
+	for _, c := range []struct {
+		name string
+		p, r int
+		edge float64
+		want Verdict
+	}{
+		{"at the threshold", 100, 3, 16 * theta(100, 3), CertainlyNearRandom},
+		{"just below", 100, 3, 16 * theta(100, 3) * 0.999, Undecided},
+		{"far above", 784, 10, 100, CertainlyNearRandom},
+		{"too few features", 63, 3, 100, Undecided},
+		{"rank zero", 100, 0, 100, Undecided},
+		{"rank p", 100, 100, 100, Undecided},
+		{"no noise", 100, 3, 0, Undecided},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := RowsNearRandom(c.p, c.r, c.edge)
+			assert.Equal(t, c.want, sc.Verdict)
+			if c.want == CertainlyNearRandom {
+				assert.Contains(t, sc.Why, "spectral edge")
+			}
+		})
+	}
+}

@@ -14,10 +14,6 @@ import (
 
 // The public screen's thresholds (DERIVATIONS.md §14).
 const (
-	// screenNearRandom: near random when the noise's spectral edge is at
-	// least this many times the largest spike the clip lets the reference
-	// hold (twice the spike-detection threshold, which is half the edge).
-	screenNearRandom = 4.0
 	// screenFar: far from random only when every perturbation of the
 	// reference's clipped second moment together is at most this share of
 	// its clipped eigengap (and the score this bounds is well above a
@@ -29,11 +25,6 @@ const (
 	// screenRanks is how far in rank, as a share of n, a clip quantile may
 	// stray for the screen to call a fit far.
 	screenRanks = 0.25
-	// screenMinP is the least dimension the screen calls near random at:
-	// below it a random subspace's own score spreads by more than the
-	// margin (at p = 10, r = 3 the dry runs of a hopeless pca-amin fit
-	// scored 0.063 above random), and the dry runs are cheap there.
-	screenMinP = 64
 	// screenDraws is the number of reference rows the screen draws (with a
 	// fixed seed) for the norm quantiles and the clipped eigengap.
 	screenDraws = 4000
@@ -46,7 +37,7 @@ func (o *analyzeGaussOptions) Screen(s sdk.Shape, plan *privacy.Plan, g privacy.
 	if o.released() {
 		return sdk.Screen{}, nil // a standardised release: not screened
 	}
-	sd, err := screenScale(plan, g, shareMoment, kernel.MomentSensitivity(1, 1/float64(s.N)), analyzegauss.Dim(s.P))
+	sd, err := sdk.ShareScale(plan, g, shareMoment, kernel.MomentSensitivity(1, 1/float64(s.N)), analyzegauss.Dim(s.P))
 	if err != nil {
 		return sdk.Screen{}, err
 	}
@@ -58,39 +49,11 @@ func (o *analyzeGaussOptions) Screen(s sdk.Shape, plan *privacy.Plan, g privacy.
 // only when βθ exceeds about p/2: its edge is p/β on the same scale as
 // Analyze Gauss's (the threshold is half the edge).
 func (o *aminOptions) Screen(s sdk.Shape, plan *privacy.Plan, g privacy.Grant) (sdk.Screen, error) {
-	beta, err := screenScale(plan, g, shareVectors, 1/float64(s.N), 1)
+	beta, err := sdk.ShareScale(plan, g, shareVectors, 1/float64(s.N), 1)
 	if err != nil {
 		return sdk.Screen{}, err
 	}
 	return screenRows(s, plan, g, o.Rank.Value, float64(s.P)/beta, &o.clipOptions, &o.centerOptions)
-}
-
-// screenScale is the noise of a release at the plan's share (sensitivity
-// sens in its mechanism's norm, dim coordinates), declared on a throwaway
-// accountant for g as the fit declares it: the Gaussian's deviation, the
-// Laplace scale, or the exponential mechanism's β.
-func screenScale(plan *privacy.Plan, g privacy.Grant, share string, sens float64, dim int) (float64, error) {
-	b, err := plan.Budget(share)
-	if err != nil {
-		return 0, err
-	}
-	acct, err := privacy.NewAccountant(g)
-	if err != nil {
-		return 0, err
-	}
-	var rel interface{ Step() privacy.Step }
-	switch b.Mechanism {
-	case privacy.MechExponential:
-		rel, err = acct.Exponential(share, sens, b)
-	case privacy.MechLaplace:
-		rel, err = acct.Laplace(share, sens, dim, b)
-	default:
-		rel, err = acct.Gaussian(share, sens, dim, b)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return rel.Step().Scale, nil
 }
 
 // screenRows decides a rows estimator's screen from edge, the spectral
@@ -104,13 +67,10 @@ func screenRows(s sdk.Shape, plan *privacy.Plan, g privacy.Grant, rank int, edge
 		return sdk.Screen{}, nil
 	}
 	theta := 1/(4*r) + 1/(4*p)
-	// Near random, at any clip γ: the noise's edge is edge·γ², a spike of
-	// the clipped rows at most min(θ, 4θγ²) (a clipped row's square along
-	// a direction is at most γ² times its share of the row, about 2θ).
-	if ratio := edge / (4 * theta); ratio >= screenNearRandom && s.P >= screenMinP {
-		return sdk.Screen{Verdict: sdk.CertainlyNearRandom, Why: fmt.Sprintf(
-			"the noise's spectral edge is %.3g times the largest spike the clip lets the reference model hold, "+
-				"above which no component stands out", ratio)}, nil
+	// Near random, at any clip γ (a clipped row's square along a direction
+	// is at most γ² times its share of the row, about 2θ).
+	if sc := sdk.RowsNearRandom(s.P, rank, edge); sc.Verdict != sdk.Undecided {
+		return sc, nil
 	}
 	// Far: only with private clips (public ones are set against the data,
 	// not the reference) that land in the middle of the norms.
@@ -118,7 +78,7 @@ func screenRows(s sdk.Shape, plan *privacy.Plan, g privacy.Grant, rank int, edge
 	if !c.Auto() || ctr.MeanClip != nil || qlo <= 0 || qhi >= 1 || (!ctr.private() && rank < 2) {
 		return sdk.Screen{}, nil
 	}
-	beta, err := screenScale(plan, g, shareClip, 1, 1)
+	beta, err := sdk.ShareScale(plan, g, shareClip, 1, 1)
 	if err != nil {
 		return sdk.Screen{}, err
 	}
@@ -141,7 +101,7 @@ func screenRows(s sdk.Shape, plan *privacy.Plan, g privacy.Grant, rank int, edge
 		if laplace {
 			sens *= math.Sqrt(p) // ℓ1 (DERIVATIONS.md §5)
 		}
-		sd, err := screenScale(plan, g, shareMean, sens, s.P)
+		sd, err := sdk.ShareScale(plan, g, shareMean, sens, s.P)
 		if err != nil {
 			return sdk.Screen{}, err
 		}
