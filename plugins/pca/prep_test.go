@@ -3,6 +3,7 @@ package pca
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -99,4 +100,43 @@ func TestClipAutoValue(t *testing.T) {
 	assert.Contains(t, err.Error(), "clip_share")
 	_, _, err = sdk.RunLocal(context.Background(), AnalyzeGauss{}, g.Data, map[string]string{"rank": "2", "clip": "big"}, approx(1, 1e-6), sdk.LocalOptions{})
 	require.Error(t, err)
+}
+
+// clip_share's default is sized to the rows (clip.DefaultShare): on 200
+// rows at ε = 1 the quantile steps take 0.3 of the budget (ρ for
+// pca-analyze-gauss, ε for pca-amin's pure split), on 3000 rows 0.1, as
+// with clip_share given; either way the run spends exactly its plan.
+func TestClipShareSizedToRows(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		est   sdk.Estimator
+		grant privacy.Grant
+		n     int
+		raw   map[string]string
+		want  float64
+	}{
+		{"gauss 200 rows", AnalyzeGauss{}, approx(1, 1e-6), 200, map[string]string{"rank": "2", "center": "private", "noise": "zcdp"}, 0.3},
+		{"gauss 3000 rows", AnalyzeGauss{}, approx(1, 1e-6), 3000, map[string]string{"rank": "2", "center": "private", "noise": "zcdp"}, 0.1},
+		{"gauss 200 rows, given", AnalyzeGauss{}, approx(1, 1e-6), 200, map[string]string{"rank": "2", "center": "private", "noise": "zcdp", "clip_share": "0.1"}, 0.1},
+		{"amin 200 rows", Amin{}, pure(1), 200, map[string]string{"rank": "2", "center": "private"}, 0.3},
+		{"amin 3000 rows", Amin{}, pure(1), 3000, map[string]string{"rank": "2", "center": "private"}, 0.1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := spiked(t, c.n, 8, 2, "24,20", "gaussian", 5)
+			_, acct := fit(t, c.est, g, c.raw, c.grant, 1)
+			assert.Empty(t, acct.Undrawn())
+			var quant, total float64
+			for _, s := range acct.Steps() {
+				v := s.Rho
+				if c.grant.Kind == privacy.GrantPure {
+					v = s.Epsilon
+				}
+				total += v
+				if strings.HasPrefix(s.Name, "clip quantile") {
+					quant += v
+				}
+			}
+			assert.InDelta(t, c.want, quant/total, 1e-9)
+		})
+	}
 }
