@@ -38,13 +38,17 @@ def main() -> None:
     top = np.linalg.eigvalsh(C)[::-1][:k].sum()
     path = os.path.join(tempfile.mkdtemp(), "data.npy")
     np.save(path, X)
+    extra = {}  # SET="mean_share=0.3,clip_share=0.1": more parameters for every fit
+    for kv in filter(None, os.environ.get("SET", "").split(",")):
+        key, val = kv.split("=", 1)
+        extra[key] = float(val) if val.replace(".", "", 1).isdigit() else val
     for est in os.environ.get("EST", "pca-analyze-gauss,pca-amin").split(","):
         for eps in eps_list:
             scores = []
             for _ in range(runs):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", dplr.DplrWarning)
-                    fit = dplr.estimator_class(est)(epsilon=eps, delta=1e-6, rank=k).fit(path)
+                    fit = dplr.estimator_class(est)(epsilon=eps, delta=1e-6, rank=k, **extra).fit(path)
                 Q, _ = np.linalg.qr(fit.components_.T)
                 scores.append(np.trace(Q.T @ C @ Q) / top)
             print(f"{est} ε={eps}: median {np.median(scores):.3f} (range {min(scores):.3f}–{max(scores):.3f}, {runs} fits)", flush=True)
