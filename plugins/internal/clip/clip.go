@@ -30,7 +30,7 @@ const ShareName = "norm quantile (clip=auto)"
 type Options struct {
 	Clip         string   `param:"clip" default:"auto" doc:"row-norm bound: rows longer than it are scaled down to it, which is what bounds one person's influence. auto (the default): spend clip_share of the budget on a private clip_quantile-quantile of the row norms (of the centred rows with center=private) and use it; the chosen value is released as output clip. A number: your own public bound, chosen without looking at the private data (it then costs nothing)"`
 	ClipShare    *float64 `param:"clip_share" min:"0.001" max:"0.5" doc:"with clip=auto (or an automatic mean clip): the fraction of the budget spent on the private norm quantiles (default: 0.1, raised up to 0.3 when the rows are too few for each quantile to find its value at 0.1; a function of n, the number of quantiles and the grant only)"`
-	ClipQuantile float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"with clip=auto: which quantile of the row norms becomes the clip (0.5: the median norm)"`
+	ClipQuantile float64  `param:"clip_quantile" default:"0.5" gt:"0" lt:"1" doc:"with clip=auto: which quantile of the row norms becomes the clip (0.5: the median norm). clip_share's default is sized for the median: a quantile q far from it needs about (0.5/min(q, 1−q))² times the share under an (ε, δ) or ρ grant (that factor, not squared, under a pure one) on a few hundred rows"`
 
 	value float64 // the public clip; 0 with clip=auto
 }
