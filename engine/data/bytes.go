@@ -62,6 +62,12 @@ func (x *Bytes) Row(i int, dst []float64) []float64 {
 	return dst
 }
 
+// RowBytes returns the bytes of row i and the table of their values:
+// entry (i, j) is table[RowBytes(i)[j]] (kernels read them undecoded).
+func (x *Bytes) RowBytes(i int) ([]byte, *[256]float64) {
+	return x.b[i*x.p : (i+1)*x.p : (i+1)*x.p], &x.lut
+}
+
 // Dense returns the matrix as float64.
 func (x *Bytes) Dense() *mat.Dense {
 	out := make([]float64, len(x.b))

@@ -78,6 +78,13 @@ type RowReader interface {
 	Row(i int, dst []float64) []float64
 }
 
+// ByteRows is a RowReader that also hands out row i's bytes and the table
+// of their values (data.Bytes): entry (i, j) is table[bytes[j]]. The norm
+// kernels read such rows without decoding them.
+type ByteRows interface {
+	RowBytes(i int) ([]byte, *[256]float64)
+}
+
 // Matrix is what the rows kernels read: a *mat.Dense or a RowReader.
 type Matrix interface {
 	Dims() (r, c int)
@@ -87,6 +94,7 @@ type Matrix interface {
 type rowsOf struct {
 	d    *mat.Dense
 	r    RowReader
+	b    ByteRows // r, when it also hands out its bytes
 	n, p int
 }
 
@@ -95,7 +103,8 @@ func rowsFrom(x Matrix) rowsOf {
 	n, p := x.Dims()
 	d, _ := x.(*mat.Dense)
 	r, _ := x.(RowReader)
-	return rowsOf{d: d, r: r, n: n, p: p}
+	b, _ := x.(ByteRows)
+	return rowsOf{d: d, r: r, b: b, n: n, p: p}
 }
 
 // row returns row i: a view of the storage, or buf (of length p) filled.
@@ -104,6 +113,26 @@ func (x rowsOf) row(i int, buf []float64) []float64 {
 		return x.d.RawRowView(i)
 	}
 	return x.r.Row(i, buf)
+}
+
+// centred writes row i less mu (nil: 0) into dst (of length p) and
+// returns it: the same bits as row i, then the subtraction.
+func (x rowsOf) centred(i int, dst, mu []float64) []float64 {
+	switch {
+	case mu == nil:
+		copy(dst, x.row(i, dst))
+	case x.b != nil:
+		b, t := x.b.RowBytes(i)
+		mu = mu[:len(b)]
+		for j, v := range b {
+			dst[j] = t[v] - mu[j]
+		}
+	default:
+		for j, v := range x.row(i, dst) {
+			dst[j] = v - mu[j]
+		}
+	}
+	return dst
 }
 
 // finiteRow names the first non-finite entry of row i, if any (a
@@ -132,7 +161,7 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float6
 	if err := x.check("norm counts"); err != nil {
 		return nil, err
 	}
-	return x.sumBlocks(ctx, "norm counts", len(grid)+1, center, func(counts []float64, i int, rows [][]float64, sq []float64) error {
+	return x.sumBlocks(ctx, "norm counts", len(grid)+1, center, false, func(counts []float64, i int, rows [][]float64, sq []float64) error {
 		for k, v := range sq {
 			s := math.Sqrt(v)
 			if math.IsNaN(s) || math.IsInf(s, 0) {
@@ -175,7 +204,7 @@ func ClippedSum(ctx context.Context, m Matrix, center []float64, clip float64) (
 	}
 	// acc holds Σ f_i·x_i and, last, Σ f_i: Σ f_i·(x_i − c) is the
 	// first less the second times c.
-	acc, err := x.sumBlocks(ctx, "clipped sum", x.p+1, center, func(acc []float64, i int, rows [][]float64, sq []float64) error {
+	acc, err := x.sumBlocks(ctx, "clipped sum", x.p+1, center, true, func(acc []float64, i int, rows [][]float64, sq []float64) error {
 		sum := acc[:x.p]
 		for k, row := range rows {
 			if math.IsNaN(sq[k]) || math.IsInf(sq[k], 0) { // a non-finite entry, or a norm that overflows (weight 0)
@@ -244,21 +273,36 @@ const rowBlock = 64
 // (inChunks), each read rowBlock rows at a time (views of a *mat.Dense's
 // storage, or decoded) with their squared norms about c (nil: 0; sqNorms)
 // and handed to f with the index of the first and the chunk's
-// accumulator; the chunks' accumulators are added in chunk order.
-func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
+// accumulator; the chunks' accumulators are added in chunk order. Without
+// needRows, byte rows are not decoded: f gets their norms and nil rows.
+func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, needRows bool, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
 	if c == nil {
 		c = make([]float64, x.p) // v − 0 = v: the rows' own squared norms
 	} else if len(c) != x.p {
 		return nil, fmt.Errorf("%s: a centre of length %d for rows of %d columns", what, len(c), x.p)
 	}
 	parts, err := inChunks(ctx, what, x.chunks(), x.n, func(a, b int) ([]float64, error) {
-		acc, buf := make([]float64, size), make([]float64, rowBlock*x.p)
-		rows, sq := make([][]float64, rowBlock), make([]float64, rowBlock)
+		acc, buf := make([]float64, size), []float64(nil)
+		if x.b == nil || needRows {
+			buf = make([]float64, rowBlock*x.p)
+		}
+		rows, sq, raw := make([][]float64, rowBlock), make([]float64, rowBlock), make([][]byte, rowBlock)
+		var t *[256]float64
 		for i := a; i < b; i += rowBlock {
 			if (i-a)%4096 == 0 && ctx.Err() != nil {
 				return nil, fmt.Errorf("%s: %w", what, ctx.Err())
 			}
 			m := min(rowBlock, b-i)
+			if x.b != nil && !needRows {
+				for k := range m {
+					raw[k], t = x.b.RowBytes(i + k)
+				}
+				sqNormsBytes(sq[:m], raw[:m], t, c)
+				if err := f(acc, i, rows[:m], sq[:m]); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			for k := range m {
 				rows[k] = x.row(i+k, buf[k*x.p:(k+1)*x.p])
 			}
@@ -401,16 +445,7 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 			}
 			m := min(bs, b-start)
 			for i := 0; i < m; i++ {
-				row := buf[i*p : (i+1)*p]
-				src := x.row(start+i, row) // decoded in place from a RowReader
-				if mu == nil {
-					copy(row, src)
-				} else {
-					for j, v := range src {
-						row[j] = v - mu[j]
-					}
-				}
-				rows[i] = row
+				rows[i] = x.centred(start+i, buf[i*p:(i+1)*p], mu)
 			}
 			if doClip {
 				sqNorms(sq, rows[:m], zero)
