@@ -71,35 +71,6 @@ func sqNorms(s []float64, rows [][]float64, c []float64) {
 	}
 }
 
-// sqNormsBytes is sqNorms of rows whose entries are t[b] for their bytes
-// b, read without decoding them first: the same bits, as each entry is the
-// same t[b] − c_j.
-func sqNormsBytes(s []float64, rows [][]byte, t *[256]float64, c []float64) {
-	k := 0
-	for ; k+4 <= len(rows); k += 4 {
-		a := rows[k]
-		b, d, e, cc := rows[k+1][:len(a)], rows[k+2][:len(a)], rows[k+3][:len(a)], c[:len(a)]
-		var s0, s1, s2, s3 float64
-		for j, v := range a {
-			m := cc[j]
-			v, w, y, z := t[v]-m, t[b[j]]-m, t[d[j]]-m, t[e[j]]-m
-			s0 += v * v
-			s1 += w * w
-			s2 += y * y
-			s3 += z * z
-		}
-		s[k], s[k+1], s[k+2], s[k+3] = s0, s1, s2, s3
-	}
-	for ; k < len(rows); k++ {
-		var s0 float64
-		for j, v := range rows[k] {
-			v := t[v] - c[j]
-			s0 += v * v
-		}
-		s[k] = s0
-	}
-}
-
 // ClipFactor returns min(1, clip/‖x‖) for clip > 0 and finite, and 1
 // otherwise (no clipping): the weight of x in a clipped sum.
 func ClipFactor(x []float64, clip float64) float64 { return clipFactor(sqNorm(x, nil), clip) }

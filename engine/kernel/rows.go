@@ -79,8 +79,8 @@ type RowReader interface {
 }
 
 // ByteRows is a RowReader that also hands out row i's bytes and the table
-// of their values (data.Bytes): entry (i, j) is table[bytes[j]]. The norm
-// kernels read such rows without decoding them.
+// of their values (data.Bytes): entry (i, j) is table[bytes[j]]. The
+// second moment decodes and centres such rows in one sweep.
 type ByteRows interface {
 	RowBytes(i int) ([]byte, *[256]float64)
 }
@@ -161,7 +161,7 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float6
 	if err := x.check("norm counts"); err != nil {
 		return nil, err
 	}
-	return x.sumBlocks(ctx, "norm counts", len(grid)+1, center, false, func(counts []float64, i int, rows [][]float64, sq []float64) error {
+	return x.sumBlocks(ctx, "norm counts", len(grid)+1, center, func(counts []float64, i int, rows [][]float64, sq []float64) error {
 		for k, v := range sq {
 			s := math.Sqrt(v)
 			if math.IsNaN(s) || math.IsInf(s, 0) {
@@ -204,7 +204,7 @@ func ClippedSum(ctx context.Context, m Matrix, center []float64, clip float64) (
 	}
 	// acc holds Σ f_i·x_i and, last, Σ f_i: Σ f_i·(x_i − c) is the
 	// first less the second times c.
-	acc, err := x.sumBlocks(ctx, "clipped sum", x.p+1, center, true, func(acc []float64, i int, rows [][]float64, sq []float64) error {
+	acc, err := x.sumBlocks(ctx, "clipped sum", x.p+1, center, func(acc []float64, i int, rows [][]float64, sq []float64) error {
 		sum := acc[:x.p]
 		for k, row := range rows {
 			if math.IsNaN(sq[k]) || math.IsInf(sq[k], 0) { // a non-finite entry, or a norm that overflows (weight 0)
@@ -273,36 +273,21 @@ const rowBlock = 64
 // (inChunks), each read rowBlock rows at a time (views of a *mat.Dense's
 // storage, or decoded) with their squared norms about c (nil: 0; sqNorms)
 // and handed to f with the index of the first and the chunk's
-// accumulator; the chunks' accumulators are added in chunk order. Without
-// needRows, byte rows are not decoded: f gets their norms and nil rows.
-func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, needRows bool, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
+// accumulator; the chunks' accumulators are added in chunk order.
+func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
 	if c == nil {
 		c = make([]float64, x.p) // v − 0 = v: the rows' own squared norms
 	} else if len(c) != x.p {
 		return nil, fmt.Errorf("%s: a centre of length %d for rows of %d columns", what, len(c), x.p)
 	}
 	parts, err := inChunks(ctx, what, x.chunks(), x.n, func(a, b int) ([]float64, error) {
-		acc, buf := make([]float64, size), []float64(nil)
-		if x.b == nil || needRows {
-			buf = make([]float64, rowBlock*x.p)
-		}
-		rows, sq, raw := make([][]float64, rowBlock), make([]float64, rowBlock), make([][]byte, rowBlock)
-		var t *[256]float64
+		acc, buf := make([]float64, size), make([]float64, rowBlock*x.p)
+		rows, sq := make([][]float64, rowBlock), make([]float64, rowBlock)
 		for i := a; i < b; i += rowBlock {
 			if (i-a)%4096 == 0 && ctx.Err() != nil {
 				return nil, fmt.Errorf("%s: %w", what, ctx.Err())
 			}
 			m := min(rowBlock, b-i)
-			if x.b != nil && !needRows {
-				for k := range m {
-					raw[k], t = x.b.RowBytes(i + k)
-				}
-				sqNormsBytes(sq[:m], raw[:m], t, c)
-				if err := f(acc, i, rows[:m], sq[:m]); err != nil {
-					return nil, err
-				}
-				continue
-			}
 			for k := range m {
 				rows[k] = x.row(i+k, buf[k*x.p:(k+1)*x.p])
 			}

@@ -403,28 +403,6 @@ func TestSqNorms(t *testing.T) {
 			}
 		}
 	}
-	// Rows of bytes read through their table: the bits of the decoded rows.
-	var tab [256]float64
-	for b := range tab {
-		tab[b] = float64(b) / 255
-	}
-	raw, dec := make([][]byte, 11), make([][]float64, 11)
-	for i := range raw {
-		raw[i], dec[i] = make([]byte, 13), make([]float64, 13)
-		for j := range raw[i] {
-			raw[i][j] = byte(37*i + 101*j)
-			dec[i][j] = tab[raw[i][j]]
-		}
-	}
-	for _, centre := range [][]float64{make([]float64, 13), c} {
-		for m := 0; m <= len(raw); m++ {
-			got := make([]float64, m)
-			sqNormsBytes(got, raw[:m], &tab, centre)
-			for k := range got {
-				assert.Equal(t, math.Float64bits(sqNorm(dec[k], centre)), math.Float64bits(got[k]), "byte row %d of %d", k, m)
-			}
-		}
-	}
 }
 
 // Above the splitting threshold the norm counts and the clipped sum are
