@@ -54,6 +54,11 @@ type Dataset struct {
 	// (Remote.Passer). Only estimators that declare the pass kinds they
 	// use (sdk.Info.Passes) accept it.
 	Remote *Remote
+	// ColumnScaled records that every column was divided by a public
+	// per-column scale when the data set was read (the user's column
+	// scales): a table in its own units, whose columns sit at their own
+	// offsets from zero. Public, like the shape.
+	ColumnScaled bool
 }
 
 // Statistics are the aggregates of a rows data set that estimators built on

@@ -45,9 +45,20 @@ func TestColumnScales(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, h.View)
 	assert.Equal(t, scales, h.View.ColumnScales, "the prepared handle records the scales")
+	assert.True(t, h.ColumnScaled)
 	h0, err := PrepareFile(csv, LoadOptions{}, filepath.Join(dir, "cache"))
 	require.NoError(t, err)
 	assert.NotEqual(t, h0.Hash, h.Hash, "a scaled view is another cache entry")
+	assert.False(t, h0.ColumnScaled)
+	for _, hh := range []Handle{h, h0} { // the plugin's data set carries the flag; so does a reused record
+		o, cl, err := Open(hh)
+		require.NoError(t, err)
+		assert.Equal(t, hh.ColumnScaled, o.ColumnScaled)
+		require.NoError(t, cl.Close())
+	}
+	again, err := PrepareFile(csv, LoadOptions{ColumnScales: scales}, filepath.Join(dir, "cache"))
+	require.NoError(t, err)
+	assert.Equal(t, h, again)
 
 	for _, tc := range []struct {
 		name string

@@ -173,6 +173,10 @@ type Handle struct {
 	// View records how the source was read (nil for a data set prepared
 	// from memory).
 	View *View `json:"view,omitempty"`
+	// ColumnScaled: X's columns were divided by public per-column scales
+	// (View.ColumnScales); carried to the plugin as
+	// data.Dataset.ColumnScaled.
+	ColumnScaled bool `json:"column_scaled,omitempty"`
 }
 
 // View records the loading choices that turned a source into the data
@@ -410,7 +414,7 @@ func storeEntry(ds *data.Dataset, h *Handle, tmpX string) error {
 // whose X (n×p) need not be in memory: X is float64, or bytes standing for
 // float64(b)·xScale when xScale is not 0.
 func canonicalHandle(ds *data.Dataset, n, p int, dir string, xScale float64) Handle {
-	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p}
+	h := Handle{Version: HandleVersion, Kind: ds.Kind, Hash: ds.Hash, Name: ds.Name, N: n, P: p, ColumnScaled: ds.ColumnScaled}
 	if ds.Kind == data.Trace {
 		h.D1, h.D2 = ds.D1, ds.D2
 	}
@@ -548,6 +552,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 		memo = memoPath(cdir, abs, st, opt)
 		if h, ok := reusePrepared(memo); ok {
 			touchRefs(cdir, h)
+			h.ColumnScaled = len(opt.ColumnScales) > 0
 			return h, nil
 		}
 	}
@@ -571,6 +576,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 		}
 		h.View = opt.view()
 	}
+	h.ColumnScaled = len(opt.ColumnScales) > 0
 	if err := EvictCache(cdir, opt.cacheMaxBytes(), h); err != nil {
 		return Handle{}, fmt.Errorf("prepare %s: %w", path, err)
 	}
@@ -633,7 +639,7 @@ func Open(h Handle) (*data.Dataset, io.Closer, error) {
 	if err := h.Check(); err != nil {
 		return nil, nil, fmt.Errorf("open data set: %w", err)
 	}
-	ds := &data.Dataset{Kind: h.Kind, Hash: h.Hash, Name: h.Name}
+	ds := &data.Dataset{Kind: h.Kind, Hash: h.Hash, Name: h.Name, ColumnScaled: h.ColumnScaled}
 	if h.Kind == data.Trace {
 		ds.D1, ds.D2 = h.D1, h.D2
 	}

@@ -190,6 +190,7 @@ func loadWith(path string, opt LoadOptions, ids *idSink) (*data.Dataset, error) 
 	if err := divideColumns(ds, opt.ColumnScales); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
+	ds.ColumnScaled = len(opt.ColumnScales) > 0
 	ds.Name = opt.Name
 	if err := checkStructure(ds); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)

@@ -21,6 +21,9 @@ type Shape struct {
 	// Remote: a data set held elsewhere and reached only through
 	// aggregation passes (data.Remote).
 	Remote bool
+	// ColumnScaled: the host divided every column by a public per-column
+	// scale (data.Dataset.ColumnScaled), as for a table in its own units.
+	ColumnScaled bool
 }
 
 // ShapeOf returns the shape of d.
@@ -28,7 +31,7 @@ func ShapeOf(d *data.Dataset) Shape {
 	if d == nil || (d.X == nil && d.XBytes == nil && d.Remote == nil) {
 		return Shape{}
 	}
-	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Remote: d.Remote != nil}
+	s := Shape{Kind: d.Kind, N: d.N(), P: d.P(), D1: d.D1, D2: d.D2, Remote: d.Remote != nil, ColumnScaled: d.ColumnScaled}
 	if d.Kind == data.Users {
 		s.Users = d.NumUsers()
 	}

@@ -358,7 +358,7 @@ func checkSelection(sel *Selection, s Shape, acct *privacy.Accountant) (*privacy
 
 // subsetOf returns the units idx of d (rows, or whole users) as a data set.
 func subsetOf(d *data.Dataset, idx []int) *data.Dataset {
-	out := &data.Dataset{Kind: d.Kind, D1: d.D1, D2: d.D2, Hash: d.Hash, Name: d.Name}
+	out := &data.Dataset{Kind: d.Kind, D1: d.D1, D2: d.D2, Hash: d.Hash, Name: d.Name, ColumnScaled: d.ColumnScaled}
 	var rows []int
 	if d.Kind == data.Users {
 		out.UserStart = []int{0}

@@ -94,7 +94,7 @@ func handleToProto(h dataio.Handle) *dplrpb.DatasetHandle {
 		Version: int32(h.Version), Kind: string(h.Kind), Hash: h.Hash, Name: h.Name,
 		N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2),
 		X: refToProto(&h.X), Y: refToProto(h.Y), UserStart: refToProto(h.UserStart),
-		UserIds: refToProto(h.UserIDs), Labels: refToProto(h.Labels),
+		UserIds: refToProto(h.UserIDs), Labels: refToProto(h.Labels), ColumnScaled: h.ColumnScaled,
 	}
 }
 
@@ -104,7 +104,7 @@ func handleFromProto(h *dplrpb.DatasetHandle) dataio.Handle {
 		Version: int(h.GetVersion()), Kind: data.Kind(h.GetKind()), Hash: h.GetHash(), Name: h.GetName(),
 		N: int(h.GetN()), P: int(h.GetP()), D1: int(h.GetD1()), D2: int(h.GetD2()),
 		Y: refFromProto(h.GetY()), UserStart: refFromProto(h.GetUserStart()),
-		UserIDs: refFromProto(h.GetUserIds()), Labels: refFromProto(h.GetLabels()),
+		UserIDs: refFromProto(h.GetUserIds()), Labels: refFromProto(h.GetLabels()), ColumnScaled: h.GetColumnScaled(),
 	}
 	if x := refFromProto(h.GetX()); x != nil {
 		out.X = *x
@@ -129,7 +129,7 @@ func refFromProto(r *dplrpb.FileRef) *dataio.FileRef {
 // shapeOf is the public shape of a prepared data set: its kind and
 // dimensions, never its content.
 func shapeOf(h dataio.Handle) *dplrpb.Shape {
-	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2)}
+	s := &dplrpb.Shape{Kind: string(h.Kind), N: int64(h.N), P: int64(h.P), D1: int64(h.D1), D2: int64(h.D2), ColumnScaled: h.ColumnScaled}
 	if h.UserStart != nil && h.UserStart.Count > 0 {
 		s.Users = h.UserStart.Count - 1
 	}
@@ -139,7 +139,7 @@ func shapeOf(h dataio.Handle) *dplrpb.Shape {
 // shapeFromProto converts a wire shape to the SDK's.
 func shapeFromProto(s *dplrpb.Shape) sdk.Shape {
 	return sdk.Shape{Kind: data.Kind(s.GetKind()), N: int(s.GetN()), P: int(s.GetP()), D1: int(s.GetD1()), D2: int(s.GetD2()), Users: int(s.GetUsers()),
-		Remote: s.GetRemote()}
+		Remote: s.GetRemote(), ColumnScaled: s.GetColumnScaled()}
 }
 
 // remoteHandleToProto is the wire handle of a data set held elsewhere:

@@ -101,6 +101,9 @@ func TestConvertersRoundTrip(t *testing.T) {
 		UserIDs:   &dataio.FileRef{Path: "u", DType: dataio.DTypeInt64, Count: 3, Size: 24}}
 	assert.Equal(t, h, handleFromProto(handleToProto(h)))
 	assert.Equal(t, sdk.Shape{Kind: data.Users, N: 10, P: 2, Users: 3}, shapeFromProto(shapeOf(h)))
+	h.ColumnScaled = true // divided by the user's column scales: the plugin and its pre-flight see it
+	assert.Equal(t, h, handleFromProto(handleToProto(h)))
+	assert.Equal(t, sdk.Shape{Kind: data.Users, N: 10, P: 2, Users: 3, ColumnScaled: true}, shapeFromProto(shapeOf(h)))
 	info := sdk.Info{Name: "e", Version: "1", DataKind: data.Rows, Grants: []privacy.GrantKind{privacy.GrantZCDP}, NonPrivate: true,
 		Params: []sdk.ParamSpec{{Name: "k", Type: sdk.Int, Default: "2", Min: sdk.Bound(1), Doc: "d"}}}
 	assert.Equal(t, info, infoFromProto(infoToProto(info)))

@@ -91,7 +91,7 @@ func (Amin) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) {
 // (DERIVATIONS.md §3.1); feature_scale=private is refused when it cannot
 // locate any column's scale.
 func (o *aminOptions) Plan(s sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
-	shares, rest := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions, privacy.MechLaplace).sized(&o.clipOptions, s.N, g, true).shares(privacy.MechLaplace)
+	shares, rest := newPrepPlan(s, &o.clipOptions, &o.centerOptions, privacy.MechLaplace).sized(&o.clipOptions, s.N, g, true).shares(privacy.MechLaplace)
 	if vs := o.valueShare(); vs > 0 {
 		shares = append(shares, privacy.Share{Name: shareValues, Weight: vs * rest, Mechanism: privacy.MechLaplace})
 	}

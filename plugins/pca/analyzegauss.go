@@ -95,7 +95,7 @@ func (AnalyzeGauss) Fit(ctx context.Context, run *sdk.Run) (*sdk.Result, error) 
 // preprocessing and the second-moment release; feature_scale=private is
 // refused when it cannot locate any column's scale.
 func (o *analyzeGaussOptions) Plan(s sdk.Shape, g privacy.Grant) (sdk.PlanSpec, error) {
-	shares, rest := newPrepPlan(s.P, &o.clipOptions, &o.centerOptions, privacy.MechGaussian).sized(&o.clipOptions, s.N, g, false).shares(privacy.MechGaussian)
+	shares, rest := newPrepPlan(s, &o.clipOptions, &o.centerOptions, privacy.MechGaussian).sized(&o.clipOptions, s.N, g, false).shares(privacy.MechGaussian)
 	spec := sdk.PlanSpec{Noise: o.Noise.Value, Shares: append(shares, privacy.Share{Name: shareMoment, Weight: rest, Mechanism: privacy.MechGaussian})}
 	return spec, o.checkScalesLocatable(s, g, spec.New)
 }

@@ -17,19 +17,25 @@ import (
 type centerOptions struct {
 	sdk.Center `default:"private" choices:"none,private,pairs" doc:"private (the default: PCA is about the spread around the mean, and an uncentred fit's first component is the mean): subtract a private mean of the rows (pca-analyze-gauss: two declared steps, the rows clipped to mean_clip, then their offsets from that first mean clipped to clip or its own private quantile, so that rows far from zero cost little accuracy; pca-amin: one step, the rows clipped to mean_clip); pairs: for tables whose columns sit far from zero (a year, a temperature in kelvin): fit the differences (x_a − x_b)/√2 of disjoint random pairs of rows, which need no mean and are unchanged by any offset, at the price of half as many rows (no mean is released, so dplr transform projects rows as given); none: the data are already centred (with a public mean)"`
 	MeanClip   *float64 `param:"mean_clip" gt:"0" doc:"public row-norm bound for the private mean's first step (default: clip when it is a number; with clip=auto, a private quantile of the row norms paid from clip_share)"`
-	MeanShare  *float64 `param:"mean_share" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private (default: 0.2 of ρ for pca-analyze-gauss, half on each of its two Gaussian steps; 0.1 of ε for pca-amin's one Laplace step, whose noise falls as 1/share rather than 1/√share)"`
+	MeanShare  *float64 `param:"mean_share" min:"0.001" max:"0.9" doc:"fraction of the budget spent on the private mean when center=private (default: 0.2 of ρ for pca-analyze-gauss, half on each of its two Gaussian steps, and 0.3 when the columns were divided by --column-scales, as a table whose columns sit at their own offsets needs; 0.1 of ε for pca-amin's one Laplace step, whose noise falls as 1/share rather than 1/√share)"`
 	scaleOptions
 }
 
 // meanShare is mean_share, or its default for a mean released under mech:
-// 0.2 for a Gaussian plan (shares of ρ: the noise falls as the share's
-// square root), 0.1 for a pure Laplace split (shares of ε).
-func (c *centerOptions) meanShare(mech privacy.Mechanism) float64 {
+// 0.1 for a pure Laplace split (shares of ε); for a Gaussian plan (shares
+// of ρ: the noise falls as the share's square root) 0.2, or 0.3 when the
+// columns were divided by the user's public scales (columnScaled): such a
+// table keeps its columns' offsets, which cost the mean accuracy, while
+// data given near zero (images, standardised tables) lose a little at 0.3
+// (DERIVATIONS.md §5.2).
+func (c *centerOptions) meanShare(mech privacy.Mechanism, columnScaled bool) float64 {
 	switch {
 	case c.MeanShare != nil:
 		return *c.MeanShare
 	case mech == privacy.MechLaplace:
 		return 0.1
+	case columnScaled:
+		return 0.3
 	}
 	return 0.2
 }
@@ -124,7 +130,7 @@ func checkClipped(r int, s sdk.Shape, c *clipOptions, ctr *centerOptions, mech p
 	if err := c.Parse(); err != nil {
 		return err
 	}
-	return newPrepPlan(0, c, ctr, mech).check()
+	return newPrepPlan(s, c, ctr, mech).check()
 }
 
 // aminOptions are pca-amin's parameters.

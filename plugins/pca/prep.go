@@ -43,15 +43,17 @@ type prepPlan struct {
 	features   int     // the number of scales (p) when scaling
 }
 
-// newPrepPlan counts the private quantiles a fit on p features whose mean
-// is released under meanMech needs: one for the mean's first clip when
+// newPrepPlan counts the private quantiles a fit on data of shape s
+// (s.P features) whose mean is released under meanMech needs, and takes
+// the mean's share (centerOptions.meanShare, by s.ColumnScaled): one for
+// the mean's first clip when
 // centring without mean_clip and without a numeric clip, one for its
 // second step's clip (about the first mean) when it has two, and one for
 // the clip of the centred rows with clip=auto.
-func newPrepPlan(p int, c *clipOptions, ctr *centerOptions, meanMech privacy.Mechanism) prepPlan {
-	pp := prepPlan{features: p}
+func newPrepPlan(s sdk.Shape, c *clipOptions, ctr *centerOptions, meanMech privacy.Mechanism) prepPlan {
+	pp := prepPlan{features: s.P}
 	if ctr.private() { // center=pairs needs no mean
-		pp.meanShare, pp.meanSteps = ctr.meanShare(meanMech), meanStepsFor(meanMech)
+		pp.meanShare, pp.meanSteps = ctr.meanShare(meanMech, s.ColumnScaled), meanStepsFor(meanMech)
 		if ctr.MeanClip == nil && c.Auto() {
 			pp.meanAuto = true
 			pp.quantiles++
@@ -184,7 +186,7 @@ func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rows
 	if b, err := plan.Budget(shareMean); err == nil {
 		mech = b.Mechanism
 	}
-	pp := newPrepPlan(0, c, ctr, mech)
+	pp := newPrepPlan(sdk.Shape{}, c, ctr, mech)
 	out := &preprocessed{src: src, clip: c.Value()}
 	out.n, _ = src.Dims()
 	if ctr.scaled() {
@@ -404,7 +406,7 @@ func remotePasses(c *clipOptions, ctr *centerOptions, ev *evaluation) ([]string,
 	if ctr.pairs() {
 		return nil, errRemotePairs
 	}
-	return ev.passes(rowsrc.Kinds(newPrepPlan(0, c, ctr, privacy.MechGaussian).quantiles > 0, ctr.private())), nil
+	return ev.passes(rowsrc.Kinds(newPrepPlan(sdk.Shape{}, c, ctr, privacy.MechGaussian).quantiles > 0, ctr.private())), nil
 }
 
 // passes adds evaluate=true's pass (the unclipped moment, rows.moment) to

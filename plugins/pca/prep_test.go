@@ -140,3 +140,45 @@ func TestClipShareSizedToRows(t *testing.T) {
 		})
 	}
 }
+
+// The private mean's default share is 0.2 of ρ, 0.3 when the columns were
+// divided by the user's public scales (data.Dataset.ColumnScaled), and
+// mean_share or pca-amin's pure split overrides it; each run spends its
+// plan exactly, whatever the flag.
+func TestMeanShareOfColumnScaledTables(t *testing.T) {
+	gauss := map[string]string{"rank": "2", "center": "private", "noise": "zcdp"}
+	for _, c := range []struct {
+		name   string
+		est    sdk.Estimator
+		grant  privacy.Grant
+		scaled bool
+		raw    map[string]string
+		want   float64
+	}{
+		{"gauss", AnalyzeGauss{}, approx(1, 1e-6), false, gauss, 0.2},
+		{"gauss, column scales", AnalyzeGauss{}, approx(1, 1e-6), true, gauss, 0.3},
+		{"gauss, column scales, given", AnalyzeGauss{}, approx(1, 1e-6), true, map[string]string{"rank": "2", "center": "private", "noise": "zcdp", "mean_share": "0.2"}, 0.2},
+		{"amin, column scales", Amin{}, pure(1), true, map[string]string{"rank": "2", "center": "private"}, 0.1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := spiked(t, 3000, 8, 2, "24,20", "gaussian", 5)
+			d := *g.Data
+			d.ColumnScaled = c.scaled
+			g.Data = &d
+			_, acct := fit(t, c.est, g, c.raw, c.grant, 1)
+			assert.Empty(t, acct.Undrawn())
+			var mean, total float64
+			for _, s := range acct.Steps() {
+				v := s.Rho
+				if c.grant.Kind == privacy.GrantPure {
+					v = s.Epsilon
+				}
+				total += v
+				if strings.HasPrefix(s.Name, "mean") {
+					mean += v
+				}
+			}
+			assert.InDelta(t, c.want, mean/total, 1e-9)
+		})
+	}
+}

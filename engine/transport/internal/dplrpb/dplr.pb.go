@@ -625,7 +625,12 @@ type DatasetHandle struct {
 	// (shards a Beam pipeline reads) and the plugin reaches it only through
 	// aggregation passes it requests from the host over FitPasses. hash is
 	// the data set's source identity, n, p, d1, d2 repeat remote's.
-	Remote        *RemoteShape `protobuf:"bytes,15,opt,name=remote,proto3" json:"remote,omitempty"`
+	Remote *RemoteShape `protobuf:"bytes,15,opt,name=remote,proto3" json:"remote,omitempty"`
+	// column_scaled: the host divided every column by a public per-column
+	// scale (--column-scales) before writing x: a table in its own units,
+	// whose columns sit at their own offsets from zero. Public (the user
+	// gave the scales); estimators may size their defaults by it.
+	ColumnScaled  bool `protobuf:"varint,16,opt,name=column_scaled,json=columnScaled,proto3" json:"column_scaled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -758,6 +763,13 @@ func (x *DatasetHandle) GetRemote() *RemoteShape {
 	return nil
 }
 
+func (x *DatasetHandle) GetColumnScaled() bool {
+	if x != nil {
+		return x.ColumnScaled
+	}
+	return false
+}
+
 // RemoteShape is the public shape of a data set held elsewhere: the shape
 // of the local data set it stands for, and nothing computed from its
 // values.
@@ -840,13 +852,14 @@ func (x *RemoteShape) GetUsers() int64 {
 // Shape is a data set's public dimensions (never its content).
 type Shape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`      // "rows", "trace" or "users"
-	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`           // rows (or observations)
-	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`           // columns (features)
-	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`         // trace regression: matrix rows
-	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`         // trace regression: matrix columns
-	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"`   // users data: number of users
-	Remote        bool                   `protobuf:"varint,8,opt,name=remote,proto3" json:"remote,omitempty"` // data held elsewhere, reached only through passes (FitPasses)
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`                                      // "rows", "trace" or "users"
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`                                           // rows (or observations)
+	P             int64                  `protobuf:"varint,3,opt,name=p,proto3" json:"p,omitempty"`                                           // columns (features)
+	D1            int64                  `protobuf:"varint,4,opt,name=d1,proto3" json:"d1,omitempty"`                                         // trace regression: matrix rows
+	D2            int64                  `protobuf:"varint,5,opt,name=d2,proto3" json:"d2,omitempty"`                                         // trace regression: matrix columns
+	Users         int64                  `protobuf:"varint,6,opt,name=users,proto3" json:"users,omitempty"`                                   // users data: number of users
+	Remote        bool                   `protobuf:"varint,8,opt,name=remote,proto3" json:"remote,omitempty"`                                 // data held elsewhere, reached only through passes (FitPasses)
+	ColumnScaled  bool                   `protobuf:"varint,9,opt,name=column_scaled,json=columnScaled,proto3" json:"column_scaled,omitempty"` // DatasetHandle.column_scaled
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -926,6 +939,13 @@ func (x *Shape) GetUsers() int64 {
 func (x *Shape) GetRemote() bool {
 	if x != nil {
 		return x.Remote
+	}
+	return false
+}
+
+func (x *Shape) GetColumnScaled() bool {
+	if x != nil {
+		return x.ColumnScaled
 	}
 	return false
 }
@@ -2800,7 +2820,7 @@ const file_dplr_proto_rawDesc = "" +
 	"\x05count\x18\x04 \x01(\x03R\x05count\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
 	"\x05mtime\x18\x06 \x01(\x03R\x05mtime\x12\x14\n" +
-	"\x05scale\x18\a \x01(\x01R\x05scale\"\xa9\x03\n" +
+	"\x05scale\x18\a \x01(\x01R\x05scale\"\xce\x03\n" +
 	"\rDatasetHandle\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x12\n" +
@@ -2817,14 +2837,15 @@ const file_dplr_proto_rawDesc = "" +
 	"\buser_ids\x18\v \x01(\v2\x10.dplr.v1.FileRefR\auserIds\x12(\n" +
 	"\x06labels\x18\f \x01(\v2\x10.dplr.v1.FileRefR\x06labels\x12\x18\n" +
 	"\aversion\x18\r \x01(\x05R\aversion\x12,\n" +
-	"\x06remote\x18\x0f \x01(\v2\x14.dplr.v1.RemoteShapeR\x06remoteJ\x04\b\x0e\x10\x0fR\n" +
+	"\x06remote\x18\x0f \x01(\v2\x14.dplr.v1.RemoteShapeR\x06remote\x12#\n" +
+	"\rcolumn_scaled\x18\x10 \x01(\bR\fcolumnScaledJ\x04\b\x0e\x10\x0fR\n" +
 	"statistics\"_\n" +
 	"\vRemoteShape\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\f\n" +
 	"\x01p\x18\x02 \x01(\x03R\x01p\x12\x0e\n" +
 	"\x02d1\x18\x03 \x01(\x03R\x02d1\x12\x0e\n" +
 	"\x02d2\x18\x04 \x01(\x03R\x02d2\x12\x14\n" +
-	"\x05users\x18\x05 \x01(\x03R\x05users\"\x97\x01\n" +
+	"\x05users\x18\x05 \x01(\x03R\x05users\"\xbc\x01\n" +
 	"\x05Shape\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\f\n" +
@@ -2832,7 +2853,8 @@ const file_dplr_proto_rawDesc = "" +
 	"\x02d1\x18\x04 \x01(\x03R\x02d1\x12\x0e\n" +
 	"\x02d2\x18\x05 \x01(\x03R\x02d2\x12\x14\n" +
 	"\x05users\x18\x06 \x01(\x03R\x05users\x12\x16\n" +
-	"\x06remote\x18\b \x01(\bR\x06remoteJ\x04\b\a\x10\bR\n" +
+	"\x06remote\x18\b \x01(\bR\x06remote\x12#\n" +
+	"\rcolumn_scaled\x18\t \x01(\bR\fcolumnScaledJ\x04\b\a\x10\bR\n" +
 	"statistics\"\x95\x02\n" +
 	"\fCheckRequest\x12\x1c\n" +
 	"\testimator\x18\x01 \x01(\tR\testimator\x129\n" +
