@@ -396,6 +396,7 @@ func dryRuns(ctx context.Context, est Estimator, raw map[string]string, g privac
 		if err != nil {
 			return outcome{note: fmt.Sprintf("not computed: %v", err)}
 		}
+		rd.Data.ColumnScaled = s.ColumnScaled // the public facts of the shape, beyond its size, hold for the stand-in too
 		seed := uint64(planSeed + 1000 + i)
 		res, acct, err := RunLocal(ctx, est, rd.Data, raw, g, LocalOptions{Seed: &seed})
 		if err != nil {

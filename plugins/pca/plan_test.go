@@ -2,6 +2,7 @@ package pca
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,19 +24,23 @@ import (
 func TestPlanStepsAreTheFitsSteps(t *testing.T) {
 	g, err := gen.Run(mustModel(t, "spiked"), map[string]string{"n": "3000", "p": "12", "rank": "2"}, 11)
 	require.NoError(t, err)
+	scaled := *g.Data // divided by the user's column scales: the mean's share grows, in the plan too
+	scaled.ColumnScaled = true
 	for _, tc := range []struct {
 		est   sdk.Estimator
 		grant privacy.Grant
+		data  *data.Dataset
 	}{
-		{Amin{}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}},
-		{AnalyzeGauss{}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}},
+		{Amin{}, privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1}, g.Data},
+		{AnalyzeGauss{}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}, g.Data},
+		{AnalyzeGauss{}, privacy.Grant{Kind: privacy.GrantApprox, Epsilon: 1, Delta: 1e-6}, &scaled},
 	} {
-		t.Run(tc.est.Info().Name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s column-scaled=%v", tc.est.Info().Name, tc.data.ColumnScaled), func(t *testing.T) {
 			raw := map[string]string{"rank": "2"}
-			plan, err := sdk.PlanOf(context.Background(), tc.est, raw, tc.grant, sdk.ShapeOf(g.Data), gen.Reference, sdk.PlanFull)
+			plan, err := sdk.PlanOf(context.Background(), tc.est, raw, tc.grant, sdk.ShapeOf(tc.data), gen.Reference, sdk.PlanFull)
 			require.NoError(t, err)
 			seed := uint64(3)
-			_, acct, err := sdk.RunLocal(context.Background(), tc.est, g.Data, raw, tc.grant, sdk.LocalOptions{Seed: &seed})
+			_, acct, err := sdk.RunLocal(context.Background(), tc.est, tc.data, raw, tc.grant, sdk.LocalOptions{Seed: &seed})
 			require.NoError(t, err)
 			steps := acct.Steps()
 			require.Len(t, plan.Steps, len(steps))
