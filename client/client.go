@@ -27,7 +27,7 @@ type Client struct {
 	shadowed []Shadowed
 	all      bool // every discovered plugin was tried
 	closed   bool
-	closing  sync.WaitGroup // ledgers closing after a fit (closeLater)
+	closing  []chan struct{} // ledgers closing after a fit (closeLater)
 }
 
 // New validates opts once and returns a Client. No plugin is started yet.
@@ -45,7 +45,13 @@ func New(opts Options) (*Client, error) {
 // Close waits for the ledgers of finished fits to close and stops every
 // plugin the client started. The client is unusable afterwards.
 func (c *Client) Close() error {
-	c.closing.Wait()
+	c.mu.Lock()
+	closing := c.closing
+	c.closing = nil
+	c.mu.Unlock()
+	for _, done := range closing {
+		<-done
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.plugins {
@@ -59,11 +65,23 @@ func (c *Client) Close() error {
 // the result (Close waits for it): a fit's records are synced when they
 // commit, so what remains is the marker (see ledger.Ledger.Close).
 func (c *Client) closeLater(led *ledger.Ledger) {
-	c.closing.Add(1)
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.closing = append(slices.DeleteFunc(c.closing, isClosed), done)
+	c.mu.Unlock()
 	go func() {
-		defer c.closing.Done()
+		defer close(done)
 		_ = led.Close()
 	}()
+}
+
+func isClosed(done chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // PluginInfo describes a started plugin.
