@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/dplr/dplr/engine/host"
+	"github.com/dplr/dplr/engine/ledger"
 	"github.com/dplr/dplr/engine/sdk"
 )
 
@@ -26,6 +27,7 @@ type Client struct {
 	shadowed []Shadowed
 	all      bool // every discovered plugin was tried
 	closed   bool
+	closing  []chan struct{} // ledgers closing after a fit (closeLater)
 }
 
 // New validates opts once and returns a Client. No plugin is started yet.
@@ -40,9 +42,16 @@ func New(opts Options) (*Client, error) {
 	return &Client{opt: opts, hopt: hopt, failed: map[string]error{}}, nil
 }
 
-// Close stops every plugin the client started. The client is unusable
-// afterwards.
+// Close waits for the ledgers of finished fits to close and stops every
+// plugin the client started. The client is unusable afterwards.
 func (c *Client) Close() error {
+	c.mu.Lock()
+	closing := c.closing
+	c.closing = nil
+	c.mu.Unlock()
+	for _, done := range closing {
+		<-done
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.plugins {
@@ -50,6 +59,29 @@ func (c *Client) Close() error {
 	}
 	c.plugins, c.closed = nil, true
 	return nil
+}
+
+// closeLater closes a fit's ledger while the caller goes on releasing
+// the result (Close waits for it): a fit's records are synced when they
+// commit, so what remains is the marker (see ledger.Ledger.Close).
+func (c *Client) closeLater(led *ledger.Ledger) {
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.closing = append(slices.DeleteFunc(c.closing, isClosed), done)
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		_ = led.Close()
+	}()
+}
+
+func isClosed(done chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // PluginInfo describes a started plugin.

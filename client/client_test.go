@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -362,4 +363,28 @@ func TestConcurrentFitsShareOneClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, st.Runs.Succeeded)
 	assert.InDelta(t, 0.3, st.Spent.Rho, 1e-9, "three ρ = 0.1 runs compose to 0.3")
+}
+
+// A fit's ledger closes while the caller releases the result; Close waits
+// for it, so once Close returns the marker names every record of the fit
+// and the WAL has been copied into the database file.
+func TestCloseWaitsForTheFitsLedger(t *testing.T) {
+	home := t.TempDir()
+	c, err := client.New(client.Options{Home: home, PluginDirs: []string{pluginDir}})
+	require.NoError(t, err)
+	_, err = c.Fit(context.Background(), client.FitRequest{Estimator: "example-mean",
+		Params: client.Params{}.Float("clip", 3), Grant: client.ZCDP(0.1), Data: client.InMemory(rows(t))})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	b, err := os.ReadFile(filepath.Join(home, ledger.MarkerName))
+	require.NoError(t, err)
+	var m struct{ Seq int64 }
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.NoFileExists(t, filepath.Join(home, ledger.FileName+"-wal"))
+	led, err := ledger.Open(context.Background(), home)
+	require.NoError(t, err)
+	defer led.Close()
+	rep, err := led.Verify(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, rep.Records, m.Seq, "the marker names the fit's records")
 }

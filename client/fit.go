@@ -80,7 +80,7 @@ func (c *Client) Fit(ctx context.Context, req FitRequest) (*Result, error) {
 		hreq.Process.Drop()
 		return nil, ledgerErr(fmt.Errorf("opening the budget ledger: %w", err))
 	}
-	defer led.Close()
+	defer c.closeLater(led)
 	runner.Ledger = led
 	hreq.Seed, hreq.Timeout, hreq.BeforeReserve = req.Seed, req.Timeout, req.BeforeReserve
 	hreq.Events = host.Events{Progress: req.Progress, Log: req.Log, Step: req.Step, Pass: req.Pass, Warning: req.Warning}

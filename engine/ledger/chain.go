@@ -322,9 +322,7 @@ func (l *Ledger) walk(ctx context.Context, q rowQuerier, fn func(*event)) (*view
 type txn struct {
 	l *Ledger
 	// lazyMarker skips the marker rewrite after commit (Reserve and
-	// Settle, a fit's two records: Close checkpoints them once, after the
-	// WAL is copied into the database file, which also makes a settle's
-	// unsynced commit durable before the marker can name it).
+	// Settle, a fit's two records: Close checkpoints them once).
 	lazyMarker bool
 	tx         *sql.Tx
 	v          *view // a copy of the ledger's view, advanced to the chain head

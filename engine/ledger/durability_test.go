@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/dplr/dplr/engine/privacy"
@@ -38,10 +40,9 @@ func TestFitIsTwoTransactionsCheckpointedAtClose(t *testing.T) {
 	assert.Equal(t, l2.view.head.Seq, m.Seq, "Close checkpointed the fit's records")
 }
 
-// A settle commits without a sync, so a power failure may lose it (and the
-// marker does not name it before Close has made it durable). A ledger that
-// lost its last settle opens without damage and counts the run at its
-// whole grant: the loss never under-counts.
+// A crash while a settle commits (before its sync returns) may lose it. A
+// ledger that lost its last settle opens without damage and counts the
+// run at its whole grant: the loss never under-counts.
 func TestLostSettleCountsTheWholeGrant(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -56,7 +57,7 @@ func TestLostSettleCountsTheWholeGrant(t *testing.T) {
 	l.lag = false // the process dies before Close
 	require.NoError(t, l.Close())
 	db := rawDB(t, dir)
-	_, err = db.Exec(`DELETE FROM chain WHERE seq = ?`, lastSeq(t, db)) // the unsynced settle is lost
+	_, err = db.Exec(`DELETE FROM chain WHERE seq = ?`, lastSeq(t, db)) // the settle is lost
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
@@ -67,22 +68,15 @@ func TestLostSettleCountsTheWholeGrant(t *testing.T) {
 	assert.Equal(t, 1, st.Runs.Reserved+st.Runs.Interrupted)
 }
 
-// A settle's commit is the only lazy one: it runs with synchronous=NORMAL
-// (1), every other write with FULL (2), and the connection the settle used
-// is FULL again afterwards, so a later reservation on it is durable.
-func TestOnlySettlesCommitLazily(t *testing.T) {
+// Every commit, a settle's included, runs with synchronous=FULL on every
+// connection of the pool: a settle is on disk when Settle returns, before
+// the caller releases anything.
+func TestEveryCommitIsSynced(t *testing.T) {
 	ctx := context.Background()
 	l := openT(t, t.TempDir())
-	var lazy, durable int
-	require.NoError(t, l.writeLazy(ctx, "test", func(t *txn) error {
-		return t.tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&lazy)
-	}))
-	require.NoError(t, l.write(ctx, "test", func(t *txn) error {
-		return t.tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&durable)
-	}))
-	assert.Equal(t, 1, lazy, "a settle commits with synchronous=NORMAL")
-	assert.Equal(t, 2, durable, "other writes commit with synchronous=FULL")
-	// Every connection of the pool (at most two) is back to FULL.
+	h := hashOf("synced")
+	id := reserve(t, l, h, pureG(1))
+	require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: []privacy.Step{pureStep(0.5)}}))
 	var conns []int
 	for range 2 {
 		c, err := l.db.Conn(ctx)
@@ -93,4 +87,50 @@ func TestOnlySettlesCommitLazily(t *testing.T) {
 		conns = append(conns, v)
 	}
 	assert.Equal(t, []int{2, 2}, conns)
+}
+
+// A crash at each point of a fit's end: after the settle committed and
+// before the marker (the marker lags), and after the marker before the
+// database closed (the WAL is not yet copied into the database file). The
+// files as they are at that point open without damage and give the
+// settled charge; the marker never names more than the files hold.
+func TestCrashAtEachPointOfClose(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		marked bool
+	}{{"settled, marker not written", false}, {"marker written, database open", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			l := openT(t, dir)
+			h := hashOf("crash at close")
+			require.NoError(t, l.SetBudget(ctx, h, "", pureG(3)))
+			id := reserve(t, l, h, pureG(2))
+			require.NoError(t, l.Settle(ctx, id, Outcome{Status: Succeeded, Steps: []privacy.Step{pureStep(0.5)}}))
+			if tc.marked {
+				l.mu.Lock()
+				require.NoError(t, l.writeMarker(""))
+				l.mu.Unlock()
+			}
+			crashed := t.TempDir()
+			for _, f := range []string{FileName, FileName + "-wal", MarkerName} {
+				b, err := os.ReadFile(filepath.Join(dir, f))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(crashed, f), b, 0o600))
+			}
+			require.NoError(t, l.Close())
+
+			l2 := openT(t, crashed)
+			st, err := l2.Show(ctx, h)
+			require.NoError(t, err)
+			assert.InDelta(t, 0.5, st.Spent.Epsilon, 1e-12, "the settled charge")
+			assert.Equal(t, 1, st.Runs.Succeeded)
+			m, err := l2.readMarker()
+			require.NoError(t, err)
+			assert.LessOrEqual(t, m.Seq, l2.view.head.Seq)
+			if tc.marked {
+				assert.Equal(t, l2.view.head.Seq, m.Seq, "the marker names the settle")
+			}
+		})
+	}
 }

@@ -81,8 +81,8 @@ type Ledger struct {
 	path   string
 	marker string
 	// db is the one connection pool: a write transaction is BEGIN
-	// IMMEDIATE, a read-only one deferred (a WAL snapshot); commits sync
-	// (synchronous=FULL) except a settle's (writeLazy). l.mu serialises a
+	// IMMEDIATE, a read-only one deferred (a WAL snapshot); every commit
+	// syncs (synchronous=FULL). l.mu serialises a
 	// Ledger's transactions, so a fit opens one connection.
 	db   *sql.DB
 	self owner
@@ -91,7 +91,7 @@ type Ledger struct {
 	id   string     // the ledger's id, from its genesis record
 	view *view      // the verified position of the chain
 	full string     // time of the last full verification ("" unknown)
-	lag  bool       // a settle was committed since the marker was written
+	lag  bool       // a reservation or settle was committed since the marker was written
 }
 
 // HomeDir returns the default ledger directory: $DPLR_HOME if set, else
@@ -267,24 +267,27 @@ func mSeq(m *marker) int64 {
 // Path returns the database file's path.
 func (l *Ledger) Path() string { return l.path }
 
-// Close closes the database. When a settle was committed since the marker
-// was last written, it first checkpoints the WAL into the database file
-// (which syncs both) and, if every frame was copied, writes the marker, so
-// that a ledger closed normally has its last settle checkpointed.
+// Close closes the database. When a reservation or settle was committed
+// since the marker was last written, it writes the marker naming them
+// (every commit is synced, so the marker never names a record a power
+// failure could take away) while the database closes (closing the last
+// connection copies the WAL into the database file).
 func (l *Ledger) Close() error {
-	var errs []error
 	l.mu.Lock()
-	if l.lag && l.db != nil {
-		var busy, frames, copied int
-		if err := l.db.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err == nil && busy == 0 && frames >= 0 && copied == frames {
-			_ = l.writeMarker("")
+	defer l.mu.Unlock()
+	marked := make(chan struct{})
+	go func() {
+		defer close(marked)
+		if l.lag && l.db != nil {
+			_ = l.writeMarker("") // a marker that lags is harmless
 		}
-	}
-	l.mu.Unlock()
+	}()
+	var err error
 	if l.db != nil {
-		errs = append(errs, l.db.Close())
+		err = l.db.Close()
 	}
-	if err := errors.Join(errs...); err != nil {
+	<-marked
+	if err != nil {
 		return fmt.Errorf("ledger %s: close: %w", l.path, err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -112,31 +111,6 @@ func (l *Ledger) write(ctx context.Context, op string, fn func(t *txn) error) er
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.writeOn(ctx, l.db, op, fn)
-}
-
-// writeLazy runs fn in a write transaction committed without a sync
-// (synchronous=NORMAL: a settle, see docs/ledger.md, Durability) on a
-// connection set back to FULL afterwards, or closed if that fails, so that
-// no later commit is lazy by mistake. Like every transaction's, it is taken
-// under l.mu, so that writers waiting for l.mu cannot hold the whole pool.
-func (l *Ledger) writeLazy(ctx context.Context, op string, fn func(t *txn) error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c, err := l.db.Conn(ctx)
-	if err != nil {
-		return l.wrap(op, err)
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
-		_ = c.Raw(func(any) error { return driver.ErrBadConn })
-		return l.wrap(op, err)
-	}
-	defer func() {
-		if _, err := c.ExecContext(context.Background(), "PRAGMA synchronous = FULL"); err != nil {
-			_ = c.Raw(func(any) error { return driver.ErrBadConn })
-		}
-	}()
-	return l.writeOn(ctx, c, op, fn)
 }
 
 // beginner starts transactions: the pool or one of its connections.
@@ -775,7 +749,7 @@ func (l *Ledger) Settle(ctx context.Context, id RunID, out Outcome) error {
 		return fmt.Errorf("settle %v: a successful outcome needs Steps or Achieved: %w", id, ErrInvalid)
 	}
 	var refused error
-	err := l.writeLazy(ctx, "settle", func(t *txn) error {
+	err := l.write(ctx, "settle", func(t *txn) error {
 		t.lazyMarker = true
 		if int64(id) < 1 || int64(id) > t.v.head.Seq {
 			return fmt.Errorf("settle %v: %w", id, ErrNotFound)

@@ -2,7 +2,6 @@ package privacy
 
 import (
 	"math/bits"
-	"sync"
 )
 
 // Exact samplers for the discrete Gaussian and discrete Laplace on the
@@ -288,11 +287,6 @@ func (s *Source) discreteGaussian(m uint64) int64 {
 		return v
 	}
 }
-
-// buildTables fills the lookup tables of the samplers.
-func buildTables() { kThr = buildKThresholds() }
-
-var tablesOnce sync.Once
 
 // discreteLaplace returns an exact draw with P(v) ∝ exp(−|v|/t) for an
 // integer 1 ≤ t ≤ 2^42 (Canonne, Kamath & Steinke 2020, Algorithm 2, with

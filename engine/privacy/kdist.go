@@ -75,64 +75,47 @@ func kBounds(n int, prec uint) (lo, hi []*big.Float) {
 	return lo, hi
 }
 
-// kBoundaries is the number of boundaries kept at 64 bits; F_12 is within
-// 2^-70 of 1, beyond the resolution of a 64-bit prefix.
+// kBoundaries bounds the number of boundaries kept at 64 bits; F_12 is
+// within 2^-70 of 1, beyond the resolution of a 64-bit prefix.
 const kBoundaries = 12
 
-// kThresholds holds ⌊F_lo·2^64⌋ and ⌈F_hi·2^64⌉ for F_1 … F_kBoundaries;
-// a boundary whose upper bound does not fit 64 bits has hi64 = 0 and
-// ends the 64-bit scan.
+// kThresholds holds ⌊F_lo·2^64⌋ and ⌈F_hi·2^64⌉ for F_1 … F_n, the
+// boundaries whose upper bound fits 64 bits.
 type kThresholds struct {
 	lo64, hi64 [kBoundaries]uint64
 	n          int // boundaries usable at 64 bits
-	table      [1 << 16]uint8
 }
 
-var kThr *kThresholds
+// kThr is computed from kBounds(kBoundaries, 192) (a test recomputes it),
+// so that no process pays for the big.Float arithmetic.
+var kThr = kThresholds{
+	lo64: [kBoundaries]uint64{0x92025b19482ce72b, 0xea91798547a0ef93, 0xfe5415c6e9da4bae, 0xfff3523319908c11, 0xffffdc31b8ef5942,
+		0xffffffdaa2d72344, 0xfffffffff1a20da4, 0xfffffffffffdf76c, 0xffffffffffffffe4},
+	hi64: [kBoundaries]uint64{0x92025b19482ce72c, 0xea91798547a0ef94, 0xfe5415c6e9da4baf, 0xfff3523319908c12, 0xffffdc31b8ef5943,
+		0xffffffdaa2d72345, 0xfffffffff1a20da5, 0xfffffffffffdf76d, 0xffffffffffffffe5},
+	n: 9,
+}
 
-func buildKThresholds() *kThresholds {
-	t := new(kThresholds)
-	lo, hi := kBounds(kBoundaries, 192)
-	two64 := new(big.Float).SetMantExp(big.NewFloat(1), 64)
-	for j := 0; j < kBoundaries; j++ {
-		l := new(big.Float).SetPrec(256).Mul(lo[j], two64)
-		h := new(big.Float).SetPrec(256).Mul(hi[j], two64)
-		li, _ := l.Int(nil) // floor for positive values
-		hiInt, acc := h.Int(nil)
-		if acc == big.Below { // h was not an integer: ceil
-			hiInt.Add(hiInt, big.NewInt(1))
-		}
-		if !li.IsUint64() || !hiInt.IsUint64() {
-			break
-		}
-		t.lo64[j], t.hi64[j] = li.Uint64(), hiInt.Uint64()
-		t.n = j + 1
-	}
-	// Table: cell c = [c·2^48, (c+1)·2^48) of U's 64-bit prefix.
-	for c := 0; c < 1<<16; c++ {
-		start := uint64(c) << 48
-		end := start + 1<<48 // 0 (i.e. 2^64) for the last cell
-		for j := 0; j < t.n; j++ {
-			if end != 0 && end <= t.lo64[j] {
-				t.table[c] = uint8(j + 1) // k = j, stored +1
-				break
-			}
-			if start < t.hi64[j] {
-				break // the cell meets the boundary: unsettled
-			}
+// kCell settles k from U's 16-bit prefix c when the cell
+// [c·2^48, (c+1)·2^48) lies between two consecutive boundaries' 64-bit
+// bounds (false when it meets one).
+func kCell(c uint64) (uint64, bool) {
+	start, end := c<<48, (c+1)<<48 // end 0: 2^64
+	for j := 0; j < kThr.n; j++ {
+		if start < kThr.hi64[j] {
+			return uint64(j), end != 0 && end <= kThr.lo64[j]
 		}
 	}
-	return t
+	return 0, false
 }
 
 // sampleK draws k with P(k) = e^(−k²/2)/Z exactly.
 func (s *Source) sampleK() uint64 {
-	t := kThr
-	if e := t.table[s.peek64()>>48]; e != 0 {
-		s.consume(16)
-		return uint64(e - 1)
-	}
 	u := s.peek64()
+	if k, ok := kCell(u >> 48); ok {
+		s.consume(16)
+		return k
+	}
 	s.consume(64)
 	return s.sampleKFrom64(u)
 }

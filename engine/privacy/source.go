@@ -38,7 +38,6 @@ func NewSecureSource() (*Source, error) {
 }
 
 func newSource(rng *rand.ChaCha8, seeded bool, seed uint64) *Source {
-	tablesOnce.Do(buildTables)
 	return &Source{rng: rng, seeded: seeded, seed: seed, br: newBitReader(rng)}
 }
 

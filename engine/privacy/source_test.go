@@ -429,13 +429,54 @@ func TestKBoundsRigorous(t *testing.T) {
 		assert.GreaterOrEqual(t, hi1[j].Cmp(hi2[j]), 0)
 	}
 	covered := 0
-	for _, e := range kThr.table {
-		if e != 0 {
+	for c := range uint64(1 << 16) {
+		if _, ok := kCell(c); ok {
 			covered++
 		}
 	}
-	assert.Greater(t, covered, 65500, "16-bit table coverage")
+	assert.Greater(t, covered, 65500, "16-bit prefix coverage")
 	assert.GreaterOrEqual(t, kThr.n, 9)
+}
+
+// kThr is what the rigorous bounds give: each boundary's lower bound
+// rounded down and upper bound rounded up to 64 bits, up to the first
+// whose upper bound does not fit. kCell settles a 16-bit cell exactly when
+// it lies between two boundaries' bounds, scanning them one by one.
+func TestKThresholdsFromBounds(t *testing.T) {
+	var want kThresholds
+	lo, hi := kBounds(kBoundaries, 192)
+	two64 := new(big.Float).SetMantExp(big.NewFloat(1), 64)
+	for j := 0; j < kBoundaries; j++ {
+		l, _ := new(big.Float).SetPrec(256).Mul(lo[j], two64).Int(nil) // floor: positive
+		h, acc := new(big.Float).SetPrec(256).Mul(hi[j], two64).Int(nil)
+		if acc == big.Below {
+			h.Add(h, big.NewInt(1)) // ceil
+		}
+		if !l.IsUint64() || !h.IsUint64() {
+			break
+		}
+		want.lo64[j], want.hi64[j], want.n = l.Uint64(), h.Uint64(), j+1
+	}
+	assert.Equal(t, want, kThr)
+	for c := range uint64(1 << 16) {
+		start, end := c<<48, (c+1)<<48
+		var k uint64
+		settled := false
+		for j := 0; j < kThr.n; j++ {
+			if end != 0 && end <= kThr.lo64[j] {
+				k, settled = uint64(j), true
+				break
+			}
+			if start < kThr.hi64[j] {
+				break
+			}
+		}
+		got, ok := kCell(c)
+		require.Equal(t, settled, ok, "cell %d", c)
+		if ok {
+			require.Equal(t, k, got, "cell %d", c)
+		}
+	}
 }
 
 // Force U's 64-bit prefix onto a boundary so that the arbitrary-precision
