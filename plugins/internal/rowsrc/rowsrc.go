@@ -7,6 +7,11 @@
 // against Source has one path, and releases the same values with the same
 // privacy steps on either.
 //
+// Over rows in memory a Source runs the kernels itself, with the requests
+// checked as a pass's, and keeps the squared row norms of its last norm
+// quantile: the clipped sum or second moment that follows about the same
+// centre reads them instead of computing them again (the same bits).
+//
 // Nothing a Source returns is private: the estimator adds the noise.
 package rowsrc
 
@@ -15,9 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
@@ -26,10 +34,15 @@ import (
 )
 
 // Source gives a rows estimator the aggregates of its rows, each one
-// checked pass (pass.Run).
+// checked pass (pass.Run) or, over rows in memory, one kernel run.
 type Source struct {
 	ds   *data.Dataset
 	n, p int
+	rows kernel.Matrix // the rows in memory (nil: remote)
+
+	mu     sync.Mutex
+	center []float64 // the centre of sq (pass.CenterOf: nil for 0)
+	sq     []float64 // the rows' squared norms about center (nil: none kept)
 }
 
 // Of returns the source of a rows data set: passes run in process over
@@ -42,7 +55,7 @@ func Of(d *data.Dataset) (*Source, error) {
 	case d.Kind != data.Rows:
 		return nil, fmt.Errorf("need rows data, got %s", d.Kind)
 	case d.X != nil && !d.X.IsEmpty() || d.XBytes != nil:
-		return &Source{ds: d, n: d.N(), p: d.P()}, nil
+		return &Source{ds: d, n: d.N(), p: d.P(), rows: pass.RowsMatrix(d)}, nil
 	case d.Remote != nil:
 		if d.Remote.Passer == nil || d.Remote.N < 1 || d.Remote.P < 1 {
 			return nil, errors.New("remote data set without rows or pass runner")
@@ -65,24 +78,76 @@ func (s *Source) Rows() *mat.Dense { return s.ds.X }
 // nil or an earlier private release) with the exponential mechanism on the
 // default public grid (clip.PrivateNorm, one declared step at budget b;
 // plugins/pca/DERIVATIONS.md §6) from one norm-histogram pass. A failed
-// pass (a non-finite row) stops it before the step.
+// pass (a non-finite row) stops it before the step. Over rows in memory
+// the norms are kept for the next pass about μ.
 func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, mu []float64, q float64) (float64, error) {
-	grid := kernel.DefaultGrid()
-	res, err := pass.RowsNormHistogramKind.Run(ctx, s.ds, pass.NormHistogramRequest{Grid: grid, Center: mu})
-	if err != nil {
-		return 0, err
+	req := pass.NormHistogramRequest{Grid: kernel.DefaultGrid(), Center: mu}
+	var counts []float64
+	if s.rows == nil {
+		res, err := pass.RowsNormHistogramKind.Run(ctx, s.ds, req)
+		if err != nil {
+			return 0, err
+		}
+		counts = res.Counts
+	} else {
+		r, err := checked(pass.RowsNormHistogramKind, s.ds, req)
+		if err != nil {
+			return 0, err
+		}
+		c := pass.CenterOf(r.Center)
+		sq, err := kernel.SqNorms(ctx, s.rows, c)
+		if err == nil {
+			counts, err = kernel.NormCounts(ctx, s.rows, c, r.Grid, sq...)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("pass %s: %w", pass.RowsNormHistogram, err)
+		}
+		s.mu.Lock()
+		s.center, s.sq = c, sq
+		s.mu.Unlock()
 	}
-	return clip.PrivateNorm(acct, rnd, name, b, res.Counts, q)
+	return clip.PrivateNorm(acct, rnd, name, b, counts, q)
+}
+
+// checked returns the request q of kind k as the host reads it before
+// running a pass over ds (pass.Kind.DecodeRequest: finite parameters and
+// inputs of their shapes, the kind's checks; a nil centre as zeros).
+func checked[Q, R any](k *pass.Kind[Q, R], ds *data.Dataset, q Q) (*Q, error) {
+	sh := pass.ShapeOf(ds)
+	return k.DecodeRequest(sh, k.EncodeRequest(sh, q))
+}
+
+// norms returns the kept squared norms about c (pass.CenterOf), or nil.
+func (s *Source) norms(c []float64) []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sq == nil || !slices.Equal(s.center, c) {
+		return nil
+	}
+	return s.sq
 }
 
 // Sum returns Σ_i min(1, c/‖x_i − μ‖)·(x_i − μ) (μ nil: 0; c ≤ 0: the
 // plain sum of the centred rows).
 func (s *Source) Sum(ctx context.Context, mu []float64, c float64) ([]float64, error) {
-	res, err := pass.RowsClippedSumKind.Run(ctx, s.ds, pass.ClippedSumRequest{Clip: max(c, 0), Center: mu})
+	req := pass.ClippedSumRequest{Clip: max(c, 0), Center: mu}
+	if s.rows == nil {
+		res, err := pass.RowsClippedSumKind.Run(ctx, s.ds, req)
+		if err != nil {
+			return nil, err
+		}
+		return res.Sum, nil
+	}
+	r, err := checked(pass.RowsClippedSumKind, s.ds, req)
 	if err != nil {
 		return nil, err
 	}
-	return res.Sum, nil
+	cr := pass.CenterOf(r.Center)
+	sum, err := kernel.ClippedSum(ctx, s.rows, cr, r.Clip, s.norms(cr)...)
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", pass.RowsClippedSum, err)
+	}
+	return sum, nil
 }
 
 // SecondMoment returns scale·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with
@@ -92,11 +157,31 @@ func (s *Source) SecondMoment(ctx context.Context, mu []float64, c, scale float6
 	if !(c > 0) || c > math.MaxFloat64 {
 		c = 0
 	}
-	res, err := pass.RowsCentredMomentKind.Run(ctx, s.ds, pass.CentredMomentRequest{Clip: c, Center: mu})
+	req := pass.CentredMomentRequest{Clip: c, Center: mu}
+	if s.rows == nil {
+		res, err := pass.RowsCentredMomentKind.Run(ctx, s.ds, req)
+		if err != nil {
+			return nil, 0, err
+		}
+		return symScaled(s.p, res.Moment, scale), int(res.Clipped), nil
+	}
+	r, err := checked(pass.RowsCentredMomentKind, s.ds, req)
 	if err != nil {
 		return nil, 0, err
 	}
-	return symScaled(s.p, res.Moment, scale), int(res.Clipped), nil
+	cr := pass.CenterOf(r.Center)
+	// The unscaled moment, then scaled: the bits of a pass's result.
+	m, clipped, err := kernel.SecondMoment(ctx, s.rows, cr, r.Clip, 1, backend.Default(), s.norms(cr)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("pass %s: %w", pass.RowsCentredMoment, err)
+	}
+	raw := m.RawSymmetric().Data
+	for a := 0; a < s.p; a++ {
+		for b := a; b < s.p; b++ {
+			raw[a*s.p+b] *= scale
+		}
+	}
+	return m, clipped, nil
 }
 
 // symScaled returns scale times the upper triangle of the p×p row-major m
