@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
 )
@@ -41,7 +42,12 @@ func fmnistBytes(b *testing.B) *data.Dataset {
 
 // BenchmarkFMNISTRowsPasses runs the rows passes of pca-analyze-gauss with
 // clip=auto and center=private on Fashion-MNIST held as bytes: the norms,
-// the clipped sum, the centred norms and the centred clipped moment.
+// the clipped sum, the centred norms and the centred clipped moment, each
+// computing its own norms; the sum and the moment reading the norms of
+// a count about the same centre (kernel.SqNorms); and the five passes of
+// the fit before the Gram (norms about 0, the sum, the norms about a
+// centre, the sum, the norms about the mean) as the in-memory rows source
+// runs them, each sum reading the norms of the count before it.
 func BenchmarkFMNISTRowsPasses(b *testing.B) {
 	ds := fmnistBytes(b)
 	ctx := context.Background()
@@ -72,10 +78,52 @@ func BenchmarkFMNISTRowsPasses(b *testing.B) {
 			}
 		}
 	})
+	b.Run("sum-given-norms", func(b *testing.B) {
+		sq, err := kernel.SqNorms(ctx, RowsMatrix(ds), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := kernel.ClippedSum(ctx, RowsMatrix(ds), nil, clip, sq...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("moment", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := RowsCentredMomentKind.Local(ctx, ds, &CentredMomentRequest{Clip: clip, Center: center}); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("moment-given-norms", func(b *testing.B) {
+		sq, err := kernel.SqNorms(ctx, RowsMatrix(ds), center)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, _, err := kernel.SecondMoment(ctx, RowsMatrix(ds), center, clip, 1, backend.Default(), sq...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("five-passes", func(b *testing.B) {
+		x := RowsMatrix(ds)
+		for b.Loop() {
+			for k, c := range [][]float64{nil, nil, center, center, center} {
+				if k%2 == 1 {
+					continue // a sum, run with the count before it
+				}
+				sq, err := kernel.SqNorms(ctx, x, c)
+				if err == nil {
+					_, err = kernel.NormCounts(ctx, x, c, grid, sq...)
+				}
+				if err == nil && k < 4 {
+					_, err = kernel.ClippedSum(ctx, x, c, clip, sq...)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})

@@ -300,6 +300,34 @@ func (p *Plan) Noise() string { return p.noise }
 // Total returns the whole grant in the plan's currency.
 func (p *Plan) Total() Budget { return p.totalBudget() }
 
+// Calibrate starts an exact plan's scaling on a goroutine of its own, so
+// that it runs beside the work a fit does before it first reads a budget
+// (a pass over the rows); Budget and Total wait for it. The scaling is the
+// same whenever it runs. Other plans have nothing to calibrate.
+func (p *Plan) Calibrate() {
+	if p.exact != nil {
+		go p.totalBudget()
+	}
+}
+
+// Mechanism returns the mechanism the named share is restricted to (""
+// for none) without waiting for an exact plan's scaling.
+func (p *Plan) Mechanism(name string) (Mechanism, error) {
+	s, err := p.share(name)
+	return s.Mechanism, err
+}
+
+// share returns the named share (prefixed).
+func (p *Plan) share(name string) (Share, error) {
+	name = p.prefix + name
+	for _, s := range p.shares {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Share{}, fmt.Errorf("plan has no share %q: %w", name, ErrInvalidBudget)
+}
+
 // Shares returns the plan's shares (Steps filled in: never 0; Weight
 // filled in for Fixed and Rest shares); on a Prefixed view, those whose
 // names start with the prefix, named without it.
@@ -326,17 +354,15 @@ func (p *Plan) Prefixed(prefix string) *Plan {
 // Budget returns the per-step budget of the named share: its weight times
 // the grant, divided by its number of steps.
 func (p *Plan) Budget(name string) (Budget, error) {
-	name = p.prefix + name
-	for _, s := range p.shares {
-		if s.Name == name {
-			b := p.perStepOf(p.totalBudget(), s)
-			if p.exact != nil {
-				if err := p.checkStep(name, b); err != nil {
-					return Budget{}, err
-				}
-			}
-			return b, nil
+	s, err := p.share(name)
+	if err != nil {
+		return Budget{}, err
+	}
+	b := p.perStepOf(p.totalBudget(), s)
+	if p.exact != nil {
+		if err := p.checkStep(s.Name, b); err != nil {
+			return Budget{}, err
 		}
 	}
-	return Budget{}, fmt.Errorf("plan has no share %q: %w", name, ErrInvalidBudget)
+	return b, nil
 }

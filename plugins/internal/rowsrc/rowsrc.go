@@ -76,11 +76,13 @@ func (s *Source) Rows() *mat.Dense { return s.ds.X }
 
 // PrivateNorm releases the q-quantile of the norms ‖x_i − μ‖ (μ public:
 // nil or an earlier private release) with the exponential mechanism on the
-// default public grid (clip.PrivateNorm, one declared step at budget b;
-// plugins/pca/DERIVATIONS.md §6) from one norm-histogram pass. A failed
-// pass (a non-finite row) stops it before the step. Over rows in memory
-// the norms are kept for the next pass about μ.
-func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, mu []float64, q float64) (float64, error) {
+// default public grid (clip.PrivateNorm, one declared step at the plan's
+// per-step budget of share; plugins/pca/DERIVATIONS.md §6) from one
+// norm-histogram pass. The budget is read after the pass, so that an
+// exact plan's calibration (privacy.Plan.Calibrate) runs beside it. A
+// failed pass (a non-finite row) stops it before the step. Over rows in
+// memory the norms are kept for the next pass about μ.
+func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, plan *privacy.Plan, share string, mu []float64, q float64) (float64, error) {
 	req := pass.NormHistogramRequest{Grid: kernel.DefaultGrid(), Center: mu}
 	var counts []float64
 	if s.rows == nil {
@@ -105,6 +107,10 @@ func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd 
 		s.mu.Lock()
 		s.center, s.sq = c, sq
 		s.mu.Unlock()
+	}
+	b, err := plan.Budget(share)
+	if err != nil {
+		return 0, err
 	}
 	return clip.PrivateNorm(acct, rnd, name, b, counts, q)
 }

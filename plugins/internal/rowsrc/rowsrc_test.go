@@ -73,7 +73,7 @@ func TestFileAndPassesAgree(t *testing.T) {
 		clip := func(s *Source) float64 {
 			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
 			require.NoError(t, err)
-			c, err := s.PrivateNorm(ctx, acct, privacy.NewSeededSource(3), "clip quantile", privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.5}, m, 0.5)
+			c, err := s.PrivateNorm(ctx, acct, privacy.NewSeededSource(3), "clip quantile", clipPlan(t, acct, 0.5), "clip", m, 0.5)
 			require.NoError(t, err)
 			require.Len(t, acct.Steps(), 1)
 			return c
@@ -106,7 +106,7 @@ func TestPrivateNormRefusesBeforeAnyStep(t *testing.T) {
 			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
 			require.NoError(t, err)
 			_, err = src.PrivateNorm(context.Background(), acct, privacy.NewSeededSource(1), "clip quantile",
-				privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.1}, nil, 0.5)
+				clipPlan(t, acct, 0.1), "clip", nil, 0.5)
 			assert.ErrorContains(t, err, c.want)
 			assert.Empty(t, acct.Steps())
 		})
@@ -174,7 +174,7 @@ func TestBytesAndFloatsAgree(t *testing.T) {
 		clip := func(s *Source) float64 {
 			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
 			require.NoError(t, err)
-			c, err := s.PrivateNorm(ctx, acct, privacy.NewSeededSource(5), "clip quantile", privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.5}, m, 0.5)
+			c, err := s.PrivateNorm(ctx, acct, privacy.NewSeededSource(5), "clip quantile", clipPlan(t, acct, 0.5), "clip", m, 0.5)
 			require.NoError(t, err)
 			return c
 		}
@@ -204,7 +204,7 @@ func TestKeptNorms(t *testing.T) {
 			require.NoError(t, err)
 			acct, err := privacy.NewAccountant(privacy.Grant{Kind: privacy.GrantPure, Epsilon: 1})
 			require.NoError(t, err)
-			c, err := kept.PrivateNorm(ctx, acct, privacy.NewSeededSource(7), "clip quantile", privacy.Budget{Noise: privacy.NoisePure, Epsilon: 0.5}, m, 0.5)
+			c, err := kept.PrivateNorm(ctx, acct, privacy.NewSeededSource(7), "clip quantile", clipPlan(t, acct, 0.5), "clip", m, 0.5)
 			require.NoError(t, err)
 			require.NotNil(t, kept.norms(m))
 			assert.Nil(t, kept.norms([]float64{1, 1, 1, 1, 1, 1}), "kept for their centre only")
@@ -224,4 +224,12 @@ func TestKeptNorms(t *testing.T) {
 			assert.Positive(t, ka)
 		}
 	}
+}
+
+// clipPlan is a pure plan of acct's grant whose one share "clip" is the
+// fraction w of ε for one exponential step.
+func clipPlan(t *testing.T, acct *privacy.Accountant, w float64) *privacy.Plan {
+	plan, err := privacy.NewPlan(acct, privacy.NoisePure, privacy.Share{Name: "clip", Weight: w, Mechanism: privacy.MechExponential})
+	require.NoError(t, err)
+	return plan
 }
