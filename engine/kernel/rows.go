@@ -306,6 +306,10 @@ func (x rowsOf) chunks() int {
 // rowBlock is the number of rows sumBlocks reads at a time.
 const rowBlock = 64
 
+// rowGroup is the number of rows SecondMoment centres, measures and
+// shrinks at a time (sqNorms' four), before they leave the cache.
+const rowGroup = 4
+
 // sumBlocks returns the sum over x's rows of what f adds to an accumulator
 // of length size: the rows split in chunks on several goroutines
 // (inChunks), each read rowBlock rows at a time (views of a *mat.Dense's
@@ -472,24 +476,29 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 			return pt, nil
 		}
 		k := min(bs, max(b-a, 1))
-		buf, rows, norms, zero := make([]float64, k*p), make([][]float64, k), make([]float64, k), make([]float64, p)
+		buf, rows, norms, zero := make([]float64, k*p), make([][]float64, k), make([]float64, rowGroup), make([]float64, p)
 		for start := a; start < b; start += bs {
 			if err := ctx.Err(); err != nil {
 				return pt, fmt.Errorf("second moment: %w", err)
 			}
 			m := min(bs, b-start)
-			for i := 0; i < m; i++ {
-				rows[i] = x.centred(start+i, buf[i*p:(i+1)*p], mu)
-			}
-			if doClip {
-				s := norms[:m]
-				if sq != nil {
-					s = sq[start : start+m]
-				} else {
-					sqNorms(s, rows[:m], zero)
+			for i := 0; i < m; i += rowGroup {
+				// A few rows at a time, shrunk while they are in cache.
+				g := rows[i:min(i+rowGroup, m)]
+				for k := range g {
+					g[k] = x.centred(start+i+k, buf[(i+k)*p:(i+k+1)*p], mu)
 				}
-				for i, row := range rows[:m] {
-					if shrink(row, s[i], c) {
+				if !doClip {
+					continue
+				}
+				s := norms[:len(g)]
+				if sq != nil {
+					s = sq[start+i : start+i+len(g)]
+				} else {
+					sqNorms(s, g, zero)
+				}
+				for k, row := range g {
+					if shrink(row, s[k], c) {
 						pt.nClipped++
 					}
 				}
