@@ -3,6 +3,7 @@ package pass
 import (
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -107,24 +108,34 @@ func BenchmarkFMNISTRowsPasses(b *testing.B) {
 			}
 		}
 	})
-	b.Run("five-passes", func(b *testing.B) {
-		x := RowsMatrix(ds)
-		for b.Loop() {
-			for k, c := range [][]float64{nil, nil, center, center, center} {
-				if k%2 == 1 {
-					continue // a sum, run with the count before it
-				}
-				sq, err := kernel.SqNorms(ctx, x, c)
-				if err == nil {
-					_, err = kernel.NormCounts(ctx, x, c, grid, sq...)
-				}
-				if err == nil && k < 4 {
-					_, err = kernel.ClippedSum(ctx, x, c, clip, sq...)
-				}
-				if err != nil {
-					b.Fatal(err)
+	// The five passes before the Gram, each computing its norms (the
+	// passes' reference implementations) or each sum reading those of the
+	// count before it (as the in-memory rows source runs them).
+	for _, handOn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("five-passes/hand-on=%v", handOn), func(b *testing.B) {
+			x := RowsMatrix(ds)
+			for b.Loop() {
+				for k, c := range [][]float64{nil, nil, center, center, center} {
+					var err error
+					switch {
+					case !handOn && k%2 == 0:
+						_, err = RowsNormHistogramKind.Local(ctx, ds, &NormHistogramRequest{Grid: grid, Center: c})
+					case !handOn:
+						_, err = RowsClippedSumKind.Local(ctx, ds, &ClippedSumRequest{Clip: clip, Center: c})
+					case k%2 == 0:
+						var sq []float64
+						if sq, err = kernel.SqNorms(ctx, x, c); err == nil {
+							_, err = kernel.NormCounts(ctx, x, c, grid, sq...)
+						}
+						if err == nil && k < 4 {
+							_, err = kernel.ClippedSum(ctx, x, c, clip, sq...)
+						}
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
-		}
-	})
+		})
+	}
 }
