@@ -144,10 +144,14 @@ func (x rowsOf) finiteRow(i int, row []float64) error {
 	return FiniteRow(i, row)
 }
 
-// check reports a Matrix that is neither a *mat.Dense nor a RowReader.
-func (x rowsOf) check(what string) error {
-	if x.d == nil && x.r == nil {
+// check reports a Matrix that is neither a *mat.Dense nor a RowReader,
+// and squared norms (sq, when not nil) that are not one per row.
+func (x rowsOf) check(what string, sq []float64) error {
+	switch {
+	case x.d == nil && x.r == nil:
 		return fmt.Errorf("%s: rows of an unknown matrix type", what)
+	case sq != nil && len(sq) != x.n:
+		return fmt.Errorf("%s: %d squared norms for %d rows", what, len(sq), x.n)
 	}
 	return nil
 }
@@ -158,10 +162,15 @@ func (x rowsOf) check(what string) error {
 // when given them.
 func SqNorms(ctx context.Context, m Matrix, center []float64) ([]float64, error) {
 	x := rowsFrom(m)
-	if err := x.check("squared norms"); err != nil {
+	if err := x.check("squared norms", nil); err != nil {
 		return nil, err
 	}
-	return x.sqNormsOf(ctx, "squared norms", center, nil)
+	out := make([]float64, x.n)
+	_, err := x.sumBlocks(ctx, "squared norms", 0, center, nil, func(_ []float64, i int, _ [][]float64, sq []float64) error {
+		copy(out[i:], sq)
+		return nil
+	})
+	return out, err
 }
 
 // NormCounts returns the counts of the norms ‖x_i − center‖ (center nil:
@@ -171,10 +180,10 @@ func SqNorms(ctx context.Context, m Matrix, center []float64) ([]float64, error)
 // (SqNorms), which are then not computed again.
 func NormCounts(ctx context.Context, m Matrix, center, grid []float64, sq ...float64) ([]float64, error) {
 	x := rowsFrom(m)
-	if err := x.check("norm counts"); err != nil {
-		return nil, err
+	err := x.check("norm counts", sq)
+	if err == nil && sq == nil {
+		sq, err = SqNorms(ctx, m, center)
 	}
-	sq, err := x.sqNormsOf(ctx, "norm counts", center, sq)
 	if err != nil {
 		return nil, err
 	}
@@ -190,24 +199,6 @@ func NormCounts(ctx context.Context, m Matrix, center, grid []float64, sq ...flo
 		counts[Cell(grid, s)]++
 	}
 	return counts, nil
-}
-
-// sqNormsOf returns sq when it holds one squared norm per row, the rows'
-// squared norms about center (SqNorms) when it is nil, and an error
-// otherwise.
-func (x rowsOf) sqNormsOf(ctx context.Context, what string, center, sq []float64) ([]float64, error) {
-	if sq != nil {
-		if len(sq) != x.n {
-			return nil, fmt.Errorf("%s: %d squared norms for %d rows", what, len(sq), x.n)
-		}
-		return sq, nil
-	}
-	out := make([]float64, x.n)
-	_, err := x.sumBlocks(ctx, what, 0, center, nil, func(_ []float64, i int, _ [][]float64, sq []float64) error {
-		copy(out[i:], sq)
-		return nil
-	})
-	return out, err
 }
 
 // CheckNormCounts checks counts claiming to be the norm counts on a grid of
@@ -234,11 +225,8 @@ func CheckNormCounts(counts []float64, records int64) error {
 // about center (SqNorms), which are then not computed again.
 func ClippedSum(ctx context.Context, m Matrix, center []float64, clip float64, sq ...float64) ([]float64, error) {
 	x := rowsFrom(m)
-	if err := x.check("clipped sum"); err != nil {
+	if err := x.check("clipped sum", sq); err != nil {
 		return nil, err
-	}
-	if sq != nil && len(sq) != x.n {
-		return nil, fmt.Errorf("clipped sum: %d squared norms for %d rows", len(sq), x.n)
 	}
 	// acc holds Σ f_i·x_i and, last, Σ f_i: Σ f_i·(x_i − c) is the
 	// first less the second times c.
@@ -432,15 +420,12 @@ var setMu sync.Mutex
 // instead of computing them again.
 func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64, th Threads, sq ...float64) (*mat.SymDense, int, error) {
 	x := rowsFrom(m)
-	if err := x.check("second moment"); err != nil {
+	if err := x.check("second moment", sq); err != nil {
 		return nil, 0, err
 	}
 	n, p := x.n, x.p
-	switch {
-	case mu != nil && len(mu) != p:
+	if mu != nil && len(mu) != p {
 		return nil, 0, fmt.Errorf("second moment: mean of length %d for %d columns", len(mu), p)
-	case sq != nil && len(sq) != n:
-		return nil, 0, fmt.Errorf("second moment: %d squared norms for %d rows", len(sq), n)
 	}
 	doClip := c > 0 && !math.IsInf(c, 1)
 	needCopy := x.d == nil || mu != nil || (doClip && anyLonger(x, c, sq))
@@ -476,7 +461,7 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 			return pt, nil
 		}
 		k := min(bs, max(b-a, 1))
-		buf, rows, norms, zero := make([]float64, k*p), make([][]float64, k), make([]float64, rowGroup), make([]float64, p)
+		buf, rows, norms, zero := make([]float64, k*p), make([][]float64, rowGroup), make([]float64, rowGroup), make([]float64, p)
 		for start := a; start < b; start += bs {
 			if err := ctx.Err(); err != nil {
 				return pt, fmt.Errorf("second moment: %w", err)
@@ -484,7 +469,7 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 			m := min(bs, b-start)
 			for i := 0; i < m; i += rowGroup {
 				// A few rows at a time, shrunk while they are in cache.
-				g := rows[i:min(i+rowGroup, m)]
+				g := rows[:min(rowGroup, m-i)]
 				for k := range g {
 					g[k] = x.centred(start+i+k, buf[(i+k)*p:(i+k+1)*p], mu)
 				}

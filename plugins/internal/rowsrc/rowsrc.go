@@ -83,51 +83,53 @@ func (s *Source) Rows() *mat.Dense { return s.ds.X }
 // failed pass (a non-finite row) stops it before the step. Over rows in
 // memory the norms are kept for the next pass about μ.
 func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, plan *privacy.Plan, share string, mu []float64, q float64) (float64, error) {
-	req := pass.NormHistogramRequest{Grid: kernel.DefaultGrid(), Center: mu}
-	var counts []float64
-	if s.rows == nil {
-		res, err := pass.RowsNormHistogramKind.Run(ctx, s.ds, req)
-		if err != nil {
-			return 0, err
-		}
-		counts = res.Counts
-	} else {
-		r, err := checked(pass.RowsNormHistogramKind, s.ds, req)
-		if err != nil {
-			return 0, err
-		}
+	res, err := run(ctx, s, pass.RowsNormHistogramKind, pass.NormHistogramRequest{Grid: kernel.DefaultGrid(), Center: mu}, func(r *pass.NormHistogramRequest) (*pass.CountsResult, error) {
 		c := pass.CenterOf(r.Center)
 		sq, err := kernel.SqNorms(ctx, s.rows, c)
-		if err == nil {
-			counts, err = kernel.NormCounts(ctx, s.rows, c, r.Grid, sq...)
-		}
 		if err != nil {
-			return 0, fmt.Errorf("pass %s: %w", pass.RowsNormHistogram, err)
+			return nil, err
 		}
+		counts, err := kernel.NormCounts(ctx, s.rows, c, r.Grid, sq...)
 		s.mu.Lock()
 		s.center, s.sq = c, sq
 		s.mu.Unlock()
+		return &pass.CountsResult{Records: int64(s.n), Counts: counts}, err
+	})
+	if err != nil {
+		return 0, err
 	}
 	b, err := plan.Budget(share)
 	if err != nil {
 		return 0, err
 	}
-	return clip.PrivateNorm(acct, rnd, name, b, counts, q)
+	return clip.PrivateNorm(acct, rnd, name, b, res.Counts, q)
 }
 
-// checked returns the request q of kind k as the host reads it before
-// running a pass over ds (pass.Kind.DecodeRequest: finite parameters and
-// inputs of their shapes, the kind's checks; a nil centre as zeros).
-func checked[Q, R any](k *pass.Kind[Q, R], ds *data.Dataset, q Q) (*Q, error) {
-	sh := pass.ShapeOf(ds)
-	return k.DecodeRequest(sh, k.EncodeRequest(sh, q))
+// run returns the result of the pass q of kind k: pass.Run's on a remote
+// data set; over rows in memory, local's on q as the host reads a request
+// before running it (pass.Kind.DecodeRequest: finite parameters and inputs
+// of their shapes, the kind's checks; a nil centre as zeros).
+func run[Q, R any](ctx context.Context, s *Source, k *pass.Kind[Q, R], q Q, local func(*Q) (*R, error)) (*R, error) {
+	if s.rows == nil {
+		return k.Run(ctx, s.ds, q)
+	}
+	sh := pass.ShapeOf(s.ds)
+	r, err := k.DecodeRequest(sh, k.EncodeRequest(sh, q))
+	if err != nil {
+		return nil, err
+	}
+	res, err := local(r)
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	}
+	return res, nil
 }
 
 // norms returns the kept squared norms about c (pass.CenterOf), or nil.
 func (s *Source) norms(c []float64) []float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sq == nil || !slices.Equal(s.center, c) {
+	if !slices.Equal(s.center, c) {
 		return nil
 	}
 	return s.sq
@@ -136,24 +138,15 @@ func (s *Source) norms(c []float64) []float64 {
 // Sum returns Σ_i min(1, c/‖x_i − μ‖)·(x_i − μ) (μ nil: 0; c ≤ 0: the
 // plain sum of the centred rows).
 func (s *Source) Sum(ctx context.Context, mu []float64, c float64) ([]float64, error) {
-	req := pass.ClippedSumRequest{Clip: max(c, 0), Center: mu}
-	if s.rows == nil {
-		res, err := pass.RowsClippedSumKind.Run(ctx, s.ds, req)
-		if err != nil {
-			return nil, err
-		}
-		return res.Sum, nil
-	}
-	r, err := checked(pass.RowsClippedSumKind, s.ds, req)
+	res, err := run(ctx, s, pass.RowsClippedSumKind, pass.ClippedSumRequest{Clip: max(c, 0), Center: mu}, func(r *pass.ClippedSumRequest) (*pass.SumResult, error) {
+		c := pass.CenterOf(r.Center)
+		sum, err := kernel.ClippedSum(ctx, s.rows, c, r.Clip, s.norms(c)...)
+		return &pass.SumResult{Records: int64(s.n), Sum: sum}, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	cr := pass.CenterOf(r.Center)
-	sum, err := kernel.ClippedSum(ctx, s.rows, cr, r.Clip, s.norms(cr)...)
-	if err != nil {
-		return nil, fmt.Errorf("pass %s: %w", pass.RowsClippedSum, err)
-	}
-	return sum, nil
+	return res.Sum, nil
 }
 
 // SecondMoment returns scale·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with
@@ -163,44 +156,29 @@ func (s *Source) SecondMoment(ctx context.Context, mu []float64, c, scale float6
 	if !(c > 0) || c > math.MaxFloat64 {
 		c = 0
 	}
-	req := pass.CentredMomentRequest{Clip: c, Center: mu}
-	if s.rows == nil {
-		res, err := pass.RowsCentredMomentKind.Run(ctx, s.ds, req)
+	res, err := run(ctx, s, pass.RowsCentredMomentKind, pass.CentredMomentRequest{Clip: c, Center: mu}, func(r *pass.CentredMomentRequest) (*pass.CentredMomentResult, error) {
+		c := pass.CenterOf(r.Center)
+		m, clipped, err := kernel.SecondMoment(ctx, s.rows, c, r.Clip, 1, backend.Default(), s.norms(c)...)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		return symScaled(s.p, res.Moment, scale), int(res.Clipped), nil
-	}
-	r, err := checked(pass.RowsCentredMomentKind, s.ds, req)
+		return &pass.CentredMomentResult{Records: int64(s.n), Moment: m.RawSymmetric().Data, Clipped: int64(clipped)}, nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	cr := pass.CenterOf(r.Center)
-	// The unscaled moment, then scaled: the bits of a pass's result.
-	m, clipped, err := kernel.SecondMoment(ctx, s.rows, cr, r.Clip, 1, backend.Default(), s.norms(cr)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("pass %s: %w", pass.RowsCentredMoment, err)
-	}
-	raw := m.RawSymmetric().Data
-	for a := 0; a < s.p; a++ {
-		for b := a; b < s.p; b++ {
-			raw[a*s.p+b] *= scale
-		}
-	}
-	return m, clipped, nil
+	return scaled(s.p, res.Moment, scale), int(res.Clipped), nil
 }
 
-// symScaled returns scale times the upper triangle of the p×p row-major m
-// as a symmetric matrix.
-func symScaled(p int, m []float64, scale float64) *mat.SymDense {
-	out := mat.NewSymDense(p, nil)
-	raw := out.RawSymmetric().Data
+// scaled returns the upper triangle of the p×p row-major m, multiplied
+// in place by scale, as a symmetric matrix over m.
+func scaled(p int, m []float64, scale float64) *mat.SymDense {
 	for a := 0; a < p; a++ {
 		for b := a; b < p; b++ {
-			raw[a*p+b] = scale * m[a*p+b]
+			m[a*p+b] *= scale
 		}
 	}
-	return out
+	return mat.NewSymDense(p, m)
 }
 
 // Moments returns the unclipped mean Σ_i x_i/n and second moment
@@ -216,7 +194,7 @@ func (s *Source) Moments(ctx context.Context) ([]float64, *mat.SymDense, error) 
 	for j, v := range res.Sum {
 		mean[j] = v / n
 	}
-	return mean, symScaled(s.p, res.Moment, 1/n), nil
+	return mean, scaled(s.p, res.Moment, 1/n), nil
 }
 
 // Kinds returns the pass kinds a fit that reads the given aggregates
