@@ -107,7 +107,8 @@ type Plan struct {
 }
 
 // exactScaling is the scaling of an exact plan's zCDP split (exactBoost),
-// made on the first use of the plan's budgets rather than by NewPlan: a
+// made on the first use of the plan's budgets, or on a goroutine of its own
+// from Calibrate, rather than by NewPlan: a
 // plan made only to be checked (a fit's pre-flight declaration, answered
 // by another process than the fit's) then pays for no PLD search. The
 // scaling cannot make a checked split unusable (its factor lies in
@@ -136,8 +137,8 @@ func (p *Plan) totalBudget() Budget {
 // fit the grant and leave something for a Rest share. A plan spans the
 // whole grant: make it before the first step. Errors wrap ErrInvalidBudget.
 // An exact plan under an (ε, δ) grant is scaled on the first use of its
-// budgets (Budget, Total), so that a plan made only to be checked costs
-// no calibration.
+// budgets (Budget, Total) or from Calibrate, so that a plan made only to
+// be checked costs no calibration.
 func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if a == nil {
 		return nil, fmt.Errorf("plan: no accountant: %w", ErrInvalidBudget)
