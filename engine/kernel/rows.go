@@ -144,36 +144,61 @@ func (x rowsOf) finiteRow(i int, row []float64) error {
 	return FiniteRow(i, row)
 }
 
-// check reports a Matrix that is neither a *mat.Dense nor a RowReader.
-func (x rowsOf) check(what string) error {
-	if x.d == nil && x.r == nil {
+// check reports a Matrix that is neither a *mat.Dense nor a RowReader,
+// and squared norms (sq, when not nil) that are not one per row.
+func (x rowsOf) check(what string, sq []float64) error {
+	switch {
+	case x.d == nil && x.r == nil:
 		return fmt.Errorf("%s: rows of an unknown matrix type", what)
+	case sq != nil && len(sq) != x.n:
+		return fmt.Errorf("%s: %d squared norms for %d rows", what, len(sq), x.n)
 	}
 	return nil
+}
+
+// SqNorms returns the squared norms ‖x_i − center‖² of m's rows (center
+// nil: 0), each summed in column order: what NormCounts, ClippedSum and
+// SecondMoment about the same centre compute, bit for bit, and accept
+// when given them.
+func SqNorms(ctx context.Context, m Matrix, center []float64) ([]float64, error) {
+	x := rowsFrom(m)
+	if err := x.check("squared norms", nil); err != nil {
+		return nil, err
+	}
+	out := make([]float64, x.n)
+	_, err := x.sumBlocks(ctx, "squared norms", 0, center, nil, func(_ []float64, i int, _ [][]float64, sq []float64) error {
+		copy(out[i:], sq)
+		return nil
+	})
+	return out, err
 }
 
 // NormCounts returns the counts of the norms ‖x_i − center‖ (center nil:
 // 0) in the cells of the increasing grid, as Counts (as floats, the
 // counts a pass result carries). It fails on a row whose norm is not
-// finite.
-func NormCounts(ctx context.Context, m Matrix, center, grid []float64) ([]float64, error) {
+// finite. sq, when given, holds the rows' squared norms about center
+// (SqNorms), which are then not computed again.
+func NormCounts(ctx context.Context, m Matrix, center, grid []float64, sq ...float64) ([]float64, error) {
 	x := rowsFrom(m)
-	if err := x.check("norm counts"); err != nil {
+	err := x.check("norm counts", sq)
+	if err == nil && sq == nil {
+		sq, err = SqNorms(ctx, m, center)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return x.sumBlocks(ctx, "norm counts", len(grid)+1, center, func(counts []float64, i int, rows [][]float64, sq []float64) error {
-		for k, v := range sq {
-			s := math.Sqrt(v)
-			if math.IsNaN(s) || math.IsInf(s, 0) {
-				if err := FiniteRow(i+k, rows[k]); err != nil {
-					return err
-				}
-				return fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i+k)
+	counts := make([]float64, len(grid)+1)
+	for i, v := range sq {
+		s := math.Sqrt(v)
+		if math.IsNaN(s) || math.IsInf(s, 0) {
+			if err := FiniteRow(i, x.row(i, make([]float64, x.p))); err != nil {
+				return nil, err
 			}
-			counts[Cell(grid, s)]++
+			return nil, fmt.Errorf("data row %d: its norm overflows float64 (entries near 1e154 or larger)", i)
 		}
-		return nil
-	})
+		counts[Cell(grid, s)]++
+	}
+	return counts, nil
 }
 
 // CheckNormCounts checks counts claiming to be the norm counts on a grid of
@@ -196,15 +221,16 @@ func CheckNormCounts(counts []float64, records int64) error {
 // ClippedSum returns Σ_i min(1, clip/‖x_i − center‖)·(x_i − center)
 // (ClipFactor; center nil: zeros; clip ≤ 0 or +Inf: the plain sum of the
 // centred rows). It fails on a non-finite entry; a row whose norm merely
-// overflows gets weight zero.
-func ClippedSum(ctx context.Context, m Matrix, center []float64, clip float64) ([]float64, error) {
+// overflows gets weight zero. sq, when given, holds the rows' squared norms
+// about center (SqNorms), which are then not computed again.
+func ClippedSum(ctx context.Context, m Matrix, center []float64, clip float64, sq ...float64) ([]float64, error) {
 	x := rowsFrom(m)
-	if err := x.check("clipped sum"); err != nil {
+	if err := x.check("clipped sum", sq); err != nil {
 		return nil, err
 	}
 	// acc holds Σ f_i·x_i and, last, Σ f_i: Σ f_i·(x_i − c) is the
 	// first less the second times c.
-	acc, err := x.sumBlocks(ctx, "clipped sum", x.p+1, center, func(acc []float64, i int, rows [][]float64, sq []float64) error {
+	acc, err := x.sumBlocks(ctx, "clipped sum", x.p+1, center, sq, func(acc []float64, i int, rows [][]float64, sq []float64) error {
 		sum := acc[:x.p]
 		for k, row := range rows {
 			if math.IsNaN(sq[k]) || math.IsInf(sq[k], 0) { // a non-finite entry, or a norm that overflows (weight 0)
@@ -268,13 +294,18 @@ func (x rowsOf) chunks() int {
 // rowBlock is the number of rows sumBlocks reads at a time.
 const rowBlock = 64
 
+// rowGroup is the number of rows SecondMoment centres, measures and
+// shrinks at a time (sqNorms' four), before they leave the cache.
+const rowGroup = 4
+
 // sumBlocks returns the sum over x's rows of what f adds to an accumulator
 // of length size: the rows split in chunks on several goroutines
 // (inChunks), each read rowBlock rows at a time (views of a *mat.Dense's
-// storage, or decoded) with their squared norms about c (nil: 0; sqNorms)
-// and handed to f with the index of the first and the chunk's
-// accumulator; the chunks' accumulators are added in chunk order.
-func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float64, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
+// storage, or decoded) with their squared norms about c (nil: 0; sqNorms,
+// or known's when it is not nil) and handed to f with the index of the
+// first and the chunk's accumulator; the chunks' accumulators are added in
+// chunk order.
+func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c, known []float64, f func(acc []float64, i int, rows [][]float64, sq []float64) error) ([]float64, error) {
 	if c == nil {
 		c = make([]float64, x.p) // v − 0 = v: the rows' own squared norms
 	} else if len(c) != x.p {
@@ -291,8 +322,13 @@ func (x rowsOf) sumBlocks(ctx context.Context, what string, size int, c []float6
 			for k := range m {
 				rows[k] = x.row(i+k, buf[k*x.p:(k+1)*x.p])
 			}
-			sqNorms(sq[:m], rows[:m], c)
-			if err := f(acc, i, rows[:m], sq[:m]); err != nil {
+			s := sq[:m]
+			if known != nil {
+				s = known[i : i+m]
+			} else {
+				sqNorms(s, rows[:m], c)
+			}
+			if err := f(acc, i, rows[:m], s); err != nil {
 				return nil, err
 			}
 		}
@@ -379,10 +415,12 @@ var setMu sync.Mutex
 // per chunk while the product runs, so that every core copies and
 // multiplies on its own instead of waiting for the BLAS's threads at each
 // block. The chunks are summed in a fixed order. A non-finite result is
-// traced to its entry in x. x is never written.
-func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64, th Threads) (*mat.SymDense, int, error) {
+// traced to its entry in x. x is never written. sq, when given, holds the
+// rows' squared norms about mu (SqNorms), which the clip then reads
+// instead of computing them again.
+func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64, th Threads, sq ...float64) (*mat.SymDense, int, error) {
 	x := rowsFrom(m)
-	if err := x.check("second moment"); err != nil {
+	if err := x.check("second moment", sq); err != nil {
 		return nil, 0, err
 	}
 	n, p := x.n, x.p
@@ -390,7 +428,7 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 		return nil, 0, fmt.Errorf("second moment: mean of length %d for %d columns", len(mu), p)
 	}
 	doClip := c > 0 && !math.IsInf(c, 1)
-	needCopy := x.d == nil || mu != nil || (doClip && anyLonger(x, c))
+	needCopy := x.d == nil || mu != nil || (doClip && anyLonger(x, c, sq))
 	threads := 1
 	if th != nil {
 		threads = th.Threads()
@@ -423,19 +461,29 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 			return pt, nil
 		}
 		k := min(bs, max(b-a, 1))
-		buf, rows, sq, zero := make([]float64, k*p), make([][]float64, k), make([]float64, k), make([]float64, p)
+		buf, rows, norms, zero := make([]float64, k*p), make([][]float64, rowGroup), make([]float64, rowGroup), make([]float64, p)
 		for start := a; start < b; start += bs {
 			if err := ctx.Err(); err != nil {
 				return pt, fmt.Errorf("second moment: %w", err)
 			}
 			m := min(bs, b-start)
-			for i := 0; i < m; i++ {
-				rows[i] = x.centred(start+i, buf[i*p:(i+1)*p], mu)
-			}
-			if doClip {
-				sqNorms(sq, rows[:m], zero)
-				for i, row := range rows[:m] {
-					if shrink(row, sq[i], c) {
+			for i := 0; i < m; i += rowGroup {
+				// A few rows at a time, shrunk while they are in cache.
+				g := rows[:min(rowGroup, m-i)]
+				for k := range g {
+					g[k] = x.centred(start+i+k, buf[(i+k)*p:(i+k+1)*p], mu)
+				}
+				if !doClip {
+					continue
+				}
+				s := norms[:len(g)]
+				if sq != nil {
+					s = sq[start+i : start+i+len(g)]
+				} else {
+					sqNorms(s, g, zero)
+				}
+				for k, row := range g {
+					if shrink(row, s[k], c) {
 						pt.nClipped++
 					}
 				}
@@ -468,11 +516,12 @@ func Fold(upper []float64, p int, rows blas64.General, alpha float64) {
 	blas64.Syrk(blas.Trans, alpha, rows, 1, blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: upper})
 }
 
-// anyLonger reports whether some row of x has norm above c.
-func anyLonger(x rowsOf, c float64) bool {
+// anyLonger reports whether some row of x has norm above c (from the
+// rows' squared norms sq when not nil).
+func anyLonger(x rowsOf, c float64, sq []float64) bool {
 	buf := make([]float64, x.p)
 	for i := 0; i < x.n; i++ {
-		if sqNorm(x.row(i, buf), nil) > c*c {
+		if sq == nil && sqNorm(x.row(i, buf), nil) > c*c || sq != nil && sq[i] > c*c {
 			return true
 		}
 	}

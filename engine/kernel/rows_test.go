@@ -445,3 +445,51 @@ func TestChunkedPasses(t *testing.T) {
 		}
 	}
 }
+
+// Squared norms computed once (SqNorms, equal to the one-row norms bit for
+// bit) and handed to the kernels about the same centre give the results
+// of the kernels that compute them, bit for bit, in one chunk and in
+// several; a slice of the wrong length is refused.
+func TestGivenSqNorms(t *testing.T) {
+	ctx := context.Background()
+	for _, x := range []*mat.Dense{randRows(301, 7, 2, 3), randRows(9000, 120, 2, 4)} {
+		n, p := x.Dims()
+		mu := make([]float64, p)
+		for j := range mu {
+			mu[j] = 0.5 - 0.01*float64(j)
+		}
+		grid := DefaultGrid()
+		for _, c := range [][]float64{nil, mu} {
+			sq, err := SqNorms(ctx, x, c)
+			require.NoError(t, err)
+			require.Len(t, sq, n)
+			for i, v := range sq {
+				require.Equal(t, math.Float64bits(sqNorm(x.RawRowView(i), c)), math.Float64bits(v), "row %d", i)
+			}
+			clip := math.Sqrt(sq[n/2])
+			want, err := NormCounts(ctx, x, c, grid)
+			require.NoError(t, err)
+			got, err := NormCounts(ctx, x, c, grid, sq...)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			want, err = ClippedSum(ctx, x, c, clip)
+			require.NoError(t, err)
+			got, err = ClippedSum(ctx, x, c, clip, sq...)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			wm, wk, err := SecondMoment(ctx, x, c, clip, 1, nil)
+			require.NoError(t, err)
+			gm, gk, err := SecondMoment(ctx, x, c, clip, 1, nil, sq...)
+			require.NoError(t, err)
+			assert.Equal(t, wm, gm)
+			assert.Equal(t, wk, gk)
+			assert.Positive(t, gk)
+		}
+		_, err := NormCounts(ctx, x, nil, grid, 1)
+		assert.ErrorContains(t, err, "1 squared norms")
+		_, err = ClippedSum(ctx, x, nil, 1, 1)
+		assert.ErrorContains(t, err, "1 squared norms")
+		_, _, err = SecondMoment(ctx, x, nil, 1, 1, nil, 1)
+		assert.ErrorContains(t, err, "1 squared norms")
+	}
+}

@@ -125,9 +125,9 @@ func centerIn(sh *data.Remote) ArraySpec {
 	return row("center", sh.P, "the public centre subtracted from every row (zeros: none)")
 }
 
-// centerOf returns c, or nil when it is all zeros (subtracting zero
+// CenterOf returns c, or nil when it is all zeros (subtracting zero
 // changes nothing, and the kernels skip it).
-func centerOf(c []float64) []float64 {
+func CenterOf(c []float64) []float64 {
 	for _, v := range c {
 		if v != 0 {
 			return c
@@ -170,7 +170,7 @@ var (
 			return st.Check()
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *MomentRequest) (*MomentResult, error) {
-			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), nil, q.Clip)
+			sum, err := kernel.ClippedSum(ctx, RowsMatrix(ds), nil, q.Clip)
 			if err != nil {
 				return nil, err
 			}
@@ -191,7 +191,7 @@ var (
 			return kernel.CheckNormCounts(r.Counts, r.Records)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *NormHistogramRequest) (*CountsResult, error) {
-			counts, err := kernel.NormCounts(ctx, rowsMatrix(ds), centerOf(q.Center), q.Grid)
+			counts, err := kernel.NormCounts(ctx, RowsMatrix(ds), CenterOf(q.Center), q.Grid)
 			return &CountsResult{Records: int64(ds.N()), Counts: counts}, err
 		},
 	})
@@ -206,7 +206,7 @@ var (
 			return kernel.CheckClippedSum(r.Sum, r.Records, q.Clip)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *ClippedSumRequest) (*SumResult, error) {
-			sum, err := kernel.ClippedSum(ctx, rowsMatrix(ds), centerOf(q.Center), q.Clip)
+			sum, err := kernel.ClippedSum(ctx, RowsMatrix(ds), CenterOf(q.Center), q.Clip)
 			return &SumResult{Records: int64(ds.N()), Sum: sum}, err
 		},
 	})
@@ -224,7 +224,7 @@ var (
 			return checkCount("clipped", r.Clipped, r.Records)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *CentredMomentRequest) (*CentredMomentResult, error) {
-			m, clipped, err := centredMoment(ctx, ds, centerOf(q.Center), q.Clip)
+			m, clipped, err := centredMoment(ctx, ds, CenterOf(q.Center), q.Clip)
 			return &CentredMomentResult{Records: int64(ds.N()), Moment: m, Clipped: int64(clipped)}, err
 		},
 	})
@@ -238,9 +238,9 @@ func checkCount(name string, v, records int64) error {
 	return nil
 }
 
-// rowsMatrix is the X of a rows data set as the kernels read it: held as
+// RowsMatrix is the X of a rows data set as the kernels read it: held as
 // float64, or as bytes decoded block by block (data.Dataset.XBytes).
-func rowsMatrix(ds *data.Dataset) kernel.Matrix {
+func RowsMatrix(ds *data.Dataset) kernel.Matrix {
 	if ds.X == nil && ds.XBytes != nil {
 		return ds.XBytes
 	}
@@ -251,7 +251,7 @@ func rowsMatrix(ds *data.Dataset) kernel.Matrix {
 // backend's BLAS threads) and returns it p×p row-major (its storage, the
 // lower triangle filled) with the number of rows the clip shrank.
 func centredMoment(ctx context.Context, ds *data.Dataset, center []float64, clip float64) ([]float64, int, error) {
-	m, clipped, err := kernel.SecondMoment(ctx, rowsMatrix(ds), center, clip, 1, backend.Default())
+	m, clipped, err := kernel.SecondMoment(ctx, RowsMatrix(ds), center, clip, 1, backend.Default())
 	if err != nil {
 		return nil, 0, err
 	}

@@ -153,3 +153,40 @@ func TestLargestFitting(t *testing.T) {
 		})
 	}
 }
+
+// Calibrate scales an exact plan on its own goroutine to the budgets the
+// first Budget call would have scaled it to, bit for bit; Mechanism reads
+// a share's mechanism without scaling the plan, on a prefixed view too.
+func TestExactPlanCalibrate(t *testing.T) {
+	g := Grant{Kind: GrantApprox, Epsilon: 1, Delta: 1e-6}
+	shares := []Share{{Name: "x/clip", Weight: 0.1, Mechanism: MechExponential}, {Name: "x/cov", Weight: 0.9, Mechanism: MechGaussian}}
+	budgets := func(calibrate bool) []Budget {
+		a, _ := NewAccountant(g)
+		p, err := NewPlan(a, NoiseExact, shares...)
+		require.NoError(t, err)
+		v := p.Prefixed("x/")
+		m, err := v.Mechanism("clip")
+		require.NoError(t, err)
+		assert.Equal(t, MechExponential, m)
+		_, err = v.Mechanism("mean")
+		assert.ErrorIs(t, err, ErrInvalidBudget)
+		assert.Equal(t, p.total.Rho, p.exact.rho, "not scaled yet")
+		if calibrate {
+			v.Calibrate()
+		}
+		var out []Budget
+		for _, s := range []string{"clip", "cov"} {
+			b, err := v.Budget(s)
+			require.NoError(t, err)
+			out = append(out, b)
+		}
+		assert.Greater(t, p.exact.rho, p.total.Rho, "scaled")
+		return out
+	}
+	assert.Equal(t, budgets(false), budgets(true))
+	a, _ := NewAccountant(g)
+	p, err := NewPlan(a, NoiseZCDP, shares...)
+	require.NoError(t, err)
+	p.Calibrate() // nothing to calibrate
+	assert.Nil(t, p.exact)
+}

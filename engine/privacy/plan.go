@@ -107,7 +107,8 @@ type Plan struct {
 }
 
 // exactScaling is the scaling of an exact plan's zCDP split (exactBoost),
-// made on the first use of the plan's budgets rather than by NewPlan: a
+// made on the first use of the plan's budgets, or on a goroutine of its own
+// from Calibrate, rather than by NewPlan: a
 // plan made only to be checked (a fit's pre-flight declaration, answered
 // by another process than the fit's) then pays for no PLD search. The
 // scaling cannot make a checked split unusable (its factor lies in
@@ -136,8 +137,8 @@ func (p *Plan) totalBudget() Budget {
 // fit the grant and leave something for a Rest share. A plan spans the
 // whole grant: make it before the first step. Errors wrap ErrInvalidBudget.
 // An exact plan under an (ε, δ) grant is scaled on the first use of its
-// budgets (Budget, Total), so that a plan made only to be checked costs
-// no calibration.
+// budgets (Budget, Total) or from Calibrate, so that a plan made only to
+// be checked costs no calibration.
 func NewPlan(a *Accountant, noise string, shares ...Share) (*Plan, error) {
 	if a == nil {
 		return nil, fmt.Errorf("plan: no accountant: %w", ErrInvalidBudget)
@@ -300,6 +301,34 @@ func (p *Plan) Noise() string { return p.noise }
 // Total returns the whole grant in the plan's currency.
 func (p *Plan) Total() Budget { return p.totalBudget() }
 
+// Calibrate starts an exact plan's scaling on a goroutine of its own, so
+// that it runs beside the work a fit does before it first reads a budget
+// (a pass over the rows); Budget and Total wait for it. The scaling is the
+// same whenever it runs. Other plans have nothing to calibrate.
+func (p *Plan) Calibrate() {
+	if p.exact != nil {
+		go p.totalBudget()
+	}
+}
+
+// Mechanism returns the mechanism the named share is restricted to (""
+// for none) without waiting for an exact plan's scaling.
+func (p *Plan) Mechanism(name string) (Mechanism, error) {
+	s, err := p.share(name)
+	return s.Mechanism, err
+}
+
+// share returns the named share (prefixed).
+func (p *Plan) share(name string) (Share, error) {
+	name = p.prefix + name
+	for _, s := range p.shares {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Share{}, fmt.Errorf("plan has no share %q: %w", name, ErrInvalidBudget)
+}
+
 // Shares returns the plan's shares (Steps filled in: never 0; Weight
 // filled in for Fixed and Rest shares); on a Prefixed view, those whose
 // names start with the prefix, named without it.
@@ -326,17 +355,15 @@ func (p *Plan) Prefixed(prefix string) *Plan {
 // Budget returns the per-step budget of the named share: its weight times
 // the grant, divided by its number of steps.
 func (p *Plan) Budget(name string) (Budget, error) {
-	name = p.prefix + name
-	for _, s := range p.shares {
-		if s.Name == name {
-			b := p.perStepOf(p.totalBudget(), s)
-			if p.exact != nil {
-				if err := p.checkStep(name, b); err != nil {
-					return Budget{}, err
-				}
-			}
-			return b, nil
+	s, err := p.share(name)
+	if err != nil {
+		return Budget{}, err
+	}
+	b := p.perStepOf(p.totalBudget(), s)
+	if p.exact != nil {
+		if err := p.checkStep(s.Name, b); err != nil {
+			return Budget{}, err
 		}
 	}
-	return Budget{}, fmt.Errorf("plan has no share %q: %w", name, ErrInvalidBudget)
+	return b, nil
 }

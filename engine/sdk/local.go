@@ -84,6 +84,9 @@ func RunLocal(ctx context.Context, est Estimator, d *data.Dataset, raw map[strin
 			run.Data = d.WithDenseX()
 		}
 	}
+	if plan != nil {
+		plan.Calibrate() // an exact plan's scaling, beside the fit's first pass
+	}
 	res, err = safeFit(ctx, fit, run)
 	if err != nil {
 		if errors.Is(err, privacy.ErrInvalidBudget) && len(acct.Steps()) == 0 && !IsBadRequest(err) {

@@ -265,11 +265,7 @@ func problemFor(ctx context.Context, run *sdk.Run, plan *privacy.Plan, o *base) 
 	}
 	c := o.Options.Value()
 	if o.Options.Auto() {
-		b, err := plan.Budget(rowclip.ShareName)
-		if err != nil {
-			return nil, err
-		}
-		if c, err = src.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", b, nil, o.ClipQuantile); err != nil {
+		if c, err = src.PrivateNorm(ctx, run.Acct, run.Rand, "clip quantile", plan, rowclip.ShareName, nil, o.ClipQuantile); err != nil {
 			return nil, err
 		}
 	}

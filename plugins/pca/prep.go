@@ -152,11 +152,7 @@ func (pp prepPlan) shares(meanMech privacy.Mechanism) ([]privacy.Share, float64)
 // privateClip releases the q-quantile of the norms ‖x_i − μ‖ of src's
 // rows as the step name of the plan's share (DERIVATIONS.md §6).
 func privateClip(ctx context.Context, run *sdk.Run, plan *privacy.Plan, share, name string, src *rowsrc.Source, mu []float64, q float64) (float64, error) {
-	b, err := plan.Budget(share)
-	if err != nil {
-		return 0, err
-	}
-	return src.PrivateNorm(ctx, run.Acct, run.Rand, name, b, mu, q)
+	return src.PrivateNorm(ctx, run.Acct, run.Rand, name, plan, share, mu, q)
 }
 
 // preprocessed is the outcome of the private preprocessing.
@@ -183,8 +179,8 @@ type preprocessed struct {
 // last the clipped second moment the estimate reads.
 func preprocess(ctx context.Context, run *sdk.Run, plan *privacy.Plan, src *rowsrc.Source, c *clipOptions, ctr *centerOptions) (*preprocessed, error) {
 	mech := privacy.MechGaussian // the mean's mechanism, as planned
-	if b, err := plan.Budget(shareMean); err == nil {
-		mech = b.Mechanism
+	if m, err := plan.Mechanism(shareMean); err == nil {
+		mech = m
 	}
 	pp := newPrepPlan(sdk.Shape{}, c, ctr, mech)
 	out := &preprocessed{src: src, clip: c.Value()}

@@ -7,6 +7,11 @@
 // against Source has one path, and releases the same values with the same
 // privacy steps on either.
 //
+// Over rows in memory a Source runs the kernels itself, with the requests
+// checked as a pass's, and keeps the squared row norms of its last norm
+// quantile: the clipped sum or second moment that follows about the same
+// centre reads them instead of computing them again (the same bits).
+//
 // Nothing a Source returns is private: the estimator adds the noise.
 package rowsrc
 
@@ -15,9 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
@@ -26,10 +34,15 @@ import (
 )
 
 // Source gives a rows estimator the aggregates of its rows, each one
-// checked pass (pass.Run).
+// checked pass (pass.Run) or, over rows in memory, one kernel run.
 type Source struct {
 	ds   *data.Dataset
 	n, p int
+	rows kernel.Matrix // the rows in memory (nil: remote)
+
+	mu     sync.Mutex
+	center []float64 // the centre of sq (pass.CenterOf: nil for 0)
+	sq     []float64 // the rows' squared norms about center (nil: none kept)
 }
 
 // Of returns the source of a rows data set: passes run in process over
@@ -42,7 +55,7 @@ func Of(d *data.Dataset) (*Source, error) {
 	case d.Kind != data.Rows:
 		return nil, fmt.Errorf("need rows data, got %s", d.Kind)
 	case d.X != nil && !d.X.IsEmpty() || d.XBytes != nil:
-		return &Source{ds: d, n: d.N(), p: d.P()}, nil
+		return &Source{ds: d, n: d.N(), p: d.P(), rows: pass.RowsMatrix(d)}, nil
 	case d.Remote != nil:
 		if d.Remote.Passer == nil || d.Remote.N < 1 || d.Remote.P < 1 {
 			return nil, errors.New("remote data set without rows or pass runner")
@@ -63,22 +76,73 @@ func (s *Source) Rows() *mat.Dense { return s.ds.X }
 
 // PrivateNorm releases the q-quantile of the norms ‖x_i − μ‖ (μ public:
 // nil or an earlier private release) with the exponential mechanism on the
-// default public grid (clip.PrivateNorm, one declared step at budget b;
-// plugins/pca/DERIVATIONS.md §6) from one norm-histogram pass. A failed
-// pass (a non-finite row) stops it before the step.
-func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, b privacy.Budget, mu []float64, q float64) (float64, error) {
-	grid := kernel.DefaultGrid()
-	res, err := pass.RowsNormHistogramKind.Run(ctx, s.ds, pass.NormHistogramRequest{Grid: grid, Center: mu})
+// default public grid (clip.PrivateNorm, one declared step at the plan's
+// per-step budget of share; plugins/pca/DERIVATIONS.md §6) from one
+// norm-histogram pass. The budget is read after the pass, so that an
+// exact plan's calibration (privacy.Plan.Calibrate) runs beside it. A
+// failed pass (a non-finite row) stops it before the step. Over rows in
+// memory the norms are kept for the next pass about μ.
+func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd *privacy.Source, name string, plan *privacy.Plan, share string, mu []float64, q float64) (float64, error) {
+	res, err := run(ctx, s, pass.RowsNormHistogramKind, pass.NormHistogramRequest{Grid: kernel.DefaultGrid(), Center: mu}, func(r *pass.NormHistogramRequest) (*pass.CountsResult, error) {
+		c := pass.CenterOf(r.Center)
+		sq, err := kernel.SqNorms(ctx, s.rows, c)
+		if err != nil {
+			return nil, err
+		}
+		counts, err := kernel.NormCounts(ctx, s.rows, c, r.Grid, sq...)
+		s.mu.Lock()
+		s.center, s.sq = c, sq
+		s.mu.Unlock()
+		return &pass.CountsResult{Records: int64(s.n), Counts: counts}, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	b, err := plan.Budget(share)
 	if err != nil {
 		return 0, err
 	}
 	return clip.PrivateNorm(acct, rnd, name, b, res.Counts, q)
 }
 
+// run returns the result of the pass q of kind k: pass.Run's on a remote
+// data set; over rows in memory, local's on q as the host reads a request
+// before running it (pass.Kind.DecodeRequest: finite parameters and inputs
+// of their shapes, the kind's checks; a nil centre as zeros).
+func run[Q, R any](ctx context.Context, s *Source, k *pass.Kind[Q, R], q Q, local func(*Q) (*R, error)) (*R, error) {
+	if s.rows == nil {
+		return k.Run(ctx, s.ds, q)
+	}
+	sh := pass.ShapeOf(s.ds)
+	r, err := k.DecodeRequest(sh, k.EncodeRequest(sh, q))
+	if err != nil {
+		return nil, err
+	}
+	res, err := local(r)
+	if err != nil {
+		return nil, fmt.Errorf("pass %s: %w", k.Name, err)
+	}
+	return res, nil
+}
+
+// norms returns the kept squared norms about c (pass.CenterOf), or nil.
+func (s *Source) norms(c []float64) []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Equal(s.center, c) {
+		return nil
+	}
+	return s.sq
+}
+
 // Sum returns Σ_i min(1, c/‖x_i − μ‖)·(x_i − μ) (μ nil: 0; c ≤ 0: the
 // plain sum of the centred rows).
 func (s *Source) Sum(ctx context.Context, mu []float64, c float64) ([]float64, error) {
-	res, err := pass.RowsClippedSumKind.Run(ctx, s.ds, pass.ClippedSumRequest{Clip: max(c, 0), Center: mu})
+	res, err := run(ctx, s, pass.RowsClippedSumKind, pass.ClippedSumRequest{Clip: max(c, 0), Center: mu}, func(r *pass.ClippedSumRequest) (*pass.SumResult, error) {
+		c := pass.CenterOf(r.Center)
+		sum, err := kernel.ClippedSum(ctx, s.rows, c, r.Clip, s.norms(c)...)
+		return &pass.SumResult{Records: int64(s.n), Sum: sum}, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -92,24 +156,29 @@ func (s *Source) SecondMoment(ctx context.Context, mu []float64, c, scale float6
 	if !(c > 0) || c > math.MaxFloat64 {
 		c = 0
 	}
-	res, err := pass.RowsCentredMomentKind.Run(ctx, s.ds, pass.CentredMomentRequest{Clip: c, Center: mu})
+	res, err := run(ctx, s, pass.RowsCentredMomentKind, pass.CentredMomentRequest{Clip: c, Center: mu}, func(r *pass.CentredMomentRequest) (*pass.CentredMomentResult, error) {
+		c := pass.CenterOf(r.Center)
+		m, clipped, err := kernel.SecondMoment(ctx, s.rows, c, r.Clip, 1, backend.Default(), s.norms(c)...)
+		if err != nil {
+			return nil, err
+		}
+		return &pass.CentredMomentResult{Records: int64(s.n), Moment: m.RawSymmetric().Data, Clipped: int64(clipped)}, nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return symScaled(s.p, res.Moment, scale), int(res.Clipped), nil
+	return scaled(s.p, res.Moment, scale), int(res.Clipped), nil
 }
 
-// symScaled returns scale times the upper triangle of the p×p row-major m
-// as a symmetric matrix.
-func symScaled(p int, m []float64, scale float64) *mat.SymDense {
-	out := mat.NewSymDense(p, nil)
-	raw := out.RawSymmetric().Data
+// scaled returns the upper triangle of the p×p row-major m, multiplied
+// in place by scale, as a symmetric matrix over m.
+func scaled(p int, m []float64, scale float64) *mat.SymDense {
 	for a := 0; a < p; a++ {
 		for b := a; b < p; b++ {
-			raw[a*p+b] = scale * m[a*p+b]
+			m[a*p+b] *= scale
 		}
 	}
-	return out
+	return mat.NewSymDense(p, m)
 }
 
 // Moments returns the unclipped mean Σ_i x_i/n and second moment
@@ -125,7 +194,7 @@ func (s *Source) Moments(ctx context.Context) ([]float64, *mat.SymDense, error) 
 	for j, v := range res.Sum {
 		mean[j] = v / n
 	}
-	return mean, symScaled(s.p, res.Moment, 1/n), nil
+	return mean, scaled(s.p, res.Moment, 1/n), nil
 }
 
 // Kinds returns the pass kinds a fit that reads the given aggregates
