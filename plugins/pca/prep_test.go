@@ -125,20 +125,26 @@ func TestClipShareSizedToRows(t *testing.T) {
 			g := spiked(t, c.n, 8, 2, "24,20", "gaussian", 5)
 			_, acct := fit(t, c.est, g, c.raw, c.grant, 1)
 			assert.Empty(t, acct.Undrawn())
-			var quant, total float64
-			for _, s := range acct.Steps() {
-				v := s.Rho
-				if c.grant.Kind == privacy.GrantPure {
-					v = s.Epsilon
-				}
-				total += v
-				if strings.HasPrefix(s.Name, "clip quantile") {
-					quant += v
-				}
-			}
-			assert.InDelta(t, c.want, quant/total, 1e-9)
+			assert.InDelta(t, c.want, fractionOf(acct, c.grant, "clip quantile"), 1e-9)
 		})
 	}
+}
+
+// fractionOf is the fraction of a run's cost (ρ, or ε under a pure grant)
+// taken by the steps whose names start with prefix.
+func fractionOf(acct *privacy.Accountant, g privacy.Grant, prefix string) float64 {
+	var part, total float64
+	for _, s := range acct.Steps() {
+		v := s.Rho
+		if g.Kind == privacy.GrantPure {
+			v = s.Epsilon
+		}
+		total += v
+		if strings.HasPrefix(s.Name, prefix) {
+			part += v
+		}
+	}
+	return part / total
 }
 
 // The private mean's default share is 0.2 of ρ, 0.3 when the columns were
@@ -167,18 +173,7 @@ func TestMeanShareOfColumnScaledTables(t *testing.T) {
 			g.Data = &d
 			_, acct := fit(t, c.est, g, c.raw, c.grant, 1)
 			assert.Empty(t, acct.Undrawn())
-			var mean, total float64
-			for _, s := range acct.Steps() {
-				v := s.Rho
-				if c.grant.Kind == privacy.GrantPure {
-					v = s.Epsilon
-				}
-				total += v
-				if strings.HasPrefix(s.Name, "mean") {
-					mean += v
-				}
-			}
-			assert.InDelta(t, c.want, mean/total, 1e-9)
+			assert.InDelta(t, c.want, fractionOf(acct, c.grant, "mean"), 1e-9)
 		})
 	}
 }
