@@ -120,21 +120,15 @@ func TestPrivateNormRefusesBeforeAnyStep(t *testing.T) {
 // order for the plain second moment (which a float64 X multiplies in
 // place); the same private clip from the same seed.
 func TestBytesAndFloatsAgree(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
 	const n, p = 600, 9
-	raw := make([]byte, n*p)
-	for i := range raw {
-		raw[i] = byte(r.IntN(256))
-	}
-	xb, err := data.NewBytes(n, p, raw, 1.0/255)
-	require.NoError(t, err)
-	bds := &data.Dataset{Kind: data.Rows, XBytes: xb}
+	bds := byteRows(t, 3, n, p)
 	require.NoError(t, bds.CheckShape())
 	fds := bds.WithDenseX()
 	require.NotNil(t, fds.X)
 	assert.Nil(t, bds.X, "WithDenseX copies")
 	for i, v := range fds.X.RawMatrix().Data {
-		require.Equal(t, float64(raw[i])*(1.0/255), v)
+		row, _ := bds.XBytes.RowBytes(i / p)
+		require.Equal(t, float64(row[i%p])*(1.0/255), v)
 	}
 	bs, err := Of(bds)
 	require.NoError(t, err)
@@ -187,15 +181,8 @@ func TestBytesAndFloatsAgree(t *testing.T) {
 // second moment after a clip about μ equal those of a source that kept no
 // norms, bit for bit, on float64 and byte rows, about 0 and about μ.
 func TestKeptNorms(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
 	const n, p = 700, 6
-	raw := make([]byte, n*p)
-	for i := range raw {
-		raw[i] = byte(r.IntN(256))
-	}
-	xb, err := data.NewBytes(n, p, raw, 1.0/255)
-	require.NoError(t, err)
-	bds := &data.Dataset{Kind: data.Rows, XBytes: xb}
+	bds := byteRows(t, 5, n, p)
 	ctx := context.Background()
 	mu := []float64{0.5, 0.4, 0.6, 0.5, 0.3, 0.7}
 	for _, ds := range []*data.Dataset{bds, bds.WithDenseX()} {
@@ -232,4 +219,17 @@ func clipPlan(t *testing.T, acct *privacy.Accountant, w float64) *privacy.Plan {
 	plan, err := privacy.NewPlan(acct, privacy.NoisePure, privacy.Share{Name: "clip", Weight: w, Mechanism: privacy.MechExponential})
 	require.NoError(t, err)
 	return plan
+}
+
+// byteRows is an n×p rows data set of random bytes scaled by 1/255, kept
+// as bytes, drawn from seed.
+func byteRows(t *testing.T, seed uint64, n, p int) *data.Dataset {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	raw := make([]byte, n*p)
+	for i := range raw {
+		raw[i] = byte(r.IntN(256))
+	}
+	xb, err := data.NewBytes(n, p, raw, 1.0/255)
+	require.NoError(t, err)
+	return &data.Dataset{Kind: data.Rows, XBytes: xb}
 }
