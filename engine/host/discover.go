@@ -31,12 +31,27 @@ func DefaultDirs(home string) []string {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "plugins-openblas"), filepath.Join(filepath.Dir(exe), "plugins"))
+		dirs = append(dirs, filepath.Join(filepath.Dir(exe), openBLASDir), filepath.Join(filepath.Dir(exe), pureGoDir))
 	}
 	if home != "" {
 		dirs = append(dirs, filepath.Join(home, "plugins"))
 	}
 	return dirs
+}
+
+// The directories of the two builds beside the host (make build and make
+// build BACKEND=openblas).
+const (
+	openBLASDir = "plugins-openblas"
+	pureGoDir   = "plugins"
+)
+
+// backendTwin reports whether hidden is the pure-Go build of the OpenBLAS
+// plugin by, in the two build directories of one host: the preference
+// DefaultDirs documents, not a plugin installed where it is never used.
+func backendTwin(hidden, by string) bool {
+	bd := filepath.Dir(by)
+	return filepath.Base(bd) == openBLASDir && filepath.Dir(hidden) == filepath.Join(filepath.Dir(bd), pureGoDir)
 }
 
 // Shadowed is a plugin executable hidden by one of the same name found
@@ -50,7 +65,8 @@ type Shadowed struct {
 // execute bit) in dirs; when two directories hold a plugin of the same
 // name, the earlier one wins, and the executables it hides are reported
 // so that a user who installs a plugin where it is never used can be told
-// why. Missing directories are skipped.
+// why (all but the pure-Go twin of an OpenBLAS build beside the host,
+// which is hidden by design). Missing directories are skipped.
 func DiscoverAll(dirs []string) (found []string, shadowed []Shadowed) {
 	seen := map[string]string{}
 	for _, d := range dirs {
@@ -73,7 +89,7 @@ func DiscoverAll(dirs []string) (found []string, shadowed []Shadowed) {
 				continue
 			}
 			if by, ok := seen[n]; ok {
-				if !samePath(by, p) {
+				if !samePath(by, p) && !backendTwin(p, by) {
 					shadowed = append(shadowed, Shadowed{Path: p, By: by})
 				}
 				continue

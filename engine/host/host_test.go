@@ -170,6 +170,18 @@ func TestDiscoverAndManifest(t *testing.T) {
 	assert.Equal(t, got, found)
 	assert.Equal(t, []Shadowed{{Path: filepath.Join(other, "dplr-example"), By: filepath.Join(dir, "dplr-example")}}, shadowed,
 		"the hidden plugin is reported once; a directory listed twice hides nothing")
+	// The two builds beside a host: the OpenBLAS one wins without a note.
+	bin := t.TempDir()
+	for _, d := range []string{openBLASDir, pureGoDir} {
+		require.NoError(t, os.MkdirAll(filepath.Join(bin, d), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(bin, d, "dplr-pca"), []byte("x"), 0o755))
+	}
+	found, shadowed = DiscoverAll([]string{filepath.Join(bin, openBLASDir), filepath.Join(bin, pureGoDir), other})
+	assert.Equal(t, filepath.Join(bin, openBLASDir, "dplr-pca"), found[0])
+	assert.Empty(t, shadowed)
+	found, shadowed = DiscoverAll([]string{filepath.Join(bin, pureGoDir), filepath.Join(bin, openBLASDir)})
+	assert.Len(t, found, 1)
+	assert.Len(t, shadowed, 1, "the other way round is not the documented preference")
 
 	ex := filepath.Join(dir, "dplr-example")
 	sum, err := fileSHA256(ex)
