@@ -174,8 +174,11 @@ var (
 			if err != nil {
 				return nil, err
 			}
-			m, _, err := centredMoment(ctx, ds, nil, q.Clip)
-			return &MomentResult{Records: int64(ds.N()), Sum: sum, Moment: m}, err
+			m, err := CentredMomentOf(ctx, RowsMatrix(ds), &CentredMomentRequest{Clip: q.Clip}, nil)
+			if err != nil {
+				return nil, err
+			}
+			return &MomentResult{Records: m.Records, Sum: sum, Moment: m.Moment}, nil
 		},
 	})
 	// RowsNormHistogramKind is the kind RowsNormHistogram.
@@ -191,8 +194,7 @@ var (
 			return kernel.CheckNormCounts(r.Counts, r.Records)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *NormHistogramRequest) (*CountsResult, error) {
-			counts, err := kernel.NormCounts(ctx, RowsMatrix(ds), CenterOf(q.Center), q.Grid)
-			return &CountsResult{Records: int64(ds.N()), Counts: counts}, err
+			return NormHistogramOf(ctx, RowsMatrix(ds), q, nil)
 		},
 	})
 	// RowsClippedSumKind is the kind RowsClippedSum.
@@ -206,8 +208,7 @@ var (
 			return kernel.CheckClippedSum(r.Sum, r.Records, q.Clip)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *ClippedSumRequest) (*SumResult, error) {
-			sum, err := kernel.ClippedSum(ctx, RowsMatrix(ds), CenterOf(q.Center), q.Clip)
-			return &SumResult{Records: int64(ds.N()), Sum: sum}, err
+			return ClippedSumOf(ctx, RowsMatrix(ds), q, nil)
 		},
 	})
 	// RowsCentredMomentKind is the kind RowsCentredMoment.
@@ -224,8 +225,7 @@ var (
 			return checkCount("clipped", r.Clipped, r.Records)
 		},
 		Local: func(ctx context.Context, ds *data.Dataset, q *CentredMomentRequest) (*CentredMomentResult, error) {
-			m, clipped, err := centredMoment(ctx, ds, CenterOf(q.Center), q.Clip)
-			return &CentredMomentResult{Records: int64(ds.N()), Moment: m, Clipped: int64(clipped)}, err
+			return CentredMomentOf(ctx, RowsMatrix(ds), q, nil)
 		},
 	})
 )
@@ -247,19 +247,40 @@ func RowsMatrix(ds *data.Dataset) kernel.Matrix {
 	return ds.X
 }
 
-// centredMoment runs kernel.SecondMoment on ds's rows (on the default
-// backend's BLAS threads) and returns it p×p row-major (its storage, the
-// lower triangle filled) with the number of rows the clip shrank.
-func centredMoment(ctx context.Context, ds *data.Dataset, center []float64, clip float64) ([]float64, int, error) {
-	m, clipped, err := kernel.SecondMoment(ctx, RowsMatrix(ds), center, clip, 1, backend.Default())
+// NormHistogramOf, ClippedSumOf and CentredMomentOf are the work of the
+// rows kinds' Local over the rows m held in memory (their requests as
+// DecodeRequest returns them), given the rows' squared norms about the
+// request's centre when sq is not nil (kernel.SqNorms), which the kernels
+// then do not compute again: a caller that keeps the norms of one pass
+// hands them to the next about the same centre.
+func NormHistogramOf(ctx context.Context, m kernel.Matrix, q *NormHistogramRequest, sq []float64) (*CountsResult, error) {
+	n, _ := m.Dims()
+	counts, err := kernel.NormCounts(ctx, m, CenterOf(q.Center), q.Grid, sq...)
+	return &CountsResult{Records: int64(n), Counts: counts}, err
+}
+
+// ClippedSumOf: see NormHistogramOf.
+func ClippedSumOf(ctx context.Context, m kernel.Matrix, q *ClippedSumRequest, sq []float64) (*SumResult, error) {
+	n, _ := m.Dims()
+	sum, err := kernel.ClippedSum(ctx, m, CenterOf(q.Center), q.Clip, sq...)
+	return &SumResult{Records: int64(n), Sum: sum}, err
+}
+
+// CentredMomentOf (see NormHistogramOf) runs kernel.SecondMoment on the
+// default backend's BLAS threads and returns the moment p×p row-major (its
+// storage, the lower triangle filled) with the number of rows the clip
+// shrank.
+func CentredMomentOf(ctx context.Context, m kernel.Matrix, q *CentredMomentRequest, sq []float64) (*CentredMomentResult, error) {
+	n, _ := m.Dims()
+	g, clipped, err := kernel.SecondMoment(ctx, m, CenterOf(q.Center), q.Clip, 1, backend.Default(), sq...)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	p, raw := m.SymmetricDim(), m.RawSymmetric().Data // stride p; the lower triangle is free
+	p, raw := g.SymmetricDim(), g.RawSymmetric().Data // stride p; the lower triangle is free
 	for a := 0; a < p; a++ {
 		for b := a + 1; b < p; b++ {
 			raw[b*p+a] = raw[a*p+b]
 		}
 	}
-	return raw, clipped, nil
+	return &CentredMomentResult{Records: int64(n), Moment: raw, Clipped: int64(clipped)}, nil
 }

@@ -25,7 +25,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/data"
 	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/pass"
@@ -89,11 +88,10 @@ func (s *Source) PrivateNorm(ctx context.Context, acct *privacy.Accountant, rnd 
 		if err != nil {
 			return nil, err
 		}
-		counts, err := kernel.NormCounts(ctx, s.rows, c, r.Grid, sq...)
 		s.mu.Lock()
 		s.center, s.sq = c, sq
 		s.mu.Unlock()
-		return &pass.CountsResult{Records: int64(s.n), Counts: counts}, err
+		return pass.NormHistogramOf(ctx, s.rows, r, sq)
 	})
 	if err != nil {
 		return 0, err
@@ -139,9 +137,7 @@ func (s *Source) norms(c []float64) []float64 {
 // plain sum of the centred rows).
 func (s *Source) Sum(ctx context.Context, mu []float64, c float64) ([]float64, error) {
 	res, err := run(ctx, s, pass.RowsClippedSumKind, pass.ClippedSumRequest{Clip: max(c, 0), Center: mu}, func(r *pass.ClippedSumRequest) (*pass.SumResult, error) {
-		c := pass.CenterOf(r.Center)
-		sum, err := kernel.ClippedSum(ctx, s.rows, c, r.Clip, s.norms(c)...)
-		return &pass.SumResult{Records: int64(s.n), Sum: sum}, err
+		return pass.ClippedSumOf(ctx, s.rows, r, s.norms(pass.CenterOf(r.Center)))
 	})
 	if err != nil {
 		return nil, err
@@ -157,12 +153,7 @@ func (s *Source) SecondMoment(ctx context.Context, mu []float64, c, scale float6
 		c = 0
 	}
 	res, err := run(ctx, s, pass.RowsCentredMomentKind, pass.CentredMomentRequest{Clip: c, Center: mu}, func(r *pass.CentredMomentRequest) (*pass.CentredMomentResult, error) {
-		c := pass.CenterOf(r.Center)
-		m, clipped, err := kernel.SecondMoment(ctx, s.rows, c, r.Clip, 1, backend.Default(), s.norms(c)...)
-		if err != nil {
-			return nil, err
-		}
-		return &pass.CentredMomentResult{Records: int64(s.n), Moment: m.RawSymmetric().Data, Clipped: int64(clipped)}, nil
+		return pass.CentredMomentOf(ctx, s.rows, r, s.norms(pass.CenterOf(r.Center)))
 	})
 	if err != nil {
 		return nil, 0, err
