@@ -27,6 +27,11 @@ type RowFile struct {
 	// Shape is the array's shape, What "npy" or "idx" (for messages).
 	Shape []int
 	What  string
+	// State is the file's state when its header was read (through the
+	// descriptor read). When it is trusted, ReadRange reads a range only
+	// from the file in that state, before and after the read: the rows
+	// are then those of the content the state names.
+	State FileState
 }
 
 // SplitRows parses the header of the file at path read as rows data with
@@ -46,12 +51,15 @@ func SplitRows(path string, opt LoadOptions) (f RowFile, ok bool, err error) {
 	if src.gz || src.st == nil || !src.st.Mode().IsRegular() || p.known != p.nbytes {
 		return f, false, nil
 	}
-	return RowFile{Path: path, N: n, P: cols, Offset: p.offset, Size: src.st.Size(), DType: p.dt.String(), Shape: p.shape, What: p.what}, true, nil
+	return RowFile{Path: path, N: n, P: cols, Offset: p.offset, Size: src.st.Size(), DType: p.dt.String(), Shape: p.shape, What: p.what,
+		State: StateOf(path, src.st)}, true, nil
 }
 
 // ReadRange reads rows [lo, hi) of f into x ((hi−lo)·P values,
 // row-major, unscaled), checking that they are finite with Load's
-// messages. When id is not nil the rows are added to it, as
+// messages, from the file in the state f.State records if it is trusted
+// (the descriptor read is in that state before and after the read; else
+// an error wrapping ErrFileChanged). When id is not nil the rows are added to it, as
 // LoadIdentityParts hashes them: the parts of a file's ranges merge into
 // the file's.
 func (f RowFile) ReadRange(ctx context.Context, lo, hi int, id *IdentityParts, x []float64) error {
@@ -64,8 +72,8 @@ func (f RowFile) ReadRange(ctx context.Context, lo, hi int, id *IdentityParts, x
 		return err
 	}
 	defer file.Close()
-	if st, err := file.Stat(); err != nil || st.Size() != f.Size {
-		return fmt.Errorf("%s: the file changed while it was read (%v)", f.Path, err)
+	if err := f.checkState(file); err != nil {
+		return err
 	}
 	rowBytes := int64(f.P * dt.size)
 	r := io.NewSectionReader(file, f.Offset+int64(lo)*rowBytes, int64(hi-lo)*rowBytes)
@@ -103,8 +111,26 @@ func (f RowFile) ReadRange(ctx context.Context, lo, hi int, id *IdentityParts, x
 			b.row(row+j, u[j*f.P:(j+1)*f.P], nil)
 		}
 	}
+	if err := f.checkState(file); err != nil {
+		return err
+	}
 	if b != nil {
 		*id = b.parts()
+	}
+	return nil
+}
+
+// checkState checks that file, open on f, is in the state f records (its
+// size alone when the state is not trusted).
+func (f RowFile) checkState(file *os.File) error {
+	st, err := file.Stat()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", f.Path, err)
+	case st.Size() != f.Size:
+		return fmt.Errorf("%s: the file changed while it was read (%d bytes, %d when its header was read): %w", f.Path, st.Size(), f.Size, ErrFileChanged)
+	case f.State.Trusted() && StateOf(f.Path, st) != f.State:
+		return fmt.Errorf("%s: %w", f.Path, ErrFileChanged)
 	}
 	return nil
 }

@@ -7,9 +7,12 @@ import (
 	"sync"
 )
 
-// fileStamp is empty where the change time is not read: only sizes and
+// FileStamp is empty where the change time is not read: only sizes and
 // modification times are checked there.
-func fileStamp(os.FileInfo) string { return "" }
+func FileStamp(os.FileInfo) string { return "" }
+
+// changeTime is 0 where the change time is not read.
+func changeTime(os.FileInfo) int64 { return 0 }
 
 // lockDir is a process-local lock where flock is not used.
 func lockDir(dir string) (func(), error) {
