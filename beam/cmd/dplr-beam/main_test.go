@@ -42,6 +42,10 @@ const asMain = "DPLR_BEAM_TEST_AS_MAIN"
 func TestMain(m *testing.M) {
 	beam.Init()
 	if os.Getenv(asMain) == "1" {
+		if err := editBeforePass(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 		os.Exit(run(os.Args[1:]))
 	}
 	code := m.Run()
