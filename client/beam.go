@@ -78,14 +78,14 @@ func (b BeamShards) host() host.BeamData {
 // ErrInterrupted when ctx ends; nothing is spent.
 func DescribeBeam(ctx context.Context, b BeamShards) (*data.Remote, Identity, data.Passer, error) {
 	hb := b.host()
-	sh, id, err := host.DescribeBeam(ctx, hb)
+	sh, src, err := host.DescribeBeam(ctx, hb)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, id, nil, classed(ErrInterrupted, err)
+			return nil, src.Identity, nil, classed(ErrInterrupted, err)
 		}
-		return nil, id, nil, classed(ErrData, err)
+		return nil, src.Identity, nil, classed(ErrData, err)
 	}
-	return sh, id, hb.Passer(sh, id), nil
+	return sh, src.Identity, hb.Passer(sh, src), nil
 }
 
 // RemoteOf is the remote data set of kind k with public shape sh and

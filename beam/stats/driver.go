@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +54,9 @@ func execute(ctx context.Context, runner Runner, p *beam.Pipeline) error {
 	}
 }
 
+// errNoMatch is wrapped when a glob matches no file.
+var errNoMatch = errors.New("no file matches")
+
 // Expand returns the sorted paths matching glob on any filesystem Beam
 // knows (local paths here; gs://, s3:// when their packages are linked).
 func Expand(ctx context.Context, glob string) ([]string, error) {
@@ -66,7 +70,7 @@ func Expand(ctx context.Context, glob string) ([]string, error) {
 		return nil, fmt.Errorf("data %s: %w", glob, err)
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("data %s: no file matches", glob)
+		return nil, fmt.Errorf("data %s: %w", glob, errNoMatch)
 	}
 	sort.Strings(paths)
 	return paths, nil

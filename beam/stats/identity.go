@@ -33,6 +33,11 @@ type Description struct {
 	// Identity holds the parts of the source identity of all rows
 	// (Identity.Identity() is the ledger's key).
 	Identity dataio.IdentityParts
+	// Files, when set, is the state of each shard (sorted by path) in
+	// which it was read and hashed into Identity: a pass that finds every
+	// shard in that state reads the same records (StatePass). It is nil
+	// where a state does not tie a read to its content (state.go).
+	Files []dataio.FileState
 }
 
 // Remote returns the description as the public shape an estimator sees
@@ -168,6 +173,11 @@ func Describe(ctx context.Context, glob string, kind data.Kind, d1, d2 int, opt 
 	if err != nil {
 		return nil, err
 	}
+	splits := splitShards(paths, kind, opt.Read)
+	files, err := settle(ctx, splitStates(splits))
+	if err != nil {
+		return nil, err
+	}
 	out, done, err := opt.tempPath("describe.stats")
 	if err != nil {
 		return nil, err
@@ -175,7 +185,7 @@ func Describe(ctx context.Context, glob string, kind data.Kind, d1, d2 int, opt 
 	defer done()
 	opt.progress("beam: describe %s data over %d shard(s), runner %s", kind, len(paths), orDefault(opt.Runner))
 	pl, s := beam.NewPipelineWithRoot()
-	descs, users := beam.ParDo2(s, &describeShardFn{Kind: kind, D1: d1, D2: d2, Opt: opt.Read}, splitsOf(s, paths, kind, opt.Read))
+	descs, users := beam.ParDo2(s, &describeShardFn{Kind: kind, D1: d1, D2: d2, Opt: opt.Read}, splitsOf(s, splits))
 	count := beam.Create(s, 0)
 	if kind == data.Users {
 		count = beamstats.CountElms(s, filter.Distinct(s, users))
@@ -197,6 +207,7 @@ func Describe(ctx context.Context, glob string, kind data.Kind, d1, d2 int, opt 
 	if err != nil {
 		return nil, err
 	}
+	desc.Files = files
 	opt.progress("beam: %d rows of %d values in %d shard(s)", desc.N, desc.P, desc.Shards)
 	return desc, nil
 }

@@ -96,7 +96,7 @@ func runPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOption
 	_, rows := rowsPasses[req.Kind]
 	_, trace := tracePassFuncs[req.Kind]
 	if describe && (rows || trace) {
-		res, desc, err = shardPass(ctx, glob, shape, ro, req, opt)
+		res, desc, err = globPass(ctx, glob, shape, ro, req, true, opt)
 	} else {
 		res, err = fn(ctx, glob, shape, ro, req, opt)
 	}

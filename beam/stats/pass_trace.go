@@ -43,15 +43,29 @@ var tracePassFuncs = map[string]PassFunc{
 // prism than one element per sample at n = 10⁵, p = 400,
 // bench/results/rgrad-beam.md).
 func ShardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, error) {
-	res, _, err := shardPass(ctx, glob, shape, ro, req, opt)
+	res, _, err := globPass(ctx, glob, shape, ro, req, false, opt)
 	return res, err
 }
 
-// shardPass is ShardPass also returning the description of the records
-// it read (Describe's, for rows and trace data), taken in the same read:
-// each split's source identity is hashed as its records are read, so a
-// pass and its identity check read the data once.
-func shardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, opt Options) (*data.PassResult, *Description, error) {
+// globPass is shardPass over the splits of the shards matching glob.
+func globPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOptions, req data.PassRequest, describe bool, opt Options) (*data.PassResult, *Description, error) {
+	spec, ok := pass.Lookup(req.Kind)
+	if !ok {
+		return nil, nil, fmt.Errorf("pass %q: unknown kind", req.Kind)
+	}
+	paths, err := Expand(ctx, glob)
+	if err != nil {
+		return nil, nil, err
+	}
+	return shardPass(ctx, splitShards(paths, spec.Data, ro), shape, ro, req, describe, opt)
+}
+
+// shardPass runs req over splits, returning with describe the
+// description of the records it read (Describe's, for rows and trace
+// data), taken in the same read: each split's source identity is hashed
+// as its records are read, so a pass and its identity check read the data
+// once.
+func shardPass(ctx context.Context, splits []split, shape *data.Remote, ro ReadOptions, req data.PassRequest, describe bool, opt Options) (*data.PassResult, *Description, error) {
 	spec, ok := pass.Lookup(req.Kind)
 	if !ok {
 		return nil, nil, fmt.Errorf("pass %q: unknown kind", req.Kind)
@@ -60,9 +74,11 @@ func shardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 		return nil, nil, err
 	}
 	initBeam()
-	paths, err := Expand(ctx, glob)
-	if err != nil {
-		return nil, nil, err
+	shards := 0
+	for _, sp := range splits {
+		if !sp.Ranged || sp.Lo == 0 {
+			shards++
+		}
 	}
 	out, done, err := opt.tempPath("pass.stats")
 	if err != nil {
@@ -70,9 +86,9 @@ func shardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 	}
 	defer done()
 	pl, s := beam.NewPipelineWithRoot()
-	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro}, splitsOf(s, paths, spec.Data, ro))
+	parts := beam.ParDo(s, &shardPassFn{Req: req, Kind: spec.Data, P: shape.P, D1: shape.D1, D2: shape.D2, Opt: ro, Describe: describe}, splitsOf(s, splits))
 	beam.ParDo0(s, &writeResultFn{Path: out}, beam.Combine(s, &sumPartsFn{}, parts))
-	opt.progress("beam: pass %s over %d shard(s), runner %s", req.Kind, len(paths), orDefault(opt.Runner))
+	opt.progress("beam: pass %s over %d shard(s), runner %s", req.Kind, shards, orDefault(opt.Runner))
 	if err := execute(ctx, opt.Runner, pl); err != nil {
 		return nil, nil, fmt.Errorf("pass %s: beam pipeline failed: %w", req.Kind, err)
 	}
@@ -94,23 +110,27 @@ func shardPass(ctx context.Context, glob string, shape *data.Remote, ro ReadOpti
 	if err := pass.CheckResult(spec, shape, req, res); err != nil {
 		return nil, nil, err
 	}
-	desc, err := part.D.description(spec.Data, 0, len(paths))
+	opt.progress("beam: pass %s: %d records aggregated", req.Kind, res.Records)
+	if !describe {
+		return res, nil, nil
+	}
+	desc, err := part.D.description(spec.Data, 0, shards)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
-	opt.progress("beam: pass %s: %d records aggregated", req.Kind, res.Records)
 	return res, desc, nil
 }
 
 // shardPassFn reads one split (a shard, or a range of a rows file) of data
 // kind Kind (P columns; rows scaled by Opt.Scale) and emits the partial
 // result of the request Req over its records (the kind's reference
-// implementation on the split).
+// implementation on the split), with their description if Describe.
 type shardPassFn struct {
 	Req       data.PassRequest
 	Kind      data.Kind
 	P, D1, D2 int
 	Opt       ReadOptions
+	Describe  bool
 }
 
 // passPart is the partial result of one split, or of several added, and
@@ -123,7 +143,14 @@ type passPart struct {
 // ProcessElement reads sp and emits its partial result.
 func (f *shardPassFn) ProcessElement(ctx context.Context, sp split, emit func(passPart)) error {
 	path := sp.Path
-	d, sh, _, err := describeSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2)
+	var d shardDesc
+	var sh *shard
+	var err error
+	if f.Describe {
+		d, sh, _, err = describeSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2)
+	} else {
+		sh, err = readSplit(ctx, sp, f.Kind, f.Opt, f.D1, f.D2, nil)
+	}
 	if err != nil {
 		return err
 	}

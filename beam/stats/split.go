@@ -63,11 +63,10 @@ func rowFile(path string, kind data.Kind, ro ReadOptions) (dataio.RowFile, bool)
 	return f, ok && err == nil
 }
 
-// splitsOf adds to s the splits of the shards at paths, redistributed so
-// that the runner can hand them to several workers (a Create is read by
-// one).
-func splitsOf(s beam.Scope, paths []string, kind data.Kind, ro ReadOptions) beam.PCollection {
-	return beam.Reshuffle(s, beam.CreateList(s, splitShards(paths, kind, ro)))
+// splitsOf adds splits to s, redistributed so that the runner can hand
+// them to several workers (a Create is read by one).
+func splitsOf(s beam.Scope, splits []split) beam.PCollection {
+	return beam.Reshuffle(s, beam.CreateList(s, splits))
 }
 
 // readSplit reads the records of sp as readShard reads a shard (rows

@@ -24,15 +24,23 @@ import (
 )
 
 // BeamPassFormat names the layout of what `dplr-beam describe` prints and
-// of the request and result files of `dplr-beam pass`.
-const BeamPassFormat = "dplr-pass/1"
+// of the request and result files of `dplr-beam pass`. Version 2 added
+// the shards' states (files) to the description, the request and the
+// result; each program refuses the other's files of another version.
+const BeamPassFormat = "dplr-pass/2"
+
+// BeamExitDataChanged is the exit code of `dplr-beam pass` when a shard
+// is not in the state the request records (added, removed, modified,
+// replaced, touched): the host refuses the pass with ErrDataChanged.
+const BeamExitDataChanged = 3
 
 // Bounds on what the host reads from dplr-beam: its description (a few
-// numbers and a sketch of at most dataio.SketchSize hashes), a result
-// manifest (names, counts, scalars), and each output (its expected shape
-// times 8 bytes plus an .npy header).
+// numbers, a sketch of at most dataio.SketchSize hashes and the state of
+// each shard), a result manifest (names, counts, scalars, the states),
+// and each output (its expected shape times 8 bytes plus an .npy
+// header).
 const (
-	maxBeamDescription = 1 << 20
+	maxBeamDescription = 64 << 20
 	maxPassManifest    = 1 << 20
 	npyHeaderSlack     = 1 << 16
 )
@@ -65,16 +73,49 @@ func (s BeamShape) Remote() *data.Remote {
 }
 
 // BeamDescription is what `dplr-beam describe` prints on stdout (JSON):
-// the public shape of the shards read as data of kind Kind and the
-// source identity of all their rows (the budget ledger's key, the same as
-// for the one file holding them).
+// the public shape of the shards read as data of kind Kind, the source
+// identity of all their rows (the budget ledger's key, the same as for
+// the one file holding them) and, where a state names a shard's content
+// (local plain .npy and IDX rows files), the state of each shard it was
+// hashed in: BeamSource.
 type BeamDescription struct {
 	Format string    `json:"format"`
 	Kind   data.Kind `json:"kind"`
 	BeamShape
 	// Shards is the number of files read.
-	Shards   int             `json:"shards"`
-	Identity dataio.Identity `json:"identity"`
+	Shards int `json:"shards"`
+	BeamSource
+}
+
+// BeamSource is what a description says of the rows, and what each pass
+// must show it read: their source identity and, if recorded, the state
+// of every shard (sorted by path, one per shard) in which they were read
+// and hashed. With Files, a pass reads each shard only in its recorded
+// state and reports the states instead of hashing the rows again;
+// without, it takes the identity again in its own read.
+type BeamSource struct {
+	Identity dataio.Identity    `json:"identity,omitzero"`
+	Files    []dataio.FileState `json:"files,omitempty"`
+}
+
+// checkFiles validates recorded shard states: none, or one trusted state
+// per shard, sorted by path without repeats.
+func checkFiles(files []dataio.FileState, shards int) error {
+	if len(files) == 0 {
+		return nil
+	}
+	if len(files) != shards {
+		return fmt.Errorf("%d shard states for %d shards", len(files), shards)
+	}
+	for i, f := range files {
+		if f.Path == "" || !f.Trusted() || f.Size < 0 {
+			return fmt.Errorf("shard state %d is not a trusted state of a named file", i)
+		}
+		if i > 0 && files[i-1].Path >= f.Path {
+			return fmt.Errorf("shard states not sorted by path at %d", i)
+		}
+	}
+	return nil
 }
 
 // BeamArray is an array in a pass request (values inline) or result
@@ -89,8 +130,9 @@ type BeamArray struct {
 }
 
 // BeamPassRequest is the request file of `dplr-beam pass` (JSON): a
-// data.PassRequest (already validated by the host) and the shape it was
-// validated against.
+// data.PassRequest (already validated by the host), the shape it was
+// validated against and the shards' states the description recorded, if
+// any (the pass then reads the shards only in those states).
 type BeamPassRequest struct {
 	Format string             `json:"format"`
 	Kind   data.Kind          `json:"kind"`
@@ -98,6 +140,7 @@ type BeamPassRequest struct {
 	Pass   string             `json:"pass"`
 	Params map[string]float64 `json:"params"`
 	Inputs []BeamArray        `json:"inputs"`
+	Files  []dataio.FileState `json:"files,omitempty"`
 }
 
 // PassResultName is the result manifest's name in the output directory of
@@ -105,17 +148,19 @@ type BeamPassRequest struct {
 const PassResultName = "result.json"
 
 // BeamPassResult is result.json, written by `dplr-beam pass` beside one
-// .npy file per output: the pass's result and the shape and source
-// identity of the data it read, taken after the pass (so that data changed
-// before or during the pass is seen).
+// .npy file per output: the pass's result, the shape of the data it read
+// and what it read them as: the source identity taken in the pass's own
+// read, or, when the request recorded the shards' states, those states,
+// in which every shard was found before and after each of its reads (so
+// that data changed before or during the pass is seen).
 type BeamPassResult struct {
-	Format   string             `json:"format"`
-	Pass     string             `json:"pass"`
-	Records  int64              `json:"records"`
-	Outputs  []BeamArray        `json:"outputs"`
-	Scalars  map[string]float64 `json:"scalars"`
-	Shape    BeamShape          `json:"shape"`
-	Identity dataio.Identity    `json:"identity"`
+	Format  string             `json:"format"`
+	Pass    string             `json:"pass"`
+	Records int64              `json:"records"`
+	Outputs []BeamArray        `json:"outputs"`
+	Scalars map[string]float64 `json:"scalars"`
+	Shape   BeamShape          `json:"shape"`
+	BeamSource
 }
 
 // ErrDataChanged is wrapped when a pass read data other than those
@@ -240,7 +285,7 @@ func (b BeamData) run(ctx context.Context, what string, args []string, stdout io
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPipeline, what, ctx.Err())
 		}
-		return fmt.Errorf("%w: %s: %s: %v (its messages are on stderr)", ErrPipeline, what, filepath.Base(b.Binary), err)
+		return fmt.Errorf("%w: %s: %s: %w (its messages are on stderr)", ErrPipeline, what, filepath.Base(b.Binary), err)
 	}
 	return nil
 }
@@ -280,12 +325,13 @@ func decodeStrict(b []byte, v any) error {
 
 // DescribeBeam runs `dplr-beam describe` over b's shards: a pipeline that
 // reads every row and returns the data set's public shape and its source
-// identity, which it validates (format, kind, shape, bounded size, the
-// identity's form and row count). The caller runs it before anything is
+// (identity, and the shards' states where recorded), which it validates
+// (format, kind, shape, bounded size, the identity's form and row count,
+// one trusted state per shard). The caller runs it before anything is
 // reserved, so that a failure spends nothing. The returned Remote has no
 // Passer (b.Passer makes one).
-func DescribeBeam(ctx context.Context, b BeamData) (*data.Remote, dataio.Identity, error) {
-	var id dataio.Identity
+func DescribeBeam(ctx context.Context, b BeamData) (*data.Remote, BeamSource, error) {
+	var id BeamSource
 	out := &boundedBuffer{max: maxBeamDescription}
 	if err := b.run(ctx, "describe", b.args("describe"), out); err != nil {
 		return nil, id, err
@@ -300,7 +346,7 @@ func DescribeBeam(ctx context.Context, b BeamData) (*data.Remote, dataio.Identit
 	if err := d.check(b); err != nil {
 		return nil, id, fmt.Errorf("%w: describe's output: %w", ErrPipeline, err)
 	}
-	return d.Remote(), d.Identity, nil
+	return d.Remote(), d.BeamSource, nil
 }
 
 // check validates a description for the data b names.
@@ -319,6 +365,9 @@ func (d *BeamDescription) check(b BeamData) error {
 	}
 	if d.Shards < 1 {
 		return fmt.Errorf("%d shards", d.Shards)
+	}
+	if err := checkFiles(d.Files, d.Shards); err != nil {
+		return err
 	}
 	return checkIdentity(d.Identity, d.N)
 }
@@ -372,22 +421,23 @@ func (s BeamShape) check(k data.Kind) error {
 
 // beamPasser runs passes with dplr-beam.
 type beamPasser struct {
-	b  BeamData
-	sh data.Remote
-	id dataio.Identity
+	b   BeamData
+	sh  data.Remote
+	src BeamSource
 }
 
 // Passer returns the data.Passer that runs each pass with `dplr-beam
 // pass` over b's shards, for the data set DescribeBeam described as sh
-// with source identity id. Each Pass validates the request
-// (pass.Validate), runs the pipeline (progress on b.Stderr; ctx cancels
-// it), and validates what it returns: bounded file sizes, the outputs'
-// shapes from the kind's Spec, finite values, the kind's bounds
-// (pass.CheckResult), and the shape and source identity of the data the
-// pipeline read, which must equal sh and id (else the error wraps
-// ErrDataChanged).
-func (b BeamData) Passer(sh *data.Remote, id dataio.Identity) data.Passer {
-	p := &beamPasser{b: b, id: id}
+// with source src. Each Pass validates the request (pass.Validate), runs
+// the pipeline (progress on b.Stderr; ctx cancels it) with the shards'
+// recorded states if src has them, and validates what it returns: bounded
+// file sizes, the outputs' shapes from the kind's Spec, finite values,
+// the kind's bounds (pass.CheckResult), and the shape and source of the
+// data the pipeline read, which must equal sh and src (the identity, or
+// the states); else, or when dplr-beam found a shard in another state
+// (exit BeamExitDataChanged), the error wraps ErrDataChanged.
+func (b BeamData) Passer(sh *data.Remote, src BeamSource) data.Passer {
+	p := &beamPasser{b: b, src: src}
 	if sh != nil {
 		p.sh = *sh
 		p.sh.Passer = nil
@@ -405,7 +455,7 @@ func (p *beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.Pass
 	if err := ShapeOfRemote(sh).check(p.b.Kind); err != nil {
 		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
-	if err := checkIdentity(p.id, sh.N); err != nil {
+	if err := checkIdentity(p.src.Identity, sh.N); err != nil {
 		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
 	if p.b.Work == "" {
@@ -417,14 +467,18 @@ func (p *beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.Pass
 	}
 	defer os.RemoveAll(dir)
 	reqPath := filepath.Join(dir, "request.json")
-	if err := writePassRequest(reqPath, p.b.Kind, sh, req); err != nil {
+	if err := writePassRequest(reqPath, p.b.Kind, sh, req, p.src.Files); err != nil {
 		return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
 	}
 	out := filepath.Join(dir, "out")
 	if err := p.b.run(ctx, "pass "+req.Kind, p.b.args("pass", "--request", reqPath, "--out", out), nil); err != nil {
+		var exit *exec.ExitError
+		if len(p.src.Files) > 0 && ctx.Err() == nil && errors.As(err, &exit) && exit.ExitCode() == BeamExitDataChanged {
+			return nil, fmt.Errorf("pass %s: %w (dplr-beam names the shard on stderr)", req.Kind, ErrDataChanged)
+		}
 		return nil, err
 	}
-	res, err := readPassResult(out, spec, sh, req, p.id)
+	res, err := readPassResult(out, spec, sh, req, p.src)
 	if err != nil {
 		if errors.Is(err, ErrDataChanged) {
 			return nil, fmt.Errorf("pass %s: %w", req.Kind, err)
@@ -435,8 +489,8 @@ func (p *beamPasser) Pass(ctx context.Context, req data.PassRequest) (*data.Pass
 }
 
 // writePassRequest writes the request file.
-func writePassRequest(path string, k data.Kind, sh *data.Remote, req data.PassRequest) error {
-	r := BeamPassRequest{Format: BeamPassFormat, Kind: k, Shape: ShapeOfRemote(sh), Pass: req.Kind, Params: req.Params}
+func writePassRequest(path string, k data.Kind, sh *data.Remote, req data.PassRequest, files []dataio.FileState) error {
+	r := BeamPassRequest{Format: BeamPassFormat, Kind: k, Shape: ShapeOfRemote(sh), Pass: req.Kind, Params: req.Params, Files: files}
 	if r.Params == nil {
 		r.Params = map[string]float64{}
 	}
@@ -456,49 +510,55 @@ func writePassRequest(path string, k data.Kind, sh *data.Remote, req data.PassRe
 
 // ReadPassRequest reads and checks a request file written by the host
 // (dplr-beam pass calls it): bounded size, known fields only, array
-// shapes. It returns the data kind, the shape and the request; the caller
-// validates the request against its kind (stats.RunPass does).
-func ReadPassRequest(path string) (data.Kind, *data.Remote, data.PassRequest, error) {
+// shapes, the shards' states if any (one trusted state per shard, sorted
+// by path). It returns the data kind, the shape, the request and the
+// states; the caller validates the request against its kind
+// (stats.RunPass does).
+func ReadPassRequest(path string) (data.Kind, *data.Remote, data.PassRequest, []dataio.FileState, error) {
 	var req data.PassRequest
 	b, err := readBounded(path, MaxPassRequestBytes)
 	if err != nil {
-		return "", nil, req, err
+		return "", nil, req, nil, err
 	}
 	var r BeamPassRequest
 	if err := decodeStrict(b, &r); err != nil {
-		return "", nil, req, fmt.Errorf("%s: %w", path, err)
+		return "", nil, req, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if r.Format != BeamPassFormat {
-		return "", nil, req, fmt.Errorf("%s: format %q, want %q", path, r.Format, BeamPassFormat)
+		return "", nil, req, nil, fmt.Errorf("%s: format %q, want %q", path, r.Format, BeamPassFormat)
 	}
 	if err := r.Shape.check(r.Kind); err != nil {
-		return "", nil, req, fmt.Errorf("%s: %w", path, err)
+		return "", nil, req, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkFiles(r.Files, len(r.Files)); err != nil {
+		return "", nil, req, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	req = data.PassRequest{Kind: r.Pass, Params: r.Params}
 	for _, a := range r.Inputs {
 		if a.File != "" {
-			return "", nil, req, fmt.Errorf("%s: input %q: values must be inline", path, a.Name)
+			return "", nil, req, nil, fmt.Errorf("%s: input %q: values must be inline", path, a.Name)
 		}
 		arr := data.Array{Name: a.Name, Rows: a.Rows, Cols: a.Cols, Data: a.Data}
 		if arr.Data == nil {
 			arr.Data = []float64{}
 		}
 		if err := arr.Check(); err != nil {
-			return "", nil, req, fmt.Errorf("%s: %w", path, err)
+			return "", nil, req, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		req.Inputs = append(req.Inputs, arr)
 	}
-	return r.Kind, r.Shape.Remote(), req, nil
+	return r.Kind, r.Shape.Remote(), req, r.Files, nil
 }
 
 // WritePassResult writes the result of pass kind into dir (dplr-beam pass
-// calls it): one .npy file per output, then result.json with the shape and
-// source identity of the data read.
-func WritePassResult(dir, kind string, res *data.PassResult, sh *data.Remote, id dataio.Identity) error {
+// calls it): one .npy file per output, then result.json with the shape
+// and source of the data read (the identity taken in the pass's read, or
+// the shards' states it found them in).
+func WritePassResult(dir, kind string, res *data.PassResult, sh *data.Remote, src BeamSource) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	m := BeamPassResult{Format: BeamPassFormat, Pass: kind, Records: res.Records, Scalars: res.Scalars, Shape: ShapeOfRemote(sh), Identity: id,
+	m := BeamPassResult{Format: BeamPassFormat, Pass: kind, Records: res.Records, Scalars: res.Scalars, Shape: ShapeOfRemote(sh), BeamSource: src,
 		Outputs: []BeamArray{}}
 	if m.Scalars == nil {
 		m.Scalars = map[string]float64{}
@@ -553,8 +613,8 @@ func readBounded(path string, max int64) ([]byte, error) {
 }
 
 // readPassResult reads and validates the result dplr-beam wrote into dir
-// for req over the data set of shape sh and identity id.
-func readPassResult(dir string, spec pass.Spec, sh *data.Remote, req data.PassRequest, id dataio.Identity) (*data.PassResult, error) {
+// for req over the data set of shape sh and source src.
+func readPassResult(dir string, spec pass.Spec, sh *data.Remote, req data.PassRequest, src BeamSource) (*data.PassResult, error) {
 	b, err := readBounded(filepath.Join(dir, PassResultName), maxPassManifest)
 	if err != nil {
 		return nil, fmt.Errorf("result: %w", err)
@@ -569,11 +629,26 @@ func readPassResult(dir string, spec pass.Spec, sh *data.Remote, req data.PassRe
 	if m.Pass != req.Kind {
 		return nil, fmt.Errorf("result of pass %q, %q asked for", m.Pass, req.Kind)
 	}
-	if err := m.Identity.Check(); err != nil {
-		return nil, fmt.Errorf("result: source identity: %w", err)
-	}
-	if m.Shape != ShapeOfRemote(sh) || m.Identity.Hash != id.Hash || m.Identity.Rows != id.Rows || !slices.Equal(m.Identity.Sketch, id.Sketch) {
+	if m.Shape != ShapeOfRemote(sh) {
 		return nil, ErrDataChanged
+	}
+	if len(src.Files) > 0 {
+		// The states the request recorded, in which every shard was
+		// read; no identity (the rows were not hashed again).
+		if m.Identity.Hash != "" || m.Identity.Rows != 0 || len(m.Identity.Sketch) > 0 || !slices.Equal(m.Files, src.Files) {
+			return nil, ErrDataChanged
+		}
+	} else {
+		if len(m.Files) > 0 {
+			return nil, errors.New("result: shard states for a pass that recorded none")
+		}
+		if err := m.Identity.Check(); err != nil {
+			return nil, fmt.Errorf("result: source identity: %w", err)
+		}
+		id := src.Identity
+		if m.Identity.Hash != id.Hash || m.Identity.Rows != id.Rows || !slices.Equal(m.Identity.Sketch, id.Sketch) {
+			return nil, ErrDataChanged
+		}
 	}
 	want := spec.Outputs(sh, req)
 	if len(m.Outputs) != len(want) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -86,14 +87,14 @@ func TestDescribeBeam(t *testing.T) {
 	bin, dir := fakeBeam(t)
 	ds := smallRows(30, 3)
 	id := dataio.IdentityOf(ds)
-	good := BeamDescription{Format: BeamPassFormat, Kind: data.Rows, BeamShape: BeamShape{N: 30, P: 3}, Shards: 2, Identity: id}
+	good := BeamDescription{Format: BeamPassFormat, Kind: data.Rows, BeamShape: BeamShape{N: 30, P: 3}, Shards: 2, BeamSource: BeamSource{Identity: id}}
 	var progress bytes.Buffer
 	b := BeamData{Binary: bin, Data: "x/*.npy", Kind: data.Rows, Stderr: &progress, Work: t.TempDir()}
 	writeJSON(t, filepath.Join(dir, "describe.json"), good)
 	sh, gotID, err := DescribeBeam(context.Background(), b)
 	require.NoError(t, err)
 	assert.Equal(t, &data.Remote{N: 30, P: 3}, sh)
-	assert.Equal(t, id, gotID)
+	assert.Equal(t, id, gotID.Identity)
 	assert.Contains(t, progress.String(), "fake progress")
 
 	for name, tc := range map[string]struct {
@@ -112,6 +113,12 @@ func TestDescribeBeam(t *testing.T) {
 		"identity rows": {edit: func(d *BeamDescription) { d.N = 31 }, want: "counts 30 rows"},
 		"identity hash": {edit: func(d *BeamDescription) { d.Identity.Hash = "zz" }, want: "not a hex"},
 		"no shards":     {edit: func(d *BeamDescription) { d.Shards = 0 }, want: "shards"},
+		"states count":  {edit: func(d *BeamDescription) { d.Files = testStates("a.npy") }, want: "1 shard states for 2 shards"},
+		"state untrusted": {edit: func(d *BeamDescription) {
+			d.Files = testStates("a.npy", "b.npy")
+			d.Files[1].Stamp = ""
+		}, want: "not a trusted state"},
+		"states unsorted": {edit: func(d *BeamDescription) { d.Files = testStates("b.npy", "a.npy") }, want: "not sorted"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.raw != "" {
@@ -175,13 +182,13 @@ func TestBeamPasser(t *testing.T) {
 	want, err := pass.Local(ds).Pass(ctx, req)
 	require.NoError(t, err)
 	b := BeamData{Binary: bin, Data: "x/*.npy", Kind: data.Rows, Stderr: &syncBuffer{}, Work: t.TempDir()}
-	p := b.Passer(sh, id)
+	p := b.Passer(sh, BeamSource{Identity: id})
 	out := filepath.Join(dir, "out")
 
 	writeGood := func(t *testing.T) {
 		t.Helper()
 		require.NoError(t, os.RemoveAll(out))
-		require.NoError(t, WritePassResult(out, req.Kind, want, sh, id))
+		require.NoError(t, WritePassResult(out, req.Kind, want, sh, BeamSource{Identity: id}))
 	}
 	editManifest := func(t *testing.T, edit func(m *BeamPassResult)) {
 		t.Helper()
@@ -200,11 +207,12 @@ func TestBeamPasser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	// The request dplr-beam received reads back as the one sent.
-	k, gsh, greq, err := ReadPassRequest(filepath.Join(dir, "request.json"))
+	k, gsh, greq, files, err := ReadPassRequest(filepath.Join(dir, "request.json"))
 	require.NoError(t, err)
 	assert.Equal(t, data.Rows, k)
 	assert.Equal(t, sh, gsh)
 	assert.Equal(t, req, greq)
+	assert.Empty(t, files, "no shard states recorded")
 	entries, err := os.ReadDir(b.Work)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the pass's files are removed")
@@ -333,7 +341,7 @@ func TestBeamPasser(t *testing.T) {
 			}
 			cancel()
 		}()
-		_, err := bs.Passer(sh, id).Pass(c, req)
+		_, err := bs.Passer(sh, BeamSource{Identity: id}).Pass(c, req)
 		assert.ErrorIs(t, err, ErrPipeline)
 		assert.ErrorIs(t, err, context.Canceled)
 	})
@@ -424,16 +432,16 @@ func TestBeamReadFlags(t *testing.T) {
 			id := dataio.IdentityOf(ds)
 			sh := pass.ShapeOf(ds)
 			writeJSON(t, filepath.Join(dir, "describe.json"), BeamDescription{Format: BeamPassFormat, Kind: data.Rows,
-				BeamShape: ShapeOfRemote(sh), Shards: 1, Identity: id})
+				BeamShape: ShapeOfRemote(sh), Shards: 1, BeamSource: BeamSource{Identity: id}})
 			req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1}}
 			res, err := pass.Local(ds).Pass(context.Background(), req)
 			require.NoError(t, err)
-			require.NoError(t, WritePassResult(filepath.Join(dir, "out"), req.Kind, res, sh, id))
+			require.NoError(t, WritePassResult(filepath.Join(dir, "out"), req.Kind, res, sh, BeamSource{Identity: id}))
 			b := tc.b
 			b.Binary, b.Data, b.Kind, b.Stderr, b.Work = bin, "x/*.csv", data.Rows, &syncBuffer{}, t.TempDir()
 			_, _, err = DescribeBeam(context.Background(), b)
 			require.NoError(t, err)
-			_, err = b.Passer(sh, id).Pass(context.Background(), req)
+			_, err = b.Passer(sh, BeamSource{Identity: id}).Pass(context.Background(), req)
 			require.NoError(t, err)
 			args := lines(t, filepath.Join(dir, "args"))
 			require.Len(t, args, 2)
@@ -454,17 +462,17 @@ func TestBeamTempDir(t *testing.T) {
 	id := dataio.IdentityOf(ds)
 	sh := pass.ShapeOf(ds)
 	writeJSON(t, filepath.Join(dir, "describe.json"), BeamDescription{Format: BeamPassFormat, Kind: data.Rows,
-		BeamShape: ShapeOfRemote(sh), Shards: 1, Identity: id})
+		BeamShape: ShapeOfRemote(sh), Shards: 1, BeamSource: BeamSource{Identity: id}})
 	req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1}}
 	res, err := pass.Local(ds).Pass(context.Background(), req)
 	require.NoError(t, err)
-	require.NoError(t, WritePassResult(filepath.Join(dir, "out"), req.Kind, res, sh, id))
+	require.NoError(t, WritePassResult(filepath.Join(dir, "out"), req.Kind, res, sh, BeamSource{Identity: id}))
 	t.Setenv("TMPDIR", tmp)
 	b := BeamData{Binary: bin, Data: "x/*.npy", Kind: data.Rows, Stderr: &syncBuffer{}, Work: work}
 	ctx := context.Background()
 	_, _, err = DescribeBeam(ctx, b)
 	require.NoError(t, err)
-	_, err = b.Passer(sh, id).Pass(ctx, req)
+	_, err = b.Passer(sh, BeamSource{Identity: id}).Pass(ctx, req)
 	require.NoError(t, err)
 	noWork := b
 	noWork.Work = ""
@@ -488,5 +496,74 @@ func TestBeamTempDir(t *testing.T) {
 		left, err := os.ReadDir(d)
 		require.NoError(t, err)
 		assert.Empty(t, left, d)
+	}
+}
+
+// testStates returns trusted states of files named paths.
+func testStates(paths ...string) []dataio.FileState {
+	var out []dataio.FileState
+	for i, p := range paths {
+		out = append(out, dataio.FileState{Path: p, Size: 100, ModTime: 5, Stamp: fmt.Sprintf("1:%d:100:5.000000000", i), Changed: 5})
+	}
+	return out
+}
+
+// TestBeamPasserStates: with the shards' states recorded by describe,
+// each pass request carries them and the result must report exactly them
+// and no identity; other states, an identity instead, or dplr-beam's
+// exit for a changed shard are refused with ErrDataChanged; another
+// failure stays ErrPipeline.
+func TestBeamPasserStates(t *testing.T) {
+	bin, dir := fakeBeam(t)
+	ds := smallRows(40, 3)
+	id := dataio.IdentityOf(ds)
+	sh := pass.ShapeOf(ds)
+	files := testStates("a.npy", "b.npy")
+	ctx := context.Background()
+	writeJSON(t, filepath.Join(dir, "describe.json"), BeamDescription{Format: BeamPassFormat, Kind: data.Rows,
+		BeamShape: ShapeOfRemote(sh), Shards: 2, BeamSource: BeamSource{Identity: id, Files: files}})
+	b := BeamData{Binary: bin, Data: "x/*.npy", Kind: data.Rows, Stderr: &syncBuffer{}, Work: t.TempDir()}
+	gsh, src, err := DescribeBeam(ctx, b)
+	require.NoError(t, err)
+	assert.Equal(t, BeamSource{Identity: id, Files: files}, src)
+	req := data.PassRequest{Kind: pass.RowsMoment, Params: map[string]float64{"clip": 1.5}}
+	want, err := pass.Local(ds).Pass(ctx, req)
+	require.NoError(t, err)
+	out := filepath.Join(dir, "out")
+	other := testStates("a.npy", "b.npy")
+	other[1].Stamp = "1:1:100:6.000000000"
+	for _, tc := range []struct {
+		name   string
+		result BeamSource
+		exit   string
+		err    error
+	}{
+		{"the recorded states", BeamSource{Files: files}, "", nil},
+		{"another state", BeamSource{Files: other}, "", ErrDataChanged},
+		{"a shard fewer", BeamSource{Files: files[:1]}, "", ErrDataChanged},
+		{"the identity instead", BeamSource{Identity: id}, "", ErrDataChanged},
+		{"states and identity", BeamSource{Identity: id, Files: files}, "", ErrDataChanged},
+		{"dplr-beam found a shard changed", BeamSource{Files: files}, "3", ErrDataChanged},
+		{"dplr-beam failed", BeamSource{Files: files}, "1", ErrPipeline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.RemoveAll(out))
+			require.NoError(t, WritePassResult(out, req.Kind, want, sh, tc.result))
+			t.Setenv("FAKE_EXIT", tc.exit)
+			got, err := b.Passer(gsh, src).Pass(ctx, req)
+			_, _, _, sent, rerr := ReadPassRequest(filepath.Join(dir, "request.json"))
+			require.NoError(t, rerr)
+			assert.Equal(t, files, sent, "the request carries the recorded states")
+			if tc.err == nil {
+				require.NoError(t, err)
+				assert.Equal(t, want, got)
+				return
+			}
+			assert.ErrorIs(t, err, tc.err)
+			assert.Nil(t, got)
+			if tc.err == ErrPipeline {
+				assert.NotErrorIs(t, err, ErrDataChanged)
+			}
+		})
 	}
 }

@@ -12,18 +12,25 @@ package main
 //
 // describe prints (stdout, JSON, host.BeamDescription) the data set's
 // public shape and the source identity of all its rows, merged across
-// shards into the identity of the one file holding them. pass reads a
-// request written by the host (host.BeamPassRequest), runs the pass kind's
-// pipeline, which also reads the shards' description (stats.DescribedPass:
-// in the same read for rows and trace data, by the description pipeline
-// after the pass for users data), and writes
-// DIR/result.json (host.BeamPassResult) beside one .npy file per output:
-// the host checks the shape and identity it reports against those of
-// describe, so that data changed between passes are refused.
+// shards into the identity of the one file holding them, and, where a
+// state ties a shard to the content hashed (local plain .npy and IDX rows
+// files: beam/stats/state.go), the state of each shard. pass reads a
+// request written by the host (host.BeamPassRequest) and runs the pass
+// kind's pipeline. When the request carries the shards' states, the
+// pipeline reads every shard only in its recorded state
+// (stats.StatePass), and a shard added, removed or in another state makes
+// it exit host.BeamExitDataChanged naming the shard; otherwise it also
+// reads the shards' description again (stats.DescribedPass: in the same
+// read for rows and trace data, by the description pipeline after the
+// pass for users data). It writes DIR/result.json (host.BeamPassResult)
+// beside one .npy file per output: the host checks the shape and the
+// states or identity it reports against those of describe, so that data
+// changed between passes are refused.
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -32,6 +39,7 @@ import (
 
 	"github.com/dplr/dplr/beam/stats"
 	"github.com/dplr/dplr/engine/data"
+	"github.com/dplr/dplr/engine/dataio"
 	"github.com/dplr/dplr/engine/host"
 )
 
@@ -117,8 +125,8 @@ func (f *passFlags) options() (stats.Options, stats.ReadOptions) {
 
 // describeOutput is the description as the host reads it.
 func describeOutput(d *stats.Description) host.BeamDescription {
-	return host.BeamDescription{Format: host.BeamPassFormat, Kind: d.Kind, Shards: d.Shards, Identity: d.Identity.Identity(),
-		BeamShape: host.ShapeOfRemote(d.Remote())}
+	return host.BeamDescription{Format: host.BeamPassFormat, Kind: d.Kind, Shards: d.Shards,
+		BeamSource: host.BeamSource{Identity: d.Identity.Identity(), Files: d.Files}, BeamShape: host.ShapeOfRemote(d.Remote())}
 }
 
 // runDescribe is `dplr-beam describe`.
@@ -152,7 +160,7 @@ func runPass(args []string) int {
 	if code := f.parse(args); code != 0 {
 		return code
 	}
-	kind, sh, req, err := host.ReadPassRequest(*f.request)
+	kind, sh, req, files, err := host.ReadPassRequest(*f.request)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dplr-beam: request: %v\n", err)
 		return 2
@@ -165,6 +173,18 @@ func runPass(args []string) int {
 	defer stop()
 	opt, ro := f.options()
 	t0 := time.Now()
+	if len(files) > 0 {
+		// Every shard read only in the state describe hashed it in.
+		res, err := stats.StatePass(ctx, *f.data, sh, ro, req, files, opt)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
+			if errors.Is(err, dataio.ErrFileChanged) {
+				return host.BeamExitDataChanged
+			}
+			return 1
+		}
+		return writeResult(*f.out, req.Kind, res, sh, host.BeamSource{Files: files}, t0, "shard state check")
+	}
 	// The identity of what was read, taken with the pass: data changed
 	// before or during it give another identity.
 	res, d, err := stats.DescribedPass(ctx, *f.data, sh, ro, req, *f.d1, *f.d2, opt)
@@ -172,11 +192,16 @@ func runPass(args []string) int {
 		fmt.Fprintf(os.Stderr, "dplr-beam: %v\n", err)
 		return 1
 	}
-	id := d.Identity.Identity()
-	if err := host.WritePassResult(*f.out, req.Kind, res, d.Remote(), id); err != nil {
+	return writeResult(*f.out, req.Kind, res, d.Remote(), host.BeamSource{Identity: d.Identity.Identity()}, t0, "identity check")
+}
+
+// writeResult writes a pass's result into dir; check names how the
+// source was checked, for the progress line.
+func writeResult(dir, kind string, res *data.PassResult, sh *data.Remote, src host.BeamSource, t0 time.Time, check string) int {
+	if err := host.WritePassResult(dir, kind, res, sh, src); err != nil {
 		fmt.Fprintf(os.Stderr, "dplr-beam: writing the result: %v\n", err)
 		return 1
 	}
-	progress("beam: pass %s and identity check in %.1f s", req.Kind, time.Since(t0).Seconds())
+	progress("beam: pass %s and %s in %.1f s", kind, check, time.Since(t0).Seconds())
 	return 0
 }

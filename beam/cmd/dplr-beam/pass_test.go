@@ -46,7 +46,9 @@ func TestPassThroughHost(t *testing.T) {
 	ctx := context.Background()
 	sh, id, err := host.DescribeBeam(ctx, b)
 	require.NoError(t, err, progress.String())
-	assert.Equal(t, wantID, id)
+	assert.Equal(t, wantID, id.Identity)
+	require.Len(t, id.Files, 2, "the .npy shards' states are recorded")
+	assert.Equal(t, filepath.Join(filepath.Dir(glob), "a.npy"), id.Files[0].Path)
 	assert.Equal(t, &data.Remote{N: n, P: p}, sh)
 
 	passer := b.Passer(sh, id)
@@ -115,7 +117,8 @@ func TestDescribeKinds(t *testing.T) {
 			b, progress := beamData(t, filepath.Join(dir, "*.csv"), c.kind, c.d1, c.d2)
 			sh, id, err := host.DescribeBeam(ctx, b)
 			require.NoError(t, err, progress.String())
-			assert.Equal(t, want, id)
+			assert.Equal(t, want, id.Identity)
+			assert.Empty(t, id.Files, "CSV shards: no state recorded, the passes hash again")
 			assert.Equal(t, pass.ShapeOf(ds), sh)
 		})
 	}
@@ -137,7 +140,7 @@ func TestDescribeKinds(t *testing.T) {
 func TestPassCommandRefusals(t *testing.T) {
 	dir := t.TempDir()
 	reqPath := filepath.Join(dir, "req.json")
-	require.NoError(t, os.WriteFile(reqPath, []byte(`{"format":"dplr-pass/1","kind":"rows","shape":{"n":3,"p":2,"d1":0,"d2":0,"users":0},"pass":"rows.moment","params":{"clip":1},"inputs":[]}`), 0o644))
+	require.NoError(t, os.WriteFile(reqPath, []byte(`{"format":"dplr-pass/2","kind":"rows","shape":{"n":3,"p":2,"d1":0,"d2":0,"users":0},"pass":"rows.moment","params":{"clip":1},"inputs":[]}`), 0o644))
 	for name, args := range map[string][]string{
 		"no data":       {"describe", "--kind", "rows"},
 		"bad kind":      {"describe", "--data", "x", "--kind", "matrix"},
@@ -190,7 +193,7 @@ func TestPassOverhead(t *testing.T) {
 	}
 	for range rounds {
 		var sh *data.Remote
-		var id dataio.Identity
+		var id host.BeamSource
 		clock("host describe (dplr-beam describe)", func() {
 			sh, id, err = host.DescribeBeam(ctx, b)
 			require.NoError(t, err, progress.String())
