@@ -434,8 +434,9 @@ type beamPasser struct {
 // file sizes, the outputs' shapes from the kind's Spec, finite values,
 // the kind's bounds (pass.CheckResult), and the shape and source of the
 // data the pipeline read, which must equal sh and src (the identity, or
-// the states); else, or when dplr-beam found a shard in another state
-// (exit BeamExitDataChanged), the error wraps ErrDataChanged.
+// the states); else, or when dplr-beam, given the states, found a shard
+// added, removed or in another state (exit BeamExitDataChanged), the
+// error wraps ErrDataChanged.
 func (b BeamData) Passer(sh *data.Remote, src BeamSource) data.Passer {
 	p := &beamPasser{b: b, src: src}
 	if sh != nil {
