@@ -2,9 +2,11 @@
 // same pass run on one machine, at several n with p = 784: on the
 // embedded prism runner, the description pipeline (stats.Describe: shape
 // and source identity, what the host asks before it reserves budget) and
-// then the clipped second-moment pass with the identity of what it read
-// (stats.DescribedPass of a rows.centred_moment request, clip c, no
-// center: the pass pca-analyze-gauss with center=none sends), against the
+// then the clipped second-moment pass as `dplr-beam pass` runs it: reading
+// each shard only in the state the description recorded (stats.StatePass)
+// where it recorded one, else with the identity of what it read
+// (stats.DescribedPass), of a rows.centred_moment request, clip c, no
+// center (the pass pca-analyze-gauss with center=none sends), against the
 // single-machine reference (dataio.LoadIdentity and the same request run
 // in process by pass.Run, what a local fit does). It reports throughput
 // (rows/s), CPU time and peak resident memory, each cell in its own
@@ -132,13 +134,21 @@ func runCell(kind, path, statsOut string) error {
 			return err
 		}
 		sh := desc.Remote()
+		cr.Hash = desc.Identity.Identity().Hash
+		if desc.Files != nil {
+			cr.Res, err = stats.StatePass(ctx, path, sh, ro, request(sh, c), desc.Files, opt)
+			if err != nil {
+				return err
+			}
+			break
+		}
 		res, got, err := stats.DescribedPass(ctx, path, sh, ro, request(sh, c), 0, 0, opt)
 		if err != nil {
 			return err
 		}
-		cr = cellResult{res, got.Identity.Identity().Hash}
-		if d := desc.Identity.Identity().Hash; cr.Hash != d {
-			return fmt.Errorf("the pass read data of identity %s, described %s", cr.Hash, d)
+		cr.Res = res
+		if h := got.Identity.Identity().Hash; cr.Hash != h {
+			return fmt.Errorf("the pass read data of identity %s, described %s", h, cr.Hash)
 		}
 	case "single":
 		ds, id, err := dataio.LoadIdentity(path, dataio.LoadOptions{Scale: scale})
