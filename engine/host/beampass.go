@@ -36,12 +36,12 @@ const BeamExitDataChanged = 3
 
 // Bounds on what the host reads from dplr-beam: its description (a few
 // numbers, a sketch of at most dataio.SketchSize hashes and the state of
-// each shard), a result manifest (names, counts, scalars, the states),
-// and each output (its expected shape times 8 bytes plus an .npy
-// header).
+// each shard: 16 MB holds some 100 000 shards' states), a result manifest
+// (names, counts, scalars, the states), and each output (its expected
+// shape times 8 bytes plus an .npy header).
 const (
-	maxBeamDescription = 64 << 20
-	maxPassManifest    = 1 << 20
+	maxBeamDescription = 16 << 20
+	maxPassManifest    = 16 << 20
 	npyHeaderSlack     = 1 << 16
 )
 
