@@ -184,12 +184,15 @@ func runPlan(ctx context.Context, est Estimator, raw map[string]string, g privac
 			run.Users = max(1, int(float64(s.Users)*float64(run.N)/float64(s.N)))
 		}
 	}
+	// A reduced run needs two rows to stand in for many; a data set of one
+	// row is its own stand-in.
+	dry := run.N >= 2 || run.N == s.N && s.N >= 1
 	var footprint int64
 	var err error
-	if run.N >= 2 {
+	if dry {
 		_, footprint, err = Prepare(est.Info(), raw, run)
 	}
-	if run.N < 2 || err != nil || footprint > PlanMaxFootprint {
+	if !dry || err != nil || footprint > PlanMaxFootprint {
 		p := Plan{Note: fmt.Sprintf("not computed: no dry run fits the caps at n = %d, p = %d", s.N, s.P)}
 		if mode == PlanFull {
 			p = declaredSteps(prep, s, g, p)

@@ -66,6 +66,7 @@ func TestPlanOf(t *testing.T) {
 		{name: "captured variance", u: e(1), sigma: mat.NewDense(4, 4, []float64{3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}),
 			shape: small, scored: true, near: true, score: 1.0 / 3, rnd: 0.25 * 6 / 3},
 		{name: "no subspace released", shape: small},
+		{name: "one row, its own stand-in", u: e(1), shape: Shape{Kind: data.Rows, N: 1, P: 4}, scored: true, near: true, score: 0, rnd: 0.25},
 		{name: "above the cap", u: e(0), shape: Shape{Kind: data.Rows, N: 100000, P: 100}, scored: true},
 		{name: "too many columns (p³ above the cap)", u: e(0), shape: Shape{Kind: data.Rows, N: 10, P: 1100}},
 		{name: "refused request", u: e(0), raw: map[string]string{"rank": "0"}, shape: small, wantErr: true},
