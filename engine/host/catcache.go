@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/dplr/dplr/engine/transport"
 )
@@ -60,13 +62,53 @@ func keepCatalogue(dir, path string, cat transport.Catalogue) {
 }
 
 // readKept reads the entry key of the cache directory dir into v; false
-// when there is none or it does not decode.
+// when there is none or it does not decode. An entry read is marked used
+// (its modification time), which keeps it from pruning (maxKept).
 func readKept(dir, key string, v any) bool {
 	if dir == "" {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join(dir, key+".json"))
-	return err == nil && json.Unmarshal(b, v) == nil
+	path := filepath.Join(dir, key+".json")
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, v) != nil {
+		return false
+	}
+	now := time.Now()
+	_ = os.Chtimes(path, now, now) // best effort: a missed mark only risks an earlier pruning
+	return true
+}
+
+// maxKept bounds the entries of each of the host's cache directories
+// (catalogues, checks): keep removes those used longest ago past it, so
+// that a home which sees many distinct requests or plugin builds does not
+// grow without end. An entry removed costs one plugin process when it is
+// next needed.
+var maxKept = 1000
+
+// prune removes the entries of dir used longest ago (modification time)
+// until at most max are left.
+func prune(dir string, max int) {
+	des, err := os.ReadDir(dir)
+	if err != nil || len(des) <= max {
+		return
+	}
+	type entry struct {
+		name string
+		used time.Time
+	}
+	var es []entry
+	for _, d := range des {
+		if info, err := d.Info(); err == nil && info.Mode().IsRegular() && strings.HasSuffix(d.Name(), ".json") {
+			es = append(es, entry{d.Name(), info.ModTime()})
+		}
+	}
+	if len(es) <= max {
+		return
+	}
+	slices.SortFunc(es, func(a, b entry) int { return a.used.Compare(b.used) })
+	for _, e := range es[:len(es)-max] {
+		os.Remove(filepath.Join(dir, e.name))
+	}
 }
 
 // keep writes v as the entry key of the cache directory dir, whole or not
@@ -90,7 +132,9 @@ func keep(dir, key string, v any) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return
 	}
+	prune(dir, maxKept)
 }
 
 // forgetCatalogue removes the cache entry of the executable at path.

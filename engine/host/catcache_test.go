@@ -2,8 +2,10 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,4 +74,47 @@ func TestCatalogueCache(t *testing.T) {
 	require.ErrorIs(t, err, ErrPlugin)
 	assert.Contains(t, err.Error(), "changed since its catalogue was read")
 	assert.NoFileExists(t, filepath.Join(opt.CatalogueDir, key2+".json"))
+}
+
+// TestPrune: past the bound, a cache directory loses the entries used
+// longest ago; an entry read is marked used and stays; files that are not
+// entries are left alone.
+func TestPrune(t *testing.T) {
+	old := time.Now().Add(-time.Hour)
+	for _, tc := range []struct {
+		name    string
+		entries int
+		read    string // an entry read (marked used) before the new one is kept
+		max     int
+		gone    []string
+	}{
+		{name: "under the bound", entries: 3, max: 5},
+		{name: "the oldest go", entries: 5, max: 3, gone: []string{"e0", "e1", "e2"}},
+		{name: "a read entry stays", entries: 5, read: "e0", max: 3, gone: []string{"e1", "e2", "e3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i := range tc.entries {
+				name := filepath.Join(dir, fmt.Sprintf("e%d.json", i))
+				require.NoError(t, os.WriteFile(name, []byte(`{"x":1}`), 0o600))
+				at := old.Add(time.Duration(i) * time.Minute) // e0 oldest
+				require.NoError(t, os.Chtimes(name, at, at))
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "note.txt"), nil, 0o600))
+			if tc.read != "" {
+				var v map[string]int
+				require.True(t, readKept(dir, tc.read, &v))
+			}
+			defer func(m int) { maxKept = m }(maxKept)
+			maxKept = tc.max
+			keep(dir, "new", map[string]int{"x": 2})
+			for i := range tc.entries {
+				name := fmt.Sprintf("e%d", i)
+				_, err := os.Stat(filepath.Join(dir, name+".json"))
+				assert.Equal(t, slices.Contains(tc.gone, name), os.IsNotExist(err), name)
+			}
+			assert.FileExists(t, filepath.Join(dir, "new.json"), "the entry just kept is the newest")
+			assert.FileExists(t, filepath.Join(dir, "note.txt"), "not an entry")
+		})
+	}
 }
