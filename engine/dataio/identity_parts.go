@@ -7,13 +7,13 @@ import (
 )
 
 // IdentityParts is a source identity under construction that can be split
-// across workers and merged: each part hashes some of the rows (AddRow) and
+// across workers and merged: each part hashes some of the rows (AddRecord) and
 // parts are combined in any order and grouping (Merge) into the Identity
 // that one pass over all the rows would give. It serves distributed
 // pipelines (the beam module), which must charge a sharded data set to the
 // same budget as the one file holding its rows. Only plain numeric rows
 // without side columns (rows data) are covered. The fields are exported
-// for serialisation only; build parts with AddRow and Merge.
+// for serialisation only; build parts with AddRecord and Merge.
 type IdentityParts struct {
 	// Rows is the number of rows hashed.
 	Rows int64
@@ -22,9 +22,6 @@ type IdentityParts struct {
 	// Heap holds the part's bottom-k sketch hashes, in increasing order.
 	Heap []uint64
 }
-
-// AddRow hashes one source row (unscaled values, as the file holds them).
-func (p *IdentityParts) AddRow(x []float64) { p.AddRecord(x, nil, nil) }
 
 // Merge adds the rows hashed by q.
 func (p *IdentityParts) Merge(q IdentityParts) {
@@ -50,7 +47,7 @@ func (p IdentityParts) Identity() Identity {
 // the main values x (unscaled), then the float side values (a response),
 // then the integer ones (a user id, a label), the order in which
 // LoadIdentity hashes a trace or users data set read from arrays (IdentityOf
-// too). AddRecord(x, nil, nil) is AddRow(x).
+// too); with no side values it hashes a rows data set's row.
 func (p *IdentityParts) AddRecord(x []float64, floats []float64, ints []int64) {
 	var sides []sideCol
 	for _, v := range floats {

@@ -33,3 +33,6 @@ func TestIdentityPartsMerge(t *testing.T) {
 		require.Equal(t, want, all.Identity())
 	}
 }
+
+// AddRow hashes one source row (unscaled values, as the file holds them).
+func (p *IdentityParts) AddRow(x []float64) { p.AddRecord(x, nil, nil) }

@@ -83,12 +83,9 @@ func clipFactor(s, clip float64) float64 {
 	return 1
 }
 
-// Shrink scales x in place to norm clip when it is longer (clip ≤ 0 or
-// +Inf: unchanged), and reports whether it was longer by more than
-// rounding (CountSlack).
-func Shrink(x []float64, clip float64) bool { return shrink(x, sqNorm(x, nil), clip) }
-
-// shrink is Shrink of a row x of squared norm s.
+// shrink scales the row x of squared norm s in place to norm clip when it
+// is longer (clip ≤ 0 or +Inf: unchanged), and reports whether it was
+// longer by more than rounding (CountSlack).
 func shrink(x []float64, s, clip float64) bool {
 	f := clipFactor(s, clip)
 	if f == 1 {

@@ -32,3 +32,8 @@ func TestClip(t *testing.T) {
 	assert.InDelta(t, 5, math.Sqrt(sqNorm([]float64{4, 6}, []float64{1, 2})), 1e-15)
 	assert.InDelta(t, 5, math.Sqrt(sqNorm([]float64{3, 4}, nil)), 1e-15)
 }
+
+// Shrink scales x in place to norm clip when it is longer (clip ≤ 0 or
+// +Inf: unchanged), and reports whether it was longer by more than
+// rounding (CountSlack).
+func Shrink(x []float64, clip float64) bool { return shrink(x, sqNorm(x, nil), clip) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dplr/dplr/backend"
 	"github.com/dplr/dplr/engine/evaluate"
+	"github.com/dplr/dplr/engine/kernel"
 	"github.com/dplr/dplr/engine/privacy"
 	"github.com/dplr/dplr/engine/sdk"
 )
@@ -393,4 +394,12 @@ func TestFromCovMatchesFit(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, mat.EqualApprox(matrix(t, want, "U"), matrix(t, got, "U"), 1e-9), tc.est.Info().Name)
 	}
+}
+
+// Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, c/‖x_i−μ‖)
+// (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
+// clip shrank: kernel.SecondMoment on pca's 1/n scale. x is never written.
+func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c float64) (*mat.SymDense, int, error) {
+	n, _ := x.Dims()
+	return kernel.SecondMoment(ctx, x, mu, c, 1/float64(n), be)
 }

@@ -68,14 +68,6 @@ func bindCov(info sdk.Info, raw map[string]string, sh *mat.SymDense, n int) (any
 	return opts, err
 }
 
-// Gram returns (1/n)·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with w_i = min(1, c/‖x_i−μ‖)
-// (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and the number of rows the
-// clip shrank: kernel.SecondMoment on pca's 1/n scale. x is never written.
-func Gram(ctx context.Context, be backend.Backend, x *mat.Dense, mu []float64, c float64) (*mat.SymDense, int, error) {
-	n, _ := x.Dims()
-	return kernel.SecondMoment(ctx, x, mu, c, 1/float64(n), be)
-}
-
 // Share names of the pca plans.
 const (
 	shareMean    = "mean"
