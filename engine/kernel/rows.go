@@ -403,7 +403,7 @@ var setMu sync.Mutex
 
 // SecondMoment returns scale·Σ_i w_i²(x_i−μ)(x_i−μ)ᵀ with
 // w_i = min(1, c/‖x_i−μ‖) (c ≤ 0 or +Inf: no clipping; mu nil: μ = 0) and
-// the number of rows the clip shrank by more than rounding (Shrink).
+// the number of rows the clip shrank by more than rounding (CountSlack).
 //
 // When no row is centred or clipped and x is a *mat.Dense, the product is
 // a BLAS syrk on x's own storage; otherwise rows are copied (or decoded,
