@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,20 +64,35 @@ func keepCatalogue(dir, path string, cat transport.Catalogue) {
 
 // readKept reads the entry key of the cache directory dir into v; false
 // when there is none or it does not decode. An entry read is marked used
-// (its modification time), which keeps it from pruning (maxKept).
+// (its modification time, at most once per markEvery, so that a warm fit
+// writes no metadata), which keeps it from pruning (maxKept).
 func readKept(dir, key string, v any) bool {
 	if dir == "" {
 		return false
 	}
 	path := filepath.Join(dir, key+".json")
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, st.Size()+1))
 	if err != nil || json.Unmarshal(b, v) != nil {
 		return false
 	}
-	now := time.Now()
-	_ = os.Chtimes(path, now, now) // best effort: a missed mark only risks an earlier pruning
+	if now := time.Now(); now.Sub(st.ModTime()) > markEvery {
+		_ = os.Chtimes(path, now, now) // best effort: a missed mark only risks an earlier pruning
+	}
 	return true
 }
+
+// markEvery is how stale an entry's mark of use may grow before a read
+// renews it.
+const markEvery = time.Hour
 
 // maxKept bounds the entries of each of the host's cache directories
 // (catalogues, checks): keep removes those used longest ago past it, so
