@@ -158,31 +158,33 @@ func TestFitRefusesChangedShards(t *testing.T) {
 	code, stderr, spent := fit(t, "", "")
 	require.Equal(t, 0, code, stderr)
 	assert.InDelta(t, 0.25, spent, 1e-12)
-	for _, e := range shardEdits {
-		t.Run(e.name, func(t *testing.T) {
-			code, stderr, spent := fit(t, e.name, "")
-			tail := lastLines(stderr, 3)
-			t.Logf("exit %d, spent %g\n%s", code, spent, tail)
-			assert.Equal(t, refusedExit, code, tail)
-			assert.InDelta(t, refusedSpent, spent, 1e-12, "a refused pass charges what it charged before")
-			assert.Contains(t, tail, e.shard, "the error names the shard")
-			assert.Contains(t, tail, "changed")
-			assert.Contains(t, tail, "refunded: no privacy step was taken")
-		})
-	}
-	// clip=auto: a norm histogram pass and its private release, then the
-	// moment pass; a shard changed between the two is refused and the fit
-	// stays charged, as before.
-	for _, e := range shardEdits {
-		t.Run("between passes/"+e.name, func(t *testing.T) {
-			code, stderr, spent := fit(t, e.name, "2", "--set", "clip=auto")
-			tail := lastLines(stderr, 3)
-			t.Logf("exit %d, spent %g\n%s", code, spent, tail)
-			assert.Equal(t, refusedLateExit, code, tail)
-			assert.InDelta(t, refusedLateSpent, spent, 1e-12, "a refused second pass charges what it charged before")
-			assert.Contains(t, tail, e.shard, "the error names the shard")
-			assert.Contains(t, tail, "changed")
-		})
+	// Before the one pass of a public clip (nothing released: refunded),
+	// and, with clip=auto, between the norm histogram pass (whose quantile
+	// is released) and the moment pass (the fit stays charged), as before.
+	for _, when := range []struct {
+		prefix, at string
+		set        []string
+		exit       int
+		spent      float64
+		refunded   bool
+	}{
+		{"", "", nil, refusedExit, refusedSpent, true},
+		{"between passes/", "2", []string{"--set", "clip=auto"}, refusedLateExit, refusedLateSpent, false},
+	} {
+		for _, e := range shardEdits {
+			t.Run(when.prefix+e.name, func(t *testing.T) {
+				code, stderr, spent := fit(t, e.name, when.at, when.set...)
+				tail := lastLines(stderr, 3)
+				t.Logf("exit %d, spent %g\n%s", code, spent, tail)
+				assert.Equal(t, when.exit, code, tail)
+				assert.InDelta(t, when.spent, spent, 1e-12, "a refused pass charges what it charged before")
+				assert.Contains(t, tail, e.shard, "the error names the shard")
+				assert.Contains(t, tail, "changed")
+				if when.refunded {
+					assert.Contains(t, tail, "refunded: no privacy step was taken")
+				}
+			})
+		}
 	}
 }
 
