@@ -116,14 +116,19 @@ beam-build:
 	cd beam && $(GO) build -o ../$(BIN)/dplr-beam ./cmd/dplr-beam
 
 # beam-test: vet and test the beam module; its pipelines run on the embedded
-# prism runner, in-process and offline.
+# prism runner, in-process and offline. Beam's loopback runner leaves an
+# empty beamloopbackworker-* file in the temporary directory for every
+# pipeline (a few hundred per run), so the tests get a temporary directory
+# of their own, removed afterwards, as `dplr fit --engine beam` gives each
+# dplr-beam run.
 beam-test:
-	cd beam && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd beam && $(GO) vet ./... && t=$$(mktemp -d) && { TMPDIR=$$t $(GO) test -count=1 ./...; s=$$?; rm -rf $$t; exit $$s; }
 
 # beam-bench: rows/s and peak memory of the prism pipeline against the
-# single-machine path (bench/results/beam.md).
+# single-machine path (bench/results/beam.md); its temporary directory as
+# for beam-test.
 beam-bench:
-	cd beam && $(GO) run ./cmd/beam-bench
+	cd beam && t=$$(mktemp -d) && { TMPDIR=$$t $(GO) run ./cmd/beam-bench; s=$$?; rm -rf $$t; exit $$s; }
 
 # make test fuzzes by execution count (20000x), not time: Go 1.26's fuzz
 # coordinator can report a spurious "context deadline exceeded" when a
