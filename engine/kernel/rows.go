@@ -452,7 +452,7 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 		nClipped int
 	}
 	parts, err := inChunks(ctx, "second moment", nc, n, func(a, b int) (part, error) {
-		pt := part{g: mat.NewSymDense(p, nil)}
+		pt := part{g: newMoment(p)}
 		if !needCopy {
 			if b > a {
 				raw := x.d.RawMatrix()
@@ -507,6 +507,20 @@ func SecondMoment(ctx context.Context, m Matrix, mu []float64, c, scale float64,
 		return nil, 0, err
 	}
 	return out, nClipped, nil
+}
+
+// newMoment returns a p×p zero matrix for a moment to be folded into,
+// its memory already written. A large fresh allocation is memory the
+// process has not touched: Fold (syrk with beta = 1) reads each page
+// before writing it, which maps the kernel's shared zero page and then
+// copies it on the write, with a TLB shootdown to every CPU the process
+// runs on. Writing the zeros first faults each page in once, private.
+// On the warm Fashion-MNIST fit the shootdowns were about 5 % of the
+// plugin's CPU (bench/results/dataio.md §14).
+func newMoment(p int) *mat.SymDense {
+	g := mat.NewSymDense(p, nil)
+	clear(g.RawSymmetric().Data)
+	return g
 }
 
 // Fold adds alpha·RᵀR to the upper triangle of the p×p row-major matrix
