@@ -24,9 +24,11 @@ BACKEND=openblas` where OpenBLAS is present):
 from __future__ import annotations
 
 import argparse
+import atexit
 import glob
 import json
 import os
+import shutil
 import statistics as st
 import subprocess
 import sys
@@ -98,6 +100,7 @@ def main() -> None:
     dplr = str(ROOT / "bin/dplr")
     plugins = "bin/plugins-openblas" if (ROOT / "bin/plugins-openblas").is_dir() else "bin/plugins"
     work = Path(tempfile.mkdtemp(prefix="dplr-contention-"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     env = dict(os.environ, DPLR_HOME=str(work / "home"))
     todo = cells(plugins, [s for s in args.only.split(",") if s])
     fits = {}

@@ -10,6 +10,8 @@ Run from the repository root after `make build`:
 from __future__ import annotations
 
 import argparse
+import atexit
+import shutil
 import sys
 import tempfile
 import warnings
@@ -34,6 +36,7 @@ def main() -> None:
     dplr.config.binary = str(ROOT / "bin" / "dplr")
     dplr.config.plugin_dirs = [str(ROOT / "bin" / "plugins")]
     dplr.config.home = tempfile.mkdtemp(prefix="dplr-digits-")  # a scratch ledger
+    atexit.register(shutil.rmtree, dplr.config.home, ignore_errors=True)
     X = load_digits().data
     Xc = X - X.mean(axis=0)
     C = Xc.T @ Xc / len(X)

@@ -12,7 +12,9 @@ Run from the repository root after `make build`:
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +40,8 @@ def main() -> None:
     sets = {k: v[0] for k, v in tables().items()}
     sets["digits"] = load_digits().data
     home, tmp = tempfile.mkdtemp(), tempfile.mkdtemp()
+    for d in (home, tmp):
+        atexit.register(shutil.rmtree, d, ignore_errors=True)
     path, spath = os.path.join(tmp, "x.npy"), os.path.join(tmp, "scales.npy")
     print("| data | columns | " + " | ".join(f"{e}, ε = {x}" for e in ests for x in eps) + " |")
     print("|---|---|" + "---|" * (len(ests) * len(eps)))

@@ -38,8 +38,10 @@ It needs python3-sklearn, python3-vega-datasets and r-cran-mass (Debian).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -226,6 +228,7 @@ def main() -> None:
     dplr.config.binary = str(ROOT / "bin" / "dplr")
     dplr.config.plugin_dirs = [str(ROOT / "bin" / "plugins")]
     home = tempfile.mkdtemp(prefix="dplr-tables-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     dplr.config.home = home  # a scratch ledger: the study's spending is not the user's
     res = run(args)
     md = markdown(res)

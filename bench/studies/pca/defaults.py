@@ -9,8 +9,10 @@ scikit-learn's digits at rank 5.
     PATH=$PWD/bin:$PATH EST=pca-analyze-gauss python3 bench/studies/pca/defaults.py 10 0.5,1,4
     PATH=$PWD/bin:$PATH EST=pca-analyze-gauss DATA=digits python3 bench/studies/pca/defaults.py 9 1
 """
+import atexit
 import gzip
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -36,7 +38,9 @@ def main() -> None:
     Xc = X - X.mean(0)
     C = Xc.T @ Xc / len(X)
     top = np.linalg.eigvalsh(C)[::-1][:k].sum()
-    path = os.path.join(tempfile.mkdtemp(), "data.npy")
+    scratch = tempfile.mkdtemp()
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    path = os.path.join(scratch, "data.npy")
     np.save(path, X)
     extra = {}  # SET="mean_share=0.3,clip_share=0.1": more parameters for every fit
     for kv in filter(None, os.environ.get("SET", "").split(",")):
