@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -16,7 +15,6 @@ type Bytes struct {
 	n, p  int
 	b     []byte
 	scale float64
-	lut   [256]float64 // float64(b)·scale for each byte b
 }
 
 // NewBytes returns the n×p matrix of the bytes b (row-major) times scale.
@@ -24,9 +22,6 @@ func NewBytes(n, p int, b []byte, scale float64) (*Bytes, error) {
 	x := &Bytes{n: n, p: p, b: b, scale: scale}
 	if err := x.check(); err != nil {
 		return nil, err
-	}
-	for i := range x.lut {
-		x.lut[i] = float64(i) * scale
 	}
 	return x, nil
 }
@@ -45,27 +40,34 @@ func (x *Bytes) check() error {
 // Dims returns the shape n×p.
 func (x *Bytes) Dims() (r, c int) { return x.n, x.p }
 
-// Row writes row i into dst (of length at least p) and returns it. It
-// reads the bytes eight at a time (one load instead of eight).
+// Row writes row i into dst (of length at least p) and returns it.
 func (x *Bytes) Row(i int, dst []float64) []float64 {
 	src := x.b[i*x.p : (i+1)*x.p]
 	dst = dst[:len(src)]
-	j := 0
-	for ; j+8 <= len(src); j += 8 {
-		w, d := binary.LittleEndian.Uint64(src[j:]), dst[j:j+8:j+8]
-		d[0], d[1], d[2], d[3] = x.lut[byte(w)], x.lut[byte(w>>8)], x.lut[byte(w>>16)], x.lut[byte(w>>24)]
-		d[4], d[5], d[6], d[7] = x.lut[byte(w>>32)], x.lut[byte(w>>40)], x.lut[byte(w>>48)], x.lut[byte(w>>56)]
-	}
-	for ; j < len(src); j++ {
-		dst[j] = x.lut[src[j]]
+	DecodeBytes(dst, src, x.scale)
+	return dst
+}
+
+// RowLess writes row i less mu (of length p) into dst (of length at least
+// p) and returns it, in one sweep: the same bits as Row then the
+// subtraction.
+func (x *Bytes) RowLess(i int, dst, mu []float64) []float64 {
+	src := x.b[i*x.p : (i+1)*x.p]
+	dst, mu = dst[:len(src)], mu[:len(src)]
+	for j := decodeFast(dst, src, mu, x.scale); j < len(src); j++ {
+		dst[j] = float64(float64(src[j])*x.scale) - mu[j] // rounded before the subtraction, never fused
 	}
 	return dst
 }
 
-// RowBytes returns the bytes of row i and the table of their values:
-// entry (i, j) is table[RowBytes(i)[j]] (kernels read them undecoded).
-func (x *Bytes) RowBytes(i int) ([]byte, *[256]float64) {
-	return x.b[i*x.p : (i+1)*x.p : (i+1)*x.p], &x.lut
+// DecodeBytes sets dst[j] = float64(src[j])·scale for every byte of src
+// (dst at least as long): one conversion and one rounding multiplication
+// per value, with the AVX2 loop where the CPU has it.
+func DecodeBytes(dst []float64, src []byte, scale float64) {
+	dst = dst[:len(src)]
+	for j := decodeFast(dst, src, nil, scale); j < len(src); j++ {
+		dst[j] = float64(src[j]) * scale
+	}
 }
 
 // Dense returns the matrix as float64.

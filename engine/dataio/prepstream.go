@@ -337,7 +337,7 @@ type streamWorker struct {
 
 func newStreamWorker(p *pending, cols int, scale float64, id *idBuilder) *streamWorker {
 	sw := &streamWorker{cols: cols, scale: scale, conv: newBlockConverter(p.dt), id: id, shape: p.shape}
-	if sw.conv.lut != nil {
+	if sw.conv.bytes {
 		sw.bytes = new(byteRounding)
 	}
 	return sw

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"unsafe"
+
+	"github.com/dplr/dplr/engine/data"
 )
 
 // pending is an array whose header has been read and whose payload has
@@ -43,29 +45,20 @@ func (p *pending) streamable() bool {
 // lookup table for bytes (whose values are always finite), by a copy for
 // native float64, by the array getter otherwise.
 type blockConverter struct {
-	lut      *[256]float64
+	bytes    bool // unsigned bytes
 	nativeF8 bool
 	tmp      *array
 }
 
 func newBlockConverter(dt dtype) *blockConverter {
-	c := &blockConverter{nativeF8: dt.kind == 'f' && dt.size == 8 && !dt.big && nativeLE, tmp: &array{dt: dt}}
-	if dt.size == 1 && dt.kind == 'u' {
-		c.lut = new([256]float64)
-		for i := range c.lut {
-			c.lut[i] = float64(i)
-		}
-	}
-	return c
+	return &blockConverter{bytes: dt.size == 1 && dt.kind == 'u', nativeF8: dt.kind == 'f' && dt.size == 8 && !dt.big && nativeLE, tmp: &array{dt: dt}}
 }
 
 // convert writes the values of the raw block b into chunk (one per item).
 func (c *blockConverter) convert(chunk []float64, b []byte) {
 	switch {
-	case c.lut != nil:
-		for i, v := range b {
-			chunk[i] = c.lut[v]
-		}
+	case c.bytes:
+		data.DecodeBytes(chunk, b, 1)
 	case c.nativeF8:
 		copy(unsafe.Slice((*byte)(unsafe.Pointer(&chunk[0])), len(b)), b)
 	default:

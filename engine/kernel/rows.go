@@ -78,11 +78,11 @@ type RowReader interface {
 	Row(i int, dst []float64) []float64
 }
 
-// ByteRows is a RowReader that also hands out row i's bytes and the table
-// of their values (data.Bytes): entry (i, j) is table[bytes[j]]. The
-// second moment decodes and centres such rows in one sweep.
+// ByteRows is a RowReader that also writes row i less a centre in one
+// sweep (data.Bytes), with the bits of Row then the subtraction: the
+// second moment decodes and centres such rows that way.
 type ByteRows interface {
-	RowBytes(i int) ([]byte, *[256]float64)
+	RowLess(i int, dst, mu []float64) []float64
 }
 
 // Matrix is what the rows kernels read: a *mat.Dense or a RowReader.
@@ -122,11 +122,7 @@ func (x rowsOf) centred(i int, dst, mu []float64) []float64 {
 	case mu == nil:
 		copy(dst, x.row(i, dst))
 	case x.b != nil:
-		b, t := x.b.RowBytes(i)
-		mu = mu[:len(b)]
-		for j, v := range b {
-			dst[j] = t[v] - mu[j]
-		}
+		return x.b.RowLess(i, dst, mu)
 	default:
 		for j, v := range x.row(i, dst) {
 			dst[j] = v - mu[j]

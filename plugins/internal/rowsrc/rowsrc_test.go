@@ -126,9 +126,9 @@ func TestBytesAndFloatsAgree(t *testing.T) {
 	fds := bds.WithDenseX()
 	require.NotNil(t, fds.X)
 	assert.Nil(t, bds.X, "WithDenseX copies")
+	row := make([]float64, p)
 	for i, v := range fds.X.RawMatrix().Data {
-		row, _ := bds.XBytes.RowBytes(i / p)
-		require.Equal(t, float64(row[i%p])*(1.0/255), v)
+		require.Equal(t, bds.XBytes.Row(i/p, row)[i%p], v)
 	}
 	bs, err := Of(bds)
 	require.NoError(t, err)
