@@ -94,7 +94,7 @@ type Matrix interface {
 type rowsOf struct {
 	d    *mat.Dense
 	r    RowReader
-	b    ByteRows // r, when it also hands out its bytes
+	b    ByteRows // r, when it also decodes less a centre in one sweep
 	n, p int
 }
 
