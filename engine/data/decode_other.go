@@ -2,7 +2,7 @@
 
 package data
 
-// hasDecodeAsm is false: no assembly decoding loops on this architecture.
+// hasDecodeAsm is false: no assembly decoding loop on this architecture.
 var hasDecodeAsm = false
 
 // decodeFast decodes nothing here; the portable loops do it all (see the amd64
