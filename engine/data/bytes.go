@@ -10,7 +10,7 @@ import (
 // Bytes is an n×p matrix kept as the bytes of its source with a common
 // scale: entry (i, j) is float64(b[i·p+j])·scale, the value a float64 copy
 // holds bit for bit. It serves rows decoded into a buffer its reader reuses
-// (Row), or the whole matrix (Dense).
+// (Row, or RowLess less a centre), or the whole matrix (Dense).
 type Bytes struct {
 	n, p  int
 	b     []byte

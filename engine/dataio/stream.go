@@ -41,9 +41,9 @@ func (p *pending) streamable() bool {
 	return !p.fortran && p.nbytes > 0 && (p.known >= p.nbytes || p.bound >= p.nbytes)
 }
 
-// blockConverter converts raw blocks of one dtype to float64: through a
-// lookup table for bytes (whose values are always finite), by a copy for
-// native float64, by the array getter otherwise.
+// blockConverter converts raw blocks of one dtype to float64: by
+// data.DecodeBytes for unsigned bytes (whose values are always finite), by
+// a copy for native float64, by the array getter otherwise.
 type blockConverter struct {
 	bytes    bool // unsigned bytes
 	nativeF8 bool
