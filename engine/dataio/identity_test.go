@@ -1,7 +1,9 @@
 package dataio
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -313,4 +315,51 @@ func TestFashionMNISTIdentity(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, id.Hash, fromPre.Hash)
 	assert.Equal(t, 1.0, containment(fromPre.Sketch, id.Sketch))
+}
+
+// TestSourceIdentityPinned: the source identity of fixed data, as recorded
+// by main c0aeffd. Every budget in every ledger is keyed on this function
+// (Identity.Hash, and the sketch that links near copies to it): a change
+// that moves these values orphans budgets users already spent, so it must
+// come with a migration of the ledger, never alone. The rows are bytes
+// (decoded by data.DecodeBytes in a streamed preparation) and float64
+// values with a tail of fewer than eight columns, read from gzip IDX,
+// a uint8 .npy and a float64 .npy.
+func TestSourceIdentityPinned(t *testing.T) {
+	const n, p = 41, 27
+	pix := make([]byte, n*p)
+	vals := make([]float64, n*p)
+	for i := range pix {
+		pix[i] = byte(i*131 + i/7)
+		vals[i] = float64(pix[i])*0.37 - 11
+	}
+	const ( // the same values as bytes, whichever the file and scale
+		bytesHash   = "9228a523eb7577797d2da837584b2396bcb8a5c96b01213cf0b5dae578c2462e"
+		bytesSketch = "424a9a9b3b18f1e3e8eca956fd18a92151a450714ac09694b80f93a9565d2b7e"
+	)
+	dir := t.TempDir()
+	sketch := func(id Identity) string {
+		h := sha256.New()
+		for _, v := range id.Sketch {
+			binary.Write(h, binary.LittleEndian, v)
+		}
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	for name, c := range map[string]struct {
+		path         string
+		opt          LoadOptions
+		hash, sketch string
+	}{
+		"idx":    {writeTemp(t, dir, "img-idx3-ubyte.gz", gz(idxFile(0x08, []int{n, 3, 9}, pix))), LoadOptions{Scale: 1.0 / 255}, bytesHash, bytesSketch},
+		"npy u1": {writeTemp(t, dir, "u1.npy", npyFile(1, "|u1", false, []int{n, p}, pix)), LoadOptions{}, bytesHash, bytesSketch},
+		"npy f8": {writeTemp(t, dir, "f8.npy", npyFile(1, "<f8", false, []int{n, p}, encode(binary.LittleEndian, vals))), LoadOptions{},
+			"476f182262c323af25ae84146f4d2fbb9f4c8e410f4543df6facce19d9c1dc3c", "8b87f8ef0aee3866beed765312c99d797a0eb77ddda8d883bc55f3a03aa9c2bb"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			id := sourceOf(t, c.path, c.opt)
+			assert.Equal(t, c.hash, id.Hash)
+			assert.Equal(t, c.sketch, sketch(id))
+			assert.Equal(t, int64(n), id.Rows)
+		})
+	}
 }
