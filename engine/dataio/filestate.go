@@ -19,7 +19,7 @@ type FileState struct {
 	// nanoseconds).
 	Size    int64 `json:"size"`
 	ModTime int64 `json:"mtime"`
-	// Stamp is FileStamp's: device, inode, size and change time on Linux;
+	// Stamp is fileStamp's: device, inode, size and change time on Linux;
 	// empty elsewhere and for a file that is not regular, whose state is
 	// then not trusted (Trusted).
 	Stamp string `json:"stamp,omitempty"`
@@ -37,7 +37,7 @@ var ErrFileChanged = errors.New("the file changed or was replaced since its stat
 func StateOf(path string, st os.FileInfo) FileState {
 	s := FileState{Path: path, Size: st.Size(), ModTime: st.ModTime().UnixNano()}
 	if st.Mode().IsRegular() {
-		s.Stamp, s.Changed = FileStamp(st), changeTime(st)
+		s.Stamp, s.Changed = fileStamp(st), changeTime(st)
 	}
 	if s.Stamp == "" {
 		s.Changed = 0

@@ -57,7 +57,7 @@ type FileRef struct {
 	// nanoseconds) when it was hashed; Open refuses a file modified since.
 	// It is set for source files referenced in place, not for cache files.
 	ModTime int64 `json:"mtime,omitempty"`
-	// Stamp, if set, is the file's state when it was prepared (FileStamp:
+	// Stamp, if set, is the file's state when it was prepared (fileStamp:
 	// device, inode, size and change time on Linux). Open and the reuse of
 	// a prepared handle refuse a file whose stamp changed: a cached array
 	// edited or replaced after it was hashed is never used under the old
@@ -72,7 +72,7 @@ func stampRefs(h *Handle) error {
 		if err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
-		r.Stamp = FileStamp(st)
+		r.Stamp = fileStamp(st)
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func stampRefs(h *Handle) error {
 // stampOK reports whether the file r refers to (already stat'ed as st) is
 // in the state r recorded.
 func stampOK(r *FileRef, st os.FileInfo) bool {
-	return r.Stamp == "" || FileStamp(st) == r.Stamp
+	return r.Stamp == "" || fileStamp(st) == r.Stamp
 }
 
 // entryIntact reports whether a cache entry's files are those its
@@ -598,7 +598,7 @@ func PrepareFileContext(ctx context.Context, path string, opt LoadOptions, cache
 func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 	key := sha256.New()
 	key.Write([]byte(hashPrefix)) // a record of an older encoding is not reused
-	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), FileStamp(st))
+	fmt.Fprintf(key, "%s\x00%d\x00%d\x00%s\x00", abs, st.Size(), st.ModTime().UnixNano(), fileStamp(st))
 	optJSON, _ := json.Marshal(opt)
 	key.Write(optJSON)
 	for _, side := range []string{opt.LabelsPath, opt.ResponsePath, opt.UsersPath} {
@@ -609,7 +609,7 @@ func memoPath(cacheDir, abs string, st os.FileInfo, opt LoadOptions) string {
 		sa, _ := filepath.Abs(side)
 		fmt.Fprintf(key, "%s", sa)
 		if ls, err := os.Stat(side); err == nil {
-			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), FileStamp(ls))
+			fmt.Fprintf(key, "\x00%d\x00%d\x00%s", ls.Size(), ls.ModTime().UnixNano(), fileStamp(ls))
 		}
 	}
 	return filepath.Join(cacheDir, "files", hex.EncodeToString(key.Sum(nil))+".json")

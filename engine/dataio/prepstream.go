@@ -90,7 +90,7 @@ func streamFile(ctx context.Context, path string, opt LoadOptions, holding bool,
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		ref = &FileRef{Path: abs, Offset: p.offset, DType: DTypeFloat64, Count: int64(n) * int64(cols),
-			Size: src.st.Size(), ModTime: src.st.ModTime().UnixNano(), Stamp: FileStamp(src.st)}
+			Size: src.st.Size(), ModTime: src.st.ModTime().UnixNano(), Stamp: fileStamp(src.st)}
 		if !f8 {
 			ref.DType, ref.Scale = DTypeUint8, cs
 		}

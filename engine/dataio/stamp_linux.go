@@ -8,13 +8,13 @@ import (
 	"syscall"
 )
 
-// FileStamp identifies one state of a file without reading it: its device,
+// fileStamp identifies one state of a file without reading it: its device,
 // inode, size and change time. Any write to the file, a replacement by
 // another file (rename, copy) or a truncation changes the stamp, and the
 // change time cannot be set back by a user (touch sets the modification
 // time, and that updates the change time), so a cached array edited after
 // it was prepared is caught for the cost of a stat.
-func FileStamp(st os.FileInfo) string {
+func fileStamp(st os.FileInfo) string {
 	s, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
 		return ""

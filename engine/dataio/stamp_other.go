@@ -7,9 +7,9 @@ import (
 	"sync"
 )
 
-// FileStamp is empty where the change time is not read: only sizes and
+// fileStamp is empty where the change time is not read: only sizes and
 // modification times are checked there.
-func FileStamp(os.FileInfo) string { return "" }
+func fileStamp(os.FileInfo) string { return "" }
 
 // changeTime is 0 where the change time is not read.
 func changeTime(os.FileInfo) int64 { return 0 }
